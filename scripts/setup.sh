@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what Lumen needs on a Debian 12 machine and is a no-op when it is all there:
+# the Debian -dev packages it builds against, a Python venv with the reference tools the tests
+# compare against, and the models (scripts/fetch_models.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev python3-venv
+  nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libgtest-dev libgmock-dev
+  libbenchmark-dev libcli11-dev libfmt-dev)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+# python3-venv is Debian's; a machine whose python3 already makes venvs does not need it.
+if [ "${#missing[@]}" -gt 0 ] && [ "${missing[*]}" != "python3-venv" ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+LUMEN_HOME="${LUMEN_HOME:-$HOME/.cache/lumen}"
+VENV="$LUMEN_HOME/venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  python3 -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c "import gguf, numpy, pytest" 2>/dev/null; then
+  echo "setup: installing Python test requirements"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -r scripts/requirements-test.txt
+fi
+
+"$VENV/bin/python" scripts/fetch_models.py

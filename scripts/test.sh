@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: installs what is missing, then builds and runs
+#   1. Release: every test (unit, golden, model);
+#   2. Debug with AddressSanitizer + UBSan: every test again, so memory errors fail loudly;
+#   3. the libFuzzer target for the GGUF reader, for a bounded time (clang).
+# Ends with one line "total: N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh || exit 1
+PY="${LUMEN_HOME:-$HOME/.cache/lumen}/venv/bin/python"
+JOBS="${LUMEN_JOBS:-2}"
+
+passed=0; failed=0; status=0
+run_preset() {
+  local preset=$1
+  echo "=== $preset: configure and build"
+  if ! cmake --preset "$preset" -DLUMEN_PYTHON="$PY" >/dev/null ||
+     ! cmake --build --preset "$preset" -j"$JOBS"; then
+    echo "=== $preset: build failed"; failed=$((failed + 1)); status=1; return
+  fi
+  echo "=== $preset: test"
+  local log; log=$(mktemp)
+  (cd "build/$preset" && ctest --output-on-failure -j"$JOBS" --timeout 900) | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  # ctest's summary: "100% tests passed, 0 tests failed out of 57"
+  local line; line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n1)
+  if [ -z "$line" ]; then failed=$((failed + 1)); status=1; rm -f "$log"; return; fi
+  local bad total
+  bad=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
+  total=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
+  passed=$((passed + total - bad)); failed=$((failed + bad))
+  rm -f "$log"
+}
+
+for preset in ${LUMEN_PRESETS:-release debug fuzz}; do run_preset "$preset"; done
+echo "total: $passed passed, $failed failed"
+exit $status

@@ -1,0 +1,12 @@
+#pragma once
+// Each `lumen` subcommand registers itself on the app and runs through a callback. A command
+// signals failure by throwing lumen::Error; main() turns that into a one-line message and
+// exit status 1.
+#include <CLI/CLI.hpp>
+
+namespace lumen::cli {
+
+void add_inspect_command(CLI::App& app);
+void add_synth_command(CLI::App& app);
+
+}  // namespace lumen::cli

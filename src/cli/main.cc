@@ -1,0 +1,32 @@
+// `lumen`: the command-line entry point. Subcommands live in cmd_*.cc, one per file.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <new>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lumen: LLM inference engine for GGUF models"};
+  app.require_subcommand(1);
+  lumen::cli::add_inspect_command(app);
+  lumen::cli::add_synth_command(app);
+  // Every failure is a one-line message and a small exit status, never a signal or a trace.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const lumen::Error& e) {
+    fmt::print(stderr, "lumen: error: {}\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "lumen: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "lumen: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,40 @@
+#pragma once
+// Architecture hyperparameters read from GGUF metadata ({arch}.* keys), with the defaults
+// llama.cpp's converters rely on made explicit here.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "gguf/file.h"
+
+namespace lumen::model {
+
+struct RopeScaling {
+  std::string type = "none";           // none | linear | yarn | llama3 | ...
+  double factor = 1.0;
+  uint64_t original_context_length = 0;
+};
+
+struct HParams {
+  std::string architecture;            // general.architecture
+  std::string name;                    // general.name (may be empty)
+  uint64_t context_length = 0;
+  uint64_t embedding_length = 0;
+  uint64_t block_count = 0;
+  uint64_t feed_forward_length = 0;
+  uint64_t head_count = 0;
+  uint64_t head_count_kv = 0;
+  uint64_t head_dim = 0;               // attention.key_length, else embedding / heads
+  uint64_t value_dim = 0;              // attention.value_length, else head_dim
+  uint64_t vocab_size = 0;             // {arch}.vocab_size, else the token count
+  double rope_freq_base = 10000.0;
+  uint64_t rope_dimension_count = 0;   // else head_dim
+  RopeScaling rope_scaling;
+  double norm_eps = 1e-5;              // RMS norm epsilon (or layer-norm epsilon)
+  uint64_t sliding_window = 0;         // 0: no local attention
+};
+
+// Throws lumen::Error naming the missing or malformed key.
+HParams read_hparams(const gguf::GgufFile& file);
+
+}  // namespace lumen::model

@@ -1,0 +1,53 @@
+#include "model/presets.h"
+
+#include <array>
+#include <cmath>
+#include <numbers>
+
+namespace lumen::model {
+
+namespace {
+// Numbers from each model's published config.json.
+constexpr std::array kPresets = {
+    Preset{"smollm2-135m", "llama", 8192, 576, 30, 1536, 9, 3, 49152, 100000.0, 1e-5, true, false,
+           "none", 1.0, 0},
+    Preset{"llama-1b", "llama", 131072, 2048, 16, 8192, 32, 8, 128256, 500000.0, 1e-5, true, false,
+           "llama3", 32.0, 8192},
+    Preset{"llama-8b", "llama", 131072, 4096, 32, 14336, 32, 8, 128256, 500000.0, 1e-5, false,
+           false, "llama3", 8.0, 8192},
+    Preset{"qwen2-7b", "qwen2", 32768, 3584, 28, 18944, 28, 4, 152064, 1000000.0, 1e-6, false, true,
+           "none", 1.0, 0},
+};
+}  // namespace
+
+std::span<const Preset> presets() { return kPresets; }
+
+const Preset* find_preset(std::string_view name) {
+  for (const Preset& preset : kPresets) {
+    if (preset.name == name) return &preset;
+  }
+  return nullptr;
+}
+
+std::vector<float> llama3_rope_factors(const Preset& p, int64_t head_dim) {
+  const double low_freq_factor = 1.0, high_freq_factor = 4.0;
+  const double old_context = static_cast<double>(p.rope_original_context);
+  const double low_freq_wavelen = old_context / low_freq_factor;
+  const double high_freq_wavelen = old_context / high_freq_factor;
+  std::vector<float> factors;
+  for (int64_t i = 0; i < head_dim; i += 2) {
+    double freq = 1.0 / std::pow(p.rope_freq_base, static_cast<double>(i) / static_cast<double>(head_dim));
+    double wavelen = 2 * std::numbers::pi / freq;
+    double factor = p.rope_scaling_factor;
+    if (wavelen < high_freq_wavelen) {
+      factor = 1.0;
+    } else if (wavelen <= low_freq_wavelen) {
+      double smooth = (old_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      factor = 1.0 / ((1 - smooth) / p.rope_scaling_factor + smooth);
+    }
+    factors.push_back(static_cast<float>(factor));
+  }
+  return factors;
+}
+
+}  // namespace lumen::model

@@ -1,0 +1,37 @@
+#pragma once
+// Shapes of well-known models, for `lumen synth`: speed is measured at real shapes even when
+// the real weights cannot be downloaded.
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace lumen::model {
+
+struct Preset {
+  std::string_view name;
+  std::string_view architecture;  // llama.cpp's general.architecture
+  uint64_t context_length;
+  uint64_t embedding_length;
+  uint64_t block_count;
+  uint64_t feed_forward_length;
+  uint64_t head_count;
+  uint64_t head_count_kv;
+  uint64_t vocab_size;
+  double rope_freq_base;
+  double norm_eps;
+  bool tied_embeddings;           // no output.weight: the embedding matrix is reused
+  bool qkv_bias;                  // qwen2 has biases on q, k and v
+  std::string_view rope_scaling;  // "none" or "llama3" (written as a rope_freqs tensor)
+  double rope_scaling_factor;
+  uint64_t rope_original_context;
+};
+
+std::span<const Preset> presets();
+const Preset* find_preset(std::string_view name);
+
+// Llama 3's frequency-dependent RoPE scaling as llama.cpp's converter stores it: a rope_freqs
+// tensor of per-dimension divisors (head_dim / 2 of them), so llama.cpp reads our files too.
+std::vector<float> llama3_rope_factors(const Preset& preset, int64_t head_dim);
+
+}  // namespace lumen::model

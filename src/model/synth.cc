@@ -1,0 +1,243 @@
+#include "model/synth.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <filesystem>
+#include <thread>
+
+#include "gguf/file.h"
+#include "gguf/writer.h"
+#include "model/presets.h"
+#include "tensor/quantize.h"
+#include "util/error.h"
+
+namespace lumen::model {
+
+namespace {
+
+using tensor::DType;
+
+// splitmix64: a tiny, well-mixed generator; seeded per row so the output does not depend on
+// how rows are split across threads.
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+enum class Init { Normal, NearOne, Small };
+
+struct TensorPlan {
+  std::string name;
+  DType type;
+  std::vector<int64_t> dims;
+  Init init;
+  std::vector<float> fixed;  // exact values instead of random ones (F32 only)
+};
+
+void fill_row(SplitMix& rng, Init init, std::span<float> row) {
+  for (size_t i = 0; i < row.size(); i += 2) {
+    // Box-Muller gives two normals per pair of uniforms.
+    double u1 = std::max(rng.uniform(), 1e-300), u2 = rng.uniform();
+    double radius = std::sqrt(-2.0 * std::log(u1));
+    double pair[2] = {radius * std::cos(2 * std::numbers::pi * u2), radius * std::sin(2 * std::numbers::pi * u2)};
+    for (size_t k = 0; k < 2 && i + k < row.size(); ++k) {
+      double v = init == Init::Normal ? 0.02 * pair[k]
+                 : init == Init::NearOne ? 1.0 + 0.05 * pair[k]
+                                         : 0.01 * pair[k];
+      row[i + k] = static_cast<float>(v);
+    }
+  }
+}
+
+// Fills `out` with the quantized rows of a random tensor, rows split across threads.
+void fill_tensor(const TensorPlan& plan, uint64_t seed, uint64_t index, unsigned threads,
+                 std::span<uint8_t> out) {
+  if (!plan.fixed.empty()) {
+    std::memcpy(out.data(), plan.fixed.data(), out.size());
+    return;
+  }
+  const int64_t row_len = plan.dims[0];
+  const int64_t rows = static_cast<int64_t>(out.size() / *tensor::row_bytes(plan.type, row_len));
+  const size_t row_bytes = static_cast<size_t>(*tensor::row_bytes(plan.type, row_len));
+  auto worker = [&](int64_t first, int64_t last) {
+    std::vector<float> row(static_cast<size_t>(row_len));
+    for (int64_t r = first; r < last; ++r) {
+      SplitMix rng{seed ^ (index << 40) ^ static_cast<uint64_t>(r) * 0x2545f4914f6cdd1dULL};
+      fill_row(rng, plan.init, row);
+      tensor::quantize_row(plan.type, row.data(), out.data() + static_cast<size_t>(r) * row_bytes,
+                           row_len);
+    }
+  };
+  unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(rows)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < n; ++t) {
+    pool.emplace_back(worker, rows * t / n, rows * (t + 1) / n);
+  }
+  for (auto& thread : pool) thread.join();
+}
+
+// llama.cpp's fallbacks when a row is not whole 256-element super-blocks.
+DType compatible_type(DType wanted, int64_t row_len) {
+  if (tensor::row_bytes(wanted, row_len)) return wanted;
+  switch (wanted) {
+    case DType::Q2_K: case DType::Q3_K: return DType::Q4_0;
+    case DType::Q4_K: return DType::Q5_0;
+    case DType::Q5_K: return DType::Q5_1;
+    default: return DType::Q8_0;
+  }
+}
+
+std::vector<TensorPlan> plan_tensors(const Preset& p, uint64_t layers, uint64_t n_vocab,
+                                     DType type, SynthReport& report) {
+  const int64_t embd = static_cast<int64_t>(p.embedding_length);
+  const int64_t head_dim = embd / static_cast<int64_t>(p.head_count);
+  const int64_t q_dim = head_dim * static_cast<int64_t>(p.head_count);
+  const int64_t kv_dim = head_dim * static_cast<int64_t>(p.head_count_kv);
+  const int64_t ff = static_cast<int64_t>(p.feed_forward_length);
+  const int64_t vocab = static_cast<int64_t>(n_vocab);
+  std::vector<TensorPlan> plans;
+  auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
+    DType chosen = compatible_type(type, cols);
+    if (chosen != type) {
+      report.substitutions.push_back(fmt::format("{}: {} rows of {} are not whole blocks, using {}",
+                                                 name, tensor::dtype_name(type), cols,
+                                                 tensor::dtype_name(chosen)));
+    }
+    plans.push_back({std::move(name), chosen, {cols, rows}, Init::Normal, {}});
+  };
+  auto vector = [&](std::string name, int64_t n, Init init) {
+    plans.push_back({std::move(name), DType::F32, {n}, init, {}});
+  };
+
+  matrix("token_embd.weight", embd, vocab);
+  if (p.rope_scaling == "llama3") {
+    auto factors = llama3_rope_factors(p, head_dim);
+    int64_t n = static_cast<int64_t>(factors.size());
+    plans.push_back({"rope_freqs.weight", DType::F32, {n}, Init::Normal, std::move(factors)});
+  }
+  for (uint64_t i = 0; i < layers; ++i) {
+    const std::string blk = fmt::format("blk.{}.", i);
+    vector(blk + "attn_norm.weight", embd, Init::NearOne);
+    matrix(blk + "attn_q.weight", embd, q_dim);
+    matrix(blk + "attn_k.weight", embd, kv_dim);
+    matrix(blk + "attn_v.weight", embd, kv_dim);
+    if (p.qkv_bias) {
+      vector(blk + "attn_q.bias", q_dim, Init::Small);
+      vector(blk + "attn_k.bias", kv_dim, Init::Small);
+      vector(blk + "attn_v.bias", kv_dim, Init::Small);
+    }
+    matrix(blk + "attn_output.weight", q_dim, embd);
+    vector(blk + "ffn_norm.weight", embd, Init::NearOne);
+    matrix(blk + "ffn_gate.weight", embd, ff);
+    matrix(blk + "ffn_up.weight", embd, ff);
+    matrix(blk + "ffn_down.weight", ff, embd);
+  }
+  vector("output_norm.weight", embd, Init::NearOne);
+  if (!p.tied_embeddings) matrix("output.weight", embd, vocab);
+  return plans;
+}
+
+// Copies tokenizer.* from the vocabulary file, padding the token list with unused tokens up to
+// the preset's vocabulary size so embedding shapes match the real model's.
+uint64_t copy_vocab(const gguf::GgufFile& source, uint64_t preset_vocab, gguf::Metadata& out) {
+  const gguf::Metadata& md = source.metadata();
+  const auto& tokens = md.get_array("tokenizer.ggml.tokens", gguf::ValueType::STRING);
+  const uint64_t n_vocab = std::max<uint64_t>(preset_vocab, tokens.length);
+  const uint64_t pad = n_vocab - tokens.length;
+  for (const auto& [key, value] : md.entries()) {
+    if (key.rfind("tokenizer.", 0) != 0) continue;
+    if (pad == 0 || value.type() != gguf::ValueType::ARRAY ||
+        value.as_array().length != tokens.length) {
+      out.set(key, value);
+      continue;
+    }
+    gguf::Array padded = value.as_array();
+    padded.length = n_vocab;
+    if (key == "tokenizer.ggml.tokens") {
+      for (uint64_t i = 0; i < pad; ++i) padded.strings.push_back(fmt::format("<|synth_pad_{}|>", i));
+    } else if (key == "tokenizer.ggml.token_type") {
+      const int32_t unused = 5;
+      for (uint64_t i = 0; i < pad; ++i) {
+        const auto* bytes = reinterpret_cast<const uint8_t*>(&unused);
+        padded.raw.insert(padded.raw.end(), bytes, bytes + sizeof(unused));
+      }
+    } else if (!padded.raw.empty()) {
+      padded.raw.resize(padded.raw.size() / tokens.length * n_vocab, 0);  // scores: 0
+    } else {
+      out.set(key, value);  // an unrelated array that happens to match the length
+      continue;
+    }
+    out.set(key, gguf::Value::of_array(std::move(padded)));
+  }
+  return n_vocab;
+}
+
+}  // namespace
+
+SynthReport write_synthetic_model(const SynthOptions& options, const std::string& out_path) {
+  const Preset* preset = find_preset(options.preset);
+  if (preset == nullptr) {
+    std::string names;
+    for (const Preset& p : presets()) names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
+    fail("unknown preset '{}' (known: {})", options.preset, names);
+  }
+  if (!tensor::has_reference_kernels(options.type) || options.type == DType::Q8_K ||
+      options.type == DType::Q8_1) {
+    fail("cannot synthesize weights of type {}", tensor::dtype_name(options.type));
+  }
+  const uint64_t layers = options.block_count.value_or(preset->block_count);
+  if (layers == 0 || layers > preset->block_count) {
+    fail("--layers must be between 1 and {}", preset->block_count);
+  }
+  if (options.vocab_path.empty()) fail("a vocabulary GGUF (--vocab) is required");
+  gguf::GgufFile vocab_source = gguf::GgufFile::open(options.vocab_path);
+
+  SynthReport report;
+  gguf::GgufWriter writer;
+  gguf::Metadata& md = writer.metadata();
+  const std::string arch(preset->architecture);
+  auto key = [&](const char* suffix) { return arch + "." + suffix; };
+  md.set("general.architecture", gguf::Value::of_string(arch));
+  md.set("general.name", gguf::Value::of_string(fmt::format("lumen synthetic {}", preset->name)));
+  md.set("general.file_type", gguf::Value::u32(static_cast<uint32_t>(options.type)));
+  md.set(key("context_length"), gguf::Value::u32(static_cast<uint32_t>(preset->context_length)));
+  md.set(key("embedding_length"), gguf::Value::u32(static_cast<uint32_t>(preset->embedding_length)));
+  md.set(key("block_count"), gguf::Value::u32(static_cast<uint32_t>(layers)));
+  md.set(key("feed_forward_length"),
+         gguf::Value::u32(static_cast<uint32_t>(preset->feed_forward_length)));
+  md.set(key("attention.head_count"), gguf::Value::u32(static_cast<uint32_t>(preset->head_count)));
+  md.set(key("attention.head_count_kv"),
+         gguf::Value::u32(static_cast<uint32_t>(preset->head_count_kv)));
+  md.set(key("rope.freq_base"), gguf::Value::f32(static_cast<float>(preset->rope_freq_base)));
+  md.set(key("attention.layer_norm_rms_epsilon"),
+         gguf::Value::f32(static_cast<float>(preset->norm_eps)));
+  report.vocab_size = copy_vocab(vocab_source, preset->vocab_size, md);
+  md.set(key("vocab_size"), gguf::Value::u32(static_cast<uint32_t>(report.vocab_size)));
+
+  unsigned threads = options.threads != 0 ? options.threads
+                                          : std::max(1u, std::thread::hardware_concurrency());
+  auto plans = plan_tensors(*preset, layers, report.vocab_size, options.type, report);
+  for (uint64_t i = 0; i < plans.size(); ++i) {
+    const TensorPlan& plan = plans[i];
+    writer.add_tensor(plan.name, plan.type, plan.dims,
+                      [plan, i, seed = options.seed, threads](std::span<uint8_t> out) {
+                        fill_tensor(plan, seed, i, threads, out);
+                      });
+  }
+  writer.write(out_path);
+  report.tensors = plans.size();
+  report.file_bytes = std::filesystem::file_size(out_path);
+  return report;
+}
+
+}  // namespace lumen::model

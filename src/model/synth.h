@@ -1,0 +1,34 @@
+#pragma once
+// Synthetic models: random weights in the exact tensor shapes and names of a preset, plus a
+// real vocabulary copied from another GGUF so the result tokenizes and runs like a real model.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensor/dtype.h"
+
+namespace lumen::model {
+
+struct SynthOptions {
+  std::string preset;                       // a name from presets()
+  tensor::DType type = tensor::DType::Q4_0; // type of the 2-D weight matrices
+  std::string vocab_path;                   // GGUF to copy tokenizer.* from (required)
+  uint64_t seed = 1;
+  std::optional<uint64_t> block_count;      // fewer layers, for quick tests
+  unsigned threads = 0;                     // 0: all hardware threads
+};
+
+struct SynthReport {
+  uint64_t tensors = 0;
+  uint64_t file_bytes = 0;
+  uint64_t vocab_size = 0;
+  // Matrices whose rows are not whole blocks of the chosen type get a compatible one instead,
+  // as llama.cpp's quantizer does; each such substitution is listed here.
+  std::vector<std::string> substitutions;
+};
+
+// Throws lumen::Error on a bad option or an unreadable vocabulary file.
+SynthReport write_synthetic_model(const SynthOptions& options, const std::string& out_path);
+
+}  // namespace lumen::model

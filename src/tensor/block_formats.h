@@ -1,0 +1,114 @@
+#pragma once
+// The packed on-disk blocks of the quantized formats, field for field as ggml lays them out.
+// Multi-byte fields are little-endian (as GGUF is), which is why a big-endian host is refused
+// below. f16 fields are held as raw bits (uint16_t) and go through tensor/fp16.h.
+//
+// Blocks inside a tensor row are not aligned (a Q4_0 block is 18 bytes), so kernels copy each
+// block into one of these structs with memcpy instead of casting the row pointer.
+#include <bit>
+#include <cstdint>
+
+namespace lumen::tensor {
+
+static_assert(std::endian::native == std::endian::little,
+              "block layouts are read in place as little-endian");
+
+inline constexpr int kLegacyBlock = 32;  // elements per block of Q4_0 .. Q8_1
+inline constexpr int kSuperBlock = 256;  // elements per K-quant super-block (ggml's QK_K)
+
+// ---- legacy formats: one scale (and maybe a min) per 32 elements ----
+// Element j < 16 sits in the low nibble of qs[j], element j + 16 in its high nibble.
+
+struct BlockQ4_0 {  // x = d * (q - 8), q in [0, 15]
+  uint16_t d;
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+struct BlockQ4_1 {  // x = d * q + m, q in [0, 15]
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+struct BlockQ5_0 {  // x = d * (q - 16), q in [0, 31]; bit 4 of element j is bit j of qh
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+struct BlockQ5_1 {  // x = d * q + m, q in [0, 31]; high bits as Q5_0
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+struct BlockQ8_0 {  // x = d * q
+  uint16_t d;
+  int8_t qs[kLegacyBlock];
+};
+
+struct BlockQ8_1 {  // x = d * q; s = d * sum(q) lets dot products fold in another block's min
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[kLegacyBlock];
+};
+
+// ---- K-quants: a 256-element super-block with an f16 scale over small integer sub-scales ----
+
+struct BlockQ2_K {  // 16 sub-blocks of 16: x = d*(sc & 15) * q - dmin*(sc >> 4), q in [0, 3]
+  uint8_t scales[kSuperBlock / 16];
+  uint8_t qs[kSuperBlock / 4];  // 2-bit quants, four planes per 32-byte half
+  uint16_t d;
+  uint16_t dmin;
+};
+
+struct BlockQ3_K {  // 16 sub-blocks of 16: x = d * (sc - 32) * q, q in [-4, 3]
+  uint8_t hmask[kSuperBlock / 8];  // set bit: q's high bit is 1 (i.e. no -4 offset)
+  uint8_t qs[kSuperBlock / 4];     // low 2 bits, laid out as Q2_K's
+  uint8_t scales[12];              // sixteen 6-bit scales, 4 low bits + 2 high bits each
+  uint16_t d;
+};
+
+struct BlockQ4_K {  // 8 sub-blocks of 32: x = d*sc * q - dmin*m, q in [0, 15], sc/m 6-bit
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];  // eight (sc, m) pairs packed in 6 bits each
+  uint8_t qs[kSuperBlock / 2];
+};
+
+struct BlockQ5_K {  // as Q4_K with q in [0, 31]; bit 4 of element e is bit e/32 of qh[e%32]
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kSuperBlock / 8];
+  uint8_t qs[kSuperBlock / 2];
+};
+
+struct BlockQ6_K {  // 16 sub-blocks of 16: x = d * sc * q, q in [-32, 31], sc int8
+  uint8_t ql[kSuperBlock / 2];  // low 4 bits
+  uint8_t qh[kSuperBlock / 4];  // high 2 bits
+  int8_t scales[kSuperBlock / 16];
+  uint16_t d;
+};
+
+struct BlockQ8_K {  // x = d * q with an f32 scale; only ever an intermediate for dot products
+  float d;
+  int8_t qs[kSuperBlock];
+  int16_t bsums[kSuperBlock / 16];  // sum of each 16 quants
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+}  // namespace lumen::tensor

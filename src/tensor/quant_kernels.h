@@ -1,0 +1,77 @@
+#pragma once
+// Internal to the tensor module: the per-format reference kernels that quantize.cc dispatches
+// to, and the small helpers they share. Each kernel works on whole blocks; the dispatcher has
+// already checked the element count, so `blocks` is exact (for plain types, one block is one
+// element).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace lumen::tensor::kernels {
+
+// Block `index` of a packed row, read without assuming the row is aligned for Block.
+template <typename Block>
+Block load_block(const void* row, int64_t index) {
+  Block block;
+  std::memcpy(&block, static_cast<const unsigned char*>(row) + index * int64_t{sizeof(Block)},
+              sizeof(Block));
+  return block;
+}
+
+template <typename Block>
+void store_block(void* row, int64_t index, const Block& block) {
+  std::memcpy(static_cast<unsigned char*>(row) + index * int64_t{sizeof(Block)}, &block,
+              sizeof(Block));
+}
+
+// round(value) limited to [lo, hi], ties away from zero (as roundf). Clamping happens in float
+// first so that an out-of-range value or infinity never reaches an int conversion, which would
+// be undefined; NaN (e.g. 0 * inf from a degenerate scale) becomes 0, or the bound nearest it.
+inline int clamp_round(float value, int lo, int hi) {
+  if (std::isnan(value)) return lo > 0 ? lo : (hi < 0 ? hi : 0);
+  if (value <= static_cast<float>(lo)) return lo;
+  if (value >= static_cast<float>(hi)) return hi;
+  return static_cast<int>(std::round(value));
+}
+
+// Plain formats (quant_plain.cc).
+void dequantize_f32(const void* src, float* dst, int64_t blocks);
+void quantize_f32(const float* src, void* dst, int64_t blocks);
+void dequantize_f16(const void* src, float* dst, int64_t blocks);
+void quantize_f16(const float* src, void* dst, int64_t blocks);
+void dequantize_bf16(const void* src, float* dst, int64_t blocks);
+void quantize_bf16(const float* src, void* dst, int64_t blocks);
+
+// Legacy 32-element formats (quant_legacy.cc); quantizers match ggml's reference bit for bit.
+void dequantize_q4_0(const void* src, float* dst, int64_t blocks);
+void quantize_q4_0(const float* src, void* dst, int64_t blocks);
+void dequantize_q4_1(const void* src, float* dst, int64_t blocks);
+void quantize_q4_1(const float* src, void* dst, int64_t blocks);
+void dequantize_q5_0(const void* src, float* dst, int64_t blocks);
+void quantize_q5_0(const float* src, void* dst, int64_t blocks);
+void dequantize_q5_1(const void* src, float* dst, int64_t blocks);
+void quantize_q5_1(const float* src, void* dst, int64_t blocks);
+void dequantize_q8_0(const void* src, float* dst, int64_t blocks);
+void quantize_q8_0(const float* src, void* dst, int64_t blocks);
+void dequantize_q8_1(const void* src, float* dst, int64_t blocks);
+void quantize_q8_1(const float* src, void* dst, int64_t blocks);
+
+// K-quants with 2 and 3 bits (quant_k_low.cc).
+void dequantize_q2_k(const void* src, float* dst, int64_t blocks);
+void quantize_q2_k(const float* src, void* dst, int64_t blocks);
+void dequantize_q3_k(const void* src, float* dst, int64_t blocks);
+void quantize_q3_k(const float* src, void* dst, int64_t blocks);
+
+// K-quants with 4 and 5 bits, which share the packed 6-bit scale/min pairs (quant_k_mid.cc).
+void dequantize_q4_k(const void* src, float* dst, int64_t blocks);
+void quantize_q4_k(const float* src, void* dst, int64_t blocks);
+void dequantize_q5_k(const void* src, float* dst, int64_t blocks);
+void quantize_q5_k(const float* src, void* dst, int64_t blocks);
+
+// K-quants with 6 and 8 bits (quant_k_high.cc).
+void dequantize_q6_k(const void* src, float* dst, int64_t blocks);
+void quantize_q6_k(const float* src, void* dst, int64_t blocks);
+void dequantize_q8_k(const void* src, float* dst, int64_t blocks);
+void quantize_q8_k(const float* src, void* dst, int64_t blocks);
+
+}  // namespace lumen::tensor::kernels

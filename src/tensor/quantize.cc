@@ -1,0 +1,72 @@
+// Entry points of the reference kernels: check the request once, then hand whole blocks to the
+// per-format kernel. Everything a caller can get wrong (a type without kernels, a count that is
+// not whole blocks) is reported as lumen::Error, since counts come from model files.
+#include "tensor/quantize.h"
+
+#include "tensor/quant_kernels.h"
+#include "util/error.h"
+
+namespace lumen::tensor {
+namespace {
+
+using DequantizeFn = void (*)(const void*, float*, int64_t);
+using QuantizeFn = void (*)(const float*, void*, int64_t);
+
+struct Kernels {
+  DequantizeFn dequantize;
+  QuantizeFn quantize;
+};
+
+// Both pointers are null for a type without reference kernels.
+Kernels kernels_for(DType type) {
+  using namespace kernels;
+  switch (type) {
+    case DType::F32: return {dequantize_f32, quantize_f32};
+    case DType::F16: return {dequantize_f16, quantize_f16};
+    case DType::BF16: return {dequantize_bf16, quantize_bf16};
+    case DType::Q4_0: return {dequantize_q4_0, quantize_q4_0};
+    case DType::Q4_1: return {dequantize_q4_1, quantize_q4_1};
+    case DType::Q5_0: return {dequantize_q5_0, quantize_q5_0};
+    case DType::Q5_1: return {dequantize_q5_1, quantize_q5_1};
+    case DType::Q8_0: return {dequantize_q8_0, quantize_q8_0};
+    case DType::Q8_1: return {dequantize_q8_1, quantize_q8_1};
+    case DType::Q2_K: return {dequantize_q2_k, quantize_q2_k};
+    case DType::Q3_K: return {dequantize_q3_k, quantize_q3_k};
+    case DType::Q4_K: return {dequantize_q4_k, quantize_q4_k};
+    case DType::Q5_K: return {dequantize_q5_k, quantize_q5_k};
+    case DType::Q6_K: return {dequantize_q6_k, quantize_q6_k};
+    case DType::Q8_K: return {dequantize_q8_k, quantize_q8_k};
+    default: return {nullptr, nullptr};
+  }
+}
+
+// The kernels for `type` and the number of blocks in `n` elements, or a lumen::Error.
+Kernels checked_kernels(DType type, int64_t n, int64_t& blocks, const char* operation) {
+  const DTypeInfo& info = dtype_info(type);  // throws for a forged enum value
+  const Kernels found = kernels_for(type);
+  if (found.dequantize == nullptr) {
+    fail("cannot {} tensor type {}: Lumen has no kernels for it", operation, info.name);
+  }
+  if (n < 0 || n % info.block_elements != 0) {
+    fail("cannot {} {} elements of {}: the count must be a whole number of {}-element blocks",
+         operation, n, info.name, info.block_elements);
+  }
+  blocks = n / info.block_elements;
+  return found;
+}
+
+}  // namespace
+
+void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
+  int64_t blocks = 0;
+  const Kernels found = checked_kernels(type, n, blocks, "dequantize");
+  found.dequantize(src, dst, blocks);
+}
+
+void quantize_row(DType type, const float* src, void* dst, int64_t n) {
+  int64_t blocks = 0;
+  const Kernels found = checked_kernels(type, n, blocks, "quantize");
+  found.quantize(src, dst, blocks);
+}
+
+}  // namespace lumen::tensor

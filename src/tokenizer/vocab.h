@@ -1,0 +1,51 @@
+#pragma once
+// The vocabulary a GGUF file carries (tokenizer.ggml.*), loaded and validated. Everything a
+// tokenizer later indexes by (token types, scores, special ids) is checked here once: arrays
+// of the declared element type and of the vocabulary's length, special ids inside the
+// vocabulary, byte tokens well formed. The tokenizers themselves build on this.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf/metadata.h"
+
+namespace lumen::tokenizer {
+
+// ggml's token attribute numbering, as stored in tokenizer.ggml.token_type.
+enum class TokenType : int32_t {
+  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+};
+
+// tokenizer.ggml.model: which algorithm the vocabulary is for.
+enum class VocabKind { None, SentencePiece, BytePairGpt2, WordPiece, Unigram, Rwkv };
+
+struct SpecialTokens {
+  std::optional<int32_t> bos, eos, eot, unknown, separator, padding, mask;
+  bool add_bos = false;
+  bool add_eos = false;
+};
+
+struct Vocab {
+  VocabKind kind = VocabKind::None;
+  std::string model_name;      // tokenizer.ggml.model as written
+  std::string pre_tokenizer;   // tokenizer.ggml.pre (empty when absent)
+  std::vector<std::string> tokens;
+  std::vector<float> scores;           // empty when the file has none
+  std::vector<TokenType> types;        // Normal for every token when the file has none
+  std::vector<std::string> merges;     // "left right" pairs, in priority order (BPE)
+  SpecialTokens special;
+  std::vector<std::string> warnings;   // things ignored rather than rejected, for inspect
+
+  size_t size() const { return tokens.size(); }
+};
+
+std::string_view vocab_kind_name(VocabKind kind);
+
+// True when the metadata names a tokenizer at all (tokenizer.ggml.model present).
+bool has_vocab(const gguf::Metadata& metadata);
+
+// Throws lumen::Error naming the key and the problem.
+Vocab load_vocab(const gguf::Metadata& metadata);
+
+}  // namespace lumen::tokenizer

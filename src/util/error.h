@@ -1,0 +1,23 @@
+#pragma once
+// Lumen reports bad input (a broken file, a malformed request) with lumen::Error: one readable
+// sentence that names what was wrong. Callers at the edge (CLI, server) catch it and turn it into
+// an exit status or an HTTP error; nothing below them ever aborts the process on bad input.
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace lumen {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+template <typename... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
+  throw Error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+}  // namespace lumen

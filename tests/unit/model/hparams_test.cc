@@ -1,0 +1,72 @@
+#include "model/hparams.h"
+
+#include <gtest/gtest.h>
+
+#include "gguf/writer.h"
+#include "util/error.h"
+
+namespace lumen::model {
+namespace {
+
+using gguf::Value;
+
+gguf::GgufWriter minimal_llama() {
+  gguf::GgufWriter writer;
+  auto& md = writer.metadata();
+  md.set("general.architecture", Value::of_string("llama"));
+  md.set("llama.context_length", Value::u32(2048));
+  md.set("llama.embedding_length", Value::u32(64));
+  md.set("llama.block_count", Value::u32(2));
+  md.set("llama.attention.head_count", Value::u32(4));
+  return writer;
+}
+
+TEST(HParams, DefaultsFollowFromTheRequiredKeys) {
+  auto bytes = minimal_llama().write_to_memory();
+  HParams hp = read_hparams(gguf::GgufFile::parse(bytes));
+  EXPECT_EQ(hp.architecture, "llama");
+  EXPECT_EQ(hp.head_count_kv, 4u);
+  EXPECT_EQ(hp.head_dim, 16u);
+  EXPECT_EQ(hp.rope_dimension_count, 16u);
+  EXPECT_EQ(hp.rope_freq_base, 10000.0);
+  EXPECT_EQ(hp.rope_scaling.type, "none");
+  EXPECT_EQ(hp.sliding_window, 0u);
+}
+
+TEST(HParams, ReadsOptionalKeys) {
+  auto writer = minimal_llama();
+  auto& md = writer.metadata();
+  md.set("llama.attention.head_count_kv", Value::u32(2));
+  md.set("llama.attention.key_length", Value::u32(32));
+  md.set("llama.rope.freq_base", Value::f32(500000.0f));
+  md.set("llama.rope.scaling.type", Value::of_string("yarn"));
+  md.set("llama.rope.scaling.factor", Value::f32(4.0f));
+  md.set("llama.attention.layer_norm_rms_epsilon", Value::f32(1e-6f));
+  auto bytes = writer.write_to_memory();
+  HParams hp = read_hparams(gguf::GgufFile::parse(bytes));
+  EXPECT_EQ(hp.head_count_kv, 2u);
+  EXPECT_EQ(hp.head_dim, 32u);
+  EXPECT_EQ(hp.rope_freq_base, 500000.0);
+  EXPECT_EQ(hp.rope_scaling.type, "yarn");
+  EXPECT_EQ(hp.rope_scaling.factor, 4.0);
+  EXPECT_FLOAT_EQ(static_cast<float>(hp.norm_eps), 1e-6f);
+}
+
+TEST(HParams, BadHeadCountsAreErrors) {
+  auto writer = minimal_llama();
+  writer.metadata().set("llama.attention.head_count_kv", Value::u32(3));
+  auto bytes = writer.write_to_memory();
+  EXPECT_THROW(read_hparams(gguf::GgufFile::parse(bytes)), Error);
+  auto missing = minimal_llama();
+  missing.metadata().erase("llama.block_count");
+  auto missing_bytes = missing.write_to_memory();
+  try {
+    read_hparams(gguf::GgufFile::parse(missing_bytes));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("llama.block_count"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace lumen::model

@@ -1,0 +1,115 @@
+#include "model/synth.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "gguf/file.h"
+#include "model/hparams.h"
+#include "model/presets.h"
+#include "tensor/quantize.h"
+#include "tokenizer/vocab.h"
+#include "util/error.h"
+
+namespace lumen::model {
+namespace {
+
+const std::string kVocab = std::string(LUMEN_TESTDATA_DIR) + "/tokenizer/ggml-vocab-llama-spm.gguf";
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / name).string();
+}
+
+TEST(Synth, WritesThePresetShapesWithAPaddedVocab) {
+  SynthOptions options{"smollm2-135m", tensor::DType::Q4_0, kVocab, 7, 2, 2};
+  std::string path = temp_path("lumen_synth_test.gguf");
+  SynthReport report = write_synthetic_model(options, path);
+  EXPECT_EQ(report.vocab_size, 49152u);  // llama-spm's 32000 tokens, padded to the preset's
+
+  gguf::GgufFile file = gguf::GgufFile::open(path);
+  HParams hp = read_hparams(file);
+  EXPECT_EQ(hp.architecture, "llama");
+  EXPECT_EQ(hp.block_count, 2u);
+  EXPECT_EQ(hp.embedding_length, 576u);
+  EXPECT_EQ(hp.head_count, 9u);
+  EXPECT_EQ(hp.head_count_kv, 3u);
+  EXPECT_EQ(hp.vocab_size, 49152u);
+  EXPECT_EQ(file.tensors().size(), 1 + 2 * 9 + 1u);  // embedding, 9 per layer, output norm
+  EXPECT_EQ(file.tensor("token_embd.weight").dims, (std::vector<int64_t>{576, 49152}));
+  EXPECT_EQ(file.tensor("blk.1.attn_k.weight").dims, (std::vector<int64_t>{576, 192}));
+  EXPECT_EQ(file.tensor("blk.0.ffn_down.weight").dims, (std::vector<int64_t>{1536, 576}));
+  EXPECT_EQ(file.tensor("blk.0.ffn_down.weight").type, tensor::DType::Q4_0);
+  EXPECT_EQ(file.find_tensor("output.weight"), nullptr);  // tied embeddings
+
+  tokenizer::Vocab vocab = tokenizer::load_vocab(file.metadata());
+  EXPECT_EQ(vocab.size(), 49152u);
+  EXPECT_EQ(vocab.tokens[1], "<s>");
+  EXPECT_EQ(vocab.types[40000], tokenizer::TokenType::Unused);
+
+  // Weights look like initialised weights: mean ~0, std ~0.02; norms ~1.
+  const auto& q = file.tensor("blk.0.attn_q.weight");
+  std::vector<float> row(576);
+  double sum = 0, sum_sq = 0;
+  size_t row_bytes = *tensor::row_bytes(q.type, 576);
+  for (int r = 0; r < 64; ++r) {
+    tensor::dequantize_row(q.type, q.data + r * row_bytes, row.data(), 576);
+    for (float v : row) { sum += v; sum_sq += v * v; }
+  }
+  double n = 64.0 * 576, mean = sum / n, stddev = std::sqrt(sum_sq / n - mean * mean);
+  EXPECT_NEAR(mean, 0.0, 0.002);
+  EXPECT_NEAR(stddev, 0.02, 0.003);
+  const float* norm = reinterpret_cast<const float*>(file.tensor("output_norm.weight").data);
+  EXPECT_NEAR(norm[0], 1.0f, 0.3f);
+  std::remove(path.c_str());
+}
+
+std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(Synth, SameSeedSameBytesWhateverTheThreadCount) {
+  std::string a = temp_path("lumen_synth_a.gguf"), b = temp_path("lumen_synth_b.gguf");
+  write_synthetic_model({"smollm2-135m", tensor::DType::Q8_0, kVocab, 3, 1, 1}, a);
+  write_synthetic_model({"smollm2-135m", tensor::DType::Q8_0, kVocab, 3, 1, 2}, b);
+  EXPECT_EQ(file_bytes(a), file_bytes(b));
+  write_synthetic_model({"smollm2-135m", tensor::DType::Q8_0, kVocab, 4, 1, 2}, b);
+  EXPECT_NE(file_bytes(a), file_bytes(b));
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
+TEST(Synth, KQuantFallsBackWhereRowsAreNotSuperBlocks) {
+  std::string path = temp_path("lumen_synth_k.gguf");
+  SynthReport report =
+      write_synthetic_model({"smollm2-135m", tensor::DType::Q4_K, kVocab, 1, 1, 2}, path);
+  gguf::GgufFile file = gguf::GgufFile::open(path);
+  EXPECT_EQ(file.tensor("blk.0.ffn_down.weight").type, tensor::DType::Q4_K);  // 1536 = 6 x 256
+  EXPECT_EQ(file.tensor("blk.0.attn_q.weight").type, tensor::DType::Q5_0);    // 576 is not
+  EXPECT_FALSE(report.substitutions.empty());
+  std::remove(path.c_str());
+}
+
+TEST(Synth, Llama3RopeFactors) {
+  const Preset& llama1b = *find_preset("llama-1b");
+  auto f = llama3_rope_factors(llama1b, 64);
+  ASSERT_EQ(f.size(), 32u);
+  EXPECT_EQ(f[0], 1.0f);    // short wavelengths unscaled
+  EXPECT_EQ(f[31], 32.0f);  // long wavelengths scaled by the full factor
+  for (size_t i = 1; i < f.size(); ++i) EXPECT_GE(f[i], f[i - 1]);  // smooth in between
+  EXPECT_GT(f[20], 1.0f);
+}
+
+TEST(Synth, BadOptionsAreErrors) {
+  std::string path = temp_path("lumen_synth_bad.gguf");
+  EXPECT_THROW(write_synthetic_model({"gpt-5", tensor::DType::Q4_0, kVocab, 1, 1, 1}, path), Error);
+  EXPECT_THROW(write_synthetic_model({"llama-1b", tensor::DType::Q4_0, kVocab, 1, 99, 1}, path), Error);
+  EXPECT_THROW(write_synthetic_model({"llama-1b", tensor::DType::Q4_0, "/missing.gguf", 1, 1, 1}, path),
+               Error);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+}  // namespace
+}  // namespace lumen::model
