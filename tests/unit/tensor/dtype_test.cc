@@ -148,7 +148,8 @@ TEST(RowBytes, RefusesSizesThatOverflow) {
   EXPECT_EQ(row_bytes(DType::F64, kMax), std::nullopt);
   EXPECT_EQ(row_bytes(DType::F32, int64_t{1} << 62), std::nullopt);
   EXPECT_EQ(row_bytes(DType::I64, int64_t{1} << 61), std::nullopt);
-  EXPECT_EQ(row_bytes(DType::F32, (int64_t{1} << 62) - 1), std::numeric_limits<uint64_t>::max() - 3);
+  EXPECT_EQ(row_bytes(DType::F32, (int64_t{1} << 62) - 1),
+            std::numeric_limits<uint64_t>::max() - 3);
   EXPECT_EQ(row_bytes(DType::F32, int64_t{1} << 61), uint64_t{1} << 63);
   // Block types store under 2 bytes per element, so any int64 count fits in 64 bits of bytes.
   EXPECT_EQ(row_bytes(DType::Q8_K, kMax / 256 * 256), static_cast<uint64_t>(kMax / 256) * 292u);

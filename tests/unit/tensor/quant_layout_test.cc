@@ -117,7 +117,8 @@ TEST(Q8_1, SumFieldIsScaleTimesSumOfQuants) {
     dequantize_row(DType::F16, &block.d, d.data(), 1);
     std::vector<float> s(1);
     dequantize_row(DType::F16, &block.s, s.data(), 1);
-    EXPECT_NEAR(s[0], d[0] * static_cast<float>(sum), std::abs(d[0] * static_cast<float>(sum)) * 1e-3);
+    const float expected = d[0] * static_cast<float>(sum);
+    EXPECT_NEAR(s[0], expected, std::abs(expected) * 1e-3);
   }
 }
 
@@ -186,7 +187,8 @@ TEST(KQuantLayout, Q3_K) {
   int codes[16];
   for (int i = 0; i < 16; ++i) {
     codes[i] = (i * 37 + 5) % 64;
-    scaled.scales[i % 8] = static_cast<uint8_t>(scaled.scales[i % 8] | ((codes[i] & 15) << (4 * (i / 8))));
+    scaled.scales[i % 8] =
+        static_cast<uint8_t>(scaled.scales[i % 8] | ((codes[i] & 15) << (4 * (i / 8))));
     scaled.scales[8 + i % 4] =
         static_cast<uint8_t>(scaled.scales[8 + i % 4] | ((codes[i] >> 4) << (2 * (i / 4))));
   }
