@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <unordered_set>
 
 #include "gguf/byte_cursor.h"
 #include "gguf/value_reader.h"
@@ -113,7 +112,8 @@ TensorInfo read_tensor_info(ByteCursor& cursor, uint32_t alignment) {
 // Checks every tensor lies inside the data section and no two share bytes.
 // Like ggml, each tensor's padding to the alignment is part of the file: a file cut anywhere,
 // even inside the last tensor's padding, is rejected as truncated.
-void check_layout(std::vector<TensorInfo>& tensors, uint64_t data_bytes, uint32_t alignment) {
+void check_layout(const std::vector<TensorInfo>& tensors, uint64_t data_bytes,
+                  uint32_t alignment) {
   for (const TensorInfo& t : tensors) {
     auto end = checked_add(t.offset, t.bytes);
     if (end) end = checked_align_up(*end, alignment);

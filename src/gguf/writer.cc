@@ -1,10 +1,10 @@
 #include "gguf/writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <unordered_set>
 
 #include "util/checked_math.h"
 #include "util/error.h"
