@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev python3-venv
+APT_PACKAGES=(cmake ninja-build pkg-config g++ clang libclang-rt-14-dev python3-venv
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libgtest-dev libgmock-dev
   libbenchmark-dev libcli11-dev libfmt-dev)
 missing=()

@@ -8,5 +8,7 @@ namespace lumen::cli {
 
 void add_inspect_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
+void add_chat_template_command(CLI::App& app);  // chat-template render / list
+void add_tokenize_commands(CLI::App& app);  // tokenize and detokenize
 
 }  // namespace lumen::cli

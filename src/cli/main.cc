@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   lumen::cli::add_inspect_command(app);
   lumen::cli::add_synth_command(app);
+  lumen::cli::add_chat_template_command(app);
+  lumen::cli::add_tokenize_commands(app);
   // Every failure is a one-line message and a small exit status, never a signal or a trace.
   try {
     app.parse(argc, argv);

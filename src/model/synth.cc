@@ -87,6 +87,26 @@ void fill_tensor(const TensorPlan& plan, uint64_t seed, uint64_t index, unsigned
   for (auto& thread : pool) thread.join();
 }
 
+// general.file_type uses llama.cpp's llama_ftype numbering, which is not the tensor type id.
+uint32_t llama_file_type(DType type) {
+  switch (type) {
+    case DType::F32: return 0;
+    case DType::F16: return 1;
+    case DType::Q4_0: return 2;
+    case DType::Q4_1: return 3;
+    case DType::Q8_0: return 7;
+    case DType::Q5_0: return 8;
+    case DType::Q5_1: return 9;
+    case DType::Q2_K: return 10;
+    case DType::Q3_K: return 12;  // Q3_K_M
+    case DType::Q4_K: return 15;  // Q4_K_M
+    case DType::Q5_K: return 17;  // Q5_K_M
+    case DType::Q6_K: return 18;
+    case DType::BF16: return 32;
+    default: fail("no llama.cpp file type for {}", tensor::dtype_name(type));
+  }
+}
+
 // llama.cpp's fallbacks when a row is not whole 256-element super-blocks.
 DType compatible_type(DType wanted, int64_t row_len) {
   if (tensor::row_bytes(wanted, row_len)) return wanted;
@@ -210,7 +230,7 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
   auto key = [&](const char* suffix) { return arch + "." + suffix; };
   md.set("general.architecture", gguf::Value::of_string(arch));
   md.set("general.name", gguf::Value::of_string(fmt::format("lumen synthetic {}", preset->name)));
-  md.set("general.file_type", gguf::Value::u32(static_cast<uint32_t>(options.type)));
+  md.set("general.file_type", gguf::Value::u32(llama_file_type(options.type)));
   md.set(key("context_length"), gguf::Value::u32(static_cast<uint32_t>(preset->context_length)));
   md.set(key("embedding_length"), gguf::Value::u32(static_cast<uint32_t>(preset->embedding_length)));
   md.set(key("block_count"), gguf::Value::u32(static_cast<uint32_t>(layers)));

@@ -1,7 +1,9 @@
 #include "tokenizer/vocab.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "tokenizer/control_token_detection.h"
 #include "util/error.h"
 
 namespace lumen::tokenizer {
@@ -59,6 +61,11 @@ void check_byte_tokens(const Vocab& vocab) {
               is_hex_digit(text[4]) && text[5] == '>';
     if (!ok) fail("byte token {} is '{}', expected the form <0xHH>", id, text);
   }
+}
+
+// Pre-tokenizers whose models llama.cpp gives a BOS by default (the Llama 3 family).
+bool adds_bos_by_default(const std::string& pre) {
+  return pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3";
 }
 
 }  // namespace
@@ -127,9 +134,18 @@ Vocab load_vocab(const gguf::Metadata& md) {
   s.separator = special_id(md, "tokenizer.ggml.seperator_token_id", vocab);  // sic: the key's spelling
   s.padding = special_id(md, "tokenizer.ggml.padding_token_id", vocab);
   s.mask = special_id(md, "tokenizer.ggml.mask_token_id", vocab);
-  s.add_bos = md.find_bool("tokenizer.ggml.add_bos_token").value_or(false);
+  bool bos_by_default = s.bos.has_value() && (vocab.kind == VocabKind::SentencePiece ||
+                                                adds_bos_by_default(vocab.pre_tokenizer));
+  s.add_bos = md.find_bool("tokenizer.ggml.add_bos_token").value_or(bos_by_default);
   s.add_eos = md.find_bool("tokenizer.ggml.add_eos_token").value_or(false);
+  vocab.add_space_prefix = md.find_bool("tokenizer.ggml.add_space_prefix")
+                               .value_or(vocab.kind == VocabKind::SentencePiece);
+  detect_control_tokens(vocab);
   return vocab;
+}
+
+bool Vocab::ends_generation(int32_t id) const {
+  return std::binary_search(end_of_generation.begin(), end_of_generation.end(), id);
 }
 
 }  // namespace lumen::tokenizer

@@ -22,6 +22,9 @@ enum class VocabKind { None, SentencePiece, BytePairGpt2, WordPiece, Unigram, Rw
 
 struct SpecialTokens {
   std::optional<int32_t> bos, eos, eot, unknown, separator, padding, mask;
+  // tokenizer.ggml.add_bos_token / add_eos_token. Where the file does not say, add_bos follows
+  // llama.cpp's defaults: on for SentencePiece and for Llama 3's pre-tokenizer (when there is
+  // a BOS token to add), off otherwise.
   bool add_bos = false;
   bool add_eos = false;
 };
@@ -35,7 +38,15 @@ struct Vocab {
   std::vector<TokenType> types;        // Normal for every token when the file has none
   std::vector<std::string> merges;     // "left right" pairs, in priority order (BPE)
   SpecialTokens special;
+  // tokenizer.ggml.add_space_prefix: SentencePiece's dummy prefix (a space before the text, and
+  // the matching leading space dropped when decoding). Defaults: on for SentencePiece, off else.
+  bool add_space_prefix = false;
+  // Tokens that end generation: the declared EOS/EOT and the end-of-turn tokens recognised by
+  // their text (see control_token_detection.h). Sorted.
+  std::vector<int32_t> end_of_generation;
   std::vector<std::string> warnings;   // things ignored rather than rejected, for inspect
+
+  bool ends_generation(int32_t id) const;
 
   size_t size() const { return tokens.size(); }
 };

@@ -99,6 +99,20 @@ TEST(GgufRoundTrip, DefaultAlignment) { expect_round_trip(32); }
 TEST(GgufRoundTrip, CustomAlignment) { expect_round_trip(64); }
 TEST(GgufRoundTrip, PageAlignment) { expect_round_trip(4096); }
 
+// Version 2 differs from 3 only in promising little-endian data, so the same bytes read as both.
+TEST(GgufReader, ReadsVersion2) {
+  GgufWriter writer;
+  writer.metadata().set("general.architecture", Value::of_string("llama"));
+  std::vector<float> values = {1.0f, 2.0f};
+  writer.add_tensor("t", DType::F32, {2},
+                    std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(values.data()), 8));
+  auto bytes = writer.write_to_memory();
+  bytes[4] = 2;  // the version field follows the 4-byte magic
+  GgufFile file = GgufFile::parse(bytes);
+  EXPECT_EQ(file.version(), 2u);
+  EXPECT_EQ(reinterpret_cast<const float*>(file.tensor("t").data)[1], 2.0f);
+}
+
 TEST(GgufRoundTrip, MetadataOnlyFileHasNoPadding) {
   GgufWriter writer;
   writer.metadata().set("general.architecture", Value::of_string("llama"));

@@ -1,0 +1,101 @@
+#pragma once
+// The device interface: memory and the ops a transformer forward pass needs. The model code is
+// written once against it; backend/cpu implements it today, backend/cuda will implement the same
+// ops. A backend is chosen once at start; nothing above this layer knows which one it is.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "backend/tensor_view.h"
+
+namespace lumen::backend {
+
+// Memory owned by a backend (host RAM for the CPU, device memory for CUDA).
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual void* data() = 0;
+  virtual size_t size() const = 0;
+};
+
+enum class RopeScalingType { None, Linear, Yarn };
+
+struct RopeConfig {
+  int64_t rope_dims = 0;          // leading dimensions of each head that rotate (<= head_dim)
+  bool neox = false;              // rotate pairs (i, i + d/2) instead of (2i, 2i + 1)
+  double freq_base = 10000.0;
+  RopeScalingType scaling = RopeScalingType::None;
+  double scaling_factor = 1.0;    // linear / YaRN context extension factor
+  int64_t original_context = 0;   // YaRN: the context the model was trained at
+  double yarn_beta_fast = 32.0;
+  double yarn_beta_slow = 1.0;
+  const float* freq_factors = nullptr;  // per-pair divisors (llama3's rope_freqs), or null
+};
+
+// K/V storage of one layer, in blocks: dims {head_dim * n_kv_heads, block_size, n_blocks}.
+struct KvLayer {
+  TensorView k;
+  TensorView v;
+  int64_t block_size = 16;
+};
+
+// One sequence's slice of a flat batch: its tokens are rows [first_token, first_token + n_tokens)
+// of the batch, at positions [start_pos, start_pos + n_tokens); its K/V lives in the blocks named
+// by block_table (position p is row p % block_size of block block_table[p / block_size]).
+struct SequenceSlice {
+  int64_t first_token = 0;
+  int64_t n_tokens = 0;
+  int64_t start_pos = 0;
+  std::span<const int32_t> block_table;
+};
+
+struct AttentionConfig {
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;             // usually 1 / sqrt(head_dim)
+  int64_t sliding_window = 0;     // 0: attend to every earlier position
+  float softcap = 0.0f;           // 0: none; else scores become softcap * tanh(s / softcap)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
+  // Makes host-resident weights usable by the backend. The CPU backend returns a view of the
+  // same memory (weights stay in the mmap: no copy); a device backend uploads them.
+  virtual TensorView upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
+                                    const void* host_data) = 0;
+  virtual void copy_to_host(const TensorView& src, float* dst) = 0;
+
+  // y[t, :] = W x[t, :] for every row t of x. W is {in, out} in any supported type; x and y f32.
+  virtual void matmul(const TensorView& w, const TensorView& x, TensorView& y) = 0;
+  // out[i, :] = table[ids[i], :] converted to f32.
+  virtual void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) = 0;
+  // out = x / rms(x) * weight, per row (weight f32 of one row's length).
+  virtual void rms_norm(const TensorView& x, const TensorView& weight, float eps,
+                        TensorView& out) = 0;
+  virtual void add(const TensorView& a, const TensorView& b, TensorView& out) = 0;
+  // x[t, :] += row for every row t (biases).
+  virtual void add_row(TensorView& x, const TensorView& row) = 0;
+  virtual void scale(TensorView& x, float factor) = 0;
+  // out = silu(gate) * up / gelu_tanh(gate) * up, elementwise.
+  virtual void swiglu(const TensorView& gate, const TensorView& up, TensorView& out) = 0;
+  virtual void geglu(const TensorView& gate, const TensorView& up, TensorView& out) = 0;
+  // Rotates x in place: dims {head_dim, n_heads, n_tokens}, token t at positions[t].
+  virtual void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) = 0;
+  // Writes the batch's new keys and values (dims {head_dim * n_kv_heads, n_tokens}) into the
+  // cache at each sequence's positions.
+  virtual void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                        KvLayer& cache) = 0;
+  // Causal attention of q (dims {head_dim, n_heads, n_tokens}) over each sequence's cached K/V
+  // (which already holds this batch's keys), written to out (same dims as q).
+  virtual void attention(const TensorView& q, const KvLayer& cache,
+                         std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                         TensorView& out) = 0;
+};
+
+}  // namespace lumen::backend

@@ -1,0 +1,37 @@
+#pragma once
+// The gated activations of the feed-forward block, computed as ggml's CPU backend computes
+// them (ggml_vec_swiglu_f32 / ggml_vec_geglu_f32):
+//  - SwiGLU: out = silu(g) * u with silu(g) = g / (1 + exp(-g)) in f32. ggml evaluates exp with
+//    a polynomial on SIMD lanes (max error ~1.5 ulp) and with expf on the tail; we use expf
+//    (portable) or our own 8-lane polynomial (AVX2, ~2 ulp), so an element can differ from
+//    ggml's by a few ulp, never more.
+//  - GeGLU: ggml (built with GGML_GELU_FP16, its default) does not evaluate the tanh GELU per
+//    element: for -10 < g < 10 it rounds g to f16 and reads a 65536-entry table holding
+//    f16(gelu_tanh(h)) for every f16 value h, with
+//      gelu_tanh(h) = 0.5 h (1 + tanh(sqrt(2/pi) h (1 + 0.044715 h^2)))   (f32 arithmetic);
+//    g <= -10 gives 0 and g >= 10 gives g. We build the same table (once, immutable) with the
+//    same f32 formula, tanhf and round-to-nearest-even f16 conversion, so GeGLU matches ggml
+//    bit for bit, except where ggml's compiler contracted the formula into FMAs (gnu C builds
+//    may) and that moved a table entry across an f16 rounding boundary: one f16 ulp, rarely.
+#include <cstdint>
+
+namespace lumen::backend::cpu {
+
+// out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
+void swiglu_row(const float* gate, const float* up, int64_t n, float* out);
+
+// out[i] = gelu_tanh(gate[i]) * up[i] through ggml's f16 table (see above). out may alias.
+void geglu_row(const float* gate, const float* up, int64_t n, float* out);
+
+// The tanh-approximation GELU of one value exactly as ggml's table gives it.
+float gelu_tanh_like_ggml(float x);
+
+namespace detail {
+// The portable SwiGLU (expf per element) and the AVX2 one (activation_avx2.cc; only when the
+// build has it and the CPU supports it). swiglu_row picks between them; tests compare both.
+void swiglu_row_portable(const float* gate, const float* up, int64_t n, float* out);
+bool have_swiglu_avx2();
+void swiglu_row_avx2(const float* gate, const float* up, int64_t n, float* out);
+}  // namespace detail
+
+}  // namespace lumen::backend::cpu

@@ -1,0 +1,52 @@
+#pragma once
+// Causal self-attention over the paged K/V cache, one pass per query (flash-attention style):
+// keys are visited block by block straight from the cache (no gathered copy of a sequence's
+// K/V), scores go through an online softmax (running max and sum, accumulator rescaled when
+// the max grows), and the weighted values are accumulated in f32.
+//
+// Numerics, compared with ggml's CPU attention (both its flash-attention and its
+// mul_mat/softmax path):
+//  - with an f16 K cache, ggml rounds each query to f16 before q.k (the dot product's operand
+//    type); we do the same, then multiply exactly (f16 x f16 fits in f32) and sum in f32;
+//  - the score is dot * scale, or with a softcap c: c * tanh(dot * (scale / c)), as ggml does;
+//  - softmax exponentials use expf (portable) or an 8-lane polynomial within ~2 ulp of it
+//    (AVX2; ggml's SIMD softmax has its own polynomial too);
+//  - probabilities and the V accumulator stay f32 (ggml's flash path keeps its accumulator in
+//    f16 for an f16 V cache and its mul_mat path rounds the probabilities to f16: we are
+//    slightly more precise than either, which is the difference to expect).
+//
+// Query j of a sequence (position p = start_pos + j) sees cached positions [lo, p] with
+// lo = 0, or lo = max(0, p - sliding_window + 1) with a window (llama.cpp's standard SWA: key
+// p0 is masked when p - p0 >= window). Query head h reads KV head h / (n_heads / n_kv_heads).
+//
+// Work is split over (sequence, query chunk, KV head, group of query heads) tasks on the pool;
+// the query heads that share a KV head are processed together so each K/V row is read once per
+// chunk. Scratch memory is per worker and grows only when a larger shape is seen.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "util/thread_pool.h"
+
+namespace lumen::backend::cpu {
+
+struct AttentionTileKernels;
+
+struct AttentionScratch {
+  std::vector<std::vector<float>> per_worker;
+};
+
+// q and out: f32 {head_dim, n_heads, n_tokens} (out may not alias q). The cache already holds
+// this batch's keys and values. Throws lumen::Error on inconsistent shapes, configs or block
+// tables. Rows of out that belong to no sequence are left untouched.
+void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+               const AttentionConfig& config, TensorView& out, ThreadPool& pool,
+               AttentionScratch& scratch);
+
+// The same with the inner loops of a given instruction set (tests run every one).
+void attention_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
+                    std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                    TensorView& out, ThreadPool& pool, AttentionScratch& scratch);
+
+}  // namespace lumen::backend::cpu

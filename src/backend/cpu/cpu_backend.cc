@@ -1,0 +1,249 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cpu/activation.h"
+#include "backend/cpu/elementwise.h"
+#include "backend/cpu/get_rows.h"
+#include "backend/cpu/kv_store.h"
+#include "backend/cpu/rms_norm.h"
+#include "backend/cpu/rope.h"
+#include "util/error.h"
+
+namespace lumen::backend {
+
+namespace {
+
+constexpr size_t kAlignment = 64;
+// Below these many elements an op runs on the calling thread: waking the pool costs more.
+constexpr int64_t kCheapOpTaskElements = 32768;  // add, scale, norm: memory-bound, ~1 ns each
+constexpr int64_t kActivationTaskElements = 512;  // expf / table lookups: several ns each
+
+class HostBuffer final : public Buffer {
+ public:
+  explicit HostBuffer(size_t bytes) : size_(bytes) {
+    if (bytes > SIZE_MAX - kAlignment) fail("allocate: {} bytes is too large", bytes);
+    const size_t padded = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    data_ = std::aligned_alloc(kAlignment, padded);
+    if (data_ == nullptr) fail("allocate: out of memory for {} bytes", bytes);
+    std::memset(data_, 0, padded);
+  }
+  ~HostBuffer() override { std::free(data_); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  void* data() override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_;
+};
+
+// Throws unless t is an f32 tensor with `cols` values per row and float-aligned rows.
+void check_f32(const TensorView& t, int64_t cols, std::string_view op, std::string_view name) {
+  if (t.type != tensor::DType::F32 || t.dims[0] != cols || t.data == nullptr ||
+      t.row_bytes < static_cast<size_t>(cols) * sizeof(float) || t.row_bytes % sizeof(float) != 0 ||
+      t.rows() < 0) {
+    fail("{}: {} must be f32 with rows of {} values", op, name, cols);
+  }
+}
+
+void check_same_shape(const TensorView& a, const TensorView& b, std::string_view op) {
+  check_f32(b, a.dims[0], op, "operands");
+  if (a.rows() != b.rows()) fail("{}: operands hold {} and {} rows", op, a.rows(), b.rows());
+}
+
+// Runs fn(row, col_begin, col_end) over a rows x cols tensor, on the pool when it is big
+// enough. With split_rows the pieces may be parts of rows (elementwise ops); otherwise whole
+// rows (ops that need a row at once). The lambda handed to the pool captures one pointer, so
+// std::function stores it inline: no allocation per call.
+template <typename Fn>
+void for_each_piece(ThreadPool& pool, int64_t rows, int64_t cols, int64_t task_elements,
+                    bool split_rows, const Fn& fn) {
+  const int64_t total = rows * cols;
+  if (total <= 0) return;
+  const int64_t max_tasks = std::min<int64_t>((total + task_elements - 1) / task_elements,
+                                              4 * static_cast<int64_t>(pool.size()));
+  if (pool.size() == 1 || max_tasks <= 1 || (!split_rows && rows == 1)) {
+    for (int64_t r = 0; r < rows; ++r) fn(r, 0, cols);
+    return;
+  }
+  struct Plan {
+    const Fn* fn;
+    int64_t rows, cols, rows_per_task, cols_per_task, col_tasks;
+  } plan{&fn, rows, cols, 1, cols, 1};
+  if (rows >= max_tasks || !split_rows) {
+    plan.rows_per_task = (rows + max_tasks - 1) / max_tasks;
+  } else {
+    const int64_t parts = (max_tasks + rows - 1) / rows;
+    plan.cols_per_task = ((cols + parts - 1) / parts + 15) / 16 * 16;
+    plan.col_tasks = (cols + plan.cols_per_task - 1) / plan.cols_per_task;
+  }
+  const int64_t row_tasks = (rows + plan.rows_per_task - 1) / plan.rows_per_task;
+  const Plan* p = &plan;
+  pool.parallel_for(row_tasks * plan.col_tasks, [p](int64_t task, unsigned) {
+    const int64_t row_begin = (task / p->col_tasks) * p->rows_per_task;
+    const int64_t col_begin = (task % p->col_tasks) * p->cols_per_task;
+    const int64_t col_end = std::min(p->cols, col_begin + p->cols_per_task);
+    for (int64_t r = row_begin; r < std::min(p->rows, row_begin + p->rows_per_task); ++r) {
+      (*p->fn)(r, col_begin, col_end);
+    }
+  });
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(unsigned threads) : pool_(threads), rope_scratch_(pool_.size()) {}
+
+std::unique_ptr<Buffer> CpuBackend::allocate(size_t bytes) {
+  return std::make_unique<HostBuffer>(bytes);
+}
+
+TensorView CpuBackend::upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
+                                      const void* host_data) {
+  const auto bytes = tensor::row_bytes(type, dims[0]);
+  if (!bytes || host_data == nullptr) {
+    fail("upload_weights: rows of {} {} values are not a whole number of blocks", dims[0],
+         tensor::dtype_name(type));
+  }
+  // The view aliases the caller's (read-only, mmapped) memory; ops never write weights.
+  return TensorView{type, dims, static_cast<size_t>(*bytes), const_cast<void*>(host_data)};
+}
+
+void CpuBackend::copy_to_host(const TensorView& src, float* dst) {
+  cpu::check_get_rows(src, 0, f32_matrix(dst, src.dims[0], 0));
+  for (int64_t r = 0; r < src.rows(); ++r) {
+    cpu::get_row(src, static_cast<int32_t>(r), dst + r * src.dims[0]);
+  }
+}
+
+void CpuBackend::matmul(const TensorView& w, const TensorView& x, TensorView& y) {
+  if (w.dims[2] * w.dims[3] != 1) fail("matmul: weights must be 2-D");
+  check_f32(x, w.dims[0], "matmul", "x");
+  check_f32(y, w.dims[1], "matmul", "y");
+  if (x.rows() != y.rows()) fail("matmul: x has {} rows, y {}", x.rows(), y.rows());
+  const cpu::WeightMatrix weights{w.type, w.dims[1], w.dims[0], w.data, w.row_bytes};
+  cpu::matmul(weights, x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)),
+              x.rows(), y.row<float>(0), static_cast<int64_t>(y.row_bytes / sizeof(float)), pool_,
+              matmul_scratch_);
+}
+
+void CpuBackend::get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {
+  const auto n_ids = static_cast<int64_t>(ids.size());
+  cpu::check_get_rows(table, n_ids, out);
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= table.rows()) fail("get_rows: id {} is not in [0, {})", id, table.rows());
+  }
+  for_each_piece(pool_, n_ids, table.dims[0], kCheapOpTaskElements, false,
+                 [&](int64_t i, int64_t, int64_t) {
+                   cpu::get_row(table, ids[static_cast<size_t>(i)], out.row<float>(i));
+                 });
+}
+
+void CpuBackend::rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) {
+  check_f32(x, x.dims[0], "rms_norm", "x");
+  check_f32(weight, x.dims[0], "rms_norm", "weight");
+  check_same_shape(x, out, "rms_norm");
+  for_each_piece(pool_, x.rows(), x.dims[0], kCheapOpTaskElements, false,
+                 [&](int64_t r, int64_t, int64_t) {
+                   cpu::rms_norm_row(x.row<const float>(r), weight.row<const float>(0), eps,
+                                     x.dims[0], out.row<float>(r));
+                 });
+}
+
+void CpuBackend::add(const TensorView& a, const TensorView& b, TensorView& out) {
+  check_f32(a, a.dims[0], "add", "a");
+  check_same_shape(a, b, "add");
+  check_same_shape(a, out, "add");
+  for_each_piece(pool_, a.rows(), a.dims[0], kCheapOpTaskElements, true,
+                 [&](int64_t r, int64_t c0, int64_t c1) {
+                   cpu::add_row_values(a.row<const float>(r) + c0, b.row<const float>(r) + c0,
+                                       c1 - c0, out.row<float>(r) + c0);
+                 });
+}
+
+void CpuBackend::add_row(TensorView& x, const TensorView& row) {
+  check_f32(x, x.dims[0], "add_row", "x");
+  check_f32(row, x.dims[0], "add_row", "row");
+  for_each_piece(pool_, x.rows(), x.dims[0], kCheapOpTaskElements, true,
+                 [&](int64_t r, int64_t c0, int64_t c1) {
+                   float* dst = x.row<float>(r) + c0;
+                   cpu::add_row_values(dst, row.row<const float>(0) + c0, c1 - c0, dst);
+                 });
+}
+
+void CpuBackend::scale(TensorView& x, float factor) {
+  check_f32(x, x.dims[0], "scale", "x");
+  for_each_piece(pool_, x.rows(), x.dims[0], kCheapOpTaskElements, true,
+                 [&](int64_t r, int64_t c0, int64_t c1) {
+                   cpu::scale_row_values(x.row<float>(r) + c0, c1 - c0, factor);
+                 });
+}
+
+void CpuBackend::swiglu(const TensorView& gate, const TensorView& up, TensorView& out) {
+  check_f32(gate, gate.dims[0], "swiglu", "gate");
+  check_same_shape(gate, up, "swiglu");
+  check_same_shape(gate, out, "swiglu");
+  for_each_piece(pool_, gate.rows(), gate.dims[0], kActivationTaskElements, true,
+                 [&](int64_t r, int64_t c0, int64_t c1) {
+                   cpu::swiglu_row(gate.row<const float>(r) + c0, up.row<const float>(r) + c0,
+                                   c1 - c0, out.row<float>(r) + c0);
+                 });
+}
+
+void CpuBackend::geglu(const TensorView& gate, const TensorView& up, TensorView& out) {
+  check_f32(gate, gate.dims[0], "geglu", "gate");
+  check_same_shape(gate, up, "geglu");
+  check_same_shape(gate, out, "geglu");
+  for_each_piece(pool_, gate.rows(), gate.dims[0], kActivationTaskElements, true,
+                 [&](int64_t r, int64_t c0, int64_t c1) {
+                   cpu::geglu_row(gate.row<const float>(r) + c0, up.row<const float>(r) + c0,
+                                  c1 - c0, out.row<float>(r) + c0);
+                 });
+}
+
+void CpuBackend::rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) {
+  check_f32(x, x.dims[0], "rope", "x");
+  const int64_t heads = x.dims[1];
+  const int64_t tokens = x.dims[2] * x.dims[3];
+  if (static_cast<int64_t>(positions.size()) != tokens) {
+    fail("rope: {} positions for {} tokens", positions.size(), tokens);
+  }
+  const cpu::RopeParams params = cpu::make_rope_params(config, x.dims[0]);
+  for (auto& cache : rope_scratch_) {
+    if (cache.size() < static_cast<size_t>(params.rope_dims)) cache.resize(static_cast<size_t>(params.rope_dims));
+  }
+  struct Job {
+    TensorView* x;
+    std::span<const int32_t> positions;
+    const cpu::RopeParams* params;
+    std::vector<std::vector<float>>* scratch;
+    int64_t heads;
+  } job{&x, positions, &params, &rope_scratch_, heads};
+  const Job* j = &job;
+  // One task per token: its cos/sin cache is computed once and used for every head.
+  pool_.parallel_for(tokens, [j](int64_t t, unsigned worker) {
+    float* cache = (*j->scratch)[worker].data();
+    cpu::rope_cache(*j->params, j->positions[static_cast<size_t>(t)], cache);
+    for (int64_t h = 0; h < j->heads; ++h) {
+      cpu::rope_head(*j->params, cache, j->x->row<float>(t * j->heads + h));
+    }
+  });
+}
+
+void CpuBackend::store_kv(const TensorView& k, const TensorView& v,
+                          std::span<const SequenceSlice> seqs, KvLayer& cache) {
+  check_f32(k, k.dims[0], "store_kv", "k");
+  check_same_shape(k, v, "store_kv");
+  cpu::store_kv(k, v, seqs, cache);
+}
+
+void CpuBackend::attention(const TensorView& q, const KvLayer& cache,
+                           std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                           TensorView& out) {
+  cpu::attention(q, cache, seqs, config, out, pool_, attention_scratch_);
+}
+
+}  // namespace lumen::backend

@@ -1,0 +1,50 @@
+#pragma once
+// The CPU implementation of the Backend interface: host memory, weights used in place (the
+// mmap is the weight buffer), and the kernels of this directory spread over one persistent
+// thread pool. After the first step at a given batch shape, a forward pass allocates nothing.
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/attention.h"
+#include "backend/cpu/matmul.h"
+#include "util/thread_pool.h"
+
+namespace lumen::backend {
+
+class CpuBackend final : public Backend {
+ public:
+  // `threads` workers in total, the calling thread included (0: one per hardware thread).
+  explicit CpuBackend(unsigned threads);
+
+  std::string_view name() const override { return "cpu"; }
+  ThreadPool& pool() { return pool_; }
+
+  // 64-byte aligned host memory, zero-filled.
+  std::unique_ptr<Buffer> allocate(size_t bytes) override;
+  TensorView upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
+                            const void* host_data) override;
+  void copy_to_host(const TensorView& src, float* dst) override;
+
+  void matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
+  void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
+  void rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
+  void add(const TensorView& a, const TensorView& b, TensorView& out) override;
+  void add_row(TensorView& x, const TensorView& row) override;
+  void scale(TensorView& x, float factor) override;
+  void swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
+  void geglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
+  void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
+  void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                KvLayer& cache) override;
+  void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                 const AttentionConfig& config, TensorView& out) override;
+
+ private:
+  ThreadPool pool_;
+  cpu::MatmulScratch matmul_scratch_;
+  cpu::AttentionScratch attention_scratch_;
+  std::vector<std::vector<float>> rope_scratch_;  // one cos/sin cache per worker
+};
+
+}  // namespace lumen::backend

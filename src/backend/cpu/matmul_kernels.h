@@ -1,0 +1,48 @@
+#pragma once
+// Internal to the CPU matmul: the contract between the dispatcher (matmul.cc) and the kernels of
+// each instruction-set level (matmul_scalar.cc, matmul_avx2.cc, matmul_avx512.cc).
+//
+// Work is cut into tiles of kTileRows weight rows x up to kMaxTileTokens tokens. A tile kernel
+// reads each weight block once and uses it for every token of the tile, which is what makes the
+// prefill GEMM compute-bound instead of memory-bound; for decode (one token) the same kernel is a
+// GEMV over four rows at a time.
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace lumen::backend::cpu::detail {
+
+inline constexpr int kTileRows = 4;
+inline constexpr int kMaxTileTokens = 4;
+
+// Quantizes one activation row of `cols` values (a whole number of blocks) into the block type
+// that pairs with the weight type.
+using QuantizeRowFn = void (*)(const float* x, void* dst, int64_t cols);
+
+// out[t * kTileRows + r] = dot(weight row w_rows[r], activation row x_rows[t]) over `cols`
+// elements, for r < kTileRows and t < NT (the tile's token count, fixed per function). Rows may
+// repeat (the dispatcher pads a short tile with copies of its last row).
+using TileFn = void (*)(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int64_t cols,
+                        float* out);
+
+// Like TileFn for a run-time token count nt <= kMaxPanelTokens. Formats whose blocks are costly
+// to unpack (the K-quants) provide it, so one unpacking serves a whole task's tokens.
+inline constexpr int kMaxPanelTokens = 64;
+using PanelFn = void (*)(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int nt,
+                         int64_t cols, float* out);
+
+struct TypeKernels {
+  tensor::DType act_type;         // F32: the activations are used as they are
+  QuantizeRowFn quantize;         // null when act_type is F32
+  TileFn tile[kMaxTileTokens];    // tile[nt - 1] handles nt tokens
+  PanelFn panel = nullptr;        // optional; used when a task has more than kMaxTileTokens
+};
+
+// The kernels of one level for a weight type, or nullptr when that level has none for it (the
+// dispatcher then falls back to a lower level). Every level returns the same act_type for a type,
+// so activations quantized by one level's quantizer are valid for another's tiles.
+const TypeKernels* scalar_kernels(tensor::DType type);
+const TypeKernels* avx2_kernels(tensor::DType type);
+const TypeKernels* avx512_kernels(tensor::DType type);
+
+}  // namespace lumen::backend::cpu::detail

@@ -1,0 +1,312 @@
+#pragma once
+// The tile kernels of the x86 levels, written once on 256-bit vectors and compiled twice:
+// matmul_avx2.cc (AVX2 + FMA + F16C) and matmul_avx512.cc (adds AVX-512 VNNI/VL/BW, which turns
+// each u8 x s8 dot into one vpdpbusd and gives 32 vector registers for the accumulators).
+//
+// A tile is kTileRows weight rows x NT tokens. Per block, each weight row is unpacked once
+// and multiplied into all NT activation rows, so prefill reuses the unpacked weights NT times.
+#include <cstddef>
+#include <type_traits>
+
+#include "backend/cpu/kquant_decode.h"
+#include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/x86_simd.h"
+
+namespace lumen::backend::cpu::detail {
+namespace {
+
+using tensor::DType;
+
+// ---- legacy 32-element formats against Q8_0 / Q8_1 ----
+// Each format exposes its codes as u8 with an offset (value = d * (code - offset)) or, for the
+// "_1" kinds, a min (value = d * code + m) that pairs with the Q8_1 block's s = d_x * sum(q_x).
+
+struct Q4_0Format {
+  using Block = tensor::BlockQ4_0;
+  static constexpr int kOffset = 8;
+  static constexpr bool kHasMin = false;
+  static __m256i codes(const uint8_t* b) { return unpack_nibbles(b + offsetof(Block, qs)); }
+};
+
+struct Q4_1Format {
+  using Block = tensor::BlockQ4_1;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = true;
+  static __m256i codes(const uint8_t* b) { return unpack_nibbles(b + offsetof(Block, qs)); }
+};
+
+struct Q5_0Format {
+  using Block = tensor::BlockQ5_0;
+  static constexpr int kOffset = 16;
+  static constexpr bool kHasMin = false;
+  static __m256i codes(const uint8_t* b) {
+    return _mm256_or_si256(unpack_nibbles(b + offsetof(Block, qs)), fifth_bits(b + offsetof(Block, qh)));
+  }
+};
+
+struct Q5_1Format {
+  using Block = tensor::BlockQ5_1;
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = true;
+  static __m256i codes(const uint8_t* b) {
+    return _mm256_or_si256(unpack_nibbles(b + offsetof(Block, qs)), fifth_bits(b + offsetof(Block, qh)));
+  }
+};
+
+// Q8_0 weights are signed. With VNNI they become u8 by flipping the sign bit (code = q + 128,
+// offset 128). Without it, u8 x s8 through int16 would saturate at 255 * 127 * 2, so the AVX2
+// build keeps them signed (offset 0) and moves the sign onto the activation instead.
+struct Q8_0Format {
+  using Block = tensor::BlockQ8_0;
+  static constexpr int kOffset = LUMEN_X86_VNNI ? 128 : 0;
+  static constexpr bool kHasMin = false;
+  static __m256i codes(const uint8_t* b) {
+    const __m256i q = load_256(b + offsetof(Block, qs));
+    return LUMEN_X86_VNNI ? _mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80))) : q;
+  }
+};
+
+template <typename F>
+inline __m256i legacy_dot(__m256i base, __m256i codes, __m256i act) {
+  if constexpr (!LUMEN_X86_VNNI && std::is_same_v<F, Q8_0Format>) {
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(act, codes));
+    return _mm256_add_epi32(base, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  } else {
+    return dot_u8s8(base, codes, act);
+  }
+}
+
+template <typename F, int NT>
+void legacy_tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int64_t cols, float* out) {
+  using XBlock = std::conditional_t<F::kHasMin, tensor::BlockQ8_1, tensor::BlockQ8_0>;
+  constexpr size_t kWBytes = sizeof(typename F::Block);
+  constexpr size_t kXBytes = sizeof(XBlock);
+  constexpr size_t kXQs = offsetof(XBlock, qs);
+  static_assert(kTileRows == 4, "the min term keeps one row per lane of a 4-lane vector");
+  __m256 acc[kTileRows][NT];
+  __m128 min_acc[NT];  // lane r: sum over blocks of m (row r) * s (this token)
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < kTileRows; ++r) acc[r][t] = _mm256_setzero_ps();
+    min_acc[t] = _mm_setzero_ps();
+  }
+  const int64_t blocks = cols / tensor::kLegacyBlock;
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i act[NT], base[NT];
+    __m256 act_d[NT];
+    float act_s[NT];
+    for (int t = 0; t < NT; ++t) {
+      const uint8_t* xb = x_rows[t] + b * kXBytes;
+      act[t] = load_256(xb + kXQs);
+      act_d[t] = _mm256_set1_ps(load_f16(xb));
+      act_s[t] = F::kHasMin ? load_f16(xb + 2) : 0.0f;
+      // base = -offset * sum(act) per lane, so dot(base, codes, act) = sum((code - offset) * act).
+      base[t] = _mm256_setzero_si256();
+      if constexpr (F::kOffset != 0) {
+        base[t] = _mm256_sub_epi32(base[t], dot_u8s8(_mm256_setzero_si256(),
+                                                     _mm256_set1_epi8(static_cast<char>(F::kOffset)), act[t]));
+      }
+    }
+    for (int r = 0; r < kTileRows; ++r) {
+      const uint8_t* wb = w_rows[r] + b * kWBytes;
+      const __m256i codes = F::codes(wb);
+      // Scales as vectors: one vector multiply per pair instead of a scalar one plus a broadcast.
+      const __m256 wd = _mm256_set1_ps(load_f16(wb));
+      for (int t = 0; t < NT; ++t) {
+        const __m256i dot = legacy_dot<F>(base[t], codes, act[t]);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(wd, act_d[t]), acc[r][t]);
+      }
+    }
+    if constexpr (F::kHasMin) {
+      const __m128 mins = _mm_setr_ps(load_f16(w_rows[0] + b * kWBytes + 2), load_f16(w_rows[1] + b * kWBytes + 2),
+                                      load_f16(w_rows[2] + b * kWBytes + 2), load_f16(w_rows[3] + b * kWBytes + 2));
+      for (int t = 0; t < NT; ++t) min_acc[t] = _mm_fmadd_ps(mins, _mm_set1_ps(act_s[t]), min_acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    alignas(16) float mins[kTileRows];
+    _mm_store_ps(mins, min_acc[t]);
+    for (int r = 0; r < kTileRows; ++r) out[t * kTileRows + r] = hsum(acc[r][t]) + mins[r];
+  }
+}
+
+// ---- K-quants against Q8_K, through the uniform DecodedSuper form ----
+
+// Each row's super-block is unpacked once and used for all nt tokens (up to a whole task's),
+// since unpacking costs about as much as several tokens' dot products.
+template <DecodeSuperFn decode>
+void kquant_panel(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int nt, int64_t cols,
+                  float* out) {
+  constexpr size_t kXBytes = sizeof(tensor::BlockQ8_K);
+  __m256 acc[kTileRows][kMaxPanelTokens];
+  for (int r = 0; r < kTileRows; ++r) {
+    for (int t = 0; t < nt; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  DecodedSuper ws;
+  const int64_t blocks = cols / tensor::kSuperBlock;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int r = 0; r < kTileRows; ++r) {
+      decode(w_rows[r], b, ws);
+      // maddubs pairs elements within a 128-bit lane, so in the int16 products of 32 elements
+      // lanes 0..7 belong to sub-block 2k and lanes 8..15 to 2k + 1.
+      __m256i scales[8], codes[8];
+      for (int k = 0; k < 8; ++k) {
+        scales[k] = _mm256_set_m128i(_mm_set1_epi16(ws.sc[2 * k + 1]), _mm_set1_epi16(ws.sc[2 * k]));
+        codes[k] = load_256(ws.codes + 32 * k);
+      }
+      const __m256i mins = load_256(ws.mn);
+      for (int t = 0; t < nt; ++t) {
+        const uint8_t* xb = x_rows[t] + b * kXBytes;
+        float xd;
+        std::memcpy(&xd, xb, 4);
+        const uint8_t* xqs = xb + offsetof(tensor::BlockQ8_K, qs);
+        __m256i sum = _mm256_setzero_si256();
+        for (int k = 0; k < 8; ++k) {
+          sum = dot_i16(sum, _mm256_maddubs_epi16(codes[k], load_256(xqs + 32 * k)), scales[k]);
+        }
+        const __m256i min_sum =
+            _mm256_madd_epi16(mins, load_256(xb + offsetof(tensor::BlockQ8_K, bsums)));
+        __m256 a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(ws.d * xd), acc[r][t]);
+        acc[r][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_sum), _mm256_set1_ps(ws.dmin * xd), a);
+      }
+    }
+  }
+  for (int t = 0; t < nt; ++t) {
+    for (int r = 0; r < kTileRows; ++r) out[t * kTileRows + r] = hsum(acc[r][t]);
+  }
+}
+
+template <DecodeSuperFn decode, int NT>
+void kquant_tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int64_t cols, float* out) {
+  kquant_panel<decode>(w_rows, x_rows, NT, cols, out);
+}
+
+// ---- float weights against f32 activations ----
+
+struct F32Format {
+  static constexpr size_t kSize = 4;
+  static __m256 load8(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static float load1(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+};
+
+struct F16Format {
+  static constexpr size_t kSize = 2;
+  static __m256 load8(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static float load1(const uint8_t* p) { return load_f16(p); }
+};
+
+struct BF16Format {
+  static constexpr size_t kSize = 2;
+  static __m256 load8(const uint8_t* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static float load1(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return tensor::bf16_to_float(h);
+  }
+};
+
+template <typename F, int NT>
+void float_tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int64_t cols, float* out) {
+  __m256 acc[kTileRows][NT];
+  for (int r = 0; r < kTileRows; ++r) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  const float* x[NT];
+  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const float*>(x_rows[t]);
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    __m256 xv[NT];
+    for (int t = 0; t < NT; ++t) xv[t] = _mm256_loadu_ps(x[t] + c);
+    for (int r = 0; r < kTileRows; ++r) {
+      const __m256 wv = F::load8(w_rows[r] + c * F::kSize);
+      for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < kTileRows; ++r) {
+      float sum = hsum(acc[r][t]);
+      for (int64_t tail = c; tail < cols; ++tail) sum += F::load1(w_rows[r] + tail * F::kSize) * x[t][tail];
+      out[t * kTileRows + r] = sum;
+    }
+  }
+}
+
+// ---- the table ----
+
+template <template <int> class Tile>
+constexpr TypeKernels make_x86_kernels(DType act, QuantizeRowFn quantize, PanelFn panel = nullptr) {
+  return TypeKernels{act, quantize, {&Tile<1>::run, &Tile<2>::run, &Tile<3>::run, &Tile<4>::run}, panel};
+}
+
+template <typename F>
+struct LegacyTile {
+  template <int NT>
+  struct At {
+    static void run(const uint8_t* const* w, const uint8_t* const* x, int64_t cols, float* out) {
+      legacy_tile<F, NT>(w, x, cols, out);
+    }
+  };
+};
+
+template <DecodeSuperFn decode>
+struct KquantTile {
+  template <int NT>
+  struct At {
+    static void run(const uint8_t* const* w, const uint8_t* const* x, int64_t cols, float* out) {
+      kquant_tile<decode, NT>(w, x, cols, out);
+    }
+  };
+};
+
+template <typename F>
+struct FloatTile {
+  template <int NT>
+  struct At {
+    static void run(const uint8_t* const* w, const uint8_t* const* x, int64_t cols, float* out) {
+      float_tile<F, NT>(w, x, cols, out);
+    }
+  };
+};
+
+const TypeKernels* x86_kernels_for(DType type) {
+  static constexpr TypeKernels kQ4_0 = make_x86_kernels<LegacyTile<Q4_0Format>::At>(DType::Q8_0, quantize_act_q8_0);
+  static constexpr TypeKernels kQ4_1 = make_x86_kernels<LegacyTile<Q4_1Format>::At>(DType::Q8_1, quantize_act_q8_1);
+  static constexpr TypeKernels kQ5_0 = make_x86_kernels<LegacyTile<Q5_0Format>::At>(DType::Q8_0, quantize_act_q8_0);
+  static constexpr TypeKernels kQ5_1 = make_x86_kernels<LegacyTile<Q5_1Format>::At>(DType::Q8_1, quantize_act_q8_1);
+  static constexpr TypeKernels kQ8_0 = make_x86_kernels<LegacyTile<Q8_0Format>::At>(DType::Q8_0, quantize_act_q8_0);
+  static constexpr TypeKernels kQ2_K = make_x86_kernels<KquantTile<decode_q2_k>::At>(DType::Q8_K, quantize_act_q8_k, kquant_panel<decode_q2_k>);
+  static constexpr TypeKernels kQ3_K = make_x86_kernels<KquantTile<decode_q3_k>::At>(DType::Q8_K, quantize_act_q8_k, kquant_panel<decode_q3_k>);
+  static constexpr TypeKernels kQ4_K = make_x86_kernels<KquantTile<decode_q4_k>::At>(DType::Q8_K, quantize_act_q8_k, kquant_panel<decode_q4_k>);
+  static constexpr TypeKernels kQ5_K = make_x86_kernels<KquantTile<decode_q5_k>::At>(DType::Q8_K, quantize_act_q8_k, kquant_panel<decode_q5_k>);
+  static constexpr TypeKernels kQ6_K = make_x86_kernels<KquantTile<decode_q6_k>::At>(DType::Q8_K, quantize_act_q8_k, kquant_panel<decode_q6_k>);
+  static constexpr TypeKernels kF32 = make_x86_kernels<FloatTile<F32Format>::At>(DType::F32, nullptr);
+  static constexpr TypeKernels kF16 = make_x86_kernels<FloatTile<F16Format>::At>(DType::F32, nullptr);
+  static constexpr TypeKernels kBF16 = make_x86_kernels<FloatTile<BF16Format>::At>(DType::F32, nullptr);
+  switch (type) {
+    case DType::Q4_0: return &kQ4_0;
+    case DType::Q4_1: return &kQ4_1;
+    case DType::Q5_0: return &kQ5_0;
+    case DType::Q5_1: return &kQ5_1;
+    case DType::Q8_0: return &kQ8_0;
+    case DType::Q2_K: return &kQ2_K;
+    case DType::Q3_K: return &kQ3_K;
+    case DType::Q4_K: return &kQ4_K;
+    case DType::Q5_K: return &kQ5_K;
+    case DType::Q6_K: return &kQ6_K;
+    case DType::F32: return &kF32;
+    case DType::F16: return &kF16;
+    case DType::BF16: return &kBF16;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+}  // namespace lumen::backend::cpu::detail

@@ -1,0 +1,32 @@
+#pragma once
+// A typed view of backend memory: what backend ops read and write. Row-major with ggml's
+// naming: dims[0] is the row length (contiguous), dims[1] the number of rows, dims[2..3] outer
+// batch dimensions. Views never own memory.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace lumen::backend {
+
+struct TensorView {
+  tensor::DType type = tensor::DType::F32;
+  std::array<int64_t, 4> dims = {1, 1, 1, 1};
+  size_t row_bytes = 0;  // bytes from one row (dims[0] elements) to the next
+  void* data = nullptr;
+
+  int64_t rows() const { return dims[1] * dims[2] * dims[3]; }
+  int64_t elements() const { return dims[0] * rows(); }
+  template <typename T>
+  T* row(int64_t r) const {
+    return reinterpret_cast<T*>(static_cast<uint8_t*>(data) + static_cast<size_t>(r) * row_bytes);
+  }
+};
+
+// A contiguous f32 matrix of `rows` rows of `cols` values.
+inline TensorView f32_matrix(float* data, int64_t cols, int64_t rows) {
+  return {tensor::DType::F32, {cols, rows, 1, 1}, static_cast<size_t>(cols) * sizeof(float), data};
+}
+
+}  // namespace lumen::backend

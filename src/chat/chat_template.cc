@@ -1,0 +1,67 @@
+#include "chat/chat_template.h"
+
+#include "chat/interpreter.h"
+#include "chat/parser.h"
+#include "chat/py_string.h"
+#include "chat/value_json.h"
+#include "util/error.h"
+
+namespace lumen::chat {
+
+namespace {
+// Far beyond any real template (the largest are ~20 KB); bounds parse time and memory.
+constexpr size_t kMaxTemplateBytes = size_t{1} << 20;
+}  // namespace
+
+ChatTemplate ChatTemplate::parse(std::string_view text) {
+  if (text.size() > kMaxTemplateBytes) fail("chat template is too large ({} bytes)", text.size());
+  if (!utf8_valid(text)) fail("chat template is not valid UTF-8");
+  try {
+    ChatTemplate t;
+    t.body_ = std::make_shared<const Body>(parse_template(text));
+    return t;
+  } catch (const Error& e) {
+    throw Error(std::string("chat template: ") + e.what());
+  }
+}
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
+                                 const ChatTemplateOptions& options) const {
+  if (!messages.is_array()) fail("chat messages must be a JSON array");
+  if (!options.extra_context.is_object()) fail("chat template context must be a JSON object");
+  if (!utf8_valid(options.bos_token) || !utf8_valid(options.eos_token)) {
+    fail("special token text is not valid UTF-8");
+  }
+  Scope globals;
+  globals.emplace_back("messages", from_json(messages));
+  globals.emplace_back("tools", options.tools ? from_json(*options.tools) : Value(None{}));
+  globals.emplace_back("documents", Value(None{}));
+  globals.emplace_back("add_generation_prompt", Value(options.add_generation_prompt));
+  globals.emplace_back("bos_token", Value(options.bos_token));
+  globals.emplace_back("eos_token", Value(options.eos_token));
+  for (const auto& [k, v] : options.extra_context.items()) {
+    Value value = from_json(v);
+    bool replaced = false;
+    for (auto& [name, existing] : globals) {
+      if (name == k) {
+        existing = value;
+        replaced = true;
+      }
+    }
+    if (!replaced) globals.emplace_back(k, std::move(value));
+  }
+  Runtime rt(options.limits, options.now ? *options.now : std::time(nullptr));
+  Interpreter interpreter(rt, std::move(globals));
+  try {
+    return interpreter.render(*body_);
+  } catch (const Error& e) {
+    throw Error(fmt::format("chat template line {}: {}", rt.line, e.what()));
+  }
+}
+
+std::string render_chat(std::string_view template_text, const nlohmann::ordered_json& messages,
+                        const ChatTemplateOptions& options) {
+  return ChatTemplate::parse(template_text).render(messages, options);
+}
+
+}  // namespace lumen::chat

@@ -1,0 +1,48 @@
+#pragma once
+// Chat templates: render a model's `tokenizer.chat_template` (Jinja) for a conversation the way
+// Hugging Face transformers does (jinja2 sandbox, trim_blocks, lstrip_blocks, its tojson,
+// raise_exception and strftime_now), so the prompt Lumen feeds a model is byte-for-byte the one
+// the model was trained with. A template outside the supported Jinja subset, or one that
+// raises, is a lumen::Error naming the line.
+#include <ctime>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "chat/runtime.h"
+
+namespace lumen::chat {
+
+struct Stmt;
+
+struct ChatTemplateOptions {
+  bool add_generation_prompt = false;
+  std::string bos_token;
+  std::string eos_token;
+  // The `tools` variable; absent means None, as transformers passes it.
+  std::optional<nlohmann::ordered_json> tools;
+  // More top-level variables (e.g. enable_thinking, date_string); they override the above.
+  nlohmann::ordered_json extra_context = nlohmann::ordered_json::object();
+  // The clock strftime_now() reads; nullopt = now.
+  std::optional<std::time_t> now;
+  RenderLimits limits;
+};
+
+class ChatTemplate {
+ public:
+  // Parses once; the template can then render many conversations (const, thread-safe).
+  static ChatTemplate parse(std::string_view text);
+
+  // `messages` is the OpenAI-style list of {"role", "content", ...} objects.
+  std::string render(const nlohmann::ordered_json& messages, const ChatTemplateOptions& options) const;
+
+ private:
+  std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> body_;
+};
+
+std::string render_chat(std::string_view template_text, const nlohmann::ordered_json& messages,
+                        const ChatTemplateOptions& options);
+
+}  // namespace lumen::chat

@@ -1,0 +1,69 @@
+#include "engine/generator.h"
+
+#include <numeric>
+
+#include "util/error.h"
+
+namespace lumen::engine {
+
+namespace {
+constexpr int64_t kBlockSize = 16;
+}
+
+Generator::Generator(LoadedModel& model, backend::Backend& backend, int64_t context,
+                     int64_t chunk)
+    : model_(model),
+      context_(context),
+      chunk_(chunk),
+      cache_(backend, model.hparams, (context + kBlockSize - 1) / kBlockSize, kBlockSize),
+      last_logits_(model.hparams.vocab_size) {
+  // One sequence owns every block, in order.
+  block_table_.resize(static_cast<size_t>(cache_.n_blocks()));
+  std::iota(block_table_.begin(), block_table_.end(), 0);
+}
+
+void Generator::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  positions_.resize(tokens.size());
+  std::iota(positions_.begin(), positions_.end(), static_cast<int32_t>(n_past_));
+  logit_rows_.clear();
+  if (all_logits) {
+    for (int32_t i = 0; i < n; ++i) logit_rows_.push_back(i);
+  } else {
+    logit_rows_.push_back(static_cast<int32_t>(n - 1));
+  }
+  backend::SequenceSlice slice{0, n, n_past_, block_table_};
+  model::ForwardBatch batch{tokens, positions_, std::span(&slice, 1), logit_rows_};
+  model_.transformer->forward(batch, cache_, logits);
+  n_past_ += n;
+}
+
+std::span<const float> Generator::feed(std::span<const int32_t> tokens) {
+  if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
+    fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_,
+         context_);
+  }
+  for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
+    auto part = tokens.subspan(start, std::min(tokens.size() - start, static_cast<size_t>(chunk_)));
+    forward_chunk(part, false, last_logits_.data());
+  }
+  return last_logits_;
+}
+
+void Generator::feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out) {
+  if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
+    fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_,
+         context_);
+  }
+  const size_t vocab = model_.hparams.vocab_size;
+  logits_out.resize(tokens.size() * vocab);
+  for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
+    auto part = tokens.subspan(start, std::min(tokens.size() - start, static_cast<size_t>(chunk_)));
+    forward_chunk(part, true, logits_out.data() + start * vocab);
+  }
+  if (!tokens.empty()) {
+    std::copy_n(logits_out.end() - static_cast<std::ptrdiff_t>(vocab), vocab, last_logits_.begin());
+  }
+}
+
+}  // namespace lumen::engine

@@ -1,0 +1,45 @@
+#pragma once
+// One sequence at a time: prefill the prompt in chunks, then decode token by token. This is
+// the engine behind `lumen run` and `lumen bench latency`; the serving core (many sequences,
+// continuous batching) replaces it for the server.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "engine/loaded_model.h"
+#include "model/kv_cache.h"
+#include "sampling/sampler.h"
+
+namespace lumen::engine {
+
+class Generator {
+ public:
+  // `context` tokens of KV cache; prompts are processed `chunk` tokens per forward call.
+  Generator(LoadedModel& model, backend::Backend& backend, int64_t context, int64_t chunk = 512);
+
+  // Forgets the sequence (the KV cache is reused).
+  void reset() { n_past_ = 0; }
+  int64_t position() const { return n_past_; }
+
+  // Feeds tokens; returns the logits after the last one (a view into an internal buffer).
+  // Throws lumen::Error when the context would overflow.
+  std::span<const float> feed(std::span<const int32_t> tokens);
+  // Feeds tokens and wants the logits at every position: logits_out gets tokens.size() rows.
+  void feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out);
+
+ private:
+  void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits);
+
+  LoadedModel& model_;
+  int64_t context_;
+  int64_t chunk_;
+  model::KvCache cache_;
+  std::vector<int32_t> block_table_;
+  std::vector<int32_t> positions_;
+  std::vector<int32_t> logit_rows_;
+  std::vector<float> last_logits_;
+  int64_t n_past_ = 0;
+};
+
+}  // namespace lumen::engine

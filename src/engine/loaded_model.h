@@ -1,0 +1,25 @@
+#pragma once
+// A model ready to run: its mapped file (which the weights point into, so it lives as long as
+// the model), hyperparameters, tokenizer and forward pass on a backend.
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "gguf/file.h"
+#include "model/hparams.h"
+#include "model/transformer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lumen::engine {
+
+struct LoadedModel {
+  std::unique_ptr<gguf::GgufFile> file;
+  model::HParams hparams;
+  tokenizer::Tokenizer tokenizer;
+  std::unique_ptr<model::Transformer> transformer;
+
+  // Throws lumen::Error naming what is wrong with the file.
+  static LoadedModel load(const std::string& path, backend::Backend& backend);
+};
+
+}  // namespace lumen::engine

@@ -1,0 +1,33 @@
+#include "model/kv_cache.h"
+
+#include "util/error.h"
+
+namespace lumen::model {
+
+KvCache::KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks,
+                 int64_t block_size, tensor::DType type)
+    : n_blocks_(n_blocks), block_size_(block_size) {
+  if (type != tensor::DType::F16 && type != tensor::DType::F32) {
+    fail("KV cache type must be F16 or F32, not {}", tensor::dtype_name(type));
+  }
+  const int64_t row = static_cast<int64_t>(hp.head_dim * hp.head_count_kv);
+  const size_t row_bytes = static_cast<size_t>(row) * tensor::dtype_info(type).block_bytes;
+  const size_t bytes = row_bytes * static_cast<size_t>(block_size * n_blocks);
+  for (uint64_t i = 0; i < hp.block_count; ++i) {
+    backend::KvLayer layer;
+    layer.block_size = block_size;
+    for (backend::TensorView* view : {&layer.k, &layer.v}) {
+      buffers_.push_back(backend.allocate(bytes));
+      *view = {type, {row, block_size, n_blocks, 1}, row_bytes, buffers_.back()->data()};
+    }
+    layers_.push_back(layer);
+  }
+}
+
+size_t KvCache::bytes() const {
+  size_t total = 0;
+  for (const auto& buffer : buffers_) total += buffer->size();
+  return total;
+}
+
+}  // namespace lumen::model

@@ -1,0 +1,30 @@
+#pragma once
+// Backend memory for keys and values, in fixed-size blocks per layer. Which block belongs to
+// which sequence is decided elsewhere (the block pool of the serving core); this only owns the
+// memory and hands out each layer's view.
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/hparams.h"
+
+namespace lumen::model {
+
+class KvCache {
+ public:
+  KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks, int64_t block_size,
+          tensor::DType type = tensor::DType::F16);
+
+  backend::KvLayer& layer(size_t index) { return layers_[index]; }
+  int64_t n_blocks() const { return n_blocks_; }
+  int64_t block_size() const { return block_size_; }
+  size_t bytes() const;
+
+ private:
+  int64_t n_blocks_;
+  int64_t block_size_;
+  std::vector<std::unique_ptr<backend::Buffer>> buffers_;
+  std::vector<backend::KvLayer> layers_;
+};
+
+}  // namespace lumen::model

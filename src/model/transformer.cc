@@ -1,0 +1,155 @@
+#include "model/transformer.h"
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace lumen::model {
+
+namespace {
+
+using backend::TensorView;
+
+// The first n rows of a 2-D f32 scratch matrix.
+TensorView first_rows(const TensorView& m, int64_t n) {
+  TensorView view = m;
+  view.dims[1] = n;
+  return view;
+}
+
+// A {row, n} matrix seen as {head_dim, heads, n} for rope and attention.
+TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
+  TensorView view = m;
+  view.dims = {head_dim, m.dims[0] / head_dim, n, 1};
+  view.row_bytes = static_cast<size_t>(head_dim) * sizeof(float);
+  return view;
+}
+
+backend::RopeConfig rope_config(const HParams& hp, const ArchitectureConfig& arch,
+                                const TransformerWeights& w) {
+  backend::RopeConfig rope;
+  rope.rope_dims = static_cast<int64_t>(hp.rope_dimension_count);
+  rope.neox = arch.rope_neox;
+  rope.freq_base = hp.rope_freq_base;
+  const std::string& type = hp.rope_scaling.type;
+  if (type == "linear") {
+    rope.scaling = backend::RopeScalingType::Linear;
+  } else if (type == "yarn") {
+    rope.scaling = backend::RopeScalingType::Yarn;
+  } else if (type != "none" && !type.empty()) {
+    fail("RoPE scaling type '{}' is not supported (none, linear, yarn, llama3 factors)", type);
+  }
+  rope.scaling_factor = hp.rope_scaling.factor;
+  rope.original_context = static_cast<int64_t>(hp.rope_scaling.original_context_length);
+  if (w.rope_freqs) rope.freq_factors = static_cast<const float*>(w.rope_freqs->data);
+  return rope;
+}
+
+}  // namespace
+
+Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp)
+    : backend_(backend), hp_(hp), arch_(architecture_for(hp)) {
+  if (hp_.vocab_size == 0) fail("model has no vocabulary size");
+  WeightBinder binder(file, backend_);
+  weights_ = arch_.bind_weights(binder, hp_);
+  rope_ = rope_config(hp_, arch_, weights_);
+  attention_.n_heads = static_cast<int64_t>(hp_.head_count);
+  attention_.n_kv_heads = static_cast<int64_t>(hp_.head_count_kv);
+  attention_.head_dim = static_cast<int64_t>(hp_.head_dim);
+  attention_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
+  attention_.sliding_window = 0;
+}
+
+void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
+  if (n_tokens <= capacity_tokens_ && n_logit_rows <= capacity_logit_rows_) return;
+  capacity_tokens_ = std::max(n_tokens, capacity_tokens_);
+  capacity_logit_rows_ = std::max(n_logit_rows, capacity_logit_rows_);
+  buffers_.clear();
+  auto matrix = [&](int64_t cols, int64_t rows) {
+    buffers_.push_back(backend_.allocate(static_cast<size_t>(cols * rows) * sizeof(float)));
+    return backend::f32_matrix(static_cast<float*>(buffers_.back()->data()), cols, rows);
+  };
+  const int64_t n = capacity_tokens_;
+  const int64_t embd = static_cast<int64_t>(hp_.embedding_length);
+  const int64_t q_dim = static_cast<int64_t>(hp_.head_dim * hp_.head_count);
+  const int64_t kv_dim = static_cast<int64_t>(hp_.head_dim * hp_.head_count_kv);
+  const int64_t ff = static_cast<int64_t>(hp_.feed_forward_length);
+  s_.x = matrix(embd, n);
+  s_.h = matrix(embd, n);
+  s_.q = matrix(q_dim, n);
+  s_.k = matrix(kv_dim, n);
+  s_.v = matrix(kv_dim, n);
+  s_.attn = matrix(q_dim, n);
+  s_.gate = matrix(ff, n);
+  s_.up = matrix(ff, n);
+  s_.logit_h = matrix(embd, capacity_logit_rows_);
+}
+
+void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache,
+                                  int64_t n) {
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t head_dim = static_cast<int64_t>(hp_.head_dim);
+  TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
+  TensorView q = first_rows(s_.q, n), k = first_rows(s_.k, n), v = first_rows(s_.v, n);
+  TensorView attn = first_rows(s_.attn, n);
+
+  backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
+  backend_.matmul(w.wq, h, q);
+  backend_.matmul(w.wk, h, k);
+  backend_.matmul(w.wv, h, v);
+  if (w.bq) backend_.add_row(q, *w.bq);
+  if (w.bk) backend_.add_row(k, *w.bk);
+  if (w.bv) backend_.add_row(v, *w.bv);
+
+  TensorView q_heads = as_heads(q, n, head_dim), k_heads = as_heads(k, n, head_dim);
+  backend_.rope(q_heads, batch.positions, rope_);
+  backend_.rope(k_heads, batch.positions, rope_);
+  backend_.store_kv(k, v, batch.sequences, cache.layer(layer));
+  TensorView attn_heads = as_heads(attn, n, head_dim);
+  backend_.attention(q_heads, cache.layer(layer), batch.sequences, attention_, attn_heads);
+  backend_.matmul(w.wo, attn, h);
+  backend_.add(x, h, x);
+}
+
+void Transformer::mlp_block(size_t layer, int64_t n) {
+  const LayerWeights& w = weights_.layers[layer];
+  TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
+  TensorView gate = first_rows(s_.gate, n), up = first_rows(s_.up, n);
+  backend_.rms_norm(x, w.ffn_norm, static_cast<float>(hp_.norm_eps), h);
+  backend_.matmul(w.ffn_gate, h, gate);
+  backend_.matmul(w.ffn_up, h, up);
+  if (arch_.activation == Activation::GeGlu) {
+    backend_.geglu(gate, up, gate);
+  } else {
+    backend_.swiglu(gate, up, gate);
+  }
+  backend_.matmul(w.ffn_down, gate, h);
+  backend_.add(x, h, x);
+}
+
+void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+  if (n == 0) return;
+  if (batch.positions.size() != batch.tokens.size()) fail("forward: one position per token");
+  for (int32_t id : batch.tokens) {
+    if (id < 0 || static_cast<uint64_t>(id) >= hp_.vocab_size) fail("token id {} is out of range", id);
+  }
+  ensure_capacity(n, n_out);
+
+  TensorView x = first_rows(s_.x, n);
+  backend_.get_rows(weights_.token_embd, batch.tokens, x);
+  for (size_t layer = 0; layer < weights_.layers.size(); ++layer) {
+    attention_block(layer, batch, cache, n);
+    mlp_block(layer, n);
+  }
+  if (n_out == 0) return;
+  // Only the sampled rows go through the final norm and the (large) output projection.
+  TensorView picked = first_rows(s_.logit_h, n_out);
+  backend_.get_rows(x, batch.logit_rows, picked);
+  backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+  TensorView out = backend::f32_matrix(logits, static_cast<int64_t>(hp_.vocab_size), n_out);
+  backend_.matmul(weights_.output, picked, out);
+}
+
+}  // namespace lumen::model

@@ -1,0 +1,55 @@
+#pragma once
+// The decoder-only transformer forward pass over one flat batch: the tokens of every sequence
+// in the step, concatenated. Linear layers run once over all of them; attention runs per
+// sequence through its block table; logits are computed only for the rows that sample.
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/arch/architecture.h"
+#include "model/hparams.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+
+namespace lumen::model {
+
+struct ForwardBatch {
+  std::span<const int32_t> tokens;      // all tokens of the step
+  std::span<const int32_t> positions;   // one per token
+  std::span<const backend::SequenceSlice> sequences;
+  std::span<const int32_t> logit_rows;  // batch rows whose logits are wanted, in output order
+};
+
+class Transformer {
+ public:
+  Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp);
+
+  // Writes logit_rows.size() rows of vocab_size logits to `logits`.
+  void forward(const ForwardBatch& batch, KvCache& cache, float* logits);
+
+  const HParams& hparams() const { return hp_; }
+  const ArchitectureConfig& architecture() const { return arch_; }
+
+ private:
+  struct Activations;
+  void ensure_capacity(int64_t n_tokens, int64_t n_logit_rows);
+  void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
+  void mlp_block(size_t layer, int64_t n);
+
+  backend::Backend& backend_;
+  HParams hp_;
+  ArchitectureConfig arch_;
+  TransformerWeights weights_;
+  backend::RopeConfig rope_;
+  backend::AttentionConfig attention_;
+
+  int64_t capacity_tokens_ = 0;
+  int64_t capacity_logit_rows_ = 0;
+  std::vector<std::unique_ptr<backend::Buffer>> buffers_;
+  struct Scratch {
+    backend::TensorView x, h, q, k, v, attn, gate, up, logit_h;
+  } s_;
+};
+
+}  // namespace lumen::model

@@ -1,0 +1,87 @@
+#include "util/thread_pool.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define LUMEN_CPU_RELAX() _mm_pause()
+#else
+#define LUMEN_CPU_RELAX() std::this_thread::yield()
+#endif
+
+namespace lumen {
+
+namespace {
+constexpr int kSpinIterations = 20000;  // ~1 ms of pause instructions before sleeping
+}
+
+ThreadPool::ThreadPool(unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  for (auto& thread : workers_) thread.join();
+}
+
+void ThreadPool::run_tasks(unsigned worker) {
+  for (int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed); task < n_tasks_;
+       task = next_task_.fetch_add(1, std::memory_order_relaxed)) {
+    (*job_)(task, worker);
+  }
+}
+
+void ThreadPool::parallel_for(int64_t n_tasks,
+                              const std::function<void(int64_t, unsigned)>& fn) {
+  if (n_tasks <= 0) return;
+  if (workers_.empty() || n_tasks == 1) {
+    for (int64_t task = 0; task < n_tasks; ++task) fn(task, 0);
+    return;
+  }
+  job_ = &fn;
+  n_tasks_ = n_tasks;
+  next_task_.store(0, std::memory_order_relaxed);
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  {
+    // Bumped under the mutex so a worker about to sleep cannot miss it.
+    std::lock_guard lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  run_tasks(0);
+  while (pending_.load(std::memory_order_acquire) != 0) LUMEN_CPU_RELAX();
+  job_ = nullptr;
+}
+
+void ThreadPool::worker_loop(unsigned worker) {
+  uint64_t seen = 0;
+  for (;;) {
+    bool woke = false;
+    for (int spin = 0; spin < kSpinIterations; ++spin) {
+      if (generation_.load(std::memory_order_acquire) != seen) {
+        woke = true;
+        break;
+      }
+      LUMEN_CPU_RELAX();
+    }
+    if (!woke) {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    run_tasks(worker);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace lumen

@@ -1,0 +1,77 @@
+// The SIMD activation quantizers must produce exactly the bytes of the reference
+// tensor::quantize_row (the scalar level uses the reference itself), including the rounding of
+// exact halves away from zero and the all-zero block.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul_kernels.h"
+#include "tensor/quantize.h"
+
+namespace lumen::backend::cpu {
+namespace {
+
+using tensor::DType;
+
+std::vector<float> test_row(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = uniform(rng);
+  // Block 1: amax 127 makes the scale exactly 1, so the halves below are exact ties.
+  for (int i = 0; i < 32; ++i) x[32 + i] = static_cast<float>(i) - 15.5f;
+  x[32] = 127.0f;
+  // Block 2: all zero (scale 0, codes 0).
+  for (int i = 0; i < 32; ++i) x[64 + i] = 0.0f;
+  // Block 3: tiny values.
+  for (int i = 0; i < 32; ++i) x[96 + i] *= 1e-30f;
+  return x;
+}
+
+void expect_same_as_reference(const detail::TypeKernels* kernels, DType act, const char* level) {
+  ASSERT_NE(kernels, nullptr);
+  ASSERT_EQ(kernels->act_type, act);
+  const int64_t n = 1024;
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    const std::vector<float> x = test_row(n, seed);
+    const size_t bytes = *tensor::row_bytes(act, n);
+    std::vector<uint8_t> want(bytes), got(bytes, 0xcd);
+    tensor::quantize_row(act, x.data(), want.data(), n);
+    kernels->quantize(x.data(), got.data(), n);
+    EXPECT_EQ(got, want) << level << " " << tensor::dtype_name(act) << " seed " << seed;
+  }
+}
+
+TEST(MatmulQuantize, SimdQuantizersAreBitExact) {
+  const struct {
+    DType weight, act;
+  } pairs[] = {{DType::Q4_0, DType::Q8_0}, {DType::Q4_1, DType::Q8_1}, {DType::Q6_K, DType::Q8_K}};
+  for (const auto& pair : pairs) {
+    expect_same_as_reference(detail::scalar_kernels(pair.weight), pair.act, "scalar");
+    if (detected_isa() >= Isa::kAvx2) {
+      expect_same_as_reference(detail::avx2_kernels(pair.weight), pair.act, "avx2");
+    }
+    if (detected_isa() >= Isa::kAvx512) {
+      expect_same_as_reference(detail::avx512_kernels(pair.weight), pair.act, "avx512");
+    }
+  }
+}
+
+TEST(MatmulQuantize, EveryLevelPairsTheSameActivationType) {
+  for (const DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1,
+                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    const detail::TypeKernels* scalar = detail::scalar_kernels(type);
+    ASSERT_NE(scalar, nullptr);
+    for (const detail::TypeKernels* simd : {detail::avx2_kernels(type), detail::avx512_kernels(type)}) {
+      if (simd != nullptr) {
+        EXPECT_EQ(simd->act_type, scalar->act_type);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lumen::backend::cpu

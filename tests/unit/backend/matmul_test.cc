@@ -1,0 +1,243 @@
+// The CPU matmul against a plain reference, for every weight type and every instruction-set
+// level this CPU has: odd sizes (rows not a multiple of the tile, a few blocks of columns,
+// strides wider than the data), 1..64 tokens, 1 and 3 threads.
+//
+// Reference: each weight row dequantized with tensor::dequantize_row, each activation row
+// quantized and dequantized with tensor::quantize_row / dequantize_row into the type ggml pairs
+// with the weight (f32 for float weights), products accumulated in double. The kernels compute
+// the same products with integer dot products and f32 scaling, so the difference is f32 rounding:
+// the tolerance is 2e-5 of sum |w| |x| per output, plus, for Q4_1 / Q5_1, the f16 rounding of the
+// Q8_1 block's s = d * sum(q) (two half-ulps of m * s per block). One wrong code in one block is
+// already several times that bound, so a wrong kernel cannot pass.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "tensor/block_formats.h"
+#include "tensor/fp16.h"
+#include "tensor/quantize.h"
+#include "util/error.h"
+
+namespace lumen::backend::cpu {
+namespace {
+
+using tensor::DType;
+
+DType activation_type(DType weight) {
+  switch (weight) {
+    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
+    case DType::Q4_1: case DType::Q5_1: return DType::Q8_1;
+    case DType::F32: case DType::F16: case DType::BF16: return DType::F32;
+    default: return DType::Q8_K;
+  }
+}
+
+bool has_min(DType weight) { return weight == DType::Q4_1 || weight == DType::Q5_1; }
+
+struct Problem {
+  DType type;
+  int64_t rows, cols, n_tokens, x_stride, y_stride;
+  std::vector<uint8_t> weights;
+  std::vector<float> x;
+  WeightMatrix matrix() const {
+    return WeightMatrix{type, rows, cols, weights.data(), weights.size() / static_cast<size_t>(rows)};
+  }
+};
+
+Problem make_problem(DType type, int64_t rows, int64_t cols, int64_t n_tokens, uint32_t seed) {
+  Problem p{type, rows, cols, n_tokens, cols + 5, rows + 3, {}, {}};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const size_t row_bytes = *tensor::row_bytes(type, cols);
+  p.weights.resize(row_bytes * static_cast<size_t>(rows));
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    // Rows of different magnitude and an offset, so mins and scales vary between blocks.
+    const float scale = 0.05f + static_cast<float>(r % 7) * 0.3f;
+    const float shift = (r % 3 == 0) ? 0.4f * scale : 0.0f;
+    for (auto& v : row) v = uniform(rng) * scale + shift;
+    tensor::quantize_row(type, row.data(), p.weights.data() + row_bytes * static_cast<size_t>(r), cols);
+  }
+  p.x.resize(static_cast<size_t>(p.x_stride * n_tokens));
+  for (auto& v : p.x) v = uniform(rng) * 2.0f;
+  return p;
+}
+
+struct Reference {
+  std::vector<double> y;    // [token][row]
+  std::vector<double> tol;  // per output
+};
+
+Reference reference(const Problem& p) {
+  const DType act = activation_type(p.type);
+  const size_t row_bytes = p.weights.size() / static_cast<size_t>(p.rows);
+  std::vector<float> w(static_cast<size_t>(p.rows * p.cols));
+  for (int64_t r = 0; r < p.rows; ++r) {
+    tensor::dequantize_row(p.type, p.weights.data() + row_bytes * static_cast<size_t>(r),
+                           w.data() + r * p.cols, p.cols);
+  }
+  Reference ref;
+  ref.y.resize(static_cast<size_t>(p.rows * p.n_tokens));
+  ref.tol.resize(ref.y.size());
+  std::vector<float> xd(static_cast<size_t>(p.cols));
+  std::vector<uint8_t> xq(act == DType::F32 ? 0 : *tensor::row_bytes(act, p.cols));
+  for (int64_t t = 0; t < p.n_tokens; ++t) {
+    const float* x = p.x.data() + t * p.x_stride;
+    if (act == DType::F32) {
+      std::memcpy(xd.data(), x, xd.size() * sizeof(float));
+    } else {
+      tensor::quantize_row(act, x, xq.data(), p.cols);
+      tensor::dequantize_row(act, xq.data(), xd.data(), p.cols);
+    }
+    for (int64_t r = 0; r < p.rows; ++r) {
+      double sum = 0.0, magnitude = 0.0;
+      for (int64_t c = 0; c < p.cols; ++c) {
+        const double product = static_cast<double>(w[r * p.cols + c]) * xd[c];
+        sum += product;
+        magnitude += std::fabs(product);
+      }
+      double tol = 2e-5 * magnitude + 1e-6;
+      if (has_min(p.type)) {
+        const size_t wblock = p.type == DType::Q4_1 ? sizeof(tensor::BlockQ4_1) : sizeof(tensor::BlockQ5_1);
+        for (int64_t b = 0; b < p.cols / 32; ++b) {
+          uint16_t m, s;
+          std::memcpy(&m, p.weights.data() + row_bytes * r + wblock * b + 2, 2);
+          std::memcpy(&s, xq.data() + sizeof(tensor::BlockQ8_1) * b + 2, 2);
+          tol += std::fabs(tensor::fp16_to_float(m) * tensor::fp16_to_float(s)) * 0x1p-10;
+        }
+      }
+      ref.y[t * p.rows + r] = sum;
+      ref.tol[t * p.rows + r] = tol;
+    }
+  }
+  return ref;
+}
+
+std::vector<float> run(const Problem& p, Isa isa, unsigned threads) {
+  ThreadPool pool(threads);
+  MatmulScratch scratch;
+  std::vector<float> y(static_cast<size_t>(p.y_stride * p.n_tokens), -12345.0f);
+  matmul(p.matrix(), p.x.data(), p.x_stride, p.n_tokens, y.data(), p.y_stride, pool, scratch, isa);
+  return y;
+}
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> levels;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (isa <= detected_isa()) levels.push_back(isa);
+  }
+  return levels;
+}
+
+class MatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulTest, MatchesReferenceOnEveryLevel) {
+  const DType type = GetParam();
+  const int64_t block = tensor::dtype_info(type).block_elements;
+  const int64_t cols = block == 1 ? 75 : (block == 32 ? 5 * 32 : 3 * 256);
+  const int64_t rows = 37;  // not a multiple of the 4-row tile
+  for (const int64_t n_tokens : {1, 3, 17, 64}) {
+    const Problem p = make_problem(type, rows, cols, n_tokens, static_cast<uint32_t>(n_tokens * 31 + 7));
+    const Reference ref = reference(p);
+    for (const Isa isa : available_isas()) {
+      for (const unsigned threads : {1u, 3u}) {
+        const std::vector<float> y = run(p, isa, threads);
+        int failures = 0;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          for (int64_t r = 0; r < p.y_stride; ++r) {
+            const float got = y[t * p.y_stride + r];
+            if (r >= rows) {  // padding between output rows stays untouched
+              ASSERT_EQ(got, -12345.0f);
+              continue;
+            }
+            const double want = ref.y[t * rows + r];
+            if (std::fabs(got - want) > ref.tol[t * rows + r] && ++failures <= 3) {
+              ADD_FAILURE() << tensor::dtype_name(type) << " " << isa_name(isa) << " threads "
+                            << threads << " tokens " << n_tokens << " row " << r << " token " << t
+                            << ": got " << got << " want " << want << " tol " << ref.tol[t * rows + r];
+            }
+          }
+        }
+        EXPECT_EQ(failures, 0);
+      }
+    }
+  }
+}
+
+// The SIMD levels compute the same integer dot products as the scalar path; only the order of
+// f32 additions differs, so they agree to ~1e-5 of the output's magnitude.
+TEST_P(MatmulTest, SimdLevelsAgreeWithScalar) {
+  const DType type = GetParam();
+  const int64_t block = tensor::dtype_info(type).block_elements;
+  const int64_t cols = block == 1 ? 4 * 256 + 3 : 4 * 256;
+  const Problem p = make_problem(type, 21, cols, 9, 99);
+  const std::vector<float> scalar = run(p, Isa::kScalar, 1);
+  const Reference ref = reference(p);
+  for (const Isa isa : available_isas()) {
+    if (isa == Isa::kScalar) continue;
+    const std::vector<float> simd = run(p, isa, 2);
+    for (int64_t t = 0; t < p.n_tokens; ++t) {
+      for (int64_t r = 0; r < p.rows; ++r) {
+        const size_t i = static_cast<size_t>(t * p.y_stride + r);
+        const double bound = 1e-5 * (std::fabs(scalar[i]) + ref.tol[t * p.rows + r] / 2e-5);
+        ASSERT_NEAR(simd[i], scalar[i], bound) << tensor::dtype_name(type) << " " << isa_name(isa)
+                                               << " row " << r << " token " << t;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0,
+                                           DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                                           DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                           DType::Q6_K),
+                         [](const ::testing::TestParamInfo<DType>& param) {
+                           return std::string(tensor::dtype_name(param.param));
+                         });
+
+TEST(MatmulArguments, BadInputIsAnError) {
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<uint8_t> data(4096);
+  std::vector<float> x(256), y(64);
+  const WeightMatrix good{DType::Q4_0, 2, 64, data.data(), 36};
+  EXPECT_NO_THROW(matmul(good, x.data(), 64, 1, y.data(), 2, pool, scratch));
+  WeightMatrix bad = good;
+  bad.row_bytes = 35;
+  EXPECT_THROW(matmul(bad, x.data(), 64, 1, y.data(), 2, pool, scratch), Error);
+  bad = good;
+  bad.cols = 48;  // not whole blocks
+  EXPECT_THROW(matmul(bad, x.data(), 64, 1, y.data(), 2, pool, scratch), Error);
+  bad = good;
+  bad.type = DType::IQ2_XXS;
+  EXPECT_THROW(matmul(bad, x.data(), 64, 1, y.data(), 2, pool, scratch), Error);
+  bad.type = DType::Q8_K;  // an activation format, never a weight
+  EXPECT_THROW(matmul(bad, x.data(), 64, 1, y.data(), 2, pool, scratch), Error);
+  EXPECT_THROW(matmul(good, x.data(), 32, 1, y.data(), 2, pool, scratch), Error);  // x stride
+  EXPECT_THROW(matmul(good, x.data(), 64, 1, y.data(), 1, pool, scratch), Error);  // y stride
+  EXPECT_THROW(matmul(good, x.data(), 64, -1, y.data(), 2, pool, scratch), Error);
+  EXPECT_NO_THROW(matmul(good, x.data(), 64, 0, y.data(), 2, pool, scratch));
+}
+
+TEST(MatmulScratch, GrowsOnceThenIsReused) {
+  const Problem p = make_problem(DType::Q4_0, 8, 64, 16, 5);
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  std::vector<float> y(static_cast<size_t>(p.y_stride * p.n_tokens));
+  matmul(p.matrix(), p.x.data(), p.x_stride, p.n_tokens, y.data(), p.y_stride, pool, scratch);
+  const uint8_t* first = scratch.quantized_x.data();
+  const size_t size = scratch.quantized_x.size();
+  EXPECT_GE(size, 16u * 2 * sizeof(tensor::BlockQ8_0));
+  matmul(p.matrix(), p.x.data(), p.x_stride, 3, y.data(), p.y_stride, pool, scratch);
+  EXPECT_EQ(scratch.quantized_x.data(), first);
+  EXPECT_EQ(scratch.quantized_x.size(), size);
+}
+
+}  // namespace
+}  // namespace lumen::backend::cpu

@@ -1,0 +1,123 @@
+// Templates Lumen cannot or must not run: each is a one-line lumen::Error naming the line, and
+// no input, however hostile, crashes the renderer or runs without bound.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "chat/builtin_templates.h"
+#include "chat/chat_template.h"
+#include "util/error.h"
+
+namespace lumen::chat {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string render(const std::string& text, ChatTemplateOptions options = {}) {
+  return render_chat(text, ordered_json::array({{{"role", "user"}, {"content", "hi"}}}), options);
+}
+
+std::string error_of(const std::string& text, ChatTemplateOptions options = {}) {
+  try {
+    render(text, options);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(ChatTemplateErrors, UnsupportedSyntaxNamesTheLine) {
+  EXPECT_EQ(error_of("a\n{% include 'x' %}"), "chat template: template line 2: unsupported or unknown tag 'include'");
+  EXPECT_NE(error_of("{{ 1 +"), "<no error>");
+  EXPECT_NE(error_of("{% if x %}"), "<no error>");
+  EXPECT_NE(error_of("{% for x in y %}{% endif %}"), "<no error>");
+  EXPECT_NE(error_of("{{ 'unterminated }}"), "<no error>");
+  EXPECT_NE(error_of("{# never closed"), "<no error>");
+  EXPECT_NE(error_of("{{ x | no_such_filter }}").find("no filter named 'no_such_filter'"), std::string::npos);
+  EXPECT_EQ(error_of("{{ 'a'.no_such_method() }}"),
+            "chat template line 1: 'str object' has no attribute 'no_such_method'");
+}
+
+TEST(ChatTemplateErrors, RuntimeErrorsNameTheLine) {
+  EXPECT_EQ(error_of("\n\n{{ raise_exception('bad roles') }}"),
+            "chat template line 3: the template raised an error: bad roles");
+  EXPECT_EQ(error_of("{{ x.y }}"), "chat template line 1: 'x' is undefined");
+  EXPECT_EQ(error_of("{{ messages[0].nope.x }}"),
+            "chat template line 1: 'dict object' has no attribute 'nope'");
+  EXPECT_NE(error_of("{{ 'a' + 1 }}").find("unsupported operand"), std::string::npos);
+  EXPECT_NE(error_of("{{ 1 / 0 }}").find("division by zero"), std::string::npos);
+  EXPECT_NE(error_of("{{ messages.append(1) }}").find("not supported"), std::string::npos);
+  EXPECT_NE(error_of("{{ 9223372036854775807 + 1 }}").find("overflow"), std::string::npos);
+}
+
+TEST(ChatTemplateErrors, ResourceLimitsStopRunawayTemplates) {
+  EXPECT_NE(error_of("{{ 'x' * 100000000 }}").find("size limit"), std::string::npos);
+  ChatTemplateOptions few_steps;
+  few_steps.limits.max_steps = 100000;
+  EXPECT_NE(error_of("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+                     few_steps)
+                .find("step limit"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").find("nest too deeply"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ " + std::string(10000, '(') + "1" + std::string(10000, ')') + " }}")
+                .find("nests too deeply"),
+            std::string::npos);
+  ChatTemplateOptions small;
+  small.limits.max_output_bytes = 10;
+  EXPECT_NE(error_of("{% for i in range(100) %}{{ i }}{% endfor %}", small).find("size limit"),
+            std::string::npos);
+}
+
+TEST(ChatTemplateErrors, BadInputIsRejected) {
+  EXPECT_NE(error_of("\xff{{ 1 }}").find("UTF-8"), std::string::npos);
+  EXPECT_THROW(render_chat("x", ordered_json::object(), {}), Error);
+  ordered_json bad = ordered_json::array({{{"role", "user"}, {"content", std::string("\xc3")}}});
+  EXPECT_THROW(render_chat("{{ messages }}", bad, {}), Error);
+  ordered_json deep = ordered_json::array();
+  for (int i = 0; i < 100000; ++i) deep = ordered_json::array({std::move(deep)});
+  EXPECT_THROW(render_chat("{{ messages }}", deep, {}), Error);
+}
+
+TEST(ChatTemplateErrors, MutatedTemplatesNeverCrash) {
+  // Random byte edits of real-shaped templates: every outcome is output or lumen::Error.
+  std::mt19937 rng(1234);
+  const std::string alphabet = "{}%#-+|.()[]'\"~*/ \n\tabcxyz019=<>!:,";
+  const auto names = builtin_chat_template_names();
+  for (int iter = 0; iter < 4000; ++iter) {
+    std::string t(*builtin_chat_template(names[static_cast<size_t>(iter) % names.size()]));
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      size_t pos = rng() % t.size();
+      switch (rng() % 3) {
+        case 0: t[pos] = alphabet[rng() % alphabet.size()]; break;
+        case 1: t.erase(pos, 1 + rng() % 8); break;
+        default: t.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
+      }
+    }
+    ChatTemplateOptions options;
+    options.tools = ordered_json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
+    try {
+      render(t, options);
+    } catch (const Error&) {
+    }
+  }
+  SUCCEED();
+}
+
+TEST(ChatBuiltinTemplates, EveryBuiltinRendersAConversation) {
+  ASSERT_EQ(builtin_chat_template_names().size(), 7u);
+  for (auto name : builtin_chat_template_names()) {
+    SCOPED_TRACE(std::string(name));
+    ChatTemplateOptions options;
+    options.add_generation_prompt = true;
+    std::string out = render(std::string(*builtin_chat_template(name)), options);
+    EXPECT_NE(out.find("hi"), std::string::npos);
+  }
+  EXPECT_FALSE(builtin_chat_template("no-such-template").has_value());
+}
+
+}  // namespace
+}  // namespace lumen::chat
