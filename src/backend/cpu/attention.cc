@@ -39,6 +39,8 @@ struct AttentionJob {
   int64_t group;           // query heads per KV head
   int64_t heads_per_task;  // query heads of one group handled together
   int64_t chunk;           // query rows per task
+  bool exact_f16;          // reproduce llama.cpp's f16 probabilities (see attention.h)
+  int64_t longest_span;    // most keys any query sees: sizes the materialised score rows
 };
 
 // One task: a chunk of one sequence's queries, one KV head, some of its query heads.
@@ -79,14 +81,16 @@ struct TaskBuffers {
   float* scores;  // nq x tile
   float* k_rows;  // tile x dim, widened f16 keys
   float* v_rows;  // tile x dim
+  float* rows;    // nq x longest_span, whole score rows (exact_f16 mode only)
 };
 
 size_t rounded(size_t n) { return (n + 15) & ~size_t{15}; }
 
-size_t scratch_floats(int64_t nq, int64_t dim, int64_t tile) {
+size_t scratch_floats(int64_t nq, int64_t dim, int64_t tile, int64_t span) {
   const auto q = static_cast<size_t>(nq), d = static_cast<size_t>(dim),
              b = static_cast<size_t>(tile);
-  return 2 * rounded(q * d) + 2 * rounded(q) + rounded(q * b) + 2 * rounded(b * d);
+  return 2 * rounded(q * d) + 2 * rounded(q) + rounded(q * b) + 2 * rounded(b * d) +
+         rounded(q * static_cast<size_t>(span));
 }
 
 TaskBuffers carve(float* base, int64_t nq, int64_t dim, int64_t tile) {
@@ -100,6 +104,7 @@ TaskBuffers carve(float* base, int64_t nq, int64_t dim, int64_t tile) {
   t.scores = t.sum + rounded(q);
   t.k_rows = t.scores + rounded(q * b);
   t.v_rows = t.k_rows + rounded(b * d);
+  t.rows = t.v_rows + rounded(b * d);
   return t;
 }
 
@@ -125,6 +130,79 @@ const float* key_rows(const AttentionTileKernels& tiles, const TensorView& cache
   }
   *stride = dim;
   return staging;
+}
+
+// The end of the tile that starts at `first` (a tile is at most one block for f32 rows).
+int64_t tile_end_at(int64_t first, int64_t last_pos, int64_t tile, int64_t bs) {
+  return tile == bs ? std::min(last_pos + 1, (first / bs + 1) * bs)
+                    : std::min(last_pos + 1, first + tile);
+}
+
+// llama.cpp's default attention (no flash attention): whole score rows, softmax with the sum in
+// double, probabilities rounded to f16 (the operand type of the product with an f16 V), then
+// P V. Two passes over the keys instead of one; the result matches the reference's rounding.
+void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, int64_t nq,
+                   int64_t first_pos, int64_t lowest, int64_t last_pos) {
+  const AttentionConfig& cfg = *job.config;
+  const KvLayer& cache = *job.cache;
+  const int64_t dim = cfg.head_dim, bs = cache.block_size, heads = job.heads_per_task;
+  const int64_t tile = tile_capacity(cache, dim);
+  const int64_t span = last_pos + 1 - lowest;
+  const int64_t head_offset = task.kv_head * dim;
+  const bool capped = cfg.softcap != 0.0f;
+  const float score_scale = capped ? cfg.scale / cfg.softcap : cfg.scale;
+  const float masked = -std::numeric_limits<float>::infinity();
+
+  for (int64_t tile_first = lowest; tile_first <= last_pos;) {
+    const int64_t tile_end = tile_end_at(tile_first, last_pos, tile, bs);
+    const int64_t n_keys = tile_end - tile_first;
+    int64_t k_stride = 0;
+    const float* k = key_rows(*job.tiles, cache.k, *task.seq, tile_first, n_keys, head_offset, dim,
+                              bs, buf.k_rows, &k_stride);
+    job.tiles->qk(buf.q, nq, k, k_stride, n_keys, dim, buf.scores, n_keys);
+    for (int64_t i = 0; i < nq; ++i) {
+      const int64_t pos = first_pos + i / heads;
+      const int64_t lo = cfg.sliding_window > 0 ? std::max<int64_t>(0, pos - cfg.sliding_window + 1) : 0;
+      float* row = buf.rows + i * span + (tile_first - lowest);
+      for (int64_t j = 0; j < n_keys; ++j) {
+        const int64_t key = tile_first + j;
+        const float s = buf.scores[i * n_keys + j];
+        row[j] = key < lo || key > pos ? masked
+                 : capped             ? cfg.softcap * std::tanh(s * score_scale)
+                                      : s * score_scale;
+      }
+    }
+    tile_first = tile_end;
+  }
+  for (int64_t i = 0; i < nq; ++i) {
+    float* row = buf.rows + i * span;
+    float max = masked;
+    for (int64_t j = 0; j < span; ++j) max = std::max(max, row[j]);
+    double sum = 0.0;
+    for (int64_t j = 0; j < span; ++j) {
+      row[j] = row[j] == masked ? 0.0f : std::exp(row[j] - max);
+      sum += row[j];
+    }
+    const float inverse = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
+    for (int64_t j = 0; j < span; ++j) {
+      row[j] = tensor::fp16_to_float(tensor::float_to_fp16(row[j] * inverse));
+    }
+  }
+  std::fill(buf.acc, buf.acc + nq * dim, 0.0f);
+  for (int64_t tile_first = lowest; tile_first <= last_pos;) {
+    const int64_t tile_end = tile_end_at(tile_first, last_pos, tile, bs);
+    int64_t v_stride = 0;
+    const float* v = key_rows(*job.tiles, cache.v, *task.seq, tile_first, tile_end - tile_first,
+                              head_offset, dim, bs, buf.v_rows, &v_stride);
+    job.tiles->pv(buf.rows + (tile_first - lowest), nq, span, v, v_stride, tile_end - tile_first,
+                  dim, buf.acc);
+    tile_first = tile_end;
+  }
+  for (int64_t i = 0; i < nq; ++i) {
+    const int64_t token = task.seq->first_token + task.q_begin + i / heads;
+    float* dst = job.out->row<float>(token * cfg.n_heads + task.head_begin + i % heads);
+    std::copy_n(buf.acc + i * dim, dim, dst);
+  }
 }
 
 void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
@@ -159,6 +237,10 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
   const float score_scale = capped ? cfg.scale / cfg.softcap : cfg.scale;
   const int64_t head_offset = task.kv_head * dim;
 
+  if (job.exact_f16) {
+    run_exact_f16(job, task, buf, nq, first_pos, lowest, last_pos);
+    return;
+  }
   for (int64_t tile_first = lowest; tile_first <= last_pos;) {  // key positions of this tile
     const int64_t tile_end = tile == bs ? std::min(last_pos + 1, (tile_first / bs + 1) * bs)
                                         : std::min(last_pos + 1, tile_first + tile);
@@ -245,12 +327,16 @@ void attention_with(const AttentionTileKernels& tiles, const TensorView& q, cons
                     std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                     TensorView& out, ThreadPool& pool, AttentionScratch& scratch) {
   check_inputs(q, cache, seqs, config, out);
-  AttentionJob job{&tiles, &q, &cache, seqs, &config, &out, &scratch, 0, 0, 0};
+  AttentionJob job{&tiles, &q, &cache, seqs, &config, &out, &scratch, 0, 0, 0, false, 0};
+  job.exact_f16 = cache.v.type == tensor::DType::F16;
   job.group = config.n_heads / config.n_kv_heads;
 
   int64_t chunks = 0;
   int64_t longest = 0;
-  for (const SequenceSlice& seq : seqs) longest = std::max(longest, seq.n_tokens);
+  for (const SequenceSlice& seq : seqs) {
+    longest = std::max(longest, seq.n_tokens);
+    job.longest_span = std::max(job.longest_span, seq.start_pos + seq.n_tokens);
+  }
   // Process a whole group of query heads together unless that leaves too few tasks to keep
   // every thread busy (decode of one sequence): then split the group.
   job.heads_per_task = job.group;
@@ -270,7 +356,8 @@ void attention_with(const AttentionTileKernels& tiles, const TensorView& q, cons
   if (n_tasks == 0) return;
 
   const int64_t max_q = std::min(job.chunk, longest) * job.heads_per_task;
-  const size_t need = scratch_floats(max_q, config.head_dim, tile_capacity(cache, config.head_dim));
+  const size_t need = scratch_floats(max_q, config.head_dim, tile_capacity(cache, config.head_dim),
+                                     job.exact_f16 ? job.longest_span : 0);
   scratch.per_worker.resize(std::max<size_t>(scratch.per_worker.size(), pool.size()));
   for (auto& buffer : scratch.per_worker) {
     if (buffer.size() < need) buffer.resize(need);

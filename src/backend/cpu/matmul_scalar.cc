@@ -7,6 +7,7 @@
 #include "backend/cpu/matmul_kernels.h"
 #include "tensor/block_formats.h"
 #include "tensor/fp16.h"
+#include "backend/cpu/activation_quant.h"
 #include "tensor/quantize.h"
 
 namespace lumen::backend::cpu::detail {
@@ -168,7 +169,7 @@ void tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int64_t co
 
 template <DType act>
 void quantize_activations(const float* x, void* dst, int64_t cols) {
-  tensor::quantize_row(act, x, dst, cols);
+  quantize_activation_row(act, x, dst, cols);
 }
 
 template <DType act, RowDotFn dot>

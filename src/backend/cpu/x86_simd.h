@@ -84,18 +84,9 @@ inline __m256i fifth_bits(const uint8_t* qh_ptr) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-// ---- activation quantizers: bit-exact with tensor::quantize_row for finite inputs ----
-
-// round(v) with ties away from zero (as roundf): truncate, then step away when the dropped
-// fraction is at least one half. v - trunc(v) is exact, so this never double-rounds.
-inline __m256 round_half_away(__m256 v) {
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
-  const __m256 truncated = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 fraction = _mm256_andnot_ps(sign_mask, _mm256_sub_ps(v, truncated));
-  const __m256 step = _mm256_or_ps(_mm256_and_ps(v, sign_mask), _mm256_set1_ps(1.0f));
-  const __m256 away = _mm256_and_ps(_mm256_cmp_ps(fraction, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step);
-  return _mm256_add_ps(truncated, away);
-}
+// ---- activation quantizers: bit-exact with cpu::quantize_activation_row (activation_quant.h),
+// which follows llama.cpp's run-time quantizers: codes round half to even (the instruction's
+// default mode) and the inverse scale is 127 / amax.
 
 inline float abs_max(const float* x, int n) {  // n a multiple of 8
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
@@ -113,7 +104,8 @@ inline int quantize_32(const float* x, float inverse, int8_t* qs) {
   const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
   __m256i q[4];
   for (int i = 0; i < 4; ++i) {
-    const __m256 v = round_half_away(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), scale));
+    const __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), scale),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     q[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi));
   }
   const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
@@ -128,8 +120,9 @@ void quantize_act_q8_0(const float* x, void* dst, int64_t cols) {
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < cols / tensor::kLegacyBlock; ++b, x += 32, out += sizeof(tensor::BlockQ8_0)) {
     tensor::BlockQ8_0 block;
-    const float d = abs_max(x, 32) / 127.0f;
-    quantize_32(x, d != 0.0f ? 1.0f / d : 0.0f, block.qs);
+    const float amax = abs_max(x, 32);
+    const float d = amax / 127.0f;
+    quantize_32(x, amax != 0.0f ? 127.0f / amax : 0.0f, block.qs);
     block.d = tensor::float_to_fp16(d);
     std::memcpy(out, &block, sizeof(block));
   }
@@ -139,8 +132,9 @@ void quantize_act_q8_1(const float* x, void* dst, int64_t cols) {
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < cols / tensor::kLegacyBlock; ++b, x += 32, out += sizeof(tensor::BlockQ8_1)) {
     tensor::BlockQ8_1 block;
-    const float d = abs_max(x, 32) / 127.0f;
-    const int sum = quantize_32(x, d != 0.0f ? 1.0f / d : 0.0f, block.qs);
+    const float amax = abs_max(x, 32);
+    const float d = amax / 127.0f;
+    const int sum = quantize_32(x, amax != 0.0f ? 127.0f / amax : 0.0f, block.qs);
     block.d = tensor::float_to_fp16(d);
     block.s = tensor::float_to_fp16(static_cast<float>(sum) * d);
     std::memcpy(out, &block, sizeof(block));
@@ -150,11 +144,21 @@ void quantize_act_q8_1(const float* x, void* dst, int64_t cols) {
 void quantize_act_q8_k(const float* x, void* dst, int64_t cols) {
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < cols / tensor::kSuperBlock; ++b, x += 256, out += sizeof(tensor::BlockQ8_K)) {
-    tensor::BlockQ8_K block;
+    tensor::BlockQ8_K block{};
     const float amax = abs_max(x, 256);
-    block.d = amax / 127.0f;
-    const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
-    for (int i = 0; i < 8; ++i) quantize_32(x + 32 * i, inverse, block.qs + 32 * i);
+    if (amax != 0.0f) {
+      // The scale carries the sign of the first element of largest magnitude.
+      float max = amax;
+      for (int i = 0; i < 256; ++i) {
+        if (x[i] == amax || x[i] == -amax) {
+          max = x[i];
+          break;
+        }
+      }
+      const float iscale = -127.0f / max;
+      for (int i = 0; i < 8; ++i) quantize_32(x + 32 * i, iscale, block.qs + 32 * i);
+      block.d = 1.0f / iscale;
+    }
     for (int s = 0; s < 16; ++s) {
       int sum = 0;
       for (int l = 0; l < 16; ++l) sum += block.qs[16 * s + l];

@@ -1,13 +1,16 @@
-// The SIMD activation quantizers must produce exactly the bytes of the reference
-// tensor::quantize_row (the scalar level uses the reference itself), including the rounding of
-// exact halves away from zero and the all-zero block.
+// The SIMD activation quantizers must produce exactly the bytes of the scalar
+// quantize_activation_row (llama.cpp's run-time semantics), including the rounding of exact
+// halves to even and the all-zero block; and those semantics are pinned down by hand below.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
+#include "backend/cpu/activation_quant.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_kernels.h"
+#include "tensor/block_formats.h"
+#include "tensor/fp16.h"
 #include "tensor/quantize.h"
 
 namespace lumen::backend::cpu {
@@ -38,10 +41,44 @@ void expect_same_as_reference(const detail::TypeKernels* kernels, DType act, con
     const std::vector<float> x = test_row(n, seed);
     const size_t bytes = *tensor::row_bytes(act, n);
     std::vector<uint8_t> want(bytes), got(bytes, 0xcd);
-    tensor::quantize_row(act, x.data(), want.data(), n);
+    quantize_activation_row(act, x.data(), want.data(), n);
     kernels->quantize(x.data(), got.data(), n);
     EXPECT_EQ(got, want) << level << " " << tensor::dtype_name(act) << " seed " << seed;
   }
+}
+
+TEST(ActivationQuant, RoundsHalvesToEvenWithInverseFrom127OverAmax) {
+  // amax 127: the scale is 1 and x * 127 / 127 is exact, so these are exact halves.
+  std::vector<float> x(32, 0.0f);
+  x[0] = 127.0f;
+  x[1] = 2.5f;   // -> 2 (even), where roundf would give 3
+  x[2] = -3.5f;  // -> -4
+  x[3] = 0.5f;   // -> 0
+  tensor::BlockQ8_1 block;
+  quantize_activation_row(DType::Q8_1, x.data(), &block, 32);
+  EXPECT_EQ(block.qs[0], 127);
+  EXPECT_EQ(block.qs[1], 2);
+  EXPECT_EQ(block.qs[2], -4);
+  EXPECT_EQ(block.qs[3], 0);
+  EXPECT_EQ(tensor::fp16_to_float(block.d), 1.0f);
+  EXPECT_EQ(tensor::fp16_to_float(block.s), 127.0f + 2 - 4);
+}
+
+TEST(ActivationQuant, Q8KScaleCarriesTheSignOfTheLargestElement) {
+  std::vector<float> x(256, 0.25f);
+  x[7] = -2.0f;  // largest magnitude, negative: scale -127 / -2 > 0, codes keep their sign
+  tensor::BlockQ8_K block;
+  quantize_activation_row(DType::Q8_K, x.data(), &block, 256);
+  EXPECT_FLOAT_EQ(block.d, -2.0f / -127.0f);
+  EXPECT_EQ(block.qs[7], -127);
+  x[7] = 2.0f;  // positive: codes come out negated with a negative scale
+  quantize_activation_row(DType::Q8_K, x.data(), &block, 256);
+  EXPECT_FLOAT_EQ(block.d, -2.0f / 127.0f);
+  EXPECT_EQ(block.qs[7], -127);
+  EXPECT_EQ(block.qs[0], -16);  // 0.25 * -63.5 = -15.875
+  int sum = 0;
+  for (int i = 0; i < 16; ++i) sum += block.qs[i];
+  EXPECT_EQ(block.bsums[0], sum);
 }
 
 TEST(MatmulQuantize, SimdQuantizersAreBitExact) {

@@ -3,7 +3,7 @@
 // strides wider than the data), 1..64 tokens, 1 and 3 threads.
 //
 // Reference: each weight row dequantized with tensor::dequantize_row, each activation row
-// quantized and dequantized with tensor::quantize_row / dequantize_row into the type ggml pairs
+// quantized with quantize_activation_row and dequantized with tensor::dequantize_row into the type ggml pairs
 // with the weight (f32 for float weights), products accumulated in double. The kernels compute
 // the same products with integer dot products and f32 scaling, so the difference is f32 rounding:
 // the tolerance is 2e-5 of sum |w| |x| per output, plus, for Q4_1 / Q5_1, the f16 rounding of the
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/activation_quant.h"
 #include "backend/cpu/matmul.h"
 #include "tensor/block_formats.h"
 #include "tensor/fp16.h"
@@ -91,7 +92,7 @@ Reference reference(const Problem& p) {
     if (act == DType::F32) {
       std::memcpy(xd.data(), x, xd.size() * sizeof(float));
     } else {
-      tensor::quantize_row(act, x, xq.data(), p.cols);
+      quantize_activation_row(act, x, xq.data(), p.cols);
       tensor::dequantize_row(act, xq.data(), xd.data(), p.cols);
     }
     for (int64_t r = 0; r < p.rows; ++r) {

@@ -1,0 +1,169 @@
+// `lumen bench latency`: prompt processing and generation speed, measured the way llama.cpp's
+// llama-bench measures them so the two can be compared run for run: random tokens, one warm-up
+// run, then the mean and standard deviation of tokens/s over the repetitions; tokenization and
+// sampling are not timed.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/commands.h"
+#include "cli/default_model.h"
+#include "engine/generator.h"
+#include "engine/loaded_model.h"
+
+namespace lumen::cli {
+
+namespace {
+
+struct LatencyOptions {
+  std::string model;
+  std::vector<int64_t> n_prompt = {512};
+  std::vector<int64_t> n_gen = {128};
+  std::vector<unsigned> threads = {2};
+  int repetitions = 5;
+  bool json = false;
+};
+
+struct Measurement {
+  int64_t n_prompt, n_gen;
+  unsigned threads;
+  std::vector<double> ns;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// "llama 135M Q4_1": architecture, parameter count, the type holding most weight bytes.
+std::string model_type(const gguf::GgufFile& file, const std::string& arch, uint64_t* params,
+                       uint64_t* bytes) {
+  std::map<std::string, uint64_t> bytes_by_type;
+  *params = 0;
+  *bytes = 0;
+  for (const auto& t : file.tensors()) {
+    *params += static_cast<uint64_t>(t.elements);
+    *bytes += t.bytes;
+    if (t.dims.size() >= 2) bytes_by_type[std::string(tensor::dtype_name(t.type))] += t.bytes;
+  }
+  std::string dominant;
+  uint64_t most = 0;
+  for (const auto& [type, b] : bytes_by_type) {
+    if (b > most) most = b, dominant = type;
+  }
+  double p = static_cast<double>(*params);
+  std::string size = p >= 1e9 ? fmt::format("{:.1f}B", p / 1e9) : fmt::format("{:.0f}M", p / 1e6);
+  return fmt::format("{} {} {}", arch, size, dominant);
+}
+
+// One timed run: n_prompt random tokens in one go, or n_gen single-token steps.
+double timed_run(engine::Generator& generator, int64_t n_prompt, int64_t n_gen, int32_t bos,
+                 uint32_t vocab, std::mt19937& rng) {
+  generator.reset();
+  std::vector<int32_t> tokens(static_cast<size_t>(std::max(n_prompt, n_gen)));
+  tokens[0] = bos;
+  for (size_t i = 1; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(rng() % vocab);
+  auto start = Clock::now();
+  if (n_prompt > 0) {
+    generator.feed(std::span(tokens).first(static_cast<size_t>(n_prompt)));
+  } else {
+    // As llama-bench: each step feeds a random token; no sampling is timed.
+    int32_t token = bos;
+    for (int64_t i = 0; i < n_gen; ++i) {
+      generator.feed(std::span(&token, 1));
+      token = tokens[static_cast<size_t>(i) % tokens.size()];
+    }
+  }
+  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+}
+
+void run_latency(const LatencyOptions& options) {
+  const std::string path = resolve_model_path(options.model);
+  nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  for (unsigned threads : options.threads) {
+    backend::CpuBackend backend(threads);
+    engine::LoadedModel model = engine::LoadedModel::load(path, backend);
+    uint64_t params = 0, bytes = 0;
+    std::string type = model_type(*model.file, model.hparams.architecture, &params, &bytes);
+    const int32_t bos = model.tokenizer.vocab().special.bos.value_or(0);
+    const auto vocab = static_cast<uint32_t>(model.hparams.vocab_size);
+    int64_t longest = 0;
+    for (int64_t n : options.n_prompt) longest = std::max(longest, n);
+    for (int64_t n : options.n_gen) longest = std::max(longest, n);
+    engine::Generator generator(model, backend, longest + 1);
+    std::mt19937 rng(42);
+
+    std::vector<std::pair<int64_t, int64_t>> tests;
+    for (int64_t n : options.n_prompt) if (n > 0) tests.emplace_back(n, 0);
+    for (int64_t n : options.n_gen) if (n > 0) tests.emplace_back(0, n);
+    for (auto [n_prompt, n_gen] : tests) {
+      timed_run(generator, n_prompt, n_gen, bos, vocab, rng);  // warm-up
+      std::vector<double> samples_ns, samples_ts;
+      for (int r = 0; r < options.repetitions; ++r) {
+        double ns = timed_run(generator, n_prompt, n_gen, bos, vocab, rng);
+        samples_ns.push_back(ns);
+        samples_ts.push_back(1e9 * static_cast<double>(n_prompt + n_gen) / ns);
+      }
+      auto mean = [](const std::vector<double>& v) {
+        double s = 0;
+        for (double x : v) s += x;
+        return s / static_cast<double>(v.size());
+      };
+      auto stddev = [&](const std::vector<double>& v) {
+        if (v.size() < 2) return 0.0;
+        double m = mean(v), s = 0;
+        for (double x : v) s += (x - m) * (x - m);
+        return std::sqrt(s / static_cast<double>(v.size() - 1));
+      };
+      results.push_back({{"model_filename", path},
+                         {"model_type", type},
+                         {"model_size", bytes},
+                         {"model_n_params", params},
+                         {"backends", "CPU"},
+                         {"n_threads", threads},
+                         {"n_prompt", n_prompt},
+                         {"n_gen", n_gen},
+                         {"avg_ns", static_cast<uint64_t>(mean(samples_ns))},
+                         {"stddev_ns", static_cast<uint64_t>(stddev(samples_ns))},
+                         {"avg_ts", mean(samples_ts)},
+                         {"stddev_ts", stddev(samples_ts)},
+                         {"samples_ns", samples_ns},
+                         {"samples_ts", samples_ts}});
+      if (!options.json) {
+        const auto& r = results.back();
+        std::string test = n_prompt > 0 ? fmt::format("pp{}", n_prompt) : fmt::format("tg{}", n_gen);
+        fmt::print("| {:<24} | {:>9} | {:>7} | {:>6} | {:>10.2f} ± {:<7.2f} |\n", type,
+                   fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)), threads, test,
+                   r["avg_ts"].get<double>(), r["stddev_ts"].get<double>());
+      }
+    }
+  }
+  if (options.json) fmt::print("{}\n", results.dump(2));
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
+  bench->require_subcommand(1);
+  auto options = std::make_shared<LatencyOptions>();
+  CLI::App* cmd = bench->add_subcommand(
+      "latency", "Prompt processing (pp) and generation (tg) speed, like llama-bench");
+  cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
+  cmd->add_option("-p,--n-prompt", options->n_prompt, "Prompt lengths")->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-n,--n-gen", options->n_gen, "Generation lengths")->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", options->threads, "Thread counts")->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-r,--repetitions", options->repetitions, "Repetitions")->capture_default_str();
+  cmd->add_flag("--json", options->json, "Print llama-bench's JSON");
+  cmd->callback([options] { run_latency(*options); });
+}
+
+}  // namespace lumen::cli
