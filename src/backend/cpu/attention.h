@@ -1,5 +1,5 @@
 #pragma once
-// Causal self-attention over the paged K/V cache, one pass per query (flash-attention style):
+// Causal self-attention over the paged K/V cache (flash-attention style for an f32 cache):
 // keys are visited block by block straight from the cache (no gathered copy of a sequence's
 // K/V), scores go through an online softmax (running max and sum, accumulator rescaled when
 // the max grows), and the weighted values are accumulated in f32.
@@ -11,9 +11,11 @@
 //  - the score is dot * scale, or with a softcap c: c * tanh(dot * (scale / c)), as ggml does;
 //  - softmax exponentials use expf (portable) or an 8-lane polynomial within ~2 ulp of it
 //    (AVX2; ggml's SIMD softmax has its own polynomial too);
-//  - probabilities and the V accumulator stay f32 (ggml's flash path keeps its accumulator in
-//    f16 for an f16 V cache and its mul_mat path rounds the probabilities to f16: we are
-//    slightly more precise than either, which is the difference to expect).
+//  - with an f32 V cache, probabilities and the V accumulator stay f32 (one online pass);
+//  - with an f16 V cache, the default, we reproduce llama.cpp's default (non-flash) path
+//    exactly: whole score rows, softmax with the sum in double, probabilities rounded to f16
+//    (the operand type of its P V product), then P V. That costs a second pass over the keys
+//    and keeps Lumen's logits within rounding of the reference's.
 //
 // Query j of a sequence (position p = start_pos + j) sees cached positions [lo, p] with
 // lo = 0, or lo = max(0, p - sliding_window + 1) with a window (llama.cpp's standard SWA: key
