@@ -144,19 +144,7 @@ Value string_method(const std::string& s, std::string_view name, const CallArgs&
     }
     return Value(std::move(out));
   }
-  if (name == "splitlines") {
-    std::vector<std::string> lines;
-    size_t start = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '\n' || s[i] == '\r') {
-        lines.push_back(s.substr(start, i - start));
-        if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-        start = i + 1;
-      }
-    }
-    if (start < s.size()) lines.push_back(s.substr(start));
-    return string_list(std::move(lines));
-  }
+  if (name == "splitlines") return string_list(py_splitlines(s));
   if (name == "format") return Value(py_format(s, a));
   auto all_of = [&](auto pred) {
     if (s.empty()) return Value(false);

@@ -207,16 +207,9 @@ Value do_indent(const Value& v, const CallArgs& a) {
                                                            width->is_int() ? width->as_int() : 4, 0, 256)),
                                                        ' ');
   bool first = bool_arg(a.get(1, "first"), false), blank = bool_arg(a.get(2, "blank"), false);
-  std::string s = to_str(v) + "\n";
-  std::vector<std::string> lines;
-  size_t start = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\n' || s[i] == '\r') {
-      lines.push_back(s.substr(start, i - start));
-      if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-      start = i + 1;
-    }
-  }
+  // jinja2's indent splits the text with a newline appended, so a trailing break yields an
+  // empty last line.
+  std::vector<std::string> lines = py_splitlines(to_str(v) + "\n");
   std::string out = lines.empty() ? std::string() : lines[0];
   for (size_t i = 1; i < lines.size(); ++i) {
     out += "\n";

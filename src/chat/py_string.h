@@ -33,6 +33,9 @@ std::vector<std::string> py_rsplit(std::string_view text, const std::optional<st
                                    int64_t maxsplit);
 
 // ASCII-only case mapping: non-ASCII letters are left as they are (documented limitation).
+// str.splitlines() for the line breaks templates meet: \n, \r and \r\n.
+std::vector<std::string> py_splitlines(std::string_view text);
+
 std::string ascii_upper(std::string_view text);
 std::string ascii_lower(std::string_view text);
 std::string py_capitalize(std::string_view text);
