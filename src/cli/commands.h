@@ -11,6 +11,7 @@ void add_synth_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);  // chat-template render / list
 void add_tokenize_commands(CLI::App& app);  // tokenize and detokenize
 void add_run_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
 void add_bench_command(CLI::App& app);  // bench latency
 
 }  // namespace lumen::cli

@@ -2,6 +2,7 @@
 // One sequence at a time: prefill the prompt in chunks, then decode token by token. This is
 // the engine behind `lumen run` and `lumen bench latency`; the serving core (many sequences,
 // continuous batching) replaces it for the server.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -20,6 +21,10 @@ class Generator {
 
   // Forgets the sequence (the KV cache is reused).
   void reset() { n_past_ = 0; }
+  // Keeps the first n tokens of the sequence and forgets the rest (a later feed overwrites
+  // their K/V): how a chat reuses the conversation so far.
+  void truncate(int64_t n) { n_past_ = std::min(n_past_, std::max<int64_t>(n, 0)); }
+  int64_t context() const { return context_; }
   int64_t position() const { return n_past_; }
 
   // Feeds tokens; returns the logits after the last one (a view into an internal buffer).

@@ -41,33 +41,58 @@ Tokenizer Tokenizer::from_gguf(const gguf::GgufFile& file) {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, EncodeOptions options) const {
-  // Repair invalid UTF-8 first, so special tokens, pre-tokenizer and model all see one text.
-  std::string repaired;
-  if (!is_valid_utf8(text)) {
-    repaired = sanitize_utf8(text);
-    text = repaired;
+  const TextPiece piece{text, options.parse_special};
+  return encode_pieces(std::span(&piece, 1), options.add_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_pieces(std::span<const TextPiece> pieces,
+                                              bool add_special) const {
+  // Cut each piece at the special tokens its rule allows, then join neighbouring plain text:
+  // the model sees the same runs of text it would see in the concatenated string. Invalid
+  // UTF-8 is repaired first, so special tokens, pre-tokenizer and model all see one text.
+  struct Run {
+    std::string text;
+    int32_t token = -1;  // >= 0: a matched special token
+  };
+  std::vector<Run> runs;
+  size_t total = 0;
+  for (const TextPiece& piece : pieces) {
+    std::string repaired;
+    std::string_view text = piece.text;
+    if (!is_valid_utf8(text)) {
+      repaired = sanitize_utf8(text);
+      text = repaired;
+    }
+    total += text.size();
+    for (const TextSegment& segment : specials_->split(text, piece.parse_special)) {
+      if (segment.is_token()) {
+        runs.push_back({{}, segment.token});
+      } else if (!runs.empty() && runs.back().token < 0) {
+        runs.back().text.append(segment.text);
+      } else {
+        runs.push_back({std::string(segment.text), -1});
+      }
+    }
   }
 
   std::vector<int32_t> ids;
-  ids.reserve(text.size() / 3 + 2);
+  ids.reserve(total / 3 + 2);
   const SpecialTokens& special = vocab_->special;
-  if (options.add_special && special.add_bos) ids.push_back(*special.bos);
-
+  if (add_special && special.add_bos) ids.push_back(*special.bos);
   // SentencePiece's dummy prefix goes before the first plain segment and before any segment
   // that follows a matched token (llama.cpp's tokenize_impl; Hugging Face's legacy Llama
   // behaviour). Byte-level BPE ignores the flag.
   bool starts_text = true;
-  for (const TextSegment& segment : specials_->split(text, options.parse_special)) {
-    if (segment.is_token()) {
-      ids.push_back(segment.token);
+  for (const Run& run : runs) {
+    if (run.token >= 0) {
+      ids.push_back(run.token);
       starts_text = true;
     } else {
-      model_->encode(segment.text, starts_text, ids);
+      model_->encode(run.text, starts_text, ids);
       starts_text = false;
     }
   }
-
-  if (options.add_special && special.add_eos) ids.push_back(*special.eos);
+  if (add_special && special.add_eos) ids.push_back(*special.eos);
   return ids;
 }
 

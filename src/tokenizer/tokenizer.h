@@ -4,6 +4,7 @@
 // chosen by tokenizer.ggml.model and the pre-tokenizer by tokenizer.ggml.pre.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,13 @@ struct EncodeOptions {
   bool parse_special = false;  // text like "<|im_start|>" becomes the control token
 };
 
+// A part of a text with its own special-token rule: chat prompts parse specials in the
+// template's text but not in the messages.
+struct TextPiece {
+  std::string_view text;
+  bool parse_special = false;
+};
+
 struct DecodeOptions {
   // Leave out control and unknown tokens (BOS, EOS, <|im_end|>...), like Hugging Face's
   // skip_special_tokens. User-defined tokens are text and always kept.
@@ -57,6 +65,9 @@ class Tokenizer {
   // Invalid UTF-8 in `text` is read as U+FFFD, one per maximal ill-formed subpart. Safe to
   // call from several threads at once.
   std::vector<int32_t> encode(std::string_view text, EncodeOptions options = {}) const;
+  // The pieces' concatenation, tokenized as one text (plain text runs on across piece
+  // boundaries) but with each piece's own rule for special tokens.
+  std::vector<int32_t> encode_pieces(std::span<const TextPiece> pieces, bool add_special) const;
   // Concatenated bytes of the tokens (may end inside a UTF-8 sequence, or hold invalid UTF-8
   // where a byte token stands alone). Throws lumen::Error for an id outside the vocabulary.
   std::string decode(const std::vector<int32_t>& ids, DecodeOptions options = {}) const;
