@@ -28,7 +28,8 @@ Metadata every_kind_of_value() {
   md.set("f32", Value::f32(-1.5e-7f));
   md.set("f64", Value::of_float(ValueType::F64, 3.141592653589793));
   md.set("bool", Value::of_bool(true));
-  md.set("string", Value::of_string(std::string("utf-8 \xe2\x9c\x93 and a \0 byte", 24)));
+  static constexpr char kText[] = "utf-8 \xe2\x9c\x93 and a \0 byte";  // an embedded NUL too
+  md.set("string", Value::of_string(std::string(kText, sizeof(kText) - 1)));
   md.set("empty_string", Value::of_string(""));
   md.set("strings", Value::string_array({"a", "", "\xf0\x9f\x98\x80"}));
   md.set("floats", Value::f32_array(std::vector<float>{1.0f, -2.0f, 0.25f}));
