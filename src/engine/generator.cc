@@ -22,6 +22,8 @@ Generator::Generator(LoadedModel& model, backend::Backend& backend, int64_t cont
   std::iota(block_table_.begin(), block_table_.end(), 0);
 }
 
+// Logits: every row (all_logits), the last row (logits != null), or none (a prompt chunk that
+// is not the last: its output projection would be wasted).
 void Generator::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   positions_.resize(tokens.size());
@@ -29,7 +31,7 @@ void Generator::forward_chunk(std::span<const int32_t> tokens, bool all_logits, 
   logit_rows_.clear();
   if (all_logits) {
     for (int32_t i = 0; i < n; ++i) logit_rows_.push_back(i);
-  } else {
+  } else if (logits != nullptr) {
     logit_rows_.push_back(static_cast<int32_t>(n - 1));
   }
   backend::SequenceSlice slice{0, n, n_past_, block_table_};
@@ -45,7 +47,8 @@ std::span<const float> Generator::feed(std::span<const int32_t> tokens) {
   }
   for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
     auto part = tokens.subspan(start, std::min(tokens.size() - start, static_cast<size_t>(chunk_)));
-    forward_chunk(part, false, last_logits_.data());
+    const bool last = start + part.size() == tokens.size();
+    forward_chunk(part, false, last ? last_logits_.data() : nullptr);
   }
   return last_logits_;
 }

@@ -33,7 +33,8 @@ int32_t Sampler::sample(std::span<const float> logits) {
   // Softmax at the temperature, then the smallest prefix whose mass reaches top_p.
   const float inv_t = 1.0f / params_.temperature;
   const float max_logit = candidates_.front().logit;
-  std::vector<double> probs(candidates_.size());
+  std::vector<double>& probs = probs_;
+  probs.resize(candidates_.size());
   double total = 0.0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
     probs[i] = std::exp(static_cast<double>((candidates_[i].logit - max_logit) * inv_t));

@@ -28,7 +28,8 @@ class Sampler {
   };
   SamplingParams params_;
   std::mt19937_64 rng_;
-  std::vector<Candidate> candidates_;  // reused across calls
+  std::vector<Candidate> candidates_;  // reused across calls: no allocation per token
+  std::vector<double> probs_;
 };
 
 // The index of the largest logit (the lowest index among equals).
