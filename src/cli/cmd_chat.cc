@@ -13,6 +13,7 @@
 #include "chat/builtin_templates.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
+#include "cli/sampling_options.h"
 #include "engine/chat_prompt.h"
 #include "engine/generator.h"
 #include "engine/loaded_model.h"
@@ -123,10 +124,7 @@ void add_chat_command(CLI::App& app) {
                   "Built-in template instead of the model's (lumen chat-template list)");
   cmd->add_option("--system", options->system, "System message");
   cmd->add_option("-n,--max-reply", options->max_reply, "Most tokens per reply")->capture_default_str();
-  cmd->add_option("--temp", options->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
-  cmd->add_option("--top-k", options->sampling.top_k, "Top-k (0: off)")->capture_default_str();
-  cmd->add_option("--top-p", options->sampling.top_p, "Top-p (1: off)")->capture_default_str();
-  cmd->add_option("--seed", options->sampling.seed, "Random seed")->capture_default_str();
+  add_sampling_options(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   cmd->add_option("-c,--ctx-size", options->context, "Context length (tokens)")->capture_default_str();
   cmd->callback([options] { chat_loop(*options); });

@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
+#include "cli/sampling_options.h"
 #include "engine/generator.h"
 #include "engine/loaded_model.h"
 #include "sampling/sampler.h"
@@ -87,11 +88,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
   cmd->add_option("-p,--prompt", options->prompt, "Prompt text")->required();
   cmd->add_option("-n,--n-predict", options->n_predict, "Tokens to generate")->capture_default_str();
-  cmd->add_option("--temp", options->sampling.temperature, "Temperature (0: greedy)")
-      ->capture_default_str();
-  cmd->add_option("--top-k", options->sampling.top_k, "Top-k (0: off)")->capture_default_str();
-  cmd->add_option("--top-p", options->sampling.top_p, "Top-p (1: off)")->capture_default_str();
-  cmd->add_option("--seed", options->sampling.seed, "Random seed")->capture_default_str();
+  add_sampling_options(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   cmd->add_option("-c,--ctx-size", options->context, "Context length (tokens)")
       ->capture_default_str();
