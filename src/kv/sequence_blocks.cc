@@ -1,0 +1,116 @@
+// SequenceBlocks: lifetime, reserve (with copy-on-write), fork and truncate. The prefix cache
+// side (adopt_cached_prefix, commit) is in sequence_prefix.cc.
+#include "kv/sequence_blocks.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "util/error.h"
+
+namespace lumen::kv {
+
+SequenceBlocks::SequenceBlocks(BlockPool& pool, uint64_t cache_salt) : pool_(&pool), salt_(cache_salt) {}
+
+SequenceBlocks::~SequenceBlocks() { release_all(); }
+
+SequenceBlocks::SequenceBlocks(SequenceBlocks&& other) noexcept
+    : pool_(other.pool_),
+      salt_(other.salt_),
+      table_(std::exchange(other.table_, {})),
+      chain_(std::exchange(other.chain_, {})) {}
+
+SequenceBlocks& SequenceBlocks::operator=(SequenceBlocks&& other) noexcept {
+  if (this != &other) {
+    release_all();
+    pool_ = other.pool_;
+    salt_ = other.salt_;
+    table_ = std::exchange(other.table_, {});
+    chain_ = std::exchange(other.chain_, {});
+  }
+  return *this;
+}
+
+void SequenceBlocks::check_range(int64_t n_computed, int64_t n, const char* what) const {
+  const int64_t bs = pool_->block_size();
+  if (n_computed < 0 || n < 0 || n > std::numeric_limits<int64_t>::max() - n_computed) {
+    fail("kv: {}(n_computed={}, n={}): negative or overflowing range", what, n_computed, n);
+  }
+  if (n_computed > std::ssize(table_) * bs) {
+    fail("kv: {} at position {}, but the sequence's blocks end at {}", what, n_computed,
+         std::ssize(table_) * bs);
+  }
+  if (n > 0 && n_computed < std::ssize(chain_) * bs) {
+    fail("kv: {} at position {} would rewrite committed block {} (truncate first)", what, n_computed,
+         n_computed / bs);
+  }
+}
+
+bool SequenceBlocks::must_replace(size_t index) const {
+  const BlockId id = table_[index];
+  return pool_->ref_count(id) > 1 || pool_->is_published(id);
+}
+
+int32_t SequenceBlocks::blocks_needed(int64_t n_computed, int64_t n) const {
+  check_range(n_computed, n, "blocks_needed");
+  if (n == 0) return 0;
+  const int64_t bs = pool_->block_size();
+  const int64_t end_block = (n_computed + n - 1) / bs + 1;  // one past the last block written
+  const int64_t held = std::ssize(table_);
+  int64_t needed = std::max<int64_t>(0, end_block - held);
+  for (int64_t i = n_computed / bs; i < std::min(end_block, held); ++i) needed += must_replace(i);
+  return static_cast<int32_t>(std::min<int64_t>(needed, std::numeric_limits<int32_t>::max()));
+}
+
+bool SequenceBlocks::reserve(int64_t n_computed, int64_t n, std::vector<BlockCopy>& copies) {
+  const int32_t needed = blocks_needed(n_computed, n);
+  if (needed > pool_->n_available()) return false;
+  if (n == 0) return true;
+  const int64_t bs = pool_->block_size();
+  const int64_t first = n_computed / bs;
+  const int64_t end_block = (n_computed + n - 1) / bs + 1;
+  const int64_t held = std::ssize(table_);
+  // Appends first, then replacements from the back: the one block whose rows get copied (the
+  // first) is released last, after every allocation, so this call never hands out its own source.
+  while (std::ssize(table_) < end_block) table_.push_back(*pool_->allocate());
+  for (int64_t i = std::min(end_block, held) - 1; i >= first; --i) {
+    if (!must_replace(i)) continue;
+    const BlockId old = table_[i];
+    const BlockId fresh = *pool_->allocate();
+    if (i == first && n_computed % bs != 0) copies.push_back({old, fresh});
+    table_[i] = fresh;
+    pool_->release(old);
+  }
+  return true;
+}
+
+SequenceBlocks SequenceBlocks::fork() const {
+  SequenceBlocks child(*pool_, salt_);
+  child.table_ = table_;
+  child.chain_ = chain_;
+  for (BlockId id : table_) pool_->retain(id);
+  return child;
+}
+
+void SequenceBlocks::release_from(size_t first) {
+  while (table_.size() > first) {
+    pool_->release(table_.back());
+    table_.pop_back();
+  }
+}
+
+void SequenceBlocks::truncate(int64_t n_tokens) {
+  if (n_tokens < 0) fail("kv: truncate to {} tokens", n_tokens);
+  const int64_t bs = pool_->block_size();
+  const int64_t keep = n_tokens / bs + (n_tokens % bs != 0);
+  if (keep < std::ssize(table_)) release_from(static_cast<size_t>(keep));
+  // A block cut in the middle leaves the chain: its tail will be rewritten (into a copy).
+  if (n_tokens / bs < std::ssize(chain_)) chain_.resize(static_cast<size_t>(n_tokens / bs));
+}
+
+void SequenceBlocks::release_all() {
+  release_from(0);
+  chain_.clear();
+}
+
+}  // namespace lumen::kv

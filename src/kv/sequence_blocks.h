@@ -1,0 +1,73 @@
+#pragma once
+// The KV blocks of one sequence (its block table) and the hash chain of its full blocks. The
+// scheduler asks it to make positions writable before a step (reserve), and tells it what was
+// computed after the step (commit), which publishes newly full blocks in the prefix cache.
+//
+// Safety rule: a sequence writes K/V only into blocks no one else can read. reserve() replaces a
+// block it is about to write when the block is shared (forks) or published (after truncate()), and
+// reports a BlockCopy when that block already holds rows of this sequence. Full committed blocks
+// are never written again: positions below them are only rewritable after truncate().
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace lumen::kv {
+
+class SequenceBlocks {
+ public:
+  // Sequences with different salts never share cached blocks (tenant isolation).
+  explicit SequenceBlocks(BlockPool& pool, uint64_t cache_salt = 0);
+  ~SequenceBlocks();  // releases every block it holds
+  SequenceBlocks(SequenceBlocks&& other) noexcept;
+  SequenceBlocks& operator=(SequenceBlocks&& other) noexcept;
+  SequenceBlocks(const SequenceBlocks&) = delete;
+  SequenceBlocks& operator=(const SequenceBlocks&) = delete;
+
+  // On an empty sequence: reuses (retains) the cached full blocks of the longest cached prefix of
+  // `tokens`, at most `max_tokens` tokens (whole blocks only), and returns how many tokens' K/V
+  // is therefore already present. Counts queries/hits. Stops at the first miss.
+  int64_t adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens);
+  // How many new blocks reserve(n_computed, n) would allocate (including copy-on-write copies).
+  int32_t blocks_needed(int64_t n_computed, int64_t n) const;
+  // Makes positions [n_computed, n_computed + n) writable: allocates the missing blocks, and
+  // replaces each block in that range that is shared or published by a fresh one, appending
+  // {old, new} to copies when the old block holds rows below n_computed. Returns false and
+  // changes nothing when the pool has too few available blocks.
+  bool reserve(int64_t n_computed, int64_t n, std::vector<BlockCopy>& copies);
+  // After the K/V of tokens[0, n_computed) is in the cache: publishes every newly full block in
+  // the prefix cache. `tokens` is the sequence's whole token list so far (prompt + generated).
+  void commit(std::span<const int32_t> tokens, int64_t n_computed);
+  // A new sequence sharing every block of this one (n > 1, beam search): retains all.
+  SequenceBlocks fork() const;
+  // Keeps the blocks of the first n_tokens positions and releases the rest.
+  void truncate(int64_t n_tokens);
+  // Releases every block, last first, so the LRU evicts a prompt's tail before its head (heads
+  // are the parts other requests share: system prompts, few-shot examples).
+  void release_all();
+
+  // Position p lives in table()[p / block_size].
+  std::span<const BlockId> table() const { return table_; }
+  uint64_t cache_salt() const { return salt_; }
+  // Leading full blocks whose content is committed or adopted (their hash chain is known).
+  int32_t n_committed_blocks() const { return static_cast<int32_t>(chain_.size()); }
+
+ private:
+  struct ChainLink {
+    BlockHash hash;     // the chain hash, parent of the next block's
+    ContentId content;  // the published content equal to this block's, or kNotCached
+  };
+  void check_range(int64_t n_computed, int64_t n, const char* what) const;
+  // Whether writing into table_[index] could be seen by another reader.
+  bool must_replace(size_t index) const;
+  ChainLink parent_of(size_t index) const;
+  void release_from(size_t first);  // releases table_[first..], last first
+
+  BlockPool* pool_;
+  uint64_t salt_;
+  std::vector<BlockId> table_;
+  std::vector<ChainLink> chain_;  // one per leading full committed block
+};
+
+}  // namespace lumen::kv

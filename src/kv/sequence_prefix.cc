@@ -1,0 +1,58 @@
+// SequenceBlocks and the prefix cache: adopting cached blocks for a new prompt, and publishing
+// blocks as they fill. Block i's key chains through block i-1's hash and ContentId, so a match
+// at block i implies the whole prefix [0, (i+1) * block_size) matches.
+#include <algorithm>
+
+#include "kv/sequence_blocks.h"
+#include "util/error.h"
+
+namespace lumen::kv {
+
+SequenceBlocks::ChainLink SequenceBlocks::parent_of(size_t index) const {
+  return index == 0 ? ChainLink{kRootBlockHash, kNoParent} : chain_[index - 1];
+}
+
+int64_t SequenceBlocks::adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+  if (!table_.empty())
+    fail("kv: adopt_cached_prefix on a sequence that already holds {} blocks", table_.size());
+  if (max_tokens < 0) fail("kv: adopt_cached_prefix with max_tokens {}", max_tokens);
+  if (!pool_->prefix_caching()) return 0;
+  const size_t bs = static_cast<size_t>(pool_->block_size());
+  const size_t n_full = std::min<size_t>(tokens.size(), static_cast<size_t>(max_tokens)) / bs;
+  for (size_t i = 0; i < n_full; ++i) {
+    const ChainLink parent = parent_of(i);
+    const auto block_tokens = tokens.subspan(i * bs, bs);
+    const BlockHash hash = hash_block(parent.hash, salt_, block_tokens);
+    const auto hit = pool_->find_cached({hash, parent.content, salt_, block_tokens});
+    if (!hit) break;
+    pool_->retain(hit->id);
+    table_.push_back(hit->id);
+    chain_.push_back({hash, hit->content});
+  }
+  return static_cast<int64_t>(table_.size() * bs);
+}
+
+void SequenceBlocks::commit(std::span<const int32_t> tokens, int64_t n_computed) {
+  if (n_computed < 0 || n_computed > std::ssize(tokens)) {
+    fail("kv: commit of {} computed tokens with {} tokens known", n_computed, tokens.size());
+  }
+  const size_t bs = static_cast<size_t>(pool_->block_size());
+  const size_t n_full = static_cast<size_t>(n_computed) / bs;
+  if (n_full > table_.size()) {
+    fail("kv: commit of {} tokens, but the sequence's blocks hold {}", n_computed, table_.size() * bs);
+  }
+  if (!pool_->prefix_caching()) return;
+  while (chain_.size() < n_full) {
+    const size_t i = chain_.size();
+    const ChainLink parent = parent_of(i);
+    const auto block_tokens = tokens.subspan(i * bs, bs);
+    const BlockHash hash = hash_block(parent.hash, salt_, block_tokens);
+    // Below a block that could not be indexed (a hash collision) nothing can be found again.
+    const ContentId content = parent.content == kNotCached
+                                  ? kNotCached
+                                  : pool_->publish(table_[i], {hash, parent.content, salt_, block_tokens});
+    chain_.push_back({hash, content});
+  }
+}
+
+}  // namespace lumen::kv
