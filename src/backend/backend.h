@@ -59,6 +59,11 @@ struct AttentionConfig {
   float softcap = 0.0f;           // 0: none; else scores become softcap * tanh(s / softcap)
 };
 
+// Bytes of one block of K (or of V: the two always share a type) in a layer.
+inline size_t kv_block_bytes(const KvLayer& cache) {
+  return cache.k.row_bytes * static_cast<size_t>(cache.block_size);
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -91,6 +96,13 @@ class Backend {
   // cache at each sequence's positions.
   virtual void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                         KvLayer& cache) = 0;
+  // Block-level moves of one layer's K/V, for the serving core: copy-on-write of a shared block
+  // (block src -> block dst), and swapping a preempted sequence's blocks out to host memory and
+  // back. host_k / host_v hold kv_block_bytes(cache) bytes each.
+  virtual void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) = 0;
+  virtual void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) = 0;
+  virtual void write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
+                              const void* host_v) = 0;
   // Causal attention of q (dims {head_dim, n_heads, n_tokens}) over each sequence's cached K/V
   // (which already holds this batch's keys), written to out (same dims as q).
   virtual void attention(const TensorView& q, const KvLayer& cache,

@@ -148,9 +148,7 @@ void run_latency(const LatencyOptions& options) {
 
 }  // namespace
 
-void add_bench_command(CLI::App& app) {
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
-  bench->require_subcommand(1);
+void add_bench_latency_command(CLI::App* bench) {
   auto options = std::make_shared<LatencyOptions>();
   CLI::App* cmd = bench->add_subcommand(
       "latency", "Prompt processing (pp) and generation (tg) speed, like llama-bench");

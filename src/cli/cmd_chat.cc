@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <random>
 #include <string>
 #include <unistd.h>
 
@@ -58,7 +59,11 @@ void chat_loop(const ChatOptions& options) {
   const int64_t context =
       std::min<int64_t>(options.context, static_cast<int64_t>(model.hparams.context_length));
   engine::Generator generator(model, backend, context);
-  sampling::Sampler sampler(options.sampling);
+  options.sampling.validate_for_vocab(static_cast<int64_t>(vocab.size()));
+  // One sampler per reply, whose penalties see that turn's prompt (the conversation so far);
+  // turn t draws from seed + t, so a seeded chat replays exactly.
+  const uint64_t seed = options.sampling.seed.value_or(std::random_device{}());
+  uint64_t turn = 0;
 
   engine::ChatPromptOptions prompt_options;
   prompt_options.render.add_generation_prompt = true;
@@ -93,9 +98,13 @@ void chat_loop(const ChatOptions& options) {
     in_cache = prompt;
 
     tokenizer::StreamingDetokenizer detokenizer(model.tokenizer, {.skip_special = true});
+    sampling::SamplingParams params = options.sampling;
+    params.seed = seed + turn++;
+    sampling::Sampler sampler(params, prompt, vocab.end_of_generation);
     std::string reply;
     for (int64_t n = 0; n < options.max_reply; ++n) {
-      int32_t next = sampler.sample(logits);
+      const int32_t next = sampler.sample(logits).token;
+      sampler.accept(next);
       if (vocab.ends_generation(next)) break;
       std::string text = detokenizer.push(next);
       reply += text;

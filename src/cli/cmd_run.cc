@@ -1,9 +1,11 @@
 // `lumen run`: a prompt in, the continuation streamed to stdout, speeds to stderr.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
@@ -13,6 +15,8 @@
 #include "engine/generator.h"
 #include "engine/loaded_model.h"
 #include "sampling/sampler.h"
+#include "sampling/stop_string_matcher.h"
+#include "sampling/stopping.h"
 #include "tokenizer/streaming_detokenizer.h"
 #include "util/error.h"
 
@@ -36,11 +40,16 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-bool ends_generation(const tokenizer::Vocab& vocab, int32_t id) {
-  return vocab.ends_generation(id);
+void emit(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
 }
 
 void run(const RunOptions& options) {
+  sampling::SamplingParams params = options.sampling;
+  params.max_tokens = std::max<int64_t>(options.n_predict, 1);
+  params.ignore_eos = options.ignore_eos;
+  params.validate();  // before the model loads: a bad flag fails at once
   backend::CpuBackend backend(options.threads);
   engine::LoadedModel model = engine::LoadedModel::load(resolve_model_path(options.model), backend);
   const int64_t context =
@@ -51,7 +60,11 @@ void run(const RunOptions& options) {
   std::vector<int32_t> prompt =
       model.tokenizer.encode(options.prompt, {.add_special = true, .parse_special = true});
   if (prompt.empty()) fail("the prompt is empty");
-  sampling::Sampler sampler(options.sampling);
+  const tokenizer::Vocab& vocab = model.tokenizer.vocab();
+  params.validate_for_vocab(static_cast<int64_t>(vocab.size()));
+  sampling::Sampler sampler(params, prompt, vocab.end_of_generation);
+  sampling::TokenStopCondition stop_condition(params, vocab.end_of_generation);
+  sampling::StopStringMatcher stop_strings(params.stop);
   tokenizer::StreamingDetokenizer detokenizer(model.tokenizer);
 
   auto start = Clock::now();
@@ -60,18 +73,27 @@ void run(const RunOptions& options) {
 
   start = Clock::now();
   int64_t generated = 0;
-  while (generated < options.n_predict && generator.position() < context) {
-    int32_t next = sampler.sample(logits);
-    if (!options.ignore_eos && ends_generation(model.tokenizer.vocab(), next)) break;
+  bool stopped_by_string = false;
+  while (options.n_predict > 0 && generator.position() < context) {
+    const int32_t next = sampler.sample(logits).token;
+    sampler.accept(next);
+    const std::optional<sampling::FinishReason> finish = stop_condition.check(next);
+    if (finish == sampling::FinishReason::Stop) break;  // end of generation / stop id: not shown
     ++generated;
-    std::string text = detokenizer.push(next);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    if (generated == options.n_predict || generator.position() >= context) break;
+    const sampling::StopStringMatcher::Step step = stop_strings.push(detokenizer.push(next));
+    emit(step.text);
+    if (step.stopped) {
+      stopped_by_string = true;
+      break;
+    }
+    if (finish == sampling::FinishReason::Length || generator.position() >= context) break;
     logits = generator.feed(std::span(&next, 1));
   }
-  std::string rest = detokenizer.flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  if (!stopped_by_string) {
+    const sampling::StopStringMatcher::Step step = stop_strings.push(detokenizer.flush());
+    emit(step.text);
+    if (!step.stopped) emit(stop_strings.flush());
+  }
   std::fputc('\n', stdout);
   const double gen_seconds = seconds_since(start);
   fmt::print(stderr, "prompt: {} tokens in {:.3f} s, {:.1f} tokens/s\n", prompt.size(),
@@ -89,6 +111,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("-p,--prompt", options->prompt, "Prompt text")->required();
   cmd->add_option("-n,--n-predict", options->n_predict, "Tokens to generate")->capture_default_str();
   add_sampling_options(cmd, options->sampling);
+  add_stop_option(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   cmd->add_option("-c,--ctx-size", options->context, "Context length (tokens)")
       ->capture_default_str();

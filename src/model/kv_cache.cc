@@ -6,7 +6,8 @@ namespace lumen::model {
 
 KvCache::KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks,
                  int64_t block_size, tensor::DType type)
-    : n_blocks_(n_blocks), block_size_(block_size) {
+    : backend_(backend), n_blocks_(n_blocks), block_size_(block_size) {
+  if (n_blocks <= 0 || block_size <= 0) fail("KV cache needs blocks: {} x {}", n_blocks, block_size);
   if (type != tensor::DType::F16 && type != tensor::DType::F32) {
     fail("KV cache type must be F16 or F32, not {}", tensor::dtype_name(type));
   }
@@ -21,6 +22,38 @@ KvCache::KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks,
       *view = {type, {row, block_size, n_blocks, 1}, row_bytes, buffers_.back()->data()};
     }
     layers_.push_back(layer);
+  }
+}
+
+size_t KvCache::bytes_per_block(const HParams& hp, int64_t block_size, tensor::DType type) {
+  const size_t row = static_cast<size_t>(hp.head_dim * hp.head_count_kv);
+  return 2 * hp.block_count * row * tensor::dtype_info(type).block_bytes *
+         static_cast<size_t>(block_size);
+}
+
+void KvCache::copy_block(int64_t src, int64_t dst) {
+  for (backend::KvLayer& layer : layers_) backend_.copy_kv_block(layer, src, dst);
+}
+
+size_t KvCache::block_host_bytes() const {
+  size_t total = 0;
+  for (const backend::KvLayer& layer : layers_) total += 2 * backend::kv_block_bytes(layer);
+  return total;
+}
+
+void KvCache::read_block(int64_t block, uint8_t* host) const {
+  for (const backend::KvLayer& layer : layers_) {
+    const size_t half = backend::kv_block_bytes(layer);
+    backend_.read_kv_block(layer, block, host, host + half);
+    host += 2 * half;
+  }
+}
+
+void KvCache::write_block(int64_t block, const uint8_t* host) {
+  for (backend::KvLayer& layer : layers_) {
+    const size_t half = backend::kv_block_bytes(layer);
+    backend_.write_kv_block(layer, block, host, host + half);
+    host += 2 * half;
   }
 }
 

@@ -3,62 +3,192 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sampling/candidate_filters.h"
+#include "sampling/dense_ops.h"
+#include "sampling/fast_exp.h"
+#include "sampling/logit_processors.h"
+#include "util/error.h"
+
 namespace lumen::sampling {
 
-int32_t argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+const SamplingParams& validated(const SamplingParams& params) {
+  params.validate();
+  return params;
 }
 
-Sampler::Sampler(SamplingParams params) : params_(params), rng_(params.seed) {}
+uint64_t fresh_seed() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ static_cast<uint64_t>(device());
+}
 
-int32_t Sampler::sample(std::span<const float> logits) {
-  if (params_.temperature <= 0.0f) return argmax(logits);
-  candidates_.resize(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) {
-    candidates_[i] = {static_cast<int32_t>(i), logits[i]};
-  }
-  auto by_logit = [](const Candidate& a, const Candidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  };
-  // Top-k keeps only k candidates, found in O(n) (no sort of the whole vocabulary).
-  size_t keep = candidates_.size();
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
-    keep = static_cast<size_t>(params_.top_k);
-    std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep),
-                     candidates_.end(), by_logit);
-    candidates_.resize(keep);
-  }
-  std::sort(candidates_.begin(), candidates_.end(), by_logit);
+// s = (z - z_max) / T, in place.
+void scale_candidates(CandidateList& candidates, float z_max, float inv_t) {
+  for (float& logit : candidates.logits) logit = (logit - z_max) * inv_t;
+}
 
-  // Softmax at the temperature, then the smallest prefix whose mass reaches top_p.
-  const float inv_t = 1.0f / params_.temperature;
-  const float max_logit = candidates_.front().logit;
-  std::vector<double>& probs = probs_;
-  probs.resize(candidates_.size());
-  double total = 0.0;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    probs[i] = std::exp(static_cast<double>((candidates_[i].logit - max_logit) * inv_t));
-    total += probs[i];
-  }
-  size_t nucleus = candidates_.size();
-  if (params_.top_p < 1.0f) {
-    double mass = 0.0;
-    for (size_t i = 0; i < candidates_.size(); ++i) {
-      mass += probs[i] / total;
-      if (mass >= params_.top_p) {
-        nucleus = i + 1;
-        break;
-      }
+}  // namespace
+
+int32_t argmax(std::span<const float> logits) {
+  const size_t i = first_index_of(logits, max_value(logits));
+  return i < logits.size() ? static_cast<int32_t>(i) : 0;  // an all-NaN row: any index will do
+}
+
+Sampler::Sampler(const SamplingParams& params, std::span<const int32_t> prompt,
+                 std::span<const int32_t> end_of_generation)
+    : params_(validated(params)),
+      bias_(params.logit_bias.begin(), params.logit_bias.end()),
+      // Without penalties the window counts nothing (and costs nothing).
+      window_(params.has_penalties() ? params.penalty_last_n : 0),
+      seed_(params.seed ? *params.seed : fresh_seed()),
+      rng_(seed_) {
+  if (params_.min_tokens > 0) {
+    banned_until_min_ = params_.stop_token_ids;
+    if (!params_.ignore_eos) {
+      banned_until_min_.insert(banned_until_min_.end(), end_of_generation.begin(),
+                               end_of_generation.end());
     }
   }
-  double nucleus_total = 0.0;
-  for (size_t i = 0; i < nucleus; ++i) nucleus_total += probs[i];
-  double u = std::uniform_real_distribution<double>(0.0, nucleus_total)(rng_);
-  for (size_t i = 0; i < nucleus; ++i) {
-    u -= probs[i];
-    if (u < 0.0) return candidates_[i].id;
+  // Only the last penalty_last_n prompt tokens can ever be in the window.
+  size_t first = 0;
+  if (params_.penalty_last_n > 0 && prompt.size() > static_cast<size_t>(params_.penalty_last_n)) {
+    first = prompt.size() - static_cast<size_t>(params_.penalty_last_n);
   }
-  return candidates_[nucleus - 1].id;
+  for (size_t i = first; i < prompt.size(); ++i) window_.push(prompt[i], false);
+}
+
+void Sampler::accept(int32_t token) {
+  if (token < 0) fail("token id {} is negative", token);
+  window_.push(token, true);
+  ++n_accepted_;
+  if (mask_) mask_->accept(token);
+}
+
+double Sampler::uniform() {
+  // The top 53 bits of one 64-bit draw: every double in [0, 1) on a 2^-53 grid, equally likely,
+  // and the same on every platform (std::uniform_real_distribution is not specified that far).
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+std::span<const float> Sampler::process(std::span<const float> logits, SamplerWorkspace& ws) {
+  const bool penalize = params_.has_penalties() && window_.distinct() > 0;
+  const bool ban = n_accepted_ < params_.min_tokens && !banned_until_min_.empty();
+  if (bias_.empty() && !penalize && !ban && !mask_) return logits;
+  ws.logits.assign(logits.begin(), logits.end());
+  std::span<float> z(ws.logits);
+  apply_logit_bias(z, bias_);  // 1
+  if (penalize) {              // 2
+    apply_penalties(
+        z, window_,
+        {params_.repetition_penalty, params_.frequency_penalty, params_.presence_penalty});
+  }
+  if (ban) {  // 3
+    for (int32_t token : banned_until_min_) {
+      if (static_cast<size_t>(token) < z.size()) z[static_cast<size_t>(token)] = -kInf;
+    }
+  }
+  if (mask_) mask_->apply(z);
+  return z;
+}
+
+SampleResult Sampler::sample(std::span<const float> logits) {
+  return sample(logits, own_workspace_);
+}
+
+SampleResult Sampler::sample(std::span<const float> logits, SamplerWorkspace& ws) {
+  if (logits.empty()) fail("cannot sample from an empty row of logits");
+  const std::span<const float> z = process(logits, ws);
+  const float z_max = max_value(z);
+  if (z_max == -kInf) fail("every token is masked: no token can be sampled");
+  if (z_max == kInf) fail("the logits hold +inf");
+  SampleResult result;
+  result.token = params_.temperature == 0.0f ? static_cast<int32_t>(first_index_of(z, z_max))
+                                             : draw(z, z_max, ws);
+  if (params_.logprobs) {
+    result.logprob = token_logprobs(z, result.token, *params_.logprobs, result.top, ws.selected);
+  }
+  return result;
+}
+
+int32_t Sampler::draw(std::span<const float> z, float z_max, SamplerWorkspace& ws) {
+  // 1 / T, kept finite so that a tiny temperature still gives -inf (not NaN) for 0 * inf.
+  const float inv_t = std::min(1.0f / params_.temperature, std::numeric_limits<float>::max());
+  const size_t vocab = z.size();
+  const bool top_k = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < vocab;
+  const bool top_p = params_.top_p < 1.0f;
+  const bool min_p = params_.min_p > 0.0f;
+  const bool typical = params_.typical_p < 1.0f;
+  if (!top_k && !top_p && !min_p && !typical) return draw_dense(z, z_max, inv_t, ws);
+
+  CandidateList& c = ws.candidates;
+  double top_p_total = 0.0;  // sum exp(s) over the set top-p acts on
+  if (top_k) {
+    select_top(z, static_cast<size_t>(params_.top_k), ws.selected);  // 5
+    c.assign(ws.selected, false);                                    // most likely first
+    scale_candidates(c, z_max, inv_t);
+    if (top_p) top_p_total = sum_exp(c.logits, 0.0f, 1.0f);
+  } else {
+    // Drop early what top-p and min-p can never keep (see sampler.h), on the scaled scale...
+    float floor = -kInf;
+    if (top_p) {
+      top_p_total = sum_exp(z, z_max, inv_t);
+      const double bound =
+          top_p_total * (1.0 - static_cast<double>(params_.top_p)) / static_cast<double>(vocab);
+      floor = static_cast<float>(std::log(bound));
+    }
+    if (min_p)
+      floor = std::max(floor, static_cast<float>(std::log(static_cast<double>(params_.min_p))));
+    // ...then on the raw logits, with a margin far beyond any rounding: the exact filters below
+    // decide, this only spares them the tokens that cannot matter.
+    float threshold = -kInf;
+    if (floor > -kInf) {
+      threshold = z_max + (floor - 0.01f) * params_.temperature - 1e-5f * (std::abs(z_max) + 1.0f);
+    }
+    collect_at_least(z, threshold, c);
+    scale_candidates(c, z_max, inv_t);
+  }
+  if (top_p) keep_top_p(c, params_.top_p, top_p_total, ws.filters);  // 6
+  if (min_p) keep_min_p(c, params_.min_p);                           // 7
+  if (typical) keep_typical(c, params_.typical_p, ws.filters);       // 8
+  return draw_candidates(c, ws);                                     // 9
+}
+
+int32_t Sampler::draw_candidates(const CandidateList& c, SamplerWorkspace& ws) {
+  if (c.empty()) fail("no candidate token is left to sample");  // unreachable: z_max is finite
+  // Re-shifted: typical-p may have dropped the most likely tokens, and what is left must not
+  // underflow to zero weight.
+  return c.ids[draw_index(c.logits, max_value(c.logits), 1.0f, ws)];
+}
+
+int32_t Sampler::draw_dense(std::span<const float> z, float z_max, float inv_t,
+                            SamplerWorkspace& ws) {
+  return static_cast<int32_t>(draw_index(z, z_max, inv_t, ws));
+}
+
+size_t Sampler::draw_index(std::span<const float> x, float shift, float scale,
+                           SamplerWorkspace& ws) {
+  const size_t n = x.size();
+  ws.weights.resize(n);
+  ws.block_sums.resize((n + kBlock - 1) / kBlock);
+  const double total = exp_with_block_sums(x, shift, scale, ws.weights, ws.block_sums);
+  double u = uniform() * total;
+  // Find the block by its sum, then the entry inside it: two short walks, not one over all.
+  size_t b = 0;
+  while (b + 1 < ws.block_sums.size() && !(u < ws.block_sums[b])) u -= ws.block_sums[b++];
+  while (ws.block_sums[b] == 0.0) --b;  // rounding carried u into an empty tail: step back
+  const size_t start = b * kBlock, end = std::min(start + kBlock, n);
+  size_t last_positive = start;
+  for (size_t i = start; i < end; ++i) {
+    const double w = ws.weights[i];
+    if (w <= 0.0) continue;
+    if (u < w) return i;
+    u -= w;
+    last_positive = i;
+  }
+  return last_positive;  // u ran past the block's end by rounding
 }
 
 }  // namespace lumen::sampling

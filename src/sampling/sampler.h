@@ -1,35 +1,136 @@
 #pragma once
-// Picks the next token from a row of logits: greedy at temperature 0, otherwise temperature,
-// top-k and top-p (nucleus) filtering and a draw from a per-request seeded generator. The full
-// processor chain (penalties, min-p, typical-p, logit bias, grammar) builds on this.
+// Chooses a request's next token from its row of logits. One Sampler per request (per
+// sequence): it owns the request's random generator and the token counts its penalties need, so
+// the same seed gives the same tokens whatever else is sampled around it.
+//
+// The chain, in this fixed order (z: the logits as they go):
+//  1. logit bias      z[t] += bias[t]
+//  2. penalties       repetition, then frequency and presence (sampling_params.h: which tokens
+//                     count, and the window)
+//  3. masks           while fewer than min_tokens tokens were accepted: stop_token_ids and,
+//                     unless ignore_eos, the end-of-generation ids get -inf; then the
+//                     LogitMask hook (grammar, a later issue) may set any logit to -inf
+//  -- temperature 0: the token is argmax z (the lowest id among equal maxima); stop here --
+//  4. temperature     s = (z - max z) / T (the shift changes no probability)
+//  5. top-k           keep the k largest s (ties: lower id)
+//  6. top-p           keep the smallest most-likely-first prefix with probability >= top_p
+//  7. min-p           keep q_i >= min_p * max q
+//  8. typical-p       keep the smallest most-typical-first prefix with probability >= typical_p
+//  9. draw            i with probability exp(s_i) / sum over the kept set
+// Steps 5-8 all use the temperature-scaled distribution, each renormalized over what the
+// previous steps kept (candidate_filters.h has the exact definitions); T does not change
+// top-k's choice, but it does change what top-p, min-p and typical-p keep. Tokens at -inf
+// (banned by bias or masked) are never candidates and are never drawn.
+//
+// Reported log-probabilities (SampleResult) are the log-softmax of z after steps 1-3, at
+// temperature 1 and before any filter: what the model, adjusted by this request's bias,
+// penalties and masks, thinks of each token. (vLLM reports the raw model distribution by
+// default; ours agrees with it when there is no bias, penalty or mask, and otherwise describes
+// the distribution the draw actually started from.)
+//
+// Cost: steps 1-3 touch only the biased / penalized / masked tokens (plus one copy of the row
+// when there are any); the row is then read a few times by vectorized passes, and steps 5-8
+// work on a candidate list found by partial selection: no step sorts the vocabulary. With
+// top-p and no top-k, tokens whose probability is at most (1 - top_p) / vocab can never be in
+// the nucleus (the tail after the nucleus' last token outweighs 1 - top_p, and each of its
+// tokens is at most as likely as that last one) and are dropped before the list is built; with
+// min-p, tokens below min_p * max q likewise. No allocation per token once the workspace has
+// grown to the vocabulary (only the returned `top` vector, when logprobs are asked for).
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
+
+#include "sampling/candidate.h"
+#include "sampling/candidate_filters.h"
+#include "sampling/logprobs.h"
+#include "sampling/penalty_window.h"
+#include "sampling/sampling_params.h"
 
 namespace lumen::sampling {
 
-struct SamplingParams {
-  float temperature = 0.8f;  // 0: greedy
-  int32_t top_k = 40;        // <= 0: no limit
-  float top_p = 0.95f;       // 1: no limit
-  uint64_t seed = 0;
+struct SampleResult {
+  int32_t token = -1;
+  // log-softmax of the logits after bias, penalties and masks (see above) at `token`; NaN when
+  // the request did not ask for logprobs (params.logprobs absent): computing it costs a pass
+  // over the vocabulary.
+  float logprob = std::numeric_limits<float>::quiet_NaN();
+  // The params.logprobs most likely tokens of the same distribution, most likely first (ties:
+  // lower id). The chosen token is among them only if it is that likely.
+  std::vector<TokenLogprob> top;
+};
+
+// The grammar hook: constrains which tokens may come next. A later issue implements it.
+class LogitMask {
+ public:
+  virtual ~LogitMask() = default;
+  // Sets the logit of every token that may not come next to -infinity.
+  virtual void apply(std::span<float> logits) = 0;
+  // The token that was chosen (Sampler::accept forwards it).
+  virtual void accept(int32_t token) = 0;
+};
+
+// Working memory of a sample() call, sized by the vocabulary. One per thread that samples:
+// requests sampled one after another can share it (a Sampler also has its own, for callers
+// that do not care).
+class SamplerWorkspace {
+ private:
+  friend class Sampler;
+  std::vector<float> logits;   // the row after bias / penalties / masks
+  std::vector<float> weights;  // exp of the scaled row, for a draw over the whole vocabulary
+  std::vector<double> block_sums;
+  CandidateList candidates;
+  std::vector<Candidate> selected;  // top-k and the logprobs' alternatives
+  FilterScratch filters;
 };
 
 class Sampler {
  public:
-  explicit Sampler(SamplingParams params);
-  int32_t sample(std::span<const float> logits);
+  // `prompt` seeds the penalty window. `end_of_generation`: the vocabulary's end-of-generation
+  // ids, masked while fewer than params.min_tokens tokens were accepted (unless ignore_eos).
+  // Throws lumen::Error for invalid params.
+  explicit Sampler(const SamplingParams& params, std::span<const int32_t> prompt = {},
+                   std::span<const int32_t> end_of_generation = {});
+
+  // Installs the grammar hook (nullptr removes it).
+  void set_mask(std::unique_ptr<LogitMask> mask) { mask_ = std::move(mask); }
+
+  // The next token from one row of logits (one per vocabulary entry). Draws from the
+  // request's generator unless the temperature is 0. Throws lumen::Error when every logit is
+  // -inf (everything masked), or the row holds +inf.
+  SampleResult sample(std::span<const float> logits);
+  SampleResult sample(std::span<const float> logits, SamplerWorkspace& workspace);
+
+  // Records the token that was appended to the sequence (penalty counts, min_tokens, mask).
+  void accept(int32_t token);
+
+  int64_t n_accepted() const { return n_accepted_; }
+  // The seed in use (drawn from std::random_device when params.seed was absent).
+  uint64_t seed() const { return seed_; }
+  const SamplingParams& params() const { return params_; }
 
  private:
-  struct Candidate {
-    int32_t id;
-    float logit;
-  };
+  // Steps 1-3: the logits to sample from (the input itself when nothing changes them).
+  std::span<const float> process(std::span<const float> logits, SamplerWorkspace& ws);
+  int32_t draw(std::span<const float> z, float z_max, SamplerWorkspace& ws);
+  int32_t draw_dense(std::span<const float> z, float z_max, float inv_t, SamplerWorkspace& ws);
+  int32_t draw_candidates(const CandidateList& candidates, SamplerWorkspace& ws);
+  // An index of x drawn with probability exp((x_i - shift) * scale) / sum.
+  size_t draw_index(std::span<const float> x, float shift, float scale, SamplerWorkspace& ws);
+  double uniform();  // in [0, 1)
+
   SamplingParams params_;
+  std::vector<std::pair<int32_t, float>> bias_;
+  std::vector<int32_t> banned_until_min_;  // stop ids and (unless ignore_eos) EOS ids
+  PenaltyWindow window_;
+  std::unique_ptr<LogitMask> mask_;
+  uint64_t seed_;
   std::mt19937_64 rng_;
-  std::vector<Candidate> candidates_;  // reused across calls: no allocation per token
-  std::vector<double> probs_;
+  int64_t n_accepted_ = 0;
+  SamplerWorkspace own_workspace_;
 };
 
 // The index of the largest logit (the lowest index among equals).

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+
 #include "backend/cpu/activation.h"
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/get_rows.h"
@@ -26,19 +28,37 @@ class HostBuffer final : public Buffer {
   explicit HostBuffer(size_t bytes) : size_(bytes) {
     if (bytes > SIZE_MAX - kAlignment) fail("allocate: {} bytes is too large", bytes);
     const size_t padded = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    if (padded >= kMappedBytes) {
+      // Large buffers (the KV pool) come zeroed from the kernel, page by page as they are
+      // touched: a pool sized for many sequences costs no start-up time and no resident memory
+      // until used.
+      void* p = mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) fail("allocate: out of memory for {} bytes", bytes);
+      data_ = p;
+      mapped_bytes_ = padded;
+      return;
+    }
     data_ = std::aligned_alloc(kAlignment, padded);
     if (data_ == nullptr) fail("allocate: out of memory for {} bytes", bytes);
     std::memset(data_, 0, padded);
   }
-  ~HostBuffer() override { std::free(data_); }
+  ~HostBuffer() override {
+    if (mapped_bytes_ != 0) {
+      munmap(data_, mapped_bytes_);
+    } else {
+      std::free(data_);
+    }
+  }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
   void* data() override { return data_; }
   size_t size() const override { return size_; }
 
  private:
+  static constexpr size_t kMappedBytes = size_t{1} << 20;
   void* data_ = nullptr;
   size_t size_;
+  size_t mapped_bytes_ = 0;
 };
 
 // Throws unless t is an f32 tensor with `cols` values per row and float-aligned rows.
@@ -238,6 +258,19 @@ void CpuBackend::store_kv(const TensorView& k, const TensorView& v,
   check_f32(k, k.dims[0], "store_kv", "k");
   check_same_shape(k, v, "store_kv");
   cpu::store_kv(k, v, seqs, cache);
+}
+
+void CpuBackend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
+  cpu::copy_kv_block(cache, src, dst);
+}
+
+void CpuBackend::read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
+  cpu::read_kv_block(cache, block, host_k, host_v);
+}
+
+void CpuBackend::write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
+                                const void* host_v) {
+  cpu::write_kv_block(cache, block, host_k, host_v);
 }
 
 void CpuBackend::attention(const TensorView& q, const KvLayer& cache,

@@ -39,6 +39,10 @@ class CpuBackend final : public Backend {
                 KvLayer& cache) override;
   void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                  const AttentionConfig& config, TensorView& out) override;
+  void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
+  void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
+  void write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
+                      const void* host_v) override;
 
  private:
   ThreadPool pool_;

@@ -89,4 +89,41 @@ void store_kv(const TensorView& k, const TensorView& v, std::span<const Sequence
   }
 }
 
+namespace {
+
+// Start of a block's rows in one tensor of the cache, after checking the id.
+uint8_t* block_start(const TensorView& t, int64_t block_size, int64_t block, int64_t n_blocks,
+                     std::string_view op) {
+  if (block < 0 || block >= n_blocks) fail("{}: block id {} is not in [0, {})", op, block, n_blocks);
+  return static_cast<uint8_t*>(t.data) + static_cast<size_t>(block * block_size) * t.row_bytes;
+}
+
+}  // namespace
+
+void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
+  const int64_t n_blocks = cache.k.dims[2];
+  for (TensorView* t : {&cache.k, &cache.v}) {
+    const size_t bytes = t->row_bytes * static_cast<size_t>(cache.block_size);
+    const uint8_t* from = block_start(*t, cache.block_size, src, n_blocks, "copy_kv_block");
+    uint8_t* to = block_start(*t, cache.block_size, dst, n_blocks, "copy_kv_block");
+    if (from != to) std::memcpy(to, from, bytes);
+  }
+}
+
+void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
+  const int64_t n_blocks = cache.k.dims[2];
+  const size_t bytes = kv_block_bytes(cache);
+  if (cache.v.row_bytes != cache.k.row_bytes) fail("read_kv_block: K and V rows differ in size");
+  std::memcpy(host_k, block_start(cache.k, cache.block_size, block, n_blocks, "read_kv_block"), bytes);
+  std::memcpy(host_v, block_start(cache.v, cache.block_size, block, n_blocks, "read_kv_block"), bytes);
+}
+
+void write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
+  const int64_t n_blocks = cache.k.dims[2];
+  const size_t bytes = kv_block_bytes(cache);
+  if (cache.v.row_bytes != cache.k.row_bytes) fail("write_kv_block: K and V rows differ in size");
+  std::memcpy(block_start(cache.k, cache.block_size, block, n_blocks, "write_kv_block"), host_k, bytes);
+  std::memcpy(block_start(cache.v, cache.block_size, block, n_blocks, "write_kv_block"), host_v, bytes);
+}
+
 }  // namespace lumen::backend::cpu

@@ -33,4 +33,10 @@ inline int64_t kv_row(const SequenceSlice& seq, int64_t pos, int64_t block_size)
 void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
               KvLayer& cache);
 
+// Whole-block moves (copy-on-write, swap out / in). Blocks are contiguous rows in both K and V,
+// so each is one memcpy per tensor; ids are checked against the cache.
+void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst);
+void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v);
+void write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v);
+
 }  // namespace lumen::backend::cpu

@@ -1,0 +1,94 @@
+#pragma once
+// Lumen's engine: many requests at once over one model. Requests may be submitted and aborted
+// from any thread; one thread drives the engine by calling step() (or generate(), which steps
+// until its own requests are done). Each step runs one flat batch: decodes of every running
+// request plus prefill chunks of new ones (continuous batching with chunked prefill), over a
+// paged KV cache with prefix caching and preemption.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "lumen/engine_config.h"
+#include "lumen/outputs.h"
+#include "sampling/sampling_params.h"
+
+namespace lumen {
+
+namespace backend {
+class Backend;
+}
+namespace engine {
+struct LoadedModel;
+class RequestStream;
+}  // namespace engine
+
+using sampling::SamplingParams;
+
+// A submitted request: its id and the stream of its outputs. Copyable; thread-safe.
+class RequestHandle {
+ public:
+  RequestHandle(uint64_t id, std::shared_ptr<engine::RequestStream> stream);
+  uint64_t id() const { return id_; }
+  // Blocks until new tokens arrive or the request ends. False once the request has ended and
+  // the chunk carrying its finish reason was read.
+  bool next(StreamChunk& out);
+
+ private:
+  uint64_t id_;
+  std::shared_ptr<engine::RequestStream> stream_;
+};
+
+struct EngineStats {
+  int64_t running = 0;
+  int64_t waiting = 0;
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_used = 0;          // referenced by a sequence
+  int64_t kv_slots_allocated = 0;      // block_size x blocks held by running sequences
+  int64_t kv_slots_filled = 0;         // positions those blocks hold K/V for
+  size_t kv_cache_bytes = 0;
+  uint64_t prefix_queried_blocks = 0;
+  uint64_t prefix_hit_blocks = 0;
+  uint64_t prefix_evictions = 0;
+  uint64_t computed_tokens = 0;        // tokens run through the model (prefill + decode)
+  uint64_t generated_tokens = 0;
+  uint64_t preemptions = 0;
+  uint64_t swapped_out_blocks = 0;     // blocks copied to host memory by swap preemption
+  uint64_t steps = 0;
+  int64_t max_model_len = 0;
+};
+
+class Engine {
+ public:
+  Engine(engine::LoadedModel& model, backend::Backend& backend, EngineConfig config = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. Throws lumen::Error (and queues nothing) for an empty prompt, a token id
+  // outside the vocabulary, a prompt that leaves no room to generate within max_model_len, or
+  // invalid sampling parameters. priority: larger runs first under SchedulingPolicy::Priority.
+  // cache_salt: requests with different salts never share cached K/V (tenant isolation).
+  RequestHandle add_request(std::vector<int32_t> prompt, const SamplingParams& params,
+                            int priority = 0, uint64_t cache_salt = 0);
+  // Ends the request at the next step with FinishReason::Abort; unknown ids are ignored.
+  void abort(uint64_t request_id);
+  // Runs one iteration. Returns false when there was nothing to do.
+  bool step();
+  // Whether any request is queued or running.
+  bool has_unfinished() const;
+  // Sleeps until a request arrives or the timeout passes (for a loop thread with nothing to do).
+  void wait_for_work(std::chrono::milliseconds timeout);
+  // Submits every prompt and steps until all are done (for batch use; call from the thread
+  // that drives the engine).
+  std::vector<GenerationResult> generate(const std::vector<std::vector<int32_t>>& prompts,
+                                         const SamplingParams& params);
+  EngineStats stats() const;
+  const EngineConfig& config() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lumen

@@ -1,0 +1,28 @@
+#pragma once
+// How an Engine is sized and scheduled.
+#include <cstdint>
+
+namespace lumen {
+
+enum class SchedulingPolicy { Fcfs, Priority };
+
+// What preemption does with the victim's K/V: drop it and recompute it later (from the prefix
+// cache where possible), or copy it to host memory and back (worth it where recomputing costs
+// more than the copies: device backends, long sequences).
+enum class PreemptionMode { Recompute, Swap };
+
+struct EngineConfig {
+  int64_t max_num_seqs = 64;              // running at once
+  int64_t max_num_batched_tokens = 512;   // tokens per step (decodes + prefill chunks)
+  int32_t block_size = 16;                // tokens per KV block
+  int64_t kv_cache_bytes = 0;             // 0: kv_cache_ram_fraction of the available RAM
+  double kv_cache_ram_fraction = 0.25;
+  int64_t max_model_len = 0;              // 0: the model's training context (capped by the pool)
+  bool enable_prefix_caching = true;
+  SchedulingPolicy policy = SchedulingPolicy::Fcfs;
+  double watermark = 0.01;                // share of blocks admission leaves free
+  PreemptionMode preemption_mode = PreemptionMode::Recompute;
+  int64_t swap_space_bytes = int64_t{256} << 20;  // host memory for swapped blocks (Swap mode)
+};
+
+}  // namespace lumen

@@ -1,0 +1,50 @@
+#pragma once
+// What a request yields: tokens as they are sampled (with their log-probabilities), then why
+// it ended.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampling/stopping.h"
+
+namespace lumen {
+
+// Stop: an end-of-generation token, a stop token id or a stop string; Length: max_tokens, or
+// the context (or the KV cache) is full; Abort: aborted by the caller or the engine shut down.
+using sampling::FinishReason;
+
+const char* finish_reason_name(FinishReason reason);
+
+struct TokenAlternative {
+  int32_t token;
+  float logprob;
+};
+
+struct GeneratedToken {
+  int32_t token = 0;
+  float logprob = 0.0f;               // NaN unless logprobs were asked for
+  std::vector<TokenAlternative> top;  // the top-k alternatives, when logprobs were asked for
+  // The text this token makes safe to show: whole UTF-8, with a stop string and anything after
+  // it never included (so it may be empty while a character or a possible stop string is held
+  // back; the last token of a request carries whatever was still held).
+  std::string text;
+};
+
+// What RequestHandle::next hands over: the tokens made since the last call, and, in the last
+// chunk, finished = true and the finish reason.
+struct StreamChunk {
+  std::vector<GeneratedToken> tokens;
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::Abort;  // meaningful when finished
+};
+
+struct GenerationResult {
+  uint64_t request_id = 0;
+  std::vector<int32_t> tokens;
+  std::string text;
+  std::vector<float> logprobs;
+  FinishReason finish = FinishReason::Abort;
+};
+
+}  // namespace lumen

@@ -1,0 +1,74 @@
+#pragma once
+// The flags that size and schedule the serving engine, shared by every command that runs one
+// (bench throughput, serve).
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "lumen/engine_config.h"
+#include "util/error.h"
+
+namespace lumen::cli {
+
+struct EngineFlags {
+  EngineConfig config;
+  std::string kv_cache_memory;  // "2G", "512M", "1048576"
+  bool no_prefix_caching = false;
+  std::string policy = "fcfs";
+  std::string preemption = "recompute";
+  std::string swap_space;  // "1G"
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--max-num-seqs", config.max_num_seqs, "Sequences running at once")
+        ->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--max-num-batched-tokens", config.max_num_batched_tokens,
+                    "Tokens per engine step (decodes + prefill chunks)")
+        ->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--block-size", config.block_size, "Tokens per KV block")
+        ->capture_default_str()->check(CLI::Range(1, 1024));
+    cmd->add_option("--kv-cache-memory", kv_cache_memory,
+                    "KV cache size, e.g. 2G or 512M (default: a share of free RAM)");
+    cmd->add_option("--kv-cache-ram-fraction", config.kv_cache_ram_fraction,
+                    "Share of available RAM for the KV cache when --kv-cache-memory is not given")
+        ->capture_default_str();
+    cmd->add_option("--max-model-len", config.max_model_len,
+                    "Longest sequence, prompt and output (default: the model's context)");
+    cmd->add_flag("--no-prefix-caching", no_prefix_caching, "Do not reuse cached prompt prefixes");
+    cmd->add_option("--scheduling-policy", policy, "fcfs or priority")
+        ->check(CLI::IsMember({"fcfs", "priority"}))->capture_default_str();
+    cmd->add_option("--preemption-mode", preemption,
+                    "recompute (drop a preempted sequence's K/V) or swap (copy it to host memory)")
+        ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
+    cmd->add_option("--swap-space", swap_space, "Host memory for swapped blocks, e.g. 1G");
+  }
+
+  // Call after parsing.
+  EngineConfig resolve() const {
+    EngineConfig c = config;
+    c.enable_prefix_caching = !no_prefix_caching;
+    c.policy = policy == "priority" ? SchedulingPolicy::Priority : SchedulingPolicy::Fcfs;
+    c.preemption_mode = preemption == "swap" ? PreemptionMode::Swap : PreemptionMode::Recompute;
+    if (!kv_cache_memory.empty()) c.kv_cache_bytes = parse_bytes(kv_cache_memory, "--kv-cache-memory");
+    if (!swap_space.empty()) c.swap_space_bytes = parse_bytes(swap_space, "--swap-space");
+    return c;
+  }
+
+  static int64_t parse_bytes(const std::string& text, const char* flag) {
+    size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(text, &used);
+    } catch (const std::exception&) {
+      fail("{}: '{}' is not a size (e.g. 2G, 512M)", flag, text);
+    }
+    const std::string unit = text.substr(used);
+    double scale = 1;
+    if (unit == "K" || unit == "k" || unit == "KiB") scale = 1024.0;
+    else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
+    else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
+    else if (!unit.empty()) fail("{}: unknown unit '{}' (K, M, G)", flag, unit);
+    if (!(value > 0) || value * scale > 9e18) fail("{}: '{}' is out of range", flag, text);
+    return static_cast<int64_t>(value * scale);
+  }
+};
+
+}  // namespace lumen::cli

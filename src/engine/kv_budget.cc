@@ -1,0 +1,49 @@
+#include "engine/kv_budget.h"
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "model/kv_cache.h"
+#include "util/error.h"
+
+namespace lumen::engine {
+
+uint64_t available_ram_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t value = 0;
+  std::string unit;
+  while (meminfo >> key >> value >> unit) {
+    if (key == "MemAvailable:") return value * 1024;
+  }
+  return 0;
+}
+
+int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp) {
+  if (config.block_size <= 0) fail("block size must be positive, not {}", config.block_size);
+  const size_t per_block = model::KvCache::bytes_per_block(hp, config.block_size);
+  uint64_t budget = 0;
+  if (config.kv_cache_bytes > 0) {
+    budget = static_cast<uint64_t>(config.kv_cache_bytes);
+  } else {
+    if (config.kv_cache_ram_fraction <= 0.0 || config.kv_cache_ram_fraction > 0.95) {
+      fail("KV cache RAM fraction must be in (0, 0.95], not {}", config.kv_cache_ram_fraction);
+    }
+    budget = static_cast<uint64_t>(static_cast<double>(available_ram_bytes()) *
+                                   config.kv_cache_ram_fraction);
+  }
+  const auto blocks = static_cast<int64_t>(budget / per_block);
+  if (blocks < 2) {
+    fail("a KV cache of {} bytes holds {} blocks of {} bytes; at least 2 are needed", budget,
+         blocks, per_block);
+  }
+  // More than every sequence at full length could never be used.
+  const int64_t trained = hp.context_length > 0 ? static_cast<int64_t>(hp.context_length) : 4096;
+  const int64_t longest = config.max_model_len > 0 ? config.max_model_len : trained;
+  const int64_t useful =
+      std::max<int64_t>(config.max_num_seqs, 1) * ((longest + config.block_size - 1) / config.block_size);
+  return std::min(blocks, useful);
+}
+
+}  // namespace lumen::engine

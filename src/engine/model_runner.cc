@@ -1,0 +1,41 @@
+#include "engine/model_runner.h"
+
+#include "util/error.h"
+
+namespace lumen::engine {
+
+ModelRunner::ModelRunner(model::Transformer& transformer, model::KvCache& cache, SwapSpace* swap)
+    : transformer_(transformer),
+      cache_(cache),
+      swap_(swap),
+      vocab_(static_cast<int64_t>(transformer.hparams().vocab_size)) {}
+
+std::span<const float> ModelRunner::run(const StepPlan& plan) {
+  if ((!plan.swap_out.empty() || !plan.swap_in.empty()) && swap_ == nullptr) {
+    fail("model runner: the plan swaps blocks but the engine has no swap space");
+  }
+  for (const SwapCopy& out : plan.swap_out) cache_.read_block(out.block, swap_->slot_data(out.slot));
+  for (const kv::BlockCopy& copy : plan.copies) cache_.copy_block(copy.src, copy.dst);
+  for (const SwapCopy& in : plan.swap_in) cache_.write_block(in.block, swap_->slot_data(in.slot));
+  tokens_.clear();
+  positions_.clear();
+  slices_.clear();
+  logit_rows_.clear();
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    const Sequence& seq = *chunk.seq;
+    const auto first = static_cast<int64_t>(tokens_.size());
+    for (int64_t i = 0; i < chunk.n_tokens; ++i) {
+      tokens_.push_back(seq.tokens[static_cast<size_t>(seq.n_computed + i)]);
+      positions_.push_back(static_cast<int32_t>(seq.n_computed + i));
+    }
+    slices_.push_back({first, chunk.n_tokens, seq.n_computed, seq.blocks.table()});
+    if (chunk.samples) logit_rows_.push_back(static_cast<int32_t>(first + chunk.n_tokens - 1));
+  }
+  logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));
+  if (tokens_.empty()) return {};
+  model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_};
+  transformer_.forward(batch, cache_, logits_.data());
+  return logits_;
+}
+
+}  // namespace lumen::engine

@@ -1,0 +1,62 @@
+#pragma once
+// The hand-over point between the engine's loop thread (which pushes tokens as they are sampled)
+// and whoever consumes a request (a CLI, an HTTP connection thread, a Python iterator), which
+// blocks until there is something new. Every method is thread-safe.
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "lumen/outputs.h"
+
+namespace lumen::engine {
+
+class RequestStream {
+ public:
+  void push(GeneratedToken token) {
+    {
+      std::lock_guard lock(mutex_);
+      pending_.push_back(std::move(token));
+    }
+    ready_.notify_all();
+  }
+
+  void finish(FinishReason reason) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!finish_) finish_ = reason;
+    }
+    ready_.notify_all();
+  }
+
+  // Moves everything new into `out`, waiting for it first. False once the request has ended and
+  // its last chunk (the one carrying the finish reason) was taken.
+  bool next(StreamChunk& out) {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [this] { return !pending_.empty() || finish_.has_value(); });
+    out.tokens.clear();
+    out.finished = false;
+    if (finish_delivered_) return false;
+    out.tokens.swap(pending_);
+    if (finish_) {
+      out.finished = true;
+      out.finish_reason = *finish_;
+      finish_delivered_ = true;
+    }
+    return true;
+  }
+
+  bool finished() const {
+    std::lock_guard lock(mutex_);
+    return finish_.has_value();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::vector<GeneratedToken> pending_;
+  std::optional<FinishReason> finish_;
+  bool finish_delivered_ = false;
+};
+
+}  // namespace lumen::engine

@@ -1,0 +1,218 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace lumen::engine {
+
+Scheduler::Scheduler(SchedulerConfig config, kv::BlockPool& pool, SwapSpace* swap)
+    : config_(config), pool_(pool), swap_(swap) {
+  if (config_.max_num_seqs <= 0 || config_.max_num_batched_tokens <= 0) {
+    fail("scheduler: max_num_seqs ({}) and max_num_batched_tokens ({}) must be positive",
+         config_.max_num_seqs, config_.max_num_batched_tokens);
+  }
+}
+
+bool Scheduler::ranks_before(const Sequence* a, const Sequence* b) const {
+  if (config_.policy == SchedulingPolicy::Priority && a->priority != b->priority) {
+    return a->priority > b->priority;
+  }
+  return a->arrival < b->arrival;
+}
+
+void Scheduler::insert_ranked(std::vector<Sequence*>& queue, Sequence* seq) const {
+  auto at = std::upper_bound(queue.begin(), queue.end(), seq,
+                             [this](const Sequence* a, const Sequence* b) { return ranks_before(a, b); });
+  queue.insert(at, seq);
+}
+
+void Scheduler::add(Sequence* seq) {
+  seq->state = SequenceState::Waiting;
+  insert_ranked(waiting_, seq);
+}
+
+void Scheduler::remove(Sequence* seq) {
+  std::erase(running_, seq);
+  std::erase(waiting_, seq);
+  seq->blocks.release_all();
+  if (swap_ != nullptr && !seq->swap_slots.empty()) swap_->release(seq->swap_slots);
+  seq->swap_slots.clear();
+  seq->state = SequenceState::Finished;
+}
+
+// Records the victim's written blocks for the runner to copy out; false when the swap space
+// lacks room (the victim is then recomputed).
+bool Scheduler::swap_out(Sequence* victim, StepPlan& plan) {
+  if (swap_ == nullptr || victim->n_computed == 0) return false;
+  const int64_t bs = pool_.block_size();
+  const int64_t n_blocks = (victim->n_computed + bs - 1) / bs;
+  std::optional<std::vector<int32_t>> slots = swap_->allocate(n_blocks);
+  if (!slots) return false;
+  const std::span<const kv::BlockId> table = victim->blocks.table();
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    plan.swap_out.push_back({table[static_cast<size_t>(i)], (*slots)[static_cast<size_t>(i)]});
+  }
+  victim->swap_slots = std::move(*slots);
+  n_swapped_out_blocks_ += static_cast<uint64_t>(n_blocks);
+  return true;
+}
+
+void Scheduler::preempt(Sequence* victim, StepPlan& plan) {
+  std::erase(running_, victim);
+  if (swap_out(victim, plan)) {
+    victim->prefix_checked = true;  // it comes back with its own K/V, not the prefix cache's
+  } else {
+    victim->n_computed = 0;
+    victim->prefix_checked = false;
+  }
+  victim->blocks.release_all();
+  victim->state = SequenceState::Waiting;
+  ++victim->n_preemptions;
+  ++n_preemptions_;
+  insert_ranked(waiting_, victim);
+  plan.preempted.push_back(victim);
+}
+
+Sequence* Scheduler::lowest_unscheduled_running(const Sequence* except) const {
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if (*it != except && !(*it)->scheduled_now) return *it;
+  }
+  return nullptr;
+}
+
+bool Scheduler::reserve_running(Sequence* seq, int64_t n, StepPlan& plan) {
+  while (!seq->blocks.reserve(seq->n_computed, n, plan.copies)) {
+    if (Sequence* victim = lowest_unscheduled_running(seq);
+        victim != nullptr && !ranks_before(victim, seq)) {
+      preempt(victim, plan);
+      continue;
+    }
+    if (running_.size() == 1) {
+      // Nothing else holds blocks: the pool cannot hold this sequence at all.
+      std::erase(running_, seq);
+      plan.out_of_blocks.push_back(seq);
+    } else {
+      preempt(seq, plan);
+    }
+    return false;
+  }
+  return true;
+}
+
+void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
+  // Two passes over a snapshot (preemption edits running_): decodes, then prefill chunks.
+  const std::vector<Sequence*> snapshot = running_;
+  for (const bool decode_pass : {true, false}) {
+    for (Sequence* seq : snapshot) {
+      if (budget == 0) return;
+      if (seq->state != SequenceState::Running || seq->scheduled_now ||
+          seq->decoding() != decode_pass) {
+        continue;
+      }
+      const int64_t n = std::min(seq->uncomputed(), budget);
+      if (!reserve_running(seq, n, plan)) continue;
+      seq->scheduled_now = true;
+      plan.chunks.push_back({seq, n, n == seq->uncomputed()});
+      budget -= n;
+    }
+  }
+}
+
+void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
+    Sequence* seq = waiting_.front();
+    if (!seq->swap_slots.empty()) {
+      if (!admit_swapped(seq, std::min(seq->uncomputed(), budget), plan)) return;
+      budget -= plan.chunks.back().n_tokens;
+      continue;
+    }
+    if (!seq->prefix_checked) {
+      // At least the last token is computed, so the step yields logits to sample from.
+      seq->n_computed = seq->blocks.adopt_cached_prefix(
+          seq->tokens, static_cast<int64_t>(seq->tokens.size()) - 1);
+      seq->prefix_checked = true;
+    }
+    const int64_t n = std::min(seq->uncomputed(), budget);
+    const int32_t need = seq->blocks.blocks_needed(seq->n_computed, n);
+    if (pool_.n_available() - need < config_.watermark_blocks ||
+        !seq->blocks.reserve(seq->n_computed, n, plan.copies)) {
+      // Not now: give back what the prefix lookup took, so waiting requests hold no blocks.
+      seq->blocks.release_all();
+      seq->n_computed = 0;
+      seq->prefix_checked = false;
+      return;
+    }
+    waiting_.erase(waiting_.begin());
+    seq->state = SequenceState::Running;
+    seq->scheduled_now = true;
+    insert_ranked(running_, seq);
+    plan.chunks.push_back({seq, n, n == seq->uncomputed()});
+    budget -= n;
+  }
+}
+
+// A swapped-out sequence returns into fresh blocks: its K/V is copied back from the host slots
+// and its next chunk computed in the same step.
+bool Scheduler::admit_swapped(Sequence* seq, int64_t n, StepPlan& plan) {
+  const int32_t need = seq->blocks.blocks_needed(0, seq->n_computed + n);
+  if (pool_.n_available() - need < config_.watermark_blocks ||
+      !seq->blocks.reserve(0, seq->n_computed + n, plan.copies)) {
+    return false;
+  }
+  const std::span<const kv::BlockId> table = seq->blocks.table();
+  for (size_t i = 0; i < seq->swap_slots.size(); ++i) plan.swap_in.push_back({table[i], seq->swap_slots[i]});
+  // The slots are freed in complete(), after the runner has read them.
+  seq->swap_slots.clear();
+  waiting_.erase(waiting_.begin());
+  seq->state = SequenceState::Running;
+  seq->scheduled_now = true;
+  insert_ranked(running_, seq);
+  plan.chunks.push_back({seq, n, n == seq->uncomputed()});
+  return true;
+}
+
+void Scheduler::preempt_for_priority(StepPlan& plan) {
+  if (config_.policy != SchedulingPolicy::Priority || waiting_.empty()) return;
+  const Sequence* top = waiting_.front();
+  const int64_t n = std::min(top->uncomputed(), config_.max_num_batched_tokens);
+  // A swapped-out sequence needs blocks for what it brings back too.
+  const int32_t need = top->swap_slots.empty()
+                           ? top->blocks.blocks_needed(top->n_computed, n)
+                           : top->blocks.blocks_needed(0, top->n_computed + n);
+  while (static_cast<int64_t>(running_.size()) >= config_.max_num_seqs ||
+         pool_.n_available() - need < config_.watermark_blocks) {
+    if (running_.empty() || running_.back()->priority >= top->priority) return;
+    preempt(running_.back(), plan);
+  }
+}
+
+StepPlan Scheduler::schedule() {
+  StepPlan plan;
+  for (Sequence* seq : running_) seq->scheduled_now = false;
+  for (Sequence* seq : waiting_) seq->scheduled_now = false;
+  int64_t budget = config_.max_num_batched_tokens;
+  preempt_for_priority(plan);
+  const size_t priority_preemptions = plan.preempted.size();
+  schedule_running(plan, budget);
+  // Preempting for memory means the pool is full: admitting now would only thrash.
+  if (plan.preempted.size() == priority_preemptions) admit_waiting(plan, budget);
+  for (const ScheduledChunk& chunk : plan.chunks) plan.n_tokens += chunk.n_tokens;
+  return plan;
+}
+
+void Scheduler::complete(const StepPlan& plan) {
+  if (swap_ != nullptr) {
+    std::vector<int32_t> read;
+    for (const SwapCopy& in : plan.swap_in) read.push_back(in.slot);
+    swap_->release(read);
+  }
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    Sequence* seq = chunk.seq;
+    seq->n_computed += chunk.n_tokens;
+    seq->blocks.commit(seq->tokens, seq->n_computed);
+  }
+}
+
+}  // namespace lumen::engine

@@ -1,0 +1,102 @@
+#pragma once
+// Iteration-level scheduling (continuous batching). Each step it decides which sequences run and
+// how many of their tokens, under a token budget and a sequence limit:
+//   1. under the priority policy, a waiting request may preempt running ones of lower priority;
+//   2. running sequences that decode (one token each) go first, so inter-token latency stays
+//      flat while prompts arrive; then running sequences still in prefill get chunks;
+//   3. waiting sequences are admitted while budget, sequence slots and blocks remain (above a
+//      watermark, so admission does not immediately force preemptions), reusing the longest
+//      cached prefix of their tokens;
+//   4. when a running sequence cannot get a block, the lowest-ranked running sequence not yet
+//      scheduled this step is preempted (or the sequence itself, when it is the lowest).
+// A long prompt is cut into chunks that share a step with decodes (chunked prefill).
+// Preemption frees the victim's blocks and requeues it at its rank: it later recomputes its
+// tokens (prompt and generated so far), mostly from the prefix cache when that is on, or, with
+// a swap space, its blocks are copied to host memory first and copied back on readmission.
+#include <cstdint>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "engine/swap_space.h"
+#include "kv/block_pool.h"
+#include "lumen/engine_config.h"
+
+namespace lumen::engine {
+
+
+struct SchedulerConfig {
+  int64_t max_num_seqs = 64;
+  int64_t max_num_batched_tokens = 512;
+  SchedulingPolicy policy = SchedulingPolicy::Fcfs;
+  int32_t watermark_blocks = 1;  // admission keeps at least this many blocks available
+};
+
+struct ScheduledChunk {
+  Sequence* seq;
+  int64_t n_tokens;  // tokens[seq->n_computed, + n_tokens) are computed this step
+  bool samples;      // the chunk reaches the end of the sequence's tokens: sample after it
+};
+
+// A block moving between the KV pool and a host swap slot.
+struct SwapCopy {
+  kv::BlockId block;
+  int32_t slot;
+};
+
+// The model runner applies the moves in this order before the forward pass: swap_out (the
+// victims' blocks may be handed to others this very step), copies (copy-on-write), swap_in.
+struct StepPlan {
+  std::vector<ScheduledChunk> chunks;
+  std::vector<SwapCopy> swap_out;
+  std::vector<kv::BlockCopy> copies;  // copy-on-write
+  std::vector<SwapCopy> swap_in;
+  std::vector<Sequence*> preempted;   // moved back to waiting this step
+  std::vector<Sequence*> out_of_blocks;  // alone in the pool and still cannot grow: must finish
+  int64_t n_tokens = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+ public:
+  // With a swap space, preemption swaps the victim's blocks out when the space has room (and
+  // recomputes otherwise).
+  Scheduler(SchedulerConfig config, kv::BlockPool& pool, SwapSpace* swap = nullptr);
+
+  const SchedulerConfig& config() const { return config_; }
+  void add(Sequence* seq);
+  // Drops a finished or aborted sequence from the queues and releases its blocks.
+  void remove(Sequence* seq);
+  StepPlan schedule();
+  // After the forward pass of `plan`: advances each chunk's n_computed and publishes the blocks
+  // it filled to the prefix cache.
+  void complete(const StepPlan& plan);
+
+  size_t n_running() const { return running_.size(); }
+  size_t n_waiting() const { return waiting_.size(); }
+  uint64_t n_preemptions() const { return n_preemptions_; }
+  uint64_t n_swapped_out_blocks() const { return n_swapped_out_blocks_; }
+
+ private:
+  bool ranks_before(const Sequence* a, const Sequence* b) const;
+  void preempt(Sequence* victim, StepPlan& plan);
+  void preempt_for_priority(StepPlan& plan);
+  // Reserves blocks for `n` tokens of a running sequence, preempting others if needed; false
+  // when the sequence itself had to go.
+  bool reserve_running(Sequence* seq, int64_t n, StepPlan& plan);
+  Sequence* lowest_unscheduled_running(const Sequence* except) const;
+  void insert_ranked(std::vector<Sequence*>& queue, Sequence* seq) const;
+  void schedule_running(StepPlan& plan, int64_t& budget);
+  void admit_waiting(StepPlan& plan, int64_t& budget);
+  bool swap_out(Sequence* victim, StepPlan& plan);
+  bool admit_swapped(Sequence* seq, int64_t n, StepPlan& plan);
+
+  SchedulerConfig config_;
+  kv::BlockPool& pool_;
+  SwapSpace* swap_;
+  std::vector<Sequence*> running_;  // kept in rank order
+  std::vector<Sequence*> waiting_;  // kept in rank order
+  uint64_t n_preemptions_ = 0;
+  uint64_t n_swapped_out_blocks_ = 0;
+};
+
+}  // namespace lumen::engine

@@ -1,0 +1,73 @@
+// A token's matmul result must not depend, to the bit, on how many other tokens share the call
+// or where it sits among them. The serving engine relies on it: a request batched with others,
+// prefilled in chunks, or recomputed after preemption must produce exactly the tokens it
+// produces alone. Checked through the backend (so whatever layout upload_weights chooses, e.g.
+// packed rows, is what runs) for every weight type the models use, with batch sizes that
+// exercise every tile width and remainder.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "tensor/dtype.h"
+#include "tensor/quantize.h"
+
+namespace lumen::backend {
+namespace {
+
+using tensor::DType;
+
+class BatchInvariance : public ::testing::TestWithParam<DType> {};
+
+TEST_P(BatchInvariance, EachTokenEqualsItsSingleTokenResult) {
+  const DType type = GetParam();
+  const int64_t rows = 67, cols = 512;  // rows: not a multiple of any tile or pack height
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const size_t row_bytes = *tensor::row_bytes(type, cols);
+  std::vector<uint8_t> weights(row_bytes * rows);
+  std::vector<float> row(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : row) v = uniform(rng) * (0.1f + 0.05f * static_cast<float>(r % 5));
+    tensor::quantize_row(type, row.data(), weights.data() + row_bytes * r, cols);
+  }
+  for (unsigned threads : {1u, 2u}) {
+    CpuBackend backend(threads);
+    const TensorView w = backend.upload_weights(type, {cols, rows, 1, 1}, weights.data());
+    const int64_t max_tokens = 70;
+    std::vector<float> x(static_cast<size_t>(cols * max_tokens));
+    for (float& v : x) v = uniform(rng) * 3.0f;
+    // Each token alone.
+    std::vector<float> single(static_cast<size_t>(rows * max_tokens));
+    for (int64_t t = 0; t < max_tokens; ++t) {
+      TensorView xt = f32_matrix(x.data() + t * cols, cols, 1);
+      TensorView yt = f32_matrix(single.data() + t * rows, rows, 1);
+      backend.matmul(w, xt, yt);
+    }
+    for (int64_t n : {2, 3, 4, 5, 7, 8, 9, 16, 31, 33, 64, 65, 70}) {
+      for (int64_t offset : {int64_t{0}, max_tokens - n}) {
+        std::vector<float> y(static_cast<size_t>(rows * n));
+        TensorView xs = f32_matrix(x.data() + offset * cols, cols, n);
+        TensorView ys = f32_matrix(y.data(), rows, n);
+        backend.matmul(w, xs, ys);
+        size_t differing = 0;
+        for (int64_t i = 0; i < rows * n; ++i) {
+          differing += std::memcmp(&y[i], &single[offset * rows + i], sizeof(float)) != 0;
+        }
+        EXPECT_EQ(differing, 0u) << tensor::dtype_name(type) << ": " << n << " tokens from "
+                                 << offset << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, BatchInvariance,
+                         ::testing::Values(DType::F32, DType::F16, DType::Q4_0, DType::Q4_1,
+                                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,
+                                           DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                         [](const auto& param_info) { return std::string(tensor::dtype_name(param_info.param)); });
+
+}  // namespace
+}  // namespace lumen::backend
