@@ -13,6 +13,10 @@ namespace lumen {
 
 namespace {
 constexpr int kSpinIterations = 20000;  // ~1 ms of pause instructions before sleeping
+// The caller waits for every worker to check in. On a machine with more runnable threads than
+// cores a worker may be descheduled; after this much spinning the caller yields its core
+// instead, so the straggler can run (pure spinning there wasted most of a step).
+constexpr int kCallerSpinIterations = 2000;
 }
 
 ThreadPool::ThreadPool(unsigned threads) {
@@ -55,7 +59,13 @@ void ThreadPool::parallel_for(int64_t n_tasks,
   }
   wake_.notify_all();
   run_tasks(0);
-  while (pending_.load(std::memory_order_acquire) != 0) LUMEN_CPU_RELAX();
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kCallerSpinIterations) {
+      LUMEN_CPU_RELAX();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   job_ = nullptr;
 }
 
