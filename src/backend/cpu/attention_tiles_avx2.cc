@@ -2,6 +2,8 @@
 // -mavx2 -mfma -mf16c; nothing here may run before cpu_features says the CPU has them.
 #include "backend/cpu/attention_tiles.h"
 
+#include <algorithm>
+
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 
@@ -27,18 +29,21 @@ inline __m128 horizontal_sums(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-// One query against four keys at once: the query is loaded once per 8 dims.
+// One query against four keys at once: the query is loaded once per 8 dims. A last group of
+// fewer than four keys repeats its last key rather than taking another code path: a key's score
+// must be computed the same way wherever it falls in the tile, because the tile's extent depends
+// on the other queries of the batch, and a token's result must not.
 void qk_avx2(const float* q, int64_t nq, const float* k, int64_t k_stride, int64_t nk,
              int64_t dim, float* scores, int64_t ld) {
   const int64_t vec_dim = dim - dim % 8;
   for (int64_t i = 0; i < nq; ++i) {
     const float* qi = q + i * dim;
-    int64_t j = 0;
-    for (; j + 4 <= nk; j += 4) {
+    for (int64_t j = 0; j < nk; j += 4) {
+      const int64_t live = std::min<int64_t>(4, nk - j);
       const float* k0 = k + j * k_stride;
-      const float* k1 = k0 + k_stride;
-      const float* k2 = k1 + k_stride;
-      const float* k3 = k2 + k_stride;
+      const float* k1 = k + (j + std::min<int64_t>(1, live - 1)) * k_stride;
+      const float* k2 = k + (j + std::min<int64_t>(2, live - 1)) * k_stride;
+      const float* k3 = k + (j + std::min<int64_t>(3, live - 1)) * k_stride;
       __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
       __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
       for (int64_t d = 0; d < vec_dim; d += 8) {
@@ -48,24 +53,15 @@ void qk_avx2(const float* q, int64_t nq, const float* k, int64_t k_stride, int64
         s2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k2 + d), s2);
         s3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k3 + d), s3);
       }
-      float* out = scores + i * ld + j;
-      _mm_storeu_ps(out, horizontal_sums(s0, s1, s2, s3));
+      alignas(16) float out[4];
+      _mm_store_ps(out, horizontal_sums(s0, s1, s2, s3));
       for (int64_t d = vec_dim; d < dim; ++d) {
         out[0] += qi[d] * k0[d];
         out[1] += qi[d] * k1[d];
         out[2] += qi[d] * k2[d];
         out[3] += qi[d] * k3[d];
       }
-    }
-    for (; j < nk; ++j) {
-      const float* kj = k + j * k_stride;
-      __m256 s = _mm256_setzero_ps();
-      for (int64_t d = 0; d < vec_dim; d += 8) {
-        s = _mm256_fmadd_ps(_mm256_loadu_ps(qi + d), _mm256_loadu_ps(kj + d), s);
-      }
-      float r = horizontal_sum(s);
-      for (int64_t d = vec_dim; d < dim; ++d) r += qi[d] * kj[d];
-      scores[i * ld + j] = r;
+      std::copy_n(out, live, scores + i * ld + j);
     }
   }
 }

@@ -63,6 +63,56 @@ TEST_P(BatchInvariance, EachTokenEqualsItsSingleTokenResult) {
   }
 }
 
+// Attention over a paged f16 cache: query position p gives the same output, to the bit, as part
+// of a prefill of n positions (its key tiles then extend past p, masked) as decoded alone.
+TEST(AttentionBatchInvariance, DecodeEqualsThePrefillRow) {
+  const int64_t head_dim = 64, n_heads = 9, n_kv = 3, block = 16, n = 100;
+  const int64_t kv_dim = head_dim * n_kv;
+  CpuBackend backend(2);
+  const int64_t n_blocks = (n + block - 1) / block;
+  std::vector<uint16_t> k_cache(static_cast<size_t>(kv_dim * block * n_blocks));
+  std::vector<uint16_t> v_cache(k_cache.size());
+  KvLayer cache;
+  cache.block_size = block;
+  cache.k = {DType::F16, {kv_dim, block, n_blocks, 1}, static_cast<size_t>(kv_dim) * 2, k_cache.data()};
+  cache.v = {DType::F16, {kv_dim, block, n_blocks, 1}, static_cast<size_t>(kv_dim) * 2, v_cache.data()};
+  std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+  for (int64_t b = 0; b < n_blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(n_blocks - 1 - b);
+
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> k(static_cast<size_t>(kv_dim * n)), v(k.size()), q(static_cast<size_t>(head_dim * n_heads * n));
+  for (float& x : k) x = normal(rng);
+  for (float& x : v) x = normal(rng);
+  for (float& x : q) x = normal(rng) * 2.0f;
+  SequenceSlice all{0, n, 0, table};
+  TensorView kv_k = f32_matrix(k.data(), kv_dim, n), kv_v = f32_matrix(v.data(), kv_dim, n);
+  backend.store_kv(kv_k, kv_v, std::span(&all, 1), cache);
+
+  AttentionConfig config;
+  config.n_heads = n_heads;
+  config.n_kv_heads = n_kv;
+  config.head_dim = head_dim;
+  config.scale = 0.125f;
+  auto heads_view = [&](float* data, int64_t tokens) {
+    return TensorView{DType::F32, {head_dim, n_heads, tokens, 1}, static_cast<size_t>(head_dim) * 4, data};
+  };
+  std::vector<float> prefill_out(q.size());
+  TensorView q_all = heads_view(q.data(), n), out_all = heads_view(prefill_out.data(), n);
+  backend.attention(q_all, cache, std::span(&all, 1), config, out_all);
+
+  size_t differing = 0;
+  std::vector<float> one(static_cast<size_t>(head_dim * n_heads));
+  for (int64_t p = 0; p < n; ++p) {
+    SequenceSlice decode{0, 1, p, table};
+    TensorView q_p = heads_view(q.data() + p * head_dim * n_heads, 1), out_p = heads_view(one.data(), 1);
+    backend.attention(q_p, cache, std::span(&decode, 1), config, out_p);
+    differing += std::memcmp(one.data(), prefill_out.data() + p * head_dim * n_heads,
+                             one.size() * sizeof(float)) != 0;
+  }
+  EXPECT_EQ(differing, 0u) << "of " << n << " positions";
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, BatchInvariance,
                          ::testing::Values(DType::F32, DType::F16, DType::Q4_0, DType::Q4_1,
                                            DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,
