@@ -1,0 +1,143 @@
+// `lumen serve`: the OpenAI-compatible HTTP server over one model. The engine runs on its own
+// thread; each connection has an HTTP thread that submits and streams. SIGTERM or SIGINT stops
+// it gracefully: no new requests, in-flight ones get the grace period, then exit status 0.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "backend/cpu/cpu_backend.h"
+#include "chat/builtin_templates.h"
+#include "chat/chat_template.h"
+#include "cli/commands.h"
+#include "cli/default_model.h"
+#include "cli/engine_options.h"
+#include "engine/loaded_model.h"
+#include "lumen/engine.h"
+#include "server/engine_loop.h"
+#include "server/server.h"
+#include "server/server_context.h"
+#include "util/error.h"
+
+namespace lumen::cli {
+
+namespace {
+
+struct ServeOptions {
+  std::string model;
+  std::string served_model_name;
+  std::string chat_template;
+  std::string max_body = "1M";
+  int64_t max_pending = 1024;
+  unsigned threads = 0;
+  server::ServerOptions http;
+  EngineFlags engine;
+};
+
+std::optional<chat::ChatTemplate> load_chat_template(const ServeOptions& options, const gguf::GgufFile& file) {
+  if (!options.chat_template.empty()) {
+    auto text = chat::builtin_chat_template(options.chat_template);
+    if (!text) fail("unknown chat template '{}' (see `lumen chat-template list`)", options.chat_template);
+    return chat::ChatTemplate::parse(*text);
+  }
+  auto text = file.metadata().find_string("tokenizer.chat_template");
+  if (!text) {
+    fmt::print(stderr, "lumen serve: the model has no chat template; /v1/chat/completions is off "
+                       "(choose one with --chat-template)\n");
+    return std::nullopt;
+  }
+  try {
+    return chat::ChatTemplate::parse(*text);
+  } catch (const Error& e) {
+    fmt::print(stderr, "lumen serve: the model's chat template cannot be used ({}); /v1/chat/completions is off\n",
+               e.what());
+    return std::nullopt;
+  }
+}
+
+void serve(ServeOptions& options) {
+  // Signals are taken by one thread with sigwait, so block them before any thread starts (every
+  // thread inherits the mask). A client that vanishes mid-write must not kill the process.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  if (options.http.api_key.empty()) {
+    if (const char* key = std::getenv("LUMEN_API_KEY"); key != nullptr) options.http.api_key = key;
+  }
+  options.http.max_body_bytes = static_cast<size_t>(EngineFlags::parse_bytes(options.max_body, "--max-body-size"));
+
+  const std::string path = resolve_model_path(options.model);
+  backend::CpuBackend backend(options.threads);
+  engine::LoadedModel model = engine::LoadedModel::load(path, backend);
+  Engine engine(model, backend, options.engine.resolve());
+  const std::string name = options.served_model_name.empty() ? std::filesystem::path(path).stem().string()
+                                                             : options.served_model_name;
+  server::ServingLimits limits;
+  limits.vocab_size = static_cast<int64_t>(model.hparams.vocab_size);
+  limits.max_model_len = engine.stats().max_model_len;
+  server::ServerContext context(engine, model, load_chat_template(options, *model.file), name, limits,
+                                options.max_pending);
+  server::EngineLoop loop(engine);
+  server::Server http(context, options.http);
+  const int port = http.bind();
+  fmt::print(stderr, "lumen serve: {} on http://{}:{} (context {} tokens, {} KV blocks)\n", name,
+             options.http.host, port, limits.max_model_len, engine.stats().kv_blocks_total);
+  std::fflush(stderr);
+
+  std::atomic<bool> served{false};
+  std::thread signals([&] {
+    const timespec poll_interval{0, 200'000'000};
+    while (!served) {
+      siginfo_t info;
+      if (sigtimedwait(&stop_signals, &info, &poll_interval) < 0) continue;
+      fmt::print(stderr, "lumen serve: {}: finishing in-flight requests (grace {} s)\n",
+                 info.si_signo == SIGTERM ? "SIGTERM" : "SIGINT", options.http.shutdown_grace_s);
+      std::fflush(stderr);
+      http.shutdown();
+      return;
+    }
+  });
+  http.serve();
+  served = true;
+  signals.join();
+  loop.stop();
+  fmt::print(stderr, "lumen serve: stopped\n");
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions...)");
+  cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
+  cmd->add_option("--host", options->http.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", options->http.port, "Port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", options->http.api_key, "Require 'Authorization: Bearer KEY' (or set LUMEN_API_KEY)");
+  cmd->add_option("--served-model-name", options->served_model_name, "Model name clients use (default: the file's name)");
+  cmd->add_option("--chat-template", options->chat_template, "Built-in chat template instead of the model's");
+  cmd->add_option("--max-body-size", options->max_body, "Largest request body, e.g. 1M")->capture_default_str();
+  cmd->add_option("--max-pending-requests", options->max_pending,
+                  "Requests (counted per choice) queued or running before new ones get 429")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--http-threads", options->http.http_threads, "Connections served at once")
+      ->capture_default_str()->check(CLI::Range(4, 65536));
+  cmd->add_option("--shutdown-grace", options->http.shutdown_grace_s,
+                  "Seconds in-flight requests get to finish after SIGTERM")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("-t,--threads", options->threads, "Compute threads (default: all cores)");
+  options->engine.add_to(cmd);
+  cmd->callback([options] { serve(*options); });
+}
+
+}  // namespace lumen::cli

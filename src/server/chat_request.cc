@@ -1,0 +1,118 @@
+#include "server/chat_request.h"
+
+#include <set>
+#include <string>
+
+#include "engine/chat_prompt.h"
+#include "server/api_error.h"
+#include "server/request_fields.h"
+#include "util/error.h"
+
+namespace lumen::server {
+
+namespace {
+
+constexpr size_t kMaxMessages = 4096;
+
+std::string token_text(const tokenizer::Tokenizer& tokenizer, std::optional<int32_t> id) {
+  return id ? tokenizer.token_bytes(*id) : std::string();
+}
+
+nlohmann::ordered_json message_content(const nlohmann::json& content, const std::string& role) {
+  if (content.is_null()) {
+    if (role != "assistant") invalid("messages", "only an assistant message may have null content");
+    return nullptr;
+  }
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) invalid("messages", "message content must be a string or a list of text parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const auto& part = content[i];
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+        !part["text"].is_string()) {
+      invalid("messages", "content parts must be {{\"type\": \"text\", \"text\": ...}} (no images or audio)");
+    }
+    if (i > 0) text += '\n';
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+nlohmann::ordered_json parse_messages(const nlohmann::json& body) {
+  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
+  auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) invalid("messages", "'messages' is required");
+  if (!it->is_array() || it->empty()) invalid("messages", "'messages' must be a non-empty list");
+  if (it->size() > kMaxMessages) invalid("messages", "at most {} messages", kMaxMessages);
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  for (const auto& message : *it) {
+    if (!message.is_object()) invalid("messages", "each message must be an object");
+    auto role = message.find("role");
+    if (role == message.end() || !role->is_string() || !kRoles.contains(role->get<std::string>())) {
+      invalid("messages", "each message needs a 'role': system, developer, user, assistant or tool");
+    }
+    const std::string role_name = role->get<std::string>();
+    auto content = message.find("content");
+    nlohmann::ordered_json out = {{"role", role_name},
+                                  {"content", message_content(content == message.end() ? nlohmann::json()
+                                                                                        : *content,
+                                                              role_name)}};
+    for (const char* extra : {"name", "tool_call_id"}) {
+      auto value = message.find(extra);
+      if (value == message.end() || value->is_null()) continue;
+      if (!value->is_string()) invalid("messages", "'{}' of a message must be a string", extra);
+      out[extra] = value->get<std::string>();
+    }
+    messages.push_back(std::move(out));
+  }
+  return messages;
+}
+
+std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::json& body,
+                                        const chat::ChatTemplate& chat_template,
+                                        const tokenizer::Tokenizer& tokenizer) {
+  const RequestFields fields(body);
+  const auto& vocab = tokenizer.vocab();
+  engine::ChatPromptOptions options;
+  options.render.add_generation_prompt = fields.boolean("add_generation_prompt").value_or(true);
+  options.render.bos_token = token_text(tokenizer, vocab.special.bos);
+  options.render.eos_token = token_text(tokenizer, vocab.special.eos);
+  if (const nlohmann::json* tools = fields.find("tools")) {
+    if (!tools->is_array()) invalid("tools", "'tools' must be a list");
+    options.render.tools = nlohmann::ordered_json(*tools);
+  }
+  if (const nlohmann::json* kwargs = fields.find("chat_template_kwargs")) {
+    if (!kwargs->is_object()) invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    options.render.extra_context = nlohmann::ordered_json(*kwargs);
+  }
+  std::vector<int32_t> prompt;
+  try {
+    prompt = engine::chat_prompt_tokens(chat_template, tokenizer, messages, options);
+  } catch (const Error& e) {
+    invalid("messages", "the chat template cannot render this conversation: {}", e.what());
+  }
+  if (vocab.special.add_bos && vocab.special.bos && (prompt.empty() || prompt[0] != *vocab.special.bos)) {
+    prompt.insert(prompt.begin(), *vocab.special.bos);
+  }
+  if (prompt.empty()) invalid("messages", "the conversation renders to an empty prompt");
+  return prompt;
+}
+
+ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTemplate& chat_template,
+                               const tokenizer::Tokenizer& tokenizer, const ServingLimits& limits) {
+  const RequestFields fields(body);
+  if (const nlohmann::json* format = fields.find("response_format")) {
+    if (!format->is_object() || format->value("type", nlohmann::json()) != "text") {
+      invalid("response_format", "only 'response_format': {{\"type\": \"text\"}} is supported");
+    }
+  }
+  ChatRequest out;
+  const nlohmann::ordered_json messages = parse_messages(body);
+  out.options = parse_generation_options(body, Endpoint::ChatCompletions, limits);
+  out.prompt = render_chat_prompt(messages, body, chat_template, tokenizer);
+  return out;
+}
+
+}  // namespace lumen::server

@@ -1,0 +1,35 @@
+#pragma once
+// POST /v1/chat/completions: the conversation, checked message by message and rendered with the
+// model's chat template into prompt tokens (message text never becomes control tokens), plus
+// the shared generation options.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "server/sampling_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lumen::server {
+
+struct ChatRequest {
+  std::vector<int32_t> prompt;
+  GenerationOptions options;
+};
+
+// The conversation in the template's terms: a non-empty list of {"role", "content"} objects
+// whose content is a string, a list of text parts (joined with newlines) or, for an assistant
+// turn, null. Throws ApiError(400) for anything else.
+nlohmann::ordered_json parse_messages(const nlohmann::json& body);
+
+// Renders `messages` (from parse_messages) into prompt tokens, with BOS first when the model
+// wants one. `body` supplies add_generation_prompt, tools and chat_template_kwargs. A template
+// that refuses the conversation (raise_exception) is an ApiError(400).
+std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::json& body,
+                                        const chat::ChatTemplate& chat_template,
+                                        const tokenizer::Tokenizer& tokenizer);
+
+ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTemplate& chat_template,
+                               const tokenizer::Tokenizer& tokenizer, const ServingLimits& limits);
+
+}  // namespace lumen::server

@@ -1,0 +1,152 @@
+#include "server/generation.h"
+
+#include <algorithm>
+
+#include "server/api_error.h"
+
+namespace lumen::server {
+
+namespace {
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The request's params for one prompt: max_tokens defaulted or checked against the room the
+// context leaves (OpenAI: 16 for completions; vLLM: the rest of the context for chat).
+sampling::SamplingParams params_for_prompt(const GenerationOptions& options, Endpoint endpoint,
+                                           int64_t prompt_len, int64_t max_model_len) {
+  if (prompt_len >= max_model_len) {
+    invalid("prompt", "the prompt has {} tokens; the model's context holds {} (prompt and output together)",
+            prompt_len, max_model_len);
+  }
+  const int64_t room = max_model_len - prompt_len;
+  sampling::SamplingParams params = options.params;
+  if (options.max_tokens_given) {
+    if (params.max_tokens > room) {
+      invalid(endpoint == Endpoint::Completions ? "max_tokens" : "max_completion_tokens",
+              "the model's context holds {} tokens; the prompt has {} and {} were asked for", max_model_len,
+              prompt_len, params.max_tokens);
+    }
+  } else {
+    params.max_tokens = endpoint == Endpoint::Completions ? std::min<int64_t>(16, room) : room;
+  }
+  return params;
+}
+
+}  // namespace
+
+Generation::Generation(ServerContext& context, const std::vector<std::vector<int32_t>>& prompts,
+                       const GenerationOptions& options, Endpoint endpoint, Clock::time_point arrival, int socket)
+    : context_(context), arrival_(arrival) {
+  const auto n = static_cast<size_t>(options.n);
+  // Check every prompt before queueing any, so a bad one leaves nothing behind.
+  std::vector<sampling::SamplingParams> per_prompt;
+  for (const auto& prompt : prompts) {
+    per_prompt.push_back(params_for_prompt(options, endpoint, static_cast<int64_t>(prompt.size()),
+                                           context.limits.max_model_len));
+    per_prompt.back().validate_for_vocab(context.limits.vocab_size);
+    prompt_tokens_ += static_cast<int64_t>(prompt.size());
+  }
+  const auto total = static_cast<int64_t>(prompts.size() * n);
+  context.admission.reserve(total);
+  reserved_ = total;
+  try {
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      for (size_t j = 0; j < n; ++j) {
+        sampling::SamplingParams params = per_prompt[p];
+        if (params.seed) *params.seed += choices_.size();
+        RequestHandle handle = context.engine.add_request(prompts[p], params);
+        context.admission.track(handle.id());
+        choices_.push_back(Choice{handle, p, false, 0, {}, {}});
+      }
+    }
+  } catch (...) {
+    abort_all();
+    release();
+    throw;
+  }
+  context.metrics.add_prompt_tokens(prompt_tokens_ * static_cast<int64_t>(n));
+  context.metrics.queue_time.observe(seconds(Clock::now() - arrival), static_cast<uint64_t>(total));
+  if (socket >= 0) {
+    std::vector<uint64_t> ids;
+    for (const Choice& c : choices_) ids.push_back(c.handle.id());
+    watch_ticket_ = context.watcher.watch(socket, std::move(ids));
+  }
+}
+
+Generation::~Generation() {
+  abort_all();
+  // Choices whose finishing chunk nobody will read (the client left) end here, as aborted.
+  for (Choice& c : choices_) {
+    if (!c.finished) context_.metrics.count_finished(FinishReason::Abort);
+    c.finished = true;
+  }
+  release();
+}
+
+void Generation::release() {
+  if (watch_ticket_ != 0) context_.watcher.unwatch(watch_ticket_);
+  watch_ticket_ = 0;
+  for (const Choice& c : choices_) context_.admission.untrack(c.handle.id());
+  context_.admission.release(reserved_);
+  reserved_ = 0;
+}
+
+void Generation::abort_all() {
+  for (const Choice& c : choices_) {
+    if (!c.finished) context_.engine.abort(c.handle.id());
+  }
+}
+
+int64_t Generation::completion_tokens() const {
+  int64_t total = 0;
+  for (const Choice& c : choices_) total += c.n_tokens;
+  return total;
+}
+
+bool Generation::next(size_t& choice, StreamChunk& chunk) {
+  for (size_t tried = 0; tried < choices_.size(); ++tried) {
+    const size_t i = cursor_;
+    cursor_ = (cursor_ + 1) % choices_.size();
+    Choice& c = choices_[i];
+    if (c.finished) continue;
+    if (!c.handle.next(chunk)) {
+      c.finished = true;  // defensive: the finishing chunk was already taken
+      continue;
+    }
+    record(c, chunk);
+    choice = i;
+    return true;
+  }
+  return false;
+}
+
+void Generation::record(Choice& c, const StreamChunk& chunk) {
+  const Clock::time_point now = Clock::now();
+  const auto k = static_cast<int64_t>(chunk.tokens.size());
+  if (k > 0) {
+    if (c.n_tokens == 0) {
+      context_.metrics.time_to_first_token.observe(seconds(now - arrival_));
+      c.first_token = now;
+      if (k > 1) context_.metrics.inter_token_latency.observe(0.0, static_cast<uint64_t>(k - 1));
+    } else {
+      // Tokens that arrive together share the gap since the last ones.
+      context_.metrics.inter_token_latency.observe(seconds(now - c.last_token) / static_cast<double>(k),
+                                                   static_cast<uint64_t>(k));
+    }
+    c.last_token = now;
+    c.n_tokens += k;
+    context_.metrics.add_generated_tokens(k);
+  }
+  if (chunk.finished) {
+    c.finished = true;
+    context_.admission.untrack(c.handle.id());
+    context_.metrics.count_finished(chunk.finish_reason);
+    context_.metrics.e2e_latency.observe(seconds(now - arrival_));
+    if (c.n_tokens > 1) {
+      context_.metrics.time_per_output_token.observe(seconds(c.last_token - c.first_token) /
+                                                     static_cast<double>(c.n_tokens - 1));
+    }
+  }
+}
+
+}  // namespace lumen::server

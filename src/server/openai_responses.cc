@@ -1,0 +1,146 @@
+#include "server/openai_responses.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+
+namespace lumen::server {
+
+namespace {
+
+// OpenAI's stand-in for a log-probability of zero probability: JSON has no -infinity.
+double finite_logprob(float value) { return std::isfinite(value) ? static_cast<double>(value) : -9999.0; }
+
+nlohmann::json byte_list(const std::string& bytes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (unsigned char c : bytes) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+const char* object_name(Endpoint endpoint, bool chunk) {
+  if (endpoint == Endpoint::Completions) return "text_completion";
+  return chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+}  // namespace
+
+ResponseHeader make_response_header(Endpoint endpoint, std::string model) {
+  // Unique enough across restarts: a random prefix drawn once, then a counter.
+  static const uint64_t process_tag = std::random_device{}();
+  static std::atomic<uint64_t> counter{0};
+  ResponseHeader h;
+  h.endpoint = endpoint;
+  h.id = fmt::format("{}-{:08x}{:08x}", endpoint == Endpoint::Completions ? "cmpl" : "chatcmpl",
+                     process_tag & 0xffffffffu, counter.fetch_add(1));
+  h.created = std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch()).count();
+  h.model = std::move(model);
+  return h;
+}
+
+const char* finish_reason_text(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Abort: return "abort";
+  }
+  return "abort";
+}
+
+nlohmann::json Usage::to_json() const {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+nlohmann::json LogprobWriter::write(std::span<const GeneratedToken> tokens) {
+  if (endpoint_ == Endpoint::ChatCompletions) {
+    nlohmann::json content = nlohmann::json::array();
+    for (const GeneratedToken& t : tokens) {
+      const std::string piece = tokenizer_.token_bytes(t.token);
+      nlohmann::json top = nlohmann::json::array();
+      for (const TokenAlternative& alt : t.top) {
+        const std::string alt_piece = tokenizer_.token_bytes(alt.token);
+        top.push_back({{"token", alt_piece}, {"logprob", finite_logprob(alt.logprob)}, {"bytes", byte_list(alt_piece)}});
+      }
+      content.push_back({{"token", piece},
+                         {"logprob", finite_logprob(t.logprob)},
+                         {"bytes", byte_list(piece)},
+                         {"top_logprobs", std::move(top)}});
+    }
+    return {{"content", std::move(content)}};
+  }
+  nlohmann::json out = {{"tokens", nlohmann::json::array()},
+                        {"token_logprobs", nlohmann::json::array()},
+                        {"top_logprobs", nlohmann::json::array()},
+                        {"text_offset", nlohmann::json::array()}};
+  for (const GeneratedToken& t : tokens) {
+    const std::string piece = tokenizer_.token_bytes(t.token);
+    out["tokens"].push_back(piece);
+    out["token_logprobs"].push_back(finite_logprob(t.logprob));
+    nlohmann::json top = nlohmann::json::object();
+    for (const TokenAlternative& alt : t.top) top[tokenizer_.token_bytes(alt.token)] = finite_logprob(alt.logprob);
+    out["top_logprobs"].push_back(std::move(top));
+    out["text_offset"].push_back(text_offset_);
+    text_offset_ += static_cast<int64_t>(piece.size());
+  }
+  return out;
+}
+
+nlohmann::json whole_response(const ResponseHeader& header, std::span<const ChoiceOutput> choices,
+                              const Usage& usage) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const ChoiceOutput& c : choices) {
+    nlohmann::json choice = {{"index", c.index}};
+    if (header.endpoint == Endpoint::ChatCompletions) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    choice["logprobs"] = c.logprobs;
+    choice["finish_reason"] = finish_reason_text(c.finish);
+    list.push_back(std::move(choice));
+  }
+  return {{"id", header.id},
+          {"object", object_name(header.endpoint, false)},
+          {"created", header.created},
+          {"model", header.model},
+          {"choices", std::move(list)},
+          {"usage", usage.to_json()}};
+}
+
+nlohmann::json stream_chunk(const ResponseHeader& header, int64_t index, const std::string& text, bool first,
+                            nlohmann::json logprobs, const FinishReason* finish, bool with_usage) {
+  nlohmann::json choice = {{"index", index}};
+  if (header.endpoint == Endpoint::ChatCompletions) {
+    nlohmann::json delta = nlohmann::json::object();
+    if (first) delta["role"] = "assistant";
+    if (!text.empty() || first) delta["content"] = text;
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = text;
+  }
+  choice["logprobs"] = std::move(logprobs);
+  choice["finish_reason"] = finish != nullptr ? nlohmann::json(finish_reason_text(*finish)) : nlohmann::json();
+  nlohmann::json chunk = {{"id", header.id},
+                          {"object", object_name(header.endpoint, true)},
+                          {"created", header.created},
+                          {"model", header.model},
+                          {"choices", nlohmann::json::array({std::move(choice)})}};
+  if (with_usage) chunk["usage"] = nullptr;
+  return chunk;
+}
+
+nlohmann::json usage_chunk(const ResponseHeader& header, const Usage& usage) {
+  return {{"id", header.id},
+          {"object", object_name(header.endpoint, true)},
+          {"created", header.created},
+          {"model", header.model},
+          {"choices", nlohmann::json::array()},
+          {"usage", usage.to_json()}};
+}
+
+}  // namespace lumen::server

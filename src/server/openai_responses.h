@@ -1,0 +1,70 @@
+#pragma once
+// OpenAI's response bodies: whole completions and chat completions, their streamed chunks, usage
+// and both log-probability shapes (completions: parallel lists; chat: one object per token).
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+
+#include "lumen/outputs.h"
+#include "server/sampling_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lumen::server {
+
+// What every body of one response shares.
+struct ResponseHeader {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string id;        // "cmpl-..." or "chatcmpl-..."
+  int64_t created = 0;   // Unix seconds
+  std::string model;
+};
+
+// A fresh id with the endpoint's prefix and the current time.
+ResponseHeader make_response_header(Endpoint endpoint, std::string model);
+
+// "stop", "length" or "abort".
+const char* finish_reason_text(FinishReason reason);
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  nlohmann::json to_json() const;
+};
+
+// Log-probabilities of generated tokens in the endpoint's shape. Token strings are the tokens'
+// bytes (a piece of a character becomes U+FFFD on the wire).
+class LogprobWriter {
+ public:
+  LogprobWriter(const tokenizer::Tokenizer& tokenizer, Endpoint endpoint)
+      : tokenizer_(tokenizer), endpoint_(endpoint) {}
+  // `tokens` continue those already written for this choice (text_offset runs on).
+  nlohmann::json write(std::span<const GeneratedToken> tokens);
+
+ private:
+  const tokenizer::Tokenizer& tokenizer_;
+  Endpoint endpoint_;
+  int64_t text_offset_ = 0;
+};
+
+// One choice of a whole (non-streamed) response.
+struct ChoiceOutput {
+  int64_t index = 0;
+  std::string text;
+  nlohmann::json logprobs;  // null when not asked for
+  FinishReason finish = FinishReason::Abort;
+};
+
+nlohmann::json whole_response(const ResponseHeader& header, std::span<const ChoiceOutput> choices,
+                              const Usage& usage);
+
+// A streamed chunk for one choice: new text (chat: delta.content; `first` adds the assistant
+// role), its log-probabilities or null, and the finish reason on the last one. `with_usage`
+// adds "usage": null as OpenAI does when stream_options.include_usage is set.
+nlohmann::json stream_chunk(const ResponseHeader& header, int64_t index, const std::string& text, bool first,
+                            nlohmann::json logprobs, const FinishReason* finish, bool with_usage);
+
+// The last chunk when usage was asked for: no choices, the totals.
+nlohmann::json usage_chunk(const ResponseHeader& header, const Usage& usage);
+
+}  // namespace lumen::server

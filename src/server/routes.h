@@ -1,0 +1,25 @@
+#pragma once
+// The HTTP routes. Each reads the request and fills the response, throwing ApiError (or
+// lumen::Error, a 400) for anything wrong with the request; server.cc turns those into
+// OpenAI-shaped error bodies.
+#include <httplib.h>
+
+#include "server/server_context.h"
+
+namespace lumen::server {
+
+// POST /v1/completions and /v1/chat/completions, whole or streamed (SSE).
+void handle_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response);
+void handle_chat_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response);
+
+// GET /v1/models, /health, /metrics; POST /tokenize, /detokenize.
+void handle_models(ServerContext& context, const httplib::Request& request, httplib::Response& response);
+void handle_health(ServerContext& context, const httplib::Request& request, httplib::Response& response);
+void handle_metrics(ServerContext& context, const httplib::Request& request, httplib::Response& response);
+void handle_tokenize(ServerContext& context, const httplib::Request& request, httplib::Response& response);
+void handle_detokenize(ServerContext& context, const httplib::Request& request, httplib::Response& response);
+
+// A 400 unless the body's "model" (when given) names the served model.
+void check_model(const ServerContext& context, const nlohmann::json& body);
+
+}  // namespace lumen::server

@@ -1,0 +1,198 @@
+// POST /v1/completions and /v1/chat/completions: parse, submit through a Generation, then either
+// collect every choice into one body or stream them as server-sent events.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/chat_request.h"
+#include "server/completion_request.h"
+#include "server/disconnect_watcher.h"
+#include "server/generation.h"
+#include "server/json_body.h"
+#include "server/openai_responses.h"
+#include "server/routes.h"
+#include "server/sse.h"
+
+namespace lumen::server {
+
+namespace {
+
+// What one generation request asks for, whichever endpoint it came through.
+struct GenerationJob {
+  Endpoint endpoint;
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> echo_texts;  // per prompt, put before its choices' text; empty: none
+  GenerationOptions options;
+};
+
+ApiError aborted_error(const ServerContext& context) {
+  if (context.shutdown_aborted || context.admission.draining()) {
+    return ApiError(503, "the server is shutting down; the request was aborted", "", "server_shutting_down");
+  }
+  return ApiError(503, "the request was aborted", "", "aborted");
+}
+
+void respond_whole(ServerContext& context, Generation& generation, const GenerationJob& job,
+                   httplib::Response& response) {
+  const size_t n = generation.n_choices();
+  std::vector<ChoiceOutput> outputs(n);
+  std::vector<std::vector<GeneratedToken>> tokens(n);
+  const bool logprobs = job.options.params.logprobs.has_value();
+  for (size_t i = 0; i < n; ++i) {
+    outputs[i].index = static_cast<int64_t>(i);
+    if (!job.echo_texts.empty()) outputs[i].text = job.echo_texts[generation.prompt_of(i)];
+  }
+  size_t i = 0;
+  StreamChunk chunk;
+  bool aborted = false;
+  while (generation.next(i, chunk)) {
+    for (GeneratedToken& t : chunk.tokens) {
+      outputs[i].text += t.text;
+      if (logprobs) tokens[i].push_back(std::move(t));
+    }
+    if (chunk.finished) {
+      outputs[i].finish = chunk.finish_reason;
+      aborted = aborted || chunk.finish_reason == FinishReason::Abort;
+    }
+  }
+  if (aborted) throw aborted_error(context);
+  for (size_t c = 0; c < n; ++c) {
+    if (!logprobs) continue;
+    LogprobWriter writer(context.model.tokenizer, job.endpoint);
+    outputs[c].logprobs = writer.write(tokens[c]);
+  }
+  const ResponseHeader header = make_response_header(job.endpoint, context.model_name);
+  const Usage usage{generation.prompt_tokens(), generation.completion_tokens()};
+  response.set_content(dump_json(whole_response(header, outputs, usage)), "application/json");
+}
+
+// The streamed response outlives the handler: httplib calls the provider after it returns.
+// The releaser drops the generation as soon as the response is over (or the client is gone),
+// which aborts whatever is unfinished and stops watching the socket before httplib closes it.
+struct StreamState {
+  std::unique_ptr<Generation> generation;
+  GenerationJob job;
+  ResponseHeader header;
+};
+
+bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink& sink) {
+  Generation& generation = *state.generation;
+  const GenerationJob& job = state.job;
+  const bool usage = job.options.include_usage;
+  const bool logprobs = job.options.params.logprobs.has_value();
+  auto write = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
+  const size_t n = generation.n_choices();
+  std::vector<LogprobWriter> writers(n, LogprobWriter(context.model.tokenizer, job.endpoint));
+  bool ok = true;
+  // Chat opens each choice with the assistant role; echo opens each completion with its prompt.
+  for (size_t i = 0; i < n && ok; ++i) {
+    if (job.endpoint == Endpoint::ChatCompletions) {
+      ok = write(sse_event(stream_chunk(state.header, static_cast<int64_t>(i), "", true, nullptr, nullptr, usage)));
+    } else if (!job.echo_texts.empty()) {
+      ok = write(sse_event(stream_chunk(state.header, static_cast<int64_t>(i), job.echo_texts[generation.prompt_of(i)],
+                                        true, nullptr, nullptr, usage)));
+    }
+  }
+  size_t i = 0;
+  StreamChunk chunk;
+  bool aborted = false;
+  while (ok && generation.next(i, chunk)) {
+    if (chunk.finished && chunk.finish_reason == FinishReason::Abort) {
+      aborted = true;
+      continue;
+    }
+    std::string text;
+    for (const GeneratedToken& t : chunk.tokens) text += t.text;
+    nlohmann::json lp = logprobs && !chunk.tokens.empty() ? writers[i].write(chunk.tokens) : nlohmann::json();
+    // A token whose text is held back (half a character, a possible stop string) sends nothing
+    // unless its log-probability was asked for.
+    if (text.empty() && lp.is_null() && !chunk.finished) continue;
+    ok = write(sse_event(stream_chunk(state.header, static_cast<int64_t>(i), text, false, std::move(lp),
+                                      chunk.finished ? &chunk.finish_reason : nullptr, usage)));
+  }
+  if (!ok) {
+    generation.abort_all();  // the client is gone
+    return false;
+  }
+  if (aborted) {
+    // A failure mid-stream: an error event, then the end, as OpenAI's clients expect.
+    ok = write(sse_event(aborted_error(context).to_json()));
+  } else if (usage) {
+    ok = write(sse_event(usage_chunk(state.header, Usage{generation.prompt_tokens(), generation.completion_tokens()})));
+  }
+  ok = ok && write(kSseDone);
+  if (ok) sink.done();
+  return ok;
+}
+
+void respond_stream(ServerContext& context, std::unique_ptr<Generation> generation, GenerationJob job,
+                    httplib::Response& response) {
+  auto state = std::make_shared<StreamState>();
+  state->generation = std::move(generation);
+  state->header = make_response_header(job.endpoint, context.model_name);
+  state->job = std::move(job);
+  response.set_header("Cache-Control", "no-cache");
+  response.set_chunked_content_provider(
+      "text/event-stream",
+      [&context, state](size_t, httplib::DataSink& sink) {
+        try {
+          return stream_events(context, *state, sink);
+        } catch (const std::exception& e) {
+          if (state->generation) state->generation->abort_all();
+          const std::string event = sse_event(ApiError(500, e.what()).to_json()) + kSseDone;
+          sink.write(event.data(), event.size());
+          sink.done();
+          return true;
+        }
+      },
+      [state](bool) { state->generation.reset(); });
+}
+
+void run_job(ServerContext& context, GenerationJob job, Clock::time_point arrival, const httplib::Request& request,
+             httplib::Response& response) {
+  auto generation = std::make_unique<Generation>(context, job.prompts, job.options, job.endpoint, arrival,
+                                                 connection_socket(request));
+  if (job.options.stream) {
+    respond_stream(context, std::move(generation), std::move(job), response);
+  } else {
+    respond_whole(context, *generation, job, response);
+  }
+}
+
+}  // namespace
+
+void check_model(const ServerContext& context, const nlohmann::json& body) {
+  auto it = body.find("model");
+  if (it == body.end() || it->is_null()) return;
+  if (!it->is_string()) invalid("model", "'model' must be a string");
+  if (it->get<std::string>() != context.model_name) {
+    throw ApiError(400, fmt::format("the model '{}' does not exist; this server serves '{}'",
+                                    it->get<std::string>(), context.model_name),
+                   "model", "model_not_found");
+  }
+}
+
+void handle_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
+  const Clock::time_point arrival = Clock::now();
+  const nlohmann::json body = parse_json_body(request.body);
+  check_model(context, body);
+  CompletionRequest parsed = parse_completion_request(body, context.model.tokenizer, context.limits);
+  GenerationJob job{Endpoint::Completions, std::move(parsed.prompts), {}, parsed.options};
+  if (parsed.echo) job.echo_texts = std::move(parsed.prompt_texts);
+  run_job(context, std::move(job), arrival, request, response);
+}
+
+void handle_chat_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
+  const Clock::time_point arrival = Clock::now();
+  const nlohmann::json body = parse_json_body(request.body);
+  check_model(context, body);
+  if (!context.chat_template) {
+    throw ApiError(400, "the served model has no chat template; use /v1/completions", "messages");
+  }
+  ChatRequest parsed = parse_chat_request(body, *context.chat_template, context.model.tokenizer, context.limits);
+  GenerationJob job{Endpoint::ChatCompletions, {std::move(parsed.prompt)}, {}, parsed.options};
+  run_job(context, std::move(job), arrival, request, response);
+}
+
+}  // namespace lumen::server

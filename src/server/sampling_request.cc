@@ -1,0 +1,125 @@
+#include "server/sampling_request.h"
+
+#include <limits>
+#include <string>
+
+#include "server/api_error.h"
+#include "server/request_fields.h"
+
+namespace lumen::server {
+
+namespace {
+
+constexpr size_t kMaxStopStrings = 16;
+constexpr size_t kMaxStopTokenIds = 256;
+constexpr size_t kMaxLogitBias = 4096;
+
+void read_logit_bias(const RequestFields& fields, const ServingLimits& limits,
+                     sampling::SamplingParams& params) {
+  const nlohmann::json* bias = fields.find("logit_bias");
+  if (bias == nullptr) return;
+  if (!bias->is_object()) invalid("logit_bias", "'logit_bias' must be an object of token id -> bias");
+  if (bias->size() > kMaxLogitBias) invalid("logit_bias", "'logit_bias' holds more than {} entries", kMaxLogitBias);
+  for (const auto& [key, value] : bias->items()) {
+    // OpenAI's keys are token ids written as strings.
+    int64_t id = -1;
+    size_t used = 0;
+    try {
+      id = std::stoll(key, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != key.size() || id < 0 || id >= limits.vocab_size) {
+      invalid("logit_bias", "'logit_bias' key '{}' is not a token id in [0, {})", key, limits.vocab_size);
+    }
+    if (!value.is_number() || !(value.get<double>() >= -100.0 && value.get<double>() <= 100.0)) {
+      invalid("logit_bias", "'logit_bias' values must be numbers in [-100, 100]");
+    }
+    params.logit_bias[static_cast<int32_t>(id)] = value.get<float>();
+  }
+}
+
+void read_logprobs(const RequestFields& fields, Endpoint endpoint, sampling::SamplingParams& params) {
+  const auto max = sampling::kMaxLogprobs;
+  if (endpoint == Endpoint::Completions) {
+    // Completions: logprobs is the number of alternatives (0..20).
+    if (auto k = fields.integer("logprobs", 0, max)) params.logprobs = static_cast<int32_t>(*k);
+    return;
+  }
+  // Chat: logprobs is a boolean, top_logprobs the number of alternatives and only with it.
+  const bool wanted = fields.boolean("logprobs").value_or(false);
+  const auto top = fields.integer("top_logprobs", 0, max);
+  if (top && !wanted) invalid("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  if (wanted) params.logprobs = static_cast<int32_t>(top.value_or(0));
+}
+
+}  // namespace
+
+GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint endpoint,
+                                           const ServingLimits& limits) {
+  const RequestFields fields(body);
+  GenerationOptions out;
+  sampling::SamplingParams& p = out.params;
+
+  if (auto v = fields.number("temperature", 0.0, 2.0)) p.temperature = static_cast<float>(*v);
+  if (auto v = fields.number("top_p", 0.0, 1.0)) {
+    if (*v <= 0.0) invalid("top_p", "'top_p' must be in (0, 1]");
+    p.top_p = static_cast<float>(*v);
+  }
+  if (auto v = fields.integer("top_k", -1, limits.vocab_size)) p.top_k = static_cast<int32_t>(*v);
+  if (auto v = fields.number("min_p", 0.0, 1.0)) p.min_p = static_cast<float>(*v);
+  if (auto v = fields.number("typical_p", 0.0, 1.0)) {
+    if (*v <= 0.0) invalid("typical_p", "'typical_p' must be in (0, 1]");
+    p.typical_p = static_cast<float>(*v);
+  }
+  if (auto v = fields.number("frequency_penalty", -2.0, 2.0)) p.frequency_penalty = static_cast<float>(*v);
+  if (auto v = fields.number("presence_penalty", -2.0, 2.0)) p.presence_penalty = static_cast<float>(*v);
+  if (auto v = fields.number("repetition_penalty", 0.0, 100.0)) {
+    if (*v <= 0.0) invalid("repetition_penalty", "'repetition_penalty' must be in (0, 100]");
+    p.repetition_penalty = static_cast<float>(*v);
+  }
+  read_logit_bias(fields, limits, p);
+
+  // Any 64-bit integer seeds the generator; a negative one wraps (Python clients send ints).
+  if (const nlohmann::json* seed = fields.find("seed")) {
+    if (seed->is_number_unsigned()) p.seed = seed->get<uint64_t>();
+    else if (auto v = as_integer(*seed, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
+      p.seed = static_cast<uint64_t>(*v);
+    else invalid("seed", "'seed' must be an integer");
+  }
+
+  // The token limit: chat's max_completion_tokens wins over its deprecated max_tokens.
+  const char* limit_field = "max_tokens";
+  if (endpoint == Endpoint::ChatCompletions && fields.has("max_completion_tokens")) {
+    limit_field = "max_completion_tokens";
+  }
+  if (auto v = fields.integer(limit_field, 1, limits.max_model_len)) {
+    p.max_tokens = *v;
+    out.max_tokens_given = true;
+  }
+  if (auto v = fields.integer("min_tokens", 0, limits.max_model_len)) p.min_tokens = *v;
+  if (auto v = fields.strings("stop", kMaxStopStrings)) p.stop = std::move(*v);
+  if (auto v = fields.integers("stop_token_ids", 0, limits.vocab_size - 1, kMaxStopTokenIds)) {
+    for (int64_t id : *v) p.stop_token_ids.push_back(static_cast<int32_t>(id));
+  }
+  if (auto v = fields.boolean("ignore_eos")) p.ignore_eos = *v;
+  read_logprobs(fields, endpoint, p);
+
+  if (auto v = fields.integer("n", 1, limits.max_n)) out.n = static_cast<int32_t>(*v);
+  if (auto v = fields.integer("best_of", 1, limits.max_n); v && *v != out.n) {
+    invalid("best_of", "'best_of' other than n is not supported");
+  }
+  if (fields.boolean("use_beam_search").value_or(false)) {
+    invalid("use_beam_search", "beam search is not supported");
+  }
+
+  out.stream = fields.boolean("stream").value_or(false);
+  if (const nlohmann::json* options = fields.find("stream_options")) {
+    if (!out.stream) invalid("stream_options", "'stream_options' is only allowed with 'stream': true");
+    if (!options->is_object()) invalid("stream_options", "'stream_options' must be an object");
+    out.include_usage = RequestFields(*options).boolean("include_usage").value_or(false);
+  }
+  return out;
+}
+
+}  // namespace lumen::server

@@ -1,0 +1,36 @@
+#pragma once
+// The generation fields /v1/completions and /v1/chat/completions share, read into the engine's
+// SamplingParams with OpenAI's names, types and ranges (and vLLM's extensions: top_k, min_p,
+// repetition_penalty, min_tokens, ignore_eos, stop_token_ids). The endpoints differ only in
+// how log-probabilities and the token limit are asked for.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "sampling/sampling_params.h"
+
+namespace lumen::server {
+
+enum class Endpoint { Completions, ChatCompletions };
+
+// What the served model allows.
+struct ServingLimits {
+  int64_t vocab_size = 0;
+  int64_t max_model_len = 0;
+  int32_t max_n = 16;        // choices per request
+  int32_t max_prompts = 64;  // prompts in one /v1/completions request
+};
+
+struct GenerationOptions {
+  sampling::SamplingParams params;  // seed: the first choice's; choice i draws from seed + i
+  int32_t n = 1;
+  bool max_tokens_given = false;    // false: the default (16 for completions, the rest of the context for chat)
+  bool stream = false;
+  bool include_usage = false;       // stream_options.include_usage
+};
+
+// Throws ApiError(400) naming the first bad field. Token ids (logit_bias keys, stop_token_ids)
+// are checked against limits.vocab_size.
+GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint endpoint,
+                                           const ServingLimits& limits);
+
+}  // namespace lumen::server

@@ -1,0 +1,46 @@
+#pragma once
+// `lumen serve`'s HTTP side: cpp-httplib with a thread per connection (handlers block on their
+// request's stream), OpenAI-shaped errors for everything that goes wrong, an optional API key,
+// a body size limit, and a graceful shutdown.
+#include <httplib.h>
+
+#include <cstddef>
+#include <string>
+
+#include "server/server_context.h"
+
+namespace lumen::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                 // 0: any free port (bind() says which)
+  std::string api_key;             // empty: no authentication
+  size_t max_body_bytes = size_t{1} << 20;
+  int http_threads = 256;          // connections served at once (each streaming client holds one)
+  double shutdown_grace_s = 30.0;  // how long shutdown() lets in-flight requests finish
+};
+
+class Server {
+ public:
+  Server(ServerContext& context, ServerOptions options);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the listening socket; returns the port. Throws lumen::Error when it cannot.
+  int bind();
+  // Accepts connections until shutdown(); returns once every connection's handler has returned.
+  void serve();
+  // From another thread: refuse new requests (503), stop accepting connections, give in-flight
+  // requests the grace period, then abort those still running (their clients get a final
+  // error event or a 503). serve() returns soon after.
+  void shutdown();
+
+ private:
+  void install_routes();
+
+  ServerContext& context_;
+  ServerOptions options_;
+  httplib::Server http_;
+};
+
+}  // namespace lumen::server

@@ -1,0 +1,43 @@
+#pragma once
+// What every route shares: the engine and its model, the served name and limits, metrics,
+// admission, and the watcher of vanished clients.
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "engine/loaded_model.h"
+#include "lumen/engine.h"
+#include "server/admission.h"
+#include "server/disconnect_watcher.h"
+#include "server/metrics.h"
+#include "server/sampling_request.h"
+
+namespace lumen::server {
+
+struct ServerContext {
+  ServerContext(Engine& e, const engine::LoadedModel& m, std::optional<chat::ChatTemplate> chat, std::string name,
+                ServingLimits serving_limits, int64_t max_in_flight)
+      : engine(e),
+        model(m),
+        chat_template(std::move(chat)),
+        model_name(std::move(name)),
+        limits(serving_limits),
+        admission(max_in_flight),
+        watcher([this](uint64_t id) { engine.abort(id); }) {}
+
+  Engine& engine;
+  const engine::LoadedModel& model;
+  std::optional<chat::ChatTemplate> chat_template;  // absent: the model has none (chat is a 400)
+  std::string model_name;
+  ServingLimits limits;
+  ServerMetrics metrics;
+  Admission admission;
+  // Set when shutdown's grace period ran out and in-flight requests were aborted: their
+  // clients get "the server is shutting down" rather than a bare abort.
+  std::atomic<bool> shutdown_aborted{false};
+  DisconnectWatcher watcher;  // last: its thread calls into the members above
+};
+
+}  // namespace lumen::server

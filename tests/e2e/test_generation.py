@@ -1,0 +1,150 @@
+"""Completions and chat through the official openai SDK: whole and streamed, logprobs, stop,
+seed, n > 1; checked against each other and against `lumen run` (a separate code path)."""
+import math
+import os
+import subprocess
+
+from conftest import MODEL_NAME, model_path
+
+PROMPT = "The capital of France is"
+
+
+def greedy(client, prompt=PROMPT, max_tokens=12, **kw):
+    return client.completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=max_tokens, temperature=0, **kw)
+
+
+def test_models_lists_the_served_model(client):
+    ids = [m.id for m in client.models.list().data]
+    assert ids == [MODEL_NAME]
+    assert client.models.retrieve(MODEL_NAME).id == MODEL_NAME
+
+
+def test_greedy_completion_matches_lumen_run(server, client):
+    r = greedy(client, max_tokens=12)
+    assert r.object == "text_completion" and len(r.choices) == 1
+    choice = r.choices[0]
+    assert choice.finish_reason == "length"
+    assert r.usage.completion_tokens == 12
+    assert r.usage.prompt_tokens == len(server.tokenize(prompt=PROMPT))
+    # `lumen run` generates through the single-sequence Generator, not the serving engine.
+    run = subprocess.run([os.environ["LUMEN_BIN"], "run", "-m", str(model_path()), "-p", PROMPT, "-n", "12",
+                          "--temp", "0"], capture_output=True, text=True, check=True)
+    assert choice.text and run.stdout == choice.text + "\n"
+
+
+def test_streamed_completion_equals_whole(client):
+    whole = greedy(client, max_tokens=20).choices[0].text
+    pieces, usage, finish = [], None, None
+    for chunk in client.completions.create(model=MODEL_NAME, prompt=PROMPT, max_tokens=20, temperature=0,
+                                           stream=True, stream_options={"include_usage": True}):
+        if chunk.usage is not None:
+            usage = chunk.usage
+            assert chunk.choices == []
+            continue
+        pieces.append(chunk.choices[0].text)
+        if chunk.choices[0].finish_reason:
+            finish = chunk.choices[0].finish_reason
+    assert "".join(pieces) == whole
+    assert finish == "length"
+    assert usage is not None and usage.completion_tokens == 20 and usage.total_tokens == usage.prompt_tokens + 20
+
+
+def test_chat_whole_and_streamed_agree(client):
+    messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name a colour."}]
+    whole = client.chat.completions.create(model=MODEL_NAME, messages=messages, max_tokens=16, temperature=0)
+    assert whole.object == "chat.completion"
+    text = whole.choices[0].message.content
+    assert whole.choices[0].message.role == "assistant" and text
+    roles, pieces = [], []
+    for chunk in client.chat.completions.create(model=MODEL_NAME, messages=messages, max_tokens=16, temperature=0,
+                                                stream=True):
+        delta = chunk.choices[0].delta
+        if delta.role:
+            roles.append(delta.role)
+        pieces.append(delta.content or "")
+    assert roles == ["assistant"]
+    assert "".join(pieces) == text
+
+
+def test_chat_message_text_never_becomes_control_tokens(server, client):
+    typed = server.tokenize(messages=[{"role": "user", "content": "<|im_end|>"}])
+    im_end = server.tokenize(prompt="<|im_end|>")
+    plain = server.tokenize(messages=[{"role": "user", "content": "x"}])
+    assert len(im_end) == 1
+    # The template's own <|im_end|> markers are control tokens; the typed one is text.
+    assert typed.count(im_end[0]) == plain.count(im_end[0]) >= 1
+
+
+def test_completion_logprobs(client):
+    r = greedy(client, max_tokens=6, logprobs=3)
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == 6
+    for token, logprob, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+        assert logprob <= 0 and math.isfinite(logprob)
+        assert 1 <= len(top) <= 3
+        # Greedy: the chosen token is the most likely one.
+        assert max(top.values()) == logprob
+    assert "".join(lp.tokens) == r.choices[0].text
+
+
+def test_chat_logprobs(client):
+    r = client.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Hi"}], max_tokens=5,
+                                       temperature=0, logprobs=True, top_logprobs=2)
+    content = r.choices[0].logprobs.content
+    assert len(content) == 5
+    for item in content:
+        assert item.logprob <= 0 and len(item.top_logprobs) == 2
+        assert item.top_logprobs[0].token == item.token and item.top_logprobs[0].logprob == item.logprob
+        assert bytes(item.bytes) == item.token.encode()
+
+
+def test_stop_string_ends_the_text_before_it(client):
+    text = greedy(client, max_tokens=24).choices[0].text
+    words = text.split()
+    stop = words[2]
+    r = greedy(client, max_tokens=24, stop=[stop])
+    assert r.choices[0].finish_reason == "stop"
+    assert stop not in r.choices[0].text
+    assert text.startswith(r.choices[0].text)
+
+
+def test_seed_reproduces_sampling(client):
+    def sample(seed):
+        return client.completions.create(model=MODEL_NAME, prompt="Once upon a time", max_tokens=16, temperature=1.0,
+                                         seed=seed).choices[0].text
+    a, b = sample(1234), sample(1234)
+    assert a == b
+    assert len({sample(s) for s in range(1235, 1240)} | {a}) > 1
+
+
+def test_n_choices_follow_seed_plus_index(client):
+    kw = dict(model=MODEL_NAME, prompt="Once upon a time", max_tokens=10, temperature=1.0)
+    r = client.completions.create(n=3, seed=77, **kw)
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    singles = [client.completions.create(seed=77 + i, **kw).choices[0].text for i in range(3)]
+    assert [c.text for c in r.choices] == singles
+    assert r.usage.completion_tokens == 30
+    # Streamed, the same three choices arrive interleaved by index.
+    texts = ["", "", ""]
+    for chunk in client.completions.create(n=3, seed=77, stream=True, **kw):
+        for c in chunk.choices:
+            texts[c.index] += c.text
+    assert texts == singles
+
+
+def test_chat_n_choices(client):
+    r = client.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Tell a joke"}],
+                                       max_tokens=8, temperature=1.0, n=2, seed=5)
+    assert [c.index for c in r.choices] == [0, 1]
+
+
+def test_prompt_forms(server, client):
+    ids = server.tokenize(prompt=PROMPT)
+    by_text = greedy(client, max_tokens=8).choices[0].text
+    assert greedy(client, prompt=ids, max_tokens=8).choices[0].text == by_text
+    r = greedy(client, prompt=[PROMPT, ids], max_tokens=8)
+    assert [c.text for c in r.choices] == [by_text, by_text]
+    text = server.post("/detokenize", {"tokens": ids}).json()["prompt"]
+    assert text == PROMPT
+    echoed = greedy(client, max_tokens=8, echo=True).choices[0].text
+    assert echoed == PROMPT + by_text

@@ -1,0 +1,56 @@
+// Prometheus text: cumulative buckets, sums and counts, and the gauges read from the engine.
+#include <gtest/gtest.h>
+
+#include "server/metrics.h"
+
+namespace lumen::server {
+namespace {
+
+TEST(Histogram, BucketsAreCumulativeAndInfCountsAll) {
+  Histogram h({0.1, 1.0});
+  h.observe(0.05);
+  h.observe(0.5, 2);
+  h.observe(7.0);
+  std::string out;
+  h.render(out, "x", "help");
+  EXPECT_NE(out.find("# TYPE x histogram\n"), std::string::npos);
+  EXPECT_NE(out.find("x_bucket{le=\"0.1\"} 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_bucket{le=\"1\"} 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_bucket{le=\"+Inf\"} 4\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_sum 8.05\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("x_count 4\n"), std::string::npos) << out;
+  EXPECT_EQ(h.count(), 4u);
+}
+
+TEST(ServerMetrics, RendersEngineGaugesAndCounters) {
+  ServerMetrics m;
+  m.add_prompt_tokens(10);
+  m.add_generated_tokens(4);
+  m.count_finished(FinishReason::Stop);
+  m.count_finished(FinishReason::Abort);
+  m.count_finished(FinishReason::Abort);
+  EngineStats s;
+  s.running = 2;
+  s.waiting = 5;
+  s.kv_blocks_total = 100;
+  s.kv_blocks_used = 25;
+  s.prefix_queried_blocks = 8;
+  s.prefix_hit_blocks = 2;
+  const std::string out = m.render(s);
+  for (const char* line : {"lumen_num_requests_running 2\n", "lumen_num_requests_waiting 5\n",
+                           "lumen_kv_cache_usage_ratio 0.25\n", "lumen_prefix_cache_hit_rate 0.25\n",
+                           "lumen_prompt_tokens_total 10\n", "lumen_generation_tokens_total 4\n",
+                           "lumen_request_success_total{finished_reason=\"stop\"} 1\n",
+                           "lumen_request_success_total{finished_reason=\"length\"} 0\n",
+                           "lumen_request_success_total{finished_reason=\"abort\"} 2\n",
+                           "# TYPE lumen_time_to_first_token_seconds histogram\n",
+                           "# TYPE lumen_inter_token_latency_seconds histogram\n",
+                           "# TYPE lumen_time_per_output_token_seconds histogram\n",
+                           "# TYPE lumen_e2e_request_latency_seconds histogram\n",
+                           "# TYPE lumen_request_queue_time_seconds histogram\n"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line;
+  }
+}
+
+}  // namespace
+}  // namespace lumen::server

@@ -1,0 +1,214 @@
+// Request fields into SamplingParams: OpenAI's names, types and ranges, and a 400 naming the
+// field for anything else.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "server/admission.h"
+#include "server/api_error.h"
+#include "server/chat_request.h"
+#include "server/json_body.h"
+#include "server/request_fields.h"
+#include "server/sampling_request.h"
+#include "util/error.h"
+
+namespace lumen::server {
+namespace {
+
+const ServingLimits kLimits{.vocab_size = 1000, .max_model_len = 512};
+
+GenerationOptions parse(const std::string& body, Endpoint endpoint = Endpoint::Completions) {
+  return parse_generation_options(parse_json_body(body), endpoint, kLimits);
+}
+
+// The param an ApiError names, or "" when parsing succeeded.
+std::string rejected_param(const std::string& body, Endpoint endpoint = Endpoint::Completions) {
+  try {
+    parse(body, endpoint);
+    return "";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    return e.param().empty() ? "?" : e.param();
+  }
+}
+
+TEST(GenerationOptions, DefaultsWhenFieldsAreAbsentOrNull) {
+  auto o = parse(R"({"temperature": null, "stop": null})");
+  EXPECT_EQ(o.n, 1);
+  EXPECT_FALSE(o.stream);
+  EXPECT_FALSE(o.max_tokens_given);
+  EXPECT_FLOAT_EQ(o.params.temperature, 1.0f);
+  EXPECT_TRUE(o.params.stop.empty());
+  EXPECT_FALSE(o.params.logprobs.has_value());
+}
+
+TEST(GenerationOptions, ReadsEveryField) {
+  auto o = parse(R"({"temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "frequency_penalty": 0.5,
+                     "presence_penalty": -0.5, "repetition_penalty": 1.1, "logit_bias": {"7": -100, "9": 2.5},
+                     "seed": 42, "max_tokens": 100, "min_tokens": 3, "stop": ["\n", "END"],
+                     "stop_token_ids": [1, 2], "ignore_eos": true, "logprobs": 5, "n": 3, "stream": true,
+                     "stream_options": {"include_usage": true}})");
+  EXPECT_FLOAT_EQ(o.params.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(o.params.top_p, 0.9f);
+  EXPECT_EQ(o.params.top_k, 40);
+  EXPECT_FLOAT_EQ(o.params.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(o.params.frequency_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(o.params.presence_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(o.params.repetition_penalty, 1.1f);
+  EXPECT_FLOAT_EQ(o.params.logit_bias.at(7), -100.0f);
+  EXPECT_FLOAT_EQ(o.params.logit_bias.at(9), 2.5f);
+  EXPECT_EQ(o.params.seed, 42u);
+  EXPECT_EQ(o.params.max_tokens, 100);
+  EXPECT_TRUE(o.max_tokens_given);
+  EXPECT_EQ(o.params.min_tokens, 3);
+  EXPECT_EQ(o.params.stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_EQ(o.params.stop_token_ids, (std::vector<int32_t>{1, 2}));
+  EXPECT_TRUE(o.params.ignore_eos);
+  EXPECT_EQ(o.params.logprobs, 5);
+  EXPECT_EQ(o.n, 3);
+  EXPECT_TRUE(o.stream);
+  EXPECT_TRUE(o.include_usage);
+  EXPECT_NO_THROW(o.params.validate_for_vocab(kLimits.vocab_size));
+}
+
+TEST(GenerationOptions, StopAsOneStringAndIntegralFloats) {
+  auto o = parse(R"({"stop": "###", "max_tokens": 20.0, "seed": -1})");
+  EXPECT_EQ(o.params.stop, std::vector<std::string>{"###"});
+  EXPECT_EQ(o.params.max_tokens, 20);
+  EXPECT_EQ(o.params.seed, static_cast<uint64_t>(-1));
+}
+
+TEST(GenerationOptions, ChatLogprobsAndTokenLimit) {
+  auto o = parse(R"({"logprobs": true, "top_logprobs": 4, "max_completion_tokens": 9, "max_tokens": 50})",
+                 Endpoint::ChatCompletions);
+  EXPECT_EQ(o.params.logprobs, 4);
+  EXPECT_EQ(o.params.max_tokens, 9);
+  EXPECT_EQ(parse(R"({"logprobs": true})", Endpoint::ChatCompletions).params.logprobs, 0);
+  EXPECT_FALSE(parse(R"({"logprobs": false})", Endpoint::ChatCompletions).params.logprobs.has_value());
+  EXPECT_EQ(rejected_param(R"({"top_logprobs": 2})", Endpoint::ChatCompletions), "top_logprobs");
+  EXPECT_EQ(rejected_param(R"({"logprobs": 3})", Endpoint::ChatCompletions), "logprobs");
+  EXPECT_EQ(rejected_param(R"({"logprobs": true})", Endpoint::Completions), "logprobs");
+}
+
+TEST(GenerationOptions, EveryWrongTypeOrRangeNamesItsField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"temperature": "hot"})", "temperature"},    {R"({"temperature": 2.5})", "temperature"},
+      {R"({"temperature": -0.1})", "temperature"},     {R"({"top_p": 0})", "top_p"},
+      {R"({"top_p": 1.01})", "top_p"},                 {R"({"top_k": -2})", "top_k"},
+      {R"({"top_k": 1.5})", "top_k"},                  {R"({"min_p": 2})", "min_p"},
+      {R"({"frequency_penalty": 3})", "frequency_penalty"}, {R"({"presence_penalty": [1]})", "presence_penalty"},
+      {R"({"repetition_penalty": 0})", "repetition_penalty"}, {R"({"logit_bias": [1]})", "logit_bias"},
+      {R"({"logit_bias": {"x": 1}})", "logit_bias"},   {R"({"logit_bias": {"1000": 1}})", "logit_bias"},
+      {R"({"logit_bias": {"-1": 1}})", "logit_bias"},  {R"({"logit_bias": {"5": 101}})", "logit_bias"},
+      {R"({"logit_bias": {"5": "a"}})", "logit_bias"}, {R"({"logit_bias": {"5x": 1}})", "logit_bias"},
+      {R"({"seed": "1"})", "seed"},                    {R"({"seed": 1.5})", "seed"},
+      {R"({"seed": 1e30})", "seed"},                   {R"({"max_tokens": 0})", "max_tokens"},
+      {R"({"max_tokens": 513})", "max_tokens"},        {R"({"max_tokens": 1e300})", "max_tokens"},
+      {R"({"max_tokens": 99999999999999999999999})", "max_tokens"}, {R"({"max_tokens": true})", "max_tokens"},
+      {R"({"min_tokens": -1})", "min_tokens"},         {R"({"stop": 5})", "stop"},
+      {R"({"stop": [""]})", "stop"},                   {R"({"stop": ["a", 1]})", "stop"},
+      {R"({"stop": ["1","2","3","4","5","6","7","8","9","10","11","12","13","14","15","16","17"]})", "stop"},
+      {R"({"stop_token_ids": [1000]})", "stop_token_ids"}, {R"({"stop_token_ids": 5})", "stop_token_ids"},
+      {R"({"ignore_eos": 1})", "ignore_eos"},          {R"({"logprobs": 21})", "logprobs"},
+      {R"({"logprobs": -1})", "logprobs"},             {R"({"n": 0})", "n"},
+      {R"({"n": 17})", "n"},                           {R"({"best_of": 3})", "best_of"},
+      {R"({"use_beam_search": true})", "use_beam_search"}, {R"({"stream": "yes"})", "stream"},
+      {R"({"stream_options": {"include_usage": true}})", "stream_options"},
+      {R"({"stream": true, "stream_options": 1})", "stream_options"},
+      {R"({"stream": true, "stream_options": {"include_usage": "y"}})", "include_usage"},
+  };
+  for (const auto& [body, param] : cases) EXPECT_EQ(rejected_param(body), param) << body;
+}
+
+TEST(GenerationOptions, MinTokensAboveMaxTokensFailsEngineValidation) {
+  auto o = parse(R"({"max_tokens": 5, "min_tokens": 6})");
+  EXPECT_THROW(o.params.validate_for_vocab(kLimits.vocab_size), Error);
+}
+
+TEST(GenerationOptions, RandomFieldValuesOnlyEverGive400) {
+  const std::vector<std::string> fields = {"temperature", "top_p", "top_k", "min_p", "typical_p", "frequency_penalty",
+                                           "presence_penalty", "repetition_penalty", "logit_bias", "seed",
+                                           "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos",
+                                           "logprobs", "n", "best_of", "stream", "stream_options", "top_logprobs"};
+  const std::vector<nlohmann::json> values = {nullptr, true, false, 0, -1, 1, 2, 20, 21, 1.5, -1e308, 1e308,
+                                              "x", "", nlohmann::json::array(), nlohmann::json::object(),
+                                              nlohmann::json::array({1, "a"}), nlohmann::json{{"1", 1}},
+                                              nlohmann::json{{"include_usage", 1}}, UINT64_MAX, INT64_MIN};
+  std::mt19937 rng(3);
+  for (int i = 0; i < 5000; ++i) {
+    nlohmann::json body = nlohmann::json::object();
+    for (int k = 0; k < 4; ++k) {
+      body[fields[rng() % fields.size()]] = values[rng() % values.size()];
+    }
+    for (Endpoint endpoint : {Endpoint::Completions, Endpoint::ChatCompletions}) {
+      try {
+        auto o = parse_generation_options(body, endpoint, kLimits);
+        // What parsing accepts is either valid for the engine or rejected by its validation.
+        try {
+          o.params.validate_for_vocab(kLimits.vocab_size);
+        } catch (const Error&) {
+        }
+      } catch (const ApiError& e) {
+        EXPECT_EQ(e.status(), 400) << body.dump();
+      }
+    }
+  }
+}
+
+TEST(Messages, AcceptsOpenAiShapes) {
+  auto m = parse_messages(parse_json_body(R"({"messages": [
+      {"role": "system", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "name": "u1"},
+      {"role": "assistant", "content": null},
+      {"role": "tool", "content": "42", "tool_call_id": "t"}]})"));
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[1]["content"], "a\nb");
+  EXPECT_EQ(m[1]["name"], "u1");
+  EXPECT_TRUE(m[2]["content"].is_null());
+  EXPECT_EQ(m[3]["tool_call_id"], "t");
+}
+
+TEST(Messages, RejectsMalformedConversations) {
+  for (const char* body : {R"({})", R"({"messages": []})", R"({"messages": "hi"})", R"({"messages": [1]})",
+                           R"({"messages": [{"content": "x"}]})", R"({"messages": [{"role": "bot", "content": "x"}]})",
+                           R"({"messages": [{"role": "user", "content": 5}]})",
+                           R"({"messages": [{"role": "user", "content": null}]})",
+                           R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+                           R"({"messages": [{"role": "user", "content": "x", "name": 3}]})"}) {
+    try {
+      parse_messages(parse_json_body(body));
+      ADD_FAILURE() << body;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), "messages");
+    }
+  }
+}
+
+TEST(Admission, LimitsInFlightAndRefusesWhileDraining) {
+  Admission a(3);
+  a.reserve(2);
+  try {
+    a.reserve(2);
+    ADD_FAILURE();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 429);
+    EXPECT_EQ(e.retry_after, 1);
+  }
+  a.reserve(1);
+  EXPECT_EQ(a.in_flight(), 3);
+  a.release(3);
+  a.track(7);
+  EXPECT_EQ(a.tracked(), std::vector<uint64_t>{7});
+  a.begin_draining();
+  try {
+    a.reserve(1);
+    ADD_FAILURE();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 503);
+    EXPECT_TRUE(e.retry_after.has_value());
+  }
+}
+
+}  // namespace
+}  // namespace lumen::server
