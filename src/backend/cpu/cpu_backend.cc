@@ -129,7 +129,27 @@ TensorView CpuBackend::upload_weights(tensor::DType type, std::array<int64_t, 4>
          tensor::dtype_name(type));
   }
   // The view aliases the caller's (read-only, mmapped) memory; ops never write weights.
+  // A matrix the matmul has packed kernels for is also registered for packing (replacing
+  // whatever was registered at this address before: the new upload's bytes are what count).
+  if (dims[2] * dims[3] == 1 && cpu::packing_pays_off(type)) {
+    packed_weights_.insert_or_assign(host_data, PackedSlot{type, dims[1], dims[0], nullptr});
+  }
   return TensorView{type, dims, static_cast<size_t>(*bytes), const_cast<void*>(host_data)};
+}
+
+const cpu::PackedWeights* CpuBackend::packed_weights(const cpu::WeightMatrix& w) {
+  const auto it = packed_weights_.find(w.data);
+  if (it == packed_weights_.end()) return nullptr;
+  PackedSlot& slot = it->second;
+  // A view of another shape at the same address (e.g. a sub-matrix) is not the packed one.
+  if (slot.type != w.type || slot.rows != w.rows || slot.cols != w.cols ||
+      tensor::row_bytes(w.type, w.cols) != w.row_bytes) {
+    return nullptr;
+  }
+  // Packing costs about one read and one write of the matrix, spread over the pool; it replaces
+  // the load-time repacking llama.cpp does, but only for matrices that are multiplied.
+  if (!slot.packed) slot.packed = std::make_unique<cpu::PackedWeights>(w, pool_);
+  return slot.packed.get();
 }
 
 void CpuBackend::copy_to_host(const TensorView& src, float* dst) {
@@ -144,7 +164,8 @@ void CpuBackend::matmul(const TensorView& w, const TensorView& x, TensorView& y)
   check_f32(x, w.dims[0], "matmul", "x");
   check_f32(y, w.dims[1], "matmul", "y");
   if (x.rows() != y.rows()) fail("matmul: x has {} rows, y {}", x.rows(), y.rows());
-  const cpu::WeightMatrix weights{w.type, w.dims[1], w.dims[0], w.data, w.row_bytes};
+  cpu::WeightMatrix weights{w.type, w.dims[1], w.dims[0], w.data, w.row_bytes};
+  weights.packed = packed_weights(weights);
   cpu::matmul(weights, x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)),
               x.rows(), y.row<float>(0), static_cast<int64_t>(y.row_bytes / sizeof(float)), pool_,
               matmul_scratch_);

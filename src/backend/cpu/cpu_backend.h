@@ -3,11 +3,13 @@
 // mmap is the weight buffer), and the kernels of this directory spread over one persistent
 // thread pool. After the first step at a given batch shape, a forward pass allocates nothing.
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_packed.h"
 #include "util/thread_pool.h"
 
 namespace lumen::backend {
@@ -45,7 +47,19 @@ class CpuBackend final : public Backend {
                       const void* host_v) override;
 
  private:
+  // A weight matrix of a type with packed kernels (matmul_packed.h), registered by
+  // upload_weights and packed by the first matmul that uses it: only matrices that are really
+  // multiplied get packed (an untied token embedding is only ever read by get_rows, which, like
+  // every other op, keeps reading the file's layout).
+  struct PackedSlot {
+    tensor::DType type;
+    int64_t rows, cols;
+    std::unique_ptr<cpu::PackedWeights> packed;  // null until the first matmul
+  };
+  const cpu::PackedWeights* packed_weights(const cpu::WeightMatrix& w);
+
   ThreadPool pool_;
+  std::unordered_map<const void*, PackedSlot> packed_weights_;  // by host address
   cpu::MatmulScratch matmul_scratch_;
   cpu::AttentionScratch attention_scratch_;
   std::vector<std::vector<float>> rope_scratch_;  // one cos/sin cache per worker

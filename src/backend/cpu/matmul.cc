@@ -6,11 +6,16 @@
 // inner, so the few weight rows of a tile stay in L1 while the task's activations (at most
 // kTaskTokens rows, a few hundred KB) stay in L2. With one or a few tokens (decode) a task is
 // just a chunk of rows: each weight byte is read from memory exactly once per call.
+//
+// Packed weights (matmul_packed.h, AVX-512 only) take a path of their own with the same split,
+// in units of 16-row groups; their activations are also converted into the packed kernels' form
+// while they are quantized.
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
 
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_packed.h"
 #include "util/error.h"
 
 namespace lumen::backend::cpu {
@@ -88,6 +93,48 @@ void run_task(const Job& job, int64_t task) {
   }
 }
 
+// ---- packed weights (matmul_packed.h): tiles of 16 rows (one group) x up to 8 tokens ----
+
+constexpr int64_t kPackedTaskGroups = 2;  // prefill: 32 rows x kTaskTokens tokens per task
+
+struct PackedJob {
+  const detail::PackedKernels* kernels;
+  const PackedWeights* w;
+  const uint8_t* xp;  // packed activation rows
+  size_t xp_stride;
+  int64_t n_tokens;
+  float* y;
+  int64_t y_stride;
+  int64_t task_groups;
+  int64_t task_tokens;
+  int64_t group_tasks;
+};
+
+void run_packed_task(const PackedJob& job, int64_t task) {
+  const PackedWeights& w = *job.w;
+  const int64_t token_task = task / job.group_tasks;
+  const int64_t group_begin = (task % job.group_tasks) * job.task_groups;
+  const int64_t group_end = std::min(w.groups(), group_begin + job.task_groups);
+  const int64_t token_begin = token_task * job.task_tokens;
+  const int64_t token_end = std::min(job.n_tokens, token_begin + job.task_tokens);
+  const uint8_t* x_rows[detail::kMaxPackedTokens];
+  alignas(64) float out[kPackRows * detail::kMaxPackedTokens];
+  for (int64_t g = group_begin; g < group_end; ++g) {
+    const int64_t r0 = g * kPackRows;
+    const int64_t live_rows = std::min<int64_t>(kPackRows, w.rows() - r0);
+    const int64_t step = job.kernels->max_tokens;
+    for (int64_t t0 = token_begin; t0 < token_end; t0 += step) {
+      const int nt = static_cast<int>(std::min<int64_t>(step, token_end - t0));
+      for (int t = 0; t < nt; ++t) x_rows[t] = job.xp + static_cast<size_t>(t0 + t) * job.xp_stride;
+      job.kernels->tile[nt - 1](w.group(g), w.cols(), x_rows, out);
+      for (int t = 0; t < nt; ++t) {
+        float* yrow = job.y + (t0 + t) * job.y_stride + r0;
+        for (int64_t r = 0; r < live_rows; ++r) yrow[r] = out[t * kPackRows + r];
+      }
+    }
+  }
+}
+
 void check_arguments(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_tokens,
                      const float* y, int64_t y_stride) {
   if (!matmul_supports(w.type)) {
@@ -103,6 +150,12 @@ void check_arguments(const WeightMatrix& w, const float* x, int64_t x_stride, in
       y_stride < w.rows) {
     fail("matmul: bad activations ({} tokens, x stride {}, y stride {}) for a {} x {} weight",
          n_tokens, x_stride, y_stride, w.rows, w.cols);
+  }
+  if (w.packed != nullptr &&
+      (w.packed->type() != w.type || w.packed->rows() != w.rows || w.packed->cols() != w.cols)) {
+    fail("matmul: packed weights ({} {} x {}) do not match the matrix ({} {} x {})",
+         tensor::dtype_name(w.packed->type()), w.packed->rows(), w.packed->cols(),
+         tensor::dtype_name(w.type), w.rows, w.cols);
   }
 }
 
@@ -122,6 +175,14 @@ void matmul(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_t
   if (n_tokens == 0) return;
   const TypeKernels* kernels = kernels_at(isa, w.type);
   const int64_t threads = pool.size();
+  const detail::PackedKernels* packed =
+      w.packed != nullptr && isa >= Isa::kAvx512 ? detail::packed_kernels(w.type) : nullptr;
+  size_t xp_stride = 0;
+  if (packed != nullptr) {
+    xp_stride = detail::packed_activation_bytes(w.cols, packed->extra_words);
+    const size_t needed = xp_stride * static_cast<size_t>(n_tokens);
+    if (scratch.packed_x.size() < needed) scratch.packed_x.resize(needed);
+  }
 
   // 1. Activations, quantized once per call into the scratch (which only ever grows).
   const uint8_t* xq = reinterpret_cast<const uint8_t*>(x);
@@ -131,9 +192,12 @@ void matmul(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_t
     const size_t needed = xq_stride * static_cast<size_t>(n_tokens);
     if (scratch.quantized_x.size() < needed) scratch.quantized_x.resize(needed);
     uint8_t* dst = scratch.quantized_x.data();
+    uint8_t* packed_dst = scratch.packed_x.data();
     const auto quantize_tokens = [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        kernels->quantize(x + t * x_stride, dst + static_cast<size_t>(t) * xq_stride, w.cols);
+        uint8_t* q = dst + static_cast<size_t>(t) * xq_stride;
+        kernels->quantize(x + t * x_stride, q, w.cols);
+        if (packed != nullptr) packed->pack_activation(q, packed_dst + static_cast<size_t>(t) * xp_stride, w.cols);
       }
     };
     if (threads > 1 && n_tokens >= 2 * kQuantizeTaskTokens) {
@@ -150,6 +214,23 @@ void matmul(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_t
   }
 
   // 2. Tiles.
+  if (packed != nullptr) {
+    PackedJob job{packed, w.packed, scratch.packed_x.data(), xp_stride, n_tokens, y, y_stride, 0, 0, 0};
+    const int64_t groups = w.packed->groups();
+    if (n_tokens <= 2 * detail::kMaxPackedTokens) {
+      job.task_tokens = n_tokens;
+      job.task_groups = std::max<int64_t>(1, groups / (threads * kDecodeTasksPerThread));
+    } else {
+      job.task_tokens = kTaskTokens;
+      job.task_groups = kPackedTaskGroups;
+    }
+    job.group_tasks = (groups + job.task_groups - 1) / job.task_groups;
+    const int64_t token_tasks = (n_tokens + job.task_tokens - 1) / job.task_tokens;
+    const PackedJob* jp = &job;
+    pool.parallel_for(job.group_tasks * token_tasks,
+                      [jp](int64_t task, unsigned) { run_packed_task(*jp, task); });
+    return;
+  }
   Job job{kernels, &w, xq, xq_stride, n_tokens, y, y_stride, 0, 0, 0};
   if (n_tokens <= 2 * kMaxTileTokens) {
     job.task_tokens = n_tokens;

@@ -13,6 +13,8 @@
 
 namespace lumen::backend::cpu {
 
+class PackedWeights;
+
 // A 2-D weight: `rows` output features, each a row of `cols` input features in `type`.
 struct WeightMatrix {
   tensor::DType type;
@@ -20,12 +22,16 @@ struct WeightMatrix {
   int64_t cols = 0;
   const void* data = nullptr;
   size_t row_bytes = 0;
+  // Optionally the same matrix rearranged by PackedWeights (matmul_packed.h); used instead of
+  // `data` at the levels that have packed kernels for the type. Must hold the same values.
+  const PackedWeights* packed = nullptr;
 };
 
 // Reusable memory for quantized activations: grows to the largest batch seen, then the
 // per-token path allocates nothing.
 struct MatmulScratch {
   std::vector<uint8_t> quantized_x;
+  std::vector<uint8_t> packed_x;  // activations in the packed kernels' form
 };
 
 // For t in [0, n_tokens), r in [0, w.rows): y[t * y_stride + r] = sum_c W[r, c] x[t * x_stride + c].

@@ -6,6 +6,7 @@
 // reads each weight block once and uses it for every token of the tile, which is what makes the
 // prefill GEMM compute-bound instead of memory-bound; for decode (one token) the same kernel is a
 // GEMV over four rows at a time.
+#include <cstddef>
 #include <cstdint>
 
 #include "tensor/dtype.h"
@@ -37,6 +38,38 @@ struct TypeKernels {
   TileFn tile[kMaxTileTokens];    // tile[nt - 1] handles nt tokens
   PanelFn panel = nullptr;        // optional; used when a task has more than kMaxTileTokens
 };
+
+// ---- packed weights (matmul_packed.h): groups of kPackRows rows, AVX-512 VNNI only ----
+//
+// A packed activation row holds, for `cols` values in B = cols / 32 blocks: the int8 codes
+// (cols bytes, contiguous), then B f32 scales d, then B x extra_words 4-byte words the type's
+// kernel needs (offset corrections -offset * sum(codes), or Q8_1's s). They come from the Q8_0
+// / Q8_1 rows of the type's quantizer, so the values are the same as the unpacked path's.
+inline constexpr int kMaxPackedTokens = 8;
+
+inline size_t packed_activation_bytes(int64_t cols, int extra_words) {
+  const auto blocks = static_cast<size_t>(cols / 32);
+  return (static_cast<size_t>(cols) + 4 * blocks * (1 + static_cast<size_t>(extra_words)) + 63) / 64 * 64;
+}
+
+// Converts one quantized activation row (the TypeKernels' act_type) into the packed form.
+using PackActivationFn = void (*)(const uint8_t* quantized, uint8_t* dst, int64_t cols);
+
+// out[t * kPackRows + r] = dot(row r of the packed group, packed activation row x_rows[t]) for
+// r < kPackRows and t < NT (fixed per function).
+using PackedTileFn = void (*)(const uint8_t* group, int64_t cols, const uint8_t* const* x_rows,
+                              float* out);
+
+struct PackedKernels {
+  PackActivationFn pack_activation;
+  int extra_words;                      // per block of a packed activation row
+  int max_tokens;                       // tiles exist for 1..max_tokens tokens
+  PackedTileFn tile[kMaxPackedTokens];  // tile[nt - 1] handles nt tokens
+};
+
+// The packed kernels for a weight type, or nullptr (type without a packed layout, or a build
+// without AVX-512). Only to be called when the CPU has AVX-512 VNNI.
+const PackedKernels* packed_kernels(tensor::DType type);
 
 // The kernels of one level for a weight type, or nullptr when that level has none for it (the
 // dispatcher then falls back to a lower level). Every level returns the same act_type for a type,

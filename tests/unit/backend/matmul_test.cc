@@ -13,12 +13,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/activation_quant.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_packed.h"
 #include "tensor/block_formats.h"
 #include "tensor/fp16.h"
 #include "tensor/quantize.h"
@@ -119,12 +121,41 @@ Reference reference(const Problem& p) {
   return ref;
 }
 
-std::vector<float> run(const Problem& p, Isa isa, unsigned threads) {
+// With `pack`, the weights also go in packed form (matmul_packed.h); levels without packed
+// kernels must then ignore the packed copy.
+std::vector<float> run(const Problem& p, Isa isa, unsigned threads, bool pack = false) {
   ThreadPool pool(threads);
   MatmulScratch scratch;
   std::vector<float> y(static_cast<size_t>(p.y_stride * p.n_tokens), -12345.0f);
-  matmul(p.matrix(), p.x.data(), p.x_stride, p.n_tokens, y.data(), p.y_stride, pool, scratch, isa);
+  WeightMatrix w = p.matrix();
+  std::unique_ptr<PackedWeights> packed;
+  if (pack) {
+    packed = std::make_unique<PackedWeights>(w, pool);
+    w.packed = packed.get();
+  }
+  matmul(w, p.x.data(), p.x_stride, p.n_tokens, y.data(), p.y_stride, pool, scratch, isa);
   return y;
+}
+
+// Checks y (y_stride apart per token) against the reference; padding rows must be untouched.
+void expect_matches_reference(const Problem& p, const Reference& ref, const std::vector<float>& y,
+                              const std::string& what) {
+  int failures = 0;
+  for (int64_t t = 0; t < p.n_tokens; ++t) {
+    for (int64_t r = 0; r < p.y_stride; ++r) {
+      const float got = y[t * p.y_stride + r];
+      if (r >= p.rows) {
+        ASSERT_EQ(got, -12345.0f) << what;
+        continue;
+      }
+      const double want = ref.y[t * p.rows + r];
+      if (std::fabs(got - want) > ref.tol[t * p.rows + r] && ++failures <= 3) {
+        ADD_FAILURE() << what << " row " << r << " token " << t << ": got " << got << " want "
+                      << want << " tol " << ref.tol[t * p.rows + r];
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0) << what;
 }
 
 std::vector<Isa> available_isas() {
@@ -191,6 +222,126 @@ TEST_P(MatmulTest, SimdLevelsAgreeWithScalar) {
       }
     }
   }
+}
+
+// Packed weights (Q4_0, Q4_1, Q8_0): rows around and below the 16-row group (the last group is
+// partly padding), 1..64 tokens (tiles of up to 8 and their remainders, decode and prefill
+// splits), on every level: AVX-512 runs the packed kernels, the others must fall back to the
+// file layout.
+class PackedMatmulTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PackedMatmulTest, MatchesReferenceOnEveryLevel) {
+  const DType type = GetParam();
+  ASSERT_GT(packed_format(type).qs_bytes, 0u);
+  int seed = 0;
+  for (const int64_t rows : {1, 15, 16, 37, 83}) {
+    for (const int64_t cols : {32, 5 * 32, 12 * 32}) {
+      for (const int64_t n_tokens : {1, 2, 7, 8, 9, 17, 64, 70}) {
+        if (rows * cols * n_tokens > 83 * 160 * 70) continue;  // keep the suite fast
+        const Problem p = make_problem(type, rows, cols, n_tokens, static_cast<uint32_t>(++seed));
+        const Reference ref = reference(p);
+        for (const Isa isa : available_isas()) {
+          for (const unsigned threads : {1u, 3u}) {
+            const std::string what = std::string(tensor::dtype_name(type)) + " packed " +
+                                     std::string(isa_name(isa)) + " rows " + std::to_string(rows) +
+                                     " cols " + std::to_string(cols) + " tokens " +
+                                     std::to_string(n_tokens) + " threads " + std::to_string(threads);
+            expect_matches_reference(p, ref, run(p, isa, threads, true), what);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Q4_0's packed kernel computes the scalar path's exact integer block sums and scales them the
+// same way (only FMA contraction differs). Q4_1 and Q8_0 must reproduce the unpacked SIMD
+// kernels bit for bit (the real-model logits test depends on that rounding).
+TEST_P(PackedMatmulTest, AgreesWithScalarAndUnpacked) {
+  const DType type = GetParam();
+  for (const int64_t n_tokens : {1, 2, 3, 13}) {
+    const Problem p = make_problem(type, 53, 64 * 32, n_tokens, static_cast<uint32_t>(1234 + n_tokens));
+    const std::vector<float> scalar = run(p, Isa::kScalar, 1);
+    const std::vector<float> unpacked = run(p, detected_isa(), 2);
+    const std::vector<float> packed = run(p, detected_isa(), 2, true);
+    for (int64_t t = 0; t < p.n_tokens; ++t) {
+      for (int64_t r = 0; r < p.rows; ++r) {
+        const size_t i = static_cast<size_t>(t * p.y_stride + r);
+        ASSERT_NEAR(packed[i], scalar[i], 1e-5 * std::fabs(scalar[i]) + 1e-4)
+            << tensor::dtype_name(type) << " row " << r << " token " << t;
+        if (type != DType::Q4_0) {
+          ASSERT_EQ(packed[i], unpacked[i]) << tensor::dtype_name(type) << " row " << r << " token " << t;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PackedTypes, PackedMatmulTest,
+                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q8_0),
+                         [](const ::testing::TestParamInfo<DType>& param) {
+                           return std::string(tensor::dtype_name(param.param));
+                         });
+
+// Matrices of 4 MB and more are packed on the pool, smaller ones on the calling thread.
+TEST(PackedWeights, LargeMatrixPackedOnThePoolMatchesScalar) {
+  const Problem p = make_problem(DType::Q4_0, 4104, 2048, 2, 77);  // 4.7 MB, rows not 16k
+  ASSERT_GE(p.weights.size(), size_t{4} << 20);
+  const std::vector<float> scalar = run(p, Isa::kScalar, 1);
+  const std::vector<float> packed = run(p, detected_isa(), 3, true);
+  for (int64_t t = 0; t < p.n_tokens; ++t) {
+    for (int64_t r = 0; r < p.rows; ++r) {
+      const size_t i = static_cast<size_t>(t * p.y_stride + r);
+      ASSERT_NEAR(packed[i], scalar[i], 1e-5 * std::fabs(scalar[i]) + 1e-3) << "row " << r << " token " << t;
+    }
+  }
+}
+
+TEST(PackedWeights, LayoutInterleavesSixteenRows) {
+  // Row r, block b of a Q4_0 matrix: d = r + 16 b (as raw f16 bits), qs[j] = 16 r + j.
+  const int64_t rows = 20, cols = 64;
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows) * 36);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < 2; ++b) {
+      tensor::BlockQ4_0 block;
+      block.d = static_cast<uint16_t>(r + 16 * b);
+      for (int j = 0; j < 16; ++j) block.qs[j] = static_cast<uint8_t>(16 * r + j);
+      std::memcpy(bytes.data() + 36 * r + 18 * b, &block, sizeof(block));
+    }
+  }
+  ThreadPool pool(2);
+  const PackedWeights packed(WeightMatrix{DType::Q4_0, rows, cols, bytes.data(), 36}, pool);
+  ASSERT_EQ(packed.groups(), 2);
+  ASSERT_EQ(packed.group_bytes(), 2u * (256 + 32));
+  for (int64_t g = 0; g < 2; ++g) {
+    const uint8_t* group = packed.group(g);
+    for (int r = 0; r < kPackRows; ++r) {
+      const int64_t row = 16 * g + r;
+      for (int b = 0; b < 2; ++b) {
+        uint16_t d;
+        std::memcpy(&d, group + 2 * 256 + 32 * b + 2 * r, 2);
+        EXPECT_EQ(d, row < rows ? row + 16 * b : 0) << "row " << row << " block " << b;
+        for (int j = 0; j < 16; ++j) {
+          const uint8_t code = group[256 * b + 64 * (j / 4) + 4 * r + j % 4];
+          EXPECT_EQ(code, row < rows ? static_cast<uint8_t>(16 * row + j) : 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(PackedWeights, MismatchAndUnsupportedTypesAreErrors) {
+  const Problem p = make_problem(DType::Q4_0, 32, 64, 1, 3);
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  const PackedWeights packed(p.matrix(), pool);
+  WeightMatrix w = p.matrix();
+  w.rows = 16;  // a different matrix than the packed one
+  w.packed = &packed;
+  std::vector<float> y(64);
+  EXPECT_THROW(matmul(w, p.x.data(), p.x_stride, 1, y.data(), 32, pool, scratch), Error);
+  const Problem k = make_problem(DType::Q4_K, 16, 256, 1, 3);
+  EXPECT_THROW(PackedWeights(k.matrix(), pool), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,

@@ -1,0 +1,69 @@
+#pragma once
+// Weights rearranged once, at load, for the AVX-512 VNNI matmul kernels ("packed" weights).
+//
+// Why. In the file's layout each row is a run of blocks, so a kernel works row by row: every
+// 32-element block of every row needs its own unpacking, its own int->float conversion and its
+// own scale multiply, and the per-row results end as horizontal sums. In the packed layout the
+// rows come in groups of kPackRows = 16, and 4 consecutive bytes of each of the 16 rows sit side
+// by side in one 64-byte vector: one vpdpbusd then multiplies 4 elements of 16 rows by the same
+// 4 activation bytes (a broadcast), and its 16 int32 lanes are the 16 rows' partial sums. A
+// block's 16 integer sums are converted and scaled by one vector op each, and no horizontal sums
+// remain. The values are exactly the file's: packing only moves bytes (and flips the sign bit of
+// Q8_0 codes so they become the unsigned operand of vpdpbusd).
+//
+// Layout of one group of 16 rows (row 16g + r; rows past the matrix are zero, scale 0):
+//   for each block b: kQsBytes bytes of codes, as chunks of 64 bytes; in chunk c, bytes
+//                      [4r, 4r + 4) are bytes [4c, 4c + 4) of row r's block qs;
+//   then, for each block b: kScaleBytes bytes: the 16 rows' f16 d, then (Q4_1) their 16 f16 m;
+//   padded to a multiple of 64 bytes.
+// Q4_0 / Q4_1: 4 chunks (a chunk's low nibbles are elements 4c..4c+3, its high nibbles
+// 16+4c..16+4c+3); Q8_0: 8 chunks of codes XOR 0x80.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "tensor/dtype.h"
+#include "util/thread_pool.h"
+
+namespace lumen::backend::cpu {
+
+struct WeightMatrix;
+
+inline constexpr int kPackRows = 16;
+
+struct PackedFormat {
+  size_t qs_bytes = 0;     // codes of one block of the group's 16 rows
+  size_t scale_bytes = 0;  // scales (and mins) of one block of the group's 16 rows
+};
+
+// The packed format of `type`, or qs_bytes == 0 when the type has none.
+PackedFormat packed_format(tensor::DType type);
+
+class PackedWeights {
+ public:
+  // Packs w (of a type with a packed format), spreading groups of rows over the pool.
+  PackedWeights(const WeightMatrix& w, ThreadPool& pool);
+
+  tensor::DType type() const { return type_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  int64_t groups() const { return (rows_ + kPackRows - 1) / kPackRows; }
+  size_t group_bytes() const { return group_bytes_; }
+  size_t bytes() const { return group_bytes_ * static_cast<size_t>(groups()); }
+  const uint8_t* group(int64_t g) const { return data_.get() + group_bytes_ * static_cast<size_t>(g); }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  tensor::DType type_;
+  int64_t rows_, cols_;
+  size_t group_bytes_;
+  std::unique_ptr<uint8_t[], Free> data_;
+};
+
+// Whether the matmul has packed kernels for `type` at instruction-set level selected_isa(), so
+// that packing it is worth the time and memory.
+bool packing_pays_off(tensor::DType type);
+
+}  // namespace lumen::backend::cpu

@@ -1,0 +1,300 @@
+// The 512-bit kernels for packed weights (matmul_packed.h), compiled with AVX-512 F/BW/VL/VNNI
+// (set per source in CMakeLists.txt) and reached only when cpu_features says the CPU has them.
+//
+// Per block of 32 elements and group of 16 rows, the weights are 8 vectors of 64 unsigned bytes
+// (lane r: 4 codes of row r), unpacked once and used for all the tokens of the tile; for a
+// token, 8 vpdpbusd against broadcast 4-byte pieces of its activation codes give the 16 rows'
+// integer dot products. Two ways to turn them into floats (see kExactLanes below):
+//  - packed_tile (Q4_0): the 8 products are summed as integers into the rows' exact block sums,
+//    then one conversion and one FMA with (row scales x token scale) per block;
+//  - packed_tile_exact (Q4_1, Q8_0): each of the 8 is converted and accumulated on its own,
+//    which is the unpacked kernels' (and ggml's) rounding, bit for bit.
+// The unsigned codes' offset (8 for Q4_0, 128 for the sign-flipped Q8_0) is removed exactly by
+// starting the integer sums at -offset * sum(activation codes), which the packed activation row
+// carries.
+#include "backend/cpu/matmul_kernels.h"
+
+#include <cstring>
+#include <type_traits>
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() as the unused merge source, which its
+// -Wmaybe-uninitialized reports as a use of an uninitialized value (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "backend/cpu/matmul_packed.h"
+#include "tensor/block_formats.h"
+#include "tensor/fp16.h"
+#define LUMEN_HAVE_PACKED_AVX512 1
+#endif
+
+namespace lumen::backend::cpu::detail {
+
+#ifdef LUMEN_HAVE_PACKED_AVX512
+namespace {
+
+using tensor::DType;
+
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline __m512i load_512(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+// A format: how the 8 weight vectors of a block come out of its packed codes, and which 4 bytes
+// of the activation block each one meets. Vector k holds elements 4 kLane[k] .. 4 kLane[k] + 3.
+struct NibbleCodes {  // Q4_0, Q4_1: chunk c holds elements 4c.. (low) and 16 + 4c.. (high)
+  static constexpr size_t kQsBytes = 256;
+  static void weights(const uint8_t* qs, __m512i w[8]) {
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    for (int c = 0; c < 4; ++c) {
+      const __m512i packed = load_512(qs + 64 * c);
+      w[2 * c] = _mm512_and_si512(packed, low);
+      w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
+    }
+  }
+  static constexpr int kLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+};
+
+struct ByteCodes {  // Q8_0: chunk c holds elements 4c..4c+3, sign-flipped
+  static constexpr size_t kQsBytes = 512;
+  static void weights(const uint8_t* qs, __m512i w[8]) {
+    for (int c = 0; c < 8; ++c) w[c] = load_512(qs + 64 * c);
+  }
+  static constexpr int kLane[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+};
+
+// kOffset: the unsigned codes' offset. kHasMin: Q4_1's x = d q + m. kExactLanes: reproduce the
+// float arithmetic of the unpacked 256-bit kernels (and of ggml's AVX2 dot products) bit for bit.
+// Those keep, per row, 8 float partial sums (one per group of 4 elements), each fed by one
+// int32 lane per block and summed by hsum() at the end; SmolLM2's logits test holds Q4_1 and
+// Q8_0 to llama.cpp's on the first positions to 1e-3, which any other rounding order breaks
+// (a changed 8-bit activation code compounds over 30 layers). Q4_0 has no such reference on
+// this path and takes the cheaper exact-integer form: one int32 sum per block and row, one FMA.
+struct Q4_0Packed : NibbleCodes {
+  static constexpr int kOffset = 8;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kExactLanes = false;
+  static constexpr size_t kScaleBytes = 32;
+  static constexpr int kExtraWords = 1;  // -8 * sum of the block's codes
+};
+
+struct Q4_1Packed : NibbleCodes {
+  static constexpr int kOffset = 0;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kExactLanes = true;
+  static constexpr size_t kScaleBytes = 64;
+  static constexpr int kExtraWords = 1;  // the Q8_1 block's s
+};
+
+struct Q8_0Packed : ByteCodes {
+  static constexpr int kOffset = 128;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kExactLanes = true;
+  static constexpr size_t kScaleBytes = 32;
+  static constexpr int kExtraWords = 8;  // -128 * sum of each group of 4 codes
+};
+
+// Decode streams each weight once from memory, and the hardware prefetcher alone leaves a
+// single-threaded stream far below the read bandwidth. Measured on the llama-1B output matrix
+// (147 MB, one thread): prefetching into L2 8 KiB ahead gives 19 GB/s against 12 GB/s 2 KiB
+// ahead into L1 (which has too few miss buffers for that distance); 16 KiB is no better.
+constexpr size_t kPrefetchAhead = 8192;
+
+// Where a packed activation row keeps the per-block scale and extras.
+struct ActivationRow {
+  const uint8_t* codes;
+  const uint8_t* d;
+  const uint8_t* extra;
+};
+
+inline ActivationRow activation_row(const uint8_t* row, int64_t cols) {
+  return {row, row + cols, row + cols + 4 * (cols / tensor::kLegacyBlock)};
+}
+
+template <typename F>
+inline void prefetch_ahead(const uint8_t* qs, const uint8_t* sc, int64_t b) {
+  // The same number of blocks ahead in both runs of a group (codes, then scales). Near the
+  // group's end the codes' prefetches run on into its scales and the next group, which are
+  // read next anyway.
+  constexpr size_t kBlocksAhead = kPrefetchAhead / F::kQsBytes;
+  for (size_t line = 0; line < F::kQsBytes; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(qs + line + kPrefetchAhead), _MM_HINT_T1);
+  }
+  constexpr int64_t kBlocksPerLine = 64 / F::kScaleBytes;
+  if (b % kBlocksPerLine == 0) {
+    _mm_prefetch(reinterpret_cast<const char*>(sc + kBlocksAhead * F::kScaleBytes), _MM_HINT_T1);
+  }
+}
+
+template <typename F, int NT>
+void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* const* x_rows, float* out) {
+  static_assert(!F::kExactLanes);
+  const int64_t blocks = cols / tensor::kLegacyBlock;
+  const uint8_t* scales = group + F::kQsBytes * static_cast<size_t>(blocks);
+  ActivationRow x[NT];
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    x[t] = activation_row(x_rows[t], cols);
+    acc[t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* qs = group + F::kQsBytes * static_cast<size_t>(b);
+    const uint8_t* sc = scales + F::kScaleBytes * static_cast<size_t>(b);
+    prefetch_ahead<F>(qs, sc, b);
+    __m512i w[8];
+    F::weights(qs, w);
+    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
+    for (int t = 0; t < NT; ++t) {
+      const uint8_t* xq = x[t].codes + 32 * b;
+      // Two independent chains of vpdpbusd, so that one chain's latency does not bound the loop
+      // (measured: two beat one even with 8 tokens in flight; four gain nothing).
+      __m512i s0 = _mm512_set1_epi32(load_i32(x[t].extra + 4 * b));
+      __m512i s1 = _mm512_setzero_si512();
+      for (int k = 0; k < 8; k += 2) {
+        s0 = _mm512_dpbusd_epi32(s0, w[k], _mm512_set1_epi32(load_i32(xq + 4 * F::kLane[k])));
+        s1 = _mm512_dpbusd_epi32(s1, w[k + 1], _mm512_set1_epi32(load_i32(xq + 4 * F::kLane[k + 1])));
+      }
+      const __m512i dot = _mm512_add_epi32(s0, s1);
+      const __m512 dots = _mm512_cvtepi32_ps(dot);
+      const __m512 scale = _mm512_mul_ps(wd, _mm512_set1_ps(load_f32(x[t].d + 4 * b)));
+      acc[t] = _mm512_fmadd_ps(dots, scale, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
+}
+
+// The bit-exact form: lane accumulators lanes[t][i] for elements 4i..4i+3 of every block.
+template <typename F, int NT>
+void packed_tile_exact(const uint8_t* group, int64_t cols, const uint8_t* const* x_rows, float* out) {
+  static_assert(F::kExactLanes);
+  const int64_t blocks = cols / tensor::kLegacyBlock;
+  const uint8_t* scales = group + F::kQsBytes * static_cast<size_t>(blocks);
+  ActivationRow x[NT];
+  __m512 lanes[NT][8], min_acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    x[t] = activation_row(x_rows[t], cols);
+    for (int i = 0; i < 8; ++i) lanes[t][i] = _mm512_setzero_ps();
+    min_acc[t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* qs = group + F::kQsBytes * static_cast<size_t>(b);
+    const uint8_t* sc = scales + F::kScaleBytes * static_cast<size_t>(b);
+    prefetch_ahead<F>(qs, sc, b);
+    __m512i w[8];
+    F::weights(qs, w);
+    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
+    for (int t = 0; t < NT; ++t) {
+      const uint8_t* xq = x[t].codes + 32 * b;
+      const __m512 scale = _mm512_mul_ps(wd, _mm512_set1_ps(load_f32(x[t].d + 4 * b)));
+      for (int k = 0; k < 8; ++k) {
+        const int i = F::kLane[k];
+        __m512i base = _mm512_setzero_si512();
+        if constexpr (F::kOffset != 0) {
+          base = _mm512_set1_epi32(load_i32(x[t].extra + 4 * (F::kExtraWords * b + i)));
+        }
+        const __m512i dot = _mm512_dpbusd_epi32(base, w[k], _mm512_set1_epi32(load_i32(xq + 4 * i)));
+        lanes[t][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, lanes[t][i]);
+      }
+      if constexpr (F::kHasMin) {
+        const __m512 wm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc + 32)));
+        min_acc[t] = _mm512_fmadd_ps(wm, _mm512_set1_ps(load_f32(x[t].extra + 4 * b)), min_acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    // hsum()'s tree over the 8 lanes: (0+4, 1+5, 2+6, 3+7), then (01 + 23 pairs), then the two.
+    const __m512 s0 = _mm512_add_ps(lanes[t][0], lanes[t][4]);
+    const __m512 s1 = _mm512_add_ps(lanes[t][1], lanes[t][5]);
+    const __m512 s2 = _mm512_add_ps(lanes[t][2], lanes[t][6]);
+    const __m512 s3 = _mm512_add_ps(lanes[t][3], lanes[t][7]);
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+    _mm512_storeu_ps(out + t * kPackRows, _mm512_add_ps(sum, min_acc[t]));
+  }
+}
+
+// The packed activation row from Q8_0 (offset formats) or Q8_1 (min formats) blocks.
+template <typename F>
+void pack_activation(const uint8_t* quantized, uint8_t* dst, int64_t cols) {
+  using XBlock = std::conditional_t<F::kHasMin, tensor::BlockQ8_1, tensor::BlockQ8_0>;
+  const int64_t blocks = cols / tensor::kLegacyBlock;
+  uint8_t* d_out = dst + cols;
+  uint8_t* extra_out = d_out + 4 * blocks;
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < blocks; ++b) {
+    XBlock block;
+    std::memcpy(&block, quantized + sizeof(XBlock) * static_cast<size_t>(b), sizeof(block));
+    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * b), codes);
+    const float d = tensor::fp16_to_float(block.d);
+    std::memcpy(d_out + 4 * b, &d, 4);
+    uint8_t* extra = extra_out + 4 * F::kExtraWords * b;
+    if constexpr (F::kHasMin) {
+      const float s = tensor::fp16_to_float(block.s);
+      std::memcpy(extra, &s, 4);
+    } else {
+      // Sums of each group of 4 codes, times -offset.
+      const __m256i sums = _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, codes),
+                                              _mm256_set1_epi32(-F::kOffset));
+      if constexpr (F::kExtraWords == 8) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(extra), sums);
+      } else {
+        static_assert(F::kExtraWords == 1);
+        const int32_t correction = _mm512_reduce_add_epi32(_mm512_zextsi256_si512(sums));
+        std::memcpy(extra, &correction, 4);
+      }
+    }
+  }
+}
+
+template <typename F, int NT>
+constexpr PackedTileFn tile_for() {
+  if constexpr (!F::kExactLanes) {
+    return &packed_tile<F, NT>;
+  } else if constexpr (NT <= 2) {  // 8 lane accumulators per token: two tokens fill the registers
+    return &packed_tile_exact<F, NT>;
+  } else {
+    return nullptr;
+  }
+}
+
+template <typename F>
+constexpr PackedKernels make_packed_kernels() {
+  return PackedKernels{&pack_activation<F>, F::kExtraWords, F::kExactLanes ? 2 : kMaxPackedTokens,
+                       {tile_for<F, 1>(), tile_for<F, 2>(), tile_for<F, 3>(), tile_for<F, 4>(),
+                        tile_for<F, 5>(), tile_for<F, 6>(), tile_for<F, 7>(), tile_for<F, 8>()}};
+}
+
+static_assert(kMaxPackedTokens == 8);
+
+}  // namespace
+
+const PackedKernels* packed_kernels(tensor::DType type) {
+  static constexpr PackedKernels kQ4_0 = make_packed_kernels<Q4_0Packed>();
+  static constexpr PackedKernels kQ4_1 = make_packed_kernels<Q4_1Packed>();
+  static constexpr PackedKernels kQ8_0 = make_packed_kernels<Q8_0Packed>();
+  static_assert(Q4_0Packed::kQsBytes == 16 * kPackRows && Q8_0Packed::kQsBytes == 32 * kPackRows);
+  switch (type) {
+    case DType::Q4_0: return &kQ4_0;
+    case DType::Q4_1: return &kQ4_1;
+    case DType::Q8_0: return &kQ8_0;
+    default: return nullptr;
+  }
+}
+
+#else
+
+const PackedKernels* packed_kernels(tensor::DType) { return nullptr; }
+
+#endif
+
+}  // namespace lumen::backend::cpu::detail
