@@ -92,7 +92,7 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   out += "# HELP lumen_request_success_total Finished requests (one per choice) by finish reason.\n"
          "# TYPE lumen_request_success_total counter\n";
   for (FinishReason r : {FinishReason::Stop, FinishReason::Length, FinishReason::Abort}) {
-    out += fmt::format("lumen_request_success_total{{finished_reason=\"{}\"}} {}\n", finish_reason_text(r),
+    out += fmt::format("lumen_request_success_total{{finished_reason=\"{}\"}} {}\n", finish_reason_name(r),
                        finished_[static_cast<size_t>(r)].load());
   }
   queue_time.render(out, "lumen_request_queue_time_seconds",

@@ -41,15 +41,6 @@ ResponseHeader make_response_header(Endpoint endpoint, std::string model) {
   return h;
 }
 
-const char* finish_reason_text(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Abort: return "abort";
-  }
-  return "abort";
-}
-
 nlohmann::json Usage::to_json() const {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
@@ -101,7 +92,7 @@ nlohmann::json whole_response(const ResponseHeader& header, std::span<const Choi
       choice["text"] = c.text;
     }
     choice["logprobs"] = c.logprobs;
-    choice["finish_reason"] = finish_reason_text(c.finish);
+    choice["finish_reason"] = finish_reason_name(c.finish);
     list.push_back(std::move(choice));
   }
   return {{"id", header.id},
@@ -124,7 +115,7 @@ nlohmann::json stream_chunk(const ResponseHeader& header, int64_t index, const s
     choice["text"] = text;
   }
   choice["logprobs"] = std::move(logprobs);
-  choice["finish_reason"] = finish != nullptr ? nlohmann::json(finish_reason_text(*finish)) : nlohmann::json();
+  choice["finish_reason"] = finish != nullptr ? nlohmann::json(finish_reason_name(*finish)) : nlohmann::json();
   nlohmann::json chunk = {{"id", header.id},
                           {"object", object_name(header.endpoint, true)},
                           {"created", header.created},

@@ -23,9 +23,6 @@ struct ResponseHeader {
 // A fresh id with the endpoint's prefix and the current time.
 ResponseHeader make_response_header(Endpoint endpoint, std::string model);
 
-// "stop", "length" or "abort".
-const char* finish_reason_text(FinishReason reason);
-
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
+#include "default_model_path.h"
 #include "engine/generator.h"
 #include "engine/loaded_model.h"
 #include "lumen/engine.h"
@@ -18,13 +19,7 @@
 namespace lumen {
 namespace {
 
-std::string model_path() {
-  const char* cache = std::getenv("LUMEN_CACHE");
-  std::string dir = cache != nullptr && *cache != '\0'
-                        ? cache
-                        : std::string(std::getenv("HOME")) + "/.cache/lumen/models";
-  return dir + "/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
+std::string model_path() { return testing::default_model_path(); }
 
 constexpr const char* kText =
     "The lighthouse keeper climbed the spiral stairs every evening, counting the steps as his "

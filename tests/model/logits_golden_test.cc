@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "default_model_path.h"
 #include "engine/generator.h"
 #include "engine/loaded_model.h"
 #include "sampling/sampler.h"
@@ -28,13 +29,7 @@ constexpr size_t kExactPositions = 2;
 constexpr double kEarlyBound = 1e-3;
 constexpr double kMargin = 1.25;
 
-std::string model_path() {
-  const char* cache = std::getenv("LUMEN_CACHE");
-  std::string dir = cache != nullptr && *cache != '\0'
-                        ? cache
-                        : std::string(std::getenv("HOME")) + "/.cache/lumen/models";
-  return dir + "/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
+std::string model_path() { return testing::default_model_path(); }
 
 nlohmann::json golden() {
   std::ifstream in(std::string(LUMEN_GOLDEN_DIR) + "/logits/smollm2.json");
