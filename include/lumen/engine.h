@@ -25,17 +25,20 @@ class RequestStream;
 
 using sampling::SamplingParams;
 
-// A submitted request: its id and the stream of its outputs. Copyable; thread-safe.
+// One completion of a submitted request: the request's id, which of its completions, and the
+// stream of that completion's outputs. Copyable; thread-safe.
 class RequestHandle {
  public:
-  RequestHandle(uint64_t id, std::shared_ptr<engine::RequestStream> stream);
+  RequestHandle(uint64_t id, int32_t index, std::shared_ptr<engine::RequestStream> stream);
   uint64_t id() const { return id_; }
+  int32_t index() const { return index_; }
   // Blocks until new tokens arrive or the request ends. False once the request has ended and
   // the chunk carrying its finish reason was read.
   bool next(StreamChunk& out);
 
  private:
   uint64_t id_;
+  int32_t index_;
   std::shared_ptr<engine::RequestStream> stream_;
 };
 
@@ -65,13 +68,28 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Queues a request. Throws lumen::Error (and queues nothing) for an empty prompt, a token id
-  // outside the vocabulary, a prompt that leaves no room to generate within max_model_len, or
-  // invalid sampling parameters. priority: larger runs first under SchedulingPolicy::Priority.
+  // Queues a request for params.n completions and returns one handle per completion, in index
+  // order, all with the request's id. Its sequences share the prompt's KV blocks:
+  //  - sampling (the default): the prompt is computed once, then forked into best_of (default
+  //    n) sequences that sample independently, completion i from seed + i when a seed is
+  //    given. With best_of == n each streams as it goes; with best_of > n the n with the
+  //    highest mean log-probability per token are delivered when all have finished;
+  //  - use_beam_search: beam search of width best_of (default n) over the model's
+  //    log-probabilities (sampling/beam_search.h has the exact rules); the n best hypotheses
+  //    are delivered, best first, when the search ends. Sampling filters, penalties and stop
+  //    strings do not apply (stop strings are refused).
+  // With prompt_logprobs, the first chunk of every stream carries them.
+  // Throws lumen::Error (and queues nothing) for an empty prompt, a token id outside the
+  // vocabulary, a prompt that leaves no room to generate within max_model_len, or invalid
+  // sampling parameters. priority: larger runs first under SchedulingPolicy::Priority.
   // cache_salt: requests with different salts never share cached K/V (tenant isolation).
+  std::vector<RequestHandle> add_request_n(std::vector<int32_t> prompt, const SamplingParams& params,
+                                           int priority = 0, uint64_t cache_salt = 0);
+  // add_request_n for a request with n = 1 (throws lumen::Error when params.n > 1).
   RequestHandle add_request(std::vector<int32_t> prompt, const SamplingParams& params,
                             int priority = 0, uint64_t cache_salt = 0);
-  // Ends the request at the next step with FinishReason::Abort; unknown ids are ignored.
+  // Ends the request (every completion) at the next step with FinishReason::Abort; unknown
+  // ids are ignored.
   void abort(uint64_t request_id);
   // Runs one iteration. Returns false when there was nothing to do.
   bool step();
@@ -80,7 +98,8 @@ class Engine {
   // Sleeps until a request arrives or the timeout passes (for a loop thread with nothing to do).
   void wait_for_work(std::chrono::milliseconds timeout);
   // Submits every prompt and steps until all are done (for batch use; call from the thread
-  // that drives the engine).
+  // that drives the engine). Returns params.n results per prompt: result p * n + i is
+  // completion i of prompt p.
   std::vector<GenerationResult> generate(const std::vector<std::vector<int32_t>>& prompts,
                                          const SamplingParams& params);
   EngineStats stats() const;

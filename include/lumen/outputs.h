@@ -31,9 +31,21 @@ struct GeneratedToken {
   std::string text;
 };
 
+// One prompt token's log-probability under the model given the tokens before it (raw model
+// logits: no bias, penalty or temperature), with the top alternatives asked for. The first
+// prompt token has none (NaN, no alternatives).
+struct PromptLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<TokenAlternative> top;
+};
+
 // What RequestHandle::next hands over: the tokens made since the last call, and, in the last
 // chunk, finished = true and the finish reason.
 struct StreamChunk {
+  // With prompt_logprobs: one entry per prompt token, in the first chunk only (the prompt is
+  // computed before the first token is sampled).
+  std::vector<PromptLogprob> prompt_logprobs;
   std::vector<GeneratedToken> tokens;
   bool finished = false;
   FinishReason finish_reason = FinishReason::Abort;  // meaningful when finished
@@ -41,6 +53,8 @@ struct StreamChunk {
 
 struct GenerationResult {
   uint64_t request_id = 0;
+  int32_t index = 0;  // which of the request's n completions
+  std::vector<PromptLogprob> prompt_logprobs;
   std::vector<int32_t> tokens;
   std::string text;
   std::vector<float> logprobs;

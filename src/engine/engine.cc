@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
 
 #include "engine/kv_budget.h"
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
+#include "engine/request_group.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "kv/block_pool.h"
@@ -32,41 +34,28 @@ const char* finish_reason_name(FinishReason reason) {
   return "abort";
 }
 
-RequestHandle::RequestHandle(uint64_t id, std::shared_ptr<engine::RequestStream> stream)
-    : id_(id), stream_(std::move(stream)) {}
+RequestHandle::RequestHandle(uint64_t id, int32_t index, std::shared_ptr<engine::RequestStream> stream)
+    : id_(id), index_(index), stream_(std::move(stream)) {}
 
 bool RequestHandle::next(StreamChunk& out) { return stream_->next(out); }
 
 namespace {
 
-// One request inside the engine: the scheduler's sequence plus what sampling and streaming need.
-struct Request {
-  Request(uint64_t id, std::vector<int32_t> prompt, const SamplingParams& sampling, int priority,
-          kv::BlockPool& pool, uint64_t cache_salt, const tokenizer::Tokenizer& tokenizer)
-      : seq(id, std::move(prompt), priority, 0, pool, cache_salt),
-        params(sampling),
-        sampler(sampling, seq.tokens, tokenizer.vocab().end_of_generation),
-        stop_condition(sampling, tokenizer.vocab().end_of_generation),
-        detokenizer(tokenizer),
-        stream(std::make_shared<engine::RequestStream>()) {
-    if (!sampling.stop.empty()) stop_strings.emplace(sampling.stop);
-  }
+using engine::Completion;
+using engine::GroupMode;
+using engine::RequestGroup;
 
-  engine::Sequence seq;
-  SamplingParams params;
-  sampling::Sampler sampler;
-  sampling::TokenStopCondition stop_condition;
-  tokenizer::StreamingDetokenizer detokenizer;
-  std::optional<sampling::StopStringMatcher> stop_strings;
-  std::shared_ptr<engine::RequestStream> stream;
-};
+// The most completions one request may ask for (n, best_of, beam width).
+constexpr int32_t kMaxCompletions = 256;
 
 // Everything a finished request's stream holds.
 GenerationResult collect(RequestHandle& handle) {
   GenerationResult result;
   result.request_id = handle.id();
+  result.index = handle.index();
   StreamChunk chunk;
   while (handle.next(chunk)) {
+    if (!chunk.prompt_logprobs.empty()) result.prompt_logprobs = std::move(chunk.prompt_logprobs);
     for (const GeneratedToken& t : chunk.tokens) {
       result.text += t.text;
       result.tokens.push_back(t.token);
@@ -118,9 +107,23 @@ struct Engine::Impl {
   void drain_inbox();
   // Copies the counters for other threads (stats() may be called from anywhere).
   void publish_stats();
-  void finish_request(Request& request, FinishReason reason);
-  void sample(const engine::StepPlan& plan, std::span<const float> logits);
-  std::optional<FinishReason> emit(Request& request, const sampling::SampleResult& result);
+  // After the forward pass: prompt log-probabilities, then sampling (or beam rounds).
+  void process(const engine::StepPlan& plan, std::span<const float> logits);
+  void record_prompt_logprobs(Completion& c, const engine::ChunkLogits& rows, std::span<const float> logits);
+  void on_logits(Completion& c, std::span<const float> row);
+  void sample_and_emit(Completion& c, std::span<const float> row);
+  std::optional<FinishReason> emit(Completion& c, const sampling::SampleResult& result);
+  Completion& fork(Completion& parent, int32_t index);
+  // Takes a completion out of the scheduler (its blocks are released).
+  void retire(Completion& c, FinishReason reason);
+  void finish_completion(Completion& c, FinishReason reason);
+  void deliver_best_of(RequestGroup& g);
+  void beam_logits(Completion& c, std::span<const float> row);
+  void beam_round(RequestGroup& g);
+  void deliver_beams(RequestGroup& g);
+  void out_of_blocks(Completion& c);
+  // Ends every stream of the group (with `reason` where not yet ended) and retires it.
+  void end_group(RequestGroup& g, FinishReason reason);
 
   engine::LoadedModel& model;
   EngineConfig config;
@@ -135,93 +138,273 @@ struct Engine::Impl {
   // Shared with submitting threads.
   mutable std::mutex inbox_mutex;
   std::condition_variable work_arrived;
-  std::vector<std::unique_ptr<Request>> inbox;
+  std::vector<std::unique_ptr<RequestGroup>> inbox;
   std::vector<uint64_t> aborts;
   std::atomic<uint64_t> next_id{1};
   std::atomic<int64_t> unfinished{0};
 
   // The loop thread's own.
-  std::unordered_map<uint64_t, std::unique_ptr<Request>> live;
+  std::unordered_map<uint64_t, std::unique_ptr<RequestGroup>> groups;  // by request id
+  std::unordered_map<uint64_t, Completion*> live;  // running or waiting, by sequence id
+  std::vector<uint64_t> ended;  // groups to drop at the end of the step
   uint64_t arrivals = 0;
   uint64_t computed_tokens = 0;
   uint64_t generated_tokens = 0;
   uint64_t steps = 0;
   sampling::SamplerWorkspace workspace;  // shared by every request's sampler (one loop thread)
+  std::vector<sampling::Candidate> logprob_scratch;
+  std::vector<sampling::TokenLogprob> logprob_top;
+  std::vector<uint64_t> chunk_ids;
 
   mutable std::mutex stats_mutex;
   EngineStats snapshot;
 };
 
 void Engine::Impl::drain_inbox() {
-  std::vector<std::unique_ptr<Request>> arrived;
+  std::vector<std::unique_ptr<RequestGroup>> arrived;
   std::vector<uint64_t> to_abort;
   {
     std::lock_guard lock(inbox_mutex);
     arrived.swap(inbox);
     to_abort.swap(aborts);
   }
-  for (auto& request : arrived) {
-    request->seq.arrival = arrivals++;
-    scheduler.add(&request->seq);
-    const uint64_t id = request->seq.id;
-    live.emplace(id, std::move(request));
+  for (auto& group : arrived) {
+    Completion& first = *group->completions.front();
+    first.seq.arrival = arrivals++;
+    scheduler.add(&first.seq);
+    live.emplace(first.seq.id, &first);
+    const uint64_t id = group->id;
+    groups.emplace(id, std::move(group));
   }
   for (uint64_t id : to_abort) {
-    if (auto it = live.find(id); it != live.end()) finish_request(*it->second, FinishReason::Abort);
-  }
-}
-
-void Engine::Impl::finish_request(Request& request, FinishReason reason) {
-  scheduler.remove(&request.seq);
-  request.stream->finish(reason);
-  unfinished.fetch_sub(1);
-  live.erase(request.seq.id);  // destroys `request`
-}
-
-// Streams one sampled token (with its text) and says whether the request ends with it.
-std::optional<FinishReason> Engine::Impl::emit(Request& request,
-                                               const sampling::SampleResult& result) {
-  request.sampler.accept(result.token);
-  request.seq.tokens.push_back(result.token);
-  ++generated_tokens;
-  GeneratedToken out{result.token, result.logprob, {}, request.detokenizer.push(result.token)};
-  for (const auto& alt : result.top) out.top.push_back({alt.token, alt.logprob});
-  const bool stop_strings_apply = request.stop_condition.past_min_tokens();
-  std::optional<FinishReason> finish = request.stop_condition.check(result.token);
-  if (request.stop_strings) {
-    if (stop_strings_apply) {
-      sampling::StopStringMatcher::Step step = request.stop_strings->push(out.text);
-      out.text = std::move(step.text);
-      if (step.stopped) finish = FinishReason::Stop;
+    if (auto it = groups.find(id); it != groups.end() && !it->second->ended) {
+      end_group(*it->second, FinishReason::Abort);
     }
   }
-  if (!finish && static_cast<int64_t>(request.seq.tokens.size()) >= max_model_len) {
+}
+
+void Engine::Impl::retire(Completion& c, FinishReason reason) {
+  scheduler.remove(&c.seq);
+  live.erase(c.seq.id);
+  c.finish = reason;
+  --c.group->n_running;
+}
+
+void Engine::Impl::end_group(RequestGroup& g, FinishReason reason) {
+  for (auto& c : g.completions) {
+    if (!c->finish) retire(*c, reason);
+  }
+  for (auto& stream : g.streams) stream->finish(reason);  // no-op where it already ended
+  g.ended = true;
+  unfinished.fetch_sub(1);
+  ended.push_back(g.id);
+}
+
+// One completion ends (Sample, BestOf).
+void Engine::Impl::finish_completion(Completion& c, FinishReason reason) {
+  RequestGroup& g = *c.group;
+  retire(c, reason);
+  if (g.mode == GroupMode::Sample) g.streams[static_cast<size_t>(c.index)]->finish(reason);
+  if (g.n_running > 0) return;
+  if (g.mode == GroupMode::BestOf) deliver_best_of(g);
+  // Streams that have not ended yet (a request that ended before it forked) end like it.
+  end_group(g, reason);
+}
+
+void Engine::Impl::deliver_best_of(RequestGroup& g) {
+  const std::vector<const Completion*> best = engine::best_completions(g);
+  for (size_t j = 0; j < best.size(); ++j) {
+    for (const GeneratedToken& t : best[j]->held) g.streams[j]->push(t);
+    g.streams[j]->finish(*best[j]->finish);
+  }
+}
+
+// Streams one sampled token (with its text) and says whether the completion ends with it.
+std::optional<FinishReason> Engine::Impl::emit(Completion& c, const sampling::SampleResult& result) {
+  c.sampler.accept(result.token);
+  c.seq.tokens.push_back(result.token);
+  ++generated_tokens;
+  GeneratedToken out{result.token, result.logprob, {}, c.detokenizer.push(result.token)};
+  for (const auto& alt : result.top) out.top.push_back({alt.token, alt.logprob});
+  const bool stop_strings_apply = c.stop_condition.past_min_tokens();
+  std::optional<FinishReason> finish = c.stop_condition.check(result.token);
+  if (c.stop_strings && stop_strings_apply) {
+    sampling::StopStringMatcher::Step step = c.stop_strings->push(out.text);
+    out.text = std::move(step.text);
+    if (step.stopped) finish = FinishReason::Stop;
+  }
+  if (!finish && static_cast<int64_t>(c.seq.tokens.size()) >= max_model_len) {
     finish = FinishReason::Length;
   }
-  if (finish && !(request.stop_strings && request.stop_strings->stopped())) {
+  if (finish && !(c.stop_strings && c.stop_strings->stopped())) {
     // The end of the stream: whatever was held back for a possible stop string or an
     // unfinished character goes out with the last token.
-    std::string tail = request.detokenizer.flush();
-    if (request.stop_strings) {
-      sampling::StopStringMatcher::Step step = request.stop_strings->push(tail);
-      tail = std::move(step.text) + request.stop_strings->flush();
+    std::string tail = c.detokenizer.flush();
+    if (c.stop_strings) {
+      sampling::StopStringMatcher::Step step = c.stop_strings->push(tail);
+      tail = std::move(step.text) + c.stop_strings->flush();
     }
     out.text += tail;
   }
-  request.stream->push(std::move(out));
+  RequestGroup& g = *c.group;
+  if (g.mode == GroupMode::BestOf) {
+    // Ranked on the log-probabilities; reported only when asked for.
+    c.sum_logprob += static_cast<double>(result.logprob);
+    if (!g.params.logprobs) {
+      out.logprob = std::numeric_limits<float>::quiet_NaN();
+      out.top.clear();
+    }
+    c.held.push_back(std::move(out));
+  } else {
+    g.streams[static_cast<size_t>(c.index)]->push(std::move(out));
+  }
   return finish;
 }
 
-void Engine::Impl::sample(const engine::StepPlan& plan, std::span<const float> logits) {
+void Engine::Impl::sample_and_emit(Completion& c, std::span<const float> row) {
+  const sampling::SampleResult result = c.sampler.sample(row, workspace);
+  if (std::optional<FinishReason> finish = emit(c, result)) finish_completion(c, *finish);
+}
+
+Completion& Engine::Impl::fork(Completion& parent, int32_t index) {
+  RequestGroup& g = *parent.group;
+  auto child = std::make_unique<Completion>(parent, next_id.fetch_add(1), index, g.sampling,
+                                            model.tokenizer);
+  Completion& c = *child;
+  g.completions.push_back(std::move(child));
+  ++g.n_running;
+  scheduler.add_fork(&c.seq, &parent.seq);
+  live.emplace(c.seq.id, &c);
+  return c;
+}
+
+void Engine::Impl::on_logits(Completion& c, std::span<const float> row) {
+  RequestGroup& g = *c.group;
+  if (g.mode == GroupMode::Beam) {
+    beam_logits(c, row);
+    return;
+  }
+  if (!g.forked) {
+    // The prompt is computed: the other completions start here, sharing its blocks.
+    g.forked = true;
+    c.seq.seats = 1;
+    std::vector<Completion*> siblings;
+    for (int32_t i = 1; i < g.width; ++i) siblings.push_back(&fork(c, i));
+    for (Completion* sibling : siblings) sample_and_emit(*sibling, row);
+  }
+  sample_and_emit(c, row);
+}
+
+void Engine::Impl::beam_logits(Completion& c, std::span<const float> row) {
+  RequestGroup& g = *c.group;
+  const auto at = std::find(g.beams.begin(), g.beams.end(), &c);
+  if (at == g.beams.end()) return;
+  const auto i = static_cast<size_t>(at - g.beams.begin());
+  // A beam preempted while it waited computes its logits again: the same, already kept.
+  if (g.beam_has_logits[i]) return;
+  // Logits of a prefix the beam has since outgrown: a preempted beam recomputed in the step
+  // whose round extended it. It computes its new token and comes back.
+  if (c.seq.n_computed != static_cast<int64_t>(c.seq.tokens.size())) return;
+  g.beam_logits[i].assign(row.begin(), row.end());
+  g.beam_has_logits[i] = true;
+  if (std::all_of(g.beam_has_logits.begin(), g.beam_has_logits.end(), [](bool b) { return b; })) {
+    beam_round(g);
+  }
+}
+
+void Engine::Impl::beam_round(RequestGroup& g) {
+  std::vector<std::span<const float>> rows(g.beam_logits.begin(), g.beam_logits.end());
+  const std::vector<sampling::BeamSearch::Extension> extensions = g.beam->step(rows);
+  const std::vector<Completion*> old = g.beams;
+  std::vector<Completion*> next(extensions.size(), nullptr);
+  std::vector<int> children(old.size(), 0);
+  // Forks first, so that they copy their parent before it is extended.
+  for (size_t j = 0; j < extensions.size(); ++j) {
+    const size_t p = extensions[j].parent;
+    if (children[p]++ == 0) continue;
+    next[j] = &fork(*old[p], 0);
+    next[j]->seq.tokens.push_back(extensions[j].token);
+  }
+  for (size_t j = 0; j < extensions.size(); ++j) {
+    if (next[j] != nullptr) continue;
+    next[j] = old[extensions[j].parent];
+    next[j]->seq.tokens.push_back(extensions[j].token);
+  }
+  generated_tokens += extensions.size();
+  for (size_t p = 0; p < old.size(); ++p) {
+    if (children[p] == 0) retire(*old[p], FinishReason::Stop);  // pruned: its blocks go back
+  }
+  g.beams = std::move(next);
+  g.beam_logits.assign(g.beams.size(), {});
+  g.beam_has_logits.assign(g.beams.size(), false);
+  // The group keeps its width of seats: the first beam holds the unused ones.
+  for (Completion* beam : g.beams) beam->seq.seats = 1;
+  if (!g.beams.empty()) g.beams.front()->seq.seats = g.width - static_cast<int64_t>(g.beams.size()) + 1;
+  if (g.beam->done()) deliver_beams(g);
+}
+
+void Engine::Impl::deliver_beams(RequestGroup& g) {
+  const std::vector<sampling::BeamHypothesis> best = g.beam->results();
+  for (size_t j = 0; j < best.size(); ++j) {
+    for (GeneratedToken& t : engine::hypothesis_tokens(best[j], model.tokenizer, g.params.logprobs.has_value())) {
+      g.streams[j]->push(std::move(t));
+    }
+    g.streams[j]->finish(best[j].finish);
+  }
+  g.beams.clear();
+  end_group(g, FinishReason::Length);  // streams without a hypothesis (none finished)
+}
+
+void Engine::Impl::out_of_blocks(Completion& c) {
+  RequestGroup& g = *c.group;
+  if (g.mode != GroupMode::Beam) {
+    finish_completion(c, FinishReason::Length);
+    return;
+  }
+  // The cache cannot hold the beams any longer: they end at their length.
+  g.beam->stop();
+  deliver_beams(g);
+}
+
+void Engine::Impl::record_prompt_logprobs(Completion& c, const engine::ChunkLogits& rows,
+                                          std::span<const float> logits) {
+  RequestGroup& g = *c.group;
   const auto vocab = static_cast<size_t>(runner.vocab_size());
-  size_t row = 0;
-  for (const engine::ScheduledChunk& chunk : plan.chunks) {
-    if (!chunk.samples) continue;
-    Request& request = *live.at(chunk.seq->id);
-    const sampling::SampleResult result =
-        request.sampler.sample(logits.subspan(row * vocab, vocab), workspace);
-    ++row;
-    if (std::optional<FinishReason> finish = emit(request, result)) finish_request(request, *finish);
+  const int32_t top_n = *g.params.prompt_logprobs;
+  if (g.prompt_logprobs.empty()) {
+    g.prompt_logprobs.push_back({c.seq.tokens[0], std::numeric_limits<float>::quiet_NaN(), {}});
+  }
+  for (int64_t r = 0; r < rows.n_prompt_rows; ++r) {
+    const int64_t position = rows.first_prompt_position + r;
+    const int32_t token = c.seq.tokens[static_cast<size_t>(position + 1)];
+    const std::span<const float> row = logits.subspan(static_cast<size_t>(rows.first_row + r) * vocab, vocab);
+    PromptLogprob entry;
+    entry.token = token;
+    entry.logprob = sampling::token_logprobs(row, token, top_n, logprob_top, logprob_scratch);
+    for (const sampling::TokenLogprob& alt : logprob_top) entry.top.push_back({alt.token, alt.logprob});
+    g.prompt_logprobs.push_back(std::move(entry));
+  }
+  c.seq.next_prompt_logit = rows.first_prompt_position + rows.n_prompt_rows;
+  if (!c.seq.wants_prompt_logits()) {
+    for (auto& stream : g.streams) stream->set_prompt_logprobs(g.prompt_logprobs);
+  }
+}
+
+void Engine::Impl::process(const engine::StepPlan& plan, std::span<const float> logits) {
+  const auto vocab = static_cast<size_t>(runner.vocab_size());
+  const std::vector<engine::ChunkLogits>& rows = runner.chunk_logits();
+  // By id: a completion may end (and a beam be pruned) while earlier chunks are processed.
+  chunk_ids.clear();
+  for (const engine::ScheduledChunk& chunk : plan.chunks) chunk_ids.push_back(chunk.seq->id);
+  for (size_t i = 0; i < chunk_ids.size(); ++i) {
+    const auto it = live.find(chunk_ids[i]);
+    if (it == live.end()) continue;
+    Completion& c = *it->second;
+    if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
+    if (rows[i].samples) {
+      const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
+      on_logits(c, logits.subspan(row * vocab, vocab));
+    }
   }
 }
 
@@ -230,36 +413,71 @@ Engine::Engine(engine::LoadedModel& model, backend::Backend& backend, EngineConf
 
 Engine::~Engine() {
   // Whoever still waits on a stream learns that the request ended.
-  for (auto& [id, request] : impl_->live) request->stream->finish(FinishReason::Abort);
+  for (auto& [id, group] : impl_->groups) {
+    for (auto& stream : group->streams) stream->finish(FinishReason::Abort);
+  }
   std::lock_guard lock(impl_->inbox_mutex);
-  for (auto& request : impl_->inbox) request->stream->finish(FinishReason::Abort);
+  for (auto& group : impl_->inbox) {
+    for (auto& stream : group->streams) stream->finish(FinishReason::Abort);
+  }
 }
 
 const EngineConfig& Engine::config() const { return impl_->config; }
 
-RequestHandle Engine::add_request(std::vector<int32_t> prompt, const SamplingParams& params,
-                                  int priority, uint64_t cache_salt) {
+std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, const SamplingParams& params,
+                                                 int priority, uint64_t cache_salt) {
   const auto vocab = static_cast<int64_t>(impl_->model.hparams.vocab_size);
   params.validate_for_vocab(vocab);
+  const int32_t width = params.best_of.value_or(params.n);
+  if (width > kMaxCompletions) fail("n and best_of may be at most {} (got {})", kMaxCompletions, width);
+  if (params.use_beam_search && !params.stop.empty()) {
+    fail("stop strings are not supported with beam search (stop_token_ids are)");
+  }
   if (prompt.empty()) fail("the prompt is empty");
   for (int32_t token : prompt) {
     if (token < 0 || token >= vocab) fail("token id {} is outside the vocabulary [0, {})", token, vocab);
   }
-  if (static_cast<int64_t>(prompt.size()) >= impl_->max_model_len) {
+  const auto prompt_len = static_cast<int64_t>(prompt.size());
+  if (prompt_len >= impl_->max_model_len) {
     fail("the prompt has {} tokens; the context holds {} (prompt and output together)",
          prompt.size(), impl_->max_model_len);
   }
   const uint64_t id = impl_->next_id.fetch_add(1);
-  auto request = std::make_unique<Request>(id, std::move(prompt), params, priority, impl_->pool,
-                                           cache_salt, impl_->model.tokenizer);
-  RequestHandle handle(id, request->stream);
+  auto group = std::make_unique<RequestGroup>(id, params, impl_->max_model_len - prompt_len,
+                                              impl_->model.tokenizer.vocab().end_of_generation);
+  auto first = std::make_unique<Completion>(*group, id, std::move(prompt), priority, impl_->pool,
+                                            cache_salt, group->sampling, impl_->model.tokenizer);
+  first->seq.seats = width;
+  if (params.prompt_logprobs) {
+    first->seq.next_prompt_logit = 0;
+    if (!first->seq.wants_prompt_logits()) {
+      // A one-token prompt: its only entry has no log-probability, known now.
+      group->prompt_logprobs.push_back({first->seq.tokens[0], std::numeric_limits<float>::quiet_NaN(), {}});
+      for (auto& stream : group->streams) stream->set_prompt_logprobs(group->prompt_logprobs);
+    }
+  }
+  if (group->mode == GroupMode::Beam) {
+    group->beams = {first.get()};
+    group->beam_logits.assign(1, {});
+    group->beam_has_logits.assign(1, false);
+  }
+  group->completions.push_back(std::move(first));
+  group->n_running = 1;
+  std::vector<RequestHandle> handles;
+  for (int32_t i = 0; i < params.n; ++i) handles.emplace_back(id, i, group->streams[static_cast<size_t>(i)]);
   {
     std::lock_guard lock(impl_->inbox_mutex);
-    impl_->inbox.push_back(std::move(request));
+    impl_->inbox.push_back(std::move(group));
     impl_->unfinished.fetch_add(1);
   }
   impl_->work_arrived.notify_all();
-  return handle;
+  return handles;
+}
+
+RequestHandle Engine::add_request(std::vector<int32_t> prompt, const SamplingParams& params,
+                                  int priority, uint64_t cache_salt) {
+  if (params.n != 1) fail("add_request makes one completion; use add_request_n for n = {}", params.n);
+  return add_request_n(std::move(prompt), params, priority, cache_salt).front();
 }
 
 void Engine::abort(uint64_t request_id) {
@@ -283,14 +501,18 @@ bool Engine::step() {
   Impl& m = *impl_;
   m.drain_inbox();
   engine::StepPlan plan = m.scheduler.schedule();
-  for (engine::Sequence* seq : plan.out_of_blocks) m.finish_request(*m.live.at(seq->id), FinishReason::Length);
+  for (engine::Sequence* seq : plan.out_of_blocks) {
+    if (auto it = m.live.find(seq->id); it != m.live.end()) m.out_of_blocks(*it->second);
+  }
   if (!plan.empty()) {
     const std::span<const float> logits = m.runner.run(plan);
     m.scheduler.complete(plan);
     m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
     ++m.steps;
-    m.sample(plan, logits);
+    m.process(plan, logits);
   }
+  for (uint64_t id : m.ended) m.groups.erase(id);
+  m.ended.clear();
   m.publish_stats();
   return !plan.empty() || !plan.out_of_blocks.empty();
 }
@@ -298,17 +520,19 @@ bool Engine::step() {
 std::vector<GenerationResult> Engine::generate(const std::vector<std::vector<int32_t>>& prompts,
                                                const SamplingParams& params) {
   std::vector<RequestHandle> handles;
-  handles.reserve(prompts.size());
-  for (const auto& prompt : prompts) handles.push_back(add_request(prompt, params));
-  std::vector<GenerationResult> results(prompts.size());
-  std::vector<bool> done(prompts.size(), false);
+  handles.reserve(prompts.size() * static_cast<size_t>(params.n));
+  for (const auto& prompt : prompts) {
+    for (RequestHandle& h : add_request_n(prompt, params)) handles.push_back(std::move(h));
+  }
+  std::vector<GenerationResult> results(handles.size());
+  std::vector<bool> done(handles.size(), false);
   size_t n_done = 0;
-  while (n_done < prompts.size()) {
+  while (n_done < handles.size()) {
     step();
     for (size_t i = 0; i < handles.size(); ++i) {
-      // After a step every request of ours is live or finished; a finished one's stream holds
-      // all its output, so draining it does not block.
-      if (done[i] || impl_->live.contains(handles[i].id())) continue;
+      // After a step every request of ours is live or ended; an ended one's streams hold all
+      // its output, so draining them does not block.
+      if (done[i] || impl_->groups.contains(handles[i].id())) continue;
       results[i] = collect(handles[i]);
       done[i] = true;
       ++n_done;
@@ -324,8 +548,8 @@ void Engine::Impl::publish_stats() {
   s.waiting = static_cast<int64_t>(m.scheduler.n_waiting());
   s.kv_blocks_total = m.n_blocks;
   s.kv_blocks_used = m.pool.n_used();
-  for (const auto& [id, request] : m.live) {
-    const engine::Sequence& seq = request->seq;
+  for (const auto& [id, completion] : m.live) {
+    const engine::Sequence& seq = completion->seq;
     s.kv_slots_allocated += static_cast<int64_t>(seq.blocks.table().size()) * m.config.block_size;
     s.kv_slots_filled += seq.n_computed;
   }

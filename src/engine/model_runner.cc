@@ -1,5 +1,7 @@
 #include "engine/model_runner.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace lumen::engine {
@@ -21,6 +23,7 @@ std::span<const float> ModelRunner::run(const StepPlan& plan) {
   positions_.clear();
   slices_.clear();
   logit_rows_.clear();
+  chunk_logits_.clear();
   for (const ScheduledChunk& chunk : plan.chunks) {
     const Sequence& seq = *chunk.seq;
     const auto first = static_cast<int64_t>(tokens_.size());
@@ -29,7 +32,17 @@ std::span<const float> ModelRunner::run(const StepPlan& plan) {
       positions_.push_back(static_cast<int32_t>(seq.n_computed + i));
     }
     slices_.push_back({first, chunk.n_tokens, seq.n_computed, seq.blocks.table()});
+    ChunkLogits rows;
+    rows.first_row = static_cast<int64_t>(logit_rows_.size());
+    rows.first_prompt_position = std::max(seq.n_computed, seq.next_prompt_logit);
+    const int64_t prompt_end = std::min(seq.n_computed + chunk.n_tokens, seq.prompt_len - 1);
+    rows.n_prompt_rows = std::max<int64_t>(0, prompt_end - rows.first_prompt_position);
+    for (int64_t p = 0; p < rows.n_prompt_rows; ++p) {
+      logit_rows_.push_back(static_cast<int32_t>(first + rows.first_prompt_position - seq.n_computed + p));
+    }
+    rows.samples = chunk.samples;
     if (chunk.samples) logit_rows_.push_back(static_cast<int32_t>(first + chunk.n_tokens - 1));
+    chunk_logits_.push_back(rows);
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));
   if (tokens_.empty()) return {};

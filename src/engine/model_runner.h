@@ -2,7 +2,8 @@
 // Turns a step plan into one flat batch and runs it: the block moves first (swap out,
 // copy-on-write, swap in; the order StepPlan documents), then
 // a single forward pass over the scheduled tokens of every sequence (each attending through its
-// own block table), with logits only for the chunks that sample.
+// own block table), with logits only for the rows someone reads: the last row of each chunk
+// that samples, and the prompt rows of a sequence that asked for prompt log-probabilities.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -14,13 +15,26 @@
 
 namespace lumen::engine {
 
+// Where a chunk's rows of logits are in run()'s result.
+struct ChunkLogits {
+  int64_t first_row = 0;
+  // Rows first_row.. hold the logits after prompt positions first_prompt_position.. (each
+  // predicting the next prompt token); n_prompt_rows may be 0.
+  int64_t first_prompt_position = 0;
+  int64_t n_prompt_rows = 0;
+  // The chunk samples: its row is first_row + n_prompt_rows.
+  bool samples = false;
+};
+
 class ModelRunner {
  public:
   ModelRunner(model::Transformer& transformer, model::KvCache& cache, SwapSpace* swap = nullptr);
 
-  // Returns one row of vocab logits per sampling chunk, in plan order (a view into a buffer
-  // that the next call overwrites).
+  // Returns the rows of vocab logits chunk_logits() describes (a view into a buffer that the
+  // next call overwrites).
   std::span<const float> run(const StepPlan& plan);
+  // One entry per chunk of the last run's plan, in plan order.
+  const std::vector<ChunkLogits>& chunk_logits() const { return chunk_logits_; }
   int64_t vocab_size() const { return vocab_; }
 
  private:
@@ -33,6 +47,7 @@ class ModelRunner {
   std::vector<int32_t> positions_;
   std::vector<backend::SequenceSlice> slices_;
   std::vector<int32_t> logit_rows_;
+  std::vector<ChunkLogits> chunk_logits_;
   std::vector<float> logits_;
 };
 

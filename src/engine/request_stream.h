@@ -21,6 +21,14 @@ class RequestStream {
     ready_.notify_all();
   }
 
+  void set_prompt_logprobs(std::vector<PromptLogprob> logprobs) {
+    {
+      std::lock_guard lock(mutex_);
+      prompt_logprobs_ = std::move(logprobs);
+    }
+    ready_.notify_all();
+  }
+
   void finish(FinishReason reason) {
     {
       std::lock_guard lock(mutex_);
@@ -33,11 +41,15 @@ class RequestStream {
   // its last chunk (the one carrying the finish reason) was taken.
   bool next(StreamChunk& out) {
     std::unique_lock lock(mutex_);
-    ready_.wait(lock, [this] { return !pending_.empty() || finish_.has_value(); });
+    ready_.wait(lock, [this] {
+      return !pending_.empty() || !prompt_logprobs_.empty() || finish_.has_value();
+    });
     out.tokens.clear();
+    out.prompt_logprobs.clear();
     out.finished = false;
     if (finish_delivered_) return false;
     out.tokens.swap(pending_);
+    out.prompt_logprobs.swap(prompt_logprobs_);
     if (finish_) {
       out.finished = true;
       out.finish_reason = *finish_;
@@ -55,6 +67,7 @@ class RequestStream {
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::vector<GeneratedToken> pending_;
+  std::vector<PromptLogprob> prompt_logprobs_;  // until taken
   std::optional<FinishReason> finish_;
   bool finish_delivered_ = false;
 };

@@ -32,6 +32,15 @@ void Scheduler::add(Sequence* seq) {
   insert_ranked(waiting_, seq);
 }
 
+void Scheduler::add_fork(Sequence* child, const Sequence* parent) {
+  if (parent->state == SequenceState::Running) {
+    child->state = SequenceState::Running;
+    insert_ranked(running_, child);
+  } else {
+    add(child);
+  }
+}
+
 void Scheduler::remove(Sequence* seq) {
   std::erase(running_, seq);
   std::erase(waiting_, seq);
@@ -44,7 +53,9 @@ void Scheduler::remove(Sequence* seq) {
 // Records the victim's written blocks for the runner to copy out; false when the swap space
 // lacks room (the victim is then recomputed).
 bool Scheduler::swap_out(Sequence* victim, StepPlan& plan) {
-  if (swap_ == nullptr || victim->n_computed == 0) return false;
+  // A sequence with nothing left to compute (a beam waiting for its siblings) would come back
+  // with no token to run: it is recomputed instead (the engine ignores the repeated logits).
+  if (swap_ == nullptr || victim->n_computed == 0 || victim->uncomputed() == 0) return false;
   const int64_t bs = pool_.block_size();
   const int64_t n_blocks = (victim->n_computed + bs - 1) / bs;
   std::optional<std::vector<int32_t>> slots = swap_->allocate(n_blocks);
@@ -107,7 +118,7 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
     for (Sequence* seq : snapshot) {
       if (budget == 0) return;
       if (seq->state != SequenceState::Running || seq->scheduled_now ||
-          seq->decoding() != decode_pass) {
+          seq->uncomputed() == 0 || seq->decoding() != decode_pass) {
         continue;
       }
       const int64_t n = std::min(seq->uncomputed(), budget);
@@ -119,10 +130,17 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
   }
 }
 
+int64_t Scheduler::running_seats() const {
+  int64_t seats = 0;
+  for (const Sequence* seq : running_) seats += seq->seats;
+  return seats;
+}
+
 void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
-  while (!waiting_.empty() && budget > 0 &&
-         static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
+  while (!waiting_.empty() && budget > 0) {
     Sequence* seq = waiting_.front();
+    // A group wider than max_num_seqs still runs, alone.
+    if (!running_.empty() && running_seats() + seq->seats > config_.max_num_seqs) return;
     if (!seq->swap_slots.empty()) {
       if (!admit_swapped(seq, std::min(seq->uncomputed(), budget), plan)) return;
       budget -= plan.chunks.back().n_tokens;
@@ -130,8 +148,10 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
     }
     if (!seq->prefix_checked) {
       // At least the last token is computed, so the step yields logits to sample from.
-      seq->n_computed = seq->blocks.adopt_cached_prefix(
-          seq->tokens, static_cast<int64_t>(seq->tokens.size()) - 1);
+      // Prompt positions whose logits are wanted (prompt_logprobs) are computed, not adopted.
+      const int64_t limit = seq->wants_prompt_logits() ? seq->next_prompt_logit
+                                                        : static_cast<int64_t>(seq->tokens.size()) - 1;
+      seq->n_computed = seq->blocks.adopt_cached_prefix(seq->tokens, limit);
       seq->prefix_checked = true;
     }
     const int64_t n = std::min(seq->uncomputed(), budget);
@@ -181,7 +201,7 @@ void Scheduler::preempt_for_priority(StepPlan& plan) {
   const int32_t need = top->swap_slots.empty()
                            ? top->blocks.blocks_needed(top->n_computed, n)
                            : top->blocks.blocks_needed(0, top->n_computed + n);
-  while (static_cast<int64_t>(running_.size()) >= config_.max_num_seqs ||
+  while (running_seats() + top->seats > config_.max_num_seqs ||
          pool_.n_available() - need < config_.watermark_blocks) {
     if (running_.empty() || running_.back()->priority >= top->priority) return;
     preempt(running_.back(), plan);

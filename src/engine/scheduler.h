@@ -64,6 +64,9 @@ class Scheduler {
 
   const SchedulerConfig& config() const { return config_; }
   void add(Sequence* seq);
+  // Adds a sequence forked from `parent` (already known here): it runs alongside its parent
+  // from the next step, or waits with it.
+  void add_fork(Sequence* child, const Sequence* parent);
   // Drops a finished or aborted sequence from the queues and releases its blocks.
   void remove(Sequence* seq);
   StepPlan schedule();
@@ -78,6 +81,7 @@ class Scheduler {
 
  private:
   bool ranks_before(const Sequence* a, const Sequence* b) const;
+  int64_t running_seats() const;
   void preempt(Sequence* victim, StepPlan& plan);
   void preempt_for_priority(StepPlan& plan);
   // Reserves blocks for `n` tokens of a running sequence, preempting others if needed; false

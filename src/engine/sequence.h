@@ -19,26 +19,49 @@ struct Sequence {
         arrival(arrival_order),
         tokens(std::move(prompt)),
         prompt_len(static_cast<int64_t>(tokens.size())),
+        next_prompt_logit(prompt_len - 1),
         blocks(pool, cache_salt) {}
+
+  // A sequence that continues `parent` (n > 1, beam search): the same tokens and K/V, in blocks
+  // shared with it until either writes (copy-on-write), and the same place in the queues' order.
+  Sequence(uint64_t sequence_id, const Sequence& parent)
+      : id(sequence_id),
+        priority(parent.priority),
+        arrival(parent.arrival),
+        tokens(parent.tokens),
+        prompt_len(parent.prompt_len),
+        next_prompt_logit(parent.next_prompt_logit),
+        n_computed(parent.n_computed),
+        blocks(parent.blocks.fork()),
+        prefix_checked(parent.prefix_checked) {}
 
   uint64_t id;
   int priority;      // larger runs first (priority policy); ignored under FCFS
   uint64_t arrival;  // submission order: ties in priority, and FCFS, go by it
   std::vector<int32_t> tokens;  // prompt followed by the generated tokens
   int64_t prompt_len;
+  // prompt_logprobs: logits are wanted for prompt positions [next_prompt_logit, prompt_len - 1)
+  // (each predicts the next prompt token); prompt_len - 1, i.e. none, unless asked for.
+  int64_t next_prompt_logit;
   int64_t n_computed = 0;       // tokens[0, n_computed) have K/V in `blocks`
   kv::SequenceBlocks blocks;
   SequenceState state = SequenceState::Waiting;
   bool prefix_checked = false;  // the prefix cache was consulted since it last held no blocks
   bool scheduled_now = false;   // has a chunk in the step being planned
   int64_t n_preemptions = 0;
+  // Places among max_num_seqs it takes when admitted: the sequences it will fork into (n > 1,
+  // best_of, beam width) are counted from the start, so forking never overfills the batch.
+  int64_t seats = 1;
   // While swapped out: the host slots holding its first blocks (K/V of tokens[0, n_computed)).
   std::vector<int32_t> swap_slots;
 
   // Tokens still to be computed before the next sample: the prompt (or, after a preemption,
-  // everything so far) during prefill, the last sampled token during decode.
+  // everything so far) during prefill, the last sampled token during decode. None while a beam
+  // waits for its siblings (it is computed up to its last token): such a sequence is not
+  // scheduled until the engine extends it.
   int64_t uncomputed() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
   bool decoding() const { return uncomputed() == 1 && n_computed > 0; }
+  bool wants_prompt_logits() const { return next_prompt_logit < prompt_len - 1; }
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
 };
 

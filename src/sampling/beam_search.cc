@@ -60,7 +60,11 @@ void BeamSearch::finish(const Beam& parent, int32_t token, float logprob, Finish
   h.sum_logprob = parent.sum_logprob + static_cast<double>(logprob);
   h.score = score(h.sum_logprob, h.tokens.size(), config_.length_penalty);
   h.finish = reason;
-  // Keep the best `width`, best first; an equal score goes after the earlier ones.
+  keep(std::move(h));
+}
+
+void BeamSearch::keep(BeamHypothesis h) {
+  // The best `width`, best first; an equal score goes after the earlier ones.
   auto at = std::upper_bound(finished_.begin(), finished_.end(), h.score,
                              [](double s, const BeamHypothesis& o) { return s > o.score; });
   if (at - finished_.begin() >= config_.width) return;
@@ -124,6 +128,18 @@ bool BeamSearch::done() const {
   const double worst_kept = finished_.back().score;
   return std::all_of(live_.begin(), live_.end(),
                      [&](const Beam& beam) { return upper_bound(beam) <= worst_kept; });
+}
+
+void BeamSearch::stop() {
+  for (const Beam& beam : live_) {
+    if (beam.tokens.empty()) continue;  // nothing generated: no hypothesis
+    BeamHypothesis h;
+    h.tokens = beam.tokens;
+    h.sum_logprob = beam.sum_logprob;
+    h.score = score(h.sum_logprob, h.tokens.size(), config_.length_penalty);
+    keep(std::move(h));
+  }
+  live_.clear();
 }
 
 std::vector<BeamHypothesis> BeamSearch::results() const {

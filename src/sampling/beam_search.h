@@ -75,6 +75,9 @@ class BeamSearch {
   const std::vector<Extension>& step(std::span<const std::span<const float>> logits);
 
   bool done() const;
+  // Ends the search now: every live beam becomes a hypothesis that ended at its length
+  // (FinishReason::Length), as when the KV cache cannot hold it any longer.
+  void stop();
   // The best n_results finished hypotheses, best first (fewer only if fewer finished). Call
   // when done(): then no live beam could be better.
   std::vector<BeamHypothesis> results() const;
@@ -96,6 +99,7 @@ class BeamSearch {
   // Appends live beam `parent`'s proposals (its 2 x width most likely tokens) to proposals_.
   void propose(size_t parent, std::span<const float> logits);
   void finish(const Beam& parent, int32_t token, float logprob, FinishReason reason);
+  void keep(BeamHypothesis h);  // into finished_, if among the best `width`
   // Best possible score of a live beam, over every way it could still end.
   double upper_bound(const Beam& beam) const;
 

@@ -1,0 +1,103 @@
+#include "engine/request_group.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace lumen::engine {
+
+namespace {
+
+// The sampling parameters of completion `index`: its own seed (seed + index) when one is given.
+sampling::SamplingParams with_seed_offset(sampling::SamplingParams params, int32_t index) {
+  if (params.seed) *params.seed += static_cast<uint64_t>(index);
+  return params;
+}
+
+GroupMode mode_of(const sampling::SamplingParams& params) {
+  if (params.use_beam_search) return GroupMode::Beam;
+  return params.best_of.value_or(params.n) > params.n ? GroupMode::BestOf : GroupMode::Sample;
+}
+
+}  // namespace
+
+Completion::Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<int32_t> prompt,
+                       int priority, kv::BlockPool& pool, uint64_t cache_salt,
+                       const sampling::SamplingParams& params, const tokenizer::Tokenizer& tokenizer)
+    : group(&owner),
+      index(0),
+      seq(sequence_id, std::move(prompt), priority, 0, pool, cache_salt),
+      sampler(params, seq.tokens, tokenizer.vocab().end_of_generation),
+      stop_condition(params, tokenizer.vocab().end_of_generation),
+      detokenizer(tokenizer) {
+  if (!params.stop.empty()) stop_strings.emplace(params.stop);
+}
+
+Completion::Completion(const Completion& parent, uint64_t sequence_id, int32_t completion_index,
+                       const sampling::SamplingParams& params, const tokenizer::Tokenizer& tokenizer)
+    : group(parent.group),
+      index(completion_index),
+      seq(sequence_id, parent.seq),
+      sampler(with_seed_offset(params, completion_index), std::span(seq.tokens).first(static_cast<size_t>(seq.prompt_len)),
+              tokenizer.vocab().end_of_generation),
+      stop_condition(params, tokenizer.vocab().end_of_generation),
+      detokenizer(tokenizer) {
+  if (!params.stop.empty()) stop_strings.emplace(params.stop);
+}
+
+RequestGroup::RequestGroup(uint64_t request_id, const sampling::SamplingParams& request_params,
+                           int64_t max_new_tokens, std::span<const int32_t> end_of_generation)
+    : id(request_id),
+      params(request_params),
+      sampling(request_params),
+      mode(mode_of(request_params)),
+      width(request_params.best_of.value_or(request_params.n)) {
+  if (mode == GroupMode::BestOf && !sampling.logprobs) sampling.logprobs = 0;
+  for (int32_t i = 0; i < params.n; ++i) streams.push_back(std::make_shared<RequestStream>());
+  if (mode == GroupMode::Beam) {
+    sampling::BeamSearchConfig config;
+    config.width = width;
+    config.n_results = params.n;
+    config.length_penalty = params.length_penalty;
+    config.early_stopping = params.early_stopping;
+    config.max_tokens = std::min(params.max_tokens, max_new_tokens);
+    config.min_tokens = std::min(params.min_tokens, config.max_tokens);
+    config.end_tokens = params.stop_token_ids;
+    if (!params.ignore_eos) {
+      config.end_tokens.insert(config.end_tokens.end(), end_of_generation.begin(), end_of_generation.end());
+    }
+    beam.emplace(std::move(config));
+  }
+}
+
+std::vector<const Completion*> best_completions(const RequestGroup& group) {
+  std::vector<const Completion*> all;
+  for (const auto& c : group.completions) all.push_back(c.get());
+  auto mean = [](const Completion* c) {
+    return c->held.empty() ? -std::numeric_limits<double>::infinity()
+                           : c->sum_logprob / static_cast<double>(c->held.size());
+  };
+  std::stable_sort(all.begin(), all.end(), [&](const Completion* a, const Completion* b) {
+    if (mean(a) != mean(b)) return mean(a) > mean(b);
+    return a->index < b->index;
+  });
+  all.resize(std::min(all.size(), static_cast<size_t>(group.params.n)));
+  return all;
+}
+
+std::vector<GeneratedToken> hypothesis_tokens(const sampling::BeamHypothesis& hypothesis,
+                                              const tokenizer::Tokenizer& tokenizer, bool with_logprobs) {
+  tokenizer::StreamingDetokenizer detokenizer(tokenizer);
+  std::vector<GeneratedToken> out;
+  for (const sampling::BeamToken& t : hypothesis.tokens) {
+    GeneratedToken g;
+    g.token = t.token;
+    g.logprob = with_logprobs ? t.logprob : std::numeric_limits<float>::quiet_NaN();
+    g.text = detokenizer.push(t.token);
+    out.push_back(std::move(g));
+  }
+  if (!out.empty()) out.back().text += detokenizer.flush();
+  return out;
+}
+
+}  // namespace lumen::engine

@@ -1,0 +1,96 @@
+#pragma once
+// A request inside the engine: one or more completions (output sequences) of one prompt, and
+// what turns their sampled tokens into the streams the caller reads.
+//
+// How a request runs (GroupMode):
+//  - Sample: one sequence computes the prompt; at its first sample it forks into `width`
+//    sequences that share the prompt's blocks and sample independently. Completion i streams
+//    to stream i as it goes (width == n).
+//  - BestOf: the same with width = best_of > n, but the output is held until every
+//    completion ended; the n with the highest mean log-probability per token are then
+//    delivered, best first.
+//  - Beam: the sequences are the live beams of a BeamSearch. Each beam pauses after it has
+//    its next-token logits; when all have, the search picks the next beams, which the engine
+//    makes by extending, forking (copy-on-write) and dropping sequences. The n best
+//    hypotheses are delivered when the search ends.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/request_stream.h"
+#include "engine/sequence.h"
+#include "lumen/outputs.h"
+#include "sampling/beam_search.h"
+#include "sampling/sampler.h"
+#include "sampling/stop_string_matcher.h"
+#include "sampling/stopping.h"
+#include "tokenizer/streaming_detokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lumen::engine {
+
+enum class GroupMode { Sample, BestOf, Beam };
+
+struct RequestGroup;
+
+// One output sequence: the scheduler's Sequence plus its sampler, stop conditions and
+// detokenizer.
+struct Completion {
+  // The request's first sequence.
+  Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<int32_t> prompt, int priority,
+             kv::BlockPool& pool, uint64_t cache_salt, const sampling::SamplingParams& params,
+             const tokenizer::Tokenizer& tokenizer);
+  // A sequence forked from `parent`: same tokens and K/V, its own sampler (drawing from
+  // `params`' seed), stop conditions and detokenizer, all fresh: a fork happens before the
+  // parent accepted any token (Sample, BestOf), or in Beam mode where they are unused.
+  Completion(const Completion& parent, uint64_t sequence_id, int32_t completion_index,
+             const sampling::SamplingParams& params, const tokenizer::Tokenizer& tokenizer);
+
+  RequestGroup* group;
+  int32_t index;  // its stream (Sample), or its rank among the candidates (BestOf)
+  Sequence seq;
+  sampling::Sampler sampler;
+  sampling::TokenStopCondition stop_condition;
+  tokenizer::StreamingDetokenizer detokenizer;
+  std::optional<sampling::StopStringMatcher> stop_strings;
+  std::vector<GeneratedToken> held;  // BestOf: the output until the best are chosen
+  double sum_logprob = 0.0;          // BestOf: of the tokens generated
+  std::optional<FinishReason> finish;
+};
+
+struct RequestGroup {
+  RequestGroup(uint64_t request_id, const sampling::SamplingParams& request_params,
+               int64_t max_new_tokens, std::span<const int32_t> end_of_generation);
+
+  uint64_t id;
+  sampling::SamplingParams params;  // as asked
+  // What the completions sample with: params, plus log-probabilities when BestOf needs them
+  // to rank (they are not reported unless asked for).
+  sampling::SamplingParams sampling;
+  GroupMode mode;
+  int32_t width;  // sequences it runs at most: best_of, or the beam width
+  std::vector<std::shared_ptr<RequestStream>> streams;  // params.n
+  std::vector<std::unique_ptr<Completion>> completions;  // every one made, finished or not
+  bool forked = false;  // Sample / BestOf: the first sequence has forked
+  int64_t n_running = 0;  // completions not finished
+
+  // Beam mode.
+  std::optional<sampling::BeamSearch> beam;
+  std::vector<Completion*> beams;               // live beam i runs in beams[i]
+  std::vector<std::vector<float>> beam_logits;  // live beam i's next-token logits, once it has them
+  std::vector<bool> beam_has_logits;
+
+  std::vector<PromptLogprob> prompt_logprobs;  // as they are computed
+  bool ended = false;  // every stream has its finish reason
+};
+
+// BestOf: the n completions to deliver, best first (highest mean log-probability per token;
+// ties: lower index).
+std::vector<const Completion*> best_completions(const RequestGroup& group);
+
+// Beam mode: a hypothesis as the caller sees it, its text detokenized whole.
+std::vector<GeneratedToken> hypothesis_tokens(const sampling::BeamHypothesis& hypothesis,
+                                              const tokenizer::Tokenizer& tokenizer, bool with_logprobs);
+
+}  // namespace lumen::engine
