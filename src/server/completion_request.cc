@@ -67,7 +67,10 @@ CompletionRequest parse_completion_request(const nlohmann::json& body, const tok
   out.echo = fields.boolean("echo").value_or(false);
   out.options = parse_generation_options(body, Endpoint::Completions, limits);
   if (out.echo && out.options.params.logprobs) {
-    invalid("echo", "'echo' with 'logprobs' (prompt log-probabilities) is not supported");
+    // OpenAI's legacy shape: the logprobs lists start with the prompt's tokens.
+    if (out.options.stream) invalid("echo", "'echo' with 'logprobs' cannot be streamed");
+    sampling::SamplingParams& p = out.options.params;
+    p.prompt_logprobs = std::max(p.prompt_logprobs.value_or(0), *p.logprobs);
   }
   return out;
 }

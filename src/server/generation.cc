@@ -46,15 +46,17 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
     per_prompt.back().validate_for_vocab(context.limits.vocab_size);
     prompt_tokens_ += static_cast<int64_t>(prompt.size());
   }
-  const auto total = static_cast<int64_t>(prompts.size() * n);
+  // Admission counts sequences: best_of and beam search run more than the n they return.
+  const auto width = static_cast<int64_t>(options.params.best_of.value_or(options.n));
+  const auto total = static_cast<int64_t>(prompts.size()) * width;
   context.admission.reserve(total);
   reserved_ = total;
   try {
     for (size_t p = 0; p < prompts.size(); ++p) {
-      for (size_t j = 0; j < n; ++j) {
-        sampling::SamplingParams params = per_prompt[p];
-        if (params.seed) *params.seed += choices_.size();
-        RequestHandle handle = context.engine.add_request(prompts[p], params);
+      sampling::SamplingParams params = per_prompt[p];
+      params.n = options.n;
+      if (params.seed) *params.seed += choices_.size();  // choice j of this prompt: + j
+      for (RequestHandle& handle : context.engine.add_request_n(prompts[p], params)) {
         context.admission.track(handle.id());
         choices_.push_back(Choice{handle, p, false, 0, {}, {}});
       }
@@ -68,7 +70,9 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
   context.metrics.queue_time.observe(seconds(Clock::now() - arrival), static_cast<uint64_t>(total));
   if (socket >= 0) {
     std::vector<uint64_t> ids;
-    for (const Choice& c : choices_) ids.push_back(c.handle.id());
+    for (const Choice& c : choices_) {
+      if (ids.empty() || ids.back() != c.handle.id()) ids.push_back(c.handle.id());
+    }
     watch_ticket_ = context.watcher.watch(socket, std::move(ids));
   }
 }
@@ -92,9 +96,17 @@ void Generation::release() {
 }
 
 void Generation::abort_all() {
+  // Aborting a request ends all its choices; an id is aborted once.
+  uint64_t last = 0;
   for (const Choice& c : choices_) {
-    if (!c.finished) context_.engine.abort(c.handle.id());
+    if (!c.finished && c.handle.id() != last) context_.engine.abort(c.handle.id());
+    if (!c.finished) last = c.handle.id();
   }
+}
+
+bool Generation::request_finished(uint64_t request_id) const {
+  return std::all_of(choices_.begin(), choices_.end(),
+                     [&](const Choice& c) { return c.handle.id() != request_id || c.finished; });
 }
 
 int64_t Generation::completion_tokens() const {
@@ -139,7 +151,7 @@ void Generation::record(Choice& c, const StreamChunk& chunk) {
   }
   if (chunk.finished) {
     c.finished = true;
-    context_.admission.untrack(c.handle.id());
+    if (request_finished(c.handle.id())) context_.admission.untrack(c.handle.id());
     context_.metrics.count_finished(chunk.finish_reason);
     context_.metrics.e2e_latency.observe(seconds(now - arrival_));
     if (c.n_tokens > 1) {

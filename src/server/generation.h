@@ -1,7 +1,7 @@
 #pragma once
-// One HTTP request's work in the engine: n choices for each prompt, submitted together (choice
-// index = prompt * n + j, drawing from seed + index when a seed is given; the prompt's blocks
-// are shared through the prefix cache). Reads their streams round-robin, records latency
+// One HTTP request's work in the engine: one engine request of n choices per prompt, submitted
+// together (choice index = prompt * n + j, drawing from seed + index when a seed is given; a
+// prompt's n choices share its KV blocks). Reads their streams round-robin, records latency
 // metrics as tokens arrive, and gives back everything it took (admission places, watcher
 // registration, unfinished engine requests) when destroyed.
 #include <chrono>
@@ -45,6 +45,7 @@ class Generation {
     Clock::time_point first_token, last_token;
   };
   void record(Choice& choice, const StreamChunk& chunk);
+  bool request_finished(uint64_t request_id) const;
   void release();
 
   ServerContext& context_;

@@ -81,6 +81,51 @@ nlohmann::json LogprobWriter::write(std::span<const GeneratedToken> tokens) {
   return out;
 }
 
+nlohmann::json LogprobWriter::write_prompt(std::span<const PromptLogprob> prompt) {
+  nlohmann::json out = {{"tokens", nlohmann::json::array()},
+                        {"token_logprobs", nlohmann::json::array()},
+                        {"top_logprobs", nlohmann::json::array()},
+                        {"text_offset", nlohmann::json::array()}};
+  for (const PromptLogprob& p : prompt) {
+    const std::string piece = tokenizer_.token_bytes(p.token);
+    out["tokens"].push_back(piece);
+    const bool first = std::isnan(p.logprob);
+    out["token_logprobs"].push_back(first ? nlohmann::json() : nlohmann::json(finite_logprob(p.logprob)));
+    nlohmann::json top = first ? nlohmann::json() : nlohmann::json::object();
+    for (const TokenAlternative& alt : p.top) top[tokenizer_.token_bytes(alt.token)] = finite_logprob(alt.logprob);
+    out["top_logprobs"].push_back(std::move(top));
+    out["text_offset"].push_back(text_offset_);
+    text_offset_ += static_cast<int64_t>(piece.size());
+  }
+  return out;
+}
+
+nlohmann::json concat_logprob_lists(nlohmann::json a, const nlohmann::json& b) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const auto& item : b[key]) a[key].push_back(item);
+  }
+  return a;
+}
+
+nlohmann::json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer, std::span<const PromptLogprob> prompt) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PromptLogprob& p : prompt) {
+    if (std::isnan(p.logprob)) {
+      out.push_back(nullptr);
+      continue;
+    }
+    nlohmann::json entry = nlohmann::json::object();
+    auto add = [&](int32_t token, float logprob) {
+      entry[std::to_string(token)] = {{"logprob", finite_logprob(logprob)},
+                                      {"decoded_token", tokenizer.token_bytes(token)}};
+    };
+    add(p.token, p.logprob);
+    for (const TokenAlternative& alt : p.top) add(alt.token, alt.logprob);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 nlohmann::json whole_response(const ResponseHeader& header, std::span<const ChoiceOutput> choices,
                               const Usage& usage) {
   nlohmann::json list = nlohmann::json::array();
@@ -92,6 +137,7 @@ nlohmann::json whole_response(const ResponseHeader& header, std::span<const Choi
       choice["text"] = c.text;
     }
     choice["logprobs"] = c.logprobs;
+    if (!c.prompt_logprobs.is_null()) choice["prompt_logprobs"] = c.prompt_logprobs;
     choice["finish_reason"] = finish_reason_name(c.finish);
     list.push_back(std::move(choice));
   }

@@ -37,6 +37,9 @@ class LogprobWriter {
       : tokenizer_(tokenizer), endpoint_(endpoint) {}
   // `tokens` continue those already written for this choice (text_offset runs on).
   nlohmann::json write(std::span<const GeneratedToken> tokens);
+  // Completions with echo: the prompt's tokens in the same lists, before the generated ones
+  // (the first has null log-probabilities, as OpenAI's).
+  nlohmann::json write_prompt(std::span<const PromptLogprob> prompt);
 
  private:
   const tokenizer::Tokenizer& tokenizer_;
@@ -44,11 +47,19 @@ class LogprobWriter {
   int64_t text_offset_ = 0;
 };
 
+// vLLM's prompt_logprobs: per prompt token null (the first) or {"<token id>": {"logprob",
+// "decoded_token"}} for the prompt token and each alternative.
+nlohmann::json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer, std::span<const PromptLogprob> prompt);
+
+// Completions' parallel lists of `a` followed by those of `b`.
+nlohmann::json concat_logprob_lists(nlohmann::json a, const nlohmann::json& b);
+
 // One choice of a whole (non-streamed) response.
 struct ChoiceOutput {
   int64_t index = 0;
   std::string text;
   nlohmann::json logprobs;  // null when not asked for
+  nlohmann::json prompt_logprobs;  // omitted when null
   FinishReason finish = FinishReason::Abort;
 };
 

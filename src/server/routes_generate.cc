@@ -38,7 +38,9 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
   const size_t n = generation.n_choices();
   std::vector<ChoiceOutput> outputs(n);
   std::vector<std::vector<GeneratedToken>> tokens(n);
+  std::vector<std::vector<PromptLogprob>> prompt_logprobs(n);
   const bool logprobs = job.options.params.logprobs.has_value();
+  const bool echo_logprobs = logprobs && !job.echo_texts.empty();
   for (size_t i = 0; i < n; ++i) {
     outputs[i].index = static_cast<int64_t>(i);
     if (!job.echo_texts.empty()) outputs[i].text = job.echo_texts[generation.prompt_of(i)];
@@ -47,6 +49,7 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
   StreamChunk chunk;
   bool aborted = false;
   while (generation.next(i, chunk)) {
+    if (!chunk.prompt_logprobs.empty()) prompt_logprobs[i] = std::move(chunk.prompt_logprobs);
     for (GeneratedToken& t : chunk.tokens) {
       outputs[i].text += t.text;
       if (logprobs) tokens[i].push_back(std::move(t));
@@ -58,9 +61,17 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
   }
   if (aborted) throw aborted_error(context);
   for (size_t c = 0; c < n; ++c) {
+    if (job.options.prompt_logprobs_field) {
+      outputs[c].prompt_logprobs = prompt_logprobs_json(context.model.tokenizer, prompt_logprobs[c]);
+    }
     if (!logprobs) continue;
     LogprobWriter writer(context.model.tokenizer, job.endpoint);
-    outputs[c].logprobs = writer.write(tokens[c]);
+    if (echo_logprobs) {
+      nlohmann::json prompt = writer.write_prompt(prompt_logprobs[c]);
+      outputs[c].logprobs = concat_logprob_lists(std::move(prompt), writer.write(tokens[c]));
+    } else {
+      outputs[c].logprobs = writer.write(tokens[c]);
+    }
   }
   const ResponseHeader header = make_response_header(job.endpoint, context.model_name);
   const Usage usage{generation.prompt_tokens(), generation.completion_tokens()};

@@ -106,14 +106,28 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
   read_logprobs(fields, endpoint, p);
 
   if (auto v = fields.integer("n", 1, limits.max_n)) out.n = static_cast<int32_t>(*v);
-  if (auto v = fields.integer("best_of", 1, limits.max_n); v && *v != out.n) {
-    invalid("best_of", "'best_of' other than n is not supported");
+  p.n = out.n;
+  if (auto v = fields.integer("best_of", 1, limits.max_n)) {
+    if (*v < out.n) invalid("best_of", "'best_of' ({}) must be at least n ({})", *v, out.n);
+    p.best_of = static_cast<int32_t>(*v);
   }
-  if (fields.boolean("use_beam_search").value_or(false)) {
-    invalid("use_beam_search", "beam search is not supported");
+  // vLLM's extensions for beam search (width: best_of, or n).
+  p.use_beam_search = fields.boolean("use_beam_search").value_or(false);
+  if (auto v = fields.number("length_penalty", -10.0, 10.0)) p.length_penalty = static_cast<float>(*v);
+  if (auto v = fields.boolean("early_stopping")) p.early_stopping = *v;
+  if (p.use_beam_search && !p.stop.empty()) {
+    invalid("stop", "'stop' strings are not supported with beam search ('stop_token_ids' are)");
+  }
+  if (auto v = fields.integer("prompt_logprobs", 0, sampling::kMaxLogprobs)) {
+    p.prompt_logprobs = static_cast<int32_t>(*v);
+    out.prompt_logprobs_field = true;
   }
 
   out.stream = fields.boolean("stream").value_or(false);
+  if (out.stream && p.best_of.value_or(p.n) > p.n && !p.use_beam_search) {
+    invalid("best_of", "'best_of' greater than n cannot be streamed (the best are known only at the end)");
+  }
+  if (out.stream && p.prompt_logprobs) invalid("prompt_logprobs", "'prompt_logprobs' cannot be streamed");
   if (const nlohmann::json* options = fields.find("stream_options")) {
     if (!out.stream) invalid("stream_options", "'stream_options' is only allowed with 'stream': true");
     if (!options->is_object()) invalid("stream_options", "'stream_options' must be an object");

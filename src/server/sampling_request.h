@@ -1,7 +1,8 @@
 #pragma once
 // The generation fields /v1/completions and /v1/chat/completions share, read into the engine's
 // SamplingParams with OpenAI's names, types and ranges (and vLLM's extensions: top_k, min_p,
-// repetition_penalty, min_tokens, ignore_eos, stop_token_ids). The endpoints differ only in
+// repetition_penalty, min_tokens, ignore_eos, stop_token_ids, use_beam_search, length_penalty,
+// early_stopping, prompt_logprobs). The endpoints differ only in
 // how log-probabilities and the token limit are asked for.
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@ struct GenerationOptions {
   bool max_tokens_given = false;    // false: the default (16 for completions, the rest of the context for chat)
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage
+  bool prompt_logprobs_field = false;  // "prompt_logprobs" was asked for (vLLM's field in each choice)
 };
 
 // Throws ApiError(400) naming the first bad field. Token ids (logit_bias keys, stop_token_ids)

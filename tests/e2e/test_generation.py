@@ -1,5 +1,5 @@
 """Completions and chat through the official openai SDK: whole and streamed, logprobs, stop,
-seed, n > 1; checked against each other and against `lumen run` (a separate code path)."""
+seed, n > 1, best_of, beam search, prompt log-probabilities; checked against each other and against `lumen run` (a separate code path)."""
 import math
 import os
 import subprocess
@@ -130,6 +130,50 @@ def test_n_choices_follow_seed_plus_index(client):
         for c in chunk.choices:
             texts[c.index] += c.text
     assert texts == singles
+
+
+def test_best_of_returns_the_candidate_with_the_highest_mean_logprob(client):
+    kw = dict(model=MODEL_NAME, prompt="Once upon a time", max_tokens=8, temperature=1.0)
+    best = client.completions.create(best_of=3, seed=21, **kw).choices[0].text
+    candidates = []
+    for i in range(3):
+        c = client.completions.create(seed=21 + i, logprobs=0, **kw).choices[0]
+        lps = c.logprobs.token_logprobs
+        candidates.append((sum(lps) / len(lps), c.text))
+    assert best == max(candidates, key=lambda c: c[0])[1]
+
+
+def test_beam_search_is_deterministic_and_ranked(client):
+    kw = dict(model=MODEL_NAME, prompt="The best way to learn", max_tokens=10, n=2, logprobs=0,
+              extra_body={"use_beam_search": True, "best_of": 3, "length_penalty": 1.0, "ignore_eos": True})
+    a, b = client.completions.create(**kw), client.completions.create(**kw)
+    assert [c.text for c in a.choices] == [c.text for c in b.choices]
+    assert len(a.choices) == 2 and a.choices[0].text != a.choices[1].text
+    scores = [sum(c.logprobs.token_logprobs) / len(c.logprobs.token_logprobs) for c in a.choices]
+    assert scores[0] >= scores[1]
+    # A beam of width 1 is greedy decoding.
+    one = client.completions.create(model=MODEL_NAME, prompt="The best way to learn", max_tokens=10,
+                                    extra_body={"use_beam_search": True, "ignore_eos": True})
+    g = greedy(client, prompt="The best way to learn", max_tokens=10, extra_body={"ignore_eos": True})
+    assert one.choices[0].text == g.choices[0].text
+
+
+def test_prompt_logprobs_and_echo_with_logprobs(server, client):
+    prompt_ids = server.tokenize(prompt=PROMPT)
+    r = greedy(client, max_tokens=3, extra_body={"prompt_logprobs": 2})
+    plp = r.choices[0].prompt_logprobs
+    assert len(plp) == len(prompt_ids) and plp[0] is None
+    for token, entry in zip(prompt_ids[1:], plp[1:]):
+        assert str(token) in entry and entry[str(token)]["logprob"] <= 0
+        assert 2 <= len(entry) <= 3  # the prompt token and the top 2 (it may be one of them)
+    # OpenAI's echo + logprobs: the prompt's tokens lead the lists, the first without a value.
+    e = greedy(client, max_tokens=3, echo=True, logprobs=1).choices[0]
+    assert e.text.startswith(PROMPT)
+    assert len(e.logprobs.tokens) == len(prompt_ids) + 3
+    assert e.logprobs.token_logprobs[0] is None
+    for i, token in enumerate(prompt_ids[1:], start=1):
+        assert abs(e.logprobs.token_logprobs[i] - plp[i][str(token)]["logprob"]) < 1e-5
+    assert e.logprobs.text_offset == sorted(e.logprobs.text_offset)
 
 
 def test_chat_n_choices(client):

@@ -71,6 +71,21 @@ TEST(GenerationOptions, ReadsEveryField) {
   EXPECT_NO_THROW(o.params.validate_for_vocab(kLimits.vocab_size));
 }
 
+TEST(GenerationOptions, ReadsTheDecodingExtensions) {
+  auto o = parse(R"({"n": 2, "best_of": 4, "use_beam_search": true, "length_penalty": 0.5,
+                     "early_stopping": true, "prompt_logprobs": 3, "stop_token_ids": [5]})");
+  EXPECT_EQ(o.params.n, 2);
+  EXPECT_EQ(o.params.best_of, 4);
+  EXPECT_TRUE(o.params.use_beam_search);
+  EXPECT_FLOAT_EQ(o.params.length_penalty, 0.5f);
+  EXPECT_TRUE(o.params.early_stopping);
+  EXPECT_EQ(o.params.prompt_logprobs, 3);
+  EXPECT_TRUE(o.prompt_logprobs_field);
+  EXPECT_NO_THROW(o.params.validate_for_vocab(kLimits.vocab_size));
+  // Beam search results arrive at the end, but may be streamed; best_of > n may not.
+  EXPECT_NO_THROW(parse(R"({"use_beam_search": true, "best_of": 3, "stream": true})"));
+}
+
 TEST(GenerationOptions, StopAsOneStringAndIntegralFloats) {
   auto o = parse(R"({"stop": "###", "max_tokens": 20.0, "seed": -1})");
   EXPECT_EQ(o.params.stop, std::vector<std::string>{"###"});
@@ -111,8 +126,12 @@ TEST(GenerationOptions, EveryWrongTypeOrRangeNamesItsField) {
       {R"({"stop_token_ids": [1000]})", "stop_token_ids"}, {R"({"stop_token_ids": 5})", "stop_token_ids"},
       {R"({"ignore_eos": 1})", "ignore_eos"},          {R"({"logprobs": 21})", "logprobs"},
       {R"({"logprobs": -1})", "logprobs"},             {R"({"n": 0})", "n"},
-      {R"({"n": 17})", "n"},                           {R"({"best_of": 3})", "best_of"},
-      {R"({"use_beam_search": true})", "use_beam_search"}, {R"({"stream": "yes"})", "stream"},
+      {R"({"n": 17})", "n"},                           {R"({"n": 4, "best_of": 3})", "best_of"},
+      {R"({"best_of": 17})", "best_of"},               {R"({"best_of": 3, "stream": true})", "best_of"},
+      {R"({"use_beam_search": 1})", "use_beam_search"}, {R"({"use_beam_search": true, "stop": ["x"]})", "stop"},
+      {R"({"length_penalty": "x"})", "length_penalty"}, {R"({"length_penalty": 1e9})", "length_penalty"},
+      {R"({"early_stopping": 0})", "early_stopping"},  {R"({"prompt_logprobs": 21})", "prompt_logprobs"},
+      {R"({"prompt_logprobs": 1, "stream": true})", "prompt_logprobs"}, {R"({"stream": "yes"})", "stream"},
       {R"({"stream_options": {"include_usage": true}})", "stream_options"},
       {R"({"stream": true, "stream_options": 1})", "stream_options"},
       {R"({"stream": true, "stream_options": {"include_usage": "y"}})", "include_usage"},
@@ -129,7 +148,8 @@ TEST(GenerationOptions, RandomFieldValuesOnlyEverGive400) {
   const std::vector<std::string> fields = {"temperature", "top_p", "top_k", "min_p", "typical_p", "frequency_penalty",
                                            "presence_penalty", "repetition_penalty", "logit_bias", "seed",
                                            "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos",
-                                           "logprobs", "n", "best_of", "stream", "stream_options", "top_logprobs"};
+                                           "logprobs", "n", "best_of", "stream", "stream_options", "top_logprobs",
+                                           "use_beam_search", "length_penalty", "early_stopping", "prompt_logprobs"};
   const std::vector<nlohmann::json> values = {nullptr, true, false, 0, -1, 1, 2, 20, 21, 1.5, -1e308, 1e308,
                                               "x", "", nlohmann::json::array(), nlohmann::json::object(),
                                               nlohmann::json::array({1, "a"}), nlohmann::json{{"1", 1}},
