@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
+#include "cli/run_completions.h"
 #include "cli/sampling_options.h"
 #include "engine/generator.h"
 #include "engine/loaded_model.h"
@@ -31,7 +32,14 @@ struct RunOptions {
   int64_t context = 4096;
   unsigned threads = 0;
   bool ignore_eos = false;
+  int32_t beam_width = 0;  // > 0: beam search of this width
   sampling::SamplingParams sampling;
+
+  // Whether the request needs the serving engine rather than the single-sequence generator.
+  bool needs_engine() const {
+    return sampling.n > 1 || sampling.best_of || sampling.use_beam_search || sampling.prompt_logprobs ||
+           sampling.logprobs;
+  }
 };
 
 using Clock = std::chrono::steady_clock;
@@ -49,6 +57,10 @@ void run(const RunOptions& options) {
   sampling::SamplingParams params = options.sampling;
   params.max_tokens = std::max<int64_t>(options.n_predict, 1);
   params.ignore_eos = options.ignore_eos;
+  if (options.beam_width > 0) {
+    params.use_beam_search = true;
+    params.best_of = options.beam_width;
+  }
   params.validate();  // before the model loads: a bad flag fails at once
   backend::CpuBackend backend(options.threads);
   engine::LoadedModel model = engine::LoadedModel::load(resolve_model_path(options.model), backend);
@@ -62,6 +74,10 @@ void run(const RunOptions& options) {
   if (prompt.empty()) fail("the prompt is empty");
   const tokenizer::Vocab& vocab = model.tokenizer.vocab();
   params.validate_for_vocab(static_cast<int64_t>(vocab.size()));
+  if (options.needs_engine() || params.use_beam_search) {
+    run_completions(model, backend, prompt, params, context);
+    return;
+  }
   sampling::Sampler sampler(params, prompt, vocab.end_of_generation);
   sampling::TokenStopCondition stop_condition(params, vocab.end_of_generation);
   sampling::StopStringMatcher stop_strings(params.stop);
@@ -116,6 +132,26 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", options->context, "Context length (tokens)")
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
+  cmd->add_option("--min-tokens", options->sampling.min_tokens, "Generate at least this many tokens");
+  cmd->add_option("--completions", options->sampling.n,
+                  "Completions of the prompt, sharing its KV blocks (printed one after another)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--best-of", options->sampling.best_of,
+                  "Sample this many and print the --completions with the highest mean log-probability")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--beam-width", options->beam_width, "Beam search of this width (prints --completions best)")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--length-penalty", options->sampling.length_penalty,
+                  "Beam score = log-probability / length^this")
+      ->capture_default_str();
+  cmd->add_flag("--early-stopping", options->sampling.early_stopping,
+                "Beam search stops once beam-width hypotheses have ended");
+  cmd->add_option("--logprobs", options->sampling.logprobs,
+                  "Print each generated token's log-probability (and K alternatives) to stderr")
+      ->check(CLI::Range(0, 20));
+  cmd->add_option("--prompt-logprobs", options->sampling.prompt_logprobs,
+                  "Print each prompt token's log-probability (and K alternatives) to stderr")
+      ->check(CLI::Range(0, 20));
   cmd->callback([options] { run(*options); });
 }
 

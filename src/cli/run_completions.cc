@@ -1,0 +1,58 @@
+#include "cli/run_completions.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+namespace lumen::cli {
+
+namespace {
+
+void print_logprob_line(const engine::LoadedModel& model, int32_t token, float logprob,
+                        const std::vector<TokenAlternative>& top) {
+  std::string line = fmt::format("  {:>7} {:<16} {:>9}", token, fmt::format("'{}'", model.tokenizer.token_bytes(token)),
+                                 std::isnan(logprob) ? std::string("-") : fmt::format("{:.4f}", logprob));
+  for (const TokenAlternative& alt : top) {
+    line += fmt::format("  {}:'{}' {:.3f}", alt.token, model.tokenizer.token_bytes(alt.token), alt.logprob);
+  }
+  fmt::print(stderr, "{}\n", line);
+}
+
+}  // namespace
+
+void run_completions(engine::LoadedModel& model, backend::Backend& backend, const std::vector<int32_t>& prompt,
+                     const SamplingParams& params, int64_t context) {
+  EngineConfig config;
+  config.max_model_len = context;
+  Engine engine(model, backend, config);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<GenerationResult> results = engine.generate({prompt}, params);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (params.prompt_logprobs) {
+    fmt::print(stderr, "prompt log-probabilities:\n");
+    for (const PromptLogprob& p : results.front().prompt_logprobs) print_logprob_line(model, p.token, p.logprob, p.top);
+  }
+  int64_t generated = 0;
+  for (const GenerationResult& r : results) {
+    if (results.size() > 1) fmt::print("--- completion {} ({}) ---\n", r.index, finish_reason_name(r.finish));
+    fmt::print("{}\n", r.text);
+    std::fflush(stdout);
+    generated += static_cast<int64_t>(r.tokens.size());
+    if (params.logprobs) {
+      double sum = 0.0;
+      fmt::print(stderr, "completion {} log-probabilities:\n", r.index);
+      for (size_t i = 0; i < r.tokens.size(); ++i) {
+        print_logprob_line(model, r.tokens[i], r.logprobs[i], {});
+        sum += r.logprobs[i];
+      }
+      fmt::print(stderr, "  sum {:.4f}, mean {:.4f}\n", sum, r.tokens.empty() ? 0.0 : sum / static_cast<double>(r.tokens.size()));
+    }
+  }
+  const EngineStats stats = engine.stats();
+  fmt::print(stderr, "{} completions, {} tokens delivered, {} computed in {:.3f} s\n", results.size(), generated,
+             stats.computed_tokens, seconds);
+}
+
+}  // namespace lumen::cli
