@@ -9,7 +9,9 @@
 //      cached prefix of their tokens;
 //   4. when a running sequence cannot get a block, the lowest-ranked running sequence not yet
 //      scheduled this step is preempted (or the sequence itself, when it is the lowest).
-// A long prompt is cut into chunks that share a step with decodes (chunked prefill).
+// A long prompt is cut into chunks that share a step with decodes (chunked prefill). A request
+// that will fork (n > 1, best_of, beams) takes its `seats` in max_num_seqs at admission; a
+// running sequence with nothing to compute (a beam waiting for its siblings) is not scheduled.
 // Preemption frees the victim's blocks and requeues it at its rank: it later recomputes its
 // tokens (prompt and generated so far), mostly from the prefix cache when that is on, or, with
 // a swap space, its blocks are copied to host memory first and copied back on readmission.
