@@ -2,6 +2,7 @@
 // What a request yields: tokens as they are sampled (with their log-probabilities), then why
 // it ended.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,9 @@ struct StreamChunk {
   // With prompt_logprobs: one entry per prompt token, in the first chunk only (the prompt is
   // computed before the first token is sampled).
   std::vector<PromptLogprob> prompt_logprobs;
+  // In the first chunk: seconds from add_request to the first step that computed any of the
+  // request's tokens (its time in the queue); NaN in the others.
+  double queue_seconds = std::numeric_limits<double>::quiet_NaN();
   std::vector<GeneratedToken> tokens;
   bool finished = false;
   FinishReason finish_reason = FinishReason::Abort;  // meaningful when finished

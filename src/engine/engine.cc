@@ -109,6 +109,8 @@ struct Engine::Impl {
   void publish_stats();
   // After the forward pass: prompt log-probabilities, then sampling (or beam rounds).
   void process(const engine::StepPlan& plan, std::span<const float> logits);
+  // The requests scheduled for the first time learn how long they waited.
+  void mark_scheduled(const engine::StepPlan& plan);
   void record_prompt_logprobs(Completion& c, const engine::ChunkLogits& rows, std::span<const float> logits);
   void on_logits(Completion& c, std::span<const float> row);
   void sample_and_emit(Completion& c, std::span<const float> row);
@@ -390,6 +392,17 @@ void Engine::Impl::record_prompt_logprobs(Completion& c, const engine::ChunkLogi
   }
 }
 
+void Engine::Impl::mark_scheduled(const engine::StepPlan& plan) {
+  const auto now = std::chrono::steady_clock::now();
+  for (const engine::ScheduledChunk& chunk : plan.chunks) {
+    RequestGroup& g = *live.at(chunk.seq->id)->group;
+    if (g.scheduled) continue;
+    g.scheduled = true;
+    const double queued = std::chrono::duration<double>(now - g.submitted).count();
+    for (auto& stream : g.streams) stream->mark_scheduled(queued);
+  }
+}
+
 void Engine::Impl::process(const engine::StepPlan& plan, std::span<const float> logits) {
   const auto vocab = static_cast<size_t>(runner.vocab_size());
   const std::vector<engine::ChunkLogits>& rows = runner.chunk_logits();
@@ -505,6 +518,7 @@ bool Engine::step() {
     if (auto it = m.live.find(seq->id); it != m.live.end()) m.out_of_blocks(*it->second);
   }
   if (!plan.empty()) {
+    m.mark_scheduled(plan);
     const std::span<const float> logits = m.runner.run(plan);
     m.scheduler.complete(plan);
     m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
@@ -569,8 +583,15 @@ void Engine::Impl::publish_stats() {
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard lock(impl_->stats_mutex);
-  return impl_->snapshot;
+  EngineStats s;
+  {
+    std::lock_guard lock(impl_->stats_mutex);
+    s = impl_->snapshot;
+  }
+  // Submitted but not yet seen by the loop: waiting too.
+  std::lock_guard lock(impl_->inbox_mutex);
+  s.waiting += static_cast<int64_t>(impl_->inbox.size());
+  return s;
 }
 
 

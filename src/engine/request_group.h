@@ -13,6 +13,7 @@
 //    its next-token logits; when all have, the search picks the next beams, which the engine
 //    makes by extending, forking (copy-on-write) and dropping sequences. The n best
 //    hypotheses are delivered when the search ends.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -82,6 +83,8 @@ struct RequestGroup {
   std::vector<bool> beam_has_logits;
 
   std::vector<PromptLogprob> prompt_logprobs;  // as they are computed
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
+  bool scheduled = false;  // some step has computed its tokens
   bool ended = false;  // every stream has its finish reason
 };
 

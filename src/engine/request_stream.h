@@ -2,7 +2,9 @@
 // The hand-over point between the engine's loop thread (which pushes tokens as they are sampled)
 // and whoever consumes a request (a CLI, an HTTP connection thread, a Python iterator), which
 // blocks until there is something new. Every method is thread-safe.
+#include <cmath>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -29,6 +31,12 @@ class RequestStream {
     ready_.notify_all();
   }
 
+  // When the request was first scheduled (the first call counts).
+  void mark_scheduled(double queue_seconds) {
+    std::lock_guard lock(mutex_);
+    if (!queue_reported_ && std::isnan(queue_seconds_)) queue_seconds_ = queue_seconds;
+  }
+
   void finish(FinishReason reason) {
     {
       std::lock_guard lock(mutex_);
@@ -50,6 +58,11 @@ class RequestStream {
     if (finish_delivered_) return false;
     out.tokens.swap(pending_);
     out.prompt_logprobs.swap(prompt_logprobs_);
+    out.queue_seconds = std::numeric_limits<double>::quiet_NaN();
+    if (!queue_reported_ && !std::isnan(queue_seconds_)) {
+      out.queue_seconds = queue_seconds_;
+      queue_reported_ = true;
+    }
     if (finish_) {
       out.finished = true;
       out.finish_reason = *finish_;
@@ -68,6 +81,8 @@ class RequestStream {
   std::condition_variable ready_;
   std::vector<GeneratedToken> pending_;
   std::vector<PromptLogprob> prompt_logprobs_;  // until taken
+  double queue_seconds_ = std::numeric_limits<double>::quiet_NaN();
+  bool queue_reported_ = false;
   std::optional<FinishReason> finish_;
   bool finish_delivered_ = false;
 };

@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "server/api_error.h"
 
@@ -67,7 +68,7 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
     throw;
   }
   context.metrics.add_prompt_tokens(prompt_tokens_ * static_cast<int64_t>(n));
-  context.metrics.queue_time.observe(seconds(Clock::now() - arrival), static_cast<uint64_t>(total));
+  submitted_ = Clock::now();
   if (socket >= 0) {
     std::vector<uint64_t> ids;
     for (const Choice& c : choices_) {
@@ -134,6 +135,10 @@ bool Generation::next(size_t& choice, StreamChunk& chunk) {
 
 void Generation::record(Choice& c, const StreamChunk& chunk) {
   const Clock::time_point now = Clock::now();
+  if (!std::isnan(chunk.queue_seconds)) {
+    // Queue time: from arrival (parsing, admission) until the engine first ran the request.
+    context_.metrics.queue_time.observe(seconds(submitted_ - arrival_) + chunk.queue_seconds);
+  }
   const auto k = static_cast<int64_t>(chunk.tokens.size());
   if (k > 0) {
     if (c.n_tokens == 0) {

@@ -50,6 +50,7 @@ class Generation {
 
   ServerContext& context_;
   Clock::time_point arrival_;
+  Clock::time_point submitted_;  // handed to the engine
   std::vector<Choice> choices_;
   int64_t reserved_ = 0;
   int64_t prompt_tokens_ = 0;

@@ -2,6 +2,7 @@
 // each produces alone, whatever the batching, chunking, prefix sharing or preemption did.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -203,6 +204,26 @@ TEST_F(EngineServing, AbortEndsTheRequestAndFreesItsBlocks) {
   EXPECT_EQ(n, 5u);  // the prefill step and four decode steps each sampled one
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
   EXPECT_FALSE(engine.has_unfinished());
+}
+
+TEST_F(EngineServing, QueueTimeIsReportedOnceAndWaitingCountsUnseenRequests) {
+  Engine engine(*model_, *backend_, config(256));
+  RequestHandle a = engine.add_request(cases(1, 6, 30, 1)[0].prompt, greedy(3));
+  RequestHandle b = engine.add_request(cases(1, 7, 30, 1)[0].prompt, greedy(3));
+  EXPECT_EQ(engine.stats().waiting, 2);  // submitted, not yet drained by a step
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (engine.has_unfinished()) engine.step();
+  for (RequestHandle* h : {&a, &b}) {
+    StreamChunk chunk;
+    int reported = 0;
+    while (h->next(chunk)) {
+      if (std::isnan(chunk.queue_seconds)) continue;
+      ++reported;
+      EXPECT_GE(chunk.queue_seconds, 0.02);  // it waited at least the sleep
+      EXPECT_LT(chunk.queue_seconds, 60.0);
+    }
+    EXPECT_EQ(reported, 1);
+  }
 }
 
 TEST_F(EngineServing, BadRequestsAreRefusedAndChangeNothing) {
