@@ -64,40 +64,36 @@ nlohmann::json LogprobWriter::write(std::span<const GeneratedToken> tokens) {
     }
     return {{"content", std::move(content)}};
   }
-  nlohmann::json out = {{"tokens", nlohmann::json::array()},
-                        {"token_logprobs", nlohmann::json::array()},
-                        {"top_logprobs", nlohmann::json::array()},
-                        {"text_offset", nlohmann::json::array()}};
-  for (const GeneratedToken& t : tokens) {
-    const std::string piece = tokenizer_.token_bytes(t.token);
-    out["tokens"].push_back(piece);
-    out["token_logprobs"].push_back(finite_logprob(t.logprob));
-    nlohmann::json top = nlohmann::json::object();
-    for (const TokenAlternative& alt : t.top) top[tokenizer_.token_bytes(alt.token)] = finite_logprob(alt.logprob);
-    out["top_logprobs"].push_back(std::move(top));
-    out["text_offset"].push_back(text_offset_);
-    text_offset_ += static_cast<int64_t>(piece.size());
-  }
+  nlohmann::json out = empty_completion_lists();
+  for (const GeneratedToken& t : tokens) append_completion_entry(out, t.token, t.logprob, t.top);
   return out;
 }
 
 nlohmann::json LogprobWriter::write_prompt(std::span<const PromptLogprob> prompt) {
-  nlohmann::json out = {{"tokens", nlohmann::json::array()},
-                        {"token_logprobs", nlohmann::json::array()},
-                        {"top_logprobs", nlohmann::json::array()},
-                        {"text_offset", nlohmann::json::array()}};
-  for (const PromptLogprob& p : prompt) {
-    const std::string piece = tokenizer_.token_bytes(p.token);
-    out["tokens"].push_back(piece);
-    const bool first = std::isnan(p.logprob);
-    out["token_logprobs"].push_back(first ? nlohmann::json() : nlohmann::json(finite_logprob(p.logprob)));
-    nlohmann::json top = first ? nlohmann::json() : nlohmann::json::object();
-    for (const TokenAlternative& alt : p.top) top[tokenizer_.token_bytes(alt.token)] = finite_logprob(alt.logprob);
-    out["top_logprobs"].push_back(std::move(top));
-    out["text_offset"].push_back(text_offset_);
-    text_offset_ += static_cast<int64_t>(piece.size());
-  }
+  nlohmann::json out = empty_completion_lists();
+  for (const PromptLogprob& p : prompt) append_completion_entry(out, p.token, p.logprob, p.top);
   return out;
+}
+
+nlohmann::json LogprobWriter::empty_completion_lists() {
+  return {{"tokens", nlohmann::json::array()},
+          {"token_logprobs", nlohmann::json::array()},
+          {"top_logprobs", nlohmann::json::array()},
+          {"text_offset", nlohmann::json::array()}};
+}
+
+void LogprobWriter::append_completion_entry(nlohmann::json& out, int32_t token, float logprob,
+                                            std::span<const TokenAlternative> top) {
+  const std::string piece = tokenizer_.token_bytes(token);
+  out["tokens"].push_back(piece);
+  // NaN: the first prompt token, which has no log-probability (null, as OpenAI's).
+  const bool none = std::isnan(logprob);
+  out["token_logprobs"].push_back(none ? nlohmann::json() : nlohmann::json(finite_logprob(logprob)));
+  nlohmann::json alternatives = none ? nlohmann::json() : nlohmann::json::object();
+  for (const TokenAlternative& alt : top) alternatives[tokenizer_.token_bytes(alt.token)] = finite_logprob(alt.logprob);
+  out["top_logprobs"].push_back(std::move(alternatives));
+  out["text_offset"].push_back(text_offset_);
+  text_offset_ += static_cast<int64_t>(piece.size());
 }
 
 nlohmann::json concat_logprob_lists(nlohmann::json a, const nlohmann::json& b) {

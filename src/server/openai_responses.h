@@ -42,6 +42,10 @@ class LogprobWriter {
   nlohmann::json write_prompt(std::span<const PromptLogprob> prompt);
 
  private:
+  static nlohmann::json empty_completion_lists();
+  void append_completion_entry(nlohmann::json& out, int32_t token, float logprob,
+                               std::span<const TokenAlternative> top);
+
   const tokenizer::Tokenizer& tokenizer_;
   Endpoint endpoint_;
   int64_t text_offset_ = 0;
