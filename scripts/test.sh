@@ -3,15 +3,16 @@
 #   1. Release: every test (unit, golden, model);
 #   2. Debug with AddressSanitizer + UBSan: every test but the slow real-model ones (label
 #      `model`), so memory errors in the parsers and kernels fail loudly;
-#   3. the libFuzzer target for the GGUF reader, for a bounded time (clang).
-# Ends with one line "total: N passed, M failed".
+#   3. the libFuzzer target for the GGUF reader, for a bounded time (clang);
+#   4. where nvcc exists: the CUDA backend and its tests (label gpu), which skip without a GPU.
+# Ends with one line "total: N passed, M failed, K skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
 PY="${LUMEN_HOME:-$HOME/.cache/lumen}/venv/bin/python"
 JOBS="${LUMEN_JOBS:-2}"
 
-passed=0; failed=0; status=0
+passed=0; failed=0; skipped=0; status=0
 run_preset() {
   local preset=$1; shift
   echo "=== $preset: configure and build"
@@ -29,15 +30,23 @@ run_preset() {
   local bad total
   bad=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
   total=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")
-  passed=$((passed + total - bad)); failed=$((failed + bad))
+  # Tests that skipped (the gpu tests without a GPU) are listed as "(Skipped)": not passes.
+  local skip; skip=$(grep -c '(Skipped)' "$log" || true)
+  passed=$((passed + total - bad - skip)); failed=$((failed + bad)); skipped=$((skipped + skip))
   rm -f "$log"
 }
 
-for preset in ${LUMEN_PRESETS:-release debug fuzz}; do
+default_presets="release debug fuzz"
+if command -v nvcc >/dev/null || test -x /usr/local/cuda/bin/nvcc; then
+  default_presets="$default_presets cuda"
+  export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+fi
+for preset in ${LUMEN_PRESETS:-$default_presets}; do
   case "$preset" in
     debug) run_preset debug -LE model ;;
+    cuda) run_preset cuda -L gpu -LE model ;;
     *) run_preset "$preset" ;;
   esac
 done
-echo "total: $passed passed, $failed failed"
+echo "total: $passed passed, $failed failed, $skipped skipped"
 exit $status

@@ -1,0 +1,329 @@
+// Paged attention kernels (see attention_kernels.h for the task structure and the modes).
+//
+// A task is one thread block of 4 warps. Each warp owns up to 2 of the item's query vectors:
+// its running max, sum and (lane-strided) accumulator live in registers. The block walks the
+// task's keys in tiles of 32 aligned to absolute positions: all threads copy the tile's keys
+// (and values) of the item's KV head from the cache into shared memory as f32, through the
+// sequence's block table; then for each vector, lane j scores key j (a sequential dot product
+// over head_dim, keys padded by one float per row so the 32 lanes hit 32 banks), the warp
+// updates its softmax state, and the probabilities are broadcast by shuffles into the
+// accumulator (lane i owns dims i, i + 32, ...).
+//
+// Expected cost: decode reads each K/V row of the split once per item (all heads of a GQA
+// group share the tile), so it streams the cache at close to bandwidth when there are enough
+// splits x KV heads x sequences to fill the GPU; prefill re-reads each tile once per item of 8
+// query vectors, and the per-lane dot products make it shared-memory bound (a simple kernel,
+// not a tensor-core flash attention).
+#include <cmath>
+
+#include "backend/cuda/attention_kernels.h"
+#include "backend/cuda/device_math.cuh"
+
+namespace lumen::backend::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kVectorsPerWarp = kItemVectors / kWarps;
+static_assert(kTileKeys == 32, "one key per lane");
+static_assert(kSplitKeys % kTileKeys == 0, "tiles never straddle splits");
+
+size_t task_shared_bytes(AttentionMode mode, int64_t dim) {
+  const int64_t floats = kTileKeys * (dim + 1) +
+                         (mode == AttentionMode::Stats ? 0 : kTileKeys * dim) + kItemVectors * dim;
+  return static_cast<size_t>(floats) * sizeof(float);
+}
+
+template <bool F16>
+__device__ __forceinline__ float load_cache(const void* base, size_t row_bytes, int64_t row,
+                                            int64_t element) {
+  const uint8_t* p = static_cast<const uint8_t*>(base) + row * row_bytes;
+  if constexpr (F16) {
+    return half_bits_to_float(reinterpret_cast<const uint16_t*>(p)[element]);
+  } else {
+    return reinterpret_cast<const float*>(p)[element];
+  }
+}
+
+// acc[i] += sum_j p_j * v_tile[j][lane + 32 i], p_j being lane j's probability.
+template <int DPL>
+__device__ __forceinline__ void accumulate_values(float prob, const float* v_tile, int64_t dim,
+                                                  float* acc) {
+  const int lane = threadIdx.x % 32;
+  for (int j = 0; j < kTileKeys; ++j) {
+    const float pj = __shfl_sync(0xffffffffu, prob, j);
+    if (pj == 0.0f) continue;  // masked key (the same for the whole warp)
+    const float* row = v_tile + j * dim;
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) {
+      const int64_t d = lane + 32 * i;
+      if (d < dim) acc[i] = fmaf(pj, row[d], acc[i]);
+    }
+  }
+}
+
+template <int DPL, AttentionMode MODE, bool F16>
+__global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParams p) {
+  extern __shared__ float shared[];
+  const int64_t dim = p.head_dim;
+  float* k_tile = shared;                          // [kTileKeys][dim + 1]
+  float* v_tile = k_tile + kTileKeys * (dim + 1);  // [kTileKeys][dim], not in Stats mode
+  float* q_vecs = v_tile + (MODE == AttentionMode::Stats ? 0 : kTileKeys * dim);  // [8][dim]
+
+  const AttentionTask task = p.tasks[blockIdx.x];
+  const AttentionItem item = p.items[task.item];
+  const AttentionSeq seq = p.seqs[item.seq];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n_vec = item.n_q * item.n_heads;
+  const bool capped = p.softcap != 0.0f;
+  const float score_scale = capped ? __fdiv_rn(p.scale, p.softcap) : p.scale;
+
+  // Queries, rounded to f16 when they meet an f16 K (as the CPU and ggml do).
+  for (int64_t i = threadIdx.x; i < n_vec * dim; i += kThreads) {
+    const int64_t v = i / dim, d = i % dim;
+    const int64_t token = seq.first_token + item.q_begin + v / item.n_heads;
+    const int64_t head = item.head_begin + v % item.n_heads;
+    const float x = p.q[(token * p.n_heads + head) * p.q_stride + d];
+    q_vecs[i] = F16 ? round_to_half(x) : x;
+  }
+
+  const int64_t split_lo = static_cast<int64_t>(task.split) * kSplitKeys;
+  const int64_t split_hi = split_lo + kSplitKeys - 1;
+  float m[kVectorsPerWarp], l[kVectorsPerWarp], M[kVectorsPerWarp], inv[kVectorsPerWarp];
+  double ld[kVectorsPerWarp];
+  bool seen[kVectorsPerWarp];
+  int64_t pos[kVectorsPerWarp], lo[kVectorsPerWarp];
+  float acc[kVectorsPerWarp][DPL];
+#pragma unroll
+  for (int s = 0; s < kVectorsPerWarp; ++s) {
+    const int v = warp + kWarps * s;
+    pos[s] = seq.start_pos + item.q_begin + (v < n_vec ? v / item.n_heads : 0);
+    lo[s] = p.window > 0 ? max(int64_t{0}, pos[s] - p.window + 1) : 0;
+    m[s] = -INFINITY;
+    l[s] = 0.0f;
+    ld[s] = 0.0;
+    seen[s] = false;
+    M[s] = 0.0f;
+    inv[s] = 0.0f;
+    if (MODE == AttentionMode::ExactPv && v < n_vec) {
+      const float2 stats = p.vector_stats[item.stats_base + v];
+      M[s] = stats.x;
+      inv[s] = stats.y;
+    }
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) acc[s][i] = 0.0f;
+  }
+
+  // The keys this task reads: its split, from the lowest key any of its queries sees to the
+  // position of its last query.
+  const int64_t first_pos = seq.start_pos + item.q_begin;
+  const int64_t item_lo = p.window > 0 ? max(int64_t{0}, first_pos - p.window + 1) : 0;
+  const int64_t item_hi = first_pos + item.n_q - 1;
+  const int64_t range_lo = max(item_lo, split_lo), range_hi = min(item_hi, split_hi);
+  const int64_t head_offset = static_cast<int64_t>(item.kv_head) * dim;
+  __syncthreads();
+
+  for (int64_t t0 = range_lo - range_lo % kTileKeys; t0 <= range_hi; t0 += kTileKeys) {
+    for (int64_t i = threadIdx.x; i < kTileKeys * dim; i += kThreads) {
+      const int64_t j = i / dim, d = i % dim;
+      const int64_t key = t0 + j;
+      float kx = 0.0f, vx = 0.0f;
+      if (key >= range_lo && key <= range_hi) {
+        const int64_t row =
+            static_cast<int64_t>(p.block_tables[seq.table_offset + key / p.block_size]) *
+                p.block_size +
+            key % p.block_size;
+        kx = load_cache<F16>(p.k, p.k_row_bytes, row, head_offset + d);
+        if constexpr (MODE != AttentionMode::Stats)
+          vx = load_cache<F16>(p.v, p.v_row_bytes, row, head_offset + d);
+      }
+      k_tile[j * (dim + 1) + d] = kx;
+      if constexpr (MODE != AttentionMode::Stats) v_tile[j * dim + d] = vx;
+    }
+    __syncthreads();
+
+#pragma unroll
+    for (int s = 0; s < kVectorsPerWarp; ++s) {
+      const int v = warp + kWarps * s;
+      if (v >= n_vec) continue;  // warp-uniform
+      // Keys of this tile the vector sees: causal, window, and inside this task's split.
+      const int64_t vis_lo = max(lo[s], max(split_lo, t0));
+      const int64_t vis_hi = min(pos[s], min(split_hi, t0 + kTileKeys - 1));
+      if (vis_lo > vis_hi) continue;  // warp-uniform: none
+      const int64_t key = t0 + lane;
+      const bool visible = key >= vis_lo && key <= vis_hi;
+      float score = -INFINITY;
+      if (visible) {
+        const float* qv = q_vecs + v * dim;
+        const float* kr = k_tile + lane * (dim + 1);
+        float dot = 0.0f;
+        for (int64_t d = 0; d < dim; ++d) dot = fmaf(qv[d], kr[d], dot);
+        score = capped ? __fmul_rn(p.softcap, tanhf(__fmul_rn(dot, score_scale)))
+                       : __fmul_rn(dot, score_scale);
+      }
+      seen[s] = true;
+      if constexpr (MODE == AttentionMode::ExactPv) {
+        const float prob =
+            visible ? round_to_half(__fmul_rn(expf(__fsub_rn(score, M[s])), inv[s])) : 0.0f;
+        accumulate_values<DPL>(prob, v_tile, dim, acc[s]);
+      } else {
+        const float m_new = fmaxf(m[s], warp_max(score));
+        const float correction = expf(__fsub_rn(m[s], m_new));  // 0 on the first tile
+        const float prob = visible ? expf(__fsub_rn(score, m_new)) : 0.0f;
+        if constexpr (MODE == AttentionMode::Stats) {
+          ld[s] = ld[s] * static_cast<double>(correction) + warp_sum(static_cast<double>(prob));
+        } else {
+          l[s] = __fadd_rn(__fmul_rn(l[s], correction), warp_sum(prob));
+#pragma unroll
+          for (int i = 0; i < DPL; ++i) acc[s][i] = __fmul_rn(acc[s][i], correction);
+          accumulate_values<DPL>(prob, v_tile, dim, acc[s]);
+        }
+        m[s] = m_new;
+      }
+    }
+    __syncthreads();  // before the next tile overwrites the shared rows
+  }
+
+#pragma unroll
+  for (int s = 0; s < kVectorsPerWarp; ++s) {
+    const int v = warp + kWarps * s;
+    if (v >= n_vec) continue;
+    const int64_t slot =
+        item.partial_base + static_cast<int64_t>(task.split - item.first_split) * n_vec + v;
+    if (lane == 0) {
+      PartialStats stats;
+      stats.max = m[s];
+      stats.sum = MODE == AttentionMode::Stats ? ld[s] : static_cast<double>(l[s]);
+      stats.seen = seen[s] ? 1.0f : 0.0f;
+      p.partial_stats[slot] = stats;
+    }
+    if constexpr (MODE != AttentionMode::Stats) {
+#pragma unroll
+      for (int i = 0; i < DPL; ++i) {
+        const int64_t d = lane + 32 * i;
+        if (d < dim) p.partial_acc[slot * dim + d] = acc[s][i];
+      }
+    }
+  }
+}
+
+template <AttentionMode MODE>
+__global__ void attention_combine_kernel(AttentionParams p) {
+  const AttentionItem item = p.items[blockIdx.x];
+  const AttentionSeq seq = p.seqs[item.seq];
+  const int64_t n_vec = item.n_q * item.n_heads;
+  const int64_t dim = p.head_dim;
+  const auto slot = [&](int64_t s, int64_t v) { return item.partial_base + s * n_vec + v; };
+
+  if constexpr (MODE == AttentionMode::Stats) {
+    // Each vector's row max M and 1 / (sum of exp(score - M)) over all its splits.
+    for (int64_t v = threadIdx.x; v < n_vec; v += blockDim.x) {
+      float max = -INFINITY;
+      for (int64_t s = 0; s < item.n_splits; ++s) {
+        const PartialStats st = p.partial_stats[slot(s, v)];
+        if (st.seen != 0.0f) max = fmaxf(max, st.max);
+      }
+      double sum = 0.0;
+      for (int64_t s = 0; s < item.n_splits; ++s) {
+        const PartialStats st = p.partial_stats[slot(s, v)];
+        if (st.seen != 0.0f)
+          sum += st.sum * exp(static_cast<double>(st.max) - static_cast<double>(max));
+      }
+      p.vector_stats[item.stats_base + v] =
+          make_float2(max, sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f);
+    }
+    return;
+  } else {
+    for (int64_t i = threadIdx.x; i < n_vec * dim; i += blockDim.x) {
+      const int64_t v = i / dim, d = i % dim;
+      float result = 0.0f;
+      if constexpr (MODE == AttentionMode::Flash) {
+        float max = -INFINITY;
+        for (int64_t s = 0; s < item.n_splits; ++s) {
+          const PartialStats st = p.partial_stats[slot(s, v)];
+          if (st.seen != 0.0f) max = fmaxf(max, st.max);
+        }
+        float sum = 0.0f, acc = 0.0f;
+        for (int64_t s = 0; s < item.n_splits; ++s) {
+          const PartialStats st = p.partial_stats[slot(s, v)];
+          if (st.seen == 0.0f) continue;
+          const float weight = expf(__fsub_rn(st.max, max));  // 1 for the split holding the max
+          sum = __fadd_rn(sum, __fmul_rn(static_cast<float>(st.sum), weight));
+          acc = __fadd_rn(acc, __fmul_rn(p.partial_acc[slot(s, v) * dim + d], weight));
+        }
+        result = sum > 0.0f ? __fmul_rn(acc, __fdiv_rn(1.0f, sum)) : 0.0f;
+      } else {  // ExactPv: the probabilities were normalised already
+        for (int64_t s = 0; s < item.n_splits; ++s) {
+          if (p.partial_stats[slot(s, v)].seen != 0.0f)
+            result = __fadd_rn(result, p.partial_acc[slot(s, v) * dim + d]);
+        }
+      }
+      const int64_t token = seq.first_token + item.q_begin + v / item.n_heads;
+      const int64_t head = item.head_begin + v % item.n_heads;
+      p.out[(token * p.n_heads + head) * p.out_stride + d] = result;
+    }
+  }
+}
+
+template <int DPL, AttentionMode MODE>
+void launch_tasks_for(const AttentionParams& params, int64_t n_tasks, cudaStream_t stream) {
+  const size_t shared = task_shared_bytes(MODE, params.head_dim);
+  const auto run = [&](auto kernel) {
+    if (shared > 48 * 1024) {
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(shared));
+    }
+    kernel<<<static_cast<unsigned>(n_tasks), kThreads, shared, stream>>>(params);
+  };
+  if (params.f16) {
+    run(attention_task_kernel<DPL, MODE, true>);
+  } else {
+    run(attention_task_kernel<DPL, MODE, false>);
+  }
+}
+
+template <AttentionMode MODE>
+void launch_tasks_mode(const AttentionParams& params, int64_t n_tasks, cudaStream_t stream) {
+  if (params.head_dim <= 64) {
+    launch_tasks_for<2, MODE>(params, n_tasks, stream);
+  } else if (params.head_dim <= 128) {
+    launch_tasks_for<4, MODE>(params, n_tasks, stream);
+  } else {
+    launch_tasks_for<8, MODE>(params, n_tasks, stream);
+  }
+}
+
+}  // namespace
+
+void launch_attention_tasks(AttentionMode mode, const AttentionParams& params, int64_t n_tasks,
+                            cudaStream_t stream) {
+  if (n_tasks == 0) return;
+  switch (mode) {
+    case AttentionMode::Flash:
+      return launch_tasks_mode<AttentionMode::Flash>(params, n_tasks, stream);
+    case AttentionMode::Stats:
+      return launch_tasks_mode<AttentionMode::Stats>(params, n_tasks, stream);
+    case AttentionMode::ExactPv:
+      return launch_tasks_mode<AttentionMode::ExactPv>(params, n_tasks, stream);
+  }
+}
+
+void launch_attention_combine(AttentionMode mode, const AttentionParams& params, int64_t n_items,
+                              cudaStream_t stream) {
+  if (n_items == 0) return;
+  const auto grid = static_cast<unsigned>(n_items);
+  switch (mode) {
+    case AttentionMode::Flash:
+      attention_combine_kernel<AttentionMode::Flash><<<grid, kThreads, 0, stream>>>(params);
+      break;
+    case AttentionMode::Stats:
+      attention_combine_kernel<AttentionMode::Stats><<<grid, kThreads, 0, stream>>>(params);
+      break;
+    case AttentionMode::ExactPv:
+      attention_combine_kernel<AttentionMode::ExactPv><<<grid, kThreads, 0, stream>>>(params);
+      break;
+  }
+}
+
+}  // namespace lumen::backend::cuda

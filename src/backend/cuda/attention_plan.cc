@@ -1,0 +1,77 @@
+#include "backend/cuda/attention_plan.h"
+
+#include <algorithm>
+
+namespace lumen::backend::cuda {
+
+AttentionPlan plan_attention(std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                             int64_t block_size, int64_t max_slots) {
+  AttentionPlan plan;
+  const int64_t group = config.n_heads / config.n_kv_heads;
+  // An item is up to kItemVectors vectors: a whole GQA group for as many query rows as fit,
+  // or, for groups larger than that, parts of the group for one query row.
+  const int64_t heads_per_item = std::min<int64_t>(group, kItemVectors);
+  const int64_t rows_per_item = group <= kItemVectors ? kItemVectors / group : 1;
+
+  AttentionPlan::Range range{0, 0, 0, 0, 0};
+  const auto close_range = [&] {
+    range.item_end = static_cast<int64_t>(plan.items.size());
+    range.task_end = static_cast<int64_t>(plan.tasks.size());
+    if (range.item_end > range.item_begin) {
+      plan.ranges.push_back(range);
+      plan.max_range_slots = std::max(plan.max_range_slots, range.slots);
+    }
+    range = {range.item_end, range.item_end, range.task_end, range.task_end, 0};
+  };
+
+  for (const SequenceSlice& seq : seqs) {
+    if (seq.n_tokens == 0) continue;
+    const auto seq_index = static_cast<int32_t>(plan.seqs.size());
+    const int64_t end_pos = seq.start_pos + seq.n_tokens;
+    const int64_t blocks = (end_pos + block_size - 1) / block_size;
+    plan.seqs.push_back(
+        {seq.first_token, seq.start_pos, static_cast<int64_t>(plan.block_tables.size())});
+    plan.block_tables.insert(plan.block_tables.end(), seq.block_table.begin(),
+                             seq.block_table.begin() + blocks);
+
+    for (int64_t q_begin = 0; q_begin < seq.n_tokens; q_begin += rows_per_item) {
+      const int64_t n_q = std::min(rows_per_item, seq.n_tokens - q_begin);
+      const int64_t first_pos = seq.start_pos + q_begin;
+      const int64_t last_pos = first_pos + n_q - 1;
+      const int64_t lowest = config.sliding_window > 0
+                                 ? std::max<int64_t>(0, first_pos - config.sliding_window + 1)
+                                 : 0;
+      const int64_t first_split = lowest / kSplitKeys;
+      const int64_t n_splits = last_pos / kSplitKeys - first_split + 1;
+      for (int64_t kv = 0; kv < config.n_kv_heads; ++kv) {
+        for (int64_t h = 0; h < group; h += heads_per_item) {
+          const int64_t n_heads = std::min(heads_per_item, group - h);
+          const int64_t slots = n_splits * n_q * n_heads;
+          if (range.slots > 0 && range.slots + slots > max_slots) close_range();
+          AttentionItem item{};
+          item.seq = seq_index;
+          item.q_begin = static_cast<int32_t>(q_begin);
+          item.n_q = static_cast<int32_t>(n_q);
+          item.head_begin = static_cast<int32_t>(kv * group + h);
+          item.n_heads = static_cast<int32_t>(n_heads);
+          item.kv_head = static_cast<int32_t>(kv);
+          item.first_split = static_cast<int32_t>(first_split);
+          item.n_splits = static_cast<int32_t>(n_splits);
+          item.partial_base = range.slots;
+          item.stats_base = plan.vectors;
+          const auto item_index = static_cast<int32_t>(plan.items.size());
+          plan.items.push_back(item);
+          for (int64_t s = 0; s < n_splits; ++s) {
+            plan.tasks.push_back({item_index, static_cast<int32_t>(first_split + s)});
+          }
+          range.slots += slots;
+          plan.vectors += n_q * n_heads;
+        }
+      }
+    }
+  }
+  close_range();
+  return plan;
+}
+
+}  // namespace lumen::backend::cuda

@@ -1,0 +1,34 @@
+#pragma once
+// Host side of the CUDA attention: cuts a call's query vectors into items and (item, split)
+// tasks (attention_kernels.h), and groups items into ranges whose partial results fit a
+// bounded scratch buffer.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/attention_kernels.h"
+
+namespace lumen::backend::cuda {
+
+struct AttentionPlan {
+  std::vector<AttentionSeq> seqs;
+  std::vector<int32_t> block_tables;  // each sequence's blocks, concatenated
+  std::vector<AttentionItem> items;   // in range order; partial_base relative to the range
+  std::vector<AttentionTask> tasks;   // in item order
+  struct Range {
+    int64_t item_begin, item_end;
+    int64_t task_begin, task_end;
+    int64_t slots;  // partial slots the range needs
+  };
+  std::vector<Range> ranges;
+  int64_t max_range_slots = 0;
+  int64_t vectors = 0;  // query vectors in all (the exact modes' per-vector stats)
+};
+
+// Sequences and config must have been checked (cpu::check_sequences and the config checks).
+// A range holds at most max_slots partial slots, unless one item alone needs more.
+AttentionPlan plan_attention(std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                             int64_t block_size, int64_t max_slots);
+
+}  // namespace lumen::backend::cuda

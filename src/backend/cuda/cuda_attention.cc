@@ -1,0 +1,254 @@
+// CudaBackend's K/V cache ops and attention. The paged layout is the CPU backend's
+// (backend/backend.h: position p of a sequence is row p % block_size of block
+// block_table[p / block_size]); the checks are the CPU backend's own functions, so both refuse
+// the same inputs.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/kv_store.h"
+#include "backend/cuda/attention_kernels.h"
+#include "backend/cuda/attention_plan.h"
+#include "backend/cuda/cuda_backend_state.h"
+#include "backend/cuda/cuda_ops_common.h"
+#include "util/error.h"
+
+namespace lumen::backend {
+
+namespace {
+
+// Partial results of one range at most this large (the plan splits bigger calls).
+constexpr size_t kPartialBudgetBytes = size_t{256} << 20;
+
+bool is_f16(const TensorView& t) { return t.type == tensor::DType::F16; }
+
+void check_block_id(int64_t block, const KvLayer& cache, std::string_view op) {
+  const int64_t n_blocks = cache.k.dims[2] * cache.k.dims[3];
+  if (block < 0 || block >= n_blocks)
+    fail("{}: block id {} is not in [0, {})", op, block, n_blocks);
+}
+
+uint8_t* block_start(const TensorView& t, int64_t block_size, int64_t block) {
+  return static_cast<uint8_t*>(t.data) + static_cast<size_t>(block * block_size) * t.row_bytes;
+}
+
+void check_attention_inputs(const TensorView& q, const KvLayer& cache,
+                            std::span<const SequenceSlice> seqs, const AttentionConfig& cfg,
+                            const TensorView& out) {
+  if (cfg.head_dim <= 0 || cfg.n_heads <= 0 || cfg.n_kv_heads <= 0 ||
+      cfg.n_heads % cfg.n_kv_heads != 0) {
+    fail("attention: need positive head_dim and n_heads a multiple of n_kv_heads (got {}, {}, {})",
+         cfg.head_dim, cfg.n_heads, cfg.n_kv_heads);
+  }
+  if (cfg.sliding_window < 0 || !std::isfinite(cfg.scale) || !std::isfinite(cfg.softcap) ||
+      cfg.softcap < 0.0f) {
+    fail("attention: invalid sliding window, scale or softcap");
+  }
+  for (const TensorView* t : {&q, &out}) {
+    if (t->type != tensor::DType::F32 || t->dims[0] != cfg.head_dim || t->dims[1] != cfg.n_heads ||
+        t->row_bytes < static_cast<size_t>(cfg.head_dim) * sizeof(float) ||
+        t->row_bytes % sizeof(float) != 0 || t->data == nullptr) {
+      fail("attention: q and out must be f32 {{head_dim {}, n_heads {}, tokens}}", cfg.head_dim,
+           cfg.n_heads);
+    }
+  }
+  if (q.rows() != out.rows()) fail("attention: q and out hold different token counts");
+  cpu::check_kv_layer(cache, cfg.head_dim * cfg.n_kv_heads, "attention");
+  for (const TensorView* t : {&cache.k, &cache.v}) {
+    if (t->row_bytes % (t->type == tensor::DType::F32 ? 4 : 2) != 0) {
+      fail("attention: cache rows are not aligned to their element size");
+    }
+  }
+  cpu::check_sequences(seqs, q.rows() / cfg.n_heads, cache, "attention");
+  if (cfg.head_dim > cuda::kMaxHeadDim) {
+    fail("attention: the CUDA kernels take head_dim up to {}, not {}", cuda::kMaxHeadDim,
+         cfg.head_dim);
+  }
+  if (cache.k.type != cache.v.type) fail("attention: the CUDA kernels need K and V of one type");
+}
+
+// Everything the plan depends on, flattened: a call with an equal key reuses the last plan.
+std::vector<int64_t> plan_key(std::span<const SequenceSlice> seqs, const AttentionConfig& cfg,
+                              int64_t block_size) {
+  std::vector<int64_t> key = {cfg.n_heads, cfg.n_kv_heads, cfg.sliding_window, block_size,
+                              static_cast<int64_t>(seqs.size())};
+  for (const SequenceSlice& seq : seqs) {
+    const int64_t blocks = (seq.start_pos + seq.n_tokens + block_size - 1) / block_size;
+    key.insert(key.end(), {seq.first_token, seq.n_tokens, seq.start_pos, blocks});
+    key.insert(key.end(), seq.block_table.begin(), seq.block_table.begin() + blocks);
+  }
+  return key;
+}
+
+size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+template <typename T>
+size_t append(std::vector<uint8_t>& blob, const std::vector<T>& values) {
+  const size_t offset = align16(blob.size());
+  blob.resize(offset + values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(blob.data() + offset, values.data(), values.size() * sizeof(T));
+  return offset;
+}
+
+}  // namespace
+
+void CudaBackend::store_kv(const TensorView& k, const TensorView& v,
+                           std::span<const SequenceSlice> seqs, KvLayer& cache) {
+  State& s = *state_;
+  cuda::check_f32(k, k.dims[0], "store_kv", "k");
+  cuda::check_same_shape(k, v, "store_kv");
+  const int64_t kv_dim = k.dims[0];
+  cpu::check_kv_layer(cache, kv_dim, "store_kv");
+  cpu::check_sequences(seqs, k.rows(), cache, "store_kv");
+  for (const TensorView* t : {&k, &v, static_cast<const TensorView*>(&cache.k),
+                              static_cast<const TensorView*>(&cache.v)}) {
+    cuda::require_device(s, *t, "store_kv", "tensors");
+  }
+  // Token t's destination row in the cache, or -1 for a row no sequence owns.
+  std::vector<int64_t> dest(static_cast<size_t>(k.rows()), -1);
+  for (const SequenceSlice& seq : seqs) {
+    for (int64_t i = 0; i < seq.n_tokens; ++i) {
+      dest[static_cast<size_t>(seq.first_token + i)] =
+          cpu::kv_row(seq, seq.start_pos + i, cache.block_size);
+    }
+  }
+  if (dest.empty()) return;
+  const auto* rows = static_cast<const int64_t*>(
+      s.uploads->upload(cuda::HostUploads::kKvRows, dest.data(), dest.size() * sizeof(int64_t)));
+  cuda::launch_store_kv(static_cast<const float*>(k.data), cuda::stride_of(k),
+                        static_cast<const float*>(v.data), cuda::stride_of(v), kv_dim, k.rows(),
+                        rows, cache.k.data, cache.k.row_bytes, is_f16(cache.k), cache.v.data,
+                        cache.v.row_bytes, is_f16(cache.v), s.stream);
+  s.check_launch("store_kv");
+}
+
+void CudaBackend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
+  State& s = *state_;
+  check_block_id(src, cache, "copy_kv_block");
+  check_block_id(dst, cache, "copy_kv_block");
+  if (src == dst) return;
+  for (TensorView* t : {&cache.k, &cache.v}) {
+    cuda::require_device(s, *t, "copy_kv_block", "cache");
+    const size_t bytes = t->row_bytes * static_cast<size_t>(cache.block_size);
+    cuda::check_cuda(cudaMemcpyAsync(block_start(*t, cache.block_size, dst),
+                                     block_start(*t, cache.block_size, src), bytes,
+                                     cudaMemcpyDeviceToDevice, s.stream),
+                     "cudaMemcpyAsync");
+  }
+}
+
+void CudaBackend::read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
+  State& s = *state_;
+  check_block_id(block, cache, "read_kv_block");
+  if (cache.v.row_bytes != cache.k.row_bytes) fail("read_kv_block: K and V rows differ in size");
+  const size_t bytes = kv_block_bytes(cache);
+  cuda::check_cuda(cudaMemcpyAsync(host_k, block_start(cache.k, cache.block_size, block), bytes,
+                                   cudaMemcpyDeviceToHost, s.stream),
+                   "cudaMemcpyAsync");
+  cuda::check_cuda(cudaMemcpyAsync(host_v, block_start(cache.v, cache.block_size, block), bytes,
+                                   cudaMemcpyDeviceToHost, s.stream),
+                   "cudaMemcpyAsync");
+  synchronize();
+}
+
+void CudaBackend::write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
+                                 const void* host_v) {
+  State& s = *state_;
+  check_block_id(block, cache, "write_kv_block");
+  if (cache.v.row_bytes != cache.k.row_bytes) fail("write_kv_block: K and V rows differ in size");
+  const size_t bytes = kv_block_bytes(cache);
+  // From pageable memory the copy returns once the source is staged: the caller may reuse it.
+  cuda::check_cuda(cudaMemcpyAsync(block_start(cache.k, cache.block_size, block), host_k, bytes,
+                                   cudaMemcpyHostToDevice, s.stream),
+                   "cudaMemcpyAsync");
+  cuda::check_cuda(cudaMemcpyAsync(block_start(cache.v, cache.block_size, block), host_v, bytes,
+                                   cudaMemcpyHostToDevice, s.stream),
+                   "cudaMemcpyAsync");
+}
+
+void CudaBackend::attention(const TensorView& q, const KvLayer& cache,
+                            std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                            TensorView& out) {
+  State& s = *state_;
+  check_attention_inputs(q, cache, seqs, config, out);
+  for (const TensorView* t : {&q, static_cast<const TensorView*>(&out), &cache.k, &cache.v}) {
+    cuda::require_device(s, *t, "attention", "tensors");
+  }
+  const int64_t dim = config.head_dim;
+
+  std::vector<int64_t> key = plan_key(seqs, config, cache.block_size);
+  if (key != s.plan_key) {
+    const int64_t max_slots =
+        static_cast<int64_t>(kPartialBudgetBytes / (sizeof(cuda::PartialStats) +
+                                                    static_cast<size_t>(dim) * sizeof(float)));
+    s.plan = cuda::plan_attention(seqs, config, cache.block_size, max_slots);
+    std::vector<uint8_t> blob;
+    const size_t seqs_at = append(blob, s.plan.seqs);
+    const size_t tables_at = append(blob, s.plan.block_tables);
+    const size_t items_at = append(blob, s.plan.items);
+    const size_t tasks_at = append(blob, s.plan.tasks);
+    const auto* base = static_cast<const uint8_t*>(
+        s.uploads->upload(cuda::HostUploads::kAttentionPlan, blob.data(), blob.size()));
+    s.plan_device.seqs = reinterpret_cast<const cuda::AttentionSeq*>(base + seqs_at);
+    s.plan_device.block_tables = reinterpret_cast<const int32_t*>(base + tables_at);
+    s.plan_device.items = reinterpret_cast<const cuda::AttentionItem*>(base + items_at);
+    s.plan_device.tasks = reinterpret_cast<const cuda::AttentionTask*>(base + tasks_at);
+    s.plan_key = std::move(key);
+  }
+  const cuda::AttentionPlan& plan = s.plan;
+  if (plan.items.empty()) return;
+
+  const auto slots = static_cast<size_t>(plan.max_range_slots);
+  const size_t stats_bytes = align16(slots * sizeof(cuda::PartialStats));
+  auto* partials = static_cast<uint8_t*>(s.attention_partials.ensure(
+      stats_bytes + slots * static_cast<size_t>(dim) * sizeof(float), s.stream));
+
+  cuda::AttentionParams p;
+  p.q = static_cast<const float*>(q.data);
+  p.q_stride = cuda::stride_of(q);
+  p.out = static_cast<float*>(out.data);
+  p.out_stride = cuda::stride_of(out);
+  p.n_heads = config.n_heads;
+  p.head_dim = dim;
+  p.scale = config.scale;
+  p.softcap = config.softcap;
+  p.window = config.sliding_window;
+  p.k = cache.k.data;
+  p.v = cache.v.data;
+  p.k_row_bytes = cache.k.row_bytes;
+  p.v_row_bytes = cache.v.row_bytes;
+  p.f16 = is_f16(cache.k);
+  p.block_size = cache.block_size;
+  p.seqs = s.plan_device.seqs;
+  p.block_tables = s.plan_device.block_tables;
+  p.partial_stats = reinterpret_cast<cuda::PartialStats*>(partials);
+  p.partial_acc = reinterpret_cast<float*>(partials + stats_bytes);
+
+  const bool exact = is_f16(cache.v) && s.options.exact_f16_attention;
+  if (exact) {
+    p.vector_stats = static_cast<float2*>(s.attention_vector_stats.ensure(
+        static_cast<size_t>(plan.vectors) * sizeof(float2), s.stream));
+  }
+  for (const cuda::AttentionPlan::Range& range : plan.ranges) {
+    // Tasks name items by their index in the whole plan; the combine walks the range's items.
+    cuda::AttentionParams tasks = p;
+    tasks.items = s.plan_device.items;
+    tasks.tasks = s.plan_device.tasks + range.task_begin;
+    cuda::AttentionParams combine = p;
+    combine.items = s.plan_device.items + range.item_begin;
+    const int64_t n_tasks = range.task_end - range.task_begin;
+    const int64_t n_items = range.item_end - range.item_begin;
+    if (exact) {
+      cuda::launch_attention_tasks(cuda::AttentionMode::Stats, tasks, n_tasks, s.stream);
+      cuda::launch_attention_combine(cuda::AttentionMode::Stats, combine, n_items, s.stream);
+      cuda::launch_attention_tasks(cuda::AttentionMode::ExactPv, tasks, n_tasks, s.stream);
+      cuda::launch_attention_combine(cuda::AttentionMode::ExactPv, combine, n_items, s.stream);
+    } else {
+      cuda::launch_attention_tasks(cuda::AttentionMode::Flash, tasks, n_tasks, s.stream);
+      cuda::launch_attention_combine(cuda::AttentionMode::Flash, combine, n_items, s.stream);
+    }
+  }
+  s.check_launch("attention");
+}
+
+}  // namespace lumen::backend

@@ -1,0 +1,327 @@
+// CudaBackend: device selection, memory, weights, and the row-wise ops. matmul lives in
+// cuda_matmul.cc; the K/V cache and attention in cuda_attention.cc.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/activation.h"
+#include "backend/cpu/get_rows.h"
+#include "backend/cpu/rope.h"
+#include "backend/cuda/cuda_backend_state.h"
+#include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/kernels.h"
+#include "tensor/fp16.h"
+#include "util/error.h"
+
+namespace lumen::backend {
+
+namespace {
+
+using cuda::check_cuda;
+
+class DeviceBuffer final : public Buffer {
+ public:
+  DeviceBuffer(size_t bytes, std::shared_ptr<cuda::AllocationRegistry> registry)
+      : size_(bytes), registry_(std::move(registry)) {
+    const cudaError_t status = cudaMalloc(&data_, std::max<size_t>(bytes, 1));
+    if (status != cudaSuccess) {
+      cudaGetLastError();
+      fail("allocate: {} bytes of device memory: {}", bytes, cudaGetErrorString(status));
+    }
+    // Zero-filled like the CPU backend's buffers (synchronous, so no other stream can see the
+    // memory before it is cleared).
+    check_cuda(cudaMemset(data_, 0, std::max<size_t>(bytes, 1)), "cudaMemset");
+    registry_->add(data_, std::max<size_t>(bytes, 1));
+  }
+  ~DeviceBuffer() override {
+    // Kernels already queued may still use the memory (a model growing its activations frees
+    // the old ones mid-stream); buffers are freed rarely, so waiting for the device is cheap.
+    cudaDeviceSynchronize();
+    registry_->remove(data_);
+    cudaFree(data_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* data() override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_;
+  std::shared_ptr<cuda::AllocationRegistry> registry_;
+};
+
+// ggml's GELU table (backend/cpu/activation.h) as f16 bits: entry h is f16(gelu(f16 value h)).
+// Only entries for |h| < 10 are read; the rest hold whatever the function gives.
+std::vector<uint16_t> gelu_table() {
+  std::vector<uint16_t> table(1 << 16);
+  for (uint32_t bits = 0; bits < table.size(); ++bits) {
+    const float h = tensor::fp16_to_float(static_cast<uint16_t>(bits));
+    table[bits] = tensor::float_to_fp16(cpu::gelu_tanh_like_ggml(h));
+  }
+  return table;
+}
+
+}  // namespace
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions options) {
+  return std::make_unique<CudaBackend>(device, options);
+}
+
+CudaBackend::State::~State() {
+  if (stream != nullptr) cudaStreamSynchronize(stream);
+  uploads.reset();
+  stager.reset();
+  for (void* w : weights) cudaFree(w);
+  if (gelu_table != nullptr) cudaFree(gelu_table);
+  if (cublas != nullptr) cublasDestroy(cublas);
+  if (stream != nullptr) cudaStreamDestroy(stream);
+}
+
+void CudaBackend::State::check_launch(std::string_view op) const {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) fail("{}: kernel launch failed: {}", op, cudaGetErrorString(status));
+}
+
+CudaBackend::CudaBackend(int device, CudaBackendOptions options)
+    : state_(std::make_unique<State>()) {
+  const int count = cuda_device_count();
+  if (device < 0 || device >= count)
+    fail("CUDA device {} does not exist ({} found)", device, count);
+  State& s = *state_;
+  s.device = device;
+  s.options = options;
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (cublasCreate(&s.cublas) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised");
+  if (cublasSetStream(s.cublas, s.stream) != CUBLAS_STATUS_SUCCESS) fail("cublasSetStream failed");
+  s.uploads = std::make_unique<cuda::HostUploads>(s.stream);
+  s.stager = std::make_unique<cuda::WeightStager>(s.stream);
+  const std::vector<uint16_t> table = gelu_table();
+  check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.gelu_table), table.size() * sizeof(uint16_t)),
+             "cudaMalloc");
+  check_cuda(cudaMemcpy(s.gelu_table, table.data(), table.size() * sizeof(uint16_t),
+                        cudaMemcpyHostToDevice),
+             "cudaMemcpy");
+}
+
+CudaBackend::~CudaBackend() = default;
+
+const CudaBackendOptions& CudaBackend::options() const { return state_->options; }
+void CudaBackend::set_options(const CudaBackendOptions& options) { state_->options = options; }
+
+std::unique_ptr<Buffer> CudaBackend::allocate(size_t bytes) {
+  return std::make_unique<DeviceBuffer>(bytes, state_->registry);
+}
+
+TensorView CudaBackend::upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
+                                       const void* host_data) {
+  State& s = *state_;
+  const auto row = tensor::row_bytes(type, dims[0]);
+  if (!row || host_data == nullptr) {
+    fail("upload_weights: rows of {} {} values are not a whole number of blocks", dims[0],
+         tensor::dtype_name(type));
+  }
+  const TensorView view{type, dims, static_cast<size_t>(*row), nullptr};
+  const auto bytes = static_cast<size_t>(*row) * static_cast<size_t>(view.rows());
+  void* device = nullptr;
+  const cudaError_t status = cudaMalloc(&device, std::max<size_t>(bytes, 1));
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    fail("upload_weights: {} bytes of device memory: {}", bytes, cudaGetErrorString(status));
+  }
+  s.registry->add(device, std::max<size_t>(bytes, 1));
+  s.weights.push_back(device);
+  s.stager->copy(device, host_data, bytes);
+  TensorView uploaded = view;
+  uploaded.data = device;
+  return uploaded;
+}
+
+void CudaBackend::copy_to_host(const TensorView& src, float* dst) {
+  State& s = *state_;
+  cpu::check_get_rows(src, 0, f32_matrix(dst, src.dims[0], 0));
+  cuda::require_device(s, src, "copy_to_host", "src");
+  const int64_t rows = src.rows(), cols = src.dims[0];
+  if (rows == 0 || cols == 0) return;
+  const size_t row_out = static_cast<size_t>(cols) * sizeof(float);
+  if (src.type == tensor::DType::F32) {
+    check_cuda(cudaMemcpy2DAsync(dst, row_out, src.data, src.row_bytes, row_out,
+                                 static_cast<size_t>(rows), cudaMemcpyDeviceToHost, s.stream),
+               "cudaMemcpy2DAsync");
+  } else {
+    cuda::require_rows_type(src.type, "copy_to_host");
+    auto* f32 =
+        static_cast<float*>(s.rows_f32.ensure(row_out * static_cast<size_t>(rows), s.stream));
+    cuda::launch_get_rows(src.type, src.data, src.row_bytes, cols, nullptr, rows, f32, cols,
+                          s.stream);
+    s.check_launch("copy_to_host");
+    check_cuda(cudaMemcpyAsync(dst, f32, row_out * static_cast<size_t>(rows),
+                               cudaMemcpyDeviceToHost, s.stream),
+               "cudaMemcpyAsync");
+  }
+  synchronize();
+}
+
+void CudaBackend::get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {
+  State& s = *state_;
+  const auto n = static_cast<int64_t>(ids.size());
+  cpu::check_get_rows(table, n, out);
+  cuda::require_rows_type(table.type, "get_rows");
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= table.rows()) fail("get_rows: id {} is not in [0, {})", id, table.rows());
+  }
+  cuda::require_device(s, table, "get_rows", "table");
+  cuda::require_device(s, out, "get_rows", "out");
+  if (n == 0) return;
+  const auto* device_ids = static_cast<const int32_t*>(
+      s.uploads->upload(cuda::HostUploads::kIds, ids.data(), ids.size_bytes()));
+  cuda::launch_get_rows(table.type, table.data, table.row_bytes, table.dims[0], device_ids, n,
+                        static_cast<float*>(out.data), cuda::stride_of(out), s.stream);
+  s.check_launch("get_rows");
+}
+
+void CudaBackend::rms_norm(const TensorView& x, const TensorView& weight, float eps,
+                           TensorView& out) {
+  State& s = *state_;
+  cuda::check_f32(x, x.dims[0], "rms_norm", "x");
+  cuda::check_f32(weight, x.dims[0], "rms_norm", "weight");
+  cuda::check_same_shape(x, out, "rms_norm");
+  for (const TensorView* t : {&x, &weight, static_cast<const TensorView*>(&out)}) {
+    cuda::require_device(s, *t, "rms_norm", "operands");
+  }
+  cuda::launch_rms_norm(static_cast<const float*>(x.data), cuda::stride_of(x),
+                        static_cast<const float*>(weight.data), eps, static_cast<float*>(out.data),
+                        cuda::stride_of(out), x.rows(), x.dims[0], s.stream);
+  s.check_launch("rms_norm");
+}
+
+void CudaBackend::add(const TensorView& a, const TensorView& b, TensorView& out) {
+  State& s = *state_;
+  cuda::check_f32(a, a.dims[0], "add", "a");
+  cuda::check_same_shape(a, b, "add");
+  cuda::check_same_shape(a, out, "add");
+  for (const TensorView* t : {&a, &b, static_cast<const TensorView*>(&out)}) {
+    cuda::require_device(s, *t, "add", "operands");
+  }
+  cuda::launch_add(static_cast<const float*>(a.data), cuda::stride_of(a),
+                   static_cast<const float*>(b.data), cuda::stride_of(b),
+                   static_cast<float*>(out.data), cuda::stride_of(out), a.rows(), a.dims[0],
+                   s.stream);
+  s.check_launch("add");
+}
+
+void CudaBackend::add_row(TensorView& x, const TensorView& row) {
+  State& s = *state_;
+  cuda::check_f32(x, x.dims[0], "add_row", "x");
+  cuda::check_f32(row, x.dims[0], "add_row", "row");
+  cuda::require_device(s, x, "add_row", "x");
+  cuda::require_device(s, row, "add_row", "row");
+  cuda::launch_add_row(static_cast<float*>(x.data), cuda::stride_of(x),
+                       static_cast<const float*>(row.data), x.rows(), x.dims[0], s.stream);
+  s.check_launch("add_row");
+}
+
+void CudaBackend::scale(TensorView& x, float factor) {
+  State& s = *state_;
+  cuda::check_f32(x, x.dims[0], "scale", "x");
+  cuda::require_device(s, x, "scale", "x");
+  cuda::launch_scale(static_cast<float*>(x.data), cuda::stride_of(x), factor, x.rows(), x.dims[0],
+                     s.stream);
+  s.check_launch("scale");
+}
+
+void CudaBackend::swiglu(const TensorView& gate, const TensorView& up, TensorView& out) {
+  State& s = *state_;
+  cuda::check_f32(gate, gate.dims[0], "swiglu", "gate");
+  cuda::check_same_shape(gate, up, "swiglu");
+  cuda::check_same_shape(gate, out, "swiglu");
+  for (const TensorView* t : {&gate, &up, static_cast<const TensorView*>(&out)}) {
+    cuda::require_device(s, *t, "swiglu", "operands");
+  }
+  cuda::launch_swiglu(static_cast<const float*>(gate.data), cuda::stride_of(gate),
+                      static_cast<const float*>(up.data), cuda::stride_of(up),
+                      static_cast<float*>(out.data), cuda::stride_of(out), gate.rows(),
+                      gate.dims[0], s.stream);
+  s.check_launch("swiglu");
+}
+
+void CudaBackend::geglu(const TensorView& gate, const TensorView& up, TensorView& out) {
+  State& s = *state_;
+  cuda::check_f32(gate, gate.dims[0], "geglu", "gate");
+  cuda::check_same_shape(gate, up, "geglu");
+  cuda::check_same_shape(gate, out, "geglu");
+  for (const TensorView* t : {&gate, &up, static_cast<const TensorView*>(&out)}) {
+    cuda::require_device(s, *t, "geglu", "operands");
+  }
+  cuda::launch_geglu(static_cast<const float*>(gate.data), cuda::stride_of(gate),
+                     static_cast<const float*>(up.data), cuda::stride_of(up),
+                     static_cast<float*>(out.data), cuda::stride_of(out), gate.rows(), gate.dims[0],
+                     s.gelu_table, s.stream);
+  s.check_launch("geglu");
+}
+
+void CudaBackend::rope(TensorView& x, std::span<const int32_t> positions,
+                       const RopeConfig& config) {
+  State& s = *state_;
+  cuda::check_f32(x, x.dims[0], "rope", "x");
+  cuda::require_device(s, x, "rope", "x");
+  const int64_t heads = x.dims[1];
+  const int64_t tokens = x.dims[2] * x.dims[3];
+  if (static_cast<int64_t>(positions.size()) != tokens) {
+    fail("rope: {} positions for {} tokens", positions.size(), tokens);
+  }
+  if (tokens == 0) return;
+  const cpu::RopeParams params = cpu::make_rope_params(config, x.dims[0]);
+  cuda::RopeKernelParams k;
+  k.rope_dims = params.rope_dims;
+  k.neox = params.neox;
+  // The same f32 expressions as cpu::rope_cache, evaluated here once.
+  k.theta_scale = std::pow(params.freq_base, -2.0f / static_cast<float>(params.rope_dims));
+  k.freq_scale = params.freq_scale;
+  k.ext_factor = params.ext_factor;
+  k.mscale = params.attn_factor;
+  if (params.ext_factor != 0.0f) k.mscale *= 1.0f + 0.1f * std::log(1.0f / params.freq_scale);
+  k.corr_low = params.corr_dims[0];
+  k.corr_high = params.corr_dims[1];
+  if (config.freq_factors != nullptr) {
+    // The model passes the rope_freqs weight (device memory here); tests may pass host memory.
+    k.freq_factors = s.is_device(config.freq_factors)
+                         ? config.freq_factors
+                         : static_cast<const float*>(s.uploads->upload(
+                               cuda::HostUploads::kFreqFactors, config.freq_factors,
+                               static_cast<size_t>(params.rope_dims / 2) * sizeof(float)));
+  }
+  const auto* device_positions = static_cast<const int32_t*>(
+      s.uploads->upload(cuda::HostUploads::kPositions, positions.data(), positions.size_bytes()));
+  cuda::launch_rope(static_cast<float*>(x.data), cuda::stride_of(x), heads, tokens,
+                    device_positions, k, s.stream);
+  s.check_launch("rope");
+}
+
+void CudaBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
+  check_cuda(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, state_->stream),
+             "cudaMemcpyAsync");
+  synchronize();
+}
+
+void CudaBackend::download(void* host_dst, const void* device_src, size_t bytes) {
+  check_cuda(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, state_->stream),
+             "cudaMemcpyAsync");
+  synchronize();
+}
+
+void CudaBackend::synchronize() {
+  check_cuda(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
+}
+
+}  // namespace lumen::backend

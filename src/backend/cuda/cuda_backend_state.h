@@ -1,0 +1,58 @@
+#pragma once
+// Internal to the CUDA backend: what a CudaBackend holds, shared by the files that implement its
+// ops (cuda_backend.cc, cuda_matmul.cc, cuda_attention.cc).
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "backend/cuda/attention_plan.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/device_memory.h"
+
+namespace lumen::backend {
+
+struct CudaBackend::State {
+  int device = 0;
+  CudaBackendOptions options;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  std::shared_ptr<cuda::AllocationRegistry> registry = std::make_shared<cuda::AllocationRegistry>();
+  std::unique_ptr<cuda::HostUploads> uploads;
+  std::unique_ptr<cuda::WeightStager> stager;
+
+  std::vector<void*> weights;  // device copies made by upload_weights, freed with the backend
+
+  uint16_t* gelu_table = nullptr;  // 65536 f16 entries (backend/cpu/activation.h)
+
+  cuda::DeviceScratch q8_activations;  // matmul: quantized activations
+  cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows
+  cuda::DeviceScratch gemm_x;          // matmul: f16 activations
+  cuda::DeviceScratch gemm_scale;      // matmul: the activations' scale state (kernels.h)
+  cuda::DeviceScratch staged_x;        // matmul: host activations copied in
+  cuda::DeviceScratch staged_y;        // matmul: results bound for host memory
+  cuda::DeviceScratch rows_f32;        // copy_to_host of non-f32 tensors
+  cuda::DeviceScratch attention_partials;
+  cuda::DeviceScratch attention_vector_stats;
+
+  // The last attention plan, what it was made from, and where its arrays are on the device
+  // (see cuda_attention.cc): every layer of a forward pass reuses it.
+  std::vector<int64_t> plan_key;
+  cuda::AttentionPlan plan;
+  struct {
+    const cuda::AttentionSeq* seqs = nullptr;
+    const int32_t* block_tables = nullptr;
+    const cuda::AttentionItem* items = nullptr;
+    const cuda::AttentionTask* tasks = nullptr;
+  } plan_device;
+
+  ~State();
+
+  // Throws with the name of the op if the last launch failed.
+  void check_launch(std::string_view op) const;
+  bool is_device(const void* p) const { return registry->is_device(p); }
+};
+
+}  // namespace lumen::backend

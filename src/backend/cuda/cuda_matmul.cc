@@ -1,0 +1,147 @@
+// CudaBackend::matmul: the quantized GEMV (up to options.max_gemv_tokens tokens, 8 per pass
+// over the weights) or dequantize-to-f16 + cuBLAS for larger batches.
+//
+// The GEMM path converts a chunk of weight rows at a time into f16 scratch (at most
+// kGemmChunkElements values, 128 MB), so its memory stays bounded whatever the matrix; the
+// activations are scaled by a power of two into f16's range (gemm_prep.cu). f16 operands
+// with f32 accumulation keep 11 bits per value, against the 8 of the CPU's Q8 activations.
+#include <cublas_v2.h>
+
+#include <algorithm>
+
+#include "backend/cuda/cuda_backend_state.h"
+#include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/kernels.h"
+#include "util/error.h"
+
+namespace lumen::backend {
+
+namespace {
+
+using tensor::DType;
+
+constexpr int64_t kGemmChunkElements = int64_t{64} << 20;
+
+void check_cublas(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail("cuBLAS error in {}: status {}", what, static_cast<int>(status));
+}
+
+// y (column-major rows x n_tokens, leading dimension ldc) = A^T B for A = cols x rows (the
+// weight rows as columns, leading dimension lda) and B = cols x n_tokens (ldb).
+void gemm(cublasHandle_t handle, int64_t rows, int64_t n_tokens, int64_t cols, const void* alpha,
+          const void* a, cudaDataType a_type, int64_t lda, const void* b, cudaDataType b_type,
+          int64_t ldb, const void* beta, float* c, int64_t ldc) {
+  check_cublas(
+      cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows),
+                   static_cast<int>(n_tokens), static_cast<int>(cols), alpha, a, a_type,
+                   static_cast<int>(lda), b, b_type, static_cast<int>(ldb), beta, c, CUDA_R_32F,
+                   static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmEx");
+}
+
+}  // namespace
+
+void CudaBackend::matmul(const TensorView& w, const TensorView& x, TensorView& y) {
+  State& s = *state_;
+  if (w.dims[2] * w.dims[3] != 1) fail("matmul: weights must be 2-D");
+  cuda::check_f32(x, w.dims[0], "matmul", "x");
+  cuda::check_f32(y, w.dims[1], "matmul", "y");
+  if (x.rows() != y.rows()) fail("matmul: x has {} rows, y {}", x.rows(), y.rows());
+  const DType act = cuda::gemv_activation_type(w.type);
+  if (act == DType::I8)
+    fail("matmul: the CUDA backend has no kernels for {} weights", tensor::dtype_name(w.type));
+  const auto expected = tensor::row_bytes(w.type, w.dims[0]);
+  if (!expected || *expected != w.row_bytes || w.data == nullptr) {
+    fail("matmul: bad {} weight matrix {} x {} ({} bytes per row)", tensor::dtype_name(w.type),
+         w.dims[1], w.dims[0], w.row_bytes);
+  }
+  cuda::require_device(s, w, "matmul", "w");
+  const int64_t rows = w.dims[1], cols = w.dims[0], n_tokens = x.rows();
+  if (n_tokens == 0 || rows == 0) return;
+  const size_t x_row = static_cast<size_t>(cols) * sizeof(float);
+  const size_t y_row = static_cast<size_t>(rows) * sizeof(float);
+
+  // Host operands (the model writes logits straight into the caller's array) go through
+  // device scratch.
+  const auto* xd = static_cast<const float*>(x.data);
+  int64_t xs = cuda::stride_of(x);
+  if (!s.is_device(x.data)) {
+    auto* staged =
+        static_cast<float*>(s.staged_x.ensure(x_row * static_cast<size_t>(n_tokens), s.stream));
+    cuda::check_cuda(
+        cudaMemcpy2DAsync(staged, x_row, x.data, x.row_bytes, x_row, static_cast<size_t>(n_tokens),
+                          cudaMemcpyHostToDevice, s.stream),
+        "cudaMemcpy2DAsync");
+    xd = staged;
+    xs = cols;
+  }
+  const bool y_on_host = !s.is_device(y.data);
+  auto* yd = static_cast<float*>(y.data);
+  int64_t ys = cuda::stride_of(y);
+  if (y_on_host) {
+    yd = static_cast<float*>(s.staged_y.ensure(y_row * static_cast<size_t>(n_tokens), s.stream));
+    ys = rows;
+  }
+
+  if (n_tokens <= s.options.max_gemv_tokens) {
+    if (act == DType::F32) {
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
+        const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
+        cuda::launch_gemv_float(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt,
+                                yd + t0 * ys, ys, s.stream);
+      }
+    } else {
+      void* buffer = s.q8_activations.ensure(cuda::q8_activation_bytes(n_tokens, cols), s.stream);
+      const cuda::Q8Activations q = cuda::carve_q8_activations(buffer, n_tokens, cols);
+      cuda::launch_quantize_activations(act, xd, xs, n_tokens, cols, q, s.stream);
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
+        const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
+        cuda::launch_gemv_quantized(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt,
+                                    yd + t0 * ys, ys, s.stream);
+      }
+    }
+  } else if (w.type == DType::F32) {
+    const float one = 1.0f, zero = 0.0f;
+    gemm(s.cublas, rows, n_tokens, cols, &one, w.data, CUDA_R_32F,
+         static_cast<int64_t>(w.row_bytes / 4), xd, CUDA_R_32F, xs, &zero, yd, ys);
+  } else {
+    auto* x16 = static_cast<uint16_t*>(
+        s.gemm_x.ensure(x_row / 2 * static_cast<size_t>(n_tokens), s.stream));
+    auto* scale = static_cast<float*>(s.gemm_scale.ensure(4 * sizeof(float), s.stream));
+    cuda::launch_convert_activations_f16(xd, xs, n_tokens, cols, scale, x16, s.stream);
+    // alpha undoes the activations' scale; both come from device memory.
+    check_cublas(cublasSetPointerMode(s.cublas, CUBLAS_POINTER_MODE_DEVICE),
+                 "cublasSetPointerMode");
+    const float* alpha = scale + 2;
+    const float* beta = scale + 3;
+    if (w.type == DType::F16) {
+      gemm(s.cublas, rows, n_tokens, cols, alpha, w.data, CUDA_R_16F,
+           static_cast<int64_t>(w.row_bytes / 2), x16, CUDA_R_16F, cols, beta, yd, ys);
+    } else {
+      const int64_t chunk = std::clamp<int64_t>(kGemmChunkElements / cols, 1, rows);
+      auto* w16 = static_cast<uint16_t*>(
+          s.gemm_weights.ensure(static_cast<size_t>(chunk * cols) * sizeof(uint16_t), s.stream));
+      for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        const int64_t nr = std::min(chunk, rows - r0);
+        cuda::launch_dequantize_to_f16(
+            w.type, static_cast<const uint8_t*>(w.data) + r0 * static_cast<int64_t>(w.row_bytes),
+            w.row_bytes, nr, cols, w16, s.stream);
+        gemm(s.cublas, nr, n_tokens, cols, alpha, w16, CUDA_R_16F, cols, x16, CUDA_R_16F, cols,
+             beta, yd + r0, ys);
+      }
+    }
+    check_cublas(cublasSetPointerMode(s.cublas, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+  }
+  s.check_launch("matmul");
+
+  if (y_on_host) {
+    cuda::check_cuda(
+        cudaMemcpy2DAsync(y.data, y.row_bytes, yd, y_row, y_row, static_cast<size_t>(n_tokens),
+                          cudaMemcpyDeviceToHost, s.stream),
+        "cudaMemcpy2DAsync");
+    synchronize();
+  }
+}
+
+}  // namespace lumen::backend

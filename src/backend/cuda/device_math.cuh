@@ -1,0 +1,77 @@
+#pragma once
+// Device helpers shared by the kernels: exact 16-bit float conversions, warp reductions with a
+// fixed order (so a result never depends on timing), loads from the 2-byte aligned blocks of
+// the quantized formats, and launch geometry.
+//
+// Where a kernel must round like the CPU backend it spells each operation with a _rn
+// intrinsic: nvcc contracts a * b + c into one FMA by default, which rounds once instead of
+// twice; the intrinsics are never contracted.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace lumen::backend::cuda {
+
+__device__ __forceinline__ float half_bits_to_float(uint16_t bits) {
+  return __half2float(__ushort_as_half(bits));
+}
+
+// Round to nearest even, overflow to infinity: what tensor::float_to_fp16 does.
+__device__ __forceinline__ uint16_t float_to_half_bits(float x) {
+  return __half_as_ushort(__float2half_rn(x));
+}
+
+__device__ __forceinline__ float round_to_half(float x) { return __half2float(__float2half_rn(x)); }
+
+__device__ __forceinline__ float bf16_bits_to_float(uint16_t bits) {
+  return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ double warp_sum(double v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ int warp_sum(int v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Sum over the 8 lanes of an aligned group of 8 (lanes 8k .. 8k + 7); every lane gets it.
+__device__ __forceinline__ int group8_sum(int v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  v += __shfl_xor_sync(0xffffffffu, v, 4);
+  return v;
+}
+
+// Four bytes from an address that is only 2-byte aligned (blocks of 18, 34 or 210 bytes).
+__device__ __forceinline__ uint32_t load_u32_align2(const uint8_t* p) {
+  const auto* h = reinterpret_cast<const uint16_t*>(p);
+  return static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
+}
+
+__device__ __forceinline__ uint16_t load_u16(const uint8_t* p) {
+  return *reinterpret_cast<const uint16_t*>(p);
+}
+
+// Blocks for a grid-stride loop over n items with `threads` per block.
+inline unsigned grid_for(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  constexpr int64_t kMaxBlocks = int64_t{1} << 20;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
+}
+
+}  // namespace lumen::backend::cuda

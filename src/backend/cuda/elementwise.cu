@@ -1,0 +1,141 @@
+// Pointwise ops and rms_norm. Each mirrors the CPU backend's f32 expression operation by
+// operation (backend/cpu/elementwise.cc, activation.cc, rms_norm.cc); only expf differs from
+// the CPU's exp by an ulp or two.
+#include "backend/cuda/device_math.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace lumen::backend::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Calls fn(row, col) for every element of a rows x cols matrix (grid-stride).
+template <typename Fn>
+__device__ __forceinline__ void for_each_element(int64_t rows, int64_t cols, Fn fn) {
+  const int64_t total = rows * cols;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    fn(i / cols, i % cols);
+  }
+}
+
+__global__ void add_kernel(const float* a, int64_t as, const float* b, int64_t bs, float* out,
+                           int64_t os, int64_t rows, int64_t cols) {
+  for_each_element(rows, cols, [&](int64_t r, int64_t c) {
+    out[r * os + c] = __fadd_rn(a[r * as + c], b[r * bs + c]);
+  });
+}
+
+__global__ void add_row_kernel(float* x, int64_t xs, const float* row, int64_t rows, int64_t cols) {
+  for_each_element(rows, cols,
+                   [&](int64_t r, int64_t c) { x[r * xs + c] = __fadd_rn(x[r * xs + c], row[c]); });
+}
+
+__global__ void scale_kernel(float* x, int64_t xs, float factor, int64_t rows, int64_t cols) {
+  for_each_element(rows, cols,
+                   [&](int64_t r, int64_t c) { x[r * xs + c] = __fmul_rn(x[r * xs + c], factor); });
+}
+
+__global__ void swiglu_kernel(const float* gate, int64_t gs, const float* up, int64_t us,
+                              float* out, int64_t os, int64_t rows, int64_t cols) {
+  for_each_element(rows, cols, [&](int64_t r, int64_t c) {
+    const float g = gate[r * gs + c];
+    const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
+    out[r * os + c] = __fmul_rn(silu, up[r * us + c]);
+  });
+}
+
+__global__ void geglu_kernel(const float* gate, int64_t gs, const float* up, int64_t us, float* out,
+                             int64_t os, int64_t rows, int64_t cols, const uint16_t* table) {
+  for_each_element(rows, cols, [&](int64_t r, int64_t c) {
+    const float g = gate[r * gs + c];
+    float gelu;
+    if (g <= -10.0f) {
+      gelu = 0.0f;
+    } else if (g >= 10.0f) {
+      gelu = g;
+    } else {
+      gelu = half_bits_to_float(table[float_to_half_bits(g)]);
+    }
+    out[r * os + c] = __fmul_rn(gelu, up[r * us + c]);
+  });
+}
+
+// One block per row: the sum of squares (each square rounded to f32 first, as ggml does) in
+// double, then y = (x * scale) * weight.
+__global__ void rms_norm_kernel(const float* x, int64_t xs, const float* weight, float eps,
+                                float* y, int64_t ys, int64_t cols) {
+  __shared__ double partial[kThreads / 32];
+  __shared__ float shared_scale;
+  const float* row = x + static_cast<int64_t>(blockIdx.x) * xs;
+  float* dst = y + static_cast<int64_t>(blockIdx.x) * ys;
+  double sum = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float v = row[c];
+    sum += static_cast<double>(__fmul_rn(v, v));
+  }
+  sum = warp_sum(sum);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
+    const auto mean = static_cast<float>(total / static_cast<double>(cols));
+    shared_scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
+  }
+  __syncthreads();
+  const float scale = shared_scale;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    dst[c] = __fmul_rn(__fmul_rn(row[c], scale), weight[c]);
+  }
+}
+
+}  // namespace
+
+void launch_add(const float* a, int64_t a_stride, const float* b, int64_t b_stride, float* out,
+                int64_t out_stride, int64_t rows, int64_t cols, cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  add_kernel<<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(a, a_stride, b, b_stride,
+                                                                       out, out_stride, rows, cols);
+}
+
+void launch_add_row(float* x, int64_t x_stride, const float* row, int64_t rows, int64_t cols,
+                    cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  add_row_kernel<<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(x, x_stride, row, rows,
+                                                                           cols);
+}
+
+void launch_scale(float* x, int64_t x_stride, float factor, int64_t rows, int64_t cols,
+                  cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  scale_kernel<<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(x, x_stride, factor, rows,
+                                                                         cols);
+}
+
+void launch_swiglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                   float* out, int64_t out_stride, int64_t rows, int64_t cols,
+                   cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  swiglu_kernel<<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(
+      gate, gate_stride, up, up_stride, out, out_stride, rows, cols);
+}
+
+void launch_geglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                  float* out, int64_t out_stride, int64_t rows, int64_t cols,
+                  const uint16_t* gelu_table, cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  geglu_kernel<<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(
+      gate, gate_stride, up, up_stride, out, out_stride, rows, cols, gelu_table);
+}
+
+void launch_rms_norm(const float* x, int64_t x_stride, const float* weight, float eps, float* y,
+                     int64_t y_stride, int64_t rows, int64_t cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, x_stride, weight, eps, y,
+                                                                        y_stride, cols);
+}
+
+}  // namespace lumen::backend::cuda

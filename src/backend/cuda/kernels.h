@@ -1,0 +1,111 @@
+#pragma once
+// Internal to the CUDA backend: the host-side launchers of the kernels in this directory's .cu
+// files. Pointers are device pointers; strides count elements (floats) unless named *_bytes.
+// Launchers only enqueue work on `stream`; the backend checks cudaGetLastError after them
+// (the .cu files stay free of the project's error and format headers).
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace lumen::backend::cuda {
+
+// ---- elementwise.cu ----
+void launch_add(const float* a, int64_t a_stride, const float* b, int64_t b_stride, float* out,
+                int64_t out_stride, int64_t rows, int64_t cols, cudaStream_t stream);
+void launch_add_row(float* x, int64_t x_stride, const float* row, int64_t rows, int64_t cols,
+                    cudaStream_t stream);
+void launch_scale(float* x, int64_t x_stride, float factor, int64_t rows, int64_t cols,
+                  cudaStream_t stream);
+// out = silu(gate) * up; out may alias gate or up.
+void launch_swiglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                   float* out, int64_t out_stride, int64_t rows, int64_t cols, cudaStream_t stream);
+// out = gelu(gate) * up through the 65536-entry f16 table (ggml's GELU table, see
+// backend/cpu/activation.h).
+void launch_geglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                  float* out, int64_t out_stride, int64_t rows, int64_t cols,
+                  const uint16_t* gelu_table, cudaStream_t stream);
+// One row per block; y may alias x.
+void launch_rms_norm(const float* x, int64_t x_stride, const float* weight, float eps, float* y,
+                     int64_t y_stride, int64_t rows, int64_t cols, cudaStream_t stream);
+
+// ---- rope.cu ----
+struct RopeKernelParams {
+  int64_t rope_dims = 0;
+  bool neox = false;
+  float theta_scale = 1.0f;  // freq_base^(-2 / rope_dims), computed on the host as the CPU does
+  float freq_scale = 1.0f;
+  float ext_factor = 0.0f;
+  float mscale = 1.0f;  // attn_factor, with YaRN's magnitude correction folded in
+  float corr_low = 0.0f;
+  float corr_high = 0.0f;
+  const float* freq_factors = nullptr;  // device memory, rope_dims / 2 values, or null
+};
+// x: row (token * n_heads + head) at x + row * row_stride; head_dim values each.
+void launch_rope(float* x, int64_t row_stride, int64_t n_heads, int64_t n_tokens,
+                 const int32_t* positions, const RopeKernelParams& params, cudaStream_t stream);
+
+// ---- rows.cu ----
+// Whether get_rows / dequantize_to_f16 handle this table type.
+bool rows_supported(tensor::DType type);
+// out row i = table row ids[i] (ids null: row i) as f32.
+void launch_get_rows(tensor::DType type, const void* table, size_t table_row_bytes, int64_t cols,
+                     const int32_t* ids, int64_t n, float* out, int64_t out_stride,
+                     cudaStream_t stream);
+// out (rows x cols f16, contiguous) = rows [0, rows) of the matrix, dequantized.
+void launch_dequantize_to_f16(tensor::DType type, const void* w, size_t row_bytes, int64_t rows,
+                              int64_t cols, uint16_t* out, cudaStream_t stream);
+// Token t's k and v rows go to cache row dest_rows[t] (skipped when negative), converted to
+// f16 where the cache is f16.
+void launch_store_kv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
+                     int64_t kv_dim, int64_t n_tokens, const int64_t* dest_rows, void* k_cache,
+                     size_t k_row_bytes, bool k_f16, void* v_cache, size_t v_row_bytes, bool v_f16,
+                     cudaStream_t stream);
+
+// ---- activation_quant.cu ----
+// Quantized activations, laid out for the GEMV kernels (not ggml's packed blocks): for token t,
+// codes at qs + t * cols; Q8_0/Q8_1: scale d (rounded through f16, as the block stores it) at
+// d[t * cols / 32 + b] and, for Q8_1, s = d * sum(codes) (through f16) at s[...]; Q8_K: f32
+// scale at d[t * cols / 256 + b] and the sums of each 16 codes at bsums[t * cols / 16 + g].
+struct Q8Activations {
+  int8_t* qs = nullptr;
+  float* d = nullptr;
+  float* s = nullptr;
+  int32_t* bsums = nullptr;
+  int64_t cols = 0;
+};
+// Bytes a Q8Activations of n_tokens x cols needs, and the carving of such a buffer.
+size_t q8_activation_bytes(int64_t n_tokens, int64_t cols);
+Q8Activations carve_q8_activations(void* buffer, int64_t n_tokens, int64_t cols);
+// act: Q8_0, Q8_1 or Q8_K (cols a multiple of 32, or 256 for Q8_K). Bit-exact with
+// backend/cpu/activation_quant.cc.
+void launch_quantize_activations(tensor::DType act, const float* x, int64_t x_stride,
+                                 int64_t n_tokens, int64_t cols, const Q8Activations& out,
+                                 cudaStream_t stream);
+
+// ---- gemv.cu ----
+inline constexpr int kGemvMaxTokens = 8;
+// The activation type a quantized weight type pairs with (as on the CPU), or F32 for the float
+// weight types; nullopt-like DType::I8 for unsupported types.
+tensor::DType gemv_activation_type(tensor::DType weight_type);
+// y[t * y_stride + r] = W[r, :] . x_t for r < rows, t < n_tokens (<= kGemvMaxTokens), tokens
+// [token_offset, token_offset + n_tokens) of the quantized activations.
+void launch_gemv_quantized(tensor::DType type, const void* w, size_t row_bytes, int64_t rows,
+                           int64_t cols, const Q8Activations& x, int64_t token_offset,
+                           int64_t n_tokens, float* y, int64_t y_stride, cudaStream_t stream);
+// The same for F32 / F16 / BF16 weights against f32 activations.
+void launch_gemv_float(tensor::DType type, const void* w, size_t row_bytes, int64_t rows,
+                       int64_t cols, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
+                       int64_t y_stride, cudaStream_t stream);
+
+// ---- gemm_prep.cu ----
+// scale_state: 4 floats of device memory: [0] bits of max |x| (as uint32), [1] the power of two
+// x is multiplied by before the f16 conversion (so no value overflows f16), [2] its inverse
+// (cuBLAS's alpha), [3] zero (cuBLAS's beta).
+void launch_convert_activations_f16(const float* x, int64_t x_stride, int64_t n_tokens,
+                                    int64_t cols, float* scale_state, uint16_t* out,
+                                    cudaStream_t stream);
+
+}  // namespace lumen::backend::cuda

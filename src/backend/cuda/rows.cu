@@ -1,0 +1,189 @@
+// Row conversions: get_rows (embedding lookup and any table to f32), whole matrices to f16 for
+// cuBLAS, and the batch's new keys and values into the paged cache.
+#include "backend/cuda/device_math.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/quant_units.cuh"
+
+namespace lumen::backend::cuda {
+
+namespace {
+
+using tensor::DType;
+
+constexpr int kThreads = 256;
+
+// Float tables: one thread per element.
+template <int F>
+__global__ void get_rows_float_kernel(const uint8_t* table, size_t row_bytes, int64_t cols,
+                                      const int32_t* ids, int64_t n, float* out, int64_t os) {
+  const int64_t total = n * cols;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const int64_t r = i / cols, c = i % cols;
+    const int64_t id = ids != nullptr ? ids[r] : r;
+    out[r * os + c] = float_element<F>(table + id * row_bytes, c);
+  }
+}
+
+// Quantized tables: one thread per 32-value unit.
+template <int F>
+__global__ void get_rows_quant_kernel(const uint8_t* table, size_t row_bytes, int64_t cols,
+                                      const int32_t* ids, int64_t n, float* out, int64_t os) {
+  const int64_t units = cols / 32;
+  const int64_t total = n * units;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const int64_t r = i / units, u = i % units;
+    const int64_t id = ids != nullptr ? ids[r] : r;
+    float values[32];
+    dequantize_unit<F>(table + id * row_bytes, u, values);
+    float* dst = out + r * os + u * 32;
+    for (int j = 0; j < 32; ++j) dst[j] = values[j];
+  }
+}
+
+template <int F>
+__global__ void float_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols,
+                                    uint16_t* out) {
+  const int64_t total = rows * cols;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const int64_t r = i / cols, c = i % cols;
+    out[i] = float_to_half_bits(float_element<F>(w + r * row_bytes, c));
+  }
+}
+
+template <int F>
+__global__ void quant_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols,
+                                    uint16_t* out) {
+  const int64_t units = cols / 32;
+  const int64_t total = rows * units;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const int64_t r = i / units, u = i % units;
+    float values[32];
+    dequantize_unit<F>(w + r * row_bytes, u, values);
+    uint16_t* dst = out + r * cols + u * 32;
+    for (int j = 0; j < 32; ++j) dst[j] = float_to_half_bits(values[j]);
+  }
+}
+
+__global__ void store_kv_kernel(const float* k, int64_t ks, const float* v, int64_t vs,
+                                int64_t kv_dim, const int64_t* dest_rows, uint8_t* k_cache,
+                                size_t k_row_bytes, bool k_f16, uint8_t* v_cache,
+                                size_t v_row_bytes, bool v_f16) {
+  const int64_t token = blockIdx.x;
+  const int64_t row = dest_rows[token];
+  if (row < 0) return;
+  uint8_t* k_dst = k_cache + row * k_row_bytes;
+  uint8_t* v_dst = v_cache + row * v_row_bytes;
+  for (int64_t d = threadIdx.x; d < kv_dim; d += blockDim.x) {
+    const float kx = k[token * ks + d];
+    const float vx = v[token * vs + d];
+    if (k_f16) {
+      reinterpret_cast<uint16_t*>(k_dst)[d] = float_to_half_bits(kx);
+    } else {
+      reinterpret_cast<float*>(k_dst)[d] = kx;
+    }
+    if (v_f16) {
+      reinterpret_cast<uint16_t*>(v_dst)[d] = float_to_half_bits(vx);
+    } else {
+      reinterpret_cast<float*>(v_dst)[d] = vx;
+    }
+  }
+}
+
+// Calls launch.template operator()<F>() with the table type as a template argument.
+template <typename Launch>
+void dispatch_type(DType type, Launch&& launch) {
+  switch (type) {
+    case DType::F32:
+      return launch.template operator()<static_cast<int>(DType::F32)>();
+    case DType::F16:
+      return launch.template operator()<static_cast<int>(DType::F16)>();
+    case DType::BF16:
+      return launch.template operator()<static_cast<int>(DType::BF16)>();
+    case DType::Q4_0:
+      return launch.template operator()<static_cast<int>(DType::Q4_0)>();
+    case DType::Q4_1:
+      return launch.template operator()<static_cast<int>(DType::Q4_1)>();
+    case DType::Q8_0:
+      return launch.template operator()<static_cast<int>(DType::Q8_0)>();
+    case DType::Q4_K:
+      return launch.template operator()<static_cast<int>(DType::Q4_K)>();
+    case DType::Q6_K:
+      return launch.template operator()<static_cast<int>(DType::Q6_K)>();
+    default:
+      return;  // rows_supported() said no; the backend refuses before launching
+  }
+}
+
+constexpr bool is_float_type(int f) {
+  return f == static_cast<int>(DType::F32) || f == static_cast<int>(DType::F16) ||
+         f == static_cast<int>(DType::BF16);
+}
+
+}  // namespace
+
+bool rows_supported(tensor::DType type) {
+  switch (type) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q8_0:
+    case DType::Q4_K:
+    case DType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void launch_get_rows(tensor::DType type, const void* table, size_t table_row_bytes, int64_t cols,
+                     const int32_t* ids, int64_t n, float* out, int64_t out_stride,
+                     cudaStream_t stream) {
+  if (n == 0 || cols == 0) return;
+  const auto* t = static_cast<const uint8_t*>(table);
+  dispatch_type(type, [&]<int F>() {
+    if constexpr (is_float_type(F)) {
+      get_rows_float_kernel<F><<<grid_for(n * cols, kThreads), kThreads, 0, stream>>>(
+          t, table_row_bytes, cols, ids, n, out, out_stride);
+    } else {
+      get_rows_quant_kernel<F><<<grid_for(n * (cols / 32), kThreads), kThreads, 0, stream>>>(
+          t, table_row_bytes, cols, ids, n, out, out_stride);
+    }
+  });
+}
+
+void launch_dequantize_to_f16(tensor::DType type, const void* w, size_t row_bytes, int64_t rows,
+                              int64_t cols, uint16_t* out, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  const auto* p = static_cast<const uint8_t*>(w);
+  dispatch_type(type, [&]<int F>() {
+    if constexpr (is_float_type(F)) {
+      float_to_f16_kernel<F>
+          <<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(p, row_bytes, rows, cols, out);
+    } else {
+      quant_to_f16_kernel<F><<<grid_for(rows * (cols / 32), kThreads), kThreads, 0, stream>>>(
+          p, row_bytes, rows, cols, out);
+    }
+  });
+}
+
+void launch_store_kv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
+                     int64_t kv_dim, int64_t n_tokens, const int64_t* dest_rows, void* k_cache,
+                     size_t k_row_bytes, bool k_f16, void* v_cache, size_t v_row_bytes, bool v_f16,
+                     cudaStream_t stream) {
+  if (n_tokens == 0) return;
+  store_kv_kernel<<<static_cast<unsigned>(n_tokens), 128, 0, stream>>>(
+      k, k_stride, v, v_stride, kv_dim, dest_rows, static_cast<uint8_t*>(k_cache), k_row_bytes,
+      k_f16, static_cast<uint8_t*>(v_cache), v_row_bytes, v_f16);
+}
+
+}  // namespace lumen::backend::cuda

@@ -1,0 +1,260 @@
+// The CUDA attention and K/V cache ops against the CPU backend's, on caches whose blocks are
+// shuffled between sequences and whose rows are wider than their data: decode and prefill,
+// several sequences at once, GQA (groups of 1, 3, 4 and 16), sliding windows, softcap, f16 and
+// f32 caches, contexts that span several 256-key splits, head dims 64 to 256, block sizes 16
+// and 7.
+//
+// Tolerances (largest difference over the largest |out| of the CPU):
+//  - f32 cache: 2e-5. Both run an online softmax in f32; sums are ordered differently.
+//  - f16 cache, exact mode (the default): 2e-4. Both round each probability to f16 after a
+//    whole-row softmax; a probability within an ulp of a rounding boundary may round the other
+//    way (2^-11 of that probability), which a 1e-4-style bound would turn into flaky failures.
+//  - f16 cache, flash mode: 3e-3 (its probabilities are not rounded to f16 at all).
+// Decode of a token and the same token's row in a prefill are compared bit for bit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_test_util.h"
+#include "paged_cache_fixture.h"
+#include "util/error.h"
+
+namespace lumen::backend::testing {
+namespace {
+
+using tensor::DType;
+
+struct SeqSpec {
+  int64_t start_pos, n_tokens;
+};
+
+struct AttnCase {
+  const char* name;
+  DType cache_type;
+  int64_t n_heads, n_kv_heads, head_dim, block_size, window;
+  float softcap;
+  std::vector<SeqSpec> seqs;
+};
+
+void PrintTo(const AttnCase& c, std::ostream* os) { *os << c.name; }
+
+// A paged cache filled with random K/V for every position the sequences reach, its device
+// copy, the block tables (a shuffled partition of the blocks) and random queries.
+struct AttnSetup {
+  AttnCase c;
+  int64_t kv_dim, n_blocks, n_tokens = 0;
+  std::vector<std::vector<int32_t>> tables;
+  std::unique_ptr<PagedCache> host;
+  DeviceTensor device_k, device_v;
+  KvLayer device_layer;
+  std::vector<float> q;
+  std::vector<SequenceSlice> slices;
+  AttentionConfig config;
+
+  explicit AttnSetup(const AttnCase& cs, uint32_t seed = 1) : c(cs) {
+    kv_dim = c.head_dim * c.n_kv_heads;
+    n_blocks = 3;  // spares that no sequence uses
+    for (const SeqSpec& s : c.seqs)
+      n_blocks += (s.start_pos + s.n_tokens + c.block_size - 1) / c.block_size;
+    std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::mt19937 rng(seed);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    host = std::make_unique<PagedCache>(c.cache_type, kv_dim, c.block_size, n_blocks);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    size_t next = 0;
+    for (const SeqSpec& s : c.seqs) {
+      const int64_t blocks = (s.start_pos + s.n_tokens + c.block_size - 1) / c.block_size;
+      tables.emplace_back(
+          ids.begin() + static_cast<std::ptrdiff_t>(next),
+          ids.begin() + static_cast<std::ptrdiff_t>(next + static_cast<size_t>(blocks)));
+      next += static_cast<size_t>(blocks);
+      std::vector<float> k(static_cast<size_t>(kv_dim)), v(k.size());
+      for (int64_t pos = 0; pos < s.start_pos + s.n_tokens; ++pos) {
+        for (float& x : k) x = uniform(rng);
+        for (float& x : v) x = uniform(rng);
+        host->write(PagedCache::row_of(tables.back(), pos, c.block_size), k.data(), v.data());
+      }
+    }
+    device_k = to_device(host->layer().k);
+    device_v = to_device(host->layer().v);
+    device_layer = host->layer();
+    device_layer.k = device_k.view;
+    device_layer.v = device_v.view;
+    for (size_t i = 0; i < c.seqs.size(); ++i) {
+      slices.push_back({n_tokens, c.seqs[i].n_tokens, c.seqs[i].start_pos, tables[i]});
+      n_tokens += c.seqs[i].n_tokens;
+    }
+    q.resize(static_cast<size_t>(n_tokens * c.n_heads * c.head_dim));
+    std::uniform_real_distribution<float> wide(-2.5f, 2.5f);  // some peaked rows
+    for (float& x : q) x = wide(rng);
+    config.n_heads = c.n_heads;
+    config.n_kv_heads = c.n_kv_heads;
+    config.head_dim = c.head_dim;
+    config.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    config.sliding_window = c.window;
+    config.softcap = c.softcap;
+  }
+
+  TensorView host_q() {
+    return {DType::F32,
+            {c.head_dim, c.n_heads, n_tokens, 1},
+            static_cast<size_t>(c.head_dim) * 4,
+            q.data()};
+  }
+
+  std::vector<float> run_cpu() {
+    std::vector<float> out(q.size(), 0.0f);
+    TensorView o{DType::F32,
+                 {c.head_dim, c.n_heads, n_tokens, 1},
+                 static_cast<size_t>(c.head_dim) * 4,
+                 out.data()};
+    cpu().attention(host_q(), host->layer(), slices, config, o);
+    return out;
+  }
+
+  std::vector<float> run_gpu(std::span<const SequenceSlice> seqs, const DeviceTensor& dq) {
+    DeviceTensor out = device_matrix(c.head_dim, c.n_heads * n_tokens, c.head_dim);
+    out.view.dims = {c.head_dim, c.n_heads, n_tokens, 1};
+    gpu()->attention(dq.view, device_layer, seqs, config, out.view);
+    return download_f32(out.view);
+  }
+};
+
+class CudaAttention : public ::testing::TestWithParam<AttnCase> {
+ protected:
+  void SetUp() override { LUMEN_REQUIRE_CUDA(); }
+};
+
+TEST_P(CudaAttention, MatchesCpu) {
+  AttnSetup s(GetParam());
+  const std::vector<float> expected = s.run_cpu();
+  DeviceTensor dq = to_device(s.host_q());
+  const double exact_tolerance = s.c.cache_type == DType::F16 ? 2e-4 : 2e-5;
+  EXPECT_LE(max_relative_difference(expected, s.run_gpu(s.slices, dq)), exact_tolerance)
+      << s.c.name;
+
+  if (s.c.cache_type == DType::F16) {
+    const CudaBackendOptions saved = gpu()->options();
+    CudaBackendOptions flash = saved;
+    flash.exact_f16_attention = false;
+    gpu()->set_options(flash);
+    EXPECT_LE(max_relative_difference(expected, s.run_gpu(s.slices, dq)), 3e-3)
+        << s.c.name << " (flash)";
+    gpu()->set_options(saved);
+  }
+}
+
+// Each token alone (a decode step at its position) gives its row of the batched call bit for
+// bit, in both modes.
+TEST_P(CudaAttention, EachTokenAloneGivesItsBatchRowExactly) {
+  AttnSetup s(GetParam(), 2);
+  DeviceTensor dq = to_device(s.host_q());
+  const CudaBackendOptions saved = gpu()->options();
+  for (bool exact : {true, false}) {
+    CudaBackendOptions options = saved;
+    options.exact_f16_attention = exact;
+    gpu()->set_options(options);
+    const std::vector<float> batch = s.run_gpu(s.slices, dq);
+    const int64_t row = s.c.n_heads * s.c.head_dim;
+    for (const SequenceSlice& seq : s.slices) {
+      for (int64_t i : {int64_t{0}, seq.n_tokens / 2, seq.n_tokens - 1}) {
+        const SequenceSlice one{seq.first_token + i, 1, seq.start_pos + i, seq.block_table};
+        const std::vector<float> alone = s.run_gpu(std::span<const SequenceSlice>(&one, 1), dq);
+        const int64_t at_row = (seq.first_token + i) * row;
+        const std::vector<float> a(alone.begin() + at_row, alone.begin() + at_row + row);
+        const std::vector<float> b(batch.begin() + at_row, batch.begin() + at_row + row);
+        EXPECT_EQ(a, b) << s.c.name << " token " << seq.first_token + i
+                        << (exact ? " exact" : " flash");
+      }
+    }
+  }
+  gpu()->set_options(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CudaAttention,
+    ::testing::Values(
+        AttnCase{"decode_gqa4_f16",
+                 DType::F16,
+                 8,
+                 2,
+                 64,
+                 16,
+                 0,
+                 0.0f,
+                 {{37, 1}, {300, 1}, {0, 1}, {513, 1}}},
+        AttnCase{"prefill_gqa3_f16", DType::F16, 6, 2, 64, 16, 0, 0.0f, {{0, 45}, {20, 30}}},
+        AttnCase{"mixed_f32", DType::F32, 4, 4, 128, 16, 0, 0.0f, {{0, 17}, {255, 2}, {600, 1}}},
+        AttnCase{
+            "window_softcap_d256_f16", DType::F16, 8, 4, 256, 16, 40, 30.0f, {{0, 70}, {290, 3}}},
+        AttnCase{"group16_f16", DType::F16, 16, 1, 64, 16, 0, 0.0f, {{100, 5}, {0, 2}}},
+        AttnCase{"d80_block7_f32", DType::F32, 4, 2, 80, 7, 0, 0.0f, {{10, 12}, {0, 1}, {260, 9}}},
+        AttnCase{"long_prefill_f16", DType::F16, 4, 1, 128, 16, 0, 0.0f, {{200, 340}}}),
+    [](const ::testing::TestParamInfo<AttnCase>& case_info) {
+      return std::string(case_info.param.name);
+    });
+
+// ---- K/V cache writes and block moves ----
+
+class CudaKvCache : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override { LUMEN_REQUIRE_CUDA(); }
+};
+
+TEST_P(CudaKvCache, StoreAndBlockMovesMatchCpuByteForByte) {
+  const DType type = GetParam();
+  const int64_t kv_dim = 96, block_size = 16, n_blocks = 9;
+  PagedCache host(type, kv_dim, block_size, n_blocks);
+  DeviceTensor dk = to_device(host.layer().k), dv = to_device(host.layer().v);
+  KvLayer device = host.layer();
+  device.k = dk.view;
+  device.v = dv.view;
+
+  // Two sequences in one batch: rows 0..4 continue one at position 30, rows 5..24 start another.
+  const std::vector<int32_t> table_a = {6, 2}, table_b = {0, 8};
+  const std::vector<SequenceSlice> seqs = {{0, 5, 27, table_a}, {5, 20, 0, table_b}};
+  const int64_t n = 26;  // the last row belongs to no sequence
+  std::vector<float> k(static_cast<size_t>(n * (kv_dim + 4))), v(k.size());
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-70000.0f, 70000.0f);  // f16 overflows too
+  for (float& x : k) x = uniform(rng);
+  for (float& x : v) x = uniform(rng) / 1000.0f;
+  TensorView hk{DType::F32, {kv_dim, n, 1, 1}, static_cast<size_t>(kv_dim + 4) * 4, k.data()};
+  TensorView hv{DType::F32, {kv_dim, n, 1, 1}, static_cast<size_t>(kv_dim + 4) * 4, v.data()};
+  DeviceTensor dkin = to_device(hk), dvin = to_device(hv);
+  cpu().store_kv(hk, hv, seqs, host.layer());
+  gpu()->store_kv(dkin.view, dvin.view, seqs, device);
+  const auto bytes_of = [](const TensorView& t) {
+    const auto* p = static_cast<const uint8_t*>(t.data);
+    return std::vector<uint8_t>(p, p + t.row_bytes * static_cast<size_t>(t.rows()));
+  };
+  EXPECT_EQ(bytes_of(host.layer().k), download_bytes(device.k)) << "store_kv K";
+  EXPECT_EQ(bytes_of(host.layer().v), download_bytes(device.v)) << "store_kv V";
+
+  cpu().copy_kv_block(host.layer(), 6, 4);
+  gpu()->copy_kv_block(device, 6, 4);
+  const size_t block_bytes = kv_block_bytes(host.layer());
+  std::vector<uint8_t> swap_k(block_bytes), swap_v(block_bytes);
+  cpu().read_kv_block(host.layer(), 0, swap_k.data(), swap_v.data());
+  std::vector<uint8_t> got_k(block_bytes), got_v(block_bytes);
+  gpu()->read_kv_block(device, 0, got_k.data(), got_v.data());
+  EXPECT_EQ(swap_k, got_k) << "read_kv_block K";
+  EXPECT_EQ(swap_v, got_v) << "read_kv_block V";
+  cpu().write_kv_block(host.layer(), 7, swap_k.data(), swap_v.data());
+  gpu()->write_kv_block(device, 7, swap_k.data(), swap_v.data());
+  EXPECT_EQ(bytes_of(host.layer().k), download_bytes(device.k)) << "after block moves, K";
+  EXPECT_EQ(bytes_of(host.layer().v), download_bytes(device.v)) << "after block moves, V";
+  EXPECT_THROW(gpu()->copy_kv_block(device, 0, n_blocks), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CudaKvCache, ::testing::Values(DType::F16, DType::F32));
+
+}  // namespace
+}  // namespace lumen::backend::testing
