@@ -17,6 +17,9 @@ struct EngineConfig {
   int32_t block_size = 16;                // tokens per KV block
   int64_t kv_cache_bytes = 0;             // 0: kv_cache_ram_fraction of the available RAM
   double kv_cache_ram_fraction = 0.25;
+  // On a device backend (CUDA) without kv_cache_bytes: the share of the device memory still free
+  // once the weights are loaded that the KV cache takes.
+  double gpu_memory_utilization = 0.9;
   int64_t max_model_len = 0;              // 0: the model's training context (capped by the pool)
   bool enable_prefix_caching = true;
   SchedulingPolicy policy = SchedulingPolicy::Fcfs;

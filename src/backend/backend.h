@@ -4,6 +4,7 @@
 // ops. A backend is chosen once at start; nothing above this layer knows which one it is.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -64,10 +65,18 @@ inline size_t kv_block_bytes(const KvLayer& cache) {
   return cache.k.row_bytes * static_cast<size_t>(cache.block_size);
 }
 
+// A device's own memory, for sizing the KV cache there.
+struct DeviceMemory {
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // The device memory buffers come from, when it is not the host's RAM (the CPU: none).
+  virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
 
   virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
   // Makes host-resident weights usable by the backend. The CPU backend returns a view of the

@@ -13,7 +13,7 @@
 #include <random>
 #include <string>
 
-#include "backend/cpu/cpu_backend.h"
+#include "cli/device_option.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "engine/generator.h"
@@ -30,6 +30,7 @@ struct LatencyOptions {
   std::vector<unsigned> threads = {2};
   int repetitions = 5;
   bool json = false;
+  std::string device;
 };
 
 struct Measurement {
@@ -86,7 +87,8 @@ void run_latency(const LatencyOptions& options) {
   const std::string path = resolve_model_path(options.model);
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (unsigned threads : options.threads) {
-    backend::CpuBackend backend(threads);
+    const std::unique_ptr<backend::Backend> device = make_backend(options.device, threads);
+    backend::Backend& backend = *device;
     engine::LoadedModel model = engine::LoadedModel::load(path, backend);
     uint64_t params = 0, bytes = 0;
     std::string type = model_type(*model.file, model.hparams.architecture, &params, &bytes);
@@ -124,7 +126,7 @@ void run_latency(const LatencyOptions& options) {
                          {"model_type", type},
                          {"model_size", bytes},
                          {"model_n_params", params},
-                         {"backends", "CPU"},
+                         {"backends", options.device == "cpu" ? "CPU" : "CUDA"},
                          {"n_threads", threads},
                          {"n_prompt", n_prompt},
                          {"n_gen", n_gen},
@@ -161,6 +163,7 @@ void add_bench_latency_command(CLI::App* bench) {
       ->capture_default_str();
   cmd->add_option("-r,--repetitions", options->repetitions, "Repetitions")->capture_default_str();
   cmd->add_flag("--json", options->json, "Print llama-bench's JSON");
+  add_device_option(cmd, options->device);
   cmd->callback([options] { run_latency(*options); });
 }
 

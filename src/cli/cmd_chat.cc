@@ -10,7 +10,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "backend/cpu/cpu_backend.h"
+#include "cli/device_option.h"
 #include "chat/builtin_templates.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
@@ -33,6 +33,7 @@ struct ChatOptions {
   int64_t max_reply = 512;
   int64_t context = 4096;
   unsigned threads = 0;
+  std::string device;
   sampling::SamplingParams sampling;
 };
 
@@ -52,7 +53,8 @@ std::string token_text(const tokenizer::Vocab& vocab, std::optional<int32_t> id)
 }
 
 void chat_loop(const ChatOptions& options) {
-  backend::CpuBackend backend(options.threads);
+  const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
+  backend::Backend& backend = *device;
   engine::LoadedModel model = engine::LoadedModel::load(resolve_model_path(options.model), backend);
   const auto chat_template = chat::ChatTemplate::parse(template_text(options, *model.file));
   const auto& vocab = model.tokenizer.vocab();
@@ -135,6 +137,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("-n,--max-reply", options->max_reply, "Most tokens per reply")->capture_default_str();
   add_sampling_options(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
+  add_device_option(cmd, options->device);
   cmd->add_option("-c,--ctx-size", options->context, "Context length (tokens)")->capture_default_str();
   cmd->callback([options] { chat_loop(*options); });
 }

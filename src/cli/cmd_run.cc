@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
+#include "cli/device_option.h"
 #include "cli/run_completions.h"
 #include "cli/sampling_options.h"
 #include "engine/generator.h"
@@ -31,6 +31,7 @@ struct RunOptions {
   int64_t n_predict = 128;
   int64_t context = 4096;
   unsigned threads = 0;
+  std::string device;
   bool ignore_eos = false;
   int32_t beam_width = 0;  // > 0: beam search of this width
   sampling::SamplingParams sampling;
@@ -62,7 +63,8 @@ void run(const RunOptions& options) {
     params.best_of = options.beam_width;
   }
   params.validate();  // before the model loads: a bad flag fails at once
-  backend::CpuBackend backend(options.threads);
+  const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
+  backend::Backend& backend = *device;
   engine::LoadedModel model = engine::LoadedModel::load(resolve_model_path(options.model), backend);
   const int64_t context =
       std::min<int64_t>(options.context, static_cast<int64_t>(model.hparams.context_length));
@@ -129,6 +131,7 @@ void add_run_command(CLI::App& app) {
   add_sampling_options(cmd, options->sampling);
   add_stop_option(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
+  add_device_option(cmd, options->device);
   cmd->add_option("-c,--ctx-size", options->context, "Context length (tokens)")
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "backend/cpu/cpu_backend.h"
+#include "cli/device_option.h"
 #include "chat/builtin_templates.h"
 #include "chat/chat_template.h"
 #include "cli/commands.h"
@@ -38,6 +38,7 @@ struct ServeOptions {
   std::string max_body = "1M";
   int64_t max_pending = 1024;
   unsigned threads = 0;
+  std::string device;
   server::ServerOptions http;
   EngineFlags engine;
 };
@@ -79,7 +80,8 @@ void serve(ServeOptions& options) {
   options.http.max_body_bytes = static_cast<size_t>(EngineFlags::parse_bytes(options.max_body, "--max-body-size"));
 
   const std::string path = resolve_model_path(options.model);
-  backend::CpuBackend backend(options.threads);
+  const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
+  backend::Backend& backend = *device;
   engine::LoadedModel model = engine::LoadedModel::load(path, backend);
   Engine engine(model, backend, options.engine.resolve());
   const std::string name = options.served_model_name.empty() ? std::filesystem::path(path).stem().string()
@@ -136,6 +138,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--shutdown-grace", options->http.shutdown_grace_s,
                   "Seconds in-flight requests get to finish after SIGTERM")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("-t,--threads", options->threads, "Compute threads (default: all cores)");
+  add_device_option(cmd, options->device);
   options->engine.add_to(cmd);
   cmd->callback([options] { serve(*options); });
 }

@@ -30,6 +30,9 @@ struct EngineFlags {
     cmd->add_option("--kv-cache-ram-fraction", config.kv_cache_ram_fraction,
                     "Share of available RAM for the KV cache when --kv-cache-memory is not given")
         ->capture_default_str();
+    cmd->add_option("--gpu-memory-utilization", config.gpu_memory_utilization,
+                    "On a GPU: share of the device memory free after loading the weights for the KV cache")
+        ->capture_default_str();
     cmd->add_option("--max-model-len", config.max_model_len,
                     "Longest sequence, prompt and output (default: the model's context)");
     cmd->add_flag("--no-prefix-caching", no_prefix_caching, "Do not reuse cached prompt prefixes");

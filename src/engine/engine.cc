@@ -72,7 +72,7 @@ struct Engine::Impl {
   Impl(engine::LoadedModel& loaded, backend::Backend& backend, EngineConfig engine_config)
       : model(loaded),
         config(engine_config),
-        n_blocks(engine::kv_blocks_for(config, model.hparams)),
+        n_blocks(engine::kv_blocks_for(config, model.hparams, backend)),
         cache(backend, model.hparams, n_blocks, config.block_size),
         pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
         swap(make_swap_space()),

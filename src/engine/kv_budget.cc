@@ -20,12 +20,17 @@ uint64_t available_ram_bytes() {
   return 0;
 }
 
-int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp) {
+int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, const backend::Backend& backend) {
   if (config.block_size <= 0) fail("block size must be positive, not {}", config.block_size);
   const size_t per_block = model::KvCache::bytes_per_block(hp, config.block_size);
   uint64_t budget = 0;
   if (config.kv_cache_bytes > 0) {
     budget = static_cast<uint64_t>(config.kv_cache_bytes);
+  } else if (const std::optional<backend::DeviceMemory> device = backend.device_memory()) {
+    if (config.gpu_memory_utilization <= 0.0 || config.gpu_memory_utilization > 0.98) {
+      fail("GPU memory utilization must be in (0, 0.98], not {}", config.gpu_memory_utilization);
+    }
+    budget = static_cast<uint64_t>(static_cast<double>(device->free_bytes) * config.gpu_memory_utilization);
   } else {
     if (config.kv_cache_ram_fraction <= 0.0 || config.kv_cache_ram_fraction > 0.95) {
       fail("KV cache RAM fraction must be in (0, 0.95], not {}", config.kv_cache_ram_fraction);

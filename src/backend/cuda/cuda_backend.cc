@@ -116,6 +116,13 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
 
 CudaBackend::~CudaBackend() = default;
 
+std::optional<DeviceMemory> CudaBackend::device_memory() const {
+  check_cuda(cudaSetDevice(state_->device), "cudaSetDevice");
+  size_t free_bytes = 0, total_bytes = 0;
+  check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return DeviceMemory{free_bytes, total_bytes};
+}
+
 const CudaBackendOptions& CudaBackend::options() const { return state_->options; }
 void CudaBackend::set_options(const CudaBackendOptions& options) { state_->options = options; }
 

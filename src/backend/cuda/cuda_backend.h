@@ -41,6 +41,8 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string_view name() const override { return "cuda"; }
+  // cudaMemGetInfo on this backend's device.
+  std::optional<DeviceMemory> device_memory() const override;
   const CudaBackendOptions& options() const;
   void set_options(const CudaBackendOptions& options);
 
