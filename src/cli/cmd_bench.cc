@@ -7,6 +7,7 @@ void add_bench_command(CLI::App& app) {
   bench->require_subcommand(1);
   add_bench_latency_command(bench);
   add_bench_throughput_command(bench);
+  add_bench_serve_command(bench);
 }
 
 }  // namespace lumen::cli

@@ -11,9 +11,10 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "backend/cpu/cpu_backend.h"
+#include "benchmark/progress_bar.h"
+#include "benchmark/request_lengths.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/engine_options.h"
@@ -38,20 +39,6 @@ struct ThroughputOptions {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t draw_length(int64_t len, double ratio, std::mt19937_64& rng) {
-  const auto lo = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(len) * (1 - ratio)));
-  const auto hi = std::max<int64_t>(lo, static_cast<int64_t>(static_cast<double>(len) * (1 + ratio)));
-  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-}
-
-void draw_progress(int64_t done, int64_t total, double seconds) {
-  constexpr int kWidth = 40;
-  const int filled = static_cast<int>(kWidth * done / std::max<int64_t>(total, 1));
-  fmt::print(stderr, "\r[{}{}] {}/{} requests, {:.1f} s", std::string(static_cast<size_t>(filled), '#'),
-             std::string(static_cast<size_t>(kWidth - filled), ' '), done, total, seconds);
-  std::fflush(stderr);
-}
-
 void run_throughput(const ThroughputOptions& options) {
   const std::string path = resolve_model_path(options.model);
   backend::CpuBackend backend(options.threads);
@@ -59,19 +46,23 @@ void run_throughput(const ThroughputOptions& options) {
   Engine engine(model, backend, options.engine.resolve());
   const int64_t max_len = engine.stats().max_model_len;
 
-  std::mt19937_64 rng(options.seed);
-  const auto vocab = static_cast<int32_t>(model.hparams.vocab_size);
+  benchmark::RandomWorkload workload;
+  workload.count = options.num_prompts;
+  workload.input_len = options.input_len;
+  workload.output_len = options.output_len;
+  workload.range_ratio = options.range_ratio;
+  workload.vocab_size = static_cast<int64_t>(model.hparams.vocab_size);
+  workload.seed = options.seed;
   std::vector<std::vector<int32_t>> prompts;
   std::vector<int64_t> output_lens;
   int64_t input_tokens = 0;
-  for (int64_t i = 0; i < options.num_prompts; ++i) {
-    int64_t in = draw_length(options.input_len, options.range_ratio, rng);
-    int64_t out = draw_length(options.output_len, options.range_ratio, rng);
-    if (in + out > max_len) fail("input {} + output {} tokens exceed the context of {}", in, out, max_len);
-    std::vector<int32_t> prompt(static_cast<size_t>(in));
-    for (int32_t& t : prompt) t = std::uniform_int_distribution<int32_t>(0, vocab - 1)(rng);
-    prompts.push_back(std::move(prompt));
-    output_lens.push_back(out);
+  for (benchmark::RandomTokenRequest& r : benchmark::random_token_requests(workload)) {
+    const auto in = static_cast<int64_t>(r.prompt.size());
+    if (in + r.output_len > max_len) {
+      fail("input {} + output {} tokens exceed the context of {}", in, r.output_len, max_len);
+    }
+    prompts.push_back(std::move(r.prompt));
+    output_lens.push_back(r.output_len);
     input_tokens += in;
   }
 
@@ -102,14 +93,14 @@ void run_throughput(const ThroughputOptions& options) {
     peak_blocks = std::max(peak_blocks, s.kv_blocks_used);
     if (progress && Clock::now() - last_draw > std::chrono::milliseconds(200)) {
       finished = options.num_prompts - s.running - s.waiting;
-      draw_progress(finished, options.num_prompts, std::chrono::duration<double>(Clock::now() - start).count());
+      benchmark::draw_progress_bar(finished, options.num_prompts, std::chrono::duration<double>(Clock::now() - start).count());
       last_draw = Clock::now();
     }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (progress) {
-    draw_progress(options.num_prompts, options.num_prompts, seconds);
-    fmt::print(stderr, "\n");
+    benchmark::draw_progress_bar(options.num_prompts, options.num_prompts, seconds);
+    benchmark::finish_progress_bar();
   }
   int64_t output_tokens = 0;
   StreamChunk chunk;

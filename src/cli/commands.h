@@ -13,8 +13,9 @@ void add_tokenize_commands(CLI::App& app);  // tokenize and detokenize
 void add_run_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // the OpenAI-compatible server
-void add_bench_command(CLI::App& app);  // bench latency / throughput
+void add_bench_command(CLI::App& app);  // bench latency / throughput / serve
 void add_bench_latency_command(CLI::App* bench);
 void add_bench_throughput_command(CLI::App* bench);
+void add_bench_serve_command(CLI::App* bench);  // load generator for OpenAI-compatible servers
 
 }  // namespace lumen::cli
