@@ -12,7 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/cpu_backend.h"
+#include "cli/device_option.h"
 #include "benchmark/progress_bar.h"
 #include "benchmark/request_lengths.h"
 #include "cli/commands.h"
@@ -33,6 +33,7 @@ struct ThroughputOptions {
   double range_ratio = 0.0;  // lengths uniform in [len * (1 - r), len * (1 + r)]
   uint64_t seed = 0;
   unsigned threads = 2;
+  std::string device;
   bool json = false;
   EngineFlags engine;
 };
@@ -41,7 +42,8 @@ using Clock = std::chrono::steady_clock;
 
 void run_throughput(const ThroughputOptions& options) {
   const std::string path = resolve_model_path(options.model);
-  backend::CpuBackend backend(options.threads);
+  const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
+  backend::Backend& backend = *device;
   engine::LoadedModel model = engine::LoadedModel::load(path, backend);
   Engine engine(model, backend, options.engine.resolve());
   const int64_t max_len = engine.stats().max_model_len;
@@ -115,6 +117,7 @@ void run_throughput(const ThroughputOptions& options) {
   nlohmann::ordered_json result = {
       {"model", path},
       {"threads", options.threads},
+      {"device", options.device},
       {"num_prompts", options.num_prompts},
       {"input_tokens", input_tokens},
       {"output_tokens", output_tokens},
@@ -166,6 +169,7 @@ void add_bench_throughput_command(CLI::App* bench) {
       ->capture_default_str()->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--seed", options->seed, "Seed of the lengths and prompt tokens")->capture_default_str();
   cmd->add_option("-t,--threads", options->threads, "Threads")->capture_default_str();
+  add_device_option(cmd, options->device);
   cmd->add_flag("--json", options->json, "Print the result as JSON");
   options->engine.add_to(cmd);
   cmd->callback([options] { run_throughput(*options); });
