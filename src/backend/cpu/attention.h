@@ -1,8 +1,9 @@
 #pragma once
 // Causal self-attention over the paged K/V cache (flash-attention style for an f32 cache):
-// keys are visited block by block straight from the cache (no gathered copy of a sequence's
-// K/V), scores go through an online softmax (running max and sum, accumulator rescaled when
-// the max grows), and the weighted values are accumulated in f32.
+// keys are visited tile by tile straight from the cache (no gathered copy of a sequence's K/V;
+// f16 rows are widened in registers by the dot products), scores go through an online softmax
+// (running max and sum, accumulator rescaled when the max grows), and the weighted values are
+// accumulated in f32.
 //
 // Numerics, compared with ggml's CPU attention (both its flash-attention and its
 // mul_mat/softmax path):
@@ -23,7 +24,9 @@
 //
 // Work is split over (sequence, query chunk, KV head, group of query heads) tasks on the pool;
 // the query heads that share a KV head are processed together so each K/V row is read once per
-// chunk. Scratch memory is per worker and grows only when a larger shape is seen.
+// chunk. A task walks its sequence's block table itself and requests each tile's cache lines one
+// tile ahead (the rows are scattered, so the hardware prefetcher cannot). Scratch memory is per
+// worker and grows only when a larger shape is seen.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -37,6 +40,7 @@ struct AttentionTileKernels;
 
 struct AttentionScratch {
   std::vector<std::vector<float>> per_worker;
+  std::vector<std::vector<const uint16_t*>> row_pointers;  // per worker: a K and a V tile's f16 rows
 };
 
 // q and out: f32 {head_dim, n_heads, n_tokens} (out may not alias q). The cache already holds

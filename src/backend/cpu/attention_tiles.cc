@@ -9,43 +9,80 @@ namespace lumen::backend::cpu {
 
 namespace {
 
+// A tile's rows, f32 through a stride or f16 through one pointer per key. Each loop below is
+// written once for both, so the f16 form does exactly the f32 form's arithmetic on the
+// (exactly) widened values.
+struct F32Rows {
+  const float* base;
+  int64_t stride;
+  const float* row(int64_t j) const { return base + j * stride; }
+  static float at(const float* row, int64_t d) { return row[d]; }
+};
+
+struct F16Rows {
+  const uint16_t* const* rows;
+  const uint16_t* row(int64_t j) const { return rows[j]; }
+  static float at(const uint16_t* row, int64_t d) { return tensor::fp16_to_float(row[d]); }
+};
+
 // Eight partial sums so the compiler can keep them in one vector register without having to
 // reorder additions itself.
-float dot_portable(const float* a, const float* b, int64_t n) {
+template <typename Rows, typename Row>
+float dot_portable(const float* a, Row b, int64_t n) {
   constexpr int kLanes = 8;
   float partial[kLanes] = {};
   int64_t d = 0;
   for (; d + kLanes <= n; d += kLanes) {
-    for (int lane = 0; lane < kLanes; ++lane) partial[lane] += a[d + lane] * b[d + lane];
+    for (int lane = 0; lane < kLanes; ++lane) partial[lane] += a[d + lane] * Rows::at(b, d + lane);
   }
   float sum = 0.0f;
   for (int lane = 0; lane < kLanes; ++lane) sum += partial[lane];
-  for (; d < n; ++d) sum += a[d] * b[d];
+  for (; d < n; ++d) sum += a[d] * Rows::at(b, d);
   return sum;
 }
 
-void qk_portable(const float* q, int64_t nq, const float* k, int64_t k_stride, int64_t nk,
-                 int64_t dim, float* scores, int64_t ld) {
+template <typename Rows>
+void qk_rows(const float* q, int64_t nq, Rows k, int64_t nk, int64_t dim, float* scores, int64_t ld) {
   for (int64_t i = 0; i < nq; ++i) {
-    for (int64_t j = 0; j < nk; ++j) scores[i * ld + j] = dot_portable(q + i * dim, k + j * k_stride, dim);
+    for (int64_t j = 0; j < nk; ++j) scores[i * ld + j] = dot_portable<Rows>(q + i * dim, k.row(j), dim);
   }
 }
 
-void pv_portable(const float* p, int64_t nq, int64_t ld, const float* v, int64_t v_stride,
-                 int64_t nk, int64_t dim, float* acc) {
+template <typename Rows>
+void pv_rows(const float* p, int64_t nq, int64_t ld, Rows v, int64_t nk, int64_t dim, float* acc) {
   for (int64_t i = 0; i < nq; ++i) {
     float* out = acc + i * dim;
     for (int64_t j = 0; j < nk; ++j) {
       const float weight = p[i * ld + j];
       if (weight == 0.0f) continue;  // masked key
-      const float* row = v + j * v_stride;
-      for (int64_t d = 0; d < dim; ++d) out[d] += weight * row[d];
+      const auto row = v.row(j);
+      for (int64_t d = 0; d < dim; ++d) out[d] += weight * Rows::at(row, d);
     }
   }
 }
 
-void widen_f16_portable(const uint16_t* src, int64_t n, float* dst) {
-  for (int64_t d = 0; d < n; ++d) dst[d] = tensor::fp16_to_float(src[d]);
+void qk_portable(const float* q, int64_t nq, const float* k, int64_t k_stride, int64_t nk,
+                 int64_t dim, float* scores, int64_t ld) {
+  qk_rows(q, nq, F32Rows{k, k_stride}, nk, dim, scores, ld);
+}
+
+void pv_portable(const float* p, int64_t nq, int64_t ld, const float* v, int64_t v_stride,
+                 int64_t nk, int64_t dim, float* acc) {
+  pv_rows(p, nq, ld, F32Rows{v, v_stride}, nk, dim, acc);
+}
+
+void qk_f16_portable(const float* q, int64_t nq, const uint16_t* const* k, int64_t nk, int64_t dim,
+                     float* scores, int64_t ld) {
+  qk_rows(q, nq, F16Rows{k}, nk, dim, scores, ld);
+}
+
+void pv_f16_portable(const float* p, int64_t nq, int64_t ld, const uint16_t* const* v, int64_t nk,
+                     int64_t dim, float* acc) {
+  pv_rows(p, nq, ld, F16Rows{v}, nk, dim, acc);
+}
+
+void round_f16_portable(const float* src, int64_t n, float scale, float* dst) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = tensor::fp16_to_float(tensor::float_to_fp16(src[j] * scale));
 }
 
 float exp_shifted_portable(float* s, int64_t n, float shift) {
@@ -54,8 +91,8 @@ float exp_shifted_portable(float* s, int64_t n, float shift) {
   return sum;
 }
 
-constexpr AttentionTileKernels kPortable = {qk_portable, pv_portable, widen_f16_portable,
-                                            exp_shifted_portable};
+constexpr AttentionTileKernels kPortable = {qk_portable,     pv_portable,        qk_f16_portable,
+                                            pv_f16_portable, round_f16_portable, exp_shifted_portable};
 
 }  // namespace
 
@@ -63,6 +100,8 @@ const AttentionTileKernels& portable_attention_tiles() { return kPortable; }
 
 const AttentionTileKernels& best_attention_tiles() {
   static const AttentionTileKernels* const best = [] {
+    const AttentionTileKernels* avx512 = avx512_attention_tiles();
+    if (avx512 != nullptr && selected_isa() >= Isa::kAvx512) return avx512;
     const AttentionTileKernels* avx2 = avx2_attention_tiles();
     return avx2 != nullptr && selected_isa() >= Isa::kAvx2 ? avx2 : &kPortable;
   }();

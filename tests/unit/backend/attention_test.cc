@@ -160,6 +160,9 @@ std::vector<std::pair<std::string, const AttentionTileKernels*>> tile_levels() {
   if (avx2_attention_tiles() != nullptr && detected_isa() >= Isa::kAvx2) {
     levels.emplace_back("avx2", avx2_attention_tiles());
   }
+  if (avx512_attention_tiles() != nullptr && detected_isa() >= Isa::kAvx512) {
+    levels.emplace_back("avx512", avx512_attention_tiles());
+  }
   return levels;
 }
 

@@ -1,0 +1,277 @@
+#pragma once
+// The 256-bit attention tile loops, written once and compiled twice: by attention_tiles_avx2.cc
+// (AVX2 + FMA + F16C: 16 vector registers) and by attention_tiles_avx512.cc (the same plus
+// AVX-512 F/VL: 32 registers and mask registers). Both do the same float operations in the same
+// order on the same 8-lane vectors, so their results are identical bit for bit; the AVX-512
+// build only holds more queries' accumulators in registers and skips zero weights with masked
+// FMAs instead of branches.
+//
+// Include only from those two files, inside nothing: everything here has internal linkage, so
+// the two compilations (with different instruction sets) never get merged by the linker.
+//
+// f16 rows are widened in registers (vcvtph2ps) right where the f32 form loads its rows, so
+// the two forms do the same float operations in the same order. Every loop works on a few
+// queries at once, so a key's (or value's) row is loaded and widened once for all of them.
+//
+// Dims past the last multiple of 8 (no real model has such a head size) are done one at a time
+// with an explicit fma: left to the compiler, the contraction (and the vectorisation) of such a
+// loop may differ between the f32 and f16 forms, or even between keys of one tile.
+#if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
+#error "attention_tiles_simd.h needs AVX2, FMA and F16C"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cpu/attention_tiles.h"
+#include "backend/cpu/exp_avx2.h"
+#include "tensor/fp16.h"
+
+namespace lumen::backend::cpu {
+namespace {
+
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+constexpr bool kMaskedFma = true;
+constexpr int kMaxQueries = 4;  // 16 accumulators + 4 weights + a row: fits in 32 registers
+#else
+constexpr bool kMaskedFma = false;
+constexpr int kMaxQueries = 2;  // the value loop's 8 accumulators + 2 weights + a row in 16
+#endif
+constexpr int kMaxScoreQueries = kMaskedFma ? 4 : 3;  // 4 accumulators per query, in 16 or 32
+
+struct F32Rows {
+  const float* base;
+  int64_t stride;
+  const float* row(int64_t j) const { return base + j * stride; }
+  static __m256 load8(const float* row, int64_t d) { return _mm256_loadu_ps(row + d); }
+  static float at(const float* row, int64_t d) { return row[d]; }
+};
+
+struct F16Rows {
+  const uint16_t* const* rows;
+  const uint16_t* row(int64_t j) const { return rows[j]; }
+  static __m256 load8(const uint16_t* row, int64_t d) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + d)));
+  }
+  static float at(const uint16_t* row, int64_t d) { return tensor::fp16_to_float(row[d]); }
+};
+
+inline float horizontal_sum(__m256 v) {
+  const __m128 quad = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+  return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
+}
+
+// The four sums of a, b, c, d in one register: two rounds of pairwise adds instead of four
+// separate reductions. Each sum is ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)) whatever the others.
+inline __m128 horizontal_sums(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 ab = _mm256_hadd_ps(a, b);     // a01 a23 b01 b23 | a45 a67 b45 b67
+  const __m256 cd = _mm256_hadd_ps(c, d);
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);  // a0123 b0123 c0123 d0123 | upper halves
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+// NQ queries (rows i0 .. i0 + NQ of q) against four keys: 4 NQ accumulators, each key row
+// loaded (and widened) once per 8 dims for all NQ queries.
+template <int NQ, typename Rows, typename Row>
+inline void qk_block(const float* q, int64_t i0, const Row (&keys)[4], int64_t live, int64_t dim,
+                     float* scores, int64_t ld, int64_t j) {
+  const int64_t vec_dim = dim - dim % 8;
+  __m256 s[NQ][4];
+  for (int i = 0; i < NQ; ++i) {
+    for (int c = 0; c < 4; ++c) s[i][c] = _mm256_setzero_ps();
+  }
+  for (int64_t d = 0; d < vec_dim; d += 8) {
+    for (int c = 0; c < 4; ++c) {
+      const __m256 kv = Rows::load8(keys[c], d);
+      for (int i = 0; i < NQ; ++i) {
+        s[i][c] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (i0 + i) * dim + d), kv, s[i][c]);
+      }
+    }
+  }
+  for (int i = 0; i < NQ; ++i) {
+    const float* qi = q + (i0 + i) * dim;
+    alignas(16) float out[4];
+    _mm_store_ps(out, horizontal_sums(s[i][0], s[i][1], s[i][2], s[i][3]));
+    for (int64_t d = vec_dim; d < dim; ++d) {
+      for (int c = 0; c < 4; ++c) out[c] = std::fma(qi[d], Rows::at(keys[c], d), out[c]);
+    }
+    std::copy_n(out, live, scores + (i0 + i) * ld + j);
+  }
+}
+
+template <int NQ, typename Rows, typename Row>
+inline void qk_queries(const float* q, int64_t i0, int64_t n, const Row (&keys)[4], int64_t live,
+                       int64_t dim, float* scores, int64_t ld, int64_t j) {
+  if constexpr (NQ > 0) {
+    if (n == NQ) {
+      qk_block<NQ, Rows>(q, i0, keys, live, dim, scores, ld, j);
+    } else {
+      qk_queries<NQ - 1, Rows>(q, i0, n, keys, live, dim, scores, ld, j);
+    }
+  }
+}
+
+// Four keys at a time for up to kMaxScoreQueries queries at a time. A last group of fewer than
+// four keys repeats its last key rather than taking another code path: a key's score must be
+// computed the same way wherever it falls in the tile, because the tile's extent depends on the
+// other queries of the batch, and a token's result must not. (Each score's arithmetic is the
+// same whichever keys and queries share its block.)
+template <typename Rows>
+void qk_rows(const float* q, int64_t nq, Rows k, int64_t nk, int64_t dim, float* scores, int64_t ld) {
+  using Row = decltype(k.row(0));
+  for (int64_t j = 0; j < nk; j += 4) {
+    const int64_t live = std::min<int64_t>(4, nk - j);
+    const Row keys[4] = {k.row(j), k.row(j + std::min<int64_t>(1, live - 1)),
+                         k.row(j + std::min<int64_t>(2, live - 1)), k.row(j + std::min<int64_t>(3, live - 1))};
+    for (int64_t i = 0; i < nq; i += kMaxScoreQueries) {
+      const int64_t n = std::min<int64_t>(kMaxScoreQueries, nq - i);
+      qk_queries<kMaxScoreQueries, Rows>(q, i, n, keys, live, dim, scores, ld, j);
+    }
+  }
+}
+
+// NQ queries' accumulators for W vectors of 8 dims (dims d .. d + 8W) stay in registers while
+// every key of the tile is added in. A zero weight (a masked key, or a probability that
+// rounded to zero) is skipped, leaving that query's accumulator untouched.
+template <int NQ, int W, typename Rows>
+inline void pv_block(const float* p, int64_t i0, int64_t ld, Rows v, int64_t nk, int64_t dim,
+                     int64_t d, float* acc) {
+  __m256 a[NQ][W];
+  for (int i = 0; i < NQ; ++i) {
+    for (int c = 0; c < W; ++c) a[i][c] = _mm256_loadu_ps(acc + (i0 + i) * dim + d + 8 * c);
+  }
+  for (int64_t j = 0; j < nk; ++j) {
+    const auto row = v.row(j);
+    __m256 w[NQ];
+    if constexpr (kMaskedFma) {
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+      __mmask8 live[NQ];
+      for (int i = 0; i < NQ; ++i) {
+        const float weight = p[(i0 + i) * ld + j];
+        live[i] = weight != 0.0f ? __mmask8{0xff} : __mmask8{0};
+        w[i] = _mm256_set1_ps(weight);
+      }
+      for (int c = 0; c < W; ++c) {
+        const __m256 vv = Rows::load8(row, d + 8 * c);
+        for (int i = 0; i < NQ; ++i) a[i][c] = _mm256_mask3_fmadd_ps(w[i], vv, a[i][c], live[i]);
+      }
+#endif
+    } else {
+      bool all_live = true, any_live = false;
+      for (int i = 0; i < NQ; ++i) {
+        const float weight = p[(i0 + i) * ld + j];
+        all_live = all_live && weight != 0.0f;
+        any_live = any_live || weight != 0.0f;
+        w[i] = _mm256_set1_ps(weight);
+      }
+      if (!any_live) continue;
+      for (int c = 0; c < W; ++c) {
+        const __m256 vv = Rows::load8(row, d + 8 * c);
+        for (int i = 0; i < NQ; ++i) {
+          if (all_live || p[(i0 + i) * ld + j] != 0.0f) a[i][c] = _mm256_fmadd_ps(w[i], vv, a[i][c]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < NQ; ++i) {
+    for (int c = 0; c < W; ++c) _mm256_storeu_ps(acc + (i0 + i) * dim + d + 8 * c, a[i][c]);
+  }
+}
+
+template <int NQ, typename Rows>
+void pv_block_of(const float* p, int64_t i0, int64_t ld, Rows v, int64_t nk, int64_t dim, float* acc) {
+  int64_t d = 0;
+  for (; d + 32 <= dim; d += 32) pv_block<NQ, 4>(p, i0, ld, v, nk, dim, d, acc);
+  for (; d + 8 <= dim; d += 8) pv_block<NQ, 1>(p, i0, ld, v, nk, dim, d, acc);
+  for (int i = 0; i < NQ; ++i) {
+    const float* weights = p + (i0 + i) * ld;
+    float* out = acc + (i0 + i) * dim;
+    for (int64_t e = d; e < dim; ++e) {
+      float a = out[e];
+      for (int64_t j = 0; j < nk; ++j) a = std::fma(weights[j], Rows::at(v.row(j), e), a);
+      out[e] = a;
+    }
+  }
+}
+
+template <int NQ, typename Rows>
+inline void pv_queries(const float* p, int64_t i0, int64_t n, int64_t ld, Rows v, int64_t nk,
+                       int64_t dim, float* acc) {
+  if constexpr (NQ > 0) {
+    if (n == NQ) {
+      pv_block_of<NQ>(p, i0, ld, v, nk, dim, acc);
+    } else {
+      pv_queries<NQ - 1>(p, i0, n, ld, v, nk, dim, acc);
+    }
+  }
+}
+
+template <typename Rows>
+void pv_rows(const float* p, int64_t nq, int64_t ld, Rows v, int64_t nk, int64_t dim, float* acc) {
+  for (int64_t i = 0; i < nq; i += kMaxQueries) {
+    pv_queries<kMaxQueries>(p, i, std::min<int64_t>(kMaxQueries, nq - i), ld, v, nk, dim, acc);
+  }
+}
+
+void qk_simd(const float* q, int64_t nq, const float* k, int64_t k_stride, int64_t nk,
+             int64_t dim, float* scores, int64_t ld) {
+  qk_rows(q, nq, F32Rows{k, k_stride}, nk, dim, scores, ld);
+}
+
+void pv_simd(const float* p, int64_t nq, int64_t ld, const float* v, int64_t v_stride,
+             int64_t nk, int64_t dim, float* acc) {
+  pv_rows(p, nq, ld, F32Rows{v, v_stride}, nk, dim, acc);
+}
+
+void qk_f16_simd(const float* q, int64_t nq, const uint16_t* const* k, int64_t nk, int64_t dim,
+                 float* scores, int64_t ld) {
+  qk_rows(q, nq, F16Rows{k}, nk, dim, scores, ld);
+}
+
+void pv_f16_simd(const float* p, int64_t nq, int64_t ld, const uint16_t* const* v, int64_t nk,
+                 int64_t dim, float* acc) {
+  pv_rows(p, nq, ld, F16Rows{v}, nk, dim, acc);
+}
+
+// vcvtps2ph with round-to-nearest-even is IEEE narrowing, as tensor::float_to_fp16 (both keep
+// a quiet NaN's sign and top payload bits).
+void round_f16_simd(const float* src, int64_t n, float scale, float* dst) {
+  const __m256 scale_v = _mm256_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m128i half = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(src + j), scale_v),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(half));
+  }
+  for (; j < n; ++j) dst[j] = tensor::fp16_to_float(tensor::float_to_fp16(src[j] * scale));
+}
+
+float exp_shifted_simd(float* s, int64_t n, float shift) {
+  const __m256 shift_v = _mm256_set1_ps(shift);
+  __m256 sum_v = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), shift_v));
+    _mm256_storeu_ps(s + j, e);
+    sum_v = _mm256_add_ps(sum_v, e);
+  }
+  float sum = horizontal_sum(sum_v);
+  if (j < n) {  // the tail through a padded register, so every lane uses the same exp
+    alignas(32) float tail[8] = {};
+    for (int64_t t = 0; t < n - j; ++t) tail[t] = s[j + t] - shift;
+    const __m256 e = exp_avx2(_mm256_load_ps(tail));
+    _mm256_store_ps(tail, e);
+    for (int64_t t = 0; t < n - j; ++t) sum += (s[j + t] = tail[t]);
+  }
+  return sum;
+}
+
+constexpr AttentionTileKernels kSimdTiles = {qk_simd,     pv_simd,        qk_f16_simd,
+                                             pv_f16_simd, round_f16_simd, exp_shifted_simd};
+
+}  // namespace
+}  // namespace lumen::backend::cpu
