@@ -396,8 +396,10 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
   }
 }
 
-void check_inputs(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                  const AttentionConfig& cfg, const TensorView& out) {
+}  // namespace
+
+void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                            const AttentionConfig& cfg, const TensorView& out) {
   if (cfg.head_dim <= 0 || cfg.n_heads <= 0 || cfg.n_kv_heads <= 0 ||
       cfg.n_heads % cfg.n_kv_heads != 0) {
     fail("attention: need positive head_dim and n_heads a multiple of n_kv_heads (got {}, {}, {})",
@@ -425,12 +427,10 @@ void check_inputs(const TensorView& q, const KvLayer& cache, std::span<const Seq
   check_sequences(seqs, q.rows() / cfg.n_heads, cache, "attention");
 }
 
-}  // namespace
-
 void attention_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
                     std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                     TensorView& out, ThreadPool& pool, AttentionScratch& scratch) {
-  check_inputs(q, cache, seqs, config, out);
+  check_attention_inputs(q, cache, seqs, config, out);
   AttentionJob job{&tiles, &q, &cache, seqs, &config, &out, &scratch, 0, 0, 0, false, 0};
   job.exact_f16 = cache.v.type == tensor::DType::F16;
   job.group = config.n_heads / config.n_kv_heads;

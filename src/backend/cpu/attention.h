@@ -55,4 +55,9 @@ void attention_with(const AttentionTileKernels& tiles, const TensorView& q, cons
                     std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                     TensorView& out, ThreadPool& pool, AttentionScratch& scratch);
 
+// Throws lumen::Error unless q, out, the cache and the sequences fit `config` (the checks every
+// backend's attention makes before touching memory).
+void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                            const AttentionConfig& config, const TensorView& out);
+
 }  // namespace lumen::backend::cpu

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/attention.h"
 #include "backend/cpu/kv_store.h"
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/attention_plan.h"
@@ -32,34 +33,10 @@ uint8_t* block_start(const TensorView& t, int64_t block_size, int64_t block) {
   return static_cast<uint8_t*>(t.data) + static_cast<size_t>(block * block_size) * t.row_bytes;
 }
 
-void check_attention_inputs(const TensorView& q, const KvLayer& cache,
-                            std::span<const SequenceSlice> seqs, const AttentionConfig& cfg,
-                            const TensorView& out) {
-  if (cfg.head_dim <= 0 || cfg.n_heads <= 0 || cfg.n_kv_heads <= 0 ||
-      cfg.n_heads % cfg.n_kv_heads != 0) {
-    fail("attention: need positive head_dim and n_heads a multiple of n_kv_heads (got {}, {}, {})",
-         cfg.head_dim, cfg.n_heads, cfg.n_kv_heads);
-  }
-  if (cfg.sliding_window < 0 || !std::isfinite(cfg.scale) || !std::isfinite(cfg.softcap) ||
-      cfg.softcap < 0.0f) {
-    fail("attention: invalid sliding window, scale or softcap");
-  }
-  for (const TensorView* t : {&q, &out}) {
-    if (t->type != tensor::DType::F32 || t->dims[0] != cfg.head_dim || t->dims[1] != cfg.n_heads ||
-        t->row_bytes < static_cast<size_t>(cfg.head_dim) * sizeof(float) ||
-        t->row_bytes % sizeof(float) != 0 || t->data == nullptr) {
-      fail("attention: q and out must be f32 {{head_dim {}, n_heads {}, tokens}}", cfg.head_dim,
-           cfg.n_heads);
-    }
-  }
-  if (q.rows() != out.rows()) fail("attention: q and out hold different token counts");
-  cpu::check_kv_layer(cache, cfg.head_dim * cfg.n_kv_heads, "attention");
-  for (const TensorView* t : {&cache.k, &cache.v}) {
-    if (t->row_bytes % (t->type == tensor::DType::F32 ? 4 : 2) != 0) {
-      fail("attention: cache rows are not aligned to their element size");
-    }
-  }
-  cpu::check_sequences(seqs, q.rows() / cfg.n_heads, cache, "attention");
+void check_cuda_attention_inputs(const TensorView& q, const KvLayer& cache,
+                                 std::span<const SequenceSlice> seqs, const AttentionConfig& cfg,
+                                 const TensorView& out) {
+  cpu::check_attention_inputs(q, cache, seqs, cfg, out);
   if (cfg.head_dim > cuda::kMaxHeadDim) {
     fail("attention: the CUDA kernels take head_dim up to {}, not {}", cuda::kMaxHeadDim,
          cfg.head_dim);
@@ -170,7 +147,7 @@ void CudaBackend::attention(const TensorView& q, const KvLayer& cache,
                             std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                             TensorView& out) {
   State& s = *state_;
-  check_attention_inputs(q, cache, seqs, config, out);
+  check_cuda_attention_inputs(q, cache, seqs, config, out);
   for (const TensorView* t : {&q, static_cast<const TensorView*>(&out), &cache.k, &cache.v}) {
     cuda::require_device(s, *t, "attention", "tensors");
   }
