@@ -87,6 +87,30 @@ class Backend {
 
   // y[t, :] = W x[t, :] for every row t of x. W is {in, out} in any supported type; x and y f32.
   virtual void matmul(const TensorView& w, const TensorView& x, TensorView& y) = 0;
+  // Several weights applied to the same x (a layer's Q, K and V; its gate and up): y_i = W_i x.
+  // A backend may share work between them (the CPU quantizes x once and runs every tile in one
+  // parallel job); by default they run one after the other.
+  struct MatmulOutput {
+    const TensorView* w;
+    TensorView* y;
+  };
+  virtual void matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) {
+    for (const MatmulOutput& o : outputs) matmul(*o.w, x, *o.y);
+  }
+  // A gated MLP's first half: gate = glu(W_gate x, W_up x), with up receiving W_up x on the way.
+  // The CPU computes both products and the activation in one parallel job; by default it is
+  // the two matmuls followed by swiglu / geglu.
+  enum class Glu { Swiglu, Geglu };
+  virtual void matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x,
+                          Glu glu, TensorView& gate, TensorView& up) {
+    const MatmulOutput outputs[] = {{&gate_w, &gate}, {&up_w, &up}};
+    matmul_same_input(x, outputs);
+    if (glu == Glu::Geglu) {
+      geglu(gate, up, gate);
+    } else {
+      swiglu(gate, up, gate);
+    }
+  }
   // out[i, :] = table[ids[i], :] converted to f32.
   virtual void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) = 0;
   // out = x / rms(x) * weight, per row (weight f32 of one row's length).

@@ -94,9 +94,8 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   TensorView attn = first_rows(s_.attn, n);
 
   backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
-  backend_.matmul(w.wq, h, q);
-  backend_.matmul(w.wk, h, k);
-  backend_.matmul(w.wv, h, v);
+  const backend::Backend::MatmulOutput qkv[] = {{&w.wq, &q}, {&w.wk, &k}, {&w.wv, &v}};
+  backend_.matmul_same_input(h, qkv);
   if (w.bq) backend_.add_row(q, *w.bq);
   if (w.bk) backend_.add_row(k, *w.bk);
   if (w.bv) backend_.add_row(v, *w.bv);
@@ -116,13 +115,10 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView gate = first_rows(s_.gate, n), up = first_rows(s_.up, n);
   backend_.rms_norm(x, w.ffn_norm, static_cast<float>(hp_.norm_eps), h);
-  backend_.matmul(w.ffn_gate, h, gate);
-  backend_.matmul(w.ffn_up, h, up);
-  if (arch_.activation == Activation::GeGlu) {
-    backend_.geglu(gate, up, gate);
-  } else {
-    backend_.swiglu(gate, up, gate);
-  }
+  backend_.matmul_glu(w.ffn_gate, w.ffn_up, h,
+                      arch_.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu
+                                                            : backend::Backend::Glu::Swiglu,
+                      gate, up);
   backend_.matmul(w.ffn_down, gate, h);
   backend_.add(x, h, x);
 }

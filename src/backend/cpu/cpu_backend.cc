@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -160,15 +161,44 @@ void CpuBackend::copy_to_host(const TensorView& src, float* dst) {
 }
 
 void CpuBackend::matmul(const TensorView& w, const TensorView& x, TensorView& y) {
+  const MatmulOutput output{&w, &y};
+  matmul_same_input(x, {&output, 1});
+}
+
+cpu::MatmulTarget CpuBackend::matmul_target(const TensorView& w, const TensorView& x, TensorView& y,
+                                             cpu::WeightMatrix& weights) {
   if (w.dims[2] * w.dims[3] != 1) fail("matmul: weights must be 2-D");
   check_f32(x, w.dims[0], "matmul", "x");
   check_f32(y, w.dims[1], "matmul", "y");
   if (x.rows() != y.rows()) fail("matmul: x has {} rows, y {}", x.rows(), y.rows());
-  cpu::WeightMatrix weights{w.type, w.dims[1], w.dims[0], w.data, w.row_bytes};
+  weights = cpu::WeightMatrix{w.type, w.dims[1], w.dims[0], w.data, w.row_bytes};
   weights.packed = packed_weights(weights);
-  cpu::matmul(weights, x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)),
-              x.rows(), y.row<float>(0), static_cast<int64_t>(y.row_bytes / sizeof(float)), pool_,
-              matmul_scratch_);
+  return {&weights, y.row<float>(0), static_cast<int64_t>(y.row_bytes / sizeof(float))};
+}
+
+void CpuBackend::matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) {
+  if (outputs.size() > cpu::kMaxMatmulTargets) {
+    Backend::matmul_same_input(x, outputs);  // one at a time
+    return;
+  }
+  std::array<cpu::WeightMatrix, cpu::kMaxMatmulTargets> weights;
+  std::array<cpu::MatmulTarget, cpu::kMaxMatmulTargets> targets;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    targets[i] = matmul_target(*outputs[i].w, x, *outputs[i].y, weights[i]);
+  }
+  cpu::matmul_same_input({targets.data(), outputs.size()}, x.row<const float>(0),
+                         static_cast<int64_t>(x.row_bytes / sizeof(float)), x.rows(), pool_,
+                         matmul_scratch_);
+}
+
+void CpuBackend::matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x,
+                            Glu glu, TensorView& gate, TensorView& up) {
+  cpu::WeightMatrix gate_weights, up_weights;
+  const cpu::MatmulTarget gate_target = matmul_target(gate_w, x, gate, gate_weights);
+  const cpu::MatmulTarget up_target = matmul_target(up_w, x, up, up_weights);
+  cpu::matmul_glu(gate_target, up_target, glu == Glu::Geglu ? &cpu::geglu_row : &cpu::swiglu_row,
+                  x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)),
+                  x.rows(), pool_, matmul_scratch_);
 }
 
 void CpuBackend::get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {

@@ -29,6 +29,9 @@ class CpuBackend final : public Backend {
   void copy_to_host(const TensorView& src, float* dst) override;
 
   void matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
+  void matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) override;
+  void matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,
+                  TensorView& gate, TensorView& up) override;
   void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
   void rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
   void add(const TensorView& a, const TensorView& b, TensorView& out) override;
@@ -57,6 +60,9 @@ class CpuBackend final : public Backend {
     std::unique_ptr<cpu::PackedWeights> packed;  // null until the first matmul
   };
   const cpu::PackedWeights* packed_weights(const cpu::WeightMatrix& w);
+  // Checks one matmul's operands and describes them for the cpu:: kernels (weights is filled).
+  cpu::MatmulTarget matmul_target(const TensorView& w, const TensorView& x, TensorView& y,
+                                  cpu::WeightMatrix& weights);
 
   ThreadPool pool_;
   std::unordered_map<const void*, PackedSlot> packed_weights_;  // by host address

@@ -13,6 +13,7 @@
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
+#include <array>
 
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_packed.h"
@@ -56,13 +57,10 @@ struct Job {
   int64_t row_tasks;
 };
 
-void run_task(const Job& job, int64_t task) {
+// Rows [row_begin, row_end) (row_begin a multiple of kTileRows) for tokens [token_begin, token_end).
+void run_rows(const Job& job, int64_t row_begin, int64_t row_end, int64_t token_begin,
+              int64_t token_end) {
   const WeightMatrix& w = *job.w;
-  const int64_t token_task = task / job.row_tasks;
-  const int64_t row_begin = (task % job.row_tasks) * job.task_rows;
-  const int64_t row_end = std::min(w.rows, row_begin + job.task_rows);
-  const int64_t token_begin = token_task * job.task_tokens;
-  const int64_t token_end = std::min(job.n_tokens, token_begin + job.task_tokens);
   const auto* wbase = static_cast<const uint8_t*>(w.data);
 
   const uint8_t* w_rows[kTileRows];
@@ -110,13 +108,10 @@ struct PackedJob {
   int64_t group_tasks;
 };
 
-void run_packed_task(const PackedJob& job, int64_t task) {
+// Groups [group_begin, group_end) of 16 rows for tokens [token_begin, token_end).
+void run_packed_groups(const PackedJob& job, int64_t group_begin, int64_t group_end,
+                       int64_t token_begin, int64_t token_end) {
   const PackedWeights& w = *job.w;
-  const int64_t token_task = task / job.group_tasks;
-  const int64_t group_begin = (task % job.group_tasks) * job.task_groups;
-  const int64_t group_end = std::min(w.groups(), group_begin + job.task_groups);
-  const int64_t token_begin = token_task * job.task_tokens;
-  const int64_t token_end = std::min(job.n_tokens, token_begin + job.task_tokens);
   const uint8_t* x_rows[detail::kMaxPackedTokens];
   alignas(64) float out[kPackRows * detail::kMaxPackedTokens];
   for (int64_t g = group_begin; g < group_end; ++g) {
@@ -133,6 +128,20 @@ void run_packed_task(const PackedJob& job, int64_t task) {
       }
     }
   }
+}
+
+void run_task(const Job& job, int64_t task) {
+  const int64_t row_begin = (task % job.row_tasks) * job.task_rows;
+  const int64_t token_begin = (task / job.row_tasks) * job.task_tokens;
+  run_rows(job, row_begin, std::min(job.w->rows, row_begin + job.task_rows), token_begin,
+           std::min(job.n_tokens, token_begin + job.task_tokens));
+}
+
+void run_packed_task(const PackedJob& job, int64_t task) {
+  const int64_t group_begin = (task % job.group_tasks) * job.task_groups;
+  const int64_t token_begin = (task / job.group_tasks) * job.task_tokens;
+  run_packed_groups(job, group_begin, std::min(job.w->groups(), group_begin + job.task_groups),
+                    token_begin, std::min(job.n_tokens, token_begin + job.task_tokens));
 }
 
 void check_arguments(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_tokens,
@@ -159,6 +168,86 @@ void check_arguments(const WeightMatrix& w, const float* x, int64_t x_stride, in
   }
 }
 
+// One target of a call: its kernels, where its activations are, and how its tiles are split.
+struct Part {
+  const TypeKernels* kernels = nullptr;
+  const detail::PackedKernels* packed = nullptr;  // non-null: the packed path
+  Job job{};
+  PackedJob packed_job{};
+  int64_t n_tasks = 0;
+};
+
+// Activations in the form one target's kernels read. Targets with the same form share them.
+struct ActivationForm {
+  const TypeKernels* kernels = nullptr;
+  const detail::PackedKernels* packed = nullptr;
+  int64_t cols = 0;
+  size_t xq_offset = 0, xq_stride = 0;  // in scratch.quantized_x
+  size_t xp_offset = 0, xp_stride = 0;  // in scratch.packed_x
+
+  bool same_as(const ActivationForm& o) const {
+    return cols == o.cols && kernels->quantize == o.kernels->quantize &&
+           kernels->act_type == o.kernels->act_type &&
+           (packed == nullptr) == (o.packed == nullptr) &&
+           (packed == nullptr || packed->pack_activation == o.packed->pack_activation);
+  }
+};
+
+void quantize_activations(const ActivationForm& form, const float* x, int64_t x_stride,
+                          int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch) {
+  uint8_t* dst = scratch.quantized_x.data() + form.xq_offset;
+  uint8_t* packed_dst = scratch.packed_x.data() + form.xp_offset;
+  const auto quantize_tokens = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      uint8_t* q = dst + static_cast<size_t>(t) * form.xq_stride;
+      form.kernels->quantize(x + t * x_stride, q, form.cols);
+      if (form.packed != nullptr) {
+        form.packed->pack_activation(q, packed_dst + static_cast<size_t>(t) * form.xp_stride, form.cols);
+      }
+    }
+  };
+  if (pool.size() > 1 && n_tokens >= 2 * kQuantizeTaskTokens) {
+    const auto* qt = &quantize_tokens;
+    pool.parallel_for((n_tokens + kQuantizeTaskTokens - 1) / kQuantizeTaskTokens,
+                      [qt, n_tokens](int64_t task, unsigned) {
+                        const int64_t begin = task * kQuantizeTaskTokens;
+                        (*qt)(begin, std::min(n_tokens, begin + kQuantizeTaskTokens));
+                      });
+  } else {
+    quantize_tokens(0, n_tokens);
+  }
+}
+
+// Splits one target's rows x tokens into tasks (see the top of this file).
+void plan_tasks(Part& part, int64_t n_tokens, int64_t threads) {
+  if (part.packed != nullptr) {
+    PackedJob& job = part.packed_job;
+    const int64_t groups = job.w->groups();
+    if (n_tokens <= 2 * detail::kMaxPackedTokens) {
+      job.task_tokens = n_tokens;
+      job.task_groups = std::max<int64_t>(1, groups / (threads * kDecodeTasksPerThread));
+    } else {
+      job.task_tokens = kTaskTokens;
+      job.task_groups = kPackedTaskGroups;
+    }
+    job.group_tasks = (groups + job.task_groups - 1) / job.task_groups;
+    part.n_tasks = job.group_tasks * ((n_tokens + job.task_tokens - 1) / job.task_tokens);
+    return;
+  }
+  Job& job = part.job;
+  if (n_tokens <= 2 * kMaxTileTokens) {
+    job.task_tokens = n_tokens;
+    const int64_t per_thread = (job.w->rows + threads * kDecodeTasksPerThread - 1) /
+                               (threads * kDecodeTasksPerThread);
+    job.task_rows = std::max(kMinDecodeTaskRows, (per_thread + kTileRows - 1) / kTileRows * kTileRows);
+  } else {
+    job.task_tokens = kTaskTokens;
+    job.task_rows = kPrefillTaskRows;
+  }
+  job.row_tasks = (job.w->rows + job.task_rows - 1) / job.task_rows;
+  part.n_tasks = job.row_tasks * ((n_tokens + job.task_tokens - 1) / job.task_tokens);
+}
+
 }  // namespace
 
 bool matmul_supports(tensor::DType type) { return detail::scalar_kernels(type) != nullptr; }
@@ -170,81 +259,163 @@ void matmul(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_t
 
 void matmul(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
             int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch, Isa isa) {
-  check_arguments(w, x, x_stride, n_tokens, y, y_stride);
+  const MatmulTarget target{&w, y, y_stride};
+  matmul_same_input({&target, 1}, x, x_stride, n_tokens, pool, scratch, isa);
+}
+
+namespace {
+
+// Checks the targets, quantizes x once per activation form and fills one Part per target.
+// Returns false when there are no tokens (nothing to do).
+bool prepare_parts(std::span<const MatmulTarget> targets, const float* x, int64_t x_stride,
+                   int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch, Isa isa,
+                   std::array<Part, kMaxMatmulTargets>& parts) {
+  if (targets.empty() || targets.size() > kMaxMatmulTargets) {
+    fail("matmul: {} weights for one input (1 to {})", targets.size(), kMaxMatmulTargets);
+  }
+  for (const MatmulTarget& t : targets) {
+    if (t.w == nullptr) fail("matmul: no weight matrix");
+    check_arguments(*t.w, x, x_stride, n_tokens, t.y, t.y_stride);
+  }
   if (isa > detected_isa()) fail("matmul: this CPU has no {} support", isa_name(isa));
-  if (n_tokens == 0) return;
-  const TypeKernels* kernels = kernels_at(isa, w.type);
-  const int64_t threads = pool.size();
-  const detail::PackedKernels* packed =
-      w.packed != nullptr && isa >= Isa::kAvx512 ? detail::packed_kernels(w.type) : nullptr;
-  size_t xp_stride = 0;
-  if (packed != nullptr) {
-    xp_stride = detail::packed_activation_bytes(w.cols, packed->extra_words);
-    const size_t needed = xp_stride * static_cast<size_t>(n_tokens);
-    if (scratch.packed_x.size() < needed) scratch.packed_x.resize(needed);
+  if (n_tokens == 0) return false;
+  const size_t n = targets.size();
+
+  // Activation forms, each quantized once into the scratch (which only ever grows).
+  std::array<ActivationForm, kMaxMatmulTargets> forms;
+  std::array<size_t, kMaxMatmulTargets> form_of{};
+  size_t n_forms = 0, xq_bytes = 0, xp_bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const WeightMatrix& w = *targets[i].w;
+    ActivationForm form;
+    form.kernels = kernels_at(isa, w.type);
+    form.packed = w.packed != nullptr && isa >= Isa::kAvx512 ? detail::packed_kernels(w.type) : nullptr;
+    form.cols = w.cols;
+    size_t f = 0;
+    while (f < n_forms && !forms[f].same_as(form)) ++f;
+    form_of[i] = f;
+    if (f < n_forms) continue;
+    if (form.kernels->quantize != nullptr) {
+      form.xq_offset = xq_bytes;
+      form.xq_stride = static_cast<size_t>(*tensor::row_bytes(form.kernels->act_type, w.cols));
+      xq_bytes += form.xq_stride * static_cast<size_t>(n_tokens);
+    }
+    if (form.packed != nullptr) {
+      form.xp_offset = xp_bytes;
+      form.xp_stride = detail::packed_activation_bytes(w.cols, form.packed->extra_words);
+      xp_bytes += form.xp_stride * static_cast<size_t>(n_tokens);
+    }
+    forms[n_forms++] = form;
+  }
+  if (scratch.quantized_x.size() < xq_bytes) scratch.quantized_x.resize(xq_bytes);
+  if (scratch.packed_x.size() < xp_bytes) scratch.packed_x.resize(xp_bytes);
+  for (size_t f = 0; f < n_forms; ++f) {
+    if (forms[f].kernels->quantize != nullptr) {
+      quantize_activations(forms[f], x, x_stride, n_tokens, pool, scratch);
+    }
   }
 
-  // 1. Activations, quantized once per call into the scratch (which only ever grows).
-  const uint8_t* xq = reinterpret_cast<const uint8_t*>(x);
-  size_t xq_stride = static_cast<size_t>(x_stride) * sizeof(float);
-  if (kernels->quantize != nullptr) {
-    xq_stride = static_cast<size_t>(*tensor::row_bytes(kernels->act_type, w.cols));
-    const size_t needed = xq_stride * static_cast<size_t>(n_tokens);
-    if (scratch.quantized_x.size() < needed) scratch.quantized_x.resize(needed);
-    uint8_t* dst = scratch.quantized_x.data();
-    uint8_t* packed_dst = scratch.packed_x.data();
-    const auto quantize_tokens = [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        uint8_t* q = dst + static_cast<size_t>(t) * xq_stride;
-        kernels->quantize(x + t * x_stride, q, w.cols);
-        if (packed != nullptr) packed->pack_activation(q, packed_dst + static_cast<size_t>(t) * xp_stride, w.cols);
-      }
-    };
-    if (threads > 1 && n_tokens >= 2 * kQuantizeTaskTokens) {
-      const auto* qt = &quantize_tokens;
-      pool.parallel_for((n_tokens + kQuantizeTaskTokens - 1) / kQuantizeTaskTokens,
-                        [qt, n_tokens](int64_t task, unsigned) {
-                          const int64_t begin = task * kQuantizeTaskTokens;
-                          (*qt)(begin, std::min(n_tokens, begin + kQuantizeTaskTokens));
-                        });
+  for (size_t i = 0; i < n; ++i) {
+    const MatmulTarget& t = targets[i];
+    // The activations come from the shared form; the tile kernels are the weight's own (a
+    // Q8_0 matrix reads the Q8_0 activations a Q4_0 one made, with its own kernels).
+    const ActivationForm& form = forms[form_of[i]];
+    Part& part = parts[i];
+    part.kernels = kernels_at(isa, t.w->type);
+    part.packed = form.packed != nullptr ? detail::packed_kernels(t.w->type) : nullptr;
+    if (part.packed != nullptr) {
+      part.packed_job = PackedJob{part.packed, t.w->packed, scratch.packed_x.data() + form.xp_offset,
+                                  form.xp_stride, n_tokens, t.y, t.y_stride, 0, 0, 0};
     } else {
-      quantize_tokens(0, n_tokens);
+      const bool quantized = part.kernels->quantize != nullptr;
+      part.job = Job{part.kernels,
+                     t.w,
+                     quantized ? scratch.quantized_x.data() + form.xq_offset
+                               : reinterpret_cast<const uint8_t*>(x),
+                     quantized ? form.xq_stride : static_cast<size_t>(x_stride) * sizeof(float),
+                     n_tokens, t.y, t.y_stride, 0, 0, 0};
     }
-    xq = dst;
+    plan_tasks(part, n_tokens, pool.size());
   }
+  return true;
+}
 
-  // 2. Tiles.
-  if (packed != nullptr) {
-    PackedJob job{packed, w.packed, scratch.packed_x.data(), xp_stride, n_tokens, y, y_stride, 0, 0, 0};
-    const int64_t groups = w.packed->groups();
-    if (n_tokens <= 2 * detail::kMaxPackedTokens) {
-      job.task_tokens = n_tokens;
-      job.task_groups = std::max<int64_t>(1, groups / (threads * kDecodeTasksPerThread));
-    } else {
-      job.task_tokens = kTaskTokens;
-      job.task_groups = kPackedTaskGroups;
-    }
-    job.group_tasks = (groups + job.task_groups - 1) / job.task_groups;
-    const int64_t token_tasks = (n_tokens + job.task_tokens - 1) / job.task_tokens;
-    const PackedJob* jp = &job;
-    pool.parallel_for(job.group_tasks * token_tasks,
-                      [jp](int64_t task, unsigned) { run_packed_task(*jp, task); });
-    return;
-  }
-  Job job{kernels, &w, xq, xq_stride, n_tokens, y, y_stride, 0, 0, 0};
-  if (n_tokens <= 2 * kMaxTileTokens) {
-    job.task_tokens = n_tokens;
-    const int64_t per_thread = (w.rows + threads * kDecodeTasksPerThread - 1) /
-                               (threads * kDecodeTasksPerThread);
-    job.task_rows = std::max(kMinDecodeTaskRows, (per_thread + kTileRows - 1) / kTileRows * kTileRows);
+// Rows [row_begin, row_end) of one part (row_begin a multiple of kPackRows) for some tokens.
+void run_part_rows(const Part& part, int64_t row_begin, int64_t row_end, int64_t token_begin,
+                   int64_t token_end) {
+  if (part.packed != nullptr) {
+    run_packed_groups(part.packed_job, row_begin / kPackRows, (row_end + kPackRows - 1) / kPackRows,
+                      token_begin, token_end);
   } else {
-    job.task_tokens = kTaskTokens;
-    job.task_rows = kPrefillTaskRows;
+    run_rows(part.job, row_begin, row_end, token_begin, token_end);
   }
-  job.row_tasks = (w.rows + job.task_rows - 1) / job.task_rows;
-  const int64_t token_tasks = (n_tokens + job.task_tokens - 1) / job.task_tokens;
-  const Job* jp = &job;  // one pointer captured: std::function keeps it without allocating
-  pool.parallel_for(job.row_tasks * token_tasks, [jp](int64_t task, unsigned) { run_task(*jp, task); });
+}
+
+}  // namespace
+
+void matmul_same_input(std::span<const MatmulTarget> targets, const float* x, int64_t x_stride,
+                       int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch, Isa isa) {
+  std::array<Part, kMaxMatmulTargets> parts;
+  if (!prepare_parts(targets, x, x_stride, n_tokens, pool, scratch, isa, parts)) return;
+  int64_t total_tasks = 0;
+  for (size_t i = 0; i < targets.size(); ++i) total_tasks += parts[i].n_tasks;
+  const Part* first = parts.data();  // one pointer captured: std::function keeps it inline
+  pool.parallel_for(total_tasks, [first](int64_t task, unsigned) {
+    const Part* part = first;
+    while (task >= part->n_tasks) task -= (part++)->n_tasks;
+    if (part->packed != nullptr) {
+      run_packed_task(part->packed_job, task);
+    } else {
+      run_task(part->job, task);
+    }
+  });
+}
+
+void matmul_glu(const MatmulTarget& gate, const MatmulTarget& up, GluRowFn glu, const float* x,
+                int64_t x_stride, int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch,
+                Isa isa) {
+  if (gate.w == nullptr || up.w == nullptr || gate.w->rows != up.w->rows ||
+      gate.w->cols != up.w->cols || glu == nullptr) {
+    fail("matmul_glu: gate and up weights must have the same shape");
+  }
+  const MatmulTarget targets[] = {gate, up};
+  std::array<Part, kMaxMatmulTargets> parts;
+  if (!prepare_parts(targets, x, x_stride, n_tokens, pool, scratch, isa, parts)) return;
+
+  // A task is the same rows of both products for some tokens, then the activation of those
+  // rows: chunks of whole 16-row groups, so the activation's SIMD split (8 lanes) and its tail
+  // fall where the standalone op puts them, and the result is bit-identical to it.
+  struct Plan {
+    const Part* parts;
+    GluRowFn glu;
+    MatmulTarget gate, up;
+    int64_t rows, n_tokens, chunk_rows, chunk_tokens, row_chunks;
+  } plan{parts.data(), glu, gate, up, gate.w->rows, n_tokens, 0, 0, 0};
+  const int64_t threads = pool.size();
+  if (n_tokens <= 2 * kMaxTileTokens) {
+    plan.chunk_tokens = n_tokens;
+    const int64_t per_task = (plan.rows + threads * kDecodeTasksPerThread - 1) / (threads * kDecodeTasksPerThread);
+    plan.chunk_rows = std::max<int64_t>(kPackRows, (per_task + kPackRows - 1) / kPackRows * kPackRows);
+  } else {
+    plan.chunk_tokens = kTaskTokens;
+    plan.chunk_rows = kPrefillTaskRows;
+  }
+  static_assert(kPrefillTaskRows % kPackRows == 0 && kPackRows % kTileRows == 0);
+  plan.row_chunks = (plan.rows + plan.chunk_rows - 1) / plan.chunk_rows;
+  const int64_t token_chunks = (n_tokens + plan.chunk_tokens - 1) / plan.chunk_tokens;
+  const Plan* pp = &plan;
+  pool.parallel_for(plan.row_chunks * token_chunks, [pp](int64_t task, unsigned) {
+    const int64_t row_begin = (task % pp->row_chunks) * pp->chunk_rows;
+    const int64_t row_end = std::min(pp->rows, row_begin + pp->chunk_rows);
+    const int64_t token_begin = (task / pp->row_chunks) * pp->chunk_tokens;
+    const int64_t token_end = std::min(pp->n_tokens, token_begin + pp->chunk_tokens);
+    run_part_rows(pp->parts[0], row_begin, row_end, token_begin, token_end);
+    run_part_rows(pp->parts[1], row_begin, row_end, token_begin, token_end);
+    for (int64_t t = token_begin; t < token_end; ++t) {
+      float* g = pp->gate.y + t * pp->gate.y_stride + row_begin;
+      pp->glu(g, pp->up.y + t * pp->up.y_stride + row_begin, row_end - row_begin, g);
+    }
+  });
 }
 
 }  // namespace lumen::backend::cpu
