@@ -27,7 +27,7 @@ ThreadPool::ThreadPool(unsigned threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mutex_);
-    stopping_ = true;
+    stopping_.store(true, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
@@ -84,11 +84,10 @@ void ThreadPool::worker_loop(unsigned worker) {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
     }
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-    }
+    // stopping_ is set before the generation bump that woke us (release / acquire), so a
+    // plain load sees it; no lock on the per-job path.
     seen = generation_.load(std::memory_order_acquire);
+    if (stopping_.load(std::memory_order_relaxed)) return;
     run_tasks(worker);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }

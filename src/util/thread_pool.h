@@ -43,7 +43,7 @@ class ThreadPool {
   std::atomic<int64_t> next_task_{0};
   std::atomic<uint64_t> generation_{0};  // bumped (under mutex_) for each parallel_for
   std::atomic<int> pending_{0};          // workers that have not finished the current job
-  bool stopping_ = false;                // guarded by mutex_
+  std::atomic<bool> stopping_{false};    // written under mutex_ before a generation bump
 };
 
 }  // namespace lumen

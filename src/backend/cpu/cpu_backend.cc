@@ -116,7 +116,7 @@ void for_each_piece(ThreadPool& pool, int64_t rows, int64_t cols, int64_t task_e
 
 }  // namespace
 
-CpuBackend::CpuBackend(unsigned threads) : pool_(threads), rope_scratch_(pool_.size()) {}
+CpuBackend::CpuBackend(unsigned threads) : pool_(threads) {}
 
 std::unique_ptr<Buffer> CpuBackend::allocate(size_t bytes) {
   return std::make_unique<HostBuffer>(bytes);
@@ -283,23 +283,17 @@ void CpuBackend::rope(TensorView& x, std::span<const int32_t> positions, const R
     fail("rope: {} positions for {} tokens", positions.size(), tokens);
   }
   const cpu::RopeParams params = cpu::make_rope_params(config, x.dims[0]);
-  for (auto& cache : rope_scratch_) {
-    if (cache.size() < static_cast<size_t>(params.rope_dims)) cache.resize(static_cast<size_t>(params.rope_dims));
-  }
   struct Job {
     TensorView* x;
-    std::span<const int32_t> positions;
     const cpu::RopeParams* params;
-    std::vector<std::vector<float>>* scratch;
+    const float* table;
     int64_t heads;
-  } job{&x, positions, &params, &rope_scratch_, heads};
+  } job{&x, &params, rope_table_.rows(params, positions, pool_), heads};
   const Job* j = &job;
-  // One task per token: its cos/sin cache is computed once and used for every head.
-  pool_.parallel_for(tokens, [j](int64_t t, unsigned worker) {
-    float* cache = (*j->scratch)[worker].data();
-    cpu::rope_cache(*j->params, j->positions[static_cast<size_t>(t)], cache);
+  pool_.parallel_for(tokens, [j](int64_t t, unsigned) {
+    const float* cos_sin = j->table + t * j->params->rope_dims;
     for (int64_t h = 0; h < j->heads; ++h) {
-      cpu::rope_head(*j->params, cache, j->x->row<float>(t * j->heads + h));
+      cpu::rope_head(*j->params, cos_sin, j->x->row<float>(t * j->heads + h));
     }
   });
 }

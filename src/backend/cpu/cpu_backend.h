@@ -10,6 +10,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_packed.h"
+#include "backend/cpu/rope_table.h"
 #include "util/thread_pool.h"
 
 namespace lumen::backend {
@@ -68,7 +69,7 @@ class CpuBackend final : public Backend {
   std::unordered_map<const void*, PackedSlot> packed_weights_;  // by host address
   cpu::MatmulScratch matmul_scratch_;
   cpu::AttentionScratch attention_scratch_;
-  std::vector<std::vector<float>> rope_scratch_;  // one cos/sin cache per worker
+  cpu::RopeTable rope_table_;  // cos/sin rows of the current batch's positions
 };
 
 }  // namespace lumen::backend
