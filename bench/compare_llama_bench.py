@@ -4,14 +4,21 @@
     python3 bench/compare_llama_bench.py --llama-bench /path/to/llama-bench \
         --model MODEL.gguf [--model ...] [--threads 1,2] [-p 512] [-n 128] [-r 5]
 
-Both tools use the same method (random tokens, one warm-up, mean and standard deviation of
-tokens/s over the repetitions). The peer binary is built by hand outside this repository; this
-script only runs it. Also measures the machine's memory read bandwidth (numpy, large buffer) so
-generation speed can be compared with its bound: weight bytes read per token / time per token.
-Prints JSON (and a Markdown table with --markdown).
+Both tools use the same method (random tokens, one warm-up, then timed repetitions). The peer
+binary is built by hand outside this repository; this script only runs it.
+
+On a shared machine memory bandwidth drifts by 10-20% from minute to minute, so the two tools
+are interleaved: --rounds K runs each tool K times (-r repetitions each), alternating which goes
+first, and pools every repetition's tokens/s. The table gives the median and the mean ± standard
+deviation of the pooled samples; the ratio is of the medians.
+
+Also measures the machine's memory read bandwidth (numpy, large buffer) before and after, so
+generation speed can be compared with its bound: weight bytes read per token / time per token
+(the larger of the two measurements is used). Prints JSON (and a Markdown table with --markdown).
 """
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -41,6 +48,16 @@ def run_json(cmd):
     return json.loads(out[out.index("["):])
 
 
+def test_key(entry):
+    return (entry["n_threads"], entry["n_prompt"], entry["n_gen"])
+
+
+def summary(samples):
+    return {"median": round(statistics.median(samples), 2), "mean": round(statistics.mean(samples), 2),
+            "stddev": round(statistics.stdev(samples), 2) if len(samples) > 1 else 0.0,
+            "samples": len(samples)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--llama-bench", required=True, help="path of the peer's llama-bench binary")
@@ -48,40 +65,54 @@ def main() -> None:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("-p", default="512")
     ap.add_argument("-n", default="128")
-    ap.add_argument("-r", default="5")
+    ap.add_argument("-r", default="5", help="repetitions per tool and round")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating runs of each tool")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
 
-    bandwidth = read_bandwidth_gbs()
+    bandwidths = [read_bandwidth_gbs()]
     rows = []
     for model in args.model:
         common = ["-m", model, "-t", args.threads, "-p", args.p, "-n", args.n, "-r", args.r]
-        ours = run_json([str(LUMEN), "bench", "latency", *common, "--json"])
-        peer = run_json([args.llama_bench, *common, "-o", "json"])
-        weights = Path(model).stat().st_size
-        for o in ours:
-            p = next(x for x in peer if x["n_threads"] == o["n_threads"] and
-                     x["n_prompt"] == o["n_prompt"] and x["n_gen"] == o["n_gen"])
-            test = f"pp{o['n_prompt']}" if o["n_prompt"] else f"tg{o['n_gen']}"
-            row = {"model": Path(model).name, "model_type": o["model_type"], "test": test,
-                   "threads": o["n_threads"], "lumen_ts": round(o["avg_ts"], 2),
-                   "lumen_stddev": round(o["stddev_ts"], 2), "llama_cpp_ts": round(p["avg_ts"], 2),
-                   "llama_cpp_stddev": round(p["stddev_ts"], 2),
-                   "ratio": round(o["avg_ts"] / p["avg_ts"], 3)}
-            if o["n_gen"]:
-                # Bytes of weights read per generated token over the measured read bandwidth.
-                row["lumen_bandwidth_share"] = round(o["avg_ts"] * o["model_size"] / 1e9 / bandwidth, 3)
-            rows.append(row)
-    result = {"read_bandwidth_gbs": round(bandwidth, 2), "rows": rows}
+        tools = {"lumen": [str(LUMEN), "bench", "latency", *common, "--json"],
+                 "llama_cpp": [args.llama_bench, *common, "-o", "json"]}
+        samples = {"lumen": {}, "llama_cpp": {}}
+        info = {}
+        for round_index in range(args.rounds):
+            order = ["lumen", "llama_cpp"] if round_index % 2 == 0 else ["llama_cpp", "lumen"]
+            for tool in order:
+                for entry in run_json(tools[tool]):
+                    samples[tool].setdefault(test_key(entry), []).extend(entry["samples_ts"])
+                    if tool == "lumen":
+                        info[test_key(entry)] = entry
+        for key, entry in info.items():
+            threads, n_prompt, n_gen = key
+            ours, peer = summary(samples["lumen"][key]), summary(samples["llama_cpp"][key])
+            rows.append({"model": Path(model).name, "model_type": entry["model_type"],
+                         "model_size": entry["model_size"],
+                         "test": f"pp{n_prompt}" if n_prompt else f"tg{n_gen}", "threads": threads,
+                         "lumen": ours, "llama_cpp": peer,
+                         "ratio": round(ours["median"] / peer["median"], 3)})
+    bandwidths.append(read_bandwidth_gbs())
+    bandwidth = max(bandwidths)
+    for row in rows:
+        if row["test"].startswith("tg"):
+            # Bytes of weights read per generated token over the measured read bandwidth.
+            row["lumen_bandwidth_share"] = round(row["lumen"]["median"] * row["model_size"] / 1e9 / bandwidth, 3)
+    result = {"read_bandwidth_gbs": [round(b, 2) for b in bandwidths], "rounds": args.rounds,
+              "repetitions": int(args.r), "rows": rows}
     print(json.dumps(result, indent=2))
     if args.markdown:
-        print(f"\nread bandwidth: {bandwidth:.1f} GB/s\n")
-        print("| model | test | threads | Lumen t/s | llama.cpp t/s | ratio | share of bandwidth bound |")
+        print(f"\nread bandwidth: {bandwidths[0]:.1f} GB/s before, {bandwidths[1]:.1f} GB/s after\n")
+        print("| model | test | threads | Lumen t/s median (mean ± sd) | llama.cpp t/s median (mean ± sd) "
+              "| ratio of medians | share of bandwidth bound |")
         print("|---|---|---|---|---|---|---|")
         for r in rows:
             share = r.get("lumen_bandwidth_share", "")
-            print(f"| {r['model_type']} | {r['test']} | {r['threads']} | {r['lumen_ts']} ± {r['lumen_stddev']} "
-                  f"| {r['llama_cpp_ts']} ± {r['llama_cpp_stddev']} | {r['ratio']} | {share} |")
+            o, p = r["lumen"], r["llama_cpp"]
+            print(f"| {r['model_type']} | {r['test']} | {r['threads']} "
+                  f"| {o['median']} ({o['mean']} ± {o['stddev']}) | {p['median']} ({p['mean']} ± {p['stddev']}) "
+                  f"| {r['ratio']} | {share} |")
 
 
 if __name__ == "__main__":

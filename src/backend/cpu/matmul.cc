@@ -31,6 +31,7 @@ static_assert(kTaskTokens <= detail::kMaxPanelTokens);
 constexpr int64_t kPrefillTaskRows = 32;  // rows per prefill task
 constexpr int64_t kMinDecodeTaskRows = 16;
 constexpr int64_t kDecodeTasksPerThread = 8;  // enough tasks for the dynamic split to balance
+constexpr size_t kMaxDecodeTaskBytes = size_t{128} << 10;
 constexpr int64_t kQuantizeTaskTokens = 16;
 
 const TypeKernels* kernels_at(Isa isa, tensor::DType type) {
@@ -225,7 +226,11 @@ void plan_tasks(Part& part, int64_t n_tokens, int64_t threads) {
     const int64_t groups = job.w->groups();
     if (n_tokens <= 2 * detail::kMaxPackedTokens) {
       job.task_tokens = n_tokens;
-      job.task_groups = std::max<int64_t>(1, groups / (threads * kDecodeTasksPerThread));
+      // At most kMaxDecodeTaskBytes of weights per task: a large matrix (the output layer)
+      // would otherwise make tasks so long that the last one keeps the other threads waiting.
+      const auto max_groups = static_cast<int64_t>(kMaxDecodeTaskBytes / job.w->group_bytes());
+      job.task_groups = std::clamp<int64_t>(groups / (threads * kDecodeTasksPerThread), 1,
+                                            std::max<int64_t>(1, max_groups));
     } else {
       job.task_tokens = kTaskTokens;
       job.task_groups = kPackedTaskGroups;
