@@ -10,6 +10,9 @@
 // Packed weights (matmul_packed.h, AVX-512 only) take a path of their own with the same split,
 // in units of 16-row groups; their activations are also converted into the packed kernels' form
 // while they are quantized.
+//
+// Every call runs through the same planner: matmul is matmul_same_input with one weight, and
+// matmul_glu splits its two weights in common row chunks so a task can apply the activation.
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
@@ -253,23 +256,6 @@ void plan_tasks(Part& part, int64_t n_tokens, int64_t threads) {
   part.n_tasks = job.row_tasks * ((n_tokens + job.task_tokens - 1) / job.task_tokens);
 }
 
-}  // namespace
-
-bool matmul_supports(tensor::DType type) { return detail::scalar_kernels(type) != nullptr; }
-
-void matmul(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
-            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch) {
-  matmul(w, x, x_stride, n_tokens, y, y_stride, pool, scratch, selected_isa());
-}
-
-void matmul(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
-            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch, Isa isa) {
-  const MatmulTarget target{&w, y, y_stride};
-  matmul_same_input({&target, 1}, x, x_stride, n_tokens, pool, scratch, isa);
-}
-
-namespace {
-
 // Checks the targets, quantizes x once per activation form and fills one Part per target.
 // Returns false when there are no tokens (nothing to do).
 bool prepare_parts(std::span<const MatmulTarget> targets, const float* x, int64_t x_stride,
@@ -358,6 +344,19 @@ void run_part_rows(const Part& part, int64_t row_begin, int64_t row_end, int64_t
 
 }  // namespace
 
+bool matmul_supports(tensor::DType type) { return detail::scalar_kernels(type) != nullptr; }
+
+void matmul(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
+            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch) {
+  matmul(w, x, x_stride, n_tokens, y, y_stride, pool, scratch, selected_isa());
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
+            int64_t y_stride, ThreadPool& pool, MatmulScratch& scratch, Isa isa) {
+  const MatmulTarget target{&w, y, y_stride};
+  matmul_same_input({&target, 1}, x, x_stride, n_tokens, pool, scratch, isa);
+}
+
 void matmul_same_input(std::span<const MatmulTarget> targets, const float* x, int64_t x_stride,
                        int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch, Isa isa) {
   std::array<Part, kMaxMatmulTargets> parts;
@@ -400,7 +399,10 @@ void matmul_glu(const MatmulTarget& gate, const MatmulTarget& up, GluRowFn glu, 
   if (n_tokens <= 2 * kMaxTileTokens) {
     plan.chunk_tokens = n_tokens;
     const int64_t per_task = (plan.rows + threads * kDecodeTasksPerThread - 1) / (threads * kDecodeTasksPerThread);
-    plan.chunk_rows = std::max<int64_t>(kPackRows, (per_task + kPackRows - 1) / kPackRows * kPackRows);
+    // The same cap on weight bytes per task as plan_tasks, over both matrices.
+    const auto max_rows = static_cast<int64_t>(kMaxDecodeTaskBytes / (gate.w->row_bytes + up.w->row_bytes));
+    const int64_t rows = std::min(per_task, std::max<int64_t>(kPackRows, max_rows));
+    plan.chunk_rows = std::max<int64_t>(kPackRows, (rows + kPackRows - 1) / kPackRows * kPackRows);
   } else {
     plan.chunk_tokens = kTaskTokens;
     plan.chunk_rows = kPrefillTaskRows;

@@ -180,6 +180,12 @@ TEST(MatmulGlu, KQuantsMatchMatmulsThenActivation) {
   expect_glu_matches_unfused({{DType::Q4_K, 75, 256, false}, {DType::Q6_K, 75, 256, false}});
 }
 
+TEST(MatmulGlu, WideRowsSplitIntoChunksOfOneGroup) {
+  // 4096 columns of Q8_0 in both matrices: the weight-bytes cap per decode task allows fewer
+  // than 16 rows, so every chunk is one 16-row group.
+  expect_glu_matches_unfused({{DType::Q8_0, 100, 4096, true}, {DType::Q8_0, 100, 4096, false}});
+}
+
 TEST(MatmulGlu, MismatchedShapesAreErrors) {
   ThreadPool pool(2);
   MatmulScratch scratch;
