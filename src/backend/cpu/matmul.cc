@@ -34,6 +34,8 @@ static_assert(kTaskTokens <= detail::kMaxPanelTokens);
 constexpr int64_t kPrefillTaskRows = 32;  // rows per prefill task
 constexpr int64_t kMinDecodeTaskRows = 16;
 constexpr int64_t kDecodeTasksPerThread = 8;  // enough tasks for the dynamic split to balance
+// At most this much weight per decode task: a large matrix (an output layer) would otherwise
+// make tasks so long that the last one keeps the other threads waiting.
 constexpr size_t kMaxDecodeTaskBytes = size_t{128} << 10;
 constexpr int64_t kQuantizeTaskTokens = 16;
 
@@ -222,6 +224,15 @@ void quantize_activations(const ActivationForm& form, const float* x, int64_t x_
   }
 }
 
+// Rows per decode task, a multiple of `unit` (and at least one): about kDecodeTasksPerThread
+// tasks per thread, each holding at most kMaxDecodeTaskBytes of weights.
+int64_t decode_task_rows(int64_t rows, size_t bytes_per_row, int64_t threads, int64_t unit) {
+  const int64_t per_task = (rows + threads * kDecodeTasksPerThread - 1) / (threads * kDecodeTasksPerThread);
+  const auto by_bytes = static_cast<int64_t>(kMaxDecodeTaskBytes / std::max<size_t>(1, bytes_per_row));
+  const int64_t task_rows = std::min(per_task, by_bytes);
+  return std::max(unit, (task_rows + unit - 1) / unit * unit);
+}
+
 // Splits one target's rows x tokens into tasks (see the top of this file).
 void plan_tasks(Part& part, int64_t n_tokens, int64_t threads) {
   if (part.packed != nullptr) {
@@ -229,11 +240,8 @@ void plan_tasks(Part& part, int64_t n_tokens, int64_t threads) {
     const int64_t groups = job.w->groups();
     if (n_tokens <= 2 * detail::kMaxPackedTokens) {
       job.task_tokens = n_tokens;
-      // At most kMaxDecodeTaskBytes of weights per task: a large matrix (the output layer)
-      // would otherwise make tasks so long that the last one keeps the other threads waiting.
-      const auto max_groups = static_cast<int64_t>(kMaxDecodeTaskBytes / job.w->group_bytes());
-      job.task_groups = std::clamp<int64_t>(groups / (threads * kDecodeTasksPerThread), 1,
-                                            std::max<int64_t>(1, max_groups));
+      job.task_groups = decode_task_rows(job.w->rows(), job.w->group_bytes() / kPackRows, threads,
+                                         kPackRows) / kPackRows;
     } else {
       job.task_tokens = kTaskTokens;
       job.task_groups = kPackedTaskGroups;
@@ -245,9 +253,7 @@ void plan_tasks(Part& part, int64_t n_tokens, int64_t threads) {
   Job& job = part.job;
   if (n_tokens <= 2 * kMaxTileTokens) {
     job.task_tokens = n_tokens;
-    const int64_t per_thread = (job.w->rows + threads * kDecodeTasksPerThread - 1) /
-                               (threads * kDecodeTasksPerThread);
-    job.task_rows = std::max(kMinDecodeTaskRows, (per_thread + kTileRows - 1) / kTileRows * kTileRows);
+    job.task_rows = std::max(kMinDecodeTaskRows, decode_task_rows(job.w->rows, job.w->row_bytes, threads, kTileRows));
   } else {
     job.task_tokens = kTaskTokens;
     job.task_rows = kPrefillTaskRows;
@@ -398,11 +404,7 @@ void matmul_glu(const MatmulTarget& gate, const MatmulTarget& up, GluRowFn glu, 
   const int64_t threads = pool.size();
   if (n_tokens <= 2 * kMaxTileTokens) {
     plan.chunk_tokens = n_tokens;
-    const int64_t per_task = (plan.rows + threads * kDecodeTasksPerThread - 1) / (threads * kDecodeTasksPerThread);
-    // The same cap on weight bytes per task as plan_tasks, over both matrices.
-    const auto max_rows = static_cast<int64_t>(kMaxDecodeTaskBytes / (gate.w->row_bytes + up.w->row_bytes));
-    const int64_t rows = std::min(per_task, std::max<int64_t>(kPackRows, max_rows));
-    plan.chunk_rows = std::max<int64_t>(kPackRows, (rows + kPackRows - 1) / kPackRows * kPackRows);
+    plan.chunk_rows = decode_task_rows(plan.rows, gate.w->row_bytes + up.w->row_bytes, threads, kPackRows);
   } else {
     plan.chunk_tokens = kTaskTokens;
     plan.chunk_rows = kPrefillTaskRows;
