@@ -348,7 +348,8 @@ void Engine::Impl::beam_round(RequestGroup& g) {
 void Engine::Impl::deliver_beams(RequestGroup& g) {
   const std::vector<sampling::BeamHypothesis> best = g.beam->results();
   for (size_t j = 0; j < best.size(); ++j) {
-    for (GeneratedToken& t : engine::hypothesis_tokens(best[j], model.tokenizer, g.params.logprobs.has_value())) {
+    for (GeneratedToken& t : engine::hypothesis_tokens(best[j], model.tokenizer, g.params.logprobs.has_value(),
+                                                             g.params.skip_special_tokens)) {
       g.streams[j]->push(std::move(t));
     }
     g.streams[j]->finish(best[j].finish);

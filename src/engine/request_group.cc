@@ -29,7 +29,7 @@ Completion::Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<in
       seq(sequence_id, std::move(prompt), priority, 0, pool, cache_salt),
       sampler(params, seq.tokens, tokenizer.vocab().end_of_generation),
       stop_condition(params, tokenizer.vocab().end_of_generation),
-      detokenizer(tokenizer) {
+      detokenizer(tokenizer, {.skip_special = params.skip_special_tokens}) {
   if (!params.stop.empty()) stop_strings.emplace(params.stop);
 }
 
@@ -41,7 +41,7 @@ Completion::Completion(const Completion& parent, uint64_t sequence_id, int32_t c
       sampler(with_seed_offset(params, completion_index), std::span(seq.tokens).first(static_cast<size_t>(seq.prompt_len)),
               tokenizer.vocab().end_of_generation),
       stop_condition(params, tokenizer.vocab().end_of_generation),
-      detokenizer(tokenizer) {
+      detokenizer(tokenizer, {.skip_special = params.skip_special_tokens}) {
   if (!params.stop.empty()) stop_strings.emplace(params.stop);
 }
 
@@ -86,8 +86,9 @@ std::vector<const Completion*> best_completions(const RequestGroup& group) {
 }
 
 std::vector<GeneratedToken> hypothesis_tokens(const sampling::BeamHypothesis& hypothesis,
-                                              const tokenizer::Tokenizer& tokenizer, bool with_logprobs) {
-  tokenizer::StreamingDetokenizer detokenizer(tokenizer);
+                                              const tokenizer::Tokenizer& tokenizer, bool with_logprobs,
+                                              bool skip_special_tokens) {
+  tokenizer::StreamingDetokenizer detokenizer(tokenizer, {.skip_special = skip_special_tokens});
   std::vector<GeneratedToken> out;
   for (const sampling::BeamToken& t : hypothesis.tokens) {
     GeneratedToken g;

@@ -92,8 +92,10 @@ struct RequestGroup {
 // ties: lower index).
 std::vector<const Completion*> best_completions(const RequestGroup& group);
 
-// Beam mode: a hypothesis as the caller sees it, its text detokenized whole.
+// Beam mode: a hypothesis as the caller sees it, its text detokenized whole (control tokens'
+// text left out with skip_special_tokens).
 std::vector<GeneratedToken> hypothesis_tokens(const sampling::BeamHypothesis& hypothesis,
-                                              const tokenizer::Tokenizer& tokenizer, bool with_logprobs);
+                                              const tokenizer::Tokenizer& tokenizer, bool with_logprobs,
+                                              bool skip_special_tokens);
 
 }  // namespace lumen::engine

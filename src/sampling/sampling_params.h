@@ -60,6 +60,9 @@ struct SamplingParams {
   // most likely alternatives (see SampleResult for the distribution they come from).
   std::optional<int32_t> logprobs;
   std::optional<int32_t> prompt_logprobs;  // the same, per prompt position (0..20)
+  // Leave control tokens' text (end-of-generation, <|im_start|>...) out of the output text, as
+  // vLLM's skip_special_tokens. Their ids and log-probabilities are still reported.
+  bool skip_special_tokens = true;
 
   // ---- Several sequences per request (carried for the serving core; not used here) ----
   int32_t n = 1;                   // >= 1

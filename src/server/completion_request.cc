@@ -41,7 +41,8 @@ CompletionRequest parse_completion_request(const nlohmann::json& body, const tok
   };
   auto add_ids = [&](const nlohmann::json& ids) {
     out.prompts.push_back(token_prompt(ids, limits));
-    out.prompt_texts.push_back(tokenizer.decode(out.prompts.back()));
+    // Echoed as vLLM does: control tokens (BOS, <|im_start|>...) leave no text.
+    out.prompt_texts.push_back(tokenizer.decode(out.prompts.back(), {.skip_special = true}));
   };
   if (prompt->is_string()) {
     add_text(prompt->get<std::string>());

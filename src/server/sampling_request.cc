@@ -103,6 +103,7 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
     for (int64_t id : *v) p.stop_token_ids.push_back(static_cast<int32_t>(id));
   }
   if (auto v = fields.boolean("ignore_eos")) p.ignore_eos = *v;
+  if (auto v = fields.boolean("skip_special_tokens")) p.skip_special_tokens = *v;
   read_logprobs(fields, endpoint, p);
 
   if (auto v = fields.integer("n", 1, limits.max_n)) out.n = static_cast<int32_t>(*v);
