@@ -35,6 +35,8 @@ class RequestHandle {
   // Blocks until new tokens arrive or the request ends. False once the request has ended and
   // the chunk carrying its finish reason was read.
   bool next(StreamChunk& out);
+  // Reads the rest of the stream into one result; blocks until the request ends.
+  GenerationResult collect();
 
  private:
   uint64_t id_;

@@ -62,6 +62,7 @@ struct GenerationResult {
   std::vector<int32_t> tokens;
   std::string text;
   std::vector<float> logprobs;
+  std::vector<std::vector<TokenAlternative>> top_logprobs;  // per token: the alternatives asked for
   FinishReason finish = FinishReason::Abort;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/device_option.h"
+#include "cli/interrupt.h"
 #include "cli/run_completions.h"
 #include "cli/sampling_options.h"
 #include "engine/generator.h"
@@ -28,7 +30,8 @@ namespace {
 struct RunOptions {
   std::string model;
   std::string prompt;
-  int64_t n_predict = 128;
+  std::string prompt_file;
+  int64_t n_predict = 128;  // -1: until an end-of-generation token or the context is full
   int64_t context = 4096;
   unsigned threads = 0;
   std::string device;
@@ -54,9 +57,27 @@ void emit(const std::string& text) {
   std::fflush(stdout);
 }
 
-void run(const RunOptions& options) {
+std::string read_prompt_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read the prompt file '{}'", path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void print_speeds(size_t prompt_tokens, double prompt_seconds, int64_t generated, double gen_seconds) {
+  fmt::print(stderr, "prompt: {} tokens in {:.3f} s, {:.1f} tokens/s\n", prompt_tokens, prompt_seconds,
+             static_cast<double>(prompt_tokens) / prompt_seconds);
+  fmt::print(stderr, "generation: {} tokens in {:.3f} s, {:.1f} tokens/s\n", generated, gen_seconds,
+             generated > 0 ? static_cast<double>(generated) / gen_seconds : 0.0);
+}
+
+void run(RunOptions options) {
+  if (options.prompt.empty() == options.prompt_file.empty()) fail("give the prompt with -p TEXT or -f FILE");
+  if (!options.prompt_file.empty()) options.prompt = read_prompt_file(options.prompt_file);
+  if (options.n_predict < -1) fail("-n must be -1 (until the end or the context is full) or a count >= 0");
   sampling::SamplingParams params = options.sampling;
-  params.max_tokens = std::max<int64_t>(options.n_predict, 1);
+  // -1: as many as fit; the engine and the loop below also end at the context.
+  params.max_tokens = options.n_predict < 0 ? std::max<int64_t>(options.context, 1)
+                                            : std::max<int64_t>(options.n_predict, 1);
   params.ignore_eos = options.ignore_eos;
   if (options.beam_width > 0) {
     params.use_beam_search = true;
@@ -76,8 +97,14 @@ void run(const RunOptions& options) {
   if (prompt.empty()) fail("the prompt is empty");
   const tokenizer::Vocab& vocab = model.tokenizer.vocab();
   params.validate_for_vocab(static_cast<int64_t>(vocab.size()));
+  if (static_cast<int64_t>(prompt.size()) >= context) {
+    fail("the prompt has {} tokens; the context holds {} (-c)", prompt.size(), context);
+  }
+  if (options.n_predict < 0) params.max_tokens = context - static_cast<int64_t>(prompt.size());
+  InterruptHandler interrupt;
+  interrupt.arm();
   if (options.needs_engine() || params.use_beam_search) {
-    run_completions(model, backend, prompt, params, context);
+    run_completions(model, backend, prompt, params, context, interrupt);
     return;
   }
   sampling::Sampler sampler(params, prompt, vocab.end_of_generation);
@@ -92,7 +119,7 @@ void run(const RunOptions& options) {
   start = Clock::now();
   int64_t generated = 0;
   bool stopped_by_string = false;
-  while (options.n_predict > 0 && generator.position() < context) {
+  while (options.n_predict != 0 && generator.position() < context && !interrupt.interrupted()) {
     const int32_t next = sampler.sample(logits).token;
     sampler.accept(next);
     const std::optional<sampling::FinishReason> finish = stop_condition.check(next);
@@ -112,12 +139,11 @@ void run(const RunOptions& options) {
     emit(step.text);
     if (!step.stopped) emit(stop_strings.flush());
   }
-  std::fputc('\n', stdout);
-  const double gen_seconds = seconds_since(start);
-  fmt::print(stderr, "prompt: {} tokens in {:.3f} s, {:.1f} tokens/s\n", prompt.size(),
-             prompt_seconds, static_cast<double>(prompt.size()) / prompt_seconds);
-  fmt::print(stderr, "generation: {} tokens in {:.3f} s, {:.1f} tokens/s\n", generated, gen_seconds,
-             generated > 0 ? static_cast<double>(generated) / gen_seconds : 0.0);
+  // The text ends its line before the speeds go to stderr (flushed first: on a shared terminal
+  // or a pipe the two streams interleave in the order they are flushed).
+  emit("\n");
+  interrupt.disarm();
+  print_speeds(prompt.size(), prompt_seconds, generated, seconds_since(start));
 }
 
 }  // namespace
@@ -126,8 +152,11 @@ void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Continue a prompt, streaming the text to stdout");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
-  cmd->add_option("-p,--prompt", options->prompt, "Prompt text")->required();
-  cmd->add_option("-n,--n-predict", options->n_predict, "Tokens to generate")->capture_default_str();
+  cmd->add_option("-p,--prompt", options->prompt, "Prompt text");
+  cmd->add_option("-f,--file", options->prompt_file, "Read the prompt from this file (its exact bytes)");
+  cmd->add_option("-n,--n-predict", options->n_predict,
+                  "Tokens to generate (-1: until the end of generation or the context is full)")
+      ->capture_default_str();
   add_sampling_options(cmd, options->sampling);
   add_stop_option(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
@@ -155,6 +184,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--prompt-logprobs", options->sampling.prompt_logprobs,
                   "Print each prompt token's log-probability (and K alternatives) to stderr")
       ->check(CLI::Range(0, 20));
+  cmd->footer("Ctrl-C stops the generation and still prints the speeds.");
   cmd->callback([options] { run(*options); });
 }
 

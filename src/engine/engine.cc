@@ -39,6 +39,24 @@ RequestHandle::RequestHandle(uint64_t id, int32_t index, std::shared_ptr<engine:
 
 bool RequestHandle::next(StreamChunk& out) { return stream_->next(out); }
 
+GenerationResult RequestHandle::collect() {
+  GenerationResult result;
+  result.request_id = id_;
+  result.index = index_;
+  StreamChunk chunk;
+  while (next(chunk)) {
+    if (!chunk.prompt_logprobs.empty()) result.prompt_logprobs = std::move(chunk.prompt_logprobs);
+    for (const GeneratedToken& t : chunk.tokens) {
+      result.text += t.text;
+      result.tokens.push_back(t.token);
+      result.logprobs.push_back(t.logprob);
+      result.top_logprobs.push_back(t.top);
+    }
+    if (chunk.finished) result.finish = chunk.finish_reason;
+  }
+  return result;
+}
+
 namespace {
 
 using engine::Completion;
@@ -48,23 +66,6 @@ using engine::RequestGroup;
 // The most completions one request may ask for (n, best_of, beam width).
 constexpr int32_t kMaxCompletions = 256;
 
-// Everything a finished request's stream holds.
-GenerationResult collect(RequestHandle& handle) {
-  GenerationResult result;
-  result.request_id = handle.id();
-  result.index = handle.index();
-  StreamChunk chunk;
-  while (handle.next(chunk)) {
-    if (!chunk.prompt_logprobs.empty()) result.prompt_logprobs = std::move(chunk.prompt_logprobs);
-    for (const GeneratedToken& t : chunk.tokens) {
-      result.text += t.text;
-      result.tokens.push_back(t.token);
-      result.logprobs.push_back(t.logprob);
-    }
-    if (chunk.finished) result.finish = chunk.finish_reason;
-  }
-  return result;
-}
 
 }  // namespace
 
@@ -548,7 +549,7 @@ std::vector<GenerationResult> Engine::generate(const std::vector<std::vector<int
       // After a step every request of ours is live or ended; an ended one's streams hold all
       // its output, so draining them does not block.
       if (done[i] || impl_->groups.contains(handles[i].id())) continue;
-      results[i] = collect(handles[i]);
+      results[i] = handles[i].collect();
       done[i] = true;
       ++n_done;
     }

@@ -1,0 +1,94 @@
+"""`lumen run` as a user meets it: the text ends its line before the speeds, Ctrl-C still prints
+them, -n -1 generates until the end, -f reads the prompt, --logprobs K lists K alternatives, and no
+control token's text is printed on any path."""
+import re
+import signal
+import subprocess
+import time
+
+from conftest import lumen_bin, real_model
+
+MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# A chat turn the default model answers greedily in about 30 tokens and ends with <|im_end|>.
+CHAT_PROMPT = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+               "<|im_end|>\n<|im_start|>user\nSay hello.<|im_end|>\n<|im_start|>assistant\n")
+
+
+def run(*args, **kw):
+    cmd = [lumen_bin(), "run", "-m", str(real_model(MODEL)), "--temp", "0", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+
+
+def run_merged(*args):
+    """stdout and stderr into one pipe, as a terminal shows them."""
+    cmd = [lumen_bin(), "run", "-m", str(real_model(MODEL)), "--temp", "0", *args]
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+
+
+def test_text_ends_its_line_before_the_speeds():
+    out = run_merged("-p", "Once upon a time", "-n", "8").stdout
+    assert re.search(r"\nprompt: \d+ tokens", out), out
+    assert "\ngeneration: 8 tokens" in out
+
+
+def test_minus_one_generates_until_the_end_of_generation():
+    r = run("-p", CHAT_PROMPT, "-n", "-1")
+    assert r.returncode == 0, r.stderr
+    generated = int(re.search(r"generation: (\d+) tokens", r.stderr).group(1))
+    assert 5 < generated < 200  # ended on its own, well before the context
+    assert "<|im_end|>" not in r.stdout
+
+
+def test_minus_two_is_refused():
+    r = run("-p", "Hi", "-n", "-2")
+    assert r.returncode == 1 and "-n must be" in r.stderr
+
+
+def test_prompt_from_a_file(tmp_path):
+    path = tmp_path / "prompt.txt"
+    path.write_bytes(b"Once upon a time")
+    assert run("-f", str(path), "-n", "6").stdout == run("-p", "Once upon a time", "-n", "6").stdout
+    r = run("-n", "4")
+    assert r.returncode == 1 and "-p TEXT or -f FILE" in r.stderr
+    r = run("-f", str(tmp_path / "missing.txt"))
+    assert r.returncode == 1 and "cannot read the prompt file" in r.stderr
+
+
+def test_logprobs_lists_k_alternatives():
+    r = run("-p", "The capital of France is", "-n", "4", "--logprobs", "3")
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.splitlines() if re.match(r"\s+\d+ '", l)]
+    assert len(lines) == 4
+    for line in lines:
+        assert len(re.findall(r"\d+:'", line)) == 3, line
+
+
+def test_engine_paths_print_no_end_token_text():
+    for extra in (["--logprobs", "1"], ["--completions", "2", "--top-k", "3", "--seed", "3"],
+                  ["--beam-width", "2", "--early-stopping"]):
+        r = run("-p", CHAT_PROMPT, "-n", "200", *extra)
+        assert r.returncode == 0, r.stderr
+        assert "<|im_end|>" not in r.stdout and "<|im_start|>" not in r.stdout, (extra, r.stdout)
+
+
+def interrupt_after(seconds, *args):
+    cmd = [lumen_bin(), "run", "-m", str(real_model(MODEL)), "--temp", "0", "--ignore-eos", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(seconds)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_ends_the_text_and_prints_the_speeds():
+    rc, out, err = interrupt_after(3, "-p", "Count: 1, 2, 3,", "-n", "100000", "-c", "8192")
+    assert rc == 0, err
+    assert out.endswith("\n") and len(out) > 10
+    assert "generation:" in err
+
+
+def test_ctrl_c_in_the_engine_path_prints_what_was_generated():
+    rc, out, err = interrupt_after(3, "-p", "Count: 1, 2, 3,", "-n", "-1", "-c", "8192", "--logprobs", "0")
+    assert rc == 0, err
+    assert len(out) > 10
+    assert "1 completions" in err
