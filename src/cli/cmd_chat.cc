@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "cli/device_option.h"
+#include "cli/interrupt.h"
+#include "cli/line_reader.h"
 #include "chat/builtin_templates.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
@@ -75,12 +77,18 @@ void chat_loop(const ChatOptions& options) {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!options.system.empty()) messages.push_back({{"role", "system"}, {"content", options.system}});
   std::vector<int32_t> in_cache;  // tokens whose K/V the generator holds, in order
-  const bool interactive = isatty(STDIN_FILENO) != 0;
-  std::string line;
+  const bool interactive = isatty(STDIN_FILENO) != 0 && isatty(STDOUT_FILENO) != 0;
+  LineReader reader(interactive, "> ");
+  // Ctrl-C while a reply streams ends that reply and returns to the prompt; at the prompt (or a
+  // second time during a reply) it quits.
+  InterruptHandler interrupt;
   for (;;) {
-    if (interactive) fmt::print(stderr, "> ");
-    if (!std::getline(std::cin, line) || line == "/exit") break;
+    interrupt.disarm();
+    std::optional<std::string> input = reader.read();
+    if (!input || *input == "/exit") break;
+    const std::string& line = *input;
     if (line.empty()) continue;
+    interrupt.arm();
     messages.push_back({{"role", "user"}, {"content", line}});
     std::vector<int32_t> prompt =
         engine::chat_prompt_tokens(chat_template, model.tokenizer, messages, prompt_options);
@@ -104,7 +112,7 @@ void chat_loop(const ChatOptions& options) {
     params.seed = seed + turn++;
     sampling::Sampler sampler(params, prompt, vocab.end_of_generation);
     std::string reply;
-    for (int64_t n = 0; n < options.max_reply; ++n) {
+    for (int64_t n = 0; n < options.max_reply && !interrupt.interrupted(); ++n) {
       const int32_t next = sampler.sample(logits).token;
       sampler.accept(next);
       if (vocab.ends_generation(next)) break;
@@ -130,6 +138,10 @@ void add_chat_command(CLI::App& app) {
   auto options = std::make_shared<ChatOptions>();
   CLI::App* cmd = app.add_subcommand(
       "chat", "Chat with the model: one message per line on stdin, replies on stdout (/exit ends)");
+  cmd->footer(
+      "In a terminal: line editing and history (kept in $LUMEN_HOME/chat_history); Ctrl-C stops the "
+      "reply being written and returns to the prompt, Ctrl-C at the prompt or Ctrl-D quits. Piped: "
+      "one message per input line, only the replies on stdout.");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
   cmd->add_option("--chat-template", options->template_name,
                   "Built-in template instead of the model's (lumen chat-template list)");

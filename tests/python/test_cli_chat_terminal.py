@@ -1,0 +1,94 @@
+"""`lumen chat` in a real pseudo-terminal: Ctrl-C while a reply streams stops that reply and brings
+the prompt back (the conversation goes on), Ctrl-C at the prompt quits, and the history is kept."""
+import os
+import pty
+import select
+import signal
+import subprocess
+import time
+
+from conftest import lumen_bin, real_model
+
+MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class Terminal:
+    def __init__(self, args, env):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: a session of its own with the pty as controlling terminal
+            os.execve(args[0], args, env)
+        self.seen = b""
+
+    def read_until(self, needle: bytes, timeout=60.0) -> bytes:
+        """Everything read until `needle` appears after what was consumed before."""
+        deadline = time.monotonic() + timeout
+        start = len(self.seen)
+        while needle not in self.seen[start:]:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {needle!r} within {timeout} s; the terminal shows {self.seen[-400:]!r}"
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:  # the child closed the terminal
+                    chunk = b""
+                assert chunk, f"terminal closed before {needle!r}: {self.seen[-400:]!r}"
+                self.seen += chunk
+        return self.seen[start:]
+
+    def read_some(self, min_bytes, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        start = len(self.seen)
+        while len(self.seen) - start < min_bytes:
+            assert time.monotonic() < deadline, f"only {self.seen[start:]!r}"
+            ready, _, _ = select.select([self.fd], [], [], 1)
+            if ready:
+                self.seen += os.read(self.fd, 4096)
+
+    def send(self, data: bytes):
+        os.write(self.fd, data)
+
+    def wait(self, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return status
+            try:  # keep draining so the child never blocks on a full terminal
+                if select.select([self.fd], [], [], 0.2)[0]:
+                    self.seen += os.read(self.fd, 4096)
+            except OSError:
+                pass
+        os.kill(self.pid, signal.SIGKILL)
+        raise AssertionError("lumen chat did not exit")
+
+
+def test_ctrl_c_stops_the_reply_and_returns_to_the_prompt(tmp_path):
+    env = dict(os.environ, LUMEN_HOME=str(tmp_path), TERM="xterm")
+    args = [lumen_bin(), "chat", "-m", str(real_model(MODEL)), "--temp", "0", "-n", "4000", "-c", "8192"]
+    term = Terminal(args, env)
+    term.read_until(b"> ")
+    term.send(b"Write a long essay about the history of the ocean, with many sections.\r")
+    term.read_until(b"sections.\r\n")  # the terminal's echo of the message
+    term.read_some(40)  # the reply is streaming
+    term.send(b"\x03")  # Ctrl-C, through the terminal's line discipline: SIGINT
+    term.read_until(b"> ", timeout=30)
+    # Still alive and still chatting: a second message gets a reply.
+    term.send(b"Say hello.\r")
+    after = term.read_until(b"> ", timeout=120)
+    assert len(after.strip()) > len(b"Say hello."), after
+    # Ctrl-C at the prompt quits, as SIGINT.
+    term.send(b"\x03")
+    status = term.wait()
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGINT, status
+    history = (tmp_path / "chat_history").read_text(errors="replace")
+    assert "Say\\040hello." in history  # libedit escapes spaces
+
+
+def test_piped_chat_prints_only_the_replies():
+    r = subprocess.run([lumen_bin(), "chat", "-m", str(real_model(MODEL)), "--temp", "0", "-n", "8"],
+                       input="Hi\nSay hello.\n", capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) >= 2 and not any(l.startswith("> ") for l in lines)
+    assert "<|im_end|>" not in r.stdout
