@@ -17,6 +17,12 @@ ServerTarget parse_server_target(const std::string& base_url, const std::string&
   std::string prefix = path_start == std::string::npos ? "" : base_url.substr(path_start);
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   if (endpoint.empty() || endpoint.front() != '/') fail("--endpoint '{}' must start with '/'", endpoint);
+  // The SDKs' base URL ends in /v1 ("http://host:8080/v1") while the endpoint repeats it.
+  const std::string v1 = "/v1";
+  if (prefix.size() >= v1.size() && prefix.compare(prefix.size() - v1.size(), v1.size(), v1) == 0 &&
+      endpoint.rfind(v1 + "/", 0) == 0) {
+    prefix.resize(prefix.size() - v1.size());
+  }
   target.path = prefix + endpoint;
   return target;
 }

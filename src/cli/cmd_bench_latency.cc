@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -27,7 +28,8 @@ struct LatencyOptions {
   std::string model;
   std::vector<int64_t> n_prompt = {512};
   std::vector<int64_t> n_gen = {128};
-  std::vector<unsigned> threads = {2};
+  // Every command computes on all cores unless told otherwise.
+  std::vector<unsigned> threads = {std::max(1u, std::thread::hardware_concurrency())};
   int repetitions = 5;
   bool json = false;
   std::string device;
@@ -83,9 +85,22 @@ double timed_run(engine::Generator& generator, int64_t n_prompt, int64_t n_gen, 
   return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
 }
 
+// The table's columns, as llama-bench's markdown output has them.
+constexpr const char* kRowFormat = "| {:<24} | {:>10} | {:>9} | {:<7} | {:>7} | {:>6} | {:>20} |\n";
+
+std::string params_text(uint64_t params) {
+  const double p = static_cast<double>(params);
+  return p >= 1e9 ? fmt::format("{:.2f} B", p / 1e9) : fmt::format("{:.2f} M", p / 1e6);
+}
+
 void run_latency(const LatencyOptions& options) {
   const std::string path = resolve_model_path(options.model);
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
+  if (!options.json) {
+    fmt::print(kRowFormat, "model", "size", "params", "backend", "threads", "test", "t/s");
+    fmt::print("| {:-<24} | {:->9}: | {:->8}: | {:-<7} | {:->6}: | {:->5}: | {:->19}: |\n", "", "", "", "", "", "",
+               "");
+  }
   for (unsigned threads : options.threads) {
     const std::unique_ptr<backend::Backend> device = make_backend(options.device, threads);
     backend::Backend& backend = *device;
@@ -139,9 +154,9 @@ void run_latency(const LatencyOptions& options) {
       if (!options.json) {
         const auto& r = results.back();
         std::string test = n_prompt > 0 ? fmt::format("pp{}", n_prompt) : fmt::format("tg{}", n_gen);
-        fmt::print("| {:<24} | {:>9} | {:>7} | {:>6} | {:>10.2f} ± {:<7.2f} |\n", type,
-                   fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)), threads, test,
-                   r["avg_ts"].get<double>(), r["stddev_ts"].get<double>());
+        fmt::print(kRowFormat, type, fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)),
+                   params_text(params), r["backends"].get<std::string>(), threads, test,
+                   fmt::format("{:.2f} ± {:.2f}", r["avg_ts"].get<double>(), r["stddev_ts"].get<double>()));
       }
     }
   }
@@ -159,7 +174,7 @@ void add_bench_latency_command(CLI::App* bench) {
       ->capture_default_str();
   cmd->add_option("-n,--n-gen", options->n_gen, "Generation lengths")->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("-t,--threads", options->threads, "Thread counts")->delimiter(',')
+  cmd->add_option("-t,--threads", options->threads, "Thread counts (default: all cores)")->delimiter(',')
       ->capture_default_str();
   cmd->add_option("-r,--repetitions", options->repetitions, "Repetitions")->capture_default_str();
   cmd->add_flag("--json", options->json, "Print llama-bench's JSON");

@@ -168,17 +168,20 @@ void run_bench_serve(const ServeBenchOptions& o) {
       benchmark::serve_report(run, known_prompt_tokens, slos, std::move(config), o.per_request);
   if (!o.json) {
     fmt::print("{}", benchmark::format_serve_report(report));
-    return;
+  } else if (o.output.empty()) {
+    fmt::print("{}", report.dump(2) + "\n");
+  } else {
+    std::ofstream out(o.output);
+    if (!(out << report.dump(2) << "\n") || !out.flush()) fail("cannot write {}", o.output);
+    fmt::print(stderr, "bench serve: {} completed, {} failed; wrote {}\n", report["completed"].get<int64_t>(),
+               report["failed"].get<int64_t>(), o.output);
   }
-  const std::string text = report.dump(2) + "\n";
-  if (o.output.empty()) {
-    fmt::print("{}", text);
-    return;
+  // The report is written either way; a run where nothing got through is still a failure.
+  if (report["completed"].get<int64_t>() == 0 && !bodies.empty()) {
+    const auto& errors = report["errors"];
+    fail("every request failed ({})",
+         errors.empty() ? std::string("see the report") : errors.front()["message"].get<std::string>());
   }
-  std::ofstream out(o.output);
-  if (!(out << text) || !out.flush()) fail("cannot write {}", o.output);
-  fmt::print(stderr, "bench serve: {} completed, {} failed; wrote {}\n", report["completed"].get<int64_t>(),
-             report["failed"].get<int64_t>(), o.output);
 }
 
 }  // namespace
@@ -187,7 +190,8 @@ void add_bench_serve_command(CLI::App* bench) {
   auto o = std::make_shared<ServeBenchOptions>();
   CLI::App* cmd = bench->add_subcommand(
       "serve", "Load-test an OpenAI-compatible server: TTFT, TPOT, ITL, latency, throughput, goodput (like vLLM's)");
-  cmd->add_option("--base-url", o->base_url, "Server, e.g. http://127.0.0.1:8080")->required();
+  cmd->add_option("--base-url", o->base_url, "Server, e.g. http://127.0.0.1:8080 (an SDK-style base URL ending in /v1 works too)")
+      ->required();
   cmd->add_option("--endpoint", o->endpoint, "/v1/completions or /v1/chat/completions (text prompts)")
       ->capture_default_str();
   cmd->add_option("--model", o->model, "Model name sent in requests (default: none; one-model servers accept that)");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -32,7 +33,7 @@ struct ThroughputOptions {
   int64_t output_len = 128;
   double range_ratio = 0.0;  // lengths uniform in [len * (1 - r), len * (1 + r)]
   uint64_t seed = 0;
-  unsigned threads = 2;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());  // all cores, as every command
   std::string device;
   bool json = false;
   EngineFlags engine;
@@ -168,7 +169,7 @@ void add_bench_throughput_command(CLI::App* bench) {
                   "Lengths uniform in [len*(1-r), len*(1+r)]; 0: fixed")
       ->capture_default_str()->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--seed", options->seed, "Seed of the lengths and prompt tokens")->capture_default_str();
-  cmd->add_option("-t,--threads", options->threads, "Threads")->capture_default_str();
+  cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)")->capture_default_str();
   add_device_option(cmd, options->device);
   cmd->add_flag("--json", options->json, "Print the result as JSON");
   options->engine.add_to(cmd);

@@ -150,7 +150,7 @@ void add_chat_command(CLI::App& app) {
   add_sampling_options(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   add_device_option(cmd, options->device);
-  cmd->add_option("-c,--ctx-size", options->context, "Context length (tokens)")->capture_default_str();
+  cmd->add_option("-c,--ctx-size", options->context, "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its KV cache is paged and shared, --max-model-len)")->capture_default_str();
   cmd->callback([options] { chat_loop(*options); });
 }
 

@@ -49,8 +49,10 @@ void render(const ChatTemplateCliOptions& o) {
   } catch (const nlohmann::json::exception& e) {
     fail("stdin is not valid JSON: {}", e.what());
   }
+  // A bare list of messages is the conversation itself, rendered for the assistant's reply.
+  if (request.is_array()) request = nlohmann::ordered_json{{"messages", std::move(request)}};
   if (!request.is_object() || !request.contains("messages")) {
-    fail("stdin must be a JSON object with a \"messages\" array");
+    fail("stdin must be a JSON list of messages, or an object with a \"messages\" list (see --help)");
   }
   chat::ChatTemplateOptions options;
   std::string text;
@@ -75,7 +77,7 @@ void render(const ChatTemplateCliOptions& o) {
     text = read_all(in);
   }
   try {
-    options.add_generation_prompt = request.value("add_generation_prompt", false);
+    options.add_generation_prompt = request.value("add_generation_prompt", true);
     if (request.contains("bos_token")) options.bos_token = request["bos_token"].get<std::string>();
     if (request.contains("eos_token")) options.eos_token = request["eos_token"].get<std::string>();
     if (request.contains("tools") && !request["tools"].is_null()) options.tools = request["tools"];
@@ -99,6 +101,11 @@ void add_chat_template_command(CLI::App& app) {
   render_cmd->add_option("-m,--model", options->model, "GGUF model: its template and special tokens");
   render_cmd->add_option("--template-file", options->template_file, "Jinja template file");
   render_cmd->add_option("--chat-template", options->name, "Built-in template name");
+  render_cmd->footer(
+      "stdin: a list of messages, [{\"role\": \"user\", \"content\": \"Hi\"}], or an object\n"
+      "  {\"messages\": [...], \"add_generation_prompt\": true, \"tools\": [...],\n"
+      "   \"bos_token\": \"...\", \"eos_token\": \"...\", \"context\": {...}, \"now\": UNIX_TIME}\n"
+      "add_generation_prompt defaults to true (the prompt ends where the assistant's reply begins).");
   render_cmd->callback([options] { render(*options); });
   CLI::App* list_cmd = cmd->add_subcommand("list", "Name the built-in chat templates");
   list_cmd->callback([] {

@@ -161,7 +161,7 @@ void add_run_command(CLI::App& app) {
   add_stop_option(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   add_device_option(cmd, options->device);
-  cmd->add_option("-c,--ctx-size", options->context, "Context length (tokens)")
+  cmd->add_option("-c,--ctx-size", options->context, "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its KV cache is paged and shared, --max-model-len)")
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
   cmd->add_option("--min-tokens", options->sampling.min_tokens, "Generate at least this many tokens");

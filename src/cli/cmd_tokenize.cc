@@ -7,8 +7,11 @@
 #include <charconv>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/default_model.h"
@@ -22,6 +25,7 @@ namespace {
 
 struct TokenizeOptions {
   std::string model;
+  std::optional<std::string> prompt;  // -p: the text; absent: standard input
   bool parse_special = false;
   bool add_special = false;
   bool ids = false;
@@ -84,7 +88,7 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 
 void run_tokenize(const TokenizeOptions& options) {
   tokenizer::Tokenizer tok = load_tokenizer(options.model);
-  std::string text = read_stdin();
+  std::string text = options.prompt ? *options.prompt : read_stdin();
   std::vector<int32_t> ids =
       tok.encode(text, {.add_special = options.add_special, .parse_special = options.parse_special});
   std::string line;
@@ -106,6 +110,8 @@ void run_detokenize(const std::string& model) {
   // The dummy-prefix space of SentencePiece vocabularies is taken back, as Hugging Face's
   // decode does; control tokens are written as their text.
   std::string text = tok.decode(ids, {.skip_special = false, .strip_leading_space = true});
+  // The exact bytes into a pipe; on a terminal, a final newline so the shell prompt starts a line.
+  if (isatty(STDOUT_FILENO) != 0 && (text.empty() || text.back() != '\n')) text += '\n';
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
@@ -114,8 +120,11 @@ void run_detokenize(const std::string& model) {
 void add_tokenize_commands(CLI::App& app) {
   auto options = std::make_shared<TokenizeOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "tokenize", "Print the token ids (or pieces) of the text on standard input");
+      "tokenize",
+      "Print the token ids (or pieces) of the text given with -p, or else of standard input (its exact "
+      "bytes: a final newline is tokenized too)");
   cmd->add_option("-m,--model", options->model, "GGUF file (default: the default model)");
+  cmd->add_option("-p,--prompt", options->prompt, "The text to tokenize (instead of standard input)");
   cmd->add_flag("--parse-special", options->parse_special,
                 "Read text such as <|im_start|> as the control token");
   cmd->add_flag("--add-special", options->add_special,
@@ -128,7 +137,9 @@ void add_tokenize_commands(CLI::App& app) {
 
   auto model = std::make_shared<std::string>();
   CLI::App* detok = app.add_subcommand(
-      "detokenize", "Print the text of the whitespace-separated token ids on standard input");
+      "detokenize",
+      "Print the text of the whitespace-separated token ids on standard input (exact bytes; a newline "
+      "is added only on a terminal)");
   detok->add_option("-m,--model", *model, "GGUF file (default: the default model)");
   detok->callback([model] { run_detokenize(*model); });
 }

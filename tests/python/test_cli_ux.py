@@ -1,0 +1,109 @@
+"""The `lumen` command's rough edges as a new user meets them: help, --version, suggestions for
+mistyped options, tokenize -p, detokenize on a terminal, chat-template render of a bare list, the
+bench tables and URLs."""
+import json
+import os
+import pty
+import re
+import socket
+import subprocess
+
+from conftest import lumen_bin, real_model
+
+MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def lumen(*args, stdin=None, timeout=300):
+    return subprocess.run([lumen_bin(), *args], input=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+def test_bare_lumen_prints_the_help_and_help_exits_0():
+    bare = lumen()
+    assert bare.returncode == 2
+    assert "Subcommands:" in bare.stderr and "run" in bare.stderr
+    help_ = lumen("help")
+    assert help_.returncode == 0
+    assert "Subcommands:" in help_.stdout and "serve" in help_.stdout
+
+
+def test_version_names_commit_build_isa_and_cuda():
+    r = lumen("--version")
+    assert r.returncode == 0
+    assert re.match(r"lumen \d+\.\d+\.\d+ \(\S+\)", r.stdout), r.stdout
+    assert "build: " in r.stdout and "CPU kernels:" in r.stdout and "CUDA: " in r.stdout
+
+
+def test_a_mistyped_option_gets_a_suggestion():
+    r = lumen("run", "--temperature", "0.5", "-p", "x")
+    assert r.returncode != 0
+    assert "did you mean '--temp'?" in r.stderr
+    r = lumen("serve", "--prot", "8081")
+    assert "did you mean '--port'?" in r.stderr
+
+
+def test_tokenize_takes_the_text_with_p():
+    model = str(real_model(MODEL))
+    from_flag = lumen("tokenize", "-m", model, "-p", "Hello world")
+    from_stdin = lumen("tokenize", "-m", model, stdin="Hello world")
+    assert from_flag.returncode == 0 and from_flag.stdout == from_stdin.stdout
+    assert len(from_flag.stdout.split()) == 2
+
+
+def test_detokenize_ends_with_a_newline_only_on_a_terminal():
+    model = str(real_model(MODEL))
+    ids = lumen("tokenize", "-m", model, "-p", "Hello world").stdout
+    piped = lumen("detokenize", "-m", model, stdin=ids)
+    assert piped.stdout == "Hello world"
+    # On a terminal: run it with stdout on a pseudo-terminal.
+    main, sub = pty.openpty()
+    proc = subprocess.Popen([lumen_bin(), "detokenize", "-m", model], stdin=subprocess.PIPE, stdout=sub,
+                            stderr=subprocess.PIPE)
+    os.close(sub)
+    proc.communicate(ids.encode(), timeout=120)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(main)
+    assert out == b"Hello world\r\n"  # the terminal turns \n into \r\n
+
+
+def test_chat_template_render_takes_a_bare_list_for_a_reply():
+    messages = [{"role": "user", "content": "Hi"}]
+    bare = lumen("chat-template", "render", "--chat-template", "chatml", stdin=json.dumps(messages))
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout.endswith("<|im_start|>assistant\n")
+    explicit = lumen("chat-template", "render", "--chat-template", "chatml",
+                     stdin=json.dumps({"messages": messages, "add_generation_prompt": False}))
+    assert not explicit.stdout.endswith("assistant\n")
+    assert "a JSON list of messages" in lumen("chat-template", "render", "--chat-template", "chatml",
+                                              stdin='"hi"').stderr
+    assert "add_generation_prompt" in lumen("chat-template", "render", "--help").stdout
+
+
+def test_bench_latency_prints_a_markdown_table_with_backend_and_threads():
+    r = lumen("bench", "latency", "-m", str(real_model(MODEL)), "-p", "16", "-n", "4", "-r", "1", "-t", "1")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header == ["model", "size", "params", "backend", "threads", "test", "t/s"]
+    assert set(lines[1].replace("|", "").replace(" ", "")) <= set("-:")
+    row = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert row[3] == "CPU" and row[4] == "1" and row[5] == "pp16"
+
+
+def test_bench_serve_exits_non_zero_when_every_request_failed():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = lumen("bench", "serve", "--base-url", f"http://127.0.0.1:{port}/v1", "--num-prompts", "2",
+              "--input-len", "4", "--output-len", "2", "--seed", "1", timeout=120)
+    assert r.returncode != 0
+    assert "every request failed" in r.stderr
+    # The SDK-style base URL was folded: requests went to /v1/completions, not /v1/v1/completions.
+    assert "/v1/v1/" not in r.stderr and f"127.0.0.1:{port}/v1/completions" in r.stderr
