@@ -20,7 +20,8 @@ struct EngineConfig {
   // On a device backend (CUDA) without kv_cache_bytes: the share of the device memory still free
   // once the weights are loaded that the KV cache takes.
   double gpu_memory_utilization = 0.9;
-  int64_t max_model_len = 0;              // 0: the model's training context (capped by the pool)
+  // 0: the model's training context (capped by the pool); more than that context is refused.
+  int64_t max_model_len = 0;
   bool enable_prefix_caching = true;
   SchedulingPolicy policy = SchedulingPolicy::Fcfs;
   double watermark = 0.01;                // share of blocks admission leaves free

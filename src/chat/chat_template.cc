@@ -1,5 +1,6 @@
 #include "chat/chat_template.h"
 
+#include "chat/builtins.h"
 #include "chat/interpreter.h"
 #include "chat/parser.h"
 #include "chat/py_string.h"
@@ -41,6 +42,9 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
   globals.emplace_back("eos_token", Value(options.eos_token));
   for (const auto& [k, v] : options.extra_context.items()) {
     Value value = from_json(v);
+    if (options.reserved_names_fixed && is_reserved_template_name(k)) {
+      fail("the template variable '{}' is set by the renderer and cannot be replaced", k);
+    }
     bool replaced = false;
     for (auto& [name, existing] : globals) {
       if (name == k) {
@@ -52,11 +56,25 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
   }
   Runtime rt(options.limits, options.now ? *options.now : std::time(nullptr));
   Interpreter interpreter(rt, std::move(globals));
+  // The line is added to the message; the kind of error is kept (template_errors.h).
   try {
     return interpreter.render(*body_);
+  } catch (const TemplateRefusal& e) {
+    throw TemplateRefusal(fmt::format("chat template line {}: {}", rt.line, e.what()));
+  } catch (const TemplateLimitError& e) {
+    throw TemplateLimitError(fmt::format("chat template line {}: {}", rt.line, e.what()));
   } catch (const Error& e) {
     throw Error(fmt::format("chat template line {}: {}", rt.line, e.what()));
   }
+}
+
+bool is_reserved_template_name(const std::string& name) {
+  static const char* const kRendererVariables[] = {"messages", "tools", "documents", "add_generation_prompt",
+                                                    "bos_token", "eos_token"};
+  for (const char* reserved : kRendererVariables) {
+    if (name == reserved) return true;
+  }
+  return global_function(name).has_value();
 }
 
 std::string render_chat(std::string_view template_text, const nlohmann::ordered_json& messages,

@@ -3,7 +3,7 @@
 // Hugging Face transformers does (jinja2 sandbox, trim_blocks, lstrip_blocks, its tojson,
 // raise_exception and strftime_now), so the prompt Lumen feeds a model is byte-for-byte the one
 // the model was trained with. A template outside the supported Jinja subset, or one that
-// raises, is a lumen::Error naming the line.
+// raises, is a lumen::Error naming the line (template_errors.h tells refusals and limits apart).
 #include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "chat/runtime.h"
+#include "chat/template_errors.h"
 
 namespace lumen::chat {
 
@@ -23,8 +24,10 @@ struct ChatTemplateOptions {
   std::string eos_token;
   // The `tools` variable; absent means None, as transformers passes it.
   std::optional<nlohmann::ordered_json> tools;
-  // More top-level variables (e.g. enable_thinking, date_string); they override the above.
+  // More top-level variables (e.g. enable_thinking, date_string). They override the above
+  // unless reserved_names_fixed, where naming one of them (is_reserved_template_name) is an Error.
   nlohmann::ordered_json extra_context = nlohmann::ordered_json::object();
+  bool reserved_names_fixed = true;
   // The clock strftime_now() reads; nullopt = now.
   std::optional<std::time_t> now;
   RenderLimits limits;

@@ -1,5 +1,7 @@
 #include "chat/runtime.h"
 
+#include "chat/template_errors.h"
+
 #include "util/error.h"
 
 namespace lumen::chat {
@@ -25,7 +27,7 @@ void CallArgs::expect_at_most(std::string_view function, size_t max_positional,
   }
 }
 
-void Runtime::fail_limit(const char* what) { fail("{}", what); }
+void Runtime::fail_limit(const char* what) { throw TemplateLimitError(what); }
 
 Value Runtime::call(const Value& callee, const CallArgs& args) {
   if (callee.is_undefined()) fail_undefined(callee);

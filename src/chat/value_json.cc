@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "chat/py_string.h"
+#include "chat/template_errors.h"
 #include "util/error.h"
 
 namespace lumen::chat {
@@ -22,7 +23,9 @@ Value from_json(const nlohmann::ordered_json& json) { return from_json_at(json, 
 namespace {
 Value from_json_at(const nlohmann::ordered_json& json, int depth) {
   using nlohmann::ordered_json;
-  if (depth > kMaxJsonDepth) fail("template input is nested more than {} levels deep", kMaxJsonDepth);
+  if (depth > kMaxJsonDepth) {
+    throw TemplateLimitError(fmt::format("template input is nested more than {} levels deep", kMaxJsonDepth));
+  }
   switch (json.type()) {
     case ordered_json::value_t::null: return Value(None{});
     case ordered_json::value_t::boolean: return Value(json.get<bool>());

@@ -1,6 +1,7 @@
 // `lumen serve`: the OpenAI-compatible HTTP server over one model. The engine runs on its own
 // thread; each connection has an HTTP thread that submits and streams. SIGTERM or SIGINT stops
-// it gracefully: no new requests, in-flight ones get the grace period, then exit status 0.
+// it gracefully: no new requests, in-flight ones get the grace period, then exit status 0; a
+// second signal during that exits at once (status 128 + the signal).
 #include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +34,8 @@ namespace {
 
 struct ServeOptions {
   std::string model;
+  std::string cors_origins;
+  std::string log_level = "info";
   std::string served_model_name;
   std::string chat_template;
   std::string max_body = "1M";
@@ -78,6 +81,8 @@ void serve(ServeOptions& options) {
     if (const char* key = std::getenv("LUMEN_API_KEY"); key != nullptr) options.http.api_key = key;
   }
   options.http.max_body_bytes = static_cast<size_t>(EngineFlags::parse_bytes(options.max_body, "--max-body-size"));
+  options.http.cors = server::CorsPolicy::parse(options.cors_origins);
+  options.http.log_level = server::parse_log_level(options.log_level);
 
   const std::string path = resolve_model_path(options.model);
   const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
@@ -98,22 +103,33 @@ void serve(ServeOptions& options) {
              options.http.host, port, limits.max_model_len, engine.stats().kv_blocks_total);
   std::fflush(stderr);
 
+  // The first SIGTERM/SIGINT drains (shutdown() runs on its own thread); a second one while
+  // the drain runs exits at once, as an impatient operator's second Ctrl-C means.
   std::atomic<bool> served{false};
+  std::thread draining;
   std::thread signals([&] {
     const timespec poll_interval{0, 200'000'000};
+    bool drain_started = false;
     while (!served) {
       siginfo_t info;
       if (sigtimedwait(&stop_signals, &info, &poll_interval) < 0) continue;
-      fmt::print(stderr, "lumen serve: {}: finishing in-flight requests (grace {} s)\n",
-                 info.si_signo == SIGTERM ? "SIGTERM" : "SIGINT", options.http.shutdown_grace_s);
+      const char* signal_name = info.si_signo == SIGTERM ? "SIGTERM" : "SIGINT";
+      if (drain_started) {
+        fmt::print(stderr, "lumen serve: second {}: exiting now, without finishing in-flight requests\n", signal_name);
+        std::fflush(stderr);
+        std::_Exit(128 + info.si_signo);
+      }
+      fmt::print(stderr, "lumen serve: {}: finishing in-flight requests (grace {} s; a second signal exits now)\n",
+                 signal_name, options.http.shutdown_grace_s);
       std::fflush(stderr);
-      http.shutdown();
-      return;
+      drain_started = true;
+      draining = std::thread([&http] { http.shutdown(); });
     }
   });
   http.serve();
   served = true;
   signals.join();
+  if (draining.joinable()) draining.join();
   loop.stop();
   fmt::print(stderr, "lumen serve: stopped\n");
 }
@@ -138,6 +154,12 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--shutdown-grace", options->http.shutdown_grace_s,
                   "Seconds in-flight requests get to finish after SIGTERM")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("-t,--threads", options->threads, "Compute threads (default: all cores)");
+  cmd->add_flag("--metrics-public", options->http.metrics_public, "Serve /metrics without the API key");
+  cmd->add_option("--cors-origins", options->cors_origins,
+                  "Browser origins allowed to call the API, comma-separated, or * for any (default: none)");
+  cmd->add_option("--log-level", options->log_level,
+                  "quiet (only server errors), info (a line per request) or verbose (with body size, user agent)")
+      ->capture_default_str();
   add_device_option(cmd, options->device);
   options->engine.add_to(cmd);
   cmd->callback([options] { serve(*options); });

@@ -60,6 +60,17 @@ GenerationResult RequestHandle::collect() {
 namespace {
 
 using engine::Completion;
+
+// The longest sequence the model's positions were trained or scaled for: the file's context
+// length, or the original context times the rope-scaling factor when that is larger.
+int64_t trained_context(const model::HParams& hparams) {
+  int64_t tokens = static_cast<int64_t>(hparams.context_length);
+  const model::RopeScaling& scaling = hparams.rope_scaling;
+  if (scaling.type != "none" && scaling.original_context_length > 0 && scaling.factor > 1.0) {
+    tokens = std::max(tokens, static_cast<int64_t>(static_cast<double>(scaling.original_context_length) * scaling.factor));
+  }
+  return tokens;
+}
 using engine::GroupMode;
 using engine::RequestGroup;
 
@@ -79,7 +90,13 @@ struct Engine::Impl {
         swap(make_swap_space()),
         scheduler(scheduler_config(), pool, swap.get()),
         runner(*model.transformer, cache, swap.get()) {
-    const int64_t trained = static_cast<int64_t>(model.hparams.context_length);
+    const int64_t trained = trained_context(model.hparams);
+    if (config.max_model_len > 0 && trained > 0 && config.max_model_len > trained) {
+      // As vLLM: positions past the trained (or rope-scaled) context give garbage, not errors.
+      fail("max_model_len {} exceeds the model's context of {} tokens (its training context{})",
+           config.max_model_len, trained,
+           model.hparams.rope_scaling.type == "none" ? "" : ", rope scaling included");
+    }
     const int64_t pool_tokens = n_blocks * config.block_size;
     int64_t limit = config.max_model_len > 0 ? config.max_model_len : trained;
     if (limit <= 0) limit = pool_tokens;

@@ -6,6 +6,7 @@ std::string ApiError::type() const {
   switch (status_) {
     case 401: return "authentication_error";
     case 404: return "not_found_error";
+    case 405: return "invalid_request_error";
     case 429: return "rate_limit_error";
     case 503: return "service_unavailable";
     default: return status_ >= 500 ? "server_error" : "invalid_request_error";
@@ -15,7 +16,8 @@ std::string ApiError::type() const {
 nlohmann::json ApiError::to_json() const {
   nlohmann::json error = {{"message", what()}, {"type", type()}};
   error["param"] = param_.empty() ? nlohmann::json(nullptr) : nlohmann::json(param_);
-  error["code"] = code_.empty() ? nlohmann::json(status_) : nlohmann::json(code_);
+  // OpenAI's code is a string or null, never the HTTP status.
+  error["code"] = code_.empty() ? nlohmann::json(nullptr) : nlohmann::json(code_);
   return {{"error", std::move(error)}};
 }
 

@@ -1,8 +1,10 @@
 #include "server/chat_request.h"
 
 #include <set>
+#include <stdexcept>
 #include <string>
 
+#include "chat/template_errors.h"
 #include "engine/chat_prompt.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -21,7 +23,9 @@ std::string token_text(const tokenizer::Tokenizer& tokenizer, std::optional<int3
 nlohmann::ordered_json message_content(const nlohmann::json& content, const std::string& role) {
   if (content.is_null()) {
     if (role != "assistant") invalid("messages", "only an assistant message may have null content");
-    return nullptr;
+    // An assistant turn that only called tools (the SDK's shape): its text is empty. Templates
+    // concatenate content with strings, so null would fail inside them.
+    return "";
   }
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) invalid("messages", "message content must be a string or a list of text parts");
@@ -85,13 +89,27 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
   }
   if (const nlohmann::json* kwargs = fields.find("chat_template_kwargs")) {
     if (!kwargs->is_object()) invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    for (const auto& [key, value] : kwargs->items()) {
+      // The conversation, tools, special tokens and built-in functions are the server's to set:
+      // replacing `messages` here would bypass every check on the messages above.
+      if (chat::is_reserved_template_name(key)) {
+        invalid("chat_template_kwargs." + key, "'{}' cannot be set through chat_template_kwargs", key);
+      }
+    }
     options.render.extra_context = nlohmann::ordered_json(*kwargs);
   }
   std::vector<int32_t> prompt;
   try {
     prompt = engine::chat_prompt_tokens(chat_template, tokenizer, messages, options);
+  } catch (const chat::TemplateRefusal& e) {
+    invalid("messages", "the chat template refuses this conversation: {}", e.what());
+  } catch (const chat::TemplateLimitError& e) {
+    invalid("messages", "the conversation is too large for the chat template: {}", e.what());
   } catch (const Error& e) {
-    invalid("messages", "the chat template cannot render this conversation: {}", e.what());
+    // Any other rendering failure on a request that passed validation is the template failing
+    // on input it should handle: an internal error (500; the server logs the detail), not the
+    // client's fault. std::runtime_error, not lumen::Error, which the server reads as a 400.
+    throw std::runtime_error(fmt::format("the chat template failed on a valid conversation: {}", e.what()));
   }
   if (vocab.special.add_bos && vocab.special.bos && (prompt.empty() || prompt[0] != *vocab.special.bos)) {
     prompt.insert(prompt.begin(), *vocab.special.bos);
@@ -106,6 +124,12 @@ ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTempl
   if (const nlohmann::json* format = fields.find("response_format")) {
     if (!format->is_object() || format->value("type", nlohmann::json()) != "text") {
       invalid("response_format", "only 'response_format': {{\"type\": \"text\"}} is supported");
+    }
+  }
+  // Tool calling does not exist yet: refusing is better than silently answering in plain text.
+  for (const char* field : {"tools", "tool_choice", "functions", "function_call"}) {
+    if (const nlohmann::json* value = fields.find(field); value != nullptr && !(value->is_array() && value->empty())) {
+      invalid(field, "'{}' is not supported yet: this server does not do tool calling", field);
     }
   }
   ChatRequest out;

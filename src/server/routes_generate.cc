@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "server/access_log.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/completion_request.h"
@@ -31,6 +32,13 @@ ApiError aborted_error(const ServerContext& context) {
     return ApiError(503, "the server is shutting down; the request was aborted", "", "server_shutting_down");
   }
   return ApiError(503, "the request was aborted", "", "aborted");
+}
+
+// For the access log line (access_log.h): the tokens this request took.
+void note_usage(const Generation& generation) {
+  RequestNote& note = this_request_note();
+  note.prompt_tokens = generation.prompt_tokens();
+  note.completion_tokens = generation.completion_tokens();
 }
 
 void respond_whole(ServerContext& context, Generation& generation, const GenerationJob& job,
@@ -75,6 +83,7 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
   }
   const ResponseHeader header = make_response_header(job.endpoint, context.model_name);
   const Usage usage{generation.prompt_tokens(), generation.completion_tokens()};
+  note_usage(generation);
   response.set_content(dump_json(whole_response(header, outputs, usage)), "application/json");
 }
 
@@ -157,7 +166,10 @@ void respond_stream(ServerContext& context, std::unique_ptr<Generation> generati
           return true;
         }
       },
-      [state](bool) { state->generation.reset(); });
+      [state](bool) {
+        if (state->generation) note_usage(*state->generation);
+        state->generation.reset();
+      });
 }
 
 void run_job(ServerContext& context, GenerationJob job, Clock::time_point arrival, const httplib::Request& request,
@@ -178,7 +190,8 @@ void check_model(const ServerContext& context, const nlohmann::json& body) {
   if (it == body.end() || it->is_null()) return;
   if (!it->is_string()) invalid("model", "'model' must be a string");
   if (it->get<std::string>() != context.model_name) {
-    throw ApiError(400, fmt::format("the model '{}' does not exist; this server serves '{}'",
+    // OpenAI's answer for an unknown model: 404 model_not_found.
+    throw ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'",
                                     it->get<std::string>(), context.model_name),
                    "model", "model_not_found");
   }

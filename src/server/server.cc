@@ -2,11 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <functional>
+#include <algorithm>
 #include <new>
 #include <thread>
 
+#include "server/access_log.h"
 #include "server/api_error.h"
 #include "server/routes.h"
 #include "util/error.h"
@@ -30,21 +36,21 @@ ApiError library_error(int status) {
     case 413: return ApiError(413, "the request body is too large", "", "payload_too_large");
     case 414: return ApiError(414, "the request URI is too long", "", "uri_too_long");
     default:
-      return ApiError(status, status >= 500 ? "internal server error" : "the request could not be read", "",
-                      std::to_string(status));
+      return ApiError(status, status >= 500 ? "internal server error" : "the request could not be read");
   }
 }
 
-// Compares in time that does not depend on where the strings differ (the length is no secret).
-bool same_secret(const std::string& given, const std::string& key) {
-  if (given.size() != key.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ key[i]);
-  return diff == 0;
+// A fault of ours, not the client's: the client gets the request id, the log gets the detail.
+ApiError internal_error(httplib::Response& response, const std::string& detail) {
+  this_request_note().error_detail = detail;
+  return ApiError(500, fmt::format("internal server error (request id {})", response.get_header_value("X-Request-Id")),
+                  "", "internal_error");
 }
 
-bool needs_key(const std::string& path) {
-  return path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize";
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
 }
 
 }  // namespace
@@ -54,6 +60,13 @@ Server::Server(ServerContext& context, ServerOptions options) : context_(context
   http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_.set_payload_max_length(options_.max_body_bytes);
   http_.set_tcp_nodelay(true);
+  // SO_REUSEADDR only (a restart may bind while old connections sit in TIME_WAIT). httplib's
+  // default also sets SO_REUSEPORT, which let a second server start on a busy port and take
+  // half of its connections.
+  http_.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   install_routes();
 }
 
@@ -71,7 +84,7 @@ void Server::install_routes() {
       } catch (const std::bad_alloc&) {
         write_error(response, ApiError(503, "out of memory", "", "out_of_memory"));
       } catch (const std::exception& e) {
-        write_error(response, ApiError(500, fmt::format("internal error: {}", e.what())));
+        write_error(response, internal_error(response, e.what()));
       }
     };
   };
@@ -85,15 +98,64 @@ void Server::install_routes() {
   http_.Post("/detokenize", wrap(handle_detokenize));
 
   http_.set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
-    if (options_.api_key.empty() || !needs_key(request.path)) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string given = request.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (given.rfind(prefix, 0) == 0 && same_secret(given.substr(prefix.size()), options_.api_key)) {
-      return httplib::Server::HandlerResponse::Unhandled;
+    this_request_note() = RequestNote{};
+    this_request_note().start = std::chrono::steady_clock::now();
+    response.set_header("X-Request-Id", new_request_id());
+    const std::vector<std::string> methods = allowed_methods(request.path);
+    if (request.method == "OPTIONS" && options_.cors.enabled()) {
+      // A browser's CORS preflight: answered without the key (browsers send none with it).
+      response.status = methods.empty() ? 404 : 204;
+      response.set_header("Access-Control-Allow-Methods", join(methods) + ", OPTIONS");
+      response.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      response.set_header("Access-Control-Max-Age", "600");
+      return httplib::Server::HandlerResponse::Handled;
     }
-    write_error(response, ApiError(401, given.empty() ? "missing API key (Authorization: Bearer ...)" : "invalid API key",
-                                   "", "invalid_api_key"));
-    return httplib::Server::HandlerResponse::Handled;
+    const bool head_of_get = request.method == "HEAD" && !methods.empty() && methods.front() == "GET";
+    if (!methods.empty() && !head_of_get && std::find(methods.begin(), methods.end(), request.method) == methods.end()) {
+      response.set_header("Allow", join(methods));
+      response.set_header("Connection", "close");  // any body stays unread
+      write_error(response, ApiError(405, fmt::format("{} takes {}, not {}", request.path, join(methods), request.method),
+                                     "", "method_not_allowed"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!options_.api_key.empty() && !methods.empty() && path_needs_key(request.path, options_.metrics_public)) {
+      const std::string given = request.get_header_value("Authorization");
+      const std::optional<std::string> token = bearer_token(given);
+      if (!token || !same_secret(*token, options_.api_key)) {
+        write_error(response, ApiError(401, given.empty() ? "missing API key (Authorization: Bearer ...)" : "invalid API key",
+                                       "", "invalid_api_key"));
+        response.set_header("Connection", "close");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (request.method == "POST" && !acceptable_body_type(request.get_header_value("Content-Type"))) {
+      // Checked before httplib reads the body (it caps form-encoded bodies at 8 KB with a 413
+      // that hid the real problem: `curl -d` sends application/x-www-form-urlencoded).
+      response.set_header("Connection", "close");
+      write_error(response, ApiError(415,
+                                     fmt::format("the request body must be JSON, sent with 'Content-Type: application/json' "
+                                                 "(got '{}'; with curl: -H 'Content-Type: application/json')",
+                                                 media_type(request.get_header_value("Content-Type"))),
+                                     "", "unsupported_media_type"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http_.set_post_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
+    if (!options_.cors.enabled()) return;
+    if (auto origin = options_.cors.allow_origin(request.get_header_value("Origin"))) {
+      response.set_header("Access-Control-Allow-Origin", *origin);
+      response.set_header("Vary", "Origin");
+    }
+  });
+  http_.set_logger([this](const httplib::Request& request, const httplib::Response& response) {
+    RequestNote& note = this_request_note();
+    const std::string line = access_log_line(options_.log_level, request, response, note);
+    if (!line.empty()) {
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      std::fflush(stderr);
+    }
+    note = RequestNote{};
   });
   // Statuses httplib answers by itself get a body in the same shape as ours.
   http_.set_error_handler(httplib::Server::HandlerWithResponse(
@@ -102,8 +164,15 @@ void Server::install_routes() {
         write_error(response, library_error(response.status));
         return httplib::Server::HandlerResponse::Handled;
       }));
-  http_.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
-    write_error(response, ApiError(500, "internal error"));
+  http_.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr error) {
+    std::string detail = "unknown exception";
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      detail = e.what();
+    } catch (...) {
+    }
+    write_error(response, internal_error(response, detail));
   });
 }
 
@@ -112,8 +181,10 @@ int Server::bind() {
     const int port = http_.bind_to_any_port(options_.host);
     if (port <= 0) fail("cannot listen on {}", options_.host);
     options_.port = port;
-  } else if (!http_.bind_to_port(options_.host, options_.port)) {
-    fail("cannot listen on {}:{} (in use, or not an address of this machine)", options_.host, options_.port);
+  } else if (errno = 0; !http_.bind_to_port(options_.host, options_.port)) {
+    if (errno == EADDRINUSE) fail("cannot listen on {}:{}: address already in use", options_.host, options_.port);
+    fail("cannot listen on {}:{} ({})", options_.host, options_.port,
+         errno != 0 ? std::strerror(errno) : "not an address of this machine");
   }
   return options_.port;
 }

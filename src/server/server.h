@@ -1,12 +1,15 @@
 #pragma once
 // `lumen serve`'s HTTP side: cpp-httplib with a thread per connection (handlers block on their
 // request's stream), OpenAI-shaped errors for everything that goes wrong, an optional API key,
-// a body size limit, and a graceful shutdown.
+// a body size limit, JSON-only bodies, 405 for a known route's wrong method, CORS when asked
+// for, an access log with request ids, and a graceful shutdown. The rules are in http_policy.h.
 #include <httplib.h>
 
 #include <cstddef>
 #include <string>
 
+#include "server/access_log.h"
+#include "server/http_policy.h"
 #include "server/server_context.h"
 
 namespace lumen::server {
@@ -15,6 +18,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                 // 0: any free port (bind() says which)
   std::string api_key;             // empty: no authentication
+  bool metrics_public = false;     // /metrics without the API key
+  CorsPolicy cors;                 // browser origins allowed (none by default)
+  LogLevel log_level = LogLevel::Info;
   size_t max_body_bytes = size_t{1} << 20;
   int http_threads = 256;          // connections served at once (each streaming client holds one)
   double shutdown_grace_s = 30.0;  // how long shutdown() lets in-flight requests finish

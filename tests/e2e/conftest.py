@@ -72,7 +72,8 @@ class LumenServer:
         return r.json()["tokens"]
 
     def metrics(self) -> dict:
-        text = httpx.get(self.base_url + "/metrics", timeout=10).text
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        text = httpx.get(self.base_url + "/metrics", headers=headers, timeout=10).text
         values = {}
         for line in text.splitlines():
             if line.startswith("#") or not line.strip():

@@ -14,12 +14,16 @@ INPUT_LEN = 24
 OUTPUT_LEN = 10
 
 
-def bench_serve(base_url, tmp_path, *args):
+def bench_serve(base_url, tmp_path, *args, all_fail=False):
+    """The JSON report. A run where every request failed still writes it, and exits 1."""
     out = tmp_path / "result.json"
     cmd = [os.environ["LUMEN_BIN"], "bench", "serve", "--base-url", base_url, "--json", "--output", str(out),
            "--per-request", *map(str, args)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    if all_fail:
+        assert proc.returncode == 1 and "every request failed" in proc.stderr, proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stderr
     return json.loads(out.read_text())
 
 
@@ -88,13 +92,15 @@ def test_failed_requests_are_counted_not_fatal(tmp_path):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    r = bench_serve(f"http://127.0.0.1:{port}", tmp_path, "--num-prompts", 3, "--input-len", 4, "--output-len", 2)
+    r = bench_serve(f"http://127.0.0.1:{port}", tmp_path, "--num-prompts", 3, "--input-len", 4, "--output-len", 2,
+                    all_fail=True)
     assert r["completed"] == 0 and r["failed"] == 3
     assert r["errors"][0]["count"] == 3 and r["errors"][0]["message"].startswith("connection")
 
 
 def test_server_errors_are_reported_with_their_message(server, tmp_path):
     # Prompts longer than the server's context (2048): each gets the server's 400.
-    r = bench_serve(server.base_url, tmp_path, "--num-prompts", 2, "--input-len", 3000, "--output-len", 2)
+    r = bench_serve(server.base_url, tmp_path, "--num-prompts", 2, "--input-len", 3000, "--output-len", 2,
+                    all_fail=True)
     assert r["completed"] == 0 and r["failed"] == 2
     assert r["errors"][0]["message"].startswith("HTTP 400: ")

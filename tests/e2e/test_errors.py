@@ -30,7 +30,6 @@ BAD_REQUESTS = [
     dict(prompt=[-1]),
     dict(prompt="word " * 3000),           # longer than the context (2048)
     dict(prompt="hi", max_tokens=2048),    # prompt + max_tokens past the context
-    dict(model="no-such-model"),
     dict(stop=[""]),
     dict(logit_bias={"abc": 1}),
     dict(logit_bias={"5": 1000}),
@@ -104,8 +103,11 @@ def test_missing_or_wrong_key_is_401(keyed_server):
     r = httpx.post(keyed_server.base_url + "/v1/completions", json={"prompt": "x"})
     assert r.status_code == 401
     assert completion(keyed_server.client(), max_tokens=2).choices[0].text is not None
-    # Health and metrics stay open for probes.
+    # Health stays open for probes; metrics need the key (unless --metrics-public).
     assert httpx.get(keyed_server.base_url + "/health").status_code == 200
+    assert httpx.get(keyed_server.base_url + "/metrics").status_code == 401
+    r = httpx.get(keyed_server.base_url + "/metrics", headers={"Authorization": "Bearer sekrit"})
+    assert r.status_code == 200 and "lumen_" in r.text
 
 
 def test_full_queue_is_429_with_retry_after():

@@ -60,3 +60,18 @@ def test_sigterm_past_the_grace_period_aborts_with_a_final_error_event():
     for text, finish, error in results:
         # Every stream ended with an event the SDK saw: the error event sent before [DONE].
         assert isinstance(error, openai.APIError) and "shutting down" in str(error), (text[:50], finish, error)
+
+
+def test_a_second_signal_during_the_drain_exits_at_once():
+    s = LumenServer("--shutdown-grace", 300)
+    threads, results = run_load(s, 4, 1500)
+    s.proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert s.proc.poll() is None  # draining: the long requests hold it for up to 300 s
+    start = time.monotonic()
+    s.proc.send_signal(signal.SIGINT)
+    assert s.proc.wait(10) == 128 + signal.SIGINT
+    assert time.monotonic() - start < 5
+    assert any("second SIGINT" in line for line in s.log), "".join(s.log)
+    for t in threads:
+        t.join(60)

@@ -78,7 +78,7 @@ TEST(ApiErrorJson, HasOpenAiShape) {
   EXPECT_EQ(j["error"]["message"], "bad 'x'");
   EXPECT_EQ(j["error"]["type"], "invalid_request_error");
   EXPECT_EQ(j["error"]["param"], "x");
-  EXPECT_EQ(j["error"]["code"], 400);
+  EXPECT_TRUE(j["error"]["code"].is_null());  // OpenAI: a string or null, never the HTTP status
   EXPECT_EQ(ApiError(401, "k").type(), "authentication_error");
   EXPECT_EQ(ApiError(503, "k").to_json()["error"]["param"], nullptr);
   // Invalid UTF-8 (half a character from a token) never makes serialization throw.

@@ -1,0 +1,87 @@
+#include "server/http_policy.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace lumen::server {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+}  // namespace
+
+std::string media_type(std::string_view content_type) {
+  return lower(trim(content_type.substr(0, content_type.find(';'))));
+}
+
+bool acceptable_body_type(std::string_view content_type) {
+  const std::string type = media_type(content_type);
+  return type.empty() || type == "application/json";
+}
+
+std::optional<std::string> bearer_token(std::string_view authorization) {
+  authorization = trim(authorization);
+  const size_t space = authorization.find(' ');
+  if (space == std::string_view::npos || lower(authorization.substr(0, space)) != "bearer") return std::nullopt;
+  const std::string_view token = trim(authorization.substr(space + 1));
+  if (token.empty()) return std::nullopt;
+  return std::string(token);
+}
+
+bool same_secret(std::string_view given, std::string_view key) {
+  if (given.size() != key.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ key[i]);
+  return diff == 0;
+}
+
+bool path_needs_key(std::string_view path, bool metrics_public) {
+  if (path == "/health") return false;
+  if (path == "/metrics") return !metrics_public;
+  return true;
+}
+
+std::vector<std::string> allowed_methods(std::string_view path) {
+  if (path == "/health" || path == "/metrics" || path == "/v1/models" ||
+      (path.rfind("/v1/models/", 0) == 0 && path.size() > 11)) {
+    return {"GET"};
+  }
+  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" || path == "/detokenize") {
+    return {"POST"};
+  }
+  return {};
+}
+
+CorsPolicy CorsPolicy::parse(std::string_view comma_separated) {
+  std::vector<std::string> origins;
+  while (!comma_separated.empty()) {
+    const size_t comma = comma_separated.find(',');
+    const std::string_view item = trim(comma_separated.substr(0, comma));
+    if (!item.empty()) origins.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    comma_separated.remove_prefix(comma + 1);
+  }
+  return CorsPolicy(std::move(origins));
+}
+
+std::optional<std::string> CorsPolicy::allow_origin(std::string_view origin) const {
+  if (origin.empty()) return std::nullopt;
+  for (const std::string& allowed : origins_) {
+    if (allowed == "*") return std::string("*");
+    if (allowed == origin) return std::string(origin);
+  }
+  return std::nullopt;
+}
+
+}  // namespace lumen::server

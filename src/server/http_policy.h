@@ -1,0 +1,52 @@
+#pragma once
+// The rules `lumen serve` applies to every HTTP request before a route sees it, kept apart from
+// the routes and from cpp-httplib so each is a pure function with its own tests: which media
+// types a POST body may have, how the Authorization header is read, which paths need the API
+// key, which methods a known path answers (405 vs 404), and CORS.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lumen::server {
+
+// The media type of a Content-Type value, lower-cased, without parameters: "application/json"
+// for "Application/JSON; charset=utf-8". Empty for an empty header.
+std::string media_type(std::string_view content_type);
+
+// Whether a POST body with this Content-Type is read as JSON: application/json, or no
+// Content-Type at all (simple clients omit it). Anything else (form encoding, text/plain,
+// multipart) is a 415.
+bool acceptable_body_type(std::string_view content_type);
+
+// The token of an "Authorization: Bearer TOKEN" header; the scheme is case-insensitive (RFC 9110)
+// and spaces around the token are ignored. Nothing for another scheme or a missing token.
+std::optional<std::string> bearer_token(std::string_view authorization);
+
+// Equality whose time does not depend on where the strings differ (the length is no secret).
+bool same_secret(std::string_view given, std::string_view key);
+
+// Whether a request to `path` must carry the API key (when one is set): everything but
+// /health, and /metrics when metrics are public.
+bool path_needs_key(std::string_view path, bool metrics_public);
+
+// The methods a known path answers ("GET", "POST"); empty for an unknown path.
+std::vector<std::string> allowed_methods(std::string_view path);
+
+// CORS: which browser origins may call the server. Empty: none (no CORS headers at all);
+// "*" allows any origin; otherwise exact origins ("http://localhost:3000").
+class CorsPolicy {
+ public:
+  CorsPolicy() = default;
+  explicit CorsPolicy(std::vector<std::string> origins) : origins_(std::move(origins)) {}
+  // "a,b,c" as given on the command line.
+  static CorsPolicy parse(std::string_view comma_separated);
+  bool enabled() const { return !origins_.empty(); }
+  // The Access-Control-Allow-Origin value for a request from `origin`; nothing when not allowed.
+  std::optional<std::string> allow_origin(std::string_view origin) const;
+
+ private:
+  std::vector<std::string> origins_;
+};
+
+}  // namespace lumen::server
