@@ -1,0 +1,71 @@
+// The request rules of http_policy.h, apart from any socket.
+#include "server/http_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace lumen::server {
+namespace {
+
+TEST(HttpPolicy, MediaTypeIgnoresCaseAndParameters) {
+  EXPECT_EQ(media_type("Application/JSON; charset=utf-8"), "application/json");
+  EXPECT_EQ(media_type("  application/json  "), "application/json");
+  EXPECT_EQ(media_type(""), "");
+  EXPECT_TRUE(acceptable_body_type("application/json"));
+  EXPECT_TRUE(acceptable_body_type(""));  // simple clients send none
+  EXPECT_FALSE(acceptable_body_type("application/x-www-form-urlencoded"));
+  EXPECT_FALSE(acceptable_body_type("text/plain"));
+  EXPECT_FALSE(acceptable_body_type("multipart/form-data; boundary=x"));
+  EXPECT_FALSE(acceptable_body_type("application/jsonx"));
+}
+
+TEST(HttpPolicy, BearerSchemeIsCaseInsensitive) {
+  EXPECT_EQ(bearer_token("Bearer abc"), "abc");
+  EXPECT_EQ(bearer_token("bearer abc"), "abc");
+  EXPECT_EQ(bearer_token("BEARER   abc  "), "abc");
+  EXPECT_EQ(bearer_token("Basic abc"), std::nullopt);
+  EXPECT_EQ(bearer_token("Bearer"), std::nullopt);
+  EXPECT_EQ(bearer_token("Bearer   "), std::nullopt);
+  EXPECT_EQ(bearer_token(""), std::nullopt);
+  EXPECT_EQ(bearer_token("Bearerabc"), std::nullopt);
+}
+
+TEST(HttpPolicy, SameSecret) {
+  EXPECT_TRUE(same_secret("k3y", "k3y"));
+  EXPECT_FALSE(same_secret("k3y", "k3z"));
+  EXPECT_FALSE(same_secret("k3", "k3y"));
+  EXPECT_FALSE(same_secret("", "k"));
+}
+
+TEST(HttpPolicy, WhatNeedsTheKey) {
+  EXPECT_FALSE(path_needs_key("/health", false));
+  EXPECT_TRUE(path_needs_key("/metrics", false));
+  EXPECT_FALSE(path_needs_key("/metrics", true));
+  EXPECT_TRUE(path_needs_key("/v1/models", true));
+  EXPECT_TRUE(path_needs_key("/tokenize", true));
+}
+
+TEST(HttpPolicy, AllowedMethods) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(allowed_methods("/v1/completions"), V{"POST"});
+  EXPECT_EQ(allowed_methods("/v1/chat/completions"), V{"POST"});
+  EXPECT_EQ(allowed_methods("/v1/models"), V{"GET"});
+  EXPECT_EQ(allowed_methods("/v1/models/some-model"), V{"GET"});
+  EXPECT_EQ(allowed_methods("/v1/models/"), V{});
+  EXPECT_EQ(allowed_methods("/health"), V{"GET"});
+  EXPECT_EQ(allowed_methods("/nope"), V{});
+}
+
+TEST(HttpPolicy, Cors) {
+  EXPECT_FALSE(CorsPolicy().enabled());
+  EXPECT_FALSE(CorsPolicy::parse("").enabled());
+  const CorsPolicy some = CorsPolicy::parse("http://a.example, http://b.example:3000");
+  EXPECT_TRUE(some.enabled());
+  EXPECT_EQ(some.allow_origin("http://a.example"), "http://a.example");
+  EXPECT_EQ(some.allow_origin("http://b.example:3000"), "http://b.example:3000");
+  EXPECT_EQ(some.allow_origin("http://a.example.evil"), std::nullopt);
+  EXPECT_EQ(some.allow_origin(""), std::nullopt);
+  EXPECT_EQ(CorsPolicy::parse("*").allow_origin("http://x"), "*");
+}
+
+}  // namespace
+}  // namespace lumen::server
