@@ -1,8 +1,62 @@
 #include "model/hparams.h"
 
+#include <cmath>
+
+#include "util/checked_math.h"
 #include "util/error.h"
 
 namespace lumen::model {
+
+namespace {
+
+// Far beyond any real model, small enough that products of these stay far from overflow and
+// that no allocation sized from them is absurd.
+constexpr uint64_t kMaxBlocks = 1024;
+constexpr uint64_t kMaxWidth = uint64_t{1} << 20;      // embedding, feed-forward, q/kv widths
+constexpr uint64_t kMaxHeads = 4096;
+constexpr uint64_t kMaxContext = uint64_t{1} << 24;
+constexpr uint64_t kMaxVocab = uint64_t{1} << 24;
+
+void require_range(const std::string& key, uint64_t value, uint64_t min, uint64_t max) {
+  if (value < min || value > max) fail("{} = {} is out of range (expected {}..{})", key, value, min, max);
+}
+
+}  // namespace
+
+// Every number the forward pass, the KV cache and the engine divide by or size memory with is
+// checked here, before anything is allocated: a hostile file fails with one line naming its key.
+void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
+  const std::string prefix = hp.architecture + ".";
+  require_range(prefix + "block_count", hp.block_count, 1, kMaxBlocks);
+  require_range(prefix + "embedding_length", hp.embedding_length, 1, kMaxWidth);
+  require_range(prefix + "context_length", hp.context_length, 1, kMaxContext);
+  require_range(prefix + "feed_forward_length", hp.feed_forward_length, 1, kMaxWidth);
+  require_range(prefix + "attention.head_count", hp.head_count, 1, kMaxHeads);
+  require_range(prefix + "attention.key_length (head dimension)", hp.head_dim, 1, kMaxWidth);
+  require_range(prefix + "attention.value_length", hp.value_dim, 1, kMaxWidth);
+  const std::optional<uint64_t> q_width = checked_mul(hp.head_dim, hp.head_count);
+  if (!q_width || *q_width > kMaxWidth) {
+    fail("{}attention.head_count x head dimension ({} x {}) is too large", prefix, hp.head_count, hp.head_dim);
+  }
+  if (hp.rope_dimension_count == 0 || hp.rope_dimension_count > hp.head_dim || hp.rope_dimension_count % 2 != 0) {
+    fail("{}rope.dimension_count = {} must be even and in 2..{} (the head dimension)", prefix,
+         hp.rope_dimension_count, hp.head_dim);
+  }
+  require_range("vocabulary size", hp.vocab_size, 1, kMaxVocab);
+  if (const auto* tokens = file.metadata().find_array("tokenizer.ggml.tokens", gguf::ValueType::STRING);
+      tokens != nullptr && tokens->length != hp.vocab_size) {
+    fail("{}vocab_size = {} but tokenizer.ggml.tokens has {} tokens", prefix, hp.vocab_size, tokens->length);
+  }
+  if (!std::isfinite(hp.rope_freq_base) || hp.rope_freq_base <= 0.0) {
+    fail("{}rope.freq_base = {} must be a positive number", prefix, hp.rope_freq_base);
+  }
+  if (!std::isfinite(hp.norm_eps) || hp.norm_eps <= 0.0 || hp.norm_eps >= 1.0) {
+    fail("{}attention.layer_norm_rms_epsilon = {} must be in (0, 1)", prefix, hp.norm_eps);
+  }
+  if (hp.rope_scaling.type != "none" && (!std::isfinite(hp.rope_scaling.factor) || hp.rope_scaling.factor <= 0.0)) {
+    fail("{}rope.scaling.factor = {} must be a positive number", prefix, hp.rope_scaling.factor);
+  }
+}
 
 HParams read_hparams(const gguf::GgufFile& file) {
   const gguf::Metadata& md = file.metadata();
@@ -18,10 +72,15 @@ HParams read_hparams(const gguf::GgufFile& file) {
   hp.feed_forward_length = md.find_unsigned(key("feed_forward_length")).value_or(0);
   hp.head_count = md.get_unsigned(key("attention.head_count"));
   if (hp.head_count == 0) fail("{} is 0", key("attention.head_count"));
+  if (hp.head_count > kMaxHeads) fail("{} = {} is out of range", key("attention.head_count"), hp.head_count);
   hp.head_count_kv = md.find_unsigned(key("attention.head_count_kv")).value_or(hp.head_count);
   if (hp.head_count_kv == 0 || hp.head_count % hp.head_count_kv != 0) {
     fail("{} = {} does not divide {} query heads", key("attention.head_count_kv"),
          hp.head_count_kv, hp.head_count);
+  }
+  if (!md.find_unsigned(key("attention.key_length")) && hp.embedding_length % hp.head_count != 0) {
+    fail("{} = {} is not a multiple of {} = {} (and {} is not given)", key("embedding_length"), hp.embedding_length,
+         key("attention.head_count"), hp.head_count, key("attention.key_length"));
   }
   hp.head_dim = md.find_unsigned(key("attention.key_length"))
                     .value_or(hp.embedding_length / hp.head_count);
@@ -46,6 +105,7 @@ HParams read_hparams(const gguf::GgufFile& file) {
     hp.norm_eps = *eps_ln;
   }
   hp.sliding_window = md.find_unsigned(key("attention.sliding_window")).value_or(0);
+  validate_hparams(hp, file);
   return hp;
 }
 

@@ -35,6 +35,10 @@ struct HParams {
 };
 
 // Throws lumen::Error naming the missing or malformed key.
+// Throws lumen::Error naming the key when a hyperparameter is out of range or inconsistent
+// (read_hparams calls it; exposed for files built another way).
+void validate_hparams(const HParams& hp, const gguf::GgufFile& file);
+
 HParams read_hparams(const gguf::GgufFile& file);
 
 }  // namespace lumen::model

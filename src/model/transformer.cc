@@ -52,6 +52,7 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   WeightBinder binder(file, backend_);
   weights_ = arch_.bind_weights(binder, hp_);
+  binder.check_all_bound();
   rope_ = rope_config(hp_, arch_, weights_);
   attention_.n_heads = static_cast<int64_t>(hp_.head_count);
   attention_.n_kv_heads = static_cast<int64_t>(hp_.head_count_kv);

@@ -3,6 +3,7 @@
 // Shapes are checked against the hyperparameters when bound, so a file with a wrong tensor
 // fails at load with the tensor's name rather than producing garbage at run time.
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,19 @@ class WeightBinder {
 
   backend::TensorView require(const std::string& name, std::vector<int64_t> dims);
   std::optional<backend::TensorView> optional(const std::string& name, std::vector<int64_t> dims);
+  // The same for tensors the kernels read as plain floats (norm weights, rope frequency
+  // factors): any other element type is an error, not an out-of-bounds read.
+  backend::TensorView require_f32(const std::string& name, std::vector<int64_t> dims);
+  std::optional<backend::TensorView> optional_f32(const std::string& name, std::vector<int64_t> dims);
+
+  // Throws lumen::Error naming the first tensor of the file no binding asked for: metadata and
+  // tensors disagree (e.g. blocks beyond block_count), as llama.cpp refuses too.
+  void check_all_bound() const;
 
  private:
   const gguf::GgufFile& file_;
   backend::Backend& backend_;
+  std::set<std::string> bound_;
 };
 
 }  // namespace lumen::model

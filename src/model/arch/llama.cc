@@ -15,13 +15,13 @@ TransformerWeights bind_llama_family(WeightBinder& bind, const HParams& hp, bool
 
   TransformerWeights w;
   w.token_embd = bind.require("token_embd.weight", {embd, vocab});
-  w.output_norm = bind.require("output_norm.weight", {embd});
+  w.output_norm = bind.require_f32("output_norm.weight", {embd});
   w.output = bind.optional("output.weight", {embd, vocab}).value_or(w.token_embd);
-  w.rope_freqs = bind.optional("rope_freqs.weight", {static_cast<int64_t>(hp.rope_dimension_count / 2)});
+  w.rope_freqs = bind.optional_f32("rope_freqs.weight", {static_cast<int64_t>(hp.rope_dimension_count / 2)});
   for (uint64_t i = 0; i < hp.block_count; ++i) {
     const std::string p = fmt::format("blk.{}.", i);
     LayerWeights layer;
-    layer.attn_norm = bind.require(p + "attn_norm.weight", {embd});
+    layer.attn_norm = bind.require_f32(p + "attn_norm.weight", {embd});
     layer.wq = bind.require(p + "attn_q.weight", {embd, q_dim});
     layer.wk = bind.require(p + "attn_k.weight", {embd, kv_dim});
     layer.wv = bind.require(p + "attn_v.weight", {embd, kv_dim});
@@ -31,7 +31,7 @@ TransformerWeights bind_llama_family(WeightBinder& bind, const HParams& hp, bool
       layer.bk = bind.require(p + "attn_k.bias", {kv_dim});
       layer.bv = bind.require(p + "attn_v.bias", {kv_dim});
     }
-    layer.ffn_norm = bind.require(p + "ffn_norm.weight", {embd});
+    layer.ffn_norm = bind.require_f32(p + "ffn_norm.weight", {embd});
     layer.ffn_gate = bind.require(p + "ffn_gate.weight", {embd, ff});
     layer.ffn_up = bind.require(p + "ffn_up.weight", {embd, ff});
     layer.ffn_down = bind.require(p + "ffn_down.weight", {ff, embd});

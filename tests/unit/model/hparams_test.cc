@@ -18,7 +18,57 @@ gguf::GgufWriter minimal_llama() {
   md.set("llama.embedding_length", Value::u32(64));
   md.set("llama.block_count", Value::u32(2));
   md.set("llama.attention.head_count", Value::u32(4));
+  md.set("llama.feed_forward_length", Value::u32(128));
+  md.set("llama.vocab_size", Value::u32(256));
   return writer;
+}
+
+// Each way a hyperparameter can be hostile, and the key the one-line error must name.
+struct BadHParam {
+  const char* key;
+  Value value;
+  const char* named;
+};
+
+TEST(HParams, HostileValuesAreRefusedNamingTheKey) {
+  const BadHParam cases[] = {
+      {"llama.block_count", Value::u32(0), "llama.block_count"},
+      {"llama.block_count", Value::u32(1u << 30), "llama.block_count"},
+      {"llama.embedding_length", Value::u32(0), "llama.embedding_length"},
+      {"llama.context_length", Value::u32(0), "llama.context_length"},
+      {"llama.feed_forward_length", Value::u32(0), "llama.feed_forward_length"},
+      {"llama.attention.head_count", Value::u32(0), "llama.attention.head_count"},
+      {"llama.attention.head_count", Value::u32(3), "llama.embedding_length"},  // 64 % 3
+      {"llama.attention.head_count_kv", Value::u32(0), "llama.attention.head_count_kv"},
+      {"llama.attention.head_count_kv", Value::u32(3), "llama.attention.head_count_kv"},
+      {"llama.attention.key_length", Value::u32(0), "llama.attention.key_length"},
+      {"llama.attention.key_length", Value::u32(1u << 31), "llama.attention.key_length"},
+      {"llama.rope.dimension_count", Value::u32(15), "llama.rope.dimension_count"},
+      {"llama.rope.dimension_count", Value::u32(32), "llama.rope.dimension_count"},  // > head_dim 16
+      {"llama.rope.dimension_count", Value::u32(0), "llama.rope.dimension_count"},
+      {"llama.vocab_size", Value::u32(0), "vocabulary size"},
+      {"llama.rope.freq_base", Value::f32(-1.0f), "llama.rope.freq_base"},
+      {"llama.attention.layer_norm_rms_epsilon", Value::f32(0.0f), "llama.attention.layer_norm_rms_epsilon"},
+  };
+  for (const BadHParam& c : cases) {
+    auto writer = minimal_llama();
+    writer.metadata().set(c.key, c.value);
+    auto bytes = writer.write_to_memory();
+    try {
+      read_hparams(gguf::GgufFile::parse(bytes));
+      ADD_FAILURE() << c.key << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.named), std::string::npos) << c.key << ": " << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  }
+}
+
+TEST(HParams, VocabularySizeMustMatchTheTokenList) {
+  auto writer = minimal_llama();
+  writer.metadata().set("tokenizer.ggml.tokens", Value::string_array({"a", "b", "c"}));
+  auto bytes = writer.write_to_memory();
+  EXPECT_THROW(read_hparams(gguf::GgufFile::parse(bytes)), Error);
 }
 
 TEST(HParams, DefaultsFollowFromTheRequiredKeys) {
