@@ -40,6 +40,7 @@ struct ServeOptions {
   std::string chat_template;
   std::string max_body = "1M";
   int64_t max_pending = 1024;
+  int32_t max_chat_messages = 2048;
   unsigned threads = 0;
   std::string device;
   server::ServerOptions http;
@@ -94,6 +95,7 @@ void serve(ServeOptions& options) {
   server::ServingLimits limits;
   limits.vocab_size = static_cast<int64_t>(model.hparams.vocab_size);
   limits.max_model_len = engine.stats().max_model_len;
+  limits.max_chat_messages = options.max_chat_messages;
   server::ServerContext context(engine, model, load_chat_template(options, *model.file), name, limits,
                                 options.max_pending);
   server::EngineLoop loop(engine);
@@ -149,6 +151,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-pending-requests", options->max_pending,
                   "Requests (counted per choice) queued or running before new ones get 429")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-chat-messages", options->max_chat_messages, "Most messages in one chat request")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--http-threads", options->http.http_threads, "Connections served at once")
       ->capture_default_str()->check(CLI::Range(4, 65536));
   cmd->add_option("--shutdown-grace", options->http.shutdown_grace_s,

@@ -64,3 +64,17 @@ def test_other_chat_template_kwargs_still_reach_the_template(server):
     r = server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1,
                                              "chat_template_kwargs": {"enable_thinking": False}})
     assert r.status_code == 200, r.text
+
+
+def test_conversations_past_the_message_cap_are_400_and_cheap(server):
+    import time
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": ""} for i in range(2049)]
+    start = time.monotonic()
+    r = server.post("/v1/chat/completions", {"messages": messages, "max_tokens": 1})
+    assert r.status_code == 400 and "at most 2048 messages" in r.json()["error"]["message"]
+    # At the cap, rendering is linear: 2048 messages are answered quickly (they took seconds with
+    # the old cubic marker search, and 4096 took minutes).
+    r = server.post("/v1/chat/completions", {"messages": messages[:2047], "max_tokens": 1})
+    # Rendered and tokenized (then too long for this server's 2048-token context).
+    assert r.status_code == 400 and "the prompt has" in r.json()["error"]["message"], r.text
+    assert time.monotonic() - start < 30
