@@ -53,8 +53,12 @@ void SamplingParams::validate() const {
   if (min_tokens < 0 || min_tokens > max_tokens) {
     fail("min_tokens must be in [0, max_tokens = {}] (got {})", max_tokens, min_tokens);
   }
+  if (stop.size() > kMaxStopStrings) fail("at most {} stop strings (got {})", kMaxStopStrings, stop.size());
   for (const std::string& s : stop) {
     if (s.empty()) fail("stop strings must not be empty");
+    if (s.size() > kMaxStopStringBytes) {
+      fail("a stop string may be at most {} bytes (got {})", kMaxStopStringBytes, s.size());
+    }
   }
   for (int32_t token : stop_token_ids) {
     if (token < 0) fail("stop_token_ids holds {}; ids are >= 0", token);

@@ -17,6 +17,7 @@
 //  - frequency_penalty and presence_penalty count only output tokens in the window (OpenAI,
 //    vLLM): logit -= count * frequency_penalty + (count > 0) * presence_penalty. With the
 //    default window (-1) this is exactly OpenAI's definition.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -85,5 +86,9 @@ struct SamplingParams {
 
 // The most alternatives `logprobs` and `prompt_logprobs` may ask for (OpenAI's limit).
 inline constexpr int32_t kMaxLogprobs = 20;
+// Stop strings per request and bytes per stop string (vLLM and OpenAI allow 4 strings; 16 of
+// up to 256 bytes cover real use and keep the held-back text small).
+inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxStopStringBytes = 256;
 
 }  // namespace lumen::sampling

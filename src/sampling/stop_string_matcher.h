@@ -13,7 +13,12 @@
 // once. Nothing of a matched stop string is ever emitted. Matching is on bytes: with UTF-8
 // text and stop strings that are whole UTF-8 (as JSON strings are), a match and a held-back
 // tail start on a character boundary, so what is emitted is whole characters.
+//
+// Matching runs an Aho-Corasick automaton over the bytes: constant amortized work per byte
+// whatever the number and length of the stop strings (a hostile request cannot make it slow),
+// and the automaton's state is exactly the tail to hold back (its depth).
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,11 +48,20 @@ class StopStringMatcher {
   size_t held_bytes() const { return held_.size(); }
 
  private:
-  size_t tail_to_hold() const;
+  struct Node {
+    std::vector<std::pair<unsigned char, int32_t>> next;  // trie edges
+    int32_t fail = 0;      // the longest proper suffix of this node's path that is a trie node
+    int32_t output = -1;   // the longest stop string ending here: this node's, or via fail links
+    int32_t stop = -1;     // the stop string whose whole text is this node's path
+    size_t depth = 0;
+  };
+  int32_t child(int32_t node, unsigned char byte) const;
+  int32_t step(int32_t node, unsigned char byte) const;  // the automaton's transition
 
   std::vector<std::string> stops_;
-  size_t longest_ = 0;  // the longest stop string's length
-  std::string held_;
+  std::vector<Node> nodes_;  // nodes_[0]: the root
+  int32_t state_ = 0;        // the longest suffix of the text so far that begins a stop string
+  std::string held_;         // always the last nodes_[state_].depth bytes
   std::optional<size_t> matched_;
 };
 

@@ -10,7 +10,6 @@ namespace lumen::server {
 
 namespace {
 
-constexpr size_t kMaxStopStrings = 16;
 constexpr size_t kMaxStopTokenIds = 256;
 constexpr size_t kMaxLogitBias = 4096;
 
@@ -98,7 +97,14 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
     out.max_tokens_given = true;
   }
   if (auto v = fields.integer("min_tokens", 0, limits.max_model_len)) p.min_tokens = *v;
-  if (auto v = fields.strings("stop", kMaxStopStrings)) p.stop = std::move(*v);
+  if (auto v = fields.strings("stop", sampling::kMaxStopStrings)) {
+    for (const std::string& s : *v) {
+      if (s.size() > sampling::kMaxStopStringBytes) {
+        invalid("stop", "a stop string may be at most {} bytes (got {})", sampling::kMaxStopStringBytes, s.size());
+      }
+    }
+    p.stop = std::move(*v);
+  }
   if (auto v = fields.integers("stop_token_ids", 0, limits.vocab_size - 1, kMaxStopTokenIds)) {
     for (int64_t id : *v) p.stop_token_ids.push_back(static_cast<int32_t>(id));
   }

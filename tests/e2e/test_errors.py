@@ -31,6 +31,8 @@ BAD_REQUESTS = [
     dict(prompt="word " * 3000),           # longer than the context (2048)
     dict(prompt="hi", max_tokens=2048),    # prompt + max_tokens past the context
     dict(stop=[""]),
+    dict(stop=["x" * 257]),                # a stop string past 256 bytes
+    dict(stop=[str(i) for i in range(17)]),  # more than 16 stop strings
     dict(logit_bias={"abc": 1}),
     dict(logit_bias={"5": 1000}),
     dict(extra_body={"temperature": "hot"}),
