@@ -78,8 +78,8 @@ void serve(ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  if (options.http.api_key.empty()) {
-    if (const char* key = std::getenv("LUMEN_API_KEY"); key != nullptr) options.http.api_key = key;
+  if (options.http.api_keys.empty()) {
+    if (const char* key = std::getenv("LUMEN_API_KEY"); key != nullptr && *key != '\0') options.http.api_keys = {key};
   }
   options.http.max_body_bytes = static_cast<size_t>(EngineFlags::parse_bytes(options.max_body, "--max-body-size"));
   options.http.cors = server::CorsPolicy::parse(options.cors_origins);
@@ -98,6 +98,7 @@ void serve(ServeOptions& options) {
   limits.max_chat_messages = options.max_chat_messages;
   server::ServerContext context(engine, model, load_chat_template(options, *model.file), name, limits,
                                 options.max_pending);
+  context.salt_by_api_key = !options.http.api_keys.empty();
   server::EngineLoop loop(engine);
   server::Server http(context, options.http);
   const int port = http.bind();
@@ -144,7 +145,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
   cmd->add_option("--host", options->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", options->http.port, "Port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
-  cmd->add_option("--api-key", options->http.api_key, "Require 'Authorization: Bearer KEY' (or set LUMEN_API_KEY)");
+  cmd->add_option("--api-key", options->http.api_keys,
+                  "Require 'Authorization: Bearer KEY' (or set LUMEN_API_KEY); repeat for several tenants, whose "
+                  "prompts are then never shared through the prefix cache");
   cmd->add_option("--served-model-name", options->served_model_name, "Model name clients use (default: the file's name)");
   cmd->add_option("--chat-template", options->chat_template, "Built-in chat template instead of the model's");
   cmd->add_option("--max-body-size", options->max_body, "Largest request body, e.g. 1M")->capture_default_str();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <limits>
+#include <random>
 #include <mutex>
 #include <unordered_map>
 
@@ -16,6 +17,7 @@
 #include "engine/request_group.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
+#include "kv/block_hash.h"
 #include "kv/block_pool.h"
 #include "model/kv_cache.h"
 #include "sampling/sampler.h"
@@ -154,6 +156,9 @@ struct Engine::Impl {
   engine::Scheduler scheduler;
   engine::ModelRunner runner;
   int64_t max_model_len = 0;
+  // Mixed into every request's cache salt, so block hashes are keyed per process: nobody can
+  // precompute prompts whose blocks collide in the prefix cache's table.
+  const uint64_t hash_key = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
 
   // Shared with submitting threads.
   mutable std::mutex inbox_mutex;
@@ -478,7 +483,7 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   auto group = std::make_unique<RequestGroup>(id, params, impl_->max_model_len - prompt_len,
                                               impl_->model.tokenizer.vocab().end_of_generation);
   auto first = std::make_unique<Completion>(*group, id, std::move(prompt), priority, impl_->pool,
-                                            cache_salt, group->sampling, impl_->model.tokenizer);
+                                            kv::mix64(impl_->hash_key ^ cache_salt), group->sampling, impl_->model.tokenizer);
   first->seq.seats = width;
   if (params.prompt_logprobs) {
     first->seq.next_prompt_logit = 0;

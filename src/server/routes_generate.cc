@@ -4,7 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "kv/block_hash.h"
 #include "server/access_log.h"
+#include "server/http_policy.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/completion_request.h"
@@ -174,6 +176,12 @@ void respond_stream(ServerContext& context, std::unique_ptr<Generation> generati
 
 void run_job(ServerContext& context, GenerationJob job, Clock::time_point arrival, const httplib::Request& request,
              httplib::Response& response) {
+  if (context.salt_by_api_key) {
+    // The key was checked before routing; its salt keeps this tenant's cached prompts its own.
+    if (auto token = bearer_token(request.get_header_value("Authorization"))) {
+      job.options.cache_salt = kv::mix64(job.options.cache_salt ^ salt_of(*token)) | 1;
+    }
+  }
   auto generation = std::make_unique<Generation>(context, job.prompts, job.options, job.endpoint, arrival,
                                                  connection_socket(request));
   if (job.options.stream) {

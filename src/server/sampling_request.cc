@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "kv/block_hash.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 
@@ -111,6 +112,12 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
   if (auto v = fields.boolean("ignore_eos")) p.ignore_eos = *v;
   if (auto v = fields.boolean("skip_special_tokens")) p.skip_special_tokens = *v;
   read_logprobs(fields, endpoint, p);
+  if (const nlohmann::json* salt = fields.find("cache_salt")) {
+    if (!salt->is_string() || salt->get<std::string>().empty() || salt->get<std::string>().size() > 256) {
+      invalid("cache_salt", "'cache_salt' must be a non-empty string of at most 256 bytes");
+    }
+    out.cache_salt = salt_of(salt->get<std::string>());
+  }
 
   if (auto v = fields.integer("n", 1, limits.max_n)) out.n = static_cast<int32_t>(*v);
   p.n = out.n;
@@ -141,6 +148,14 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
     out.include_usage = RequestFields(*options).boolean("include_usage").value_or(false);
   }
   return out;
+}
+
+uint64_t salt_of(std::string_view text) {
+  // FNV-1a, then a finalizer: stable within the process, and the engine keys it again with a
+  // random per-process key before it reaches the block hashes.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  return kv::mix64(h) | 1;  // never 0, the "no salt" value
 }
 
 }  // namespace lumen::server

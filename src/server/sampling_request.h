@@ -30,7 +30,14 @@ struct GenerationOptions {
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage
   bool prompt_logprobs_field = false;  // "prompt_logprobs" was asked for (vLLM's field in each choice)
+  // Requests share cached K/V only with requests of the same salt: vLLM's `cache_salt`, mixed
+  // by the route with the caller's API key (tenants never share, so cannot probe each other's
+  // prompts by timing).
+  uint64_t cache_salt = 0;
 };
+
+// A salt from a string (cache_salt, an API key): equal strings give equal salts.
+uint64_t salt_of(std::string_view text);
 
 // Throws ApiError(400) naming the first bad field. Token ids (logit_bias keys, stop_token_ids)
 // are checked against limits.vocab_size.

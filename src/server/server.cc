@@ -118,10 +118,12 @@ void Server::install_routes() {
                                      "", "method_not_allowed"));
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (!options_.api_key.empty() && !methods.empty() && path_needs_key(request.path, options_.metrics_public)) {
+    if (!options_.api_keys.empty() && !methods.empty() && path_needs_key(request.path, options_.metrics_public)) {
       const std::string given = request.get_header_value("Authorization");
       const std::optional<std::string> token = bearer_token(given);
-      if (!token || !same_secret(*token, options_.api_key)) {
+      bool known = false;
+      for (const std::string& key : options_.api_keys) known = (token && same_secret(*token, key)) || known;
+      if (!known) {
         write_error(response, ApiError(401, given.empty() ? "missing API key (Authorization: Bearer ...)" : "invalid API key",
                                        "", "invalid_api_key"));
         response.set_header("Connection", "close");

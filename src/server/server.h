@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "server/access_log.h"
 #include "server/http_policy.h"
@@ -17,7 +18,7 @@ namespace lumen::server {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                 // 0: any free port (bind() says which)
-  std::string api_key;             // empty: no authentication
+  std::vector<std::string> api_keys;  // empty: no authentication; any one of them admits
   bool metrics_public = false;     // /metrics without the API key
   CorsPolicy cors;                 // browser origins allowed (none by default)
   LogLevel log_level = LogLevel::Info;

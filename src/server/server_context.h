@@ -37,6 +37,8 @@ struct ServerContext {
   // Set when shutdown's grace period ran out and in-flight requests were aborted: their
   // clients get "the server is shutting down" rather than a bare abort.
   std::atomic<bool> shutdown_aborted{false};
+  // With API keys: each key's requests get their own prefix-cache salt (tenant isolation).
+  bool salt_by_api_key = false;
   DisconnectWatcher watcher;  // last: its thread calls into the members above
 };
 
