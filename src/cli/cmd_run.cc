@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -57,10 +58,23 @@ void emit(const std::string& text) {
   std::fflush(stdout);
 }
 
+// Far more than any context holds: a bound so that `-f /dev/zero` or a mistaken multi-gigabyte
+// file is an error, not an exhausted machine. Pipes (`-f /dev/stdin`) still work.
+constexpr size_t kMaxPromptFileBytes = 64u << 20;
+
 std::string read_prompt_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("the prompt file '{}' is a directory", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read the prompt file '{}'", path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxPromptFileBytes) fail("the prompt file '{}' is larger than 64 MiB", path);
+  }
+  if (in.bad()) fail("cannot read the prompt file '{}'", path);
+  return text;
 }
 
 void print_speeds(size_t prompt_tokens, double prompt_seconds, int64_t generated, double gen_seconds) {
