@@ -167,7 +167,7 @@ void add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Continue a prompt, streaming the text to stdout");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
   cmd->add_option("-p,--prompt", options->prompt, "Prompt text");
-  cmd->add_option("-f,--file", options->prompt_file, "Read the prompt from this file (its exact bytes)");
+  cmd->add_option("-f,--file", options->prompt_file, "Read the prompt from this file (its exact bytes, at most 64 MiB; /dev/stdin for a pipe)");
   cmd->add_option("-n,--n-predict", options->n_predict,
                   "Tokens to generate (-1: until the end of generation or the context is full)")
       ->capture_default_str();
