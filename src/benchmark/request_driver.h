@@ -10,6 +10,9 @@
 
 namespace lumen::benchmark {
 
+// A client failure in words a user can act on.
+std::string describe_client_error(httplib::Error error);
+
 RequestResult send_streaming_request(httplib::Client& client, const std::string& path, const httplib::Headers& headers,
                                      const std::string& body);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -57,10 +58,23 @@ void emit(const std::string& text) {
   std::fflush(stdout);
 }
 
+// Far more than any context holds: a bound so that `-f /dev/zero` or a mistaken multi-gigabyte
+// file is an error, not an exhausted machine. Pipes (`-f /dev/stdin`) still work.
+constexpr size_t kMaxPromptFileBytes = 64u << 20;
+
 std::string read_prompt_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("the prompt file '{}' is a directory", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read the prompt file '{}'", path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxPromptFileBytes) fail("the prompt file '{}' is larger than 64 MiB", path);
+  }
+  if (in.bad()) fail("cannot read the prompt file '{}'", path);
+  return text;
 }
 
 void print_speeds(size_t prompt_tokens, double prompt_seconds, int64_t generated, double gen_seconds) {
@@ -153,7 +167,7 @@ void add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Continue a prompt, streaming the text to stdout");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
   cmd->add_option("-p,--prompt", options->prompt, "Prompt text");
-  cmd->add_option("-f,--file", options->prompt_file, "Read the prompt from this file (its exact bytes)");
+  cmd->add_option("-f,--file", options->prompt_file, "Read the prompt from this file (its exact bytes, at most 64 MiB; /dev/stdin for a pipe)");
   cmd->add_option("-n,--n-predict", options->n_predict,
                   "Tokens to generate (-1: until the end of generation or the context is full)")
       ->capture_default_str();

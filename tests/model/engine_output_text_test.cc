@@ -101,5 +101,25 @@ TEST_F(EngineOutputText, BeamSearchHypothesesLeaveItOut) {
   for (const auto& r : results) expect_clean_natural_end(r);
 }
 
+// With ignore_eos an end token does not end the completion, so end tokens land mid-text (the
+// bias makes them likely): each is still a token of the result, but none adds text.
+TEST_F(EngineOutputText, EndTokensSampledMidTextAddNoText) {
+  SamplingParams p;
+  p.max_tokens = 16;
+  p.seed = 7;
+  p.n = 3;
+  p.ignore_eos = true;
+  for (int32_t eog : model_->tokenizer.vocab().end_of_generation) p.logit_bias[eog] = 8.0f;
+  const auto results = generate(p);
+  ASSERT_EQ(results.size(), 3u);
+  bool sampled_one = false;
+  for (const auto& r : results) {
+    EXPECT_EQ(r.finish, FinishReason::Length);
+    EXPECT_EQ(control_text_in(r.text), "") << r.text;
+    for (int32_t t : r.tokens) sampled_one |= model_->tokenizer.is_special(t);
+  }
+  EXPECT_TRUE(sampled_one) << "the bias should have made end tokens likely";
+}
+
 }  // namespace
 }  // namespace lumen

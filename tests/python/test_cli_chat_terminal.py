@@ -5,6 +5,7 @@ import pty
 import select
 import signal
 import subprocess
+import termios
 import time
 
 from conftest import lumen_bin, real_model
@@ -45,6 +46,15 @@ class Terminal:
             if ready:
                 self.seen += os.read(self.fd, 4096)
 
+    def wait_for_the_line_editor(self, timeout=30.0):
+        """Until libedit has the terminal in its character mode (ICANON off; the master shows the
+        slave's modes). Text typed before that is echoed twice, by the kernel and by libedit, and
+        the second echo once passed for the start of a reply: Ctrl-C then hit the prompt."""
+        deadline = time.monotonic() + timeout
+        while termios.tcgetattr(self.fd)[3] & termios.ICANON:
+            assert time.monotonic() < deadline, "the line editor never took the terminal"
+            time.sleep(0.02)
+
     def send(self, data: bytes):
         os.write(self.fd, data)
 
@@ -68,11 +78,13 @@ def test_ctrl_c_stops_the_reply_and_returns_to_the_prompt(tmp_path):
     args = [lumen_bin(), "chat", "-m", str(real_model(MODEL)), "--temp", "0", "-n", "4000", "-c", "8192"]
     term = Terminal(args, env)
     term.read_until(b"> ")
+    term.wait_for_the_line_editor()
     term.send(b"Write a long essay about the history of the ocean, with many sections.\r")
     term.read_until(b"sections.\r\n")  # the terminal's echo of the message
     term.read_some(40)  # the reply is streaming
     term.send(b"\x03")  # Ctrl-C, through the terminal's line discipline: SIGINT
     term.read_until(b"> ", timeout=30)
+    term.wait_for_the_line_editor()
     # Still alive and still chatting: a second message gets a reply.
     term.send(b"Say hello.\r")
     after = term.read_until(b"> ", timeout=120)

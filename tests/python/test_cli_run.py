@@ -54,6 +54,14 @@ def test_prompt_from_a_file(tmp_path):
     assert r.returncode == 1 and "cannot read the prompt file" in r.stderr
 
 
+def test_prompt_file_that_is_no_text_file_is_a_clear_error(tmp_path):
+    # A directory used to leak libstdc++'s "basic_filebuf::underflow"; /dev/zero read forever.
+    r = run("-f", str(tmp_path))
+    assert r.returncode == 1 and r.stderr.strip() == f"lumen: error: the prompt file '{tmp_path}' is a directory"
+    r = run("-f", "/dev/zero")
+    assert r.returncode == 1 and "larger than 64 MiB" in r.stderr
+
+
 def test_logprobs_lists_k_alternatives():
     r = run("-p", "The capital of France is", "-n", "4", "--logprobs", "3")
     assert r.returncode == 0, r.stderr

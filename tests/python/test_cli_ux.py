@@ -105,5 +105,6 @@ def test_bench_serve_exits_non_zero_when_every_request_failed():
               "--input-len", "4", "--output-len", "2", "--seed", "1", timeout=120)
     assert r.returncode != 0
     assert "every request failed" in r.stderr
+    assert "could not connect to the server" in r.stderr  # not httplib's bare "Connection"
     # The SDK-style base URL was folded: requests went to /v1/completions, not /v1/v1/completions.
     assert "/v1/v1/" not in r.stderr and f"127.0.0.1:{port}/v1/completions" in r.stderr
