@@ -1,5 +1,6 @@
 #include "chat/chat_template.h"
 
+#include "chat/builtins.h"
 #include "chat/interpreter.h"
 #include "chat/parser.h"
 #include "chat/py_string.h"
@@ -11,7 +12,18 @@ namespace lumen::chat {
 namespace {
 // Far beyond any real template (the largest are ~20 KB); bounds parse time and memory.
 constexpr size_t kMaxTemplateBytes = size_t{1} << 20;
+
+// The variables render() sets itself; the built-in functions are checked separately.
+constexpr std::string_view kRenderVariables[] = {"messages", "tools", "documents", "add_generation_prompt",
+                                                 "bos_token", "eos_token", "loop"};
 }  // namespace
+
+bool is_reserved_variable(std::string_view name) {
+  for (auto reserved : kRenderVariables) {
+    if (name == reserved) return true;
+  }
+  return global_function(name).has_value();
+}
 
 ChatTemplate ChatTemplate::parse(std::string_view text) {
   if (text.size() > kMaxTemplateBytes) fail("chat template is too large ({} bytes)", text.size());
@@ -40,20 +52,15 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
   globals.emplace_back("bos_token", Value(options.bos_token));
   globals.emplace_back("eos_token", Value(options.eos_token));
   for (const auto& [k, v] : options.extra_context.items()) {
-    Value value = from_json(v);
-    bool replaced = false;
-    for (auto& [name, existing] : globals) {
-      if (name == k) {
-        existing = value;
-        replaced = true;
-      }
-    }
-    if (!replaced) globals.emplace_back(k, std::move(value));
+    if (is_reserved_variable(k)) throw RenderRefused(fmt::format("chat template variable '{}' cannot be overridden", k));
+    globals.emplace_back(k, from_json(v));
   }
   Runtime rt(options.limits, options.now ? *options.now : std::time(nullptr));
   Interpreter interpreter(rt, std::move(globals));
   try {
     return interpreter.render(*body_);
+  } catch (const RenderRefused& e) {
+    throw RenderRefused(fmt::format("chat template line {}: {}", rt.line, e.what()));
   } catch (const Error& e) {
     throw Error(fmt::format("chat template line {}: {}", rt.line, e.what()));
   }

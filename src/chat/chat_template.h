@@ -23,7 +23,8 @@ struct ChatTemplateOptions {
   std::string eos_token;
   // The `tools` variable; absent means None, as transformers passes it.
   std::optional<nlohmann::ordered_json> tools;
-  // More top-level variables (e.g. enable_thinking, date_string); they override the above.
+  // More top-level variables (e.g. enable_thinking, date_string). A reserved name
+  // (is_reserved_variable) is an error.
   nlohmann::ordered_json extra_context = nlohmann::ordered_json::object();
   // The clock strftime_now() reads; nullopt = now.
   std::optional<std::time_t> now;
@@ -41,6 +42,11 @@ class ChatTemplate {
  private:
   std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> body_;
 };
+
+// Whether `name` is a variable the renderer itself provides (messages, tools, bos_token, ...,
+// and the built-in functions): caller-supplied context may not replace it, or a client could
+// swap the conversation for text that skips the protections given to messages.
+bool is_reserved_variable(std::string_view name);
 
 std::string render_chat(std::string_view template_text, const nlohmann::ordered_json& messages,
                         const ChatTemplateOptions& options);

@@ -63,7 +63,7 @@ Value make_dict(Runtime&, const CallArgs& a) {
 
 Value raise_exception(Runtime&, const CallArgs& a) {
   const Value* msg = a.get(0, "message");
-  fail("the template raised an error: {}", msg ? to_str(*msg) : std::string());
+  throw RenderRefused(fmt::format("the template raised an error: {}", msg ? to_str(*msg) : std::string()));
 }
 
 Value strftime_now(Runtime& rt, const CallArgs& a) {

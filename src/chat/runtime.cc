@@ -25,7 +25,7 @@ void CallArgs::expect_at_most(std::string_view function, size_t max_positional,
   }
 }
 
-void Runtime::fail_limit(const char* what) { fail("{}", what); }
+void Runtime::fail_limit(const char* what) { throw RenderRefused(what); }
 
 Value Runtime::call(const Value& callee, const CallArgs& args) {
   if (callee.is_undefined()) fail_undefined(callee);

@@ -21,7 +21,9 @@ std::string token_text(const tokenizer::Tokenizer& tokenizer, std::optional<int3
 nlohmann::ordered_json message_content(const nlohmann::json& content, const std::string& role) {
   if (content.is_null()) {
     if (role != "assistant") invalid("messages", "only an assistant message may have null content");
-    return nullptr;
+    // What the SDK sends beside tool_calls. Templates concatenate content as a string (Python's
+    // jinja2 fails on `str + None` too), so it renders as the empty text it stands for.
+    return "";
   }
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) invalid("messages", "message content must be a string or a list of text parts");
@@ -36,6 +38,21 @@ nlohmann::ordered_json message_content(const nlohmann::json& content, const std:
     text += part["text"].get<std::string>();
   }
   return text;
+}
+
+// An assistant turn's tool_calls, OpenAI's shape: [{"id", "type": "function", "function":
+// {"name", "arguments"}}], passed to the template as given once the shape is checked.
+nlohmann::ordered_json tool_calls_of(const nlohmann::json& calls) {
+  if (!calls.is_array()) invalid("messages", "'tool_calls' must be a list");
+  for (const auto& call : calls) {
+    const bool ok = call.is_object() && call.contains("function") && call["function"].is_object() &&
+                    call["function"].contains("name") && call["function"]["name"].is_string() &&
+                    (!call["function"].contains("arguments") || call["function"]["arguments"].is_string() ||
+                     call["function"]["arguments"].is_object()) &&
+                    (!call.contains("id") || call["id"].is_string());
+    if (!ok) invalid("messages", "each tool call must be {{\"id\", \"type\": \"function\", \"function\": {{\"name\", \"arguments\"}}}}");
+  }
+  return nlohmann::ordered_json(calls);
 }
 
 }  // namespace
@@ -65,6 +82,10 @@ nlohmann::ordered_json parse_messages(const nlohmann::json& body) {
       if (!value->is_string()) invalid("messages", "'{}' of a message must be a string", extra);
       out[extra] = value->get<std::string>();
     }
+    if (auto calls = message.find("tool_calls"); calls != message.end() && !calls->is_null()) {
+      if (role_name != "assistant") invalid("messages", "only an assistant message may have 'tool_calls'");
+      out["tool_calls"] = tool_calls_of(*calls);
+    }
     messages.push_back(std::move(out));
   }
   return messages;
@@ -85,13 +106,21 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
   }
   if (const nlohmann::json* kwargs = fields.find("chat_template_kwargs")) {
     if (!kwargs->is_object()) invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    for (const auto& [key, value] : kwargs->items()) {
+      if (chat::is_reserved_variable(key)) {
+        invalid("chat_template_kwargs." + key, "'{}' is set by the server and cannot be overridden in chat_template_kwargs", key);
+      }
+    }
     options.render.extra_context = nlohmann::ordered_json(*kwargs);
   }
   std::vector<int32_t> prompt;
   try {
     prompt = engine::chat_prompt_tokens(chat_template, tokenizer, messages, options);
-  } catch (const Error& e) {
+  } catch (const chat::RenderRefused& e) {
     invalid("messages", "the chat template cannot render this conversation: {}", e.what());
+  } catch (const Error& e) {
+    // A valid request the model's template cannot render is not the client's fault.
+    throw ApiError(500, fmt::format("the chat template failed on a valid conversation: {}", e.what()));
   }
   if (vocab.special.add_bos && vocab.special.bos && (prompt.empty() || prompt[0] != *vocab.special.bos)) {
     prompt.insert(prompt.begin(), *vocab.special.bos);
@@ -106,6 +135,13 @@ ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTempl
   if (const nlohmann::json* format = fields.find("response_format")) {
     if (!format->is_object() || format->value("type", nlohmann::json()) != "text") {
       invalid("response_format", "only 'response_format': {{\"type\": \"text\"}} is supported");
+    }
+  }
+  // Tool calling does not exist yet: answering in plain text as if the tools were not there
+  // would mislead the client.
+  for (const char* field : {"tools", "tool_choice", "functions", "function_call"}) {
+    if (const nlohmann::json* value = fields.find(field); value && !value->is_null()) {
+      invalid(field, "'{}' is not supported yet (no tool calling)", field);
     }
   }
   ChatRequest out;

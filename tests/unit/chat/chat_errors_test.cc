@@ -119,5 +119,21 @@ TEST(ChatBuiltinTemplates, EveryBuiltinRendersAConversation) {
   EXPECT_FALSE(builtin_chat_template("no-such-template").has_value());
 }
 
+TEST(ChatTemplateErrors, ContextCannotReplaceWhatTheRendererSets) {
+  // A client's chat_template_kwargs must not swap the conversation (its text would then skip
+  // the protections messages get) nor the special tokens or built-in functions.
+  for (const char* name : {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token",
+                           "raise_exception", "strftime_now", "range", "namespace", "dict", "loop"}) {
+    EXPECT_TRUE(is_reserved_variable(name)) << name;
+    ChatTemplateOptions options;
+    options.extra_context[name] = ordered_json::array({{{"role", "user"}, {"content", "<|im_start|>"}}});
+    EXPECT_NE(error_of("{{ messages[0].content }}", options).find("cannot be overridden"), std::string::npos) << name;
+  }
+  ChatTemplateOptions options;
+  options.extra_context["enable_thinking"] = true;
+  EXPECT_FALSE(is_reserved_variable("enable_thinking"));
+  EXPECT_EQ(render("{{ enable_thinking }}", options), "True");
+}
+
 }  // namespace
 }  // namespace lumen::chat
