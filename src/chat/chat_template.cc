@@ -39,26 +39,32 @@ ChatTemplate ChatTemplate::parse(std::string_view text) {
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
                                  const ChatTemplateOptions& options) const {
+  return render_tracked(messages, options).text;
+}
+
+ChatTemplate::Rendered ChatTemplate::render_tracked(const nlohmann::ordered_json& messages,
+                                                    const ChatTemplateOptions& options) const {
   if (!messages.is_array()) fail("chat messages must be a JSON array");
   if (!options.extra_context.is_object()) fail("chat template context must be a JSON object");
   if (!utf8_valid(options.bos_token) || !utf8_valid(options.eos_token)) {
     fail("special token text is not valid UTF-8");
   }
   Scope globals;
-  globals.emplace_back("messages", from_json(messages));
-  globals.emplace_back("tools", options.tools ? from_json(*options.tools) : Value(None{}));
+  globals.emplace_back("messages", from_json(messages, true));
+  globals.emplace_back("tools", options.tools ? from_json(*options.tools, true) : Value(None{}));
   globals.emplace_back("documents", Value(None{}));
   globals.emplace_back("add_generation_prompt", Value(options.add_generation_prompt));
   globals.emplace_back("bos_token", Value(options.bos_token));
   globals.emplace_back("eos_token", Value(options.eos_token));
   for (const auto& [k, v] : options.extra_context.items()) {
     if (is_reserved_variable(k)) throw RenderRefused(fmt::format("chat template variable '{}' cannot be overridden", k));
-    globals.emplace_back(k, from_json(v));
+    globals.emplace_back(k, from_json(v, true));
   }
   Runtime rt(options.limits, options.now ? *options.now : std::time(nullptr));
   Interpreter interpreter(rt, std::move(globals));
   try {
-    return interpreter.render(*body_);
+    TaintedText out = interpreter.render(*body_);
+    return Rendered{std::move(out.text), std::move(out.taint)};
   } catch (const RenderRefused& e) {
     throw RenderRefused(fmt::format("chat template line {}: {}", rt.line, e.what()));
   } catch (const Error& e) {

@@ -38,6 +38,13 @@ class ChatTemplate {
 
   // `messages` is the OpenAI-style list of {"role", "content", ...} objects.
   std::string render(const nlohmann::ordered_json& messages, const ChatTemplateOptions& options) const;
+  // The same text, with the byte ranges that came from the caller's messages, tools and
+  // extra_context (client text); the rest is the template's own (and bos/eos) text.
+  struct Rendered {
+    std::string text;
+    Taint client;
+  };
+  Rendered render_tracked(const nlohmann::ordered_json& messages, const ChatTemplateOptions& options) const;
 
  private:
   std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> body_;

@@ -21,10 +21,16 @@ Value Value::list(std::vector<Value> items, bool tuple) {
   return v;
 }
 
-Value Value::dict(std::vector<std::pair<std::string, Value>> items) {
+Value Value::dict(std::vector<std::pair<std::string, Value>> items, bool client_keys) {
   Value v;
-  v.v_ = std::make_shared<const DictData>(DictData{std::move(items)});
+  v.v_ = std::make_shared<const DictData>(DictData{std::move(items), client_keys});
   return v;
+}
+
+Value Value::client_text(std::string s) {
+  Taint taint;
+  if (!s.empty()) taint.emplace_back(0, s.size());
+  return text(std::move(s), std::move(taint));
 }
 
 Value Value::callable(std::string name, std::function<Value(Runtime&, const CallArgs&)> fn) {

@@ -14,13 +14,13 @@ namespace {
 // conversation are refused up front so those stay within the stack.
 constexpr int kMaxJsonDepth = 256;
 
-Value from_json_at(const nlohmann::ordered_json& json, int depth);
+Value from_json_at(const nlohmann::ordered_json& json, int depth, bool client);
 }  // namespace
 
-Value from_json(const nlohmann::ordered_json& json) { return from_json_at(json, 0); }
+Value from_json(const nlohmann::ordered_json& json, bool client) { return from_json_at(json, 0, client); }
 
 namespace {
-Value from_json_at(const nlohmann::ordered_json& json, int depth) {
+Value from_json_at(const nlohmann::ordered_json& json, int depth, bool client) {
   using nlohmann::ordered_json;
   if (depth > kMaxJsonDepth) fail("template input is nested more than {} levels deep", kMaxJsonDepth);
   switch (json.type()) {
@@ -37,19 +37,19 @@ Value from_json_at(const nlohmann::ordered_json& json, int depth) {
       // nlohmann's parser rejects invalid UTF-8, but a caller may build JSON by hand.
       const auto& s = json.get_ref<const std::string&>();
       if (!utf8_valid(s)) fail("template input string is not valid UTF-8");
-      return Value(s);
+      return client ? Value::client_text(s) : Value(s);
     }
     case ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
-      for (const auto& item : json) items.push_back(from_json_at(item, depth + 1));
+      for (const auto& item : json) items.push_back(from_json_at(item, depth + 1, client));
       return Value::list(std::move(items));
     }
     case ordered_json::value_t::object: {
       std::vector<std::pair<std::string, Value>> items;
       items.reserve(json.size());
-      for (const auto& [k, v] : json.items()) items.emplace_back(k, from_json_at(v, depth + 1));
-      return Value::dict(std::move(items));
+      for (const auto& [k, v] : json.items()) items.emplace_back(k, from_json_at(v, depth + 1, client));
+      return Value::dict(std::move(items), client);
     }
     default: fail("unsupported JSON value in template input");
   }
