@@ -12,8 +12,6 @@ namespace lumen::server {
 
 namespace {
 
-constexpr size_t kMaxMessages = 4096;
-
 std::string token_text(const tokenizer::Tokenizer& tokenizer, std::optional<int32_t> id) {
   return id ? tokenizer.token_bytes(*id) : std::string();
 }
@@ -57,12 +55,12 @@ nlohmann::ordered_json tool_calls_of(const nlohmann::json& calls) {
 
 }  // namespace
 
-nlohmann::ordered_json parse_messages(const nlohmann::json& body) {
+nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_messages) {
   static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) invalid("messages", "'messages' is required");
   if (!it->is_array() || it->empty()) invalid("messages", "'messages' must be a non-empty list");
-  if (it->size() > kMaxMessages) invalid("messages", "at most {} messages", kMaxMessages);
+  if (it->size() > max_messages) invalid("messages", "at most {} messages in a conversation", max_messages);
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   for (const auto& message : *it) {
     if (!message.is_object()) invalid("messages", "each message must be an object");
@@ -93,12 +91,13 @@ nlohmann::ordered_json parse_messages(const nlohmann::json& body) {
 
 std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::json& body,
                                         const chat::ChatTemplate& chat_template,
-                                        const tokenizer::Tokenizer& tokenizer) {
+                                        const tokenizer::Tokenizer& tokenizer, size_t max_rendered_bytes) {
   const RequestFields fields(body);
   const auto& vocab = tokenizer.vocab();
   engine::ChatPromptOptions options;
   options.render.add_generation_prompt = fields.boolean("add_generation_prompt").value_or(true);
   options.render.bos_token = token_text(tokenizer, vocab.special.bos);
+  options.render.limits.max_output_bytes = max_rendered_bytes;  // also bounds each string built
   options.render.eos_token = token_text(tokenizer, vocab.special.eos);
   if (const nlohmann::json* tools = fields.find("tools")) {
     if (!tools->is_array()) invalid("tools", "'tools' must be a list");
@@ -145,9 +144,9 @@ ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTempl
     }
   }
   ChatRequest out;
-  const nlohmann::ordered_json messages = parse_messages(body);
+  const nlohmann::ordered_json messages = parse_messages(body, limits.max_chat_messages);
   out.options = parse_generation_options(body, Endpoint::ChatCompletions, limits);
-  out.prompt = render_chat_prompt(messages, body, chat_template, tokenizer);
+  out.prompt = render_chat_prompt(messages, body, chat_template, tokenizer, limits.max_rendered_prompt_bytes);
   return out;
 }
 
