@@ -83,6 +83,7 @@ std::string py_format(const std::string& s, const CallArgs& a) {
       }
       if (!v) fail("str.format has no argument for '{{{}}}'", field);
       out += to_str(*v);
+      check_built_size(out.size());
       i = close;
     }
   }
@@ -142,6 +143,7 @@ Value string_method(const std::string& s, std::string_view name, const CallArgs&
       if (!first) out += s;
       first = false;
       out += item.as_string();
+      check_built_size(out.size());
     }
     return Value(std::move(out));
   }

@@ -69,6 +69,7 @@ Value do_join(const Value& v, const CallArgs& a) {
     if (!first) out += sep;
     first = false;
     out += to_str(attr && !attr->is_none() ? attribute_path(item, to_str(*attr)) : item);
+    check_built_size(out.size());
   }
   return Value(std::move(out));
 }
@@ -216,6 +217,7 @@ Value do_indent(const Value& v, const CallArgs& a) {
     out += "\n";
     if (blank || !lines[i].empty()) out += pad;
     out += lines[i];
+    check_built_size(out.size());
   }
   return Value(first ? pad + out : out);
 }
@@ -250,6 +252,7 @@ Value filter_value(Runtime& rt, std::string_view name, const Value& v, const Cal
 Value apply_filter(Runtime& rt, std::string_view name, const Value& v, const CallArgs& a) {
   rt.step();
   Value result = filter_value(rt, name, v, a);
+  if (result.is_string()) rt.check_size(result.as_string().size());
   // Filters do not follow bytes: a string made from client text is client text.
   if (!may_carry_text(result)) return result;
   return taint_result(std::move(result), has_client_text(v, a));

@@ -16,6 +16,7 @@ constexpr int64_t kMaxRange = 100000;
 Value make_namespace(Runtime&, const CallArgs& a) {
   auto ns = std::make_shared<NamespaceData>();
   auto put = [&](const std::string& k, const Value& v) {
+    (void)nested_depth(v);  // refuses a namespace inside a namespace (a cycle could follow)
     for (auto& [key, val] : ns->attrs.items) {
       if (key == k) {
         val = v;

@@ -149,6 +149,7 @@ void Interpreter::exec_set(const Stmt& s, TaintedText& out) {
   }
   Value target = lookup(s.targets[0]);
   if (!target.is_namespace()) fail("cannot assign attribute on non-namespace object");
+  (void)nested_depth(v);  // no namespace inside a namespace: `ns.self = ns` would be a cycle
   auto& attrs = target.as_namespace().attrs.items;
   for (auto& [k, x] : attrs) {
     if (k == s.target_attr) {

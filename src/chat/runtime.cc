@@ -35,6 +35,7 @@ Value Runtime::call(const Value& callee, const CallArgs& args) {
   if (fn.tracks_client_text) return fn.fn(*this, args);
   // Bound methods carry their object: a str method on client text gives client text.
   Value result = fn.fn(*this, args);
+  if (result.is_string()) check_size(result.as_string().size());
   if (!may_carry_text(result)) return result;
   bool tainted = (fn.self && has_client_text(*fn.self)) || has_client_text(Value(), args);
   return taint_result(std::move(result), tainted);

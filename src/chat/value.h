@@ -36,12 +36,21 @@ struct None {};
 struct ListData {
   std::vector<Value> items;
   bool tuple = false;  // only changes how it prints: (a, b) rather than [a, b]
+  int depth = 1;       // nesting levels, bounded (kMaxValueDepth) so recursion stays in the stack
 };
 struct DictData {
   std::vector<std::pair<std::string, Value>> items;  // insertion order, like a Python dict
   const Value* find(std::string_view key) const;
   bool client_keys = false;  // the keys came from the client (JSON input): they are client text
+  int depth = 1;
 };
+
+// Containers nest at most this deep. Printing, comparing and dumping recurse, so deeper values
+// (a template wrapping a list in a list in a loop) are refused when built. Namespaces (the one
+// mutable value) cannot be put inside any value, so no value can contain itself.
+constexpr int kMaxValueDepth = 300;
+// The depth a value adds to a container holding it; fails for a namespace.
+int nested_depth(const Value& v);
 struct NamespaceData {
   DictData attrs;
 };

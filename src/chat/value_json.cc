@@ -126,6 +126,7 @@ class JsonWriter {
 
   void newline(size_t depth) {
     if (!o_.indent) return;
+    check_built_size(out_.size() + 1 + depth * o_.indent->size());
     out_ += '\n';
     for (size_t i = 0; i < depth; ++i) out_ += *o_.indent;
   }
@@ -140,6 +141,7 @@ class JsonWriter {
       if (i) out_ += item_sep_;
       newline(depth + 1);
       write(l.items[i], depth + 1);
+      check_built_size(out_.size());
     }
     newline(depth);
     out_ += ']';
@@ -163,6 +165,7 @@ class JsonWriter {
       dump_string(out_, order[i]->first, o_.ensure_ascii);
       out_ += key_sep_;
       write(order[i]->second, depth + 1);
+      check_built_size(out_.size());
     }
     newline(depth);
     out_ += '}';
