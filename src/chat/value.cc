@@ -53,7 +53,7 @@ Value Value::client_text(std::string s) {
 }
 
 Value Value::callable(std::string name, std::function<Value(Runtime&, const CallArgs&)> fn) {
-  return Value(std::make_shared<const CallableData>(CallableData{std::move(name), std::move(fn)}));
+  return Value(std::make_shared<const CallableData>(CallableData{std::move(name), std::move(fn), false, nullptr}));
 }
 
 double Value::as_number() const {
