@@ -6,6 +6,7 @@
 
 #include "chat/builtins.h"
 #include "chat/py_string.h"
+#include "chat/taint.h"
 #include "util/error.h"
 
 namespace lumen::chat {
@@ -82,6 +83,7 @@ std::string py_format(const std::string& s, const CallArgs& a) {
       }
       if (!v) fail("str.format has no argument for '{{{}}}'", field);
       out += to_str(*v);
+      check_built_size(out.size());
       i = close;
     }
   }
@@ -141,6 +143,7 @@ Value string_method(const std::string& s, std::string_view name, const CallArgs&
       if (!first) out += s;
       first = false;
       out += item.as_string();
+      check_built_size(out.size());
     }
     return Value(std::move(out));
   }
@@ -166,8 +169,9 @@ Value dict_method(const Value& self, std::string_view name, const CallArgs& a) {
     a.expect_at_most(name, 0, {});
     std::vector<Value> out;
     for (const auto& [k, v] : d.items) {
-      if (name == "items") out.push_back(Value::list({Value(k), v}, true));
-      else out.push_back(name == "keys" ? Value(k) : v);
+      Value key = d.client_keys ? Value::client_text(k) : Value(k);
+      if (name == "items") out.push_back(Value::list({key, v}, true));
+      else out.push_back(name == "keys" ? key : v);
     }
     return Value::list(std::move(out));
   }
@@ -219,9 +223,11 @@ bool contains(const std::array<std::string_view, N>& names, std::string_view nam
 
 Value bound(const Value& self, const std::string& name,
             Value (*method)(const Value&, std::string_view, const CallArgs&)) {
-  return Value::callable(name, [self, name, method](Runtime&, const CallArgs& a) {
-    return method(self, name, a);
-  });
+  auto data = std::make_shared<CallableData>();
+  data->name = name;
+  data->fn = [self, name, method](Runtime&, const CallArgs& a) { return method(self, name, a); };
+  data->self = std::make_shared<const Value>(self);
+  return Value(Value::CallablePtr(std::move(data)));
 }
 
 Value str_method_entry(const Value& self, std::string_view name, const CallArgs& a) {
@@ -264,7 +270,8 @@ Value get_item(const Value& obj, const Value& key) {
       if (i < 0) i += n;
       if (i >= 0 && i < n) {
         auto k = static_cast<size_t>(i);
-        return Value(obj.as_string().substr(offsets[k], offsets[k + 1] - offsets[k]));
+        return taint_result(Value(obj.as_string().substr(offsets[k], offsets[k + 1] - offsets[k])),
+                            !obj.taint().empty());
       }
     }
     return Value::undefined(fmt::format("'{}' has no element {}", obj.type_name(), to_str(key)));
@@ -329,13 +336,15 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
     return Value::list(std::move(out), obj.as_list().tuple);
   }
   const std::string& str = obj.as_string();
+  const bool tainted = !obj.taint().empty();
   if (st == 1) {
     if (picks.empty()) return Value(std::string());
-    return Value(str.substr(offsets[picks.front()], offsets[picks.back() + 1] - offsets[picks.front()]));
+    return taint_result(Value(str.substr(offsets[picks.front()], offsets[picks.back() + 1] - offsets[picks.front()])),
+                        tainted);
   }
   std::string out;
   for (size_t i : picks) out += str.substr(offsets[i], offsets[i + 1] - offsets[i]);
-  return Value(std::move(out));
+  return taint_result(Value(std::move(out)), tainted);
 }
 
 std::vector<Value> iterate(const Value& v) {
@@ -343,14 +352,16 @@ std::vector<Value> iterate(const Value& v) {
   if (v.is_list()) return v.as_list().items;
   if (v.is_dict()) {
     std::vector<Value> keys;
-    for (const auto& [k, x] : v.as_dict().items) keys.emplace_back(k);
+    for (const auto& [k, x] : v.as_dict().items) keys.push_back(v.as_dict().client_keys ? Value::client_text(k) : Value(k));
     return keys;
   }
   if (v.is_string()) {
     std::vector<Value> chars;
     auto offsets = code_point_offsets(v.as_string());
+    const bool tainted = !v.taint().empty();
     for (size_t i = 0; i + 1 < offsets.size(); ++i) {
-      chars.emplace_back(v.as_string().substr(offsets[i], offsets[i + 1] - offsets[i]));
+      Value c(v.as_string().substr(offsets[i], offsets[i + 1] - offsets[i]));
+      chars.push_back(tainted ? Value::client_text(c.as_string()) : c);
     }
     return chars;
   }

@@ -12,7 +12,18 @@ namespace lumen::chat {
 namespace {
 // Far beyond any real template (the largest are ~20 KB); bounds parse time and memory.
 constexpr size_t kMaxTemplateBytes = size_t{1} << 20;
+
+// The variables render() sets itself; the built-in functions are checked separately.
+constexpr std::string_view kRenderVariables[] = {"messages", "tools", "documents", "add_generation_prompt",
+                                                 "bos_token", "eos_token", "loop"};
 }  // namespace
+
+bool is_reserved_variable(std::string_view name) {
+  for (auto reserved : kRenderVariables) {
+    if (name == reserved) return true;
+  }
+  return global_function(name).has_value();
+}
 
 ChatTemplate ChatTemplate::parse(std::string_view text) {
   if (text.size() > kMaxTemplateBytes) fail("chat template is too large ({} bytes)", text.size());
@@ -28,53 +39,37 @@ ChatTemplate ChatTemplate::parse(std::string_view text) {
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
                                  const ChatTemplateOptions& options) const {
+  return render_tracked(messages, options).text;
+}
+
+ChatTemplate::Rendered ChatTemplate::render_tracked(const nlohmann::ordered_json& messages,
+                                                    const ChatTemplateOptions& options) const {
   if (!messages.is_array()) fail("chat messages must be a JSON array");
   if (!options.extra_context.is_object()) fail("chat template context must be a JSON object");
   if (!utf8_valid(options.bos_token) || !utf8_valid(options.eos_token)) {
     fail("special token text is not valid UTF-8");
   }
   Scope globals;
-  globals.emplace_back("messages", from_json(messages));
-  globals.emplace_back("tools", options.tools ? from_json(*options.tools) : Value(None{}));
+  globals.emplace_back("messages", from_json(messages, true));
+  globals.emplace_back("tools", options.tools ? from_json(*options.tools, true) : Value(None{}));
   globals.emplace_back("documents", Value(None{}));
   globals.emplace_back("add_generation_prompt", Value(options.add_generation_prompt));
   globals.emplace_back("bos_token", Value(options.bos_token));
   globals.emplace_back("eos_token", Value(options.eos_token));
   for (const auto& [k, v] : options.extra_context.items()) {
-    Value value = from_json(v);
-    if (options.reserved_names_fixed && is_reserved_template_name(k)) {
-      fail("the template variable '{}' is set by the renderer and cannot be replaced", k);
-    }
-    bool replaced = false;
-    for (auto& [name, existing] : globals) {
-      if (name == k) {
-        existing = value;
-        replaced = true;
-      }
-    }
-    if (!replaced) globals.emplace_back(k, std::move(value));
+    if (is_reserved_variable(k)) throw RenderRefused(fmt::format("chat template variable '{}' cannot be overridden", k));
+    globals.emplace_back(k, from_json(v, true));
   }
   Runtime rt(options.limits, options.now ? *options.now : std::time(nullptr));
   Interpreter interpreter(rt, std::move(globals));
-  // The line is added to the message; the kind of error is kept (template_errors.h).
   try {
-    return interpreter.render(*body_);
-  } catch (const TemplateRefusal& e) {
-    throw TemplateRefusal(fmt::format("chat template line {}: {}", rt.line, e.what()));
-  } catch (const TemplateLimitError& e) {
-    throw TemplateLimitError(fmt::format("chat template line {}: {}", rt.line, e.what()));
+    TaintedText out = interpreter.render(*body_);
+    return Rendered{std::move(out.text), std::move(out.taint)};
+  } catch (const RenderRefused& e) {
+    throw RenderRefused(fmt::format("chat template line {}: {}", rt.line, e.what()));
   } catch (const Error& e) {
     throw Error(fmt::format("chat template line {}: {}", rt.line, e.what()));
   }
-}
-
-bool is_reserved_template_name(const std::string& name) {
-  static const char* const kRendererVariables[] = {"messages", "tools", "documents", "add_generation_prompt",
-                                                    "bos_token", "eos_token"};
-  for (const char* reserved : kRendererVariables) {
-    if (name == reserved) return true;
-  }
-  return global_function(name).has_value();
 }
 
 std::string render_chat(std::string_view template_text, const nlohmann::ordered_json& messages,

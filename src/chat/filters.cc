@@ -7,6 +7,7 @@
 
 #include "chat/builtins.h"
 #include "chat/py_string.h"
+#include "chat/taint.h"
 #include "chat/value_json.h"
 #include "util/error.h"
 
@@ -68,6 +69,7 @@ Value do_join(const Value& v, const CallArgs& a) {
     if (!first) out += sep;
     first = false;
     out += to_str(attr && !attr->is_none() ? attribute_path(item, to_str(*attr)) : item);
+    check_built_size(out.size());
   }
   return Value(std::move(out));
 }
@@ -215,6 +217,7 @@ Value do_indent(const Value& v, const CallArgs& a) {
     out += "\n";
     if (blank || !lines[i].empty()) out += pad;
     out += lines[i];
+    check_built_size(out.size());
   }
   return Value(first ? pad + out : out);
 }
@@ -242,8 +245,21 @@ std::string html_escape(const std::string& s) {
 
 }  // namespace
 
+namespace {
+Value filter_value(Runtime& rt, std::string_view name, const Value& v, const CallArgs& a);
+}  // namespace
+
 Value apply_filter(Runtime& rt, std::string_view name, const Value& v, const CallArgs& a) {
   rt.step();
+  Value result = filter_value(rt, name, v, a);
+  if (result.is_string()) rt.check_size(result.as_string().size());
+  // Filters do not follow bytes: a string made from client text is client text.
+  if (!may_carry_text(result)) return result;
+  return taint_result(std::move(result), has_client_text(v, a));
+}
+
+namespace {
+Value filter_value(Runtime& rt, std::string_view name, const Value& v, const CallArgs& a) {
   if (name == "trim") {
     const Value* chars = a.get(0, "chars");
     std::optional<std::string> set;
@@ -256,7 +272,9 @@ Value apply_filter(Runtime& rt, std::string_view name, const Value& v, const Cal
     if (v.is_undefined()) return Value::list({});
     if (!v.is_dict()) fail("Can only get item pairs from a mapping.");
     std::vector<Value> out;
-    for (const auto& [k, x] : v.as_dict().items) out.push_back(Value::list({Value(k), x}, true));
+    for (const auto& [k, x] : v.as_dict().items) {
+      out.push_back(Value::list({v.as_dict().client_keys ? Value::client_text(k) : Value(k), x}, true));
+    }
     return Value::list(std::move(out));
   }
   if (name == "join") return do_join(v, a);
@@ -337,7 +355,9 @@ Value apply_filter(Runtime& rt, std::string_view name, const Value& v, const Cal
     bool by_value = a.get(1, "by") && to_str(*a.get(1, "by")) == "value";
     bool reverse = bool_arg(a.get(2, "reverse"), false);
     std::vector<Value> pairs;
-    for (const auto& [k, x] : v.as_dict().items) pairs.push_back(Value::list({Value(k), x}, true));
+    for (const auto& [k, x] : v.as_dict().items) {
+      pairs.push_back(Value::list({v.as_dict().client_keys ? Value::client_text(k) : Value(k), x}, true));
+    }
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& p, const Value& q) {
       Value x = p.as_list().items[by_value ? 1 : 0], y = q.as_list().items[by_value ? 1 : 0];
       if (!case_sensitive && x.is_string() && y.is_string()) {
@@ -350,5 +370,6 @@ Value apply_filter(Runtime& rt, std::string_view name, const Value& v, const Cal
   }
   fail("no filter named '{}'", name);
 }
+}  // namespace
 
 }  // namespace lumen::chat

@@ -4,7 +4,6 @@
 #include <ctime>
 
 #include "chat/builtins.h"
-#include "chat/template_errors.h"
 #include "util/error.h"
 
 namespace lumen::chat {
@@ -17,6 +16,7 @@ constexpr int64_t kMaxRange = 100000;
 Value make_namespace(Runtime&, const CallArgs& a) {
   auto ns = std::make_shared<NamespaceData>();
   auto put = [&](const std::string& k, const Value& v) {
+    (void)nested_depth(v);  // refuses a namespace inside a namespace (a cycle could follow)
     for (auto& [key, val] : ns->attrs.items) {
       if (key == k) {
         val = v;
@@ -50,9 +50,7 @@ Value make_range(Runtime&, const CallArgs& a) {
   if (step == 0) fail("range() arg 3 must not be zero");
   std::vector<Value> out;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-    if (static_cast<int64_t>(out.size()) >= kMaxRange) {
-      throw TemplateLimitError(fmt::format("range too big, maximum size is {}", kMaxRange));
-    }
+    if (static_cast<int64_t>(out.size()) >= kMaxRange) fail("range too big, maximum size is {}", kMaxRange);
     out.emplace_back(i);
     if ((step > 0 && i > INT64_MAX - step) || (step < 0 && i < INT64_MIN - step)) break;
   }
@@ -66,7 +64,7 @@ Value make_dict(Runtime&, const CallArgs& a) {
 
 Value raise_exception(Runtime&, const CallArgs& a) {
   const Value* msg = a.get(0, "message");
-  throw TemplateRefusal(fmt::format("the template raised an error: {}", msg ? to_str(*msg) : std::string()));
+  throw RenderRefused(fmt::format("the template raised an error: {}", msg ? to_str(*msg) : std::string()));
 }
 
 Value strftime_now(Runtime& rt, const CallArgs& a) {

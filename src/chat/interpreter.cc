@@ -7,18 +7,19 @@
 
 namespace lumen::chat {
 
-std::string Interpreter::render(const Body& body) {
-  std::string out;
+TaintedText Interpreter::render(const Body& body) {
+  TaintedText out;
   exec_body(body, out);
   return out;
 }
 
-void Interpreter::append(std::string& out, const std::string& text) const {
-  rt_.check_size(out.size() + text.size());
-  out += text;
+void Interpreter::append(TaintedText& out, const Value& v) const {
+  if (v.is_string()) rt_.check_size(out.text.size() + v.as_string().size());
+  append_printed(out, v);
+  rt_.check_size(out.text.size());
 }
 
-Interpreter::Flow Interpreter::exec_body(const Body& body, std::string& out) {
+Interpreter::Flow Interpreter::exec_body(const Body& body, TaintedText& out) {
   for (const auto& s : body) {
     Flow f = exec(*s, out);
     if (f != Flow::Normal) return f;
@@ -26,12 +27,15 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, std::string& out) {
   return Flow::Normal;
 }
 
-Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
+Interpreter::Flow Interpreter::exec(const Stmt& s, TaintedText& out) {
   rt_.step();
   rt_.line = s.line;
   switch (s.kind) {
-    case StmtKind::Text: append(out, s.text); break;
-    case StmtKind::Print: append(out, to_str(eval(*s.expr))); break;
+    case StmtKind::Text:
+      rt_.check_size(out.text.size() + s.text.size());
+      out.text += s.text;
+      break;
+    case StmtKind::Print: append(out, eval(*s.expr)); break;
     case StmtKind::If:
       for (const auto& [cond, body] : s.branches) {
         if (!cond || truthy(eval(*cond))) return exec_body(body, out);
@@ -41,14 +45,14 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, std::string& out) {
     case StmtKind::Set: case StmtKind::SetBlock: exec_set(s, out); break;
     case StmtKind::Macro: define_macro(s); break;
     case StmtKind::FilterBlock: {
-      std::string inner;
+      TaintedText inner;
       Flow f = exec_body(s.body, inner);
-      Value v(std::move(inner));
+      Value v = std::move(inner).value();
       for (const auto& filter : s.filters) {
         rt_.line = filter->line;
         v = apply_filter(rt_, filter->name, v, eval_args(*filter, 1));
       }
-      append(out, to_str(v));
+      append(out, v);
       return f;
     }
     case StmtKind::Break: return Flow::Break;
@@ -70,7 +74,7 @@ void Interpreter::bind_targets(const std::vector<std::string>& names, const Valu
   for (size_t i = 0; i < names.size(); ++i) assign(names[i], parts[i]);
 }
 
-void Interpreter::exec_for(const Stmt& s, std::string& out) {
+void Interpreter::exec_for(const Stmt& s, TaintedText& out) {
   Value iterable = eval(*s.expr);
   if (iterable.is_none() || iterable.is_number() || iterable.is_callable() || iterable.is_namespace()) {
     fail("'{}' is not iterable", iterable.type_name());
@@ -128,13 +132,13 @@ void Interpreter::exec_for(const Stmt& s, std::string& out) {
   }
 }
 
-void Interpreter::exec_set(const Stmt& s, std::string& out) {
+void Interpreter::exec_set(const Stmt& s, TaintedText& out) {
   (void)out;
   Value v;
   if (s.kind == StmtKind::SetBlock) {
-    std::string inner;
+    TaintedText inner;
     exec_body(s.body, inner);
-    v = Value(std::move(inner));
+    v = std::move(inner).value();
     for (const auto& filter : s.filters) v = apply_filter(rt_, filter->name, v, eval_args(*filter, 1));
   } else {
     v = eval(*s.expr);
@@ -145,6 +149,7 @@ void Interpreter::exec_set(const Stmt& s, std::string& out) {
   }
   Value target = lookup(s.targets[0]);
   if (!target.is_namespace()) fail("cannot assign attribute on non-namespace object");
+  (void)nested_depth(v);  // no namespace inside a namespace: `ns.self = ns` would be a cycle
   auto& attrs = target.as_namespace().attrs.items;
   for (auto& [k, x] : attrs) {
     if (k == s.target_attr) {
@@ -157,9 +162,11 @@ void Interpreter::exec_set(const Stmt& s, std::string& out) {
 
 void Interpreter::define_macro(const Stmt& s) {
   const Stmt* def = &s;
-  assign(s.text, Value::callable(s.text, [this, def](Runtime&, const CallArgs& args) {
-    return call_macro(*def, args);
-  }));
+  auto data = std::make_shared<CallableData>();
+  data->name = s.text;
+  data->fn = [this, def](Runtime&, const CallArgs& args) { return call_macro(*def, args); };
+  data->tracks_client_text = true;  // the output carries its exact client ranges
+  assign(s.text, Value(Value::CallablePtr(std::move(data))));
 }
 
 Value Interpreter::call_macro(const Stmt& s, const CallArgs& args) {
@@ -174,7 +181,7 @@ Value Interpreter::call_macro(const Stmt& s, const CallArgs& args) {
   frames_.resize(1);
   frames_.emplace_back();
   int saved_line = rt_.line;
-  std::string out;
+  TaintedText out;
   try {
     for (size_t i = 0; i < s.params.size(); ++i) {
       const auto& [name, dflt] = s.params[i];
@@ -198,7 +205,7 @@ Value Interpreter::call_macro(const Stmt& s, const CallArgs& args) {
   for (auto& f : saved) frames_.push_back(std::move(f));
   --rt_.call_depth;
   rt_.line = saved_line;
-  return Value(std::move(out));
+  return std::move(out).value();
 }
 
 Value Interpreter::lookup(const std::string& name) const {
@@ -241,9 +248,11 @@ Value Interpreter::eval(const Expr& e) {
     }
     case ExprKind::Dict: {
       std::vector<std::pair<std::string, Value>> items;
+      bool client_keys = false;
       for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
         Value k = eval(*e.args[i]);
         if (!k.is_string()) fail("only string keys are supported in dict literals");
+        client_keys = client_keys || !k.taint().empty();
         Value v = eval(*e.args[i + 1]);
         bool replaced = false;
         for (auto& [key, val] : items) {
@@ -254,7 +263,7 @@ Value Interpreter::eval(const Expr& e) {
         }
         if (!replaced) items.emplace_back(k.as_string(), std::move(v));
       }
-      return Value::dict(std::move(items));
+      return Value::dict(std::move(items), client_keys);
     }
     case ExprKind::GetAttr: return get_attribute(eval(*e.args[0]), e.name);
     case ExprKind::GetItem: {

@@ -9,6 +9,7 @@
 
 #include "chat/ast.h"
 #include "chat/runtime.h"
+#include "chat/taint.h"
 
 namespace lumen::chat {
 
@@ -20,15 +21,15 @@ class Interpreter {
 
   // Renders `body` and returns the text; lumen::Error on a template error (message without the
   // line: the caller reads rt.line).
-  std::string render(const Body& body);
+  TaintedText render(const Body& body);
 
  private:
   enum class Flow { Normal, Break, Continue };
 
-  Flow exec_body(const Body& body, std::string& out);
-  Flow exec(const Stmt& s, std::string& out);
-  void exec_for(const Stmt& s, std::string& out);
-  void exec_set(const Stmt& s, std::string& out);
+  Flow exec_body(const Body& body, TaintedText& out);
+  Flow exec(const Stmt& s, TaintedText& out);
+  void exec_for(const Stmt& s, TaintedText& out);
+  void exec_set(const Stmt& s, TaintedText& out);
   void define_macro(const Stmt& s);
   Value call_macro(const Stmt& s, const CallArgs& args);
 
@@ -38,7 +39,7 @@ class Interpreter {
   Value lookup(const std::string& name) const;
   void assign(const std::string& name, Value v);
   void bind_targets(const std::vector<std::string>& names, const Value& v);
-  void append(std::string& out, const std::string& text) const;
+  void append(TaintedText& out, const Value& v) const;
 
   Runtime& rt_;
   std::vector<Scope> frames_;

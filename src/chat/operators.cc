@@ -6,6 +6,7 @@
 
 #include "chat/builtins.h"
 #include "chat/interpreter.h"
+#include "chat/taint.h"
 #include "util/error.h"
 
 namespace lumen::chat {
@@ -29,7 +30,7 @@ Value repeat(Runtime& rt, const Value& seq, int64_t times) {
     std::string out;
     out.reserve(s.size() * count);
     for (size_t i = 0; i < count; ++i) out += s;
-    return Value(std::move(out));
+    return taint_result(Value(std::move(out)), !seq.taint().empty());
   }
   const auto& items = seq.as_list().items;
   if (!items.empty() && count > rt.limits().max_output_bytes / items.size()) rt.check_size(SIZE_MAX);
@@ -56,17 +57,23 @@ Value Interpreter::eval_binary(const std::string& op, const Value& a, const Valu
   if (op == "in") return Value(value_in(a, b));
   if (op == "not in") return Value(!value_in(a, b));
   if (op == "~") {
-    std::string s = to_str(a);
-    std::string t = to_str(b);
-    rt_.check_size(s.size() + t.size());
-    return Value(s + t);
+    TaintedText out;
+    append_printed(out, a);
+    rt_.check_size(out.text.size());
+    append_printed(out, b);
+    rt_.check_size(out.text.size());
+    return std::move(out).value();
   }
   bool ints = (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
   bool nums = a.is_number() && b.is_number();
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       rt_.check_size(a.as_string().size() + b.as_string().size());
-      return Value(a.as_string() + b.as_string());
+      TaintedText out;
+      out.text.reserve(a.as_string().size() + b.as_string().size());
+      out.append(a.as_string(), a.taint());
+      out.append(b.as_string(), b.taint());
+      return std::move(out).value();
     }
     if (a.is_list() && b.is_list() && a.as_list().tuple == b.as_list().tuple) {
       std::vector<Value> items = a.as_list().items;

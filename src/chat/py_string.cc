@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "chat/runtime.h"
+
 namespace lumen::chat {
+
+void check_built_size(size_t bytes) {
+  if (bytes > kMaxBuiltString) throw RenderRefused("the template built a string past the size limit");
+}
 
 bool py_isspace(char32_t cp) {
   if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x1f);
@@ -231,6 +237,7 @@ std::string py_replace(std::string_view text, std::string_view from, std::string
     int64_t done = 0;
     while (true) {
       if (count < 0 || done < count) { out += to; ++done; }
+      check_built_size(out.size());
       if (pos >= text.size()) break;
       size_t start = pos;
       utf8_next(text, pos);
@@ -241,6 +248,7 @@ std::string py_replace(std::string_view text, std::string_view from, std::string
   size_t start = 0;
   int64_t done = 0;
   while (count < 0 || done < count) {
+    check_built_size(out.size() + to.size());
     size_t hit = text.find(from, start);
     if (hit == std::string_view::npos) break;
     out += text.substr(start, hit - start);

@@ -10,6 +10,12 @@
 
 namespace lumen::chat {
 
+// The largest string any operation builds, whatever the render's own (smaller) output limit:
+// checked while building, so a hostile template fails with an error before memory runs out.
+constexpr size_t kMaxBuiltString = size_t{64} << 20;
+// lumen::Error when `bytes` passes kMaxBuiltString.
+void check_built_size(size_t bytes);
+
 // True for the code points Python's str.isspace() accepts.
 bool py_isspace(char32_t cp);
 

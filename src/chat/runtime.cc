@@ -1,7 +1,6 @@
 #include "chat/runtime.h"
 
-#include "chat/template_errors.h"
-
+#include "chat/taint.h"
 #include "util/error.h"
 
 namespace lumen::chat {
@@ -27,12 +26,20 @@ void CallArgs::expect_at_most(std::string_view function, size_t max_positional,
   }
 }
 
-void Runtime::fail_limit(const char* what) { throw TemplateLimitError(what); }
+void Runtime::fail_limit(const char* what) { throw RenderRefused(what); }
 
 Value Runtime::call(const Value& callee, const CallArgs& args) {
   if (callee.is_undefined()) fail_undefined(callee);
   if (!callee.is_callable()) fail("'{}' is not callable", callee.type_name());
-  return callee.as_callable().fn(*this, args);
+  const CallableData& fn = callee.as_callable();
+  if (fn.tracks_client_text) return fn.fn(*this, args);
+  // Bound methods carry their object: a str method on client text gives client text.
+  Value result = fn.fn(*this, args);
+  if (result.is_string()) check_size(result.as_string().size());
+  if (!may_carry_text(result)) return result;
+  bool tainted = (fn.self && has_client_text(*fn.self)) || has_client_text(Value(), args);
+  return taint_result(std::move(result), tainted);
+
 }
 
 }  // namespace lumen::chat

@@ -1,5 +1,6 @@
 #include "chat/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -15,20 +16,44 @@ const Value* DictData::find(std::string_view key) const {
   return nullptr;
 }
 
+int nested_depth(const Value& v) {
+  if (v.is_namespace()) fail("a namespace cannot be stored inside another value");
+  if (v.is_list()) return v.as_list().depth;
+  if (v.is_dict()) return v.as_dict().depth;
+  return 0;
+}
+
+namespace {
+int container_depth(int deepest_item) {
+  if (deepest_item + 1 > kMaxValueDepth) fail("values nest more than {} levels deep", kMaxValueDepth);
+  return deepest_item + 1;
+}
+}  // namespace
+
 Value Value::list(std::vector<Value> items, bool tuple) {
+  int deepest = 0;
+  for (const auto& item : items) deepest = std::max(deepest, nested_depth(item));
   Value v;
-  v.v_ = std::make_shared<const ListData>(ListData{std::move(items), tuple});
+  v.v_ = std::make_shared<const ListData>(ListData{std::move(items), tuple, container_depth(deepest)});
   return v;
 }
 
-Value Value::dict(std::vector<std::pair<std::string, Value>> items) {
+Value Value::dict(std::vector<std::pair<std::string, Value>> items, bool client_keys) {
+  int deepest = 0;
+  for (const auto& item : items) deepest = std::max(deepest, nested_depth(item.second));
   Value v;
-  v.v_ = std::make_shared<const DictData>(DictData{std::move(items)});
+  v.v_ = std::make_shared<const DictData>(DictData{std::move(items), client_keys, container_depth(deepest)});
   return v;
+}
+
+Value Value::client_text(std::string s) {
+  Taint taint;
+  if (!s.empty()) taint.emplace_back(0, s.size());
+  return text(std::move(s), std::move(taint));
 }
 
 Value Value::callable(std::string name, std::function<Value(Runtime&, const CallArgs&)> fn) {
-  return Value(std::make_shared<const CallableData>(CallableData{std::move(name), std::move(fn)}));
+  return Value(std::make_shared<const CallableData>(CallableData{std::move(name), std::move(fn), false, nullptr}));
 }
 
 double Value::as_number() const {
@@ -181,6 +206,7 @@ std::string print(const Value& v, bool repr) {
     for (size_t i = 0; i < l.items.size(); ++i) {
       if (i) out += ", ";
       out += print(l.items[i], true);
+      check_built_size(out.size());
     }
     if (l.tuple && l.items.size() == 1) out += ",";
     return out + (l.tuple ? ")" : "]");
@@ -191,6 +217,7 @@ std::string print(const Value& v, bool repr) {
     for (size_t i = 0; i < d.items.size(); ++i) {
       if (i) out += ", ";
       out += py_repr_string(d.items[i].first) + ": " + print(d.items[i].second, true);
+      check_built_size(out.size());
     }
     out += "}";
     return v.is_namespace() ? "<Namespace " + out + ">" : out;

@@ -18,6 +18,17 @@ class Value;
 class Runtime;
 struct CallArgs;
 
+// Byte ranges [begin, end) of a string that came from the client (message text, tool schemas,
+// kwargs values), sorted and disjoint. The prompt builder tokenizes them as plain text, so only
+// the template's own text can produce control tokens. Operations that cannot follow the bytes
+// mark their whole result as client text when any input had some (see taint.h).
+using Taint = std::vector<std::pair<size_t, size_t>>;
+
+struct StrData {
+  std::string text;
+  Taint taint;
+};
+
 struct Undefined {
   std::string hint;  // jinja2's message for a use that must fail, e.g. "'x' is undefined"
 };
@@ -25,17 +36,29 @@ struct None {};
 struct ListData {
   std::vector<Value> items;
   bool tuple = false;  // only changes how it prints: (a, b) rather than [a, b]
+  int depth = 1;       // nesting levels, bounded (kMaxValueDepth) so recursion stays in the stack
 };
 struct DictData {
   std::vector<std::pair<std::string, Value>> items;  // insertion order, like a Python dict
   const Value* find(std::string_view key) const;
+  bool client_keys = false;  // the keys came from the client (JSON input): they are client text
+  int depth = 1;
 };
+
+// Containers nest at most this deep. Printing, comparing and dumping recurse, so deeper values
+// (a template wrapping a list in a list in a loop) are refused when built. Namespaces (the one
+// mutable value) cannot be put inside any value, so no value can contain itself.
+constexpr int kMaxValueDepth = 300;
+// The depth a value adds to a container holding it; fails for a namespace.
+int nested_depth(const Value& v);
 struct NamespaceData {
   DictData attrs;
 };
 struct CallableData {
   std::string name;
   std::function<Value(Runtime&, const CallArgs&)> fn;
+  bool tracks_client_text = false;
+  std::shared_ptr<const Value> self;  // a bound method's object; null for a plain function  // a macro: its output carries exact client ranges
 };
 
 class Value {
@@ -44,7 +67,7 @@ class Value {
   using DictPtr = std::shared_ptr<const DictData>;
   using NamespacePtr = std::shared_ptr<NamespaceData>;
   using CallablePtr = std::shared_ptr<const CallableData>;
-  using Storage = std::variant<Undefined, None, bool, int64_t, double, std::string, ListPtr,
+  using Storage = std::variant<Undefined, None, bool, int64_t, double, StrData, ListPtr,
                                DictPtr, NamespacePtr, CallablePtr>;
 
   Value() : v_(Undefined{}) {}
@@ -52,15 +75,19 @@ class Value {
   Value(bool b) : v_(b) {}
   Value(int64_t i) : v_(i) {}
   Value(double d) : v_(d) {}
-  Value(std::string s) : v_(std::move(s)) {}
-  Value(const char* s) : v_(std::string(s)) {}
+  Value(std::string s) : v_(StrData{std::move(s), {}}) {}
+  Value(const char* s) : v_(StrData{std::string(s), {}}) {}
+  // A string with the given client ranges.
+  static Value text(std::string s, Taint taint) { Value v; v.v_ = StrData{std::move(s), std::move(taint)}; return v; }
+  // A string that is client text from end to end.
+  static Value client_text(std::string s);
   Value(Undefined u) : v_(std::move(u)) {}
   Value(NamespacePtr ns) : v_(std::move(ns)) {}
   Value(CallablePtr fn) : v_(std::move(fn)) {}
 
   static Value undefined(std::string hint) { return Value(Undefined{std::move(hint)}); }
   static Value list(std::vector<Value> items, bool tuple = false);
-  static Value dict(std::vector<std::pair<std::string, Value>> items);
+  static Value dict(std::vector<std::pair<std::string, Value>> items, bool client_keys = false);
   static Value callable(std::string name, std::function<Value(Runtime&, const CallArgs&)> fn);
 
   bool is_undefined() const { return std::holds_alternative<Undefined>(v_); }
@@ -69,7 +96,7 @@ class Value {
   bool is_int() const { return std::holds_alternative<int64_t>(v_); }
   bool is_float() const { return std::holds_alternative<double>(v_); }
   bool is_number() const { return is_int() || is_float() || is_bool(); }
-  bool is_string() const { return std::holds_alternative<std::string>(v_); }
+  bool is_string() const { return std::holds_alternative<StrData>(v_); }
   bool is_list() const { return std::holds_alternative<ListPtr>(v_); }
   bool is_dict() const { return std::holds_alternative<DictPtr>(v_); }
   bool is_namespace() const { return std::holds_alternative<NamespacePtr>(v_); }
@@ -78,7 +105,8 @@ class Value {
   bool as_bool() const { return std::get<bool>(v_); }
   int64_t as_int() const { return std::get<int64_t>(v_); }
   double as_float() const { return std::get<double>(v_); }
-  const std::string& as_string() const { return std::get<std::string>(v_); }
+  const std::string& as_string() const { return std::get<StrData>(v_).text; }
+  const Taint& taint() const { return std::get<StrData>(v_).taint; }
   const ListData& as_list() const { return *std::get<ListPtr>(v_); }
   const DictData& as_dict() const { return *std::get<DictPtr>(v_); }
   NamespaceData& as_namespace() const { return *std::get<NamespacePtr>(v_); }

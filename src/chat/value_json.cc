@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "chat/py_string.h"
-#include "chat/template_errors.h"
 #include "util/error.h"
 
 namespace lumen::chat {
@@ -15,17 +14,15 @@ namespace {
 // conversation are refused up front so those stay within the stack.
 constexpr int kMaxJsonDepth = 256;
 
-Value from_json_at(const nlohmann::ordered_json& json, int depth);
+Value from_json_at(const nlohmann::ordered_json& json, int depth, bool client);
 }  // namespace
 
-Value from_json(const nlohmann::ordered_json& json) { return from_json_at(json, 0); }
+Value from_json(const nlohmann::ordered_json& json, bool client) { return from_json_at(json, 0, client); }
 
 namespace {
-Value from_json_at(const nlohmann::ordered_json& json, int depth) {
+Value from_json_at(const nlohmann::ordered_json& json, int depth, bool client) {
   using nlohmann::ordered_json;
-  if (depth > kMaxJsonDepth) {
-    throw TemplateLimitError(fmt::format("template input is nested more than {} levels deep", kMaxJsonDepth));
-  }
+  if (depth > kMaxJsonDepth) fail("template input is nested more than {} levels deep", kMaxJsonDepth);
   switch (json.type()) {
     case ordered_json::value_t::null: return Value(None{});
     case ordered_json::value_t::boolean: return Value(json.get<bool>());
@@ -40,19 +37,19 @@ Value from_json_at(const nlohmann::ordered_json& json, int depth) {
       // nlohmann's parser rejects invalid UTF-8, but a caller may build JSON by hand.
       const auto& s = json.get_ref<const std::string&>();
       if (!utf8_valid(s)) fail("template input string is not valid UTF-8");
-      return Value(s);
+      return client ? Value::client_text(s) : Value(s);
     }
     case ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(json.size());
-      for (const auto& item : json) items.push_back(from_json_at(item, depth + 1));
+      for (const auto& item : json) items.push_back(from_json_at(item, depth + 1, client));
       return Value::list(std::move(items));
     }
     case ordered_json::value_t::object: {
       std::vector<std::pair<std::string, Value>> items;
       items.reserve(json.size());
-      for (const auto& [k, v] : json.items()) items.emplace_back(k, from_json_at(v, depth + 1));
-      return Value::dict(std::move(items));
+      for (const auto& [k, v] : json.items()) items.emplace_back(k, from_json_at(v, depth + 1, client));
+      return Value::dict(std::move(items), client);
     }
     default: fail("unsupported JSON value in template input");
   }
@@ -129,6 +126,7 @@ class JsonWriter {
 
   void newline(size_t depth) {
     if (!o_.indent) return;
+    check_built_size(out_.size() + 1 + depth * o_.indent->size());
     out_ += '\n';
     for (size_t i = 0; i < depth; ++i) out_ += *o_.indent;
   }
@@ -143,6 +141,7 @@ class JsonWriter {
       if (i) out_ += item_sep_;
       newline(depth + 1);
       write(l.items[i], depth + 1);
+      check_built_size(out_.size());
     }
     newline(depth);
     out_ += ']';
@@ -166,6 +165,7 @@ class JsonWriter {
       dump_string(out_, order[i]->first, o_.ensure_ascii);
       out_ += key_sep_;
       write(order[i]->second, depth + 1);
+      check_built_size(out_.size());
     }
     newline(depth);
     out_ += '}';

@@ -11,7 +11,8 @@
 
 namespace lumen::chat {
 
-Value from_json(const nlohmann::ordered_json& json);
+// `client`: every string and object key is client text (see Taint); false for trusted input.
+Value from_json(const nlohmann::ordered_json& json, bool client = false);
 
 struct JsonDumpOptions {
   bool ensure_ascii = false;

@@ -40,7 +40,7 @@ struct ServeOptions {
   std::string chat_template;
   std::string max_body = "1M";
   int64_t max_pending = 1024;
-  int32_t max_chat_messages = 2048;
+  size_t max_chat_messages = 2048;
   unsigned threads = 0;
   std::string device;
   server::ServerOptions http;
@@ -96,6 +96,8 @@ void serve(ServeOptions& options) {
   limits.vocab_size = static_cast<int64_t>(model.hparams.vocab_size);
   limits.max_model_len = engine.stats().max_model_len;
   limits.max_chat_messages = options.max_chat_messages;
+  // A rendering may add template text around the body's messages, but not grow without bound.
+  limits.max_rendered_prompt_bytes = 4 * options.http.max_body_bytes;
   server::ServerContext context(engine, model, load_chat_template(options, *model.file), name, limits,
                                 options.max_pending);
   context.salt_by_api_key = !options.http.api_keys.empty();

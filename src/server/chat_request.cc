@@ -1,10 +1,8 @@
 #include "server/chat_request.h"
 
 #include <set>
-#include <stdexcept>
 #include <string>
 
-#include "chat/template_errors.h"
 #include "engine/chat_prompt.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -21,8 +19,8 @@ std::string token_text(const tokenizer::Tokenizer& tokenizer, std::optional<int3
 nlohmann::ordered_json message_content(const nlohmann::json& content, const std::string& role) {
   if (content.is_null()) {
     if (role != "assistant") invalid("messages", "only an assistant message may have null content");
-    // An assistant turn that only called tools (the SDK's shape): its text is empty. Templates
-    // concatenate content with strings, so null would fail inside them.
+    // What the SDK sends beside tool_calls. Templates concatenate content as a string (Python's
+    // jinja2 fails on `str + None` too), so it renders as the empty text it stands for.
     return "";
   }
   if (content.is_string()) return content.get<std::string>();
@@ -40,6 +38,21 @@ nlohmann::ordered_json message_content(const nlohmann::json& content, const std:
   return text;
 }
 
+// An assistant turn's tool_calls, OpenAI's shape: [{"id", "type": "function", "function":
+// {"name", "arguments"}}], passed to the template as given once the shape is checked.
+nlohmann::ordered_json tool_calls_of(const nlohmann::json& calls) {
+  if (!calls.is_array()) invalid("messages", "'tool_calls' must be a list");
+  for (const auto& call : calls) {
+    const bool ok = call.is_object() && call.contains("function") && call["function"].is_object() &&
+                    call["function"].contains("name") && call["function"]["name"].is_string() &&
+                    (!call["function"].contains("arguments") || call["function"]["arguments"].is_string() ||
+                     call["function"]["arguments"].is_object()) &&
+                    (!call.contains("id") || call["id"].is_string());
+    if (!ok) invalid("messages", "each tool call must be {{\"id\", \"type\": \"function\", \"function\": {{\"name\", \"arguments\"}}}}");
+  }
+  return nlohmann::ordered_json(calls);
+}
+
 }  // namespace
 
 nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_messages) {
@@ -47,10 +60,7 @@ nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_mes
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) invalid("messages", "'messages' is required");
   if (!it->is_array() || it->empty()) invalid("messages", "'messages' must be a non-empty list");
-  if (it->size() > max_messages) {
-    invalid("messages", "at most {} messages per conversation (this has {}; --max-chat-messages)", max_messages,
-            it->size());
-  }
+  if (it->size() > max_messages) invalid("messages", "at most {} messages in a conversation", max_messages);
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   for (const auto& message : *it) {
     if (!message.is_object()) invalid("messages", "each message must be an object");
@@ -70,6 +80,10 @@ nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_mes
       if (!value->is_string()) invalid("messages", "'{}' of a message must be a string", extra);
       out[extra] = value->get<std::string>();
     }
+    if (auto calls = message.find("tool_calls"); calls != message.end() && !calls->is_null()) {
+      if (role_name != "assistant") invalid("messages", "only an assistant message may have 'tool_calls'");
+      out["tool_calls"] = tool_calls_of(*calls);
+    }
     messages.push_back(std::move(out));
   }
   return messages;
@@ -82,8 +96,8 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
   const auto& vocab = tokenizer.vocab();
   engine::ChatPromptOptions options;
   options.render.add_generation_prompt = fields.boolean("add_generation_prompt").value_or(true);
-  options.render.limits.max_output_bytes = max_rendered_bytes;
   options.render.bos_token = token_text(tokenizer, vocab.special.bos);
+  options.render.limits.max_output_bytes = max_rendered_bytes;  // also bounds each string built
   options.render.eos_token = token_text(tokenizer, vocab.special.eos);
   if (const nlohmann::json* tools = fields.find("tools")) {
     if (!tools->is_array()) invalid("tools", "'tools' must be a list");
@@ -92,10 +106,8 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
   if (const nlohmann::json* kwargs = fields.find("chat_template_kwargs")) {
     if (!kwargs->is_object()) invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     for (const auto& [key, value] : kwargs->items()) {
-      // The conversation, tools, special tokens and built-in functions are the server's to set:
-      // replacing `messages` here would bypass every check on the messages above.
-      if (chat::is_reserved_template_name(key)) {
-        invalid("chat_template_kwargs." + key, "'{}' cannot be set through chat_template_kwargs", key);
+      if (chat::is_reserved_variable(key)) {
+        invalid("chat_template_kwargs." + key, "'{}' is set by the server and cannot be overridden in chat_template_kwargs", key);
       }
     }
     options.render.extra_context = nlohmann::ordered_json(*kwargs);
@@ -103,15 +115,11 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
   std::vector<int32_t> prompt;
   try {
     prompt = engine::chat_prompt_tokens(chat_template, tokenizer, messages, options);
-  } catch (const chat::TemplateRefusal& e) {
-    invalid("messages", "the chat template refuses this conversation: {}", e.what());
-  } catch (const chat::TemplateLimitError& e) {
-    invalid("messages", "the conversation is too large for the chat template: {}", e.what());
+  } catch (const chat::RenderRefused& e) {
+    invalid("messages", "the chat template cannot render this conversation: {}", e.what());
   } catch (const Error& e) {
-    // Any other rendering failure on a request that passed validation is the template failing
-    // on input it should handle: an internal error (500; the server logs the detail), not the
-    // client's fault. std::runtime_error, not lumen::Error, which the server reads as a 400.
-    throw std::runtime_error(fmt::format("the chat template failed on a valid conversation: {}", e.what()));
+    // A valid request the model's template cannot render is not the client's fault.
+    throw ApiError(500, fmt::format("the chat template failed on a valid conversation: {}", e.what()));
   }
   if (vocab.special.add_bos && vocab.special.bos && (prompt.empty() || prompt[0] != *vocab.special.bos)) {
     prompt.insert(prompt.begin(), *vocab.special.bos);
@@ -128,16 +136,17 @@ ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTempl
       invalid("response_format", "only 'response_format': {{\"type\": \"text\"}} is supported");
     }
   }
-  // Tool calling does not exist yet: refusing is better than silently answering in plain text.
+  // Tool calling does not exist yet: answering in plain text as if the tools were not there
+  // would mislead the client.
   for (const char* field : {"tools", "tool_choice", "functions", "function_call"}) {
-    if (const nlohmann::json* value = fields.find(field); value != nullptr && !(value->is_array() && value->empty())) {
-      invalid(field, "'{}' is not supported yet: this server does not do tool calling", field);
+    if (const nlohmann::json* value = fields.find(field); value && !value->is_null()) {
+      invalid(field, "'{}' is not supported yet (no tool calling)", field);
     }
   }
   ChatRequest out;
-  const nlohmann::ordered_json messages = parse_messages(body, static_cast<size_t>(limits.max_chat_messages));
+  const nlohmann::ordered_json messages = parse_messages(body, limits.max_chat_messages);
   out.options = parse_generation_options(body, Endpoint::ChatCompletions, limits);
-  out.prompt = render_chat_prompt(messages, body, chat_template, tokenizer, limits.max_rendered_bytes);
+  out.prompt = render_chat_prompt(messages, body, chat_template, tokenizer, limits.max_rendered_prompt_bytes);
   return out;
 }
 

@@ -20,16 +20,16 @@ struct ChatRequest {
 // The conversation in the template's terms: a non-empty list of {"role", "content"} objects
 // whose content is a string, a list of text parts (joined with newlines) or, for an assistant
 // turn, null. Throws ApiError(400) for anything else.
-nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_messages = 2048);
+nlohmann::ordered_json parse_messages(const nlohmann::json& body,
+                                      size_t max_messages = ServingLimits{}.max_chat_messages);
 
 // Renders `messages` (from parse_messages) into prompt tokens, with BOS first when the model
 // wants one. `body` supplies add_generation_prompt, tools and chat_template_kwargs. A template
-// that refuses the conversation (raise_exception) or grows past max_rendered_bytes is an
-// ApiError(400); any other template failure is an internal error (std::runtime_error).
+// that refuses the conversation (raise_exception) is an ApiError(400).
 std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::json& body,
                                         const chat::ChatTemplate& chat_template,
                                         const tokenizer::Tokenizer& tokenizer,
-                                        size_t max_rendered_bytes);
+                                        size_t max_rendered_bytes = ServingLimits{}.max_rendered_prompt_bytes);
 
 ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTemplate& chat_template,
                                const tokenizer::Tokenizer& tokenizer, const ServingLimits& limits);

@@ -58,8 +58,8 @@ void handle_tokenize(ServerContext& context, const httplib::Request& request, ht
   std::vector<int32_t> tokens;
   if (fields.has("messages")) {
     if (!context.chat_template) throw ApiError(400, "the served model has no chat template", "messages");
-    tokens = render_chat_prompt(parse_messages(body, static_cast<size_t>(context.limits.max_chat_messages)), body,
-                                *context.chat_template, context.model.tokenizer, context.limits.max_rendered_bytes);
+    tokens = render_chat_prompt(parse_messages(body, context.limits.max_chat_messages), body, *context.chat_template,
+                                context.model.tokenizer, context.limits.max_rendered_prompt_bytes);
   } else {
     auto prompt = fields.string("prompt");
     if (!prompt) invalid("prompt", "'prompt' (a string) or 'messages' is required");

@@ -19,8 +19,8 @@ struct ServingLimits {
   int64_t max_model_len = 0;
   int32_t max_n = 16;        // choices per request
   int32_t max_prompts = 64;  // prompts in one /v1/completions request
-  int32_t max_chat_messages = 2048;               // messages in one conversation
-  size_t max_rendered_bytes = size_t{8} << 20;     // a chat template's output for one request
+  size_t max_chat_messages = 2048;              // messages in one conversation
+  size_t max_rendered_prompt_bytes = 4u << 20;  // the chat template's output
 };
 
 struct GenerationOptions {

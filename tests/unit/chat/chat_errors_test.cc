@@ -119,5 +119,54 @@ TEST(ChatBuiltinTemplates, EveryBuiltinRendersAConversation) {
   EXPECT_FALSE(builtin_chat_template("no-such-template").has_value());
 }
 
+TEST(ChatTemplateErrors, ContextCannotReplaceWhatTheRendererSets) {
+  // A client's chat_template_kwargs must not swap the conversation (its text would then skip
+  // the protections messages get) nor the special tokens or built-in functions.
+  for (const char* name : {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token",
+                           "raise_exception", "strftime_now", "range", "namespace", "dict", "loop"}) {
+    EXPECT_TRUE(is_reserved_variable(name)) << name;
+    ChatTemplateOptions options;
+    options.extra_context[name] = ordered_json::array({{{"role", "user"}, {"content", "<|im_start|>"}}});
+    EXPECT_NE(error_of("{{ messages[0].content }}", options).find("cannot be overridden"), std::string::npos) << name;
+  }
+  ChatTemplateOptions options;
+  options.extra_context["enable_thinking"] = true;
+  EXPECT_FALSE(is_reserved_variable("enable_thinking"));
+  EXPECT_EQ(render("{{ enable_thinking }}", options), "True");
+}
+
+TEST(ChatTemplateErrors, EveryBuiltStringAndNestingIsBounded) {
+  // Each builds far more than any limit allows: a clear error, never an exhausted memory.
+  const char* huge[] = {
+      "{{ ('x' * 10000000) ~ ('x' * 10000000) }}",
+      "{{ ('x' * 10000000) + ('x' * 10000000) }}",
+      "{{ 'x' * 100000000 }}",
+      "{{ ('x' * 10000000) | replace('x', 'yyyyyyyyyy') }}",
+      "{{ ('x' * 10000000).replace('x', 'yyyyyyyyyy') }}",
+      "{{ (['x' * 1000000] * 1000) | join }}",
+      "{{ ('x' * 1000000).join(['a'] * 1000) }}",
+      "{{ ['x' * 1000000] * 1000 }}",
+      "{{ (['x' * 1000000] * 1000) | tojson }}",
+      "{{ ([1] * 100000) | tojson(indent='x' * 100000) }}",
+      "{% set s = 'x' * 10000000 %}{{ '{}{}{}{}{}{}{}{}'.format(s, s, s, s, s, s, s, s) }}",
+      "{{ ('x\n' * 5000000) | indent(200) }}",
+      "{{ ('x' * 10000000) | upper | replace('X', 'ab') }}",
+      "{% macro m() %}{{ 'x' * 10000000 }}{{ 'x' * 10000000 }}{% endmacro %}{{ m() }}",
+  };
+  for (const char* t : huge) {
+    std::string err = error_of(t);
+    EXPECT_NE(err.find("size limit"), std::string::npos) << t << ": " << err;
+  }
+  EXPECT_NE(error_of("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                     "{{ ns.x }}").find("nest more than"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(x={}) %}{% for i in range(100000) %}{% set ns.x = {'a': ns.x} %}"
+                     "{% endfor %}{{ ns.x == ns.x }}").find("nest more than"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.self = ns %}{{ ns }}").find("namespace cannot"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.l = [ns] %}{{ ns }}").find("namespace cannot"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{{ namespace(x=ns) }}").find("namespace cannot"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lumen::chat

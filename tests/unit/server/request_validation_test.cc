@@ -184,7 +184,7 @@ TEST(Messages, AcceptsOpenAiShapes) {
   ASSERT_EQ(m.size(), 4u);
   EXPECT_EQ(m[1]["content"], "a\nb");
   EXPECT_EQ(m[1]["name"], "u1");
-  EXPECT_EQ(m[2]["content"], "");  // a tool-calling turn: null content renders as empty
+  EXPECT_EQ(m[2]["content"], "");  // null (beside tool_calls) renders as empty text, as templates need
   EXPECT_EQ(m[3]["tool_call_id"], "t");
 }
 
