@@ -35,6 +35,7 @@ namespace {
 struct ServeOptions {
   std::string model;
   std::string cors_origins;
+  std::string allowed_hosts;
   std::string log_level = "info";
   std::string served_model_name;
   std::string chat_template;
@@ -83,6 +84,7 @@ void serve(ServeOptions& options) {
   }
   options.http.max_body_bytes = static_cast<size_t>(EngineFlags::parse_bytes(options.max_body, "--max-body-size"));
   options.http.cors = server::CorsPolicy::parse(options.cors_origins);
+  options.http.allowed_hosts = server::HostPolicy::parse_list(options.allowed_hosts);
   options.http.log_level = server::parse_log_level(options.log_level);
 
   const std::string path = resolve_model_path(options.model);
@@ -166,6 +168,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--metrics-public", options->http.metrics_public, "Serve /metrics without the API key");
   cmd->add_option("--cors-origins", options->cors_origins,
                   "Browser origins allowed to call the API, comma-separated, or * for any (default: none)");
+  cmd->add_option("--allowed-hosts", options->allowed_hosts,
+                  "Host names the server answers, comma-separated, or * (default: loopback names when bound to "
+                  "a loopback address, any otherwise); others get 421");
   cmd->add_option("--log-level", options->log_level,
                   "quiet (only server errors), info (a line per request) or verbose (with body size, user agent)")
       ->capture_default_str();

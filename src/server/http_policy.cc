@@ -63,16 +63,61 @@ std::vector<std::string> allowed_methods(std::string_view path) {
   return {};
 }
 
-CorsPolicy CorsPolicy::parse(std::string_view comma_separated) {
-  std::vector<std::string> origins;
+std::vector<std::string> HostPolicy::parse_list(std::string_view comma_separated) {
+  std::vector<std::string> items;
   while (!comma_separated.empty()) {
     const size_t comma = comma_separated.find(',');
     const std::string_view item = trim(comma_separated.substr(0, comma));
-    if (!item.empty()) origins.emplace_back(item);
+    if (!item.empty()) items.emplace_back(item);
     if (comma == std::string_view::npos) break;
     comma_separated.remove_prefix(comma + 1);
   }
-  return CorsPolicy(std::move(origins));
+  return items;
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  // An IPv4 address in 127.0.0.0/8: four dot-separated numbers, the first 127 (not a name
+  // that merely starts with "127.", such as 127.0.0.1.evil.example).
+  if (host.rfind("127.", 0) != 0) return false;
+  int parts = 1, digits = 0;
+  for (char c : host) {
+    if (c == '.') {
+      if (digits == 0) return false;
+      ++parts;
+      digits = 0;
+    } else if (c >= '0' && c <= '9' && digits < 3) {
+      ++digits;
+    } else {
+      return false;
+    }
+  }
+  return parts == 4 && digits > 0;
+}
+
+bool HostPolicy::allows(std::string_view host_header) const {
+  host_header = trim(host_header);
+  // The name without the port: "[::1]:8080" -> "[::1]", "localhost:8080" -> "localhost".
+  std::string_view name = host_header;
+  if (!name.empty() && name.front() == '[') {
+    const size_t close = name.find(']');
+    if (close != std::string_view::npos) name = name.substr(0, close + 1);
+  } else if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) {
+    name = name.substr(0, colon);
+  }
+  const std::string lowered = lower(name);
+  // No Host at all (HTTP/1.0, raw tools) is no browser: rebinding needs a name to rebind.
+  if (lowered.empty()) return allowed_.empty() || allowed_ == std::vector<std::string>{"*"};
+  if (loopback_only_) return is_loopback_host(lowered);
+  if (allowed_.empty()) return true;
+  for (const std::string& allowed : allowed_) {
+    if (allowed == "*" || lower(allowed) == lowered) return true;
+  }
+  return false;
+}
+
+CorsPolicy CorsPolicy::parse(std::string_view comma_separated) {
+  return CorsPolicy(HostPolicy::parse_list(comma_separated));
 }
 
 std::optional<std::string> CorsPolicy::allow_origin(std::string_view origin) const {

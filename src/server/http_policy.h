@@ -33,6 +33,28 @@ bool path_needs_key(std::string_view path, bool metrics_public);
 // The methods a known path answers ("GET", "POST"); empty for an unknown path.
 std::vector<std::string> allowed_methods(std::string_view path);
 
+// Which Host headers the server answers (a DNS-rebinding defence: a web page that points its own
+// name at 127.0.0.1 still sends its name as Host). Empty list: a server bound to a loopback
+// address answers only loopback names (localhost, 127.0.0.1, [::1]); one bound elsewhere
+// answers any. Otherwise exactly the listed host names ("*" for any); the port is ignored. A
+// request with no Host header (HTTP/1.0, raw tools; no browser sends one) passes the default.
+class HostPolicy {
+ public:
+  HostPolicy() = default;
+  HostPolicy(std::vector<std::string> allowed, bool bound_to_loopback)
+      : allowed_(std::move(allowed)), loopback_only_(allowed_.empty() && bound_to_loopback) {}
+  // "a,b,c" as given on the command line.
+  static std::vector<std::string> parse_list(std::string_view comma_separated);
+  bool allows(std::string_view host_header) const;
+
+ private:
+  std::vector<std::string> allowed_;
+  bool loopback_only_ = false;
+};
+
+// Whether an address to listen on is a loopback address.
+bool is_loopback_host(std::string_view host);
+
 // CORS: which browser origins may call the server. Empty: none (no CORS headers at all);
 // "*" allows any origin; otherwise exact origins ("http://localhost:3000").
 class CorsPolicy {

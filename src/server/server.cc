@@ -55,7 +55,10 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-Server::Server(ServerContext& context, ServerOptions options) : context_(context), options_(std::move(options)) {
+Server::Server(ServerContext& context, ServerOptions options)
+    : context_(context),
+      options_(std::move(options)),
+      hosts_(options_.allowed_hosts, is_loopback_host(options_.host)) {
   const auto threads = static_cast<size_t>(std::max(options_.http_threads, 4));
   http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_.set_payload_max_length(options_.max_body_bytes);
@@ -101,6 +104,13 @@ void Server::install_routes() {
     this_request_note() = RequestNote{};
     this_request_note().start = std::chrono::steady_clock::now();
     response.set_header("X-Request-Id", new_request_id());
+    if (!hosts_.allows(request.get_header_value("Host"))) {
+      response.set_header("Connection", "close");
+      write_error(response, ApiError(421, fmt::format("this server does not answer for host '{}' (--allowed-hosts)",
+                                                      request.get_header_value("Host").substr(0, 100)),
+                                     "", "host_not_allowed"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     const std::vector<std::string> methods = allowed_methods(request.path);
     if (request.method == "OPTIONS" && options_.cors.enabled()) {
       // A browser's CORS preflight: answered without the key (browsers send none with it).

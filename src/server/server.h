@@ -21,6 +21,7 @@ struct ServerOptions {
   std::vector<std::string> api_keys;  // empty: no authentication; any one of them admits
   bool metrics_public = false;     // /metrics without the API key
   CorsPolicy cors;                 // browser origins allowed (none by default)
+  std::vector<std::string> allowed_hosts;  // Host names answered (HostPolicy; empty: its default)
   LogLevel log_level = LogLevel::Info;
   size_t max_body_bytes = size_t{1} << 20;
   int http_threads = 256;          // connections served at once (each streaming client holds one)
@@ -47,6 +48,7 @@ class Server {
 
   ServerContext& context_;
   ServerOptions options_;
+  HostPolicy hosts_;
   httplib::Server http_;
 };
 

@@ -141,3 +141,20 @@ def test_max_model_len_past_the_models_context_is_refused():
                         "--max-model-len", "100000"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1
     assert "exceeds the model's context of 8192" in r.stderr
+
+
+def test_rebound_host_names_are_refused_on_a_loopback_server(server):
+    # A page on evil.example whose DNS now points at 127.0.0.1 still sends its own name.
+    r = httpx.get(server.base_url + "/v1/models", headers={"Host": f"evil.example:{server.port}"})
+    assert r.status_code == 421 and r.json()["error"]["code"] == "host_not_allowed"
+    assert httpx.get(f"http://localhost:{server.port}/v1/models").status_code == 200
+
+
+def test_allowed_hosts_lists_the_names_answered():
+    s = LumenServer("--allowed-hosts", "api.example")
+    try:
+        ok = httpx.get(s.base_url + "/health", headers={"Host": "api.example"})
+        assert ok.status_code == 200
+        assert httpx.get(s.base_url + "/health").status_code == 421  # 127.0.0.1 is not listed
+    finally:
+        assert s.stop() == 0

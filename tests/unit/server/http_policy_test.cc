@@ -67,5 +67,28 @@ TEST(HttpPolicy, Cors) {
   EXPECT_EQ(CorsPolicy::parse("*").allow_origin("http://x"), "*");
 }
 
+TEST(HttpPolicy, HostsOfALoopbackServer) {
+  const HostPolicy loopback({}, true);
+  EXPECT_TRUE(loopback.allows("127.0.0.1:8080"));
+  EXPECT_TRUE(loopback.allows("localhost"));
+  EXPECT_TRUE(loopback.allows("LOCALHOST:1"));
+  EXPECT_TRUE(loopback.allows("[::1]:8080"));
+  EXPECT_TRUE(loopback.allows(""));  // no Host header: not a browser
+  EXPECT_FALSE(loopback.allows("evil.example:8080"));  // a rebound name
+  EXPECT_FALSE(loopback.allows("127.0.0.1.evil.example"));
+  EXPECT_TRUE(HostPolicy({}, false).allows("any.example"));
+}
+
+TEST(HttpPolicy, ListedHosts) {
+  const HostPolicy listed(HostPolicy::parse_list("api.example, Other.Example"), true);
+  EXPECT_TRUE(listed.allows("api.example:443"));
+  EXPECT_TRUE(listed.allows("other.example"));
+  EXPECT_FALSE(listed.allows("localhost"));
+  EXPECT_FALSE(listed.allows(""));
+  EXPECT_TRUE(HostPolicy({"*"}, true).allows("whatever"));
+  EXPECT_TRUE(is_loopback_host("127.0.0.1"));
+  EXPECT_FALSE(is_loopback_host("0.0.0.0"));
+}
+
 }  // namespace
 }  // namespace lumen::server
