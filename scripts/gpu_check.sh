@@ -19,7 +19,9 @@
 #          5 prompts on the default model, CUDA vs CPU (when its two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
 #          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings;
-#   all    both (default).
+#   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
+#          (a few minutes; run it when kernels change);
+#   all    tests and bench (default).
 # Results: one JSON object per line in $OUT/gpu_check.json (the device tool's $OUT) or
 # /tmp/lumen-gpu/gpu_check.json, and on stdout. Without .gpu/bin the script builds from source
 # instead (build/gpu), which needs the -dev packages of scripts/setup.sh.
@@ -163,10 +165,29 @@ run_bench() {
   done
 }
 
+# compute-sanitizer's memcheck (out-of-bounds and misaligned accesses, leaks of device memory)
+# and racecheck (shared-memory hazards) over the test binaries.
+run_sanitize() {
+  local cs; cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  [ -x "$cs" ] || { log "no compute-sanitizer on this machine"; return 1; }
+  local tool binary log errors
+  for tool in memcheck racecheck; do
+    for binary in unit_backend_cuda cuda_model_tests; do
+      [ "$tool" = racecheck ] && [ "$binary" = cuda_model_tests ] && continue  # hours, for little more
+      log="$WORK/sanitize-$tool-$binary.log"
+      LUMEN_GPU_TEST_MODEL="$WORK/$MODEL_NAME" "$cs" --tool "$tool" --print-limit 50 "$BIN/$binary" --gtest_brief=1 > "$log" 2>&1
+      errors=$(grep -oE '(ERROR SUMMARY: [0-9]+|\(([0-9]+) errors)' "$log" | grep -oE '[0-9]+' | head -n1)
+      echo "{\"check\": \"$tool $binary\", \"errors\": ${errors:-null}}" | tee -a "$RESULTS"
+      [ -n "${OUT:-}" ] && cp "$log" "$OUT/" 2>/dev/null
+    done
+  done
+}
+
 case "$MODE" in
   prepare) prepare ;;
   tests) setup_runtime; run_tests ;;
   bench) setup_runtime; run_bench ;;
+  sanitize) setup_runtime; run_sanitize ;;
   all) setup_runtime; run_tests; run_bench ;;
-  *) echo "usage: $0 [prepare|tests|bench|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|tests|bench|sanitize|all]" >&2; exit 2 ;;
 esac

@@ -1,11 +1,21 @@
-// The whole model on the CUDA backend against the CPU backend: greedy continuations of 64
-// tokens after 5 prompts must be the same tokens. The model is $LUMEN_GPU_TEST_MODEL or the
-// default model (SmolLM2-135M Q4_1); without a CUDA device or the model, the tests skip.
+// The whole model on the CUDA backend against the CPU backend (the model is
+// $LUMEN_GPU_TEST_MODEL or the default model, SmolLM2-135M Q4_1; without a CUDA device or the
+// model, the tests skip).
 //
-// Two configurations: every matmul on the GEMV kernels (the CPU's arithmetic up to the order of
-// float sums), and the default, where prompt matmuls over more than 8 tokens go through f16
-// cuBLAS. The first failing token is reported with both backends' top-2 logit margins, which
-// tells a real bug (large differences) from a near-tie flipped by rounding.
+// Why not "greedy continuations must be identical": both backends quantize each matmul's input
+// to 8 bits, and a difference of one float rounding in an input (the order of a sum) moves a
+// value across a rounding boundary of that quantization, which changes the product by up to
+// 1/254 of its block's range. Measured on an H100 (EachOpMatchesCpu's trace): ops alone agree to
+// 1e-7, the residual stream of the whole model to about 0.2%, and first-step logits to 0.5-0.8,
+// which flips near-ties, after which the continuations part ways. So the model-level test is teacher-forced: both backends read the same
+// tokens (the CPU's greedy continuation), and at every position where the CPU is confident
+// (top-2 margin of at least kConfidentMargin) the CUDA backend must pick the same token; the
+// logit differences and the mean KL divergence must stay within bounds a real bug (a wrong
+// rope, a stale K/V row) exceeds many times over. The op-by-op test says where to look when
+// they fail.
+//
+// Debugging aids for EachOpMatchesCpu: LUMEN_MIRROR_NO_RESYNC=1 lets differences accumulate as
+// in a real run; LUMEN_MIRROR_TRACE=1 prints every op's difference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +31,7 @@
 #include "default_model_path.h"
 #include "engine/generator.h"
 #include "engine/loaded_model.h"
+#include "mirror_backend.h"
 
 namespace lumen {
 namespace {
@@ -39,32 +50,65 @@ const char* const kPrompts[] = {
 };
 
 constexpr int kNewTokens = 64;
+constexpr float kConfidentMargin = 1.0f;
 
-struct Continuation {
-  std::vector<int32_t> tokens;
-  std::vector<float> margins;  // top-1 minus top-2 logit at each step
-  std::vector<std::vector<float>> first_logits;
-};
-
-Continuation greedy(engine::LoadedModel& model, backend::Backend& backend,
-                    const std::vector<int32_t>& prompt) {
+// The logits after each token of prompt + continuation: row i follows token i of the prompt's
+// last token onwards (row 0 is the prompt's next-token distribution).
+std::vector<std::vector<float>> teacher_forced_logits(engine::LoadedModel& model, backend::Backend& backend,
+                                                      const std::vector<int32_t>& prompt,
+                                                      const std::vector<int32_t>& continuation) {
   engine::Generator generator(model, backend, 512);
-  Continuation c;
+  std::vector<std::vector<float>> rows;
+  std::span<const float> logits = generator.feed(prompt);
+  rows.emplace_back(logits.begin(), logits.end());
+  for (size_t i = 0; i + 1 < continuation.size(); ++i) {
+    const std::vector<int32_t> next = {continuation[i]};
+    logits = generator.feed(next);
+    rows.emplace_back(logits.begin(), logits.end());
+  }
+  return rows;
+}
+
+std::vector<int32_t> greedy_continuation(engine::LoadedModel& model, backend::Backend& backend,
+                                         const std::vector<int32_t>& prompt) {
+  engine::Generator generator(model, backend, 512);
+  std::vector<int32_t> tokens;
   std::span<const float> logits = generator.feed(prompt);
   for (int i = 0; i < kNewTokens; ++i) {
-    const auto best = std::max_element(logits.begin(), logits.end());
-    float second = -1e30f;
-    for (auto it = logits.begin(); it != logits.end(); ++it) {
-      if (it != best) second = std::max(second, *it);
-    }
-    c.margins.push_back(*best - second);
-    if (i == 0) c.first_logits.emplace_back(logits.begin(), logits.end());
-    const auto token = static_cast<int32_t>(best - logits.begin());
-    c.tokens.push_back(token);
-    const std::vector<int32_t> next = {token};
+    tokens.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    const std::vector<int32_t> next = {tokens.back()};
     logits = generator.feed(next);
   }
-  return c;
+  return tokens;
+}
+
+// KL(p || q) of the softmax distributions of two logit rows.
+double kl_divergence(const std::vector<float>& p_logits, const std::vector<float>& q_logits) {
+  auto log_softmax = [](const std::vector<float>& logits) {
+    const double top = *std::max_element(logits.begin(), logits.end());
+    double sum = 0.0;
+    for (float v : logits) sum += std::exp(v - top);
+    std::vector<double> out(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - top - std::log(sum);
+    return out;
+  };
+  const std::vector<double> lp = log_softmax(p_logits), lq = log_softmax(q_logits);
+  double kl = 0.0;
+  for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
+  return kl;
+}
+
+float top2_margin(const std::vector<float>& logits) {
+  float first = -1e30f, second = -1e30f;
+  for (float v : logits) {
+    if (v > first) {
+      second = first;
+      first = v;
+    } else if (v > second) {
+      second = v;
+    }
+  }
+  return first - second;
 }
 
 class CudaGreedy : public ::testing::Test {
@@ -79,41 +123,89 @@ class CudaGreedy : public ::testing::Test {
     backend::CudaBackend gpu(0, options);
     engine::LoadedModel cpu_model = engine::LoadedModel::load(model_path(), cpu);
     engine::LoadedModel gpu_model = engine::LoadedModel::load(model_path(), gpu);
-    int identical = 0;
+    double worst_diff = 0.0, kl_sum = 0.0, worst_kl = 0.0;
+    int positions = 0, confident = 0;
     for (const char* text : kPrompts) {
       const std::vector<int32_t> prompt = cpu_model.tokenizer.encode(text, {.add_special = true});
-      const Continuation want = greedy(cpu_model, cpu, prompt);
-      const Continuation got = greedy(gpu_model, gpu, prompt);
-      double first_diff = 0.0;
-      for (size_t i = 0; i < want.first_logits[0].size(); ++i) {
-        first_diff = std::max(first_diff, static_cast<double>(std::abs(want.first_logits[0][i] -
-                                                                       got.first_logits[0][i])));
+      const std::vector<int32_t> continuation = greedy_continuation(cpu_model, cpu, prompt);
+      const auto want = teacher_forced_logits(cpu_model, cpu, prompt, continuation);
+      const auto got = teacher_forced_logits(gpu_model, gpu, prompt, continuation);
+      for (size_t at = 0; at < want.size(); ++at) {
+        double diff = 0.0;
+        for (size_t i = 0; i < want[at].size(); ++i) {
+          diff = std::max(diff, static_cast<double>(std::abs(want[at][i] - got[at][i])));
+        }
+        worst_diff = std::max(worst_diff, diff);
+        const double kl = kl_divergence(want[at], got[at]);
+        kl_sum += kl;
+        worst_kl = std::max(worst_kl, kl);
+        ++positions;
+        if (top2_margin(want[at]) < kConfidentMargin) continue;
+        ++confident;
+        const auto cpu_top = std::max_element(want[at].begin(), want[at].end()) - want[at].begin();
+        const auto gpu_top = std::max_element(got[at].begin(), got[at].end()) - got[at].begin();
+        EXPECT_EQ(gpu_top, cpu_top) << "prompt \"" << text << "\", position " << at
+                                    << ": the CPU is confident (margin " << top2_margin(want[at])
+                                    << "), CUDA picks another token";
       }
-      const auto mismatch =
-          std::mismatch(want.tokens.begin(), want.tokens.end(), got.tokens.begin());
-      if (mismatch.first == want.tokens.end()) {
-        ++identical;
-      } else {
-        const auto at = static_cast<size_t>(mismatch.first - want.tokens.begin());
-        ADD_FAILURE() << "prompt \"" << text << "\": token " << at << " is " << got.tokens[at]
-                      << " on CUDA, " << want.tokens[at] << " on the CPU (top-2 margins "
-                      << got.margins[at] << " / " << want.margins[at]
-                      << "; largest first-step logit difference " << first_diff << ")";
-      }
-      std::printf("prompt %zu tokens: first-step logits differ by at most %.3g\n", prompt.size(),
-                  first_diff);
     }
-    EXPECT_EQ(identical, 5);
+    const double mean_kl = kl_sum / positions;
+    std::printf("%d positions (%d confident): logits differ by at most %.3g, KL mean %.3g max %.3g\n",
+                positions, confident, worst_diff, mean_kl, worst_kl);
+    // Measured on an H100 with SmolLM2-135M Q4_1: differences up to 2.3, mean KL 0.003-0.004,
+    // worst 0.17, every confident position agreeing. The bounds leave room for other GPUs;
+    // a real fault (a wrong rope angle, a stale K/V row) puts the mean KL above 0.1.
+    EXPECT_LT(worst_diff, 4.0);
+    EXPECT_LT(mean_kl, 1e-2);
+    EXPECT_LT(worst_kl, 0.5);
   }
 };
 
-TEST_F(CudaGreedy, AllGemvMatchesCpu) {
+TEST_F(CudaGreedy, AllGemvAgreesWithCpu) {
   backend::CudaBackendOptions options;
   options.max_gemv_tokens = 1 << 20;
   run(options);
 }
 
-TEST_F(CudaGreedy, DefaultOptionsMatchCpu) { run(backend::CudaBackendOptions{}); }
+TEST_F(CudaGreedy, DefaultOptionsAgreeWithCpu) { run(backend::CudaBackendOptions{}); }
+
+// Op by op: the model on a MirrorBackend (every op on both backends, the CPU's result copied
+// over the GPU's after each), a 17-token prefill then 8 greedy steps, with every matmul on the
+// GEMV kernels and then with the default cuBLAS path for prefill. Each kind of op must stay
+// within its own bound of the CPU; the table printed names the worst call of each kind, which
+// is where to look when the greedy tests above fail.
+TEST_F(CudaGreedy, EachOpMatchesCpu) {
+  for (const int64_t gemv_tokens : {int64_t{1} << 20, int64_t{8}}) {
+    backend::CpuBackend cpu(0);
+    backend::CudaBackendOptions options;
+    options.max_gemv_tokens = gemv_tokens;
+    backend::CudaBackend gpu(0, options);
+    const bool resync = std::getenv("LUMEN_MIRROR_NO_RESYNC") == nullptr;
+    backend::testing::MirrorBackend mirror(cpu, gpu, resync);
+    engine::LoadedModel model = engine::LoadedModel::load(model_path(), mirror);
+    const std::vector<int32_t> prompt = model.tokenizer.encode(kPrompts[1], {.add_special = true});
+    engine::Generator generator(model, mirror, 512);
+    std::span<const float> logits = generator.feed(prompt);
+    for (int i = 0; i < 8; ++i) {
+      const std::vector<int32_t> next = {
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin())};
+      logits = generator.feed(next);
+    }
+    std::printf("max_gemv_tokens %lld:\n", static_cast<long long>(gemv_tokens));
+    for (const auto& [kind, d] : mirror.departures()) {
+      std::printf("  %-10s %5lld calls, worst relative difference %.3g at %s\n", kind.c_str(),
+                  static_cast<long long>(d.calls), d.worst_relative, d.worst_call.c_str());
+      // Bounds measured with room: attention rounds probabilities to f16 on both sides (2e-4
+      // seen); cuBLAS multiplies f16 inputs where the CPU quantizes them to 8 bits (2.4% seen).
+      double bound = 1e-5;
+      if (kind == "attention") bound = 1e-3;
+      if (kind == "matmul" && gemv_tokens == 8) bound = 6e-2;
+      if (resync) {
+        EXPECT_LT(d.worst_relative, bound) << kind << ": " << d.worst_call;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace lumen

@@ -1,0 +1,236 @@
+#pragma once
+// A diagnostic Backend that runs every op twice, on the CPU backend and on the CUDA backend, and
+// measures how far the CUDA result is from the CPU's after each op. After the comparison the
+// CPU's output is copied over the device's, so every op starts from identical inputs and its
+// error is its own, not the sum of the ops before it. A model loaded on a MirrorBackend follows
+// the CPU's numbers; the report says which op (kind, shapes, call number) the GPU departs at.
+//
+// Every buffer exists twice (host and device, same size and layout); views handed to the model
+// are host views, and each op translates them to their device twins by address.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "util/error.h"
+
+namespace lumen::backend::testing {
+
+// The worst difference seen for one kind of op.
+struct OpDeparture {
+  int64_t calls = 0;
+  double worst_relative = 0.0;  // max |gpu - cpu| / max |cpu| over one call's output
+  std::string worst_call;       // shapes and call number of the worst one
+};
+
+class MirrorBackend final : public Backend {
+ public:
+  // resync false: the device keeps its own results, and the differences accumulate as they do
+  // on a real run (each op still waits for the device, which hides races between ops).
+  MirrorBackend(CpuBackend& cpu, CudaBackend& gpu, bool resync = true) : cpu_(cpu), gpu_(gpu), resync_(resync) {}
+
+  std::string_view name() const override { return "mirror"; }
+  const std::map<std::string, OpDeparture>& departures() const { return departures_; }
+
+  std::unique_ptr<Buffer> allocate(size_t bytes) override {
+    auto pair = std::make_unique<PairBuffer>(cpu_.allocate(bytes), gpu_.allocate(bytes));
+    remember(pair->host->data(), bytes, pair->device->data());
+    return pair;
+  }
+
+  TensorView upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override {
+    TensorView host = cpu_.upload_weights(type, dims, host_data);
+    TensorView device = gpu_.upload_weights(type, dims, host_data);
+    remember(host.data, host.row_bytes * static_cast<size_t>(host.rows()), device.data);
+    return host;
+  }
+
+  void copy_to_host(const TensorView& src, float* dst) override { cpu_.copy_to_host(src, dst); }
+
+  void matmul(const TensorView& w, const TensorView& x, TensorView& y) override {
+    TensorView dy = twin(y, /*may_be_foreign=*/true);
+    std::vector<float> foreign;  // y outside any buffer: the caller's logits array
+    if (dy.data == nullptr) {
+      foreign.resize(static_cast<size_t>(y.elements()));
+      dy = f32_matrix(foreign.data(), y.dims[0], y.rows());
+    }
+    gpu_.matmul(twin(w), twin(x), dy);
+    cpu_.matmul(w, x, y);
+    compare("matmul " + describe(w) + " x " + describe(x), y, dy, /*device_is_host=*/!foreign.empty());
+  }
+  void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override {
+    TensorView d = twin(out);
+    gpu_.get_rows(twin(table), ids, d);
+    cpu_.get_rows(table, ids, out);
+    compare("get_rows " + describe(table), out, d);
+  }
+  void rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override {
+    TensorView d = twin(out);
+    gpu_.rms_norm(twin(x), twin(weight), eps, d);
+    cpu_.rms_norm(x, weight, eps, out);
+    compare("rms_norm " + describe(x), out, d);
+  }
+  void add(const TensorView& a, const TensorView& b, TensorView& out) override {
+    TensorView d = twin(out);
+    gpu_.add(twin(a), twin(b), d);
+    cpu_.add(a, b, out);
+    compare("add " + describe(a), out, d);
+  }
+  void add_row(TensorView& x, const TensorView& row) override {
+    TensorView d = twin(x);
+    gpu_.add_row(d, twin(row));
+    cpu_.add_row(x, row);
+    compare("add_row " + describe(x), x, d);
+  }
+  void scale(TensorView& x, float factor) override {
+    TensorView d = twin(x);
+    gpu_.scale(d, factor);
+    cpu_.scale(x, factor);
+    compare("scale " + describe(x), x, d);
+  }
+  void swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override {
+    TensorView d = twin(out);
+    gpu_.swiglu(twin(gate), twin(up), d);
+    cpu_.swiglu(gate, up, out);
+    compare("swiglu " + describe(gate), out, d);
+  }
+  void geglu(const TensorView& gate, const TensorView& up, TensorView& out) override {
+    TensorView d = twin(out);
+    gpu_.geglu(twin(gate), twin(up), d);
+    cpu_.geglu(gate, up, out);
+    compare("geglu " + describe(gate), out, d);
+  }
+  void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override {
+    TensorView d = twin(x);
+    RopeConfig device_config = config;
+    if (config.freq_factors != nullptr) {
+      const void* on_device = device_address(config.freq_factors);
+      if (on_device != nullptr) device_config.freq_factors = static_cast<const float*>(on_device);
+    }
+    gpu_.rope(d, positions, device_config);
+    cpu_.rope(x, positions, config);
+    compare("rope " + describe(x), x, d);
+  }
+  void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                KvLayer& cache) override {
+    KvLayer d = twin(cache);
+    gpu_.store_kv(twin(k), twin(v), seqs, d);
+    cpu_.store_kv(k, v, seqs, cache);
+    compare("store_kv k " + describe(cache.k), cache.k, d.k);
+    compare("store_kv v " + describe(cache.v), cache.v, d.v);
+  }
+  void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override {
+    KvLayer d = twin(cache);
+    gpu_.copy_kv_block(d, src, dst);
+    cpu_.copy_kv_block(cache, src, dst);
+  }
+  void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override {
+    cpu_.read_kv_block(cache, block, host_k, host_v);
+  }
+  void write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override {
+    KvLayer d = twin(cache);
+    gpu_.write_kv_block(d, block, host_k, host_v);
+    cpu_.write_kv_block(cache, block, host_k, host_v);
+  }
+  void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                 const AttentionConfig& config, TensorView& out) override {
+    TensorView d = twin(out);
+    gpu_.attention(twin(q), twin(cache), seqs, config, d);
+    cpu_.attention(q, cache, seqs, config, out);
+    compare("attention " + describe(q), out, d);
+  }
+
+ private:
+  struct PairBuffer final : Buffer {
+    PairBuffer(std::unique_ptr<Buffer> h, std::unique_ptr<Buffer> d) : host(std::move(h)), device(std::move(d)) {}
+    void* data() override { return host->data(); }
+    size_t size() const override { return host->size(); }
+    std::unique_ptr<Buffer> host, device;
+  };
+  struct Region {
+    size_t bytes;
+    uint8_t* device;
+  };
+
+  void remember(void* host, size_t bytes, void* device) {
+    regions_[static_cast<const uint8_t*>(host)] = Region{bytes, static_cast<uint8_t*>(device)};
+  }
+  // The device address of host address p, with how many bytes of its region follow; null when
+  // p lies in no buffer or weight of this backend.
+  const void* device_address(const void* p, size_t* room = nullptr) const {
+    const auto* at = static_cast<const uint8_t*>(p);
+    auto it = regions_.upper_bound(at);
+    if (it == regions_.begin()) return nullptr;
+    --it;
+    const size_t offset = static_cast<size_t>(at - it->first);
+    if (offset >= it->second.bytes) return nullptr;
+    if (room != nullptr) *room = it->second.bytes - offset;
+    return it->second.device + offset;
+  }
+  TensorView twin(const TensorView& host, bool may_be_foreign = false) const {
+    TensorView d = host;
+    d.data = const_cast<void*>(device_address(host.data));
+    if (d.data == nullptr && !may_be_foreign) throw Error("mirror: a view outside every buffer");
+    return d;
+  }
+  KvLayer twin(const KvLayer& host) const {
+    KvLayer d = host;
+    d.k = twin(host.k);
+    d.v = twin(host.v);
+    return d;
+  }
+  static std::string describe(const TensorView& v) {
+    return std::string(tensor::dtype_name(v.type)) + "[" + std::to_string(v.dims[0]) + "x" +
+           std::to_string(v.rows()) + "]";
+  }
+
+  // Compares the two results, records the departure, then makes the device's copy the CPU's.
+  // device_is_host: the "device" result was computed into host memory (the caller's logits).
+  void compare(const std::string& what, const TensorView& host, const TensorView& device, bool device_is_host = false) {
+    std::vector<float> want(static_cast<size_t>(host.elements()));
+    std::vector<float> got(want.size());
+    cpu_.copy_to_host(host, want.data());
+    if (device_is_host) {
+      cpu_.copy_to_host(device, got.data());
+    } else {
+      gpu_.copy_to_host(device, got.data());
+    }
+    double diff = 0.0, scale = 0.0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      diff = std::max(diff, std::fabs(static_cast<double>(want[i]) - got[i]));
+      if (!std::isfinite(got[i])) diff = INFINITY;
+      scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+    }
+    const double relative = scale > 0.0 ? diff / scale : diff;
+    const std::string kind = what.substr(0, what.find(' '));
+    if (std::getenv("LUMEN_MIRROR_TRACE") != nullptr) std::printf("%lld %s %.3g\n", static_cast<long long>(calls_), what.c_str(), relative);
+    OpDeparture& d = departures_[kind];
+    if (d.calls == 0 || relative > d.worst_relative) {
+      d.worst_relative = relative;
+      d.worst_call = what + " call " + std::to_string(calls_);
+    }
+    ++d.calls;
+    ++calls_;
+    size_t room = 0;
+    void* device_data = const_cast<void*>(device_address(host.data, &room));
+    if (resync_ && device_data != nullptr) {
+      gpu_.upload(device_data, host.data, std::min(room, host.row_bytes * static_cast<size_t>(host.rows())));
+    }
+  }
+
+  CpuBackend& cpu_;
+  CudaBackend& gpu_;
+  std::map<const uint8_t*, Region> regions_;  // host address -> its device twin
+  std::map<std::string, OpDeparture> departures_;
+  bool resync_;
+  int64_t calls_ = 0;
+};
+
+}  // namespace lumen::backend::testing
