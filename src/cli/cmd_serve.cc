@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -42,6 +43,7 @@ struct ServeOptions {
   std::string max_body = "1M";
   int64_t max_pending = 1024;
   size_t max_chat_messages = 2048;
+  double request_read_timeout_s = 30.0;
   unsigned threads = 0;
   std::string device;
   server::ServerOptions http;
@@ -86,6 +88,8 @@ void serve(ServeOptions& options) {
   options.http.cors = server::CorsPolicy::parse(options.cors_origins);
   options.http.allowed_hosts = server::HostPolicy::parse_list(options.allowed_hosts);
   options.http.log_level = server::parse_log_level(options.log_level);
+  options.http.connection.read_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0));
 
   const std::string path = resolve_model_path(options.model);
   const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
@@ -160,8 +164,15 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-chat-messages", options->max_chat_messages, "Most messages in one chat request")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--http-threads", options->http.http_threads, "Connections served at once")
+  cmd->add_option("--http-threads", options->http.http_threads,
+                  "Connections served at once (a streaming client, or one still sending its request, holds one)")
       ->capture_default_str()->check(CLI::Range(4, 65536));
+  cmd->add_option("--max-queued-connections", options->http.max_queued_connections,
+                  "Connections that may wait for a free thread; past them new connections get 503")
+      ->capture_default_str()->check(CLI::Range(0, 65536));
+  cmd->add_option("--request-read-timeout", options->request_read_timeout_s,
+                  "Seconds a client has to send a request's head and body (408 after)")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
   cmd->add_option("--shutdown-grace", options->http.shutdown_grace_s,
                   "Seconds in-flight requests get to finish after SIGTERM")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("-t,--threads", options->threads, "Compute threads (default: all cores)");

@@ -1,14 +1,10 @@
 #include "server/disconnect_watcher.h"
 
-#include <dirent.h>
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <string>
 
 namespace lumen::server {
 
@@ -38,12 +34,13 @@ void DisconnectWatcher::unwatch(uint64_t ticket) {
 
 namespace {
 
-// Whether the peer has closed or reset the connection. Pending request bytes (a pipelined
-// next request) mean it is still there.
+// Whether the peer has closed or reset the connection. POLLRDHUP says it sent its FIN even when
+// bytes it sent before (a pipelined next request) are still unread, which a peek would see
+// first and take for a live client.
 bool peer_gone(int socket) {
   pollfd p{socket, POLLIN | POLLRDHUP, 0};
   if (poll(&p, 1, 0) <= 0) return false;
-  if ((p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) return true;
+  if ((p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) return true;
   char byte;
   const ssize_t got = recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (got == 0) return true;
@@ -68,34 +65,6 @@ void DisconnectWatcher::run() {
     lock.lock();
     wake_.wait_for(lock, kInterval, [this] { return stopping_; });
   }
-}
-
-int connection_socket(const httplib::Request& request) {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  int found = -1;
-  while (dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    sockaddr_storage peer{}, local{};
-    socklen_t peer_len = sizeof(peer), local_len = sizeof(local);
-    const int s = static_cast<int>(fd);
-    if (getpeername(s, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;
-    if (getsockname(s, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) continue;
-    char peer_host[NI_MAXHOST], peer_port[NI_MAXSERV], local_port[NI_MAXSERV];
-    if (getnameinfo(reinterpret_cast<sockaddr*>(&peer), peer_len, peer_host, sizeof(peer_host), peer_port,
-                    sizeof(peer_port), NI_NUMERICHOST | NI_NUMERICSERV) != 0) continue;
-    if (getnameinfo(reinterpret_cast<sockaddr*>(&local), local_len, nullptr, 0, local_port, sizeof(local_port),
-                    NI_NUMERICSERV) != 0) continue;
-    if (request.remote_addr == peer_host && std::to_string(request.remote_port) == peer_port &&
-        std::to_string(request.local_port) == local_port) {
-      found = s;
-      break;
-    }
-  }
-  closedir(dir);
-  return found;
 }
 
 }  // namespace lumen::server

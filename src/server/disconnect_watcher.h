@@ -14,8 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include <httplib.h>
-
 namespace lumen::server {
 
 class DisconnectWatcher {
@@ -46,9 +44,5 @@ class DisconnectWatcher {
   bool stopping_ = false;
   std::thread thread_;
 };
-
-// The socket of the connection `request` arrived on, found by its address pair among the
-// process's open sockets (cpp-httplib 0.11 does not hand it to handlers), or -1.
-int connection_socket(const httplib::Request& request);
 
 }  // namespace lumen::server

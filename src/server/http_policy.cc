@@ -30,6 +30,35 @@ bool acceptable_body_type(std::string_view content_type) {
   return type.empty() || type == "application/json";
 }
 
+std::optional<BodyRefusal> body_refusal(const BodyFraming& framing, size_t max_body_bytes) {
+  if (framing.has_transfer_encoding) {
+    if (lower(trim(framing.transfer_encoding)) == "chunked") {
+      return BodyRefusal{411, "send the request body with a Content-Length header (chunked bodies are not accepted)",
+                         "length_required"};
+    }
+    return BodyRefusal{501, "transfer codings other than chunked are not supported", "not_implemented"};
+  }
+  const std::string coding = lower(trim(framing.content_encoding));
+  if (!coding.empty() && coding != "identity") {
+    return BodyRefusal{415, "compressed request bodies (Content-Encoding) are not accepted; send plain JSON",
+                       "unsupported_media_type"};
+  }
+  if (framing.content_length_count == 0) {
+    if (framing.method == "POST") return BodyRefusal{411, "a POST needs a Content-Length header", "length_required"};
+    return std::nullopt;
+  }
+  const std::string_view length = trim(framing.content_length);
+  const bool digits = !length.empty() && length.size() <= 19 &&
+                      std::all_of(length.begin(), length.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (framing.content_length_count > 1 || !digits) {
+    return BodyRefusal{400, "the Content-Length header is malformed or repeated", "invalid_content_length"};
+  }
+  if (std::stoull(std::string(length)) > max_body_bytes) {
+    return BodyRefusal{413, "the request body is too large (--max-body-size)", "payload_too_large"};
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> bearer_token(std::string_view authorization) {
   authorization = trim(authorization);
   const size_t space = authorization.find(' ');

@@ -19,6 +19,29 @@ std::string media_type(std::string_view content_type);
 // multipart) is a 415.
 bool acceptable_body_type(std::string_view content_type);
 
+// What a request's headers say about its body, for body_refusal().
+struct BodyFraming {
+  std::string_view method;
+  size_t content_length_count = 0;  // Content-Length headers sent (more than one is refused)
+  std::string_view content_length;
+  bool has_transfer_encoding = false;
+  std::string_view transfer_encoding;
+  std::string_view content_encoding;  // empty when absent
+};
+
+// Why a body is refused before any of it is read, in HTTP terms; or nothing. Lumen takes
+// bodies with a Content-Length of at most `max_body_bytes` and no coding: 413 past the limit,
+// 415 for a Content-Encoding (a compressed body could grow far past the limit; httplib would
+// inflate it), 411 for a POST with no length or a chunked one (httplib reads chunk-size lines
+// without a bound, so a chunked body's cost could not be bounded; every OpenAI SDK sends a
+// Content-Length), 501 for another transfer coding, 400 for a malformed or repeated length.
+struct BodyRefusal {
+  int status;
+  std::string message;
+  std::string code;
+};
+std::optional<BodyRefusal> body_refusal(const BodyFraming& framing, size_t max_body_bytes);
+
 // The token of an "Authorization: Bearer TOKEN" header; the scheme is case-insensitive (RFC 9110)
 // and spaces around the token are ignored. Nothing for another scheme or a missing token.
 std::optional<std::string> bearer_token(std::string_view authorization);

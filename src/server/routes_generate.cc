@@ -10,8 +10,8 @@
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/completion_request.h"
-#include "server/disconnect_watcher.h"
 #include "server/generation.h"
+#include "server/guarded_http_server.h"
 #include "server/json_body.h"
 #include "server/openai_responses.h"
 #include "server/routes.h"
@@ -183,7 +183,7 @@ void run_job(ServerContext& context, GenerationJob job, Clock::time_point arriva
     }
   }
   auto generation = std::make_unique<Generation>(context, job.prompts, job.options, job.endpoint, arrival,
-                                                 connection_socket(request));
+                                                 GuardedHttpServer::current_socket());
   if (job.options.stream) {
     respond_stream(context, std::move(generation), std::move(job), response);
   } else {

@@ -14,6 +14,7 @@
 
 #include "server/access_log.h"
 #include "server/api_error.h"
+#include "server/connection_pool.h"
 #include "server/routes.h"
 #include "util/error.h"
 
@@ -58,9 +59,15 @@ std::string join(const std::vector<std::string>& items) {
 Server::Server(ServerContext& context, ServerOptions options)
     : context_(context),
       options_(std::move(options)),
-      hosts_(options_.allowed_hosts, is_loopback_host(options_.host)) {
+      hosts_(options_.allowed_hosts, is_loopback_host(options_.host)),
+      http_([this] {
+        ConnectionLimits limits = options_.connection;
+        limits.max_body_bytes = options_.max_body_bytes;
+        return limits;
+      }()) {
   const auto threads = static_cast<size_t>(std::max(options_.http_threads, 4));
-  http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const auto queued = static_cast<size_t>(std::max(options_.max_queued_connections, 0));
+  http_.new_task_queue = [threads, queued] { return new ConnectionPool(threads, queued); };
   http_.set_payload_max_length(options_.max_body_bytes);
   http_.set_tcp_nodelay(true);
   // SO_REUSEADDR only (a restart may bind while old connections sit in TIME_WAIT). httplib's
@@ -140,6 +147,23 @@ void Server::install_routes() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
+    // httplib returns header values by value: keep them alive while the views point at them.
+    const std::string content_length = request.get_header_value("Content-Length");
+    const std::string transfer_encoding = request.get_header_value("Transfer-Encoding");
+    const std::string content_encoding = request.get_header_value("Content-Encoding");
+    BodyFraming framing;
+    framing.method = request.method;
+    framing.content_length_count = request.get_header_value_count("Content-Length");
+    framing.content_length = content_length;
+    framing.has_transfer_encoding = request.has_header("Transfer-Encoding");
+    framing.transfer_encoding = transfer_encoding;
+    framing.content_encoding = content_encoding;
+    if (std::optional<BodyRefusal> refusal = body_refusal(framing, options_.max_body_bytes)) {
+      // Answered before any of the body is read; the connection closes, its unread body with it.
+      response.set_header("Connection", "close");
+      write_error(response, ApiError(refusal->status, refusal->message, "", refusal->code));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (request.method == "POST" && !acceptable_body_type(request.get_header_value("Content-Type"))) {
       // Checked before httplib reads the body (it caps form-encoded bodies at 8 KB with a 413
       // that hid the real problem: `curl -d` sends application/x-www-form-urlencoded).
@@ -168,11 +192,19 @@ void Server::install_routes() {
       std::fflush(stderr);
     }
     note = RequestNote{};
+    http_.response_was_written(request, response);
   });
   // Statuses httplib answers by itself get a body in the same shape as ours.
   http_.set_error_handler(httplib::Server::HandlerWithResponse(
       [](const httplib::Request&, httplib::Response& response) {
         if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        if (std::optional<ApiError> failure = GuardedHttpServer::read_failure()) {
+          // httplib calls any failed body read a 400; it was the deadline or the size limit.
+          response.status = failure->status();
+          response.set_header("Connection", "close");
+          write_error(response, *failure);
+          return httplib::Server::HandlerResponse::Handled;
+        }
         write_error(response, library_error(response.status));
         return httplib::Server::HandlerResponse::Handled;
       }));
@@ -213,7 +245,15 @@ void Server::shutdown() {
   if (context_.admission.in_flight() > 0) {
     context_.shutdown_aborted = true;
     for (uint64_t id : context_.admission.tracked()) context_.engine.abort(id);
+    // The aborted requests' handlers write their last event and return; give them a moment,
+    // then shut every connection down, so a client that stopped reading (its handler blocked
+    // in a write) or one still sending cannot keep serve() from returning.
+    const auto hard_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (context_.admission.in_flight() > 0 && std::chrono::steady_clock::now() < hard_deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
+  http_.shutdown_connections();
 }
 
 }  // namespace lumen::server

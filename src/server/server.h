@@ -2,7 +2,8 @@
 // `lumen serve`'s HTTP side: cpp-httplib with a thread per connection (handlers block on their
 // request's stream), OpenAI-shaped errors for everything that goes wrong, an optional API key,
 // a body size limit, JSON-only bodies, 405 for a known route's wrong method, CORS when asked
-// for, an access log with request ids, and a graceful shutdown. The rules are in http_policy.h.
+// for, an access log with request ids, and a graceful shutdown. The rules are in http_policy.h;
+// the bounds on connections, request heads and read time in guarded_http_server.h.
 #include <httplib.h>
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "server/access_log.h"
+#include "server/guarded_http_server.h"
 #include "server/http_policy.h"
 #include "server/server_context.h"
 
@@ -24,7 +26,11 @@ struct ServerOptions {
   std::vector<std::string> allowed_hosts;  // Host names answered (HostPolicy; empty: its default)
   LogLevel log_level = LogLevel::Info;
   size_t max_body_bytes = size_t{1} << 20;
-  int http_threads = 256;          // connections served at once (each streaming client holds one)
+  // Connections served at once (each streaming client, and each client still sending its
+  // request, holds one thread); past them up to max_queued_connections wait, the rest get 503.
+  int http_threads = 512;
+  int max_queued_connections = 64;
+  ConnectionLimits connection;     // request head bounds and the read deadline
   double shutdown_grace_s = 30.0;  // how long shutdown() lets in-flight requests finish
 };
 
@@ -40,7 +46,8 @@ class Server {
   void serve();
   // From another thread: refuse new requests (503), stop accepting connections, give in-flight
   // requests the grace period, then abort those still running (their clients get a final
-  // error event or a 503). serve() returns soon after.
+  // error event or a 503) and, a second later, shut down every connection still open (a
+  // client that stopped reading cannot hold the process). serve() returns soon after.
   void shutdown();
 
  private:
@@ -49,7 +56,7 @@ class Server {
   ServerContext& context_;
   ServerOptions options_;
   HostPolicy hosts_;
-  httplib::Server http_;
+  GuardedHttpServer http_;
 };
 
 }  // namespace lumen::server

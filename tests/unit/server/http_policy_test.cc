@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string_view>
+
 namespace lumen::server {
 namespace {
 
@@ -88,6 +91,41 @@ TEST(HttpPolicy, ListedHosts) {
   EXPECT_TRUE(HostPolicy({"*"}, true).allows("whatever"));
   EXPECT_TRUE(is_loopback_host("127.0.0.1"));
   EXPECT_FALSE(is_loopback_host("0.0.0.0"));
+}
+
+
+// The status a request with these headers gets before its body is read, or 0 when it is read.
+int body_status(std::string_view method, std::optional<std::string_view> length,
+                std::optional<std::string_view> transfer_encoding = {}, std::string_view content_encoding = {},
+                size_t repeats = 1) {
+  BodyFraming framing;
+  framing.method = method;
+  framing.content_length_count = length ? repeats : 0;
+  framing.content_length = length.value_or("");
+  framing.has_transfer_encoding = transfer_encoding.has_value();
+  framing.transfer_encoding = transfer_encoding.value_or("");
+  framing.content_encoding = content_encoding;
+  const std::optional<BodyRefusal> refusal = body_refusal(framing, 1 << 20);
+  return refusal ? refusal->status : 0;
+}
+
+TEST(HttpPolicy, BodiesNeedABoundedContentLengthAndNoCoding) {
+  EXPECT_EQ(body_status("POST", "100"), 0);
+  EXPECT_EQ(body_status("POST", "0"), 0);
+  EXPECT_EQ(body_status("POST", "1048576"), 0);
+  EXPECT_EQ(body_status("GET", std::nullopt), 0);
+  EXPECT_EQ(body_status("POST", "1048577"), 413);
+  EXPECT_EQ(body_status("POST", "99999999999999999999999"), 400);  // past uint64
+  EXPECT_EQ(body_status("POST", "12abc"), 400);
+  EXPECT_EQ(body_status("POST", "-1"), 400);
+  EXPECT_EQ(body_status("POST", "10", std::nullopt, "", 2), 400);   // two lengths: smuggling
+  EXPECT_EQ(body_status("POST", std::nullopt), 411);                 // read-to-close
+  EXPECT_EQ(body_status("POST", std::nullopt, "chunked"), 411);
+  EXPECT_EQ(body_status("POST", "10", "Chunked"), 411);             // both: refused, not guessed
+  EXPECT_EQ(body_status("POST", std::nullopt, "gzip, chunked"), 501);
+  EXPECT_EQ(body_status("POST", "10", std::nullopt, "gzip"), 415);
+  EXPECT_EQ(body_status("POST", "10", std::nullopt, "br"), 415);
+  EXPECT_EQ(body_status("POST", "10", std::nullopt, "identity"), 0);
 }
 
 }  // namespace
