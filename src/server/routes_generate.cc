@@ -255,6 +255,13 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
     throw ApiError(400, "the served model has no chat template; use /v1/completions", "messages");
   }
   ChatRequest parsed = read_chat_request(body, context.limits);
+  if (parsed.options.max_tokens_given) {
+    // The generated part is known without the prompt (as an empty one): a request already
+    // over the budget on it is refused before it takes places or renders.
+    check_output_budget(estimate_output({0}, parsed.options, Endpoint::ChatCompletions, false,
+                                        context.limits.max_model_len),
+                        context.limits.max_output_records);
+  }
   // The template runs only once the request holds its places. Rendering costs up to the
   // interpreter's step limit, so a flood of chat requests must not render on every HTTP thread
   // at once: under admission it is bounded by the places, each client by its share (one
@@ -264,7 +271,7 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   Admission::Places places = admit(context, request, 1, parsed.options);
   parsed.prompt = render_chat_prompt(parsed.messages, body, *context.chat_template, context.model.tokenizer,
                                      context.limits.max_rendered_prompt_bytes);
-  // Chat's prompt length is known only now; the places go back if this refuses.
+  // The whole count needs the prompt's length, known only now; the places go back if it refuses.
   check_output_budget(estimate_output(prompt_lengths({parsed.prompt}), parsed.options, Endpoint::ChatCompletions,
                                       false, context.limits.max_model_len),
                       context.limits.max_output_records);

@@ -102,7 +102,8 @@ def test_chat_failures_after_admission_give_their_places_back(tenants):
     messages = [{"role": "user", "content": "Hello"}]
     failures = [
         {"messages": messages, "chat_template_kwargs": {"messages": []}},
-        {"messages": messages, "n": 2, "logprobs": True, "top_logprobs": 20, "max_completion_tokens": 1000},
+        # No max_completion_tokens: the rest of the context, so the count needs the prompt.
+        {"messages": messages, "n": 2, "logprobs": True, "top_logprobs": 20},
     ] * 3
     for body in failures:
         r = post(tenants, "/v1/chat/completions", body, ALPHA)
@@ -110,3 +111,7 @@ def test_chat_failures_after_admission_give_their_places_back(tenants):
         assert r.json()["error"]["param"] in ("chat_template_kwargs.messages", "max_completion_tokens")
     r = post(tenants, "/v1/chat/completions", {"messages": messages, "n": 2, "max_completion_tokens": 2}, ALPHA)
     assert r.status_code == 200, r.text
+    # With max_completion_tokens the budget is known before admission.
+    r = post(tenants, "/v1/chat/completions", {"messages": messages, "n": 2, "logprobs": True, "top_logprobs": 20,
+                                               "max_completion_tokens": 1000}, ALPHA)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "max_completion_tokens", r.text
