@@ -74,6 +74,12 @@ def test_a_tenant_holding_its_share_gets_429_while_another_is_served(tenants):
         assert r.status_code == 429, r.text
         assert r.headers["Retry-After"] == "1"
         assert "per-client limit" in r.json()["error"]["message"]
+        # Chat templates render only under admission: a conversation the template would refuse
+        # (a 400 once rendered) is a 429 here, so it was never rendered; /tokenize too.
+        bad_chat = {"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"messages": []}}
+        assert post(tenants, "/v1/chat/completions", bad_chat, ALPHA).status_code == 429
+        assert post(tenants, "/tokenize", bad_chat, ALPHA).status_code == 429
+        assert post(tenants, "/v1/chat/completions", bad_chat, BETA).status_code == 400
         # The other tenant still has its half.
         r = small(tenants, BETA, n=2)
         assert r.status_code == 200, r.text
