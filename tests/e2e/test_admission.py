@@ -101,20 +101,23 @@ def test_a_request_larger_than_a_share_is_400_not_429(tenants):
     assert "--max-queued-requests-per-client" in r.json()["error"]["message"]
 
 
-def test_chat_failures_after_admission_give_their_places_back(tenants):
-    # Each of these fails after taking a place (the template's 400, the budget known only once
-    # the prompt is rendered). More failures than the share: a leaked place would turn the
-    # last request into a 429.
+def test_failures_after_admission_give_their_places_back(tenants):
+    # Each of these fails after taking its places (the template's 400, the budget known only
+    # once the prompt is rendered, the context check when the engine request is built). More
+    # failures than the share: a leaked place would turn the last request into a 429.
     messages = [{"role": "user", "content": "Hello"}]
     failures = [
-        {"messages": messages, "chat_template_kwargs": {"messages": []}},
+        ("/v1/chat/completions", {"messages": messages, "chat_template_kwargs": {"messages": []}},
+         "chat_template_kwargs.messages"),
         # No max_completion_tokens: the rest of the context, so the count needs the prompt.
-        {"messages": messages, "n": 2, "logprobs": True, "top_logprobs": 20},
+        ("/v1/chat/completions", {"messages": messages, "n": 2, "logprobs": True, "top_logprobs": 20},
+         "max_completion_tokens"),
+        ("/v1/completions", {"prompt": "Hello", "n": 2, "max_tokens": 2048}, "max_tokens"),
     ] * 3
-    for body in failures:
-        r = post(tenants, "/v1/chat/completions", body, ALPHA)
+    for path, body, param in failures:
+        r = post(tenants, path, body, ALPHA)
         assert r.status_code == 400, r.text
-        assert r.json()["error"]["param"] in ("chat_template_kwargs.messages", "max_completion_tokens")
+        assert r.json()["error"]["param"] == param, r.text
     r = post(tenants, "/v1/chat/completions", {"messages": messages, "n": 2, "max_completion_tokens": 2}, ALPHA)
     assert r.status_code == 200, r.text
     # With max_completion_tokens the budget is known before admission.
