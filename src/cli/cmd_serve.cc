@@ -42,6 +42,8 @@ struct ServeOptions {
   std::string chat_template;
   std::string max_body = "1M";
   int64_t max_pending = 1024;
+  int64_t max_pending_per_client = 0;  // 0: half of max_pending
+  int64_t max_output_records = server::ServingLimits{}.max_output_records;
   size_t max_chat_messages = 2048;
   double request_read_timeout_s = 30.0;
   unsigned threads = 0;
@@ -102,10 +104,11 @@ void serve(ServeOptions& options) {
   limits.vocab_size = static_cast<int64_t>(model.hparams.vocab_size);
   limits.max_model_len = engine.stats().max_model_len;
   limits.max_chat_messages = options.max_chat_messages;
+  limits.max_output_records = options.max_output_records;
   // A rendering may add template text around the body's messages, but not grow without bound.
   limits.max_rendered_prompt_bytes = 4 * options.http.max_body_bytes;
   server::ServerContext context(engine, model, load_chat_template(options, *model.file), name, limits,
-                                options.max_pending);
+                                options.max_pending, options.max_pending_per_client);
   context.salt_by_api_key = !options.http.api_keys.empty();
   server::EngineLoop loop(engine);
   server::Server http(context, options.http);
@@ -161,6 +164,14 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body-size", options->max_body, "Largest request body, e.g. 1M")->capture_default_str();
   cmd->add_option("--max-pending-requests", options->max_pending,
                   "Requests (counted per choice) queued or running before new ones get 429")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-queued-requests-per-client", options->max_pending_per_client,
+                  "Of those, how many one client (API key, or address without keys) may hold; more get 429 "
+                  "(default: half of --max-pending-requests)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-output-records", options->max_output_records,
+                  "Most tokens and log-probability entries one response may hold (prompts x choices x "
+                  "echo/logprobs x length); larger requests get 400")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-chat-messages", options->max_chat_messages, "Most messages in one chat request")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));

@@ -128,8 +128,7 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
   return prompt;
 }
 
-ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTemplate& chat_template,
-                               const tokenizer::Tokenizer& tokenizer, const ServingLimits& limits) {
+ChatRequest read_chat_request(const nlohmann::json& body, const ServingLimits& limits) {
   const RequestFields fields(body);
   if (const nlohmann::json* format = fields.find("response_format")) {
     if (!format->is_object() || format->value("type", nlohmann::json()) != "text") {
@@ -144,9 +143,15 @@ ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTempl
     }
   }
   ChatRequest out;
-  const nlohmann::ordered_json messages = parse_messages(body, limits.max_chat_messages);
+  out.messages = parse_messages(body, limits.max_chat_messages);
   out.options = parse_generation_options(body, Endpoint::ChatCompletions, limits);
-  out.prompt = render_chat_prompt(messages, body, chat_template, tokenizer, limits.max_rendered_prompt_bytes);
+  return out;
+}
+
+ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTemplate& chat_template,
+                               const tokenizer::Tokenizer& tokenizer, const ServingLimits& limits) {
+  ChatRequest out = read_chat_request(body, limits);
+  out.prompt = render_chat_prompt(out.messages, body, chat_template, tokenizer, limits.max_rendered_prompt_bytes);
   return out;
 }
 

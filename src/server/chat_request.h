@@ -13,7 +13,8 @@
 namespace lumen::server {
 
 struct ChatRequest {
-  std::vector<int32_t> prompt;
+  nlohmann::ordered_json messages;  // checked (parse_messages)
+  std::vector<int32_t> prompt;      // rendered: empty until render_chat_prompt runs
   GenerationOptions options;
 };
 
@@ -31,6 +32,11 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
                                         const tokenizer::Tokenizer& tokenizer,
                                         size_t max_rendered_bytes = ServingLimits{}.max_rendered_prompt_bytes);
 
+// Checks every field and reads the messages and generation options, without rendering: the
+// route renders only once the request holds admission places (routes_generate.cc).
+ChatRequest read_chat_request(const nlohmann::json& body, const ServingLimits& limits);
+
+// read_chat_request, then render_chat_prompt.
 ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTemplate& chat_template,
                                const tokenizer::Tokenizer& tokenizer, const ServingLimits& limits);
 

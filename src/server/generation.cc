@@ -28,7 +28,7 @@ sampling::SamplingParams params_for_prompt(const GenerationOptions& options, End
               prompt_len, params.max_tokens);
     }
   } else {
-    params.max_tokens = endpoint == Endpoint::Completions ? std::min<int64_t>(16, room) : room;
+    params.max_tokens = max_new_tokens(options, endpoint, room);
   }
   return params;
 }
@@ -36,8 +36,9 @@ sampling::SamplingParams params_for_prompt(const GenerationOptions& options, End
 }  // namespace
 
 Generation::Generation(ServerContext& context, const std::vector<std::vector<int32_t>>& prompts,
-                       const GenerationOptions& options, Endpoint endpoint, Clock::time_point arrival, int socket)
-    : context_(context), arrival_(arrival) {
+                       const GenerationOptions& options, Endpoint endpoint, Clock::time_point arrival, int socket,
+                       Admission::Places places)
+    : context_(context), arrival_(arrival), places_(std::move(places)) {
   const auto n = static_cast<size_t>(options.n);
   // Check every prompt before queueing any, so a bad one leaves nothing behind.
   std::vector<sampling::SamplingParams> per_prompt;
@@ -47,11 +48,6 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
     per_prompt.back().validate_for_vocab(context.limits.vocab_size);
     prompt_tokens_ += static_cast<int64_t>(prompt.size());
   }
-  // Admission counts sequences: best_of and beam search run more than the n they return.
-  const auto width = static_cast<int64_t>(options.params.best_of.value_or(options.n));
-  const auto total = static_cast<int64_t>(prompts.size()) * width;
-  context.admission.reserve(total);
-  reserved_ = total;
   try {
     for (size_t p = 0; p < prompts.size(); ++p) {
       sampling::SamplingParams params = per_prompt[p];
@@ -92,8 +88,7 @@ void Generation::release() {
   if (watch_ticket_ != 0) context_.watcher.unwatch(watch_ticket_);
   watch_ticket_ = 0;
   for (const Choice& c : choices_) context_.admission.untrack(c.handle.id());
-  context_.admission.release(reserved_);
-  reserved_ = 0;
+  places_.release();
 }
 
 void Generation::abort_all() {

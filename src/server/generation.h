@@ -18,11 +18,13 @@ using Clock = std::chrono::steady_clock;
 
 class Generation {
  public:
-  // Throws ApiError (400: a prompt too long for the context, or for max_tokens; 429/503: no
-  // admission) or lumen::Error (the engine refused the request), with nothing left queued.
-  // `socket`: the client's connection, watched for hang-ups (-1: not watched).
+  // Throws ApiError (400: a prompt too long for the context, or for max_tokens) or
+  // lumen::Error (the engine refused the request), with nothing left queued. `places`: the
+  // admission places the route reserved, one per sequence (prompts x best_of, or n), held until
+  // this is destroyed. `socket`: the client's connection, watched for hang-ups (-1: not watched).
   Generation(ServerContext& context, const std::vector<std::vector<int32_t>>& prompts,
-             const GenerationOptions& options, Endpoint endpoint, Clock::time_point arrival, int socket);
+             const GenerationOptions& options, Endpoint endpoint, Clock::time_point arrival, int socket,
+             Admission::Places places);
   ~Generation();
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
@@ -52,7 +54,7 @@ class Generation {
   Clock::time_point arrival_;
   Clock::time_point submitted_;  // handed to the engine
   std::vector<Choice> choices_;
-  int64_t reserved_ = 0;
+  Admission::Places places_;
   int64_t prompt_tokens_ = 0;
   size_t cursor_ = 0;
   uint64_t watch_ticket_ = 0;

@@ -1,5 +1,6 @@
 // POST /v1/completions and /v1/chat/completions: parse, submit through a Generation, then either
 // collect every choice into one body or stream them as server-sent events.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,11 +10,13 @@
 #include "server/http_policy.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
+#include "server/client_id.h"
 #include "server/completion_request.h"
 #include "server/generation.h"
 #include "server/guarded_http_server.h"
 #include "server/json_body.h"
 #include "server/openai_responses.h"
+#include "server/output_budget.h"
 #include "server/routes.h"
 #include "server/sse.h"
 
@@ -28,6 +31,12 @@ struct GenerationJob {
   std::vector<std::string> echo_texts;  // per prompt, put before its choices' text; empty: none
   GenerationOptions options;
 };
+
+std::vector<int64_t> prompt_lengths(const std::vector<std::vector<int32_t>>& prompts) {
+  std::vector<int64_t> lengths;
+  for (const auto& prompt : prompts) lengths.push_back(static_cast<int64_t>(prompt.size()));
+  return lengths;
+}
 
 ApiError aborted_error(const ServerContext& context) {
   if (context.shutdown_aborted || context.admission.draining()) {
@@ -174,8 +183,27 @@ void respond_stream(ServerContext& context, std::unique_ptr<Generation> generati
       });
 }
 
-void run_job(ServerContext& context, GenerationJob job, Clock::time_point arrival, const httplib::Request& request,
-             httplib::Response& response) {
+// Takes the request's admission places: one per sequence (best_of and beam search run more
+// than the n they return), charged to its client (client_id.h). A request that needs more
+// than one client's share is a 400, not a 429: waiting would never make it fit.
+Admission::Places admit(ServerContext& context, const httplib::Request& request, size_t n_prompts,
+                        const GenerationOptions& options) {
+  const auto width = static_cast<int64_t>(std::max(options.n, options.params.best_of.value_or(options.n)));
+  const auto prompts = static_cast<int64_t>(n_prompts);
+  const int64_t places = prompts * width;
+  if (places > context.admission.max_per_client()) {
+    const char* param = prompts > 1 && prompts >= width ? "prompt" : (width > options.n ? "best_of" : "n");
+    invalid(param,
+            "this request runs {} sequences ({} prompts x {} choices); one client may have at most {} queued or "
+            "running (--max-queued-requests-per-client)",
+            places, prompts, width, context.admission.max_per_client());
+  }
+  return context.admission.reserve(
+      client_id(context.salt_by_api_key, request.get_header_value("Authorization"), request.remote_addr), places);
+}
+
+void run_job(ServerContext& context, GenerationJob job, Admission::Places places, Clock::time_point arrival,
+             const httplib::Request& request, httplib::Response& response) {
   if (context.salt_by_api_key) {
     // The key was checked before routing; its salt keeps this tenant's cached prompts its own.
     if (auto token = bearer_token(request.get_header_value("Authorization"))) {
@@ -183,7 +211,7 @@ void run_job(ServerContext& context, GenerationJob job, Clock::time_point arriva
     }
   }
   auto generation = std::make_unique<Generation>(context, job.prompts, job.options, job.endpoint, arrival,
-                                                 GuardedHttpServer::current_socket());
+                                                 GuardedHttpServer::current_socket(), std::move(places));
   if (job.options.stream) {
     respond_stream(context, std::move(generation), std::move(job), response);
   } else {
@@ -210,9 +238,13 @@ void handle_completions(ServerContext& context, const httplib::Request& request,
   const nlohmann::json body = parse_json_body(request.body);
   check_model(context, body);
   CompletionRequest parsed = parse_completion_request(body, context.model.tokenizer, context.limits);
+  check_output_budget(estimate_output(prompt_lengths(parsed.prompts), parsed.options, Endpoint::Completions,
+                                      parsed.echo, context.limits.max_model_len),
+                      context.limits.max_output_records);
+  Admission::Places places = admit(context, request, parsed.prompts.size(), parsed.options);
   GenerationJob job{Endpoint::Completions, std::move(parsed.prompts), {}, parsed.options};
   if (parsed.echo) job.echo_texts = std::move(parsed.prompt_texts);
-  run_job(context, std::move(job), arrival, request, response);
+  run_job(context, std::move(job), std::move(places), arrival, request, response);
 }
 
 void handle_chat_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
@@ -222,9 +254,29 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   if (!context.chat_template) {
     throw ApiError(400, "the served model has no chat template; use /v1/completions", "messages");
   }
-  ChatRequest parsed = parse_chat_request(body, *context.chat_template, context.model.tokenizer, context.limits);
+  ChatRequest parsed = read_chat_request(body, context.limits);
+  if (parsed.options.max_tokens_given) {
+    // The generated part is known without the prompt (as an empty one): a request already
+    // over the budget on it is refused before it takes places or renders.
+    check_output_budget(estimate_output({0}, parsed.options, Endpoint::ChatCompletions, false,
+                                        context.limits.max_model_len),
+                        context.limits.max_output_records);
+  }
+  // The template runs only once the request holds its places. Rendering costs up to the
+  // interpreter's step limit, so a flood of chat requests must not render on every HTTP thread
+  // at once: under admission it is bounded by the places, each client by its share (one
+  // client's flood cannot delay another's renders, as a shared render semaphore would), and a
+  // request refused with 429 costs no rendering at all. Any 400 from here on gives the places
+  // back as `places` unwinds.
+  Admission::Places places = admit(context, request, 1, parsed.options);
+  parsed.prompt = render_chat_prompt(parsed.messages, body, *context.chat_template, context.model.tokenizer,
+                                     context.limits.max_rendered_prompt_bytes);
+  // The whole count needs the prompt's length, known only now; the places go back if it refuses.
+  check_output_budget(estimate_output(prompt_lengths({parsed.prompt}), parsed.options, Endpoint::ChatCompletions,
+                                      false, context.limits.max_model_len),
+                      context.limits.max_output_records);
   GenerationJob job{Endpoint::ChatCompletions, {std::move(parsed.prompt)}, {}, parsed.options};
-  run_job(context, std::move(job), arrival, request, response);
+  run_job(context, std::move(job), std::move(places), arrival, request, response);
 }
 
 }  // namespace lumen::server

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/client_id.h"
 #include "server/chat_request.h"
 #include "server/json_body.h"
 #include "server/request_fields.h"
@@ -58,6 +59,10 @@ void handle_tokenize(ServerContext& context, const httplib::Request& request, ht
   std::vector<int32_t> tokens;
   if (fields.has("messages")) {
     if (!context.chat_template) throw ApiError(400, "the served model has no chat template", "messages");
+    // Rendering runs under admission here too (one place for its duration; see
+    // handle_chat_completions), or /tokenize would be the unbounded way in.
+    const Admission::Places place = context.admission.reserve(
+        client_id(context.salt_by_api_key, request.get_header_value("Authorization"), request.remote_addr), 1);
     tokens = render_chat_prompt(parse_messages(body, context.limits.max_chat_messages), body, *context.chat_template,
                                 context.model.tokenizer, context.limits.max_rendered_prompt_bytes);
   } else {

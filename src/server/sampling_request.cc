@@ -1,5 +1,6 @@
 #include "server/sampling_request.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -148,6 +149,11 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
     out.include_usage = RequestFields(*options).boolean("include_usage").value_or(false);
   }
   return out;
+}
+
+int64_t max_new_tokens(const GenerationOptions& options, Endpoint endpoint, int64_t room) {
+  if (options.max_tokens_given) return options.params.max_tokens;
+  return endpoint == Endpoint::Completions ? std::min<int64_t>(16, room) : room;
 }
 
 uint64_t salt_of(std::string_view text) {

@@ -21,6 +21,11 @@ struct ServingLimits {
   int32_t max_prompts = 64;  // prompts in one /v1/completions request
   size_t max_chat_messages = 2048;              // messages in one conversation
   size_t max_rendered_prompt_bytes = 4u << 20;  // the chat template's output
+  // Tokens and log-probability entries one response may hold (output_budget.h). 4 M admits
+  // one choice with 20 alternatives per token over a 128K context (2.75 M) and 16 plain
+  // choices over it (2.1 M); at the measured 30-80 bytes of JSON per entry, it bounds a
+  // response at a few hundred MB where the product of the per-field limits allowed tens of GB.
+  int64_t max_output_records = 4'000'000;
 };
 
 struct GenerationOptions {
@@ -35,6 +40,11 @@ struct GenerationOptions {
   // prompts by timing).
   uint64_t cache_salt = 0;
 };
+
+// The most tokens each choice may generate when `room` tokens of context are left after its
+// prompt: max_tokens when given (checked against the room later), else OpenAI's 16 for
+// completions and vLLM's rest of the context for chat.
+int64_t max_new_tokens(const GenerationOptions& options, Endpoint endpoint, int64_t room);
 
 // A salt from a string (cache_salt, an API key): equal strings give equal salts.
 uint64_t salt_of(std::string_view text);

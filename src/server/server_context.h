@@ -18,13 +18,13 @@ namespace lumen::server {
 
 struct ServerContext {
   ServerContext(Engine& e, const engine::LoadedModel& m, std::optional<chat::ChatTemplate> chat, std::string name,
-                ServingLimits serving_limits, int64_t max_in_flight)
+                ServingLimits serving_limits, int64_t max_in_flight, int64_t max_in_flight_per_client = 0)
       : engine(e),
         model(m),
         chat_template(std::move(chat)),
         model_name(std::move(name)),
         limits(serving_limits),
-        admission(max_in_flight),
+        admission(max_in_flight, max_in_flight_per_client),
         watcher([this](uint64_t id) { engine.abort(id); }) {}
 
   Engine& engine;
@@ -37,7 +37,8 @@ struct ServerContext {
   // Set when shutdown's grace period ran out and in-flight requests were aborted: their
   // clients get "the server is shutting down" rather than a bare abort.
   std::atomic<bool> shutdown_aborted{false};
-  // With API keys: each key's requests get their own prefix-cache salt (tenant isolation).
+  // With API keys, each key is a tenant: its requests get their own prefix-cache salt (tenant
+  // isolation) and their own admission share (client_id.h); without, the peer address is.
   bool salt_by_api_key = false;
   DisconnectWatcher watcher;  // last: its thread calls into the members above
 };

@@ -4,7 +4,6 @@
 
 #include <random>
 
-#include "server/admission.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/json_body.h"
@@ -202,31 +201,6 @@ TEST(Messages, RejectsMalformedConversations) {
       EXPECT_EQ(e.status(), 400);
       EXPECT_EQ(e.param(), "messages");
     }
-  }
-}
-
-TEST(Admission, LimitsInFlightAndRefusesWhileDraining) {
-  Admission a(3);
-  a.reserve(2);
-  try {
-    a.reserve(2);
-    ADD_FAILURE();
-  } catch (const ApiError& e) {
-    EXPECT_EQ(e.status(), 429);
-    EXPECT_EQ(e.retry_after, 1);
-  }
-  a.reserve(1);
-  EXPECT_EQ(a.in_flight(), 3);
-  a.release(3);
-  a.track(7);
-  EXPECT_EQ(a.tracked(), std::vector<uint64_t>{7});
-  a.begin_draining();
-  try {
-    a.reserve(1);
-    ADD_FAILURE();
-  } catch (const ApiError& e) {
-    EXPECT_EQ(e.status(), 503);
-    EXPECT_TRUE(e.retry_after.has_value());
   }
 }
 

@@ -1,0 +1,17 @@
+#include "server/client_id.h"
+
+#include <fmt/format.h>
+
+#include "server/http_policy.h"
+#include "server/sampling_request.h"
+
+namespace lumen::server {
+
+std::string client_id(bool by_api_key, std::string_view authorization, std::string_view peer) {
+  if (by_api_key) {
+    if (auto token = bearer_token(authorization)) return fmt::format("key:{:016x}", salt_of(*token));
+  }
+  return fmt::format("peer:{}", peer);
+}
+
+}  // namespace lumen::server
