@@ -137,7 +137,21 @@ void serve(ServeOptions& options) {
                  signal_name, options.http.shutdown_grace_s);
       std::fflush(stderr);
       drain_started = true;
-      draining = std::thread([&http] { http.shutdown(); });
+      draining = std::thread([&http, &served] {
+        http.shutdown();
+        // The hard deadline: shutdown() has aborted what was left and shut every connection
+        // down, so the handlers return within moments. Should one still hang (a stuck engine
+        // step), the process exits anyway rather than outlive its operator's patience.
+        const auto hard_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!served && std::chrono::steady_clock::now() < hard_deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        if (!served) {
+          fmt::print(stderr, "lumen serve: the drain did not finish 10 s after the grace period; exiting now\n");
+          std::fflush(stderr);
+          std::_Exit(1);
+        }
+      });
     }
   });
   http.serve();

@@ -75,3 +75,20 @@ def test_a_second_signal_during_the_drain_exits_at_once():
     assert any("second SIGINT" in line for line in s.log), "".join(s.log)
     for t in threads:
         t.join(60)
+
+
+def test_a_drain_does_not_wait_for_slow_or_idle_connections():
+    import socket
+    s = LumenServer("--shutdown-grace", 30, "--request-read-timeout", 60)
+    slow = socket.create_connection(("127.0.0.1", s.port))
+    slow.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head never finished
+    idle = socket.create_connection(("127.0.0.1", s.port))
+    idle.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")  # kept alive after its answer
+    assert idle.recv(4096).startswith(b"HTTP/1.1 200")
+    time.sleep(0.2)
+    start = time.monotonic()
+    s.proc.send_signal(signal.SIGTERM)
+    assert s.proc.wait(30) == 0, "".join(s.log)
+    assert time.monotonic() - start < 5  # not the 60 s read deadline, nor the grace period
+    slow.close()
+    idle.close()
