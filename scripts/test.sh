@@ -7,10 +7,18 @@
 #      `model`), so memory errors in the parsers and kernels fail loudly;
 #   4. Release: every test (unit, golden, model). It runs last, so the last ctest summary in
 #      the log is the full suite's.
-# Ends with one line "total: N passed, M failed, K skipped".
+# Ends with each stage's wall time and one line "total: N passed, M failed, K skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh || exit 1
+timings=()  # "stage seconds", printed at the end: CI has a time budget to keep
+timed() {  # timed STAGE COMMAND...: runs it, notes its wall time, returns its status
+  local stage=$1; shift
+  local start=$SECONDS
+  "$@"; local rc=$?
+  timings+=("$stage $((SECONDS - start))")
+  return $rc
+}
+timed setup scripts/setup.sh || exit 1
 PY="${LUMEN_HOME:-$HOME/.cache/lumen}/venv/bin/python"
 JOBS="${LUMEN_JOBS:-2}"
 
@@ -18,8 +26,7 @@ passed=0; failed=0; skipped=0; status=0
 run_preset() {
   local preset=$1; shift
   echo "=== $preset: configure and build"
-  if ! cmake --preset "$preset" -DLUMEN_PYTHON="$PY" >/dev/null ||
-     ! cmake --build --preset "$preset" -j"$JOBS"; then
+  if ! timed "$preset:build" build_preset "$preset"; then
     echo "=== $preset: build failed"; failed=$((failed + 1)); status=1; return
   fi
   if [ "$preset" = cuda ] && ! have_gpu; then
@@ -31,8 +38,10 @@ run_preset() {
   fi
   echo "=== $preset: test"
   local log; log=$(mktemp)
+  local start=$SECONDS
   (cd "build/$preset" && ctest --output-on-failure -j"$JOBS" --timeout 900 "$@") | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  timings+=("$preset:test $((SECONDS - start))")
   # ctest's summary: "100% tests passed, 0 tests failed out of 57"
   local line; line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n1)
   if [ -z "$line" ]; then failed=$((failed + 1)); status=1; rm -f "$log"; return; fi
@@ -43,6 +52,10 @@ run_preset() {
   local skip; skip=$(grep -c '(Skipped)' "$log" || true)
   passed=$((passed + total - bad - skip)); failed=$((failed + bad)); skipped=$((skipped + skip))
   rm -f "$log"
+}
+
+build_preset() {
+  cmake --preset "$1" -DLUMEN_PYTHON="$PY" >/dev/null && cmake --build --preset "$1" -j"$JOBS"
 }
 
 have_gpu() { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }
@@ -59,5 +72,8 @@ for preset in ${LUMEN_PRESETS:-$default_presets}; do
     *) run_preset "$preset" ;;
   esac
 done
+echo "=== wall time per stage (seconds)"
+for t in "${timings[@]}"; do echo "  $t"; done
+echo "  all $SECONDS"
 echo "total: $passed passed, $failed failed, $skipped skipped"
 exit $status
