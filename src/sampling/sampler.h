@@ -9,7 +9,7 @@
 //                     count, and the window)
 //  3. masks           while fewer than min_tokens tokens were accepted: stop_token_ids and,
 //                     unless ignore_eos, the end-of-generation ids get -inf; then the
-//                     LogitMask hook (grammar, a later issue) may set any logit to -inf
+//                     LogitMask hook (for constrained output) may set any logit to -inf
 //  -- temperature 0: the token is argmax z (the lowest id among equal maxima); stop here --
 //  4. temperature     s = (z - max z) / T (the shift changes no probability)
 //  5. top-k           keep the k largest s (ties: lower id)
@@ -63,7 +63,8 @@ struct SampleResult {
   std::vector<TokenLogprob> top;
 };
 
-// The grammar hook: constrains which tokens may come next. A later issue implements it.
+// The constrained-output hook: which tokens may come next. Grammar and JSON-schema output is
+// to plug in here; today only tests set one.
 class LogitMask {
  public:
   virtual ~LogitMask() = default;
