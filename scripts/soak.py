@@ -94,8 +94,14 @@ def main():
     ap.add_argument("--disconnect", type=float, default=0.10)
     ap.add_argument("--malformed", type=float, default=0.05)
     ap.add_argument("--warmup-minutes", type=float, default=None)
+    # The KV pool is an anonymous mapping whose pages become resident as blocks are first used,
+    # and the prefix cache keeps released blocks until the pool is full: with the default budget
+    # (a share of available RAM) RSS climbs for most of an hour by design. A pool small enough
+    # to be filled during warm-up makes RSS after it a leak detector.
+    ap.add_argument("--kv-cache-memory", default="512M")
     args = ap.parse_args()
-    cmd = [args.lumen, "serve", "--port", "0", "--log-level", "quiet"] + (["-m", args.model] if args.model else [])
+    cmd = [args.lumen, "serve", "--port", "0", "--log-level", "quiet", "--kv-cache-memory", args.kv_cache_memory] + \
+        (["-m", args.model] if args.model else [])
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     port = None
     for line in proc.stderr:
@@ -129,7 +135,8 @@ def main():
         rc = proc.wait(120)
     else:
         rc = proc.returncode
-    report = {"clients": args.clients, "minutes": args.minutes, **stats.counts, "server_alive": alive,
+    report = {"clients": args.clients, "minutes": args.minutes, "kv_cache_memory": args.kv_cache_memory,
+              **stats.counts, "server_alive": alive,
               "exit_status": rc, "rss_kib_after_warmup_min": min(after) if after else None,
               "rss_kib_after_warmup_max": max(after) if after else None, "rss_growth_after_warmup": round(growth, 4),
               "errors": stats.errors, "rss_samples": samples}

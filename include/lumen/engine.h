@@ -21,6 +21,7 @@ class Backend;
 namespace engine {
 struct LoadedModel;
 class RequestStream;
+struct EngineTestAccess;
 }  // namespace engine
 
 using sampling::SamplingParams;
@@ -108,6 +109,7 @@ class Engine {
   const EngineConfig& config() const;
 
  private:
+  friend struct engine::EngineTestAccess;  // fault injection for tests (src/engine)
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -12,7 +12,9 @@
 namespace lumen {
 
 // Stop: an end-of-generation token, a stop token id or a stop string; Length: max_tokens, or
-// the context (or the KV cache) is full; Abort: aborted by the caller or the engine shut down.
+// the context (or the KV cache) is full; Abort: aborted by the caller or the engine shut down;
+// Error: the engine failed on this request (the last chunk's `error` says how; for logs, not
+// for clients) and went on serving the others.
 using sampling::FinishReason;
 
 const char* finish_reason_name(FinishReason reason);
@@ -53,6 +55,7 @@ struct StreamChunk {
   std::vector<GeneratedToken> tokens;
   bool finished = false;
   FinishReason finish_reason = FinishReason::Abort;  // meaningful when finished
+  std::string error;  // with FinishReason::Error: what failed
 };
 
 struct GenerationResult {
@@ -64,6 +67,7 @@ struct GenerationResult {
   std::vector<float> logprobs;
   std::vector<std::vector<TokenAlternative>> top_logprobs;  // per token: the alternatives asked for
   FinishReason finish = FinishReason::Abort;
+  std::string error;  // with FinishReason::Error: what failed
 };
 
 }  // namespace lumen

@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
+#include <exception>
 #include <limits>
 #include <random>
 #include <mutex>
 #include <unordered_map>
 
+#include "engine/engine_test_access.h"
 #include "engine/kv_budget.h"
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
@@ -32,6 +35,7 @@ const char* finish_reason_name(FinishReason reason) {
     case FinishReason::Stop: return "stop";
     case FinishReason::Length: return "length";
     case FinishReason::Abort: return "abort";
+    case FinishReason::Error: return "error";
   }
   return "abort";
 }
@@ -54,7 +58,10 @@ GenerationResult RequestHandle::collect() {
       result.logprobs.push_back(t.logprob);
       result.top_logprobs.push_back(t.top);
     }
-    if (chunk.finished) result.finish = chunk.finish_reason;
+    if (chunk.finished) {
+      result.finish = chunk.finish_reason;
+      result.error = chunk.error;
+    }
   }
   return result;
 }
@@ -145,7 +152,13 @@ struct Engine::Impl {
   void deliver_beams(RequestGroup& g);
   void out_of_blocks(Completion& c);
   // Ends every stream of the group (with `reason` where not yet ended) and retires it.
-  void end_group(RequestGroup& g, FinishReason reason);
+  void end_group(RequestGroup& g, FinishReason reason, const std::string& error = {});
+  // Fault containment (see step()): ends the request a sequence belongs to with an error.
+  void fail_request(uint64_t sequence_id, const std::string& error);
+  // The forward pass of `plan` threw: every request in it ends with an error.
+  void fail_batch(const engine::StepPlan& plan, const std::string& error);
+  // Ends the requests whose logit rows hold NaN or infinity, before their blocks are published.
+  void fail_non_finite(const engine::StepPlan& plan, std::span<float> logits);
 
   engine::LoadedModel& model;
   EngineConfig config;
@@ -180,6 +193,7 @@ struct Engine::Impl {
   std::vector<sampling::Candidate> logprob_scratch;
   std::vector<sampling::TokenLogprob> logprob_top;
   std::vector<uint64_t> chunk_ids;
+  engine::EngineTestAccess::LogitsHook logits_hook;  // tests only
 
   mutable std::mutex stats_mutex;
   EngineStats snapshot;
@@ -215,11 +229,11 @@ void Engine::Impl::retire(Completion& c, FinishReason reason) {
   --c.group->n_running;
 }
 
-void Engine::Impl::end_group(RequestGroup& g, FinishReason reason) {
+void Engine::Impl::end_group(RequestGroup& g, FinishReason reason, const std::string& error) {
   for (auto& c : g.completions) {
     if (!c->finish) retire(*c, reason);
   }
-  for (auto& stream : g.streams) stream->finish(reason);  // no-op where it already ended
+  for (auto& stream : g.streams) stream->finish(reason, error);  // no-op where it already ended
   g.ended = true;
   unfinished.fetch_sub(1);
   ended.push_back(g.id);
@@ -427,6 +441,59 @@ void Engine::Impl::mark_scheduled(const engine::StepPlan& plan) {
   }
 }
 
+namespace {
+
+// NaN and infinities are the floats whose exponent bits are all ones. Branch-free, so the
+// compiler vectorizes it: a pass over a row costs about what sampling's first pass does.
+bool all_finite(std::span<const float> values) {
+  uint32_t bad = 0;
+  for (const float v : values) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
+}  // namespace
+
+void Engine::Impl::fail_request(uint64_t sequence_id, const std::string& error) {
+  const auto it = live.find(sequence_id);
+  if (it == live.end()) return;
+  RequestGroup& g = *it->second->group;
+  if (!g.ended) end_group(g, FinishReason::Error, error);
+}
+
+void Engine::Impl::fail_batch(const engine::StepPlan& plan, const std::string& error) {
+  for (const engine::ScheduledChunk& chunk : plan.chunks) fail_request(chunk.seq->id, error);
+  // A sequence swapped out by this plan may not have had its blocks copied out.
+  for (const engine::Sequence* seq : plan.preempted) {
+    if (!seq->swap_slots.empty()) fail_request(seq->id, error);
+  }
+}
+
+void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float> logits) {
+  const auto vocab = static_cast<size_t>(runner.vocab_size());
+  const std::vector<engine::ChunkLogits>& rows = runner.chunk_logits();
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const uint64_t id = plan.chunks[i].seq->id;
+    const auto n_rows = static_cast<size_t>(rows[i].n_prompt_rows + (rows[i].samples ? 1 : 0));
+    if (n_rows == 0 || !live.contains(id)) continue;
+    const std::span<float> own = logits.subspan(static_cast<size_t>(rows[i].first_row) * vocab, n_rows * vocab);
+    try {
+      if (logits_hook) logits_hook(live.at(id)->group->id, own);
+    } catch (const std::exception& e) {
+      fail_request(id, e.what());
+      continue;
+    }
+    if (!all_finite(own)) fail_request(id, "the model produced non-finite logits (NaN or infinity)");
+  }
+}
+
+void engine::EngineTestAccess::set_logits_hook(Engine& engine, LogitsHook hook) {
+  engine.impl_->logits_hook = std::move(hook);
+}
+
 void Engine::Impl::process(const engine::StepPlan& plan, std::span<const float> logits) {
   const auto vocab = static_cast<size_t>(runner.vocab_size());
   const std::vector<engine::ChunkLogits>& rows = runner.chunk_logits();
@@ -437,10 +504,15 @@ void Engine::Impl::process(const engine::StepPlan& plan, std::span<const float> 
     const auto it = live.find(chunk_ids[i]);
     if (it == live.end()) continue;
     Completion& c = *it->second;
-    if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
-    if (rows[i].samples) {
-      const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
-      on_logits(c, logits.subspan(row * vocab, vocab));
+    try {
+      if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
+      if (rows[i].samples) {
+        const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
+        on_logits(c, logits.subspan(row * vocab, vocab));
+      }
+    } catch (const std::exception& e) {
+      // Its K/V was computed and checked: the blocks already published stay valid.
+      fail_request(chunk_ids[i], std::string("processing the request's logits failed: ") + e.what());
     }
   }
 }
@@ -534,6 +606,12 @@ void Engine::wait_for_work(std::chrono::milliseconds timeout) {
   });
 }
 
+// Faults are contained to the requests they touch: an exception from the forward pass (a
+// kernel's argument check, an allocation) cannot be pinned on one request of the flat batch, so
+// every request in the batch ends with FinishReason::Error; non-finite logits, and any exception
+// while a request's logits are processed (sampling, log-probabilities, stop strings), end only
+// that request. Either way its blocks go back, nothing the failed pass wrote is published to the
+// prefix cache, and the engine goes on with the others.
 bool Engine::step() {
   Impl& m = *impl_;
   m.drain_inbox();
@@ -543,11 +621,24 @@ bool Engine::step() {
   }
   if (!plan.empty()) {
     m.mark_scheduled(plan);
-    const std::span<const float> logits = m.runner.run(plan);
-    m.scheduler.complete(plan);
-    m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
-    ++m.steps;
-    m.process(plan, logits);
+    std::span<float> logits;
+    std::string fault;
+    try {
+      logits = m.runner.run(plan);
+    } catch (const std::exception& e) {
+      fault = e.what();
+      if (fault.empty()) fault = "unknown error";
+    }
+    if (!fault.empty()) {
+      m.scheduler.abandon(plan);
+      m.fail_batch(plan, "the forward pass failed: " + fault);
+    } else {
+      m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
+      m.scheduler.complete(plan);
+      m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
+      ++m.steps;
+      m.process(plan, logits);
+    }
   }
   for (uint64_t id : m.ended) m.groups.erase(id);
   m.ended.clear();

@@ -12,7 +12,7 @@ ModelRunner::ModelRunner(model::Transformer& transformer, model::KvCache& cache,
       swap_(swap),
       vocab_(static_cast<int64_t>(transformer.hparams().vocab_size)) {}
 
-std::span<const float> ModelRunner::run(const StepPlan& plan) {
+std::span<float> ModelRunner::run(const StepPlan& plan) {
   if ((!plan.swap_out.empty() || !plan.swap_in.empty()) && swap_ == nullptr) {
     fail("model runner: the plan swaps blocks but the engine has no swap space");
   }

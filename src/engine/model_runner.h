@@ -32,7 +32,7 @@ class ModelRunner {
 
   // Returns the rows of vocab logits chunk_logits() describes (a view into a buffer that the
   // next call overwrites).
-  std::span<const float> run(const StepPlan& plan);
+  std::span<float> run(const StepPlan& plan);
   // One entry per chunk of the last run's plan, in plan order.
   const std::vector<ChunkLogits>& chunk_logits() const { return chunk_logits_; }
   int64_t vocab_size() const { return vocab_; }

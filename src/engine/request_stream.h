@@ -7,6 +7,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "lumen/outputs.h"
@@ -37,10 +38,13 @@ class RequestStream {
     if (!queue_reported_ && std::isnan(queue_seconds_)) queue_seconds_ = queue_seconds;
   }
 
-  void finish(FinishReason reason) {
+  void finish(FinishReason reason, const std::string& error = {}) {
     {
       std::lock_guard lock(mutex_);
-      if (!finish_) finish_ = reason;
+      if (!finish_) {
+        finish_ = reason;
+        error_ = error;
+      }
     }
     ready_.notify_all();
   }
@@ -55,6 +59,7 @@ class RequestStream {
     out.tokens.clear();
     out.prompt_logprobs.clear();
     out.finished = false;
+    out.error.clear();
     if (finish_delivered_) return false;
     out.tokens.swap(pending_);
     out.prompt_logprobs.swap(prompt_logprobs_);
@@ -66,6 +71,7 @@ class RequestStream {
     if (finish_) {
       out.finished = true;
       out.finish_reason = *finish_;
+      out.error = error_;
       finish_delivered_ = true;
     }
     return true;
@@ -84,6 +90,7 @@ class RequestStream {
   double queue_seconds_ = std::numeric_limits<double>::quiet_NaN();
   bool queue_reported_ = false;
   std::optional<FinishReason> finish_;
+  std::string error_;
   bool finish_delivered_ = false;
 };
 

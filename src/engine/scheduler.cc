@@ -222,14 +222,21 @@ StepPlan Scheduler::schedule() {
   return plan;
 }
 
-void Scheduler::complete(const StepPlan& plan) {
+void Scheduler::abandon(const StepPlan& plan) { release_swapped_in(plan); }
+
+void Scheduler::release_swapped_in(const StepPlan& plan) {
   if (swap_ != nullptr) {
     std::vector<int32_t> read;
     for (const SwapCopy& in : plan.swap_in) read.push_back(in.slot);
     swap_->release(read);
   }
+}
+
+void Scheduler::complete(const StepPlan& plan) {
+  release_swapped_in(plan);
   for (const ScheduledChunk& chunk : plan.chunks) {
     Sequence* seq = chunk.seq;
+    if (seq->state == SequenceState::Finished) continue;
     seq->n_computed += chunk.n_tokens;
     seq->blocks.commit(seq->tokens, seq->n_computed);
   }

@@ -73,8 +73,12 @@ class Scheduler {
   void remove(Sequence* seq);
   StepPlan schedule();
   // After the forward pass of `plan`: advances each chunk's n_computed and publishes the blocks
-  // it filled to the prefix cache.
+  // it filled to the prefix cache. Chunks of sequences removed since (ended with an error) are
+  // skipped: their blocks are gone, and their K/V is not to be trusted.
   void complete(const StepPlan& plan);
+  // The forward pass of `plan` failed: nothing it wrote is published. Gives back the swap
+  // slots it read; the engine removes the plan's sequences.
+  void abandon(const StepPlan& plan);
 
   size_t n_running() const { return running_.size(); }
   size_t n_waiting() const { return waiting_.size(); }
@@ -90,6 +94,8 @@ class Scheduler {
   // when the sequence itself had to go.
   bool reserve_running(Sequence* seq, int64_t n, StepPlan& plan);
   Sequence* lowest_unscheduled_running(const Sequence* except) const;
+  // The host slots the plan's swap-ins read from are free again.
+  void release_swapped_in(const StepPlan& plan);
   void insert_ranked(std::vector<Sequence*>& queue, Sequence* seq) const;
   void schedule_running(StepPlan& plan, int64_t& budget);
   void admit_waiting(StepPlan& plan, int64_t& budget);

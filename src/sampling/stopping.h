@@ -22,6 +22,7 @@ enum class FinishReason {
   Stop,    // a stop token id, an end-of-generation token or a stop string
   Length,  // max_tokens (or the caller's context) was reached
   Abort,   // the caller gave up on the request
+  Error,   // the engine failed on the request (an exception in its step, non-finite logits)
 };
 
 class TokenStopCondition {

@@ -91,7 +91,7 @@ std::string ServerMetrics::render(const EngineStats& s) const {
           rejected_.load());
   out += "# HELP lumen_request_success_total Finished requests (one per choice) by finish reason.\n"
          "# TYPE lumen_request_success_total counter\n";
-  for (FinishReason r : {FinishReason::Stop, FinishReason::Length, FinishReason::Abort}) {
+  for (FinishReason r : {FinishReason::Stop, FinishReason::Length, FinishReason::Abort, FinishReason::Error}) {
     out += fmt::format("lumen_request_success_total{{finished_reason=\"{}\"}} {}\n", finish_reason_name(r),
                        finished_[static_cast<size_t>(r)].load());
   }

@@ -50,7 +50,7 @@ class ServerMetrics {
  private:
   std::atomic<uint64_t> prompt_tokens_{0};
   std::atomic<uint64_t> generated_tokens_{0};
-  std::array<std::atomic<uint64_t>, 3> finished_{};  // by FinishReason
+  std::array<std::atomic<uint64_t>, 4> finished_{};  // by FinishReason
   std::atomic<uint64_t> rejected_{0};
 };
 

@@ -45,6 +45,13 @@ ApiError aborted_error(const ServerContext& context) {
   return ApiError(503, "the request was aborted", "", "aborted");
 }
 
+// The engine failed on a choice (FinishReason::Error): the client learns only that it was our
+// fault, with the request id; the access log line gets what failed.
+ApiError engine_fault(const std::string& request_id, const std::string& detail) {
+  this_request_note().error_detail = "engine: " + detail;
+  return ApiError(500, fmt::format("internal server error (request id {})", request_id), "", "internal_error");
+}
+
 // For the access log line (access_log.h): the tokens this request took.
 void note_usage(const Generation& generation) {
   RequestNote& note = this_request_note();
@@ -67,6 +74,7 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
   size_t i = 0;
   StreamChunk chunk;
   bool aborted = false;
+  std::string fault;
   while (generation.next(i, chunk)) {
     if (!chunk.prompt_logprobs.empty()) prompt_logprobs[i] = std::move(chunk.prompt_logprobs);
     for (GeneratedToken& t : chunk.tokens) {
@@ -76,8 +84,10 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
     if (chunk.finished) {
       outputs[i].finish = chunk.finish_reason;
       aborted = aborted || chunk.finish_reason == FinishReason::Abort;
+      if (chunk.finish_reason == FinishReason::Error && fault.empty()) fault = chunk.error;
     }
   }
+  if (!fault.empty()) throw engine_fault(response.get_header_value("X-Request-Id"), fault);
   if (aborted) throw aborted_error(context);
   for (size_t c = 0; c < n; ++c) {
     if (job.options.prompt_logprobs_field) {
@@ -105,6 +115,7 @@ struct StreamState {
   std::unique_ptr<Generation> generation;
   GenerationJob job;
   ResponseHeader header;
+  std::string request_id;  // X-Request-Id, for an error event
 };
 
 bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink& sink) {
@@ -128,7 +139,10 @@ bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink
   size_t i = 0;
   StreamChunk chunk;
   bool aborted = false;
+  std::string fault;
   while (ok && generation.next(i, chunk)) {
+    // The choice ends with finish_reason "error"; an error event follows at the end.
+    if (chunk.finished && chunk.finish_reason == FinishReason::Error && fault.empty()) fault = chunk.error;
     if (chunk.finished && chunk.finish_reason == FinishReason::Abort) {
       aborted = true;
       continue;
@@ -146,7 +160,9 @@ bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink
     generation.abort_all();  // the client is gone
     return false;
   }
-  if (aborted) {
+  if (!fault.empty()) {
+    ok = write(sse_event(engine_fault(state.request_id, fault).to_json()));
+  } else if (aborted) {
     // A failure mid-stream: an error event, then the end, as OpenAI's clients expect.
     ok = write(sse_event(aborted_error(context).to_json()));
   } else if (usage) {
@@ -162,6 +178,7 @@ void respond_stream(ServerContext& context, std::unique_ptr<Generation> generati
   auto state = std::make_shared<StreamState>();
   state->generation = std::move(generation);
   state->header = make_response_header(job.endpoint, context.model_name);
+  state->request_id = response.get_header_value("X-Request-Id");
   state->job = std::move(job);
   response.set_header("Cache-Control", "no-cache");
   response.set_chunked_content_provider(

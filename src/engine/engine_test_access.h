@@ -1,0 +1,21 @@
+#pragma once
+// Fault injection into a running engine, for tests only (not part of the public API): the
+// faults that containment must survive (an exception while a request is processed, NaN
+// logits) are otherwise hard to cause on purpose in one request of a batch.
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "lumen/engine.h"
+
+namespace lumen::engine {
+
+struct EngineTestAccess {
+  // Called in every step for each scheduled request with its logit rows (prompt log-probability
+  // rows, then the sampling row) before they are checked and sampled. It may write into them or
+  // throw; either fault is the request's own. An empty function removes the hook.
+  using LogitsHook = std::function<void(uint64_t request_id, std::span<float> rows)>;
+  static void set_logits_hook(Engine& engine, LogitsHook hook);
+};
+
+}  // namespace lumen::engine

@@ -1,0 +1,209 @@
+// Fault containment on the real default model: a fault in one request of a running batch ends
+// that request with FinishReason::Error (or, for a failed forward pass, the batch's requests),
+// frees its blocks, publishes nothing it computed to the prefix cache, and leaves every other
+// request's output exactly what it is without the fault.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "engine/engine_test_access.h"
+#include "engine_fixture.h"
+#include "util/error.h"
+
+namespace lumen {
+namespace {
+
+using testing::Case;
+
+// The CPU backend, except that rms_norm throws while armed (as a kernel's argument check would).
+class FaultyBackend final : public backend::Backend {
+ public:
+  explicit FaultyBackend(backend::Backend& inner) : inner_(inner) {}
+  std::atomic<int> failures_left{0};
+
+  std::string_view name() const override { return "faulty-cpu"; }
+  std::unique_ptr<backend::Buffer> allocate(size_t bytes) override { return inner_.allocate(bytes); }
+  backend::TensorView upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* data) override {
+    return inner_.upload_weights(type, dims, data);
+  }
+  void copy_to_host(const backend::TensorView& src, float* dst) override { inner_.copy_to_host(src, dst); }
+  void matmul(const backend::TensorView& w, const backend::TensorView& x, backend::TensorView& y) override {
+    inner_.matmul(w, x, y);
+  }
+  void get_rows(const backend::TensorView& t, std::span<const int32_t> ids, backend::TensorView& out) override {
+    inner_.get_rows(t, ids, out);
+  }
+  void rms_norm(const backend::TensorView& x, const backend::TensorView& w, float eps,
+                backend::TensorView& out) override {
+    if (failures_left.load() > 0) {
+      failures_left.fetch_sub(1);
+      fail("rms_norm: injected fault");
+    }
+    inner_.rms_norm(x, w, eps, out);
+  }
+  void add(const backend::TensorView& a, const backend::TensorView& b, backend::TensorView& out) override {
+    inner_.add(a, b, out);
+  }
+  void add_row(backend::TensorView& x, const backend::TensorView& row) override { inner_.add_row(x, row); }
+  void scale(backend::TensorView& x, float factor) override { inner_.scale(x, factor); }
+  void swiglu(const backend::TensorView& g, const backend::TensorView& u, backend::TensorView& out) override {
+    inner_.swiglu(g, u, out);
+  }
+  void geglu(const backend::TensorView& g, const backend::TensorView& u, backend::TensorView& out) override {
+    inner_.geglu(g, u, out);
+  }
+  void rope(backend::TensorView& x, std::span<const int32_t> positions, const backend::RopeConfig& c) override {
+    inner_.rope(x, positions, c);
+  }
+  void store_kv(const backend::TensorView& k, const backend::TensorView& v, std::span<const backend::SequenceSlice> s,
+                backend::KvLayer& cache) override {
+    inner_.store_kv(k, v, s, cache);
+  }
+  void copy_kv_block(backend::KvLayer& cache, int64_t src, int64_t dst) override {
+    inner_.copy_kv_block(cache, src, dst);
+  }
+  void read_kv_block(const backend::KvLayer& cache, int64_t block, void* k, void* v) override {
+    inner_.read_kv_block(cache, block, k, v);
+  }
+  void write_kv_block(backend::KvLayer& cache, int64_t block, const void* k, const void* v) override {
+    inner_.write_kv_block(cache, block, k, v);
+  }
+  void attention(const backend::TensorView& q, const backend::KvLayer& cache, std::span<const backend::SequenceSlice> s,
+                 const backend::AttentionConfig& c, backend::TensorView& out) override {
+    inner_.attention(q, cache, s, c, out);
+  }
+
+ private:
+  backend::Backend& inner_;
+};
+
+struct Outcome {
+  std::vector<int32_t> tokens;
+  std::optional<FinishReason> finish;
+  std::string error;
+};
+
+Outcome drain(RequestHandle& h) {
+  Outcome out;
+  StreamChunk chunk;
+  while (h.next(chunk)) {
+    for (const GeneratedToken& t : chunk.tokens) out.tokens.push_back(t.token);
+    if (chunk.finished) {
+      out.finish = chunk.finish_reason;
+      out.error = chunk.error;
+    }
+  }
+  return out;
+}
+
+class EngineFaults : public testing::EngineModelTest {
+ protected:
+  // Three prompts of 40-70 tokens from different places in the text (no shared prefix), and
+  // their greedy outputs on a fault-free engine.
+  void SetUp() override {
+    const auto& text = *text_tokens_;
+    for (size_t start : {0u, 120u, 240u}) {
+      cases_.push_back({std::vector<int32_t>(text.begin() + static_cast<std::ptrdiff_t>(start),
+                                             text.begin() + static_cast<std::ptrdiff_t>(start + 40 + start / 8)),
+                        24});
+    }
+    Engine clean(*model_, *backend_, config(512));
+    expected_ = run_all(clean, cases_);
+  }
+
+  std::vector<RequestHandle> submit(Engine& engine) {
+    std::vector<RequestHandle> handles;
+    for (const Case& c : cases_) handles.push_back(engine.add_request(c.prompt, greedy(c.max_tokens)));
+    return handles;
+  }
+
+  std::vector<Case> cases_;
+  std::vector<std::vector<int32_t>> expected_;
+};
+
+TEST_F(EngineFaults, AnExceptionInOneRequestEndsOnlyThatRequest) {
+  Engine engine(*model_, *backend_, config(512));
+  std::vector<RequestHandle> handles = submit(engine);
+  const uint64_t victim = handles[1].id();
+  int calls = 0;
+  engine::EngineTestAccess::set_logits_hook(engine, [&](uint64_t id, std::span<float>) {
+    if (id == victim && ++calls == 6) fail("sampler: injected fault");  // mid-generation
+  });
+  while (engine.has_unfinished()) engine.step();
+  const Outcome a = drain(handles[0]), b = drain(handles[1]), c = drain(handles[2]);
+  EXPECT_EQ(b.finish, FinishReason::Error);
+  EXPECT_NE(b.error.find("injected fault"), std::string::npos) << b.error;
+  EXPECT_EQ(b.tokens.size(), 5u);  // the five before the fault, as they were
+  EXPECT_EQ(b.tokens, std::vector<int32_t>(expected_[1].begin(), expected_[1].begin() + 5));
+  EXPECT_EQ(a.finish, FinishReason::Length);
+  EXPECT_EQ(c.finish, FinishReason::Length);
+  EXPECT_EQ(a.tokens, expected_[0]);
+  EXPECT_EQ(c.tokens, expected_[2]);
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+  // The engine goes on: the victim's prompt again, without the fault, gives its full output.
+  engine::EngineTestAccess::set_logits_hook(engine, {});
+  RequestHandle again = engine.add_request(cases_[1].prompt, greedy(cases_[1].max_tokens));
+  while (engine.has_unfinished()) engine.step();
+  EXPECT_EQ(drain(again).tokens, expected_[1]);
+}
+
+TEST_F(EngineFaults, NonFiniteLogitsEndTheRequestAndPublishNothingOfIt) {
+  Engine engine(*model_, *backend_, config(512));
+  std::vector<RequestHandle> handles = submit(engine);
+  const uint64_t victim = handles[2].id();
+  // NaN in the victim's first logits: its prompt's K/V, computed in that step, is not trusted.
+  engine::EngineTestAccess::set_logits_hook(engine, [&](uint64_t id, std::span<float> rows) {
+    if (id == victim) rows[rows.size() / 2] = std::numeric_limits<float>::quiet_NaN();
+  });
+  while (engine.has_unfinished()) engine.step();
+  const Outcome a = drain(handles[0]), b = drain(handles[1]), c = drain(handles[2]);
+  EXPECT_EQ(c.finish, FinishReason::Error);
+  EXPECT_NE(c.error.find("non-finite"), std::string::npos) << c.error;
+  EXPECT_TRUE(c.tokens.empty());
+  EXPECT_EQ(a.tokens, expected_[0]);
+  EXPECT_EQ(b.tokens, expected_[1]);
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+  // Its prompt again finds none of its blocks in the prefix cache (the others' prompts share no
+  // prefix with it), and comes out right.
+  engine::EngineTestAccess::set_logits_hook(engine, {});
+  const uint64_t hits = engine.stats().prefix_hit_blocks;
+  RequestHandle again = engine.add_request(cases_[2].prompt, greedy(cases_[2].max_tokens));
+  while (engine.has_unfinished()) engine.step();
+  EXPECT_EQ(drain(again).tokens, expected_[2]);
+  EXPECT_EQ(engine.stats().prefix_hit_blocks, hits);
+  // While a request computed without a fault is found there: the check above can fail.
+  RequestHandle cached = engine.add_request(cases_[0].prompt, greedy(2));
+  while (engine.has_unfinished()) engine.step();
+  drain(cached);
+  EXPECT_GT(engine.stats().prefix_hit_blocks, hits);
+}
+
+TEST_F(EngineFaults, AFailedForwardPassEndsItsBatchAndTheEngineGoesOn) {
+  FaultyBackend faulty(*backend_);
+  engine::LoadedModel model = engine::LoadedModel::load(testing::model_path(), faulty);
+  Engine engine(model, faulty, config(512));
+  std::vector<RequestHandle> handles = submit(engine);
+  for (int i = 0; i < 4; ++i) engine.step();  // prefill done, generating
+  faulty.failures_left = 1;
+  engine.step();
+  EXPECT_FALSE(engine.has_unfinished());
+  for (RequestHandle& h : handles) {
+    const Outcome o = drain(h);
+    EXPECT_EQ(o.finish, FinishReason::Error);
+    EXPECT_NE(o.error.find("forward pass failed: rms_norm: injected fault"), std::string::npos) << o.error;
+    EXPECT_FALSE(o.tokens.empty());
+  }
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+  RequestHandle after = engine.add_request(cases_[0].prompt, greedy(cases_[0].max_tokens));
+  while (engine.has_unfinished()) engine.step();
+  const Outcome o = drain(after);
+  EXPECT_EQ(o.finish, FinishReason::Length);
+  EXPECT_EQ(o.tokens, expected_[0]);
+}
+
+}  // namespace
+}  // namespace lumen
