@@ -307,8 +307,7 @@ void Engine::Impl::sample_and_emit(Completion& c, std::span<const float> row) {
 
 Completion& Engine::Impl::fork(Completion& parent, int32_t index) {
   RequestGroup& g = *parent.group;
-  auto child = std::make_unique<Completion>(parent, next_id.fetch_add(1), index, g.sampling,
-                                            model.tokenizer);
+  auto child = std::make_unique<Completion>(parent, next_id.fetch_add(1), index, model.tokenizer);
   Completion& c = *child;
   g.completions.push_back(std::move(child));
   ++g.n_running;
@@ -373,6 +372,10 @@ void Engine::Impl::beam_round(RequestGroup& g) {
   for (size_t p = 0; p < old.size(); ++p) {
     if (children[p] == 0) retire(*old[p], FinishReason::Stop);  // pruned: its blocks go back
   }
+  // And the rest of it too: a search forks up to width beams every round, so keeping the pruned
+  // ones would grow with the output's length (what is delivered comes from the search's own
+  // hypotheses, not from these).
+  std::erase_if(g.completions, [](const std::unique_ptr<Completion>& c) { return c->finish.has_value(); });
   g.beams = std::move(next);
   g.beam_logits.assign(g.beams.size(), {});
   g.beam_has_logits.assign(g.beams.size(), false);
@@ -555,7 +558,7 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   auto group = std::make_unique<RequestGroup>(id, params, impl_->max_model_len - prompt_len,
                                               impl_->model.tokenizer.vocab().end_of_generation);
   auto first = std::make_unique<Completion>(*group, id, std::move(prompt), priority, impl_->pool,
-                                            kv::mix64(impl_->hash_key ^ cache_salt), group->sampling, impl_->model.tokenizer);
+                                            kv::mix64(impl_->hash_key ^ cache_salt), impl_->model.tokenizer);
   first->seq.seats = width;
   if (params.prompt_logprobs) {
     first->seq.next_prompt_logit = 0;

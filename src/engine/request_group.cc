@@ -8,12 +8,6 @@ namespace lumen::engine {
 
 namespace {
 
-// The sampling parameters of completion `index`: its own seed (seed + index) when one is given.
-sampling::SamplingParams with_seed_offset(sampling::SamplingParams params, int32_t index) {
-  if (params.seed) *params.seed += static_cast<uint64_t>(index);
-  return params;
-}
-
 GroupMode mode_of(const sampling::SamplingParams& params) {
   if (params.use_beam_search) return GroupMode::Beam;
   return params.best_of.value_or(params.n) > params.n ? GroupMode::BestOf : GroupMode::Sample;
@@ -23,26 +17,27 @@ GroupMode mode_of(const sampling::SamplingParams& params) {
 
 Completion::Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<int32_t> prompt,
                        int priority, kv::BlockPool& pool, uint64_t cache_salt,
-                       const sampling::SamplingParams& params, const tokenizer::Tokenizer& tokenizer)
+                       const tokenizer::Tokenizer& tokenizer)
     : group(&owner),
       index(0),
       seq(sequence_id, std::move(prompt), priority, 0, pool, cache_salt),
-      sampler(params, seq.tokens, tokenizer.vocab().end_of_generation),
-      stop_condition(params, tokenizer.vocab().end_of_generation),
-      detokenizer(tokenizer, {.skip_special = params.skip_special_tokens}) {
-  if (!params.stop.empty()) stop_strings.emplace(params.stop);
+      sampler(owner.setup, seq.tokens, tokenizer.vocab().end_of_generation),
+      stop_condition(group->setup->params, tokenizer.vocab().end_of_generation),
+      detokenizer(tokenizer, {.skip_special = group->setup->params.skip_special_tokens}) {
+  if (!group->setup->params.stop.empty()) stop_strings.emplace(group->setup->params.stop);
 }
 
 Completion::Completion(const Completion& parent, uint64_t sequence_id, int32_t completion_index,
-                       const sampling::SamplingParams& params, const tokenizer::Tokenizer& tokenizer)
+                       const tokenizer::Tokenizer& tokenizer)
     : group(parent.group),
       index(completion_index),
       seq(sequence_id, parent.seq),
-      sampler(with_seed_offset(params, completion_index), std::span(seq.tokens).first(static_cast<size_t>(seq.prompt_len)),
-              tokenizer.vocab().end_of_generation),
-      stop_condition(params, tokenizer.vocab().end_of_generation),
-      detokenizer(tokenizer, {.skip_special = params.skip_special_tokens}) {
-  if (!params.stop.empty()) stop_strings.emplace(params.stop);
+      // Its own stream of draws: seed + index when a seed was given.
+      sampler(parent.group->setup, std::span(seq.tokens).first(static_cast<size_t>(seq.prompt_len)),
+              tokenizer.vocab().end_of_generation, static_cast<uint64_t>(completion_index)),
+      stop_condition(group->setup->params, tokenizer.vocab().end_of_generation),
+      detokenizer(tokenizer, {.skip_special = group->setup->params.skip_special_tokens}) {
+  if (!group->setup->params.stop.empty()) stop_strings.emplace(group->setup->params.stop);
 }
 
 RequestGroup::RequestGroup(uint64_t request_id, const sampling::SamplingParams& request_params,
@@ -53,6 +48,7 @@ RequestGroup::RequestGroup(uint64_t request_id, const sampling::SamplingParams& 
       mode(mode_of(request_params)),
       width(request_params.best_of.value_or(request_params.n)) {
   if (mode == GroupMode::BestOf && !sampling.logprobs) sampling.logprobs = 0;
+  setup = std::make_shared<const sampling::SamplingSetup>(sampling);
   for (int32_t i = 0; i < params.n; ++i) streams.push_back(std::make_shared<RequestStream>());
   if (mode == GroupMode::Beam) {
     sampling::BeamSearchConfig config;

@@ -40,13 +40,13 @@ struct RequestGroup;
 struct Completion {
   // The request's first sequence.
   Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<int32_t> prompt, int priority,
-             kv::BlockPool& pool, uint64_t cache_salt, const sampling::SamplingParams& params,
-             const tokenizer::Tokenizer& tokenizer);
-  // A sequence forked from `parent`: same tokens and K/V, its own sampler (drawing from
-  // `params`' seed), stop conditions and detokenizer, all fresh: a fork happens before the
-  // parent accepted any token (Sample, BestOf), or in Beam mode where they are unused.
+             kv::BlockPool& pool, uint64_t cache_salt, const tokenizer::Tokenizer& tokenizer);
+  // A sequence forked from `parent`: same tokens and K/V, its own sampler (drawing from the
+  // seed + completion_index), stop conditions and detokenizer, all fresh: a fork happens before
+  // the parent accepted any token (Sample, BestOf), or in Beam mode where they are unused.
+  // Both sample with the group's shared SamplingSetup.
   Completion(const Completion& parent, uint64_t sequence_id, int32_t completion_index,
-             const sampling::SamplingParams& params, const tokenizer::Tokenizer& tokenizer);
+             const tokenizer::Tokenizer& tokenizer);
 
   RequestGroup* group;
   int32_t index;  // its stream (Sample), or its rank among the candidates (BestOf)
@@ -69,6 +69,7 @@ struct RequestGroup {
   // What the completions sample with: params, plus log-probabilities when BestOf needs them
   // to rank (they are not reported unless asked for).
   sampling::SamplingParams sampling;
+  std::shared_ptr<const sampling::SamplingSetup> setup;  // `sampling`, for every completion
   GroupMode mode;
   int32_t width;  // sequences it runs at most: best_of, or the beam width
   std::vector<std::shared_ptr<RequestStream>> streams;  // params.n

@@ -37,25 +37,32 @@ int32_t argmax(std::span<const float> logits) {
   return i < logits.size() ? static_cast<int32_t>(i) : 0;  // an all-NaN row: any index will do
 }
 
+SamplingSetup::SamplingSetup(const SamplingParams& p)
+    : params(validated(p)), bias(p.logit_bias.begin(), p.logit_bias.end()) {}
+
 Sampler::Sampler(const SamplingParams& params, std::span<const int32_t> prompt,
                  std::span<const int32_t> end_of_generation)
-    : params_(validated(params)),
-      bias_(params.logit_bias.begin(), params.logit_bias.end()),
+    : Sampler(std::make_shared<const SamplingSetup>(params), prompt, end_of_generation) {}
+
+Sampler::Sampler(std::shared_ptr<const SamplingSetup> setup, std::span<const int32_t> prompt,
+                 std::span<const int32_t> end_of_generation, uint64_t seed_offset)
+    : setup_(std::move(setup)),
       // Without penalties the window counts nothing (and costs nothing).
-      window_(params.has_penalties() ? params.penalty_last_n : 0),
-      seed_(params.seed ? *params.seed : fresh_seed()),
+      window_(setup_->params.has_penalties() ? setup_->params.penalty_last_n : 0),
+      seed_(setup_->params.seed ? *setup_->params.seed + seed_offset : fresh_seed()),
       rng_(seed_) {
-  if (params_.min_tokens > 0) {
-    banned_until_min_ = params_.stop_token_ids;
-    if (!params_.ignore_eos) {
+  const SamplingParams& params = setup_->params;
+  if (params.min_tokens > 0) {
+    banned_until_min_ = params.stop_token_ids;
+    if (!params.ignore_eos) {
       banned_until_min_.insert(banned_until_min_.end(), end_of_generation.begin(),
                                end_of_generation.end());
     }
   }
   // Only the last penalty_last_n prompt tokens can ever be in the window.
   size_t first = 0;
-  if (params_.penalty_last_n > 0 && prompt.size() > static_cast<size_t>(params_.penalty_last_n)) {
-    first = prompt.size() - static_cast<size_t>(params_.penalty_last_n);
+  if (params.penalty_last_n > 0 && prompt.size() > static_cast<size_t>(params.penalty_last_n)) {
+    first = prompt.size() - static_cast<size_t>(params.penalty_last_n);
   }
   for (size_t i = first; i < prompt.size(); ++i) window_.push(prompt[i], false);
 }
@@ -74,16 +81,16 @@ double Sampler::uniform() {
 }
 
 std::span<const float> Sampler::process(std::span<const float> logits, SamplerWorkspace& ws) {
-  const bool penalize = params_.has_penalties() && window_.distinct() > 0;
-  const bool ban = n_accepted_ < params_.min_tokens && !banned_until_min_.empty();
-  if (bias_.empty() && !penalize && !ban && !mask_) return logits;
+  const bool penalize = setup_->params.has_penalties() && window_.distinct() > 0;
+  const bool ban = n_accepted_ < setup_->params.min_tokens && !banned_until_min_.empty();
+  if (setup_->bias.empty() && !penalize && !ban && !mask_) return logits;
   ws.logits.assign(logits.begin(), logits.end());
   std::span<float> z(ws.logits);
-  apply_logit_bias(z, bias_);  // 1
+  apply_logit_bias(z, setup_->bias);  // 1
   if (penalize) {              // 2
     apply_penalties(
         z, window_,
-        {params_.repetition_penalty, params_.frequency_penalty, params_.presence_penalty});
+        {setup_->params.repetition_penalty, setup_->params.frequency_penalty, setup_->params.presence_penalty});
   }
   if (ban) {  // 3
     for (int32_t token : banned_until_min_) {
@@ -105,28 +112,28 @@ SampleResult Sampler::sample(std::span<const float> logits, SamplerWorkspace& ws
   if (z_max == -kInf) fail("every token is masked: no token can be sampled");
   if (z_max == kInf) fail("the logits hold +inf");
   SampleResult result;
-  result.token = params_.temperature == 0.0f ? static_cast<int32_t>(first_index_of(z, z_max))
+  result.token = setup_->params.temperature == 0.0f ? static_cast<int32_t>(first_index_of(z, z_max))
                                              : draw(z, z_max, ws);
-  if (params_.logprobs) {
-    result.logprob = token_logprobs(z, result.token, *params_.logprobs, result.top, ws.selected);
+  if (setup_->params.logprobs) {
+    result.logprob = token_logprobs(z, result.token, *setup_->params.logprobs, result.top, ws.selected);
   }
   return result;
 }
 
 int32_t Sampler::draw(std::span<const float> z, float z_max, SamplerWorkspace& ws) {
   // 1 / T, kept finite so that a tiny temperature still gives -inf (not NaN) for 0 * inf.
-  const float inv_t = std::min(1.0f / params_.temperature, std::numeric_limits<float>::max());
+  const float inv_t = std::min(1.0f / setup_->params.temperature, std::numeric_limits<float>::max());
   const size_t vocab = z.size();
-  const bool top_k = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < vocab;
-  const bool top_p = params_.top_p < 1.0f;
-  const bool min_p = params_.min_p > 0.0f;
-  const bool typical = params_.typical_p < 1.0f;
+  const bool top_k = setup_->params.top_k > 0 && static_cast<size_t>(setup_->params.top_k) < vocab;
+  const bool top_p = setup_->params.top_p < 1.0f;
+  const bool min_p = setup_->params.min_p > 0.0f;
+  const bool typical = setup_->params.typical_p < 1.0f;
   if (!top_k && !top_p && !min_p && !typical) return draw_dense(z, z_max, inv_t, ws);
 
   CandidateList& c = ws.candidates;
   double top_p_total = 0.0;  // sum exp(s) over the set top-p acts on
   if (top_k) {
-    select_top(z, static_cast<size_t>(params_.top_k), ws.selected);  // 5
+    select_top(z, static_cast<size_t>(setup_->params.top_k), ws.selected);  // 5
     c.assign(ws.selected, false);                                    // most likely first
     scale_candidates(c, z_max, inv_t);
     if (top_p) top_p_total = sum_exp(c.logits, 0.0f, 1.0f);
@@ -136,23 +143,23 @@ int32_t Sampler::draw(std::span<const float> z, float z_max, SamplerWorkspace& w
     if (top_p) {
       top_p_total = sum_exp(z, z_max, inv_t);
       const double bound =
-          top_p_total * (1.0 - static_cast<double>(params_.top_p)) / static_cast<double>(vocab);
+          top_p_total * (1.0 - static_cast<double>(setup_->params.top_p)) / static_cast<double>(vocab);
       floor = static_cast<float>(std::log(bound));
     }
     if (min_p)
-      floor = std::max(floor, static_cast<float>(std::log(static_cast<double>(params_.min_p))));
+      floor = std::max(floor, static_cast<float>(std::log(static_cast<double>(setup_->params.min_p))));
     // ...then on the raw logits, with a margin far beyond any rounding: the exact filters below
     // decide, this only spares them the tokens that cannot matter.
     float threshold = -kInf;
     if (floor > -kInf) {
-      threshold = z_max + (floor - 0.01f) * params_.temperature - 1e-5f * (std::abs(z_max) + 1.0f);
+      threshold = z_max + (floor - 0.01f) * setup_->params.temperature - 1e-5f * (std::abs(z_max) + 1.0f);
     }
     collect_at_least(z, threshold, c);
     scale_candidates(c, z_max, inv_t);
   }
-  if (top_p) keep_top_p(c, params_.top_p, top_p_total, ws.filters);  // 6
-  if (min_p) keep_min_p(c, params_.min_p);                           // 7
-  if (typical) keep_typical(c, params_.typical_p, ws.filters);       // 8
+  if (top_p) keep_top_p(c, setup_->params.top_p, top_p_total, ws.filters);  // 6
+  if (min_p) keep_min_p(c, setup_->params.min_p);                           // 7
+  if (typical) keep_typical(c, setup_->params.typical_p, ws.filters);       // 8
   return draw_candidates(c, ws);                                     // 9
 }
 

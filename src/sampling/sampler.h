@@ -88,6 +88,15 @@ class SamplerWorkspace {
   FilterScratch filters;
 };
 
+// What every sampler of one request reads and none changes: the validated parameters and the
+// logit bias as a list. Shared between a request's samplers (n, best_of, every beam), so a
+// request with thousands of logit_bias entries holds them once, not once per fork.
+struct SamplingSetup {
+  explicit SamplingSetup(const SamplingParams& params);  // throws lumen::Error when invalid
+  SamplingParams params;
+  std::vector<std::pair<int32_t, float>> bias;
+};
+
 class Sampler {
  public:
   // `prompt` seeds the penalty window. `end_of_generation`: the vocabulary's end-of-generation
@@ -95,6 +104,10 @@ class Sampler {
   // Throws lumen::Error for invalid params.
   explicit Sampler(const SamplingParams& params, std::span<const int32_t> prompt = {},
                    std::span<const int32_t> end_of_generation = {});
+  // A sampler on a shared setup; it draws from the setup's seed + seed_offset (when the setup
+  // has a seed), so the forks of one request draw different but reproducible streams.
+  Sampler(std::shared_ptr<const SamplingSetup> setup, std::span<const int32_t> prompt,
+          std::span<const int32_t> end_of_generation, uint64_t seed_offset = 0);
 
   // Installs the grammar hook (nullptr removes it).
   void set_mask(std::unique_ptr<LogitMask> mask) { mask_ = std::move(mask); }
@@ -111,7 +124,7 @@ class Sampler {
   int64_t n_accepted() const { return n_accepted_; }
   // The seed in use (drawn from std::random_device when params.seed was absent).
   uint64_t seed() const { return seed_; }
-  const SamplingParams& params() const { return params_; }
+  const SamplingParams& params() const { return setup_->params; }
 
  private:
   // Steps 1-3: the logits to sample from (the input itself when nothing changes them).
@@ -123,8 +136,7 @@ class Sampler {
   size_t draw_index(std::span<const float> x, float shift, float scale, SamplerWorkspace& ws);
   double uniform();  // in [0, 1)
 
-  SamplingParams params_;
-  std::vector<std::pair<int32_t, float>> bias_;
+  std::shared_ptr<const SamplingSetup> setup_;
   std::vector<int32_t> banned_until_min_;  // stop ids and (unless ignore_eos) EOS ids
   PenaltyWindow window_;
   std::unique_ptr<LogitMask> mask_;
