@@ -3,6 +3,7 @@ width 16, with 4096 logit_bias entries and ignore_eos, stay within 100 MB of the
 resident memory. The KV pool's pages become resident as blocks are first used, so each workload
 runs once to warm them and the second run is measured; without prefix caching a released block
 goes back to the front of the free list, so the second run reuses exactly the first one's pages."""
+import os
 import threading
 import time
 
@@ -10,7 +11,10 @@ import pytest
 
 from conftest import httpx, LumenServer, MODEL_NAME
 
-MAX_TOKENS = 200
+# CI runs 200 tokens (about a minute); LUMEN_MEMORY_TEST_TOKENS=2000 runs the issue's full size
+# (docs/reliability.md has its numbers). The KV pool holds 16 sequences of that length.
+MAX_TOKENS = int(os.environ.get("LUMEN_MEMORY_TEST_TOKENS", "200"))
+KV_CACHE = "512M" if MAX_TOKENS <= 1000 else "1G"
 LIMIT_MIB = 100
 
 
@@ -45,7 +49,7 @@ def peak_rss_during(server, body) -> tuple[int, dict]:
 
 @pytest.fixture(scope="module")
 def roomy_server():
-    s = LumenServer("--no-prefix-caching", kv_cache_memory="512M")
+    s = LumenServer("--no-prefix-caching", kv_cache_memory=KV_CACHE)
     yield s
     assert s.stop() == 0, "".join(s.log)
 
