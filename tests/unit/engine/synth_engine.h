@@ -1,0 +1,84 @@
+#pragma once
+// What the engine unit tests share: a tiny synthetic model (one layer of smollm2's shapes,
+// random weights) written once per test binary, so the engine's scheduling paths (abort,
+// n/best_of, beam search, preemption, prefix caching, priority) run in every build, ASan
+// included, without the real model.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/loaded_model.h"
+#include "lumen/engine.h"
+#include "model/kv_cache.h"
+#include "model/synth.h"
+
+namespace lumen::testing {
+
+class SynthEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = new std::string(
+        (std::filesystem::temp_directory_path() /
+         ("lumen_engine_synth_" + std::to_string(::getpid()) + ".gguf"))
+            .string());
+    model::SynthOptions options;
+    options.preset = "smollm2-135m";
+    options.type = tensor::DType::Q8_0;
+    options.vocab_path = std::string(LUMEN_TESTDATA_DIR) + "/tokenizer/ggml-vocab-llama-spm.gguf";
+    options.seed = 5;
+    options.block_count = 1;  // one layer: the engine logic is what is tested, not the model
+    options.threads = 2;
+    model::write_synthetic_model(options, *path_);
+    backend_ = new backend::CpuBackend(2);
+    model_ = new engine::LoadedModel(engine::LoadedModel::load(*path_, *backend_));
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete backend_;
+    std::filesystem::remove(*path_);
+    delete path_;
+  }
+
+  static SamplingParams greedy(int64_t max_tokens) {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = max_tokens;
+    p.ignore_eos = true;
+    return p;
+  }
+
+  // A prompt of ordinary (non-control) token ids, distinct per `salt`.
+  static std::vector<int32_t> prompt(int len, int salt) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < len; ++i) p.push_back(300 + (salt * 97 + i * 31) % 20000);
+    return p;
+  }
+
+  static EngineConfig config(int64_t kv_blocks, int32_t block_size = 4) {
+    EngineConfig c;
+    c.block_size = block_size;
+    c.kv_cache_bytes = kv_blocks * static_cast<int64_t>(model::KvCache::bytes_per_block(
+                                       model_->hparams, block_size));
+    c.watermark = 0.0;
+    return c;
+  }
+
+  static std::vector<int32_t> tokens(RequestHandle& h, FinishReason* reason = nullptr) {
+    GenerationResult r = h.collect();
+    if (reason) *reason = r.finish;
+    return r.tokens;
+  }
+
+  static void drain(Engine& engine) {
+    while (engine.has_unfinished()) engine.step();
+  }
+
+  static inline std::string* path_ = nullptr;
+  static inline backend::CpuBackend* backend_ = nullptr;
+  static inline engine::LoadedModel* model_ = nullptr;
+};
+
+}  // namespace lumen::testing
