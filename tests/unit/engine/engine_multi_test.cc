@@ -80,13 +80,11 @@ SamplingParams beam(int32_t width, int64_t max_tokens) {
   return p;
 }
 
-// Width W gives W distinct hypotheses, best first by sum(logprob) / length^length_penalty,
-// and the best is at least as likely as the greedy path.
+// Width W gives W distinct hypotheses, best first by sum(logprob) / length^length_penalty.
 TEST_F(EngineMulti, BeamSearchReturnsWidthHypothesesBestFirst) {
   Engine engine(*model_, *backend_, config(256));
   SamplingParams p = beam(3, 6);
   std::vector<RequestHandle> hs = engine.add_request_n(prompt(7, 6), p);
-  RequestHandle g = engine.add_request(prompt(7, 6), greedy(6));
   ASSERT_EQ(hs.size(), 3u);
   drain(engine);
   std::vector<GenerationResult> rs;
@@ -103,9 +101,6 @@ TEST_F(EngineMulti, BeamSearchReturnsWidthHypothesesBestFirst) {
   EXPECT_GE(scores[1], scores[2] - 1e-4);
   EXPECT_NE(rs[0].tokens, rs[1].tokens);
   EXPECT_NE(rs[1].tokens, rs[2].tokens);
-  // Beam search ranks by the raw model log-probabilities; greedy's path is one candidate.
-  GenerationResult greedy_result = g.collect();
-  (void)greedy_result;
 }
 
 // Width 1 keeps the single most likely token each round: exactly greedy decoding.

@@ -5,6 +5,8 @@
 // included, without the real model.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
