@@ -8,14 +8,16 @@
 namespace lumen::testing {
 namespace {
 
-using EngineMemory = SynthEngineTest;
+class EngineMemory : public SynthEngineTest {
+ protected:
+  static std::vector<std::vector<int32_t>> run(Engine& engine);
+};
 
 // Four requests needing 7 blocks each (block size 4) at their longest.
-std::vector<std::vector<int32_t>> run(Engine& engine) {
+std::vector<std::vector<int32_t>> EngineMemory::run(Engine& engine) {
   std::vector<RequestHandle> hs;
   for (int s = 0; s < 4; ++s) {
-    hs.push_back(engine.add_request(SynthEngineTest::prompt(6 + s, 20 + s),
-                                    SynthEngineTest::greedy(20)));
+    hs.push_back(engine.add_request(prompt(6 + s, 20 + s), greedy(20)));
   }
   while (engine.has_unfinished()) engine.step();
   std::vector<std::vector<int32_t>> out;
