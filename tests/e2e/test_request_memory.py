@@ -11,8 +11,8 @@ import pytest
 
 from conftest import httpx, LumenServer, MODEL_NAME
 
-# CI runs 200 tokens (about a minute); LUMEN_MEMORY_TEST_TOKENS=2000 runs the full size
-# (docs/reliability.md has its numbers). The KV pool holds 16 sequences of that length.
+# CI runs 200 tokens (about a minute); LUMEN_MEMORY_TEST_TOKENS=2000 runs the hardening issue's
+# full size (several minutes; not yet measured). The KV pool holds 16 sequences of that length.
 MAX_TOKENS = int(os.environ.get("LUMEN_MEMORY_TEST_TOKENS", "200"))
 KV_CACHE = "512M" if MAX_TOKENS <= 1000 else "1G"
 LIMIT_MIB = 100
