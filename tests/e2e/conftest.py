@@ -56,6 +56,16 @@ class LumenServer:
         for line in self.proc.stderr:
             self.log.append(line)
 
+    def wait_for_log(self, predicate, timeout=10):
+        """The first log line that satisfies predicate, waiting for the drain thread (the server
+        may write it just after the response it concerns has gone out); None after timeout."""
+        deadline = time.time() + timeout
+        while True:
+            line = next((line for line in list(self.log) if predicate(line)), None)
+            if line is not None or time.time() >= deadline:
+                return line
+            time.sleep(0.05)
+
     def client(self, **kwargs) -> openai.OpenAI:
         kwargs.setdefault("api_key", self.api_key or "unused")
         kwargs.setdefault("max_retries", 0)

@@ -37,7 +37,8 @@ def test_a_whole_response_is_a_500_with_only_the_request_id(nan_server):
     request_id = r.headers["X-Request-Id"]
     assert error["code"] == "internal_error" and request_id in error["message"]
     assert "NaN" not in error["message"] and "logits" not in error["message"]  # the detail is for the log
-    assert any(request_id in line and "non-finite logits" in line for line in nan_server.log), "".join(nan_server.log)
+    assert nan_server.wait_for_log(lambda line: request_id in line and "non-finite logits" in line), \
+        "".join(nan_server.log)
 
 
 def test_a_stream_ends_with_finish_reason_error_an_error_event_and_done(nan_server):

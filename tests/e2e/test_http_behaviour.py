@@ -119,10 +119,8 @@ def test_access_log_line_per_request_with_id_status_and_tokens(server, client):
     r = client.completions.with_raw_response.create(model=MODEL_NAME, prompt="Hello", max_tokens=3, temperature=0)
     request_id = r.headers["X-Request-Id"]
     assert re.fullmatch(r"req-[0-9a-f]{16}", request_id)
-    deadline = time.time() + 10
-    while time.time() < deadline and not any(request_id in line for line in server.log):
-        time.sleep(0.05)
-    line = next(line for line in server.log if request_id in line)
+    line = server.wait_for_log(lambda line: request_id in line)
+    assert line, "".join(server.log)
     assert "POST /v1/completions 200" in line and "completion_tokens=3" in line and " ms" in line
 
 
