@@ -10,21 +10,16 @@
 #include <vector>
 
 #include "lumen/engine_config.h"
+#include "lumen/model.h"
 #include "lumen/outputs.h"
-#include "sampling/sampling_params.h"
+#include "lumen/sampling_params.h"
 
 namespace lumen {
 
-namespace backend {
-class Backend;
-}
 namespace engine {
-struct LoadedModel;
 class RequestStream;
 struct EngineTestAccess;
 }  // namespace engine
-
-using sampling::SamplingParams;
 
 // One completion of a submitted request: the request's id, which of its completions, and the
 // stream of that completion's outputs. Copyable; thread-safe.
@@ -36,6 +31,9 @@ class RequestHandle {
   // Blocks until new tokens arrive or the request ends. False once the request has ended and
   // the chunk carrying its finish reason was read.
   bool next(StreamChunk& out);
+  // next() without blocking: false when nothing new has arrived (for the thread that drives the
+  // engine itself: step(), then take what the step made).
+  bool try_next(StreamChunk& out);
   // Reads the rest of the stream into one result; blocks until the request ends.
   GenerationResult collect();
 
@@ -66,7 +64,9 @@ struct EngineStats {
 
 class Engine {
  public:
-  Engine(engine::LoadedModel& model, backend::Backend& backend, EngineConfig config = {});
+  // The engine keeps the model alive. Throws lumen::Error when the configuration does not fit
+  // the model or the memory (max_model_len past the model's context, no room for a KV block).
+  explicit Engine(Model model, EngineConfig config = {});
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

@@ -16,6 +16,9 @@ struct EngineConfig {
   int64_t max_num_batched_tokens = 512;   // tokens per step (decodes + prefill chunks)
   int32_t block_size = 16;                // tokens per KV block
   int64_t kv_cache_bytes = 0;             // 0: kv_cache_ram_fraction of the available RAM
+  // > 0: exactly this many KV blocks, whatever the byte budgets say (a single-user tool that
+  // knows how many tokens it will hold: lumen run and chat).
+  int64_t num_kv_blocks = 0;
   double kv_cache_ram_fraction = 0.25;
   // On a device backend (CUDA) without kv_cache_bytes: the share of the device memory still free
   // once the weights are loaded that the KV cache takes.

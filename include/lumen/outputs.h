@@ -7,17 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "sampling/stopping.h"
+#include "lumen/finish_reason.h"
 
 namespace lumen {
-
-// Stop: an end-of-generation token, a stop token id or a stop string; Length: max_tokens, or
-// the context (or the KV cache) is full; Abort: aborted by the caller or the engine shut down;
-// Error: the engine failed on this request (the last chunk's `error` says how; for logs, not
-// for clients) and went on serving the others.
-using sampling::FinishReason;
-
-const char* finish_reason_name(FinishReason reason);
 
 struct TokenAlternative {
   int32_t token;

@@ -18,10 +18,7 @@ namespace lumen::chat {
 // The conversation or its size, not the template, is at fault: the template refused it
 // (raise_exception), or rendering it would pass a resource limit. Other render errors mean the
 // template cannot handle a request it should (the server's fault, not the client's).
-class RenderRefused : public Error {
- public:
-  using Error::Error;
-};
+using RenderRefused = lumen::ChatRefused;  // public: include/lumen/error.h
 
 struct CallArgs {
   std::vector<Value> positional;

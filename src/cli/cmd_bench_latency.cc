@@ -4,11 +4,9 @@
 // sampling are not timed.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <thread>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -17,8 +15,8 @@
 #include "cli/device_option.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
-#include "engine/generator.h"
-#include "engine/loaded_model.h"
+#include "benchmark/forward_latency.h"
+#include "lumen/model.h"
 
 namespace lumen::cli {
 
@@ -41,48 +39,12 @@ struct Measurement {
   std::vector<double> ns;
 };
 
-using Clock = std::chrono::steady_clock;
 
 // "llama 135M Q4_1": architecture, parameter count, the type holding most weight bytes.
-std::string model_type(const gguf::GgufFile& file, const std::string& arch, uint64_t* params,
-                       uint64_t* bytes) {
-  std::map<std::string, uint64_t> bytes_by_type;
-  *params = 0;
-  *bytes = 0;
-  for (const auto& t : file.tensors()) {
-    *params += static_cast<uint64_t>(t.elements);
-    *bytes += t.bytes;
-    if (t.dims.size() >= 2) bytes_by_type[std::string(tensor::dtype_name(t.type))] += t.bytes;
-  }
-  std::string dominant;
-  uint64_t most = 0;
-  for (const auto& [type, b] : bytes_by_type) {
-    if (b > most) most = b, dominant = type;
-  }
-  double p = static_cast<double>(*params);
-  std::string size = p >= 1e9 ? fmt::format("{:.1f}B", p / 1e9) : fmt::format("{:.0f}M", p / 1e6);
-  return fmt::format("{} {} {}", arch, size, dominant);
-}
-
-// One timed run: n_prompt random tokens in one go, or n_gen single-token steps.
-double timed_run(engine::Generator& generator, int64_t n_prompt, int64_t n_gen, int32_t bos,
-                 uint32_t vocab, std::mt19937& rng) {
-  generator.reset();
-  std::vector<int32_t> tokens(static_cast<size_t>(std::max(n_prompt, n_gen)));
-  tokens[0] = bos;
-  for (size_t i = 1; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(rng() % vocab);
-  auto start = Clock::now();
-  if (n_prompt > 0) {
-    generator.feed(std::span(tokens).first(static_cast<size_t>(n_prompt)));
-  } else {
-    // As llama-bench: each step feeds a random token; no sampling is timed.
-    int32_t token = bos;
-    for (int64_t i = 0; i < n_gen; ++i) {
-      generator.feed(std::span(&token, 1));
-      token = tokens[static_cast<size_t>(i) % tokens.size()];
-    }
-  }
-  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+std::string model_type(const ModelInfo& info) {
+  const double p = static_cast<double>(info.parameters);
+  const std::string size = p >= 1e9 ? fmt::format("{:.1f}B", p / 1e9) : fmt::format("{:.0f}M", p / 1e6);
+  return fmt::format("{} {} {}", info.architecture, size, info.weight_type);
 }
 
 // The table's columns, as llama-bench's markdown output has them.
@@ -102,27 +64,24 @@ void run_latency(const LatencyOptions& options) {
                "");
   }
   for (unsigned threads : options.threads) {
-    const std::unique_ptr<backend::Backend> device = make_backend(options.device, threads);
-    backend::Backend& backend = *device;
-    engine::LoadedModel model = engine::LoadedModel::load(path, backend);
-    uint64_t params = 0, bytes = 0;
-    std::string type = model_type(*model.file, model.hparams.architecture, &params, &bytes);
-    const int32_t bos = model.tokenizer.vocab().special.bos.value_or(0);
-    const auto vocab = static_cast<uint32_t>(model.hparams.vocab_size);
+    const Model model = Model::load(path, {.device = options.device, .threads = threads});
+    const uint64_t params = model.info().parameters;
+    const uint64_t bytes = model.info().file_bytes;
+    const std::string type = model_type(model.info());
     int64_t longest = 0;
     for (int64_t n : options.n_prompt) longest = std::max(longest, n);
     for (int64_t n : options.n_gen) longest = std::max(longest, n);
-    engine::Generator generator(model, backend, longest + 1);
+    benchmark::ForwardLatency forward(model, longest);
     std::mt19937 rng(42);
 
     std::vector<std::pair<int64_t, int64_t>> tests;
     for (int64_t n : options.n_prompt) if (n > 0) tests.emplace_back(n, 0);
     for (int64_t n : options.n_gen) if (n > 0) tests.emplace_back(0, n);
     for (auto [n_prompt, n_gen] : tests) {
-      timed_run(generator, n_prompt, n_gen, bos, vocab, rng);  // warm-up
+      forward.time_ns(n_prompt, n_gen, rng);  // warm-up
       std::vector<double> samples_ns, samples_ts;
       for (int r = 0; r < options.repetitions; ++r) {
-        double ns = timed_run(generator, n_prompt, n_gen, bos, vocab, rng);
+        double ns = forward.time_ns(n_prompt, n_gen, rng);
         samples_ns.push_back(ns);
         samples_ts.push_back(1e9 * static_cast<double>(n_prompt + n_gen) / ns);
       }

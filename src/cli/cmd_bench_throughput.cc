@@ -19,8 +19,8 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/engine_options.h"
-#include "engine/loaded_model.h"
 #include "lumen/engine.h"
+#include "lumen/model.h"
 
 namespace lumen::cli {
 
@@ -43,10 +43,8 @@ using Clock = std::chrono::steady_clock;
 
 void run_throughput(const ThroughputOptions& options) {
   const std::string path = resolve_model_path(options.model);
-  const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
-  backend::Backend& backend = *device;
-  engine::LoadedModel model = engine::LoadedModel::load(path, backend);
-  Engine engine(model, backend, options.engine.resolve());
+  const Model model = Model::load(path, {.device = options.device, .threads = options.threads});
+  Engine engine(model, options.engine.resolve());
   const int64_t max_len = engine.stats().max_model_len;
 
   benchmark::RandomWorkload workload;
@@ -54,7 +52,7 @@ void run_throughput(const ThroughputOptions& options) {
   workload.input_len = options.input_len;
   workload.output_len = options.output_len;
   workload.range_ratio = options.range_ratio;
-  workload.vocab_size = static_cast<int64_t>(model.hparams.vocab_size);
+  workload.vocab_size = model.info().vocab_size;
   workload.seed = options.seed;
   std::vector<std::vector<int32_t>> prompts;
   std::vector<int64_t> output_lens;

@@ -1,6 +1,6 @@
 // `lumen chat`: an interactive conversation with the model through its chat template. Each turn
-// re-renders the whole conversation and feeds only the tokens after the part already in the
-// KV cache.
+// re-renders the whole conversation and submits it to the engine, whose prefix cache holds the
+// part computed in earlier turns.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -10,18 +10,15 @@
 #include <string>
 #include <unistd.h>
 
+#include "cli/commands.h"
+#include "cli/default_model.h"
 #include "cli/device_option.h"
 #include "cli/interrupt.h"
 #include "cli/line_reader.h"
-#include "chat/builtin_templates.h"
-#include "cli/commands.h"
-#include "cli/default_model.h"
 #include "cli/sampling_options.h"
-#include "engine/chat_prompt.h"
-#include "engine/generator.h"
-#include "engine/loaded_model.h"
-#include "sampling/sampler.h"
-#include "tokenizer/streaming_detokenizer.h"
+#include "cli/stream_completion.h"
+#include "lumen/engine.h"
+#include "lumen/model.h"
 #include "util/error.h"
 
 namespace lumen::cli {
@@ -36,47 +33,26 @@ struct ChatOptions {
   int64_t context = 4096;
   unsigned threads = 0;
   std::string device;
-  sampling::SamplingParams sampling;
+  SamplingParams sampling;
 };
 
-std::string template_text(const ChatOptions& options, const gguf::GgufFile& file) {
-  if (!options.template_name.empty()) {
-    auto text = chat::builtin_chat_template(options.template_name);
-    if (!text) fail("unknown chat template '{}' (see `lumen chat-template list`)", options.template_name);
-    return std::string(*text);
-  }
-  auto text = file.metadata().find_string("tokenizer.chat_template");
-  if (!text) fail("the model has no chat template: choose one with --chat-template NAME");
-  return *text;
-}
-
-std::string token_text(const tokenizer::Vocab& vocab, std::optional<int32_t> id) {
-  return id ? vocab.tokens[static_cast<size_t>(*id)] : std::string();
-}
-
 void chat_loop(const ChatOptions& options) {
-  const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
-  backend::Backend& backend = *device;
-  engine::LoadedModel model = engine::LoadedModel::load(resolve_model_path(options.model), backend);
-  const auto chat_template = chat::ChatTemplate::parse(template_text(options, *model.file));
-  const auto& vocab = model.tokenizer.vocab();
-  const int64_t context =
-      std::min<int64_t>(options.context, static_cast<int64_t>(model.hparams.context_length));
-  engine::Generator generator(model, backend, context);
-  options.sampling.validate_for_vocab(static_cast<int64_t>(vocab.size()));
-  // One sampler per reply, whose penalties see that turn's prompt (the conversation so far);
-  // turn t draws from seed + t, so a seeded chat replays exactly.
+  const Model model = Model::load(resolve_model_path(options.model), {.device = options.device,
+                                                                      .threads = options.threads,
+                                                                      .chat_template = options.template_name});
+  if (!model.has_chat_template()) fail("{}: choose one with --chat-template NAME", model.chat_template_problem());
+  const int64_t context = std::min<int64_t>(options.context, model.info().context_length);
+  options.sampling.validate_for_vocab(model.info().vocab_size);
+  // The prefix cache keeps the conversation's K/V from turn to turn: each turn computes only
+  // the tokens after the part already cached.
+  Engine engine(model, single_user_config(context, 1));
+  // Each reply's penalties see that turn's prompt (the conversation so far); turn t draws from
+  // seed + t, so a seeded chat replays exactly.
   const uint64_t seed = options.sampling.seed.value_or(std::random_device{}());
   uint64_t turn = 0;
 
-  engine::ChatPromptOptions prompt_options;
-  prompt_options.render.add_generation_prompt = true;
-  prompt_options.render.bos_token = token_text(vocab, vocab.special.bos);
-  prompt_options.render.eos_token = token_text(vocab, vocab.special.eos);
-
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!options.system.empty()) messages.push_back({{"role", "system"}, {"content", options.system}});
-  std::vector<int32_t> in_cache;  // tokens whose K/V the generator holds, in order
   const bool interactive = isatty(STDIN_FILENO) != 0 && isatty(STDOUT_FILENO) != 0;
   LineReader reader(interactive, "> ");
   // Ctrl-C while a reply streams ends that reply and returns to the prompt; at the prompt (or a
@@ -90,45 +66,21 @@ void chat_loop(const ChatOptions& options) {
     if (line.empty()) continue;
     interrupt.arm();
     messages.push_back({{"role", "user"}, {"content", line}});
-    std::vector<int32_t> prompt =
-        engine::chat_prompt_tokens(chat_template, model.tokenizer, messages, prompt_options);
-    // A model that wants BOS gets exactly one, whether or not its template writes it.
-    if (vocab.special.add_bos && (prompt.empty() || prompt[0] != *vocab.special.bos)) {
-      prompt.insert(prompt.begin(), *vocab.special.bos);
-    }
-    size_t common = 0;
-    while (common < in_cache.size() && common < prompt.size() && in_cache[common] == prompt[common]) ++common;
-    if (common == prompt.size()) --common;  // feed at least one token to get logits
-    generator.truncate(static_cast<int64_t>(common));
-    in_cache.resize(common);
+    std::vector<int32_t> prompt = model.chat_prompt(messages);
     if (static_cast<int64_t>(prompt.size()) + options.max_reply > context) {
       fail("the conversation no longer fits the {}-token context", context);
     }
-    std::span<const float> logits = generator.feed(std::span(prompt).subspan(common));
-    in_cache = prompt;
-
-    tokenizer::StreamingDetokenizer detokenizer(model.tokenizer, {.skip_special = true});
-    sampling::SamplingParams params = options.sampling;
+    SamplingParams params = options.sampling;
     params.seed = seed + turn++;
-    sampling::Sampler sampler(params, prompt, vocab.end_of_generation);
-    std::string reply;
-    for (int64_t n = 0; n < options.max_reply && !interrupt.interrupted(); ++n) {
-      const int32_t next = sampler.sample(logits).token;
-      sampler.accept(next);
-      if (vocab.ends_generation(next)) break;
-      std::string text = detokenizer.push(next);
-      reply += text;
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
-      logits = generator.feed(std::span(&next, 1));
-      in_cache.push_back(next);
-    }
-    std::string rest = detokenizer.flush();
-    reply += rest;
-    std::fwrite(rest.data(), 1, rest.size(), stdout);
+    params.max_tokens = options.max_reply;
+    const StreamedCompletion reply =
+        stream_completion(engine, std::move(prompt), params, interrupt, [](const std::string& text) {
+          std::fwrite(text.data(), 1, text.size(), stdout);
+          std::fflush(stdout);
+        });
     std::fputc('\n', stdout);
     std::fflush(stdout);
-    messages.push_back({{"role", "assistant"}, {"content", reply}});
+    messages.push_back({{"role", "assistant"}, {"content", reply.text}});
   }
 }
 

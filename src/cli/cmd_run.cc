@@ -2,12 +2,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -16,12 +14,9 @@
 #include "cli/interrupt.h"
 #include "cli/run_completions.h"
 #include "cli/sampling_options.h"
-#include "engine/generator.h"
-#include "engine/loaded_model.h"
-#include "sampling/sampler.h"
-#include "sampling/stop_string_matcher.h"
-#include "sampling/stopping.h"
-#include "tokenizer/streaming_detokenizer.h"
+#include "cli/stream_completion.h"
+#include "lumen/engine.h"
+#include "lumen/model.h"
 #include "util/error.h"
 
 namespace lumen::cli {
@@ -38,20 +33,15 @@ struct RunOptions {
   std::string device;
   bool ignore_eos = false;
   int32_t beam_width = 0;  // > 0: beam search of this width
-  sampling::SamplingParams sampling;
+  SamplingParams sampling;
 
-  // Whether the request needs the serving engine rather than the single-sequence generator.
-  bool needs_engine() const {
-    return sampling.n > 1 || sampling.best_of || sampling.use_beam_search || sampling.prompt_logprobs ||
+  // Whether the output is several completions or log-probability tables, printed once the
+  // request ends (run_completions.h), rather than one text streamed as it is made.
+  bool needs_engine_report() const {
+    return sampling.n > 1 || sampling.best_of || sampling.use_beam_search || beam_width > 0 || sampling.prompt_logprobs ||
            sampling.logprobs;
   }
 };
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 void emit(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -88,76 +78,51 @@ void run(RunOptions options) {
   if (options.prompt.empty() == options.prompt_file.empty()) fail("give the prompt with -p TEXT or -f FILE");
   if (!options.prompt_file.empty()) options.prompt = read_prompt_file(options.prompt_file);
   if (options.n_predict < -1) fail("-n must be -1 (until the end or the context is full) or a count >= 0");
-  sampling::SamplingParams params = options.sampling;
-  // -1: as many as fit; the engine and the loop below also end at the context.
-  params.max_tokens = options.n_predict < 0 ? std::max<int64_t>(options.context, 1)
-                                            : std::max<int64_t>(options.n_predict, 1);
+  SamplingParams params = options.sampling;
+  // -1: as many as fit (set below, once the prompt's length is known); 0: the prompt alone,
+  // which the engine computes for a token that is not shown.
+  params.max_tokens = std::max<int64_t>(options.n_predict, 1);
   params.ignore_eos = options.ignore_eos;
   if (options.beam_width > 0) {
     params.use_beam_search = true;
     params.best_of = options.beam_width;
   }
   params.validate();  // before the model loads: a bad flag fails at once
-  const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
-  backend::Backend& backend = *device;
-  engine::LoadedModel model = engine::LoadedModel::load(resolve_model_path(options.model), backend);
-  const int64_t context =
-      std::min<int64_t>(options.context, static_cast<int64_t>(model.hparams.context_length));
-  engine::Generator generator(model, backend, context);
+  const Model model = Model::load(resolve_model_path(options.model), {.device = options.device, .threads = options.threads});
+  const int64_t context = std::min<int64_t>(options.context, model.info().context_length);
 
   // A raw prompt may spell special tokens ("<|im_start|>"): like llama.cpp's CLI, parse them.
-  std::vector<int32_t> prompt =
-      model.tokenizer.encode(options.prompt, {.add_special = true, .parse_special = true});
+  std::vector<int32_t> prompt = model.tokenize(options.prompt, {.add_special = true, .parse_special = true});
   if (prompt.empty()) fail("the prompt is empty");
-  const tokenizer::Vocab& vocab = model.tokenizer.vocab();
-  params.validate_for_vocab(static_cast<int64_t>(vocab.size()));
+  params.validate_for_vocab(model.info().vocab_size);
   if (static_cast<int64_t>(prompt.size()) >= context) {
     fail("the prompt has {} tokens; the context holds {} (-c)", prompt.size(), context);
   }
   if (options.n_predict < 0) params.max_tokens = context - static_cast<int64_t>(prompt.size());
+  // Beam search holds up to twice its width while a round's candidates are forked.
+  const int32_t width = std::max(params.n, params.best_of.value_or(params.n));
+  const int32_t sequences = params.use_beam_search ? 2 * width : width;
+  Engine engine(model, single_user_config(context, sequences));
   InterruptHandler interrupt;
   interrupt.arm();
-  if (options.needs_engine() || params.use_beam_search) {
-    run_completions(model, backend, prompt, params, context, interrupt);
+  if (options.needs_engine_report()) {
+    run_completions(engine, model, prompt, params, interrupt);
     return;
   }
-  sampling::Sampler sampler(params, prompt, vocab.end_of_generation);
-  sampling::TokenStopCondition stop_condition(params, vocab.end_of_generation);
-  sampling::StopStringMatcher stop_strings(params.stop);
-  tokenizer::StreamingDetokenizer detokenizer(model.tokenizer);
-
-  auto start = Clock::now();
-  std::span<const float> logits = generator.feed(prompt);
-  const double prompt_seconds = seconds_since(start);
-
-  start = Clock::now();
-  int64_t generated = 0;
-  bool stopped_by_string = false;
-  while (options.n_predict != 0 && generator.position() < context && !interrupt.interrupted()) {
-    const int32_t next = sampler.sample(logits).token;
-    sampler.accept(next);
-    const std::optional<sampling::FinishReason> finish = stop_condition.check(next);
-    if (finish == sampling::FinishReason::Stop) break;  // end of generation / stop id: not shown
-    ++generated;
-    const sampling::StopStringMatcher::Step step = stop_strings.push(detokenizer.push(next));
-    emit(step.text);
-    if (step.stopped) {
-      stopped_by_string = true;
-      break;
-    }
-    if (finish == sampling::FinishReason::Length || generator.position() >= context) break;
-    logits = generator.feed(std::span(&next, 1));
-  }
-  if (!stopped_by_string) {
-    const sampling::StopStringMatcher::Step step = stop_strings.push(detokenizer.flush());
-    emit(step.text);
-    if (!step.stopped) emit(stop_strings.flush());
-  }
+  const bool show = options.n_predict != 0;
+  const size_t prompt_tokens = prompt.size();
+  const StreamedCompletion done = stream_completion(engine, std::move(prompt), params, interrupt,
+                                                    [show](const std::string& text) {
+                                                      if (show) emit(text);
+                                                    });
+  // An end-of-generation token ends the text; it is not part of it.
+  int64_t generated = show ? static_cast<int64_t>(done.tokens.size()) : 0;
+  if (generated > 0 && done.finish == FinishReason::Stop && model.ends_generation(done.tokens.back())) --generated;
   // The text ends its line before the speeds go to stderr (flushed first: on a shared terminal
   // or a pipe the two streams interleave in the order they are flushed).
   emit("\n");
   interrupt.disarm();
-  print_speeds(prompt.size(), prompt_seconds, generated, seconds_since(start));
+  print_speeds(prompt_tokens, done.first_token_seconds, generated, done.total_seconds - done.first_token_seconds);
 }
 
 }  // namespace

@@ -17,13 +17,11 @@
 #include <thread>
 
 #include "cli/device_option.h"
-#include "chat/builtin_templates.h"
-#include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/engine_options.h"
-#include "engine/loaded_model.h"
 #include "lumen/engine.h"
+#include "lumen/model.h"
 #include "server/engine_loop.h"
 #include "server/server.h"
 #include "server/server_context.h"
@@ -52,27 +50,6 @@ struct ServeOptions {
   EngineFlags engine;
 };
 
-std::optional<chat::ChatTemplate> load_chat_template(const ServeOptions& options, const gguf::GgufFile& file) {
-  if (!options.chat_template.empty()) {
-    auto text = chat::builtin_chat_template(options.chat_template);
-    if (!text) fail("unknown chat template '{}' (see `lumen chat-template list`)", options.chat_template);
-    return chat::ChatTemplate::parse(*text);
-  }
-  auto text = file.metadata().find_string("tokenizer.chat_template");
-  if (!text) {
-    fmt::print(stderr, "lumen serve: the model has no chat template; /v1/chat/completions is off "
-                       "(choose one with --chat-template)\n");
-    return std::nullopt;
-  }
-  try {
-    return chat::ChatTemplate::parse(*text);
-  } catch (const Error& e) {
-    fmt::print(stderr, "lumen serve: the model's chat template cannot be used ({}); /v1/chat/completions is off\n",
-               e.what());
-    return std::nullopt;
-  }
-}
-
 void serve(ServeOptions& options) {
   // Signals are taken by one thread with sigwait, so block them before any thread starts (every
   // thread inherits the mask). A client that vanishes mid-write must not kill the process.
@@ -94,20 +71,23 @@ void serve(ServeOptions& options) {
       std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0));
 
   const std::string path = resolve_model_path(options.model);
-  const std::unique_ptr<backend::Backend> device = make_backend(options.device, options.threads);
-  backend::Backend& backend = *device;
-  engine::LoadedModel model = engine::LoadedModel::load(path, backend);
-  Engine engine(model, backend, options.engine.resolve());
+  const Model model = Model::load(path, {.device = options.device, .threads = options.threads,
+                                         .chat_template = options.chat_template});
+  if (!model.has_chat_template()) {
+    fmt::print(stderr, "lumen serve: {}; /v1/chat/completions is off (choose one with --chat-template)\n",
+               model.chat_template_problem());
+  }
+  Engine engine(model, options.engine.resolve());
   const std::string name = options.served_model_name.empty() ? std::filesystem::path(path).stem().string()
                                                              : options.served_model_name;
   server::ServingLimits limits;
-  limits.vocab_size = static_cast<int64_t>(model.hparams.vocab_size);
+  limits.vocab_size = model.info().vocab_size;
   limits.max_model_len = engine.stats().max_model_len;
   limits.max_chat_messages = options.max_chat_messages;
   limits.max_output_records = options.max_output_records;
   // A rendering may add template text around the body's messages, but not grow without bound.
   limits.max_rendered_prompt_bytes = 4 * options.http.max_body_bytes;
-  server::ServerContext context(engine, model, load_chat_template(options, *model.file), name, limits,
+  server::ServerContext context(engine, model, name, limits,
                                 options.max_pending, options.max_pending_per_client);
   context.salt_by_api_key = !options.http.api_keys.empty();
   server::EngineLoop loop(engine);

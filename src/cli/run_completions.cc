@@ -23,23 +23,20 @@ std::string printable(const std::string& bytes) {
   return out;
 }
 
-void print_logprob_line(const engine::LoadedModel& model, int32_t token, float logprob,
+void print_logprob_line(const Model& model, int32_t token, float logprob,
                         const std::vector<TokenAlternative>& top) {
-  std::string line = fmt::format("  {:>7} {:<16} {:>9}", token, fmt::format("'{}'", printable(model.tokenizer.token_bytes(token))),
+  std::string line = fmt::format("  {:>7} {:<16} {:>9}", token, fmt::format("'{}'", printable(model.token_bytes(token))),
                                  std::isnan(logprob) ? std::string("-") : fmt::format("{:.4f}", logprob));
   for (const TokenAlternative& alt : top) {
-    line += fmt::format("  {}:'{}' {:.3f}", alt.token, printable(model.tokenizer.token_bytes(alt.token)), alt.logprob);
+    line += fmt::format("  {}:'{}' {:.3f}", alt.token, printable(model.token_bytes(alt.token)), alt.logprob);
   }
   fmt::print(stderr, "{}\n", line);
 }
 
 }  // namespace
 
-void run_completions(engine::LoadedModel& model, backend::Backend& backend, const std::vector<int32_t>& prompt,
-                     const SamplingParams& params, int64_t context, const InterruptHandler& interrupt) {
-  EngineConfig config;
-  config.max_model_len = context;
-  Engine engine(model, backend, config);
+void run_completions(Engine& engine, const Model& model, const std::vector<int32_t>& prompt,
+                     const SamplingParams& params, const InterruptHandler& interrupt) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<RequestHandle> handles = engine.add_request_n(prompt, params);
   bool aborted = false;

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "sampling/sampling_params.h"
+#include "lumen/sampling_params.h"
 #include "util/error.h"
 
 namespace lumen::cli {
 
 // "TOKEN=BIAS", e.g. "15043=-2.5" or "2=-inf" (a ban), into params.logit_bias.
-inline void parse_logit_bias(const std::string& spec, sampling::SamplingParams& params) {
+inline void parse_logit_bias(const std::string& spec, SamplingParams& params) {
   const size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
     fail("--logit-bias wants TOKEN=BIAS (e.g. 15043=-2.5 or 2=-inf), got '{}'", spec);
@@ -33,7 +33,7 @@ inline void parse_logit_bias(const std::string& spec, sampling::SamplingParams& 
 }
 
 // Stop strings are added by add_stop_option, for the commands that honour them.
-inline void add_sampling_options(CLI::App* cmd, sampling::SamplingParams& params) {
+inline void add_sampling_options(CLI::App* cmd, SamplingParams& params) {
   params.temperature = 0.8f;
   params.top_k = 40;
   params.top_p = 0.95f;
@@ -66,7 +66,7 @@ inline void add_sampling_options(CLI::App* cmd, sampling::SamplingParams& params
   cmd->add_option("--seed", params.seed, "Random seed (default: a random one)");
 }
 
-inline void add_stop_option(CLI::App* cmd, sampling::SamplingParams& params) {
+inline void add_stop_option(CLI::App* cmd, SamplingParams& params) {
   cmd->add_option("--stop", params.stop, "Stop string: the output ends just before it; repeatable")
       ->allow_extra_args(false);
 }

@@ -17,6 +17,7 @@
 #include "engine/kv_budget.h"
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
+#include "engine/model_state.h"
 #include "engine/request_group.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
@@ -30,20 +31,12 @@
 
 namespace lumen {
 
-const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Abort: return "abort";
-    case FinishReason::Error: return "error";
-  }
-  return "abort";
-}
-
 RequestHandle::RequestHandle(uint64_t id, int32_t index, std::shared_ptr<engine::RequestStream> stream)
     : id_(id), index_(index), stream_(std::move(stream)) {}
 
 bool RequestHandle::next(StreamChunk& out) { return stream_->next(out); }
+
+bool RequestHandle::try_next(StreamChunk& out) { return stream_->try_next(out); }
 
 GenerationResult RequestHandle::collect() {
   GenerationResult result;
@@ -90,11 +83,12 @@ constexpr int32_t kMaxCompletions = 256;
 }  // namespace
 
 struct Engine::Impl {
-  Impl(engine::LoadedModel& loaded, backend::Backend& backend, EngineConfig engine_config)
-      : model(loaded),
+  Impl(Model model_handle, EngineConfig engine_config)
+      : handle(std::move(model_handle)),
+        model(runnable(handle)),
         config(engine_config),
-        n_blocks(engine::kv_blocks_for(config, model.hparams, backend)),
-        cache(backend, model.hparams, n_blocks, config.block_size),
+        n_blocks(engine::kv_blocks_for(config, model.hparams, *handle.state().backend)),
+        cache(*handle.state().backend, model.hparams, n_blocks, config.block_size),
         pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
         swap(make_swap_space()),
         scheduler(scheduler_config(), pool, swap.get()),
@@ -111,6 +105,12 @@ struct Engine::Impl {
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);
     publish_stats();
+  }
+
+  static engine::LoadedModel& runnable(const Model& handle) {
+    engine::LoadedModel& loaded = *handle.state().model;
+    if (!loaded.transformer) fail("the model was loaded without its weights (vocab_only): an Engine cannot run it");
+    return loaded;
   }
 
   std::unique_ptr<engine::SwapSpace> make_swap_space() const {
@@ -160,6 +160,7 @@ struct Engine::Impl {
   // Ends the requests whose logit rows hold NaN or infinity, before their blocks are published.
   void fail_non_finite(const engine::StepPlan& plan, std::span<float> logits);
 
+  Model handle;  // keeps the model (and the device its weights are on) alive
   engine::LoadedModel& model;
   EngineConfig config;
   int64_t n_blocks;
@@ -520,8 +521,7 @@ void Engine::Impl::process(const engine::StepPlan& plan, std::span<const float> 
   }
 }
 
-Engine::Engine(engine::LoadedModel& model, backend::Backend& backend, EngineConfig config)
-    : impl_(std::make_unique<Impl>(model, backend, config)) {}
+Engine::Engine(Model model, EngineConfig config) : impl_(std::make_unique<Impl>(std::move(model), config)) {}
 
 Engine::~Engine() {
   // Whoever still waits on a stream learns that the request ended.

@@ -22,6 +22,10 @@ uint64_t available_ram_bytes() {
 
 int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, const backend::Backend& backend) {
   if (config.block_size <= 0) fail("block size must be positive, not {}", config.block_size);
+  if (config.num_kv_blocks > 0) {
+    if (config.num_kv_blocks < 2) fail("a KV cache needs at least 2 blocks, not {}", config.num_kv_blocks);
+    return config.num_kv_blocks;
+  }
   const size_t per_block = model::KvCache::bytes_per_block(hp, config.block_size);
   uint64_t budget = 0;
   if (config.kv_cache_bytes > 0) {

@@ -10,4 +10,15 @@ LoadedModel LoadedModel::load(const std::string& path, backend::Backend& backend
   return {std::move(file), std::move(hparams), std::move(tokenizer), std::move(transformer)};
 }
 
+LoadedModel LoadedModel::load_vocab(const std::string& path) {
+  auto file = std::make_unique<gguf::GgufFile>(gguf::GgufFile::open(path));
+  // Only what describes the file: a vocabulary-only GGUF has no block hyperparameters, and a
+  // tokenizer needs none (read_hparams would refuse it).
+  model::HParams hparams;
+  hparams.architecture = file->metadata().find_string("general.architecture").value_or("");
+  hparams.context_length = file->metadata().find_unsigned(hparams.architecture + ".context_length").value_or(0);
+  tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_gguf(*file);
+  return {std::move(file), std::move(hparams), std::move(tokenizer), nullptr};
+}
+
 }  // namespace lumen::engine

@@ -1,6 +1,7 @@
 #pragma once
 // A model ready to run: its mapped file (which the weights point into, so it lives as long as
-// the model), hyperparameters, tokenizer and forward pass on a backend.
+// the model), hyperparameters, tokenizer and forward pass on a backend. Lumen's public handle on
+// it is lumen::Model (engine/model_state.h).
 #include <memory>
 #include <string>
 
@@ -20,6 +21,9 @@ struct LoadedModel {
 
   // Throws lumen::Error naming what is wrong with the file.
   static LoadedModel load(const std::string& path, backend::Backend& backend);
+  // The file and tokenizer, without the weights (transformer stays null) or the block
+  // hyperparameters (hparams holds only the architecture and context length, when given).
+  static LoadedModel load_vocab(const std::string& path);
 };
 
 }  // namespace lumen::engine

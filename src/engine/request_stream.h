@@ -53,9 +53,26 @@ class RequestStream {
   // its last chunk (the one carrying the finish reason) was taken.
   bool next(StreamChunk& out) {
     std::unique_lock lock(mutex_);
-    ready_.wait(lock, [this] {
-      return !pending_.empty() || !prompt_logprobs_.empty() || finish_.has_value();
-    });
+    ready_.wait(lock, [this] { return has_news(); });
+    return take(out);
+  }
+
+  // next() without the wait: false when there is nothing new (yet, or any more).
+  bool try_next(StreamChunk& out) {
+    std::lock_guard lock(mutex_);
+    return has_news() && take(out);
+  }
+
+  bool finished() const {
+    std::lock_guard lock(mutex_);
+    return finish_.has_value();
+  }
+
+ private:
+  bool has_news() const { return !pending_.empty() || !prompt_logprobs_.empty() || finish_.has_value(); }
+
+  // With the lock held and has_news(): hands over what is new.
+  bool take(StreamChunk& out) {
     out.tokens.clear();
     out.prompt_logprobs.clear();
     out.finished = false;
@@ -77,12 +94,6 @@ class RequestStream {
     return true;
   }
 
-  bool finished() const {
-    std::lock_guard lock(mutex_);
-    return finish_.has_value();
-  }
-
- private:
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::vector<GeneratedToken> pending_;

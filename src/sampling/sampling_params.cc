@@ -4,7 +4,7 @@
 
 #include "util/error.h"
 
-namespace lumen::sampling {
+namespace lumen {
 
 namespace {
 
@@ -85,4 +85,4 @@ void SamplingParams::validate_for_vocab(int64_t vocab_size) const {
   }
 }
 
-}  // namespace lumen::sampling
+}  // namespace lumen

@@ -2,6 +2,20 @@
 
 #include <algorithm>
 
+namespace lumen {
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Abort: return "abort";
+    case FinishReason::Error: return "error";
+  }
+  return "abort";
+}
+
+}  // namespace lumen
+
 namespace lumen::sampling {
 
 TokenStopCondition::TokenStopCondition(const SamplingParams& params,

@@ -14,16 +14,12 @@
 #include <span>
 #include <vector>
 
+#include "lumen/finish_reason.h"
 #include "sampling/sampling_params.h"
 
 namespace lumen::sampling {
 
-enum class FinishReason {
-  Stop,    // a stop token id, an end-of-generation token or a stop string
-  Length,  // max_tokens (or the caller's context) was reached
-  Abort,   // the caller gave up on the request
-  Error,   // the engine failed on the request (an exception in its step, non-finite logits)
-};
+using lumen::FinishReason;  // include/lumen/finish_reason.h
 
 class TokenStopCondition {
  public:

@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "engine/chat_prompt.h"
+#include "chat/chat_template.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 #include "util/error.h"
@@ -11,10 +11,6 @@
 namespace lumen::server {
 
 namespace {
-
-std::string token_text(const tokenizer::Tokenizer& tokenizer, std::optional<int32_t> id) {
-  return id ? tokenizer.token_bytes(*id) : std::string();
-}
 
 nlohmann::ordered_json message_content(const nlohmann::json& content, const std::string& role) {
   if (content.is_null()) {
@@ -90,18 +86,14 @@ nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_mes
 }
 
 std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::json& body,
-                                        const chat::ChatTemplate& chat_template,
-                                        const tokenizer::Tokenizer& tokenizer, size_t max_rendered_bytes) {
+                                        const Model& model, size_t max_rendered_bytes) {
   const RequestFields fields(body);
-  const auto& vocab = tokenizer.vocab();
-  engine::ChatPromptOptions options;
-  options.render.add_generation_prompt = fields.boolean("add_generation_prompt").value_or(true);
-  options.render.bos_token = token_text(tokenizer, vocab.special.bos);
-  options.render.limits.max_output_bytes = max_rendered_bytes;  // also bounds each string built
-  options.render.eos_token = token_text(tokenizer, vocab.special.eos);
+  ChatOptions options;
+  options.add_generation_prompt = fields.boolean("add_generation_prompt").value_or(true);
+  options.max_rendered_bytes = max_rendered_bytes;  // also bounds each string built
   if (const nlohmann::json* tools = fields.find("tools")) {
     if (!tools->is_array()) invalid("tools", "'tools' must be a list");
-    options.render.tools = nlohmann::ordered_json(*tools);
+    options.tools = nlohmann::ordered_json(*tools);
   }
   if (const nlohmann::json* kwargs = fields.find("chat_template_kwargs")) {
     if (!kwargs->is_object()) invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
@@ -110,19 +102,16 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
         invalid("chat_template_kwargs." + key, "'{}' is set by the server and cannot be overridden in chat_template_kwargs", key);
       }
     }
-    options.render.extra_context = nlohmann::ordered_json(*kwargs);
+    options.extra_context = nlohmann::ordered_json(*kwargs);
   }
   std::vector<int32_t> prompt;
   try {
-    prompt = engine::chat_prompt_tokens(chat_template, tokenizer, messages, options);
-  } catch (const chat::RenderRefused& e) {
+    prompt = model.chat_prompt(messages, options);
+  } catch (const ChatRefused& e) {
     invalid("messages", "the chat template cannot render this conversation: {}", e.what());
   } catch (const Error& e) {
     // A valid request the model's template cannot render is not the client's fault.
     throw ApiError(500, fmt::format("the chat template failed on a valid conversation: {}", e.what()));
-  }
-  if (vocab.special.add_bos && vocab.special.bos && (prompt.empty() || prompt[0] != *vocab.special.bos)) {
-    prompt.insert(prompt.begin(), *vocab.special.bos);
   }
   if (prompt.empty()) invalid("messages", "the conversation renders to an empty prompt");
   return prompt;
@@ -148,10 +137,9 @@ ChatRequest read_chat_request(const nlohmann::json& body, const ServingLimits& l
   return out;
 }
 
-ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTemplate& chat_template,
-                               const tokenizer::Tokenizer& tokenizer, const ServingLimits& limits) {
+ChatRequest parse_chat_request(const nlohmann::json& body, const Model& model, const ServingLimits& limits) {
   ChatRequest out = read_chat_request(body, limits);
-  out.prompt = render_chat_prompt(out.messages, body, chat_template, tokenizer, limits.max_rendered_prompt_bytes);
+  out.prompt = render_chat_prompt(out.messages, body, model, limits.max_rendered_prompt_bytes);
   return out;
 }
 

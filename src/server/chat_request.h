@@ -6,9 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "chat/chat_template.h"
+#include "lumen/model.h"
 #include "server/sampling_request.h"
-#include "tokenizer/tokenizer.h"
 
 namespace lumen::server {
 
@@ -24,12 +23,12 @@ struct ChatRequest {
 nlohmann::ordered_json parse_messages(const nlohmann::json& body,
                                       size_t max_messages = ServingLimits{}.max_chat_messages);
 
-// Renders `messages` (from parse_messages) into prompt tokens, with BOS first when the model
-// wants one. `body` supplies add_generation_prompt, tools and chat_template_kwargs. A template
-// that refuses the conversation (raise_exception) is an ApiError(400).
+// Renders `messages` (from parse_messages) with the model's chat template into prompt tokens
+// (Model::chat_prompt: BOS first when the model wants one). `body` supplies
+// add_generation_prompt, tools and chat_template_kwargs. A template that refuses the
+// conversation (raise_exception) is an ApiError(400); one that fails on it, a 500.
 std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::json& body,
-                                        const chat::ChatTemplate& chat_template,
-                                        const tokenizer::Tokenizer& tokenizer,
+                                        const Model& model,
                                         size_t max_rendered_bytes = ServingLimits{}.max_rendered_prompt_bytes);
 
 // Checks every field and reads the messages and generation options, without rendering: the
@@ -37,7 +36,6 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
 ChatRequest read_chat_request(const nlohmann::json& body, const ServingLimits& limits);
 
 // read_chat_request, then render_chat_prompt.
-ChatRequest parse_chat_request(const nlohmann::json& body, const chat::ChatTemplate& chat_template,
-                               const tokenizer::Tokenizer& tokenizer, const ServingLimits& limits);
+ChatRequest parse_chat_request(const nlohmann::json& body, const Model& model, const ServingLimits& limits);
 
 }  // namespace lumen::server

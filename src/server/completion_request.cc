@@ -7,9 +7,9 @@ namespace lumen::server {
 
 namespace {
 
-std::vector<int32_t> text_prompt(const std::string& text, const tokenizer::Tokenizer& tokenizer) {
+std::vector<int32_t> text_prompt(const std::string& text, const Model& model) {
   if (text.empty()) invalid("prompt", "the prompt is empty");
-  std::vector<int32_t> tokens = tokenizer.encode(text, {.add_special = true, .parse_special = true});
+  std::vector<int32_t> tokens = model.tokenize(text, {.add_special = true, .parse_special = true});
   if (tokens.empty()) invalid("prompt", "the prompt is empty");
   return tokens;
 }
@@ -28,7 +28,7 @@ std::vector<int32_t> token_prompt(const nlohmann::json& ids, const ServingLimits
 
 }  // namespace
 
-CompletionRequest parse_completion_request(const nlohmann::json& body, const tokenizer::Tokenizer& tokenizer,
+CompletionRequest parse_completion_request(const nlohmann::json& body, const Model& model,
                                            const ServingLimits& limits) {
   const RequestFields fields(body);
   CompletionRequest out;
@@ -36,13 +36,13 @@ CompletionRequest parse_completion_request(const nlohmann::json& body, const tok
   if (prompt == nullptr) invalid("prompt", "'prompt' is required");
   const char* shape = "'prompt' must be a string, a list of strings, a list of token ids or a list of lists of token ids";
   auto add_text = [&](const std::string& text) {
-    out.prompts.push_back(text_prompt(text, tokenizer));
+    out.prompts.push_back(text_prompt(text, model));
     out.prompt_texts.push_back(text);
   };
   auto add_ids = [&](const nlohmann::json& ids) {
     out.prompts.push_back(token_prompt(ids, limits));
     // Echoed as vLLM does: control tokens (BOS, <|im_start|>...) leave no text.
-    out.prompt_texts.push_back(tokenizer.decode(out.prompts.back(), {.skip_special = true}));
+    out.prompt_texts.push_back(model.detokenize(out.prompts.back(), /*skip_special=*/true));
   };
   if (prompt->is_string()) {
     add_text(prompt->get<std::string>());
@@ -70,7 +70,7 @@ CompletionRequest parse_completion_request(const nlohmann::json& body, const tok
   if (out.echo && out.options.params.logprobs) {
     // OpenAI's legacy shape: the logprobs lists start with the prompt's tokens.
     if (out.options.stream) invalid("echo", "'echo' with 'logprobs' cannot be streamed");
-    sampling::SamplingParams& p = out.options.params;
+    SamplingParams& p = out.options.params;
     p.prompt_logprobs = std::max(p.prompt_logprobs.value_or(0), *p.logprobs);
   }
   return out;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "server/sampling_request.h"
-#include "tokenizer/tokenizer.h"
+#include "lumen/model.h"
 
 namespace lumen::server {
 
@@ -22,7 +22,7 @@ struct CompletionRequest {
 // vocabulary, more than limits.max_prompts prompts, or a bad generation field. Text prompts
 // are tokenized with the vocabulary's BOS/EOS rule; control tokens written in the text count
 // (the raw completions API lets a caller build their own chat format).
-CompletionRequest parse_completion_request(const nlohmann::json& body, const tokenizer::Tokenizer& tokenizer,
+CompletionRequest parse_completion_request(const nlohmann::json& body, const Model& model,
                                            const ServingLimits& limits);
 
 }  // namespace lumen::server

@@ -13,14 +13,14 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 // The request's params for one prompt: max_tokens defaulted or checked against the room the
 // context leaves (OpenAI: 16 for completions; vLLM: the rest of the context for chat).
-sampling::SamplingParams params_for_prompt(const GenerationOptions& options, Endpoint endpoint,
+SamplingParams params_for_prompt(const GenerationOptions& options, Endpoint endpoint,
                                            int64_t prompt_len, int64_t max_model_len) {
   if (prompt_len >= max_model_len) {
     invalid("prompt", "the prompt has {} tokens; the model's context holds {} (prompt and output together)",
             prompt_len, max_model_len);
   }
   const int64_t room = max_model_len - prompt_len;
-  sampling::SamplingParams params = options.params;
+  SamplingParams params = options.params;
   if (options.max_tokens_given) {
     if (params.max_tokens > room) {
       invalid(endpoint == Endpoint::Completions ? "max_tokens" : "max_completion_tokens",
@@ -41,7 +41,7 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
     : context_(context), arrival_(arrival), places_(std::move(places)) {
   const auto n = static_cast<size_t>(options.n);
   // Check every prompt before queueing any, so a bad one leaves nothing behind.
-  std::vector<sampling::SamplingParams> per_prompt;
+  std::vector<SamplingParams> per_prompt;
   for (const auto& prompt : prompts) {
     per_prompt.push_back(params_for_prompt(options, endpoint, static_cast<int64_t>(prompt.size()),
                                            context.limits.max_model_len));
@@ -50,7 +50,7 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
   }
   try {
     for (size_t p = 0; p < prompts.size(); ++p) {
-      sampling::SamplingParams params = per_prompt[p];
+      SamplingParams params = per_prompt[p];
       params.n = options.n;
       if (params.seed) *params.seed += choices_.size();  // choice j of this prompt: + j
       for (RequestHandle& handle : context.engine.add_request_n(prompts[p], params, 0, options.cache_salt)) {

@@ -51,10 +51,10 @@ nlohmann::json LogprobWriter::write(std::span<const GeneratedToken> tokens) {
   if (endpoint_ == Endpoint::ChatCompletions) {
     nlohmann::json content = nlohmann::json::array();
     for (const GeneratedToken& t : tokens) {
-      const std::string piece = tokenizer_.token_bytes(t.token);
+      const std::string piece = model_->token_bytes(t.token);
       nlohmann::json top = nlohmann::json::array();
       for (const TokenAlternative& alt : t.top) {
-        const std::string alt_piece = tokenizer_.token_bytes(alt.token);
+        const std::string alt_piece = model_->token_bytes(alt.token);
         top.push_back({{"token", alt_piece}, {"logprob", finite_logprob(alt.logprob)}, {"bytes", byte_list(alt_piece)}});
       }
       content.push_back({{"token", piece},
@@ -84,13 +84,13 @@ nlohmann::json LogprobWriter::empty_completion_lists() {
 
 void LogprobWriter::append_completion_entry(nlohmann::json& out, int32_t token, float logprob,
                                             std::span<const TokenAlternative> top) {
-  const std::string piece = tokenizer_.token_bytes(token);
+  const std::string piece = model_->token_bytes(token);
   out["tokens"].push_back(piece);
   // NaN: the first prompt token, which has no log-probability (null, as OpenAI's).
   const bool none = std::isnan(logprob);
   out["token_logprobs"].push_back(none ? nlohmann::json() : nlohmann::json(finite_logprob(logprob)));
   nlohmann::json alternatives = none ? nlohmann::json() : nlohmann::json::object();
-  for (const TokenAlternative& alt : top) alternatives[tokenizer_.token_bytes(alt.token)] = finite_logprob(alt.logprob);
+  for (const TokenAlternative& alt : top) alternatives[model_->token_bytes(alt.token)] = finite_logprob(alt.logprob);
   out["top_logprobs"].push_back(std::move(alternatives));
   out["text_offset"].push_back(text_offset_);
   text_offset_ += static_cast<int64_t>(piece.size());
@@ -103,7 +103,7 @@ nlohmann::json concat_logprob_lists(nlohmann::json a, const nlohmann::json& b) {
   return a;
 }
 
-nlohmann::json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer, std::span<const PromptLogprob> prompt) {
+nlohmann::json prompt_logprobs_json(const Model& model, std::span<const PromptLogprob> prompt) {
   nlohmann::json out = nlohmann::json::array();
   for (const PromptLogprob& p : prompt) {
     if (std::isnan(p.logprob)) {
@@ -113,7 +113,7 @@ nlohmann::json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer, std::
     nlohmann::json entry = nlohmann::json::object();
     auto add = [&](int32_t token, float logprob) {
       entry[std::to_string(token)] = {{"logprob", finite_logprob(logprob)},
-                                      {"decoded_token", tokenizer.token_bytes(token)}};
+                                      {"decoded_token", model.token_bytes(token)}};
     };
     add(p.token, p.logprob);
     for (const TokenAlternative& alt : p.top) add(alt.token, alt.logprob);

@@ -8,7 +8,7 @@
 
 #include "lumen/outputs.h"
 #include "server/sampling_request.h"
-#include "tokenizer/tokenizer.h"
+#include "lumen/model.h"
 
 namespace lumen::server {
 
@@ -33,8 +33,7 @@ struct Usage {
 // bytes (a piece of a character becomes U+FFFD on the wire).
 class LogprobWriter {
  public:
-  LogprobWriter(const tokenizer::Tokenizer& tokenizer, Endpoint endpoint)
-      : tokenizer_(tokenizer), endpoint_(endpoint) {}
+  LogprobWriter(const Model& model, Endpoint endpoint) : model_(&model), endpoint_(endpoint) {}
   // `tokens` continue those already written for this choice (text_offset runs on).
   nlohmann::json write(std::span<const GeneratedToken> tokens);
   // Completions with echo: the prompt's tokens in the same lists, before the generated ones
@@ -46,14 +45,14 @@ class LogprobWriter {
   void append_completion_entry(nlohmann::json& out, int32_t token, float logprob,
                                std::span<const TokenAlternative> top);
 
-  const tokenizer::Tokenizer& tokenizer_;
+  const Model* model_;
   Endpoint endpoint_;
   int64_t text_offset_ = 0;
 };
 
 // vLLM's prompt_logprobs: per prompt token null (the first) or {"<token id>": {"logprob",
 // "decoded_token"}} for the prompt token and each alternative.
-nlohmann::json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer, std::span<const PromptLogprob> prompt);
+nlohmann::json prompt_logprobs_json(const Model& model, std::span<const PromptLogprob> prompt);
 
 // Completions' parallel lists of `a` followed by those of `b`.
 nlohmann::json concat_logprob_lists(nlohmann::json a, const nlohmann::json& b);

@@ -24,7 +24,7 @@ const char* largest(std::initializer_list<Factor> factors) {
 
 OutputEstimate estimate_output(const std::vector<int64_t>& prompt_lengths, const GenerationOptions& options,
                                Endpoint endpoint, bool echo, int64_t max_model_len) {
-  const sampling::SamplingParams& p = options.params;
+  const SamplingParams& p = options.params;
   const bool chat = endpoint == Endpoint::ChatCompletions;
   const int64_t n = options.n;
   const int64_t width = std::max<int64_t>(n, p.best_of.value_or(options.n));

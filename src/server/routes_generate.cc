@@ -91,10 +91,10 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
   if (aborted) throw aborted_error(context);
   for (size_t c = 0; c < n; ++c) {
     if (job.options.prompt_logprobs_field) {
-      outputs[c].prompt_logprobs = prompt_logprobs_json(context.model.tokenizer, prompt_logprobs[c]);
+      outputs[c].prompt_logprobs = prompt_logprobs_json(context.model, prompt_logprobs[c]);
     }
     if (!logprobs) continue;
-    LogprobWriter writer(context.model.tokenizer, job.endpoint);
+    LogprobWriter writer(context.model, job.endpoint);
     if (echo_logprobs) {
       nlohmann::json prompt = writer.write_prompt(prompt_logprobs[c]);
       outputs[c].logprobs = concat_logprob_lists(std::move(prompt), writer.write(tokens[c]));
@@ -125,7 +125,7 @@ bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink
   const bool logprobs = job.options.params.logprobs.has_value();
   auto write = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
   const size_t n = generation.n_choices();
-  std::vector<LogprobWriter> writers(n, LogprobWriter(context.model.tokenizer, job.endpoint));
+  std::vector<LogprobWriter> writers(n, LogprobWriter(context.model, job.endpoint));
   bool ok = true;
   // Chat opens each choice with the assistant role; echo opens each completion with its prompt.
   for (size_t i = 0; i < n && ok; ++i) {
@@ -254,7 +254,7 @@ void handle_completions(ServerContext& context, const httplib::Request& request,
   const Clock::time_point arrival = Clock::now();
   const nlohmann::json body = parse_json_body(request.body);
   check_model(context, body);
-  CompletionRequest parsed = parse_completion_request(body, context.model.tokenizer, context.limits);
+  CompletionRequest parsed = parse_completion_request(body, context.model, context.limits);
   check_output_budget(estimate_output(prompt_lengths(parsed.prompts), parsed.options, Endpoint::Completions,
                                       parsed.echo, context.limits.max_model_len),
                       context.limits.max_output_records);
@@ -268,7 +268,7 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   const Clock::time_point arrival = Clock::now();
   const nlohmann::json body = parse_json_body(request.body);
   check_model(context, body);
-  if (!context.chat_template) {
+  if (!context.model.has_chat_template()) {
     throw ApiError(400, "the served model has no chat template; use /v1/completions", "messages");
   }
   ChatRequest parsed = read_chat_request(body, context.limits);
@@ -286,8 +286,7 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   // request refused with 429 costs no rendering at all. Any 400 from here on gives the places
   // back as `places` unwinds.
   Admission::Places places = admit(context, request, 1, parsed.options);
-  parsed.prompt = render_chat_prompt(parsed.messages, body, *context.chat_template, context.model.tokenizer,
-                                     context.limits.max_rendered_prompt_bytes);
+  parsed.prompt = render_chat_prompt(parsed.messages, body, context.model, context.limits.max_rendered_prompt_bytes);
   // The whole count needs the prompt's length, known only now; the places go back if it refuses.
   check_output_budget(estimate_output(prompt_lengths({parsed.prompt}), parsed.options, Endpoint::ChatCompletions,
                                       false, context.limits.max_model_len),

@@ -58,18 +58,18 @@ void handle_tokenize(ServerContext& context, const httplib::Request& request, ht
   const RequestFields fields(body);
   std::vector<int32_t> tokens;
   if (fields.has("messages")) {
-    if (!context.chat_template) throw ApiError(400, "the served model has no chat template", "messages");
+    if (!context.model.has_chat_template()) throw ApiError(400, "the served model has no chat template", "messages");
     // Rendering runs under admission here too (one place for its duration; see
     // handle_chat_completions), or /tokenize would be the unbounded way in.
     const Admission::Places place = context.admission.reserve(
         client_id(context.salt_by_api_key, request.get_header_value("Authorization"), request.remote_addr), 1);
-    tokens = render_chat_prompt(parse_messages(body, context.limits.max_chat_messages), body, *context.chat_template,
-                                context.model.tokenizer, context.limits.max_rendered_prompt_bytes);
+    tokens = render_chat_prompt(parse_messages(body, context.limits.max_chat_messages), body, context.model,
+                                context.limits.max_rendered_prompt_bytes);
   } else {
     auto prompt = fields.string("prompt");
     if (!prompt) invalid("prompt", "'prompt' (a string) or 'messages' is required");
     const bool add_special = fields.boolean("add_special_tokens").value_or(true);
-    tokens = context.model.tokenizer.encode(*prompt, {.add_special = add_special, .parse_special = true});
+    tokens = context.model.tokenize(*prompt, {.add_special = add_special, .parse_special = true});
   }
   send_json(response, {{"tokens", tokens},
                        {"count", tokens.size()},
@@ -83,7 +83,7 @@ void handle_detokenize(ServerContext& context, const httplib::Request& request, 
   auto ids = fields.integers("tokens", 0, context.limits.vocab_size - 1, 1u << 20);
   if (!ids) invalid("tokens", "'tokens' (a list of token ids) is required");
   std::vector<int32_t> tokens(ids->begin(), ids->end());
-  send_json(response, {{"prompt", context.model.tokenizer.decode(tokens)}});
+  send_json(response, {{"prompt", context.model.detokenize(tokens)}});
 }
 
 }  // namespace lumen::server

@@ -16,7 +16,7 @@ constexpr size_t kMaxStopTokenIds = 256;
 constexpr size_t kMaxLogitBias = 4096;
 
 void read_logit_bias(const RequestFields& fields, const ServingLimits& limits,
-                     sampling::SamplingParams& params) {
+                     SamplingParams& params) {
   const nlohmann::json* bias = fields.find("logit_bias");
   if (bias == nullptr) return;
   if (!bias->is_object()) invalid("logit_bias", "'logit_bias' must be an object of token id -> bias");
@@ -40,8 +40,8 @@ void read_logit_bias(const RequestFields& fields, const ServingLimits& limits,
   }
 }
 
-void read_logprobs(const RequestFields& fields, Endpoint endpoint, sampling::SamplingParams& params) {
-  const auto max = sampling::kMaxLogprobs;
+void read_logprobs(const RequestFields& fields, Endpoint endpoint, SamplingParams& params) {
+  const auto max = kMaxLogprobs;
   if (endpoint == Endpoint::Completions) {
     // Completions: logprobs is the number of alternatives (0..20).
     if (auto k = fields.integer("logprobs", 0, max)) params.logprobs = static_cast<int32_t>(*k);
@@ -60,7 +60,7 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
                                            const ServingLimits& limits) {
   const RequestFields fields(body);
   GenerationOptions out;
-  sampling::SamplingParams& p = out.params;
+  SamplingParams& p = out.params;
 
   if (auto v = fields.number("temperature", 0.0, 2.0)) p.temperature = static_cast<float>(*v);
   if (auto v = fields.number("top_p", 0.0, 1.0)) {
@@ -99,10 +99,10 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
     out.max_tokens_given = true;
   }
   if (auto v = fields.integer("min_tokens", 0, limits.max_model_len)) p.min_tokens = *v;
-  if (auto v = fields.strings("stop", sampling::kMaxStopStrings)) {
+  if (auto v = fields.strings("stop", kMaxStopStrings)) {
     for (const std::string& s : *v) {
-      if (s.size() > sampling::kMaxStopStringBytes) {
-        invalid("stop", "a stop string may be at most {} bytes (got {})", sampling::kMaxStopStringBytes, s.size());
+      if (s.size() > kMaxStopStringBytes) {
+        invalid("stop", "a stop string may be at most {} bytes (got {})", kMaxStopStringBytes, s.size());
       }
     }
     p.stop = std::move(*v);
@@ -133,7 +133,7 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
   if (p.use_beam_search && !p.stop.empty()) {
     invalid("stop", "'stop' strings are not supported with beam search ('stop_token_ids' are)");
   }
-  if (auto v = fields.integer("prompt_logprobs", 0, sampling::kMaxLogprobs)) {
+  if (auto v = fields.integer("prompt_logprobs", 0, kMaxLogprobs)) {
     p.prompt_logprobs = static_cast<int32_t>(*v);
     out.prompt_logprobs_field = true;
   }

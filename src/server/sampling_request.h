@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "sampling/sampling_params.h"
+#include "lumen/sampling_params.h"
 
 namespace lumen::server {
 
@@ -29,7 +29,7 @@ struct ServingLimits {
 };
 
 struct GenerationOptions {
-  sampling::SamplingParams params;  // seed: the first choice's; choice i draws from seed + i
+  SamplingParams params;  // seed: the first choice's; choice i draws from seed + i
   int32_t n = 1;
   bool max_tokens_given = false;    // false: the default (16 for completions, the rest of the context for chat)
   bool stream = false;

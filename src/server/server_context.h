@@ -6,9 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "chat/chat_template.h"
-#include "engine/loaded_model.h"
 #include "lumen/engine.h"
+#include "lumen/model.h"
 #include "server/admission.h"
 #include "server/disconnect_watcher.h"
 #include "server/metrics.h"
@@ -17,19 +16,17 @@
 namespace lumen::server {
 
 struct ServerContext {
-  ServerContext(Engine& e, const engine::LoadedModel& m, std::optional<chat::ChatTemplate> chat, std::string name,
+  ServerContext(Engine& e, Model m, std::string name,
                 ServingLimits serving_limits, int64_t max_in_flight, int64_t max_in_flight_per_client = 0)
       : engine(e),
-        model(m),
-        chat_template(std::move(chat)),
+        model(std::move(m)),
         model_name(std::move(name)),
         limits(serving_limits),
         admission(max_in_flight, max_in_flight_per_client),
         watcher([this](uint64_t id) { engine.abort(id); }) {}
 
   Engine& engine;
-  const engine::LoadedModel& model;
-  std::optional<chat::ChatTemplate> chat_template;  // absent: the model has none (chat is a 400)
+  const Model model;  // without a chat template, chat is a 400
   std::string model_name;
   ServingLimits limits;
   ServerMetrics metrics;

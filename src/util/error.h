@@ -4,16 +4,12 @@
 // an exit status or an HTTP error; nothing below them ever aborts the process on bad input.
 #include <fmt/format.h>
 
-#include <stdexcept>
 #include <string>
 #include <utility>
 
-namespace lumen {
+#include "lumen/error.h"  // the Error class; fail() builds one with fmt
 
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
-};
+namespace lumen {
 
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {

@@ -26,7 +26,7 @@ def test_greedy_completion_matches_lumen_run(server, client):
     assert choice.finish_reason == "length"
     assert r.usage.completion_tokens == 12
     assert r.usage.prompt_tokens == len(server.tokenize(prompt=PROMPT))
-    # `lumen run` generates through the single-sequence Generator, not the serving engine.
+    # `lumen run` generates through the single-sequence SingleSequenceForward, not the serving engine.
     run = subprocess.run([os.environ["LUMEN_BIN"], "run", "-m", str(model_path()), "-p", PROMPT, "-n", "12",
                           "--temp", "0"], capture_output=True, text=True, check=True)
     assert choice.text and run.stdout == choice.text + "\n"

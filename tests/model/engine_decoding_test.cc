@@ -71,7 +71,7 @@ TEST_F(EngineDecoding, SameSeedGivesTheSameTokensWhateverElseIsInTheBatch) {
   const SamplingParams params = sampled(48, 1234);
   std::vector<std::vector<int32_t>> outputs;
   for (size_t others : {0u, 3u, 15u}) {
-    Engine engine(*model_, *backend_, config(2048));
+    Engine engine(handle(), config(2048));
     std::vector<RequestHandle> crowd;
     const std::vector<Case> cs = cases(others, 100 + others, 80, 30);
     for (size_t i = 0; i < cs.size(); ++i) {
@@ -85,7 +85,7 @@ TEST_F(EngineDecoding, SameSeedGivesTheSameTokensWhateverElseIsInTheBatch) {
   EXPECT_EQ(outputs[1], outputs[0]) << "batch of 4";
   EXPECT_EQ(outputs[2], outputs[0]) << "batch of 16";
   // And the same draws as a sampler over the single-sequence generator's logits.
-  engine::Generator gen(*model_, *backend_, 1024);
+  engine::SingleSequenceForward gen(*model_, *backend_, 1024);
   sampling::Sampler sampler(params, mine);
   std::vector<int32_t> reference;
   std::span<const float> logits = gen.feed(mine);
@@ -105,7 +105,7 @@ TEST_F(EngineDecoding, NCompletionsUseThePromptBlocksOnce) {
   const std::vector<int32_t> p = prompt(0, 70);
   SamplingParams params = sampled(10, 7);
   params.n = 4;
-  Engine engine(*model_, *backend_, uncached(256));
+  Engine engine(handle(), uncached(256));
   std::vector<RequestHandle> handles = engine.add_request_n(p, params);
   ASSERT_EQ(handles.size(), 4u);
   const int64_t peak = run_to_end(engine);
@@ -115,7 +115,7 @@ TEST_F(EngineDecoding, NCompletionsUseThePromptBlocksOnce) {
   EXPECT_EQ(stats.computed_tokens, 70u + 4u * 9u);  // the prompt once, then each decode
 
   // Completion i draws like a request of its own seeded seed + i.
-  Engine separate(*model_, *backend_, uncached(256));
+  Engine separate(handle(), uncached(256));
   std::vector<RequestHandle> alone;
   for (uint64_t i = 0; i < 4; ++i) alone.push_back(separate.add_request(p, sampled(10, 7 + i)));
   EXPECT_EQ(run_to_end(separate), 20);
@@ -136,7 +136,7 @@ TEST_F(EngineDecoding, BestOfDeliversTheCompletionsWithTheHighestMeanLogprob) {
   params.temperature = 1.2f;  // spread the candidates
   params.n = 2;
   params.best_of = 5;
-  Engine engine(*model_, *backend_, uncached(256));
+  Engine engine(handle(), uncached(256));
   std::vector<RequestHandle> handles = engine.add_request_n(p, params);
   ASSERT_EQ(handles.size(), 2u);
   run_to_end(engine);
@@ -153,7 +153,7 @@ TEST_F(EngineDecoding, BestOfDeliversTheCompletionsWithTheHighestMeanLogprob) {
     double mean;
   };
   std::vector<Candidate> candidates;
-  Engine separate(*model_, *backend_, uncached(256));
+  Engine separate(handle(), uncached(256));
   std::vector<RequestHandle> alone;
   for (uint64_t i = 0; i < 5; ++i) {
     SamplingParams one = sampled(12, 99 + i);
@@ -187,7 +187,7 @@ std::vector<sampling::BeamHypothesis> reference_beam_search(engine::LoadedModel&
     for (size_t b = 0; b < search.n_live(); ++b) {
       std::vector<int32_t> tokens = prompt;
       for (const sampling::BeamToken& t : search.live_tokens(b)) tokens.push_back(t.token);
-      engine::Generator gen(model, backend, 512);
+      engine::SingleSequenceForward gen(model, backend, 512);
       const std::span<const float> logits = gen.feed(tokens);
       rows.emplace_back(logits.begin(), logits.end());
     }
@@ -206,7 +206,7 @@ TEST_F(EngineDecoding, BeamSearchAgreesWithAReferenceAndSharesBlocks) {
   params.max_tokens = 10;
   params.length_penalty = 1.0f;
   params.logprobs = 0;
-  Engine engine(*model_, *backend_, uncached(256));
+  Engine engine(handle(), uncached(256));
   std::vector<RequestHandle> handles = engine.add_request_n(p, params);
   const int64_t peak = run_to_end(engine);
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);  // nothing leaks
@@ -255,13 +255,13 @@ TEST_F(EngineDecoding, BeamSearchUnderMemoryPressureGivesTheSameHypotheses) {
     for (RequestHandle& h : handles) out.push_back(drain(h));
     return out;
   };
-  Engine roomy(*model_, *backend_, config(1024));
+  Engine roomy(handle(), config(1024));
   const auto expected = run(roomy);
   EXPECT_EQ(expected[0].size(), 24u);
   for (const PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
     EngineConfig c = config(30);
     c.preemption_mode = mode;
-    Engine tight(*model_, *backend_, c);
+    Engine tight(handle(), c);
     EXPECT_EQ(run(tight), expected) << (mode == PreemptionMode::Swap ? "swap" : "recompute");
     EXPECT_GT(tight.stats().preemptions, 0u);
     EXPECT_EQ(tight.stats().kv_blocks_used, 0);
@@ -272,7 +272,7 @@ TEST_F(EngineDecoding, PromptLogprobsMatchTheModelAndAreNeverTakenFromTheCache) 
   const std::vector<int32_t> p = prompt(12, 37);
   SamplingParams params = greedy(2);
   params.prompt_logprobs = 3;
-  Engine engine(*model_, *backend_, config(256));
+  Engine engine(handle(), config(256));
   // The prompt is in the prefix cache after the first request; the second must still compute
   // (not adopt) every position to have its logits.
   engine.generate({p}, greedy(2));
@@ -284,7 +284,7 @@ TEST_F(EngineDecoding, PromptLogprobsMatchTheModelAndAreNeverTakenFromTheCache) 
   EXPECT_EQ(got[0].token, p[0]);
   EXPECT_TRUE(std::isnan(got[0].logprob));
   // Reference: the generator fed one token at a time.
-  engine::Generator gen(*model_, *backend_, 512);
+  engine::SingleSequenceForward gen(*model_, *backend_, 512);
   std::vector<sampling::TokenLogprob> top;
   std::vector<sampling::Candidate> scratch;
   for (size_t i = 1; i < p.size(); ++i) {
@@ -300,7 +300,7 @@ TEST_F(EngineDecoding, PromptLogprobsMatchTheModelAndAreNeverTakenFromTheCache) 
 }
 
 TEST_F(EngineDecoding, MalformedDecodingRequestsAreRefused) {
-  Engine engine(*model_, *backend_, config(64));
+  Engine engine(handle(), config(64));
   SamplingParams p = greedy(4);
   p.n = 2;
   EXPECT_THROW(engine.add_request({1, 2}, p), Error);  // one handle cannot carry two

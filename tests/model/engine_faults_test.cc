@@ -111,7 +111,7 @@ class EngineFaults : public testing::EngineModelTest {
                                              text.begin() + static_cast<std::ptrdiff_t>(start + 40 + start / 8)),
                         24});
     }
-    Engine clean(*model_, *backend_, config(512));
+    Engine clean(handle(), config(512));
     expected_ = run_all(clean, cases_);
   }
 
@@ -126,7 +126,7 @@ class EngineFaults : public testing::EngineModelTest {
 };
 
 TEST_F(EngineFaults, AnExceptionInOneRequestEndsOnlyThatRequest) {
-  Engine engine(*model_, *backend_, config(512));
+  Engine engine(handle(), config(512));
   std::vector<RequestHandle> handles = submit(engine);
   const uint64_t victim = handles[1].id();
   int calls = 0;
@@ -152,7 +152,7 @@ TEST_F(EngineFaults, AnExceptionInOneRequestEndsOnlyThatRequest) {
 }
 
 TEST_F(EngineFaults, NonFiniteLogitsEndTheRequestAndPublishNothingOfIt) {
-  Engine engine(*model_, *backend_, config(512));
+  Engine engine(handle(), config(512));
   std::vector<RequestHandle> handles = submit(engine);
   const uint64_t victim = handles[2].id();
   // NaN in the victim's first logits: its prompt's K/V, computed in that step, is not trusted.
@@ -185,7 +185,7 @@ TEST_F(EngineFaults, NonFiniteLogitsEndTheRequestAndPublishNothingOfIt) {
 TEST_F(EngineFaults, AFailedForwardPassEndsItsBatchAndTheEngineGoesOn) {
   FaultyBackend faulty(*backend_);
   engine::LoadedModel model = engine::LoadedModel::load(testing::model_path(), faulty);
-  Engine engine(model, faulty, config(512));
+  Engine engine(engine::borrow_model(model, faulty), config(512));
   std::vector<RequestHandle> handles = submit(engine);
   for (int i = 0; i < 4; ++i) engine.step();  // prefill done, generating
   faulty.failures_left = 1;

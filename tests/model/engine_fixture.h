@@ -10,8 +10,9 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "default_model_path.h"
-#include "engine/generator.h"
+#include "engine/single_sequence_forward.h"
 #include "engine/loaded_model.h"
+#include "engine/model_state.h"
 #include "lumen/engine.h"
 #include "model/kv_cache.h"
 #include "sampling/sampler.h"
@@ -47,6 +48,9 @@ class EngineModelTest : public ::testing::Test {
     text_tokens_ = new std::vector<int32_t>(model_->tokenizer.encode(text));
     ASSERT_GT(text_tokens_->size(), 400u);
   }
+  // The loaded model as the public API's handle, for an Engine.
+  static Model handle() { return engine::borrow_model(*model_, *backend_); }
+
   static void TearDownTestSuite() {
     delete text_tokens_;
     delete model_;
@@ -72,7 +76,7 @@ class EngineModelTest : public ::testing::Test {
   // Greedy tokens of one request alone, through the single-sequence generator (an independent
   // path: one sequence, contiguous blocks, no scheduler).
   static std::vector<int32_t> alone(const Case& c) {
-    engine::Generator gen(*model_, *backend_, 1024);
+    engine::SingleSequenceForward gen(*model_, *backend_, 1024);
     std::vector<int32_t> out;
     std::span<const float> logits = gen.feed(c.prompt);
     for (int64_t i = 0; i < c.max_tokens; ++i) {

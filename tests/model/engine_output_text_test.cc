@@ -33,7 +33,7 @@ class EngineOutputText : public testing::EngineModelTest {
   }
 
   static std::vector<GenerationResult> generate(const SamplingParams& params) {
-    Engine engine(*model_, *backend_);
+    Engine engine(handle());
     return engine.generate({chat_prompt()}, params);
   }
 

@@ -85,7 +85,7 @@ TEST_F(EngineServing, LogitsDoNotDependOnTheRestOfTheBatch) {
 
 TEST_F(EngineServing, ThirtyTwoConcurrentRequestsMatchEachAlone) {
   const std::vector<Case> cs = cases(32, 1, 200, 40);
-  Engine engine(*model_, *backend_, config(2048));
+  Engine engine(handle(), config(2048));
   const auto outputs = run_all(engine, cs);
   for (size_t i = 0; i < cs.size(); ++i) {
     EXPECT_EQ(outputs[i], alone(cs[i])) << "request " << i << " (prompt " << cs[i].prompt.size()
@@ -98,8 +98,8 @@ TEST_F(EngineServing, ThirtyTwoConcurrentRequestsMatchEachAlone) {
 
 TEST_F(EngineServing, ChunkedPrefillMatchesUnchunked) {
   const std::vector<Case> cs = cases(6, 2, 300, 12);
-  Engine whole(*model_, *backend_, config(1024, 2048));
-  Engine chunked(*model_, *backend_, config(1024, 7));
+  Engine whole(handle(), config(1024, 2048));
+  Engine chunked(handle(), config(1024, 7));
   EXPECT_EQ(run_all(chunked, cs), run_all(whole, cs));
   EXPECT_GT(chunked.stats().steps, whole.stats().steps);
 }
@@ -108,7 +108,7 @@ TEST_F(EngineServing, CachedPrefixIsReusedAndOnlyTheRestIsComputed) {
   const auto& text = *text_tokens_;
   const Case first{std::vector<int32_t>(text.begin(), text.begin() + 100), 8};
   const Case second{std::vector<int32_t>(text.begin(), text.begin() + 120), 8};
-  Engine engine(*model_, *backend_, config(1024));
+  Engine engine(handle(), config(1024));
   run_all(engine, {first});
   const EngineStats before = engine.stats();
   const auto out = run_all(engine, {second});
@@ -128,10 +128,10 @@ TEST_F(EngineServing, CachedPrefixIsReusedAndOnlyTheRestIsComputed) {
 
 TEST_F(EngineServing, PreemptionUnderMemoryPressureKeepsOutputsAndFreesEverything) {
   const std::vector<Case> cs = cases(12, 3, 120, 40);
-  Engine roomy(*model_, *backend_, config(2048));
+  Engine roomy(handle(), config(2048));
   const auto expected = run_all(roomy, cs);
   // 40 blocks of 16 = 640 positions for 12 requests of up to 160 positions each.
-  Engine tight(*model_, *backend_, config(40));
+  Engine tight(handle(), config(40));
   const auto outputs = run_all(tight, cs);
   EXPECT_EQ(outputs, expected);
   const EngineStats stats = tight.stats();
@@ -141,14 +141,14 @@ TEST_F(EngineServing, PreemptionUnderMemoryPressureKeepsOutputsAndFreesEverythin
 
 TEST_F(EngineServing, SwapPreemptionKeepsOutputsAndComputesLess) {
   const std::vector<Case> cs = cases(12, 3, 120, 40);
-  Engine roomy(*model_, *backend_, config(2048));
+  Engine roomy(handle(), config(2048));
   const auto expected = run_all(roomy, cs);
   EngineConfig recompute_config = config(40);
   recompute_config.enable_prefix_caching = false;  // so recomputation is not hidden by hits
   EngineConfig swap_config = recompute_config;
   swap_config.preemption_mode = PreemptionMode::Swap;
-  Engine recompute(*model_, *backend_, recompute_config);
-  Engine swap(*model_, *backend_, swap_config);
+  Engine recompute(handle(), recompute_config);
+  Engine swap(handle(), swap_config);
   EXPECT_EQ(run_all(recompute, cs), expected);
   EXPECT_EQ(run_all(swap, cs), expected);
   const EngineStats r = recompute.stats(), s = swap.stats();
@@ -160,7 +160,7 @@ TEST_F(EngineServing, SwapPreemptionKeepsOutputsAndComputesLess) {
 
 TEST_F(EngineServing, RequestsSubmittedFromManyThreadsAllComplete) {
   const std::vector<Case> cs = cases(16, 4, 60, 10);
-  Engine engine(*model_, *backend_, config(1024));
+  Engine engine(handle(), config(1024));
   std::vector<std::vector<int32_t>> outputs(cs.size());
   std::atomic<bool> stop{false};
   std::thread loop([&] {
@@ -187,7 +187,7 @@ TEST_F(EngineServing, RequestsSubmittedFromManyThreadsAllComplete) {
 }
 
 TEST_F(EngineServing, AbortEndsTheRequestAndFreesItsBlocks) {
-  Engine engine(*model_, *backend_, config(256));
+  Engine engine(handle(), config(256));
   RequestHandle h = engine.add_request(cases(1, 5, 50, 1)[0].prompt, greedy(500));
   for (int i = 0; i < 5; ++i) engine.step();
   EXPECT_GT(engine.stats().kv_blocks_used, 0);
@@ -207,7 +207,7 @@ TEST_F(EngineServing, AbortEndsTheRequestAndFreesItsBlocks) {
 }
 
 TEST_F(EngineServing, QueueTimeIsReportedOnceAndWaitingCountsUnseenRequests) {
-  Engine engine(*model_, *backend_, config(256));
+  Engine engine(handle(), config(256));
   RequestHandle a = engine.add_request(cases(1, 6, 30, 1)[0].prompt, greedy(3));
   RequestHandle b = engine.add_request(cases(1, 7, 30, 1)[0].prompt, greedy(3));
   EXPECT_EQ(engine.stats().waiting, 2);  // submitted, not yet drained by a step
@@ -227,7 +227,7 @@ TEST_F(EngineServing, QueueTimeIsReportedOnceAndWaitingCountsUnseenRequests) {
 }
 
 TEST_F(EngineServing, BadRequestsAreRefusedAndChangeNothing) {
-  Engine engine(*model_, *backend_, config(64));  // 1024 positions
+  Engine engine(handle(), config(64));  // 1024 positions
   EXPECT_THROW(engine.add_request({}, greedy(4)), Error);
   EXPECT_THROW(engine.add_request({1, -5}, greedy(4)), Error);
   EXPECT_THROW(engine.add_request({1, 1 << 30}, greedy(4)), Error);

@@ -11,7 +11,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "default_model_path.h"
-#include "engine/generator.h"
+#include "engine/single_sequence_forward.h"
 #include "engine/loaded_model.h"
 #include "sampling/sampler.h"
 
@@ -55,7 +55,7 @@ TEST_F(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
   double max_top_diff = 0.0, max_probe_diff = 0.0, max_early_diff = 0.0, widest_gap_missed = 0.0;
   for (const auto& c : ref["cases"]) {
     auto tokens = c["tokens"].get<std::vector<int32_t>>();
-    engine::Generator generator(*model_, backend_, 1024);
+    engine::SingleSequenceForward generator(*model_, backend_, 1024);
     std::vector<float> logits;
     generator.feed_all_logits(tokens, logits);
     for (size_t p = 0; p < tokens.size(); ++p) {
@@ -105,7 +105,7 @@ TEST_F(LogitsGolden, GreedyContinuationsMatchLlamaCpp) {
     auto tokens = c["tokens"].get<std::vector<int32_t>>();
     auto greedy = c["greedy"].get<std::vector<int32_t>>();
     auto gaps = c["greedy_top2_gap"].get<std::vector<double>>();
-    engine::Generator generator(*model_, backend_, 1024);
+    engine::SingleSequenceForward generator(*model_, backend_, 1024);
     std::span<const float> logits = generator.feed(tokens);
     for (size_t step = 0; step < greedy.size(); ++step, ++steps) {
       if (sampling::argmax(logits) != greedy[step]) {

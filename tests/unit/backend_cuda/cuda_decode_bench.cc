@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
-#include "engine/generator.h"
+#include "engine/single_sequence_forward.h"
 #include "engine/loaded_model.h"
 
 namespace {
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     const uint64_t kv_bytes_per_position = 2 * hp.block_count * hp.head_dim * hp.head_count_kv * 2;
 
     const int context = prompt_tokens + decode_tokens + 16;
-    lumen::engine::Generator generator(model, backend, context);
+    lumen::engine::SingleSequenceForward generator(model, backend, context);
     // A prompt of arbitrary (valid) token ids: timing does not depend on their meaning.
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
     for (size_t i = 0; i < prompt.size(); ++i)

@@ -29,7 +29,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "default_model_path.h"
-#include "engine/generator.h"
+#include "engine/single_sequence_forward.h"
 #include "engine/loaded_model.h"
 #include "mirror_backend.h"
 
@@ -57,7 +57,7 @@ constexpr float kConfidentMargin = 1.0f;
 std::vector<std::vector<float>> teacher_forced_logits(engine::LoadedModel& model, backend::Backend& backend,
                                                       const std::vector<int32_t>& prompt,
                                                       const std::vector<int32_t>& continuation) {
-  engine::Generator generator(model, backend, 512);
+  engine::SingleSequenceForward generator(model, backend, 512);
   std::vector<std::vector<float>> rows;
   std::span<const float> logits = generator.feed(prompt);
   rows.emplace_back(logits.begin(), logits.end());
@@ -71,7 +71,7 @@ std::vector<std::vector<float>> teacher_forced_logits(engine::LoadedModel& model
 
 std::vector<int32_t> greedy_continuation(engine::LoadedModel& model, backend::Backend& backend,
                                          const std::vector<int32_t>& prompt) {
-  engine::Generator generator(model, backend, 512);
+  engine::SingleSequenceForward generator(model, backend, 512);
   std::vector<int32_t> tokens;
   std::span<const float> logits = generator.feed(prompt);
   for (int i = 0; i < kNewTokens; ++i) {
@@ -184,7 +184,7 @@ TEST_F(CudaGreedy, EachOpMatchesCpu) {
     backend::testing::MirrorBackend mirror(cpu, gpu, resync);
     engine::LoadedModel model = engine::LoadedModel::load(model_path(), mirror);
     const std::vector<int32_t> prompt = model.tokenizer.encode(kPrompts[1], {.add_special = true});
-    engine::Generator generator(model, mirror, 512);
+    engine::SingleSequenceForward generator(model, mirror, 512);
     std::span<const float> logits = generator.feed(prompt);
     for (int i = 0; i < 8; ++i) {
       const std::vector<int32_t> next = {

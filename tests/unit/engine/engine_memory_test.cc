@@ -32,7 +32,7 @@ std::vector<std::vector<int32_t>> EngineMemory::run(Engine& engine) {
 // With room for about two of the four at once, both preemption modes finish every request
 // with the tokens of an unconstrained run, and actually preempted.
 TEST_F(EngineMemory, PreemptionByRecomputeAndBySwapKeepsTheTokens) {
-  Engine roomy(*model_, *backend_, config(256));
+  Engine roomy(handle(), config(256));
   std::vector<std::vector<int32_t>> expected = run(roomy);
   EXPECT_EQ(roomy.stats().preemptions, 0u);
 
@@ -41,7 +41,7 @@ TEST_F(EngineMemory, PreemptionByRecomputeAndBySwapKeepsTheTokens) {
     EngineConfig c = config(16);
     c.preemption_mode = mode;
     c.enable_prefix_caching = false;  // recompute from scratch, not from the cache
-    Engine tight(*model_, *backend_, c);
+    Engine tight(handle(), c);
     EXPECT_EQ(run(tight), expected);
     EXPECT_GT(tight.stats().preemptions, 0u);
     if (mode == PreemptionMode::Swap) EXPECT_GT(tight.stats().swapped_out_blocks, 0u);
@@ -52,7 +52,7 @@ TEST_F(EngineMemory, PreemptionByRecomputeAndBySwapKeepsTheTokens) {
 // A second request with the same 32-token prompt reuses its cached blocks (and gets the same
 // tokens); under another cache salt it reuses none.
 TEST_F(EngineMemory, PrefixCacheHitsOnlyWithinASalt) {
-  Engine engine(*model_, *backend_, config(256));
+  Engine engine(handle(), config(256));
   auto once = [&](uint64_t salt) {
     RequestHandle h = engine.add_request(prompt(32, 8), greedy(5), 0, salt);
     drain(engine);
@@ -70,7 +70,7 @@ TEST_F(EngineMemory, PrefixCacheHitsOnlyWithinASalt) {
 // Under the priority policy, with one running slot, a later higher-priority request preempts
 // the running one and finishes first; the preempted one still finishes with its own tokens.
 TEST_F(EngineMemory, HigherPriorityArrivingLaterRunsFirst) {
-  Engine reference(*model_, *backend_, config(256));
+  Engine reference(handle(), config(256));
   RequestHandle ref = reference.add_request(prompt(6, 9), greedy(30));
   drain(reference);
   std::vector<int32_t> expected = tokens(ref);
@@ -78,7 +78,7 @@ TEST_F(EngineMemory, HigherPriorityArrivingLaterRunsFirst) {
   EngineConfig c = config(256);
   c.policy = SchedulingPolicy::Priority;
   c.max_num_seqs = 1;
-  Engine engine(*model_, *backend_, c);
+  Engine engine(handle(), c);
   RequestHandle low = engine.add_request(prompt(6, 9), greedy(30), /*priority=*/0);
   for (int i = 0; i < 3; ++i) engine.step();
   RequestHandle high = engine.add_request(prompt(5, 10), greedy(2), /*priority=*/5);

@@ -30,7 +30,7 @@ double mean(const std::vector<float>& v) {
 // from seed + i, so they are independent samples).
 TEST_F(EngineMulti, NCompletionsAreSeededAndDistinct) {
   auto run = [&] {
-    Engine engine(*model_, *backend_, config(256));
+    Engine engine(handle(), config(256));
     std::vector<RequestHandle> hs = engine.add_request_n(prompt(6, 4), sampled(4, 4, 10));
     drain(engine);
     std::vector<std::vector<int32_t>> out;
@@ -49,7 +49,7 @@ TEST_F(EngineMulti, NCompletionsAreSeededAndDistinct) {
 // best_of = 4, n = 1 delivers, of the 4 candidates (the same as n = 4 with the same seed),
 // the one with the highest mean log-probability.
 TEST_F(EngineMulti, BestOfPicksTheLikeliestCandidate) {
-  Engine all(*model_, *backend_, config(256));
+  Engine all(handle(), config(256));
   std::vector<RequestHandle> hs = all.add_request_n(prompt(6, 5), sampled(4, 4, 8));
   drain(all);
   std::vector<GenerationResult> candidates;
@@ -59,7 +59,7 @@ TEST_F(EngineMulti, BestOfPicksTheLikeliestCandidate) {
     if (mean(candidates[i].logprobs) > mean(candidates[best].logprobs)) best = i;
   }
 
-  Engine one(*model_, *backend_, config(256));
+  Engine one(handle(), config(256));
   std::vector<RequestHandle> picked = one.add_request_n(prompt(6, 5), sampled(1, 4, 8));
   ASSERT_EQ(picked.size(), 1u);
   drain(one);
@@ -82,7 +82,7 @@ SamplingParams beam(int32_t width, int64_t max_tokens) {
 
 // Width W gives W distinct hypotheses, best first by sum(logprob) / length^length_penalty.
 TEST_F(EngineMulti, BeamSearchReturnsWidthHypothesesBestFirst) {
-  Engine engine(*model_, *backend_, config(256));
+  Engine engine(handle(), config(256));
   SamplingParams p = beam(3, 6);
   std::vector<RequestHandle> hs = engine.add_request_n(prompt(7, 6), p);
   ASSERT_EQ(hs.size(), 3u);
@@ -105,7 +105,7 @@ TEST_F(EngineMulti, BeamSearchReturnsWidthHypothesesBestFirst) {
 
 // Width 1 keeps the single most likely token each round: exactly greedy decoding.
 TEST_F(EngineMulti, BeamWidthOneIsGreedy) {
-  Engine engine(*model_, *backend_, config(256));
+  Engine engine(handle(), config(256));
   std::vector<RequestHandle> b = engine.add_request_n(prompt(8, 7), beam(1, 9));
   RequestHandle g = engine.add_request(prompt(8, 7), greedy(9));
   drain(engine);

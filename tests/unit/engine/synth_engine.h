@@ -13,6 +13,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "engine/loaded_model.h"
+#include "engine/model_state.h"
 #include "lumen/engine.h"
 #include "model/kv_cache.h"
 #include "model/synth.h"
@@ -37,6 +38,9 @@ class SynthEngineTest : public ::testing::Test {
     backend_ = new backend::CpuBackend(2);
     model_ = new engine::LoadedModel(engine::LoadedModel::load(*path_, *backend_));
   }
+  // The loaded model as the public API's handle, for an Engine.
+  static Model handle() { return engine::borrow_model(*model_, *backend_); }
+
   static void TearDownTestSuite() {
     delete model_;
     delete backend_;

@@ -1,4 +1,4 @@
-#include "engine/generator.h"
+#include "engine/single_sequence_forward.h"
 
 #include <numeric>
 
@@ -10,7 +10,7 @@ namespace {
 constexpr int64_t kBlockSize = 16;
 }
 
-Generator::Generator(LoadedModel& model, backend::Backend& backend, int64_t context,
+SingleSequenceForward::SingleSequenceForward(LoadedModel& model, backend::Backend& backend, int64_t context,
                      int64_t chunk)
     : model_(model),
       context_(context),
@@ -24,7 +24,7 @@ Generator::Generator(LoadedModel& model, backend::Backend& backend, int64_t cont
 
 // Logits: every row (all_logits), the last row (logits != null), or none (a prompt chunk that
 // is not the last: its output projection would be wasted).
-void Generator::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits) {
+void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   positions_.resize(tokens.size());
   std::iota(positions_.begin(), positions_.end(), static_cast<int32_t>(n_past_));
@@ -40,7 +40,7 @@ void Generator::forward_chunk(std::span<const int32_t> tokens, bool all_logits, 
   n_past_ += n;
 }
 
-std::span<const float> Generator::feed(std::span<const int32_t> tokens) {
+std::span<const float> SingleSequenceForward::feed(std::span<const int32_t> tokens) {
   if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
     fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_,
          context_);
@@ -53,7 +53,7 @@ std::span<const float> Generator::feed(std::span<const int32_t> tokens) {
   return last_logits_;
 }
 
-void Generator::feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out) {
+void SingleSequenceForward::feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out) {
   if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
     fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_,
          context_);

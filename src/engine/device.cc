@@ -1,4 +1,4 @@
-#include "cli/device_option.h"
+#include "engine/device.h"
 
 #include "backend/cpu/cpu_backend.h"
 #include "util/error.h"
@@ -6,7 +6,7 @@
 #include "backend/cuda/cuda_backend.h"
 #endif
 
-namespace lumen::cli {
+namespace lumen::engine {
 
 std::unique_ptr<backend::Backend> make_backend(const std::string& device, unsigned threads) {
   if (device == "cpu") return std::make_unique<backend::CpuBackend>(threads);
@@ -15,7 +15,7 @@ std::unique_ptr<backend::Backend> make_backend(const std::string& device, unsign
     if (device.size() > 5) {
       const std::string digits = device.substr(5);
       if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 4) {
-        fail("--device: '{}' is not cuda:N", device);
+        fail("device '{}' is not cuda:N", device);
       }
       index = std::stoi(digits);
     }
@@ -23,10 +23,10 @@ std::unique_ptr<backend::Backend> make_backend(const std::string& device, unsign
     return backend::make_cuda_backend(index);
 #else
     (void)index;
-    fail("--device {}: this build has no CUDA backend (configure with -DLUMEN_CUDA=ON)", device);
+    fail("device {}: this build has no CUDA backend (configure with -DLUMEN_CUDA=ON)", device);
 #endif
   }
-  fail("--device: unknown device '{}' (cpu, cuda or cuda:N)", device);
+  fail("unknown device '{}' (cpu, cuda or cuda:N)", device);
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::engine

@@ -1,23 +1,22 @@
 #pragma once
-// One sequence at a time: prefill the prompt in chunks, then decode token by token. This is
-// the engine behind `lumen run` and `lumen bench latency`; the serving core (many sequences,
-// continuous batching) replaces it for the server.
+// The forward pass alone, for one sequence: prefill tokens in chunks, then decode token by
+// token, with no sampling, scheduling or paging policy around it. `lumen bench latency` times
+// this (as llama-bench times llama.cpp's), and tests use it as the plain reference the batched
+// engine must agree with. Every user-facing path generates through lumen::Engine instead.
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
 #include "engine/loaded_model.h"
 #include "model/kv_cache.h"
-#include "sampling/sampler.h"
 
 namespace lumen::engine {
 
-class Generator {
+class SingleSequenceForward {
  public:
   // `context` tokens of KV cache; prompts are processed `chunk` tokens per forward call.
-  Generator(LoadedModel& model, backend::Backend& backend, int64_t context, int64_t chunk = 512);
+  SingleSequenceForward(LoadedModel& model, backend::Backend& backend, int64_t context, int64_t chunk = 512);
 
   // Forgets the sequence (the KV cache is reused).
   void reset() { n_past_ = 0; }

@@ -1,0 +1,99 @@
+#pragma once
+// A model ready to run: a GGUF file loaded onto a device, with its tokenizer and chat template.
+// Model is a cheap handle: copies share the one loaded model, which lives as long as any copy
+// (an Engine holds one). Every const method is thread-safe.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lumen {
+
+namespace engine {
+struct ModelState;
+}
+
+struct ModelOptions {
+  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N" (a build with -DLUMEN_CUDA=ON)
+  unsigned threads = 0;        // CPU threads; 0: one per core
+  // A built-in chat template's name (chat::builtin_chat_template_names) to use instead of the
+  // model's own; empty: the model's.
+  std::string chat_template;
+  // Load the tokenizer and chat template only: no weights, no device memory (tokenizing
+  // tools). An Engine refuses such a model.
+  bool vocab_only = false;
+};
+
+struct TokenizeOptions {
+  bool add_special = true;     // BOS/EOS as the vocabulary says (add_bos_token, add_eos_token)
+  bool parse_special = false;  // text that spells a control token ("<|im_end|>") becomes it
+};
+
+// How a conversation becomes a prompt (Model::chat_prompt).
+struct ChatOptions {
+  bool add_generation_prompt = true;  // end with the assistant's turn opener
+  // The template's `tools` variable; absent: None.
+  std::optional<nlohmann::ordered_json> tools;
+  // More top-level template variables (chat_template_kwargs: enable_thinking...). A name the
+  // renderer sets itself (messages, bos_token...) is refused.
+  nlohmann::ordered_json extra_context = nlohmann::ordered_json::object();
+  // Let the messages' text spell control tokens. Off (the default), a user who types
+  // "<|im_end|>" gets those characters, never the end of their turn.
+  bool parse_special_in_messages = false;
+  // The most bytes the rendering may produce (also bounds each string a template builds);
+  // 0: 16 MiB.
+  size_t max_rendered_bytes = 0;
+};
+
+struct ModelInfo {
+  std::string path;
+  std::string architecture;     // general.architecture: "llama", "qwen2"...
+  int64_t vocab_size = 0;
+  int64_t context_length = 0;   // the context the model was trained for
+  uint64_t parameters = 0;      // elements in all tensors
+  uint64_t file_bytes = 0;      // bytes of all tensors
+  std::string weight_type;      // the type holding most bytes of the 2-D weights ("Q4_1")
+  std::string device;           // what it runs on ("cpu", "cuda:0"); empty when vocab_only
+};
+
+class Model {
+ public:
+  // Throws lumen::Error naming what is wrong: the file (missing, not GGUF, broken, an
+  // architecture or tensor type Lumen does not run), the device, or the chat template name.
+  static Model load(const std::string& path, const ModelOptions& options = {});
+
+  const ModelInfo& info() const;
+
+  std::vector<int32_t> tokenize(std::string_view text, const TokenizeOptions& options = {}) const;
+  // The text of tokens (ids outside the vocabulary throw lumen::Error); skip_special leaves
+  // control tokens' text out.
+  std::string detokenize(std::span<const int32_t> tokens, bool skip_special = false) const;
+  // The bytes one token stands for (possibly part of a UTF-8 character).
+  std::string token_bytes(int32_t token) const;
+  // Whether the token ends a generation (EOS, <|im_end|>, <end_of_turn>...).
+  bool ends_generation(int32_t token) const;
+
+  bool has_chat_template() const;
+  // Why there is no chat template (the file has none, or it does not parse); empty with one.
+  const std::string& chat_template_problem() const;
+  // The conversation (OpenAI-style [{"role", "content"}...]) rendered by the chat template and
+  // tokenized: the template's own markers become control tokens, the messages' text never does
+  // (unless options say so), and a model that wants BOS gets exactly one. Throws
+  // lumen::ChatRefused when the conversation is at fault, lumen::Error when the template fails
+  // (or there is none).
+  std::vector<int32_t> chat_prompt(const nlohmann::ordered_json& messages, const ChatOptions& options = {}) const;
+
+  // For Lumen's own code (src/engine/model_state.h): the loaded parts behind the handle.
+  explicit Model(std::shared_ptr<engine::ModelState> state);
+  engine::ModelState& state() const { return *state_; }
+
+ private:
+  std::shared_ptr<engine::ModelState> state_;
+};
+
+}  // namespace lumen

@@ -1,0 +1,140 @@
+// lumen::Model: loading a GGUF onto a device, tokenizing, and rendering a chat.
+#include "lumen/model.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "chat/builtin_templates.h"
+#include "engine/chat_prompt.h"
+#include "engine/device.h"
+#include "engine/model_state.h"
+#include "tensor/dtype.h"
+#include "util/error.h"
+
+namespace lumen {
+
+namespace engine {
+
+namespace {
+
+ModelInfo describe(const LoadedModel& model, const std::string& path) {
+  ModelInfo info;
+  info.path = path;
+  info.architecture = model.hparams.architecture;
+  info.vocab_size = static_cast<int64_t>(model.tokenizer.vocab().size());
+  info.context_length = static_cast<int64_t>(model.hparams.context_length);
+  std::map<std::string, uint64_t> bytes_by_type;
+  for (const auto& t : model.file->tensors()) {
+    info.parameters += static_cast<uint64_t>(t.elements);
+    info.file_bytes += t.bytes;
+    if (t.dims.size() >= 2) bytes_by_type[std::string(tensor::dtype_name(t.type))] += t.bytes;
+  }
+  uint64_t most = 0;
+  for (const auto& [type, bytes] : bytes_by_type) {
+    if (bytes > most) most = bytes, info.weight_type = type;
+  }
+  return info;
+}
+
+// The template a name chooses, else the file's; a file whose template is missing or does not
+// parse leaves the model without one (and says why), since only chat needs it.
+void attach_chat_template(ModelState& state, const std::string& builtin_name) {
+  if (!builtin_name.empty()) {
+    const auto text = chat::builtin_chat_template(builtin_name);
+    if (!text) fail("unknown chat template '{}' (see `lumen chat-template list`)", builtin_name);
+    state.chat_template = chat::ChatTemplate::parse(*text);
+    return;
+  }
+  const auto text = state.model->file->metadata().find_string("tokenizer.chat_template");
+  if (!text) {
+    state.chat_template_problem = "the model has no chat template";
+    return;
+  }
+  try {
+    state.chat_template = chat::ChatTemplate::parse(*text);
+  } catch (const Error& e) {
+    state.chat_template_problem = fmt::format("the model's chat template cannot be used ({})", e.what());
+  }
+}
+
+std::string token_text(const tokenizer::Vocab& vocab, std::optional<int32_t> id) {
+  return id ? vocab.tokens[static_cast<size_t>(*id)] : std::string();
+}
+
+}  // namespace
+
+Model borrow_model(LoadedModel& model, backend::Backend& backend) {
+  auto state = std::make_shared<ModelState>();
+  state->backend = &backend;
+  state->model = &model;
+  state->info = describe(model, "");
+  state->info.device = "borrowed";
+  attach_chat_template(*state, "");
+  return Model(std::move(state));
+}
+
+}  // namespace engine
+
+Model::Model(std::shared_ptr<engine::ModelState> state) : state_(std::move(state)) {}
+
+Model Model::load(const std::string& path, const ModelOptions& options) {
+  auto state = std::make_shared<engine::ModelState>();
+  if (options.vocab_only) {
+    state->owned_model = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load_vocab(path));
+  } else {
+    state->owned_backend = engine::make_backend(options.device, options.threads);
+    state->backend = state->owned_backend.get();
+    state->owned_model = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(path, *state->backend));
+  }
+  state->model = state->owned_model.get();
+  state->info = engine::describe(*state->model, path);
+  if (!options.vocab_only) state->info.device = options.device;
+  engine::attach_chat_template(*state, options.chat_template);
+  return Model(std::move(state));
+}
+
+const ModelInfo& Model::info() const { return state_->info; }
+
+std::vector<int32_t> Model::tokenize(std::string_view text, const TokenizeOptions& options) const {
+  return state_->model->tokenizer.encode(text, {.add_special = options.add_special, .parse_special = options.parse_special});
+}
+
+std::string Model::detokenize(std::span<const int32_t> tokens, bool skip_special) const {
+  const int64_t vocab_size = info().vocab_size;
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= vocab_size) fail("token id {} is outside the vocabulary [0, {})", t, vocab_size);
+  }
+  return state_->model->tokenizer.decode(std::vector<int32_t>(tokens.begin(), tokens.end()),
+                                         {.skip_special = skip_special});
+}
+
+std::string Model::token_bytes(int32_t token) const { return state_->model->tokenizer.token_bytes(token); }
+
+bool Model::ends_generation(int32_t token) const { return state_->model->tokenizer.vocab().ends_generation(token); }
+
+bool Model::has_chat_template() const { return state_->chat_template.has_value(); }
+
+const std::string& Model::chat_template_problem() const { return state_->chat_template_problem; }
+
+std::vector<int32_t> Model::chat_prompt(const nlohmann::ordered_json& messages, const ChatOptions& options) const {
+  if (!state_->chat_template) fail("{}", state_->chat_template_problem);
+  const tokenizer::Tokenizer& tokenizer = state_->model->tokenizer;
+  const tokenizer::Vocab& vocab = tokenizer.vocab();
+  engine::ChatPromptOptions prompt_options;
+  prompt_options.render.add_generation_prompt = options.add_generation_prompt;
+  prompt_options.render.bos_token = engine::token_text(vocab, vocab.special.bos);
+  prompt_options.render.eos_token = engine::token_text(vocab, vocab.special.eos);
+  prompt_options.render.tools = options.tools;
+  prompt_options.render.extra_context = options.extra_context;
+  if (options.max_rendered_bytes > 0) prompt_options.render.limits.max_output_bytes = options.max_rendered_bytes;
+  prompt_options.parse_special_in_messages = options.parse_special_in_messages;
+  std::vector<int32_t> prompt = engine::chat_prompt_tokens(*state_->chat_template, tokenizer, messages, prompt_options);
+  // A model that wants BOS gets exactly one, whether or not its template writes it.
+  if (vocab.special.add_bos && vocab.special.bos && (prompt.empty() || prompt[0] != *vocab.special.bos)) {
+    prompt.insert(prompt.begin(), *vocab.special.bos);
+  }
+  return prompt;
+}
+
+}  // namespace lumen

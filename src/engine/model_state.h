@@ -1,0 +1,31 @@
+#pragma once
+// What a lumen::Model handle shares: the loaded model, the device it runs on and its chat
+// template. Lumen's own code reaches the loaded parts through Model::state(); tests and tools
+// that build a model and backend themselves wrap them with borrow_model.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/backend.h"
+#include "chat/chat_template.h"
+#include "engine/loaded_model.h"
+#include "lumen/model.h"
+
+namespace lumen::engine {
+
+struct ModelState {
+  // Declared first, destroyed last: the weights may live in the backend's memory.
+  std::unique_ptr<backend::Backend> owned_backend;
+  backend::Backend* backend = nullptr;  // null when vocab_only
+  std::unique_ptr<LoadedModel> owned_model;
+  LoadedModel* model = nullptr;
+  std::optional<chat::ChatTemplate> chat_template;
+  std::string chat_template_problem;  // why chat_template is empty
+  ModelInfo info;
+};
+
+// A Model over a loaded model and backend that the caller owns and keeps alive longer than
+// every copy of the handle (and every Engine made from it). Its chat template is the file's.
+Model borrow_model(LoadedModel& model, backend::Backend& backend);
+
+}  // namespace lumen::engine
