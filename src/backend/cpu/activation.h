@@ -15,6 +15,8 @@
 //    may) and that moved a table entry across an f16 rounding boundary: one f16 ulp, rarely.
 #include <cstdint>
 
+#include "backend/common/gelu_table.h"
+
 namespace lumen::backend::cpu {
 
 // out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
@@ -23,8 +25,9 @@ void swiglu_row(const float* gate, const float* up, int64_t n, float* out);
 // out[i] = gelu_tanh(gate[i]) * up[i] through ggml's f16 table (see above). out may alias.
 void geglu_row(const float* gate, const float* up, int64_t n, float* out);
 
-// The tanh-approximation GELU of one value exactly as ggml's table gives it.
-float gelu_tanh_like_ggml(float x);
+// The tanh-approximation GELU of one value exactly as ggml's table gives it (the table is
+// shared with every backend: backend/common/gelu_table.h).
+using common::gelu_tanh_like_ggml;
 
 namespace detail {
 // The portable SwiGLU (expf per element) and the AVX2 one (activation_avx2.cc; only when the
