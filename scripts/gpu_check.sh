@@ -16,7 +16,8 @@
 #
 # Modes on the GPU machine:
 #   tests  the gpu-labelled tests (every op, CUDA vs CPU), the conformance table's CUDA rows, then
-#          greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU (when its two halves are there);
+#          greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU (when its
+#          two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
 #          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests

@@ -2,9 +2,9 @@
 // "<backend>_<case>" runs one row on a fresh backend and compares it with the scalar reference.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <set>
 #include <string>
-#include <tuple>
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul.h"
@@ -15,7 +15,15 @@
 namespace lumen::backend::conformance {
 namespace {
 
-using Param = std::tuple<const BackendEntry*, Case>;
+struct Param {
+  const BackendEntry* backend;
+  Case row;
+};
+
+std::string param_name(const Param& p) { return std::string(p.backend->name) + "_" + case_name(p.row); }
+
+// Failure messages name the row, not the parameter's bytes.
+[[maybe_unused]] void PrintTo(const Param& p, std::ostream* os) { *os << param_name(p); }
 
 void run_case(Backend& backend, const Case& c) {
   switch (c.op) {
@@ -40,7 +48,8 @@ void run_case(Backend& backend, const Case& c) {
 class Conformance : public ::testing::TestWithParam<Param> {};
 
 TEST_P(Conformance, MatchesReference) {
-  const auto& [entry, c] = GetParam();
+  const BackendEntry* entry = GetParam().backend;
+  const Case& c = GetParam().row;
   if (const std::string reason = entry->unavailable(); !reason.empty()) GTEST_SKIP() << reason;
   if (!entry->supports(c)) {
     GTEST_SKIP() << entry->name << " has no " << op_name(c.op) << " for " << tensor::dtype_name(c.type);
@@ -53,16 +62,13 @@ TEST_P(Conformance, MatchesReference) {
 std::vector<Param> all_params() {
   std::vector<Param> params;
   for (const BackendEntry& entry : backends()) {
-    for (const Case& c : all_cases()) params.emplace_back(&entry, c);
+    for (const Case& c : all_cases()) params.push_back({&entry, c});
   }
   return params;
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, Conformance, ::testing::ValuesIn(all_params()),
-                         [](const ::testing::TestParamInfo<Param>& p) {
-                           return std::string(std::get<0>(p.param)->name) + "_" +
-                                  case_name(std::get<1>(p.param));
-                         });
+                         [](const ::testing::TestParamInfo<Param>& p) { return param_name(p.param); });
 
 // The table itself: every op of backend.h has rows, and every type the CPU backend computes
 // with is in them, so a new op or type cannot go unchecked by forgetting the table.
