@@ -13,9 +13,7 @@ constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
 
 // Evaluated in f32 in this order (this file is built with -ffp-contract=off so no FMA can
 // change the rounding).
-float gelu_tanh_f32(float x) {
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoefA * x * x)));
-}
+float gelu_tanh_f32(float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoefA * x * x))); }
 
 }  // namespace
 

@@ -13,8 +13,7 @@ float yarn_corr_dim(int64_t rope_dims, int64_t original_context, float n_rot, fl
   // context.
   const auto dims = static_cast<float>(rope_dims);
   const auto context = static_cast<float>(original_context);
-  return dims * std::log(context / (n_rot * 2.0f * std::numbers::pi_v<float>)) /
-         (2.0f * std::log(freq_base));
+  return dims * std::log(context / (n_rot * 2.0f * std::numbers::pi_v<float>)) / (2.0f * std::log(freq_base));
 }
 
 RopeParams make_rope_params(const RopeConfig& config, int64_t head_dim) {
@@ -39,11 +38,9 @@ RopeParams make_rope_params(const RopeConfig& config, int64_t head_dim) {
     if (config.original_context <= 0) fail("rope: YaRN needs the original context length");
     params.ext_factor = 1.0f;
     const float start = std::floor(yarn_corr_dim(config.rope_dims, config.original_context,
-                                                 static_cast<float>(config.yarn_beta_fast),
-                                                 params.freq_base));
+                                                 static_cast<float>(config.yarn_beta_fast), params.freq_base));
     const float end = std::ceil(yarn_corr_dim(config.rope_dims, config.original_context,
-                                              static_cast<float>(config.yarn_beta_slow),
-                                              params.freq_base));
+                                              static_cast<float>(config.yarn_beta_slow), params.freq_base));
     params.corr_dims[0] = std::max(0.0f, start);
     params.corr_dims[1] = std::min(static_cast<float>(config.rope_dims - 1), end);
   }

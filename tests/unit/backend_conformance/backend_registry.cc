@@ -44,8 +44,8 @@ bool cuda_supports(const Case& c) {
     case Op::kMatmulSameInput:
     case Op::kMatmulGlu:
     case Op::kGetRows:
-      for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q8_0,
-                      DType::Q4_K, DType::Q6_K}) {
+      for (DType t :
+           {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
         if (c.type == t) return true;
       }
       return false;
@@ -54,8 +54,7 @@ bool cuda_supports(const Case& c) {
 }
 
 BackendEntry cuda_entry() {
-  return {"cuda",
-          [] { return cuda_device_count() > 0 ? std::string() : std::string("no CUDA device"); },
+  return {"cuda", [] { return cuda_device_count() > 0 ? std::string() : std::string("no CUDA device"); },
           [] { return make_cuda_backend(0); }, cuda_supports};
 }
 #endif

@@ -85,8 +85,8 @@ void check_attention(Backend& backend, const Case& c) {
         const int64_t kvh = h / (heads / kv_heads);
         // Row j of the history batch holds position j - history[si].first_token's key.
         const auto key = [&](const std::vector<float>& src, int64_t p, int64_t d) {
-          return static_cast<double>(
-              stored_value(c.type, src[static_cast<size_t>((history[si].first_token + p) * kv_dim + kvh * head_dim + d)]));
+          return static_cast<double>(stored_value(
+              c.type, src[static_cast<size_t>((history[si].first_token + p) * kv_dim + kvh * head_dim + d)]));
         };
         std::vector<double> scores;
         double score_error = 0.0;

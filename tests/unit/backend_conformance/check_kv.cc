@@ -69,7 +69,8 @@ void check_blocks(Backend& backend, const Case& c) {
     const auto values = random_values(static_cast<size_t>(2 * kv_dim * block_size), 80 + static_cast<uint32_t>(b));
     for (int64_t r = 0; r < block_size; ++r) {
       for (int64_t j = 0; j < kv_dim; ++j) {
-        put(kb, 0, block_bytes / static_cast<size_t>(block_size), r, j, c.type, values[static_cast<size_t>(r * kv_dim + j)]);
+        put(kb, 0, block_bytes / static_cast<size_t>(block_size), r, j, c.type,
+            values[static_cast<size_t>(r * kv_dim + j)]);
         put(vb, 0, block_bytes / static_cast<size_t>(block_size), r, j, c.type,
             values[static_cast<size_t>((block_size + r) * kv_dim + j)]);
       }

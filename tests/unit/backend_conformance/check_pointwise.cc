@@ -14,9 +14,7 @@ namespace {
 
 using tensor::DType;
 
-double gelu_tanh(double x) {
-  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * x * (1.0 + 0.044715 * x * x)));
-}
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * x * (1.0 + 0.044715 * x * x))); }
 
 }  // namespace
 
@@ -91,9 +89,9 @@ void check_pointwise(Backend& backend, const Case& c) {
         const double g = a[i], u = b[i];
         const double act = geglu ? gelu_tanh(g) : g / (1.0 + std::exp(-g));
         want[i] = act * u;
-        tol[i] = geglu ? (1.13 * std::abs(g) * std::ldexp(1.0, -11) + std::abs(act) * std::ldexp(1.0, -10)) *
-                             std::abs(u)
-                       : std::abs(want[i]) * 1e-5 + 1e-7;
+        tol[i] = geglu
+                     ? (1.13 * std::abs(g) * std::ldexp(1.0, -11) + std::abs(act) * std::ldexp(1.0, -10)) * std::abs(u)
+                     : std::abs(want[i]) * 1e-5 + 1e-7;
       }
       break;
     }

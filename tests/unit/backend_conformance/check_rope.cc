@@ -46,7 +46,8 @@ RopeConfig config_for(RopeMode mode, int64_t head_dim, std::vector<float>& freq_
 
 // The YaRN ramp: 1 below the low correction dim, 0 above the high one.
 double ramp(const common::RopeParams& p, int64_t pair) {
-  const double y = (static_cast<double>(pair) - p.corr_dims[0]) / std::max(0.001, double{p.corr_dims[1]} - p.corr_dims[0]);
+  const double y =
+      (static_cast<double>(pair) - p.corr_dims[0]) / std::max(0.001, double{p.corr_dims[1]} - p.corr_dims[0]);
   return 1.0 - std::clamp(y, 0.0, 1.0);
 }
 

@@ -11,8 +11,8 @@ namespace lumen::backend::conformance {
 
 void check_get_rows(Backend& backend, const Case& c) {
   const auto [cols, table_rows, n_ids] = c.shape;
-  const HostTensor table = encode(c.type, {cols, table_rows, 1, 1},
-                                  random_values(static_cast<size_t>(cols * table_rows), 41, -2.0f, 2.0f));
+  const HostTensor table =
+      encode(c.type, {cols, table_rows, 1, 1}, random_values(static_cast<size_t>(cols * table_rows), 41, -2.0f, 2.0f));
   const std::vector<float> decoded = decode(table);
   // Repeats, the first and the last row, out of order.
   std::vector<int32_t> ids;

@@ -41,8 +41,8 @@ std::string_view mode_name(const Case& c) {
 }  // namespace
 
 std::string case_name(const Case& c) {
-  std::string name = fmt::format("{}_{}_{}x{}x{}", op_name(c.op), tensor::dtype_name(c.type), c.shape[0],
-                                 c.shape[1], c.shape[2]);
+  std::string name =
+      fmt::format("{}_{}_{}x{}x{}", op_name(c.op), tensor::dtype_name(c.type), c.shape[0], c.shape[1], c.shape[2]);
   if (const std::string_view mode = mode_name(c); !mode.empty()) name += fmt::format("_{}", mode);
   return name;
 }

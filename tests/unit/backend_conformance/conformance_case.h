@@ -29,9 +29,9 @@ enum class Op {
   kKvBlocks,  // copy_kv_block, read_kv_block, write_kv_block
   kAttention,
 };
-inline constexpr Op kAllOps[] = {Op::kMatmul, Op::kMatmulSameInput, Op::kMatmulGlu, Op::kGetRows,
-                                 Op::kRmsNorm, Op::kAdd, Op::kAddRow, Op::kScale, Op::kSwiglu,
-                                 Op::kGeglu, Op::kRope, Op::kStoreKv, Op::kKvBlocks, Op::kAttention};
+inline constexpr Op kAllOps[] = {Op::kMatmul, Op::kMatmulSameInput, Op::kMatmulGlu, Op::kGetRows,  Op::kRmsNorm,
+                                 Op::kAdd,    Op::kAddRow,          Op::kScale,     Op::kSwiglu,   Op::kGeglu,
+                                 Op::kRope,   Op::kStoreKv,         Op::kKvBlocks,  Op::kAttention};
 
 // How a rope case configures the rotation.
 enum class RopeMode { kNormal, kNeox, kPartial, kLinear, kYarn, kFreqFactors };

@@ -44,8 +44,8 @@ std::vector<Case> build() {
     }
   }
 
-  for (RopeMode mode : {RopeMode::kNormal, RopeMode::kNeox, RopeMode::kPartial, RopeMode::kLinear,
-                        RopeMode::kYarn, RopeMode::kFreqFactors}) {
+  for (RopeMode mode : {RopeMode::kNormal, RopeMode::kNeox, RopeMode::kPartial, RopeMode::kLinear, RopeMode::kYarn,
+                        RopeMode::kFreqFactors}) {
     t.push_back({Op::kRope, DType::F32, {64, 4, 3}, static_cast<int>(mode)});
     t.push_back({Op::kRope, DType::F32, {128, 2, 5}, static_cast<int>(mode)});
   }
@@ -55,7 +55,7 @@ std::vector<Case> build() {
     t.push_back({Op::kStoreKv, type, {256, 8, 6}});
     t.push_back({Op::kKvBlocks, type, {64, 16, 4}});
     for (AttentionMode mode : {AttentionMode::kCausal, AttentionMode::kWindow, AttentionMode::kSoftcap}) {
-      t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(mode)});  // MHA
+      t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(mode)});   // MHA
       t.push_back({Op::kAttention, type, {128, 8, 2}, static_cast<int>(mode)});  // GQA
     }
   }

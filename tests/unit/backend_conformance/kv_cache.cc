@@ -4,8 +4,7 @@
 
 namespace lumen::backend::conformance {
 
-BackendCache make_cache(Backend& backend, tensor::DType type, int64_t kv_dim, int64_t block_size,
-                        int64_t n_blocks) {
+BackendCache make_cache(Backend& backend, tensor::DType type, int64_t kv_dim, int64_t block_size, int64_t n_blocks) {
   BackendCache c;
   c.k = allocate(backend, type, {kv_dim, block_size, n_blocks, 1});
   c.v = allocate(backend, type, {kv_dim, block_size, n_blocks, 1});

@@ -15,8 +15,7 @@ struct BackendCache {
 };
 
 // Zero-filled K and V of `type`, {kv_dim, block_size, n_blocks}.
-BackendCache make_cache(Backend& backend, tensor::DType type, int64_t kv_dim, int64_t block_size,
-                        int64_t n_blocks);
+BackendCache make_cache(Backend& backend, tensor::DType type, int64_t kv_dim, int64_t block_size, int64_t n_blocks);
 
 // What a cache row holds after store_kv of `v`: v itself (F32) or v rounded to f16.
 float stored_value(tensor::DType type, float v);
