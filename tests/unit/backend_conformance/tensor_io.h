@@ -14,12 +14,17 @@ namespace lumen::backend::conformance {
 
 std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 
-// Bytes of a tensor in host memory, 64-byte aligned (as the mmapped weights are).
+// One cache line of a host tensor's bytes: a vector of these is 64-byte aligned.
+struct alignas(64) HostLine {
+  uint8_t bytes[64];
+};
+
+// Bytes of a tensor in host memory, 64-byte aligned (as the weights in a mapped GGUF file are).
 struct HostTensor {
   tensor::DType type = tensor::DType::F32;
   std::array<int64_t, 4> dims = {1, 1, 1, 1};
   size_t row_bytes = 0;
-  std::vector<std::array<uint8_t, 64>> storage;
+  std::vector<HostLine> storage;
 
   void* data() { return storage.data(); }
   const void* data() const { return storage.data(); }
