@@ -3,11 +3,12 @@
 // from position 0, a single decoded token deep in its context, and a chunk in the middle of a
 // prompt, each with its own out-of-order block table.
 //
-// Tolerance: with an f32 cache only summation order differs (1e-5 of the largest |v|). With an
+// Tolerance: with an f32 cache only summation order differs (3e-5 of the largest |v|: a split-KV
+// online softmax, as CUDA's, orders its f32 sums differently from the CPU's tiles). With an
 // f16 cache the backends round each query to f16 before q.k and, on llama.cpp's default path,
 // the probabilities to f16 before P V: a score moves by at most scale * sum |q k| * 2^-11 and a
 // probability by 2^-11 of itself, so the output moves by about (2 * that score error + 2^-11)
-// times the largest |v|; we allow that plus 1e-5.
+// times the largest |v|; we allow that plus 3e-5.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -114,7 +115,7 @@ void check_attention(Backend& backend, const Case& c) {
           want.push_back(acc);
         }
         for (int64_t d = 0; d < head_dim; ++d) {
-          tol.push_back(vmax * ((4.0 * score_error + 2.0 * f16_unit) + 1e-5));
+          tol.push_back(vmax * ((4.0 * score_error + 2.0 * f16_unit) + 3e-5));
         }
       }
     }
