@@ -6,13 +6,11 @@
 //    (portable) or our own 8-lane polynomial (AVX2, ~2 ulp), so an element can differ from
 //    ggml's by a few ulp, never more.
 //  - GeGLU: ggml (built with GGML_GELU_FP16, its default) does not evaluate the tanh GELU per
-//    element: for -10 < g < 10 it rounds g to f16 and reads a 65536-entry table holding
-//    f16(gelu_tanh(h)) for every f16 value h, with
-//      gelu_tanh(h) = 0.5 h (1 + tanh(sqrt(2/pi) h (1 + 0.044715 h^2)))   (f32 arithmetic);
-//    g <= -10 gives 0 and g >= 10 gives g. We build the same table (once, immutable) with the
-//    same f32 formula, tanhf and round-to-nearest-even f16 conversion, so GeGLU matches ggml
-//    bit for bit, except where ggml's compiler contracted the formula into FMAs (gnu C builds
-//    may) and that moved a table entry across an f16 rounding boundary: one f16 ulp, rarely.
+//    element but reads it from a 65536-entry f16 table (backend/common/gelu_table.h). We build
+//    the same table (once, immutable) with the same f32 formula, tanhf and round-to-nearest-even
+//    f16 conversion, so GeGLU matches ggml bit for bit, except where ggml's compiler contracted
+//    the formula into FMAs (gnu C builds may) and that moved a table entry across an f16
+//    rounding boundary: one f16 ulp, rarely.
 #include <cstdint>
 
 #include "backend/common/gelu_table.h"

@@ -1,7 +1,7 @@
 #pragma once
-// Writing a batch's new keys and values into the paged K/V cache. The cache holds f16 (llama.cpp's default) or f32 rows: row
-// p % block_size of block block_table[p / block_size] holds position p of a sequence, all
-// n_kv_heads heads side by side.
+// Writing a batch's new keys and values into the paged K/V cache, and moving whole blocks. The
+// cache holds f16 (llama.cpp's default) or f32 rows: row p % block_size of block
+// block_table[p / block_size] holds position p of a sequence, all n_kv_heads heads side by side.
 #include <cstdint>
 #include <span>
 #include <string_view>
