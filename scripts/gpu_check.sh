@@ -15,8 +15,9 @@
 #   4. device: run(command="scripts/gpu_check.sh bench", carry=[".gpu"], timeout_s=600)
 #
 # Modes on the GPU machine:
-#   tests  the gpu-labelled tests (every op, CUDA vs CPU), then greedy 64-token continuations of
-#          5 prompts on the default model, CUDA vs CPU (when its two halves are there);
+#   tests  the gpu-labelled tests (every op, CUDA vs CPU), the conformance table's CUDA rows, then
+#          greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU (when its
+#          two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
 #          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
@@ -41,11 +42,12 @@ prepare() {
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   cmake -S . -B build/cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=ON \
     -DCMAKE_CUDA_COMPILER="$nvcc" "${launcher[@]}" >/dev/null || exit 1
-  cmake --build build/cuda -j"${LUMEN_JOBS:-2}" --target unit_backend_cuda cuda_model_tests \
-    lumen_cuda_decode_bench lumen || exit 1
+  cmake --build build/cuda -j"${LUMEN_JOBS:-2}" --target unit_backend_cuda unit_backend_conformance \
+    cuda_model_tests lumen_cuda_decode_bench lumen || exit 1
   rm -rf "$STAGE" .gpu-model
   mkdir -p "$STAGE/bin" "$STAGE/lib" .gpu-model
   local bins=(build/cuda/tests/unit/backend_cuda/unit_backend_cuda build/cuda/tests/unit/backend_cuda/cuda_model_tests
+              build/cuda/tests/unit/backend_conformance/unit_backend_conformance
               build/cuda/tests/unit/backend_cuda/lumen_cuda_decode_bench build/cuda/src/cli/lumen)
   for b in "${bins[@]}"; do cp "$b" "$STAGE/bin/" && strip "$STAGE/bin/$(basename "$b")"; done
   # Libraries a CUDA image may not have (glibc, libstdc++, OpenSSL and CUDA's own are left to it).
@@ -105,12 +107,12 @@ setup_runtime() {
 build_here() {
   cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES="${LUMEN_CUDA_ARCHS:-90}" >/dev/null || { log "configure failed"; exit 1; }
-  cmake --build build/gpu -j"$(nproc)" --target unit_backend_cuda cuda_model_tests \
+  cmake --build build/gpu -j"$(nproc)" --target unit_backend_cuda unit_backend_conformance cuda_model_tests \
     lumen_cuda_decode_bench lumen || { log "build failed"; exit 1; }
   BIN="$PWD/build/gpu/bin-links"
   mkdir -p "$BIN"
   ln -sf "$PWD"/build/gpu/tests/unit/backend_cuda/{unit_backend_cuda,cuda_model_tests,lumen_cuda_decode_bench} "$BIN/"
-  ln -sf "$PWD/build/gpu/src/cli/lumen" "$BIN/"
+  ln -sf "$PWD/build/gpu/tests/unit/backend_conformance/unit_backend_conformance" "$PWD/build/gpu/src/cli/lumen" "$BIN/"
 }
 
 # Prints {"check": name, "passed": n, "failed": n, "skipped": n, "seconds": s} from a gtest log.
@@ -128,6 +130,12 @@ run_tests() {
   "$BIN/unit_backend_cuda" --gtest_brief=1 2>&1 | tee "$WORK/unit_backend_cuda.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unit_backend_cuda "$WORK/unit_backend_cuda.log" $((SECONDS - start))
   [ -n "${OUT:-}" ] && cp "$WORK/unit_backend_cuda.log" "$OUT/" 2>/dev/null
+  # The conformance table's CUDA rows (every op and type against the scalar references).
+  start=$SECONDS
+  "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' 2>&1 |
+    tee "$WORK/backend_conformance_cuda.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary backend_conformance_cuda "$WORK/backend_conformance_cuda.log" $((SECONDS - start))
+  [ -n "${OUT:-}" ] && cp "$WORK/backend_conformance_cuda.log" "$OUT/" 2>/dev/null
 
   local model="$WORK/$MODEL_NAME"
   if [ ! -f "$model" ] && [ -f "$WORK/model.part-00" ] && [ -f "$STAGE/model.part-01" ]; then

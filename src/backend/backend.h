@@ -1,7 +1,9 @@
 #pragma once
 // The device interface: memory and the ops a transformer forward pass needs. The model code is
-// written once against it; backend/cpu and backend/cuda implement it (CUDA checked op by op
-// against the CPU in tests/unit/backend_cuda). A backend is chosen once at start; nothing above this layer knows which one it is.
+// written once against it; backend/cpu and backend/cuda implement it, sharing argument checks
+// and parameter code through backend/common. Every op is checked on every backend by one table
+// (tests/unit/backend_conformance). A backend is chosen once at start; nothing above this layer
+// knows which one it is.
 #include <cstdint>
 #include <memory>
 #include <optional>

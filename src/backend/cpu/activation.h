@@ -6,14 +6,14 @@
 //    (portable) or our own 8-lane polynomial (AVX2, ~2 ulp), so an element can differ from
 //    ggml's by a few ulp, never more.
 //  - GeGLU: ggml (built with GGML_GELU_FP16, its default) does not evaluate the tanh GELU per
-//    element: for -10 < g < 10 it rounds g to f16 and reads a 65536-entry table holding
-//    f16(gelu_tanh(h)) for every f16 value h, with
-//      gelu_tanh(h) = 0.5 h (1 + tanh(sqrt(2/pi) h (1 + 0.044715 h^2)))   (f32 arithmetic);
-//    g <= -10 gives 0 and g >= 10 gives g. We build the same table (once, immutable) with the
-//    same f32 formula, tanhf and round-to-nearest-even f16 conversion, so GeGLU matches ggml
-//    bit for bit, except where ggml's compiler contracted the formula into FMAs (gnu C builds
-//    may) and that moved a table entry across an f16 rounding boundary: one f16 ulp, rarely.
+//    element but reads it from a 65536-entry f16 table (backend/common/gelu_table.h). We build
+//    the same table (once, immutable) with the same f32 formula, tanhf and round-to-nearest-even
+//    f16 conversion, so GeGLU matches ggml bit for bit, except where ggml's compiler contracted
+//    the formula into FMAs (gnu C builds may) and that moved a table entry across an f16
+//    rounding boundary: one f16 ulp, rarely.
 #include <cstdint>
+
+#include "backend/common/gelu_table.h"
 
 namespace lumen::backend::cpu {
 
@@ -23,8 +23,9 @@ void swiglu_row(const float* gate, const float* up, int64_t n, float* out);
 // out[i] = gelu_tanh(gate[i]) * up[i] through ggml's f16 table (see above). out may alias.
 void geglu_row(const float* gate, const float* up, int64_t n, float* out);
 
-// The tanh-approximation GELU of one value exactly as ggml's table gives it.
-float gelu_tanh_like_ggml(float x);
+// The tanh-approximation GELU of one value exactly as ggml's table gives it (the table is
+// shared with every backend: backend/common/gelu_table.h).
+using common::gelu_tanh_like_ggml;
 
 namespace detail {
 // The portable SwiGLU (expf per element) and the AVX2 one (activation_avx2.cc; only when the

@@ -398,35 +398,6 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
 
 }  // namespace
 
-void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                            const AttentionConfig& cfg, const TensorView& out) {
-  if (cfg.head_dim <= 0 || cfg.n_heads <= 0 || cfg.n_kv_heads <= 0 ||
-      cfg.n_heads % cfg.n_kv_heads != 0) {
-    fail("attention: need positive head_dim and n_heads a multiple of n_kv_heads (got {}, {}, {})",
-         cfg.head_dim, cfg.n_heads, cfg.n_kv_heads);
-  }
-  if (cfg.sliding_window < 0 || !std::isfinite(cfg.scale) || !std::isfinite(cfg.softcap) ||
-      cfg.softcap < 0.0f) {
-    fail("attention: invalid sliding window, scale or softcap");
-  }
-  for (const TensorView* t : {&q, &out}) {
-    if (t->type != tensor::DType::F32 || t->dims[0] != cfg.head_dim || t->dims[1] != cfg.n_heads ||
-        t->row_bytes < static_cast<size_t>(cfg.head_dim) * sizeof(float) ||
-        t->row_bytes % sizeof(float) != 0 || t->data == nullptr) {
-      fail("attention: q and out must be f32 {{head_dim {}, n_heads {}, tokens}}", cfg.head_dim,
-           cfg.n_heads);
-    }
-  }
-  if (q.rows() != out.rows()) fail("attention: q and out hold different token counts");
-  check_kv_layer(cache, cfg.head_dim * cfg.n_kv_heads, "attention");
-  for (const TensorView* t : {&cache.k, &cache.v}) {
-    if (t->row_bytes % (t->type == tensor::DType::F32 ? 4 : 2) != 0) {
-      fail("attention: cache rows are not aligned to their element size");
-    }
-  }
-  check_sequences(seqs, q.rows() / cfg.n_heads, cache, "attention");
-}
-
 void attention_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
                     std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                     TensorView& out, ThreadPool& pool, AttentionScratch& scratch) {

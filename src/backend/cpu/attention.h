@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/common/attention_checks.h"
 #include "util/thread_pool.h"
 
 namespace lumen::backend::cpu {
@@ -55,9 +56,7 @@ void attention_with(const AttentionTileKernels& tiles, const TensorView& q, cons
                     std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                     TensorView& out, ThreadPool& pool, AttentionScratch& scratch);
 
-// Throws lumen::Error unless q, out, the cache and the sequences fit `config` (the checks every
-// backend's attention makes before touching memory).
-void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                            const AttentionConfig& config, const TensorView& out);
+// The argument check every backend shares (backend/common/attention_checks.h).
+using common::check_attention_inputs;
 
 }  // namespace lumen::backend::cpu

@@ -15,29 +15,15 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/common/rope_params.h"
 
 namespace lumen::backend::cpu {
 
-// ggml's rope op parameters, all in f32 as ggml keeps them.
-struct RopeParams {
-  int64_t rope_dims = 0;
-  bool neox = false;
-  float freq_base = 10000.0f;
-  float freq_scale = 1.0f;   // 1 / context extension factor
-  float ext_factor = 0.0f;   // YaRN extrapolation mix; 0 disables YaRN
-  float attn_factor = 1.0f;  // YaRN magnitude factor applied on top of ggml's own
-  float corr_dims[2] = {0.0f, 0.0f};
-  const float* freq_factors = nullptr;
-};
-
-// Maps the backend's config to ggml's parameters as llama.cpp does by default: ext_factor is 1
-// for YaRN and 0 otherwise, attn_factor is 1, n_ctx_orig is original_context. Throws
-// lumen::Error for an odd or out-of-range rope_dims, a non-positive base or factor, or YaRN
-// without an original context.
-RopeParams make_rope_params(const RopeConfig& config, int64_t head_dim);
-
-// The pair count ggml's correction-dims formula gives for a rotation count `n_rot`.
-float yarn_corr_dim(int64_t rope_dims, int64_t original_context, float n_rot, float freq_base);
+// The parameters are shared with every backend (backend/common/rope_params.h); the CPU's
+// rope code names them as its own.
+using common::make_rope_params;
+using common::RopeParams;
+using common::yarn_corr_dim;
 
 // cos/sin of every pair's angle at `position`: cache[2i] = cos, cache[2i+1] = sin
 // (rope_dims floats).

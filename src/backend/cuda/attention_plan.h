@@ -26,7 +26,7 @@ struct AttentionPlan {
   int64_t vectors = 0;  // query vectors in all (the exact modes' per-vector stats)
 };
 
-// Sequences and config must have been checked (cpu::check_sequences and the config checks).
+// Sequences and config must have been checked (common::check_sequences and the config checks).
 // A range holds at most max_slots partial slots, unless one item alone needs more.
 AttentionPlan plan_attention(std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                              int64_t block_size, int64_t max_slots);

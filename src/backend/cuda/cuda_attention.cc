@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kv_store.h"
+#include "backend/common/attention_checks.h"
+#include "backend/common/kv_checks.h"
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/cuda_backend_state.h"
@@ -36,7 +36,7 @@ uint8_t* block_start(const TensorView& t, int64_t block_size, int64_t block) {
 void check_cuda_attention_inputs(const TensorView& q, const KvLayer& cache,
                                  std::span<const SequenceSlice> seqs, const AttentionConfig& cfg,
                                  const TensorView& out) {
-  cpu::check_attention_inputs(q, cache, seqs, cfg, out);
+  common::check_attention_inputs(q, cache, seqs, cfg, out);
   if (cfg.head_dim > cuda::kMaxHeadDim) {
     fail("attention: the CUDA kernels take head_dim up to {}, not {}", cuda::kMaxHeadDim,
          cfg.head_dim);
@@ -75,8 +75,8 @@ void CudaBackend::store_kv(const TensorView& k, const TensorView& v,
   cuda::check_f32(k, k.dims[0], "store_kv", "k");
   cuda::check_same_shape(k, v, "store_kv");
   const int64_t kv_dim = k.dims[0];
-  cpu::check_kv_layer(cache, kv_dim, "store_kv");
-  cpu::check_sequences(seqs, k.rows(), cache, "store_kv");
+  common::check_kv_layer(cache, kv_dim, "store_kv");
+  common::check_sequences(seqs, k.rows(), cache, "store_kv");
   for (const TensorView* t : {&k, &v, static_cast<const TensorView*>(&cache.k),
                               static_cast<const TensorView*>(&cache.v)}) {
     cuda::require_device(s, *t, "store_kv", "tensors");
@@ -86,7 +86,7 @@ void CudaBackend::store_kv(const TensorView& k, const TensorView& v,
   for (const SequenceSlice& seq : seqs) {
     for (int64_t i = 0; i < seq.n_tokens; ++i) {
       dest[static_cast<size_t>(seq.first_token + i)] =
-          cpu::kv_row(seq, seq.start_pos + i, cache.block_size);
+          common::kv_row(seq, seq.start_pos + i, cache.block_size);
     }
   }
   if (dest.empty()) return;

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <vector>
 
-#include "backend/cpu/activation.h"
-#include "backend/cpu/get_rows.h"
-#include "backend/cpu/rope.h"
+#include "backend/common/gelu_table.h"
+#include "backend/common/get_rows_check.h"
+#include "backend/common/rope_params.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/kernels.h"
@@ -51,13 +51,13 @@ class DeviceBuffer final : public Buffer {
   std::shared_ptr<cuda::AllocationRegistry> registry_;
 };
 
-// ggml's GELU table (backend/cpu/activation.h) as f16 bits: entry h is f16(gelu(f16 value h)).
+// ggml's GELU table (backend/common/gelu_table.h) as f16 bits: entry h is f16(gelu(f16 value h)).
 // Only entries for |h| < 10 are read; the rest hold whatever the function gives.
 std::vector<uint16_t> gelu_table() {
   std::vector<uint16_t> table(1 << 16);
   for (uint32_t bits = 0; bits < table.size(); ++bits) {
     const float h = tensor::fp16_to_float(static_cast<uint16_t>(bits));
-    table[bits] = tensor::float_to_fp16(cpu::gelu_tanh_like_ggml(h));
+    table[bits] = tensor::float_to_fp16(common::gelu_tanh_like_ggml(h));
   }
   return table;
 }
@@ -156,7 +156,7 @@ TensorView CudaBackend::upload_weights(tensor::DType type, std::array<int64_t, 4
 
 void CudaBackend::copy_to_host(const TensorView& src, float* dst) {
   State& s = *state_;
-  cpu::check_get_rows(src, 0, f32_matrix(dst, src.dims[0], 0));
+  common::check_get_rows(src, 0, f32_matrix(dst, src.dims[0], 0));
   cuda::require_device(s, src, "copy_to_host", "src");
   const int64_t rows = src.rows(), cols = src.dims[0];
   if (rows == 0 || cols == 0) return;
@@ -182,7 +182,7 @@ void CudaBackend::copy_to_host(const TensorView& src, float* dst) {
 void CudaBackend::get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {
   State& s = *state_;
   const auto n = static_cast<int64_t>(ids.size());
-  cpu::check_get_rows(table, n, out);
+  common::check_get_rows(table, n, out);
   cuda::require_rows_type(table.type, "get_rows");
   for (const int32_t id : ids) {
     if (id < 0 || id >= table.rows()) fail("get_rows: id {} is not in [0, {})", id, table.rows());
@@ -288,11 +288,11 @@ void CudaBackend::rope(TensorView& x, std::span<const int32_t> positions,
     fail("rope: {} positions for {} tokens", positions.size(), tokens);
   }
   if (tokens == 0) return;
-  const cpu::RopeParams params = cpu::make_rope_params(config, x.dims[0]);
+  const common::RopeParams params = common::make_rope_params(config, x.dims[0]);
   cuda::RopeKernelParams k;
   k.rope_dims = params.rope_dims;
   k.neox = params.neox;
-  // The same f32 expressions as cpu::rope_cache, evaluated here once.
+  // The same f32 expressions as the CPU backend's rope_cache, evaluated here once.
   k.theta_scale = std::pow(params.freq_base, -2.0f / static_cast<float>(params.rope_dims));
   k.freq_scale = params.freq_scale;
   k.ext_factor = params.ext_factor;

@@ -25,7 +25,7 @@ struct CudaBackend::State {
 
   std::vector<void*> weights;  // device copies made by upload_weights, freed with the backend
 
-  uint16_t* gelu_table = nullptr;  // 65536 f16 entries (backend/cpu/activation.h)
+  uint16_t* gelu_table = nullptr;  // 65536 f16 entries (backend/common/gelu_table.h)
 
   cuda::DeviceScratch q8_activations;  // matmul: quantized activations
   cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows

@@ -1,0 +1,74 @@
+#include "backend_registry.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_features.h"
+#ifdef LUMEN_HAS_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace lumen::backend::conformance {
+
+namespace {
+
+// The CPU runs at the level LUMEN_ISA selects (read once per process; ctest runs the suite
+// once per level). A level above what this CPU has would silently run a lower one: skip it.
+std::string cpu_unavailable() {
+  const char* requested = std::getenv("LUMEN_ISA");
+  if (requested == nullptr) return {};
+  const auto isa = cpu::isa_from_name(requested);
+  if (!isa) return fmt::format("LUMEN_ISA level unavailable: '{}' is not scalar, avx2 or avx512", requested);
+  if (*isa > cpu::detected_isa()) {
+    return fmt::format("LUMEN_ISA level unavailable: LUMEN_ISA={} but this CPU supports only {}", requested,
+                       cpu::isa_name(cpu::detected_isa()));
+  }
+  return {};
+}
+
+BackendEntry cpu_entry() {
+  return {"cpu", cpu_unavailable,
+          // Three threads, so even small shapes are split over the pool.
+          [] { return std::make_unique<CpuBackend>(3); }, [](const Case&) { return true; }};
+}
+
+#ifdef LUMEN_HAS_CUDA
+// The weight and table types the CUDA kernels handle (gemv_activation_type in gemv.cu,
+// rows_supported in rows.cu).
+bool cuda_supports(const Case& c) {
+  using tensor::DType;
+  switch (c.op) {
+    case Op::kMatmul:
+    case Op::kMatmulSameInput:
+    case Op::kMatmulGlu:
+    case Op::kGetRows:
+      for (DType t :
+           {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+        if (c.type == t) return true;
+      }
+      return false;
+    default: return true;
+  }
+}
+
+BackendEntry cuda_entry() {
+  return {"cuda", [] { return cuda_device_count() > 0 ? std::string() : std::string("no CUDA device"); },
+          [] { return make_cuda_backend(0); }, cuda_supports};
+}
+#endif
+
+}  // namespace
+
+const std::vector<BackendEntry>& backends() {
+  static const std::vector<BackendEntry> entries = {
+      cpu_entry(),
+#ifdef LUMEN_HAS_CUDA
+      cuda_entry(),
+#endif
+  };
+  return entries;
+}
+
+}  // namespace lumen::backend::conformance

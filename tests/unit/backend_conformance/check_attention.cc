@@ -1,0 +1,126 @@
+// attention against causal softmax attention in double over the values the cache holds (f16
+// caches: keys and values rounded by store_kv). Three sequences share the batch: a prefill
+// from position 0, a single decoded token deep in its context, and a chunk in the middle of a
+// prompt, each with its own out-of-order block table.
+//
+// Tolerance: with an f32 cache only summation order differs (3e-5 of the largest |v|: a split-KV
+// online softmax, as CUDA's, orders its f32 sums differently from the CPU's tiles). With an
+// f16 cache the backends round each query to f16 before q.k and, on llama.cpp's default path,
+// the probabilities to f16 before P V: a score moves by at most scale * sum |q k| * 2^-11 and a
+// probability by 2^-11 of itself, so the output moves by about (2 * that score error + 2^-11)
+// times the largest |v|; we allow that plus 3e-5.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "checks.h"
+#include "kv_cache.h"
+
+namespace lumen::backend::conformance {
+namespace {
+
+using tensor::DType;
+
+struct Sequence {
+  int64_t n_tokens;
+  int64_t start_pos;
+  std::vector<int32_t> blocks;
+};
+
+AttentionConfig config_for(AttentionMode mode, int64_t head_dim, int64_t heads, int64_t kv_heads) {
+  AttentionConfig config;
+  config.n_heads = heads;
+  config.n_kv_heads = kv_heads;
+  config.head_dim = head_dim;
+  config.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  if (mode == AttentionMode::kWindow) config.sliding_window = 8;
+  if (mode == AttentionMode::kSoftcap) config.softcap = 0.75f;
+  return config;
+}
+
+}  // namespace
+
+void check_attention(Backend& backend, const Case& c) {
+  const auto [head_dim, heads, kv_heads] = c.shape;
+  const AttentionConfig config = config_for(static_cast<AttentionMode>(c.mode), head_dim, heads, kv_heads);
+  const int64_t kv_dim = head_dim * kv_heads, block_size = 16, n_blocks = 7;
+  const std::vector<Sequence> sequences = {{6, 0, {2, 0}}, {1, 37, {1, 3, 4}}, {4, 9, {6, 5}}};
+  BackendCache cache = make_cache(backend, c.type, kv_dim, block_size, n_blocks);
+
+  // First every sequence's keys and values for positions [0, end), as earlier steps and this
+  // one would have stored them.
+  std::vector<SequenceSlice> history;
+  int64_t history_rows = 0;
+  for (const Sequence& s : sequences) {
+    history.push_back({history_rows, s.start_pos + s.n_tokens, 0, s.blocks});
+    history_rows += s.start_pos + s.n_tokens;
+  }
+  const std::vector<float> k = random_values(static_cast<size_t>(kv_dim * history_rows), 91, -1.5f, 1.5f);
+  const std::vector<float> v = random_values(static_cast<size_t>(kv_dim * history_rows), 92);
+  const BackendTensor kd = upload_f32(backend, {kv_dim, history_rows, 1, 1}, k);
+  const BackendTensor vd = upload_f32(backend, {kv_dim, history_rows, 1, 1}, v);
+  backend.store_kv(kd.view, vd.view, history, cache.layer);
+
+  // Then the batch's queries.
+  std::vector<SequenceSlice> batch;
+  int64_t tokens = 0;
+  for (const Sequence& s : sequences) {
+    batch.push_back({tokens, s.n_tokens, s.start_pos, s.blocks});
+    tokens += s.n_tokens;
+  }
+  const std::vector<float> q = random_values(static_cast<size_t>(head_dim * heads * tokens), 93, -1.5f, 1.5f);
+  const BackendTensor qd = upload_f32(backend, {head_dim, heads, tokens, 1}, q);
+  BackendTensor out = allocate(backend, DType::F32, {head_dim, heads, tokens, 1});
+  backend.attention(qd.view, cache.layer, batch, config, out.view);
+
+  std::vector<double> want, tol;
+  const double f16_unit = c.type == DType::F16 ? std::ldexp(1.0, -11) : 0.0;
+  for (size_t si = 0; si < sequences.size(); ++si) {
+    const Sequence& s = sequences[si];
+    for (int64_t i = 0; i < s.n_tokens; ++i) {
+      const int64_t pos = s.start_pos + i;
+      const int64_t lo = config.sliding_window > 0 ? std::max<int64_t>(0, pos - config.sliding_window + 1) : 0;
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* qh = q.data() + ((batch[si].first_token + i) * heads + h) * head_dim;
+        const int64_t kvh = h / (heads / kv_heads);
+        // Row j of the history batch holds position j - history[si].first_token's key.
+        const auto key = [&](const std::vector<float>& src, int64_t p, int64_t d) {
+          return static_cast<double>(stored_value(
+              c.type, src[static_cast<size_t>((history[si].first_token + p) * kv_dim + kvh * head_dim + d)]));
+        };
+        std::vector<double> scores;
+        double score_error = 0.0;
+        for (int64_t p = lo; p <= pos; ++p) {
+          double dot = 0.0, magnitude = 0.0;
+          for (int64_t d = 0; d < head_dim; ++d) {
+            dot += qh[d] * key(k, p, d);
+            magnitude += std::abs(qh[d] * key(k, p, d));
+          }
+          double s_val = dot * config.scale;
+          if (config.softcap > 0.0f) s_val = config.softcap * std::tanh(s_val / config.softcap);
+          scores.push_back(s_val);
+          score_error = std::max(score_error, magnitude * config.scale * f16_unit);
+        }
+        const double top = *std::max_element(scores.begin(), scores.end());
+        double sum = 0.0;
+        for (double& s_val : scores) sum += (s_val = std::exp(s_val - top));
+        double vmax = 0.0;
+        for (int64_t d = 0; d < head_dim; ++d) {
+          double acc = 0.0;
+          for (int64_t p = lo; p <= pos; ++p) {
+            acc += scores[static_cast<size_t>(p - lo)] / sum * key(v, p, d);
+            vmax = std::max(vmax, std::abs(key(v, p, d)));
+          }
+          want.push_back(acc);
+        }
+        for (int64_t d = 0; d < head_dim; ++d) {
+          tol.push_back(vmax * ((4.0 * score_error + 2.0 * f16_unit) + 3e-5));
+        }
+      }
+    }
+  }
+  expect_close(download(backend, out.view), want, tol, "out");
+}
+
+}  // namespace lumen::backend::conformance

@@ -1,0 +1,72 @@
+// The conformance table. Adding an op to backend.h means adding its rows here (and a check in
+// check_*.cc); adding a weight type to a backend means adding it to the type lists below.
+#include <initializer_list>
+
+#include "conformance_case.h"
+
+namespace lumen::backend::conformance {
+
+namespace {
+
+using tensor::DType;
+
+// Every weight type the CPU backend multiplies (cpu::matmul_supports; a test keeps this list
+// and that function in step).
+constexpr DType kMatmulTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                                  DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                                  DType::Q4_K, DType::Q5_K, DType::Q6_K};
+// Every table type get_rows converts (tensor::has_reference_kernels).
+constexpr DType kRowTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                               DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q2_K,
+                               DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K};
+// The K/V cache types.
+constexpr DType kCacheTypes[] = {DType::F16, DType::F32};
+
+std::vector<Case> build() {
+  std::vector<Case> t;
+  for (DType type : kMatmulTypes) {
+    // One token (decode), a few (the CUDA GEMV's batch), more than 8 (CUDA's cuBLAS path, the
+    // CPU's multi-token tiles); output counts off every tile size.
+    for (auto shape : {std::array<int64_t, 3>{256, 16, 1}, {512, 33, 5}, {256, 40, 17}}) {
+      t.push_back({Op::kMatmul, type, shape});
+    }
+    t.push_back({Op::kMatmulSameInput, type, {256, 24, 3}});
+    for (GluMode glu : {GluMode::kSwiglu, GluMode::kGeglu}) {
+      t.push_back({Op::kMatmulGlu, type, {256, 32, 4}, static_cast<int>(glu)});
+    }
+  }
+  for (DType type : kRowTypes) t.push_back({Op::kGetRows, type, {512, 7, 5}});
+
+  // Row lengths with SIMD tails and one long row.
+  for (auto shape : {std::array<int64_t, 3>{17, 5, 0}, {1000, 3, 0}, {4096, 2, 0}}) {
+    for (Op op : {Op::kRmsNorm, Op::kAdd, Op::kAddRow, Op::kScale, Op::kSwiglu, Op::kGeglu}) {
+      t.push_back({op, DType::F32, shape});
+    }
+  }
+
+  for (RopeMode mode : {RopeMode::kNormal, RopeMode::kNeox, RopeMode::kPartial, RopeMode::kLinear, RopeMode::kYarn,
+                        RopeMode::kFreqFactors}) {
+    t.push_back({Op::kRope, DType::F32, {64, 4, 3}, static_cast<int>(mode)});
+    t.push_back({Op::kRope, DType::F32, {128, 2, 5}, static_cast<int>(mode)});
+  }
+
+  for (DType type : kCacheTypes) {
+    t.push_back({Op::kStoreKv, type, {64, 16, 4}});
+    t.push_back({Op::kStoreKv, type, {256, 8, 6}});
+    t.push_back({Op::kKvBlocks, type, {64, 16, 4}});
+    for (AttentionMode mode : {AttentionMode::kCausal, AttentionMode::kWindow, AttentionMode::kSoftcap}) {
+      t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(mode)});   // MHA
+      t.push_back({Op::kAttention, type, {128, 8, 2}, static_cast<int>(mode)});  // GQA
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+const std::vector<Case>& all_cases() {
+  static const std::vector<Case> table = build();
+  return table;
+}
+
+}  // namespace lumen::backend::conformance

@@ -1,0 +1,122 @@
+// Every backend refuses the same malformed inputs, with lumen::Error and before touching
+// memory: the checks live in backend/common and each backend calls them. One test per op
+// whose check is shared: a valid call first, then variants that each break one thing, so an
+// error can only come from the broken part.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "backend_registry.h"
+#include "kv_cache.h"
+#include "tensor_io.h"
+#include "util/error.h"
+
+namespace lumen::backend::conformance {
+namespace {
+
+class RefusesBadInputs : public ::testing::TestWithParam<const BackendEntry*> {
+ protected:
+  void SetUp() override {
+    if (const std::string reason = GetParam()->unavailable(); !reason.empty()) GTEST_SKIP() << reason;
+    backend_ = GetParam()->make();
+  }
+  Backend& backend() { return *backend_; }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_P(RefusesBadInputs, GetRows) {
+  const BackendTensor table = upload_f32(backend(), {64, 4, 1, 1}, random_values(256, 1));
+  BackendTensor narrow = allocate(backend(), tensor::DType::F32, {32, 2, 1, 1});
+  const int32_t ids[] = {0, 1};
+  BackendTensor out = allocate(backend(), tensor::DType::F32, {64, 2, 1, 1});
+  EXPECT_NO_THROW(backend().get_rows(table.view, ids, out.view));
+  EXPECT_THROW(backend().get_rows(table.view, ids, narrow.view), Error);  // rows of another width
+  BackendTensor one_row = allocate(backend(), tensor::DType::F32, {64, 1, 1, 1});
+  EXPECT_THROW(backend().get_rows(table.view, ids, one_row.view), Error);  // fewer rows than ids
+}
+
+TEST_P(RefusesBadInputs, Rope) {
+  BackendTensor x = upload_f32(backend(), {64, 2, 1, 1}, random_values(128, 2));
+  const int32_t positions[] = {3};
+  RopeConfig valid;
+  valid.rope_dims = 64;
+  EXPECT_NO_THROW(backend().rope(x.view, positions, valid));
+  RopeConfig odd;
+  odd.rope_dims = 63;
+  EXPECT_THROW(backend().rope(x.view, positions, odd), Error);
+  RopeConfig wide;
+  wide.rope_dims = 128;  // more than head_dim
+  EXPECT_THROW(backend().rope(x.view, positions, wide), Error);
+  RopeConfig yarn;
+  yarn.rope_dims = 64;
+  yarn.scaling = RopeScalingType::Yarn;
+  yarn.scaling_factor = 4.0;  // and no original context
+  EXPECT_THROW(backend().rope(x.view, positions, yarn), Error);
+}
+
+TEST_P(RefusesBadInputs, StoreKv) {
+  BackendCache cache = make_cache(backend(), tensor::DType::F16, 64, 16, 2);
+  const BackendTensor k = upload_f32(backend(), {64, 3, 1, 1}, random_values(192, 3));
+  const BackendTensor v = upload_f32(backend(), {64, 3, 1, 1}, random_values(192, 4));
+  const std::vector<int32_t> table = {1};
+  const SequenceSlice valid[] = {{0, 3, 0, table}};
+  EXPECT_NO_THROW(backend().store_kv(k.view, v.view, valid, cache.layer));
+  const std::vector<int32_t> short_table = {0};
+  const SequenceSlice past_table[] = {{0, 3, 15, short_table}};  // positions 15..17 need 2 blocks
+  EXPECT_THROW(backend().store_kv(k.view, v.view, past_table, cache.layer), Error);
+  const std::vector<int32_t> bad_block = {5};
+  const SequenceSlice missing_block[] = {{0, 3, 0, bad_block}};  // block 5 of 2
+  EXPECT_THROW(backend().store_kv(k.view, v.view, missing_block, cache.layer), Error);
+  const SequenceSlice outside_batch[] = {{2, 3, 0, table}};  // rows 2..4 of 3
+  EXPECT_THROW(backend().store_kv(k.view, v.view, outside_batch, cache.layer), Error);
+}
+
+TEST_P(RefusesBadInputs, Attention) {
+  // Two KV heads of 32 in the cache; four query heads share them.
+  BackendCache cache = make_cache(backend(), tensor::DType::F16, 64, 16, 2);
+  const BackendTensor q = upload_f32(backend(), {32, 4, 1, 1}, random_values(128, 5));
+  BackendTensor out = allocate(backend(), tensor::DType::F32, {32, 4, 1, 1});
+  const std::vector<int32_t> table = {1};
+  const SequenceSlice seqs[] = {{0, 1, 0, table}};
+  AttentionConfig valid;
+  valid.head_dim = 32;
+  valid.n_heads = 4;
+  valid.n_kv_heads = 2;
+  valid.scale = 0.2f;
+  EXPECT_NO_THROW(backend().attention(q.view, cache.layer, seqs, valid, out.view));
+
+  AttentionConfig config = valid;
+  config.softcap = -1.0f;
+  EXPECT_THROW(backend().attention(q.view, cache.layer, seqs, config, out.view), Error);
+  config = valid;
+  config.sliding_window = -1;
+  EXPECT_THROW(backend().attention(q.view, cache.layer, seqs, config, out.view), Error);
+  const std::vector<int32_t> bad_block = {2};
+  const SequenceSlice missing_block[] = {{0, 1, 0, bad_block}};  // block 2 of 2
+  EXPECT_THROW(backend().attention(q.view, cache.layer, missing_block, valid, out.view), Error);
+  BackendTensor narrow_out = allocate(backend(), tensor::DType::F32, {16, 4, 1, 1});
+  EXPECT_THROW(backend().attention(q.view, cache.layer, seqs, valid, narrow_out.view), Error);
+
+  // Three query heads cannot share two KV heads (the cache's width still fits 2 x 32).
+  const BackendTensor q3 = upload_f32(backend(), {32, 3, 1, 1}, random_values(96, 6));
+  BackendTensor out3 = allocate(backend(), tensor::DType::F32, {32, 3, 1, 1});
+  config = valid;
+  config.n_heads = 3;
+  EXPECT_THROW(backend().attention(q3.view, cache.layer, seqs, config, out3.view), Error);
+}
+
+std::vector<const BackendEntry*> entries() {
+  std::vector<const BackendEntry*> out;
+  for (const BackendEntry& e : backends()) out.push_back(&e);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RefusesBadInputs, ::testing::ValuesIn(entries()),
+                         [](const ::testing::TestParamInfo<const BackendEntry*>& p) {
+                           return std::string(p.param->name);
+                         });
+
+}  // namespace
+}  // namespace lumen::backend::conformance
