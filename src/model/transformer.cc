@@ -1,5 +1,7 @@
 #include "model/transformer.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "util/error.h"
@@ -25,11 +27,10 @@ TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
   return view;
 }
 
-backend::RopeConfig rope_config(const HParams& hp, const ArchitectureConfig& arch,
-                                const TransformerWeights& w) {
+backend::RopeConfig rope_config(const HParams& hp, const Architecture& arch, const TransformerWeights& w) {
   backend::RopeConfig rope;
   rope.rope_dims = static_cast<int64_t>(hp.rope_dimension_count);
-  rope.neox = arch.rope_neox;
+  rope.neox = arch.features.rope_neox;
   rope.freq_base = hp.rope_freq_base;
   const std::string& type = hp.rope_scaling.type;
   if (type == "linear") {
@@ -45,20 +46,39 @@ backend::RopeConfig rope_config(const HParams& hp, const ArchitectureConfig& arc
   return rope;
 }
 
+// The window each layer attends through (0: every earlier position), from the architecture's
+// pattern and the file's {arch}.attention.sliding_window.
+std::vector<int64_t> layer_windows(const HParams& hp, const BlockFeatures& f) {
+  std::vector<int64_t> windows(hp.block_count, 0);
+  const auto window = static_cast<int64_t>(hp.sliding_window);
+  for (uint64_t i = 0; i < hp.block_count; ++i) {
+    const bool local = f.sliding_window == SlidingWindow::AllLayers ||
+                       (f.sliding_window == SlidingWindow::Pattern && (i + 1) % f.sliding_window_period != 0);
+    if (local) windows[i] = window;
+  }
+  if (f.sliding_window == SlidingWindow::None && hp.sliding_window != 0) {
+    // Said once per load rather than refused: Mistral's llama files carry the key, and
+    // llama.cpp, whose logits the tests compare against, ignores it for these architectures.
+    fmt::print(stderr, "lumen: ignoring {}.attention.sliding_window = {}: the {} architecture attends to every position\n",
+               hp.architecture, hp.sliding_window, hp.architecture);
+  }
+  return windows;
+}
+
 }  // namespace
 
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp)
     : backend_(backend), hp_(hp), arch_(architecture_for(hp)) {
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
-  WeightBinder binder(file, backend_);
-  weights_ = arch_.bind_weights(binder, hp_);
-  binder.check_all_bound();
+  require_supported_features(arch_, hp_);
+  weights_ = bind_weights(file, arch_, hp_, backend_);
   rope_ = rope_config(hp_, arch_, weights_);
   attention_.n_heads = static_cast<int64_t>(hp_.head_count);
   attention_.n_kv_heads = static_cast<int64_t>(hp_.head_count_kv);
   attention_.head_dim = static_cast<int64_t>(hp_.head_dim);
   attention_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
-  attention_.sliding_window = 0;
+  attention_.softcap = arch_.features.attention_softcap;
+  layer_window_ = layer_windows(hp_, arch_.features);
 }
 
 void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
@@ -106,7 +126,9 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   backend_.rope(k_heads, batch.positions, rope_);
   backend_.store_kv(k, v, batch.sequences, cache.layer(layer));
   TensorView attn_heads = as_heads(attn, n, head_dim);
-  backend_.attention(q_heads, cache.layer(layer), batch.sequences, attention_, attn_heads);
+  backend::AttentionConfig attention = attention_;
+  attention.sliding_window = layer_window_[layer];
+  backend_.attention(q_heads, cache.layer(layer), batch.sequences, attention, attn_heads);
   backend_.matmul(w.wo, attn, h);
   backend_.add(x, h, x);
 }
@@ -117,7 +139,7 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   TensorView gate = first_rows(s_.gate, n), up = first_rows(s_.up, n);
   backend_.rms_norm(x, w.ffn_norm, static_cast<float>(hp_.norm_eps), h);
   backend_.matmul_glu(w.ffn_gate, w.ffn_up, h,
-                      arch_.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu
+                      arch_.features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu
                                                             : backend::Backend::Glu::Swiglu,
                       gate, up);
   backend_.matmul(w.ffn_down, gate, h);
@@ -146,7 +168,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   backend_.get_rows(x, batch.logit_rows, picked);
   backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
   TensorView out = backend::f32_matrix(logits, static_cast<int64_t>(hp_.vocab_size), n_out);
-  backend_.matmul(weights_.output, picked, out);
+  backend_.matmul(weights_.output_matrix(), picked, out);
 }
 
 }  // namespace lumen::model
