@@ -1,7 +1,5 @@
 #include "model/transformer.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
 
 #include "util/error.h"
@@ -46,25 +44,6 @@ backend::RopeConfig rope_config(const HParams& hp, const Architecture& arch, con
   return rope;
 }
 
-// The window each layer attends through (0: every earlier position), from the architecture's
-// pattern and the file's {arch}.attention.sliding_window.
-std::vector<int64_t> layer_windows(const HParams& hp, const BlockFeatures& f) {
-  std::vector<int64_t> windows(hp.block_count, 0);
-  const auto window = static_cast<int64_t>(hp.sliding_window);
-  for (uint64_t i = 0; i < hp.block_count; ++i) {
-    const bool local = f.sliding_window == SlidingWindow::AllLayers ||
-                       (f.sliding_window == SlidingWindow::Pattern && (i + 1) % f.sliding_window_period != 0);
-    if (local) windows[i] = window;
-  }
-  if (f.sliding_window == SlidingWindow::None && hp.sliding_window != 0) {
-    // Said once per load rather than refused: Mistral's llama files carry the key, and
-    // llama.cpp, whose logits the tests compare against, ignores it for these architectures.
-    fmt::print(stderr, "lumen: ignoring {}.attention.sliding_window = {}: the {} architecture attends to every position\n",
-               hp.architecture, hp.sliding_window, hp.architecture);
-  }
-  return windows;
-}
-
 }  // namespace
 
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp)
@@ -78,7 +57,7 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   attention_.head_dim = static_cast<int64_t>(hp_.head_dim);
   attention_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
   attention_.softcap = arch_.features.attention_softcap;
-  layer_window_ = layer_windows(hp_, arch_.features);
+  layer_window_ = layer_sliding_windows(arch_, hp_);
 }
 
 void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
@@ -138,10 +117,10 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView gate = first_rows(s_.gate, n), up = first_rows(s_.up, n);
   backend_.rms_norm(x, w.ffn_norm, static_cast<float>(hp_.norm_eps), h);
-  backend_.matmul_glu(w.ffn_gate, w.ffn_up, h,
-                      arch_.features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu
-                                                            : backend::Backend::Glu::Swiglu,
-                      gate, up);
+  backend_.matmul_glu(
+      w.ffn_gate, w.ffn_up, h,
+      arch_.features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu : backend::Backend::Glu::Swiglu,
+      gate, up);
   backend_.matmul(w.ffn_down, gate, h);
   backend_.add(x, h, x);
 }

@@ -53,8 +53,8 @@ void validate_tensors(const gguf::GgufFile& file, const Architecture& arch, cons
   });
   for (const gguf::TensorInfo& info : file.tensors()) {
     if (!declared.contains(info.name)) {
-      fail("tensor '{}' is not part of the {} model its metadata describes (block_count = {})", info.name,
-           arch.name, hp.block_count);
+      fail("tensor '{}' is not part of the {} model its metadata describes (block_count = {})", info.name, arch.name,
+           hp.block_count);
     }
   }
 }

@@ -2,6 +2,7 @@
 // An architecture as data: the tensors it declares and the block features the forward pass in
 // model/transformer.cc reads. Adding an architecture is one file under model/arch/ that returns
 // an Architecture, plus a line in model/arch/registry.cc (docs/architecture.md has the recipe).
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,7 +14,7 @@
 namespace lumen::model {
 
 struct Architecture {
-  std::string name;                  // general.architecture
+  std::string name;  // general.architecture
   BlockFeatures features;
   // In file order: `lumen synth` writes them so, per-layer runs once per layer.
   std::vector<TensorSpec> tensors;
@@ -29,5 +30,10 @@ std::vector<std::string> architecture_names();
 // Throws lumen::Error naming the first feature the architecture (or the file's hyperparameters
 // for it) asks for that the forward pass does not implement.
 void require_supported_features(const Architecture& arch, const HParams& hp);
+
+// The window each layer attends through (0: every earlier position), from the architecture's
+// pattern and the file's {arch}.attention.sliding_window; the key is ignored, with a notice on
+// stderr, by architectures that declare no sliding window.
+std::vector<int64_t> layer_sliding_windows(const Architecture& arch, const HParams& hp);
 
 }  // namespace lumen::model

@@ -20,17 +20,17 @@ enum class SlidingWindow {
 };
 
 struct BlockFeatures {
-  bool rope_neox = false;             // rotate (i, i + d/2) pairs instead of adjacent ones
+  bool rope_neox = false;  // rotate (i, i + d/2) pairs instead of adjacent ones
   Activation activation = Activation::SwiGlu;
-  bool qk_norm = false;               // RMS norm of each query and key head before rope
-  bool post_attention_norm = false;   // RMS norm of the attention output before the residual add
-  bool post_ffn_norm = false;         // the same after the feed-forward block
+  bool qk_norm = false;              // RMS norm of each query and key head before rope
+  bool post_attention_norm = false;  // RMS norm of the attention output before the residual add
+  bool post_ffn_norm = false;        // the same after the feed-forward block
   SlidingWindow sliding_window = SlidingWindow::None;
   uint32_t sliding_window_period = 0;  // for SlidingWindow::Pattern
-  float attention_softcap = 0.0f;     // 0: none; else scores become c * tanh(s / c)
-  float logit_softcap = 0.0f;         // 0: none; the same on the final logits
-  bool embedding_scale = false;       // multiply embeddings by sqrt(embedding_length)
-  bool per_layer_rope_base = false;   // local layers rotate with their own frequency base
+  float attention_softcap = 0.0f;      // 0: none; else scores become c * tanh(s / c)
+  float logit_softcap = 0.0f;          // 0: none; the same on the final logits
+  bool embedding_scale = false;        // multiply embeddings by sqrt(embedding_length)
+  bool per_layer_rope_base = false;    // local layers rotate with their own frequency base
   FfnKind ffn = FfnKind::Dense;
   AttentionKind attention = AttentionKind::Grouped;
 };

@@ -1,6 +1,12 @@
 // Which block features the forward pass runs today. A feature lands here as "refused" when its
 // descriptor field exists but model/transformer.cc has no code path for it yet: loading such a
-// model must fail with the feature's name, never run without it.
+// model must fail with the feature's name, never run without it. Also: which layers attend
+// through a sliding window.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
 #include "model/arch/architecture.h"
 #include "util/error.h"
 
@@ -28,9 +34,31 @@ void require_supported_features(const Architecture& arch, const HParams& hp) {
     fail("architecture '{}' declares a sliding-window pattern with period 0", arch.name);
   }
   if (f.sliding_window != SlidingWindow::None && hp.sliding_window == 0) {
-    fail("architecture '{}' uses sliding-window attention but {}.attention.sliding_window is missing or 0",
-         arch.name, hp.architecture);
+    fail("architecture '{}' uses sliding-window attention but {}.attention.sliding_window is missing or 0", arch.name,
+         hp.architecture);
   }
+}
+
+std::vector<int64_t> layer_sliding_windows(const Architecture& arch, const HParams& hp) {
+  const BlockFeatures& f = arch.features;
+  std::vector<int64_t> windows(hp.block_count, 0);
+  // The clamp keeps a hostile value positive; a window that large is no window.
+  const auto window =
+      static_cast<int64_t>(std::min<uint64_t>(hp.sliding_window, std::numeric_limits<int64_t>::max()));
+  for (uint64_t i = 0; i < hp.block_count; ++i) {
+    const bool local = f.sliding_window == SlidingWindow::AllLayers ||
+                       (f.sliding_window == SlidingWindow::Pattern && f.sliding_window_period != 0 &&
+                        (i + 1) % f.sliding_window_period != 0);
+    if (local) windows[i] = window;
+  }
+  if (f.sliding_window == SlidingWindow::None && hp.sliding_window != 0) {
+    // Said once per load rather than refused: Mistral's llama files carry the key, and
+    // llama.cpp, whose logits the tests compare against, ignores it for these architectures.
+    fmt::print(stderr,
+               "lumen: ignoring {}.attention.sliding_window = {}: the {} architecture attends to every position\n",
+               hp.architecture, hp.sliding_window, hp.architecture);
+  }
+  return windows;
 }
 
 }  // namespace lumen::model

@@ -33,8 +33,7 @@ bool TensorSpec::allows(tensor::DType type) const {
   return tensor::has_reference_kernels(type) && type != tensor::DType::Q8_K && type != tensor::DType::Q8_1;
 }
 
-TensorSpec model_tensor(std::string name, std::vector<Dim> shape, TensorRole role, Presence presence,
-                        TensorSlot slot) {
+TensorSpec model_tensor(std::string name, std::vector<Dim> shape, TensorRole role, Presence presence, TensorSlot slot) {
   return {std::move(name), std::move(shape), role, presence, slot};
 }
 

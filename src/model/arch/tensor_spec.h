@@ -38,12 +38,12 @@ enum class Presence {
 };
 
 // Where the binder stores a tensor: a member of the model's weights or of each layer's.
-using TensorSlot = std::variant<backend::TensorView TransformerWeights::*,
-                                std::optional<backend::TensorView> TransformerWeights::*,
-                                backend::TensorView LayerWeights::*, std::optional<backend::TensorView> LayerWeights::*>;
+using TensorSlot =
+    std::variant<backend::TensorView TransformerWeights::*, std::optional<backend::TensorView> TransformerWeights::*,
+                 backend::TensorView LayerWeights::*, std::optional<backend::TensorView> LayerWeights::*>;
 
 struct TensorSpec {
-  std::string name;  // per-layer tensors without their "blk.N." prefix
+  std::string name;        // per-layer tensors without their "blk.N." prefix
   std::vector<Dim> shape;  // ggml order: {row length, rows}
   TensorRole role = TensorRole::Matrix;
   Presence presence = Presence::Required;
@@ -58,8 +58,7 @@ struct TensorSpec {
 };
 
 // Shorthands for the architecture files.
-TensorSpec model_tensor(std::string name, std::vector<Dim> shape, TensorRole role, Presence presence,
-                        TensorSlot slot);
+TensorSpec model_tensor(std::string name, std::vector<Dim> shape, TensorRole role, Presence presence, TensorSlot slot);
 TensorSpec layer_tensor(std::string name, std::vector<Dim> shape, TensorRole role, TensorSlot slot);
 
 int64_t dim_value(Dim dim, const HParams& hp);

@@ -34,8 +34,7 @@ TEST(ArchSynth, EveryRegisteredArchitectureSynthesizesLoadsAndRuns) {
     SCOPED_TRACE(arch);
     const Preset* preset = smallest_preset(arch);
     ASSERT_NE(preset, nullptr) << "every architecture needs a preset, so synth and this test cover it";
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("lumen_arch_synth_" + arch + ".gguf")).string();
+    const std::string path = (std::filesystem::temp_directory_path() / ("lumen_arch_synth_" + arch + ".gguf")).string();
     write_synthetic_model({std::string(preset->name), tensor::DType::Q4_0, kVocab, 11, 1, 2}, path);
     {
       gguf::GgufFile file = gguf::GgufFile::open(path);

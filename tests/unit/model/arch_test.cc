@@ -129,16 +129,30 @@ TEST(Architecture, RefusesFeaturesTheForwardPassDoesNotRun) {
   EXPECT_EQ(error_for([](BlockFeatures&) {}), "");
   EXPECT_NE(error_for([](BlockFeatures& f) { f.qk_norm = true; }).find("QK-norm"), std::string::npos);
   EXPECT_NE(error_for([](BlockFeatures& f) { f.post_ffn_norm = true; }).find("post-FFN norm"), std::string::npos);
-  EXPECT_NE(error_for([](BlockFeatures& f) { f.logit_softcap = 30.0f; }).find("logit soft-capping"),
-            std::string::npos);
+  EXPECT_NE(error_for([](BlockFeatures& f) { f.logit_softcap = 30.0f; }).find("logit soft-capping"), std::string::npos);
   EXPECT_NE(error_for([](BlockFeatures& f) { f.ffn = FfnKind::MixtureOfExperts; }).find("mixture-of-experts"),
             std::string::npos);
   EXPECT_NE(error_for([](BlockFeatures& f) { f.attention = AttentionKind::MultiHeadLatent; }).find("MLA"),
             std::string::npos);
   // Sliding windows run, but need the window from the file.
-  EXPECT_NE(error_for([](BlockFeatures& f) { f.sliding_window = SlidingWindow::AllLayers; })
-                .find("llama.attention.sliding_window"),
+  EXPECT_NE(error_for([](BlockFeatures& f) {
+              f.sliding_window = SlidingWindow::AllLayers;
+            }).find("llama.attention.sliding_window"),
             std::string::npos);
+}
+
+TEST(Architecture, SlidingWindowsFollowTheDeclaredPattern) {
+  HParams hp = testing::tiny_hparams("llama");
+  hp.block_count = 6;
+  hp.sliding_window = 32;
+  Architecture arch = *find_architecture("llama");
+  // llama declares none: the file's window is ignored, as llama.cpp ignores it.
+  EXPECT_EQ(layer_sliding_windows(arch, hp), (std::vector<int64_t>(6, 0)));
+  arch.features.sliding_window = SlidingWindow::AllLayers;
+  EXPECT_EQ(layer_sliding_windows(arch, hp), (std::vector<int64_t>(6, 32)));
+  arch.features.sliding_window = SlidingWindow::Pattern;
+  arch.features.sliding_window_period = 3;  // two local layers, then a global one
+  EXPECT_EQ(layer_sliding_windows(arch, hp), (std::vector<int64_t>{32, 32, 0, 32, 32, 0}));
 }
 
 }  // namespace
