@@ -9,13 +9,15 @@ namespace lumen::model {
 namespace {
 // Numbers from each model's published config.json.
 constexpr std::array kPresets = {
-    Preset{"smollm2-135m", "llama", 8192, 576, 30, 1536, 9, 3, 49152, 100000.0, 1e-5, true, false,
+    Preset{"smollm2-135m", "llama", 8192, 576, 30, 1536, 9, 3, 49152, 100000.0, 1e-5, true,
            "none", 1.0, 0},
-    Preset{"llama-1b", "llama", 131072, 2048, 16, 8192, 32, 8, 128256, 500000.0, 1e-5, true, false,
+    Preset{"llama-1b", "llama", 131072, 2048, 16, 8192, 32, 8, 128256, 500000.0, 1e-5, true,
            "llama3", 32.0, 8192},
     Preset{"llama-8b", "llama", 131072, 4096, 32, 14336, 32, 8, 128256, 500000.0, 1e-5, false,
-           false, "llama3", 8.0, 8192},
-    Preset{"qwen2-7b", "qwen2", 32768, 3584, 28, 18944, 28, 4, 152064, 1000000.0, 1e-6, false, true,
+           "llama3", 8.0, 8192},
+    Preset{"qwen2-0.5b", "qwen2", 32768, 896, 24, 4864, 14, 2, 151936, 1000000.0, 1e-6, true,
+           "none", 1.0, 0},
+    Preset{"qwen2-7b", "qwen2", 32768, 3584, 28, 18944, 28, 4, 152064, 1000000.0, 1e-6, false,
            "none", 1.0, 0},
 };
 }  // namespace

@@ -10,7 +10,7 @@ namespace lumen::model {
 
 struct Preset {
   std::string_view name;
-  std::string_view architecture;  // llama.cpp's general.architecture
+  std::string_view architecture;  // llama.cpp's general.architecture: a registered one (model/arch/)
   uint64_t context_length;
   uint64_t embedding_length;
   uint64_t block_count;
@@ -21,7 +21,6 @@ struct Preset {
   double rope_freq_base;
   double norm_eps;
   bool tied_embeddings;           // no output.weight: the embedding matrix is reused
-  bool qkv_bias;                  // qwen2 has biases on q, k and v
   std::string_view rope_scaling;  // "none" or "llama3" (written as a rope_freqs tensor)
   double rope_scaling_factor;
   uint64_t rope_original_context;

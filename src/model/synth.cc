@@ -11,6 +11,7 @@
 
 #include "gguf/file.h"
 #include "gguf/writer.h"
+#include "model/arch/architecture.h"
 #include "model/presets.h"
 #include "tensor/quantize.h"
 #include "util/error.h"
@@ -118,53 +119,77 @@ DType compatible_type(DType wanted, int64_t row_len) {
   }
 }
 
-std::vector<TensorPlan> plan_tensors(const Preset& p, uint64_t layers, uint64_t n_vocab,
-                                     DType type, SynthReport& report) {
-  const int64_t embd = static_cast<int64_t>(p.embedding_length);
-  const int64_t head_dim = embd / static_cast<int64_t>(p.head_count);
-  const int64_t q_dim = head_dim * static_cast<int64_t>(p.head_count);
-  const int64_t kv_dim = head_dim * static_cast<int64_t>(p.head_count_kv);
-  const int64_t ff = static_cast<int64_t>(p.feed_forward_length);
-  const int64_t vocab = static_cast<int64_t>(n_vocab);
-  std::vector<TensorPlan> plans;
-  auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
-    DType chosen = compatible_type(type, cols);
-    if (chosen != type) {
-      report.substitutions.push_back(fmt::format("{}: {} rows of {} are not whole blocks, using {}",
-                                                 name, tensor::dtype_name(type), cols,
-                                                 tensor::dtype_name(chosen)));
-    }
-    plans.push_back({std::move(name), chosen, {cols, rows}, Init::Normal, {}});
-  };
-  auto vector = [&](std::string name, int64_t n, Init init) {
-    plans.push_back({std::move(name), DType::F32, {n}, init, {}});
-  };
+// The hyperparameters the synthetic file's metadata describes, for the descriptor's shapes.
+HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
+  HParams hp;
+  hp.architecture = std::string(p.architecture);
+  hp.context_length = p.context_length;
+  hp.embedding_length = p.embedding_length;
+  hp.block_count = layers;
+  hp.feed_forward_length = p.feed_forward_length;
+  hp.head_count = p.head_count;
+  hp.head_count_kv = p.head_count_kv;
+  hp.head_dim = p.embedding_length / p.head_count;
+  hp.value_dim = hp.head_dim;
+  hp.vocab_size = n_vocab;
+  hp.rope_freq_base = p.rope_freq_base;
+  hp.rope_dimension_count = hp.head_dim;
+  hp.norm_eps = p.norm_eps;
+  return hp;
+}
 
-  matrix("token_embd.weight", embd, vocab);
-  if (p.rope_scaling == "llama3") {
-    auto factors = llama3_rope_factors(p, head_dim);
-    int64_t n = static_cast<int64_t>(factors.size());
-    plans.push_back({"rope_freqs.weight", DType::F32, {n}, Init::Normal, std::move(factors)});
+// Whether the preset's model has an optional tensor.
+bool preset_has(const Preset& p, Presence presence) {
+  switch (presence) {
+    case Presence::Required: return true;
+    case Presence::Untied: return !p.tied_embeddings;
+    case Presence::RopeScaling: return p.rope_scaling == "llama3";
   }
-  for (uint64_t i = 0; i < layers; ++i) {
-    const std::string blk = fmt::format("blk.{}.", i);
-    vector(blk + "attn_norm.weight", embd, Init::NearOne);
-    matrix(blk + "attn_q.weight", embd, q_dim);
-    matrix(blk + "attn_k.weight", embd, kv_dim);
-    matrix(blk + "attn_v.weight", embd, kv_dim);
-    if (p.qkv_bias) {
-      vector(blk + "attn_q.bias", q_dim, Init::Small);
-      vector(blk + "attn_k.bias", kv_dim, Init::Small);
-      vector(blk + "attn_v.bias", kv_dim, Init::Small);
+  return false;
+}
+
+// Every tensor the preset's architecture declares, in its declared order (a run of per-layer
+// tensors once per layer), so the file reads like one llama.cpp's converter writes.
+std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType type, SynthReport& report) {
+  const Architecture* arch = find_architecture(p.architecture);
+  if (arch == nullptr) fail("preset '{}' names unknown architecture '{}'", p.name, p.architecture);
+  std::vector<TensorPlan> plans;
+  auto plan = [&](const TensorSpec& spec, const std::string& name) {
+    std::vector<int64_t> dims = spec.dims(hp);
+    switch (spec.role) {
+      case TensorRole::Matrix: {
+        DType chosen = compatible_type(type, dims[0]);
+        if (chosen != type) {
+          report.substitutions.push_back(fmt::format("{}: {} rows of {} are not whole blocks, using {}", name,
+                                                     tensor::dtype_name(type), dims[0], tensor::dtype_name(chosen)));
+        }
+        plans.push_back({name, chosen, std::move(dims), Init::Normal, {}});
+        break;
+      }
+      case TensorRole::Norm: plans.push_back({name, DType::F32, std::move(dims), Init::NearOne, {}}); break;
+      case TensorRole::Bias: plans.push_back({name, DType::F32, std::move(dims), Init::Small, {}}); break;
+      case TensorRole::RopeFactors:
+        plans.push_back({name, DType::F32, std::move(dims), Init::Normal,
+                         llama3_rope_factors(p, static_cast<int64_t>(hp.head_dim))});
+        break;
     }
-    matrix(blk + "attn_output.weight", q_dim, embd);
-    vector(blk + "ffn_norm.weight", embd, Init::NearOne);
-    matrix(blk + "ffn_gate.weight", embd, ff);
-    matrix(blk + "ffn_up.weight", embd, ff);
-    matrix(blk + "ffn_down.weight", ff, embd);
+  };
+  const std::vector<TensorSpec>& specs = arch->tensors;
+  for (size_t i = 0; i < specs.size();) {
+    if (!specs[i].per_layer()) {
+      if (preset_has(p, specs[i].presence)) plan(specs[i], specs[i].file_name(0));
+      ++i;
+      continue;
+    }
+    size_t run_end = i;
+    while (run_end < specs.size() && specs[run_end].per_layer()) ++run_end;
+    for (uint64_t layer = 0; layer < hp.block_count; ++layer) {
+      for (size_t j = i; j < run_end; ++j) {
+        if (preset_has(p, specs[j].presence)) plan(specs[j], specs[j].file_name(layer));
+      }
+    }
+    i = run_end;
   }
-  vector("output_norm.weight", embd, Init::NearOne);
-  if (!p.tied_embeddings) matrix("output.weight", embd, vocab);
   return plans;
 }
 
@@ -247,7 +272,7 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
 
   unsigned threads = options.threads != 0 ? options.threads
                                           : std::max(1u, std::thread::hardware_concurrency());
-  auto plans = plan_tensors(*preset, layers, report.vocab_size, options.type, report);
+  auto plans = plan_tensors(*preset, preset_hparams(*preset, layers, report.vocab_size), options.type, report);
   for (uint64_t i = 0; i < plans.size(); ++i) {
     const TensorPlan& plan = plans[i];
     writer.add_tensor(plan.name, plan.type, plan.dims,

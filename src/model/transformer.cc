@@ -25,11 +25,10 @@ TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
   return view;
 }
 
-backend::RopeConfig rope_config(const HParams& hp, const ArchitectureConfig& arch,
-                                const TransformerWeights& w) {
+backend::RopeConfig rope_config(const HParams& hp, const Architecture& arch, const TransformerWeights& w) {
   backend::RopeConfig rope;
   rope.rope_dims = static_cast<int64_t>(hp.rope_dimension_count);
-  rope.neox = arch.rope_neox;
+  rope.neox = arch.features.rope_neox;
   rope.freq_base = hp.rope_freq_base;
   const std::string& type = hp.rope_scaling.type;
   if (type == "linear") {
@@ -50,15 +49,15 @@ backend::RopeConfig rope_config(const HParams& hp, const ArchitectureConfig& arc
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp)
     : backend_(backend), hp_(hp), arch_(architecture_for(hp)) {
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
-  WeightBinder binder(file, backend_);
-  weights_ = arch_.bind_weights(binder, hp_);
-  binder.check_all_bound();
+  require_supported_features(arch_, hp_);
+  weights_ = bind_weights(file, arch_, hp_, backend_);
   rope_ = rope_config(hp_, arch_, weights_);
   attention_.n_heads = static_cast<int64_t>(hp_.head_count);
   attention_.n_kv_heads = static_cast<int64_t>(hp_.head_count_kv);
   attention_.head_dim = static_cast<int64_t>(hp_.head_dim);
   attention_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
-  attention_.sliding_window = 0;
+  attention_.softcap = arch_.features.attention_softcap;
+  layer_window_ = layer_sliding_windows(arch_, hp_);
 }
 
 void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
@@ -106,7 +105,9 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   backend_.rope(k_heads, batch.positions, rope_);
   backend_.store_kv(k, v, batch.sequences, cache.layer(layer));
   TensorView attn_heads = as_heads(attn, n, head_dim);
-  backend_.attention(q_heads, cache.layer(layer), batch.sequences, attention_, attn_heads);
+  backend::AttentionConfig attention = attention_;
+  attention.sliding_window = layer_window_[layer];
+  backend_.attention(q_heads, cache.layer(layer), batch.sequences, attention, attn_heads);
   backend_.matmul(w.wo, attn, h);
   backend_.add(x, h, x);
 }
@@ -116,10 +117,10 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView gate = first_rows(s_.gate, n), up = first_rows(s_.up, n);
   backend_.rms_norm(x, w.ffn_norm, static_cast<float>(hp_.norm_eps), h);
-  backend_.matmul_glu(w.ffn_gate, w.ffn_up, h,
-                      arch_.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu
-                                                            : backend::Backend::Glu::Swiglu,
-                      gate, up);
+  backend_.matmul_glu(
+      w.ffn_gate, w.ffn_up, h,
+      arch_.features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu : backend::Backend::Glu::Swiglu,
+      gate, up);
   backend_.matmul(w.ffn_down, gate, h);
   backend_.add(x, h, x);
 }
@@ -146,7 +147,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   backend_.get_rows(x, batch.logit_rows, picked);
   backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
   TensorView out = backend::f32_matrix(logits, static_cast<int64_t>(hp_.vocab_size), n_out);
-  backend_.matmul(weights_.output, picked, out);
+  backend_.matmul(weights_.output_matrix(), picked, out);
 }
 
 }  // namespace lumen::model

@@ -29,7 +29,7 @@ class Transformer {
   void forward(const ForwardBatch& batch, KvCache& cache, float* logits);
 
   const HParams& hparams() const { return hp_; }
-  const ArchitectureConfig& architecture() const { return arch_; }
+  const Architecture& architecture() const { return arch_; }
 
  private:
   struct Activations;
@@ -39,10 +39,11 @@ class Transformer {
 
   backend::Backend& backend_;
   HParams hp_;
-  ArchitectureConfig arch_;
+  const Architecture& arch_;
   TransformerWeights weights_;
   backend::RopeConfig rope_;
   backend::AttentionConfig attention_;
+  std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
 
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;

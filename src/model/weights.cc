@@ -2,52 +2,95 @@
 
 #include <fmt/ranges.h>
 
+#include <set>
+
+#include "model/arch/architecture.h"
 #include "tensor/dtype.h"
 #include "util/error.h"
 
 namespace lumen::model {
 
 namespace {
-std::string shape_text(const std::vector<int64_t>& dims) { return fmt::format("{}", fmt::join(dims, " x ")); }
-}  // namespace
 
-backend::TensorView WeightBinder::require(const std::string& name, std::vector<int64_t> dims) {
-  const gguf::TensorInfo* info = file_.find_tensor(name);
-  if (info == nullptr) fail("model is missing tensor '{}'", name);
+std::string shape_text(const std::vector<int64_t>& dims) { return fmt::format("{}", fmt::join(dims, " x ")); }
+
+// Calls f(spec, layer, file name) for every tensor the architecture declares for these
+// hyperparameters; layer is 0 for per-model tensors.
+template <typename F>
+void for_each_declared(const Architecture& arch, const HParams& hp, F&& f) {
+  for (const TensorSpec& spec : arch.tensors) {
+    if (!spec.per_layer()) f(spec, 0, spec.file_name(0));
+  }
+  for (uint64_t layer = 0; layer < hp.block_count; ++layer) {
+    for (const TensorSpec& spec : arch.tensors) {
+      if (spec.per_layer()) f(spec, layer, spec.file_name(layer));
+    }
+  }
+}
+
+void check_tensor(const gguf::TensorInfo* info, const TensorSpec& spec, const std::string& name, const HParams& hp) {
+  if (info == nullptr) {
+    if (!spec.optional()) fail("model is missing tensor '{}'", name);
+    return;
+  }
+  const std::vector<int64_t> dims = spec.dims(hp);
   if (info->dims != dims) {
     fail("tensor '{}' has shape {}, expected {}", name, shape_text(info->dims), shape_text(dims));
   }
-  bound_.insert(name);
-  std::array<int64_t, 4> full = {1, 1, 1, 1};
-  for (size_t d = 0; d < dims.size(); ++d) full[d] = dims[d];
-  return backend_.upload_weights(info->type, full, info->data);
-}
-
-std::optional<backend::TensorView> WeightBinder::optional(const std::string& name,
-                                                          std::vector<int64_t> dims) {
-  if (file_.find_tensor(name) == nullptr) return std::nullopt;
-  return require(name, std::move(dims));
-}
-
-backend::TensorView WeightBinder::require_f32(const std::string& name, std::vector<int64_t> dims) {
-  const gguf::TensorInfo* info = file_.find_tensor(name);
-  if (info != nullptr && info->type != tensor::DType::F32) {
-    fail("tensor '{}' is {}, expected F32", name, tensor::dtype_name(info->type));
+  if (!spec.allows(info->type)) {
+    fail("tensor '{}' is {}, expected {}", name, tensor::dtype_name(info->type),
+         spec.role == TensorRole::Matrix ? "a weight type the kernels read" : "F32");
   }
-  return require(name, std::move(dims));
 }
 
-std::optional<backend::TensorView> WeightBinder::optional_f32(const std::string& name, std::vector<int64_t> dims) {
-  if (file_.find_tensor(name) == nullptr) return std::nullopt;
-  return require_f32(name, std::move(dims));
-}
+}  // namespace
 
-void WeightBinder::check_all_bound() const {
-  for (const gguf::TensorInfo& info : file_.tensors()) {
-    if (!bound_.contains(info.name)) {
-      fail("tensor '{}' is not part of the model its metadata describes (block_count, architecture)", info.name);
+void validate_tensors(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp) {
+  std::set<std::string> declared;
+  for_each_declared(arch, hp, [&](const TensorSpec& spec, uint64_t, const std::string& name) {
+    check_tensor(file.find_tensor(name), spec, name, hp);
+    declared.insert(name);
+  });
+  for (const gguf::TensorInfo& info : file.tensors()) {
+    if (!declared.contains(info.name)) {
+      fail("tensor '{}' is not part of the {} model its metadata describes (block_count = {})", info.name, arch.name,
+           hp.block_count);
     }
   }
+}
+
+TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp,
+                                backend::Backend& backend) {
+  validate_tensors(file, arch, hp);
+  TransformerWeights w;
+  w.layers.resize(hp.block_count);
+  for_each_declared(arch, hp, [&](const TensorSpec& spec, uint64_t layer, const std::string& name) {
+    const gguf::TensorInfo* info = file.find_tensor(name);
+    if (info == nullptr) {
+      // Optional and absent; only an optional slot can stay empty.
+      if (std::holds_alternative<backend::TensorView TransformerWeights::*>(spec.slot) ||
+          std::holds_alternative<backend::TensorView LayerWeights::*>(spec.slot)) {
+        fail("architecture {}: optional tensor '{}' is bound to a required slot", arch.name, name);
+      }
+      return;
+    }
+    std::array<int64_t, 4> full = {1, 1, 1, 1};
+    for (size_t d = 0; d < info->dims.size() && d < full.size(); ++d) full[d] = info->dims[d];
+    const backend::TensorView view = backend.upload_weights(info->type, full, info->data);
+    LayerWeights& lw = w.layers[layer];
+    std::visit(
+        [&](auto member) {
+          using Member = decltype(member);
+          if constexpr (std::is_same_v<Member, backend::TensorView TransformerWeights::*> ||
+                        std::is_same_v<Member, std::optional<backend::TensorView> TransformerWeights::*>) {
+            w.*member = view;
+          } else {
+            lw.*member = view;
+          }
+        },
+        spec.slot);
+  });
+  return w;
 }
 
 }  // namespace lumen::model

@@ -1,10 +1,9 @@
 #pragma once
-// The tensors of a transformer, bound by name from a GGUF file and made usable by a backend.
-// Shapes are checked against the hyperparameters when bound, so a file with a wrong tensor
+// The tensors of a transformer, bound from a GGUF file by its architecture's declarations
+// (model/arch/tensor_spec.h) and made usable by a backend. The whole file is validated against
+// the declarations before anything is uploaded, so a file with a missing, extra or wrong tensor
 // fails at load with the tensor's name rather than producing garbage at run time.
 #include <optional>
-#include <set>
-#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -13,10 +12,12 @@
 
 namespace lumen::model {
 
+struct Architecture;
+
 struct LayerWeights {
   backend::TensorView attn_norm;
   backend::TensorView wq, wk, wv, wo;
-  std::optional<backend::TensorView> bq, bk, bv;       // qwen2
+  std::optional<backend::TensorView> bq, bk, bv;  // qwen2
   backend::TensorView ffn_norm;
   backend::TensorView ffn_gate, ffn_up, ffn_down;
 };
@@ -24,32 +25,20 @@ struct LayerWeights {
 struct TransformerWeights {
   backend::TensorView token_embd;
   backend::TensorView output_norm;
-  backend::TensorView output;                          // token_embd when the model ties them
-  std::optional<backend::TensorView> rope_freqs;       // llama3-style per-pair divisors
+  std::optional<backend::TensorView> output;      // absent when the model ties it to token_embd
+  std::optional<backend::TensorView> rope_freqs;  // llama3-style per-pair divisors
   std::vector<LayerWeights> layers;
+
+  const backend::TensorView& output_matrix() const { return output ? *output : token_embd; }
 };
 
-// Finds tensors in a file and checks their shapes (ggml order: {row length, rows}).
-class WeightBinder {
- public:
-  WeightBinder(const gguf::GgufFile& file, backend::Backend& backend)
-      : file_(file), backend_(backend) {}
+// Throws lumen::Error naming the tensor when one the architecture requires is missing, when the
+// file holds one the architecture does not declare (blocks beyond block_count, say: llama.cpp
+// refuses those too), or when a shape or an element type is not the declared one.
+void validate_tensors(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp);
 
-  backend::TensorView require(const std::string& name, std::vector<int64_t> dims);
-  std::optional<backend::TensorView> optional(const std::string& name, std::vector<int64_t> dims);
-  // The same for tensors the kernels read as plain floats (norm weights, rope frequency
-  // factors): any other element type is an error, not an out-of-bounds read.
-  backend::TensorView require_f32(const std::string& name, std::vector<int64_t> dims);
-  std::optional<backend::TensorView> optional_f32(const std::string& name, std::vector<int64_t> dims);
-
-  // Throws lumen::Error naming the first tensor of the file no binding asked for: metadata and
-  // tensors disagree (e.g. blocks beyond block_count), as llama.cpp refuses too.
-  void check_all_bound() const;
-
- private:
-  const gguf::GgufFile& file_;
-  backend::Backend& backend_;
-  std::set<std::string> bound_;
-};
+// validate_tensors, then every declared tensor the file holds uploaded to the backend.
+TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp,
+                                backend::Backend& backend);
 
 }  // namespace lumen::model

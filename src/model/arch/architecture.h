@@ -1,29 +1,39 @@
 #pragma once
-// What distinguishes one decoder-only architecture from another, as data: the forward pass in
-// model/transformer.cc reads these switches, and adding an architecture is one file under
-// model/arch/ that fills them in, plus a line in model/arch/registry.cc.
-#include <functional>
+// An architecture as data: the tensors it declares and the block features the forward pass in
+// model/transformer.cc reads. Adding an architecture is one file under model/arch/ that returns
+// an Architecture, plus a line in model/arch/registry.cc (docs/architecture.md has the recipe).
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
-#include "backend/backend.h"
-#include "gguf/file.h"
+#include "model/arch/block_features.h"
+#include "model/arch/tensor_spec.h"
 #include "model/hparams.h"
-#include "model/weights.h"
 
 namespace lumen::model {
 
-enum class Activation { SwiGlu, GeGlu };
-
-struct ArchitectureConfig {
-  std::string name;
-  bool rope_neox = false;         // rotate (i, i + d/2) pairs
-  bool qkv_bias = false;
-  Activation activation = Activation::SwiGlu;
-  // Binds every tensor the architecture uses.
-  std::function<TransformerWeights(WeightBinder&, const HParams&)> bind_weights;
+struct Architecture {
+  std::string name;  // general.architecture
+  BlockFeatures features;
+  // In file order: `lumen synth` writes them so, per-layer runs once per layer.
+  std::vector<TensorSpec> tensors;
 };
 
-// Throws lumen::Error for an architecture Lumen cannot run.
-ArchitectureConfig architecture_for(const HParams& hp);
+// The registered architecture named by hp.architecture; throws lumen::Error for one Lumen
+// cannot run, listing those it can.
+const Architecture& architecture_for(const HParams& hp);
+// nullptr when none is registered under `name`.
+const Architecture* find_architecture(std::string_view name);
+std::vector<std::string> architecture_names();
+
+// Throws lumen::Error naming the first feature the architecture (or the file's hyperparameters
+// for it) asks for that the forward pass does not implement.
+void require_supported_features(const Architecture& arch, const HParams& hp);
+
+// The window each layer attends through (0: every earlier position), from the architecture's
+// pattern and the file's {arch}.attention.sliding_window; the key is ignored, with a notice on
+// stderr, by architectures that declare no sliding window.
+std::vector<int64_t> layer_sliding_windows(const Architecture& arch, const HParams& hp);
 
 }  // namespace lumen::model

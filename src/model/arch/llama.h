@@ -1,11 +1,15 @@
 #pragma once
-// The llama family: Llama 1-3, SmolLM2, TinyLlama, Mistral (architecture "llama") and Qwen2
-// (architecture "qwen2": the same blocks with biases on q, k and v and NeoX-style rotation).
+// Llama 1-3, SmolLM2, TinyLlama, Mistral (general.architecture "llama"). Its block tensors are
+// shared with the architectures built on the same block (qwen2.cc adds q/k/v biases).
+#include <vector>
+
 #include "model/arch/architecture.h"
 
 namespace lumen::model {
 
-ArchitectureConfig llama_config(const HParams& hp);
-ArchitectureConfig qwen2_config(const HParams& hp);
+Architecture llama_architecture();
+
+// The llama block's tensors, in llama.cpp's file order.
+std::vector<TensorSpec> llama_tensors();
 
 }  // namespace lumen::model

@@ -1,0 +1,38 @@
+#pragma once
+// The ways decoder blocks differ between architectures, as fields with an "off" value. Each
+// field is either a code path of model/transformer.cc or refused at load by
+// require_supported_features (model/arch/features.cc) with an error naming it, so a model that
+// needs a feature Lumen cannot run yet fails loudly instead of producing wrong text.
+#include <cstdint>
+
+namespace lumen::model {
+
+enum class Activation { SwiGlu, GeGlu };
+enum class FfnKind { Dense, MixtureOfExperts };
+enum class AttentionKind { Grouped /* MHA, GQA and MQA */, MultiHeadLatent };
+
+// Which layers attend through a sliding window of {arch}.attention.sliding_window positions.
+enum class SlidingWindow {
+  None,       // every layer attends to every earlier position; the metadata key is ignored, as
+              // llama.cpp ignores it for these architectures
+  AllLayers,  // every layer is local
+  Pattern,    // layer i is global when (i + 1) % sliding_window_period == 0, local otherwise
+};
+
+struct BlockFeatures {
+  bool rope_neox = false;  // rotate (i, i + d/2) pairs instead of adjacent ones
+  Activation activation = Activation::SwiGlu;
+  bool qk_norm = false;              // RMS norm of each query and key head before rope
+  bool post_attention_norm = false;  // RMS norm of the attention output before the residual add
+  bool post_ffn_norm = false;        // the same after the feed-forward block
+  SlidingWindow sliding_window = SlidingWindow::None;
+  uint32_t sliding_window_period = 0;  // for SlidingWindow::Pattern
+  float attention_softcap = 0.0f;      // 0: none; else scores become c * tanh(s / c)
+  float logit_softcap = 0.0f;          // 0: none; the same on the final logits
+  bool embedding_scale = false;        // multiply embeddings by sqrt(embedding_length)
+  bool per_layer_rope_base = false;    // local layers rotate with their own frequency base
+  FfnKind ffn = FfnKind::Dense;
+  AttentionKind attention = AttentionKind::Grouped;
+};
+
+}  // namespace lumen::model

@@ -1,0 +1,44 @@
+#include "model/arch/tensor_spec.h"
+
+#include <fmt/format.h>
+
+namespace lumen::model {
+
+int64_t dim_value(Dim dim, const HParams& hp) {
+  switch (dim) {
+    case Dim::Embedding: return static_cast<int64_t>(hp.embedding_length);
+    case Dim::Vocab: return static_cast<int64_t>(hp.vocab_size);
+    case Dim::QWidth: return static_cast<int64_t>(hp.head_dim * hp.head_count);
+    case Dim::KvWidth: return static_cast<int64_t>(hp.head_dim * hp.head_count_kv);
+    case Dim::FeedForward: return static_cast<int64_t>(hp.feed_forward_length);
+    case Dim::HeadDim: return static_cast<int64_t>(hp.head_dim);
+    case Dim::RopePairs: return static_cast<int64_t>(hp.rope_dimension_count / 2);
+  }
+  return 0;
+}
+
+std::string TensorSpec::file_name(uint64_t layer) const {
+  return per_layer() ? fmt::format("blk.{}.{}", layer, name) : name;
+}
+
+std::vector<int64_t> TensorSpec::dims(const HParams& hp) const {
+  std::vector<int64_t> out;
+  for (Dim dim : shape) out.push_back(dim_value(dim, hp));
+  return out;
+}
+
+bool TensorSpec::allows(tensor::DType type) const {
+  if (role != TensorRole::Matrix) return type == tensor::DType::F32;
+  // Q8_K and Q8_1 are the kernels' activation formats, not weight formats.
+  return tensor::has_reference_kernels(type) && type != tensor::DType::Q8_K && type != tensor::DType::Q8_1;
+}
+
+TensorSpec model_tensor(std::string name, std::vector<Dim> shape, TensorRole role, Presence presence, TensorSlot slot) {
+  return {std::move(name), std::move(shape), role, presence, slot};
+}
+
+TensorSpec layer_tensor(std::string name, std::vector<Dim> shape, TensorRole role, TensorSlot slot) {
+  return {std::move(name), std::move(shape), role, Presence::Required, slot};
+}
+
+}  // namespace lumen::model

@@ -1,0 +1,66 @@
+#pragma once
+// One tensor an architecture declares: its GGUF name, its shape as a function of the
+// hyperparameters, the element types it may have, whether a file may leave it out, and where
+// the weight binder puts it. The binder, the loader's validation and `lumen synth` all read
+// these declarations, so a tensor is named in exactly one place: its architecture's file.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+#include "tensor/dtype.h"
+
+namespace lumen::model {
+
+// A dimension, named rather than computed, so the declaration stays data and error messages can
+// say which hyperparameter a shape came from.
+enum class Dim { Embedding, Vocab, QWidth, KvWidth, FeedForward, HeadDim, RopePairs };
+
+// What a tensor is for: decides the element types allowed (matrices go through the backend's
+// matmul and get_rows, which read every weight type; the rest are read as plain floats) and how
+// `lumen synth` fills it.
+enum class TensorRole {
+  Matrix,       // any weight type the kernels read
+  Norm,         // F32, values near 1
+  Bias,         // F32, small values
+  RopeFactors,  // F32, llama3-style per-pair divisors (synth computes them from the preset)
+};
+
+// Whether a file may leave the tensor out, and when `lumen synth` writes it.
+enum class Presence {
+  Required,
+  Untied,       // absent when the output projection reuses the embedding matrix
+  RopeScaling,  // present only with llama3-style frequency scaling
+};
+
+// Where the binder stores a tensor: a member of the model's weights or of each layer's.
+using TensorSlot =
+    std::variant<backend::TensorView TransformerWeights::*, std::optional<backend::TensorView> TransformerWeights::*,
+                 backend::TensorView LayerWeights::*, std::optional<backend::TensorView> LayerWeights::*>;
+
+struct TensorSpec {
+  std::string name;        // per-layer tensors without their "blk.N." prefix
+  std::vector<Dim> shape;  // ggml order: {row length, rows}
+  TensorRole role = TensorRole::Matrix;
+  Presence presence = Presence::Required;
+  TensorSlot slot;
+
+  bool per_layer() const { return slot.index() >= 2; }
+  bool optional() const { return presence != Presence::Required; }
+  // The name in the file: "blk.{layer}.{name}" for per-layer tensors.
+  std::string file_name(uint64_t layer) const;
+  std::vector<int64_t> dims(const HParams& hp) const;
+  bool allows(tensor::DType type) const;
+};
+
+// Shorthands for the architecture files.
+TensorSpec model_tensor(std::string name, std::vector<Dim> shape, TensorRole role, Presence presence, TensorSlot slot);
+TensorSpec layer_tensor(std::string name, std::vector<Dim> shape, TensorRole role, TensorSlot slot);
+
+int64_t dim_value(Dim dim, const HParams& hp);
+
+}  // namespace lumen::model

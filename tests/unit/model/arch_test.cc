@@ -1,0 +1,159 @@
+// The architecture descriptors drive the loader's validation: a file must hold exactly the
+// tensors its architecture declares, in the declared shapes and types.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "gguf/file.h"
+#include "model/arch/architecture.h"
+#include "model/weights.h"
+#include "tiny_model.h"
+#include "util/error.h"
+
+namespace lumen::model {
+namespace {
+
+using testing::TinyTensor;
+using testing::write_tiny_model;
+
+// The error validate_tensors throws for the file, or "" when it accepts it.
+std::string validation_error(const std::string& path) {
+  gguf::GgufFile file = gguf::GgufFile::open(path);
+  std::string error;
+  try {
+    HParams hp = read_hparams(file);
+    validate_tensors(file, architecture_for(hp), hp);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  std::filesystem::remove(path);
+  return error;
+}
+
+TinyTensor* find(std::vector<TinyTensor>& tensors, const std::string& name) {
+  for (TinyTensor& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+void drop(std::vector<TinyTensor>& tensors, const std::string& name) {
+  std::erase_if(tensors, [&](const TinyTensor& t) { return t.name == name; });
+}
+
+TEST(Architecture, EveryRegisteredArchitectureAcceptsItsOwnDeclaration) {
+  ASSERT_FALSE(architecture_names().empty());
+  for (const std::string& name : architecture_names()) {
+    EXPECT_EQ(validation_error(write_tiny_model(name, "lumen_arch_ok.gguf")), "") << name;
+  }
+}
+
+TEST(Architecture, OptionalTensorsMayBeLeftOut) {
+  std::string error = validation_error(write_tiny_model("llama", "lumen_arch_tied.gguf", [](auto& t) {
+    drop(t, "output.weight");
+    drop(t, "rope_freqs.weight");
+  }));
+  EXPECT_EQ(error, "");
+}
+
+TEST(Architecture, RefusesAMissingTensorNamingIt) {
+  std::string error = validation_error(
+      write_tiny_model("llama", "lumen_arch_missing.gguf", [](auto& t) { drop(t, "blk.1.attn_k.weight"); }));
+  EXPECT_NE(error.find("missing tensor 'blk.1.attn_k.weight'"), std::string::npos) << error;
+}
+
+TEST(Architecture, RefusesATensorTheArchitectureDoesNotDeclare) {
+  std::string error = validation_error(write_tiny_model("llama", "lumen_arch_extra.gguf", [](auto& t) {
+    t.push_back({"blk.0.attn_q.bias", tensor::DType::F32, {64}});  // qwen2's, not llama's
+  }));
+  EXPECT_NE(error.find("'blk.0.attn_q.bias' is not part of the llama model"), std::string::npos) << error;
+}
+
+TEST(Architecture, RefusesABlockBeyondBlockCount) {
+  std::string error = validation_error(write_tiny_model("llama", "lumen_arch_block.gguf", [](auto& t) {
+    t.push_back({"blk.2.ffn_norm.weight", tensor::DType::F32, {64}});
+  }));
+  EXPECT_NE(error.find("blk.2.ffn_norm.weight"), std::string::npos) << error;
+}
+
+TEST(Architecture, RefusesAWrongShape) {
+  std::string error = validation_error(write_tiny_model("qwen2", "lumen_arch_shape.gguf", [](auto& t) {
+    find(t, "blk.0.ffn_down.weight")->dims = {64, 128};  // up's shape, not down's
+  }));
+  EXPECT_NE(error.find("tensor 'blk.0.ffn_down.weight' has shape 64 x 128, expected 128 x 64"), std::string::npos)
+      << error;
+}
+
+TEST(Architecture, RefusesAWrongType) {
+  std::string norm = validation_error(write_tiny_model("llama", "lumen_arch_norm_type.gguf", [](auto& t) {
+    find(t, "blk.1.attn_norm.weight")->type = tensor::DType::F16;
+  }));
+  EXPECT_NE(norm.find("tensor 'blk.1.attn_norm.weight' is F16, expected F32"), std::string::npos) << norm;
+  std::string matrix = validation_error(write_tiny_model("llama", "lumen_arch_matrix_type.gguf", [](auto& t) {
+    find(t, "blk.0.attn_v.weight")->type = tensor::DType::I32;
+  }));
+  EXPECT_NE(matrix.find("tensor 'blk.0.attn_v.weight' is I32"), std::string::npos) << matrix;
+}
+
+TEST(Architecture, Qwen2RequiresItsBiases) {
+  std::string error = validation_error(
+      write_tiny_model("qwen2", "lumen_arch_bias.gguf", [](auto& t) { drop(t, "blk.0.attn_v.bias"); }));
+  EXPECT_NE(error.find("missing tensor 'blk.0.attn_v.bias'"), std::string::npos) << error;
+}
+
+TEST(Architecture, UnknownArchitectureListsTheRegisteredOnes) {
+  HParams hp;
+  hp.architecture = "gpt2";
+  try {
+    architecture_for(hp);
+    FAIL() << "gpt2 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("supported: llama, qwen2"), std::string::npos) << e.what();
+  }
+}
+
+// A feature with a descriptor field but no forward-pass code path is refused by name.
+TEST(Architecture, RefusesFeaturesTheForwardPassDoesNotRun) {
+  const HParams hp = testing::tiny_hparams("llama");
+  auto error_for = [&](auto change) {
+    Architecture arch = *find_architecture("llama");
+    change(arch.features);
+    try {
+      require_supported_features(arch, hp);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error_for([](BlockFeatures&) {}), "");
+  EXPECT_NE(error_for([](BlockFeatures& f) { f.qk_norm = true; }).find("QK-norm"), std::string::npos);
+  EXPECT_NE(error_for([](BlockFeatures& f) { f.post_ffn_norm = true; }).find("post-FFN norm"), std::string::npos);
+  EXPECT_NE(error_for([](BlockFeatures& f) { f.logit_softcap = 30.0f; }).find("logit soft-capping"), std::string::npos);
+  EXPECT_NE(error_for([](BlockFeatures& f) { f.ffn = FfnKind::MixtureOfExperts; }).find("mixture-of-experts"),
+            std::string::npos);
+  EXPECT_NE(error_for([](BlockFeatures& f) { f.attention = AttentionKind::MultiHeadLatent; }).find("MLA"),
+            std::string::npos);
+  // Sliding windows run, but need the window from the file.
+  EXPECT_NE(error_for([](BlockFeatures& f) {
+              f.sliding_window = SlidingWindow::AllLayers;
+            }).find("llama.attention.sliding_window"),
+            std::string::npos);
+}
+
+TEST(Architecture, SlidingWindowsFollowTheDeclaredPattern) {
+  HParams hp = testing::tiny_hparams("llama");
+  hp.block_count = 6;
+  hp.sliding_window = 32;
+  Architecture arch = *find_architecture("llama");
+  // llama declares none: the file's window is ignored, as llama.cpp ignores it.
+  EXPECT_EQ(layer_sliding_windows(arch, hp), (std::vector<int64_t>(6, 0)));
+  arch.features.sliding_window = SlidingWindow::AllLayers;
+  EXPECT_EQ(layer_sliding_windows(arch, hp), (std::vector<int64_t>(6, 32)));
+  arch.features.sliding_window = SlidingWindow::Pattern;
+  arch.features.sliding_window_period = 3;  // two local layers, then a global one
+  EXPECT_EQ(layer_sliding_windows(arch, hp), (std::vector<int64_t>{32, 32, 0, 32, 32, 0}));
+}
+
+}  // namespace
+}  // namespace lumen::model

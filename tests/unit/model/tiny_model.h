@@ -1,0 +1,76 @@
+#pragma once
+// Tiny GGUF files built from an architecture's own tensor declarations, for the validation
+// tests: every declared tensor (optional ones included) in its declared shape and an allowed
+// type, zero-filled, which a test then edits (drops, adds, reshapes, retypes) before writing.
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gguf/writer.h"
+#include "model/arch/architecture.h"
+#include "model/hparams.h"
+
+namespace lumen::model::testing {
+
+struct TinyTensor {
+  std::string name;
+  tensor::DType type;
+  std::vector<int64_t> dims;
+};
+
+// Small, self-consistent hyperparameters: 2 layers, width 64, 4 heads of 16 (2 KV heads).
+inline HParams tiny_hparams(const std::string& arch) {
+  HParams hp;
+  hp.architecture = arch;
+  hp.context_length = 128;
+  hp.embedding_length = 64;
+  hp.block_count = 2;
+  hp.feed_forward_length = 128;
+  hp.head_count = 4;
+  hp.head_count_kv = 2;
+  hp.head_dim = 16;
+  hp.value_dim = 16;
+  hp.vocab_size = 256;
+  hp.rope_dimension_count = 16;
+  return hp;
+}
+
+inline std::vector<TinyTensor> declared_tensors(const Architecture& arch, const HParams& hp) {
+  std::vector<TinyTensor> out;
+  for (const TensorSpec& spec : arch.tensors) {
+    const uint64_t copies = spec.per_layer() ? hp.block_count : 1;
+    for (uint64_t layer = 0; layer < copies; ++layer) {
+      const tensor::DType type = spec.role == TensorRole::Matrix ? tensor::DType::F16 : tensor::DType::F32;
+      out.push_back({spec.file_name(layer), type, spec.dims(hp)});
+    }
+  }
+  return out;
+}
+
+// Writes the architecture's tiny model, after `edit` changed its tensor list, and returns its path.
+inline std::string write_tiny_model(const std::string& arch_name, const std::string& file_name,
+                                    const std::function<void(std::vector<TinyTensor>&)>& edit = {}) {
+  const HParams hp = tiny_hparams(arch_name);
+  std::vector<TinyTensor> tensors = declared_tensors(*find_architecture(arch_name), hp);
+  if (edit) edit(tensors);
+  gguf::GgufWriter writer;
+  gguf::Metadata& md = writer.metadata();
+  auto key = [&](const char* suffix) { return arch_name + "." + suffix; };
+  md.set("general.architecture", gguf::Value::of_string(arch_name));
+  md.set(key("context_length"), gguf::Value::u32(static_cast<uint32_t>(hp.context_length)));
+  md.set(key("embedding_length"), gguf::Value::u32(static_cast<uint32_t>(hp.embedding_length)));
+  md.set(key("block_count"), gguf::Value::u32(static_cast<uint32_t>(hp.block_count)));
+  md.set(key("feed_forward_length"), gguf::Value::u32(static_cast<uint32_t>(hp.feed_forward_length)));
+  md.set(key("attention.head_count"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count)));
+  md.set(key("attention.head_count_kv"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count_kv)));
+  md.set(key("vocab_size"), gguf::Value::u32(static_cast<uint32_t>(hp.vocab_size)));
+  for (const TinyTensor& t : tensors) {
+    writer.add_tensor(t.name, t.type, t.dims, [](std::span<uint8_t> out) { std::fill(out.begin(), out.end(), 0); });
+  }
+  const std::string path = (std::filesystem::temp_directory_path() / file_name).string();
+  writer.write(path);
+  return path;
+}
+
+}  // namespace lumen::model::testing
