@@ -18,6 +18,7 @@
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
 #include "engine/model_state.h"
+#include "engine/output_processor.h"
 #include "engine/request_group.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
@@ -134,30 +135,8 @@ struct Engine::Impl {
   void drain_inbox();
   // Copies the counters for other threads (stats() may be called from anywhere).
   void publish_stats();
-  // After the forward pass: prompt log-probabilities, then sampling (or beam rounds).
-  void process(const engine::StepPlan& plan, std::span<const float> logits);
-  // The requests scheduled for the first time learn how long they waited.
-  void mark_scheduled(const engine::StepPlan& plan);
-  void record_prompt_logprobs(Completion& c, const engine::ChunkLogits& rows, std::span<const float> logits);
-  void on_logits(Completion& c, std::span<const float> row);
-  void sample_and_emit(Completion& c, std::span<const float> row);
-  std::optional<FinishReason> emit(Completion& c, const sampling::SampleResult& result);
-  Completion& fork(Completion& parent, int32_t index);
-  // Takes a completion out of the scheduler (its blocks are released).
-  void retire(Completion& c, FinishReason reason);
-  void finish_completion(Completion& c, FinishReason reason);
-  void deliver_best_of(RequestGroup& g);
-  void beam_logits(Completion& c, std::span<const float> row);
-  void beam_round(RequestGroup& g);
-  void deliver_beams(RequestGroup& g);
-  void out_of_blocks(Completion& c);
-  // Ends every stream of the group (with `reason` where not yet ended) and retires it.
-  void end_group(RequestGroup& g, FinishReason reason, const std::string& error = {});
-  // Fault containment (see step()): ends the request a sequence belongs to with an error.
-  void fail_request(uint64_t sequence_id, const std::string& error);
-  // The forward pass of `plan` threw: every request in it ends with an error.
-  void fail_batch(const engine::StepPlan& plan, const std::string& error);
-  // Ends the requests whose logit rows hold NaN or infinity, before their blocks are published.
+  // Ends the requests whose logit rows hold NaN or infinity, before their blocks are published
+  // (fault containment, see step()).
   void fail_non_finite(const engine::StepPlan& plan, std::span<float> logits);
 
   Model handle;  // keeps the model (and the device its weights are on) alive
@@ -183,17 +162,10 @@ struct Engine::Impl {
   std::atomic<int64_t> unfinished{0};
 
   // The loop thread's own.
-  std::unordered_map<uint64_t, std::unique_ptr<RequestGroup>> groups;  // by request id
-  std::unordered_map<uint64_t, Completion*> live;  // running or waiting, by sequence id
-  std::vector<uint64_t> ended;  // groups to drop at the end of the step
+  engine::OutputProcessor outputs{scheduler, model.tokenizer, next_id, unfinished, max_model_len, runner.vocab_size()};
   uint64_t arrivals = 0;
   uint64_t computed_tokens = 0;
-  uint64_t generated_tokens = 0;
   uint64_t steps = 0;
-  sampling::SamplerWorkspace workspace;  // shared by every request's sampler (one loop thread)
-  std::vector<sampling::Candidate> logprob_scratch;
-  std::vector<sampling::TokenLogprob> logprob_top;
-  std::vector<uint64_t> chunk_ids;
   engine::EngineTestAccess::LogitsHook logits_hook;  // tests only
 
   mutable std::mutex stats_mutex;
@@ -209,240 +181,10 @@ void Engine::Impl::drain_inbox() {
     to_abort.swap(aborts);
   }
   for (auto& group : arrived) {
-    Completion& first = *group->completions.front();
-    first.seq.arrival = arrivals++;
-    scheduler.add(&first.seq);
-    live.emplace(first.seq.id, &first);
-    const uint64_t id = group->id;
-    groups.emplace(id, std::move(group));
+    group->completions.front()->seq.arrival = arrivals++;
+    outputs.admit(std::move(group));
   }
-  for (uint64_t id : to_abort) {
-    if (auto it = groups.find(id); it != groups.end() && !it->second->ended) {
-      end_group(*it->second, FinishReason::Abort);
-    }
-  }
-}
-
-void Engine::Impl::retire(Completion& c, FinishReason reason) {
-  scheduler.remove(&c.seq);
-  live.erase(c.seq.id);
-  c.finish = reason;
-  --c.group->n_running;
-}
-
-void Engine::Impl::end_group(RequestGroup& g, FinishReason reason, const std::string& error) {
-  for (auto& c : g.completions) {
-    if (!c->finish) retire(*c, reason);
-  }
-  for (auto& stream : g.streams) stream->finish(reason, error);  // no-op where it already ended
-  g.ended = true;
-  unfinished.fetch_sub(1);
-  ended.push_back(g.id);
-}
-
-// One completion ends (Sample, BestOf).
-void Engine::Impl::finish_completion(Completion& c, FinishReason reason) {
-  RequestGroup& g = *c.group;
-  retire(c, reason);
-  if (g.mode == GroupMode::Sample) g.streams[static_cast<size_t>(c.index)]->finish(reason);
-  if (g.n_running > 0) return;
-  if (g.mode == GroupMode::BestOf) deliver_best_of(g);
-  // Streams that have not ended yet (a request that ended before it forked) end like it.
-  end_group(g, reason);
-}
-
-void Engine::Impl::deliver_best_of(RequestGroup& g) {
-  const std::vector<const Completion*> best = engine::best_completions(g);
-  for (size_t j = 0; j < best.size(); ++j) {
-    for (const GeneratedToken& t : best[j]->held) g.streams[j]->push(t);
-    g.streams[j]->finish(*best[j]->finish);
-  }
-}
-
-// Streams one sampled token (with its text) and says whether the completion ends with it.
-std::optional<FinishReason> Engine::Impl::emit(Completion& c, const sampling::SampleResult& result) {
-  c.sampler.accept(result.token);
-  c.seq.tokens.push_back(result.token);
-  ++generated_tokens;
-  GeneratedToken out{result.token, result.logprob, {}, c.detokenizer.push(result.token)};
-  for (const auto& alt : result.top) out.top.push_back({alt.token, alt.logprob});
-  const bool stop_strings_apply = c.stop_condition.past_min_tokens();
-  std::optional<FinishReason> finish = c.stop_condition.check(result.token);
-  if (c.stop_strings && stop_strings_apply) {
-    sampling::StopStringMatcher::Step step = c.stop_strings->push(out.text);
-    out.text = std::move(step.text);
-    if (step.stopped) finish = FinishReason::Stop;
-  }
-  if (!finish && static_cast<int64_t>(c.seq.tokens.size()) >= max_model_len) {
-    finish = FinishReason::Length;
-  }
-  if (finish && !(c.stop_strings && c.stop_strings->stopped())) {
-    // The end of the stream: whatever was held back for a possible stop string or an
-    // unfinished character goes out with the last token.
-    std::string tail = c.detokenizer.flush();
-    if (c.stop_strings) {
-      sampling::StopStringMatcher::Step step = c.stop_strings->push(tail);
-      tail = std::move(step.text) + c.stop_strings->flush();
-    }
-    out.text += tail;
-  }
-  RequestGroup& g = *c.group;
-  if (g.mode == GroupMode::BestOf) {
-    // Ranked on the log-probabilities; reported only when asked for.
-    c.sum_logprob += static_cast<double>(result.logprob);
-    if (!g.params.logprobs) {
-      out.logprob = std::numeric_limits<float>::quiet_NaN();
-      out.top.clear();
-    }
-    c.held.push_back(std::move(out));
-  } else {
-    g.streams[static_cast<size_t>(c.index)]->push(std::move(out));
-  }
-  return finish;
-}
-
-void Engine::Impl::sample_and_emit(Completion& c, std::span<const float> row) {
-  const sampling::SampleResult result = c.sampler.sample(row, workspace);
-  if (std::optional<FinishReason> finish = emit(c, result)) finish_completion(c, *finish);
-}
-
-Completion& Engine::Impl::fork(Completion& parent, int32_t index) {
-  RequestGroup& g = *parent.group;
-  auto child = std::make_unique<Completion>(parent, next_id.fetch_add(1), index, model.tokenizer);
-  Completion& c = *child;
-  g.completions.push_back(std::move(child));
-  ++g.n_running;
-  scheduler.add_fork(&c.seq, &parent.seq);
-  live.emplace(c.seq.id, &c);
-  return c;
-}
-
-void Engine::Impl::on_logits(Completion& c, std::span<const float> row) {
-  RequestGroup& g = *c.group;
-  if (g.mode == GroupMode::Beam) {
-    beam_logits(c, row);
-    return;
-  }
-  if (!g.forked) {
-    // The prompt is computed: the other completions start here, sharing its blocks.
-    g.forked = true;
-    c.seq.seats = 1;
-    std::vector<Completion*> siblings;
-    for (int32_t i = 1; i < g.width; ++i) siblings.push_back(&fork(c, i));
-    for (Completion* sibling : siblings) sample_and_emit(*sibling, row);
-  }
-  sample_and_emit(c, row);
-}
-
-void Engine::Impl::beam_logits(Completion& c, std::span<const float> row) {
-  RequestGroup& g = *c.group;
-  const auto at = std::find(g.beams.begin(), g.beams.end(), &c);
-  if (at == g.beams.end()) return;
-  const auto i = static_cast<size_t>(at - g.beams.begin());
-  // A beam preempted while it waited computes its logits again: the same, already kept.
-  if (g.beam_has_logits[i]) return;
-  // Logits of a prefix the beam has since outgrown: a preempted beam recomputed in the step
-  // whose round extended it. It computes its new token and comes back.
-  if (c.seq.n_computed != static_cast<int64_t>(c.seq.tokens.size())) return;
-  g.beam_logits[i].assign(row.begin(), row.end());
-  g.beam_has_logits[i] = true;
-  if (std::all_of(g.beam_has_logits.begin(), g.beam_has_logits.end(), [](bool b) { return b; })) {
-    beam_round(g);
-  }
-}
-
-void Engine::Impl::beam_round(RequestGroup& g) {
-  std::vector<std::span<const float>> rows(g.beam_logits.begin(), g.beam_logits.end());
-  const std::vector<sampling::BeamSearch::Extension> extensions = g.beam->step(rows);
-  const std::vector<Completion*> old = g.beams;
-  std::vector<Completion*> next(extensions.size(), nullptr);
-  std::vector<int> children(old.size(), 0);
-  // Forks first, so that they copy their parent before it is extended.
-  for (size_t j = 0; j < extensions.size(); ++j) {
-    const size_t p = extensions[j].parent;
-    if (children[p]++ == 0) continue;
-    next[j] = &fork(*old[p], 0);
-    next[j]->seq.tokens.push_back(extensions[j].token);
-  }
-  for (size_t j = 0; j < extensions.size(); ++j) {
-    if (next[j] != nullptr) continue;
-    next[j] = old[extensions[j].parent];
-    next[j]->seq.tokens.push_back(extensions[j].token);
-  }
-  generated_tokens += extensions.size();
-  for (size_t p = 0; p < old.size(); ++p) {
-    if (children[p] == 0) retire(*old[p], FinishReason::Stop);  // pruned: its blocks go back
-  }
-  // And the rest of it too: a search forks up to width beams every round, so keeping the pruned
-  // ones would grow with the output's length (what is delivered comes from the search's own
-  // hypotheses, not from these).
-  std::erase_if(g.completions, [](const std::unique_ptr<Completion>& c) { return c->finish.has_value(); });
-  g.beams = std::move(next);
-  g.beam_logits.assign(g.beams.size(), {});
-  g.beam_has_logits.assign(g.beams.size(), false);
-  // The group keeps its width of seats: the first beam holds the unused ones.
-  for (Completion* beam : g.beams) beam->seq.seats = 1;
-  if (!g.beams.empty()) g.beams.front()->seq.seats = g.width - static_cast<int64_t>(g.beams.size()) + 1;
-  if (g.beam->done()) deliver_beams(g);
-}
-
-void Engine::Impl::deliver_beams(RequestGroup& g) {
-  const std::vector<sampling::BeamHypothesis> best = g.beam->results();
-  for (size_t j = 0; j < best.size(); ++j) {
-    for (GeneratedToken& t : engine::hypothesis_tokens(best[j], model.tokenizer, g.params.logprobs.has_value(),
-                                                             g.params.skip_special_tokens)) {
-      g.streams[j]->push(std::move(t));
-    }
-    g.streams[j]->finish(best[j].finish);
-  }
-  g.beams.clear();
-  end_group(g, FinishReason::Length);  // streams without a hypothesis (none finished)
-}
-
-void Engine::Impl::out_of_blocks(Completion& c) {
-  RequestGroup& g = *c.group;
-  if (g.mode != GroupMode::Beam) {
-    finish_completion(c, FinishReason::Length);
-    return;
-  }
-  // The cache cannot hold the beams any longer: they end at their length.
-  g.beam->stop();
-  deliver_beams(g);
-}
-
-void Engine::Impl::record_prompt_logprobs(Completion& c, const engine::ChunkLogits& rows,
-                                          std::span<const float> logits) {
-  RequestGroup& g = *c.group;
-  const auto vocab = static_cast<size_t>(runner.vocab_size());
-  const int32_t top_n = *g.params.prompt_logprobs;
-  if (g.prompt_logprobs.empty()) {
-    g.prompt_logprobs.push_back({c.seq.tokens[0], std::numeric_limits<float>::quiet_NaN(), {}});
-  }
-  for (int64_t r = 0; r < rows.n_prompt_rows; ++r) {
-    const int64_t position = rows.first_prompt_position + r;
-    const int32_t token = c.seq.tokens[static_cast<size_t>(position + 1)];
-    const std::span<const float> row = logits.subspan(static_cast<size_t>(rows.first_row + r) * vocab, vocab);
-    PromptLogprob entry;
-    entry.token = token;
-    entry.logprob = sampling::token_logprobs(row, token, top_n, logprob_top, logprob_scratch);
-    for (const sampling::TokenLogprob& alt : logprob_top) entry.top.push_back({alt.token, alt.logprob});
-    g.prompt_logprobs.push_back(std::move(entry));
-  }
-  c.seq.next_prompt_logit = rows.first_prompt_position + rows.n_prompt_rows;
-  if (!c.seq.wants_prompt_logits()) {
-    for (auto& stream : g.streams) stream->set_prompt_logprobs(g.prompt_logprobs);
-  }
-}
-
-void Engine::Impl::mark_scheduled(const engine::StepPlan& plan) {
-  const auto now = std::chrono::steady_clock::now();
-  for (const engine::ScheduledChunk& chunk : plan.chunks) {
-    RequestGroup& g = *live.at(chunk.seq->id)->group;
-    if (g.scheduled) continue;
-    g.scheduled = true;
-    const double queued = std::chrono::duration<double>(now - g.submitted).count();
-    for (auto& stream : g.streams) stream->mark_scheduled(queued);
-  }
+  for (uint64_t id : to_abort) outputs.abort(id);
 }
 
 namespace {
@@ -461,36 +203,22 @@ bool all_finite(std::span<const float> values) {
 
 }  // namespace
 
-void Engine::Impl::fail_request(uint64_t sequence_id, const std::string& error) {
-  const auto it = live.find(sequence_id);
-  if (it == live.end()) return;
-  RequestGroup& g = *it->second->group;
-  if (!g.ended) end_group(g, FinishReason::Error, error);
-}
-
-void Engine::Impl::fail_batch(const engine::StepPlan& plan, const std::string& error) {
-  for (const engine::ScheduledChunk& chunk : plan.chunks) fail_request(chunk.seq->id, error);
-  // A sequence swapped out by this plan may not have had its blocks copied out.
-  for (const engine::Sequence* seq : plan.preempted) {
-    if (!seq->swap_slots.empty()) fail_request(seq->id, error);
-  }
-}
-
 void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float> logits) {
   const auto vocab = static_cast<size_t>(runner.vocab_size());
   const std::vector<engine::ChunkLogits>& rows = runner.chunk_logits();
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const uint64_t id = plan.chunks[i].seq->id;
     const auto n_rows = static_cast<size_t>(rows[i].n_prompt_rows + (rows[i].samples ? 1 : 0));
-    if (n_rows == 0 || !live.contains(id)) continue;
+    const std::optional<uint64_t> request = outputs.request_of(id);
+    if (n_rows == 0 || !request) continue;
     const std::span<float> own = logits.subspan(static_cast<size_t>(rows[i].first_row) * vocab, n_rows * vocab);
     try {
-      if (logits_hook) logits_hook(live.at(id)->group->id, own);
+      if (logits_hook) logits_hook(*request, own);
     } catch (const std::exception& e) {
-      fail_request(id, e.what());
+      outputs.fail_request(id, e.what());
       continue;
     }
-    if (!all_finite(own)) fail_request(id, "the model produced non-finite logits (NaN or infinity)");
+    if (!all_finite(own)) outputs.fail_request(id, "the model produced non-finite logits (NaN or infinity)");
   }
 }
 
@@ -498,36 +226,11 @@ void engine::EngineTestAccess::set_logits_hook(Engine& engine, LogitsHook hook) 
   engine.impl_->logits_hook = std::move(hook);
 }
 
-void Engine::Impl::process(const engine::StepPlan& plan, std::span<const float> logits) {
-  const auto vocab = static_cast<size_t>(runner.vocab_size());
-  const std::vector<engine::ChunkLogits>& rows = runner.chunk_logits();
-  // By id: a completion may end (and a beam be pruned) while earlier chunks are processed.
-  chunk_ids.clear();
-  for (const engine::ScheduledChunk& chunk : plan.chunks) chunk_ids.push_back(chunk.seq->id);
-  for (size_t i = 0; i < chunk_ids.size(); ++i) {
-    const auto it = live.find(chunk_ids[i]);
-    if (it == live.end()) continue;
-    Completion& c = *it->second;
-    try {
-      if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
-      if (rows[i].samples) {
-        const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
-        on_logits(c, logits.subspan(row * vocab, vocab));
-      }
-    } catch (const std::exception& e) {
-      // Its K/V was computed and checked: the blocks already published stay valid.
-      fail_request(chunk_ids[i], std::string("processing the request's logits failed: ") + e.what());
-    }
-  }
-}
-
 Engine::Engine(Model model, EngineConfig config) : impl_(std::make_unique<Impl>(std::move(model), config)) {}
 
 Engine::~Engine() {
   // Whoever still waits on a stream learns that the request ended.
-  for (auto& [id, group] : impl_->groups) {
-    for (auto& stream : group->streams) stream->finish(FinishReason::Abort);
-  }
+  impl_->outputs.abort_all();
   std::lock_guard lock(impl_->inbox_mutex);
   for (auto& group : impl_->inbox) {
     for (auto& stream : group->streams) stream->finish(FinishReason::Abort);
@@ -619,11 +322,9 @@ bool Engine::step() {
   Impl& m = *impl_;
   m.drain_inbox();
   engine::StepPlan plan = m.scheduler.schedule();
-  for (engine::Sequence* seq : plan.out_of_blocks) {
-    if (auto it = m.live.find(seq->id); it != m.live.end()) m.out_of_blocks(*it->second);
-  }
+  for (engine::Sequence* seq : plan.out_of_blocks) m.outputs.out_of_blocks(seq->id);
   if (!plan.empty()) {
-    m.mark_scheduled(plan);
+    m.outputs.mark_scheduled(plan);
     std::span<float> logits;
     std::string fault;
     try {
@@ -634,17 +335,16 @@ bool Engine::step() {
     }
     if (!fault.empty()) {
       m.scheduler.abandon(plan);
-      m.fail_batch(plan, "the forward pass failed: " + fault);
+      m.outputs.fail_batch(plan, "the forward pass failed: " + fault);
     } else {
       m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
       m.scheduler.complete(plan);
       m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
       ++m.steps;
-      m.process(plan, logits);
+      m.outputs.process(plan, m.runner.chunk_logits(), logits);
     }
   }
-  for (uint64_t id : m.ended) m.groups.erase(id);
-  m.ended.clear();
+  m.outputs.drop_ended();
   m.publish_stats();
   return !plan.empty() || !plan.out_of_blocks.empty();
 }
@@ -664,7 +364,7 @@ std::vector<GenerationResult> Engine::generate(const std::vector<std::vector<int
     for (size_t i = 0; i < handles.size(); ++i) {
       // After a step every request of ours is live or ended; an ended one's streams hold all
       // its output, so draining them does not block.
-      if (done[i] || impl_->groups.contains(handles[i].id())) continue;
+      if (done[i] || impl_->outputs.has_request(handles[i].id())) continue;
       results[i] = handles[i].collect();
       done[i] = true;
       ++n_done;
@@ -680,7 +380,7 @@ void Engine::Impl::publish_stats() {
   s.waiting = static_cast<int64_t>(m.scheduler.n_waiting());
   s.kv_blocks_total = m.n_blocks;
   s.kv_blocks_used = m.pool.n_used();
-  for (const auto& [id, completion] : m.live) {
+  for (const auto& [id, completion] : m.outputs.live_sequences()) {
     const engine::Sequence& seq = completion->seq;
     s.kv_slots_allocated += static_cast<int64_t>(seq.blocks.table().size()) * m.config.block_size;
     s.kv_slots_filled += seq.n_computed;
@@ -691,7 +391,7 @@ void Engine::Impl::publish_stats() {
   s.prefix_hit_blocks = c.hit_blocks;
   s.prefix_evictions = c.evictions;
   s.computed_tokens = m.computed_tokens;
-  s.generated_tokens = m.generated_tokens;
+  s.generated_tokens = m.outputs.generated_tokens();
   s.preemptions = m.scheduler.n_preemptions();
   s.swapped_out_blocks = m.scheduler.n_swapped_out_blocks();
   s.steps = m.steps;

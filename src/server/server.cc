@@ -15,6 +15,7 @@
 #include "server/access_log.h"
 #include "server/api_error.h"
 #include "server/connection_pool.h"
+#include "server/request_body_check.h"
 #include "server/routes.h"
 #include "util/error.h"
 
@@ -147,18 +148,7 @@ void Server::install_routes() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
-    // httplib returns header values by value: keep them alive while the views point at them.
-    const std::string content_length = request.get_header_value("Content-Length");
-    const std::string transfer_encoding = request.get_header_value("Transfer-Encoding");
-    const std::string content_encoding = request.get_header_value("Content-Encoding");
-    BodyFraming framing;
-    framing.method = request.method;
-    framing.content_length_count = request.get_header_value_count("Content-Length");
-    framing.content_length = content_length;
-    framing.has_transfer_encoding = request.has_header("Transfer-Encoding");
-    framing.transfer_encoding = transfer_encoding;
-    framing.content_encoding = content_encoding;
-    if (std::optional<BodyRefusal> refusal = body_refusal(framing, options_.max_body_bytes)) {
+    if (std::optional<BodyRefusal> refusal = body_refusal(request, options_.max_body_bytes)) {
       // Answered before any of the body is read; the connection closes, its unread body with it.
       response.set_header("Connection", "close");
       write_error(response, ApiError(refusal->status, refusal->message, "", refusal->code));

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "server/guarded_http_server.h"
-#include "server/http_policy.h"
+#include "server/request_body_check.h"
 
 namespace {
 
@@ -24,17 +24,7 @@ class FuzzedServer : public lumen::server::GuardedHttpServer {
     });
     Get("/health", [](const httplib::Request&, httplib::Response& response) { response.set_content("ok", "text/plain"); });
     set_pre_routing_handler([](const httplib::Request& request, httplib::Response& response) {
-      const std::string length = request.get_header_value("Content-Length");
-      const std::string transfer = request.get_header_value("Transfer-Encoding");
-      const std::string coding = request.get_header_value("Content-Encoding");
-      lumen::server::BodyFraming framing;
-      framing.method = request.method;
-      framing.content_length_count = request.get_header_value_count("Content-Length");
-      framing.content_length = length;
-      framing.has_transfer_encoding = request.has_header("Transfer-Encoding");
-      framing.transfer_encoding = transfer;
-      framing.content_encoding = coding;
-      if (auto refusal = lumen::server::body_refusal(framing, kMaxBody)) {
+      if (auto refusal = lumen::server::body_refusal(request, kMaxBody)) {
         response.status = refusal->status;
         response.set_header("Connection", "close");
         return Server::HandlerResponse::Handled;

@@ -1,6 +1,6 @@
 // Arbitrary request bodies through the OpenAI request parsers: /v1/completions' options, and
 // /v1/chat/completions' messages, options and prompt rendering with the ChatML template and a
-// real tokenizer. A client controls every byte; anything but a result or an ApiError / Error
+// real tokenizer (a vocabulary-only lumen::Model). A client controls every byte; anything but a result or an ApiError / Error
 // (a clean 4xx or 500) is a finding.
 #include <cstddef>
 #include <cstdint>
@@ -8,8 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat/builtin_templates.h"
-#include "gguf/file.h"
+#include "lumen/model.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/json_body.h"
@@ -17,11 +16,10 @@
 #include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const auto tokenizer = lumen::tokenizer::Tokenizer::from_gguf(
-      lumen::gguf::GgufFile::open(LUMEN_TESTDATA_DIR "/tokenizer/ggml-vocab-qwen2.gguf"));
-  static const auto chatml = lumen::chat::ChatTemplate::parse(*lumen::chat::builtin_chat_template("chatml"));
+  static const lumen::Model model = lumen::Model::load(LUMEN_TESTDATA_DIR "/tokenizer/ggml-vocab-qwen2.gguf",
+                                                       {.chat_template = "chatml", .vocab_only = true});
   lumen::server::ServingLimits limits;
-  limits.vocab_size = static_cast<int64_t>(tokenizer.vocab().size());
+  limits.vocab_size = model.info().vocab_size;
   limits.max_model_len = 4096;
   limits.max_rendered_prompt_bytes = 1 << 20;
   std::string_view body(reinterpret_cast<const char*>(data), size);
@@ -31,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)lumen::server::parse_generation_options(json, lumen::server::Endpoint::Completions, limits);
     } catch (const lumen::server::ApiError&) {
     }
-    (void)lumen::server::parse_chat_request(json, chatml, tokenizer, limits);
+    (void)lumen::server::parse_chat_request(json, model, limits);
   } catch (const lumen::server::ApiError&) {
   } catch (const lumen::Error&) {
   }

@@ -74,7 +74,8 @@ TEST(RoundTrip, EveryLlama3Token) {
 
 TEST(RoundTrip, EverySmolLm2Token) {
   std::string path = smollm2_path();
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path << " (scripts/fetch_models.py)";
+  // A missing model is a failure, not a skip: CI downloads it (scripts/fetch_models.py).
+  ASSERT_TRUE(std::filesystem::exists(path)) << "no " << path << " (scripts/fetch_models.py)";
   check_every_token(Tokenizer::from_gguf(gguf::GgufFile::open(path)));
 }
 

@@ -194,7 +194,8 @@ class Gemma3 : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete model_; }
   void SetUp() override {
-    if (model_ == nullptr) GTEST_SKIP() << gemma_path() << " is missing (scripts/fetch_models.py)";
+    // A missing model is a failure, not a skip: CI downloads it (scripts/fetch_models.py).
+    ASSERT_NE(model_, nullptr) << gemma_path() << " is missing (scripts/fetch_models.py)";
   }
   static inline std::shared_ptr<const Vocab> vocab_;
   static inline TokenizerModel* model_ = nullptr;

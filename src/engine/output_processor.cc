@@ -1,0 +1,312 @@
+#include "engine/output_processor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace lumen::engine {
+
+OutputProcessor::OutputProcessor(Scheduler& scheduler_, const tokenizer::Tokenizer& tokenizer_,
+                                 std::atomic<uint64_t>& next_id_, std::atomic<int64_t>& unfinished_,
+                                 const int64_t& max_model_len_, int64_t vocab_size_)
+    : scheduler(scheduler_),
+      tokenizer(tokenizer_),
+      next_id(next_id_),
+      unfinished(unfinished_),
+      max_model_len(max_model_len_),
+      vocab_size(vocab_size_) {}
+
+void OutputProcessor::admit(std::unique_ptr<RequestGroup> group) {
+  Completion& first = *group->completions.front();
+  scheduler.add(&first.seq);
+  live.emplace(first.seq.id, &first);
+  const uint64_t id = group->id;
+  groups.emplace(id, std::move(group));
+}
+
+void OutputProcessor::abort(uint64_t request_id) {
+  if (auto it = groups.find(request_id); it != groups.end() && !it->second->ended) {
+    end_group(*it->second, FinishReason::Abort);
+  }
+}
+
+void OutputProcessor::abort_all() {
+  for (auto& [id, group] : groups) {
+    for (auto& stream : group->streams) stream->finish(FinishReason::Abort);
+  }
+}
+
+void OutputProcessor::drop_ended() {
+  for (uint64_t id : ended) groups.erase(id);
+  ended.clear();
+}
+
+std::optional<uint64_t> OutputProcessor::request_of(uint64_t sequence_id) const {
+  const auto it = live.find(sequence_id);
+  if (it == live.end()) return std::nullopt;
+  return it->second->group->id;
+}
+
+void OutputProcessor::retire(Completion& c, FinishReason reason) {
+  scheduler.remove(&c.seq);
+  live.erase(c.seq.id);
+  c.finish = reason;
+  --c.group->n_running;
+}
+
+void OutputProcessor::end_group(RequestGroup& g, FinishReason reason, const std::string& error) {
+  for (auto& c : g.completions) {
+    if (!c->finish) retire(*c, reason);
+  }
+  for (auto& stream : g.streams) stream->finish(reason, error);  // no-op where it already ended
+  g.ended = true;
+  unfinished.fetch_sub(1);
+  ended.push_back(g.id);
+}
+
+// One completion ends (Sample, BestOf).
+void OutputProcessor::finish_completion(Completion& c, FinishReason reason) {
+  RequestGroup& g = *c.group;
+  retire(c, reason);
+  if (g.mode == GroupMode::Sample) g.streams[static_cast<size_t>(c.index)]->finish(reason);
+  if (g.n_running > 0) return;
+  if (g.mode == GroupMode::BestOf) deliver_best_of(g);
+  // Streams that have not ended yet (a request that ended before it forked) end like it.
+  end_group(g, reason);
+}
+
+void OutputProcessor::deliver_best_of(RequestGroup& g) {
+  const std::vector<const Completion*> best = best_completions(g);
+  for (size_t j = 0; j < best.size(); ++j) {
+    for (const GeneratedToken& t : best[j]->held) g.streams[j]->push(t);
+    g.streams[j]->finish(*best[j]->finish);
+  }
+}
+
+// Streams one sampled token (with its text) and says whether the completion ends with it.
+std::optional<FinishReason> OutputProcessor::emit(Completion& c, const sampling::SampleResult& result) {
+  c.sampler.accept(result.token);
+  c.seq.tokens.push_back(result.token);
+  ++n_generated;
+  GeneratedToken out{result.token, result.logprob, {}, c.detokenizer.push(result.token)};
+  for (const auto& alt : result.top) out.top.push_back({alt.token, alt.logprob});
+  const bool stop_strings_apply = c.stop_condition.past_min_tokens();
+  std::optional<FinishReason> finish = c.stop_condition.check(result.token);
+  if (c.stop_strings && stop_strings_apply) {
+    sampling::StopStringMatcher::Step step = c.stop_strings->push(out.text);
+    out.text = std::move(step.text);
+    if (step.stopped) finish = FinishReason::Stop;
+  }
+  if (!finish && static_cast<int64_t>(c.seq.tokens.size()) >= max_model_len) {
+    finish = FinishReason::Length;
+  }
+  if (finish && !(c.stop_strings && c.stop_strings->stopped())) {
+    // The end of the stream: whatever was held back for a possible stop string or an
+    // unfinished character goes out with the last token.
+    std::string tail = c.detokenizer.flush();
+    if (c.stop_strings) {
+      sampling::StopStringMatcher::Step step = c.stop_strings->push(tail);
+      tail = std::move(step.text) + c.stop_strings->flush();
+    }
+    out.text += tail;
+  }
+  RequestGroup& g = *c.group;
+  if (g.mode == GroupMode::BestOf) {
+    // Ranked on the log-probabilities; reported only when asked for.
+    c.sum_logprob += static_cast<double>(result.logprob);
+    if (!g.params.logprobs) {
+      out.logprob = std::numeric_limits<float>::quiet_NaN();
+      out.top.clear();
+    }
+    c.held.push_back(std::move(out));
+  } else {
+    g.streams[static_cast<size_t>(c.index)]->push(std::move(out));
+  }
+  return finish;
+}
+
+void OutputProcessor::sample_and_emit(Completion& c, std::span<const float> row) {
+  const sampling::SampleResult result = c.sampler.sample(row, workspace);
+  if (std::optional<FinishReason> finish = emit(c, result)) finish_completion(c, *finish);
+}
+
+Completion& OutputProcessor::fork(Completion& parent, int32_t index) {
+  RequestGroup& g = *parent.group;
+  auto child = std::make_unique<Completion>(parent, next_id.fetch_add(1), index, tokenizer);
+  Completion& c = *child;
+  g.completions.push_back(std::move(child));
+  ++g.n_running;
+  scheduler.add_fork(&c.seq, &parent.seq);
+  live.emplace(c.seq.id, &c);
+  return c;
+}
+
+void OutputProcessor::on_logits(Completion& c, std::span<const float> row) {
+  RequestGroup& g = *c.group;
+  if (g.mode == GroupMode::Beam) {
+    beam_logits(c, row);
+    return;
+  }
+  if (!g.forked) {
+    // The prompt is computed: the other completions start here, sharing its blocks.
+    g.forked = true;
+    c.seq.seats = 1;
+    std::vector<Completion*> siblings;
+    for (int32_t i = 1; i < g.width; ++i) siblings.push_back(&fork(c, i));
+    for (Completion* sibling : siblings) sample_and_emit(*sibling, row);
+  }
+  sample_and_emit(c, row);
+}
+
+void OutputProcessor::beam_logits(Completion& c, std::span<const float> row) {
+  RequestGroup& g = *c.group;
+  const auto at = std::find(g.beams.begin(), g.beams.end(), &c);
+  if (at == g.beams.end()) return;
+  const auto i = static_cast<size_t>(at - g.beams.begin());
+  // A beam preempted while it waited computes its logits again: the same, already kept.
+  if (g.beam_has_logits[i]) return;
+  // Logits of a prefix the beam has since outgrown: a preempted beam recomputed in the step
+  // whose round extended it. It computes its new token and comes back.
+  if (c.seq.n_computed != static_cast<int64_t>(c.seq.tokens.size())) return;
+  g.beam_logits[i].assign(row.begin(), row.end());
+  g.beam_has_logits[i] = true;
+  if (std::all_of(g.beam_has_logits.begin(), g.beam_has_logits.end(), [](bool b) { return b; })) {
+    beam_round(g);
+  }
+}
+
+void OutputProcessor::beam_round(RequestGroup& g) {
+  std::vector<std::span<const float>> rows(g.beam_logits.begin(), g.beam_logits.end());
+  const std::vector<sampling::BeamSearch::Extension> extensions = g.beam->step(rows);
+  const std::vector<Completion*> old = g.beams;
+  std::vector<Completion*> next(extensions.size(), nullptr);
+  std::vector<int> children(old.size(), 0);
+  // Forks first, so that they copy their parent before it is extended.
+  for (size_t j = 0; j < extensions.size(); ++j) {
+    const size_t p = extensions[j].parent;
+    if (children[p]++ == 0) continue;
+    next[j] = &fork(*old[p], 0);
+    next[j]->seq.tokens.push_back(extensions[j].token);
+  }
+  for (size_t j = 0; j < extensions.size(); ++j) {
+    if (next[j] != nullptr) continue;
+    next[j] = old[extensions[j].parent];
+    next[j]->seq.tokens.push_back(extensions[j].token);
+  }
+  n_generated += extensions.size();
+  for (size_t p = 0; p < old.size(); ++p) {
+    if (children[p] == 0) retire(*old[p], FinishReason::Stop);  // pruned: its blocks go back
+  }
+  // And the rest of it too: a search forks up to width beams every round, so keeping the pruned
+  // ones would grow with the output's length (what is delivered comes from the search's own
+  // hypotheses, not from these).
+  std::erase_if(g.completions, [](const std::unique_ptr<Completion>& c) { return c->finish.has_value(); });
+  g.beams = std::move(next);
+  g.beam_logits.assign(g.beams.size(), {});
+  g.beam_has_logits.assign(g.beams.size(), false);
+  // The group keeps its width of seats: the first beam holds the unused ones.
+  for (Completion* beam : g.beams) beam->seq.seats = 1;
+  if (!g.beams.empty()) g.beams.front()->seq.seats = g.width - static_cast<int64_t>(g.beams.size()) + 1;
+  if (g.beam->done()) deliver_beams(g);
+}
+
+void OutputProcessor::deliver_beams(RequestGroup& g) {
+  const std::vector<sampling::BeamHypothesis> best = g.beam->results();
+  for (size_t j = 0; j < best.size(); ++j) {
+    for (GeneratedToken& t : hypothesis_tokens(best[j], tokenizer, g.params.logprobs.has_value(),
+                                                             g.params.skip_special_tokens)) {
+      g.streams[j]->push(std::move(t));
+    }
+    g.streams[j]->finish(best[j].finish);
+  }
+  g.beams.clear();
+  end_group(g, FinishReason::Length);  // streams without a hypothesis (none finished)
+}
+
+void OutputProcessor::out_of_blocks(uint64_t sequence_id) {
+  const auto it = live.find(sequence_id);
+  if (it == live.end()) return;
+  Completion& c = *it->second;
+  RequestGroup& g = *c.group;
+  if (g.mode != GroupMode::Beam) {
+    finish_completion(c, FinishReason::Length);
+    return;
+  }
+  // The cache cannot hold the beams any longer: they end at their length.
+  g.beam->stop();
+  deliver_beams(g);
+}
+
+void OutputProcessor::record_prompt_logprobs(Completion& c, const ChunkLogits& rows,
+                                          std::span<const float> logits) {
+  RequestGroup& g = *c.group;
+  const auto vocab = static_cast<size_t>(vocab_size);
+  const int32_t top_n = *g.params.prompt_logprobs;
+  if (g.prompt_logprobs.empty()) {
+    g.prompt_logprobs.push_back({c.seq.tokens[0], std::numeric_limits<float>::quiet_NaN(), {}});
+  }
+  for (int64_t r = 0; r < rows.n_prompt_rows; ++r) {
+    const int64_t position = rows.first_prompt_position + r;
+    const int32_t token = c.seq.tokens[static_cast<size_t>(position + 1)];
+    const std::span<const float> row = logits.subspan(static_cast<size_t>(rows.first_row + r) * vocab, vocab);
+    PromptLogprob entry;
+    entry.token = token;
+    entry.logprob = sampling::token_logprobs(row, token, top_n, logprob_top, logprob_scratch);
+    for (const sampling::TokenLogprob& alt : logprob_top) entry.top.push_back({alt.token, alt.logprob});
+    g.prompt_logprobs.push_back(std::move(entry));
+  }
+  c.seq.next_prompt_logit = rows.first_prompt_position + rows.n_prompt_rows;
+  if (!c.seq.wants_prompt_logits()) {
+    for (auto& stream : g.streams) stream->set_prompt_logprobs(g.prompt_logprobs);
+  }
+}
+
+void OutputProcessor::mark_scheduled(const StepPlan& plan) {
+  const auto now = std::chrono::steady_clock::now();
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    RequestGroup& g = *live.at(chunk.seq->id)->group;
+    if (g.scheduled) continue;
+    g.scheduled = true;
+    const double queued = std::chrono::duration<double>(now - g.submitted).count();
+    for (auto& stream : g.streams) stream->mark_scheduled(queued);
+  }
+}
+
+void OutputProcessor::fail_request(uint64_t sequence_id, const std::string& error) {
+  const auto it = live.find(sequence_id);
+  if (it == live.end()) return;
+  RequestGroup& g = *it->second->group;
+  if (!g.ended) end_group(g, FinishReason::Error, error);
+}
+
+void OutputProcessor::fail_batch(const StepPlan& plan, const std::string& error) {
+  for (const ScheduledChunk& chunk : plan.chunks) fail_request(chunk.seq->id, error);
+  // A sequence swapped out by this plan may not have had its blocks copied out.
+  for (const Sequence* seq : plan.preempted) {
+    if (!seq->swap_slots.empty()) fail_request(seq->id, error);
+  }
+}
+
+void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogits>& rows, std::span<const float> logits) {
+  const auto vocab = static_cast<size_t>(vocab_size);
+  // By id: a completion may end (and a beam be pruned) while earlier chunks are processed.
+  chunk_ids.clear();
+  for (const ScheduledChunk& chunk : plan.chunks) chunk_ids.push_back(chunk.seq->id);
+  for (size_t i = 0; i < chunk_ids.size(); ++i) {
+    const auto it = live.find(chunk_ids[i]);
+    if (it == live.end()) continue;
+    Completion& c = *it->second;
+    try {
+      if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
+      if (rows[i].samples) {
+        const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
+        on_logits(c, logits.subspan(row * vocab, vocab));
+      }
+    } catch (const std::exception& e) {
+      // Its K/V was computed and checked: the blocks already published stay valid.
+      fail_request(chunk_ids[i], std::string("processing the request's logits failed: ") + e.what());
+    }
+  }
+}
+
+}  // namespace lumen::engine

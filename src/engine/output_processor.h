@@ -1,0 +1,103 @@
+#pragma once
+// What becomes of a step's logits, and of the requests while they run. For each sequence the
+// step computed: its prompt log-probabilities, then its next token — sampled and streamed
+// (Sample), sampled and held until the best are chosen (BestOf), or kept until every beam has
+// its logits and the search picks the next beams (Beam; request_group.h has the modes). It
+// owns the running requests and every way they end: a stop, max_tokens, the context, an
+// abort, an error, the KV cache running out.
+//
+// The engine's loop (engine.cc) decides what runs and hands the results here. Features that
+// change what a row of logits turns into plug in here too: grammar masks before sampling,
+// speculative verification of several rows per sequence.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/model_runner.h"
+#include "engine/request_group.h"
+#include "engine/scheduler.h"
+#include "sampling/logprobs.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lumen::engine {
+
+class OutputProcessor {
+ public:
+  // References the engine's own: its scheduler, the model's tokenizer, the sequence id counter
+  // (forks take ids from it), the count of unfinished requests (which other threads read), and
+  // max_model_len (which the engine sets once it knows its KV cache).
+  OutputProcessor(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer, std::atomic<uint64_t>& next_id,
+                  std::atomic<int64_t>& unfinished, const int64_t& max_model_len, int64_t vocab_size);
+
+  // A submitted request starts: its first sequence goes to the scheduler.
+  void admit(std::unique_ptr<RequestGroup> group);
+  // Ends a request with FinishReason::Abort (unknown or ended ids are ignored).
+  void abort(uint64_t request_id);
+  // Ends every request with FinishReason::Abort (the engine is going away).
+  void abort_all();
+
+  // The requests the plan schedules for the first time learn how long they waited.
+  void mark_scheduled(const StepPlan& plan);
+  // A sequence the scheduler could not give a block: it ends at its length (a beam search
+  // ends with what it has).
+  void out_of_blocks(uint64_t sequence_id);
+  // The step's logits: rows[i] says which rows belong to plan.chunks[i].
+  void process(const StepPlan& plan, const std::vector<ChunkLogits>& rows, std::span<const float> logits);
+
+  // Fault containment: ends the request a sequence belongs to with FinishReason::Error.
+  void fail_request(uint64_t sequence_id, const std::string& error);
+  // The forward pass of `plan` failed: every request in it ends with an error.
+  void fail_batch(const StepPlan& plan, const std::string& error);
+
+  // Drops the requests that ended during the step (at its end, when nothing refers to them).
+  void drop_ended();
+
+  // The request a running sequence belongs to.
+  std::optional<uint64_t> request_of(uint64_t sequence_id) const;
+  bool has_request(uint64_t request_id) const { return groups.contains(request_id); }
+  // Running or waiting sequences, by id.
+  const std::unordered_map<uint64_t, Completion*>& live_sequences() const { return live; }
+  uint64_t generated_tokens() const { return n_generated; }
+
+ private:
+  void record_prompt_logprobs(Completion& c, const ChunkLogits& rows, std::span<const float> logits);
+  void on_logits(Completion& c, std::span<const float> row);
+  void sample_and_emit(Completion& c, std::span<const float> row);
+  // Streams one sampled token (with its text) and says whether the completion ends with it.
+  std::optional<FinishReason> emit(Completion& c, const sampling::SampleResult& result);
+  Completion& fork(Completion& parent, int32_t index);
+  // Takes a completion out of the scheduler (its blocks are released).
+  void retire(Completion& c, FinishReason reason);
+  // One completion ends (Sample, BestOf).
+  void finish_completion(Completion& c, FinishReason reason);
+  void deliver_best_of(RequestGroup& g);
+  void beam_logits(Completion& c, std::span<const float> row);
+  void beam_round(RequestGroup& g);
+  void deliver_beams(RequestGroup& g);
+  // Ends every stream of the group (with `reason` where not yet ended) and retires it.
+  void end_group(RequestGroup& g, FinishReason reason, const std::string& error = {});
+
+  Scheduler& scheduler;
+  const tokenizer::Tokenizer& tokenizer;
+  std::atomic<uint64_t>& next_id;
+  std::atomic<int64_t>& unfinished;
+  const int64_t& max_model_len;
+  const int64_t vocab_size;
+
+  std::unordered_map<uint64_t, std::unique_ptr<RequestGroup>> groups;  // by request id
+  std::unordered_map<uint64_t, Completion*> live;  // running or waiting, by sequence id
+  std::vector<uint64_t> ended;  // groups to drop at the end of the step
+  uint64_t n_generated = 0;
+  sampling::SamplerWorkspace workspace;  // shared by every request's sampler (one loop thread)
+  std::vector<sampling::Candidate> logprob_scratch;
+  std::vector<sampling::TokenLogprob> logprob_top;
+  std::vector<uint64_t> chunk_ids;
+};
+
+}  // namespace lumen::engine
