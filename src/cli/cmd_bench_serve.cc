@@ -27,8 +27,7 @@
 #include "benchmark/server_target.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
-#include "gguf/file.h"
-#include "model/hparams.h"
+#include "lumen/model.h"
 #include "util/error.h"
 
 namespace lumen::cli {
@@ -64,7 +63,7 @@ struct ServeBenchOptions {
 int64_t vocabulary_size(const ServeBenchOptions& o) {
   if (o.vocab_size > 0) return o.vocab_size;
   const std::string path = resolve_model_path(o.vocab_model);
-  const int64_t n = static_cast<int64_t>(model::read_hparams(gguf::GgufFile::open(path)).vocab_size);
+  const int64_t n = Model::load(path, {.vocab_only = true}).info().vocab_size;
   if (n <= 0) fail("{} has no vocabulary size; give --vocab-size", path);
   return n;
 }

@@ -67,11 +67,13 @@ std::string read_prompt_file(const std::string& path) {
   return text;
 }
 
+// The prompt's time runs to the first token (sampled from the prompt's last logits); the
+// generation rate is over the tokens after it, one decode step each.
 void print_speeds(size_t prompt_tokens, double prompt_seconds, int64_t generated, double gen_seconds) {
   fmt::print(stderr, "prompt: {} tokens in {:.3f} s, {:.1f} tokens/s\n", prompt_tokens, prompt_seconds,
              static_cast<double>(prompt_tokens) / prompt_seconds);
   fmt::print(stderr, "generation: {} tokens in {:.3f} s, {:.1f} tokens/s\n", generated, gen_seconds,
-             generated > 0 ? static_cast<double>(generated) / gen_seconds : 0.0);
+             generated > 1 && gen_seconds > 0 ? static_cast<double>(generated - 1) / gen_seconds : 0.0);
 }
 
 void run(RunOptions options) {

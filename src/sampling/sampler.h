@@ -109,7 +109,8 @@ class Sampler {
   Sampler(std::shared_ptr<const SamplingSetup> setup, std::span<const int32_t> prompt,
           std::span<const int32_t> end_of_generation, uint64_t seed_offset = 0);
 
-  // Installs the grammar hook (nullptr removes it).
+  // Installs the grammar hook (nullptr removes it). No engine path calls it yet: structured
+  // output (issue 18) installs its token masks here, from the output processor.
   void set_mask(std::unique_ptr<LogitMask> mask) { mask_ = std::move(mask); }
 
   // The next token from one row of logits (one per vocabulary entry). Draws from the

@@ -3,6 +3,8 @@
 // out-of-bounds read or a wild allocation fails these tests even when the verdict is right.
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -50,9 +52,11 @@ std::vector<ManifestEntry> manifest() {
   return entries;
 }
 
-TEST(HostileFiles, ManifestIsPresent) { EXPECT_GE(manifest().size(), 60u); }
+TEST(HostileFiles, ManifestIsPresent) {
+  LUMEN_REQUIRE_TESTDATA(); EXPECT_GE(manifest().size(), 60u); }
 
 TEST(HostileFiles, EachFileDoesWhatTheManifestSays) {
+  LUMEN_REQUIRE_TESTDATA();
   for (const ManifestEntry& entry : manifest()) {
     SCOPED_TRACE(entry.file + ": " + entry.why);
     // An exact-size heap copy: ASan flags any read past its end.
@@ -68,6 +72,7 @@ TEST(HostileFiles, EachFileDoesWhatTheManifestSays) {
 }
 
 TEST(HostileFiles, EveryTruncationOfAValidFileIsRejected) {
+  LUMEN_REQUIRE_TESTDATA();
   std::vector<uint8_t> whole = read_all(kDir + "ok_minimal.gguf");
   ASSERT_GT(whole.size(), 1000u);
   EXPECT_EQ(load_verdict(whole), "");
@@ -78,6 +83,7 @@ TEST(HostileFiles, EveryTruncationOfAValidFileIsRejected) {
 }
 
 TEST(HostileFiles, ErrorsSayWhatWasWrong) {
+  LUMEN_REQUIRE_TESTDATA();
   auto verdict = [](const char* name) { return load_verdict(read_all(kDir + name)); };
   EXPECT_NE(verdict("bad_magic.gguf").find("magic"), std::string::npos);
   EXPECT_NE(verdict("bad_version_bigendian.gguf").find("big-endian"), std::string::npos);
@@ -89,6 +95,7 @@ TEST(HostileFiles, ErrorsSayWhatWasWrong) {
 }
 
 TEST(HostileFiles, CustomAlignmentIsHonoured) {
+  LUMEN_REQUIRE_TESTDATA();
   auto bytes = read_all(kDir + "ok_custom_align_64.gguf");
   GgufFile file = GgufFile::parse(bytes);
   EXPECT_EQ(file.alignment(), 64u);

@@ -2,6 +2,8 @@
 // passes the same descriptor's validation and runs a forward pass.
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include <cmath>
 #include <filesystem>
 #include <vector>
@@ -30,6 +32,7 @@ const Preset* smallest_preset(const std::string& arch) {
 }
 
 TEST(ArchSynth, EveryRegisteredArchitectureSynthesizesLoadsAndRuns) {
+  LUMEN_REQUIRE_TESTDATA();
   for (const std::string& arch : architecture_names()) {
     SCOPED_TRACE(arch);
     const Preset* preset = smallest_preset(arch);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +25,7 @@ std::string temp_path(const std::string& name) {
 }
 
 TEST(Synth, WritesThePresetShapesWithAPaddedVocab) {
+  LUMEN_REQUIRE_TESTDATA();
   SynthOptions options{"smollm2-135m", tensor::DType::Q4_0, kVocab, 7, 2, 2};
   std::string path = temp_path("lumen_synth_test.gguf");
   SynthReport report = write_synthetic_model(options, path);
@@ -71,6 +74,7 @@ std::vector<char> file_bytes(const std::string& path) {
 }
 
 TEST(Synth, SameSeedSameBytesWhateverTheThreadCount) {
+  LUMEN_REQUIRE_TESTDATA();
   std::string a = temp_path("lumen_synth_a.gguf"), b = temp_path("lumen_synth_b.gguf");
   write_synthetic_model({"smollm2-135m", tensor::DType::Q8_0, kVocab, 3, 1, 1}, a);
   write_synthetic_model({"smollm2-135m", tensor::DType::Q8_0, kVocab, 3, 1, 2}, b);
@@ -82,6 +86,7 @@ TEST(Synth, SameSeedSameBytesWhateverTheThreadCount) {
 }
 
 TEST(Synth, KQuantFallsBackWhereRowsAreNotSuperBlocks) {
+  LUMEN_REQUIRE_TESTDATA();
   std::string path = temp_path("lumen_synth_k.gguf");
   SynthReport report =
       write_synthetic_model({"smollm2-135m", tensor::DType::Q4_K, kVocab, 1, 1, 2}, path);
@@ -93,6 +98,7 @@ TEST(Synth, KQuantFallsBackWhereRowsAreNotSuperBlocks) {
 }
 
 TEST(Synth, Llama3RopeFactors) {
+  LUMEN_REQUIRE_TESTDATA();
   const Preset& llama1b = *find_preset("llama-1b");
   auto f = llama3_rope_factors(llama1b, 64);
   ASSERT_EQ(f.size(), 32u);
@@ -103,6 +109,7 @@ TEST(Synth, Llama3RopeFactors) {
 }
 
 TEST(Synth, BadOptionsAreErrors) {
+  LUMEN_REQUIRE_TESTDATA();
   std::string path = temp_path("lumen_synth_bad.gguf");
   EXPECT_THROW(write_synthetic_model({"gpt-5", tensor::DType::Q4_0, kVocab, 1, 1, 1}, path), Error);
   EXPECT_THROW(write_synthetic_model({"llama-1b", tensor::DType::Q4_0, kVocab, 1, 99, 1}, path), Error);

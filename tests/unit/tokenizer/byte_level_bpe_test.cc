@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include <random>
 #include <string>
 #include <thread>
@@ -34,6 +36,7 @@ Tokenizer open_tokenizer(const std::string& path) {
 }
 
 TEST(ByteUnicodeMap, MatchesGpt2Table) {
+  LUMEN_REQUIRE_TESTDATA();
   const ByteUnicodeMap& map = ByteUnicodeMap::get();
   // GPT-2's encoder.json spells a space as U+0120 'Ġ' and a newline as U+010A 'Ċ'.
   EXPECT_EQ(map.encode(' '), "\xC4\xA0");
@@ -49,6 +52,7 @@ TEST(ByteUnicodeMap, MatchesGpt2Table) {
 }
 
 TEST(ByteLevelBpe, LowerRankMergesFirst) {
+  LUMEN_REQUIRE_TESTDATA();
   std::vector<std::string> tokens = {"a", "b", "c", "ab", "bc"};
   EXPECT_EQ(Tokenizer::from_vocab(tiny_vocab(tokens, {"b c", "a b"})).encode("abc"),
             (std::vector<int32_t>{0, 4}));
@@ -57,6 +61,7 @@ TEST(ByteLevelBpe, LowerRankMergesFirst) {
 }
 
 TEST(ByteLevelBpe, MergesChainUntilNoPairIsLeft) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = Tokenizer::from_vocab(
       tiny_vocab({"a", "b", "c", "ab", "bc", "abc"}, {"b c", "a b", "a bc"}));
   EXPECT_EQ(tok.encode("abc"), (std::vector<int32_t>{5}));
@@ -64,12 +69,14 @@ TEST(ByteLevelBpe, MergesChainUntilNoPairIsLeft) {
 }
 
 TEST(ByteLevelBpe, EqualRanksMergeLeftmostFirst) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = Tokenizer::from_vocab(tiny_vocab({"a", "aa"}, {"a a"}));
   EXPECT_EQ(tok.encode("aaa"), (std::vector<int32_t>{1, 0}));
   EXPECT_EQ(tok.encode("aaaa"), (std::vector<int32_t>{1, 1}));
 }
 
 TEST(ByteLevelBpe, SpacesAreByteMappedAndBytesWithoutTokensAreDropped) {
+  LUMEN_REQUIRE_TESTDATA();
   // "\xC4\xA0" is U+0120, GPT-2's spelling of a space.
   Tokenizer tok = Tokenizer::from_vocab(
       tiny_vocab({"a", "\xC4\xA0", "\xC4\xA0" "a"}, {"\xC4\xA0 a"}));
@@ -79,6 +86,7 @@ TEST(ByteLevelBpe, SpacesAreByteMappedAndBytesWithoutTokensAreDropped) {
 }
 
 TEST(ByteLevelBpe, UnknownPreTokenizerIsAClearErrorAtLoad) {
+  LUMEN_REQUIRE_TESTDATA();
   try {
     Tokenizer::from_vocab(tiny_vocab({"a"}, {}, "no-such-pre"));
     FAIL() << "expected an error";
@@ -89,6 +97,7 @@ TEST(ByteLevelBpe, UnknownPreTokenizerIsAClearErrorAtLoad) {
 }
 
 TEST(ByteLevelBpe, KnownPreTokenizerNamesAllCompile) {
+  LUMEN_REQUIRE_TESTDATA();
   for (std::string_view name : known_pre_tokenizers()) {
     EXPECT_NO_THROW(PreTokenizer{pre_tokenizer_spec(name)}) << name;
   }
@@ -97,6 +106,7 @@ TEST(ByteLevelBpe, KnownPreTokenizerNamesAllCompile) {
 }
 
 TEST(ByteLevelBpe, FileWithoutPreTokenizerUsesTheDefault) {
+  LUMEN_REQUIRE_TESTDATA();
   // tok_ok.gguf: tokens a, b, ab; merge "a b"; no tokenizer.ggml.pre.
   Tokenizer tok = open_tokenizer(kBadDir + "tok_ok.gguf");
   EXPECT_EQ(tok.encode("ab"), (std::vector<int32_t>{2}));
@@ -106,6 +116,7 @@ TEST(ByteLevelBpe, FileWithoutPreTokenizerUsesTheDefault) {
 // Pre-tokenizer splits against what the patterns mean (worked by hand from the regexes in
 // the models' tokenizer.json files).
 TEST(PreTokenizer, Gpt2KeepsOneSpaceWithTheNextWord) {
+  LUMEN_REQUIRE_TESTDATA();
   PreTokenizer pre(pre_tokenizer_spec("gpt-2"));
   std::vector<std::string_view> words;
   pre.split("Hello world's  end\t\n", words);
@@ -113,6 +124,7 @@ TEST(PreTokenizer, Gpt2KeepsOneSpaceWithTheNextWord) {
 }
 
 TEST(PreTokenizer, Llama3GroupsDigitsByThreeAndContractionsIgnoreCase) {
+  LUMEN_REQUIRE_TESTDATA();
   PreTokenizer pre(pre_tokenizer_spec("llama-bpe"));
   std::vector<std::string_view> words;
   pre.split("I'M 1234567", words);
@@ -120,6 +132,7 @@ TEST(PreTokenizer, Llama3GroupsDigitsByThreeAndContractionsIgnoreCase) {
 }
 
 TEST(PreTokenizer, StarcoderAndSmollmIsolateEveryDigit) {
+  LUMEN_REQUIRE_TESTDATA();
   PreTokenizer pre(pre_tokenizer_spec("smollm"));
   std::vector<std::string_view> words;
   pre.split("x 42", words);
@@ -127,6 +140,7 @@ TEST(PreTokenizer, StarcoderAndSmollmIsolateEveryDigit) {
 }
 
 TEST(PreTokenizer, NextLineCountsAsWhitespaceAsInOniguruma) {
+  LUMEN_REQUIRE_TESTDATA();
   // Oniguruma (Hugging Face's regex engine) counts U+0085 as \s; PCRE2 does not. Read as
   // whitespace, "\u0085\u0085" before a letter splits like two spaces would: \s+(?!\S) takes
   // the first, \s+ the second. Read as punctuation it would stay one piece.
@@ -137,6 +151,7 @@ TEST(PreTokenizer, NextLineCountsAsWhitespaceAsInOniguruma) {
 }
 
 TEST(ByteLevelBpe, EncodeIsSafeFromManyThreads) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = open_tokenizer(kTokDir + "ggml-vocab-qwen2.gguf");
   std::vector<std::string> texts;
   for (int i = 0; i < 64; ++i) {
@@ -162,6 +177,7 @@ TEST(ByteLevelBpe, EncodeIsSafeFromManyThreads) {
 }
 
 TEST(ByteLevelBpe, HugeAndHostileInputsDoNotBreakIt) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = open_tokenizer(kTokDir + "ggml-vocab-llama-bpe.gguf");
   for (std::string text : {std::string(1 << 19, ' '), std::string(1 << 19, 'a'),
                            std::string(1 << 18, '\n') + "x", std::string(1 << 19, '1')}) {

@@ -2,6 +2,8 @@
 // with add_special=false and parse_special=false. One ctest test per vocabulary (label golden).
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include <string>
 
 #include "gguf/file.h"
@@ -25,6 +27,7 @@ std::string ids_text(const std::vector<int32_t>& ids) {
 class Golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Golden, MatchesReferenceIds) {
+  LUMEN_REQUIRE_TESTDATA();
   std::string path = kTokDir + "ggml-vocab-" + GetParam() + ".gguf";
   auto cases = testing::read_golden_cases(path);
   ASSERT_EQ(cases.size(), 46u);

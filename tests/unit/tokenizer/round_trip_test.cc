@@ -12,6 +12,8 @@
 // text: encode reads them as U+FFFD.
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include <array>
 #include <filesystem>
 #include <unordered_set>
@@ -64,10 +66,12 @@ void check_every_token(const Tokenizer& tok) {
 }
 
 TEST(RoundTrip, EveryGpt2Token) {
+  LUMEN_REQUIRE_TESTDATA();
   check_every_token(Tokenizer::from_gguf(gguf::GgufFile::open(kTokDir + "ggml-vocab-gpt-2.gguf")));
 }
 
 TEST(RoundTrip, EveryLlama3Token) {
+  LUMEN_REQUIRE_TESTDATA();
   check_every_token(
       Tokenizer::from_gguf(gguf::GgufFile::open(kTokDir + "ggml-vocab-llama-bpe.gguf")));
 }
@@ -85,6 +89,7 @@ TEST(RoundTrip, EverySmolLm2Token) {
 // BPE drops a symbol it has no token for when there is no unknown token (the byte-mapped text
 // has one symbol per byte), and every other byte still comes back.
 TEST(RoundTrip, UnicodeSweepSurvives) {
+  LUMEN_REQUIRE_TESTDATA();
   for (const char* name : {"gpt-2", "llama-bpe", "qwen2", "starcoder"}) {
     Tokenizer tok =
         Tokenizer::from_gguf(gguf::GgufFile::open(kTokDir + "ggml-vocab-" + name + ".gguf"));

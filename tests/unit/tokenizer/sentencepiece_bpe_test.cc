@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -77,12 +79,15 @@ void check_vectors(const std::string& name) {
   EXPECT_EQ(cases, 46u);
 }
 
-TEST(SentencePieceBpe, LlamaSpmVectors) { check_vectors("ggml-vocab-llama-spm.gguf"); }
-TEST(SentencePieceBpe, Phi3Vectors) { check_vectors("ggml-vocab-phi-3.gguf"); }
+TEST(SentencePieceBpe, LlamaSpmVectors) {
+  LUMEN_REQUIRE_TESTDATA(); check_vectors("ggml-vocab-llama-spm.gguf"); }
+TEST(SentencePieceBpe, Phi3Vectors) {
+  LUMEN_REQUIRE_TESTDATA(); check_vectors("ggml-vocab-phi-3.gguf"); }
 
 class LlamaSpm : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    if (!::lumen::testing::have_testdata()) return;  // each test skips (LUMEN_REQUIRE_TESTDATA)
     vocab_ = load(kTokDir + "ggml-vocab-llama-spm.gguf");
     model_ = make_sentencepiece_bpe(vocab_).release();
   }
@@ -92,11 +97,13 @@ class LlamaSpm : public ::testing::Test {
 };
 
 TEST_F(LlamaSpm, EmptySegmentGivesNoTokensNotEvenTheDummyPrefix) {
+  LUMEN_REQUIRE_TESTDATA();
   EXPECT_TRUE(encode(*model_, "", true).empty());
   EXPECT_TRUE(encode(*model_, "", false).empty());
 }
 
 TEST_F(LlamaSpm, DummyPrefixOnlyWhereTheTextStarts) {
+  LUMEN_REQUIRE_TESTDATA();
   // "▁Hello" is one piece; without the prefix "Hello" is another.
   std::vector<int32_t> with = encode(*model_, "Hello", true);
   std::vector<int32_t> without = encode(*model_, "Hello", false);
@@ -107,6 +114,7 @@ TEST_F(LlamaSpm, DummyPrefixOnlyWhereTheTextStarts) {
 }
 
 TEST_F(LlamaSpm, TokenBytesByType) {
+  LUMEN_REQUIRE_TESTDATA();
   EXPECT_EQ(model_->token_bytes(3 + 0x41), "A");        // <0x41>
   EXPECT_EQ(model_->token_bytes(3 + 0xE2), "\xE2");     // <0xE2>: one raw byte
   EXPECT_EQ(model_->token_bytes(29871), " ");           // "▁"
@@ -117,6 +125,7 @@ TEST_F(LlamaSpm, TokenBytesByType) {
 }
 
 TEST_F(LlamaSpm, InvalidUtf8BytesFallBackOneByOne) {
+  LUMEN_REQUIRE_TESTDATA();
   // Each bad byte is a symbol of its own and, being no piece, becomes its <0xXX> token; the
   // valid characters around it still merge normally.
   const std::string text = "ab\xFF\xC3(c\xE2\x96 \xF0\x9F\x98";
@@ -163,9 +172,11 @@ void check_round_trips(const TokenizerModel& model, bool dummy_prefix) {
   }
 }
 
-TEST_F(LlamaSpm, RoundTrips) { check_round_trips(*model_, true); }
+TEST_F(LlamaSpm, RoundTrips) {
+  LUMEN_REQUIRE_TESTDATA(); check_round_trips(*model_, true); }
 
 TEST_F(LlamaSpm, ALiteralSpaceMarkIsASpace) {
+  LUMEN_REQUIRE_TESTDATA();
   // SentencePiece cannot tell U+2581 in the text from an escaped space: both decode as ' '.
   EXPECT_EQ(encode(*model_, "a\xE2\x96\x81" "b", false), encode(*model_, "a b", false));
 }
@@ -275,6 +286,7 @@ int32_t id_of(const Vocab& vocab, const std::string& text) {
 }
 
 TEST(SentencePieceBpeRules, HighestScoreFirstAndLeftmostOnTies) {
+  LUMEN_REQUIRE_TESTDATA();
   auto vocab = tiny_vocab({{"a", -1.0f, TokenType::Normal},
                            {"ab", -2.0f, TokenType::Normal},
                            {"b", -1.0f, TokenType::Normal},
@@ -290,6 +302,7 @@ TEST(SentencePieceBpeRules, HighestScoreFirstAndLeftmostOnTies) {
 }
 
 TEST(SentencePieceBpeRules, UnusedPiecesAreSplitBack) {
+  LUMEN_REQUIRE_TESTDATA();
   auto vocab = tiny_vocab({{"x", -1.0f, TokenType::Normal},
                            {"y", -1.0f, TokenType::Normal},
                            {"xy", -1.0f, TokenType::Unused},
@@ -303,6 +316,7 @@ TEST(SentencePieceBpeRules, UnusedPiecesAreSplitBack) {
 }
 
 TEST(SentencePieceBpeRules, MergesAcrossASpaceWhereAPieceSpansIt) {
+  LUMEN_REQUIRE_TESTDATA();
   // "a▁b" is a piece, so the text may not be cut into independent parts before the space.
   auto vocab = tiny_vocab({{"a", -1.0f, TokenType::Normal},
                            {"b", -1.0f, TokenType::Normal},
@@ -320,6 +334,7 @@ TEST(SentencePieceBpeRules, MergesAcrossASpaceWhereAPieceSpansIt) {
 }
 
 TEST(SentencePieceBpeRules, ControlTokensAreNeverFormedByMerges) {
+  LUMEN_REQUIRE_TESTDATA();
   auto vocab = tiny_vocab({{"<", -1.0f, TokenType::Normal},
                            {"s", -1.0f, TokenType::Normal},
                            {">", -1.0f, TokenType::Normal},
@@ -332,6 +347,7 @@ TEST(SentencePieceBpeRules, ControlTokensAreNeverFormedByMerges) {
 }
 
 TEST(SentencePieceBpeRules, WithoutByteTokensUnknownCharactersBecomeUnk) {
+  LUMEN_REQUIRE_TESTDATA();
   auto vocab = tiny_vocab({{"a", -1.0f, TokenType::Normal}}, false);
   auto model = make_sentencepiece_bpe(vocab);
   // One <unk> per run of unknown characters (not per byte), as sentencepiece does.
@@ -340,6 +356,7 @@ TEST(SentencePieceBpeRules, WithoutByteTokensUnknownCharactersBecomeUnk) {
 }
 
 TEST(SentencePieceBpeRules, NeitherByteTokensNorUnknownIsAnError) {
+  LUMEN_REQUIRE_TESTDATA();
   Vocab vocab;
   vocab.kind = VocabKind::SentencePiece;
   vocab.tokens = {"a"};
@@ -350,6 +367,7 @@ TEST(SentencePieceBpeRules, NeitherByteTokensNorUnknownIsAnError) {
 }
 
 TEST(SentencePieceBpeRules, MalformedHandBuiltVocabulariesAreRejected) {
+  LUMEN_REQUIRE_TESTDATA();
   Vocab bad_byte;
   bad_byte.kind = VocabKind::SentencePiece;
   bad_byte.tokens = {"<0x4>"};

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include "gguf/file.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -40,6 +42,7 @@ std::string describe(const std::vector<TextSegment>& segments) {
 }
 
 TEST(SpecialTokens, ControlTokensOnlyWhenParsingSpecial) {
+  LUMEN_REQUIRE_TESTDATA();
   SpecialTokenMatcher matcher(vocab_with({{"<ctl>", TokenType::Control},
                                           {"<user>", TokenType::UserDefined},
                                           {"<unk>", TokenType::Unknown},
@@ -51,6 +54,7 @@ TEST(SpecialTokens, ControlTokensOnlyWhenParsingSpecial) {
 }
 
 TEST(SpecialTokens, LeftmostThenLongestMatchWins) {
+  LUMEN_REQUIRE_TESTDATA();
   SpecialTokenMatcher matcher(vocab_with({{"<a>", TokenType::Control},
                                           {"<a><b>", TokenType::Control},
                                           {"b><c>", TokenType::Control},
@@ -62,6 +66,7 @@ TEST(SpecialTokens, LeftmostThenLongestMatchWins) {
 }
 
 TEST(SpecialTokens, TokenizerAppliesThemAroundThePlainText) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = Tokenizer::from_gguf(gguf::GgufFile::open(kTokDir + "ggml-vocab-qwen2.gguf"));
   // Qwen2: <|im_start|> is 151644 (control), <tool_call> 151657 (user-defined).
   std::vector<int32_t> parsed = tok.encode("<|im_start|>", {.parse_special = true});
@@ -77,6 +82,7 @@ TEST(SpecialTokens, TokenizerAppliesThemAroundThePlainText) {
 }
 
 TEST(SpecialTokens, AddSpecialFollowsTheVocabularyFlags) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer llama3 =
       Tokenizer::from_gguf(gguf::GgufFile::open(kTokDir + "ggml-vocab-llama-bpe.gguf"));
   std::vector<int32_t> ids = llama3.encode("Hi", {.add_special = true});
@@ -92,6 +98,7 @@ TEST(SpecialTokens, AddSpecialFollowsTheVocabularyFlags) {
 }
 
 TEST(SpecialTokens, InvalidUtf8IsReadAsReplacementCharacters) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = Tokenizer::from_gguf(gguf::GgufFile::open(kTokDir + "ggml-vocab-gpt-2.gguf"));
   EXPECT_EQ(tok.encode("a\xFF\xC0" "b"), tok.encode("a\xEF\xBF\xBD\xEF\xBF\xBD" "b"));
   EXPECT_THROW(tok.decode({50257}), Error);

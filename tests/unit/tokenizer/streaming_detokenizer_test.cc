@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include "gguf/file.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
@@ -33,6 +35,7 @@ std::string join(const std::vector<std::string>& chunks) {
 }
 
 TEST(StreamingDetokenizer, NeverEmitsHalfACharacter) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = open_vocab("gpt-2");
   std::string text = "llamas 🦙🦙 and 😶‍🌫️ in Khmer កាន់តែ";
   std::vector<int32_t> ids = tok.encode(text);
@@ -46,6 +49,7 @@ TEST(StreamingDetokenizer, NeverEmitsHalfACharacter) {
 }
 
 TEST(StreamingDetokenizer, BrokenSequencesBecomeReplacementCharacters) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = open_vocab("gpt-2");
   // Token ids of single bytes: encode one byte each (invalid alone, so take the raw byte
   // tokens via the 4-byte emoji's ids).
@@ -62,6 +66,7 @@ TEST(StreamingDetokenizer, BrokenSequencesBecomeReplacementCharacters) {
 }
 
 TEST(StreamingDetokenizer, DropsSentencePiecesLeadingSpaceOnce) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = open_vocab("llama-spm");
   ASSERT_TRUE(tok.vocab().add_space_prefix);
   std::vector<int32_t> ids = tok.encode("Hello world");
@@ -81,6 +86,7 @@ TEST(StreamingDetokenizer, DropsSentencePiecesLeadingSpaceOnce) {
 }
 
 TEST(StreamingDetokenizer, MatchesDecodeOnEveryGoldenCase) {
+  LUMEN_REQUIRE_TESTDATA();
   for (const char* name : {"gpt-2", "llama-bpe", "qwen2", "starcoder", "llama-spm", "phi-3"}) {
     Tokenizer tok = open_vocab(name);
     for (std::string text : {"ied 4 ½ months", "🚀 (normal) 😶‍🌫️ ✅", "\n \n\n \t", "Cửa Việt"}) {
@@ -93,6 +99,7 @@ TEST(StreamingDetokenizer, MatchesDecodeOnEveryGoldenCase) {
 }
 
 TEST(StreamingDetokenizer, BadIdThrowsAndConsumesNothing) {
+  LUMEN_REQUIRE_TESTDATA();
   Tokenizer tok = open_vocab("gpt-2");
   StreamingDetokenizer detok(tok);
   EXPECT_THROW(detok.push(-5), Error);

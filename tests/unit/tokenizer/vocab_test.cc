@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "lumen_testdata.h"
+
 #include "gguf/file.h"
 #include "util/error.h"
 
@@ -14,6 +16,7 @@ const std::string kBadDir = std::string(LUMEN_TESTDATA_DIR) + "/gguf-bad/";
 Vocab load(const std::string& path) { return load_vocab(gguf::GgufFile::open(path).metadata()); }
 
 TEST(Vocab, LoadsByteLevelBpe) {
+  LUMEN_REQUIRE_TESTDATA();
   Vocab vocab = load(kTokDir + "ggml-vocab-gpt-2.gguf");
   EXPECT_EQ(vocab.kind, VocabKind::BytePairGpt2);
   EXPECT_EQ(vocab.size(), 50257u);
@@ -23,6 +26,7 @@ TEST(Vocab, LoadsByteLevelBpe) {
 }
 
 TEST(Vocab, LoadsSentencePieceWithScoresAndByteTokens) {
+  LUMEN_REQUIRE_TESTDATA();
   Vocab vocab = load(kTokDir + "ggml-vocab-llama-spm.gguf");
   EXPECT_EQ(vocab.kind, VocabKind::SentencePiece);
   EXPECT_EQ(vocab.size(), 32000u);
@@ -34,6 +38,7 @@ TEST(Vocab, LoadsSentencePieceWithScoresAndByteTokens) {
 }
 
 TEST(Vocab, OutOfRangeSpecialIdIsDroppedWithAWarning) {
+  LUMEN_REQUIRE_TESTDATA();
   Vocab vocab = load(kBadDir + "tok_bos_out_of_range.gguf");
   EXPECT_FALSE(vocab.special.bos.has_value());
   ASSERT_EQ(vocab.warnings.size(), 1u);
@@ -41,12 +46,14 @@ TEST(Vocab, OutOfRangeSpecialIdIsDroppedWithAWarning) {
 }
 
 TEST(Vocab, MissingTokenTypesDefaultToNormal) {
+  LUMEN_REQUIRE_TESTDATA();
   Vocab vocab = load(kBadDir + "tok_ok_no_token_type.gguf");
   ASSERT_EQ(vocab.size(), 3u);
   for (TokenType type : vocab.types) EXPECT_EQ(type, TokenType::Normal);
 }
 
 TEST(Vocab, MalformedVocabulariesAreRejected) {
+  LUMEN_REQUIRE_TESTDATA();
   for (const char* name : {"tok_type_u8_array.gguf", "tok_scores_u8_array.gguf",
                            "tok_type_len_mismatch.gguf", "tok_empty_vocab.gguf",
                            "tok_unknown_model.gguf", "tok_bad_byte_token.gguf",
