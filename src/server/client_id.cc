@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include "server/http_policy.h"
-#include "server/sampling_request.h"
+#include "lumen/cache_salt.h"
 
 namespace lumen::server {
 
 std::string client_id(bool by_api_key, std::string_view authorization, std::string_view peer) {
   if (by_api_key) {
-    if (auto token = bearer_token(authorization)) return fmt::format("key:{:016x}", salt_of(*token));
+    if (auto token = bearer_token(authorization)) return fmt::format("key:{:016x}", cache_salt_of(*token));
   }
   return fmt::format("peer:{}", peer);
 }

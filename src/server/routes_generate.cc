@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kv/block_hash.h"
+#include "lumen/cache_salt.h"
 #include "server/access_log.h"
 #include "server/http_policy.h"
 #include "server/api_error.h"
@@ -224,7 +224,7 @@ void run_job(ServerContext& context, GenerationJob job, Admission::Places places
   if (context.salt_by_api_key) {
     // The key was checked before routing; its salt keeps this tenant's cached prompts its own.
     if (auto token = bearer_token(request.get_header_value("Authorization"))) {
-      job.options.cache_salt = kv::mix64(job.options.cache_salt ^ salt_of(*token)) | 1;
+      job.options.cache_salt = combine_cache_salts(job.options.cache_salt, cache_salt_of(*token));
     }
   }
   auto generation = std::make_unique<Generation>(context, job.prompts, job.options, job.endpoint, arrival,

@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "kv/block_hash.h"
+#include "lumen/cache_salt.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 
@@ -117,7 +117,7 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
     if (!salt->is_string() || salt->get<std::string>().empty() || salt->get<std::string>().size() > 256) {
       invalid("cache_salt", "'cache_salt' must be a non-empty string of at most 256 bytes");
     }
-    out.cache_salt = salt_of(salt->get<std::string>());
+    out.cache_salt = cache_salt_of(salt->get<std::string>());
   }
 
   if (auto v = fields.integer("n", 1, limits.max_n)) out.n = static_cast<int32_t>(*v);
@@ -154,14 +154,6 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
 int64_t max_new_tokens(const GenerationOptions& options, Endpoint endpoint, int64_t room) {
   if (options.max_tokens_given) return options.params.max_tokens;
   return endpoint == Endpoint::Completions ? std::min<int64_t>(16, room) : room;
-}
-
-uint64_t salt_of(std::string_view text) {
-  // FNV-1a, then a finalizer: stable within the process, and the engine keys it again with a
-  // random per-process key before it reaches the block hashes.
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
-  return kv::mix64(h) | 1;  // never 0, the "no salt" value
 }
 
 }  // namespace lumen::server

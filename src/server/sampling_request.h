@@ -46,9 +46,6 @@ struct GenerationOptions {
 // completions and vLLM's rest of the context for chat.
 int64_t max_new_tokens(const GenerationOptions& options, Endpoint endpoint, int64_t room);
 
-// A salt from a string (cache_salt, an API key): equal strings give equal salts.
-uint64_t salt_of(std::string_view text);
-
 // Throws ApiError(400) naming the first bad field. Token ids (logit_bias keys, stop_token_ids)
 // are checked against limits.vocab_size.
 GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint endpoint,
