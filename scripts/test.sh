@@ -2,11 +2,12 @@
 # The whole test suite on a fresh machine: installs what is missing, then builds and runs
 #   1. where nvcc exists: the CUDA backend and its tests (label gpu); without a GPU they are
 #      built (so they always compile) but not run, and counted as skipped;
-#   2. the libFuzzer target for the GGUF reader, for a bounded time (clang);
-#   3. Debug with AddressSanitizer + UBSan: every test but the slow real-model ones (label
-#      `model`), so memory errors in the parsers and kernels fail loudly;
-#   4. Release: every test (unit, golden, model). It runs last, so the last ctest summary in
-#      the log is the full suite's.
+#   2. Debug with AddressSanitizer + UBSan (clang), one build for two stages: the libFuzzer
+#      targets for a bounded time each (label fuzz), then every test but the fuzz ones and the
+#      slow real-model ones (label `model`), so memory errors in the parsers and kernels fail
+#      loudly;
+#   3. Release: every test (unit, golden, model, e2e). It runs last, so the last ctest summary
+#      in the log is the full suite's.
 # Ends with each stage's wall time and one line "total: N passed, M failed, K skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,25 +24,24 @@ PY="${LUMEN_HOME:-$HOME/.cache/lumen}/venv/bin/python"
 JOBS="${LUMEN_JOBS:-2}"
 
 passed=0; failed=0; skipped=0; status=0
-run_preset() {
-  local preset=$1; shift
+# build_stage PRESET: configures and builds it; false (and counted as a failure) if that fails.
+build_stage() {
+  local preset=$1
   echo "=== $preset: configure and build"
   if ! timed "$preset:build" build_preset "$preset"; then
-    echo "=== $preset: build failed"; failed=$((failed + 1)); status=1; return
+    echo "=== $preset: build failed"; failed=$((failed + 1)); status=1; return 1
   fi
-  if [ "$preset" = cuda ] && ! have_gpu; then
-    # Nothing can run them here: count them as skipped, and leave no ctest summary that
-    # would read as a run of tests.
-    local n; n=$(cd "build/$preset" && ctest -N "$@" | sed -nE 's/^Total Tests: ([0-9]+)/\1/p')
-    echo "=== $preset: built; no GPU, so its ${n:-0} tests were not run"
-    skipped=$((skipped + ${n:-0})); return
-  fi
-  echo "=== $preset: test"
+}
+
+# test_stage STAGE PRESET CTEST_ARGS...: runs those tests of the preset's build and counts them.
+test_stage() {
+  local stage=$1 preset=$2; shift 2
+  echo "=== $stage: test"
   local log; log=$(mktemp)
   local start=$SECONDS
   (cd "build/$preset" && ctest --output-on-failure -j"$JOBS" --timeout 900 "$@") | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-  timings+=("$preset:test $((SECONDS - start))")
+  timings+=("$stage:test $((SECONDS - start))")
   # ctest's summary: "100% tests passed, 0 tests failed out of 57"
   local line; line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n1)
   if [ -z "$line" ]; then failed=$((failed + 1)); status=1; rm -f "$log"; return; fi
@@ -54,23 +54,39 @@ run_preset() {
   rm -f "$log"
 }
 
+run_preset() {
+  local preset=$1
+  build_stage "$preset" || return
+  case "$preset" in
+    cuda)
+      if ! have_gpu; then
+        # Nothing can run them here: count them as skipped, and leave no ctest summary that
+        # would read as a run of tests.
+        local n; n=$(cd build/cuda && ctest -N -L gpu -LE model | sed -nE 's/^Total Tests: ([0-9]+)/\1/p')
+        echo "=== cuda: built; no GPU, so its ${n:-0} tests were not run"
+        skipped=$((skipped + ${n:-0})); return
+      fi
+      test_stage cuda cuda -L gpu -LE model ;;
+    debug)
+      test_stage fuzz debug -L fuzz
+      test_stage debug debug -LE 'model|fuzz' ;;
+    *) test_stage "$preset" "$preset" ;;
+  esac
+}
+
 build_preset() {
   cmake --preset "$1" -DLUMEN_PYTHON="$PY" >/dev/null && cmake --build --preset "$1" -j"$JOBS"
 }
 
 have_gpu() { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }
 
-default_presets="fuzz debug release"
+default_presets="debug release"
 if command -v nvcc >/dev/null || test -x /usr/local/cuda/bin/nvcc; then
   default_presets="cuda $default_presets"
   export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
 fi
 for preset in ${LUMEN_PRESETS:-$default_presets}; do
-  case "$preset" in
-    debug) run_preset debug -LE model ;;
-    cuda) run_preset cuda -L gpu -LE model ;;
-    *) run_preset "$preset" ;;
-  esac
+  run_preset "$preset"
 done
 echo "=== wall time per stage (seconds)"
 for t in "${timings[@]}"; do echo "  $t"; done

@@ -23,7 +23,7 @@ struct ModelOptions {
   unsigned threads = 0;        // CPU threads; 0: one per core
   // A built-in chat template's name (chat::builtin_chat_template_names) to use instead of the
   // model's own; empty: the model's.
-  std::string chat_template;
+  std::string chat_template = {};
   // Load the tokenizer and chat template only: no weights, no device memory (tokenizing
   // tools). An Engine refuses such a model.
   bool vocab_only = false;

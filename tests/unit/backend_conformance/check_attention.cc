@@ -42,7 +42,8 @@ AttentionConfig config_for(AttentionMode mode, int64_t head_dim, int64_t heads, 
 }  // namespace
 
 void check_attention(Backend& backend, const Case& c) {
-  const auto [head_dim, heads, kv_heads] = c.shape;
+  // Plain variables, not a structured binding: clang 14 cannot capture those in a lambda.
+  const int64_t head_dim = c.shape[0], heads = c.shape[1], kv_heads = c.shape[2];
   const AttentionConfig config = config_for(static_cast<AttentionMode>(c.mode), head_dim, heads, kv_heads);
   const int64_t kv_dim = head_dim * kv_heads, block_size = 16, n_blocks = 7;
   const std::vector<Sequence> sequences = {{6, 0, {2, 0}}, {1, 37, {1, 3, 4}}, {4, 9, {6, 5}}};

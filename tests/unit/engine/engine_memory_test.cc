@@ -44,7 +44,9 @@ TEST_F(EngineMemory, PreemptionByRecomputeAndBySwapKeepsTheTokens) {
     Engine tight(handle(), c);
     EXPECT_EQ(run(tight), expected);
     EXPECT_GT(tight.stats().preemptions, 0u);
-    if (mode == PreemptionMode::Swap) EXPECT_GT(tight.stats().swapped_out_blocks, 0u);
+    if (mode == PreemptionMode::Swap) {
+      EXPECT_GT(tight.stats().swapped_out_blocks, 0u);
+    }
     EXPECT_EQ(tight.stats().kv_blocks_used, 0);
   }
 }
