@@ -299,4 +299,10 @@ std::vector<std::string_view> builtin_chat_template_names() {
   return names;
 }
 
+std::optional<std::string_view> builtin_chat_template_name_for_architecture(std::string_view architecture) {
+  // Only families with exactly one chat format: a llama file could be any of several.
+  if (architecture == "gemma" || architecture == "gemma2" || architecture == "gemma3") return "gemma";
+  return std::nullopt;
+}
+
 }  // namespace lumen::chat

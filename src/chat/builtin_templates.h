@@ -12,4 +12,9 @@ namespace lumen::chat {
 std::optional<std::string_view> builtin_chat_template(std::string_view name);
 std::vector<std::string_view> builtin_chat_template_names();
 
+// The built-in template a model family uses when its file carries none (Gemma 3's GGUF
+// conversions often do not: the template lives in the Hugging Face repository's
+// tokenizer_config.json instead); nullopt for other architectures.
+std::optional<std::string_view> builtin_chat_template_name_for_architecture(std::string_view architecture);
+
 }  // namespace lumen::chat

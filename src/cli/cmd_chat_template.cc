@@ -63,8 +63,15 @@ void render(const ChatTemplateCliOptions& o) {
     options.eos_token = special_token_text(md, "tokenizer.ggml.eos_token_id");
     if (o.name.empty() && o.template_file.empty()) {
       auto found = md.find_string("tokenizer.chat_template");
-      if (!found) fail("the model has no tokenizer.chat_template; pass --chat-template NAME");
-      text = *found;
+      const auto family =
+          chat::builtin_chat_template_name_for_architecture(md.find_string("general.architecture").value_or(""));
+      if (found) {
+        text = *found;
+      } else if (family) {
+        text = std::string(*chat::builtin_chat_template(*family));  // as lumen chat and serve do
+      } else {
+        fail("the model has no tokenizer.chat_template; pass --chat-template NAME");
+      }
     }
   }
   if (!o.name.empty()) {

@@ -37,8 +37,9 @@ ModelInfo describe(const LoadedModel& model, const std::string& path) {
   return info;
 }
 
-// The template a name chooses, else the file's; a file whose template is missing or does not
-// parse leaves the model without one (and says why), since only chat needs it.
+// The template a name chooses, else the file's, else its family's built-in one (Gemma); a file
+// whose template is missing or does not parse leaves the model without one (and says why),
+// since only chat needs it.
 void attach_chat_template(ModelState& state, const std::string& builtin_name) {
   if (!builtin_name.empty()) {
     const auto text = chat::builtin_chat_template(builtin_name);
@@ -48,6 +49,10 @@ void attach_chat_template(ModelState& state, const std::string& builtin_name) {
   }
   const auto text = state.model->file->metadata().find_string("tokenizer.chat_template");
   if (!text) {
+    if (auto family = chat::builtin_chat_template_name_for_architecture(state.model->hparams.architecture)) {
+      state.chat_template = chat::ChatTemplate::parse(*chat::builtin_chat_template(*family));
+      return;
+    }
     state.chat_template_problem = "the model has no chat template";
     return;
   }

@@ -21,6 +21,19 @@ void require_range(const std::string& key, uint64_t value, uint64_t min, uint64_
   if (value < min || value > max) fail("{} = {} is out of range (expected {}..{})", key, value, min, max);
 }
 
+// llama.cpp's converters write the pattern either as a period or as one flag per layer.
+void read_sliding_window_pattern(const gguf::Metadata& md, const std::string& key, HParams& hp) {
+  const gguf::Value* value = md.find(key);
+  if (value == nullptr) return;
+  if (value->type() == gguf::ValueType::ARRAY) {
+    const gguf::Array& flags = md.get_array(key, gguf::ValueType::BOOL);
+    if (flags.length > kMaxBlocks) fail("{} has {} entries (at most {})", key, flags.length, kMaxBlocks);
+    for (uint8_t flag : flags.raw) hp.sliding_window_layers.push_back(flag != 0);
+    return;
+  }
+  hp.sliding_window_period = md.get_unsigned(key);
+}
+
 }  // namespace
 
 // Every number the forward pass, the KV cache and the engine divide by or size memory with is
@@ -55,6 +68,24 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   }
   if (hp.rope_scaling.type != "none" && (!std::isfinite(hp.rope_scaling.factor) || hp.rope_scaling.factor <= 0.0)) {
     fail("{}rope.scaling.factor = {} must be a positive number", prefix, hp.rope_scaling.factor);
+  }
+  if (!hp.sliding_window_layers.empty() && hp.sliding_window_layers.size() != hp.block_count) {
+    fail("{}attention.sliding_window_pattern has {} entries for {} blocks", prefix, hp.sliding_window_layers.size(),
+         hp.block_count);
+  }
+  if (hp.sliding_window_period && *hp.sliding_window_period > kMaxBlocks) {
+    fail("{}attention.sliding_window_pattern = {} is out of range (expected 0..{})", prefix,
+         *hp.sliding_window_period, kMaxBlocks);
+  }
+  if (!std::isfinite(hp.rope_freq_base_local) || hp.rope_freq_base_local < 0.0) {
+    fail("{}rope.freq_base_swa = {} must be a positive number", prefix, hp.rope_freq_base_local);
+  }
+  // Soft caps divide the scores: a cap must be a positive number when given.
+  if (!std::isfinite(hp.final_logit_softcap) || hp.final_logit_softcap < 0.0) {
+    fail("{}final_logit_softcapping = {} must be a positive number", prefix, hp.final_logit_softcap);
+  }
+  if (!std::isfinite(hp.attention_logit_softcap) || hp.attention_logit_softcap < 0.0) {
+    fail("{}attn_logit_softcapping = {} must be a positive number", prefix, hp.attention_logit_softcap);
   }
 }
 
@@ -105,6 +136,10 @@ HParams read_hparams(const gguf::GgufFile& file) {
     hp.norm_eps = *eps_ln;
   }
   hp.sliding_window = md.find_unsigned(key("attention.sliding_window")).value_or(0);
+  read_sliding_window_pattern(md, key("attention.sliding_window_pattern"), hp);
+  hp.rope_freq_base_local = md.find_float(key("rope.freq_base_swa")).value_or(0.0);
+  hp.final_logit_softcap = md.find_float(key("final_logit_softcapping")).value_or(0.0);
+  hp.attention_logit_softcap = md.find_float(key("attn_logit_softcapping")).value_or(0.0);
   validate_hparams(hp, file);
   return hp;
 }

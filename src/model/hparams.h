@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gguf/file.h"
 
@@ -32,6 +33,15 @@ struct HParams {
   RopeScaling rope_scaling;
   double norm_eps = 1e-5;              // RMS norm epsilon (or layer-norm epsilon)
   uint64_t sliding_window = 0;         // 0: no local attention
+  // Which layers are local, when the file says ({arch}.attention.sliding_window_pattern): a
+  // period n (every n-th layer global, the others local) or one flag per layer (true: local).
+  // Absent: the architecture's own pattern applies. A period of 0 makes every layer local, as
+  // in llama.cpp.
+  std::optional<uint64_t> sliding_window_period;
+  std::vector<bool> sliding_window_layers;
+  double rope_freq_base_local = 0.0;   // {arch}.rope.freq_base_swa; 0: the architecture's default
+  double final_logit_softcap = 0.0;    // {arch}.final_logit_softcapping; 0: none
+  double attention_logit_softcap = 0.0;  // {arch}.attn_logit_softcapping; 0: none
 };
 
 // Throws lumen::Error naming the missing or malformed key.

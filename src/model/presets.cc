@@ -19,6 +19,10 @@ constexpr std::array kPresets = {
            "none", 1.0, 0},
     Preset{"qwen2-7b", "qwen2", 32768, 3584, 28, 18944, 28, 4, 152064, 1000000.0, 1e-6, false,
            "none", 1.0, 0},
+    Preset{"gemma3-270m", "gemma3", 32768, 640, 18, 2048, 4, 1, 262144, 1000000.0, 1e-6, true,
+           "none", 1.0, 0, 256, 512},
+    Preset{"gemma3-1b", "gemma3", 32768, 1152, 26, 6912, 4, 1, 262144, 1000000.0, 1e-6, true,
+           "none", 1.0, 0, 256, 512},
 };
 }  // namespace
 

@@ -24,6 +24,8 @@ struct Preset {
   std::string_view rope_scaling;  // "none" or "llama3" (written as a rope_freqs tensor)
   double rope_scaling_factor;
   uint64_t rope_original_context;
+  uint64_t head_dim = 0;        // attention.key_length when it is not embedding / heads (0: it is)
+  uint64_t sliding_window = 0;  // attention.sliding_window for architectures with local layers
 };
 
 std::span<const Preset> presets();

@@ -129,12 +129,13 @@ HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
   hp.feed_forward_length = p.feed_forward_length;
   hp.head_count = p.head_count;
   hp.head_count_kv = p.head_count_kv;
-  hp.head_dim = p.embedding_length / p.head_count;
+  hp.head_dim = p.head_dim != 0 ? p.head_dim : p.embedding_length / p.head_count;
   hp.value_dim = hp.head_dim;
   hp.vocab_size = n_vocab;
   hp.rope_freq_base = p.rope_freq_base;
   hp.rope_dimension_count = hp.head_dim;
   hp.norm_eps = p.norm_eps;
+  hp.sliding_window = p.sliding_window;
   return hp;
 }
 
@@ -267,6 +268,13 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
   md.set(key("rope.freq_base"), gguf::Value::f32(static_cast<float>(preset->rope_freq_base)));
   md.set(key("attention.layer_norm_rms_epsilon"),
          gguf::Value::f32(static_cast<float>(preset->norm_eps)));
+  if (preset->head_dim != 0) {
+    md.set(key("attention.key_length"), gguf::Value::u32(static_cast<uint32_t>(preset->head_dim)));
+    md.set(key("attention.value_length"), gguf::Value::u32(static_cast<uint32_t>(preset->head_dim)));
+  }
+  if (preset->sliding_window != 0) {
+    md.set(key("attention.sliding_window"), gguf::Value::u32(static_cast<uint32_t>(preset->sliding_window)));
+  }
   report.vocab_size = copy_vocab(vocab_source, preset->vocab_size, md);
   md.set(key("vocab_size"), gguf::Value::u32(static_cast<uint32_t>(report.vocab_size)));
 

@@ -44,6 +44,18 @@ backend::RopeConfig rope_config(const HParams& hp, const Architecture& arch, con
   return rope;
 }
 
+// Local (sliding-window) layers of an architecture with a per-layer rope base rotate with their
+// own base and without the file's context scaling, which is for the global layers (llama.cpp's
+// freq_base_swa and freq_scale_swa).
+backend::RopeConfig local_rope_config(const backend::RopeConfig& global, const HParams& hp, const Architecture& arch) {
+  if (!arch.features.per_layer_rope_base) return global;
+  backend::RopeConfig local = global;
+  local.freq_base = hp.rope_freq_base_local != 0.0 ? hp.rope_freq_base_local : arch.features.local_rope_base;
+  local.scaling = backend::RopeScalingType::None;
+  local.scaling_factor = 1.0;
+  return local;
+}
+
 }  // namespace
 
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp)
@@ -52,10 +64,18 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   require_supported_features(arch_, hp_);
   weights_ = bind_weights(file, arch_, hp_, backend_);
   rope_ = rope_config(hp_, arch_, weights_);
+  rope_local_ = local_rope_config(rope_, hp_, arch_);
   attention_.n_heads = static_cast<int64_t>(hp_.head_count);
   attention_.n_kv_heads = static_cast<int64_t>(hp_.head_count_kv);
   attention_.head_dim = static_cast<int64_t>(hp_.head_dim);
-  attention_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
+  if (arch_.features.query_scale != nullptr) {
+    // Scaled queries, then unscaled scores: the order llama.cpp computes Gemma in, which decides
+    // the rounding when the queries are rounded to f16 for the product with an f16 K cache.
+    query_scale_ = static_cast<float>(arch_.features.query_scale(hp_));
+    attention_.scale = 1.0f;
+  } else {
+    attention_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
+  }
   attention_.softcap = arch_.features.attention_softcap;
   layer_window_ = layer_sliding_windows(arch_, hp_);
 }
@@ -101,14 +121,20 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   if (w.bv) backend_.add_row(v, *w.bv);
 
   TensorView q_heads = as_heads(q, n, head_dim), k_heads = as_heads(k, n, head_dim);
-  backend_.rope(q_heads, batch.positions, rope_);
-  backend_.rope(k_heads, batch.positions, rope_);
+  const float eps = static_cast<float>(hp_.norm_eps);
+  if (w.q_norm) backend_.rms_norm(q_heads, *w.q_norm, eps, q_heads);
+  if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
+  const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
+  backend_.rope(q_heads, batch.positions, rope);
+  backend_.rope(k_heads, batch.positions, rope);
+  if (query_scale_ != 1.0f) backend_.scale(q, query_scale_);
   backend_.store_kv(k, v, batch.sequences, cache.layer(layer));
   TensorView attn_heads = as_heads(attn, n, head_dim);
   backend::AttentionConfig attention = attention_;
   attention.sliding_window = layer_window_[layer];
   backend_.attention(q_heads, cache.layer(layer), batch.sequences, attention, attn_heads);
   backend_.matmul(w.wo, attn, h);
+  if (w.attn_post_norm) backend_.rms_norm(h, *w.attn_post_norm, eps, h);
   backend_.add(x, h, x);
 }
 
@@ -122,6 +148,7 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
       arch_.features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu : backend::Backend::Glu::Swiglu,
       gate, up);
   backend_.matmul(w.ffn_down, gate, h);
+  if (w.ffn_post_norm) backend_.rms_norm(h, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), h);
   backend_.add(x, h, x);
 }
 
@@ -137,6 +164,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
 
   TensorView x = first_rows(s_.x, n);
   backend_.get_rows(weights_.token_embd, batch.tokens, x);
+  if (arch_.features.embedding_scale) backend_.scale(x, std::sqrt(static_cast<float>(hp_.embedding_length)));
   for (size_t layer = 0; layer < weights_.layers.size(); ++layer) {
     attention_block(layer, batch, cache, n);
     mlp_block(layer, n);

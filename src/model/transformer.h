@@ -41,8 +41,10 @@ class Transformer {
   HParams hp_;
   const Architecture& arch_;
   TransformerWeights weights_;
-  backend::RopeConfig rope_;
+  backend::RopeConfig rope_;        // global layers
+  backend::RopeConfig rope_local_;  // sliding-window layers (the same unless per_layer_rope_base)
   backend::AttentionConfig attention_;
+  float query_scale_ = 1.0f;  // queries times this before attention (features.query_scale)
   std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
 
   int64_t capacity_tokens_ = 0;

@@ -18,8 +18,11 @@ struct LayerWeights {
   backend::TensorView attn_norm;
   backend::TensorView wq, wk, wv, wo;
   std::optional<backend::TensorView> bq, bk, bv;  // qwen2
+  std::optional<backend::TensorView> q_norm, k_norm;  // QK-norm: one weight per head dimension
+  std::optional<backend::TensorView> attn_post_norm;  // on the attention output, before the add
   backend::TensorView ffn_norm;
   backend::TensorView ffn_gate, ffn_up, ffn_down;
+  std::optional<backend::TensorView> ffn_post_norm;  // on the FFN output, before the add
 };
 
 struct TransformerWeights {

@@ -6,12 +6,11 @@
 
 namespace lumen::testing {
 
-inline std::string default_model_path() {
+inline std::string model_cache_dir() {
   const char* cache = std::getenv("LUMEN_CACHE");
-  const std::string dir = cache != nullptr && *cache != '\0'
-                              ? cache
-                              : std::string(std::getenv("HOME")) + "/.cache/lumen/models";
-  return dir + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  return cache != nullptr && *cache != '\0' ? cache : std::string(std::getenv("HOME")) + "/.cache/lumen/models";
 }
+
+inline std::string default_model_path() { return model_cache_dir() + "/SmolLM2-135M-Instruct.Q4_1.gguf"; }
 
 }  // namespace lumen::testing

@@ -315,15 +315,32 @@ def test_model_template_from_gguf_matches(vendor_templates):
     assert got == want
 
 
-def test_model_without_template_is_a_clear_error():
-    _, err = render_lumen(["-m", str(real_model("gemma-3-270m-q4_k_m.gguf"))],
-                          {"messages": [{"role": "user", "content": "hi"}]})
+def test_model_without_template_is_a_clear_error(tmp_path):
+    # A llama file could be any of several chat formats: no guess.
+    import gguf
+    path = tmp_path / "no_template.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_token_list(["<s>", "</s>", "hi"])
+    writer.add_bos_token_id(0)
+    writer.add_eos_token_id(1)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    _, err = render_lumen(["-m", str(path)], {"messages": [{"role": "user", "content": "hi"}]})
     assert err is not None and "no tokenizer.chat_template" in err and "--chat-template" in err
-    got, err = render_lumen(["-m", str(real_model("gemma-3-270m-q4_k_m.gguf")), "--chat-template", "gemma"],
-                            {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": True})
+
+
+def test_gemma_without_template_uses_the_builtin_gemma_one():
+    # Gemma 3's GGUF carries no tokenizer.chat_template; its family has one format.
+    request = {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": True}
+    implicit, err = render_lumen(["-m", str(real_model("gemma-3-270m-q4_k_m.gguf"))], request)
+    assert err is None, err
+    explicit, err = render_lumen(["-m", str(real_model("gemma-3-270m-q4_k_m.gguf")), "--chat-template", "gemma"],
+                                 request)
     assert err is None, err
     # The Gemma 3 GGUF's own special tokens: <bos> / <eos>.
-    assert got == "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n"
+    assert implicit == explicit == "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n"
 
 
 @pytest.mark.parametrize("template, message", [

@@ -7,6 +7,8 @@
 
 namespace lumen::model {
 
+struct HParams;
+
 enum class Activation { SwiGlu, GeGlu };
 enum class FfnKind { Dense, MixtureOfExperts };
 enum class AttentionKind { Grouped /* MHA, GQA and MQA */, MultiHeadLatent };
@@ -16,7 +18,8 @@ enum class SlidingWindow {
   None,       // every layer attends to every earlier position; the metadata key is ignored, as
               // llama.cpp ignores it for these architectures
   AllLayers,  // every layer is local
-  Pattern,    // layer i is global when (i + 1) % sliding_window_period == 0, local otherwise
+  Pattern,    // layer i is global when (i + 1) % sliding_window_period == 0, local otherwise;
+              // {arch}.attention.sliding_window_pattern in the file overrides the period
 };
 
 struct BlockFeatures {
@@ -29,8 +32,18 @@ struct BlockFeatures {
   uint32_t sliding_window_period = 0;  // for SlidingWindow::Pattern
   float attention_softcap = 0.0f;      // 0: none; else scores become c * tanh(s / c)
   float logit_softcap = 0.0f;          // 0: none; the same on the final logits
+  // Whether {arch}.final_logit_softcapping, when the file has it, replaces logit_softcap
+  // (llama.cpp reads the key only for the architectures that define one).
+  bool logit_softcap_from_file = false;
   bool embedding_scale = false;        // multiply embeddings by sqrt(embedding_length)
-  bool per_layer_rope_base = false;    // local layers rotate with their own frequency base
+  // Local (sliding-window) layers rotate with their own frequency base: local_rope_base, or
+  // {arch}.rope.freq_base_swa when the file has it; and without the file's RoPE scaling, which
+  // applies to global layers only.
+  bool per_layer_rope_base = false;
+  double local_rope_base = 10000.0;
+  // Null: scores are q.k / sqrt(head_dim). Else queries are multiplied by query_scale(hp) after
+  // rope and scores are q.k unscaled (Gemma's query_pre_attn_scalar, applied as llama.cpp does).
+  double (*query_scale)(const HParams& hp) = nullptr;
   FfnKind ffn = FfnKind::Dense;
   AttentionKind attention = AttentionKind::Grouped;
 };

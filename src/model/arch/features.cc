@@ -22,12 +22,11 @@ void refuse(const Architecture& arch, const char* feature) {
 
 void require_supported_features(const Architecture& arch, const HParams& hp) {
   const BlockFeatures& f = arch.features;
-  if (f.qk_norm) refuse(arch, "QK-norm");
-  if (f.post_attention_norm) refuse(arch, "a post-attention norm");
-  if (f.post_ffn_norm) refuse(arch, "a post-FFN norm");
-  if (f.logit_softcap != 0.0f) refuse(arch, "final logit soft-capping");
-  if (f.embedding_scale) refuse(arch, "embedding scaling");
-  if (f.per_layer_rope_base) refuse(arch, "a per-layer RoPE frequency base");
+  // The cap would apply to logits on whichever device computed them; no backend has the op yet,
+  // and no file Lumen can download declares one (Gemma 2 does; Gemma 3's converter writes none).
+  if (f.logit_softcap != 0.0f || (f.logit_softcap_from_file && hp.final_logit_softcap != 0.0)) {
+    refuse(arch, "final logit soft-capping");
+  }
   if (f.ffn == FfnKind::MixtureOfExperts) refuse(arch, "a mixture-of-experts FFN");
   if (f.attention == AttentionKind::MultiHeadLatent) refuse(arch, "multi-head latent attention (MLA)");
   if (f.sliding_window == SlidingWindow::Pattern && f.sliding_window_period == 0) {
@@ -45,10 +44,15 @@ std::vector<int64_t> layer_sliding_windows(const Architecture& arch, const HPara
   // The clamp keeps a hostile value positive; a window that large is no window.
   const auto window =
       static_cast<int64_t>(std::min<uint64_t>(hp.sliding_window, std::numeric_limits<int64_t>::max()));
+  // The file's pattern, when it has one, over the architecture's (validate_hparams checked
+  // that a list of flags has one per layer). Period 0 from a file: every layer local.
+  const uint64_t period = hp.sliding_window_period.value_or(f.sliding_window_period);
+  const bool per_layer_flags = hp.sliding_window_layers.size() == hp.block_count;
   for (uint64_t i = 0; i < hp.block_count; ++i) {
-    const bool local = f.sliding_window == SlidingWindow::AllLayers ||
-                       (f.sliding_window == SlidingWindow::Pattern && f.sliding_window_period != 0 &&
-                        (i + 1) % f.sliding_window_period != 0);
+    bool local = f.sliding_window == SlidingWindow::AllLayers;
+    if (f.sliding_window == SlidingWindow::Pattern) {
+      local = per_layer_flags ? hp.sliding_window_layers[i] : period == 0 || (i + 1) % period != 0;
+    }
     if (local) windows[i] = window;
   }
   if (f.sliding_window == SlidingWindow::None && hp.sliding_window != 0) {

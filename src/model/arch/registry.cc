@@ -11,12 +11,14 @@ namespace lumen::model {
 
 Architecture llama_architecture();
 Architecture qwen2_architecture();
+Architecture gemma3_architecture();
 
 namespace {
 
 const std::array kRegistry = {
     llama_architecture,
     qwen2_architecture,
+    gemma3_architecture,
 };
 
 // Built once: descriptors are immutable after this.

@@ -109,7 +109,7 @@ TEST(Architecture, UnknownArchitectureListsTheRegisteredOnes) {
     architecture_for(hp);
     FAIL() << "gpt2 accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("supported: llama, qwen2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("supported: llama, qwen2, gemma3"), std::string::npos) << e.what();
   }
 }
 
@@ -127,8 +127,6 @@ TEST(Architecture, RefusesFeaturesTheForwardPassDoesNotRun) {
     return std::string();
   };
   EXPECT_EQ(error_for([](BlockFeatures&) {}), "");
-  EXPECT_NE(error_for([](BlockFeatures& f) { f.qk_norm = true; }).find("QK-norm"), std::string::npos);
-  EXPECT_NE(error_for([](BlockFeatures& f) { f.post_ffn_norm = true; }).find("post-FFN norm"), std::string::npos);
   EXPECT_NE(error_for([](BlockFeatures& f) { f.logit_softcap = 30.0f; }).find("logit soft-capping"), std::string::npos);
   EXPECT_NE(error_for([](BlockFeatures& f) { f.ffn = FfnKind::MixtureOfExperts; }).find("mixture-of-experts"),
             std::string::npos);
@@ -139,6 +137,34 @@ TEST(Architecture, RefusesFeaturesTheForwardPassDoesNotRun) {
               f.sliding_window = SlidingWindow::AllLayers;
             }).find("llama.attention.sliding_window"),
             std::string::npos);
+}
+
+// Gemma 3 reads the cap from the file; no backend applies one yet, so such a file is refused.
+TEST(Architecture, RefusesAFinalLogitSoftCapFromTheFile) {
+  HParams hp = testing::tiny_hparams("gemma3");
+  hp.sliding_window = 8;
+  const Architecture& gemma3 = *find_architecture("gemma3");
+  EXPECT_NO_THROW(require_supported_features(gemma3, hp));
+  hp.final_logit_softcap = 30.0;
+  EXPECT_THROW(require_supported_features(gemma3, hp), Error);
+  // llama does not read the key, as in llama.cpp.
+  HParams llama = testing::tiny_hparams("llama");
+  llama.final_logit_softcap = 30.0;
+  EXPECT_NO_THROW(require_supported_features(*find_architecture("llama"), llama));
+}
+
+TEST(Architecture, Gemma3IsFiveLocalLayersToOneGlobalUnlessTheFileSaysOtherwise) {
+  HParams hp = testing::tiny_hparams("gemma3");
+  hp.block_count = 8;
+  hp.sliding_window = 512;
+  const Architecture& gemma3 = *find_architecture("gemma3");
+  EXPECT_EQ(layer_sliding_windows(gemma3, hp), (std::vector<int64_t>{512, 512, 512, 512, 512, 0, 512, 512}));
+  hp.sliding_window_period = 2;
+  EXPECT_EQ(layer_sliding_windows(gemma3, hp), (std::vector<int64_t>{512, 0, 512, 0, 512, 0, 512, 0}));
+  hp.sliding_window_period = 0;  // llama.cpp: every layer local
+  EXPECT_EQ(layer_sliding_windows(gemma3, hp), (std::vector<int64_t>(8, 512)));
+  hp.sliding_window_layers = {false, true, true, false, false, false, false, true};  // flags win
+  EXPECT_EQ(layer_sliding_windows(gemma3, hp), (std::vector<int64_t>{0, 512, 512, 0, 0, 0, 0, 512}));
 }
 
 TEST(Architecture, SlidingWindowsFollowTheDeclaredPattern) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <optional>
+#include <vector>
+
 #include "gguf/writer.h"
 #include "util/error.h"
 
@@ -21,6 +25,15 @@ gguf::GgufWriter minimal_llama() {
   md.set("llama.feed_forward_length", Value::u32(128));
   md.set("llama.vocab_size", Value::u32(256));
   return writer;
+}
+
+// A GGUF array of bools, as llama.cpp's converters write attention.sliding_window_pattern.
+Value bool_array(std::vector<bool> flags) {
+  gguf::Array array;
+  array.element_type = gguf::ValueType::BOOL;
+  array.length = flags.size();
+  for (bool f : flags) array.raw.push_back(f ? 1 : 0);
+  return Value::of_array(std::move(array));
 }
 
 // Each way a hyperparameter can be hostile, and the key the one-line error must name.
@@ -49,6 +62,13 @@ TEST(HParams, HostileValuesAreRefusedNamingTheKey) {
       {"llama.vocab_size", Value::u32(0), "vocabulary size"},
       {"llama.rope.freq_base", Value::f32(-1.0f), "llama.rope.freq_base"},
       {"llama.attention.layer_norm_rms_epsilon", Value::f32(0.0f), "llama.attention.layer_norm_rms_epsilon"},
+      {"llama.attention.sliding_window_pattern", bool_array({true, false, true}),
+       "llama.attention.sliding_window_pattern"},  // 3 flags for 2 blocks
+      {"llama.attention.sliding_window_pattern", Value::u32(1u << 20), "llama.attention.sliding_window_pattern"},
+      {"llama.rope.freq_base_swa", Value::f32(-1.0f), "llama.rope.freq_base_swa"},
+      {"llama.final_logit_softcapping", Value::f32(-30.0f), "llama.final_logit_softcapping"},
+      {"llama.attn_logit_softcapping", Value::f32(std::numeric_limits<float>::infinity()),
+       "llama.attn_logit_softcapping"},
   };
   for (const BadHParam& c : cases) {
     auto writer = minimal_llama();
@@ -100,6 +120,24 @@ TEST(HParams, ReadsOptionalKeys) {
   EXPECT_EQ(hp.rope_scaling.type, "yarn");
   EXPECT_EQ(hp.rope_scaling.factor, 4.0);
   EXPECT_FLOAT_EQ(static_cast<float>(hp.norm_eps), 1e-6f);
+}
+
+TEST(HParams, ReadsTheSlidingWindowPatternAsAPeriodOrPerLayerFlags) {
+  auto period = minimal_llama();
+  period.metadata().set("llama.attention.sliding_window_pattern", Value::u32(4));
+  auto bytes = period.write_to_memory();
+  HParams hp = read_hparams(gguf::GgufFile::parse(bytes));
+  EXPECT_EQ(hp.sliding_window_period, std::optional<uint64_t>(4));
+  EXPECT_TRUE(hp.sliding_window_layers.empty());
+
+  auto flags = minimal_llama();
+  flags.metadata().set("llama.attention.sliding_window_pattern", bool_array({true, false}));
+  flags.metadata().set("llama.rope.freq_base_swa", Value::f32(10000.0f));
+  bytes = flags.write_to_memory();
+  hp = read_hparams(gguf::GgufFile::parse(bytes));
+  EXPECT_FALSE(hp.sliding_window_period.has_value());
+  EXPECT_EQ(hp.sliding_window_layers, (std::vector<bool>{true, false}));
+  EXPECT_EQ(hp.rope_freq_base_local, 10000.0);
 }
 
 TEST(HParams, BadHeadCountsAreErrors) {
