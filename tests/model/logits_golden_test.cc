@@ -145,7 +145,7 @@ TEST_P(LogitsGolden, GreedyContinuationsMatchLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(RealModels, LogitsGolden,
                          ::testing::Values(GoldenModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"},
                                            GoldenModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"}),
-                         [](const ::testing::TestParamInfo<GoldenModel>& info) { return info.param.golden; });
+                         [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace
 }  // namespace lumen

@@ -23,16 +23,18 @@ constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kParallelPackBytes = size_t{4} << 20;
 
 // Where a packed format's bytes come from in a block of the file's layout.
-template <typename Block, bool kHasMin, uint8_t kFlip>
+template <typename Block, bool kHasMin, uint8_t kFlip, bool kHasHighBits = false>
 struct Source {
   using BlockType = Block;
   static constexpr bool has_min = kHasMin;
   static constexpr uint32_t flip = kFlip * 0x01010101u;  // XORed into every code byte
   static constexpr size_t qs_words = sizeof(Block::qs) / 4;
+  static constexpr bool has_high_bits = kHasHighBits;  // Q5_0's qh: one more chunk of 4 bytes a row
 };
 
 using Q4_0Source = Source<tensor::BlockQ4_0, false, 0>;
 using Q4_1Source = Source<tensor::BlockQ4_1, true, 0>;
+using Q5_0Source = Source<tensor::BlockQ5_0, false, 0, true>;
 using Q8_0Source = Source<tensor::BlockQ8_0, false, 0x80>;
 
 // One group: rows are read in order (one sequential stream each), their 4-byte pieces land in
@@ -41,7 +43,7 @@ using Q8_0Source = Source<tensor::BlockQ8_0, false, 0x80>;
 template <typename S>
 void pack_group(const WeightMatrix& w, int64_t group, uint8_t* out) {
   using Block = typename S::BlockType;
-  constexpr size_t kQsBytes = 4 * S::qs_words * kPackRows;
+  constexpr size_t kQsBytes = 4 * (S::qs_words + (S::has_high_bits ? 1 : 0)) * kPackRows;
   constexpr size_t kScaleBytes = (S::has_min ? 4 : 2) * kPackRows;
   const int64_t blocks = w.cols / tensor::kLegacyBlock;
   uint8_t* scales = out + kQsBytes * static_cast<size_t>(blocks);
@@ -59,6 +61,7 @@ void pack_group(const WeightMatrix& w, int64_t group, uint8_t* out) {
         four ^= S::flip;
         std::memcpy(qs + 64 * c, &four, 4);
       }
+      if constexpr (S::has_high_bits) std::memcpy(qs + 64 * S::qs_words, in + offsetof(Block, qh), 4);
       std::memcpy(sc, in, 2);  // d
       if constexpr (S::has_min) std::memcpy(sc + 2 * kPackRows, in + 2, 2);  // m
     }
@@ -72,6 +75,7 @@ PackGroupFn pack_group_for(tensor::DType type) {
   switch (type) {
     case DType::Q4_0: return pack_group<Q4_0Source>;
     case DType::Q4_1: return pack_group<Q4_1Source>;
+    case DType::Q5_0: return pack_group<Q5_0Source>;
     case DType::Q8_0: return pack_group<Q8_0Source>;
     default: fail("no packed layout for {}", tensor::dtype_name(type));
   }
@@ -84,6 +88,7 @@ PackedFormat packed_format(tensor::DType type) {
   switch (type) {
     case DType::Q4_0: return {16 * kPackRows, 2 * kPackRows};
     case DType::Q4_1: return {16 * kPackRows, 4 * kPackRows};
+    case DType::Q5_0: return {20 * kPackRows, 2 * kPackRows};
     case DType::Q8_0: return {32 * kPackRows, 2 * kPackRows};
     default: return {};
   }

@@ -17,7 +17,8 @@
 //   then, for each block b: kScaleBytes bytes: the 16 rows' f16 d, then (Q4_1) their 16 f16 m;
 //   padded to a multiple of 64 bytes.
 // Q4_0 / Q4_1: 4 chunks (a chunk's low nibbles are elements 4c..4c+3, its high nibbles
-// 16+4c..16+4c+3); Q8_0: 8 chunks of codes XOR 0x80.
+// 16+4c..16+4c+3); Q5_0: those 4 chunks, then a fifth holding each row's 4 bytes of qh (bit j:
+// bit 4 of element j); Q8_0: 8 chunks of codes XOR 0x80.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -7,9 +7,9 @@
 // integer dot products. Two ways to turn them into floats (see kExactLanes below):
 //  - packed_tile (Q4_0): the 8 products are summed as integers into the rows' exact block sums,
 //    then one conversion and one FMA with (row scales x token scale) per block;
-//  - packed_tile_exact (Q4_1, Q8_0): each of the 8 is converted and accumulated on its own,
+//  - packed_tile_exact (Q4_1, Q5_0, Q8_0): each of the 8 is converted and accumulated on its own,
 //    which is the unpacked kernels' (and ggml's) rounding, bit for bit.
-// The unsigned codes' offset (8 for Q4_0, 128 for the sign-flipped Q8_0) is removed exactly by
+// The unsigned codes' offset (8 for Q4_0, 16 for Q5_0, 128 for the sign-flipped Q8_0) is removed exactly by
 // starting the integer sums at -offset * sum(activation codes), which the packed activation row
 // carries.
 #include "backend/cpu/matmul_kernels.h"
@@ -65,6 +65,27 @@ struct NibbleCodes {  // Q4_0, Q4_1: chunk c holds elements 4c.. (low) and 16 + 
   static constexpr int kLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 };
 
+struct FiveBitCodes {  // Q5_0: NibbleCodes' 4 chunks, then a chunk of each row's 32 high bits
+  static constexpr size_t kQsBytes = 320;
+  // Bit i (i < 4) of each 32-bit lane to bit 4 of byte i: times 1 + 2^7 + 2^14 + 2^21 moves bit
+  // i to bit 8i (no two shifted bits meet, so no carries), the mask keeps those four.
+  static __m512i fifth_bits(__m512i qh, int shift) {
+    const __m512i four = _mm512_and_si512(_mm512_srli_epi32(qh, static_cast<unsigned>(shift)), _mm512_set1_epi32(0xf));
+    const __m512i spread = _mm512_and_si512(_mm512_mullo_epi32(four, _mm512_set1_epi32(0x00204081)),
+                                            _mm512_set1_epi32(0x01010101));
+    return _mm512_slli_epi32(spread, 4);
+  }
+  static void weights(const uint8_t* qs, __m512i w[8]) {
+    NibbleCodes::weights(qs, w);
+    const __m512i qh = load_512(qs + 256);
+    for (int c = 0; c < 4; ++c) {
+      w[2 * c] = _mm512_or_si512(w[2 * c], fifth_bits(qh, 4 * c));             // elements 4c..
+      w[2 * c + 1] = _mm512_or_si512(w[2 * c + 1], fifth_bits(qh, 16 + 4 * c));  // 16 + 4c..
+    }
+  }
+  static constexpr int kLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+};
+
 struct ByteCodes {  // Q8_0: chunk c holds elements 4c..4c+3, sign-flipped
   static constexpr size_t kQsBytes = 512;
   static void weights(const uint8_t* qs, __m512i w[8]) {
@@ -94,6 +115,16 @@ struct Q4_1Packed : NibbleCodes {
   static constexpr bool kExactLanes = true;
   static constexpr size_t kScaleBytes = 64;
   static constexpr int kExtraWords = 1;  // the Q8_1 block's s
+};
+
+// Exact lanes, like the unpacked Q5_0 kernel (legacy_tile: one float partial sum per group of
+// 4 elements), so that packing changes no result: Gemma 3's logits test holds Q5_0 there.
+struct Q5_0Packed : FiveBitCodes {
+  static constexpr int kOffset = 16;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kExactLanes = true;
+  static constexpr size_t kScaleBytes = 32;
+  static constexpr int kExtraWords = 8;  // -16 * sum of each group of 4 codes
 };
 
 struct Q8_0Packed : ByteCodes {
@@ -287,11 +318,14 @@ static_assert(kMaxPackedTokens == 8);
 const PackedKernels* packed_kernels(tensor::DType type) {
   static constexpr PackedKernels kQ4_0 = make_packed_kernels<Q4_0Packed>();
   static constexpr PackedKernels kQ4_1 = make_packed_kernels<Q4_1Packed>();
+  static constexpr PackedKernels kQ5_0 = make_packed_kernels<Q5_0Packed>();
   static constexpr PackedKernels kQ8_0 = make_packed_kernels<Q8_0Packed>();
-  static_assert(Q4_0Packed::kQsBytes == 16 * kPackRows && Q8_0Packed::kQsBytes == 32 * kPackRows);
+  static_assert(Q4_0Packed::kQsBytes == 16 * kPackRows && Q8_0Packed::kQsBytes == 32 * kPackRows &&
+                Q5_0Packed::kQsBytes == 20 * kPackRows);
   switch (type) {
     case DType::Q4_0: return &kQ4_0;
     case DType::Q4_1: return &kQ4_1;
+    case DType::Q5_0: return &kQ5_0;
     case DType::Q8_0: return &kQ8_0;
     default: return nullptr;
   }

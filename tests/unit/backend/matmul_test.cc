@@ -224,7 +224,7 @@ TEST_P(MatmulTest, SimdLevelsAgreeWithScalar) {
   }
 }
 
-// Packed weights (Q4_0, Q4_1, Q8_0): rows around and below the 16-row group (the last group is
+// Packed weights (Q4_0, Q4_1, Q5_0, Q8_0): rows around and below the 16-row group (the last group is
 // partly padding), 1..64 tokens (tiles of up to 8 and their remainders, decode and prefill
 // splits), on every level: AVX-512 runs the packed kernels, the others must fall back to the
 // file layout.
@@ -255,8 +255,8 @@ TEST_P(PackedMatmulTest, MatchesReferenceOnEveryLevel) {
 }
 
 // Q4_0's packed kernel computes the scalar path's exact integer block sums and scales them the
-// same way (only FMA contraction differs). Q4_1 and Q8_0 must reproduce the unpacked SIMD
-// kernels bit for bit (the real-model logits test depends on that rounding).
+// same way (only FMA contraction differs). Q4_1, Q5_0 and Q8_0 must reproduce the unpacked SIMD
+// kernels bit for bit (the real-model logits tests depend on that rounding).
 TEST_P(PackedMatmulTest, AgreesWithScalarAndUnpacked) {
   const DType type = GetParam();
   for (const int64_t n_tokens : {1, 2, 3, 13}) {
@@ -278,7 +278,7 @@ TEST_P(PackedMatmulTest, AgreesWithScalarAndUnpacked) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PackedTypes, PackedMatmulTest,
-                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q8_0),
+                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0),
                          [](const ::testing::TestParamInfo<DType>& param) {
                            return std::string(tensor::dtype_name(param.param));
                          });
