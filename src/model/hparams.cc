@@ -80,12 +80,9 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   if (!std::isfinite(hp.rope_freq_base_local) || hp.rope_freq_base_local < 0.0) {
     fail("{}rope.freq_base_swa = {} must be a positive number", prefix, hp.rope_freq_base_local);
   }
-  // Soft caps divide the scores: a cap must be a positive number when given.
+  // A soft cap divides the logits: it must be a positive number when given.
   if (!std::isfinite(hp.final_logit_softcap) || hp.final_logit_softcap < 0.0) {
     fail("{}final_logit_softcapping = {} must be a positive number", prefix, hp.final_logit_softcap);
-  }
-  if (!std::isfinite(hp.attention_logit_softcap) || hp.attention_logit_softcap < 0.0) {
-    fail("{}attn_logit_softcapping = {} must be a positive number", prefix, hp.attention_logit_softcap);
   }
 }
 
@@ -139,7 +136,6 @@ HParams read_hparams(const gguf::GgufFile& file) {
   read_sliding_window_pattern(md, key("attention.sliding_window_pattern"), hp);
   hp.rope_freq_base_local = md.find_float(key("rope.freq_base_swa")).value_or(0.0);
   hp.final_logit_softcap = md.find_float(key("final_logit_softcapping")).value_or(0.0);
-  hp.attention_logit_softcap = md.find_float(key("attn_logit_softcapping")).value_or(0.0);
   validate_hparams(hp, file);
   return hp;
 }

@@ -41,7 +41,6 @@ struct HParams {
   std::vector<bool> sliding_window_layers;
   double rope_freq_base_local = 0.0;   // {arch}.rope.freq_base_swa; 0: the architecture's default
   double final_logit_softcap = 0.0;    // {arch}.final_logit_softcapping; 0: none
-  double attention_logit_softcap = 0.0;  // {arch}.attn_logit_softcapping; 0: none
 };
 
 // Throws lumen::Error naming the missing or malformed key.

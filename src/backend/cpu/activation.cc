@@ -22,9 +22,18 @@ void swiglu_row(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
-void geglu_row(const float* gate, const float* up, int64_t n, float* out) {
+void detail::geglu_row_portable(const float* gate, const float* up, int64_t n, float* out) {
   const common::GeluTable& table = common::gelu_table();
   for (int64_t i = 0; i < n; ++i) out[i] = common::gelu_from_table(table, gate[i]) * up[i];
+}
+
+void geglu_row(const float* gate, const float* up, int64_t n, float* out) {
+  static const bool use_avx2 = detail::have_swiglu_avx2() && selected_isa() >= Isa::kAvx2;
+  if (use_avx2) {
+    detail::geglu_row_avx2(gate, up, n, out);
+  } else {
+    detail::geglu_row_portable(gate, up, n, out);
+  }
 }
 
 }  // namespace lumen::backend::cpu

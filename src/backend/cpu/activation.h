@@ -33,6 +33,10 @@ namespace detail {
 void swiglu_row_portable(const float* gate, const float* up, int64_t n, float* out);
 bool have_swiglu_avx2();
 void swiglu_row_avx2(const float* gate, const float* up, int64_t n, float* out);
+// GeGLU one element at a time (software f16 rounding), and on eight lanes (F16C rounding, a
+// gather from the table widened to f32): the same values bit for bit, which a test checks.
+void geglu_row_portable(const float* gate, const float* up, int64_t n, float* out);
+void geglu_row_avx2(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace detail
 
 }  // namespace lumen::backend::cpu

@@ -20,7 +20,9 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() as the unused merge source, which its
 // -Wmaybe-uninitialized reports as a use of an uninitialized value (GCC bug 105593).
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "backend/cpu/matmul_packed.h"
@@ -67,20 +69,23 @@ struct NibbleCodes {  // Q4_0, Q4_1: chunk c holds elements 4c.. (low) and 16 + 
 
 struct FiveBitCodes {  // Q5_0: NibbleCodes' 4 chunks, then a chunk of each row's 32 high bits
   static constexpr size_t kQsBytes = 320;
-  // Bit i (i < 4) of each 32-bit lane to bit 4 of byte i: times 1 + 2^7 + 2^14 + 2^21 moves bit
-  // i to bit 8i (no two shifted bits meet, so no carries), the mask keeps those four.
-  static __m512i fifth_bits(__m512i qh, int shift) {
-    const __m512i four = _mm512_and_si512(_mm512_srli_epi32(qh, static_cast<unsigned>(shift)), _mm512_set1_epi32(0xf));
-    const __m512i spread = _mm512_and_si512(_mm512_mullo_epi32(four, _mm512_set1_epi32(0x00204081)),
-                                            _mm512_set1_epi32(0x01010101));
-    return _mm512_slli_epi32(spread, 4);
+  // Adds 16 to the code bytes whose high bit is set. Elements 4c.. (and 16 + 4c..) have their
+  // bits in byte c / 2 (and 2 + c / 2) of the row's qh word, at bit offset 4 (c % 2) upward:
+  // vpshufb copies that byte into all 4 bytes of the row's lane, vptestmb picks one bit per
+  // byte, and a masked byte add sets bit 4 (free in a nibble).
+  static __m512i add_fifth_bits(__m512i codes, __m512i qh, int byte, int offset) {
+    const __m512i select = _mm512_add_epi8(_mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0),
+                                           _mm512_set1_epi8(static_cast<char>(byte)));
+    const __m512i bits = _mm512_set1_epi32(static_cast<int>(0x08040201u << offset));
+    const __mmask64 set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, select), bits);
+    return _mm512_mask_add_epi8(codes, set, codes, _mm512_set1_epi8(0x10));
   }
   static void weights(const uint8_t* qs, __m512i w[8]) {
     NibbleCodes::weights(qs, w);
     const __m512i qh = load_512(qs + 256);
     for (int c = 0; c < 4; ++c) {
-      w[2 * c] = _mm512_or_si512(w[2 * c], fifth_bits(qh, 4 * c));             // elements 4c..
-      w[2 * c + 1] = _mm512_or_si512(w[2 * c + 1], fifth_bits(qh, 16 + 4 * c));  // 16 + 4c..
+      w[2 * c] = add_fifth_bits(w[2 * c], qh, c / 2, 4 * (c % 2));              // elements 4c..
+      w[2 * c + 1] = add_fifth_bits(w[2 * c + 1], qh, 2 + c / 2, 4 * (c % 2));  // 16 + 4c..
     }
   }
   static constexpr int kLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};

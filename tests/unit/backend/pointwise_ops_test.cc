@@ -1,14 +1,17 @@
 // RMSNorm, elementwise ops and the gated activations against textbook formulas in f64.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "backend/cpu/activation.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/rms_norm.h"
 #include "kernel_test_util.h"
+#include "tensor/fp16.h"
 
 namespace lumen::backend::cpu {
 namespace {
@@ -108,6 +111,33 @@ TEST(Activation, GegluMultipliesTheTableValue) {
   std::vector<float> out(g.size());
   geglu_row(g.data(), u.data(), 999, out.data());
   for (size_t i = 0; i < g.size(); ++i) EXPECT_EQ(out[i], gelu_tanh_like_ggml(g[i]) * u[i]);
+}
+
+// The eight-lane GeGLU reads the same table entry as the scalar one for every gate: every f16
+// value (each table index), the points half-way between neighbours (rounding ties), the edges
+// of the table's range, and a row length that leaves a tail.
+TEST(Activation, GegluOnEightLanesIsTheScalarOneBitForBit) {
+  if (!detail::have_swiglu_avx2() || detected_isa() < Isa::kAvx2) GTEST_SKIP() << "no AVX2 here";
+  std::vector<float> g;
+  for (uint32_t h = 0; h < (1u << 16); ++h) {
+    const float v = tensor::fp16_to_float(static_cast<uint16_t>(h));
+    if (std::isnan(v)) continue;
+    g.push_back(v);
+    const float next = tensor::fp16_to_float(static_cast<uint16_t>(h + 1));
+    if (std::isfinite(v) && std::isfinite(next)) g.push_back(v + (next - v) / 2);
+  }
+  for (float v : {-10.0f, 10.0f, std::nextafter(-10.0f, 0.0f), std::nextafter(10.0f, 0.0f), 1e30f, -1e30f}) {
+    g.push_back(v);
+  }
+  g.push_back(0.5f);  // a tail of one past the last full vector of 8
+  const std::vector<float> u = random_values(g.size(), 12);
+  const auto n = static_cast<int64_t>(g.size());
+  std::vector<float> lanes(g.size()), scalar(g.size());
+  detail::geglu_row_avx2(g.data(), u.data(), n, lanes.data());
+  detail::geglu_row_portable(g.data(), u.data(), n, scalar.data());
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(lanes[i]), std::bit_cast<uint32_t>(scalar[i])) << "gate " << g[i];
+  }
 }
 
 }  // namespace

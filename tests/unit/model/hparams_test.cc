@@ -67,8 +67,8 @@ TEST(HParams, HostileValuesAreRefusedNamingTheKey) {
       {"llama.attention.sliding_window_pattern", Value::u32(1u << 20), "llama.attention.sliding_window_pattern"},
       {"llama.rope.freq_base_swa", Value::f32(-1.0f), "llama.rope.freq_base_swa"},
       {"llama.final_logit_softcapping", Value::f32(-30.0f), "llama.final_logit_softcapping"},
-      {"llama.attn_logit_softcapping", Value::f32(std::numeric_limits<float>::infinity()),
-       "llama.attn_logit_softcapping"},
+      {"llama.final_logit_softcapping", Value::f32(std::numeric_limits<float>::infinity()),
+       "llama.final_logit_softcapping"},
   };
   for (const BadHParam& c : cases) {
     auto writer = minimal_llama();
