@@ -14,7 +14,7 @@ void detail::swiglu_row_portable(const float* gate, const float* up, int64_t n, 
 }
 
 void swiglu_row(const float* gate, const float* up, int64_t n, float* out) {
-  static const bool use_avx2 = detail::have_swiglu_avx2() && selected_isa() >= Isa::kAvx2;
+  static const bool use_avx2 = detail::have_activations_avx2() && selected_isa() >= Isa::kAvx2;
   if (use_avx2) {
     detail::swiglu_row_avx2(gate, up, n, out);
   } else {
@@ -28,7 +28,7 @@ void detail::geglu_row_portable(const float* gate, const float* up, int64_t n, f
 }
 
 void geglu_row(const float* gate, const float* up, int64_t n, float* out) {
-  static const bool use_avx2 = detail::have_swiglu_avx2() && selected_isa() >= Isa::kAvx2;
+  static const bool use_avx2 = detail::have_activations_avx2() && selected_isa() >= Isa::kAvx2;
   if (use_avx2) {
     detail::geglu_row_avx2(gate, up, n, out);
   } else {

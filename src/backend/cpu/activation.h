@@ -29,9 +29,10 @@ using common::gelu_tanh_like_ggml;
 
 namespace detail {
 // The portable SwiGLU (expf per element) and the AVX2 one (activation_avx2.cc; only when the
-// build has it and the CPU supports it). swiglu_row picks between them; tests compare both.
+// build has it and the CPU supports it: have_activations_avx2). swiglu_row picks between
+// them; tests compare both.
 void swiglu_row_portable(const float* gate, const float* up, int64_t n, float* out);
-bool have_swiglu_avx2();
+bool have_activations_avx2();
 void swiglu_row_avx2(const float* gate, const float* up, int64_t n, float* out);
 // GeGLU one element at a time (software f16 rounding), and on eight lanes (F16C rounding, a
 // gather from the table widened to f32): the same values bit for bit, which a test checks.

@@ -15,7 +15,7 @@
 
 namespace lumen::backend::cpu::detail {
 
-bool have_swiglu_avx2() { return true; }
+bool have_activations_avx2() { return true; }
 
 void swiglu_row_avx2(const float* gate, const float* up, int64_t n, float* out) {
   const __m256 one = _mm256_set1_ps(1.0f);
@@ -68,7 +68,7 @@ void geglu_row_avx2(const float* gate, const float* up, int64_t n, float* out) {
 #else
 
 namespace lumen::backend::cpu::detail {
-bool have_swiglu_avx2() { return false; }
+bool have_activations_avx2() { return false; }
 void swiglu_row_avx2(const float*, const float*, int64_t, float*) {}
 void geglu_row_avx2(const float*, const float*, int64_t, float*) {}
 }  // namespace lumen::backend::cpu::detail

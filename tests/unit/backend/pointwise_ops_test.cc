@@ -68,7 +68,7 @@ TEST(Activation, SwigluMatchesFormula) {
   using Fn = void (*)(const float*, const float*, int64_t, float*);
   std::vector<std::pair<const char*, Fn>> impls = {{"dispatch", swiglu_row},
                                                    {"portable", detail::swiglu_row_portable}};
-  if (detail::have_swiglu_avx2() && detected_isa() >= Isa::kAvx2) {
+  if (detail::have_activations_avx2() && detected_isa() >= Isa::kAvx2) {
     impls.emplace_back("avx2", detail::swiglu_row_avx2);
   }
   for (const auto& [name, fn] : impls) {
@@ -117,7 +117,7 @@ TEST(Activation, GegluMultipliesTheTableValue) {
 // value (each table index), the points half-way between neighbours (rounding ties), the edges
 // of the table's range, and a row length that leaves a tail.
 TEST(Activation, GegluOnEightLanesIsTheScalarOneBitForBit) {
-  if (!detail::have_swiglu_avx2() || detected_isa() < Isa::kAvx2) GTEST_SKIP() << "no AVX2 here";
+  if (!detail::have_activations_avx2() || detected_isa() < Isa::kAvx2) GTEST_SKIP() << "no AVX2 here";
   std::vector<float> g;
   for (uint32_t h = 0; h < (1u << 16); ++h) {
     const float v = tensor::fp16_to_float(static_cast<uint16_t>(h));
