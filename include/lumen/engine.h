@@ -48,8 +48,10 @@ struct EngineStats {
   int64_t waiting = 0;
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;          // referenced by a sequence
-  int64_t kv_slots_allocated = 0;      // block_size x blocks held by running sequences
-  int64_t kv_slots_filled = 0;         // positions those blocks hold K/V for
+  // Block slots held by running sequences, and the positions those blocks hold K/V for, both in
+  // positions of every layer (a sliding-window layer's dropped blocks count for neither).
+  int64_t kv_slots_allocated = 0;
+  int64_t kv_slots_filled = 0;
   size_t kv_cache_bytes = 0;
   uint64_t prefix_queried_blocks = 0;
   uint64_t prefix_hit_blocks = 0;

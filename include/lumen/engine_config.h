@@ -19,6 +19,13 @@ struct EngineConfig {
   // > 0: exactly this many KV blocks, whatever the byte budgets say (a single-user tool that
   // knows how many tokens it will hold: lumen run and chat).
   int64_t num_kv_blocks = 0;
+  // > 0 (and num_kv_blocks 0): exactly room for this many sequences of max_model_len tokens,
+  // whatever the byte budgets say. Sliding-window layers keep only their window, so this is
+  // how a single-user tool asks for "this context" without knowing the model's layout.
+  int64_t kv_cache_full_sequences = 0;
+  // Sliding-window layers release the KV blocks that fell out of their window (false: keep
+  // every position of every layer, as a cache without windows does).
+  bool free_out_of_window_kv = true;
   double kv_cache_ram_fraction = 0.25;
   // On a device backend (CUDA) without kv_cache_bytes: the share of the device memory still free
   // once the weights are loaded that the KV cache takes.

@@ -13,6 +13,7 @@ struct EngineFlags {
   EngineConfig config;
   std::string kv_cache_memory;  // "2G", "512M", "1048576"
   bool no_prefix_caching = false;
+  bool keep_out_of_window_kv = false;
   std::string policy = "fcfs";
   std::string preemption = "recompute";
   std::string swap_space;  // "1G"
@@ -36,6 +37,8 @@ struct EngineFlags {
     cmd->add_option("--max-model-len", config.max_model_len,
                     "Longest sequence, prompt and output (default: the model's context)");
     cmd->add_flag("--no-prefix-caching", no_prefix_caching, "Do not reuse cached prompt prefixes");
+    cmd->add_flag("--keep-out-of-window-kv", keep_out_of_window_kv,
+                  "Sliding-window layers keep every position's K/V (default: only their window's)");
     cmd->add_option("--scheduling-policy", policy, "fcfs or priority")
         ->check(CLI::IsMember({"fcfs", "priority"}))->capture_default_str();
     cmd->add_option("--preemption-mode", preemption,
@@ -48,6 +51,7 @@ struct EngineFlags {
   EngineConfig resolve() const {
     EngineConfig c = config;
     c.enable_prefix_caching = !no_prefix_caching;
+    c.free_out_of_window_kv = !keep_out_of_window_kv;
     c.policy = policy == "priority" ? SchedulingPolicy::Priority : SchedulingPolicy::Fcfs;
     c.preemption_mode = preemption == "swap" ? PreemptionMode::Swap : PreemptionMode::Recompute;
     if (!kv_cache_memory.empty()) c.kv_cache_bytes = parse_bytes(kv_cache_memory, "--kv-cache-memory");

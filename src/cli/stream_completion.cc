@@ -10,9 +10,7 @@ EngineConfig single_user_config(int64_t context, int32_t sequences) {
   EngineConfig config;
   config.max_model_len = context;
   config.max_num_seqs = sequences;
-  const int64_t blocks_per_sequence = (context + config.block_size - 1) / config.block_size;
-  // One block more than the sequences can fill: admission keeps a block free (the watermark).
-  config.num_kv_blocks = blocks_per_sequence * sequences + 1;
+  config.kv_cache_full_sequences = sequences;
   return config;
 }
 

@@ -88,9 +88,11 @@ struct Engine::Impl {
       : handle(std::move(model_handle)),
         model(runnable(handle)),
         config(engine_config),
-        n_blocks(engine::kv_blocks_for(config, model.hparams, *handle.state().backend)),
-        cache(*handle.state().backend, model.hparams, n_blocks, config.block_size),
+        layout(kv::make_kv_layout(model.transformer->layer_windows(), config.free_out_of_window_kv)),
+        n_blocks(engine::kv_blocks_for(config, model.hparams, layout, *handle.state().backend)),
+        cache(*handle.state().backend, model.hparams, layout, n_blocks, config.block_size),
         pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
+        kv_space(make_kv_space()),
         swap(make_swap_space()),
         scheduler(scheduler_config(), pool, swap.get()),
         runner(*model.transformer, cache, swap.get()) {
@@ -101,7 +103,7 @@ struct Engine::Impl {
            config.max_model_len, trained,
            model.hparams.rope_scaling.type == "none" ? "" : ", rope scaling included");
     }
-    const int64_t pool_tokens = n_blocks * config.block_size;
+    const int64_t pool_tokens = layout.max_tokens(pool.n_available(), config.block_size);
     int64_t limit = config.max_model_len > 0 ? config.max_model_len : trained;
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);
@@ -112,6 +114,17 @@ struct Engine::Impl {
     engine::LoadedModel& loaded = *handle.state().model;
     if (!loaded.transformer) fail("the model was loaded without its weights (vocab_only): an Engine cannot run it");
     return loaded;
+  }
+
+  // Windowed layers point their dropped blocks at one block held for good, zeroed so that a
+  // kernel that reads it anyway sees finite numbers.
+  kv::KvSpace make_kv_space() {
+    kv::KvSpace space{&pool, &layout, -1};
+    if (layout.has_windows()) {
+      space.null_block = *pool.allocate();
+      cache.zero_block(space.null_block);
+    }
+    return space;
   }
 
   std::unique_ptr<engine::SwapSpace> make_swap_space() const {
@@ -142,9 +155,11 @@ struct Engine::Impl {
   Model handle;  // keeps the model (and the device its weights are on) alive
   engine::LoadedModel& model;
   EngineConfig config;
+  kv::KvLayout layout;
   int64_t n_blocks;
   model::KvCache cache;
   kv::BlockPool pool;
+  kv::KvSpace kv_space;
   std::unique_ptr<engine::SwapSpace> swap;
   engine::Scheduler scheduler;
   engine::ModelRunner runner;
@@ -260,7 +275,7 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   const uint64_t id = impl_->next_id.fetch_add(1);
   auto group = std::make_unique<RequestGroup>(id, params, impl_->max_model_len - prompt_len,
                                               impl_->model.tokenizer.vocab().end_of_generation);
-  auto first = std::make_unique<Completion>(*group, id, std::move(prompt), priority, impl_->pool,
+  auto first = std::make_unique<Completion>(*group, id, std::move(prompt), priority, impl_->kv_space,
                                             kv::mix64(impl_->hash_key ^ cache_salt), impl_->model.tokenizer);
   first->seq.seats = width;
   if (params.prompt_logprobs) {
@@ -378,12 +393,17 @@ void Engine::Impl::publish_stats() {
   EngineStats s;
   s.running = static_cast<int64_t>(m.scheduler.n_running());
   s.waiting = static_cast<int64_t>(m.scheduler.n_waiting());
-  s.kv_blocks_total = m.n_blocks;
-  s.kv_blocks_used = m.pool.n_used();
+  // The null block is held for good and holds nothing: not counted.
+  const int64_t null_blocks = m.kv_space.null_block >= 0 ? 1 : 0;
+  s.kv_blocks_total = m.n_blocks - null_blocks;
+  s.kv_blocks_used = m.pool.n_used() - null_blocks;
   for (const auto& [id, completion] : m.outputs.live_sequences()) {
     const engine::Sequence& seq = completion->seq;
-    s.kv_slots_allocated += static_cast<int64_t>(seq.blocks.table().size()) * m.config.block_size;
-    s.kv_slots_filled += seq.n_computed;
+    // In positions of every layer: a page holds group_size of the model's layers, and a
+    // windowed group holds only its window's positions.
+    const auto n_layers = static_cast<int64_t>(m.layout.group_of_layer.size());
+    s.kv_slots_allocated += seq.blocks.n_held_blocks() * m.config.block_size * m.layout.group_size / n_layers;
+    s.kv_slots_filled += seq.blocks.n_held_positions(seq.n_computed) * m.layout.group_size / n_layers;
   }
   s.kv_cache_bytes = m.cache.bytes();
   const kv::PrefixCacheCounters& c = m.pool.counters();

@@ -20,13 +20,21 @@ uint64_t available_ram_bytes() {
   return 0;
 }
 
-int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, const backend::Backend& backend) {
+int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
+                      const backend::Backend& backend) {
   if (config.block_size <= 0) fail("block size must be positive, not {}", config.block_size);
+  const int64_t null_blocks = layout.has_windows() ? 1 : 0;
   if (config.num_kv_blocks > 0) {
     if (config.num_kv_blocks < 2) fail("a KV cache needs at least 2 blocks, not {}", config.num_kv_blocks);
     return config.num_kv_blocks;
   }
-  const size_t per_block = model::KvCache::bytes_per_block(hp, config.block_size);
+  const int64_t trained = hp.context_length > 0 ? static_cast<int64_t>(hp.context_length) : 4096;
+  const int64_t longest = config.max_model_len > 0 ? config.max_model_len : trained;
+  if (config.kv_cache_full_sequences > 0) {
+    // One block more than the sequences can fill: admission keeps a block free (the watermark).
+    return config.kv_cache_full_sequences * layout.pages_for(longest, config.block_size) + 1 + null_blocks;
+  }
+  const size_t per_block = model::KvCache::bytes_per_page(hp, layout, config.block_size);
   uint64_t budget = 0;
   if (config.kv_cache_bytes > 0) {
     budget = static_cast<uint64_t>(config.kv_cache_bytes);
@@ -48,10 +56,8 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
          blocks, per_block);
   }
   // More than every sequence at full length could never be used.
-  const int64_t trained = hp.context_length > 0 ? static_cast<int64_t>(hp.context_length) : 4096;
-  const int64_t longest = config.max_model_len > 0 ? config.max_model_len : trained;
   const int64_t useful =
-      std::max<int64_t>(config.max_num_seqs, 1) * ((longest + config.block_size - 1) / config.block_size);
+      std::max<int64_t>(config.max_num_seqs, 1) * layout.pages_for(longest, config.block_size) + null_blocks;
   return std::min(blocks, useful);
 }
 

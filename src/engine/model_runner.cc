@@ -24,14 +24,20 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   slices_.clear();
   logit_rows_.clear();
   chunk_logits_.clear();
-  for (const ScheduledChunk& chunk : plan.chunks) {
+  const size_t n_groups = cache_.layout().n_groups();
+  slices_.resize(plan.chunks.size() * n_groups);
+  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+    const ScheduledChunk& chunk = plan.chunks[c];
     const Sequence& seq = *chunk.seq;
     const auto first = static_cast<int64_t>(tokens_.size());
     for (int64_t i = 0; i < chunk.n_tokens; ++i) {
       tokens_.push_back(seq.tokens[static_cast<size_t>(seq.n_computed + i)]);
       positions_.push_back(static_cast<int32_t>(seq.n_computed + i));
     }
-    slices_.push_back({first, chunk.n_tokens, seq.n_computed, seq.blocks.table()});
+    // Group by group (ForwardBatch): the same rows and positions, each group's own table.
+    for (size_t g = 0; g < n_groups; ++g) {
+      slices_[g * plan.chunks.size() + c] = {first, chunk.n_tokens, seq.n_computed, seq.blocks.table(g)};
+    }
     ChunkLogits rows;
     rows.first_row = static_cast<int64_t>(logit_rows_.size());
     rows.first_prompt_position = std::max(seq.n_computed, seq.next_prompt_logit);

@@ -16,11 +16,11 @@ GroupMode mode_of(const sampling::SamplingParams& params) {
 }  // namespace
 
 Completion::Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<int32_t> prompt,
-                       int priority, kv::BlockPool& pool, uint64_t cache_salt,
+                       int priority, const kv::KvSpace& kv_space, uint64_t cache_salt,
                        const tokenizer::Tokenizer& tokenizer)
     : group(&owner),
       index(0),
-      seq(sequence_id, std::move(prompt), priority, 0, pool, cache_salt),
+      seq(sequence_id, std::move(prompt), priority, 0, kv_space, cache_salt),
       sampler(owner.setup, seq.tokens, tokenizer.vocab().end_of_generation),
       stop_condition(group->setup->params, tokenizer.vocab().end_of_generation),
       detokenizer(tokenizer, {.skip_special = group->setup->params.skip_special_tokens}) {

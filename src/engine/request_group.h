@@ -40,7 +40,7 @@ struct RequestGroup;
 struct Completion {
   // The request's first sequence.
   Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<int32_t> prompt, int priority,
-             kv::BlockPool& pool, uint64_t cache_salt, const tokenizer::Tokenizer& tokenizer);
+             const kv::KvSpace& kv_space, uint64_t cache_salt, const tokenizer::Tokenizer& tokenizer);
   // A sequence forked from `parent`: same tokens and K/V, its own sampler (drawing from the
   // seed + completion_index), stop conditions and detokenizer, all fresh: a fork happens before
   // the parent accepted any token (Sample, BestOf), or in Beam mode where they are unused.

@@ -56,14 +56,11 @@ bool Scheduler::swap_out(Sequence* victim, StepPlan& plan) {
   // A sequence with nothing left to compute (a beam waiting for its siblings) would come back
   // with no token to run: it is recomputed instead (the engine ignores the repeated logits).
   if (swap_ == nullptr || victim->n_computed == 0 || victim->uncomputed() == 0) return false;
-  const int64_t bs = pool_.block_size();
-  const int64_t n_blocks = (victim->n_computed + bs - 1) / bs;
+  const std::vector<kv::BlockId> held = victim->blocks.held_blocks(victim->n_computed);
+  const auto n_blocks = static_cast<int64_t>(held.size());
   std::optional<std::vector<int32_t>> slots = swap_->allocate(n_blocks);
   if (!slots) return false;
-  const std::span<const kv::BlockId> table = victim->blocks.table();
-  for (int64_t i = 0; i < n_blocks; ++i) {
-    plan.swap_out.push_back({table[static_cast<size_t>(i)], (*slots)[static_cast<size_t>(i)]});
-  }
+  for (size_t i = 0; i < held.size(); ++i) plan.swap_out.push_back({held[i], (*slots)[i]});
   victim->swap_slots = std::move(*slots);
   n_swapped_out_blocks_ += static_cast<uint64_t>(n_blocks);
   return true;
@@ -176,13 +173,14 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
 // A swapped-out sequence returns into fresh blocks: its K/V is copied back from the host slots
 // and its next chunk computed in the same step.
 bool Scheduler::admit_swapped(Sequence* seq, int64_t n, StepPlan& plan) {
-  const int32_t need = seq->blocks.blocks_needed(0, seq->n_computed + n);
+  const int32_t need = seq->blocks.blocks_needed_to_restore(seq->n_computed, n);
   if (pool_.n_available() - need < config_.watermark_blocks ||
-      !seq->blocks.reserve(0, seq->n_computed + n, plan.copies)) {
+      !seq->blocks.restore(seq->n_computed, n, plan.copies)) {
     return false;
   }
-  const std::span<const kv::BlockId> table = seq->blocks.table();
-  for (size_t i = 0; i < seq->swap_slots.size(); ++i) plan.swap_in.push_back({table[i], seq->swap_slots[i]});
+  const std::vector<kv::BlockId> restored = seq->blocks.held_blocks(seq->n_computed);
+  if (restored.size() != seq->swap_slots.size()) fail("scheduler: {} swapped blocks come back into {}", seq->swap_slots.size(), restored.size());
+  for (size_t i = 0; i < restored.size(); ++i) plan.swap_in.push_back({restored[i], seq->swap_slots[i]});
   // The slots are freed in complete(), after the runner has read them.
   seq->swap_slots.clear();
   waiting_.erase(waiting_.begin());
@@ -200,7 +198,7 @@ void Scheduler::preempt_for_priority(StepPlan& plan) {
   // A swapped-out sequence needs blocks for what it brings back too.
   const int32_t need = top->swap_slots.empty()
                            ? top->blocks.blocks_needed(top->n_computed, n)
-                           : top->blocks.blocks_needed(0, top->n_computed + n);
+                           : top->blocks.blocks_needed_to_restore(top->n_computed, n);
   while (running_seats() + top->seats > config_.max_num_seqs ||
          pool_.n_available() - need < config_.watermark_blocks) {
     if (running_.empty() || running_.back()->priority >= top->priority) return;

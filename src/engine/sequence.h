@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kv/sequence_blocks.h"
+#include "kv/sequence_kv.h"
 
 namespace lumen::engine {
 
@@ -13,14 +13,14 @@ enum class SequenceState { Waiting, Running, Finished };
 
 struct Sequence {
   Sequence(uint64_t request_id, std::vector<int32_t> prompt, int rank_priority,
-           uint64_t arrival_order, kv::BlockPool& pool, uint64_t cache_salt)
+           uint64_t arrival_order, const kv::KvSpace& kv_space, uint64_t cache_salt)
       : id(request_id),
         priority(rank_priority),
         arrival(arrival_order),
         tokens(std::move(prompt)),
         prompt_len(static_cast<int64_t>(tokens.size())),
         next_prompt_logit(prompt_len - 1),
-        blocks(pool, cache_salt) {}
+        blocks(kv_space, cache_salt) {}
 
   // A sequence that continues `parent` (n > 1, beam search): the same tokens and K/V, in blocks
   // shared with it until either writes (copy-on-write), and the same place in the queues' order.
@@ -44,7 +44,7 @@ struct Sequence {
   // (each predicts the next prompt token); prompt_len - 1, i.e. none, unless asked for.
   int64_t next_prompt_logit;
   int64_t n_computed = 0;       // tokens[0, n_computed) have K/V in `blocks`
-  kv::SequenceBlocks blocks;
+  kv::SequenceKv blocks;
   SequenceState state = SequenceState::Waiting;
   bool prefix_checked = false;  // the prefix cache was consulted since it last held no blocks
   bool scheduled_now = false;   // has a chunk in the step being planned

@@ -93,6 +93,8 @@ class BlockPool {
   // The cached block holding exactly this content, or nullopt. Counts one query (and one hit).
   // Does not retain: the caller retains the block if it uses it. No-op when caching is off.
   std::optional<CachedBlock> find_cached(const BlockKey& key);
+  // The same lookup, not counted (a second group's block for a prefix already counted once).
+  std::optional<CachedBlock> peek_cached(const BlockKey& key) const;
   // Publishes the content of block id (held by the caller, its K/V fully written) under key, and
   // returns the ContentId that now names this content: the block's own, or that of an already
   // published block with identical content (this block then stays unpublished). kNotCached when

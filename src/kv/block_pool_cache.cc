@@ -35,16 +35,22 @@ void BlockPool::drop_content(BlockId id) {
   b.published = false;
 }
 
-std::optional<CachedBlock> BlockPool::find_cached(const BlockKey& key) {
+std::optional<CachedBlock> BlockPool::peek_cached(const BlockKey& key) const {
   if (!prefix_caching_) return std::nullopt;
   if (std::ssize(key.tokens) != block_size_) {
     fail("kv: prefix lookup of {} tokens, but blocks hold {}", key.tokens.size(), block_size_);
   }
-  ++counters_.queried_blocks;
   const BlockId id = index_.find(key.hash);
   if (id < 0 || !holds(id, key)) return std::nullopt;
-  ++counters_.hit_blocks;
   return CachedBlock{id, blocks_[id].content};
+}
+
+std::optional<CachedBlock> BlockPool::find_cached(const BlockKey& key) {
+  std::optional<CachedBlock> hit = peek_cached(key);
+  if (!prefix_caching_) return hit;
+  ++counters_.queried_blocks;
+  if (hit) ++counters_.hit_blocks;
+  return hit;
 }
 
 ContentId BlockPool::publish(BlockId id, const BlockKey& key) {

@@ -18,7 +18,8 @@ SequenceBlocks::SequenceBlocks(SequenceBlocks&& other) noexcept
     : pool_(other.pool_),
       salt_(other.salt_),
       table_(std::exchange(other.table_, {})),
-      chain_(std::exchange(other.chain_, {})) {}
+      chain_(std::exchange(other.chain_, {})),
+      first_held_(std::exchange(other.first_held_, 0)) {}
 
 SequenceBlocks& SequenceBlocks::operator=(SequenceBlocks&& other) noexcept {
   if (this != &other) {
@@ -27,6 +28,7 @@ SequenceBlocks& SequenceBlocks::operator=(SequenceBlocks&& other) noexcept {
     salt_ = other.salt_;
     table_ = std::exchange(other.table_, {});
     chain_ = std::exchange(other.chain_, {});
+    first_held_ = std::exchange(other.first_held_, 0);
   }
   return *this;
 }
@@ -88,20 +90,38 @@ SequenceBlocks SequenceBlocks::fork() const {
   SequenceBlocks child(*pool_, salt_);
   child.table_ = table_;
   child.chain_ = chain_;
-  for (BlockId id : table_) pool_->retain(id);
+  child.first_held_ = first_held_;
+  for (size_t i = first_held_; i < table_.size(); ++i) pool_->retain(table_[i]);
   return child;
 }
 
 void SequenceBlocks::release_from(size_t first) {
   while (table_.size() > first) {
-    pool_->release(table_.back());
+    if (table_.size() > first_held_) pool_->release(table_.back());
     table_.pop_back();
   }
+  first_held_ = std::min(first_held_, table_.size());
+}
+
+void SequenceBlocks::drop_before(size_t first, BlockId null_block) {
+  for (size_t i = first_held_; i < std::min(first, table_.size()); ++i) {
+    pool_->release(table_[i]);
+    table_[i] = null_block;
+  }
+  while (table_.size() < first) table_.push_back(null_block);
+  // Dropped blocks were committed before (commit publishes, then the caller drops); a table
+  // extended with null entries has no chain there, and nothing below can be found again.
+  while (chain_.size() < first) chain_.push_back({0, kNotCached});
+  first_held_ = std::max(first_held_, first);
 }
 
 void SequenceBlocks::truncate(int64_t n_tokens) {
   if (n_tokens < 0) fail("kv: truncate to {} tokens", n_tokens);
   const int64_t bs = pool_->block_size();
+  if (n_tokens < std::ssize(table_) * bs && n_tokens / bs < static_cast<int64_t>(first_held_)) {
+    fail("kv: truncate to {} tokens, but blocks below {} were dropped", n_tokens,
+         static_cast<int64_t>(first_held_) * bs);
+  }
   const int64_t keep = n_tokens / bs + (n_tokens % bs != 0);
   if (keep < std::ssize(table_)) release_from(static_cast<size_t>(keep));
   // A block cut in the middle leaves the chain: its tail will be rewritten (into a copy).

@@ -7,7 +7,15 @@
 // block it is about to write when the block is shared (forks) or published (after truncate()), and
 // reports a BlockCopy when that block already holds rows of this sequence. Full committed blocks
 // are never written again: positions below them are only rewritable after truncate().
+//
+// Sliding-window layers (see kv/kv_layout.h) drop the blocks no later query can see:
+// drop_before() releases the leading blocks and leaves the shared, never-written null block in
+// their table entries, so positions keep their block index and kernels never read a freed block.
+// A sequence's blocks are keyed either by their own chain (the anchor group) or by the anchor's
+// chain (the other groups of a layer-grouped cache): the anchor's block i names the prefix
+// [0, (i + 1) * block_size) exactly, so it also names the other groups' block i.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -17,6 +25,11 @@ namespace lumen::kv {
 
 class SequenceBlocks {
  public:
+  struct ChainLink {
+    BlockHash hash;     // the chain hash, parent of the next block's
+    ContentId content;  // the published content equal to this block's, or kNotCached
+  };
+
   // Sequences with different salts never share cached blocks (tenant isolation).
   explicit SequenceBlocks(BlockPool& pool, uint64_t cache_salt = 0);
   ~SequenceBlocks();  // releases every block it holds
@@ -38,7 +51,21 @@ class SequenceBlocks {
   bool reserve(int64_t n_computed, int64_t n, std::vector<BlockCopy>& copies);
   // After the K/V of tokens[0, n_computed) is in the cache: publishes every newly full block in
   // the prefix cache. `tokens` is the sequence's whole token list so far (prompt + generated).
-  void commit(std::span<const int32_t> tokens, int64_t n_computed);
+  // With an anchor chain (another group's chain(), at least as long), block i is published under
+  // the anchor's block i instead of this sequence's own chain.
+  void commit(std::span<const int32_t> tokens, int64_t n_computed, std::span<const ChainLink> anchor = {});
+  // Keyed by an anchor chain: the cached block i of this group's content, without counting a
+  // lookup or retaining it.
+  std::optional<CachedBlock> find_keyed(std::span<const ChainLink> anchor, std::span<const int32_t> tokens,
+                                    size_t index) const;
+  // On an empty sequence: null entries for blocks [0, first), then the cached blocks
+  // [first, end) keyed by the anchor, retained. All or nothing: false (holding nothing) on a miss.
+  bool adopt_keyed(std::span<const ChainLink> anchor, std::span<const int32_t> tokens, size_t first, size_t end,
+                   BlockId null_block);
+  // Releases the held blocks below block index `first` and points their entries at null_block;
+  // a shorter table is extended with null entries up to `first` (a sequence whose early blocks
+  // are gone for good). Those entries are never written, published or released.
+  void drop_before(size_t first, BlockId null_block);
   // A new sequence sharing every block of this one (n > 1, beam search): retains all.
   SequenceBlocks fork() const;
   // Keeps the blocks of the first n_tokens positions and releases the rest.
@@ -52,12 +79,12 @@ class SequenceBlocks {
   uint64_t cache_salt() const { return salt_; }
   // Leading full blocks whose content is committed or adopted (their hash chain is known).
   int32_t n_committed_blocks() const { return static_cast<int32_t>(chain_.size()); }
+  std::span<const ChainLink> chain() const { return chain_; }
+  // table()[first_held(), size) are held by this sequence; the entries before are null.
+  size_t first_held() const { return first_held_; }
+  size_t n_held() const { return table_.size() - first_held_; }
 
  private:
-  struct ChainLink {
-    BlockHash hash;     // the chain hash, parent of the next block's
-    ContentId content;  // the published content equal to this block's, or kNotCached
-  };
   void check_range(int64_t n_computed, int64_t n, const char* what) const;
   // Whether writing into table_[index] could be seen by another reader.
   bool must_replace(size_t index) const;
@@ -68,6 +95,7 @@ class SequenceBlocks {
   uint64_t salt_;
   std::vector<BlockId> table_;
   std::vector<ChainLink> chain_;  // one per leading full committed block
+  size_t first_held_ = 0;         // entries before it are the null block, not held
 };
 
 }  // namespace lumen::kv

@@ -32,7 +32,37 @@ int64_t SequenceBlocks::adopt_cached_prefix(std::span<const int32_t> tokens, int
   return static_cast<int64_t>(table_.size() * bs);
 }
 
-void SequenceBlocks::commit(std::span<const int32_t> tokens, int64_t n_computed) {
+std::optional<CachedBlock> SequenceBlocks::find_keyed(std::span<const ChainLink> anchor, std::span<const int32_t> tokens,
+                                                  size_t index) const {
+  const size_t bs = static_cast<size_t>(pool_->block_size());
+  if (index >= anchor.size() || (index + 1) * bs > tokens.size()) {
+    fail("kv: keyed lookup of block {} beyond the anchor's {} blocks", index, anchor.size());
+  }
+  if (!pool_->prefix_caching() || anchor[index].content == kNotCached) return std::nullopt;
+  const auto block_tokens = tokens.subspan(index * bs, bs);
+  const BlockHash hash = hash_block(anchor[index].hash, salt_, block_tokens);
+  return pool_->peek_cached({hash, anchor[index].content, salt_, block_tokens});
+}
+
+bool SequenceBlocks::adopt_keyed(std::span<const ChainLink> anchor, std::span<const int32_t> tokens, size_t first,
+                                 size_t end, BlockId null_block) {
+  if (!table_.empty()) fail("kv: adopt_keyed on a sequence that already holds {} blocks", table_.size());
+  drop_before(first, null_block);
+  for (size_t i = first; i < end; ++i) {
+    const std::optional<CachedBlock> hit = find_keyed(anchor, tokens, i);
+    if (!hit) {
+      release_all();
+      return false;
+    }
+    pool_->retain(hit->id);
+    table_.push_back(hit->id);
+    const size_t bs = static_cast<size_t>(pool_->block_size());
+    chain_.push_back({hash_block(anchor[i].hash, salt_, tokens.subspan(i * bs, bs)), hit->content});
+  }
+  return true;
+}
+
+void SequenceBlocks::commit(std::span<const int32_t> tokens, int64_t n_computed, std::span<const ChainLink> anchor) {
   if (n_computed < 0 || n_computed > std::ssize(tokens)) {
     fail("kv: commit of {} computed tokens with {} tokens known", n_computed, tokens.size());
   }
@@ -42,9 +72,13 @@ void SequenceBlocks::commit(std::span<const int32_t> tokens, int64_t n_computed)
     fail("kv: commit of {} tokens, but the sequence's blocks hold {}", n_computed, table_.size() * bs);
   }
   if (!pool_->prefix_caching()) return;
+  if (!anchor.empty() && anchor.size() < n_full) {
+    fail("kv: commit of {} blocks keyed by an anchor chain of {}", n_full, anchor.size());
+  }
   while (chain_.size() < n_full) {
     const size_t i = chain_.size();
-    const ChainLink parent = parent_of(i);
+    // Keyed by the anchor: the anchor's block i stands for the whole prefix through block i.
+    const ChainLink parent = anchor.empty() ? parent_of(i) : anchor[i];
     const auto block_tokens = tokens.subspan(i * bs, bs);
     const BlockHash hash = hash_block(parent.hash, salt_, block_tokens);
     // Below a block that could not be indexed (a hash collision) nothing can be found again.

@@ -1,12 +1,29 @@
 #include "model/kv_cache.h"
 
+#include <vector>
+
 #include "util/error.h"
 
 namespace lumen::model {
 
+namespace {
+
+kv::KvLayout one_group(const HParams& hp) {
+  return kv::make_kv_layout(std::vector<int64_t>(hp.block_count, 0), false);
+}
+
+}  // namespace
+
 KvCache::KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks,
                  int64_t block_size, tensor::DType type)
-    : backend_(backend), n_blocks_(n_blocks), block_size_(block_size) {
+    : KvCache(backend, hp, one_group(hp), n_blocks, block_size, type) {}
+
+KvCache::KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layout, int64_t n_blocks,
+                 int64_t block_size, tensor::DType type)
+    : backend_(backend), n_blocks_(n_blocks), block_size_(block_size), layout_(std::move(layout)) {
+  if (layout_.group_of_layer.size() != hp.block_count || layout_.group_size <= 0) {
+    fail("KV cache layout covers {} layers, the model has {}", layout_.group_of_layer.size(), hp.block_count);
+  }
   if (n_blocks <= 0 || block_size <= 0) fail("KV cache needs blocks: {} x {}", n_blocks, block_size);
   if (type != tensor::DType::F16 && type != tensor::DType::F32) {
     fail("KV cache type must be F16 or F32, not {}", tensor::dtype_name(type));
@@ -14,35 +31,45 @@ KvCache::KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks,
   const int64_t row = static_cast<int64_t>(hp.head_dim * hp.head_count_kv);
   const size_t row_bytes = static_cast<size_t>(row) * tensor::dtype_info(type).block_bytes;
   const size_t bytes = row_bytes * static_cast<size_t>(block_size * n_blocks);
-  for (uint64_t i = 0; i < hp.block_count; ++i) {
+  for (int64_t i = 0; i < layout_.group_size; ++i) {
     backend::KvLayer layer;
     layer.block_size = block_size;
     for (backend::TensorView* view : {&layer.k, &layer.v}) {
       buffers_.push_back(backend.allocate(bytes));
       *view = {type, {row, block_size, n_blocks, 1}, row_bytes, buffers_.back()->data()};
     }
-    layers_.push_back(layer);
+    slots_.push_back(layer);
   }
 }
 
 size_t KvCache::bytes_per_block(const HParams& hp, int64_t block_size, tensor::DType type) {
+  return bytes_per_page(hp, one_group(hp), block_size, type);
+}
+
+size_t KvCache::bytes_per_page(const HParams& hp, const kv::KvLayout& layout, int64_t block_size,
+                               tensor::DType type) {
   const size_t row = static_cast<size_t>(hp.head_dim * hp.head_count_kv);
-  return 2 * hp.block_count * row * tensor::dtype_info(type).block_bytes *
+  return 2 * static_cast<size_t>(layout.group_size) * row * tensor::dtype_info(type).block_bytes *
          static_cast<size_t>(block_size);
 }
 
+void KvCache::zero_block(int64_t block) {
+  const std::vector<uint8_t> zeros(block_host_bytes(), 0);
+  write_block(block, zeros.data());
+}
+
 void KvCache::copy_block(int64_t src, int64_t dst) {
-  for (backend::KvLayer& layer : layers_) backend_.copy_kv_block(layer, src, dst);
+  for (backend::KvLayer& layer : slots_) backend_.copy_kv_block(layer, src, dst);
 }
 
 size_t KvCache::block_host_bytes() const {
   size_t total = 0;
-  for (const backend::KvLayer& layer : layers_) total += 2 * backend::kv_block_bytes(layer);
+  for (const backend::KvLayer& layer : slots_) total += 2 * backend::kv_block_bytes(layer);
   return total;
 }
 
 void KvCache::read_block(int64_t block, uint8_t* host) const {
-  for (const backend::KvLayer& layer : layers_) {
+  for (const backend::KvLayer& layer : slots_) {
     const size_t half = backend::kv_block_bytes(layer);
     backend_.read_kv_block(layer, block, host, host + half);
     host += 2 * half;
@@ -50,7 +77,7 @@ void KvCache::read_block(int64_t block, uint8_t* host) const {
 }
 
 void KvCache::write_block(int64_t block, const uint8_t* host) {
-  for (backend::KvLayer& layer : layers_) {
+  for (backend::KvLayer& layer : slots_) {
     const size_t half = backend::kv_block_bytes(layer);
     backend_.write_kv_block(layer, block, host, host + half);
     host += 2 * half;

@@ -1,26 +1,40 @@
 #pragma once
-// Backend memory for keys and values, in fixed-size blocks per layer. Which block belongs to
+// Backend memory for keys and values, in fixed-size blocks ("pages"). Which block belongs to
 // which sequence is decided elsewhere (the block pool of the serving core); this only owns the
-// memory and hands out each layer's view.
+// memory and hands out each layer's view. A page holds the K/V of one group of layers
+// (kv/kv_layout.h): every layer of the model when no layer has a sliding window, otherwise
+// group_size layers, and layers at the same place of different groups share one view (a page
+// belongs to one group at a time, so they never meet in the same page).
 #include <memory>
 #include <vector>
 
 #include "backend/backend.h"
+#include "kv/kv_layout.h"
 #include "model/hparams.h"
 
 namespace lumen::model {
 
 class KvCache {
  public:
+  // One group of every layer.
   KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks, int64_t block_size,
           tensor::DType type = tensor::DType::F16);
+  KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layout, int64_t n_blocks,
+          int64_t block_size, tensor::DType type = tensor::DType::F16);
 
-  // Bytes of K and V, all layers, for one block: what the pool size is computed from.
+  // Bytes of K and V, all layers, for one position block: a page of the one-group layout.
   static size_t bytes_per_block(const HParams& hp, int64_t block_size,
                                 tensor::DType type = tensor::DType::F16);
+  // Bytes of one page of `layout`: what the pool size is computed from.
+  static size_t bytes_per_page(const HParams& hp, const kv::KvLayout& layout, int64_t block_size,
+                               tensor::DType type = tensor::DType::F16);
 
-  backend::KvLayer& layer(size_t index) { return layers_[index]; }
-  size_t n_layers() const { return layers_.size(); }
+  // Model layer `index`'s view; its blocks are named by its group's block tables.
+  backend::KvLayer& layer(size_t index) { return slots_[static_cast<size_t>(layout_.slot_of_layer[index])]; }
+  size_t n_layers() const { return layout_.group_of_layer.size(); }
+  const kv::KvLayout& layout() const { return layout_; }
+  // Sets every byte of a block to zero (the null block of dropped window entries).
+  void zero_block(int64_t block);
   // Copy-on-write: block dst of every layer becomes a copy of block src.
   void copy_block(int64_t src, int64_t dst);
   // Swapping: a block of every layer to host memory (block_host_bytes() bytes) and back.
@@ -36,7 +50,8 @@ class KvCache {
   int64_t n_blocks_;
   int64_t block_size_;
   std::vector<std::unique_ptr<backend::Buffer>> buffers_;
-  std::vector<backend::KvLayer> layers_;
+  kv::KvLayout layout_;
+  std::vector<backend::KvLayer> slots_;  // group_size views over n_blocks pages
 };
 
 }  // namespace lumen::model

@@ -128,11 +128,15 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   backend_.rope(q_heads, batch.positions, rope);
   backend_.rope(k_heads, batch.positions, rope);
   if (query_scale_ != 1.0f) backend_.scale(q, query_scale_);
-  backend_.store_kv(k, v, batch.sequences, cache.layer(layer));
+  const size_t n_groups = cache.layout().n_groups();
+  const size_t n_seqs = batch.sequences.size() / n_groups;
+  const auto group = static_cast<size_t>(cache.layout().group_of_layer[layer]);
+  const std::span<const backend::SequenceSlice> sequences = batch.sequences.subspan(group * n_seqs, n_seqs);
+  backend_.store_kv(k, v, sequences, cache.layer(layer));
   TensorView attn_heads = as_heads(attn, n, head_dim);
   backend::AttentionConfig attention = attention_;
   attention.sliding_window = layer_window_[layer];
-  backend_.attention(q_heads, cache.layer(layer), batch.sequences, attention, attn_heads);
+  backend_.attention(q_heads, cache.layer(layer), sequences, attention, attn_heads);
   backend_.matmul(w.wo, attn, h);
   if (w.attn_post_norm) backend_.rms_norm(h, *w.attn_post_norm, eps, h);
   backend_.add(x, h, x);
@@ -157,6 +161,18 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
   if (n == 0) return;
   if (batch.positions.size() != batch.tokens.size()) fail("forward: one position per token");
+  if (cache.n_layers() != weights_.layers.size() || batch.sequences.size() % cache.layout().n_groups() != 0) {
+    fail("forward: {} sequence slices for a cache of {} layer groups ({} layers, the model has {})",
+         batch.sequences.size(), cache.layout().n_groups(), cache.n_layers(), weights_.layers.size());
+  }
+  for (size_t layer = 0; layer < layer_window_.size(); ++layer) {
+    // A group that drops blocks out of its window must attend with exactly that window.
+    const int64_t kept = cache.layout().groups[static_cast<size_t>(cache.layout().group_of_layer[layer])].window;
+    if (kept != 0 && kept != layer_window_[layer]) {
+      fail("forward: the KV cache keeps a {}-token window for layer {}, which attends to {}", kept, layer,
+           layer_window_[layer]);
+    }
+  }
   for (int32_t id : batch.tokens) {
     if (id < 0 || static_cast<uint64_t>(id) >= hp_.vocab_size) fail("token id {} is out of range", id);
   }

@@ -17,6 +17,9 @@ namespace lumen::model {
 struct ForwardBatch {
   std::span<const int32_t> tokens;      // all tokens of the step
   std::span<const int32_t> positions;   // one per token
+  // One slice per sequence and per layer group of the cache's layout, group by group: the
+  // slices of group g are sequences[g * n_seqs, (g + 1) * n_seqs), the same sequences in the
+  // same order, each with that group's block table.
   std::span<const backend::SequenceSlice> sequences;
   std::span<const int32_t> logit_rows;  // batch rows whose logits are wanted, in output order
 };
@@ -30,6 +33,8 @@ class Transformer {
 
   const HParams& hparams() const { return hp_; }
   const Architecture& architecture() const { return arch_; }
+  // Per layer: 0 (full attention) or its sliding window.
+  std::span<const int64_t> layer_windows() const { return layer_window_; }
 
  private:
   struct Activations;

@@ -14,9 +14,12 @@ constexpr int32_t kBlock = 4;
 
 class SchedulerTest : public ::testing::Test {
  protected:
+  // layer_windows: one group of every layer unless some layer has a window (kv/kv_layout.h).
   void make(int32_t n_blocks, SchedulerConfig config, bool prefix_caching = true,
-            int64_t swap_slots = 0) {
+            int64_t swap_slots = 0, std::vector<int64_t> layer_windows = {0}) {
     pool_ = std::make_unique<kv::BlockPool>(n_blocks, kBlock, prefix_caching);
+    layout_ = kv::make_kv_layout(layer_windows, true);
+    space_ = {pool_.get(), &layout_, layout_.has_windows() ? *pool_->allocate() : -1};
     if (swap_slots > 0) swap_ = std::make_unique<SwapSpace>(swap_slots, 8);
     scheduler_ = std::make_unique<Scheduler>(config, *pool_, swap_.get());
   }
@@ -24,7 +27,7 @@ class SchedulerTest : public ::testing::Test {
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
     std::iota(prompt.begin(), prompt.end(), first_token);
     seqs_.push_back(std::make_unique<Sequence>(seqs_.size(), std::move(prompt), priority,
-                                               seqs_.size(), *pool_, 0));
+                                               seqs_.size(), space_, 0));
     scheduler_->add(seqs_.back().get());
     return seqs_.back().get();
   }
@@ -46,6 +49,8 @@ class SchedulerTest : public ::testing::Test {
   }
 
   std::unique_ptr<kv::BlockPool> pool_;
+  kv::KvLayout layout_;
+  kv::KvSpace space_;
   std::unique_ptr<SwapSpace> swap_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::unique_ptr<Sequence>> seqs_;
@@ -140,11 +145,37 @@ TEST_F(SchedulerTest, SwapPreemptionKeepsTheComputedTokensAndBringsThemBack) {
   // Back in fresh blocks: the 3 blocks are copied in and only the last token is computed.
   ASSERT_EQ(plan.swap_in.size(), 3u);
   EXPECT_EQ(tokens_of(plan, b), 1);
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(plan.swap_in[i].block, b->blocks.table()[i]);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(plan.swap_in[i].block, b->blocks.table(0)[i]);
   EXPECT_EQ(b->n_computed, 13);
   EXPECT_EQ(swap_->n_free(), 8);
   scheduler_->remove(b);
   EXPECT_EQ(pool_->n_used(), 0);
+}
+
+TEST_F(SchedulerTest, SwapWithAWindowedGroupMovesOnlyTheHeldBlocks) {
+  // Two layer groups: one full, one with a 4-position window (two blocks at most once computed).
+  make(12, {.max_num_seqs = 4, .max_num_batched_tokens = 64, .watermark_blocks = 0}, true, 16, {0, 4});
+  Sequence* a = add(8);
+  Sequence* b = add(8, 0, /*first_token=*/100);
+  StepPlan plan;
+  for (int i = 0; i < 40 && plan.preempted.empty(); ++i) plan = step();
+  ASSERT_EQ(plan.preempted.size(), 1u);
+  ASSERT_EQ(plan.preempted[0], b);
+  const int64_t n = b->n_computed;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  const int64_t windowed = blocks - kv::first_block_in_window(n, 4, kBlock);
+  ASSERT_EQ(static_cast<int64_t>(plan.swap_out.size()), blocks + windowed);
+  ASSERT_LT(windowed, blocks);  // the window's blocks only
+  scheduler_->remove(a);
+  plan = step();
+  ASSERT_EQ(static_cast<int64_t>(plan.swap_in.size()), blocks + windowed);
+  EXPECT_EQ(tokens_of(plan, b), 1);
+  EXPECT_EQ(b->n_computed, n + 1);
+  // The windowed group's table starts with null entries, then the restored window.
+  EXPECT_EQ(b->blocks.table(1)[0], space_.null_block);
+  scheduler_->remove(b);
+  EXPECT_EQ(pool_->n_used(), 1);  // the null block
+  EXPECT_EQ(swap_->n_free(), 16);
 }
 
 TEST_F(SchedulerTest, ASequenceThatCannotFitAloneIsReportedOutOfBlocks) {
@@ -212,7 +243,7 @@ TEST_F(SchedulerTest, AdmissionRespectsTheWatermark) {
   step();
   EXPECT_EQ(a->state, SequenceState::Running);
   EXPECT_EQ(b->state, SequenceState::Waiting);
-  EXPECT_EQ(b->blocks.table().size(), 0u);  // a waiting sequence holds no blocks
+  EXPECT_EQ(b->blocks.n_held_blocks(), 0);  // a waiting sequence holds no blocks
 }
 
 }  // namespace

@@ -1,0 +1,80 @@
+#include "kv/kv_layout.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "util/error.h"
+
+namespace lumen::kv {
+
+bool KvLayout::has_windows() const {
+  return std::ranges::any_of(groups, [](const KvGroup& g) { return g.window > 0; });
+}
+
+int64_t first_block_in_window(int64_t n_computed, int64_t window, int64_t block_size) {
+  if (window <= 0) return 0;
+  return std::max<int64_t>(0, n_computed - window + 1) / block_size;
+}
+
+int64_t KvLayout::pages_for(int64_t n_tokens, int64_t block_size) const {
+  const int64_t blocks = (n_tokens + block_size - 1) / block_size;
+  int64_t pages = 0;
+  for (const KvGroup& g : groups) {
+    // While the last chunk is computed, a windowed group holds its window behind the chunk's
+    // first position; counting from the last position bounds every chunk size.
+    const int64_t first = g.window > 0 ? first_block_in_window(std::max<int64_t>(0, n_tokens - 1), g.window, block_size)
+                                       : 0;
+    pages += blocks - std::min(first, blocks);
+  }
+  return pages;
+}
+
+int64_t KvLayout::max_tokens(int64_t n_pages, int64_t block_size) const {
+  // pages_for never decreases with the length; it stops growing when every group is windowed.
+  // Bisection over whole blocks, up to a bound no context reaches.
+  int64_t lo = 0, hi = int64_t{1} << 36;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (pages_for(mid * block_size, block_size) <= n_pages) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo * block_size;
+}
+
+KvLayout make_kv_layout(std::span<const int64_t> layer_windows, bool free_out_of_window) {
+  if (layer_windows.empty()) fail("kv layout: a model without layers");
+  const int n_layers = static_cast<int>(layer_windows.size());
+  KvLayout layout;
+  layout.group_of_layer.assign(layer_windows.size(), 0);
+  layout.slot_of_layer.assign(layer_windows.size(), 0);
+  // Layers by window, full attention (0) first so that group 0 is a full one when any exists.
+  std::map<int64_t, std::vector<int>> by_window;
+  for (int l = 0; l < n_layers; ++l) {
+    const int64_t w = layer_windows[static_cast<size_t>(l)];
+    if (w < 0) fail("kv layout: layer {} has a negative window {}", l, w);
+    by_window[free_out_of_window ? w : 0].push_back(l);
+  }
+  int64_t size = 0;
+  for (const auto& [window, layers] : by_window) size = std::gcd(size, static_cast<int64_t>(layers.size()));
+  layout.group_size = size;
+  for (const auto& [window, layers] : by_window) {
+    for (size_t first = 0; first < layers.size(); first += static_cast<size_t>(size)) {
+      KvGroup group;
+      group.window = window;
+      group.layers.assign(layers.begin() + static_cast<ptrdiff_t>(first),
+                          layers.begin() + static_cast<ptrdiff_t>(first + static_cast<size_t>(size)));
+      for (size_t slot = 0; slot < group.layers.size(); ++slot) {
+        layout.group_of_layer[static_cast<size_t>(group.layers[slot])] = static_cast<int>(layout.groups.size());
+        layout.slot_of_layer[static_cast<size_t>(group.layers[slot])] = static_cast<int>(slot);
+      }
+      layout.groups.push_back(std::move(group));
+    }
+  }
+  return layout;
+}
+
+}  // namespace lumen::kv

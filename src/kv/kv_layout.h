@@ -1,0 +1,47 @@
+#pragma once
+// How a model's layers share KV blocks when some of them attend only to a sliding window.
+//
+// Layers are split into groups of equal size; a group's layers all have the same window (0 for
+// full attention). Each group has its own block table per sequence, and every block (a "page")
+// holds group_size layers' K/V for block_size positions, whichever group it belongs to. One pool
+// of equal pages then serves every group: a windowed group releases the blocks that fell out of
+// its window, and the freed pages go to whoever needs them next (vLLM's hybrid allocator does the
+// same). Gemma 3 270M, 15 local layers and 3 global ones, gets groups of 3: five windowed groups
+// that each hold about window / block_size blocks per sequence, and one group that holds all.
+//
+// A model without windows (or with freeing turned off) has one group of every layer: exactly the
+// single block table the cache had before groups existed.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace lumen::kv {
+
+struct KvGroup {
+  int64_t window = 0;        // keys a query sees: positions (pos - window, pos]; 0 = all
+  std::vector<int> layers;   // in layer order; layers[i] lives in page slot i
+};
+
+struct KvLayout {
+  int64_t group_size = 0;            // layers per page
+  std::vector<KvGroup> groups;       // full-attention groups first: group 0 anchors prefix keys
+  std::vector<int> group_of_layer;   // per model layer
+  std::vector<int> slot_of_layer;    // per model layer: its index within its group's page
+
+  size_t n_groups() const { return groups.size(); }
+  bool has_windows() const;
+  // Pages one sequence of n_tokens positions holds at most (its next query at position n_tokens).
+  int64_t pages_for(int64_t n_tokens, int64_t block_size) const;
+  // The longest sequence n_pages pages can hold on their own.
+  int64_t max_tokens(int64_t n_pages, int64_t block_size) const;
+};
+
+// Groups layers by their window (`layer_windows[l]`, 0 for full attention). With
+// free_out_of_window false, or when no layer has a window, one group holds every layer.
+KvLayout make_kv_layout(std::span<const int64_t> layer_windows, bool free_out_of_window);
+
+// The first block a windowed group must still hold once positions [0, n_computed) are in the
+// cache: every later query sits at n_computed or beyond and sees keys from n_computed - window + 1.
+int64_t first_block_in_window(int64_t n_computed, int64_t window, int64_t block_size);
+
+}  // namespace lumen::kv
