@@ -5,6 +5,7 @@
 #include "tokenizer/bpe_merges.h"
 #include "tokenizer/byte_to_unicode.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/unicode_normalizer.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/word_cache.h"
 #include "util/error.h"
@@ -66,11 +67,17 @@ class ByteLevelBpe final : public TokenizerModel {
   }
 
   void encode(std::string_view text, bool /*starts_text*/, std::vector<int32_t>& out) const override {
-    // Byte-level BPE has no dummy prefix, so where the text starts does not matter.
-    if (is_valid_utf8(text)) {
-      encode_valid(text, out);
+    // Byte-level BPE has no dummy prefix, so where the text starts does not matter. Invalid
+    // UTF-8 is read as U+FFFD first (Hugging Face sees Rust's lossy decoding), then normalized.
+    std::string repaired;
+    if (!is_valid_utf8(text)) {
+      repaired = sanitize_utf8(text);
+      text = repaired;
+    }
+    if (pre_.spec().nfc && !is_nfc_quick(text)) {
+      encode_valid(to_nfc(text), out);
     } else {
-      encode_valid(sanitize_utf8(text), out);
+      encode_valid(text, out);
     }
   }
 

@@ -40,6 +40,7 @@ constexpr std::array<std::string_view, 4> kDefault = {
 struct NamedSpec {
   std::string_view gguf_name;
   std::string_view canonical;
+  bool nfc = false;  // the model's tokenizer.json normalizes to NFC
 };
 
 // GGUF names that llama.cpp treats exactly like one of the canonical ones.
@@ -48,7 +49,8 @@ constexpr std::array<NamedSpec, 12> kNames = {{
     {"llama-bpe", "llama-bpe"},
     {"llama3", "llama-bpe"},
     {"llama-v3", "llama-bpe"},
-    {"qwen2", "qwen2"},
+    {"qwen2", "qwen2", true},  // Qwen 2, 2.5 and 3: "normalizer": {"type": "NFC"}
+    // DeepSeek-R1's Qwen distills: no NFC, as in llama.cpp (not checked against their file).
     {"deepseek-r1-qwen", "qwen2"},
     {"starcoder", "starcoder"},
     {"smollm", "starcoder"},  // SmolLM2: Digits(individual) then GPT-2's ByteLevel regex
@@ -88,7 +90,11 @@ std::vector<std::string_view> known_pre_tokenizers() {
 
 PreTokenizerSpec pre_tokenizer_spec(std::string_view gguf_name) {
   for (const NamedSpec& named : kNames) {
-    if (named.gguf_name == gguf_name) return canonical_spec(named.canonical);
+    if (named.gguf_name == gguf_name) {
+      PreTokenizerSpec spec = canonical_spec(named.canonical);
+      spec.nfc = named.nfc;
+      return spec;
+    }
   }
   std::string known;
   for (std::string_view name : known_pre_tokenizers()) {

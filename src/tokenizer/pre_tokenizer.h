@@ -18,6 +18,9 @@ struct PreTokenizerSpec {
   // Llama 3's tokenizer.json sets "ignore_merges": a word that is itself a token is that token,
   // whatever the merges would have made of it.
   bool ignore_merges = false;
+  // Qwen 2's tokenizer.json has an NFC normalizer, which runs on the plain text before these
+  // splits ("e" + U+0301 becomes "é"). llama.cpp leaves this out; Lumen follows Hugging Face.
+  bool nfc = false;
 };
 
 // The spec for a tokenizer.ggml.pre value; "" (absent) and "default" give llama.cpp's default.
@@ -33,7 +36,8 @@ class PreTokenizer {
 
   const PreTokenizerSpec& spec() const { return spec_; }
 
-  // Cuts valid UTF-8 `text` into words (views into `text`, in order, covering all of it).
+  // Cuts valid UTF-8 `text` (normalized already where the spec says so) into words (views into
+  // `text`, in order, covering all of it).
   void split(std::string_view text, std::vector<std::string_view>& words) const;
 
  private:

@@ -22,6 +22,7 @@
 #include "gguf/file.h"
 #include "tokenizer/byte_to_unicode.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode_normalizer.h"
 #include "tokenizer/utf8.h"
 
 namespace lumen::tokenizer {
@@ -87,7 +88,8 @@ TEST(RoundTrip, EverySmolLm2Token) {
 // goes through encode and decode byte for byte. StarCoder's vocabulary has no token for some
 // bytes (0xF1 among them, so U+40000..U+7FFFF): those bytes are dropped, as Hugging Face's
 // BPE drops a symbol it has no token for when there is no unknown token (the byte-mapped text
-// has one symbol per byte), and every other byte still comes back.
+// has one symbol per byte), and every other byte still comes back. Qwen 2's tokenizer normalizes
+// to NFC first, so its text comes back in NFC (as Hugging Face's does).
 TEST(RoundTrip, UnicodeSweepSurvives) {
   LUMEN_REQUIRE_TESTDATA();
   for (const char* name : {"gpt-2", "llama-bpe", "qwen2", "starcoder"}) {
@@ -98,6 +100,7 @@ TEST(RoundTrip, UnicodeSweepSurvives) {
     for (unsigned b = 0; b < 256; ++b) {
       has_byte[b] = tokens.count(ByteUnicodeMap::get().encode(static_cast<uint8_t>(b))) > 0;
     }
+    const bool nfc = std::string_view(name) == "qwen2";
     std::string text, expected;
     size_t mismatched_chunks = 0, dropped = 0;
     for (char32_t cp = 0; cp <= 0x10FFFF; ++cp) {
@@ -112,7 +115,7 @@ TEST(RoundTrip, UnicodeSweepSurvives) {
         std::string separator = cp % 1024 == 1023 ? "\n" : " 7";
         text += separator;
         expected += separator;
-        if (tok.decode(tok.encode(text)) != expected) ++mismatched_chunks;
+        if (tok.decode(tok.encode(text)) != (nfc ? to_nfc(expected) : expected)) ++mismatched_chunks;
         text.clear();
         expected.clear();
       }
