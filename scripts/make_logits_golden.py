@@ -2,7 +2,8 @@
 """Regenerates tests/golden/logits/<model>.json: llama.cpp's logits and greedy continuations for
 a real model, the reference Lumen's forward pass is tested against. Models: smollm2
 (SmolLM2-135M-Instruct Q4_1, the default) and gemma3 (Gemma 3 270M Q4_K_M, with a prompt longer
-than its 512-token sliding window, so that local and global layers differ).
+than its 512-token sliding window, so that local and global layers differ), and smollm2_yarn /
+smollm2_linear (the default model with rope scaling added by scripts/make_rope_variants.py).
 
 Run with a Python that has llama-cpp-python built from PyPI's source package (CPU), kept outside
 the repo, e.g.:
@@ -89,6 +90,12 @@ MODELS = {
                 "prompts": PLAIN_PROMPTS[:2] + [CHAT_PROMPTS["smollm2"]] + PLAIN_PROMPTS[2:]},
     "gemma3": {"file": "gemma-3-270m-q4_k_m.gguf",
                "prompts": PLAIN_PROMPTS[:2] + [CHAT_PROMPTS["gemma3"]] + PLAIN_PROMPTS[2:] + [LONG_PROMPT]},
+    # The default model with rope scaling in its metadata (scripts/make_rope_variants.py): YaRN
+    # over an original context of 256, so the long prompt runs far past it; and linear scaling.
+    "smollm2_yarn": {"file": "derived/SmolLM2-135M-Instruct.Q4_1.rope-yarn.gguf",
+                     "prompts": [PLAIN_PROMPTS[0], LONG_PROMPT]},
+    "smollm2_linear": {"file": "derived/SmolLM2-135M-Instruct.Q4_1.rope-linear.gguf",
+                       "prompts": [PLAIN_PROMPTS[0], LONG_PROMPT]},
 }
 N_CTX = 1024
 TOP_K = 8

@@ -33,3 +33,5 @@ if ! "$VENV/bin/python" -c "import gguf, numpy, pytest, openai" 2>/dev/null; the
 fi
 
 "$VENV/bin/python" scripts/fetch_models.py
+# Copies of the default model with rope scaling in their metadata (the rope-scaling goldens).
+"$VENV/bin/python" scripts/make_rope_variants.py

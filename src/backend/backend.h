@@ -33,6 +33,7 @@ struct RopeConfig {
   int64_t original_context = 0;   // YaRN: the context the model was trained at
   double yarn_beta_fast = 32.0;
   double yarn_beta_slow = 1.0;
+  double attn_factor = 1.0;       // the file's rope.scaling.attn_factor: cos and sin times it
   const float* freq_factors = nullptr;  // per-pair divisors (llama3's rope_freqs), or null
 };
 

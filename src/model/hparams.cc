@@ -69,6 +69,14 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   if (hp.rope_scaling.type != "none" && (!std::isfinite(hp.rope_scaling.factor) || hp.rope_scaling.factor <= 0.0)) {
     fail("{}rope.scaling.factor = {} must be a positive number", prefix, hp.rope_scaling.factor);
   }
+  if (!std::isfinite(hp.rope_scaling.attn_factor) || hp.rope_scaling.attn_factor <= 0.0) {
+    fail("{}rope.scaling.attn_factor = {} must be a positive number", prefix, hp.rope_scaling.attn_factor);
+  }
+  if (hp.rope_scaling.type == "yarn" &&
+      (hp.rope_scaling.original_context_length == 0 || hp.rope_scaling.original_context_length > kMaxContext)) {
+    fail("{}rope.scaling.original_context_length = {} is out of range (expected 1..{})", prefix,
+         hp.rope_scaling.original_context_length, kMaxContext);
+  }
   if (!hp.sliding_window_layers.empty() && hp.sliding_window_layers.size() != hp.block_count) {
     fail("{}attention.sliding_window_pattern has {} entries for {} blocks", prefix, hp.sliding_window_layers.size(),
          hp.block_count);
@@ -122,10 +130,17 @@ HParams read_hparams(const gguf::GgufFile& file) {
 
   hp.rope_freq_base = md.find_float(key("rope.freq_base")).value_or(10000.0);
   hp.rope_dimension_count = md.find_unsigned(key("rope.dimension_count")).value_or(hp.head_dim);
-  hp.rope_scaling.type = md.find_string(key("rope.scaling.type")).value_or("none");
-  hp.rope_scaling.factor = md.find_float(key("rope.scaling.factor")).value_or(1.0);
+  // As llama.cpp: the factor under its current key or its old one, and a factor without a type
+  // means linear scaling.
+  std::optional<double> factor = md.find_float(key("rope.scaling.factor"));
+  if (!factor) factor = md.find_float(key("rope.scale_linear"));
+  hp.rope_scaling.type = md.find_string(key("rope.scaling.type")).value_or(factor ? "linear" : "none");
+  hp.rope_scaling.factor = factor.value_or(1.0);
   hp.rope_scaling.original_context_length =
-      md.find_unsigned(key("rope.scaling.original_context_length")).value_or(0);
+      md.find_unsigned(key("rope.scaling.original_context_length")).value_or(hp.context_length);
+  hp.rope_scaling.attn_factor = md.find_float(key("rope.scaling.attn_factor")).value_or(1.0);
+  // llama.cpp reads a factor of 0 as no scaling.
+  if (hp.rope_scaling.factor == 0.0) hp.rope_scaling.factor = 1.0;
 
   if (auto eps = md.find_float(key("attention.layer_norm_rms_epsilon"))) {
     hp.norm_eps = *eps;

@@ -13,7 +13,8 @@ namespace lumen::model {
 struct RopeScaling {
   std::string type = "none";           // none | linear | yarn | llama3 | ...
   double factor = 1.0;
-  uint64_t original_context_length = 0;
+  uint64_t original_context_length = 0;  // YaRN's; absent: the training context, as llama.cpp
+  double attn_factor = 1.0;              // rope.scaling.attn_factor (a magnitude, any type)
 };
 
 struct HParams {

@@ -40,6 +40,7 @@ backend::RopeConfig rope_config(const HParams& hp, const Architecture& arch, con
   }
   rope.scaling_factor = hp.rope_scaling.factor;
   rope.original_context = static_cast<int64_t>(hp.rope_scaling.original_context_length);
+  rope.attn_factor = hp.rope_scaling.attn_factor;
   if (w.rope_freqs) rope.freq_factors = static_cast<const float*>(w.rope_freqs->data);
   return rope;
 }

@@ -32,6 +32,7 @@ namespace {
 constexpr size_t kExactPositions = 2;  // the golden script's EARLY_POSITIONS
 constexpr double kEarlyBound = 1e-3;
 constexpr double kMargin = 1.25;
+constexpr double kGapFloor = 0.4;  // logits: top-1 and top-2 within a factor of 1.5 in probability
 
 // The golden file's name under tests/golden/logits and the model it was made from.
 struct GoldenModel {
@@ -47,7 +48,7 @@ class LogitsGolden : public ::testing::TestWithParam<GoldenModel> {
     model_ = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(path, backend_));
     std::ifstream in(std::string(LUMEN_GOLDEN_DIR) + "/logits/" + GetParam().golden + ".json");
     ref_ = nlohmann::json::parse(in);
-    ASSERT_EQ(ref_["generator"]["model"], GetParam().model_file);
+    ASSERT_EQ(ref_["generator"]["model"], std::filesystem::path(GetParam().model_file).filename().string());
   }
   backend::CpuBackend backend_{2};
   std::unique_ptr<engine::LoadedModel> model_;
@@ -105,7 +106,10 @@ TEST_P(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
   EXPECT_GE(positions, ref["cases"].size() * 64u);
   EXPECT_LE(max_early_diff, std::max(kEarlyBound, kMargin * spread.value("max_early_logit_diff", 0.0)));
   EXPECT_GE(agreement, spread["top1_agreement"].get<double>() - 0.01);
-  EXPECT_LE(widest_gap_missed, kMargin * spread["widest_gap_missed"].get<double>());
+  // The widest missed gap is the maximum of a handful of near-ties, a thin sample of the
+  // reference's spread: below kGapFloor (about the default model's own spread, 0.37) a missed
+  // top-1 is still a rounding-level flip.
+  EXPECT_LE(widest_gap_missed, kMargin * std::max(kGapFloor, spread["widest_gap_missed"].get<double>()));
   EXPECT_LE(max_top_diff, kMargin * spread["max_top_logit_diff"].get<double>());
   EXPECT_LE(max_probe_diff, kMargin * spread["max_probe_logit_diff"].get<double>());
 }
@@ -144,7 +148,10 @@ TEST_P(LogitsGolden, GreedyContinuationsMatchLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(RealModels, LogitsGolden,
                          ::testing::Values(GoldenModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"},
-                                           GoldenModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"}),
+                                           GoldenModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"},
+                                           // Rope scaling past the original context (scripts/make_rope_variants.py)
+                                           GoldenModel{"smollm2_yarn", "derived/SmolLM2-135M-Instruct.Q4_1.rope-yarn.gguf"},
+                                           GoldenModel{"smollm2_linear", "derived/SmolLM2-135M-Instruct.Q4_1.rope-linear.gguf"}),
                          [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

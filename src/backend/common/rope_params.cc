@@ -28,6 +28,11 @@ RopeParams make_rope_params(const RopeConfig& config, int64_t head_dim) {
   params.neox = config.neox;
   params.freq_base = static_cast<float>(config.freq_base);
   params.freq_factors = config.freq_factors;
+  if (!(config.attn_factor > 0.0) || !std::isfinite(config.attn_factor)) {
+    fail("rope: attention factor {} must be positive", config.attn_factor);
+  }
+  // llama.cpp multiplies the magnitude by the file's attention factor whatever the scaling type.
+  params.attn_factor = static_cast<float>(config.attn_factor);
   if (config.scaling != RopeScalingType::None) {
     if (!(config.scaling_factor > 0.0) || !std::isfinite(config.scaling_factor)) {
       fail("rope: scaling factor {} must be positive", config.scaling_factor);
@@ -37,6 +42,13 @@ RopeParams make_rope_params(const RopeConfig& config, int64_t head_dim) {
   if (config.scaling == RopeScalingType::Yarn) {
     if (config.original_context <= 0) fail("rope: YaRN needs the original context length");
     params.ext_factor = 1.0f;
+    // llama.cpp's context setup, in its f32 order: its own mscale for the factor, cancelled
+    // against the one ggml applies again, times the file's factor. The net magnitude is
+    // attn_factor * (1 + 0.1 ln factor), rounded as llama.cpp rounds it.
+    const float factor = 1.0f / params.freq_scale;
+    float attn = factor <= 1.0f ? 1.0f : 0.1f * 1.0f * std::log(factor) + 1.0f;
+    attn *= 1.0f / (1.0f + 0.1f * std::log(factor));
+    params.attn_factor = attn * static_cast<float>(config.attn_factor);
     const float start = std::floor(yarn_corr_dim(config.rope_dims, config.original_context,
                                                  static_cast<float>(config.yarn_beta_fast), params.freq_base));
     const float end = std::ceil(yarn_corr_dim(config.rope_dims, config.original_context,

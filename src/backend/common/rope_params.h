@@ -27,7 +27,9 @@ struct RopeParams {
 };
 
 // Maps the backend's config to ggml's parameters as llama.cpp does by default: ext_factor is 1
-// for YaRN and 0 otherwise, attn_factor is 1, n_ctx_orig is original_context. Throws
+// for YaRN and 0 otherwise, attn_factor is the file's rope.scaling.attn_factor (llama.cpp
+// multiplies its yarn_attn_factor by it, after cancelling its own mscale on top of ggml's, so
+// the net magnitude is attn_factor * (1 + 0.1 ln factor)), n_ctx_orig is original_context. Throws
 // lumen::Error for an odd or out-of-range rope_dims, a non-positive base or factor, or YaRN
 // without an original context.
 RopeParams make_rope_params(const RopeConfig& config, int64_t head_dim);

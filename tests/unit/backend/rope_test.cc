@@ -18,7 +18,7 @@ namespace {
 std::vector<double> reference_rope(const std::vector<float>& head, int64_t pos, const RopeConfig& c) {
   const int64_t d = c.rope_dims;
   std::vector<double> out(head.begin(), head.end());
-  double mscale = 1.0;
+  double mscale = c.attn_factor;
   double low = 0.0, high = 0.0;
   const double factor = c.scaling == RopeScalingType::None ? 1.0 : c.scaling_factor;
   if (c.scaling == RopeScalingType::Yarn) {
@@ -28,7 +28,7 @@ std::vector<double> reference_rope(const std::vector<float>& head, int64_t pos, 
     };
     low = std::max(0.0, std::floor(corr(c.yarn_beta_fast)));
     high = std::min(static_cast<double>(d - 1), std::ceil(corr(c.yarn_beta_slow)));
-    mscale = 1.0 + 0.1 * std::log(factor);
+    mscale *= 1.0 + 0.1 * std::log(factor);
   }
   for (int64_t i = 0; i < d / 2; ++i) {
     double freq = std::pow(c.freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
@@ -98,6 +98,8 @@ TEST(Rope, LinearScalingAndOtherBase) {
   c.scaling = RopeScalingType::Linear;
   c.scaling_factor = 4.0;
   expect_matches(c, 128, "linear");
+  c.attn_factor = 1.3;  // the file's magnitude factor applies whatever the scaling type
+  expect_matches(c, 128, "linear with an attention factor");
 }
 
 TEST(Rope, Llama3FrequencyFactors) {
@@ -127,6 +129,9 @@ TEST(Rope, Yarn) {
   EXPECT_LT(p.corr_dims[1], 63.0f);
   EXPECT_LT(p.corr_dims[0], p.corr_dims[1]);
   EXPECT_NEAR(p.freq_scale, 0.25f, 0.0f);
+  // The file's attention factor scales the magnitude on top of YaRN's own.
+  c.attn_factor = 0.7;
+  expect_matches(c, 128, "yarn with an attention factor");
 }
 
 TEST(Rope, WrongModeWouldBeCaught) {

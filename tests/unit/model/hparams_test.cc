@@ -122,6 +122,51 @@ TEST(HParams, ReadsOptionalKeys) {
   EXPECT_FLOAT_EQ(static_cast<float>(hp.norm_eps), 1e-6f);
 }
 
+TEST(HParams, ReadsRopeScalingAsLlamaCppDoes) {
+  {  // YaRN: the original context defaults to the training context; the attention factor is read
+    auto writer = minimal_llama();
+    writer.metadata().set("llama.rope.scaling.type", Value::of_string("yarn"));
+    writer.metadata().set("llama.rope.scaling.factor", Value::f32(4.0f));
+    writer.metadata().set("llama.rope.scaling.attn_factor", Value::f32(0.5f));
+    auto bytes = writer.write_to_memory();
+    HParams hp = read_hparams(gguf::GgufFile::parse(bytes));
+    EXPECT_EQ(hp.rope_scaling.original_context_length, hp.context_length);
+    EXPECT_EQ(hp.rope_scaling.attn_factor, 0.5);
+  }
+  {  // a factor without a type is linear scaling, under the current key or the old one
+    for (const char* name : {"llama.rope.scaling.factor", "llama.rope.scale_linear"}) {
+      auto writer = minimal_llama();
+      writer.metadata().set(name, Value::f32(2.0f));
+      auto bytes = writer.write_to_memory();
+      HParams hp = read_hparams(gguf::GgufFile::parse(bytes));
+      EXPECT_EQ(hp.rope_scaling.type, "linear") << name;
+      EXPECT_EQ(hp.rope_scaling.factor, 2.0) << name;
+    }
+  }
+  {  // a factor of 0 is no scaling (llama.cpp's reading); a negative one is refused
+    auto writer = minimal_llama();
+    writer.metadata().set("llama.rope.scaling.type", Value::of_string("linear"));
+    writer.metadata().set("llama.rope.scaling.factor", Value::f32(0.0f));
+    auto bytes = writer.write_to_memory();
+    EXPECT_EQ(read_hparams(gguf::GgufFile::parse(bytes)).rope_scaling.factor, 1.0);
+    writer.metadata().set("llama.rope.scaling.factor", Value::f32(-2.0f));
+    bytes = writer.write_to_memory();
+    EXPECT_THROW(read_hparams(gguf::GgufFile::parse(bytes)), Error);
+  }
+  {  // hostile YaRN values fail with the key's name
+    auto writer = minimal_llama();
+    writer.metadata().set("llama.rope.scaling.type", Value::of_string("yarn"));
+    writer.metadata().set("llama.rope.scaling.attn_factor", Value::f32(-1.0f));
+    auto bytes = writer.write_to_memory();
+    try {
+      read_hparams(gguf::GgufFile::parse(bytes));
+      ADD_FAILURE() << "a negative attention factor was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("rope.scaling.attn_factor"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(HParams, ReadsTheSlidingWindowPatternAsAPeriodOrPerLayerFlags) {
   auto period = minimal_llama();
   period.metadata().set("llama.attention.sliding_window_pattern", Value::u32(4));
