@@ -60,6 +60,7 @@ struct EngineStats {
   uint64_t generated_tokens = 0;
   uint64_t preemptions = 0;
   uint64_t swapped_out_blocks = 0;     // blocks copied to host memory by swap preemption
+  uint64_t context_shifts = 0;         // times a sequence dropped old positions (context shift)
   uint64_t steps = 0;
   int64_t max_model_len = 0;
 };

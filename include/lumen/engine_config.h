@@ -11,6 +11,11 @@ enum class SchedulingPolicy { Fcfs, Priority };
 // more than the copies: device backends, long sequences).
 enum class PreemptionMode { Recompute, Swap };
 
+// What a sequence that reaches max_model_len does: finish (FinishReason::Length, as OpenAI's API
+// does), or drop its oldest positions after the first context_keep_tokens and go on (llama.cpp's
+// context shift). Beam search always finishes.
+enum class ContextOverflow { Finish, Shift };
+
 struct EngineConfig {
   int64_t max_num_seqs = 64;              // running at once
   int64_t max_num_batched_tokens = 512;   // tokens per step (decodes + prefill chunks)
@@ -26,6 +31,13 @@ struct EngineConfig {
   // Sliding-window layers release the KV blocks that fell out of their window (false: keep
   // every position of every layer, as a cache without windows does).
   bool free_out_of_window_kv = true;
+  ContextOverflow context_overflow = ContextOverflow::Finish;
+  int64_t context_keep_tokens = 0;  // positions a shift keeps at the start (whole blocks)
+  // StreamingLLM (> 0): a sequence keeps only its first context_keep_tokens positions (the
+  // attention sinks) and its last kv_window_tokens, dropping the middle a block at a time, so it
+  // generates past max_model_len in flat memory (implies shifting). Models with sliding-window
+  // layers cannot shift unless free_out_of_window_kv is false.
+  int64_t kv_window_tokens = 0;
   double kv_cache_ram_fraction = 0.25;
   // On a device backend (CUDA) without kv_cache_bytes: the share of the device memory still free
   // once the weights are loaded that the KV cache takes.

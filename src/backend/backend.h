@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "backend/tensor_view.h"
+#include "util/error.h"
 
 namespace lumen::backend {
 
@@ -139,11 +140,21 @@ class Backend {
   virtual void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) = 0;
   virtual void write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
                               const void* host_v) = 0;
+  // Context shift: every key row of `blocks` (heads of head_dim values) is rotated by `delta`
+  // positions with config's angles and magnitude 1, so a key rotated at position p becomes the
+  // key rotated at p + delta (to the cache's rounding). Values are untouched. A backend without
+  // it cannot shift contexts: the default refuses with an error.
+  virtual void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
+                          int64_t head_dim);
   // Causal attention of q (dims {head_dim, n_heads, n_tokens}) over each sequence's cached K/V
   // (which already holds this batch's keys), written to out (same dims as q).
   virtual void attention(const TensorView& q, const KvLayer& cache,
                          std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                          TensorView& out) = 0;
 };
+
+inline void Backend::shift_keys(KvLayer&, std::span<const int32_t>, int32_t, const RopeConfig&, int64_t) {
+  fail("context shift is not supported on the {} backend", name());
+}
 
 }  // namespace lumen::backend

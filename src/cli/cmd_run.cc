@@ -17,6 +17,7 @@
 #include "cli/stream_completion.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
+#include "cli/context_shift_flags.h"
 #include "util/error.h"
 
 namespace lumen::cli {
@@ -34,6 +35,7 @@ struct RunOptions {
   bool ignore_eos = false;
   int32_t beam_width = 0;  // > 0: beam search of this width
   SamplingParams sampling;
+  ContextShiftFlags context_shift;
 
   // Whether the output is several completions or log-probability tables, printed once the
   // request ends (run_completions.h), rather than one text streamed as it is made.
@@ -104,7 +106,9 @@ void run(RunOptions options) {
   // Beam search holds up to twice its width while a round's candidates are forked.
   const int32_t width = std::max(params.n, params.best_of.value_or(params.n));
   const int32_t sequences = params.use_beam_search ? 2 * width : width;
-  Engine engine(model, single_user_config(context, sequences));
+  EngineConfig config = single_user_config(context, sequences);
+  options.context_shift.apply(config);
+  Engine engine(model, config);
   InterruptHandler interrupt;
   interrupt.arm();
   if (options.needs_engine_report()) {
@@ -145,6 +149,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", options->context, "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its KV cache is paged and shared, --max-model-len)")
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
+  options->context_shift.add_to(cmd);
   cmd->add_option("--min-tokens", options->sampling.min_tokens, "Generate at least this many tokens");
   cmd->add_option("--completions", options->sampling.n,
                   "Completions of the prompt, sharing its KV blocks (printed one after another)")

@@ -77,12 +77,15 @@ void serve(ServeOptions& options) {
     fmt::print(stderr, "lumen serve: {}; /v1/chat/completions is off (choose one with --chat-template)\n",
                model.chat_template_problem());
   }
-  Engine engine(model, options.engine.resolve());
+  const EngineConfig engine_config = options.engine.resolve();
+  Engine engine(model, engine_config);
   const std::string name = options.served_model_name.empty() ? std::filesystem::path(path).stem().string()
                                                              : options.served_model_name;
   server::ServingLimits limits;
   limits.vocab_size = model.info().vocab_size;
   limits.max_model_len = engine.stats().max_model_len;
+  limits.context_shift =
+      engine_config.context_overflow == ContextOverflow::Shift || engine_config.kv_window_tokens > 0;
   limits.max_chat_messages = options.max_chat_messages;
   limits.max_output_records = options.max_output_records;
   // A rendering may add template text around the body's messages, but not grow without bound.

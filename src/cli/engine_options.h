@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "cli/context_shift_flags.h"
 #include "lumen/engine_config.h"
 #include "util/error.h"
 
@@ -17,6 +18,7 @@ struct EngineFlags {
   std::string policy = "fcfs";
   std::string preemption = "recompute";
   std::string swap_space;  // "1G"
+  ContextShiftFlags context_shift;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--max-num-seqs", config.max_num_seqs, "Sequences running at once")
@@ -45,6 +47,7 @@ struct EngineFlags {
                     "recompute (drop a preempted sequence's K/V) or swap (copy it to host memory)")
         ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
     cmd->add_option("--swap-space", swap_space, "Host memory for swapped blocks, e.g. 1G");
+    context_shift.add_to(cmd);
   }
 
   // Call after parsing.
@@ -52,6 +55,7 @@ struct EngineFlags {
     EngineConfig c = config;
     c.enable_prefix_caching = !no_prefix_caching;
     c.free_out_of_window_kv = !keep_out_of_window_kv;
+    context_shift.apply(c);
     c.policy = policy == "priority" ? SchedulingPolicy::Priority : SchedulingPolicy::Fcfs;
     c.preemption_mode = preemption == "swap" ? PreemptionMode::Swap : PreemptionMode::Recompute;
     if (!kv_cache_memory.empty()) c.kv_cache_bytes = parse_bytes(kv_cache_memory, "--kv-cache-memory");

@@ -107,7 +107,34 @@ struct Engine::Impl {
     int64_t limit = config.max_model_len > 0 ? config.max_model_len : trained;
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);
+    scheduler.set_shift_policy(shift_policy());
     publish_stats();
+  }
+
+  // Context shift and StreamingLLM (engine/context_shift.h), checked against the model and the
+  // context once max_model_len is known.
+  engine::ContextShiftPolicy shift_policy() const {
+    engine::ContextShiftPolicy policy;
+    policy.enabled = config.context_overflow == ContextOverflow::Shift || config.kv_window_tokens > 0;
+    if (!policy.enabled) return policy;
+    if (layout.n_groups() != 1) {
+      fail("context shift is not supported with sliding-window layers that keep only their window "
+           "(free_out_of_window_kv false, --keep-out-of-window-kv, keeps every position)");
+    }
+    policy.keep_tokens = config.context_keep_tokens;
+    policy.window_tokens = config.kv_window_tokens;
+    policy.max_model_len = max_model_len;
+    const int64_t bs = config.block_size;
+    if (config.context_keep_tokens < 0 || config.kv_window_tokens < 0) fail("context keep and window tokens must be >= 0");
+    if (config.kv_window_tokens > 0 && config.kv_window_tokens < bs) {
+      fail("the KV window ({} tokens) must hold at least one block of {}", config.kv_window_tokens, bs);
+    }
+    const int64_t keep = (config.context_keep_tokens + bs - 1) / bs * bs;
+    if (keep + 2 * bs > max_model_len || engine::positions_held(policy, bs) > max_model_len) {
+      fail("the context of {} tokens leaves no room to shift: {} kept{}", max_model_len, keep,
+           config.kv_window_tokens > 0 ? fmt::format(", a window of {}", config.kv_window_tokens) : "");
+    }
+    return policy;
   }
 
   static engine::LoadedModel& runnable(const Model& handle) {
@@ -278,6 +305,7 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   auto first = std::make_unique<Completion>(*group, id, std::move(prompt), priority, impl_->kv_space,
                                             kv::mix64(impl_->hash_key ^ cache_salt), impl_->model.tokenizer);
   first->seq.seats = width;
+  first->seq.may_shift = impl_->scheduler.shift_policy().enabled && group->mode != GroupMode::Beam;
   if (params.prompt_logprobs) {
     first->seq.next_prompt_logit = 0;
     if (!first->seq.wants_prompt_logits()) {
@@ -414,6 +442,7 @@ void Engine::Impl::publish_stats() {
   s.generated_tokens = m.outputs.generated_tokens();
   s.preemptions = m.scheduler.n_preemptions();
   s.swapped_out_blocks = m.scheduler.n_swapped_out_blocks();
+  s.context_shifts = m.scheduler.n_context_shifts();
   s.steps = m.steps;
   s.max_model_len = m.max_model_len;
   std::lock_guard lock(stats_mutex);

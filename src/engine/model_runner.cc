@@ -19,6 +19,7 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   for (const SwapCopy& out : plan.swap_out) cache_.read_block(out.block, swap_->slot_data(out.slot));
   for (const kv::BlockCopy& copy : plan.copies) cache_.copy_block(copy.src, copy.dst);
   for (const SwapCopy& in : plan.swap_in) cache_.write_block(in.block, swap_->slot_data(in.slot));
+  for (const KeyShift& shift : plan.key_shifts) transformer_.shift_keys(cache_, shift.blocks, shift.delta);
   tokens_.clear();
   positions_.clear();
   slices_.clear();

@@ -97,7 +97,8 @@ std::optional<FinishReason> OutputProcessor::emit(Completion& c, const sampling:
     out.text = std::move(step.text);
     if (step.stopped) finish = FinishReason::Stop;
   }
-  if (!finish && static_cast<int64_t>(c.seq.tokens.size()) >= max_model_len) {
+  // A sequence that shifts its context goes on (the scheduler drops old positions first).
+  if (!finish && !c.seq.may_shift && static_cast<int64_t>(c.seq.tokens.size()) >= max_model_len) {
     finish = FinishReason::Length;
   }
   if (finish && !(c.stop_strings && c.stop_strings->stopped())) {

@@ -66,9 +66,22 @@ bool Scheduler::swap_out(Sequence* victim, StepPlan& plan) {
   return true;
 }
 
+namespace {
+
+// A sequence shifted this step that then leaves it (preempted, out of blocks) gives back the
+// blocks the rotation was for: the rotation is dropped. True when there was one.
+bool drop_key_shift(StepPlan& plan, const Sequence* seq) {
+  return std::erase_if(plan.key_shifts, [seq](const KeyShift& s) { return s.seq == seq; }) > 0;
+}
+
+}  // namespace
+
 void Scheduler::preempt(Sequence* victim, StepPlan& plan) {
   std::erase(running_, victim);
-  if (swap_out(victim, plan)) {
+  // Its keys were not rotated yet: swapped out now, they would come back unrotated. It is
+  // recomputed instead, from its (already shifted) tokens.
+  const bool shifted_now = drop_key_shift(plan, victim);
+  if (!shifted_now && swap_out(victim, plan)) {
     victim->prefix_checked = true;  // it comes back with its own K/V, not the prefix cache's
   } else {
     victim->n_computed = 0;
@@ -99,12 +112,31 @@ bool Scheduler::reserve_running(Sequence* seq, int64_t n, StepPlan& plan) {
     if (running_.size() == 1) {
       // Nothing else holds blocks: the pool cannot hold this sequence at all.
       std::erase(running_, seq);
+      drop_key_shift(plan, seq);
       plan.out_of_blocks.push_back(seq);
     } else {
       preempt(seq, plan);
     }
     return false;
   }
+  return true;
+}
+
+bool Scheduler::shift_if_due(Sequence* seq, StepPlan& plan) {
+  if (!seq->may_shift) return true;
+  const int64_t bs = pool_.block_size();
+  const std::optional<ShiftPlan> due = shift_due(shift_, seq->n_computed, bs);
+  if (!due) return true;
+  KeyShift shift;
+  shift.seq = seq;
+  if (!apply_shift(*seq, *due, bs, plan.copies, shift.blocks)) {
+    std::erase(running_, seq);
+    plan.out_of_blocks.push_back(seq);
+    return false;
+  }
+  shift.delta = -static_cast<int32_t>(static_cast<int64_t>(due->discard_blocks) * bs);
+  if (!shift.blocks.empty()) plan.key_shifts.push_back(std::move(shift));
+  ++n_context_shifts_;
   return true;
 }
 
@@ -118,6 +150,7 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
           seq->uncomputed() == 0 || seq->decoding() != decode_pass) {
         continue;
       }
+      if (decode_pass && !shift_if_due(seq, plan)) continue;
       const int64_t n = std::min(seq->uncomputed(), budget);
       if (!reserve_running(seq, n, plan)) continue;
       seq->scheduled_now = true;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/context_shift.h"
 #include "engine/sequence.h"
 #include "engine/swap_space.h"
 #include "kv/block_pool.h"
@@ -33,6 +34,13 @@ struct SchedulerConfig {
   int32_t watermark_blocks = 1;  // admission keeps at least this many blocks available
 };
 
+// Keys the model runner rotates back by `delta` positions after a context shift.
+struct KeyShift {
+  const Sequence* seq = nullptr;
+  std::vector<kv::BlockId> blocks;
+  int32_t delta = 0;
+};
+
 struct ScheduledChunk {
   Sequence* seq;
   int64_t n_tokens;  // tokens[seq->n_computed, + n_tokens) are computed this step
@@ -46,7 +54,8 @@ struct SwapCopy {
 };
 
 // The model runner applies the moves in this order before the forward pass: swap_out (the
-// victims' blocks may be handed to others this very step), copies (copy-on-write), swap_in.
+// victims' blocks may be handed to others this very step), copies (copy-on-write), swap_in,
+// key_shifts (on blocks only their own sequence holds).
 struct StepPlan {
   std::vector<ScheduledChunk> chunks;
   std::vector<SwapCopy> swap_out;
@@ -54,6 +63,7 @@ struct StepPlan {
   std::vector<SwapCopy> swap_in;
   std::vector<Sequence*> preempted;   // moved back to waiting this step
   std::vector<Sequence*> out_of_blocks;  // alone in the pool and still cannot grow: must finish
+  std::vector<KeyShift> key_shifts;      // after the copies: context shifts' key rotations
   int64_t n_tokens = 0;
   bool empty() const { return chunks.empty(); }
 };
@@ -65,6 +75,9 @@ class Scheduler {
   Scheduler(SchedulerConfig config, kv::BlockPool& pool, SwapSpace* swap = nullptr);
 
   const SchedulerConfig& config() const { return config_; }
+  // For sequences with may_shift (off until set).
+  void set_shift_policy(const ContextShiftPolicy& policy) { shift_ = policy; }
+  const ContextShiftPolicy& shift_policy() const { return shift_; }
   void add(Sequence* seq);
   // Adds a sequence forked from `parent` (already known here): it runs alongside its parent
   // from the next step, or waits with it.
@@ -84,6 +97,7 @@ class Scheduler {
   size_t n_waiting() const { return waiting_.size(); }
   uint64_t n_preemptions() const { return n_preemptions_; }
   uint64_t n_swapped_out_blocks() const { return n_swapped_out_blocks_; }
+  uint64_t n_context_shifts() const { return n_context_shifts_; }
 
  private:
   bool ranks_before(const Sequence* a, const Sequence* b) const;
@@ -100,15 +114,20 @@ class Scheduler {
   void schedule_running(StepPlan& plan, int64_t& budget);
   void admit_waiting(StepPlan& plan, int64_t& budget);
   bool swap_out(Sequence* victim, StepPlan& plan);
+  // A decoding sequence at the end of its context drops old positions first (context_shift.h);
+  // false when it cannot (the pool lacks blocks for the copies): it then ends, out of blocks.
+  bool shift_if_due(Sequence* seq, StepPlan& plan);
   bool admit_swapped(Sequence* seq, int64_t n, StepPlan& plan);
 
   SchedulerConfig config_;
+  ContextShiftPolicy shift_;
   kv::BlockPool& pool_;
   SwapSpace* swap_;
   std::vector<Sequence*> running_;  // kept in rank order
   std::vector<Sequence*> waiting_;  // kept in rank order
   uint64_t n_preemptions_ = 0;
   uint64_t n_swapped_out_blocks_ = 0;
+  uint64_t n_context_shifts_ = 0;
 };
 
 }  // namespace lumen::engine

@@ -33,7 +33,9 @@ struct Sequence {
         next_prompt_logit(parent.next_prompt_logit),
         n_computed(parent.n_computed),
         blocks(parent.blocks.fork()),
-        prefix_checked(parent.prefix_checked) {}
+        prefix_checked(parent.prefix_checked),
+        may_shift(parent.may_shift),
+        n_dropped_generated(parent.n_dropped_generated) {}
 
   uint64_t id;
   int priority;      // larger runs first (priority policy); ignored under FCFS
@@ -54,6 +56,11 @@ struct Sequence {
   int64_t seats = 1;
   // While swapped out: the host slots holding its first blocks (K/V of tokens[0, n_computed)).
   std::vector<int32_t> swap_slots;
+  // Context shift (engine/context_shift.h): whether this sequence drops old positions at the end
+  // of its context instead of finishing, and how many generated tokens it dropped. `tokens`
+  // then holds only what is still in the cache, and prompt_len what is left of the prompt.
+  bool may_shift = false;
+  int64_t n_dropped_generated = 0;
 
   // Tokens still to be computed before the next sample: the prompt (or, after a preemption,
   // everything so far) during prefill, the last sampled token during decode. None while a beam
@@ -62,7 +69,7 @@ struct Sequence {
   int64_t uncomputed() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
   bool decoding() const { return uncomputed() == 1 && n_computed > 0; }
   bool wants_prompt_logits() const { return next_prompt_logit < prompt_len - 1; }
-  int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+  int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len + n_dropped_generated; }
 };
 
 }  // namespace lumen::engine

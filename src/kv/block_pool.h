@@ -100,6 +100,9 @@ class BlockPool {
   // published block with identical content (this block then stays unpublished). kNotCached when
   // a different content already holds this hash (a collision) or caching is off.
   ContentId publish(BlockId id, const BlockKey& key);
+  // Drops a block's published content (it stays in use, unfindable): its holder is about to
+  // rewrite it. Only for a block no one else holds (ref_count 1).
+  void unpublish(BlockId id);
   // Whether content is still cached (kNoParent counts as cached: the root always exists).
   bool is_live(ContentId content) const;
 

@@ -35,6 +35,12 @@ void BlockPool::drop_content(BlockId id) {
   b.published = false;
 }
 
+void BlockPool::unpublish(BlockId id) {
+  check_id(id, "unpublish");
+  if (blocks_[id].ref_count != 1) fail("kv: unpublish of block {}, held {} times", id, blocks_[id].ref_count);
+  drop_content(id);
+}
+
 std::optional<CachedBlock> BlockPool::peek_cached(const BlockKey& key) const {
   if (!prefix_caching_) return std::nullopt;
   if (std::ssize(key.tokens) != block_size_) {

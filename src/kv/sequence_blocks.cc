@@ -19,7 +19,8 @@ SequenceBlocks::SequenceBlocks(SequenceBlocks&& other) noexcept
       salt_(other.salt_),
       table_(std::exchange(other.table_, {})),
       chain_(std::exchange(other.chain_, {})),
-      first_held_(std::exchange(other.first_held_, 0)) {}
+      first_held_(std::exchange(other.first_held_, 0)),
+      unpublishable_from_(std::exchange(other.unpublishable_from_, SIZE_MAX)) {}
 
 SequenceBlocks& SequenceBlocks::operator=(SequenceBlocks&& other) noexcept {
   if (this != &other) {
@@ -29,6 +30,7 @@ SequenceBlocks& SequenceBlocks::operator=(SequenceBlocks&& other) noexcept {
     table_ = std::exchange(other.table_, {});
     chain_ = std::exchange(other.chain_, {});
     first_held_ = std::exchange(other.first_held_, 0);
+    unpublishable_from_ = std::exchange(other.unpublishable_from_, SIZE_MAX);
   }
   return *this;
 }
@@ -91,6 +93,7 @@ SequenceBlocks SequenceBlocks::fork() const {
   child.table_ = table_;
   child.chain_ = chain_;
   child.first_held_ = first_held_;
+  child.unpublishable_from_ = unpublishable_from_;
   for (size_t i = first_held_; i < table_.size(); ++i) pool_->retain(table_[i]);
   return child;
 }
@@ -126,6 +129,36 @@ void SequenceBlocks::truncate(int64_t n_tokens) {
   if (keep < std::ssize(table_)) release_from(static_cast<size_t>(keep));
   // A block cut in the middle leaves the chain: its tail will be rewritten (into a copy).
   if (n_tokens / bs < std::ssize(chain_)) chain_.resize(static_cast<size_t>(n_tokens / bs));
+}
+
+std::optional<std::vector<BlockId>> SequenceBlocks::shift(size_t keep, size_t discard, std::vector<BlockCopy>& copies) {
+  if (first_held_ > 0) fail("kv: context shift of a sequence whose early blocks were dropped");
+  if (discard == 0 || keep + discard > table_.size()) {
+    fail("kv: shift of blocks [{}, {}) in a table of {}", keep, keep + discard, table_.size());
+  }
+  // The moved blocks are rewritten (rotated). One held elsewhere too is copied; one held only
+  // here is unpublished (its cached content was this sequence's alone). Count the copies, and
+  // the room the discarded blocks leave, before changing anything.
+  int32_t copies_needed = 0, freed = 0;
+  for (size_t i = keep + discard; i < table_.size(); ++i) copies_needed += pool_->ref_count(table_[i]) > 1;
+  for (size_t i = keep; i < keep + discard; ++i) freed += pool_->ref_count(table_[i]) == 1;
+  if (copies_needed > pool_->n_available() + freed) return std::nullopt;
+  for (size_t i = keep; i < keep + discard; ++i) pool_->release(table_[i]);
+  for (size_t i = keep + discard; i < table_.size(); ++i) {
+    if (pool_->ref_count(table_[i]) == 1) {
+      pool_->unpublish(table_[i]);
+      continue;
+    }
+    const BlockId fresh = *pool_->allocate();
+    copies.push_back({table_[i], fresh});
+    pool_->release(table_[i]);  // shared: still held by the others
+    table_[i] = fresh;
+  }
+  table_.erase(table_.begin() + static_cast<ptrdiff_t>(keep),
+               table_.begin() + static_cast<ptrdiff_t>(keep + discard));
+  if (chain_.size() > keep) chain_.resize(keep);
+  unpublishable_from_ = std::min(unpublishable_from_, keep);
+  return std::vector<BlockId>(table_.begin() + static_cast<ptrdiff_t>(keep), table_.end());
 }
 
 void SequenceBlocks::release_all() {

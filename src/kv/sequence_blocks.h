@@ -15,6 +15,7 @@
 // chain (the other groups of a layer-grouped cache): the anchor's block i names the prefix
 // [0, (i + 1) * block_size) exactly, so it also names the other groups' block i.
 #include <cstdint>
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <vector>
@@ -70,6 +71,14 @@ class SequenceBlocks {
   SequenceBlocks fork() const;
   // Keeps the blocks of the first n_tokens positions and releases the rest.
   void truncate(int64_t n_tokens);
+  // Context shift: releases blocks [keep, keep + discard) and moves the later ones down to
+  // `keep`, so their positions drop by discard * block_size. Their keys must then be rotated
+  // back by that many positions, so each of them is first made this sequence's own (a copy,
+  // appended to copies, where it is shared or published) and none of them, nor any later block,
+  // is ever published: their K/V is no longer what the tokens alone would give. Returns the
+  // moved blocks (to rotate), or nullopt, changing nothing, when the pool lacks the blocks for
+  // the copies. Not for a table with dropped (null) entries.
+  std::optional<std::vector<BlockId>> shift(size_t keep, size_t discard, std::vector<BlockCopy>& copies);
   // Releases every block, last first, so the LRU evicts a prompt's tail before its head (heads
   // are the parts other requests share: system prompts, few-shot examples).
   void release_all();
@@ -96,6 +105,7 @@ class SequenceBlocks {
   std::vector<BlockId> table_;
   std::vector<ChainLink> chain_;  // one per leading full committed block
   size_t first_held_ = 0;         // entries before it are the null block, not held
+  size_t unpublishable_from_ = SIZE_MAX;  // blocks from here on are never published (shifted)
 };
 
 }  // namespace lumen::kv

@@ -100,6 +100,13 @@ void SequenceKv::commit(std::span<const int32_t> tokens, int64_t n_computed) {
   drop_out_of_window(n_computed);
 }
 
+std::optional<std::vector<BlockId>> SequenceKv::shift(size_t keep, size_t discard, std::vector<BlockCopy>& copies) {
+  if (groups_.size() != 1 || window(0) != 0) {
+    fail("kv: a context shift needs one full-attention layer group, not {} groups", groups_.size());
+  }
+  return groups_[0].shift(keep, discard, copies);
+}
+
 SequenceKv SequenceKv::fork() const {
   std::vector<SequenceBlocks> copies;
   copies.reserve(groups_.size());

@@ -8,6 +8,7 @@
 // prefix is adopted when group 0 has it and each other group has the blocks its next query
 // needs (all of them for full attention, the last window's for a windowed group).
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,11 @@ class SequenceKv {
   void commit(std::span<const int32_t> tokens, int64_t n_computed);
   SequenceKv fork() const;
   void release_all();
+
+  // Context shift (SequenceBlocks::shift): positions [keep, keep + discard) blocks' worth go,
+  // the later blocks move down. Only for a layout of one full-attention group; nullopt (nothing
+  // changed) when the pool lacks the blocks for the copies.
+  std::optional<std::vector<BlockId>> shift(size_t keep, size_t discard, std::vector<BlockCopy>& copies);
 
   // Swapping. The held blocks covering [0, n_computed), group by group, in table order.
   std::vector<BlockId> held_blocks(int64_t n_computed) const;

@@ -16,6 +16,10 @@ int64_t SequenceBlocks::adopt_cached_prefix(std::span<const int32_t> tokens, int
   if (!table_.empty())
     fail("kv: adopt_cached_prefix on a sequence that already holds {} blocks", table_.size());
   if (max_tokens < 0) fail("kv: adopt_cached_prefix with max_tokens {}", max_tokens);
+  // A sequence that starts over (a recompute after a context shift) computes its K/V from its
+  // tokens alone: publishable again. One that comes back from swap keeps its shifted K/V and
+  // does not come through here.
+  unpublishable_from_ = SIZE_MAX;
   if (!pool_->prefix_caching()) return 0;
   const size_t bs = static_cast<size_t>(pool_->block_size());
   const size_t n_full = std::min<size_t>(tokens.size(), static_cast<size_t>(max_tokens)) / bs;
@@ -82,7 +86,7 @@ void SequenceBlocks::commit(std::span<const int32_t> tokens, int64_t n_computed,
     const auto block_tokens = tokens.subspan(i * bs, bs);
     const BlockHash hash = hash_block(parent.hash, salt_, block_tokens);
     // Below a block that could not be indexed (a hash collision) nothing can be found again.
-    const ContentId content = parent.content == kNotCached
+    const ContentId content = parent.content == kNotCached || i >= unpublishable_from_
                                   ? kNotCached
                                   : pool_->publish(table_[i], {hash, parent.content, salt_, block_tokens});
     chain_.push_back({hash, content});

@@ -157,6 +157,14 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   backend_.add(x, h, x);
 }
 
+void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {
+  if (cache.layout().n_groups() != 1) fail("context shift: the KV cache has {} layer groups", cache.layout().n_groups());
+  for (size_t layer = 0; layer < weights_.layers.size(); ++layer) {
+    const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
+    backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
+  }
+}
+
 void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());

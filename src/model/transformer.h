@@ -33,6 +33,9 @@ class Transformer {
 
   const HParams& hparams() const { return hp_; }
   const Architecture& architecture() const { return arch_; }
+  // Context shift: the keys in `blocks` (of every layer) move `delta` positions, rotated with
+  // each layer's own rope. The cache must be one group of every layer.
+  void shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta);
   // Per layer: 0 (full attention) or its sliding window.
   std::span<const int64_t> layer_windows() const { return layer_window_; }
 

@@ -14,7 +14,7 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // The request's params for one prompt: max_tokens defaulted or checked against the room the
 // context leaves (OpenAI: 16 for completions; vLLM: the rest of the context for chat).
 SamplingParams params_for_prompt(const GenerationOptions& options, Endpoint endpoint,
-                                           int64_t prompt_len, int64_t max_model_len) {
+                                           int64_t prompt_len, int64_t max_model_len, bool context_shift) {
   if (prompt_len >= max_model_len) {
     invalid("prompt", "the prompt has {} tokens; the model's context holds {} (prompt and output together)",
             prompt_len, max_model_len);
@@ -22,7 +22,7 @@ SamplingParams params_for_prompt(const GenerationOptions& options, Endpoint endp
   const int64_t room = max_model_len - prompt_len;
   SamplingParams params = options.params;
   if (options.max_tokens_given) {
-    if (params.max_tokens > room) {
+    if (params.max_tokens > room && !context_shift) {
       invalid(endpoint == Endpoint::Completions ? "max_tokens" : "max_completion_tokens",
               "the model's context holds {} tokens; the prompt has {} and {} were asked for", max_model_len,
               prompt_len, params.max_tokens);
@@ -44,7 +44,7 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
   std::vector<SamplingParams> per_prompt;
   for (const auto& prompt : prompts) {
     per_prompt.push_back(params_for_prompt(options, endpoint, static_cast<int64_t>(prompt.size()),
-                                           context.limits.max_model_len));
+                                           context.limits.max_model_len, context.limits.context_shift));
     per_prompt.back().validate_for_vocab(context.limits.vocab_size);
     prompt_tokens_ += static_cast<int64_t>(prompt.size());
   }

@@ -85,6 +85,8 @@ std::string ServerMetrics::render(const EngineStats& s) const {
           s.prefix_queried_blocks);
   counter(out, "lumen_prefix_cache_hits_total", "Prompt blocks found in the prefix cache.", s.prefix_hit_blocks);
   counter(out, "lumen_num_preemptions_total", "Requests preempted for lack of KV blocks.", s.preemptions);
+  counter(out, "lumen_context_shifts_total", "Times a request dropped old positions to go on past its context.",
+          s.context_shifts);
   counter(out, "lumen_prompt_tokens_total", "Prompt tokens of requests handed to the engine.", prompt_tokens_.load());
   counter(out, "lumen_generation_tokens_total", "Tokens generated for clients.", generated_tokens_.load());
   counter(out, "lumen_requests_rejected_total", "Requests refused because the queue was full or the server was stopping.",

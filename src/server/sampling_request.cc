@@ -94,7 +94,10 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
   if (endpoint == Endpoint::ChatCompletions && fields.has("max_completion_tokens")) {
     limit_field = "max_completion_tokens";
   }
-  if (auto v = fields.integer(limit_field, 1, limits.max_model_len)) {
+  // Past the context only when the engine shifts it; the output budget bounds it then.
+  const int64_t most_tokens = limits.context_shift ? std::max(limits.max_model_len, limits.max_output_records)
+                                                   : limits.max_model_len;
+  if (auto v = fields.integer(limit_field, 1, most_tokens)) {
     p.max_tokens = *v;
     out.max_tokens_given = true;
   }

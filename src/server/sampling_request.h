@@ -17,6 +17,9 @@ enum class Endpoint { Completions, ChatCompletions };
 struct ServingLimits {
   int64_t vocab_size = 0;
   int64_t max_model_len = 0;
+  // The engine shifts contexts (--context-overflow shift, --kv-eviction): an explicit max_tokens
+  // may go past the room the prompt leaves (the default still stops there).
+  bool context_shift = false;
   int32_t max_n = 16;        // choices per request
   int32_t max_prompts = 64;  // prompts in one /v1/completions request
   size_t max_chat_messages = 2048;              // messages in one conversation

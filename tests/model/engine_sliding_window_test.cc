@@ -153,5 +153,19 @@ TEST_F(SlidingWindowTest, PrefixCacheFindsALongPromptAgain) {
   EXPECT_EQ(after.computed_tokens - before.computed_tokens, prompt_->size() - prompt_blocks * 16 + 7);
 }
 
+TEST_F(SlidingWindowTest, ContextShiftNeedsEveryPositionKept) {
+  EngineConfig c = config(true, 512);
+  c.context_overflow = ContextOverflow::Shift;
+  try {
+    Engine engine(engine::borrow_model(*model_, *backend_), c);
+    ADD_FAILURE() << "a context shift over dropped window blocks was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("keep-out-of-window-kv"), std::string::npos) << e.what();
+  }
+  c.free_out_of_window_kv = false;  // one group of every layer: each rotated with its own rope
+  Engine engine(engine::borrow_model(*model_, *backend_), c);
+  EXPECT_TRUE(engine.stats().kv_blocks_total > 0);
+}
+
 }  // namespace
 }  // namespace lumen::testing

@@ -10,6 +10,7 @@
 #include "backend/cpu/activation.h"
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/get_rows.h"
+#include "backend/cpu/kv_shift.h"
 #include "backend/cpu/kv_store.h"
 #include "backend/cpu/rms_norm.h"
 #include "backend/cpu/rope.h"
@@ -307,6 +308,11 @@ void CpuBackend::store_kv(const TensorView& k, const TensorView& v,
 
 void CpuBackend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
   cpu::copy_kv_block(cache, src, dst);
+}
+
+void CpuBackend::shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta,
+                            const RopeConfig& config, int64_t head_dim) {
+  cpu::shift_keys(cache, blocks, delta, config, head_dim);
 }
 
 void CpuBackend::read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {

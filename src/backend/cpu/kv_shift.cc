@@ -1,0 +1,57 @@
+#include "backend/cpu/kv_shift.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/common/kv_checks.h"
+#include "backend/cpu/rope.h"
+#include "tensor/fp16.h"
+
+namespace lumen::backend::cpu {
+
+void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
+                int64_t head_dim) {
+  const int64_t row = cache.k.dims[0];
+  common::check_kv_layer(cache, row, "shift_keys");
+  if (head_dim <= 0 || row % head_dim != 0) fail("shift_keys: head_dim {} does not divide the K row {}", head_dim, row);
+  const int64_t n_blocks = cache.k.dims[2] * cache.k.dims[3];
+  for (int32_t block : blocks) {
+    if (block < 0 || block >= n_blocks) fail("shift_keys: block id {} is not in [0, {})", block, n_blocks);
+  }
+  // Rotations compose: R(p + delta) = R(delta) R(p), for every scaling Lumen supports (the
+  // angle is linear in the position). The magnitude (YaRN's, the file's attention factor) was
+  // applied once when the key was stored, so the rotation here is normalized to 1.
+  const common::RopeParams params = make_rope_params(config, head_dim);
+  std::vector<float> cos_sin(static_cast<size_t>(params.rope_dims));
+  rope_cache(params, delta, cos_sin.data());
+  for (size_t i = 0; i + 1 < cos_sin.size(); i += 2) {
+    const float norm = std::sqrt(cos_sin[i] * cos_sin[i] + cos_sin[i + 1] * cos_sin[i + 1]);
+    cos_sin[i] /= norm;
+    cos_sin[i + 1] /= norm;
+  }
+  const bool f16 = cache.k.type == tensor::DType::F16;
+  std::vector<float> keys(static_cast<size_t>(row));
+  for (int32_t block : blocks) {
+    for (int64_t r = 0; r < cache.block_size; ++r) {
+      auto* bytes = static_cast<uint8_t*>(cache.k.data) +
+                    (static_cast<size_t>(block) * static_cast<size_t>(cache.block_size) + static_cast<size_t>(r)) *
+                        cache.k.row_bytes;
+      if (f16) {
+        const auto* half = reinterpret_cast<const uint16_t*>(bytes);
+        for (int64_t i = 0; i < row; ++i) keys[static_cast<size_t>(i)] = tensor::fp16_to_float(half[i]);
+      } else {
+        std::memcpy(keys.data(), bytes, static_cast<size_t>(row) * sizeof(float));
+      }
+      for (int64_t h = 0; h < row / head_dim; ++h) rope_head(params, cos_sin.data(), keys.data() + h * head_dim);
+      if (f16) {
+        auto* half = reinterpret_cast<uint16_t*>(bytes);
+        for (int64_t i = 0; i < row; ++i) half[i] = tensor::float_to_fp16(keys[static_cast<size_t>(i)]);
+      } else {
+        std::memcpy(bytes, keys.data(), static_cast<size_t>(row) * sizeof(float));
+      }
+    }
+  }
+}
+
+}  // namespace lumen::backend::cpu

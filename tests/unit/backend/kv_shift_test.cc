@@ -1,0 +1,106 @@
+// Context shift's key rotation: a key stored rotated at position p, shifted by delta, equals the
+// key rotated at p + delta (to the cache's rounding), for every rope style and scaling; values
+// and other blocks are untouched; bad blocks are refused.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+
+#include "backend/cpu/kv_shift.h"
+#include "backend/cpu/kv_store.h"
+#include "backend/cpu/rope.h"
+#include "paged_cache_fixture.h"
+#include "util/error.h"
+
+namespace lumen::backend::cpu {
+namespace {
+
+using testing::PagedCache;
+
+constexpr int64_t kHeadDim = 64, kHeads = 2, kRow = kHeadDim * kHeads, kBlock = 16;
+
+// Keys of n positions, rotated at positions first..first+n, stored into blocks `table`.
+void store_rotated(PagedCache& cache, const std::vector<float>& raw, const std::vector<int32_t>& table,
+                   int64_t first, int64_t n, const RopeConfig& rope) {
+  const RopeParams params = make_rope_params(rope, kHeadDim);
+  std::vector<float> k = raw, v = raw;
+  std::vector<float> cos_sin(static_cast<size_t>(params.rope_dims));
+  for (int64_t t = 0; t < n; ++t) {
+    rope_cache(params, static_cast<int32_t>(first + t), cos_sin.data());
+    for (int64_t h = 0; h < kHeads; ++h) rope_head(params, cos_sin.data(), k.data() + t * kRow + h * kHeadDim);
+  }
+  const std::vector<SequenceSlice> seqs = {{0, n, 0, table}};
+  store_kv(f32_matrix(k.data(), kRow, n), f32_matrix(v.data(), kRow, n), seqs, cache.layer());
+}
+
+struct Case {
+  const char* name;
+  RopeConfig rope;
+};
+
+class KvShift : public ::testing::TestWithParam<tensor::DType> {};
+
+TEST_P(KvShift, AShiftedKeyEqualsTheKeyRotatedAtItsNewPosition) {
+  std::vector<Case> cases(4);
+  cases[0] = {"normal", {}};
+  cases[1] = {"neox", {}};
+  cases[1].rope.neox = true;
+  cases[2] = {"linear", {}};
+  cases[2].rope.scaling = RopeScalingType::Linear;
+  cases[2].rope.scaling_factor = 4.0;
+  cases[3] = {"yarn with an attention factor", {}};
+  cases[3].rope.scaling = RopeScalingType::Yarn;
+  cases[3].rope.scaling_factor = 4.0;
+  cases[3].rope.original_context = 256;
+  cases[3].rope.attn_factor = 0.9;
+  for (Case& c : cases) {
+    c.rope.rope_dims = kHeadDim;
+    c.rope.freq_base = 10000.0;
+    const int64_t n = 3 * kBlock, delta = 5 * kBlock;  // positions 80..127 move to 0..47
+    const auto raw = testing::random_values(static_cast<size_t>(kRow * n), 7);
+    PagedCache shifted(GetParam(), kRow, kBlock, 6), expected(GetParam(), kRow, kBlock, 6);
+    const std::vector<int32_t> table = {4, 1, 3};
+    store_rotated(shifted, raw, table, delta, n, c.rope);
+    store_rotated(expected, raw, table, 0, n, c.rope);
+    shift_keys(shifted.layer(), table, -static_cast<int32_t>(delta), c.rope, kHeadDim);
+    // f16 keys round twice (stored, then rotated and stored again): a couple of f16 ulps.
+    const double tolerance = GetParam() == tensor::DType::F16 ? 4e-3 : 2e-5;
+    double worst = 0.0;
+    for (int32_t block : table) {
+      for (int64_t r = 0; r < kBlock; ++r) {
+        const int64_t row = block * kBlock + r;
+        for (int64_t d = 0; d < kRow; ++d) {
+          const double want = expected.k_at(row, d);
+          worst = std::max(worst, std::fabs(shifted.k_at(row, d) - want) / std::max(1.0, std::fabs(want)));
+          ASSERT_EQ(shifted.v_at(row, d), expected.v_at(row, d)) << c.name << ": values must not move";
+        }
+      }
+    }
+    EXPECT_LT(worst, tolerance) << c.name;
+  }
+}
+
+TEST_P(KvShift, TouchesOnlyTheGivenBlocksAndRefusesBadOnes) {
+  PagedCache cache(GetParam(), kRow, kBlock, 4), untouched(GetParam(), kRow, kBlock, 4);
+  RopeConfig rope;
+  rope.rope_dims = kHeadDim;
+  const std::vector<int32_t> blocks = {2};
+  shift_keys(cache.layer(), blocks, -32, rope, kHeadDim);
+  for (int64_t row = 0; row < 4 * kBlock; ++row) {
+    if (row / kBlock == 2) continue;
+    for (int64_t d = 0; d < kRow; d += 11) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(cache.k_at(row, d)), std::bit_cast<uint32_t>(untouched.k_at(row, d)));
+    }
+  }
+  const std::vector<int32_t> bad = {4};
+  EXPECT_THROW(shift_keys(cache.layer(), bad, -16, rope, kHeadDim), Error);
+  const std::vector<int32_t> negative = {-1};
+  EXPECT_THROW(shift_keys(cache.layer(), negative, -16, rope, kHeadDim), Error);
+  EXPECT_THROW(shift_keys(cache.layer(), blocks, -16, rope, 48), Error);  // 48 does not divide 128
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, KvShift, ::testing::Values(tensor::DType::F32, tensor::DType::F16),
+                         [](const ::testing::TestParamInfo<tensor::DType>& p) { return std::string(tensor::dtype_name(p.param)); });
+
+}  // namespace
+}  // namespace lumen::backend::cpu
