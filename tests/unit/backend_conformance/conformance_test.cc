@@ -41,6 +41,7 @@ void run_case(Backend& backend, const Case& c) {
     case Op::kStoreKv:
     case Op::kKvBlocks: check_kv_ops(backend, c); return;
     case Op::kAttention: check_attention(backend, c); return;
+    case Op::kMoeFfn: check_moe_ffn(backend, c); return;
   }
   FAIL() << "no check for op " << op_name(c.op);
 }
