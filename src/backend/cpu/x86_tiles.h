@@ -248,8 +248,20 @@ void float_tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int6
 
 #if defined(__AVX512F__)
 // f32 weights at the AVX-512 level: sixteen lanes per accumulator and _mm512_reduce_add_ps, the
-// order llama.cpp's tinyBLAS sums an f32 matrix product in on AVX-512 machines (its prompt path;
+// order llama.cpp's tinyBLAS sums an f32 matrix product in on AVX-512 machines (built by GCC) (its prompt path;
 // a MoE router's logits, which decide which experts run, then agree with it bit for bit).
+// _mm512_reduce_add_ps's pairing as GCC's header computes it (halves, quarters, then the four
+// lanes as (0 + 2) + (1 + 3)), on the stored lanes: once per output, and GCC 12's 512-bit
+// extracts warn of an undefined register.
+inline float hsum_512(__m512 v) {
+  alignas(64) float l[16];
+  _mm512_store_ps(l, v);
+  float s8[8], s4[4];
+  for (int i = 0; i < 8; ++i) s8[i] = l[i + 8] + l[i];
+  for (int i = 0; i < 4; ++i) s4[i] = s8[i + 4] + s8[i];
+  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
 template <int NT>
 void f32_tile_512(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int64_t cols, float* out) {
   __m512 acc[kTileRows][NT];
@@ -269,7 +281,7 @@ void f32_tile_512(const uint8_t* const* w_rows, const uint8_t* const* x_rows, in
   }
   for (int t = 0; t < NT; ++t) {
     for (int r = 0; r < kTileRows; ++r) {
-      float sum = _mm512_reduce_add_ps(acc[r][t]);
+      float sum = hsum_512(acc[r][t]);
       for (int64_t tail = c; tail < cols; ++tail) sum += F32Format::load1(w_rows[r] + tail * 4) * x[t][tail];
       out[t * kTileRows + r] = sum;
     }
