@@ -7,6 +7,7 @@ depend on the thread count) and both implementations run the same file:
   qwen2moe: qwen2moe-a2.7b-mini (softmax top-4 of 60, weights not renormalized, a shared expert
             behind a sigmoid gate, q/k/v biases)
   qwen3moe: qwen3moe-mini (softmax top-8 of 128, renormalized, QK-norm, 8 query heads on 1 KV)
+  olmoe:    olmoe-mini (softmax top-8 of 64, not renormalized, RMS norms of the whole q and k)
   mixtral:  mixtral-mini (general.architecture "llama" with 8 experts, top 2, renormalized)
 
 Run with the llama-cpp-python venv make_logits_golden.py describes, after building `lumen`:
@@ -37,6 +38,7 @@ from llama_cpp import Llama, __version__ as llama_cpp_version  # noqa: E402
 MODELS = {
     "qwen2moe": "qwen2moe-a2.7b-mini",
     "qwen3moe": "qwen3moe-mini",
+    "olmoe": "olmoe-mini",
     "mixtral": "mixtral-mini",
 }
 SYNTH_ARGS = ["--type", "Q4_1", "--seed", "7"]

@@ -56,6 +56,10 @@ constexpr std::array kPresets = {
            false,           "none",     1.0,   0,   128, 0,    128, 8, 192, 0},
     // Mixtral 8x7B (4096 wide, 32 layers, 32 query heads of 128 on 8 KV heads, 8 experts of
     // 14336, top 2) at an eighth of its width.
+    // OLMoE-1B-7B (2048 wide, 16 layers, 16 heads of 128, 64 experts of 1024, top 8, not
+    // renormalized) at a quarter of its width.
+    Preset{"olmoe-mini", "olmoe", 4096, 512, 8, 256, 4, 4, 0, 10000.0, 1e-5, false,
+           "none", 1.0, 0, 128, 0, 64, 8, 0, 0},
     Preset{"mixtral-mini", "mixtral", 32768, 512, 8,   1792, 4, 1, 32000, 1000000.0, 1e-5,
            false,          "none",    1.0,   0,   128, 0,    8, 2, 0,     0},
 };

@@ -123,8 +123,13 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
 
   TensorView q_heads = as_heads(q, n, head_dim), k_heads = as_heads(k, n, head_dim);
   const float eps = static_cast<float>(hp_.norm_eps);
-  if (w.q_norm) backend_.rms_norm(q_heads, *w.q_norm, eps, q_heads);
-  if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
+  if (arch_.features.qk_norm_full_width) {
+    if (w.q_norm) backend_.rms_norm(q, *w.q_norm, eps, q);
+    if (w.k_norm) backend_.rms_norm(k, *w.k_norm, eps, k);
+  } else {
+    if (w.q_norm) backend_.rms_norm(q_heads, *w.q_norm, eps, q_heads);
+    if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
+  }
   const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
   backend_.rope(q_heads, batch.positions, rope);
   backend_.rope(k_heads, batch.positions, rope);

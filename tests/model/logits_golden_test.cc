@@ -3,7 +3,7 @@
 // continuations checked token by token. SmolLM2-135M-Instruct Q4_1 (llama) and Gemma 3 270M
 // Q4_K_M (gemma3: QK-norm, post-norms, GeGLU, local and global layers; one prompt is longer
 // than its 512-token sliding window). And, with the same measurements and bounds, synthetic
-// mixture-of-experts models (scripts/make_moe_golden.py: qwen2moe, qwen3moe, mixtral-style
+// mixture-of-experts models (scripts/make_moe_golden.py: qwen2moe, qwen3moe, olmoe, mixtral-style
 // llama), which no download provides: the test writes each with the built `lumen synth` from
 // the arguments in its golden and checks the file's sha256 before comparing.
 #include <gtest/gtest.h>
@@ -222,7 +222,7 @@ INSTANTIATE_TEST_SUITE_P(RealModels, LogitsGolden,
                          ::testing::Values(GoldenModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"},
                                            GoldenModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"},
                                            GoldenModel{"moe_qwen2moe", nullptr}, GoldenModel{"moe_qwen3moe", nullptr},
-                                           GoldenModel{"moe_mixtral", nullptr}),
+                                           GoldenModel{"moe_olmoe", nullptr}, GoldenModel{"moe_mixtral", nullptr}),
                          [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

@@ -28,6 +28,7 @@ struct BlockFeatures {
   bool rope_neox = false;  // rotate (i, i + d/2) pairs instead of adjacent ones
   Activation activation = Activation::SwiGlu;
   bool qk_norm = false;              // RMS norm of each query and key head before rope
+  bool qk_norm_full_width = false;   // with qk_norm: of the whole q and k rows instead (OLMoE)
   bool post_attention_norm = false;  // RMS norm of the attention output before the residual add
   bool post_ffn_norm = false;        // the same after the feed-forward block
   SlidingWindow sliding_window = SlidingWindow::None;

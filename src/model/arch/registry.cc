@@ -16,14 +16,22 @@ Architecture gemma3_architecture();
 Architecture mixtral_architecture();
 Architecture qwen2moe_architecture();
 Architecture qwen3moe_architecture();
+Architecture olmoe_architecture();
 
 namespace {
 
 // A variant comes before the plain architecture of its name: the first that applies wins.
+// clang-format off
 const std::array kRegistry = {
     mixtral_architecture,  // "llama" with experts
-    llama_architecture,   qwen2_architecture, gemma3_architecture, qwen2moe_architecture, qwen3moe_architecture,
+    llama_architecture,
+    qwen2_architecture,
+    gemma3_architecture,
+    qwen2moe_architecture,
+    qwen3moe_architecture,
+    olmoe_architecture,
 };
+// clang-format on
 
 // Built once: descriptors are immutable after this.
 const std::vector<Architecture>& registered() {

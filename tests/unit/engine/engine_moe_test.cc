@@ -117,7 +117,7 @@ TEST_P(EngineMoe, ConcurrentRequestsMatchTheSingleSequenceReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, EngineMoe,
-                         ::testing::Values("qwen2moe-a2.7b-mini", "qwen3moe-mini", "mixtral-mini"),
+                         ::testing::Values("qwen2moe-a2.7b-mini", "qwen3moe-mini", "olmoe-mini", "mixtral-mini"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            std::string name = p.param;
                            std::erase_if(name, [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); });
