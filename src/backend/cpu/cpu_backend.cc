@@ -227,7 +227,7 @@ void CpuBackend::moe_ffn(const TensorView& x, std::span<const ExpertWork> expert
   }
   cpu::moe_ffn(x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)), x.rows(), x.dims[0], experts_,
                n_slots, glu == Glu::Geglu ? &cpu::geglu_row : &cpu::swiglu_row, out.row<float>(0),
-               static_cast<int64_t>(out.row_bytes / sizeof(float)), pool_, matmul_scratch_, moe_scratch_);
+               static_cast<int64_t>(out.row_bytes / sizeof(float)), pool_, moe_scratch_);
 }
 
 void CpuBackend::get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {

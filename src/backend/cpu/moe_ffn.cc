@@ -1,7 +1,7 @@
-// The CPU's mixture-of-experts FFN. The experts run one after the other, each over all of its
-// rows at once: the rows are gathered (a copy of a few KB per row), gate and up and the GLU run
-// as one matmul_glu job and down as one matmul job on the thread pool, exactly the kernels a
-// dense FFN uses. A row's result therefore does not depend on which other rows share its
+// The CPU's mixture-of-experts FFN. Each expert runs once over all of its rows: the rows are
+// gathered (a copy of a few KB per row), then the gate and up products with the GLU of every
+// expert form one parallel job and the down products another (matmul_grouped), with exactly
+// the kernels a dense FFN uses. A row's result therefore does not depend on which other rows share its
 // experts (the matmul kernels compute every (row, token) product the same way in any tile), so
 // the engine's batch invariance holds for MoE models too.
 #include "backend/cpu/moe_ffn.h"
@@ -38,58 +38,70 @@ void check_expert(const ExpertMatrices& e, int64_t cols, int64_t n_tokens, int64
 }  // namespace
 
 void moe_ffn(const float* x, int64_t x_stride, int64_t n_tokens, int64_t cols, std::span<const ExpertMatrices> experts,
-             int64_t n_slots, GluRowFn glu, float* out, int64_t out_stride, ThreadPool& pool,
-             MatmulScratch& matmul_scratch, MoeScratch& s) {
+             int64_t n_slots, GluRowFn glu, float* out, int64_t out_stride, ThreadPool& pool, MoeScratch& s) {
   if (n_tokens < 0 || cols <= 0 || n_slots <= 0 || x_stride < cols || out_stride < cols || glu == nullptr ||
       (n_tokens > 0 && (x == nullptr || out == nullptr))) {
     fail("moe_ffn: bad arguments ({} rows of {} values, {} slots)", n_tokens, cols, n_slots);
   }
-  int64_t max_rows = 0, max_ff = 0;
-  for (size_t i = 0; i < experts.size(); ++i) {
+  const size_t n_experts = experts.size();
+  s.row_offset.assign(n_experts + 1, 0);
+  s.ff_offset.assign(n_experts + 1, 0);
+  for (size_t i = 0; i < n_experts; ++i) {
     check_expert(experts[i], cols, n_tokens, n_slots, i);
-    max_rows = std::max(max_rows, static_cast<int64_t>(experts[i].rows.size()));
-    max_ff = std::max(max_ff, experts[i].gate.rows);
+    const auto m = static_cast<int64_t>(experts[i].rows.size());
+    s.row_offset[i + 1] = s.row_offset[i] + m;
+    s.ff_offset[i + 1] = s.ff_offset[i] + m * experts[i].gate.rows;
   }
   if (n_tokens == 0) return;
   const auto places = static_cast<size_t>(n_tokens * n_slots);
   s.filled.assign(places, 0);
-  if (s.slot_out.size() < places * static_cast<size_t>(cols)) s.slot_out.resize(places * static_cast<size_t>(cols));
   const auto need = [](std::vector<float>& v, int64_t n) {
     if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
   };
-  need(s.x, max_rows * cols);
-  need(s.gate, max_rows * max_ff);
-  need(s.up, max_rows * max_ff);
-  need(s.y, max_rows * cols);
+  need(s.slot_out, static_cast<int64_t>(places) * cols);
+  need(s.x, s.row_offset[n_experts] * cols);
+  need(s.gate, s.ff_offset[n_experts]);
+  need(s.up, s.ff_offset[n_experts]);
+  need(s.y, s.row_offset[n_experts] * cols);
 
-  for (size_t i = 0; i < experts.size(); ++i) {
+  // Every expert's rows, gathered expert after expert.
+  for (size_t i = 0; i < n_experts; ++i) {
     const ExpertMatrices& e = experts[i];
-    const auto m = static_cast<int64_t>(e.rows.size());
-    if (m == 0) continue;
-    for (int64_t r = 0; r < m; ++r) {
-      const size_t place =
-          static_cast<size_t>(e.rows[static_cast<size_t>(r)] * n_slots + e.slots[static_cast<size_t>(r)]);
-      if (s.filled[place] != 0) {
-        fail("moe_ffn: row {} slot {} is filled twice", e.rows[static_cast<size_t>(r)],
-             e.slots[static_cast<size_t>(r)]);
-      }
+    for (size_t r = 0; r < e.rows.size(); ++r) {
+      const size_t place = static_cast<size_t>(e.rows[r] * n_slots + e.slots[r]);
+      if (s.filled[place] != 0) fail("moe_ffn: row {} slot {} is filled twice", e.rows[r], e.slots[r]);
       s.filled[place] = 1;
-      std::memcpy(s.x.data() + r * cols, x + e.rows[static_cast<size_t>(r)] * x_stride,
+      std::memcpy(s.x.data() + (s.row_offset[i] + static_cast<int64_t>(r)) * cols, x + e.rows[r] * x_stride,
                   static_cast<size_t>(cols) * sizeof(float));
     }
+  }
+  // Gate and up (with the GLU) of every expert in one job, then every down in another.
+  s.targets.resize(2 * n_experts);
+  s.groups.resize(n_experts);
+  for (size_t i = 0; i < n_experts; ++i) {
+    const ExpertMatrices& e = experts[i];
     const int64_t ff = e.gate.rows;
-    matmul_glu({&e.gate, s.gate.data(), ff}, {&e.up, s.up.data(), ff}, glu, s.x.data(), cols, m, pool, matmul_scratch);
-    matmul(e.down, s.gate.data(), ff, m, s.y.data(), cols, pool, matmul_scratch);
-    for (int64_t r = 0; r < m; ++r) {
-      const size_t place =
-          static_cast<size_t>(e.rows[static_cast<size_t>(r)] * n_slots + e.slots[static_cast<size_t>(r)]);
-      const float w = e.weights[static_cast<size_t>(r)];
-      const float* y = s.y.data() + r * cols;
+    s.targets[2 * i] = {&e.gate, s.gate.data() + s.ff_offset[i], ff};
+    s.targets[2 * i + 1] = {&e.up, s.up.data() + s.ff_offset[i], ff};
+    s.groups[i] = {&s.targets[2 * i], s.x.data() + s.row_offset[i] * cols, cols, static_cast<int64_t>(e.rows.size())};
+  }
+  matmul_grouped(s.groups, glu, pool, s.quantized);
+  for (size_t i = 0; i < n_experts; ++i) {
+    const ExpertMatrices& e = experts[i];
+    s.targets[i] = {&e.down, s.y.data() + s.row_offset[i] * cols, cols};
+    s.groups[i] = {&s.targets[i], s.gate.data() + s.ff_offset[i], e.gate.rows, static_cast<int64_t>(e.rows.size())};
+  }
+  matmul_grouped(s.groups, nullptr, pool, s.quantized);
+  for (size_t i = 0; i < n_experts; ++i) {
+    const ExpertMatrices& e = experts[i];
+    for (size_t r = 0; r < e.rows.size(); ++r) {
+      const size_t place = static_cast<size_t>(e.rows[r] * n_slots + e.slots[r]);
+      const float w = e.weights[r];
+      const float* y = s.y.data() + (s.row_offset[i] + static_cast<int64_t>(r)) * cols;
       float* dst = s.slot_out.data() + place * static_cast<size_t>(cols);
       for (int64_t c = 0; c < cols; ++c) dst[c] = y[c] * w;
     }
   }
-
   // Each row's weighted results summed in slot order (a row's first filled slot is copied, so
   // the sums round exactly as llama.cpp's chain of adds).
   struct Combine {

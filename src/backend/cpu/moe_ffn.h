@@ -1,9 +1,10 @@
 #pragma once
 // A mixture-of-experts FFN on the CPU (Backend::moe_ffn): for each expert that rows are routed
-// to, its rows of x are gathered into one contiguous batch and run through the expert's gate
-// and up (one matmul_glu job) and down (one matmul job), so the expert's weights stream from
-// memory once per step whatever the number of rows; the weighted results are put in each row's
-// slot and summed per row in slot order.
+// to, its rows of x are gathered into one contiguous batch; every expert's gate and up (with the
+// GLU) then run as one parallel job over all experts, and every down as another
+// (matmul_grouped), so each expert's weights stream from memory once per step whatever the
+// number of rows; the weighted results are put in each row's slot and summed per row in slot
+// order.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -23,11 +24,15 @@ struct ExpertMatrices {
 
 // Grows to the largest batch seen; after that a step allocates nothing.
 struct MoeScratch {
-  std::vector<float> x;         // one expert's gathered rows
+  std::vector<float> x;         // every expert's gathered rows, expert after expert
   std::vector<float> gate, up;  // their gate / up products
   std::vector<float> y;         // their down products
   std::vector<float> slot_out;  // weighted results, one row per (row, slot)
   std::vector<uint8_t> filled;  // which (row, slot) places hold one
+  std::vector<MatmulScratch> quantized;  // each expert's quantized activations
+  std::vector<MatmulTarget> targets;
+  std::vector<MatmulGroup> groups;
+  std::vector<int64_t> row_offset, ff_offset;
 };
 
 // out[t] = sum over the filled slots s of row t, in slot order, of weight * down(glu(gate x_t,
@@ -35,7 +40,6 @@ struct MoeScratch {
 // values, x_stride apart; out likewise (out_stride). Throws lumen::Error for a row out of range,
 // a slot out of range or filled twice, or matrices that do not fit together.
 void moe_ffn(const float* x, int64_t x_stride, int64_t n_tokens, int64_t cols, std::span<const ExpertMatrices> experts,
-             int64_t n_slots, GluRowFn glu, float* out, int64_t out_stride, ThreadPool& pool,
-             MatmulScratch& matmul_scratch, MoeScratch& scratch);
+             int64_t n_slots, GluRowFn glu, float* out, int64_t out_stride, ThreadPool& pool, MoeScratch& scratch);
 
 }  // namespace lumen::backend::cpu
