@@ -114,10 +114,12 @@ def centered_top_diff(row, want) -> float:
     return max(abs(float(row[i]) - shift - l) for i, l in zip(want["top_ids"], want["top_logits"]))
 
 
-def spread_of_flash_attention(model: Path, cases, probes) -> dict:
-    """How far llama.cpp's flash-attention path is from its default path, on the same inputs."""
-    llm = Llama(model_path=str(model), n_ctx=N_CTX, n_batch=512, n_threads=2, logits_all=True,
-                flash_attn=True, seed=0, verbose=False)
+def spread_of_flash_attention(model: Path, cases, probes, **path) -> dict:
+    """How far llama.cpp's flash-attention path (or another path: Llama() arguments that
+    replace flash_attn=True, n_batch=512) is from its default path, on the same inputs."""
+    settings = {"n_batch": 512, "flash_attn": True, **path}
+    llm = Llama(model_path=str(model), n_ctx=N_CTX, n_threads=2, logits_all=True, seed=0, verbose=False,
+                **settings)
     n = agree = 0
     max_top = max_probe = widest_gap = max_early = 0.0
     greedy_mismatches = 0

@@ -115,6 +115,29 @@ class Backend {
       swiglu(gate, up, gate);
     }
   }
+  // The experts of a mixture-of-experts FFN over a flat batch. Each entry is one expert that at
+  // least one row of x is routed to: its three matrices (2-D views: a slice of a layer's 3-D
+  // expert tensors, expert_matrix() below, or a shared expert's own) and the rows routed to it,
+  // each with the slot it fills among its row's n_slots places and its router weight (host
+  // memory). A backend runs each expert once over all of its rows (gather, gate and up with the
+  // GLU, down), so an expert's weights stream once per step however many tokens chose it.
+  struct ExpertWork {
+    const TensorView* gate = nullptr;  // {in, ff}
+    const TensorView* up = nullptr;    // {in, ff}
+    const TensorView* down = nullptr;  // {ff, in}
+    std::span<const int32_t> rows;     // rows of x, each at most once per expert
+    std::span<const int32_t> slots;    // per row: its place, 0..n_slots-1
+    std::span<const float> weights;    // per row: the router's weight
+  };
+  // out[t, :] = the sum, over the slots filled for row t in slot order, of
+  // weight * down(glu(gate x_t, up x_t)); each weighted product is rounded to f32 before it is
+  // added, as llama.cpp's graph adds them (0 for a row no slot was filled for). Each (row,
+  // slot) pair may be filled once. x and out are f32 {in, n}; out may not alias x.
+  virtual void moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
+                       TensorView& out) {
+    (void)x, (void)experts, (void)n_slots, (void)glu, (void)out;
+    fail("moe_ffn (a mixture-of-experts FFN) is not supported on the {} backend yet", name());
+  }
   // out[i, :] = table[ids[i], :] converted to f32.
   virtual void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) = 0;
   // out = x / rms(x) * weight, per row (weight f32 of one row's length).

@@ -24,6 +24,15 @@ struct TensorView {
   }
 };
 
+// Matrix `index` of a tensor of several 2-D matrices (dims {cols, rows, n} or {cols, rows, a, b}:
+// a MoE layer's 3-D expert tensors), as a 2-D view of the same memory. The caller checks index.
+inline TensorView expert_matrix(const TensorView& t, int64_t index) {
+  TensorView m = t;
+  m.dims = {t.dims[0], t.dims[1], 1, 1};
+  m.data = static_cast<uint8_t*>(t.data) + static_cast<size_t>(index) * static_cast<size_t>(t.dims[1]) * t.row_bytes;
+  return m;
+}
+
 // A contiguous f32 matrix of `rows` rows of `cols` values.
 inline TensorView f32_matrix(float* data, int64_t cols, int64_t rows) {
   return {tensor::DType::F32, {cols, rows, 1, 1}, static_cast<size_t>(cols) * sizeof(float), data};

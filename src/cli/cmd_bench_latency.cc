@@ -15,6 +15,7 @@
 #include "cli/device_option.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
+#include "benchmark/expert_load.h"
 #include "benchmark/forward_latency.h"
 #include "lumen/model.h"
 
@@ -63,6 +64,7 @@ void run_latency(const LatencyOptions& options) {
     fmt::print("| {:-<24} | {:->9}: | {:->8}: | {:-<7} | {:->6}: | {:->5}: | {:->19}: |\n", "", "", "", "", "", "",
                "");
   }
+  std::string expert_tables;  // MoE models: printed after the table
   for (unsigned threads : options.threads) {
     const Model model = Model::load(path, {.device = options.device, .threads = threads});
     const uint64_t params = model.info().parameters;
@@ -79,6 +81,7 @@ void run_latency(const LatencyOptions& options) {
     for (int64_t n : options.n_gen) if (n > 0) tests.emplace_back(0, n);
     for (auto [n_prompt, n_gen] : tests) {
       forward.time_ns(n_prompt, n_gen, rng);  // warm-up
+      benchmark::reset_expert_load(model);
       std::vector<double> samples_ns, samples_ts;
       for (int r = 0; r < options.repetitions; ++r) {
         double ns = forward.time_ns(n_prompt, n_gen, rng);
@@ -110,16 +113,26 @@ void run_latency(const LatencyOptions& options) {
                          {"stddev_ts", stddev(samples_ts)},
                          {"samples_ns", samples_ns},
                          {"samples_ts", samples_ts}});
+      const std::string test = n_prompt > 0 ? fmt::format("pp{}", n_prompt) : fmt::format("tg{}", n_gen);
+      if (const auto load = benchmark::expert_load(model)) {
+        // The tokens of the timed repetitions (random tokens, so a router's natural balance).
+        results.back()["expert_load"] = benchmark::expert_load_json(*load);
+        expert_tables += benchmark::expert_load_table(
+            *load, fmt::format("{}, {} threads, {} repetitions", test, threads, options.repetitions));
+      }
       if (!options.json) {
         const auto& r = results.back();
-        std::string test = n_prompt > 0 ? fmt::format("pp{}", n_prompt) : fmt::format("tg{}", n_gen);
         fmt::print(kRowFormat, type, fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)),
                    params_text(params), r["backends"].get<std::string>(), threads, test,
                    fmt::format("{:.2f} ± {:.2f}", r["avg_ts"].get<double>(), r["stddev_ts"].get<double>()));
       }
     }
   }
-  if (options.json) fmt::print("{}\n", results.dump(2));
+  if (options.json) {
+    fmt::print("{}\n", results.dump(2));
+  } else {
+    fmt::print("{}", expert_tables);
+  }
 }
 
 }  // namespace

@@ -12,8 +12,10 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/device_option.h"
+#include "benchmark/expert_load.h"
 #include "benchmark/progress_bar.h"
 #include "benchmark/request_lengths.h"
 #include "cli/commands.h"
@@ -67,6 +69,7 @@ void run_throughput(const ThroughputOptions& options) {
     input_tokens += in;
   }
 
+  benchmark::reset_expert_load(model);
   const bool progress = !options.json && isatty(fileno(stderr));
   std::vector<RequestHandle> handles;
   const auto start = Clock::now();
@@ -133,6 +136,8 @@ void run_throughput(const ThroughputOptions& options) {
       {"prefix_hit_rate", hit_rate},
       {"preemptions", s.preemptions},
       {"steps", s.steps}};
+  const std::optional<benchmark::ExpertLoadCounts> load = benchmark::expert_load(model);
+  if (load) result["expert_load"] = benchmark::expert_load_json(*load);
   if (options.json) {
     fmt::print("{}\n", result.dump(2));
     return;
@@ -148,6 +153,7 @@ void run_throughput(const ThroughputOptions& options) {
              100 * result["kv_peak_usage"].get<double>(),
              100 * result["kv_unused_in_allocated_blocks"].get<double>(), 100 * hit_rate,
              s.preemptions);
+  if (load) fmt::print("{}", benchmark::expert_load_table(*load, fmt::format("{} requests", options.num_prompts)));
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ void add_synth_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "synth", "Write a GGUF with random weights in the shapes of a preset model");
   cmd->add_option("preset", options->synth.preset,
-                  "smollm2-135m | llama-1b | llama-8b | qwen2-0.5b | qwen2-7b | gemma3-270m | gemma3-1b")
+                  "smollm2-135m | llama-1b | llama-8b | qwen2-0.5b | qwen2-7b | gemma3-270m | gemma3-1b | "
+                  "qwen2moe-a2.7b-mini | qwen3moe-mini | olmoe-mini | mixtral-mini")
       ->required();
   cmd->add_option("-o,--output", options->output, "Output GGUF path")->required();
   cmd->add_option("--type", options->type_name,

@@ -34,7 +34,35 @@ void read_sliding_window_pattern(const gguf::Metadata& md, const std::string& ke
   hp.sliding_window_period = md.get_unsigned(key);
 }
 
+// The expert counts as llama.cpp checks them (it asserts; a hostile file here gets one line).
+void validate_experts(const HParams& hp, const std::string& prefix) {
+  require_range(prefix + "expert_count", hp.expert_count, 0, kMaxExperts);
+  if (hp.expert_count == 0) {
+    if (hp.expert_used_count != 0) {
+      fail("{}expert_used_count = {} but the model has no experts ({}expert_count is missing or 0)", prefix,
+           hp.expert_used_count, prefix);
+    }
+    return;
+  }
+  require_range(prefix + "expert_used_count", hp.expert_used_count, 1, hp.expert_count);
+  require_range(prefix + "expert_feed_forward_length", hp.expert_feed_forward_length, 0, kMaxWidth);
+  require_range(prefix + "expert_shared_feed_forward_length", hp.expert_shared_feed_forward_length, 0, kMaxWidth);
+  if (expert_ffn_width(hp) == 0) {
+    fail("{}expert_feed_forward_length is missing and feed_forward_length / expert_used_count ({} / {}) is 0", prefix,
+         hp.feed_forward_length, hp.expert_used_count);
+  }
+}
+
 }  // namespace
+
+uint64_t expert_ffn_width(const HParams& hp) {
+  if (hp.expert_feed_forward_length != 0) return hp.expert_feed_forward_length;
+  return hp.expert_used_count == 0 ? 0 : hp.feed_forward_length / hp.expert_used_count;
+}
+
+uint64_t shared_expert_ffn_width(const HParams& hp) {
+  return hp.expert_shared_feed_forward_length != 0 ? hp.expert_shared_feed_forward_length : hp.feed_forward_length;
+}
 
 // Every number the forward pass, the KV cache and the engine divide by or size memory with is
 // checked here, before anything is allocated: a hostile file fails with one line naming its key.
@@ -92,6 +120,7 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   if (!std::isfinite(hp.final_logit_softcap) || hp.final_logit_softcap < 0.0) {
     fail("{}final_logit_softcapping = {} must be a positive number", prefix, hp.final_logit_softcap);
   }
+  validate_experts(hp, prefix);
 }
 
 HParams read_hparams(const gguf::GgufFile& file) {
@@ -151,6 +180,10 @@ HParams read_hparams(const gguf::GgufFile& file) {
   read_sliding_window_pattern(md, key("attention.sliding_window_pattern"), hp);
   hp.rope_freq_base_local = md.find_float(key("rope.freq_base_swa")).value_or(0.0);
   hp.final_logit_softcap = md.find_float(key("final_logit_softcapping")).value_or(0.0);
+  hp.expert_count = md.find_unsigned(key("expert_count")).value_or(0);
+  hp.expert_used_count = md.find_unsigned(key("expert_used_count")).value_or(0);
+  hp.expert_feed_forward_length = md.find_unsigned(key("expert_feed_forward_length")).value_or(0);
+  hp.expert_shared_feed_forward_length = md.find_unsigned(key("expert_shared_feed_forward_length")).value_or(0);
   validate_hparams(hp, file);
   return hp;
 }

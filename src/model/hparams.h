@@ -42,7 +42,25 @@ struct HParams {
   std::vector<bool> sliding_window_layers;
   double rope_freq_base_local = 0.0;   // {arch}.rope.freq_base_swa; 0: the architecture's default
   double final_logit_softcap = 0.0;    // {arch}.final_logit_softcapping; 0: none
+  // Mixture of experts ({arch}.expert_*; 0 when absent). A dense model has no experts; a MoE
+  // model routes each token to expert_used_count of its expert_count experts.
+  uint64_t expert_count = 0;
+  uint64_t expert_used_count = 0;
+  // One expert's FFN width and the shared expert's (0: absent; what the architecture then uses
+  // is decided by its tensor shapes, model/arch/tensor_spec.cc's Dim::ExpertFeedForward).
+  uint64_t expert_feed_forward_length = 0;
+  uint64_t expert_shared_feed_forward_length = 0;
 };
+
+// Most experts a file may declare (llama.cpp's LLAMA_MAX_EXPERTS).
+inline constexpr uint64_t kMaxExperts = 1024;
+
+// One routed expert's FFN width where the architecture sizes experts by
+// {arch}.expert_feed_forward_length: that key, else feed_forward_length / expert_used_count (as
+// llama.cpp falls back for qwen2moe and qwen3moe). The shared expert's:
+// expert_shared_feed_forward_length, else feed_forward_length.
+uint64_t expert_ffn_width(const HParams& hp);
+uint64_t shared_expert_ffn_width(const HParams& hp);
 
 // Throws lumen::Error naming the missing or malformed key.
 // Throws lumen::Error naming the key when a hyperparameter is out of range or inconsistent

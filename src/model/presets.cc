@@ -7,7 +7,11 @@
 namespace lumen::model {
 
 namespace {
-// Numbers from each model's published config.json.
+// Numbers from each model's published config.json. The "-mini" MoE presets keep their model's
+// routing (expert count, experts per token, the shared expert's size relative to an expert's,
+// head_dim, the query/KV head ratio) but are narrower (width 512), shallower (8 layers) and
+// take the vocabulary of the --vocab file (vocab_size 0), so they fit in memory and run on two
+// cores; no MoE GGUF small enough can be downloaded here.
 constexpr std::array kPresets = {
     Preset{"smollm2-135m", "llama", 8192, 576, 30, 1536, 9, 3, 49152, 100000.0, 1e-5, true,
            "none", 1.0, 0},
@@ -23,6 +27,41 @@ constexpr std::array kPresets = {
            "none", 1.0, 0, 256, 512},
     Preset{"gemma3-1b", "gemma3", 32768, 1152, 26, 6912, 4, 1, 262144, 1000000.0, 1e-6, true,
            "none", 1.0, 0, 256, 512},
+    // Qwen1.5-MoE-A2.7B (2048 wide, 24 layers, 16 heads of 128, 60 experts of 1408, top 4, a
+    // shared expert of 5632 = 4 experts) at a quarter of its width.
+    Preset{"qwen2moe-a2.7b-mini",
+           "qwen2moe",
+           8192,
+           512,
+           8,
+           1408,
+           4,
+           4,
+           0,
+           1000000.0,
+           1e-6,
+           false,
+           "none",
+           1.0,
+           0,
+           128,
+           0,
+           60,
+           4,
+           352,
+           1408},
+    // Qwen3-30B-A3B (2048 wide, 48 layers, 32 query heads of 128 on 4 KV heads, 128 experts of
+    // 768, top 8, renormalized) at a quarter of its width.
+    Preset{"qwen3moe-mini", "qwen3moe", 40960, 512, 8,   1536, 8,   1, 0,   1000000.0, 1e-6,
+           false,           "none",     1.0,   0,   128, 0,    128, 8, 192, 0},
+    // Mixtral 8x7B (4096 wide, 32 layers, 32 query heads of 128 on 8 KV heads, 8 experts of
+    // 14336, top 2) at an eighth of its width.
+    // OLMoE-1B-7B (2048 wide, 16 layers, 16 heads of 128, 64 experts of 1024, top 8, not
+    // renormalized) at a quarter of its width.
+    Preset{"olmoe-mini", "olmoe", 4096, 512, 8, 256, 4, 4, 0, 10000.0, 1e-5, false,
+           "none", 1.0, 0, 128, 0, 64, 8, 0, 0},
+    Preset{"mixtral-mini", "mixtral", 32768, 512, 8,   1792, 4, 1, 32000, 1000000.0, 1e-5,
+           false,          "none",    1.0,   0,   128, 0,    8, 2, 0,     0},
 };
 }  // namespace
 

@@ -10,7 +10,8 @@ namespace lumen::model {
 
 struct Preset {
   std::string_view name;
-  std::string_view architecture;  // llama.cpp's general.architecture: a registered one (model/arch/)
+  std::string_view architecture;  // a registered architecture's id (model/arch/): its file's
+                                  // general.architecture, or a variant such as "mixtral"
   uint64_t context_length;
   uint64_t embedding_length;
   uint64_t block_count;
@@ -26,6 +27,12 @@ struct Preset {
   uint64_t rope_original_context;
   uint64_t head_dim = 0;        // attention.key_length when it is not embedding / heads (0: it is)
   uint64_t sliding_window = 0;  // attention.sliding_window for architectures with local layers
+  // Mixture of experts (0: dense): {arch}.expert_count, expert_used_count and, when not 0,
+  // expert_feed_forward_length and expert_shared_feed_forward_length.
+  uint64_t expert_count = 0;
+  uint64_t expert_used_count = 0;
+  uint64_t expert_feed_forward_length = 0;
+  uint64_t expert_shared_feed_forward_length = 0;
 };
 
 std::span<const Preset> presets();

@@ -136,6 +136,10 @@ HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
   hp.rope_dimension_count = hp.head_dim;
   hp.norm_eps = p.norm_eps;
   hp.sliding_window = p.sliding_window;
+  hp.expert_count = p.expert_count;
+  hp.expert_used_count = p.expert_used_count;
+  hp.expert_feed_forward_length = p.expert_feed_forward_length;
+  hp.expert_shared_feed_forward_length = p.expert_shared_feed_forward_length;
   return hp;
 }
 
@@ -167,6 +171,7 @@ std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType t
         plans.push_back({name, chosen, std::move(dims), Init::Normal, {}});
         break;
       }
+      case TensorRole::Router: plans.push_back({name, DType::F32, std::move(dims), Init::Normal, {}}); break;
       case TensorRole::Norm: plans.push_back({name, DType::F32, std::move(dims), Init::NearOne, {}}); break;
       case TensorRole::Bias: plans.push_back({name, DType::F32, std::move(dims), Init::Small, {}}); break;
       case TensorRole::RopeFactors:
@@ -248,11 +253,13 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
   }
   if (options.vocab_path.empty()) fail("a vocabulary GGUF (--vocab) is required");
   gguf::GgufFile vocab_source = gguf::GgufFile::open(options.vocab_path);
+  const Architecture* architecture = find_architecture(preset->architecture);
+  if (architecture == nullptr) fail("preset '{}' names unknown architecture '{}'", preset->name, preset->architecture);
 
   SynthReport report;
   gguf::GgufWriter writer;
   gguf::Metadata& md = writer.metadata();
-  const std::string arch(preset->architecture);
+  const std::string arch = architecture->name;  // a variant ("mixtral") is its file architecture's
   auto key = [&](const char* suffix) { return arch + "." + suffix; };
   md.set("general.architecture", gguf::Value::of_string(arch));
   md.set("general.name", gguf::Value::of_string(fmt::format("lumen synthetic {}", preset->name)));
@@ -274,6 +281,18 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
   }
   if (preset->sliding_window != 0) {
     md.set(key("attention.sliding_window"), gguf::Value::u32(static_cast<uint32_t>(preset->sliding_window)));
+  }
+  if (preset->expert_count != 0) {
+    md.set(key("expert_count"), gguf::Value::u32(static_cast<uint32_t>(preset->expert_count)));
+    md.set(key("expert_used_count"), gguf::Value::u32(static_cast<uint32_t>(preset->expert_used_count)));
+    if (preset->expert_feed_forward_length != 0) {
+      md.set(key("expert_feed_forward_length"),
+             gguf::Value::u32(static_cast<uint32_t>(preset->expert_feed_forward_length)));
+    }
+    if (preset->expert_shared_feed_forward_length != 0) {
+      md.set(key("expert_shared_feed_forward_length"),
+             gguf::Value::u32(static_cast<uint32_t>(preset->expert_shared_feed_forward_length)));
+    }
   }
   report.vocab_size = copy_vocab(vocab_source, preset->vocab_size, md);
   md.set(key("vocab_size"), gguf::Value::u32(static_cast<uint32_t>(report.vocab_size)));

@@ -79,6 +79,7 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   }
   attention_.softcap = arch_.features.attention_softcap;
   layer_window_ = layer_sliding_windows(arch_, hp_);
+  if (arch_.features.ffn == FfnKind::MixtureOfExperts) moe_ = std::make_unique<MoeFfn>(backend_, hp_, arch_.features);
 }
 
 void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
@@ -123,8 +124,13 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
 
   TensorView q_heads = as_heads(q, n, head_dim), k_heads = as_heads(k, n, head_dim);
   const float eps = static_cast<float>(hp_.norm_eps);
-  if (w.q_norm) backend_.rms_norm(q_heads, *w.q_norm, eps, q_heads);
-  if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
+  if (arch_.features.qk_norm_full_width) {
+    if (w.q_norm) backend_.rms_norm(q, *w.q_norm, eps, q);
+    if (w.k_norm) backend_.rms_norm(k, *w.k_norm, eps, k);
+  } else {
+    if (w.q_norm) backend_.rms_norm(q_heads, *w.q_norm, eps, q_heads);
+    if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
+  }
   const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
   backend_.rope(q_heads, batch.positions, rope);
   backend_.rope(k_heads, batch.positions, rope);
@@ -148,6 +154,12 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView gate = first_rows(s_.gate, n), up = first_rows(s_.up, n);
   backend_.rms_norm(x, w.ffn_norm, static_cast<float>(hp_.norm_eps), h);
+  if (moe_) {
+    TensorView out = moe_->forward(layer, w, h);
+    if (w.ffn_post_norm) backend_.rms_norm(out, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), out);
+    backend_.add(x, out, x);
+    return;
+  }
   backend_.matmul_glu(
       w.ffn_gate, w.ffn_up, h,
       arch_.features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu : backend::Backend::Glu::Swiglu,

@@ -10,6 +10,7 @@
 #include "model/arch/architecture.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
+#include "model/moe_ffn.h"
 #include "model/weights.h"
 
 namespace lumen::model {
@@ -38,6 +39,11 @@ class Transformer {
   void shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta);
   // Per layer: 0 (full attention) or its sliding window.
   std::span<const int64_t> layer_windows() const { return layer_window_; }
+  // Tokens routed to each expert of each layer since the last reset; null for a dense model.
+  const ExpertLoad* expert_load() const { return moe_ ? &moe_->load() : nullptr; }
+  void reset_expert_load() {
+    if (moe_) moe_->reset_load();
+  }
 
  private:
   struct Activations;
@@ -54,6 +60,7 @@ class Transformer {
   backend::AttentionConfig attention_;
   float query_scale_ = 1.0f;  // queries times this before attention (features.query_scale)
   std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
+  std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture
 
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;

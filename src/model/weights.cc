@@ -39,7 +39,7 @@ void check_tensor(const gguf::TensorInfo* info, const TensorSpec& spec, const st
   }
   if (!spec.allows(info->type)) {
     fail("tensor '{}' is {}, expected {}", name, tensor::dtype_name(info->type),
-         spec.role == TensorRole::Matrix ? "a weight type the kernels read" : "F32");
+         spec.role == TensorRole::Matrix || spec.role == TensorRole::Router ? "a weight type the kernels read" : "F32");
   }
 }
 

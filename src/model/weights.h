@@ -23,6 +23,14 @@ struct LayerWeights {
   backend::TensorView ffn_norm;
   backend::TensorView ffn_gate, ffn_up, ffn_down;
   std::optional<backend::TensorView> ffn_post_norm;  // on the FFN output, before the add
+  // Mixture of experts (instead of ffn_gate/up/down): the router {embedding, experts}; the
+  // experts' matrices as 3-D tensors, one 2-D matrix per expert ({embedding, expert ff,
+  // experts} for gate and up, {expert ff, embedding, experts} for down); a shared expert that
+  // every token passes through, scaled by sigmoid(gate_inp_shexp . x) when it has that gate.
+  std::optional<backend::TensorView> ffn_gate_inp;
+  std::optional<backend::TensorView> ffn_gate_exps, ffn_up_exps, ffn_down_exps;
+  std::optional<backend::TensorView> ffn_gate_inp_shexp;
+  std::optional<backend::TensorView> ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;
 };
 
 struct TransformerWeights {

@@ -133,8 +133,14 @@ TensorView CpuBackend::upload_weights(tensor::DType type, std::array<int64_t, 4>
   // The view aliases the caller's (read-only, mmapped) memory; ops never write weights.
   // A matrix the matmul has packed kernels for is also registered for packing (replacing
   // whatever was registered at this address before: the new upload's bytes are what count).
-  if (dims[2] * dims[3] == 1 && cpu::packing_pays_off(type)) {
-    packed_weights_.insert_or_assign(host_data, PackedSlot{type, dims[1], dims[0], nullptr});
+  // A 3-D tensor of MoE experts registers each expert's matrix: matmuls see those slices.
+  if (cpu::packing_pays_off(type)) {
+    const int64_t matrices = dims[2] * dims[3];
+    const size_t matrix_bytes = static_cast<size_t>(*bytes) * static_cast<size_t>(dims[1]);
+    for (int64_t m = 0; m < matrices; ++m) {
+      packed_weights_.insert_or_assign(static_cast<const uint8_t*>(host_data) + static_cast<size_t>(m) * matrix_bytes,
+                                       PackedSlot{type, dims[1], dims[0], nullptr});
+    }
   }
   return TensorView{type, dims, static_cast<size_t>(*bytes), const_cast<void*>(host_data)};
 }
@@ -200,6 +206,29 @@ void CpuBackend::matmul_glu(const TensorView& gate_w, const TensorView& up_w, co
   cpu::matmul_glu(gate_target, up_target, glu == Glu::Geglu ? &cpu::geglu_row : &cpu::swiglu_row,
                   x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)),
                   x.rows(), pool_, matmul_scratch_);
+}
+
+cpu::WeightMatrix CpuBackend::weight_matrix(const TensorView& w, std::string_view op) {
+  if (w.dims[2] * w.dims[3] != 1) fail("{}: weights must be 2-D", op);
+  cpu::WeightMatrix weights{w.type, w.dims[1], w.dims[0], w.data, w.row_bytes};
+  weights.packed = packed_weights(weights);
+  return weights;
+}
+
+void CpuBackend::moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
+                         TensorView& out) {
+  check_f32(x, x.dims[0], "moe_ffn", "x");
+  check_same_shape(x, out, "moe_ffn");
+  if (x.data == out.data) fail("moe_ffn: out may not alias x");
+  experts_.clear();
+  for (const ExpertWork& e : experts) {
+    if (e.gate == nullptr || e.up == nullptr || e.down == nullptr) fail("moe_ffn: an expert without its matrices");
+    experts_.push_back({weight_matrix(*e.gate, "moe_ffn"), weight_matrix(*e.up, "moe_ffn"),
+                        weight_matrix(*e.down, "moe_ffn"), e.rows, e.slots, e.weights});
+  }
+  cpu::moe_ffn(x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)), x.rows(), x.dims[0], experts_,
+               n_slots, glu == Glu::Geglu ? &cpu::geglu_row : &cpu::swiglu_row, out.row<float>(0),
+               static_cast<int64_t>(out.row_bytes / sizeof(float)), pool_, moe_scratch_);
 }
 
 void CpuBackend::get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {

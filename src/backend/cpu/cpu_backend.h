@@ -10,6 +10,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_packed.h"
+#include "backend/cpu/moe_ffn.h"
 #include "backend/cpu/rope_table.h"
 #include "util/thread_pool.h"
 
@@ -33,6 +34,8 @@ class CpuBackend final : public Backend {
   void matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) override;
   void matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,
                   TensorView& gate, TensorView& up) override;
+  void moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
+               TensorView& out) override;
   void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
   void rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
   void add(const TensorView& a, const TensorView& b, TensorView& out) override;
@@ -54,8 +57,9 @@ class CpuBackend final : public Backend {
 
  private:
   // A weight matrix of a type with packed kernels (matmul_packed.h), registered by
-  // upload_weights and packed by the first matmul that uses it: only matrices that are really
-  // multiplied get packed (an untied token embedding is only ever read by get_rows, which, like
+  // upload_weights (each expert's matrix of a 3-D expert tensor on its own) and packed by the
+  // first matmul that uses it: only matrices that are really multiplied get packed (a MoE
+  // expert no token was routed to stays unpacked) (an untied token embedding is only ever read by get_rows, which, like
   // every other op, keeps reading the file's layout).
   struct PackedSlot {
     tensor::DType type;
@@ -66,10 +70,14 @@ class CpuBackend final : public Backend {
   // Checks one matmul's operands and describes them for the cpu:: kernels (weights is filled).
   cpu::MatmulTarget matmul_target(const TensorView& w, const TensorView& x, TensorView& y,
                                   cpu::WeightMatrix& weights);
+  // A 2-D weight view described for the cpu:: kernels, with its packed form when it has one.
+  cpu::WeightMatrix weight_matrix(const TensorView& w, std::string_view op);
 
   ThreadPool pool_;
   std::unordered_map<const void*, PackedSlot> packed_weights_;  // by host address
   cpu::MatmulScratch matmul_scratch_;
+  cpu::MoeScratch moe_scratch_;
+  std::vector<cpu::ExpertMatrices> experts_;  // moe_ffn's per-call descriptions, reused
   cpu::AttentionScratch attention_scratch_;
   cpu::RopeTable rope_table_;  // cos/sin rows of the current batch's positions
 };

@@ -348,6 +348,53 @@ void run_part_rows(const Part& part, int64_t row_begin, int64_t row_end, int64_t
   }
 }
 
+// matmul_glu's split: a task is the same rows of both products for some tokens, then the
+// activation of those rows: chunks of whole 16-row groups, so the activation's SIMD split (8
+// lanes) and its tail fall where the standalone op puts them, and the result is bit-identical
+// to it.
+struct GluPlan {
+  const Part* parts = nullptr;
+  GluRowFn glu = nullptr;
+  MatmulTarget gate, up;
+  int64_t rows = 0, n_tokens = 0, chunk_rows = 0, chunk_tokens = 0, row_chunks = 0, n_tasks = 0;
+};
+
+GluPlan plan_glu(const Part* parts, GluRowFn glu, const MatmulTarget& gate, const MatmulTarget& up, int64_t n_tokens,
+                 int64_t threads) {
+  GluPlan plan{parts, glu, gate, up, gate.w->rows, n_tokens, 0, 0, 0, 0};
+  if (n_tokens <= 2 * kMaxTileTokens) {
+    plan.chunk_tokens = n_tokens;
+    plan.chunk_rows = decode_task_rows(plan.rows, gate.w->row_bytes + up.w->row_bytes, threads, kPackRows);
+  } else {
+    plan.chunk_tokens = kTaskTokens;
+    plan.chunk_rows = kPrefillTaskRows;
+  }
+  static_assert(kPrefillTaskRows % kPackRows == 0 && kPackRows % kTileRows == 0);
+  plan.row_chunks = (plan.rows + plan.chunk_rows - 1) / plan.chunk_rows;
+  plan.n_tasks = plan.row_chunks * ((n_tokens + plan.chunk_tokens - 1) / plan.chunk_tokens);
+  return plan;
+}
+
+void run_glu_task(const GluPlan& p, int64_t task) {
+  const int64_t row_begin = (task % p.row_chunks) * p.chunk_rows;
+  const int64_t row_end = std::min(p.rows, row_begin + p.chunk_rows);
+  const int64_t token_begin = (task / p.row_chunks) * p.chunk_tokens;
+  const int64_t token_end = std::min(p.n_tokens, token_begin + p.chunk_tokens);
+  run_part_rows(p.parts[0], row_begin, row_end, token_begin, token_end);
+  run_part_rows(p.parts[1], row_begin, row_end, token_begin, token_end);
+  for (int64_t t = token_begin; t < token_end; ++t) {
+    float* g = p.gate.y + t * p.gate.y_stride + row_begin;
+    p.glu(g, p.up.y + t * p.up.y_stride + row_begin, row_end - row_begin, g);
+  }
+}
+
+// One group of matmul_grouped: its parts and, with a GLU, its split.
+struct GroupPlan {
+  std::array<Part, kMaxMatmulTargets> parts;
+  GluPlan glu;
+  int64_t first_task = 0, n_tasks = 0;
+};
+
 }  // namespace
 
 bool matmul_supports(tensor::DType type) { return detail::scalar_kernels(type) != nullptr; }
@@ -392,37 +439,58 @@ void matmul_glu(const MatmulTarget& gate, const MatmulTarget& up, GluRowFn glu, 
   std::array<Part, kMaxMatmulTargets> parts;
   if (!prepare_parts(targets, x, x_stride, n_tokens, pool, scratch, isa, parts)) return;
 
-  // A task is the same rows of both products for some tokens, then the activation of those
-  // rows: chunks of whole 16-row groups, so the activation's SIMD split (8 lanes) and its tail
-  // fall where the standalone op puts them, and the result is bit-identical to it.
-  struct Plan {
-    const Part* parts;
-    GluRowFn glu;
-    MatmulTarget gate, up;
-    int64_t rows, n_tokens, chunk_rows, chunk_tokens, row_chunks;
-  } plan{parts.data(), glu, gate, up, gate.w->rows, n_tokens, 0, 0, 0};
-  const int64_t threads = pool.size();
-  if (n_tokens <= 2 * kMaxTileTokens) {
-    plan.chunk_tokens = n_tokens;
-    plan.chunk_rows = decode_task_rows(plan.rows, gate.w->row_bytes + up.w->row_bytes, threads, kPackRows);
-  } else {
-    plan.chunk_tokens = kTaskTokens;
-    plan.chunk_rows = kPrefillTaskRows;
+  const GluPlan plan = plan_glu(parts.data(), glu, gate, up, n_tokens, pool.size());
+  const GluPlan* pp = &plan;
+  pool.parallel_for(plan.n_tasks, [pp](int64_t task, unsigned) { run_glu_task(*pp, task); });
+}
+
+void matmul_grouped(std::span<const MatmulGroup> groups, GluRowFn glu, ThreadPool& pool,
+                    std::vector<MatmulScratch>& scratch, Isa isa) {
+  if (scratch.size() < groups.size()) scratch.resize(groups.size());
+  // One plan per group (a vector reused by the caller's thread: one MoE layer after another).
+  thread_local std::vector<GroupPlan> plans;
+  plans.assign(groups.size(), GroupPlan{});
+  int64_t total = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const MatmulGroup& g = groups[i];
+    GroupPlan& plan = plans[i];
+    const size_t n_targets = glu != nullptr ? 2 : 1;
+    if (g.targets == nullptr) fail("matmul: a group without weights");
+    if (glu != nullptr &&
+        (g.targets[0].w == nullptr || g.targets[1].w == nullptr || g.targets[0].w->rows != g.targets[1].w->rows ||
+         g.targets[0].w->cols != g.targets[1].w->cols)) {
+      fail("matmul_glu: gate and up weights must have the same shape");
+    }
+    if (!prepare_parts({g.targets, n_targets}, g.x, g.x_stride, g.n_tokens, pool, scratch[i], isa, plan.parts)) {
+      continue;  // no tokens
+    }
+    if (glu != nullptr) {
+      plan.glu = plan_glu(plan.parts.data(), glu, g.targets[0], g.targets[1], g.n_tokens, pool.size());
+      plan.n_tasks = plan.glu.n_tasks;
+    } else {
+      plan.n_tasks = plan.parts[0].n_tasks;
+    }
+    plan.first_task = total;
+    total += plan.n_tasks;
   }
-  static_assert(kPrefillTaskRows % kPackRows == 0 && kPackRows % kTileRows == 0);
-  plan.row_chunks = (plan.rows + plan.chunk_rows - 1) / plan.chunk_rows;
-  const int64_t token_chunks = (n_tokens + plan.chunk_tokens - 1) / plan.chunk_tokens;
-  const Plan* pp = &plan;
-  pool.parallel_for(plan.row_chunks * token_chunks, [pp](int64_t task, unsigned) {
-    const int64_t row_begin = (task % pp->row_chunks) * pp->chunk_rows;
-    const int64_t row_end = std::min(pp->rows, row_begin + pp->chunk_rows);
-    const int64_t token_begin = (task / pp->row_chunks) * pp->chunk_tokens;
-    const int64_t token_end = std::min(pp->n_tokens, token_begin + pp->chunk_tokens);
-    run_part_rows(pp->parts[0], row_begin, row_end, token_begin, token_end);
-    run_part_rows(pp->parts[1], row_begin, row_end, token_begin, token_end);
-    for (int64_t t = token_begin; t < token_end; ++t) {
-      float* g = pp->gate.y + t * pp->gate.y_stride + row_begin;
-      pp->glu(g, pp->up.y + t * pp->up.y_stride + row_begin, row_end - row_begin, g);
+  struct Job {
+    const GroupPlan* plans;
+    size_t n;
+    bool glu;
+  } job{plans.data(), plans.size(), glu != nullptr};
+  const Job* j = &job;
+  pool.parallel_for(total, [j](int64_t task, unsigned) {
+    // The group whose range holds the task (groups are few: a MoE layer's active experts).
+    size_t i = 0;
+    while (i + 1 < j->n && (j->plans[i].n_tasks == 0 || task >= j->plans[i].first_task + j->plans[i].n_tasks)) ++i;
+    const GroupPlan& plan = j->plans[i];
+    const int64_t local = task - plan.first_task;
+    if (j->glu) {
+      run_glu_task(plan.glu, local);
+    } else if (plan.parts[0].packed != nullptr) {
+      run_packed_task(plan.parts[0].packed_job, local);
+    } else {
+      run_task(plan.parts[0].job, local);
     }
   });
 }

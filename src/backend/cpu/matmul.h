@@ -70,6 +70,21 @@ void matmul_glu(const MatmulTarget& gate, const MatmulTarget& up, GluRowFn glu, 
                 int64_t x_stride, int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch,
                 Isa isa = selected_isa());
 
+// Several independent matmul (or matmul_glu) calls, each with its own activations, in one
+// parallel job: a mixture-of-experts layer's experts, each over the rows routed to it. A group
+// has one target (a plain matmul) or, when glu is given, two (gate and up, as matmul_glu). Each
+// group quantizes its x into its own scratch (scratch grows to the number of groups); the
+// results are bit-identical to one call per group, without a pool round trip per expert and
+// with the threads balanced across all of them.
+struct MatmulGroup {
+  const MatmulTarget* targets = nullptr;  // 1, or 2 (gate, up) with glu
+  const float* x = nullptr;
+  int64_t x_stride = 0;
+  int64_t n_tokens = 0;
+};
+void matmul_grouped(std::span<const MatmulGroup> groups, GluRowFn glu, ThreadPool& pool,
+                    std::vector<MatmulScratch>& scratch, Isa isa = selected_isa());
+
 // Whether matmul accepts weights of `type` (F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K).
 bool matmul_supports(tensor::DType type);
 

@@ -246,6 +246,56 @@ void float_tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int6
   }
 }
 
+#if defined(__AVX512F__)
+// f32 weights at the AVX-512 level: sixteen lanes per accumulator and _mm512_reduce_add_ps, the
+// order llama.cpp's tinyBLAS sums an f32 matrix product in on AVX-512 machines (built by GCC) (its prompt path;
+// a MoE router's logits, which decide which experts run, then agree with it bit for bit).
+// _mm512_reduce_add_ps's pairing as GCC's header computes it (halves, quarters, then the four
+// lanes as (0 + 2) + (1 + 3)), on the stored lanes: once per output, and GCC 12's 512-bit
+// extracts warn of an undefined register.
+inline float hsum_512(__m512 v) {
+  alignas(64) float l[16];
+  _mm512_store_ps(l, v);
+  float s8[8], s4[4];
+  for (int i = 0; i < 8; ++i) s8[i] = l[i + 8] + l[i];
+  for (int i = 0; i < 4; ++i) s4[i] = s8[i + 4] + s8[i];
+  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+template <int NT>
+void f32_tile_512(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int64_t cols, float* out) {
+  __m512 acc[kTileRows][NT];
+  for (int r = 0; r < kTileRows; ++r) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  const float* x[NT];
+  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const float*>(x_rows[t]);
+  int64_t c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    __m512 xv[NT];
+    for (int t = 0; t < NT; ++t) xv[t] = _mm512_loadu_ps(x[t] + c);
+    for (int r = 0; r < kTileRows; ++r) {
+      const __m512 wv = _mm512_loadu_ps(reinterpret_cast<const float*>(w_rows[r]) + c);
+      for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < kTileRows; ++r) {
+      float sum = hsum_512(acc[r][t]);
+      for (int64_t tail = c; tail < cols; ++tail) sum += F32Format::load1(w_rows[r] + tail * 4) * x[t][tail];
+      out[t * kTileRows + r] = sum;
+    }
+  }
+}
+
+template <int NT>
+struct F32Tile512 {
+  static void run(const uint8_t* const* w, const uint8_t* const* x, int64_t cols, float* out) {
+    f32_tile_512<NT>(w, x, cols, out);
+  }
+};
+#endif
+
 // ---- the table ----
 
 template <template <int> class Tile>
@@ -294,7 +344,11 @@ const TypeKernels* x86_kernels_for(DType type) {
   static constexpr TypeKernels kQ4_K = make_x86_kernels<KquantTile<decode_q4_k>::At>(DType::Q8_K, quantize_act_q8_k, kquant_panel<decode_q4_k>);
   static constexpr TypeKernels kQ5_K = make_x86_kernels<KquantTile<decode_q5_k>::At>(DType::Q8_K, quantize_act_q8_k, kquant_panel<decode_q5_k>);
   static constexpr TypeKernels kQ6_K = make_x86_kernels<KquantTile<decode_q6_k>::At>(DType::Q8_K, quantize_act_q8_k, kquant_panel<decode_q6_k>);
+#if defined(__AVX512F__)
+  static constexpr TypeKernels kF32 = make_x86_kernels<F32Tile512>(DType::F32, nullptr);
+#else
   static constexpr TypeKernels kF32 = make_x86_kernels<FloatTile<F32Format>::At>(DType::F32, nullptr);
+#endif
   static constexpr TypeKernels kF16 = make_x86_kernels<FloatTile<F16Format>::At>(DType::F32, nullptr);
   static constexpr TypeKernels kBF16 = make_x86_kernels<FloatTile<BF16Format>::At>(DType::F32, nullptr);
   switch (type) {

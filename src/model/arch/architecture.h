@@ -15,16 +15,24 @@ namespace lumen::model {
 
 struct Architecture {
   std::string name;  // general.architecture
+  // A variant of `name` that files select by their hyperparameters (Mixtral: "llama" with
+  // experts): its registry name (presets and tests name it; empty: `name`) and the test.
+  std::string variant;
+  bool (*applies)(const HParams& hp) = nullptr;  // null: every file of `name` not taken before
   BlockFeatures features;
   // In file order: `lumen synth` writes them so, per-layer runs once per layer.
   std::vector<TensorSpec> tensors;
+
+  // The registry name: unique, what presets and find_architecture use.
+  const std::string& id() const { return variant.empty() ? name : variant; }
 };
 
-// The registered architecture named by hp.architecture; throws lumen::Error for one Lumen
-// cannot run, listing those it can.
+// The registered architecture named by hp.architecture (the first of its variants whose test
+// accepts hp); throws lumen::Error for one Lumen cannot run, listing those it can.
 const Architecture& architecture_for(const HParams& hp);
-// nullptr when none is registered under `name`.
-const Architecture* find_architecture(std::string_view name);
+// nullptr when none is registered under this id (Architecture::id).
+const Architecture* find_architecture(std::string_view id);
+// Every registered id, in registry order.
 std::vector<std::string> architecture_names();
 
 // Throws lumen::Error naming the first feature the architecture (or the file's hyperparameters

@@ -11,6 +11,8 @@ struct HParams;
 
 enum class Activation { SwiGlu, GeGlu };
 enum class FfnKind { Dense, MixtureOfExperts };
+// How a MoE router turns its logits into expert probabilities.
+enum class ExpertGating { Softmax, Sigmoid };
 enum class AttentionKind { Grouped /* MHA, GQA and MQA */, MultiHeadLatent };
 
 // Which layers attend through a sliding window of {arch}.attention.sliding_window positions.
@@ -26,6 +28,7 @@ struct BlockFeatures {
   bool rope_neox = false;  // rotate (i, i + d/2) pairs instead of adjacent ones
   Activation activation = Activation::SwiGlu;
   bool qk_norm = false;              // RMS norm of each query and key head before rope
+  bool qk_norm_full_width = false;   // with qk_norm: of the whole q and k rows instead (OLMoE)
   bool post_attention_norm = false;  // RMS norm of the attention output before the residual add
   bool post_ffn_norm = false;        // the same after the feed-forward block
   SlidingWindow sliding_window = SlidingWindow::None;
@@ -45,6 +48,12 @@ struct BlockFeatures {
   // rope and scores are q.k unscaled (Gemma's query_pre_attn_scalar, applied as llama.cpp does).
   double (*query_scale)(const HParams& hp) = nullptr;
   FfnKind ffn = FfnKind::Dense;
+  // For FfnKind::MixtureOfExperts: each token goes to the {arch}.expert_used_count experts of
+  // highest probability, weighted by their probabilities, renormalized to sum to 1 when
+  // expert_weights_norm (Mixtral, Qwen3-MoE) or as they are (Qwen1.5/2-MoE); a shared expert,
+  // when the architecture declares one, adds its output scaled by sigmoid(gate_inp_shexp . x).
+  ExpertGating expert_gating = ExpertGating::Softmax;
+  bool expert_weights_norm = false;
   AttentionKind attention = AttentionKind::Grouped;
 };
 

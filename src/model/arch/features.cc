@@ -27,7 +27,9 @@ void require_supported_features(const Architecture& arch, const HParams& hp) {
   if (f.logit_softcap != 0.0f || (f.logit_softcap_from_file && hp.final_logit_softcap != 0.0)) {
     refuse(arch, "final logit soft-capping");
   }
-  if (f.ffn == FfnKind::MixtureOfExperts) refuse(arch, "a mixture-of-experts FFN");
+  if (f.ffn == FfnKind::MixtureOfExperts && hp.expert_count == 0) {
+    fail("architecture '{}' is a mixture of experts but {}.expert_count is missing or 0", arch.name, hp.architecture);
+  }
   if (f.attention == AttentionKind::MultiHeadLatent) refuse(arch, "multi-head latent attention (MLA)");
   if (f.sliding_window == SlidingWindow::Pattern && f.sliding_window_period == 0) {
     fail("architecture '{}' declares a sliding-window pattern with period 0", arch.name);

@@ -2,6 +2,7 @@
 // one is that file plus its line in kRegistry (and its declaration just above).
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 
 #include "model/arch/architecture.h"
@@ -12,14 +13,25 @@ namespace lumen::model {
 Architecture llama_architecture();
 Architecture qwen2_architecture();
 Architecture gemma3_architecture();
+Architecture mixtral_architecture();
+Architecture qwen2moe_architecture();
+Architecture qwen3moe_architecture();
+Architecture olmoe_architecture();
 
 namespace {
 
+// A variant comes before the plain architecture of its name: the first that applies wins.
+// clang-format off
 const std::array kRegistry = {
+    mixtral_architecture,  // "llama" with experts
     llama_architecture,
     qwen2_architecture,
     gemma3_architecture,
+    qwen2moe_architecture,
+    qwen3moe_architecture,
+    olmoe_architecture,
 };
+// clang-format on
 
 // Built once: descriptors are immutable after this.
 const std::vector<Architecture>& registered() {
@@ -33,22 +45,29 @@ const std::vector<Architecture>& registered() {
 
 }  // namespace
 
-const Architecture* find_architecture(std::string_view name) {
+const Architecture* find_architecture(std::string_view id) {
   for (const Architecture& arch : registered()) {
-    if (arch.name == name) return &arch;
+    if (arch.id() == id) return &arch;
   }
   return nullptr;
 }
 
 std::vector<std::string> architecture_names() {
   std::vector<std::string> names;
-  for (const Architecture& arch : registered()) names.push_back(arch.name);
+  for (const Architecture& arch : registered()) names.push_back(arch.id());
   return names;
 }
 
 const Architecture& architecture_for(const HParams& hp) {
-  if (const Architecture* arch = find_architecture(hp.architecture)) return *arch;
-  fail("architecture '{}' is not supported (supported: {})", hp.architecture, fmt::join(architecture_names(), ", "));
+  for (const Architecture& arch : registered()) {
+    if (arch.name == hp.architecture && (arch.applies == nullptr || arch.applies(hp))) return arch;
+  }
+  // The file names: general.architecture values, each once.
+  std::vector<std::string> names;
+  for (const Architecture& arch : registered()) {
+    if (std::find(names.begin(), names.end(), arch.name) == names.end()) names.push_back(arch.name);
+  }
+  fail("architecture '{}' is not supported (supported: {})", hp.architecture, fmt::join(names, ", "));
 }
 
 }  // namespace lumen::model

@@ -13,6 +13,9 @@ int64_t dim_value(Dim dim, const HParams& hp) {
     case Dim::FeedForward: return static_cast<int64_t>(hp.feed_forward_length);
     case Dim::HeadDim: return static_cast<int64_t>(hp.head_dim);
     case Dim::RopePairs: return static_cast<int64_t>(hp.rope_dimension_count / 2);
+    case Dim::Experts: return static_cast<int64_t>(hp.expert_count);
+    case Dim::ExpertFeedForward: return static_cast<int64_t>(expert_ffn_width(hp));
+    case Dim::SharedFeedForward: return static_cast<int64_t>(shared_expert_ffn_width(hp));
   }
   return 0;
 }
@@ -28,7 +31,7 @@ std::vector<int64_t> TensorSpec::dims(const HParams& hp) const {
 }
 
 bool TensorSpec::allows(tensor::DType type) const {
-  if (role != TensorRole::Matrix) return type == tensor::DType::F32;
+  if (role != TensorRole::Matrix && role != TensorRole::Router) return type == tensor::DType::F32;
   // Q8_K and Q8_1 are the kernels' activation formats, not weight formats.
   return tensor::has_reference_kernels(type) && type != tensor::DType::Q8_K && type != tensor::DType::Q8_1;
 }

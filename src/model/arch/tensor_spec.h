@@ -18,13 +18,26 @@ namespace lumen::model {
 
 // A dimension, named rather than computed, so the declaration stays data and error messages can
 // say which hyperparameter a shape came from.
-enum class Dim { Embedding, Vocab, QWidth, KvWidth, FeedForward, HeadDim, RopePairs };
+enum class Dim {
+  Embedding,
+  Vocab,
+  QWidth,
+  KvWidth,
+  FeedForward,
+  HeadDim,
+  RopePairs,
+  Experts,            // expert_count
+  ExpertFeedForward,  // one routed expert's FFN width (hparams.h: expert_ffn_width)
+  SharedFeedForward,  // the shared expert's FFN width (shared_expert_ffn_width)
+};
 
 // What a tensor is for: decides the element types allowed (matrices go through the backend's
 // matmul and get_rows, which read every weight type; the rest are read as plain floats) and how
 // `lumen synth` fills it.
 enum class TensorRole {
-  Matrix,       // any weight type the kernels read
+  Matrix,       // any weight type the kernels read (2-D, or 3-D: one matrix per expert)
+  Router,       // a MoE router's weights: any matrix type, but llama.cpp's quantizer keeps them
+                // F32, and so does `lumen synth`
   Norm,         // F32, values near 1
   Bias,         // F32, small values
   RopeFactors,  // F32, llama3-style per-pair divisors (synth computes them from the preset)
@@ -44,7 +57,7 @@ using TensorSlot =
 
 struct TensorSpec {
   std::string name;        // per-layer tensors without their "blk.N." prefix
-  std::vector<Dim> shape;  // ggml order: {row length, rows}
+  std::vector<Dim> shape;  // ggml order: {row length, rows} (then experts, for 3-D tensors)
   TensorRole role = TensorRole::Matrix;
   Presence presence = Presence::Required;
   TensorSlot slot;

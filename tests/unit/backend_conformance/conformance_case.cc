@@ -20,6 +20,7 @@ std::string_view op_name(Op op) {
     case Op::kStoreKv: return "store_kv";
     case Op::kKvBlocks: return "kv_blocks";
     case Op::kAttention: return "attention";
+    case Op::kMoeFfn: return "moe_ffn";
   }
   return "unknown";
 }

@@ -28,10 +28,11 @@ enum class Op {
   kStoreKv,
   kKvBlocks,  // copy_kv_block, read_kv_block, write_kv_block
   kAttention,
+  kMoeFfn,  // moe_ffn: three experts over a batch, a shared one among them
 };
-inline constexpr Op kAllOps[] = {Op::kMatmul, Op::kMatmulSameInput, Op::kMatmulGlu, Op::kGetRows,  Op::kRmsNorm,
-                                 Op::kAdd,    Op::kAddRow,          Op::kScale,     Op::kSwiglu,   Op::kGeglu,
-                                 Op::kRope,   Op::kStoreKv,         Op::kKvBlocks,  Op::kAttention};
+inline constexpr Op kAllOps[] = {Op::kMatmul, Op::kMatmulSameInput, Op::kMatmulGlu, Op::kGetRows,   Op::kRmsNorm,
+                                 Op::kAdd,    Op::kAddRow,          Op::kScale,     Op::kSwiglu,    Op::kGeglu,
+                                 Op::kRope,   Op::kStoreKv,         Op::kKvBlocks,  Op::kAttention, Op::kMoeFfn};
 
 // How a rope case configures the rotation.
 enum class RopeMode { kNormal, kNeox, kPartial, kLinear, kYarn, kFreqFactors };
@@ -52,6 +53,7 @@ struct Case {
   //   rope        {head_dim, heads, tokens}
   //   kv ops      {kv_dim, block_size, blocks}
   //   attention   {head_dim, heads, kv heads}
+  //   moe_ffn     {in features, expert ff, tokens}
   std::array<int64_t, 3> shape = {0, 0, 0};
   int mode = 0;  // RopeMode / AttentionMode / GluMode for those ops, else 0
 };

@@ -59,6 +59,12 @@ std::vector<Case> build() {
       t.push_back({Op::kAttention, type, {128, 8, 2}, static_cast<int>(mode)});  // GQA
     }
   }
+  // A float type, the legacy and K-quant kernels (packed at the AVX-512 level); one decoded token
+  // and a batch.
+  for (DType type : {DType::F32, DType::Q4_0, DType::Q8_0, DType::Q4_K}) {
+    t.push_back({Op::kMoeFfn, type, {256, 256, 9}});
+  }
+  t.push_back({Op::kMoeFfn, DType::Q4_1, {256, 64, 2}});
   return t;
 }
 

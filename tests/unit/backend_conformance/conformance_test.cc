@@ -11,6 +11,7 @@
 #include "backend_registry.h"
 #include "checks.h"
 #include "tensor/dtype.h"
+#include "util/error.h"
 
 namespace lumen::backend::conformance {
 namespace {
@@ -41,6 +42,7 @@ void run_case(Backend& backend, const Case& c) {
     case Op::kStoreKv:
     case Op::kKvBlocks: check_kv_ops(backend, c); return;
     case Op::kAttention: check_attention(backend, c); return;
+    case Op::kMoeFfn: check_moe_ffn(backend, c); return;
   }
   FAIL() << "no check for op " << op_name(c.op);
 }
@@ -97,6 +99,24 @@ TEST(ConformanceTable, CoversEveryCpuType) {
   for (tensor::DType cache : {tensor::DType::F16, tensor::DType::F32}) {
     for (Op op : {Op::kStoreKv, Op::kKvBlocks, Op::kAttention}) {
       EXPECT_TRUE(seen.contains({op, cache})) << op_name(op) << " has no rows for " << tensor::dtype_name(cache);
+    }
+  }
+}
+
+// A backend without its own moe_ffn refuses it with a sentence naming itself, before touching
+// any memory, rather than computing something else.
+TEST(ConformanceTable, BackendsWithoutMoeFfnRefuseIt) {
+  const Case moe{Op::kMoeFfn, tensor::DType::F32, {256, 256, 9}};
+  for (const BackendEntry& entry : backends()) {
+    if (!entry.unavailable().empty() || entry.supports(moe)) continue;
+    const std::unique_ptr<Backend> backend = entry.make();
+    TensorView x, out;
+    try {
+      backend->moe_ffn(x, {}, 1, Backend::Glu::Swiglu, out);
+      ADD_FAILURE() << entry.name << " accepted moe_ffn";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not supported on the " + std::string(backend->name())), std::string::npos)
+          << e.what();
     }
   }
 }

@@ -42,7 +42,8 @@ TEST(ArchSynth, EveryRegisteredArchitectureSynthesizesLoadsAndRuns) {
     {
       gguf::GgufFile file = gguf::GgufFile::open(path);
       HParams hp = read_hparams(file);
-      EXPECT_EQ(hp.architecture, arch);
+      EXPECT_EQ(hp.architecture, find_architecture(arch)->name);
+      EXPECT_EQ(architecture_for(hp).id(), arch);
       backend::CpuBackend backend(2);
       Transformer transformer(backend, file, hp);  // validates every tensor against the descriptor
       KvCache cache(backend, hp, 1, 16);

@@ -102,6 +102,46 @@ TEST(Architecture, Qwen2RequiresItsBiases) {
   EXPECT_NE(error.find("missing tensor 'blk.0.attn_v.bias'"), std::string::npos) << error;
 }
 
+// llama.cpp's llama graph switches to experts when the file has them; Lumen's registry picks
+// the mixtral variant of "llama" for such a file.
+TEST(Architecture, LlamaWithExpertsIsTheMixtralVariant) {
+  HParams hp = testing::tiny_hparams("llama");
+  EXPECT_EQ(architecture_for(hp).id(), "llama");
+  EXPECT_EQ(architecture_for(hp).features.ffn, FfnKind::Dense);
+  hp.expert_count = 8;
+  hp.expert_used_count = 2;
+  const Architecture& moe = architecture_for(hp);
+  EXPECT_EQ(moe.id(), "mixtral");
+  EXPECT_EQ(moe.name, "llama");
+  EXPECT_EQ(moe.features.ffn, FfnKind::MixtureOfExperts);
+  EXPECT_TRUE(moe.features.expert_weights_norm);
+  // Its experts are feed_forward_length wide, as llama.cpp sizes them for this architecture.
+  for (const TensorSpec& t : moe.tensors) {
+    if (t.name == "ffn_up_exps.weight") {
+      EXPECT_EQ(t.dims(hp), (std::vector<int64_t>{64, 128, 8}));
+    }
+    EXPECT_NE(t.name, "ffn_up.weight");
+  }
+}
+
+TEST(Architecture, MixtureOfExpertsFilesNeedTheirExpertTensors) {
+  std::string shared = validation_error(write_tiny_model("qwen2moe", "lumen_arch_shexp.gguf",
+                                                         [](auto& t) { drop(t, "blk.1.ffn_gate_inp_shexp.weight"); }));
+  EXPECT_NE(shared.find("missing tensor 'blk.1.ffn_gate_inp_shexp.weight'"), std::string::npos) << shared;
+  // One expert too few in the 3-D tensor: 4 experts of 32 rows of 64.
+  std::string experts = validation_error(write_tiny_model("qwen3moe", "lumen_arch_exps.gguf", [](auto& t) {
+    find(t, "blk.0.ffn_down_exps.weight")->dims = {32, 64, 3};
+  }));
+  EXPECT_NE(experts.find("tensor 'blk.0.ffn_down_exps.weight' has shape 32 x 64 x 3, expected 32 x 64 x 4"),
+            std::string::npos)
+      << experts;
+  // A dense llama file carrying an expert tensor is refused by name.
+  std::string extra = validation_error(write_tiny_model("llama", "lumen_arch_dense_exps.gguf", [](auto& t) {
+    t.push_back({"blk.0.ffn_gate_inp.weight", tensor::DType::F32, {64, 4}});
+  }));
+  EXPECT_NE(extra.find("'blk.0.ffn_gate_inp.weight' is not part of the llama model"), std::string::npos) << extra;
+}
+
 TEST(Architecture, UnknownArchitectureListsTheRegisteredOnes) {
   HParams hp;
   hp.architecture = "gpt2";
@@ -128,7 +168,8 @@ TEST(Architecture, RefusesFeaturesTheForwardPassDoesNotRun) {
   };
   EXPECT_EQ(error_for([](BlockFeatures&) {}), "");
   EXPECT_NE(error_for([](BlockFeatures& f) { f.logit_softcap = 30.0f; }).find("logit soft-capping"), std::string::npos);
-  EXPECT_NE(error_for([](BlockFeatures& f) { f.ffn = FfnKind::MixtureOfExperts; }).find("mixture-of-experts"),
+  // A mixture of experts runs, but needs the file's expert count.
+  EXPECT_NE(error_for([](BlockFeatures& f) { f.ffn = FfnKind::MixtureOfExperts; }).find("llama.expert_count"),
             std::string::npos);
   EXPECT_NE(error_for([](BlockFeatures& f) { f.attention = AttentionKind::MultiHeadLatent; }).find("MLA"),
             std::string::npos);

@@ -69,6 +69,8 @@ TEST(HParams, HostileValuesAreRefusedNamingTheKey) {
       {"llama.final_logit_softcapping", Value::f32(-30.0f), "llama.final_logit_softcapping"},
       {"llama.final_logit_softcapping", Value::f32(std::numeric_limits<float>::infinity()),
        "llama.final_logit_softcapping"},
+      {"llama.expert_count", Value::u32(1u << 20), "llama.expert_count"},
+      {"llama.expert_used_count", Value::u32(2), "llama.expert_used_count"},  // no experts
   };
   for (const BadHParam& c : cases) {
     auto writer = minimal_llama();
@@ -82,6 +84,53 @@ TEST(HParams, HostileValuesAreRefusedNamingTheKey) {
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
     }
   }
+}
+
+// A model with experts: each way its expert keys can be hostile.
+TEST(HParams, HostileExpertCountsAreRefusedNamingTheKey) {
+  struct Case {
+    uint32_t count, used, expert_ff;
+    const char* named;
+  };
+  const Case cases[] = {
+      {8, 0, 0, "llama.expert_used_count"},                  // experts, but none used
+      {8, 9, 0, "llama.expert_used_count"},                  // more used than there are
+      {1025, 2, 0, "llama.expert_count"},                    // beyond llama.cpp's 1024
+      {8, 2, 1u << 30, "llama.expert_feed_forward_length"},  // absurd width
+      {300, 200, 0, "llama.expert_feed_forward_length"},     // 128 / 200 = 0 wide
+  };
+  for (const Case& c : cases) {
+    auto writer = minimal_llama();
+    writer.metadata().set("llama.expert_count", Value::u32(c.count));
+    writer.metadata().set("llama.expert_used_count", Value::u32(c.used));
+    if (c.expert_ff != 0) writer.metadata().set("llama.expert_feed_forward_length", Value::u32(c.expert_ff));
+    auto bytes = writer.write_to_memory();
+    try {
+      read_hparams(gguf::GgufFile::parse(bytes));
+      ADD_FAILURE() << c.count << " / " << c.used << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.named), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  }
+}
+
+TEST(HParams, ReadsExpertKeysWithLlamaCppsFallbacks) {
+  auto writer = minimal_llama();
+  writer.metadata().set("llama.expert_count", Value::u32(8));
+  writer.metadata().set("llama.expert_used_count", Value::u32(2));
+  auto bytes = writer.write_to_memory();
+  HParams hp = read_hparams(gguf::GgufFile::parse(bytes));
+  EXPECT_EQ(hp.expert_count, 8u);
+  EXPECT_EQ(hp.expert_used_count, 2u);
+  EXPECT_EQ(expert_ffn_width(hp), 64u);          // feed_forward_length / expert_used_count
+  EXPECT_EQ(shared_expert_ffn_width(hp), 128u);  // feed_forward_length
+  writer.metadata().set("llama.expert_feed_forward_length", Value::u32(48));
+  writer.metadata().set("llama.expert_shared_feed_forward_length", Value::u32(96));
+  bytes = writer.write_to_memory();
+  hp = read_hparams(gguf::GgufFile::parse(bytes));
+  EXPECT_EQ(expert_ffn_width(hp), 48u);
+  EXPECT_EQ(shared_expert_ffn_width(hp), 96u);
 }
 
 TEST(HParams, VocabularySizeMustMatchTheTokenList) {

@@ -85,6 +85,41 @@ TEST(Synth, SameSeedSameBytesWhateverTheThreadCount) {
   std::remove(b.c_str());
 }
 
+// The MoE presets: expert metadata, 3-D expert tensors, F32 routers (as llama.cpp's quantizer
+// leaves them), and the same bytes whatever the thread count: the logits goldens of
+// tests/golden/logits/moe_*.json name these files by their sha256.
+TEST(Synth, MixtureOfExpertsPresetsWriteExpertsAndStayDeterministic) {
+  LUMEN_REQUIRE_TESTDATA();
+  std::string a = temp_path("lumen_synth_moe_a.gguf"), b = temp_path("lumen_synth_moe_b.gguf");
+  write_synthetic_model({"qwen2moe-a2.7b-mini", tensor::DType::Q4_1, kVocab, 7, 1, 1}, a);
+  write_synthetic_model({"qwen2moe-a2.7b-mini", tensor::DType::Q4_1, kVocab, 7, 1, 2}, b);
+  EXPECT_EQ(file_bytes(a), file_bytes(b));
+  {
+    gguf::GgufFile file = gguf::GgufFile::open(a);
+    EXPECT_EQ(file.metadata().get_string("general.architecture"), "qwen2moe");
+    EXPECT_EQ(file.metadata().get_unsigned("qwen2moe.expert_count"), 60u);
+    EXPECT_EQ(file.metadata().get_unsigned("qwen2moe.expert_used_count"), 4u);
+    EXPECT_EQ(file.metadata().get_unsigned("qwen2moe.expert_feed_forward_length"), 352u);
+    EXPECT_EQ(file.metadata().get_unsigned("qwen2moe.expert_shared_feed_forward_length"), 1408u);
+    EXPECT_EQ(file.tensor("blk.0.ffn_up_exps.weight").dims, (std::vector<int64_t>{512, 352, 60}));
+    EXPECT_EQ(file.tensor("blk.0.ffn_down_exps.weight").dims, (std::vector<int64_t>{352, 512, 60}));
+    EXPECT_EQ(file.tensor("blk.0.ffn_up_exps.weight").type, tensor::DType::Q4_1);
+    EXPECT_EQ(file.tensor("blk.0.ffn_gate_inp.weight").type, tensor::DType::F32);
+    EXPECT_EQ(file.tensor("blk.0.ffn_gate_inp_shexp.weight").dims, (std::vector<int64_t>{512}));
+  }
+  // The mixtral variant is written as llama.cpp's "llama" with experts.
+  write_synthetic_model({"mixtral-mini", tensor::DType::Q4_0, kVocab, 7, 1, 2}, b);
+  {
+    gguf::GgufFile file = gguf::GgufFile::open(b);
+    EXPECT_EQ(file.metadata().get_string("general.architecture"), "llama");
+    EXPECT_EQ(file.metadata().get_unsigned("llama.expert_count"), 8u);
+    EXPECT_EQ(file.tensor("blk.0.ffn_gate_exps.weight").dims, (std::vector<int64_t>{512, 1792, 8}));
+    EXPECT_EQ(file.find_tensor("blk.0.ffn_gate.weight"), nullptr);
+  }
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
 TEST(Synth, KQuantFallsBackWhereRowsAreNotSuperBlocks) {
   LUMEN_REQUIRE_TESTDATA();
   std::string path = temp_path("lumen_synth_k.gguf");

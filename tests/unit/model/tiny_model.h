@@ -19,10 +19,18 @@ struct TinyTensor {
   std::vector<int64_t> dims;
 };
 
-// Small, self-consistent hyperparameters: 2 layers, width 64, 4 heads of 16 (2 KV heads).
+// Small, self-consistent hyperparameters: 2 layers, width 64, 4 heads of 16 (2 KV heads); for a
+// mixture-of-experts architecture 4 experts of 32, 2 per token, a shared expert of 128. `arch`
+// is a registered id ("mixtral" gives a llama file with experts).
 inline HParams tiny_hparams(const std::string& arch) {
   HParams hp;
-  hp.architecture = arch;
+  const Architecture* registered = find_architecture(arch);
+  hp.architecture = registered != nullptr ? registered->name : arch;
+  if (registered != nullptr && registered->features.ffn == FfnKind::MixtureOfExperts) {
+    hp.expert_count = 4;
+    hp.expert_used_count = 2;
+    hp.expert_feed_forward_length = 32;
+  }
   hp.context_length = 128;
   hp.embedding_length = 64;
   hp.block_count = 2;
@@ -42,6 +50,7 @@ inline std::vector<TinyTensor> declared_tensors(const Architecture& arch, const 
     const uint64_t copies = spec.per_layer() ? hp.block_count : 1;
     for (uint64_t layer = 0; layer < copies; ++layer) {
       const tensor::DType type = spec.role == TensorRole::Matrix ? tensor::DType::F16 : tensor::DType::F32;
+      // (a router, TensorRole::Router, stays F32 as llama.cpp's quantizer leaves it)
       out.push_back({spec.file_name(layer), type, spec.dims(hp)});
     }
   }
@@ -56,8 +65,13 @@ inline std::string write_tiny_model(const std::string& arch_name, const std::str
   if (edit) edit(tensors);
   gguf::GgufWriter writer;
   gguf::Metadata& md = writer.metadata();
-  auto key = [&](const char* suffix) { return arch_name + "." + suffix; };
-  md.set("general.architecture", gguf::Value::of_string(arch_name));
+  auto key = [&](const char* suffix) { return hp.architecture + "." + suffix; };
+  md.set("general.architecture", gguf::Value::of_string(hp.architecture));
+  if (hp.expert_count != 0) {
+    md.set(key("expert_count"), gguf::Value::u32(static_cast<uint32_t>(hp.expert_count)));
+    md.set(key("expert_used_count"), gguf::Value::u32(static_cast<uint32_t>(hp.expert_used_count)));
+    md.set(key("expert_feed_forward_length"), gguf::Value::u32(static_cast<uint32_t>(hp.expert_feed_forward_length)));
+  }
   md.set(key("context_length"), gguf::Value::u32(static_cast<uint32_t>(hp.context_length)));
   md.set(key("embedding_length"), gguf::Value::u32(static_cast<uint32_t>(hp.embedding_length)));
   md.set(key("block_count"), gguf::Value::u32(static_cast<uint32_t>(hp.block_count)));

@@ -1,0 +1,82 @@
+#include "benchmark/expert_load.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "engine/model_state.h"
+
+namespace lumen::benchmark {
+
+std::optional<ExpertLoadCounts> expert_load(const Model& model) {
+  const engine::LoadedModel* loaded = model.state().model;
+  if (loaded == nullptr || !loaded->transformer) return std::nullopt;
+  const model::ExpertLoad* load = loaded->transformer->expert_load();
+  if (load == nullptr) return std::nullopt;
+  return ExpertLoadCounts{load->layers, load->experts, static_cast<int64_t>(loaded->hparams.expert_used_count),
+                          load->tokens};
+}
+
+void reset_expert_load(const Model& model) {
+  if (engine::LoadedModel* loaded = model.state().model; loaded != nullptr && loaded->transformer) {
+    loaded->transformer->reset_expert_load();
+  }
+}
+
+nlohmann::ordered_json expert_load_json(const ExpertLoadCounts& load) {
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (int64_t l = 0; l < load.layers; ++l) {
+    const auto first = load.tokens.begin() + l * load.experts;
+    layers.push_back(std::vector<uint64_t>(first, first + load.experts));
+  }
+  return {{"layers", load.layers},
+          {"experts", load.experts},
+          {"experts_per_token", load.experts_per_token},
+          {"tokens_per_expert", layers}};
+}
+
+namespace {
+
+struct Summary {
+  uint64_t routed = 0, min = 0, max = 0;
+  int64_t idle = 0;
+  double mean = 0.0;
+};
+
+Summary summarize(std::span<const uint64_t> counts) {
+  Summary s;
+  if (counts.empty()) return s;
+  s.min = *std::min_element(counts.begin(), counts.end());
+  s.max = *std::max_element(counts.begin(), counts.end());
+  for (uint64_t c : counts) {
+    s.routed += c;
+    if (c == 0) ++s.idle;
+  }
+  s.mean = static_cast<double>(s.routed) / static_cast<double>(counts.size());
+  return s;
+}
+
+std::string row(std::string_view label, const Summary& s) {
+  return fmt::format("| {:>5} | {:>8} | {:>6} | {:>8.1f} | {:>6} | {:>8.2f} | {:>4} |\n", label, s.routed, s.min,
+                     s.mean, s.max, s.mean > 0 ? static_cast<double>(s.max) / s.mean : 0.0, s.idle);
+}
+
+}  // namespace
+
+std::string expert_load_table(const ExpertLoadCounts& load, std::string_view what) {
+  std::string out =
+      fmt::format("\nexpert load, {}: tokens routed to each expert ({} layers x {} experts, {} per token)\n\n", what,
+                  load.layers, load.experts, load.experts_per_token);
+  out += "| layer |   routed |    min |     mean |    max | max/mean | idle |\n";
+  out += "| ----: | -------: | -----: | -------: | -----: | -------: | ---: |\n";
+  for (int64_t l = 0; l < load.layers; ++l) {
+    out += row(
+        fmt::format("{}", l),
+        summarize(
+            std::span(load.tokens).subspan(static_cast<size_t>(l * load.experts), static_cast<size_t>(load.experts))));
+  }
+  out += row("all", summarize(load.tokens));
+  return out;
+}
+
+}  // namespace lumen::benchmark

@@ -1,0 +1,33 @@
+#pragma once
+// The expert-load histogram of a mixture-of-experts model for `lumen bench`: how many tokens
+// the router sent to each expert of each layer during a measurement, as a markdown table (per
+// layer: least, mean and most loaded expert, the imbalance max/mean, experts left idle) and as
+// JSON (every count). A balanced router gives each expert tokens x experts-per-token / experts.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lumen/model.h"
+
+namespace lumen::benchmark {
+
+struct ExpertLoadCounts {
+  int64_t layers = 0;
+  int64_t experts = 0;
+  int64_t experts_per_token = 0;
+  std::vector<uint64_t> tokens;  // [layer * experts + expert]
+};
+
+// The counts since the last reset; nullopt for a dense model.
+std::optional<ExpertLoadCounts> expert_load(const Model& model);
+void reset_expert_load(const Model& model);
+
+// {"layers", "experts", "experts_per_token", "tokens_per_expert": [[per expert] per layer]}
+nlohmann::ordered_json expert_load_json(const ExpertLoadCounts& load);
+// A heading naming `what` was measured, then the per-layer table and the whole model's line.
+std::string expert_load_table(const ExpertLoadCounts& load, std::string_view what);
+
+}  // namespace lumen::benchmark

@@ -1,0 +1,120 @@
+#include "model/moe_ffn.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace lumen::model {
+
+namespace {
+
+using backend::TensorView;
+
+TensorView first_rows(const TensorView& m, int64_t n) {
+  TensorView view = m;
+  view.dims[1] = n;
+  return view;
+}
+
+// llama.cpp's shared-expert gate: silu(g) / g, which is sigmoid(g) rounded as ggml rounds it
+// (silu is g / (1 + exp(-g)) in f32); its limit 1/2 at g = 0, where the division has none.
+float shared_expert_gate(float g) {
+  if (g == 0.0f) return 0.5f;
+  const float silu = g / (1.0f + std::exp(-g));
+  return silu / g;
+}
+
+}  // namespace
+
+MoeFfn::MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures& features)
+    : backend_(backend),
+      glu_(features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu : backend::Backend::Glu::Swiglu),
+      embedding_(static_cast<int64_t>(hp.embedding_length)) {
+  router_.n_experts = static_cast<int64_t>(hp.expert_count);
+  router_.n_used = static_cast<int64_t>(hp.expert_used_count);
+  router_.gating = features.expert_gating;
+  router_.normalize = features.expert_weights_norm;
+  if (router_.n_experts <= 0 || router_.n_used <= 0 || router_.n_used > router_.n_experts) {
+    fail("{}: {} of {} experts per token", hp.architecture, router_.n_used, router_.n_experts);
+  }
+  load_.layers = static_cast<int64_t>(hp.block_count);
+  load_.experts = router_.n_experts;
+  load_.tokens.assign(static_cast<size_t>(load_.layers * load_.experts), 0);
+}
+
+void MoeFfn::reset_load() { std::fill(load_.tokens.begin(), load_.tokens.end(), 0); }
+
+void MoeFfn::ensure_capacity(int64_t n) {
+  if (n <= capacity_) return;
+  capacity_ = n;
+  buffers_.clear();
+  auto matrix = [&](int64_t cols, int64_t rows) {
+    buffers_.push_back(backend_.allocate(static_cast<size_t>(cols * rows) * sizeof(float)));
+    return backend::f32_matrix(static_cast<float*>(buffers_.back()->data()), cols, rows);
+  };
+  logits_ = matrix(router_.n_experts, n);
+  shared_gate_ = matrix(1, n);
+  out_ = matrix(embedding_, n);
+}
+
+const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const TensorView& h) {
+  if (!w.ffn_gate_inp || !w.ffn_gate_exps || !w.ffn_up_exps || !w.ffn_down_exps) {
+    fail("layer {}: a mixture-of-experts FFN without its router or experts", layer);
+  }
+  const int64_t n = h.rows();
+  ensure_capacity(n);
+  TensorView logits = first_rows(logits_, n), shared_gate = first_rows(shared_gate_, n);
+
+  // The router's logits (and the shared expert's gate) in one job over the same input.
+  const backend::Backend::MatmulOutput router[] = {
+      {&*w.ffn_gate_inp, &logits}, {w.ffn_gate_inp_shexp ? &*w.ffn_gate_inp_shexp : nullptr, &shared_gate}};
+  backend_.matmul_same_input(h, std::span(router, w.ffn_gate_inp_shexp ? 2 : 1));
+  host_logits_.resize(static_cast<size_t>(n * router_.n_experts));
+  backend_.copy_to_host(logits, host_logits_.data());
+  route_tokens(host_logits_, router_, routing_);
+  group_by_expert(routing_, router_, groups_);
+
+  uint64_t* counts = load_.tokens.data() + static_cast<size_t>(layer) * static_cast<size_t>(load_.experts);
+  const size_t n_groups = groups_.expert.size();
+  const bool shared = w.ffn_up_shexp.has_value();
+  matrices_.resize(3 * n_groups);
+  work_.clear();
+  for (size_t g = 0; g < n_groups; ++g) {
+    const int64_t e = groups_.expert[g];
+    matrices_[3 * g] = backend::expert_matrix(*w.ffn_gate_exps, e);
+    matrices_[3 * g + 1] = backend::expert_matrix(*w.ffn_up_exps, e);
+    matrices_[3 * g + 2] = backend::expert_matrix(*w.ffn_down_exps, e);
+    const auto begin = static_cast<size_t>(groups_.begin[g]);
+    const auto size = static_cast<size_t>(groups_.begin[g + 1]) - begin;
+    counts[e] += size;
+    work_.push_back({&matrices_[3 * g], &matrices_[3 * g + 1], &matrices_[3 * g + 2],
+                     std::span(groups_.rows).subspan(begin, size), std::span(groups_.slots).subspan(begin, size),
+                     std::span(groups_.weights).subspan(begin, size)});
+  }
+  if (shared) {
+    // Every token, in the slot after its routed experts: added last, as llama.cpp adds it.
+    if (!w.ffn_gate_shexp || !w.ffn_down_shexp)
+      fail("layer {}: a shared expert without its gate or down matrix", layer);
+    all_rows_.resize(static_cast<size_t>(n));
+    shared_slots_.assign(static_cast<size_t>(n), static_cast<int32_t>(router_.n_used));
+    shared_weights_.assign(static_cast<size_t>(n), 1.0f);
+    for (int64_t t = 0; t < n; ++t) all_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+    if (w.ffn_gate_inp_shexp) {
+      host_shared_gate_.resize(static_cast<size_t>(n));
+      backend_.copy_to_host(shared_gate, host_shared_gate_.data());
+      for (int64_t t = 0; t < n; ++t) {
+        shared_weights_[static_cast<size_t>(t)] = shared_expert_gate(host_shared_gate_[static_cast<size_t>(t)]);
+      }
+    }
+    work_.push_back(
+        {&*w.ffn_gate_shexp, &*w.ffn_up_shexp, &*w.ffn_down_shexp, all_rows_, shared_slots_, shared_weights_});
+  }
+  const int64_t n_slots = router_.n_used + (shared ? 1 : 0);
+  TensorView out = first_rows(out_, n);
+  backend_.moe_ffn(h, work_, n_slots, glu_, out);
+  result_ = out;
+  return result_;
+}
+
+}  // namespace lumen::model

@@ -1,0 +1,61 @@
+#pragma once
+// The mixture-of-experts FFN of a model's layers: the router's matmul on the backend, its
+// decision on the host (moe_router.h), and the chosen experts (plus a shared expert, when the
+// architecture has one) run through Backend::moe_ffn, each expert once over all the tokens of
+// the step routed to it. It also counts how many tokens each expert of each layer received
+// (`lumen bench` reports it).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/arch/block_features.h"
+#include "model/hparams.h"
+#include "model/moe_router.h"
+#include "model/weights.h"
+
+namespace lumen::model {
+
+// Tokens routed to each expert of each layer since the last reset (a token counts once per
+// layer for each of its experts; the shared expert is not counted).
+struct ExpertLoad {
+  int64_t layers = 0;
+  int64_t experts = 0;
+  std::vector<uint64_t> tokens;  // [layer * experts + expert]
+
+  uint64_t at(int64_t layer, int64_t expert) const { return tokens[static_cast<size_t>(layer * experts + expert)]; }
+};
+
+class MoeFfn {
+ public:
+  MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures& features);
+
+  // out (f32 {embedding, n}) = the layer's MoE FFN of h (its normed input, the same shape).
+  // `out` is this object's own buffer, valid until the next call.
+  const backend::TensorView& forward(size_t layer, const LayerWeights& w, const backend::TensorView& h);
+
+  const ExpertLoad& load() const { return load_; }
+  void reset_load();
+
+ private:
+  void ensure_capacity(int64_t n);
+
+  backend::Backend& backend_;
+  RouterConfig router_;
+  backend::Backend::Glu glu_;
+  int64_t embedding_;
+  int64_t capacity_ = 0;
+  std::vector<std::unique_ptr<backend::Buffer>> buffers_;
+  backend::TensorView logits_, shared_gate_, out_, result_;
+  // Host-side state, reused step to step.
+  std::vector<float> host_logits_, host_shared_gate_;
+  Routing routing_;
+  ExpertGroups groups_;
+  std::vector<backend::TensorView> matrices_;  // gate, up, down of each group
+  std::vector<int32_t> all_rows_, shared_slots_;
+  std::vector<float> shared_weights_;
+  std::vector<backend::Backend::ExpertWork> work_;
+  ExpertLoad load_;
+};
+
+}  // namespace lumen::model

@@ -1,0 +1,128 @@
+// The MoE router's decision (model/moe_router.h) against the definitions it implements:
+// softmax (or sigmoid) probabilities, the k most probable experts in order, their weights
+// renormalized or not, and the grouping of a batch's tokens by expert.
+#include "model/moe_router.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "util/error.h"
+
+namespace lumen::model {
+namespace {
+
+std::vector<float> random_logits(int64_t tokens, int64_t experts, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.5f);
+  std::vector<float> v(static_cast<size_t>(tokens * experts));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Softmax in double: the definition the router's f32 arithmetic must agree with.
+std::vector<double> softmax(const float* row, int64_t n) {
+  const double max = *std::max_element(row, row + n);
+  std::vector<double> p(static_cast<size_t>(n));
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += p[static_cast<size_t>(i)] = std::exp(row[i] - max);
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+TEST(MoeRouter, PicksTheMostProbableExpertsInOrderWithTheirProbabilities) {
+  const int64_t tokens = 40, experts = 60, k = 4;
+  const std::vector<float> logits = random_logits(tokens, experts, 1);
+  Routing r;
+  route_tokens(logits, {experts, k, ExpertGating::Softmax, false}, r);
+  ASSERT_EQ(r.experts.size(), static_cast<size_t>(tokens * k));
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* row = logits.data() + t * experts;
+    const std::vector<double> p = softmax(row, experts);
+    std::vector<int32_t> order(static_cast<size_t>(experts));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+    for (int64_t s = 0; s < k; ++s) {
+      const auto i = static_cast<size_t>(t * k + s);
+      EXPECT_EQ(r.experts[i], order[static_cast<size_t>(s)]) << "token " << t << " slot " << s;
+      // Not renormalized: the softmax probability itself.
+      EXPECT_NEAR(r.weights[i], p[static_cast<size_t>(r.experts[i])], 1e-6 * p[static_cast<size_t>(r.experts[i])]);
+    }
+  }
+}
+
+TEST(MoeRouter, RenormalizedWeightsSumToOneInTheSameProportions) {
+  const int64_t tokens = 16, experts = 8, k = 2;
+  const std::vector<float> logits = random_logits(tokens, experts, 2);
+  Routing plain, norm;
+  route_tokens(logits, {experts, k, ExpertGating::Softmax, false}, plain);
+  route_tokens(logits, {experts, k, ExpertGating::Softmax, true}, norm);
+  EXPECT_EQ(plain.experts, norm.experts);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* w = norm.weights.data() + t * k;
+    const float* p = plain.weights.data() + t * k;
+    EXPECT_NEAR(w[0] + w[1], 1.0, 1e-6);
+    EXPECT_NEAR(w[0] / w[1], p[0] / p[1], 1e-5 * p[0] / p[1]);
+    EXPECT_GE(w[0], w[1]);  // slot order: most probable first
+  }
+}
+
+TEST(MoeRouter, SigmoidGatingScoresEachExpertOnItsOwn) {
+  const std::vector<float> logits = {0.0f, 2.0f, -1.0f, 1.0f};
+  Routing r;
+  route_tokens(logits, {4, 2, ExpertGating::Sigmoid, false}, r);
+  EXPECT_EQ(r.experts, (std::vector<int32_t>{1, 3}));
+  EXPECT_NEAR(r.weights[0], 1.0 / (1.0 + std::exp(-2.0)), 1e-7);
+  EXPECT_NEAR(r.weights[1], 1.0 / (1.0 + std::exp(-1.0)), 1e-7);
+}
+
+TEST(MoeRouter, TiesGoToTheLowerExpertAndNanSortsLast) {
+  const std::vector<float> logits = {1.0f, std::nanf(""), 3.0f, 3.0f, 1.0f};
+  Routing r;
+  route_tokens(logits, {5, 3, ExpertGating::Sigmoid, false}, r);
+  EXPECT_EQ(r.experts, (std::vector<int32_t>{2, 3, 0}));
+}
+
+TEST(MoeRouter, GroupsTokensByExpertInTokenOrder) {
+  const int64_t tokens = 30, experts = 12, k = 3;
+  const std::vector<float> logits = random_logits(tokens, experts, 3);
+  const RouterConfig config{experts, k, ExpertGating::Softmax, true};
+  Routing r;
+  route_tokens(logits, config, r);
+  ExpertGroups g;
+  group_by_expert(r, config, g);
+  ASSERT_EQ(g.begin.size(), g.expert.size() + 1);
+  ASSERT_EQ(g.begin.back(), tokens * k);
+  std::vector<int> seen(static_cast<size_t>(tokens * k), 0);
+  for (size_t i = 0; i < g.expert.size(); ++i) {
+    if (i > 0) {
+      EXPECT_LT(g.expert[i - 1], g.expert[i]);
+    }
+    EXPECT_LT(g.begin[i], g.begin[i + 1]);  // no empty groups
+    for (int64_t e = g.begin[i]; e < g.begin[i + 1]; ++e) {
+      const auto at = static_cast<size_t>(e);
+      if (e > g.begin[i]) {
+        EXPECT_LT(g.rows[at - 1], g.rows[at]);
+      }
+      const auto entry = static_cast<size_t>(g.rows[at] * k + g.slots[at]);
+      EXPECT_EQ(r.experts[entry], g.expert[i]);
+      EXPECT_EQ(r.weights[entry], g.weights[at]);
+      ++seen[entry];
+    }
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+}
+
+TEST(MoeRouter, RefusesABadConfiguration) {
+  Routing r;
+  const std::vector<float> logits(8, 0.0f);
+  EXPECT_THROW(route_tokens(logits, {4, 0, ExpertGating::Softmax, false}, r), Error);
+  EXPECT_THROW(route_tokens(logits, {4, 5, ExpertGating::Softmax, false}, r), Error);
+  EXPECT_THROW(route_tokens(logits, {3, 1, ExpertGating::Softmax, false}, r), Error);  // 8 % 3
+}
+
+}  // namespace
+}  // namespace lumen::model
