@@ -28,7 +28,7 @@ TEST(ExpertLoad, JsonHoldsEveryCountByLayer) {
   EXPECT_EQ(j["layers"], 2);
   EXPECT_EQ(j["experts"], 4);
   EXPECT_EQ(j["experts_per_token"], 2);
-  EXPECT_EQ(j["tokens_per_expert"], nlohmann::json::parse("[[3,3,3,3],[0,8,1,3]]"));
+  EXPECT_EQ(j["tokens_per_expert"], nlohmann::ordered_json::parse("[[3,3,3,3],[0,8,1,3]]"));
 }
 
 }  // namespace
