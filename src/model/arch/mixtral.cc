@@ -6,6 +6,7 @@
 // by expert_feed_forward_length, for this architecture).
 #include <algorithm>
 
+#include "model/arch/experts.h"
 #include "model/arch/llama.h"
 
 namespace lumen::model {
@@ -18,8 +19,6 @@ bool has_experts(const HParams& hp) { return hp.expert_count > 0; }
 
 Architecture mixtral_architecture() {
   using enum Dim;
-  using enum TensorRole;
-  using LW = LayerWeights;
   Architecture arch = llama_architecture();
   arch.variant = "mixtral";
   arch.applies = has_experts;
@@ -30,13 +29,8 @@ Architecture mixtral_architecture() {
   auto gate = std::find_if(arch.tensors.begin(), arch.tensors.end(),
                            [](const TensorSpec& t) { return t.name == "ffn_gate.weight"; });
   gate = arch.tensors.erase(gate, gate + 3);  // ffn_gate, ffn_up, ffn_down
-  arch.tensors.insert(
-      gate, {
-                layer_tensor("ffn_gate_inp.weight", {Embedding, Experts}, Router, &LW::ffn_gate_inp),
-                layer_tensor("ffn_gate_exps.weight", {Embedding, FeedForward, Experts}, Matrix, &LW::ffn_gate_exps),
-                layer_tensor("ffn_down_exps.weight", {FeedForward, Embedding, Experts}, Matrix, &LW::ffn_down_exps),
-                layer_tensor("ffn_up_exps.weight", {Embedding, FeedForward, Experts}, Matrix, &LW::ffn_up_exps),
-            });
+  const std::vector<TensorSpec> experts = expert_tensors(FeedForward);
+  arch.tensors.insert(gate, experts.begin(), experts.end());
   return arch;
 }
 

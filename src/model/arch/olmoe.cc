@@ -5,6 +5,7 @@
 // config.json's norm_topk_prob = false), no shared expert. Experts are feed_forward_length wide,
 // as llama.cpp sizes them for this architecture.
 #include "model/arch/architecture.h"
+#include "model/arch/experts.h"
 
 namespace lumen::model {
 
@@ -32,14 +33,15 @@ Architecture olmoe_architecture() {
       layer_tensor("attn_q_norm.weight", {QWidth}, Norm, &LW::q_norm),
       layer_tensor("attn_k_norm.weight", {KvWidth}, Norm, &LW::k_norm),
       layer_tensor("ffn_norm.weight", {Embedding}, Norm, &LW::ffn_norm),
-      layer_tensor("ffn_gate_inp.weight", {Embedding, Experts}, Router, &LW::ffn_gate_inp),
-      layer_tensor("ffn_gate_exps.weight", {Embedding, FeedForward, Experts}, Matrix, &LW::ffn_gate_exps),
-      layer_tensor("ffn_down_exps.weight", {FeedForward, Embedding, Experts}, Matrix, &LW::ffn_down_exps),
-      layer_tensor("ffn_up_exps.weight", {Embedding, FeedForward, Experts}, Matrix, &LW::ffn_up_exps),
-      model_tensor("output_norm.weight", {Embedding}, Norm, Presence::Required, &TW::output_norm),
-      // Required: llama.cpp does not tie this architecture's output to the embeddings.
-      model_tensor("output.weight", {Embedding, Vocab}, Matrix, Presence::Required, &TW::output),
   };
+  const std::vector<TensorSpec> experts = expert_tensors(FeedForward);
+  arch.tensors.insert(arch.tensors.end(), experts.begin(), experts.end());
+  arch.tensors.insert(arch.tensors.end(),
+                      {
+                          model_tensor("output_norm.weight", {Embedding}, Norm, Presence::Required, &TW::output_norm),
+                          // Required: llama.cpp does not tie this architecture's output to the embeddings.
+                          model_tensor("output.weight", {Embedding, Vocab}, Matrix, Presence::Required, &TW::output),
+                      });
   return arch;
 }
 

@@ -8,6 +8,7 @@
 //  - experts of expert_feed_forward_length (else feed_forward_length / expert_used_count), the
 //    shared one of expert_shared_feed_forward_length (else feed_forward_length).
 #include "model/arch/architecture.h"
+#include "model/arch/experts.h"
 
 namespace lumen::model {
 
@@ -34,18 +35,20 @@ Architecture qwen2moe_architecture() {
       layer_tensor("attn_v.bias", {KvWidth}, Bias, &LW::bv),
       layer_tensor("attn_output.weight", {QWidth, Embedding}, Matrix, &LW::wo),
       layer_tensor("ffn_norm.weight", {Embedding}, Norm, &LW::ffn_norm),
-      layer_tensor("ffn_gate_inp.weight", {Embedding, Experts}, Router, &LW::ffn_gate_inp),
-      layer_tensor("ffn_gate_exps.weight", {Embedding, ExpertFeedForward, Experts}, Matrix, &LW::ffn_gate_exps),
-      layer_tensor("ffn_down_exps.weight", {ExpertFeedForward, Embedding, Experts}, Matrix, &LW::ffn_down_exps),
-      layer_tensor("ffn_up_exps.weight", {Embedding, ExpertFeedForward, Experts}, Matrix, &LW::ffn_up_exps),
-      layer_tensor("ffn_gate_inp_shexp.weight", {Embedding}, Router, &LW::ffn_gate_inp_shexp),
-      layer_tensor("ffn_gate_shexp.weight", {Embedding, SharedFeedForward}, Matrix, &LW::ffn_gate_shexp),
-      layer_tensor("ffn_down_shexp.weight", {SharedFeedForward, Embedding}, Matrix, &LW::ffn_down_shexp),
-      layer_tensor("ffn_up_shexp.weight", {Embedding, SharedFeedForward}, Matrix, &LW::ffn_up_shexp),
-      model_tensor("output_norm.weight", {Embedding}, Norm, Presence::Required, &TW::output_norm),
-      // Required: llama.cpp does not tie this architecture's output to the embeddings.
-      model_tensor("output.weight", {Embedding, Vocab}, Matrix, Presence::Required, &TW::output),
   };
+  const std::vector<TensorSpec> experts = expert_tensors(ExpertFeedForward);
+  arch.tensors.insert(arch.tensors.end(), experts.begin(), experts.end());
+  arch.tensors.insert(
+      arch.tensors.end(),
+      {
+          layer_tensor("ffn_gate_inp_shexp.weight", {Embedding}, Router, &LW::ffn_gate_inp_shexp),
+          layer_tensor("ffn_gate_shexp.weight", {Embedding, SharedFeedForward}, Matrix, &LW::ffn_gate_shexp),
+          layer_tensor("ffn_down_shexp.weight", {SharedFeedForward, Embedding}, Matrix, &LW::ffn_down_shexp),
+          layer_tensor("ffn_up_shexp.weight", {Embedding, SharedFeedForward}, Matrix, &LW::ffn_up_shexp),
+          model_tensor("output_norm.weight", {Embedding}, Norm, Presence::Required, &TW::output_norm),
+          // Required: llama.cpp does not tie this architecture's output to the embeddings.
+          model_tensor("output.weight", {Embedding, Vocab}, Matrix, Presence::Required, &TW::output),
+      });
   return arch;
 }
 

@@ -4,6 +4,7 @@
 // the expert_used_count most probable experts per token, their weights renormalized to sum to 1
 // (llama.cpp's norm_w = true), and no shared expert.
 #include "model/arch/architecture.h"
+#include "model/arch/experts.h"
 
 namespace lumen::model {
 
@@ -30,13 +31,14 @@ Architecture qwen3moe_architecture() {
       layer_tensor("attn_k_norm.weight", {HeadDim}, Norm, &LW::k_norm),
       layer_tensor("attn_q_norm.weight", {HeadDim}, Norm, &LW::q_norm),
       layer_tensor("ffn_norm.weight", {Embedding}, Norm, &LW::ffn_norm),
-      layer_tensor("ffn_gate_inp.weight", {Embedding, Experts}, Router, &LW::ffn_gate_inp),
-      layer_tensor("ffn_gate_exps.weight", {Embedding, ExpertFeedForward, Experts}, Matrix, &LW::ffn_gate_exps),
-      layer_tensor("ffn_down_exps.weight", {ExpertFeedForward, Embedding, Experts}, Matrix, &LW::ffn_down_exps),
-      layer_tensor("ffn_up_exps.weight", {Embedding, ExpertFeedForward, Experts}, Matrix, &LW::ffn_up_exps),
-      model_tensor("output_norm.weight", {Embedding}, Norm, Presence::Required, &TW::output_norm),
-      model_tensor("output.weight", {Embedding, Vocab}, Matrix, Presence::Untied, &TW::output),
   };
+  const std::vector<TensorSpec> experts = expert_tensors(ExpertFeedForward);
+  arch.tensors.insert(arch.tensors.end(), experts.begin(), experts.end());
+  arch.tensors.insert(arch.tensors.end(),
+                      {
+                          model_tensor("output_norm.weight", {Embedding}, Norm, Presence::Required, &TW::output_norm),
+                          model_tensor("output.weight", {Embedding, Vocab}, Matrix, Presence::Untied, &TW::output),
+                      });
   return arch;
 }
 
