@@ -100,3 +100,22 @@ def test_ctrl_c_in_the_engine_path_prints_what_was_generated():
     assert rc == 0, err
     assert len(out) > 10
     assert "1 completions" in err
+
+
+def test_malformed_or_impossible_kv_eviction_is_refused():
+    # Malformed, an overflowing count, a zero window, and sinks plus window past the context:
+    # each a one-line error before anything runs, never a crash.
+    for value in ["sink:4", "sink:-1,window:64", "window:64,sink:4", "sink:4,window:0",
+                  "sink:4,window:99999999999999999999999", "sink:4,window:64x", "sink:1000,window:5000"]:
+        r = run("-p", "Hi", "-n", "4", "-c", "256", "--kv-eviction", value)
+        assert r.returncode == 1, (value, r.stderr)
+        assert r.stderr.strip().count("\n") == 0 and ("kv-eviction" in r.stderr or "room to shift" in r.stderr), \
+            (value, r.stderr)
+    r = run("-p", "Hi", "-n", "4", "-c", "256", "--context-overflow", "shift", "--context-keep", "100000")
+    assert r.returncode != 0 and "room to shift" in r.stderr, r.stderr
+
+
+def test_kv_eviction_generates_past_the_context():
+    r = run("-p", "1, 2, 3, 4, 5,", "-n", "400", "-c", "128", "--kv-eviction", "sink:4,window:64", "--ignore-eos")
+    assert r.returncode == 0, r.stderr
+    assert "generation: 400 tokens" in r.stderr
