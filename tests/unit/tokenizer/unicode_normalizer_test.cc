@@ -95,7 +95,7 @@ TEST(Nfc, LongRunsOfMarksStayLinear) {
   for (int i = 0; i < (1 << 18); ++i) expected += "\u0316";
   for (int i = 1; i < (1 << 18); ++i) expected += "\u0301";
   EXPECT_EQ(nfc, expected);
-  EXPECT_LT(seconds, 2.0);  // about 0.05 s; the quadratic sort would take hours
+  EXPECT_LT(seconds, 30.0);  // 0.03 s in release, 1 s under the sanitizers; the quadratic sort would take hours
 }
 
 // --- The tokenizer -------------------------------------------------------------------------------
