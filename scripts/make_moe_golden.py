@@ -9,6 +9,8 @@ depend on the thread count) and both implementations run the same file:
   qwen3moe: qwen3moe-mini (softmax top-8 of 128, renormalized, QK-norm, 8 query heads on 1 KV)
   olmoe:    olmoe-mini (softmax top-8 of 64, not renormalized, RMS norms of the whole q and k)
   mixtral:  mixtral-mini (general.architecture "llama" with 8 experts, top 2, renormalized)
+  deepseek2: deepseek2-lite-mini (multi-head latent attention with DeepSeek-V2-Lite's latent rank
+            and head sizes, a dense first layer, softmax top-6 of 64 plus 2 shared experts)
 
 Run with the llama-cpp-python venv make_logits_golden.py describes, after building `lumen`:
     ~/.cache/lumen/llama-venv/bin/python scripts/make_moe_golden.py [--lumen build/release/src/cli/lumen] [names...]
@@ -40,6 +42,7 @@ MODELS = {
     "qwen3moe": "qwen3moe-mini",
     "olmoe": "olmoe-mini",
     "mixtral": "mixtral-mini",
+    "deepseek2": "deepseek2-lite-mini",
 }
 SYNTH_ARGS = ["--type", "Q4_1", "--seed", "7"]
 VOCAB = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -35,15 +35,24 @@ struct RopeConfig {
   double yarn_beta_fast = 32.0;
   double yarn_beta_slow = 1.0;
   double attn_factor = 1.0;       // the file's rope.scaling.attn_factor: cos and sin times it
+  // DeepSeek-V2's YaRN (a file with rope.scaling.yarn_log_multiplier): YaRN's magnitude goes into
+  // the attention scale instead, so the rotation keeps only attn_factor.
+  bool yarn_magnitude_in_scores = false;
   const float* freq_factors = nullptr;  // per-pair divisors (llama3's rope_freqs), or null
 };
 
-// K/V storage of one layer, in blocks: dims {head_dim * n_kv_heads, block_size, n_blocks}.
+// K/V storage of one layer, in blocks: dims {head_dim * n_kv_heads, block_size, n_blocks} (V:
+// {value_dim * n_kv_heads, ...}). Multi-head latent attention caches one latent row per
+// position and reads its values from the keys' leading part: then v is a view of k's memory
+// (same data, same row_bytes, narrower rows) and holds nothing of its own.
 struct KvLayer {
   TensorView k;
   TensorView v;
   int64_t block_size = 16;
 };
+
+// Whether the layer's values are a view of its keys (MLA): block moves then copy K only.
+inline bool values_in_keys(const KvLayer& cache) { return cache.v.data != nullptr && cache.v.data == cache.k.data; }
 
 // One sequence's slice of a flat batch: its tokens are rows [first_token, first_token + n_tokens)
 // of the batch, at positions [start_pos, start_pos + n_tokens); its K/V lives in the blocks named
@@ -62,11 +71,22 @@ struct AttentionConfig {
   float scale = 1.0f;             // usually 1 / sqrt(head_dim)
   int64_t sliding_window = 0;     // 0: attend to every earlier position
   float softcap = 0.0f;           // 0: none; else scores become softcap * tanh(s / softcap)
+  // Values per head; 0: head_dim. Multi-head latent attention attends with keys of the latent
+  // plus a rope part and reads values of the latent only (a value row is a key row's start).
+  int64_t value_dim = 0;
 };
 
-// Bytes of one block of K (or of V: the two always share a type) in a layer.
+inline int64_t attention_value_dim(const AttentionConfig& config) {
+  return config.value_dim != 0 ? config.value_dim : config.head_dim;
+}
+
+// Bytes of one block of K in a layer.
 inline size_t kv_block_bytes(const KvLayer& cache) {
   return cache.k.row_bytes * static_cast<size_t>(cache.block_size);
+}
+// Bytes of one block of V that V owns: 0 when the values are a view of the keys.
+inline size_t kv_value_block_bytes(const KvLayer& cache) {
+  return values_in_keys(cache) ? 0 : cache.v.row_bytes * static_cast<size_t>(cache.block_size);
 }
 
 // A device's own memory, for sizing the KV cache there.
@@ -153,12 +173,13 @@ class Backend {
   // Rotates x in place: dims {head_dim, n_heads, n_tokens}, token t at positions[t].
   virtual void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) = 0;
   // Writes the batch's new keys and values (dims {head_dim * n_kv_heads, n_tokens}) into the
-  // cache at each sequence's positions.
+  // cache at each sequence's positions. When the cache's values are a view of its keys
+  // (values_in_keys), only k is stored and v is ignored.
   virtual void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                         KvLayer& cache) = 0;
   // Block-level moves of one layer's K/V, for the serving core: copy-on-write of a shared block
   // (block src -> block dst), and swapping a preempted sequence's blocks out to host memory and
-  // back. host_k / host_v hold kv_block_bytes(cache) bytes each.
+  // back. host_k holds kv_block_bytes(cache) bytes, host_v kv_value_block_bytes(cache).
   virtual void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) = 0;
   virtual void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) = 0;
   virtual void write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
@@ -170,7 +191,8 @@ class Backend {
   virtual void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
                           int64_t head_dim);
   // Causal attention of q (dims {head_dim, n_heads, n_tokens}) over each sequence's cached K/V
-  // (which already holds this batch's keys), written to out (same dims as q).
+  // (which already holds this batch's keys), written to out ({value_dim, n_heads, n_tokens};
+  // value_dim is head_dim unless the config says otherwise).
   virtual void attention(const TensorView& q, const KvLayer& cache,
                          std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                          TensorView& out) = 0;

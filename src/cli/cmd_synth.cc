@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/default_model.h"
+#include "model/presets.h"
 #include "model/synth.h"
 #include "util/error.h"
 
@@ -23,10 +24,11 @@ void add_synth_command(CLI::App& app) {
   auto options = std::make_shared<SynthCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "synth", "Write a GGUF with random weights in the shapes of a preset model");
-  cmd->add_option("preset", options->synth.preset,
-                  "smollm2-135m | llama-1b | llama-8b | qwen2-0.5b | qwen2-7b | gemma3-270m | gemma3-1b | "
-                  "qwen2moe-a2.7b-mini | qwen3moe-mini | olmoe-mini | mixtral-mini")
-      ->required();
+  std::string preset_names;  // from the preset table, so the help never lags behind it
+  for (const model::Preset& preset : model::presets()) {
+    preset_names += (preset_names.empty() ? "" : " | ") + std::string(preset.name);
+  }
+  cmd->add_option("preset", options->synth.preset, preset_names)->required();
   cmd->add_option("-o,--output", options->output, "Output GGUF path")->required();
   cmd->add_option("--type", options->type_name,
                   "Type of the weight matrices (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "

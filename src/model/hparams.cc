@@ -1,5 +1,6 @@
 #include "model/hparams.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "util/checked_math.h"
@@ -50,6 +51,58 @@ void validate_experts(const HParams& hp, const std::string& prefix) {
   if (expert_ffn_width(hp) == 0) {
     fail("{}expert_feed_forward_length is missing and feed_forward_length / expert_used_count ({} / {}) is 0", prefix,
          hp.feed_forward_length, hp.expert_used_count);
+  }
+}
+
+// DeepSeek's routing and latent attention keys, checked before the forward pass sizes anything
+// with them.
+void validate_deepseek(const HParams& hp, const std::string& prefix) {
+  require_range(prefix + "leading_dense_block_count", hp.leading_dense_block_count, 0, hp.block_count);
+  require_range(prefix + "expert_shared_count", hp.expert_shared_count, 0, kMaxExperts);
+  require_range(prefix + "expert_gating_func", hp.expert_gating_func, 0, 2);
+  if (!std::isfinite(hp.expert_weights_scale) || hp.expert_weights_scale < 0.0) {
+    fail("{}expert_weights_scale = {} must be a positive number", prefix, hp.expert_weights_scale);
+  }
+  if (hp.expert_group_count > 1) {
+    require_range(prefix + "expert_group_count", hp.expert_group_count, 2, std::max<uint64_t>(hp.expert_count, 2));
+    if (hp.expert_count % hp.expert_group_count != 0) {
+      fail("{}expert_group_count = {} does not divide {} experts", prefix, hp.expert_group_count, hp.expert_count);
+    }
+    require_range(prefix + "expert_group_used_count", hp.expert_group_used_count, 1, hp.expert_group_count);
+    // Groups are scored by their two best experts, as DeepSeek-V3 defines them.
+    if (hp.expert_count / hp.expert_group_count < 2) {
+      fail("{}expert_group_count = {} leaves fewer than 2 experts per group", prefix, hp.expert_group_count);
+    }
+    if (hp.expert_group_used_count * (hp.expert_count / hp.expert_group_count) < hp.expert_used_count) {
+      fail("{}expert_group_used_count = {} groups hold fewer than the {} experts a token uses", prefix,
+           hp.expert_group_used_count, hp.expert_used_count);
+    }
+  }
+  require_range(prefix + "attention.q_lora_rank", hp.q_lora_rank, 0, kMaxWidth);
+  require_range(prefix + "attention.kv_lora_rank", hp.kv_lora_rank, 0, kMaxWidth);
+  require_range(prefix + "attention.key_length_mla", hp.key_length_mla, 0, kMaxWidth);
+  require_range(prefix + "attention.value_length_mla", hp.value_length_mla, 0, kMaxWidth);
+  if (!std::isfinite(hp.rope_yarn_log_mul) || hp.rope_yarn_log_mul < 0.0) {
+    fail("{}rope.scaling.yarn_log_multiplier = {} must be a positive number", prefix, hp.rope_yarn_log_mul);
+  }
+  if (!is_mla(hp)) return;
+  // The cache row is the latent plus the rope key, shared by every head (one KV head); the
+  // per-head key is a non-rotated part of at least one value plus the same rope part.
+  if (hp.head_count_kv != 1 || hp.head_dim != hp.kv_lora_rank + hp.rope_dimension_count ||
+      hp.value_dim != hp.kv_lora_rank) {
+    fail("{}attention: multi-head latent attention needs head_count_kv = 1, key_length = kv_lora_rank + "
+         "rope.dimension_count and value_length = kv_lora_rank (the file has {}, {}, {} for rank {} and {} rope "
+         "dimensions)",
+         prefix, hp.head_count_kv, hp.head_dim, hp.value_dim, hp.kv_lora_rank, hp.rope_dimension_count);
+  }
+  if (hp.key_length_mla <= hp.rope_dimension_count) {
+    fail("{}attention.key_length_mla = {} must exceed rope.dimension_count = {}", prefix, hp.key_length_mla,
+         hp.rope_dimension_count);
+  }
+  const std::optional<uint64_t> q_width = checked_mul(hp.key_length_mla, hp.head_count);
+  const std::optional<uint64_t> v_width = checked_mul(hp.value_length_mla, hp.head_count);
+  if (!q_width || *q_width > kMaxWidth || !v_width || *v_width > kMaxWidth) {
+    fail("{}attention.head_count x key_length_mla / value_length_mla is too large", prefix);
   }
 }
 
@@ -121,6 +174,7 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
     fail("{}final_logit_softcapping = {} must be a positive number", prefix, hp.final_logit_softcap);
   }
   validate_experts(hp, prefix);
+  validate_deepseek(hp, prefix);
 }
 
 HParams read_hparams(const gguf::GgufFile& file) {
@@ -184,6 +238,18 @@ HParams read_hparams(const gguf::GgufFile& file) {
   hp.expert_used_count = md.find_unsigned(key("expert_used_count")).value_or(0);
   hp.expert_feed_forward_length = md.find_unsigned(key("expert_feed_forward_length")).value_or(0);
   hp.expert_shared_feed_forward_length = md.find_unsigned(key("expert_shared_feed_forward_length")).value_or(0);
+  hp.expert_shared_count = md.find_unsigned(key("expert_shared_count")).value_or(0);
+  hp.expert_weights_scale = md.find_float(key("expert_weights_scale")).value_or(0.0);
+  hp.expert_weights_norm = md.find_bool(key("expert_weights_norm"));
+  hp.expert_gating_func = md.find_unsigned(key("expert_gating_func")).value_or(0);
+  hp.expert_group_count = md.find_unsigned(key("expert_group_count")).value_or(0);
+  hp.expert_group_used_count = md.find_unsigned(key("expert_group_used_count")).value_or(0);
+  hp.leading_dense_block_count = md.find_unsigned(key("leading_dense_block_count")).value_or(0);
+  hp.q_lora_rank = md.find_unsigned(key("attention.q_lora_rank")).value_or(0);
+  hp.kv_lora_rank = md.find_unsigned(key("attention.kv_lora_rank")).value_or(0);
+  hp.key_length_mla = md.find_unsigned(key("attention.key_length_mla")).value_or(0);
+  hp.value_length_mla = md.find_unsigned(key("attention.value_length_mla")).value_or(0);
+  hp.rope_yarn_log_mul = md.find_float(key("rope.scaling.yarn_log_multiplier")).value_or(0.0);
   validate_hparams(hp, file);
   return hp;
 }

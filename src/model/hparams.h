@@ -50,7 +50,42 @@ struct HParams {
   // is decided by its tensor shapes, model/arch/tensor_spec.cc's Dim::ExpertFeedForward).
   uint64_t expert_feed_forward_length = 0;
   uint64_t expert_shared_feed_forward_length = 0;
+  // DeepSeek-style routing (each 0 / absent when the file does not say): how many shared
+  // experts of expert_feed_forward_length one shared FFN stands for, the factor on the routed
+  // weights, whether they are renormalized, the gating function (llama.cpp's numbering: 1
+  // softmax, 2 sigmoid), expert groups of which a token may use expert_group_used_count, and the
+  // number of leading layers with a dense FFN instead of experts.
+  uint64_t expert_shared_count = 0;
+  double expert_weights_scale = 0.0;
+  std::optional<bool> expert_weights_norm;
+  uint64_t expert_gating_func = 0;
+  uint64_t expert_group_count = 0;
+  uint64_t expert_group_used_count = 0;
+  uint64_t leading_dense_block_count = 0;
+  // Multi-head latent attention (DeepSeek-V2/V3): queries through a rank-q_lora_rank bottleneck
+  // (0: one matrix), keys and values compressed to a kv_lora_rank latent plus a shared rope key
+  // of rope_dimension_count. As llama.cpp's converter writes it, head_dim (key_length) is then
+  // kv_lora_rank + rope dims and value_dim kv_lora_rank (what the cache holds per position, one
+  // "KV head"), and key_length_mla / value_length_mla are the per-head sizes of the model.
+  uint64_t q_lora_rank = 0;
+  uint64_t kv_lora_rank = 0;
+  uint64_t key_length_mla = 0;
+  uint64_t value_length_mla = 0;
+  double rope_yarn_log_mul = 0.0;  // rope.scaling.yarn_log_multiplier as the file stores it
 };
+
+// Whether the file describes multi-head latent attention in the absorbed form (llama.cpp's
+// is_mla: the per-head sizes are given).
+inline bool is_mla(const HParams& hp) {
+  return hp.kv_lora_rank != 0 && hp.key_length_mla != 0 && hp.value_length_mla != 0;
+}
+// Values per position and layer the KV cache holds: keys (all KV heads) and values. With MLA one
+// latent row per position serves as the key and, its leading kv_lora_rank values, as the value.
+inline uint64_t kv_key_row(const HParams& hp) { return hp.head_dim * hp.head_count_kv; }
+inline uint64_t kv_value_row(const HParams& hp) {
+  return is_mla(hp) ? hp.value_dim * hp.head_count_kv : hp.head_dim * hp.head_count_kv;
+}
+inline bool kv_values_in_keys(const HParams& hp) { return is_mla(hp); }
 
 // Most experts a file may declare (llama.cpp's LLAMA_MAX_EXPERTS).
 inline constexpr uint64_t kMaxExperts = 1024;

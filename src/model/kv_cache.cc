@@ -12,6 +12,9 @@ kv::KvLayout one_group(const HParams& hp) {
   return kv::make_kv_layout(std::vector<int64_t>(hp.block_count, 0), false);
 }
 
+// Values per position of one layer that V stores itself: none when they are a view of the keys.
+size_t owned_value_row(const HParams& hp) { return kv_values_in_keys(hp) ? 0 : kv_value_row(hp); }
+
 }  // namespace
 
 KvCache::KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks,
@@ -28,15 +31,22 @@ KvCache::KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layo
   if (type != tensor::DType::F16 && type != tensor::DType::F32) {
     fail("KV cache type must be F16 or F32, not {}", tensor::dtype_name(type));
   }
-  const int64_t row = static_cast<int64_t>(hp.head_dim * hp.head_count_kv);
-  const size_t row_bytes = static_cast<size_t>(row) * tensor::dtype_info(type).block_bytes;
-  const size_t bytes = row_bytes * static_cast<size_t>(block_size * n_blocks);
+  const size_t element = tensor::dtype_info(type).block_bytes;
+  const auto k_row = static_cast<int64_t>(kv_key_row(hp)), v_row = static_cast<int64_t>(kv_value_row(hp));
+  auto allocate = [&](int64_t row) {
+    const size_t row_bytes = static_cast<size_t>(row) * element;
+    buffers_.push_back(backend.allocate(row_bytes * static_cast<size_t>(block_size * n_blocks)));
+    return backend::TensorView{type, {row, block_size, n_blocks, 1}, row_bytes, buffers_.back()->data()};
+  };
   for (int64_t i = 0; i < layout_.group_size; ++i) {
     backend::KvLayer layer;
     layer.block_size = block_size;
-    for (backend::TensorView* view : {&layer.k, &layer.v}) {
-      buffers_.push_back(backend.allocate(bytes));
-      *view = {type, {row, block_size, n_blocks, 1}, row_bytes, buffers_.back()->data()};
+    layer.k = allocate(k_row);
+    if (kv_values_in_keys(hp)) {
+      layer.v = layer.k;  // the leading v_row values of each key row (backend::values_in_keys)
+      layer.v.dims[0] = v_row;
+    } else {
+      layer.v = allocate(v_row);
     }
     slots_.push_back(layer);
   }
@@ -48,8 +58,8 @@ size_t KvCache::bytes_per_block(const HParams& hp, int64_t block_size, tensor::D
 
 size_t KvCache::bytes_per_page(const HParams& hp, const kv::KvLayout& layout, int64_t block_size,
                                tensor::DType type) {
-  const size_t row = static_cast<size_t>(hp.head_dim * hp.head_count_kv);
-  return 2 * static_cast<size_t>(layout.group_size) * row * tensor::dtype_info(type).block_bytes *
+  const size_t row = kv_key_row(hp) + owned_value_row(hp);
+  return static_cast<size_t>(layout.group_size) * row * tensor::dtype_info(type).block_bytes *
          static_cast<size_t>(block_size);
 }
 
@@ -64,23 +74,25 @@ void KvCache::copy_block(int64_t src, int64_t dst) {
 
 size_t KvCache::block_host_bytes() const {
   size_t total = 0;
-  for (const backend::KvLayer& layer : slots_) total += 2 * backend::kv_block_bytes(layer);
+  for (const backend::KvLayer& layer : slots_) {
+    total += backend::kv_block_bytes(layer) + backend::kv_value_block_bytes(layer);
+  }
   return total;
 }
 
 void KvCache::read_block(int64_t block, uint8_t* host) const {
   for (const backend::KvLayer& layer : slots_) {
-    const size_t half = backend::kv_block_bytes(layer);
-    backend_.read_kv_block(layer, block, host, host + half);
-    host += 2 * half;
+    const size_t keys = backend::kv_block_bytes(layer);
+    backend_.read_kv_block(layer, block, host, host + keys);
+    host += keys + backend::kv_value_block_bytes(layer);
   }
 }
 
 void KvCache::write_block(int64_t block, const uint8_t* host) {
   for (backend::KvLayer& layer : slots_) {
-    const size_t half = backend::kv_block_bytes(layer);
-    backend_.write_kv_block(layer, block, host, host + half);
-    host += 2 * half;
+    const size_t keys = backend::kv_block_bytes(layer);
+    backend_.write_kv_block(layer, block, host, host + keys);
+    host += keys + backend::kv_value_block_bytes(layer);
   }
 }
 

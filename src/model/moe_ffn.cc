@@ -35,6 +35,14 @@ MoeFfn::MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures
   router_.n_used = static_cast<int64_t>(hp.expert_used_count);
   router_.gating = features.expert_gating;
   router_.normalize = features.expert_weights_norm;
+  if (features.routing_from_file) {
+    // llama.cpp's numbering; absent (0) means softmax for the files written before the key.
+    router_.gating = hp.expert_gating_func == 2 ? ExpertGating::Sigmoid : ExpertGating::Softmax;
+    router_.normalize = hp.expert_weights_norm.value_or(false);
+  }
+  router_.scale = static_cast<float>(hp.expert_weights_scale);
+  router_.n_groups = static_cast<int64_t>(hp.expert_group_count);
+  router_.n_groups_used = static_cast<int64_t>(hp.expert_group_used_count);
   if (router_.n_experts <= 0 || router_.n_used <= 0 || router_.n_used > router_.n_experts) {
     fail("{}: {} of {} experts per token", hp.architecture, router_.n_used, router_.n_experts);
   }
@@ -72,7 +80,14 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
   backend_.matmul_same_input(h, std::span(router, w.ffn_gate_inp_shexp ? 2 : 1));
   host_logits_.resize(static_cast<size_t>(n * router_.n_experts));
   backend_.copy_to_host(logits, host_logits_.data());
-  route_tokens(host_logits_, router_, routing_);
+  std::span<const float> selection_bias;
+  if (w.ffn_exp_probs_b) {
+    if (w.ffn_exp_probs_b->elements() != router_.n_experts) fail("layer {}: exp_probs_b is not one bias per expert", layer);
+    host_bias_.resize(static_cast<size_t>(router_.n_experts));
+    backend_.copy_to_host(*w.ffn_exp_probs_b, host_bias_.data());
+    selection_bias = host_bias_;
+  }
+  route_tokens(host_logits_, router_, routing_, selection_bias);
   group_by_expert(routing_, router_, groups_);
 
   uint64_t* counts = load_.tokens.data() + static_cast<size_t>(layer) * static_cast<size_t>(load_.experts);

@@ -48,7 +48,7 @@ class MoeFfn {
   std::vector<std::unique_ptr<backend::Buffer>> buffers_;
   backend::TensorView logits_, shared_gate_, out_, result_;
   // Host-side state, reused step to step.
-  std::vector<float> host_logits_, host_shared_gate_;
+  std::vector<float> host_logits_, host_shared_gate_, host_bias_;
   Routing routing_;
   ExpertGroups groups_;
   std::vector<backend::TensorView> matrices_;  // gate, up, down of each group

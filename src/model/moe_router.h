@@ -17,6 +17,12 @@ struct RouterConfig {
   int64_t n_used = 0;  // experts per token (top-k), 1..n_experts
   ExpertGating gating = ExpertGating::Softmax;
   bool normalize = false;  // renormalize the chosen weights to sum to 1
+  float scale = 0.0f;      // then multiply them by this (0 or 1: leave them)
+  // DeepSeek-V3's group-limited routing (n_groups > 1): experts form n_groups equal groups, each
+  // scored by the sum of its two highest selection probabilities; a token chooses its experts
+  // from the n_groups_used best groups only.
+  int64_t n_groups = 0;
+  int64_t n_groups_used = 0;
 };
 
 // Per token, n_used entries in slot order: the most probable expert first (ties: the lower id).
@@ -25,9 +31,12 @@ struct Routing {
   std::vector<float> weights;
 };
 
-// logits: n_tokens rows of n_experts values (row t at logits[t * n_experts]). Throws
-// lumen::Error for a bad configuration or a logits size that is not whole rows.
-void route_tokens(std::span<const float> logits, const RouterConfig& config, Routing& out);
+// logits: n_tokens rows of n_experts values (row t at logits[t * n_experts]). selection_bias
+// (empty, or one value per expert) is added to the probabilities for choosing experts only; the
+// weights are the unbiased probabilities (DeepSeek-V3's exp_probs_b). Throws lumen::Error for a
+// bad configuration or a logits size that is not whole rows.
+void route_tokens(std::span<const float> logits, const RouterConfig& config, Routing& out,
+                  std::span<const float> selection_bias = {});
 
 // The tokens of a routed batch grouped by expert, in token order within each expert: what
 // Backend::moe_ffn takes. Experts no token chose are left out.

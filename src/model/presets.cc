@@ -62,6 +62,36 @@ constexpr std::array kPresets = {
            "none", 1.0, 0, 128, 0, 64, 8, 0, 0},
     Preset{"mixtral-mini", "mixtral", 32768, 512, 8,   1792, 4, 1, 32000, 1000000.0, 1e-5,
            false,          "none",    1.0,   0,   128, 0,    8, 2, 0,     0},
+    // DeepSeek-V2-Lite (2048 wide, 27 layers of which the first is dense with an FFN of 10944,
+    // 16 heads, latent rank 512, per-head keys of 128 + 64 rope and values of 128, 64 experts
+    // of 1408, top 6, 2 shared, softmax not renormalized) at a quarter of its width and 8
+    // layers (the dense FFN rounded to 2816, whole blocks of every type); the attention keeps
+    // its real per-head sizes and latent rank, which decide the cache. Without its YaRN context
+    // extension.
+    Preset{.name = "deepseek2-lite-mini",
+           .architecture = "deepseek2",
+           .context_length = 4096,
+           .embedding_length = 512,
+           .block_count = 8,
+           .feed_forward_length = 2816,
+           .head_count = 16,
+           .head_count_kv = 1,
+           .vocab_size = 0,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-6,
+           .tied_embeddings = false,
+           .rope_scaling = "none",
+           .rope_scaling_factor = 1.0,
+           .rope_original_context = 0,
+           .expert_count = 64,
+           .expert_used_count = 6,
+           .expert_feed_forward_length = 352,
+           .kv_lora_rank = 512,
+           .qk_nope_dim = 128,
+           .qk_rope_dim = 64,
+           .v_head_dim = 128,
+           .leading_dense_blocks = 1,
+           .expert_shared_count = 2},
 };
 }  // namespace
 

@@ -33,6 +33,15 @@ struct Preset {
   uint64_t expert_used_count = 0;
   uint64_t expert_feed_forward_length = 0;
   uint64_t expert_shared_feed_forward_length = 0;
+  // DeepSeek-V2 (deepseek2; all 0 otherwise): multi-head latent attention's ranks and per-head
+  // sizes (key = nope + rope), the leading dense layers and the shared experts.
+  uint64_t q_lora_rank = 0;
+  uint64_t kv_lora_rank = 0;
+  uint64_t qk_nope_dim = 0;
+  uint64_t qk_rope_dim = 0;
+  uint64_t v_head_dim = 0;
+  uint64_t leading_dense_blocks = 0;
+  uint64_t expert_shared_count = 0;
 };
 
 std::span<const Preset> presets();

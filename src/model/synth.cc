@@ -140,6 +140,17 @@ HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
   hp.expert_used_count = p.expert_used_count;
   hp.expert_feed_forward_length = p.expert_feed_forward_length;
   hp.expert_shared_feed_forward_length = p.expert_shared_feed_forward_length;
+  if (p.kv_lora_rank != 0) {  // latent attention: what llama.cpp's converter writes
+    hp.q_lora_rank = p.q_lora_rank;
+    hp.kv_lora_rank = p.kv_lora_rank;
+    hp.key_length_mla = p.qk_nope_dim + p.qk_rope_dim;
+    hp.value_length_mla = p.v_head_dim;
+    hp.head_dim = p.kv_lora_rank + p.qk_rope_dim;
+    hp.value_dim = p.kv_lora_rank;
+    hp.rope_dimension_count = p.qk_rope_dim;
+  }
+  hp.leading_dense_block_count = std::min(p.leading_dense_blocks, layers);
+  hp.expert_shared_count = p.expert_shared_count;
   return hp;
 }
 
@@ -149,6 +160,7 @@ bool preset_has(const Preset& p, Presence presence) {
     case Presence::Required: return true;
     case Presence::Untied: return !p.tied_embeddings;
     case Presence::RopeScaling: return p.rope_scaling == "llama3";
+    case Presence::Optional: return false;
   }
   return false;
 }
@@ -191,7 +203,9 @@ std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType t
     while (run_end < specs.size() && specs[run_end].per_layer()) ++run_end;
     for (uint64_t layer = 0; layer < hp.block_count; ++layer) {
       for (size_t j = i; j < run_end; ++j) {
-        if (preset_has(p, specs[j].presence)) plan(specs[j], specs[j].file_name(layer));
+        if (preset_has(p, specs[j].presence) && specs[j].declared_for(hp, layer)) {
+          plan(specs[j], specs[j].file_name(layer));
+        }
       }
     }
     i = run_end;
@@ -278,6 +292,20 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
   if (preset->head_dim != 0) {
     md.set(key("attention.key_length"), gguf::Value::u32(static_cast<uint32_t>(preset->head_dim)));
     md.set(key("attention.value_length"), gguf::Value::u32(static_cast<uint32_t>(preset->head_dim)));
+  }
+  if (preset->kv_lora_rank != 0) {
+    const HParams mla = preset_hparams(*preset, layers, 0);
+    md.set(key("attention.key_length"), gguf::Value::u32(static_cast<uint32_t>(mla.head_dim)));
+    md.set(key("attention.value_length"), gguf::Value::u32(static_cast<uint32_t>(mla.value_dim)));
+    md.set(key("attention.key_length_mla"), gguf::Value::u32(static_cast<uint32_t>(mla.key_length_mla)));
+    md.set(key("attention.value_length_mla"), gguf::Value::u32(static_cast<uint32_t>(mla.value_length_mla)));
+    md.set(key("attention.kv_lora_rank"), gguf::Value::u32(static_cast<uint32_t>(mla.kv_lora_rank)));
+    // Written even when 0 (one query matrix): llama.cpp requires the key unless the layer count
+    // is one of DeepSeek-V2-Lite's.
+    md.set(key("attention.q_lora_rank"), gguf::Value::u32(static_cast<uint32_t>(mla.q_lora_rank)));
+    md.set(key("rope.dimension_count"), gguf::Value::u32(static_cast<uint32_t>(mla.rope_dimension_count)));
+    md.set(key("leading_dense_block_count"), gguf::Value::u32(static_cast<uint32_t>(mla.leading_dense_block_count)));
+    md.set(key("expert_shared_count"), gguf::Value::u32(static_cast<uint32_t>(mla.expert_shared_count)));
   }
   if (preset->sliding_window != 0) {
     md.set(key("attention.sliding_window"), gguf::Value::u32(static_cast<uint32_t>(preset->sliding_window)));

@@ -42,6 +42,14 @@ backend::RopeConfig rope_config(const HParams& hp, const Architecture& arch, con
   rope.original_context = static_cast<int64_t>(hp.rope_scaling.original_context_length);
   rope.attn_factor = hp.rope_scaling.attn_factor;
   if (w.rope_freqs) rope.freq_factors = static_cast<const float*>(w.rope_freqs->data);
+  if (hp.rope_yarn_log_mul != 0.0 && type == "yarn") {
+    // llama.cpp moves YaRN's magnitude into the attention scale for such files; Lumen does that
+    // for latent attention (DeepSeek-V2), the one architecture it runs that writes the key.
+    if (arch.features.attention != AttentionKind::MultiHeadLatent) {
+      fail("{}.rope.scaling.yarn_log_multiplier is only supported for multi-head latent attention", hp.architecture);
+    }
+    rope.yarn_magnitude_in_scores = true;
+  }
   return rope;
 }
 
@@ -80,6 +88,9 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   attention_.softcap = arch_.features.attention_softcap;
   layer_window_ = layer_sliding_windows(arch_, hp_);
   if (arch_.features.ffn == FfnKind::MixtureOfExperts) moe_ = std::make_unique<MoeFfn>(backend_, hp_, arch_.features);
+  if (arch_.features.attention == AttentionKind::MultiHeadLatent) {
+    latent_ = std::make_unique<LatentAttention>(backend_, hp_, rope_);
+  }
 }
 
 void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
@@ -93,8 +104,10 @@ void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
   };
   const int64_t n = capacity_tokens_;
   const int64_t embd = static_cast<int64_t>(hp_.embedding_length);
-  const int64_t q_dim = static_cast<int64_t>(hp_.head_dim * hp_.head_count);
-  const int64_t kv_dim = static_cast<int64_t>(hp_.head_dim * hp_.head_count_kv);
+  // Latent attention keeps its own buffers (model/latent_attention.h).
+  const bool grouped = latent_ == nullptr;
+  const int64_t q_dim = grouped ? static_cast<int64_t>(hp_.head_dim * hp_.head_count) : 1;
+  const int64_t kv_dim = grouped ? static_cast<int64_t>(hp_.head_dim * hp_.head_count_kv) : 1;
   const int64_t ff = static_cast<int64_t>(hp_.feed_forward_length);
   s_.x = matrix(embd, n);
   s_.h = matrix(embd, n);
@@ -116,6 +129,14 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   TensorView attn = first_rows(s_.attn, n);
 
   backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
+  if (latent_) {
+    const size_t n_seqs = batch.sequences.size() / cache.layout().n_groups();
+    const auto group = static_cast<size_t>(cache.layout().group_of_layer[layer]);
+    // The output may overwrite h: the normed input is read only before the output projection.
+    latent_->forward(w, h, batch.positions, batch.sequences.subspan(group * n_seqs, n_seqs), cache.layer(layer), h);
+    backend_.add(x, h, x);
+    return;
+  }
   const backend::Backend::MatmulOutput qkv[] = {{&w.wq, &q}, {&w.wk, &k}, {&w.wv, &v}};
   backend_.matmul_same_input(h, qkv);
   if (w.bq) backend_.add_row(q, *w.bq);
@@ -154,7 +175,7 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView gate = first_rows(s_.gate, n), up = first_rows(s_.up, n);
   backend_.rms_norm(x, w.ffn_norm, static_cast<float>(hp_.norm_eps), h);
-  if (moe_) {
+  if (moe_ && w.ffn_gate_inp) {  // DeepSeek's leading layers are dense
     TensorView out = moe_->forward(layer, w, h);
     if (w.ffn_post_norm) backend_.rms_norm(out, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), out);
     backend_.add(x, out, x);
@@ -171,6 +192,7 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
 
 void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {
   if (cache.layout().n_groups() != 1) fail("context shift: the KV cache has {} layer groups", cache.layout().n_groups());
+  if (latent_) fail("context shift is not supported for multi-head latent attention yet");
   for (size_t layer = 0; layer < weights_.layers.size(); ++layer) {
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));

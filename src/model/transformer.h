@@ -10,6 +10,7 @@
 #include "model/arch/architecture.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
+#include "model/latent_attention.h"
 #include "model/moe_ffn.h"
 #include "model/weights.h"
 
@@ -61,6 +62,7 @@ class Transformer {
   float query_scale_ = 1.0f;  // queries times this before attention (features.query_scale)
   std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
   std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture
+  std::unique_ptr<LatentAttention> latent_;  // the attention of a multi-head latent architecture
 
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;

@@ -23,7 +23,7 @@ void for_each_declared(const Architecture& arch, const HParams& hp, F&& f) {
   }
   for (uint64_t layer = 0; layer < hp.block_count; ++layer) {
     for (const TensorSpec& spec : arch.tensors) {
-      if (spec.per_layer()) f(spec, layer, spec.file_name(layer));
+      if (spec.per_layer() && spec.declared_for(hp, layer)) f(spec, layer, spec.file_name(layer));
     }
   }
 }

@@ -16,7 +16,7 @@ struct Architecture;
 
 struct LayerWeights {
   backend::TensorView attn_norm;
-  backend::TensorView wq, wk, wv, wo;
+  backend::TensorView wq, wk, wv, wo;  // wk and wv stay empty under latent attention
   std::optional<backend::TensorView> bq, bk, bv;  // qwen2
   std::optional<backend::TensorView> q_norm, k_norm;  // QK-norm: one weight per head dimension
   std::optional<backend::TensorView> attn_post_norm;  // on the attention output, before the add
@@ -31,6 +31,13 @@ struct LayerWeights {
   std::optional<backend::TensorView> ffn_gate_exps, ffn_up_exps, ffn_down_exps;
   std::optional<backend::TensorView> ffn_gate_inp_shexp;
   std::optional<backend::TensorView> ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;
+  std::optional<backend::TensorView> ffn_exp_probs_b;  // DeepSeek-V3: a bias on expert selection only
+  // Multi-head latent attention (DeepSeek-V2/V3): the query through a bottleneck (wq_a, its norm,
+  // wq_b) or one matrix (wq above); the latent plus rope key (wkv_a_mqa) and the latent's norm;
+  // per head, the latent to key (wk_b, {nope, rank, heads}: applied to queries, "absorbed")
+  // and latent to value (wv_b, {rank, value, heads}) matrices.
+  std::optional<backend::TensorView> wq_a, q_a_norm, wq_b;
+  std::optional<backend::TensorView> wkv_a_mqa, kv_a_norm, wk_b, wv_b;
 };
 
 struct TransformerWeights {

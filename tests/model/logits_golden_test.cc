@@ -4,8 +4,9 @@
 // Q4_K_M (gemma3: QK-norm, post-norms, GeGLU, local and global layers; one prompt is longer
 // than its 512-token sliding window). And, with the same measurements and bounds, synthetic
 // mixture-of-experts models (scripts/make_moe_golden.py: qwen2moe, qwen3moe, olmoe, mixtral-style
-// llama), which no download provides: the test writes each with the built `lumen synth` from
-// the arguments in its golden and checks the file's sha256 before comparing.
+// llama, deepseek2 with multi-head latent attention), which no download provides: the test
+// writes each with the built `lumen synth` from the arguments in its golden and checks the
+// file's sha256 before comparing.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -45,6 +46,14 @@ constexpr double kGapFloor = 0.4;  // logits: top-1 and top-2 within a factor of
 struct GoldenModel {
   const char* golden;
   const char* model_file;
+  // A synthetic model's first positions agree to rounding (kEarlyBound) unless this is false.
+  // deepseek2-lite-mini: its dense first layer is 2816 wide, and Lumen's SiLU (within 2 ulp of
+  // ggml's AVX-512 one, backend/cpu/activation.h) gives 726 of those 2816 SwiGLU outputs one ulp
+  // off on the second prompt's first token, which flips one 8-bit activation code of the down
+  // projection (traced tensor by tensor against llama.cpp: everything before the SwiGLU, latent
+  // attention included, is bit-identical). It is then held to the reference's own spread there,
+  // as Gemma 3 is (llama.cpp's flash-attention path differs by 0.021 at those positions).
+  bool early_exact = true;
 };
 
 // sha256sum's digest of a file ("" when it cannot run).
@@ -174,7 +183,7 @@ TEST_P(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
       ref["reference_spread"].value("max_early_logit_diff", 0.0));
   const auto& spread = ref["reference_spread"];
   EXPECT_GE(positions, ref["cases"].size() * 64u);
-  if (ref["generator"].contains("synth")) {
+  if (ref["generator"].contains("synth") && GetParam().early_exact) {
     // The synthetic MoE models' weights are Q4_1, whose kernels round as llama.cpp's do, and
     // the router's f32 logits are summed in llama.cpp's prompt order: their first positions
     // agree to rounding whatever llama.cpp's other paths do there.
@@ -229,7 +238,8 @@ INSTANTIATE_TEST_SUITE_P(RealModels, LogitsGolden,
                                            GoldenModel{"smollm2_yarn", "derived/SmolLM2-135M-Instruct.Q4_1.rope-yarn.gguf"},
                                            GoldenModel{"smollm2_linear", "derived/SmolLM2-135M-Instruct.Q4_1.rope-linear.gguf"},
                                            GoldenModel{"moe_qwen2moe", nullptr}, GoldenModel{"moe_qwen3moe", nullptr},
-                                           GoldenModel{"moe_olmoe", nullptr}, GoldenModel{"moe_mixtral", nullptr}),
+                                           GoldenModel{"moe_olmoe", nullptr}, GoldenModel{"moe_mixtral", nullptr},
+                                           GoldenModel{"moe_deepseek2", nullptr, false}),
                          [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "backend/common/attention_checks.h"
 
 #include <cmath>
+#include <utility>
 
 #include "backend/common/kv_checks.h"
 #include "util/error.h"
@@ -16,15 +17,18 @@ void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span
   if (cfg.sliding_window < 0 || !std::isfinite(cfg.scale) || !std::isfinite(cfg.softcap) || cfg.softcap < 0.0f) {
     fail("attention: invalid sliding window, scale or softcap");
   }
-  for (const TensorView* t : {&q, &out}) {
-    if (t->type != tensor::DType::F32 || t->dims[0] != cfg.head_dim || t->dims[1] != cfg.n_heads ||
-        t->row_bytes < static_cast<size_t>(cfg.head_dim) * sizeof(float) || t->row_bytes % sizeof(float) != 0 ||
+  const int64_t value_dim = attention_value_dim(cfg);
+  if (value_dim <= 0) fail("attention: value_dim {} must be positive", cfg.value_dim);
+  for (const auto& [t, width] : {std::pair{&q, cfg.head_dim}, std::pair{&out, value_dim}}) {
+    if (t->type != tensor::DType::F32 || t->dims[0] != width || t->dims[1] != cfg.n_heads ||
+        t->row_bytes < static_cast<size_t>(width) * sizeof(float) || t->row_bytes % sizeof(float) != 0 ||
         t->data == nullptr) {
-      fail("attention: q and out must be f32 {{head_dim {}, n_heads {}, tokens}}", cfg.head_dim, cfg.n_heads);
+      fail("attention: q and out must be f32 {{head_dim {} (out: value_dim {}), n_heads {}, tokens}}", cfg.head_dim,
+           value_dim, cfg.n_heads);
     }
   }
   if (q.rows() != out.rows()) fail("attention: q and out hold different token counts");
-  check_kv_layer(cache, cfg.head_dim * cfg.n_kv_heads, "attention");
+  check_kv_layer(cache, cfg.head_dim * cfg.n_kv_heads, "attention", value_dim * cfg.n_kv_heads);
   for (const TensorView* t : {&cache.k, &cache.v}) {
     if (t->row_bytes % (t->type == tensor::DType::F32 ? 4 : 2) != 0) {
       fail("attention: cache rows are not aligned to their element size");

@@ -25,10 +25,14 @@ void check_cache_tensor(const TensorView& t, int64_t kv_dim, int64_t block_size,
 
 }  // namespace
 
-void check_kv_layer(const KvLayer& cache, int64_t kv_dim, std::string_view op) {
+void check_kv_layer(const KvLayer& cache, int64_t kv_dim, std::string_view op, int64_t v_dim) {
   if (cache.block_size <= 0) fail("{}: block size {} must be positive", op, cache.block_size);
   check_cache_tensor(cache.k, kv_dim, cache.block_size, op, "K");
-  check_cache_tensor(cache.v, kv_dim, cache.block_size, op, "V");
+  check_cache_tensor(cache.v, v_dim < 0 ? kv_dim : v_dim, cache.block_size, op, "V");
+  if (values_in_keys(cache) && (cache.v.type != cache.k.type || cache.v.row_bytes != cache.k.row_bytes ||
+                                cache.v.dims[0] > cache.k.dims[0])) {
+    fail("{}: V is a view of K but not of K's type, rows and width", op);
+  }
   if (cache.k.dims[2] * cache.k.dims[3] != cache.v.dims[2] * cache.v.dims[3]) {
     fail("{}: K and V caches hold different block counts", op);
   }

@@ -12,8 +12,10 @@
 namespace lumen::backend::common {
 
 // Throws lumen::Error unless the cache is laid out as KvLayer says ({kv_dim, block_size,
-// n_blocks}, K and V each F16 or F32, rows at least kv_dim wide) with kv_dim == `kv_dim`.
-void check_kv_layer(const KvLayer& cache, int64_t kv_dim, std::string_view op);
+// n_blocks}, K and V each F16 or F32, rows at least kv_dim wide) with K rows of `kv_dim` values
+// and V rows of `v_dim` (-1: kv_dim too). Values that are a view of the keys (values_in_keys)
+// must be K's type and fit in a K row.
+void check_kv_layer(const KvLayer& cache, int64_t kv_dim, std::string_view op, int64_t v_dim = -1);
 
 // Throws lumen::Error unless every sequence's tokens lie inside a batch of `batch_tokens`
 // rows, its positions are non-negative, and its block table covers positions

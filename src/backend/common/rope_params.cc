@@ -46,7 +46,9 @@ RopeParams make_rope_params(const RopeConfig& config, int64_t head_dim) {
     // against the one ggml applies again, times the file's factor. The net magnitude is
     // attn_factor * (1 + 0.1 ln factor), rounded as llama.cpp rounds it.
     const float factor = 1.0f / params.freq_scale;
-    float attn = factor <= 1.0f ? 1.0f : 0.1f * 1.0f * std::log(factor) + 1.0f;
+    // With DeepSeek's log multiplier llama.cpp's first factor is mscale(f, m) / mscale(f, m):
+    // exactly 1.
+    float attn = factor <= 1.0f || config.yarn_magnitude_in_scores ? 1.0f : 0.1f * 1.0f * std::log(factor) + 1.0f;
     attn *= 1.0f / (1.0f + 0.1f * std::log(factor));
     params.attn_factor = attn * static_cast<float>(config.attn_factor);
     const float start = std::floor(yarn_corr_dim(config.rope_dims, config.original_context,

@@ -91,6 +91,7 @@ constexpr int64_t kPointerArrays = 2;
 
 size_t rounded(size_t n) { return (n + 15) & ~size_t{15}; }
 
+// dim: the wider of a key and a value row (the accumulators and staging tiles hold either).
 size_t scratch_floats(int64_t nq, int64_t dim, int64_t tile, int64_t span) {
   const auto q = static_cast<size_t>(nq), d = static_cast<size_t>(dim),
              b = static_cast<size_t>(tile);
@@ -245,10 +246,11 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
                    int64_t first_pos, int64_t lowest, int64_t last_pos) {
   const AttentionConfig& cfg = *job.config;
   const KvLayer& cache = *job.cache;
-  const int64_t dim = cfg.head_dim, bs = cache.block_size, heads = job.heads_per_task;
-  const int64_t tile = tile_capacity(cache, dim);
+  const int64_t dim = cfg.head_dim, vdim = attention_value_dim(cfg), bs = cache.block_size;
+  const int64_t heads = job.heads_per_task;
+  const int64_t tile = tile_capacity(cache, std::max(dim, vdim));
   const int64_t span = last_pos + 1 - lowest;
-  const int64_t head_offset = task.kv_head * dim;
+  const int64_t head_offset = task.kv_head * dim, value_offset = task.kv_head * vdim;
   const bool capped = cfg.softcap != 0.0f;
   const float score_scale = capped ? cfg.scale / cfg.softcap : cfg.scale;
   const float masked = -std::numeric_limits<float>::infinity();
@@ -257,7 +259,9 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
     const int64_t tile_end = tile_end_at(tile_first, last_pos, tile, bs);
     const int64_t n_keys = tile_end - tile_first;
     request_rows(cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs);
-    request_rows(cache.v, *task.seq, tile_first, n_keys, head_offset, dim, bs);  // for the P V pass
+    if (!values_in_keys(cache)) {
+      request_rows(cache.v, *task.seq, tile_first, n_keys, value_offset, vdim, bs);  // for the P V pass
+    }
     const TileRows k = tile_rows(cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs,
                                  buf.k_rows, buf.k_pointers);
     tile_qk(*job.tiles, buf.q, nq, k, n_keys, dim, buf.scores, n_keys);
@@ -290,32 +294,32 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
     const float inverse = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
     job.tiles->round_f16(row, span, inverse, row);
   }
-  std::fill(buf.acc, buf.acc + nq * dim, 0.0f);
+  std::fill(buf.acc, buf.acc + nq * vdim, 0.0f);
   for (int64_t tile_first = lowest; tile_first <= last_pos;) {
     const int64_t tile_end = tile_end_at(tile_first, last_pos, tile, bs);
-    const TileRows v = tile_rows(cache.v, *task.seq, tile_first, tile_end - tile_first, head_offset,
-                                 dim, bs, buf.v_rows, buf.v_pointers);
-    tile_pv(*job.tiles, buf.rows + (tile_first - lowest), nq, span, v, tile_end - tile_first, dim,
+    const TileRows v = tile_rows(cache.v, *task.seq, tile_first, tile_end - tile_first, value_offset,
+                                 vdim, bs, buf.v_rows, buf.v_pointers);
+    tile_pv(*job.tiles, buf.rows + (tile_first - lowest), nq, span, v, tile_end - tile_first, vdim,
             buf.acc);
     tile_first = tile_end;
   }
   for (int64_t i = 0; i < nq; ++i) {
     const int64_t token = task.seq->first_token + task.q_begin + i / heads;
     float* dst = job.out->row<float>(token * cfg.n_heads + task.head_begin + i % heads);
-    std::copy_n(buf.acc + i * dim, dim, dst);
+    std::copy_n(buf.acc + i * vdim, vdim, dst);
   }
 }
 
 void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
   const AttentionConfig& cfg = *job.config;
   const KvLayer& cache = *job.cache;
-  const int64_t dim = cfg.head_dim;
+  const int64_t dim = cfg.head_dim, vdim = attention_value_dim(cfg);
   const int64_t bs = cache.block_size;
   const int64_t heads = job.heads_per_task;
   const int64_t nq = task.n_q * heads;
-  const int64_t tile = tile_capacity(cache, dim);
+  const int64_t tile = tile_capacity(cache, std::max(dim, vdim));
   TaskBuffers buf = carve(job.scratch->per_worker[worker].data(),
-                          job.scratch->row_pointers[worker].data(), nq, dim, tile);
+                          job.scratch->row_pointers[worker].data(), nq, std::max(dim, vdim), tile);
 
   // Query vector i is query row i / heads, head head_begin + i % heads.
   const bool round_q = cache.k.type == tensor::DType::F16;
@@ -329,7 +333,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
       std::copy_n(src, dim, dst);
     }
   }
-  std::fill(buf.acc, buf.acc + nq * dim, 0.0f);
+  std::fill(buf.acc, buf.acc + nq * vdim, 0.0f);
   std::fill(buf.max, buf.max + nq, -std::numeric_limits<float>::infinity());
   std::fill(buf.sum, buf.sum + nq, 0.0f);
 
@@ -339,7 +343,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
   const int64_t lowest = window > 0 ? std::max<int64_t>(0, first_pos - window + 1) : 0;
   const bool capped = cfg.softcap != 0.0f;
   const float score_scale = capped ? cfg.scale / cfg.softcap : cfg.scale;
-  const int64_t head_offset = task.kv_head * dim;
+  const int64_t head_offset = task.kv_head * dim, value_offset = task.kv_head * vdim;
 
   if (job.exact_f16) {
     run_exact_f16(job, task, buf, nq, first_pos, lowest, last_pos);
@@ -349,7 +353,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
     const int64_t tile_end = tile_end_at(tile_first, last_pos, tile, bs);
     const int64_t n_keys = tile_end - tile_first;
     request_rows(cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs);
-    request_rows(cache.v, *task.seq, tile_first, n_keys, head_offset, dim, bs);
+    if (!values_in_keys(cache)) request_rows(cache.v, *task.seq, tile_first, n_keys, value_offset, vdim, bs);
     const TileRows k = tile_rows(cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs,
                                  buf.k_rows, buf.k_pointers);
     tile_qk(*job.tiles, buf.q, nq, k, n_keys, dim, buf.scores, n_keys);
@@ -377,13 +381,13 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
       buf.sum[i] = buf.sum[i] * correction + tile_sum;
       buf.max[i] = new_max;
       if (correction != 1.0f) {
-        float* acc = buf.acc + i * dim;
-        for (int64_t d = 0; d < dim; ++d) acc[d] *= correction;
+        float* acc = buf.acc + i * vdim;
+        for (int64_t d = 0; d < vdim; ++d) acc[d] *= correction;
       }
     }
-    const TileRows v = tile_rows(cache.v, *task.seq, tile_first, n_keys, head_offset, dim, bs,
+    const TileRows v = tile_rows(cache.v, *task.seq, tile_first, n_keys, value_offset, vdim, bs,
                                  buf.v_rows, buf.v_pointers);
-    tile_pv(*job.tiles, buf.scores, nq, n_keys, v, n_keys, dim, buf.acc);
+    tile_pv(*job.tiles, buf.scores, nq, n_keys, v, n_keys, vdim, buf.acc);
     tile_first = tile_end;
   }
 
@@ -391,8 +395,8 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
     const int64_t token = task.seq->first_token + task.q_begin + i / heads;
     float* dst = job.out->row<float>(token * cfg.n_heads + task.head_begin + i % heads);
     const float inv = buf.sum[i] > 0.0f ? 1.0f / buf.sum[i] : 0.0f;
-    const float* acc = buf.acc + i * dim;
-    for (int64_t d = 0; d < dim; ++d) dst[d] = acc[d] * inv;
+    const float* acc = buf.acc + i * vdim;
+    for (int64_t d = 0; d < vdim; ++d) dst[d] = acc[d] * inv;
   }
 }
 
@@ -431,13 +435,13 @@ void attention_with(const AttentionTileKernels& tiles, const TensorView& q, cons
   if (n_tasks == 0) return;
 
   const int64_t max_q = std::min(job.chunk, longest) * job.heads_per_task;
-  const size_t need = scratch_floats(max_q, config.head_dim, tile_capacity(cache, config.head_dim),
-                                     job.exact_f16 ? job.longest_span : 0);
+  const int64_t width = std::max(config.head_dim, attention_value_dim(config));
+  const size_t need = scratch_floats(max_q, width, tile_capacity(cache, width), job.exact_f16 ? job.longest_span : 0);
   scratch.per_worker.resize(std::max<size_t>(scratch.per_worker.size(), pool.size()));
   for (auto& buffer : scratch.per_worker) {
     if (buffer.size() < need) buffer.resize(need);
   }
-  const auto pointers = static_cast<size_t>(kPointerArrays * tile_capacity(cache, config.head_dim));
+  const auto pointers = static_cast<size_t>(kPointerArrays * tile_capacity(cache, width));
   scratch.row_pointers.resize(std::max<size_t>(scratch.row_pointers.size(), pool.size()));
   for (auto& buffer : scratch.row_pointers) {
     if (buffer.size() < pointers) buffer.resize(pointers);

@@ -23,19 +23,22 @@ void store_row(const float* src, int64_t n, tensor::DType type, void* dst) {
 void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
               KvLayer& cache) {
   const int64_t kv_dim = k.dims[0];
-  if (k.type != tensor::DType::F32 || v.type != tensor::DType::F32 || v.dims[0] != kv_dim ||
-      v.rows() != k.rows()) {
-    fail("store_kv: k and v must be f32 with the same shape");
+  // Values that are a view of the keys arrive with them: v is not read.
+  const bool values = !values_in_keys(cache);
+  const int64_t v_dim = values ? v.dims[0] : cache.v.dims[0];
+  if (k.type != tensor::DType::F32 || (values && (v.type != tensor::DType::F32 || v.rows() != k.rows()))) {
+    fail("store_kv: k and v must be f32 with one row per token");
   }
-  check_kv_layer(cache, kv_dim, "store_kv");
+  check_kv_layer(cache, kv_dim, "store_kv", v_dim);
   check_sequences(seqs, k.rows(), cache, "store_kv");
   for (const SequenceSlice& seq : seqs) {
     for (int64_t i = 0; i < seq.n_tokens; ++i) {
       const int64_t row = kv_row(seq, seq.start_pos + i, cache.block_size);
       store_row(k.row<const float>(seq.first_token + i), kv_dim, cache.k.type,
                 cache.k.row<uint8_t>(row));
-      store_row(v.row<const float>(seq.first_token + i), kv_dim, cache.v.type,
-                cache.v.row<uint8_t>(row));
+      if (values) {
+        store_row(v.row<const float>(seq.first_token + i), v_dim, cache.v.type, cache.v.row<uint8_t>(row));
+      }
     }
   }
 }
@@ -54,6 +57,7 @@ uint8_t* block_start(const TensorView& t, int64_t block_size, int64_t block, int
 void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
   const int64_t n_blocks = cache.k.dims[2];
   for (TensorView* t : {&cache.k, &cache.v}) {
+    if (t == &cache.v && values_in_keys(cache)) break;  // copied with the keys
     const size_t bytes = t->row_bytes * static_cast<size_t>(cache.block_size);
     const uint8_t* from = block_start(*t, cache.block_size, src, n_blocks, "copy_kv_block");
     uint8_t* to = block_start(*t, cache.block_size, dst, n_blocks, "copy_kv_block");
@@ -63,18 +67,20 @@ void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
 
 void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
   const int64_t n_blocks = cache.k.dims[2];
-  const size_t bytes = kv_block_bytes(cache);
-  if (cache.v.row_bytes != cache.k.row_bytes) fail("read_kv_block: K and V rows differ in size");
-  std::memcpy(host_k, block_start(cache.k, cache.block_size, block, n_blocks, "read_kv_block"), bytes);
-  std::memcpy(host_v, block_start(cache.v, cache.block_size, block, n_blocks, "read_kv_block"), bytes);
+  std::memcpy(host_k, block_start(cache.k, cache.block_size, block, n_blocks, "read_kv_block"),
+              kv_block_bytes(cache));
+  if (const size_t v_bytes = kv_value_block_bytes(cache); v_bytes != 0) {
+    std::memcpy(host_v, block_start(cache.v, cache.block_size, block, n_blocks, "read_kv_block"), v_bytes);
+  }
 }
 
 void write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
   const int64_t n_blocks = cache.k.dims[2];
-  const size_t bytes = kv_block_bytes(cache);
-  if (cache.v.row_bytes != cache.k.row_bytes) fail("write_kv_block: K and V rows differ in size");
-  std::memcpy(block_start(cache.k, cache.block_size, block, n_blocks, "write_kv_block"), host_k, bytes);
-  std::memcpy(block_start(cache.v, cache.block_size, block, n_blocks, "write_kv_block"), host_v, bytes);
+  std::memcpy(block_start(cache.k, cache.block_size, block, n_blocks, "write_kv_block"), host_k,
+              kv_block_bytes(cache));
+  if (const size_t v_bytes = kv_value_block_bytes(cache); v_bytes != 0) {
+    std::memcpy(block_start(cache.v, cache.block_size, block, n_blocks, "write_kv_block"), host_v, v_bytes);
+  }
 }
 
 }  // namespace lumen::backend::cpu

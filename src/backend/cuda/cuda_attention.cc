@@ -42,6 +42,9 @@ void check_cuda_attention_inputs(const TensorView& q, const KvLayer& cache,
          cfg.head_dim);
   }
   if (cache.k.type != cache.v.type) fail("attention: the CUDA kernels need K and V of one type");
+  if (attention_value_dim(cfg) != cfg.head_dim || values_in_keys(cache)) {
+    fail("attention: the CUDA kernels do not run multi-head latent attention (values narrower than keys) yet");
+  }
 }
 
 // Everything the plan depends on, flattened: a call with an equal key reuses the last plan.
@@ -117,7 +120,9 @@ void CudaBackend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
 void CudaBackend::read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
   State& s = *state_;
   check_block_id(block, cache, "read_kv_block");
-  if (cache.v.row_bytes != cache.k.row_bytes) fail("read_kv_block: K and V rows differ in size");
+  if (cache.v.row_bytes != cache.k.row_bytes || values_in_keys(cache)) {
+    fail("read_kv_block: K and V rows differ in size (a latent cache is not supported on CUDA yet)");
+  }
   const size_t bytes = kv_block_bytes(cache);
   cuda::check_cuda(cudaMemcpyAsync(host_k, block_start(cache.k, cache.block_size, block), bytes,
                                    cudaMemcpyDeviceToHost, s.stream),
@@ -132,7 +137,9 @@ void CudaBackend::write_kv_block(KvLayer& cache, int64_t block, const void* host
                                  const void* host_v) {
   State& s = *state_;
   check_block_id(block, cache, "write_kv_block");
-  if (cache.v.row_bytes != cache.k.row_bytes) fail("write_kv_block: K and V rows differ in size");
+  if (cache.v.row_bytes != cache.k.row_bytes || values_in_keys(cache)) {
+    fail("write_kv_block: K and V rows differ in size (a latent cache is not supported on CUDA yet)");
+  }
   const size_t bytes = kv_block_bytes(cache);
   // From pageable memory the copy returns once the source is staged: the caller may reuse it.
   cuda::check_cuda(cudaMemcpyAsync(block_start(cache.k, cache.block_size, block), host_k, bytes,

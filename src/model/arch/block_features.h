@@ -54,6 +54,11 @@ struct BlockFeatures {
   // when the architecture declares one, adds its output scaled by sigmoid(gate_inp_shexp . x).
   ExpertGating expert_gating = ExpertGating::Softmax;
   bool expert_weights_norm = false;
+  // DeepSeek: the file says how its router gates ({arch}.expert_gating_func; absent: softmax)
+  // and whether it renormalizes ({arch}.expert_weights_norm; absent: no), overriding the two
+  // fields above. Any architecture's file may scale the weights ({arch}.expert_weights_scale)
+  // and group the experts ({arch}.expert_group_count), as llama.cpp reads those for all.
+  bool routing_from_file = false;
   AttentionKind attention = AttentionKind::Grouped;
 };
 

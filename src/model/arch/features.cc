@@ -30,7 +30,15 @@ void require_supported_features(const Architecture& arch, const HParams& hp) {
   if (f.ffn == FfnKind::MixtureOfExperts && hp.expert_count == 0) {
     fail("architecture '{}' is a mixture of experts but {}.expert_count is missing or 0", arch.name, hp.architecture);
   }
-  if (f.attention == AttentionKind::MultiHeadLatent) refuse(arch, "multi-head latent attention (MLA)");
+  if (f.attention == AttentionKind::MultiHeadLatent && !is_mla(hp)) {
+    fail("this {} file has the older multi-head latent attention layout (one attn_kv_b matrix, no "
+         "{}.attention.key_length_mla / value_length_mla); Lumen reads the split attn_k_b / attn_v_b layout "
+         "that llama.cpp's converter writes since mid-2025: convert the model again",
+         arch.name, hp.architecture);
+  }
+  if (f.attention == AttentionKind::MultiHeadLatent && f.sliding_window != SlidingWindow::None) {
+    refuse(arch, "multi-head latent attention with a sliding window");
+  }
   if (f.sliding_window == SlidingWindow::Pattern && f.sliding_window_period == 0) {
     fail("architecture '{}' declares a sliding-window pattern with period 0", arch.name);
   }

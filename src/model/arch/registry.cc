@@ -17,6 +17,7 @@ Architecture mixtral_architecture();
 Architecture qwen2moe_architecture();
 Architecture qwen3moe_architecture();
 Architecture olmoe_architecture();
+Architecture deepseek2_architecture();
 
 namespace {
 
@@ -30,6 +31,7 @@ const std::array kRegistry = {
     qwen2moe_architecture,
     qwen3moe_architecture,
     olmoe_architecture,
+    deepseek2_architecture,
 };
 // clang-format on
 

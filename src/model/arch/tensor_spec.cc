@@ -16,6 +16,15 @@ int64_t dim_value(Dim dim, const HParams& hp) {
     case Dim::Experts: return static_cast<int64_t>(hp.expert_count);
     case Dim::ExpertFeedForward: return static_cast<int64_t>(expert_ffn_width(hp));
     case Dim::SharedFeedForward: return static_cast<int64_t>(shared_expert_ffn_width(hp));
+    case Dim::SharedExpertsFeedForward: return static_cast<int64_t>(expert_ffn_width(hp) * hp.expert_shared_count);
+    case Dim::Heads: return static_cast<int64_t>(hp.head_count);
+    case Dim::QLoraRank: return static_cast<int64_t>(hp.q_lora_rank);
+    case Dim::KvLoraRank: return static_cast<int64_t>(hp.kv_lora_rank);
+    case Dim::LatentKeyWidth: return static_cast<int64_t>(hp.kv_lora_rank + hp.rope_dimension_count);
+    case Dim::MlaQWidth: return static_cast<int64_t>(hp.head_count * hp.key_length_mla);
+    case Dim::MlaNopeDim: return static_cast<int64_t>(hp.key_length_mla - hp.rope_dimension_count);
+    case Dim::MlaValueDim: return static_cast<int64_t>(hp.value_length_mla);
+    case Dim::MlaOutWidth: return static_cast<int64_t>(hp.head_count * hp.value_length_mla);
   }
   return 0;
 }
@@ -42,6 +51,13 @@ TensorSpec model_tensor(std::string name, std::vector<Dim> shape, TensorRole rol
 
 TensorSpec layer_tensor(std::string name, std::vector<Dim> shape, TensorRole role, TensorSlot slot) {
   return {std::move(name), std::move(shape), role, Presence::Required, slot};
+}
+
+TensorSpec layer_tensor_if(bool (*in_layer)(const HParams&, uint64_t), std::string name, std::vector<Dim> shape,
+                           TensorRole role, TensorSlot slot, Presence presence) {
+  TensorSpec spec{std::move(name), std::move(shape), role, presence, slot};
+  spec.in_layer = in_layer;
+  return spec;
 }
 
 }  // namespace lumen::model

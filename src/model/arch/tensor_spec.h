@@ -29,6 +29,17 @@ enum class Dim {
   Experts,            // expert_count
   ExpertFeedForward,  // one routed expert's FFN width (hparams.h: expert_ffn_width)
   SharedFeedForward,  // the shared expert's FFN width (shared_expert_ffn_width)
+  // DeepSeek: expert_shared_count shared experts of one expert's width, run as one FFN.
+  SharedExpertsFeedForward,
+  // Multi-head latent attention (hparams.h: is_mla).
+  Heads,           // head_count
+  QLoraRank,       // the query bottleneck
+  KvLoraRank,      // the latent
+  LatentKeyWidth,  // what the cache holds per position: latent + rope key
+  MlaQWidth,       // head_count x key_length_mla
+  MlaNopeDim,      // key_length_mla - rope dims: the part of a head's key that the latent makes
+  MlaValueDim,     // value_length_mla
+  MlaOutWidth,     // head_count x value_length_mla
 };
 
 // What a tensor is for: decides the element types allowed (matrices go through the backend's
@@ -48,6 +59,7 @@ enum class Presence {
   Required,
   Untied,       // absent when the output projection reuses the embedding matrix
   RopeScaling,  // present only with llama3-style frequency scaling
+  Optional,     // a file may have it or not (`lumen synth` writes none)
 };
 
 // Where the binder stores a tensor: a member of the model's weights or of each layer's.
@@ -61,8 +73,12 @@ struct TensorSpec {
   TensorRole role = TensorRole::Matrix;
   Presence presence = Presence::Required;
   TensorSlot slot;
+  // Per-layer tensors: the layers that have this one (null: every layer). DeepSeek's leading
+  // dense layers have an FFN where the others have experts; its query matrix is one or two.
+  bool (*in_layer)(const HParams& hp, uint64_t layer) = nullptr;
 
   bool per_layer() const { return slot.index() >= 2; }
+  bool declared_for(const HParams& hp, uint64_t layer) const { return in_layer == nullptr || in_layer(hp, layer); }
   bool optional() const { return presence != Presence::Required; }
   // The name in the file: "blk.{layer}.{name}" for per-layer tensors.
   std::string file_name(uint64_t layer) const;
@@ -73,6 +89,9 @@ struct TensorSpec {
 // Shorthands for the architecture files.
 TensorSpec model_tensor(std::string name, std::vector<Dim> shape, TensorRole role, Presence presence, TensorSlot slot);
 TensorSpec layer_tensor(std::string name, std::vector<Dim> shape, TensorRole role, TensorSlot slot);
+// The same, for the layers `in_layer` accepts only, and optional there when presence says so.
+TensorSpec layer_tensor_if(bool (*in_layer)(const HParams&, uint64_t), std::string name, std::vector<Dim> shape,
+                           TensorRole role, TensorSlot slot, Presence presence = Presence::Required);
 
 int64_t dim_value(Dim dim, const HParams& hp);
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/writer.h"
@@ -20,8 +21,10 @@ struct TinyTensor {
 };
 
 // Small, self-consistent hyperparameters: 2 layers, width 64, 4 heads of 16 (2 KV heads); for a
-// mixture-of-experts architecture 4 experts of 32, 2 per token, a shared expert of 128. `arch`
-// is a registered id ("mixtral" gives a llama file with experts).
+// mixture-of-experts architecture 4 experts of 32, 2 per token, a shared expert of 128; for
+// multi-head latent attention a latent of 32 plus 16 rope dims (one cached "KV head"), per-head
+// keys of 16 + 16 and values of 16, a dense first layer and one shared expert. `arch` is a
+// registered id ("mixtral" gives a llama file with experts).
 inline HParams tiny_hparams(const std::string& arch) {
   HParams hp;
   const Architecture* registered = find_architecture(arch);
@@ -41,6 +44,16 @@ inline HParams tiny_hparams(const std::string& arch) {
   hp.value_dim = 16;
   hp.vocab_size = 256;
   hp.rope_dimension_count = 16;
+  if (registered != nullptr && registered->features.attention == AttentionKind::MultiHeadLatent) {
+    hp.kv_lora_rank = 32;
+    hp.key_length_mla = 32;
+    hp.value_length_mla = 16;
+    hp.head_count_kv = 1;
+    hp.head_dim = hp.kv_lora_rank + hp.rope_dimension_count;
+    hp.value_dim = hp.kv_lora_rank;
+    hp.leading_dense_block_count = 1;
+    hp.expert_shared_count = 1;
+  }
   return hp;
 }
 
@@ -49,6 +62,7 @@ inline std::vector<TinyTensor> declared_tensors(const Architecture& arch, const 
   for (const TensorSpec& spec : arch.tensors) {
     const uint64_t copies = spec.per_layer() ? hp.block_count : 1;
     for (uint64_t layer = 0; layer < copies; ++layer) {
+      if (spec.per_layer() && !spec.declared_for(hp, layer)) continue;
       const tensor::DType type = spec.role == TensorRole::Matrix ? tensor::DType::F16 : tensor::DType::F32;
       // (a router, TensorRole::Router, stays F32 as llama.cpp's quantizer leaves it)
       out.push_back({spec.file_name(layer), type, spec.dims(hp)});
@@ -79,6 +93,17 @@ inline std::string write_tiny_model(const std::string& arch_name, const std::str
   md.set(key("attention.head_count"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count)));
   md.set(key("attention.head_count_kv"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count_kv)));
   md.set(key("vocab_size"), gguf::Value::u32(static_cast<uint32_t>(hp.vocab_size)));
+  if (hp.kv_lora_rank != 0) {
+    for (const auto& [suffix, value] :
+         {std::pair{"attention.kv_lora_rank", hp.kv_lora_rank}, std::pair{"attention.key_length", hp.head_dim},
+          std::pair{"attention.value_length", hp.value_dim}, std::pair{"attention.key_length_mla", hp.key_length_mla},
+          std::pair{"attention.value_length_mla", hp.value_length_mla},
+          std::pair{"rope.dimension_count", hp.rope_dimension_count},
+          std::pair{"leading_dense_block_count", hp.leading_dense_block_count},
+          std::pair{"expert_shared_count", hp.expert_shared_count}}) {
+      md.set(key(suffix), gguf::Value::u32(static_cast<uint32_t>(value)));
+    }
+  }
   for (const TinyTensor& t : tensors) {
     writer.add_tensor(t.name, t.type, t.dims, [](std::span<uint8_t> out) { std::fill(out.begin(), out.end(), 0); });
   }
