@@ -10,6 +10,8 @@
 // computed in f32 can land on the other side of an f16 rounding boundary than the f64 one, one
 // f16 step (2^-11 of p) per such key, so the bound there is kF16Tolerance. Two mutation checks show the comparison would catch a wrong causal mask or a
 // wrong GQA head mapping: both change outputs by orders of magnitude more than the tolerance.
+// Latent shapes (multi-head latent attention) have values narrower than keys, read from the
+// leading part of each key row through a V view of the K memory (backend::values_in_keys).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +37,9 @@ struct Shape {
   int64_t window = 0;
   float softcap = 0.0f;
   std::vector<std::pair<int64_t, int64_t>> seqs = {{0, 33}, {93, 7}, {6, 1}, {0, 1}};  // (start, n)
+  int64_t value_dim = 0;  // > 0: values are the first value_dim of each key row (one KV head)
+
+  int64_t values() const { return value_dim != 0 ? value_dim : head_dim; }
 };
 
 enum class Mutation { None, PeekOneAhead, WrongHeadMapping };
@@ -66,6 +71,10 @@ struct Batch {
         cache.write(PagedCache::row_of(tables.back(), pos, s.block_size), k.data(), v.data());
       }
     }
+    if (s.value_dim != 0) {  // the latent layout: V is a view of K's memory
+      cache.layer().v = cache.layer().k;
+      cache.layer().v.dims[0] = s.value_dim;
+    }
     for (size_t i = 0; i < s.seqs.size(); ++i) {
       slices.push_back({n_tokens, s.seqs[i].second, s.seqs[i].first, tables[i]});
       n_tokens += s.seqs[i].second;
@@ -87,13 +96,14 @@ struct Batch {
     c.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
     c.sliding_window = shape.window;
     c.softcap = shape.softcap;
+    c.value_dim = shape.value_dim;
     return c;
   }
 
   std::vector<double> reference(Mutation mutation) const {
-    const int64_t dim = shape.head_dim, group = shape.n_heads / shape.n_kv_heads;
+    const int64_t dim = shape.head_dim, vdim = shape.values(), group = shape.n_heads / shape.n_kv_heads;
     const AttentionConfig c = config();
-    std::vector<double> out(q.size(), 0.0);
+    std::vector<double> out(static_cast<size_t>(vdim * shape.n_heads * n_tokens), 0.0);
     for (size_t si = 0; si < slices.size(); ++si) {
       const SequenceSlice& seq = slices[si];
       const int64_t seq_end = seq.start_pos + seq.n_tokens;
@@ -119,13 +129,15 @@ struct Batch {
           const double mx = *std::max_element(scores.begin(), scores.end());
           double total = 0.0;
           for (double& s : scores) total += (s = std::exp(s - mx));
-          double* o = out.data() + ((seq.first_token + i) * shape.n_heads + h) * dim;
+          double* o = out.data() + ((seq.first_token + i) * shape.n_heads + h) * vdim;
           for (int64_t p = lo; p <= hi; ++p) {
             const int64_t row = PagedCache::row_of(tables[si], p, shape.block_size);
             double w = scores[static_cast<size_t>(p - lo)] / total;
             // With an f16 V, probabilities are rounded to f16 (llama.cpp's default path).
             if (cache.type() == tensor::DType::F16) w = testing::round_to_f16(static_cast<float>(w));
-            for (int64_t d = 0; d < dim; ++d) o[d] += w * cache.v_at(row, kvh * dim + d);
+            for (int64_t d = 0; d < vdim; ++d) {
+              o[d] += w * (shape.value_dim != 0 ? cache.k_at(row, d) : cache.v_at(row, kvh * dim + d));
+            }
           }
         }
       }
@@ -136,12 +148,13 @@ struct Batch {
   std::vector<float> run(const AttentionTileKernels& tiles, unsigned threads) {
     ThreadPool pool(threads);
     AttentionScratch scratch;
-    std::vector<float> out(q.size(), std::nanf(""));
+    std::vector<float> out(static_cast<size_t>(shape.values() * shape.n_heads * n_tokens), std::nanf(""));
     const TensorView qt{tensor::DType::F32, {shape.head_dim, shape.n_heads, n_tokens, 1},
                         static_cast<size_t>(shape.head_dim) * 4, q.data()};
-    TensorView ot = qt;
-    ot.data = out.data();
-    attention_with(tiles, qt, cache.layer(), slices, config(), ot, pool, scratch);
+    const TensorView ot{tensor::DType::F32, {shape.values(), shape.n_heads, n_tokens, 1},
+                        static_cast<size_t>(shape.values()) * 4, out.data()};
+    TensorView target = ot;
+    attention_with(tiles, qt, cache.layer(), slices, config(), target, pool, scratch);
     return out;
   }
 };
@@ -196,6 +209,9 @@ const Shape kShapes[] = {
     {"softcap", 80, 9, 3, 16, 0, 2.0f},
     {"window_and_softcap", 128, 4, 2, 8, 9, 30.0f, {{0, 7}, {0, 33}, {99, 1}}},
     {"single_decode", 64, 9, 3, 16, 0, 0.0f, {{250, 1}}},
+    // DeepSeek-V2's latent rows: 512 latent + 64 rope, 16 heads on the one row, values the latent.
+    {"latent576_16heads", 576, 16, 1, 16, 0, 0.0f, {{0, 33}, {93, 7}, {0, 1}}, 512},
+    {"latent48_block5", 48, 4, 1, 5, 0, 0.0f, {{0, 17}, {30, 4}, {6, 1}}, 32},
 };
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Attention, ::testing::ValuesIn(kShapes),

@@ -4,6 +4,8 @@
 
 #include <limits>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/writer.h"
@@ -113,6 +115,79 @@ TEST(HParams, HostileExpertCountsAreRefusedNamingTheKey) {
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
     }
   }
+}
+
+// DeepSeek-V2's latent attention and routing keys, as llama.cpp's converter writes them, with
+// each way they can be hostile or inconsistent refused naming the key.
+gguf::GgufWriter minimal_deepseek2() {
+  gguf::GgufWriter writer;
+  auto& md = writer.metadata();
+  md.set("general.architecture", Value::of_string("deepseek2"));
+  for (const auto& [key, value] : std::vector<std::pair<const char*, uint32_t>>{
+           {"context_length", 2048}, {"embedding_length", 64}, {"block_count", 2}, {"attention.head_count", 4},
+           {"attention.head_count_kv", 1}, {"feed_forward_length", 128}, {"vocab_size", 256},
+           {"attention.kv_lora_rank", 32}, {"attention.key_length", 48}, {"attention.value_length", 32},
+           {"attention.key_length_mla", 32}, {"attention.value_length_mla", 16}, {"rope.dimension_count", 16},
+           {"expert_count", 8}, {"expert_used_count", 2}, {"expert_feed_forward_length", 32},
+           {"expert_shared_count", 1}, {"leading_dense_block_count", 1}}) {
+    md.set(std::string("deepseek2.") + key, Value::u32(value));
+  }
+  return writer;
+}
+
+TEST(HParams, ReadsLatentAttentionAndDeepSeekRouting) {
+  auto writer = minimal_deepseek2();
+  writer.metadata().set("deepseek2.expert_weights_scale", Value::f32(2.5f));
+  writer.metadata().set("deepseek2.expert_weights_norm", Value::of_bool(true));
+  writer.metadata().set("deepseek2.expert_gating_func", Value::u32(2));
+  writer.metadata().set("deepseek2.expert_group_count", Value::u32(4));
+  writer.metadata().set("deepseek2.expert_group_used_count", Value::u32(2));
+  auto bytes = writer.write_to_memory();
+  const HParams hp = read_hparams(gguf::GgufFile::parse(bytes));
+  EXPECT_TRUE(is_mla(hp));
+  EXPECT_EQ(kv_key_row(hp), 48u);
+  EXPECT_EQ(kv_value_row(hp), 32u);
+  EXPECT_TRUE(kv_values_in_keys(hp));
+  EXPECT_EQ(hp.leading_dense_block_count, 1u);
+  EXPECT_EQ(hp.expert_shared_count, 1u);
+  EXPECT_FLOAT_EQ(static_cast<float>(hp.expert_weights_scale), 2.5f);
+  EXPECT_EQ(hp.expert_weights_norm, std::optional<bool>(true));
+  EXPECT_EQ(hp.expert_gating_func, 2u);
+  EXPECT_EQ(hp.expert_group_count, 4u);
+}
+
+TEST(HParams, HostileLatentAttentionKeysAreRefusedNamingThem) {
+  const BadHParam cases[] = {
+      {"deepseek2.attention.head_count_kv", Value::u32(2), "multi-head latent attention"},
+      {"deepseek2.attention.key_length", Value::u32(40), "multi-head latent attention"},
+      {"deepseek2.attention.value_length", Value::u32(16), "multi-head latent attention"},
+      {"deepseek2.attention.key_length_mla", Value::u32(16), "deepseek2.attention.key_length_mla"},
+      {"deepseek2.attention.kv_lora_rank", Value::u32(1u << 30), "deepseek2.attention.kv_lora_rank"},
+      {"deepseek2.attention.value_length_mla", Value::u32(1u << 30), "deepseek2.attention.value_length_mla"},
+      {"deepseek2.leading_dense_block_count", Value::u32(3), "deepseek2.leading_dense_block_count"},
+      {"deepseek2.expert_gating_func", Value::u32(9), "deepseek2.expert_gating_func"},
+      {"deepseek2.expert_weights_scale", Value::f32(-1.0f), "deepseek2.expert_weights_scale"},
+      {"deepseek2.expert_group_count", Value::u32(3), "deepseek2.expert_group_count"},  // 8 % 3
+      {"deepseek2.rope.scaling.yarn_log_multiplier", Value::f32(-0.1f), "yarn_log_multiplier"},
+  };
+  for (const BadHParam& c : cases) {
+    auto writer = minimal_deepseek2();
+    writer.metadata().set(c.key, c.value);
+    auto bytes = writer.write_to_memory();
+    try {
+      read_hparams(gguf::GgufFile::parse(bytes));
+      ADD_FAILURE() << c.key << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.named), std::string::npos) << c.key << ": " << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  }
+  // Groups that cannot hold a token's experts.
+  auto writer = minimal_deepseek2();
+  writer.metadata().set("deepseek2.expert_group_count", Value::u32(4));
+  writer.metadata().set("deepseek2.expert_group_used_count", Value::u32(0));
+  auto bytes = writer.write_to_memory();
+  EXPECT_THROW(read_hparams(gguf::GgufFile::parse(bytes)), Error);
 }
 
 TEST(HParams, ReadsExpertKeysWithLlamaCppsFallbacks) {

@@ -116,12 +116,77 @@ TEST(MoeRouter, GroupsTokensByExpertInTokenOrder) {
   for (int count : seen) EXPECT_EQ(count, 1);
 }
 
+// DeepSeek-V3's routing, checked against its definition written out independently: sigmoid
+// scores; experts chosen by score + bias among the best groups (a group scored by the sum of its
+// two best biased scores); weights the unbiased scores, renormalized, then scaled.
+TEST(MoeRouter, BiasedGroupLimitedSelectionWeighsByTheUnbiasedScores) {
+  const int64_t tokens = 24, experts = 16, k = 3, groups = 4, groups_used = 2;
+  const std::vector<float> logits = random_logits(tokens, experts, 5);
+  std::vector<float> bias(static_cast<size_t>(experts));
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> spread(-0.3f, 0.3f);
+  for (float& b : bias) b = spread(rng);
+  RouterConfig config{experts, k, ExpertGating::Sigmoid, true};
+  config.scale = 2.5f;
+  config.n_groups = groups;
+  config.n_groups_used = groups_used;
+  Routing r;
+  route_tokens(logits, config, r, bias);
+  bool bias_changed_a_choice = false;
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* row = logits.data() + t * experts;
+    std::vector<double> score(static_cast<size_t>(experts)), biased(static_cast<size_t>(experts));
+    for (int64_t e = 0; e < experts; ++e) {
+      score[static_cast<size_t>(e)] = 1.0 / (1.0 + std::exp(-static_cast<double>(row[e])));
+      biased[static_cast<size_t>(e)] = score[static_cast<size_t>(e)] + bias[static_cast<size_t>(e)];
+    }
+    const int64_t per_group = experts / groups;
+    std::vector<std::pair<double, int64_t>> group_score;
+    for (int64_t g = 0; g < groups; ++g) {
+      std::vector<double> members(biased.begin() + g * per_group, biased.begin() + (g + 1) * per_group);
+      std::sort(members.rbegin(), members.rend());
+      group_score.push_back({members[0] + members[1], g});
+    }
+    std::stable_sort(group_score.begin(), group_score.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    std::vector<int64_t> allowed;
+    for (int64_t i = 0; i < groups_used; ++i) {
+      for (int64_t e = 0; e < per_group; ++e) allowed.push_back(group_score[static_cast<size_t>(i)].second * per_group + e);
+    }
+    std::stable_sort(allowed.begin(), allowed.end(), [&](int64_t a, int64_t b) {
+      return biased[static_cast<size_t>(a)] > biased[static_cast<size_t>(b)];
+    });
+    double sum = 0.0;
+    for (int64_t s = 0; s < k; ++s) sum += score[static_cast<size_t>(allowed[static_cast<size_t>(s)])];
+    std::vector<int64_t> unbiased_top(static_cast<size_t>(experts));
+    std::iota(unbiased_top.begin(), unbiased_top.end(), 0);
+    std::stable_sort(unbiased_top.begin(), unbiased_top.end(),
+                     [&](int64_t a, int64_t b) { return score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)]; });
+    for (int64_t s = 0; s < k; ++s) {
+      const auto i = static_cast<size_t>(t * k + s);
+      const int64_t want = allowed[static_cast<size_t>(s)];
+      EXPECT_EQ(r.experts[i], want) << "token " << t << " slot " << s;
+      EXPECT_NEAR(r.weights[i], 2.5 * score[static_cast<size_t>(want)] / sum, 1e-5) << "token " << t;
+      bias_changed_a_choice |= want != unbiased_top[static_cast<size_t>(s)];
+    }
+  }
+  EXPECT_TRUE(bias_changed_a_choice);  // the bias and the groups did decide something
+}
+
 TEST(MoeRouter, RefusesABadConfiguration) {
   Routing r;
   const std::vector<float> logits(8, 0.0f);
   EXPECT_THROW(route_tokens(logits, {4, 0, ExpertGating::Softmax, false}, r), Error);
   EXPECT_THROW(route_tokens(logits, {4, 5, ExpertGating::Softmax, false}, r), Error);
   EXPECT_THROW(route_tokens(logits, {3, 1, ExpertGating::Softmax, false}, r), Error);  // 8 % 3
+  const std::vector<float> bias(3, 0.0f);
+  EXPECT_THROW(route_tokens(logits, {4, 1, ExpertGating::Softmax, false}, r, bias), Error);  // 3 biases, 4 experts
+  RouterConfig grouped{4, 2, ExpertGating::Softmax, false};
+  grouped.n_groups = 4;  // groups of one expert cannot be scored by their best two
+  grouped.n_groups_used = 2;
+  EXPECT_THROW(route_tokens(logits, grouped, r), Error);
+  grouped.n_groups = 2;
+  grouped.n_groups_used = 3;
+  EXPECT_THROW(route_tokens(logits, grouped, r), Error);
 }
 
 }  // namespace
