@@ -14,7 +14,7 @@ std::optional<ExpertLoadCounts> expert_load(const Model& model) {
   const model::ExpertLoad* load = loaded->transformer->expert_load();
   if (load == nullptr) return std::nullopt;
   return ExpertLoadCounts{load->layers, load->experts, static_cast<int64_t>(loaded->hparams.expert_used_count),
-                          load->tokens};
+                          load->tokens, static_cast<int64_t>(loaded->hparams.leading_dense_block_count)};
 }
 
 void reset_expert_load(const Model& model) {
@@ -32,6 +32,7 @@ nlohmann::ordered_json expert_load_json(const ExpertLoadCounts& load) {
   return {{"layers", load.layers},
           {"experts", load.experts},
           {"experts_per_token", load.experts_per_token},
+          {"dense_layers", load.dense_layers},
           {"tokens_per_expert", layers}};
 }
 
@@ -69,13 +70,19 @@ std::string expert_load_table(const ExpertLoadCounts& load, std::string_view wha
                   load.layers, load.experts, load.experts_per_token);
   out += "| layer |   routed |    min |     mean |    max | max/mean | idle |\n";
   out += "| ----: | -------: | -----: | -------: | -----: | -------: | ---: |\n";
+  const int64_t dense = std::clamp<int64_t>(load.dense_layers, 0, load.layers);
   for (int64_t l = 0; l < load.layers; ++l) {
+    if (l < dense) {
+      out += fmt::format("| {:>5} | {:>8} | {:>6} | {:>8} | {:>6} | {:>8} | {:>4} |\n", l, "dense", "", "", "", "", "");
+      continue;
+    }
     out += row(
         fmt::format("{}", l),
         summarize(
             std::span(load.tokens).subspan(static_cast<size_t>(l * load.experts), static_cast<size_t>(load.experts))));
   }
-  out += row("all", summarize(load.tokens));
+  // The whole model's line covers the layers with experts only.
+  out += row("all", summarize(std::span(load.tokens).subspan(static_cast<size_t>(dense * load.experts))));
   return out;
 }
 

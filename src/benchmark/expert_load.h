@@ -19,13 +19,15 @@ struct ExpertLoadCounts {
   int64_t experts = 0;
   int64_t experts_per_token = 0;
   std::vector<uint64_t> tokens;  // [layer * experts + expert]
+  int64_t dense_layers = 0;      // leading layers with a dense FFN (DeepSeek): no experts there
 };
 
 // The counts since the last reset; nullopt for a dense model.
 std::optional<ExpertLoadCounts> expert_load(const Model& model);
 void reset_expert_load(const Model& model);
 
-// {"layers", "experts", "experts_per_token", "tokens_per_expert": [[per expert] per layer]}
+// {"layers", "experts", "experts_per_token", "dense_layers", "tokens_per_expert": [[per expert]
+// per layer]}
 nlohmann::ordered_json expert_load_json(const ExpertLoadCounts& load);
 // A heading naming `what` was measured, then the per-layer table and the whole model's line.
 std::string expert_load_table(const ExpertLoadCounts& load, std::string_view what);

@@ -23,6 +23,19 @@ TEST(ExpertLoad, TableSummarizesEachLayerAndTheModel) {
       << table;
 }
 
+// DeepSeek's leading dense layers have no experts: they are marked dense, not counted idle,
+// and left out of the model's line.
+TEST(ExpertLoad, DenseLayersAreMarkedAndLeftOutOfTheTotals) {
+  ExpertLoadCounts load = sample();
+  load.tokens = {0, 0, 0, 0, 0, 8, 1, 3};
+  load.dense_layers = 1;
+  const std::string table = expert_load_table(load, "tg6");
+  EXPECT_NE(table.find("|     0 |    dense |"), std::string::npos) << table;
+  EXPECT_NE(table.find("|   all |       12 |      0 |      3.0 |      8 |     2.67 |    1 |"), std::string::npos)
+      << table;
+  EXPECT_EQ(expert_load_json(load)["dense_layers"], 1);
+}
+
 TEST(ExpertLoad, JsonHoldsEveryCountByLayer) {
   const nlohmann::ordered_json j = expert_load_json(sample());
   EXPECT_EQ(j["layers"], 2);
