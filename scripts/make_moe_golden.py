@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Regenerates tests/golden/logits/moe_<name>.json: llama.cpp's logits on synthetic
-mixture-of-experts models, the reference tests/model/moe_logits_test.cc holds Lumen's forward
-pass to. No MoE GGUF small enough can be downloaded here, so each model is written by
-`lumen synth` (random weights in a scaled-down real shape, fixed seed; its output does not
-depend on the thread count) and both implementations run the same file:
+mixture-of-experts models, the reference tests/model/logits_golden_test.cc holds Lumen's forward
+pass to (scripts/make_llama3_rope_golden.py uses make_golden for its synthetic dense model). No
+MoE GGUF small enough can be downloaded here, so each model is written by `lumen synth` (random
+weights in a scaled-down real shape, fixed seed; its output does not depend on the thread
+count) and both implementations run the same file:
   qwen2moe: qwen2moe-a2.7b-mini (softmax top-4 of 60, weights not renormalized, a shared expert
             behind a sigmoid gate, q/k/v biases)
   qwen3moe: qwen3moe-mini (softmax top-8 of 128, renormalized, QK-norm, 8 query heads on 1 KV)
@@ -59,19 +60,29 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def make_golden(name: str, lumen: Path, workdir: Path) -> None:
-    preset = MODELS[name]
-    vocab = base.CACHE / VOCAB
+def synthesize(preset: str, lumen: Path, workdir: Path) -> Path:
     model = workdir / f"{preset}.gguf"
-    subprocess.run([str(lumen), "synth", preset, "-o", str(model), "--vocab", str(vocab), *SYNTH_ARGS],
+    subprocess.run([str(lumen), "synth", preset, "-o", str(model), "--vocab", str(base.CACHE / VOCAB), *SYNTH_ARGS],
                    check=True, stdout=subprocess.DEVNULL)
+    return model
+
+
+def make_golden(name: str, lumen: Path, workdir: Path, *, preset: str | None = None, out_name: str | None = None,
+                prompt_lengths: list[int] = PROMPT_LENGTHS, script: str = "scripts/make_moe_golden.py",
+                measure=None) -> None:
+    """Writes tests/golden/logits/<out_name>.json (default moe_<name>) for the preset (default
+    MODELS[name]); measure(model, cases, probes, spread), when given, returns a dict merged into
+    the golden's top level."""
+    preset = preset or MODELS[name]
+    vocab = base.CACHE / VOCAB
+    model = synthesize(preset, lumen, workdir)
     llm = Llama(model_path=str(model), n_ctx=base.N_CTX, n_batch=512, n_threads=2, logits_all=True, seed=0,
                 verbose=False)
     n_vocab = llm.n_vocab()
     probes = [int(i) for i in np.linspace(0, n_vocab - 1, base.N_PROBES).round()]
     rng = np.random.default_rng(PROMPT_SEED)
     cases = []
-    for length in PROMPT_LENGTHS:
+    for length in prompt_lengths:
         tokens = [int(t) for t in rng.integers(0, n_vocab, size=length)]
         llm.reset()
         llm.eval(tokens)
@@ -100,14 +111,15 @@ def make_golden(name: str, lumen: Path, workdir: Path) -> None:
                base.spread_of_flash_attention(model, cases, probes, flash_attn=False, n_batch=1)]
     spread = {key: (min if key == "top1_agreement" else max)(s[key] for s in spreads) for key in spreads[0]}
     print(f"{name}: llama.cpp flash attention / one token per batch vs default: {spreads}", file=sys.stderr)
-    golden = {"generator": {"script": "scripts/make_moe_golden.py", "llama_cpp_python": llama_cpp_version,
+    extra = measure(model, cases, probes, spread) if measure else {}
+    golden = {"generator": {"script": script, "llama_cpp_python": llama_cpp_version,
                             "synth": [preset, *SYNTH_ARGS], "vocab": VOCAB, "vocab_sha256": sha256(vocab),
                             "model_sha256": sha256(model),
                             "settings": f"n_ctx {base.N_CTX}, n_batch 512, f16 KV cache, no flash attention, "
                                         "no extra buffer types",
                             "spread_paths": "flash attention; n_batch 1"},
-              "probe_ids": probes, "reference_spread": spread, "cases": cases}
-    out = base.REPO / "tests" / "golden" / "logits" / f"moe_{name}.json"
+              "probe_ids": probes, "reference_spread": spread, **extra, "cases": cases}
+    out = base.REPO / "tests" / "golden" / "logits" / f"{out_name or 'moe_' + name}.json"
     with out.open("w") as f:
         json.dump(golden, f, separators=(",", ":"))
         f.write("\n")

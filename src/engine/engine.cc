@@ -65,11 +65,13 @@ namespace {
 using engine::Completion;
 
 // The longest sequence the model's positions were trained or scaled for: the file's context
-// length, or the original context times the rope-scaling factor when that is larger.
+// length, or, for linear and YaRN scaling, the original context times the factor when that is
+// larger. llama3-style scaling's files already give the extended context as context_length.
 int64_t trained_context(const model::HParams& hparams) {
   int64_t tokens = static_cast<int64_t>(hparams.context_length);
   const model::RopeScaling& scaling = hparams.rope_scaling;
-  if (scaling.type != "none" && scaling.original_context_length > 0 && scaling.factor > 1.0) {
+  const bool stretches = scaling.type == "linear" || scaling.type == "yarn";
+  if (stretches && scaling.original_context_length > 0 && scaling.factor > 1.0) {
     tokens = std::max(tokens, static_cast<int64_t>(static_cast<double>(scaling.original_context_length) * scaling.factor));
   }
   return tokens;

@@ -106,6 +106,27 @@ void validate_deepseek(const HParams& hp, const std::string& prefix) {
   }
 }
 
+// The rope.scaling.type values Lumen runs, and why the others it may meet are refused. llama.cpp
+// accepts none, linear, yarn and longrope (and stops on any other name); "llama3" is accepted
+// here too, as the rope_freqs tensor that carries it (model/rope_config.h).
+void validate_rope_scaling_type(const std::string& type, const std::string& prefix) {
+  if (type == "none" || type == "linear" || type == "yarn" || type == "llama3") return;
+  const std::string key = prefix + "rope.scaling.type";
+  if (type == "dynamic") {
+    // Dynamic NTK raises the base as the sequence grows, which changes the rotation of every key
+    // already cached: a paged or prefix-shared cache holds keys rotated once, at their position.
+    fail(
+        "{} 'dynamic' (dynamic NTK) is not supported: it re-rotates every cached key as the sequence grows, "
+        "which a paged, prefix-shared KV cache cannot do (llama.cpp has none either); static NTK-aware "
+        "scaling is a larger rope.freq_base, which files already express",
+        key);
+  }
+  if (type == "longrope" || type == "su") {
+    fail("{} '{}' (LongRoPE, Phi-3's per-pair long/short factor tensors) is not supported", key, type);
+  }
+  fail("{} '{}' is not supported (supported: none, linear, yarn, llama3 as a rope_freqs tensor)", key, type);
+}
+
 }  // namespace
 
 uint64_t expert_ffn_width(const HParams& hp) {
@@ -147,6 +168,7 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   if (!std::isfinite(hp.norm_eps) || hp.norm_eps <= 0.0 || hp.norm_eps >= 1.0) {
     fail("{}attention.layer_norm_rms_epsilon = {} must be in (0, 1)", prefix, hp.norm_eps);
   }
+  validate_rope_scaling_type(hp.rope_scaling.type, prefix);
   if (hp.rope_scaling.type != "none" && (!std::isfinite(hp.rope_scaling.factor) || hp.rope_scaling.factor <= 0.0)) {
     fail("{}rope.scaling.factor = {} must be a positive number", prefix, hp.rope_scaling.factor);
   }

@@ -92,6 +92,14 @@ constexpr std::array kPresets = {
            .v_head_dim = 128,
            .leading_dense_blocks = 1,
            .expert_shared_count = 2},
+    // Llama 3.1's shape and rope base (4 query heads of 64 on 2 KV heads) at an eighth of
+    // Llama 3.2 1B's width, 4 layers, and an original context of 256 stretched 8 times, so
+    // that a prompt of a few hundred tokens runs past the original context and the llama3
+    // frequency factors fall in all three of their bands (pairs 0-5 kept, 6-9 interpolated,
+    // 10-31 divided by 8): the rope-scaling golden's model. Its q and k weights are 4x the usual
+    // random scale, so that attention is sharp enough for the rotation to matter.
+    Preset{"llama3-mini", "llama", 2048, 256, 4, 768, 4, 2, 0, 500000.0, 1e-5, true,
+           "llama3", 8.0, 256, 0, 0, 0, 0, 0, 0, 4.0},
 };
 }  // namespace
 

@@ -33,6 +33,10 @@ struct Preset {
   uint64_t expert_used_count = 0;
   uint64_t expert_feed_forward_length = 0;
   uint64_t expert_shared_feed_forward_length = 0;
+  // Multiplies the random scale of the query and key weights. At 1 a narrow random model's
+  // attention is nearly uniform (scores of std ~0.0004 x width), so which key sits where, and
+  // with it the rope, barely changes the logits; a rope test model wants sharper attention.
+  double qk_init_scale = 1.0;
   // DeepSeek-V2 (deepseek2; all 0 otherwise): multi-head latent attention's ranks and per-head
   // sizes (key = nope + rope), the leading dense layers and the shared experts.
   uint64_t q_lora_rank = 0;

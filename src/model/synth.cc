@@ -43,15 +43,16 @@ struct TensorPlan {
   std::vector<int64_t> dims;
   Init init;
   std::vector<float> fixed;  // exact values instead of random ones (F32 only)
+  double scale = 1.0;        // times the init's own scale (the preset's qk_init_scale)
 };
 
 // Bell-shaped values from one 64-bit draw: the sum of its four 16-bit parts (Irwin-Hall, n = 4)
 // has mean 2 and variance 1/3 in units of 2^16. Random weights need the shape and the scale of
 // trained ones, not exact Gaussian tails, and this is ~10x cheaper than Box-Muller: synthesizing
 // an 8B model is bounded by the disk, not by the generator.
-void fill_row(SplitMix& rng, Init init, std::span<float> row) {
+void fill_row(SplitMix& rng, Init init, double multiplier, std::span<float> row) {
   constexpr double kToUnitVariance = 1.7320508075688772 / 65536.0;  // sqrt(3) / 2^16
-  const double scale = init == Init::Normal ? 0.02 : init == Init::NearOne ? 0.05 : 0.01;
+  const double scale = (init == Init::Normal ? 0.02 : init == Init::NearOne ? 0.05 : 0.01) * multiplier;
   const double offset = init == Init::NearOne ? 1.0 : 0.0;
   for (float& value : row) {
     uint64_t bits = rng.next();
@@ -75,7 +76,7 @@ void fill_tensor(const TensorPlan& plan, uint64_t seed, uint64_t index, unsigned
     std::vector<float> row(static_cast<size_t>(row_len));
     for (int64_t r = first; r < last; ++r) {
       SplitMix rng{seed ^ (index << 40) ^ static_cast<uint64_t>(r) * 0x2545f4914f6cdd1dULL};
-      fill_row(rng, plan.init, row);
+      fill_row(rng, plan.init, plan.scale, row);
       tensor::quantize_row(plan.type, row.data(), out.data() + static_cast<size_t>(r) * row_bytes,
                            row_len);
     }
@@ -154,6 +155,9 @@ HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
   return hp;
 }
 
+// The attention projections whose product is a score (the preset's qk_init_scale scales them).
+bool is_query_or_key(const TensorSpec& spec) { return spec.name == "attn_q.weight" || spec.name == "attn_k.weight"; }
+
 // Whether the preset's model has an optional tensor.
 bool preset_has(const Preset& p, Presence presence) {
   switch (presence) {
@@ -180,7 +184,8 @@ std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType t
           report.substitutions.push_back(fmt::format("{}: {} rows of {} are not whole blocks, using {}", name,
                                                      tensor::dtype_name(type), dims[0], tensor::dtype_name(chosen)));
         }
-        plans.push_back({name, chosen, std::move(dims), Init::Normal, {}});
+        plans.push_back(
+            {name, chosen, std::move(dims), Init::Normal, {}, is_query_or_key(spec) ? p.qk_init_scale : 1.0});
         break;
       }
       case TensorRole::Router: plans.push_back({name, DType::F32, std::move(dims), Init::Normal, {}}); break;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "model/rope_config.h"
 #include "util/error.h"
 
 namespace lumen::model {
@@ -25,46 +26,6 @@ TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
   return view;
 }
 
-backend::RopeConfig rope_config(const HParams& hp, const Architecture& arch, const TransformerWeights& w) {
-  backend::RopeConfig rope;
-  rope.rope_dims = static_cast<int64_t>(hp.rope_dimension_count);
-  rope.neox = arch.features.rope_neox;
-  rope.freq_base = hp.rope_freq_base;
-  const std::string& type = hp.rope_scaling.type;
-  if (type == "linear") {
-    rope.scaling = backend::RopeScalingType::Linear;
-  } else if (type == "yarn") {
-    rope.scaling = backend::RopeScalingType::Yarn;
-  } else if (type != "none" && !type.empty()) {
-    fail("RoPE scaling type '{}' is not supported (none, linear, yarn, llama3 factors)", type);
-  }
-  rope.scaling_factor = hp.rope_scaling.factor;
-  rope.original_context = static_cast<int64_t>(hp.rope_scaling.original_context_length);
-  rope.attn_factor = hp.rope_scaling.attn_factor;
-  if (w.rope_freqs) rope.freq_factors = static_cast<const float*>(w.rope_freqs->data);
-  if (hp.rope_yarn_log_mul != 0.0 && type == "yarn") {
-    // llama.cpp moves YaRN's magnitude into the attention scale for such files; Lumen does that
-    // for latent attention (DeepSeek-V2), the one architecture it runs that writes the key.
-    if (arch.features.attention != AttentionKind::MultiHeadLatent) {
-      fail("{}.rope.scaling.yarn_log_multiplier is only supported for multi-head latent attention", hp.architecture);
-    }
-    rope.yarn_magnitude_in_scores = true;
-  }
-  return rope;
-}
-
-// Local (sliding-window) layers of an architecture with a per-layer rope base rotate with their
-// own base and without the file's context scaling, which is for the global layers (llama.cpp's
-// freq_base_swa and freq_scale_swa).
-backend::RopeConfig local_rope_config(const backend::RopeConfig& global, const HParams& hp, const Architecture& arch) {
-  if (!arch.features.per_layer_rope_base) return global;
-  backend::RopeConfig local = global;
-  local.freq_base = hp.rope_freq_base_local != 0.0 ? hp.rope_freq_base_local : arch.features.local_rope_base;
-  local.scaling = backend::RopeScalingType::None;
-  local.scaling_factor = 1.0;
-  return local;
-}
-
 }  // namespace
 
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp)
@@ -72,7 +33,8 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   require_supported_features(arch_, hp_);
   weights_ = bind_weights(file, arch_, hp_, backend_);
-  rope_ = rope_config(hp_, arch_, weights_);
+  const float* rope_freqs = weights_.rope_freqs ? static_cast<const float*>(weights_.rope_freqs->data) : nullptr;
+  rope_ = rope_config(hp_, arch_, rope_freqs);
   rope_local_ = local_rope_config(rope_, hp_, arch_);
   attention_.n_heads = static_cast<int64_t>(hp_.head_count);
   attention_.n_kv_heads = static_cast<int64_t>(hp_.head_count_kv);

@@ -4,9 +4,10 @@
 // Q4_K_M (gemma3: QK-norm, post-norms, GeGLU, local and global layers; one prompt is longer
 // than its 512-token sliding window). And, with the same measurements and bounds, synthetic
 // mixture-of-experts models (scripts/make_moe_golden.py: qwen2moe, qwen3moe, olmoe, mixtral-style
-// llama, deepseek2 with multi-head latent attention), which no download provides: the test
-// writes each with the built `lumen synth` from the arguments in its golden and checks the
-// file's sha256 before comparing.
+// llama, deepseek2 with multi-head latent attention) and a synthetic llama3-scaled model at
+// positions past its original context (scripts/make_llama3_rope_golden.py), which no download
+// provides: the test writes each with the built `lumen synth` from the arguments in its golden
+// and checks the file's sha256 before comparing.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -181,11 +182,17 @@ TEST_P(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
       max_rel_diff, max_abs_logit, ref["reference_spread"]["max_top_logit_diff"].get<double>(),
       ref["reference_spread"]["max_probe_logit_diff"].get<double>(),
       ref["reference_spread"].value("max_early_logit_diff", 0.0));
+  if (ref.contains("rope_freqs_effect")) {
+    // What the bounds below are worth: how far llama.cpp moves when the file's divisors are 1.
+    std::printf("llama.cpp without rope_freqs vs with: top-8 %.5f, probes %.5f\n",
+                ref["rope_freqs_effect"]["max_top_logit_diff"].get<double>(),
+                ref["rope_freqs_effect"]["max_probe_logit_diff"].get<double>());
+  }
   const auto& spread = ref["reference_spread"];
   EXPECT_GE(positions, ref["cases"].size() * 64u);
   if (ref["generator"].contains("synth") && GetParam().early_exact) {
-    // The synthetic MoE models' weights are Q4_1, whose kernels round as llama.cpp's do, and
-    // the router's f32 logits are summed in llama.cpp's prompt order: their first positions
+    // The synthetic models' weights are Q4_1, whose kernels round as llama.cpp's do, and the
+    // MoE routers' f32 logits are summed in llama.cpp's prompt order: their first positions
     // agree to rounding whatever llama.cpp's other paths do there.
     EXPECT_LE(max_early_diff, kEarlyBound);
   }
@@ -231,16 +238,19 @@ TEST_P(LogitsGolden, GreedyContinuationsMatchLlamaCpp) {
   EXPECT_LE(widest_gap_missed, kMargin * spread["greedy_widest_gap_missed"].get<double>());
 }
 
-INSTANTIATE_TEST_SUITE_P(RealModels, LogitsGolden,
-                         ::testing::Values(GoldenModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"},
-                                           GoldenModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"},
-                                           // Rope scaling past the original context (scripts/make_rope_variants.py)
-                                           GoldenModel{"smollm2_yarn", "derived/SmolLM2-135M-Instruct.Q4_1.rope-yarn.gguf"},
-                                           GoldenModel{"smollm2_linear", "derived/SmolLM2-135M-Instruct.Q4_1.rope-linear.gguf"},
-                                           GoldenModel{"moe_qwen2moe", nullptr}, GoldenModel{"moe_qwen3moe", nullptr},
-                                           GoldenModel{"moe_olmoe", nullptr}, GoldenModel{"moe_mixtral", nullptr},
-                                           GoldenModel{"moe_deepseek2", nullptr, false}),
-                         [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
+INSTANTIATE_TEST_SUITE_P(
+    RealModels, LogitsGolden,
+    ::testing::Values(GoldenModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"},
+                      GoldenModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"},
+                      // Rope scaling past the original context (scripts/make_rope_variants.py)
+                      GoldenModel{"smollm2_yarn", "derived/SmolLM2-135M-Instruct.Q4_1.rope-yarn.gguf"},
+                      GoldenModel{"smollm2_linear", "derived/SmolLM2-135M-Instruct.Q4_1.rope-linear.gguf"},
+                      GoldenModel{"moe_qwen2moe", nullptr}, GoldenModel{"moe_qwen3moe", nullptr},
+                      GoldenModel{"moe_olmoe", nullptr}, GoldenModel{"moe_mixtral", nullptr},
+                      GoldenModel{"moe_deepseek2", nullptr, false},
+                      // llama3-style rope_freqs, past an original context of 256
+                      GoldenModel{"llama3_rope", nullptr}),
+    [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace
 }  // namespace lumen

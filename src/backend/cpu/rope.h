@@ -9,7 +9,8 @@
 //  - YaRN (ext_factor != 0) blends interpolated and extrapolated angles with ggml's ramp over
 //    the correction dims from ggml_rope_yarn_corr_dims, and scales cos/sin by
 //    attn_factor * (1 + 0.1 ln(1 / freq_scale));
-//  - "NTK-aware" / dynamic scaling is just a different freq_base chosen by the model code.
+//  - "NTK-aware" scaling is a different freq_base in the file; dynamic NTK (a base that grows
+//    with the sequence) is refused at load (model/hparams.cc says why).
 // Normal mode rotates (2i, 2i+1); NeoX mode rotates (i, i + rope_dims/2). Dimensions past
 // rope_dims are left unchanged.
 #include <cstdint>

@@ -291,6 +291,35 @@ TEST(HParams, ReadsRopeScalingAsLlamaCppDoes) {
   }
 }
 
+// The error read_hparams gives for a rope.scaling.type ("" when it accepts it).
+std::string scaling_type_error(const char* type) {
+  auto writer = minimal_llama();
+  writer.metadata().set("llama.rope.scaling.type", Value::of_string(type));
+  writer.metadata().set("llama.rope.scaling.factor", Value::f32(8.0f));
+  auto bytes = writer.write_to_memory();
+  try {
+    read_hparams(gguf::GgufFile::parse(bytes));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HParams, RopeScalingTypesOutsideTheSupportedOnesAreRefusedWithTheReason) {
+  for (const char* type : {"none", "linear", "yarn", "llama3"}) EXPECT_EQ(scaling_type_error(type), "") << type;
+  // Dynamic NTK: the message says why (cached keys would need re-rotating) and what to use.
+  const std::string dynamic = scaling_type_error("dynamic");
+  EXPECT_NE(dynamic.find("llama.rope.scaling.type 'dynamic'"), std::string::npos) << dynamic;
+  EXPECT_NE(dynamic.find("cached key"), std::string::npos) << dynamic;
+  EXPECT_NE(dynamic.find("rope.freq_base"), std::string::npos) << dynamic;
+  for (const char* type : {"longrope", "su"}) {
+    const std::string longrope = scaling_type_error(type);
+    EXPECT_NE(longrope.find("LongRoPE"), std::string::npos) << longrope;
+  }
+  const std::string other = scaling_type_error("ntk-by-parts");
+  EXPECT_NE(other.find("'ntk-by-parts' is not supported (supported: none, linear, yarn"), std::string::npos) << other;
+}
+
 TEST(HParams, ReadsTheSlidingWindowPatternAsAPeriodOrPerLayerFlags) {
   auto period = minimal_llama();
   period.metadata().set("llama.attention.sliding_window_pattern", Value::u32(4));
