@@ -63,6 +63,12 @@ struct EngineStats {
   uint64_t context_shifts = 0;         // times a sequence dropped old positions (context shift)
   uint64_t steps = 0;
   int64_t max_model_len = 0;
+  // Speculative decoding: sequence-steps that carried a draft, the draft tokens scored, and
+  // those the target model agreed with (acceptance rate = accepted / draft tokens; mean
+  // accepted length = 1 + accepted / drafts, the tokens a speculating step yields).
+  uint64_t spec_drafts = 0;
+  uint64_t spec_draft_tokens = 0;
+  uint64_t spec_accepted_tokens = 0;
 };
 
 class Engine {

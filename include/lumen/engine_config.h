@@ -16,6 +16,35 @@ enum class PreemptionMode { Recompute, Swap };
 // context shift). Beam search always finishes.
 enum class ContextOverflow { Finish, Shift };
 
+// Speculative decoding (vLLM's --speculative-config): a proposer guesses the next tokens, one
+// forward pass scores them all with the sequence's real next token, and the prefix the target
+// model agrees with is kept. Lossless: the output (greedy) or its distribution (sampling) is
+// what decoding without it gives. Off unless method is Ngram.
+enum class SpeculativeMethod { None, Ngram };
+
+struct SpeculativeConfig {
+  SpeculativeMethod method = SpeculativeMethod::None;
+  // Tokens proposed per step at most (1..64).
+  int32_t num_speculative_tokens = 0;
+  // Ngram (prompt lookup): the longest suffix of the sequence, between prompt_lookup_min and
+  // prompt_lookup_max tokens, that occurred before in the prompt or output (its most recent
+  // occurrence) proposes the tokens that followed it. 0: as vLLM, the other bound, or 5 for both.
+  int32_t prompt_lookup_max = 0;
+  int32_t prompt_lookup_min = 0;
+  // Adaptive (so speculation does not cost where it cannot pay): no sequence speculates in a
+  // step that starts with more than this many running sequences (the batch already keeps the
+  // machine busy); 0: no limit.
+  int64_t disable_by_batch_size = 8;
+  // A sequence whose recent drafts were accepted at less than this rate (an average over its
+  // last few drafts) pauses speculating for a while, then tries again (spec/acceptance_history.h);
+  // 0: never pauses.
+  double min_acceptance_rate = 0.1;
+
+  // Throws lumen::Error, one line naming the field, when a value is out of range (the Engine
+  // checks it too; callers may check before loading a model).
+  void validate() const;
+};
+
 struct EngineConfig {
   int64_t max_num_seqs = 64;              // running at once
   int64_t max_num_batched_tokens = 512;   // tokens per step (decodes + prefill chunks)
@@ -49,6 +78,7 @@ struct EngineConfig {
   double watermark = 0.01;                // share of blocks admission leaves free
   PreemptionMode preemption_mode = PreemptionMode::Recompute;
   int64_t swap_space_bytes = int64_t{256} << 20;  // host memory for swapped blocks (Swap mode)
+  SpeculativeConfig speculative;
 };
 
 }  // namespace lumen

@@ -10,14 +10,18 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <fstream>
 #include <string>
 
+#include "cli/bench_engine_generation.h"
 #include "cli/device_option.h"
+#include "cli/speculative_flag.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "benchmark/expert_load.h"
 #include "benchmark/forward_latency.h"
 #include "lumen/model.h"
+#include "util/error.h"
 
 namespace lumen::cli {
 
@@ -32,6 +36,10 @@ struct LatencyOptions {
   int repetitions = 5;
   bool json = false;
   std::string device;
+  // With a speculative config, each tg test also runs through the engine with and without it
+  // (bench_engine_generation.h), after this file's text or random tokens.
+  SpeculativeFlag speculative;
+  std::string prompt_file;
 };
 
 struct Measurement {
@@ -56,7 +64,46 @@ std::string params_text(uint64_t params) {
   return p >= 1e9 ? fmt::format("{:.2f} B", p / 1e9) : fmt::format("{:.2f} M", p / 1e6);
 }
 
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
+double stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+// The prompt the engine rows generate after: the file's text, or random tokens as long as the
+// first pp test (512 without one).
+std::vector<int32_t> engine_prompt(const Model& model, const LatencyOptions& options, std::mt19937& rng) {
+  if (!options.prompt_file.empty()) {
+    std::ifstream in(options.prompt_file, std::ios::binary);
+    if (!in) fail("cannot read the prompt file '{}'", options.prompt_file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<int32_t> tokens = model.tokenize(text, {.add_special = true, .parse_special = true});
+    if (tokens.empty()) fail("the prompt file '{}' is empty", options.prompt_file);
+    return tokens;
+  }
+  int64_t length = 512;
+  for (int64_t n : options.n_prompt) {
+    if (n > 0) {
+      length = n;
+      break;
+    }
+  }
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(model.info().vocab_size) - 1);
+  std::vector<int32_t> tokens(static_cast<size_t>(length));
+  for (int32_t& t : tokens) t = token(rng);
+  return tokens;
+}
+
 void run_latency(const LatencyOptions& options) {
+  const SpeculativeConfig speculative = options.speculative.config();  // a bad config fails before loading
   const std::string path = resolve_model_path(options.model);
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   if (!options.json) {
@@ -65,6 +112,14 @@ void run_latency(const LatencyOptions& options) {
                "");
   }
   std::string expert_tables;  // MoE models: printed after the table
+  auto print_row = [&](const nlohmann::ordered_json& r, const std::string& test) {
+    if (options.json) return;
+    fmt::print(kRowFormat, r["model_type"].get<std::string>(),
+               fmt::format("{:.2f} MiB", static_cast<double>(r["model_size"].get<uint64_t>()) / (1 << 20)),
+               params_text(r["model_n_params"].get<uint64_t>()), r["backends"].get<std::string>(),
+               r["n_threads"].get<unsigned>(), test,
+               fmt::format("{:.2f} ± {:.2f}", r["avg_ts"].get<double>(), r["stddev_ts"].get<double>()));
+  };
   for (unsigned threads : options.threads) {
     const Model model = Model::load(path, {.device = options.device, .threads = threads});
     const uint64_t params = model.info().parameters;
@@ -88,17 +143,6 @@ void run_latency(const LatencyOptions& options) {
         samples_ns.push_back(ns);
         samples_ts.push_back(1e9 * static_cast<double>(n_prompt + n_gen) / ns);
       }
-      auto mean = [](const std::vector<double>& v) {
-        double s = 0;
-        for (double x : v) s += x;
-        return s / static_cast<double>(v.size());
-      };
-      auto stddev = [&](const std::vector<double>& v) {
-        if (v.size() < 2) return 0.0;
-        double m = mean(v), s = 0;
-        for (double x : v) s += (x - m) * (x - m);
-        return std::sqrt(s / static_cast<double>(v.size() - 1));
-      };
       results.push_back({{"model_filename", path},
                          {"model_type", type},
                          {"model_size", bytes},
@@ -120,11 +164,36 @@ void run_latency(const LatencyOptions& options) {
         expert_tables += benchmark::expert_load_table(
             *load, fmt::format("{}, {} threads, {} repetitions", test, threads, options.repetitions));
       }
-      if (!options.json) {
-        const auto& r = results.back();
-        fmt::print(kRowFormat, type, fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)),
-                   params_text(params), r["backends"].get<std::string>(), threads, test,
-                   fmt::format("{:.2f} ± {:.2f}", r["avg_ts"].get<double>(), r["stddev_ts"].get<double>()));
+      print_row(results.back(), test);
+    }
+    if (speculative.method != SpeculativeMethod::None) {
+      const std::vector<int32_t> prompt = engine_prompt(model, options, rng);
+      for (int64_t n_gen : options.n_gen) {
+        if (n_gen <= 0) continue;
+        for (const bool with : {false, true}) {
+          const EngineGenerationTiming t = time_engine_generation(model, prompt, n_gen, options.repetitions,
+                                                                  with ? speculative : SpeculativeConfig{});
+          nlohmann::ordered_json row = {{"model_filename", path},
+                                        {"model_type", type},
+                                        {"model_size", bytes},
+                                        {"model_n_params", params},
+                                        {"backends", options.device == "cpu" ? "CPU" : "CUDA"},
+                                        {"n_threads", threads},
+                                        {"n_prompt", prompt.size()},
+                                        {"n_gen", t.tokens},
+                                        {"engine", true},
+                                        {"speculative", with ? nlohmann::ordered_json::parse(options.speculative.json)
+                                                             : nlohmann::ordered_json()},
+                                        {"avg_ns", static_cast<uint64_t>(mean(t.ns))},
+                                        {"stddev_ns", static_cast<uint64_t>(stddev(t.ns))},
+                                        {"avg_ts", mean(t.ts)},
+                                        {"stddev_ts", stddev(t.ts)},
+                                        {"samples_ns", t.ns},
+                                        {"samples_ts", t.ts}};
+          if (with) row["spec_decode"] = speculation_json(t.stats);
+          results.push_back(row);
+          print_row(results.back(), fmt::format("tg{} engine{}", n_gen, with ? "+spec" : ""));
+        }
       }
     }
   }
@@ -150,6 +219,10 @@ void add_bench_latency_command(CLI::App* bench) {
       ->capture_default_str();
   cmd->add_option("-r,--repetitions", options->repetitions, "Repetitions")->capture_default_str();
   cmd->add_flag("--json", options->json, "Print llama-bench's JSON");
+  options->speculative.add_to(cmd);
+  cmd->add_option("--prompt-file", options->prompt_file,
+                  "With --speculative-config: the prompt the engine rows generate after (default: random tokens, "
+                  "as long as the first -p)");
   add_device_option(cmd, options->device);
   cmd->callback([options] { run_latency(*options); });
 }

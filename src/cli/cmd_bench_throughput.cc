@@ -136,6 +136,7 @@ void run_throughput(const ThroughputOptions& options) {
       {"prefix_hit_rate", hit_rate},
       {"preemptions", s.preemptions},
       {"steps", s.steps}};
+  if (engine.config().speculative.method != SpeculativeMethod::None) result["spec_decode"] = speculation_json(s);
   const std::optional<benchmark::ExpertLoadCounts> load = benchmark::expert_load(model);
   if (load) result["expert_load"] = benchmark::expert_load_json(*load);
   if (options.json) {
@@ -153,6 +154,7 @@ void run_throughput(const ThroughputOptions& options) {
              100 * result["kv_peak_usage"].get<double>(),
              100 * result["kv_unused_in_allocated_blocks"].get<double>(), 100 * hit_rate,
              s.preemptions);
+  if (result.contains("spec_decode")) fmt::print("{}\n", speculation_summary(s));
   if (load) fmt::print("{}", benchmark::expert_load_table(*load, fmt::format("{} requests", options.num_prompts)));
 }
 

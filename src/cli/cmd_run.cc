@@ -18,6 +18,7 @@
 #include "lumen/engine.h"
 #include "lumen/model.h"
 #include "cli/context_shift_flags.h"
+#include "cli/speculative_flag.h"
 #include "util/error.h"
 
 namespace lumen::cli {
@@ -36,6 +37,7 @@ struct RunOptions {
   int32_t beam_width = 0;  // > 0: beam search of this width
   SamplingParams sampling;
   ContextShiftFlags context_shift;
+  SpeculativeFlag speculative;
 
   // Whether the output is several completions or log-probability tables, printed once the
   // request ends (run_completions.h), rather than one text streamed as it is made.
@@ -92,6 +94,7 @@ void run(RunOptions options) {
     params.best_of = options.beam_width;
   }
   params.validate();  // before the model loads: a bad flag fails at once
+  const SpeculativeConfig speculative = options.speculative.config();
   const Model model = Model::load(resolve_model_path(options.model), {.device = options.device, .threads = options.threads});
   const int64_t context = std::min<int64_t>(options.context, model.info().context_length);
 
@@ -108,6 +111,7 @@ void run(RunOptions options) {
   const int32_t sequences = params.use_beam_search ? 2 * width : width;
   EngineConfig config = single_user_config(context, sequences);
   options.context_shift.apply(config);
+  config.speculative = speculative;
   Engine engine(model, config);
   InterruptHandler interrupt;
   interrupt.arm();
@@ -129,6 +133,7 @@ void run(RunOptions options) {
   emit("\n");
   interrupt.disarm();
   print_speeds(prompt_tokens, done.first_token_seconds, generated, done.total_seconds - done.first_token_seconds);
+  if (speculative.method != SpeculativeMethod::None) fmt::print(stderr, "{}\n", speculation_summary(engine.stats()));
 }
 
 }  // namespace
@@ -150,6 +155,7 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
   options->context_shift.add_to(cmd);
+  options->speculative.add_to(cmd);
   cmd->add_option("--min-tokens", options->sampling.min_tokens, "Generate at least this many tokens");
   cmd->add_option("--completions", options->sampling.n,
                   "Completions of the prompt, sharing its KV blocks (printed one after another)")

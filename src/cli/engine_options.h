@@ -1,10 +1,11 @@
 #pragma once
 // The flags that size and schedule the serving engine, shared by every command that runs one
-// (bench throughput, serve).
+// (bench throughput, serve; run takes the context-shift and speculative ones).
 #include <CLI/CLI.hpp>
 #include <string>
 
 #include "cli/context_shift_flags.h"
+#include "cli/speculative_flag.h"
 #include "lumen/engine_config.h"
 #include "util/error.h"
 
@@ -19,6 +20,7 @@ struct EngineFlags {
   std::string preemption = "recompute";
   std::string swap_space;  // "1G"
   ContextShiftFlags context_shift;
+  SpeculativeFlag speculative;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--max-num-seqs", config.max_num_seqs, "Sequences running at once")
@@ -48,6 +50,7 @@ struct EngineFlags {
         ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
     cmd->add_option("--swap-space", swap_space, "Host memory for swapped blocks, e.g. 1G");
     context_shift.add_to(cmd);
+    speculative.add_to(cmd);
   }
 
   // Call after parsing.
@@ -56,6 +59,7 @@ struct EngineFlags {
     c.enable_prefix_caching = !no_prefix_caching;
     c.free_out_of_window_kv = !keep_out_of_window_kv;
     context_shift.apply(c);
+    c.speculative = speculative.config();
     c.policy = policy == "priority" ? SchedulingPolicy::Priority : SchedulingPolicy::Fcfs;
     c.preemption_mode = preemption == "swap" ? PreemptionMode::Swap : PreemptionMode::Recompute;
     if (!kv_cache_memory.empty()) c.kv_cache_bytes = parse_bytes(kv_cache_memory, "--kv-cache-memory");

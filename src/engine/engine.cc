@@ -22,11 +22,13 @@
 #include "engine/request_group.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
+#include "engine/speculation.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
 #include "model/kv_cache.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_string_matcher.h"
+#include "spec/speculative_config.h"
 #include "tokenizer/streaming_detokenizer.h"
 #include "util/error.h"
 
@@ -89,7 +91,7 @@ struct Engine::Impl {
   Impl(Model model_handle, EngineConfig engine_config)
       : handle(std::move(model_handle)),
         model(runnable(handle)),
-        config(engine_config),
+        config(checked(engine_config)),
         layout(kv::make_kv_layout(model.transformer->layer_windows(), config.free_out_of_window_kv)),
         n_blocks(engine::kv_blocks_for(config, model.hparams, layout, *handle.state().backend)),
         cache(*handle.state().backend, model.hparams, layout, n_blocks, config.block_size),
@@ -137,6 +139,13 @@ struct Engine::Impl {
            config.kv_window_tokens > 0 ? fmt::format(", a window of {}", config.kv_window_tokens) : "");
     }
     return policy;
+  }
+
+  // The configuration with its speculative part validated and vLLM's defaults filled in, before
+  // anything is allocated.
+  static EngineConfig checked(EngineConfig c) {
+    c.speculative = spec::resolved(c.speculative);
+    return c;
   }
 
   static engine::LoadedModel& runnable(const Model& handle) {
@@ -206,7 +215,9 @@ struct Engine::Impl {
   std::atomic<int64_t> unfinished{0};
 
   // The loop thread's own.
-  engine::OutputProcessor outputs{scheduler, model.tokenizer, next_id, unfinished, max_model_len, runner.vocab_size()};
+  engine::Speculation speculation{config.speculative, spec::make_proposer(config.speculative)};
+  engine::OutputProcessor outputs{scheduler,     speculation, model.tokenizer,    next_id,
+                                  unfinished,    max_model_len, runner.vocab_size()};
   uint64_t arrivals = 0;
   uint64_t computed_tokens = 0;
   uint64_t steps = 0;
@@ -252,7 +263,7 @@ void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float
   const std::vector<engine::ChunkLogits>& rows = runner.chunk_logits();
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const uint64_t id = plan.chunks[i].seq->id;
-    const auto n_rows = static_cast<size_t>(rows[i].n_prompt_rows + (rows[i].samples ? 1 : 0));
+    const auto n_rows = static_cast<size_t>(rows[i].n_prompt_rows + rows[i].n_sample_rows());
     const std::optional<uint64_t> request = outputs.request_of(id);
     if (n_rows == 0 || !request) continue;
     const std::span<float> own = logits.subspan(static_cast<size_t>(rows[i].first_row) * vocab, n_rows * vocab);
@@ -268,6 +279,10 @@ void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float
 
 void engine::EngineTestAccess::set_logits_hook(Engine& engine, LogitsHook hook) {
   engine.impl_->logits_hook = std::move(hook);
+}
+
+void engine::EngineTestAccess::set_proposer(Engine& engine, std::unique_ptr<spec::Proposer> proposer) {
+  engine.impl_->speculation.set_proposer(std::move(proposer));
 }
 
 Engine::Engine(Model model, EngineConfig config) : impl_(std::make_unique<Impl>(std::move(model), config)) {}
@@ -366,6 +381,9 @@ void Engine::wait_for_work(std::chrono::milliseconds timeout) {
 bool Engine::step() {
   Impl& m = *impl_;
   m.drain_inbox();
+  if (m.speculation.enabled()) {
+    m.speculation.propose(m.outputs.live_sequences(), static_cast<int64_t>(m.scheduler.n_running()), m.max_model_len);
+  }
   engine::StepPlan plan = m.scheduler.schedule();
   for (engine::Sequence* seq : plan.out_of_blocks) m.outputs.out_of_blocks(seq->id);
   if (!plan.empty()) {
@@ -447,6 +465,10 @@ void Engine::Impl::publish_stats() {
   s.context_shifts = m.scheduler.n_context_shifts();
   s.steps = m.steps;
   s.max_model_len = m.max_model_len;
+  const engine::SpeculationCounters& spec = m.speculation.counters();
+  s.spec_drafts = spec.drafts;
+  s.spec_draft_tokens = spec.draft_tokens;
+  s.spec_accepted_tokens = spec.accepted_tokens;
   std::lock_guard lock(stats_mutex);
   snapshot = s;
 }

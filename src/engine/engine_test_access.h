@@ -1,12 +1,15 @@
 #pragma once
 // Fault injection into a running engine, for tests only (not part of the public API): the
 // faults that containment must survive (an exception while a request is processed, NaN
-// logits) are otherwise hard to cause on purpose in one request of a batch.
+// logits) are otherwise hard to cause on purpose in one request of a batch; and the drafts of
+// speculative decoding, which a test wants to choose.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 
 #include "lumen/engine.h"
+#include "spec/proposer.h"
 
 namespace lumen::engine {
 
@@ -16,6 +19,9 @@ struct EngineTestAccess {
   // throw; either fault is the request's own. An empty function removes the hook.
   using LogitsHook = std::function<void(uint64_t request_id, std::span<float> rows)>;
   static void set_logits_hook(Engine& engine, LogitsHook hook);
+  // Speculative decoding with another proposer (one whose drafts the test chooses); the
+  // engine's speculative config still decides who may speculate and how far. nullptr: off.
+  static void set_proposer(Engine& engine, std::unique_ptr<spec::Proposer> proposer);
 };
 
 }  // namespace lumen::engine

@@ -31,8 +31,13 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     const ScheduledChunk& chunk = plan.chunks[c];
     const Sequence& seq = *chunk.seq;
     const auto first = static_cast<int64_t>(tokens_.size());
+    const int64_t n_known = chunk.n_tokens - chunk.n_draft;
+    if (chunk.n_draft < 0 || chunk.n_draft > std::ssize(seq.draft) || (chunk.n_draft > 0 && !chunk.samples)) {
+      fail("model runner: a chunk of {} draft tokens for a draft of {}", chunk.n_draft, seq.draft.size());
+    }
     for (int64_t i = 0; i < chunk.n_tokens; ++i) {
-      tokens_.push_back(seq.tokens[static_cast<size_t>(seq.n_computed + i)]);
+      tokens_.push_back(i < n_known ? seq.tokens[static_cast<size_t>(seq.n_computed + i)]
+                                    : seq.draft[static_cast<size_t>(i - n_known)]);
       positions_.push_back(static_cast<int32_t>(seq.n_computed + i));
     }
     // Group by group (ForwardBatch): the same rows and positions, each group's own table.
@@ -42,13 +47,16 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     ChunkLogits rows;
     rows.first_row = static_cast<int64_t>(logit_rows_.size());
     rows.first_prompt_position = std::max(seq.n_computed, seq.next_prompt_logit);
-    const int64_t prompt_end = std::min(seq.n_computed + chunk.n_tokens, seq.prompt_len - 1);
+    const int64_t prompt_end = std::min(seq.n_computed + n_known, seq.prompt_len - 1);
     rows.n_prompt_rows = std::max<int64_t>(0, prompt_end - rows.first_prompt_position);
     for (int64_t p = 0; p < rows.n_prompt_rows; ++p) {
       logit_rows_.push_back(static_cast<int32_t>(first + rows.first_prompt_position - seq.n_computed + p));
     }
     rows.samples = chunk.samples;
-    if (chunk.samples) logit_rows_.push_back(static_cast<int32_t>(first + chunk.n_tokens - 1));
+    rows.n_draft = chunk.n_draft;
+    for (int64_t r = n_known - 1; chunk.samples && r < chunk.n_tokens; ++r) {
+      logit_rows_.push_back(static_cast<int32_t>(first + r));
+    }
     chunk_logits_.push_back(rows);
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));

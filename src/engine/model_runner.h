@@ -3,7 +3,8 @@
 // copy-on-write, swap in; the order StepPlan documents), then
 // a single forward pass over the scheduled tokens of every sequence (each attending through its
 // own block table), with logits only for the rows someone reads: the last row of each chunk
-// that samples, and the prompt rows of a sequence that asked for prompt log-probabilities.
+// that samples (and the rows of its draft tokens, when it carries one), and the prompt rows of a
+// sequence that asked for prompt log-probabilities.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -22,8 +23,12 @@ struct ChunkLogits {
   // predicting the next prompt token); n_prompt_rows may be 0.
   int64_t first_prompt_position = 0;
   int64_t n_prompt_rows = 0;
-  // The chunk samples: its row is first_row + n_prompt_rows.
+  // The chunk samples: its row is first_row + n_prompt_rows. With a draft of n_draft tokens
+  // (speculative decoding) the n_draft rows after it follow: row j predicts the token after
+  // draft token j.
   bool samples = false;
+  int64_t n_draft = 0;
+  int64_t n_sample_rows() const { return samples ? 1 + n_draft : 0; }
 };
 
 class ModelRunner {

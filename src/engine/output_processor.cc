@@ -6,10 +6,12 @@
 
 namespace lumen::engine {
 
-OutputProcessor::OutputProcessor(Scheduler& scheduler_, const tokenizer::Tokenizer& tokenizer_,
-                                 std::atomic<uint64_t>& next_id_, std::atomic<int64_t>& unfinished_,
-                                 const int64_t& max_model_len_, int64_t vocab_size_)
+OutputProcessor::OutputProcessor(Scheduler& scheduler_, Speculation& speculation_,
+                                 const tokenizer::Tokenizer& tokenizer_, std::atomic<uint64_t>& next_id_,
+                                 std::atomic<int64_t>& unfinished_, const int64_t& max_model_len_,
+                                 int64_t vocab_size_)
     : scheduler(scheduler_),
+      speculation(speculation_),
       tokenizer(tokenizer_),
       next_id(next_id_),
       unfinished(unfinished_),
@@ -301,7 +303,13 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
       if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
       if (rows[i].samples) {
         const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
-        on_logits(c, logits.subspan(row * vocab, vocab));
+        if (rows[i].n_draft > 0) {
+          const auto n_draft = static_cast<size_t>(rows[i].n_draft);
+          verify_draft(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
+                       logits.subspan(row * vocab, (1 + n_draft) * vocab));
+        } else {
+          on_logits(c, logits.subspan(row * vocab, vocab));
+        }
       }
     } catch (const std::exception& e) {
       // Its K/V was computed and checked: the blocks already published stay valid.

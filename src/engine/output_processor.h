@@ -21,6 +21,7 @@
 #include "engine/model_runner.h"
 #include "engine/request_group.h"
 #include "engine/scheduler.h"
+#include "engine/speculation.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -32,8 +33,10 @@ class OutputProcessor {
   // References the engine's own: its scheduler, the model's tokenizer, the sequence id counter
   // (forks take ids from it), the count of unfinished requests (which other threads read), and
   // max_model_len (which the engine sets once it knows its KV cache).
-  OutputProcessor(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer, std::atomic<uint64_t>& next_id,
-                  std::atomic<int64_t>& unfinished, const int64_t& max_model_len, int64_t vocab_size);
+  // Speculative decoding's drafts are verified here and counted in `speculation`.
+  OutputProcessor(Scheduler& scheduler, Speculation& speculation, const tokenizer::Tokenizer& tokenizer,
+                  std::atomic<uint64_t>& next_id, std::atomic<int64_t>& unfinished, const int64_t& max_model_len,
+                  int64_t vocab_size);
 
   // A submitted request starts: its first sequence goes to the scheduler.
   void admit(std::unique_ptr<RequestGroup> group);
@@ -69,6 +72,9 @@ class OutputProcessor {
   void record_prompt_logprobs(Completion& c, const ChunkLogits& rows, std::span<const float> logits);
   void on_logits(Completion& c, std::span<const float> row);
   void sample_and_emit(Completion& c, std::span<const float> row);
+  // Speculative decoding (draft_verification.cc): `rows` holds 1 + draft.size() rows, the first
+  // after the sequence's last token, each next one after the draft token before it.
+  void verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows);
   // Streams one sampled token (with its text) and says whether the completion ends with it.
   std::optional<FinishReason> emit(Completion& c, const sampling::SampleResult& result);
   Completion& fork(Completion& parent, int32_t index);
@@ -84,6 +90,7 @@ class OutputProcessor {
   void end_group(RequestGroup& g, FinishReason reason, const std::string& error = {});
 
   Scheduler& scheduler;
+  Speculation& speculation;
   const tokenizer::Tokenizer& tokenizer;
   std::atomic<uint64_t>& next_id;
   std::atomic<int64_t>& unfinished;

@@ -249,8 +249,38 @@ StepPlan Scheduler::schedule() {
   schedule_running(plan, budget);
   // Preempting for memory means the pool is full: admitting now would only thrash.
   if (plan.preempted.size() == priority_preemptions) admit_waiting(plan, budget);
+  append_drafts(plan, budget);
   for (const ScheduledChunk& chunk : plan.chunks) plan.n_tokens += chunk.n_tokens;
   return plan;
+}
+
+void Scheduler::append_drafts(StepPlan& plan, int64_t& budget) {
+  for (ScheduledChunk& chunk : plan.chunks) {
+    Sequence* seq = chunk.seq;
+    if (seq->draft.empty() || !chunk.samples || !seq->decoding()) continue;
+    int64_t n = std::min(static_cast<int64_t>(seq->draft.size()), budget);
+    // Blocks beyond the decode's own come from the free ones above the watermark, or not at all.
+    const int32_t base = seq->blocks.blocks_needed(seq->n_computed, chunk.n_tokens);
+    while (n > 0 && pool_.n_available() - (seq->blocks.blocks_needed(seq->n_computed, chunk.n_tokens + n) - base) <
+                        config_.watermark_blocks) {
+      --n;
+    }
+    if (n == 0 || !seq->blocks.reserve(seq->n_computed, chunk.n_tokens + n, plan.copies)) continue;
+    chunk.n_tokens += n;
+    chunk.n_draft = n;
+    budget -= n;
+  }
+}
+
+void Scheduler::accept_draft(Sequence* seq, int64_t n_accepted) {
+  if (n_accepted < 0 || seq->n_computed + n_accepted >= static_cast<int64_t>(seq->tokens.size())) {
+    fail("scheduler: {} accepted draft tokens, but the sequence has {} computed of {} tokens", n_accepted,
+         seq->n_computed, seq->tokens.size());
+  }
+  seq->n_computed += n_accepted;
+  seq->blocks.commit(seq->tokens, seq->n_computed);
+  seq->blocks.truncate(seq->n_computed);
+  seq->draft.clear();
 }
 
 void Scheduler::abandon(const StepPlan& plan) { release_swapped_in(plan); }
@@ -268,7 +298,8 @@ void Scheduler::complete(const StepPlan& plan) {
   for (const ScheduledChunk& chunk : plan.chunks) {
     Sequence* seq = chunk.seq;
     if (seq->state == SequenceState::Finished) continue;
-    seq->n_computed += chunk.n_tokens;
+    // Draft tokens count once accepted (accept_draft).
+    seq->n_computed += chunk.n_tokens - chunk.n_draft;
     seq->blocks.commit(seq->tokens, seq->n_computed);
   }
 }

@@ -8,7 +8,11 @@
 //      watermark, so admission does not immediately force preemptions), reusing the longest
 //      cached prefix of their tokens;
 //   4. when a running sequence cannot get a block, the lowest-ranked running sequence not yet
-//      scheduled this step is preempted (or the sequence itself, when it is the lowest).
+//      scheduled this step is preempted (or the sequence itself, when it is the lowest);
+//   5. speculative decoding: decoding sequences with a draft (Sequence::draft) get it appended
+//      to their chunk, with what is left of the token budget and of the free blocks above the
+//      watermark. Drafts come last so they never displace a decode, a prefill chunk or an
+//      admission, and never cause a preemption.
 // A long prompt is cut into chunks that share a step with decodes (chunked prefill). A request
 // that will fork (n > 1, best_of, beams) takes its `seats` in max_num_seqs at admission; a
 // running sequence with nothing to compute (a beam waiting for its siblings) is not scheduled.
@@ -43,8 +47,12 @@ struct KeyShift {
 
 struct ScheduledChunk {
   Sequence* seq;
-  int64_t n_tokens;  // tokens[seq->n_computed, + n_tokens) are computed this step
+  // tokens[seq->n_computed, + n_tokens - n_draft) are computed this step, followed by the first
+  // n_draft tokens of seq->draft (speculative decoding: they get K/V and logits, but only the
+  // ones the model accepts stay; Scheduler::accept_draft).
+  int64_t n_tokens;
   bool samples;      // the chunk reaches the end of the sequence's tokens: sample after it
+  int64_t n_draft = 0;
 };
 
 // A block moving between the KV pool and a host swap slot.
@@ -89,6 +97,13 @@ class Scheduler {
   // it filled to the prefix cache. Chunks of sequences removed since (ended with an error) are
   // skipped: their blocks are gone, and their K/V is not to be trusted.
   void complete(const StepPlan& plan);
+  // Speculative decoding, after the step's drafts were verified: the first n_accepted tokens of
+  // the chunk's draft were accepted (the caller appended them, and the token sampled after
+  // them, to seq->tokens), so their K/V stays and is published like any other; the blocks that
+  // only rejected draft tokens reached go back to the pool (a block-table truncation, no copy).
+  // Afterwards the sequence holds exactly the blocks of its computed positions, as a sequence
+  // that never speculated would.
+  void accept_draft(Sequence* seq, int64_t n_accepted);
   // The forward pass of `plan` failed: nothing it wrote is published. Gives back the swap
   // slots it read; the engine removes the plan's sequences.
   void abandon(const StepPlan& plan);
@@ -113,6 +128,7 @@ class Scheduler {
   void insert_ranked(std::vector<Sequence*>& queue, Sequence* seq) const;
   void schedule_running(StepPlan& plan, int64_t& budget);
   void admit_waiting(StepPlan& plan, int64_t& budget);
+  void append_drafts(StepPlan& plan, int64_t& budget);
   bool swap_out(Sequence* victim, StepPlan& plan);
   // A decoding sequence at the end of its context drops old positions first (context_shift.h);
   // false when it cannot (the pool lacks blocks for the copies): it then ends, out of blocks.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kv/sequence_kv.h"
+#include "spec/acceptance_history.h"
 
 namespace lumen::engine {
 
@@ -61,6 +62,11 @@ struct Sequence {
   // then holds only what is still in the cache, and prompt_len what is left of the prompt.
   bool may_shift = false;
   int64_t n_dropped_generated = 0;
+  // Speculative decoding (engine/speculation.h): the tokens proposed to follow the last one,
+  // set before a step is planned and cleared once the step verified them (never part of
+  // `tokens`: only what the model accepts is appended there), and how its drafts have fared.
+  std::vector<int32_t> draft;
+  spec::AcceptanceHistory spec_history;
 
   // Tokens still to be computed before the next sample: the prompt (or, after a preemption,
   // everything so far) during prefill, the last sampled token during decode. None while a beam

@@ -114,6 +114,10 @@ SequenceKv SequenceKv::fork() const {
   return SequenceKv(space_, salt_, std::move(copies));
 }
 
+void SequenceKv::truncate(int64_t n_tokens) {
+  for (SequenceBlocks& g : groups_) g.truncate(n_tokens);
+}
+
 void SequenceKv::release_all() {
   for (SequenceBlocks& g : groups_) g.release_all();
 }

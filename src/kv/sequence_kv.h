@@ -37,6 +37,9 @@ class SequenceKv {
   void commit(std::span<const int32_t> tokens, int64_t n_computed);
   SequenceKv fork() const;
   void release_all();
+  // Keeps the blocks of positions [0, n_tokens) in every group and releases the later ones
+  // (speculative decoding: the positions of rejected draft tokens). Nothing is copied.
+  void truncate(int64_t n_tokens);
 
   // Context shift (SequenceBlocks::shift): positions [keep, keep + discard) blocks' worth go,
   // the later blocks move down. Only for a layout of one full-attention group; nullopt (nothing

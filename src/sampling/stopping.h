@@ -9,6 +9,7 @@
 // caller that did not pass the end-of-generation ids to its Sampler, is counted as an ordinary
 // token), and stop strings should be matched only in the text of later tokens
 // (past_min_tokens()).
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -32,6 +33,8 @@ class TokenStopCondition {
   std::optional<FinishReason> check(int32_t token);
 
   int64_t n_generated() const { return n_generated_; }
+  // Tokens that may still be generated before max_tokens ends the sequence.
+  int64_t tokens_left() const { return std::max<int64_t>(0, max_tokens_ - n_generated_); }
   // Whether the next token's text may end the sequence by a stop string.
   bool past_min_tokens() const { return n_generated_ >= min_tokens_; }
 

@@ -87,6 +87,15 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   counter(out, "lumen_num_preemptions_total", "Requests preempted for lack of KV blocks.", s.preemptions);
   counter(out, "lumen_context_shifts_total", "Times a request dropped old positions to go on past its context.",
           s.context_shifts);
+  // Speculative decoding (zero when it is off), named after vLLM's spec_decode counters.
+  counter(out, "lumen_spec_decode_num_drafts_total", "Decode steps of a request that carried a speculative draft.",
+          s.spec_drafts);
+  counter(out, "lumen_spec_decode_num_draft_tokens_total", "Draft tokens scored by the model.", s.spec_draft_tokens);
+  counter(out, "lumen_spec_decode_num_accepted_tokens_total", "Draft tokens the model accepted.",
+          s.spec_accepted_tokens);
+  gauge(out, "lumen_spec_decode_acceptance_rate", "Accepted share of the draft tokens scored so far (0..1).",
+        s.spec_draft_tokens == 0 ? 0.0
+                                 : static_cast<double>(s.spec_accepted_tokens) / static_cast<double>(s.spec_draft_tokens));
   counter(out, "lumen_prompt_tokens_total", "Prompt tokens of requests handed to the engine.", prompt_tokens_.load());
   counter(out, "lumen_generation_tokens_total", "Tokens generated for clients.", generated_tokens_.load());
   counter(out, "lumen_requests_rejected_total", "Requests refused because the queue was full or the server was stopping.",

@@ -119,3 +119,31 @@ def test_kv_eviction_generates_past_the_context():
     r = run("-p", "1, 2, 3, 4, 5,", "-n", "400", "-c", "128", "--kv-eviction", "sink:4,window:64", "--ignore-eos")
     assert r.returncode == 0, r.stderr
     assert "generation: 400 tokens" in r.stderr
+
+
+SPEC = '{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4, "prompt_lookup_min": 2}'
+
+
+def test_speculative_config_gives_the_same_text_and_reports_acceptance():
+    # A prompt the answer copies from: drafts are found and accepted, and greedy output is unchanged.
+    prompt = ("<|im_start|>user\nRepeat exactly: the keeper climbed the spiral stairs every evening, counting "
+              "the steps as his father had taught him.<|im_end|>\n<|im_start|>assistant\n")
+    plain = run("-p", prompt, "-n", "40")
+    spec = run("-p", prompt, "-n", "40", "--speculative-config", SPEC)
+    assert plain.returncode == 0 and spec.returncode == 0, spec.stderr
+    assert spec.stdout == plain.stdout
+    m = re.search(r"speculative decoding: (\d+) drafts, (\d+) of (\d+) draft tokens accepted", spec.stderr)
+    assert m and int(m.group(2)) > 0, spec.stderr
+
+
+def test_malformed_speculative_config_is_a_one_line_error():
+    for value in ["{", "[]", '"ngram"', '{"method": "ngram"}', '{"num_speculative_tokens": 3}',
+                  '{"method": "eagle", "num_speculative_tokens": 3}', '{"method": 1, "num_speculative_tokens": 3}',
+                  '{"method": "ngram", "num_speculative_tokens": 0}',
+                  '{"method": "ngram", "num_speculative_tokens": 1e99}',
+                  '{"method": "ngram", "num_speculative_tokens": 99999999999}',
+                  '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 5, "prompt_lookup_max": 2}',
+                  '{"method": "ngram", "num_speculative_tokens": 3, "lookahead": true}']:
+        r = run("-p", "Hi", "-n", "4", "--speculative-config", value)
+        assert r.returncode == 1, (value, r.stderr)
+        assert r.stderr.strip().count("\n") == 0 and "--speculative-config" in r.stderr, (value, r.stderr)

@@ -1,0 +1,62 @@
+#pragma once
+// Speculative decoding inside the serving engine. Each step:
+//  1. before the step is planned, propose(): every running, decoding sequence that may speculate
+//     gets a draft from the proposer (spec/proposer.h), the others none;
+//  2. the scheduler appends what fits of each draft to the sequence's decode chunk
+//     (Scheduler::append_drafts), so one forward pass computes the real last token and the
+//     draft tokens together, with a row of logits after each;
+//  3. the output processor verifies the draft against those rows (draft_verification.cc) and
+//     the scheduler keeps the accepted tokens' K/V and rolls back the rest
+//     (Scheduler::accept_draft); record() counts the outcome.
+//
+// Who may speculate (adaptive, so speculation never costs much where it cannot pay):
+//  - no one in a step that starts with more than disable_by_batch_size running sequences: a big
+//    batch keeps the machine busy, and extra rows would only slow every sequence in it;
+//  - a sequence sampling or best-of (not beam search), past its first token (its siblings have
+//    forked), not paused by its acceptance history (spec/acceptance_history.h);
+//  - a draft never reaches past the context (max_model_len) or past the tokens max_tokens still
+//    allows (all of a draft accepted yields one token more than the draft).
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/request_group.h"
+#include "lumen/engine_config.h"
+#include "spec/proposer.h"
+
+namespace lumen::engine {
+
+struct SpeculationCounters {
+  uint64_t drafts = 0;           // sequence-steps that carried a draft
+  uint64_t draft_tokens = 0;     // draft tokens scored by the model
+  uint64_t accepted_tokens = 0;  // draft tokens the model agreed with
+};
+
+class Speculation {
+ public:
+  // `config` resolved (spec::resolved); `proposer` null when speculation is off.
+  Speculation(const SpeculativeConfig& config, std::unique_ptr<spec::Proposer> proposer);
+
+  bool enabled() const { return proposer_ != nullptr; }
+  // Tests: another proposer (a deterministic one with known drafts).
+  void set_proposer(std::unique_ptr<spec::Proposer> proposer) { proposer_ = std::move(proposer); }
+
+  // Sets Sequence::draft of every live sequence for the step about to be planned.
+  void propose(const std::unordered_map<uint64_t, Completion*>& live, int64_t n_running, int64_t max_model_len);
+  // A verified draft: `drafted` tokens scored, the first `accepted` agreed with.
+  void record(Sequence& seq, int64_t drafted, int64_t accepted);
+
+  const SpeculationCounters& counters() const { return counters_; }
+
+ private:
+  // The longest draft `c` may carry this step (0: none).
+  int64_t draft_room(const Completion& c, int64_t max_model_len) const;
+
+  SpeculativeConfig config_;
+  std::unique_ptr<spec::Proposer> proposer_;
+  std::vector<spec::DraftRequest> requests_;  // reused from step to step
+  SpeculationCounters counters_;
+};
+
+}  // namespace lumen::engine

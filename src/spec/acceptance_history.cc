@@ -1,0 +1,25 @@
+#include "spec/acceptance_history.h"
+
+#include <algorithm>
+
+namespace lumen::spec {
+
+bool AcceptanceHistory::ready() {
+  if (pause_ == 0) return true;
+  --pause_;
+  return false;
+}
+
+void AcceptanceHistory::record(int64_t drafted, int64_t accepted, double min_rate) {
+  if (drafted <= 0) return;
+  const double share = static_cast<double>(std::clamp<int64_t>(accepted, 0, drafted)) / static_cast<double>(drafted);
+  rate_ = kWeight * share + (1.0 - kWeight) * rate_;
+  if (rate_ >= min_rate) {
+    next_pause_ = kFirstPause;
+    return;
+  }
+  pause_ = next_pause_;
+  next_pause_ = std::min(2 * next_pause_, kLongestPause);
+}
+
+}  // namespace lumen::spec

@@ -1,0 +1,34 @@
+#pragma once
+// Per sequence: whether its drafts have been paying off lately, so a sequence whose text does not
+// copy from its context stops paying for drafts the model rejects.
+//
+// The rule: an exponential average of the accepted share of each draft (weight 0.3 on the
+// newest, starting at 1: a new sequence is trusted). When it falls below the configured minimum,
+// the sequence pauses for 4 decode steps, then drafts again once: if that probe lifts the
+// average back over the minimum it goes on as before, otherwise the next pause doubles (up to
+// 64 steps). A sequence in a pause decodes as without speculation.
+#include <cstdint>
+
+namespace lumen::spec {
+
+class AcceptanceHistory {
+ public:
+  static constexpr double kWeight = 0.3;
+  static constexpr int32_t kFirstPause = 4;
+  static constexpr int32_t kLongestPause = 64;
+
+  // Once per decode step of the sequence: whether this step may carry a draft (a paused
+  // sequence counts the step towards the end of its pause).
+  bool ready();
+  // A draft of `drafted` tokens (> 0) of which the model accepted `accepted`.
+  void record(int64_t drafted, int64_t accepted, double min_rate);
+  double rate() const { return rate_; }
+  bool paused() const { return pause_ > 0; }
+
+ private:
+  double rate_ = 1.0;
+  int32_t pause_ = 0;
+  int32_t next_pause_ = kFirstPause;
+};
+
+}  // namespace lumen::spec

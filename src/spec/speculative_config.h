@@ -1,0 +1,21 @@
+#pragma once
+// Checking a SpeculativeConfig (include/lumen/engine_config.h) and making its proposer.
+#include <memory>
+
+#include "lumen/engine_config.h"
+#include "spec/proposer.h"
+
+namespace lumen::spec {
+
+// The longest draft a step may carry: each drafted token is a row of the forward pass and of
+// logits, and past a few tokens even a perfect proposer gains little per extra row.
+inline constexpr int32_t kMaxSpeculativeTokens = 64;
+
+// The config with vLLM's defaults filled in (prompt lookup bounds); throws lumen::Error, one
+// line naming the field, when it is out of range.
+SpeculativeConfig resolved(const SpeculativeConfig& config);
+
+// nullptr when speculation is off. `config` must be resolved.
+std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config);
+
+}  // namespace lumen::spec

@@ -1,0 +1,225 @@
+// Losslessness of speculative verification, on a synthetic language model small enough to sample
+// tens of thousands of times: with every processor of the chain on (temperature, top-k, top-p,
+// min-p, penalties, logit bias), the first tokens generated with drafts follow the distribution
+// of those generated without (a two-sample chi-square test), a seeded request yields the very
+// same tokens, and a verifier that over-accepts drafts is caught by the same test.
+#include "engine/draft_verification.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+namespace lumen::engine {
+namespace {
+
+constexpr size_t kVocab = 6;
+constexpr size_t kOut = 3;  // the joint distribution of the first three tokens: 216 cells
+
+// Logits after `context`: a fixed random bigram table plus a term that depends on the position,
+// so rows differ along a draft.
+class TinyModel {
+ public:
+  TinyModel() {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.5f);
+    for (float& v : table_) v = normal(rng);
+  }
+  std::vector<float> logits(const std::vector<int32_t>& context) const {
+    std::vector<float> row(kVocab);
+    const auto last = static_cast<size_t>(context.back());
+    for (size_t t = 0; t < kVocab; ++t) {
+      row[t] = table_[last * kVocab + t] + (context.size() % 3 == t % 3 ? 0.4f : 0.0f);
+    }
+    return row;
+  }
+
+ private:
+  std::vector<float> table_ = std::vector<float>(kVocab * kVocab);
+};
+
+// A deterministic proposer: the most likely raw continuation, except every third position the
+// least likely one (usually cut by top-k, so probability 0: it must never be accepted).
+std::vector<int32_t> propose(const TinyModel& model, std::vector<int32_t> context, size_t k) {
+  std::vector<int32_t> draft;
+  for (size_t j = 0; j < k; ++j) {
+    const std::vector<float> row = model.logits(context);
+    const auto best = std::max_element(row.begin(), row.end()) - row.begin();
+    const auto worst = std::min_element(row.begin(), row.end()) - row.begin();
+    draft.push_back(static_cast<int32_t>(context.size() % 3 == 2 ? worst : best));
+    context.push_back(draft.back());
+  }
+  return draft;
+}
+
+std::shared_ptr<const sampling::SamplingSetup> setup() {
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_k = 5;
+  p.top_p = 0.95f;
+  p.min_p = 0.02f;
+  p.repetition_penalty = 1.3f;
+  p.presence_penalty = 0.4f;
+  p.frequency_penalty = 0.2f;
+  p.logit_bias = {{3, 0.5f}};
+  p.seed = 0;
+  return std::make_shared<const sampling::SamplingSetup>(p);
+}
+
+const std::vector<int32_t> kPrompt = {2, 5, 1};
+
+std::vector<int32_t> plain(const TinyModel& model, uint64_t seed) {
+  sampling::Sampler sampler(setup(), kPrompt, {}, seed);
+  std::vector<int32_t> context = kPrompt, out;
+  while (out.size() < kOut) {
+    const int32_t token = sampler.sample(model.logits(context)).token;
+    sampler.accept(token);
+    context.push_back(token);
+    out.push_back(token);
+  }
+  return out;
+}
+
+// `over_accept` > 0 breaks the verifier on purpose: a rejected draft token is taken anyway with
+// that probability (what a verifier that does not sample faithfully would do).
+std::vector<int32_t> speculative(const TinyModel& model, uint64_t seed, size_t k, double over_accept = 0.0,
+                                 int64_t* accepted = nullptr) {
+  sampling::Sampler sampler(setup(), kPrompt, {}, seed);
+  sampling::SamplerWorkspace workspace;
+  std::mt19937_64 cheat(seed + 1000003);
+  std::vector<int32_t> context = kPrompt, out;
+  while (out.size() < kOut) {
+    const std::vector<int32_t> draft = propose(model, context, k);
+    std::vector<float> rows;
+    std::vector<int32_t> extended = context;
+    for (size_t j = 0; j <= draft.size(); ++j) {
+      const std::vector<float> row = model.logits(extended);
+      rows.insert(rows.end(), row.begin(), row.end());
+      if (j < draft.size()) extended.push_back(draft[j]);
+    }
+    if (over_accept == 0.0) {
+      const DraftOutcome outcome = verify_draft(sampler, workspace, draft, rows, kVocab,
+                                                [&](const sampling::SampleResult& r) -> std::optional<FinishReason> {
+                                                  sampler.accept(r.token);
+                                                  context.push_back(r.token);
+                                                  out.push_back(r.token);
+                                                  return std::nullopt;
+                                                });
+      if (accepted != nullptr) *accepted += outcome.accepted;
+      continue;
+    }
+    for (size_t j = 0; j <= draft.size(); ++j) {
+      int32_t token = sampler.sample(std::span(rows).subspan(j * kVocab, kVocab), workspace).token;
+      if (j < draft.size() && token != draft[j] && std::uniform_real_distribution<double>(0, 1)(cheat) < over_accept) {
+        token = draft[j];
+      }
+      sampler.accept(token);
+      context.push_back(token);
+      out.push_back(token);
+      if (j == draft.size() || token != draft[j]) break;
+    }
+  }
+  out.resize(kOut);
+  return out;
+}
+
+size_t cell(const std::vector<int32_t>& tokens) {
+  size_t c = 0;
+  for (int32_t t : tokens) c = c * kVocab + static_cast<size_t>(t);
+  return c;
+}
+
+// Pearson's statistic for two samples of equal size over the cells, with cells seen fewer than
+// 20 times in both together pooled into one; `df` receives the degrees of freedom.
+double homogeneity_statistic(const std::vector<int64_t>& a, const std::vector<int64_t>& b, int& df) {
+  double x2 = 0;
+  int64_t pooled_a = 0, pooled_b = 0;
+  int cells = 0;
+  auto add = [&](int64_t x, int64_t y) {
+    x2 += static_cast<double>((x - y) * (x - y)) / static_cast<double>(x + y);
+    ++cells;
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] + b[i] >= 20) {
+      add(a[i], b[i]);
+    } else {
+      pooled_a += a[i];
+      pooled_b += b[i];
+    }
+  }
+  if (pooled_a + pooled_b > 0) add(pooled_a, pooled_b);
+  df = cells - 1;
+  return x2;
+}
+
+// The chi-square quantile with upper tail 1e-6 (Wilson-Hilferty; z = 4.753).
+double chi_square_threshold(int df) {
+  const double d = df, z = 4.753;
+  return d * std::pow(1.0 - 2.0 / (9.0 * d) + z * std::sqrt(2.0 / (9.0 * d)), 3.0);
+}
+
+constexpr uint64_t kRuns = 20000;
+
+std::vector<int64_t> histogram(const std::function<std::vector<int32_t>(uint64_t)>& run, uint64_t first_seed) {
+  std::vector<int64_t> counts(kVocab * kVocab * kVocab, 0);
+  for (uint64_t s = first_seed; s < first_seed + kRuns; ++s) ++counts[cell(run(s))];
+  return counts;
+}
+
+TEST(DraftVerification, SpeculativeTokensFollowThePlainDistribution) {
+  // Disjoint seeds, so the two samples are independent (with the same seeds they would be equal,
+  // see below). A correct verifier fails this with probability about 1e-6.
+  const TinyModel model;
+  int64_t accepted = 0;
+  const std::vector<int64_t> without = histogram([&](uint64_t s) { return plain(model, s); }, 0);
+  const std::vector<int64_t> with = histogram([&](uint64_t s) { return speculative(model, s, 3, 0.0, &accepted); }, kRuns);
+  int df = 0;
+  const double x2 = homogeneity_statistic(with, without, df);
+  ASSERT_GT(df, 30);
+  EXPECT_LT(x2, chi_square_threshold(df)) << "df " << df;
+  // The drafts were accepted often enough for the test to be about verification.
+  EXPECT_GT(accepted, static_cast<int64_t>(kRuns) / 2);
+
+  // The same test catches a verifier that takes a rejected draft token 10% of the time.
+  const std::vector<int64_t> broken = histogram([&](uint64_t s) { return speculative(model, s, 3, 0.1); }, kRuns);
+  const double broken_x2 = homogeneity_statistic(broken, without, df);
+  EXPECT_GT(broken_x2, 2 * chi_square_threshold(df)) << "df " << df;
+}
+
+TEST(DraftVerification, ASeededRequestYieldsTheSameTokensWithAndWithoutDrafts) {
+  const TinyModel model;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    for (size_t k : {1u, 2u, 5u}) ASSERT_EQ(speculative(model, seed, k), plain(model, seed)) << seed << " k " << k;
+  }
+}
+
+TEST(DraftVerification, AFinishingTokenEndsTheRun) {
+  const TinyModel model;
+  sampling::SamplingParams p;
+  p.temperature = 0.0f;
+  sampling::Sampler sampler(p);
+  sampling::SamplerWorkspace workspace;
+  std::vector<int32_t> context = kPrompt;
+  const std::vector<int32_t> draft = propose(model, context, 4);  // greedy but for one position
+  std::vector<float> rows;
+  std::vector<int32_t> extended = context;
+  for (size_t j = 0; j <= draft.size(); ++j) {
+    const std::vector<float> row = model.logits(extended);
+    rows.insert(rows.end(), row.begin(), row.end());
+    if (j < draft.size()) extended.push_back(draft[j]);
+  }
+  int emitted = 0;
+  const DraftOutcome outcome = verify_draft(sampler, workspace, draft, rows, kVocab,
+                                            [&](const sampling::SampleResult& r) -> std::optional<FinishReason> {
+                                              sampler.accept(r.token);
+                                              return ++emitted == 1 ? std::optional(FinishReason::Stop) : std::nullopt;
+                                            });
+  EXPECT_EQ(emitted, 1);
+  EXPECT_EQ(outcome.finish, FinishReason::Stop);
+  EXPECT_LE(outcome.accepted, 1);
+}
+
+}  // namespace
+}  // namespace lumen::engine

@@ -1,0 +1,261 @@
+// Speculative decoding through the engine on the synthetic model: whatever the drafts, the
+// output is the output without them (greedy, and seeded sampling with every processor, n > 1
+// and best_of, log-probabilities included), ends where it ends without them (stop tokens, stop
+// strings, max_tokens inside an accepted run), survives preemption (recompute and swap) and
+// abort, gives back the blocks of rejected positions, and stays off above the batch limit.
+// The drafts come from an oracle that knows the plain output and spoils some of its proposals,
+// so both acceptance and rejection happen often.
+#include <algorithm>
+
+#include "engine/engine_test_access.h"
+#include "spec/ngram_proposer.h"
+#include "synth_engine.h"
+
+namespace lumen::testing {
+namespace {
+
+// Proposes the continuation of whichever known sequence (prompt + plain output) the sequence is
+// a prefix of; every `spoil_every`-th proposal has one wrong token, at a varying place.
+class OracleProposer final : public spec::Proposer {
+ public:
+  OracleProposer(std::vector<std::vector<int32_t>> known, int spoil_every)
+      : known_(std::move(known)), spoil_every_(spoil_every) {}
+
+  void propose(std::span<const spec::DraftRequest> requests) override {
+    for (const spec::DraftRequest& r : requests) {
+      r.draft->clear();
+      for (const std::vector<int32_t>& k : known_) {
+        if (k.size() <= r.tokens.size() || !std::equal(r.tokens.begin(), r.tokens.end(), k.begin())) continue;
+        const size_t end = std::min(k.size(), r.tokens.size() + static_cast<size_t>(r.max_tokens));
+        r.draft->assign(k.begin() + static_cast<std::ptrdiff_t>(r.tokens.size()), k.begin() + static_cast<std::ptrdiff_t>(end));
+        ++proposals_;
+        if (spoil_every_ > 0 && proposals_ % spoil_every_ == 0) {
+          int32_t& t = (*r.draft)[static_cast<size_t>(proposals_ / spoil_every_) % r.draft->size()];
+          t = t == 300 ? 301 : 300;
+        }
+        break;
+      }
+    }
+  }
+
+ private:
+  std::vector<std::vector<int32_t>> known_;
+  int spoil_every_;
+  int proposals_ = 0;
+};
+
+class EngineSpeculative : public SynthEngineTest {
+ protected:
+  static EngineConfig speculative(int64_t kv_blocks, int32_t k = 4) {
+    EngineConfig c = config(kv_blocks);
+    c.speculative.method = SpeculativeMethod::Ngram;
+    c.speculative.num_speculative_tokens = k;
+    c.speculative.min_acceptance_rate = 0.0;  // the oracle's spoiled drafts must not pause it
+    return c;
+  }
+
+  struct Run {
+    std::vector<GenerationResult> results;
+    EngineStats stats;
+  };
+
+  // Submits each prompt with its params, steps to the end (aborting `abort_id`'s request after
+  // three steps, if given) and collects every completion. With `known`, drafts come from the
+  // oracle over those sequences.
+  static Run run(EngineConfig c, const std::vector<std::vector<int32_t>>& prompts, const std::vector<SamplingParams>& params,
+                 const std::vector<std::vector<int32_t>>* known = nullptr, int spoil_every = 3, int abort_index = -1) {
+    Engine engine(handle(), c);
+    if (known != nullptr) {
+      engine::EngineTestAccess::set_proposer(engine, std::make_unique<OracleProposer>(*known, spoil_every));
+    }
+    std::vector<std::vector<RequestHandle>> handles;
+    for (size_t i = 0; i < prompts.size(); ++i) handles.push_back(engine.add_request_n(prompts[i], params[i]));
+    for (int steps = 0; engine.has_unfinished(); ++steps) {
+      if (steps == 3 && abort_index >= 0) engine.abort(handles[static_cast<size_t>(abort_index)][0].id());
+      engine.step();
+      // Only the blocks of computed positions are held after a step: rejected drafts' go back.
+      const EngineStats s = engine.stats();
+      EXPECT_LT(s.kv_slots_allocated - s.kv_slots_filled, c.block_size * std::max<int64_t>(s.running, 1));
+    }
+    Run r;
+    for (auto& hs : handles) {
+      for (RequestHandle& h : hs) r.results.push_back(h.collect());
+    }
+    r.stats = engine.stats();
+    EXPECT_EQ(r.stats.kv_blocks_used, 0);
+    return r;
+  }
+
+  // Each request's prompt followed by each of its completions' plain output.
+  static std::vector<std::vector<int32_t>> known_sequences(const std::vector<std::vector<int32_t>>& prompts,
+                                                           const std::vector<SamplingParams>& params, const Run& plain) {
+    std::vector<std::vector<int32_t>> known;
+    size_t r = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      for (int32_t j = 0; j < params[i].n; ++j, ++r) {
+        known.push_back(prompts[i]);
+        known.back().insert(known.back().end(), plain.results[r].tokens.begin(), plain.results[r].tokens.end());
+      }
+    }
+    return known;
+  }
+
+  static void expect_same_output(const Run& with, const Run& without) {
+    ASSERT_EQ(with.results.size(), without.results.size());
+    for (size_t i = 0; i < with.results.size(); ++i) {
+      SCOPED_TRACE("completion " + std::to_string(i));
+      EXPECT_EQ(with.results[i].tokens, without.results[i].tokens);
+      EXPECT_EQ(with.results[i].text, without.results[i].text);
+      EXPECT_EQ(with.results[i].finish, without.results[i].finish);
+      // Bit for bit: the rows of a chunk with a draft are the rows of plain decode steps.
+      EXPECT_EQ(with.results[i].logprobs.size(), without.results[i].logprobs.size());
+      for (size_t t = 0; t < std::min(with.results[i].logprobs.size(), without.results[i].logprobs.size()); ++t) {
+        const float a = with.results[i].logprobs[t], b = without.results[i].logprobs[t];
+        EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << "token " << t << ": " << a << " vs " << b;
+      }
+    }
+  }
+
+  static void expect_drafts_accepted_and_rejected(const EngineStats& s) {
+    EXPECT_GT(s.spec_drafts, 0u);
+    EXPECT_GT(s.spec_accepted_tokens, 0u);
+    EXPECT_LT(s.spec_accepted_tokens, s.spec_draft_tokens);
+  }
+
+  static std::vector<std::vector<int32_t>> prompts(int n) {
+    std::vector<std::vector<int32_t>> out;
+    for (int i = 0; i < n; ++i) out.push_back(prompt(5 + 7 * i, 40 + i));
+    return out;
+  }
+};
+
+TEST_F(EngineSpeculative, GreedyOutputIsTheOutputWithoutDrafts) {
+  const auto ps = prompts(5);
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < 5; ++i) params.push_back(greedy(30 + 3 * i));
+  params[2].logprobs = 3;
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  for (int32_t k : {1, 4, 7}) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    const Run with = run(speculative(512, k), ps, params, &known);
+    expect_same_output(with, plain);
+    expect_drafts_accepted_and_rejected(with.stats);
+    // Fewer steps: accepted drafts are tokens no step had to decode.
+    EXPECT_LT(with.stats.steps, plain.stats.steps);
+  }
+  // The built-in n-gram proposer, whatever it finds in the synthetic model's output.
+  expect_same_output(run(speculative(512), ps, params), plain);
+}
+
+TEST_F(EngineSpeculative, SeededSamplingWithEveryProcessorIsTheOutputWithoutDrafts) {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_k = 40;
+  p.top_p = 0.9f;
+  p.min_p = 0.01f;
+  p.repetition_penalty = 1.1f;
+  p.frequency_penalty = 0.3f;
+  p.presence_penalty = 0.2f;
+  p.logit_bias = {{300, 2.0f}, {301, -1.0f}};
+  p.min_tokens = 4;
+  p.max_tokens = 24;
+  p.logprobs = 2;
+  p.seed = 99;
+  SamplingParams n3 = p;
+  n3.n = 3;
+  SamplingParams best_of = p;
+  best_of.n = 2;
+  best_of.best_of = 3;
+  best_of.seed = 7;
+  const auto ps = prompts(3);
+  const std::vector<SamplingParams> params = {p, n3, best_of};
+  const Run plain = run(config(512), ps, params);
+  // best_of's delivered completions are the best 2 of 3: the oracle knows only those, so the
+  // third one's drafts are mostly wrong (rejection at work).
+  const auto known = known_sequences(ps, params, plain);
+  const Run with = run(speculative(512), ps, params, &known);
+  expect_same_output(with, plain);
+  expect_drafts_accepted_and_rejected(with.stats);
+}
+
+TEST_F(EngineSpeculative, StopsInsideAnAcceptedRunEndWhereThePlainOutputEnds) {
+  const std::vector<int32_t> p = prompt(9, 77);
+  const Run reference = run(config(512), {p}, {greedy(40)});
+  const std::vector<int32_t>& out = reference.results[0].tokens;
+  const std::string& text = reference.results[0].text;
+  ASSERT_EQ(out.size(), 40u);
+  std::vector<SamplingParams> cases;
+  for (int64_t max_tokens = 1; max_tokens <= 13; ++max_tokens) cases.push_back(greedy(max_tokens));
+  for (size_t at : {3u, 10u, 17u}) {
+    SamplingParams stop_id = greedy(40);
+    stop_id.stop_token_ids = {out[at]};
+    cases.push_back(stop_id);
+  }
+  ASSERT_GT(text.size(), 12u);
+  for (size_t at : {size_t{5}, text.size() / 2, text.size() - 4}) {
+    SamplingParams stop_text = greedy(40);
+    stop_text.stop = {text.substr(at, 3)};
+    cases.push_back(stop_text);
+  }
+  std::vector<std::vector<int32_t>> known = {p};
+  known[0].insert(known[0].end(), out.begin(), out.end());
+  for (const SamplingParams& c : cases) {
+    const Run plain = run(config(512), {p}, {c});
+    // The oracle's drafts are right (no spoiling): the end falls inside accepted runs.
+    const Run with = run(speculative(512, 6), {p}, {c}, &known, 0);
+    expect_same_output(with, plain);
+  }
+}
+
+TEST_F(EngineSpeculative, PreemptedSpeculatingSequencesFinishWithTheirPlainOutput) {
+  const auto ps = prompts(4);
+  const std::vector<SamplingParams> params(4, greedy(24));
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
+    SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
+    EngineConfig c = speculative(22);
+    c.preemption_mode = mode;
+    const Run with = run(c, ps, params, &known);
+    expect_same_output(with, plain);
+    EXPECT_GT(with.stats.preemptions, 0u);
+    EXPECT_GT(with.stats.spec_accepted_tokens, 0u);
+  }
+}
+
+TEST_F(EngineSpeculative, AbortingASpeculatingRequestLeavesTheOthersAlone) {
+  const auto ps = prompts(3);
+  const std::vector<SamplingParams> params(3, greedy(30));
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  const Run with = run(speculative(512), ps, params, &known, 3, /*abort_index=*/1);
+  EXPECT_EQ(with.results[1].finish, FinishReason::Abort);
+  EXPECT_LT(with.results[1].tokens.size(), 30u);
+  for (size_t i : {0u, 2u}) EXPECT_EQ(with.results[i].tokens, plain.results[i].tokens);
+}
+
+TEST_F(EngineSpeculative, NoDraftsWhileTheBatchIsAboveTheLimit) {
+  const auto ps = prompts(4);
+  std::vector<SamplingParams> params = {greedy(6), greedy(6), greedy(30), greedy(30)};
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  EngineConfig c = speculative(512);
+  c.speculative.disable_by_batch_size = 2;
+  Engine engine(handle(), c);
+  engine::EngineTestAccess::set_proposer(engine, std::make_unique<OracleProposer>(known, 0));
+  std::vector<RequestHandle> hs;
+  for (size_t i = 0; i < ps.size(); ++i) hs.push_back(engine.add_request(ps[i], params[i]));
+  uint64_t drafts_while_crowded = 0;
+  while (engine.has_unfinished()) {
+    const EngineStats before = engine.stats();
+    engine.step();
+    if (before.running > 2) drafts_while_crowded += engine.stats().spec_drafts - before.spec_drafts;
+  }
+  EXPECT_EQ(drafts_while_crowded, 0u);
+  EXPECT_GT(engine.stats().spec_drafts, 0u);  // once two had finished
+  for (size_t i = 0; i < hs.size(); ++i) EXPECT_EQ(hs[i].collect().tokens, plain.results[i].tokens);
+}
+
+}  // namespace
+}  // namespace lumen::testing
