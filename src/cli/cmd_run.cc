@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -15,6 +13,7 @@
 #include "cli/run_completions.h"
 #include "cli/sampling_options.h"
 #include "cli/stream_completion.h"
+#include "cli/text_file.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
 #include "cli/context_shift_flags.h"
@@ -52,25 +51,6 @@ void emit(const std::string& text) {
   std::fflush(stdout);
 }
 
-// Far more than any context holds: a bound so that `-f /dev/zero` or a mistaken multi-gigabyte
-// file is an error, not an exhausted machine. Pipes (`-f /dev/stdin`) still work.
-constexpr size_t kMaxPromptFileBytes = 64u << 20;
-
-std::string read_prompt_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail("the prompt file '{}' is a directory", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read the prompt file '{}'", path);
-  std::string text;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    text.append(buffer, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxPromptFileBytes) fail("the prompt file '{}' is larger than 64 MiB", path);
-  }
-  if (in.bad()) fail("cannot read the prompt file '{}'", path);
-  return text;
-}
-
 // The prompt's time runs to the first token (sampled from the prompt's last logits); the
 // generation rate is over the tokens after it, one decode step each.
 void print_speeds(size_t prompt_tokens, double prompt_seconds, int64_t generated, double gen_seconds) {
@@ -82,7 +62,7 @@ void print_speeds(size_t prompt_tokens, double prompt_seconds, int64_t generated
 
 void run(RunOptions options) {
   if (options.prompt.empty() == options.prompt_file.empty()) fail("give the prompt with -p TEXT or -f FILE");
-  if (!options.prompt_file.empty()) options.prompt = read_prompt_file(options.prompt_file);
+  if (!options.prompt_file.empty()) options.prompt = read_text_file(options.prompt_file, "prompt file");
   if (options.n_predict < -1) fail("-n must be -1 (until the end or the context is full) or a count >= 0");
   SamplingParams params = options.sampling;
   // -1: as many as fit (set below, once the prompt's length is known); 0: the prompt alone,

@@ -14,6 +14,7 @@ void add_run_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // the OpenAI-compatible server
 void add_bench_command(CLI::App& app);  // bench latency / throughput / serve
+void add_perplexity_command(CLI::App& app);  // perplexity and KL divergence, as llama-perplexity
 void add_bench_latency_command(CLI::App* bench);
 void add_bench_throughput_command(CLI::App* bench);
 void add_bench_serve_command(CLI::App* bench);  // load generator for OpenAI-compatible servers

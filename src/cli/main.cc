@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   lumen::cli::add_chat_command(app);
   lumen::cli::add_serve_command(app);
   lumen::cli::add_bench_command(app);
+  lumen::cli::add_perplexity_command(app);
   // Every failure is a one-line message and a small exit status, never a signal or a trace.
   try {
     app.parse(argc, argv);

@@ -1,0 +1,15 @@
+#pragma once
+// A text file a command reads whole (`run -f`, `perplexity -f`): its exact bytes, with one-line
+// errors that name the file by its role ("the prompt file 'x' is a directory").
+#include <string>
+
+namespace lumen::cli {
+
+// Far more than any context holds: a bound so that `-f /dev/zero` or a mistaken multi-gigabyte
+// file is an error, not an exhausted machine. Pipes (`-f /dev/stdin`) still work.
+constexpr size_t kMaxTextFileBytes = 64u << 20;
+
+// `role` names the file in errors: "prompt file", "text file".
+std::string read_text_file(const std::string& path, const std::string& role);
+
+}  // namespace lumen::cli
