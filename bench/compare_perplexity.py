@@ -8,8 +8,8 @@ two tools interleaved, tokens/s of each and their ratio.
 Speed is the whole evaluation as a user waits for it: the tokens the windows hold
 (windows * -c) over the process's wall time, model loading and tokenization included (both are
 well under a second for the default model; the per-tool figures without them are reported too:
-Lumen's own "tokens_per_second", and llama.cpp's prompt-eval rate from its timing report, which
-leaves out its scoring). On a shared machine speed drifts from minute to minute, so the tools
+Lumen's own "tokens_per_second", and llama.cpp's from the time stamps of its log lines, from
+"calculating perplexity" to "Final estimate": both are the windows' evaluation and scoring). On a shared machine speed drifts from minute to minute, so the tools
 alternate, round by round, and the medians are compared. Prints JSON. The peer binary is built
 by hand outside this repository; this script only runs it.
 """
@@ -51,8 +51,13 @@ def run_llama(args):
     text = out + err
     windows = len(re.findall(r"\[\d+\]\d+\.\d+,", text))
     ppl = float(re.search(r"Final estimate: PPL = ([\d.]+)", text).group(1))
-    prompt = re.search(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens", text)
-    eval_rate = 1000 * int(prompt.group(2)) / float(prompt.group(1)) if prompt else None
+    # Its log lines carry a time stamp (minutes.seconds.milliseconds.microseconds since start):
+    # the evaluation runs from "calculating perplexity" to "Final estimate".
+    def stamp(marker):
+        m = re.search(r"(\d+)\.(\d+)\.(\d+)\.(\d+) I " + marker, text)
+        return 60 * int(m.group(1)) + int(m.group(2)) + int(m.group(3)) / 1e3 + int(m.group(4)) / 1e6 if m else None
+    begin, end = stamp("perplexity: calculating perplexity over"), stamp("Final estimate")
+    eval_rate = windows * int(args.c) / (end - begin) if begin is not None and end is not None else None
     return {"wall_s": seconds, "tokens": windows * int(args.c), "ppl": ppl, "eval_tokens_per_s": eval_rate}
 
 
