@@ -118,6 +118,10 @@ KldResult compute_kl_divergence(const Model& model, const std::string& base_path
     fail("the logits file '{}' is for a vocabulary of {} tokens; the model has {}", base_path, header.n_vocab,
          model.info().vocab_size);
   }
+  if (header.n_ctx > model.info().context_length) {
+    fail("the logits file '{}' holds windows of {} tokens; the model's context is {}", base_path, header.n_ctx,
+         model.info().context_length);
+  }
   check_context(model, header.n_ctx, options.n_batch);
   const int64_t n_ctx = header.n_ctx;
   const int64_t n_windows = options.max_chunks < 0 ? header.n_chunk : std::min(options.max_chunks, header.n_chunk);
