@@ -73,8 +73,10 @@ LogitsFileReader::LogitsFileReader(const std::string& path) : path_(path) {
   const uint64_t expected = sizeof kMagic + 12 + static_cast<uint64_t>(n_ctx) * n_chunk * 4 +
                             static_cast<uint64_t>(n_chunk) * header_.rows_per_window() *
                                 encoded_row_entries(n_vocab) * 2;
+  // A pipe has no size to check the header's claim against, so only regular files are read.
   const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size < expected) {
+  if (ec) fail("the logits file '{}' is not a regular file", path);
+  if (size < expected) {
     fail("the logits file '{}' is truncated ({} bytes; its header needs {})", path, size, expected);
   }
   tokens_.resize(static_cast<size_t>(n_ctx) * static_cast<size_t>(n_chunk));
