@@ -16,6 +16,7 @@
 #include "cli/interrupt.h"
 #include "cli/line_reader.h"
 #include "cli/sampling_options.h"
+#include "cli/speculative_flag.h"
 #include "cli/stream_completion.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
@@ -34,9 +35,11 @@ struct ChatOptions {
   unsigned threads = 0;
   std::string device;
   SamplingParams sampling;
+  SpeculativeFlag speculative;
 };
 
 void chat_loop(const ChatOptions& options) {
+  const SpeculativeConfig speculative = options.speculative.config();  // a bad config fails before loading
   const Model model = Model::load(resolve_model_path(options.model), {.device = options.device,
                                                                       .threads = options.threads,
                                                                       .chat_template = options.template_name});
@@ -45,7 +48,11 @@ void chat_loop(const ChatOptions& options) {
   options.sampling.validate_for_vocab(model.info().vocab_size);
   // The prefix cache keeps the conversation's K/V from turn to turn: each turn computes only
   // the tokens after the part already cached.
-  Engine engine(model, single_user_config(context, 1));
+  EngineConfig config = single_user_config(context, 1);
+  // A chat reply often quotes the conversation (code being edited, a passage being summarized),
+  // which is where n-gram speculation finds its drafts.
+  config.speculative = speculative;
+  Engine engine(model, config);
   // Each reply's penalties see that turn's prompt (the conversation so far); turn t draws from
   // seed + t, so a seeded chat replays exactly.
   const uint64_t seed = options.sampling.seed.value_or(std::random_device{}());
@@ -82,6 +89,8 @@ void chat_loop(const ChatOptions& options) {
     std::fflush(stdout);
     messages.push_back({{"role", "assistant"}, {"content", reply.text}});
   }
+  // On stderr, so that piped stdout still holds only the replies.
+  if (speculative.method != SpeculativeMethod::None) fmt::print(stderr, "{}\n", speculation_summary(engine.stats()));
 }
 
 }  // namespace
@@ -102,6 +111,7 @@ void add_chat_command(CLI::App& app) {
   add_sampling_options(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   add_device_option(cmd, options->device);
+  options->speculative.add_to(cmd);
   cmd->add_option("-c,--ctx-size", options->context, "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its KV cache is paged and shared, --max-model-len)")->capture_default_str();
   cmd->callback([options] { chat_loop(*options); });
 }

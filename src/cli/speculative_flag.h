@@ -1,5 +1,5 @@
 #pragma once
-// --speculative-config JSON, vLLM's flag, shared by run, serve, bench latency and bench
+// --speculative-config JSON, vLLM's flag, shared by run, chat, serve, bench latency and bench
 // throughput: {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4,
 // "prompt_lookup_min": 2}, plus "disable_by_batch_size" (vLLM's too) and "min_acceptance_rate"
 // (Lumen's; include/lumen/engine_config.h has every field's meaning). Anything malformed (not

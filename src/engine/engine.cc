@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -390,6 +391,7 @@ bool Engine::step() {
     m.outputs.mark_scheduled(plan);
     std::span<float> logits;
     std::string fault;
+    const auto started = std::chrono::steady_clock::now();
     try {
       logits = m.runner.run(plan);
     } catch (const std::exception& e) {
@@ -400,6 +402,12 @@ bool Engine::step() {
       m.scheduler.abandon(plan);
       m.outputs.fail_batch(plan, "the forward pass failed: " + fault);
     } else {
+      // What a draft token costs, learned from single-sequence decode steps (spec/step_cost.h).
+      if (m.speculation.enabled() && plan.chunks.size() == 1 && plan.chunks[0].samples &&
+          plan.chunks[0].n_tokens - plan.chunks[0].n_draft == 1) {
+        m.speculation.record_step(plan.chunks[0].n_draft,
+                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      }
       m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
       m.scheduler.complete(plan);
       m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "spec/draft_length.h"
+
 namespace lumen::engine {
 
 Speculation::Speculation(const SpeculativeConfig& config, std::unique_ptr<spec::Proposer> proposer)
@@ -17,7 +19,9 @@ int64_t Speculation::draft_room(const Completion& c, int64_t max_model_len) cons
   int64_t room = std::min<int64_t>(config_.num_speculative_tokens, max_model_len - n_tokens);
   // A fully accepted draft yields draft + 1 tokens.
   room = std::min(room, c.stop_condition.tokens_left() - 1);
-  return std::max<int64_t>(room, 0);
+  if (room <= 0) return 0;
+  return spec::best_draft_length(seq.spec_history.token_acceptance(), step_cost_.per_draft_token(),
+                                 static_cast<int32_t>(room));
 }
 
 void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live, int64_t n_running,

@@ -14,6 +14,8 @@
 //    batch keeps the machine busy, and extra rows would only slow every sequence in it;
 //  - a sequence sampling or best-of (not beam search), past its first token (its siblings have
 //    forked), not paused by its acceptance history (spec/acceptance_history.h);
+//  - a draft is as long as pays for this sequence (spec/draft_length.h): from its draft tokens'
+//    acceptance so far and what a draft token has cost in recent steps (spec/step_cost.h);
 //  - a draft never reaches past the context (max_model_len) or past the tokens max_tokens still
 //    allows (all of a draft accepted yields one token more than the draft).
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include "engine/request_group.h"
 #include "lumen/engine_config.h"
 #include "spec/proposer.h"
+#include "spec/step_cost.h"
 
 namespace lumen::engine {
 
@@ -46,6 +49,9 @@ class Speculation {
   void propose(const std::unordered_map<uint64_t, Completion*>& live, int64_t n_running, int64_t max_model_len);
   // A verified draft: `drafted` tokens scored, the first `accepted` agreed with.
   void record(Sequence& seq, int64_t drafted, int64_t accepted);
+  // The forward pass of a step that decoded one sequence (and prefilled nothing) carrying
+  // `draft_tokens` draft tokens took `seconds`.
+  void record_step(int64_t draft_tokens, double seconds) { step_cost_.record(draft_tokens, seconds); }
 
   const SpeculationCounters& counters() const { return counters_; }
 
@@ -57,6 +63,7 @@ class Speculation {
   std::unique_ptr<spec::Proposer> proposer_;
   std::vector<spec::DraftRequest> requests_;  // reused from step to step
   SpeculationCounters counters_;
+  spec::StepCost step_cost_;
 };
 
 }  // namespace lumen::engine

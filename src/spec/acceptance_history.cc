@@ -12,7 +12,10 @@ bool AcceptanceHistory::ready() {
 
 void AcceptanceHistory::record(int64_t drafted, int64_t accepted, double min_rate) {
   if (drafted <= 0) return;
-  const double share = static_cast<double>(std::clamp<int64_t>(accepted, 0, drafted)) / static_cast<double>(drafted);
+  const int64_t kept = std::clamp<int64_t>(accepted, 0, drafted);
+  accepted_ = kTokenForget * accepted_ + static_cast<double>(kept);
+  examined_ = kTokenForget * examined_ + static_cast<double>(kept + (kept < drafted ? 1 : 0));
+  const double share = static_cast<double>(kept) / static_cast<double>(drafted);
   rate_ = kWeight * share + (1.0 - kWeight) * rate_;
   if (rate_ >= min_rate) {
     next_pause_ = kFirstPause;

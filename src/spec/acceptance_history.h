@@ -7,6 +7,11 @@
 // the sequence pauses for 4 decode steps, then drafts again once: if that probe lifts the
 // average back over the minimum it goes on as before, otherwise the next pause doubles (up to
 // 64 steps). A sequence in a pause decodes as without speculation.
+//
+// Apart from that, for the draft's length (spec/draft_length.h): the probability that a draft
+// token is accepted given the ones before it were, as accepted tokens over examined ones (the
+// accepted plus the first rejected), both forgotten by kTokenForget per draft. It starts at 1
+// (two drafted-and-accepted tokens' worth of trust), so a new sequence drafts at full length.
 #include <cstdint>
 
 namespace lumen::spec {
@@ -16,6 +21,7 @@ class AcceptanceHistory {
   static constexpr double kWeight = 0.3;
   static constexpr int32_t kFirstPause = 4;
   static constexpr int32_t kLongestPause = 64;
+  static constexpr double kTokenForget = 0.8;
 
   // Once per decode step of the sequence: whether this step may carry a draft (a paused
   // sequence counts the step towards the end of its pause).
@@ -23,10 +29,13 @@ class AcceptanceHistory {
   // A draft of `drafted` tokens (> 0) of which the model accepted `accepted`.
   void record(int64_t drafted, int64_t accepted, double min_rate);
   double rate() const { return rate_; }
+  double token_acceptance() const { return accepted_ / examined_; }
   bool paused() const { return pause_ > 0; }
 
  private:
   double rate_ = 1.0;
+  double accepted_ = 2.0;
+  double examined_ = 2.0;
   int32_t pause_ = 0;
   int32_t next_pause_ = kFirstPause;
 };
