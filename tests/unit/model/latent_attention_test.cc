@@ -43,7 +43,8 @@ TEST(LatentKvCache, HoldsOneLatentRowPerPositionAndLayer) {
   mha.head_count_kv = 16;
   mha.head_dim = 160;  // (192 + 128) / 2: the same bytes as separate K of 192 and V of 128
   EXPECT_EQ(KvCache::bytes_per_block(mha, 16), 27u * 16u * 16u * 320u * 2u);
-  EXPECT_NEAR(static_cast<double>(KvCache::bytes_per_block(mha, 16)) / KvCache::bytes_per_block(hp, 16), 8.89, 0.01);
+  EXPECT_NEAR(static_cast<double>(KvCache::bytes_per_block(mha, 16)) / static_cast<double>(KvCache::bytes_per_block(hp, 16)),
+              8.89, 0.01);
 
   backend::CpuBackend backend(1);
   HParams two_layers = hp;
