@@ -33,6 +33,13 @@ inline TensorView expert_matrix(const TensorView& t, int64_t index) {
   return m;
 }
 
+// The first n rows of a 2-D matrix (scratch buffers sized for the largest batch).
+inline TensorView first_rows(const TensorView& m, int64_t n) {
+  TensorView view = m;
+  view.dims[1] = n;
+  return view;
+}
+
 // A contiguous f32 matrix of `rows` rows of `cols` values.
 inline TensorView f32_matrix(float* data, int64_t cols, int64_t rows) {
   return {tensor::DType::F32, {cols, rows, 1, 1}, static_cast<size_t>(cols) * sizeof(float), data};

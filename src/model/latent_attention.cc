@@ -10,12 +10,8 @@ namespace lumen::model {
 namespace {
 
 using backend::TensorView;
+using backend::first_rows;
 
-TensorView first_rows(const TensorView& m, int64_t n) {
-  TensorView view = m;
-  view.dims[1] = n;
-  return view;
-}
 
 // Columns [begin, begin + width) of each row of a 2-D f32 matrix, seen as `groups` rows of
 // `width` per matrix row when the matrix row is `groups` equal parts (heads): a strided view.

@@ -10,12 +10,8 @@ namespace lumen::model {
 namespace {
 
 using backend::TensorView;
+using backend::first_rows;
 
-TensorView first_rows(const TensorView& m, int64_t n) {
-  TensorView view = m;
-  view.dims[1] = n;
-  return view;
-}
 
 // llama.cpp's shared-expert gate: silu(g) / g, which is sigmoid(g) rounded as ggml rounds it
 // (silu is g / (1 + exp(-g)) in f32); its limit 1/2 at g = 0, where the division has none.

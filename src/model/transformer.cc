@@ -10,13 +10,8 @@ namespace lumen::model {
 namespace {
 
 using backend::TensorView;
+using backend::first_rows;
 
-// The first n rows of a 2-D f32 scratch matrix.
-TensorView first_rows(const TensorView& m, int64_t n) {
-  TensorView view = m;
-  view.dims[1] = n;
-  return view;
-}
 
 // A {row, n} matrix seen as {head_dim, heads, n} for rope and attention.
 TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
