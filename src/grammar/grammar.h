@@ -20,7 +20,7 @@ namespace lumen::grammar {
 // return a 400 that points at it.
 class GrammarError : public Error {
  public:
-  GrammarError(const std::string& message, size_t offset) : Error(message), offset(offset) {}
+  GrammarError(const std::string& message, size_t at) : Error(message), offset(at) {}
   size_t offset;
 };
 
