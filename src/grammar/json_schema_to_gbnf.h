@@ -1,6 +1,12 @@
 #pragma once
 // JSON Schema -> GBNF: the subset llama.cpp, XGrammar and llguidance support in practice.
+//
+// Objects list their properties in the schema's declared order (optional ones may be left
+// out), so the schema should be parsed keeping key order: use the ordered_json or text
+// overloads. A plain nlohmann::json has its keys sorted, and that order is used then.
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -9,10 +15,16 @@ namespace lumen::grammar {
 struct JsonSchemaOptions {
   // Whitespace between tokens: false = any JSON whitespace (bounded), true = none (compact).
   bool compact_whitespace = false;
+  // Largest count a repetition may spell out (maxLength, maxItems, regex {m,n}): larger upper
+  // bounds are lowered to it (every output still validates), larger lower bounds are refused.
+  size_t max_repetition = 4096;
 };
 
 // Throws GrammarError (offset 0; the message names the JSON pointer of the offending part).
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});
 std::string json_schema_to_gbnf(const nlohmann::json& schema, const JsonSchemaOptions& options = {});
+// Parses `schema_text` keeping key order; a JSON syntax error is a GrammarError at its offset.
+std::string json_schema_text_to_gbnf(std::string_view schema_text, const JsonSchemaOptions& options = {});
 
 // Any JSON value (response_format {"type": "json_object"}: an object).
 std::string json_object_gbnf();
