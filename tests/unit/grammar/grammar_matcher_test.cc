@@ -1,6 +1,9 @@
 // The matcher's own behaviour: end of generation, rollback, copies, jump-forward, bad input.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "grammar/grammar_matcher.h"
 
 namespace lumen::grammar {
@@ -117,6 +120,42 @@ TEST(GrammarMatcher, CopiesAreIndependent) {
   EXPECT_EQ(b.rollback_available(), 0);
   GrammarMatcher moved = std::move(a);
   EXPECT_TRUE(moved.accept_bytes("b"));
+}
+
+}  // namespace
+}  // namespace lumen::grammar
+
+namespace lumen::grammar {
+namespace {
+
+TEST(GrammarMatcher, AmbiguityCostsBoundedTime) {
+  // Every 'a' doubles the distinct stacks: past the step's work limit the token is refused.
+  auto compiled = compile("root ::= x\nx ::= \"a\" x \"b\" | \"a\" x \"c\" | \"\"");
+  GrammarMatcher m(compiled);
+  auto start = std::chrono::steady_clock::now();
+  int accepted = 0;
+  for (int i = 0; i < 40; ++i) accepted += m.accept_bytes("a");
+  EXPECT_LT(accepted, 40);
+  EXPECT_GT(accepted, 8);
+  std::vector<uint32_t> mask(bitmask_words(257));
+  m.fill_next_token_bitmask(mask);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(LUMEN_UNDER_SANITIZERS ? 30 : 3));
+}
+
+TEST(GrammarMatcher, SharedCompiledGrammarAcrossThreads) {
+  auto compiled = compile("root ::= \"{\" (\"\\\"k\\\":\" [0-9]+ (\",\" \"\\\"k\\\":\" [0-9]+)*)? \"}\"", {"{\"", "\":", "12", "},"});
+  std::vector<std::thread> threads;
+  std::vector<std::vector<uint32_t>> masks(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      GrammarMatcher m(compiled);
+      masks[static_cast<size_t>(t)].resize(bitmask_words(261));
+      for (char c : std::string("{\"k\":1")) m.accept_bytes(std::string(1, c));
+      m.fill_next_token_bitmask(masks[static_cast<size_t>(t)]);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 1; t < 4; ++t) EXPECT_EQ(masks[static_cast<size_t>(t)], masks[0]);
 }
 
 }  // namespace
