@@ -2,8 +2,10 @@
 //   grammar_mask_bench [model.gguf] [grammars_dir]
 // For each grammar: parse + compile time on the model's vocabulary, then random walks through
 // valid outputs (a random allowed token each step), timing fill_next_token_bitmask. The first
-// walks build the lazy per-position caches ("cold"); the same walks again give the steady
-// state ("warm"), what a server sees once a schema is in use.
+// walks build the lazy context caches ("cold": every mask of a grammar's first 20 outputs,
+// cache builds included); then 20 other walks (another seed: some contexts are new and build
+// their cache then) give "warm", and the same 20 again "hot" (every cache built), what a
+// server sees once a schema has been in use for a while.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,9 +39,9 @@ double percentile(std::vector<double> v, double p) {
 
 // Walks with a fixed seed; returns the mask times.
 std::vector<double> walk(const std::shared_ptr<const grammar::CompiledGrammar>& compiled, size_t vocab_size, int walks,
-                         int steps) {
+                         int steps, uint32_t seed) {
   std::vector<double> times;
-  std::mt19937 rng(42);
+  std::mt19937 rng(seed);
   std::vector<uint32_t> mask(grammar::bitmask_words(vocab_size));
   std::vector<int32_t> allowed;
   for (int w = 0; w < walks; ++w) {
@@ -103,14 +105,17 @@ ws ::= | " " | "\n" [ \t]{0,20}
     auto compiled = grammar::compile_grammar(grammar::parse_gbnf(cases[c].text), vocabulary);
     double compile_us = us_since(t);
     t = Clock::now();
-    std::vector<double> cold = walk(compiled, vocabulary->size(), 20, 64);
+    std::vector<double> cold = walk(compiled, vocabulary->size(), 20, 64, 42);
     double cold_total_us = us_since(t);
-    std::vector<double> warm = walk(compiled, vocabulary->size(), 20, 64);
+    std::vector<double> warm = walk(compiled, vocabulary->size(), 20, 64, 43);
+    std::vector<double> hot = walk(compiled, vocabulary->size(), 20, 64, 43);
     std::printf(
         "    {\"grammar\": \"%s\", \"compile_us\": %.0f, \"masks\": %zu, \"cold_total_ms\": %.1f, \"cold_max_us\": %.0f, "
-        "\"warm_p50_us\": %.1f, \"warm_p99_us\": %.1f, \"warm_mean_us\": %.1f}%s\n",
+        "\"cold_p50_us\": %.1f, \"warm_p50_us\": %.1f, \"warm_p99_us\": %.1f, \"hot_p50_us\": %.1f, \"hot_p99_us\": %.1f, "
+        "\"warm_mean_us\": %.1f}%s\n",
         cases[c].name.c_str(), compile_us, warm.size(), cold_total_us / 1000, percentile(cold, 1.0),
-        percentile(warm, 0.5), percentile(warm, 0.99),
+        percentile(cold, 0.5), percentile(warm, 0.5), percentile(warm, 0.99), percentile(hot, 0.5),
+        percentile(hot, 0.99),
         warm.empty() ? 0.0 : [&] { double s = 0; for (double x : warm) s += x; return s / static_cast<double>(warm.size()); }(),
         c + 1 < cases.size() ? "," : "");
   }

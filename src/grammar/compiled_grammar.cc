@@ -26,6 +26,9 @@ void CompiledGrammar::context_key(const Stack& stack, ContextKey& key) {
   const StackNode* node = stack.rest;
   for (int i = 0; i < kContextFrames && node != nullptr; ++i, node = node->parent)
     key.append(reinterpret_cast<const char*>(&node->pos), sizeof(int32_t));
+  // Whether the stack ends here matters: the cache of a whole stack has no escape (the text
+  // may end where the start rule does), that of a stack's top does.
+  if (node == nullptr) key.push_back('$');
 }
 
 const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const ContextKey& key) const {

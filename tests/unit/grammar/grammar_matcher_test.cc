@@ -160,3 +160,35 @@ TEST(GrammarMatcher, SharedCompiledGrammarAcrossThreads) {
 
 }  // namespace
 }  // namespace lumen::grammar
+
+namespace lumen::grammar {
+namespace {
+
+// The mask against accept_token for every token of a small vocabulary.
+void expect_mask_matches_matcher(GrammarMatcher& m, size_t vocabulary_size) {
+  std::vector<uint32_t> mask(bitmask_words(vocabulary_size));
+  m.fill_next_token_bitmask(mask);
+  for (size_t id = 0; id < vocabulary_size; ++id) {
+    bool in_mask = (mask[id >> 5] >> (id & 31)) & 1u;
+    bool accepted = m.accept_token(static_cast<int32_t>(id));
+    if (accepted) m.rollback(1);
+    EXPECT_EQ(in_mask, accepted) << "token " << id;
+  }
+}
+
+TEST(GrammarMatcher, CacheContextsOfDifferentDepthsStayApart) {
+  // After four '(' the stack is four frames deep and ends; after five it goes on below the
+  // frames a cache key holds. A cache built for the first must not answer for the second.
+  std::vector<std::string> words = {"x))))", "x)))))", "))", ")))"};
+  auto compiled = compile("root ::= p\np ::= \"(\" p \")\" | \"x\"", words);
+  for (int depth : {4, 5, 3, 6, 4}) {
+    GrammarMatcher m(compiled);
+    ASSERT_TRUE(m.accept_bytes(std::string(static_cast<size_t>(depth), '(')));
+    expect_mask_matches_matcher(m, 256 + words.size() + 1);
+    ASSERT_TRUE(m.accept_bytes("x"));
+    expect_mask_matches_matcher(m, 256 + words.size() + 1);
+  }
+}
+
+}  // namespace
+}  // namespace lumen::grammar
