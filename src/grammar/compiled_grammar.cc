@@ -13,37 +13,43 @@ bool MatchState::can_terminate() const {
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
                                  std::shared_ptr<const TokenVocabulary> vocabulary)
-    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), caches_(grammar_->elements.size()) {
+    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)) {
   auto initial = std::make_shared<MatchState>();
   StackStepper(*grammar_).initial_stacks(initial_arena_, initial->stacks);
   initial_ = std::move(initial);
-  for (auto& c : caches_) c.store(nullptr, std::memory_order_relaxed);
 }
 
 CompiledGrammar::~CompiledGrammar() = default;
 
-const PositionCache* CompiledGrammar::position_cache(int32_t pos) const {
-  std::atomic<const PositionCache*>& slot = caches_[static_cast<size_t>(pos)];
-  if (const PositionCache* cache = slot.load(std::memory_order_acquire)) return cache;
-  std::lock_guard<std::mutex> lock(build_mutex_);
-  if (const PositionCache* cache = slot.load(std::memory_order_acquire)) return cache;
-  if (cache_bytes_ >= kCacheBudgetBytes) return nullptr;
-  std::unique_ptr<PositionCache> built = build_position_cache(pos);
-  cache_bytes_ += built->bytes();
-  const PositionCache* cache = built.get();
-  owned_caches_.push_back(std::move(built));
-  slot.store(cache, std::memory_order_release);
-  return cache;
+void CompiledGrammar::context_key(const Stack& stack, ContextKey& key) {
+  key.assign(reinterpret_cast<const char*>(&stack.pos), sizeof(int32_t));
+  const StackNode* node = stack.rest;
+  for (int i = 0; i < kContextFrames && node != nullptr; ++i, node = node->parent)
+    key.append(reinterpret_cast<const char*>(&node->pos), sizeof(int32_t));
+  // Whether the stack ends here matters: the cache of a whole stack has no escape (the text
+  // may end where the start rule does), that of a stack's top does.
+  if (node == nullptr) key.push_back('$');
 }
 
-// Walks the whole token trie from the single stack {pos, escape_node()}: the rule around
-// `pos` as the only context. Per trie node (a prefix of some tokens):
+const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const ContextKey& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = caches_.find(key);
+  if (it != caches_.end()) return it->second.get();
+  if (cache_bytes_ >= kCacheBudgetBytes) return nullptr;
+  // Built under the lock: two threads needing the same cache build it once.
+  std::unique_ptr<PositionCache> built = build_context_cache(stack);
+  cache_bytes_ += built->bytes() + key.size() + 64;
+  return caches_.emplace(key, std::move(built)).first->second.get();
+}
+
+// Walks the whole token trie from the stack's top and kContextFrames frames, on escape_node()
+// (unless the stack ends sooner). Per trie node (a prefix of some tokens):
 //   alive                       -> its own tokens are accepted; go on into the children;
 //   dead, nothing escaped       -> the whole subtree is rejected;
 //   dead, escaped on the path   -> the subtree depends on the stack below: uncertain
 //                                  (own tokens are accepted if the escape was at this byte:
 //                                  the rule completed exactly at the token's end).
-std::unique_ptr<PositionCache> CompiledGrammar::build_position_cache(int32_t pos) const {
+std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack& stack) const {
   const TokenVocabulary& vocab = *vocabulary_;
   const auto& trie = vocab.trie();
   const auto& ranks = vocab.ranks();
@@ -54,8 +60,15 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_position_cache(int32_t pos
     cache->accepted[id >> 5] |= 1u << (id & 31);
   };
   std::vector<uint32_t> uncertain;
+  // The context frames, copied onto escape_node() (the real ones sit on the rest of a stack).
+  NodeArena arena;
+  std::vector<int32_t> frames;
+  const StackNode* frame = stack.rest;
+  for (int i = 0; i < kContextFrames && frame != nullptr; ++i, frame = frame->parent) frames.push_back(frame->pos);
+  const StackNode* below = frame == nullptr ? nullptr : escape_node();
+  for (size_t i = frames.size(); i-- > 0;) below = arena.make(frames[i], below);
   ByteWalker walker(*grammar_);
-  Stack start{pos, escape_node()};
+  Stack start{stack.pos, below};
   walker.reset(std::span<const Stack>(&start, 1), {});
   constexpr uint32_t kNone = ~0u;
   std::vector<uint32_t> escape_depth = {kNone};  // shallowest escape on the path, per depth

@@ -3,12 +3,16 @@
 // per-position token caches that make masks fast (built lazily, the first time a position is
 // the top of a stack, and shared by every matcher of the grammar on every thread).
 //
-// A position cache answers, for a stack whose top is that position, which tokens are allowed
-// whatever lies below the top (XGrammar's context-independent tokens): walking a token from
-// the position alone either stays inside the rule around it (accepted or rejected for sure), or
-// completes that rule with bytes left over: those tokens depend on the rest of the stack and
-// are checked against the real stack at mask time ("uncertain").
-#include <atomic>
+// A context cache answers, for the stacks whose top is a position and whose next
+// kContextFrames frames are given positions, which tokens are allowed whatever lies further
+// below (XGrammar's context-independent tokens, with a few frames of context): walking a token
+// from that stack prefix either stays inside it (accepted or rejected for sure), or completes
+// its bottom frame with bytes left over: those tokens depend on the rest of the stack and are
+// checked against the real stack at mask time ("uncertain"). One frame of context is not
+// enough: a JSON string's character class sits in a group rule that ends after every
+// character, so every longer token would be uncertain.
+#include <string>
+#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -47,23 +51,28 @@ class CompiledGrammar {
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
   const std::shared_ptr<const MatchState>& initial_state() const { return initial_; }
 
-  // The cache of a kChars position, built on first use; nullptr when the memory budget for
-  // caches is spent (the mask then walks the whole vocabulary for that stack).
-  const PositionCache* position_cache(int32_t pos) const;
+  // The frames of context a cache key holds below the top position.
+  static constexpr int kContextFrames = 4;
+  // The key of a stack's cache: its top position and the positions of up to kContextFrames
+  // frames below (fewer where the stack ends).
+  using ContextKey = std::string;
+  static void context_key(const Stack& stack, ContextKey& key);
+  // The cache of a stack prefix, built on first use; nullptr when the memory budget for
+  // caches is spent (the mask then walks the whole vocabulary for those stacks).
+  const PositionCache* context_cache(const Stack& stack, const ContextKey& key) const;
 
   // Cache memory budget in bytes (the grammar may come from an HTTP client).
   static constexpr size_t kCacheBudgetBytes = size_t{256} << 20;
 
  private:
-  std::unique_ptr<PositionCache> build_position_cache(int32_t pos) const;
+  std::unique_ptr<PositionCache> build_context_cache(const Stack& stack) const;
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   NodeArena initial_arena_;
   std::shared_ptr<const MatchState> initial_;
-  mutable std::vector<std::atomic<const PositionCache*>> caches_;
-  mutable std::vector<std::unique_ptr<PositionCache>> owned_caches_;
-  mutable std::mutex build_mutex_;
+  mutable std::mutex mutex_;  // guards caches_ and cache_bytes_
+  mutable std::unordered_map<ContextKey, std::unique_ptr<PositionCache>> caches_;
   mutable size_t cache_bytes_ = 0;
 };
 
@@ -71,8 +80,8 @@ class CompiledGrammar {
 struct MaskScratch {
   explicit MaskScratch(const Grammar& grammar) : walker(grammar) {}
   ByteWalker walker;
-  std::vector<Stack> sorted;
-  std::vector<std::pair<size_t, const PositionCache*>> groups;
+  std::vector<std::pair<CompiledGrammar::ContextKey, Stack>> keyed;
+  std::vector<Stack> group;
 };
 
 // Sets exactly the bits of the tokens allowed after `state` (mask_engine.cc).

@@ -82,34 +82,37 @@ void fill_token_mask(const CompiledGrammar& compiled, const MatchState& state, M
     walk_trie(vocab, scratch.walker, state.stacks, state.utf8, bitmask);
     return;
   }
-  // Group the stacks by top position.
-  std::vector<Stack>& sorted = scratch.sorted;
-  sorted.assign(state.stacks.begin(), state.stacks.end());
-  std::sort(sorted.begin(), sorted.end(), [](const Stack& a, const Stack& b) { return a.pos < b.pos; });
-  // First every group's accepted words (so the uncertain walks can skip what is already set).
-  std::vector<std::pair<size_t, const PositionCache*>>& groups = scratch.groups;
-  groups.clear();
-  for (size_t i = 0; i < sorted.size();) {
+  // Group the stacks by cache key; OR in every group's accepted words first, so that the
+  // uncertain walks skip what is already allowed.
+  auto& keyed = scratch.keyed;
+  keyed.resize(state.stacks.size());
+  size_t n = 0;
+  for (const Stack& s : state.stacks) {
+    if (s.pos == kAcceptedPos) continue;
+    CompiledGrammar::context_key(s, keyed[n].first);
+    keyed[n++].second = s;
+  }
+  std::sort(keyed.begin(), keyed.begin() + static_cast<std::ptrdiff_t>(n),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<size_t, const PositionCache*>> groups;  // (first index, cache)
+  for (size_t i = 0; i < n;) {
     size_t j = i;
-    while (j < sorted.size() && sorted[j].pos == sorted[i].pos) ++j;
-    if (sorted[i].pos != kAcceptedPos) {
-      const PositionCache* cache = compiled.position_cache(sorted[i].pos);
-      if (cache != nullptr) {
-        const uint32_t* words = cache->accepted.data();
-        for (size_t w = 0; w < bitmask.size(); ++w) bitmask[w] |= words[w];
-      }
-      groups.push_back({i, cache});
+    while (j < n && keyed[j].first == keyed[i].first) ++j;
+    const PositionCache* cache = compiled.context_cache(keyed[i].second, keyed[i].first);
+    if (cache != nullptr) {
+      const uint32_t* words = cache->accepted.data();
+      for (size_t w = 0; w < bitmask.size(); ++w) bitmask[w] |= words[w];
     }
+    groups.push_back({i, cache});
     i = j;
   }
   for (auto [begin, cache] : groups) {
-    size_t end = begin;
-    while (end < sorted.size() && sorted[end].pos == sorted[begin].pos) ++end;
-    std::span<const Stack> group(sorted.data() + begin, end - begin);
+    scratch.group.clear();
+    for (size_t k = begin; k < n && keyed[k].first == keyed[begin].first; ++k) scratch.group.push_back(keyed[k].second);
     if (cache == nullptr) {
-      walk_trie(vocab, scratch.walker, group, {}, bitmask);
-    } else {
-      walk_uncertain(vocab, *cache, scratch.walker, group, bitmask);
+      walk_trie(vocab, scratch.walker, scratch.group, {}, bitmask);
+    } else if (!cache->uncertain.empty()) {
+      walk_uncertain(vocab, *cache, scratch.walker, scratch.group, bitmask);
     }
   }
 }

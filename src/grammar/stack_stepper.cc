@@ -16,6 +16,7 @@ size_t hash_stack(Stack s) {
 void StackStepper::begin_batch() {
   ++generation_;
   used_ = 0;
+  overflow_ = false;
   if (generation_ == 0) {  // wrapped: old marks could look current
     for (Slot& slot : slots_) slot.generation = 0;
     generation_ = 1;
@@ -56,6 +57,11 @@ void StackStepper::expand(int32_t pos, const StackNode* rest, NodeArena& arena, 
     Stack s = work_.back();
     work_.pop_back();
     if (!visit(s)) continue;
+    if (used_ > kMaxStepWork) {
+      overflow_ = true;
+      work_.clear();
+      break;
+    }
     const Element& e = elements[static_cast<size_t>(s.pos)];
     switch (e.kind) {
       case ElementKind::kChars:
@@ -109,6 +115,10 @@ bool StackStepper::step_byte(std::span<const Stack> in, Utf8Partial& utf8, uint8
       for (const Stack& s : in)
         if (s.pos != kAcceptedPos && grammar_.matches(static_cast<uint32_t>(s.pos), cp))
           expand(s.pos + 1, s.rest, arena, out, escaped);
+      if (overflow_) {
+        out.clear();
+        return false;
+      }
       break;
   }
   utf8 = next;

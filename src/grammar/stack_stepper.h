@@ -32,6 +32,11 @@ class StackStepper {
 
   const Grammar& grammar() const { return grammar_; }
 
+  // An ambiguous grammar can multiply stacks with every character (`x ::= "a" x "b" | "a" x
+  // "c" | ""` doubles them); past this many (pos, rest) pairs in one step the step fails, so a
+  // hostile grammar costs bounded time per byte instead of exponential.
+  static constexpr size_t kMaxStepWork = 1 << 16;
+
  private:
   bool visit(Stack s);
 
@@ -45,6 +50,7 @@ class StackStepper {
   std::vector<Slot> slots_;
   uint32_t generation_ = 0;
   size_t used_ = 0;
+  bool overflow_ = false;
 };
 
 }  // namespace lumen::grammar

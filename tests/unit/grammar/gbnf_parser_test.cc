@@ -92,7 +92,7 @@ TEST(GbnfParser, HostileGrammarsAreRefusedQuickly) {
   EXPECT_NO_THROW(parse_gbnf(wide));
   std::string huge = "root ::= \"" + std::string(600'000, 'a') + "\"{2}";
   error_offset(huge);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(LUMEN_UNDER_SANITIZERS ? 60 : 5));
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // The matcher's own behaviour: end of generation, rollback, copies, jump-forward, bad input.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "grammar/grammar_matcher.h"
 
 namespace lumen::grammar {
@@ -117,6 +120,74 @@ TEST(GrammarMatcher, CopiesAreIndependent) {
   EXPECT_EQ(b.rollback_available(), 0);
   GrammarMatcher moved = std::move(a);
   EXPECT_TRUE(moved.accept_bytes("b"));
+}
+
+}  // namespace
+}  // namespace lumen::grammar
+
+namespace lumen::grammar {
+namespace {
+
+TEST(GrammarMatcher, AmbiguityCostsBoundedTime) {
+  // Every 'a' doubles the distinct stacks: past the step's work limit the token is refused.
+  auto compiled = compile("root ::= x\nx ::= \"a\" x \"b\" | \"a\" x \"c\" | \"\"");
+  GrammarMatcher m(compiled);
+  auto start = std::chrono::steady_clock::now();
+  int accepted = 0;
+  for (int i = 0; i < 40; ++i) accepted += m.accept_bytes("a");
+  EXPECT_LT(accepted, 40);
+  EXPECT_GT(accepted, 8);
+  std::vector<uint32_t> mask(bitmask_words(257));
+  m.fill_next_token_bitmask(mask);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(LUMEN_UNDER_SANITIZERS ? 30 : 3));
+}
+
+TEST(GrammarMatcher, SharedCompiledGrammarAcrossThreads) {
+  auto compiled = compile("root ::= \"{\" (\"\\\"k\\\":\" [0-9]+ (\",\" \"\\\"k\\\":\" [0-9]+)*)? \"}\"", {"{\"", "\":", "12", "},"});
+  std::vector<std::thread> threads;
+  std::vector<std::vector<uint32_t>> masks(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      GrammarMatcher m(compiled);
+      masks[static_cast<size_t>(t)].resize(bitmask_words(261));
+      for (char c : std::string("{\"k\":1")) m.accept_bytes(std::string(1, c));
+      m.fill_next_token_bitmask(masks[static_cast<size_t>(t)]);
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 1; t < 4; ++t) EXPECT_EQ(masks[static_cast<size_t>(t)], masks[0]);
+}
+
+}  // namespace
+}  // namespace lumen::grammar
+
+namespace lumen::grammar {
+namespace {
+
+// The mask against accept_token for every token of a small vocabulary.
+void expect_mask_matches_matcher(GrammarMatcher& m, size_t vocabulary_size) {
+  std::vector<uint32_t> mask(bitmask_words(vocabulary_size));
+  m.fill_next_token_bitmask(mask);
+  for (size_t id = 0; id < vocabulary_size; ++id) {
+    bool in_mask = (mask[id >> 5] >> (id & 31)) & 1u;
+    bool accepted = m.accept_token(static_cast<int32_t>(id));
+    if (accepted) m.rollback(1);
+    EXPECT_EQ(in_mask, accepted) << "token " << id;
+  }
+}
+
+TEST(GrammarMatcher, CacheContextsOfDifferentDepthsStayApart) {
+  // After four '(' the stack is four frames deep and ends; after five it goes on below the
+  // frames a cache key holds. A cache built for the first must not answer for the second.
+  std::vector<std::string> words = {"x))))", "x)))))", "))", ")))"};
+  auto compiled = compile("root ::= p\np ::= \"(\" p \")\" | \"x\"", words);
+  for (int depth : {4, 5, 3, 6, 4}) {
+    GrammarMatcher m(compiled);
+    ASSERT_TRUE(m.accept_bytes(std::string(static_cast<size_t>(depth), '(')));
+    expect_mask_matches_matcher(m, 256 + words.size() + 1);
+    ASSERT_TRUE(m.accept_bytes("x"));
+    expect_mask_matches_matcher(m, 256 + words.size() + 1);
+  }
 }
 
 }  // namespace
