@@ -26,6 +26,28 @@
 
 namespace lumen {
 
+// Constrained ("structured") output, vLLM's StructuredOutputsParams: at most one of the
+// constraints is set, and every generated text is then a sentence of it (src/grammar: each is
+// turned into a grammar whose token masks are applied before sampling; an end-of-generation
+// token is allowed only where the text is complete). A text cut short by max_tokens or a stop
+// string is a prefix of one.
+struct StructuredOutputs {
+  std::optional<std::string> json;                 // a JSON Schema (the schema's JSON text)
+  bool json_object = false;                        // any JSON object (response_format json_object)
+  std::optional<std::string> regex;                // the whole output matches it
+  std::optional<std::vector<std::string>> choice;  // exactly one of these strings
+  std::optional<std::string> grammar;              // GBNF (llama.cpp's notation)
+  // JSON: no whitespace between tokens (vLLM's disable_any_whitespace); otherwise a bounded
+  // amount is allowed, as llama.cpp's converter does.
+  bool compact_whitespace = false;
+
+  // How many constraints are set (validate() wants at most one).
+  int count() const {
+    return static_cast<int>(json.has_value()) + static_cast<int>(json_object) + static_cast<int>(regex.has_value()) +
+           static_cast<int>(choice.has_value()) + static_cast<int>(grammar.has_value());
+  }
+};
+
 struct SamplingParams {
   // ---- The distribution the next token is drawn from ----
   float temperature = 1.0f;  // >= 0; 0: greedy (the argmax after bias, penalties and masks)
@@ -56,6 +78,8 @@ struct SamplingParams {
   std::vector<int32_t> stop_token_ids;  // token ids that end the sequence (FinishReason::Stop)
   bool ignore_eos = false;              // end-of-generation tokens do not end the sequence
 
+  // ---- Constrained output ----
+  std::optional<StructuredOutputs> structured_outputs;
   // ---- What is reported ----
   // Absent: no log-probabilities. k in 0..20: the chosen token's log-probability and the k
   // most likely alternatives (from the distribution after bias, penalties and masks, before temperature and the filters;

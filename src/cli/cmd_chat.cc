@@ -16,6 +16,7 @@
 #include "cli/interrupt.h"
 #include "cli/line_reader.h"
 #include "cli/sampling_options.h"
+#include "cli/structured_output_flags.h"
 #include "cli/speculative_flag.h"
 #include "cli/stream_completion.h"
 #include "lumen/engine.h"
@@ -109,6 +110,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("--system", options->system, "System message");
   cmd->add_option("-n,--max-reply", options->max_reply, "Most tokens per reply")->capture_default_str();
   add_sampling_options(cmd, options->sampling);
+  add_structured_output_flags(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   add_device_option(cmd, options->device);
   options->speculative.add_to(cmd);

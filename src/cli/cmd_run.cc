@@ -12,6 +12,7 @@
 #include "cli/interrupt.h"
 #include "cli/run_completions.h"
 #include "cli/sampling_options.h"
+#include "cli/structured_output_flags.h"
 #include "cli/stream_completion.h"
 #include "cli/text_file.h"
 #include "lumen/engine.h"
@@ -129,6 +130,7 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   add_sampling_options(cmd, options->sampling);
   add_stop_option(cmd, options->sampling);
+  add_structured_output_flags(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   add_device_option(cmd, options->device);
   cmd->add_option("-c,--ctx-size", options->context, "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its KV cache is paged and shared, --max-model-len)")

@@ -24,6 +24,7 @@
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "engine/speculation.h"
+#include "engine/structured_output.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
 #include "model/kv_cache.h"
@@ -202,6 +203,8 @@ struct Engine::Impl {
   std::unique_ptr<engine::SwapSpace> swap;
   engine::Scheduler scheduler;
   engine::ModelRunner runner;
+  // Structured outputs' compiled grammars, shared by submitting threads (it locks).
+  engine::GrammarCompiler grammars{model.tokenizer};
   int64_t max_model_len = 0;
   // Mixed into every request's cache salt, so block hashes are keyed per process: nobody can
   // precompute prompts whose blocks collide in the prefix cache's table.
@@ -317,9 +320,13 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
     fail("the prompt has {} tokens; the context holds {} (prompt and output together)",
          prompt.size(), impl_->max_model_len);
   }
+  // Compiled here, on the caller's thread: an invalid constraint is the caller's error.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  if (params.structured_outputs) grammar = impl_->grammars.compile(*params.structured_outputs);
   const uint64_t id = impl_->next_id.fetch_add(1);
   auto group = std::make_unique<RequestGroup>(id, params, impl_->max_model_len - prompt_len,
                                               impl_->model.tokenizer.vocab().end_of_generation);
+  group->grammar = std::move(grammar);
   auto first = std::make_unique<Completion>(*group, id, std::move(prompt), priority, impl_->kv_space,
                                             kv::mix64(impl_->hash_key ^ cache_salt), impl_->model.tokenizer);
   first->seq.seats = width;

@@ -45,12 +45,14 @@ void attach_chat_template(ModelState& state, const std::string& builtin_name) {
     const auto text = chat::builtin_chat_template(builtin_name);
     if (!text) fail("unknown chat template '{}' (see `lumen chat-template list`)", builtin_name);
     state.chat_template = chat::ChatTemplate::parse(*text);
+    state.chat_template_source = std::string(*text);
     return;
   }
   const auto text = state.model->file->metadata().find_string("tokenizer.chat_template");
   if (!text) {
     if (auto family = chat::builtin_chat_template_name_for_architecture(state.model->hparams.architecture)) {
-      state.chat_template = chat::ChatTemplate::parse(*chat::builtin_chat_template(*family));
+      state.chat_template_source = std::string(*chat::builtin_chat_template(*family));
+      state.chat_template = chat::ChatTemplate::parse(state.chat_template_source);
       return;
     }
     state.chat_template_problem = "the model has no chat template";
@@ -58,6 +60,7 @@ void attach_chat_template(ModelState& state, const std::string& builtin_name) {
   }
   try {
     state.chat_template = chat::ChatTemplate::parse(*text);
+    state.chat_template_source = std::string(*text);
   } catch (const Error& e) {
     state.chat_template_problem = fmt::format("the model's chat template cannot be used ({})", e.what());
   }

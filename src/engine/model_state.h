@@ -20,6 +20,7 @@ struct ModelState {
   std::unique_ptr<LoadedModel> owned_model;
   LoadedModel* model = nullptr;
   std::optional<chat::ChatTemplate> chat_template;
+  std::string chat_template_source;   // its Jinja text (tool calling reads which format it speaks)
   std::string chat_template_problem;  // why chat_template is empty
   ModelInfo info;
 };

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/structured_output.h"
+
 namespace lumen::engine {
 
 namespace {
@@ -25,6 +27,9 @@ Completion::Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<in
       stop_condition(group->setup->params, tokenizer.vocab().end_of_generation),
       detokenizer(tokenizer, {.skip_special = group->setup->params.skip_special_tokens}) {
   if (!group->setup->params.stop.empty()) stop_strings.emplace(group->setup->params.stop);
+  if (group->grammar) {
+    sampler.set_mask(std::make_unique<GrammarMask>(group->grammar, tokenizer.vocab().size()));
+  }
 }
 
 Completion::Completion(const Completion& parent, uint64_t sequence_id, int32_t completion_index,
@@ -38,6 +43,11 @@ Completion::Completion(const Completion& parent, uint64_t sequence_id, int32_t c
       stop_condition(group->setup->params, tokenizer.vocab().end_of_generation),
       detokenizer(tokenizer, {.skip_special = group->setup->params.skip_special_tokens}) {
   if (!group->setup->params.stop.empty()) stop_strings.emplace(group->setup->params.stop);
+  // A fresh matcher is the parent's state: forks happen before the parent accepted a token
+  // (beam search, which forks later, does not take grammars).
+  if (group->grammar) {
+    sampler.set_mask(std::make_unique<GrammarMask>(group->grammar, tokenizer.vocab().size()));
+  }
 }
 
 RequestGroup::RequestGroup(uint64_t request_id, const sampling::SamplingParams& request_params,

@@ -21,6 +21,7 @@
 
 #include "engine/request_stream.h"
 #include "engine/sequence.h"
+#include "grammar/grammar_matcher.h"
 #include "lumen/outputs.h"
 #include "sampling/beam_search.h"
 #include "sampling/sampler.h"
@@ -70,6 +71,9 @@ struct RequestGroup {
   // to rank (they are not reported unless asked for).
   sampling::SamplingParams sampling;
   std::shared_ptr<const sampling::SamplingSetup> setup;  // `sampling`, for every completion
+  // params.structured_outputs compiled (engine/structured_output.h); every completion samples
+  // through its own matcher of it. Null when the request is not constrained.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
   GroupMode mode;
   int32_t width;  // sequences it runs at most: best_of, or the beam width
   std::vector<std::shared_ptr<RequestStream>> streams;  // params.n

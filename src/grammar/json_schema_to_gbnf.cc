@@ -71,7 +71,7 @@ class SchemaConverter {
   SchemaConverter(const OrderedJson& root, const JsonSchemaOptions& options) : root_(root), options_(options) {}
 
   std::string convert() {
-    const std::string root_name = rules_.reserve("root");
+    const std::string root_name = rules_.reserve(options_.root_rule);
     // An empty schema at the top means "a JSON object" (response_format json_object, and
     // what llama.cpp does); deeper down, {} is any value.
     const std::string value =

@@ -18,6 +18,10 @@ struct JsonSchemaOptions {
   // Largest count a repetition may spell out (maxLength, maxItems, regex {m,n}): larger upper
   // bounds are lowered to it (every output still validates), larger lower bounds are refused.
   size_t max_repetition = 4096;
+  // The start rule's name: another grammar may embed this one by referring to it (tool calls
+  // wrap a schema's JSON in their markers). Other rule names must not collide with the
+  // embedding grammar's: the embedder uses names that do not occur here.
+  std::string root_rule = "root";
 };
 
 // Throws GrammarError (offset 0; the message names the JSON pointer of the offending part).

@@ -69,6 +69,20 @@ void SamplingParams::validate() const {
   if (best_of && *best_of < n) fail("best_of ({}) must be at least n ({})", *best_of, n);
   if (!std::isfinite(length_penalty))
     fail("length_penalty must be finite (got {})", length_penalty);
+  if (structured_outputs) {
+    if (structured_outputs->count() > 1) {
+      fail("structured_outputs may set one of json, json_object, regex, choice and grammar (got {})",
+           structured_outputs->count());
+    }
+    if (structured_outputs->choice && structured_outputs->choice->empty()) {
+      fail("structured_outputs.choice must list at least one string");
+    }
+    // Beam search ranks whole hypotheses; a grammar would have to be forked and rolled back
+    // with every beam, which it does not do yet.
+    if (use_beam_search && structured_outputs->count() > 0) {
+      fail("structured outputs are not supported with beam search");
+    }
+  }
 }
 
 void SamplingParams::validate_for_vocab(int64_t vocab_size) const {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "chat/chat_template.h"
+#include "engine/model_state.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 #include "util/error.h"
@@ -86,15 +87,13 @@ nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_mes
 }
 
 std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::json& body,
-                                        const Model& model, size_t max_rendered_bytes) {
+                                        const Model& model, size_t max_rendered_bytes,
+                                        const std::optional<nlohmann::ordered_json>& tools) {
   const RequestFields fields(body);
   ChatOptions options;
   options.add_generation_prompt = fields.boolean("add_generation_prompt").value_or(true);
   options.max_rendered_bytes = max_rendered_bytes;  // also bounds each string built
-  if (const nlohmann::json* tools = fields.find("tools")) {
-    if (!tools->is_array()) invalid("tools", "'tools' must be a list");
-    options.tools = nlohmann::ordered_json(*tools);
-  }
+  options.tools = tools;
   if (const nlohmann::json* kwargs = fields.find("chat_template_kwargs")) {
     if (!kwargs->is_object()) invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     for (const auto& [key, value] : kwargs->items()) {
@@ -119,27 +118,38 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
 
 ChatRequest read_chat_request(const nlohmann::json& body, const ServingLimits& limits) {
   const RequestFields fields(body);
-  if (const nlohmann::json* format = fields.find("response_format")) {
-    if (!format->is_object() || format->value("type", nlohmann::json()) != "text") {
-      invalid("response_format", "only 'response_format': {{\"type\": \"text\"}} is supported");
-    }
-  }
-  // Tool calling does not exist yet: answering in plain text as if the tools were not there
-  // would mislead the client.
-  for (const char* field : {"tools", "tool_choice", "functions", "function_call"}) {
-    if (const nlohmann::json* value = fields.find(field); value && !value->is_null()) {
-      invalid(field, "'{}' is not supported yet (no tool calling)", field);
-    }
-  }
   ChatRequest out;
+  out.tools = parse_tool_request(fields);
+  if (out.tools) out.template_tools = out.tools->tools;
   out.messages = parse_messages(body, limits.max_chat_messages);
   out.options = parse_generation_options(body, Endpoint::ChatCompletions, limits);
+  if (out.tools && out.tools->choice != ToolChoice::None && out.options.params.use_beam_search) {
+    invalid("tools", "tool calls are not supported with beam search");
+  }
   return out;
+}
+
+void prepare_tool_calling(ChatRequest& request, const Model& model) {
+  if (!request.tools) return;
+  request.tool_format = tool_call_format_of(model.state().chat_template_source);
+  ToolPrompt prompt = prepare_tool_prompt(request.tool_format, request.messages, *request.tools);
+  request.messages = std::move(prompt.messages);
+  request.template_tools = std::move(prompt.template_tools);
+  std::optional<StructuredOutputs> constraint = tool_reply_constraint(request.tool_format, *request.tools);
+  if (!constraint) return;
+  if (request.options.params.structured_outputs) {
+    invalid(request.options.structured_field,
+            "'{}' and 'tools' both constrain the reply; send tool_choice \"none\" to use '{}' with tools",
+            request.options.structured_field, request.options.structured_field);
+  }
+  request.options.params.structured_outputs = std::move(constraint);
+  request.options.structured_field = "tools";
 }
 
 ChatRequest parse_chat_request(const nlohmann::json& body, const Model& model, const ServingLimits& limits) {
   ChatRequest out = read_chat_request(body, limits);
-  out.prompt = render_chat_prompt(out.messages, body, model, limits.max_rendered_prompt_bytes);
+  prepare_tool_calling(out, model);
+  out.prompt = render_chat_prompt(out.messages, body, model, limits.max_rendered_prompt_bytes, out.template_tools);
   return out;
 }
 

@@ -4,17 +4,23 @@
 // the shared generation options.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "lumen/model.h"
 #include "server/sampling_request.h"
+#include "server/tool_call_format.h"
+#include "server/tool_request.h"
 
 namespace lumen::server {
 
 struct ChatRequest {
-  nlohmann::ordered_json messages;  // checked (parse_messages)
+  nlohmann::ordered_json messages;  // checked (parse_messages); prepare_tool_calling may rewrite them
   std::vector<int32_t> prompt;      // rendered: empty until render_chat_prompt runs
   GenerationOptions options;
+  std::optional<ToolRequest> tools;  // `tools`, `tool_choice`, `parallel_tool_calls`
+  ToolCallFormat tool_format = ToolCallFormat::Generic;  // set by prepare_tool_calling
+  std::optional<nlohmann::ordered_json> template_tools;  // the chat template's `tools`
 };
 
 // The conversation in the template's terms: a non-empty list of {"role", "content"} objects
@@ -25,17 +31,23 @@ nlohmann::ordered_json parse_messages(const nlohmann::json& body,
 
 // Renders `messages` (from parse_messages) with the model's chat template into prompt tokens
 // (Model::chat_prompt: BOS first when the model wants one). `body` supplies
-// add_generation_prompt, tools and chat_template_kwargs. A template that refuses the
-// conversation (raise_exception) is an ApiError(400); one that fails on it, a 500.
+// add_generation_prompt and chat_template_kwargs; `tools` is the template's `tools` variable.
+// A template that refuses the conversation (raise_exception) is an ApiError(400); one that
+// fails on it, a 500.
 std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::json& body,
-                                        const Model& model,
-                                        size_t max_rendered_bytes = ServingLimits{}.max_rendered_prompt_bytes);
+                                        const Model& model, size_t max_rendered_bytes,
+                                        const std::optional<nlohmann::ordered_json>& tools);
+
+// Tool calling's part of a chat request, which needs the model: the call format its template
+// speaks, the conversation rewritten for it, and the constraint on the reply (a 400 when the
+// request constrains the output another way too). Nothing when the request has no tools.
+void prepare_tool_calling(ChatRequest& request, const Model& model);
 
 // Checks every field and reads the messages and generation options, without rendering: the
 // route renders only once the request holds admission places (routes_generate.cc).
 ChatRequest read_chat_request(const nlohmann::json& body, const ServingLimits& limits);
 
-// read_chat_request, then render_chat_prompt.
+// read_chat_request, prepare_tool_calling, then render_chat_prompt.
 ChatRequest parse_chat_request(const nlohmann::json& body, const Model& model, const ServingLimits& limits);
 
 }  // namespace lumen::server

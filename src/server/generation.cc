@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "grammar/grammar.h"
 #include "server/api_error.h"
 
 namespace lumen::server {
@@ -58,6 +59,11 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
         choices_.push_back(Choice{handle, p, false, 0, {}, {}});
       }
     }
+  } catch (const grammar::GrammarError& e) {
+    // The schema or grammar does not compile: the client's, and the message says where.
+    abort_all();
+    release();
+    throw ApiError(400, e.what(), options.structured_field);
   } catch (...) {
     abort_all();
     release();

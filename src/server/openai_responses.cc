@@ -129,12 +129,22 @@ nlohmann::json whole_response(const ResponseHeader& header, std::span<const Choi
     nlohmann::json choice = {{"index", c.index}};
     if (header.endpoint == Endpoint::ChatCompletions) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) choice["message"]["content"] = nullptr;
+        nlohmann::json calls = nlohmann::json::array();
+        for (const ParsedToolCall& call : c.tool_calls) {
+          calls.push_back({{"id", call.id},
+                           {"type", "function"},
+                           {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        }
+        choice["message"]["tool_calls"] = std::move(calls);
+      }
     } else {
       choice["text"] = c.text;
     }
     choice["logprobs"] = c.logprobs;
     if (!c.prompt_logprobs.is_null()) choice["prompt_logprobs"] = c.prompt_logprobs;
-    choice["finish_reason"] = finish_reason_name(c.finish);
+    choice["finish_reason"] = finish_reason_for(c.finish, !c.tool_calls.empty());
     list.push_back(std::move(choice));
   }
   return {{"id", header.id},
@@ -165,6 +175,33 @@ nlohmann::json stream_chunk(const ResponseHeader& header, int64_t index, const s
                           {"choices", nlohmann::json::array({std::move(choice)})}};
   if (with_usage) chunk["usage"] = nullptr;
   return chunk;
+}
+
+nlohmann::json tool_calls_chunk(const ResponseHeader& header, int64_t index, std::span<const ParsedToolCall> calls,
+                                bool with_usage) {
+  nlohmann::json deltas = nlohmann::json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    deltas.push_back({{"index", k},
+                      {"id", calls[k].id},
+                      {"type", "function"},
+                      {"function", {{"name", calls[k].name}, {"arguments", calls[k].arguments}}}});
+  }
+  nlohmann::json choice = {{"index", index},
+                           {"delta", {{"tool_calls", std::move(deltas)}}},
+                           {"logprobs", nullptr},
+                           {"finish_reason", nullptr}};
+  nlohmann::json chunk = {{"id", header.id},
+                          {"object", object_name(header.endpoint, true)},
+                          {"created", header.created},
+                          {"model", header.model},
+                          {"choices", nlohmann::json::array({std::move(choice)})}};
+  if (with_usage) chunk["usage"] = nullptr;
+  return chunk;
+}
+
+std::string finish_reason_for(FinishReason finish, bool has_tool_calls) {
+  if (has_tool_calls && finish == FinishReason::Stop) return "tool_calls";
+  return finish_reason_name(finish);
 }
 
 nlohmann::json usage_chunk(const ResponseHeader& header, const Usage& usage) {

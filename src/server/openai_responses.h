@@ -8,6 +8,7 @@
 
 #include "lumen/outputs.h"
 #include "server/sampling_request.h"
+#include "server/tool_call_format.h"
 #include "lumen/model.h"
 
 namespace lumen::server {
@@ -64,6 +65,9 @@ struct ChoiceOutput {
   nlohmann::json logprobs;  // null when not asked for
   nlohmann::json prompt_logprobs;  // omitted when null
   FinishReason finish = FinishReason::Abort;
+  // Chat with tools: the calls the reply makes (its message's tool_calls; content is null when
+  // `text` is empty, and a reply that ended normally has finish_reason "tool_calls").
+  std::vector<ParsedToolCall> tool_calls;
 };
 
 nlohmann::json whole_response(const ResponseHeader& header, std::span<const ChoiceOutput> choices,
@@ -74,6 +78,13 @@ nlohmann::json whole_response(const ResponseHeader& header, std::span<const Choi
 // adds "usage": null as OpenAI does when stream_options.include_usage is set.
 nlohmann::json stream_chunk(const ResponseHeader& header, int64_t index, const std::string& text, bool first,
                             nlohmann::json logprobs, const FinishReason* finish, bool with_usage);
+
+// Chat with tools: a chunk whose delta holds the reply's calls (OpenAI's streamed shape: each
+// with its index, id, type and function name and arguments; arguments whole, not in pieces).
+nlohmann::json tool_calls_chunk(const ResponseHeader& header, int64_t index, std::span<const ParsedToolCall> calls,
+                                bool with_usage);
+// The finish reason a choice reports: "tool_calls" for a reply with calls that ended normally.
+std::string finish_reason_for(FinishReason finish, bool has_tool_calls);
 
 // The last chunk when usage was asked for: no choices, the totals.
 nlohmann::json usage_chunk(const ResponseHeader& header, const Usage& usage);

@@ -2,6 +2,7 @@
 // collect every choice into one body or stream them as server-sent events.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "server/output_budget.h"
 #include "server/routes.h"
 #include "server/sse.h"
+#include "server/tool_reply_stream.h"
 
 namespace lumen::server {
 
@@ -30,6 +32,9 @@ struct GenerationJob {
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> echo_texts;  // per prompt, put before its choices' text; empty: none
   GenerationOptions options;
+  // Chat with tools that may be called: each reply's calls are parsed out of its text.
+  std::optional<ToolRequest> tools;
+  ToolCallFormat tool_format = ToolCallFormat::Generic;
 };
 
 std::vector<int64_t> prompt_lengths(const std::vector<std::vector<int32_t>>& prompts) {
@@ -89,6 +94,13 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
   }
   if (!fault.empty()) throw engine_fault(response.get_header_value("X-Request-Id"), fault);
   if (aborted) throw aborted_error(context);
+  if (job.tools) {
+    for (ChoiceOutput& output : outputs) {
+      ToolReply reply = parse_tool_reply(job.tool_format, output.text, *job.tools);
+      output.text = std::move(reply.content);
+      output.tool_calls = std::move(reply.calls);
+    }
+  }
   for (size_t c = 0; c < n; ++c) {
     if (job.options.prompt_logprobs_field) {
       outputs[c].prompt_logprobs = prompt_logprobs_json(context.model, prompt_logprobs[c]);
@@ -118,6 +130,30 @@ struct StreamState {
   std::string request_id;  // X-Request-Id, for an error event
 };
 
+// One chunk of a chat reply that may call tools (ToolReplyStream): its releasable content,
+// and at the end the held rest, the calls and the finish reason.
+template <typename Write>
+bool stream_tool_reply(const StreamState& state, ToolReplyStream& reply, size_t choice, const std::string& text,
+                       nlohmann::json logprobs, const StreamChunk& chunk, bool usage, Write&& write) {
+  const auto index = static_cast<int64_t>(choice);
+  std::string content = reply.add(text);
+  if (!content.empty() || !logprobs.is_null()) {
+    if (!write(sse_event(stream_chunk(state.header, index, content, false, std::move(logprobs), nullptr, usage)))) {
+      return false;
+    }
+  }
+  if (!chunk.finished) return true;
+  const ToolReply rest = reply.finish();
+  if (!rest.content.empty() &&
+      !write(sse_event(stream_chunk(state.header, index, rest.content, false, nullptr, nullptr, usage)))) {
+    return false;
+  }
+  if (!rest.calls.empty() && !write(sse_event(tool_calls_chunk(state.header, index, rest.calls, usage)))) return false;
+  nlohmann::json last = stream_chunk(state.header, index, "", false, nullptr, &chunk.finish_reason, usage);
+  last["choices"][0]["finish_reason"] = finish_reason_for(chunk.finish_reason, !rest.calls.empty());
+  return write(sse_event(last));
+}
+
 bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink& sink) {
   Generation& generation = *state.generation;
   const GenerationJob& job = state.job;
@@ -136,6 +172,8 @@ bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink
                                         true, nullptr, nullptr, usage)));
     }
   }
+  std::vector<ToolReplyStream> tool_streams;
+  if (job.tools) tool_streams.assign(n, ToolReplyStream(job.tool_format, *job.tools));
   size_t i = 0;
   StreamChunk chunk;
   bool aborted = false;
@@ -150,6 +188,10 @@ bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink
     std::string text;
     for (const GeneratedToken& t : chunk.tokens) text += t.text;
     nlohmann::json lp = logprobs && !chunk.tokens.empty() ? writers[i].write(chunk.tokens) : nlohmann::json();
+    if (job.tools) {
+      ok = stream_tool_reply(state, tool_streams[i], i, text, std::move(lp), chunk, usage, write);
+      continue;
+    }
     // A token whose text is held back (half a character, a possible stop string) sends nothing
     // unless its log-probability was asked for.
     if (text.empty() && lp.is_null() && !chunk.finished) continue;
@@ -259,7 +301,8 @@ void handle_completions(ServerContext& context, const httplib::Request& request,
                                       parsed.echo, context.limits.max_model_len),
                       context.limits.max_output_records);
   Admission::Places places = admit(context, request, parsed.prompts.size(), parsed.options);
-  GenerationJob job{Endpoint::Completions, std::move(parsed.prompts), {}, parsed.options};
+  GenerationJob job{Endpoint::Completions, std::move(parsed.prompts), {}, parsed.options, std::nullopt,
+                    ToolCallFormat::Generic};
   if (parsed.echo) job.echo_texts = std::move(parsed.prompt_texts);
   run_job(context, std::move(job), std::move(places), arrival, request, response);
 }
@@ -286,12 +329,19 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   // request refused with 429 costs no rendering at all. Any 400 from here on gives the places
   // back as `places` unwinds.
   Admission::Places places = admit(context, request, 1, parsed.options);
-  parsed.prompt = render_chat_prompt(parsed.messages, body, context.model, context.limits.max_rendered_prompt_bytes);
+  prepare_tool_calling(parsed, context.model);
+  parsed.prompt = render_chat_prompt(parsed.messages, body, context.model, context.limits.max_rendered_prompt_bytes,
+                                     parsed.template_tools);
   // The whole count needs the prompt's length, known only now; the places go back if it refuses.
   check_output_budget(estimate_output(prompt_lengths({parsed.prompt}), parsed.options, Endpoint::ChatCompletions,
                                       false, context.limits.max_model_len),
                       context.limits.max_output_records);
-  GenerationJob job{Endpoint::ChatCompletions, {std::move(parsed.prompt)}, {}, parsed.options};
+  GenerationJob job{Endpoint::ChatCompletions, {std::move(parsed.prompt)}, {}, parsed.options, std::nullopt,
+                    ToolCallFormat::Generic};
+  if (parsed.tools && parsed.tools->choice != ToolChoice::None) {
+    job.tools = std::move(parsed.tools);
+    job.tool_format = parsed.tool_format;
+  }
   run_job(context, std::move(job), std::move(places), arrival, request, response);
 }
 

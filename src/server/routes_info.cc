@@ -63,8 +63,14 @@ void handle_tokenize(ServerContext& context, const httplib::Request& request, ht
     // handle_chat_completions), or /tokenize would be the unbounded way in.
     const Admission::Places place = context.admission.reserve(
         client_id(context.salt_by_api_key, request.get_header_value("Authorization"), request.remote_addr), 1);
-    tokens = render_chat_prompt(parse_messages(body, context.limits.max_chat_messages), body, context.model,
-                                context.limits.max_rendered_prompt_bytes);
+    // The prompt a chat request with the same messages and tools would run.
+    ChatRequest chat;
+    chat.messages = parse_messages(body, context.limits.max_chat_messages);
+    chat.tools = parse_tool_request(fields);
+    if (chat.tools) chat.template_tools = chat.tools->tools;
+    prepare_tool_calling(chat, context.model);
+    tokens = render_chat_prompt(chat.messages, body, context.model, context.limits.max_rendered_prompt_bytes,
+                                chat.template_tools);
   } else {
     auto prompt = fields.string("prompt");
     if (!prompt) invalid("prompt", "'prompt' (a string) or 'messages' is required");

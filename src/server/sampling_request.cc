@@ -7,6 +7,7 @@
 #include "lumen/cache_salt.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
+#include "server/structured_request.h"
 
 namespace lumen::server {
 
@@ -139,6 +140,12 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
   if (auto v = fields.integer("prompt_logprobs", 0, kMaxLogprobs)) {
     p.prompt_logprobs = static_cast<int32_t>(*v);
     out.prompt_logprobs_field = true;
+  }
+
+  if (auto structured = parse_structured_request(fields)) {
+    if (p.use_beam_search) invalid(structured->field, "structured outputs are not supported with beam search");
+    p.structured_outputs = std::move(structured->constraint);
+    out.structured_field = std::move(structured->field);
   }
 
   out.stream = fields.boolean("stream").value_or(false);

@@ -6,6 +6,7 @@
 // how log-probabilities and the token limit are asked for.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "lumen/sampling_params.h"
 
@@ -42,6 +43,9 @@ struct GenerationOptions {
   // by the route with the caller's API key (tenants never share, so cannot probe each other's
   // prompts by timing).
   uint64_t cache_salt = 0;
+  // The request field params.structured_outputs came from (response_format, grammar...): the
+  // `param` of the 400 when the engine finds the schema or grammar invalid.
+  std::string structured_field;
 };
 
 // The most tokens each choice may generate when `room` tokens of context are left after its

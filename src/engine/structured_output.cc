@@ -1,0 +1,109 @@
+#include "engine/structured_output.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "grammar/json_schema_to_gbnf.h"
+#include "grammar/regex_to_gbnf.h"
+#include "util/error.h"
+
+namespace lumen::engine {
+
+std::string grammar_text(const StructuredOutputs& constraint) {
+  if (constraint.grammar) return *constraint.grammar;
+  if (constraint.regex) return grammar::regex_to_gbnf(*constraint.regex);
+  if (constraint.choice) return grammar::choice_to_gbnf(*constraint.choice);
+  if (constraint.json_object) return grammar::json_object_gbnf();
+  if (constraint.json) {
+    grammar::JsonSchemaOptions options;
+    options.compact_whitespace = constraint.compact_whitespace;
+    // From the text, so properties keep the order the schema declares them in.
+    return grammar::json_schema_text_to_gbnf(*constraint.json, options);
+  }
+  return {};
+}
+
+std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary(const tokenizer::Tokenizer& tokenizer) {
+  const auto& vocab = tokenizer.vocab();
+  const auto n = static_cast<int32_t>(vocab.size());
+  std::vector<std::string> bytes(static_cast<size_t>(n));
+  std::vector<bool> unusable(static_cast<size_t>(n), false);
+  for (int32_t id = 0; id < n; ++id) {
+    if (tokenizer.is_special(id)) {
+      unusable[static_cast<size_t>(id)] = true;
+      continue;
+    }
+    bytes[static_cast<size_t>(id)] = tokenizer.token_bytes(id);
+    // A token that adds no text would let a sequence loop forever without advancing the
+    // grammar.
+    if (bytes[static_cast<size_t>(id)].empty()) unusable[static_cast<size_t>(id)] = true;
+  }
+  return std::make_shared<const grammar::TokenVocabulary>(std::move(bytes), std::move(unusable),
+                                                          vocab.end_of_generation);
+}
+
+GrammarCompiler::GrammarCompiler(const tokenizer::Tokenizer& tokenizer, size_t capacity)
+    : tokenizer_(tokenizer), capacity_(capacity) {}
+
+size_t GrammarCompiler::cached() const {
+  std::lock_guard lock(mutex_);
+  return lru_.size();
+}
+
+std::shared_ptr<const grammar::CompiledGrammar> GrammarCompiler::compile(const StructuredOutputs& constraint) {
+  if (constraint.count() == 0) return nullptr;
+  const std::string text = grammar_text(constraint);
+  std::shared_ptr<const grammar::TokenVocabulary> vocabulary;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = by_text_.find(text); it != by_text_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return it->second->second;
+    }
+    if (!vocabulary_) vocabulary_ = grammar_vocabulary(tokenizer_);
+    vocabulary = vocabulary_;
+  }
+  // Outside the lock: two threads compiling the same new grammar both compile it (the second
+  // result replaces nothing), which costs less than serializing every compile.
+  auto compiled = grammar::compile_grammar(grammar::parse_gbnf(text), vocabulary);
+  std::lock_guard lock(mutex_);
+  if (!by_text_.contains(text)) {
+    lru_.emplace_front(text, compiled);
+    by_text_[text] = lru_.begin();
+    while (lru_.size() > capacity_) {
+      by_text_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+  }
+  return compiled;
+}
+
+GrammarMask::GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size)
+    : matcher_(std::move(grammar)), vocabulary_size_(vocabulary_size) {}
+
+void GrammarMask::apply(std::span<float> logits) {
+  const size_t grammar_words = grammar::bitmask_words(vocabulary_size_);
+  bitmask_.assign(std::max(grammar_words, grammar::bitmask_words(logits.size())), 0);
+  matcher_.fill_next_token_bitmask(std::span(bitmask_).first(grammar_words));
+  // Bits past the vocabulary in its last word are the matcher's to clear; the words after it
+  // stay zero.
+  constexpr float kBanned = -std::numeric_limits<float>::infinity();
+  for (size_t word = 0; word < bitmask_.size(); ++word) {
+    const uint32_t bits = bitmask_[word];
+    if (bits == ~uint32_t{0}) continue;
+    const size_t first = word * 32;
+    const size_t end = std::min(first + 32, logits.size());
+    for (size_t id = first; id < end; ++id) {
+      if (!((bits >> (id - first)) & 1u)) logits[id] = kBanned;
+    }
+  }
+}
+
+void GrammarMask::accept(int32_t token) {
+  // The sampler draws only tokens the mask allowed; a token from elsewhere (a caller's forced
+  // token) that the grammar refuses is an error, not a silent divergence.
+  if (!matcher_.accept_token(token)) fail("the grammar does not allow token {} here", token);
+}
+
+}  // namespace lumen::engine

@@ -1,0 +1,69 @@
+#pragma once
+// Constrained output in the engine: a request's StructuredOutputs becomes a grammar compiled
+// for the model's vocabulary (cached, since clients repeat the same schema), and each of its
+// sequences samples through a GrammarMask that sets every token the grammar does not allow
+// next to -inf.
+//
+// Compiling happens on the caller's thread in add_request (an invalid schema or grammar is the
+// caller's error, thrown there, and a slow compile never stalls the engine's loop).
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar_matcher.h"
+#include "lumen/sampling_params.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lumen::engine {
+
+// The GBNF a constraint stands for (the converters in src/grammar). Throws
+// grammar::GrammarError for an invalid schema, regex or choice list.
+std::string grammar_text(const StructuredOutputs& constraint);
+
+// The model's vocabulary as grammars see it: every token's bytes; control and special tokens
+// are never allowed (client text is plain text); the end-of-generation ids end the grammar.
+std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary(const tokenizer::Tokenizer& tokenizer);
+
+class GrammarCompiler {
+ public:
+  // `capacity`: compiled grammars kept (least recently used dropped first).
+  explicit GrammarCompiler(const tokenizer::Tokenizer& tokenizer, size_t capacity = 64);
+
+  // The compiled grammar of a constraint; nullptr when it sets none. Thread-safe. Throws
+  // lumen::Error (grammar::GrammarError) when the constraint is invalid.
+  std::shared_ptr<const grammar::CompiledGrammar> compile(const StructuredOutputs& constraint);
+
+  size_t cached() const;
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<const grammar::CompiledGrammar>>;
+  const tokenizer::Tokenizer& tokenizer_;
+  const size_t capacity_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;  // built on first use
+  std::list<Entry> lru_;                                        // most recent first
+  std::unordered_map<std::string, std::list<Entry>::iterator> by_text_;
+};
+
+// The sampler's hook for one sequence: the grammar's next-token mask, advanced by every
+// accepted token.
+class GrammarMask final : public sampling::LogitMask {
+ public:
+  // `vocabulary_size`: the grammar's vocabulary (the tokenizer's); logits rows may be longer
+  // (padded embeddings), and the tokens past it are never allowed.
+  GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size);
+  void apply(std::span<float> logits) override;
+  void accept(int32_t token) override;
+
+ private:
+  grammar::GrammarMatcher matcher_;
+  size_t vocabulary_size_;
+  std::vector<uint32_t> bitmask_;
+};
+
+}  // namespace lumen::engine

@@ -1,0 +1,40 @@
+#pragma once
+// OpenAI's tool-calling fields of a chat request: `tools` (functions with a JSON Schema for
+// their arguments), `tool_choice` ("none", "auto", "required" or one named function) and
+// `parallel_tool_calls`. The legacy `functions` / `function_call` are refused with a pointer to
+// these.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/request_fields.h"
+
+namespace lumen::server {
+
+struct ToolFunction {
+  std::string name;
+  std::string description;
+  nlohmann::ordered_json parameters;  // a JSON Schema (an object schema); {} when not given
+};
+
+enum class ToolChoice { None, Auto, Required, Named };
+
+struct ToolRequest {
+  std::vector<ToolFunction> functions;
+  nlohmann::ordered_json tools;  // as the client sent them (the chat template's `tools`)
+  ToolChoice choice = ToolChoice::Auto;
+  std::string named;     // ToolChoice::Named: the function's name
+  bool parallel = true;  // several calls in one reply
+
+  // The functions the reply may call: all, or the named one.
+  std::vector<const ToolFunction*> callable() const;
+};
+
+// nullopt when the request has no tools (or an empty list). Throws ApiError(400) naming the
+// field: a malformed tool, a duplicate name, a tool_choice naming no tool, tool_choice without
+// tools (other than "none"), the legacy fields.
+std::optional<ToolRequest> parse_tool_request(const RequestFields& fields);
+
+}  // namespace lumen::server

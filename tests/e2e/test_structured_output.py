@@ -1,0 +1,150 @@
+"""Structured output through `lumen serve`, driven by the openai SDK: every sampled reply
+(temperature 1) to a request with a JSON schema validates against it with the `jsonschema`
+package; json_object replies parse; regex, choice and GBNF constrain /v1/completions too; an
+invalid schema or grammar is a 400 naming the field. (scripts/check_structured_output.py runs
+the same with 200 samples per schema; CI runs fewer.)"""
+import json
+import re
+
+import jsonschema
+import pytest
+
+from conftest import LumenServer, MODEL_NAME, httpx
+
+SAMPLES = 12  # per schema, as n in one request
+
+SCHEMAS = {
+    "person": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 20},
+            "age": {"type": "integer", "minimum": 0, "maximum": 120},
+            "email": {"type": "string", "format": "email"},
+            "tags": {"type": "array", "items": {"enum": ["admin", "user", "guest"]}, "maxItems": 3},
+        },
+        "required": ["name", "age"],
+        "additionalProperties": False,
+    },
+    "nested": {
+        "type": "object",
+        "properties": {
+            "order": {"type": "object",
+                      "properties": {"id": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{4}$"},
+                                     "total": {"type": "number"},
+                                     "paid": {"type": "boolean"}},
+                      "required": ["id", "total", "paid"], "additionalProperties": False},
+            "items": {"type": "array", "minItems": 1, "maxItems": 4,
+                      "items": {"$ref": "#/$defs/item"}},
+        },
+        "required": ["order", "items"],
+        "additionalProperties": False,
+        "$defs": {"item": {"type": "object",
+                           "properties": {"sku": {"type": "string", "minLength": 1, "maxLength": 8},
+                                          "qty": {"type": "integer", "exclusiveMinimum": 0, "maximum": 99}},
+                           "required": ["sku", "qty"], "additionalProperties": False}},
+    },
+    "tree": {
+        "$ref": "#/$defs/node",
+        "$defs": {"node": {"type": "object",
+                           "properties": {"value": {"type": "integer"},
+                                          "children": {"type": "array", "maxItems": 2,
+                                                       "items": {"$ref": "#/$defs/node"}}},
+                           "required": ["value"], "additionalProperties": False}},
+    },
+    "choice_of_shapes": {
+        "anyOf": [
+            {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}},
+             "required": ["kind", "r"], "additionalProperties": False},
+            {"type": "object", "properties": {"kind": {"const": "rect"}, "w": {"type": "integer"},
+                                              "h": {"type": "integer"}},
+             "required": ["kind", "w", "h"], "additionalProperties": False},
+        ]
+    },
+    "dates": {
+        "type": "object",
+        "properties": {"day": {"type": "string", "format": "date"},
+                       "id": {"type": "string", "format": "uuid"}},
+        "required": ["day", "id"], "additionalProperties": False,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = LumenServer()
+    yield s
+    assert s.stop() == 0, "".join(s.log)
+
+
+def sampled_replies(client, schema, n, max_tokens=200, stream=False):
+    r = client.chat.completions.create(
+        model=MODEL_NAME, n=n, temperature=1.0, max_tokens=max_tokens, seed=7,
+        messages=[{"role": "user", "content": "Answer in JSON."}],
+        response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}})
+    return [(c.message.content, c.finish_reason) for c in r.choices]
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_every_sampled_reply_validates(server, name):
+    schema = SCHEMAS[name]
+    client = server.client()
+    complete = 0
+    for text, finish in sampled_replies(client, schema, SAMPLES):
+        if finish == "length":
+            continue  # cut short: a prefix, nothing to validate
+        assert finish == "stop"
+        jsonschema.validate(json.loads(text), schema, format_checker=jsonschema.FormatChecker())
+        complete += 1
+    assert complete >= SAMPLES // 2, "most replies should complete within max_tokens"
+
+
+def test_json_object_and_streaming(server):
+    client = server.client()
+    r = client.chat.completions.create(model=MODEL_NAME, temperature=1.0, max_tokens=120, seed=3, n=4,
+                                       messages=[{"role": "user", "content": "Describe a cat in JSON."}],
+                                       response_format={"type": "json_object"})
+    for c in r.choices:
+        if c.finish_reason == "stop":
+            assert isinstance(json.loads(c.message.content), dict)
+    stream = client.chat.completions.create(
+        model=MODEL_NAME, temperature=0, max_tokens=200, stream=True,
+        messages=[{"role": "user", "content": "Give me a person."}],
+        response_format={"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMAS["person"]}})
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    jsonschema.validate(json.loads(text), SCHEMAS["person"])
+
+
+def test_regex_choice_and_grammar_on_completions(server):
+    def complete(**fields):
+        r = server.post("/v1/completions", {"model": MODEL_NAME, "prompt": "The answer is", "max_tokens": 40,
+                                             "temperature": 1.0, "n": 6, "seed": 11, **fields})
+        assert r.status_code == 200, r.text
+        return [c["text"] for c in r.json()["choices"] if c["finish_reason"] == "stop"]
+
+    for text in complete(structured_outputs={"regex": r"[0-9]{3}-[0-9]{2}"}):
+        assert re.fullmatch(r"[0-9]{3}-[0-9]{2}", text), text
+    choices = ["yes", "no", "maybe so"]
+    outs = complete(guided_choice=choices)
+    assert outs and all(text in choices for text in outs)
+    grammar = 'root ::= "(" num (" + " num)* ")"\nnum ::= [1-9] [0-9]?'
+    for text in complete(grammar=grammar):
+        assert re.fullmatch(r"\([1-9][0-9]?( \+ [1-9][0-9]?)*\)", text), text
+
+
+def test_invalid_constraints_are_400s_naming_the_field(server):
+    cases = [
+        ({"grammar": 'root ::= "a" | undefined_rule'}, "grammar"),
+        ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "bogus"}}}},
+         "response_format"),
+        ({"structured_outputs": {"regex": "(unclosed"}}, "structured_outputs.regex"),
+        ({"grammar": "root ::= \"a\"", "guided_regex": "a"}, "grammar"),
+    ]
+    for fields, param in cases:
+        r = server.post("/v1/chat/completions", {"model": MODEL_NAME, "max_tokens": 5,
+                                                  "messages": [{"role": "user", "content": "hi"}], **fields})
+        assert r.status_code == 400, (fields, r.text)
+        assert r.json()["error"]["param"] == param, r.text
+    # The server is fine afterwards.
+    r = server.post("/v1/chat/completions", {"model": MODEL_NAME, "max_tokens": 3,
+                                              "messages": [{"role": "user", "content": "hi"}]})
+    assert r.status_code == 200

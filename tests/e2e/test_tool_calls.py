@@ -1,0 +1,113 @@
+"""Tool calling through `lumen serve` with the official openai SDK: a full round trip (the model
+calls a tool, the tool's result goes back as a `tool` message, the model answers), streamed and
+not, in the three call formats Lumen speaks: Generic (SmolLM2's own template, which knows no
+tools), Hermes (`--chat-template qwen2.5`) and Llama 3 JSON (`--chat-template llama3`). With
+tool_choice "required" or a named function the call is constrained by the function's parameter
+schema, so even this 135M model's calls always parse and validate."""
+import json
+
+import jsonschema
+import pytest
+
+from conftest import LumenServer, MODEL_NAME
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30},
+                                                    "unit": {"enum": ["celsius", "fahrenheit"]}},
+                   "required": ["city", "unit"], "additionalProperties": False}}}
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "The local time in a time zone",
+    "parameters": {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 30}},
+                   "required": ["zone"], "additionalProperties": False}}}
+TOOLS = [WEATHER, TIME]
+QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def schema_of(name):
+    return next(t["function"]["parameters"] for t in TOOLS if t["function"]["name"] == name)
+
+
+def streamed(client, **kwargs):
+    """The streamed reply, put together from its deltas: (content, [(id, name, arguments)], finish)."""
+    content, calls, finish = [], {}, None
+    for chunk in client.chat.completions.create(stream=True, **kwargs):
+        for choice in chunk.choices:
+            content.append(choice.delta.content or "")
+            for call in choice.delta.tool_calls or []:
+                entry = calls.setdefault(call.index, ["", "", ""])
+                entry[0] += call.id or ""
+                entry[1] += call.function.name or ""
+                entry[2] += call.function.arguments or ""
+            finish = choice.finish_reason or finish
+    return "".join(content), [tuple(calls[k]) for k in sorted(calls)], finish
+
+
+@pytest.fixture(scope="module", params=["generic", "qwen2.5", "llama3"])
+def server(request):
+    s = LumenServer() if request.param == "generic" else LumenServer("--chat-template", request.param)
+    yield s
+    assert s.stop() == 0, "".join(s.log)
+
+
+def test_round_trip_with_the_openai_sdk(server):
+    client = server.client()
+    common = dict(model=MODEL_NAME, temperature=0, max_tokens=120, tools=TOOLS)
+
+    # 1. The model must call a tool: a valid call of an offered function.
+    r = client.chat.completions.create(messages=QUESTION, tool_choice="required", **common)
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls", choice
+    assert choice.message.content is None
+    calls = choice.message.tool_calls
+    assert calls and all(c.type == "function" and c.id.startswith("call_") for c in calls)
+    for c in calls:
+        jsonschema.validate(json.loads(c.function.arguments), schema_of(c.function.name))
+
+    # The same streamed: the same call, in delta form.
+    content, streamed_calls, finish = streamed(client, messages=QUESTION, tool_choice="required", **common)
+    assert finish == "tool_calls" and content == ""
+    assert [(name, json.loads(args)) for _, name, args in streamed_calls] == \
+        [(c.function.name, json.loads(c.function.arguments)) for c in calls]
+
+    # 2. The tool's result goes back; the model answers (or calls again: both are valid replies).
+    history = QUESTION + [
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": c.id, "type": "function",
+                         "function": {"name": c.function.name, "arguments": c.function.arguments}} for c in calls]},
+    ] + [{"role": "tool", "tool_call_id": c.id, "content": "18 degrees, sunny"} for c in calls]
+    r = client.chat.completions.create(messages=history, tool_choice="auto", **common)
+    final = r.choices[0]
+    assert final.finish_reason in ("stop", "tool_calls", "length")
+    if final.finish_reason == "tool_calls":
+        for c in final.message.tool_calls:
+            jsonschema.validate(json.loads(c.function.arguments), schema_of(c.function.name))
+    else:
+        assert isinstance(final.message.content, str) and final.message.content.strip()
+        assert "<tool_call>" not in final.message.content
+    content, streamed_calls, finish = streamed(client, messages=history, tool_choice="auto", **common)
+    assert finish == final.finish_reason
+    assert content == (final.message.content or "")
+    assert len(streamed_calls) == len(final.message.tool_calls or [])
+
+
+def test_named_function_and_no_parallel_calls(server):
+    client = server.client()
+    r = client.chat.completions.create(
+        model=MODEL_NAME, temperature=1.0, seed=5, n=4, max_tokens=120, messages=QUESTION, tools=TOOLS,
+        tool_choice={"type": "function", "function": {"name": "get_time"}}, parallel_tool_calls=False)
+    for choice in r.choices:
+        if choice.finish_reason == "length":
+            continue
+        assert choice.finish_reason == "tool_calls"
+        assert len(choice.message.tool_calls) == 1
+        call = choice.message.tool_calls[0]
+        assert call.function.name == "get_time"
+        jsonschema.validate(json.loads(call.function.arguments), schema_of("get_time"))
+
+
+def test_tool_choice_none_answers_in_text(server):
+    r = server.client().chat.completions.create(model=MODEL_NAME, temperature=0, max_tokens=20, messages=QUESTION,
+                                                tools=TOOLS, tool_choice="none")
+    assert r.choices[0].message.tool_calls is None
+    assert r.choices[0].finish_reason in ("stop", "length")
