@@ -38,7 +38,7 @@ std::string date_body() {
   // Days per month, February 29 only in leap years: every date it produces exists.
   return std::string("(") + kYear + R"( "-" (("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]))" +
          R"( | ("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30"))" + R"( | "02-" ("0" [1-9] | "1" [0-9] | "2" [0-8]))" +
-         ") | " + kLeapYear + R"( "-02-29")";
+         ")) | " + kLeapYear + R"( "-02-29")";
 }
 
 const char* const kTime =
