@@ -31,7 +31,8 @@ inline size_t bitmask_words(size_t vocabulary_size) { return (vocabulary_size + 
 
 class GrammarMatcher {
  public:
-  explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar);
+  // `max_rollback`: how many accepted tokens (or accept_bytes calls) rollback can undo.
+  explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, int max_rollback = 64);
   // Copyable: n > 1 and best_of fork a matcher with the sequence.
   GrammarMatcher(const GrammarMatcher&);
   GrammarMatcher& operator=(const GrammarMatcher&);
@@ -48,11 +49,16 @@ class GrammarMatcher {
   // it. Accepting an end-of-generation token (where allowed) terminates the matcher.
   bool accept_token(int32_t token);
   // Advances over raw bytes (e.g. a forced continuation); false and unchanged if not allowed.
+  // One call is one step for rollback.
   bool accept_bytes(std::string_view bytes);
 
   // Undoes the last `n_tokens` accepted tokens (speculative decoding rejects drafts). At most
   // max_rollback() tokens back.
+  // Throws lumen::Error beyond that.
   void rollback(int n_tokens);
+  int max_rollback() const;
+  // How many steps rollback can undo right now.
+  int rollback_available() const;
 
   bool can_terminate() const;   // the text so far is a complete sentence of the grammar
   bool is_terminated() const;   // an end-of-generation token was accepted

@@ -19,9 +19,38 @@ class TokenVocabulary {
   TokenVocabulary(std::vector<std::string> token_bytes, std::vector<bool> unusable,
                   std::vector<int32_t> end_of_generation);
 
-  size_t size() const;
-  // ... (the implementation adds what the mask engine needs: a byte trie of the tokens,
-  // sorted order, etc.)
+  size_t size() const { return token_bytes_.size(); }
+
+  const std::string& token_bytes(int32_t id) const { return token_bytes_[static_cast<size_t>(id)]; }
+  bool is_end_of_generation(int32_t id) const { return end_of_generation_flags_[static_cast<size_t>(id)]; }
+  // A token a grammar may allow: not unusable, not end-of-generation, and not empty (an empty
+  // token would let a constrained sequence run on forever without advancing).
+  bool is_grammar_token(int32_t id) const { return grammar_token_[static_cast<size_t>(id)]; }
+  const std::vector<int32_t>& end_of_generation() const { return end_of_generation_; }
+
+  // The grammar tokens as a byte trie, its nodes in preorder (node 0 is the root, the empty
+  // prefix). A walk skips a whole subtree (every token sharing a dead prefix) by jumping to
+  // `subtree_end`. Tokens are numbered by their place in the walk (`ranks`: the ids in
+  // lexicographic order of their bytes); a node's own tokens (those whose bytes end there) are
+  // ranks [tokens_begin, own_tokens_end), its subtree's are [tokens_begin, subtree_tokens_end).
+  struct TrieNode {
+    uint32_t subtree_end;
+    uint32_t tokens_begin;
+    uint32_t own_tokens_end;
+    uint32_t subtree_tokens_end;
+    uint16_t depth;
+    uint8_t byte;
+  };
+  const std::vector<TrieNode>& trie() const { return trie_; }
+  const std::vector<int32_t>& ranks() const { return ranks_; }
+
+ private:
+  std::vector<std::string> token_bytes_;
+  std::vector<int32_t> end_of_generation_;
+  std::vector<bool> end_of_generation_flags_;
+  std::vector<bool> grammar_token_;
+  std::vector<TrieNode> trie_;
+  std::vector<int32_t> ranks_;
 };
 
 }  // namespace lumen::grammar

@@ -1,0 +1,114 @@
+#include "grammar/compiled_grammar.h"
+
+#include "grammar/byte_walker.h"
+
+namespace lumen::grammar {
+
+bool MatchState::can_terminate() const {
+  if (terminated || utf8.remaining != 0) return false;
+  for (const Stack& s : stacks)
+    if (s.pos == kAcceptedPos) return true;
+  return false;
+}
+
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
+                                 std::shared_ptr<const TokenVocabulary> vocabulary)
+    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)) {
+  auto initial = std::make_shared<MatchState>();
+  StackStepper(*grammar_).initial_stacks(initial_arena_, initial->stacks);
+  initial_ = std::move(initial);
+}
+
+CompiledGrammar::~CompiledGrammar() = default;
+
+void CompiledGrammar::context_key(const Stack& stack, ContextKey& key) {
+  key.assign(reinterpret_cast<const char*>(&stack.pos), sizeof(int32_t));
+  const StackNode* node = stack.rest;
+  for (int i = 0; i < kContextFrames && node != nullptr; ++i, node = node->parent)
+    key.append(reinterpret_cast<const char*>(&node->pos), sizeof(int32_t));
+}
+
+const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const ContextKey& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = caches_.find(key);
+  if (it != caches_.end()) return it->second.get();
+  if (cache_bytes_ >= kCacheBudgetBytes) return nullptr;
+  // Built under the lock: two threads needing the same cache build it once.
+  std::unique_ptr<PositionCache> built = build_context_cache(stack);
+  cache_bytes_ += built->bytes() + key.size() + 64;
+  return caches_.emplace(key, std::move(built)).first->second.get();
+}
+
+// Walks the whole token trie from the stack's top and kContextFrames frames, on escape_node()
+// (unless the stack ends sooner). Per trie node (a prefix of some tokens):
+//   alive                       -> its own tokens are accepted; go on into the children;
+//   dead, nothing escaped       -> the whole subtree is rejected;
+//   dead, escaped on the path   -> the subtree depends on the stack below: uncertain
+//                                  (own tokens are accepted if the escape was at this byte:
+//                                  the rule completed exactly at the token's end).
+std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack& stack) const {
+  const TokenVocabulary& vocab = *vocabulary_;
+  const auto& trie = vocab.trie();
+  const auto& ranks = vocab.ranks();
+  auto cache = std::make_unique<PositionCache>();
+  cache->accepted.assign(bitmask_words(vocab.size()), 0);
+  auto accept = [&](uint32_t rank) {
+    uint32_t id = static_cast<uint32_t>(ranks[rank]);
+    cache->accepted[id >> 5] |= 1u << (id & 31);
+  };
+  std::vector<uint32_t> uncertain;
+  // The context frames, copied onto escape_node() (the real ones sit on the rest of a stack).
+  NodeArena arena;
+  std::vector<int32_t> frames;
+  const StackNode* frame = stack.rest;
+  for (int i = 0; i < kContextFrames && frame != nullptr; ++i, frame = frame->parent) frames.push_back(frame->pos);
+  const StackNode* below = frame == nullptr ? nullptr : escape_node();
+  for (size_t i = frames.size(); i-- > 0;) below = arena.make(frames[i], below);
+  ByteWalker walker(*grammar_);
+  Stack start{stack.pos, below};
+  walker.reset(std::span<const Stack>(&start, 1), {});
+  constexpr uint32_t kNone = ~0u;
+  std::vector<uint32_t> escape_depth = {kNone};  // shallowest escape on the path, per depth
+  for (uint32_t i = 1; i < trie.size();) {
+    const TokenVocabulary::TrieNode& node = trie[i];
+    walker.pop_to(node.depth - 1u);
+    bool alive = walker.push(node.byte);
+    escape_depth.resize(node.depth + 1u);
+    escape_depth[node.depth] = walker.escaped() ? node.depth : escape_depth[node.depth - 1u];
+    uint32_t escape = escape_depth[node.depth];
+    if (alive || escape == node.depth) {
+      for (uint32_t r = node.tokens_begin; r < node.own_tokens_end; ++r) accept(r);
+    } else if (escape != kNone) {
+      for (uint32_t r = node.tokens_begin; r < node.own_tokens_end; ++r) uncertain.push_back(r);
+    }
+    if (alive) {
+      ++i;
+      continue;
+    }
+    if (escape != kNone)
+      for (uint32_t r = node.own_tokens_end; r < node.subtree_tokens_end; ++r) uncertain.push_back(r);
+    i = node.subtree_end;
+  }
+  // Common prefixes between consecutive uncertain tokens, for the walk at mask time.
+  cache->uncertain = std::move(uncertain);
+  cache->uncertain_lcp.resize(cache->uncertain.size());
+  for (size_t k = 0; k < cache->uncertain.size(); ++k) {
+    if (k == 0) {
+      cache->uncertain_lcp[k] = 0;
+      continue;
+    }
+    const std::string& a = vocab.token_bytes(ranks[cache->uncertain[k - 1]]);
+    const std::string& b = vocab.token_bytes(ranks[cache->uncertain[k]]);
+    size_t n = 0;
+    while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+    cache->uncertain_lcp[k] = static_cast<uint16_t>(n);
+  }
+  return cache;
+}
+
+std::shared_ptr<const CompiledGrammar> compile_grammar(std::shared_ptr<const Grammar> grammar,
+                                                       std::shared_ptr<const TokenVocabulary> vocabulary) {
+  return std::make_shared<CompiledGrammar>(std::move(grammar), std::move(vocabulary));
+}
+
+}  // namespace lumen::grammar

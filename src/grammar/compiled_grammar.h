@@ -1,0 +1,91 @@
+#pragma once
+// What compile_grammar builds: the grammar, the vocabulary, the initial stacks, and the
+// per-position token caches that make masks fast (built lazily, the first time a position is
+// the top of a stack, and shared by every matcher of the grammar on every thread).
+//
+// A context cache answers, for the stacks whose top is a position and whose next
+// kContextFrames frames are given positions, which tokens are allowed whatever lies further
+// below (XGrammar's context-independent tokens, with a few frames of context): walking a token
+// from that stack prefix either stays inside it (accepted or rejected for sure), or completes
+// its bottom frame with bytes left over: those tokens depend on the rest of the stack and are
+// checked against the real stack at mask time ("uncertain"). One frame of context is not
+// enough: a JSON string's character class sits in a group rule that ends after every
+// character, so every longer token would be uncertain.
+#include <string>
+#include <unordered_map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "grammar/byte_walker.h"
+#include "grammar/grammar_matcher.h"
+#include "grammar/grammar_rules.h"
+#include "grammar/parse_stack.h"
+#include "grammar/utf8_decode.h"
+
+namespace lumen::grammar {
+
+struct PositionCache {
+  std::vector<uint32_t> accepted;       // bitmask over token ids
+  std::vector<uint32_t> uncertain;      // trie ranks (lexicographic order)
+  std::vector<uint16_t> uncertain_lcp;  // common prefix length with the previous uncertain token
+  size_t bytes() const { return accepted.size() * 4 + uncertain.size() * 6; }
+};
+
+// The matcher's state between tokens.
+struct MatchState {
+  std::vector<Stack> stacks;
+  Utf8Partial utf8;
+  bool terminated = false;
+  bool can_terminate() const;
+};
+
+class CompiledGrammar {
+ public:
+  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary);
+  ~CompiledGrammar();
+
+  const Grammar& grammar() const { return *grammar_; }
+  const TokenVocabulary& vocabulary() const { return *vocabulary_; }
+  const std::shared_ptr<const MatchState>& initial_state() const { return initial_; }
+
+  // The frames of context a cache key holds below the top position.
+  static constexpr int kContextFrames = 4;
+  // The key of a stack's cache: its top position and the positions of up to kContextFrames
+  // frames below (fewer where the stack ends).
+  using ContextKey = std::string;
+  static void context_key(const Stack& stack, ContextKey& key);
+  // The cache of a stack prefix, built on first use; nullptr when the memory budget for
+  // caches is spent (the mask then walks the whole vocabulary for those stacks).
+  const PositionCache* context_cache(const Stack& stack, const ContextKey& key) const;
+
+  // Cache memory budget in bytes (the grammar may come from an HTTP client).
+  static constexpr size_t kCacheBudgetBytes = size_t{256} << 20;
+
+ private:
+  std::unique_ptr<PositionCache> build_context_cache(const Stack& stack) const;
+
+  std::shared_ptr<const Grammar> grammar_;
+  std::shared_ptr<const TokenVocabulary> vocabulary_;
+  NodeArena initial_arena_;
+  std::shared_ptr<const MatchState> initial_;
+  mutable std::mutex mutex_;  // guards caches_ and cache_bytes_
+  mutable std::unordered_map<ContextKey, std::unique_ptr<PositionCache>> caches_;
+  mutable size_t cache_bytes_ = 0;
+};
+
+// What a mask computation reuses between calls (one per matcher; not shared).
+struct MaskScratch {
+  explicit MaskScratch(const Grammar& grammar) : walker(grammar) {}
+  ByteWalker walker;
+  std::vector<std::pair<CompiledGrammar::ContextKey, Stack>> keyed;
+  std::vector<Stack> group;
+};
+
+// Sets exactly the bits of the tokens allowed after `state` (mask_engine.cc).
+void fill_token_mask(const CompiledGrammar& compiled, const MatchState& state, MaskScratch& scratch,
+                     std::span<uint32_t> bitmask);
+
+}  // namespace lumen::grammar

@@ -1,0 +1,70 @@
+#include "grammar/token_vocabulary.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "lumen/error.h"
+
+namespace lumen::grammar {
+
+TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vector<bool> unusable,
+                                 std::vector<int32_t> end_of_generation)
+    : token_bytes_(std::move(token_bytes)), end_of_generation_(std::move(end_of_generation)) {
+  const size_t n = token_bytes_.size();
+  if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max())) throw Error("vocabulary too large");
+  if (!unusable.empty() && unusable.size() != n) throw Error("TokenVocabulary: unusable has the wrong size");
+  end_of_generation_flags_.assign(n, false);
+  for (int32_t id : end_of_generation_) {
+    if (id < 0 || static_cast<size_t>(id) >= n) throw Error("TokenVocabulary: end-of-generation id out of range");
+    end_of_generation_flags_[static_cast<size_t>(id)] = true;
+  }
+  grammar_token_.assign(n, false);
+  for (size_t id = 0; id < n; ++id) {
+    grammar_token_[id] = !end_of_generation_flags_[id] && !(unusable.empty() ? false : unusable[id]) &&
+                         !token_bytes_[id].empty() && token_bytes_[id].size() < 0xFFFF;
+    if (grammar_token_[id]) ranks_.push_back(static_cast<int32_t>(id));
+  }
+  // Sorted by unsigned bytes (std::string compares signed chars here), so that the trie's
+  // preorder below is this order.
+  std::sort(ranks_.begin(), ranks_.end(), [&](int32_t a, int32_t b) {
+    const std::string& x = token_bytes_[static_cast<size_t>(a)];
+    const std::string& y = token_bytes_[static_cast<size_t>(b)];
+    int c = x.compare(y);  // compare() uses char_traits<char>, which compares as unsigned char
+    return c != 0 ? c < 0 : a < b;
+  });
+
+  // Build the preorder trie from the sorted tokens: `path` holds the nodes of the previous
+  // token's bytes; a token shares its longest common prefix with the previous one.
+  trie_.push_back({0, 0, 0, 0, 0, 0});
+  std::vector<uint32_t> path = {0};
+  auto close = [&](uint32_t node) {
+    trie_[node].subtree_end = static_cast<uint32_t>(trie_.size());
+    trie_[node].subtree_tokens_end = static_cast<uint32_t>(ranks_.size());
+  };
+  const std::string* previous = nullptr;
+  for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+    const std::string& bytes = token_bytes_[static_cast<size_t>(ranks_[rank])];
+    size_t common = 0;
+    if (previous != nullptr)
+      while (common < previous->size() && common < bytes.size() && (*previous)[common] == bytes[common]) ++common;
+    while (path.size() > common + 1) {
+      // subtree_tokens_end must count only tokens placed so far: close with the current rank.
+      trie_[path.back()].subtree_end = static_cast<uint32_t>(trie_.size());
+      trie_[path.back()].subtree_tokens_end = static_cast<uint32_t>(rank);
+      path.pop_back();
+    }
+    for (size_t d = common; d < bytes.size(); ++d) {
+      uint32_t r = static_cast<uint32_t>(rank);
+      trie_.push_back({0, r, r, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d])});
+      path.push_back(static_cast<uint32_t>(trie_.size() - 1));
+    }
+    trie_[path.back()].own_tokens_end = static_cast<uint32_t>(rank + 1);
+    previous = &bytes;
+  }
+  while (!path.empty()) {
+    close(path.back());
+    path.pop_back();
+  }
+}
+
+}  // namespace lumen::grammar
