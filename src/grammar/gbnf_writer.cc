@@ -26,9 +26,9 @@ std::string hex_escape(uint32_t code_point) {
 // One code point inside a character class: printable ASCII as itself (escaped where the class
 // syntax needs it), everything else as a hex escape so the grammar text stays plain ASCII.
 std::string class_char(uint32_t code_point) {
-  if (code_point == '\\' || code_point == ']' || code_point == '[' || code_point == '-' || code_point == '^') {
-    return std::string{'\\', static_cast<char>(code_point)};
-  }
+  if (code_point == '\\' || code_point == ']' || code_point == '[') return std::string{'\\', static_cast<char>(code_point)};
+  // '-' and '^' as hex: not every GBNF reader takes \- and \^.
+  if (code_point == '-' || code_point == '^') return hex_escape(code_point);
   if (code_point >= 0x20 && code_point < 0x7F) return std::string(1, static_cast<char>(code_point));
   return hex_escape(code_point);
 }

@@ -38,7 +38,7 @@ std::string date_body() {
   // Days per month, February 29 only in leap years: every date it produces exists.
   return std::string("(") + kYear + R"( "-" (("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]))" +
          R"( | ("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30"))" + R"( | "02-" ("0" [1-9] | "1" [0-9] | "2" [0-8]))" +
-         ") | " + kLeapYear + R"( "-02-29")";
+         ")) | " + kLeapYear + R"( "-02-29")";
 }
 
 const char* const kTime =
@@ -56,7 +56,9 @@ std::optional<std::string> string_format_body(const std::string& format) {
   if (format == "email") {
     // A plain address: dot-separated atoms, "@", a dotted domain. Far from all of RFC 5322,
     // but each one is an address.
-    return R"("\"" [a-zA-Z0-9_%+-]+ ("." [a-zA-Z0-9_%+-]+)* "@" [a-zA-Z0-9] ([a-zA-Z0-9-]* [a-zA-Z0-9])? ("." [a-zA-Z0-9] ([a-zA-Z0-9-]* [a-zA-Z0-9])?)+ "\"")";
+    // Labels as letters/digits runs joined by hyphens: one parse per address, so the matcher
+    // keeps one stack.
+    return R"("\"" [a-zA-Z0-9_%+\x2D]+ ("." [a-zA-Z0-9_%+\x2D]+)* "@" [a-zA-Z0-9]+ ("-"+ [a-zA-Z0-9]+)* ("." [a-zA-Z0-9]+ ("-"+ [a-zA-Z0-9]+)*)+ "\"")";
   }
   return std::nullopt;
 }
@@ -117,7 +119,7 @@ std::optional<std::string> bounded_number_body(const NumericBounds& bounds, cons
   }
   // At an exclusive integer bound b, "b.F" (b >= 0) or "-b.F" with a nonzero fraction is just
   // inside: "price > 0" allows 0.5.
-  const std::string nonzero_fraction = R"("." "0"{0,15} [1-9] [0-9]{0,15})";
+  const std::string nonzero_fraction = R"("." "0"{0,19} [1-9] [0-9]{0,19})";
   if (bounds.minimum && bounds.exclusive_minimum && is_integral(lo) && lo >= 0 && lo + 1 <= hi) {
     alternatives.push_back(gbnf_integer_range(static_cast<int64_t>(lo), static_cast<int64_t>(lo)) + " " + nonzero_fraction);
   }

@@ -94,10 +94,12 @@ class SchemaConverter {
   std::string char_rule() { return rules_.add("char", kJsonCharBody); }
   std::string string_any() { return rules_.add("string", "\"\\\"\" " + char_rule() + "* \"\\\"\"" + space()); }
   std::string integral_part() { return rules_.add("integral-part", kIntegralPartBody); }
-  std::string decimal_part() { return rules_.add("decimal-part", "[0-9]{1,16}"); }
+  // Up to 20 decimals: Python writes 0.1 + 0.2 with 17, small values with more.
+  std::string decimal_part() { return rules_.add("decimal-part", "[0-9]{1,20}"); }
   std::string number_any() {
-    return rules_.add("number", "(\"-\"? " + integral_part() + ") (\".\" " + decimal_part() + ")? ([eE] [-+]? " +
-                                    integral_part() + ")?" + space());
+    // JSON exponents may have leading zeros (Python writes 1e-05).
+    return rules_.add("number", "(\"-\"? " + integral_part() + ") (\".\" " + decimal_part() + ")? ([eE] [-+]? [0-9]{1,16})?" +
+                                    space());
   }
   std::string integer_any() { return rules_.add("integer", "(\"-\"? " + integral_part() + ")" + space()); }
   std::string boolean() { return rules_.add("boolean", "(\"true\" | \"false\")" + space()); }
@@ -120,6 +122,32 @@ class SchemaConverter {
     const std::string kv = string_any() + " \":\"" + space() + " " + value;
     rules_.define(any_object_, "\"{\"" + space() + " (" + kv + " (\",\"" + space() + " " + kv + ")*)? \"}\"" + space());
     return any_object_;
+  }
+
+  // An enum/const value: scalars as JSON writes them (strings with raw UTF-8), objects and
+  // arrays token by token with whitespace allowed between, like any other JSON.
+  std::string value_literal(const OrderedJson& value) {
+    if (!value.is_object() && !value.is_array()) return gbnf_literal(value.dump());
+    const bool object = value.is_object();
+    std::string out = object ? "\"{\"" : "\"[\"";
+    out += space();
+    bool first = true;
+    for (const auto& [key, member] : value.items()) {
+      if (!first) out += " \",\"" + space();
+      first = false;
+      if (object) {
+        out += ' ';
+        out += gbnf_literal(OrderedJson(key).dump());
+        out += space();
+        out += " \":\"";
+        out += space();
+      }
+      out += ' ';
+      out += value_literal(member);
+      out += space();
+    }
+    out += object ? " \"}\"" : " \"]\"";
+    return out;
   }
 
   const OrderedJson& resolve(const std::string& ref, const std::string& pointer) {
@@ -186,12 +214,12 @@ class SchemaConverter {
       }
       return rules_.add(name, body);
     }
-    if (schema.contains("const")) return rules_.add(name, gbnf_literal(schema["const"].dump()) + space());
+    if (schema.contains("const")) return rules_.add(name, "(" + value_literal(schema["const"]) + ")" + space());
     if (schema.contains("enum")) {
       const auto& values = schema["enum"];
       if (!values.is_array() || values.empty()) fail(pointer + "/enum", "enum must be a non-empty array");
       std::string body = "(";
-      for (size_t i = 0; i < values.size(); ++i) body += (i ? " | " : "") + gbnf_literal(values[i].dump());
+      for (size_t i = 0; i < values.size(); ++i) body += (i ? " | " : "") + value_literal(values[i]);
       return rules_.add(name, body + ")" + space());
     }
 
@@ -280,7 +308,10 @@ class SchemaConverter {
       if (!schema["pattern"].is_string()) fail(pointer + "/pattern", "pattern must be a string");
       RegexOptions regex;
       regex.target = RegexTarget::kJsonStringContent;
-      regex.search = true;
+      // The string must match the whole pattern, anchored or not (as llama.cpp and XGrammar
+      // do): such a string also matches JSON Schema's unanchored search, and `.*` at both ends
+      // would leave the matcher one parse per occurrence of the pattern (slow masks).
+      regex.search = false;
       regex.max_repetition = options_.max_repetition;
       std::string expression;
       try {

@@ -81,7 +81,11 @@ class RegexParser {
     Node sequence{Node::Kind::kSequence, {}, {}, 0, 0};
     while (!at_end() && peek() != '|' && peek() != ')') {
       Node atom = parse_atom(depth);
-      while (!at_end() && parse_quantifier(atom)) {
+      if (!at_end() && parse_quantifier(atom) && !at_end()) {
+        size_t min, max, length;
+        if (peek() == '*' || peek() == '+' || peek() == '?' || (peek() == '{' && read_braces(min, max, length))) {
+          fail("multiple repeat");
+        }
       }
       sequence.children.push_back(std::move(atom));
     }
