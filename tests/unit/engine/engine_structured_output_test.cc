@@ -1,0 +1,189 @@
+// Structured output through the engine on the synthetic model (random weights: it would write
+// anything, so every constraint is really what shapes the text): sampled completions of a
+// regex, a choice list and a JSON schema always satisfy them, end exactly where the grammar may
+// end (no end-of-generation before), n > 1 gives each completion its own matcher, speculative
+// drafts change nothing, and invalid constraints are the caller's error with nothing left behind.
+#include <nlohmann/json.hpp>
+
+#include <regex>
+
+#include "engine/engine_test_access.h"
+#include "engine/structured_output.h"
+#include "grammar/grammar.h"
+#include "spec/ngram_proposer.h"
+#include "synth_engine.h"
+
+namespace lumen::testing {
+namespace {
+
+constexpr bool kUnderSanitizers = LUMEN_UNDER_SANITIZERS != 0;
+
+class EngineStructured : public SynthEngineTest {
+ protected:
+  static SamplingParams sampled(StructuredOutputs constraint, int32_t n, uint64_t seed, int64_t max_tokens = 60) {
+    SamplingParams p;
+    p.temperature = 1.0f;
+    p.max_tokens = max_tokens;
+    p.n = n;
+    p.seed = seed;
+    p.structured_outputs = std::move(constraint);
+    return p;
+  }
+
+  // Every completion of `params` for a few prompts.
+  static std::vector<GenerationResult> generate(const SamplingParams& params, int prompts, EngineConfig c = config(512),
+                                                EngineStats* stats = nullptr) {
+    Engine engine(handle(), c);
+    std::vector<RequestHandle> handles;
+    for (int i = 0; i < prompts; ++i) {
+      for (RequestHandle& h : engine.add_request_n(prompt(6 + i, i), params)) handles.push_back(std::move(h));
+    }
+    drain(engine);
+    std::vector<GenerationResult> out;
+    for (RequestHandle& h : handles) out.push_back(h.collect());
+    EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+    if (stats != nullptr) *stats = engine.stats();
+    return out;
+  }
+
+  // The text a completion's tokens stand for, end-of-generation tokens left out.
+  static std::string text_of(const GenerationResult& r) {
+    std::string text;
+    for (int32_t t : r.tokens) {
+      if (!model_->tokenizer.is_special(t)) text += model_->tokenizer.token_bytes(t);
+    }
+    return text;
+  }
+};
+
+TEST_F(EngineStructured, RegexCompletionsMatchAndEndWhereTheRegexDoes) {
+  StructuredOutputs c;
+  c.regex = "[0-9]{3}-[a-z]{2,4}( ok)?";
+  const std::regex whole("[0-9]{3}-[a-z]{2,4}( ok)?");
+  int finished = 0;
+  for (const GenerationResult& r : generate(sampled(c, 4, 11), kUnderSanitizers ? 2 : 6)) {
+    ASSERT_NE(r.finish, FinishReason::Error) << r.error;
+    // Nothing but the grammar's own text can come, and the grammar ends well before max_tokens.
+    EXPECT_EQ(r.finish, FinishReason::Stop) << text_of(r);
+    EXPECT_TRUE(std::regex_match(text_of(r), whole)) << text_of(r);
+    EXPECT_EQ(r.text, text_of(r));
+    // The last token ends the sequence (end of generation), allowed only once the text was whole.
+    ASSERT_FALSE(r.tokens.empty());
+    EXPECT_TRUE(model_->tokenizer.is_special(r.tokens.back()));
+    ++finished;
+  }
+  EXPECT_GT(finished, 0);
+}
+
+TEST_F(EngineStructured, ChoiceCompletionsAreOneOfTheChoices) {
+  StructuredOutputs c;
+  c.choice = std::vector<std::string>{"red", "green", "dark blue", "rouge \"vif\""};
+  std::set<std::string> seen;
+  for (const GenerationResult& r : generate(sampled(c, 8, 3), kUnderSanitizers ? 1 : 4)) {
+    EXPECT_EQ(r.finish, FinishReason::Stop);
+    EXPECT_TRUE(std::find(c.choice->begin(), c.choice->end(), text_of(r)) != c.choice->end()) << text_of(r);
+    seen.insert(text_of(r));
+  }
+  EXPECT_GT(seen.size(), 1u);  // sampling, not one forced answer
+}
+
+TEST_F(EngineStructured, JsonSchemaCompletionsParseAndValidate) {
+  StructuredOutputs c;
+  c.json = R"({"type": "object", "properties": {
+                "id": {"type": "integer", "minimum": 1, "maximum": 999},
+                "tag": {"enum": ["a", "b", "c"]},
+                "ok": {"type": "boolean"}},
+              "required": ["id", "tag", "ok"], "additionalProperties": false})";
+  c.compact_whitespace = true;
+  int validated = 0;
+  for (const GenerationResult& r : generate(sampled(c, 4, 5, 80), kUnderSanitizers ? 1 : 4)) {
+    ASSERT_NE(r.finish, FinishReason::Error) << r.error;
+    if (r.finish == FinishReason::Length) continue;
+    const auto v = nlohmann::ordered_json::parse(text_of(r));
+    ASSERT_EQ(v.size(), 3u) << text_of(r);
+    EXPECT_EQ(v.begin().key(), "id");  // declared order
+    EXPECT_TRUE(v["id"].is_number_integer() && v["id"] >= 1 && v["id"] <= 999) << text_of(r);
+    EXPECT_TRUE(v["tag"] == "a" || v["tag"] == "b" || v["tag"] == "c");
+    EXPECT_TRUE(v["ok"].is_boolean());
+    ++validated;
+  }
+  EXPECT_GT(validated, 0);
+}
+
+TEST_F(EngineStructured, SpeculativeDraftsChangeNothing) {
+  StructuredOutputs c;
+  c.regex = "(ab|cd)+[0-9]{2,6}";
+  for (float temperature : {0.0f, 1.0f}) {
+    SamplingParams p = sampled(c, 2, 21, 30);
+    p.temperature = temperature;
+    if (temperature == 0.0f) p.n = 1;
+    const std::vector<GenerationResult> plain = generate(p, 2);
+    EngineConfig spec = config(512);
+    spec.speculative.method = SpeculativeMethod::Ngram;
+    spec.speculative.num_speculative_tokens = 4;
+    spec.speculative.min_acceptance_rate = 0.0;
+    spec.speculative.prompt_lookup_min = 1;  // the grammar's text repeats: drafts are found
+    EngineStats stats;
+    const std::vector<GenerationResult> drafted = generate(p, 2, spec, &stats);
+    EXPECT_GT(stats.spec_drafts, 0u);  // drafts were made, and some were accepted
+    EXPECT_GT(stats.spec_accepted_tokens, 0u);
+    ASSERT_EQ(plain.size(), drafted.size());
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_EQ(plain[i].tokens, drafted[i].tokens) << "temperature " << temperature << " completion " << i;
+      EXPECT_EQ(plain[i].finish, drafted[i].finish);
+    }
+  }
+}
+
+TEST_F(EngineStructured, InvalidConstraintsAreTheCallersErrorAndLeaveNothingBehind) {
+  Engine engine(handle(), config(64));
+  auto submit = [&](StructuredOutputs c) { return engine.add_request(prompt(5, 1), sampled(std::move(c), 1, 1)); };
+  StructuredOutputs bad_grammar;
+  bad_grammar.grammar = "root ::= \"a\" missing";
+  EXPECT_THROW(submit(bad_grammar), grammar::GrammarError);
+  StructuredOutputs bad_schema;
+  bad_schema.json = R"({"type": "bogus"})";
+  EXPECT_THROW(submit(bad_schema), grammar::GrammarError);
+  StructuredOutputs not_json;
+  not_json.json = "{";
+  EXPECT_THROW(submit(not_json), grammar::GrammarError);
+  StructuredOutputs bad_regex;
+  bad_regex.regex = "(a";
+  EXPECT_THROW(submit(bad_regex), grammar::GrammarError);
+  StructuredOutputs two;
+  two.regex = "a";
+  two.grammar = "root ::= \"a\"";
+  EXPECT_THROW(submit(two), Error);
+  SamplingParams beams = greedy(4);
+  beams.use_beam_search = true;
+  beams.n = 2;
+  beams.structured_outputs.emplace().regex = "a+";
+  EXPECT_THROW(engine.add_request_n(prompt(5, 1), beams), Error);
+  EXPECT_FALSE(engine.has_unfinished());
+  // The engine still serves.
+  StructuredOutputs fine;
+  fine.regex = "x{3}";
+  RequestHandle h = submit(fine);
+  drain(engine);
+  GenerationResult r = h.collect();
+  EXPECT_EQ(r.finish, FinishReason::Stop);
+  EXPECT_EQ(text_of(r), "xxx");
+}
+
+TEST_F(EngineStructured, CompiledGrammarsAreCachedAndEvicted) {
+  engine::GrammarCompiler compiler(model_->tokenizer, 2);
+  StructuredOutputs a, b, c;
+  a.regex = "a+";
+  b.regex = "b+";
+  c.regex = "c+";
+  const auto first = compiler.compile(a);
+  EXPECT_EQ(compiler.compile(a), first);  // the same text: the same compiled grammar
+  compiler.compile(b);
+  compiler.compile(c);  // evicts a, the least recently used
+  EXPECT_EQ(compiler.cached(), 2u);
+  EXPECT_NE(compiler.compile(a), first);
+  EXPECT_EQ(compiler.compile(StructuredOutputs{}), nullptr);
+}
+
+}  // namespace
+}  // namespace lumen::testing
