@@ -40,6 +40,9 @@ void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live,
   if (!requests_.empty()) proposer_->propose(requests_);
   for (const spec::DraftRequest& r : requests_) {
     if (std::ssize(*r.draft) > r.max_tokens) r.draft->resize(static_cast<size_t>(r.max_tokens));
+    // Structured output: tokens past the first one the grammar forbids would only be scored to
+    // be rejected.
+    if (!r.draft->empty()) r.draft->resize(live.at(r.sequence_id)->sampler.allowed_prefix(*r.draft));
   }
 }
 

@@ -106,4 +106,11 @@ void GrammarMask::accept(int32_t token) {
   if (!matcher_.accept_token(token)) fail("the grammar does not allow token {} here", token);
 }
 
+size_t GrammarMask::allowed_prefix(std::span<const int32_t> tokens) const {
+  grammar::GrammarMatcher trial = matcher_;  // a copy shares the stacks: cheap
+  size_t n = 0;
+  while (n < tokens.size() && trial.accept_token(tokens[n])) ++n;
+  return n;
+}
+
 }  // namespace lumen::engine

@@ -59,6 +59,7 @@ class GrammarMask final : public sampling::LogitMask {
   GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size);
   void apply(std::span<float> logits) override;
   void accept(int32_t token) override;
+  size_t allowed_prefix(std::span<const int32_t> tokens) const override;
 
  private:
   grammar::GrammarMatcher matcher_;

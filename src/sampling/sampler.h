@@ -72,6 +72,9 @@ class LogitMask {
   virtual void apply(std::span<float> logits) = 0;
   // The token that was chosen (Sampler::accept forwards it).
   virtual void accept(int32_t token) = 0;
+  // How many of `tokens`, appended in order from the current state, the mask would allow
+  // (speculative drafts are cut there: a draft token the mask forbids can never be accepted).
+  virtual size_t allowed_prefix(std::span<const int32_t> tokens) const { return tokens.size(); }
 };
 
 // Working memory of a sample() call, sized by the vocabulary. One per thread that samples:
@@ -121,6 +124,11 @@ class Sampler {
 
   // Records the token that was appended to the sequence (penalty counts, min_tokens, mask).
   void accept(int32_t token);
+
+  // How many of the draft `tokens` the mask (if any) allows in a row from here.
+  size_t allowed_prefix(std::span<const int32_t> tokens) const {
+    return mask_ ? mask_->allowed_prefix(tokens) : tokens.size();
+  }
 
   int64_t n_accepted() const { return n_accepted_; }
   // The seed in use (drawn from std::random_device when params.seed was absent).

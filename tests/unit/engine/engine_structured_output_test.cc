@@ -135,6 +135,49 @@ TEST_F(EngineStructured, SpeculativeDraftsChangeNothing) {
   }
 }
 
+// Proposes the same few tokens for every sequence, whatever it holds.
+class FixedProposer final : public spec::Proposer {
+ public:
+  explicit FixedProposer(std::vector<int32_t> draft) : draft_(std::move(draft)) {}
+  void propose(std::span<const spec::DraftRequest> requests) override {
+    for (const spec::DraftRequest& r : requests) *r.draft = draft_;
+  }
+
+ private:
+  std::vector<int32_t> draft_;
+};
+
+TEST_F(EngineStructured, DraftsAreCutWhereTheGrammarForbidsThem) {
+  StructuredOutputs c;
+  c.regex = "[0-9]{12}";
+  // Digits only: a draft of letters is cut to nothing before the forward pass, so no draft
+  // token is ever scored; a draft of digit tokens is scored.
+  auto token_of = [](const std::string& bytes) {
+    for (int32_t id = 0; id < static_cast<int32_t>(model_->tokenizer.vocab().size()); ++id) {
+      if (!model_->tokenizer.is_special(id) && model_->tokenizer.token_bytes(id) == bytes) return id;
+    }
+    return int32_t{-1};
+  };
+  const int32_t letter = token_of("a"), digit = token_of("1");
+  ASSERT_GE(letter, 0);
+  ASSERT_GE(digit, 0);
+  for (const auto& [draft, scored] : {std::pair{std::vector<int32_t>(3, letter), false},
+                                      std::pair{std::vector<int32_t>(3, digit), true}}) {
+    EngineConfig spec = config(256);
+    spec.speculative.method = SpeculativeMethod::Ngram;
+    spec.speculative.num_speculative_tokens = 3;
+    spec.speculative.min_acceptance_rate = 0.0;
+    Engine engine(handle(), spec);
+    engine::EngineTestAccess::set_proposer(engine, std::make_unique<FixedProposer>(draft));
+    RequestHandle h = engine.add_request(prompt(5, 2), sampled(c, 1, 9));
+    drain(engine);
+    const GenerationResult r = h.collect();
+    EXPECT_EQ(r.finish, FinishReason::Stop);
+    EXPECT_EQ(text_of(r).size(), 12u);
+    EXPECT_EQ(engine.stats().spec_draft_tokens > 0, scored);
+  }
+}
+
 TEST_F(EngineStructured, InvalidConstraintsAreTheCallersErrorAndLeaveNothingBehind) {
   Engine engine(handle(), config(64));
   auto submit = [&](StructuredOutputs c) { return engine.add_request(prompt(5, 1), sampled(std::move(c), 1, 1)); };
