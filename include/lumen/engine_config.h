@@ -79,6 +79,12 @@ struct EngineConfig {
   PreemptionMode preemption_mode = PreemptionMode::Recompute;
   int64_t swap_space_bytes = int64_t{256} << 20;  // host memory for swapped blocks (Swap mode)
   SpeculativeConfig speculative;
+  // Structured output's jump-forward: where a request's grammar forces the next text (a JSON
+  // key, punctuation), its tokens go into the next step as a draft, so one forward pass
+  // verifies them all instead of one pass per token. Verified like any draft, so the output is
+  // exactly what decoding token by token gives (the model may still tokenize the forced text
+  // its own way; the draft is then cut where it differs). Works with speculation off.
+  bool jump_forward = true;
 };
 
 }  // namespace lumen

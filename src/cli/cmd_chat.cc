@@ -53,6 +53,7 @@ void chat_loop(const ChatOptions& options) {
   // A chat reply often quotes the conversation (code being edited, a passage being summarized),
   // which is where n-gram speculation finds its drafts.
   config.speculative = speculative;
+  config.jump_forward = !options.speculative.no_jump_forward;
   Engine engine(model, config);
   // Each reply's penalties see that turn's prompt (the conversation so far); turn t draws from
   // seed + t, so a seeded chat replays exactly.

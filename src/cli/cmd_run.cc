@@ -93,6 +93,7 @@ void run(RunOptions options) {
   EngineConfig config = single_user_config(context, sequences);
   options.context_shift.apply(config);
   config.speculative = speculative;
+  config.jump_forward = !options.speculative.no_jump_forward;
   Engine engine(model, config);
   InterruptHandler interrupt;
   interrupt.arm();

@@ -60,6 +60,7 @@ struct EngineFlags {
     c.free_out_of_window_kv = !keep_out_of_window_kv;
     context_shift.apply(c);
     c.speculative = speculative.config();
+    c.jump_forward = !speculative.no_jump_forward;
     c.policy = policy == "priority" ? SchedulingPolicy::Priority : SchedulingPolicy::Fcfs;
     c.preemption_mode = preemption == "swap" ? PreemptionMode::Swap : PreemptionMode::Recompute;
     if (!kv_cache_memory.empty()) c.kv_cache_bytes = parse_bytes(kv_cache_memory, "--kv-cache-memory");

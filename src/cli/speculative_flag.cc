@@ -91,6 +91,9 @@ void SpeculativeFlag::add_to(CLI::App* cmd) {
   cmd->add_option(kFlag, json,
                   "Speculative decoding, vLLM's JSON: '{\"method\": \"ngram\", \"num_speculative_tokens\": 5, "
                   "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}'");
+  cmd->add_flag("--no-jump-forward", no_jump_forward,
+                "Structured output: decode the text a grammar forces token by token instead of verifying it "
+                "in one pass (the output is the same)");
 }
 
 }  // namespace lumen::cli

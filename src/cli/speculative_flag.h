@@ -18,6 +18,7 @@ SpeculativeConfig parse_speculative_config(const std::string& json);
 
 struct SpeculativeFlag {
   std::string json;
+  bool no_jump_forward = false;  // --no-jump-forward (EngineConfig::jump_forward)
 
   void add_to(CLI::App* cmd);
   bool given() const { return !json.empty(); }

@@ -219,7 +219,8 @@ struct Engine::Impl {
   std::atomic<int64_t> unfinished{0};
 
   // The loop thread's own.
-  engine::Speculation speculation{config.speculative, spec::make_proposer(config.speculative)};
+  engine::Speculation speculation{config.speculative, spec::make_proposer(config.speculative), config.jump_forward,
+                                  model.tokenizer};
   engine::OutputProcessor outputs{scheduler,     speculation, model.tokenizer,    next_id,
                                   unfinished,    max_model_len, runner.vocab_size()};
   uint64_t arrivals = 0;

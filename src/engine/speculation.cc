@@ -6,14 +6,50 @@
 
 namespace lumen::engine {
 
-Speculation::Speculation(const SpeculativeConfig& config, std::unique_ptr<spec::Proposer> proposer)
-    : config_(config), proposer_(std::move(proposer)) {}
+namespace {
+
+// Jump-forward drafts at most this long: forced text is short (a key, punctuation), and a long
+// one is verified over a few steps.
+constexpr int64_t kMaxForcedDraft = 16;
+
+// Whether a sequence may carry a draft at all this step.
+bool may_draft(const Completion& c) {
+  const Sequence& seq = c.seq;
+  const RequestGroup& g = *c.group;
+  if (c.finish || seq.state != SequenceState::Running || !seq.decoding()) return false;
+  return g.mode != GroupMode::Beam && g.forked;
+}
+
+}  // namespace
+
+Speculation::Speculation(const SpeculativeConfig& config, std::unique_ptr<spec::Proposer> proposer, bool jump_forward,
+                         const tokenizer::Tokenizer& tokenizer)
+    : config_(config), proposer_(std::move(proposer)), jump_forward_(jump_forward), tokenizer_(tokenizer) {}
+
+int64_t Speculation::forced_room(const Completion& c, int64_t max_model_len) {
+  if (!may_draft(c)) return 0;
+  const auto n_tokens = static_cast<int64_t>(c.seq.tokens.size());
+  return std::max<int64_t>(0, std::min({kMaxForcedDraft, max_model_len - n_tokens, c.stop_condition.tokens_left() - 1}));
+}
+
+bool Speculation::propose_forced(Completion& c, int64_t max_model_len) const {
+  if (!c.group->grammar) return false;
+  const int64_t room = forced_room(c, max_model_len);
+  if (room <= 0) return false;
+  const std::string forced = c.sampler.forced_continuation();
+  if (forced.empty()) return false;
+  std::vector<int32_t>& draft = c.seq.draft;
+  draft = tokenizer_.encode_continuation(forced);
+  if (std::ssize(draft) > room) draft.resize(static_cast<size_t>(room));
+  // The forced text's own tokenization can end in a token the grammar does not take (a
+  // piece that reaches past the forced bytes): cut there.
+  draft.resize(c.sampler.allowed_prefix(draft));
+  return !draft.empty();
+}
 
 int64_t Speculation::draft_room(const Completion& c, int64_t max_model_len) const {
   const Sequence& seq = c.seq;
-  const RequestGroup& g = *c.group;
-  if (c.finish || seq.state != SequenceState::Running || !seq.decoding()) return 0;
-  if (g.mode == GroupMode::Beam || !g.forked) return 0;
+  if (!may_draft(c)) return 0;
   const auto n_tokens = static_cast<int64_t>(seq.tokens.size());
   // Positions n_tokens - 1 .. n_tokens - 1 + draft are written: all inside the context.
   int64_t room = std::min<int64_t>(config_.num_speculative_tokens, max_model_len - n_tokens);
@@ -31,6 +67,7 @@ void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live,
   for (const auto& [id, c] : live) {
     Sequence& seq = c->seq;
     seq.draft.clear();
+    if (jump_forward_ && propose_forced(*c, max_model_len)) continue;
     if (!batch_allows || proposer_ == nullptr) continue;
     const int64_t room = draft_room(*c, max_model_len);
     // The history counts only steps the sequence could have speculated in.

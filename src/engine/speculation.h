@@ -18,6 +18,11 @@
 //    acceptance so far and what a draft token has cost in recent steps (spec/step_cost.h);
 //  - a draft never reaches past the context (max_model_len) or past the tokens max_tokens still
 //    allows (all of a draft accepted yields one token more than the draft).
+//
+// Jump-forward (structured output, EngineConfig::jump_forward): a sequence whose grammar forces
+// its next text gets that text's tokens as its draft instead, in every step whatever the batch
+// size and without the acceptance-based length: the model nearly always agrees (the grammar
+// allows little else), so each forced token costs a row of an existing pass, not a pass.
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -38,10 +43,12 @@ struct SpeculationCounters {
 
 class Speculation {
  public:
-  // `config` resolved (spec::resolved); `proposer` null when speculation is off.
-  Speculation(const SpeculativeConfig& config, std::unique_ptr<spec::Proposer> proposer);
+  // `config` resolved (spec::resolved); `proposer` null when speculation is off. `tokenizer`
+  // tokenizes forced text when `jump_forward`.
+  Speculation(const SpeculativeConfig& config, std::unique_ptr<spec::Proposer> proposer, bool jump_forward,
+              const tokenizer::Tokenizer& tokenizer);
 
-  bool enabled() const { return proposer_ != nullptr; }
+  bool enabled() const { return proposer_ != nullptr || jump_forward_; }
   // Tests: another proposer (a deterministic one with known drafts).
   void set_proposer(std::unique_ptr<spec::Proposer> proposer) { proposer_ = std::move(proposer); }
 
@@ -58,9 +65,16 @@ class Speculation {
  private:
   // The longest draft `c` may carry this step (0: none).
   int64_t draft_room(const Completion& c, int64_t max_model_len) const;
+  // The most tokens a jump-forward draft may hold for `c` (0: none).
+  static int64_t forced_room(const Completion& c, int64_t max_model_len);
+  // Jump-forward: sets c's draft to the tokens of the text its grammar forces; false when it
+  // forces none.
+  bool propose_forced(Completion& c, int64_t max_model_len) const;
 
   SpeculativeConfig config_;
   std::unique_ptr<spec::Proposer> proposer_;
+  bool jump_forward_;
+  const tokenizer::Tokenizer& tokenizer_;
   std::vector<spec::DraftRequest> requests_;  // reused from step to step
   SpeculationCounters counters_;
   spec::StepCost step_cost_;

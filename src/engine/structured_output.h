@@ -60,6 +60,7 @@ class GrammarMask final : public sampling::LogitMask {
   void apply(std::span<float> logits) override;
   void accept(int32_t token) override;
   size_t allowed_prefix(std::span<const int32_t> tokens) const override;
+  std::string forced_continuation() const override { return matcher_.forced_continuation(); }
 
  private:
   grammar::GrammarMatcher matcher_;

@@ -41,6 +41,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -75,6 +76,8 @@ class LogitMask {
   // How many of `tokens`, appended in order from the current state, the mask would allow
   // (speculative drafts are cut there: a draft token the mask forbids can never be accepted).
   virtual size_t allowed_prefix(std::span<const int32_t> tokens) const { return tokens.size(); }
+  // The text every allowed continuation begins with (a grammar's forced bytes; empty: none).
+  virtual std::string forced_continuation() const { return {}; }
 };
 
 // Working memory of a sample() call, sized by the vocabulary. One per thread that samples:
@@ -129,6 +132,8 @@ class Sampler {
   size_t allowed_prefix(std::span<const int32_t> tokens) const {
     return mask_ ? mask_->allowed_prefix(tokens) : tokens.size();
   }
+
+  std::string forced_continuation() const { return mask_ ? mask_->forced_continuation() : std::string(); }
 
   int64_t n_accepted() const { return n_accepted_; }
   // The seed in use (drawn from std::random_device when params.seed was absent).

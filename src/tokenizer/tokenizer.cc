@@ -96,6 +96,12 @@ std::vector<int32_t> Tokenizer::encode_pieces(std::span<const TextPiece> pieces,
   return ids;
 }
 
+std::vector<int32_t> Tokenizer::encode_continuation(std::string_view text) const {
+  std::vector<int32_t> ids;
+  if (!text.empty()) model_->encode(text, false, ids);
+  return ids;
+}
+
 bool Tokenizer::is_special(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= vocab_->size()) {
     fail("token id {} is outside the {}-token vocabulary", id, vocab_->size());

@@ -68,6 +68,9 @@ class Tokenizer {
   // The pieces' concatenation, tokenized as one text (plain text runs on across piece
   // boundaries) but with each piece's own rule for special tokens.
   std::vector<int32_t> encode_pieces(std::span<const TextPiece> pieces, bool add_special) const;
+  // `text` as it would be tokenized in the middle of a text: no BOS, no special tokens, no
+  // SentencePiece dummy prefix (structured output's forced continuations).
+  std::vector<int32_t> encode_continuation(std::string_view text) const;
   // Concatenated bytes of the tokens (may end inside a UTF-8 sequence, or hold invalid UTF-8
   // where a byte token stands alone). Throws lumen::Error for an id outside the vocabulary.
   std::string decode(const std::vector<int32_t>& ids, DecodeOptions options = {}) const;
