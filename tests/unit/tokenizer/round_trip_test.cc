@@ -105,6 +105,12 @@ TEST(RoundTrip, UnicodeSweepSurvives) {
     size_t mismatched_chunks = 0, dropped = 0;
     for (char32_t cp = 0; cp <= 0x10FFFF; ++cp) {
       if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+      // Planes 3 to 13 hold no assigned character: each is four UTF-8 bytes of the same kind.
+      // Under the sanitizers the first 1024 of each plane stand for the rest (Release sweeps all).
+      if (LUMEN_UNDER_SANITIZERS && cp >= 0x30000 && cp <= 0xDFFFF && (cp & 0xFFFF) >= 0x400) {
+        cp |= 0xFFFF;
+        continue;
+      }
       std::string utf8 = to_utf8(cp);
       text += utf8;
       for (char c : utf8) {
