@@ -33,7 +33,14 @@ Value repeat(Runtime& rt, const Value& seq, int64_t times) {
     return taint_result(Value(std::move(out)), !seq.taint().empty());
   }
   const auto& items = seq.as_list().items;
-  if (!items.empty() && count > rt.limits().max_output_bytes / items.size()) rt.check_size(SIZE_MAX);
+  // Strings are held by value (lists and dicts by pointer), so each repetition copies the
+  // items' string bytes: bound the copy by bytes, not by item count, or ['x' * 1000000] * 1000
+  // would build a gigabyte before any output check.
+  size_t bytes_per_repeat = items.size();
+  for (const Value& item : items) {
+    if (item.is_string()) bytes_per_repeat += item.as_string().size();
+  }
+  if (bytes_per_repeat > 0 && count > rt.limits().max_output_bytes / bytes_per_repeat) rt.check_size(SIZE_MAX);
   std::vector<Value> out;
   for (size_t i = 0; i < count; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::list(std::move(out), seq.as_list().tuple);

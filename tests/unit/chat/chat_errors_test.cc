@@ -146,6 +146,7 @@ TEST(ChatTemplateErrors, EveryBuiltStringAndNestingIsBounded) {
       "{{ (['x' * 1000000] * 1000) | join }}",
       "{{ ('x' * 1000000).join(['a'] * 1000) }}",
       "{{ ['x' * 1000000] * 1000 }}",
+      "{{ ['x' * 1000000] * 16000 }}",
       "{{ (['x' * 1000000] * 1000) | tojson }}",
       "{{ ([1] * 100000) | tojson(indent='x' * 100000) }}",
       "{% set s = 'x' * 10000000 %}{{ '{}{}{}{}{}{}{}{}'.format(s, s, s, s, s, s, s, s) }}",
