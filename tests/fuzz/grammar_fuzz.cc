@@ -1,6 +1,8 @@
-// Fuzzes the GBNF parser and the matcher: the input is a grammar, then (after a NUL byte) text
-// fed to a matcher in small tokens, with a mask, a jump-forward and a rollback between them.
-// Bad grammars must end in GrammarError, never a crash, a hang or unbounded memory.
+// Fuzzes the GBNF parser, the converters and the matcher: the input is a grammar (or a JSON
+// Schema when it starts with '{', a regex after a leading '/'), then (after a NUL byte) text fed
+// to a matcher in small tokens, with a mask, a jump-forward and a rollback between them. Bad
+// input must end in GrammarError, never a crash, a hang or unbounded memory: clients send all
+// three.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -8,6 +10,8 @@
 #include <vector>
 
 #include "grammar/grammar_matcher.h"
+#include "grammar/json_schema_to_gbnf.h"
+#include "grammar/regex_to_gbnf.h"
 
 namespace {
 
@@ -34,7 +38,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view feed = split == std::string_view::npos ? std::string_view() : input.substr(split + 1);
   std::shared_ptr<const lumen::grammar::Grammar> grammar;
   try {
-    grammar = lumen::grammar::parse_gbnf(text);
+    if (text.starts_with('{')) {
+      grammar = lumen::grammar::parse_gbnf(lumen::grammar::json_schema_text_to_gbnf(text));
+    } else if (text.starts_with('/')) {
+      grammar = lumen::grammar::parse_gbnf(lumen::grammar::regex_to_gbnf(text.substr(1)));
+    } else {
+      grammar = lumen::grammar::parse_gbnf(text);
+    }
   } catch (const lumen::grammar::GrammarError&) {
     return 0;
   }
