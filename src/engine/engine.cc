@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -115,6 +116,29 @@ struct Engine::Impl {
     max_model_len = std::min(limit, pool_tokens);
     scheduler.set_shift_policy(shift_policy());
     publish_stats();
+  }
+
+  // Starts computing the next mask of every sampling chunk's grammar sequence on another
+  // thread; an empty future when there is none. A failure there is left for apply(), which
+  // computes the mask again on the loop thread and reports it as that request's error.
+  std::future<void> prepare_grammar_masks(const engine::StepPlan& plan) {
+    std::vector<engine::Completion*> constrained;
+    const auto& live = outputs.live_sequences();
+    for (const engine::ScheduledChunk& chunk : plan.chunks) {
+      if (!chunk.samples) continue;
+      auto it = live.find(chunk.seq->id);
+      if (it != live.end() && it->second->sampler.has_mask()) constrained.push_back(it->second);
+    }
+    if (constrained.empty()) return {};
+    const auto vocab = static_cast<size_t>(runner.vocab_size());
+    return std::async(std::launch::async, [constrained = std::move(constrained), vocab] {
+      for (engine::Completion* c : constrained) {
+        try {
+          c->sampler.prepare_mask(vocab);
+        } catch (const std::exception&) {
+        }
+      }
+    });
   }
 
   // Context shift and StreamingLLM (engine/context_shift.h), checked against the model and the
@@ -400,12 +424,16 @@ bool Engine::step() {
     std::span<float> logits;
     std::string fault;
     const auto started = std::chrono::steady_clock::now();
+    // Structured output: the grammar masks of the rows about to be sampled are computed beside
+    // the forward pass (each mask depends only on tokens already accepted).
+    std::future<void> masks = m.prepare_grammar_masks(plan);
     try {
       logits = m.runner.run(plan);
     } catch (const std::exception& e) {
       fault = e.what();
       if (fault.empty()) fault = "unknown error";
     }
+    if (masks.valid()) masks.get();  // prepare() does not throw past the task (see there)
     if (!fault.empty()) {
       m.scheduler.abandon(plan);
       m.outputs.fail_batch(plan, "the forward pass failed: " + fault);

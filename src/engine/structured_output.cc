@@ -82,12 +82,18 @@ std::shared_ptr<const grammar::CompiledGrammar> GrammarCompiler::compile(const S
 GrammarMask::GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size)
     : matcher_(std::move(grammar)), vocabulary_size_(vocabulary_size) {}
 
-void GrammarMask::apply(std::span<float> logits) {
+void GrammarMask::prepare(size_t vocab_size) {
   const size_t grammar_words = grammar::bitmask_words(vocabulary_size_);
-  bitmask_.assign(std::max(grammar_words, grammar::bitmask_words(logits.size())), 0);
-  matcher_.fill_next_token_bitmask(std::span(bitmask_).first(grammar_words));
+  bitmask_.assign(std::max(grammar_words, grammar::bitmask_words(vocab_size)), 0);
   // Bits past the vocabulary in its last word are the matcher's to clear; the words after it
   // stay zero.
+  matcher_.fill_next_token_bitmask(std::span(bitmask_).first(grammar_words));
+  prepared_ = true;
+}
+
+void GrammarMask::apply(std::span<float> logits) {
+  if (!prepared_ || bitmask_.size() < grammar::bitmask_words(logits.size())) prepare(logits.size());
+  prepared_ = false;  // one apply per state: the next row follows an accepted token
   constexpr float kBanned = -std::numeric_limits<float>::infinity();
   for (size_t word = 0; word < bitmask_.size(); ++word) {
     const uint32_t bits = bitmask_[word];
@@ -103,6 +109,7 @@ void GrammarMask::apply(std::span<float> logits) {
 void GrammarMask::accept(int32_t token) {
   // The sampler draws only tokens the mask allowed; a token from elsewhere (a caller's forced
   // token) that the grammar refuses is an error, not a silent divergence.
+  prepared_ = false;
   if (!matcher_.accept_token(token)) fail("the grammar does not allow token {} here", token);
 }
 

@@ -61,11 +61,13 @@ class GrammarMask final : public sampling::LogitMask {
   void accept(int32_t token) override;
   size_t allowed_prefix(std::span<const int32_t> tokens) const override;
   std::string forced_continuation() const override { return matcher_.forced_continuation(); }
+  void prepare(size_t vocab_size) override;
 
  private:
   grammar::GrammarMatcher matcher_;
   size_t vocabulary_size_;
   std::vector<uint32_t> bitmask_;
+  bool prepared_ = false;  // bitmask_ holds the mask of the matcher's current state
 };
 
 }  // namespace lumen::engine

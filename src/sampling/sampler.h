@@ -78,6 +78,9 @@ class LogitMask {
   virtual size_t allowed_prefix(std::span<const int32_t> tokens) const { return tokens.size(); }
   // The text every allowed continuation begins with (a grammar's forced bytes; empty: none).
   virtual std::string forced_continuation() const { return {}; }
+  // Computes the next apply()'s mask ahead of time, for rows of `vocab_size` logits (the
+  // engine runs it beside the forward pass); apply() computes it itself otherwise.
+  virtual void prepare(size_t /*vocab_size*/) {}
 };
 
 // Working memory of a sample() call, sized by the vocabulary. One per thread that samples:
@@ -134,6 +137,12 @@ class Sampler {
   }
 
   std::string forced_continuation() const { return mask_ ? mask_->forced_continuation() : std::string(); }
+  bool has_mask() const { return mask_ != nullptr; }
+  // The mask's next work done now (LogitMask::prepare); safe on another thread while nothing
+  // else uses this sampler.
+  void prepare_mask(size_t vocab_size) {
+    if (mask_) mask_->prepare(vocab_size);
+  }
 
   int64_t n_accepted() const { return n_accepted_; }
   // The seed in use (drawn from std::random_device when params.seed was absent).
