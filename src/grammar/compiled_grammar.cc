@@ -1,6 +1,7 @@
 #include "grammar/compiled_grammar.h"
 
 #include "grammar/byte_walker.h"
+#include "grammar/stack_set_dfa.h"
 
 namespace lumen::grammar {
 
@@ -67,17 +68,21 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
   for (int i = 0; i < kContextFrames && frame != nullptr; ++i, frame = frame->parent) frames.push_back(frame->pos);
   const StackNode* below = frame == nullptr ? nullptr : escape_node();
   for (size_t i = frames.size(); i-- > 0;) below = arena.make(frames[i], below);
-  ByteWalker walker(*grammar_);
+  // The walk steps through a DFA of stack sets: one table lookup per trie node, the matcher's
+  // own step only the first time a (stack set, byte) pair comes up.
+  StackSetDfa dfa(*grammar_);
   Stack start{stack.pos, below};
-  walker.reset(std::span<const Stack>(&start, 1), {});
   constexpr uint32_t kNone = ~0u;
+  std::vector<uint32_t> state = {dfa.start(std::span<const Stack>(&start, 1), {})};  // per depth
   std::vector<uint32_t> escape_depth = {kNone};  // shallowest escape on the path, per depth
   for (uint32_t i = 1; i < trie.size();) {
     const TokenVocabulary::TrieNode& node = trie[i];
-    walker.pop_to(node.depth - 1u);
-    bool alive = walker.push(node.byte);
+    const StackSetDfa::Step step = dfa.step(state[node.depth - 1u], node.byte);
+    const bool alive = step.next != StackSetDfa::kDead;
+    state.resize(node.depth + 1u);
+    state[node.depth] = step.next;
     escape_depth.resize(node.depth + 1u);
-    escape_depth[node.depth] = walker.escaped() ? node.depth : escape_depth[node.depth - 1u];
+    escape_depth[node.depth] = step.escaped ? node.depth : escape_depth[node.depth - 1u];
     uint32_t escape = escape_depth[node.depth];
     if (alive || escape == node.depth) {
       for (uint32_t r = node.tokens_begin; r < node.own_tokens_end; ++r) accept(r);

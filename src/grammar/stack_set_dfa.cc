@@ -1,0 +1,72 @@
+#include "grammar/stack_set_dfa.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace lumen::grammar {
+
+StackSetDfa::StackSetDfa(const Grammar& grammar) : stepper_(grammar), transitions_(1024) {
+  arena_.enable_interning();
+}
+
+uint32_t StackSetDfa::start(std::span<const Stack> stacks, Utf8Partial utf8) {
+  in_.assign(stacks.begin(), stacks.end());
+  return intern(in_, utf8);
+}
+
+uint32_t StackSetDfa::intern(std::vector<Stack>& stacks, Utf8Partial utf8) {
+  std::sort(stacks.begin(), stacks.end(), [](const Stack& a, const Stack& b) {
+    return a.pos != b.pos ? a.pos < b.pos : std::less<const StackNode*>()(a.rest, b.rest);
+  });
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+  // The key: the UTF-8 state, then every stack's (pos, rest) bytes (no padding bytes).
+  key_.clear();
+  key_.append(reinterpret_cast<const char*>(&utf8.bits), sizeof utf8.bits);
+  key_.push_back(static_cast<char>(utf8.remaining));
+  key_.push_back(static_cast<char>(utf8.length));
+  for (const Stack& s : stacks) {
+    key_.append(reinterpret_cast<const char*>(&s.pos), sizeof s.pos);
+    key_.append(reinterpret_cast<const char*>(&s.rest), sizeof s.rest);
+  }
+  auto [it, inserted] = by_stacks_.try_emplace(key_, static_cast<uint32_t>(states_.size()));
+  if (inserted) {
+    const auto begin = static_cast<uint32_t>(pool_.size());
+    pool_.insert(pool_.end(), stacks.begin(), stacks.end());
+    states_.push_back({begin, static_cast<uint32_t>(pool_.size()), utf8});
+  }
+  return it->second;
+}
+
+StackSetDfa::Step StackSetDfa::compute(uint32_t state, uint8_t byte) {
+  // Copied out: interning appends to pool_, which may move.
+  const std::span<const Stack> from = stacks(state);
+  in_.assign(from.begin(), from.end());
+  Utf8Partial utf8 = states_[state].utf8;
+  out_.clear();
+  bool escaped = false;
+  stepper_.step_byte(in_, utf8, byte, arena_, out_, escaped);
+  Step step{out_.empty() ? kDead : intern(out_, utf8), escaped};
+  remember((static_cast<uint64_t>(state) << 8) | byte, step);
+  return step;
+}
+
+void StackSetDfa::remember(uint64_t key, Step step) {
+  if ((transition_count_ + 1) * 2 > transitions_.size()) {
+    std::vector<Transition> old = std::move(transitions_);
+    transitions_.assign(old.size() * 2, Transition{});
+    for (const Transition& t : old)
+      if (t.key != kNoKey) {
+        const size_t mask = transitions_.size() - 1;
+        size_t i = hash(t.key) & mask;
+        while (transitions_[i].key != kNoKey) i = (i + 1) & mask;
+        transitions_[i] = t;
+      }
+  }
+  const size_t mask = transitions_.size() - 1;
+  size_t i = hash(key) & mask;
+  while (transitions_[i].key != kNoKey) i = (i + 1) & mask;
+  transitions_[i] = {key, step.next, step.escaped};
+  ++transition_count_;
+}
+
+}  // namespace lumen::grammar
