@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <random>
 
 #include "engine/structured_output.h"
@@ -12,6 +13,12 @@ namespace lumen::benchmark {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 
 double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
 
@@ -72,9 +79,13 @@ GrammarCaseTimes measure_grammar_case(const GrammarCase& c, const std::shared_pt
     grammar::GrammarMatcher matcher(compiled);
     std::vector<int32_t>& tokens = times.walks.emplace_back();
     for (int s = 0; s < options.max_tokens; ++s) {
+      const double cpu = thread_cpu_ms();
       auto t = Clock::now();
       matcher.fill_next_token_bitmask(mask);
       cold.push_back(us_since(t));
+      const double cpu_ms = thread_cpu_ms() - cpu;
+      times.cold_cpu_total_ms += cpu_ms;
+      times.cold_cpu_max_ms = std::max(times.cold_cpu_max_ms, cpu_ms);
       allowed_tokens(mask, allowed);
       if (allowed.empty()) break;
       int32_t token = pick(allowed, *vocab, rng, short_tokens);

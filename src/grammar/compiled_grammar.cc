@@ -32,15 +32,25 @@ void CompiledGrammar::context_key(const Stack& stack, ContextKey& key) {
   if (node == nullptr) key.push_back('$');
 }
 
-const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const ContextKey& key) const {
+const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const ContextKey& key,
+                                                    StackSetDfa& dfa) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = caches_.find(key);
+    if (it != caches_.end()) return it->second.get();
+    if (cache_bytes_ >= kCacheBudgetBytes) return nullptr;
+  }
+  // Built outside the lock: a sequence entering a new context does not stall the masks of
+  // the others. Two threads that need the same new cache may both build it; the first one
+  // stored is kept.
+  std::unique_ptr<PositionCache> built = build_context_cache(stack, dfa);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = caches_.find(key);
-  if (it != caches_.end()) return it->second.get();
-  if (cache_bytes_ >= kCacheBudgetBytes) return nullptr;
-  // Built under the lock: two threads needing the same cache build it once.
-  std::unique_ptr<PositionCache> built = build_context_cache(stack);
-  cache_bytes_ += built->bytes() + key.size() + 64;
-  return caches_.emplace(key, std::move(built)).first->second.get();
+  auto [it, inserted] = caches_.try_emplace(key);
+  if (inserted) {
+    cache_bytes_ += built->bytes() + key.size() + 64;
+    it->second = std::move(built);
+  }
+  return it->second.get();
 }
 
 // Walks the whole token trie from the stack's top and kContextFrames frames, on escape_node()
@@ -50,7 +60,11 @@ const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const Co
 //   dead, escaped on the path   -> the subtree depends on the stack below: uncertain
 //                                  (own tokens are accepted if the escape was at this byte:
 //                                  the rule completed exactly at the token's end).
-std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack& stack) const {
+// Below this many tokens a subtree is walked: checking whether its state loops costs 128
+// steps the first time.
+constexpr uint32_t kMinSkippedTokens = 8;
+
+std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack& stack, StackSetDfa& dfa) const {
   const TokenVocabulary& vocab = *vocabulary_;
   const auto& trie = vocab.trie();
   const auto& ranks = vocab.ranks();
@@ -61,16 +75,16 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
     cache->accepted[id >> 5] |= 1u << (id & 31);
   };
   std::vector<uint32_t> uncertain;
-  // The context frames, copied onto escape_node() (the real ones sit on the rest of a stack).
-  NodeArena arena;
+  // The context frames, copied onto escape_node() (the real ones sit on the rest of a stack),
+  // in the DFA's own nodes: the same context is then the same DFA state.
   std::vector<int32_t> frames;
   const StackNode* frame = stack.rest;
   for (int i = 0; i < kContextFrames && frame != nullptr; ++i, frame = frame->parent) frames.push_back(frame->pos);
+  if (dfa.states() > kMaxDfaStates) dfa.clear();
   const StackNode* below = frame == nullptr ? nullptr : escape_node();
-  for (size_t i = frames.size(); i-- > 0;) below = arena.make(frames[i], below);
-  // The walk steps through a DFA of stack sets: one table lookup per trie node, the matcher's
-  // own step only the first time a (stack set, byte) pair comes up.
-  StackSetDfa dfa(*grammar_);
+  for (size_t i = frames.size(); i-- > 0;) below = dfa.node(frames[i], below);
+  // The walk steps through the DFA of stack sets: one table lookup per trie node, the
+  // matcher's own step only the first time a (stack set, byte) pair comes up.
   Stack start{stack.pos, below};
   constexpr uint32_t kNone = ~0u;
   std::vector<uint32_t> state = {dfa.start(std::span<const Stack>(&start, 1), {})};  // per depth
@@ -79,9 +93,11 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
     const TokenVocabulary::TrieNode& node = trie[i];
     const StackSetDfa::Step step = dfa.step(state[node.depth - 1u], node.byte);
     const bool alive = step.next != StackSetDfa::kDead;
-    state.resize(node.depth + 1u);
+    if (node.depth >= state.size()) {
+      state.resize(node.depth + 1u);
+      escape_depth.resize(node.depth + 1u);
+    }
     state[node.depth] = step.next;
-    escape_depth.resize(node.depth + 1u);
     escape_depth[node.depth] = step.escaped ? node.depth : escape_depth[node.depth - 1u];
     uint32_t escape = escape_depth[node.depth];
     if (alive || escape == node.depth) {
@@ -90,6 +106,15 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
       for (uint32_t r = node.tokens_begin; r < node.own_tokens_end; ++r) uncertain.push_back(r);
     }
     if (alive) {
+      // Inside a loop over the bytes of the whole subtree (a string's body): every token
+      // below is accepted, without a step.
+      const uint32_t below_set = vocab.below_ascii(i);
+      if (below_set != TokenVocabulary::kNotAscii && node.subtree_tokens_end - node.own_tokens_end >= kMinSkippedTokens &&
+          dfa.ascii_loop(step.next).contains(vocab.byte_sets()[below_set])) {
+        for (uint32_t r = node.own_tokens_end; r < node.subtree_tokens_end; ++r) accept(r);
+        i = node.subtree_end;
+        continue;
+      }
       ++i;
       continue;
     }

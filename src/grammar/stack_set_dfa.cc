@@ -9,6 +9,33 @@ StackSetDfa::StackSetDfa(const Grammar& grammar) : stepper_(grammar), transition
   arena_.enable_interning();
 }
 
+void StackSetDfa::clear() {
+  arena_ = NodeArena();
+  arena_.enable_interning();
+  states_.clear();
+  pool_.clear();
+  by_stacks_.clear();
+  dense_.clear();
+  loop_of_state_.clear();
+  loops_.clear();
+  transitions_.assign(1024, Transition{});
+  transition_count_ = 0;
+}
+
+const TokenVocabulary::ByteSet& StackSetDfa::ascii_loop(uint32_t state) {
+  if (state >= loop_of_state_.size()) loop_of_state_.resize(states_.size(), -1);
+  if (loop_of_state_[state] < 0) {
+    TokenVocabulary::ByteSet loop{{0, 0}};
+    for (uint32_t b = 0; b < 128; ++b) {
+      const Step s = step(state, static_cast<uint8_t>(b));
+      if (s.next == state && !s.escaped) loop.bits[b >> 6] |= uint64_t{1} << (b & 63);
+    }
+    loop_of_state_[state] = static_cast<int32_t>(loops_.size());
+    loops_.push_back(loop);
+  }
+  return loops_[static_cast<size_t>(loop_of_state_[state])];
+}
+
 uint32_t StackSetDfa::start(std::span<const Stack> stacks, Utf8Partial utf8) {
   in_.assign(stacks.begin(), stacks.end());
   return intern(in_, utf8);
@@ -51,6 +78,13 @@ StackSetDfa::Step StackSetDfa::compute(uint32_t state, uint8_t byte) {
 }
 
 void StackSetDfa::remember(uint64_t key, Step step) {
+  const auto state = static_cast<uint32_t>(key >> 8);
+  if (state < kDenseStates) {
+    const size_t rows = static_cast<size_t>(state) + 1;
+    if (dense_.size() < rows * 256) dense_.resize(std::min<size_t>(kDenseStates, std::max(rows, dense_.size() / 256 * 2)) * 256, kUnknown);
+    dense_[key] = pack(step);
+    return;
+  }
   if ((transition_count_ + 1) * 2 > transitions_.size()) {
     std::vector<Transition> old = std::move(transitions_);
     transitions_.assign(old.size() * 2, Transition{});

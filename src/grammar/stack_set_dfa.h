@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "grammar/stack_stepper.h"
+#include "grammar/token_vocabulary.h"
 
 namespace lumen::grammar {
 
@@ -26,6 +27,10 @@ class StackSetDfa {
 
   // The state of these stacks (their nodes are used as they are: they must outlive this).
   uint32_t start(std::span<const Stack> stacks, Utf8Partial utf8);
+  // A stack node of this DFA's own (hash-consed, lives as long as the DFA or until clear()).
+  const StackNode* node(int32_t pos, const StackNode* parent) { return arena_.make(pos, parent); }
+  // Forgets every state, transition and node.
+  void clear();
 
   struct Step {
     uint32_t next;  // kDead when no stack survives the byte
@@ -33,15 +38,25 @@ class StackSetDfa {
   };
   // The state after `byte` from `state` (not kDead).
   Step step(uint32_t state, uint8_t byte) {
-    const uint64_t key = (static_cast<uint64_t>(state) << 8) | byte;
-    const size_t mask = transitions_.size() - 1;
-    for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
-      const Transition& t = transitions_[i];
-      if (t.key == key) return {t.next, t.escaped};
-      if (t.key == kNoKey) break;
+    if (state < kDenseStates) {
+      const size_t at = (static_cast<size_t>(state) << 8) | byte;
+      if (at < dense_.size() && dense_[at] != kUnknown) return unpack(dense_[at]);
+    } else {
+      const uint64_t key = (static_cast<uint64_t>(state) << 8) | byte;
+      const size_t mask = transitions_.size() - 1;
+      for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+        const Transition& t = transitions_[i];
+        if (t.key == key) return {t.next, t.escaped};
+        if (t.key == kNoKey) break;
+      }
     }
     return compute(state, byte);
   }
+
+  // The ASCII bytes that lead from `state` back to itself without escaping (the characters
+  // of a JSON string's body): any text made of them keeps the stacks as they are. Computed on
+  // first use (128 steps) and remembered.
+  const TokenVocabulary::ByteSet& ascii_loop(uint32_t state);
 
   std::span<const Stack> stacks(uint32_t state) const {
     const State& s = states_[state];
@@ -54,6 +69,18 @@ class StackSetDfa {
     uint32_t begin, end;  // pool_[begin, end), sorted
     Utf8Partial utf8;
   };
+  // The first states' transitions sit in a dense table (256 entries a state, 1 KiB; at most
+  // 512 KiB, as every matcher has a DFA): a trie walk spends most of its lookups in a few
+  // states. Further states (deep recursion makes many) go to a hash table. An entry is (next + 2) << 1 | escaped, with 1 << 1 | escaped for dead, and
+  // 0 for a transition not computed yet.
+  static constexpr uint32_t kDenseStates = 512;
+  static constexpr uint32_t kUnknown = 0;
+  static uint32_t pack(Step s) { return ((s.next == kDead ? 1u : s.next + 2u) << 1) | (s.escaped ? 1u : 0u); }
+  static Step unpack(uint32_t e) { return {(e >> 1) == 1u ? kDead : (e >> 1) - 2u, (e & 1u) != 0}; }
+  std::vector<uint32_t> dense_;
+  std::vector<int32_t> loop_of_state_;  // index into loops_, -1: not computed
+  std::vector<TokenVocabulary::ByteSet> loops_;
+
   static constexpr uint64_t kNoKey = ~uint64_t{0};
   struct Transition {
     uint64_t key = kNoKey;  // state << 8 | byte

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "lumen/error.h"
 
@@ -64,6 +65,35 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vect
   while (!path.empty()) {
     close(path.back());
     path.pop_back();
+  }
+  summarize_subtree_bytes();
+}
+
+void TokenVocabulary::summarize_subtree_bytes() {
+  // Children come after their parent in preorder: a backward pass folds every node's byte and
+  // its own summary into its parent's.
+  const size_t n = trie_.size();
+  std::vector<ByteSet> below(n, ByteSet{{0, 0}});
+  std::vector<bool> not_ascii(n, false);
+  std::vector<uint32_t> parent(n, 0);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t c = i + 1; c < trie_[i].subtree_end; c = trie_[c].subtree_end) parent[c] = i;
+  for (uint32_t i = static_cast<uint32_t>(n); i-- > 1;) {
+    const uint32_t p = parent[i];
+    const uint8_t b = trie_[i].byte;
+    if (b >= 0x80 || not_ascii[i]) not_ascii[p] = true;
+    if (b < 0x80) below[p].bits[b >> 6] |= uint64_t{1} << (b & 63);
+    below[p].bits[0] |= below[i].bits[0];
+    below[p].bits[1] |= below[i].bits[1];
+  }
+  below_ascii_.assign(n, kNotAscii);
+  std::unordered_map<std::string, uint32_t> ids;
+  for (size_t i = 0; i < n; ++i) {
+    if (not_ascii[i]) continue;
+    std::string key(reinterpret_cast<const char*>(below[i].bits), sizeof below[i].bits);
+    auto [it, inserted] = ids.try_emplace(key, static_cast<uint32_t>(byte_sets_.size()));
+    if (inserted) byte_sets_.push_back(below[i]);
+    below_ascii_[i] = it->second;
   }
 }
 

@@ -42,6 +42,20 @@ class TokenVocabulary {
     uint8_t byte;
   };
   const std::vector<TrieNode>& trie() const { return trie_; }
+
+  // The bytes below a trie node (in its descendants, not its own byte), when they are all
+  // ASCII: a walk in a state that loops on those bytes (inside a JSON string) takes the whole
+  // subtree without stepping through it. Masks are interned: `below_ascii(node)` indexes
+  // `byte_sets()`, kNotAscii when some descendant byte is >= 0x80.
+  struct ByteSet {
+    uint64_t bits[2];
+    bool contains(const ByteSet& other) const {
+      return (other.bits[0] & ~bits[0]) == 0 && (other.bits[1] & ~bits[1]) == 0;
+    }
+  };
+  static constexpr uint32_t kNotAscii = ~0u;
+  uint32_t below_ascii(uint32_t node) const { return below_ascii_[node]; }
+  const std::vector<ByteSet>& byte_sets() const { return byte_sets_; }
   const std::vector<int32_t>& ranks() const { return ranks_; }
 
  private:
@@ -51,6 +65,10 @@ class TokenVocabulary {
   std::vector<bool> grammar_token_;
   std::vector<TrieNode> trie_;
   std::vector<int32_t> ranks_;
+  void summarize_subtree_bytes();
+
+  std::vector<uint32_t> below_ascii_;
+  std::vector<ByteSet> byte_sets_;
 };
 
 }  // namespace lumen::grammar
