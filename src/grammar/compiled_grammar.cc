@@ -64,6 +64,27 @@ const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const Co
 // steps the first time.
 constexpr uint32_t kMinSkippedTokens = 8;
 
+// Inside a non-ASCII character from a state where every such character leads to the same
+// state (a string's body, see StackSetDfa::non_ascii_target), the walk does not step the DFA,
+// whose states hold the character's bits and would multiply by the thousand on a
+// multilingual vocabulary: the trie knows whether the bytes so far are valid UTF-8, and the
+// character leads to that state. Such a walk state is the target with this bit set.
+constexpr uint32_t kMidCharacter = 1u << 31;
+bool is_mid_character(uint32_t state) { return state != StackSetDfa::kDead && (state & kMidCharacter) != 0; }
+
+StackSetDfa::Step next_state(StackSetDfa& dfa, const TokenVocabulary& vocab, uint32_t from, uint32_t node) {
+  const uint8_t byte = vocab.trie()[node].byte;
+  uint32_t target = from & ~kMidCharacter;
+  if (!is_mid_character(from)) {
+    if (byte < 0x80) return dfa.step(from, byte);
+    target = dfa.non_ascii_target(from);
+    if (target == StackSetDfa::kDead) return dfa.step(from, byte);
+  }
+  const TokenVocabulary::Utf8Prefix prefix = vocab.utf8_prefix(node);
+  if (!prefix.valid) return {StackSetDfa::kDead, false};
+  return {prefix.boundary ? target : target | kMidCharacter, false};
+}
+
 std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack& stack, StackSetDfa& dfa) const {
   const TokenVocabulary& vocab = *vocabulary_;
   const auto& trie = vocab.trie();
@@ -91,7 +112,7 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
   std::vector<uint32_t> escape_depth = {kNone};  // shallowest escape on the path, per depth
   for (uint32_t i = 1; i < trie.size();) {
     const TokenVocabulary::TrieNode& node = trie[i];
-    const StackSetDfa::Step step = dfa.step(state[node.depth - 1u], node.byte);
+    const StackSetDfa::Step step = next_state(dfa, vocab, state[node.depth - 1u], i);
     const bool alive = step.next != StackSetDfa::kDead;
     if (node.depth >= state.size()) {
       state.resize(node.depth + 1u);
@@ -105,16 +126,19 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
     } else if (escape != kNone) {
       for (uint32_t r = node.tokens_begin; r < node.own_tokens_end; ++r) uncertain.push_back(r);
     }
-    if (alive) {
+    if (alive && !is_mid_character(step.next)) {
       // Inside a loop over the bytes of the whole subtree (a string's body): every token
       // below is accepted, without a step.
-      const uint32_t below_set = vocab.below_ascii(i);
-      if (below_set != TokenVocabulary::kNotAscii && node.subtree_tokens_end - node.own_tokens_end >= kMinSkippedTokens &&
-          dfa.ascii_loop(step.next).contains(vocab.byte_sets()[below_set])) {
+      const TokenVocabulary::Below& below_node = vocab.below(i);
+      if (node.subtree_tokens_end - node.own_tokens_end >= kMinSkippedTokens &&
+          dfa.ascii_loop(step.next).contains(vocab.byte_sets()[below_node.ascii]) &&
+          (!below_node.non_ascii || (below_node.utf8_valid && dfa.non_ascii_target(step.next) == step.next))) {
         for (uint32_t r = node.own_tokens_end; r < node.subtree_tokens_end; ++r) accept(r);
         i = node.subtree_end;
         continue;
       }
+    }
+    if (alive) {
       ++i;
       continue;
     }

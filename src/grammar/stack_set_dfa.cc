@@ -17,6 +17,7 @@ void StackSetDfa::clear() {
   by_stacks_.clear();
   dense_.clear();
   loop_of_state_.clear();
+  non_ascii_target_.clear();
   loops_.clear();
   transitions_.assign(1024, Transition{});
   transition_count_ = 0;
@@ -34,6 +35,34 @@ const TokenVocabulary::ByteSet& StackSetDfa::ascii_loop(uint32_t state) {
     loops_.push_back(loop);
   }
   return loops_[static_cast<size_t>(loop_of_state_[state])];
+}
+
+uint32_t StackSetDfa::non_ascii_target(uint32_t state) {
+  if (state >= non_ascii_target_.size()) non_ascii_target_.resize(states_.size(), kUnknownTarget);
+  if (non_ascii_target_[state] == kUnknownTarget) {
+    const Grammar& g = stepper_.grammar();
+    bool uniform = states_[state].utf8.remaining == 0;
+    for (const Stack& s : stacks(state)) {
+      if (!uniform || s.pos == kAcceptedPos) continue;
+      const Element& e = g.elements[static_cast<size_t>(s.pos)];
+      bool covered = false, touched = false;  // some range covers / meets [0x80, 0x10FFFF]
+      for (uint32_t r = e.ranges_begin; r < e.ranges_end; ++r) {
+        covered |= g.ranges[r].lo <= 0x80 && g.ranges[r].hi >= 0x10FFFF;
+        touched |= g.ranges[r].hi >= 0x80;
+      }
+      uniform = covered || !touched;
+    }
+    uint32_t target = kDead;
+    if (uniform) {  // C2 80 (U+0080) stands for every non-ASCII character
+      const Step first = step(state, 0xC2);
+      if (first.next != kDead && !first.escaped) {
+        const Step second = step(first.next, 0x80);
+        if (!second.escaped) target = second.next;
+      }
+    }
+    non_ascii_target_[state] = target;
+  }
+  return non_ascii_target_[state];
 }
 
 uint32_t StackSetDfa::start(std::span<const Stack> stacks, Utf8Partial utf8) {

@@ -57,6 +57,11 @@ class StackSetDfa {
   // of a JSON string's body): any text made of them keeps the stacks as they are. Computed on
   // first use (128 steps) and remembered.
   const TokenVocabulary::ByteSet& ascii_loop(uint32_t state);
+  // The state every non-ASCII character leads to from `state`, without escaping and every
+  // partial sequence on the way alive; kDead when they do not all lead to one such state.
+  // (The state is at a character boundary, and each stack's set holds all non-ASCII code
+  // points or none, so one character, U+0080, stands for all.)
+  uint32_t non_ascii_target(uint32_t state);
 
   std::span<const Stack> stacks(uint32_t state) const {
     const State& s = states_[state];
@@ -79,6 +84,8 @@ class StackSetDfa {
   static Step unpack(uint32_t e) { return {(e >> 1) == 1u ? kDead : (e >> 1) - 2u, (e & 1u) != 0}; }
   std::vector<uint32_t> dense_;
   std::vector<int32_t> loop_of_state_;  // index into loops_, -1: not computed
+  std::vector<uint32_t> non_ascii_target_;  // kUnknownTarget: not computed
+  static constexpr uint32_t kUnknownTarget = kDead - 1;
   std::vector<TokenVocabulary::ByteSet> loops_;
 
   static constexpr uint64_t kNoKey = ~uint64_t{0};
