@@ -19,6 +19,7 @@ overhead each) and inside C++ for Lumen.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -136,6 +137,8 @@ class Xgrammar:
             return compiler.compile_json_schema(source, any_whitespace=True)
         if kind == "regex":
             return compiler.compile_regex(source)
+        # xgrammar's EBNF has no empty alternative (`ws ::= | " "`): spelled "" there.
+        source = re.sub(r'::=(\s*)\|', r'::=\1"" |', source)
         return compiler.compile_grammar(self.xgr.Grammar.from_ebnf(source))
 
     def matcher(self, compiled, case):

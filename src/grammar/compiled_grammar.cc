@@ -62,7 +62,7 @@ const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const Co
 //                                  the rule completed exactly at the token's end).
 // Below this many tokens a subtree is walked: checking whether its state loops costs 128
 // steps the first time.
-constexpr uint32_t kMinSkippedTokens = 8;
+constexpr uint32_t kMinSkippedTokens = 64;
 
 // Inside a non-ASCII character from a state where every such character leads to the same
 // state (a string's body, see StackSetDfa::non_ascii_target), the walk does not step the DFA,
