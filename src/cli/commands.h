@@ -18,5 +18,6 @@ void add_perplexity_command(CLI::App& app);  // perplexity and KL divergence, as
 void add_bench_latency_command(CLI::App* bench);
 void add_bench_throughput_command(CLI::App* bench);
 void add_bench_serve_command(CLI::App* bench);  // load generator for OpenAI-compatible servers
+void add_bench_grammar_command(CLI::App* bench);  // structured output: compile and mask times
 
 }  // namespace lumen::cli

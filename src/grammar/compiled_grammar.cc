@@ -1,6 +1,7 @@
 #include "grammar/compiled_grammar.h"
 
 #include "grammar/byte_walker.h"
+#include "grammar/stack_set_dfa.h"
 
 namespace lumen::grammar {
 
@@ -31,15 +32,25 @@ void CompiledGrammar::context_key(const Stack& stack, ContextKey& key) {
   if (node == nullptr) key.push_back('$');
 }
 
-const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const ContextKey& key) const {
+const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const ContextKey& key,
+                                                    StackSetDfa& dfa) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = caches_.find(key);
+    if (it != caches_.end()) return it->second.get();
+    if (cache_bytes_ >= kCacheBudgetBytes) return nullptr;
+  }
+  // Built outside the lock: a sequence entering a new context does not stall the masks of
+  // the others. Two threads that need the same new cache may both build it; the first one
+  // stored is kept.
+  std::unique_ptr<PositionCache> built = build_context_cache(stack, dfa);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = caches_.find(key);
-  if (it != caches_.end()) return it->second.get();
-  if (cache_bytes_ >= kCacheBudgetBytes) return nullptr;
-  // Built under the lock: two threads needing the same cache build it once.
-  std::unique_ptr<PositionCache> built = build_context_cache(stack);
-  cache_bytes_ += built->bytes() + key.size() + 64;
-  return caches_.emplace(key, std::move(built)).first->second.get();
+  auto [it, inserted] = caches_.try_emplace(key);
+  if (inserted) {
+    cache_bytes_ += built->bytes() + key.size() + 64;
+    it->second = std::move(built);
+  }
+  return it->second.get();
 }
 
 // Walks the whole token trie from the stack's top and kContextFrames frames, on escape_node()
@@ -49,7 +60,32 @@ const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const Co
 //   dead, escaped on the path   -> the subtree depends on the stack below: uncertain
 //                                  (own tokens are accepted if the escape was at this byte:
 //                                  the rule completed exactly at the token's end).
-std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack& stack) const {
+// Below this many tokens a subtree is walked: checking whether its state loops costs 128
+// steps the first time.
+constexpr uint32_t kMinSkippedTokens = 64;
+
+// Inside a non-ASCII character from a state where every such character leads to the same
+// state (a string's body, see StackSetDfa::non_ascii_target), the walk does not step the DFA,
+// whose states hold the character's bits and would multiply by the thousand on a
+// multilingual vocabulary: the trie knows whether the bytes so far are valid UTF-8, and the
+// character leads to that state. Such a walk state is the target with this bit set.
+constexpr uint32_t kMidCharacter = 1u << 31;
+bool is_mid_character(uint32_t state) { return state != StackSetDfa::kDead && (state & kMidCharacter) != 0; }
+
+StackSetDfa::Step next_state(StackSetDfa& dfa, const TokenVocabulary& vocab, uint32_t from, uint32_t node) {
+  const uint8_t byte = vocab.trie()[node].byte;
+  uint32_t target = from & ~kMidCharacter;
+  if (!is_mid_character(from)) {
+    if (byte < 0x80) return dfa.step(from, byte);
+    target = dfa.non_ascii_target(from);
+    if (target == StackSetDfa::kDead) return dfa.step(from, byte);
+  }
+  const TokenVocabulary::Utf8Prefix prefix = vocab.utf8_prefix(node);
+  if (!prefix.valid) return {StackSetDfa::kDead, false};
+  return {prefix.boundary ? target : target | kMidCharacter, false};
+}
+
+std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack& stack, StackSetDfa& dfa) const {
   const TokenVocabulary& vocab = *vocabulary_;
   const auto& trie = vocab.trie();
   const auto& ranks = vocab.ranks();
@@ -60,29 +96,47 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
     cache->accepted[id >> 5] |= 1u << (id & 31);
   };
   std::vector<uint32_t> uncertain;
-  // The context frames, copied onto escape_node() (the real ones sit on the rest of a stack).
-  NodeArena arena;
+  // The context frames, copied onto escape_node() (the real ones sit on the rest of a stack),
+  // in the DFA's own nodes: the same context is then the same DFA state.
   std::vector<int32_t> frames;
   const StackNode* frame = stack.rest;
   for (int i = 0; i < kContextFrames && frame != nullptr; ++i, frame = frame->parent) frames.push_back(frame->pos);
+  if (dfa.states() > kMaxDfaStates) dfa.clear();
   const StackNode* below = frame == nullptr ? nullptr : escape_node();
-  for (size_t i = frames.size(); i-- > 0;) below = arena.make(frames[i], below);
-  ByteWalker walker(*grammar_);
+  for (size_t i = frames.size(); i-- > 0;) below = dfa.node(frames[i], below);
+  // The walk steps through the DFA of stack sets: one table lookup per trie node, the
+  // matcher's own step only the first time a (stack set, byte) pair comes up.
   Stack start{stack.pos, below};
-  walker.reset(std::span<const Stack>(&start, 1), {});
   constexpr uint32_t kNone = ~0u;
+  std::vector<uint32_t> state = {dfa.start(std::span<const Stack>(&start, 1), {})};  // per depth
   std::vector<uint32_t> escape_depth = {kNone};  // shallowest escape on the path, per depth
   for (uint32_t i = 1; i < trie.size();) {
     const TokenVocabulary::TrieNode& node = trie[i];
-    walker.pop_to(node.depth - 1u);
-    bool alive = walker.push(node.byte);
-    escape_depth.resize(node.depth + 1u);
-    escape_depth[node.depth] = walker.escaped() ? node.depth : escape_depth[node.depth - 1u];
+    const StackSetDfa::Step step = next_state(dfa, vocab, state[node.depth - 1u], i);
+    const bool alive = step.next != StackSetDfa::kDead;
+    if (node.depth >= state.size()) {
+      state.resize(node.depth + 1u);
+      escape_depth.resize(node.depth + 1u);
+    }
+    state[node.depth] = step.next;
+    escape_depth[node.depth] = step.escaped ? node.depth : escape_depth[node.depth - 1u];
     uint32_t escape = escape_depth[node.depth];
     if (alive || escape == node.depth) {
       for (uint32_t r = node.tokens_begin; r < node.own_tokens_end; ++r) accept(r);
     } else if (escape != kNone) {
       for (uint32_t r = node.tokens_begin; r < node.own_tokens_end; ++r) uncertain.push_back(r);
+    }
+    if (alive && !is_mid_character(step.next)) {
+      // Inside a loop over the bytes of the whole subtree (a string's body): every token
+      // below is accepted, without a step.
+      const TokenVocabulary::Below& below_node = vocab.below(i);
+      if (node.subtree_tokens_end - node.own_tokens_end >= kMinSkippedTokens &&
+          dfa.ascii_loop(step.next).contains(vocab.byte_sets()[below_node.ascii]) &&
+          (!below_node.non_ascii || (below_node.utf8_valid && dfa.non_ascii_target(step.next) == step.next))) {
+        for (uint32_t r = node.own_tokens_end; r < node.subtree_tokens_end; ++r) accept(r);
+        i = node.subtree_end;
+        continue;
+      }
     }
     if (alive) {
       ++i;

@@ -23,6 +23,7 @@
 #include "grammar/grammar_matcher.h"
 #include "grammar/grammar_rules.h"
 #include "grammar/parse_stack.h"
+#include "grammar/stack_set_dfa.h"
 #include "grammar/utf8_decode.h"
 
 namespace lumen::grammar {
@@ -57,29 +58,38 @@ class CompiledGrammar {
   // frames below (fewer where the stack ends).
   using ContextKey = std::string;
   static void context_key(const Stack& stack, ContextKey& key);
-  // The cache of a stack prefix, built on first use; nullptr when the memory budget for
-  // caches is spent (the mask then walks the whole vocabulary for those stacks).
-  const PositionCache* context_cache(const Stack& stack, const ContextKey& key) const;
+  // The cache of a stack prefix, built on first use (with the caller's DFA, see MaskScratch);
+  // nullptr when the memory budget for caches is spent (the mask then walks the whole
+  // vocabulary for those stacks).
+  const PositionCache* context_cache(const Stack& stack, const ContextKey& key, StackSetDfa& dfa) const;
+
+  // A matcher's DFA (MaskScratch) starts over past this many stack sets.
+  static constexpr size_t kMaxDfaStates = 1 << 16;
 
   // Cache memory budget in bytes (the grammar may come from an HTTP client).
   static constexpr size_t kCacheBudgetBytes = size_t{256} << 20;
 
  private:
-  std::unique_ptr<PositionCache> build_context_cache(const Stack& stack) const;
+  std::unique_ptr<PositionCache> build_context_cache(const Stack& stack, StackSetDfa& dfa) const;
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   NodeArena initial_arena_;
   std::shared_ptr<const MatchState> initial_;
-  mutable std::mutex mutex_;  // guards caches_ and cache_bytes_
+  mutable std::mutex mutex_;  // guards caches_ and cache_bytes_ (not the builds)
   mutable std::unordered_map<ContextKey, std::unique_ptr<PositionCache>> caches_;
   mutable size_t cache_bytes_ = 0;
 };
 
 // What a mask computation reuses between calls (one per matcher; not shared).
+// The DFA of stack sets lives here, one per matcher, so that the cache builds of one
+// sequence share their steps (the positions of a bounded string, `[a-z]{0,64}`, are 64
+// contexts whose walks go through the same stack sets) and builds on different threads
+// share nothing.
 struct MaskScratch {
-  explicit MaskScratch(const Grammar& grammar) : walker(grammar) {}
+  explicit MaskScratch(const Grammar& grammar) : walker(grammar), dfa(grammar) {}
   ByteWalker walker;
+  StackSetDfa dfa;
   std::vector<std::pair<CompiledGrammar::ContextKey, Stack>> keyed;
   std::vector<Stack> group;
 };

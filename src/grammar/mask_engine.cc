@@ -98,7 +98,7 @@ void fill_token_mask(const CompiledGrammar& compiled, const MatchState& state, M
   for (size_t i = 0; i < n;) {
     size_t j = i;
     while (j < n && keyed[j].first == keyed[i].first) ++j;
-    const PositionCache* cache = compiled.context_cache(keyed[i].second, keyed[i].first);
+    const PositionCache* cache = compiled.context_cache(keyed[i].second, keyed[i].first, scratch.dfa);
     if (cache != nullptr) {
       const uint32_t* words = cache->accepted.data();
       for (size_t w = 0; w < bitmask.size(); ++w) bitmask[w] |= words[w];

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
+#include "grammar/utf8_decode.h"
 #include "lumen/error.h"
 
 namespace lumen::grammar {
@@ -64,6 +66,46 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vect
   while (!path.empty()) {
     close(path.back());
     path.pop_back();
+  }
+  summarize_subtree_bytes();
+}
+
+void TokenVocabulary::summarize_subtree_bytes() {
+  const size_t n = trie_.size();
+  std::vector<uint32_t> parent(n, 0);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t c = i + 1; c < trie_[i].subtree_end; c = trie_[c].subtree_end) parent[c] = i;
+  // Top down (preorder): whether the path from the root to each node is valid UTF-8 so far.
+  std::vector<bool> valid(n, true);
+  std::vector<Utf8Partial> utf8(n);
+  for (uint32_t i = 1; i < n; ++i) {
+    uint32_t cp = 0, lo = 0, hi = 0;
+    Utf8Partial state = utf8[parent[i]];
+    valid[i] = valid[parent[i]] && utf8_step(state, trie_[i].byte, cp, lo, hi) != Utf8Step::kInvalid;
+    utf8[i] = state;
+  }
+  // Bottom up: children come after their parent in preorder, so a backward pass folds every
+  // node into its parent.
+  std::vector<ByteSet> ascii(n, ByteSet{{0, 0}});
+  std::vector<bool> non_ascii(n, false), valid_below(n, true);
+  for (uint32_t i = static_cast<uint32_t>(n); i-- > 1;) {
+    const uint32_t p = parent[i];
+    const uint8_t b = trie_[i].byte;
+    if (b >= 0x80 || non_ascii[i]) non_ascii[p] = true;
+    if (b < 0x80) ascii[p].bits[b >> 6] |= uint64_t{1} << (b & 63);
+    ascii[p].bits[0] |= ascii[i].bits[0];
+    ascii[p].bits[1] |= ascii[i].bits[1];
+    if (!valid[i] || !valid_below[i]) valid_below[p] = false;
+  }
+  utf8_prefix_.resize(n);
+  for (size_t i = 0; i < n; ++i) utf8_prefix_[i] = {static_cast<bool>(valid[i]), utf8[i].remaining == 0};
+  below_.resize(n);
+  std::unordered_map<std::string, uint32_t> ids;
+  for (size_t i = 0; i < n; ++i) {
+    std::string key(reinterpret_cast<const char*>(ascii[i].bits), sizeof ascii[i].bits);
+    auto [it, inserted] = ids.try_emplace(key, static_cast<uint32_t>(byte_sets_.size()));
+    if (inserted) byte_sets_.push_back(ascii[i]);
+    below_[i] = {it->second, non_ascii[i], valid_below[i]};
   }
 }
 

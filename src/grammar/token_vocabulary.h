@@ -42,6 +42,32 @@ class TokenVocabulary {
     uint8_t byte;
   };
   const std::vector<TrieNode>& trie() const { return trie_; }
+
+  // What lies below a trie node (its descendants' bytes, not its own): a walk in a state that
+  // loops on all of them (inside a JSON string) takes the whole subtree without stepping
+  // through it. `ascii` indexes byte_sets() (the ASCII bytes; sets are interned);
+  // `non_ascii`: some byte is >= 0x80; `utf8_valid`: every path through the subtree is valid
+  // UTF-8 (a token may end inside a character).
+  struct ByteSet {
+    uint64_t bits[2];
+    bool contains(const ByteSet& other) const {
+      return (other.bits[0] & ~bits[0]) == 0 && (other.bits[1] & ~bits[1]) == 0;
+    }
+  };
+  struct Below {
+    uint32_t ascii;
+    bool non_ascii;
+    bool utf8_valid;
+  };
+  const Below& below(uint32_t node) const { return below_[node]; }
+  const std::vector<ByteSet>& byte_sets() const { return byte_sets_; }
+  // The path from the root to a node, decoded as UTF-8: valid so far, and whether it ends on a
+  // character boundary.
+  struct Utf8Prefix {
+    bool valid;
+    bool boundary;
+  };
+  Utf8Prefix utf8_prefix(uint32_t node) const { return utf8_prefix_[node]; }
   const std::vector<int32_t>& ranks() const { return ranks_; }
 
  private:
@@ -51,6 +77,11 @@ class TokenVocabulary {
   std::vector<bool> grammar_token_;
   std::vector<TrieNode> trie_;
   std::vector<int32_t> ranks_;
+  void summarize_subtree_bytes();
+
+  std::vector<Below> below_;
+  std::vector<Utf8Prefix> utf8_prefix_;
+  std::vector<ByteSet> byte_sets_;
 };
 
 }  // namespace lumen::grammar
