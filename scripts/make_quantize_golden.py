@@ -49,6 +49,14 @@ def tensor_digests(path: Path) -> dict:
             for t in reader.tensors}
 
 
+def made_by(name: str) -> list:
+    """How the input is made: the test makes it the same way (lumen's F16 conversion of the
+    default model equals make_f16_model.py's, tensor for tensor, which the test checks)."""
+    if name == "synth-f16":
+        return ["lumen", *SYNTH_ARGS, "--vocab", DEFAULT_MODEL.name]
+    return ["make_f16_model.py", DEFAULT_MODEL.name]
+
+
 def make_inputs(lumen: Path, into: Path) -> dict:
     inputs = {"smollm2-f16": into / "smollm2-f16.gguf", "synth-f16": into / "synth-f16.gguf"}
     subprocess.run([sys.executable, str(REPO / "scripts" / "make_f16_model.py"), str(DEFAULT_MODEL),
@@ -70,7 +78,8 @@ def main() -> int:
         for name, cases in CASES.items():
             if args.only and name != args.only:
                 continue
-            golden = {"input": name, "input_tensors": tensor_digests(inputs[name]), "cases": []}
+            golden = {"input": name, "made_by": made_by(name), "input_tensors": tensor_digests(inputs[name]),
+                      "cases": []}
             for case, qtype, flags in cases:
                 out = Path(tmp) / f"{name}-{case}.gguf"
                 command = [str(args.llama_quantize), *flags, str(inputs[name]), str(out), qtype, "2"]
