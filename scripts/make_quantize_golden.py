@@ -38,7 +38,7 @@ CASES = {
         ("Q5_K_M-out-q8-embd-q4", "Q5_K_M", ["--output-tensor-type", "q8_0",
                                               "--token-embedding-type", "q4_0"]),
     ],
-    "smollm2-f16": [(t, t, []) for t in ["Q4_K_M", "Q6_K", "Q3_K_M", "Q5_0"]],
+    "smollm2-f16": [(t, t, []) for t in ["Q4_K_M", "Q6_K"]],
 }
 
 
