@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`lumen quantize` vs llama.cpp's llama-quantize: the same F16 input, type and thread count,
 the two tools alternating round by round, the wall time of each (the whole process: reading,
-converting and writing the file) and their ratio; also whether the two outputs are the same
+converting and writing the file) and their ratio, and the CPU time (user + system), which a
+machine shared with other work disturbs less; also whether the two outputs are the same
 file, byte for byte.
 
     python3 bench/compare_quantize.py --llama-quantize /path/to/llama-quantize \
@@ -15,6 +16,7 @@ import argparse
 import filecmp
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,10 +28,14 @@ REPO = Path(__file__).resolve().parent.parent
 LUMEN = REPO / "build" / "release" / "src" / "cli" / "lumen"
 
 
-def timed(command: list) -> float:
+def timed(command: list) -> tuple:
+    """(wall seconds, CPU seconds: user + system of the child)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -46,17 +52,23 @@ def main() -> int:
         ours, theirs = Path(tmp) / "lumen.gguf", Path(tmp) / "llama.gguf"
         lumen_cmd = [str(args.lumen), "quantize", str(args.model), str(ours), args.type, "-t", str(args.threads)]
         llama_cmd = [str(args.llama_quantize), str(args.model), str(theirs), args.type, str(args.threads)]
-        lumen_s, llama_s, loads = [], [], []
+        lumen_s, llama_s, lumen_cpu, llama_cpu, loads = [], [], [], [], []
         for _ in range(args.rounds):
             loads.append(os.getloadavg()[0])
-            lumen_s.append(timed(lumen_cmd))
-            llama_s.append(timed(llama_cmd))
+            wall, cpu = timed(lumen_cmd)
+            lumen_s.append(wall)
+            lumen_cpu.append(cpu)
+            wall, cpu = timed(llama_cmd)
+            llama_s.append(wall)
+            llama_cpu.append(cpu)
         same = filecmp.cmp(ours, theirs, shallow=False)
     result = {
         "model": str(args.model), "type": args.type, "threads": args.threads, "rounds": args.rounds,
         "lumen_seconds": lumen_s, "llama_seconds": llama_s,
         "lumen_median_s": statistics.median(lumen_s), "llama_median_s": statistics.median(llama_s),
         "speedup": statistics.median(llama_s) / statistics.median(lumen_s),
+        "lumen_cpu_seconds": lumen_cpu, "llama_cpu_seconds": llama_cpu,
+        "cpu_ratio": statistics.median(llama_cpu) / statistics.median(lumen_cpu),
         "identical_files": same, "load_average_1min": loads,
     }
     print(json.dumps(result, indent=1))

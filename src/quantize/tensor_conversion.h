@@ -13,7 +13,8 @@
 namespace lumen::quantize {
 
 // `out` must hold the tensor's rows in `target`. The types must have kernels (checked by the
-// caller when it plans the conversion).
+// caller when it plans the conversion). Throws lumen::Error, naming the first such row, when
+// the tensor holds a NaN or an infinity.
 void convert_tensor(const gguf::TensorInfo& source, tensor::DType target, std::span<uint8_t> out,
                     ThreadPool& pool);
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -167,6 +168,25 @@ TEST_F(QuantizeModel, RefusalsLeaveNoFile) {
   options.token_embedding_type.reset();
   EXPECT_THROW(quantize_model(input_, (dir_ / "missing" / "out.gguf").string(), options), Error);
   EXPECT_THROW(quantize_model((dir_ / "absent.gguf").string(), output_, options), Error);
+  EXPECT_FALSE(fs::exists(output_));
+  EXPECT_FALSE(fs::exists(output_ + ".tmp"));
+}
+
+TEST_F(QuantizeModel, NonFiniteWeightsAreRefusedAndLeaveNoFile) {
+  gguf::GgufWriter writer;
+  writer.metadata().set("general.architecture", gguf::Value::of_string("llama"));
+  std::vector<float> x = values(kWidth * 8, 1.0f, 3);
+  x[static_cast<size_t>(kWidth * 5 + 17)] = std::numeric_limits<float>::infinity();
+  writer.add_tensor("blk.0.ffn_up.weight", DType::F32, {kWidth, 8}, stored(DType::F32, x));
+  writer.write(input_);
+  QuantizeOptions options;
+  options.mix = Mix::Q8_0;
+  try {
+    quantize_model(input_, output_, options);
+    FAIL() << "an infinite weight was quantized";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("row 5"), std::string::npos) << error.what();
+  }
   EXPECT_FALSE(fs::exists(output_));
   EXPECT_FALSE(fs::exists(output_ + ".tmp"));
 }
