@@ -74,4 +74,13 @@ void quantize_q6_k(const float* src, void* dst, int64_t blocks);
 void dequantize_q8_k(const void* src, float* dst, int64_t blocks);
 void quantize_q8_k(const float* src, void* dst, int64_t blocks);
 
+// K-quants quantized step for step as ggml's reference quantizers, which is what llama-quantize
+// writes without an importance matrix (ggml_kquant_low/mid/high.cc). The legacy and plain
+// quantizers above already are ggml's.
+void quantize_q2_k_ggml(const float* src, void* dst, int64_t blocks);
+void quantize_q3_k_ggml(const float* src, void* dst, int64_t blocks);
+void quantize_q4_k_ggml(const float* src, void* dst, int64_t blocks);
+void quantize_q5_k_ggml(const float* src, void* dst, int64_t blocks);
+void quantize_q6_k_ggml(const float* src, void* dst, int64_t blocks);
+
 }  // namespace lumen::tensor::kernels

@@ -1,5 +1,6 @@
 // The unquantized storage formats: F32 is a copy, F16 and BF16 convert each element on its
 // own through tensor/fp16.h, so their results are exact and independent of the host FPU.
+#include <array>
 #include <cstring>
 
 #include "tensor/fp16.h"
@@ -19,6 +20,19 @@ void store_u16(void* row, int64_t index, uint16_t bits) {
   std::memcpy(static_cast<unsigned char*>(row) + 2 * index, &bits, sizeof(bits));
 }
 
+// Every f16 value widened once (256 KiB): a load instead of fp16_to_float's branches, which
+// showed as 8% of `lumen quantize`'s time on an F16 model. Same values, bit for bit.
+const std::array<float, 65536>& f16_table() {
+  static const auto table = [] {
+    std::array<float, 65536> values{};
+    for (uint32_t bits = 0; bits < values.size(); ++bits) {
+      values[bits] = fp16_to_float(static_cast<uint16_t>(bits));
+    }
+    return values;
+  }();
+  return table;
+}
+
 }  // namespace
 
 void dequantize_f32(const void* src, float* dst, int64_t blocks) {
@@ -30,7 +44,8 @@ void quantize_f32(const float* src, void* dst, int64_t blocks) {
 }
 
 void dequantize_f16(const void* src, float* dst, int64_t blocks) {
-  for (int64_t i = 0; i < blocks; ++i) dst[i] = fp16_to_float(load_u16(src, i));
+  const std::array<float, 65536>& table = f16_table();
+  for (int64_t i = 0; i < blocks; ++i) dst[i] = table[load_u16(src, i)];
 }
 
 void quantize_f16(const float* src, void* dst, int64_t blocks) {

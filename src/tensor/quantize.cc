@@ -55,6 +55,21 @@ Kernels checked_kernels(DType type, int64_t n, int64_t& blocks, const char* oper
   return found;
 }
 
+// ggml's reference quantizer for `type`, or null: the K-quants have their own, and the plain
+// and legacy formats share quantize_row's.
+QuantizeFn ggml_quantizer_for(DType type) {
+  using namespace kernels;
+  switch (type) {
+    case DType::Q2_K: return quantize_q2_k_ggml;
+    case DType::Q3_K: return quantize_q3_k_ggml;
+    case DType::Q4_K: return quantize_q4_k_ggml;
+    case DType::Q5_K: return quantize_q5_k_ggml;
+    case DType::Q6_K: return quantize_q6_k_ggml;
+    case DType::Q8_K: return nullptr;
+    default: return kernels_for(type).quantize;
+  }
+}
+
 }  // namespace
 
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
@@ -67,6 +82,19 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
   int64_t blocks = 0;
   const Kernels found = checked_kernels(type, n, blocks, "quantize");
   found.quantize(src, dst, blocks);
+}
+
+bool has_ggml_quantizer(DType type) { return ggml_quantizer_for(type) != nullptr; }
+
+void quantize_row_ggml(DType type, const float* src, void* dst, int64_t n) {
+  int64_t blocks = 0;
+  checked_kernels(type, n, blocks, "quantize");
+  const QuantizeFn quantize = ggml_quantizer_for(type);
+  if (quantize == nullptr) {
+    fail("cannot quantize to {} as llama.cpp does: llama-quantize never writes it",
+         dtype_name(type));
+  }
+  quantize(src, dst, blocks);
 }
 
 }  // namespace lumen::tensor

@@ -2,6 +2,12 @@
 // Reference (scalar, exact) conversion between f32 and every supported storage format.
 // Dequantize is bit-exact with ggml / gguf-py; quantize picks scales to keep the error within
 // the format's resolution. These are the ground truth the SIMD kernels are tested against.
+//
+// Two quantizers: quantize_row is Lumen's own (for K-quants a least-squares fit of its own,
+// kquant_fit.h); quantize_row_ggml writes the bytes ggml's reference quantizers write, which
+// is what llama-quantize produces without an importance matrix, so `lumen quantize` files can
+// be compared with llama.cpp's byte for byte. For the plain and legacy formats the two are the
+// same function (Lumen's already follows ggml step for step).
 #include <cstdint>
 
 #include "tensor/dtype.h"
@@ -12,5 +18,9 @@ namespace lumen::tensor {
 // without reference kernels.
 void dequantize_row(DType type, const void* src, float* dst, int64_t n);
 void quantize_row(DType type, const float* src, void* dst, int64_t n);
+// As quantize_row, bit-exact with ggml; also throws for a type it has no ggml-exact path for
+// (Q8_K, which llama-quantize never writes, and the types without kernels).
+void quantize_row_ggml(DType type, const float* src, void* dst, int64_t n);
+bool has_ggml_quantizer(DType type);
 
 }  // namespace lumen::tensor

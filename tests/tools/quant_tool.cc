@@ -3,6 +3,8 @@
 //
 //   quant_tool dequantize TYPE in.bin out.f32   packed blocks -> little-endian f32
 //   quant_tool quantize TYPE in.f32 out.bin     little-endian f32 -> packed blocks
+//   quant_tool quantize-ggml TYPE in.f32 out.bin  the same through quantize_row_ggml, the
+//                                               quantizer bit-exact with ggml's reference
 //   quant_tool types                            the dtype table, one type per line:
 //                                               "id name block_elements block_bytes kernels"
 // Exits 1 with a message on stderr for bad arguments or input that is not whole blocks.
@@ -56,7 +58,7 @@ void dequantize(DType type, const std::string& in_path, const std::string& out_p
   write_file(out_path, values.data(), values.size() * sizeof(float));
 }
 
-void quantize(DType type, const std::string& in_path, const std::string& out_path) {
+void quantize(DType type, const std::string& in_path, const std::string& out_path, bool ggml) {
   const std::vector<char> raw = read_file(in_path);
   if (raw.size() % sizeof(float) != 0) fail("{} is not a whole number of f32 values", in_path);
   std::vector<float> values(raw.size() / sizeof(float));
@@ -65,7 +67,11 @@ void quantize(DType type, const std::string& in_path, const std::string& out_pat
   const auto bytes = n == 0 ? std::optional<uint64_t>{0} : lumen::tensor::row_bytes(type, n);
   // row_bytes refuses partial blocks; quantize_row then explains why.
   std::vector<unsigned char> packed(bytes.value_or(0));
-  lumen::tensor::quantize_row(type, values.data(), packed.data(), n);
+  if (ggml) {
+    lumen::tensor::quantize_row_ggml(type, values.data(), packed.data(), n);
+  } else {
+    lumen::tensor::quantize_row(type, values.data(), packed.data(), n);
+  }
   write_file(out_path, packed.data(), packed.size());
 }
 
@@ -83,6 +89,7 @@ int usage() {
   std::fputs(
       "usage: quant_tool dequantize TYPE in.bin out.f32\n"
       "       quant_tool quantize TYPE in.f32 out.bin\n"
+      "       quant_tool quantize-ggml TYPE in.f32 out.bin\n"
       "       quant_tool types\n",
       stderr);
   return 1;
@@ -97,8 +104,8 @@ int main(int argc, char** argv) {
       print_types();
     } else if (args.size() == 4 && args[0] == "dequantize") {
       dequantize(parse_type(args[1]), args[2], args[3]);
-    } else if (args.size() == 4 && args[0] == "quantize") {
-      quantize(parse_type(args[1]), args[2], args[3]);
+    } else if (args.size() == 4 && (args[0] == "quantize" || args[0] == "quantize-ggml")) {
+      quantize(parse_type(args[1]), args[2], args[3], args[0] == "quantize-ggml");
     } else {
       return usage();
     }

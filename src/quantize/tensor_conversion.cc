@@ -1,0 +1,61 @@
+#include "quantize/tensor_conversion.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tensor/quantize.h"
+#include "util/error.h"
+
+namespace lumen::quantize {
+namespace {
+
+// Rows per task: at least 16k elements (as llama-quantize's chunks), so a task's work dwarfs
+// handing it out, yet small enough that a 2-D tensor still splits over many workers.
+constexpr int64_t kMinTaskElements = 32 * 512;
+
+}  // namespace
+
+void convert_tensor(const gguf::TensorInfo& source, tensor::DType target, std::span<uint8_t> out,
+                    ThreadPool& pool) {
+  const int64_t columns = source.dims[0];
+  const int64_t rows = source.rows();
+  const auto source_row_bytes = static_cast<size_t>(*tensor::row_bytes(source.type, columns));
+  const auto target_row_bytes = static_cast<size_t>(*tensor::row_bytes(target, columns));
+  const int64_t rows_per_task = std::max<int64_t>(1, (kMinTaskElements + columns - 1) / columns);
+  const int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
+
+  std::vector<std::vector<float>> scratch(pool.size());
+  // The first row holding a NaN or an infinity, if any. llama-quantize refuses such a tensor
+  // too (its check of the quantized rows finds the non-finite scales they produce); Lumen
+  // checks the values themselves, so the message can say where.
+  std::atomic<int64_t> first_bad_row{std::numeric_limits<int64_t>::max()};
+  pool.parallel_for(tasks, [&](int64_t task, unsigned worker) {
+    const int64_t first = task * rows_per_task;
+    const int64_t count = std::min(rows_per_task, rows - first);
+    const int64_t elements = count * columns;
+    std::vector<float>& values = scratch[worker];
+    if (values.size() < static_cast<size_t>(elements)) values.resize(static_cast<size_t>(elements));
+    tensor::dequantize_row(source.type, source.data + static_cast<size_t>(first) * source_row_bytes,
+                           values.data(), elements);
+    for (int64_t i = 0; i < elements; ++i) {
+      if (!std::isfinite(values[static_cast<size_t>(i)])) {
+        const int64_t row = first + i / columns;
+        int64_t seen = first_bad_row.load();
+        while (row < seen && !first_bad_row.compare_exchange_weak(seen, row)) {
+        }
+        return;
+      }
+    }
+    tensor::quantize_row_ggml(target, values.data(),
+                              out.data() + static_cast<size_t>(first) * target_row_bytes, elements);
+  });
+  if (first_bad_row.load() != std::numeric_limits<int64_t>::max()) {
+    fail("tensor '{}' has a NaN or infinite value in row {}: it cannot be quantized",
+         source.name, first_bad_row.load());
+  }
+}
+
+}  // namespace lumen::quantize
