@@ -78,7 +78,7 @@ struct EngineConfig {
   double watermark = 0.01;                // share of blocks admission leaves free
   PreemptionMode preemption_mode = PreemptionMode::Recompute;
   int64_t swap_space_bytes = int64_t{256} << 20;  // host memory for swapped blocks (Swap mode)
-  SpeculativeConfig speculative;
+  SpeculativeConfig speculative = {};  // (= {}: designated initializers that leave it out stay warning-free)
   // Structured output's jump-forward: where a request's grammar forces the next text (a JSON
   // key, punctuation), its tokens go into the next step as a draft, so one forward pass
   // verifies them all instead of one pass per token. Verified like any draft, so the output is
