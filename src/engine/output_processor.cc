@@ -94,6 +94,9 @@ std::optional<FinishReason> OutputProcessor::emit(Completion& c, const sampling:
   for (const auto& alt : result.top) out.top.push_back({alt.token, alt.logprob});
   const bool stop_strings_apply = c.stop_condition.past_min_tokens();
   std::optional<FinishReason> finish = c.stop_condition.check(result.token);
+  // A grammar that took its end-of-generation token allows nothing after it: with ignore_eos
+  // the sequence would have no token left to sample.
+  if (!finish && c.sampler.mask_complete()) finish = FinishReason::Stop;
   if (c.stop_strings && stop_strings_apply) {
     sampling::StopStringMatcher::Step step = c.stop_strings->push(out.text);
     out.text = std::move(step.text);

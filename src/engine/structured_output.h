@@ -62,6 +62,7 @@ class GrammarMask final : public sampling::LogitMask {
   size_t allowed_prefix(std::span<const int32_t> tokens) const override;
   std::string forced_continuation() const override { return matcher_.forced_continuation(); }
   void prepare(size_t vocab_size) override;
+  bool complete() const override { return matcher_.is_terminated(); }
 
  private:
   grammar::GrammarMatcher matcher_;

@@ -81,6 +81,9 @@ class LogitMask {
   // Computes the next apply()'s mask ahead of time, for rows of `vocab_size` logits (the
   // engine runs it beside the forward pass); apply() computes it itself otherwise.
   virtual void prepare(size_t /*vocab_size*/) {}
+  // Nothing may follow what was accepted (a grammar took its end-of-generation token): the
+  // sequence ends here even with ignore_eos.
+  virtual bool complete() const { return false; }
 };
 
 // Working memory of a sample() call, sized by the vocabulary. One per thread that samples:
@@ -138,6 +141,7 @@ class Sampler {
 
   std::string forced_continuation() const { return mask_ ? mask_->forced_continuation() : std::string(); }
   bool has_mask() const { return mask_ != nullptr; }
+  bool mask_complete() const { return mask_ && mask_->complete(); }
   // The mask's next work done now (LogitMask::prepare); safe on another thread while nothing
   // else uses this sampler.
   void prepare_mask(size_t vocab_size) {

@@ -110,6 +110,20 @@ TEST_F(EngineStructured, JsonSchemaCompletionsParseAndValidate) {
   EXPECT_GT(validated, 0);
 }
 
+TEST_F(EngineStructured, IgnoreEosEndsWhenTheGrammarIsComplete) {
+  // ignore_eos lets an end-of-generation token through without ending the sequence, but after a
+  // grammar's end nothing can follow: the sequence ends there (it used to fail with "every
+  // token is masked").
+  StructuredOutputs c;
+  c.regex = "[a-z]{2,5}";
+  SamplingParams p = sampled(c, 2, 4, 40);
+  p.ignore_eos = true;
+  for (const GenerationResult& r : generate(p, 2)) {
+    EXPECT_EQ(r.finish, FinishReason::Stop) << r.error;
+    EXPECT_TRUE(std::regex_match(text_of(r), std::regex("[a-z]{2,5}"))) << text_of(r);
+  }
+}
+
 TEST_F(EngineStructured, SpeculativeDraftsChangeNothing) {
   StructuredOutputs c;
   c.regex = "(ab|cd)+[0-9]{2,6}";
