@@ -7,6 +7,7 @@
 #include "engine/model_state.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
+#include "server/structured_request.h"
 #include "util/error.h"
 
 namespace lumen::server {
@@ -127,6 +128,19 @@ ChatRequest read_chat_request(const nlohmann::json& body, const ServingLimits& l
     invalid("tools", "tool calls are not supported with beam search");
   }
   return out;
+}
+
+void restore_declared_order(std::string_view raw_body, ChatRequest& request) {
+  if (!request.tools && !request.options.params.structured_outputs) return;
+  // The body parsed once already (parse_json_body checked its size, nesting and UTF-8).
+  const nlohmann::ordered_json body = nlohmann::ordered_json::parse(raw_body);
+  if (request.options.params.structured_outputs) {
+    restore_schema_order(body, request.options.structured_field, *request.options.params.structured_outputs);
+  }
+  if (request.tools) {
+    restore_tool_order(body, *request.tools);
+    request.template_tools = request.tools->tools;
+  }
 }
 
 void prepare_tool_calling(ChatRequest& request, const Model& model) {

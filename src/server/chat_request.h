@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "lumen/model.h"
@@ -46,6 +47,10 @@ void prepare_tool_calling(ChatRequest& request, const Model& model);
 // Checks every field and reads the messages and generation options, without rendering: the
 // route renders only once the request holds admission places (routes_generate.cc).
 ChatRequest read_chat_request(const nlohmann::json& body, const ServingLimits& limits);
+
+// Puts back the client's key order where it matters (a JSON schema's properties, the tools)
+// from the raw body: nlohmann::json sorted them. Before prepare_tool_calling.
+void restore_declared_order(std::string_view raw_body, ChatRequest& request);
 
 // read_chat_request, prepare_tool_calling, then render_chat_prompt.
 ChatRequest parse_chat_request(const nlohmann::json& body, const Model& model, const ServingLimits& limits);

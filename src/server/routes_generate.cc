@@ -20,6 +20,7 @@
 #include "server/output_budget.h"
 #include "server/routes.h"
 #include "server/sse.h"
+#include "server/structured_request.h"
 #include "server/tool_reply_stream.h"
 
 namespace lumen::server {
@@ -297,6 +298,10 @@ void handle_completions(ServerContext& context, const httplib::Request& request,
   const nlohmann::json body = parse_json_body(request.body);
   check_model(context, body);
   CompletionRequest parsed = parse_completion_request(body, context.model, context.limits);
+  if (parsed.options.params.structured_outputs) {
+    restore_schema_order(nlohmann::ordered_json::parse(request.body), parsed.options.structured_field,
+                         *parsed.options.params.structured_outputs);
+  }
   check_output_budget(estimate_output(prompt_lengths(parsed.prompts), parsed.options, Endpoint::Completions,
                                       parsed.echo, context.limits.max_model_len),
                       context.limits.max_output_records);
@@ -329,6 +334,7 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   // request refused with 429 costs no rendering at all. Any 400 from here on gives the places
   // back as `places` unwinds.
   Admission::Places places = admit(context, request, 1, parsed.options);
+  restore_declared_order(request.body, parsed);
   prepare_tool_calling(parsed, context.model);
   parsed.prompt = render_chat_prompt(parsed.messages, body, context.model, context.limits.max_rendered_prompt_bytes,
                                      parsed.template_tools);

@@ -68,6 +68,7 @@ void handle_tokenize(ServerContext& context, const httplib::Request& request, ht
     chat.messages = parse_messages(body, context.limits.max_chat_messages);
     chat.tools = parse_tool_request(fields);
     if (chat.tools) chat.template_tools = chat.tools->tools;
+    restore_declared_order(request.body, chat);
     prepare_tool_calling(chat, context.model);
     tokens = render_chat_prompt(chat.messages, body, context.model, context.limits.max_rendered_prompt_bytes,
                                 chat.template_tools);

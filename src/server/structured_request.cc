@@ -137,4 +137,24 @@ std::optional<StructuredRequest> parse_structured_request(const RequestFields& f
   return std::move(out).result();
 }
 
+void restore_schema_order(const nlohmann::ordered_json& body, const std::string& field, StructuredOutputs& constraint) {
+  if (!constraint.json) return;
+  const nlohmann::ordered_json* schema = nullptr;
+  auto member = [](const nlohmann::ordered_json* object, const char* key) -> const nlohmann::ordered_json* {
+    if (object == nullptr || !object->is_object()) return nullptr;
+    auto it = object->find(key);
+    return it == object->end() ? nullptr : &*it;
+  };
+  if (field == "response_format") {
+    const auto* format = member(&body, "response_format");
+    schema = member(member(format, "json_schema"), "schema");
+    if (schema == nullptr) schema = member(format, "schema");
+  } else if (field == "structured_outputs.json") {
+    schema = member(member(&body, "structured_outputs"), "json");
+  } else if (field == "guided_json" || field == "json_schema") {
+    schema = member(&body, field.c_str());
+  }
+  if (schema != nullptr && (schema->is_object() || schema->is_boolean())) constraint.json = schema->dump();
+}
+
 }  // namespace lumen::server

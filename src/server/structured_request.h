@@ -25,4 +25,10 @@ struct StructuredRequest {
 // ApiError(400) for a malformed field.
 std::optional<StructuredRequest> parse_structured_request(const RequestFields& fields);
 
+// A JSON Schema's property order is the order its objects are written in, but the body was
+// parsed into a nlohmann::json, which sorts keys. This re-reads the schema behind
+// `constraint` (from `field`, as parse_structured_request named it) out of the raw body in the
+// client's order. Nothing changes for a schema sent as text, or for other constraints.
+void restore_schema_order(const nlohmann::ordered_json& body, const std::string& field, StructuredOutputs& constraint);
+
 }  // namespace lumen::server

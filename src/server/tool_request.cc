@@ -101,4 +101,16 @@ std::optional<ToolRequest> parse_tool_request(const RequestFields& fields) {
   return out;
 }
 
+void restore_tool_order(const nlohmann::ordered_json& body, ToolRequest& request) {
+  auto tools = body.find("tools");
+  if (tools == body.end() || !tools->is_array() || tools->size() != request.functions.size()) return;
+  request.tools = *tools;
+  for (size_t i = 0; i < request.functions.size(); ++i) {
+    const auto& fn = (*tools)[i]["function"];
+    if (auto parameters = fn.find("parameters"); parameters != fn.end() && parameters->is_object()) {
+      request.functions[i].parameters = *parameters;
+    }
+  }
+}
+
 }  // namespace lumen::server

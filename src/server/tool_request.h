@@ -37,4 +37,9 @@ struct ToolRequest {
 // tools (other than "none"), the legacy fields.
 std::optional<ToolRequest> parse_tool_request(const RequestFields& fields);
 
+// The tools as the client ordered their keys (parse_tool_request read a nlohmann::json, which
+// sorts them): the chat template renders `tools` in that order, and a parameter schema's
+// property order is the order a call writes its arguments in.
+void restore_tool_order(const nlohmann::ordered_json& body, ToolRequest& request);
+
 }  // namespace lumen::server

@@ -6,6 +6,7 @@
 #include "server/api_error.h"
 #include "server/json_body.h"
 #include "server/sampling_request.h"
+#include "server/structured_request.h"
 
 namespace lumen::server {
 namespace {
@@ -104,6 +105,27 @@ TEST(StructuredRequest, TwoConstraintsAreRefused) {
 
 TEST(StructuredRequest, BeamSearchIsRefused) {
   EXPECT_EQ(rejected_param(R"({"use_beam_search": true, "n": 2, "grammar": "root ::= \"a\""})"), "grammar");
+}
+
+TEST(StructuredRequest, SchemasKeepTheClientsPropertyOrder) {
+  // The body is read into a nlohmann::json (sorted keys); the schema is put back in order.
+  const std::string raw = R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x",
+      "schema": {"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "string"}}}}}})";
+  GenerationOptions o = parse(raw);
+  ASSERT_TRUE(o.params.structured_outputs && o.params.structured_outputs->json);
+  EXPECT_LT(o.params.structured_outputs->json->find("alpha"), o.params.structured_outputs->json->find("zeta"));
+  restore_schema_order(nlohmann::ordered_json::parse(raw), o.structured_field, *o.params.structured_outputs);
+  EXPECT_LT(o.params.structured_outputs->json->find("zeta"), o.params.structured_outputs->json->find("alpha"));
+  for (const char* field : {"guided_json", "json_schema"}) {
+    const std::string body = std::string(R"({")") + field + R"(": {"properties": {"b": {}, "a": {}}}})";
+    o = parse(body);
+    restore_schema_order(nlohmann::ordered_json::parse(body), o.structured_field, *o.params.structured_outputs);
+    EXPECT_EQ(*o.params.structured_outputs->json, R"({"properties":{"b":{},"a":{}}})") << field;
+  }
+  const std::string nested = R"({"structured_outputs": {"json": {"properties": {"b": {}, "a": {}}}}})";
+  o = parse(nested);
+  restore_schema_order(nlohmann::ordered_json::parse(nested), o.structured_field, *o.params.structured_outputs);
+  EXPECT_EQ(*o.params.structured_outputs->json, R"({"properties":{"b":{},"a":{}}})");
 }
 
 TEST(StructuredRequest, SizesAreBounded) {

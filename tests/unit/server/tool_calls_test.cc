@@ -75,6 +75,16 @@ TEST(ToolRequest, MalformedToolsAreRefusedByName) {
   EXPECT_EQ(rejected_param(R"({"functions": []})"), "functions");
 }
 
+TEST(ToolRequest, ToolsKeepTheClientsKeyOrder) {
+  const std::string raw = R"({"tools": [{"type": "function", "function": {"name": "f", "parameters":
+      {"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "string"}}}}}]})";
+  ToolRequest r = *parse_tool_request(RequestFields(parse_json_body(raw)));
+  restore_tool_order(ordered_json::parse(raw), r);
+  const std::string parameters = r.functions[0].parameters.dump();
+  EXPECT_LT(parameters.find("zeta"), parameters.find("alpha"));
+  EXPECT_EQ(r.tools.dump(), ordered_json::parse(raw)["tools"].dump());
+}
+
 TEST(ToolCallFormat, DetectedFromTheTemplate) {
   EXPECT_EQ(tool_call_format_of("{% for tool in tools %}<tool_call>{{ tool }}</tool_call>{% endfor %}"),
             ToolCallFormat::Hermes);
