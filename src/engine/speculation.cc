@@ -40,6 +40,10 @@ bool Speculation::propose_forced(Completion& c, int64_t max_model_len) const {
   if (forced.empty()) return false;
   std::vector<int32_t>& draft = c.seq.draft;
   draft = tokenizer_.encode_continuation(forced);
+  // The last token of the forced text is where the model most often disagrees: its own token
+  // there usually runs on past the forced bytes into what it chooses next ('":' then ' "'
+  // rather than '":'), so it is left for the model to pick.
+  if (!draft.empty()) draft.pop_back();
   if (std::ssize(draft) > room) draft.resize(static_cast<size_t>(room));
   // The forced text's own tokenization can end in a token the grammar does not take (a
   // piece that reaches past the forced bytes): cut there.
