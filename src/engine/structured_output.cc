@@ -43,8 +43,8 @@ std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary(const tokeniz
                                                           vocab.end_of_generation);
 }
 
-GrammarCompiler::GrammarCompiler(const tokenizer::Tokenizer& tokenizer, size_t capacity)
-    : tokenizer_(tokenizer), capacity_(capacity) {}
+GrammarCompiler::GrammarCompiler(const tokenizer::Tokenizer& tokenizer, size_t capacity, size_t cache_bytes)
+    : tokenizer_(tokenizer), capacity_(capacity), cache_budget_(std::make_shared<grammar::CacheBudget>(cache_bytes)) {}
 
 size_t GrammarCompiler::cached() const {
   std::lock_guard lock(mutex_);
@@ -66,7 +66,7 @@ std::shared_ptr<const grammar::CompiledGrammar> GrammarCompiler::compile(const S
   }
   // Outside the lock: two threads compiling the same new grammar both compile it (the second
   // result replaces nothing), which costs less than serializing every compile.
-  auto compiled = grammar::compile_grammar(grammar::parse_gbnf(text), vocabulary);
+  auto compiled = grammar::compile_grammar(grammar::parse_gbnf(text), vocabulary, cache_budget_);
   std::lock_guard lock(mutex_);
   if (!by_text_.contains(text)) {
     lru_.emplace_front(text, compiled);

@@ -32,7 +32,9 @@ std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary(const tokeniz
 class GrammarCompiler {
  public:
   // `capacity`: compiled grammars kept (least recently used dropped first).
-  explicit GrammarCompiler(const tokenizer::Tokenizer& tokenizer, size_t capacity = 64);
+  // `cache_bytes`: the memory every compiled grammar's mask caches share (grammar/cache_budget.h).
+  explicit GrammarCompiler(const tokenizer::Tokenizer& tokenizer, size_t capacity = 64,
+                           size_t cache_bytes = size_t{512} << 20);
 
   // The compiled grammar of a constraint; nullptr when it sets none. Thread-safe. Throws
   // lumen::Error (grammar::GrammarError) when the constraint is invalid.
@@ -44,6 +46,7 @@ class GrammarCompiler {
   using Entry = std::pair<std::string, std::shared_ptr<const grammar::CompiledGrammar>>;
   const tokenizer::Tokenizer& tokenizer_;
   const size_t capacity_;
+  const std::shared_ptr<grammar::CacheBudget> cache_budget_;
   mutable std::mutex mutex_;
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;  // built on first use
   std::list<Entry> lru_;                                        // most recent first

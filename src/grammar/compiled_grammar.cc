@@ -13,14 +13,17 @@ bool MatchState::can_terminate() const {
 }
 
 CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar,
-                                 std::shared_ptr<const TokenVocabulary> vocabulary)
-    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)) {
+                                 std::shared_ptr<const TokenVocabulary> vocabulary,
+                                 std::shared_ptr<CacheBudget> shared_budget)
+    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), shared_budget_(std::move(shared_budget)) {
   auto initial = std::make_shared<MatchState>();
   StackStepper(*grammar_).initial_stacks(initial_arena_, initial->stacks);
   initial_ = std::move(initial);
 }
 
-CompiledGrammar::~CompiledGrammar() = default;
+CompiledGrammar::~CompiledGrammar() {
+  if (shared_budget_) shared_budget_->give_back(cache_bytes_);
+}
 
 void CompiledGrammar::context_key(const Stack& stack, ContextKey& key) {
   key.assign(reinterpret_cast<const char*>(&stack.pos), sizeof(int32_t));
@@ -39,6 +42,8 @@ const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const Co
     auto it = caches_.find(key);
     if (it != caches_.end()) return it->second.get();
     if (cache_bytes_ >= kCacheBudgetBytes) return nullptr;
+    // The engine's caches are full: masks in new contexts walk the vocabulary uncached.
+    if (shared_budget_ && !shared_budget_->has_room()) return nullptr;
   }
   // Built outside the lock: a sequence entering a new context does not stall the masks of
   // the others. Two threads that need the same new cache may both build it; the first one
@@ -47,7 +52,9 @@ const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const Co
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = caches_.try_emplace(key);
   if (inserted) {
-    cache_bytes_ += built->bytes() + key.size() + 64;
+    const size_t bytes = built->bytes() + key.size() + 64;
+    if (shared_budget_) shared_budget_->take(bytes);
+    cache_bytes_ += bytes;
     it->second = std::move(built);
   }
   return it->second.get();
@@ -164,8 +171,9 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
 }
 
 std::shared_ptr<const CompiledGrammar> compile_grammar(std::shared_ptr<const Grammar> grammar,
-                                                       std::shared_ptr<const TokenVocabulary> vocabulary) {
-  return std::make_shared<CompiledGrammar>(std::move(grammar), std::move(vocabulary));
+                                                       std::shared_ptr<const TokenVocabulary> vocabulary,
+                                                       std::shared_ptr<CacheBudget> budget) {
+  return std::make_shared<CompiledGrammar>(std::move(grammar), std::move(vocabulary), std::move(budget));
 }
 
 }  // namespace lumen::grammar

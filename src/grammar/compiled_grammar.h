@@ -22,6 +22,7 @@
 #include "grammar/byte_walker.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/grammar_rules.h"
+#include "grammar/cache_budget.h"
 #include "grammar/parse_stack.h"
 #include "grammar/stack_set_dfa.h"
 #include "grammar/utf8_decode.h"
@@ -45,7 +46,8 @@ struct MatchState {
 
 class CompiledGrammar {
  public:
-  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary);
+  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
+                  std::shared_ptr<CacheBudget> shared_budget = nullptr);
   ~CompiledGrammar();
 
   const Grammar& grammar() const { return *grammar_; }
@@ -79,6 +81,7 @@ class CompiledGrammar {
   mutable std::mutex mutex_;  // guards caches_ and cache_bytes_ (not the builds)
   mutable std::unordered_map<ContextKey, std::unique_ptr<PositionCache>> caches_;
   mutable size_t cache_bytes_ = 0;
+  std::shared_ptr<CacheBudget> shared_budget_;  // null: only kCacheBudgetBytes bounds the caches
 };
 
 // What a mask computation reuses between calls (one per matcher; not shared).

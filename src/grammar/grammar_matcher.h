@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "grammar/cache_budget.h"
 #include "grammar/grammar.h"
 #include "grammar/token_vocabulary.h"
 
@@ -22,8 +23,10 @@ namespace lumen::grammar {
 // from several threads at once.
 class CompiledGrammar;
 
+// `budget` (may be null): the memory its caches share with other compiled grammars.
 std::shared_ptr<const CompiledGrammar> compile_grammar(std::shared_ptr<const Grammar> grammar,
-                                                       std::shared_ptr<const TokenVocabulary> vocabulary);
+                                                       std::shared_ptr<const TokenVocabulary> vocabulary,
+                                                       std::shared_ptr<CacheBudget> budget = nullptr);
 
 // Words of a next-token bitmask: bit (id % 32) of word (id / 32) is set when token id may come
 // next.

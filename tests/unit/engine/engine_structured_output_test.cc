@@ -259,6 +259,32 @@ TEST_F(EngineStructured, InvalidConstraintsAreTheCallersErrorAndLeaveNothingBehi
   EXPECT_EQ(text_of(r), "xxx");
 }
 
+TEST_F(EngineStructured, MaskCachesShareOneBudgetAndMasksStayRightPastIt) {
+  // A budget of 1 byte: the first cache fills it, every later context is computed uncached.
+  engine::GrammarCompiler tight(model_->tokenizer, 8, 1);
+  engine::GrammarCompiler roomy(model_->tokenizer, 8);
+  StructuredOutputs c;
+  c.json = R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 6}, "b": {"type": "integer"}}})";
+  engine::GrammarMask limited(tight.compile(c), model_->tokenizer.vocab().size());
+  engine::GrammarMask cached(roomy.compile(c), model_->tokenizer.vocab().size());
+  const std::string text = R"({"a": "xyz", "b": 42})";
+  std::vector<float> row_a(model_->tokenizer.vocab().size()), row_b(row_a.size());
+  for (char ch : text) {
+    std::fill(row_a.begin(), row_a.end(), 0.0f);
+    std::fill(row_b.begin(), row_b.end(), 0.0f);
+    limited.apply(row_a);
+    cached.apply(row_b);
+    ASSERT_EQ(row_a, row_b) << "at '" << ch << "'";
+    int32_t token = -1;  // the single-byte token of this character
+    for (int32_t id = 0; id < static_cast<int32_t>(row_a.size()) && token < 0; ++id) {
+      if (!model_->tokenizer.is_special(id) && model_->tokenizer.token_bytes(id) == std::string(1, ch)) token = id;
+    }
+    ASSERT_GE(token, 0);
+    limited.accept(token);
+    cached.accept(token);
+  }
+}
+
 TEST_F(EngineStructured, CompiledGrammarsAreCachedAndEvicted) {
   engine::GrammarCompiler compiler(model_->tokenizer, 2);
   StructuredOutputs a, b, c;
