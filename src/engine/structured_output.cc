@@ -100,6 +100,11 @@ void GrammarMask::apply(std::span<float> logits) {
     if (bits == ~uint32_t{0}) continue;
     const size_t first = word * 32;
     const size_t end = std::min(first + 32, logits.size());
+    if (bits == 0) {  // the common case outside strings: nothing in the word is allowed
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(first), logits.begin() + static_cast<std::ptrdiff_t>(end),
+                kBanned);
+      continue;
+    }
     for (size_t id = first; id < end; ++id) {
       if (!((bits >> (id - first)) & 1u)) logits[id] = kBanned;
     }
