@@ -1,6 +1,7 @@
 """Chat request shapes the openai SDK and agent frameworks send: an assistant turn with only tool
-calls (content null) is accepted, and tool calling itself (not built yet) is refused with a 400
-naming the field rather than silently ignored."""
+calls (content null) is accepted; the legacy function-calling fields, and tool_choice without
+tools, are refused with a 400 naming the field rather than silently ignored (tool calling itself:
+test_tool_calls.py)."""
 import openai
 import pytest
 
@@ -35,14 +36,15 @@ def test_null_content_renders_as_empty(server):
     assert with_null.json()["usage"]["prompt_tokens"] == with_empty.json()["usage"]["prompt_tokens"]
 
 
-@pytest.mark.parametrize("field,value", [("tools", [TOOL]), ("tool_choice", "auto"),
-                                         ("functions", [TOOL["function"]]), ("function_call", "auto")])
-def test_tool_calling_fields_are_refused(client, field, value):
+@pytest.mark.parametrize("field,value,says", [("tool_choice", "auto", "needs 'tools'"),
+                                              ("functions", [TOOL["function"]], "send 'tools'"),
+                                              ("function_call", "auto", "send 'tools'")])
+def test_legacy_and_orphan_tool_fields_are_refused(client, field, value, says):
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Hi"}], max_tokens=4,
                                        extra_body={field: value})
     assert info.value.body["param"] == field
-    assert "tool calling" in info.value.body["message"]
+    assert says in info.value.body["message"]
 
 
 def test_null_content_is_still_refused_for_a_user(server):

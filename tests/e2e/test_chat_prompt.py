@@ -1,6 +1,7 @@
 """How a conversation becomes a prompt, as the openai SDK drives it: what a client may set
 (chat_template_kwargs) and what it may not (the variables the server renders with), tool-call
-turns as agent frameworks send them, and tools refused until tool calling exists."""
+turns as agent frameworks send them, and the tools a template cannot render described to the
+model by the server."""
 import openai
 import pytest
 
@@ -35,13 +36,17 @@ def test_other_kwargs_still_reach_the_template(client):
     assert chat(client, extra_body={"chat_template_kwargs": {"enable_thinking": False}}).choices
 
 
-def test_tools_are_refused_until_tool_calling_exists(client):
-    with pytest.raises(openai.BadRequestError) as info:
-        chat(client, tools=[WEATHER_TOOL])
-    assert info.value.body["param"] == "tools"
-    with pytest.raises(openai.BadRequestError) as info:
-        chat(client, tool_choice="auto")
-    assert info.value.body["param"] == "tool_choice"
+def test_tools_reach_the_prompt(server):
+    # SmolLM2's template knows no tools: the server describes them in a system message (the
+    # Generic tool-call format), and /tokenize shows the prompt a chat request would run.
+    messages = [{"role": "user", "content": "Weather in Oslo?"}]
+    plain = server.tokenize(messages=messages)
+    with_tools = server.tokenize(messages=messages, tools=[WEATHER_TOOL])
+    text = server.post("/detokenize", {"tokens": with_tools}).json()["prompt"]
+    assert len(with_tools) > len(plain)
+    assert "get_weather" in text and "Weather in a city" in text and "tool_calls" in text
+    # tool_choice "none": no description, the prompt of the plain conversation.
+    assert server.tokenize(messages=messages, tools=[WEATHER_TOOL], tool_choice="none") == plain
 
 
 def test_assistant_tool_call_turn_with_null_content(client, server):
