@@ -159,7 +159,8 @@ TEST_F(EngineStructured, JumpForwardVerifiesForcedTextInFewerStepsWithTheSameOut
   c.compact_whitespace = true;
   // Under the sanitizers: greedy only (the seeded path is the same code with other draws).
   for (float temperature : kUnderSanitizers ? std::vector<float>{0.0f} : std::vector<float>{0.0f, 1.0f}) {
-    SamplingParams p = sampled(c, temperature == 0.0f ? 1 : 3, 17, 120);
+    // Both keys and the first value fit in 60 tokens (the sanitizers' run stops there).
+    SamplingParams p = sampled(c, temperature == 0.0f ? 1 : 3, 17, kUnderSanitizers ? 60 : 120);
     p.temperature = temperature;
     EngineConfig off = config(512);
     off.jump_forward = false;
@@ -170,7 +171,9 @@ TEST_F(EngineStructured, JumpForwardVerifiesForcedTextInFewerStepsWithTheSameOut
     ASSERT_EQ(plain.size(), jumped.size());
     for (size_t i = 0; i < plain.size(); ++i) {
       EXPECT_EQ(plain[i].tokens, jumped[i].tokens) << "temperature " << temperature << " completion " << i;
-      EXPECT_EQ(plain[i].finish, FinishReason::Stop) << text_of(plain[i]);
+      if (!kUnderSanitizers) {
+        EXPECT_EQ(plain[i].finish, FinishReason::Stop) << text_of(plain[i]);
+      }
     }
     EXPECT_EQ(plain_stats.spec_drafts, 0u);
     EXPECT_GT(jump_stats.spec_accepted_tokens, 10u);  // forced tokens verified in a pass
