@@ -118,29 +118,6 @@ struct Engine::Impl {
     publish_stats();
   }
 
-  // Starts computing the next mask of every sampling chunk's grammar sequence on another
-  // thread; an empty future when there is none. A failure there is left for apply(), which
-  // computes the mask again on the loop thread and reports it as that request's error.
-  std::future<void> prepare_grammar_masks(const engine::StepPlan& plan) {
-    std::vector<engine::Completion*> constrained;
-    const auto& live = outputs.live_sequences();
-    for (const engine::ScheduledChunk& chunk : plan.chunks) {
-      if (!chunk.samples) continue;
-      auto it = live.find(chunk.seq->id);
-      if (it != live.end() && it->second->sampler.has_mask()) constrained.push_back(it->second);
-    }
-    if (constrained.empty()) return {};
-    const auto vocab = static_cast<size_t>(runner.vocab_size());
-    return std::async(std::launch::async, [constrained = std::move(constrained), vocab] {
-      for (engine::Completion* c : constrained) {
-        try {
-          c->sampler.prepare_mask(vocab);
-        } catch (const std::exception&) {
-        }
-      }
-    });
-  }
-
   // Context shift and StreamingLLM (engine/context_shift.h), checked against the model and the
   // context once max_model_len is known.
   engine::ContextShiftPolicy shift_policy() const {
@@ -426,7 +403,8 @@ bool Engine::step() {
     const auto started = std::chrono::steady_clock::now();
     // Structured output: the grammar masks of the rows about to be sampled are computed beside
     // the forward pass (each mask depends only on tokens already accepted).
-    std::future<void> masks = m.prepare_grammar_masks(plan);
+    std::future<void> masks = engine::prepare_grammar_masks(plan, m.outputs.live_sequences(),
+                                                            static_cast<size_t>(m.runner.vocab_size()));
     try {
       logits = m.runner.run(plan);
     } catch (const std::exception& e) {

@@ -122,6 +122,26 @@ nlohmann::json prompt_logprobs_json(const Model& model, std::span<const PromptLo
   return out;
 }
 
+namespace {
+
+// One call as OpenAI writes it in a message's tool_calls (a streamed delta adds its index).
+nlohmann::json tool_call_json(const ParsedToolCall& call) {
+  return {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+// A streamed chunk around one choice.
+nlohmann::json streamed_chunk(const ResponseHeader& header, nlohmann::json choice, bool with_usage) {
+  nlohmann::json chunk = {{"id", header.id},
+                          {"object", object_name(header.endpoint, true)},
+                          {"created", header.created},
+                          {"model", header.model},
+                          {"choices", nlohmann::json::array({std::move(choice)})}};
+  if (with_usage) chunk["usage"] = nullptr;
+  return chunk;
+}
+
+}  // namespace
+
 nlohmann::json whole_response(const ResponseHeader& header, std::span<const ChoiceOutput> choices,
                               const Usage& usage) {
   nlohmann::json list = nlohmann::json::array();
@@ -132,11 +152,7 @@ nlohmann::json whole_response(const ResponseHeader& header, std::span<const Choi
       if (!c.tool_calls.empty()) {
         if (c.text.empty()) choice["message"]["content"] = nullptr;
         nlohmann::json calls = nlohmann::json::array();
-        for (const ParsedToolCall& call : c.tool_calls) {
-          calls.push_back({{"id", call.id},
-                           {"type", "function"},
-                           {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
-        }
+        for (const ParsedToolCall& call : c.tool_calls) calls.push_back(tool_call_json(call));
         choice["message"]["tool_calls"] = std::move(calls);
       }
     } else {
@@ -168,35 +184,22 @@ nlohmann::json stream_chunk(const ResponseHeader& header, int64_t index, const s
   }
   choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = finish != nullptr ? nlohmann::json(finish_reason_name(*finish)) : nlohmann::json();
-  nlohmann::json chunk = {{"id", header.id},
-                          {"object", object_name(header.endpoint, true)},
-                          {"created", header.created},
-                          {"model", header.model},
-                          {"choices", nlohmann::json::array({std::move(choice)})}};
-  if (with_usage) chunk["usage"] = nullptr;
-  return chunk;
+  return streamed_chunk(header, std::move(choice), with_usage);
 }
 
 nlohmann::json tool_calls_chunk(const ResponseHeader& header, int64_t index, std::span<const ParsedToolCall> calls,
                                 bool with_usage) {
   nlohmann::json deltas = nlohmann::json::array();
   for (size_t k = 0; k < calls.size(); ++k) {
-    deltas.push_back({{"index", k},
-                      {"id", calls[k].id},
-                      {"type", "function"},
-                      {"function", {{"name", calls[k].name}, {"arguments", calls[k].arguments}}}});
+    nlohmann::json delta = {{"index", k}};
+    delta.update(tool_call_json(calls[k]));
+    deltas.push_back(std::move(delta));
   }
   nlohmann::json choice = {{"index", index},
                            {"delta", {{"tool_calls", std::move(deltas)}}},
                            {"logprobs", nullptr},
                            {"finish_reason", nullptr}};
-  nlohmann::json chunk = {{"id", header.id},
-                          {"object", object_name(header.endpoint, true)},
-                          {"created", header.created},
-                          {"model", header.model},
-                          {"choices", nlohmann::json::array({std::move(choice)})}};
-  if (with_usage) chunk["usage"] = nullptr;
-  return chunk;
+  return streamed_chunk(header, std::move(choice), with_usage);
 }
 
 std::string finish_reason_for(FinishReason finish, bool has_tool_calls) {
