@@ -13,6 +13,7 @@
 
 #include "grammar/gbnf_writer.h"
 #include "grammar/grammar.h"
+#include "grammar/json_key_exclusion.h"
 #include "grammar/json_schema_merge.h"
 #include "grammar/json_schema_primitives.h"
 #include "grammar/regex_gbnf_expression.h"
@@ -44,25 +45,6 @@ std::string percent_decode(const std::string& text) {
       out += text[i];
     }
   }
-  return out;
-}
-
-// Trie of the declared property names (by code point), to write a key that is none of them.
-struct KeyTrie {
-  std::map<uint32_t, KeyTrie> children;
-  bool terminal = false;
-};
-
-bool json_escaped(uint32_t cp) { return cp < 0x20 || cp == '"' || cp == '\\'; }
-
-std::string json_encoding(uint32_t cp) {
-  std::string out;
-  if (json_escaped(cp)) {
-    OrderedJson text = std::string(1, static_cast<char>(cp));
-    const std::string dumped = text.dump();
-    return dumped.substr(1, dumped.size() - 2);
-  }
-  append_utf8(out, cp);
   return out;
 }
 
@@ -415,29 +397,9 @@ class SchemaConverter {
   // A key that is none of `names` (as decoded JSON): inside a declared name's prefix only
   // unescaped characters are allowed (an escape could spell a declared name another way).
   std::string excluded_key(const std::vector<std::string>& names, const std::string& pointer) {
-    KeyTrie trie;
-    for (const auto& key : names) {
-      KeyTrie* node = &trie;
-      size_t pos = 0;
-      while (pos < key.size()) {
-        uint32_t cp;
-        if (!decode_utf8(key, pos, cp)) fail(pointer, "a property name is not valid UTF-8");
-        node = &node->children[cp];
-      }
-      node->terminal = true;
-    }
-    const std::string rest = char_rule() + "*";
-    std::function<std::string(const KeyTrie&)> write = [&](const KeyTrie& node) {
-      CodePointRanges excluded = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
-      std::string alternatives;
-      for (const auto& [cp, child] : node.children) {
-        excluded.emplace_back(cp, cp);
-        alternatives += gbnf_literal(json_encoding(cp)) + " " + write(child) + " | ";
-      }
-      alternatives += gbnf_char_class(complement_ranges(excluded)) + " " + rest;
-      return "(" + alternatives + ")" + (node.terminal ? "" : "?");
-    };
-    return rules_.add("additional-key", "\"\\\"\" " + write(trie) + " \"\\\"\"" + space());
+    const std::optional<std::string> body = key_body_excluding(names, char_rule());
+    if (!body) fail(pointer, "a property name is not valid UTF-8");
+    return rules_.add("additional-key", "\"\\\"\" " + *body + " \"\\\"\"" + space());
   }
 
   std::string visit_object(const OrderedJson& schema, const std::string& pointer, const std::string& name, int depth) {
