@@ -124,6 +124,20 @@ TEST_F(EngineStructured, IgnoreEosEndsWhenTheGrammarIsComplete) {
   }
 }
 
+TEST_F(EngineStructured, AGrammarSpellingAControlTokenGetsPlainTextNeverTheToken) {
+  // A client's grammar is plain text: "</s>" in it is spelled with ordinary tokens, never the
+  // vocabulary's control token (which would end the sequence or inject a turn marker).
+  StructuredOutputs c;
+  c.grammar = R"(root ::= "</s>" [a-z]{1,3})";
+  for (const GenerationResult& r : generate(sampled(c, 2, 8), 2)) {
+    EXPECT_EQ(r.finish, FinishReason::Stop);
+    EXPECT_TRUE(text_of(r).starts_with("</s>")) << text_of(r);
+    for (size_t i = 0; i + 1 < r.tokens.size(); ++i) {
+      EXPECT_FALSE(model_->tokenizer.is_special(r.tokens[i])) << "token " << r.tokens[i] << " at " << i;
+    }
+  }
+}
+
 TEST_F(EngineStructured, SpeculativeDraftsChangeNothing) {
   StructuredOutputs c;
   c.regex = "(ab|cd)+[0-9]{2,6}";

@@ -73,6 +73,15 @@ TEST(ToolRequest, MalformedToolsAreRefusedByName) {
                                .insert(1, R"("tool_choice": {"type": "function", "function": {"name": "nope"}},)")),
             "tool_choice");
   EXPECT_EQ(rejected_param(R"({"functions": []})"), "functions");
+  // At most 128 tools, names of at most 64 characters.
+  std::string many = R"({"tools": [)";
+  for (int i = 0; i < 129; ++i) {
+    many += (i ? "," : "") + std::string(R"({"type": "function", "function": {"name": "f)") + std::to_string(i) + R"("}})";
+  }
+  EXPECT_EQ(rejected_param(many + "]}"), "tools");
+  EXPECT_EQ(rejected_param(R"({"tools": [{"type": "function", "function": {"name": ")" + std::string(65, 'a') +
+                           R"("}}]})"),
+            "tools");
 }
 
 TEST(ToolRequest, ToolsKeepTheClientsKeyOrder) {
