@@ -12,6 +12,8 @@
 #include <random>
 #include <vector>
 
+#include "two_sample_chi_square.h"
+
 namespace lumen::engine {
 namespace {
 
@@ -131,34 +133,8 @@ size_t cell(const std::vector<int32_t>& tokens) {
   return c;
 }
 
-// Pearson's statistic for two samples of equal size over the cells, with cells seen fewer than
-// 20 times in both together pooled into one; `df` receives the degrees of freedom.
-double homogeneity_statistic(const std::vector<int64_t>& a, const std::vector<int64_t>& b, int& df) {
-  double x2 = 0;
-  int64_t pooled_a = 0, pooled_b = 0;
-  int cells = 0;
-  auto add = [&](int64_t x, int64_t y) {
-    x2 += static_cast<double>((x - y) * (x - y)) / static_cast<double>(x + y);
-    ++cells;
-  };
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] + b[i] >= 20) {
-      add(a[i], b[i]);
-    } else {
-      pooled_a += a[i];
-      pooled_b += b[i];
-    }
-  }
-  if (pooled_a + pooled_b > 0) add(pooled_a, pooled_b);
-  df = cells - 1;
-  return x2;
-}
-
-// The chi-square quantile with upper tail 1e-6 (Wilson-Hilferty; z = 4.753).
-double chi_square_threshold(int df) {
-  const double d = df, z = 4.753;
-  return d * std::pow(1.0 - 2.0 / (9.0 * d) + z * std::sqrt(2.0 / (9.0 * d)), 3.0);
-}
+using testing::chi_square_threshold;
+using testing::homogeneity_statistic;
 
 constexpr uint64_t kRuns = 20000;
 
