@@ -66,6 +66,12 @@ void run_quantize(QuantizeCliOptions& o) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
+  if (!report.plan.without_importance.empty()) {
+    fmt::print(stderr, "note: {} quantized tensor(s) have no importance-matrix entry and are quantized "
+                       "unweighted, as llama-quantize does:", report.plan.without_importance.size());
+    for (const std::string& name : report.plan.without_importance) fmt::print(stderr, " {}", name);
+    fmt::print(stderr, "\n");
+  }
   for (const std::string& fallback : report.plan.fallbacks) {
     fmt::print(stderr, "note: {}\n", fallback);
   }
@@ -101,6 +107,9 @@ void add_quantize_command(CLI::App& app) {
                   "Type of output.weight (and of a tied token_embd)");
   cmd->add_option("--token-embedding-type", options->token_embedding_type,
                   "Type of token_embd.weight");
+  cmd->add_option("--imatrix", options->run.imatrix_path,
+                  "Importance matrix (llama.cpp's imatrix GGUF, from `lumen imatrix` or llama-imatrix): "
+                  "weights each column's error as llama-quantize --imatrix does");
   cmd->add_flag("--pure", options->run.pure,
                 "Every quantizable tensor in TYPE's base type: no mix rules (rows that are not "
                 "whole blocks still fall back)");

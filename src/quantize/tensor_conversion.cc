@@ -19,9 +19,10 @@ constexpr int64_t kMinTaskElements = 32 * 512;
 }  // namespace
 
 void convert_tensor(const gguf::TensorInfo& source, tensor::DType target, std::span<uint8_t> out,
-                    ThreadPool& pool) {
+                    ThreadPool& pool, const float* importance) {
   const int64_t columns = source.dims[0];
   const int64_t rows = source.rows();
+  const int64_t rows_per_matrix = source.dims.size() > 1 ? source.dims[1] : 1;
   const auto source_row_bytes = static_cast<size_t>(*tensor::row_bytes(source.type, columns));
   const auto target_row_bytes = static_cast<size_t>(*tensor::row_bytes(target, columns));
   const int64_t rows_per_task = std::max<int64_t>(1, (kMinTaskElements + columns - 1) / columns);
@@ -49,8 +50,17 @@ void convert_tensor(const gguf::TensorInfo& source, tensor::DType target, std::s
         return;
       }
     }
-    tensor::quantize_row_ggml(target, values.data(),
-                              out.data() + static_cast<size_t>(first) * target_row_bytes, elements);
+    if (importance == nullptr) {
+      tensor::quantize_row_ggml(target, values.data(),
+                                out.data() + static_cast<size_t>(first) * target_row_bytes, elements);
+      return;
+    }
+    for (int64_t r = 0; r < count; ++r) {
+      const int64_t row = first + r;
+      tensor::quantize_rows_ggml(target, values.data() + r * columns,
+                                 out.data() + static_cast<size_t>(row) * target_row_bytes, 1, columns,
+                                 importance + (row / rows_per_matrix) * columns);
+    }
   });
   if (first_bad_row.load() != std::numeric_limits<int64_t>::max()) {
     fail("tensor '{}' has a NaN or infinite value in row {}: it cannot be quantized",

@@ -13,9 +13,11 @@
 namespace lumen::quantize {
 
 // `out` must hold the tensor's rows in `target`. The types must have kernels (checked by the
-// caller when it plans the conversion). Throws lumen::Error, naming the first such row, when
-// the tensor holds a NaN or an infinity.
+// caller when it plans the conversion). `importance`, when not null, holds dims[0] weights per
+// matrix of the tensor (dims[2] of them for a 3-D expert tensor, else one): the rows of matrix
+// m are quantized with importance + m * dims[0] (tensor/quantize.h's quantize_rows_ggml).
+// Throws lumen::Error, naming the first such row, when the tensor holds a NaN or an infinity.
 void convert_tensor(const gguf::TensorInfo& source, tensor::DType target, std::span<uint8_t> out,
-                    ThreadPool& pool);
+                    ThreadPool& pool, const float* importance = nullptr);
 
 }  // namespace lumen::quantize
