@@ -64,8 +64,10 @@ ImatrixEntry read_entry(const std::string& path, const std::string& name, const 
 
 }  // namespace
 
-Imatrix read_imatrix(const std::string& path) {
-  const gguf::GgufFile file = gguf::GgufFile::open(path);
+Imatrix read_imatrix(const std::string& path) { return read_imatrix(gguf::GgufFile::open(path)); }
+
+Imatrix read_imatrix(const gguf::GgufFile& file) {
+  const std::string& path = file.source_name();
   const gguf::Metadata& metadata = file.metadata();
   if (const auto type = metadata.find_string("general.type"); type && *type != "imatrix") {
     fail("{}: not an importance matrix (general.type is '{}'; make one with `lumen imatrix`)", path, *type);

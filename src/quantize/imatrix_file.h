@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "gguf/file.h"
+
 namespace lumen::quantize {
 
 struct ImatrixEntry {
@@ -32,6 +34,8 @@ struct Imatrix {
 // reverse, a tensor that is not F32 or not 2-D, shapes that disagree, a count that is negative
 // or not whole, or a sum that is negative or not finite.
 Imatrix read_imatrix(const std::string& path);
+// The same checks on an already parsed file (messages name file.source_name()).
+Imatrix read_imatrix(const gguf::GgufFile& file);
 
 // Writes through a temporary file renamed into place; entries in name order (as llama-imatrix).
 void write_imatrix(const std::string& path, const Imatrix& imatrix);
