@@ -147,20 +147,22 @@ QuantizeReport quantize_model(const std::string& in_path, const std::string& out
   if (!options.imatrix_path.empty()) add_imatrix_metadata(writer.metadata(), options.imatrix_path, imatrix);
   ThreadPool pool(options.threads);
   const size_t count = order.size();
+  if (options.measure_error) report.errors.resize(count);
   for (size_t i = 0; i < count; ++i) {
     const gguf::TensorInfo* source = order[i];
     const TensorPlanEntry* entry = &report.plan.tensors[i];  // the plan no longer changes
     const auto found = importance.find(entry->name);
     const float* weights = found != importance.end() ? found->second.data() : nullptr;
+    TensorError* error = options.measure_error ? &report.errors[i] : nullptr;
     report.bytes_in += entry->bytes_in;
     report.bytes_out += entry->bytes_out;
     report.elements += static_cast<uint64_t>(source->elements);
     writer.add_tensor(entry->name, entry->to, entry->dims,
-                      [source, entry, weights, i, count, &pool, &progress](std::span<uint8_t> out) {
+                      [source, entry, weights, error, i, count, &pool, &progress](std::span<uint8_t> out) {
                         if (entry->to == source->type) {
                           std::copy(source->data, source->data + source->bytes, out.begin());
                         } else {
-                          convert_tensor(*source, entry->to, out, pool, weights);
+                          convert_tensor(*source, entry->to, out, pool, weights, error);
                         }
                         if (progress) progress(*entry, i, count);
                       });

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "quantize/quant_mix.h"
+#include "quantize/tensor_conversion.h"
 #include "tensor/dtype.h"
 
 namespace lumen::quantize {
@@ -29,6 +30,7 @@ struct QuantizeOptions {
   // An importance matrix (imatrix_file.h) to weight the quantization with, as llama-quantize
   // --imatrix does; empty: none.
   std::string imatrix_path;
+  bool measure_error = false;  // fill QuantizeReport::errors (costs a dequantize of the output)
 };
 
 struct TensorPlanEntry {
@@ -52,6 +54,9 @@ struct QuantizeReport {
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
   uint64_t elements = 0;
+  // With measure_error: per plan entry, how far its written values are from the input's (zero
+  // sums for a tensor copied as it is).
+  std::vector<TensorError> errors;
 };
 
 // Called as each tensor is written: its entry, its index in plan.tensors, their count.
