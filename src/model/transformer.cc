@@ -155,11 +155,12 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
 }
 
 void Transformer::set_matmul_observer(MatmulObserver* observer) {
-  if (observer != nullptr && (moe_ || latent_)) {
-    fail("activation statistics are not supported for the {} architecture yet (its {} runs its own matmuls)",
-         hp_.architecture, moe_ ? "mixture-of-experts FFN" : "latent attention");
+  if (observer != nullptr && latent_) {
+    fail("activation statistics are not supported for the {} architecture yet (its latent attention runs its "
+         "own matmuls)", hp_.architecture);
   }
   observer_ = observer;
+  if (moe_) moe_->set_observer(observer);
 }
 
 void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {

@@ -46,9 +46,9 @@ class Transformer {
   void reset_expert_load() {
     if (moe_) moe_->reset_load();
   }
-  // Activation studies: `observer` (or null to stop) sees every dense layer matmul's input
-  // (model/matmul_observer.h). Throws lumen::Error for an architecture whose matmuls it cannot
-  // see yet: mixture-of-experts FFNs and latent attention run theirs inside their own code.
+  // Activation studies: `observer` (or null to stop) sees every layer matmul's input
+  // (model/matmul_observer.h), mixture-of-experts FFNs' included (moe_ffn.h). Throws
+  // lumen::Error for latent attention, which runs its matmuls inside its own code.
   void set_matmul_observer(MatmulObserver* observer);
 
  private:
