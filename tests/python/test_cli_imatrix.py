@@ -4,6 +4,7 @@ scripts/make_imatrix_golden.py; llama.cpp is not needed here):
     llama-imatrix's, entry for entry: the same weights, token counts and chunk keys, and each
     weight's total and largest squared activation within a small tolerance (the forward passes'
     float arithmetic differs from ggml's, so sums agree to ~1e-4, single columns to ~1e-2);
+  - on a synthetic mixture-of-experts model, the per-expert entries agree the same way;
   - quantizing with an importance matrix writes every tensor exactly as llama-quantize --imatrix
     does (per-tensor sha256), on the synthetic and the real model's F16 inputs;
   - an importance matrix that is not one, or was made for another model, is a one-line error
@@ -23,6 +24,7 @@ from test_cli_quantize import DEFAULT_MODEL, GgufTensors, differences, expect_er
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 TEXT = GOLDEN_DIR / "imatrix" / "gfdl-1.3.txt"
 IMATRIX_GOLDEN = json.loads((GOLDEN_DIR / "imatrix" / "smollm2-gfdl.json").read_text())
+MOE_GOLDEN = json.loads((GOLDEN_DIR / "imatrix" / "moe-gfdl.json").read_text())
 QUANTIZE_GOLDEN = json.loads((GOLDEN_DIR / "quantize" / "imatrix.json").read_text())
 QUANTIZE_INPUTS = json.loads((GOLDEN_DIR / "quantize" / "synth-f16.json").read_text())
 
@@ -70,6 +72,34 @@ def test_imatrix_sums_match_llama_imatrix(lumen_imatrix):
         if total_error > 0.01 or max_error > 0.03:
             far.append(f"{name}: sum {sums.sum():.6g} vs {want['sum']:.6g}, max {sums.max():.6g} vs {want['max']:.6g}")
     assert far == []
+
+
+def test_mixture_of_experts_imatrix_matches_llama_imatrix(tmp_path):
+    """Per expert: one row of sums and the tokens routed to it. Routing near-ties between two
+    float implementations (random router weights have many) send a few of a layer's 2048 routes to
+    another expert, so per-expert counts may differ a little; their total (tokens x experts per
+    token) may not."""
+    model = tmp_path / "moe.gguf"
+    run_lumen(*MOE_GOLDEN["made_by"][1:-1], real_model(DEFAULT_MODEL), "-o", model, "-t", "2")
+    out = tmp_path / "moe.imatrix.gguf"
+    run_lumen("imatrix", "-m", model, "-f", TEXT, "-o", out, *MOE_GOLDEN["imatrix_args"], "-t", "2")
+    _, tensors = read_imatrix(out)
+    assert {n.rsplit(".", 1)[0] for n in tensors} == set(MOE_GOLDEN["entries"])
+    experts = 0
+    for name, want in MOE_GOLDEN["entries"].items():
+        sums, shape = tensors[f"{name}.in_sum2"]
+        assert abs(sums.sum() - want["sum"]) / want["sum"] < 0.01, name
+        if "counts" not in want:
+            assert tensors[f"{name}.counts"][0][0] == want["count"], name
+            continue
+        experts += 1
+        counts = tensors[f"{name}.counts"][0].reshape(-1)
+        assert shape == [want["columns"], len(want["counts"])], name
+        assert tensors[f"{name}.counts"][1] == [1, len(want["counts"])], name
+        assert counts.sum() == sum(want["counts"]), name
+        # Each token sent elsewhere moves two counts; at most 1% of the routes may move.
+        assert np.abs(counts - np.array(want["counts"])).sum() <= counts.sum() / 50, name
+    assert experts == 6  # gate, up and down experts of both layers
 
 
 @pytest.fixture(scope="module")
