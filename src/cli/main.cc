@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   lumen::cli::add_serve_command(app);
   lumen::cli::add_bench_command(app);
   lumen::cli::add_perplexity_command(app);
+  lumen::cli::add_imatrix_command(app);
   lumen::cli::add_quantize_command(app);
   // Every failure is a one-line message and a small exit status, never a signal or a trace.
   try {

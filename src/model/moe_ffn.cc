@@ -121,11 +121,40 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
     work_.push_back(
         {&*w.ffn_gate_shexp, &*w.ffn_up_shexp, &*w.ffn_down_shexp, all_rows_, shared_slots_, shared_weights_});
   }
+  if (observer_ != nullptr) observe(w, h);
   const int64_t n_slots = router_.n_used + (shared ? 1 : 0);
   TensorView out = first_rows(out_, n);
   backend_.moe_ffn(h, work_, n_slots, glu_, out);
   result_ = out;
   return result_;
+}
+
+// What each matrix of the layer multiplies, shown to the observer: the router and shared-expert
+// gate see h; each expert (and the shared one) its rows of h for gate and up, and for down the
+// GLU of those, computed here the way Backend::moe_ffn computes it.
+void MoeFfn::observe(const LayerWeights& w, const TensorView& h) {
+  observer_->on_matmul(*w.ffn_gate_inp, h);
+  if (w.ffn_gate_inp_shexp) observer_->on_matmul(*w.ffn_gate_inp_shexp, h);
+  int64_t ff = 0;
+  for (const backend::Backend::ExpertWork& work : work_) ff = std::max(ff, work.gate->dims[1]);
+  const int64_t n = h.rows();
+  const int64_t need = std::max(embedding_, ff) * n;
+  if (need > observed_capacity_) {
+    observed_.clear();
+    for (int i = 0; i < 3; ++i) observed_.push_back(backend_.allocate(static_cast<size_t>(need) * sizeof(float)));
+    observed_capacity_ = need;
+  }
+  for (const backend::Backend::ExpertWork& work : work_) {
+    const auto rows = static_cast<int64_t>(work.rows.size());
+    TensorView x = backend::f32_matrix(static_cast<float*>(observed_[0]->data()), embedding_, rows);
+    TensorView gate = backend::f32_matrix(static_cast<float*>(observed_[1]->data()), work.gate->dims[1], rows);
+    TensorView up = backend::f32_matrix(static_cast<float*>(observed_[2]->data()), work.up->dims[1], rows);
+    backend_.get_rows(h, work.rows, x);
+    observer_->on_matmul(*work.gate, x);
+    observer_->on_matmul(*work.up, x);
+    backend_.matmul_glu(*work.gate, *work.up, x, glu_, gate, up);
+    observer_->on_matmul(*work.down, gate);
+  }
 }
 
 }  // namespace lumen::model

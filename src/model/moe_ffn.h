@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "model/arch/block_features.h"
 #include "model/hparams.h"
+#include "model/matmul_observer.h"
 #include "model/moe_router.h"
 #include "model/weights.h"
 
@@ -36,9 +37,14 @@ class MoeFfn {
 
   const ExpertLoad& load() const { return load_; }
   void reset_load();
+  // `lumen imatrix`: the observer also sees the router, each chosen expert's three matrices (a
+  // slice of the 3-D tensor, expert_matrix) with the rows routed to it, and the shared expert's.
+  // The experts' inputs are gathered, and their GLU computed once more, only while one is set.
+  void set_observer(MatmulObserver* observer) { observer_ = observer; }
 
  private:
   void ensure_capacity(int64_t n);
+  void observe(const LayerWeights& w, const backend::TensorView& h);
 
   backend::Backend& backend_;
   RouterConfig router_;
@@ -56,6 +62,9 @@ class MoeFfn {
   std::vector<float> shared_weights_;
   std::vector<backend::Backend::ExpertWork> work_;
   ExpertLoad load_;
+  MatmulObserver* observer_ = nullptr;
+  std::vector<std::unique_ptr<backend::Buffer>> observed_;  // gathered rows, gate and up outputs
+  int64_t observed_capacity_ = 0;
 };
 
 }  // namespace lumen::model

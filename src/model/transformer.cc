@@ -94,6 +94,9 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
     backend_.add(x, h, x);
     return;
   }
+  observe(w.wq, h);
+  observe(w.wk, h);
+  observe(w.wv, h);
   const backend::Backend::MatmulOutput qkv[] = {{&w.wq, &q}, {&w.wk, &k}, {&w.wv, &v}};
   backend_.matmul_same_input(h, qkv);
   if (w.bq) backend_.add_row(q, *w.bq);
@@ -122,6 +125,7 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   backend::AttentionConfig attention = attention_;
   attention.sliding_window = layer_window_[layer];
   backend_.attention(q_heads, cache.layer(layer), sequences, attention, attn_heads);
+  observe(w.wo, attn);
   backend_.matmul(w.wo, attn, h);
   if (w.attn_post_norm) backend_.rms_norm(h, *w.attn_post_norm, eps, h);
   backend_.add(x, h, x);
@@ -138,13 +142,25 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
     backend_.add(x, out, x);
     return;
   }
+  observe(w.ffn_gate, h);
+  observe(w.ffn_up, h);
   backend_.matmul_glu(
       w.ffn_gate, w.ffn_up, h,
       arch_.features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu : backend::Backend::Glu::Swiglu,
       gate, up);
+  observe(w.ffn_down, gate);  // the GLU's output
   backend_.matmul(w.ffn_down, gate, h);
   if (w.ffn_post_norm) backend_.rms_norm(h, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), h);
   backend_.add(x, h, x);
+}
+
+void Transformer::set_matmul_observer(MatmulObserver* observer) {
+  if (observer != nullptr && latent_) {
+    fail("activation statistics are not supported for the {} architecture yet (its latent attention runs its "
+         "own matmuls)", hp_.architecture);
+  }
+  observer_ = observer;
+  if (moe_) moe_->set_observer(observer);
 }
 
 void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {

@@ -11,6 +11,7 @@
 #include "model/hparams.h"
 #include "model/kv_cache.h"
 #include "model/latent_attention.h"
+#include "model/matmul_observer.h"
 #include "model/moe_ffn.h"
 #include "model/weights.h"
 
@@ -45,12 +46,19 @@ class Transformer {
   void reset_expert_load() {
     if (moe_) moe_->reset_load();
   }
+  // Activation studies: `observer` (or null to stop) sees every layer matmul's input
+  // (model/matmul_observer.h), mixture-of-experts FFNs' included (moe_ffn.h). Throws
+  // lumen::Error for latent attention, which runs its matmuls inside its own code.
+  void set_matmul_observer(MatmulObserver* observer);
 
  private:
   struct Activations;
   void ensure_capacity(int64_t n_tokens, int64_t n_logit_rows);
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
   void mlp_block(size_t layer, int64_t n);
+  void observe(const backend::TensorView& weight, const backend::TensorView& input) {
+    if (observer_ != nullptr) observer_->on_matmul(weight, input);
+  }
 
   backend::Backend& backend_;
   HParams hp_;
@@ -63,6 +71,7 @@ class Transformer {
   std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
   std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture
   std::unique_ptr<LatentAttention> latent_;  // the attention of a multi-head latent architecture
+  MatmulObserver* observer_ = nullptr;
 
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;

@@ -106,6 +106,10 @@ DType TensorTypePlanner::ffn_down_rule(std::string_view name, DType type) {
       return use_more_bits(layer, n) ? DType::Q6_K : type;
     case Mix::Q5_K_M: return use_more_bits(layer, n) ? DType::Q6_K : type;
     case Mix::Q4_K_S: return !falcon && layer < n / 8 ? DType::Q5_K : type;
+    // With an importance matrix only: the first eighth of FFN down gets the offset variant,
+    // which llama.cpp found steadier there (without one its files stay as they always were).
+    case Mix::Q4_0: return options_.has_imatrix && layer < n / 8 ? DType::Q4_1 : type;
+    case Mix::Q5_0: return options_.has_imatrix && layer < n / 8 ? DType::Q5_1 : type;
     default: return type;
   }
 }

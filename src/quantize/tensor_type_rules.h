@@ -1,11 +1,12 @@
 #pragma once
 // Which type each tensor of a model gets, as llama-quantize decides it (llama.cpp's
-// src/llama-quant.cpp, without an importance matrix):
+// src/llama-quant.cpp):
 //  - tensors that may not be quantized (tensor_category.h) keep their type;
 //  - --token-embedding-type / --output-tensor-type win outright for those two tensors;
 //  - for the quantized mixes, unless --pure: the output (and token_embd when it doubles as the
 //    output) goes to Q6_K, or Q8_0 when its rows are not whole blocks; attention V, attention
-//    output and FFN down get more bits by mix and by layer position;
+//    output and FFN down get more bits by mix and by layer position (with an importance matrix
+//    Q4_0 and Q5_0 also give the first eighth of FFN down Q4_1 / Q5_1);
 //  - a row length that is not whole blocks of the chosen type falls back to a type with
 //    smaller blocks (Q4_K -> Q5_0, Q6_K -> Q8_0...) and finally to F16.
 // The rules count attention-V and FFN-down tensors as they see them, so tensors must be
@@ -28,6 +29,7 @@ struct TypeChoiceOptions {
   std::optional<tensor::DType> output_tensor_type;
   std::optional<tensor::DType> token_embedding_type;
   bool pure = false;  // every quantizable tensor gets the mix's default type (bar fallbacks)
+  bool has_imatrix = false;  // an importance matrix is given (changes Q4_0/Q5_0's FFN down)
 };
 
 class TensorTypePlanner {

@@ -83,4 +83,17 @@ void quantize_q4_k_ggml(const float* src, void* dst, int64_t blocks);
 void quantize_q5_k_ggml(const float* src, void* dst, int64_t blocks);
 void quantize_q6_k_ggml(const float* src, void* dst, int64_t blocks);
 
+// ggml's quantizers with an importance matrix (what llama-quantize --imatrix writes): one row
+// of n elements, importance[i] weighting element i's error (ggml_weighted_kquant.cc,
+// ggml_weighted_legacy.cc). Each row is quantized on its own, as its weights depend on it.
+void quantize_q2_k_weighted(const float* x, void* dst, int64_t n, const float* importance);
+void quantize_q3_k_weighted(const float* x, void* dst, int64_t n, const float* importance);
+void quantize_q4_k_weighted(const float* x, void* dst, int64_t n, const float* importance);
+void quantize_q5_k_weighted(const float* x, void* dst, int64_t n, const float* importance);
+void quantize_q6_k_weighted(const float* x, void* dst, int64_t n, const float* importance);
+void quantize_q4_0_weighted(const float* x, void* dst, int64_t n, const float* importance);
+void quantize_q4_1_weighted(const float* x, void* dst, int64_t n, const float* importance);
+void quantize_q5_0_weighted(const float* x, void* dst, int64_t n, const float* importance);
+void quantize_q5_1_weighted(const float* x, void* dst, int64_t n, const float* importance);
+
 }  // namespace lumen::tensor::kernels

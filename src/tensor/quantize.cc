@@ -70,6 +70,25 @@ QuantizeFn ggml_quantizer_for(DType type) {
   }
 }
 
+using WeightedFn = void (*)(const float*, void*, int64_t, const float*);
+
+// ggml's importance-weighted quantizer for `type`, or null where ggml ignores the weights.
+WeightedFn ggml_weighted_quantizer_for(DType type) {
+  using namespace kernels;
+  switch (type) {
+    case DType::Q2_K: return quantize_q2_k_weighted;
+    case DType::Q3_K: return quantize_q3_k_weighted;
+    case DType::Q4_K: return quantize_q4_k_weighted;
+    case DType::Q5_K: return quantize_q5_k_weighted;
+    case DType::Q6_K: return quantize_q6_k_weighted;
+    case DType::Q4_0: return quantize_q4_0_weighted;
+    case DType::Q4_1: return quantize_q4_1_weighted;
+    case DType::Q5_0: return quantize_q5_0_weighted;
+    case DType::Q5_1: return quantize_q5_1_weighted;
+    default: return nullptr;
+  }
+}
+
 }  // namespace
 
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
@@ -95,6 +114,22 @@ void quantize_row_ggml(DType type, const float* src, void* dst, int64_t n) {
          dtype_name(type));
   }
   quantize(src, dst, blocks);
+}
+
+void quantize_rows_ggml(DType type, const float* src, void* dst, int64_t rows, int64_t n_per_row,
+                        const float* importance) {
+  const WeightedFn weighted = importance != nullptr ? ggml_weighted_quantizer_for(type) : nullptr;
+  if (weighted == nullptr) {
+    quantize_row_ggml(type, src, dst, rows * n_per_row);
+    return;
+  }
+  int64_t blocks = 0;
+  checked_kernels(type, n_per_row, blocks, "quantize");
+  const size_t row_bytes = static_cast<size_t>(blocks) * dtype_info(type).block_bytes;
+  for (int64_t r = 0; r < rows; ++r) {
+    weighted(src + r * n_per_row, static_cast<unsigned char*>(dst) + static_cast<size_t>(r) * row_bytes, n_per_row,
+             importance);
+  }
 }
 
 }  // namespace lumen::tensor

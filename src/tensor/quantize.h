@@ -22,5 +22,11 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n);
 // (Q8_K, which llama-quantize never writes, and the types without kernels).
 void quantize_row_ggml(DType type, const float* src, void* dst, int64_t n);
 bool has_ggml_quantizer(DType type);
+// `rows` rows of `n_per_row` elements as llama-quantize --imatrix writes them: importance
+// (n_per_row values, the imatrix's mean squared activation per column) weights each element's
+// error in ggml's searches (Q2_K..Q6_K, Q4_0, Q4_1, Q5_0, Q5_1). Null importance, or a type
+// ggml quantizes without weights (Q8_0, F16, ...), gives quantize_row_ggml's bytes.
+void quantize_rows_ggml(DType type, const float* src, void* dst, int64_t rows, int64_t n_per_row,
+                        const float* importance);
 
 }  // namespace lumen::tensor

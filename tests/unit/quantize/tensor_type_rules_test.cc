@@ -153,3 +153,29 @@ TEST(TensorTypeRules, PureAndOverrides) {
 
 }  // namespace
 }  // namespace lumen::quantize
+
+namespace lumen::quantize {
+namespace {
+
+// With an importance matrix, Q4_0 and Q5_0 give the first eighth of FFN down the offset
+// variant (llama.cpp: steadier there); without one the files stay as they always were.
+TEST(TensorTypeRules, ImatrixGivesTheFirstEighthOfFfnDownAnOffset) {
+  const int64_t layers = 16;
+  TypeChoiceOptions with = mix(Mix::Q4_0);
+  with.has_imatrix = true;
+  TensorTypePlanner q4(dense_model(layers), with);
+  const std::vector<DType> q4_down = per_layer(q4, layers, "ffn_down");
+  EXPECT_EQ(q4_down[0], DType::Q4_1);
+  EXPECT_EQ(q4_down[1], DType::Q4_1);
+  for (int i = 2; i < layers; ++i) EXPECT_EQ(q4_down[static_cast<size_t>(i)], DType::Q4_0) << i;
+  EXPECT_EQ(per_layer(q4, layers, "ffn_up"), std::vector<DType>(layers, DType::Q4_0));
+
+  with.mix = Mix::Q5_0;
+  TensorTypePlanner q5(dense_model(layers), with);
+  EXPECT_EQ(per_layer(q5, layers, "ffn_down")[1], DType::Q5_1);
+  TensorTypePlanner plain(dense_model(layers), mix(Mix::Q4_0));
+  EXPECT_EQ(per_layer(plain, layers, "ffn_down"), std::vector<DType>(layers, DType::Q4_0));
+}
+
+}  // namespace
+}  // namespace lumen::quantize
