@@ -15,6 +15,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "engine/draft_proposers.h"
 #include "engine/engine_test_access.h"
 #include "engine/kv_budget.h"
 #include "engine/loaded_model.h"
@@ -220,8 +221,10 @@ struct Engine::Impl {
   std::atomic<int64_t> unfinished{0};
 
   // The loop thread's own.
-  engine::Speculation speculation{config.speculative, spec::make_proposer(config.speculative), config.jump_forward,
-                                  model.tokenizer};
+  engine::Speculation speculation{config.speculative,
+                                  engine::make_proposer(config.speculative, model, *handle.state().backend,
+                                                        static_cast<int32_t>(n_blocks), config.block_size),
+                                  config.jump_forward, model.tokenizer};
   engine::OutputProcessor outputs{scheduler,     speculation, model.tokenizer,    next_id,
                                   unfinished,    max_model_len, runner.vocab_size()};
   uint64_t arrivals = 0;
