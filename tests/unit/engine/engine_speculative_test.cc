@@ -370,7 +370,7 @@ TEST_P(EngineModelDrafts, SeededSamplingIsTheOutputWithoutDrafts) {
 
 TEST_P(EngineModelDrafts, PreemptedAndAbortedSequencesKeepThePlainOutput) {
   const auto ps = prompts(4);
-  const std::vector<SamplingParams> params(4, greedy(kUnderSanitizers ? 12 : 20));
+  const std::vector<SamplingParams> params(4, greedy(kUnderSanitizers ? 10 : 16));
   const Run& reference = plain("preempted", ps, params);
   for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
