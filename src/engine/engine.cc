@@ -394,6 +394,9 @@ void Engine::wait_for_work(std::chrono::milliseconds timeout) {
 bool Engine::step() {
   Impl& m = *impl_;
   m.drain_inbox();
+  // A step's time includes its proposer's: a draft model's passes cost per draft token much as
+  // the verification's extra rows do, and the draft length is chosen from both (below).
+  const auto proposing = std::chrono::steady_clock::now();
   if (m.speculation.enabled()) {
     m.speculation.propose(m.outputs.live_sequences(), static_cast<int64_t>(m.scheduler.n_running()), m.max_model_len);
   }
@@ -403,7 +406,6 @@ bool Engine::step() {
     m.outputs.mark_scheduled(plan);
     std::span<float> logits;
     std::string fault;
-    const auto started = std::chrono::steady_clock::now();
     // Structured output: the grammar masks of the rows about to be sampled are computed beside
     // the forward pass (each mask depends only on tokens already accepted).
     std::future<void> masks = engine::prepare_grammar_masks(plan, m.outputs.live_sequences(),
@@ -423,7 +425,7 @@ bool Engine::step() {
       if (m.speculation.enabled() && plan.chunks.size() == 1 && plan.chunks[0].samples &&
           plan.chunks[0].n_tokens - plan.chunks[0].n_draft == 1) {
         m.speculation.record_step(plan.chunks[0].n_draft,
-                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - proposing).count());
       }
       m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
       m.scheduler.complete(plan);
