@@ -329,11 +329,16 @@ class EngineModelDrafts : public EngineSpeculative, public ::testing::WithParamI
     return it->second;
   }
 
+  // Under the sanitizers (10x slower, and CI's time is short) each test runs one drafter, a
+  // different one per test, so every drafter and every path still runs once.
+  bool skipped_under_sanitizers(Drafter kept) const { return kUnderSanitizers && GetParam() != kept; }
+
   static inline std::string* other_path_ = nullptr;
   static inline std::map<std::string, Run> plain_runs_;
 };
 
 TEST_P(EngineModelDrafts, GreedyOutputIsTheOutputWithoutDrafts) {
+  if (skipped_under_sanitizers(Drafter::LayerSkip2)) GTEST_SKIP() << "one drafter per test under the sanitizers";
   const auto ps = prompts(kUnderSanitizers ? 3 : 5);
   std::vector<SamplingParams> params;
   for (size_t i = 0; i < ps.size(); ++i) params.push_back(greedy(20 + 3 * static_cast<int64_t>(i)));
@@ -350,6 +355,7 @@ TEST_P(EngineModelDrafts, GreedyOutputIsTheOutputWithoutDrafts) {
 }
 
 TEST_P(EngineModelDrafts, SeededSamplingIsTheOutputWithoutDrafts) {
+  if (skipped_under_sanitizers(Drafter::OtherModel)) GTEST_SKIP() << "one drafter per test under the sanitizers";
   SamplingParams p;
   p.temperature = 0.8f;
   p.top_k = 40;
@@ -369,6 +375,7 @@ TEST_P(EngineModelDrafts, SeededSamplingIsTheOutputWithoutDrafts) {
 }
 
 TEST_P(EngineModelDrafts, PreemptedAndAbortedSequencesKeepThePlainOutput) {
+  if (skipped_under_sanitizers(Drafter::TargetAsDraft)) GTEST_SKIP() << "one drafter per test under the sanitizers";
   const auto ps = prompts(4);
   const std::vector<SamplingParams> params(4, greedy(kUnderSanitizers ? 10 : 16));
   const Run& reference = plain("preempted", ps, params);
