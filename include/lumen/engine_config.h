@@ -1,6 +1,7 @@
 #pragma once
 // How an Engine is sized and scheduled.
 #include <cstdint>
+#include <string>
 
 namespace lumen {
 
@@ -19,8 +20,12 @@ enum class ContextOverflow { Finish, Shift };
 // Speculative decoding (vLLM's --speculative-config): a proposer guesses the next tokens, one
 // forward pass scores them all with the sequence's real next token, and the prefix the target
 // model agrees with is kept. Lossless: the output (greedy) or its distribution (sampling) is
-// what decoding without it gives. Off unless method is Ngram.
-enum class SpeculativeMethod { None, Ngram };
+// what decoding without it gives. Off unless method is set.
+//  - Ngram: prompt lookup (no model);
+//  - DraftModel: a smaller GGUF with the target's vocabulary proposes greedily (`model`);
+//  - LayerSkip: the target's own first `num_layers` layers, with its final norm and output head,
+//    propose greedily (self-speculation: no second file, the draft's weights are the target's).
+enum class SpeculativeMethod { None, Ngram, DraftModel, LayerSkip };
 
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::None;
@@ -31,6 +36,11 @@ struct SpeculativeConfig {
   // occurrence) proposes the tokens that followed it. 0: as vLLM, the other bound, or 5 for both.
   int32_t prompt_lookup_max = 0;
   int32_t prompt_lookup_min = 0;
+  // DraftModel: the draft's GGUF path (its vocabulary must be the target's, token for token).
+  std::string model;
+  // LayerSkip: how many of the target's leading layers make the draft (1 .. the target's - 1;
+  // the upper bound is checked when the Engine knows the target).
+  int32_t num_layers = 0;
   // Adaptive (so speculation does not cost where it cannot pay): no sequence speculates in a
   // step that starts with more than this many running sequences (the batch already keeps the
   // machine busy); 0: no limit.

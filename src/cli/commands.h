@@ -17,6 +17,7 @@ void add_bench_command(CLI::App& app);  // bench latency / throughput / serve
 void add_perplexity_command(CLI::App& app);  // perplexity and KL divergence, as llama-perplexity
 void add_imatrix_command(CLI::App& app);   // an importance matrix over a text, as llama-imatrix
 void add_quantize_command(CLI::App& app);  // GGUF to GGUF in another type, as llama-quantize
+void add_prune_command(CLI::App& app);  // a GGUF with only some of its layers
 void add_bench_latency_command(CLI::App* bench);
 void add_bench_throughput_command(CLI::App* bench);
 void add_bench_serve_command(CLI::App* bench);  // load generator for OpenAI-compatible servers

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   lumen::cli::add_perplexity_command(app);
   lumen::cli::add_imatrix_command(app);
   lumen::cli::add_quantize_command(app);
+  lumen::cli::add_prune_command(app);
   // Every failure is a one-line message and a small exit status, never a signal or a trace.
   try {
     app.parse(argc, argv);

@@ -31,22 +31,32 @@ SpeculativeConfig parse_speculative_config(const std::string& text) {
          j.dump());
   }
   SpeculativeConfig c;
-  if (!j.contains("method")) fail("{}: \"method\" is missing (\"ngram\")", kFlag);
+  if (!j.contains("method")) fail("{}: \"method\" is missing (\"ngram\", \"draft_model\" or \"layer_skip\")", kFlag);
   for (const auto& [key, value] : j.items()) {
     if (key == "method") {
       if (!value.is_string()) fail("{}: \"method\" must be a string, not {}", kFlag, value.dump());
       const std::string method = value.get<std::string>();
-      if (method != "ngram") {
-        fail("{}: method \"{}\" is not supported (Lumen has \"ngram\"; draft models, layer skip and lookahead are "
-             "to come)", kFlag, method);
+      if (method == "ngram") {
+        c.method = SpeculativeMethod::Ngram;
+      } else if (method == "draft_model") {
+        c.method = SpeculativeMethod::DraftModel;
+      } else if (method == "layer_skip") {
+        c.method = SpeculativeMethod::LayerSkip;
+      } else {
+        fail("{}: method \"{}\" is not supported (Lumen has \"ngram\", \"draft_model\" and \"layer_skip\"; "
+             "lookahead is to come)", kFlag, method);
       }
-      c.method = SpeculativeMethod::Ngram;
     } else if (key == "num_speculative_tokens") {
       c.num_speculative_tokens = integer_field(value, key);
     } else if (key == "prompt_lookup_max") {
       c.prompt_lookup_max = integer_field(value, key);
     } else if (key == "prompt_lookup_min") {
       c.prompt_lookup_min = integer_field(value, key);
+    } else if (key == "model") {
+      if (!value.is_string()) fail("{}: \"model\" must be a string (the draft's GGUF path), not {}", kFlag, value.dump());
+      c.model = value.get<std::string>();
+    } else if (key == "num_layers") {
+      c.num_layers = integer_field(value, key);
     } else if (key == "disable_by_batch_size") {
       c.disable_by_batch_size = integer_field(value, key);
     } else if (key == "min_acceptance_rate") {
@@ -54,7 +64,7 @@ SpeculativeConfig parse_speculative_config(const std::string& text) {
       c.min_acceptance_rate = value.get<double>();
     } else {
       fail("{}: unknown key \"{}\" (known: method, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min, "
-           "disable_by_batch_size, min_acceptance_rate)", kFlag, key);
+           "model, num_layers, disable_by_batch_size, min_acceptance_rate)", kFlag, key);
     }
   }
   if (!j.contains("num_speculative_tokens")) fail("{}: \"num_speculative_tokens\" is missing", kFlag);

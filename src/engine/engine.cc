@@ -15,6 +15,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "engine/draft_proposers.h"
 #include "engine/engine_test_access.h"
 #include "engine/kv_budget.h"
 #include "engine/loaded_model.h"
@@ -220,8 +221,10 @@ struct Engine::Impl {
   std::atomic<int64_t> unfinished{0};
 
   // The loop thread's own.
-  engine::Speculation speculation{config.speculative, spec::make_proposer(config.speculative), config.jump_forward,
-                                  model.tokenizer};
+  engine::Speculation speculation{config.speculative,
+                                  engine::make_proposer(config.speculative, model, *handle.state().backend,
+                                                        static_cast<int32_t>(n_blocks), config.block_size),
+                                  config.jump_forward, model.tokenizer};
   engine::OutputProcessor outputs{scheduler,     speculation, model.tokenizer,    next_id,
                                   unfinished,    max_model_len, runner.vocab_size()};
   uint64_t arrivals = 0;
@@ -391,6 +394,9 @@ void Engine::wait_for_work(std::chrono::milliseconds timeout) {
 bool Engine::step() {
   Impl& m = *impl_;
   m.drain_inbox();
+  // A step's time includes its proposer's: a draft model's passes cost per draft token much as
+  // the verification's extra rows do, and the draft length is chosen from both (below).
+  const auto proposing = std::chrono::steady_clock::now();
   if (m.speculation.enabled()) {
     m.speculation.propose(m.outputs.live_sequences(), static_cast<int64_t>(m.scheduler.n_running()), m.max_model_len);
   }
@@ -400,7 +406,6 @@ bool Engine::step() {
     m.outputs.mark_scheduled(plan);
     std::span<float> logits;
     std::string fault;
-    const auto started = std::chrono::steady_clock::now();
     // Structured output: the grammar masks of the rows about to be sampled are computed beside
     // the forward pass (each mask depends only on tokens already accepted).
     std::future<void> masks = engine::prepare_grammar_masks(plan, m.outputs.live_sequences(),
@@ -420,7 +425,7 @@ bool Engine::step() {
       if (m.speculation.enabled() && plan.chunks.size() == 1 && plan.chunks[0].samples &&
           plan.chunks[0].n_tokens - plan.chunks[0].n_draft == 1) {
         m.speculation.record_step(plan.chunks[0].n_draft,
-                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - proposing).count());
       }
       m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
       m.scheduler.complete(plan);

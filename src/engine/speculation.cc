@@ -67,6 +67,7 @@ int64_t Speculation::draft_room(const Completion& c, int64_t max_model_len) cons
 void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live, int64_t n_running,
                           int64_t max_model_len) {
   requests_.clear();
+  if (proposer_ != nullptr) proposer_->forget_ended([&live](uint64_t id) { return live.contains(id); });
   const bool batch_allows = config_.disable_by_batch_size == 0 || n_running <= config_.disable_by_batch_size;
   for (const auto& [id, c] : live) {
     Sequence& seq = c->seq;
@@ -76,7 +77,7 @@ void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live,
     const int64_t room = draft_room(*c, max_model_len);
     // The history counts only steps the sequence could have speculated in.
     if (room == 0 || !seq.spec_history.ready()) continue;
-    requests_.push_back({seq.id, seq.tokens, static_cast<int32_t>(room), &seq.draft});
+    requests_.push_back({seq.id, seq.tokens, static_cast<int32_t>(room), &seq.draft, seq.blocks.cache_salt()});
   }
   if (!requests_.empty()) proposer_->propose(requests_);
   for (const spec::DraftRequest& r : requests_) {

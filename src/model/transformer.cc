@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/rope_config.h"
@@ -28,6 +29,25 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   require_supported_features(arch_, hp_);
   weights_ = bind_weights(file, arch_, hp_, backend_);
+  init();
+}
+
+Transformer::Transformer(const Transformer& target, uint64_t n_layers)
+    : backend_(target.backend_), hp_(target.hp_), arch_(target.arch_) {
+  if (n_layers < 1 || n_layers >= target.hp_.block_count) {
+    fail("a layer-skip draft takes 1 to {} of the model's {} layers (got {})", target.hp_.block_count - 1,
+         target.hp_.block_count, n_layers);
+  }
+  hp_.block_count = n_layers;
+  // Per-layer hyperparameters keep their leading entries: layer i of the draft is layer i.
+  if (!hp_.sliding_window_layers.empty()) hp_.sliding_window_layers.resize(n_layers);
+  hp_.leading_dense_block_count = std::min(hp_.leading_dense_block_count, n_layers);
+  weights_ = target.weights_;
+  weights_.layers.resize(n_layers);
+  init();
+}
+
+void Transformer::init() {
   const float* rope_freqs = weights_.rope_freqs ? static_cast<const float*>(weights_.rope_freqs->data) : nullptr;
   rope_ = rope_config(hp_, arch_, rope_freqs);
   rope_local_ = local_rope_config(rope_, hp_, arch_);

@@ -30,6 +30,11 @@ struct ForwardBatch {
 class Transformer {
  public:
   Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp);
+  // Self-speculation's draft (layer skip, LayerSkip / Draft & Verify): the first `n_layers`
+  // layers of `target` (1 .. its layers - 1), then its final norm and output head. The weights
+  // are the target's own views, nothing copied or uploaded, so `target` must outlive this; the
+  // activations (and a mixture of experts' routing counts) are this model's own.
+  Transformer(const Transformer& target, uint64_t n_layers);
 
   // Writes logit_rows.size() rows of vocab_size logits to `logits`.
   void forward(const ForwardBatch& batch, KvCache& cache, float* logits);
@@ -53,6 +58,8 @@ class Transformer {
 
  private:
   struct Activations;
+  // What both constructors do once the weights are bound: rope, attention and layer settings.
+  void init();
   void ensure_capacity(int64_t n_tokens, int64_t n_logit_rows);
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
   void mlp_block(size_t layer, int64_t n);

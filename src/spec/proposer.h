@@ -7,8 +7,10 @@
 // verification lossless (engine/draft_verification.h).
 //
 // Batched on purpose: the n-gram proposer handles sequences one by one, but a draft-model or
-// layer-skip proposer will run one forward pass over all of a step's sequences.
+// layer-skip proposer runs one forward pass over all of a step's sequences
+// (engine/draft_model_proposer.h).
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -20,12 +22,18 @@ struct DraftRequest {
   std::span<const int32_t> tokens;
   int32_t max_tokens = 0;              // propose at most this many (> 0)
   std::vector<int32_t>* draft = nullptr;  // out: cleared, then the proposal (possibly none)
+  // The sequence's prefix-cache salt: a proposer that caches per-prefix state (a draft model's
+  // K/V) shares it only between sequences of the same salt, as the engine's own cache does.
+  uint64_t cache_salt = 0;
 };
 
 class Proposer {
  public:
   virtual ~Proposer() = default;
   virtual void propose(std::span<const DraftRequest> requests) = 0;
+  // Called before every step: a proposer that keeps state per sequence (a draft model's K/V)
+  // lets go of the sequences for which `live` is false (finished, aborted).
+  virtual void forget_ended(const std::function<bool(uint64_t sequence_id)>& live) { (void)live; }
 };
 
 }  // namespace lumen::spec

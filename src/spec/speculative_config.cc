@@ -5,6 +5,38 @@
 
 namespace lumen::spec {
 
+namespace {
+
+// Each method's own fields, and no other method's: a field that would be ignored is a mistake
+// worth saying (a draft model given to "layer_skip", lookup bounds given to a draft model).
+void check_method_fields(const SpeculativeConfig& c) {
+  const bool ngram = c.method == SpeculativeMethod::Ngram;
+  const bool draft = c.method == SpeculativeMethod::DraftModel;
+  const bool skip = c.method == SpeculativeMethod::LayerSkip;
+  if (!ngram && (c.prompt_lookup_min != 0 || c.prompt_lookup_max != 0)) {
+    fail("speculative config: prompt_lookup_min and prompt_lookup_max apply to method ngram only");
+  }
+  if (draft && c.model.empty()) fail("speculative config: method draft_model needs \"model\", the draft's GGUF path");
+  if (!draft && !c.model.empty()) fail("speculative config: \"model\" applies to method draft_model only");
+  if (skip && c.num_layers < 1) {
+    fail("speculative config: num_layers must be >= 1 for method layer_skip (got {})", c.num_layers);
+  }
+  if (!skip && c.num_layers != 0) fail("speculative config: num_layers applies to method layer_skip only");
+}
+
+// The adaptive fields every method shares.
+SpeculativeConfig checked_adaptive(const SpeculativeConfig& c) {
+  if (c.disable_by_batch_size < 0) {
+    fail("speculative config: disable_by_batch_size must be >= 0 (got {})", c.disable_by_batch_size);
+  }
+  if (!(c.min_acceptance_rate >= 0.0 && c.min_acceptance_rate <= 1.0)) {
+    fail("speculative config: min_acceptance_rate must be in [0, 1] (got {})", c.min_acceptance_rate);
+  }
+  return c;
+}
+
+}  // namespace
+
 SpeculativeConfig resolved(const SpeculativeConfig& config) {
   SpeculativeConfig c = config;
   if (c.method == SpeculativeMethod::None) return c;
@@ -12,10 +44,13 @@ SpeculativeConfig resolved(const SpeculativeConfig& config) {
     fail("speculative config: num_speculative_tokens must be in [1, {}] (got {})", kMaxSpeculativeTokens,
          c.num_speculative_tokens);
   }
+  check_method_fields(c);
   if (c.prompt_lookup_min < 0 || c.prompt_lookup_max < 0) {
     fail("speculative config: prompt_lookup_min and prompt_lookup_max must be >= 1 (got {} and {})",
          c.prompt_lookup_min, c.prompt_lookup_max);
   }
+  // Only the other fields' checks below apply to a model-based proposer.
+  if (c.method != SpeculativeMethod::Ngram) return checked_adaptive(c);
   // vLLM's defaults: one bound given sets the other; none gives 5 and 5.
   if (c.prompt_lookup_min == 0 && c.prompt_lookup_max == 0) c.prompt_lookup_min = c.prompt_lookup_max = 5;
   if (c.prompt_lookup_min == 0) c.prompt_lookup_min = c.prompt_lookup_max;
@@ -26,13 +61,7 @@ SpeculativeConfig resolved(const SpeculativeConfig& config) {
   }
   // Past this the backward scan compares more than it can ever gain.
   if (c.prompt_lookup_max > 1024) fail("speculative config: prompt_lookup_max must be at most 1024 (got {})", c.prompt_lookup_max);
-  if (c.disable_by_batch_size < 0) {
-    fail("speculative config: disable_by_batch_size must be >= 0 (got {})", c.disable_by_batch_size);
-  }
-  if (!(c.min_acceptance_rate >= 0.0 && c.min_acceptance_rate <= 1.0)) {
-    fail("speculative config: min_acceptance_rate must be in [0, 1] (got {})", c.min_acceptance_rate);
-  }
-  return c;
+  return checked_adaptive(c);
 }
 
 std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config) {
@@ -41,6 +70,11 @@ std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config) {
       return nullptr;
     case SpeculativeMethod::Ngram:
       return std::make_unique<NgramProposer>(config.prompt_lookup_min, config.prompt_lookup_max);
+    case SpeculativeMethod::DraftModel:
+    case SpeculativeMethod::LayerSkip:
+      // They need the target (its vocabulary, its weights, its backend): the engine makes them
+      // (engine/draft_proposers.h).
+      return nullptr;
   }
   return nullptr;
 }

@@ -15,7 +15,8 @@ inline constexpr int32_t kMaxSpeculativeTokens = 64;
 // line naming the field, when it is out of range.
 SpeculativeConfig resolved(const SpeculativeConfig& config);
 
-// nullptr when speculation is off. `config` must be resolved.
+// The n-gram proposer; nullptr when speculation is off, and for the methods that need the
+// target model (draft_model, layer_skip: engine/draft_proposers.h). `config` must be resolved.
 std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config);
 
 }  // namespace lumen::spec

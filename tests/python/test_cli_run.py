@@ -6,7 +6,7 @@ import signal
 import subprocess
 import time
 
-from conftest import lumen_bin, real_model
+from conftest import lumen_bin, real_model, run_lumen
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # A chat turn the default model answers greedily in about 30 tokens and ends with <|im_end|>.
@@ -136,6 +136,23 @@ def test_speculative_config_gives_the_same_text_and_reports_acceptance():
     assert m and int(m.group(2)) > 0, spec.stderr
 
 
+def test_draft_model_and_layer_skip_give_the_same_text(tmp_path):
+    # The real model's first 26 layers as its draft, in place (layer_skip) and as a pruned file
+    # (draft_model): the same greedy text as without, and drafts accepted.
+    prompt = "<|im_start|>user\nWhat is a lighthouse for?<|im_end|>\n<|im_start|>assistant\n"
+    draft = tmp_path / "draft-26.gguf"
+    assert run_lumen("prune", real_model("SmolLM2-135M-Instruct.Q4_1.gguf"), draft, "--keep-layers", "26").returncode == 0
+    plain = run("-p", prompt, "-n", "24")
+    for config in ('{"method": "layer_skip", "num_layers": 26, "num_speculative_tokens": 3, "min_acceptance_rate": 0}',
+                   '{"method": "draft_model", "model": "%s", "num_speculative_tokens": 3, "min_acceptance_rate": 0}'
+                   % draft):
+        spec = run("-p", prompt, "-n", "24", "--speculative-config", config)
+        assert spec.returncode == 0, spec.stderr
+        assert spec.stdout == plain.stdout, config
+        m = re.search(r"speculative decoding: (\d+) drafts, (\d+) of (\d+) draft tokens accepted", spec.stderr)
+        assert m and int(m.group(2)) > 0, spec.stderr
+
+
 def test_malformed_speculative_config_is_a_one_line_error():
     for value in ["{", "[]", '"ngram"', '{"method": "ngram"}', '{"num_speculative_tokens": 3}',
                   '{"method": "eagle", "num_speculative_tokens": 3}', '{"method": 1, "num_speculative_tokens": 3}',
@@ -143,7 +160,11 @@ def test_malformed_speculative_config_is_a_one_line_error():
                   '{"method": "ngram", "num_speculative_tokens": 1e99}',
                   '{"method": "ngram", "num_speculative_tokens": 99999999999}',
                   '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 5, "prompt_lookup_max": 2}',
-                  '{"method": "ngram", "num_speculative_tokens": 3, "lookahead": true}']:
+                  '{"method": "ngram", "num_speculative_tokens": 3, "lookahead": true}',
+                  '{"method": "draft_model", "num_speculative_tokens": 3}',
+                  '{"method": "draft_model", "model": 5, "num_speculative_tokens": 3}',
+                  '{"method": "layer_skip", "num_speculative_tokens": 3}',
+                  '{"method": "layer_skip", "num_layers": 4, "model": "d.gguf", "num_speculative_tokens": 3}']:
         r = run("-p", "Hi", "-n", "4", "--speculative-config", value)
         assert r.returncode == 1, (value, r.stderr)
         assert r.stderr.strip().count("\n") == 0 and "--speculative-config" in r.stderr, (value, r.stderr)

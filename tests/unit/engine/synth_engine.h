@@ -23,22 +23,33 @@ namespace lumen::testing {
 
 class SynthEngineTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  // One layer: the engine logic is what is tested, not the model. A fixture that needs more
+  // (layer-skip speculation) sets up its own with set_up_model.
+  static void SetUpTestSuite() { set_up_model(1); }
+  static void set_up_model(uint64_t block_count) {
     if (!have_testdata()) return;  // each test skips in SetUp
-    path_ = new std::string(
-        (std::filesystem::temp_directory_path() /
-         ("lumen_engine_synth_" + std::to_string(::getpid()) + ".gguf"))
-            .string());
+    path_ = new std::string(temp_model_path("synth"));
+    write_model(*path_, block_count, 5);
+    backend_ = new backend::CpuBackend(2);
+    model_ = new engine::LoadedModel(engine::LoadedModel::load(*path_, *backend_));
+  }
+  // A synthetic model of smollm2's shapes with the shared test vocabulary (or `vocab_file`
+  // from the shared test data's tokenizer folder).
+  static void write_model(const std::string& path, uint64_t block_count, uint64_t seed,
+                          const std::string& vocab_file = "ggml-vocab-llama-spm.gguf") {
     model::SynthOptions options;
     options.preset = "smollm2-135m";
     options.type = tensor::DType::Q8_0;
-    options.vocab_path = std::string(LUMEN_TESTDATA_DIR) + "/tokenizer/ggml-vocab-llama-spm.gguf";
-    options.seed = 5;
-    options.block_count = 1;  // one layer: the engine logic is what is tested, not the model
+    options.vocab_path = std::string(LUMEN_TESTDATA_DIR) + "/tokenizer/" + vocab_file;
+    options.seed = seed;
+    options.block_count = block_count;
     options.threads = 2;
-    model::write_synthetic_model(options, *path_);
-    backend_ = new backend::CpuBackend(2);
-    model_ = new engine::LoadedModel(engine::LoadedModel::load(*path_, *backend_));
+    model::write_synthetic_model(options, path);
+  }
+  static std::string temp_model_path(const std::string& what) {
+    return (std::filesystem::temp_directory_path() /
+            ("lumen_engine_" + what + "_" + std::to_string(::getpid()) + ".gguf"))
+        .string();
   }
   // The loaded model as the public API's handle, for an Engine.
   static Model handle() { return engine::borrow_model(*model_, *backend_); }
@@ -48,6 +59,9 @@ class SynthEngineTest : public ::testing::Test {
     delete backend_;
     if (path_ != nullptr) std::filesystem::remove(*path_);
     delete path_;
+    path_ = nullptr;
+    model_ = nullptr;
+    backend_ = nullptr;
   }
   // The synthetic model takes its vocabulary from the shared test data.
   void SetUp() override { LUMEN_REQUIRE_TESTDATA(); }

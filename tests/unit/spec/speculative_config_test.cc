@@ -55,5 +55,41 @@ TEST(SpeculativeConfig, OutOfRangeValuesAreRefusedNamingTheField) {
   EXPECT_NO_THROW(resolved(off));
 }
 
+TEST(SpeculativeConfig, EachModelMethodNeedsItsOwnFieldsAndNoOthers) {
+  auto refuses = [](SpeculativeConfig c, const std::string& field) {
+    try {
+      resolved(c);
+      ADD_FAILURE() << "accepted, expected an error about " << field;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  SpeculativeConfig draft;
+  draft.method = SpeculativeMethod::DraftModel;
+  draft.num_speculative_tokens = 4;
+  refuses(draft, "\"model\"");  // no path
+  draft.model = "draft.gguf";
+  EXPECT_NO_THROW(resolved(draft));
+  // The engine makes it (it needs the target): not the n-gram factory.
+  EXPECT_EQ(make_proposer(resolved(draft)), nullptr);
+  SpeculativeConfig lookup = draft;
+  lookup.prompt_lookup_max = 3;
+  refuses(lookup, "prompt_lookup");
+  SpeculativeConfig layers = draft;
+  layers.num_layers = 4;
+  refuses(layers, "num_layers");
+  SpeculativeConfig skip;
+  skip.method = SpeculativeMethod::LayerSkip;
+  skip.num_speculative_tokens = 4;
+  refuses(skip, "num_layers");
+  skip.num_layers = 8;
+  EXPECT_NO_THROW(resolved(skip));
+  skip.model = "draft.gguf";
+  refuses(skip, "\"model\"");
+  SpeculativeConfig ngram_with_model = ngram(3);
+  ngram_with_model.model = "draft.gguf";
+  refuses(ngram_with_model, "draft_model only");
+}
+
 }  // namespace
 }  // namespace lumen::spec

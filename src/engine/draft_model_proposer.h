@@ -1,0 +1,73 @@
+#pragma once
+// Speculative decoding's draft-model proposer (vLLM's "draft_model"), also the layer-skip
+// proposer (its model is then a view of the target's first layers: draft_proposers.h).
+//
+// Per step, over all sequences that may draft at once: each sequence's draft K/V is brought up to
+// its tokens (DraftSequences: what no longer matches is dropped, what is missing is computed in
+// chunks, the prefix cache first), the logits after its last token give the first draft token,
+// and each further pass feeds every sequence's latest draft token to get the next one, until
+// each has the length the engine asked for. One flat forward pass per round, all sequences
+// together, on the target's backend and threads.
+//
+// Greedy on purpose: the draft's token is the argmax of its logits (lowest id on ties), so the
+// draft is a deterministic function of the sequence, a point-mass q in the rejection-sampling
+// sense, and the engine's verification (sample from the target, keep while it equals the draft)
+// is lossless as it is for the n-gram proposer, whatever the request's sampling. A sampled
+// draft would need its q distribution carried to the verifier, for an acceptance rate that is
+// rarely better.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/draft_sequences.h"
+#include "engine/loaded_model.h"
+#include "model/transformer.h"
+#include "spec/proposer.h"
+
+namespace lumen::engine {
+
+// What the draft runs: a model loaded from its own file, or a view of the target's layers.
+// Exactly one of the two is set.
+struct DraftWeights {
+  std::unique_ptr<LoadedModel> file_model;
+  std::unique_ptr<model::Transformer> layer_view;
+  model::Transformer& transformer() const { return file_model ? *file_model->transformer : *layer_view; }
+};
+
+class DraftModelProposer final : public spec::Proposer {
+ public:
+  // The draft's K/V: `n_blocks` blocks of `block_size` positions on `backend`.
+  DraftModelProposer(DraftWeights weights, backend::Backend& backend, int32_t n_blocks, int32_t block_size);
+
+  void propose(std::span<const spec::DraftRequest> requests) override;
+  void forget_ended(const std::function<bool(uint64_t)>& live) override { sequences_.forget_ended(live); }
+
+  // Tests: how many sequences hold draft state.
+  size_t n_sequences() const { return sequences_.size(); }
+
+ private:
+  // A sequence being drafted for in this step.
+  struct Work {
+    const spec::DraftRequest* request;
+    DraftSequence* seq;
+    int64_t logit_row = -1;  // in this pass, -1 when it reads none
+  };
+  // One forward pass: every unfinished work's next catch-up chunk, or its latest draft token;
+  // then each one that read logits gets its next draft token. False when every work is done.
+  bool run_pass();
+
+  DraftWeights weights_;
+  model::Transformer& model_;
+  DraftSequences sequences_;
+  int64_t vocab_;
+  bool reported_failure_ = false;
+  // Reused from step to step.
+  std::vector<Work> work_;
+  std::vector<int32_t> tokens_, positions_, logit_rows_;
+  std::vector<backend::SequenceSlice> slices_;
+  std::vector<float> logits_;
+};
+
+}  // namespace lumen::engine
