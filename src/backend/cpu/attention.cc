@@ -7,6 +7,7 @@
 
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/kv_store.h"
+#include "tensor/quantize.h"
 #include "util/error.h"
 
 namespace lumen::backend::cpu {
@@ -133,7 +134,6 @@ void for_each_row(const TensorView& cache, const SequenceSlice& seq, int64_t fir
   }
 }
 
-size_t element_bytes(const TensorView& cache) { return cache.type == tensor::DType::F16 ? 2 : 4; }
 
 // Requests the cache lines of positions [first, first + n) of one KV head. A sequence's rows
 // are scattered over blocks and a task reads only its head's slice of each row, which the
@@ -148,8 +148,8 @@ size_t element_bytes(const TensorView& cache) { return cache.type == tensor::DTy
 // then deletes its calls.
 [[gnu::noipa]] void request_rows(const TensorView& cache, const SequenceSlice& seq, int64_t first,
                                  int64_t n, int64_t offset, int64_t dim, int64_t block_size) {
-  const size_t element = element_bytes(cache), bytes = static_cast<size_t>(dim) * element;
-  const auto* base = static_cast<const char*>(cache.data) + static_cast<size_t>(offset) * element;
+  const size_t bytes = kv_slice_bytes(cache.type, dim);
+  const auto* base = static_cast<const char*>(cache.data) + kv_slice_bytes(cache.type, offset);
   int64_t block = first / block_size, slot = first % block_size;
   for (int64_t j = 0; j < n; ++j) {
     const auto row = static_cast<int64_t>(seq.block_table[static_cast<size_t>(block)]) * block_size + slot;
@@ -171,11 +171,22 @@ struct TileRows {
 
 // Positions [first, first + n) of one sequence for one KV head: f16 rows as pointers into the
 // cache (recorded in `pointers`); f32 rows straight from the cache when the tile lies inside one
-// block, otherwise copied into `staging`.
+// block, otherwise copied into `staging`; compressed rows (bf16, q8_0, q4_0, fp8) dequantized
+// into `staging`, one head's slice of each row (whole blocks: the head starts at a block
+// boundary), so the cache itself never exists in a wider copy.
 TileRows tile_rows(const TensorView& cache, const SequenceSlice& seq, int64_t first, int64_t n,
                    int64_t offset, int64_t dim, int64_t block_size, float* staging,
                    const uint16_t** pointers) {
   TileRows rows;
+  if (cache.type != tensor::DType::F16 && cache.type != tensor::DType::F32) {
+    const tensor::BlockDequantizer dequantize = tensor::block_dequantizer(cache.type);
+    const int64_t blocks = dim / tensor::dtype_info(cache.type).block_elements;
+    for_each_row(cache, seq, first, n, kv_slice_bytes(cache.type, offset), block_size,
+                 [&](int64_t j, const char* row) { dequantize(row, staging + j * dim, blocks); });
+    rows.f32 = staging;
+    rows.stride = dim;
+    return rows;
+  }
   if (cache.type == tensor::DType::F16) {
     for_each_row(cache, seq, first, n, static_cast<size_t>(offset) * sizeof(uint16_t), block_size,
                  [&](int64_t j, const char* row) { pointers[j] = reinterpret_cast<const uint16_t*>(row); });
