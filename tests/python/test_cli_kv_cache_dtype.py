@@ -38,9 +38,11 @@ def ppl(dtype):
 
 
 def test_perplexity_with_compressed_caches_stays_near_f16():
+    # Four windows of 128 tokens (252 scored), a small sample: measured +0.40% for q8_0
+    # and +0.78% for fp8 here, +0.23% and +1.7% over the whole text at -c 512 (BENCHMARKS.md).
     base = ppl("f16")
-    assert ppl("q8_0") == pytest.approx(base, rel=0.005)
-    assert ppl("fp8_e4m3") == pytest.approx(base, rel=0.03)
+    assert ppl("q8_0") == pytest.approx(base, rel=0.01)
+    assert ppl("fp8_e4m3") == pytest.approx(base, rel=0.02)
 
 
 @pytest.mark.parametrize("command", [["run", "-p", "hi"], ["perplexity", "-f", str(TEXT)], ["bench", "throughput",

@@ -102,7 +102,8 @@ TEST_P(KvShift, TouchesOnlyTheGivenBlocksAndRefusesBadOnes) {
 
 // A compressed K (--kv-cache-dtype) shifts as llama.cpp's K-shift does it: widened to f32,
 // rotated, requantized. The result is the key rotated at its new position to within two
-// quantizations (stored, then requantized), and V's bytes do not move.
+// quantizations (stored, then requantized), and V's bytes do not move. A shift that did not
+// rotate, or rotated the wrong way, would miss by the keys' own size (about 1).
 TEST(KvShiftCompressed, RequantizedKeysMatchTheKeysRotatedAtTheirNewPositions) {
   RopeConfig rope;
   rope.rope_dims = kHeadDim;
@@ -119,10 +120,15 @@ TEST(KvShiftCompressed, RequantizedKeysMatchTheKeysRotatedAtTheirNewPositions) {
   };
   std::vector<float> moved = rotated_at(delta);
   const std::vector<float> want = rotated_at(0);
-  // Worst error of one quantization relative to a row's largest |value| (about 1 here), twice.
-  const std::pair<tensor::DType, double> types[] = {
-      {tensor::DType::BF16, 2 * 0.004}, {tensor::DType::Q8_0, 2 * 0.0045},
-      {tensor::DType::Q4_0, 2 * 0.07}, {tensor::DType::FP8_E4M3, 2 * 0.07}};
+  // One quantization's worst error for values up to sqrt(2) (rotated pairs of values in
+  // [-1, 1]): bf16 and fp8 half a unit of their last place relative to the value, q8_0 half a
+  // step of amax / 127, q4_0 a whole step of amax / 8 (its clamped end). The shift rotates the
+  // first error (a pair's errors combine: up to sqrt(2) of it) and adds a second: 2.5 of one.
+  const double amax = std::sqrt(2.0);
+  const std::pair<tensor::DType, double> types[] = {{tensor::DType::BF16, 2.5 * amax * 0x1p-9},
+                                                    {tensor::DType::Q8_0, 2.5 * amax / 254},
+                                                    {tensor::DType::Q4_0, 2.5 * amax / 8},
+                                                    {tensor::DType::FP8_E4M3, 2.5 * amax * 0x1p-4}};
   for (const auto& [type, tolerance] : types) {
     SCOPED_TRACE(std::string(tensor::dtype_name(type)));
     const size_t row_bytes = kv_slice_bytes(type, kRow);
