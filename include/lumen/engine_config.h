@@ -1,9 +1,27 @@
 #pragma once
 // How an Engine is sized and scheduled.
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace lumen {
+
+// The element type of the paged KV cache (vLLM's --kv-cache-dtype, llama.cpp's -ctk / -ctv;
+// one type for both K and V). F16 is llama.cpp's default. The others trade accuracy for room:
+// Bf16 (round to nearest even), Q8_0 and Q4_0 (ggml's blocks of 32 values with an f16 scale,
+// quantized as ggml's reference quantizers do: 8.5 and 4.5 bits per value), Fp8E4m3 (OCP E4M3
+// with a scale of 1.0, as vLLM's fp8 cache without calibration: values past +-448 saturate).
+// Attention dequantizes a head's rows tile by tile as it reads them. Only the CPU backend has
+// the compressed types; another backend refuses them when the Engine is made.
+enum class KvCacheDtype { F16, Bf16, Q8_0, Q4_0, Fp8E4m3 };
+
+// "f16", "bf16", "q8_0", "q4_0", "fp8_e4m3" (also vLLM's "auto" for f16 and "fp8"), any case;
+// nullopt for anything else.
+std::optional<KvCacheDtype> parse_kv_cache_dtype(std::string_view name);
+std::string_view kv_cache_dtype_name(KvCacheDtype dtype);
+// The accepted names, for an error message: "f16, bf16, q8_0, q4_0, fp8_e4m3".
+std::string_view kv_cache_dtype_choices();
 
 enum class SchedulingPolicy { Fcfs, Priority };
 
@@ -60,6 +78,7 @@ struct EngineConfig {
   int64_t max_num_batched_tokens = 512;   // tokens per step (decodes + prefill chunks)
   int32_t block_size = 16;                // tokens per KV block
   int64_t kv_cache_bytes = 0;             // 0: kv_cache_ram_fraction of the available RAM
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::F16;  // K and V's element type (block bytes follow it)
   // > 0: exactly this many KV blocks, whatever the byte budgets say (a single-user tool that
   // knows how many tokens it will hold: lumen run and chat).
   int64_t num_kv_blocks = 0;

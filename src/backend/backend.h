@@ -80,6 +80,22 @@ inline int64_t attention_value_dim(const AttentionConfig& config) {
   return config.value_dim != 0 ? config.value_dim : config.head_dim;
 }
 
+// The element types a KV cache may hold: f32, f16 (the default), and the compressed ones of
+// --kv-cache-dtype: bf16, q8_0 and q4_0 (ggml's 32-value blocks with an f16 scale) and FP8 E4M3
+// (tensor/fp8.h, a scale of 1). Quantized rows hold whole blocks per head, so a head's slice
+// of a row starts at a block boundary (kv_slice_bytes).
+inline bool is_kv_cache_type(tensor::DType type) {
+  using tensor::DType;
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::Q8_0 ||
+         type == DType::Q4_0 || type == DType::FP8_E4M3;
+}
+
+// Bytes of the first `elements` values of a cache row (a whole number of the type's blocks).
+inline size_t kv_slice_bytes(tensor::DType type, int64_t elements) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(type);
+  return static_cast<size_t>(elements / info.block_elements) * info.block_bytes;
+}
+
 // Bytes of one block of K in a layer.
 inline size_t kv_block_bytes(const KvLayer& cache) {
   return cache.k.row_bytes * static_cast<size_t>(cache.block_size);
@@ -101,6 +117,12 @@ class Backend {
   virtual std::string_view name() const = 0;
   // The device memory buffers come from, when it is not the host's RAM (the CPU: none).
   virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
+
+  // Whether this backend's store_kv, attention and block moves work on a cache of `type`
+  // (is_kv_cache_type): every backend has f16 and f32; the CPU also the compressed types.
+  virtual bool supports_kv_type(tensor::DType type) const {
+    return type == tensor::DType::F16 || type == tensor::DType::F32;
+  }
 
   virtual std::unique_ptr<Buffer> allocate(size_t bytes) = 0;
   // Makes host-resident weights usable by the backend. The CPU backend returns a view of the

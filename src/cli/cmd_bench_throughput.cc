@@ -87,9 +87,22 @@ void run_throughput(const ThroughputOptions& options) {
   int64_t peak_blocks = 0;
   int64_t finished = 0;
   auto last_draw = start;
+  // Decode speed alone: the steps in which every token computed was a sampled one (no prompt
+  // token, no draft), the phase whose cost grows with the KV cache read each step.
+  double decode_seconds = 0;
+  uint64_t decode_tokens = 0;
+  EngineStats before = engine.stats();
   while (engine.has_unfinished()) {
+    const auto step_start = Clock::now();
     engine.step();
+    const auto step_end = Clock::now();
     const EngineStats s = engine.stats();
+    const uint64_t generated = s.generated_tokens - before.generated_tokens;
+    if (generated > 0 && s.computed_tokens - before.computed_tokens == generated) {
+      decode_seconds += std::chrono::duration<double>(step_end - step_start).count();
+      decode_tokens += generated;
+    }
+    before = s;
     if (s.kv_slots_allocated > 0) {
       waste_sum += 1.0 - static_cast<double>(s.kv_slots_filled) / static_cast<double>(s.kv_slots_allocated);
       ++waste_steps;
@@ -127,6 +140,8 @@ void run_throughput(const ThroughputOptions& options) {
       {"requests_per_s", static_cast<double>(options.num_prompts) / seconds},
       {"output_tokens_per_s", static_cast<double>(output_tokens) / seconds},
       {"total_tokens_per_s", static_cast<double>(input_tokens + output_tokens) / seconds},
+      {"decode_tokens_per_s", decode_seconds > 0 ? static_cast<double>(decode_tokens) / decode_seconds : 0.0},
+      {"kv_cache_dtype", kv_cache_dtype_name(engine.config().kv_cache_dtype)},
       {"max_num_seqs", engine.config().max_num_seqs},
       {"max_num_batched_tokens", engine.config().max_num_batched_tokens},
       {"kv_cache_bytes", s.kv_cache_bytes},
@@ -148,9 +163,11 @@ void run_throughput(const ThroughputOptions& options) {
   fmt::print("throughput: {:.2f} requests/s, {:.1f} output tokens/s, {:.1f} total tokens/s\n",
              result["requests_per_s"].get<double>(), result["output_tokens_per_s"].get<double>(),
              result["total_tokens_per_s"].get<double>());
-  fmt::print("KV cache: {} blocks ({:.1f} MiB), peak use {:.1f}%, unused in allocated blocks {:.2f}%; "
+  fmt::print("decode steps alone: {:.1f} tokens/s\n", result["decode_tokens_per_s"].get<double>());
+  fmt::print("KV cache ({}): {} blocks ({:.1f} MiB), peak use {:.1f}%, unused in allocated blocks {:.2f}%; "
              "prefix hit rate {:.1f}%; preemptions {}\n",
-             s.kv_blocks_total, static_cast<double>(s.kv_cache_bytes) / (1 << 20),
+             kv_cache_dtype_name(engine.config().kv_cache_dtype), s.kv_blocks_total,
+             static_cast<double>(s.kv_cache_bytes) / (1 << 20),
              100 * result["kv_peak_usage"].get<double>(),
              100 * result["kv_unused_in_allocated_blocks"].get<double>(), 100 * hit_rate,
              s.preemptions);

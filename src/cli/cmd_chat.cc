@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/device_option.h"
+#include "cli/kv_cache_dtype_flag.h"
 #include "cli/interrupt.h"
 #include "cli/line_reader.h"
 #include "cli/sampling_options.h"
@@ -37,6 +38,7 @@ struct ChatOptions {
   std::string device;
   SamplingParams sampling;
   SpeculativeFlag speculative;
+  KvCacheDtypeFlag kv_cache_dtype;
 };
 
 void chat_loop(const ChatOptions& options) {
@@ -50,6 +52,7 @@ void chat_loop(const ChatOptions& options) {
   // The prefix cache keeps the conversation's K/V from turn to turn: each turn computes only
   // the tokens after the part already cached.
   EngineConfig config = single_user_config(context, 1);
+  config.kv_cache_dtype = options.kv_cache_dtype.value();
   // A chat reply often quotes the conversation (code being edited, a passage being summarized),
   // which is where n-gram speculation finds its drafts.
   config.speculative = speculative;
@@ -115,6 +118,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   add_device_option(cmd, options->device);
   options->speculative.add_to(cmd);
+  options->kv_cache_dtype.add_to(cmd);
   cmd->add_option("-c,--ctx-size", options->context, "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its KV cache is paged and shared, --max-model-len)")->capture_default_str();
   cmd->callback([options] { chat_loop(*options); });
 }

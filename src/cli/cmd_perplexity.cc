@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/device_option.h"
+#include "cli/kv_cache_dtype_flag.h"
 #include "cli/text_file.h"
 #include "lumen/model.h"
 #include "tools/perplexity.h"
@@ -29,6 +30,7 @@ struct PerplexityCliOptions {
   bool kl_divergence = false;
   bool json = false;
   std::string device;
+  KvCacheDtypeFlag kv_cache_dtype;
 };
 
 double per_second(int64_t tokens, double seconds) {
@@ -57,6 +59,7 @@ void run_perplexity(const PerplexityCliOptions& o, const Model& model) {
     nlohmann::ordered_json j = {{"model", model.info().path},
                                 {"n_ctx", r.n_ctx},
                                 {"n_batch", o.run.n_batch},
+                                {"kv_cache_dtype", kv_cache_dtype_name(o.run.kv_cache_dtype)},
                                 {"n_windows", r.n_windows},
                                 {"text_tokens", tokens.size()},
                                 {"tokens_evaluated", r.tokens_evaluated},
@@ -161,6 +164,7 @@ void run_kl_divergence(const PerplexityCliOptions& o, const Model& model) {
 }
 
 void run(PerplexityCliOptions o) {
+  o.run.kv_cache_dtype = o.kv_cache_dtype.value();
   const Model model = Model::load(resolve_model_path(o.model), {.device = o.device, .threads = o.run.threads});
   if (o.kl_divergence) {
     run_kl_divergence(o, model);
@@ -184,6 +188,7 @@ void add_perplexity_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", o->run.threads, "Threads (default: all cores)");
   add_device_option(cmd, o->device);
+  o->kv_cache_dtype.add_to(cmd);
   cmd->add_option("--kl-divergence-base", o->base_file,
                   "Base log-probabilities file (llama.cpp's format): written by a perplexity run, read with --kl-divergence");
   cmd->add_flag("--kl-divergence", o->kl_divergence,

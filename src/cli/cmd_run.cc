@@ -18,6 +18,7 @@
 #include "lumen/engine.h"
 #include "lumen/model.h"
 #include "cli/context_shift_flags.h"
+#include "cli/kv_cache_dtype_flag.h"
 #include "cli/speculative_flag.h"
 #include "util/error.h"
 
@@ -38,6 +39,7 @@ struct RunOptions {
   SamplingParams sampling;
   ContextShiftFlags context_shift;
   SpeculativeFlag speculative;
+  KvCacheDtypeFlag kv_cache_dtype;
 
   // Whether the output is several completions or log-probability tables, printed once the
   // request ends (run_completions.h), rather than one text streamed as it is made.
@@ -92,6 +94,7 @@ void run(RunOptions options) {
   const int32_t sequences = params.use_beam_search ? 2 * width : width;
   EngineConfig config = single_user_config(context, sequences);
   options.context_shift.apply(config);
+  config.kv_cache_dtype = options.kv_cache_dtype.value();
   config.speculative = speculative;
   config.jump_forward = !options.speculative.no_jump_forward;
   Engine engine(model, config);
@@ -138,6 +141,7 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
   options->context_shift.add_to(cmd);
+  options->kv_cache_dtype.add_to(cmd);
   options->speculative.add_to(cmd);
   cmd->add_option("--min-tokens", options->sampling.min_tokens, "Generate at least this many tokens");
   cmd->add_option("--completions", options->sampling.n,

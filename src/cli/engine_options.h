@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/context_shift_flags.h"
+#include "cli/kv_cache_dtype_flag.h"
 #include "cli/speculative_flag.h"
 #include "lumen/engine_config.h"
 #include "util/error.h"
@@ -21,6 +22,7 @@ struct EngineFlags {
   std::string swap_space;  // "1G"
   ContextShiftFlags context_shift;
   SpeculativeFlag speculative;
+  KvCacheDtypeFlag kv_cache_dtype;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--max-num-seqs", config.max_num_seqs, "Sequences running at once")
@@ -49,6 +51,7 @@ struct EngineFlags {
                     "recompute (drop a preempted sequence's K/V) or swap (copy it to host memory)")
         ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
     cmd->add_option("--swap-space", swap_space, "Host memory for swapped blocks, e.g. 1G");
+    kv_cache_dtype.add_to(cmd);
     context_shift.add_to(cmd);
     speculative.add_to(cmd);
   }
@@ -57,6 +60,7 @@ struct EngineFlags {
   EngineConfig resolve() const {
     EngineConfig c = config;
     c.enable_prefix_caching = !no_prefix_caching;
+    c.kv_cache_dtype = kv_cache_dtype.value();
     c.free_out_of_window_kv = !keep_out_of_window_kv;
     context_shift.apply(c);
     c.speculative = speculative.config();

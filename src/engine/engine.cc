@@ -18,6 +18,7 @@
 #include "engine/draft_proposers.h"
 #include "engine/engine_test_access.h"
 #include "engine/kv_budget.h"
+#include "engine/kv_cache_dtype.h"
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
 #include "engine/model_state.h"
@@ -98,7 +99,8 @@ struct Engine::Impl {
         config(checked(engine_config)),
         layout(kv::make_kv_layout(model.transformer->layer_windows(), config.free_out_of_window_kv)),
         n_blocks(engine::kv_blocks_for(config, model.hparams, layout, *handle.state().backend)),
-        cache(*handle.state().backend, model.hparams, layout, n_blocks, config.block_size),
+        cache(*handle.state().backend, model.hparams, layout, n_blocks, config.block_size,
+              engine::kv_tensor_type(config.kv_cache_dtype)),
         pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
         kv_space(make_kv_space()),
         swap(make_swap_space()),

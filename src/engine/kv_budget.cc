@@ -4,6 +4,7 @@
 #include <fstream>
 #include <string>
 
+#include "engine/kv_cache_dtype.h"
 #include "model/kv_cache.h"
 #include "util/error.h"
 
@@ -23,6 +24,9 @@ uint64_t available_ram_bytes() {
 int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
                       const backend::Backend& backend) {
   if (config.block_size <= 0) fail("block size must be positive, not {}", config.block_size);
+  // Before any sizing, so a backend or model that cannot hold the type says so first.
+  const tensor::DType type = kv_tensor_type(config.kv_cache_dtype);
+  model::check_kv_cache_type(backend, hp, type);
   const int64_t null_blocks = layout.has_windows() ? 1 : 0;
   if (config.num_kv_blocks > 0) {
     if (config.num_kv_blocks < 2) fail("a KV cache needs at least 2 blocks, not {}", config.num_kv_blocks);
@@ -34,7 +38,7 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
     // One block more than the sequences can fill: admission keeps a block free (the watermark).
     return config.kv_cache_full_sequences * layout.pages_for(longest, config.block_size) + 1 + null_blocks;
   }
-  const size_t per_block = model::KvCache::bytes_per_page(hp, layout, config.block_size);
+  const size_t per_block = model::KvCache::bytes_per_page(hp, layout, config.block_size, type);
   uint64_t budget = 0;
   if (config.kv_cache_bytes > 0) {
     budget = static_cast<uint64_t>(config.kv_cache_bytes);

@@ -17,6 +17,23 @@ size_t owned_value_row(const HParams& hp) { return kv_values_in_keys(hp) ? 0 : k
 
 }  // namespace
 
+void check_kv_cache_type(const backend::Backend& backend, const HParams& hp, tensor::DType type) {
+  if (!backend::is_kv_cache_type(type)) {
+    fail("a KV cache cannot hold {}: f16, bf16, q8_0, q4_0, fp8_e4m3 or f32", tensor::dtype_name(type));
+  }
+  if (!backend.supports_kv_type(type)) {
+    fail("the {} backend keeps its KV cache in f16 (or f32) only, not {}; a compressed KV cache needs --device cpu",
+         backend.name(), tensor::dtype_name(type));
+  }
+  // Attention reads each head's slice of a row, which must be whole blocks of the type.
+  const int64_t block = tensor::dtype_info(type).block_elements;
+  const uint64_t value_head = is_mla(hp) ? hp.value_dim : hp.head_dim;
+  if (hp.head_dim % static_cast<uint64_t>(block) != 0 || value_head % static_cast<uint64_t>(block) != 0) {
+    fail("a {} KV cache needs heads of a multiple of {} values; this model's keys have {} and values {}",
+         tensor::dtype_name(type), block, hp.head_dim, value_head);
+  }
+}
+
 KvCache::KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks,
                  int64_t block_size, tensor::DType type)
     : KvCache(backend, hp, one_group(hp), n_blocks, block_size, type) {}
@@ -28,13 +45,10 @@ KvCache::KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layo
     fail("KV cache layout covers {} layers, the model has {}", layout_.group_of_layer.size(), hp.block_count);
   }
   if (n_blocks <= 0 || block_size <= 0) fail("KV cache needs blocks: {} x {}", n_blocks, block_size);
-  if (type != tensor::DType::F16 && type != tensor::DType::F32) {
-    fail("KV cache type must be F16 or F32, not {}", tensor::dtype_name(type));
-  }
-  const size_t element = tensor::dtype_info(type).block_bytes;
+  check_kv_cache_type(backend, hp, type);
   const auto k_row = static_cast<int64_t>(kv_key_row(hp)), v_row = static_cast<int64_t>(kv_value_row(hp));
   auto allocate = [&](int64_t row) {
-    const size_t row_bytes = static_cast<size_t>(row) * element;
+    const size_t row_bytes = backend::kv_slice_bytes(type, row);
     buffers_.push_back(backend.allocate(row_bytes * static_cast<size_t>(block_size * n_blocks)));
     return backend::TensorView{type, {row, block_size, n_blocks, 1}, row_bytes, buffers_.back()->data()};
   };
@@ -58,9 +72,9 @@ size_t KvCache::bytes_per_block(const HParams& hp, int64_t block_size, tensor::D
 
 size_t KvCache::bytes_per_page(const HParams& hp, const kv::KvLayout& layout, int64_t block_size,
                                tensor::DType type) {
-  const size_t row = kv_key_row(hp) + owned_value_row(hp);
-  return static_cast<size_t>(layout.group_size) * row * tensor::dtype_info(type).block_bytes *
-         static_cast<size_t>(block_size);
+  const size_t row = backend::kv_slice_bytes(type, static_cast<int64_t>(kv_key_row(hp))) +
+                     backend::kv_slice_bytes(type, static_cast<int64_t>(owned_value_row(hp)));
+  return static_cast<size_t>(layout.group_size) * row * static_cast<size_t>(block_size);
 }
 
 void KvCache::zero_block(int64_t block) {

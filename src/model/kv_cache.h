@@ -14,9 +14,13 @@
 
 namespace lumen::model {
 
+// Throws lumen::Error, one line, unless `backend` can hold this model's KV cache in `type`: a KV
+// cache type (backend::is_kv_cache_type) the backend supports, with heads of whole blocks.
+void check_kv_cache_type(const backend::Backend& backend, const HParams& hp, tensor::DType type);
+
 class KvCache {
  public:
-  // One group of every layer.
+  // One group of every layer. `type`: the element type of K and V (check_kv_cache_type).
   KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks, int64_t block_size,
           tensor::DType type = tensor::DType::F16);
   KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layout, int64_t n_blocks,

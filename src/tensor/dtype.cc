@@ -94,7 +94,10 @@ const DTypeInfo* dtype_info(uint32_t raw_type) {
   return info.block_elements == 0 ? nullptr : &info;
 }
 
+constexpr DTypeInfo kFp8E4m3{DType::FP8_E4M3, "FP8_E4M3", 1, 1};
+
 const DTypeInfo& dtype_info(DType type) {
+  if (type == DType::FP8_E4M3) return kFp8E4m3;
   const DTypeInfo* info = dtype_info(static_cast<uint32_t>(type));
   // Only a DType forged from an unchecked integer can get here.
   if (info == nullptr) fail("invalid tensor type id {}", static_cast<uint32_t>(type));
@@ -111,7 +114,7 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 std::string_view dtype_name(DType type) { return dtype_info(type).name; }
 
 std::optional<uint64_t> row_bytes(DType type, int64_t elements) {
-  const DTypeInfo* info = dtype_info(static_cast<uint32_t>(type));
+  const DTypeInfo* info = type == DType::FP8_E4M3 ? &kFp8E4m3 : dtype_info(static_cast<uint32_t>(type));
   if (info == nullptr || elements <= 0) return std::nullopt;
   if (elements % info->block_elements != 0) return std::nullopt;
   const auto blocks = static_cast<uint64_t>(elements / info->block_elements);
@@ -123,6 +126,7 @@ bool has_reference_kernels(DType type) {
     case DType::F32:
     case DType::F16:
     case DType::BF16:
+    case DType::FP8_E4M3:
     case DType::Q4_0:
     case DType::Q4_1:
     case DType::Q5_0:

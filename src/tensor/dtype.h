@@ -16,6 +16,10 @@ enum class DType : uint32_t {
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
   IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41,
+  // Not a ggml type: OCP FP8 E4M3 (tensor/fp8.h), which only the KV cache stores
+  // (--kv-cache-dtype fp8_e4m3). Its id lies outside ggml's numbering, so no file can hold it
+  // and dtype_info(raw id) / dtype_from_name never return it; dtype_info(DType) describes it.
+  FP8_E4M3 = 0x10000,
 };
 
 struct DTypeInfo {

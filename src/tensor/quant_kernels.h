@@ -41,6 +41,9 @@ void dequantize_f16(const void* src, float* dst, int64_t blocks);
 void quantize_f16(const float* src, void* dst, int64_t blocks);
 void dequantize_bf16(const void* src, float* dst, int64_t blocks);
 void quantize_bf16(const float* src, void* dst, int64_t blocks);
+// FP8 E4M3 with a scale of 1 (quant_fp8.cc): the KV cache's, never a file's.
+void dequantize_fp8_e4m3(const void* src, float* dst, int64_t blocks);
+void quantize_fp8_e4m3(const float* src, void* dst, int64_t blocks);
 
 // Legacy 32-element formats (quant_legacy.cc); quantizers match ggml's reference bit for bit.
 void dequantize_q4_0(const void* src, float* dst, int64_t blocks);

@@ -24,6 +24,7 @@ Kernels kernels_for(DType type) {
     case DType::F32: return {dequantize_f32, quantize_f32};
     case DType::F16: return {dequantize_f16, quantize_f16};
     case DType::BF16: return {dequantize_bf16, quantize_bf16};
+    case DType::FP8_E4M3: return {dequantize_fp8_e4m3, quantize_fp8_e4m3};
     case DType::Q4_0: return {dequantize_q4_0, quantize_q4_0};
     case DType::Q4_1: return {dequantize_q4_1, quantize_q4_1};
     case DType::Q5_0: return {dequantize_q5_0, quantize_q5_0};
@@ -101,6 +102,11 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
   int64_t blocks = 0;
   const Kernels found = checked_kernels(type, n, blocks, "quantize");
   found.quantize(src, dst, blocks);
+}
+
+BlockDequantizer block_dequantizer(DType type) {
+  int64_t blocks = 0;
+  return checked_kernels(type, 0, blocks, "dequantize").dequantize;
 }
 
 bool has_ggml_quantizer(DType type) { return ggml_quantizer_for(type) != nullptr; }

@@ -29,4 +29,11 @@ bool has_ggml_quantizer(DType type);
 void quantize_rows_ggml(DType type, const float* src, void* dst, int64_t rows, int64_t n_per_row,
                         const float* importance);
 
+// The reference dequantizer of `type` over whole blocks (a count of blocks, not elements), for
+// callers that convert many short rows of one type (attention over a quantized KV cache reads a
+// head's slice of every row): the type is checked once here instead of once per row. Throws for
+// a type without kernels.
+using BlockDequantizer = void (*)(const void* src, float* dst, int64_t blocks);
+BlockDequantizer block_dequantizer(DType type);
+
 }  // namespace lumen::tensor

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "lumen/engine_config.h"
 #include "lumen/model.h"
 #include "tools/perplexity_stats.h"
 
@@ -26,6 +27,7 @@ struct PerplexityOptions {
   int64_t max_chunks = -1; // at most this many windows; -1: all that fit
   unsigned threads = 0;    // threads for the scoring (0: one per core)
   std::string write_base;  // non-empty: write the base-logits file there
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::F16;  // the windows' K/V (llama-perplexity's -ctk/-ctv)
 };
 
 struct WindowProgress {

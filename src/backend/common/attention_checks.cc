@@ -29,9 +29,14 @@ void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span
   }
   if (q.rows() != out.rows()) fail("attention: q and out hold different token counts");
   check_kv_layer(cache, cfg.head_dim * cfg.n_kv_heads, "attention", value_dim * cfg.n_kv_heads);
-  for (const TensorView* t : {&cache.k, &cache.v}) {
-    if (t->row_bytes % (t->type == tensor::DType::F32 ? 4 : 2) != 0) {
+  for (const auto& [t, width] : {std::pair{&cache.k, cfg.head_dim}, std::pair{&cache.v, value_dim}}) {
+    const tensor::DTypeInfo& info = tensor::dtype_info(t->type);
+    if (info.block_elements == 1 && t->row_bytes % info.block_bytes != 0) {
       fail("attention: cache rows are not aligned to their element size");
+    }
+    // A head reads its own slice of each row, which must start at a block boundary.
+    if (width % info.block_elements != 0) {
+      fail("attention: heads of {} values are not whole {} blocks of {}", width, info.name, info.block_elements);
     }
   }
   check_sequences(seqs, q.rows() / cfg.n_heads, cache, "attention");

@@ -10,15 +10,18 @@ namespace {
 
 void check_cache_tensor(const TensorView& t, int64_t kv_dim, int64_t block_size, std::string_view op,
                         std::string_view which) {
-  if (t.type != tensor::DType::F32 && t.type != tensor::DType::F16) {
-    fail("{}: {} cache must be F32 or F16, not {}", op, which, tensor::dtype_name(t.type));
+  if (!is_kv_cache_type(t.type)) {
+    fail("{}: {} cache must be F32, F16, BF16, Q8_0, Q4_0 or FP8_E4M3, not {}", op, which,
+         tensor::dtype_name(t.type));
+  }
+  if (kv_dim % tensor::dtype_info(t.type).block_elements != 0) {
+    fail("{}: {} cache rows of {} values are not whole {} blocks", op, which, kv_dim, tensor::dtype_name(t.type));
   }
   if (t.dims[0] != kv_dim || t.dims[1] != block_size) {
     fail("{}: {} cache rows are {}x{}, expected {} values x block size {}", op, which, t.dims[0], t.dims[1], kv_dim,
          block_size);
   }
-  const size_t element = t.type == tensor::DType::F32 ? 4 : 2;
-  if (t.data == nullptr || t.row_bytes < static_cast<size_t>(kv_dim) * element) {
+  if (t.data == nullptr || t.row_bytes < kv_slice_bytes(t.type, kv_dim)) {
     fail("{}: {} cache has no data or rows narrower than {} values", op, which, kv_dim);
   }
 }

@@ -7,6 +7,7 @@
 
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/kv_store.h"
+#include "tensor/quantize.h"
 #include "util/error.h"
 
 namespace lumen::backend::cpu {
@@ -133,7 +134,6 @@ void for_each_row(const TensorView& cache, const SequenceSlice& seq, int64_t fir
   }
 }
 
-size_t element_bytes(const TensorView& cache) { return cache.type == tensor::DType::F16 ? 2 : 4; }
 
 // Requests the cache lines of positions [first, first + n) of one KV head. A sequence's rows
 // are scattered over blocks and a task reads only its head's slice of each row, which the
@@ -148,8 +148,8 @@ size_t element_bytes(const TensorView& cache) { return cache.type == tensor::DTy
 // then deletes its calls.
 [[gnu::noipa]] void request_rows(const TensorView& cache, const SequenceSlice& seq, int64_t first,
                                  int64_t n, int64_t offset, int64_t dim, int64_t block_size) {
-  const size_t element = element_bytes(cache), bytes = static_cast<size_t>(dim) * element;
-  const auto* base = static_cast<const char*>(cache.data) + static_cast<size_t>(offset) * element;
+  const size_t bytes = kv_slice_bytes(cache.type, dim);
+  const auto* base = static_cast<const char*>(cache.data) + kv_slice_bytes(cache.type, offset);
   int64_t block = first / block_size, slot = first % block_size;
   for (int64_t j = 0; j < n; ++j) {
     const auto row = static_cast<int64_t>(seq.block_table[static_cast<size_t>(block)]) * block_size + slot;
@@ -171,11 +171,30 @@ struct TileRows {
 
 // Positions [first, first + n) of one sequence for one KV head: f16 rows as pointers into the
 // cache (recorded in `pointers`); f32 rows straight from the cache when the tile lies inside one
-// block, otherwise copied into `staging`.
-TileRows tile_rows(const TensorView& cache, const SequenceSlice& seq, int64_t first, int64_t n,
-                   int64_t offset, int64_t dim, int64_t block_size, float* staging,
+// block, otherwise copied into `staging`; compressed rows (bf16, q8_0, q4_0, fp8) dequantized
+// into `staging`, one head's slice of each row (whole blocks: the head starts at a block
+// boundary), so the cache itself never exists in a wider copy.
+// The widening of a compressed row: the tile table's SIMD form for q8_0 and q4_0, the tensor
+// module's reference for bf16 and fp8 (the same bits either way).
+tensor::BlockDequantizer row_dequantizer(const AttentionTileKernels& tiles, tensor::DType type) {
+  if (type == tensor::DType::Q8_0) return tiles.dequantize_q8_0;
+  if (type == tensor::DType::Q4_0) return tiles.dequantize_q4_0;
+  return tensor::block_dequantizer(type);
+}
+
+TileRows tile_rows(const AttentionTileKernels& tiles, const TensorView& cache, const SequenceSlice& seq,
+                   int64_t first, int64_t n, int64_t offset, int64_t dim, int64_t block_size, float* staging,
                    const uint16_t** pointers) {
   TileRows rows;
+  if (cache.type != tensor::DType::F16 && cache.type != tensor::DType::F32) {
+    const tensor::BlockDequantizer dequantize = row_dequantizer(tiles, cache.type);
+    const int64_t blocks = dim / tensor::dtype_info(cache.type).block_elements;
+    for_each_row(cache, seq, first, n, kv_slice_bytes(cache.type, offset), block_size,
+                 [&](int64_t j, const char* row) { dequantize(row, staging + j * dim, blocks); });
+    rows.f32 = staging;
+    rows.stride = dim;
+    return rows;
+  }
   if (cache.type == tensor::DType::F16) {
     for_each_row(cache, seq, first, n, static_cast<size_t>(offset) * sizeof(uint16_t), block_size,
                  [&](int64_t j, const char* row) { pointers[j] = reinterpret_cast<const uint16_t*>(row); });
@@ -262,7 +281,7 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
     if (!values_in_keys(cache)) {
       request_rows(cache.v, *task.seq, tile_first, n_keys, value_offset, vdim, bs);  // for the P V pass
     }
-    const TileRows k = tile_rows(cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs,
+    const TileRows k = tile_rows(*job.tiles, cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs,
                                  buf.k_rows, buf.k_pointers);
     tile_qk(*job.tiles, buf.q, nq, k, n_keys, dim, buf.scores, n_keys);
     for (int64_t i = 0; i < nq; ++i) {
@@ -297,7 +316,7 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
   std::fill(buf.acc, buf.acc + nq * vdim, 0.0f);
   for (int64_t tile_first = lowest; tile_first <= last_pos;) {
     const int64_t tile_end = tile_end_at(tile_first, last_pos, tile, bs);
-    const TileRows v = tile_rows(cache.v, *task.seq, tile_first, tile_end - tile_first, value_offset,
+    const TileRows v = tile_rows(*job.tiles, cache.v, *task.seq, tile_first, tile_end - tile_first, value_offset,
                                  vdim, bs, buf.v_rows, buf.v_pointers);
     tile_pv(*job.tiles, buf.rows + (tile_first - lowest), nq, span, v, tile_end - tile_first, vdim,
             buf.acc);
@@ -354,7 +373,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
     const int64_t n_keys = tile_end - tile_first;
     request_rows(cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs);
     if (!values_in_keys(cache)) request_rows(cache.v, *task.seq, tile_first, n_keys, value_offset, vdim, bs);
-    const TileRows k = tile_rows(cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs,
+    const TileRows k = tile_rows(*job.tiles, cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs,
                                  buf.k_rows, buf.k_pointers);
     tile_qk(*job.tiles, buf.q, nq, k, n_keys, dim, buf.scores, n_keys);
 
@@ -385,7 +404,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
         for (int64_t d = 0; d < vdim; ++d) acc[d] *= correction;
       }
     }
-    const TileRows v = tile_rows(cache.v, *task.seq, tile_first, n_keys, value_offset, vdim, bs,
+    const TileRows v = tile_rows(*job.tiles, cache.v, *task.seq, tile_first, n_keys, value_offset, vdim, bs,
                                  buf.v_rows, buf.v_pointers);
     tile_pv(*job.tiles, buf.scores, nq, n_keys, v, n_keys, vdim, buf.acc);
     tile_first = tile_end;

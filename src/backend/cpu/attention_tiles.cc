@@ -4,6 +4,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "tensor/fp16.h"
+#include "tensor/quantize.h"
 
 namespace lumen::backend::cpu {
 
@@ -91,8 +92,22 @@ float exp_shifted_portable(float* s, int64_t n, float shift) {
   return sum;
 }
 
-constexpr AttentionTileKernels kPortable = {qk_portable,     pv_portable,        qk_f16_portable,
-                                            pv_f16_portable, round_f16_portable, exp_shifted_portable};
+// The tensor module's reference routines themselves.
+void dequantize_q8_0_portable(const void* src, float* dst, int64_t blocks) {
+  tensor::dequantize_row(tensor::DType::Q8_0, src, dst, blocks * 32);
+}
+void dequantize_q4_0_portable(const void* src, float* dst, int64_t blocks) {
+  tensor::dequantize_row(tensor::DType::Q4_0, src, dst, blocks * 32);
+}
+
+constexpr AttentionTileKernels kPortable = {qk_portable,
+                                            pv_portable,
+                                            qk_f16_portable,
+                                            pv_f16_portable,
+                                            round_f16_portable,
+                                            exp_shifted_portable,
+                                            dequantize_q8_0_portable,
+                                            dequantize_q4_0_portable};
 
 }  // namespace
 

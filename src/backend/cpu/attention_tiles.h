@@ -31,6 +31,11 @@ struct AttentionTileKernels {
   void (*round_f16)(const float* src, int64_t n, float scale, float* dst);
   // s[j] = exp(s[j] - shift) for j < n (every argument <= 0); returns the sum of the results.
   float (*exp_shifted)(float* s, int64_t n, float shift);
+  // `blocks` q8_0 / q4_0 blocks (ggml's layouts) widened to f32: a compressed KV cache's rows on
+  // their way into a staging tile. Each value is one product, code times the block's f16 scale,
+  // so every form gives tensor::dequantize_row's bits (tests check that).
+  void (*dequantize_q8_0)(const void* src, float* dst, int64_t blocks);
+  void (*dequantize_q4_0)(const void* src, float* dst, int64_t blocks);
 };
 
 const AttentionTileKernels& portable_attention_tiles();

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/exp_avx2.h"
@@ -270,8 +271,44 @@ float exp_shifted_simd(float* s, int64_t n, float shift) {
   return sum;
 }
 
-constexpr AttentionTileKernels kSimdTiles = {qk_simd,     pv_simd,        qk_f16_simd,
-                                             pv_f16_simd, round_f16_simd, exp_shifted_simd};
+// q8_0: 2-byte f16 scale, 32 int8 codes; value j = code j * scale. Converting an int8 to f32
+// is exact and the product is one rounding, as in the scalar reference.
+void dequantize_q8_0_simd(const void* src, float* dst, int64_t blocks) {
+  const auto* block = static_cast<const uint8_t*>(src);
+  for (int64_t b = 0; b < blocks; ++b, block += 34, dst += 32) {
+    uint16_t scale_bits;
+    std::memcpy(&scale_bits, block, 2);
+    const __m256 d = _mm256_set1_ps(tensor::fp16_to_float(scale_bits));
+    for (int j = 0; j < 32; j += 8) {
+      const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + j));
+      _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), d));
+    }
+  }
+}
+
+// q4_0: 2-byte f16 scale, 16 bytes of nibbles; value j < 16 is the low nibble of byte j minus
+// 8, value j + 16 the high nibble, both times the scale.
+void dequantize_q4_0_simd(const void* src, float* dst, int64_t blocks) {
+  const auto* block = static_cast<const uint8_t*>(src);
+  const __m256i eight = _mm256_set1_epi32(8), low4 = _mm256_set1_epi32(0xf);
+  for (int64_t b = 0; b < blocks; ++b, block += 18, dst += 32) {
+    uint16_t scale_bits;
+    std::memcpy(&scale_bits, block, 2);
+    const __m256 d = _mm256_set1_ps(tensor::fp16_to_float(scale_bits));
+    for (int j = 0; j < 16; j += 8) {
+      const __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + j)));
+      const __m256i lo = _mm256_sub_epi32(_mm256_and_si256(bytes, low4), eight);
+      const __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(bytes, 4), eight);
+      _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_cvtepi32_ps(lo), d));
+      _mm256_storeu_ps(dst + 16 + j, _mm256_mul_ps(_mm256_cvtepi32_ps(hi), d));
+    }
+  }
+}
+
+constexpr AttentionTileKernels kSimdTiles = {qk_simd,          pv_simd,
+                                             qk_f16_simd,      pv_f16_simd,
+                                             round_f16_simd,   exp_shifted_simd,
+                                             dequantize_q8_0_simd, dequantize_q4_0_simd};
 
 }  // namespace
 }  // namespace lumen::backend::cpu

@@ -22,6 +22,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(unsigned threads);
 
   std::string_view name() const override { return "cpu"; }
+  bool supports_kv_type(tensor::DType type) const override { return is_kv_cache_type(type); }
   ThreadPool& pool() { return pool_; }
 
   // 64-byte aligned host memory, zero-filled.

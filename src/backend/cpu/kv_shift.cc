@@ -6,7 +6,8 @@
 
 #include "backend/common/kv_checks.h"
 #include "backend/cpu/rope.h"
-#include "tensor/fp16.h"
+#include "backend/cpu/kv_store.h"
+#include "tensor/quantize.h"
 
 namespace lumen::backend::cpu {
 
@@ -30,26 +31,18 @@ void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, 
     cos_sin[i] /= norm;
     cos_sin[i + 1] /= norm;
   }
-  const bool f16 = cache.k.type == tensor::DType::F16;
+  // Any cache type: widen the row to f32, rotate, store it back as store_kv would (a quantized
+  // row is requantized, which is what llama.cpp's K-shift does for a quantized K: cast to f32,
+  // rope, copy back).
   std::vector<float> keys(static_cast<size_t>(row));
   for (int32_t block : blocks) {
     for (int64_t r = 0; r < cache.block_size; ++r) {
       auto* bytes = static_cast<uint8_t*>(cache.k.data) +
                     (static_cast<size_t>(block) * static_cast<size_t>(cache.block_size) + static_cast<size_t>(r)) *
                         cache.k.row_bytes;
-      if (f16) {
-        const auto* half = reinterpret_cast<const uint16_t*>(bytes);
-        for (int64_t i = 0; i < row; ++i) keys[static_cast<size_t>(i)] = tensor::fp16_to_float(half[i]);
-      } else {
-        std::memcpy(keys.data(), bytes, static_cast<size_t>(row) * sizeof(float));
-      }
+      tensor::dequantize_row(cache.k.type, bytes, keys.data(), row);
       for (int64_t h = 0; h < row / head_dim; ++h) rope_head(params, cos_sin.data(), keys.data() + h * head_dim);
-      if (f16) {
-        auto* half = reinterpret_cast<uint16_t*>(bytes);
-        for (int64_t i = 0; i < row; ++i) half[i] = tensor::float_to_fp16(keys[static_cast<size_t>(i)]);
-      } else {
-        std::memcpy(bytes, keys.data(), static_cast<size_t>(row) * sizeof(float));
-      }
+      store_kv_row(keys.data(), row, cache.k.type, bytes);
     }
   }
 }

@@ -3,22 +3,28 @@
 #include <cstring>
 
 #include "tensor/fp16.h"
+#include "tensor/quantize.h"
 #include "util/error.h"
 
 namespace lumen::backend::cpu {
 
-namespace {
-
-void store_row(const float* src, int64_t n, tensor::DType type, void* dst) {
-  if (type == tensor::DType::F32) {
-    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-    return;
+void store_kv_row(const float* src, int64_t n, tensor::DType type, void* dst) {
+  switch (type) {
+    case tensor::DType::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case tensor::DType::F16: {
+      auto* half = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) half[i] = tensor::float_to_fp16(src[i]);
+      return;
+    }
+    case tensor::DType::FP8_E4M3:  // no ggml type: Lumen's own saturating conversion
+      tensor::quantize_row(type, src, dst, n);
+      return;
+    default:  // bf16, q8_0, q4_0: ggml's reference rounding
+      tensor::quantize_row_ggml(type, src, dst, n);
   }
-  auto* half = static_cast<uint16_t*>(dst);
-  for (int64_t i = 0; i < n; ++i) half[i] = tensor::float_to_fp16(src[i]);
 }
-
-}  // namespace
 
 void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
               KvLayer& cache) {
@@ -34,10 +40,10 @@ void store_kv(const TensorView& k, const TensorView& v, std::span<const Sequence
   for (const SequenceSlice& seq : seqs) {
     for (int64_t i = 0; i < seq.n_tokens; ++i) {
       const int64_t row = kv_row(seq, seq.start_pos + i, cache.block_size);
-      store_row(k.row<const float>(seq.first_token + i), kv_dim, cache.k.type,
-                cache.k.row<uint8_t>(row));
+      store_kv_row(k.row<const float>(seq.first_token + i), kv_dim, cache.k.type,
+                   cache.k.row<uint8_t>(row));
       if (values) {
-        store_row(v.row<const float>(seq.first_token + i), v_dim, cache.v.type, cache.v.row<uint8_t>(row));
+        store_kv_row(v.row<const float>(seq.first_token + i), v_dim, cache.v.type, cache.v.row<uint8_t>(row));
       }
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Writing a batch's new keys and values into the paged K/V cache, and moving whole blocks. The
-// cache holds f16 (llama.cpp's default) or f32 rows: row p % block_size of block
+// cache holds f16 (llama.cpp's default), f32 or compressed rows (backend::is_kv_cache_type):
+// row p % block_size of block
 // block_table[p / block_size] holds position p of a sequence, all n_kv_heads heads side by side.
 #include <cstdint>
 #include <span>
@@ -16,7 +17,12 @@ using common::check_kv_layer;
 using common::check_sequences;
 using common::kv_row;
 
-// Copies (converting f32 -> f16 with round-to-nearest-even where the cache is f16) row
+// One row of n values converted to the cache's type: f16 and bf16 round to nearest even, q8_0
+// and q4_0 are quantized exactly as ggml's quantize_row_q8_0_ref / quantize_row_q4_0_ref (what
+// llama.cpp's CPU backend writes into a -ctk q8_0 cache), FP8 E4M3 saturates (tensor/fp8.h).
+void store_kv_row(const float* src, int64_t n, tensor::DType type, void* dst);
+
+// Copies (converting to the cache's type with store_kv_row) row
 // first_token + i of k and v to position start_pos + i of each sequence. k and v are f32,
 // {kv_dim, n_tokens}.
 void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,

@@ -23,6 +23,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "kernel_test_util.h"
 #include "tensor/fp16.h"
+#include "tensor/quantize.h"
 
 namespace lumen::backend::cpu {
 namespace {
@@ -198,6 +199,29 @@ TEST(AttentionTiles, Avx512BuildEqualsAvx2Build) {
     const float sum5 = avx512->exp_shifted(e5.data(), static_cast<int64_t>(e5.size()), 0.5f);
     EXPECT_TRUE(same_bits(e2, e5) && std::bit_cast<uint32_t>(sum2) == std::bit_cast<uint32_t>(sum5))
         << "exp_shifted " << where;
+  }
+}
+
+// A compressed KV cache's rows (q8_0, q4_0) widen to exactly tensor::dequantize_row's values
+// at every level: random codes, and scales from tiny to large (subnormal halves included).
+TEST(AttentionTiles, DequantizeEqualsTheReference) {
+  std::mt19937 rng(3);
+  for (const auto& [type, block_bytes] : {std::pair{tensor::DType::Q8_0, 34}, std::pair{tensor::DType::Q4_0, 18}}) {
+    constexpr int64_t kBlocks = 40;
+    std::vector<uint8_t> bytes(static_cast<size_t>(kBlocks * block_bytes));
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+    for (int64_t b = 0; b < kBlocks; ++b) {  // finite scales: a NaN scale would compare unequal to itself
+      const uint16_t scale = tensor::float_to_fp16(std::ldexp(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng),
+                                                              static_cast<int>(rng() % 30) - 20));
+      std::memcpy(bytes.data() + b * block_bytes, &scale, 2);
+    }
+    std::vector<float> want(static_cast<size_t>(kBlocks * 32));
+    tensor::dequantize_row(type, bytes.data(), want.data(), kBlocks * 32);
+    for (const auto& [level, tiles] : tile_levels()) {
+      std::vector<float> got(want.size());
+      (type == tensor::DType::Q8_0 ? tiles->dequantize_q8_0 : tiles->dequantize_q4_0)(bytes.data(), got.data(), kBlocks);
+      EXPECT_TRUE(same_bits(got, want)) << level << " " << tensor::dtype_name(type);
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include "backend/cpu/kv_store.h"
 #include "backend/cpu/rope.h"
 #include "paged_cache_fixture.h"
+#include "tensor/quantize.h"
 #include "util/error.h"
 
 namespace lumen::backend::cpu {
@@ -97,6 +98,60 @@ TEST_P(KvShift, TouchesOnlyTheGivenBlocksAndRefusesBadOnes) {
   const std::vector<int32_t> negative = {-1};
   EXPECT_THROW(shift_keys(cache.layer(), negative, -16, rope, kHeadDim), Error);
   EXPECT_THROW(shift_keys(cache.layer(), blocks, -16, rope, 48), Error);  // 48 does not divide 128
+}
+
+// A compressed K (--kv-cache-dtype) shifts as llama.cpp's K-shift does it: widened to f32,
+// rotated, requantized. The result is the key rotated at its new position to within two
+// quantizations (stored, then requantized), and V's bytes do not move. A shift that did not
+// rotate, or rotated the wrong way, would miss by the keys' own size (about 1).
+TEST(KvShiftCompressed, RequantizedKeysMatchTheKeysRotatedAtTheirNewPositions) {
+  RopeConfig rope;
+  rope.rope_dims = kHeadDim;
+  const RopeParams params = make_rope_params(rope, kHeadDim);
+  const int64_t n = 2 * kBlock, delta = 3 * kBlock;
+  const auto raw = testing::random_values(static_cast<size_t>(kRow * n), 9);
+  auto rotated_at = [&](int64_t first) {
+    std::vector<float> k = raw, cos_sin(static_cast<size_t>(params.rope_dims));
+    for (int64_t t = 0; t < n; ++t) {
+      rope_cache(params, static_cast<int32_t>(first + t), cos_sin.data());
+      for (int64_t h = 0; h < kHeads; ++h) rope_head(params, cos_sin.data(), k.data() + t * kRow + h * kHeadDim);
+    }
+    return k;
+  };
+  std::vector<float> moved = rotated_at(delta);
+  const std::vector<float> want = rotated_at(0);
+  // One quantization's worst error for values up to sqrt(2) (rotated pairs of values in
+  // [-1, 1]): bf16 and fp8 half a unit of their last place relative to the value, q8_0 half a
+  // step of amax / 127, q4_0 a whole step of amax / 8 (its clamped end). The shift rotates the
+  // first error (a pair's errors combine: up to sqrt(2) of it) and adds a second: 2.5 of one.
+  const double amax = std::sqrt(2.0);
+  const std::pair<tensor::DType, double> types[] = {{tensor::DType::BF16, 2.5 * amax * 0x1p-9},
+                                                    {tensor::DType::Q8_0, 2.5 * amax / 254},
+                                                    {tensor::DType::Q4_0, 2.5 * amax / 8},
+                                                    {tensor::DType::FP8_E4M3, 2.5 * amax * 0x1p-4}};
+  for (const auto& [type, tolerance] : types) {
+    SCOPED_TRACE(std::string(tensor::dtype_name(type)));
+    const size_t row_bytes = kv_slice_bytes(type, kRow);
+    std::vector<uint8_t> k_bytes(row_bytes * 4 * kBlock), v_bytes(row_bytes * 4 * kBlock, 0x5A);
+    KvLayer layer{TensorView{type, {kRow, kBlock, 4, 1}, row_bytes, k_bytes.data()},
+                  TensorView{type, {kRow, kBlock, 4, 1}, row_bytes, v_bytes.data()}, kBlock};
+    const std::vector<int32_t> table = {3, 1};
+    const std::vector<SequenceSlice> seqs = {{0, n, 0, table}};
+    store_kv(f32_matrix(moved.data(), kRow, n), f32_matrix(moved.data(), kRow, n), seqs, layer);
+    const std::vector<uint8_t> values_before = v_bytes;
+    shift_keys(layer, table, -static_cast<int32_t>(delta), rope, kHeadDim);
+    EXPECT_TRUE(v_bytes == values_before);
+    double worst = 0.0;
+    std::vector<float> row(static_cast<size_t>(kRow));
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t cache_row = table[static_cast<size_t>(t / kBlock)] * kBlock + t % kBlock;
+      tensor::dequantize_row(type, k_bytes.data() + static_cast<size_t>(cache_row) * row_bytes, row.data(), kRow);
+      for (int64_t d = 0; d < kRow; ++d) {
+        worst = std::max(worst, static_cast<double>(std::fabs(row[static_cast<size_t>(d)] - want[static_cast<size_t>(t * kRow + d)])));
+      }
+    }
+    EXPECT_LT(worst, tolerance);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KvShift, ::testing::Values(tensor::DType::F32, tensor::DType::F16),

@@ -50,6 +50,10 @@ bool cuda_supports(const Case& c) {
       }
       return false;
     case Op::kMoeFfn: return false;  // no CUDA kernels yet: the backend refuses the op
+    case Op::kStoreKv:
+    case Op::kKvBlocks:
+    case Op::kAttention:  // f16 and f32 caches only (Backend::supports_kv_type)
+      return c.type == DType::F16 || c.type == DType::F32;
     default: return true;
   }
 }

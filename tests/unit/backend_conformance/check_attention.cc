@@ -1,12 +1,14 @@
 // attention against causal softmax attention in double over the values the cache holds (f16
-// caches: keys and values rounded by store_kv). Three sequences share the batch: a prefill
+// caches: keys and values rounded by store_kv; compressed caches, bf16 / q8_0 / q4_0 / fp8:
+// the stored rows dequantized, so this is "dequantize the cache, then attend in f32"). Three sequences share the batch: a prefill
 // from position 0, a single decoded token deep in its context, and a chunk in the middle of a
 // prompt, each with its own out-of-order block table.
 //
 // Tolerance: with an f32 cache only summation order differs (3e-5 of the largest |v|: a split-KV
 // online softmax, as CUDA's, orders its f32 sums differently from the CPU's tiles). With an
 // f16 cache the backends round each query to f16 before q.k and, on llama.cpp's default path,
-// the probabilities to f16 before P V: a score moves by at most scale * sum |q k| * 2^-11 and a
+// the probabilities to f16 before P V (with a compressed cache queries stay f32 and P V runs in
+// f32, so only summation order differs, as with f32): a score moves by at most scale * sum |q k| * 2^-11 and a
 // probability by 2^-11 of itself, so the output moves by about (2 * that score error + 2^-11)
 // times the largest |v|; we allow that plus 3e-5.
 #include <gtest/gtest.h>
@@ -75,6 +77,9 @@ void check_attention(Backend& backend, const Case& c) {
   BackendTensor out = allocate(backend, DType::F32, {head_dim, heads, tokens, 1});
   backend.attention(qd.view, cache.layer, batch, config, out.view);
 
+  // The reference attends over the cache's contents, dequantized (stored_rows): a compressed
+  // cache's own error is not the kernel's, only how it reads it.
+  const std::vector<float> ks = stored_rows(c.type, k, kv_dim), vs = stored_rows(c.type, v, kv_dim);
   std::vector<double> want, tol;
   const double f16_unit = c.type == DType::F16 ? std::ldexp(1.0, -11) : 0.0;
   for (size_t si = 0; si < sequences.size(); ++si) {
@@ -87,16 +92,15 @@ void check_attention(Backend& backend, const Case& c) {
         const int64_t kvh = h / (heads / kv_heads);
         // Row j of the history batch holds position j - history[si].first_token's key.
         const auto key = [&](const std::vector<float>& src, int64_t p, int64_t d) {
-          return static_cast<double>(stored_value(
-              c.type, src[static_cast<size_t>((history[si].first_token + p) * kv_dim + kvh * head_dim + d)]));
+          return static_cast<double>(src[static_cast<size_t>((history[si].first_token + p) * kv_dim + kvh * head_dim + d)]);
         };
         std::vector<double> scores;
         double score_error = 0.0;
         for (int64_t p = lo; p <= pos; ++p) {
           double dot = 0.0, magnitude = 0.0;
           for (int64_t d = 0; d < head_dim; ++d) {
-            dot += qh[d] * key(k, p, d);
-            magnitude += std::abs(qh[d] * key(k, p, d));
+            dot += qh[d] * key(ks, p, d);
+            magnitude += std::abs(qh[d] * key(ks, p, d));
           }
           double s_val = dot * config.scale;
           if (config.softcap > 0.0f) s_val = config.softcap * std::tanh(s_val / config.softcap);
@@ -110,8 +114,8 @@ void check_attention(Backend& backend, const Case& c) {
         for (int64_t d = 0; d < head_dim; ++d) {
           double acc = 0.0;
           for (int64_t p = lo; p <= pos; ++p) {
-            acc += scores[static_cast<size_t>(p - lo)] / sum * key(v, p, d);
-            vmax = std::max(vmax, std::abs(key(v, p, d)));
+            acc += scores[static_cast<size_t>(p - lo)] / sum * key(vs, p, d);
+            vmax = std::max(vmax, std::abs(key(vs, p, d)));
           }
           want.push_back(acc);
         }

@@ -1,29 +1,25 @@
 // store_kv and the block moves (copy_kv_block, read_kv_block, write_kv_block) against a byte
 // image of the cache kept by the test: every backend must write exactly these bytes (f32 rows
-// copied, f16 rows rounded to nearest even) and leave every other row untouched.
+// copied, f16 and bf16 rows rounded to nearest even, q8_0 / q4_0 rows as ggml's reference
+// quantizers write them, FP8 E4M3 rows as the nearest codes; encode_row) and leave every other
+// row untouched.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "checks.h"
 #include "kv_cache.h"
-#include "tensor/fp16.h"
 
 namespace lumen::backend::conformance {
 namespace {
 
 using tensor::DType;
 
-// Writes f32 value `v` into the byte image of row `row` (of the K or V half), element `j`.
-void put(std::vector<uint8_t>& image, size_t half_offset, size_t row_bytes, int64_t row, int64_t j, DType type,
-         float v) {
-  uint8_t* p = image.data() + half_offset + static_cast<size_t>(row) * row_bytes;
-  if (type == DType::F16) {
-    const uint16_t h = tensor::float_to_fp16(v);
-    std::memcpy(p + 2 * j, &h, 2);
-  } else {
-    std::memcpy(p + 4 * j, &v, 4);
-  }
+// Writes one row of n values, encoded as store_kv must (encode_row), into the byte image at
+// row `row` of the half that starts at half_offset.
+void put_row(std::vector<uint8_t>& image, size_t half_offset, size_t row_bytes, int64_t row, DType type,
+             const float* values, int64_t n) {
+  encode_row(type, values, n, image.data() + half_offset + static_cast<size_t>(row) * row_bytes);
 }
 
 void check_store_kv(Backend& backend, const Case& c) {
@@ -48,11 +44,9 @@ void check_store_kv(Backend& backend, const Case& c) {
     for (int64_t i = 0; i < seq.n_tokens; ++i) {
       const int64_t pos = seq.start_pos + i;
       const int64_t row = seq.block_table[static_cast<size_t>(pos / block_size)] * block_size + pos % block_size;
-      for (int64_t j = 0; j < kv_dim; ++j) {
-        const auto src = static_cast<size_t>((seq.first_token + i) * kv_dim + j);
-        put(want, 0, row_bytes, row, j, c.type, k[src]);
-        put(want, v_offset, row_bytes, row, j, c.type, v[src]);
-      }
+      const auto src = static_cast<size_t>((seq.first_token + i) * kv_dim);
+      put_row(want, 0, row_bytes, row, c.type, k.data() + src, kv_dim);
+      put_row(want, v_offset, row_bytes, row, c.type, v.data() + src, kv_dim);
     }
   }
   EXPECT_TRUE(read_cache(backend, cache) == want) << "the cache's bytes differ from the stored rows";
@@ -67,13 +61,10 @@ void check_blocks(Backend& backend, const Case& c) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     std::vector<uint8_t> kb(block_bytes), vb(block_bytes);
     const auto values = random_values(static_cast<size_t>(2 * kv_dim * block_size), 80 + static_cast<uint32_t>(b));
+    const size_t row_bytes = block_bytes / static_cast<size_t>(block_size);
     for (int64_t r = 0; r < block_size; ++r) {
-      for (int64_t j = 0; j < kv_dim; ++j) {
-        put(kb, 0, block_bytes / static_cast<size_t>(block_size), r, j, c.type,
-            values[static_cast<size_t>(r * kv_dim + j)]);
-        put(vb, 0, block_bytes / static_cast<size_t>(block_size), r, j, c.type,
-            values[static_cast<size_t>((block_size + r) * kv_dim + j)]);
-      }
+      put_row(kb, 0, row_bytes, r, c.type, values.data() + r * kv_dim, kv_dim);
+      put_row(vb, 0, row_bytes, r, c.type, values.data() + (block_size + r) * kv_dim, kv_dim);
     }
     backend.write_kv_block(cache.layer, b, kb.data(), vb.data());
     k_blocks.push_back(std::move(kb));

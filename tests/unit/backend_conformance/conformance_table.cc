@@ -19,8 +19,9 @@ constexpr DType kMatmulTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::
 constexpr DType kRowTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
                                DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q2_K,
                                DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K};
-// The K/V cache types.
-constexpr DType kCacheTypes[] = {DType::F16, DType::F32};
+// The K/V cache types (backend::is_kv_cache_type): f16, f32 and --kv-cache-dtype's compressed
+// ones, whose heads of 64 and 128 values are whole q8_0 / q4_0 blocks.
+constexpr DType kCacheTypes[] = {DType::F16, DType::F32, DType::BF16, DType::Q8_0, DType::Q4_0, DType::FP8_E4M3};
 
 std::vector<Case> build() {
   std::vector<Case> t;

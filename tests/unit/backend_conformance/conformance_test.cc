@@ -96,7 +96,9 @@ TEST(ConformanceTable, CoversEveryCpuType) {
       EXPECT_TRUE(seen.contains({Op::kGetRows, type})) << "get_rows has no rows for " << info->name;
     }
   }
-  for (tensor::DType cache : {tensor::DType::F16, tensor::DType::F32}) {
+  for (tensor::DType cache : {tensor::DType::F16, tensor::DType::F32, tensor::DType::BF16, tensor::DType::Q8_0,
+                              tensor::DType::Q4_0, tensor::DType::FP8_E4M3}) {
+    EXPECT_TRUE(is_kv_cache_type(cache));
     for (Op op : {Op::kStoreKv, Op::kKvBlocks, Op::kAttention}) {
       EXPECT_TRUE(seen.contains({op, cache})) << op_name(op) << " has no rows for " << tensor::dtype_name(cache);
     }

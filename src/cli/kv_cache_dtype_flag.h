@@ -1,0 +1,31 @@
+#pragma once
+// `--kv-cache-dtype f16|bf16|q8_0|q4_0|fp8_e4m3`: the element type of the KV cache (vLLM's
+// flag; llama.cpp's -ctk / -ctv with one type for both), on every command that makes one. An
+// unknown name is refused while the command line is parsed, before any model loads.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "lumen/engine_config.h"
+
+namespace lumen::cli {
+
+struct KvCacheDtypeFlag {
+  std::string name = "f16";
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--kv-cache-dtype", name,
+                    "KV cache element type: f16, bf16, q8_0, q4_0 or fp8_e4m3 (compressed types: CPU only)")
+        ->capture_default_str()
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+              if (parse_kv_cache_dtype(text)) return {};
+              return "unknown KV cache dtype '" + text + "' (choose one of " + std::string(kv_cache_dtype_choices()) + ")";
+            },
+            "DTYPE"));
+  }
+
+  // Call after parsing (the validator has accepted the name).
+  KvCacheDtype value() const { return parse_kv_cache_dtype(name).value_or(KvCacheDtype::F16); }
+};
+
+}  // namespace lumen::cli
