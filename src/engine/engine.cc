@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <future>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "engine/speculation.h"
+#include "engine/step_time_model.h"
 #include "engine/structured_output.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
@@ -115,6 +117,7 @@ struct Engine::Impl {
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);
     scheduler.set_shift_policy(shift_policy());
+    if (config.max_itl_ms > 0) scheduler.limit_step_time(step_time, config.max_itl_ms / 1000.0, config.min_prefill_tokens);
     publish_stats();
   }
 
@@ -148,6 +151,8 @@ struct Engine::Impl {
   // anything is allocated.
   static EngineConfig checked(EngineConfig c) {
     c.speculative = spec::resolved(c.speculative);
+    if (!(c.max_itl_ms >= 0) || !std::isfinite(c.max_itl_ms)) fail("max_itl_ms must be 0 (off) or a positive number of milliseconds (got {})", c.max_itl_ms);
+    if (c.min_prefill_tokens <= 0) fail("min_prefill_tokens must be positive (got {})", c.min_prefill_tokens);
     return c;
   }
 
@@ -204,6 +209,8 @@ struct Engine::Impl {
   std::unique_ptr<engine::SwapSpace> swap;
   engine::Scheduler scheduler;
   engine::ModelRunner runner;
+  // ITL-aware scheduling's cost model: fed each step's measured time when max_itl_ms is set.
+  engine::StepTimeModel step_time;
   // Structured outputs' compiled grammars, shared by submitting threads (it locks).
   engine::GrammarCompiler grammars{model.tokenizer};
   int64_t max_model_len = 0;
@@ -391,6 +398,8 @@ void Engine::wait_for_work(std::chrono::milliseconds timeout) {
 bool Engine::step() {
   Impl& m = *impl_;
   m.drain_inbox();
+  // The whole step, proposing drafts to streaming: what a decoding stream waits between tokens.
+  const auto step_started = std::chrono::steady_clock::now();
   if (m.speculation.enabled()) {
     m.speculation.propose(m.outputs.live_sequences(), static_cast<int64_t>(m.scheduler.n_running()), m.max_model_len);
   }
@@ -427,6 +436,15 @@ bool Engine::step() {
       m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
       ++m.steps;
       m.outputs.process(plan, m.runner.chunk_logits(), logits);
+      // The first step pays one-time costs (weights repacked at first use): not a sample.
+      if (m.config.max_itl_ms > 0 && m.steps > 1) {
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count();
+        if (std::getenv("LUMEN_DEBUG_ITL")) {
+          auto c = m.step_time.coefficients();
+          fmt::print(stderr, "DBG tokens {} sampled {} prefill {} att {:.0f} pred {:.1f} ms got {:.1f} ms coef [{}]\n", plan.shape.tokens, plan.shape.sampled_rows, plan.shape.prefill_tokens, plan.shape.attended, 1000*m.step_time.predict(plan.shape), 1000*secs, fmt::join(c, ", "));
+        }
+        m.step_time.record(plan.shape, secs);
+      }
     }
   }
   m.outputs.drop_ended();
