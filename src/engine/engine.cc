@@ -438,12 +438,7 @@ bool Engine::step() {
       m.outputs.process(plan, m.runner.chunk_logits(), logits);
       // The first step pays one-time costs (weights repacked at first use): not a sample.
       if (m.config.max_itl_ms > 0 && m.steps > 1) {
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count();
-        if (std::getenv("LUMEN_DEBUG_ITL")) {
-          auto c = m.step_time.coefficients();
-          fmt::print(stderr, "DBG tokens {} sampled {} prefill {} att {:.0f} pred {:.1f} ms got {:.1f} ms coef [{}]\n", plan.shape.tokens, plan.shape.sampled_rows, plan.shape.prefill_tokens, plan.shape.attended, 1000*m.step_time.predict(plan.shape), 1000*secs, fmt::join(c, ", "));
-        }
-        m.step_time.record(plan.shape, secs);
+        m.step_time.record(plan.shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count());
       }
     }
   }

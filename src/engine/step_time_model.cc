@@ -46,10 +46,15 @@ void StepTimeModel::record(const StepShape& shape, double seconds) {
 }
 
 void StepTimeModel::refit() {
-  // What a prefill token costs is only known from prefill steps of different sizes.
-  bool prefill_varies = false;
-  for (const Sample& s : prefill_) prefill_varies |= s.prefill_tokens != prefill_.front().prefill_tokens;
-  if (!prefill_varies) return;
+  // What a prefill token costs is first known from prefill steps of different sizes. Later the
+  // prefill window may hold one size only (every chunk at the floor while the decodes alone
+  // fill the target): the fit goes on, a prefill token's cost then coming from how much those
+  // chunks add to decode-only steps, so the model keeps following the machine's load.
+  if (!coefficients_) {
+    bool prefill_varies = false;
+    for (const Sample& s : prefill_) prefill_varies |= s.prefill_tokens != prefill_.front().prefill_tokens;
+    if (!prefill_varies) return;
+  }
   util::NormalEquations eq(kFeatures);
   for (const Sample& s : prefill_) eq.add(s.x, s.seconds);
   for (const Sample& s : decode_only_) eq.add(s.x, s.seconds);
