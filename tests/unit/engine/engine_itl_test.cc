@@ -17,9 +17,9 @@ class EngineItl : public SynthEngineTest {
   // Streams start, then long prompts arrive while they decode (prefill chunks join decode steps).
   static Outcome run_staggered(Engine& engine) {
     std::vector<RequestHandle> handles;
-    for (int s = 0; s < 3; ++s) handles.push_back(engine.add_request(prompt(6 + s, s), greedy(40)));
+    for (int s = 0; s < 3; ++s) handles.push_back(engine.add_request(prompt(6 + s, s), greedy(24)));
     for (int i = 0; i < 4; ++i) engine.step();
-    for (int s = 0; s < 3; ++s) handles.push_back(engine.add_request(prompt(90 + 7 * s, 10 + s), greedy(12)));
+    for (int s = 0; s < 3; ++s) handles.push_back(engine.add_request(prompt(40 + 7 * s, 10 + s), greedy(8)));
     while (engine.has_unfinished()) engine.step();
     Outcome out;
     for (RequestHandle& h : handles) out.outputs.push_back(h.collect().tokens);
@@ -42,7 +42,7 @@ TEST_F(EngineItl, GreedyOutputIsTheSameWithAndWithoutAStepTimeTarget) {
   Engine limited(handle(), itl);
   const Outcome got = run_staggered(limited);
   EXPECT_EQ(got.outputs, expected.outputs);
-  EXPECT_GT(got.steps, expected.steps + 10) << "the target did not change the schedule";
+  EXPECT_GE(got.steps, expected.steps + 5) << "the target did not change the schedule";
 }
 
 TEST_F(EngineItl, RefusesANonsenseTarget) {
