@@ -125,7 +125,7 @@ TEST_F(SchedulerItlTest, WhenDecodesAloneExceedTheTargetTheFloorStillPrefillsEve
 TEST_F(SchedulerItlTest, BeforeTheModelIsTrainedOnlyTheFloorJoinsTheDecodes) {
   make({.max_num_seqs = 16, .max_num_batched_tokens = 512});
   scheduler_->limit_step_time(model_, 1.0, 16);  // a target anything would meet, an empty model
-  start_streams(3);  // their prompts: one prefill step of 24 tokens
+  start_streams(3);                              // their prompts: one prefill step of 24 tokens
   Sequence* prompt = add(300);
   EXPECT_EQ(tokens_of(step(), prompt), 16);
   // The fake clock trains the model on these steps (prefill steps of two sizes were seen: the

@@ -7,10 +7,10 @@
 namespace lumen::engine::testing {
 
 struct StepCostLaw {
-  double base = 2e-3;              // seconds per step
-  double per_token = 1e-4;         // per row of the batch
-  double per_sampled_row = 5e-4;   // per sampled row
-  double per_kilo_attended = 2e-4; // per 1024 attended key positions
+  double base = 2e-3;               // seconds per step
+  double per_token = 1e-4;          // per row of the batch
+  double per_sampled_row = 5e-4;    // per sampled row
+  double per_kilo_attended = 2e-4;  // per 1024 attended key positions
 
   double operator()(const StepShape& s) const {
     return base + per_token * static_cast<double>(s.tokens) + per_sampled_row * static_cast<double>(s.sampled_rows) +

@@ -20,7 +20,10 @@ using testing::StepCostLaw;
 
 class StepTimeBudgetTest : public ::testing::Test {
  protected:
-  StepTimeBudgetTest() : pool_(256, 16, false), layout_(kv::make_kv_layout(std::vector<int64_t>{0}, true)), space_{&pool_, &layout_, -1} {}
+  StepTimeBudgetTest()
+      : pool_(256, 16, false),
+        layout_(kv::make_kv_layout(std::vector<int64_t>{0}, true)),
+        space_{&pool_, &layout_, -1} {}
 
   // A sequence that computed `computed` of its `len` tokens and generated `generated` of them.
   Sequence& seq(int64_t len, int64_t computed, int64_t generated = 0) {
