@@ -117,7 +117,9 @@ struct Engine::Impl {
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);
     scheduler.set_shift_policy(shift_policy());
-    if (config.max_itl_ms > 0) scheduler.limit_step_time(step_time, config.max_itl_ms / 1000.0, config.min_prefill_tokens);
+    if (config.max_itl_ms > 0) {
+      scheduler.limit_step_time(step_time, config.max_itl_ms / 1000.0, config.min_prefill_tokens);
+    }
     publish_stats();
   }
 
@@ -151,7 +153,9 @@ struct Engine::Impl {
   // anything is allocated.
   static EngineConfig checked(EngineConfig c) {
     c.speculative = spec::resolved(c.speculative);
-    if (!(c.max_itl_ms >= 0) || !std::isfinite(c.max_itl_ms)) fail("max_itl_ms must be 0 (off) or a positive number of milliseconds (got {})", c.max_itl_ms);
+    if (!(c.max_itl_ms >= 0) || !std::isfinite(c.max_itl_ms)) {
+      fail("max_itl_ms must be 0 (off) or a positive number of milliseconds (got {})", c.max_itl_ms);
+    }
     if (c.min_prefill_tokens <= 0) fail("min_prefill_tokens must be positive (got {})", c.min_prefill_tokens);
     return c;
   }
@@ -438,7 +442,8 @@ bool Engine::step() {
       m.outputs.process(plan, m.runner.chunk_logits(), logits);
       // The first step pays one-time costs (weights repacked at first use): not a sample.
       if (m.config.max_itl_ms > 0 && m.steps > 1) {
-        m.step_time.record(plan.shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count());
+        const auto elapsed = std::chrono::steady_clock::now() - step_started;
+        m.step_time.record(plan.shape, std::chrono::duration<double>(elapsed).count());
       }
     }
   }
