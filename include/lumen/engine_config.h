@@ -114,6 +114,16 @@ struct EngineConfig {
   // exactly what decoding token by token gives (the model may still tokenize the forced text
   // its own way; the draft is then cut where it differs). Works with speculation off.
   bool jump_forward = true;
+  // ITL-aware scheduling (> 0): while streams decode, each step is planned to take at most this
+  // many milliseconds, as predicted by a cost model the engine fits from its own measured steps;
+  // prefill chunks (and speculative drafts) shrink to fit beside the decodes, which are never
+  // cut. 0: off (prefill chunks take what max_num_batched_tokens leaves). Greedy output does not
+  // change either way, only which step computes what.
+  double max_itl_ms = 0;
+  // With max_itl_ms: prefill tokens a step with decodes computes even past the target, so a
+  // prompt always progresses (a running prompt of L tokens is prefilled within
+  // ceil(L / min_prefill_tokens) steps).
+  int64_t min_prefill_tokens = 16;
 };
 
 }  // namespace lumen

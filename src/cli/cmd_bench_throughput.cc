@@ -144,6 +144,7 @@ void run_throughput(const ThroughputOptions& options) {
       {"kv_cache_dtype", kv_cache_dtype_name(engine.config().kv_cache_dtype)},
       {"max_num_seqs", engine.config().max_num_seqs},
       {"max_num_batched_tokens", engine.config().max_num_batched_tokens},
+      {"max_itl_ms", engine.config().max_itl_ms},  // 0: no step time target
       {"kv_cache_bytes", s.kv_cache_bytes},
       {"kv_blocks_total", s.kv_blocks_total},
       {"kv_peak_usage", static_cast<double>(peak_blocks) / static_cast<double>(s.kv_blocks_total)},

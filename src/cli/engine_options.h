@@ -1,7 +1,9 @@
 #pragma once
 // The flags that size and schedule the serving engine, shared by every command that runs one
-// (bench throughput, serve; run takes the context-shift and speculative ones).
+// (bench throughput, serve; run takes the context-shift and speculative ones: it serves one
+// prompt, so ITL-aware scheduling has nothing to trade there).
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <string>
 
 #include "cli/context_shift_flags.h"
@@ -52,8 +54,29 @@ struct EngineFlags {
         ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
     cmd->add_option("--swap-space", swap_space, "Host memory for swapped blocks, e.g. 1G");
     kv_cache_dtype.add_to(cmd);
+    cmd->add_option("--max-itl-ms", config.max_itl_ms,
+                    "ITL-aware scheduling: keep each step with decoding streams under this many ms "
+                    "(prefill chunks shrink to fit, from measured step times; default off)")
+        ->check(CLI::Validator(check_max_itl_ms, "MS > 0", "max-itl-ms"));
     context_shift.add_to(cmd);
     speculative.add_to(cmd);
+  }
+
+  // A positive, finite number of milliseconds, at most a minute (a larger target bounds
+  // nothing a step ever takes: leave the flag out instead). Returns the error, empty when good.
+  static std::string check_max_itl_ms(std::string& text) {
+    size_t used = 0;
+    double ms = 0;
+    try {
+      ms = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size() || !std::isfinite(ms)) {
+      return "'" + text + "' is not a number of milliseconds (e.g. 40)";
+    }
+    if (!(ms > 0) || ms > 60000) return "'" + text + "' is out of range: a step time target in (0, 60000] ms";
+    return "";
   }
 
   // Call after parsing.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <future>
 #include <cstring>
@@ -27,6 +28,7 @@
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "engine/speculation.h"
+#include "engine/step_time_model.h"
 #include "engine/structured_output.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
@@ -118,6 +120,9 @@ struct Engine::Impl {
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);
     scheduler.set_shift_policy(shift_policy());
+    if (config.max_itl_ms > 0) {
+      scheduler.limit_step_time(step_time, config.max_itl_ms / 1000.0, config.min_prefill_tokens);
+    }
     publish_stats();
   }
 
@@ -151,6 +156,10 @@ struct Engine::Impl {
   // anything is allocated.
   static EngineConfig checked(EngineConfig c) {
     c.speculative = spec::resolved(c.speculative);
+    if (!(c.max_itl_ms >= 0) || !std::isfinite(c.max_itl_ms)) {
+      fail("max_itl_ms must be 0 (off) or a positive number of milliseconds (got {})", c.max_itl_ms);
+    }
+    if (c.min_prefill_tokens <= 0) fail("min_prefill_tokens must be positive (got {})", c.min_prefill_tokens);
     return c;
   }
 
@@ -207,6 +216,8 @@ struct Engine::Impl {
   std::unique_ptr<engine::SwapSpace> swap;
   engine::Scheduler scheduler;
   engine::ModelRunner runner;
+  // ITL-aware scheduling's cost model: fed each step's measured time when max_itl_ms is set.
+  engine::StepTimeModel step_time;
   // Structured outputs' compiled grammars, shared by submitting threads (it locks).
   engine::GrammarCompiler grammars{model.tokenizer};
   int64_t max_model_len = 0;
@@ -396,9 +407,10 @@ void Engine::wait_for_work(std::chrono::milliseconds timeout) {
 bool Engine::step() {
   Impl& m = *impl_;
   m.drain_inbox();
-  // A step's time includes its proposer's: a draft model's passes cost per draft token much as
-  // the verification's extra rows do, and the draft length is chosen from both (below).
-  const auto proposing = std::chrono::steady_clock::now();
+  // Timed from before the proposer runs: a stream waits the whole step between tokens (ITL-aware
+  // scheduling), and a draft model's passes cost per draft token much as the verification's
+  // extra rows do, so the draft length is chosen from both (below).
+  const auto step_started = std::chrono::steady_clock::now();
   if (m.speculation.enabled()) {
     m.speculation.propose(m.outputs.live_sequences(), static_cast<int64_t>(m.scheduler.n_running()), m.max_model_len);
   }
@@ -427,13 +439,18 @@ bool Engine::step() {
       if (m.speculation.enabled() && plan.chunks.size() == 1 && plan.chunks[0].samples &&
           plan.chunks[0].n_tokens - plan.chunks[0].n_draft == 1) {
         m.speculation.record_step(plan.chunks[0].n_draft,
-                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - proposing).count());
+                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count());
       }
       m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
       m.scheduler.complete(plan);
       m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
       ++m.steps;
       m.outputs.process(plan, m.runner.chunk_logits(), logits);
+      // The first step pays one-time costs (weights repacked at first use): not a sample.
+      if (m.config.max_itl_ms > 0 && m.steps > 1) {
+        const auto elapsed = std::chrono::steady_clock::now() - step_started;
+        m.step_time.record(plan.shape, std::chrono::duration<double>(elapsed).count());
+      }
     }
   }
   m.outputs.drop_ended();

@@ -14,6 +14,10 @@ Scheduler::Scheduler(SchedulerConfig config, kv::BlockPool& pool, SwapSpace* swa
   }
 }
 
+void Scheduler::limit_step_time(const StepTimeModel& model, double max_step_seconds, int64_t min_prefill_tokens) {
+  time_budget_.emplace(model, max_step_seconds, min_prefill_tokens);
+}
+
 bool Scheduler::ranks_before(const Sequence* a, const Sequence* b) const {
   if (config_.policy == SchedulingPolicy::Priority && a->priority != b->priority) {
     return a->priority > b->priority;
@@ -151,10 +155,13 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
         continue;
       }
       if (decode_pass && !shift_if_due(seq, plan)) continue;
-      const int64_t n = std::min(seq->uncomputed(), budget);
+      int64_t n = std::min(seq->uncomputed(), budget);
+      if (!decode_pass && time_budget_) n = time_budget_->prefill_room(*seq, n);
+      if (n == 0) continue;
       if (!reserve_running(seq, n, plan)) continue;
       seq->scheduled_now = true;
       plan.chunks.push_back({seq, n, n == seq->uncomputed()});
+      if (time_budget_) time_budget_->add(*seq, n, n == seq->uncomputed() ? 1 : 0);
       budget -= n;
     }
   }
@@ -172,8 +179,12 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
     // A group wider than max_num_seqs still runs, alone.
     if (!running_.empty() && running_seats() + seq->seats > config_.max_num_seqs) return;
     if (!seq->swap_slots.empty()) {
-      if (!admit_swapped(seq, std::min(seq->uncomputed(), budget), plan)) return;
-      budget -= plan.chunks.back().n_tokens;
+      int64_t n = std::min(seq->uncomputed(), budget);
+      // A swapped-out stream that comes back to decode is a decode, not held back.
+      if (time_budget_ && !seq->decoding()) n = time_budget_->prefill_room(*seq, n);
+      if (n == 0 || !admit_swapped(seq, n, plan)) return;
+      if (time_budget_) time_budget_->add(*seq, n, n == seq->uncomputed() ? 1 : 0);
+      budget -= n;
       continue;
     }
     if (!seq->prefix_checked) {
@@ -184,9 +195,10 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
       seq->n_computed = seq->blocks.adopt_cached_prefix(seq->tokens, limit);
       seq->prefix_checked = true;
     }
-    const int64_t n = std::min(seq->uncomputed(), budget);
+    int64_t n = std::min(seq->uncomputed(), budget);
+    if (time_budget_) n = time_budget_->prefill_room(*seq, n);
     const int32_t need = seq->blocks.blocks_needed(seq->n_computed, n);
-    if (pool_.n_available() - need < config_.watermark_blocks ||
+    if (n == 0 || pool_.n_available() - need < config_.watermark_blocks ||
         !seq->blocks.reserve(seq->n_computed, n, plan.copies)) {
       // Not now: give back what the prefix lookup took, so waiting requests hold no blocks.
       seq->blocks.release_all();
@@ -199,6 +211,7 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
     seq->scheduled_now = true;
     insert_ranked(running_, seq);
     plan.chunks.push_back({seq, n, n == seq->uncomputed()});
+    if (time_budget_) time_budget_->add(*seq, n, n == seq->uncomputed() ? 1 : 0);
     budget -= n;
   }
 }
@@ -244,13 +257,18 @@ StepPlan Scheduler::schedule() {
   for (Sequence* seq : running_) seq->scheduled_now = false;
   for (Sequence* seq : waiting_) seq->scheduled_now = false;
   int64_t budget = config_.max_num_batched_tokens;
+  if (time_budget_) time_budget_->start();
   preempt_for_priority(plan);
   const size_t priority_preemptions = plan.preempted.size();
   schedule_running(plan, budget);
   // Preempting for memory means the pool is full: admitting now would only thrash.
   if (plan.preempted.size() == priority_preemptions) admit_waiting(plan, budget);
   append_drafts(plan, budget);
-  for (const ScheduledChunk& chunk : plan.chunks) plan.n_tokens += chunk.n_tokens;
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    plan.n_tokens += chunk.n_tokens;
+    const Sequence& seq = *chunk.seq;
+    plan.shape.add_chunk(seq.n_computed, chunk.n_tokens, chunk.samples ? 1 + chunk.n_draft : 0, !seq.decoding());
+  }
   return plan;
 }
 
@@ -259,6 +277,7 @@ void Scheduler::append_drafts(StepPlan& plan, int64_t& budget) {
     Sequence* seq = chunk.seq;
     if (seq->draft.empty() || !chunk.samples || !seq->decoding()) continue;
     int64_t n = std::min(static_cast<int64_t>(seq->draft.size()), budget);
+    if (time_budget_) n = time_budget_->draft_room(*seq, chunk.n_tokens, n);
     // Blocks beyond the decode's own come from the free ones above the watermark, or not at all.
     const int32_t base = seq->blocks.blocks_needed(seq->n_computed, chunk.n_tokens);
     while (n > 0 && pool_.n_available() - (seq->blocks.blocks_needed(seq->n_computed, chunk.n_tokens + n) - base) <
@@ -266,6 +285,7 @@ void Scheduler::append_drafts(StepPlan& plan, int64_t& budget) {
       --n;
     }
     if (n == 0 || !seq->blocks.reserve(seq->n_computed, chunk.n_tokens + n, plan.copies)) continue;
+    if (time_budget_) time_budget_->add_draft(*seq, chunk.n_tokens, n);
     chunk.n_tokens += n;
     chunk.n_draft = n;
     budget -= n;

@@ -13,6 +13,9 @@
 //      to their chunk, with what is left of the token budget and of the free blocks above the
 //      watermark. Drafts come last so they never displace a decode, a prefill chunk or an
 //      admission, and never cause a preemption.
+// With a step time target (limit_step_time; EngineConfig::max_itl_ms), prefill chunks and
+// drafts beside decodes are further cut to what a cost model of the step predicts fits under
+// it (step_time_budget.h has the rules: a floor keeps prompts progressing).
 // A long prompt is cut into chunks that share a step with decodes (chunked prefill). A request
 // that will fork (n > 1, best_of, beams) takes its `seats` in max_num_seqs at admission; a
 // running sequence with nothing to compute (a beam waiting for its siblings) is not scheduled.
@@ -20,10 +23,13 @@
 // tokens (prompt and generated so far), mostly from the prefix cache when that is on, or, with
 // a swap space, its blocks are copied to host memory first and copied back on readmission.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/context_shift.h"
 #include "engine/sequence.h"
+#include "engine/step_time_budget.h"
+#include "engine/step_time_model.h"
 #include "engine/swap_space.h"
 #include "kv/block_pool.h"
 #include "lumen/engine_config.h"
@@ -73,6 +79,7 @@ struct StepPlan {
   std::vector<Sequence*> out_of_blocks;  // alone in the pool and still cannot grow: must finish
   std::vector<KeyShift> key_shifts;      // after the copies: context shifts' key rotations
   int64_t n_tokens = 0;
+  StepShape shape;  // what the step computes, for its cost model (step_time_model.h)
   bool empty() const { return chunks.empty(); }
 };
 
@@ -83,6 +90,10 @@ class Scheduler {
   Scheduler(SchedulerConfig config, kv::BlockPool& pool, SwapSpace* swap = nullptr);
 
   const SchedulerConfig& config() const { return config_; }
+  // ITL-aware scheduling: from now on, steps with decoding streams are planned so that
+  // `model` predicts them to take at most max_step_seconds (step_time_budget.h). `model`
+  // outlives the scheduler.
+  void limit_step_time(const StepTimeModel& model, double max_step_seconds, int64_t min_prefill_tokens);
   // For sequences with may_shift (off until set).
   void set_shift_policy(const ContextShiftPolicy& policy) { shift_ = policy; }
   const ContextShiftPolicy& shift_policy() const { return shift_; }
@@ -139,6 +150,7 @@ class Scheduler {
   ContextShiftPolicy shift_;
   kv::BlockPool& pool_;
   SwapSpace* swap_;
+  std::optional<StepTimeBudget> time_budget_;
   std::vector<Sequence*> running_;  // kept in rank order
   std::vector<Sequence*> waiting_;  // kept in rank order
   uint64_t n_preemptions_ = 0;

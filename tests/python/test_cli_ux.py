@@ -108,3 +108,16 @@ def test_bench_serve_exits_non_zero_when_every_request_failed():
     assert "could not connect to the server" in r.stderr  # not httplib's bare "Connection"
     # The SDK-style base URL was folded: requests went to /v1/completions, not /v1/v1/completions.
     assert "/v1/v1/" not in r.stderr and f"127.0.0.1:{port}/v1/completions" in r.stderr
+
+
+def test_max_itl_ms_refuses_what_is_not_a_positive_number_of_milliseconds():
+    # Checked while parsing, before any model is loaded: one line naming the flag and the value.
+    for command in (["serve"], ["bench", "throughput", "--num-prompts", "1", "--input-len", "4", "--output-len", "1"]):
+        for bad, why in (("abc", "not a number"), ("40x", "not a number"), ("nan", "not a number"),
+                         ("inf", "not a number"), ("0", "out of range"), ("-5", "out of range"),
+                         ("1e9", "out of range")):
+            r = lumen(*command, "--max-itl-ms", bad, timeout=60)
+            assert r.returncode != 0, (command, bad)
+            assert f"--max-itl-ms: '{bad}' is {why}" in r.stderr, (command, bad, r.stderr)
+        help_ = lumen(*command, "--help", timeout=60)
+        assert "--max-itl-ms" in help_.stdout
