@@ -81,7 +81,7 @@ TEST_P(WeightedQuantizer, WithoutImportanceTheBytesAreTheReferenceQuantizers) {
 INSTANTIATE_TEST_SUITE_P(Types, WeightedQuantizer,
                          testing::Values(DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0,
                                          DType::Q4_1, DType::Q5_0, DType::Q5_1),
-                         [](const testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
+                         [](const testing::TestParamInfo<DType>& type) { return std::string(dtype_name(type.param)); });
 
 // Q8_0 has no weighted search in ggml: the importance is ignored.
 TEST(WeightedQuantizer, Q8_0IgnoresImportance) {
