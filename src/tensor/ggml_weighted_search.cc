@@ -75,65 +75,10 @@ float symmetric_search(int n, int nmax, const float* x, const float* weights, in
 
 float affine_search(int n, int nmax, const float* x, const float* weights, uint8_t* levels, float* offset,
                     uint8_t* scratch) {
-  float min = x[0];
-  float max = x[0];
-  float sum_w = weights[0];
-  float sum_x = sum_w * x[0];
-  for (int i = 1; i < n; ++i) {
-    if (x[i] < min) min = x[i];
-    if (x[i] > max) max = x[i];
-    sum_w += weights[i];
-    sum_x += weights[i] * x[i];
-  }
-  if (min > 0.0f) min = 0.0f;
-  if (max <= min) {
-    std::memset(levels, 0, static_cast<size_t>(n));
-    *offset = -min;
-    return 0.0f;
-  }
-  float iscale = as_float(nmax) / (max - min);
-  float scale = 1.0f / iscale;
-  float best_error = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    levels[i] = static_cast<uint8_t>(clamp_level(nearest_int(iscale * (x[i] - min)), 0, nmax));
-    const float diff = scale * as_float(levels[i]) + min - x[i];
-    best_error += weights[i] * (diff * diff);
-  }
-  constexpr float kRmin = -0.9f, kRdelta = 0.05f;
-  constexpr int kSteps = 36;
-  for (int step = 0; step <= kSteps; ++step) {
-    iscale = (kRmin + kRdelta * as_float(step) + as_float(nmax)) / (max - min);
-    float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const int l = clamp_level(nearest_int(iscale * (x[i] - min)), 0, nmax);
-      scratch[i] = static_cast<uint8_t>(l);
-      const float w = weights[i];
-      sum_l += w * as_float(l);
-      sum_l2 += w * as_float(l) * as_float(l);
-      sum_xl += w * as_float(l) * x[i];
-    }
-    const float det = sum_w * sum_l2 - sum_l * sum_l;
-    if (!(det > 0.0f)) continue;
-    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
-    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
-    if (this_min > 0.0f) {
-      this_min = 0.0f;
-      this_scale = sum_xl / sum_l2;
-    }
-    float error = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const float diff = this_scale * as_float(scratch[i]) + this_min - x[i];
-      error += weights[i] * (diff * diff);
-    }
-    if (error < best_error) {
-      std::memcpy(levels, scratch, static_cast<size_t>(n));
-      best_error = error;
-      scale = this_scale;
-      min = this_min;
-    }
-  }
-  *offset = -min;
-  return scale;
+  // The unweighted K-quants' search already takes weights (theirs come from x): with the
+  // importance's weights and this step range, it is ggml's weighted search operation for operation.
+  const ggml_search::AffineSearch search{nmax, -0.9f, 0.05f, 36, false};
+  return ggml_search::affine_scale_search(n, x, weights, search, levels, offset, scratch);
 }
 
 float positive_search(int n, int nmax, const float* x, const float* weights, uint8_t* levels) {
