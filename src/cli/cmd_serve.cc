@@ -98,6 +98,7 @@ void serve(ServeOptions& options) {
   const int port = http.bind();
   fmt::print(stderr, "lumen serve: {} on http://{}:{} (context {} tokens, {} KV blocks)\n", name,
              options.http.host, port, limits.max_model_len, engine.stats().kv_blocks_total);
+  if (options.http.web_ui) fmt::print(stderr, "lumen serve: chat page at http://{}:{}/\n", options.http.host, port);
   std::fflush(stderr);
 
   // The first SIGTERM/SIGINT drains (shutdown() runs on its own thread); a second one while
@@ -185,6 +186,8 @@ void add_serve_command(CLI::App& app) {
                   "Seconds in-flight requests get to finish after SIGTERM")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("-t,--threads", options->threads, "Compute threads (default: all cores)");
   cmd->add_flag("--metrics-public", options->http.metrics_public, "Serve /metrics without the API key");
+  cmd->add_flag("--no-web-ui{false}", options->http.web_ui,
+                "Do not serve the chat page at / (the API is unchanged)");
   cmd->add_option("--cors-origins", options->cors_origins,
                   "Browser origins allowed to call the API, comma-separated, or * for any (default: none)");
   cmd->add_option("--allowed-hosts", options->allowed_hosts,

@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "server/connection_pool.h"
 #include "server/request_body_check.h"
 #include "server/routes.h"
+#include "server/web_assets.h"
 #include "util/error.h"
 
 namespace lumen::server {
@@ -47,6 +49,28 @@ ApiError internal_error(httplib::Response& response, const std::string& detail) 
   this_request_note().error_detail = detail;
   return ApiError(500, fmt::format("internal server error (request id {})", response.get_header_value("X-Request-Id")),
                   "", "internal_error");
+}
+
+// A path as an httplib route pattern (a regular expression that matches only that path).
+std::string exact_pattern(std::string_view path) {
+  std::string pattern;
+  for (char c : path) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) pattern += '\\';
+    pattern += c;
+  }
+  return pattern;
+}
+
+// GET of one of the chat page's files. The policy headers make the browser run only the page's
+// own files (the Content-Security-Policy) and take each file as the type it is served with.
+void serve_web_asset(ServerContext&, const httplib::Request& request, httplib::Response& response) {
+  const std::optional<WebAsset> asset = find_web_asset(request.path);
+  if (!asset) throw ApiError(404, "no such route", "", "not_found");
+  response.set_header("Content-Security-Policy", std::string(kWebContentSecurityPolicy));
+  response.set_header("X-Content-Type-Options", "nosniff");
+  response.set_header("Referrer-Policy", "no-referrer");
+  response.set_header("Cache-Control", "no-cache");  // a new binary's page shows at once
+  response.set_content(std::string(asset->body), std::string(asset->content_type));
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -107,6 +131,9 @@ void Server::install_routes() {
   http_.Post("/v1/chat/completions", wrap(handle_chat_completions));
   http_.Post("/tokenize", wrap(handle_tokenize));
   http_.Post("/detokenize", wrap(handle_detokenize));
+  if (options_.web_ui) {
+    for (const EmbeddedFile& file : embedded_web_files()) http_.Get(exact_pattern(web_path(file.name)), wrap(serve_web_asset));
+  }
 
   http_.set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
     this_request_note() = RequestNote{};
@@ -119,7 +146,10 @@ void Server::install_routes() {
                                      "", "host_not_allowed"));
       return httplib::Server::HandlerResponse::Handled;
     }
-    const std::vector<std::string> methods = allowed_methods(request.path);
+    // The chat page's files are static and hold no secrets: served without the key (the page
+    // asks the user for it), and only to GET.
+    const bool web_page = options_.web_ui && find_web_asset(request.path).has_value();
+    const std::vector<std::string> methods = web_page ? std::vector<std::string>{"GET"} : allowed_methods(request.path);
     if (request.method == "OPTIONS" && options_.cors.enabled()) {
       // A browser's CORS preflight: answered without the key (browsers send none with it).
       response.status = methods.empty() ? 404 : 204;
@@ -136,7 +166,8 @@ void Server::install_routes() {
                                      "", "method_not_allowed"));
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (!options_.api_keys.empty() && !methods.empty() && path_needs_key(request.path, options_.metrics_public)) {
+    if (!options_.api_keys.empty() && !methods.empty() && !web_page &&
+        path_needs_key(request.path, options_.metrics_public)) {
       const std::string given = request.get_header_value("Authorization");
       const std::optional<std::string> token = bearer_token(given);
       bool known = false;

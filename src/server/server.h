@@ -22,6 +22,7 @@ struct ServerOptions {
   int port = 8080;                 // 0: any free port (bind() says which)
   std::vector<std::string> api_keys;  // empty: no authentication; any one of them admits
   bool metrics_public = false;     // /metrics without the API key
+  bool web_ui = true;              // the chat page at / (web_assets.h)
   CorsPolicy cors;                 // browser origins allowed (none by default)
   std::vector<std::string> allowed_hosts;  // Host names answered (HostPolicy; empty: its default)
   LogLevel log_level = LogLevel::Info;

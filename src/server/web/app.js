@@ -1,0 +1,470 @@
+// Lumen's chat page: talks to the server's own OpenAI-compatible API (POST /v1/chat/completions
+// with "stream": true, read as server-sent events), keeps conversations and settings in this
+// browser's localStorage, and renders the model's Markdown safely: all text is HTML-escaped
+// before any markup is added, so no model text ever reaches innerHTML unescaped.
+"use strict";
+
+const STORE_KEYS = { conversations: "lumen.conversations", settings: "lumen.settings", apiKey: "lumen.apiKey" };
+
+// ---------------------------------------------------------------------------------------------
+// Markdown: a small subset (code fences, inline code, bold, italic, headings, lists, http(s)
+// links), enough for chat answers. Unclosed fences render as code, so a streaming answer looks
+// right before it is finished.
+
+const HTML_ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+function escapeHtml(text) {
+  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+}
+
+// Bold and italic on text that is already escaped (escaping leaves * and _ alone).
+function emphasis(escaped) {
+  return escaped
+    .replace(/\*\*(?=\S)([^*\n]*?\S)\*\*/g, "<strong>$1</strong>")
+    .replace(/(^|[^*\w])\*(?=\S)([^*\n]*?\S)\*(?![*\w])/g, "$1<em>$2</em>")
+    .replace(/(^|[^\w])_(?=\S)([^_\n]*?\S)_(?!\w)/g, "$1<em>$2</em>");
+}
+
+// One line of text (raw, as the model wrote it) as HTML. Code spans and links are set aside as
+// finished HTML first (NUL-delimited placeholders; NULs were removed from the input), so
+// emphasis never rewrites the inside of a code span or an href.
+function renderInline(text) {
+  const kept = [];
+  const keep = (html) => `\u0000${kept.push(html) - 1}\u0000`;
+  const marked = text
+    .replace(/`([^`\n]+)`/g, (_, code) => keep(`<code>${escapeHtml(code)}</code>`))
+    .replace(/\[([^\]\n]+)\]\((https?:\/\/[^\s()<>"'`]+)\)/g, (_, label, url) =>
+      keep(`<a href="${escapeHtml(url)}" target="_blank" rel="noopener noreferrer">${emphasis(escapeHtml(label))}</a>`));
+  return emphasis(escapeHtml(marked)).replace(/\u0000(\d+)\u0000/g, (_, i) => kept[Number(i)]);
+}
+
+function renderMarkdown(text) {
+  const lines = text.replace(/\u0000/g, "").replace(/\r\n?/g, "\n").split("\n");
+  const out = [];
+  let paragraph = [];
+  let list = null;  // { tag: "ul" | "ol", items: [raw text] }
+  const endParagraph = () => {
+    if (paragraph.length) out.push(`<p>${paragraph.map(renderInline).join("<br>")}</p>`);
+    paragraph = [];
+  };
+  const endList = () => {
+    if (list) out.push(`<${list.tag}>${list.items.map((item) => `<li>${renderInline(item)}</li>`).join("")}</${list.tag}>`);
+    list = null;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = line.match(/^\s*(```+|~~~+)\s*([\w+#.-]*)/);
+    if (fence) {
+      endParagraph();
+      endList();
+      const code = [];
+      for (i++; i < lines.length && !lines[i].trimStart().startsWith(fence[1]); i++) code.push(lines[i]);
+      const language = fence[2] ? ` data-language="${escapeHtml(fence[2])}"` : "";
+      out.push(`<pre><code${language}>${escapeHtml(code.join("\n"))}</code></pre>`);
+      continue;
+    }
+    const heading = line.match(/^(#{1,6})\s+(.*)$/);
+    if (heading) {
+      endParagraph();
+      endList();
+      const level = heading[1].length;
+      out.push(`<h${level}>${renderInline(heading[2])}</h${level}>`);
+      continue;
+    }
+    const bullet = line.match(/^\s*[-*+]\s+(.*)$/);
+    const numbered = line.match(/^\s*\d{1,9}[.)]\s+(.*)$/);
+    if (bullet || numbered) {
+      endParagraph();
+      const tag = bullet ? "ul" : "ol";
+      if (!list || list.tag !== tag) {
+        endList();
+        list = { tag, items: [] };
+      }
+      list.items.push((bullet || numbered)[1]);
+      continue;
+    }
+    if (line.trim() === "") {
+      endParagraph();
+      endList();
+      continue;
+    }
+    if (list && /^\s+\S/.test(line)) {
+      list.items[list.items.length - 1] += " " + line.trim();  // an indented continuation
+      continue;
+    }
+    endList();
+    paragraph.push(line);
+  }
+  endParagraph();
+  endList();
+  return out.join("");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storage: conversations are [{ id, title, updated, messages: [{ role, content, stats? }] }].
+
+function loadJson(key, fallback) {
+  try {
+    const value = JSON.parse(localStorage.getItem(key));
+    return value ?? fallback;
+  } catch {
+    return fallback;  // unreadable (edited by hand, or another page's data): start afresh
+  }
+}
+
+function saveJson(key, value) {
+  try {
+    localStorage.setItem(key, JSON.stringify(value));
+  } catch (e) {
+    showError(`Could not save in this browser's storage: ${e.message}`);
+  }
+}
+
+const state = {
+  conversations: [],
+  currentId: null,
+  controller: null,  // the AbortController of the answer being streamed
+};
+
+function loadConversations() {
+  const stored = loadJson(STORE_KEYS.conversations, []);
+  state.conversations = Array.isArray(stored)
+    ? stored.filter((c) => c && typeof c.id === "string" && Array.isArray(c.messages))
+    : [];
+  state.conversations.sort((a, b) => (b.updated || 0) - (a.updated || 0));
+  state.currentId = state.conversations.length ? state.conversations[0].id : null;
+}
+
+function saveConversations() {
+  saveJson(STORE_KEYS.conversations, state.conversations);
+}
+
+function currentConversation() {
+  return state.conversations.find((c) => c.id === state.currentId) || null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings: the sampling fields and the system prompt, kept across visits.
+
+const $ = (id) => document.getElementById(id);
+const SETTING_FIELDS = ["system-prompt", "temperature", "top-p", "max-tokens", "seed"];
+
+function loadSettings() {
+  const saved = loadJson(STORE_KEYS.settings, {});
+  for (const id of SETTING_FIELDS) {
+    if (typeof saved[id] === "string") $(id).value = saved[id];
+  }
+  $("api-key").value = localStorage.getItem(STORE_KEYS.apiKey) || "";
+}
+
+function saveSettings() {
+  const values = {};
+  for (const id of SETTING_FIELDS) values[id] = $(id).value;
+  saveJson(STORE_KEYS.settings, values);
+  try {
+    localStorage.setItem(STORE_KEYS.apiKey, $("api-key").value);
+  } catch (e) {
+    showError(`Could not save in this browser's storage: ${e.message}`);
+  }
+}
+
+function headers() {
+  const result = { "Content-Type": "application/json" };
+  const key = $("api-key").value.trim();
+  if (key) result.Authorization = `Bearer ${key}`;
+  return result;
+}
+
+function requestBody(conversation) {
+  const messages = [];
+  const system = $("system-prompt").value.trim();
+  if (system) messages.push({ role: "system", content: system });
+  for (const m of conversation.messages) {
+    if (m.content) messages.push({ role: m.role, content: m.content });
+  }
+  const body = { messages, stream: true, stream_options: { include_usage: true } };
+  const number = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));
+  const fields = { temperature: "temperature", top_p: "top-p", max_tokens: "max-tokens", seed: "seed" };
+  for (const [field, id] of Object.entries(fields)) {
+    const value = number(id);
+    if (value !== null && Number.isFinite(value)) body[field] = value;
+  }
+  return body;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering the page.
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = !message;
+}
+
+function statsText(stats) {
+  const parts = [];
+  if (stats.ttft_ms != null) parts.push(`TTFT ${Math.round(stats.ttft_ms)} ms`);
+  if (stats.tokens_per_s != null) parts.push(`${stats.tokens_per_s.toFixed(1)} tok/s`);
+  parts.push(`${stats.tokens} tokens`);
+  if (stats.finish && stats.finish !== "stop") parts.push(stats.finish);
+  return parts.join(" · ");
+}
+
+function renderMessageContent(element, message) {
+  const content = element.querySelector(".content");
+  if (message.role === "assistant") content.innerHTML = renderMarkdown(message.content);
+  else content.textContent = message.content;
+  const stats = element.querySelector(".stats");
+  stats.textContent = message.stats ? statsText(message.stats) : "";
+  stats.hidden = !message.stats;
+}
+
+function messageElement(message) {
+  const element = document.createElement("div");
+  element.className = `message ${message.role}`;
+  const role = document.createElement("div");
+  role.className = "role";
+  role.textContent = message.role === "user" ? "You" : "Assistant";
+  const content = document.createElement("div");
+  content.className = "content";
+  const stats = document.createElement("div");
+  stats.className = "stats";
+  element.append(role, content, stats);
+  renderMessageContent(element, message);
+  return element;
+}
+
+function scrollToEnd() {
+  const box = $("messages");
+  box.scrollTop = box.scrollHeight;
+}
+
+function renderMessages() {
+  const box = $("messages");
+  box.replaceChildren();
+  const conversation = currentConversation();
+  if (conversation) for (const m of conversation.messages) box.append(messageElement(m));
+  scrollToEnd();
+}
+
+function renderConversationList() {
+  const list = $("conversations");
+  list.replaceChildren();
+  for (const conversation of state.conversations) {
+    const item = document.createElement("li");
+    if (conversation.id === state.currentId) item.className = "current";
+    const title = document.createElement("button");
+    title.type = "button";
+    title.className = "title";
+    title.textContent = conversation.title || "New chat";
+    title.title = title.textContent;
+    title.addEventListener("click", () => {
+      state.currentId = conversation.id;
+      renderConversationList();
+      renderMessages();
+    });
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.className = "delete";
+    remove.textContent = "×";
+    remove.setAttribute("aria-label", "Delete conversation");
+    remove.addEventListener("click", () => deleteConversation(conversation.id));
+    item.append(title, remove);
+    list.append(item);
+  }
+}
+
+function deleteConversation(id) {
+  if (state.controller && id === state.currentId) state.controller.abort();
+  state.conversations = state.conversations.filter((c) => c.id !== id);
+  if (state.currentId === id) state.currentId = state.conversations.length ? state.conversations[0].id : null;
+  saveConversations();
+  renderConversationList();
+  renderMessages();
+}
+
+function setBusy(busy) {
+  $("send").hidden = busy;
+  $("stop").hidden = !busy;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Talking to the server.
+
+// The data of each server-sent event of a response body, as text.
+async function* serverSentEvents(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end;
+    while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, "");
+      const data = block
+        .split(/\r?\n/)
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).replace(/^ /, ""))
+        .join("\n");
+      if (data) yield data;
+    }
+  }
+}
+
+async function errorMessage(response) {
+  let message = `${response.status} ${response.statusText}`;
+  try {
+    const body = await response.json();
+    if (body && body.error && body.error.message) message = body.error.message;
+  } catch {
+    // not JSON: the status says enough
+  }
+  if (response.status === 401) message += " (set the server's API key in Settings)";
+  return message;
+}
+
+async function send(text) {
+  let conversation = currentConversation();
+  if (!conversation) {
+    conversation = { id: `${Date.now()}-${Math.random().toString(36).slice(2)}`, title: "", updated: 0, messages: [] };
+    state.conversations.unshift(conversation);
+    state.currentId = conversation.id;
+  }
+  if (!conversation.title) conversation.title = text.slice(0, 60);
+  conversation.updated = Date.now();
+  conversation.messages.push({ role: "user", content: text });
+  const body = requestBody(conversation);
+  const answer = { role: "assistant", content: "", stats: null };
+  conversation.messages.push(answer);
+  saveConversations();
+  renderConversationList();
+  renderMessages();
+  const element = $("messages").lastElementChild;
+  element.classList.add("streaming");
+
+  const controller = new AbortController();
+  state.controller = controller;
+  setBusy(true);
+  showError("");
+  const started = performance.now();
+  let firstAt = null;
+  let lastAt = null;
+  let chunks = 0;
+  let usageTokens = null;
+  let finish = null;
+  let pending = false;  // a repaint is scheduled
+  try {
+    const response = await fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: headers(),
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    if (!response.ok) throw new Error(await errorMessage(response));
+    for await (const data of serverSentEvents(response.body)) {
+      if (data === "[DONE]") break;
+      const chunk = JSON.parse(data);
+      if (chunk.error) throw new Error(chunk.error.message || "the server reported an error");
+      if (chunk.usage) usageTokens = chunk.usage.completion_tokens;
+      const choice = chunk.choices && chunk.choices[0];
+      if (!choice) continue;
+      const delta = choice.delta && choice.delta.content;
+      if (delta) {
+        const now = performance.now();
+        if (firstAt === null) firstAt = now;
+        lastAt = now;
+        chunks += 1;
+        answer.content += delta;
+        if (!pending) {
+          pending = true;
+          requestAnimationFrame(() => {
+            pending = false;
+            const nearEnd = $("messages").scrollHeight - $("messages").scrollTop - $("messages").clientHeight < 80;
+            renderMessageContent(element, answer);
+            if (nearEnd) scrollToEnd();
+          });
+        }
+      }
+      if (choice.finish_reason) finish = choice.finish_reason;
+    }
+  } catch (e) {
+    if (e.name === "AbortError") {
+      finish = "stopped";
+    } else {
+      finish = "error";
+      showError(e.message);
+    }
+  } finally {
+    if (state.controller === controller) state.controller = null;
+    // Tokens: the server's count when it sent one (a stopped answer gets none), else the chunks
+    // with text (one per token, but for a token whose bytes finish in the next one).
+    const tokens = usageTokens ?? chunks;
+    const decodeSeconds = firstAt !== null && lastAt > firstAt ? (lastAt - firstAt) / 1000 : null;
+    answer.stats = {
+      ttft_ms: firstAt === null ? null : firstAt - started,
+      tokens_per_s: decodeSeconds && tokens > 1 ? (tokens - 1) / decodeSeconds : null,
+      tokens,
+      finish,
+    };
+    conversation.updated = Date.now();
+    saveConversations();
+    element.classList.remove("streaming");
+    renderMessageContent(element, answer);
+    setBusy(false);
+  }
+}
+
+async function showModel() {
+  try {
+    const response = await fetch("/v1/models", { headers: headers() });
+    if (!response.ok) {
+      if (response.status === 401) showError(await errorMessage(response));
+      return;
+    }
+    const models = await response.json();
+    $("model-name").textContent = models.data && models.data[0] ? models.data[0].id : "";
+  } catch {
+    // the server is away: sending will say so
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function start() {
+  loadSettings();
+  loadConversations();
+  renderConversationList();
+  renderMessages();
+  showModel();
+  for (const id of SETTING_FIELDS) $(id).addEventListener("change", saveSettings);
+  $("api-key").addEventListener("change", () => {
+    saveSettings();
+    showError("");
+    showModel();
+  });
+  $("new-chat").addEventListener("click", () => {
+    state.currentId = null;
+    renderConversationList();
+    renderMessages();
+    $("prompt").focus();
+  });
+  $("stop").addEventListener("click", () => {
+    if (state.controller) state.controller.abort();
+  });
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = $("prompt").value.trim();
+    if (!text || state.controller) return;
+    $("prompt").value = "";
+    send(text);
+  });
+  $("prompt").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+}
+
+start();

@@ -1,0 +1,156 @@
+"""The chat page in a real browser: headless Chromium, driven through Selenium, against a real
+`lumen serve` on the default model. It loads the page under its Content-Security-Policy (and
+checks the policy is enforced), sends a message and watches the answer stream in, presses Stop and
+checks the server aborted the request, reads the TTFT and tok/s shown, reloads and finds the
+conversation kept, and takes a screenshot (into docs/images/web-ui.png with
+LUMEN_UPDATE_SCREENSHOT=1, else a temporary file). Skipped, saying why, where no Chromium and
+chromedriver are installed (scripts/setup.sh installs Debian's)."""
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import httpx, LumenServer
+
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "web-ui.png"
+ABORTED = 'lumen_request_success_total{finished_reason="abort"}'
+
+
+def find_chromium():
+    browser = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    driver = shutil.which("chromedriver")
+    return (browser, driver) if browser and driver else None
+
+
+def start_browser(browser, driver_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,800",
+                "--force-device-scale-factor=1", "--disable-gpu"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=Service(driver_path))
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def test_chat_page_in_chromium():
+    found = find_chromium()
+    if not found:
+        pytest.skip("no Chromium and chromedriver on PATH (Debian: apt-get install chromium chromium-driver)")
+    from selenium.webdriver.common.by import By
+
+    server = LumenServer()
+    browser = start_browser(*found)
+    try:
+        by_id = lambda id: browser.find_element(By.ID, id)
+        answer_text = lambda: browser.find_elements(By.CSS_SELECTOR, ".message.assistant .content")[-1].text
+
+        r = httpx.get(server.base_url + "/", timeout=10)
+        assert "default-src 'none'" in r.headers["Content-Security-Policy"]
+        browser.get(server.base_url + "/")
+        wait_for(lambda: by_id("model-name").text, 10, "the model's name from /v1/models")
+        assert browser.title == "Lumen chat"
+
+        # Settings: a fixed seed, and room for a long answer that Stop cuts short.
+        for field, value in (("system-prompt", "You are a storyteller."), ("temperature", "0.8"), ("seed", "7"),
+                             ("max-tokens", "1500")):
+            by_id(field).clear()
+            by_id(field).send_keys(value)
+        by_id("prompt").send_keys("Write a very long story about a lighthouse keeper and a storm.")
+        by_id("send").click()
+
+        # The answer grows while it streams: several different, increasing lengths.
+        lengths = []
+        deadline = time.time() + 20
+        while len(lengths) < 4 and time.time() < deadline:
+            n = len(answer_text())
+            if n and (not lengths or n > lengths[-1]):
+                lengths.append(n)
+            time.sleep(0.1)
+        assert len(lengths) >= 4, f"the answer did not stream in: {lengths}"
+        assert by_id("stop").is_displayed() and not by_id("send").is_displayed()
+
+        by_id("stop").click()
+        wait_for(lambda: by_id("send").is_displayed(), 5, "the page to leave streaming")
+        stopped_text = answer_text()
+        time.sleep(0.5)
+        assert answer_text() == stopped_text, "the answer went on growing after Stop"
+        # The server saw the client go and aborted the request (the disconnect watcher).
+        wait_for(lambda: server.metrics().get(ABORTED) == 1, 5, "the server to count the request as aborted")
+        generated = server.metrics()["lumen_generation_tokens_total"]
+        assert 0 < generated < 1500
+
+        stats = browser.find_elements(By.CSS_SELECTOR, ".message.assistant .stats")[-1].text
+        assert re.search(r"TTFT \d+ ms", stats) and re.search(r"\d+\.\d tok/s", stats), stats
+        assert "stopped" in stats, stats
+
+        # A second, short answer ends by itself; its Markdown is rendered as elements.
+        by_id("max-tokens").clear()
+        by_id("max-tokens").send_keys("48")
+        by_id("prompt").send_keys("Give me a Python function that adds two numbers, in a code block.")
+        by_id("send").click()
+        wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, ".message.assistant .stats")) == 2
+                 and by_id("send").is_displayed(), 20, "the second answer")
+        second_stats = browser.find_elements(By.CSS_SELECTOR, ".message.assistant .stats")[-1].text
+        assert "TTFT" in second_stats and "stopped" not in second_stats, second_stats
+
+        # The renderer in the browser: model text is text, markup is only what the page adds.
+        html = browser.execute_script(
+            "return renderMarkdown(arguments[0]);",
+            '<img src=x onerror="alert(1)"> **bold** [x](javascript:alert(1)) [ok](https://example.com)\n'
+            "```python\nprint('<b>')\n```")
+        assert "<img" not in html and "&lt;img" in html and "<strong>bold</strong>" in html
+        assert 'href="javascript' not in html and '<a href="https://example.com"' in html
+        assert "<pre><code data-language=\"python\">print(&#39;&lt;b&gt;&#39;)</code></pre>" in html
+
+        # Kept in localStorage: after a reload the conversation and both answers are there.
+        texts_before = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".message .content")]
+        browser.refresh()
+        wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, ".message")) == 4, 10, "the stored conversation")
+        assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".message .content")] == texts_before
+        assert texts_before[1] == stopped_text
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#conversations li")) == 1
+        assert "stopped" in browser.find_elements(By.CSS_SELECTOR, ".message.assistant .stats")[0].text
+
+        target = SCREENSHOT if os.environ.get("LUMEN_UPDATE_SCREENSHOT") == "1" else \
+            Path(tempfile.gettempdir()) / "lumen-web-ui.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        assert browser.save_screenshot(str(target)) and target.stat().st_size > 10_000
+
+        # No console errors (a CSP violation would be one), and the policy is enforced: an
+        # inline script added now does not run.
+        errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+        assert not errors, errors
+        ran = browser.execute_script(
+            "const s = document.createElement('script'); s.textContent = 'window.inlineRan = true;';"
+            "document.body.append(s); return window.inlineRan === true;")
+        assert ran is False, "an inline script ran: the Content-Security-Policy is not enforced"
+        violations = [e["message"] for e in browser.get_log("browser") if "Content Security Policy" in e["message"]]
+        assert violations, "the blocked inline script should have been reported as a CSP violation"
+
+        # Deleting the conversation empties the list, and it stays deleted.
+        browser.find_element(By.CSS_SELECTOR, "#conversations li .delete").click()
+        assert not browser.find_elements(By.CSS_SELECTOR, "#conversations li")
+        browser.refresh()
+        wait_for(lambda: by_id("model-name").text, 10, "the page")
+        assert not browser.find_elements(By.CSS_SELECTOR, "#conversations li, .message")
+    finally:
+        browser.quit()
+        assert server.stop() == 0, "".join(server.log)
