@@ -3,7 +3,8 @@
 checks the policy is enforced), sends a message and watches the answer stream in, presses Stop and
 checks the server aborted the request, reads the TTFT and tok/s shown, reloads and finds the
 conversation kept, and takes a screenshot (into docs/images/web-ui.png with
-LUMEN_UPDATE_SCREENSHOT=1, else a temporary file). Skipped, saying why, where no Chromium and
+LUMEN_UPDATE_SCREENSHOT=1, else a temporary file). Against a server with --api-key, the page loads
+without the key and works once the user types it. Skipped, saying why, where no Chromium and
 chromedriver are installed (scripts/setup.sh installs Debian's)."""
 import os
 import re
@@ -13,6 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from conftest import httpx, LumenServer
 
@@ -27,9 +32,6 @@ def find_chromium():
 
 
 def start_browser(browser, driver_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     options = webdriver.ChromeOptions()
     options.binary_location = browser
     # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
@@ -38,6 +40,16 @@ def start_browser(browser, driver_path):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(options=options, service=Service(driver_path))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    found = find_chromium()
+    if not found:
+        pytest.skip("no Chromium and chromedriver on PATH (Debian: apt-get install chromium chromium-driver)")
+    driver = start_browser(*found)
+    yield driver
+    driver.quit()
 
 
 def wait_for(predicate, timeout, what):
@@ -50,17 +62,14 @@ def wait_for(predicate, timeout, what):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
-def test_chat_page_in_chromium():
-    found = find_chromium()
-    if not found:
-        pytest.skip("no Chromium and chromedriver on PATH (Debian: apt-get install chromium chromium-driver)")
-    from selenium.webdriver.common.by import By
-
+def test_chat_page_in_chromium(browser):
     server = LumenServer()
-    browser = start_browser(*found)
     try:
-        by_id = lambda id: browser.find_element(By.ID, id)
-        answer_text = lambda: browser.find_elements(By.CSS_SELECTOR, ".message.assistant .content")[-1].text
+        def by_id(id):
+            return browser.find_element(By.ID, id)
+
+        def answer_text():
+            return browser.find_elements(By.CSS_SELECTOR, ".message.assistant .content")[-1].text
 
         r = httpx.get(server.base_url + "/", timeout=10)
         assert "default-src 'none'" in r.headers["Content-Security-Policy"]
@@ -79,12 +88,12 @@ def test_chat_page_in_chromium():
         # The answer grows while it streams: several different, increasing lengths.
         lengths = []
         deadline = time.time() + 20
-        while len(lengths) < 4 and time.time() < deadline:
+        while len(lengths) < 8 and time.time() < deadline:
             n = len(answer_text())
             if n and (not lengths or n > lengths[-1]):
                 lengths.append(n)
-            time.sleep(0.1)
-        assert len(lengths) >= 4, f"the answer did not stream in: {lengths}"
+            time.sleep(0.15)
+        assert len(lengths) >= 8, f"the answer did not stream in: {lengths}"
         assert by_id("stop").is_displayed() and not by_id("send").is_displayed()
 
         by_id("stop").click()
@@ -152,5 +161,29 @@ def test_chat_page_in_chromium():
         wait_for(lambda: by_id("model-name").text, 10, "the page")
         assert not browser.find_elements(By.CSS_SELECTOR, "#conversations li, .message")
     finally:
-        browser.quit()
+        assert server.stop() == 0, "".join(server.log)
+
+
+def test_api_key_typed_into_the_page(browser):
+    server = LumenServer(api_key="browser-test-key")
+    try:
+        browser.get(server.base_url + "/")  # the page itself needs no key
+        error = wait_for(lambda: browser.find_element(By.ID, "error").text, 10, "the page to report the missing key")
+        assert "API key" in error, error
+        assert browser.find_element(By.ID, "model-name").text == ""
+        key = browser.find_element(By.ID, "api-key")
+        key.send_keys("browser-test-key", Keys.TAB)  # the change event stores it and retries
+        wait_for(lambda: browser.find_element(By.ID, "model-name").text, 10, "the model's name with the key")
+        assert not browser.find_element(By.ID, "error").is_displayed()
+        browser.find_element(By.ID, "max-tokens").clear()
+        browser.find_element(By.ID, "max-tokens").send_keys("8")
+        browser.find_element(By.ID, "prompt").send_keys("Say hello.", Keys.ENTER)
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".message.assistant .stats")
+                 and browser.find_element(By.ID, "send").is_displayed(), 20, "the answer")
+        assert browser.find_element(By.CSS_SELECTOR, ".message.assistant .content").text
+        assert not browser.find_element(By.ID, "error").is_displayed()
+        browser.refresh()  # the key is kept in this browser
+        wait_for(lambda: browser.find_element(By.ID, "model-name").text, 10, "the model's name after a reload")
+        assert browser.find_element(By.ID, "api-key").get_attribute("value") == "browser-test-key"
+    finally:
         assert server.stop() == 0, "".join(server.log)
