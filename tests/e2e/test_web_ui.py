@@ -6,6 +6,7 @@ conversation kept, and takes a screenshot (into docs/images/web-ui.png with
 LUMEN_UPDATE_SCREENSHOT=1, else a temporary file). Against a server with --api-key, the page loads
 without the key and works once the user types it. Skipped, saying why, where no Chromium and
 chromedriver are installed (scripts/setup.sh installs Debian's)."""
+import json
 import os
 import re
 import shutil
@@ -159,6 +160,22 @@ def test_chat_page_in_chromium(browser):
         assert not browser.find_elements(By.CSS_SELECTOR, "#conversations li")
         browser.refresh()
         wait_for(lambda: by_id("model-name").text, 10, "the page")
+        assert not browser.find_elements(By.CSS_SELECTOR, "#conversations li, .message")
+
+        # Stored data the page did not write (or that is broken) does not stop it from opening,
+        # and stored text is shown as text.
+        browser.execute_script("localStorage.setItem('lumen.conversations', arguments[0]);", json.dumps([
+            {"id": "a", "title": "<i>kept</i>", "messages": [
+                {"role": "assistant", "content": "<img src=x>", "stats": {"tokens_per_s": "x", "tokens": 3}}]},
+            {"id": "b", "messages": [{"role": "user", "content": 5}]}, "junk"]))
+        browser.refresh()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".message"), 10, "the stored conversation")
+        assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#conversations .title")] == ["<i>kept</i>"]
+        assert browser.find_element(By.CSS_SELECTOR, ".message .content").text == "<img src=x>"
+        assert browser.find_element(By.CSS_SELECTOR, ".message .stats").text == "3 tokens"
+        browser.execute_script("localStorage.setItem('lumen.conversations', '{not json');")
+        browser.refresh()
+        wait_for(lambda: by_id("model-name").text, 10, "the page over broken storage")
         assert not browser.find_elements(By.CSS_SELECTOR, "#conversations li, .message")
     finally:
         assert server.stop() == 0, "".join(server.log)

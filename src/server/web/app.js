@@ -35,20 +35,23 @@ function renderInline(text) {
     .replace(/`([^`\n]+)`/g, (_, code) => keep(`<code>${escapeHtml(code)}</code>`))
     .replace(/\[([^\]\n]+)\]\((https?:\/\/[^\s()<>"'`]+)\)/g, (_, label, url) =>
       keep(`<a href="${escapeHtml(url)}" target="_blank" rel="noopener noreferrer">${emphasis(escapeHtml(label))}</a>`));
-  return emphasis(escapeHtml(marked)).replace(/\u0000(\d+)\u0000/g, (_, i) => kept[Number(i)]);
+  // A link's label may hold a code span's placeholder: restore inside what is restored too.
+  const restore = (html) => html.replace(/\u0000(\d+)\u0000/g, (_, i) => restore(kept[Number(i)]));
+  return restore(emphasis(escapeHtml(marked)));
 }
 
 function renderMarkdown(text) {
   const lines = text.replace(/\u0000/g, "").replace(/\r\n?/g, "\n").split("\n");
   const out = [];
   let paragraph = [];
-  let list = null;  // { tag: "ul" | "ol", items: [raw text] }
+  let list = null;  // { tag: "ul" | "ol", start: the first number, items: [raw text] }
   const endParagraph = () => {
     if (paragraph.length) out.push(`<p>${paragraph.map(renderInline).join("<br>")}</p>`);
     paragraph = [];
   };
   const endList = () => {
-    if (list) out.push(`<${list.tag}>${list.items.map((item) => `<li>${renderInline(item)}</li>`).join("")}</${list.tag}>`);
+    const start = list && list.start !== 1 ? ` start="${list.start}"` : "";
+    if (list) out.push(`<${list.tag}${start}>${list.items.map((item) => `<li>${renderInline(item)}</li>`).join("")}</${list.tag}>`);
     list = null;
   };
   for (let i = 0; i < lines.length; i++) {
@@ -72,15 +75,15 @@ function renderMarkdown(text) {
       continue;
     }
     const bullet = line.match(/^\s*[-*+]\s+(.*)$/);
-    const numbered = line.match(/^\s*\d{1,9}[.)]\s+(.*)$/);
+    const numbered = line.match(/^\s*(\d{1,9})[.)]\s+(.*)$/);
     if (bullet || numbered) {
       endParagraph();
       const tag = bullet ? "ul" : "ol";
       if (!list || list.tag !== tag) {
         endList();
-        list = { tag, items: [] };
+        list = { tag, start: numbered ? Number(numbered[1]) : 1, items: [] };
       }
-      list.items.push((bullet || numbered)[1]);
+      list.items.push(bullet ? bullet[1] : numbered[2]);
       continue;
     }
     if (line.trim() === "") {
@@ -124,12 +127,15 @@ const state = {
   conversations: [],
   currentId: null,
   controller: null,  // the AbortController of the answer being streamed
+  streamingId: null,  // the conversation that answer belongs to
 };
 
 function loadConversations() {
   const stored = loadJson(STORE_KEYS.conversations, []);
+  // Whatever is stored is checked: the page must open even over data it did not write.
+  const isMessage = (m) => m && (m.role === "user" || m.role === "assistant") && typeof m.content === "string";
   state.conversations = Array.isArray(stored)
-    ? stored.filter((c) => c && typeof c.id === "string" && Array.isArray(c.messages))
+    ? stored.filter((c) => c && typeof c.id === "string" && Array.isArray(c.messages) && c.messages.every(isMessage))
     : [];
   state.conversations.sort((a, b) => (b.updated || 0) - (a.updated || 0));
   state.currentId = state.conversations.length ? state.conversations[0].id : null;
@@ -202,10 +208,10 @@ function showError(message) {
 
 function statsText(stats) {
   const parts = [];
-  if (stats.ttft_ms != null) parts.push(`TTFT ${Math.round(stats.ttft_ms)} ms`);
-  if (stats.tokens_per_s != null) parts.push(`${stats.tokens_per_s.toFixed(1)} tok/s`);
-  parts.push(`${stats.tokens} tokens`);
-  if (stats.finish && stats.finish !== "stop") parts.push(stats.finish);
+  if (Number.isFinite(stats.ttft_ms)) parts.push(`TTFT ${Math.round(stats.ttft_ms)} ms`);
+  if (Number.isFinite(stats.tokens_per_s)) parts.push(`${stats.tokens_per_s.toFixed(1)} tok/s`);
+  if (Number.isFinite(stats.tokens)) parts.push(`${stats.tokens} tokens`);
+  if (typeof stats.finish === "string" && stats.finish !== "stop") parts.push(stats.finish);
   return parts.join(" · ");
 }
 
@@ -214,8 +220,8 @@ function renderMessageContent(element, message) {
   if (message.role === "assistant") content.innerHTML = renderMarkdown(message.content);
   else content.textContent = message.content;
   const stats = element.querySelector(".stats");
-  stats.textContent = message.stats ? statsText(message.stats) : "";
-  stats.hidden = !message.stats;
+  stats.textContent = message.stats && typeof message.stats === "object" ? statsText(message.stats) : "";
+  stats.hidden = !stats.textContent;
 }
 
 function messageElement(message) {
@@ -274,7 +280,7 @@ function renderConversationList() {
 }
 
 function deleteConversation(id) {
-  if (state.controller && id === state.currentId) state.controller.abort();
+  if (state.controller && id === state.streamingId) state.controller.abort();
   state.conversations = state.conversations.filter((c) => c.id !== id);
   if (state.currentId === id) state.currentId = state.conversations.length ? state.conversations[0].id : null;
   saveConversations();
@@ -345,6 +351,7 @@ async function send(text) {
 
   const controller = new AbortController();
   state.controller = controller;
+  state.streamingId = conversation.id;
   setBusy(true);
   showError("");
   const started = performance.now();
@@ -396,7 +403,10 @@ async function send(text) {
       showError(e.message);
     }
   } finally {
-    if (state.controller === controller) state.controller = null;
+    if (state.controller === controller) {
+      state.controller = null;
+      state.streamingId = null;
+    }
     // Tokens: the server's count when it sent one (a stopped answer gets none), else the chunks
     // with text (one per token, but for a token whose bytes finish in the next one).
     const tokens = usageTokens ?? chunks;
