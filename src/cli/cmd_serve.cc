@@ -44,6 +44,7 @@ struct ServeOptions {
   int64_t max_output_records = server::ServingLimits{}.max_output_records;
   size_t max_chat_messages = 2048;
   double request_read_timeout_s = 30.0;
+  bool no_web_ui = false;
   unsigned threads = 0;
   std::string device;
   server::ServerOptions http;
@@ -67,6 +68,7 @@ void serve(ServeOptions& options) {
   options.http.cors = server::CorsPolicy::parse(options.cors_origins);
   options.http.allowed_hosts = server::HostPolicy::parse_list(options.allowed_hosts);
   options.http.log_level = server::parse_log_level(options.log_level);
+  options.http.web_ui = !options.no_web_ui;
   options.http.connection.read_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0));
 
@@ -186,7 +188,7 @@ void add_serve_command(CLI::App& app) {
                   "Seconds in-flight requests get to finish after SIGTERM")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("-t,--threads", options->threads, "Compute threads (default: all cores)");
   cmd->add_flag("--metrics-public", options->http.metrics_public, "Serve /metrics without the API key");
-  cmd->add_flag("--no-web-ui{false}", options->http.web_ui,
+  cmd->add_flag("--no-web-ui", options->no_web_ui,
                 "Do not serve the chat page at / (the API is unchanged)");
   cmd->add_option("--cors-origins", options->cors_origins,
                   "Browser origins allowed to call the API, comma-separated, or * for any (default: none)");
