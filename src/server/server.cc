@@ -132,7 +132,9 @@ void Server::install_routes() {
   http_.Post("/tokenize", wrap(handle_tokenize));
   http_.Post("/detokenize", wrap(handle_detokenize));
   if (options_.web_ui) {
-    for (const EmbeddedFile& file : embedded_web_files()) http_.Get(exact_pattern(web_path(file.name)), wrap(serve_web_asset));
+    for (const EmbeddedFile& file : embedded_web_files()) {
+      http_.Get(exact_pattern(web_path(file.name)), wrap(serve_web_asset));
+    }
   }
 
   http_.set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
