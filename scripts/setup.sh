@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(cmake ninja-build pkg-config g++ clang libclang-rt-14-dev python3-venv
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libcli11-dev libfmt-dev libedit-dev libutf8proc-dev ccache)
+  libbenchmark-dev libcli11-dev libfmt-dev libedit-dev libutf8proc-dev ccache
+  libcurl4-openssl-dev libzip-dev libssl-dev)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
