@@ -70,7 +70,12 @@ ordered_json model_list_report(const std::string& cache_dir, const Catalog& cata
   ordered_json available = ordered_json::array();
   for (const CatalogEntry& entry : catalog) {
     if (std::find(present.begin(), present.end(), entry.file) == present.end()) {
-      available.push_back({{"name", entry.name}, {"aliases", entry.aliases}, {"file", entry.file}, {"bytes", entry.bytes}});
+      ordered_json parts = ordered_json::array();
+      for (const CatalogPart& part : entry.parts) {
+        parts.push_back({{"project", part.project}, {"version", part.version}, {"member", part.member}});
+      }
+      available.push_back({{"name", entry.name}, {"aliases", entry.aliases}, {"file", entry.file},
+                           {"bytes", entry.bytes}, {"sha256", entry.sha256}, {"parts", std::move(parts)}});
     }
   }
   report["not_downloaded"] = std::move(available);
