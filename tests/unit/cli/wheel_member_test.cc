@@ -39,7 +39,7 @@ std::string read_member(const std::string& path, const std::string& member, uint
 
 TEST(WheelMember, StreamsAMemberThatSpansManyBlocks) {
   std::string data;
-  for (int i = 0; data.size() < (3u << 20) + 17; ++i) data += std::to_string(i * 7919) + ",";
+  for (uint64_t i = 0; data.size() < (3u << 20) + 17; ++i) data += std::to_string(i * 7919) + ",";
   const std::string path = temp_path("big.whl");
   write_zip(path, "pkg/model.gguf", data);
   EXPECT_EQ(read_member(path, "pkg/model.gguf", data.size()), data);
