@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "gguf/file.h"
 #include "quantize/quant_mix.h"
@@ -111,9 +113,16 @@ std::string render_model_list_text(const ordered_json& report) {
   }
   if (!report["not_downloaded"].empty()) {
     out += "Not downloaded (lumen pull NAME):\n";
+    std::vector<std::pair<std::string, std::string>> names;
+    size_t name_width = 0;
     for (const auto& entry : report["not_downloaded"]) {
-      out += fmt::format("  {}  {}\n", entry["name"].get<std::string>(), human_size(entry["bytes"].get<uint64_t>()));
+      const auto aliases = entry["aliases"].get<std::vector<std::string>>();
+      names.emplace_back(entry["name"].get<std::string>() +
+                             (aliases.empty() ? "" : fmt::format(" ({})", fmt::join(aliases, ", "))),
+                         human_size(entry["bytes"].get<uint64_t>()));
+      name_width = std::max(name_width, names.back().first.size());
     }
+    for (const auto& [name, size] : names) out += "  " + pad(name, name_width) + size + "\n";
   }
   return out;
 }
