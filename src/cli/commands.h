@@ -18,6 +18,8 @@ void add_perplexity_command(CLI::App& app);  // perplexity and KL divergence, as
 void add_imatrix_command(CLI::App& app);   // an importance matrix over a text, as llama-imatrix
 void add_quantize_command(CLI::App& app);  // GGUF to GGUF in another type, as llama-quantize
 void add_prune_command(CLI::App& app);  // a GGUF with only some of its layers
+void add_pull_command(CLI::App& app);   // a catalog model into the cache
+void add_list_command(CLI::App& app);   // the models in the cache
 void add_bench_latency_command(CLI::App* bench);
 void add_bench_throughput_command(CLI::App* bench);
 void add_bench_serve_command(CLI::App* bench);  // load generator for OpenAI-compatible servers

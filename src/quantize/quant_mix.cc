@@ -51,6 +51,13 @@ std::optional<Mix> mix_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<std::string_view> mix_name_for_ftype(uint32_t llama_ftype) {
+  for (const MixInfo& info : kMixes) {
+    if (info.llama_ftype == llama_ftype) return info.name;
+  }
+  return std::nullopt;
+}
+
 std::string mix_names() {
   std::string names;
   for (const MixInfo& info : kMixes) {

@@ -28,6 +28,8 @@ struct MixInfo {
 const MixInfo& mix_info(Mix mix);
 std::optional<Mix> mix_from_name(std::string_view name);  // case-insensitive
 std::string mix_names();  // "Q4_0, Q4_1, ..." for help and error messages
+// The name of a general.file_type number (llama_ftype), e.g. 15 -> "Q4_K_M"; nullopt if unknown.
+std::optional<std::string_view> mix_name_for_ftype(uint32_t llama_ftype);
 
 // Whether a type is block-quantized (as ggml_is_quantized: not F32, F16, BF16 or an integer).
 bool is_quantized(tensor::DType type);

