@@ -12,10 +12,9 @@
 
 #include "lumen/engine.h"
 #include "lumen/engine_config.h"
+#include "spec/speculative_config_json.h"
 
 namespace lumen::cli {
-
-SpeculativeConfig parse_speculative_config(const std::string& json);
 
 struct SpeculativeFlag {
   std::string json;
@@ -24,7 +23,7 @@ struct SpeculativeFlag {
   void add_to(CLI::App* cmd);
   bool given() const { return !json.empty(); }
   // Call after parsing: throws lumen::Error for a malformed config.
-  SpeculativeConfig config() const { return given() ? parse_speculative_config(json) : SpeculativeConfig{}; }
+  SpeculativeConfig config() const { return given() ? spec::parse_speculative_config(json, "--speculative-config") : SpeculativeConfig{}; }
 };
 
 // What speculation did, from the engine's counters: drafts, draft tokens, accepted tokens, the
