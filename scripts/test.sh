@@ -116,7 +116,11 @@ python_stage() {
 }
 
 python_install() {
-  python3 -m venv "$1" && CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" "$1/bin/pip" install -q ".[test]"
+  # The Release build's compiler by the same path: scikit-build-core would otherwise take
+  # Python's (sysconfig's CXX, e.g. x86_64-linux-gnu-g++), and ccache would miss every object.
+  local cxx; cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/release/CMakeCache.txt 2>/dev/null)
+  python3 -m venv "$1" &&
+    CXX="${cxx:-c++}" CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" "$1/bin/pip" install -q ".[test]"
 }
 
 for preset in ${LUMEN_PRESETS:-$default_presets}; do

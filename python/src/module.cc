@@ -9,6 +9,9 @@
 NB_MODULE(_lumen, m) {
   m.doc() = "Lumen's engine, bound with nanobind (use the lumen package, not this module).";
   nanobind::exception<lumen::Error>(m, "LumenError", PyExc_ValueError);
+  m.attr("LumenError").attr("__doc__") =
+      "What Lumen refuses (a model file, a prompt, a parameter), with Lumen's one-line message. "
+      "A subclass of ValueError.";
   lumen::python::bind_sampling_params(m);
   lumen::python::bind_engine(m);
 }

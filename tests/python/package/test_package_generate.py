@@ -6,7 +6,7 @@ import time
 import pytest
 
 import lumen
-from conftest import greedy
+from conftest import ENGINE_OPTIONS, greedy
 
 PROMPT = "The capital of France is"
 
@@ -80,3 +80,22 @@ def test_64_prompts_in_one_call_beat_64_calls(llm):
     # Greedy decoding does not depend on what else is in the batch.
     assert [o.outputs[0].token_ids for o in batched] == [o.outputs[0].token_ids for o in single]
     assert speedup > 2.0
+
+
+def test_engine_seed_makes_unseeded_sampling_repeatable(model_path):
+    params = lumen.SamplingParams(temperature=1.0, max_tokens=12, ignore_eos=True)
+    runs = []
+    for _ in range(2):
+        llm = lumen.LLM(model=model_path, seed=1234, **ENGINE_OPTIONS)
+        runs.append([o.outputs[0].token_ids for o in llm.generate([PROMPT, PROMPT], params)])
+    assert runs[0] == runs[1]
+    assert runs[0][0] != runs[0][1]  # each request draws from its own seed
+
+
+def test_ngram_speculation_keeps_the_greedy_output(llm, model_path):
+    prompt = "List: apple, banana, cherry, apple, banana, cherry, apple, banana,"
+    speculative = lumen.LLM(model=model_path, speculative_config={
+        "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
+        **ENGINE_OPTIONS)
+    params = greedy(24, ignore_eos=True)
+    assert speculative.generate(prompt, params)[0].outputs[0].text == llm.generate(prompt, params)[0].outputs[0].text
