@@ -29,26 +29,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv", help="input CSV with a header row")
     parser.add_argument("--column", default="text", help="the column holding the text (default: text)")
-    parser.add_argument("--labels", nargs="+", default=["positive", "negative", "neutral"])
+    parser.add_argument("--labels", nargs="+", default=["positive", "negative", "neutral"],
+                        help="the labels to choose from (at least two)")
     parser.add_argument("-m", "--model", default=default_model(), help="GGUF model (default: the default model)")
     args = parser.parse_args()
 
+    if len(args.labels) < 2:
+        sys.exit("give at least two --labels")
     with open(args.csv, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if rows and args.column not in rows[0]:
         sys.exit(f"{args.csv} has no column {args.column!r} (it has {', '.join(rows[0])})")
 
     llm = lumen.LLM(model=args.model, max_model_len=2048)
-    instruction = f"Classify the sentiment of the text as one of: {', '.join(args.labels)}. Answer with the label only."
-    conversations = [[{"role": "system", "content": instruction},
-                      {"role": "user", "content": row[args.column]}] for row in rows]
-    params = lumen.SamplingParams(temperature=0, max_tokens=8,
+    question = f"Is the sentiment of this text {', '.join(args.labels[:-1])} or {args.labels[-1]}?"
+    conversations = [[{"role": "user", "content": f"{question}\n\nText: {row[args.column]}"}] for row in rows]
+    # Room for the longest label (the constraint ends the output when a label is complete).
+    longest = max(len(llm.get_tokenizer().encode(label, add_special_tokens=False)) for label in args.labels)
+    params = lumen.SamplingParams(temperature=0, max_tokens=longest + 1,
                                   structured_outputs=lumen.StructuredOutputsParams(choice=args.labels))
     start = time.perf_counter()
     outputs = llm.chat(conversations, params)
     seconds = time.perf_counter() - start
 
-    writer = csv.DictWriter(sys.stdout, fieldnames=[*(rows[0] if rows else [args.column]), "label"])
+    writer = csv.DictWriter(sys.stdout, fieldnames=[*(rows[0] if rows else [args.column]), "label"], lineterminator="\n")
     writer.writeheader()
     for row, out in zip(rows, outputs):
         writer.writerow({**row, "label": out.outputs[0].text})
