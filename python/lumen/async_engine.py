@@ -11,11 +11,11 @@ import os
 import threading
 import uuid
 from contextlib import aclosing
-from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncGenerator, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _lumen
 from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt, one_prompt
-from .outputs import CompletionOutput, RequestOutput, prompt_logprobs_of, sample_logprobs
+from .outputs import CompletionOutput, PromptLogprobs, RequestOutput, prompt_logprobs_of, sample_logprobs
 from .tokenizer import Tokenizer
 
 SamplingParams = _lumen.SamplingParams
@@ -37,7 +37,7 @@ class _Stream:
         self.params = params
         self.handles: List[_lumen._Request] = []
         self.outputs: List[CompletionOutput] = []
-        self.prompt_logprobs: Optional[list] = None
+        self.prompt_logprobs: Optional[PromptLogprobs] = None
 
     def start(self, handles: List[_lumen._Request]) -> None:
         self.handles = handles
@@ -153,7 +153,7 @@ class AsyncEngine:
         self.shutdown()
 
     async def _stream(self, prompt: Prompt, sampling_params: Optional[SamplingParams],
-                      request_id: Optional[str]) -> AsyncIterator[RequestOutput]:
+                      request_id: Optional[str]) -> AsyncGenerator[RequestOutput, None]:
         if self._closed.is_set():
             raise RuntimeError("the AsyncEngine was shut down")
         params = SamplingParams() if sampling_params is None else sampling_params

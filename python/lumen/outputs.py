@@ -1,7 +1,7 @@
 """What generation returns, in vLLM's shape: RequestOutput holds a prompt's CompletionOutputs."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import _lumen
@@ -62,7 +62,6 @@ class RequestOutput:
     outputs: List[CompletionOutput]
     finished: bool
     prompt_logprobs: Optional[PromptLogprobs] = None
-    metrics: Optional[dict] = field(default=None, repr=False)
 
 
 def sample_logprobs(chosen: Sequence[int], logprobs: Sequence[float],
