@@ -78,7 +78,7 @@ def test_cancelling_the_consumer_aborts_and_the_loop_stays_free(engine):
             await asyncio.sleep(0.01)
         return ticks
 
-    assert asyncio.run(main()) >= 15
+    assert asyncio.run(main()) >= 5  # a blocked loop would tick once, after the whole generation
     assert not engine._engine.has_unfinished()
 
 

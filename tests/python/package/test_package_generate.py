@@ -99,3 +99,18 @@ def test_ngram_speculation_keeps_the_greedy_output(llm, model_path):
         **ENGINE_OPTIONS)
     params = greedy(24, ignore_eos=True)
     assert speculative.generate(prompt, params)[0].outputs[0].text == llm.generate(prompt, params)[0].outputs[0].text
+
+
+def test_ctrl_c_aborts_a_batch(llm):
+    import _thread
+    import threading
+
+    timer = threading.Timer(0.3, _thread.interrupt_main)  # SIGINT, as Ctrl-C delivers it
+    timer.start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        llm.generate([PROMPT] * 4, greedy(900, ignore_eos=True))
+    assert time.perf_counter() - start < 5  # far less than the 3600 tokens would take
+    timer.join()
+    [out] = llm.generate(PROMPT, greedy(3, ignore_eos=True))  # the engine is idle and works
+    assert len(out.outputs[0].token_ids) == 3
