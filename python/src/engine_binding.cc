@@ -56,7 +56,8 @@ nb::tuple chunk_tuple(const StreamChunk& chunk) {
 }
 
 std::vector<SamplingParams> params_per_prompt(nb::handle params, size_t prompts) {
-  if (nb::isinstance<SamplingParams>(params)) return std::vector<SamplingParams>(prompts, nb::cast<SamplingParams>(params));
+  if (nb::isinstance<SamplingParams>(params))
+    return std::vector<SamplingParams>(prompts, nb::cast<SamplingParams>(params));
   auto list = nb::cast<std::vector<SamplingParams>>(params);
   if (list.size() != prompts) {
     fail("{} sampling parameter sets for {} prompts: give one, or one per prompt", list.size(), prompts);

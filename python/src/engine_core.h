@@ -33,9 +33,9 @@ class EngineCore {
   // asked between steps (about every 50 ms): when it says yes every request is aborted, the
   // engine is left idle and nullopt is returned. Throws lumen::Error (and leaves nothing
   // queued) when a prompt or its parameters are refused.
-  std::optional<std::vector<std::vector<GenerationResult>>> generate(
-      const std::vector<std::vector<int32_t>>& prompts, const std::vector<SamplingParams>& params,
-      const std::function<bool()>& interrupted);
+  std::optional<std::vector<std::vector<GenerationResult>>> generate(const std::vector<std::vector<int32_t>>& prompts,
+                                                                     const std::vector<SamplingParams>& params,
+                                                                     const std::function<bool()>& interrupted);
 
   // One engine step (for the AsyncEngine's loop thread); false when there was nothing to do.
   bool step();

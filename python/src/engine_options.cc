@@ -86,11 +86,13 @@ void apply(EngineOptions& o, const std::string& key, nb::handle value) {
     c.swap_space_bytes = static_cast<int64_t>(gib * static_cast<double>(int64_t{1} << 30));
   } else if (key == "scheduling_policy") {
     const std::string name = text(key, value);
-    if (name != "fcfs" && name != "priority") fail("engine option scheduling_policy must be 'fcfs' or 'priority', not '{}'", name);
+    if (name != "fcfs" && name != "priority")
+      fail("engine option scheduling_policy must be 'fcfs' or 'priority', not '{}'", name);
     c.policy = name == "fcfs" ? SchedulingPolicy::Fcfs : SchedulingPolicy::Priority;
   } else if (key == "preemption_mode") {
     const std::string name = text(key, value);
-    if (name != "recompute" && name != "swap") fail("engine option preemption_mode must be 'recompute' or 'swap', not '{}'", name);
+    if (name != "recompute" && name != "swap")
+      fail("engine option preemption_mode must be 'recompute' or 'swap', not '{}'", name);
     c.preemption_mode = name == "recompute" ? PreemptionMode::Recompute : PreemptionMode::Swap;
   } else if (key == "speculative_config") {
     // The CLI's --speculative-config JSON, as a dict: one parser for both.
@@ -99,7 +101,8 @@ void apply(EngineOptions& o, const std::string& key, nb::handle value) {
     c.speculative = spec::parse_speculative_config(json, "speculative_config");
   } else if (key == "max_itl_ms") {
     c.max_itl_ms = number(key, value);
-    if (!(c.max_itl_ms > 0 && c.max_itl_ms <= 60000)) fail("engine option max_itl_ms must be in (0, 60000], not {}", c.max_itl_ms);
+    if (!(c.max_itl_ms > 0 && c.max_itl_ms <= 60000))
+      fail("engine option max_itl_ms must be in (0, 60000], not {}", c.max_itl_ms);
   } else if (key == "seed") {
     const int64_t seed = integer(key, value);
     if (seed < 0) fail("engine option seed must be >= 0, not {}", seed);

@@ -76,10 +76,11 @@ constexpr const char* kSamplingDoc =
 }  // namespace
 
 void bind_sampling_params(nb::module_& m) {
-  nb::class_<StructuredOutputs>(m, "StructuredOutputsParams",
-                                "A constraint on the output (vLLM's StructuredOutputsParams): exactly one of json (a JSON\n"
-                                "Schema, dict or string), json_object, regex, choice (a list of strings) or grammar\n"
-                                "(GBNF). disable_any_whitespace: JSON without whitespace between tokens.")
+  nb::class_<StructuredOutputs>(
+      m, "StructuredOutputsParams",
+      "A constraint on the output (vLLM's StructuredOutputsParams): exactly one of json (a JSON\n"
+      "Schema, dict or string), json_object, regex, choice (a list of strings) or grammar\n"
+      "(GBNF). disable_any_whitespace: JSON without whitespace between tokens.")
       .def(
           "__init__",
           [](StructuredOutputs* self, nb::handle json, bool json_object, std::optional<std::string> regex,
@@ -143,13 +144,13 @@ void bind_sampling_params(nb::module_& m) {
             p.validate();
             new (self) SamplingParams(std::move(p));
           },
-          nb::kw_only(), "n"_a = 1, "best_of"_a = nb::none(), "presence_penalty"_a = 0.0f,
-          "frequency_penalty"_a = 0.0f, "repetition_penalty"_a = 1.0f, "temperature"_a = 1.0f, "top_p"_a = 1.0f,
-          "top_k"_a = 0, "min_p"_a = 0.0f, "typical_p"_a = 1.0f, "penalty_last_n"_a = -1, "seed"_a = nb::none(),
-          "stop"_a = nb::none(), "stop_token_ids"_a = nb::none(), "ignore_eos"_a = false, "max_tokens"_a = 16,
-          "min_tokens"_a = 0, "logprobs"_a = nb::none(), "prompt_logprobs"_a = nb::none(),
-          "skip_special_tokens"_a = true, "logit_bias"_a = nb::none(), "structured_outputs"_a = nb::none(),
-          "use_beam_search"_a = false, "length_penalty"_a = 1.0f, "early_stopping"_a = false)
+          nb::kw_only(), "n"_a = 1, "best_of"_a = nb::none(), "presence_penalty"_a = 0.0f, "frequency_penalty"_a = 0.0f,
+          "repetition_penalty"_a = 1.0f, "temperature"_a = 1.0f, "top_p"_a = 1.0f, "top_k"_a = 0, "min_p"_a = 0.0f,
+          "typical_p"_a = 1.0f, "penalty_last_n"_a = -1, "seed"_a = nb::none(), "stop"_a = nb::none(),
+          "stop_token_ids"_a = nb::none(), "ignore_eos"_a = false, "max_tokens"_a = 16, "min_tokens"_a = 0,
+          "logprobs"_a = nb::none(), "prompt_logprobs"_a = nb::none(), "skip_special_tokens"_a = true,
+          "logit_bias"_a = nb::none(), "structured_outputs"_a = nb::none(), "use_beam_search"_a = false,
+          "length_penalty"_a = 1.0f, "early_stopping"_a = false)
       .def_rw("n", &SamplingParams::n, "Completions per prompt.")
       .def_rw("best_of", &SamplingParams::best_of, "Sequences sampled per prompt (>= n), or None for n.")
       .def_rw("presence_penalty", &SamplingParams::presence_penalty, "Subtracted once from every output token's logit.")
@@ -182,8 +183,8 @@ void bind_sampling_params(nb::module_& m) {
             "SamplingParams(n={}, best_of={}, presence_penalty={}, frequency_penalty={}, repetition_penalty={}, "
             "temperature={}, top_p={}, top_k={}, min_p={}, seed={}, stop={}, stop_token_ids={}, ignore_eos={}, "
             "max_tokens={}, min_tokens={}, logprobs={}, prompt_logprobs={}, skip_special_tokens={})",
-            p.n, optional_text(p.best_of), p.presence_penalty, p.frequency_penalty, p.repetition_penalty,
-            p.temperature, p.top_p, p.top_k, p.min_p, optional_text(p.seed), quoted_list(p.stop),
+            p.n, optional_text(p.best_of), p.presence_penalty, p.frequency_penalty, p.repetition_penalty, p.temperature,
+            p.top_p, p.top_k, p.min_p, optional_text(p.seed), quoted_list(p.stop),
             fmt::format("[{}]", fmt::join(p.stop_token_ids, ", ")), p.ignore_eos ? "True" : "False", p.max_tokens,
             p.min_tokens, optional_text(p.logprobs), optional_text(p.prompt_logprobs),
             p.skip_special_tokens ? "True" : "False");

@@ -29,7 +29,7 @@ nlohmann::ordered_json speculation_json(const EngineStats& s) {
 }
 
 void SpeculativeFlag::add_to(CLI::App* cmd) {
-  cmd->add_option(kFlag, json,
+  cmd->add_option(kSpeculativeConfigFlag, json,
                   "Speculative decoding, vLLM's JSON: '{\"method\": \"ngram\", \"num_speculative_tokens\": 5, "
                   "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}'");
   cmd->add_flag("--no-jump-forward", no_jump_forward,

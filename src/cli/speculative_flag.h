@@ -16,6 +16,8 @@
 
 namespace lumen::cli {
 
+inline constexpr const char* kSpeculativeConfigFlag = "--speculative-config";
+
 struct SpeculativeFlag {
   std::string json;
   bool no_jump_forward = false;  // --no-jump-forward (EngineConfig::jump_forward)
@@ -23,7 +25,9 @@ struct SpeculativeFlag {
   void add_to(CLI::App* cmd);
   bool given() const { return !json.empty(); }
   // Call after parsing: throws lumen::Error for a malformed config.
-  SpeculativeConfig config() const { return given() ? spec::parse_speculative_config(json, "--speculative-config") : SpeculativeConfig{}; }
+  SpeculativeConfig config() const {
+    return given() ? spec::parse_speculative_config(json, kSpeculativeConfigFlag) : SpeculativeConfig{};
+  }
 };
 
 // What speculation did, from the engine's counters: drafts, draft tokens, accepted tokens, the

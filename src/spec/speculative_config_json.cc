@@ -42,8 +42,10 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
       } else if (method == "layer_skip") {
         c.method = SpeculativeMethod::LayerSkip;
       } else {
-        fail("{}: method \"{}\" is not supported (Lumen has \"ngram\", \"draft_model\" and \"layer_skip\"; "
-             "lookahead is to come)", label, method);
+        fail(
+            "{}: method \"{}\" is not supported (Lumen has \"ngram\", \"draft_model\" and \"layer_skip\"; "
+            "lookahead is to come)",
+            label, method);
       }
     } else if (key == "num_speculative_tokens") {
       c.num_speculative_tokens = integer_field(value, key, label);
@@ -52,7 +54,8 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
     } else if (key == "prompt_lookup_min") {
       c.prompt_lookup_min = integer_field(value, key, label);
     } else if (key == "model") {
-      if (!value.is_string()) fail("{}: \"model\" must be a string (the draft's GGUF path), not {}", label, value.dump());
+      if (!value.is_string())
+        fail("{}: \"model\" must be a string (the draft's GGUF path), not {}", label, value.dump());
       c.model = value.get<std::string>();
     } else if (key == "num_layers") {
       c.num_layers = integer_field(value, key, label);
@@ -62,8 +65,10 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
       if (!value.is_number()) fail("{}: \"min_acceptance_rate\" must be a number, not {}", label, value.dump());
       c.min_acceptance_rate = value.get<double>();
     } else {
-      fail("{}: unknown key \"{}\" (known: method, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min, "
-           "model, num_layers, disable_by_batch_size, min_acceptance_rate)", label, key);
+      fail(
+          "{}: unknown key \"{}\" (known: method, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min, "
+          "model, num_layers, disable_by_batch_size, min_acceptance_rate)",
+          label, key);
     }
   }
   if (!j.contains("num_speculative_tokens")) fail("{}: \"num_speculative_tokens\" is missing", label);
