@@ -7,6 +7,7 @@ loop only submits, aborts and reads queues, so it never waits on the engine.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 import uuid
@@ -103,6 +104,8 @@ class AsyncEngine:
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lumen-engine", daemon=True)
         self._thread.start()
+        # Stop the loop thread before the interpreter goes away under it.
+        atexit.register(self.shutdown)
 
     def get_tokenizer(self) -> Tokenizer:
         """The model's tokenizer."""
@@ -138,6 +141,7 @@ class AsyncEngine:
         """Aborts every request and stops the loop thread (their streams end with "abort")."""
         if self._closed.is_set():
             return
+        atexit.unregister(self.shutdown)
         with self._lock:
             ids = [s.handles[0].id for s in self._streams.values() if s.handles]
         for engine_id in ids:
