@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(cmake ninja-build pkg-config g++ clang libclang-rt-14-dev python3-venv
+APT_PACKAGES=(cmake ninja-build pkg-config g++ clang libclang-rt-14-dev python3-venv python3-dev
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libgtest-dev libgmock-dev
   libbenchmark-dev libcli11-dev libfmt-dev libedit-dev libutf8proc-dev ccache
   libcurl4-openssl-dev libzip-dev libssl-dev  # lumen pull: HTTPS download, wheel unpacking, sha256
@@ -14,8 +14,16 @@ missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
-# python3-venv is Debian's; a machine whose python3 already makes venvs does not need it.
-if [ "${#missing[@]}" -gt 0 ] && [ "${missing[*]}" != "python3-venv" ]; then
+# python3-venv and python3-dev (the headers `pip install .` builds the Python module against) are
+# Debian's; a machine whose python3 already makes venvs and has its headers does not need them.
+python_has_all() {
+  python3 -c 'import ensurepip, os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null
+}
+only_python=1
+for pkg in "${missing[@]}"; do
+  case "$pkg" in python3-venv | python3-dev) ;; *) only_python=0 ;; esac
+done
+if [ "${#missing[@]}" -gt 0 ] && { [ "$only_python" -eq 0 ] || ! python_has_all; }; then
   echo "setup: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq

@@ -6,8 +6,10 @@
 #      targets for a bounded time each (label fuzz), then every test but the fuzz ones and the
 #      slow real-model ones (label `model`), so memory errors in the parsers and kernels fail
 #      loudly;
-#   3. Release: every test (unit, golden, model, e2e). It runs last, so the last ctest summary
-#      in the log is the full suite's.
+#   3. Release: every test (unit, golden, model, e2e). It runs last of the CMake builds, so the
+#      last ctest summary in the log is the full suite's;
+#   4. after Release, the Python package: `pip install .` into a fresh venv (its build reuses the
+#      Release build's objects through ccache) and its pytest tests (tests/python/package).
 # Ends with each stage's wall time and one line "total: N passed, M failed, K skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,9 @@ timed() {  # timed STAGE COMMAND...: runs it, notes its wall time, returns its s
   return $rc
 }
 timed setup scripts/setup.sh || exit 1
+# ccache keys on paths relative to the repository, so the Python package's build (build/python)
+# reuses the Release build's objects (build/release): the same compile commands.
+export CCACHE_BASEDIR="$PWD"
 PY="${LUMEN_HOME:-$HOME/.cache/lumen}/venv/bin/python"
 JOBS="${LUMEN_JOBS:-2}"
 
@@ -85,9 +90,43 @@ if command -v nvcc >/dev/null || test -x /usr/local/cuda/bin/nvcc; then
   default_presets="cuda $default_presets"
   export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
 fi
+# python_stage: a fresh venv, `pip install .` (scikit-build-core, nanobind from PyPI) and the
+# package's tests, compared with the Release build's CLI; pytest's summary counts into the totals.
+python_stage() {
+  local venv=build/python-venv
+  echo "=== python: pip install . into a fresh venv"
+  rm -rf "$venv"
+  if ! timed python:build python_install "$venv"; then
+    echo "=== python: install failed"; failed=$((failed + 1)); status=1; return 1
+  fi
+  echo "=== python: test"
+  local log; log=$(mktemp)
+  local start=$SECONDS
+  LUMEN_BIN="$PWD/build/release/src/cli/lumen" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider \
+    tests/python/package | tee "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  timings+=("python:test $((SECONDS - start))")
+  # pytest's last line: "30 passed, 1 skipped in 12.34s" (failed, errors when there are some).
+  local line; line=$(tail -n1 "$log")
+  rm -f "$log"
+  if ! grep -qE '[0-9]+ (passed|failed|error)' <<<"$line"; then failed=$((failed + 1)); status=1; return; fi
+  count() { grep -oE "[0-9]+ $1" <<<"$line" | grep -oE '[0-9]+' || echo 0; }
+  passed=$((passed + $(count passed))); skipped=$((skipped + $(count skipped)))
+  failed=$((failed + $(count failed) + $(count 'errors?')))
+}
+
+python_install() {
+  # The Release build's compiler by the same path: scikit-build-core would otherwise take
+  # Python's (sysconfig's CXX, e.g. x86_64-linux-gnu-g++), and ccache would miss every object.
+  local cxx; cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/release/CMakeCache.txt 2>/dev/null)
+  python3 -m venv "$1" &&
+    CXX="${cxx:-c++}" CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" "$1/bin/pip" install -q ".[test]"
+}
+
 for preset in ${LUMEN_PRESETS:-$default_presets}; do
   run_preset "$preset"
 done
+case " ${LUMEN_PRESETS:-$default_presets} " in *" release "*) python_stage ;; esac
 echo "=== wall time per stage (seconds)"
 for t in "${timings[@]}"; do echo "  $t"; done
 echo "  all $SECONDS"

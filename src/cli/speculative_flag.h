@@ -12,10 +12,11 @@
 
 #include "lumen/engine.h"
 #include "lumen/engine_config.h"
+#include "spec/speculative_config_json.h"
 
 namespace lumen::cli {
 
-SpeculativeConfig parse_speculative_config(const std::string& json);
+inline constexpr const char* kSpeculativeConfigFlag = "--speculative-config";
 
 struct SpeculativeFlag {
   std::string json;
@@ -24,7 +25,9 @@ struct SpeculativeFlag {
   void add_to(CLI::App* cmd);
   bool given() const { return !json.empty(); }
   // Call after parsing: throws lumen::Error for a malformed config.
-  SpeculativeConfig config() const { return given() ? parse_speculative_config(json) : SpeculativeConfig{}; }
+  SpeculativeConfig config() const {
+    return given() ? spec::parse_speculative_config(json, kSpeculativeConfigFlag) : SpeculativeConfig{};
+  }
 };
 
 // What speculation did, from the engine's counters: drafts, draft tokens, accepted tokens, the

@@ -1,0 +1,22 @@
+"""Lumen from Python: an LLM inference engine for GGUF models with vLLM's API.
+
+    import lumen
+    llm = lumen.LLM(model="SmolLM2-135M-Instruct.Q4_1.gguf")
+    outputs = llm.generate(["The capital of France is"], lumen.SamplingParams(temperature=0, max_tokens=16))
+    print(outputs[0].outputs[0].text)
+
+LLM: batch generation and chat. AsyncEngine: streaming for asyncio. SamplingParams,
+StructuredOutputsParams: what to generate. RequestOutput, CompletionOutput, Logprob: what comes
+back. Tokenizer: from LLM.get_tokenizer(). Errors: lumen.LumenError (a ValueError) for anything
+Lumen refuses (a file, a prompt, a parameter), with Lumen's message; TypeError for a wrong type
+or an unknown option; RuntimeError when the engine fails a request.
+"""
+from ._lumen import LumenError, SamplingParams, StructuredOutputsParams
+from .async_engine import AsyncEngine
+from .llm import LLM
+from .outputs import CompletionOutput, Logprob, RequestOutput
+from .tokenizer import Tokenizer
+
+__all__ = ["LLM", "AsyncEngine", "SamplingParams", "StructuredOutputsParams", "RequestOutput",
+           "CompletionOutput", "Logprob", "Tokenizer", "LumenError", "__version__"]
+__version__ = "0.1.0"

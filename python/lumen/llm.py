@@ -1,0 +1,92 @@
+"""lumen.LLM: offline batch generation in vLLM's shape."""
+from __future__ import annotations
+
+import os
+from typing import Any, List, Mapping, Optional, Sequence, Union
+
+from . import _lumen
+from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt, is_conversation_batch, prompt_batch
+from .outputs import RequestOutput, completion_output, prompt_logprobs_of
+from .tokenizer import Tokenizer
+
+SamplingParams = _lumen.SamplingParams
+
+
+class LLM:
+    """A model loaded with Lumen's engine, for batch generation (vLLM's LLM).
+
+    LLM(model=PATH, **engine_options) loads a GGUF file. Engine options take vLLM's names:
+    max_num_seqs, max_num_batched_tokens, max_model_len, block_size, enable_prefix_caching,
+    kv_cache_dtype ("f16", "bf16", "q8_0", "q4_0", "fp8_e4m3"), kv_cache_memory_bytes,
+    gpu_memory_utilization, swap_space (GiB), scheduling_policy ("fcfs", "priority"),
+    preemption_mode ("recompute", "swap"), speculative_config (a dict, as the CLI's
+    --speculative-config JSON), seed (requests without their own seed draw from seed, seed + 1,
+    ...), and Lumen's max_itl_ms, threads, device ("cpu", "cuda:N"), chat_template (a built-in
+    template's name). An unknown option or a wrong type raises TypeError; a bad value or a file
+    Lumen cannot load raises ValueError (lumen.LumenError).
+    """
+
+    def __init__(self, model: Union[str, "os.PathLike[str]"], **engine_options: Any) -> None:
+        self._engine = _lumen._Engine(os.fspath(model), engine_options)
+
+    def get_tokenizer(self) -> Tokenizer:
+        """The model's tokenizer."""
+        return Tokenizer(self._engine)
+
+    def generate(self, prompts: Union[SinglePrompt, Sequence[SinglePrompt]],
+                 sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]] = None,
+                 ) -> List[RequestOutput]:
+        """Generates for every prompt in one run of the engine (continuous batching: a list of
+        prompts is far faster than one call per prompt) and returns one RequestOutput per
+        prompt, in order. prompts: a str, a list of token ids, {"prompt": ...} /
+        {"prompt_token_ids": ...}, or a list of those. sampling_params: one SamplingParams for
+        all, one per prompt, or None for SamplingParams(). The GIL is released while the engine
+        runs; Ctrl-C aborts the batch (KeyboardInterrupt). Raises ValueError when a prompt or
+        parameter is refused (nothing runs then), RuntimeError when the engine fails a request.
+        """
+        return self._run(prompt_batch(self._engine, prompts), sampling_params)
+
+    def chat(self, messages: Union[Sequence[ChatMessage], Sequence[Sequence[ChatMessage]]],
+             sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]] = None,
+             *, add_generation_prompt: bool = True,
+             chat_template_kwargs: Optional[Mapping[str, Any]] = None) -> List[RequestOutput]:
+        """Replies to a conversation, or a list of conversations, of OpenAI-style messages
+        ([{"role": "user", "content": "Hi"}]) rendered by the model's chat template, as
+        `lumen chat` and the server render them: text in the messages is always plain text,
+        never control tokens. chat_template_kwargs: extra template variables. Returns one
+        RequestOutput per conversation (its prompt is the rendered text)."""
+        conversations = messages if is_conversation_batch(messages) else [messages]
+        prompts = [chat_prompt(self._engine, c, add_generation_prompt, chat_template_kwargs)  # type: ignore[arg-type]
+                   for c in conversations]
+        return self._run(prompts, sampling_params)
+
+    def _run(self, prompts: List[Prompt],
+             sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]]) -> List[RequestOutput]:
+        if not prompts:
+            return []
+        params: Union[SamplingParams, List[SamplingParams]]
+        if sampling_params is None:
+            params = SamplingParams()
+        elif isinstance(sampling_params, SamplingParams):
+            params = sampling_params
+        elif isinstance(sampling_params, (list, tuple)) and all(isinstance(p, SamplingParams) for p in sampling_params):
+            params = list(sampling_params)
+        else:
+            raise TypeError("sampling_params must be a SamplingParams or a list of them")
+        results = self._engine.generate([ids for _, ids in prompts], params)
+        outputs = []
+        for i, ((text, ids), completions) in enumerate(zip(prompts, results)):
+            p = params[i] if isinstance(params, list) else params
+            for c in completions:
+                if c.finish_reason == "error":
+                    raise RuntimeError(f"the engine failed on prompt {i}: {c.error}")
+            first = completions[0]
+            outputs.append(RequestOutput(
+                request_id=str(first.request_id),
+                prompt=text,
+                prompt_token_ids=ids,
+                outputs=[completion_output(c, p.logprobs is not None) for c in completions],
+                finished=True,
+                prompt_logprobs=prompt_logprobs_of(first.prompt_logprobs) if p.prompt_logprobs is not None else None,
+            ))
+        return outputs

@@ -1,0 +1,104 @@
+"""What generation returns, in vLLM's shape: RequestOutput holds a prompt's CompletionOutputs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from . import _lumen
+
+
+@dataclass
+class Logprob:
+    """A token's log-probability, and its rank among the alternatives (1 = most likely) when it
+    is one of them (None otherwise), as vLLM's Logprob."""
+
+    logprob: float
+    rank: Optional[int] = None
+    decoded_token: Optional[str] = None
+
+
+# Per position: the chosen token and the alternatives asked for, keyed by token id.
+SampleLogprobs = List[Dict[int, Logprob]]
+PromptLogprobs = List[Optional[Dict[int, Logprob]]]
+
+
+@dataclass
+class CompletionOutput:
+    """One completion of a prompt.
+
+    text: the generated text (stop strings and, by default, control tokens left out);
+    token_ids: the generated tokens; logprobs: per token, {token_id: Logprob} for the chosen
+    token and the alternatives, or None when SamplingParams.logprobs was None;
+    finish_reason: "stop" (end of generation, a stop string or stop token), "length"
+    (max_tokens or the context), "abort", or None while it is still generating (streaming);
+    delta: the text added since the previous output of a stream (the whole text otherwise).
+    """
+
+    index: int
+    text: str
+    token_ids: List[int]
+    cumulative_logprob: Optional[float]
+    logprobs: Optional[SampleLogprobs]
+    finish_reason: Optional[str] = None
+    stop_reason: Optional[str] = None
+    delta: str = ""
+
+    def finished(self) -> bool:
+        """Whether the completion has ended."""
+        return self.finish_reason is not None
+
+
+@dataclass
+class RequestOutput:
+    """A prompt and its completions (vLLM's RequestOutput).
+
+    prompt: the prompt text (None when it was given as token ids); prompt_token_ids: the
+    tokens the model saw; outputs: params.n completions; finished: whether all have ended.
+    """
+
+    request_id: str
+    prompt: Optional[str]
+    prompt_token_ids: List[int]
+    outputs: List[CompletionOutput]
+    finished: bool
+    prompt_logprobs: Optional[PromptLogprobs] = None
+
+
+def sample_logprobs(chosen: Sequence[int], logprobs: Sequence[float],
+                    top: Sequence[Sequence[Tuple[int, float]]]) -> SampleLogprobs:
+    """Per generated token: the chosen token's Logprob and the alternatives', by token id."""
+    out: SampleLogprobs = []
+    for token, logprob, alternatives in zip(chosen, logprobs, top):
+        entry = {t: Logprob(lp, rank) for rank, (t, lp) in enumerate(alternatives, start=1)}
+        if token not in entry:
+            entry[token] = Logprob(logprob)
+        out.append(entry)
+    return out
+
+
+def prompt_logprobs_of(rows: Sequence[Tuple[int, Optional[float], Sequence[Tuple[int, float]]]]
+                       ) -> PromptLogprobs:
+    """Per prompt token (None for the first, which has no context): as sample_logprobs."""
+    out: PromptLogprobs = []
+    for token, logprob, alternatives in rows:
+        if logprob is None:
+            out.append(None)
+            continue
+        entry = {t: Logprob(lp, rank) for rank, (t, lp) in enumerate(alternatives, start=1)}
+        entry.setdefault(token, Logprob(logprob))
+        out.append(entry)
+    return out
+
+
+def completion_output(result: _lumen._Completion, want_logprobs: bool) -> CompletionOutput:
+    """A finished engine completion as vLLM's CompletionOutput."""
+    logprobs = sample_logprobs(result.tokens, result.logprobs, result.top_logprobs) if want_logprobs else None
+    return CompletionOutput(
+        index=result.index,
+        text=result.text,
+        token_ids=list(result.tokens),
+        cumulative_logprob=sum(result.logprobs) if want_logprobs else None,
+        logprobs=logprobs,
+        finish_reason=result.finish_reason,
+        delta=result.text,
+    )

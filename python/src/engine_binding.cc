@@ -1,0 +1,184 @@
+// lumen._lumen._Engine, _Request and _Completion: the engine as the Python package drives it.
+// Everything that computes (loading, tokenizing a long text, stepping, a whole batch) runs with
+// the GIL released, so other Python threads and an asyncio loop go on meanwhile.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "engine_core.h"
+#include "engine_options.h"
+#include "util/error.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace lumen::python {
+
+namespace {
+
+nb::list alternatives(const std::vector<TokenAlternative>& top) {
+  nb::list out;
+  for (const TokenAlternative& a : top) out.append(nb::make_tuple(a.token, a.logprob));
+  return out;
+}
+
+// [(token, logprob or None for the first, [(token, logprob)...])...]
+nb::list prompt_logprobs(const std::vector<PromptLogprob>& rows) {
+  nb::list out;
+  for (const PromptLogprob& row : rows) {
+    nb::object lp = std::isnan(row.logprob) ? nb::none() : nb::cast(row.logprob);
+    out.append(nb::make_tuple(row.token, lp, alternatives(row.top)));
+  }
+  return out;
+}
+
+// What a stream chunk carries, as a tuple: (token_ids, text, logprobs, top_logprobs,
+// prompt_logprobs, finished, finish_reason, error).
+nb::tuple chunk_tuple(const StreamChunk& chunk) {
+  nb::list ids, logprobs, top;
+  std::string text;
+  for (const GeneratedToken& t : chunk.tokens) {
+    ids.append(t.token);
+    logprobs.append(t.logprob);
+    top.append(alternatives(t.top));
+    text += t.text;
+  }
+  return nb::make_tuple(ids, nb::str(text.data(), text.size()), logprobs, top, prompt_logprobs(chunk.prompt_logprobs),
+                        chunk.finished, finish_reason_name(chunk.finish_reason), chunk.error);
+}
+
+std::vector<SamplingParams> params_per_prompt(nb::handle params, size_t prompts) {
+  if (nb::isinstance<SamplingParams>(params))
+    return std::vector<SamplingParams>(prompts, nb::cast<SamplingParams>(params));
+  auto list = nb::cast<std::vector<SamplingParams>>(params);
+  if (list.size() != prompts) {
+    fail("{} sampling parameter sets for {} prompts: give one, or one per prompt", list.size(), prompts);
+  }
+  return list;
+}
+
+}  // namespace
+
+void bind_engine(nb::module_& m) {
+  nb::class_<GenerationResult>(m, "_Completion", "One finished completion (internal: lumen.CompletionOutput wraps it).")
+      .def_ro("request_id", &GenerationResult::request_id)
+      .def_ro("index", &GenerationResult::index)
+      .def_ro("tokens", &GenerationResult::tokens)
+      .def_prop_ro("text", [](const GenerationResult& r) { return nb::str(r.text.data(), r.text.size()); })
+      .def_ro("logprobs", &GenerationResult::logprobs)
+      .def_prop_ro("top_logprobs",
+                   [](const GenerationResult& r) {
+                     nb::list out;
+                     for (const auto& top : r.top_logprobs) out.append(alternatives(top));
+                     return out;
+                   })
+      .def_prop_ro("prompt_logprobs", [](const GenerationResult& r) { return prompt_logprobs(r.prompt_logprobs); })
+      .def_prop_ro("finish_reason", [](const GenerationResult& r) { return finish_reason_name(r.finish); })
+      .def_ro("error", &GenerationResult::error);
+
+  nb::class_<RequestHandle>(m, "_Request", "One completion of a queued request (internal).")
+      .def_prop_ro("id", &RequestHandle::id)
+      .def_prop_ro("index", &RequestHandle::index)
+      .def(
+          "try_next",
+          [](RequestHandle& handle) -> nb::object {
+            StreamChunk chunk;
+            if (!handle.try_next(chunk)) return nb::none();
+            return chunk_tuple(chunk);
+          },
+          "What arrived since the last call, or None: (token_ids, text, logprobs, top_logprobs, "
+          "prompt_logprobs, finished, finish_reason, error).");
+
+  nb::class_<EngineCore>(m, "_Engine", "A model and the engine over it (internal: use lumen.LLM or lumen.AsyncEngine).")
+      .def(
+          "__init__",
+          [](EngineCore* self, const std::string& path, const nb::dict& options) {
+            const EngineOptions parsed = engine_options_from(options);
+            nb::gil_scoped_release release;
+            new (self) EngineCore(path, parsed);
+          },
+          "model"_a, "options"_a)
+      .def(
+          "tokenize",
+          [](const EngineCore& core, const std::string& text, bool add_special, bool parse_special) {
+            nb::gil_scoped_release release;
+            return core.model().tokenize(text, {.add_special = add_special, .parse_special = parse_special});
+          },
+          "text"_a, "add_special"_a, "parse_special"_a)
+      .def(
+          "detokenize",
+          [](const EngineCore& core, const std::vector<int32_t>& tokens, bool skip_special) {
+            std::string text;
+            {
+              nb::gil_scoped_release release;
+              text = core.model().detokenize(tokens, skip_special);
+            }
+            return nb::str(text.data(), text.size());
+          },
+          "tokens"_a, "skip_special"_a)
+      .def(
+          "chat_prompt",
+          [](const EngineCore& core, const std::string& messages_json, bool add_generation_prompt,
+             const std::string& extra_context_json) {
+            nb::gil_scoped_release release;
+            ChatOptions options;
+            options.add_generation_prompt = add_generation_prompt;
+            options.extra_context = nlohmann::ordered_json::parse(extra_context_json);
+            // The messages' text is never read for control tokens (ChatOptions's default).
+            return core.model().chat_prompt(nlohmann::ordered_json::parse(messages_json), options);
+          },
+          "messages_json"_a, "add_generation_prompt"_a, "extra_context_json"_a,
+          "A conversation (JSON text) as prompt tokens through the model's chat template.")
+      .def(
+          "submit",
+          [](EngineCore& core, std::vector<int32_t> prompt, const SamplingParams& params) {
+            nb::gil_scoped_release release;
+            return core.submit(std::move(prompt), params);
+          },
+          "prompt"_a, "params"_a)
+      .def(
+          "abort", [](EngineCore& core, uint64_t id) { core.engine().abort(id); }, "request_id"_a)
+      .def("step",
+           [](EngineCore& core) {
+             nb::gil_scoped_release release;
+             return core.step();
+           })
+      .def(
+          "wait_for_work",
+          [](EngineCore& core, double seconds) {
+            nb::gil_scoped_release release;
+            core.engine().wait_for_work(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+          },
+          "seconds"_a)
+      .def("has_unfinished", [](EngineCore& core) { return core.engine().has_unfinished(); })
+      .def(
+          "generate",
+          [](EngineCore& core, const std::vector<std::vector<int32_t>>& prompts, nb::handle params) {
+            const std::vector<SamplingParams> per_prompt = params_per_prompt(params, prompts.size());
+            std::optional<std::vector<std::vector<GenerationResult>>> results;
+            {
+              nb::gil_scoped_release release;
+              // Ctrl-C reaches Python only through PyErr_CheckSignals while the GIL is away.
+              results = core.generate(prompts, per_prompt, [] {
+                nb::gil_scoped_acquire acquire;
+                return PyErr_CheckSignals() != 0;
+              });
+            }
+            if (!results) throw nb::python_error();  // the KeyboardInterrupt the check raised
+            return *results;
+          },
+          "prompts"_a, "params"_a)
+      .def_prop_ro("max_model_len", [](EngineCore& core) { return core.engine().stats().max_model_len; })
+      .def_prop_ro("vocab_size", [](const EngineCore& core) { return core.model().info().vocab_size; })
+      .def_prop_ro("architecture", [](const EngineCore& core) { return core.model().info().architecture; });
+}
+
+}  // namespace lumen::python
