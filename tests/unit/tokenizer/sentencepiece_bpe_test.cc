@@ -217,7 +217,7 @@ class Gemma3 : public ::testing::Test {
 TEST_F(Gemma3, MatchesSentencePiece) {
   EXPECT_FALSE(vocab_->add_space_prefix);
   std::istringstream golden(
-      read_file(fs::path(__FILE__).parent_path() / "sentencepiece_gemma3_golden.txt"));
+      read_file(fs::path(LUMEN_TOKENIZER_TEST_DIR) / "sentencepiece_gemma3_golden.txt"));
   std::map<int32_t, std::vector<int32_t>> exceptions;
   size_t texts = 0;
   for (std::string line; std::getline(golden, line);) {

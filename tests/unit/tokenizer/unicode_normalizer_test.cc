@@ -121,7 +121,7 @@ const Tokenizer& tokenizer_for(const std::string& name) {
 // Golden lines: "VOCAB HEX IDS..." (the ids Hugging Face gives for the bytes HEX, one plain text).
 TEST(NfcTokenizer, MatchesHuggingFace) {
   LUMEN_REQUIRE_TESTDATA();
-  std::ifstream in(fs::path(__FILE__).parent_path() / "qwen2_nfc_golden.txt");
+  std::ifstream in(fs::path(LUMEN_TOKENIZER_TEST_DIR) / "qwen2_nfc_golden.txt");
   ASSERT_TRUE(in) << "qwen2_nfc_golden.txt is missing";
   size_t lines = 0;
   for (std::string line; std::getline(in, line);) {
