@@ -3,8 +3,9 @@
 #   1. where nvcc exists: the CUDA backend and its tests (label gpu); without a GPU they are
 #      built (so they always compile) but not run, and counted as skipped;
 #   2. Debug with AddressSanitizer + UBSan (clang), one build for two stages: the libFuzzer
-#      targets for a bounded time each (label fuzz), then every test but the fuzz ones and the
-#      slow real-model ones (label `model`), so memory errors in the parsers and kernels fail
+#      targets for a bounded time each (label fuzz), then every test but the fuzz ones, the
+#      slow real-model ones (label `model`) and those too slow under the sanitizers for what
+#      they add there (label `release_only`), so memory errors in the parsers and kernels fail
 #      loudly;
 #   3. Release: every test (unit, golden, model, e2e). It runs last of the CMake builds, so the
 #      last ctest summary in the log is the full suite's;
@@ -74,7 +75,7 @@ run_preset() {
       test_stage cuda cuda -L gpu -LE model ;;
     debug)
       test_stage fuzz debug -L fuzz
-      test_stage debug debug -LE 'model|fuzz' ;;
+      test_stage debug debug -LE 'model|fuzz|release_only' ;;
     *) test_stage "$preset" "$preset" ;;
   esac
 }
