@@ -115,6 +115,9 @@ def test_conversations_keep_their_prefix_hits_and_a_killed_replica_loses_no_unst
         assert all(q > 0 for _, q in per_replica), f"one replica got every conversation: {per_replica}"
         # The second replica misses the shared system prompt once more; nothing else may differ.
         assert rate2 >= rate1 - 0.03, (rate1, rate2)
+        # The rate counts lookups up to the first miss, so it flatters a balancer that scatters
+        # conversations (round robin: 0.62 here); the cached blocks do not (round robin: 39 of 73).
+        assert hits2 >= 0.95 * hits1, (hits1, hits2)
 
         # Find a session the first replica serves, start a long non-streaming request on it, and
         # kill that replica while it generates: HAProxy gets an empty response and replays the
