@@ -59,7 +59,7 @@ mkdir -p "$run_dir"
 extra_args=()
 case "$host" in
   127.* | localhost | ::1) ;;
-  *) [[ " ${serve_args[*]} " == *" --allowed-hosts "* ]] || extra_args=(--allowed-hosts '*') ;;
+  *) [[ " ${serve_args[*]} " =~ \ --allowed-hosts[=\ ] ]] || extra_args=(--allowed-hosts '*') ;;
 esac
 
 pids=()
@@ -105,7 +105,7 @@ case "$host" in *:*) lb_addr="[$host]:$port" ;; *) lb_addr="$host:$port" ;; esac
 export LUMEN_LB_ADDR=$lb_addr
 "$haproxy" -q -c -f "$cfg" || abort "haproxy rejected $cfg"
 # -db: stay in the foreground (this script is the supervisor); its log goes to haproxy.log.
-"$haproxy" -db -f "$cfg" -p "$run_dir/haproxy.pid" 2>"$run_dir/haproxy.log" &
+"$haproxy" -db -f "$cfg" 2>"$run_dir/haproxy.log" &
 haproxy_pid=$!
 echo "$haproxy_pid" >"$run_dir/haproxy.pid"
 until curl -s -o /dev/null "http://$lb_addr/health"; do
