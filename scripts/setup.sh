@@ -9,7 +9,8 @@ APT_PACKAGES=(cmake ninja-build pkg-config g++ clang libclang-rt-14-dev python3-
   nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libxxhash-dev libgtest-dev libgmock-dev
   libbenchmark-dev libcli11-dev libfmt-dev libedit-dev libutf8proc-dev ccache
   libcurl4-openssl-dev libzip-dev libssl-dev  # lumen pull: HTTPS download, wheel unpacking, sha256
-  chromium chromium-driver)  # the chat page's browser test (tests/e2e/test_web_ui.py)
+  chromium chromium-driver  # the chat page's browser test (tests/e2e/test_web_ui.py)
+  haproxy)  # deploy/haproxy: the load balancer in front of replicas (tests/e2e/test_replicas_haproxy.py)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
