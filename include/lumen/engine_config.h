@@ -79,6 +79,9 @@ struct EngineConfig {
   int32_t block_size = 16;                // tokens per KV block
   int64_t kv_cache_bytes = 0;             // 0: kv_cache_ram_fraction of the available RAM
   KvCacheDtype kv_cache_dtype = KvCacheDtype::F16;  // K and V's element type (block bytes follow it)
+  // A quantized cache (q8_0, q4_0, fp8_e4m3) stores each head Hadamard-rotated, which spreads
+  // outlier channels before rounding (docs/architecture.md); false stores them as they are.
+  bool kv_cache_rotation = true;
   // > 0: exactly this many KV blocks, whatever the byte budgets say (a single-user tool that
   // knows how many tokens it will hold: lumen run and chat).
   int64_t num_kv_blocks = 0;

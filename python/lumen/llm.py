@@ -17,7 +17,8 @@ class LLM:
 
     LLM(model=PATH, **engine_options) loads a GGUF file. Engine options take vLLM's names:
     max_num_seqs, max_num_batched_tokens, max_model_len, block_size, enable_prefix_caching,
-    kv_cache_dtype ("f16", "bf16", "q8_0", "q4_0", "fp8_e4m3"), kv_cache_memory_bytes,
+    kv_cache_dtype ("f16", "bf16", "q8_0", "q4_0", "fp8_e4m3"), kv_cache_rotation (Lumen's: a
+    quantized cache's heads Hadamard-rotated, default True), kv_cache_memory_bytes,
     gpu_memory_utilization, swap_space (GiB), scheduling_policy ("fcfs", "priority"),
     preemption_mode ("recompute", "swap"), speculative_config (a dict, as the CLI's
     --speculative-config JSON), seed (requests without their own seed draw from seed, seed + 1,

@@ -15,7 +15,7 @@ namespace lumen::python {
 namespace {
 
 constexpr const char* kKnownOptions =
-    "max_num_seqs, max_num_batched_tokens, max_model_len, block_size, enable_prefix_caching, kv_cache_dtype, "
+    "max_num_seqs, max_num_batched_tokens, max_model_len, block_size, enable_prefix_caching, kv_cache_dtype, kv_cache_rotation, "
     "kv_cache_memory_bytes, gpu_memory_utilization, swap_space, scheduling_policy, preemption_mode, "
     "speculative_config, max_itl_ms, seed, threads, device, chat_template";
 
@@ -73,6 +73,8 @@ void apply(EngineOptions& o, const std::string& key, nb::handle value) {
     const auto dtype = parse_kv_cache_dtype(name);
     if (!dtype) fail("engine option kv_cache_dtype: '{}' is not one of {}", name, kv_cache_dtype_choices());
     c.kv_cache_dtype = *dtype;
+  } else if (key == "kv_cache_rotation") {
+    c.kv_cache_rotation = boolean(key, value);
   } else if (key == "kv_cache_memory_bytes") {
     c.kv_cache_bytes = positive(key, value);
   } else if (key == "gpu_memory_utilization") {

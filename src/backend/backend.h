@@ -49,6 +49,11 @@ struct KvLayer {
   TensorView k;
   TensorView v;
   int64_t block_size = 16;
+  // Keys and values are stored rotated: each head of head_dim values multiplied by the
+  // normalized Walsh-Hadamard matrix (Backend::rotate_heads) before it is rounded to the
+  // cache's type. The model rotates the queries the same way (scores are unchanged) and the
+  // attention output back. Set by the model's KvCache for quantized caches (kv_cache.h).
+  bool rotated = false;
 };
 
 // Whether the layer's values are a view of its keys (MLA): block moves then copy K only.
@@ -192,6 +197,13 @@ class Backend {
   // out = silu(gate) * up / gelu_tanh(gate) * up, elementwise.
   virtual void swiglu(const TensorView& gate, const TensorView& up, TensorView& out) = 0;
   virtual void geglu(const TensorView& gate, const TensorView& up, TensorView& out) = 0;
+  // x <- H x / sqrt(head_dim) for every head_dim-wide slice of every row (the normalized
+  // Walsh-Hadamard transform: orthogonal, its own inverse; head_dim a power of two). What a
+  // rotated KV cache (KvLayer::rotated) needs; a backend without quantized caches never gets it.
+  virtual void rotate_heads(TensorView& x, int64_t head_dim) {
+    (void)x, (void)head_dim;
+    fail("rotate_heads (a rotated KV cache) is not supported on the {} backend", name());
+  }
   // Rotates x in place: dims {head_dim, n_heads, n_tokens}, token t at positions[t].
   virtual void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) = 0;
   // Writes the batch's new keys and values (dims {head_dim * n_kv_heads, n_tokens}) into the
@@ -208,7 +220,8 @@ class Backend {
                               const void* host_v) = 0;
   // Context shift: every key row of `blocks` (heads of head_dim values) is rotated by `delta`
   // positions with config's angles and magnitude 1, so a key rotated at position p becomes the
-  // key rotated at p + delta (to the cache's rounding). Values are untouched. A backend without
+  // key rotated at p + delta (to the cache's rounding). Values are untouched. In a rotated cache
+  // (KvLayer::rotated) the key is rotated back, shifted and rotated again. A backend without
   // it cannot shift contexts: the default refuses with an error.
   virtual void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
                           int64_t head_dim);

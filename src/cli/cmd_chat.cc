@@ -53,6 +53,7 @@ void chat_loop(const ChatOptions& options) {
   // the tokens after the part already cached.
   EngineConfig config = single_user_config(context, 1);
   config.kv_cache_dtype = options.kv_cache_dtype.value();
+  config.kv_cache_rotation = options.kv_cache_dtype.rotation();
   // A chat reply often quotes the conversation (code being edited, a passage being summarized),
   // which is where n-gram speculation finds its drafts.
   config.speculative = speculative;

@@ -60,6 +60,7 @@ void run_perplexity(const PerplexityCliOptions& o, const Model& model) {
                                 {"n_ctx", r.n_ctx},
                                 {"n_batch", o.run.n_batch},
                                 {"kv_cache_dtype", kv_cache_dtype_name(o.run.kv_cache_dtype)},
+                                {"kv_cache_rotation", o.run.kv_cache_rotation},
                                 {"n_windows", r.n_windows},
                                 {"text_tokens", tokens.size()},
                                 {"tokens_evaluated", r.tokens_evaluated},
@@ -165,6 +166,7 @@ void run_kl_divergence(const PerplexityCliOptions& o, const Model& model) {
 
 void run(PerplexityCliOptions o) {
   o.run.kv_cache_dtype = o.kv_cache_dtype.value();
+  o.run.kv_cache_rotation = o.kv_cache_dtype.rotation();
   const Model model = Model::load(resolve_model_path(o.model), {.device = o.device, .threads = o.run.threads});
   if (o.kl_divergence) {
     run_kl_divergence(o, model);

@@ -95,6 +95,7 @@ void run(RunOptions options) {
   EngineConfig config = single_user_config(context, sequences);
   options.context_shift.apply(config);
   config.kv_cache_dtype = options.kv_cache_dtype.value();
+  config.kv_cache_rotation = options.kv_cache_dtype.rotation();
   config.speculative = speculative;
   config.jump_forward = !options.speculative.no_jump_forward;
   Engine engine(model, config);

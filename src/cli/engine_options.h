@@ -84,6 +84,7 @@ struct EngineFlags {
     EngineConfig c = config;
     c.enable_prefix_caching = !no_prefix_caching;
     c.kv_cache_dtype = kv_cache_dtype.value();
+    c.kv_cache_rotation = kv_cache_dtype.rotation();
     c.free_out_of_window_kv = !keep_out_of_window_kv;
     context_shift.apply(c);
     c.speculative = speculative.config();

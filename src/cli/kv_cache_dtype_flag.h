@@ -11,6 +11,7 @@ namespace lumen::cli {
 
 struct KvCacheDtypeFlag {
   std::string name = "f16";
+  bool no_rotation = false;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--kv-cache-dtype", name,
@@ -22,10 +23,13 @@ struct KvCacheDtypeFlag {
               return "unknown KV cache dtype '" + text + "' (choose one of " + std::string(kv_cache_dtype_choices()) + ")";
             },
             "DTYPE"));
+    cmd->add_flag("--no-kv-cache-rotation", no_rotation,
+                  "Store a quantized KV cache's heads as they are, not Hadamard-rotated (to measure what the rotation buys)");
   }
 
   // Call after parsing (the validator has accepted the name).
   KvCacheDtype value() const { return parse_kv_cache_dtype(name).value_or(KvCacheDtype::F16); }
+  bool rotation() const { return !no_rotation; }
 };
 
 }  // namespace lumen::cli

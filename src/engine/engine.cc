@@ -102,7 +102,7 @@ struct Engine::Impl {
         layout(kv::make_kv_layout(model.transformer->layer_windows(), config.free_out_of_window_kv)),
         n_blocks(engine::kv_blocks_for(config, model.hparams, layout, *handle.state().backend)),
         cache(*handle.state().backend, model.hparams, layout, n_blocks, config.block_size,
-              engine::kv_tensor_type(config.kv_cache_dtype)),
+              engine::kv_tensor_type(config.kv_cache_dtype), config.kv_cache_rotation),
         pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
         kv_space(make_kv_space()),
         swap(make_swap_space()),

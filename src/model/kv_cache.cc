@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "util/checked_math.h"
 #include "util/error.h"
 
 namespace lumen::model {
@@ -34,12 +35,19 @@ void check_kv_cache_type(const backend::Backend& backend, const HParams& hp, ten
   }
 }
 
+bool rotates_kv_cache(const HParams& hp, tensor::DType type) {
+  using tensor::DType;
+  const bool quantized = type == DType::Q8_0 || type == DType::Q4_0 || type == DType::FP8_E4M3;
+  return quantized && !kv_values_in_keys(hp) && is_power_of_two(hp.head_dim) &&
+         kv_value_row(hp) == hp.head_dim * hp.head_count_kv;
+}
+
 KvCache::KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks,
-                 int64_t block_size, tensor::DType type)
-    : KvCache(backend, hp, one_group(hp), n_blocks, block_size, type) {}
+                 int64_t block_size, tensor::DType type, bool rotate)
+    : KvCache(backend, hp, one_group(hp), n_blocks, block_size, type, rotate) {}
 
 KvCache::KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layout, int64_t n_blocks,
-                 int64_t block_size, tensor::DType type)
+                 int64_t block_size, tensor::DType type, bool rotate)
     : backend_(backend), n_blocks_(n_blocks), block_size_(block_size), layout_(std::move(layout)) {
   if (layout_.group_of_layer.size() != hp.block_count || layout_.group_size <= 0) {
     fail("KV cache layout covers {} layers, the model has {}", layout_.group_of_layer.size(), hp.block_count);
@@ -55,6 +63,7 @@ KvCache::KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layo
   for (int64_t i = 0; i < layout_.group_size; ++i) {
     backend::KvLayer layer;
     layer.block_size = block_size;
+    layer.rotated = rotate && rotates_kv_cache(hp, type);
     layer.k = allocate(k_row);
     if (kv_values_in_keys(hp)) {
       layer.v = layer.k;  // the leading v_row values of each key row (backend::values_in_keys)

@@ -18,13 +18,21 @@ namespace lumen::model {
 // cache type (backend::is_kv_cache_type) the backend supports, with heads of whole blocks.
 void check_kv_cache_type(const backend::Backend& backend, const HParams& hp, tensor::DType type);
 
+// Whether a cache of `type` for this model stores its heads Hadamard-rotated
+// (backend::KvLayer::rotated) when rotation is asked for: the quantized types (q8_0, q4_0,
+// fp8_e4m3; f16, bf16 and f32 gain nothing), keys and values of the same power-of-two width,
+// and values of their own (not multi-head latent attention's view of the keys).
+bool rotates_kv_cache(const HParams& hp, tensor::DType type);
+
 class KvCache {
  public:
   // One group of every layer. `type`: the element type of K and V (check_kv_cache_type).
+  // `rotate`: store heads rotated where rotates_kv_cache says it pays (--no-kv-cache-rotation
+  // turns it off, to measure what it buys).
   KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks, int64_t block_size,
-          tensor::DType type = tensor::DType::F16);
+          tensor::DType type = tensor::DType::F16, bool rotate = true);
   KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layout, int64_t n_blocks,
-          int64_t block_size, tensor::DType type = tensor::DType::F16);
+          int64_t block_size, tensor::DType type = tensor::DType::F16, bool rotate = true);
 
   // Bytes of K and V, all layers, for one position block: a page of the one-group layout.
   static size_t bytes_per_block(const HParams& hp, int64_t block_size,
@@ -47,6 +55,7 @@ class KvCache {
   void write_block(int64_t block, const uint8_t* host);
   int64_t n_blocks() const { return n_blocks_; }
   int64_t block_size() const { return block_size_; }
+  bool rotated() const { return !slots_.empty() && slots_.front().rotated; }
   size_t bytes() const;
 
  private:

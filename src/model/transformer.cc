@@ -140,11 +140,19 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   const size_t n_seqs = batch.sequences.size() / n_groups;
   const auto group = static_cast<size_t>(cache.layout().group_of_layer[layer]);
   const std::span<const backend::SequenceSlice> sequences = batch.sequences.subspan(group * n_seqs, n_seqs);
-  backend_.store_kv(k, v, sequences, cache.layer(layer));
+  backend::KvLayer& kv = cache.layer(layer);
+  if (kv.rotated) {  // a quantized cache stores rotated heads (backend::KvLayer::rotated)
+    backend_.rotate_heads(q, head_dim);
+    backend_.rotate_heads(k, head_dim);
+    backend_.rotate_heads(v, head_dim);
+  }
+  backend_.store_kv(k, v, sequences, kv);
   TensorView attn_heads = as_heads(attn, n, head_dim);
   backend::AttentionConfig attention = attention_;
   attention.sliding_window = layer_window_[layer];
-  backend_.attention(q_heads, cache.layer(layer), sequences, attention, attn_heads);
+  backend_.attention(q_heads, kv, sequences, attention, attn_heads);
+  // The output is a weighted sum of rotated values: one more rotation (its own inverse) undoes it.
+  if (kv.rotated) backend_.rotate_heads(attn, head_dim);
   observe(w.wo, attn);
   backend_.matmul(w.wo, attn, h);
   if (w.attn_post_norm) backend_.rms_norm(h, *w.attn_post_norm, eps, h);

@@ -70,7 +70,8 @@ PerplexityResult compute_perplexity(const Model& model, std::span<const int32_t>
   const auto evaluated = tokens.first(static_cast<size_t>(n_windows * n_ctx));
 
   const auto start = Clock::now();
-  WindowEvaluator evaluator(model, n_ctx, options.n_batch, options.kv_cache_dtype);
+  WindowEvaluator evaluator(model, n_ctx, options.n_batch, options.kv_cache_dtype,
+                            options.kv_cache_rotation);
   ThreadPool pool(options.threads);
   const int64_t rows = evaluator.rows_per_window();
   const int64_t vocab = model.info().vocab_size;
@@ -129,7 +130,8 @@ KldResult compute_kl_divergence(const Model& model, const std::string& base_path
   const auto evaluated = std::span<const int32_t>(file.tokens()).first(static_cast<size_t>(n_windows * n_ctx));
 
   const auto start = Clock::now();
-  WindowEvaluator evaluator(model, n_ctx, options.n_batch, options.kv_cache_dtype);
+  WindowEvaluator evaluator(model, n_ctx, options.n_batch, options.kv_cache_dtype,
+                            options.kv_cache_rotation);
   ThreadPool pool(options.threads);
   const int64_t rows = evaluator.rows_per_window();
   const int64_t vocab = header.n_vocab;

@@ -28,6 +28,7 @@ struct PerplexityOptions {
   unsigned threads = 0;    // threads for the scoring (0: one per core)
   std::string write_base;  // non-empty: write the base-logits file there
   KvCacheDtype kv_cache_dtype = KvCacheDtype::F16;  // the windows' K/V (llama-perplexity's -ctk/-ctv)
+  bool kv_cache_rotation = true;  // EngineConfig::kv_cache_rotation
 };
 
 struct WindowProgress {

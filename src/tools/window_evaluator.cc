@@ -19,7 +19,8 @@ int64_t checked_context(int64_t n_ctx, int64_t n_batch) {
 }
 }  // namespace
 
-WindowEvaluator::WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_batch, KvCacheDtype kv_dtype)
+WindowEvaluator::WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_batch, KvCacheDtype kv_dtype,
+                                 bool kv_rotation)
     : model_(model),
       n_ctx_(checked_context(n_ctx, n_batch)),
       n_batch_(n_batch),
@@ -28,7 +29,7 @@ WindowEvaluator::WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_ba
       blocks_per_window_((n_ctx + kBlockSize - 1) / kBlockSize),
       vocab_(static_cast<size_t>(model.info().vocab_size)),
       cache_(*model.state().backend, model.state().model->hparams, windows_per_batch_ * blocks_per_window_,
-             kBlockSize, engine::kv_tensor_type(kv_dtype)) {
+             kBlockSize, engine::kv_tensor_type(kv_dtype), kv_rotation) {
   // Window w of a group owns blocks [w * blocks_per_window, (w + 1) * blocks_per_window).
   block_tables_.resize(static_cast<size_t>(windows_per_batch_ * blocks_per_window_));
   std::iota(block_tables_.begin(), block_tables_.end(), 0);

@@ -20,7 +20,8 @@ namespace lumen::tools {
 class WindowEvaluator {
  public:
   // n_ctx >= 4 and at most the model's context; n_batch >= 1. K/V are kept in `kv_dtype`.
-  WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_batch, KvCacheDtype kv_dtype = KvCacheDtype::F16);
+  WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_batch, KvCacheDtype kv_dtype = KvCacheDtype::F16,
+                  bool kv_rotation = true);
 
   int64_t n_ctx() const { return n_ctx_; }
   int64_t windows_per_batch() const { return windows_per_batch_; }

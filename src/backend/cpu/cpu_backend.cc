@@ -10,10 +10,12 @@
 #include "backend/cpu/activation.h"
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/get_rows.h"
+#include "backend/cpu/hadamard.h"
 #include "backend/cpu/kv_shift.h"
 #include "backend/cpu/kv_store.h"
 #include "backend/cpu/rms_norm.h"
 #include "backend/cpu/rope.h"
+#include "util/checked_math.h"
 #include "util/error.h"
 
 namespace lumen::backend {
@@ -302,6 +304,18 @@ void CpuBackend::geglu(const TensorView& gate, const TensorView& up, TensorView&
                  [&](int64_t r, int64_t c0, int64_t c1) {
                    cpu::geglu_row(gate.row<const float>(r) + c0, up.row<const float>(r) + c0,
                                   c1 - c0, out.row<float>(r) + c0);
+                 });
+}
+
+void CpuBackend::rotate_heads(TensorView& x, int64_t head_dim) {
+  check_f32(x, x.dims[0], "rotate_heads", "x");
+  if (head_dim <= 0 || !is_power_of_two(static_cast<uint64_t>(head_dim)) || x.dims[0] % head_dim != 0) {
+    fail("rotate_heads: head_dim {} is not a power of two dividing the row of {}", head_dim, x.dims[0]);
+  }
+  for_each_piece(pool_, x.rows(), x.dims[0], kCheapOpTaskElements, false,
+                 [&](int64_t r, int64_t, int64_t) {
+                   float* row = x.row<float>(r);
+                   for (int64_t h = 0; h < x.dims[0]; h += head_dim) cpu::hadamard_rotate(row + h, head_dim);
                  });
 }
 

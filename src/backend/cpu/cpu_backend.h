@@ -44,6 +44,7 @@ class CpuBackend final : public Backend {
   void scale(TensorView& x, float factor) override;
   void swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
   void geglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
+  void rotate_heads(TensorView& x, int64_t head_dim) override;
   void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
   void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                 KvLayer& cache) override;

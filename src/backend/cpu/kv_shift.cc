@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/common/kv_checks.h"
+#include "backend/cpu/hadamard.h"
 #include "backend/cpu/rope.h"
 #include "backend/cpu/kv_store.h"
 #include "tensor/quantize.h"
@@ -41,7 +42,13 @@ void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, 
                     (static_cast<size_t>(block) * static_cast<size_t>(cache.block_size) + static_cast<size_t>(r)) *
                         cache.k.row_bytes;
       tensor::dequantize_row(cache.k.type, bytes, keys.data(), row);
-      for (int64_t h = 0; h < row / head_dim; ++h) rope_head(params, cos_sin.data(), keys.data() + h * head_dim);
+      for (int64_t h = 0; h < row / head_dim; ++h) {
+        float* key = keys.data() + h * head_dim;
+        // A rotated cache's key: back to the rope basis, shifted, rotated again (H is its own inverse).
+        if (cache.rotated) hadamard_rotate(key, head_dim);
+        rope_head(params, cos_sin.data(), key);
+        if (cache.rotated) hadamard_rotate(key, head_dim);
+      }
       store_kv_row(keys.data(), row, cache.k.type, bytes);
     }
   }

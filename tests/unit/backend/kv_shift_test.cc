@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 
+#include "backend/cpu/hadamard.h"
 #include "backend/cpu/kv_shift.h"
 #include "backend/cpu/kv_store.h"
 #include "backend/cpu/rope.h"
@@ -152,6 +153,57 @@ TEST(KvShiftCompressed, RequantizedKeysMatchTheKeysRotatedAtTheirNewPositions) {
     }
     EXPECT_LT(worst, tolerance);
   }
+}
+
+// A Hadamard-rotated cache (KvLayer::rotated, what a quantized cache stores by default): the
+// stored key is H R(p) k, so the shift must undo H before rotating by delta and redo it after.
+// q8_0's rounding is fine enough to tell: a shift that rotated in the Hadamard basis would miss
+// by about the keys' own size, 20 times the tolerance.
+TEST(KvShiftCompressed, RotatedCacheShiftsInTheRopeBasis) {
+  RopeConfig rope;
+  rope.rope_dims = kHeadDim;
+  const RopeParams params = make_rope_params(rope, kHeadDim);
+  const int64_t n = 2 * kBlock, delta = 3 * kBlock;
+  const auto raw = testing::random_values(static_cast<size_t>(kRow * n), 11);
+  auto stored_at = [&](int64_t first) {  // H R(first + t) k, head by head
+    std::vector<float> k = raw, cos_sin(static_cast<size_t>(params.rope_dims));
+    for (int64_t t = 0; t < n; ++t) {
+      rope_cache(params, static_cast<int32_t>(first + t), cos_sin.data());
+      for (int64_t h = 0; h < kHeads; ++h) {
+        rope_head(params, cos_sin.data(), k.data() + t * kRow + h * kHeadDim);
+        hadamard_rotate(k.data() + t * kRow + h * kHeadDim, kHeadDim);
+      }
+    }
+    return k;
+  };
+  std::vector<float> moved = stored_at(delta);
+  const std::vector<float> want = stored_at(0);
+  double amax = 0.0;
+  for (const std::vector<float>* values : {static_cast<const std::vector<float>*>(&moved), &want}) {
+    for (const float x : *values) amax = std::max(amax, static_cast<double>(std::fabs(x)));
+  }
+  const tensor::DType type = tensor::DType::Q8_0;
+  const size_t row_bytes = kv_slice_bytes(type, kRow);
+  std::vector<uint8_t> k_bytes(row_bytes * 4 * kBlock), v_bytes(row_bytes * 4 * kBlock);
+  KvLayer layer{TensorView{type, {kRow, kBlock, 4, 1}, row_bytes, k_bytes.data()},
+                TensorView{type, {kRow, kBlock, 4, 1}, row_bytes, v_bytes.data()}, kBlock, true};
+  const std::vector<int32_t> table = {2, 0};
+  store_kv(f32_matrix(moved.data(), kRow, n), f32_matrix(moved.data(), kRow, n), {{{0, n, 0, table}}}, layer);
+  shift_keys(layer, table, -static_cast<int32_t>(delta), rope, kHeadDim);
+  double worst = 0.0;
+  std::vector<float> row(static_cast<size_t>(kRow));
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t cache_row = table[static_cast<size_t>(t / kBlock)] * kBlock + t % kBlock;
+    tensor::dequantize_row(type, k_bytes.data() + static_cast<size_t>(cache_row) * row_bytes, row.data(), kRow);
+    for (int64_t d = 0; d < kRow; ++d) {
+      worst = std::max(worst, static_cast<double>(std::fabs(row[static_cast<size_t>(d)] - want[static_cast<size_t>(t * kRow + d)])));
+    }
+  }
+  // Two q8_0 roundings of at most half a step (amax / 127) per value. The first is carried
+  // through H, the rope and H again, which keep a head's error norm: a value can gather at
+  // most the whole norm, sqrt(64) half-steps.
+  EXPECT_LT(worst, (8.0 + 1.0) * amax / 254);
+  EXPECT_GT(amax, 0.5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, KvShift, ::testing::Values(tensor::DType::F32, tensor::DType::F16),

@@ -1,5 +1,5 @@
 // The engine with a compressed KV cache (EngineConfig::kv_cache_dtype) on the synthetic model:
-// q8_0 keeps greedy tokens of the f16 cache; every type survives preemption by swap and by
+// q8_0 keeps greedy tokens of the f16 cache, with its heads Hadamard-rotated or not; every type survives preemption by swap and by
 // recompute and reuses prefix-cache blocks with the tokens it makes without them; the same
 // byte budget holds more blocks; heads that are not whole blocks, or an unknown name, are
 // refused.
@@ -40,6 +40,27 @@ const std::vector<KvCacheDtype> kCompressed =
 TEST_F(EngineKvDtype, Q8_0KeepsTheGreedyTokensOfF16) {
   Engine f16(handle(), config_for(KvCacheDtype::F16, 128));
   Engine q8(handle(), config_for(KvCacheDtype::Q8_0, 128));
+  EXPECT_EQ(run(q8), run(f16));
+}
+
+// The quantized types store Hadamard-rotated heads by default (model::rotates_kv_cache); the
+// greedy tokens above already depend on the rotation being undone. Turned off, q8_0 keeps them
+// too; f16 and bf16 are never rotated.
+TEST_F(EngineKvDtype, QuantizedCachesRotateTheirHeadsUnlessTurnedOff) {
+  backend::Backend& backend = *backend_;
+  const model::HParams& hp = model_->hparams;
+  ASSERT_EQ(hp.head_dim & (hp.head_dim - 1), 0u) << "the synthetic model's heads are a power of two";
+  for (const tensor::DType type : {tensor::DType::Q8_0, tensor::DType::Q4_0, tensor::DType::FP8_E4M3}) {
+    EXPECT_TRUE(model::KvCache(backend, hp, 2, 4, type).rotated()) << tensor::dtype_name(type);
+    EXPECT_FALSE(model::KvCache(backend, hp, 2, 4, type, false).rotated()) << tensor::dtype_name(type);
+  }
+  EXPECT_FALSE(model::KvCache(backend, hp, 2, 4, tensor::DType::F16).rotated());
+  EXPECT_FALSE(model::KvCache(backend, hp, 2, 4, tensor::DType::BF16).rotated());
+
+  Engine f16(handle(), config_for(KvCacheDtype::F16, 128));
+  EngineConfig plain = config_for(KvCacheDtype::Q8_0, 128);
+  plain.kv_cache_rotation = false;
+  Engine q8(handle(), plain);
   EXPECT_EQ(run(q8), run(f16));
 }
 
