@@ -37,7 +37,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating $VENV"
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import gguf, numpy, pytest, openai, jsonschema, selenium" 2>/dev/null; then
+if ! "$VENV/bin/python" -c "import gguf, numpy, pytest, openai, jsonschema, selenium, kubernetes_validate" 2>/dev/null; then
   echo "setup: installing Python test requirements"
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q -r scripts/requirements-test.txt
