@@ -2,6 +2,7 @@
 // `--kv-cache-dtype f16|bf16|q8_0|q4_0|fp8_e4m3`: the element type of the KV cache (vLLM's
 // flag; llama.cpp's -ctk / -ctv with one type for both), on every command that makes one. An
 // unknown name is refused while the command line is parsed, before any model loads.
+// `--no-kv-cache-rotation` stores a quantized cache's heads unrotated (EngineConfig::kv_cache_rotation).
 #include <CLI/CLI.hpp>
 #include <string>
 
