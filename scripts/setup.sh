@@ -10,6 +10,7 @@ APT_PACKAGES=(cmake ninja-build pkg-config g++ clang libclang-rt-14-dev python3-
   libbenchmark-dev libcli11-dev libfmt-dev libedit-dev libutf8proc-dev ccache
   libcurl4-openssl-dev libzip-dev libssl-dev  # lumen pull: HTTPS download, wheel unpacking, sha256
   chromium chromium-driver  # the chat page's browser test (tests/e2e/test_web_ui.py)
+  libcairo2-dev  # lumen bench profile: the roofline PNG
   haproxy)  # deploy/haproxy: the load balancer in front of replicas (tests/e2e/test_replicas_haproxy.py)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

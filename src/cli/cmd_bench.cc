@@ -9,6 +9,7 @@ void add_bench_command(CLI::App& app) {
   add_bench_throughput_command(bench);
   add_bench_serve_command(bench);
   add_bench_grammar_command(bench);
+  add_bench_profile_command(bench);
 }
 
 }  // namespace lumen::cli

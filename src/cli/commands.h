@@ -24,5 +24,6 @@ void add_bench_latency_command(CLI::App* bench);
 void add_bench_throughput_command(CLI::App* bench);
 void add_bench_serve_command(CLI::App* bench);  // load generator for OpenAI-compatible servers
 void add_bench_grammar_command(CLI::App* bench);  // structured output: compile and mask times
+void add_bench_profile_command(CLI::App* bench);  // per-op roofline and thread timelines
 
 }  // namespace lumen::cli

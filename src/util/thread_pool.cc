@@ -1,6 +1,7 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -17,6 +18,11 @@ constexpr int kSpinIterations = 20000;  // ~1 ms of pause instructions before sl
 // cores a worker may be descheduled; after this much spinning the caller yields its core
 // instead, so the straggler can run (pure spinning there wasted most of a step).
 constexpr int kCallerSpinIterations = 2000;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 }
 
 ThreadPool::ThreadPool(unsigned threads) {
@@ -35,17 +41,24 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_tasks(unsigned worker) {
+  WorkerSpanObserver* observer = observer_.load(std::memory_order_relaxed);
+  const int64_t begin = observer != nullptr ? now_ns() : 0;
+  int64_t done = 0;
   for (int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed); task < n_tasks_;
-       task = next_task_.fetch_add(1, std::memory_order_relaxed)) {
+       task = next_task_.fetch_add(1, std::memory_order_relaxed), ++done) {
     (*job_)(task, worker);
   }
+  if (observer != nullptr && done > 0) observer->on_worker_span(worker, begin, now_ns(), done);
 }
 
 void ThreadPool::parallel_for(int64_t n_tasks,
                               const std::function<void(int64_t, unsigned)>& fn) {
   if (n_tasks <= 0) return;
   if (workers_.empty() || n_tasks == 1) {
+    WorkerSpanObserver* observer = observer_.load(std::memory_order_relaxed);
+    const int64_t begin = observer != nullptr ? now_ns() : 0;
     for (int64_t task = 0; task < n_tasks; ++task) fn(task, 0);
+    if (observer != nullptr) observer->on_worker_span(0, begin, now_ns(), n_tasks);
     return;
   }
   job_ = &fn;

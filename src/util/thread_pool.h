@@ -16,6 +16,16 @@
 
 namespace lumen {
 
+// Sees when each worker works: one call per worker per parallel_for that gave it tasks, with the
+// steady_clock nanoseconds of its first task's start and its last task's end (from the worker's
+// own thread; implementations must be safe for concurrent calls from different workers).
+// `lumen bench profile` records these to show idle cores between parallel loops.
+class WorkerSpanObserver {
+ public:
+  virtual ~WorkerSpanObserver() = default;
+  virtual void on_worker_span(unsigned worker, int64_t begin_ns, int64_t end_ns, int64_t tasks) = 0;
+};
+
 class ThreadPool {
  public:
   // `threads` workers in total, the caller included (0: one per hardware thread).
@@ -31,6 +41,10 @@ class ThreadPool {
   // balance themselves. Not reentrant: one parallel_for at a time per pool.
   void parallel_for(int64_t n_tasks, const std::function<void(int64_t task, unsigned worker)>& fn);
 
+  // Null (the default) to stop observing. Set only between parallel_for calls. Unobserved, the
+  // cost is one pointer test per worker per parallel_for.
+  void set_observer(WorkerSpanObserver* observer) { observer_.store(observer, std::memory_order_relaxed); }
+
  private:
   void worker_loop(unsigned worker);
   void run_tasks(unsigned worker);
@@ -44,6 +58,8 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};  // bumped (under mutex_) for each parallel_for
   std::atomic<int> pending_{0};          // workers that have not finished the current job
   std::atomic<bool> stopping_{false};    // written under mutex_ before a generation bump
+  // Read by workers after the generation bump (release / acquire) that follows its store.
+  std::atomic<WorkerSpanObserver*> observer_{nullptr};
 };
 
 }  // namespace lumen

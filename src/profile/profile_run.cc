@@ -1,0 +1,127 @@
+#include "profile/profile_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "model/kv_cache.h"
+#include "util/error.h"
+
+namespace lumen::profile {
+
+namespace {
+
+constexpr int64_t kBlockSize = 16;
+constexpr int64_t kPrefillChunk = 512;  // how the cached context is filled (not timed)
+
+int64_t blocks_for(int64_t positions) { return (positions + kBlockSize - 1) / kBlockSize; }
+
+}  // namespace
+
+std::string StepShape::label() const {
+  if (decode) return fmt::format("decode batch {} at context {}", batch, context);
+  return batch == 1 ? fmt::format("prefill {}", tokens) : fmt::format("prefill {} x {}", batch, tokens);
+}
+
+ProfileRun::ProfileRun(const std::string& model_path, unsigned threads, tensor::DType kv_type) : kv_type_(kv_type) {
+  auto cpu = std::make_unique<backend::CpuBackend>(threads);
+  ThreadPool* pool = &cpu->pool();
+  owned_backend_ = std::make_unique<ProfilingBackend>(std::move(cpu), pool);
+  backend_ = owned_backend_.get();
+  model_ = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(model_path, *backend_));
+  backend_->name_weights(*model_->file);
+  model::check_kv_cache_type(*backend_, model_->hparams, kv_type_);
+}
+
+ProfileRun::~ProfileRun() {
+  model_.reset();  // the weights' views before the backend
+}
+
+unsigned ProfileRun::threads() const {
+  return static_cast<backend::CpuBackend&>(owned_backend_->inner()).pool().size();
+}
+
+ThreadPool& ProfileRun::pool() { return static_cast<backend::CpuBackend&>(owned_backend_->inner()).pool(); }
+
+double ProfileRun::weight_bytes() const {
+  double bytes = 0;
+  for (const gguf::TensorInfo& t : model_->file->tensors()) bytes += static_cast<double>(t.bytes);
+  return bytes;
+}
+
+ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
+  if (shape.batch < 1 || shape.tokens < 1 || shape.context < 0) fail("a step needs at least one sequence and one token");
+  const int64_t positions = shape.context + shape.tokens;
+  if (positions > static_cast<int64_t>(model_->hparams.context_length) && model_->hparams.context_length > 0) {
+    fail("{} positions do not fit the model's {}-token context", positions, model_->hparams.context_length);
+  }
+  const int64_t per_seq_blocks = blocks_for(positions);
+  model::KvCache cache(*backend_, model_->hparams, shape.batch * per_seq_blocks, kBlockSize, kv_type_);
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(shape.batch));
+  for (int64_t s = 0; s < shape.batch; ++s) {
+    tables[static_cast<size_t>(s)].resize(static_cast<size_t>(per_seq_blocks));
+    std::iota(tables[static_cast<size_t>(s)].begin(), tables[static_cast<size_t>(s)].end(),
+              static_cast<int32_t>(s * per_seq_blocks));
+  }
+  std::mt19937 rng(1234);
+  const auto vocab = static_cast<uint32_t>(model_->hparams.vocab_size);
+  auto random_tokens = [&](int64_t n) {
+    std::vector<int32_t> tokens(static_cast<size_t>(n));
+    for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
+    return tokens;
+  };
+  std::vector<float> logits;
+
+  // The cached context: sequence 0's, chunk by chunk, then copied to every other sequence.
+  for (int64_t start = 0; start < shape.context; start += kPrefillChunk) {
+    const int64_t n = std::min(kPrefillChunk, shape.context - start);
+    const std::vector<int32_t> tokens = random_tokens(n);
+    std::vector<int32_t> pos(static_cast<size_t>(n));
+    std::iota(pos.begin(), pos.end(), static_cast<int32_t>(start));
+    const backend::SequenceSlice slice{0, n, start, tables[0]};
+    const int32_t last_row = static_cast<int32_t>(n - 1);
+    logits.resize(model_->hparams.vocab_size);
+    model_->transformer->forward({tokens, pos, std::span(&slice, 1), std::span(&last_row, 1)}, cache, logits.data());
+  }
+  for (int64_t s = 1; s < shape.batch; ++s) {
+    for (int64_t b = 0; b < blocks_for(shape.context); ++b) cache.copy_block(tables[0][static_cast<size_t>(b)], tables[static_cast<size_t>(s)][static_cast<size_t>(b)]);
+  }
+
+  // The measured step: every sequence's new tokens, logits where the engine would take them.
+  const std::vector<int32_t> tokens = random_tokens(shape.new_tokens());
+  std::vector<int32_t> pos, logit_rows;
+  std::vector<backend::SequenceSlice> slices;
+  for (int64_t s = 0; s < shape.batch; ++s) {
+    for (int64_t i = 0; i < shape.tokens; ++i) pos.push_back(static_cast<int32_t>(shape.context + i));
+    slices.push_back({s * shape.tokens, shape.tokens, shape.context, tables[static_cast<size_t>(s)]});
+    logit_rows.push_back(static_cast<int32_t>((s + 1) * shape.tokens - 1));
+  }
+  logits.resize(logit_rows.size() * model_->hparams.vocab_size);
+  const model::ForwardBatch batch{tokens, pos, slices, logit_rows};
+  auto step = [&] { model_->transformer->forward(batch, cache, logits.data()); };
+
+  step();  // warm-up: packs weights, sizes scratch buffers
+  ShapeProfile out{shape, {}, 0, {}};
+  std::vector<StepRecording> recorded;
+  std::vector<double> plain_ns;
+  for (int r = 0; r < repetitions; ++r) {
+    // Alternating, so a drift in the machine's speed touches both alike.
+    backend_->begin_step();
+    step();
+    recorded.push_back(backend_->end_step());
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    plain_ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
+  }
+  out.breakdown = break_down(recorded, [&](uint32_t id) { return backend_->op_name(id); }, threads());
+  std::sort(plain_ns.begin(), plain_ns.end());
+  out.unrecorded_step_ns = plain_ns.empty() ? 0 : plain_ns[plain_ns.size() / 2];
+  if (!recorded.empty()) out.last = std::move(recorded.back());
+  return out;
+}
+
+}  // namespace lumen::profile

@@ -1,0 +1,64 @@
+#pragma once
+// What `lumen bench profile` runs: a model loaded through a ProfilingBackend over the CPU
+// backend, and forward passes of a chosen shape recorded op by op. A prefill step is `batch`
+// sequences of `tokens` new tokens each from an empty context; a decode step is `batch`
+// sequences of one new token each after `context` cached tokens (every sequence its own copy of
+// the same cached tokens, so the step reads batch x context positions of K/V from memory as a
+// real batch would). The step is repeated at the same positions, so every repetition does the
+// same work.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/loaded_model.h"
+#include "profile/machine_ceilings.h"
+#include "profile/profiling_backend.h"
+#include "profile/step_breakdown.h"
+
+namespace lumen::backend {
+class CpuBackend;
+}
+
+namespace lumen::profile {
+
+struct StepShape {
+  bool decode = false;
+  int64_t batch = 1;
+  int64_t tokens = 1;   // new tokens per sequence (decode: 1)
+  int64_t context = 0;  // cached tokens per sequence before the step (prefill: 0)
+
+  int64_t new_tokens() const { return batch * tokens; }
+  std::string label() const;  // "prefill 512", "decode batch 32 at context 512"
+};
+
+struct ShapeProfile {
+  StepShape shape;
+  StepBreakdown breakdown;    // over the recorded repetitions
+  double unrecorded_step_ns;  // median of as many steps run without recording
+  StepRecording last;         // the last recorded step, for a timeline
+};
+
+class ProfileRun {
+ public:
+  // `kv_type`: the KV cache's element type (f16 unless asked).
+  ProfileRun(const std::string& model_path, unsigned threads, tensor::DType kv_type = tensor::DType::F16);
+  ~ProfileRun();
+
+  const engine::LoadedModel& model() const { return *model_; }
+  unsigned threads() const;
+  ThreadPool& pool();
+  const std::string& op_name(uint32_t id) const { return backend_->op_name(id); }
+  // Bytes of every weight the model multiplies or looks up (the file's tensor data).
+  double weight_bytes() const;
+
+  // One warm-up step, then `repetitions` recorded and `repetitions` unrecorded ones.
+  ShapeProfile profile(const StepShape& shape, int repetitions);
+
+ private:
+  ProfilingBackend* backend_;  // owned by owned_backend_
+  std::unique_ptr<ProfilingBackend> owned_backend_;
+  std::unique_ptr<engine::LoadedModel> model_;
+  tensor::DType kv_type_;
+};
+
+}  // namespace lumen::profile
