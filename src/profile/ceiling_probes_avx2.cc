@@ -6,12 +6,13 @@
 namespace lumen::profile::probes {
 
 namespace {
+// Wrapping (unsigned) sum of the lanes: the probes' values are only there to be kept.
 int32_t horizontal_sum(__m256i v) {
-  alignas(32) int32_t lanes[8];
+  alignas(32) uint32_t lanes[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
-  int32_t total = 0;
-  for (int32_t lane : lanes) total += lane;
-  return total;
+  uint32_t total = 0;
+  for (uint32_t lane : lanes) total += lane;
+  return static_cast<int32_t>(total);
 }
 }  // namespace
 

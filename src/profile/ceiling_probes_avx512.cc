@@ -6,15 +6,26 @@
 namespace lumen::profile::probes {
 
 namespace {
-// Lane sums through memory: GCC 12 warns falsely inside the _mm512_reduce_* helpers.
+// Lane sums through memory (GCC 12 warns falsely inside the _mm512_reduce_* helpers); integer
+// lanes wrap (summed unsigned): the probes' values are only there to be kept.
+template <typename Lane>
+struct SumType {
+  using type = Lane;
+};
+template <>
+struct SumType<int32_t> {
+  using type = uint32_t;
+};
+
 template <typename Lane, typename Vector>
 Lane lane_sum(const Vector& v) {
-  alignas(64) Lane lanes[sizeof(Vector) / sizeof(Lane)];
+  using Sum = typename SumType<Lane>::type;
+  alignas(64) Sum lanes[sizeof(Vector) / sizeof(Lane)];
   static_assert(sizeof(lanes) == sizeof(Vector));
   __builtin_memcpy(lanes, &v, sizeof(Vector));
-  Lane total = 0;
-  for (Lane lane : lanes) total += lane;
-  return total;
+  Sum total = 0;
+  for (Sum lane : lanes) total += lane;
+  return static_cast<Lane>(total);
 }
 }  // namespace
 

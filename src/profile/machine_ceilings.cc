@@ -51,7 +51,7 @@ struct AlignedFree {
 
 }  // namespace
 
-MachineCeilings measure_ceilings(ThreadPool& pool, size_t buffer_mib) {
+MachineCeilings measure_ceilings(ThreadPool& pool, size_t buffer_mib, int64_t peak_iterations) {
   MachineCeilings c;
   const Isa isa = backend::cpu::selected_isa();
   c.isa = std::string(backend::cpu::isa_name(isa));
@@ -72,35 +72,36 @@ MachineCeilings measure_ceilings(ThreadPool& pool, size_t buffer_mib) {
   c.read_gbps = static_cast<double>(slice * n) / best_seconds(pool, 7, read) / 1e9;
 
   // Peaks: ops per iteration per thread, over the best round's time.
-  constexpr int64_t kIterations = 4'000'000;
-  const double chains = probes::kChains;
+  const int64_t iterations = std::max<int64_t>(peak_iterations, 4);
+  // Operations per vector lane of all threads' chains over all iterations.
+  const double work = static_cast<double>(probes::kChains) * static_cast<double>(iterations) * n;
   if (isa >= Isa::kAvx512) {
-    c.fp32_gflops = chains * 16 * 2 * kIterations * n /
-                    best_seconds(pool, 3, [](unsigned) { return static_cast<uint64_t>(probes::fma_avx512(kIterations)); }) / 1e9;
-    c.int8_gops = chains * 64 * 2 * kIterations * n /
-                  best_seconds(pool, 3, [](unsigned) { return static_cast<uint64_t>(probes::dot_i8_avx512(kIterations)); }) / 1e9;
-    c.int8_256_gops = chains * 32 * 2 * kIterations * n /
-                      best_seconds(pool, 3, [](unsigned) { return static_cast<uint64_t>(probes::dot_i8_avx512_ymm(kIterations)); }) /
+    c.fp32_gflops = work * 16 * 2 /
+                    best_seconds(pool, 3, [=](unsigned) { return static_cast<uint64_t>(probes::fma_avx512(iterations)); }) / 1e9;
+    c.int8_gops = work * 64 * 2 /
+                  best_seconds(pool, 3, [=](unsigned) { return static_cast<uint64_t>(probes::dot_i8_avx512(iterations)); }) / 1e9;
+    c.int8_256_gops = work * 32 * 2 /
+                      best_seconds(pool, 3, [=](unsigned) { return static_cast<uint64_t>(probes::dot_i8_avx512_ymm(iterations)); }) /
                       1e9;
     c.int8_gops = std::max(c.int8_gops, c.int8_256_gops);
   } else if (isa >= Isa::kAvx2) {
-    c.fp32_gflops = chains * 8 * 2 * kIterations * n /
-                    best_seconds(pool, 3, [](unsigned) { return static_cast<uint64_t>(probes::fma_avx2(kIterations)); }) / 1e9;
-    c.int8_gops = chains * 32 * 2 * kIterations * n /
-                  best_seconds(pool, 3, [](unsigned) { return static_cast<uint64_t>(probes::dot_i8_avx2(kIterations)); }) / 1e9;
+    c.fp32_gflops = work * 8 * 2 /
+                    best_seconds(pool, 3, [=](unsigned) { return static_cast<uint64_t>(probes::fma_avx2(iterations)); }) / 1e9;
+    c.int8_gops = work * 32 * 2 /
+                  best_seconds(pool, 3, [=](unsigned) { return static_cast<uint64_t>(probes::dot_i8_avx2(iterations)); }) / 1e9;
   } else {
     // Portable code: a scalar FMA chain per lane the compiler may or may not vectorize.
-    auto scalar = [](unsigned) {
+    auto scalar = [=](unsigned) {
       float acc[probes::kChains];
       for (int i = 0; i < probes::kChains; ++i) acc[i] = static_cast<float>(i);
-      for (int64_t it = 0; it < kIterations / 4; ++it) {
+      for (int64_t it = 0; it < iterations / 4; ++it) {
         for (float& a : acc) a = a * 0.999999f + 1e-7f;
       }
       float sum = 0;
       for (float a : acc) sum += a;
       return static_cast<uint64_t>(sum);
     };
-    c.fp32_gflops = chains * 2 * (kIterations / 4) * n / best_seconds(pool, 3, scalar) / 1e9;
+    c.fp32_gflops = work / 4 * 2 / best_seconds(pool, 3, scalar) / 1e9;
     c.int8_gops = c.fp32_gflops;  // no int8 dot-product instructions
   }
   return c;

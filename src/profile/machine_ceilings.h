@@ -19,7 +19,7 @@ struct MachineCeilings {
 };
 
 // Takes about a second. `buffer_mib`: the streamed buffer (keep it well above the last-level
-// cache).
-MachineCeilings measure_ceilings(ThreadPool& pool, size_t buffer_mib = 256);
+// cache); `peak_iterations`: rounds of each peak probe's chains per thread (tests take fewer).
+MachineCeilings measure_ceilings(ThreadPool& pool, size_t buffer_mib = 256, int64_t peak_iterations = 4'000'000);
 
 }  // namespace lumen::profile

@@ -136,7 +136,7 @@ TEST_F(ProfileRunTest, PrefillRunsEveryLayerAndRefusesShapesThatDoNotFit) {
 
 TEST(MachineCeilings, ProbesMeasureSomethingPlausible) {
   ThreadPool pool(2);
-  const MachineCeilings c = measure_ceilings(pool, 64);
+  const MachineCeilings c = measure_ceilings(pool, 64, 200'000);
   EXPECT_EQ(c.threads, 2u);
   EXPECT_FALSE(c.isa.empty());
   // Any machine this runs on streams more than 0.1 GB/s and does more than 0.1 GFLOP/s; the
