@@ -6,6 +6,34 @@
 
 namespace lumen::engine {
 
+namespace {
+
+// The attention mask of a chunk of `n_known` rows of the sequence itself, then `n_draft` draft
+// rows, then extra rows each extending its `parent` (-1: the last known row, else an earlier
+// extra row). Row r sees row c when visible[r * n + c]. The known and draft rows see what causal
+// attention shows them; an extra row sees the known rows, its ancestors and itself, never the
+// draft (the draft's rows do not see it either: they come first).
+void tree_mask(int64_t n_known, int64_t n_draft, std::span<const int32_t> parent, std::span<uint8_t> visible) {
+  const int64_t n_chain = n_known + n_draft;
+  const int64_t n = n_chain + std::ssize(parent);
+  std::fill(visible.begin(), visible.end(), uint8_t{0});
+  for (int64_t r = 0; r < n_chain; ++r) std::fill_n(visible.begin() + r * n, r + 1, uint8_t{1});
+  for (int64_t e = 0; e < std::ssize(parent); ++e) {
+    const int64_t r = n_chain + e;
+    const int32_t p = parent[static_cast<size_t>(e)];
+    if (p >= e || p < -1) fail("model runner: extra row {} extends row {}, not an earlier one", e, p);
+    if (p < 0) {
+      std::fill_n(visible.begin() + r * n, n_known, uint8_t{1});
+    } else {
+      const int64_t from = (n_chain + p) * n;
+      std::copy_n(visible.begin() + from, n, visible.begin() + r * n);  // the parent's view
+    }
+    visible[static_cast<size_t>(r * n + r)] = 1;
+  }
+}
+
+}  // namespace
+
 ModelRunner::ModelRunner(model::Transformer& transformer, model::KvCache& cache, SwapSpace* swap)
     : transformer_(transformer),
       cache_(cache),
@@ -25,24 +53,46 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   slices_.clear();
   logit_rows_.clear();
   chunk_logits_.clear();
+  size_t mask_bytes = 0;
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    if (chunk.n_extra > 0) mask_bytes += static_cast<size_t>(chunk.n_tokens * chunk.n_tokens);
+  }
+  masks_.resize(mask_bytes);
+  size_t mask_at = 0;
   const size_t n_groups = cache_.layout().n_groups();
   slices_.resize(plan.chunks.size() * n_groups);
   for (size_t c = 0; c < plan.chunks.size(); ++c) {
     const ScheduledChunk& chunk = plan.chunks[c];
     const Sequence& seq = *chunk.seq;
     const auto first = static_cast<int64_t>(tokens_.size());
-    const int64_t n_known = chunk.n_tokens - chunk.n_draft;
+    const int64_t n_known = chunk.n_known();
     if (chunk.n_draft < 0 || chunk.n_draft > std::ssize(seq.draft) || (chunk.n_draft > 0 && !chunk.samples)) {
       fail("model runner: a chunk of {} draft tokens for a draft of {}", chunk.n_draft, seq.draft.size());
     }
-    for (int64_t i = 0; i < chunk.n_tokens; ++i) {
+    if (chunk.n_extra != 0 && (chunk.n_extra != std::ssize(seq.extra.tokens) || !chunk.samples)) {
+      fail("model runner: a chunk of {} extra rows for {}", chunk.n_extra, seq.extra.size());
+    }
+    const int64_t n_guessed = n_known + chunk.n_draft;
+    for (int64_t i = 0; i < n_guessed; ++i) {
       tokens_.push_back(i < n_known ? seq.tokens[static_cast<size_t>(seq.n_computed + i)]
                                     : seq.draft[static_cast<size_t>(i - n_known)]);
       positions_.push_back(static_cast<int32_t>(seq.n_computed + i));
     }
+    std::span<const uint8_t> visible;
+    if (chunk.n_extra > 0) {
+      // The last known row's position: the extra rows' depths count from it.
+      const int64_t last = seq.n_computed + n_known - 1;
+      for (int64_t e = 0; e < chunk.n_extra; ++e) {
+        tokens_.push_back(seq.extra.tokens[static_cast<size_t>(e)]);
+        positions_.push_back(static_cast<int32_t>(last + seq.extra.depth[static_cast<size_t>(e)]));
+      }
+      visible = std::span<const uint8_t>(masks_).subspan(mask_at, static_cast<size_t>(chunk.n_tokens * chunk.n_tokens));
+      tree_mask(n_known, chunk.n_draft, seq.extra.parent, std::span<uint8_t>(masks_).subspan(mask_at, visible.size()));
+      mask_at += visible.size();
+    }
     // Group by group (ForwardBatch): the same rows and positions, each group's own table.
     for (size_t g = 0; g < n_groups; ++g) {
-      slices_[g * plan.chunks.size() + c] = {first, chunk.n_tokens, seq.n_computed, seq.blocks.table(g)};
+      slices_[g * plan.chunks.size() + c] = {first, chunk.n_tokens, seq.n_computed, seq.blocks.table(g), visible};
     }
     ChunkLogits rows;
     rows.first_row = static_cast<int64_t>(logit_rows_.size());
@@ -54,8 +104,14 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     }
     rows.samples = chunk.samples;
     rows.n_draft = chunk.n_draft;
-    for (int64_t r = n_known - 1; chunk.samples && r < chunk.n_tokens; ++r) {
+    for (int64_t r = n_known - 1; chunk.samples && r < n_guessed; ++r) {
       logit_rows_.push_back(static_cast<int32_t>(first + r));
+    }
+    if (chunk.n_extra > 0) {
+      rows.n_extra_logits = seq.extra.n_logits;
+      for (int64_t r = chunk.n_tokens - rows.n_extra_logits; r < chunk.n_tokens; ++r) {
+        logit_rows_.push_back(static_cast<int32_t>(first + r));
+      }
     }
     chunk_logits_.push_back(rows);
   }

@@ -306,6 +306,12 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
       if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
       if (rows[i].samples) {
         const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
+        if (rows[i].n_extra_logits > 0) {
+          // The proposer's own rows (lookahead's window), whatever becomes of the draft.
+          const auto first_extra = row + 1 + static_cast<size_t>(rows[i].n_draft);
+          speculation.observe(c.seq, logits.subspan(first_extra * vocab, static_cast<size_t>(rows[i].n_extra_logits) * vocab),
+                              vocab);
+        }
         if (rows[i].n_draft > 0) {
           const auto n_draft = static_cast<size_t>(rows[i].n_draft);
           verify_draft(c, std::span<const int32_t>(c.seq.draft).first(n_draft),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sampling/sampler.h"
 #include "spec/draft_length.h"
 
 namespace lumen::engine {
@@ -60,6 +61,9 @@ int64_t Speculation::draft_room(const Completion& c, int64_t max_model_len) cons
   // A fully accepted draft yields draft + 1 tokens.
   room = std::min(room, c.stop_condition.tokens_left() - 1);
   if (room <= 0) return 0;
+  // Lookahead's cost is its window, paid whether or not an n-gram matches: its draft is a whole
+  // n-gram, and the acceptance history alone decides whether it runs.
+  if (config_.method == SpeculativeMethod::Lookahead) return room;
   return spec::best_draft_length(seq.spec_history.token_acceptance(), step_cost_.per_draft_token(),
                                  static_cast<int32_t>(room));
 }
@@ -72,12 +76,13 @@ void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live,
   for (const auto& [id, c] : live) {
     Sequence& seq = c->seq;
     seq.draft.clear();
+    seq.extra.clear();
     if (jump_forward_ && propose_forced(*c, max_model_len)) continue;
     if (!batch_allows || proposer_ == nullptr) continue;
     const int64_t room = draft_room(*c, max_model_len);
     // The history counts only steps the sequence could have speculated in.
     if (room == 0 || !seq.spec_history.ready()) continue;
-    requests_.push_back({seq.id, seq.tokens, static_cast<int32_t>(room), &seq.draft, seq.blocks.cache_salt()});
+    requests_.push_back({seq.id, seq.tokens, static_cast<int32_t>(room), &seq.draft, seq.blocks.cache_salt(), &seq.extra});
   }
   if (!requests_.empty()) proposer_->propose(requests_);
   for (const spec::DraftRequest& r : requests_) {
@@ -85,7 +90,16 @@ void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live,
     // Structured output: tokens past the first one the grammar forbids would only be scored to
     // be rejected.
     if (!r.draft->empty()) r.draft->resize(live.at(r.sequence_id)->sampler.allowed_prefix(*r.draft));
+    // Extra rows sit after the draft in the cache: all inside the context, or none.
+    if (std::ssize(r.tokens) + std::ssize(*r.draft) + std::ssize(*r.extra) > max_model_len) r.extra->clear();
   }
+}
+
+void Speculation::observe(const Sequence& seq, std::span<const float> rows, size_t vocab) {
+  if (proposer_ == nullptr || vocab == 0) return;
+  outputs_.clear();
+  for (size_t r = 0; r * vocab < rows.size(); ++r) outputs_.push_back(sampling::argmax(rows.subspan(r * vocab, vocab)));
+  proposer_->observe(seq.id, outputs_);
 }
 
 void Speculation::record(Sequence& seq, int64_t drafted, int64_t accepted) {

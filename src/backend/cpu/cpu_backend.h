@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
   bool supports_kv_type(tensor::DType type) const override { return is_kv_cache_type(type); }
+  bool supports_tree_attention() const override { return true; }
   ThreadPool& pool() { return pool_; }
 
   // 64-byte aligned host memory, zero-filled.
