@@ -10,6 +10,7 @@
 #include <map>
 
 #include "engine/engine_test_access.h"
+#include "spec/lookahead_proposer.h"
 #include "spec/ngram_proposer.h"
 #include "lumen/error.h"
 #include "synth_engine.h"
@@ -48,6 +49,25 @@ class OracleProposer final : public spec::Proposer {
   std::vector<std::vector<int32_t>> known_;
   int spoil_every_;
   int proposals_ = 0;
+};
+
+// The oracle's drafts with lookahead's window rows beside them (the window's own drafts
+// dropped): drafts accepted and rejected while extra rows ride in the same chunks.
+class OracleWithWindow final : public spec::Proposer {
+ public:
+  OracleWithWindow(std::vector<std::vector<int32_t>> known, int spoil_every)
+      : oracle_(std::move(known), spoil_every), window_({.window = 3, .ngram = 3, .guesses = 2}) {}
+
+  void propose(std::span<const spec::DraftRequest> requests) override {
+    window_.propose(requests);
+    oracle_.propose(requests);
+  }
+  void observe(uint64_t id, std::span<const int32_t> outputs) override { window_.observe(id, outputs); }
+  void forget_ended(const std::function<bool(uint64_t)>& live) override { window_.forget_ended(live); }
+
+ private:
+  OracleProposer oracle_;
+  spec::LookaheadProposer window_;
 };
 
 class EngineSpeculative : public SynthEngineTest {
@@ -152,6 +172,69 @@ TEST_F(EngineSpeculative, GreedyOutputIsTheOutputWithoutDrafts) {
   }
   // The built-in n-gram proposer, whatever it finds in the synthetic model's output.
   expect_same_output(run(speculative(512), ps, params), plain);
+}
+
+TEST_F(EngineSpeculative, LookaheadKeepsTheOutputWithoutItGreedyAndSampled) {
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_k = 40;
+  sampled.repetition_penalty = 1.1f;
+  sampled.max_tokens = 30;
+  sampled.logprobs = 2;
+  sampled.seed = 5;
+  SamplingParams n2 = sampled;
+  n2.n = 2;
+  const auto ps = prompts(4);
+  std::vector<SamplingParams> params = {greedy(40), greedy(33), sampled, n2};
+  params[0].logprobs = 3;
+  const Run plain = run(config(512), ps, params);
+  auto lookahead = [](int64_t kv_blocks) {
+    EngineConfig c = config(kv_blocks);
+    c.speculative.method = SpeculativeMethod::Lookahead;
+    c.speculative.window_size = 3;
+    c.speculative.ngram_size = 3;
+    c.speculative.min_acceptance_rate = 0.0;  // the window runs every step
+    return c;
+  };
+  const Run with = run(lookahead(512), ps, params);
+  expect_same_output(with, plain);
+  // The window's 5 rows rode along the decode steps (they count as computed tokens).
+  EXPECT_GT(with.stats.computed_tokens, plain.stats.computed_tokens + 5 * 100);
+  EXPECT_GT(with.stats.spec_drafts, 0u);
+  // Preempted (recompute and swap) with the window's rows in flight.
+  for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
+    SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
+    EngineConfig small = lookahead(22);
+    small.preemption_mode = mode;
+    const Run preempted = run(small, ps, params);
+    expect_same_output(preempted, plain);
+    EXPECT_GT(preempted.stats.preemptions, 0u);
+  }
+}
+
+TEST_F(EngineSpeculative, DraftsBesideLookaheadWindowRowsAreVerifiedAsWithout) {
+  const auto ps = prompts(4);
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < 4; ++i) params.push_back(greedy(28 + 3 * i));
+  params[1].logprobs = 2;
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  Engine engine(handle(), speculative(512));
+  engine::EngineTestAccess::set_proposer(engine, std::make_unique<OracleWithWindow>(known, 3));
+  Run with;
+  std::vector<RequestHandle> hs;
+  for (size_t i = 0; i < ps.size(); ++i) hs.push_back(engine.add_request(ps[i], params[i]));
+  while (engine.has_unfinished()) {
+    engine.step();
+    // The window's positions go back after every step, as rejected drafts' do.
+    const EngineStats s = engine.stats();
+    EXPECT_LT(s.kv_slots_allocated - s.kv_slots_filled, 4 * std::max<int64_t>(s.running, 1));
+  }
+  for (RequestHandle& h : hs) with.results.push_back(h.collect());
+  with.stats = engine.stats();
+  expect_same_output(with, plain);
+  expect_drafts_accepted_and_rejected(with.stats);
+  EXPECT_EQ(with.stats.kv_blocks_used, 0);
 }
 
 TEST_F(EngineSpeculative, SeededSamplingWithEveryProcessorIsTheOutputWithoutDrafts) {
