@@ -225,6 +225,10 @@ class Backend {
   // (block src -> block dst), and swapping a preempted sequence's blocks out to host memory and
   // back. host_k holds kv_block_bytes(cache) bytes, host_v kv_value_block_bytes(cache).
   virtual void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) = 0;
+  // Token-tree verification: the K/V of cache row src (block * block_size + slot) copied to row
+  // dst, so the accepted branch of a tree sits at consecutive positions. A backend without it
+  // cannot verify trees: the default refuses with an error.
+  virtual void copy_kv_row(KvLayer& cache, int64_t src, int64_t dst);
   virtual void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) = 0;
   virtual void write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
                               const void* host_v) = 0;
@@ -242,6 +246,10 @@ class Backend {
                          std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                          TensorView& out) = 0;
 };
+
+inline void Backend::copy_kv_row(KvLayer&, int64_t, int64_t) {
+  fail("token-tree verification is not supported on the {} backend", name());
+}
 
 inline void Backend::shift_keys(KvLayer&, std::span<const int32_t>, int32_t, const RopeConfig&, int64_t) {
   fail("context shift is not supported on the {} backend", name());

@@ -61,6 +61,7 @@ class ModelRunner {
   // Tree attention masks of the chunks with extra rows, one after another (SequenceSlice::visible
   // points into it: sized before any slice takes its view).
   std::vector<uint8_t> masks_;
+  std::vector<int32_t> depths_;  // a token tree's node depths
   std::vector<float> logits_;
 };
 

@@ -312,7 +312,12 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
           speculation.observe(c.seq, logits.subspan(first_extra * vocab, static_cast<size_t>(rows[i].n_extra_logits) * vocab),
                               vocab);
         }
-        if (rows[i].n_draft > 0) {
+        if (rows[i].n_draft > 0 && !c.seq.draft_parents.empty()) {
+          const auto n_draft = static_cast<size_t>(rows[i].n_draft);
+          verify_tree(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
+                      std::span<const int32_t>(c.seq.draft_parents).first(n_draft),
+                      logits.subspan(row * vocab, (1 + n_draft) * vocab));
+        } else if (rows[i].n_draft > 0) {
           const auto n_draft = static_cast<size_t>(rows[i].n_draft);
           verify_draft(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
                        logits.subspan(row * vocab, (1 + n_draft) * vocab));

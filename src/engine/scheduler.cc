@@ -310,6 +310,7 @@ void Scheduler::accept_draft(Sequence* seq, int64_t n_accepted) {
   seq->blocks.commit(seq->tokens, seq->n_computed);
   seq->blocks.truncate(seq->n_computed);
   seq->draft.clear();
+  seq->draft_parents.clear();
 }
 
 void Scheduler::abandon(const StepPlan& plan) { release_swapped_in(plan); }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "spec/token_tree.h"
+
 namespace lumen::spec {
 
 namespace {
@@ -52,7 +54,15 @@ void LookaheadProposer::propose(std::span<const DraftRequest> requests) {
     if (added) fill_window(s, r.sequence_id, r.tokens);
     s.last_token = r.tokens.back();
     const std::vector<std::span<const int32_t>> found = s.pool.find(s.last_token);
-    if (!found.empty()) {
+    if (r.draft_parents != nullptr) r.draft_parents->clear();
+    if (r.draft_parents != nullptr && r.max_candidates > 1) {
+      // Token tree: the most recent n-grams for t, up to max_candidates, merged.
+      const int64_t max_nodes = static_cast<int64_t>(r.max_tokens) * r.max_candidates;
+      for (size_t k = 0; k < found.size() && k < static_cast<size_t>(r.max_candidates); ++k) {
+        const std::span<const int32_t> tail = found[k].first(std::min<size_t>(found[k].size(), static_cast<size_t>(r.max_tokens)));
+        add_branch(*r.draft, *r.draft_parents, tail, max_nodes);
+      }
+    } else if (!found.empty()) {
       const std::span<const int32_t> tail = found.front();
       r.draft->assign(tail.begin(), tail.begin() + std::min<std::ptrdiff_t>(std::ssize(tail), r.max_tokens));
     }

@@ -13,9 +13,9 @@
 // every column drops its level 0 and takes the new argmax on top: one Jacobi iteration per
 // step, N - 1 levels deep.
 //
-// The draft: the most recent pooled n-gram whose first token is t, its N - 1 tokens after t
-// (the paper verifies up to G such n-grams at once; here the engine verifies one chain, the
-// most recent). Whatever the window holds, the draft is only a guess the engine verifies
+// The draft: the most recent pooled n-gram whose first token is t, its N - 1 tokens after t; or,
+// when the engine verifies token trees (num_candidates > 1), the most recent ones up to that
+// many merged into a tree (the paper's verification branch of up to G n-grams). Whatever the window holds, the draft is only a guess the engine verifies
 // (engine/draft_verification.h): the output stays the output without speculation.
 //
 // The window starts from tokens of the sequence itself, picked pseudo-randomly (the paper's

@@ -49,6 +49,14 @@ struct DraftRequest {
   // Out, for a proposer with rows of its own (lookahead): cleared, then its rows; null for a
   // proposer without.
   ExtraRows* extra = nullptr;
+  // Out, token-tree drafts: cleared; left empty the draft is a chain, else one entry per draft
+  // token, the draft token it follows (-1: the sequence's last token). A parent precedes its
+  // children, siblings hold different tokens, no branch is deeper than max_tokens, and the
+  // first branch is draft[0, k) (the likeliest, verified without moving K/V when accepted).
+  // Null where the engine wants a chain.
+  std::vector<int32_t>* draft_parents = nullptr;
+  // How many candidate continuations a tree may merge (1: a chain).
+  int32_t max_candidates = 1;
 };
 
 class Proposer {

@@ -23,7 +23,14 @@ void check_method_fields(const SpeculativeConfig& c) {
     fail("speculative config: num_layers must be >= 1 for method layer_skip (got {})", c.num_layers);
   }
   if (!skip && c.num_layers != 0) fail("speculative config: num_layers applies to method layer_skip only");
-  if (c.method != SpeculativeMethod::Lookahead && (c.window_size != 0 || c.ngram_size != 0 || c.guess_set_size != 0)) {
+  const bool lookahead = c.method == SpeculativeMethod::Lookahead;
+  if (c.num_candidates < 1 || c.num_candidates > kMaxCandidates) {
+    fail("speculative config: num_candidates must be in [1, {}] (got {})", kMaxCandidates, c.num_candidates);
+  }
+  if (c.num_candidates > 1 && !ngram && !lookahead) {
+    fail("speculative config: num_candidates applies to methods ngram and lookahead only");
+  }
+  if (!lookahead && (c.window_size != 0 || c.ngram_size != 0 || c.guess_set_size != 0)) {
     fail("speculative config: window_size, ngram_size and guess_set_size apply to method lookahead only");
   }
 }

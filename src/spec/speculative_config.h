@@ -19,6 +19,8 @@ inline constexpr int32_t kDefaultLookaheadGuesses = 4;
 inline constexpr int32_t kMaxLookaheadWindow = 16;
 inline constexpr int32_t kMaxLookaheadNgram = 8;
 inline constexpr int32_t kMaxLookaheadGuesses = 16;
+// Candidates merged into one token tree at most.
+inline constexpr int32_t kMaxCandidates = 8;
 
 // The config with vLLM's defaults filled in (prompt lookup bounds); throws lumen::Error, one
 // line naming the field, when it is out of range.

@@ -67,6 +67,8 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
       c.ngram_size = integer_field(value, key, label);
     } else if (key == "guess_set_size") {
       c.guess_set_size = integer_field(value, key, label);
+    } else if (key == "num_candidates") {
+      c.num_candidates = integer_field(value, key, label);
     } else if (key == "disable_by_batch_size") {
       c.disable_by_batch_size = integer_field(value, key, label);
     } else if (key == "min_acceptance_rate") {
@@ -75,7 +77,7 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
     } else {
       fail(
           "{}: unknown key \"{}\" (known: method, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min, "
-          "model, num_layers, window_size, ngram_size, guess_set_size, disable_by_batch_size, min_acceptance_rate)",
+          "model, num_layers, window_size, ngram_size, guess_set_size, num_candidates, disable_by_batch_size, min_acceptance_rate)",
           label, key);
     }
   }
