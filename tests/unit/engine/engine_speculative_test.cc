@@ -12,6 +12,7 @@
 #include "engine/engine_test_access.h"
 #include "spec/lookahead_proposer.h"
 #include "spec/ngram_proposer.h"
+#include "spec/token_tree.h"
 #include "lumen/error.h"
 #include "synth_engine.h"
 
@@ -68,6 +69,42 @@ class OracleWithWindow final : public spec::Proposer {
  private:
   OracleProposer oracle_;
   spec::LookaheadProposer window_;
+};
+
+// Token trees from the oracle: a first branch spoiled at a varying place, then the right
+// continuation as a second branch (so the accepted branch is often not the first one, and its
+// K/V has to move), then a third wrong one.
+class OracleTreeProposer final : public spec::Proposer {
+ public:
+  explicit OracleTreeProposer(std::vector<std::vector<int32_t>> known) : known_(std::move(known)) {}
+
+  void propose(std::span<const spec::DraftRequest> requests) override {
+    for (const spec::DraftRequest& r : requests) {
+      r.draft->clear();
+      if (r.draft_parents == nullptr) continue;
+      r.draft_parents->clear();
+      for (const std::vector<int32_t>& k : known_) {
+        if (k.size() <= r.tokens.size() || !std::equal(r.tokens.begin(), r.tokens.end(), k.begin())) continue;
+        const size_t end = std::min(k.size(), r.tokens.size() + static_cast<size_t>(r.max_tokens));
+        const std::vector<int32_t> right(k.begin() + static_cast<std::ptrdiff_t>(r.tokens.size()),
+                                         k.begin() + static_cast<std::ptrdiff_t>(end));
+        std::vector<int32_t> spoiled = right, other = right;
+        ++proposals_;
+        int32_t& s = spoiled[static_cast<size_t>(proposals_) % spoiled.size()];
+        s = s == 300 ? 301 : 300;
+        other[0] = other[0] == 302 ? 303 : 302;
+        const int64_t max_nodes = static_cast<int64_t>(r.max_tokens) * r.max_candidates;
+        spec::add_branch(*r.draft, *r.draft_parents, spoiled, max_nodes);
+        spec::add_branch(*r.draft, *r.draft_parents, right, max_nodes);
+        spec::add_branch(*r.draft, *r.draft_parents, other, max_nodes);
+        break;
+      }
+    }
+  }
+
+ private:
+  std::vector<std::vector<int32_t>> known_;
+  int proposals_ = 0;
 };
 
 class EngineSpeculative : public SynthEngineTest {
@@ -210,6 +247,58 @@ TEST_F(EngineSpeculative, LookaheadKeepsTheOutputWithoutItGreedyAndSampled) {
     expect_same_output(preempted, plain);
     EXPECT_GT(preempted.stats.preemptions, 0u);
   }
+}
+
+TEST_F(EngineSpeculative, TokenTreesKeepTheOutputAndMoveTheAcceptedBranchIntoPlace) {
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_k = 40;
+  sampled.max_tokens = 30;
+  sampled.logprobs = 2;
+  sampled.seed = 11;
+  const auto ps = prompts(4);
+  std::vector<SamplingParams> params = {greedy(36), greedy(31), greedy(27), sampled};
+  params[0].logprobs = 3;
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  EngineConfig c = speculative(512, 4);
+  c.speculative.num_candidates = 3;
+  for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
+    for (const int64_t blocks : {512, 22}) {
+      SCOPED_TRACE(std::to_string(blocks) + " blocks, " + (mode == PreemptionMode::Swap ? "swap" : "recompute"));
+      EngineConfig t = speculative(blocks, 4);
+      t.speculative.num_candidates = 3;
+      t.preemption_mode = mode;
+      Engine engine(handle(), t);
+      engine::EngineTestAccess::set_proposer(engine, std::make_unique<OracleTreeProposer>(known));
+      std::vector<RequestHandle> hs;
+      for (size_t i = 0; i < ps.size(); ++i) hs.push_back(engine.add_request(ps[i], params[i]));
+      while (engine.has_unfinished()) {
+        engine.step();
+        const EngineStats s = engine.stats();
+        EXPECT_LT(s.kv_slots_allocated - s.kv_slots_filled, t.block_size * std::max<int64_t>(s.running, 1));
+      }
+      Run with;
+      for (RequestHandle& h : hs) with.results.push_back(h.collect());
+      with.stats = engine.stats();
+      // Bit-equal log-probabilities after accepted second branches: their K/V was moved right.
+      expect_same_output(with, plain);
+      expect_drafts_accepted_and_rejected(with.stats);
+      EXPECT_LT(with.stats.steps, plain.stats.steps);
+      if (blocks == 22) {
+        EXPECT_GT(with.stats.preemptions, 0u);
+      }
+    }
+  }
+  // The built-in proposers' trees: n-gram matches of every length, lookahead's pooled n-grams.
+  expect_same_output(run(c, ps, params), plain);
+  EngineConfig la = config(512);
+  la.speculative.method = SpeculativeMethod::Lookahead;
+  la.speculative.window_size = 3;
+  la.speculative.ngram_size = 3;
+  la.speculative.num_candidates = 4;
+  la.speculative.min_acceptance_rate = 0.0;
+  expect_same_output(run(la, ps, params), plain);
 }
 
 TEST_F(EngineSpeculative, DraftsBesideLookaheadWindowRowsAreVerifiedAsWithout) {
