@@ -2,17 +2,18 @@
 """Lookahead decoding vs n-gram prompt lookup vs plain decoding, batch 1, greedy.
 
     python3 bench/compare_lookahead.py [--model MODEL.gguf] [--threads 2] [-n 128] [-r 2]
-        [--lookahead '{"method": "lookahead", ...}' ...]
+        [--config '{"method": "lookahead", ...}' ...] [--grounded-tasks summarize] [--open N]
 
 Two prompt sets: compare_spec.py's input-grounded ones (summarize or repeat a passage of
 docs/architecture.md: prompt lookup's best case) and open-ended chat requests (a story, an
 explanation, a list: nothing in the prompt to copy). For each prompt and each speculative config
-(n-gram first, then every --lookahead), `lumen bench latency --prompt-file` times plain and
+(by default: n-gram as a chain and as a 3-candidate token tree, lookahead W2 N3 and W4 N4 as
+chains, lookahead W4 N4 verifying up to 4 pooled n-grams as a tree), `lumen bench latency --prompt-file` times plain and
 speculative generation in one process (one warm-up, then -r repetitions; greedy, so both give
 the same tokens, up to -n or the model's end of generation). Plain tokens/s is the mean of the
 plain runs of that prompt.
 
-Per lookahead config it also says why it pays or not: tokens per decode step (1 + the accepted
+Per config it also says why it pays or not: tokens per decode step (1 + the accepted
 draft tokens per step) against the cost of its step relative to a plain one (the verification
 rows and the window's W * (N - 1) - 1 extra rows), which the two measured rates give:
 step cost = (plain t/s / spec t/s) * tokens per step, and speedup = tokens per step / step cost.
@@ -26,10 +27,13 @@ import tempfile
 
 from compare_spec import LUMEN, TASKS, passages, run
 
-NGRAM = '{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4, "prompt_lookup_min": 2}'
-LOOKAHEAD = [
+CONFIGS = [
+    '{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4, "prompt_lookup_min": 2}',
+    '{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4, "prompt_lookup_min": 2, '
+    '"num_candidates": 3}',
     '{"method": "lookahead", "window_size": 2, "ngram_size": 3, "guess_set_size": 4}',
     '{"method": "lookahead", "window_size": 4, "ngram_size": 4, "guess_set_size": 4}',
+    '{"method": "lookahead", "window_size": 4, "ngram_size": 4, "guess_set_size": 4, "num_candidates": 4}',
 ]
 OPEN_ENDED = [
     "Write a short story about a robot who learns to paint.",
@@ -45,6 +49,16 @@ def chat(text):
     return f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n"
 
 
+def label(config):
+    c = json.loads(config)
+    if c["method"] == "ngram":
+        name = f"ngram k{c.get('num_speculative_tokens')}"
+    else:
+        name = f"lookahead W{c.get('window_size')} N{c.get('ngram_size')} G{c.get('guess_set_size')}"
+    candidates = c.get("num_candidates", 1)
+    return name + (f" tree of {candidates}" if candidates > 1 else " chain")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lumen", default=str(LUMEN))
@@ -52,17 +66,17 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("-n", "--n-gen", type=int, default=128)
     ap.add_argument("-r", "--repetitions", type=int, default=2)
-    ap.add_argument("--lookahead", action="append", help="a lookahead config (repeatable)")
+    ap.add_argument("--config", action="append", help="a speculative config (repeatable; replaces the defaults)")
     ap.add_argument("--grounded-tasks", default="summarize,repeat")
+    ap.add_argument("--open", type=int, default=len(OPEN_ENDED), help="how many open-ended prompts")
     args = ap.parse_args()
-    configs = [("ngram", NGRAM)] + [(f"lookahead W{json.loads(c).get('window_size')} N{json.loads(c).get('ngram_size')} "
-                                     f"G{json.loads(c).get('guess_set_size')}", c) for c in (args.lookahead or LOOKAHEAD)]
+    configs = [(label(c), c) for c in (args.config or CONFIGS)]
 
     prompts = []
     for i, passage in enumerate(passages()):
         for task in args.grounded_tasks.split(","):
             prompts.append(("grounded", f"{task} {i}", chat(f"{TASKS[task]}\n\n{passage}")))
-    for i, text in enumerate(OPEN_ENDED):
+    for i, text in enumerate(OPEN_ENDED[:args.open]):
         prompts.append(("open-ended", f"open {i}", chat(text)))
 
     reps = args.repetitions
