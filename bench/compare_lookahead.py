@@ -49,7 +49,7 @@ def chat(text):
     return f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n"
 
 
-def label(config):
+def config_label(config):
     c = json.loads(config)
     if c["method"] == "ngram":
         name = f"ngram k{c.get('num_speculative_tokens')}"
@@ -70,7 +70,7 @@ def main():
     ap.add_argument("--grounded-tasks", default="summarize,repeat")
     ap.add_argument("--open", type=int, default=len(OPEN_ENDED), help="how many open-ended prompts")
     args = ap.parse_args()
-    configs = [(label(c), c) for c in (args.config or CONFIGS)]
+    configs = [(config_label(c), c) for c in (args.config or CONFIGS)]
 
     prompts = []
     for i, passage in enumerate(passages()):

@@ -108,8 +108,9 @@ TEST_F(EngineSpeculativeModel, SeededSamplingYieldsTheSameTokens) {
   EXPECT_GT(speculative.stats().spec_accepted_tokens, 0u);
 }
 
-// Lookahead decoding: no draft model, no lookup in the prompt. Greedy output with it is the
-// output without it over grounded and open-ended prompts batched together, and on open-ended
+// Lookahead decoding: no draft model, no lookup in the prompt. Greedy output with it (and with
+// token trees, its own and n-gram prompt lookup's) is the output without it over grounded and
+// open-ended prompts batched together, and on open-ended
 // chat prompts (nothing to copy) the n-gram pool its Jacobi window fills proposes drafts the
 // model accepts.
 class EngineLookaheadModel : public EngineSpeculativeModel {
@@ -135,22 +136,33 @@ TEST_F(EngineLookaheadModel, GreedyOutputIsTheOutputWithoutSpeculation) {
   prompts.push_back(grounded("Summarize the following text.", 300, 400));
   prompts.push_back(chat("Write a short story about a robot who learns to paint."));
   prompts.push_back(chat("List ten fruits, one per line."));
-  for (const testing::Case& c : cases(4, 47, 100, 1)) prompts.push_back(c.prompt);
-  SamplingParams params = greedy(40);
+  for (const testing::Case& c : cases(1, 47, 100, 1)) prompts.push_back(c.prompt);
+  SamplingParams params = greedy(32);
   params.ignore_eos = false;
   params.logprobs = 1;
   Engine plain(handle(), config(2048));
   const std::vector<GenerationResult> expected = run(plain, prompts, params);
-  Engine lookahead(handle(), with_lookahead(config(2048)));
-  const std::vector<GenerationResult> got = run(lookahead, prompts, params);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    SCOPED_TRACE("prompt " + std::to_string(i));
-    EXPECT_EQ(got[i].tokens, expected[i].tokens);
-    EXPECT_EQ(got[i].text, expected[i].text);
-    EXPECT_EQ(got[i].finish, expected[i].finish);
-    EXPECT_EQ(got[i].logprobs, expected[i].logprobs);
+  // As a chain, and verifying several candidates as a token tree (lookahead's pooled n-grams,
+  // n-gram matches of every length).
+  EngineConfig tree = with_lookahead(config(2048));
+  tree.speculative.num_candidates = 4;
+  EngineConfig ngram_tree = with_ngram(config(2048));
+  ngram_tree.speculative.num_candidates = 3;
+  for (const EngineConfig& c : {with_lookahead(config(2048)), tree, ngram_tree}) {
+    SCOPED_TRACE(c.speculative.method == SpeculativeMethod::Ngram ? "ngram tree"
+                                                                  : (c.speculative.num_candidates > 1 ? "lookahead tree" : "lookahead"));
+    Engine speculative(handle(), c);
+    const std::vector<GenerationResult> got = run(speculative, prompts, params);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("prompt " + std::to_string(i));
+      EXPECT_EQ(got[i].tokens, expected[i].tokens);
+      EXPECT_EQ(got[i].text, expected[i].text);
+      EXPECT_EQ(got[i].finish, expected[i].finish);
+      EXPECT_EQ(got[i].logprobs, expected[i].logprobs);
+    }
+    EXPECT_EQ(speculative.stats().kv_blocks_used, 0);
+    EXPECT_GT(speculative.stats().spec_accepted_tokens, 0u);
   }
-  EXPECT_EQ(lookahead.stats().kv_blocks_used, 0);
 }
 
 TEST_F(EngineLookaheadModel, ItsOwnNgramsAreAcceptedWithoutThePromptHoldingThem) {
