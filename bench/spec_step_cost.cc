@@ -1,9 +1,10 @@
 // What a speculative verification step costs: one forward pass that scores 1 + k tokens (the
 // real last token and k draft tokens, logits at every row) against a plain 1-token decode step,
-// for k = 1..8, at a given context depth. Rounds interleave the k's in a shuffled order, so a
+// for k = 1..8 (or the listed k's: lookahead's steps carry 1 + draft + W (N - 1) - 1 rows), at a
+// given context depth. Rounds interleave the k's in a shuffled order, so a
 // shared machine's changing load falls on all of them alike; medians are printed.
 //
-//   build/<dir>/bench/spec_step_cost MODEL.gguf [depth=600] [rounds=30] [threads=2]
+//   build/<dir>/bench/spec_step_cost MODEL.gguf [depth=600] [rounds=30] [threads=2] [k,k,...]
 //
 // Speculation pays when the tokens a step yields (1 + accepted) grow faster than this cost;
 // spec/draft_length.h chooses each draft's length from it (measured live by the engine).
@@ -12,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "engine/model_state.h"
@@ -34,11 +37,16 @@ int main(int argc, char** argv) {
   for (int32_t& t : prompt) t = static_cast<int32_t>(1 + rng() % (vocab - 1));
   forward.feed(prompt);
 
-  constexpr int kMaxDraft = 8;
-  std::vector<std::vector<double>> ms(kMaxDraft + 1);
+  std::vector<int> ks = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  if (argc > 5) {
+    ks = {0};
+    std::stringstream list(argv[5]);
+    for (std::string item; std::getline(list, item, ',');) ks.push_back(std::max(1, std::atoi(item.c_str())));
+  }
+  const int max_k = *std::max_element(ks.begin(), ks.end());
+  std::vector<std::vector<double>> ms(static_cast<size_t>(max_k) + 1);
   std::vector<float> logits;
-  std::vector<int> order(kMaxDraft + 1);
-  for (int k = 0; k <= kMaxDraft; ++k) order[static_cast<size_t>(k)] = k;
+  std::vector<int> order = ks;
   for (int r = 0; r < rounds; ++r) {
     std::shuffle(order.begin(), order.end(), rng);
     for (int k : order) {
@@ -62,7 +70,8 @@ int main(int argc, char** argv) {
   const double plain = median(ms[0]);
   std::printf("depth %lld, %d rounds, %u threads: decode step %.2f ms\n", static_cast<long long>(depth), rounds,
               threads, plain);
-  for (int k = 1; k <= kMaxDraft; ++k) {
+  for (const int k : ks) {
+    if (k == 0) continue;
     const double t = median(ms[static_cast<size_t>(k)]);
     std::printf("1 + %d rows: %.2f ms, %.2fx a decode step (%.3f per draft token)\n", k, t, t / plain,
                 (t / plain - 1.0) / k);

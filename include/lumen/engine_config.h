@@ -43,7 +43,11 @@ enum class ContextOverflow { Finish, Shift };
 //  - DraftModel: a smaller GGUF with the target's vocabulary proposes greedily (`model`);
 //  - LayerSkip: the target's own first `num_layers` layers, with its final norm and output head,
 //    propose greedily (self-speculation: no second file, the draft's weights are the target's).
-enum class SpeculativeMethod { None, Ngram, DraftModel, LayerSkip };
+//  - Lookahead (Fu et al. 2024): Jacobi iterations over a window of guessed future tokens, run
+//    as extra rows of the same forward pass, fill a pool of n-grams the model itself produced;
+//    an n-gram that starts with the sequence's last token is the draft (no draft model, and the
+//    prompt need not contain the answer).
+enum class SpeculativeMethod { None, Ngram, DraftModel, LayerSkip, Lookahead };
 
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::None;
@@ -59,6 +63,19 @@ struct SpeculativeConfig {
   // LayerSkip: how many of the target's leading layers make the draft (1 .. the target's - 1;
   // the upper bound is checked when the Engine knows the target).
   int32_t num_layers = 0;
+  // Lookahead (the paper's W, N, G; 0: the defaults 4, 4, 4): the Jacobi window's width W (its
+  // columns are the n-grams being grown), the n-gram size N (3..8: the window holds N - 1
+  // levels, and a draft is an n-gram's N - 1 tokens after its first), and how many n-grams the
+  // pool keeps per first token, G (the most recent ones). The window costs W * (N - 1) - 1
+  // extra rows per step.
+  int32_t window_size = 0;
+  int32_t ngram_size = 0;
+  int32_t guess_set_size = 0;
+  // Ngram and Lookahead: how many candidate continuations are verified at once, merged into a
+  // token tree (one forward pass; the accepted branch's K/V moved into place). 1: one chain.
+  // Ngram's candidates follow the most recent match of each suffix length, lookahead's are the
+  // pooled n-grams for the last token (up to guess_set_size).
+  int32_t num_candidates = 1;
   // Adaptive (so speculation does not cost where it cannot pay): no sequence speculates in a
   // step that starts with more than this many running sequences (the batch already keeps the
   // machine busy); 0: no limit.

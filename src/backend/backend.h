@@ -62,11 +62,18 @@ inline bool values_in_keys(const KvLayer& cache) { return cache.v.data != nullpt
 // One sequence's slice of a flat batch: its tokens are rows [first_token, first_token + n_tokens)
 // of the batch, at positions [start_pos, start_pos + n_tokens); its K/V lives in the blocks named
 // by block_table (position p is row p % block_size of block block_table[p / block_size]).
+//
+// Tree attention (speculative decoding's extra rows, engine/model_runner.h): when `visible` is
+// not empty it holds n_tokens x n_tokens flags, and row i of the slice attends to cached
+// positions [0, start_pos) and to the slice's rows j with visible[i * n_tokens + j] (j <= i;
+// row i's K/V sits at cache position start_pos + i whatever its rope position). Only backends
+// with supports_tree_attention() take it; the others refuse a slice that has one.
 struct SequenceSlice {
   int64_t first_token = 0;
   int64_t n_tokens = 0;
   int64_t start_pos = 0;
   std::span<const int32_t> block_table;
+  std::span<const uint8_t> visible = {};
 };
 
 struct AttentionConfig {
@@ -122,6 +129,9 @@ class Backend {
   virtual std::string_view name() const = 0;
   // The device memory buffers come from, when it is not the host's RAM (the CPU: none).
   virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
+
+  // Whether attention takes SequenceSlice::visible (a tree attention mask).
+  virtual bool supports_tree_attention() const { return false; }
 
   // Whether this backend's store_kv, attention and block moves work on a cache of `type`
   // (is_kv_cache_type): every backend has f16 and f32; the CPU also the compressed types.
@@ -215,6 +225,10 @@ class Backend {
   // (block src -> block dst), and swapping a preempted sequence's blocks out to host memory and
   // back. host_k holds kv_block_bytes(cache) bytes, host_v kv_value_block_bytes(cache).
   virtual void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) = 0;
+  // Token-tree verification: the K/V of cache row src (block * block_size + slot) copied to row
+  // dst, so the accepted branch of a tree sits at consecutive positions. A backend without it
+  // cannot verify trees: the default refuses with an error.
+  virtual void copy_kv_row(KvLayer& cache, int64_t src, int64_t dst);
   virtual void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) = 0;
   virtual void write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
                               const void* host_v) = 0;
@@ -232,6 +246,10 @@ class Backend {
                          std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                          TensorView& out) = 0;
 };
+
+inline void Backend::copy_kv_row(KvLayer&, int64_t, int64_t) {
+  fail("token-tree verification is not supported on the {} backend", name());
+}
 
 inline void Backend::shift_keys(KvLayer&, std::span<const int32_t>, int32_t, const RopeConfig&, int64_t) {
   fail("context shift is not supported on the {} backend", name());

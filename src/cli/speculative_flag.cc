@@ -31,7 +31,9 @@ nlohmann::ordered_json speculation_json(const EngineStats& s) {
 void SpeculativeFlag::add_to(CLI::App* cmd) {
   cmd->add_option(kSpeculativeConfigFlag, json,
                   "Speculative decoding, vLLM's JSON: '{\"method\": \"ngram\", \"num_speculative_tokens\": 5, "
-                  "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}'");
+                  "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}', or '{\"method\": \"lookahead\", "
+                  "\"window_size\": 4, \"ngram_size\": 4, \"guess_set_size\": 4}' (add \"num_candidates\": 3 to verify "
+                  "several candidates as a token tree)");
   cmd->add_flag("--no-jump-forward", no_jump_forward,
                 "Structured output: decode the text a grammar forces token by token instead of verifying it "
                 "in one pass (the output is the same)");

@@ -2,7 +2,9 @@
 // --speculative-config JSON, vLLM's flag, shared by run, chat, serve, bench latency and bench
 // throughput: {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4,
 // "prompt_lookup_min": 2}, {"method": "draft_model", "model": PATH, "num_speculative_tokens": 4},
-// {"method": "layer_skip", "num_layers": 8, "num_speculative_tokens": 4}, plus
+// {"method": "layer_skip", "num_layers": 8, "num_speculative_tokens": 4},
+// {"method": "lookahead", "window_size": 4, "ngram_size": 4, "guess_set_size": 4}, "num_candidates"
+// (token trees, ngram and lookahead), plus
 // "disable_by_batch_size" (vLLM's too) and "min_acceptance_rate" (Lumen's; include/lumen/engine_config.h has every field's meaning). Anything malformed (not
 // JSON, not an object, an unknown key, a wrong type, a value out of range, a method Lumen does
 // not have) is a one-line error naming what is wrong.

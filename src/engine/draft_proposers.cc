@@ -44,6 +44,16 @@ std::unique_ptr<spec::Proposer> make_proposer(const SpeculativeConfig& config, c
       return std::make_unique<DraftModelProposer>(layer_view(config.num_layers, target), backend, n_blocks,
                                                   block_size);
     case SpeculativeMethod::None:
+    case SpeculativeMethod::Lookahead:
+      // Its window rides in the verification pass under a tree attention mask.
+      if (!backend.supports_tree_attention()) {
+        fail("speculative config: method lookahead needs tree attention, which the {} backend does not have",
+             backend.name());
+      }
+      if (target.hparams.sliding_window > 0) {
+        fail("speculative config: method lookahead does not run models with sliding-window attention yet");
+      }
+      break;
     case SpeculativeMethod::Ngram:
       break;
   }

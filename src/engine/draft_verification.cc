@@ -3,6 +3,7 @@
 #include "engine/draft_verification.h"
 
 #include "engine/output_processor.h"
+#include "util/error.h"
 
 namespace lumen::engine {
 
@@ -16,6 +17,35 @@ void OutputProcessor::verify_draft(Completion& c, std::span<const int32_t> draft
     return;
   }
   scheduler.accept_draft(&c.seq, outcome.accepted);
+}
+
+void OutputProcessor::verify_tree(Completion& c, std::span<const int32_t> draft, std::span<const int32_t> parents,
+                                  std::span<const float> rows) {
+  const TreeOutcome outcome =
+      engine::verify_tree(c.sampler, workspace, draft, parents, rows, static_cast<size_t>(vocab_size),
+                          [&](const sampling::SampleResult& result) { return emit(c, result); });
+  const auto accepted = static_cast<int64_t>(outcome.path.size());
+  speculation.record(c.seq, static_cast<int64_t>(draft.size()), accepted);
+  if (outcome.finish) {
+    finish_completion(c, *outcome.finish);
+    return;
+  }
+  // Node i's K/V sits at position n_computed + i (the last token's is n_computed - 1); the
+  // accepted node at depth d belongs at n_computed + d - 1. Upward moves in order of depth never
+  // overwrite a node still to move (node path[d - 1] >= d - 1, and later ones are deeper).
+  const Sequence& seq = c.seq;
+  const int64_t base = seq.n_computed;
+  for (int64_t d = 1; d <= accepted; ++d) {
+    const int64_t from = base + outcome.path[static_cast<size_t>(d - 1)];
+    const int64_t to = base + d - 1;
+    if (from == to) continue;
+    if (kv_cache == nullptr) fail("token-tree verification without a KV cache to move the accepted branch in");
+    const int64_t block_size = kv_cache->block_size();
+    const std::span<const kv::BlockId> table = seq.blocks.table(0);
+    kv_cache->copy_position(table[static_cast<size_t>(from / block_size)], from % block_size,
+                            table[static_cast<size_t>(to / block_size)], to % block_size);
+  }
+  scheduler.accept_draft(&c.seq, accepted);
 }
 
 }  // namespace lumen::engine

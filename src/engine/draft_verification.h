@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "lumen/finish_reason.h"
 #include "sampling/sampler.h"
@@ -44,6 +45,41 @@ DraftOutcome verify_draft(sampling::Sampler& sampler, sampling::SamplerWorkspace
     if (agrees) ++outcome.accepted;
     outcome.finish = emit(result);
     if (outcome.finish || !agrees) break;
+  }
+  return outcome;
+}
+
+// Token trees (several candidates merged, spec/token_tree.h): node i is draft[i], following node
+// parents[i] (-1: the last token t); rows[0] is after t, rows[1 + i] after node i. The same rule
+// walked down the tree: draw y from the current node's row with the request's sampler and emit
+// it; if a child of the node holds y, go on from that child, else stop. Since siblings hold
+// different tokens, the next node is a function of the sampled token, so every emitted token is
+// drawn from the plain decoder's distribution given the tokens before it: lossless for greedy
+// and sampling, as for a chain (a chain is the tree whose node i follows node i - 1).
+struct TreeOutcome {
+  std::vector<int32_t> path;           // the accepted nodes, root first
+  std::optional<FinishReason> finish;  // the sequence ended at the last emitted token
+};
+
+template <typename Emit>
+TreeOutcome verify_tree(sampling::Sampler& sampler, sampling::SamplerWorkspace& workspace,
+                        std::span<const int32_t> draft, std::span<const int32_t> parents, std::span<const float> rows,
+                        size_t vocab, Emit&& emit) {
+  TreeOutcome outcome;
+  int32_t node = -1;
+  for (;;) {
+    const sampling::SampleResult result = sampler.sample(rows.subspan(static_cast<size_t>(node + 1) * vocab, vocab), workspace);
+    int32_t next = -1;
+    for (size_t i = static_cast<size_t>(node + 1); i < draft.size(); ++i) {
+      if (parents[i] == node && draft[i] == result.token) {
+        next = static_cast<int32_t>(i);
+        break;
+      }
+    }
+    if (next >= 0) outcome.path.push_back(next);
+    outcome.finish = emit(result);
+    if (outcome.finish || next < 0) break;
+    node = next;
   }
   return outcome;
 }

@@ -120,6 +120,16 @@ struct Engine::Impl {
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);
     scheduler.set_shift_policy(shift_policy());
+    if (config.speculative.num_candidates > 1) {
+      // Token trees: a tree attention mask, and the accepted branch's K/V moved position by
+      // position in a cache whose layers share one block table.
+      if (!handle.state().backend->supports_tree_attention() || layout.n_groups() != 1 ||
+          model.hparams.sliding_window > 0) {
+        fail("speculative config: num_candidates > 1 (token trees) needs tree attention and one KV block table for "
+             "every layer (not the {} backend, nor sliding-window layers)", handle.state().backend->name());
+      }
+      outputs.set_kv_cache(&cache);
+    }
     if (config.max_itl_ms > 0) {
       scheduler.limit_step_time(step_time, config.max_itl_ms / 1000.0, config.min_prefill_tokens);
     }

@@ -2,9 +2,42 @@
 
 #include <algorithm>
 
+#include "spec/token_tree.h"
 #include "util/error.h"
 
 namespace lumen::engine {
+
+namespace {
+
+// The attention mask of a chunk of `n_known` rows of the sequence itself, then `n_draft` draft
+// rows (a chain when `draft_parents` is empty, else a token tree: each row follows its parent,
+// -1 for the last known row), then extra rows each extending its `extra_parents` entry (-1: the
+// last known row, else an earlier extra row). Row r sees row c when visible[r * n + c]. Known
+// rows see what causal attention shows them; a draft or extra row sees the known rows, its
+// ancestors and itself: never another branch, and extra rows never the draft (nor it them).
+void tree_mask(int64_t n_known, int64_t n_draft, std::span<const int32_t> draft_parents,
+               std::span<const int32_t> extra_parents, std::span<uint8_t> visible) {
+  const int64_t n_chain = n_known + n_draft;
+  const int64_t n = n_chain + std::ssize(extra_parents);
+  std::fill(visible.begin(), visible.end(), uint8_t{0});
+  for (int64_t r = 0; r < n_known; ++r) std::fill_n(visible.begin() + r * n, r + 1, uint8_t{1});
+  // Row `r` extends row `parent` of its part (-1: the last known row), which starts at `base`.
+  auto extend = [&](int64_t r, int64_t parent, int64_t base, int64_t index) {
+    if (parent >= index || parent < -1) fail("model runner: row {} extends row {}, not an earlier one", index, parent);
+    if (parent < 0) {
+      std::fill_n(visible.begin() + r * n, n_known, uint8_t{1});
+    } else {
+      std::copy_n(visible.begin() + (base + parent) * n, n, visible.begin() + r * n);  // the parent's view
+    }
+    visible[static_cast<size_t>(r * n + r)] = 1;
+  };
+  for (int64_t d = 0; d < n_draft; ++d) {
+    extend(n_known + d, draft_parents.empty() ? d - 1 : draft_parents[static_cast<size_t>(d)], n_known, d);
+  }
+  for (int64_t e = 0; e < std::ssize(extra_parents); ++e) extend(n_chain + e, extra_parents[static_cast<size_t>(e)], n_chain, e);
+}
+
+}  // namespace
 
 ModelRunner::ModelRunner(model::Transformer& transformer, model::KvCache& cache, SwapSpace* swap)
     : transformer_(transformer),
@@ -25,24 +58,65 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   slices_.clear();
   logit_rows_.clear();
   chunk_logits_.clear();
+  size_t mask_bytes = 0;
+  for (const ScheduledChunk& chunk : plan.chunks) {
+    if (chunk.n_extra > 0 || (chunk.n_draft > 0 && !chunk.seq->draft_parents.empty())) {
+      mask_bytes += static_cast<size_t>(chunk.n_tokens * chunk.n_tokens);
+    }
+  }
+  masks_.resize(mask_bytes);
+  size_t mask_at = 0;
   const size_t n_groups = cache_.layout().n_groups();
   slices_.resize(plan.chunks.size() * n_groups);
   for (size_t c = 0; c < plan.chunks.size(); ++c) {
     const ScheduledChunk& chunk = plan.chunks[c];
     const Sequence& seq = *chunk.seq;
     const auto first = static_cast<int64_t>(tokens_.size());
-    const int64_t n_known = chunk.n_tokens - chunk.n_draft;
+    const int64_t n_known = chunk.n_known();
     if (chunk.n_draft < 0 || chunk.n_draft > std::ssize(seq.draft) || (chunk.n_draft > 0 && !chunk.samples)) {
       fail("model runner: a chunk of {} draft tokens for a draft of {}", chunk.n_draft, seq.draft.size());
     }
-    for (int64_t i = 0; i < chunk.n_tokens; ++i) {
+    if (chunk.n_extra != 0 && (chunk.n_extra != std::ssize(seq.extra.tokens) || !chunk.samples)) {
+      fail("model runner: a chunk of {} extra rows for {}", chunk.n_extra, seq.extra.size());
+    }
+    const bool tree = chunk.n_draft > 0 && !seq.draft_parents.empty();
+    if (tree && seq.draft_parents.size() != seq.draft.size()) {
+      fail("model runner: a token tree of {} parents for {} draft tokens", seq.draft_parents.size(), seq.draft.size());
+    }
+    const int64_t n_guessed = n_known + chunk.n_draft;
+    for (int64_t i = 0; i < n_guessed; ++i) {
       tokens_.push_back(i < n_known ? seq.tokens[static_cast<size_t>(seq.n_computed + i)]
                                     : seq.draft[static_cast<size_t>(i - n_known)]);
       positions_.push_back(static_cast<int32_t>(seq.n_computed + i));
     }
+    std::span<const int32_t> draft_parents;
+    if (tree) {
+      // A tree node's position is the last known row's plus its depth.
+      draft_parents = std::span<const int32_t>(seq.draft_parents).first(static_cast<size_t>(chunk.n_draft));
+      depths_ = spec::node_depths(draft_parents);
+      for (int64_t d = 0; d < chunk.n_draft; ++d) {
+        positions_[static_cast<size_t>(first + n_known + d)] =
+            static_cast<int32_t>(seq.n_computed + n_known - 1 + depths_[static_cast<size_t>(d)]);
+      }
+    }
+    std::span<const uint8_t> visible;
+    if (chunk.n_extra > 0 || tree) {
+      // The last known row's position: the extra rows' depths count from it.
+      const int64_t last = seq.n_computed + n_known - 1;
+      const std::span<const int32_t> extra_parents =
+          chunk.n_extra > 0 ? std::span<const int32_t>(seq.extra.parent) : std::span<const int32_t>();
+      for (int64_t e = 0; e < chunk.n_extra; ++e) {
+        tokens_.push_back(seq.extra.tokens[static_cast<size_t>(e)]);
+        positions_.push_back(static_cast<int32_t>(last + seq.extra.depth[static_cast<size_t>(e)]));
+      }
+      visible = std::span<const uint8_t>(masks_).subspan(mask_at, static_cast<size_t>(chunk.n_tokens * chunk.n_tokens));
+      tree_mask(n_known, chunk.n_draft, draft_parents, extra_parents,
+                std::span<uint8_t>(masks_).subspan(mask_at, visible.size()));
+      mask_at += visible.size();
+    }
     // Group by group (ForwardBatch): the same rows and positions, each group's own table.
     for (size_t g = 0; g < n_groups; ++g) {
-      slices_[g * plan.chunks.size() + c] = {first, chunk.n_tokens, seq.n_computed, seq.blocks.table(g)};
+      slices_[g * plan.chunks.size() + c] = {first, chunk.n_tokens, seq.n_computed, seq.blocks.table(g), visible};
     }
     ChunkLogits rows;
     rows.first_row = static_cast<int64_t>(logit_rows_.size());
@@ -54,8 +128,14 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     }
     rows.samples = chunk.samples;
     rows.n_draft = chunk.n_draft;
-    for (int64_t r = n_known - 1; chunk.samples && r < chunk.n_tokens; ++r) {
+    for (int64_t r = n_known - 1; chunk.samples && r < n_guessed; ++r) {
       logit_rows_.push_back(static_cast<int32_t>(first + r));
+    }
+    if (chunk.n_extra > 0) {
+      rows.n_extra_logits = seq.extra.n_logits;
+      for (int64_t r = chunk.n_tokens - rows.n_extra_logits; r < chunk.n_tokens; ++r) {
+        logit_rows_.push_back(static_cast<int32_t>(first + r));
+      }
     }
     chunk_logits_.push_back(rows);
   }

@@ -4,7 +4,9 @@
 // a single forward pass over the scheduled tokens of every sequence (each attending through its
 // own block table), with logits only for the rows someone reads: the last row of each chunk
 // that samples (and the rows of its draft tokens, when it carries one), and the prompt rows of a
-// sequence that asked for prompt log-probabilities.
+// sequence that asked for prompt log-probabilities. A chunk with a proposer's extra rows
+// (spec::ExtraRows) gets them after its draft, at their own positions, with a tree attention
+// mask that lets each see the context, the last token and its own chain only.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -28,6 +30,9 @@ struct ChunkLogits {
   // draft token j.
   bool samples = false;
   int64_t n_draft = 0;
+  // Then the rows of the last n_extra_logits extra rows (ExtraRows::n_logits), when the chunk
+  // carries its proposer's extra rows.
+  int64_t n_extra_logits = 0;
   int64_t n_sample_rows() const { return samples ? 1 + n_draft : 0; }
 };
 
@@ -53,6 +58,10 @@ class ModelRunner {
   std::vector<backend::SequenceSlice> slices_;
   std::vector<int32_t> logit_rows_;
   std::vector<ChunkLogits> chunk_logits_;
+  // Tree attention masks of the chunks with extra rows, one after another (SequenceSlice::visible
+  // points into it: sized before any slice takes its view).
+  std::vector<uint8_t> masks_;
+  std::vector<int32_t> depths_;  // a token tree's node depths
   std::vector<float> logits_;
 };
 

@@ -306,7 +306,18 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
       if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
       if (rows[i].samples) {
         const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
-        if (rows[i].n_draft > 0) {
+        if (rows[i].n_extra_logits > 0) {
+          // The proposer's own rows (lookahead's window), whatever becomes of the draft.
+          const auto first_extra = row + 1 + static_cast<size_t>(rows[i].n_draft);
+          speculation.observe(c.seq, logits.subspan(first_extra * vocab, static_cast<size_t>(rows[i].n_extra_logits) * vocab),
+                              vocab);
+        }
+        if (rows[i].n_draft > 0 && !c.seq.draft_parents.empty()) {
+          const auto n_draft = static_cast<size_t>(rows[i].n_draft);
+          verify_tree(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
+                      std::span<const int32_t>(c.seq.draft_parents).first(n_draft),
+                      logits.subspan(row * vocab, (1 + n_draft) * vocab));
+        } else if (rows[i].n_draft > 0) {
           const auto n_draft = static_cast<size_t>(rows[i].n_draft);
           verify_draft(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
                        logits.subspan(row * vocab, (1 + n_draft) * vocab));

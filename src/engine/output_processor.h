@@ -67,6 +67,8 @@ class OutputProcessor {
   // Running or waiting sequences, by id.
   const std::unordered_map<uint64_t, Completion*>& live_sequences() const { return live; }
   uint64_t generated_tokens() const { return n_generated; }
+  // The cache token-tree verification moves accepted K/V in.
+  void set_kv_cache(model::KvCache* cache) { kv_cache = cache; }
 
  private:
   void record_prompt_logprobs(Completion& c, const ChunkLogits& rows, std::span<const float> logits);
@@ -75,6 +77,10 @@ class OutputProcessor {
   // Speculative decoding (draft_verification.cc): `rows` holds 1 + draft.size() rows, the first
   // after the sequence's last token, each next one after the draft token before it.
   void verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows);
+  // A token tree (draft_parents): one row per node after the last token's; the accepted
+  // branch's K/V is moved to consecutive positions before the rest is rolled back.
+  void verify_tree(Completion& c, std::span<const int32_t> draft, std::span<const int32_t> parents,
+                   std::span<const float> rows);
   // Streams one sampled token (with its text) and says whether the completion ends with it.
   std::optional<FinishReason> emit(Completion& c, const sampling::SampleResult& result);
   Completion& fork(Completion& parent, int32_t index);
@@ -96,6 +102,8 @@ class OutputProcessor {
   std::atomic<int64_t>& unfinished;
   const int64_t& max_model_len;
   const int64_t vocab_size;
+  // Where a verified token tree's accepted branch is moved into place (set_kv_cache).
+  model::KvCache* kv_cache = nullptr;
 
   std::unordered_map<uint64_t, std::unique_ptr<RequestGroup>> groups;  // by request id
   std::unordered_map<uint64_t, Completion*> live;  // running or waiting, by sequence id

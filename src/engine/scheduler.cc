@@ -267,7 +267,8 @@ StepPlan Scheduler::schedule() {
   for (const ScheduledChunk& chunk : plan.chunks) {
     plan.n_tokens += chunk.n_tokens;
     const Sequence& seq = *chunk.seq;
-    plan.shape.add_chunk(seq.n_computed, chunk.n_tokens, chunk.samples ? 1 + chunk.n_draft : 0, !seq.decoding());
+    plan.shape.add_chunk(seq.n_computed, chunk.n_tokens, chunk.samples ? 1 + chunk.n_draft + chunk.n_extra : 0,
+                         !seq.decoding());
   }
   return plan;
 }
@@ -275,20 +276,28 @@ StepPlan Scheduler::schedule() {
 void Scheduler::append_drafts(StepPlan& plan, int64_t& budget) {
   for (ScheduledChunk& chunk : plan.chunks) {
     Sequence* seq = chunk.seq;
-    if (seq->draft.empty() || !chunk.samples || !seq->decoding()) continue;
+    if ((seq->draft.empty() && seq->extra.empty()) || !chunk.samples || !seq->decoding()) continue;
     int64_t n = std::min(static_cast<int64_t>(seq->draft.size()), budget);
     if (time_budget_) n = time_budget_->draft_room(*seq, chunk.n_tokens, n);
+    // A proposer's extra rows come whole or not at all (their tree refers to one another).
+    int64_t extra = static_cast<int64_t>(seq->extra.size());
+    if (extra > budget - n || (time_budget_ && time_budget_->draft_room(*seq, chunk.n_tokens, n + extra) < n + extra)) {
+      extra = 0;
+    }
     // Blocks beyond the decode's own come from the free ones above the watermark, or not at all.
     const int32_t base = seq->blocks.blocks_needed(seq->n_computed, chunk.n_tokens);
-    while (n > 0 && pool_.n_available() - (seq->blocks.blocks_needed(seq->n_computed, chunk.n_tokens + n) - base) <
-                        config_.watermark_blocks) {
-      --n;
-    }
-    if (n == 0 || !seq->blocks.reserve(seq->n_computed, chunk.n_tokens + n, plan.copies)) continue;
-    if (time_budget_) time_budget_->add_draft(*seq, chunk.n_tokens, n);
-    chunk.n_tokens += n;
+    auto fits = [&](int64_t rows) {
+      return pool_.n_available() - (seq->blocks.blocks_needed(seq->n_computed, chunk.n_tokens + rows) - base) >=
+             config_.watermark_blocks;
+    };
+    if (extra > 0 && !fits(n + extra)) extra = 0;
+    while (n > 0 && !fits(n + extra)) --n;
+    if (n + extra == 0 || !seq->blocks.reserve(seq->n_computed, chunk.n_tokens + n + extra, plan.copies)) continue;
+    if (time_budget_) time_budget_->add_draft(*seq, chunk.n_tokens, n + extra);
+    chunk.n_tokens += n + extra;
     chunk.n_draft = n;
-    budget -= n;
+    chunk.n_extra = extra;
+    budget -= n + extra;
   }
 }
 
@@ -301,6 +310,7 @@ void Scheduler::accept_draft(Sequence* seq, int64_t n_accepted) {
   seq->blocks.commit(seq->tokens, seq->n_computed);
   seq->blocks.truncate(seq->n_computed);
   seq->draft.clear();
+  seq->draft_parents.clear();
 }
 
 void Scheduler::abandon(const StepPlan& plan) { release_swapped_in(plan); }
@@ -318,9 +328,11 @@ void Scheduler::complete(const StepPlan& plan) {
   for (const ScheduledChunk& chunk : plan.chunks) {
     Sequence* seq = chunk.seq;
     if (seq->state == SequenceState::Finished) continue;
-    // Draft tokens count once accepted (accept_draft).
-    seq->n_computed += chunk.n_tokens - chunk.n_draft;
+    // Draft tokens count once accepted (accept_draft); extra rows never.
+    seq->n_computed += chunk.n_known();
     seq->blocks.commit(seq->tokens, seq->n_computed);
+    // Without a draft there is nothing to accept: the extra rows' positions go now.
+    if (chunk.n_extra > 0 && chunk.n_draft == 0) seq->blocks.truncate(seq->n_computed);
   }
 }
 

@@ -55,10 +55,14 @@ struct ScheduledChunk {
   Sequence* seq;
   // tokens[seq->n_computed, + n_tokens - n_draft) are computed this step, followed by the first
   // n_draft tokens of seq->draft (speculative decoding: they get K/V and logits, but only the
-  // ones the model accepts stay; Scheduler::accept_draft).
+  // ones the model accepts stay; Scheduler::accept_draft), then the n_extra rows of
+  // seq->extra (a proposer's own rows: lookahead's window; their K/V is dropped after the step).
   int64_t n_tokens;
   bool samples;      // the chunk reaches the end of the sequence's tokens: sample after it
   int64_t n_draft = 0;
+  int64_t n_extra = 0;
+  // The rows computed for the sequence itself (the rest are guesses).
+  int64_t n_known() const { return n_tokens - n_draft - n_extra; }
 };
 
 // A block moving between the KV pool and a host swap slot.

@@ -7,6 +7,7 @@
 
 #include "kv/sequence_kv.h"
 #include "spec/acceptance_history.h"
+#include "spec/proposer.h"
 
 namespace lumen::engine {
 
@@ -66,6 +67,10 @@ struct Sequence {
   // set before a step is planned and cleared once the step verified them (never part of
   // `tokens`: only what the model accepts is appended there), and how its drafts have fared.
   std::vector<int32_t> draft;
+  // Token-tree drafts: the draft token each one follows (-1: the last token); empty: a chain.
+  std::vector<int32_t> draft_parents;
+  // The proposer's own rows for the step (lookahead's Jacobi window), scored beside the draft.
+  spec::ExtraRows extra;
   spec::AcceptanceHistory spec_history;
 
   // Tokens still to be computed before the next sample: the prompt (or, after a preemption,

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "sampling/sampler.h"
 #include "spec/draft_length.h"
+#include "spec/speculative_config.h"
 
 namespace lumen::engine {
 
@@ -60,6 +62,9 @@ int64_t Speculation::draft_room(const Completion& c, int64_t max_model_len) cons
   // A fully accepted draft yields draft + 1 tokens.
   room = std::min(room, c.stop_condition.tokens_left() - 1);
   if (room <= 0) return 0;
+  // Lookahead's cost is its window, paid whether or not an n-gram matches: its draft is a whole
+  // n-gram, and the acceptance history alone decides whether it runs.
+  if (config_.method == SpeculativeMethod::Lookahead) return room;
   return spec::best_draft_length(seq.spec_history.token_acceptance(), step_cost_.per_draft_token(),
                                  static_cast<int32_t>(room));
 }
@@ -72,20 +77,51 @@ void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live,
   for (const auto& [id, c] : live) {
     Sequence& seq = c->seq;
     seq.draft.clear();
+    seq.draft_parents.clear();
+    seq.extra.clear();
     if (jump_forward_ && propose_forced(*c, max_model_len)) continue;
     if (!batch_allows || proposer_ == nullptr) continue;
     const int64_t room = draft_room(*c, max_model_len);
     // The history counts only steps the sequence could have speculated in.
     if (room == 0 || !seq.spec_history.ready()) continue;
-    requests_.push_back({seq.id, seq.tokens, static_cast<int32_t>(room), &seq.draft, seq.blocks.cache_salt()});
+    // Token trees where asked for, but a grammar's allowed prefix is a chain's notion.
+    const bool tree = config_.num_candidates > 1 && c->group->grammar == nullptr;
+    requests_.push_back({seq.id, seq.tokens, static_cast<int32_t>(room), &seq.draft, seq.blocks.cache_salt(),
+                         &seq.extra, tree ? &seq.draft_parents : nullptr, tree ? config_.num_candidates : 1});
   }
   if (!requests_.empty()) proposer_->propose(requests_);
   for (const spec::DraftRequest& r : requests_) {
+    if (r.draft_parents != nullptr && !r.draft_parents->empty()) {
+      std::vector<int32_t>& parents = *r.draft_parents;
+      // A tree whose every node follows the one before is a chain.
+      bool chain = true;
+      for (size_t i = 0; i < parents.size() && chain; ++i) chain = parents[i] == static_cast<int32_t>(i) - 1;
+      if (chain) {
+        parents.clear();
+      } else {
+        // Its first nodes are a tree too (parents come first): cut to the row limit and to the
+        // context (every node has a cache position of its own).
+        const int64_t nodes = std::min<int64_t>(spec::kMaxSpeculativeTokens, max_model_len - std::ssize(r.tokens));
+        if (std::ssize(*r.draft) > nodes) r.draft->resize(static_cast<size_t>(nodes));
+        parents.resize(r.draft->size());
+        if (std::ssize(r.tokens) + std::ssize(*r.draft) + std::ssize(*r.extra) > max_model_len) r.extra->clear();
+        continue;
+      }
+    }
     if (std::ssize(*r.draft) > r.max_tokens) r.draft->resize(static_cast<size_t>(r.max_tokens));
     // Structured output: tokens past the first one the grammar forbids would only be scored to
     // be rejected.
     if (!r.draft->empty()) r.draft->resize(live.at(r.sequence_id)->sampler.allowed_prefix(*r.draft));
+    // Extra rows sit after the draft in the cache: all inside the context, or none.
+    if (std::ssize(r.tokens) + std::ssize(*r.draft) + std::ssize(*r.extra) > max_model_len) r.extra->clear();
   }
+}
+
+void Speculation::observe(const Sequence& seq, std::span<const float> rows, size_t vocab) {
+  if (proposer_ == nullptr || vocab == 0) return;
+  outputs_.clear();
+  for (size_t r = 0; r * vocab < rows.size(); ++r) outputs_.push_back(sampling::argmax(rows.subspan(r * vocab, vocab)));
+  proposer_->observe(seq.id, outputs_);
 }
 
 void Speculation::record(Sequence& seq, int64_t drafted, int64_t accepted) {

@@ -25,6 +25,7 @@
 // allows little else), so each forced token costs a row of an existing pass, not a pass.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -56,6 +57,9 @@ class Speculation {
   void propose(const std::unordered_map<uint64_t, Completion*>& live, int64_t n_running, int64_t max_model_len);
   // A verified draft: `drafted` tokens scored, the first `accepted` agreed with.
   void record(Sequence& seq, int64_t drafted, int64_t accepted);
+  // The logits of the extra rows the proposer asked for (rows of `vocab`): their argmaxes go
+  // back to it (lookahead's Jacobi iteration).
+  void observe(const Sequence& seq, std::span<const float> rows, size_t vocab);
   // The forward pass of a step that decoded one sequence (and prefilled nothing) carrying
   // `draft_tokens` draft tokens took `seconds`.
   void record_step(int64_t draft_tokens, double seconds) { step_cost_.record(draft_tokens, seconds); }
@@ -76,6 +80,7 @@ class Speculation {
   bool jump_forward_;
   const tokenizer::Tokenizer& tokenizer_;
   std::vector<spec::DraftRequest> requests_;  // reused from step to step
+  std::vector<int32_t> outputs_;              // observe()'s argmaxes, reused
   SpeculationCounters counters_;
   spec::StepCost step_cost_;
 };

@@ -95,6 +95,12 @@ void KvCache::copy_block(int64_t src, int64_t dst) {
   for (backend::KvLayer& layer : slots_) backend_.copy_kv_block(layer, src, dst);
 }
 
+void KvCache::copy_position(int64_t src_block, int64_t src_slot, int64_t dst_block, int64_t dst_slot) {
+  for (backend::KvLayer& layer : slots_) {
+    backend_.copy_kv_row(layer, src_block * block_size_ + src_slot, dst_block * block_size_ + dst_slot);
+  }
+}
+
 size_t KvCache::block_host_bytes() const {
   size_t total = 0;
   for (const backend::KvLayer& layer : slots_) {

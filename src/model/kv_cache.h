@@ -49,6 +49,9 @@ class KvCache {
   void zero_block(int64_t block);
   // Copy-on-write: block dst of every layer becomes a copy of block src.
   void copy_block(int64_t src, int64_t dst);
+  // Token-tree verification: the K/V at (block, slot) src of every layer copied to dst (the
+  // one-group layout only: every layer's position p in the same block).
+  void copy_position(int64_t src_block, int64_t src_slot, int64_t dst_block, int64_t dst_slot);
   // Swapping: a block of every layer to host memory (block_host_bytes() bytes) and back.
   size_t block_host_bytes() const;
   void read_block(int64_t block, uint8_t* host) const;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "spec/token_tree.h"
+
 namespace lumen::spec {
 
 void ngram_lookup(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n, int32_t max_tokens,
@@ -30,8 +32,41 @@ void ngram_lookup(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n,
   out.assign(tokens.begin() + best_end, tokens.begin() + stop);
 }
 
+void ngram_tree(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n, int32_t max_tokens,
+                int32_t max_candidates, std::vector<int32_t>& out_tokens, std::vector<int32_t>& out_parents) {
+  out_tokens.clear();
+  out_parents.clear();
+  const auto len = static_cast<int64_t>(tokens.size());
+  if (max_tokens <= 0 || min_n <= 0 || len < static_cast<int64_t>(min_n) + 1) return;
+  // Every occurrence that matches at least min_n tokens, most recent first; a bounded number, so
+  // a long repetitive sequence costs no more than a few candidates' worth.
+  constexpr size_t kMaxMatches = 64;
+  std::vector<std::pair<int64_t, int64_t>> matches;  // (end, length)
+  for (int64_t end = len - 1; end >= min_n && matches.size() < kMaxMatches; --end) {
+    int64_t m = 0;
+    const int64_t limit = std::min<int64_t>(max_n, end);
+    while (m < limit && tokens[static_cast<size_t>(end - 1 - m)] == tokens[static_cast<size_t>(len - 1 - m)]) ++m;
+    if (m >= min_n) matches.emplace_back(end, m);
+  }
+  std::stable_sort(matches.begin(), matches.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  const int64_t max_nodes = static_cast<int64_t>(max_tokens) * max_candidates;
+  int32_t added = 0;
+  for (const auto& [end, m] : matches) {
+    if (added == max_candidates) break;
+    const int64_t stop = std::min<int64_t>(len, end + max_tokens);
+    const std::span<const int32_t> branch = tokens.subspan(static_cast<size_t>(end), static_cast<size_t>(stop - end));
+    if (add_branch(out_tokens, out_parents, branch, max_nodes) > 0) ++added;
+  }
+}
+
 void NgramProposer::propose(std::span<const DraftRequest> requests) {
-  for (const DraftRequest& r : requests) ngram_lookup(r.tokens, min_n_, max_n_, r.max_tokens, *r.draft);
+  for (const DraftRequest& r : requests) {
+    if (r.draft_parents != nullptr && r.max_candidates > 1) {
+      ngram_tree(r.tokens, min_n_, max_n_, r.max_tokens, r.max_candidates, *r.draft, *r.draft_parents);
+    } else {
+      ngram_lookup(r.tokens, min_n_, max_n_, r.max_tokens, *r.draft);
+    }
+  }
 }
 
 }  // namespace lumen::spec

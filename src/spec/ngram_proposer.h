@@ -20,6 +20,14 @@ namespace lumen::spec {
 void ngram_lookup(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n, int32_t max_tokens,
                   std::vector<int32_t>& out);
 
+// Token trees: up to `max_candidates` continuations merged into a tree (spec/token_tree.h),
+// appended to `tokens` and `parents` (both cleared first). The candidates are the continuations
+// of every earlier occurrence of a suffix of min_n..max_n tokens, longest match first, the most
+// recent first among equally long ones, so the first branch is ngram_lookup's proposal. Each is
+// at most `max_tokens` long; candidates that add no node (a branch already there) do not count.
+void ngram_tree(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n, int32_t max_tokens,
+                int32_t max_candidates, std::vector<int32_t>& out_tokens, std::vector<int32_t>& out_parents);
+
 class NgramProposer final : public Proposer {
  public:
   // 1 <= min_n <= max_n (checked by the config's validation).

@@ -30,7 +30,7 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
          j.dump());
   }
   SpeculativeConfig c;
-  if (!j.contains("method")) fail("{}: \"method\" is missing (\"ngram\", \"draft_model\" or \"layer_skip\")", label);
+  if (!j.contains("method")) fail("{}: \"method\" is missing (\"ngram\", \"draft_model\", \"layer_skip\" or \"lookahead\")", label);
   for (const auto& [key, value] : j.items()) {
     if (key == "method") {
       if (!value.is_string()) fail("{}: \"method\" must be a string, not {}", label, value.dump());
@@ -41,10 +41,12 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
         c.method = SpeculativeMethod::DraftModel;
       } else if (method == "layer_skip") {
         c.method = SpeculativeMethod::LayerSkip;
+      } else if (method == "lookahead") {
+        c.method = SpeculativeMethod::Lookahead;
       } else {
         fail(
-            "{}: method \"{}\" is not supported (Lumen has \"ngram\", \"draft_model\" and \"layer_skip\"; "
-            "lookahead is to come)",
+            "{}: method \"{}\" is not supported (Lumen has \"ngram\", \"draft_model\", \"layer_skip\" "
+            "and \"lookahead\")",
             label, method);
       }
     } else if (key == "num_speculative_tokens") {
@@ -59,6 +61,14 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
       c.model = value.get<std::string>();
     } else if (key == "num_layers") {
       c.num_layers = integer_field(value, key, label);
+    } else if (key == "window_size") {
+      c.window_size = integer_field(value, key, label);
+    } else if (key == "ngram_size") {
+      c.ngram_size = integer_field(value, key, label);
+    } else if (key == "guess_set_size") {
+      c.guess_set_size = integer_field(value, key, label);
+    } else if (key == "num_candidates") {
+      c.num_candidates = integer_field(value, key, label);
     } else if (key == "disable_by_batch_size") {
       c.disable_by_batch_size = integer_field(value, key, label);
     } else if (key == "min_acceptance_rate") {
@@ -67,11 +77,12 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
     } else {
       fail(
           "{}: unknown key \"{}\" (known: method, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min, "
-          "model, num_layers, disable_by_batch_size, min_acceptance_rate)",
+          "model, num_layers, window_size, ngram_size, guess_set_size, num_candidates, disable_by_batch_size, min_acceptance_rate)",
           label, key);
     }
   }
-  if (!j.contains("num_speculative_tokens")) fail("{}: \"num_speculative_tokens\" is missing", label);
+  // Lookahead's draft length follows from its n-gram size.
+  if (!j.contains("num_speculative_tokens") && c.method != SpeculativeMethod::Lookahead) fail("{}: \"num_speculative_tokens\" is missing", label);
   try {
     c.validate();
   } catch (const Error& e) {

@@ -108,5 +108,83 @@ TEST_F(EngineSpeculativeModel, SeededSamplingYieldsTheSameTokens) {
   EXPECT_GT(speculative.stats().spec_accepted_tokens, 0u);
 }
 
+// Lookahead decoding: no draft model, no lookup in the prompt. Greedy output with it (and with
+// token trees, its own and n-gram prompt lookup's) is the output without it over grounded and
+// open-ended prompts batched together, and on open-ended
+// chat prompts (nothing to copy) the n-gram pool its Jacobi window fills proposes drafts the
+// model accepts.
+class EngineLookaheadModel : public EngineSpeculativeModel {
+ protected:
+  static EngineConfig with_lookahead(EngineConfig c) {
+    c.speculative.method = SpeculativeMethod::Lookahead;
+    c.speculative.window_size = 4;
+    c.speculative.ngram_size = 4;
+    c.speculative.guess_set_size = 4;
+    c.speculative.disable_by_batch_size = 0;  // the whole batch speculates
+    c.speculative.min_acceptance_rate = 0.0;  // and never pauses
+    return c;
+  }
+  static std::vector<int32_t> chat(const std::string& user) {
+    return handle().tokenize("<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n",
+                             {.add_special = true, .parse_special = true});
+  }
+};
+
+TEST_F(EngineLookaheadModel, GreedyOutputIsTheOutputWithoutSpeculation) {
+  std::vector<std::vector<int32_t>> prompts;
+  prompts.push_back(grounded("Repeat the following text exactly.", 0, 400));
+  prompts.push_back(grounded("Summarize the following text.", 300, 400));
+  prompts.push_back(chat("Write a short story about a robot who learns to paint."));
+  prompts.push_back(chat("List ten fruits, one per line."));
+  for (const testing::Case& c : cases(1, 47, 100, 1)) prompts.push_back(c.prompt);
+  SamplingParams params = greedy(32);
+  params.ignore_eos = false;
+  params.logprobs = 1;
+  Engine plain(handle(), config(2048));
+  const std::vector<GenerationResult> expected = run(plain, prompts, params);
+  // As a chain, and verifying several candidates as a token tree (lookahead's pooled n-grams,
+  // n-gram matches of every length).
+  EngineConfig tree = with_lookahead(config(2048));
+  tree.speculative.num_candidates = 4;
+  EngineConfig ngram_tree = with_ngram(config(2048));
+  ngram_tree.speculative.num_candidates = 3;
+  for (const EngineConfig& c : {with_lookahead(config(2048)), tree, ngram_tree}) {
+    SCOPED_TRACE(c.speculative.method == SpeculativeMethod::Ngram ? "ngram tree"
+                                                                  : (c.speculative.num_candidates > 1 ? "lookahead tree" : "lookahead"));
+    Engine speculative(handle(), c);
+    const std::vector<GenerationResult> got = run(speculative, prompts, params);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("prompt " + std::to_string(i));
+      EXPECT_EQ(got[i].tokens, expected[i].tokens);
+      EXPECT_EQ(got[i].text, expected[i].text);
+      EXPECT_EQ(got[i].finish, expected[i].finish);
+      EXPECT_EQ(got[i].logprobs, expected[i].logprobs);
+    }
+    EXPECT_EQ(speculative.stats().kv_blocks_used, 0);
+    EXPECT_GT(speculative.stats().spec_accepted_tokens, 0u);
+  }
+}
+
+TEST_F(EngineLookaheadModel, ItsOwnNgramsAreAcceptedWithoutThePromptHoldingThem) {
+  // Open-ended requests whose answers repeat themselves (lists, a story that loops), alone.
+  const std::vector<std::vector<int32_t>> prompts = {
+      chat("Write a short story about a robot who learns to paint."),
+      chat("List the days of the week, then list them again."),
+  };
+  SamplingParams params = greedy(64);
+  Engine plain(handle(), config(2048));
+  Engine lookahead(handle(), with_lookahead(config(2048)));
+  for (const auto& p : prompts) {
+    EXPECT_EQ(run(lookahead, {p}, params)[0].tokens, run(plain, {p}, params)[0].tokens);
+  }
+  const EngineStats s = lookahead.stats();
+  const double rate = static_cast<double>(s.spec_accepted_tokens) / static_cast<double>(s.spec_draft_tokens);
+  std::printf("lookahead on open-ended prompts: %llu drafts, %llu of %llu draft tokens accepted (%.2f)\n",
+              static_cast<unsigned long long>(s.spec_drafts), static_cast<unsigned long long>(s.spec_accepted_tokens),
+              static_cast<unsigned long long>(s.spec_draft_tokens), rate);
+  EXPECT_GT(s.spec_accepted_tokens, 10u);
+  EXPECT_LT(s.steps, plain.stats().steps);  // accepted drafts saved steps
+}
+
 }  // namespace
 }  // namespace lumen

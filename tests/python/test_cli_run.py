@@ -153,6 +153,21 @@ def test_draft_model_and_layer_skip_give_the_same_text(tmp_path):
         assert m and int(m.group(2)) > 0, spec.stderr
 
 
+def test_lookahead_and_token_trees_give_the_same_text():
+    # No draft model and nothing to copy from the prompt: the model's own n-grams (lookahead),
+    # verified as a chain and as a token tree, and n-gram matches verified as a tree.
+    prompt = "<|im_start|>user\nWrite a short story about a robot who learns to paint.<|im_end|>\n<|im_start|>assistant\n"
+    plain = run("-p", prompt, "-n", "64")
+    for config in ('{"method": "lookahead", "min_acceptance_rate": 0}',
+                   '{"method": "lookahead", "num_candidates": 4, "min_acceptance_rate": 0}',
+                   '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1, "num_candidates": 3}'):
+        spec = run("-p", prompt, "-n", "64", "--speculative-config", config)
+        assert spec.returncode == 0, spec.stderr
+        assert spec.stdout == plain.stdout, config
+        m = re.search(r"speculative decoding: (\d+) drafts, (\d+) of (\d+) draft tokens accepted", spec.stderr)
+        assert m and int(m.group(2)) > 0, (config, spec.stderr)
+
+
 def test_malformed_speculative_config_is_a_one_line_error():
     for value in ["{", "[]", '"ngram"', '{"method": "ngram"}', '{"num_speculative_tokens": 3}',
                   '{"method": "eagle", "num_speculative_tokens": 3}', '{"method": 1, "num_speculative_tokens": 3}',
@@ -164,7 +179,10 @@ def test_malformed_speculative_config_is_a_one_line_error():
                   '{"method": "draft_model", "num_speculative_tokens": 3}',
                   '{"method": "draft_model", "model": 5, "num_speculative_tokens": 3}',
                   '{"method": "layer_skip", "num_speculative_tokens": 3}',
-                  '{"method": "layer_skip", "num_layers": 4, "model": "d.gguf", "num_speculative_tokens": 3}']:
+                  '{"method": "layer_skip", "num_layers": 4, "model": "d.gguf", "num_speculative_tokens": 3}',
+                  '{"method": "lookahead", "ngram_size": 2}',
+                  '{"method": "lookahead", "window_size": 4, "num_candidates": 99}',
+                  '{"method": "layer_skip", "num_layers": 4, "num_speculative_tokens": 3, "num_candidates": 2}']:
         r = run("-p", "Hi", "-n", "4", "--speculative-config", value)
         assert r.returncode == 1, (value, r.stderr)
         assert r.stderr.strip().count("\n") == 0 and "--speculative-config" in r.stderr, (value, r.stderr)

@@ -40,6 +40,20 @@ void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span
     }
   }
   check_sequences(seqs, q.rows() / cfg.n_heads, cache, "attention");
+  for (const SequenceSlice& seq : seqs) {
+    if (seq.visible.empty()) continue;
+    const auto n = static_cast<size_t>(seq.n_tokens);
+    if (seq.visible.size() != n * n) {
+      fail("attention: a tree mask of {} flags for a slice of {} rows", seq.visible.size(), seq.n_tokens);
+    }
+    // A window counts positions, which a tree's rows do not have in cache order.
+    if (cfg.sliding_window > 0) fail("attention: a tree mask with a sliding window is not supported");
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = i + 1; j < n; ++j) {
+        if (seq.visible[i * n + j] != 0) fail("attention: tree mask row {} sees the later row {}", i, j);
+      }
+    }
+  }
 }
 
 }  // namespace lumen::backend::common

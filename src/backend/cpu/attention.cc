@@ -258,6 +258,19 @@ float row_max(const float* x, int64_t n) {
   return max;
 }
 
+// Tree attention (SequenceSlice::visible): the flags of query row `row` of the task's slice over
+// the slice's own rows, or null when the slice has no mask (causal).
+const uint8_t* tree_row(const Task& task, int64_t row) {
+  const SequenceSlice& seq = *task.seq;
+  if (seq.visible.empty()) return nullptr;
+  return seq.visible.data() + (task.q_begin + row) * seq.n_tokens;
+}
+
+// Whether tile key j (cache position first + j) is hidden from a query by its tree row.
+inline bool hidden(const uint8_t* tree, int64_t start_pos, int64_t position) {
+  return tree != nullptr && position >= start_pos && tree[position - start_pos] == 0;
+}
+
 // llama.cpp's default attention (no flash attention): whole score rows, softmax with the sum in
 // double, probabilities rounded to f16 (the operand type of the product with an f16 V), then
 // P V. Two passes over the keys instead of one; the result matches the reference's rounding.
@@ -299,6 +312,11 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
         for (int64_t j = begin; j < end; ++j) row[j] = s[j] * score_scale;
       }
       std::fill(row + end, row + n_keys, masked);
+      if (const uint8_t* tree = tree_row(task, i / heads)) {
+        for (int64_t j = begin; j < end; ++j) {
+          if (hidden(tree, task.seq->start_pos, tile_first + j)) row[j] = masked;
+        }
+      }
     }
     tile_first = tile_end;
   }
@@ -388,9 +406,18 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
         continue;
       }
       float tile_max = -std::numeric_limits<float>::infinity();
+      const uint8_t* tree = tree_row(task, i / heads);
       for (int64_t j = begin; j < end; ++j) {
+        if (hidden(tree, task.seq->start_pos, tile_first + j)) {
+          s[j] = -std::numeric_limits<float>::infinity();  // exp gives 0
+          continue;
+        }
         s[j] = capped ? cfg.softcap * std::tanh(s[j] * score_scale) : s[j] * score_scale;
         tile_max = std::max(tile_max, s[j]);
+      }
+      if (tile_max == -std::numeric_limits<float>::infinity()) {  // every key of the tile hidden
+        std::fill(s, s + n_keys, 0.0f);
+        continue;
       }
       const float new_max = std::max(buf.max[i], tile_max);
       const float correction = std::exp(buf.max[i] - new_max);  // 0 on the first tile

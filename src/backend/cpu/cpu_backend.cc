@@ -349,6 +349,8 @@ void CpuBackend::store_kv(const TensorView& k, const TensorView& v,
   cpu::store_kv(k, v, seqs, cache);
 }
 
+void CpuBackend::copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) { cpu::copy_kv_row(cache, src, dst); }
+
 void CpuBackend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
   cpu::copy_kv_block(cache, src, dst);
 }

@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
   bool supports_kv_type(tensor::DType type) const override { return is_kv_cache_type(type); }
+  bool supports_tree_attention() const override { return true; }
   ThreadPool& pool() { return pool_; }
 
   // 64-byte aligned host memory, zero-filled.
@@ -51,6 +52,7 @@ class CpuBackend final : public Backend {
   void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                  const AttentionConfig& config, TensorView& out) override;
   void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
+  void copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) override;
   void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
   void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
                   int64_t head_dim) override;

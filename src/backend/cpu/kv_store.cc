@@ -71,6 +71,18 @@ void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
   }
 }
 
+void copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) {
+  const int64_t n_rows = cache.k.dims[2] * cache.block_size;
+  if (src < 0 || src >= n_rows || dst < 0 || dst >= n_rows) {
+    fail("copy_kv_row: rows {} and {} must be in [0, {})", src, dst, n_rows);
+  }
+  for (TensorView* t : {&cache.k, &cache.v}) {
+    if (t == &cache.v && values_in_keys(cache)) break;  // copied with the keys
+    auto* base = static_cast<uint8_t*>(t->data);
+    if (src != dst) std::memcpy(base + static_cast<size_t>(dst) * t->row_bytes, base + static_cast<size_t>(src) * t->row_bytes, t->row_bytes);
+  }
+}
+
 void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
   const int64_t n_blocks = cache.k.dims[2];
   std::memcpy(host_k, block_start(cache.k, cache.block_size, block, n_blocks, "read_kv_block"),

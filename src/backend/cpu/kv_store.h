@@ -31,6 +31,8 @@ void store_kv(const TensorView& k, const TensorView& v, std::span<const Sequence
 // Whole-block moves (copy-on-write, swap out / in). Blocks are contiguous rows in both K and V,
 // so each is one memcpy per tensor; ids are checked against the cache.
 void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst);
+// One row (block * block_size + slot) of K and V copied over another.
+void copy_kv_row(KvLayer& cache, int64_t src, int64_t dst);
 void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v);
 void write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v);
 

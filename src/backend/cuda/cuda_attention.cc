@@ -37,6 +37,9 @@ void check_cuda_attention_inputs(const TensorView& q, const KvLayer& cache,
                                  std::span<const SequenceSlice> seqs, const AttentionConfig& cfg,
                                  const TensorView& out) {
   common::check_attention_inputs(q, cache, seqs, cfg, out);
+  for (const SequenceSlice& seq : seqs) {
+    if (!seq.visible.empty()) fail("attention: the CUDA kernels do not take a tree attention mask (lookahead decoding)");
+  }
   if (cfg.head_dim > cuda::kMaxHeadDim) {
     fail("attention: the CUDA kernels take head_dim up to {}, not {}", cuda::kMaxHeadDim,
          cfg.head_dim);

@@ -7,11 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <random>
 #include <vector>
 
+#include "spec/token_tree.h"
 #include "two_sample_chi_square.h"
 
 namespace lumen::engine {
@@ -127,6 +130,51 @@ std::vector<int32_t> speculative(const TinyModel& model, uint64_t seed, size_t k
   return out;
 }
 
+// Token trees: three candidates merged (the proposer's chain, one starting with the raw
+// second-likeliest token, one with the likeliest token then the least likely), verified by
+// walking the tree.
+std::vector<int32_t> speculative_tree(const TinyModel& model, uint64_t seed, int64_t* accepted = nullptr) {
+  sampling::Sampler sampler(setup(), kPrompt, {}, seed);
+  sampling::SamplerWorkspace workspace;
+  std::vector<int32_t> context = kPrompt, out;
+  while (out.size() < kOut) {
+    std::vector<int32_t> tokens, parents;
+    const std::vector<int32_t> first = propose(model, context, 3);
+    spec::add_branch(tokens, parents, first, 16);
+    std::vector<float> row = model.logits(context);
+    std::vector<size_t> order(kVocab);
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return row[a] > row[b]; });
+    std::vector<int32_t> second = {static_cast<int32_t>(order[1])};
+    std::vector<int32_t> ctx2 = context;
+    ctx2.push_back(second[0]);
+    const std::vector<int32_t> more = propose(model, ctx2, 2);
+    second.insert(second.end(), more.begin(), more.end());
+    spec::add_branch(tokens, parents, second, 16);
+    spec::add_branch(tokens, parents, std::vector<int32_t>{static_cast<int32_t>(order[0]), static_cast<int32_t>(order[kVocab - 1])}, 16);
+    // Rows: after the context, then after each node's path.
+    std::vector<float> rows = row;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      std::vector<int32_t> path;
+      for (int32_t a = static_cast<int32_t>(i); a >= 0; a = parents[static_cast<size_t>(a)]) path.push_back(tokens[static_cast<size_t>(a)]);
+      std::vector<int32_t> extended = context;
+      extended.insert(extended.end(), path.rbegin(), path.rend());
+      const std::vector<float> r = model.logits(extended);
+      rows.insert(rows.end(), r.begin(), r.end());
+    }
+    const TreeOutcome outcome = verify_tree(sampler, workspace, tokens, parents, rows, kVocab,
+                                            [&](const sampling::SampleResult& r) -> std::optional<FinishReason> {
+                                              sampler.accept(r.token);
+                                              context.push_back(r.token);
+                                              out.push_back(r.token);
+                                              return std::nullopt;
+                                            });
+    if (accepted != nullptr) *accepted += static_cast<int64_t>(outcome.path.size());
+  }
+  out.resize(kOut);
+  return out;
+}
+
 size_t cell(const std::vector<int32_t>& tokens) {
   size_t c = 0;
   for (int32_t t : tokens) c = c * kVocab + static_cast<size_t>(t);
@@ -164,10 +212,23 @@ TEST(DraftVerification, SpeculativeTokensFollowThePlainDistribution) {
   EXPECT_GT(broken_x2, 2 * chi_square_threshold(df)) << "df " << df;
 }
 
+TEST(DraftVerification, TokenTreeTokensFollowThePlainDistribution) {
+  const TinyModel model;
+  int64_t accepted = 0;
+  const std::vector<int64_t> without = histogram([&](uint64_t s) { return plain(model, s); }, 0);
+  const std::vector<int64_t> with = histogram([&](uint64_t s) { return speculative_tree(model, s, &accepted); }, kRuns);
+  int df = 0;
+  const double x2 = homogeneity_statistic(with, without, df);
+  ASSERT_GT(df, 30);
+  EXPECT_LT(x2, chi_square_threshold(df)) << "df " << df;
+  EXPECT_GT(accepted, static_cast<int64_t>(kRuns) / 2);
+}
+
 TEST(DraftVerification, ASeededRequestYieldsTheSameTokensWithAndWithoutDrafts) {
   const TinyModel model;
   for (uint64_t seed = 0; seed < 300; ++seed) {
     for (size_t k : {1u, 2u, 5u}) ASSERT_EQ(speculative(model, seed, k), plain(model, seed)) << seed << " k " << k;
+    ASSERT_EQ(speculative_tree(model, seed), plain(model, seed)) << seed << " tree";
   }
 }
 

@@ -10,7 +10,9 @@
 #include <map>
 
 #include "engine/engine_test_access.h"
+#include "spec/lookahead_proposer.h"
 #include "spec/ngram_proposer.h"
+#include "spec/token_tree.h"
 #include "lumen/error.h"
 #include "synth_engine.h"
 
@@ -47,6 +49,61 @@ class OracleProposer final : public spec::Proposer {
  private:
   std::vector<std::vector<int32_t>> known_;
   int spoil_every_;
+  int proposals_ = 0;
+};
+
+// The oracle's drafts with lookahead's window rows beside them (the window's own drafts
+// dropped): drafts accepted and rejected while extra rows ride in the same chunks.
+class OracleWithWindow final : public spec::Proposer {
+ public:
+  OracleWithWindow(std::vector<std::vector<int32_t>> known, int spoil_every)
+      : oracle_(std::move(known), spoil_every), window_({.window = 3, .ngram = 3, .guesses = 2}) {}
+
+  void propose(std::span<const spec::DraftRequest> requests) override {
+    window_.propose(requests);
+    oracle_.propose(requests);
+  }
+  void observe(uint64_t id, std::span<const int32_t> outputs) override { window_.observe(id, outputs); }
+  void forget_ended(const std::function<bool(uint64_t)>& live) override { window_.forget_ended(live); }
+
+ private:
+  OracleProposer oracle_;
+  spec::LookaheadProposer window_;
+};
+
+// Token trees from the oracle: a first branch spoiled at a varying place, then the right
+// continuation as a second branch (so the accepted branch is often not the first one, and its
+// K/V has to move), then a third wrong one.
+class OracleTreeProposer final : public spec::Proposer {
+ public:
+  explicit OracleTreeProposer(std::vector<std::vector<int32_t>> known) : known_(std::move(known)) {}
+
+  void propose(std::span<const spec::DraftRequest> requests) override {
+    for (const spec::DraftRequest& r : requests) {
+      r.draft->clear();
+      if (r.draft_parents == nullptr) continue;
+      r.draft_parents->clear();
+      for (const std::vector<int32_t>& k : known_) {
+        if (k.size() <= r.tokens.size() || !std::equal(r.tokens.begin(), r.tokens.end(), k.begin())) continue;
+        const size_t end = std::min(k.size(), r.tokens.size() + static_cast<size_t>(r.max_tokens));
+        const std::vector<int32_t> right(k.begin() + static_cast<std::ptrdiff_t>(r.tokens.size()),
+                                         k.begin() + static_cast<std::ptrdiff_t>(end));
+        std::vector<int32_t> spoiled = right, other = right;
+        ++proposals_;
+        int32_t& s = spoiled[static_cast<size_t>(proposals_) % spoiled.size()];
+        s = s == 300 ? 301 : 300;
+        other[0] = other[0] == 302 ? 303 : 302;
+        const int64_t max_nodes = static_cast<int64_t>(r.max_tokens) * r.max_candidates;
+        spec::add_branch(*r.draft, *r.draft_parents, spoiled, max_nodes);
+        spec::add_branch(*r.draft, *r.draft_parents, right, max_nodes);
+        spec::add_branch(*r.draft, *r.draft_parents, other, max_nodes);
+        break;
+      }
+    }
+  }
+
+ private:
+  std::vector<std::vector<int32_t>> known_;
   int proposals_ = 0;
 };
 
@@ -152,6 +209,121 @@ TEST_F(EngineSpeculative, GreedyOutputIsTheOutputWithoutDrafts) {
   }
   // The built-in n-gram proposer, whatever it finds in the synthetic model's output.
   expect_same_output(run(speculative(512), ps, params), plain);
+}
+
+TEST_F(EngineSpeculative, LookaheadKeepsTheOutputWithoutItGreedyAndSampled) {
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_k = 40;
+  sampled.repetition_penalty = 1.1f;
+  sampled.max_tokens = 30;
+  sampled.logprobs = 2;
+  sampled.seed = 5;
+  SamplingParams n2 = sampled;
+  n2.n = 2;
+  const auto ps = prompts(4);
+  std::vector<SamplingParams> params = {greedy(40), greedy(33), sampled, n2};
+  params[0].logprobs = 3;
+  const Run plain = run(config(512), ps, params);
+  auto lookahead = [](int64_t kv_blocks) {
+    EngineConfig c = config(kv_blocks);
+    c.speculative.method = SpeculativeMethod::Lookahead;
+    c.speculative.window_size = 3;
+    c.speculative.ngram_size = 3;
+    c.speculative.min_acceptance_rate = 0.0;  // the window runs every step
+    return c;
+  };
+  const Run with = run(lookahead(512), ps, params);
+  expect_same_output(with, plain);
+  // The window's 5 rows rode along the decode steps (they count as computed tokens).
+  EXPECT_GT(with.stats.computed_tokens, plain.stats.computed_tokens + 5 * 100);
+  EXPECT_GT(with.stats.spec_drafts, 0u);
+  // Preempted (recompute and swap) with the window's rows in flight.
+  for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
+    SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
+    EngineConfig small = lookahead(22);
+    small.preemption_mode = mode;
+    const Run preempted = run(small, ps, params);
+    expect_same_output(preempted, plain);
+    EXPECT_GT(preempted.stats.preemptions, 0u);
+  }
+}
+
+TEST_F(EngineSpeculative, TokenTreesKeepTheOutputAndMoveTheAcceptedBranchIntoPlace) {
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_k = 40;
+  sampled.max_tokens = 30;
+  sampled.logprobs = 2;
+  sampled.seed = 11;
+  const auto ps = prompts(4);
+  std::vector<SamplingParams> params = {greedy(36), greedy(31), greedy(27), sampled};
+  params[0].logprobs = 3;
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  EngineConfig c = speculative(512, 4);
+  c.speculative.num_candidates = 3;
+  for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
+    for (const int64_t blocks : {512, 22}) {
+      SCOPED_TRACE(std::to_string(blocks) + " blocks, " + (mode == PreemptionMode::Swap ? "swap" : "recompute"));
+      EngineConfig t = speculative(blocks, 4);
+      t.speculative.num_candidates = 3;
+      t.preemption_mode = mode;
+      Engine engine(handle(), t);
+      engine::EngineTestAccess::set_proposer(engine, std::make_unique<OracleTreeProposer>(known));
+      std::vector<RequestHandle> hs;
+      for (size_t i = 0; i < ps.size(); ++i) hs.push_back(engine.add_request(ps[i], params[i]));
+      while (engine.has_unfinished()) {
+        engine.step();
+        const EngineStats s = engine.stats();
+        EXPECT_LT(s.kv_slots_allocated - s.kv_slots_filled, t.block_size * std::max<int64_t>(s.running, 1));
+      }
+      Run with;
+      for (RequestHandle& h : hs) with.results.push_back(h.collect());
+      with.stats = engine.stats();
+      // Bit-equal log-probabilities after accepted second branches: their K/V was moved right.
+      expect_same_output(with, plain);
+      expect_drafts_accepted_and_rejected(with.stats);
+      EXPECT_LT(with.stats.steps, plain.stats.steps);
+      if (blocks == 22) {
+        EXPECT_GT(with.stats.preemptions, 0u);
+      }
+    }
+  }
+  // The built-in proposers' trees: n-gram matches of every length, lookahead's pooled n-grams.
+  expect_same_output(run(c, ps, params), plain);
+  EngineConfig la = config(512);
+  la.speculative.method = SpeculativeMethod::Lookahead;
+  la.speculative.window_size = 3;
+  la.speculative.ngram_size = 3;
+  la.speculative.num_candidates = 4;
+  la.speculative.min_acceptance_rate = 0.0;
+  expect_same_output(run(la, ps, params), plain);
+}
+
+TEST_F(EngineSpeculative, DraftsBesideLookaheadWindowRowsAreVerifiedAsWithout) {
+  const auto ps = prompts(4);
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < 4; ++i) params.push_back(greedy(28 + 3 * i));
+  params[1].logprobs = 2;
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  Engine engine(handle(), speculative(512));
+  engine::EngineTestAccess::set_proposer(engine, std::make_unique<OracleWithWindow>(known, 3));
+  Run with;
+  std::vector<RequestHandle> hs;
+  for (size_t i = 0; i < ps.size(); ++i) hs.push_back(engine.add_request(ps[i], params[i]));
+  while (engine.has_unfinished()) {
+    engine.step();
+    // The window's positions go back after every step, as rejected drafts' do.
+    const EngineStats s = engine.stats();
+    EXPECT_LT(s.kv_slots_allocated - s.kv_slots_filled, 4 * std::max<int64_t>(s.running, 1));
+  }
+  for (RequestHandle& h : hs) with.results.push_back(h.collect());
+  with.stats = engine.stats();
+  expect_same_output(with, plain);
+  expect_drafts_accepted_and_rejected(with.stats);
+  EXPECT_EQ(with.stats.kv_blocks_used, 0);
 }
 
 TEST_F(EngineSpeculative, SeededSamplingWithEveryProcessorIsTheOutputWithoutDrafts) {
