@@ -43,7 +43,6 @@ std::unique_ptr<spec::Proposer> make_proposer(const SpeculativeConfig& config, c
     case SpeculativeMethod::LayerSkip:
       return std::make_unique<DraftModelProposer>(layer_view(config.num_layers, target), backend, n_blocks,
                                                   block_size);
-    case SpeculativeMethod::None:
     case SpeculativeMethod::Lookahead:
       // Its window rides in the verification pass under a tree attention mask.
       if (!backend.supports_tree_attention()) {
@@ -54,6 +53,7 @@ std::unique_ptr<spec::Proposer> make_proposer(const SpeculativeConfig& config, c
         fail("speculative config: method lookahead does not run models with sliding-window attention yet");
       }
       break;
+    case SpeculativeMethod::None:
     case SpeculativeMethod::Ngram:
       break;
   }
