@@ -238,8 +238,12 @@ TEST_F(EngineSpeculative, LookaheadKeepsTheOutputWithoutItGreedyAndSampled) {
   // The window's 5 rows rode along the decode steps (they count as computed tokens).
   EXPECT_GT(with.stats.computed_tokens, plain.stats.computed_tokens + 5 * 100);
   EXPECT_GT(with.stats.spec_drafts, 0u);
-  // Preempted (recompute and swap) with the window's rows in flight.
-  for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
+  // Preempted (recompute and swap) with the window's rows in flight; under the sanitizers only
+  // swap, the path with more memory to get wrong.
+  const std::vector<PreemptionMode> modes = kUnderSanitizers
+                                                ? std::vector<PreemptionMode>{PreemptionMode::Swap}
+                                                : std::vector<PreemptionMode>{PreemptionMode::Recompute, PreemptionMode::Swap};
+  for (PreemptionMode mode : modes) {
     SCOPED_TRACE(mode == PreemptionMode::Swap ? "swap" : "recompute");
     EngineConfig small = lookahead(22);
     small.preemption_mode = mode;
@@ -265,6 +269,8 @@ TEST_F(EngineSpeculative, TokenTreesKeepTheOutputAndMoveTheAcceptedBranchIntoPla
   c.speculative.num_candidates = 3;
   for (PreemptionMode mode : {PreemptionMode::Recompute, PreemptionMode::Swap}) {
     for (const int64_t blocks : {512, 22}) {
+      // Under the sanitizers: without preemption once, then preempted by swapping.
+      if (kUnderSanitizers && (blocks == 22) != (mode == PreemptionMode::Swap)) continue;
       SCOPED_TRACE(std::to_string(blocks) + " blocks, " + (mode == PreemptionMode::Swap ? "swap" : "recompute"));
       EngineConfig t = speculative(blocks, 4);
       t.speculative.num_candidates = 3;
@@ -290,8 +296,9 @@ TEST_F(EngineSpeculative, TokenTreesKeepTheOutputAndMoveTheAcceptedBranchIntoPla
       }
     }
   }
-  // The built-in proposers' trees: n-gram matches of every length, lookahead's pooled n-grams.
-  expect_same_output(run(c, ps, params), plain);
+  // The built-in proposers' trees: n-gram matches of every length (not under the sanitizers:
+  // the oracle's trees above take the same paths), lookahead's pooled n-grams.
+  if (!kUnderSanitizers) expect_same_output(run(c, ps, params), plain);
   EngineConfig la = config(512);
   la.speculative.method = SpeculativeMethod::Lookahead;
   la.speculative.window_size = 3;
