@@ -13,6 +13,12 @@ repetitions each; greedy, so both produce the same tokens, up to -n or the model
 generation). Prints JSON: per prompt the tokens/s both ways, the speedup, the acceptance rate and
 the mean accepted length; overall the geometric mean speedup and the pooled acceptance.
 
+With `--llama-lookup PATH` (llama.cpp's lookup decoding example, built by hand outside this
+repository), each prompt also runs through it -r times right after Lumen, greedy, the same
+threads, -n and draft length (`--spec-draft-n-max`, the config's num_speculative_tokens):
+its mean decode tokens/s and acceptance go beside Lumen's, with Lumen's speculative speed
+over it per prompt and as a geometric mean.
+
 The machine may be shared: its other load moves tokens/s by 10-20% from minute to minute, so
 compare the ratio (measured back to back) more than the absolute numbers.
 """
@@ -27,6 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LUMEN = REPO / "build" / "release" / "src" / "cli" / "lumen"
+DEFAULT_MODEL = Path.home() / ".cache" / "lumen" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 TASKS = {
     "summarize": "Summarize the following text in a few sentences.",
@@ -59,6 +66,26 @@ def run(lumen, model, threads, n_gen, reps, config, prompt_file):
     return plain, spec
 
 
+def run_llama_lookup(binary, model, threads, n_gen, reps, n_draft, prompt_file):
+    """Mean decode tokens/s over reps runs of llama-lookup, and its pooled acceptance."""
+    speeds, drafted, accepted = [], 0, 0
+    for _ in range(reps):
+        r = subprocess.run([binary, "-m", model, "-f", prompt_file, "-n", str(n_gen), "-t", str(threads),
+                            "--temp", "0", "--spec-draft-n-max", str(n_draft), "-c", "4096", "--no-warmup"],
+                           capture_output=True, text=True, check=True)
+        log = r.stdout + r.stderr
+        speed = re.search(r"decoded\s+(\d+) tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", log)
+        n_drafted = re.search(r"n_drafted\s+=\s+(\d+)", log)
+        n_accept = re.search(r"n_accept\s+=\s+(\d+)", log)
+        if not (speed and n_drafted and n_accept):
+            sys.exit(f"llama-lookup printed no speed or counts:\n{log[-2000:]}")
+        speeds.append(float(speed.group(2)))
+        drafted += int(n_drafted.group(1))
+        accepted += int(n_accept.group(1))
+    return {"tokens_per_s": sum(speeds) / len(speeds), "runs": speeds,
+            "acceptance_rate": accepted / drafted if drafted else 0.0}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lumen", default=str(LUMEN))
@@ -70,7 +97,9 @@ def main():
                     default='{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4, '
                             '"prompt_lookup_min": 2}')
     ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--llama-lookup", default="", help="path of llama.cpp's llama-lookup, to run beside Lumen")
     args = ap.parse_args()
+    n_draft = json.loads(args.speculative_config).get("num_speculative_tokens", 5)
 
     results = []
     drafts = draft_tokens = accepted = 0
@@ -82,6 +111,10 @@ def main():
                 f.flush()
                 plain, spec = run(args.lumen, args.model, args.threads, args.n_gen, args.repetitions,
                                   args.speculative_config, f.name)
+                lookup = None
+                if args.llama_lookup:
+                    lookup = run_llama_lookup(args.llama_lookup, args.model or str(DEFAULT_MODEL), args.threads,
+                                              args.n_gen, args.repetitions, n_draft, f.name)
             s = spec["spec_decode"]
             drafts += s["num_drafts"]
             draft_tokens += s["num_draft_tokens"]
@@ -93,6 +126,9 @@ def main():
                 "speedup": spec["avg_ts"] / plain["avg_ts"],
                 "acceptance_rate": s["acceptance_rate"], "mean_accepted_length": s["mean_accepted_length"],
             })
+            if lookup:
+                results[-1]["llama_lookup"] = lookup
+                results[-1]["spec_over_llama_lookup"] = spec["avg_ts"] / lookup["tokens_per_s"]
             print(json.dumps(results[-1]), file=sys.stderr)
     speedups = [r["speedup"] for r in results]
     summary = {
@@ -104,6 +140,9 @@ def main():
         "mean_accepted_length": 1 + accepted / drafts if drafts else 1.0,
         "results": results,
     }
+    if args.llama_lookup:
+        ratios = [r["spec_over_llama_lookup"] for r in results]
+        summary["geomean_spec_over_llama_lookup"] = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
     print(json.dumps(summary, indent=2))
 
 

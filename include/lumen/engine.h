@@ -69,6 +69,9 @@ struct EngineStats {
   uint64_t spec_drafts = 0;
   uint64_t spec_draft_tokens = 0;
   uint64_t spec_accepted_tokens = 0;
+  // Token trees (num_candidates > 1): the accepted tokens that were off a tree's first branch,
+  // which a chain of the same first candidate would not have had.
+  uint64_t spec_branch_tokens = 0;
 };
 
 class Engine {

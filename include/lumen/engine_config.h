@@ -71,10 +71,11 @@ struct SpeculativeConfig {
   int32_t window_size = 0;
   int32_t ngram_size = 0;
   int32_t guess_set_size = 0;
-  // Ngram and Lookahead: how many candidate continuations are verified at once, merged into a
-  // token tree (one forward pass; the accepted branch's K/V moved into place). 1: one chain.
+  // Every method: how many candidate continuations are verified at once, merged into a token
+  // tree (one forward pass; the accepted branch's K/V moved into place). 1: one chain.
   // Ngram's candidates follow the most recent match of each suffix length, lookahead's are the
-  // pooled n-grams for the last token (up to guess_set_size).
+  // pooled n-grams for the last token (up to guess_set_size), a draft model's (or layer skip's)
+  // are its greedy chain plus, at each depth, its next num_candidates - 1 likeliest tokens.
   int32_t num_candidates = 1;
   // Adaptive (so speculation does not cost where it cannot pay): no sequence speculates in a
   // step that starts with more than this many running sequences (the batch already keeps the

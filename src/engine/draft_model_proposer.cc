@@ -15,6 +15,20 @@ namespace {
 // which bounds the draft's activation memory as the engine's token budget bounds the target's.
 constexpr int64_t kCatchUpChunk = 512;
 
+// The ids of the k largest logits, largest first, the lowest id first among equal ones (so the
+// first is sampling::argmax's).
+void top_tokens(std::span<const float> logits, int32_t k, std::vector<int32_t>& out) {
+  out.resize(logits.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(i);
+  const auto first = [&logits](int32_t a, int32_t b) {
+    const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
+    return la > lb || (la == lb && a < b);
+  };
+  const auto n = std::min<size_t>(static_cast<size_t>(k), out.size());
+  std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n), out.end(), first);
+  out.resize(n);
+}
+
 }  // namespace
 
 DraftModelProposer::DraftModelProposer(DraftWeights weights, backend::Backend& backend, int32_t n_blocks,
@@ -29,12 +43,13 @@ void DraftModelProposer::propose(std::span<const spec::DraftRequest> requests) {
   work_.clear();
   for (const spec::DraftRequest& r : requests) {
     r.draft->clear();
+    if (r.draft_parents != nullptr) r.draft_parents->clear();
     const auto n = static_cast<int64_t>(r.tokens.size());
     if (n == 0 || r.max_tokens <= 0) continue;
     // Its last token is computed here (its logits give the first draft token), then the first
     // max_tokens - 1 draft tokens (each one's logits give the next).
     DraftSequence* seq = sequences_.prepare(r.sequence_id, r.cache_salt, r.tokens, n - 1, r.max_tokens - 1);
-    if (seq != nullptr) work_.push_back({&r, seq});
+    if (seq != nullptr) work_.push_back({&r, seq, -1, {}});
   }
   try {
     while (run_pass()) {
@@ -48,7 +63,24 @@ void DraftModelProposer::propose(std::span<const spec::DraftRequest> requests) {
     reported_failure_ = true;
     return;
   }
-  for (Work& w : work_) sequences_.commit(*w.seq);
+  for (Work& w : work_) {
+    sequences_.commit(*w.seq);
+    add_leaves(w);
+  }
+}
+
+void DraftModelProposer::add_leaves(const Work& w) {
+  const spec::DraftRequest& r = *w.request;
+  if (r.draft_parents == nullptr || w.leaves.empty()) return;
+  std::vector<int32_t>& parents = *r.draft_parents;
+  parents.resize(r.draft->size());
+  for (size_t i = 0; i < parents.size(); ++i) parents[i] = static_cast<int32_t>(i) - 1;  // the chain
+  const int64_t max_nodes = static_cast<int64_t>(r.max_tokens) * r.max_candidates;
+  for (const auto& [parent, token] : w.leaves) {
+    if (std::ssize(*r.draft) >= max_nodes) break;
+    r.draft->push_back(token);
+    parents.push_back(parent);
+  }
 }
 
 bool DraftModelProposer::run_pass() {
@@ -90,7 +122,16 @@ bool DraftModelProposer::run_pass() {
   for (Work& w : work_) {
     if (w.logit_row < 0) continue;
     const std::span<const float> row(logits_.data() + w.logit_row * vocab_, static_cast<size_t>(vocab_));
-    w.request->draft->push_back(sampling::argmax(row));
+    std::vector<int32_t>& draft = *w.request->draft;
+    if (w.request->draft_parents == nullptr || w.request->max_candidates <= 1) {
+      draft.push_back(sampling::argmax(row));
+      continue;
+    }
+    // This depth's leaves follow the chain's previous token (-1: the sequence's last one).
+    top_tokens(row, w.request->max_candidates, top_);
+    const auto parent = static_cast<int32_t>(draft.size()) - 1;
+    draft.push_back(top_.front());
+    for (size_t i = 1; i < top_.size(); ++i) w.leaves.emplace_back(parent, top_[i]);
   }
   return true;
 }

@@ -15,9 +15,17 @@
 // is lossless as it is for the n-gram proposer, whatever the request's sampling. A sampled
 // draft would need its q distribution carried to the verifier, for an acceptance rate that is
 // rarely better.
+//
+// Token trees (num_candidates = c > 1): the greedy chain is the tree's first branch, and at each
+// of its depths the draft's next c - 1 likeliest tokens join as leaves beside the chain's token
+// (shallow depths first). Each leaf is one more row for the target to score and wins one token
+// when the target's sample at that depth is that leaf rather than the chain's token: the leaf's
+// logits then give the token after it. The leaves cost no extra draft pass (every depth's logits
+// are already there); growing them into branches would need draft passes of their own.
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -53,7 +61,12 @@ class DraftModelProposer final : public spec::Proposer {
     const spec::DraftRequest* request;
     DraftSequence* seq;
     int64_t logit_row = -1;  // in this pass, -1 when it reads none
+    // Token trees: the leaves to add beside the chain, as (parent draft index, token), in the
+    // order they were found (by depth, then likelihood).
+    std::vector<std::pair<int32_t, int32_t>> leaves;
   };
+  // Appends w's leaves to its draft as tree nodes (DraftRequest::draft_parents).
+  static void add_leaves(const Work& w);
   // One forward pass: every unfinished work's next catch-up chunk, or its latest draft token;
   // then each one that read logits gets its next draft token. False when every work is done.
   bool run_pass();
@@ -68,6 +81,7 @@ class DraftModelProposer final : public spec::Proposer {
   std::vector<int32_t> tokens_, positions_, logit_rows_;
   std::vector<backend::SequenceSlice> slices_;
   std::vector<float> logits_;
+  std::vector<int32_t> top_;  // a row's likeliest tokens (token trees)
 };
 
 }  // namespace lumen::engine

@@ -26,6 +26,10 @@ void OutputProcessor::verify_tree(Completion& c, std::span<const int32_t> draft,
                           [&](const sampling::SampleResult& result) { return emit(c, result); });
   const auto accepted = static_cast<int64_t>(outcome.path.size());
   speculation.record(c.seq, static_cast<int64_t>(draft.size()), accepted);
+  // The first branch is nodes 0, 1, ..: the accepted node at depth d is off it unless it is d - 1.
+  int64_t off_first_branch = 0;
+  for (int64_t d = 1; d <= accepted; ++d) off_first_branch += outcome.path[static_cast<size_t>(d - 1)] != d - 1;
+  speculation.record_branch_tokens(off_first_branch);
   if (outcome.finish) {
     finish_completion(c, *outcome.finish);
     return;

@@ -525,6 +525,7 @@ void Engine::Impl::publish_stats() {
   s.spec_drafts = spec.drafts;
   s.spec_draft_tokens = spec.draft_tokens;
   s.spec_accepted_tokens = spec.accepted_tokens;
+  s.spec_branch_tokens = spec.branch_tokens;
   std::lock_guard lock(stats_mutex);
   snapshot = s;
 }

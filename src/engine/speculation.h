@@ -40,6 +40,8 @@ struct SpeculationCounters {
   uint64_t drafts = 0;           // sequence-steps that carried a draft
   uint64_t draft_tokens = 0;     // draft tokens scored by the model
   uint64_t accepted_tokens = 0;  // draft tokens the model agreed with
+  // Token trees: accepted tokens off the tree's first branch (what the other candidates won).
+  uint64_t branch_tokens = 0;
 };
 
 class Speculation {
@@ -57,6 +59,8 @@ class Speculation {
   void propose(const std::unordered_map<uint64_t, Completion*>& live, int64_t n_running, int64_t max_model_len);
   // A verified draft: `drafted` tokens scored, the first `accepted` agreed with.
   void record(Sequence& seq, int64_t drafted, int64_t accepted);
+  // Token trees: `n` of a verified tree's accepted tokens were off its first branch.
+  void record_branch_tokens(int64_t n) { counters_.branch_tokens += static_cast<uint64_t>(n); }
   // The logits of the extra rows the proposer asked for (rows of `vocab`): their argmaxes go
   // back to it (lookahead's Jacobi iteration).
   void observe(const Sequence& seq, std::span<const float> rows, size_t vocab);

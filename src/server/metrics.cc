@@ -93,6 +93,8 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   counter(out, "lumen_spec_decode_num_draft_tokens_total", "Draft tokens scored by the model.", s.spec_draft_tokens);
   counter(out, "lumen_spec_decode_num_accepted_tokens_total", "Draft tokens the model accepted.",
           s.spec_accepted_tokens);
+  counter(out, "lumen_spec_decode_num_branch_tokens_total",
+          "Accepted draft tokens off a token tree's first branch (num_candidates > 1).", s.spec_branch_tokens);
   gauge(out, "lumen_spec_decode_acceptance_rate", "Accepted share of the draft tokens scored so far (0..1).",
         s.spec_draft_tokens == 0 ? 0.0
                                  : static_cast<double>(s.spec_accepted_tokens) / static_cast<double>(s.spec_draft_tokens));

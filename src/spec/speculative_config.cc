@@ -27,9 +27,8 @@ void check_method_fields(const SpeculativeConfig& c) {
   if (c.num_candidates < 1 || c.num_candidates > kMaxCandidates) {
     fail("speculative config: num_candidates must be in [1, {}] (got {})", kMaxCandidates, c.num_candidates);
   }
-  if (c.num_candidates > 1 && !ngram && !lookahead) {
-    fail("speculative config: num_candidates applies to methods ngram and lookahead only");
-  }
+  // num_candidates applies to every method: n-gram matches, lookahead's pooled n-grams, a draft
+  // model's (or layer skip's) likeliest tokens beside its chain.
   if (!lookahead && (c.window_size != 0 || c.ngram_size != 0 || c.guess_set_size != 0)) {
     fail("speculative config: window_size, ngram_size and guess_set_size apply to method lookahead only");
   }

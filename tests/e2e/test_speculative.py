@@ -51,6 +51,8 @@ def test_speculation_keeps_greedy_answers_and_counts_its_drafts():
         assert streamed_answer(spec) == expected
         assert spec_counters(spec)[0] > drafts  # the streamed request speculated too
         assert spec_counters(plain) == (0, 0, 0)
+        # Chains have no other branch to win tokens on.
+        assert spec.metrics()["lumen_spec_decode_num_branch_tokens_total"] == 0
     finally:
         assert spec.stop() == 0, "".join(spec.log)
         assert plain.stop() == 0, "".join(plain.log)

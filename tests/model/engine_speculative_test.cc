@@ -109,7 +109,7 @@ TEST_F(EngineSpeculativeModel, SeededSamplingYieldsTheSameTokens) {
 }
 
 // Lookahead decoding: no draft model, no lookup in the prompt. Greedy output with it (and with
-// token trees, its own and n-gram prompt lookup's) is the output without it over grounded and
+// token trees: its own, n-gram prompt lookup's and layer skip's) is the output without it over grounded and
 // open-ended prompts batched together, and on open-ended
 // chat prompts (nothing to copy) the n-gram pool its Jacobi window fills proposes drafts the
 // model accepts.
@@ -148,9 +148,20 @@ TEST_F(EngineLookaheadModel, GreedyOutputIsTheOutputWithoutSpeculation) {
   tree.speculative.num_candidates = 4;
   EngineConfig ngram_tree = with_ngram(config(2048));
   ngram_tree.speculative.num_candidates = 3;
-  for (const EngineConfig& c : {with_lookahead(config(2048)), tree, ngram_tree}) {
-    SCOPED_TRACE(c.speculative.method == SpeculativeMethod::Ngram ? "ngram tree"
-                                                                  : (c.speculative.num_candidates > 1 ? "lookahead tree" : "lookahead"));
+  // Layer skip's tree: the first 26 of 30 layers draft a chain, their next two likeliest tokens
+  // at each depth ride beside it.
+  EngineConfig layer_tree = config(2048);
+  layer_tree.speculative.method = SpeculativeMethod::LayerSkip;
+  layer_tree.speculative.num_layers = 26;
+  layer_tree.speculative.num_speculative_tokens = 3;
+  layer_tree.speculative.num_candidates = 3;
+  layer_tree.speculative.disable_by_batch_size = 0;
+  layer_tree.speculative.min_acceptance_rate = 0.0;
+  for (const EngineConfig& c : {with_lookahead(config(2048)), tree, ngram_tree, layer_tree}) {
+    const SpeculativeMethod m = c.speculative.method;
+    SCOPED_TRACE(m == SpeculativeMethod::Ngram       ? "ngram tree"
+                 : m == SpeculativeMethod::LayerSkip ? "layer skip tree"
+                                                     : (c.speculative.num_candidates > 1 ? "lookahead tree" : "lookahead"));
     Engine speculative(handle(), c);
     const std::vector<GenerationResult> got = run(speculative, prompts, params);
     for (size_t i = 0; i < prompts.size(); ++i) {

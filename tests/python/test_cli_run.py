@@ -143,9 +143,12 @@ def test_draft_model_and_layer_skip_give_the_same_text(tmp_path):
     draft = tmp_path / "draft-26.gguf"
     assert run_lumen("prune", real_model("SmolLM2-135M-Instruct.Q4_1.gguf"), draft, "--keep-layers", "26").returncode == 0
     plain = run("-p", prompt, "-n", "24")
+    # The last one as a token tree: the draft's next two likeliest tokens beside each of its own.
     for config in ('{"method": "layer_skip", "num_layers": 26, "num_speculative_tokens": 3, "min_acceptance_rate": 0}',
                    '{"method": "draft_model", "model": "%s", "num_speculative_tokens": 3, "min_acceptance_rate": 0}'
-                   % draft):
+                   % draft,
+                   '{"method": "draft_model", "model": "%s", "num_speculative_tokens": 3, "min_acceptance_rate": 0, '
+                   '"num_candidates": 3}' % draft):
         spec = run("-p", prompt, "-n", "24", "--speculative-config", config)
         assert spec.returncode == 0, spec.stderr
         assert spec.stdout == plain.stdout, config
@@ -182,7 +185,7 @@ def test_malformed_speculative_config_is_a_one_line_error():
                   '{"method": "layer_skip", "num_layers": 4, "model": "d.gguf", "num_speculative_tokens": 3}',
                   '{"method": "lookahead", "ngram_size": 2}',
                   '{"method": "lookahead", "window_size": 4, "num_candidates": 99}',
-                  '{"method": "layer_skip", "num_layers": 4, "num_speculative_tokens": 3, "num_candidates": 2}']:
+                  '{"method": "layer_skip", "num_layers": 4, "num_speculative_tokens": 3, "num_candidates": 0}']:
         r = run("-p", "Hi", "-n", "4", "--speculative-config", value)
         assert r.returncode == 1, (value, r.stderr)
         assert r.stderr.strip().count("\n") == 0 and "--speculative-config" in r.stderr, (value, r.stderr)

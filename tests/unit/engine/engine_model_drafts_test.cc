@@ -1,7 +1,7 @@
 // The model-based proposers (layer skip, a draft model) through the engine on a 3-layer
 // synthetic target: the output is the output without drafts, greedy and seeded, under
-// preemption and abort; a draft of another vocabulary, or layer skip with too many layers, is
-// refused.
+// preemption and abort, with chains and with token trees of the draft's likeliest tokens; a
+// draft of another vocabulary, or layer skip with too many layers, is refused.
 #include <filesystem>
 #include <map>
 #include <string>
@@ -151,6 +151,51 @@ INSTANTIATE_TEST_SUITE_P(Drafters, EngineModelDrafts,
                          drafter_name);
 
 using EngineDraftConfig = EngineModelDrafts;
+
+// Token trees (num_candidates 3): the draft's two next likeliest tokens as leaves beside each
+// token of its greedy chain. With the target as its own draft and sampling restricted to the
+// target's top 3, every sampled token is a node of the tree at its depth, so tokens the chain
+// misses are won by leaves; a greedy request's chain is always right.
+TEST_F(EngineDraftConfig, TokenTreesOfTheDraftsLikeliestTokensKeepTheOutput) {
+  SamplingParams top3;
+  top3.temperature = 1.5f;
+  top3.top_k = 3;
+  top3.max_tokens = kUnderSanitizers ? 12 : 24;
+  top3.logprobs = 2;
+  top3.seed = 5;
+  SamplingParams n2 = top3;
+  n2.n = 2;
+  n2.seed = 6;
+  const auto ps = prompts(3);
+  const std::vector<SamplingParams> params = {greedy(kUnderSanitizers ? 12 : 24), top3, n2};
+  const Run& reference = plain("tree", ps, params);
+  const std::vector<Drafter> drafters = kUnderSanitizers ? std::vector<Drafter>{Drafter::TargetAsDraft}
+                                                         : std::vector<Drafter>{Drafter::TargetAsDraft, Drafter::OtherModel,
+                                                                                Drafter::LayerSkip2};
+  for (const Drafter d : drafters) {
+    for (const int64_t blocks : {512, 22}) {
+      if (kUnderSanitizers && blocks == 22) continue;
+      SCOPED_TRACE(drafter_name(::testing::TestParamInfo<Drafter>(d, 0)) + ", " + std::to_string(blocks) + " blocks");
+      EngineConfig c = drafting(d, blocks);
+      c.speculative.num_candidates = 3;
+      c.preemption_mode = PreemptionMode::Swap;
+      const Run with = run(c, ps, params);
+      expect_same_output(with, reference);
+      EXPECT_GT(with.stats.spec_drafts, 0u);
+      EXPECT_LE(with.stats.spec_branch_tokens, with.stats.spec_accepted_tokens);
+      if (blocks == 22) EXPECT_GT(with.stats.preemptions, 0u);
+      if (d == Drafter::TargetAsDraft) EXPECT_GT(with.stats.spec_branch_tokens, 0u);
+    }
+  }
+  // Greedy alone, the target as draft: the chain is the target's own choice at every depth.
+  const std::vector<std::vector<int32_t>> first = {ps[0]};
+  EngineConfig c = drafting(Drafter::TargetAsDraft, 512);
+  c.speculative.num_candidates = 3;
+  const Run greedy_only = run(c, first, {params[0]});
+  EXPECT_EQ(greedy_only.results[0].tokens, reference.results[0].tokens);
+  EXPECT_GT(greedy_only.stats.spec_accepted_tokens, 0u);
+  EXPECT_EQ(greedy_only.stats.spec_branch_tokens, 0u);
+}
 
 TEST_F(EngineDraftConfig, ADraftWithAnotherVocabularyIsRefused) {
   const std::string phi3 = temp_model_path("phi3_vocab_draft");

@@ -170,6 +170,9 @@ TEST_F(EngineSpeculative, TokenTreesKeepTheOutputAndMoveTheAcceptedBranchIntoPla
       expect_same_output(with, plain);
       expect_drafts_accepted_and_rejected(with.stats);
       EXPECT_LT(with.stats.steps, plain.stats.steps);
+      // The oracle's first branch is spoiled and its second right: the second branch wins tokens.
+      EXPECT_GT(with.stats.spec_branch_tokens, 0u);
+      EXPECT_LE(with.stats.spec_branch_tokens, with.stats.spec_accepted_tokens);
       if (blocks == 22) {
         EXPECT_GT(with.stats.preemptions, 0u);
       }
