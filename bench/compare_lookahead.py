@@ -8,7 +8,8 @@ Two prompt sets: compare_spec.py's input-grounded ones (summarize or repeat a pa
 docs/architecture.md: prompt lookup's best case) and open-ended chat requests (a story, an
 explanation, a list: nothing in the prompt to copy). For each prompt and each speculative config
 (by default: n-gram as a chain and as a 3-candidate token tree, lookahead W2 N3 and W4 N4 as
-chains, lookahead W4 N4 verifying up to 4 pooled n-grams as a tree), `lumen bench latency --prompt-file` times plain and
+chains, lookahead W4 N4 verifying up to 4 pooled n-grams as a tree; --config for others, e.g.
+layer_skip with and without num_candidates), `lumen bench latency --prompt-file` times plain and
 speculative generation in one process (one warm-up, then -r repetitions; greedy, so both give
 the same tokens, up to -n or the model's end of generation). Plain tokens/s is the mean of the
 plain runs of that prompt.
@@ -53,6 +54,10 @@ def config_label(config):
     c = json.loads(config)
     if c["method"] == "ngram":
         name = f"ngram k{c.get('num_speculative_tokens')}"
+    elif c["method"] == "layer_skip":
+        name = f"layer_skip {c.get('num_layers')} k{c.get('num_speculative_tokens')}"
+    elif c["method"] == "draft_model":
+        name = f"draft_model k{c.get('num_speculative_tokens')}"
     else:
         name = f"lookahead W{c.get('window_size')} N{c.get('ngram_size')} G{c.get('guess_set_size')}"
     candidates = c.get("num_candidates", 1)
@@ -100,7 +105,8 @@ def main():
                        "acceptance_rate": s["acceptance_rate"], "mean_accepted_length": s["mean_accepted_length"],
                        "tokens_per_step": decode_tokens / decode_steps,
                        "drafts": s["num_drafts"], "draft_tokens": s["num_draft_tokens"],
-                       "accepted": s["num_accepted_tokens"], "decode_steps": decode_steps}
+                       "accepted": s["num_accepted_tokens"], "branch_tokens": s.get("num_branch_tokens", 0),
+                       "decode_steps": decode_steps}
                 print(json.dumps(row), flush=True)
                 t = totals.setdefault((kind, label), {"log_speedup": 0.0, "n": 0, "spec_ts": [], "plain_ts": [],
                                                       "drafts": 0, "draft_tokens": 0, "accepted": 0,

@@ -71,7 +71,7 @@ def run_llama_lookup(binary, model, threads, n_gen, reps, n_draft, prompt_file):
     speeds, drafted, accepted = [], 0, 0
     for _ in range(reps):
         r = subprocess.run([binary, "-m", model, "-f", prompt_file, "-n", str(n_gen), "-t", str(threads),
-                            "--temp", "0", "--spec-draft-n-max", str(n_draft), "-c", "4096", "--no-warmup"],
+                            "--temp", "0", "--spec-draft-n-max", str(n_draft), "-c", "4096"],
                            capture_output=True, text=True, check=True)
         log = r.stdout + r.stderr
         speed = re.search(r"decoded\s+(\d+) tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", log)

@@ -2,7 +2,11 @@
 // other, the sequence keeps the accepted tokens' K/V (or ends), and the outcome is counted.
 #include "engine/draft_verification.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "engine/output_processor.h"
+#include "spec/token_tree.h"
 #include "util/error.h"
 
 namespace lumen::engine {
@@ -25,11 +29,14 @@ void OutputProcessor::verify_tree(Completion& c, std::span<const int32_t> draft,
       engine::verify_tree(c.sampler, workspace, draft, parents, rows, static_cast<size_t>(vocab_size),
                           [&](const sampling::SampleResult& result) { return emit(c, result); });
   const auto accepted = static_cast<int64_t>(outcome.path.size());
-  speculation.record(c.seq, static_cast<int64_t>(draft.size()), accepted);
   // The first branch is nodes 0, 1, ..: the accepted node at depth d is off it unless it is d - 1.
   int64_t off_first_branch = 0;
   for (int64_t d = 1; d <= accepted; ++d) off_first_branch += outcome.path[static_cast<size_t>(d - 1)] != d - 1;
-  speculation.record_branch_tokens(off_first_branch);
+  const std::vector<int32_t> depths = spec::node_depths(parents);
+  const int32_t last = accepted == 0 ? -1 : outcome.path.back();
+  const bool rejected_next = std::find(parents.begin(), parents.end(), last) != parents.end();
+  speculation.record_tree(c.seq, std::ssize(draft), *std::max_element(depths.begin(), depths.end()), accepted,
+                          off_first_branch, rejected_next);
   if (outcome.finish) {
     finish_completion(c, *outcome.finish);
     return;

@@ -132,4 +132,14 @@ void Speculation::record(Sequence& seq, int64_t drafted, int64_t accepted) {
   seq.spec_history.record(drafted, accepted, config_.min_acceptance_rate);
 }
 
+void Speculation::record_tree(Sequence& seq, int64_t nodes, int64_t depth, int64_t accepted, int64_t off_first_branch,
+                              bool rejected_next) {
+  if (nodes <= 0) return;
+  ++counters_.drafts;
+  counters_.draft_tokens += static_cast<uint64_t>(nodes);
+  counters_.accepted_tokens += static_cast<uint64_t>(accepted);
+  counters_.branch_tokens += static_cast<uint64_t>(off_first_branch);
+  seq.spec_history.record(depth, accepted, rejected_next, config_.min_acceptance_rate);
+}
+
 }  // namespace lumen::engine

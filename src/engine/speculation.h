@@ -57,10 +57,14 @@ class Speculation {
 
   // Sets Sequence::draft of every live sequence for the step about to be planned.
   void propose(const std::unordered_map<uint64_t, Completion*>& live, int64_t n_running, int64_t max_model_len);
-  // A verified draft: `drafted` tokens scored, the first `accepted` agreed with.
+  // A verified chain: `drafted` tokens scored, the first `accepted` agreed with.
   void record(Sequence& seq, int64_t drafted, int64_t accepted);
-  // Token trees: `n` of a verified tree's accepted tokens were off its first branch.
-  void record_branch_tokens(int64_t n) { counters_.branch_tokens += static_cast<uint64_t>(n); }
+  // A verified token tree of `nodes` nodes (all scored), its longest branch `depth` deep:
+  // `accepted` tokens along one branch, `off_first_branch` of them off the first, and whether the
+  // last accepted node had children (a deeper draft token examined and refused). The counters
+  // count nodes; the sequence's history counts depths (spec/acceptance_history.h).
+  void record_tree(Sequence& seq, int64_t nodes, int64_t depth, int64_t accepted, int64_t off_first_branch,
+                   bool rejected_next);
   // The logits of the extra rows the proposer asked for (rows of `vocab`): their argmaxes go
   // back to it (lookahead's Jacobi iteration).
   void observe(const Sequence& seq, std::span<const float> rows, size_t vocab);

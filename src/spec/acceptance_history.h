@@ -26,8 +26,17 @@ class AcceptanceHistory {
   // Once per decode step of the sequence: whether this step may carry a draft (a paused
   // sequence counts the step towards the end of its pause).
   bool ready();
-  // A draft of `drafted` tokens (> 0) of which the model accepted `accepted`.
-  void record(int64_t drafted, int64_t accepted, double min_rate);
+  // A chain of `drafted` tokens (> 0) of which the model accepted the first `accepted`.
+  void record(int64_t drafted, int64_t accepted, double min_rate) {
+    record(drafted, accepted, accepted < drafted, min_rate);
+  }
+  // Any draft, a token tree included: its longest branch is `depth` tokens (> 0; a chain's
+  // length), the model accepted `accepted` tokens along one branch, and `rejected_next` says
+  // whether a draft token after them was examined and refused (a chain: accepted < depth; a
+  // tree: the last accepted node has children). A tree's shares count depths, not nodes, so a
+  // tree whose best branch is taken whole counts as fully accepted however many candidates it
+  // held: its other nodes are what a tree costs, not misses of the drafter.
+  void record(int64_t depth, int64_t accepted, bool rejected_next, double min_rate);
   double rate() const { return rate_; }
   double token_acceptance() const { return accepted_ / examined_; }
   bool paused() const { return pause_ > 0; }

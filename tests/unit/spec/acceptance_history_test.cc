@@ -50,6 +50,37 @@ TEST(AcceptanceHistory, PoorDraftsPauseForDoublingPeriodsUntilAProbeSucceeds) {
   EXPECT_EQ(steps_until_ready(h), AcceptanceHistory::kFirstPause + 1);
 }
 
+// A token tree counts by depth: a tree of 8 candidates whose best branch the model takes whole
+// is a fully accepted draft (counting its 20 nodes instead would be a share of 0.25 and, at a
+// higher minimum, a pause for a drafter that is always right), and the per-token acceptance
+// stays at 1 when nothing deeper was there to refuse.
+TEST(AcceptanceHistory, TreesCountDepthsNotNodes) {
+  AcceptanceHistory tree;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(tree.ready());
+    tree.record(/*depth=*/4, /*accepted=*/4, /*rejected_next=*/false, 0.5);
+  }
+  EXPECT_DOUBLE_EQ(tree.rate(), 1.0);
+  EXPECT_DOUBLE_EQ(tree.token_acceptance(), 1.0);
+  // Two tokens accepted along a branch that had a deeper node, refused: 2 of 3 examined.
+  AcceptanceHistory partial;
+  for (int i = 0; i < 60; ++i) partial.record(4, 2, true, 0.0);
+  EXPECT_NEAR(partial.token_acceptance(), 2.0 / 3.0, 1e-5);
+  EXPECT_NEAR(partial.rate(), 0.5, 1e-5);
+  // The same two tokens at the end of a shorter branch (nothing deeper examined): 2 of 2.
+  AcceptanceHistory leaf;
+  for (int i = 0; i < 60; ++i) leaf.record(4, 2, false, 0.0);
+  EXPECT_NEAR(leaf.token_acceptance(), 1.0, 1e-5);
+  // A chain is the same rule with rejected_next = accepted < drafted.
+  AcceptanceHistory chain, explicit_chain;
+  for (int i = 0; i < 10; ++i) {
+    chain.record(5, i % 6, 0.1);
+    explicit_chain.record(5, i % 6, i % 6 < 5, 0.1);
+  }
+  EXPECT_DOUBLE_EQ(chain.token_acceptance(), explicit_chain.token_acceptance());
+  EXPECT_DOUBLE_EQ(chain.rate(), explicit_chain.rate());
+}
+
 TEST(AcceptanceHistory, AMinimumOfZeroNeverPauses) {
   AcceptanceHistory h;
   for (int i = 0; i < 100; ++i) {
