@@ -324,9 +324,10 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
     float* row = buf.rows + i * span;
     const float max = row_max(row, span);
     double sum = 0.0;
-    for (int64_t j = 0; j < span; ++j) {
-      row[j] = row[j] == masked ? 0.0f : std::exp(row[j] - max);
-      sum += row[j];
+    if (max == masked) {
+      std::fill(row, row + span, 0.0f);  // no key visible (not reached: a query sees itself)
+    } else {
+      sum = job.tiles->exp_shifted_f64(row, span, max);  // masked keys: exp(-inf) = 0
     }
     const float inverse = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
     job.tiles->round_f16(row, span, inverse, row);

@@ -16,7 +16,10 @@
 //  - with an f16 V cache, the default, we reproduce llama.cpp's default (non-flash) path
 //    exactly: whole score rows, softmax with the sum in double, probabilities rounded to f16
 //    (the operand type of its P V product), then P V. That costs a second pass over the keys
-//    and keeps Lumen's logits within rounding of the reference's.
+//    and keeps Lumen's logits within rounding of the reference's. Its exponentials are expf
+//    (portable) or, vectorized, computed in double and rounded once (exp_f64_avx2.h: expf's
+//    bits on all but a few in 10^4 values, 1 ulp on those), since exp_avx2's 2 ulp, through
+//    the f16 rounding, moved greedy outputs against llama.cpp's.
 //
 // Query j of a sequence (position p = start_pos + j) sees cached positions [lo, p] with
 // lo = 0, or lo = max(0, p - sliding_window + 1) with a window (llama.cpp's standard SWA: key

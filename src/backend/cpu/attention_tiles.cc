@@ -92,6 +92,12 @@ float exp_shifted_portable(float* s, int64_t n, float shift) {
   return sum;
 }
 
+double exp_shifted_f64_portable(float* s, int64_t n, float shift) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) sum += (s[j] = std::exp(s[j] - shift));
+  return sum;
+}
+
 // The tensor module's reference routines themselves.
 void dequantize_q8_0_portable(const void* src, float* dst, int64_t blocks) {
   tensor::dequantize_row(tensor::DType::Q8_0, src, dst, blocks * 32);
@@ -106,6 +112,7 @@ constexpr AttentionTileKernels kPortable = {qk_portable,
                                             pv_f16_portable,
                                             round_f16_portable,
                                             exp_shifted_portable,
+                                            exp_shifted_f64_portable,
                                             dequantize_q8_0_portable,
                                             dequantize_q4_0_portable};
 

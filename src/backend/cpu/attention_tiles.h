@@ -31,6 +31,9 @@ struct AttentionTileKernels {
   void (*round_f16)(const float* src, int64_t n, float scale, float* dst);
   // s[j] = exp(s[j] - shift) for j < n (every argument <= 0); returns the sum of the results.
   float (*exp_shifted)(float* s, int64_t n, float shift);
+  // The same with the sum in double (llama.cpp's softmax sums in double): the exact f16 path's
+  // probabilities. Arguments may be -inf (masked keys), whose exp is 0.
+  double (*exp_shifted_f64)(float* s, int64_t n, float shift);
   // `blocks` q8_0 / q4_0 blocks (ggml's layouts) widened to f32: a compressed KV cache's rows on
   // their way into a staging tile. Each value is one product, code times the block's f16 scale,
   // so every form gives tensor::dequantize_row's bits (tests check that).

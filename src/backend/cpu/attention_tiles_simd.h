@@ -29,6 +29,7 @@
 
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/exp_avx2.h"
+#include "backend/cpu/exp_f64_avx2.h"
 #include "tensor/fp16.h"
 
 namespace lumen::backend::cpu {
@@ -271,6 +272,33 @@ float exp_shifted_simd(float* s, int64_t n, float shift) {
   return sum;
 }
 
+// exp_shifted with the sum in double, for the exact f16 path: each exp rounded once from
+// double (exp_f64_avx2.h: the correctly rounded value, as libm's expf, not exp_avx2's 2 ulp),
+// summed in four f64 lanes per half of the vector, added at the end (an order of additions of
+// its own, but in double: the sum's float inverse is the portable loop's).
+double exp_shifted_f64_simd(float* s, int64_t n, float shift) {
+  const __m256 shift_v = _mm256_set1_ps(shift);
+  __m256d sum_lo = _mm256_setzero_pd(), sum_hi = _mm256_setzero_pd();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = exp_f32_via_f64(_mm256_sub_ps(_mm256_loadu_ps(s + j), shift_v));
+    _mm256_storeu_ps(s + j, e);
+    sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(sum_lo, sum_hi));
+  double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  if (j < n) {  // the tail through a padded register, so every lane uses the same exp
+    alignas(32) float tail[8] = {};
+    for (int64_t t = 0; t < n - j; ++t) tail[t] = s[j + t] - shift;
+    const __m256 e = exp_f32_via_f64(_mm256_load_ps(tail));
+    _mm256_store_ps(tail, e);
+    for (int64_t t = 0; t < n - j; ++t) sum += (s[j + t] = tail[t]);
+  }
+  return sum;
+}
+
 // q8_0: 2-byte f16 scale, 32 int8 codes; value j = code j * scale. Converting an int8 to f32
 // is exact and the product is one rounding, as in the scalar reference.
 void dequantize_q8_0_simd(const void* src, float* dst, int64_t blocks) {
@@ -307,7 +335,7 @@ void dequantize_q4_0_simd(const void* src, float* dst, int64_t blocks) {
 
 constexpr AttentionTileKernels kSimdTiles = {qk_simd,          pv_simd,
                                              qk_f16_simd,      pv_f16_simd,
-                                             round_f16_simd,   exp_shifted_simd,
+                                             round_f16_simd,   exp_shifted_simd,   exp_shifted_f64_simd,
                                              dequantize_q8_0_simd, dequantize_q4_0_simd};
 
 }  // namespace

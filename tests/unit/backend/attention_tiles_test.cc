@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -199,7 +200,47 @@ TEST(AttentionTiles, Avx512BuildEqualsAvx2Build) {
     const float sum5 = avx512->exp_shifted(e5.data(), static_cast<int64_t>(e5.size()), 0.5f);
     EXPECT_TRUE(same_bits(e2, e5) && std::bit_cast<uint32_t>(sum2) == std::bit_cast<uint32_t>(sum5))
         << "exp_shifted " << where;
+    // With the sum in double (the exact f16 path), masked keys (-inf) included.
+    std::vector<float> d2(p.begin(), p.end());
+    for (size_t j = 0; j < d2.size(); ++j) d2[j] = j % 5 == 1 ? -std::numeric_limits<float>::infinity() : -4.0f * d2[j];
+    std::vector<float> d5 = d2;
+    const double dsum2 = avx2->exp_shifted_f64(d2.data(), static_cast<int64_t>(d2.size()), 0.5f);
+    const double dsum5 = avx512->exp_shifted_f64(d5.data(), static_cast<int64_t>(d5.size()), 0.5f);
+    EXPECT_TRUE(same_bits(d2, d5) && std::bit_cast<uint64_t>(dsum2) == std::bit_cast<uint64_t>(dsum5))
+        << "exp_shifted_f64 " << where;
   }
+}
+
+// The exact path's exp with a double sum: libm's expf (correctly rounded but for rare
+// near-halfway cases) on nearly every value and never more than 1 ulp from it, exactly 0 for a
+// masked key, and a sum within rounding of the portable one's.
+TEST(AttentionTiles, ExpShiftedF64IsExpWithADoubleSum) {
+  const AttentionTileKernels& portable = portable_attention_tiles();
+  const AttentionTileKernels* simd = avx2_attention_tiles();
+  if (simd == nullptr || detected_isa() < Isa::kAvx2) GTEST_SKIP() << "no AVX2 on this machine or in this build";
+  int64_t values = 0, differing = 0;
+  for (const int64_t n : {1, 7, 8, 9, 100, 1000, 100000}) {
+    auto x = testing::random_values(static_cast<size_t>(n), static_cast<uint32_t>(n), -110.0f, 0.0f);
+    if (n > 3) x[2] = -std::numeric_limits<float>::infinity();
+    std::vector<float> want = x, got = x;
+    const double want_sum = portable.exp_shifted_f64(want.data(), n, 0.25f);
+    const double got_sum = simd->exp_shifted_f64(got.data(), n, 0.25f);
+    for (int64_t j = 0; j < n; ++j) {
+      const auto w = static_cast<size_t>(j);
+      if (std::isinf(x[w])) {
+        EXPECT_EQ(got[w], 0.0f);
+        continue;
+      }
+      EXPECT_LE(std::fabs(got[w] - want[w]), std::fabs(std::nextafter(want[w], 1.0f) - want[w]))
+          << "n " << n << " j " << j << ": " << got[w] << " vs " << want[w];
+      ++values;
+      differing += got[w] != want[w];
+    }
+    EXPECT_NEAR(got_sum, want_sum, 1e-12 * want_sum) << "n " << n;
+  }
+  std::printf("exp_shifted_f64: %lld of %lld values differ from std::exp by 1 ulp\n", static_cast<long long>(differing),
+              static_cast<long long>(values));
+  EXPECT_LE(differing, values / 1000) << differing << " of " << values << " differ from std::exp";
 }
 
 // A compressed KV cache's rows (q8_0, q4_0) widen to exactly tensor::dequantize_row's values
