@@ -11,7 +11,8 @@ APT_PACKAGES=(cmake ninja-build pkg-config g++ clang libclang-rt-14-dev python3-
   libcurl4-openssl-dev libzip-dev libssl-dev  # lumen pull: HTTPS download, wheel unpacking, sha256
   chromium chromium-driver  # the chat page's browser test (tests/e2e/test_web_ui.py)
   libcairo2-dev  # lumen bench profile: the roofline PNG
-  haproxy)  # deploy/haproxy: the load balancer in front of replicas (tests/e2e/test_replicas_haproxy.py)
+  haproxy  # deploy/haproxy: the load balancer in front of replicas (tests/e2e/test_replicas_haproxy.py)
+  libopenmpi-dev openmpi-bin)  # src/dist: MPI collectives, tested under mpirun
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

@@ -1,0 +1,132 @@
+// The MPI collectives across real processes: run by ctest under `mpirun -np 2` and `-np 3`
+// (tests/unit/dist/CMakeLists.txt). Every rank runs every test; a rank that fails makes mpirun
+// fail. The sums are checked bit for bit against the rank-order sum each rank computes itself,
+// with values whose float sum depends on the order (1e8 + 1 - 1e8 is 0 in that order, 1 in
+// another), and against rank 0's bits.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dist/mpi_collectives.h"
+#include "lumen/error.h"
+
+namespace lumen::dist {
+namespace {
+
+Collectives* g_collectives = nullptr;
+
+// Rank r's value at index i, known to every rank.
+float contribution(int r, size_t i) {
+  switch (i % 4) {
+    case 0: return r == 0 ? 1e8f : (r == 1 ? 1.0f : -1e8f);  // the order matters with 3 ranks
+    case 1: return static_cast<float>(r + 1) * 0.1f;
+    case 2: return r % 2 == 0 ? 3.0e-8f : -1.5f;
+    default: {
+      std::mt19937 rng(static_cast<unsigned>(1000 * r + i));
+      return std::uniform_real_distribution<float>(-10.0f, 10.0f)(rng);
+    }
+  }
+}
+
+TEST(MpiCollectives, RankAndSizeAreMpirunsOnes) {
+  Collectives& c = *g_collectives;
+  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    EXPECT_EQ(c.size(), std::atoi(n));
+  }
+  if (const char* r = std::getenv("OMPI_COMM_WORLD_RANK")) {
+    EXPECT_EQ(c.rank(), std::atoi(r));
+  }
+  EXPECT_GE(c.size(), 2) << "run under mpirun -np 2 or more";
+}
+
+TEST(MpiCollectives, AllReduceSumAddsInRankOrderWithTheSameBitsOnEveryRank) {
+  Collectives& c = *g_collectives;
+  for (const size_t n : {size_t{1}, size_t{5}, size_t{4096}}) {
+    std::vector<float> values(n), expected(n);
+    for (size_t i = 0; i < n; ++i) {
+      values[i] = contribution(c.rank(), i);
+      float sum = contribution(0, i);
+      for (int r = 1; r < c.size(); ++r) sum += contribution(r, i);
+      expected[i] = sum;
+    }
+    c.all_reduce_sum(values);
+    EXPECT_EQ(std::memcmp(values.data(), expected.data(), n * sizeof(float)), 0) << n << " values";
+    // Rank 0's bits, compared on every rank.
+    std::vector<float> from_zero = values;
+    c.broadcast(std::as_writable_bytes(std::span<float>(from_zero)), 0);
+    EXPECT_EQ(std::memcmp(values.data(), from_zero.data(), n * sizeof(float)), 0) << n << " values";
+  }
+  if (c.size() == 3) {
+    std::vector<float> order = {contribution(c.rank(), 0)};
+    c.all_reduce_sum(order);
+    EXPECT_EQ(order[0], 0.0f);  // (1e8 + 1) - 1e8 in float, not 1e8 - 1e8 + 1
+  }
+}
+
+TEST(MpiCollectives, BroadcastFromEveryRoot) {
+  Collectives& c = *g_collectives;
+  for (int root = 0; root < c.size(); ++root) {
+    std::vector<std::byte> data(1000);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = std::byte(static_cast<unsigned char>(c.rank() == root ? i * 7 + root : 0));
+    c.broadcast(data, root);
+    for (size_t i = 0; i < data.size(); ++i) ASSERT_EQ(data[i], std::byte(static_cast<unsigned char>(i * 7 + root)));
+  }
+}
+
+TEST(MpiCollectives, SendAndReceiveAroundARing) {
+  Collectives& c = *g_collectives;
+  const int next = (c.rank() + 1) % c.size(), previous = (c.rank() + c.size() - 1) % c.size();
+  std::vector<std::byte> out(64, std::byte(static_cast<unsigned char>(c.rank() + 1))), in(64);
+  // Even ranks send first and odd ones receive first, so no two ranks wait on each other.
+  if (c.rank() % 2 == 0) {
+    c.send(out, next);
+    c.receive(in, previous);
+  } else {
+    c.receive(in, previous);
+    c.send(out, next);
+  }
+  EXPECT_EQ(in[0], std::byte(static_cast<unsigned char>(previous + 1)));
+  EXPECT_EQ(in[63], std::byte(static_cast<unsigned char>(previous + 1)));
+  c.barrier();
+}
+
+TEST(MpiCollectives, MistakesAreErrorsNotAborts) {
+  Collectives& c = *g_collectives;
+  std::vector<std::byte> buffer(16);
+  EXPECT_THROW(c.send(buffer, c.rank()), Error);
+  EXPECT_THROW(c.broadcast(buffer, c.size()), Error);
+  EXPECT_THROW(c.receive(buffer, -1), Error);
+  // A message shorter than the buffer it lands in.
+  if (c.rank() == 0) {
+    c.send(std::span<const std::byte>(buffer).first(8), 1);
+  } else if (c.rank() == 1) {
+    try {
+      c.receive(buffer, 0);
+      ADD_FAILURE() << "a short message was taken for a full one";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("8 bytes came for a buffer of 16"), std::string::npos) << e.what();
+    }
+  }
+  c.barrier();
+}
+
+}  // namespace
+}  // namespace lumen::dist
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::unique_ptr<lumen::dist::Collectives> collectives = lumen::dist::make_mpi_collectives(&argc, &argv);
+  lumen::dist::g_collectives = collectives.get();
+  // Only rank 0 prints the report; every rank's result counts.
+  if (collectives->rank() != 0) {
+    ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  return RUN_ALL_TESTS();
+}
