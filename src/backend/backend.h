@@ -67,13 +67,17 @@ inline bool values_in_keys(const KvLayer& cache) { return cache.v.data != nullpt
 // not empty it holds n_tokens x n_tokens flags, and row i of the slice attends to cached
 // positions [0, start_pos) and to the slice's rows j with visible[i * n_tokens + j] (j <= i;
 // row i's K/V sits at cache position start_pos + i whatever its rope position). Only backends
-// with supports_tree_attention() take it; the others refuse a slice that has one.
+// with supports_tree_attention() take it; the others refuse a slice that has one. `positions`,
+// with a mask, holds each row's position in the sequence (its rope position: a tree node's is
+// the last token's plus its depth, in [start_pos, start_pos + i]); a sliding window counts
+// from it, for cached positions and for the rows the mask shows alike. Empty: start_pos + i.
 struct SequenceSlice {
   int64_t first_token = 0;
   int64_t n_tokens = 0;
   int64_t start_pos = 0;
   std::span<const int32_t> block_table;
   std::span<const uint8_t> visible = {};
+  std::span<const int32_t> positions = {};
 };
 
 struct AttentionConfig {

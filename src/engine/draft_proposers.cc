@@ -49,9 +49,6 @@ std::unique_ptr<spec::Proposer> make_proposer(const SpeculativeConfig& config, c
         fail("speculative config: method lookahead needs tree attention, which the {} backend does not have",
              backend.name());
       }
-      if (target.hparams.sliding_window > 0) {
-        fail("speculative config: method lookahead does not run models with sliding-window attention yet");
-      }
       break;
     case SpeculativeMethod::None:
     case SpeculativeMethod::Ngram:

@@ -52,9 +52,12 @@ void OutputProcessor::verify_tree(Completion& c, std::span<const int32_t> draft,
     if (from == to) continue;
     if (kv_cache == nullptr) fail("token-tree verification without a KV cache to move the accepted branch in");
     const int64_t block_size = kv_cache->block_size();
-    const std::span<const kv::BlockId> table = seq.blocks.table(0);
-    kv_cache->copy_position(table[static_cast<size_t>(from / block_size)], from % block_size,
-                            table[static_cast<size_t>(to / block_size)], to % block_size);
+    // Each layer group (sliding-window layers keep their own) moves the row in its own blocks.
+    for (size_t g = 0; g < kv_cache->layout().n_groups(); ++g) {
+      const std::span<const kv::BlockId> table = seq.blocks.table(g);
+      kv_cache->copy_position(table[static_cast<size_t>(from / block_size)], from % block_size,
+                              table[static_cast<size_t>(to / block_size)], to % block_size);
+    }
   }
   scheduler.accept_draft(&c.seq, accepted);
 }

@@ -122,11 +122,10 @@ struct Engine::Impl {
     scheduler.set_shift_policy(shift_policy());
     if (config.speculative.num_candidates > 1) {
       // Token trees: a tree attention mask, and the accepted branch's K/V moved position by
-      // position in a cache whose layers share one block table.
-      if (!handle.state().backend->supports_tree_attention() || layout.n_groups() != 1 ||
-          model.hparams.sliding_window > 0) {
-        fail("speculative config: num_candidates > 1 (token trees) needs tree attention and one KV block table for "
-             "every layer (not the {} backend, nor sliding-window layers)", handle.state().backend->name());
+      // position (in each layer group's blocks).
+      if (!handle.state().backend->supports_tree_attention()) {
+        fail("speculative config: num_candidates > 1 (token trees) needs tree attention, which the {} backend does "
+             "not have", handle.state().backend->name());
       }
       outputs.set_kv_cache(&cache);
     }

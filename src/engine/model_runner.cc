@@ -139,6 +139,14 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     }
     chunk_logits_.push_back(rows);
   }
+  // A masked slice's rows have positions of their own (tree nodes, window rows), from which a
+  // sliding window counts: set once positions_ no longer grows.
+  for (backend::SequenceSlice& slice : slices_) {
+    if (!slice.visible.empty()) {
+      slice.positions = std::span<const int32_t>(positions_).subspan(static_cast<size_t>(slice.first_token),
+                                                                      static_cast<size_t>(slice.n_tokens));
+    }
+  }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));
   if (tokens_.empty()) return {};
   model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_};

@@ -49,8 +49,9 @@ class KvCache {
   void zero_block(int64_t block);
   // Copy-on-write: block dst of every layer becomes a copy of block src.
   void copy_block(int64_t src, int64_t dst);
-  // Token-tree verification: the K/V at (block, slot) src of every layer copied to dst (the
-  // one-group layout only: every layer's position p in the same block).
+  // Token-tree verification: the K/V at (block, slot) src copied to dst in every layer view, so
+  // for every layer of the group whose blocks these are (call it once per group, each with its
+  // own table's blocks).
   void copy_position(int64_t src_block, int64_t src_slot, int64_t dst_block, int64_t dst_slot);
   // Swapping: a block of every layer to host memory (block_host_bytes() bytes) and back.
   size_t block_host_bytes() const;

@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "default_model_path.h"
+#include "engine/engine_test_access.h"
 #include "engine/loaded_model.h"
 #include "engine/model_state.h"
 #include "engine/single_sequence_forward.h"
@@ -17,6 +18,7 @@
 #include "lumen/engine.h"
 #include "model/kv_cache.h"
 #include "sampling/sampler.h"
+#include "unit/engine/oracle_tree_proposer.h"
 
 namespace lumen::testing {
 namespace {
@@ -95,6 +97,15 @@ class SlidingWindowTest : public ::testing::Test {
     return out;
   }
 
+  // Greedy tokens with each one's log-probability (and the top 2 others').
+  static GenerationResult with_logprobs(Engine& engine, int64_t n) {
+    SamplingParams p = greedy(n);
+    p.logprobs = 2;
+    RequestHandle handle = engine.add_request(*prompt_, p);
+    while (engine.has_unfinished()) engine.step();
+    return handle.collect();
+  }
+
   static inline backend::CpuBackend* backend_ = nullptr;
   static inline engine::LoadedModel* model_ = nullptr;
   static inline std::vector<int32_t>* prompt_ = nullptr;
@@ -165,6 +176,66 @@ TEST_F(SlidingWindowTest, ContextShiftNeedsEveryPositionKept) {
   c.free_out_of_window_kv = false;  // one group of every layer: each rotated with its own rope
   Engine engine(engine::borrow_model(*model_, *backend_), c);
   EXPECT_TRUE(engine.stats().kv_blocks_total > 0);
+}
+
+// Token trees (n-gram matches of every length; lookahead's pooled n-grams beside its window
+// rows) on a model with sliding-window layers, the prompt well past the 512-token window: each
+// row's window counts from its own position, not from where the tree put it in the cache, and
+// the accepted branch's K/V moves in every layer group's blocks. Greedy output is the plain
+// output with the windowed layout and with every position kept.
+TEST_F(SlidingWindowTest, TokenTreesAndLookaheadKeepTheOutput) {
+  constexpr int64_t kTokens = 32;
+  Engine plain(engine::borrow_model(*model_, *backend_), config(true, 512));
+  const std::vector<int32_t> expected = generate(plain, kTokens, nullptr);
+  const GenerationResult plain_logprobs = with_logprobs(plain, kTokens);
+  ASSERT_EQ(plain_logprobs.tokens, expected);
+  for (const bool free_out_of_window : {true, false}) {
+    for (const SpeculativeMethod method : {SpeculativeMethod::Ngram, SpeculativeMethod::Lookahead}) {
+      SCOPED_TRACE(std::string(method == SpeculativeMethod::Ngram ? "ngram tree" : "lookahead tree") +
+                   (free_out_of_window ? ", windowed layout" : ", every position kept"));
+      EngineConfig c = config(free_out_of_window, 512);
+      SpeculativeConfig& s = c.speculative;
+      s.method = method;
+      s.num_candidates = 3;
+      s.min_acceptance_rate = 0.0;
+      if (method == SpeculativeMethod::Ngram) {
+        s.num_speculative_tokens = 4;
+        s.prompt_lookup_min = 1;
+        s.prompt_lookup_max = 3;
+      } else {
+        s.window_size = 3;
+        s.ngram_size = 3;
+      }
+      Engine speculative(engine::borrow_model(*model_, *backend_), c);
+      EXPECT_EQ(generate(speculative, kTokens, nullptr), expected);
+      const EngineStats stats = speculative.stats();
+      std::printf("%s: %llu drafts, %llu accepted, %llu off the first branch\n",
+                  method == SpeculativeMethod::Ngram ? "ngram tree" : "lookahead tree",
+                  static_cast<unsigned long long>(stats.spec_drafts),
+                  static_cast<unsigned long long>(stats.spec_accepted_tokens),
+                  static_cast<unsigned long long>(stats.spec_branch_tokens));
+      EXPECT_GT(stats.spec_drafts, 0u);
+      EXPECT_EQ(stats.kv_blocks_used, 0);
+    }
+    // Trees whose right continuation is usually the second branch (an oracle that knows the
+    // output): the accepted branch's K/V moves on most steps, in every layer group's blocks.
+    std::vector<std::vector<int32_t>> known = {*prompt_};
+    known[0].insert(known[0].end(), expected.begin(), expected.end());
+    EngineConfig c = config(free_out_of_window, 512);
+    c.speculative.method = SpeculativeMethod::Ngram;
+    c.speculative.num_speculative_tokens = 4;
+    c.speculative.prompt_lookup_min = 1;
+    c.speculative.prompt_lookup_max = 3;
+    c.speculative.num_candidates = 3;
+    c.speculative.min_acceptance_rate = 0.0;
+    Engine oracle(engine::borrow_model(*model_, *backend_), c);
+    engine::EngineTestAccess::set_proposer(oracle, std::make_unique<OracleTreeProposer>(known));
+    // Log-probabilities bit for bit: a row of stale K/V in any layer would move them.
+    const GenerationResult got = with_logprobs(oracle, kTokens);
+    EXPECT_EQ(got.tokens, expected) << "oracle trees";
+    EXPECT_EQ(got.logprobs, plain_logprobs.logprobs) << "oracle trees";
+    EXPECT_GT(oracle.stats().spec_branch_tokens, 5u);
+  }
 }
 
 }  // namespace

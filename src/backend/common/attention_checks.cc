@@ -41,13 +41,24 @@ void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span
   }
   check_sequences(seqs, q.rows() / cfg.n_heads, cache, "attention");
   for (const SequenceSlice& seq : seqs) {
-    if (seq.visible.empty()) continue;
+    if (seq.visible.empty()) {
+      if (!seq.positions.empty()) fail("attention: row positions without a tree mask");
+      continue;
+    }
     const auto n = static_cast<size_t>(seq.n_tokens);
     if (seq.visible.size() != n * n) {
       fail("attention: a tree mask of {} flags for a slice of {} rows", seq.visible.size(), seq.n_tokens);
     }
-    // A window counts positions, which a tree's rows do not have in cache order.
-    if (cfg.sliding_window > 0) fail("attention: a tree mask with a sliding window is not supported");
+    if (!seq.positions.empty()) {
+      if (seq.positions.size() != n) fail("attention: {} row positions for a slice of {} rows", seq.positions.size(), n);
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t p = seq.positions[i];
+        if (p < seq.start_pos || p > seq.start_pos + static_cast<int64_t>(i)) {
+          fail("attention: tree row {} at position {}, outside [{}, {}]", i, p, seq.start_pos,
+               seq.start_pos + static_cast<int64_t>(i));
+        }
+      }
+    }
     for (size_t i = 0; i < n; ++i) {
       for (size_t j = i + 1; j < n; ++j) {
         if (seq.visible[i * n + j] != 0) fail("attention: tree mask row {} sees the later row {}", i, j);

@@ -266,9 +266,35 @@ const uint8_t* tree_row(const Task& task, int64_t row) {
   return seq.visible.data() + (task.q_begin + row) * seq.n_tokens;
 }
 
-// Whether tile key j (cache position first + j) is hidden from a query by its tree row.
-inline bool hidden(const uint8_t* tree, int64_t start_pos, int64_t position) {
-  return tree != nullptr && position >= start_pos && tree[position - start_pos] == 0;
+// Row `row` of a slice's position in the sequence: its rope position, from which a sliding
+// window counts (SequenceSlice::positions; a tree node sits later in the cache than that).
+inline int64_t row_position(const SequenceSlice& seq, int64_t row) {
+  return seq.positions.empty() ? seq.start_pos + row : seq.positions[static_cast<size_t>(row)];
+}
+
+// The first cached position row `row` of the slice sees (0 without a window). Cached keys below
+// it are out of its window; so are the slice's own rows below it, whose positions are no later
+// than their cache positions.
+inline int64_t window_start(const SequenceSlice& seq, int64_t row, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, row_position(seq, row) - window + 1) : 0;
+}
+
+// The lowest window_start of the task's rows: where its tiles begin.
+int64_t task_window_start(const Task& task, int64_t window) {
+  if (window <= 0) return 0;
+  int64_t lowest = window_start(*task.seq, task.q_begin, window);
+  for (int64_t r = 1; r < task.n_q; ++r) lowest = std::min(lowest, window_start(*task.seq, task.q_begin + r, window));
+  return lowest;
+}
+
+// Whether cache position `key` is hidden from query row `row` (of the task's sequence) by the
+// row's tree mask `tree`: a slice row off its branch, or an ancestor out of the window as the
+// positions count it.
+inline bool hidden(const SequenceSlice& seq, const uint8_t* tree, int64_t row, int64_t key, int64_t window) {
+  if (tree == nullptr || key < seq.start_pos) return false;
+  const int64_t k = key - seq.start_pos;
+  if (tree[k] == 0) return true;
+  return window > 0 && row_position(seq, row) - row_position(seq, k) >= window;
 }
 
 // llama.cpp's default attention (no flash attention): whole score rows, softmax with the sum in
@@ -298,8 +324,8 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
                                  buf.k_rows, buf.k_pointers);
     tile_qk(*job.tiles, buf.q, nq, k, n_keys, dim, buf.scores, n_keys);
     for (int64_t i = 0; i < nq; ++i) {
-      const int64_t pos = first_pos + i / heads;
-      const int64_t lo = cfg.sliding_window > 0 ? std::max<int64_t>(0, pos - cfg.sliding_window + 1) : 0;
+      const int64_t pos = first_pos + i / heads;  // its cache position
+      const int64_t lo = window_start(*task.seq, task.q_begin + i / heads, cfg.sliding_window);
       // Keys [begin, end) of the tile are visible to this query, the others masked.
       const int64_t begin = std::clamp<int64_t>(lo - tile_first, 0, n_keys);
       const int64_t end = std::max(begin, std::clamp<int64_t>(pos + 1 - tile_first, 0, n_keys));
@@ -314,7 +340,7 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
       std::fill(row + end, row + n_keys, masked);
       if (const uint8_t* tree = tree_row(task, i / heads)) {
         for (int64_t j = begin; j < end; ++j) {
-          if (hidden(tree, task.seq->start_pos, tile_first + j)) row[j] = masked;
+          if (hidden(*task.seq, tree, task.q_begin + i / heads, tile_first + j, cfg.sliding_window)) row[j] = masked;
         }
       }
     }
@@ -378,7 +404,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
   const int64_t first_pos = task.seq->start_pos + task.q_begin;
   const int64_t last_pos = first_pos + task.n_q - 1;
   const int64_t window = cfg.sliding_window;
-  const int64_t lowest = window > 0 ? std::max<int64_t>(0, first_pos - window + 1) : 0;
+  const int64_t lowest = task_window_start(task, window);
   const bool capped = cfg.softcap != 0.0f;
   const float score_scale = capped ? cfg.scale / cfg.softcap : cfg.scale;
   const int64_t head_offset = task.kv_head * dim, value_offset = task.kv_head * vdim;
@@ -397,8 +423,8 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
     tile_qk(*job.tiles, buf.q, nq, k, n_keys, dim, buf.scores, n_keys);
 
     for (int64_t i = 0; i < nq; ++i) {
-      const int64_t pos = first_pos + i / heads;
-      const int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+      const int64_t pos = first_pos + i / heads;  // its cache position
+      const int64_t lo = window_start(*task.seq, task.q_begin + i / heads, window);
       const int64_t begin = std::clamp<int64_t>(lo - tile_first, 0, n_keys);
       const int64_t end = std::clamp<int64_t>(pos + 1 - tile_first, 0, n_keys);
       float* s = buf.scores + i * n_keys;
@@ -409,7 +435,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
       float tile_max = -std::numeric_limits<float>::infinity();
       const uint8_t* tree = tree_row(task, i / heads);
       for (int64_t j = begin; j < end; ++j) {
-        if (hidden(tree, task.seq->start_pos, tile_first + j)) {
+        if (hidden(*task.seq, tree, task.q_begin + i / heads, tile_first + j, window)) {
           s[j] = -std::numeric_limits<float>::infinity();  // exp gives 0
           continue;
         }

@@ -23,7 +23,8 @@
 //
 // Query j of a sequence (position p = start_pos + j) sees cached positions [lo, p] with
 // lo = 0, or lo = max(0, p - sliding_window + 1) with a window (llama.cpp's standard SWA: key
-// p0 is masked when p - p0 >= window). Query head h reads KV head h / (n_heads / n_kv_heads).
+// p0 is masked when p - p0 >= window). A tree-masked slice's rows count their window from
+// their own positions (SequenceSlice::positions), keys of the slice by theirs. Query head h reads KV head h / (n_heads / n_kv_heads).
 // Values may be narrower than keys (AttentionConfig::value_dim) and a view of the keys' memory
 // (multi-head latent attention: one latent row per position, its leading part the value); the
 // output then has value_dim per head.

@@ -3,8 +3,9 @@
 // ancestors and itself, in order. The check builds a random tree over a context, and for every
 // row a second sequence holding the same context followed by that row's path, and compares the
 // two outputs (every instruction-set level, f16 and f32 caches, context and tree rows spanning
-// blocks). A mask that let a row see a sibling or a cousin would change its output by far more
-// than the tolerance (checked too), and malformed masks are refused.
+// blocks, with and without a sliding window counted from the rows' positions). A mask that let
+// a row see a sibling or a cousin would change its output by far more than the tolerance
+// (checked too), and malformed masks and row positions are refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,7 +37,9 @@ struct TreeBatch {
   std::vector<std::vector<int32_t>> tables;
   std::vector<SequenceSlice> slices;
   std::vector<uint8_t> visible;
+  std::vector<int32_t> positions;  // the tree rows': context + depth (the root's depth is 0)
   std::vector<float> q;
+  int64_t window = 0;  // the attention's sliding window (0: none)
   int64_t n_tokens = 0;
   std::vector<int64_t> chain_row;  // per tree row: the batch row of its chain's last query
 
@@ -55,9 +58,9 @@ struct TreeBatch {
       row_q.push_back(testing::random_values(kHeadDim * kHeads, static_cast<uint32_t>(rng()), -3.0f, 3.0f));
     }
     int32_t next_block = 0;
-    auto new_table = [&](int64_t positions) {
+    auto new_table = [&](int64_t length) {
       std::vector<int32_t> t;
-      for (int64_t b = 0; b * kBlock < positions; ++b) t.push_back(next_block++);
+      for (int64_t b = 0; b * kBlock < length; ++b) t.push_back(next_block++);
       return t;
     };
     // The tree: context, then row r at position context + r.
@@ -74,7 +77,12 @@ struct TreeBatch {
     if (leak_sibling) {  // row 2 (a child of the root beside row 1, see the cases) also sees row 1
       visible[static_cast<size_t>(2 * n + 1)] = 1;
     }
-    slices.push_back({0, n, c.context, tables[0], visible});
+    for (int64_t r = 0; r < n; ++r) {
+      int32_t depth = 0;
+      for (int64_t a = r; c.parent[static_cast<size_t>(a)] >= 0; a = c.parent[static_cast<size_t>(a)]) ++depth;
+      positions.push_back(static_cast<int32_t>(c.context + depth));
+    }
+    slices.push_back({0, n, c.context, tables[0], visible, positions});
     n_tokens = n;
     // One chain per row: context, then its path from the root; only the last row is compared.
     for (int64_t r = 0; r < n; ++r) {
@@ -102,6 +110,7 @@ struct TreeBatch {
     c.n_kv_heads = kKvHeads;
     c.head_dim = kHeadDim;
     c.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    c.sliding_window = window;
     return c;
   }
 
@@ -158,6 +167,29 @@ TEST(AttentionTree, EachRowAttendsAsTheChainOfItsAncestors) {
   }
 }
 
+// With a sliding window a tree row sees what its chain's last row sees: the window counts from
+// the row's position (the root's plus its depth), not from where the tree put it in the cache,
+// for the context and for its ancestors alike (windows shorter than the tree is deep included).
+TEST(AttentionTree, ASlidingWindowCountsFromEachRowsPosition) {
+  for (const TreeCase& c : kCases) {
+    for (const int64_t window : {3, 10, 30}) {
+      for (const tensor::DType type : {tensor::DType::F16, tensor::DType::F32}) {
+        TreeBatch batch(type, c);
+        batch.window = window;
+        for (const AttentionTileKernels* tiles : tile_levels()) {
+          EXPECT_LT(batch.worst_difference(batch.run(*tiles, 2)), 1e-5)
+              << tensor::dtype_name(type) << " cache, context " << c.context << ", window " << window;
+        }
+      }
+    }
+  }
+  // Counting from the cache position instead (no row positions) shows up.
+  TreeBatch batch(tensor::DType::F32, kCases[1]);
+  batch.window = 10;
+  batch.slices[0].positions = {};
+  EXPECT_GT(batch.worst_difference(batch.run(best_attention_tiles(), 2)), 1e-3);
+}
+
 TEST(AttentionTree, ASiblingLeakingIntoTheMaskWouldBeCaught) {
   TreeBatch batch(tensor::DType::F32, kCases[0], /*leak_sibling=*/true);
   EXPECT_GT(batch.worst_difference(batch.run(best_attention_tiles(), 2)), 1e-3);
@@ -179,9 +211,20 @@ TEST(AttentionTree, MalformedMasksAreRefused) {
   mask[1] = 1;  // row 0 sees the later row 1
   slices[0].visible = mask;
   EXPECT_THROW(attention(qt, batch.cache.layer(), slices, batch.config(), ot, pool, scratch), Error);
-  AttentionConfig windowed = batch.config();
-  windowed.sliding_window = 4;
-  EXPECT_THROW(attention(qt, batch.cache.layer(), batch.slices, windowed, ot, pool, scratch), Error);
+  // Row positions: one per row, each in [start_pos, start_pos + row], and only with a mask.
+  slices = batch.slices;
+  std::vector<int32_t> positions(batch.positions.begin(), batch.positions.end() - 1);
+  slices[0].positions = positions;
+  EXPECT_THROW(attention(qt, batch.cache.layer(), slices, batch.config(), ot, pool, scratch), Error);
+  positions = batch.positions;
+  positions[3] = static_cast<int32_t>(slices[0].start_pos + 4);  // later than its cache position
+  slices[0].positions = positions;
+  EXPECT_THROW(attention(qt, batch.cache.layer(), slices, batch.config(), ot, pool, scratch), Error);
+  positions[3] = static_cast<int32_t>(slices[0].start_pos - 1);  // before the slice
+  EXPECT_THROW(attention(qt, batch.cache.layer(), slices, batch.config(), ot, pool, scratch), Error);
+  slices = batch.slices;
+  slices[1].positions = batch.positions;  // a chain slice: no mask
+  EXPECT_THROW(attention(qt, batch.cache.layer(), slices, batch.config(), ot, pool, scratch), Error);
 }
 
 }  // namespace

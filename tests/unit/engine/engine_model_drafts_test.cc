@@ -183,8 +183,12 @@ TEST_F(EngineDraftConfig, TokenTreesOfTheDraftsLikeliestTokensKeepTheOutput) {
       expect_same_output(with, reference);
       EXPECT_GT(with.stats.spec_drafts, 0u);
       EXPECT_LE(with.stats.spec_branch_tokens, with.stats.spec_accepted_tokens);
-      if (blocks == 22) EXPECT_GT(with.stats.preemptions, 0u);
-      if (d == Drafter::TargetAsDraft) EXPECT_GT(with.stats.spec_branch_tokens, 0u);
+      if (blocks == 22) {
+        EXPECT_GT(with.stats.preemptions, 0u);
+      }
+      if (d == Drafter::TargetAsDraft) {
+        EXPECT_GT(with.stats.spec_branch_tokens, 0u);
+      }
     }
   }
   // Greedy alone, the target as draft: the chain is the target's own choice at every depth.
