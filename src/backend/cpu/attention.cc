@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backend/cpu/attention_row_masks.h"
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/kv_store.h"
 #include "tensor/quantize.h"
@@ -258,45 +259,6 @@ float row_max(const float* x, int64_t n) {
   return max;
 }
 
-// Tree attention (SequenceSlice::visible): the flags of query row `row` of the task's slice over
-// the slice's own rows, or null when the slice has no mask (causal).
-const uint8_t* tree_row(const Task& task, int64_t row) {
-  const SequenceSlice& seq = *task.seq;
-  if (seq.visible.empty()) return nullptr;
-  return seq.visible.data() + (task.q_begin + row) * seq.n_tokens;
-}
-
-// Row `row` of a slice's position in the sequence: its rope position, from which a sliding
-// window counts (SequenceSlice::positions; a tree node sits later in the cache than that).
-inline int64_t row_position(const SequenceSlice& seq, int64_t row) {
-  return seq.positions.empty() ? seq.start_pos + row : seq.positions[static_cast<size_t>(row)];
-}
-
-// The first cached position row `row` of the slice sees (0 without a window). Cached keys below
-// it are out of its window; so are the slice's own rows below it, whose positions are no later
-// than their cache positions.
-inline int64_t window_start(const SequenceSlice& seq, int64_t row, int64_t window) {
-  return window > 0 ? std::max<int64_t>(0, row_position(seq, row) - window + 1) : 0;
-}
-
-// The lowest window_start of the task's rows: where its tiles begin.
-int64_t task_window_start(const Task& task, int64_t window) {
-  if (window <= 0) return 0;
-  int64_t lowest = window_start(*task.seq, task.q_begin, window);
-  for (int64_t r = 1; r < task.n_q; ++r) lowest = std::min(lowest, window_start(*task.seq, task.q_begin + r, window));
-  return lowest;
-}
-
-// Whether cache position `key` is hidden from query row `row` (of the task's sequence) by the
-// row's tree mask `tree`: a slice row off its branch, or an ancestor out of the window as the
-// positions count it.
-inline bool hidden(const SequenceSlice& seq, const uint8_t* tree, int64_t row, int64_t key, int64_t window) {
-  if (tree == nullptr || key < seq.start_pos) return false;
-  const int64_t k = key - seq.start_pos;
-  if (tree[k] == 0) return true;
-  return window > 0 && row_position(seq, row) - row_position(seq, k) >= window;
-}
-
 // llama.cpp's default attention (no flash attention): whole score rows, softmax with the sum in
 // double, probabilities rounded to f16 (the operand type of the product with an f16 V), then
 // P V. Two passes over the keys instead of one; the result matches the reference's rounding.
@@ -338,7 +300,7 @@ void run_exact_f16(const AttentionJob& job, const Task& task, TaskBuffers& buf, 
         for (int64_t j = begin; j < end; ++j) row[j] = s[j] * score_scale;
       }
       std::fill(row + end, row + n_keys, masked);
-      if (const uint8_t* tree = tree_row(task, i / heads)) {
+      if (const uint8_t* tree = tree_row(*task.seq, task.q_begin + i / heads)) {
         for (int64_t j = begin; j < end; ++j) {
           if (hidden(*task.seq, tree, task.q_begin + i / heads, tile_first + j, cfg.sliding_window)) row[j] = masked;
         }
@@ -404,7 +366,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
   const int64_t first_pos = task.seq->start_pos + task.q_begin;
   const int64_t last_pos = first_pos + task.n_q - 1;
   const int64_t window = cfg.sliding_window;
-  const int64_t lowest = task_window_start(task, window);
+  const int64_t lowest = lowest_window_start(*task.seq, task.q_begin, task.n_q, window);
   const bool capped = cfg.softcap != 0.0f;
   const float score_scale = capped ? cfg.scale / cfg.softcap : cfg.scale;
   const int64_t head_offset = task.kv_head * dim, value_offset = task.kv_head * vdim;
@@ -433,7 +395,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
         continue;
       }
       float tile_max = -std::numeric_limits<float>::infinity();
-      const uint8_t* tree = tree_row(task, i / heads);
+      const uint8_t* tree = tree_row(*task.seq, task.q_begin + i / heads);
       for (int64_t j = begin; j < end; ++j) {
         if (hidden(*task.seq, tree, task.q_begin + i / heads, tile_first + j, window)) {
           s[j] = -std::numeric_limits<float>::infinity();  // exp gives 0

@@ -252,6 +252,17 @@ void round_f16_simd(const float* src, int64_t n, float scale, float* dst) {
   for (; j < n; ++j) dst[j] = tensor::fp16_to_float(tensor::float_to_fp16(src[j] * scale));
 }
 
+// The last n < 8 values of an exp_shifted run through a padded register, so every lane gets
+// the same exp as the vector loop's; each result is added to `sum` (float or double) in order.
+template <typename Exp8, typename Sum>
+void exp_shifted_tail(float* s, int64_t n, float shift, Exp8 exp8, Sum& sum) {
+  if (n <= 0) return;
+  alignas(32) float tail[8] = {};
+  for (int64_t t = 0; t < n; ++t) tail[t] = s[t] - shift;
+  _mm256_store_ps(tail, exp8(_mm256_load_ps(tail)));
+  for (int64_t t = 0; t < n; ++t) sum += (s[t] = tail[t]);
+}
+
 float exp_shifted_simd(float* s, int64_t n, float shift) {
   const __m256 shift_v = _mm256_set1_ps(shift);
   __m256 sum_v = _mm256_setzero_ps();
@@ -262,13 +273,7 @@ float exp_shifted_simd(float* s, int64_t n, float shift) {
     sum_v = _mm256_add_ps(sum_v, e);
   }
   float sum = horizontal_sum(sum_v);
-  if (j < n) {  // the tail through a padded register, so every lane uses the same exp
-    alignas(32) float tail[8] = {};
-    for (int64_t t = 0; t < n - j; ++t) tail[t] = s[j + t] - shift;
-    const __m256 e = exp_avx2(_mm256_load_ps(tail));
-    _mm256_store_ps(tail, e);
-    for (int64_t t = 0; t < n - j; ++t) sum += (s[j + t] = tail[t]);
-  }
+  exp_shifted_tail(s + j, n - j, shift, [](__m256 x) { return exp_avx2(x); }, sum);
   return sum;
 }
 
@@ -289,13 +294,7 @@ double exp_shifted_f64_simd(float* s, int64_t n, float shift) {
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, _mm256_add_pd(sum_lo, sum_hi));
   double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-  if (j < n) {  // the tail through a padded register, so every lane uses the same exp
-    alignas(32) float tail[8] = {};
-    for (int64_t t = 0; t < n - j; ++t) tail[t] = s[j + t] - shift;
-    const __m256 e = exp_f32_via_f64(_mm256_load_ps(tail));
-    _mm256_store_ps(tail, e);
-    for (int64_t t = 0; t < n - j; ++t) sum += (s[j + t] = tail[t]);
-  }
+  exp_shifted_tail(s + j, n - j, shift, [](__m256 x) { return exp_f32_via_f64(x); }, sum);
   return sum;
 }
 

@@ -1,0 +1,49 @@
+#pragma once
+// Internal to the CPU attention (attention.cc): which keys a query row of a slice may see
+// beyond plain causality. A tree mask (SequenceSlice::visible) hides the slice's rows off the
+// query's branch; a sliding window counts from each row's own position
+// (SequenceSlice::positions: a tree node's rope position, earlier than where it sits in the
+// cache), for cached keys and for the ancestors the mask shows alike.
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace lumen::backend::cpu {
+
+// Row `row` of the slice's flags over the slice's own rows, or null without a mask (causal).
+inline const uint8_t* tree_row(const SequenceSlice& seq, int64_t row) {
+  if (seq.visible.empty()) return nullptr;
+  return seq.visible.data() + row * seq.n_tokens;
+}
+
+// Row `row`'s position in the sequence, from which a sliding window counts.
+inline int64_t row_position(const SequenceSlice& seq, int64_t row) {
+  return seq.positions.empty() ? seq.start_pos + row : seq.positions[static_cast<size_t>(row)];
+}
+
+// The first cached position row `row` of the slice sees (0 without a window). Cached keys below
+// it are out of its window; so are the slice's own rows below it, whose positions are no later
+// than their cache positions.
+inline int64_t window_start(const SequenceSlice& seq, int64_t row, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, row_position(seq, row) - window + 1) : 0;
+}
+
+// The lowest window_start of rows [first, first + n): where a task over them starts its tiles.
+inline int64_t lowest_window_start(const SequenceSlice& seq, int64_t first, int64_t n, int64_t window) {
+  if (window <= 0) return 0;
+  int64_t lowest = window_start(seq, first, window);
+  for (int64_t r = 1; r < n; ++r) lowest = std::min(lowest, window_start(seq, first + r, window));
+  return lowest;
+}
+
+// Whether cache position `key` is hidden from query row `row` by the row's tree flags `tree`: a
+// slice row off its branch, or an ancestor out of the window as the positions count it.
+inline bool hidden(const SequenceSlice& seq, const uint8_t* tree, int64_t row, int64_t key, int64_t window) {
+  if (tree == nullptr || key < seq.start_pos) return false;
+  const int64_t k = key - seq.start_pos;
+  if (tree[k] == 0) return true;
+  return window > 0 && row_position(seq, row) - row_position(seq, k) >= window;
+}
+
+}  // namespace lumen::backend::cpu
