@@ -27,6 +27,11 @@ struct ModelOptions {
   // Load the tokenizer and chat template only: no weights, no device memory (tokenizing
   // tools). An Engine refuses such a model.
   bool vocab_only = false;
+  // > 1: tensor parallelism across this many processes, started together by MPI
+  // (`mpirun -np N`), each loading its share of the weights and KV cache (a build with MPI).
+  // Rank 0's Model is the one that runs Engines; the others call follow_tensor_parallel_leader
+  // (lumen/engine.h) with theirs. Dense grouped-query attention models on the CPU only.
+  int tensor_parallel_size = 1;
 };
 
 struct TokenizeOptions {
@@ -59,6 +64,8 @@ struct ModelInfo {
   uint64_t file_bytes = 0;      // bytes of all tensors
   std::string weight_type;      // the type holding most bytes of the 2-D weights ("Q4_1")
   std::string device;           // what it runs on ("cpu", "cuda:0"); empty when vocab_only
+  int tensor_parallel_rank = 0;  // this process's rank among tensor_parallel_size (0: it leads)
+  int tensor_parallel_size = 1;
 };
 
 class Model {

@@ -11,10 +11,12 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "cli/bench_engine_generation.h"
 #include "cli/device_option.h"
+#include "cli/tensor_parallel_flag.h"
 #include "cli/speculative_flag.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
@@ -36,6 +38,7 @@ struct LatencyOptions {
   int repetitions = 5;
   bool json = false;
   std::string device;
+  int tensor_parallel_size = 1;
   // With a speculative config, each tg test also runs through the engine with and without it
   // (bench_engine_generation.h), after this file's text or random tokens.
   SpeculativeFlag speculative;
@@ -106,40 +109,51 @@ void run_latency(const LatencyOptions& options) {
   const SpeculativeConfig speculative = options.speculative.config();  // a bad config fails before loading
   const std::string path = resolve_model_path(options.model);
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
-  if (!options.json) {
-    fmt::print(kRowFormat, "model", "size", "params", "backend", "threads", "test", "t/s");
-    fmt::print("| {:-<24} | {:->9}: | {:->8}: | {:-<7} | {:->6}: | {:->5}: | {:->19}: |\n", "", "", "", "", "", "",
-               "");
-  }
   std::string expert_tables;  // MoE models: printed after the table
+  bool header_printed = false;  // by rank 0 only, under tensor parallelism
   auto print_row = [&](const nlohmann::ordered_json& r, const std::string& test) {
     if (options.json) return;
+    if (!header_printed) {
+      fmt::print(kRowFormat, "model", "size", "params", "backend", "threads", "test", "t/s");
+      fmt::print("| {:-<24} | {:->9}: | {:->8}: | {:-<7} | {:->6}: | {:->5}: | {:->19}: |\n", "", "", "", "", "", "",
+                 "");
+      header_printed = true;
+    }
     fmt::print(kRowFormat, r["model_type"].get<std::string>(),
                fmt::format("{:.2f} MiB", static_cast<double>(r["model_size"].get<uint64_t>()) / (1 << 20)),
                params_text(r["model_n_params"].get<uint64_t>()), r["backends"].get<std::string>(),
                r["n_threads"].get<unsigned>(), test,
                fmt::format("{:.2f} ± {:.2f}", r["avg_ts"].get<double>(), r["stddev_ts"].get<double>()));
   };
+  bool follower = false;  // a tensor-parallel rank other than 0: it reports nothing
   for (unsigned threads : options.threads) {
-    const Model model = Model::load(path, {.device = options.device, .threads = threads});
+    const Model model = Model::load(path, {.device = options.device, .threads = threads,
+                                           .tensor_parallel_size = options.tensor_parallel_size});
+    if (model.info().tensor_parallel_rank > 0) {
+      // This rank computes its share of rank 0's runs (the same for every thread count).
+      follow_tensor_parallel_leader(model);
+      follower = true;
+      continue;
+    }
     const uint64_t params = model.info().parameters;
     const uint64_t bytes = model.info().file_bytes;
     const std::string type = model_type(model.info());
     int64_t longest = 0;
     for (int64_t n : options.n_prompt) longest = std::max(longest, n);
     for (int64_t n : options.n_gen) longest = std::max(longest, n);
-    benchmark::ForwardLatency forward(model, longest);
+    // Gone before the engine rows below: a tensor-parallel model runs one of them at a time.
+    auto forward = std::make_optional<benchmark::ForwardLatency>(model, longest);
     std::mt19937 rng(42);
 
     std::vector<std::pair<int64_t, int64_t>> tests;
     for (int64_t n : options.n_prompt) if (n > 0) tests.emplace_back(n, 0);
     for (int64_t n : options.n_gen) if (n > 0) tests.emplace_back(0, n);
     for (auto [n_prompt, n_gen] : tests) {
-      forward.time_ns(n_prompt, n_gen, rng);  // warm-up
+      forward->time_ns(n_prompt, n_gen, rng);  // warm-up
       benchmark::reset_expert_load(model);
       std::vector<double> samples_ns, samples_ts;
       for (int r = 0; r < options.repetitions; ++r) {
-        double ns = forward.time_ns(n_prompt, n_gen, rng);
+        double ns = forward->time_ns(n_prompt, n_gen, rng);
         samples_ns.push_back(ns);
         samples_ts.push_back(1e9 * static_cast<double>(n_prompt + n_gen) / ns);
       }
@@ -149,6 +163,7 @@ void run_latency(const LatencyOptions& options) {
                          {"model_n_params", params},
                          {"backends", options.device == "cpu" ? "CPU" : "CUDA"},
                          {"n_threads", threads},
+                         {"tensor_parallel_size", options.tensor_parallel_size},
                          {"n_prompt", n_prompt},
                          {"n_gen", n_gen},
                          {"avg_ns", static_cast<uint64_t>(mean(samples_ns))},
@@ -166,6 +181,7 @@ void run_latency(const LatencyOptions& options) {
       }
       print_row(results.back(), test);
     }
+    forward.reset();
     if (speculative.method != SpeculativeMethod::None) {
       const std::vector<int32_t> prompt = engine_prompt(model, options, rng);
       for (int64_t n_gen : options.n_gen) {
@@ -197,6 +213,7 @@ void run_latency(const LatencyOptions& options) {
       }
     }
   }
+  if (follower) return;
   if (options.json) {
     fmt::print("{}\n", results.dump(2));
   } else {
@@ -224,6 +241,7 @@ void add_bench_latency_command(CLI::App* bench) {
                   "With --speculative-config: the prompt the engine rows generate after (default: random tokens, "
                   "as long as the first -p)");
   add_device_option(cmd, options->device);
+  add_tensor_parallel_option(cmd, options->tensor_parallel_size);
   cmd->callback([options] { run_latency(*options); });
 }
 

@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/engine_options.h"
+#include "cli/tensor_parallel_flag.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
 #include "server/engine_loop.h"
@@ -47,6 +48,7 @@ struct ServeOptions {
   bool no_web_ui = false;
   unsigned threads = 0;
   std::string device;
+  int tensor_parallel_size = 1;
   server::ServerOptions http;
   EngineFlags engine;
 };
@@ -74,7 +76,12 @@ void serve(ServeOptions& options) {
 
   const std::string path = resolve_model_path(options.model);
   const Model model = Model::load(path, {.device = options.device, .threads = options.threads,
-                                         .chat_template = options.chat_template});
+                                         .chat_template = options.chat_template,
+                                         .tensor_parallel_size = options.tensor_parallel_size});
+  if (model.info().tensor_parallel_rank > 0) {  // rank 0 serves; this rank computes its share
+    follow_tensor_parallel_leader(model);
+    return;
+  }
   if (!model.has_chat_template()) {
     fmt::print(stderr, "lumen serve: {}; /v1/chat/completions is off (choose one with --chat-template)\n",
                model.chat_template_problem());
@@ -199,6 +206,7 @@ void add_serve_command(CLI::App& app) {
                   "quiet (only server errors), info (a line per request) or verbose (with body size, user agent)")
       ->capture_default_str();
   add_device_option(cmd, options->device);
+  add_tensor_parallel_option(cmd, options->tensor_parallel_size);
   options->engine.add_to(cmd);
   cmd->callback([options] { serve(*options); });
 }

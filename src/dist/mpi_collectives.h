@@ -2,8 +2,8 @@
 // Collectives over MPI (OpenMPI from Debian: libopenmpi-dev, run with mpirun): one process per
 // rank of MPI_COMM_WORLD, on one machine or many.
 //
-// MpiCollectives initializes MPI if nothing has (MPI_THREAD_FUNNELED: only the thread that made
-// it calls MPI, the engine's loop thread) and finalizes it when it is destroyed, if it was the
+// MpiCollectives initializes MPI if nothing has (MPI_THREAD_SERIALIZED: any thread may call it,
+// one at a time: a model is loaded on one thread and its engine may step on another) and finalizes it when it is destroyed, if it was the
 // one that initialized it. MPI errors come back as lumen::Error naming the call (the
 // communicator's handler is MPI_ERRORS_RETURN, not MPI's default abort).
 //

@@ -51,9 +51,9 @@ void OutputProcessor::verify_tree(Completion& c, std::span<const int32_t> draft,
     const int64_t to = base + d - 1;
     if (from == to) continue;
     if (kv_cache == nullptr) fail("token-tree verification without a KV cache to move the accepted branch in");
-    const int64_t block_size = kv_cache->block_size();
+    const int64_t block_size = kv_cache->cache().block_size();
     // Each layer group (sliding-window layers keep their own) moves the row in its own blocks.
-    for (size_t g = 0; g < kv_cache->layout().n_groups(); ++g) {
+    for (size_t g = 0; g < kv_cache->cache().layout().n_groups(); ++g) {
       const std::span<const kv::BlockId> table = seq.blocks.table(g);
       kv_cache->copy_position(table[static_cast<size_t>(from / block_size)], from % block_size,
                               table[static_cast<size_t>(to / block_size)], to % block_size);

@@ -30,6 +30,7 @@
 #include "engine/speculation.h"
 #include "engine/step_time_model.h"
 #include "engine/structured_output.h"
+#include "engine/tensor_parallel.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
 #include "model/kv_cache.h"
@@ -100,14 +101,22 @@ struct Engine::Impl {
         model(runnable(handle)),
         config(checked(engine_config)),
         layout(kv::make_kv_layout(model.transformer->layer_windows(), config.free_out_of_window_kv)),
-        n_blocks(engine::kv_blocks_for(config, model.hparams, layout, *handle.state().backend)),
-        cache(*handle.state().backend, model.hparams, layout, n_blocks, config.block_size,
+        // The transformer's hyperparameters: a tensor-parallel shard caches its own heads only.
+        n_blocks(engine::kv_blocks_for(config, model.transformer->hparams(), layout, *handle.state().backend)),
+        cache(*handle.state().backend, model.transformer->hparams(), layout, n_blocks, config.block_size,
               engine::kv_tensor_type(config.kv_cache_dtype), config.kv_cache_rotation),
         pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
         kv_space(make_kv_space()),
         swap(make_swap_space()),
         scheduler(scheduler_config(), pool, swap.get()),
         runner(*model.transformer, cache, swap.get()) {
+    if (engine::TensorParallelGroup* group = handle.state().tensor_parallel.get()) {
+      leader = std::make_unique<engine::TensorParallelLeader>(
+          *group, engine::ShardCacheGeometry{n_blocks, config.block_size, config.kv_cache_dtype, config.kv_cache_rotation,
+                                             config.free_out_of_window_kv, swap ? swap->n_slots() : 0});
+      runner.set_leader(leader.get());
+    }
+    if (kv_space.null_block >= 0) runner.zero_block(kv_space.null_block);
     const int64_t trained = trained_context(model.hparams);
     if (config.max_model_len > 0 && trained > 0 && config.max_model_len > trained) {
       // As vLLM: positions past the trained (or rope-scaled) context give garbage, not errors.
@@ -127,7 +136,7 @@ struct Engine::Impl {
         fail("speculative config: num_candidates > 1 (token trees) needs tree attention, which the {} backend does "
              "not have", handle.state().backend->name());
       }
-      outputs.set_kv_cache(&cache);
+      outputs.set_kv_cache(&runner);
     }
     if (config.max_itl_ms > 0) {
       scheduler.limit_step_time(step_time, config.max_itl_ms / 1000.0, config.min_prefill_tokens);
@@ -182,10 +191,8 @@ struct Engine::Impl {
   // kernel that reads it anyway sees finite numbers.
   kv::KvSpace make_kv_space() {
     kv::KvSpace space{&pool, &layout, -1};
-    if (layout.has_windows()) {
-      space.null_block = *pool.allocate();
-      cache.zero_block(space.null_block);
-    }
+    // (zeroed through the runner once it exists: under tensor parallelism every rank zeroes it)
+    if (layout.has_windows()) space.null_block = *pool.allocate();
     return space;
   }
 
@@ -225,6 +232,9 @@ struct Engine::Impl {
   std::unique_ptr<engine::SwapSpace> swap;
   engine::Scheduler scheduler;
   engine::ModelRunner runner;
+  // Tensor parallelism's rank 0: the other ranks build this engine's cache and follow its steps
+  // until it goes (null in one process).
+  std::unique_ptr<engine::TensorParallelLeader> leader;
   // ITL-aware scheduling's cost model: fed each step's measured time when max_itl_ms is set.
   engine::StepTimeModel step_time;
   // Structured outputs' compiled grammars, shared by submitting threads (it locks).

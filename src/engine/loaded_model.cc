@@ -2,11 +2,11 @@
 
 namespace lumen::engine {
 
-LoadedModel LoadedModel::load(const std::string& path, backend::Backend& backend) {
+LoadedModel LoadedModel::load(const std::string& path, backend::Backend& backend, const model::TensorShard& shard) {
   auto file = std::make_unique<gguf::GgufFile>(gguf::GgufFile::open(path));
   model::HParams hparams = model::read_hparams(*file);
   tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_gguf(*file);
-  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams);
+  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard);
   return {std::move(file), std::move(hparams), std::move(tokenizer), std::move(transformer)};
 }
 

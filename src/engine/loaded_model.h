@@ -20,7 +20,8 @@ struct LoadedModel {
   std::unique_ptr<model::Transformer> transformer;
 
   // Throws lumen::Error naming what is wrong with the file.
-  static LoadedModel load(const std::string& path, backend::Backend& backend);
+  // With a shard of size > 1: this rank's part of a tensor-parallel model (model/tensor_shard.h).
+  static LoadedModel load(const std::string& path, backend::Backend& backend, const model::TensorShard& shard = {});
   // The file and tokenizer, without the weights (transformer stays null) or the block
   // hyperparameters (hparams holds only the architecture and context length, when given).
   static LoadedModel load_vocab(const std::string& path);

@@ -93,11 +93,21 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   } else {
     state->owned_backend = engine::make_backend(options.device, options.threads);
     state->backend = state->owned_backend.get();
-    state->owned_model = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(path, *state->backend));
+    model::TensorShard shard;
+    if (options.tensor_parallel_size != 1) {
+      state->tensor_parallel = engine::join_tensor_parallel_group(options.tensor_parallel_size);
+      shard = {state->tensor_parallel->rank(), state->tensor_parallel->size(), &state->tensor_parallel->comm()};
+    }
+    state->owned_model =
+        std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(path, *state->backend, shard));
   }
   state->model = state->owned_model.get();
   state->info = engine::describe(*state->model, path);
   if (!options.vocab_only) state->info.device = options.device;
+  if (state->tensor_parallel) {
+    state->info.tensor_parallel_rank = state->tensor_parallel->rank();
+    state->info.tensor_parallel_size = state->tensor_parallel->size();
+  }
   engine::attach_chat_template(*state, options.chat_template);
   return Model(std::move(state));
 }

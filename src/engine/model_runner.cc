@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/tensor_parallel.h"
 #include "spec/token_tree.h"
 #include "util/error.h"
 
@@ -49,10 +50,22 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   if ((!plan.swap_out.empty() || !plan.swap_in.empty()) && swap_ == nullptr) {
     fail("model runner: the plan swaps blocks but the engine has no swap space");
   }
-  for (const SwapCopy& out : plan.swap_out) cache_.read_block(out.block, swap_->slot_data(out.slot));
-  for (const kv::BlockCopy& copy : plan.copies) cache_.copy_block(copy.src, copy.dst);
-  for (const SwapCopy& in : plan.swap_in) cache_.write_block(in.block, swap_->slot_data(in.slot));
-  for (const KeyShift& shift : plan.key_shifts) transformer_.shift_keys(cache_, shift.blocks, shift.delta);
+  for (const SwapCopy& out : plan.swap_out) {
+    cache_.read_block(out.block, swap_->slot_data(out.slot));
+    if (leader_) leader_->ops().swap_out(out.block, out.slot);
+  }
+  for (const kv::BlockCopy& copy : plan.copies) {
+    cache_.copy_block(copy.src, copy.dst);
+    if (leader_) leader_->ops().copy_block(copy.src, copy.dst);
+  }
+  for (const SwapCopy& in : plan.swap_in) {
+    cache_.write_block(in.block, swap_->slot_data(in.slot));
+    if (leader_) leader_->ops().swap_in(in.block, in.slot);
+  }
+  for (const KeyShift& shift : plan.key_shifts) {
+    transformer_.shift_keys(cache_, shift.blocks, shift.delta);
+    if (leader_) leader_->ops().shift_keys(shift.blocks, shift.delta);
+  }
   tokens_.clear();
   positions_.clear();
   slices_.clear();
@@ -148,10 +161,22 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     }
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));
-  if (tokens_.empty()) return {};
   model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_};
+  // The other ranks start the step while this one does (their all-reduces wait for its).
+  if (leader_) leader_->send_step(tokens_.empty() ? nullptr : &batch);
+  if (tokens_.empty()) return {};
   transformer_.forward(batch, cache_, logits_.data());
   return logits_;
+}
+
+void ModelRunner::zero_block(int64_t block) {
+  cache_.zero_block(block);
+  if (leader_) leader_->ops().zero_block(block);
+}
+
+void ModelRunner::copy_position(int64_t src_block, int64_t src_slot, int64_t dst_block, int64_t dst_slot) {
+  cache_.copy_position(src_block, src_slot, dst_block, dst_slot);
+  if (leader_) leader_->ops().copy_position(src_block, src_slot, dst_block, dst_slot);
 }
 
 }  // namespace lumen::engine

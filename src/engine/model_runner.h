@@ -7,6 +7,9 @@
 // sequence that asked for prompt log-probabilities. A chunk with a proposer's extra rows
 // (spec::ExtraRows) gets them after its draft, at their own positions, with a tree attention
 // mask that lets each see the context, the last token and its own chain only.
+//
+// Everything that changes the target model's KV cache goes through here, so that under tensor
+// parallelism (engine/tensor_parallel.h) the other ranks can make the same changes to theirs.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -36,9 +39,14 @@ struct ChunkLogits {
   int64_t n_sample_rows() const { return samples ? 1 + n_draft : 0; }
 };
 
+class TensorParallelLeader;
+
 class ModelRunner {
  public:
   ModelRunner(model::Transformer& transformer, model::KvCache& cache, SwapSpace* swap = nullptr);
+  // Tensor parallelism's rank 0: every cache change and forward pass from now on goes to the
+  // other ranks too.
+  void set_leader(TensorParallelLeader* leader) { leader_ = leader; }
 
   // Returns the rows of vocab logits chunk_logits() describes (a view into a buffer that the
   // next call overwrites).
@@ -47,10 +55,17 @@ class ModelRunner {
   const std::vector<ChunkLogits>& chunk_logits() const { return chunk_logits_; }
   int64_t vocab_size() const { return vocab_; }
 
+  const model::KvCache& cache() const { return cache_; }
+  // Sets a block to zero (the null block of dropped window entries).
+  void zero_block(int64_t block);
+  // Token-tree verification: the K/V of (block, slot) src copied to dst (model::KvCache).
+  void copy_position(int64_t src_block, int64_t src_slot, int64_t dst_block, int64_t dst_slot);
+
  private:
   model::Transformer& transformer_;
   model::KvCache& cache_;
   SwapSpace* swap_;
+  TensorParallelLeader* leader_ = nullptr;
   int64_t vocab_;
   // Reused from step to step: after warm-up a step allocates nothing here.
   std::vector<int32_t> tokens_;

@@ -68,7 +68,7 @@ class OutputProcessor {
   const std::unordered_map<uint64_t, Completion*>& live_sequences() const { return live; }
   uint64_t generated_tokens() const { return n_generated; }
   // The cache token-tree verification moves accepted K/V in.
-  void set_kv_cache(model::KvCache* cache) { kv_cache = cache; }
+  void set_kv_cache(ModelRunner* runner) { kv_cache = runner; }
 
  private:
   void record_prompt_logprobs(Completion& c, const ChunkLogits& rows, std::span<const float> logits);
@@ -102,8 +102,9 @@ class OutputProcessor {
   std::atomic<int64_t>& unfinished;
   const int64_t& max_model_len;
   const int64_t vocab_size;
-  // Where a verified token tree's accepted branch is moved into place (set_kv_cache).
-  model::KvCache* kv_cache = nullptr;
+  // Where a verified token tree's accepted branch is moved into place (set_kv_cache): through
+  // the runner, which owns every change to the KV cache.
+  ModelRunner* kv_cache = nullptr;
 
   std::unordered_map<uint64_t, std::unique_ptr<RequestGroup>> groups;  // by request id
   std::unordered_map<uint64_t, Completion*> live;  // running or waiting, by sequence id

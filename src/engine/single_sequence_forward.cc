@@ -11,15 +11,21 @@ constexpr int64_t kBlockSize = 16;
 }
 
 SingleSequenceForward::SingleSequenceForward(LoadedModel& model, backend::Backend& backend, int64_t context,
-                     int64_t chunk)
+                                             int64_t chunk, TensorParallelGroup* group)
     : model_(model),
       context_(context),
       chunk_(chunk),
-      cache_(backend, model.hparams, (context + kBlockSize - 1) / kBlockSize, kBlockSize),
+      // The transformer's hyperparameters: a tensor-parallel shard caches its own heads only.
+      cache_(backend, model.transformer->hparams(), (context + kBlockSize - 1) / kBlockSize, kBlockSize),
       last_logits_(model.hparams.vocab_size) {
   // One sequence owns every block, in order.
   block_table_.resize(static_cast<size_t>(cache_.n_blocks()));
   std::iota(block_table_.begin(), block_table_.end(), 0);
+  if (group != nullptr && group->size() > 1) {
+    // One group of every layer, as cache_ (a window frees nothing here).
+    leader_ = std::make_unique<TensorParallelLeader>(
+        *group, ShardCacheGeometry{cache_.n_blocks(), kBlockSize, KvCacheDtype::F16, true, false, 0});
+  }
 }
 
 // Logits: every row (all_logits), the last row (logits != null), or none (a prompt chunk that
@@ -36,6 +42,7 @@ void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, bool 
   }
   backend::SequenceSlice slice{0, n, n_past_, block_table_};
   model::ForwardBatch batch{tokens, positions_, std::span(&slice, 1), logit_rows_};
+  if (leader_) leader_->send_step(&batch);
   model_.transformer->forward(batch, cache_, logits);
   n_past_ += n;
 }

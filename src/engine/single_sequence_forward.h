@@ -5,10 +5,12 @@
 // engine must agree with. Every user-facing path generates through lumen::Engine instead.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "engine/loaded_model.h"
+#include "engine/tensor_parallel.h"
 #include "model/kv_cache.h"
 
 namespace lumen::engine {
@@ -16,7 +18,10 @@ namespace lumen::engine {
 class SingleSequenceForward {
  public:
   // `context` tokens of KV cache; prompts are processed `chunk` tokens per forward call.
-  SingleSequenceForward(LoadedModel& model, backend::Backend& backend, int64_t context, int64_t chunk = 512);
+  // With the group of a tensor-parallel model (rank 0's), the other ranks follow each forward
+  // pass (engine/tensor_parallel.h).
+  SingleSequenceForward(LoadedModel& model, backend::Backend& backend, int64_t context, int64_t chunk = 512,
+                        TensorParallelGroup* group = nullptr);
 
   // Forgets the sequence (the KV cache is reused).
   void reset() { n_past_ = 0; }
@@ -39,6 +44,7 @@ class SingleSequenceForward {
   int64_t context_;
   int64_t chunk_;
   model::KvCache cache_;
+  std::unique_ptr<TensorParallelLeader> leader_;
   std::vector<int32_t> block_table_;
   std::vector<int32_t> positions_;
   std::vector<int32_t> logit_rows_;

@@ -16,6 +16,7 @@ class SwapSpace {
   }
 
   int64_t n_free() const { return static_cast<int64_t>(free_.size()); }
+  int64_t n_slots() const { return static_cast<int64_t>(bytes_.size() / slot_bytes_); }
   // n slots, or nothing (and no change) when fewer are free.
   std::optional<std::vector<int32_t>> allocate(int64_t n) {
     if (n > n_free()) return std::nullopt;

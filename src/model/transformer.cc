@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "dist/collectives.h"
 #include "model/rope_config.h"
 #include "util/error.h"
 
@@ -14,6 +17,18 @@ using backend::TensorView;
 using backend::first_rows;
 
 
+// The quantization block (in values) of the down projection's columns, the unit the FFN is
+// split in: the largest over the layers, whose types may differ (Q4_K_M mixes Q4_K and Q6_K).
+int64_t ffn_split_unit(const gguf::GgufFile& file, uint64_t layers) {
+  int64_t unit = 1;
+  for (uint64_t layer = 0; layer < layers; ++layer) {
+    if (const gguf::TensorInfo* info = file.find_tensor(fmt::format("blk.{}.ffn_down.weight", layer))) {
+      unit = std::max(unit, tensor::dtype_info(info->type).block_elements);
+    }
+  }
+  return unit;
+}
+
 // A {row, n} matrix seen as {head_dim, heads, n} for rope and attention.
 TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
   TensorView view = m;
@@ -24,16 +39,37 @@ TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
 
 }  // namespace
 
-Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp)
-    : backend_(backend), hp_(hp), arch_(architecture_for(hp)) {
+Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
+                         const TensorShard& shard)
+    : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard) {
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   require_supported_features(arch_, hp_);
-  weights_ = bind_weights(file, arch_, hp_, backend_);
-  init();
+  if (shard_.size <= 1) {
+    shard_ = {};
+    weights_ = bind_weights(file, arch_, hp_, backend_);
+    init();
+    return;
+  }
+  if (shard_.comm == nullptr) fail("tensor parallelism without collectives to reduce over");
+  if (backend_.name() != "cpu") fail("tensor parallelism runs on the CPU backend only (not {})", backend_.name());
+  if (arch_.features.ffn != FfnKind::Dense || arch_.features.attention != AttentionKind::Grouped ||
+      arch_.features.qk_norm_full_width) {
+    fail("tensor parallelism is not supported for the {} architecture yet (dense grouped-query attention models "
+         "only: no mixture of experts, latent attention or full-width QK norm)", hp_.architecture);
+  }
+  const ShardRanges ranges = shard_ranges(hp_, ffn_split_unit(file, hp_.block_count), shard_.rank, shard_.size);
+  auto bytes = std::make_shared<ShardBytes>();
+  weights_ = bind_weights(file, arch_, hp_, backend_, shard_tensor_source(hp_, ranges, *bytes));
+  weights_.shard_bytes = std::move(bytes);
+  init();  // with the whole model's hyperparameters (Gemma's query scale reads its head count)
+  hp_ = shard_hparams(hp_, ranges);
+  attention_.n_heads = ranges.q_heads;
+  attention_.n_kv_heads = ranges.kv_heads;
 }
 
 Transformer::Transformer(const Transformer& target, uint64_t n_layers)
     : backend_(target.backend_), hp_(target.hp_), arch_(target.arch_) {
+  if (target.shard_.size > 1) fail("a layer-skip draft of a tensor-parallel model is not supported");
   if (n_layers < 1 || n_layers >= target.hp_.block_count) {
     fail("a layer-skip draft takes 1 to {} of the model's {} layers (got {})", target.hp_.block_count - 1,
          target.hp_.block_count, n_layers);
@@ -155,6 +191,7 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   if (kv.rotated) backend_.rotate_heads(attn, head_dim);
   observe(w.wo, attn);
   backend_.matmul(w.wo, attn, h);
+  reduce_over_shard(h);
   if (w.attn_post_norm) backend_.rms_norm(h, *w.attn_post_norm, eps, h);
   backend_.add(x, h, x);
 }
@@ -178,8 +215,17 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
       gate, up);
   observe(w.ffn_down, gate);  // the GLU's output
   backend_.matmul(w.ffn_down, gate, h);
+  reduce_over_shard(h);
   if (w.ffn_post_norm) backend_.rms_norm(h, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), h);
   backend_.add(x, h, x);
+}
+
+void Transformer::reduce_over_shard(const TensorView& partial) {
+  if (shard_.size <= 1) return;
+  // Scratch activations are contiguous host rows of f32 (the CPU backend: the only one that
+  // runs sharded; a device backend would reduce in its own memory, e.g. through NCCL).
+  const auto n = static_cast<size_t>(partial.elements());
+  shard_.comm->all_reduce_sum(std::span<float>(static_cast<float*>(partial.data), n));
 }
 
 void Transformer::set_matmul_observer(MatmulObserver* observer) {
@@ -229,7 +275,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
     attention_block(layer, batch, cache, n);
     mlp_block(layer, n);
   }
-  if (n_out == 0) return;
+  if (n_out == 0 || shard_.rank != 0) return;
   // Only the sampled rows go through the final norm and the (large) output projection.
   TensorView picked = first_rows(s_.logit_h, n_out);
   backend_.get_rows(x, batch.logit_rows, picked);

@@ -13,6 +13,7 @@
 #include "model/latent_attention.h"
 #include "model/matmul_observer.h"
 #include "model/moe_ffn.h"
+#include "model/tensor_shard.h"
 #include "model/weights.h"
 
 namespace lumen::model {
@@ -29,17 +30,25 @@ struct ForwardBatch {
 
 class Transformer {
  public:
-  Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp);
+  // With a shard of size > 1 (model/tensor_shard.h): this rank's slice of every layer, whose
+  // forward passes run in step with the other ranks' (each all-reduces its partial sums through
+  // shard.comm, so every rank calls forward with the same batch); hparams() then gives this
+  // rank's heads and FFN columns, and only rank 0 computes logits. Throws lumen::Error for a
+  // model that does not split (mixtures of experts, latent attention, heads that do not divide).
+  Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
+              const TensorShard& shard = {});
   // Self-speculation's draft (layer skip, LayerSkip / Draft & Verify): the first `n_layers`
   // layers of `target` (1 .. its layers - 1), then its final norm and output head. The weights
   // are the target's own views, nothing copied or uploaded, so `target` must outlive this; the
   // activations (and a mixture of experts' routing counts) are this model's own.
   Transformer(const Transformer& target, uint64_t n_layers);
 
-  // Writes logit_rows.size() rows of vocab_size logits to `logits`.
+  // Writes logit_rows.size() rows of vocab_size logits to `logits` (rank 0 of a shard; the
+  // other ranks write none and may pass null).
   void forward(const ForwardBatch& batch, KvCache& cache, float* logits);
 
   const HParams& hparams() const { return hp_; }
+  const TensorShard& shard() const { return shard_; }
   const Architecture& architecture() const { return arch_; }
   // Context shift: the keys in `blocks` (of every layer) move `delta` positions, rotated with
   // each layer's own rope. The cache must be one group of every layer.
@@ -63,6 +72,8 @@ class Transformer {
   void ensure_capacity(int64_t n_tokens, int64_t n_logit_rows);
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
   void mlp_block(size_t layer, int64_t n);
+  // A row-parallel projection's output, summed over the ranks of a shard (nothing alone).
+  void reduce_over_shard(const backend::TensorView& partial);
   void observe(const backend::TensorView& weight, const backend::TensorView& input) {
     if (observer_ != nullptr) observer_->on_matmul(weight, input);
   }
@@ -70,6 +81,7 @@ class Transformer {
   backend::Backend& backend_;
   HParams hp_;
   const Architecture& arch_;
+  TensorShard shard_;
   TransformerWeights weights_;
   backend::RopeConfig rope_;        // global layers
   backend::RopeConfig rope_local_;  // sliding-window layers (the same unless per_layer_rope_base)

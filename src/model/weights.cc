@@ -60,7 +60,7 @@ void validate_tensors(const gguf::GgufFile& file, const Architecture& arch, cons
 }
 
 TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp,
-                                backend::Backend& backend) {
+                                backend::Backend& backend, const TensorSource& source) {
   validate_tensors(file, arch, hp);
   TransformerWeights w;
   w.layers.resize(hp.block_count);
@@ -74,9 +74,10 @@ TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& 
       }
       return;
     }
+    const HostTensor host = source ? source(spec, *info) : HostTensor{info->type, info->dims, info->data};
     std::array<int64_t, 4> full = {1, 1, 1, 1};
-    for (size_t d = 0; d < info->dims.size() && d < full.size(); ++d) full[d] = info->dims[d];
-    const backend::TensorView view = backend.upload_weights(info->type, full, info->data);
+    for (size_t d = 0; d < host.dims.size() && d < full.size(); ++d) full[d] = host.dims[d];
+    const backend::TensorView view = backend.upload_weights(host.type, full, host.data);
     LayerWeights& lw = w.layers[layer];
     std::visit(
         [&](auto member) {

@@ -3,6 +3,8 @@
 // (model/arch/tensor_spec.h) and made usable by a backend. The whole file is validated against
 // the declarations before anything is uploaded, so a file with a missing, extra or wrong tensor
 // fails at load with the tensor's name rather than producing garbage at run time.
+#include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -13,6 +15,16 @@
 namespace lumen::model {
 
 struct Architecture;
+struct TensorSpec;
+class ShardBytes;
+
+// A tensor's bytes as the backend receives them: the file's, or a slice of them
+// (model/tensor_shard.h).
+struct HostTensor {
+  tensor::DType type;
+  std::vector<int64_t> dims;  // ggml order, as gguf::TensorInfo::dims
+  const void* data = nullptr;
+};
 
 struct LayerWeights {
   backend::TensorView attn_norm;
@@ -46,6 +58,8 @@ struct TransformerWeights {
   std::optional<backend::TensorView> output;      // absent when the model ties it to token_embd
   std::optional<backend::TensorView> rope_freqs;  // llama3-style per-pair divisors
   std::vector<LayerWeights> layers;
+  // A tensor-parallel shard's slices of the file's tensors, which its views point into (CPU).
+  std::shared_ptr<ShardBytes> shard_bytes;
 
   const backend::TensorView& output_matrix() const { return output ? *output : token_embd; }
 };
@@ -55,8 +69,12 @@ struct TransformerWeights {
 // refuses those too), or when a shape or an element type is not the declared one.
 void validate_tensors(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp);
 
-// validate_tensors, then every declared tensor the file holds uploaded to the backend.
+// What to upload for a tensor of the file (validated against its spec): a shard's slice.
+using TensorSource = std::function<HostTensor(const TensorSpec& spec, const gguf::TensorInfo& info)>;
+
+// validate_tensors, then every declared tensor the file holds uploaded to the backend: its
+// bytes in the file, or what `source` gives for it when there is one.
 TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp,
-                                backend::Backend& backend);
+                                backend::Backend& backend, const TensorSource& source = {});
 
 }  // namespace lumen::model

@@ -1,0 +1,162 @@
+#include "engine/tensor_parallel.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "dist/mpi_collectives.h"
+#include "engine/kv_cache_dtype.h"
+#include "engine/model_state.h"
+#include "lumen/engine.h"
+#include "kv/kv_layout.h"
+#include "util/error.h"
+
+namespace lumen::engine {
+
+namespace {
+
+enum class Message : uint64_t { BeginEngine = 1, Step, EndEngine, Shutdown };
+
+struct Header {
+  Message kind;
+  uint64_t bytes;
+};
+
+template <typename T>
+std::span<std::byte> bytes_of(T& value) {
+  return {reinterpret_cast<std::byte*>(&value), sizeof(T)};
+}
+
+// Rank 0: a message to every other rank.
+void send(dist::Collectives& comm, Message kind, std::span<const std::byte> payload = {}) {
+  Header header{kind, payload.size()};
+  comm.broadcast(bytes_of(header), 0);
+  if (!payload.empty()) {
+    // The broadcast's buffer is written on the other ranks only; rank 0's is sent as it is.
+    comm.broadcast(std::span<std::byte>(const_cast<std::byte*>(payload.data()), payload.size()), 0);
+  }
+}
+
+Header receive(dist::Collectives& comm, std::vector<std::byte>& payload) {
+  Header header{};
+  comm.broadcast(bytes_of(header), 0);
+  payload.resize(header.bytes);
+  if (header.bytes > 0) comm.broadcast(payload, 0);
+  return header;
+}
+
+}  // namespace
+
+std::unique_ptr<TensorParallelGroup> join_tensor_parallel_group(int size) {
+  if (size < 1) fail("tensor_parallel_size must be at least 1 (got {})", size);
+  if (!dist::mpi_available()) {
+    fail("tensor parallelism needs MPI, and this build has none (install libopenmpi-dev and rebuild)");
+  }
+  // Made once, kept to the process's exit (MPI cannot start again once finalized).
+  static std::mutex made;
+  static std::shared_ptr<dist::Collectives> world;
+  std::shared_ptr<dist::Collectives> comm;
+  {
+    std::lock_guard lock(made);
+    if (!world) world = dist::make_mpi_collectives(nullptr, nullptr);
+    comm = world;
+  }
+  if (comm->size() != size) {
+    fail("tensor parallel size {} needs {} processes started together: run under `mpirun -np {}` (this run has {})",
+         size, size, size, comm->size());
+  }
+  return std::make_unique<TensorParallelGroup>(std::move(comm));
+}
+
+TensorParallelGroup::TensorParallelGroup(std::shared_ptr<dist::Collectives> comm) : comm_(std::move(comm)) {}
+
+TensorParallelGroup::~TensorParallelGroup() {
+  if (comm_->rank() != 0 || comm_->size() == 1) return;
+  try {
+    send(*comm_, Message::Shutdown);
+  } catch (const Error& e) {
+    fmt::print(stderr, "tensor parallelism: could not release the other ranks: {}\n", e.what());
+  }
+}
+
+TensorParallelLeader::TensorParallelLeader(TensorParallelGroup& group, const ShardCacheGeometry& geometry)
+    : group_(group) {
+  if (group.rank() != 0) fail("tensor parallelism: only rank 0 runs an engine (this is rank {})", group.rank());
+  if (group.engine_running_) fail("tensor parallelism: one engine at a time per model (another one still runs)");
+  ShardCacheGeometry copy = geometry;
+  send(group.comm(), Message::BeginEngine, bytes_of(copy));
+  group.engine_running_ = true;
+}
+
+TensorParallelLeader::~TensorParallelLeader() {
+  group_.engine_running_ = false;
+  try {
+    send(group_.comm(), Message::EndEngine);
+  } catch (const Error& e) {
+    fmt::print(stderr, "tensor parallelism: could not end the other ranks' engine: {}\n", e.what());
+  }
+}
+
+void TensorParallelLeader::send_step(const model::ForwardBatch* batch) {
+  if (batch != nullptr) ops_.forward(*batch);
+  if (!ops_.empty()) send(group_.comm(), Message::Step, ops_.bytes());
+  ops_.clear();
+}
+
+void follow_tensor_parallel_leader(TensorParallelGroup& group, model::Transformer& transformer,
+                                   backend::Backend& backend) {
+  if (group.rank() == 0) fail("tensor parallelism: rank 0 leads; it does not follow");
+  std::unique_ptr<model::KvCache> cache;
+  std::unique_ptr<SwapSpace> swap;
+  std::vector<std::byte> payload;
+  for (;;) {
+    const Header header = receive(group.comm(), payload);
+    switch (header.kind) {
+      case Message::BeginEngine: {
+        ShardCacheGeometry g;
+        if (payload.size() != sizeof(g)) fail("tensor parallelism: an engine description of {} bytes", payload.size());
+        std::memcpy(&g, payload.data(), sizeof(g));
+        swap.reset();
+        cache.reset();
+        cache = std::make_unique<model::KvCache>(backend, transformer.hparams(),
+                                                 kv::make_kv_layout(transformer.layer_windows(), g.free_out_of_window),
+                                                 g.n_blocks, g.block_size, kv_tensor_type(g.dtype), g.rotate);
+        if (g.swap_slots > 0) swap = std::make_unique<SwapSpace>(g.swap_slots, cache->block_host_bytes());
+        break;
+      }
+      case Message::Step: {
+        if (!cache) fail("tensor parallelism: a step before its engine");
+        ShardTarget target{transformer, *cache, swap.get()};
+        try {
+          apply_shard_step(payload, target);
+        } catch (const Error& e) {
+          fmt::print(stderr, "tensor parallelism, rank {}: a step failed: {}\n", group.rank(), e.what());
+        }
+        break;
+      }
+      case Message::EndEngine:
+        swap.reset();
+        cache.reset();
+        break;
+      case Message::Shutdown:
+        return;
+      default:
+        fail("tensor parallelism: unknown message {}", static_cast<uint64_t>(header.kind));
+    }
+  }
+}
+
+}  // namespace lumen::engine
+
+namespace lumen {
+
+void follow_tensor_parallel_leader(const Model& model) {
+  engine::ModelState& state = model.state();
+  if (!state.tensor_parallel || state.tensor_parallel->rank() == 0) return;
+  engine::follow_tensor_parallel_leader(*state.tensor_parallel, *state.model->transformer, *state.backend);
+}
+
+}  // namespace lumen
