@@ -30,8 +30,10 @@ def model_path() -> Path:
 class LumenServer:
     """One `lumen serve` process. Its stderr is drained by a thread (and kept for messages)."""
 
-    def __init__(self, *extra_args, api_key=None, model=None, kv_cache_memory="256M", max_model_len=2048):
-        args = [os.environ["LUMEN_BIN"], "serve", "-m", str(model or model_path()), "--port", "0",
+    def __init__(self, *extra_args, api_key=None, model=None, kv_cache_memory="256M", max_model_len=2048,
+                 launcher=()):
+        # launcher: a command the server runs under (mpirun for tensor parallelism).
+        args = [*launcher, os.environ["LUMEN_BIN"], "serve", "-m", str(model or model_path()), "--port", "0",
                 "--kv-cache-memory", kv_cache_memory, "--max-model-len", str(max_model_len),
                 *map(str, extra_args)]
         if api_key:
