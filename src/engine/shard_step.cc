@@ -34,7 +34,7 @@ class Reader {
     if (n > (bytes_.size() - at_) / sizeof(T)) fail("tensor-parallel step: an array of {} runs past the message", n);
     const size_t first = out.size();
     out.resize(first + n);
-    std::memcpy(out.data() + first, bytes_.data() + at_, n * sizeof(T));
+    if (n > 0) std::memcpy(out.data() + first, bytes_.data() + at_, n * sizeof(T));  // (no null pointers)
     at_ += n * sizeof(T);
     return first;
   }
