@@ -95,9 +95,14 @@ struct DecodedBatch {
   }
 };
 
-SwapSpace& swap_of(ShardTarget& target) {
+// The host memory of a swap slot named by a message, checked: a slot past the swap space would
+// be written out of bounds.
+uint8_t* swap_slot(ShardTarget& target, int32_t slot) {
   if (target.swap == nullptr) fail("tensor-parallel step: a swap without a swap space");
-  return *target.swap;
+  if (slot < 0 || slot >= target.swap->n_slots()) {
+    fail("tensor-parallel step: swap slot {} of {}", slot, target.swap->n_slots());
+  }
+  return target.swap->slot_data(slot);
 }
 
 }  // namespace
@@ -181,7 +186,7 @@ void apply_shard_step(std::span<const std::byte> step, ShardTarget& target) {
         break;
       case Op::SwapOut: {
         const auto block = in.get<int64_t>();
-        cache.read_block(block, swap_of(target).slot_data(in.get<int32_t>()));
+        cache.read_block(block, swap_slot(target, in.get<int32_t>()));
         break;
       }
       case Op::CopyBlock: {
@@ -191,7 +196,7 @@ void apply_shard_step(std::span<const std::byte> step, ShardTarget& target) {
       }
       case Op::SwapIn: {
         const auto block = in.get<int64_t>();
-        cache.write_block(block, swap_of(target).slot_data(in.get<int32_t>()));
+        cache.write_block(block, swap_slot(target, in.get<int32_t>()));
         break;
       }
       case Op::ShiftKeys: {

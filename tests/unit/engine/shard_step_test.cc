@@ -115,6 +115,10 @@ TEST_F(ShardStepTest, ACutMessageIsRefusedNotOverread) {
   }
   // Every cut but those on an op boundary (nothing, after the copy, after the shift).
   EXPECT_EQ(refused, static_cast<int>(whole.size()) - 3);
+  // A swap slot past the swap space is refused, not written.
+  ShardStepWriter outside;
+  outside.swap_out(1, 2);
+  EXPECT_THROW(apply_shard_step(outside.bytes(), target), Error);
 }
 
 }  // namespace
