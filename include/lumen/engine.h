@@ -126,10 +126,11 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
-// Tensor parallelism (ModelOptions::tensor_parallel_size): what every process but rank 0 does
+// Tensor and pipeline parallelism (ModelOptions::tensor_parallel_size, pipeline_parallel_size):
+// what every process but rank 0 does
 // with its Model. Rank 0 runs Engines as usual; this follows each of them in turn (building its
 // share of the KV cache, running its share of every step) and returns when rank 0's Model is
 // released. A model of one process returns at once. Throws lumen::Error when MPI fails.
-void follow_tensor_parallel_leader(const Model& model);
+void follow_model_parallel_leader(const Model& model);
 
 }  // namespace lumen

@@ -29,9 +29,16 @@ struct ModelOptions {
   bool vocab_only = false;
   // > 1: tensor parallelism across this many processes, started together by MPI
   // (`mpirun -np N`), each loading its share of the weights and KV cache (a build with MPI).
-  // Rank 0's Model is the one that runs Engines; the others call follow_tensor_parallel_leader
+  // Rank 0's Model is the one that runs Engines; the others call follow_model_parallel_leader
   // (lumen/engine.h) with theirs. Dense grouped-query attention models on the CPU only.
   int tensor_parallel_size = 1;
+  // > 1: pipeline parallelism: the layers cut into this many stages, each held by
+  // tensor_parallel_size processes (mpirun -np tensor x pipeline; ranked stage by stage). Any
+  // architecture; the CPU only.
+  int pipeline_parallel_size = 1;
+  // A forward pass goes through the stages in at most this many micro-batches (of 64 rows or
+  // more), so that stages work at once; 0: twice the stages.
+  int pipeline_micro_batches = 0;
 };
 
 struct TokenizeOptions {
@@ -64,8 +71,11 @@ struct ModelInfo {
   uint64_t file_bytes = 0;      // bytes of all tensors
   std::string weight_type;      // the type holding most bytes of the 2-D weights ("Q4_1")
   std::string device;           // what it runs on ("cpu", "cuda:0"); empty when vocab_only
-  int tensor_parallel_rank = 0;  // this process's rank among tensor_parallel_size (0: it leads)
+  int parallel_rank = 0;         // this process among all of the model's (0: it leads)
+  int tensor_parallel_rank = 0;  // its rank among its stage's tensor_parallel_size
   int tensor_parallel_size = 1;
+  int pipeline_stage = 0;        // its stage of pipeline_parallel_size
+  int pipeline_parallel_size = 1;
 };
 
 class Model {

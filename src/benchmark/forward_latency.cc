@@ -13,7 +13,7 @@ namespace lumen::benchmark {
 struct ForwardLatency::State {
   State(const Model& m, int64_t longest)
       : model(m),
-        forward(*m.state().model, *m.state().backend, longest + 1, 512, m.state().tensor_parallel.get()),
+        forward(*m.state().model, *m.state().backend, longest + 1, 512, m.state().parallel.get()),
         bos(m.state().model->tokenizer.vocab().special.bos.value_or(0)),
         vocab(static_cast<uint32_t>(m.info().vocab_size)) {}
   Model model;  // keeps the weights alive

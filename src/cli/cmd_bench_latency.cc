@@ -16,7 +16,7 @@
 
 #include "cli/bench_engine_generation.h"
 #include "cli/device_option.h"
-#include "cli/tensor_parallel_flag.h"
+#include "cli/model_parallel_flags.h"
 #include "cli/speculative_flag.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
@@ -38,7 +38,7 @@ struct LatencyOptions {
   int repetitions = 5;
   bool json = false;
   std::string device;
-  int tensor_parallel_size = 1;
+  ModelParallelFlags parallel;
   // With a speculative config, each tg test also runs through the engine with and without it
   // (bench_engine_generation.h), after this file's text or random tokens.
   SpeculativeFlag speculative;
@@ -125,13 +125,15 @@ void run_latency(const LatencyOptions& options) {
                r["n_threads"].get<unsigned>(), test,
                fmt::format("{:.2f} ± {:.2f}", r["avg_ts"].get<double>(), r["stddev_ts"].get<double>()));
   };
-  bool follower = false;  // a tensor-parallel rank other than 0: it reports nothing
+  bool follower = false;  // a model-parallel rank other than 0: it reports nothing
   for (unsigned threads : options.threads) {
     const Model model = Model::load(path, {.device = options.device, .threads = threads,
-                                           .tensor_parallel_size = options.tensor_parallel_size});
-    if (model.info().tensor_parallel_rank > 0) {
+                                           .tensor_parallel_size = options.parallel.tensor,
+                                           .pipeline_parallel_size = options.parallel.pipeline,
+                                           .pipeline_micro_batches = options.parallel.micro_batches});
+    if (model.info().parallel_rank > 0) {
       // This rank computes its share of rank 0's runs (the same for every thread count).
-      follow_tensor_parallel_leader(model);
+      follow_model_parallel_leader(model);
       follower = true;
       continue;
     }
@@ -163,7 +165,8 @@ void run_latency(const LatencyOptions& options) {
                          {"model_n_params", params},
                          {"backends", options.device == "cpu" ? "CPU" : "CUDA"},
                          {"n_threads", threads},
-                         {"tensor_parallel_size", options.tensor_parallel_size},
+                         {"tensor_parallel_size", options.parallel.tensor},
+                         {"pipeline_parallel_size", options.parallel.pipeline},
                          {"n_prompt", n_prompt},
                          {"n_gen", n_gen},
                          {"avg_ns", static_cast<uint64_t>(mean(samples_ns))},
@@ -241,7 +244,7 @@ void add_bench_latency_command(CLI::App* bench) {
                   "With --speculative-config: the prompt the engine rows generate after (default: random tokens, "
                   "as long as the first -p)");
   add_device_option(cmd, options->device);
-  add_tensor_parallel_option(cmd, options->tensor_parallel_size);
+  add_model_parallel_options(cmd, options->parallel);
   cmd->callback([options] { run_latency(*options); });
 }
 

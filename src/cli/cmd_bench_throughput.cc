@@ -21,7 +21,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/engine_options.h"
-#include "cli/tensor_parallel_flag.h"
+#include "cli/model_parallel_flags.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
 
@@ -38,7 +38,7 @@ struct ThroughputOptions {
   uint64_t seed = 0;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());  // all cores, as every command
   std::string device;
-  int tensor_parallel_size = 1;
+  ModelParallelFlags parallel;
   bool json = false;
   EngineFlags engine;
 };
@@ -48,9 +48,11 @@ using Clock = std::chrono::steady_clock;
 void run_throughput(const ThroughputOptions& options) {
   const std::string path = resolve_model_path(options.model);
   const Model model = Model::load(path, {.device = options.device, .threads = options.threads,
-                                         .tensor_parallel_size = options.tensor_parallel_size});
-  if (model.info().tensor_parallel_rank > 0) {
-    follow_tensor_parallel_leader(model);
+                                         .tensor_parallel_size = options.parallel.tensor,
+                                         .pipeline_parallel_size = options.parallel.pipeline,
+                                         .pipeline_micro_batches = options.parallel.micro_batches});
+  if (model.info().parallel_rank > 0) {
+    follow_model_parallel_leader(model);
     return;
   }
   Engine engine(model, options.engine.resolve());
@@ -202,7 +204,7 @@ void add_bench_throughput_command(CLI::App* bench) {
   cmd->add_option("--seed", options->seed, "Seed of the lengths and prompt tokens")->capture_default_str();
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)")->capture_default_str();
   add_device_option(cmd, options->device);
-  add_tensor_parallel_option(cmd, options->tensor_parallel_size);
+  add_model_parallel_options(cmd, options->parallel);
   cmd->add_flag("--json", options->json, "Print the result as JSON");
   options->engine.add_to(cmd);
   cmd->callback([options] { run_throughput(*options); });

@@ -14,7 +14,7 @@
 #include "cli/sampling_options.h"
 #include "cli/structured_output_flags.h"
 #include "cli/stream_completion.h"
-#include "cli/tensor_parallel_flag.h"
+#include "cli/model_parallel_flags.h"
 #include "cli/text_file.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
@@ -41,7 +41,7 @@ struct RunOptions {
   ContextShiftFlags context_shift;
   SpeculativeFlag speculative;
   KvCacheDtypeFlag kv_cache_dtype;
-  int tensor_parallel_size = 1;
+  ModelParallelFlags parallel;
 
   // Whether the output is several completions or log-probability tables, printed once the
   // request ends (run_completions.h), rather than one text streamed as it is made.
@@ -82,9 +82,11 @@ void run(RunOptions options) {
   const SpeculativeConfig speculative = options.speculative.config();
   const Model model = Model::load(resolve_model_path(options.model), {.device = options.device,
                                                                        .threads = options.threads,
-                                                                       .tensor_parallel_size = options.tensor_parallel_size});
-  if (model.info().tensor_parallel_rank > 0) {
-    follow_tensor_parallel_leader(model);
+                                                                       .tensor_parallel_size = options.parallel.tensor,
+                                                                       .pipeline_parallel_size = options.parallel.pipeline,
+                                                                       .pipeline_micro_batches = options.parallel.micro_batches});
+  if (model.info().parallel_rank > 0) {
+    follow_model_parallel_leader(model);
     return;
   }
   const int64_t context = std::min<int64_t>(options.context, model.info().context_length);
@@ -146,7 +148,7 @@ void add_run_command(CLI::App& app) {
   add_structured_output_flags(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   add_device_option(cmd, options->device);
-  add_tensor_parallel_option(cmd, options->tensor_parallel_size);
+  add_model_parallel_options(cmd, options->parallel);
   cmd->add_option("-c,--ctx-size", options->context, "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its KV cache is paged and shared, --max-model-len)")
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");

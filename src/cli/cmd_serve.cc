@@ -20,7 +20,7 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/engine_options.h"
-#include "cli/tensor_parallel_flag.h"
+#include "cli/model_parallel_flags.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
 #include "server/engine_loop.h"
@@ -48,7 +48,7 @@ struct ServeOptions {
   bool no_web_ui = false;
   unsigned threads = 0;
   std::string device;
-  int tensor_parallel_size = 1;
+  ModelParallelFlags parallel;
   server::ServerOptions http;
   EngineFlags engine;
 };
@@ -77,9 +77,11 @@ void serve(ServeOptions& options) {
   const std::string path = resolve_model_path(options.model);
   const Model model = Model::load(path, {.device = options.device, .threads = options.threads,
                                          .chat_template = options.chat_template,
-                                         .tensor_parallel_size = options.tensor_parallel_size});
-  if (model.info().tensor_parallel_rank > 0) {  // rank 0 serves; this rank computes its share
-    follow_tensor_parallel_leader(model);
+                                         .tensor_parallel_size = options.parallel.tensor,
+                                         .pipeline_parallel_size = options.parallel.pipeline,
+                                         .pipeline_micro_batches = options.parallel.micro_batches});
+  if (model.info().parallel_rank > 0) {  // rank 0 serves; this rank computes its share
+    follow_model_parallel_leader(model);
     return;
   }
   if (!model.has_chat_template()) {
@@ -206,7 +208,7 @@ void add_serve_command(CLI::App& app) {
                   "quiet (only server errors), info (a line per request) or verbose (with body size, user agent)")
       ->capture_default_str();
   add_device_option(cmd, options->device);
-  add_tensor_parallel_option(cmd, options->tensor_parallel_size);
+  add_model_parallel_options(cmd, options->parallel);
   options->engine.add_to(cmd);
   cmd->callback([options] { serve(*options); });
 }

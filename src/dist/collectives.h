@@ -15,6 +15,15 @@
 
 namespace lumen::dist {
 
+// A point-to-point message on its way (Collectives::start_receive): its buffer must stay alive
+// and untouched until wait() returns. Going away without wait() waits.
+class Transfer {
+ public:
+  virtual ~Transfer() = default;
+  // Blocks until the message is in the buffer; throws lumen::Error as receive does.
+  virtual void wait() = 0;
+};
+
 class Collectives {
  public:
   virtual ~Collectives() = default;
@@ -28,7 +37,14 @@ class Collectives {
   // Point to point, for pipeline stages: blocks until the matching call on the other rank.
   virtual void send(std::span<const std::byte> data, int to) = 0;
   virtual void receive(std::span<std::byte> data, int from) = 0;
+  // receive without waiting: pipeline parallelism's rank 0 posts the receives of a step's last
+  // stage before it sends the step's first micro-batch, so neither side can block the other.
+  virtual std::unique_ptr<Transfer> start_receive(std::span<std::byte> data, int from) = 0;
   virtual void barrier() = 0;
+  // The ranks that pass the same `color` form a group of their own (every rank calls this, in the
+  // same order), ranked as they are here: pipeline parallelism's stages each all-reduce among
+  // their own tensor-parallel ranks. Must not outlive this.
+  virtual std::unique_ptr<Collectives> split(int color) = 0;
 };
 
 // One process alone: rank 0 of 1, every operation leaves the data as it is.

@@ -24,11 +24,43 @@ void check(int code, const char* call) {
   fail("{} failed: {}", call, std::string(text, static_cast<size_t>(length)));
 }
 
+// A message must fill the buffer it lands in: a shorter one means the ranks disagree on a step.
+void check_count(const MPI_Status& status, size_t expected, int from) {
+  int received = 0;
+  MPI_Get_count(&status, MPI_BYTE, &received);
+  if (static_cast<size_t>(received) != expected) {
+    fail("receive from rank {}: {} bytes came for a buffer of {}", from, received, expected);
+  }
+}
+
 // MPI counts are ints: longer buffers are refused rather than truncated.
 int count_of(size_t n, const char* call) {
   if (n > static_cast<size_t>(INT_MAX)) fail("{}: {} elements is more than one MPI call takes", call, n);
   return static_cast<int>(n);
 }
+
+// A message MPI_Irecv started; waited for once.
+class MpiTransfer final : public Transfer {
+ public:
+  MpiTransfer(MPI_Request request, size_t bytes, int from) : request_(request), bytes_(bytes), from_(from) {}
+  ~MpiTransfer() override {
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+  MpiTransfer(const MpiTransfer&) = delete;
+  MpiTransfer& operator=(const MpiTransfer&) = delete;
+
+  void wait() override {
+    if (request_ == MPI_REQUEST_NULL) return;
+    MPI_Status status;
+    check(MPI_Wait(&request_, &status), "MPI_Wait");
+    check_count(status, bytes_, from_);
+  }
+
+ private:
+  MPI_Request request_;
+  size_t bytes_;
+  int from_;
+};
 
 class MpiCollectives final : public Collectives {
  public:
@@ -41,17 +73,24 @@ class MpiCollectives final : public Collectives {
       owns_mpi_ = true;
       if (provided < MPI_THREAD_SERIALIZED) fail("MPI_Init_thread: this MPI cannot be called from more than one thread");
     }
-    check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
-    check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    adopt(MPI_COMM_WORLD);
   }
   ~MpiCollectives() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (owns_mpi_ && !finalized) MPI_Finalize();
+    if (finalized) return;
+    if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
+    if (owns_mpi_) MPI_Finalize();
   }
   MpiCollectives(const MpiCollectives&) = delete;
   MpiCollectives& operator=(const MpiCollectives&) = delete;
+
+  std::unique_ptr<Collectives> split(int color) override {
+    if (color < 0) fail("split: color {} (MPI takes colors of 0 and up)", color);
+    MPI_Comm part = MPI_COMM_NULL;
+    check(MPI_Comm_split(comm_, color, rank_, &part), "MPI_Comm_split");
+    return std::unique_ptr<Collectives>(new MpiCollectives(part));
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -61,7 +100,7 @@ class MpiCollectives final : public Collectives {
     const int n = count_of(data.size() * static_cast<size_t>(size_), "all_reduce_sum");
     gathered_.resize(static_cast<size_t>(n));
     check(MPI_Allgather(data.data(), count_of(data.size(), "MPI_Allgather"), MPI_FLOAT, gathered_.data(),
-                        count_of(data.size(), "MPI_Allgather"), MPI_FLOAT, MPI_COMM_WORLD),
+                        count_of(data.size(), "MPI_Allgather"), MPI_FLOAT, comm_),
           "MPI_Allgather");
     // Rank 0's values, then rank 1's added, and so on: the same order on every rank.
     for (size_t i = 0; i < data.size(); ++i) {
@@ -74,29 +113,42 @@ class MpiCollectives final : public Collectives {
   void broadcast(std::span<std::byte> data, int root) override {
     check_rank(root, "broadcast");
     if (size_ == 1 || data.empty()) return;
-    check(MPI_Bcast(data.data(), count_of(data.size(), "MPI_Bcast"), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    check(MPI_Bcast(data.data(), count_of(data.size(), "MPI_Bcast"), MPI_BYTE, root, comm_), "MPI_Bcast");
   }
 
   void send(std::span<const std::byte> data, int to) override {
     check_peer(to, "send");
-    check(MPI_Send(data.data(), count_of(data.size(), "MPI_Send"), MPI_BYTE, to, kTag, MPI_COMM_WORLD), "MPI_Send");
+    check(MPI_Send(data.data(), count_of(data.size(), "MPI_Send"), MPI_BYTE, to, kTag, comm_), "MPI_Send");
   }
 
   void receive(std::span<std::byte> data, int from) override {
     check_peer(from, "receive");
     MPI_Status status;
-    check(MPI_Recv(data.data(), count_of(data.size(), "MPI_Recv"), MPI_BYTE, from, kTag, MPI_COMM_WORLD, &status),
+    check(MPI_Recv(data.data(), count_of(data.size(), "MPI_Recv"), MPI_BYTE, from, kTag, comm_, &status),
           "MPI_Recv");
-    int received = 0;
-    MPI_Get_count(&status, MPI_BYTE, &received);
-    if (static_cast<size_t>(received) != data.size()) {
-      fail("receive from rank {}: {} bytes came for a buffer of {}", from, received, data.size());
-    }
+    check_count(status, data.size(), from);
   }
 
-  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  std::unique_ptr<Transfer> start_receive(std::span<std::byte> data, int from) override {
+    check_peer(from, "start_receive");
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Irecv(data.data(), count_of(data.size(), "MPI_Irecv"), MPI_BYTE, from, kTag, comm_, &request),
+          "MPI_Irecv");
+    return std::make_unique<MpiTransfer>(request, data.size(), from);
+  }
+
+  void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
 
  private:
+  explicit MpiCollectives(MPI_Comm comm) { adopt(comm); }
+
+  void adopt(MPI_Comm comm) {
+    comm_ = comm;
+    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+  }
+
   static constexpr int kTag = 0;
 
   void check_rank(int r, const char* what) const {
@@ -107,6 +159,7 @@ class MpiCollectives final : public Collectives {
     if (r == rank_) fail("{}: rank {} to itself", what, r);
   }
 
+  MPI_Comm comm_ = MPI_COMM_NULL;
   bool owns_mpi_ = false;
   int rank_ = 0;
   int size_ = 1;

@@ -21,7 +21,8 @@ namespace lumen::dist {
 // Whether this build has MPI (LUMEN_MPI). Without it, make_mpi_collectives fails with a message.
 bool mpi_available();
 
-// The collectives of MPI_COMM_WORLD; MPI is initialized from argc/argv when nothing has.
+// The collectives of MPI_COMM_WORLD; MPI is initialized from argc/argv when nothing has. Its
+// split() groups free their communicators when they go (before MPI is finalized).
 std::unique_ptr<Collectives> make_mpi_collectives(int* argc, char*** argv);
 
 }  // namespace lumen::dist

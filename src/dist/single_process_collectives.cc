@@ -17,7 +17,11 @@ class SingleProcess final : public Collectives {
   }
   void send(std::span<const std::byte>, int to) override { fail("send to rank {} in a single process", to); }
   void receive(std::span<std::byte>, int from) override { fail("receive from rank {} in a single process", from); }
+  std::unique_ptr<Transfer> start_receive(std::span<std::byte>, int from) override {
+    fail("receive from rank {} in a single process", from);
+  }
   void barrier() override {}
+  std::unique_ptr<Collectives> split(int) override { return std::make_unique<SingleProcess>(); }
 };
 
 }  // namespace

@@ -30,7 +30,7 @@
 #include "engine/speculation.h"
 #include "engine/step_time_model.h"
 #include "engine/structured_output.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model_parallel.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
 #include "model/kv_cache.h"
@@ -100,8 +100,9 @@ struct Engine::Impl {
       : handle(std::move(model_handle)),
         model(runnable(handle)),
         config(checked(engine_config)),
-        layout(kv::make_kv_layout(model.transformer->layer_windows(), config.free_out_of_window_kv)),
-        // The transformer's hyperparameters: a tensor-parallel shard caches its own heads only.
+        // The transformer's: a tensor-parallel shard caches its own heads only, a pipeline stage
+        // its own layers.
+        layout(model.transformer->kv_layout(config.free_out_of_window_kv)),
         n_blocks(engine::kv_blocks_for(config, model.transformer->hparams(), layout, *handle.state().backend)),
         cache(*handle.state().backend, model.transformer->hparams(), layout, n_blocks, config.block_size,
               engine::kv_tensor_type(config.kv_cache_dtype), config.kv_cache_rotation),
@@ -110,8 +111,8 @@ struct Engine::Impl {
         swap(make_swap_space()),
         scheduler(scheduler_config(), pool, swap.get()),
         runner(*model.transformer, cache, swap.get()) {
-    if (engine::TensorParallelGroup* group = handle.state().tensor_parallel.get()) {
-      leader = std::make_unique<engine::TensorParallelLeader>(
+    if (engine::ModelParallelGroup* group = handle.state().parallel.get()) {
+      leader = std::make_unique<engine::ModelParallelLeader>(
           *group, engine::ShardCacheGeometry{n_blocks, config.block_size, config.kv_cache_dtype, config.kv_cache_rotation,
                                              config.free_out_of_window_kv, swap ? swap->n_slots() : 0});
       runner.set_leader(leader.get());
@@ -234,7 +235,7 @@ struct Engine::Impl {
   engine::ModelRunner runner;
   // Tensor parallelism's rank 0: the other ranks build this engine's cache and follow its steps
   // until it goes (null in one process).
-  std::unique_ptr<engine::TensorParallelLeader> leader;
+  std::unique_ptr<engine::ModelParallelLeader> leader;
   // ITL-aware scheduling's cost model: fed each step's measured time when max_itl_ms is set.
   engine::StepTimeModel step_time;
   // Structured outputs' compiled grammars, shared by submitting threads (it locks).
@@ -514,7 +515,7 @@ void Engine::Impl::publish_stats() {
     const engine::Sequence& seq = completion->seq;
     // In positions of every layer: a page holds group_size of the model's layers, and a
     // windowed group holds only its window's positions.
-    const auto n_layers = static_cast<int64_t>(m.layout.group_of_layer.size());
+    const int64_t n_layers = m.layout.n_layers_held();
     s.kv_slots_allocated += seq.blocks.n_held_blocks() * m.config.block_size * m.layout.group_size / n_layers;
     s.kv_slots_filled += seq.blocks.n_held_positions(seq.n_computed) * m.layout.group_size / n_layers;
   }

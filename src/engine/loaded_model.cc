@@ -1,12 +1,20 @@
 #include "engine/loaded_model.h"
 
+#include "engine/model_parallel.h"
+
 namespace lumen::engine {
 
-LoadedModel LoadedModel::load(const std::string& path, backend::Backend& backend, const model::TensorShard& shard) {
+LoadedModel LoadedModel::load(const std::string& path, backend::Backend& backend, const ModelPart& part) {
   auto file = std::make_unique<gguf::GgufFile>(gguf::GgufFile::open(path));
   model::HParams hparams = model::read_hparams(*file);
   tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_gguf(*file);
-  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard);
+  model::TensorShard shard;
+  model::PipelineStage stage;
+  if (part.group != nullptr) {
+    shard = part.group->shard();
+    stage = part.group->pipeline_stage(hparams.block_count, part.max_micro_batches);
+  }
+  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard, stage);
   return {std::move(file), std::move(hparams), std::move(tokenizer), std::move(transformer)};
 }
 

@@ -13,15 +13,24 @@
 
 namespace lumen::engine {
 
+class ModelParallelGroup;
+
+// Which part of a model spread over processes this one loads: the group it belongs to (null:
+// the whole model) and how many micro-batches a pipeline's forward pass may go in.
+struct ModelPart {
+  ModelParallelGroup* group = nullptr;
+  int max_micro_batches = 1;
+};
+
 struct LoadedModel {
   std::unique_ptr<gguf::GgufFile> file;
   model::HParams hparams;
   tokenizer::Tokenizer tokenizer;
   std::unique_ptr<model::Transformer> transformer;
 
-  // Throws lumen::Error naming what is wrong with the file.
-  // With a shard of size > 1: this rank's part of a tensor-parallel model (model/tensor_shard.h).
-  static LoadedModel load(const std::string& path, backend::Backend& backend, const model::TensorShard& shard = {});
+  // Throws lumen::Error naming what is wrong with the file. With a group: this process's part
+  // of the model (model/tensor_shard.h, model/pipeline_stage.h).
+  static LoadedModel load(const std::string& path, backend::Backend& backend, const ModelPart& part = {});
   // The file and tokenizer, without the weights (transformer stays null) or the block
   // hyperparameters (hparams holds only the architecture and context length, when given).
   static LoadedModel load_vocab(const std::string& path);

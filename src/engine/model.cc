@@ -93,20 +93,28 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   } else {
     state->owned_backend = engine::make_backend(options.device, options.threads);
     state->backend = state->owned_backend.get();
-    model::TensorShard shard;
-    if (options.tensor_parallel_size != 1) {
-      state->tensor_parallel = engine::join_tensor_parallel_group(options.tensor_parallel_size);
-      shard = {state->tensor_parallel->rank(), state->tensor_parallel->size(), &state->tensor_parallel->comm()};
+    engine::ModelPart part;
+    if (options.tensor_parallel_size != 1 || options.pipeline_parallel_size != 1) {
+      if (options.pipeline_micro_batches < 0) {
+        fail("pipeline_micro_batches must be 0 (twice the stages) or more (got {})", options.pipeline_micro_batches);
+      }
+      state->parallel =
+          engine::join_model_parallel_group(options.tensor_parallel_size, options.pipeline_parallel_size);
+      part = {state->parallel.get(), options.pipeline_micro_batches > 0 ? options.pipeline_micro_batches
+                                                                        : 2 * options.pipeline_parallel_size};
     }
     state->owned_model =
-        std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(path, *state->backend, shard));
+        std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(path, *state->backend, part));
   }
   state->model = state->owned_model.get();
   state->info = engine::describe(*state->model, path);
   if (!options.vocab_only) state->info.device = options.device;
-  if (state->tensor_parallel) {
-    state->info.tensor_parallel_rank = state->tensor_parallel->rank();
-    state->info.tensor_parallel_size = state->tensor_parallel->size();
+  if (state->parallel) {
+    state->info.parallel_rank = state->parallel->rank();
+    state->info.tensor_parallel_rank = state->parallel->tensor_rank();
+    state->info.tensor_parallel_size = state->parallel->tensor_size();
+    state->info.pipeline_stage = state->parallel->stage();
+    state->info.pipeline_parallel_size = state->parallel->pipeline_size();
   }
   engine::attach_chat_template(*state, options.chat_template);
   return Model(std::move(state));

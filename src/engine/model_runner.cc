@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/tensor_parallel.h"
+#include "engine/model_parallel.h"
 #include "spec/token_tree.h"
 #include "util/error.h"
 

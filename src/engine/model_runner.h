@@ -9,7 +9,7 @@
 // mask that lets each see the context, the last token and its own chain only.
 //
 // Everything that changes the target model's KV cache goes through here, so that under tensor
-// parallelism (engine/tensor_parallel.h) the other ranks can make the same changes to theirs.
+// parallelism (engine/model_parallel.h) the other ranks can make the same changes to theirs.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -39,14 +39,14 @@ struct ChunkLogits {
   int64_t n_sample_rows() const { return samples ? 1 + n_draft : 0; }
 };
 
-class TensorParallelLeader;
+class ModelParallelLeader;
 
 class ModelRunner {
  public:
   ModelRunner(model::Transformer& transformer, model::KvCache& cache, SwapSpace* swap = nullptr);
   // Tensor parallelism's rank 0: every cache change and forward pass from now on goes to the
   // other ranks too.
-  void set_leader(TensorParallelLeader* leader) { leader_ = leader; }
+  void set_leader(ModelParallelLeader* leader) { leader_ = leader; }
 
   // Returns the rows of vocab logits chunk_logits() describes (a view into a buffer that the
   // next call overwrites).
@@ -65,7 +65,7 @@ class ModelRunner {
   model::Transformer& transformer_;
   model::KvCache& cache_;
   SwapSpace* swap_;
-  TensorParallelLeader* leader_ = nullptr;
+  ModelParallelLeader* leader_ = nullptr;
   int64_t vocab_;
   // Reused from step to step: after warm-up a step allocates nothing here.
   std::vector<int32_t> tokens_;

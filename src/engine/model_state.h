@@ -9,7 +9,7 @@
 #include "backend/backend.h"
 #include "chat/chat_template.h"
 #include "engine/loaded_model.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model_parallel.h"
 #include "lumen/model.h"
 
 namespace lumen::engine {
@@ -18,9 +18,10 @@ struct ModelState {
   // Declared first, destroyed last: the weights may live in the backend's memory.
   std::unique_ptr<backend::Backend> owned_backend;
   backend::Backend* backend = nullptr;  // null when vocab_only
-  // The processes a tensor-parallel model is spread over (ModelOptions::tensor_parallel_size);
-  // null for a model in one process. Outlives the weights, whose forward passes talk through it.
-  std::unique_ptr<TensorParallelGroup> tensor_parallel;
+  // The processes a model is spread over (ModelOptions::tensor_parallel_size and
+  // pipeline_parallel_size); null for a model in one process. Outlives the weights, whose
+  // forward passes talk through it.
+  std::unique_ptr<ModelParallelGroup> parallel;
   std::unique_ptr<LoadedModel> owned_model;
   LoadedModel* model = nullptr;
   std::optional<chat::ChatTemplate> chat_template;

@@ -31,7 +31,7 @@ class Reader {
   template <typename T>
   size_t get_span(std::vector<T>& out) {
     const auto n = get<uint64_t>();
-    if (n > (bytes_.size() - at_) / sizeof(T)) fail("tensor-parallel step: an array of {} runs past the message", n);
+    if (n > (bytes_.size() - at_) / sizeof(T)) fail("model-parallel step: an array of {} runs past the message", n);
     const size_t first = out.size();
     out.resize(first + n);
     if (n > 0) std::memcpy(out.data() + first, bytes_.data() + at_, n * sizeof(T));  // (no null pointers)
@@ -41,7 +41,7 @@ class Reader {
 
  private:
   void need(size_t n) const {
-    if (n > bytes_.size() - at_) fail("tensor-parallel step: the message ends in the middle of an op");
+    if (n > bytes_.size() - at_) fail("model-parallel step: the message ends in the middle of an op");
   }
   std::span<const std::byte> bytes_;
   size_t at_ = 0;
@@ -49,7 +49,7 @@ class Reader {
 
 // A forward pass's batch as the message holds it, with storage for the spans it hands out.
 struct DecodedBatch {
-  std::vector<int32_t> tokens, positions, tables;
+  std::vector<int32_t> tokens, positions, tables, logit_rows;
   std::vector<uint8_t> masks;
   struct Slice {
     int64_t first_token, n_tokens, start_pos;
@@ -62,7 +62,7 @@ struct DecodedBatch {
   void read(Reader& in) {
     in.get_span(tokens);
     in.get_span(positions);
-    if (positions.size() != tokens.size()) fail("tensor-parallel step: {} positions for {} tokens", positions.size(), tokens.size());
+    if (positions.size() != tokens.size()) fail("model-parallel step: {} positions for {} tokens", positions.size(), tokens.size());
     const auto n = in.get<uint64_t>();
     for (uint64_t i = 0; i < n; ++i) {
       Slice s{};
@@ -76,10 +76,17 @@ struct DecodedBatch {
       s.has_positions = in.get<uint8_t>() != 0;
       const auto total = static_cast<int64_t>(tokens.size());
       if (s.first_token < 0 || s.n_tokens < 0 || s.first_token > total || s.n_tokens > total - s.first_token) {
-        fail("tensor-parallel step: a slice of rows {}..{} in a batch of {}", s.first_token, s.first_token + s.n_tokens,
+        fail("model-parallel step: a slice of rows {}..{} in a batch of {}", s.first_token, s.first_token + s.n_tokens,
              total);
       }
       raw.push_back(s);
+    }
+    // The rows the last pipeline stage sends back to rank 0.
+    in.get_span(logit_rows);
+    for (int32_t row : logit_rows) {
+      if (row < 0 || row >= static_cast<int64_t>(tokens.size())) {
+        fail("model-parallel step: logit row {} in a batch of {}", row, tokens.size());
+      }
     }
     // Spans only once every vector has its final size.
     for (const Slice& s : raw) {
@@ -98,9 +105,9 @@ struct DecodedBatch {
 // The host memory of a swap slot named by a message, checked: a slot past the swap space would
 // be written out of bounds.
 uint8_t* swap_slot(ShardTarget& target, int32_t slot) {
-  if (target.swap == nullptr) fail("tensor-parallel step: a swap without a swap space");
+  if (target.swap == nullptr) fail("model-parallel step: a swap without a swap space");
   if (slot < 0 || slot >= target.swap->n_slots()) {
-    fail("tensor-parallel step: swap slot {} of {}", slot, target.swap->n_slots());
+    fail("model-parallel step: swap slot {} of {}", slot, target.swap->n_slots());
   }
   return target.swap->slot_data(slot);
 }
@@ -173,6 +180,7 @@ void ShardStepWriter::forward(const model::ForwardBatch& batch) {
     put_span(s.visible);
     put<uint8_t>(s.positions.empty() ? 0 : 1);
   }
+  put_span(batch.logit_rows);
 }
 
 void apply_shard_step(std::span<const std::byte> step, ShardTarget& target) {
@@ -215,11 +223,11 @@ void apply_shard_step(std::span<const std::byte> step, ShardTarget& target) {
       case Op::Forward: {
         DecodedBatch batch;
         batch.read(in);
-        target.transformer.forward({batch.tokens, batch.positions, batch.slices, {}}, cache, nullptr);
+        target.transformer.forward({batch.tokens, batch.positions, batch.slices, batch.logit_rows}, cache, nullptr);
         break;
       }
       default:
-        fail("tensor-parallel step: unknown op");
+        fail("model-parallel step: unknown op");
     }
   }
 }

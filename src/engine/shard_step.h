@@ -24,7 +24,8 @@ class ShardStepWriter {
   void swap_in(int64_t block, int32_t slot);
   void shift_keys(std::span<const int32_t> blocks, int32_t delta);
   void copy_position(int64_t src_block, int64_t src_slot, int64_t dst_block, int64_t dst_slot);
-  // The forward pass ends the step (its logit rows are rank 0's business and are not sent).
+  // The forward pass ends the step (its logit rows too: a pipeline's last stage sends their
+  // hidden states to rank 0, the only rank that computes logits).
   void forward(const model::ForwardBatch& batch);
 
   bool empty() const { return bytes_.empty(); }

@@ -11,19 +11,21 @@ constexpr int64_t kBlockSize = 16;
 }
 
 SingleSequenceForward::SingleSequenceForward(LoadedModel& model, backend::Backend& backend, int64_t context,
-                                             int64_t chunk, TensorParallelGroup* group)
+                                             int64_t chunk, ModelParallelGroup* group)
     : model_(model),
       context_(context),
       chunk_(chunk),
-      // The transformer's hyperparameters: a tensor-parallel shard caches its own heads only.
-      cache_(backend, model.transformer->hparams(), (context + kBlockSize - 1) / kBlockSize, kBlockSize),
+      // The transformer's: a tensor-parallel shard caches its own heads only, a pipeline stage its
+      // own layers (one group of them: a window frees nothing here).
+      cache_(backend, model.transformer->hparams(), model.transformer->kv_layout(false),
+             (context + kBlockSize - 1) / kBlockSize, kBlockSize),
       last_logits_(model.hparams.vocab_size) {
   // One sequence owns every block, in order.
   block_table_.resize(static_cast<size_t>(cache_.n_blocks()));
   std::iota(block_table_.begin(), block_table_.end(), 0);
   if (group != nullptr && group->size() > 1) {
     // One group of every layer, as cache_ (a window frees nothing here).
-    leader_ = std::make_unique<TensorParallelLeader>(
+    leader_ = std::make_unique<ModelParallelLeader>(
         *group, ShardCacheGeometry{cache_.n_blocks(), kBlockSize, KvCacheDtype::F16, true, false, 0});
   }
 }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/loaded_model.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model_parallel.h"
 #include "model/kv_cache.h"
 
 namespace lumen::engine {
@@ -19,9 +19,9 @@ class SingleSequenceForward {
  public:
   // `context` tokens of KV cache; prompts are processed `chunk` tokens per forward call.
   // With the group of a tensor-parallel model (rank 0's), the other ranks follow each forward
-  // pass (engine/tensor_parallel.h).
+  // pass (engine/model_parallel.h).
   SingleSequenceForward(LoadedModel& model, backend::Backend& backend, int64_t context, int64_t chunk = 512,
-                        TensorParallelGroup* group = nullptr);
+                        ModelParallelGroup* group = nullptr);
 
   // Forgets the sequence (the KV cache is reused).
   void reset() { n_past_ = 0; }
@@ -44,7 +44,7 @@ class SingleSequenceForward {
   int64_t context_;
   int64_t chunk_;
   model::KvCache cache_;
-  std::unique_ptr<TensorParallelLeader> leader_;
+  std::unique_ptr<ModelParallelLeader> leader_;
   std::vector<int32_t> block_table_;
   std::vector<int32_t> positions_;
   std::vector<int32_t> logit_rows_;

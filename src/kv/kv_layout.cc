@@ -30,6 +30,10 @@ int64_t KvLayout::pages_for(int64_t n_tokens, int64_t block_size) const {
   return pages;
 }
 
+int64_t KvLayout::n_layers_held() const {
+  return std::ranges::count_if(slot_of_layer, [](int slot) { return slot >= 0; });
+}
+
 int64_t KvLayout::max_tokens(int64_t n_pages, int64_t block_size) const {
   // pages_for never decreases with the length; it stops growing when every group is windowed.
   // Bisection over whole blocks, up to a bound no context reaches.
@@ -75,6 +79,24 @@ KvLayout make_kv_layout(std::span<const int64_t> layer_windows, bool free_out_of
     }
   }
   return layout;
+}
+
+KvLayout stage_kv_layout(const KvLayout& whole, int first, int end) {
+  const int n_layers = static_cast<int>(whole.group_of_layer.size());
+  if (first < 0 || first >= end || end > n_layers) {
+    fail("kv layout: layers {}..{} are not a stage of a model of {} layers", first, end, n_layers);
+  }
+  KvLayout stage = whole;
+  stage.slot_of_layer.assign(whole.slot_of_layer.size(), -1);
+  stage.group_size = 1;
+  for (KvGroup& group : stage.groups) {
+    std::erase_if(group.layers, [&](int layer) { return layer < first || layer >= end; });
+    for (size_t slot = 0; slot < group.layers.size(); ++slot) {
+      stage.slot_of_layer[static_cast<size_t>(group.layers[slot])] = static_cast<int>(slot);
+    }
+    stage.group_size = std::max(stage.group_size, static_cast<int64_t>(group.layers.size()));
+  }
+  return stage;
 }
 
 }  // namespace lumen::kv

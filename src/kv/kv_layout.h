@@ -26,7 +26,7 @@ struct KvLayout {
   int64_t group_size = 0;            // layers per page
   std::vector<KvGroup> groups;       // full-attention groups first: group 0 anchors prefix keys
   std::vector<int> group_of_layer;   // per model layer
-  std::vector<int> slot_of_layer;    // per model layer: its index within its group's page
+  std::vector<int> slot_of_layer;    // per model layer: its index within its group's page (-1: not here)
 
   size_t n_groups() const { return groups.size(); }
   bool has_windows() const;
@@ -34,11 +34,20 @@ struct KvLayout {
   int64_t pages_for(int64_t n_tokens, int64_t block_size) const;
   // The longest sequence n_pages pages can hold on their own.
   int64_t max_tokens(int64_t n_pages, int64_t block_size) const;
+  // Layers whose K/V this layout keeps (all of the model's but on a pipeline stage).
+  int64_t n_layers_held() const;
 };
 
 // Groups layers by their window (`layer_windows[l]`, 0 for full attention). With
 // free_out_of_window false, or when no layer has a window, one group holds every layer.
 KvLayout make_kv_layout(std::span<const int64_t> layer_windows, bool free_out_of_window);
+
+// Pipeline parallelism: what the stage holding layers [first, end) keeps of `whole`. The groups,
+// their windows and so their block tables are the same on every stage (rank 0 decides them for
+// all); each group keeps only the stage's layers, in page slots numbered from 0 on the stage, so
+// a stage's pages are as wide as its widest group there (its share of the layers when no layer
+// has a window). The other layers get slot -1.
+KvLayout stage_kv_layout(const KvLayout& whole, int first, int end);
 
 // The first block a windowed group must still hold once positions [0, n_computed) are in the
 // cache: every later query sits at n_computed or beyond and sees keys from n_computed - window + 1.

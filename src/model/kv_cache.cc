@@ -75,6 +75,13 @@ KvCache::KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layo
   }
 }
 
+backend::KvLayer& KvCache::layer(size_t index) {
+  if (index >= layout_.slot_of_layer.size() || layout_.slot_of_layer[index] < 0) {
+    fail("KV cache: layer {} is not one this cache holds", index);
+  }
+  return slots_[static_cast<size_t>(layout_.slot_of_layer[index])];
+}
+
 size_t KvCache::bytes_per_block(const HParams& hp, int64_t block_size, tensor::DType type) {
   return bytes_per_page(hp, one_group(hp), block_size, type);
 }

@@ -41,8 +41,9 @@ class KvCache {
   static size_t bytes_per_page(const HParams& hp, const kv::KvLayout& layout, int64_t block_size,
                                tensor::DType type = tensor::DType::F16);
 
-  // Model layer `index`'s view; its blocks are named by its group's block tables.
-  backend::KvLayer& layer(size_t index) { return slots_[static_cast<size_t>(layout_.slot_of_layer[index])]; }
+  // Model layer `index`'s view; its blocks are named by its group's block tables. Throws
+  // lumen::Error for a layer this cache does not hold (another pipeline stage's).
+  backend::KvLayer& layer(size_t index);
   size_t n_layers() const { return layout_.group_of_layer.size(); }
   const kv::KvLayout& layout() const { return layout_; }
   // Sets every byte of a block to zero (the null block of dropped window entries).

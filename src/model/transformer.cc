@@ -29,6 +29,17 @@ int64_t ffn_split_unit(const gguf::GgufFile& file, uint64_t layers) {
   return unit;
 }
 
+// Pipeline parallelism cuts a batch into micro-batches of at least this many rows: fewer would
+// stream each stage's weights once more per part for little overlap (a decode step of a few
+// sequences is one part; its weights are read once).
+constexpr int64_t kMinMicroBatchRows = 64;
+
+// A scratch activation's bytes, to send or receive (contiguous host f32 rows on the CPU backend,
+// the only one that runs spread over processes).
+std::span<std::byte> host_bytes(const TensorView& m) {
+  return {static_cast<std::byte*>(m.data), static_cast<size_t>(m.elements()) * sizeof(float)};
+}
+
 // A {row, n} matrix seen as {head_dim, heads, n} for rope and attention.
 TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
   TensorView view = m;
@@ -40,10 +51,22 @@ TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
 }  // namespace
 
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
-                         const TensorShard& shard)
-    : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard) {
+                         const TensorShard& shard, const PipelineStage& stage)
+    : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard), stage_(stage) {
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   require_supported_features(arch_, hp_);
+  layers_ = {0, hp_.block_count};
+  if (stage_.count > 1) {
+    if (stage_.comm == nullptr) fail("pipeline parallelism without collectives to pass activations through");
+    if (backend_.name() != "cpu") fail("pipeline parallelism runs on the CPU backend only (not {})", backend_.name());
+    if (stage_.layers.first >= stage_.layers.end || stage_.layers.end > hp_.block_count) {
+      fail("pipeline stage {}: layers {}..{} of a model of {}", stage_.index, stage_.layers.first, stage_.layers.end,
+           hp_.block_count);
+    }
+    layers_ = stage_.layers;
+  } else {
+    stage_ = {};
+  }
   if (shard_.size <= 1) {
     shard_ = {};
     weights_ = bind_weights(file, arch_, hp_, backend_);
@@ -69,7 +92,9 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
 
 Transformer::Transformer(const Transformer& target, uint64_t n_layers)
     : backend_(target.backend_), hp_(target.hp_), arch_(target.arch_) {
-  if (target.shard_.size > 1) fail("a layer-skip draft of a tensor-parallel model is not supported");
+  if (target.shard_.size > 1 || target.stage_.count > 1) {
+    fail("a layer-skip draft of a model spread over processes (tensor or pipeline parallelism) is not supported");
+  }
   if (n_layers < 1 || n_layers >= target.hp_.block_count) {
     fail("a layer-skip draft takes 1 to {} of the model's {} layers (got {})", target.hp_.block_count - 1,
          target.hp_.block_count, n_layers);
@@ -80,7 +105,14 @@ Transformer::Transformer(const Transformer& target, uint64_t n_layers)
   hp_.leading_dense_block_count = std::min(hp_.leading_dense_block_count, n_layers);
   weights_ = target.weights_;
   weights_.layers.resize(n_layers);
+  layers_ = {0, n_layers};
   init();
+}
+
+kv::KvLayout Transformer::kv_layout(bool free_out_of_window) const {
+  kv::KvLayout layout = kv::make_kv_layout(layer_window_, free_out_of_window);
+  if (stage_.count <= 1) return layout;
+  return kv::stage_kv_layout(layout, static_cast<int>(layers_.first), static_cast<int>(layers_.end));
 }
 
 void Transformer::init() {
@@ -240,7 +272,7 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
 void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {
   if (cache.layout().n_groups() != 1) fail("context shift: the KV cache has {} layer groups", cache.layout().n_groups());
   if (latent_) fail("context shift is not supported for multi-head latent attention yet");
-  for (size_t layer = 0; layer < weights_.layers.size(); ++layer) {
+  for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
   }
@@ -266,22 +298,90 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   for (int32_t id : batch.tokens) {
     if (id < 0 || static_cast<uint64_t>(id) >= hp_.vocab_size) fail("token id {} is out of range", id);
   }
-  ensure_capacity(n, n_out);
-
-  TensorView x = first_rows(s_.x, n);
-  backend_.get_rows(weights_.token_embd, batch.tokens, x);
-  if (arch_.features.embedding_scale) backend_.scale(x, std::sqrt(static_cast<float>(hp_.embedding_length)));
-  for (size_t layer = 0; layer < weights_.layers.size(); ++layer) {
-    attention_block(layer, batch, cache, n);
-    mlp_block(layer, n);
+  if (stage_.count > 1) {
+    forward_pipelined(batch, cache, logits);
+    return;
   }
+  ensure_capacity(n, n_out);
+  embed(batch.tokens, n);
+  run_layers(batch, cache, n);
   if (n_out == 0 || shard_.rank != 0) return;
   // Only the sampled rows go through the final norm and the (large) output projection.
   TensorView picked = first_rows(s_.logit_h, n_out);
-  backend_.get_rows(x, batch.logit_rows, picked);
+  backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
+  output_head(n_out, logits);
+}
+
+void Transformer::embed(std::span<const int32_t> tokens, int64_t n) {
+  TensorView x = first_rows(s_.x, n);
+  backend_.get_rows(weights_.token_embd, tokens, x);
+  if (arch_.features.embedding_scale) backend_.scale(x, std::sqrt(static_cast<float>(hp_.embedding_length)));
+}
+
+void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n) {
+  for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
+    attention_block(layer, batch, cache, n);
+    mlp_block(layer, n);
+  }
+}
+
+void Transformer::output_head(int64_t n_out, float* logits) {
+  TensorView picked = first_rows(s_.logit_h, n_out);
   backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
   TensorView out = backend::f32_matrix(logits, static_cast<int64_t>(hp_.vocab_size), n_out);
   backend_.matmul(weights_.output_matrix(), picked, out);
+}
+
+void Transformer::forward_pipelined(const ForwardBatch& batch, KvCache& cache, float* logits) {
+  const size_t n_groups = cache.layout().n_groups();
+  const std::vector<MicroBatch> parts =
+      plan_micro_batches(batch, n_groups, stage_.max_micro_batches, kMinMicroBatchRows);
+  int64_t widest = 0;
+  for (const MicroBatch& part : parts) widest = std::max(widest, part.n_rows);
+  const auto n_out = static_cast<int64_t>(batch.logit_rows.size());
+  ensure_capacity(widest, n_out);
+  const auto embd = static_cast<size_t>(hp_.embedding_length);
+  dist::Collectives& comm = *stage_.comm;
+  const bool computes_logits = stage_.index == 0 && shard_.rank == 0;
+  // Rank 0 posts the receives of the last stage's rows before its first part goes: the last
+  // stage then never waits on a rank 0 still busy sending it later parts.
+  std::vector<std::unique_ptr<dist::Transfer>> returns;
+  if (computes_logits) {
+    returned_.resize(static_cast<size_t>(n_out) * embd);
+    size_t at = 0;
+    for (const MicroBatch& part : parts) {
+      if (part.outputs.empty()) continue;
+      returns.push_back(comm.start_receive(as_writable_bytes(std::span(returned_).subspan(at * embd, part.outputs.size() * embd)),
+                                           stage_.returning_rank));
+      at += part.outputs.size();
+    }
+  }
+  for (const MicroBatch& part : parts) {
+    slice_micro_batch(batch, n_groups, part, micro_);
+    const TensorView x = first_rows(s_.x, part.n_rows);
+    if (stage_.previous_rank < 0) {
+      embed(micro_.batch.tokens, part.n_rows);
+    } else {
+      comm.receive(host_bytes(x), stage_.previous_rank);
+    }
+    run_layers(micro_.batch, cache, part.n_rows);
+    if (stage_.next_rank >= 0) {
+      comm.send(host_bytes(x), stage_.next_rank);
+    } else if (stage_.returns_rows && !part.outputs.empty()) {
+      TensorView picked = first_rows(s_.logit_h, static_cast<int64_t>(part.outputs.size()));
+      backend_.get_rows(x, micro_.logit_rows, picked);
+      comm.send(host_bytes(picked), 0);
+    }
+  }
+  if (!computes_logits || n_out == 0) return;
+  for (const std::unique_ptr<dist::Transfer>& incoming : returns) incoming->wait();
+  // Part by part, each part's rows in output order: row j of the logits is logit_rows[j]'s.
+  auto* picked = static_cast<float*>(s_.logit_h.data);
+  size_t at = 0;
+  for (const MicroBatch& part : parts) {
+    for (size_t j : part.outputs) std::copy_n(returned_.data() + (at++) * embd, embd, picked + j * embd);
+  }
+  output_head(n_out, logits);
 }
 
 }  // namespace lumen::model

@@ -8,25 +8,18 @@
 
 #include "backend/backend.h"
 #include "model/arch/architecture.h"
+#include "model/forward_batch.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
 #include "model/latent_attention.h"
 #include "model/matmul_observer.h"
+#include "model/micro_batches.h"
 #include "model/moe_ffn.h"
+#include "model/pipeline_stage.h"
 #include "model/tensor_shard.h"
 #include "model/weights.h"
 
 namespace lumen::model {
-
-struct ForwardBatch {
-  std::span<const int32_t> tokens;      // all tokens of the step
-  std::span<const int32_t> positions;   // one per token
-  // One slice per sequence and per layer group of the cache's layout, group by group: the
-  // slices of group g are sequences[g * n_seqs, (g + 1) * n_seqs), the same sequences in the
-  // same order, each with that group's block table.
-  std::span<const backend::SequenceSlice> sequences;
-  std::span<const int32_t> logit_rows;  // batch rows whose logits are wanted, in output order
-};
 
 class Transformer {
  public:
@@ -35,8 +28,12 @@ class Transformer {
   // shard.comm, so every rank calls forward with the same batch); hparams() then gives this
   // rank's heads and FFN columns, and only rank 0 computes logits. Throws lumen::Error for a
   // model that does not split (mixtures of experts, latent attention, heads that do not divide).
+  // With a pipeline stage of count > 1 (model/pipeline_stage.h): only the stage's layers run
+  // here (the file's other weights stay unread in its mapping), in step with the other stages'
+  // processes, which all call forward with the same batch; only rank 0 (stage 0, tensor rank 0)
+  // computes logits. hparams() stays the whole model's but for a shard's heads.
   Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
-              const TensorShard& shard = {});
+              const TensorShard& shard = {}, const PipelineStage& stage = {});
   // Self-speculation's draft (layer skip, LayerSkip / Draft & Verify): the first `n_layers`
   // layers of `target` (1 .. its layers - 1), then its final norm and output head. The weights
   // are the target's own views, nothing copied or uploaded, so `target` must outlive this; the
@@ -49,6 +46,10 @@ class Transformer {
 
   const HParams& hparams() const { return hp_; }
   const TensorShard& shard() const { return shard_; }
+  const PipelineStage& stage() const { return stage_; }
+  // The layout of this model's KV cache: its layers grouped by window (kv::make_kv_layout), on a
+  // pipeline stage keeping only the stage's layers (kv::stage_kv_layout).
+  kv::KvLayout kv_layout(bool free_out_of_window) const;
   const Architecture& architecture() const { return arch_; }
   // Context shift: the keys in `blocks` (of every layer) move `delta` positions, rotated with
   // each layer's own rope. The cache must be one group of every layer.
@@ -70,6 +71,14 @@ class Transformer {
   // What both constructors do once the weights are bound: rope, attention and layer settings.
   void init();
   void ensure_capacity(int64_t n_tokens, int64_t n_logit_rows);
+  // The first n rows of s_.x become the tokens' embeddings.
+  void embed(std::span<const int32_t> tokens, int64_t n);
+  // This process's layers over the first n rows of s_.x.
+  void run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n);
+  // Final norm and output head over the first n_out rows of s_.logit_h, into `logits`.
+  void output_head(int64_t n_out, float* logits);
+  // A pipeline stage's share of a forward pass, micro-batch by micro-batch.
+  void forward_pipelined(const ForwardBatch& batch, KvCache& cache, float* logits);
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
   void mlp_block(size_t layer, int64_t n);
   // A row-parallel projection's output, summed over the ranks of a shard (nothing alone).
@@ -82,6 +91,8 @@ class Transformer {
   HParams hp_;
   const Architecture& arch_;
   TensorShard shard_;
+  PipelineStage stage_;
+  LayerRange layers_;  // the layers this process runs: all but on a pipeline stage
   TransformerWeights weights_;
   backend::RopeConfig rope_;        // global layers
   backend::RopeConfig rope_local_;  // sliding-window layers (the same unless per_layer_rope_base)
@@ -91,6 +102,8 @@ class Transformer {
   std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture
   std::unique_ptr<LatentAttention> latent_;  // the attention of a multi-head latent architecture
   MatmulObserver* observer_ = nullptr;
+  MicroBatchInput micro_;        // the micro-batch being run (pipeline parallelism)
+  std::vector<float> returned_;  // rank 0: the last stage's hidden states of the logit rows
 
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;

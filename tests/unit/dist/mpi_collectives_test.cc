@@ -96,6 +96,42 @@ TEST(MpiCollectives, SendAndReceiveAroundARing) {
   c.barrier();
 }
 
+TEST(MpiCollectives, AReceivePostedBeforeEveryRankSendsMeetsItsMessage) {
+  Collectives& c = *g_collectives;
+  const int next = (c.rank() + 1) % c.size(), previous = (c.rank() + c.size() - 1) % c.size();
+  // Large enough that MPI_Send waits for its receiver (rendezvous): every rank sends at once, so
+  // only receives posted beforehand let the ring complete.
+  std::vector<std::byte> out(1 << 20, std::byte(static_cast<unsigned char>(c.rank() + 7))), in(1 << 20);
+  std::unique_ptr<Transfer> incoming = c.start_receive(in, previous);
+  c.send(out, next);
+  incoming->wait();
+  EXPECT_EQ(in.front(), std::byte(static_cast<unsigned char>(previous + 7)));
+  EXPECT_EQ(in.back(), std::byte(static_cast<unsigned char>(previous + 7)));
+  // Waiting twice is waiting once.
+  incoming->wait();
+  c.barrier();
+}
+
+TEST(MpiCollectives, SplitGroupsRanksByColorInTheirOrder) {
+  Collectives& c = *g_collectives;
+  std::unique_ptr<Collectives> part = c.split(c.rank() % 2);
+  const int same_parity = (c.size() + 1 - c.rank() % 2) / 2;
+  EXPECT_EQ(part->size(), same_parity);
+  EXPECT_EQ(part->rank(), c.rank() / 2);
+  // A sum over the group adds only its own ranks' values.
+  std::vector<float> value = {static_cast<float>(c.rank() + 1)};
+  part->all_reduce_sum(value);
+  float expected = 0.0f;
+  for (int r = c.rank() % 2; r < c.size(); r += 2) expected += static_cast<float>(r + 1);
+  EXPECT_EQ(value[0], expected);
+  // Its rank 0 is its first member: the broadcast carries the lowest rank of that parity.
+  std::vector<std::byte> root(4, std::byte(static_cast<unsigned char>(c.rank())));
+  part->broadcast(root, 0);
+  EXPECT_EQ(root[0], std::byte(static_cast<unsigned char>(c.rank() % 2)));
+  EXPECT_THROW(c.split(-1), Error);
+  c.barrier();
+}
+
 TEST(MpiCollectives, MistakesAreErrorsNotAborts) {
   Collectives& c = *g_collectives;
   std::vector<std::byte> buffer(16);

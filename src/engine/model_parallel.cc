@@ -1,4 +1,4 @@
-#include "engine/tensor_parallel.h"
+#include "engine/model_parallel.h"
 
 #include <fmt/format.h>
 
@@ -50,10 +50,11 @@ Header receive(dist::Collectives& comm, std::vector<std::byte>& payload) {
 
 }  // namespace
 
-std::unique_ptr<TensorParallelGroup> join_tensor_parallel_group(int size) {
-  if (size < 1) fail("tensor_parallel_size must be at least 1 (got {})", size);
+std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, int pipeline_size) {
+  if (tensor_size < 1) fail("tensor_parallel_size must be at least 1 (got {})", tensor_size);
+  if (pipeline_size < 1) fail("pipeline_parallel_size must be at least 1 (got {})", pipeline_size);
   if (!dist::mpi_available()) {
-    fail("tensor parallelism needs MPI, and this build has none (install libopenmpi-dev and rebuild)");
+    fail("tensor and pipeline parallelism need MPI, and this build has none (install libopenmpi-dev and rebuild)");
   }
   // Made once, kept to the process's exit (MPI cannot start again once finalized).
   static std::mutex made;
@@ -64,51 +65,69 @@ std::unique_ptr<TensorParallelGroup> join_tensor_parallel_group(int size) {
     if (!world) world = dist::make_mpi_collectives(nullptr, nullptr);
     comm = world;
   }
+  const int size = tensor_size * pipeline_size;
   if (comm->size() != size) {
-    fail("tensor parallel size {} needs {} processes started together: run under `mpirun -np {}` (this run has {})",
-         size, size, size, comm->size());
+    fail("tensor parallel size {} x pipeline parallel size {} needs {} processes started together: run under "
+         "`mpirun -np {}` (this run has {})",
+         tensor_size, pipeline_size, size, size, comm->size());
   }
-  return std::make_unique<TensorParallelGroup>(std::move(comm));
+  return std::make_unique<ModelParallelGroup>(std::move(comm), tensor_size, pipeline_size);
 }
 
-TensorParallelGroup::TensorParallelGroup(std::shared_ptr<dist::Collectives> comm) : comm_(std::move(comm)) {}
+ModelParallelGroup::ModelParallelGroup(std::shared_ptr<dist::Collectives> comm, int tensor_size, int pipeline_size)
+    : comm_(std::move(comm)), tensor_size_(tensor_size), pipeline_size_(pipeline_size) {
+  if (tensor_size_ * pipeline_size_ != comm_->size()) {
+    fail("{} x {} processes in a group of {}", tensor_size_, pipeline_size_, comm_->size());
+  }
+  if (pipeline_size_ > 1) tensor_comm_ = comm_->split(stage());
+}
 
-TensorParallelGroup::~TensorParallelGroup() {
+model::TensorShard ModelParallelGroup::shard() {
+  if (tensor_size_ == 1) return {};
+  return {tensor_rank(), tensor_size_, &tensor_comm()};
+}
+
+model::PipelineStage ModelParallelGroup::pipeline_stage(uint64_t n_layers, int max_micro_batches) {
+  if (pipeline_size_ == 1) return {};
+  return model::pipeline_stage_for(rank(), tensor_size_, pipeline_size_, n_layers, max_micro_batches, comm_.get());
+}
+
+ModelParallelGroup::~ModelParallelGroup() {
   if (comm_->rank() != 0 || comm_->size() == 1) return;
   try {
     send(*comm_, Message::Shutdown);
   } catch (const Error& e) {
-    fmt::print(stderr, "tensor parallelism: could not release the other ranks: {}\n", e.what());
+    fmt::print(stderr, "model parallelism: could not release the other ranks: {}\n", e.what());
   }
 }
 
-TensorParallelLeader::TensorParallelLeader(TensorParallelGroup& group, const ShardCacheGeometry& geometry)
+ModelParallelLeader::ModelParallelLeader(ModelParallelGroup& group, const ShardCacheGeometry& geometry)
     : group_(group) {
-  if (group.rank() != 0) fail("tensor parallelism: only rank 0 runs an engine (this is rank {})", group.rank());
-  if (group.engine_running_) fail("tensor parallelism: one engine at a time per model (another one still runs)");
+  if (group.rank() != 0) fail("model parallelism: only rank 0 runs an engine (this is rank {})", group.rank());
+  if (group.engine_running_) fail("model parallelism: one engine at a time per model (another one still runs)");
   ShardCacheGeometry copy = geometry;
   send(group.comm(), Message::BeginEngine, bytes_of(copy));
   group.engine_running_ = true;
 }
 
-TensorParallelLeader::~TensorParallelLeader() {
+ModelParallelLeader::~ModelParallelLeader() {
   group_.engine_running_ = false;
   try {
     send(group_.comm(), Message::EndEngine);
   } catch (const Error& e) {
-    fmt::print(stderr, "tensor parallelism: could not end the other ranks' engine: {}\n", e.what());
+    fmt::print(stderr, "model parallelism: could not end the other ranks' engine: {}\n", e.what());
   }
 }
 
-void TensorParallelLeader::send_step(const model::ForwardBatch* batch) {
+void ModelParallelLeader::send_step(const model::ForwardBatch* batch) {
   if (batch != nullptr) ops_.forward(*batch);
   if (!ops_.empty()) send(group_.comm(), Message::Step, ops_.bytes());
   ops_.clear();
 }
 
-void follow_tensor_parallel_leader(TensorParallelGroup& group, model::Transformer& transformer,
+void follow_model_parallel_leader(ModelParallelGroup& group, model::Transformer& transformer,
                                    backend::Backend& backend) {
-  if (group.rank() == 0) fail("tensor parallelism: rank 0 leads; it does not follow");
+  if (group.rank() == 0) fail("model parallelism: rank 0 leads; it does not follow");
   std::unique_ptr<model::KvCache> cache;
   std::unique_ptr<SwapSpace> swap;
   std::vector<std::byte> payload;
@@ -117,23 +136,22 @@ void follow_tensor_parallel_leader(TensorParallelGroup& group, model::Transforme
     switch (header.kind) {
       case Message::BeginEngine: {
         ShardCacheGeometry g;
-        if (payload.size() != sizeof(g)) fail("tensor parallelism: an engine description of {} bytes", payload.size());
+        if (payload.size() != sizeof(g)) fail("model parallelism: an engine description of {} bytes", payload.size());
         std::memcpy(&g, payload.data(), sizeof(g));
         swap.reset();
         cache.reset();
-        cache = std::make_unique<model::KvCache>(backend, transformer.hparams(),
-                                                 kv::make_kv_layout(transformer.layer_windows(), g.free_out_of_window),
+        cache = std::make_unique<model::KvCache>(backend, transformer.hparams(), transformer.kv_layout(g.free_out_of_window),
                                                  g.n_blocks, g.block_size, kv_tensor_type(g.dtype), g.rotate);
         if (g.swap_slots > 0) swap = std::make_unique<SwapSpace>(g.swap_slots, cache->block_host_bytes());
         break;
       }
       case Message::Step: {
-        if (!cache) fail("tensor parallelism: a step before its engine");
+        if (!cache) fail("model parallelism: a step before its engine");
         ShardTarget target{transformer, *cache, swap.get()};
         try {
           apply_shard_step(payload, target);
         } catch (const Error& e) {
-          fmt::print(stderr, "tensor parallelism, rank {}: a step failed: {}\n", group.rank(), e.what());
+          fmt::print(stderr, "model parallelism, rank {}: a step failed: {}\n", group.rank(), e.what());
         }
         break;
       }
@@ -144,7 +162,7 @@ void follow_tensor_parallel_leader(TensorParallelGroup& group, model::Transforme
       case Message::Shutdown:
         return;
       default:
-        fail("tensor parallelism: unknown message {}", static_cast<uint64_t>(header.kind));
+        fail("model parallelism: unknown message {}", static_cast<uint64_t>(header.kind));
     }
   }
 }
@@ -153,10 +171,10 @@ void follow_tensor_parallel_leader(TensorParallelGroup& group, model::Transforme
 
 namespace lumen {
 
-void follow_tensor_parallel_leader(const Model& model) {
+void follow_model_parallel_leader(const Model& model) {
   engine::ModelState& state = model.state();
-  if (!state.tensor_parallel || state.tensor_parallel->rank() == 0) return;
-  engine::follow_tensor_parallel_leader(*state.tensor_parallel, *state.model->transformer, *state.backend);
+  if (!state.parallel || state.parallel->rank() == 0) return;
+  engine::follow_model_parallel_leader(*state.parallel, *state.model->transformer, *state.backend);
 }
 
 }  // namespace lumen

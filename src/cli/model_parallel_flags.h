@@ -1,0 +1,35 @@
+#pragma once
+// `--tensor-parallel-size N` and `--pipeline-parallel-size M` (vLLM's flags) for the commands
+// that run a model through the engine (run, serve, bench latency, bench throughput): the model is
+// spread over N x M processes that `mpirun -np N*M` starts with the same command line
+// (ModelOptions::tensor_parallel_size, pipeline_parallel_size). Rank 0 does what the command
+// does; the others follow its steps and print nothing.
+#include <CLI/CLI.hpp>
+
+namespace lumen::cli {
+
+struct ModelParallelFlags {
+  int tensor = 1;
+  int pipeline = 1;
+  int micro_batches = 0;  // 0: the default (ModelOptions::pipeline_micro_batches)
+};
+
+inline void add_model_parallel_options(CLI::App* cmd, ModelParallelFlags& flags) {
+  flags = {};
+  cmd->add_option("--tensor-parallel-size,--tp", flags.tensor,
+                  "Spread each layer over N processes (tensor parallelism: attention heads and FFN columns split "
+                  "by rank); run under `mpirun -np N*M` with this command line (CPU, MPI builds)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--pipeline-parallel-size,--pp", flags.pipeline,
+                  "Cut the layers into M stages, each held by its own --tensor-parallel-size processes "
+                  "(pipeline parallelism); run under `mpirun -np N*M`")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--pipeline-micro-batches", flags.micro_batches,
+                  "Pipeline parallelism: at most this many micro-batches (of 64 rows or more) per forward pass, "
+                  "so that stages work at once (default: twice the stages)")
+      ->check(CLI::Range(1, 1024));
+}
+
+}  // namespace lumen::cli

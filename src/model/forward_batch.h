@@ -1,0 +1,21 @@
+#pragma once
+// One forward pass's input: the tokens of every sequence in the step, concatenated (a flat
+// batch), each sequence attending through its own block tables.
+#include <cstdint>
+#include <span>
+
+#include "backend/backend.h"
+
+namespace lumen::model {
+
+struct ForwardBatch {
+  std::span<const int32_t> tokens;      // all tokens of the step
+  std::span<const int32_t> positions;   // one per token
+  // One slice per sequence and per layer group of the cache's layout, group by group: the
+  // slices of group g are sequences[g * n_seqs, (g + 1) * n_seqs), the same sequences in the
+  // same order, each with that group's block table.
+  std::span<const backend::SequenceSlice> sequences;
+  std::span<const int32_t> logit_rows;  // batch rows whose logits are wanted, in output order
+};
+
+}  // namespace lumen::model
