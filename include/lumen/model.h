@@ -37,7 +37,7 @@ struct ModelOptions {
   // architecture; the CPU only.
   int pipeline_parallel_size = 1;
   // A forward pass goes through the stages in at most this many micro-batches (of 64 rows or
-  // more), so that stages work at once; 0: twice the stages.
+  // more), so that stages work at once; 0: four times the stages.
   int pipeline_micro_batches = 0;
 };
 

@@ -28,7 +28,7 @@ inline void add_model_parallel_options(CLI::App* cmd, ModelParallelFlags& flags)
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--pipeline-micro-batches", flags.micro_batches,
                   "Pipeline parallelism: at most this many micro-batches (of 64 rows or more) per forward pass, "
-                  "so that stages work at once (default: twice the stages)")
+                  "so that stages work at once (default: four times the stages)")
       ->check(CLI::Range(1, 1024));
 }
 

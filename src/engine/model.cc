@@ -96,12 +96,12 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
     engine::ModelPart part;
     if (options.tensor_parallel_size != 1 || options.pipeline_parallel_size != 1) {
       if (options.pipeline_micro_batches < 0) {
-        fail("pipeline_micro_batches must be 0 (twice the stages) or more (got {})", options.pipeline_micro_batches);
+        fail("pipeline_micro_batches must be 0 (four times the stages) or more (got {})", options.pipeline_micro_batches);
       }
       state->parallel =
           engine::join_model_parallel_group(options.tensor_parallel_size, options.pipeline_parallel_size);
       part = {state->parallel.get(), options.pipeline_micro_batches > 0 ? options.pipeline_micro_batches
-                                                                        : 2 * options.pipeline_parallel_size};
+                                                                        : 4 * options.pipeline_parallel_size};
     }
     state->owned_model =
         std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(path, *state->backend, part));

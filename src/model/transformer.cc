@@ -305,7 +305,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   ensure_capacity(n, n_out);
   embed(batch.tokens, n);
   run_layers(batch, cache, n);
-  if (n_out == 0 || shard_.rank != 0) return;
+  if (n_out == 0 || shard_.rank != 0 || logits == nullptr) return;
   // Only the sampled rows go through the final norm and the (large) output projection.
   TensorView picked = first_rows(s_.logit_h, n_out);
   backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
@@ -375,6 +375,7 @@ void Transformer::forward_pipelined(const ForwardBatch& batch, KvCache& cache, f
   }
   if (!computes_logits || n_out == 0) return;
   for (const std::unique_ptr<dist::Transfer>& incoming : returns) incoming->wait();
+  if (logits == nullptr) return;
   // Part by part, each part's rows in output order: row j of the logits is logit_rows[j]'s.
   auto* picked = static_cast<float*>(s_.logit_h.data);
   size_t at = 0;

@@ -40,8 +40,8 @@ class Transformer {
   // activations (and a mixture of experts' routing counts) are this model's own.
   Transformer(const Transformer& target, uint64_t n_layers);
 
-  // Writes logit_rows.size() rows of vocab_size logits to `logits` (rank 0 of a shard; the
-  // other ranks write none and may pass null).
+  // Writes logit_rows.size() rows of vocab_size logits to `logits` (rank 0 of a shard or a
+  // pipeline; the other ranks write none). Null: none wanted (a replayed step's).
   void forward(const ForwardBatch& batch, KvCache& cache, float* logits);
 
   const HParams& hparams() const { return hp_; }
