@@ -16,7 +16,7 @@
 namespace lumen::dist {
 
 // A point-to-point message on its way (Collectives::start_receive): its buffer must stay alive
-// and untouched until wait() returns. Going away without wait() waits.
+// and untouched until wait() returns. Going away without wait() cancels the receive.
 class Transfer {
  public:
   virtual ~Transfer() = default;

@@ -43,8 +43,15 @@ int count_of(size_t n, const char* call) {
 class MpiTransfer final : public Transfer {
  public:
   MpiTransfer(MPI_Request request, size_t bytes, int from) : request_(request), bytes_(bytes), from_(from) {}
+  // Not waited for (its owner gave up, say on an error): cancelled, so nothing writes into a
+  // buffer that may be gone and nobody waits for a message that may never come.
   ~MpiTransfer() override {
-    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (request_ == MPI_REQUEST_NULL) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    MPI_Cancel(&request_);
+    MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
   MpiTransfer(const MpiTransfer&) = delete;
   MpiTransfer& operator=(const MpiTransfer&) = delete;

@@ -1,10 +1,11 @@
 #pragma once
-// One engine step as tensor parallelism's rank 0 sends it to the other ranks (issue 21): every
-// change to the KV cache since the last step (block zeroing, swaps, copy-on-write copies, key
-// shifts, a token tree's moved positions), in the order rank 0 made them, then the step's
-// forward pass. The other ranks make the same changes to their own heads' blocks and run the
-// same forward pass, whose all-reduces meet rank 0's. Block numbers, swap slots and positions
-// mean the same on every rank: each holds the same blocks, only fewer heads in each.
+// One engine step as rank 0 of a model spread over processes (tensor and pipeline parallelism,
+// issue 21) sends it to the other ranks: every change to the KV cache since the last step (block
+// zeroing, swaps, copy-on-write copies, key shifts, a token tree's moved positions), in the order
+// rank 0 made them, then the step's forward pass. The other ranks make the same changes to their
+// own heads' and layers' blocks and run the same forward pass, whose all-reduces and stage-to-
+// stage messages meet rank 0's. Block numbers, swap slots and positions mean the same on every
+// rank: each holds the same blocks, only fewer heads or layers in each.
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -112,6 +112,22 @@ TEST(MpiCollectives, AReceivePostedBeforeEveryRankSendsMeetsItsMessage) {
   c.barrier();
 }
 
+TEST(MpiCollectives, AReceiveDroppedUnwaitedIsCancelledNotWaitedFor) {
+  Collectives& c = *g_collectives;
+  std::vector<std::byte> in(64);
+  // Nobody sends: going away must not block (an engine step that failed midway drops its own).
+  c.start_receive(in, (c.rank() + 1) % c.size()).reset();
+  c.barrier();
+  // A later message between the same ranks still meets its own receive.
+  const int next = (c.rank() + 1) % c.size(), previous = (c.rank() + c.size() - 1) % c.size();
+  std::vector<std::byte> out(64, std::byte{9});
+  std::unique_ptr<Transfer> incoming = c.start_receive(in, previous);
+  c.send(out, next);
+  incoming->wait();
+  EXPECT_EQ(in[0], std::byte{9});
+  c.barrier();
+}
+
 TEST(MpiCollectives, SplitGroupsRanksByColorInTheirOrder) {
   Collectives& c = *g_collectives;
   std::unique_ptr<Collectives> part = c.split(c.rank() % 2);
