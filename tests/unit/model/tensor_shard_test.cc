@@ -156,7 +156,7 @@ TEST_P(ShardedProduct, SlicesSumToTheWholeMatrixsProduct) {
 INSTANTIATE_TEST_SUITE_P(Types, ShardedProduct,
                          ::testing::Values(tensor::DType::F32, tensor::DType::Q8_0, tensor::DType::Q4_1,
                                            tensor::DType::Q4_K, tensor::DType::Q6_K),
-                         [](const auto& info) { return std::string(tensor::dtype_name(info.param)); });
+                         [](const auto& test) { return std::string(tensor::dtype_name(test.param)); });
 
 TEST(ShardBytes, RefusesAColumnSplitInsideABlock) {
   std::mt19937 rng(1);
