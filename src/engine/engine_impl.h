@@ -1,0 +1,238 @@
+#pragma once
+// What an Engine holds (lumen/engine.h's pimpl): the loaded model, the KV cache and its block
+// pool, the scheduler, the model runner, speculation and the output processor, the inbox other
+// threads submit to, and the counters stats() publishes. Built, and checked, in this order;
+// engine.cc runs the loop over it, engine_stats.cc reports on it.
+#include "lumen/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <future>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <random>
+#include <mutex>
+#include <unordered_map>
+
+#include "engine/draft_proposers.h"
+#include "engine/engine_test_access.h"
+#include "engine/kv_budget.h"
+#include "engine/kv_cache_dtype.h"
+#include "engine/loaded_model.h"
+#include "engine/model_runner.h"
+#include "engine/model_state.h"
+#include "engine/output_processor.h"
+#include "engine/request_group.h"
+#include "engine/request_stream.h"
+#include "engine/scheduler.h"
+#include "engine/speculation.h"
+#include "engine/step_time_model.h"
+#include "engine/structured_output.h"
+#include "engine/model_parallel.h"
+#include "kv/block_hash.h"
+#include "kv/block_pool.h"
+#include "model/kv_cache.h"
+#include "sampling/sampler.h"
+#include "sampling/stop_string_matcher.h"
+#include "spec/speculative_config.h"
+#include "tokenizer/streaming_detokenizer.h"
+#include "util/error.h"
+
+namespace lumen {
+
+namespace engine {
+
+// The longest sequence the model's positions were trained or scaled for: the file's context
+// length, or, for linear and YaRN scaling, the original context times the factor when that is
+// larger. llama3-style scaling's files already give the extended context as context_length.
+inline int64_t trained_context(const model::HParams& hparams) {
+  int64_t tokens = static_cast<int64_t>(hparams.context_length);
+  const model::RopeScaling& scaling = hparams.rope_scaling;
+  const bool stretches = scaling.type == "linear" || scaling.type == "yarn";
+  if (stretches && scaling.original_context_length > 0 && scaling.factor > 1.0) {
+    tokens = std::max(tokens, static_cast<int64_t>(static_cast<double>(scaling.original_context_length) * scaling.factor));
+  }
+  return tokens;
+}
+
+}  // namespace engine
+
+struct Engine::Impl {
+  Impl(Model model_handle, EngineConfig engine_config)
+      : handle(std::move(model_handle)),
+        model(runnable(handle)),
+        config(checked(engine_config)),
+        // The transformer's: a tensor-parallel shard caches its own heads only, a pipeline stage
+        // its own layers.
+        layout(model.transformer->kv_layout(config.free_out_of_window_kv)),
+        n_blocks(engine::kv_blocks_for(config, model.transformer->hparams(), layout, *handle.state().backend)),
+        cache(*handle.state().backend, model.transformer->hparams(), layout, n_blocks, config.block_size,
+              engine::kv_tensor_type(config.kv_cache_dtype), config.kv_cache_rotation),
+        pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
+        kv_space(make_kv_space()),
+        swap(make_swap_space()),
+        scheduler(scheduler_config(), pool, swap.get()),
+        runner(*model.transformer, cache, swap.get()) {
+    if (engine::ModelParallelGroup* group = handle.state().parallel.get()) {
+      leader = std::make_unique<engine::ModelParallelLeader>(
+          *group, engine::ShardCacheGeometry{n_blocks, config.block_size, config.kv_cache_dtype, config.kv_cache_rotation,
+                                             config.free_out_of_window_kv, swap ? swap->n_slots() : 0});
+      runner.set_leader(leader.get());
+    }
+    if (kv_space.null_block >= 0) runner.zero_block(kv_space.null_block);
+    const int64_t trained = engine::trained_context(model.hparams);
+    if (config.max_model_len > 0 && trained > 0 && config.max_model_len > trained) {
+      // As vLLM: positions past the trained (or rope-scaled) context give garbage, not errors.
+      fail("max_model_len {} exceeds the model's context of {} tokens (its training context{})",
+           config.max_model_len, trained,
+           model.hparams.rope_scaling.type == "none" ? "" : ", rope scaling included");
+    }
+    const int64_t pool_tokens = layout.max_tokens(pool.n_available(), config.block_size);
+    int64_t limit = config.max_model_len > 0 ? config.max_model_len : trained;
+    if (limit <= 0) limit = pool_tokens;
+    max_model_len = std::min(limit, pool_tokens);
+    scheduler.set_shift_policy(shift_policy());
+    if (config.speculative.num_candidates > 1) {
+      // Token trees: a tree attention mask, and the accepted branch's K/V moved position by
+      // position (in each layer group's blocks).
+      if (!handle.state().backend->supports_tree_attention()) {
+        fail("speculative config: num_candidates > 1 (token trees) needs tree attention, which the {} backend does "
+             "not have", handle.state().backend->name());
+      }
+      outputs.set_kv_cache(&runner);
+    }
+    if (config.max_itl_ms > 0) {
+      scheduler.limit_step_time(step_time, config.max_itl_ms / 1000.0, config.min_prefill_tokens);
+    }
+    publish_stats();
+  }
+
+  // Context shift and StreamingLLM (engine/context_shift.h), checked against the model and the
+  // context once max_model_len is known.
+  engine::ContextShiftPolicy shift_policy() const {
+    engine::ContextShiftPolicy policy;
+    policy.enabled = config.context_overflow == ContextOverflow::Shift || config.kv_window_tokens > 0;
+    if (!policy.enabled) return policy;
+    if (layout.n_groups() != 1) {
+      fail("context shift is not supported with sliding-window layers that keep only their window "
+           "(free_out_of_window_kv false, --keep-out-of-window-kv, keeps every position)");
+    }
+    policy.keep_tokens = config.context_keep_tokens;
+    policy.window_tokens = config.kv_window_tokens;
+    policy.max_model_len = max_model_len;
+    const int64_t bs = config.block_size;
+    if (config.context_keep_tokens < 0 || config.kv_window_tokens < 0) fail("context keep and window tokens must be >= 0");
+    if (config.kv_window_tokens > 0 && config.kv_window_tokens < bs) {
+      fail("the KV window ({} tokens) must hold at least one block of {}", config.kv_window_tokens, bs);
+    }
+    const int64_t keep = (config.context_keep_tokens + bs - 1) / bs * bs;
+    if (keep + 2 * bs > max_model_len || engine::positions_held(policy, bs) > max_model_len) {
+      fail("the context of {} tokens leaves no room to shift: {} kept{}", max_model_len, keep,
+           config.kv_window_tokens > 0 ? fmt::format(", a window of {}", config.kv_window_tokens) : "");
+    }
+    return policy;
+  }
+
+  // The configuration with its speculative part validated and vLLM's defaults filled in, before
+  // anything is allocated.
+  static EngineConfig checked(EngineConfig c) {
+    c.speculative = spec::resolved(c.speculative);
+    if (!(c.max_itl_ms >= 0) || !std::isfinite(c.max_itl_ms)) {
+      fail("max_itl_ms must be 0 (off) or a positive number of milliseconds (got {})", c.max_itl_ms);
+    }
+    if (c.min_prefill_tokens <= 0) fail("min_prefill_tokens must be positive (got {})", c.min_prefill_tokens);
+    return c;
+  }
+
+  static engine::LoadedModel& runnable(const Model& handle) {
+    engine::LoadedModel& loaded = *handle.state().model;
+    if (!loaded.transformer) fail("the model was loaded without its weights (vocab_only): an Engine cannot run it");
+    return loaded;
+  }
+
+  // Windowed layers point their dropped blocks at one block held for good, zeroed so that a
+  // kernel that reads it anyway sees finite numbers.
+  kv::KvSpace make_kv_space() {
+    kv::KvSpace space{&pool, &layout, -1};
+    // (zeroed through the runner once it exists: under tensor parallelism every rank zeroes it)
+    if (layout.has_windows()) space.null_block = *pool.allocate();
+    return space;
+  }
+
+  std::unique_ptr<engine::SwapSpace> make_swap_space() const {
+    if (config.preemption_mode != PreemptionMode::Swap) return nullptr;
+    const size_t slot_bytes = cache.block_host_bytes();
+    const auto slots = static_cast<int64_t>(static_cast<uint64_t>(std::max<int64_t>(config.swap_space_bytes, 0)) / slot_bytes);
+    if (slots == 0) fail("a swap space of {} bytes holds no block of {} bytes", config.swap_space_bytes, slot_bytes);
+    return std::make_unique<engine::SwapSpace>(slots, slot_bytes);
+  }
+
+  engine::SchedulerConfig scheduler_config() const {
+    engine::SchedulerConfig sc;
+    sc.max_num_seqs = config.max_num_seqs;
+    sc.max_num_batched_tokens = config.max_num_batched_tokens;
+    sc.policy = config.policy;
+    sc.watermark_blocks = std::max<int32_t>(
+        1, static_cast<int32_t>(config.watermark * static_cast<double>(n_blocks)));
+    return sc;
+  }
+
+  void drain_inbox();
+  // Copies the counters for other threads (stats() may be called from anywhere).
+  void publish_stats();
+  // Ends the requests whose logit rows hold NaN or infinity, before their blocks are published
+  // (fault containment, see step()).
+  void fail_non_finite(const engine::StepPlan& plan, std::span<float> logits);
+
+  Model handle;  // keeps the model (and the device its weights are on) alive
+  engine::LoadedModel& model;
+  EngineConfig config;
+  kv::KvLayout layout;
+  int64_t n_blocks;
+  model::KvCache cache;
+  kv::BlockPool pool;
+  kv::KvSpace kv_space;
+  std::unique_ptr<engine::SwapSpace> swap;
+  engine::Scheduler scheduler;
+  engine::ModelRunner runner;
+  // Tensor parallelism's rank 0: the other ranks build this engine's cache and follow its steps
+  // until it goes (null in one process).
+  std::unique_ptr<engine::ModelParallelLeader> leader;
+  // ITL-aware scheduling's cost model: fed each step's measured time when max_itl_ms is set.
+  engine::StepTimeModel step_time;
+  // Structured outputs' compiled grammars, shared by submitting threads (it locks).
+  engine::GrammarCompiler grammars{model.tokenizer};
+  int64_t max_model_len = 0;
+  // Mixed into every request's cache salt, so block hashes are keyed per process: nobody can
+  // precompute prompts whose blocks collide in the prefix cache's table.
+  const uint64_t hash_key = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+
+  // Shared with submitting threads.
+  mutable std::mutex inbox_mutex;
+  std::condition_variable work_arrived;
+  std::vector<std::unique_ptr<engine::RequestGroup>> inbox;
+  std::vector<uint64_t> aborts;
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<int64_t> unfinished{0};
+
+  // The loop thread's own.
+  engine::Speculation speculation{config.speculative,
+                                  engine::make_proposer(config.speculative, model, *handle.state().backend,
+                                                        static_cast<int32_t>(n_blocks), config.block_size),
+                                  config.jump_forward, model.tokenizer};
+  engine::OutputProcessor outputs{scheduler,     speculation, model.tokenizer,    next_id,
+                                  unfinished,    max_model_len, runner.vocab_size()};
+  uint64_t arrivals = 0;
+  uint64_t computed_tokens = 0;
+  uint64_t steps = 0;
+  engine::EngineTestAccess::LogitsHook logits_hook;  // tests only
+
+  mutable std::mutex stats_mutex;
+  EngineStats snapshot;
+};
+
+}  // namespace lumen

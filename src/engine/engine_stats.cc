@@ -1,0 +1,57 @@
+// What an engine reports about itself (EngineStats): counters the loop thread copies after each
+// step, so that stats() may be called from any thread.
+#include "engine/engine_impl.h"
+
+namespace lumen {
+
+void Engine::Impl::publish_stats() {
+  const Impl& m = *this;
+  EngineStats s;
+  s.running = static_cast<int64_t>(m.scheduler.n_running());
+  s.waiting = static_cast<int64_t>(m.scheduler.n_waiting());
+  // The null block is held for good and holds nothing: not counted.
+  const int64_t null_blocks = m.kv_space.null_block >= 0 ? 1 : 0;
+  s.kv_blocks_total = m.n_blocks - null_blocks;
+  s.kv_blocks_used = m.pool.n_used() - null_blocks;
+  for (const auto& [id, completion] : m.outputs.live_sequences()) {
+    const engine::Sequence& seq = completion->seq;
+    // In positions of every layer: a page holds group_size of the model's layers, and a
+    // windowed group holds only its window's positions.
+    const int64_t n_layers = m.layout.n_layers_held();
+    s.kv_slots_allocated += seq.blocks.n_held_blocks() * m.config.block_size * m.layout.group_size / n_layers;
+    s.kv_slots_filled += seq.blocks.n_held_positions(seq.n_computed) * m.layout.group_size / n_layers;
+  }
+  s.kv_cache_bytes = m.cache.bytes();
+  const kv::PrefixCacheCounters& c = m.pool.counters();
+  s.prefix_queried_blocks = c.queried_blocks;
+  s.prefix_hit_blocks = c.hit_blocks;
+  s.prefix_evictions = c.evictions;
+  s.computed_tokens = m.computed_tokens;
+  s.generated_tokens = m.outputs.generated_tokens();
+  s.preemptions = m.scheduler.n_preemptions();
+  s.swapped_out_blocks = m.scheduler.n_swapped_out_blocks();
+  s.context_shifts = m.scheduler.n_context_shifts();
+  s.steps = m.steps;
+  s.max_model_len = m.max_model_len;
+  const engine::SpeculationCounters& spec = m.speculation.counters();
+  s.spec_drafts = spec.drafts;
+  s.spec_draft_tokens = spec.draft_tokens;
+  s.spec_accepted_tokens = spec.accepted_tokens;
+  s.spec_branch_tokens = spec.branch_tokens;
+  std::lock_guard lock(stats_mutex);
+  snapshot = s;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s;
+  {
+    std::lock_guard lock(impl_->stats_mutex);
+    s = impl_->snapshot;
+  }
+  // Submitted but not yet seen by the loop: waiting too.
+  std::lock_guard lock(impl_->inbox_mutex);
+  s.waiting += static_cast<int64_t>(impl_->inbox.size());
+  return s;
+}
+
+}  // namespace lumen
