@@ -127,10 +127,7 @@ void run_latency(const LatencyOptions& options) {
   };
   bool follower = false;  // a model-parallel rank other than 0: it reports nothing
   for (unsigned threads : options.threads) {
-    const Model model = Model::load(path, {.device = options.device, .threads = threads,
-                                           .tensor_parallel_size = options.parallel.tensor,
-                                           .pipeline_parallel_size = options.parallel.pipeline,
-                                           .pipeline_micro_batches = options.parallel.micro_batches});
+    const Model model = Model::load(path, options.parallel.applied_to({.device = options.device, .threads = threads}));
     if (model.info().parallel_rank > 0) {
       // This rank computes its share of rank 0's runs (the same for every thread count).
       follow_model_parallel_leader(model);

@@ -47,10 +47,8 @@ using Clock = std::chrono::steady_clock;
 
 void run_throughput(const ThroughputOptions& options) {
   const std::string path = resolve_model_path(options.model);
-  const Model model = Model::load(path, {.device = options.device, .threads = options.threads,
-                                         .tensor_parallel_size = options.parallel.tensor,
-                                         .pipeline_parallel_size = options.parallel.pipeline,
-                                         .pipeline_micro_batches = options.parallel.micro_batches});
+  const Model model =
+      Model::load(path, options.parallel.applied_to({.device = options.device, .threads = options.threads}));
   if (model.info().parallel_rank > 0) {
     follow_model_parallel_leader(model);
     return;

@@ -80,11 +80,8 @@ void run(RunOptions options) {
   }
   params.validate();  // before the model loads: a bad flag fails at once
   const SpeculativeConfig speculative = options.speculative.config();
-  const Model model = Model::load(resolve_model_path(options.model), {.device = options.device,
-                                                                       .threads = options.threads,
-                                                                       .tensor_parallel_size = options.parallel.tensor,
-                                                                       .pipeline_parallel_size = options.parallel.pipeline,
-                                                                       .pipeline_micro_batches = options.parallel.micro_batches});
+  const Model model = Model::load(resolve_model_path(options.model),
+                                  options.parallel.applied_to({.device = options.device, .threads = options.threads}));
   if (model.info().parallel_rank > 0) {
     follow_model_parallel_leader(model);
     return;

@@ -75,11 +75,9 @@ void serve(ServeOptions& options) {
       std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0));
 
   const std::string path = resolve_model_path(options.model);
-  const Model model = Model::load(path, {.device = options.device, .threads = options.threads,
-                                         .chat_template = options.chat_template,
-                                         .tensor_parallel_size = options.parallel.tensor,
-                                         .pipeline_parallel_size = options.parallel.pipeline,
-                                         .pipeline_micro_batches = options.parallel.micro_batches});
+  const Model model = Model::load(path, options.parallel.applied_to({.device = options.device,
+                                                                     .threads = options.threads,
+                                                                     .chat_template = options.chat_template}));
   if (model.info().parallel_rank > 0) {  // rank 0 serves; this rank computes its share
     follow_model_parallel_leader(model);
     return;

@@ -6,12 +6,22 @@
 // does; the others follow its steps and print nothing.
 #include <CLI/CLI.hpp>
 
+#include "lumen/model.h"
+
 namespace lumen::cli {
 
 struct ModelParallelFlags {
   int tensor = 1;
   int pipeline = 1;
   int micro_batches = 0;  // 0: the default (ModelOptions::pipeline_micro_batches)
+
+  // `options` with these processes to spread the model over.
+  ModelOptions applied_to(ModelOptions options) const {
+    options.tensor_parallel_size = tensor;
+    options.pipeline_parallel_size = pipeline;
+    options.pipeline_micro_batches = micro_batches;
+    return options;
+  }
 };
 
 inline void add_model_parallel_options(CLI::App* cmd, ModelParallelFlags& flags) {

@@ -107,10 +107,12 @@ HostTensor ShardBytes::columns(const gguf::TensorInfo& info, int64_t col0, int64
   return {info.type, std::move(dims), out};
 }
 
-TensorSource shard_tensor_source(const HParams& hp, const ShardRanges& ranges, ShardBytes& bytes) {
+TensorSource shard_tensor_source(const HParams& hp, const ShardRanges& ranges, const LayerRange& layers,
+                                 ShardBytes& bytes) {
   const auto head_dim = static_cast<int64_t>(hp.head_dim);
   const auto value_dim = static_cast<int64_t>(hp.value_dim != 0 ? hp.value_dim : hp.head_dim);
-  return [=, &bytes](const TensorSpec& spec, const gguf::TensorInfo& info) -> HostTensor {
+  return [=, &bytes](const TensorSpec& spec, const gguf::TensorInfo& info, uint64_t layer) -> HostTensor {
+    if (spec.per_layer() && (layer < layers.first || layer >= layers.end)) return {info.type, info.dims, info.data};
     using Required = backend::TensorView LayerWeights::*;
     using Optional = std::optional<backend::TensorView> LayerWeights::*;
     if (const auto* m = std::get_if<Required>(&spec.slot)) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/hparams.h"
+#include "model/pipeline_stage.h"
 #include "model/weights.h"
 
 namespace lumen::dist {
@@ -67,7 +68,9 @@ class ShardBytes {
 
 // bind_weights' source for a shard: Q/K/V (and their biases), gate and up cut to the rank's
 // rows, the attention output and down projections to its columns; every other tensor whole.
-// The slices are kept in `bytes`.
-TensorSource shard_tensor_source(const HParams& hp, const ShardRanges& ranges, ShardBytes& bytes);
+// Only the tensors of `layers` are cut (a pipeline stage's; the others stay views of the file,
+// never read). The slices are kept in `bytes`.
+TensorSource shard_tensor_source(const HParams& hp, const ShardRanges& ranges, const LayerRange& layers,
+                                 ShardBytes& bytes);
 
 }  // namespace lumen::model

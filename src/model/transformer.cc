@@ -1,9 +1,7 @@
 #include "model/transformer.h"
 
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
-#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -40,13 +38,6 @@ constexpr int64_t kMinMicroBatchRows = 64;
 // the only one that runs spread over processes).
 std::span<std::byte> host_bytes(const TensorView& m) {
   return {static_cast<std::byte*>(m.data), static_cast<size_t>(m.elements()) * sizeof(float)};
-}
-
-// Whether a per-layer tensor ("blk.N.…") belongs to layers [first, end).
-bool stage_layer(const std::string& name, const LayerRange& layers) {
-  uint64_t layer = 0;
-  if (std::sscanf(name.c_str(), "blk.%" SCNu64 ".", &layer) != 1) return true;
-  return layer >= layers.first && layer < layers.end;
 }
 
 // A {row, n} matrix seen as {head_dim, heads, n} for rope and attention.
@@ -91,16 +82,7 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   }
   const ShardRanges ranges = shard_ranges(hp_, ffn_split_unit(file, hp_.block_count), shard_.rank, shard_.size);
   auto bytes = std::make_shared<ShardBytes>();
-  const TensorSource sliced = shard_tensor_source(hp_, ranges, *bytes);
-  // A pipeline stage slices only its own layers; the others stay views of the file, never read.
-  const LayerRange mine = layers_;
-  weights_ = bind_weights(file, arch_, hp_, backend_,
-                          [&](const TensorSpec& spec, const gguf::TensorInfo& info) {
-                            if (spec.per_layer() && !stage_layer(info.name, mine)) {
-                              return HostTensor{info.type, info.dims, info.data};
-                            }
-                            return sliced(spec, info);
-                          });
+  weights_ = bind_weights(file, arch_, hp_, backend_, shard_tensor_source(hp_, ranges, layers_, *bytes));
   weights_.shard_bytes = std::move(bytes);
   init();  // with the whole model's hyperparameters (Gemma's query scale reads its head count)
   hp_ = shard_hparams(hp_, ranges);

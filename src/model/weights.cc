@@ -74,7 +74,7 @@ TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& 
       }
       return;
     }
-    const HostTensor host = source ? source(spec, *info) : HostTensor{info->type, info->dims, info->data};
+    const HostTensor host = source ? source(spec, *info, layer) : HostTensor{info->type, info->dims, info->data};
     std::array<int64_t, 4> full = {1, 1, 1, 1};
     for (size_t d = 0; d < host.dims.size() && d < full.size(); ++d) full[d] = host.dims[d];
     const backend::TensorView view = backend.upload_weights(host.type, full, host.data);

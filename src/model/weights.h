@@ -70,7 +70,8 @@ struct TransformerWeights {
 void validate_tensors(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp);
 
 // What to upload for a tensor of the file (validated against its spec): a shard's slice.
-using TensorSource = std::function<HostTensor(const TensorSpec& spec, const gguf::TensorInfo& info)>;
+// `layer`: the block a per-layer tensor belongs to (0 for the model's own tensors).
+using TensorSource = std::function<HostTensor(const TensorSpec& spec, const gguf::TensorInfo& info, uint64_t layer)>;
 
 // validate_tensors, then every declared tensor the file holds uploaded to the backend: its
 // bytes in the file, or what `source` gives for it when there is one.

@@ -2,6 +2,7 @@
 import os
 import shutil
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conftest import model_path
@@ -43,3 +44,21 @@ def stop_ranks(server):
 
 def gemma_path() -> Path:
     return model_path().parent / "gemma-3-270m-q4_k_m.gguf"
+
+
+def assert_batched_equals_alone(server, passage, prompts):
+    """Continuous batching across processes: the prefix cache (`passage`, many blocks), n = 2
+    (whose forked completions copy their shared last block on write) and seeded sampling. Every
+    cache change reaches the other ranks, so requests batched together get exactly the bits they
+    get one at a time."""
+    def sampled(prompt):
+        r = server.post("/v1/completions", {"prompt": passage + prompt, "max_tokens": 24, "temperature": 0.8,
+                                             "seed": 7, "n": 2, "logprobs": 1})
+        assert r.status_code == 200, r.text
+        return [(c["text"], c["logprobs"]["token_logprobs"]) for c in r.json()["choices"]]
+
+    alone = [sampled(p) for p in prompts]
+    with ThreadPoolExecutor(len(prompts) * 2) as pool:
+        together = list(pool.map(sampled, prompts * 2))
+    assert together == alone * 2
+    assert server.metrics()["lumen_prefix_cache_hits_total"] > 0

@@ -9,12 +9,11 @@ inside each stage, the run is the tensor-parallel run's bits (its all-reduces ar
 import json
 import os
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from conftest import LumenServer, model_path
-from mpi_helpers import gemma_path, mpirun, stop_ranks
+from mpi_helpers import assert_batched_equals_alone, gemma_path, mpirun, stop_ranks
 
 PROMPTS = [
     "The capital of France is",
@@ -101,12 +100,6 @@ def test_batched_requests_and_token_trees_through_the_pipeline():
     # write of the shared last block, on every stage), seeded sampling; and n-gram speculation
     # with token trees, whose masked rows a micro-batch never cuts. Batched requests get the bits
     # they get alone, and the greedy answer under speculation is the plain one.
-    def sampled(server, prompt):
-        r = server.post("/v1/completions", {"prompt": PASSAGE + prompt, "max_tokens": 24, "temperature": 0.8,
-                                             "seed": 7, "n": 2, "logprobs": 1})
-        assert r.status_code == 200, r.text
-        return [(c["text"], c["logprobs"]["token_logprobs"]) for c in r.json()["choices"]]
-
     def copied(server):
         r = server.post("/v1/completions", {"prompt": PASSAGE + "\nRepeat the first sentence exactly:\n",
                                              "max_tokens": 40, "temperature": 0})
@@ -122,11 +115,7 @@ def test_batched_requests_and_token_trees_through_the_pipeline():
            '"num_candidates": 3}'
     server = LumenServer("--pipeline-parallel-size", 2, "-t", "1", "--speculative-config", spec, launcher=mpirun(2))
     try:
-        alone = [sampled(server, p) for p in PROMPTS]
-        with ThreadPoolExecutor(len(PROMPTS) * 2) as pool:
-            together = list(pool.map(lambda p: sampled(server, p), PROMPTS * 2))
-        assert together == alone * 2
-        assert server.metrics()["lumen_prefix_cache_hits_total"] > 0
+        assert_batched_equals_alone(server, PASSAGE, PROMPTS)
         assert copied(server) == expected_copy
         assert server.metrics()["lumen_spec_decode_num_accepted_tokens_total"] > 0
     finally:

@@ -9,14 +9,14 @@ of the log-probabilities (measured below). Greedy tokens therefore match one pro
 its best token leads the next by more than that, which the test requires (and that it compares
 enough tokens to mean something).
 """
+import json
 import os
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from conftest import LumenServer, model_path
-from mpi_helpers import gemma_path, mpirun, stop_ranks
+from mpi_helpers import assert_batched_equals_alone, gemma_path, mpirun, stop_ranks
 
 
 PROMPTS = [
@@ -135,20 +135,9 @@ def test_concurrent_requests_are_the_ones_made_alone():
     # cache change goes to the other rank too, so requests batched together get exactly the
     # bits they get one at a time.
     passage = "The lighthouse keeper climbed the stairs every evening to light the lamp. " * 8
-
-    def sampled(server, prompt):
-        r = server.post("/v1/completions", {"prompt": passage + prompt, "max_tokens": 24, "temperature": 0.8,
-                                             "seed": 7, "n": 2, "logprobs": 1})
-        assert r.status_code == 200, r.text
-        return [(c["text"], c["logprobs"]["token_logprobs"]) for c in r.json()["choices"]]
-
     server = LumenServer("--tensor-parallel-size", 2, "-t", "1", launcher=mpirun(2))
     try:
-        alone = [sampled(server, p) for p in PROMPTS]
-        with ThreadPoolExecutor(len(PROMPTS) * 2) as pool:
-            together = list(pool.map(lambda p: sampled(server, p), PROMPTS * 2))
-        assert together == alone * 2
-        assert server.metrics()["lumen_prefix_cache_hits_total"] > 0
+        assert_batched_equals_alone(server, passage, PROMPTS)
     finally:
         assert stop_ranks(server) == 0, "".join(server.log)
 
@@ -166,7 +155,6 @@ def test_run_and_bench_latency_under_mpirun():
     bench = subprocess.run([*mpirun(2), lumen, "bench", "latency", *common, "--tensor-parallel-size", "2",
                             "-p", "32", "-n", "8", "-r", "1", "--json"], capture_output=True, text=True, timeout=180)
     assert bench.returncode == 0, bench.stderr
-    import json
     rows = json.loads(bench.stdout)  # one document: the other rank prints nothing
     assert [(r["n_prompt"], r["n_gen"]) for r in rows] == [(32, 0), (0, 8)]
     assert all(r["tensor_parallel_size"] == 2 and r["avg_ts"] > 0 for r in rows)
