@@ -12,6 +12,7 @@ APT_PACKAGES=(cmake ninja-build pkg-config g++ clang libclang-rt-14-dev python3-
   chromium chromium-driver  # the chat page's browser test (tests/e2e/test_web_ui.py)
   libcairo2-dev  # lumen bench profile: the roofline PNG
   haproxy  # deploy/haproxy: the load balancer in front of replicas (tests/e2e/test_replicas_haproxy.py)
+  libzmq3-dev cppzmq-dev  # src/kv_transfer: K/V between prefill and decode instances (ZeroMQ)
   libopenmpi-dev openmpi-bin)  # src/dist: MPI collectives, tested under mpirun
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

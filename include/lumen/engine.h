@@ -6,12 +6,15 @@
 // paged KV cache with prefix caching and preemption.
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "lumen/engine_config.h"
 #include "lumen/model.h"
 #include "lumen/outputs.h"
+#include "lumen/prompt_kv.h"
 #include "lumen/sampling_params.h"
 
 namespace lumen {
@@ -72,6 +75,13 @@ struct EngineStats {
   // Token trees (num_candidates > 1): the accepted tokens that were off a tree's first branch,
   // which a chain of the same first candidate would not have had.
   uint64_t spec_branch_tokens = 0;
+  // Disaggregated prefill and decode: prompts whose K/V was kept for another engine, taken by
+  // one, and pushed out for room before anyone took them; positions of K/V imported from
+  // another engine into the prefix cache.
+  uint64_t prompt_kv_stored = 0;
+  uint64_t prompt_kv_taken = 0;
+  uint64_t prompt_kv_evicted = 0;
+  uint64_t prompt_kv_imported_tokens = 0;
 };
 
 class Engine {
@@ -119,6 +129,35 @@ class Engine {
                                          const SamplingParams& params);
   EngineStats stats() const;
   const EngineConfig& config() const;
+
+  // Disaggregated prefill and decode (lumen/prompt_kv.h): one engine computes prompts, another
+  // continues them with the K/V moved over. Not with tensor or pipeline parallelism, and only
+  // with prefix caching (the moved K/V arrives as a cached prefix); these throw lumen::Error
+  // otherwise. What must agree between the two engines, as a fingerprint, and the bytes of one
+  // page (a block of every layer of a group).
+  uint64_t kv_format() const;
+  size_t kv_page_bytes() const;
+  // The pages a PromptKv of positions [n_known, n_tokens) has for this cache (both rounded down
+  // to whole blocks): what a receiver may expect at most.
+  size_t kv_transfer_pages(int64_t n_known, int64_t n_tokens) const;
+  // The sender, with EngineConfig::prompt_kv_store_bytes: the K/V that request_id's prompt had
+  // when it was computed (its whole blocks, as a request would adopt them), from position
+  // n_known on (rounded down to a block). Taken once; nullopt when the engine holds none for it
+  // (not computed yet, already taken, pushed out for room), or when `prompt` (which whoever asks
+  // must know) does not begin with its tokens or cache_salt is not the request's. Any thread.
+  std::optional<PromptKv> take_prompt_kv(uint64_t request_id, const std::vector<int32_t>& prompt,
+                                         uint64_t cache_salt, int64_t n_known);
+  // The receiver. How many leading tokens of `prompt` this engine's prefix cache would give a
+  // request now (whole blocks; never the last token, which is always computed): the n_known to
+  // ask the sender for. Then import_prompt_kv puts the sender's K/V into the prefix cache, so
+  // that the request with that prompt, submitted after it, adopts it instead of computing it;
+  // it resolves to the positions added (0 when the cache changed in between, or is full: the
+  // request then computes what is missing itself). Both run at the engine's next step (on the
+  // thread that steps it) and never change what the request generates. import_prompt_kv's
+  // future holds a lumen::Error when kv is for another kv_format() or does not fit the prompt.
+  // An engine destroyed first breaks the futures (std::future_error).
+  std::future<int64_t> cached_prompt_tokens(std::vector<int32_t> prompt, uint64_t cache_salt);
+  std::future<int64_t> import_prompt_kv(std::vector<int32_t> prompt, PromptKv kv);
 
  private:
   friend struct engine::EngineTestAccess;  // fault injection for tests (src/engine)

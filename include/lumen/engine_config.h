@@ -145,6 +145,9 @@ struct EngineConfig {
   // prompt always progresses (a running prompt of L tokens is prefilled within
   // ceil(L / min_prefill_tokens) steps).
   int64_t min_prefill_tokens = 16;
+  // Disaggregated prefill (lumen/prompt_kv.h): host memory for the K/V of computed prompts, kept
+  // until a decode engine takes them (Engine::take_prompt_kv); the oldest go first. 0: none kept.
+  int64_t prompt_kv_store_bytes = 0;
 };
 
 }  // namespace lumen

@@ -21,6 +21,8 @@
 #include "cli/default_model.h"
 #include "cli/engine_options.h"
 #include "cli/model_parallel_flags.h"
+#include "cli/serve_role_flags.h"
+#include "kv_transfer/kv_transfer_server.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
 #include "server/engine_loop.h"
@@ -49,6 +51,7 @@ struct ServeOptions {
   unsigned threads = 0;
   std::string device;
   ModelParallelFlags parallel;
+  ServeRoleFlags role;
   server::ServerOptions http;
   EngineFlags engine;
 };
@@ -74,6 +77,7 @@ void serve(ServeOptions& options) {
   options.http.connection.read_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0));
 
+  const server::KvHandoffOptions handoff = options.role.handoff();
   const std::string path = resolve_model_path(options.model);
   const Model model = Model::load(path, options.parallel.applied_to({.device = options.device,
                                                                      .threads = options.threads,
@@ -86,8 +90,22 @@ void serve(ServeOptions& options) {
     fmt::print(stderr, "lumen serve: {}; /v1/chat/completions is off (choose one with --chat-template)\n",
                model.chat_template_problem());
   }
-  const EngineConfig engine_config = options.engine.resolve();
+  EngineConfig engine_config = options.engine.resolve();
+  options.role.apply_to(engine_config);
   Engine engine(model, engine_config);
+  // A prefill instance answers decode instances' fetches of the K/V it keeps.
+  std::unique_ptr<kv_transfer::KvTransferServer> kv_transfer;
+  if (handoff.role == server::ServeRole::Prefill) {
+    kv_transfer = std::make_unique<kv_transfer::KvTransferServer>(
+        handoff.advertised_endpoint, [&engine](const kv_transfer::KvFetch& fetch) -> std::optional<PromptKv> {
+          if (fetch.format != engine.kv_format()) {
+            fail("the decode instance's K/V format differs from this prefill instance's: both need the same model "
+                 "file and the same --kv-cache-dtype and --block-size");
+          }
+          return engine.take_prompt_kv(fetch.request_id, fetch.tokens, fetch.cache_salt, fetch.n_known);
+        });
+    fmt::print(stderr, "lumen serve: prefill role, K/V for decode instances at {}\n", kv_transfer->endpoint());
+  }
   const std::string name = options.served_model_name.empty() ? std::filesystem::path(path).stem().string()
                                                              : options.served_model_name;
   server::ServingLimits limits;
@@ -102,6 +120,9 @@ void serve(ServeOptions& options) {
   server::ServerContext context(engine, model, name, limits,
                                 options.max_pending, options.max_pending_per_client);
   context.salt_by_api_key = !options.http.api_keys.empty();
+  context.kv_handoff = handoff;
+  // The bound address, with the real port when any was asked for ("tcp://127.0.0.1:*").
+  if (kv_transfer) context.kv_handoff.advertised_endpoint = kv_transfer->endpoint();
   server::EngineLoop loop(engine);
   server::Server http(context, options.http);
   const int port = http.bind();
@@ -207,6 +228,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   add_device_option(cmd, options->device);
   add_model_parallel_options(cmd, options->parallel);
+  options->role.add_to(cmd);
   options->engine.add_to(cmd);
   cmd->callback([options] { serve(*options); });
 }

@@ -27,11 +27,15 @@ constexpr int32_t kMaxCompletions = 256;
 void Engine::Impl::drain_inbox() {
   std::vector<std::unique_ptr<RequestGroup>> arrived;
   std::vector<uint64_t> to_abort;
+  std::vector<std::function<void()>> to_run;
   {
     std::lock_guard lock(inbox_mutex);
     arrived.swap(inbox);
     to_abort.swap(aborts);
+    to_run.swap(tasks);
   }
+  // First: an import of a prompt's K/V was queued before the request that adopts it.
+  for (auto& task : to_run) task();
   for (auto& group : arrived) {
     group->completions.front()->seq.arrival = arrivals++;
     outputs.admit(std::move(group));
@@ -169,7 +173,7 @@ bool Engine::has_unfinished() const { return impl_->unfinished.load() > 0; }
 void Engine::wait_for_work(std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->inbox_mutex);
   impl_->work_arrived.wait_for(lock, timeout, [this] {
-    return !impl_->inbox.empty() || !impl_->aborts.empty();
+    return !impl_->inbox.empty() || !impl_->aborts.empty() || !impl_->tasks.empty();
   });
 }
 
@@ -218,6 +222,7 @@ bool Engine::step() {
       }
       m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
       m.scheduler.complete(plan);
+      if (m.prompt_kv_store) m.keep_completed_prompts(plan);
       m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
       ++m.steps;
       m.outputs.process(plan, m.runner.chunk_logits(), logits);

@@ -13,6 +13,7 @@
 #include <future>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <random>
 #include <mutex>
@@ -26,6 +27,8 @@
 #include "engine/model_runner.h"
 #include "engine/model_state.h"
 #include "engine/output_processor.h"
+#include "engine/prompt_kv_store.h"
+#include "engine/prompt_kv_transfer.h"
 #include "engine/request_group.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
@@ -108,7 +111,19 @@ struct Engine::Impl {
     if (config.max_itl_ms > 0) {
       scheduler.limit_step_time(step_time, config.max_itl_ms / 1000.0, config.min_prefill_tokens);
     }
+    if (config.prompt_kv_store_bytes < 0) fail("prompt_kv_store_bytes must be >= 0");
+    if (config.prompt_kv_store_bytes > 0) {
+      check_prompt_kv_possible();
+      prompt_kv_store = std::make_unique<engine::PromptKvStore>(static_cast<size_t>(config.prompt_kv_store_bytes));
+    }
     publish_stats();
+  }
+
+  // Moving K/V between engines reads and writes this process's cache alone, and arrives as a
+  // cached prefix (engine/prompt_kv_transfer.h).
+  void check_prompt_kv_possible() const {
+    if (leader) fail("moving a prompt's K/V between engines is not supported with tensor or pipeline parallelism");
+    if (!config.enable_prefix_caching) fail("moving a prompt's K/V between engines needs prefix caching");
   }
 
   // Context shift and StreamingLLM (engine/context_shift.h), checked against the model and the
@@ -182,6 +197,10 @@ struct Engine::Impl {
   }
 
   void drain_inbox();
+  // Disaggregated prefill: the K/V of every prompt this step completed goes to the store.
+  void keep_completed_prompts(const engine::StepPlan& plan);
+  // Runs `work` on the loop thread at the next step; its result or exception reaches the future.
+  std::future<int64_t> run_on_loop(std::function<int64_t()> work);
   // Copies the counters for other threads (stats() may be called from anywhere).
   void publish_stats();
   // Ends the requests whose logit rows hold NaN or infinity, before their blocks are published
@@ -216,6 +235,7 @@ struct Engine::Impl {
   std::condition_variable work_arrived;
   std::vector<std::unique_ptr<engine::RequestGroup>> inbox;
   std::vector<uint64_t> aborts;
+  std::vector<std::function<void()>> tasks;  // run_on_loop's, before the next step's arrivals
   std::atomic<uint64_t> next_id{1};
   std::atomic<int64_t> unfinished{0};
 
@@ -229,6 +249,11 @@ struct Engine::Impl {
   uint64_t arrivals = 0;
   uint64_t computed_tokens = 0;
   uint64_t steps = 0;
+  uint64_t imported_tokens = 0;
+  // Disaggregated prefill and decode: the cache's format, and the prompts kept for another
+  // engine (null unless prompt_kv_store_bytes).
+  const uint64_t kv_format = engine::kv_format(model, cache, config.kv_cache_dtype);
+  std::unique_ptr<engine::PromptKvStore> prompt_kv_store;
   engine::EngineTestAccess::LogitsHook logits_hook;  // tests only
 
   mutable std::mutex stats_mutex;

@@ -100,3 +100,22 @@ KvLayout stage_kv_layout(const KvLayout& whole, int first, int end) {
 }
 
 }  // namespace lumen::kv
+
+namespace lumen::kv {
+
+std::vector<TransferBlock> transfer_blocks(const KvLayout& layout, int64_t n_known, int64_t n_tokens,
+                                           int64_t block_size) {
+  if (block_size <= 0 || n_known < 0 || n_known > n_tokens || n_known % block_size != 0 ||
+      n_tokens % block_size != 0) {
+    fail("kv: a transfer of positions [{}, {}) is not whole blocks of {}", n_known, n_tokens, block_size);
+  }
+  const int64_t end = n_tokens / block_size;
+  std::vector<TransferBlock> blocks;
+  for (size_t g = 0; g < layout.groups.size(); ++g) {
+    const int64_t first = std::max(n_known / block_size, first_block_in_window(n_tokens, layout.groups[g].window, block_size));
+    for (int64_t i = first; i < end; ++i) blocks.push_back({g, static_cast<size_t>(i)});
+  }
+  return blocks;
+}
+
+}  // namespace lumen::kv

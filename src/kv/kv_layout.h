@@ -53,4 +53,15 @@ KvLayout stage_kv_layout(const KvLayout& whole, int first, int end);
 // cache: every later query sits at n_computed or beyond and sees keys from n_computed - window + 1.
 int64_t first_block_in_window(int64_t n_computed, int64_t window, int64_t block_size);
 
+// Moving a prompt's K/V between engines (disaggregated prefill and decode): the blocks a query
+// at n_tokens needs of positions [n_known, n_tokens), both whole blocks, group by group and in
+// position order within a group (each group from max(n_known, its window's first block)). Sender
+// and receiver list the same blocks in the same order, so a page's place names its block.
+struct TransferBlock {
+  size_t group;
+  size_t index;  // position block: positions [index * block_size, (index + 1) * block_size)
+};
+std::vector<TransferBlock> transfer_blocks(const KvLayout& layout, int64_t n_known, int64_t n_tokens,
+                                           int64_t block_size);
+
 }  // namespace lumen::kv

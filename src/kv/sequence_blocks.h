@@ -41,8 +41,9 @@ class SequenceBlocks {
 
   // On an empty sequence: reuses (retains) the cached full blocks of the longest cached prefix of
   // `tokens`, at most `max_tokens` tokens (whole blocks only), and returns how many tokens' K/V
-  // is therefore already present. Counts queries/hits. Stops at the first miss.
-  int64_t adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens);
+  // is therefore already present. Counts queries/hits unless `counted` is false (a lookup that
+  // is not a request's: moving K/V between engines). Stops at the first miss.
+  int64_t adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens, bool counted = true);
   // How many new blocks reserve(n_computed, n) would allocate (including copy-on-write copies).
   int32_t blocks_needed(int64_t n_computed, int64_t n) const;
   // Makes positions [n_computed, n_computed + n) writable: allocates the missing blocks, and

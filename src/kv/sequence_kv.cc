@@ -59,9 +59,9 @@ size_t SequenceKv::matched_blocks(std::span<const int32_t> tokens, size_t n_bloc
   return n_blocks;
 }
 
-int64_t SequenceKv::adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+int64_t SequenceKv::adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens, bool counted) {
   const int64_t bs = space_.pool->block_size();
-  const auto anchored = static_cast<size_t>(groups_[0].adopt_cached_prefix(tokens, max_tokens) / bs);
+  const auto anchored = static_cast<size_t>(groups_[0].adopt_cached_prefix(tokens, max_tokens, counted) / bs);
   if (groups_.size() == 1) {
     drop_out_of_window(static_cast<int64_t>(anchored) * bs);
     return static_cast<int64_t>(anchored) * bs;

@@ -30,7 +30,7 @@ class SequenceKv {
   SequenceKv(const KvSpace& space, uint64_t cache_salt);
 
   // See SequenceBlocks; counted over every group.
-  int64_t adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens);
+  int64_t adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens, bool counted = true);
   int32_t blocks_needed(int64_t n_computed, int64_t n) const;
   bool reserve(int64_t n_computed, int64_t n, std::vector<BlockCopy>& copies);
   // Publishes the newly full blocks, then drops what fell out of each window.
@@ -45,6 +45,17 @@ class SequenceKv {
   // the later blocks move down. Only for a layout of one full-attention group; nullopt (nothing
   // changed) when the pool lacks the blocks for the copies.
   std::optional<std::vector<BlockId>> shift(size_t keep, size_t discard, std::vector<BlockCopy>& copies);
+
+  // Moving a prompt's K/V between engines (disaggregated prefill and decode). Both counts are
+  // whole blocks. The blocks holding what a query at n_tokens needs of positions
+  // [n_known, n_tokens): group by group, each from max(n_known, its window's first position) on,
+  // in position order. The sender reads these; the receiver writes its own.
+  std::vector<BlockId> blocks_from(int64_t n_known, int64_t n_tokens) const;
+  // For a sequence holding exactly the adopted prefix [0, n_known): drops what a query at n_tokens
+  // no longer sees and allocates the blocks that blocks_from(n_known, n_tokens) then names, for
+  // another engine's K/V of the rest. commit(tokens, n_tokens) publishes them once written.
+  // False, with nothing changed, when the pool lacks the blocks.
+  bool reserve_import(int64_t n_known, int64_t n_tokens);
 
   // Swapping. The held blocks covering [0, n_computed), group by group, in table order.
   std::vector<BlockId> held_blocks(int64_t n_computed) const;

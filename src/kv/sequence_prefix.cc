@@ -12,7 +12,7 @@ SequenceBlocks::ChainLink SequenceBlocks::parent_of(size_t index) const {
   return index == 0 ? ChainLink{kRootBlockHash, kNoParent} : chain_[index - 1];
 }
 
-int64_t SequenceBlocks::adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+int64_t SequenceBlocks::adopt_cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens, bool counted) {
   if (!table_.empty())
     fail("kv: adopt_cached_prefix on a sequence that already holds {} blocks", table_.size());
   if (max_tokens < 0) fail("kv: adopt_cached_prefix with max_tokens {}", max_tokens);
@@ -27,7 +27,8 @@ int64_t SequenceBlocks::adopt_cached_prefix(std::span<const int32_t> tokens, int
     const ChainLink parent = parent_of(i);
     const auto block_tokens = tokens.subspan(i * bs, bs);
     const BlockHash hash = hash_block(parent.hash, salt_, block_tokens);
-    const auto hit = pool_->find_cached({hash, parent.content, salt_, block_tokens});
+    const BlockKey key{hash, parent.content, salt_, block_tokens};
+    const auto hit = counted ? pool_->find_cached(key) : pool_->peek_cached(key);
     if (!hit) break;
     pool_->retain(hit->id);
     table_.push_back(hit->id);

@@ -63,7 +63,8 @@ ServerMetrics::ServerMetrics()
       time_to_first_token(short_latency_buckets()),
       inter_token_latency(token_latency_buckets()),
       time_per_output_token(token_latency_buckets()),
-      e2e_latency(request_latency_buckets()) {}
+      e2e_latency(request_latency_buckets()),
+      kv_fetch_time(short_latency_buckets()) {}
 
 void ServerMetrics::count_finished(FinishReason reason) { finished_[static_cast<size_t>(reason)] += 1; }
 
@@ -116,6 +117,25 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   time_per_output_token.render(out, "lumen_time_per_output_token_seconds",
                                "Per request: seconds per output token after the first.");
   e2e_latency.render(out, "lumen_e2e_request_latency_seconds", "Seconds from arrival to the last output token.");
+  // Disaggregated prefill and decode (zero in an instance of neither role).
+  counter(out, "lumen_kv_transfer_prompts_kept_total", "Prefill role: prompts whose K/V was kept for a decode instance.",
+          s.prompt_kv_stored);
+  counter(out, "lumen_kv_transfer_prompts_taken_total", "Prefill role: kept prompts' K/V fetched by a decode instance.",
+          s.prompt_kv_taken);
+  counter(out, "lumen_kv_transfer_prompts_evicted_total",
+          "Prefill role: kept prompts' K/V dropped for room before a decode instance fetched it.", s.prompt_kv_evicted);
+  counter(out, "lumen_kv_transfer_imported_tokens_total",
+          "Decode role: prompt positions whose K/V came from a prefill instance into the prefix cache.",
+          s.prompt_kv_imported_tokens);
+  out += "# HELP lumen_kv_transfer_fetches_total Decode role: fetches of a prompt's K/V from a prefill instance, by "
+         "outcome (missing: it held none; failed: the prompt was computed here).\n"
+         "# TYPE lumen_kv_transfer_fetches_total counter\n";
+  constexpr std::array<const char*, 3> kOutcomes{"imported", "missing", "failed"};
+  for (size_t i = 0; i < kOutcomes.size(); ++i) {
+    out += fmt::format("lumen_kv_transfer_fetches_total{{outcome=\"{}\"}} {}\n", kOutcomes[i], kv_fetches_[i].load());
+  }
+  kv_fetch_time.render(out, "lumen_kv_transfer_fetch_seconds",
+                       "Decode role: seconds to fetch a prompt's K/V from a prefill instance and queue its import.");
   return out;
 }
 

@@ -29,6 +29,9 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
+// How a decode instance's fetch of a prompt's K/V went (`--role decode`, server/kv_handoff.h).
+enum class KvFetchOutcome { Imported, Missing, Failed };
+
 class ServerMetrics {
  public:
   ServerMetrics();
@@ -39,11 +42,13 @@ class ServerMetrics {
   Histogram inter_token_latency;  // per output token after the first
   Histogram time_per_output_token;  // per request: (e2e - ttft) / (tokens - 1)
   Histogram e2e_latency;
+  Histogram kv_fetch_time;  // decode role: seconds to learn the cached prefix, fetch and queue the import
 
   void add_prompt_tokens(int64_t n) { prompt_tokens_ += static_cast<uint64_t>(n); }
   void add_generated_tokens(int64_t n) { generated_tokens_ += static_cast<uint64_t>(n); }
   void count_finished(FinishReason reason);
   void count_rejected() { rejected_ += 1; }  // 429/503 for a full queue or shutdown
+  void count_kv_fetch(KvFetchOutcome outcome) { kv_fetches_[static_cast<size_t>(outcome)] += 1; }
 
   std::string render(const EngineStats& stats) const;
 
@@ -52,6 +57,7 @@ class ServerMetrics {
   std::atomic<uint64_t> generated_tokens_{0};
   std::array<std::atomic<uint64_t>, 4> finished_{};  // by FinishReason
   std::atomic<uint64_t> rejected_{0};
+  std::array<std::atomic<uint64_t>, 3> kv_fetches_{};  // by KvFetchOutcome
 };
 
 }  // namespace lumen::server

@@ -16,6 +16,7 @@
 #include "server/generation.h"
 #include "server/guarded_http_server.h"
 #include "server/json_body.h"
+#include "server/kv_handoff.h"
 #include "server/openai_responses.h"
 #include "server/output_budget.h"
 #include "server/routes.h"
@@ -270,8 +271,22 @@ void run_job(ServerContext& context, GenerationJob job, Admission::Places places
       job.options.cache_salt = combine_cache_salts(job.options.cache_salt, cache_salt_of(*token));
     }
   }
+  const KvHandoffOptions& handoff = context.kv_handoff;
+  if (handoff.role == ServeRole::Prefill) {
+    // Only the prompt is computed here; the decode instance generates (server/kv_handoff.h).
+    job.options = prompt_only(job.options);
+    job.tools.reset();
+    job.echo_texts.clear();
+  } else if (handoff.role == ServeRole::Decode && job.prompts.size() == 1 && request.has_header(kKvTransferHeader)) {
+    if (auto source = parse_kv_transfer_header(handoff, request.get_header_value(kKvTransferHeader))) {
+      receive_prompt_kv(context, *source, job.prompts.front(), job.options.cache_salt);
+    }
+  }
   auto generation = std::make_unique<Generation>(context, job.prompts, job.options, job.endpoint, arrival,
                                                  GuardedHttpServer::current_socket(), std::move(places));
+  if (handoff.role == ServeRole::Prefill && generation->n_choices() == 1) {
+    response.set_header(kKvTransferHeader, kv_transfer_header(handoff, generation->request_id(0)));
+  }
   if (job.options.stream) {
     respond_stream(context, std::move(generation), std::move(job), response);
   } else {

@@ -10,6 +10,7 @@
 #include "lumen/model.h"
 #include "server/admission.h"
 #include "server/disconnect_watcher.h"
+#include "server/kv_handoff.h"
 #include "server/metrics.h"
 #include "server/sampling_request.h"
 
@@ -37,6 +38,8 @@ struct ServerContext {
   // With API keys, each key is a tenant: its requests get their own prefix-cache salt (tenant
   // isolation) and their own admission share (client_id.h); without, the peer address is.
   bool salt_by_api_key = false;
+  // Disaggregated prefill and decode: this instance's role (server/kv_handoff.h).
+  KvHandoffOptions kv_handoff;
   DisconnectWatcher watcher;  // last: its thread calls into the members above
 };
 
