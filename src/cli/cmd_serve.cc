@@ -21,6 +21,7 @@
 #include "cli/default_model.h"
 #include "cli/engine_options.h"
 #include "cli/model_parallel_flags.h"
+#include "cli/serve_proxy.h"
 #include "cli/serve_role_flags.h"
 #include "kv_transfer/kv_transfer_server.h"
 #include "lumen/engine.h"
@@ -56,7 +57,27 @@ struct ServeOptions {
   EngineFlags engine;
 };
 
+// `--role proxy`: no model, only the routing in front of prefill and decode instances.
+int serve_as_proxy(const ServeOptions& options) {
+  proxy::ProxyOptions p;
+  p.host = options.http.host;
+  p.port = options.http.port;
+  p.prefill = options.role.prefill_urls;
+  p.decode = options.role.decode_urls;
+  p.max_body_bytes = static_cast<size_t>(EngineFlags::parse_bytes(options.max_body, "--max-body-size"));
+  p.http_threads = options.http.http_threads;
+  p.max_queued_connections = options.http.max_queued_connections;
+  p.allowed_hosts = server::HostPolicy::parse_list(options.allowed_hosts);
+  p.shutdown_grace_s = options.http.shutdown_grace_s;
+  p.upstream_timeout_s = options.role.upstream_timeout_s;
+  return serve_proxy(p);
+}
+
 void serve(ServeOptions& options) {
+  if (options.role.is_proxy()) {
+    if (const int status = serve_as_proxy(options); status != 0) std::exit(status);
+    return;
+  }
   // Signals are taken by one thread with sigwait, so block them before any thread starts (every
   // thread inherits the mask). A client that vanishes mid-write must not kill the process.
   sigset_t stop_signals;

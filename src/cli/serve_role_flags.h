@@ -21,6 +21,7 @@ struct ServeRoleFlags {
   std::vector<std::string> kv_sources;   // decode
   double kv_fetch_timeout_s = 10.0;      // decode
   std::vector<std::string> prefill_urls, decode_urls;  // proxy
+  double upstream_timeout_s = 600.0;                   // proxy
 
   bool is_proxy() const { return role == "proxy"; }
 
@@ -43,6 +44,9 @@ struct ServeRoleFlags {
         ->capture_default_str()->check(CLI::Range(0.01, 600.0));
     cmd->add_option("--prefill", prefill_urls, "Proxy: a prefill instance, http://HOST:PORT (repeat for several)");
     cmd->add_option("--decode", decode_urls, "Proxy: a decode instance, http://HOST:PORT (repeat for several)");
+    cmd->add_option("--upstream-timeout", upstream_timeout_s,
+                    "Proxy: seconds a prefill instance may take for a prompt, and a decode instance may stay silent")
+        ->capture_default_str()->check(CLI::Range(0.1, 86400.0));
   }
 
   // The routes' side; checks that each role has what it needs and no other role's flags.
