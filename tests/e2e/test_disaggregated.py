@@ -238,3 +238,22 @@ def test_gemma_sliding_window_layers_move_too():
         assert fetches(p.decode, "failed") == 0
     finally:
         p.stop()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--role", "prefill"], "--role prefill needs --kv-transfer-address"),
+    (["--role", "decode"], "--role decode needs --kv-source"),
+    (["--kv-source", "tcp://127.0.0.1:1"], "--kv-source is for --role decode"),
+    (["--role", "decode", "--kv-transfer-address", "tcp://127.0.0.1:1"], "--kv-transfer-address is for --role prefill"),
+    (["--prefill", "http://127.0.0.1:1"], "--prefill and --decode are for --role proxy"),
+    (["--role", "prefill", "--kv-transfer-address", "tcp://127.0.0.1:1", "--tp", "2"],
+     "does not combine with tensor or pipeline parallelism"),
+    (["--role", "proxy", "--decode", "http://127.0.0.1:1"], "prefill"),
+    (["--role", "proxy", "--prefill", "ftp://x:1", "--decode", "http://127.0.0.1:1"], "http://"),
+    (["--role", "sideways"], "--role"),
+])
+def test_roles_refuse_what_they_cannot_use(args, message):
+    r = subprocess.run([os.environ["LUMEN_BIN"], "serve", "--port", "0", *args], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode != 0
+    assert message in r.stderr, r.stderr
