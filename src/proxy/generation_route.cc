@@ -14,6 +14,7 @@
 #include "proxy/prefill_step.h"
 #include "proxy/proxy_http_server.h"
 #include "proxy/proxy_routes.h"
+#include "proxy/session_affinity.h"
 
 namespace lumen::proxy {
 
@@ -47,10 +48,11 @@ void answer_client_gone(httplib::Response& response) {
 
 // Step 3: the first decode instance that can be connected to, relayed to the client.
 void relay_to_decode(ProxyContext& proxy, std::string_view path, const std::string& body,
-                     const ForwardedHeaders& headers, const std::function<bool()>& client_gone,
-                     const std::shared_ptr<CountedInFlight>& counted, httplib::Response& response) {
+                     const ForwardedHeaders& headers, std::optional<uint64_t> session,
+                     const std::function<bool()>& client_gone, const std::shared_ptr<CountedInFlight>& counted,
+                     httplib::Response& response) {
   std::vector<size_t> tried;
-  while (std::optional<UpstreamPool::Lease> lease = proxy.decode.pick(tried)) {
+  while (std::optional<UpstreamPool::Lease> lease = proxy.decode.pick(tried, session)) {
     const size_t index = lease->index();
     auto relay = std::make_shared<DecodeRelay>(proxy.calls, std::move(*lease), proxy.generation_timeouts(),
                                                upstream_post(path, body, headers), kRelayQueueBytes);
@@ -102,7 +104,9 @@ void serve_generation(ProxyContext& proxy, Route route, const httplib::Request& 
   headers.request_id = new_request_id();
   response.set_header("X-Request-Id", headers.request_id);
 
-  const PrefillStep step{proxy.prefill, proxy.calls, proxy.generation_timeouts(), proxy.upstream_timeout()};
+  // A conversation's turns go to the same instances, whose prefix caches hold its earlier turns.
+  const std::optional<uint64_t> session = session_key(request.get_header_value(kSessionHeader));
+  const PrefillStep step{proxy.prefill, proxy.calls, proxy.generation_timeouts(), proxy.upstream_timeout(), session};
   PrefillResult prefill = run_prefill(step, path, request.body, headers, client_gone);
   proxy.metrics.observe_prefill_seconds(prefill.seconds);
   if (prefill.client_gone) {
@@ -111,7 +115,7 @@ void serve_generation(ProxyContext& proxy, Route route, const httplib::Request& 
   }
   if (!prefill.kv_transfer) proxy.metrics.count_prefill_fallback();
   headers.kv_transfer = std::move(prefill.kv_transfer);
-  relay_to_decode(proxy, path, request.body, headers, client_gone, counted, response);
+  relay_to_decode(proxy, path, request.body, headers, session, client_gone, counted, response);
 }
 
 }  // namespace lumen::proxy

@@ -9,7 +9,7 @@ PrefillResult run_prefill(const PrefillStep& step, std::string_view path, const 
   using Clock = std::chrono::steady_clock;
   const Clock::time_point started = Clock::now();
   PrefillResult result;
-  std::optional<UpstreamPool::Lease> lease = step.pool.pick();
+  std::optional<UpstreamPool::Lease> lease = step.pool.pick({}, step.session);
   if (!lease) return result;  // the pool is never empty; this only keeps a broken invariant from crashing
   UpstreamCall call(step.calls, lease->address(), step.timeouts);
   httplib::Request request = upstream_post(path, body, headers);

@@ -8,6 +8,7 @@
 // computes the prompt itself and the client gets the same answer (a bad request gets the decode
 // instance's own 400). So the result is the header's value, or nothing and whose fault that is.
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@ struct PrefillStep {
   CallRegistry& calls;
   UpstreamTimeouts timeouts;
   std::chrono::milliseconds deadline;  // for the whole exchange
+  std::optional<uint64_t> session;     // the request's session key (session_affinity.h), if any
 };
 
 // Runs the step on one instance of the pool, giving up when `client_gone()` says so.

@@ -33,8 +33,7 @@ void UpstreamPool::Lease::release() {
   pool_ = nullptr;
 }
 
-std::optional<UpstreamPool::Lease> UpstreamPool::pick(const std::vector<size_t>& tried) {
-  std::lock_guard<std::mutex> lock(mutex_);
+std::optional<size_t> UpstreamPool::least_busy(const std::vector<size_t>& tried) {
   const size_t count = addresses_.size();
   std::optional<size_t> best;
   // Scanning from where the last pick left off makes the first of several equally loaded
@@ -44,10 +43,36 @@ std::optional<UpstreamPool::Lease> UpstreamPool::pick(const std::vector<size_t>&
     if (std::find(tried.begin(), tried.end(), index) != tried.end()) continue;
     if (!best || in_flight_[index] < in_flight_[*best]) best = index;
   }
-  if (!best) return std::nullopt;
-  in_flight_[*best] += 1;
-  next_ = (*best + 1) % count;
-  return Lease(this, *best);
+  return best;
+}
+
+std::optional<size_t> UpstreamPool::session_choice(const std::vector<size_t>& tried, uint64_t session,
+                                                   int64_t least) {
+  std::vector<size_t> order;
+  for (size_t index = 0; index < addresses_.size(); ++index) {
+    if (std::find(tried.begin(), tried.end(), index) == tried.end()) order.push_back(index);
+  }
+  std::sort(order.begin(), order.end(), [session](size_t a, size_t b) {
+    return rendezvous_weight(session, a) > rendezvous_weight(session, b);
+  });
+  for (const size_t index : order) {
+    if (in_flight_[index] <= least + kAffinitySlack) return index;
+  }
+  return std::nullopt;
+}
+
+std::optional<UpstreamPool::Lease> UpstreamPool::pick(const std::vector<size_t>& tried,
+                                                      std::optional<uint64_t> session) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<size_t> chosen = least_busy(tried);
+  if (!chosen) return std::nullopt;
+  if (session) {
+    chosen = session_choice(tried, *session, in_flight_[*chosen]);
+  } else {
+    next_ = (*chosen + 1) % addresses_.size();
+  }
+  in_flight_[*chosen] += 1;
+  return Lease(this, *chosen);
 }
 
 void UpstreamPool::count_failure(size_t index) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/session_affinity.h"
 #include "proxy/upstream_address.h"
 
 namespace lumen::proxy {
@@ -42,8 +43,9 @@ class UpstreamPool {
   };
 
   // The instance to send to next, leaving out the indices in `tried`; nothing when every one
-  // has been tried.
-  std::optional<Lease> pick(const std::vector<size_t>& tried = {});
+  // has been tried. With a session key (session_affinity.h): the session's own instance unless
+  // it is kAffinitySlack requests busier than the least busy one.
+  std::optional<Lease> pick(const std::vector<size_t>& tried = {}, std::optional<uint64_t> session = std::nullopt);
   // The instance failed (unreachable, timed out, broke off, or answered a 5xx).
   void count_failure(size_t index);
 
@@ -65,6 +67,8 @@ class UpstreamPool {
   std::vector<int64_t> in_flight_;
   std::vector<uint64_t> failures_;
   size_t next_ = 0;  // where the next scan starts, so ties rotate
+  std::optional<size_t> least_busy(const std::vector<size_t>& tried);
+  std::optional<size_t> session_choice(const std::vector<size_t>& tried, uint64_t session, int64_t least);
 };
 
 }  // namespace lumen::proxy

@@ -267,6 +267,24 @@ TEST(ProxyServer, StreamsEventsToTheClientBeforeTheDecodeHasFinished) {
   EXPECT_EQ(streamed, "data: {\"text\":\"one\"}\n\ndata: {\"text\":\"two\"}\n\ndata: [DONE]\n\n");
 }
 
+TEST(ProxyServer, AConversationsTurnsGoToTheSameInstancesBothSteps) {
+  FakeInstance prefill_a(prefill_ok), prefill_b(prefill_ok);
+  FakeInstance decode_a(decode_json), decode_b(decode_json);
+  RunningProxy proxy({prefill_a.url(), prefill_b.url()}, {decode_a.url(), decode_b.url()});
+  for (int turn = 0; turn < 4; ++turn) {
+    const httplib::Result result = proxy.post("/v1/chat/completions", kBody, {{"X-Session-Id", "conversation-42"}});
+    ASSERT_TRUE(result);
+    EXPECT_EQ(result->status, 200);
+  }
+  // All four turns on one prefill and one decode instance (the other of each got none).
+  EXPECT_EQ(prefill_a.received().size() * prefill_b.received().size(), 0u);
+  EXPECT_EQ(prefill_a.received().size() + prefill_b.received().size(), 4u);
+  EXPECT_EQ(decode_a.received().size() * decode_b.received().size(), 0u);
+  // Without a session, requests take turns.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(proxy.post("/v1/chat/completions", kBody));
+  EXPECT_GE(std::min(decode_a.received().size(), decode_b.received().size()), 2u);
+}
+
 TEST(ProxyServer, SkipsADecodeThatIsDown) {
   FakeInstance prefill(prefill_ok);
   RefusingAddress down;

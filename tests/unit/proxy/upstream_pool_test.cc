@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace lumen::proxy {
@@ -53,6 +54,37 @@ TEST(UpstreamPool, LeasesCountInFlightUntilDestroyedOrMoved) {
   pool.count_failure(0);
   EXPECT_EQ(pool.states()[0].failures, 1u);
   EXPECT_EQ(pool.states()[0].url, "http://host0:8000");
+}
+
+TEST(UpstreamPool, ASessionKeepsItsInstanceAndSessionsSpreadOverAll) {
+  UpstreamPool pool = pool_of(4);
+  std::vector<int> sessions_on(4, 0);
+  for (int s = 0; s < 400; ++s) {
+    const uint64_t key = *session_key("conversation-" + std::to_string(s));
+    const size_t first = pool.pick({}, key)->index();
+    for (int turn = 0; turn < 3; ++turn) EXPECT_EQ(pool.pick({}, key)->index(), first);
+    sessions_on[first] += 1;
+  }
+  for (int n : sessions_on) EXPECT_GT(n, 60);  // about 100 each
+  EXPECT_EQ(session_key("conversation-7"), session_key("conversation-7"));
+  EXPECT_FALSE(session_key(""));
+  EXPECT_FALSE(session_key(std::string(kMaxSessionIdBytes + 1, 'x')));
+}
+
+TEST(UpstreamPool, ASessionLeavesItsInstanceOnlyWhenItIsMuchBusierOrTried) {
+  UpstreamPool pool = pool_of(3);
+  const uint64_t key = *session_key("busy-conversation");
+  const size_t own = pool.pick({}, key)->index();
+  std::vector<UpstreamPool::Lease> held;
+  for (int64_t i = 0; i < kAffinitySlack; ++i) held.push_back(*pool.pick({}, key));
+  EXPECT_EQ(pool.pick({}, key)->index(), own);  // kAffinitySlack more than the idle ones: still its own
+  held.push_back(*pool.pick({}, key));
+  const size_t second = pool.pick({}, key)->index();  // now one past the slack: the next in its order
+  EXPECT_NE(second, own);
+  EXPECT_EQ(pool.pick({}, key)->index(), second);
+  held.clear();
+  EXPECT_EQ(pool.pick({}, key)->index(), own);
+  EXPECT_NE(pool.pick({own}, key)->index(), own);  // an instance that failed it is left out
 }
 
 }  // namespace
