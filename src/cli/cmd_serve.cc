@@ -3,18 +3,14 @@
 // it gracefully: no new requests, in-flight ones get the grace period, then exit status 0; a
 // second signal during that exits at once (status 128 + the signal).
 #include <fmt/format.h>
-#include <pthread.h>
 #include <signal.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "cli/device_option.h"
 #include "cli/commands.h"
@@ -23,6 +19,7 @@
 #include "cli/model_parallel_flags.h"
 #include "cli/serve_proxy.h"
 #include "cli/serve_role_flags.h"
+#include "cli/serve_until_stopped.h"
 #include "kv_transfer/kv_transfer_server.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
@@ -78,14 +75,7 @@ void serve(ServeOptions& options) {
     if (const int status = serve_as_proxy(options); status != 0) std::exit(status);
     return;
   }
-  // Signals are taken by one thread with sigwait, so block them before any thread starts (every
-  // thread inherits the mask). A client that vanishes mid-write must not kill the process.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = block_stop_signals();  // before any thread starts
 
   if (options.http.api_keys.empty()) {
     if (const char* key = std::getenv("LUMEN_API_KEY"); key != nullptr && *key != '\0') options.http.api_keys = {key};
@@ -156,47 +146,8 @@ void serve(ServeOptions& options) {
   if (options.http.web_ui) fmt::print(stderr, "lumen serve: chat page at http://{}:{}/\n", options.http.host, port);
   std::fflush(stderr);
 
-  // The first SIGTERM/SIGINT drains (shutdown() runs on its own thread); a second one while
-  // the drain runs exits at once, as an impatient operator's second Ctrl-C means.
-  std::atomic<bool> served{false};
-  std::thread draining;
-  std::thread signals([&] {
-    const timespec poll_interval{0, 200'000'000};
-    bool drain_started = false;
-    while (!served) {
-      siginfo_t info;
-      if (sigtimedwait(&stop_signals, &info, &poll_interval) < 0) continue;
-      const char* signal_name = info.si_signo == SIGTERM ? "SIGTERM" : "SIGINT";
-      if (drain_started) {
-        fmt::print(stderr, "lumen serve: second {}: exiting now, without finishing in-flight requests\n", signal_name);
-        std::fflush(stderr);
-        std::_Exit(128 + info.si_signo);
-      }
-      fmt::print(stderr, "lumen serve: {}: finishing in-flight requests (grace {} s; a second signal exits now)\n",
-                 signal_name, options.http.shutdown_grace_s);
-      std::fflush(stderr);
-      drain_started = true;
-      draining = std::thread([&http, &served] {
-        http.shutdown();
-        // The hard deadline: shutdown() has aborted what was left and shut every connection
-        // down, so the handlers return within moments. Should one still hang (a stuck engine
-        // step), the process exits anyway rather than outlive its operator's patience.
-        const auto hard_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while (!served && std::chrono::steady_clock::now() < hard_deadline) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        if (!served) {
-          fmt::print(stderr, "lumen serve: the drain did not finish 10 s after the grace period; exiting now\n");
-          std::fflush(stderr);
-          std::_Exit(1);
-        }
-      });
-    }
-  });
-  http.serve();
-  served = true;
-  signals.join();
-  if (draining.joinable()) draining.join();
+  serve_until_stopped(stop_signals, options.http.shutdown_grace_s, [&http] { http.serve(); },
+                      [&http] { http.shutdown(); });
   loop.stop();
   fmt::print(stderr, "lumen serve: stopped\n");
 }

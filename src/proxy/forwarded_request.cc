@@ -51,4 +51,16 @@ std::string new_request_id() {
   return fmt::format("proxy-{:016x}", static_cast<uint64_t>(generator()));
 }
 
+ForwardedHeaders forwarded_headers(const httplib::Request& request, httplib::Response& response) {
+  ForwardedHeaders headers;
+  // httplib's parser already refuses CR and LF in a header; the check keeps it that way here.
+  if (const std::string authorization = request.get_header_value("Authorization");
+      is_plain_header_value(authorization)) {
+    headers.authorization = authorization;
+  }
+  headers.request_id = new_request_id();
+  response.set_header("X-Request-Id", headers.request_id);
+  return headers;
+}
+
 }  // namespace lumen::proxy

@@ -29,6 +29,10 @@ httplib::Request upstream_get(std::string_view path, const ForwardedHeaders& hea
 // tabs only (no CR or LF to split it into two headers), at most `max_bytes`.
 bool is_plain_header_value(std::string_view value, size_t max_bytes = 8192);
 
+// The headers a client's request passes on: its Authorization (when it is a plain value), and a
+// fresh request id, also set on the client's response.
+ForwardedHeaders forwarded_headers(const httplib::Request& request, httplib::Response& response);
+
 // A fresh id for one client request ("proxy-" and 16 hex digits), sent upstream as X-Request-Id
 // and back to the client, so the request can be followed through the instances' logs.
 std::string new_request_id();

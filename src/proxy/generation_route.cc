@@ -95,14 +95,7 @@ void serve_generation(ProxyContext& proxy, Route route, const httplib::Request& 
   const std::string_view path = route_path(route);  // the canonical path, never the client's spelling
   const std::function<bool()> client_gone = client_hang_up_check();
 
-  ForwardedHeaders headers;
-  // httplib's parser already refuses CR and LF in a header; the check keeps it that way here.
-  if (const std::string authorization = request.get_header_value("Authorization");
-      is_plain_header_value(authorization)) {
-    headers.authorization = authorization;
-  }
-  headers.request_id = new_request_id();
-  response.set_header("X-Request-Id", headers.request_id);
+  ForwardedHeaders headers = forwarded_headers(request, response);
 
   // A conversation's turns go to the same instances, whose prefix caches hold its earlier turns.
   const std::optional<uint64_t> session = session_key(request.get_header_value(kSessionHeader));

@@ -27,13 +27,7 @@ UpstreamTimeouts models_timeouts(const ProxyContext& proxy) {
 }  // namespace
 
 void serve_models(ProxyContext& proxy, const httplib::Request& request, httplib::Response& response) {
-  ForwardedHeaders headers;
-  if (const std::string authorization = request.get_header_value("Authorization");
-      is_plain_header_value(authorization)) {
-    headers.authorization = authorization;
-  }
-  headers.request_id = new_request_id();
-  response.set_header("X-Request-Id", headers.request_id);
+  const ForwardedHeaders headers = forwarded_headers(request, response);
   std::vector<size_t> tried;
   while (std::optional<UpstreamPool::Lease> lease = proxy.decode.pick(tried)) {
     const size_t index = lease->index();

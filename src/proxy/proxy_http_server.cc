@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "proxy/client_stream.h"
-#include "proxy/connection_queue.h"
 #include "proxy/openai_error.h"
+#include "server/connection_pool.h"
 
 namespace lumen::proxy {
 
@@ -96,7 +96,7 @@ void ProxyHttpServer::shutdown_connections() {
 }
 
 bool ProxyHttpServer::process_and_close_socket(socket_t socket) {
-  if (ConnectionQueue::refusing_this_connection()) {
+  if (server::ConnectionPool::refusing_this_connection()) {
     send_without_blocking(socket, busy_response());
     ::shutdown(socket, SHUT_RDWR);
     ::close(socket);

@@ -2,11 +2,13 @@
 // cpp-httplib's server with the bounds its Debian build (0.11.4) lacks, for the proxy. It
 // replaces the one per-connection hook httplib offers, process_and_close_socket, with its own
 // keep-alive loop over a ClientStream, and runs httplib's request parser (process_request) over
-// it. So each request is read within one deadline and one byte budget; connections run on a
-// ConnectionQueue (a full one is answered 503 at once); the socket of the connection a thread
-// serves is known (the relay watches it for a hang-up); a response marked `Connection: close`
-// ends its connection; and clients' Accept-Encoding is dropped, so httplib never compresses a
-// relayed body (gzip would hold SSE events back until its buffer filled).
+// it. So each request is read within one deadline and one byte budget; connections run on
+// `lumen serve`'s server::ConnectionPool (a full one is answered 503 at once); the socket of the
+// connection a thread serves is known (the relay watches it for a hang-up); a response marked
+// `Connection: close` ends its connection; and clients' Accept-Encoding is dropped, so httplib
+// never compresses a relayed body (gzip would hold SSE events back until its buffer filled).
+// Its stream is its own (client_stream.h) rather than the server's GuardedStream, which also
+// checks a request's head against HeadLimits before httplib parses it.
 #include <httplib.h>
 
 #include <atomic>

@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
-#include "proxy/connection_queue.h"
 #include "proxy/openai_error.h"
 #include "proxy/proxy_context.h"
 #include "proxy/proxy_http_server.h"
 #include "proxy/proxy_routes.h"
 #include "proxy/request_rules.h"
+#include "server/connection_pool.h"
 #include "util/error.h"
 
 namespace lumen::proxy {
@@ -90,7 +90,7 @@ ProxyServer::~ProxyServer() = default;
 void ProxyServer::State::install_routes() {
   const size_t threads = static_cast<size_t>(context.options.http_threads);
   const size_t waiting = static_cast<size_t>(context.options.max_queued_connections);
-  http.new_task_queue = [threads, waiting] { return new ConnectionQueue(threads, waiting); };
+  http.new_task_queue = [threads, waiting] { return new server::ConnectionPool(threads, waiting); };
   // A second guard behind body_refusal(): httplib itself never reads more than the limit.
   http.set_payload_max_length(context.options.max_body_bytes);
   http.set_logger(ProxyHttpServer::response_was_written);
