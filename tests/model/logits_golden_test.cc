@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/matmul_packed.h"
 #include "default_model_path.h"
 #include "engine/single_sequence_forward.h"
 #include "engine/loaded_model.h"
@@ -68,6 +69,20 @@ std::string sha256_of(const std::string& path) {
   return digest;
 }
 
+// Whether every matmul of the model rounds as llama.cpp's x86 CPU kernels do. Not so with
+// AVX-512 VNNI for Q4_0 and Q4_1, whose packed kernels sum each block as one exact integer (the
+// arithmetic of ggml's generic C kernels, in half the instructions: matmul_packed_avx512.cc).
+// Then one rounding difference in the first layers can flip an 8-bit activation code, so the
+// first positions and greedy near-ties are held to the reference's own spread instead of to
+// rounding; CTest also runs this test with LUMEN_ISA=avx2, which keeps every type on the
+// lane-exact kernels and every bound below at its strictest.
+bool rounds_like_llama_cpp(const gguf::GgufFile& file) {
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (!backend::cpu::matmul_rounds_like_ggml_simd(t.type)) return false;
+  }
+  return true;
+}
+
 class LogitsGolden : public ::testing::TestWithParam<GoldenModel> {
  protected:
   void SetUp() override {
@@ -82,6 +97,9 @@ class LogitsGolden : public ::testing::TestWithParam<GoldenModel> {
     }
     ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing: run scripts/fetch_models.py";
     model_ = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(path, backend_));
+    same_rounding_ = rounds_like_llama_cpp(*model_->file);
+    std::printf("matmul rounding: %s\n", same_rounding_ ? "llama.cpp's (lane-exact kernels)"
+                                                         : "exact integer block sums (packed kernels)");
   }
   void TearDown() override {
     model_.reset();
@@ -112,6 +130,7 @@ class LogitsGolden : public ::testing::TestWithParam<GoldenModel> {
   std::unique_ptr<engine::LoadedModel> model_;
   nlohmann::json ref_;
   std::string synthesized_;
+  bool same_rounding_ = true;
 };
 
 TEST_P(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
@@ -190,13 +209,18 @@ TEST_P(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
   }
   const auto& spread = ref["reference_spread"];
   EXPECT_GE(positions, ref["cases"].size() * 64u);
-  if (ref["generator"].contains("synth") && GetParam().early_exact) {
-    // The synthetic models' weights are Q4_1, whose kernels round as llama.cpp's do, and the
-    // MoE routers' f32 logits are summed in llama.cpp's prompt order: their first positions
-    // agree to rounding whatever llama.cpp's other paths do there.
+  if (ref["generator"].contains("synth") && GetParam().early_exact && same_rounding_) {
+    // The synthetic models' weights are Q4_1, whose lane-exact kernels round as llama.cpp's do,
+    // and the MoE routers' f32 logits are summed in llama.cpp's prompt order: their first
+    // positions agree to rounding whatever llama.cpp's other paths do there.
     EXPECT_LE(max_early_diff, kEarlyBound);
   }
-  EXPECT_LE(max_early_diff, std::max(kEarlyBound, kMargin * spread.value("max_early_logit_diff", 0.0)));
+  if (same_rounding_) {
+    EXPECT_LE(max_early_diff, std::max(kEarlyBound, kMargin * spread.value("max_early_logit_diff", 0.0)));
+  } else {
+    // Other rounding: the first positions are held to the reference's spread over all positions.
+    EXPECT_LE(max_early_diff, kMargin * spread["max_top_logit_diff"].get<double>());
+  }
   EXPECT_GE(agreement, spread["top1_agreement"].get<double>() - 0.01);
   // The widest missed gap is the maximum of a handful of near-ties, a thin sample of the
   // reference's spread: below kGapFloor (about the default model's own spread, 0.37) a missed
@@ -235,7 +259,11 @@ TEST_P(LogitsGolden, GreedyContinuationsMatchLlamaCpp) {
   EXPECT_GE(steps, ref["cases"].size() * (ref["generator"].contains("synth") ? 32u : 128u));
   EXPECT_LE(static_cast<double>(mismatches),
             kMargin * std::max(4.0, spread["greedy_mismatches"].get<double>()));
-  EXPECT_LE(widest_gap_missed, kMargin * spread["greedy_widest_gap_missed"].get<double>());
+  // With other rounding, a missed greedy near-tie is judged as the per-position test judges one
+  // (kGapFloor): a thin sample of the spread, below which a flip is still rounding-level.
+  const double gap_bound = same_rounding_ ? spread["greedy_widest_gap_missed"].get<double>()
+                                          : std::max(kGapFloor, spread["greedy_widest_gap_missed"].get<double>());
+  EXPECT_LE(widest_gap_missed, kMargin * gap_bound);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -64,6 +64,7 @@ struct PackedKernels {
   PackActivationFn pack_activation;
   int extra_words;                      // per block of a packed activation row
   int max_tokens;                       // tiles exist for 1..max_tokens tokens
+  bool ggml_simd_rounding;              // sums blocks in the unpacked kernels' (ggml's) lane order
   PackedTileFn tile[kMaxPackedTokens];  // tile[nt - 1] handles nt tokens
 };
 

@@ -139,4 +139,8 @@ bool packing_pays_off(tensor::DType type) {
   return selected_isa() >= Isa::kAvx512 && detail::packed_kernels(type) != nullptr;
 }
 
+bool matmul_rounds_like_ggml_simd(tensor::DType type) {
+  return !packing_pays_off(type) || detail::packed_kernels(type)->ggml_simd_rounding;
+}
+
 }  // namespace lumen::backend::cpu

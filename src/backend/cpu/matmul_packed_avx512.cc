@@ -5,10 +5,12 @@
 // (lane r: 4 codes of row r), unpacked once and used for all the tokens of the tile; for a
 // token, 8 vpdpbusd against broadcast 4-byte pieces of its activation codes give the 16 rows'
 // integer dot products. Two ways to turn them into floats (see kExactLanes below):
-//  - packed_tile (Q4_0): the 8 products are summed as integers into the rows' exact block sums,
-//    then one conversion and one FMA with (row scales x token scale) per block;
-//  - packed_tile_exact (Q4_1, Q5_0, Q8_0): each of the 8 is converted and accumulated on its own,
-//    which is the unpacked kernels' (and ggml's) rounding, bit for bit.
+//  - packed_tile (Q4_0, Q4_1): the 8 products are summed as integers into the rows' exact block
+//    sums, then one conversion and one FMA with (row scales x token scale) per block (Q4_1: and
+//    one FMA for the block's min term). This is the arithmetic of ggml's generic C dot products
+//    and of Lumen's scalar kernels, in about half the instructions of the other form;
+//  - packed_tile_exact (Q5_0, Q8_0): each of the 8 is converted and accumulated on its own,
+//    which is the unpacked kernels' (and ggml's x86 SIMD) rounding, bit for bit.
 // The unsigned codes' offset (8 for Q4_0, 16 for Q5_0, 128 for the sign-flipped Q8_0) is removed exactly by
 // starting the integer sums at -offset * sum(activation codes), which the packed activation row
 // carries.
@@ -101,11 +103,14 @@ struct ByteCodes {  // Q8_0: chunk c holds elements 4c..4c+3, sign-flipped
 
 // kOffset: the unsigned codes' offset. kHasMin: Q4_1's x = d q + m. kExactLanes: reproduce the
 // float arithmetic of the unpacked 256-bit kernels (and of ggml's AVX2 dot products) bit for bit.
-// Those keep, per row, 8 float partial sums (one per group of 4 elements), each fed by one
-// int32 lane per block and summed by hsum() at the end; SmolLM2's logits test holds Q4_1 and
-// Q8_0 to llama.cpp's on the first positions to 1e-3, which any other rounding order breaks
-// (a changed 8-bit activation code compounds over 30 layers). Q4_0 has no such reference on
-// this path and takes the cheaper exact-integer form: one int32 sum per block and row, one FMA.
+// Those keep, per row, 8 float partial sums (one per group of 4 elements), each fed by one int32
+// lane per block and summed by hsum() at the end: 3 vector ops per 64 multiply-adds where the
+// exact block sum takes about 1.4. Q4_0 and Q4_1 (the default model's type, where prefill is
+// compute-bound) take the cheaper form; their results differ from llama.cpp's x86 ones by float
+// rounding only, which on a small 4-bit model can flip an 8-bit activation code and move logits
+// by far more than the rounding (measured in BENCHMARKS.md against the model's f32 function: as
+// close to it as llama.cpp). The logits goldens hold these kernels to llama.cpp's own spread, and
+// the lane-exact kernels of the same types (LUMEN_ISA=avx2) to rounding.
 struct Q4_0Packed : NibbleCodes {
   static constexpr int kOffset = 8;
   static constexpr bool kHasMin = false;
@@ -117,7 +122,7 @@ struct Q4_0Packed : NibbleCodes {
 struct Q4_1Packed : NibbleCodes {
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
-  static constexpr bool kExactLanes = true;
+  static constexpr bool kExactLanes = false;
   static constexpr size_t kScaleBytes = 64;
   static constexpr int kExtraWords = 1;  // the Q8_1 block's s
 };
@@ -190,11 +195,13 @@ void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* const* x_row
     __m512i w[8];
     F::weights(qs, w);
     const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
+    __m512 wm = _mm512_setzero_ps();
+    if constexpr (F::kHasMin) wm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc + 32)));
     for (int t = 0; t < NT; ++t) {
       const uint8_t* xq = x[t].codes + 32 * b;
       // Two independent chains of vpdpbusd, so that one chain's latency does not bound the loop
       // (measured: two beat one even with 8 tokens in flight; four gain nothing).
-      __m512i s0 = _mm512_set1_epi32(load_i32(x[t].extra + 4 * b));
+      __m512i s0 = F::kOffset != 0 ? _mm512_set1_epi32(load_i32(x[t].extra + 4 * b)) : _mm512_setzero_si512();
       __m512i s1 = _mm512_setzero_si512();
       for (int k = 0; k < 8; k += 2) {
         s0 = _mm512_dpbusd_epi32(s0, w[k], _mm512_set1_epi32(load_i32(xq + 4 * F::kLane[k])));
@@ -204,6 +211,7 @@ void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* const* x_row
       const __m512 dots = _mm512_cvtepi32_ps(dot);
       const __m512 scale = _mm512_mul_ps(wd, _mm512_set1_ps(load_f32(x[t].d + 4 * b)));
       acc[t] = _mm512_fmadd_ps(dots, scale, acc[t]);
+      if constexpr (F::kHasMin) acc[t] = _mm512_fmadd_ps(wm, _mm512_set1_ps(load_f32(x[t].extra + 4 * b)), acc[t]);
     }
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
@@ -311,7 +319,7 @@ constexpr PackedTileFn tile_for() {
 
 template <typename F>
 constexpr PackedKernels make_packed_kernels() {
-  return PackedKernels{&pack_activation<F>, F::kExtraWords, F::kExactLanes ? 2 : kMaxPackedTokens,
+  return PackedKernels{&pack_activation<F>, F::kExtraWords, F::kExactLanes ? 2 : kMaxPackedTokens, F::kExactLanes,
                        {tile_for<F, 1>(), tile_for<F, 2>(), tile_for<F, 3>(), tile_for<F, 4>(),
                         tile_for<F, 5>(), tile_for<F, 6>(), tile_for<F, 7>(), tile_for<F, 8>()}};
 }
