@@ -118,7 +118,6 @@ struct PackedJob {
 void run_packed_groups(const PackedJob& job, int64_t group_begin, int64_t group_end,
                        int64_t token_begin, int64_t token_end) {
   const PackedWeights& w = *job.w;
-  const uint8_t* x_rows[detail::kMaxPackedTokens];
   alignas(64) float out[kPackRows * detail::kMaxPackedTokens];
   for (int64_t g = group_begin; g < group_end; ++g) {
     const int64_t r0 = g * kPackRows;
@@ -126,8 +125,8 @@ void run_packed_groups(const PackedJob& job, int64_t group_begin, int64_t group_
     const int64_t step = job.kernels->max_tokens;
     for (int64_t t0 = token_begin; t0 < token_end; t0 += step) {
       const int nt = static_cast<int>(std::min<int64_t>(step, token_end - t0));
-      for (int t = 0; t < nt; ++t) x_rows[t] = job.xp + static_cast<size_t>(t0 + t) * job.xp_stride;
-      job.kernels->tile[nt - 1](w.group(g), w.cols(), x_rows, out);
+      job.kernels->tile[nt - 1](w.group(g), w.cols(), job.xp + static_cast<size_t>(t0) * job.xp_stride,
+                                job.xp_stride, out);
       for (int t = 0; t < nt; ++t) {
         float* yrow = job.y + (t0 + t) * job.y_stride + r0;
         for (int64_t r = 0; r < live_rows; ++r) yrow[r] = out[t * kPackRows + r];

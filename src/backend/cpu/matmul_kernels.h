@@ -55,9 +55,11 @@ inline size_t packed_activation_bytes(int64_t cols, int extra_words) {
 // Converts one quantized activation row (the TypeKernels' act_type) into the packed form.
 using PackActivationFn = void (*)(const uint8_t* quantized, uint8_t* dst, int64_t cols);
 
-// out[t * kPackRows + r] = dot(row r of the packed group, packed activation row x_rows[t]) for
-// r < kPackRows and t < NT (fixed per function).
-using PackedTileFn = void (*)(const uint8_t* group, int64_t cols, const uint8_t* const* x_rows,
+// out[t * kPackRows + r] = dot(row r of the packed group, packed activation row t) for
+// r < kPackRows and t < NT (fixed per function), where row t starts at x + t * x_stride. (One base
+// and a stride rather than a pointer per token: the kernels address every token from the same
+// registers instead of keeping eight pointers live.)
+using PackedTileFn = void (*)(const uint8_t* group, int64_t cols, const uint8_t* x, size_t x_stride,
                               float* out);
 
 struct PackedKernels {

@@ -178,16 +178,13 @@ inline void prefetch_ahead(const uint8_t* qs, const uint8_t* sc, int64_t b) {
 }
 
 template <typename F, int NT>
-void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* const* x_rows, float* out) {
+void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x_stride, float* out) {
   static_assert(!F::kExactLanes);
   const int64_t blocks = cols / tensor::kLegacyBlock;
   const uint8_t* scales = group + F::kQsBytes * static_cast<size_t>(blocks);
-  ActivationRow x[NT];
+  const ActivationRow x = activation_row(x0, cols);
   __m512 acc[NT];
-  for (int t = 0; t < NT; ++t) {
-    x[t] = activation_row(x_rows[t], cols);
-    acc[t] = _mm512_setzero_ps();
-  }
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* qs = group + F::kQsBytes * static_cast<size_t>(b);
     const uint8_t* sc = scales + F::kScaleBytes * static_cast<size_t>(b);
@@ -197,21 +194,29 @@ void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* const* x_row
     const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
     __m512 wm = _mm512_setzero_ps();
     if constexpr (F::kHasMin) wm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc + 32)));
+    const uint8_t* xq = x.codes + 32 * b;
+    const uint8_t* xd = x.d + 4 * b;
+    const uint8_t* xe = x.extra + 4 * F::kExtraWords * b;
     for (int t = 0; t < NT; ++t) {
-      const uint8_t* xq = x[t].codes + 32 * b;
-      // Two independent chains of vpdpbusd, so that one chain's latency does not bound the loop
-      // (measured: two beat one even with 8 tokens in flight; four gain nothing).
-      __m512i s0 = F::kOffset != 0 ? _mm512_set1_epi32(load_i32(x[t].extra + 4 * b)) : _mm512_setzero_si512();
+      const size_t at = x_stride * static_cast<size_t>(t);
+      // One chain of vpdpbusd per token: with several tokens in flight their chains overlap.
+      // With one or two tokens, two chains per token, so that one chain's latency does not
+      // bound the loop.
+      constexpr bool kTwoChains = NT <= 2;
+      __m512i s0 = F::kOffset != 0 ? _mm512_set1_epi32(load_i32(xe + at)) : _mm512_setzero_si512();
       __m512i s1 = _mm512_setzero_si512();
       for (int k = 0; k < 8; k += 2) {
-        s0 = _mm512_dpbusd_epi32(s0, w[k], _mm512_set1_epi32(load_i32(xq + 4 * F::kLane[k])));
-        s1 = _mm512_dpbusd_epi32(s1, w[k + 1], _mm512_set1_epi32(load_i32(xq + 4 * F::kLane[k + 1])));
+        s0 = _mm512_dpbusd_epi32(s0, w[k], _mm512_set1_epi32(load_i32(xq + at + 4 * F::kLane[k])));
+        if constexpr (kTwoChains) {
+          s1 = _mm512_dpbusd_epi32(s1, w[k + 1], _mm512_set1_epi32(load_i32(xq + at + 4 * F::kLane[k + 1])));
+        } else {
+          s0 = _mm512_dpbusd_epi32(s0, w[k + 1], _mm512_set1_epi32(load_i32(xq + at + 4 * F::kLane[k + 1])));
+        }
       }
-      const __m512i dot = _mm512_add_epi32(s0, s1);
-      const __m512 dots = _mm512_cvtepi32_ps(dot);
-      const __m512 scale = _mm512_mul_ps(wd, _mm512_set1_ps(load_f32(x[t].d + 4 * b)));
+      const __m512 dots = _mm512_cvtepi32_ps(kTwoChains ? _mm512_add_epi32(s0, s1) : s0);
+      const __m512 scale = _mm512_mul_ps(wd, _mm512_set1_ps(load_f32(xd + at)));
+      if constexpr (F::kHasMin) acc[t] = _mm512_fmadd_ps(wm, _mm512_set1_ps(load_f32(xe + at)), acc[t]);
       acc[t] = _mm512_fmadd_ps(dots, scale, acc[t]);
-      if constexpr (F::kHasMin) acc[t] = _mm512_fmadd_ps(wm, _mm512_set1_ps(load_f32(x[t].extra + 4 * b)), acc[t]);
     }
   }
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
@@ -219,14 +224,14 @@ void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* const* x_row
 
 // The bit-exact form: lane accumulators lanes[t][i] for elements 4i..4i+3 of every block.
 template <typename F, int NT>
-void packed_tile_exact(const uint8_t* group, int64_t cols, const uint8_t* const* x_rows, float* out) {
+void packed_tile_exact(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x_stride, float* out) {
   static_assert(F::kExactLanes);
   const int64_t blocks = cols / tensor::kLegacyBlock;
   const uint8_t* scales = group + F::kQsBytes * static_cast<size_t>(blocks);
   ActivationRow x[NT];
   __m512 lanes[NT][8], min_acc[NT];
   for (int t = 0; t < NT; ++t) {
-    x[t] = activation_row(x_rows[t], cols);
+    x[t] = activation_row(x0 + x_stride * static_cast<size_t>(t), cols);
     for (int i = 0; i < 8; ++i) lanes[t][i] = _mm512_setzero_ps();
     min_acc[t] = _mm512_setzero_ps();
   }
