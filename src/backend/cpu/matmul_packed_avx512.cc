@@ -197,6 +197,7 @@ void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x
     const uint8_t* xq = x.codes + 32 * b;
     const uint8_t* xd = x.d + 4 * b;
     const uint8_t* xe = x.extra + 4 * F::kExtraWords * b;
+#pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
       const size_t at = x_stride * static_cast<size_t>(t);
       // One chain of vpdpbusd per token: with several tokens in flight their chains overlap.
