@@ -41,6 +41,14 @@ namespace {
 constexpr size_t kExactPositions = 2;  // the golden script's EARLY_POSITIONS
 constexpr double kEarlyBound = 1e-3;
 constexpr double kMargin = 1.25;
+// For a forward pass whose every matmul rounds otherwise (the integer-sum kernels), against a
+// spread measured between two llama.cpp paths that differ in attention only: the largest of
+// thousands of compared logits is the statistic that grows most with more places to round
+// differently (measured: 1.70 against llama.cpp's 1.22 on the default model, while its probes'
+// maximum fell from 1.57 to 1.23 and top-1 agreement held). Whether such a pass is as faithful is
+// measured where it can be, against the model's f32 function
+// (tests/python/test_matmul_rounding_fidelity.py); this bound only catches gross errors.
+constexpr double kOtherRoundingMargin = 1.5;
 constexpr double kGapFloor = 0.4;  // logits: top-1 and top-2 within a factor of 1.5 in probability
 
 // The golden file's name under tests/golden/logits and the model it was made from (null: a
@@ -70,7 +78,7 @@ std::string sha256_of(const std::string& path) {
 }
 
 // Whether every matmul of the model rounds as llama.cpp's x86 CPU kernels do. Not so with
-// AVX-512 VNNI for Q4_0 and Q4_1, whose packed kernels sum each block as one exact integer (the
+// AVX-512 VNNI for Q4_0, Q4_1 and Q8_0, whose packed kernels sum each block as one exact integer (the
 // arithmetic of ggml's generic C kernels, in half the instructions: matmul_packed_avx512.cc).
 // Then one rounding difference in the first layers can flip an 8-bit activation code, so the
 // first positions and greedy near-ties are held to the reference's own spread instead of to
@@ -219,15 +227,16 @@ TEST_P(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
     EXPECT_LE(max_early_diff, std::max(kEarlyBound, kMargin * spread.value("max_early_logit_diff", 0.0)));
   } else {
     // Other rounding: the first positions are held to the reference's spread over all positions.
-    EXPECT_LE(max_early_diff, kMargin * spread["max_top_logit_diff"].get<double>());
+    EXPECT_LE(max_early_diff, kOtherRoundingMargin * spread["max_top_logit_diff"].get<double>());
   }
   EXPECT_GE(agreement, spread["top1_agreement"].get<double>() - 0.01);
   // The widest missed gap is the maximum of a handful of near-ties, a thin sample of the
   // reference's spread: below kGapFloor (about the default model's own spread, 0.37) a missed
   // top-1 is still a rounding-level flip.
   EXPECT_LE(widest_gap_missed, kMargin * std::max(kGapFloor, spread["widest_gap_missed"].get<double>()));
-  EXPECT_LE(max_top_diff, kMargin * spread["max_top_logit_diff"].get<double>());
-  EXPECT_LE(max_probe_diff, kMargin * spread["max_probe_logit_diff"].get<double>());
+  const double margin = same_rounding_ ? kMargin : kOtherRoundingMargin;
+  EXPECT_LE(max_top_diff, margin * spread["max_top_logit_diff"].get<double>());
+  EXPECT_LE(max_probe_diff, margin * spread["max_probe_logit_diff"].get<double>());
 }
 
 TEST_P(LogitsGolden, GreedyContinuationsMatchLlamaCpp) {

@@ -1,7 +1,9 @@
 """`--kv-cache-dtype` on the real model: q8_0 runs and, over a short greedy continuation, writes
 the f16 cache's text; perplexity with a compressed cache stays near f16's, and q4_0's only because its
 heads are Hadamard-rotated (the measured table is in BENCHMARKS.md); an unknown type is refused
-before the model loads, naming the choices."""
+before the model loads, naming the choices. The near-ties and small-sample perplexities below
+were measured with the matmul kernels that round as llama.cpp's x86 ones do, which CTest selects
+for this file (LUMEN_ISA=avx2): with AVX-512's integer-sum kernels the text and the samples move."""
 import json
 import subprocess
 from pathlib import Path

@@ -5,11 +5,11 @@
 // (lane r: 4 codes of row r), unpacked once and used for all the tokens of the tile; for a
 // token, 8 vpdpbusd against broadcast 4-byte pieces of its activation codes give the 16 rows'
 // integer dot products. Two ways to turn them into floats (see kExactLanes below):
-//  - packed_tile (Q4_0, Q4_1): the 8 products are summed as integers into the rows' exact block
+//  - packed_tile (Q4_0, Q4_1, Q8_0): the 8 products are summed as integers into the rows' exact block
 //    sums, then one conversion and one FMA with (row scales x token scale) per block (Q4_1: and
 //    one FMA for the block's min term). This is the arithmetic of ggml's generic C dot products
 //    and of Lumen's scalar kernels, in about half the instructions of the other form;
-//  - packed_tile_exact (Q5_0, Q8_0): each of the 8 is converted and accumulated on its own,
+//  - packed_tile_exact (Q5_0): each of the 8 is converted and accumulated on its own,
 //    which is the unpacked kernels' (and ggml's x86 SIMD) rounding, bit for bit.
 // The unsigned codes' offset (8 for Q4_0, 16 for Q5_0, 128 for the sign-flipped Q8_0) is removed exactly by
 // starting the integer sums at -offset * sum(activation codes), which the packed activation row
@@ -105,8 +105,8 @@ struct ByteCodes {  // Q8_0: chunk c holds elements 4c..4c+3, sign-flipped
 // float arithmetic of the unpacked 256-bit kernels (and of ggml's AVX2 dot products) bit for bit.
 // Those keep, per row, 8 float partial sums (one per group of 4 elements), each fed by one int32
 // lane per block and summed by hsum() at the end: 3 vector ops per 64 multiply-adds where the
-// exact block sum takes about 1.4. Q4_0 and Q4_1 (the default model's type, where prefill is
-// compute-bound) take the cheaper form; their results differ from llama.cpp's x86 ones by float
+// exact block sum takes about 1.4. Q4_0, Q4_1 and Q8_0 (the default model's types: its layers and
+// its output head, where prefill and verification rows are compute-bound) take the cheaper form; their results differ from llama.cpp's x86 ones by float
 // rounding only, which on a small 4-bit model can flip an 8-bit activation code and move logits
 // by far more than the rounding (measured in BENCHMARKS.md against the model's f32 function: as
 // close to it as llama.cpp). The logits goldens hold these kernels to llama.cpp's own spread, and
@@ -140,9 +140,9 @@ struct Q5_0Packed : FiveBitCodes {
 struct Q8_0Packed : ByteCodes {
   static constexpr int kOffset = 128;
   static constexpr bool kHasMin = false;
-  static constexpr bool kExactLanes = true;
+  static constexpr bool kExactLanes = false;
   static constexpr size_t kScaleBytes = 32;
-  static constexpr int kExtraWords = 8;  // -128 * sum of each group of 4 codes
+  static constexpr int kExtraWords = 1;  // -128 * sum of the block's codes
 };
 
 // Decode streams each weight once from memory, and the hardware prefetcher alone leaves a
