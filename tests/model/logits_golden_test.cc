@@ -42,10 +42,12 @@ constexpr size_t kExactPositions = 2;  // the golden script's EARLY_POSITIONS
 constexpr double kEarlyBound = 1e-3;
 constexpr double kMargin = 1.25;
 // For a forward pass whose every matmul rounds otherwise (the integer-sum kernels), against a
-// spread measured between two llama.cpp paths that differ in attention only: the largest of
-// thousands of compared logits is the statistic that grows most with more places to round
-// differently (measured: 1.70 against llama.cpp's 1.22 on the default model, while its probes'
-// maximum fell from 1.57 to 1.23 and top-1 agreement held). Whether such a pass is as faithful is
+// spread measured between two llama.cpp paths that differ in attention only: maxima over
+// thousands of compared logits (the largest difference, the widest near-tie missed) are the
+// statistics that grow most with more places to round differently (measured on the default
+// model: largest difference 1.70 against llama.cpp's 1.22, while its probes' maximum fell from
+// 1.57 to 1.23 and top-1 agreement held; Gemma 3: a missed near-tie of 0.66 against 0.51). Whether
+// such a pass is as faithful is
 // measured where it can be, against the model's f32 function
 // (tests/python/test_matmul_rounding_fidelity.py); this bound only catches gross errors.
 constexpr double kOtherRoundingMargin = 1.5;
@@ -78,7 +80,7 @@ std::string sha256_of(const std::string& path) {
 }
 
 // Whether every matmul of the model rounds as llama.cpp's x86 CPU kernels do. Not so with
-// AVX-512 VNNI for Q4_0, Q4_1 and Q8_0, whose packed kernels sum each block as one exact integer (the
+// AVX-512 VNNI for Q4_0, Q4_1, Q5_0 and Q8_0, whose packed kernels sum each block as one exact integer (the
 // arithmetic of ggml's generic C kernels, in half the instructions: matmul_packed_avx512.cc).
 // Then one rounding difference in the first layers can flip an 8-bit activation code, so the
 // first positions and greedy near-ties are held to the reference's own spread instead of to
@@ -233,8 +235,8 @@ TEST_P(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
   // The widest missed gap is the maximum of a handful of near-ties, a thin sample of the
   // reference's spread: below kGapFloor (about the default model's own spread, 0.37) a missed
   // top-1 is still a rounding-level flip.
-  EXPECT_LE(widest_gap_missed, kMargin * std::max(kGapFloor, spread["widest_gap_missed"].get<double>()));
   const double margin = same_rounding_ ? kMargin : kOtherRoundingMargin;
+  EXPECT_LE(widest_gap_missed, margin * std::max(kGapFloor, spread["widest_gap_missed"].get<double>()));
   EXPECT_LE(max_top_diff, margin * spread["max_top_logit_diff"].get<double>());
   EXPECT_LE(max_probe_diff, margin * spread["max_probe_logit_diff"].get<double>());
 }

@@ -122,7 +122,7 @@ void run_packed_groups(const PackedJob& job, int64_t group_begin, int64_t group_
   for (int64_t g = group_begin; g < group_end; ++g) {
     const int64_t r0 = g * kPackRows;
     const int64_t live_rows = std::min<int64_t>(kPackRows, w.rows() - r0);
-    const int64_t step = job.kernels->max_tokens;
+    const int64_t step = detail::kMaxPackedTokens;
     for (int64_t t0 = token_begin; t0 < token_end; t0 += step) {
       const int nt = static_cast<int>(std::min<int64_t>(step, token_end - t0));
       job.kernels->tile[nt - 1](w.group(g), w.cols(), job.xp + static_cast<size_t>(t0) * job.xp_stride,

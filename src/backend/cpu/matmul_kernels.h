@@ -65,8 +65,6 @@ using PackedTileFn = void (*)(const uint8_t* group, int64_t cols, const uint8_t*
 struct PackedKernels {
   PackActivationFn pack_activation;
   int extra_words;                      // per block of a packed activation row
-  int max_tokens;                       // tiles exist for 1..max_tokens tokens
-  bool ggml_simd_rounding;              // sums blocks in the unpacked kernels' (ggml's) lane order
   PackedTileFn tile[kMaxPackedTokens];  // tile[nt - 1] handles nt tokens
 };
 

@@ -140,7 +140,7 @@ bool packing_pays_off(tensor::DType type) {
 }
 
 bool matmul_rounds_like_ggml_simd(tensor::DType type) {
-  return !packing_pays_off(type) || detail::packed_kernels(type)->ggml_simd_rounding;
+  return !packing_pays_off(type);
 }
 
 }  // namespace lumen::backend::cpu

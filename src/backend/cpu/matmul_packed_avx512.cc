@@ -4,13 +4,14 @@
 // Per block of 32 elements and group of 16 rows, the weights are 8 vectors of 64 unsigned bytes
 // (lane r: 4 codes of row r), unpacked once and used for all the tokens of the tile; for a
 // token, 8 vpdpbusd against broadcast 4-byte pieces of its activation codes give the 16 rows'
-// integer dot products. Two ways to turn them into floats (see kExactLanes below):
-//  - packed_tile (Q4_0, Q4_1, Q8_0): the 8 products are summed as integers into the rows' exact block
-//    sums, then one conversion and one FMA with (row scales x token scale) per block (Q4_1: and
-//    one FMA for the block's min term). This is the arithmetic of ggml's generic C dot products
-//    and of Lumen's scalar kernels, in about half the instructions of the other form;
-//  - packed_tile_exact (Q5_0): each of the 8 is converted and accumulated on its own,
-//    which is the unpacked kernels' (and ggml's x86 SIMD) rounding, bit for bit.
+// integer dot products, summed as integers into the rows' exact block sums; then one conversion
+// and one FMA with (row scales x token scale) per block (Q4_1: and one FMA for the block's min
+// term). This is the arithmetic of ggml's generic C dot products and of Lumen's scalar kernels,
+// not the order of ggml's x86 ones (eight float partial sums per row, one per group of 4
+// elements, which Lumen's AVX2 kernels keep): about 1.4 vector ops per 64 multiply-adds against
+// 3. On a small 4-bit model any rounding change can flip an 8-bit activation code and move logits
+// far more than the rounding, so these results are held to the model's f32 function rather than
+// to llama.cpp's rounding (docs/architecture.md, "Two roundings").
 // The unsigned codes' offset (8 for Q4_0, 16 for Q5_0, 128 for the sign-flipped Q8_0) is removed exactly by
 // starting the integer sums at -offset * sum(activation codes), which the packed activation row
 // carries.
@@ -101,20 +102,10 @@ struct ByteCodes {  // Q8_0: chunk c holds elements 4c..4c+3, sign-flipped
   static constexpr int kLane[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 };
 
-// kOffset: the unsigned codes' offset. kHasMin: Q4_1's x = d q + m. kExactLanes: reproduce the
-// float arithmetic of the unpacked 256-bit kernels (and of ggml's AVX2 dot products) bit for bit.
-// Those keep, per row, 8 float partial sums (one per group of 4 elements), each fed by one int32
-// lane per block and summed by hsum() at the end: 3 vector ops per 64 multiply-adds where the
-// exact block sum takes about 1.4. Q4_0, Q4_1 and Q8_0 (the default model's types: its layers and
-// its output head, where prefill and verification rows are compute-bound) take the cheaper form; their results differ from llama.cpp's x86 ones by float
-// rounding only, which on a small 4-bit model can flip an 8-bit activation code and move logits
-// by far more than the rounding (measured in BENCHMARKS.md against the model's f32 function: as
-// close to it as llama.cpp). The logits goldens hold these kernels to llama.cpp's own spread, and
-// the lane-exact kernels of the same types (LUMEN_ISA=avx2) to rounding.
+// kOffset: the unsigned codes' offset. kHasMin: Q4_1's x = d q + m.
 struct Q4_0Packed : NibbleCodes {
   static constexpr int kOffset = 8;
   static constexpr bool kHasMin = false;
-  static constexpr bool kExactLanes = false;
   static constexpr size_t kScaleBytes = 32;
   static constexpr int kExtraWords = 1;  // -8 * sum of the block's codes
 };
@@ -122,25 +113,20 @@ struct Q4_0Packed : NibbleCodes {
 struct Q4_1Packed : NibbleCodes {
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
-  static constexpr bool kExactLanes = false;
   static constexpr size_t kScaleBytes = 64;
   static constexpr int kExtraWords = 1;  // the Q8_1 block's s
 };
 
-// Exact lanes, like the unpacked Q5_0 kernel (legacy_tile: one float partial sum per group of
-// 4 elements), so that packing changes no result: Gemma 3's logits test holds Q5_0 there.
 struct Q5_0Packed : FiveBitCodes {
   static constexpr int kOffset = 16;
   static constexpr bool kHasMin = false;
-  static constexpr bool kExactLanes = true;
   static constexpr size_t kScaleBytes = 32;
-  static constexpr int kExtraWords = 8;  // -16 * sum of each group of 4 codes
+  static constexpr int kExtraWords = 1;  // -16 * sum of the block's codes
 };
 
 struct Q8_0Packed : ByteCodes {
   static constexpr int kOffset = 128;
   static constexpr bool kHasMin = false;
-  static constexpr bool kExactLanes = false;
   static constexpr size_t kScaleBytes = 32;
   static constexpr int kExtraWords = 1;  // -128 * sum of the block's codes
 };
@@ -179,7 +165,6 @@ inline void prefetch_ahead(const uint8_t* qs, const uint8_t* sc, int64_t b) {
 
 template <typename F, int NT>
 void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x_stride, float* out) {
-  static_assert(!F::kExactLanes);
   const int64_t blocks = cols / tensor::kLegacyBlock;
   const uint8_t* scales = group + F::kQsBytes * static_cast<size_t>(blocks);
   const ActivationRow x = activation_row(x0, cols);
@@ -223,55 +208,6 @@ void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
 }
 
-// The bit-exact form: lane accumulators lanes[t][i] for elements 4i..4i+3 of every block.
-template <typename F, int NT>
-void packed_tile_exact(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x_stride, float* out) {
-  static_assert(F::kExactLanes);
-  const int64_t blocks = cols / tensor::kLegacyBlock;
-  const uint8_t* scales = group + F::kQsBytes * static_cast<size_t>(blocks);
-  ActivationRow x[NT];
-  __m512 lanes[NT][8], min_acc[NT];
-  for (int t = 0; t < NT; ++t) {
-    x[t] = activation_row(x0 + x_stride * static_cast<size_t>(t), cols);
-    for (int i = 0; i < 8; ++i) lanes[t][i] = _mm512_setzero_ps();
-    min_acc[t] = _mm512_setzero_ps();
-  }
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* qs = group + F::kQsBytes * static_cast<size_t>(b);
-    const uint8_t* sc = scales + F::kScaleBytes * static_cast<size_t>(b);
-    prefetch_ahead<F>(qs, sc, b);
-    __m512i w[8];
-    F::weights(qs, w);
-    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
-    for (int t = 0; t < NT; ++t) {
-      const uint8_t* xq = x[t].codes + 32 * b;
-      const __m512 scale = _mm512_mul_ps(wd, _mm512_set1_ps(load_f32(x[t].d + 4 * b)));
-      for (int k = 0; k < 8; ++k) {
-        const int i = F::kLane[k];
-        __m512i base = _mm512_setzero_si512();
-        if constexpr (F::kOffset != 0) {
-          base = _mm512_set1_epi32(load_i32(x[t].extra + 4 * (F::kExtraWords * b + i)));
-        }
-        const __m512i dot = _mm512_dpbusd_epi32(base, w[k], _mm512_set1_epi32(load_i32(xq + 4 * i)));
-        lanes[t][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, lanes[t][i]);
-      }
-      if constexpr (F::kHasMin) {
-        const __m512 wm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc + 32)));
-        min_acc[t] = _mm512_fmadd_ps(wm, _mm512_set1_ps(load_f32(x[t].extra + 4 * b)), min_acc[t]);
-      }
-    }
-  }
-  for (int t = 0; t < NT; ++t) {
-    // hsum()'s tree over the 8 lanes: (0+4, 1+5, 2+6, 3+7), then (01 + 23 pairs), then the two.
-    const __m512 s0 = _mm512_add_ps(lanes[t][0], lanes[t][4]);
-    const __m512 s1 = _mm512_add_ps(lanes[t][1], lanes[t][5]);
-    const __m512 s2 = _mm512_add_ps(lanes[t][2], lanes[t][6]);
-    const __m512 s3 = _mm512_add_ps(lanes[t][3], lanes[t][7]);
-    const __m512 sum = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
-    _mm512_storeu_ps(out + t * kPackRows, _mm512_add_ps(sum, min_acc[t]));
-  }
-}
-
 // The packed activation row from Q8_0 (offset formats) or Q8_1 (min formats) blocks.
 template <typename F>
 void pack_activation(const uint8_t* quantized, uint8_t* dst, int64_t cols) {
@@ -298,36 +234,20 @@ void pack_activation(const uint8_t* quantized, uint8_t* dst, int64_t cols) {
       const float s = tensor::fp16_to_float(block.s);
       std::memcpy(extra, &s, 4);
     } else {
-      // Sums of each group of 4 codes, times -offset.
+      // -offset times the sum of the block's codes.
       const __m256i sums = _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, codes),
                                               _mm256_set1_epi32(-F::kOffset));
-      if constexpr (F::kExtraWords == 8) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(extra), sums);
-      } else {
-        static_assert(F::kExtraWords == 1);
-        const int32_t correction = _mm512_reduce_add_epi32(_mm512_zextsi256_si512(sums));
-        std::memcpy(extra, &correction, 4);
-      }
+      const int32_t correction = _mm512_reduce_add_epi32(_mm512_zextsi256_si512(sums));
+      std::memcpy(extra, &correction, 4);
     }
-  }
-}
-
-template <typename F, int NT>
-constexpr PackedTileFn tile_for() {
-  if constexpr (!F::kExactLanes) {
-    return &packed_tile<F, NT>;
-  } else if constexpr (NT <= 2) {  // 8 lane accumulators per token: two tokens fill the registers
-    return &packed_tile_exact<F, NT>;
-  } else {
-    return nullptr;
   }
 }
 
 template <typename F>
 constexpr PackedKernels make_packed_kernels() {
-  return PackedKernels{&pack_activation<F>, F::kExtraWords, F::kExactLanes ? 2 : kMaxPackedTokens, F::kExactLanes,
-                       {tile_for<F, 1>(), tile_for<F, 2>(), tile_for<F, 3>(), tile_for<F, 4>(),
-                        tile_for<F, 5>(), tile_for<F, 6>(), tile_for<F, 7>(), tile_for<F, 8>()}};
+  return PackedKernels{&pack_activation<F>, F::kExtraWords,
+                       {&packed_tile<F, 1>, &packed_tile<F, 2>, &packed_tile<F, 3>, &packed_tile<F, 4>,
+                        &packed_tile<F, 5>, &packed_tile<F, 6>, &packed_tile<F, 7>, &packed_tile<F, 8>}};
 }
 
 static_assert(kMaxPackedTokens == 8);

@@ -254,10 +254,9 @@ TEST_P(PackedMatmulTest, MatchesReferenceOnEveryLevel) {
   }
 }
 
-// Q4_0's, Q4_1's and Q8_0's packed kernels compute the scalar path's exact integer block sums and
-// scale them the same way (only FMA contraction and the order of Q4_1's min term differ). Q5_0's
-// must reproduce the unpacked SIMD kernels bit for bit (the real-model logits tests hold them to
-// llama.cpp's rounding): matmul_rounds_like_ggml_simd says which.
+// The packed kernels compute the scalar path's exact integer block sums and scale them the same
+// way (only FMA contraction and the order of Q4_1's min term differ). Where they do not run (no
+// AVX-512 VNNI), asking for packed weights must give the unpacked kernels' results bit for bit.
 TEST_P(PackedMatmulTest, AgreesWithScalarAndUnpacked) {
   const DType type = GetParam();
   for (const int64_t n_tokens : {1, 2, 3, 13}) {
