@@ -10,11 +10,13 @@ MESSAGES = [
 
 
 def test_chat_renders_the_template_and_replies(llm):
-    [out] = llm.chat(MESSAGES, greedy(24))
+    # Room for the reply to end: 14 tokens on the kernels that round as llama.cpp's x86 ones do,
+    # 55 on AVX-512's integer-sum kernels (greedy text follows rounding).
+    [out] = llm.chat(MESSAGES, greedy(64))
     assert out.prompt.startswith("<|im_start|>system\nYou are a terse assistant.<|im_end|>")
     assert out.prompt.endswith("<|im_start|>assistant\n")
     # The same as generating from the rendered prompt's tokens.
-    [raw] = llm.generate(out.prompt_token_ids, greedy(24))
+    [raw] = llm.generate(out.prompt_token_ids, greedy(64))
     assert out.outputs[0].text == raw.outputs[0].text
     assert "Paris" in out.outputs[0].text
     assert out.outputs[0].finish_reason == "stop"  # the model ends its turn
