@@ -45,11 +45,7 @@ TEST(ProxyServer, StreamsEventsToTheClientBeforeTheDecodeHasFinished) {
   RunningProxy proxy({prefill.url()}, {decode.url()});
 
   auto client = proxy.client();
-  httplib::Request request;
-  request.method = "POST";
-  request.path = "/v1/completions";
-  request.headers = {{"Content-Type", "application/json"}};
-  request.body = R"({"prompt":"hi","stream":true})";
+  httplib::Request request = streaming_completion_request();
   std::string streamed;
   bool first = true;
   request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
@@ -97,11 +93,7 @@ TEST(ProxyServer, AClientHangingUpMidStreamClosesTheDecodeConnection) {
   RunningProxy proxy({prefill.url()}, {decode.url()});
 
   auto client = proxy.client();
-  httplib::Request request;
-  request.method = "POST";
-  request.path = "/v1/completions";
-  request.headers = {{"Content-Type", "application/json"}};
-  request.body = R"({"prompt":"hi","stream":true})";
+  httplib::Request request = streaming_completion_request();
   request.content_receiver = [](const char*, size_t, uint64_t, uint64_t) { return false; };  // hang up at once
   const httplib::Result result = client->send(request);
   EXPECT_EQ(result.error(), httplib::Error::Canceled);

@@ -38,6 +38,16 @@ inline void decode_json(const httplib::Request&, httplib::Response& response) {
   response.set_content(kDecodeAnswer, "application/json");
 }
 
+// A streamed completion request, for a test to set its content_receiver on.
+inline httplib::Request streaming_completion_request() {
+  httplib::Request request;
+  request.method = "POST";
+  request.path = "/v1/completions";
+  request.headers = {{"Content-Type", "application/json"}};
+  request.body = R"({"prompt":"hi","stream":true})";
+  return request;
+}
+
 inline std::string header(const Received& received, const std::string& name) {
   const auto found = received.headers.find(name);
   return found == received.headers.end() ? "<none>" : found->second;
