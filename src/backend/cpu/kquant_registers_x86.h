@@ -40,12 +40,6 @@ inline void staged_registers(const uint8_t* row, int64_t index, KquantRegisters&
   r.dmin = ws.dmin;
 }
 
-inline float half_to_float(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
 // Q4_K: eight 32-element sub-blocks, each with a 6-bit scale and min (packed as in ggml: the
 // first four pairs in the low 6 bits of bytes 0..7, the last four split between the low and high
 // nibbles of bytes 8..11 and the top 2 bits of bytes 0..7). Group g of 64 elements holds sub-block
@@ -82,8 +76,8 @@ inline void q4_k_registers(const uint8_t* row, int64_t index, KquantRegisters& r
   // Each sub-block's min serves its two 16-element bsums: [m0, m0, m1, m1, ...].
   r.mins = _mm256_shuffle_epi8(mins, _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 8, 9, 8, 9, 10,
                                                       11, 10, 11, 12, 13, 12, 13, 14, 15, 14, 15));
-  r.d = half_to_float(block + offsetof(tensor::BlockQ4_K, d));
-  r.dmin = half_to_float(block + offsetof(tensor::BlockQ4_K, dmin));
+  r.d = load_f16(block + offsetof(tensor::BlockQ4_K, d));
+  r.dmin = load_f16(block + offsetof(tensor::BlockQ4_K, dmin));
 }
 
 // Q6_K: sixteen 16-element sub-blocks with int8 scales; q - 32 is taken as codes q with mins
@@ -122,6 +116,6 @@ inline void q6_k_registers(const uint8_t* row, int64_t index, KquantRegisters& r
     r.scales[k + 4] = _mm256_shuffle_epi8(second, spread);
   }
   r.mins = _mm256_slli_epi16(scales16, 5);
-  r.d = half_to_float(block + offsetof(tensor::BlockQ6_K, d));
+  r.d = load_f16(block + offsetof(tensor::BlockQ6_K, d));
   r.dmin = r.d;
 }
