@@ -31,9 +31,12 @@
 //
 // Work is split over (sequence, query chunk, KV head, group of query heads) tasks on the pool;
 // the query heads that share a KV head are processed together so each K/V row is read once per
-// chunk. A task walks its sequence's block table itself and requests each tile's cache lines one
-// tile ahead (the rows are scattered, so the hardware prefetcher cannot). Scratch memory is per
-// worker and grows only when a larger shape is seen.
+// chunk. When that gives too few tasks to occupy the threads (a decode step or a speculative
+// verification of one sequence), the exact f16 path spreads each task's keys over the pool in
+// chunks instead (attention_exact.h), rather than splitting the group of query heads, which
+// would read every K/V row once per head. A task walks its sequence's block table itself and
+// requests each tile's cache lines one tile ahead (the rows are scattered, so the hardware
+// prefetcher cannot). Scratch memory grows only when a larger shape is seen.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -49,6 +52,11 @@ struct AttentionTileKernels;
 struct AttentionScratch {
   std::vector<std::vector<float>> per_worker;
   std::vector<std::vector<const uint16_t*>> row_pointers;  // per worker: a K and a V tile's f16 rows
+  // The exact f16 path spread over key chunks (attention_exact.h): what its passes hand on.
+  std::vector<float> split_floats;  // score rows, then each chunk's P V
+  std::vector<float> split_max;     // per chunk and query: the max score
+  std::vector<double> split_sums;   // per chunk and query: the sum of exponentials
+  std::vector<int64_t> split_plan;  // per task: where its chunks and arrays start
 };
 
 // q and out: f32 {head_dim, n_heads, n_tokens} (out may not alias q). The cache already holds

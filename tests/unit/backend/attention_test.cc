@@ -2,7 +2,8 @@
 // test's own copy of the cache. Covers head sizes 64/80/128/256, GQA 9/3, MQA and MHA, f16 and
 // f32 caches, several sequences with different block tables in one batch (prefill, continued
 // prefill, decode), partially filled blocks, odd block sizes, sliding windows and softcaps, on
-// 1 and 3 threads with every instruction-set level this CPU has.
+// 1 and 3 threads with every instruction-set level this CPU has, and a few queries over a long
+// context (the exact f16 path's keys spread over tasks chunk by chunk).
 //
 // Tolerance: 2e-6 absolute on outputs of magnitude <= 1 for an f32 cache (f32 dot products and
 // online softmax against f64). For an f16 cache the reference rounds q and the probabilities to
@@ -209,6 +210,12 @@ const Shape kShapes[] = {
     {"softcap", 80, 9, 3, 16, 0, 2.0f},
     {"window_and_softcap", 128, 4, 2, 8, 9, 30.0f, {{0, 7}, {0, 33}, {99, 1}}},
     {"single_decode", 64, 9, 3, 16, 0, 0.0f, {{250, 1}}},
+    // One sequence's few queries over several key chunks: on 3 threads the f16 path spreads the
+    // chunks over tasks (attention_exact.h), on 1 thread it walks them in one task.
+    {"long_decode", 64, 9, 3, 16, 0, 0.0f, {{700, 1}}},
+    {"long_verify_rows", 64, 9, 3, 16, 0, 0.0f, {{590, 6}}},
+    {"long_decode_window300_softcap", 64, 4, 1, 16, 300, 30.0f, {{800, 1}}},
+    {"long_latent_decode", 96, 8, 1, 16, 0, 0.0f, {{520, 2}}, 64},
     // DeepSeek-V2's latent rows: 512 latent + 64 rope, 16 heads on the one row, values the latent.
     {"latent576_16heads", 576, 16, 1, 16, 0, 0.0f, {{0, 33}, {93, 7}, {0, 1}}, 512},
     {"latent48_block5", 48, 4, 1, 5, 0, 0.0f, {{0, 17}, {30, 4}, {6, 1}}, 32},

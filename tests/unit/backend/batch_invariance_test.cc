@@ -64,9 +64,12 @@ TEST_P(BatchInvariance, EachTokenEqualsItsSingleTokenResult) {
 }
 
 // Attention over a paged f16 cache: query position p gives the same output, to the bit, as part
-// of a prefill of n positions (its key tiles then extend past p, masked) as decoded alone.
-TEST(AttentionBatchInvariance, DecodeEqualsThePrefillRow) {
-  const int64_t head_dim = 64, n_heads = 9, n_kv = 3, block = 16, n = 100;
+// of a prefill of n positions (its key tiles then extend past p, masked), decoded alone, and as
+// one of the rows of a speculative verification slice. n spans several of the exact path's key
+// chunks, so a decode step (too few tasks for two threads) spreads its keys over tasks while the
+// prefill walks them within one task: both must add the same chunk results in the same order.
+TEST(AttentionBatchInvariance, DecodeAndVerifyRowsEqualThePrefillRows) {
+  const int64_t head_dim = 64, n_heads = 9, n_kv = 3, block = 16, n = 600;
   const int64_t kv_dim = head_dim * n_kv;
   CpuBackend backend(2);
   const int64_t n_blocks = (n + block - 1) / block;
@@ -97,20 +100,30 @@ TEST(AttentionBatchInvariance, DecodeEqualsThePrefillRow) {
   auto heads_view = [&](float* data, int64_t tokens) {
     return TensorView{DType::F32, {head_dim, n_heads, tokens, 1}, static_cast<size_t>(head_dim) * 4, data};
   };
+  const int64_t row_floats = head_dim * n_heads;
   std::vector<float> prefill_out(q.size());
   TensorView q_all = heads_view(q.data(), n), out_all = heads_view(prefill_out.data(), n);
   backend.attention(q_all, cache, std::span(&all, 1), config, out_all);
 
   size_t differing = 0;
-  std::vector<float> one(static_cast<size_t>(head_dim * n_heads));
+  std::vector<float> one(static_cast<size_t>(row_floats));
   for (int64_t p = 0; p < n; ++p) {
     SequenceSlice decode{0, 1, p, table};
-    TensorView q_p = heads_view(q.data() + p * head_dim * n_heads, 1), out_p = heads_view(one.data(), 1);
+    TensorView q_p = heads_view(q.data() + p * row_floats, 1), out_p = heads_view(one.data(), 1);
     backend.attention(q_p, cache, std::span(&decode, 1), config, out_p);
-    differing += std::memcmp(one.data(), prefill_out.data() + p * head_dim * n_heads,
-                             one.size() * sizeof(float)) != 0;
+    differing += std::memcmp(one.data(), prefill_out.data() + p * row_floats, one.size() * sizeof(float)) != 0;
   }
-  EXPECT_EQ(differing, 0u) << "of " << n << " positions";
+  EXPECT_EQ(differing, 0u) << "decoded positions of " << n;
+
+  const int64_t rows = 6;
+  std::vector<float> verify(static_cast<size_t>(row_floats * rows));
+  for (int64_t first : {int64_t{0}, int64_t{251}, int64_t{253}, int64_t{300}, int64_t{508}, n - rows}) {
+    SequenceSlice slice{0, rows, first, table};
+    TensorView q_v = heads_view(q.data() + first * row_floats, rows), out_v = heads_view(verify.data(), rows);
+    backend.attention(q_v, cache, std::span(&slice, 1), config, out_v);
+    EXPECT_EQ(std::memcmp(verify.data(), prefill_out.data() + first * row_floats, verify.size() * sizeof(float)), 0)
+        << rows << " rows from position " << first;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, BatchInvariance,
