@@ -75,8 +75,8 @@ void score_chunk(const AttentionJob& job, const Task& task, const KeyRange& r, i
     const int64_t n_keys = tile_end - tile_first;
     request_rows(cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs);
     if (!values_in_keys(cache)) request_rows(cache.v, *task.seq, tile_first, n_keys, value_offset, vdim, bs);
-    const TileRows k = tile_rows(*job.tiles, cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs,
-                                 buf.k_rows, buf.k_pointers);
+    const TileRows k =
+        tile_rows(*job.tiles, cache.k, *task.seq, tile_first, n_keys, head_offset, dim, bs, buf.k_rows, buf.k_pointers);
     tile_qk(*job.tiles, buf.q, nq, k, n_keys, dim, buf.scores, n_keys);
     for (int64_t i = 0; i < nq; ++i) {
       const int64_t row_index = task.q_begin + i / heads;
@@ -148,8 +148,8 @@ void weigh_chunk(const AttentionJob& job, const Task& task, const KeyRange& r, i
   std::fill(partial, partial + nq * vdim, 0.0f);
   for (int64_t tile_first = piece.begin; tile_first < piece.end;) {
     const int64_t tile_end = tile_end_at(tile_first, piece.end - 1, tile, bs);
-    const TileRows v = tile_rows(*job.tiles, cache.v, *task.seq, tile_first, tile_end - tile_first, value_offset,
-                                 vdim, bs, buf.v_rows, buf.v_pointers);
+    const TileRows v = tile_rows(*job.tiles, cache.v, *task.seq, tile_first, tile_end - tile_first, value_offset, vdim,
+                                 bs, buf.v_rows, buf.v_pointers);
     tile_pv(*job.tiles, state.rows + (tile_first - r.lowest), nq, r.span, v, tile_end - tile_first, vdim, partial);
     tile_first = tile_end;
   }
@@ -253,7 +253,10 @@ void run_exact_split(const AttentionJob& job, int64_t n_tasks, ThreadPool& pool)
     int64_t lo = 0, hi = n_tasks - 1;  // the last task whose first chunk task is <= index
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) / 2;
-      if (split_task(plan, mid).first_chunk_task <= index) lo = mid; else hi = mid - 1;
+      if (split_task(plan, mid).first_chunk_task <= index)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     Located at{task_at(job, lo), {}, 0, split_task(plan, lo), {}};
     at.range = key_range(job, at.task);
@@ -267,8 +270,8 @@ void run_exact_split(const AttentionJob& job, int64_t n_tasks, ThreadPool& pool)
   };
   auto buffers = [&](unsigned worker, const Task& task) {
     const int64_t width = std::max(job.config->head_dim, vdim);
-    return carve(scratch.per_worker[worker].data(), scratch.row_pointers[worker].data(),
-                 query_vectors(job, task), width, tile_capacity(*job.cache, width), 0);
+    return carve(scratch.per_worker[worker].data(), scratch.row_pointers[worker].data(), query_vectors(job, task),
+                 width, tile_capacity(*job.cache, width), 0);
   };
 
   pool.parallel_for(chunk_tasks, [&](int64_t index, unsigned worker) {

@@ -15,10 +15,11 @@
 
 namespace lumen::backend::cpu::attention_internal {
 
+// Walks positions [first, first + n) of one sequence through its block table, without a
 // division per row: fn(j, address of one KV head's slice of position first + j's row).
 template <typename Fn>
 inline void for_each_row(const TensorView& cache, const SequenceSlice& seq, int64_t first, int64_t n,
-                  size_t offset_bytes, int64_t block_size, Fn&& fn) {
+                         size_t offset_bytes, int64_t block_size, Fn&& fn) {
   int64_t block = first / block_size, slot = first % block_size;
   const auto* base = static_cast<const char*>(cache.data) + offset_bytes;
   for (int64_t j = 0; j < n; ++j) {
@@ -31,7 +32,6 @@ inline void for_each_row(const TensorView& cache, const SequenceSlice& seq, int6
   }
 }
 
-
 // Requests the cache lines of positions [first, first + n) of one KV head. A sequence's rows
 // are scattered over blocks and a task reads only its head's slice of each row, which the
 // hardware prefetcher cannot follow: without this the tile kernels wait on memory, one miss
@@ -43,8 +43,8 @@ inline void for_each_row(const TensorView& cache, const SequenceSlice& seq, int6
 // or the whole span) piles up requests and does no better (1.7x to 2.2x).
 // noipa, and no lambda: a function whose only effect is prefetching looks pure to GCC, which
 // then deletes its calls.
-[[gnu::noipa]] inline void request_rows(const TensorView& cache, const SequenceSlice& seq, int64_t first,
-                                 int64_t n, int64_t offset, int64_t dim, int64_t block_size) {
+[[gnu::noipa]] inline void request_rows(const TensorView& cache, const SequenceSlice& seq, int64_t first, int64_t n,
+                                        int64_t offset, int64_t dim, int64_t block_size) {
   const size_t bytes = kv_slice_bytes(cache.type, dim);
   const auto* base = static_cast<const char*>(cache.data) + kv_slice_bytes(cache.type, offset);
   int64_t block = first / block_size, slot = first % block_size;
@@ -80,8 +80,8 @@ inline tensor::BlockDequantizer row_dequantizer(const AttentionTileKernels& tile
 }
 
 inline TileRows tile_rows(const AttentionTileKernels& tiles, const TensorView& cache, const SequenceSlice& seq,
-                   int64_t first, int64_t n, int64_t offset, int64_t dim, int64_t block_size, float* staging,
-                   const uint16_t** pointers) {
+                          int64_t first, int64_t n, int64_t offset, int64_t dim, int64_t block_size, float* staging,
+                          const uint16_t** pointers) {
   TileRows rows;
   if (cache.type != tensor::DType::F16 && cache.type != tensor::DType::F32) {
     const tensor::BlockDequantizer dequantize = row_dequantizer(tiles, cache.type);
@@ -113,8 +113,8 @@ inline TileRows tile_rows(const AttentionTileKernels& tiles, const TensorView& c
   return rows;
 }
 
-inline void tile_qk(const AttentionTileKernels& tiles, const float* q, int64_t nq, const TileRows& k,
-             int64_t nk, int64_t dim, float* scores, int64_t ld) {
+inline void tile_qk(const AttentionTileKernels& tiles, const float* q, int64_t nq, const TileRows& k, int64_t nk,
+                    int64_t dim, float* scores, int64_t ld) {
   if (k.f16 != nullptr) {
     tiles.qk_f16(q, nq, k.f16, nk, dim, scores, ld);
   } else {
@@ -122,8 +122,8 @@ inline void tile_qk(const AttentionTileKernels& tiles, const float* q, int64_t n
   }
 }
 
-inline void tile_pv(const AttentionTileKernels& tiles, const float* p, int64_t nq, int64_t ld,
-             const TileRows& v, int64_t nk, int64_t dim, float* acc) {
+inline void tile_pv(const AttentionTileKernels& tiles, const float* p, int64_t nq, int64_t ld, const TileRows& v,
+                    int64_t nk, int64_t dim, float* acc) {
   if (v.f16 != nullptr) {
     tiles.pv_f16(p, nq, ld, v.f16, nk, dim, acc);
   } else {
@@ -133,8 +133,7 @@ inline void tile_pv(const AttentionTileKernels& tiles, const float* p, int64_t n
 
 // The end of the tile that starts at `first` (a tile is at most one block for f32 rows).
 inline int64_t tile_end_at(int64_t first, int64_t last_pos, int64_t tile, int64_t bs) {
-  return tile == bs ? std::min(last_pos + 1, (first / bs + 1) * bs)
-                    : std::min(last_pos + 1, first + tile);
+  return tile == bs ? std::min(last_pos + 1, (first / bs + 1) * bs) : std::min(last_pos + 1, first + tile);
 }
 
 // The largest value of x[0 .. n) that is not a NaN (-inf if none), as a sequential std::max
@@ -154,7 +153,5 @@ inline float row_max(const float* x, int64_t n) {
   for (int l = 1; l < kLanes; ++l) max = std::max(max, lanes[l]);
   return max;
 }
-
-// llama.cpp's default attention (no flash attention): whole score rows, softmax with the sum in
 
 }  // namespace lumen::backend::cpu::attention_internal

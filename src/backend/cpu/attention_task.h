@@ -94,10 +94,10 @@ struct TaskBuffers {
   float* k_rows;  // tile x dim, f32 keys copied from several blocks
   float* v_rows;  // tile x dim
   // The exact f16 path only (span > 0 when carved):
-  float* rows;          // nq x span, whole score rows
-  float* partial;       // nq x dim, one key chunk's P V
-  float* chunk_max;     // chunks x nq
-  double* chunk_sum;    // chunks x nq
+  float* rows;                  // nq x span, whole score rows
+  float* partial;               // nq x dim, one key chunk's P V
+  float* chunk_max;             // chunks x nq
+  double* chunk_sum;            // chunks x nq
   const uint16_t** k_pointers;  // tile, f16 key rows
   const uint16_t** v_pointers;  // tile, f16 value rows
 };
@@ -109,8 +109,7 @@ inline size_t rounded(size_t n) { return (n + 15) & ~size_t{15}; }
 // dim: the wider of a key and a value row (the accumulators and staging tiles hold either).
 // span: the most keys a query sees when the exact path's whole score rows are needed, else 0.
 inline size_t scratch_floats(int64_t nq, int64_t dim, int64_t tile, int64_t span) {
-  const auto q = static_cast<size_t>(nq), d = static_cast<size_t>(dim),
-             b = static_cast<size_t>(tile);
+  const auto q = static_cast<size_t>(nq), d = static_cast<size_t>(dim), b = static_cast<size_t>(tile);
   size_t floats = 2 * rounded(q * d) + 2 * rounded(q) + rounded(q * b) + 2 * rounded(b * d);
   if (span > 0) {
     const auto chunks = static_cast<size_t>(chunks_in_span(span));
@@ -119,10 +118,8 @@ inline size_t scratch_floats(int64_t nq, int64_t dim, int64_t tile, int64_t span
   return floats;
 }
 
-inline TaskBuffers carve(float* base, const uint16_t** pointers, int64_t nq, int64_t dim, int64_t tile,
-                         int64_t span) {
-  const auto q = static_cast<size_t>(nq), d = static_cast<size_t>(dim),
-             b = static_cast<size_t>(tile);
+inline TaskBuffers carve(float* base, const uint16_t** pointers, int64_t nq, int64_t dim, int64_t tile, int64_t span) {
+  const auto q = static_cast<size_t>(nq), d = static_cast<size_t>(dim), b = static_cast<size_t>(tile);
   TaskBuffers t{};
   t.q = base;
   t.acc = t.q + rounded(q * d);
