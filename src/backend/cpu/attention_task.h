@@ -133,8 +133,8 @@ inline TaskBuffers carve(float* base, const uint16_t** pointers, int64_t nq, int
     t.rows = t.v_rows + rounded(b * d);
     t.partial = t.rows + rounded(q * static_cast<size_t>(span));
     t.chunk_max = t.partial + rounded(q * d);
-    t.chunk_sum = reinterpret_cast<double*>(
-        t.chunk_max + rounded(q * chunks));  // offsets are whole multiples of 16 floats: aligned for doubles
+    // Every offset is a whole number of 16 floats, so the sums are aligned for doubles.
+    t.chunk_sum = reinterpret_cast<double*>(t.chunk_max + rounded(q * chunks));
   }
   t.k_pointers = pointers;
   t.v_pointers = pointers + tile;
