@@ -216,6 +216,8 @@ const Shape kShapes[] = {
     {"long_verify_rows", 64, 9, 3, 16, 0, 0.0f, {{590, 6}}},
     {"long_decode_window300_softcap", 64, 4, 1, 16, 300, 30.0f, {{800, 1}}},
     {"long_latent_decode", 96, 8, 1, 16, 0, 0.0f, {{520, 2}}, 64},
+    // Several sequences spread at once, with different numbers of chunks each.
+    {"mqa_three_long_sequences", 64, 4, 1, 16, 0, 0.0f, {{600, 2}, {300, 1}, {0, 5}}},
     // DeepSeek-V2's latent rows: 512 latent + 64 rope, 16 heads on the one row, values the latent.
     {"latent576_16heads", 576, 16, 1, 16, 0, 0.0f, {{0, 33}, {93, 7}, {0, 1}}, 512},
     {"latent48_block5", 48, 4, 1, 5, 0, 0.0f, {{0, 17}, {30, 4}, {6, 1}}, 32},
