@@ -194,7 +194,7 @@ struct ActivationForm {
     return cols == o.cols && kernels->quantize == o.kernels->quantize &&
            kernels->act_type == o.kernels->act_type &&
            (packed == nullptr) == (o.packed == nullptr) &&
-           (packed == nullptr || packed->pack_activation == o.packed->pack_activation);
+           (packed == nullptr || packed->quantize_packed == o.packed->quantize_packed);
   }
 };
 
@@ -202,12 +202,13 @@ void quantize_activations(const ActivationForm& form, const float* x, int64_t x_
                           int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch) {
   uint8_t* dst = scratch.quantized_x.data() + form.xq_offset;
   uint8_t* packed_dst = scratch.packed_x.data() + form.xp_offset;
+  // Packed weights read only the packed rows (every target sharing a form is packed or none is).
   const auto quantize_tokens = [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      uint8_t* q = dst + static_cast<size_t>(t) * form.xq_stride;
-      form.kernels->quantize(x + t * x_stride, q, form.cols);
       if (form.packed != nullptr) {
-        form.packed->pack_activation(q, packed_dst + static_cast<size_t>(t) * form.xp_stride, form.cols);
+        form.packed->quantize_packed(x + t * x_stride, packed_dst + static_cast<size_t>(t) * form.xp_stride, form.cols);
+      } else {
+        form.kernels->quantize(x + t * x_stride, dst + static_cast<size_t>(t) * form.xq_stride, form.cols);
       }
     }
   };
@@ -295,7 +296,7 @@ bool prepare_parts(std::span<const MatmulTarget> targets, const float* x, int64_
     while (f < n_forms && !forms[f].same_as(form)) ++f;
     form_of[i] = f;
     if (f < n_forms) continue;
-    if (form.kernels->quantize != nullptr) {
+    if (form.kernels->quantize != nullptr && form.packed == nullptr) {
       form.xq_offset = xq_bytes;
       form.xq_stride = static_cast<size_t>(*tensor::row_bytes(form.kernels->act_type, w.cols));
       xq_bytes += form.xq_stride * static_cast<size_t>(n_tokens);

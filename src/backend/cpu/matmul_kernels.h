@@ -43,8 +43,9 @@ struct TypeKernels {
 //
 // A packed activation row holds, for `cols` values in B = cols / 32 blocks: the int8 codes
 // (cols bytes, contiguous), then B f32 scales d, then B x extra_words 4-byte words the type's
-// kernel needs (offset corrections -offset * sum(codes), or Q8_1's s). They come from the Q8_0
-// / Q8_1 rows of the type's quantizer, so the values are the same as the unpacked path's.
+// kernel needs (offset corrections -offset * sum(codes), or Q8_1's s). Their values are those of
+// the Q8_0 / Q8_1 rows of the type's quantizer (d and s rounded to f16 and back, as those rows
+// store them), so the same as the unpacked path's.
 inline constexpr int kMaxPackedTokens = 8;
 
 inline size_t packed_activation_bytes(int64_t cols, int extra_words) {
@@ -52,8 +53,8 @@ inline size_t packed_activation_bytes(int64_t cols, int extra_words) {
   return (static_cast<size_t>(cols) + 4 * blocks * (1 + static_cast<size_t>(extra_words)) + 63) / 64 * 64;
 }
 
-// Converts one quantized activation row (the TypeKernels' act_type) into the packed form.
-using PackActivationFn = void (*)(const uint8_t* quantized, uint8_t* dst, int64_t cols);
+// Quantizes one f32 activation row straight into the packed form (no Q8 row in between).
+using QuantizePackedFn = void (*)(const float* x, uint8_t* dst, int64_t cols);
 
 // out[t * kPackRows + r] = dot(row r of the packed group, packed activation row t) for
 // r < kPackRows and t < NT (fixed per function), where row t starts at x + t * x_stride. (One base
@@ -63,7 +64,7 @@ using PackedTileFn = void (*)(const uint8_t* group, int64_t cols, const uint8_t*
                               float* out);
 
 struct PackedKernels {
-  PackActivationFn pack_activation;
+  QuantizePackedFn quantize_packed;
   int extra_words;                      // per block of a packed activation row
   PackedTileFn tile[kMaxPackedTokens];  // tile[nt - 1] handles nt tokens
 };

@@ -116,7 +116,7 @@ inline int quantize_32(const float* x, float inverse, int8_t* qs) {
   return hsum_i32(sum);
 }
 
-void quantize_act_q8_0(const float* x, void* dst, int64_t cols) {
+inline void quantize_act_q8_0(const float* x, void* dst, int64_t cols) {
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < cols / tensor::kLegacyBlock; ++b, x += 32, out += sizeof(tensor::BlockQ8_0)) {
     tensor::BlockQ8_0 block;
@@ -128,7 +128,7 @@ void quantize_act_q8_0(const float* x, void* dst, int64_t cols) {
   }
 }
 
-void quantize_act_q8_1(const float* x, void* dst, int64_t cols) {
+inline void quantize_act_q8_1(const float* x, void* dst, int64_t cols) {
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < cols / tensor::kLegacyBlock; ++b, x += 32, out += sizeof(tensor::BlockQ8_1)) {
     tensor::BlockQ8_1 block;
@@ -141,7 +141,7 @@ void quantize_act_q8_1(const float* x, void* dst, int64_t cols) {
   }
 }
 
-void quantize_act_q8_k(const float* x, void* dst, int64_t cols) {
+inline void quantize_act_q8_k(const float* x, void* dst, int64_t cols) {
   auto* out = static_cast<uint8_t*>(dst);
   for (int64_t b = 0; b < cols / tensor::kSuperBlock; ++b, x += 256, out += sizeof(tensor::BlockQ8_K)) {
     tensor::BlockQ8_K block{};

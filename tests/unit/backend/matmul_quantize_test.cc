@@ -3,12 +3,14 @@
 // halves to even and the all-zero block; and those semantics are pinned down by hand below.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "backend/cpu/activation_quant.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_packed.h"
 #include "tensor/block_formats.h"
 #include "tensor/fp16.h"
 #include "tensor/quantize.h"
@@ -92,6 +94,60 @@ TEST(MatmulQuantize, SimdQuantizersAreBitExact) {
     }
     if (detected_isa() >= Isa::kAvx512) {
       expect_same_as_reference(detail::avx512_kernels(pair.weight), pair.act, "avx512");
+    }
+  }
+}
+
+// A packed activation row (matmul_kernels.h: codes, then f32 scales, then one word per block)
+// written straight from f32 values holds exactly what the reference quantizer's Q8_0 / Q8_1 row
+// holds: its codes, its f16 d widened, and Q8_1's f16 s widened or -offset x the block's code
+// sum (offset 8 for Q4_0, 16 for Q5_0, 128 for Q8_0's sign-flipped codes).
+TEST(MatmulQuantize, PackedRowsHoldTheReferenceQuantizersValues) {
+  if (detected_isa() < Isa::kAvx512) GTEST_SKIP() << "packed kernels need AVX-512 VNNI";
+  const struct {
+    DType weight, act;
+    int32_t offset;
+  } types[] = {{DType::Q4_0, DType::Q8_0, 8}, {DType::Q4_1, DType::Q8_1, 0},
+               {DType::Q5_0, DType::Q8_0, 16}, {DType::Q8_0, DType::Q8_0, 128}};
+  for (const auto& type : types) {
+    const detail::PackedKernels* packed = detail::packed_kernels(type.weight);
+    if (packed == nullptr) GTEST_SKIP() << "built without the AVX-512 packed kernels";
+    ASSERT_EQ(packed->extra_words, 1);
+    for (const int64_t n : {int64_t{128}, int64_t{1024}, int64_t{1536}}) {
+      for (uint32_t seed = 1; seed <= 3; ++seed) {
+        const std::vector<float> x = test_row(n, seed);
+        const int64_t blocks = n / 32;
+        std::vector<uint8_t> q(*tensor::row_bytes(type.act, n));
+        quantize_activation_row(type.act, x.data(), q.data(), n);
+        std::vector<uint8_t> want(static_cast<size_t>(n + 8 * blocks));
+        for (int64_t b = 0; b < blocks; ++b) {
+          uint8_t* codes = want.data() + 32 * b;
+          uint8_t* d = want.data() + n + 4 * b;
+          uint8_t* extra = want.data() + n + 4 * blocks + 4 * b;
+          if (type.act == DType::Q8_1) {
+            tensor::BlockQ8_1 block;
+            std::memcpy(&block, q.data() + b * sizeof(block), sizeof(block));
+            std::memcpy(codes, block.qs, 32);
+            const float widened[2] = {tensor::fp16_to_float(block.d), tensor::fp16_to_float(block.s)};
+            std::memcpy(d, &widened[0], 4);
+            std::memcpy(extra, &widened[1], 4);
+          } else {
+            tensor::BlockQ8_0 block;
+            std::memcpy(&block, q.data() + b * sizeof(block), sizeof(block));
+            std::memcpy(codes, block.qs, 32);
+            const float widened = tensor::fp16_to_float(block.d);
+            std::memcpy(d, &widened, 4);
+            int32_t sum = 0;
+            for (const int8_t code : block.qs) sum += code;
+            const int32_t correction = -type.offset * sum;
+            std::memcpy(extra, &correction, 4);
+          }
+        }
+        std::vector<uint8_t> got(detail::packed_activation_bytes(n, 1), 0xcd);
+        packed->quantize_packed(x.data(), got.data(), n);
+        got.resize(want.size());
+        EXPECT_EQ(got, want) << tensor::dtype_name(type.weight) << " " << n << " values, seed " << seed;
+      }
     }
   }
 }
