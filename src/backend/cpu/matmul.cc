@@ -8,8 +8,8 @@
 // just a chunk of rows: each weight byte is read from memory exactly once per call.
 //
 // Packed weights (matmul_packed.h, AVX-512 only) take a path of their own with the same split,
-// in units of 16-row groups; their activations are also converted into the packed kernels' form
-// while they are quantized.
+// in units of 16-row groups; their activations are quantized straight into the packed kernels'
+// form (matmul_activations.h).
 //
 // Every call runs through the same planner: matmul is matmul_same_input with one weight, and
 // matmul_glu splits its two weights in common row chunks so a task can apply the activation.
@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 
+#include "backend/cpu/matmul_activations.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_packed.h"
 #include "util/error.h"
@@ -37,7 +38,6 @@ constexpr int64_t kDecodeTasksPerThread = 8;  // enough tasks for the dynamic sp
 // At most this much weight per decode task: a large matrix (an output layer) would otherwise
 // make tasks so long that the last one keeps the other threads waiting.
 constexpr size_t kMaxDecodeTaskBytes = size_t{128} << 10;
-constexpr int64_t kQuantizeTaskTokens = 16;
 
 const TypeKernels* kernels_at(Isa isa, tensor::DType type) {
   // Fall back level by level: a level may leave a type to the one below it.
@@ -182,52 +182,6 @@ struct Part {
   int64_t n_tasks = 0;
 };
 
-// Activations in the form one target's kernels read. Targets with the same form share them.
-struct ActivationForm {
-  const TypeKernels* kernels = nullptr;
-  const detail::PackedKernels* packed = nullptr;
-  int64_t cols = 0;
-  size_t xq_offset = 0, xq_stride = 0;  // in scratch.quantized_x
-  size_t xp_offset = 0, xp_stride = 0;  // in scratch.packed_x
-
-  bool same_as(const ActivationForm& o) const {
-    return cols == o.cols && kernels->quantize == o.kernels->quantize &&
-           kernels->act_type == o.kernels->act_type &&
-           (packed == nullptr) == (o.packed == nullptr) &&
-           (packed == nullptr || packed->quantize_packed == o.packed->quantize_packed);
-  }
-};
-
-void quantize_activations(const ActivationForm& form, const float* x, int64_t x_stride,
-                          int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch) {
-  uint8_t* dst = scratch.quantized_x.data() + form.xq_offset;
-  uint8_t* packed_dst = scratch.packed_x.data() + form.xp_offset;
-  // Packed weights read only the packed rows (every target sharing a form is packed or none is).
-  const auto quantize_tokens = [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      if (form.packed != nullptr) {
-        form.packed->quantize_packed(x + t * x_stride, packed_dst + static_cast<size_t>(t) * form.xp_stride, form.cols);
-      } else {
-        form.kernels->quantize(x + t * x_stride, dst + static_cast<size_t>(t) * form.xq_stride, form.cols);
-      }
-    }
-  };
-  if (pool.size() > 1 && n_tokens >= 2) {
-    // From two tokens on, the threads share the work: the activations were just written by
-    // all of them (the previous op's outputs), so one thread alone would also wait on the
-    // other cores' caches for most of them. Profiled on a 6-row speculative verification step
-    // of SmolLM2: 5-10 us per matmul before the workers started, a tenth of the step.
-    const int64_t per_task = std::clamp<int64_t>(n_tokens / static_cast<int64_t>(pool.size()), 1, kQuantizeTaskTokens);
-    const auto* qt = &quantize_tokens;
-    pool.parallel_for((n_tokens + per_task - 1) / per_task, [qt, n_tokens, per_task](int64_t task, unsigned) {
-      const int64_t begin = task * per_task;
-      (*qt)(begin, std::min(n_tokens, begin + per_task));
-    });
-  } else {
-    quantize_tokens(0, n_tokens);
-  }
-}
-
 // Rows per decode task, a multiple of `unit` (and at least one): about kDecodeTasksPerThread
 // tasks per thread, each holding at most kMaxDecodeTaskBytes of weights.
 int64_t decode_task_rows(int64_t rows, size_t bytes_per_row, int64_t threads, int64_t unit) {
@@ -282,47 +236,18 @@ bool prepare_parts(std::span<const MatmulTarget> targets, const float* x, int64_
   if (n_tokens == 0) return false;
   const size_t n = targets.size();
 
-  // Activation forms, each quantized once into the scratch (which only ever grows).
-  std::array<ActivationForm, kMaxMatmulTargets> forms;
-  std::array<size_t, kMaxMatmulTargets> form_of{};
-  size_t n_forms = 0, xq_bytes = 0, xp_bytes = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const WeightMatrix& w = *targets[i].w;
-    ActivationForm form;
-    form.kernels = kernels_at(isa, w.type);
-    form.packed = w.packed != nullptr && isa >= Isa::kAvx512 ? detail::packed_kernels(w.type) : nullptr;
-    form.cols = w.cols;
-    size_t f = 0;
-    while (f < n_forms && !forms[f].same_as(form)) ++f;
-    form_of[i] = f;
-    if (f < n_forms) continue;
-    if (form.kernels->quantize != nullptr && form.packed == nullptr) {
-      form.xq_offset = xq_bytes;
-      form.xq_stride = static_cast<size_t>(*tensor::row_bytes(form.kernels->act_type, w.cols));
-      xq_bytes += form.xq_stride * static_cast<size_t>(n_tokens);
-    }
-    if (form.packed != nullptr) {
-      form.xp_offset = xp_bytes;
-      form.xp_stride = detail::packed_activation_bytes(w.cols, form.packed->extra_words);
-      xp_bytes += form.xp_stride * static_cast<size_t>(n_tokens);
-    }
-    forms[n_forms++] = form;
-  }
-  if (scratch.quantized_x.size() < xq_bytes) scratch.quantized_x.resize(xq_bytes);
-  if (scratch.packed_x.size() < xp_bytes) scratch.packed_x.resize(xp_bytes);
-  for (size_t f = 0; f < n_forms; ++f) {
-    if (forms[f].kernels->quantize != nullptr) {
-      quantize_activations(forms[f], x, x_stride, n_tokens, pool, scratch);
-    }
-  }
+  std::array<const TypeKernels*, kMaxMatmulTargets> kernels{};
+  for (size_t i = 0; i < n; ++i) kernels[i] = kernels_at(isa, targets[i].w->type);
+  const detail::ActivationForms forms = detail::quantize_activations(
+      targets, std::span(kernels.data(), n), isa >= Isa::kAvx512, x, x_stride, n_tokens, pool, scratch);
 
   for (size_t i = 0; i < n; ++i) {
     const MatmulTarget& t = targets[i];
     // The activations come from the shared form; the tile kernels are the weight's own (a
     // Q8_0 matrix reads the Q8_0 activations a Q4_0 one made, with its own kernels).
-    const ActivationForm& form = forms[form_of[i]];
+    const detail::ActivationForm& form = forms.of(i);
     Part& part = parts[i];
-    part.kernels = kernels_at(isa, t.w->type);
+    part.kernels = kernels[i];
     part.packed = form.packed != nullptr ? detail::packed_kernels(t.w->type) : nullptr;
     if (part.packed != nullptr) {
       part.packed_job = PackedJob{part.packed, t.w->packed, scratch.packed_x.data() + form.xp_offset,
