@@ -15,7 +15,7 @@ from conftest import LumenServer, model_path
 
 PROMPTS = ["The capital of France is", "1, 2, 3, 4,", "def fibonacci(n):", "Once upon a time there was",
            "Water boils at", "The quick brown fox"]
-MAX_TOKENS = 12
+MAX_TOKENS = 48  # long enough that the concurrent requests are still running when the metrics are polled
 
 
 def synthesize(preset: str, directory: str) -> Path:
