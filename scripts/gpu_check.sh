@@ -6,13 +6,13 @@
 #
 #   1. here:   scripts/gpu_check.sh prepare
 #        builds build/cuda (Release, sm_80 + sm_90), stages binaries, the few shared libraries a
-#        CUDA image may lack, the Llama-3 vocabulary (for `lumen synth`) in .gpu/ (< 40 MiB), and
-#        the default model split across .gpu/ and .gpu-model/ (a call carries at most 64 MiB);
-#        both folders go into .git/info/exclude.
+#        CUDA image may lack, the Llama-3 vocabulary (for `lumen synth`) in .gpu/ (< 50 MiB), and
+#        the default model in two halves, .gpu-model/ and .gpu-model2/ (a call carries at most
+#        64 MiB, the repository's tracked files included); the folders go into .git/info/exclude.
 #   2. device: run(command="mkdir -p /tmp/lumen-gpu && cp .gpu-model/* /tmp/lumen-gpu/",
 #                  carry=[".gpu-model"])            # first half of the model; keep it warm:
-#   3. device: run(command="scripts/gpu_check.sh tests", carry=[".gpu"])   # within 30 s
-#   4. device: run(command="scripts/gpu_check.sh bench", carry=[".gpu"], timeout_s=600)
+#   3. device: run(command="cp .gpu-model2/* /tmp/lumen-gpu/", carry=[".gpu-model2"])  # within 30 s
+#   4. device: run(command="scripts/gpu_check.sh all", carry=[".gpu"], timeout_s=600)
 #
 # Modes on the GPU machine:
 #   tests  the gpu-labelled tests (every op, CUDA vs CPU), the conformance table's CUDA rows, then
@@ -44,15 +44,19 @@ prepare() {
     -DCMAKE_CUDA_COMPILER="$nvcc" "${launcher[@]}" >/dev/null || exit 1
   cmake --build build/cuda -j"${LUMEN_JOBS:-2}" --target unit_backend_cuda unit_backend_conformance \
     cuda_model_tests lumen_cuda_decode_bench lumen || exit 1
-  rm -rf "$STAGE" .gpu-model
-  mkdir -p "$STAGE/bin" "$STAGE/lib" .gpu-model
+  rm -rf "$STAGE" .gpu-model .gpu-model2
+  mkdir -p "$STAGE/bin" "$STAGE/lib" .gpu-model .gpu-model2
   local bins=(build/cuda/tests/unit/backend_cuda/unit_backend_cuda build/cuda/tests/unit/backend_cuda/cuda_model_tests
               build/cuda/tests/unit/backend_conformance/unit_backend_conformance
               build/cuda/tests/unit/backend_cuda/lumen_cuda_decode_bench build/cuda/src/cli/lumen)
   for b in "${bins[@]}"; do cp "$b" "$STAGE/bin/" && strip "$STAGE/bin/$(basename "$b")"; done
-  # Libraries a CUDA image may not have (glibc, libstdc++, OpenSSL and CUDA's own are left to it).
+  # Libraries a CUDA image may not have (glibc, libstdc++, OpenSSL and CUDA's own are left to it):
+  # those of the -dev packages of scripts/setup.sh and what they pull in (ZeroMQ: sodium, pgm,
+  # norm, Kerberos; cairo, for bench profile's plot: pixman, fontconfig, freetype, X11's). All
+  # resolved libraries would be ~30 MiB, too much beside the binaries in one 64 MiB call.
   ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u |
-    grep -E 'libfmt|httplib|pcre2|brotli|xxhash' | xargs -r -I{} cp -L {} "$STAGE/lib/"
+    grep -E 'libfmt|httplib|pcre2|brotli|xxhash|libzip|libzmq|libsodium|libpgm|libnorm|libbsd|libmd\.|libcairo|pixman|fontconfig|freetype|png16|xcb|libX|expat|bz2|gssapi|krb5|k5crypto|com_err|keyutils|libedit|utf8proc' |
+    xargs -r -I{} cp -L {} "$STAGE/lib/"
   local vocab
   for vocab in ../shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf; do
     [ -f "$vocab" ] && { cp "$vocab" "$STAGE/vocab.gguf"; break; }
@@ -60,18 +64,18 @@ prepare() {
   [ -f "$STAGE/vocab.gguf" ] || log "warning: no Llama-3 vocabulary found; bench will need LUMEN_VOCAB"
   local model="${LUMEN_CACHE:-$HOME/.cache/lumen/models}/$MODEL_NAME"
   if [ -f "$model" ]; then
-    split -b 60M -d "$model" .gpu-model/model.part-  # two parts: 60 MiB and the rest
-    mv .gpu-model/model.part-01 "$STAGE/model.part-01"
+    split -n 2 -d "$model" .gpu-model/model.part-  # two halves
+    mv .gpu-model/model.part-01 .gpu-model2/
     sha256sum "$model" | awk '{print $1}' > "$STAGE/model.sha256"
   else
     log "warning: no default model at $model; the greedy test will skip"
   fi
   local exclude; exclude="$(git rev-parse --git-dir)/info/exclude"
   mkdir -p "$(dirname "$exclude")"
-  for dir in /.gpu/ /.gpu-model/; do
+  for dir in /.gpu/ /.gpu-model/ /.gpu-model2/; do
     grep -qxF "$dir" "$exclude" 2>/dev/null || echo "$dir" >> "$exclude"
   done
-  du -sh "$STAGE" .gpu-model
+  du -sh "$STAGE" .gpu-model .gpu-model2
   log "staged; now run the device calls listed at the top of this script"
 }
 
@@ -138,8 +142,8 @@ run_tests() {
   [ -n "${OUT:-}" ] && cp "$WORK/backend_conformance_cuda.log" "$OUT/" 2>/dev/null
 
   local model="$WORK/$MODEL_NAME"
-  if [ ! -f "$model" ] && [ -f "$WORK/model.part-00" ] && [ -f "$STAGE/model.part-01" ]; then
-    cat "$WORK/model.part-00" "$STAGE/model.part-01" > "$model"
+  if [ ! -f "$model" ] && [ -f "$WORK/model.part-00" ] && [ -f "$WORK/model.part-01" ]; then
+    cat "$WORK/model.part-00" "$WORK/model.part-01" > "$model"
     if [ "$(sha256sum "$model" | awk '{print $1}')" != "$(cat "$STAGE/model.sha256")" ]; then
       log "the reassembled model's checksum is wrong"
       rm -f "$model"
@@ -151,7 +155,7 @@ run_tests() {
     gtest_summary greedy_cuda_vs_cpu "$WORK/cuda_model_tests.log" $((SECONDS - start))
     [ -n "${OUT:-}" ] && cp "$WORK/cuda_model_tests.log" "$OUT/" 2>/dev/null
   else
-    log "no default model (carry .gpu-model first, see the top of this script): greedy test skipped"
+    log "no default model (carry .gpu-model and .gpu-model2 first, see the top of this script): greedy test skipped"
   fi
 }
 
