@@ -128,6 +128,8 @@ BENCHMARK(BM_Pack)
     ->Args({static_cast<int64_t>(DType::Q4_0), 128256, 2048, 1})
     ->Args({static_cast<int64_t>(DType::Q4_0), 128256, 2048, 2})
     ->Args({static_cast<int64_t>(DType::Q8_0), 49152, 576, 2})
+    ->Args({static_cast<int64_t>(DType::Q4_K), 8192, 2048, 1})
+    ->Args({static_cast<int64_t>(DType::Q6_K), 8192, 2048, 1})
     ->ArgNames({"type", "rows", "cols", "threads"})
     ->UseRealTime();
 

@@ -72,6 +72,8 @@ struct PackedKernels {
 // The packed kernels for a weight type, or nullptr (type without a packed layout, or a build
 // without AVX-512). Only to be called when the CPU has AVX-512 VNNI.
 const PackedKernels* packed_kernels(tensor::DType type);
+// The K-quants' share of packed_kernels (matmul_packed_kquant_avx512.cc).
+const PackedKernels* packed_kquant_kernels(tensor::DType type);
 
 // The kernels of one level for a weight type, or nullptr when that level has none for it (the
 // dispatcher then falls back to a lower level). Every level returns the same act_type for a type,

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kquant_decode.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "tensor/block_formats.h"
@@ -17,6 +18,10 @@
 namespace lumen::backend::cpu {
 
 namespace {
+
+using detail::DecodedSuper;
+using detail::decode_q6_k;
+using detail::scale_min_pairs;
 
 constexpr size_t kAlignment = 64;
 constexpr size_t kHugePage = size_t{2} << 20;
@@ -68,6 +73,86 @@ void pack_group(const WeightMatrix& w, int64_t group, uint8_t* out) {
   }
 }
 
+// ---- K-quants: one super-block of 256 elements per block (matmul_packed.h) ----
+
+constexpr size_t kQ4KQsBytes = 128 * kPackRows;
+constexpr size_t kQ4KScaleBytes = (8 + 8 + 2 + 2) * kPackRows;  // scales, mins, d, dmin
+constexpr size_t kQ6KQsBytes = 192 * kPackRows;
+constexpr size_t kQ6KScaleBytes = (16 + 2) * kPackRows;  // scales, d
+
+// Q4_K: the codes move as they are (4-byte pieces of qs); the 6-bit scales and mins are
+// unpacked to one byte each, mins in pairs of sub-blocks (2i, 2i + 1) so a 16-bit widening
+// gives the pairs vpdpwssd multiplies.
+void pack_group_q4_k(const WeightMatrix& w, int64_t group, uint8_t* out) {
+  const int64_t supers = w.cols / tensor::kSuperBlock;
+  uint8_t* scales = out + kQ4KQsBytes * static_cast<size_t>(supers);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int r = 0; r < kPackRows; ++r) {
+    const int64_t row = group * kPackRows + r;
+    if (row >= w.rows) break;
+    const uint8_t* in = base + static_cast<size_t>(row) * w.row_bytes;
+    for (int64_t s = 0; s < supers; ++s, in += sizeof(tensor::BlockQ4_K)) {
+      tensor::BlockQ4_K block;
+      std::memcpy(&block, in, sizeof(block));
+      uint8_t* qs = out + kQ4KQsBytes * static_cast<size_t>(s) + 4 * r;
+      for (int k = 0; k < 32; ++k) std::memcpy(qs + 64 * k, block.qs + 4 * k, 4);
+      int16_t sc[16], mn[16];
+      scale_min_pairs(block.scales, sc, mn);  // per 16 elements: each sub-block's twice
+      uint8_t* sb = scales + kQ4KScaleBytes * static_cast<size_t>(s);
+      for (int j = 0; j < 8; ++j) {
+        sb[kPackRows * j + r] = static_cast<uint8_t>(sc[2 * j]);
+        sb[8 * kPackRows + 2 * kPackRows * (j / 2) + 2 * r + j % 2] = static_cast<uint8_t>(mn[2 * j]);
+      }
+      std::memcpy(sb + 16 * kPackRows + 2 * r, &block.d, 2);
+      std::memcpy(sb + 18 * kPackRows + 2 * r, &block.dmin, 2);
+    }
+  }
+}
+
+// Q6_K: per 32 elements the unsigned 6-bit codes (q + 32) split into Q4_0's nibble chunks and
+// two chunks of top bits: in chunk h, bits 2v and 2v + 1 of lane byte i are the top bits of the
+// element weight vector 4h + v meets at byte i (the kernels' vector order: even vectors hold
+// elements 4 (k / 2) + i, odd ones 16 + 4 (k / 2) + i).
+void pack_group_q6_k(const WeightMatrix& w, int64_t group, uint8_t* out) {
+  const int64_t supers = w.cols / tensor::kSuperBlock;
+  uint8_t* scales = out + kQ6KQsBytes * static_cast<size_t>(supers);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  DecodedSuper decoded;
+  for (int r = 0; r < kPackRows; ++r) {
+    const int64_t row = group * kPackRows + r;
+    if (row >= w.rows) break;
+    const uint8_t* in = base + static_cast<size_t>(row) * w.row_bytes;
+    for (int64_t s = 0; s < supers; ++s) {
+      decode_q6_k(in, s, decoded);
+      uint8_t* qs = out + kQ6KQsBytes * static_cast<size_t>(s) + 4 * r;
+      for (int b = 0; b < 8; ++b, qs += 384) {
+        const uint8_t* codes = decoded.codes + 32 * b;
+        for (int c = 0; c < 4; ++c) {
+          for (int i = 0; i < 4; ++i) {
+            qs[64 * c + i] = static_cast<uint8_t>((codes[4 * c + i] & 15) | (codes[16 + 4 * c + i] & 15) << 4);
+          }
+        }
+        for (int h = 0; h < 2; ++h) {
+          for (int i = 0; i < 4; ++i) {
+            uint8_t top = 0;
+            for (int v = 0; v < 4; ++v) {
+              const int k = 4 * h + v;
+              const int element = (k % 2 == 0 ? 0 : 16) + 4 * (k / 2) + i;
+              top = static_cast<uint8_t>(top | (codes[element] >> 4) << (2 * v));
+            }
+            qs[256 + 64 * h + i] = top;
+          }
+        }
+      }
+      uint8_t* sb = scales + kQ6KScaleBytes * static_cast<size_t>(s);
+      for (int j = 0; j < 16; ++j) sb[kPackRows * j + r] = static_cast<uint8_t>(static_cast<int8_t>(decoded.sc[j]));
+      uint16_t d;
+      std::memcpy(&d, in + sizeof(tensor::BlockQ6_K) * static_cast<size_t>(s) + offsetof(tensor::BlockQ6_K, d), 2);
+      std::memcpy(sb + 16 * kPackRows + 2 * r, &d, 2);
+    }
+  }
+}
+
 using PackGroupFn = void (*)(const WeightMatrix& w, int64_t group, uint8_t* out);
 
 PackGroupFn pack_group_for(tensor::DType type) {
@@ -77,6 +162,8 @@ PackGroupFn pack_group_for(tensor::DType type) {
     case DType::Q4_1: return pack_group<Q4_1Source>;
     case DType::Q5_0: return pack_group<Q5_0Source>;
     case DType::Q8_0: return pack_group<Q8_0Source>;
+    case DType::Q4_K: return pack_group_q4_k;
+    case DType::Q6_K: return pack_group_q6_k;
     default: fail("no packed layout for {}", tensor::dtype_name(type));
   }
 }
@@ -90,6 +177,8 @@ PackedFormat packed_format(tensor::DType type) {
     case DType::Q4_1: return {16 * kPackRows, 4 * kPackRows};
     case DType::Q5_0: return {20 * kPackRows, 2 * kPackRows};
     case DType::Q8_0: return {32 * kPackRows, 2 * kPackRows};
+    case DType::Q4_K: return {kQ4KQsBytes, kQ4KScaleBytes, tensor::kSuperBlock};
+    case DType::Q6_K: return {kQ6KQsBytes, kQ6KScaleBytes, tensor::kSuperBlock};
     default: return {};
   }
 }
@@ -104,7 +193,7 @@ PackedWeights::PackedWeights(const WeightMatrix& w, ThreadPool& pool)
     fail("pack: cannot pack a {} weight matrix {} x {}", tensor::dtype_name(w.type), w.rows, w.cols);
   }
   const PackGroupFn pack = pack_group_for(w.type);
-  const auto blocks = static_cast<size_t>(w.cols / tensor::kLegacyBlock);
+  const auto blocks = static_cast<size_t>(w.cols / fmt.block);
   group_bytes_ = (blocks * (fmt.qs_bytes + fmt.scale_bytes) + kAlignment - 1) / kAlignment * kAlignment;
   // Large matrices go on 2 MiB pages where the kernel allows it (transparent huge pages on
   // request): decode streams them once per token, and with 4 KiB pages it would take a TLB

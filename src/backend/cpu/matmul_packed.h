@@ -19,6 +19,15 @@
 // Q4_0 / Q4_1: 4 chunks (a chunk's low nibbles are elements 4c..4c+3, its high nibbles
 // 16+4c..16+4c+3); Q5_0: those 4 chunks, then a fifth holding each row's 4 bytes of qh (bit j:
 // bit 4 of element j); Q8_0: 8 chunks of codes XOR 0x80.
+//
+// The K-quants pack per super-block of 256 elements ("block" above), with their sub-block scales
+// beside d (the kernels, matmul_packed_kquant_avx512.cc, say how they are read):
+// Q4_K: 32 chunks, chunk k holding bytes [4k, 4k + 4) of each row's qs (the file's nibble order:
+// sub-block 2p in the low nibbles of chunks 8p..8p+7, sub-block 2p + 1 in their high nibbles);
+// then 8 x 16 scale bytes, 8 x 16 min bytes (pairs of sub-blocks side by side: [4][16][2]), the
+// 16 rows' f16 d and their 16 f16 dmin.
+// Q6_K: per 32 elements, 4 chunks of low nibbles (as Q4_0's) and 2 chunks of the codes' top two
+// bits; then 16 x 16 signed scale bytes and the 16 rows' f16 d.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -35,6 +44,7 @@ inline constexpr int kPackRows = 16;
 struct PackedFormat {
   size_t qs_bytes = 0;     // codes of one block of the group's 16 rows
   size_t scale_bytes = 0;  // scales (and mins) of one block of the group's 16 rows
+  int64_t block = 32;      // elements per block: 32, or a K-quant's 256-element super-block
 };
 
 // The packed format of `type`, or qs_bytes == 0 when the type has none.
@@ -70,8 +80,8 @@ bool packing_pays_off(tensor::DType type);
 // Whether the matmul of `type` at instruction-set level selected_isa() rounds exactly as the
 // unpacked SIMD kernels and ggml's x86 dot products do (eight float partial sums per row and
 // block), so that a forward pass matches llama.cpp's CPU backend to rounding. False where the
-// packed kernels run (Q4_0, Q4_1, Q5_0, Q8_0 with AVX-512 VNNI): they sum each block as one exact
-// integer (matmul_packed_avx512.cc).
+// packed kernels run (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K with AVX-512 VNNI): they sum each block
+// (a K-quant's super-block) as one exact integer (matmul_packed_avx512.cc).
 bool matmul_rounds_like_ggml_simd(tensor::DType type);
 
 }  // namespace lumen::backend::cpu

@@ -268,7 +268,7 @@ const PackedKernels* packed_kernels(tensor::DType type) {
     case DType::Q4_1: return &kQ4_1;
     case DType::Q5_0: return &kQ5_0;
     case DType::Q8_0: return &kQ8_0;
-    default: return nullptr;
+    default: return packed_kquant_kernels(type);
   }
 }
 

@@ -152,6 +152,50 @@ TEST(MatmulQuantize, PackedRowsHoldTheReferenceQuantizersValues) {
   }
 }
 
+// The K-quants' packed activation rows (matmul_packed_kquant_avx512.cc) hold the reference
+// quantizer's Q8_K row: its codes, its f32 d in each of a super-block's eight d slots, and per
+// super-block Q4_K's eight 32-element code sums as int16 pairs (then four zero words) or Q6_K's
+// sixteen -32 x 16-element sums.
+TEST(MatmulQuantize, PackedKQuantRowsHoldTheReferenceQ8KValues) {
+  if (detected_isa() < Isa::kAvx512) GTEST_SKIP() << "packed kernels need AVX-512 VNNI";
+  for (const DType weight : {DType::Q4_K, DType::Q6_K}) {
+    const detail::PackedKernels* packed = detail::packed_kernels(weight);
+    if (packed == nullptr) GTEST_SKIP() << "built without the AVX-512 packed kernels";
+    const int extra_words = weight == DType::Q4_K ? 1 : 2;
+    ASSERT_EQ(packed->extra_words, extra_words);
+    for (const int64_t n : {int64_t{256}, int64_t{1024}, int64_t{2560}}) {
+      for (uint32_t seed = 1; seed <= 3; ++seed) {
+        const std::vector<float> x = test_row(n, seed);
+        const int64_t blocks = n / 32;
+        std::vector<uint8_t> q(*tensor::row_bytes(DType::Q8_K, n));
+        quantize_activation_row(DType::Q8_K, x.data(), q.data(), n);
+        std::vector<uint8_t> want(static_cast<size_t>(n + 4 * blocks * (1 + extra_words)));
+        for (int64_t s = 0; s < n / 256; ++s) {
+          tensor::BlockQ8_K block;
+          std::memcpy(&block, q.data() + s * sizeof(block), sizeof(block));
+          std::memcpy(want.data() + 256 * s, block.qs, 256);
+          for (int i = 0; i < 8; ++i) std::memcpy(want.data() + n + 4 * (8 * s + i), &block.d, 4);
+          int32_t words[16] = {};
+          for (int j = 0; j < 16; ++j) {
+            if (weight == DType::Q6_K) {
+              words[j] = -32 * block.bsums[j];
+            } else if (j < 4) {
+              const auto pair_low = static_cast<uint16_t>(block.bsums[4 * j] + block.bsums[4 * j + 1]);
+              const auto pair_high = static_cast<uint16_t>(block.bsums[4 * j + 2] + block.bsums[4 * j + 3]);
+              words[j] = static_cast<int32_t>(pair_low | static_cast<uint32_t>(pair_high) << 16);
+            }
+          }
+          std::memcpy(want.data() + n + 4 * blocks + 4 * 8 * extra_words * s, words, 4 * 8 * extra_words);
+        }
+        std::vector<uint8_t> got(detail::packed_activation_bytes(n, extra_words), 0xcd);
+        packed->quantize_packed(x.data(), got.data(), n);
+        got.resize(want.size());
+        EXPECT_EQ(got, want) << tensor::dtype_name(weight) << " " << n << " values, seed " << seed;
+      }
+    }
+  }
+}
+
 TEST(MatmulQuantize, EveryLevelPairsTheSameActivationType) {
   for (const DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1,
                            DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,

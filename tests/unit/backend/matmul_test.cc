@@ -232,12 +232,14 @@ class PackedMatmulTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(PackedMatmulTest, MatchesReferenceOnEveryLevel) {
   const DType type = GetParam();
-  ASSERT_GT(packed_format(type).qs_bytes, 0u);
+  const PackedFormat format = packed_format(type);
+  ASSERT_GT(format.qs_bytes, 0u);
   int seed = 0;
   for (const int64_t rows : {1, 15, 16, 37, 83}) {
-    for (const int64_t cols : {32, 5 * 32, 12 * 32}) {
+    for (const int64_t blocks : {1, 5, 12}) {
+      const int64_t cols = blocks * format.block;
       for (const int64_t n_tokens : {1, 2, 7, 8, 9, 17, 64, 70}) {
-        if (rows * cols * n_tokens > 83 * 160 * 70) continue;  // keep the suite fast
+        if (rows * blocks * n_tokens > 83 * 5 * 70) continue;  // keep the suite fast
         const Problem p = make_problem(type, rows, cols, n_tokens, static_cast<uint32_t>(++seed));
         const Reference ref = reference(p);
         for (const Isa isa : available_isas()) {
@@ -255,12 +257,13 @@ TEST_P(PackedMatmulTest, MatchesReferenceOnEveryLevel) {
 }
 
 // The packed kernels compute the scalar path's exact integer block sums and scale them the same
-// way (only FMA contraction and the order of Q4_1's min term differ). Where they do not run (no
-// AVX-512 VNNI), asking for packed weights must give the unpacked kernels' results bit for bit.
+// way (only FMA contraction, the order of Q4_1's min term and the K-quants' float sums over
+// sub-blocks differ). Where they do not run (no AVX-512 VNNI), asking for packed weights must
+// give the unpacked kernels' results bit for bit.
 TEST_P(PackedMatmulTest, AgreesWithScalarAndUnpacked) {
   const DType type = GetParam();
   for (const int64_t n_tokens : {1, 2, 3, 13}) {
-    const Problem p = make_problem(type, 53, 64 * 32, n_tokens, static_cast<uint32_t>(1234 + n_tokens));
+    const Problem p = make_problem(type, 53, 2048, n_tokens, static_cast<uint32_t>(1234 + n_tokens));
     const std::vector<float> scalar = run(p, Isa::kScalar, 1);
     const std::vector<float> unpacked = run(p, detected_isa(), 2);
     const std::vector<float> packed = run(p, detected_isa(), 2, true);
@@ -278,7 +281,8 @@ TEST_P(PackedMatmulTest, AgreesWithScalarAndUnpacked) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PackedTypes, PackedMatmulTest,
-                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0),
+                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0, DType::Q4_K,
+                                           DType::Q6_K),
                          [](const ::testing::TestParamInfo<DType>& param) {
                            return std::string(tensor::dtype_name(param.param));
                          });
@@ -340,7 +344,7 @@ TEST(PackedWeights, MismatchAndUnsupportedTypesAreErrors) {
   w.packed = &packed;
   std::vector<float> y(64);
   EXPECT_THROW(matmul(w, p.x.data(), p.x_stride, 1, y.data(), 32, pool, scratch), Error);
-  const Problem k = make_problem(DType::Q4_K, 16, 256, 1, 3);
+  const Problem k = make_problem(DType::Q5_K, 16, 256, 1, 3);
   EXPECT_THROW(PackedWeights(k.matrix(), pool), Error);
 }
 
