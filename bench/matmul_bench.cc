@@ -86,7 +86,7 @@ void BM_Matmul(benchmark::State& state) {
 }
 
 void matmul_args(benchmark::internal::Benchmark* b, int64_t tokens) {
-  for (const DType type : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+  for (const DType type : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     // SmolLM2-135M ffn up (1536 x 576) and down (576 x 1536); llama-1B ffn up and down. (576
     // columns are not whole K-quant super-blocks: llama.cpp stores such SmolLM2 tensors in a
     // legacy type, and so is that shape skipped for K-quants here.)

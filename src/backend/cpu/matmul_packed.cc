@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include <sys/mman.h>
 
@@ -19,8 +20,8 @@ namespace lumen::backend::cpu {
 
 namespace {
 
-using detail::DecodedSuper;
 using detail::decode_q6_k;
+using detail::DecodedSuper;
 using detail::scale_min_pairs;
 
 constexpr size_t kAlignment = 64;
@@ -67,7 +68,7 @@ void pack_group(const WeightMatrix& w, int64_t group, uint8_t* out) {
         std::memcpy(qs + 64 * c, &four, 4);
       }
       if constexpr (S::has_high_bits) std::memcpy(qs + 64 * S::qs_words, in + offsetof(Block, qh), 4);
-      std::memcpy(sc, in, 2);  // d
+      std::memcpy(sc, in, 2);                                                // d
       if constexpr (S::has_min) std::memcpy(sc + 2 * kPackRows, in + 2, 2);  // m
     }
   }
@@ -76,26 +77,31 @@ void pack_group(const WeightMatrix& w, int64_t group, uint8_t* out) {
 // ---- K-quants: one super-block of 256 elements per block (matmul_packed.h) ----
 
 constexpr size_t kQ4KQsBytes = 128 * kPackRows;
-constexpr size_t kQ4KScaleBytes = (8 + 8 + 2 + 2) * kPackRows;  // scales, mins, d, dmin
+constexpr size_t kQ5KQsBytes = 160 * kPackRows;                 // Q4_K's, then the fifth bits
+constexpr size_t kQ4KScaleBytes = (8 + 8 + 2 + 2) * kPackRows;  // scales, mins, d, dmin (Q5_K too)
 constexpr size_t kQ6KQsBytes = 192 * kPackRows;
 constexpr size_t kQ6KScaleBytes = (16 + 2) * kPackRows;  // scales, d
 
-// Q4_K: the codes move as they are (4-byte pieces of qs); the 6-bit scales and mins are
-// unpacked to one byte each, mins in pairs of sub-blocks (2i, 2i + 1) so a 16-bit widening
-// gives the pairs vpdpwssd multiplies.
+// Q4_K (and Q5_K): the codes move as they are (4-byte pieces of qs, then of Q5_K's qh); the
+// 6-bit scales and mins are unpacked to one byte each, mins in pairs of sub-blocks (2i, 2i + 1)
+// so a 16-bit widening gives the pairs vpdpwssd multiplies.
+template <typename Block, size_t kQsBytes>
 void pack_group_q4_k(const WeightMatrix& w, int64_t group, uint8_t* out) {
   const int64_t supers = w.cols / tensor::kSuperBlock;
-  uint8_t* scales = out + kQ4KQsBytes * static_cast<size_t>(supers);
+  uint8_t* scales = out + kQsBytes * static_cast<size_t>(supers);
   const auto* base = static_cast<const uint8_t*>(w.data);
   for (int r = 0; r < kPackRows; ++r) {
     const int64_t row = group * kPackRows + r;
     if (row >= w.rows) break;
     const uint8_t* in = base + static_cast<size_t>(row) * w.row_bytes;
-    for (int64_t s = 0; s < supers; ++s, in += sizeof(tensor::BlockQ4_K)) {
-      tensor::BlockQ4_K block;
+    for (int64_t s = 0; s < supers; ++s, in += sizeof(Block)) {
+      Block block;
       std::memcpy(&block, in, sizeof(block));
-      uint8_t* qs = out + kQ4KQsBytes * static_cast<size_t>(s) + 4 * r;
+      uint8_t* qs = out + kQsBytes * static_cast<size_t>(s) + 4 * r;
       for (int k = 0; k < 32; ++k) std::memcpy(qs + 64 * k, block.qs + 4 * k, 4);
+      if constexpr (std::is_same_v<Block, tensor::BlockQ5_K>) {
+        for (int k = 0; k < 8; ++k) std::memcpy(qs + kQ4KQsBytes + 64 * k, block.qh + 4 * k, 4);
+      }
       int16_t sc[16], mn[16];
       scale_min_pairs(block.scales, sc, mn);  // per 16 elements: each sub-block's twice
       uint8_t* sb = scales + kQ4KScaleBytes * static_cast<size_t>(s);
@@ -162,7 +168,8 @@ PackGroupFn pack_group_for(tensor::DType type) {
     case DType::Q4_1: return pack_group<Q4_1Source>;
     case DType::Q5_0: return pack_group<Q5_0Source>;
     case DType::Q8_0: return pack_group<Q8_0Source>;
-    case DType::Q4_K: return pack_group_q4_k;
+    case DType::Q4_K: return pack_group_q4_k<tensor::BlockQ4_K, kQ4KQsBytes>;
+    case DType::Q5_K: return pack_group_q4_k<tensor::BlockQ5_K, kQ5KQsBytes>;
     case DType::Q6_K: return pack_group_q6_k;
     default: fail("no packed layout for {}", tensor::dtype_name(type));
   }
@@ -178,6 +185,7 @@ PackedFormat packed_format(tensor::DType type) {
     case DType::Q5_0: return {20 * kPackRows, 2 * kPackRows};
     case DType::Q8_0: return {32 * kPackRows, 2 * kPackRows};
     case DType::Q4_K: return {kQ4KQsBytes, kQ4KScaleBytes, tensor::kSuperBlock};
+    case DType::Q5_K: return {kQ5KQsBytes, kQ4KScaleBytes, tensor::kSuperBlock};
     case DType::Q6_K: return {kQ6KQsBytes, kQ6KScaleBytes, tensor::kSuperBlock};
     default: return {};
   }
@@ -228,8 +236,6 @@ bool packing_pays_off(tensor::DType type) {
   return selected_isa() >= Isa::kAvx512 && detail::packed_kernels(type) != nullptr;
 }
 
-bool matmul_rounds_like_ggml_simd(tensor::DType type) {
-  return !packing_pays_off(type);
-}
+bool matmul_rounds_like_ggml_simd(tensor::DType type) { return !packing_pays_off(type); }
 
 }  // namespace lumen::backend::cpu

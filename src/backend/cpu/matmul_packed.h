@@ -25,7 +25,9 @@
 // Q4_K: 32 chunks, chunk k holding bytes [4k, 4k + 4) of each row's qs (the file's nibble order:
 // sub-block 2p in the low nibbles of chunks 8p..8p+7, sub-block 2p + 1 in their high nibbles);
 // then 8 x 16 scale bytes, 8 x 16 min bytes (pairs of sub-blocks side by side: [4][16][2]), the
-// 16 rows' f16 d and their 16 f16 dmin.
+// 16 rows' f16 d and their 16 f16 dmin. Q5_K: Q4_K's 32 chunks, then 8 chunks of qh (chunk k:
+// bytes [4k, 4k + 4) of each row's qh, bit j of a byte the fifth bit of sub-block j), then Q4_K's
+// scale bytes.
 // Q6_K: per 32 elements, 4 chunks of low nibbles (as Q4_0's) and 2 chunks of the codes' top two
 // bits; then 16 x 16 signed scale bytes and the 16 rows' f16 d.
 #include <cstddef>
@@ -80,7 +82,7 @@ bool packing_pays_off(tensor::DType type);
 // Whether the matmul of `type` at instruction-set level selected_isa() rounds exactly as the
 // unpacked SIMD kernels and ggml's x86 dot products do (eight float partial sums per row and
 // block), so that a forward pass matches llama.cpp's CPU backend to rounding. False where the
-// packed kernels run (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K with AVX-512 VNNI): they sum each block
+// packed kernels run (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K with AVX-512 VNNI): they sum each block
 // (a K-quant's super-block) as one exact integer (matmul_packed_avx512.cc).
 bool matmul_rounds_like_ggml_simd(tensor::DType type);
 

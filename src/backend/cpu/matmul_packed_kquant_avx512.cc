@@ -1,4 +1,4 @@
-// The 512-bit kernels for packed Q4_K and Q6_K weights (layouts in matmul_packed.h), compiled
+// The 512-bit kernels for packed Q4_K, Q5_K and Q6_K weights (layouts in matmul_packed.h), compiled
 // with AVX-512 F/BW/VL/VNNI like matmul_packed_avx512.cc and reached only through
 // packed_kernels().
 //
@@ -16,12 +16,13 @@
 // d x (the token's d) and dmin x d. These are the exact integer super-block sums of ggml's
 // generic C dot product, not the lane order of its x86 ones, so, as for the other packed types,
 // results are held to the model's function rather than to llama.cpp's bits
-// (matmul_rounds_like_ggml_simd). Bounds: |Q4_K sum| <= 8 x 63 x 32 x 15 x 127 < 2^25 and
+// (matmul_rounds_like_ggml_simd). Bounds: |Q4_K sum| <= 8 x 63 x 32 x 15 x 127 < 2^25 (Q5_K's
+// with 31: < 2^26) and
 // |Q6_K sum| <= 16 x 128 x 16 x 32 x 127 < 2^27: no int32 overflow.
 //
 // Packed activation rows (matmul_kernels.h) for these types: the Q8_K row's codes; its f32 d in
 // each of the super-block's eight d slots (the kernels read the first); extra words per 32
-// elements: Q4_K one (words 0..3 of a super-block are its eight 32-element code sums as int16
+// elements: Q4_K and Q5_K one (words 0..3 of a super-block are its eight 32-element code sums as int16
 // pairs, words 4..7 zero), Q6_K two (word j is -32 x the sum of 16-element group j's codes).
 #include "backend/cpu/matmul_kernels.h"
 
@@ -123,11 +124,24 @@ struct Q4KPacked {
   }
 };
 
+// Q5_K: Q4_K with a fifth bit per code in 8 more chunks of codes; scales, mins and activations
+// as Q4_K's.
+struct Q5KPacked : Q4KPacked {
+  static constexpr size_t kQsBytes = 160 * kPackRows;
+};
+
+// Q5_K's fifth bits: bit j of byte i of qh chunk c is that of element 4c + i of sub-block j,
+// moved to bit 4 by a 16-bit shift (bits carried across bytes fall outside the 0x10 mask).
+inline __m512i fifth_bits(__m512i qh, int sub) {
+  const __m512i moved = sub <= 4 ? _mm512_slli_epi16(qh, 4 - sub) : _mm512_srli_epi16(qh, sub - 4);
+  return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
+}
+
 // Chunk 8p + c holds bytes 4c.. of the rows' qs[32p..]: low nibbles are elements 64p + 4c..
 // (sub-block 2p), high nibbles 64p + 32 + 4c.. (sub-block 2p + 1).
-template <int NT>
+template <typename F, int NT>
 void q4_k_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x_stride, float* out) {
-  using F = Q4KPacked;
+  constexpr bool kFifthBits = F::kQsBytes != Q4KPacked::kQsBytes;
   constexpr bool kTwoChains = NT <= 2;
   constexpr int kLane[8] = {0, 1, 2, 3, 4, 5, 6, 7};
   const int64_t supers = cols / kSuperBlock;
@@ -148,6 +162,7 @@ void q4_k_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x_s
       for (int c = 0; c < 8; ++c) {
         const __m512i packed = load_512(chunks + 64 * c);
         w[c] = _mm512_and_si512(sub % 2 == 0 ? packed : _mm512_srli_epi16(packed, 4), low);
+        if constexpr (kFifthBits) w[c] = _mm512_or_si512(w[c], fifth_bits(load_512(qs + 2048 + 64 * c), sub));
       }
       const __m512i scale = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 16 * sub)));
       const uint8_t* xq = x.codes + kSuperBlock * s + 32 * sub;
@@ -287,16 +302,23 @@ static_assert(kMaxPackedTokens == 8);
 }  // namespace
 
 const PackedKernels* packed_kquant_kernels(tensor::DType type) {
-  static constexpr PackedKernels kQ4K{&quantize_packed<Q4KPacked>,
-                                      Q4KPacked::kExtraWords,
-                                      {&q4_k_tile<1>, &q4_k_tile<2>, &q4_k_tile<3>, &q4_k_tile<4>, &q4_k_tile<5>,
-                                       &q4_k_tile<6>, &q4_k_tile<7>, &q4_k_tile<8>}};
+  static constexpr PackedKernels kQ4K{
+      &quantize_packed<Q4KPacked>,
+      Q4KPacked::kExtraWords,
+      {&q4_k_tile<Q4KPacked, 1>, &q4_k_tile<Q4KPacked, 2>, &q4_k_tile<Q4KPacked, 3>, &q4_k_tile<Q4KPacked, 4>,
+       &q4_k_tile<Q4KPacked, 5>, &q4_k_tile<Q4KPacked, 6>, &q4_k_tile<Q4KPacked, 7>, &q4_k_tile<Q4KPacked, 8>}};
+  static constexpr PackedKernels kQ5K{
+      &quantize_packed<Q4KPacked>,  // the same rows: shared
+      Q5KPacked::kExtraWords,
+      {&q4_k_tile<Q5KPacked, 1>, &q4_k_tile<Q5KPacked, 2>, &q4_k_tile<Q5KPacked, 3>, &q4_k_tile<Q5KPacked, 4>,
+       &q4_k_tile<Q5KPacked, 5>, &q4_k_tile<Q5KPacked, 6>, &q4_k_tile<Q5KPacked, 7>, &q4_k_tile<Q5KPacked, 8>}};
   static constexpr PackedKernels kQ6K{&quantize_packed<Q6KPacked>,
                                       Q6KPacked::kExtraWords,
                                       {&q6_k_tile<1>, &q6_k_tile<2>, &q6_k_tile<3>, &q6_k_tile<4>, &q6_k_tile<5>,
                                        &q6_k_tile<6>, &q6_k_tile<7>, &q6_k_tile<8>}};
   switch (type) {
     case DType::Q4_K: return &kQ4K;
+    case DType::Q5_K: return &kQ5K;
     case DType::Q6_K: return &kQ6K;
     default: return nullptr;
   }

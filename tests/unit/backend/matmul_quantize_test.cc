@@ -154,14 +154,14 @@ TEST(MatmulQuantize, PackedRowsHoldTheReferenceQuantizersValues) {
 
 // The K-quants' packed activation rows (matmul_packed_kquant_avx512.cc) hold the reference
 // quantizer's Q8_K row: its codes, its f32 d in each of a super-block's eight d slots, and per
-// super-block Q4_K's eight 32-element code sums as int16 pairs (then four zero words) or Q6_K's
+// super-block Q4_K's and Q5_K's eight 32-element code sums as int16 pairs (then four zero words) or Q6_K's
 // sixteen -32 x 16-element sums.
 TEST(MatmulQuantize, PackedKQuantRowsHoldTheReferenceQ8KValues) {
   if (detected_isa() < Isa::kAvx512) GTEST_SKIP() << "packed kernels need AVX-512 VNNI";
-  for (const DType weight : {DType::Q4_K, DType::Q6_K}) {
+  for (const DType weight : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     const detail::PackedKernels* packed = detail::packed_kernels(weight);
     if (packed == nullptr) GTEST_SKIP() << "built without the AVX-512 packed kernels";
-    const int extra_words = weight == DType::Q4_K ? 1 : 2;
+    const int extra_words = weight == DType::Q6_K ? 2 : 1;
     ASSERT_EQ(packed->extra_words, extra_words);
     for (const int64_t n : {int64_t{256}, int64_t{1024}, int64_t{2560}}) {
       for (uint32_t seed = 1; seed <= 3; ++seed) {
