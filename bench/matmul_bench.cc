@@ -5,7 +5,7 @@
 // at SmolLM2-135M and llama-1B shapes, 1 and 2 threads, on the selected ISA (LUMEN_ISA lowers it).
 //
 //   build/release/bench/matmul_bench --benchmark_filter=Decode
-//   build/release/bench/matmul_bench --benchmark_filter='Decode/type:2/rows:8192/.*' 
+//   build/release/bench/matmul_bench --benchmark_filter='Decode/type:2/rows:8192/.*'
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -77,25 +77,25 @@ void BM_Matmul(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   const double calls = static_cast<double>(state.iterations());
-  state.counters["weight_GBps"] = benchmark::Counter(
-      calls * static_cast<double>(w.bytes.size()) / 1e9, benchmark::Counter::kIsRate);
-  state.counters["GFLOPs"] = benchmark::Counter(
-      calls * 2.0 * static_cast<double>(rows * cols * tokens) / 1e9, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(lumen::tensor::dtype_name(type)) + " " +
-                 std::string(cpu::isa_name(cpu::selected_isa())) + (pack ? " packed" : ""));
+  state.counters["weight_GBps"] =
+      benchmark::Counter(calls * static_cast<double>(w.bytes.size()) / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(calls * 2.0 * static_cast<double>(rows * cols * tokens) / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(lumen::tensor::dtype_name(type)) + " " + std::string(cpu::isa_name(cpu::selected_isa())) +
+                 (pack ? " packed" : ""));
 }
 
 void matmul_args(benchmark::internal::Benchmark* b, int64_t tokens) {
-  for (const DType type : {DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  for (const DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     // SmolLM2-135M ffn up (1536 x 576) and down (576 x 1536); llama-1B ffn up and down. (576
     // columns are not whole K-quant super-blocks: llama.cpp stores such SmolLM2 tensors in a
     // legacy type, and so is that shape skipped for K-quants here.)
     // The llama-1B output projection (128256 x 2048, 147 MB in Q4_0) is the one decode shape
-    // that does not fit in L3: it measures the memory stream.
-    for (const auto& shape : {std::pair<int64_t, int64_t>{1536, 576}, {576, 1536}, {8192, 2048},
-                              {2048, 8192}, {128256, 2048}}) {
+    // that does not fit in L3: it measures the memory stream (of Q4_0 and Q4_K).
+    for (const auto& shape :
+         {std::pair<int64_t, int64_t>{1536, 576}, {576, 1536}, {8192, 2048}, {2048, 8192}, {128256, 2048}}) {
       if (shape.second % lumen::tensor::dtype_info(type).block_elements != 0) continue;
-      if (shape.first > 8192 && (tokens > 1 || type != DType::Q4_0)) continue;
+      if (shape.first > 8192 && (tokens > 1 || (type != DType::Q4_0 && type != DType::Q4_K))) continue;
       for (const int64_t threads : {1, 2}) {
         for (const int64_t pack : {0, 1}) {
           if (pack && cpu::packed_format(type).qs_bytes == 0) continue;
@@ -121,8 +121,7 @@ void BM_Pack(benchmark::State& state) {
     benchmark::DoNotOptimize(packed.group(0));
   }
   state.counters["weight_GBps"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * static_cast<double>(w.bytes.size()) / 1e9,
-      benchmark::Counter::kIsRate);
+      static_cast<double>(state.iterations()) * static_cast<double>(w.bytes.size()) / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Pack)
     ->Args({static_cast<int64_t>(DType::Q4_0), 128256, 2048, 1})
@@ -155,9 +154,9 @@ void BM_MemoryRead(benchmark::State& state) {
     });
     benchmark::DoNotOptimize(partial.data());
   }
-  state.counters["GBps"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * static_cast<double>(n * sizeof(uint64_t)) / 1e9,
-      benchmark::Counter::kIsRate);
+  state.counters["GBps"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * static_cast<double>(n * sizeof(uint64_t)) / 1e9,
+                         benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_MemoryRead)->Arg(1)->Arg(2)->UseRealTime();
 

@@ -64,8 +64,11 @@ inline __m512i load_512(const uint8_t* p) { return _mm512_loadu_si512(p); }
 inline __m512i bcast(const uint8_t* p) { return _mm512_set1_epi32(load_i32(p)); }
 
 // As matmul_packed_avx512.cc: decode streams each weight once, and the prefetcher alone leaves
-// one thread's stream far below the read bandwidth.
-constexpr size_t kPrefetchAhead = 8192;
+// one thread's stream far below the read bandwidth. These kernels spend more instructions per
+// byte than Q4_0's, and need a longer distance: matmul_bench's decode of a 128256 x 2048 Q4_K
+// matrix (from memory), 1 thread: 12-14 GB/s at 8 KiB ahead, 14-16 at 16 KiB, 17.4-17.7 at 32
+// KiB, no better at 64 KiB; 2 threads 23.6 -> 25.2-26.1 GB/s.
+constexpr size_t kPrefetchAhead = 32768;
 
 // One super-block of codes and its scales, both prefetched about kPrefetchAhead ahead.
 template <typename F>

@@ -181,9 +181,9 @@ TEST(MatmulGlu, KQuantsMatchMatmulsThenActivation) {
 }
 
 TEST(MatmulGlu, WideRowsSplitIntoChunksOfOneGroup) {
-  // 4096 columns of Q8_0 in both matrices: the weight-bytes cap per decode task allows fewer
-  // than 16 rows, so every chunk is one 16-row group.
-  expect_glu_matches_unfused({{DType::Q8_0, 100, 4096, true}, {DType::Q8_0, 100, 4096, false}});
+  // 90 rows: with 3 threads, 2 decode tasks per thread come to 15 rows, so every chunk is one
+  // 16-row group (with 1 thread, chunks of three).
+  expect_glu_matches_unfused({{DType::Q8_0, 90, 4096, true}, {DType::Q8_0, 90, 4096, false}});
 }
 
 TEST(MatmulGlu, MismatchedShapesAreErrors) {
