@@ -16,14 +16,15 @@
 // d x (the token's d) and dmin x d. These are the exact integer super-block sums of ggml's
 // generic C dot product, not the lane order of its x86 ones, so, as for the other packed types,
 // results are held to the model's function rather than to llama.cpp's bits
-// (matmul_rounds_like_ggml_simd). Bounds: |Q4_K sum| <= 8 x 63 x 32 x 15 x 127 < 2^25 (Q5_K's
-// with 31: < 2^26) and
-// |Q6_K sum| <= 16 x 128 x 16 x 32 x 127 < 2^27: no int32 overflow.
+// (matmul_rounds_like_ggml_simd). Bounds: |Q4_K sum| <= 8 x 63 x 32 x 15 x 127 < 2^25 (Q5_K,
+// with codes up to 31: < 2^26), |Q6_K sum| <= 16 x 128 x 16 x 32 x 127 < 2^27: no int32
+// overflow.
 //
 // Packed activation rows (matmul_kernels.h) for these types: the Q8_K row's codes; its f32 d in
 // each of the super-block's eight d slots (the kernels read the first); extra words per 32
-// elements: Q4_K and Q5_K one (words 0..3 of a super-block are its eight 32-element code sums as int16
-// pairs, words 4..7 zero), Q6_K two (word j is -32 x the sum of 16-element group j's codes).
+// elements: Q4_K and Q5_K one (words 0..3 of a super-block are its eight 32-element code sums
+// as int16 pairs, words 4..7 zero), Q6_K two (word j is -32 x the sum of 16-element group j's
+// codes).
 #include "backend/cpu/matmul_kernels.h"
 
 #include <cstring>
@@ -64,10 +65,10 @@ inline __m512i load_512(const uint8_t* p) { return _mm512_loadu_si512(p); }
 inline __m512i bcast(const uint8_t* p) { return _mm512_set1_epi32(load_i32(p)); }
 
 // As matmul_packed_avx512.cc: decode streams each weight once, and the prefetcher alone leaves
-// one thread's stream far below the read bandwidth. These kernels spend more instructions per
-// byte than Q4_0's, and need a longer distance: matmul_bench's decode of a 128256 x 2048 Q4_K
-// matrix (from memory), 1 thread: 12-14 GB/s at 8 KiB ahead, 14-16 at 16 KiB, 17.4-17.7 at 32
-// KiB, no better at 64 KiB; 2 threads 23.6 -> 25.2-26.1 GB/s.
+// one thread's stream far below the read bandwidth. These kernels need a longer distance than
+// Q4_0's 8 KiB (measured, matmul_bench's decode of a 128256 x 2048 Q4_K matrix from memory, 1
+// thread: 12-14 GB/s at 8 KiB ahead, 14-16 at 16 KiB, 17.4-17.7 at 32 KiB, no better at 64 KiB;
+// 2 threads 23.6 -> 25.2-26.1 GB/s).
 constexpr size_t kPrefetchAhead = 32768;
 
 // One super-block of codes and its scales, both prefetched about kPrefetchAhead ahead.
@@ -165,7 +166,9 @@ void q4_k_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x_s
       for (int c = 0; c < 8; ++c) {
         const __m512i packed = load_512(chunks + 64 * c);
         w[c] = _mm512_and_si512(sub % 2 == 0 ? packed : _mm512_srli_epi16(packed, 4), low);
-        if constexpr (kFifthBits) w[c] = _mm512_or_si512(w[c], fifth_bits(load_512(qs + 2048 + 64 * c), sub));
+        if constexpr (kFifthBits) {
+          w[c] = _mm512_or_si512(w[c], fifth_bits(load_512(qs + Q4KPacked::kQsBytes + 64 * c), sub));
+        }
       }
       const __m512i scale = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 16 * sub)));
       const uint8_t* xq = x.codes + kSuperBlock * s + 32 * sub;
