@@ -29,6 +29,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/matmul_packed.h"
+#include "backend/cpu/packed_avx512_rows.h"
 #include "backend/cpu/x86_simd.h"
 #include "tensor/block_formats.h"
 #include "tensor/fp16.h"
@@ -41,20 +42,6 @@ namespace lumen::backend::cpu::detail {
 namespace {
 
 using tensor::DType;
-
-inline int32_t load_i32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline float load_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline __m512i load_512(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
 // A format: how the 8 weight vectors of a block come out of its packed codes, and which 4 bytes
 // of the activation block each one meets. Vector k holds elements 4 kLane[k] .. 4 kLane[k] + 3.
@@ -137,17 +124,6 @@ struct Q8_0Packed : ByteCodes {
 // (147 MB, one thread): prefetching into L2 8 KiB ahead gives 19 GB/s against 12 GB/s 2 KiB
 // ahead into L1 (which has too few miss buffers for that distance); 16 KiB is no better.
 constexpr size_t kPrefetchAhead = 8192;
-
-// Where a packed activation row keeps the per-block scale and extras.
-struct ActivationRow {
-  const uint8_t* codes;
-  const uint8_t* d;
-  const uint8_t* extra;
-};
-
-inline ActivationRow activation_row(const uint8_t* row, int64_t cols) {
-  return {row, row + cols, row + cols + 4 * (cols / tensor::kLegacyBlock)};
-}
 
 template <typename F>
 inline void prefetch_ahead(const uint8_t* qs, const uint8_t* sc, int64_t b) {

@@ -36,6 +36,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/matmul_packed.h"
+#include "backend/cpu/packed_avx512_rows.h"
 #include "backend/cpu/x86_simd.h"
 #include "tensor/block_formats.h"
 #define LUMEN_HAVE_PACKED_KQUANT_AVX512 1
@@ -48,21 +49,6 @@ namespace {
 
 using tensor::DType;
 using tensor::kSuperBlock;
-
-inline int32_t load_i32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline float load_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline __m512i load_512(const uint8_t* p) { return _mm512_loadu_si512(p); }
-inline __m512i bcast(const uint8_t* p) { return _mm512_set1_epi32(load_i32(p)); }
 
 // As matmul_packed_avx512.cc: decode streams each weight once, and the prefetcher alone leaves
 // one thread's stream far below the read bandwidth. These kernels need a longer distance than
@@ -81,17 +67,6 @@ inline void prefetch_ahead(const uint8_t* qs, const uint8_t* sc) {
   for (size_t line = 0; line < F::kScaleBytes; line += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(sc + line + kSupersAhead * F::kScaleBytes), _MM_HINT_T1);
   }
-}
-
-// Where a packed activation row (cols values) keeps super-block s's pieces.
-struct ActivationRow {
-  const uint8_t* codes;
-  const uint8_t* d;      // f32 per 32 elements
-  const uint8_t* extra;  // extra_words words per 32 elements
-};
-
-inline ActivationRow activation_row(const uint8_t* row, int64_t cols) {
-  return {row, row + cols, row + cols + 4 * (cols / tensor::kLegacyBlock)};
 }
 
 // The dot products of 8 weight vectors w (elements 4 lane[k]... of a 32-element piece) with a

@@ -1,0 +1,52 @@
+#pragma once
+// The small readers both packed-weight kernel files share (matmul_packed_avx512.cc for the
+// legacy types, matmul_packed_kquant_avx512.cc for the K-quants): unaligned scalar and vector
+// loads, and where a packed activation row (matmul_kernels.h) keeps its pieces.
+//
+// Include only from those files, compiled with AVX-512 F/BW and VNNI: everything here has
+// internal linkage, so no copy built for another instruction set can be merged with these.
+#if !defined(__AVX512F__) || !defined(__AVX512BW__)
+#error "packed_avx512_rows.h needs AVX-512 F and BW"
+#endif
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "tensor/block_formats.h"
+
+namespace lumen::backend::cpu::detail {
+namespace {
+
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline __m512i load_512(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+// Four bytes broadcast to all 16 lanes (the activation operand of vpdpbusd / vpdpwssd).
+inline __m512i bcast(const uint8_t* p) { return _mm512_set1_epi32(load_i32(p)); }
+
+// Where a packed activation row of `cols` values keeps its int8 codes, its f32 scale per 32
+// elements, and its extra words per 32 elements.
+struct ActivationRow {
+  const uint8_t* codes;
+  const uint8_t* d;
+  const uint8_t* extra;
+};
+
+inline ActivationRow activation_row(const uint8_t* row, int64_t cols) {
+  return {row, row + cols, row + cols + 4 * (cols / tensor::kLegacyBlock)};
+}
+
+}  // namespace
+}  // namespace lumen::backend::cpu::detail
