@@ -30,6 +30,7 @@ struct ProfileOptions {
   std::vector<unsigned> threads = {std::max(1u, std::thread::hardware_concurrency())};
   std::vector<int64_t> prefill = {512};
   std::vector<int64_t> decode_batch = {1};
+  std::vector<int64_t> verify_rows;
   int64_t context = 128;
   int repetitions = 5;
   bool json = false;
@@ -60,7 +61,10 @@ void run_profile(const ProfileOptions& options) {
   for (int64_t b : options.decode_batch) {
     if (b > 0) shapes.push_back({true, b, 1, options.context});
   }
-  if (shapes.empty()) fail("nothing to profile: give --prefill or --decode-batch sizes above 0");
+  for (int64_t n : options.verify_rows) {
+    if (n > 0) shapes.push_back({true, 1, n, options.context, true});
+  }
+  if (shapes.empty()) fail("nothing to profile: give --prefill, --decode-batch or --verify-rows sizes above 0");
 
   nlohmann::json doc = {{"model", path}, {"runs", nlohmann::json::array()}};
   nlohmann::json trace_events = nlohmann::json::array();
@@ -74,16 +78,18 @@ void run_profile(const ProfileOptions& options) {
     const profile::MachineCeilings ceilings = profile::measure_ceilings(run.pool());
     const profile::ModelSummary summary{path, describe(run.model(), path), run.weight_bytes()};
     doc["model_description"] = summary.description;
-    nlohmann::json run_json = {{"threads", threads}, {"ceilings", profile::ceilings_json(ceilings)},
-                               {"steps", nlohmann::json::array()}};
-    if (!options.json) fmt::print("# {}, {} threads\n{}", summary.description, threads, profile::ceilings_text(run_json["ceilings"]));
+    nlohmann::json run_json = {
+        {"threads", threads}, {"ceilings", profile::ceilings_json(ceilings)}, {"steps", nlohmann::json::array()}};
+    if (!options.json)
+      fmt::print("# {}, {} threads\n{}", summary.description, threads, profile::ceilings_text(run_json["ceilings"]));
     for (const profile::StepShape& shape : shapes) {
       auto result = std::make_unique<profile::ShapeProfile>(run.profile(shape, options.repetitions));
       nlohmann::json step = profile::shape_json(*result, ceilings, summary);
       if (!options.json) fmt::print("{}", profile::shape_text(step));
       run_json["steps"].push_back(std::move(step));
       const std::string title = fmt::format("{}, {} threads", shape.label(), threads);
-      for (auto& e : profile::chrome_trace_events(result->last, [&](uint32_t id) { return run.op_name(id); }, title, pid++)) {
+      for (auto& e : profile::chrome_trace_events(
+               result->last, [&](uint32_t id) { return run.op_name(id); }, title, pid++)) {
         trace_events.push_back(std::move(e));
       }
       if (threads == options.threads.back()) {
@@ -109,14 +115,19 @@ void add_bench_profile_command(CLI::App* bench) {
   CLI::App* cmd = bench->add_subcommand(
       "profile", "Per-op time, bytes, FLOPs and roofline of prefill and decode steps; thread timelines (CPU)");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
-  cmd->add_option("-t,--threads", options->threads, "Thread counts (default: all cores)")->delimiter(',')
+  cmd->add_option("-t,--threads", options->threads, "Thread counts (default: all cores)")
+      ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--prefill", options->prefill, "Prompt lengths of the prefill steps (0: none)")->delimiter(',')
+  cmd->add_option("--prefill", options->prefill, "Prompt lengths of the prefill steps (0: none)")
+      ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--decode-batch", options->decode_batch, "Batch sizes of the decode steps (0: none)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--context", options->context, "Cached tokens per sequence before a decode step")
+  cmd->add_option("--verify-rows", options->verify_rows,
+                  "Rows of one-sequence verification steps (speculative decoding's: logits at every row)")
+      ->delimiter(',');
+  cmd->add_option("--context", options->context, "Cached tokens per sequence before a decode or verification step")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--repetitions", options->repetitions, "Recorded steps per shape (and as many unrecorded)")

@@ -41,7 +41,7 @@ nlohmann::json shape_json(const ShapeProfile& profile, const MachineCeilings& ce
   const StepShape& s = profile.shape;
   nlohmann::json out;
   out["step"] = s.label();
-  out["kind"] = s.decode ? "decode" : "prefill";
+  out["kind"] = s.verify ? "verify" : s.decode ? "decode" : "prefill";
   out["batch"] = s.batch;
   out["new_tokens_per_sequence"] = s.tokens;
   out["context"] = s.context;

@@ -23,6 +23,7 @@ int64_t blocks_for(int64_t positions) { return (positions + kBlockSize - 1) / kB
 }  // namespace
 
 std::string StepShape::label() const {
+  if (verify) return fmt::format("verify {} rows at context {}", tokens, context);
   if (decode) return fmt::format("decode batch {} at context {}", batch, context);
   return batch == 1 ? fmt::format("prefill {}", tokens) : fmt::format("prefill {} x {}", batch, tokens);
 }
@@ -54,7 +55,8 @@ double ProfileRun::weight_bytes() const {
 }
 
 ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
-  if (shape.batch < 1 || shape.tokens < 1 || shape.context < 0) fail("a step needs at least one sequence and one token");
+  if (shape.batch < 1 || shape.tokens < 1 || shape.context < 0)
+    fail("a step needs at least one sequence and one token");
   const int64_t positions = shape.context + shape.tokens;
   if (positions > static_cast<int64_t>(model_->hparams.context_length) && model_->hparams.context_length > 0) {
     fail("{} positions do not fit the model's {}-token context", positions, model_->hparams.context_length);
@@ -88,7 +90,8 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
     model_->transformer->forward({tokens, pos, std::span(&slice, 1), std::span(&last_row, 1)}, cache, logits.data());
   }
   for (int64_t s = 1; s < shape.batch; ++s) {
-    for (int64_t b = 0; b < blocks_for(shape.context); ++b) cache.copy_block(tables[0][static_cast<size_t>(b)], tables[static_cast<size_t>(s)][static_cast<size_t>(b)]);
+    for (int64_t b = 0; b < blocks_for(shape.context); ++b)
+      cache.copy_block(tables[0][static_cast<size_t>(b)], tables[static_cast<size_t>(s)][static_cast<size_t>(b)]);
   }
 
   // The measured step: every sequence's new tokens, logits where the engine would take them.
@@ -98,7 +101,9 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
   for (int64_t s = 0; s < shape.batch; ++s) {
     for (int64_t i = 0; i < shape.tokens; ++i) pos.push_back(static_cast<int32_t>(shape.context + i));
     slices.push_back({s * shape.tokens, shape.tokens, shape.context, tables[static_cast<size_t>(s)]});
-    logit_rows.push_back(static_cast<int32_t>((s + 1) * shape.tokens - 1));
+    for (int64_t i = shape.verify ? 0 : shape.tokens - 1; i < shape.tokens; ++i) {
+      logit_rows.push_back(static_cast<int32_t>(s * shape.tokens + i));
+    }
   }
   logits.resize(logit_rows.size() * model_->hparams.vocab_size);
   const model::ForwardBatch batch{tokens, pos, slices, logit_rows};

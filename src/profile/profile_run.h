@@ -4,7 +4,8 @@
 // sequences of `tokens` new tokens each from an empty context; a decode step is `batch`
 // sequences of one new token each after `context` cached tokens (every sequence its own copy of
 // the same cached tokens, so the step reads batch x context positions of K/V from memory as a
-// real batch would). The step is repeated at the same positions, so every repetition does the
+// real batch would). A verification step (speculative decoding's) is one sequence of `tokens`
+// new rows after `context` cached tokens with logits at every row. The step is repeated at the same positions, so every repetition does the
 // same work.
 #include <cstdint>
 #include <memory>
@@ -26,9 +27,11 @@ struct StepShape {
   int64_t batch = 1;
   int64_t tokens = 1;   // new tokens per sequence (decode: 1)
   int64_t context = 0;  // cached tokens per sequence before the step (prefill: 0)
+  bool verify = false;  // logits at every row (a speculative verification step), not the last
 
   int64_t new_tokens() const { return batch * tokens; }
-  std::string label() const;  // "prefill 512", "decode batch 32 at context 512"
+  std::string label() const;  // "prefill 512", "decode batch 32 at context 512",
+                              // "verify 6 rows at context 900"
 };
 
 struct ShapeProfile {

@@ -57,6 +57,7 @@ struct AttentionScratch {
   std::vector<float> split_max;     // per chunk and query: the max score
   std::vector<double> split_sums;   // per chunk and query: the sum of exponentials
   std::vector<int64_t> split_plan;  // per task: where its chunks and arrays start
+  std::vector<int64_t> split_bounds;  // per part of the threads: its first chunk task
 };
 
 // q and out: f32 {head_dim, n_heads, n_tokens} (out may not alias q). The cache already holds

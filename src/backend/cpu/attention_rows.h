@@ -136,22 +136,4 @@ inline int64_t tile_end_at(int64_t first, int64_t last_pos, int64_t tile, int64_
   return tile == bs ? std::min(last_pos + 1, (first / bs + 1) * bs) : std::min(last_pos + 1, first + tile);
 }
 
-// The largest value of x[0 .. n) that is not a NaN (-inf if none), as a sequential std::max
-// fold from -inf gives it, but in eight independent lanes the compiler can vectorise. The fold
-// and the lanes can only disagree on the sign of a zero maximum, which no x[j] - max and so no
-// exp(x[j] - max) can tell apart.
-inline float row_max(const float* x, int64_t n) {
-  constexpr int kLanes = 8;
-  float lanes[kLanes];
-  std::fill_n(lanes, kLanes, -std::numeric_limits<float>::infinity());
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], x[j + l]);
-  }
-  for (; j < n; ++j) lanes[0] = std::max(lanes[0], x[j]);
-  float max = lanes[0];
-  for (int l = 1; l < kLanes; ++l) max = std::max(max, lanes[l]);
-  return max;
-}
-
 }  // namespace lumen::backend::cpu::attention_internal

@@ -1,6 +1,7 @@
 #include "backend/cpu/attention_tiles.h"
 
 #include <cmath>
+#include <limits>
 
 #include "backend/cpu/cpu_features.h"
 #include "tensor/fp16.h"
@@ -98,6 +99,16 @@ double exp_shifted_f64_portable(float* s, int64_t n, float shift) {
   return sum;
 }
 
+void scale_portable(const float* src, int64_t n, float scale, float* dst) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = src[j] * scale;
+}
+
+float max_portable(const float* x, int64_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) max = x[j] > max ? x[j] : max;
+  return max;
+}
+
 // The tensor module's reference routines themselves.
 void dequantize_q8_0_portable(const void* src, float* dst, int64_t blocks) {
   tensor::dequantize_row(tensor::DType::Q8_0, src, dst, blocks * 32);
@@ -113,6 +124,8 @@ constexpr AttentionTileKernels kPortable = {qk_portable,
                                             round_f16_portable,
                                             exp_shifted_portable,
                                             exp_shifted_f64_portable,
+                                            scale_portable,
+                                            max_portable,
                                             dequantize_q8_0_portable,
                                             dequantize_q4_0_portable};
 

@@ -34,6 +34,11 @@ struct AttentionTileKernels {
   // The same with the sum in double (llama.cpp's softmax sums in double): the exact f16 path's
   // probabilities. Arguments may be -inf (masked keys), whose exp is 0.
   double (*exp_shifted_f64)(float* s, int64_t n, float shift);
+  // dst[j] = src[j] * scale (dst may be src): a tile's scores scaled into the exact path's rows.
+  void (*scale)(const float* src, int64_t n, float scale, float* dst);
+  // The largest of x[0 .. n), NaNs ignored (-inf for none): a chunk's row maximum. Forms may
+  // differ only in the sign of a zero maximum, which no exp(x[j] - max) can tell apart.
+  float (*max)(const float* x, int64_t n);
   // `blocks` q8_0 / q4_0 blocks (ggml's layouts) widened to f32: a compressed KV cache's rows on
   // their way into a staging tile. Each value is one product, code times the block's f16 scale,
   // so every form gives tensor::dequantize_row's bits (tests check that).

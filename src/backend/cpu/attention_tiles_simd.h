@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/exp_avx2.h"
@@ -37,12 +38,12 @@ namespace {
 
 #if defined(__AVX512F__) && defined(__AVX512VL__)
 constexpr bool kMaskedFma = true;
-constexpr int kMaxQueries = 4;  // 16 accumulators + 4 weights + a row: fits in 32 registers
+constexpr int kMaxQueries = 3;  // 24 accumulators (64 dims each) + 3 weights + a row: fits in 32 registers
 #else
 constexpr bool kMaskedFma = false;
 constexpr int kMaxQueries = 2;  // the value loop's 8 accumulators + 2 weights + a row in 16
 #endif
-constexpr int kMaxScoreQueries = kMaskedFma ? 4 : 3;  // 4 accumulators per query, in 16 or 32
+constexpr int kMaxScoreQueries = kMaskedFma ? 6 : 3;  // 4 accumulators per query, in 16 or 32
 
 struct F32Rows {
   const float* base;
@@ -70,69 +71,98 @@ inline float horizontal_sum(__m256 v) {
 // The four sums of a, b, c, d in one register: two rounds of pairwise adds instead of four
 // separate reductions. Each sum is ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)) whatever the others.
 inline __m128 horizontal_sums(__m256 a, __m256 b, __m256 c, __m256 d) {
-  const __m256 ab = _mm256_hadd_ps(a, b);     // a01 a23 b01 b23 | a45 a67 b45 b67
+  const __m256 ab = _mm256_hadd_ps(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
   const __m256 cd = _mm256_hadd_ps(c, d);
   const __m256 abcd = _mm256_hadd_ps(ab, cd);  // a0123 b0123 c0123 d0123 | upper halves
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-// NQ queries (rows i0 .. i0 + NQ of q) against four keys: 4 NQ accumulators, each key row
-// loaded (and widened) once per 8 dims for all NQ queries.
-template <int NQ, typename Rows, typename Row>
-inline void qk_block(const float* q, int64_t i0, const Row (&keys)[4], int64_t live, int64_t dim,
-                     float* scores, int64_t ld, int64_t j) {
+// NQ queries (rows i0 .. i0 + NQ of q) against NK keys (a multiple of 4): NQ NK accumulators,
+// each key row loaded (and widened) once per 8 dims for all NQ queries, each query's 8 dims
+// once for all NK keys. The sums leave the registers four keys at a time, straight into the
+// scores (the accumulators spilled to the stack and reloaded for the reduction took about as
+// long as the multiply-adds).
+template <int NQ, int NK, typename Rows, typename Row>
+inline void qk_block(const float* q, int64_t i0, const Row (&keys)[NK], int64_t live, int64_t dim, float* scores,
+                     int64_t ld, int64_t j) {
   const int64_t vec_dim = dim - dim % 8;
-  __m256 s[NQ][4];
+  __m256 s[NQ][NK];
+#pragma GCC unroll 64
   for (int i = 0; i < NQ; ++i) {
-    for (int c = 0; c < 4; ++c) s[i][c] = _mm256_setzero_ps();
+#pragma GCC unroll 64
+    for (int c = 0; c < NK; ++c) s[i][c] = _mm256_setzero_ps();
   }
   for (int64_t d = 0; d < vec_dim; d += 8) {
-    for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 64
+    for (int c = 0; c < NK; ++c) {
       const __m256 kv = Rows::load8(keys[c], d);
+#pragma GCC unroll 64
       for (int i = 0; i < NQ; ++i) {
         s[i][c] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (i0 + i) * dim + d), kv, s[i][c]);
       }
     }
   }
+#pragma GCC unroll 64
   for (int i = 0; i < NQ; ++i) {
-    const float* qi = q + (i0 + i) * dim;
-    alignas(16) float out[4];
-    _mm_store_ps(out, horizontal_sums(s[i][0], s[i][1], s[i][2], s[i][3]));
-    for (int64_t d = vec_dim; d < dim; ++d) {
-      for (int c = 0; c < 4; ++c) out[c] = std::fma(qi[d], Rows::at(keys[c], d), out[c]);
+    float* dst = scores + (i0 + i) * ld + j;
+#pragma GCC unroll 64
+    for (int c0 = 0; c0 < NK; c0 += 4) {
+      const __m128 sums = horizontal_sums(s[i][c0], s[i][c0 + 1], s[i][c0 + 2], s[i][c0 + 3]);
+      if (vec_dim == dim && live >= c0 + 4) {
+        _mm_storeu_ps(dst + c0, sums);  // the common case
+        continue;
+      }
+      // A head size past a multiple of 8, or the tile's last keys.
+      const float* qi = q + (i0 + i) * dim;
+      alignas(16) float out[4];
+      _mm_store_ps(out, sums);
+      for (int64_t d = vec_dim; d < dim; ++d) {
+#pragma GCC unroll 64
+        for (int c = 0; c < 4; ++c) out[c] = std::fma(qi[d], Rows::at(keys[c0 + c], d), out[c]);
+      }
+      std::copy_n(out, std::clamp<int64_t>(live - c0, 0, 4), dst + c0);
     }
-    std::copy_n(out, live, scores + (i0 + i) * ld + j);
   }
 }
 
-template <int NQ, typename Rows, typename Row>
-inline void qk_queries(const float* q, int64_t i0, int64_t n, const Row (&keys)[4], int64_t live,
-                       int64_t dim, float* scores, int64_t ld, int64_t j) {
+template <int NQ, int NK, typename Rows, typename Row>
+inline void qk_queries(const float* q, int64_t i0, int64_t n, const Row (&keys)[NK], int64_t live, int64_t dim,
+                       float* scores, int64_t ld, int64_t j) {
   if constexpr (NQ > 0) {
     if (n == NQ) {
-      qk_block<NQ, Rows>(q, i0, keys, live, dim, scores, ld, j);
+      qk_block<NQ, NK, Rows>(q, i0, keys, live, dim, scores, ld, j);
     } else {
-      qk_queries<NQ - 1, Rows>(q, i0, n, keys, live, dim, scores, ld, j);
+      qk_queries<NQ - 1, NK, Rows>(q, i0, n, keys, live, dim, scores, ld, j);
     }
   }
 }
 
-// Four keys at a time for up to kMaxScoreQueries queries at a time. A last group of fewer than
-// four keys repeats its last key rather than taking another code path: a key's score must be
-// computed the same way wherever it falls in the tile, because the tile's extent depends on the
-// other queries of the batch, and a token's result must not. (Each score's arithmetic is the
-// same whichever keys and queries share its block.)
+// NK keys at a time for up to MaxQ queries at a time. A last group of fewer than NK keys
+// repeats its last key rather than taking another code path: a key's score must be computed
+// the same way wherever it falls in the tile, because the tile's extent depends on the other
+// queries of the batch, and a token's result must not. (Each score's arithmetic is the same
+// whichever keys and queries share its block.)
+template <int MaxQ, int NK, typename Rows>
+void qk_rows_by(const float* q, int64_t nq, Rows k, int64_t nk, int64_t dim, float* scores, int64_t ld) {
+  using Row = decltype(k.row(0));
+  for (int64_t j = 0; j < nk; j += NK) {
+    const int64_t live = std::min<int64_t>(NK, nk - j);
+    Row keys[NK];
+    for (int c = 0; c < NK; ++c) keys[c] = k.row(j + std::min<int64_t>(c, live - 1));
+    for (int64_t i = 0; i < nq; i += MaxQ) {
+      qk_queries<MaxQ, NK, Rows>(q, i, std::min<int64_t>(MaxQ, nq - i), keys, live, dim, scores, ld, j);
+    }
+  }
+}
+
+// A few queries (one token's group of heads sharing a KV head) take eight keys per pass where
+// the registers allow, so the multiply-adds still outnumber the loads.
 template <typename Rows>
 void qk_rows(const float* q, int64_t nq, Rows k, int64_t nk, int64_t dim, float* scores, int64_t ld) {
-  using Row = decltype(k.row(0));
-  for (int64_t j = 0; j < nk; j += 4) {
-    const int64_t live = std::min<int64_t>(4, nk - j);
-    const Row keys[4] = {k.row(j), k.row(j + std::min<int64_t>(1, live - 1)),
-                         k.row(j + std::min<int64_t>(2, live - 1)), k.row(j + std::min<int64_t>(3, live - 1))};
-    for (int64_t i = 0; i < nq; i += kMaxScoreQueries) {
-      const int64_t n = std::min<int64_t>(kMaxScoreQueries, nq - i);
-      qk_queries<kMaxScoreQueries, Rows>(q, i, n, keys, live, dim, scores, ld, j);
-    }
+  if (kMaskedFma && nq <= 3) {
+    qk_rows_by<3, 8>(q, nq, k, nk, dim, scores, ld);
+  } else {
+    qk_rows_by<kMaxScoreQueries, 4>(q, nq, k, nk, dim, scores, ld);
   }
 }
 
@@ -140,10 +170,11 @@ void qk_rows(const float* q, int64_t nq, Rows k, int64_t nk, int64_t dim, float*
 // every key of the tile is added in. A zero weight (a masked key, or a probability that
 // rounded to zero) is skipped, leaving that query's accumulator untouched.
 template <int NQ, int W, typename Rows>
-inline void pv_block(const float* p, int64_t i0, int64_t ld, Rows v, int64_t nk, int64_t dim,
-                     int64_t d, float* acc) {
+inline void pv_block(const float* p, int64_t i0, int64_t ld, Rows v, int64_t nk, int64_t dim, int64_t d, float* acc) {
   __m256 a[NQ][W];
+#pragma GCC unroll 64
   for (int i = 0; i < NQ; ++i) {
+#pragma GCC unroll 64
     for (int c = 0; c < W; ++c) a[i][c] = _mm256_loadu_ps(acc + (i0 + i) * dim + d + 8 * c);
   }
   for (int64_t j = 0; j < nk; ++j) {
@@ -151,19 +182,24 @@ inline void pv_block(const float* p, int64_t i0, int64_t ld, Rows v, int64_t nk,
     __m256 w[NQ];
     if constexpr (kMaskedFma) {
 #if defined(__AVX512F__) && defined(__AVX512VL__)
+      // The weight broadcast straight from memory and its test on the vector (NaN counts as
+      // live, as weight != 0 does): two instructions, not a scalar compare and a mask move.
       __mmask8 live[NQ];
+#pragma GCC unroll 64
       for (int i = 0; i < NQ; ++i) {
-        const float weight = p[(i0 + i) * ld + j];
-        live[i] = weight != 0.0f ? __mmask8{0xff} : __mmask8{0};
-        w[i] = _mm256_set1_ps(weight);
+        w[i] = _mm256_broadcast_ss(p + (i0 + i) * ld + j);
+        live[i] = _mm256_cmp_ps_mask(w[i], _mm256_setzero_ps(), _CMP_NEQ_UQ);
       }
+#pragma GCC unroll 64
       for (int c = 0; c < W; ++c) {
         const __m256 vv = Rows::load8(row, d + 8 * c);
+#pragma GCC unroll 64
         for (int i = 0; i < NQ; ++i) a[i][c] = _mm256_mask3_fmadd_ps(w[i], vv, a[i][c], live[i]);
       }
 #endif
     } else {
       bool all_live = true, any_live = false;
+#pragma GCC unroll 64
       for (int i = 0; i < NQ; ++i) {
         const float weight = p[(i0 + i) * ld + j];
         all_live = all_live && weight != 0.0f;
@@ -171,15 +207,19 @@ inline void pv_block(const float* p, int64_t i0, int64_t ld, Rows v, int64_t nk,
         w[i] = _mm256_set1_ps(weight);
       }
       if (!any_live) continue;
+#pragma GCC unroll 64
       for (int c = 0; c < W; ++c) {
         const __m256 vv = Rows::load8(row, d + 8 * c);
+#pragma GCC unroll 64
         for (int i = 0; i < NQ; ++i) {
           if (all_live || p[(i0 + i) * ld + j] != 0.0f) a[i][c] = _mm256_fmadd_ps(w[i], vv, a[i][c]);
         }
       }
     }
   }
+#pragma GCC unroll 64
   for (int i = 0; i < NQ; ++i) {
+#pragma GCC unroll 64
     for (int c = 0; c < W; ++c) _mm256_storeu_ps(acc + (i0 + i) * dim + d + 8 * c, a[i][c]);
   }
 }
@@ -187,6 +227,9 @@ inline void pv_block(const float* p, int64_t i0, int64_t ld, Rows v, int64_t nk,
 template <int NQ, typename Rows>
 void pv_block_of(const float* p, int64_t i0, int64_t ld, Rows v, int64_t nk, int64_t dim, float* acc) {
   int64_t d = 0;
+  if constexpr (kMaskedFma) {
+    for (; d + 64 <= dim; d += 64) pv_block<NQ, 8>(p, i0, ld, v, nk, dim, d, acc);
+  }
   for (; d + 32 <= dim; d += 32) pv_block<NQ, 4>(p, i0, ld, v, nk, dim, d, acc);
   for (; d + 8 <= dim; d += 8) pv_block<NQ, 1>(p, i0, ld, v, nk, dim, d, acc);
   for (int i = 0; i < NQ; ++i) {
@@ -201,8 +244,7 @@ void pv_block_of(const float* p, int64_t i0, int64_t ld, Rows v, int64_t nk, int
 }
 
 template <int NQ, typename Rows>
-inline void pv_queries(const float* p, int64_t i0, int64_t n, int64_t ld, Rows v, int64_t nk,
-                       int64_t dim, float* acc) {
+inline void pv_queries(const float* p, int64_t i0, int64_t n, int64_t ld, Rows v, int64_t nk, int64_t dim, float* acc) {
   if constexpr (NQ > 0) {
     if (n == NQ) {
       pv_block_of<NQ>(p, i0, ld, v, nk, dim, acc);
@@ -219,23 +261,23 @@ void pv_rows(const float* p, int64_t nq, int64_t ld, Rows v, int64_t nk, int64_t
   }
 }
 
-void qk_simd(const float* q, int64_t nq, const float* k, int64_t k_stride, int64_t nk,
-             int64_t dim, float* scores, int64_t ld) {
+void qk_simd(const float* q, int64_t nq, const float* k, int64_t k_stride, int64_t nk, int64_t dim, float* scores,
+             int64_t ld) {
   qk_rows(q, nq, F32Rows{k, k_stride}, nk, dim, scores, ld);
 }
 
-void pv_simd(const float* p, int64_t nq, int64_t ld, const float* v, int64_t v_stride,
-             int64_t nk, int64_t dim, float* acc) {
+void pv_simd(const float* p, int64_t nq, int64_t ld, const float* v, int64_t v_stride, int64_t nk, int64_t dim,
+             float* acc) {
   pv_rows(p, nq, ld, F32Rows{v, v_stride}, nk, dim, acc);
 }
 
-void qk_f16_simd(const float* q, int64_t nq, const uint16_t* const* k, int64_t nk, int64_t dim,
-                 float* scores, int64_t ld) {
+void qk_f16_simd(const float* q, int64_t nq, const uint16_t* const* k, int64_t nk, int64_t dim, float* scores,
+                 int64_t ld) {
   qk_rows(q, nq, F16Rows{k}, nk, dim, scores, ld);
 }
 
-void pv_f16_simd(const float* p, int64_t nq, int64_t ld, const uint16_t* const* v, int64_t nk,
-                 int64_t dim, float* acc) {
+void pv_f16_simd(const float* p, int64_t nq, int64_t ld, const uint16_t* const* v, int64_t nk, int64_t dim,
+                 float* acc) {
   pv_rows(p, nq, ld, F16Rows{v}, nk, dim, acc);
 }
 
@@ -284,18 +326,57 @@ float exp_shifted_simd(float* s, int64_t n, float shift) {
 double exp_shifted_f64_simd(float* s, int64_t n, float shift) {
   const __m256 shift_v = _mm256_set1_ps(shift);
   __m256d sum_lo = _mm256_setzero_pd(), sum_hi = _mm256_setzero_pd();
+  auto add = [&](__m256 e) {
+    sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  };
   int64_t j = 0;
+  // Four vectors' exponentials side by side: each is a chain of 13 dependent multiply-adds,
+  // so one at a time leaves the FMA units waiting on latency. The sums are added in order.
+  for (; j + 32 <= n; j += 32) {
+    const __m256 e0 = exp_f32_via_f64(_mm256_sub_ps(_mm256_loadu_ps(s + j), shift_v));
+    const __m256 e1 = exp_f32_via_f64(_mm256_sub_ps(_mm256_loadu_ps(s + j + 8), shift_v));
+    const __m256 e2 = exp_f32_via_f64(_mm256_sub_ps(_mm256_loadu_ps(s + j + 16), shift_v));
+    const __m256 e3 = exp_f32_via_f64(_mm256_sub_ps(_mm256_loadu_ps(s + j + 24), shift_v));
+    _mm256_storeu_ps(s + j, e0);
+    _mm256_storeu_ps(s + j + 8, e1);
+    _mm256_storeu_ps(s + j + 16, e2);
+    _mm256_storeu_ps(s + j + 24, e3);
+    add(e0);
+    add(e1);
+    add(e2);
+    add(e3);
+  }
   for (; j + 8 <= n; j += 8) {
     const __m256 e = exp_f32_via_f64(_mm256_sub_ps(_mm256_loadu_ps(s + j), shift_v));
     _mm256_storeu_ps(s + j, e);
-    sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-    sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    add(e);
   }
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, _mm256_add_pd(sum_lo, sum_hi));
   double sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   exp_shifted_tail(s + j, n - j, shift, [](__m256 x) { return exp_f32_via_f64(x); }, sum);
   return sum;
+}
+
+void scale_simd(const float* src, int64_t n, float scale, float* dst) {
+  const __m256 scale_v = _mm256_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(dst + j, _mm256_mul_ps(_mm256_loadu_ps(src + j), scale_v));
+  for (; j < n; ++j) dst[j] = src[j] * scale;
+}
+
+// vmaxps returns its second operand when the first is NaN, so a NaN never becomes the max.
+float max_simd(const float* x, int64_t n) {
+  __m256 max_v = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) max_v = _mm256_max_ps(_mm256_loadu_ps(x + j), max_v);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, max_v);
+  float max = lanes[0];
+  for (int l = 1; l < 8; ++l) max = lanes[l] > max ? lanes[l] : max;
+  for (; j < n; ++j) max = x[j] > max ? x[j] : max;
+  return max;
 }
 
 // q8_0: 2-byte f16 scale, 32 int8 codes; value j = code j * scale. Converting an int8 to f32
@@ -332,10 +413,17 @@ void dequantize_q4_0_simd(const void* src, float* dst, int64_t blocks) {
   }
 }
 
-constexpr AttentionTileKernels kSimdTiles = {qk_simd,          pv_simd,
-                                             qk_f16_simd,      pv_f16_simd,
-                                             round_f16_simd,   exp_shifted_simd,   exp_shifted_f64_simd,
-                                             dequantize_q8_0_simd, dequantize_q4_0_simd};
+constexpr AttentionTileKernels kSimdTiles = {qk_simd,
+                                             pv_simd,
+                                             qk_f16_simd,
+                                             pv_f16_simd,
+                                             round_f16_simd,
+                                             exp_shifted_simd,
+                                             exp_shifted_f64_simd,
+                                             scale_simd,
+                                             max_simd,
+                                             dequantize_q8_0_simd,
+                                             dequantize_q4_0_simd};
 
 }  // namespace
 }  // namespace lumen::backend::cpu

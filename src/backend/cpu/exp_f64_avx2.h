@@ -21,11 +21,15 @@ namespace {
 
 // Four doubles in [-104, 88.7]: e^x in double (relative error about 1e-15).
 inline __m256d exp_f64x4(__m256d x) {
-  const __m256d n = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.4426950408889634)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(0.693147180369123816490), x);    // ln2 high part
-  r = _mm256_fnmadd_pd(n, _mm256_set1_pd(1.90821492927058770002e-10), r);          // ln2 low part
-  __m256d p = _mm256_set1_pd(1.0 / 479001600.0);                                   // 1/12!
+  // n = x / ln2 rounded to the nearest integer (ties to even) by adding 1.5 * 2^52, which
+  // leaves n + 2^51 in the low mantissa bits, then subtracting it again (exact): the same n as
+  // a rounding instruction, and the bits of 2^n follow from t's without integer conversions.
+  const __m256d magic = _mm256_set1_pd(6755399441055744.0);  // 1.5 * 2^52
+  const __m256d t = _mm256_add_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.4426950408889634)), magic);
+  const __m256d n = _mm256_sub_pd(t, magic);
+  __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(0.693147180369123816490), x);  // ln2 high part
+  r = _mm256_fnmadd_pd(n, _mm256_set1_pd(1.90821492927058770002e-10), r);       // ln2 low part
+  __m256d p = _mm256_set1_pd(1.0 / 479001600.0);                                // 1/12!
   p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 39916800.0));
   p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 3628800.0));
   p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 362880.0));
@@ -38,9 +42,9 @@ inline __m256d exp_f64x4(__m256d x) {
   p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(0.5));
   p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
   p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
-  // 2^n as a double: (n + 1023) << 52, n an integer in [-151, 128].
-  const __m128i ni = _mm256_cvtpd_epi32(n);
-  const __m256i bits = _mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(ni), _mm256_set1_epi64x(1023)), 52);
+  // 2^n as a double: (n + 1023) << 52, n an integer in [-151, 128]; t's low 12 bits are
+  // n + 2^51 modulo 2^12 = n modulo 2^12, and the shift drops everything above them.
+  const __m256i bits = _mm256_slli_epi64(_mm256_add_epi64(_mm256_castpd_si256(t), _mm256_set1_epi64x(1023)), 52);
   return _mm256_mul_pd(p, _mm256_castsi256_pd(bits));
 }
 

@@ -22,8 +22,8 @@ class ProfileRunTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!testing::have_testdata()) return;
-    path_ = new std::string((std::filesystem::temp_directory_path() /
-                             ("lumen_profile_" + std::to_string(::getpid()) + ".gguf")).string());
+    path_ = new std::string(
+        (std::filesystem::temp_directory_path() / ("lumen_profile_" + std::to_string(::getpid()) + ".gguf")).string());
     model::SynthOptions options;
     options.preset = "smollm2-135m";
     options.type = tensor::DType::Q8_0;
@@ -119,6 +119,31 @@ TEST_F(ProfileRunTest, MatmulBytesAndFlopsAddUpToTheWeightsAndActivations) {
   for (const Totals& t : b.by_op) calls += t.calls;
   EXPECT_EQ(static_cast<int64_t>(p.last.ops.size()), calls);
   EXPECT_FALSE(p.last.spans.empty());
+}
+
+TEST_F(ProfileRunTest, VerificationStepTakesLogitsAtEveryRowAndReadsOneSequencesKv) {
+  ProfileRun run(*path_, 2);
+  const StepShape shape{true, 1, 6, 20, true};  // one sequence: its last token and 5 drafts
+  EXPECT_EQ(shape.label(), "verify 6 rows at context 20");
+  const ShapeProfile p = run.profile(shape, 1);
+  const auto& hp = run.model().hparams;
+  const double E = static_cast<double>(hp.embedding_length), vocab = static_cast<double>(hp.vocab_size);
+  const double kv = static_cast<double>(hp.head_count_kv * hp.head_dim);
+  bool untied = false;
+  double head_bytes = 0;
+  for (const gguf::TensorInfo& t : run.model().file->tensors()) untied = untied || t.name == "output.weight";
+  for (const gguf::TensorInfo& t : run.model().file->tensors()) {
+    if (t.name == (untied ? "output.weight" : "token_embd.weight")) head_bytes = static_cast<double>(t.bytes);
+  }
+  // The head scores all six rows: their activations in, six rows of logits out.
+  const Totals* head = find(p.breakdown.by_op, untied ? "matmul output" : "matmul output (tied token_embd)");
+  ASSERT_NE(head, nullptr);
+  EXPECT_DOUBLE_EQ(head->cost.bytes, head_bytes + 6 * 4 * (E + vocab));
+  // Attention reads the sequence's 26 positions of K and V once for all six rows.
+  const Totals* attention = find(p.breakdown.by_op_in_part, "layer 0: attention");
+  ASSERT_NE(attention, nullptr);
+  EXPECT_DOUBLE_EQ(attention->cost.bytes,
+                   26 * 2 * kv * 2 + 2 * 6 * static_cast<double>(hp.head_count * hp.head_dim) * 4);
 }
 
 TEST_F(ProfileRunTest, PrefillRunsEveryLayerAndRefusesShapesThatDoNotFit) {
