@@ -1,7 +1,10 @@
 // Throughput of the CPU matmul (Google Benchmark; built with -DLUMEN_BENCH=ON):
 //  - decode GEMV (1 token): GB/s of weight bytes, next to the machine's read bandwidth
 //    (BM_MemoryRead, a plain streaming sum over 512 MiB) -- decode is memory-bound;
-//  - prefill GEMM (512 tokens): GFLOP/s (2 * rows * cols * tokens per call).
+//  - prefill GEMM (512 tokens): GFLOP/s (2 * rows * cols * tokens per call);
+//  - a verification step's 6 tokens (speculative decoding): both, with the weight in cache;
+//  - Stream: 1 to 6 tokens through a ring of copies of SmolLM2's gate+up weight, past the L3,
+//    so the weights come from memory as a model's layers do (GB/s of weight bytes).
 // at SmolLM2-135M and llama-1B shapes, 1 and 2 threads, on the selected ISA (LUMEN_ISA lowers it).
 //
 //   build/release/bench/matmul_bench --benchmark_filter=Decode
@@ -109,6 +112,8 @@ void matmul_args(benchmark::internal::Benchmark* b, int64_t tokens) {
 
 BENCHMARK(BM_Matmul)->Name("Decode")->Apply([](auto* b) { matmul_args(b, 1); });
 BENCHMARK(BM_Matmul)->Name("Prefill")->Apply([](auto* b) { matmul_args(b, 512); });
+// A speculative verification step: the last token and 5 drafts.
+BENCHMARK(BM_Matmul)->Name("Verify")->Apply([](auto* b) { matmul_args(b, 6); });
 
 // Packing (matmul_packed.h), as CpuBackend does at a weight's first matmul: GB/s of weights
 // packed, fresh memory included (its page faults are part of the cost at load time).
@@ -161,5 +166,50 @@ void BM_MemoryRead(benchmark::State& state) {
 BENCHMARK(BM_MemoryRead)->Arg(1)->Arg(2)->UseRealTime();
 
 }  // namespace
+
+// The matmul over a ring of copies of the weight (about 128 MB in all, past the L3), as a
+// model's layers follow each other, so the weights always come from memory: how much a
+// verification step's extra tokens cost on top of the weight stream. args as BM_Matmul's.
+void BM_MatmulStream(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t rows = state.range(1), cols = state.range(2), tokens = state.range(3);
+  const auto threads = static_cast<unsigned>(state.range(4));
+  if (!cpu::packing_pays_off(type)) {
+    state.SkipWithError("no packed kernels for this type on this CPU");
+    return;
+  }
+  Weight w = make_weight(type, rows, cols);
+  lumen::ThreadPool pool(threads);
+  const size_t copies = std::max<size_t>(2, (size_t{128} << 20) / w.bytes.size());
+  std::vector<std::unique_ptr<cpu::PackedWeights>> ring;
+  std::vector<cpu::WeightMatrix> matrices;
+  for (size_t c = 0; c < copies; ++c) {
+    ring.push_back(std::make_unique<cpu::PackedWeights>(w.matrix, pool));
+    matrices.push_back(w.matrix);
+    matrices.back().packed = ring.back().get();
+  }
+  std::vector<float> x(static_cast<size_t>(cols * tokens)), y(static_cast<size_t>(rows * tokens));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& v : x) v = normal(rng);
+  cpu::MatmulScratch scratch;
+  size_t next = 0;
+  for (auto _ : state) {
+    cpu::matmul(matrices[next], x.data(), cols, tokens, y.data(), rows, pool, scratch);
+    next = (next + 1) % copies;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["weight_GBps"] =
+      benchmark::Counter(calls * static_cast<double>(w.bytes.size()) / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(lumen::tensor::dtype_name(type)) + " " + std::string(cpu::isa_name(cpu::selected_isa())) +
+                 " packed");
+}
+BENCHMARK(BM_MatmulStream)
+    ->Name("Stream")
+    ->ArgsProduct({{static_cast<int64_t>(DType::Q4_1)}, {3072}, {576}, {1, 2, 4, 6}, {1, 2}})
+    ->ArgNames({"type", "rows", "cols", "tokens", "threads"})
+    ->UseRealTime();
 
 BENCHMARK_MAIN();
