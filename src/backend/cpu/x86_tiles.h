@@ -77,10 +77,10 @@ inline __m256i legacy_dot(__m256i base, __m256i codes, __m256i act) {
 }
 
 // The loops over the tile's tokens and rows carry `#pragma GCC unroll` so GCC can keep the
-// accumulator arrays in registers (see attention_tiles_simd.h): the AVX2 build's 16 registers
-// still spill some at 3 and 4 tokens, but 1-token decode and the 2-token tile no longer store
-// accumulators to the stack on every block (LUMEN_ISA=avx2, one core, SmolLM2's FFN shape:
-// 512-token GEMM Q4_0 64 -> 69, Q4_1 61-64 -> 66-67 GFLOP/s, same bits).
+// accumulator arrays in registers (see attention_tiles_simd.h). The AVX2 build's 16 registers
+// still spill some from 2 tokens on, but fewer per block (the AVX-512 build's 2-token tile
+// none): LUMEN_ISA=avx2, one core, SmolLM2's FFN shape, 512-token GEMM Q4_0 64 -> 69, Q4_1
+// 61-64 -> 66-67 GFLOP/s, same bits.
 template <typename F, int NT>
 void legacy_tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int64_t cols, float* out) {
   using XBlock = std::conditional_t<F::kHasMin, tensor::BlockQ8_1, tensor::BlockQ8_0>;
