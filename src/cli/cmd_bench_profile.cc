@@ -124,9 +124,12 @@ void add_bench_profile_command(CLI::App* bench) {
   cmd->add_option("--decode-batch", options->decode_batch, "Batch sizes of the decode steps (0: none)")
       ->delimiter(',')
       ->capture_default_str();
+  // A verification step is the last token, its drafts and any lookahead rows: a few dozen at
+  // most. The bound keeps a typo from asking for logits at thousands of rows (gigabytes).
   cmd->add_option("--verify-rows", options->verify_rows,
                   "Rows of one-sequence verification steps (speculative decoding's: logits at every row)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(CLI::Range(0, 256));
   cmd->add_option("--context", options->context, "Cached tokens per sequence before a decode or verification step")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -63,10 +63,28 @@ def test_text_report_names_the_machine_and_each_step():
     assert "matmul ffn_down" in r.stdout
 
 
+def test_verification_step_scores_every_row():
+    r = lumen("bench", "profile", "-m", real_model(MODEL), "-t", "2", "--prefill", "0", "--decode-batch", "1",
+              "--verify-rows", "6", "--context", "40", "-r", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    decode, verify = json.loads(r.stdout)["runs"][0]["steps"]
+    assert verify["step"] == "verify 6 rows at context 40" and verify["kind"] == "verify"
+    assert verify["batch"] == 1 and verify["new_tokens_per_sequence"] == 6
+
+    def head(step):
+        return next(op for op in step["ops"] if op["name"].startswith("matmul output"))
+
+    # The head reads the same weights for both, and takes 5 more rows in (576 floats each) and
+    # gives 5 more rows of logits out (49152 floats each) for the verification step.
+    assert head(verify)["bytes"] - head(decode)["bytes"] == 5 * (576 + 49152) * 4
+
+
 def test_shapes_that_cannot_run_are_refused():
     r = lumen("bench", "profile", "-m", real_model(MODEL), "--prefill", "0", "--decode-batch", "0")
     assert r.returncode != 0 and "nothing to profile" in r.stderr
     r = lumen("bench", "profile", "-m", real_model(MODEL), "--prefill", "0", "--context", "100000000")
     assert r.returncode != 0 and "do not fit" in r.stderr
+    r = lumen("bench", "profile", "-m", real_model(MODEL), "--verify-rows", "100000")
+    assert r.returncode != 0 and "not in range" in r.stderr
     r = lumen("bench", "profile", "-m", real_model(MODEL), "--kv-cache-dtype", "q9")
     assert r.returncode != 0 and "unknown KV cache dtype" in r.stderr
