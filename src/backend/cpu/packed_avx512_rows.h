@@ -1,7 +1,8 @@
 #pragma once
 // The small readers both packed-weight kernel files share (matmul_packed_avx512.cc for the
-// legacy types, matmul_packed_kquant_avx512.cc for the K-quants): unaligned scalar and vector
-// loads, and where a packed activation row (matmul_kernels.h) keeps its pieces.
+// legacy types, matmul_packed_kquant_avx512.cc for the K-quants): 512-bit loads and
+// broadcasts (the scalar readers are x86_simd.h's), and where a packed activation row
+// (matmul_kernels.h) keeps its pieces.
 //
 // Include only from those files, compiled with AVX-512 F/BW and VNNI: everything here has
 // internal linkage, so no copy built for another instruction set can be merged with these.
@@ -12,24 +13,12 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
+#include "backend/cpu/x86_simd.h"
 #include "tensor/block_formats.h"
 
 namespace lumen::backend::cpu::detail {
 namespace {
-
-inline int32_t load_i32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline float load_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 inline __m512i load_512(const uint8_t* p) { return _mm512_loadu_si512(p); }
 

@@ -29,6 +29,18 @@ inline float load_f16(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
 inline __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 inline float hsum(__m256 v) {
