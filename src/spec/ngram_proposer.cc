@@ -6,6 +6,23 @@
 
 namespace lumen::spec {
 
+namespace {
+
+// Up to `max_tokens` tokens that followed the occurrence ending at `end`, into `out`. Where that
+// continuation reaches the end of the sequence it goes on as the copy it is (an overlapping
+// copy, as in LZ77): the text from `end` on repeats with period len - end, so a sequence
+// caught in a loop ("::arch::arch...") gets a whole draft rather than the few tokens before
+// the end.
+void continuation(std::span<const int32_t> tokens, int64_t end, int64_t max_tokens, std::vector<int32_t>& out) {
+  const auto period = static_cast<int64_t>(tokens.size()) - end;
+  out.clear();
+  for (int64_t i = 0; i < max_tokens; ++i) {
+    out.push_back(i < period ? tokens[static_cast<size_t>(end + i)] : out[static_cast<size_t>(i - period)]);
+  }
+}
+
+}  // namespace
+
 void ngram_lookup(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n, int32_t max_tokens,
                   std::vector<int32_t>& out) {
   out.clear();
@@ -27,9 +44,7 @@ void ngram_lookup(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n,
       if (m == max_n) break;  // nothing earlier can be longer, and ties go to the most recent
     }
   }
-  if (best_end < 0) return;
-  const int64_t stop = std::min<int64_t>(len, best_end + max_tokens);
-  out.assign(tokens.begin() + best_end, tokens.begin() + stop);
+  if (best_end >= 0) continuation(tokens, best_end, max_tokens, out);
 }
 
 void ngram_tree(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n, int32_t max_tokens,
@@ -51,10 +66,10 @@ void ngram_tree(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n, i
   std::stable_sort(matches.begin(), matches.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   const int64_t max_nodes = static_cast<int64_t>(max_tokens) * max_candidates;
   int32_t added = 0;
+  std::vector<int32_t> branch;
   for (const auto& [end, m] : matches) {
     if (added == max_candidates) break;
-    const int64_t stop = std::min<int64_t>(len, end + max_tokens);
-    const std::span<const int32_t> branch = tokens.subspan(static_cast<size_t>(end), static_cast<size_t>(stop - end));
+    continuation(tokens, end, max_tokens, branch);
     if (add_branch(out_tokens, out_parents, branch, max_nodes) > 0) ++added;
   }
 }

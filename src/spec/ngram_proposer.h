@@ -5,9 +5,10 @@
 // are a good guess for what follows now. No model, no state: a backward scan per sequence.
 //
 // The rule (vLLM's): among suffixes of length n in [min_n, max_n], the longest one that occurs
-// earlier in the sequence wins, at its most recent earlier occurrence; the proposal is up to
-// `max_tokens` tokens that followed it there (fewer when the sequence ends sooner). No match, no
-// proposal.
+// earlier in the sequence wins, at its most recent earlier occurrence; the proposal is the
+// `max_tokens` tokens that followed it there. Where those reach the end of the sequence, the
+// proposal repeats them with that period (a copy that overlaps itself): a recent occurrence means
+// the text is looping. No match, no proposal.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -24,7 +25,8 @@ void ngram_lookup(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n,
 // appended to `tokens` and `parents` (both cleared first). The candidates are the continuations
 // of every earlier occurrence of a suffix of min_n..max_n tokens, longest match first, the most
 // recent first among equally long ones, so the first branch is ngram_lookup's proposal. Each is
-// at most `max_tokens` long; candidates that add no node (a branch already there) do not count.
+// `max_tokens` long (repeating, as ngram_lookup's, where it reaches the end); candidates that add
+// no node (a branch already there) do not count.
 void ngram_tree(std::span<const int32_t> tokens, int32_t min_n, int32_t max_n, int32_t max_tokens,
                 int32_t max_candidates, std::vector<int32_t>& out_tokens, std::vector<int32_t>& out_parents);
 

@@ -1,5 +1,5 @@
 // Prompt lookup: the longest suffix match in [min_n, max_n] at its most recent earlier
-// occurrence proposes what followed it; checked on hand-made cases and against a brute-force
+// occurrence proposes what followed it (repeating past the end); checked on hand-made cases and against a brute-force
 // restatement of the rule on random sequences over a small alphabet (many matches and ties).
 #include "spec/ngram_proposer.h"
 
@@ -27,7 +27,7 @@ TEST(NgramLookup, NoMatchNoProposal) {
   EXPECT_TRUE(lookup({}, 1, 3, 5).empty());
   // A one-token match is below min_n = 2.
   EXPECT_TRUE(lookup({5, 8, 1, 9, 5}, 2, 3, 5).empty());
-  EXPECT_EQ(lookup({5, 8, 1, 9, 5}, 1, 3, 5), (std::vector<int32_t>{8, 1, 9, 5}));
+  EXPECT_EQ(lookup({5, 8, 1, 9, 5}, 1, 3, 5), (std::vector<int32_t>{8, 1, 9, 5, 8}));
   EXPECT_TRUE(lookup({1, 2, 3, 1, 2}, 2, 2, 0).empty());
 }
 
@@ -38,10 +38,13 @@ TEST(NgramLookup, LongestMatchWinsOverAMoreRecentShorterOne) {
   EXPECT_EQ(lookup({1, 2, 3, 10, 9, 2, 3, 11, 1, 2, 3}, 1, 2, 1), (std::vector<int32_t>{11}));
 }
 
-TEST(NgramLookup, TiesGoToTheMostRecentOccurrenceAndTheProposalStopsAtTheEnd) {
-  EXPECT_EQ(lookup({1, 2, 5, 1, 2, 6, 1, 2}, 2, 2, 8), (std::vector<int32_t>{6, 1, 2}));
-  // Overlapping repeats: the occurrence ending one before the end proposes the last token.
-  EXPECT_EQ(lookup({4, 4, 4, 4}, 2, 3, 5), (std::vector<int32_t>{4}));
+TEST(NgramLookup, TiesGoToTheMostRecentOccurrenceWhoseContinuationRepeatsPastTheEnd) {
+  // "1 2" last occurred 3 tokens back: 6 1 2 follow it, then the same period again.
+  EXPECT_EQ(lookup({1, 2, 5, 1, 2, 6, 1, 2}, 2, 2, 8), (std::vector<int32_t>{6, 1, 2, 6, 1, 2, 6, 1}));
+  // Overlapping repeats: the occurrence ending one before the end, a loop of one token.
+  EXPECT_EQ(lookup({4, 4, 4, 4}, 2, 3, 5), (std::vector<int32_t>{4, 4, 4, 4, 4}));
+  // A loop of two tokens (a small model's "::arch::arch...").
+  EXPECT_EQ(lookup({9, 5, 7, 5, 7, 5, 7}, 2, 4, 5), (std::vector<int32_t>{5, 7, 5, 7, 5}));
 }
 
 // The rule restated the slow way: lengths from max_n down, positions from the latest down.
@@ -53,8 +56,10 @@ std::vector<int32_t> brute_force(const std::vector<int32_t>& t, int32_t min_n, i
       bool same = true;
       for (int64_t i = 0; i < n && same; ++i) same = t[static_cast<size_t>(start + i)] == t[static_cast<size_t>(len - n + i)];
       if (!same) continue;
-      const int64_t from = start + n;
-      return {t.begin() + from, t.begin() + std::min(len, from + k)};
+      // What followed, read on through the proposal itself past the end.
+      std::vector<int32_t> seen = t;
+      for (int64_t i = start + n; std::ssize(seen) < len + k; ++i) seen.push_back(seen[static_cast<size_t>(i)]);
+      return {seen.begin() + len, seen.end()};
     }
   }
   return {};
@@ -83,7 +88,7 @@ TEST(NgramProposer, FillsEveryRequestsDraft) {
   std::vector<int32_t> da = {99}, db = {99};
   const std::vector<DraftRequest> requests = {{1, a, 4, &da}, {2, b, 4, &db}};
   proposer.propose(requests);
-  EXPECT_EQ(da, (std::vector<int32_t>{3, 1, 2}));
+  EXPECT_EQ(da, (std::vector<int32_t>{3, 1, 2, 3}));
   EXPECT_TRUE(db.empty());
 }
 

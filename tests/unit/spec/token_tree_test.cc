@@ -39,6 +39,13 @@ TEST(NgramTree, TheChainProposalComesFirstThenOtherMatches) {
   EXPECT_EQ(parents, (Tokens{-1, 0, 0, -1, 3}));
   ngram_tree(seq, 2, 3, 2, 1, tokens, parents);  // one candidate: the chain itself
   EXPECT_EQ(tokens, chain);
+  // A loop: the first branch repeats past the end as the chain does.
+  const Tokens loop = {9, 5, 7, 5, 7, 5, 7};
+  ngram_lookup(loop, 2, 4, 5, chain);
+  ngram_tree(loop, 2, 4, 5, 3, tokens, parents);
+  ASSERT_GE(tokens.size(), chain.size());
+  EXPECT_EQ(Tokens(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(chain.size())), chain);
+  EXPECT_EQ(chain, (Tokens{5, 7, 5, 7, 5}));
   ngram_tree(Tokens{1, 2, 3}, 2, 3, 2, 3, tokens, parents);  // no match
   EXPECT_TRUE(tokens.empty());
   EXPECT_TRUE(parents.empty());
