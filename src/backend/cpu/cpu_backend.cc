@@ -158,7 +158,7 @@ const cpu::PackedWeights* CpuBackend::packed_weights(const cpu::WeightMatrix& w)
   }
   // Packing costs about one read and one write of the matrix, spread over the pool; it replaces
   // the load-time repacking llama.cpp does, but only for matrices that are multiplied.
-  if (!slot.packed) slot.packed = std::make_unique<cpu::PackedWeights>(w, pool_);
+  if (!slot.packed) slot.packed = std::make_unique<cpu::PackedWeights>(w, pool_, packed_arena_);
   return slot.packed.get();
 }
 

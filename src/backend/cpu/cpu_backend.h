@@ -11,6 +11,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_packed.h"
 #include "backend/cpu/moe_ffn.h"
+#include "backend/cpu/packed_arena.h"
 #include "backend/cpu/rope_table.h"
 #include "util/thread_pool.h"
 
@@ -78,6 +79,7 @@ class CpuBackend final : public Backend {
   cpu::WeightMatrix weight_matrix(const TensorView& w, std::string_view op);
 
   ThreadPool pool_;
+  cpu::PackedArena packed_arena_;  // the packed matrices' memory: outlives packed_weights_
   std::unordered_map<const void*, PackedSlot> packed_weights_;  // by host address
   cpu::MatmulScratch matmul_scratch_;
   cpu::MoeScratch moe_scratch_;

@@ -7,12 +7,11 @@
 #include <cstring>
 #include <type_traits>
 
-#include <sys/mman.h>
-
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kquant_decode.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/packed_arena.h"
 #include "tensor/block_formats.h"
 #include "util/error.h"
 
@@ -193,7 +192,12 @@ PackedFormat packed_format(tensor::DType type) {
 
 void PackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
 
-PackedWeights::PackedWeights(const WeightMatrix& w, ThreadPool& pool)
+PackedWeights::PackedWeights(const WeightMatrix& w, ThreadPool& pool) : PackedWeights(w, pool, nullptr) {}
+
+PackedWeights::PackedWeights(const WeightMatrix& w, ThreadPool& pool, PackedArena& arena)
+    : PackedWeights(w, pool, &arena) {}
+
+PackedWeights::PackedWeights(const WeightMatrix& w, ThreadPool& pool, PackedArena* arena)
     : type_(w.type), rows_(w.rows), cols_(w.cols), group_bytes_(0), data_(nullptr) {
   const PackedFormat fmt = packed_format(w.type);
   const auto row_bytes = tensor::row_bytes(w.type, w.cols);
@@ -203,21 +207,21 @@ PackedWeights::PackedWeights(const WeightMatrix& w, ThreadPool& pool)
   const PackGroupFn pack = pack_group_for(w.type);
   const auto blocks = static_cast<size_t>(w.cols / fmt.block);
   group_bytes_ = (blocks * (fmt.qs_bytes + fmt.scale_bytes) + kAlignment - 1) / kAlignment * kAlignment;
-  // Large matrices go on 2 MiB pages where the kernel allows it (transparent huge pages on
-  // request): decode streams them once per token, and with 4 KiB pages it would take a TLB
-  // miss every 4 KiB.
-  const bool huge = bytes() >= kHugePage;
-  const size_t alignment = huge ? kHugePage : kAlignment;
-  const size_t allocated = (bytes() + alignment - 1) / alignment * alignment;
-  data_.reset(static_cast<uint8_t*>(std::aligned_alloc(alignment, allocated)));
-  if (!data_) fail("pack: out of memory for {} bytes", bytes());
-#ifdef MADV_HUGEPAGE
-  if (huge) madvise(data_.get(), allocated, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
+  if (arena != nullptr) {
+    data_ = arena->allocate(bytes());
+  } else if (bytes() >= kHugePage) {
+    // Decode streams a matrix once per token: with 4 KiB pages it would take a TLB miss every
+    // 4 KiB.
+    owned_.reset(allocate_on_huge_pages(bytes()));
+  } else {
+    owned_.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlignment, (bytes() + kAlignment - 1) / kAlignment * kAlignment)));
+    if (!owned_) fail("pack: out of memory for {} bytes", bytes());
+  }
+  if (data_ == nullptr) data_ = owned_.get();
   const PackedWeights* self = this;
   const WeightMatrix* wp = &w;
   const auto pack_one = [self, wp, pack](int64_t g, unsigned) {
-    uint8_t* out = const_cast<uint8_t*>(self->group(g));
+    uint8_t* out = self->data_ + self->group_bytes_ * static_cast<size_t>(g);
     // Only a group with missing rows needs zeros (scale 0, codes 0); writing the others once is
     // enough, and skipping a pass over the whole copy matters at load time.
     if ((g + 1) * kPackRows > wp->rows) std::memset(out, 0, self->group_bytes_);

@@ -40,6 +40,7 @@
 namespace lumen::backend::cpu {
 
 struct WeightMatrix;
+class PackedArena;
 
 inline constexpr int kPackRows = 16;
 
@@ -54,8 +55,12 @@ PackedFormat packed_format(tensor::DType type);
 
 class PackedWeights {
  public:
-  // Packs w (of a type with a packed format), spreading groups of rows over the pool.
+  // Packs w (of a type with a packed format), spreading groups of rows over the pool, into
+  // memory of its own (on 2 MiB pages when it fills at least one).
   PackedWeights(const WeightMatrix& w, ThreadPool& pool);
+  // The same into memory from `arena`, which must outlive this object (a backend's arena: its
+  // small matrices then share 2 MiB pages, packed_arena.h).
+  PackedWeights(const WeightMatrix& w, ThreadPool& pool, PackedArena& arena);
 
   tensor::DType type() const { return type_; }
   int64_t rows() const { return rows_; }
@@ -63,16 +68,19 @@ class PackedWeights {
   int64_t groups() const { return (rows_ + kPackRows - 1) / kPackRows; }
   size_t group_bytes() const { return group_bytes_; }
   size_t bytes() const { return group_bytes_ * static_cast<size_t>(groups()); }
-  const uint8_t* group(int64_t g) const { return data_.get() + group_bytes_ * static_cast<size_t>(g); }
+  const uint8_t* group(int64_t g) const { return data_ + group_bytes_ * static_cast<size_t>(g); }
 
  private:
   struct Free {
     void operator()(uint8_t* p) const;
   };
+  PackedWeights(const WeightMatrix& w, ThreadPool& pool, PackedArena* arena);
+
   tensor::DType type_;
   int64_t rows_, cols_;
   size_t group_bytes_;
-  std::unique_ptr<uint8_t[], Free> data_;
+  std::unique_ptr<uint8_t[], Free> owned_;  // null when the memory is an arena's
+  uint8_t* data_;
 };
 
 // Whether the matmul has packed kernels for `type` at instruction-set level selected_isa(), so
