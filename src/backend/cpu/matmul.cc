@@ -13,6 +13,10 @@
 //
 // Every call runs through the same planner: matmul is matmul_same_input with one weight, and
 // matmul_glu splits its two weights in common row chunks so a task can apply the activation.
+//
+// Decode-shaped calls (a few tokens) do not use fixed tasks: their rows, in units of 16, go
+// through a RangeSplit (util/range_split.h), so each worker streams one contiguous run of
+// weights and a faster worker takes the slower one's last units instead of waiting for them.
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_packed.h"
 #include "util/error.h"
+#include "util/range_split.h"
 
 namespace lumen::backend::cpu {
 namespace {
@@ -34,12 +39,13 @@ constexpr int64_t kTaskTokens = 64;       // tokens per prefill task (activation
 static_assert(kTaskTokens <= detail::kMaxPanelTokens);
 constexpr int64_t kPrefillTaskRows = 32;  // rows per prefill task
 constexpr int64_t kMinDecodeTaskRows = 16;
-// Decode streams every weight byte from memory once, and a task is a contiguous run of rows:
-// few long tasks keep each thread on one stream, which its prefetches (and the hardware's) run
-// ahead of, while every task start is a cold stream. Measured on a noisy 2-core host (median of
-// 5 interleaved runs, tg64): 8 tasks per thread of at most 128 KB each -> 2 tasks per thread of
-// any size: SmolLM2 Q4_1 246 -> 266 t/s, llama-1B Q4_K 37.7 -> 39.7, llama-1B Q4_0 40.4 -> 41.5.
-// Two rather than one leave the dynamic split some room to balance a slowed thread.
+// Decode-shaped tasks of matmul_grouped (the other calls split such work with a RangeSplit,
+// below). Decode streams every weight byte from memory once, and a task is a contiguous run of
+// rows: few long tasks keep each thread on one stream, which its prefetches (and the hardware's)
+// run ahead of, while every task start is a cold stream. Measured on a noisy 2-core host (median
+// of 5 interleaved runs, tg64): 8 tasks per thread of at most 128 KB each -> 2 tasks per thread
+// of any size: SmolLM2 Q4_1 246 -> 266 t/s, llama-1B Q4_K 37.7 -> 39.7, llama-1B Q4_0 40.4 ->
+// 41.5. Two rather than one leave the dynamic split some room to balance a slowed thread.
 constexpr int64_t kDecodeTasksPerThread = 2;
 
 const TypeKernels* kernels_at(Isa isa, tensor::DType type) {
@@ -317,6 +323,55 @@ void run_glu_task(const GluPlan& p, int64_t task) {
   }
 }
 
+// ---- decode-shaped calls: units of kSplitRows rows through a RangeSplit ----
+
+constexpr int64_t kSplitRows = kPackRows;  // a packed group; a whole number of unpacked tiles
+static_assert(kSplitRows % kTileRows == 0);
+// Units a worker takes at a time. One unit (a 16-row group, 5-6 KB of SmolLM2's Q4_1 rows) is
+// much longer than the claim's compare-and-swap, and as fine a balance as the split can give.
+constexpr int64_t kSplitStepUnits = 1;
+
+// Whether a part's tokens make one decode-shaped task per row chunk (plan_tasks' first case).
+bool decode_shaped(const Part& part, int64_t n_tokens) {
+  return n_tokens <= 2 * (part.packed != nullptr ? detail::kMaxPackedTokens : kMaxTileTokens);
+}
+
+int64_t split_units(int64_t rows) { return (rows + kSplitRows - 1) / kSplitRows; }
+
+// matmul_same_input's targets laid end to end in units: target i's units are
+// [first_unit[i], first_unit[i + 1]).
+struct SplitJob {
+  const Part* parts = nullptr;
+  std::array<int64_t, kMaxMatmulTargets + 1> first_unit{};
+  int64_t n_tokens = 0;
+  RangeSplit* split = nullptr;
+};
+
+void run_split_units(const SplitJob& job, int64_t begin, int64_t end) {
+  size_t i = 0;
+  while (begin >= job.first_unit[i + 1]) ++i;
+  for (; begin < end; ++i) {
+    const int64_t stop = std::min(end, job.first_unit[i + 1]);
+    const Part& part = job.parts[i];
+    const int64_t rows = part.packed != nullptr ? part.packed_job.w->rows() : part.job.w->rows;
+    run_part_rows(part, (begin - job.first_unit[i]) * kSplitRows,
+                  std::min(rows, (stop - job.first_unit[i]) * kSplitRows), 0, job.n_tokens);
+    begin = stop;
+  }
+}
+
+// matmul_glu's units: the same 16 rows of gate and up, then the activation of those rows
+// (16 is a multiple of the activation's 8 lanes, so its results are the standalone op's).
+void run_glu_units(const GluPlan& p, int64_t begin, int64_t end) {
+  const int64_t row_begin = begin * kSplitRows, row_end = std::min(p.rows, end * kSplitRows);
+  run_part_rows(p.parts[0], row_begin, row_end, 0, p.n_tokens);
+  run_part_rows(p.parts[1], row_begin, row_end, 0, p.n_tokens);
+  for (int64_t t = 0; t < p.n_tokens; ++t) {
+    float* g = p.gate.y + t * p.gate.y_stride + row_begin;
+    p.glu(g, p.up.y + t * p.up.y_stride + row_begin, row_end - row_begin, g);
+  }
+}
+
 // One group of matmul_grouped: its parts and, with a GLU, its split.
 struct GroupPlan {
   std::array<Part, kMaxMatmulTargets> parts;
@@ -343,6 +398,18 @@ void matmul_same_input(std::span<const MatmulTarget> targets, const float* x, in
                        int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch, Isa isa) {
   std::array<Part, kMaxMatmulTargets> parts;
   if (!prepare_parts(targets, x, x_stride, n_tokens, pool, scratch, isa, parts)) return;
+  if (std::all_of(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(targets.size()),
+                  [n_tokens](const Part& p) { return decode_shaped(p, n_tokens); })) {
+    SplitJob job{parts.data(), {}, n_tokens, &scratch.split};
+    for (size_t i = 0; i < targets.size(); ++i) job.first_unit[i + 1] = job.first_unit[i] + split_units(targets[i].w->rows);
+    scratch.split.reset(job.first_unit[targets.size()], static_cast<int>(pool.size()));
+    const SplitJob* j = &job;  // one pointer captured: std::function keeps it inline
+    pool.parallel_for(scratch.split.parts(), [j](int64_t part, unsigned) {
+      j->split->run(static_cast<int>(part), kSplitStepUnits,
+                    [j](int64_t begin, int64_t end) { run_split_units(*j, begin, end); });
+    });
+    return;
+  }
   int64_t total_tasks = 0;
   for (size_t i = 0; i < targets.size(); ++i) total_tasks += parts[i].n_tasks;
   const Part* first = parts.data();  // one pointer captured: std::function keeps it inline
@@ -369,6 +436,19 @@ void matmul_glu(const MatmulTarget& gate, const MatmulTarget& up, GluRowFn glu, 
   if (!prepare_parts(targets, x, x_stride, n_tokens, pool, scratch, isa, parts)) return;
 
   const GluPlan plan = plan_glu(parts.data(), glu, gate, up, n_tokens, pool.size());
+  if (decode_shaped(parts[0], n_tokens) && decode_shaped(parts[1], n_tokens)) {
+    scratch.split.reset(split_units(plan.rows), static_cast<int>(pool.size()));
+    struct Job {
+      const GluPlan* plan;
+      RangeSplit* split;
+    } job{&plan, &scratch.split};
+    const Job* j = &job;
+    pool.parallel_for(scratch.split.parts(), [j](int64_t part, unsigned) {
+      j->split->run(static_cast<int>(part), kSplitStepUnits,
+                    [j](int64_t begin, int64_t end) { run_glu_units(*j->plan, begin, end); });
+    });
+    return;
+  }
   const GluPlan* pp = &plan;
   pool.parallel_for(plan.n_tasks, [pp](int64_t task, unsigned) { run_glu_task(*pp, task); });
 }

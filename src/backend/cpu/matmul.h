@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "tensor/dtype.h"
+#include "util/range_split.h"
 #include "util/thread_pool.h"
 
 namespace lumen::backend::cpu {
@@ -33,6 +34,7 @@ struct WeightMatrix {
 struct MatmulScratch {
   std::vector<uint8_t> quantized_x;
   std::vector<uint8_t> packed_x;  // activations in the packed kernels' form
+  RangeSplit split;               // decode-shaped calls' work split (matmul.cc)
 };
 
 // For t in [0, n_tokens), r in [0, w.rows): y[t * y_stride + r] = sum_c W[r, c] x[t * x_stride + c].
