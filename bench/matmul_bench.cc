@@ -4,7 +4,9 @@
 //  - prefill GEMM (512 tokens): GFLOP/s (2 * rows * cols * tokens per call);
 //  - a verification step's 6 tokens (speculative decoding): both, with the weight in cache;
 //  - Stream: 1 to 6 tokens through a ring of copies of SmolLM2's gate+up weight, past the L3,
-//    so the weights come from memory as a model's layers do (GB/s of weight bytes).
+//    packed back to back on 2 MiB pages as the backend packs a model, so the weights come from
+//    memory as a model's layers do (GB/s of weight bytes);
+//  - StreamGlu: the same for SmolLM2's gate and up pair through matmul_glu (the FFN's first half).
 // at SmolLM2-135M and llama-1B shapes, 1 and 2 threads, on the selected ISA (LUMEN_ISA lowers it).
 //
 //   build/release/bench/matmul_bench --benchmark_filter=Decode
@@ -16,8 +18,10 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/activation.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_packed.h"
+#include "backend/cpu/packed_arena.h"
 #include "tensor/quantize.h"
 
 namespace {
@@ -181,10 +185,11 @@ void BM_MatmulStream(benchmark::State& state) {
   Weight w = make_weight(type, rows, cols);
   lumen::ThreadPool pool(threads);
   const size_t copies = std::max<size_t>(2, (size_t{128} << 20) / w.bytes.size());
+  cpu::PackedArena arena;  // back to back on 2 MiB pages, as CpuBackend packs a model
   std::vector<std::unique_ptr<cpu::PackedWeights>> ring;
   std::vector<cpu::WeightMatrix> matrices;
   for (size_t c = 0; c < copies; ++c) {
-    ring.push_back(std::make_unique<cpu::PackedWeights>(w.matrix, pool));
+    ring.push_back(std::make_unique<cpu::PackedWeights>(w.matrix, pool, arena));
     matrices.push_back(w.matrix);
     matrices.back().packed = ring.back().get();
   }
@@ -209,6 +214,54 @@ void BM_MatmulStream(benchmark::State& state) {
 BENCHMARK(BM_MatmulStream)
     ->Name("Stream")
     ->ArgsProduct({{static_cast<int64_t>(DType::Q4_1)}, {3072}, {576}, {1, 2, 4, 6}, {1, 2}})
+    ->ArgNames({"type", "rows", "cols", "tokens", "threads"})
+    ->UseRealTime();
+
+// matmul_glu over a ring of gate and up pairs (about 128 MB in all), as Stream does for one
+// weight: what a verification step's extra tokens cost in the FFN's fused first half.
+void BM_GluStream(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t rows = state.range(1), cols = state.range(2), tokens = state.range(3);
+  const auto threads = static_cast<unsigned>(state.range(4));
+  if (!cpu::packing_pays_off(type)) {
+    state.SkipWithError("no packed kernels for this type on this CPU");
+    return;
+  }
+  Weight w = make_weight(type, rows, cols);
+  lumen::ThreadPool pool(threads);
+  const size_t pairs = std::max<size_t>(2, (size_t{64} << 20) / w.bytes.size());
+  cpu::PackedArena arena;
+  std::vector<std::unique_ptr<cpu::PackedWeights>> ring;
+  std::vector<cpu::WeightMatrix> matrices;
+  for (size_t c = 0; c < 2 * pairs; ++c) {
+    ring.push_back(std::make_unique<cpu::PackedWeights>(w.matrix, pool, arena));
+    matrices.push_back(w.matrix);
+    matrices.back().packed = ring.back().get();
+  }
+  std::vector<float> x(static_cast<size_t>(cols * tokens)), gate(static_cast<size_t>(rows * tokens)),
+      up(gate.size());
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& v : x) v = normal(rng);
+  cpu::MatmulScratch scratch;
+  size_t next = 0;
+  for (auto _ : state) {
+    const cpu::MatmulTarget g{&matrices[2 * next], gate.data(), rows};
+    const cpu::MatmulTarget u{&matrices[2 * next + 1], up.data(), rows};
+    cpu::matmul_glu(g, u, cpu::swiglu_row, x.data(), cols, tokens, pool, scratch, cpu::selected_isa());
+    next = (next + 1) % pairs;
+    benchmark::DoNotOptimize(gate.data());
+    benchmark::ClobberMemory();
+  }
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["weight_GBps"] =
+      benchmark::Counter(calls * 2.0 * static_cast<double>(w.bytes.size()) / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(lumen::tensor::dtype_name(type)) + " " + std::string(cpu::isa_name(cpu::selected_isa())) +
+                 " packed");
+}
+BENCHMARK(BM_GluStream)
+    ->Name("StreamGlu")
+    ->ArgsProduct({{static_cast<int64_t>(DType::Q4_1)}, {1536}, {576}, {1, 2, 4, 6}, {1, 2}})
     ->ArgNames({"type", "rows", "cols", "tokens", "threads"})
     ->UseRealTime();
 
