@@ -122,8 +122,12 @@ struct Q8_0Packed : ByteCodes {
 // Decode streams each weight once from memory, and the hardware prefetcher alone leaves a
 // single-threaded stream far below the read bandwidth. Measured on the llama-1B output matrix
 // (147 MB, one thread): prefetching into L2 8 KiB ahead gives 19 GB/s against 12 GB/s 2 KiB
-// ahead into L1 (which has too few miss buffers for that distance); 16 KiB is no better.
-constexpr size_t kPrefetchAhead = 8192;
+// ahead into L1 (which has too few miss buffers for that distance). Since the packed matrices
+// share 2 MiB pages (packed_arena.h), 12 KiB pays on small models: matmul_bench Stream (SmolLM2's
+// shape, one token) 1 thread 18.5-19.5 against 16.6-17.0 GB/s at 8 KiB (2 threads the same);
+// SmolLM2 tg128, 8 alternated pairs each, +7% on 1 and on 2 threads; llama-1B Q4_0 tg
+// unchanged (1.004). 16 KiB was the worst distance tried (12 and 20 GB/s), 32 KiB between.
+constexpr size_t kPrefetchAhead = 12288;
 
 template <typename F>
 inline void prefetch_ahead(const uint8_t* qs, const uint8_t* sc, int64_t b) {
