@@ -10,7 +10,7 @@
 // so the chunk also holds them in the order a forward pass reads them: one long stream.
 //
 // Measured (SmolLM2-135M Q4_1, 2 threads, `lumen bench profile` decode at context 64,
-// alternated): see BENCHMARKS.md, "Packed weights on 2 MiB pages".
+// alternated): see BENCHMARKS.md, "Decode streams: packed weights on 2 MiB pages ...".
 //
 // The chunks are reserved large, but a page is backed only when first written, so the unused
 // end of the last chunk costs address space, not memory. Not thread-safe: one backend packs
