@@ -20,33 +20,17 @@ void RangeSplit::reset(int64_t n_units, int parts) {
   }
 }
 
-bool RangeSplit::take_front(int part, int64_t step, int64_t& begin, int64_t& end) {
+bool RangeSplit::take(int part, int64_t step, bool from_back, int64_t& begin, int64_t& end) {
   std::atomic<uint64_t>& bounds = ranges_[part].bounds;
   uint64_t b = bounds.load(std::memory_order_relaxed);
   for (;;) {
     const auto front = static_cast<int64_t>(b & 0xffffffffu), back = static_cast<int64_t>(b >> 32);
     if (front >= back) return false;
     const int64_t taken = std::min(step, back - front);
-    if (bounds.compare_exchange_weak(b, pack(front + taken, back), std::memory_order_relaxed)) {
-      begin = front;
-      end = front + taken;
-      return true;
-    }
-  }
-}
-
-bool RangeSplit::take_back(int part, int64_t step, int64_t& begin, int64_t& end) {
-  std::atomic<uint64_t>& bounds = ranges_[part].bounds;
-  uint64_t b = bounds.load(std::memory_order_relaxed);
-  for (;;) {
-    const auto front = static_cast<int64_t>(b & 0xffffffffu), back = static_cast<int64_t>(b >> 32);
-    if (front >= back) return false;
-    const int64_t taken = std::min(step, back - front);
-    if (bounds.compare_exchange_weak(b, pack(front, back - taken), std::memory_order_relaxed)) {
-      begin = back - taken;
-      end = back;
-      return true;
-    }
+    begin = from_back ? back - taken : front;
+    end = begin + taken;
+    const uint64_t left = from_back ? pack(front, begin) : pack(end, back);
+    if (bounds.compare_exchange_weak(b, left, std::memory_order_relaxed)) return true;
   }
 }
 

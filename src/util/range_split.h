@@ -36,9 +36,9 @@ class RangeSplit {
   template <typename Fn>
   void run(int part, int64_t step, Fn&& fn) {
     int64_t begin = 0, end = 0;
-    while (take_front(part, step, begin, end)) fn(begin, end);
+    while (take(part, step, false, begin, end)) fn(begin, end);
     for (int victim = fullest(); victim >= 0; victim = fullest()) {
-      if (take_back(victim, step, begin, end)) fn(begin, end);
+      if (take(victim, step, true, begin, end)) fn(begin, end);
     }
   }
 
@@ -51,8 +51,9 @@ class RangeSplit {
   static uint64_t pack(int64_t front, int64_t back) {
     return static_cast<uint64_t>(front) | static_cast<uint64_t>(back) << 32;
   }
-  bool take_front(int part, int64_t step, int64_t& begin, int64_t& end);
-  bool take_back(int part, int64_t step, int64_t& begin, int64_t& end);
+  // Up to `step` units from the front (or back) of range `part` into [begin, end); false when
+  // the range is empty.
+  bool take(int part, int64_t step, bool from_back, int64_t& begin, int64_t& end);
   // The range with the most units left, or -1 when all are empty.
   int fullest() const;
 
