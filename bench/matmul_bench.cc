@@ -171,6 +171,34 @@ BENCHMARK(BM_MemoryRead)->Arg(1)->Arg(2)->UseRealTime();
 
 }  // namespace
 
+namespace {
+
+// `copies` packed copies of a weight, back to back on 2 MiB pages as CpuBackend packs a model,
+// each with its matrix description.
+struct PackedRing {
+  cpu::PackedArena arena;
+  std::vector<std::unique_ptr<cpu::PackedWeights>> packed;
+  std::vector<cpu::WeightMatrix> matrices;
+
+  PackedRing(const Weight& w, size_t copies, lumen::ThreadPool& pool) {
+    for (size_t c = 0; c < copies; ++c) {
+      packed.push_back(std::make_unique<cpu::PackedWeights>(w.matrix, pool, arena));
+      matrices.push_back(w.matrix);
+      matrices.back().packed = packed.back().get();
+    }
+  }
+};
+
+std::vector<float> random_activations(int64_t n) {
+  std::vector<float> x(static_cast<size_t>(n));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& v : x) v = normal(rng);
+  return x;
+}
+
+}  // namespace
+
 // The matmul over a ring of copies of the weight (about 128 MB in all, past the L3), as a
 // model's layers follow each other, so the weights always come from memory: how much a
 // verification step's extra tokens cost on top of the weight stream. args as BM_Matmul's.
@@ -185,22 +213,13 @@ void BM_MatmulStream(benchmark::State& state) {
   Weight w = make_weight(type, rows, cols);
   lumen::ThreadPool pool(threads);
   const size_t copies = std::max<size_t>(2, (size_t{128} << 20) / w.bytes.size());
-  cpu::PackedArena arena;  // back to back on 2 MiB pages, as CpuBackend packs a model
-  std::vector<std::unique_ptr<cpu::PackedWeights>> ring;
-  std::vector<cpu::WeightMatrix> matrices;
-  for (size_t c = 0; c < copies; ++c) {
-    ring.push_back(std::make_unique<cpu::PackedWeights>(w.matrix, pool, arena));
-    matrices.push_back(w.matrix);
-    matrices.back().packed = ring.back().get();
-  }
-  std::vector<float> x(static_cast<size_t>(cols * tokens)), y(static_cast<size_t>(rows * tokens));
-  std::mt19937 rng(2);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (auto& v : x) v = normal(rng);
+  const PackedRing ring(w, copies, pool);
+  const std::vector<float> x = random_activations(cols * tokens);
+  std::vector<float> y(static_cast<size_t>(rows * tokens));
   cpu::MatmulScratch scratch;
   size_t next = 0;
   for (auto _ : state) {
-    cpu::matmul(matrices[next], x.data(), cols, tokens, y.data(), rows, pool, scratch);
+    cpu::matmul(ring.matrices[next], x.data(), cols, tokens, y.data(), rows, pool, scratch);
     next = (next + 1) % copies;
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -230,24 +249,14 @@ void BM_GluStream(benchmark::State& state) {
   Weight w = make_weight(type, rows, cols);
   lumen::ThreadPool pool(threads);
   const size_t pairs = std::max<size_t>(2, (size_t{64} << 20) / w.bytes.size());
-  cpu::PackedArena arena;
-  std::vector<std::unique_ptr<cpu::PackedWeights>> ring;
-  std::vector<cpu::WeightMatrix> matrices;
-  for (size_t c = 0; c < 2 * pairs; ++c) {
-    ring.push_back(std::make_unique<cpu::PackedWeights>(w.matrix, pool, arena));
-    matrices.push_back(w.matrix);
-    matrices.back().packed = ring.back().get();
-  }
-  std::vector<float> x(static_cast<size_t>(cols * tokens)), gate(static_cast<size_t>(rows * tokens)),
-      up(gate.size());
-  std::mt19937 rng(2);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (auto& v : x) v = normal(rng);
+  const PackedRing ring(w, 2 * pairs, pool);
+  const std::vector<float> x = random_activations(cols * tokens);
+  std::vector<float> gate(static_cast<size_t>(rows * tokens)), up(gate.size());
   cpu::MatmulScratch scratch;
   size_t next = 0;
   for (auto _ : state) {
-    const cpu::MatmulTarget g{&matrices[2 * next], gate.data(), rows};
-    const cpu::MatmulTarget u{&matrices[2 * next + 1], up.data(), rows};
+    const cpu::MatmulTarget g{&ring.matrices[2 * next], gate.data(), rows};
+    const cpu::MatmulTarget u{&ring.matrices[2 * next + 1], up.data(), rows};
     cpu::matmul_glu(g, u, cpu::swiglu_row, x.data(), cols, tokens, pool, scratch, cpu::selected_isa());
     next = (next + 1) % pairs;
     benchmark::DoNotOptimize(gate.data());
