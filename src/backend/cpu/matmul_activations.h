@@ -1,5 +1,5 @@
 #pragma once
-// Internal to the CPU matmul (matmul.cc): the activations of one call in the forms its weights'
+// Internal to the CPU matmul (matmul_parts.cc): the activations of one call in the forms its weights'
 // kernels read. Weights whose kernels read the same form (same quantizer, activation type and
 // width, packed or not) share one copy, quantized once per call into the caller's scratch.
 #include <array>

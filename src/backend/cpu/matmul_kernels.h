@@ -1,5 +1,5 @@
 #pragma once
-// Internal to the CPU matmul: the contract between the dispatcher (matmul.cc) and the kernels of
+// Internal to the CPU matmul: the contract between the dispatcher (matmul.cc, matmul_parts.cc) and the kernels of
 // each instruction-set level (matmul_scalar.cc, matmul_avx2.cc, matmul_avx512.cc).
 //
 // Work is cut into tiles of kTileRows weight rows x up to kMaxTileTokens tokens. A tile kernel
