@@ -37,6 +37,29 @@ TEST(RangeSplit, AnIdlePartTakesTheFullestRangeFromTheBack) {
   EXPECT_TRUE(later.empty());  // nothing left for a part that comes late
 }
 
+TEST(RangeSplit, FrontIsTheNextUnitOfAPartsOwnRange) {
+  RangeSplit split;
+  split.reset(12, 3);  // ranges [0, 4), [4, 8), [8, 12)
+  EXPECT_EQ(split.front(0), 0);
+  EXPECT_EQ(split.front(1), 4);
+  EXPECT_EQ(split.front(2), 8);
+  // Part 0 runs alone: its own units move its front; the back units it takes from the others
+  // leave their fronts where they were until nothing is left between front and back.
+  int64_t calls = 0;
+  split.run(0, 1, [&](int64_t b, int64_t) {
+    if (++calls == 4) {
+      EXPECT_EQ(b, 3);
+      EXPECT_EQ(split.front(0), 4);  // its range used up
+      EXPECT_EQ(split.front(1), 4);
+      EXPECT_EQ(split.front(2), 8);
+    }
+    if (b == 11) {
+      EXPECT_EQ(split.front(2), 8);  // a steal from part 2's back
+    }
+  });
+  EXPECT_EQ(calls, 12);
+}
+
 TEST(RangeSplit, EmptyAndUnevenSplits) {
   RangeSplit split;
   split.reset(0, 4);
