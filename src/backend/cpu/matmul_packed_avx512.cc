@@ -127,7 +127,16 @@ struct Q8_0Packed : ByteCodes {
 // shape, one token) 1 thread 18.5-19.5 against 16.6-17.0 GB/s at 8 KiB (2 threads the same);
 // SmolLM2 tg128, 8 alternated pairs each, +7% on 1 and on 2 threads; llama-1B Q4_0 tg
 // unchanged (1.004). 16 KiB was the worst distance tried (12 and 20 GB/s), 32 KiB between.
+//
+// Each line of codes is also asked for a second time, kPrefetchFar ahead. One distance alone
+// stalls (a single one at 16 or 32 KiB did worse than 12), but the pair does far better than
+// either: the far request starts the line's trip early, and the near one, by then usually a hit,
+// asks again for the lines the far one lost. matmul_bench Stream, 4 alternations: 1 thread
+// 25.7-28.2 GB/s against 16.3-18.0, 2 threads 30.5-36.1 against 24.5-29.0 (T2 hints and 20 or
+// 32 KiB more did about as well, 44 KiB more worse); SmolLM2 tg128, 8 alternated pairs, 2
+// threads: 1.107 (8 of 8; that with a T2 far hint, which the T1 one then beat, 5 of 8).
 constexpr size_t kPrefetchAhead = 12288;
+constexpr size_t kPrefetchFar = kPrefetchAhead + 24576;
 
 template <typename F>
 inline void prefetch_ahead(const uint8_t* qs, const uint8_t* sc, int64_t b) {
@@ -137,6 +146,7 @@ inline void prefetch_ahead(const uint8_t* qs, const uint8_t* sc, int64_t b) {
   constexpr size_t kBlocksAhead = kPrefetchAhead / F::kQsBytes;
   for (size_t line = 0; line < F::kQsBytes; line += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(qs + line + kPrefetchAhead), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(qs + line + kPrefetchFar), _MM_HINT_T1);
   }
   constexpr int64_t kBlocksPerLine = 64 / F::kScaleBytes;
   if (b % kBlocksPerLine == 0) {
