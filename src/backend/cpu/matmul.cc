@@ -79,12 +79,14 @@ static_assert(kSplitRows % kTileRows == 0);
 constexpr int64_t kSplitStepUnits = 1;
 
 // Before its first unit, a worker asks for the first kWarmBytes of its run (into L2, as the
-// kernels' own prefetches do). The kernels prefetch 12 KiB ahead of the block they read, so a
-// fresh stream starts with demand misses until those prefetches catch up, and a decode step
+// kernels' own prefetches do). The kernels ask 12 KiB (and 36 KiB) ahead of the block they read,
+// so a fresh stream starts with demand misses until those requests catch up, and a decode step
 // starts ~240 such streams (two workers, 121 matmuls). SmolLM2 tg128, 2 threads, alternated
 // pairs against no warm-up: 8 KiB 1.049 (8 of 8 pairs faster); against 8 KiB, 16 KiB 1.025,
 // 4 KiB 0.988; against 16 KiB, 24 KiB 0.957 and 32 KiB 0.967 (too many misses asked at once
-// delay the first block's own). 16 KiB against none, later: 1.019 (7 of 10).
+// delay the first block's own). 16 KiB against none, later: 1.019 (7 of 10). (Measured with
+// the kernels' 12 KiB requests alone; with their 36 KiB ones added, 32 KiB against 16: 1.036,
+// 5 of 8, not enough to change.)
 constexpr int64_t kWarmBytes = 16384;
 
 // Asks for up to `bytes` of a packed part's rows from 16-row unit `unit` on, within the matrix.
