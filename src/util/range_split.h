@@ -30,7 +30,9 @@ class RangeSplit {
   void reset(int64_t n_units, int parts);
   int parts() const { return parts_; }
   // The next unit part's own range hands out from its front (its first before run() starts).
-  int64_t front(int part) const { return static_cast<int64_t>(ranges_[part].bounds.load(std::memory_order_relaxed) & 0xffffffffu); }
+  int64_t front(int part) const {
+    return static_cast<int64_t>(ranges_[part].bounds.load(std::memory_order_relaxed) & 0xffffffffu);
+  }
 
   // Calls fn(begin, end) for runs of at most `step` >= 1 units: part's own range from the front,
   // then, once it is empty, the fullest other range from the back, until no unit is left.

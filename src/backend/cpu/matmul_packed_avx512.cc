@@ -132,9 +132,10 @@ struct Q8_0Packed : ByteCodes {
 // stalls (a single one at 16 or 32 KiB did worse than 12), but the pair does far better than
 // either: the far request starts the line's trip early, and the near one, by then usually a hit,
 // asks again for the lines the far one lost. matmul_bench Stream, 4 alternations: 1 thread
-// 25.7-28.2 GB/s against 16.3-18.0, 2 threads 30.5-36.1 against 24.5-29.0 (T2 hints and 20 or
-// 32 KiB more did about as well, 44 KiB more worse); SmolLM2 tg128, 8 alternated pairs, 2
-// threads: 1.107 (8 of 8; that with a T2 far hint, which the T1 one then beat, 5 of 8).
+// 25.7-28.2 GB/s against 16.3-18.0, 2 threads 30.5-36.1 against 24.5-29.0. SmolLM2 tg128,
+// alternated pairs, 2 threads: far at 36 KiB with a T2 hint against no far request 1.107 (8 of
+// 8); with T2 hints, 44 KiB beat 32 (0.985) and 60 (0.953); with T1, 36 KiB beat 44 (1.123,
+// 5 of 6) and 36 KiB T2 (5 of 8).
 constexpr size_t kPrefetchAhead = 12288;
 constexpr size_t kPrefetchFar = kPrefetchAhead + 24576;
 
