@@ -94,7 +94,7 @@ struct Engine::Impl {
            config.max_model_len, trained,
            model.hparams.rope_scaling.type == "none" ? "" : ", rope scaling included");
     }
-    const int64_t pool_tokens = layout.max_tokens(pool.n_available(), config.block_size);
+    const int64_t pool_tokens = layout.max_tokens(pool.n_available(), config.block_size, config.max_num_batched_tokens);
     int64_t limit = config.max_model_len > 0 ? config.max_model_len : trained;
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);

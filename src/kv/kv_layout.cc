@@ -17,30 +17,37 @@ int64_t first_block_in_window(int64_t n_computed, int64_t window, int64_t block_
   return std::max<int64_t>(0, n_computed - window + 1) / block_size;
 }
 
-int64_t KvLayout::pages_for(int64_t n_tokens, int64_t block_size) const {
-  const int64_t blocks = (n_tokens + block_size - 1) / block_size;
-  int64_t pages = 0;
-  for (const KvGroup& g : groups) {
-    // While the last chunk is computed, a windowed group holds its window behind the chunk's
-    // first position; counting from the last position bounds every chunk size.
-    const int64_t first = g.window > 0 ? first_block_in_window(std::max<int64_t>(0, n_tokens - 1), g.window, block_size)
-                                       : 0;
-    pages += blocks - std::min(first, blocks);
+int64_t KvLayout::pages_for(int64_t n_tokens, int64_t block_size, int64_t max_chunk) const {
+  // The pages held during the step that computes [max(0, e - max_chunk), e): the longest step
+  // ending at e holds the most. That count grows with e until a group's window and chunk fit
+  // behind e, then repeats with period block_size (both ends of a group's span move one block
+  // per block_size positions), so the worst e <= n_tokens lies among the last two blocks' worth.
+  // (Until 2026-11-26 only the decode step was counted, from first_block_in_window(n_tokens - 1):
+  // Gemma 3 with a context of 700 then took a 605-token prompt it could not prefill, and ended it
+  // with no tokens.)
+  const int64_t chunk = std::max<int64_t>(1, max_chunk);
+  int64_t most = 0;
+  for (int64_t e = std::max<int64_t>(1, n_tokens - 2 * block_size + 1); e <= n_tokens; ++e) {
+    const int64_t blocks = (e + block_size - 1) / block_size;
+    const int64_t start = std::max<int64_t>(0, e - chunk);
+    int64_t pages = 0;
+    for (const KvGroup& g : groups) pages += blocks - std::min(first_block_in_window(start, g.window, block_size), blocks);
+    most = std::max(most, pages);
   }
-  return pages;
+  return most;
 }
 
 int64_t KvLayout::n_layers_held() const {
   return std::ranges::count_if(slot_of_layer, [](int slot) { return slot >= 0; });
 }
 
-int64_t KvLayout::max_tokens(int64_t n_pages, int64_t block_size) const {
+int64_t KvLayout::max_tokens(int64_t n_pages, int64_t block_size, int64_t max_chunk) const {
   // pages_for never decreases with the length; it stops growing when every group is windowed.
   // Bisection over whole blocks, up to a bound no context reaches.
   int64_t lo = 0, hi = int64_t{1} << 36;
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (pages_for(mid * block_size, block_size) <= n_pages) {
+    if (pages_for(mid * block_size, block_size, max_chunk) <= n_pages) {
       lo = mid;
     } else {
       hi = mid - 1;

@@ -30,10 +30,14 @@ struct KvLayout {
 
   size_t n_groups() const { return groups.size(); }
   bool has_windows() const;
-  // Pages one sequence of n_tokens positions holds at most (its next query at position n_tokens).
-  int64_t pages_for(int64_t n_tokens, int64_t block_size) const;
-  // The longest sequence n_pages pages can hold on their own.
-  int64_t max_tokens(int64_t n_pages, int64_t block_size) const;
+  // Pages one sequence holds at most while its positions [0, n_tokens) are computed, a step
+  // computing at most max_chunk of them (the engine's max_num_batched_tokens). While a step
+  // computes positions [s, e), a windowed group holds its blocks from the one the query at s
+  // needs (first_block_in_window(s)) to the one that holds e - 1: a long prefill chunk keeps
+  // its whole span plus a window behind it, a decode step (max_chunk 1) one window.
+  int64_t pages_for(int64_t n_tokens, int64_t block_size, int64_t max_chunk) const;
+  // The longest sequence n_pages pages can hold on their own, in steps of at most max_chunk.
+  int64_t max_tokens(int64_t n_pages, int64_t block_size, int64_t max_chunk) const;
   // Layers whose K/V this layout keeps (all of the model's but on a pipeline stage).
   int64_t n_layers_held() const;
 };

@@ -151,6 +151,23 @@ TEST_F(SlidingWindowTest, LocalLayersHoldTheirWindowAndOutputIsUnchanged) {
   EXPECT_LT(windowed_bytes * 1.5, kept_bytes);  // 1.8x here; the ratio grows with the length
 }
 
+// A cache sized for one sequence of exactly the prompt and its answer (kv_cache_full_sequences,
+// as `bench latency` and a single-user CLI size it) holds the prompt's whole prefill step too:
+// a local layer keeps every position of that step's span, not just a window. Sized for decode
+// steps alone, the pool took the request and then ended it with no tokens.
+TEST_F(SlidingWindowTest, ACacheSizedForOneSequenceHoldsItsLongestPrefillStep) {
+  constexpr int64_t kTokens = 16;
+  Engine reference_engine(engine::borrow_model(*model_, *backend_), config(true, 512));
+  const std::vector<int32_t> expected = generate(reference_engine, kTokens, nullptr);
+  for (const int64_t chunk : {int64_t{512}, int64_t{2048}}) {
+    EngineConfig c = config(true, chunk);
+    c.max_model_len = static_cast<int64_t>(prompt_->size()) + kTokens;
+    c.kv_cache_full_sequences = 1;
+    Engine engine(engine::borrow_model(*model_, *backend_), c);
+    EXPECT_EQ(generate(engine, kTokens, nullptr), expected) << "steps of up to " << chunk << " positions";
+  }
+}
+
 TEST_F(SlidingWindowTest, PrefixCacheFindsALongPromptAgain) {
   Engine engine(engine::borrow_model(*model_, *backend_), config(true, 512));
   const std::vector<int32_t> first = generate(engine, 8, nullptr);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -79,17 +80,49 @@ TEST(KvLayout, FirstBlockInWindowKeepsEveryKeyALaterQuerySees) {
 
 TEST(KvLayout, PagesForAndMaxTokensAgree) {
   const KvLayout layout = make_kv_layout(gemma3_windows(18, 64), true);
-  // At 8k positions the full group holds 512 blocks and each windowed one at most 5.
-  EXPECT_LE(layout.pages_for(8192, 16), 512 + 5 * 5);
-  EXPECT_GE(layout.pages_for(8192, 16), 512 + 5 * 4);
-  for (int64_t pages : {6, 7, 40, 100, 1000}) {
-    const int64_t tokens = layout.max_tokens(pages, 16);
-    EXPECT_LE(layout.pages_for(tokens, 16), pages);
-    EXPECT_GT(layout.pages_for(tokens + 16, 16), pages);
+  // At 8k positions in decode steps the full group holds 512 blocks and each windowed one at most 5.
+  EXPECT_LE(layout.pages_for(8192, 16, 1), 512 + 5 * 5);
+  EXPECT_GE(layout.pages_for(8192, 16, 1), 512 + 5 * 4);
+  // Steps of up to 512 positions: a windowed group also holds the longest step's span.
+  EXPECT_LE(layout.pages_for(8192, 16, 512), 512 + 5 * (5 + 32 + 1));
+  EXPECT_GE(layout.pages_for(8192, 16, 512), 512 + 5 * (4 + 32));
+  for (const int64_t chunk : {1, 100, 512}) {
+    for (int64_t pages : {6, 7, 40, 100, 1000}) {
+      const int64_t tokens = layout.max_tokens(pages, 16, chunk);
+      EXPECT_LE(layout.pages_for(tokens, 16, chunk), pages);
+      EXPECT_GT(layout.pages_for(tokens + 16, 16, chunk), pages);
+    }
   }
   // With every layer windowed, a few pages hold any length.
   const KvLayout local = make_kv_layout(std::vector<int64_t>(4, 32), true);
-  EXPECT_GE(local.max_tokens(local.pages_for(1 << 20, 16), 16), 1 << 20);
+  EXPECT_GE(local.max_tokens(local.pages_for(1 << 20, 16, 64), 16, 64), 1 << 20);
+}
+
+// pages_for looks at the last two blocks' worth of step ends only; it must equal the most pages
+// any step of any sequence up to n_tokens holds, counted here step end by step end, each group's
+// span running from the block its first query needs to the block of its last position.
+TEST(KvLayout, PagesForIsTheMostAnyStepHolds) {
+  for (const int64_t window : {4, 13, 64}) {
+    const KvLayout layout = make_kv_layout(gemma3_windows(12, window), true);
+    for (const int64_t block : {1, 4, 16}) {
+      for (const int64_t chunk : {1, 3, 16, 50, 200}) {
+        int64_t most = 0;
+        for (int64_t n = 0; n <= 400; ++n) {
+          if (n > 0) {
+            const int64_t start = std::max<int64_t>(0, n - chunk), last_block = (n - 1) / block;
+            int64_t pages = 0;
+            for (const KvGroup& g : layout.groups) {
+              const int64_t first = g.window > 0 ? std::max<int64_t>(0, start - g.window + 1) / block : 0;
+              pages += last_block + 1 - first;
+            }
+            most = std::max(most, pages);
+          }
+          ASSERT_EQ(layout.pages_for(n, block, chunk), most)
+              << "window " << window << " block " << block << " chunk " << chunk << " n " << n;
+        }
+      }
+    }
+  }
 }
 
 // Four layers: one full, three windowed (window 8), blocks of 4 positions: group 0 full, groups

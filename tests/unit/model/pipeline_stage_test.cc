@@ -75,7 +75,7 @@ TEST(StageKvLayout, KeepsEveryGroupWithOnlyTheStagesLayersInSlotsFromZero) {
     // The same groups and windows: one page table serves every stage.
     ASSERT_EQ(stage->n_groups(), whole.n_groups());
     for (size_t g = 0; g < whole.n_groups(); ++g) EXPECT_EQ(stage->groups[g].window, whole.groups[g].window);
-    EXPECT_EQ(stage->pages_for(1000, 16), whole.pages_for(1000, 16));
+    EXPECT_EQ(stage->pages_for(1000, 16, 512), whole.pages_for(1000, 16, 512));
     EXPECT_EQ(stage->n_layers_held(), 9);
   }
   EXPECT_EQ(first.groups[0].layers, (std::vector<int>{5}));
