@@ -5,8 +5,10 @@ input-grounded prompts: summarize, rewrite or extract a passage of a few hundred
     python3 bench/compare_spec.py [--model MODEL.gguf] [--threads 2] [-n 160] [-r 3]
         [--speculative-config '{"method": "ngram", "num_speculative_tokens": 5, ...}']
 
-Each prompt is a chat turn (SmolLM2's ChatML markers) asking for one task on one passage; the
-passages are sections of this repository's own documentation (300-800 tokens of real prose).
+Each prompt is a chat turn asking for one task on one passage, in SmolLM2's ChatML markers, or
+with --model-template in the model's own chat template (`lumen chat-template render`: Gemma 3's
+turns for Gemma 3); the passages are sections of this repository's own documentation (300-800
+tokens of real prose).
 For each prompt, `lumen bench latency --speculative-config ... --prompt-file` generates through
 the engine with and without speculation in the same process (one warm-up, then -r timed
 repetitions each; greedy, so both produce the same tokens, up to -n or the model's end of
@@ -57,6 +59,18 @@ def passages():
     return out[:3]
 
 
+def chat_prompt(lumen, model, text, model_template):
+    """One user turn asking `text`, ready for the assistant's reply."""
+    if not model_template:
+        return f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n"
+    cmd = [str(lumen), "chat-template", "render"] + (["-m", model] if model else [])
+    rendered = subprocess.run(cmd, input=json.dumps([{"role": "user", "content": text}]), check=True,
+                              capture_output=True, text=True).stdout
+    # `bench latency` adds the model's BOS token itself; a template that writes it too would
+    # give the prompt two.
+    return rendered[len("<bos>"):] if rendered.startswith("<bos>") else rendered
+
+
 def run(lumen, model, threads, n_gen, reps, config, prompt_file):
     cmd = [str(lumen), "bench", "latency", "-p", "0", "-n", str(n_gen), "-r", str(reps), "-t", str(threads),
            "--json", "--prompt-file", prompt_file, "--speculative-config", config]
@@ -99,6 +113,8 @@ def main():
                     default='{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4, '
                             '"prompt_lookup_min": 2}')
     ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--model-template", action="store_true",
+                    help="write the prompts with the model's chat template instead of ChatML")
     ap.add_argument("--llama-lookup", default="", help="path of llama.cpp's llama-lookup, to run beside Lumen")
     args = ap.parse_args()
     n_draft = json.loads(args.speculative_config).get("num_speculative_tokens", 5)
@@ -107,7 +123,7 @@ def main():
     drafts = draft_tokens = accepted = 0
     for p_index, passage in enumerate(passages()):
         for task in args.tasks.split(","):
-            prompt = f"<|im_start|>user\n{TASKS[task]}\n\n{passage}<|im_end|>\n<|im_start|>assistant\n"
+            prompt = chat_prompt(args.lumen, args.model, f"{TASKS[task]}\n\n{passage}", args.model_template)
             with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
                 f.write(prompt)
                 f.flush()
