@@ -198,7 +198,7 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
     int64_t n = std::min(seq->uncomputed(), budget);
     if (time_budget_) n = time_budget_->prefill_room(*seq, n);
     const int32_t need = seq->blocks.blocks_needed(seq->n_computed, n);
-    if (n == 0 || pool_.n_available() - need < config_.watermark_blocks ||
+    if (n == 0 || pool_.n_available() - need < admission_reserve() ||
         !seq->blocks.reserve(seq->n_computed, n, plan.copies)) {
       // Not now: give back what the prefix lookup took, so waiting requests hold no blocks.
       seq->blocks.release_all();
@@ -220,7 +220,7 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
 // and its next chunk computed in the same step.
 bool Scheduler::admit_swapped(Sequence* seq, int64_t n, StepPlan& plan) {
   const int32_t need = seq->blocks.blocks_needed_to_restore(seq->n_computed, n);
-  if (pool_.n_available() - need < config_.watermark_blocks ||
+  if (pool_.n_available() - need < admission_reserve() ||
       !seq->blocks.restore(seq->n_computed, n, plan.copies)) {
     return false;
   }

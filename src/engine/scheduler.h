@@ -5,7 +5,9 @@
 //   2. running sequences that decode (one token each) go first, so inter-token latency stays
 //      flat while prompts arrive; then running sequences still in prefill get chunks;
 //   3. waiting sequences are admitted while budget, sequence slots and blocks remain (above a
-//      watermark, so admission does not immediately force preemptions), reusing the longest
+//      watermark, so admission does not immediately force preemptions; with nothing running
+//      there is nothing to preempt, and the whole pool is open: a request whose first chunk
+//      needs every block would otherwise wait for blocks that never come), reusing the longest
 //      cached prefix of their tokens;
 //   4. when a running sequence cannot get a block, the lowest-ranked running sequence not yet
 //      scheduled this step is preempted (or the sequence itself, when it is the lowest);
@@ -132,6 +134,8 @@ class Scheduler {
  private:
   bool ranks_before(const Sequence* a, const Sequence* b) const;
   int64_t running_seats() const;
+  // The blocks admission leaves free: the watermark while something runs, none otherwise.
+  int32_t admission_reserve() const { return running_.empty() ? 0 : config_.watermark_blocks; }
   void preempt(Sequence* victim, StepPlan& plan);
   void preempt_for_priority(StepPlan& plan);
   // Reserves blocks for `n` tokens of a running sequence, preempting others if needed; false

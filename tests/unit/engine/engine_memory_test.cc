@@ -51,6 +51,27 @@ TEST_F(EngineMemory, PreemptionByRecomputeAndBySwapKeepsTheTokens) {
   }
 }
 
+// A prompt as long as the pool allows (8 blocks of 4: max_model_len 32, a 31-token prompt whose
+// one prefill chunk needs every block) runs once nothing else does: admission's watermark keeps
+// blocks free for running sequences to grow into, and with none running it kept this request
+// waiting for blocks that never came, stepping forever (and every request behind it with it).
+// A shorter request ahead of it runs first; the long one follows when the pool empties.
+TEST_F(EngineMemory, APromptNeedingThePoolRunsOnceNothingElseDoes) {
+  Engine engine(handle(), config(8));
+  ASSERT_EQ(engine.stats().max_model_len, 32);
+  RequestHandle first = engine.add_request(prompt(10, 1), greedy(5));
+  RequestHandle whole = engine.add_request(prompt(31, 2), greedy(1));
+  for (int steps = 0; engine.has_unfinished(); ++steps) {
+    ASSERT_LT(steps, 100) << "the engine stopped making progress";
+    engine.step();
+  }
+  EXPECT_EQ(first.collect().tokens.size(), 5u);
+  const GenerationResult r = whole.collect();
+  EXPECT_EQ(r.tokens.size(), 1u);
+  EXPECT_EQ(r.finish, FinishReason::Length);
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+}
+
 // A second request with the same 32-token prompt reuses its cached blocks (and gets the same
 // tokens); under another cache salt it reuses none.
 TEST_F(EngineMemory, PrefixCacheHitsOnlyWithinASalt) {
