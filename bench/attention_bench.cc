@@ -75,8 +75,8 @@ void BM_Attention(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   const double flops = 4.0 * kHeadDim * kHeads * static_cast<double>(rows) * static_cast<double>(context);
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()),
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Attention)
     ->ArgNames({"context", "rows", "threads"})
@@ -96,9 +96,9 @@ void BM_TileScores(benchmark::State& state) {
     tiles.qk_f16(q.data(), nq, rows.data(), nk, kHeadDim, scores.data(), nk);
     benchmark::DoNotOptimize(scores.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kHeadDim * static_cast<double>(nq * nk) *
-                                                     static_cast<double>(state.iterations()) * 1e-9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kHeadDim * static_cast<double>(nq * nk) * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_TileScores)->ArgName("queries")->Arg(3)->Arg(12)->Arg(18);
 
@@ -114,9 +114,9 @@ void BM_TileValues(benchmark::State& state) {
     tiles.pv_f16(p.data(), nq, nk, rows.data(), nk, kHeadDim, acc.data());
     benchmark::DoNotOptimize(acc.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kHeadDim * static_cast<double>(nq * nk) *
-                                                     static_cast<double>(state.iterations()) * 1e-9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kHeadDim * static_cast<double>(nq * nk) * static_cast<double>(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_TileValues)->ArgName("queries")->Arg(3)->Arg(12)->Arg(18);
 

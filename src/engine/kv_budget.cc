@@ -36,7 +36,9 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
   const int64_t longest = config.max_model_len > 0 ? config.max_model_len : trained;
   if (config.kv_cache_full_sequences > 0) {
     // One block more than the sequences can fill: admission keeps a block free (the watermark).
-    return config.kv_cache_full_sequences * layout.pages_for(longest, config.block_size, config.max_num_batched_tokens) + 1 + null_blocks;
+    return config.kv_cache_full_sequences *
+               layout.pages_for(longest, config.block_size, config.max_num_batched_tokens) +
+           1 + null_blocks;
   }
   const size_t per_block = model::KvCache::bytes_per_page(hp, layout, config.block_size, type);
   uint64_t budget = 0;
@@ -60,8 +62,9 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
          blocks, per_block);
   }
   // More than every sequence at full length could never be used.
-  const int64_t useful =
-      std::max<int64_t>(config.max_num_seqs, 1) * layout.pages_for(longest, config.block_size, config.max_num_batched_tokens) + null_blocks;
+  const int64_t useful = std::max<int64_t>(config.max_num_seqs, 1) *
+                             layout.pages_for(longest, config.block_size, config.max_num_batched_tokens) +
+                         null_blocks;
   return std::min(blocks, useful);
 }
 

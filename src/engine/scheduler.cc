@@ -220,8 +220,7 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
 // and its next chunk computed in the same step.
 bool Scheduler::admit_swapped(Sequence* seq, int64_t n, StepPlan& plan) {
   const int32_t need = seq->blocks.blocks_needed_to_restore(seq->n_computed, n);
-  if (pool_.n_available() - need < admission_reserve() ||
-      !seq->blocks.restore(seq->n_computed, n, plan.copies)) {
+  if (pool_.n_available() - need < admission_reserve() || !seq->blocks.restore(seq->n_computed, n, plan.copies)) {
     return false;
   }
   const std::vector<kv::BlockId> restored = seq->blocks.held_blocks(seq->n_computed);

@@ -31,7 +31,8 @@ int64_t KvLayout::pages_for(int64_t n_tokens, int64_t block_size, int64_t max_ch
     const int64_t blocks = (e + block_size - 1) / block_size;
     const int64_t start = std::max<int64_t>(0, e - chunk);
     int64_t pages = 0;
-    for (const KvGroup& g : groups) pages += blocks - std::min(first_block_in_window(start, g.window, block_size), blocks);
+    for (const KvGroup& g : groups)
+      pages += blocks - std::min(first_block_in_window(start, g.window, block_size), blocks);
     most = std::max(most, pages);
   }
   return most;

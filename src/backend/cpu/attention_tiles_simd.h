@@ -343,7 +343,7 @@ double exp_shifted_f64_simd(float* s, int64_t n, float shift) {
   };
 #endif
   int64_t j = 0;
-  // Four vectors' exponentials side by side (each a chain of 13 dependent multiply-adds) give
+  // Four vectors' exponentials side by side (each a chain of dependent multiply-adds) give
   // the out-of-order core more independent work: 1.23 -> 1.16 ns per exponential on one Zen 4
   // core, a small gain, as the loop is mostly throughput-bound. The sums are added in order.
   for (; j + 32 <= n; j += 32) {
