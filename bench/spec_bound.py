@@ -17,11 +17,15 @@ policy is the generated tokens over the summed step prices.
 
 Policies replayed:
   - fixed k: every draft cut to k tokens (k = 1..8);
+  - engine: the engine's rule for k <= 5 (spec/draft_length.h): the length that maximizes
+    expected tokens over price, from the sequence's per-token acceptance (accepted over examined
+    draft tokens, both forgotten by 0.8 per draft, starting at 2 of 2) and a price linear in k
+    (the least-squares slope of the measured prices over k = 0..5, as spec/step_cost.h fits the
+    engine's own step times); its pauses after failing drafts are left out;
   - oracle K: each draft cut to exactly the tokens that will be accepted (at most K): no draft
     token is ever rejected, so no real policy, which must choose before it knows, can do
     better with this proposer and these prices.
-The engine's own policy (spec/draft_length.h, from acceptance history and measured step cost)
-is measured, not replayed, by compare_spec.py; on SmolLM2 it lands near the best fixed k.
+compare_spec.py measures the engine itself.
 
 Prints JSON: the step prices, per prompt the plain output's length and each policy's speedup,
 and their geometric means. Needs build/release with -DLUMEN_BENCH=ON (spec_step_cost).
@@ -89,6 +93,31 @@ def oracle(limit):
     return choose
 
 
+class EngineRule:
+    """spec/draft_length.h's choice from spec/acceptance_history.h's token acceptance."""
+
+    def __init__(self, price, limit=5):
+        xs = range(limit + 1)
+        mean_x, mean_y = sum(xs) / len(xs), sum(price[x] for x in xs) / len(xs)
+        slope = sum((x - mean_x) * (price[x] - mean_y) for x in xs) / sum((x - mean_x) ** 2 for x in xs)
+        self.cost = max(0.0, slope / (mean_y - slope * mean_x))  # per draft token, over a plain step
+        self.limit = limit
+        self.accepted = self.examined = 2.0
+
+    def __call__(self, draft, truth):
+        a = self.accepted / self.examined
+        rate = lambda k: sum(a ** j for j in range(k + 1)) / (1 + self.cost * k)
+        k = max(range(1, self.limit + 1), key=lambda k: (rate(k), k))  # ties: the longer
+        k = min(k, len(draft))
+        if k > 0:  # what the verification will show: the accepted run and, if any, one refusal
+            run = 0
+            while run < k and draft[run] == truth[run]:
+                run += 1
+            self.accepted = 0.8 * self.accepted + run
+            self.examined = 0.8 * self.examined + run + (1 if run < k else 0)
+        return k
+
+
 def step_prices(model, depth, threads):
     cmd = [str(STEP_COST), model, str(depth), "60", str(threads), ",".join(str(k) for k in range(1, MAX_K + 1))]
     log = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -132,10 +161,11 @@ def main():
             text = compare_spec.chat_prompt(compare_spec.LUMEN, args.model, f"{ask}\n\n{passage}", args.model_template)
             prompt, output = plain_output(args.model, text, args.n_gen, args.threads)
             row = {"passage": p_index, "task": task, "prompt_tokens": len(prompt), "generated_tokens": len(output)}
-            for name, choose in policies.items():
+            for name, choose in list(policies.items()) + [("engine", EngineRule(price))]:
                 row[name] = len(output) / replay(prompt, output, price, choose) if output else 1.0
             results.append(row)
-    geomean = {name: math.exp(sum(math.log(r[name]) for r in results) / len(results)) for name in policies}
+    geomean = {name: math.exp(sum(math.log(r[name]) for r in results) / len(results))
+               for name in list(policies) + ["engine"]}
     print(json.dumps({"model": args.model, "threads": args.threads, "depth": args.depth,
                       "step_price": price, "geomean_speedup": geomean, "results": results}, indent=2))
 
