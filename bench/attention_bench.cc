@@ -39,6 +39,23 @@ std::vector<uint16_t> random_f16(size_t n, uint32_t seed, float scale) {
   return out;
 }
 
+// GFLOP/s from the floating-point operations one iteration does.
+void report_gflops(benchmark::State& state, double flops_per_iteration) {
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops_per_iteration * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+// A tile of 64 random f16 rows of one head, and the per-key row pointers the f16 loops read.
+struct F16Tile {
+  static constexpr int64_t kKeys = 64;
+  std::vector<uint16_t> values;
+  std::vector<const uint16_t*> rows;
+
+  explicit F16Tile(uint32_t seed) : values(random_f16(static_cast<size_t>(kKeys * kHeadDim), seed, 1.0f)) {
+    for (int64_t j = 0; j < kKeys; ++j) rows.push_back(values.data() + j * kHeadDim);
+  }
+};
+
 // args: context (keys before the rows), rows, threads
 void BM_Attention(benchmark::State& state) {
   const int64_t context = state.range(0), rows = state.range(1);
@@ -74,9 +91,7 @@ void BM_Attention(benchmark::State& state) {
     cpu::attention(qv, cache, seqs, config, ov, pool, scratch);
     benchmark::DoNotOptimize(out.data());
   }
-  const double flops = 4.0 * kHeadDim * kHeads * static_cast<double>(rows) * static_cast<double>(context);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  report_gflops(state, 4.0 * kHeadDim * kHeads * static_cast<double>(rows) * static_cast<double>(context));
 }
 BENCHMARK(BM_Attention)
     ->ArgNames({"context", "rows", "threads"})
@@ -86,37 +101,29 @@ BENCHMARK(BM_Attention)
 
 // One task's score products on a tile of 64 keys: args: query vectors (3 heads x rows).
 void BM_TileScores(benchmark::State& state) {
-  const int64_t nq = state.range(0), nk = 64;
+  const int64_t nq = state.range(0), nk = F16Tile::kKeys;
   const auto& tiles = cpu::best_attention_tiles();
-  std::vector<uint16_t> k = random_f16(static_cast<size_t>(nk * kHeadDim), 1, 1.0f);
-  std::vector<const uint16_t*> rows(static_cast<size_t>(nk));
-  for (int64_t j = 0; j < nk; ++j) rows[static_cast<size_t>(j)] = k.data() + j * kHeadDim;
+  const F16Tile k(1);
   std::vector<float> q(static_cast<size_t>(nq * kHeadDim), 0.5f), scores(static_cast<size_t>(nq * nk));
   for (auto _ : state) {
-    tiles.qk_f16(q.data(), nq, rows.data(), nk, kHeadDim, scores.data(), nk);
+    tiles.qk_f16(q.data(), nq, k.rows.data(), nk, kHeadDim, scores.data(), nk);
     benchmark::DoNotOptimize(scores.data());
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * kHeadDim * static_cast<double>(nq * nk) * static_cast<double>(state.iterations()) * 1e-9,
-                         benchmark::Counter::kIsRate);
+  report_gflops(state, 2.0 * kHeadDim * static_cast<double>(nq * nk));
 }
 BENCHMARK(BM_TileScores)->ArgName("queries")->Arg(3)->Arg(12)->Arg(18);
 
 // One task's value products on a tile of 64 keys.
 void BM_TileValues(benchmark::State& state) {
-  const int64_t nq = state.range(0), nk = 64;
+  const int64_t nq = state.range(0), nk = F16Tile::kKeys;
   const auto& tiles = cpu::best_attention_tiles();
-  std::vector<uint16_t> v = random_f16(static_cast<size_t>(nk * kHeadDim), 2, 1.0f);
-  std::vector<const uint16_t*> rows(static_cast<size_t>(nk));
-  for (int64_t j = 0; j < nk; ++j) rows[static_cast<size_t>(j)] = v.data() + j * kHeadDim;
+  const F16Tile v(2);
   std::vector<float> p(static_cast<size_t>(nq * nk), 1.0f / 64), acc(static_cast<size_t>(nq * kHeadDim));
   for (auto _ : state) {
-    tiles.pv_f16(p.data(), nq, nk, rows.data(), nk, kHeadDim, acc.data());
+    tiles.pv_f16(p.data(), nq, nk, v.rows.data(), nk, kHeadDim, acc.data());
     benchmark::DoNotOptimize(acc.data());
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * kHeadDim * static_cast<double>(nq * nk) * static_cast<double>(state.iterations()) * 1e-9,
-                         benchmark::Counter::kIsRate);
+  report_gflops(state, 2.0 * kHeadDim * static_cast<double>(nq * nk));
 }
 BENCHMARK(BM_TileValues)->ArgName("queries")->Arg(3)->Arg(12)->Arg(18);
 
