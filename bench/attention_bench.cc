@@ -41,8 +41,8 @@ std::vector<uint16_t> random_f16(size_t n, uint32_t seed, float scale) {
 
 // GFLOP/s from the floating-point operations one iteration does.
 void report_gflops(benchmark::State& state, double flops_per_iteration) {
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      flops_per_iteration * 1e-9 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_iteration * 1e-9 * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate);
 }
 
 // A tile of 64 random f16 rows of one head, and the per-key row pointers the f16 loops read.
