@@ -80,8 +80,11 @@ run_preset() {
   esac
 }
 
+# The tests and MPI named on: a build the quick start (scripts/run.sh) configured first has both
+# off, as it installs neither GoogleTest nor OpenMPI.
 build_preset() {
-  cmake --preset "$1" -DLUMEN_PYTHON="$PY" >/dev/null && cmake --build --preset "$1" -j"$JOBS"
+  cmake --preset "$1" -DLUMEN_PYTHON="$PY" -DLUMEN_TESTS=ON -DLUMEN_MPI=ON >/dev/null &&
+    cmake --build --preset "$1" -j"$JOBS"
 }
 
 have_gpu() { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }
