@@ -28,6 +28,12 @@ ApiError read_timed_out() {
 
 }  // namespace
 
+bool GuardedHttpServer::set_listen_backlog(int backlog) {
+  // listen() again on a listening socket only changes its backlog (the kernel caps it at
+  // net.core.somaxconn).
+  return svr_sock_ != INVALID_SOCKET && ::listen(svr_sock_, backlog) == 0;
+}
+
 int GuardedHttpServer::current_socket() { return served.stream != nullptr ? served.stream->socket() : -1; }
 
 std::optional<ApiError> GuardedHttpServer::read_failure() {

@@ -40,6 +40,12 @@ class GuardedHttpServer : public httplib::Server {
   void response_was_written(const httplib::Request& request, const httplib::Response& response);
   // The end of a drain: every open connection is shut down.
   void shutdown_connections() { live_.shutdown_all(); }
+  // After bind: lets the kernel hold `backlog` connections not yet accepted. httplib listens
+  // with a backlog of 5, so 64 clients reconnecting at once (a batch's streams all end in the
+  // same step) overflowed it and the kernel dropped connections the clients had already sent
+  // their requests on ("the connection broke while reading the response"). Returns false when
+  // the socket is not bound.
+  bool set_listen_backlog(int backlog);
 
  protected:
   bool process_and_close_socket(socket_t socket) override;

@@ -253,6 +253,10 @@ int Server::bind() {
     fail("cannot listen on {}:{} ({})", options_.host, options_.port,
          errno != 0 ? std::strerror(errno) : "not an address of this machine");
   }
+  // Room for every connection the server would take at once (its threads and its queue): past
+  // that the ConnectionPool answers 503, so the kernel's queue never has to drop one.
+  const int backlog = std::max(options_.http_threads, 4) + std::max(options_.max_queued_connections, 0);
+  if (!http_.set_listen_backlog(backlog)) fail("cannot listen on {}:{} ({})", options_.host, options_.port, std::strerror(errno));
   return options_.port;
 }
 
