@@ -1,10 +1,15 @@
-// The proxy's client-facing rules over real sockets: API keys, public metrics and CORS, as
-// `lumen serve` applies them (server/http_policy.h). The attack each test makes is the one a
+// The proxy's client-facing rules over real sockets: API keys, public metrics, CORS and the
+// request read timeout, as `lumen serve` applies them (server/http_policy.h). The attack each test makes is the one a
 // review found open: a proxy started with --api-key answered chat and /v1/models with no key or a
 // wrong one, and /metrics to anyone.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -153,6 +158,33 @@ TEST(ProxyAuth, WithoutCorsOriginsNoCorsHeadersAndNoPreflight) {
   const httplib::Result pre = proxy.client()->Options("/v1/models", {{"Origin", "http://localhost:3000"}});
   expect_openai_error(pre, 405, "method_not_allowed");
   EXPECT_FALSE(pre->has_header("Access-Control-Allow-Origin"));
+}
+
+TEST(ProxyAuth, ARequestSlowerThanTheReadTimeoutIs408) {
+  FakeInstance prefill(prefill_ok);
+  FakeInstance decode(decode_json);
+  RunningProxy proxy({prefill.url()}, {decode.url()}, [](ProxyOptions& options) {
+    options.request_read_timeout_s = 0.3;  // --request-read-timeout; 30 s by default
+  });
+  const int socket = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(socket, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(proxy.port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(socket, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  // A body that never comes whole.
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n{";
+  ASSERT_EQ(::send(socket, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  const auto started = std::chrono::steady_clock::now();
+  char answer[256] = {};
+  const ssize_t got = ::recv(socket, answer, sizeof(answer) - 1, 0);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  ::close(socket);
+  ASSERT_GT(got, 0);
+  EXPECT_EQ(std::string(answer).rfind("HTTP/1.1 408", 0), 0u) << answer;
+  EXPECT_LT(waited, std::chrono::seconds(3));
+  EXPECT_TRUE(decode.received().empty());
 }
 
 TEST(ProxyAuth, RefusesAnEmptyKey) {
