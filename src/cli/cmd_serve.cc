@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/device_option.h"
 #include "cli/commands.h"
@@ -54,8 +57,41 @@ struct ServeOptions {
   EngineFlags engine;
 };
 
-// `--role proxy`: no model, only the routing in front of prefill and decode instances.
-int serve_as_proxy(const ServeOptions& options) {
+// The flags `--role proxy` acts on. Any other one given with it is refused, never ignored: an
+// ignored --api-key once left a proxy open to anyone while its operator believed it keyed.
+constexpr std::array<std::string_view, 15> kProxyFlags = {"--role",
+                                                          "--host",
+                                                          "--port",
+                                                          "--api-key",
+                                                          "--metrics-public",
+                                                          "--cors-origins",
+                                                          "--allowed-hosts",
+                                                          "--max-body-size",
+                                                          "--http-threads",
+                                                          "--max-queued-connections",
+                                                          "--request-read-timeout",
+                                                          "--shutdown-grace",
+                                                          "--prefill",
+                                                          "--decode",
+                                                          "--upstream-timeout"};
+
+void refuse_flags_the_proxy_ignores(const CLI::App& cmd) {
+  for (const CLI::Option* option : cmd.get_options()) {
+    if (option->count() == 0) continue;
+    // The long name ("--threads" for -t); get_name() would be empty for a hidden option.
+    const std::string name = !option->get_lnames().empty()   ? "--" + option->get_lnames().front()
+                             : !option->get_snames().empty() ? "-" + option->get_snames().front()
+                                                             : option->get_name(true);
+    if (std::find(kProxyFlags.begin(), kProxyFlags.end(), name) == kProxyFlags.end()) {
+      fail("{} does nothing with --role proxy (a proxy has no model or engine: give it to the instances)", name);
+    }
+  }
+}
+
+// `--role proxy`: no model, only the routing in front of prefill and decode instances, behind
+// the same client-facing rules as any `lumen serve` (API keys, CORS, Host names, metrics).
+int serve_as_proxy(const ServeOptions& options, const CLI::App& cmd) {
+  refuse_flags_the_proxy_ignores(cmd);
   proxy::ProxyOptions p;
   p.host = options.http.host;
   p.port = options.http.port;
@@ -66,20 +102,24 @@ int serve_as_proxy(const ServeOptions& options) {
   p.max_queued_connections = options.http.max_queued_connections;
   p.allowed_hosts = server::HostPolicy::parse_list(options.allowed_hosts);
   p.shutdown_grace_s = options.http.shutdown_grace_s;
+  p.request_read_timeout_s = options.request_read_timeout_s;
   p.upstream_timeout_s = options.role.upstream_timeout_s;
+  p.api_keys = options.http.api_keys;
+  p.metrics_public = options.http.metrics_public;
+  p.cors_origins = server::HostPolicy::parse_list(options.cors_origins);
   return serve_proxy(p);
 }
 
-void serve(ServeOptions& options) {
+void serve(ServeOptions& options, const CLI::App& cmd) {
+  if (options.http.api_keys.empty()) {
+    if (const char* key = std::getenv("LUMEN_API_KEY"); key != nullptr && *key != '\0') options.http.api_keys = {key};
+  }
   if (options.role.is_proxy()) {
-    if (const int status = serve_as_proxy(options); status != 0) std::exit(status);
+    if (const int status = serve_as_proxy(options, cmd); status != 0) std::exit(status);
     return;
   }
   const sigset_t stop_signals = block_stop_signals();  // before any thread starts
 
-  if (options.http.api_keys.empty()) {
-    if (const char* key = std::getenv("LUMEN_API_KEY"); key != nullptr && *key != '\0') options.http.api_keys = {key};
-  }
   options.http.max_body_bytes = static_cast<size_t>(EngineFlags::parse_bytes(options.max_body, "--max-body-size"));
   options.http.cors = server::CorsPolicy::parse(options.cors_origins);
   options.http.allowed_hosts = server::HostPolicy::parse_list(options.allowed_hosts);
@@ -206,7 +246,7 @@ void add_serve_command(CLI::App& app) {
   add_model_parallel_options(cmd, options->parallel);
   options->role.add_to(cmd);
   options->engine.add_to(cmd);
-  cmd->callback([options] { serve(*options); });
+  cmd->callback([options, cmd] { serve(*options, *cmd); });
 }
 
 }  // namespace lumen::cli

@@ -20,9 +20,6 @@ namespace lumen::cli {
 
 namespace {
 
-// Far more than any single model file; a bound for an index that does not state a size.
-constexpr uint64_t kMaxDownloadBytes = uint64_t{64} << 30;
-
 using CurlHandle = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
 
 CurlHandle new_handle(const std::string& url) {
@@ -123,7 +120,7 @@ size_t write_file(char* data, size_t size, size_t count, void* user) {
     }
   }
   if (sink->have + sink->written + bytes > sink->limit) {
-    sink->error = fmt::format("the download is larger than the {} bytes expected", sink->limit);
+    sink->error = fmt::format("the download is larger than the {} bytes it may be; stopped there", sink->limit);
     return 0;
   }
   if (std::fwrite(data, 1, bytes, sink->file) != bytes) {
@@ -155,21 +152,31 @@ std::optional<std::string> http_get_text(const std::string& url, size_t max_byte
   long status = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
   if (code == CURLE_HTTP_RETURNED_ERROR && status == 404) return std::nullopt;
-  if (code != CURLE_OK) fail("{}", transfer_error(curl.get(), code, error_buffer, url));
+  // The index could not be reached or failed: a later run may get past it.
+  if (code != CURLE_OK) throw DownloadInterrupted(transfer_error(curl.get(), code, error_buffer, url));
   return std::move(sink.body);
 }
 
 void download_resuming(const std::string& url, const std::string& partial_path, uint64_t expected_bytes,
-                       const std::string& label) {
+                       uint64_t max_bytes, const std::string& label) {
+  if (expected_bytes > max_bytes) {
+    fail("{}: the index says the file is {} bytes, more than the {} it may be; refused", url, expected_bytes,
+         max_bytes);
+  }
   std::error_code ec;
   uint64_t have = std::filesystem::is_regular_file(partial_path, ec) ? std::filesystem::file_size(partial_path, ec) : 0;
   if (ec) have = 0;
-  const uint64_t limit = expected_bytes > 0 ? expected_bytes : kMaxDownloadBytes;
+  const uint64_t limit = expected_bytes > 0 ? expected_bytes : max_bytes;
   if (have > limit) {
     std::filesystem::remove(partial_path, ec);
     have = 0;
   }
   if (expected_bytes > 0 && have == expected_bytes) return;  // a previous run got it all
+  if (have == limit) {
+    // Whole by the bound yet the size is unknown: the next byte would pass it, so start over.
+    std::filesystem::remove(partial_path, ec);
+    have = 0;
+  }
 
   CurlHandle curl = new_handle(url);
   char error_buffer[CURL_ERROR_SIZE] = "";
@@ -192,23 +199,35 @@ void download_resuming(const std::string& url, const std::string& partial_path, 
   curl_easy_setopt(curl.get(), CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(curl.get(), CURLOPT_XFERINFODATA, &sink);
   curl_easy_setopt(curl.get(), CURLOPT_NOPROGRESS, 0L);
+  // A body announced (Content-Length) past the bound is refused before any of it is written; a
+  // longer one than announced, or one with no length, is stopped by write_file at the bound. (The
+  // whole bound, not what is left of it: a server that ignores the Range sends the whole file.)
+  curl_easy_setopt(curl.get(), CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(limit));
   const CURLcode code = curl_easy_perform(curl.get());
   const bool closed = sink.file == nullptr || std::fclose(sink.file) == 0;
   progress.finish();
   if (!sink.error.empty()) fail("{}: {}", url, sink.error);
+  if (code == CURLE_FILESIZE_EXCEEDED) {
+    fail("{}: the server announced a body larger than the {} bytes the file may hold; refused", url, limit);
+  }
   if (code != CURLE_OK) {
     long status = 0;
     curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
     // 416: the server has nothing past what the partial file holds; it cannot be continued.
-    if (status == 416) std::filesystem::remove(partial_path, ec);
-    fail("{}; run the same command again to resume from {} bytes", transfer_error(curl.get(), code, error_buffer, url),
-         sink.have + sink.written);
+    if (status == 416) {
+      std::filesystem::remove(partial_path, ec);
+      fail("{}", transfer_error(curl.get(), code, error_buffer, url));
+    }
+    throw DownloadInterrupted(fmt::format("{}; run the same command again to resume from {} bytes",
+                                          transfer_error(curl.get(), code, error_buffer, url),
+                                          sink.have + sink.written));
   }
   if (!closed) fail("cannot write '{}': {}", partial_path, std::strerror(errno));
   const uint64_t size = sink.have + sink.written;
   if (expected_bytes > 0 && size != expected_bytes) {
-    fail("{}: the download ended at {} bytes, {} expected; run the same command again to resume", url, size,
-         expected_bytes);
+    throw DownloadInterrupted(
+        fmt::format("{}: the download ended at {} bytes, {} expected; run the same command again to resume", url, size,
+                    expected_bytes));
   }
 }
 

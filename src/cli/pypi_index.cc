@@ -88,7 +88,10 @@ WheelFile parse_pypi_release(const std::string& json_text, const std::string& pr
     }
     wheel.sha256 = lowercase_hex_or_empty((*digests)["sha256"]);
     if (wheel.sha256.empty()) fail("{} gives a malformed sha256 for {}", what, wheel.url);
-    if (auto size = file.find("size"); size != file.end() && size->is_number_unsigned()) {
+    // A size is what a download is checked against: one that is there but not a byte count
+    // (negative, fractional, text) is a broken or hostile answer, not a missing size.
+    if (auto size = file.find("size"); size != file.end() && !size->is_null()) {
+      if (!size->is_number_unsigned()) fail("{} gives a malformed size for {}", what, wheel.url);
       wheel.bytes = size->get<uint64_t>();
     }
     return wheel;

@@ -11,7 +11,7 @@ struct WheelFile {
   std::string filename;
   std::string url;
   std::string sha256;   // lowercase hex, as the index states it
-  uint64_t bytes = 0;   // 0 when the index does not say
+  uint64_t bytes = 0;   // 0 when the index does not say (no "size", or null)
 };
 
 // $LUMEN_PYPI_URL without a trailing slash, else https://pypi.org.

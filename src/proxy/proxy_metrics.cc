@@ -37,6 +37,10 @@ std::string ProxyMetrics::render(const UpstreamPool& prefill, const UpstreamPool
       "# HELP lumen_proxy_prefill_fallbacks_total Generation requests sent to a decode instance without K/V "
       "from a prefill instance (the prefill step failed).\n# TYPE lumen_proxy_prefill_fallbacks_total counter\n";
   out += fmt::format("lumen_proxy_prefill_fallbacks_total {}\n", prefill_fallbacks_.load());
+  out +=
+      "# HELP lumen_proxy_unauthorized_total Requests refused (401) for a missing or wrong API key.\n"
+      "# TYPE lumen_proxy_unauthorized_total counter\n";
+  out += fmt::format("lumen_proxy_unauthorized_total {}\n", unauthorized_.load());
 
   const std::array<const UpstreamPool*, 2> pools = {&prefill, &decode};
   out +=

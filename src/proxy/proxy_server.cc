@@ -16,6 +16,7 @@
 #include "proxy/proxy_routes.h"
 #include "proxy/request_rules.h"
 #include "server/connection_pool.h"
+#include "server/http_policy.h"
 #include "util/error.h"
 
 namespace lumen::proxy {
@@ -44,6 +45,13 @@ ProxyOptions checked(ProxyOptions options) {
   if (!std::isfinite(options.shutdown_grace_s) || options.shutdown_grace_s < 0 || options.shutdown_grace_s > 1e6) {
     fail("the shutdown grace must be from 0 to 1000000 seconds, not {}", options.shutdown_grace_s);
   }
+  if (!std::isfinite(options.request_read_timeout_s) || options.request_read_timeout_s < 0.001 ||
+      options.request_read_timeout_s > 1e6) {
+    fail("--request-read-timeout must be from 0.001 to 1000000 seconds, not {}", options.request_read_timeout_s);
+  }
+  for (const std::string& key : options.api_keys) {
+    if (key.empty()) fail("an API key must not be empty");
+  }
   return options;
 }
 
@@ -68,12 +76,16 @@ struct ProxyServer::State {
   explicit State(ProxyOptions options)
       : context(options, parse_all(options.prefill, "--prefill"), parse_all(options.decode, "--decode")),
         hosts(options.allowed_hosts, options.host),
-        http(ConnectionLimits{.max_body_bytes = options.max_body_bytes}) {}
+        cors(options.cors_origins),
+        http(ConnectionLimits{
+            .read_timeout = std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0)),
+            .max_body_bytes = options.max_body_bytes}) {}
 
   void install_routes();
 
   ProxyContext context;
   HostRule hosts;
+  server::CorsPolicy cors;
   ProxyHttpServer http;
   std::mutex mutex;
   bool bound = false;
@@ -107,12 +119,31 @@ void ProxyServer::State::install_routes() {
     if (!hosts.allows(request.get_header_value("Host"))) {
       return refuse(421, "this proxy does not answer for that host (--allowed-hosts)", "host_not_allowed");
     }
+    if (request.method == "OPTIONS" && cors.enabled()) {
+      // A browser's CORS preflight, answered as `lumen serve` answers it: without the key
+      // (browsers send none with it); the allowed origin is added after routing.
+      if (route == Route::Other) return refuse(404, "no such route", "not_found");
+      response.status = 204;
+      response.set_header("Access-Control-Allow-Methods", fmt::format("{}, OPTIONS", route_method(route)));
+      response.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      response.set_header("Access-Control-Max-Age", "600");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (route == Route::Other) return refuse(404, "no such route", "not_found");
     const std::string_view method = route_method(route);
     if (request.method != method) {
       response.set_header("Allow", std::string(method));
       return refuse(405, fmt::format("{} takes {}, not {}", route_path(route), method, request.method.substr(0, 16)),
                     "method_not_allowed");
+    }
+    const ProxyOptions& options = context.options;
+    if (!options.api_keys.empty() && server::path_needs_key(request.path, options.metrics_public)) {
+      const std::string given = request.get_header_value("Authorization");
+      if (!server::carries_api_key(given, options.api_keys)) {
+        context.metrics.count_unauthorized();
+        return refuse(401, given.empty() ? "missing API key (Authorization: Bearer ...)" : "invalid API key",
+                      "invalid_api_key");
+      }
     }
     if (const std::optional<Refusal> refusal = body_refusal(request, context.options.max_body_bytes)) {
       return refuse(refusal->status, refusal->message, refusal->code);
@@ -134,6 +165,15 @@ void ProxyServer::State::install_routes() {
            [this](const httplib::Request&, httplib::Response& response) { serve_health(context, response); });
   http.Get(std::string(route_path(Route::Metrics)),
            [this](const httplib::Request&, httplib::Response& response) { serve_metrics(context, response); });
+
+  // Every answer, errors and preflights included, names an allowed origin back to it (as serve).
+  http.set_post_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
+    if (!cors.enabled()) return;
+    if (const std::optional<std::string> origin = cors.allow_origin(request.get_header_value("Origin"))) {
+      response.set_header("Access-Control-Allow-Origin", *origin);
+      response.set_header("Vary", "Origin");
+    }
+  });
 
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& response) {
     // A route's own answer (an error body, or an instance's relayed error) stands as it is.

@@ -75,6 +75,13 @@ bool same_secret(std::string_view given, std::string_view key) {
   return diff == 0;
 }
 
+bool carries_api_key(std::string_view authorization, const std::vector<std::string>& keys) {
+  const std::optional<std::string> token = bearer_token(authorization);
+  bool known = false;
+  for (const std::string& key : keys) known = (token && same_secret(*token, key)) || known;
+  return known;
+}
+
 bool path_needs_key(std::string_view path, bool metrics_public) {
   if (path == "/health") return false;
   if (path == "/metrics") return !metrics_public;

@@ -1,8 +1,8 @@
 #pragma once
-// The rules `lumen serve` applies to every HTTP request before a route sees it, kept apart from
-// the routes and from cpp-httplib so each is a pure function with its own tests: which media
-// types a POST body may have, how the Authorization header is read, which paths need the API
-// key, which methods a known path answers (405 vs 404), and CORS.
+// The rules `lumen serve` (and the proxy of `--role proxy`) applies to every HTTP request before a
+// route sees it, kept apart from the routes and from cpp-httplib so each is a pure function with
+// its own tests: which media types a POST body may have, how the Authorization header is read,
+// which paths need the API key, which methods a known path answers (405 vs 404), and CORS.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +48,10 @@ std::optional<std::string> bearer_token(std::string_view authorization);
 
 // Equality whose time does not depend on where the strings differ (the length is no secret).
 bool same_secret(std::string_view given, std::string_view key);
+
+// Whether an Authorization header carries one of `keys` as its Bearer token. Every key is
+// compared, each in constant time, so the answer's timing says nothing about which one was close.
+bool carries_api_key(std::string_view authorization, const std::vector<std::string>& keys);
 
 // Whether a request to `path` must carry the API key (when one is set): everything but
 // /health, and /metrics when metrics are public.

@@ -171,10 +171,7 @@ void Server::install_routes() {
     if (!options_.api_keys.empty() && !methods.empty() && !web_page &&
         path_needs_key(request.path, options_.metrics_public)) {
       const std::string given = request.get_header_value("Authorization");
-      const std::optional<std::string> token = bearer_token(given);
-      bool known = false;
-      for (const std::string& key : options_.api_keys) known = (token && same_secret(*token, key)) || known;
-      if (!known) {
+      if (!carries_api_key(given, options_.api_keys)) {
         write_error(response, ApiError(401, given.empty() ? "missing API key (Authorization: Bearer ...)" : "invalid API key",
                                        "", "invalid_api_key"));
         response.set_header("Connection", "close");

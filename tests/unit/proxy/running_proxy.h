@@ -84,6 +84,7 @@ class RunningProxy {
   RunningProxy(const RunningProxy&) = delete;
   RunningProxy& operator=(const RunningProxy&) = delete;
 
+  int port() const { return port_; }
   std::unique_ptr<httplib::Client> client() const {
     auto client = std::make_unique<httplib::Client>("127.0.0.1", port_);
     client->set_read_timeout(5, 0);

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace lumen::server {
 namespace {
@@ -37,6 +39,18 @@ TEST(HttpPolicy, SameSecret) {
   EXPECT_FALSE(same_secret("k3y", "k3z"));
   EXPECT_FALSE(same_secret("k3", "k3y"));
   EXPECT_FALSE(same_secret("", "k"));
+}
+
+TEST(HttpPolicy, AnyOfTheKeysAdmits) {
+  const std::vector<std::string> keys = {"tenant-a", "tenant-b"};
+  EXPECT_TRUE(carries_api_key("Bearer tenant-a", keys));
+  EXPECT_TRUE(carries_api_key("bearer  tenant-b ", keys));
+  EXPECT_FALSE(carries_api_key("Bearer tenant-c", keys));
+  EXPECT_FALSE(carries_api_key("Bearer tenant-", keys));
+  EXPECT_FALSE(carries_api_key("Basic tenant-a", keys));
+  EXPECT_FALSE(carries_api_key("tenant-a", keys));
+  EXPECT_FALSE(carries_api_key("", keys));
+  EXPECT_FALSE(carries_api_key("Bearer tenant-a", {}));
 }
 
 TEST(HttpPolicy, WhatNeedsTheKey) {
