@@ -83,6 +83,11 @@ void ProxyHttpServer::response_was_written(const httplib::Request& request, cons
                    (request.version == "HTTP/1.0" && request.get_header_value("Connection") != "Keep-Alive");
 }
 
+bool ProxyHttpServer::set_listen_backlog(int backlog) {
+  const socket_t listener = svr_sock_.load();
+  return listener != INVALID_SOCKET && ::listen(listener, backlog) == 0;
+}
+
 void ProxyHttpServer::stop_listening() {
   const socket_t listener = svr_sock_.exchange(INVALID_SOCKET);
   if (listener == INVALID_SOCKET) return;

@@ -46,6 +46,9 @@ class ProxyHttpServer : public httplib::Server {
   // httplib stops calling content providers once the listener is gone: streams under way end
   // unfinished, so a drain stops listening only when its grace is over.
   void stop_listening();
+  // After bind: room for `backlog` connections not yet accepted (httplib listens with 5, and a
+  // burst of clients reconnecting at once overflowed it: GuardedHttpServer::set_listen_backlog).
+  bool set_listen_backlog(int backlog);
   // Shuts every open client connection down (the end of a drain).
   void shutdown_connections();
 

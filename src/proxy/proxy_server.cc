@@ -2,8 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -202,6 +207,9 @@ int ProxyServer::bind() {
   } else if (!state.http.bind_to_port(options.host, port)) {
     fail("cannot listen on {}:{} (in use, or not an address of this machine)", options.host, port);
   }
+  // Room for every connection the proxy would take at once (its threads and its queue).
+  if (!state.http.set_listen_backlog(std::max(options.http_threads, 4) + std::max(options.max_queued_connections, 0)))
+    fail("cannot listen on {}:{} ({})", options.host, port, std::strerror(errno));
   std::lock_guard<std::mutex> lock(state.mutex);
   state.bound = true;
   return port;
