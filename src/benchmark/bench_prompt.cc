@@ -38,7 +38,7 @@ std::string request_body(const BenchPrompt& prompt, const BodyOptions& options) 
   if (!options.model.empty()) body["model"] = options.model;
   if (options.chat) {
     const auto* text = std::get_if<std::string>(&prompt.prompt);
-    if (text == nullptr) fail("a chat endpoint takes text prompts, not token ids");
+    if (text == nullptr) fail("a chat endpoint takes text prompts, not token ids: give --prompts-file with text prompts (one JSON string a line)");
     body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", *text}}});
   } else {
     std::visit([&](const auto& p) { body["prompt"] = p; }, prompt.prompt);

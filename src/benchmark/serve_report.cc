@@ -19,6 +19,19 @@ nlohmann::ordered_json summary_ms(std::vector<double> seconds) {
 
 double per_second(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0.0; }
 
+// vLLM's benchmark_serving writes its statistics as flat keys (`mean_ttft_ms`, `median_ttft_ms`,
+// `std_ttft_ms`, `p99_ttft_ms`, ...): the same numbers beside the nested summaries, so scripts
+// written for vLLM's JSON read Lumen's.
+void add_vllm_flat_keys(nlohmann::ordered_json& report) {
+  for (const char* metric : {"ttft", "tpot", "itl", "e2el"}) {
+    const nlohmann::ordered_json summary = report[std::string(metric) + "_ms"];
+    const std::pair<const char*, const char*> names[] = {
+        {"mean", "mean"}, {"median", "p50"}, {"std", "std"}, {"p90", "p90"}, {"p99", "p99"}};
+    for (const auto& [vllm_name, ours] : names) report[fmt::format("{}_{}_ms", vllm_name, metric)] = summary[ours];
+  }
+  report["duration"] = report["duration_s"];
+}
+
 }  // namespace
 
 nlohmann::ordered_json serve_report(const LoadRun& run, const std::vector<int64_t>& known_prompt_tokens,
@@ -76,6 +89,7 @@ nlohmann::ordered_json serve_report(const LoadRun& run, const std::vector<int64_
       {"tpot_ms", summary_ms(std::move(tpot))},
       {"itl_ms", summary_ms(std::move(itl))},
       {"e2el_ms", summary_ms(std::move(e2el))}};
+  add_vllm_flat_keys(report);
   if (per_request) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const RequestResult& r : run.results) {
@@ -104,6 +118,17 @@ std::string format_serve_report(const nlohmann::ordered_json& r) {
   out += fmt::format("{:=^50}\n", " Serving Benchmark Result ");
   line("Successful requests:", std::to_string(r["completed"].get<int64_t>()));
   line("Failed requests:", std::to_string(r["failed"].get<int64_t>()));
+  auto list_errors = [&] {
+    for (const auto& e : r["errors"]) {
+      out += fmt::format("error ({}x): {}\n", e["count"].get<int64_t>(), e["message"].get<std::string>());
+    }
+    out += std::string(50, '=') + "\n";
+  };
+  // With nothing through, a table of zeros would read as a measurement: only the errors.
+  if (r["completed"].get<int64_t>() == 0) {
+    list_errors();
+    return out;
+  }
   line("Peak requests in flight:", std::to_string(r["peak_in_flight"].get<int64_t>()));
   line("Benchmark duration (s):", number(r["duration_s"], 2));
   line("Total input tokens:", std::to_string(r["total_input_tokens"].get<int64_t>()));
@@ -124,10 +149,7 @@ std::string format_serve_report(const nlohmann::ordered_json& r) {
       line(fmt::format("{} {} (ms):", stat, name), number(m[stat], 2));
     }
   }
-  for (const auto& e : r["errors"]) {
-    out += fmt::format("error ({}x): {}\n", e["count"].get<int64_t>(), e["message"].get<std::string>());
-  }
-  out += std::string(50, '=') + "\n";
+  list_errors();
   return out;
 }
 

@@ -226,7 +226,9 @@ void add_bench_serve_command(CLI::App* bench) {
   cmd->add_option("--timeout", o->timeout_s, "Seconds a response may stay silent")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_flag("--json", o->json, "Write the result as JSON (to stdout, or --output)");
+  cmd->add_flag("--json", o->json,
+                "Write the result as JSON (to stdout, or --output): vLLM's flat keys (mean_ttft_ms, median_ttft_ms, "
+                "p99_ttft_ms, ...) and a summary object per metric (ttft_ms: count, mean, std, min, p50, p90, p99, max)");
   cmd->add_option("--output", o->output, "With --json: the file to write");
   cmd->add_flag("--per-request", o->per_request, "With --json: add each request's TTFT, TPOT, latency and tokens");
   cmd->callback([o] { run_bench_serve(*o); });

@@ -118,3 +118,12 @@ def test_256_concurrent_streams_all_complete(server, tmp_path):
     assert r["failed"] == 0 and r["errors"] == [], r["errors"]
     assert r["completed"] == n and r["total_output_tokens"] == n * 4
     assert r["peak_in_flight"] > 64  # the burst really was wider than the old backlog and a batch
+
+
+def test_chat_endpoint_without_text_prompts_points_to_prompts_file(tmp_path):
+    # Random prompts are token ids, which a chat endpoint cannot take: the error says what to give.
+    proc = subprocess.run([os.environ["LUMEN_BIN"], "bench", "serve", "--base-url", "http://127.0.0.1:9",
+                           "--endpoint", "/v1/chat/completions", "--num-prompts", "1"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "--prompts-file" in proc.stderr, proc.stderr

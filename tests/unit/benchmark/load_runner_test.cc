@@ -122,6 +122,15 @@ TEST(LoadRunner, KeepsAtMostMaxConcurrencyInFlightAndTimesEveryRequest) {
   EXPECT_NEAR(report["goodput"].get<double>(), report["request_throughput"].get<double>(), 1e-9);
   EXPECT_LE(report["ttft_ms"]["p50"].get<double>(), report["ttft_ms"]["p99"].get<double>());
   EXPECT_EQ(report["config"]["label"], "fake");
+  // vLLM's flat keys carry the same numbers as the nested summaries.
+  for (const char* metric : {"ttft", "tpot", "itl", "e2el"}) {
+    const auto& nested = report[std::string(metric) + "_ms"];
+    EXPECT_EQ(report[std::string("mean_") + metric + "_ms"], nested["mean"]) << metric;
+    EXPECT_EQ(report[std::string("median_") + metric + "_ms"], nested["p50"]) << metric;
+    EXPECT_EQ(report[std::string("std_") + metric + "_ms"], nested["std"]) << metric;
+    EXPECT_EQ(report[std::string("p99_") + metric + "_ms"], nested["p99"]) << metric;
+  }
+  EXPECT_EQ(report["duration"], report["duration_s"]);
 }
 
 TEST(LoadRunner, SendsEachRequestNoEarlierThanItsArrival) {
@@ -156,6 +165,12 @@ TEST(LoadRunner, ARefusedConnectionIsAFailureNotACrash) {
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.error.rfind("connection: ", 0), 0u) << r.error;
   }
+  // Nothing got through: the text report names the failures and prints no table of zeros.
+  const std::string text = format_serve_report(serve_report(run, {}, {}, nlohmann::ordered_json::object()));
+  EXPECT_NE(text.find("Failed requests:"), std::string::npos) << text;
+  EXPECT_NE(text.find("error (3x): connection: "), std::string::npos) << text;
+  EXPECT_EQ(text.find("Time to First Token"), std::string::npos) << text;
+  EXPECT_EQ(text.find("throughput"), std::string::npos) << text;
 }
 
 }  // namespace
