@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <random>
 #include <string>
 #include <unistd.h>
 
+#include "cli/chat_commands.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/device_option.h"
@@ -43,9 +45,9 @@ struct ChatOptions {
 
 void chat_loop(const ChatOptions& options) {
   const SpeculativeConfig speculative = options.speculative.config();  // a bad config fails before loading
-  const Model model = Model::load(resolve_model_path(options.model), {.device = options.device,
-                                                                      .threads = options.threads,
-                                                                      .chat_template = options.template_name});
+  const Model model =
+      Model::load(resolve_model_path(options.model),
+                  {.device = options.device, .threads = options.threads, .chat_template = options.template_name});
   if (!model.has_chat_template()) fail("{}: choose one with --chat-template NAME", model.chat_template_problem());
   const int64_t context = std::min<int64_t>(options.context, model.info().context_length);
   options.sampling.validate_for_vocab(model.info().vocab_size);
@@ -64,9 +66,21 @@ void chat_loop(const ChatOptions& options) {
   const uint64_t seed = options.sampling.seed.value_or(std::random_device{}());
   uint64_t turn = 0;
 
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  if (!options.system.empty()) messages.push_back({{"role", "system"}, {"content", options.system}});
+  std::string system = options.system;
+  nlohmann::ordered_json messages;
+  auto start_conversation = [&] {
+    messages = nlohmann::ordered_json::array();
+    if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
+  };
+  start_conversation();
   const bool interactive = isatty(STDIN_FILENO) != 0 && isatty(STDOUT_FILENO) != 0;
+  // On stderr (a terminal only): what is running and how to get out.
+  if (interactive) {
+    fmt::print(stderr, "lumen chat: {} ({}, {} context)\n{}",
+               std::filesystem::path(model.info().path).filename().string(), model.info().weight_type,
+               fmt::format("{} tokens", context),
+               "Type a message and Enter. /help lists the commands; Ctrl-C stops a reply, Ctrl-D or /exit quits.\n");
+  }
   LineReader reader(interactive, "> ");
   // Ctrl-C while a reply streams ends that reply and returns to the prompt; at the prompt (or a
   // second time during a reply) it quits.
@@ -74,11 +88,39 @@ void chat_loop(const ChatOptions& options) {
   for (;;) {
     interrupt.disarm();
     std::optional<std::string> input = reader.read();
-    if (!input || *input == "/exit") break;
-    const std::string& line = *input;
-    if (line.empty()) continue;
+    if (!input) {
+      // Ctrl-D: the shell's prompt then starts on a line of its own.
+      if (interactive) std::fputc('\n', stdout);
+      break;
+    }
+    const ChatLine line = parse_chat_line(*input);
+    if (line.kind == ChatLine::Kind::Exit) break;
+    if (line.kind == ChatLine::Kind::Help) {
+      fmt::print(stderr, "{}", chat_help_text());
+      continue;
+    }
+    if (line.kind == ChatLine::Kind::Reset) {
+      start_conversation();
+      fmt::print(stderr, "(a new conversation)\n");
+      continue;
+    }
+    if (line.kind == ChatLine::Kind::System) {
+      if (line.text.empty()) {
+        fmt::print(stderr, "{}\n", system.empty() ? "(no system message)" : system);
+        continue;
+      }
+      system = line.text;
+      start_conversation();
+      fmt::print(stderr, "(a new conversation under that system message)\n");
+      continue;
+    }
+    if (line.kind == ChatLine::Kind::Unknown) {
+      fmt::print(stderr, "unknown command {} (/help lists them; //text sends text starting with /)\n", line.text);
+      continue;
+    }
+    if (line.text.empty()) continue;
     interrupt.arm();
-    messages.push_back({{"role", "user"}, {"content", line}});
+    messages.push_back({{"role", "user"}, {"content", line.text}});
     std::vector<int32_t> prompt = model.chat_prompt(messages);
     if (static_cast<int64_t>(prompt.size()) + options.max_reply > context) {
       fail("the conversation no longer fits the {}-token context", context);
@@ -104,7 +146,8 @@ void chat_loop(const ChatOptions& options) {
 void add_chat_command(CLI::App& app) {
   auto options = std::make_shared<ChatOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "chat", "Chat with the model: one message per line on stdin, replies on stdout (/exit ends)");
+      "chat",
+      "Chat with the model: one message per line on stdin, replies on stdout (/help lists the commands, /exit ends)");
   cmd->footer(
       "In a terminal: line editing and history (kept in $LUMEN_HOME/chat_history); Ctrl-C stops the "
       "reply being written and returns to the prompt, Ctrl-C at the prompt or Ctrl-D quits. Piped: "
@@ -120,7 +163,10 @@ void add_chat_command(CLI::App& app) {
   add_device_option(cmd, options->device);
   options->speculative.add_to(cmd);
   options->kv_cache_dtype.add_to(cmd);
-  cmd->add_option("-c,--ctx-size", options->context, "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its KV cache is paged and shared, --max-model-len)")->capture_default_str();
+  cmd->add_option("-c,--ctx-size", options->context,
+                  "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its "
+                  "KV cache is paged and shared, --max-model-len)")
+      ->capture_default_str();
   cmd->callback([options] { chat_loop(*options); });
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flag_names.h"
 #include "cli/default_model.h"
 #include "cli/device_option.h"
 #include "cli/interrupt.h"
@@ -46,8 +47,8 @@ struct RunOptions {
   // Whether the output is several completions or log-probability tables, printed once the
   // request ends (run_completions.h), rather than one text streamed as it is made.
   bool needs_engine_report() const {
-    return sampling.n > 1 || sampling.best_of || sampling.use_beam_search || beam_width > 0 || sampling.prompt_logprobs ||
-           sampling.logprobs;
+    return sampling.n > 1 || sampling.best_of || sampling.use_beam_search || beam_width > 0 ||
+           sampling.prompt_logprobs || sampling.logprobs;
   }
 };
 
@@ -56,17 +57,26 @@ void emit(const std::string& text) {
   std::fflush(stdout);
 }
 
+std::string tokens_text(int64_t n) { return fmt::format("{} token{}", n, n == 1 ? "" : "s"); }
+
+// A rate over no measurable time (one token, or none) is not a rate.
+std::string rate_text(int64_t tokens, double seconds) {
+  return tokens > 0 && seconds > 0 ? fmt::format("{:.1f} tokens/s", static_cast<double>(tokens) / seconds) : "n/a";
+}
+
 // The prompt's time runs to the first token (sampled from the prompt's last logits); the
 // generation rate is over the tokens after it, one decode step each.
 void print_speeds(size_t prompt_tokens, double prompt_seconds, int64_t generated, double gen_seconds) {
-  fmt::print(stderr, "prompt: {} tokens in {:.3f} s, {:.1f} tokens/s\n", prompt_tokens, prompt_seconds,
-             static_cast<double>(prompt_tokens) / prompt_seconds);
-  fmt::print(stderr, "generation: {} tokens in {:.3f} s, {:.1f} tokens/s\n", generated, gen_seconds,
-             generated > 1 && gen_seconds > 0 ? static_cast<double>(generated - 1) / gen_seconds : 0.0);
+  const auto prompt = static_cast<int64_t>(prompt_tokens);
+  fmt::print(stderr, "prompt: {} in {:.3f} s, {}\n", tokens_text(prompt), prompt_seconds,
+             rate_text(prompt, prompt_seconds));
+  fmt::print(stderr, "generation: {} in {:.3f} s, {}\n", tokens_text(generated), gen_seconds,
+             rate_text(generated - 1, gen_seconds));
 }
 
 void run(RunOptions options) {
-  if (options.prompt.empty() == options.prompt_file.empty()) fail("give the prompt with -p TEXT or -f FILE");
+  if (!options.prompt.empty() && !options.prompt_file.empty()) fail("-p and -f are exclusive: give the prompt one way");
+  if (options.prompt.empty() && options.prompt_file.empty()) fail("give the prompt with -p TEXT or -f FILE");
   if (!options.prompt_file.empty()) options.prompt = read_text_file(options.prompt_file, "prompt file");
   if (options.n_predict < -1) fail("-n must be -1 (until the end or the context is full) or a count >= 0");
   SamplingParams params = options.sampling;
@@ -78,7 +88,7 @@ void run(RunOptions options) {
     params.use_beam_search = true;
     params.best_of = options.beam_width;
   }
-  params.validate();  // before the model loads: a bad flag fails at once
+  check_with_flag_names([&] { params.validate(); });  // before the model loads: a bad flag fails at once
   const SpeculativeConfig speculative = options.speculative.config();
   const Model model = Model::load(resolve_model_path(options.model),
                                   options.parallel.applied_to({.device = options.device, .threads = options.threads}));
@@ -91,7 +101,7 @@ void run(RunOptions options) {
   // A raw prompt may spell special tokens ("<|im_start|>"): like llama.cpp's CLI, parse them.
   std::vector<int32_t> prompt = model.tokenize(options.prompt, {.add_special = true, .parse_special = true});
   if (prompt.empty()) fail("the prompt is empty");
-  params.validate_for_vocab(model.info().vocab_size);
+  check_with_flag_names([&] { params.validate_for_vocab(model.info().vocab_size); });
   if (static_cast<int64_t>(prompt.size()) >= context) {
     fail("the prompt has {} tokens; the context holds {} (-c)", prompt.size(), context);
   }
@@ -114,10 +124,10 @@ void run(RunOptions options) {
   }
   const bool show = options.n_predict != 0;
   const size_t prompt_tokens = prompt.size();
-  const StreamedCompletion done = stream_completion(engine, std::move(prompt), params, interrupt,
-                                                    [show](const std::string& text) {
-                                                      if (show) emit(text);
-                                                    });
+  const StreamedCompletion done =
+      stream_completion(engine, std::move(prompt), params, interrupt, [show](const std::string& text) {
+        if (show) emit(text);
+      });
   // An end-of-generation token ends the text; it is not part of it.
   int64_t generated = show ? static_cast<int64_t>(done.tokens.size()) : 0;
   if (generated > 0 && done.finish == FinishReason::Stop && model.ends_generation(done.tokens.back())) --generated;
@@ -126,6 +136,12 @@ void run(RunOptions options) {
   emit("\n");
   interrupt.disarm();
   print_speeds(prompt_tokens, done.first_token_seconds, generated, done.total_seconds - done.first_token_seconds);
+  // Cut by the context rather than by -n: say so, and how to get more.
+  if (done.finish == FinishReason::Length && static_cast<int64_t>(prompt_tokens + done.tokens.size()) >= context) {
+    fmt::print(stderr,
+               "generation stopped at the end of the context ({}; -c sets it, --context-overflow shift goes on)\n",
+               tokens_text(context));
+  }
   if (speculative.method != SpeculativeMethod::None) fmt::print(stderr, "{}\n", speculation_summary(engine.stats()));
 }
 
@@ -136,7 +152,8 @@ void add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Continue a prompt, streaming the text to stdout");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
   cmd->add_option("-p,--prompt", options->prompt, "Prompt text");
-  cmd->add_option("-f,--file", options->prompt_file, "Read the prompt from this file (its exact bytes, at most 64 MiB; /dev/stdin for a pipe)");
+  cmd->add_option("-f,--file", options->prompt_file,
+                  "Read the prompt from this file (its exact bytes, at most 64 MiB; /dev/stdin for a pipe)");
   cmd->add_option("-n,--n-predict", options->n_predict,
                   "Tokens to generate (-1: until the end of generation or the context is full)")
       ->capture_default_str();
@@ -146,7 +163,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   add_device_option(cmd, options->device);
   add_model_parallel_options(cmd, options->parallel);
-  cmd->add_option("-c,--ctx-size", options->context, "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its KV cache is paged and shared, --max-model-len)")
+  cmd->add_option("-c,--ctx-size", options->context,
+                  "Context length in tokens, capped at the model's (serve defaults to the model's whole context: its "
+                  "KV cache is paged and shared, --max-model-len)")
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
   options->context_shift.add_to(cmd);
@@ -161,8 +180,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::Range(1, 256));
   cmd->add_option("--beam-width", options->beam_width, "Beam search of this width (prints --completions best)")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--length-penalty", options->sampling.length_penalty,
-                  "Beam score = log-probability / length^this")
+  cmd->add_option("--length-penalty", options->sampling.length_penalty, "Beam score = log-probability / length^this")
       ->capture_default_str();
   cmd->add_flag("--early-stopping", options->sampling.early_stopping,
                 "Beam search stops once beam-width hypotheses have ended");

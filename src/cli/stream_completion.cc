@@ -18,7 +18,9 @@ StreamedCompletion stream_completion(Engine& engine, std::vector<int32_t> prompt
                                      const InterruptHandler& interrupt,
                                      const std::function<void(const std::string&)>& show) {
   using Clock = std::chrono::steady_clock;
-  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
   const auto start = Clock::now();
   RequestHandle handle = engine.add_request(std::move(prompt), params);
   StreamedCompletion out;
@@ -32,6 +34,10 @@ StreamedCompletion stream_completion(Engine& engine, std::vector<int32_t> prompt
     engine.step();
     while (!finished && handle.try_next(chunk)) {
       for (const GeneratedToken& token : chunk.tokens) {
+        // A step that was running when Ctrl-C came still hands back its token: the user asked
+        // for the text to stop, so it is neither shown nor kept (chat's history holds what was
+        // shown).
+        if (interrupt.interrupted()) break;
         if (out.tokens.empty()) out.first_token_seconds = seconds_since(start);
         out.tokens.push_back(token.token);
         out.text += token.text;

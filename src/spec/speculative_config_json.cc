@@ -1,6 +1,7 @@
 #include "spec/speculative_config_json.h"
 
 #include <cstdint>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
@@ -30,7 +31,8 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
          j.dump());
   }
   SpeculativeConfig c;
-  if (!j.contains("method")) fail("{}: \"method\" is missing (\"ngram\", \"draft_model\", \"layer_skip\" or \"lookahead\")", label);
+  if (!j.contains("method"))
+    fail("{}: \"method\" is missing (\"ngram\", \"draft_model\", \"layer_skip\" or \"lookahead\")", label);
   for (const auto& [key, value] : j.items()) {
     if (key == "method") {
       if (!value.is_string()) fail("{}: \"method\" must be a string, not {}", label, value.dump());
@@ -77,16 +79,22 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
     } else {
       fail(
           "{}: unknown key \"{}\" (known: method, num_speculative_tokens, prompt_lookup_max, prompt_lookup_min, "
-          "model, num_layers, window_size, ngram_size, guess_set_size, num_candidates, disable_by_batch_size, min_acceptance_rate)",
+          "model, num_layers, window_size, ngram_size, guess_set_size, num_candidates, disable_by_batch_size, "
+          "min_acceptance_rate)",
           label, key);
     }
   }
   // Lookahead's draft length follows from its n-gram size.
-  if (!j.contains("num_speculative_tokens") && c.method != SpeculativeMethod::Lookahead) fail("{}: \"num_speculative_tokens\" is missing", label);
+  if (!j.contains("num_speculative_tokens") && c.method != SpeculativeMethod::Lookahead)
+    fail("{}: \"num_speculative_tokens\" is missing", label);
   try {
     c.validate();
   } catch (const Error& e) {
-    fail("{}: {}", label, e.what());
+    // validate() names the config itself ("speculative config: ..."); the label says it once.
+    std::string_view what = e.what();
+    constexpr std::string_view kOwnPrefix = "speculative config: ";
+    if (what.substr(0, kOwnPrefix.size()) == kOwnPrefix) what.remove_prefix(kOwnPrefix.size());
+    fail("{}: {}", label, what);
   }
   return c;
 }

@@ -104,3 +104,47 @@ def test_piped_chat_prints_only_the_replies():
     lines = r.stdout.splitlines()
     assert len(lines) >= 2 and not any(l.startswith("> ") for l in lines)
     assert "<|im_end|>" not in r.stdout
+
+
+def test_terminal_chat_shows_a_banner_and_ends_its_line_on_ctrl_d(tmp_path):
+    env = dict(os.environ, LUMEN_HOME=str(tmp_path), TERM="xterm")
+    term = Terminal([lumen_bin(), "chat", "-m", str(real_model(MODEL)), "--temp", "0", "-n", "8"], env)
+    banner = term.read_until(b"> ")
+    assert b"lumen chat: SmolLM2-135M-Instruct.Q4_1.gguf" in banner and b"/help" in banner, banner
+    assert b"Ctrl-D or /exit quits" in banner, banner
+    term.wait_for_the_line_editor()
+    term.send(b"/help\r")
+    assert b"/reset" in term.read_until(b"> ")
+    term.wait_for_the_line_editor()
+    term.send(b"\x04")  # Ctrl-D at an empty prompt: end of input
+    status = term.wait()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert term.seen.endswith(b"\r\n"), term.seen[-40:]  # the shell's prompt starts on its own line
+
+
+def chat_piped(lines, *extra):
+    r = subprocess.run([lumen_bin(), "chat", "-m", str(real_model(MODEL)), "--temp", "0", "-n", "12", *extra],
+                       input="".join(l + "\n" for l in lines), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_reset_and_system_start_a_new_conversation():
+    # Greedy: the same conversation gives the same reply, a different one (another system
+    # message) a different reply.
+    first = chat_piped(["What is the capital of France?"]).stdout
+    again = chat_piped(["Say one word.", "/reset", "What is the capital of France?"]).stdout
+    assert len(again) > len(first) and again.endswith(first), (first, again)
+    pirate = chat_piped(["/system You are a pirate. Answer like a pirate.", "What is the capital of France?"]).stdout
+    plain = chat_piped(["What is the capital of France?"], "--system", "You are a pirate. Answer like a pirate.").stdout
+    assert pirate == plain and pirate != first, (pirate, plain, first)
+    shown = chat_piped(["/system You are terse.", "/system"])
+    assert "You are terse." in shown.stderr and shown.stdout == ""
+
+
+def test_unknown_commands_are_not_sent_and_double_slash_sends_text():
+    r = chat_piped(["/rest", "//help me"])
+    assert "unknown command /rest" in r.stderr
+    # Only "/help me" reached the model: the same reply as when it is the only line.
+    alone = chat_piped(["//help me"])
+    assert r.stdout == alone.stdout and r.stdout.strip(), (r.stdout, alone.stdout)

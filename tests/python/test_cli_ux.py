@@ -121,3 +121,47 @@ def test_max_itl_ms_refuses_what_is_not_a_positive_number_of_milliseconds():
             assert f"--max-itl-ms: '{bad}' is {why}" in r.stderr, (command, bad, r.stderr)
         help_ = lumen(*command, "--help", timeout=60)
         assert "--max-itl-ms" in help_.stdout
+
+
+def test_run_refuses_both_p_and_f_by_name(tmp_path):
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Hello")
+    r = lumen("run", "-m", str(real_model(MODEL)), "-p", "Hello", "-f", str(prompt))
+    assert r.returncode == 1
+    assert "-p and -f are exclusive" in r.stderr, r.stderr
+
+
+def test_run_errors_name_the_flags_not_the_api_fields():
+    r = lumen("run", "-m", str(real_model(MODEL)), "-p", "Hello", "--temp", "-1")
+    assert r.returncode == 1
+    assert "--temp must be" in r.stderr and "temperature" not in r.stderr, r.stderr
+    r = lumen("run", "-m", str(real_model(MODEL)), "-p", "Hello", "--top-p", "2")
+    assert "--top-p must be" in r.stderr, r.stderr
+
+
+def test_speculative_config_errors_name_the_flag_once():
+    r = lumen("run", "-m", str(real_model(MODEL)), "-p", "Hello", "--speculative-config",
+              '{"method": "ngram", "num_speculative_tokens": -3}')
+    assert r.returncode == 1
+    assert "--speculative-config: num_speculative_tokens" in r.stderr, r.stderr
+    assert "speculative config:" not in r.stderr, r.stderr
+
+
+def test_run_speeds_count_in_words_and_say_na_for_no_rate():
+    # One generated token: its count is singular and there is no rate to give over its 0 s.
+    r = lumen("run", "-m", str(real_model(MODEL)), "-p", "Hello there, friend", "-n", "1", "--temp", "0")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^generation: 1 token in [0-9.]+ s, n/a$", r.stderr, re.M), r.stderr
+    assert re.search(r"^prompt: [2-9] tokens in [0-9.]+ s, [0-9.]+ tokens/s$", r.stderr, re.M), r.stderr
+    r = lumen("run", "-m", str(real_model(MODEL)), "-p", "Hello", "-n", "1", "--temp", "0")
+    assert re.search(r"^prompt: 1 token in [0-9.]+ s, [0-9.]+ tokens/s$", r.stderr, re.M), r.stderr
+
+
+def test_run_says_when_the_context_ended_the_text():
+    # -n -1 runs to the end of a 24-token context: the user learns why it stopped and what to do.
+    r = lumen("run", "-m", str(real_model(MODEL)), "-p", "Count: 1, 2, 3,", "-n", "-1", "-c", "24", "--temp", "0",
+              "--ignore-eos")
+    assert r.returncode == 0, r.stderr
+    assert "generation stopped at the end of the context (24 tokens" in r.stderr, r.stderr
+    r = lumen("run", "-m", str(real_model(MODEL)), "-p", "Count: 1, 2, 3,", "-n", "4", "--temp", "0")
+    assert "end of the context" not in r.stderr, r.stderr
