@@ -3,7 +3,8 @@
 namespace lumen::cli {
 
 ChatLine parse_chat_line(std::string_view line) {
-  if (line.size() >= 2 && line[0] == '/' && line[1] == '/') return {ChatLine::Kind::Message, std::string(line.substr(1))};
+  if (line.size() >= 2 && line[0] == '/' && line[1] == '/')
+    return {ChatLine::Kind::Message, std::string(line.substr(1))};
   if (line.empty() || line[0] != '/') return {ChatLine::Kind::Message, std::string(line)};
   const size_t space = line.find(' ');
   const std::string_view word = line.substr(0, space);

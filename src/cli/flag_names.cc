@@ -29,8 +29,7 @@ std::string with_flag_names(const std::string& message) {
   };
   for (const auto& [field, flag] : kFlags) {
     // A whole word at the start: "n must be" is --completions, "no ..." is not.
-    if (message.size() > field.size() && message.compare(0, field.size(), field) == 0 &&
-        message[field.size()] == ' ') {
+    if (message.size() > field.size() && message.compare(0, field.size(), field) == 0 && message[field.size()] == ' ') {
       return std::string(flag) + message.substr(field.size());
     }
   }
