@@ -13,6 +13,7 @@ namespace {
 struct InspectOptions {
   std::string path;
   bool json = false;
+  bool metadata = false;
 };
 }  // namespace
 
@@ -23,9 +24,11 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("file", options->path, "GGUF file (default: the default model in the cache)");
   cmd->add_option("-m,--model", options->path, "Same as the positional file");
   cmd->add_flag("--json", options->json, "Print JSON instead of text");
+  cmd->add_flag("--metadata", options->metadata,
+                "Also list every metadata key with its type and value (arrays summarised)");
   cmd->callback([options] {
     gguf::GgufFile file = gguf::GgufFile::open(resolve_model_path(options->path));
-    auto report = inspect_report(file);
+    auto report = inspect_report(file, options->metadata);
     std::string text =
         options->json
             ? report.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/default_model.h"
 #include "cli/quantize_report.h"
 #include "cli/text_file.h"
 #include "quantize/quantize_model.h"
@@ -121,6 +122,8 @@ std::string shape_of(const std::vector<int64_t>& dims) {
 }
 
 void run_quantize(QuantizeCliOptions& o) {
+  // A catalog name (`smollm2`) names its file in the cache, as -m does elsewhere.
+  o.input = resolve_model_path(o.input);
   const auto mix = quantize::mix_from_name(o.type);
   if (!mix) fail("unknown quantization type '{}'; choose one of {}", o.type, quantize::mix_names());
   o.run.mix = *mix;
@@ -180,7 +183,7 @@ void add_quantize_command(CLI::App& app) {
       "quantize",
       "Rewrite a GGUF model in another type (Q4_K_M, Q8_0, F16...), with the tensors "
       "llama-quantize writes for the same input and type");
-  cmd->add_option("input", options->input, "Input GGUF (F32, F16 or BF16 weights)")->required();
+  cmd->add_option("input", options->input, "Input GGUF (F32, F16 or BF16 weights), a path or a catalog name")->required();
   cmd->add_option("output", options->output, "Output GGUF (written under a temporary name, then "
                                               "renamed)")->required();
   cmd->add_option("type", options->type, "One of " + quantize::mix_names())->required();

@@ -46,20 +46,52 @@ tokenizer::Tokenizer load_tokenizer(const std::string& given) {
   return tokenizer::Tokenizer::from_gguf(file);
 }
 
-// A piece as the vocabulary spells it, with the bytes that would make the line ambiguous
-// (space, control characters, backslash) written as escapes.
-std::string escaped_piece(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    auto byte = static_cast<unsigned char>(c);
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (byte <= 0x20 || byte == 0x7F) out += fmt::format("\\x{:02x}", byte);
-    else out += c;
+// The length of the UTF-8 character starting at text[at] when it is whole and well-formed
+// there, else 0.
+size_t utf8_character_at(const std::string& text, size_t at) {
+  const auto lead = static_cast<unsigned char>(text[at]);
+  const size_t length = lead < 0x80 ? 1 : lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3
+                        : lead >= 0xF0 && lead <= 0xF4                  ? 4
+                                                                        : 0;
+  if (length == 0 || at + length > text.size()) return 0;
+  for (size_t k = 1; k < length; ++k)
+    if ((static_cast<unsigned char>(text[at + k]) & 0xC0) != 0x80) return 0;
+  // No overlong forms, surrogates or code points past U+10FFFF.
+  const auto second = length > 1 ? static_cast<unsigned char>(text[at + 1]) : 0;
+  if ((lead == 0xE0 && second < 0xA0) || (lead == 0xED && second > 0x9F) || (lead == 0xF0 && second < 0x90) ||
+      (lead == 0xF4 && second > 0x8F))
+    return 0;
+  return length;
+}
+
+// A token's text (its bytes, not the vocabulary's byte-level spelling "Ġw"), quoted, so that
+// spaces are visible: a quote, backslash or control character, and each byte that is not part
+// of a whole UTF-8 character (a token may end inside one), written as an escape.
+std::string quoted_piece(const std::string& bytes) {
+  std::string out = "'";
+  for (size_t at = 0; at < bytes.size();) {
+    const char c = bytes[at];
+    const auto byte = static_cast<unsigned char>(c);
+    const size_t length = utf8_character_at(bytes, at);
+    if (c == '\\' || c == '\'') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (length == 0 || byte < 0x20 || byte == 0x7F) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out.append(bytes, at, length);
+      at += length;
+      continue;
+    }
+    ++at;
   }
-  return out;
+  return out + "'";
 }
 
 std::vector<int32_t> parse_ids(const std::string& text) {
@@ -95,7 +127,7 @@ void run_tokenize(const TokenizeOptions& options) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i > 0) line += ' ';
     if (options.pieces) {
-      line += escaped_piece(tok.vocab().tokens[static_cast<size_t>(ids[i])]);
+      line += quoted_piece(tok.token_bytes(ids[i]));
     } else {
       line += std::to_string(ids[i]);
     }
@@ -131,7 +163,8 @@ void add_tokenize_commands(CLI::App& app) {
                 "Add BOS/EOS as the model's tokenizer.ggml.add_*_token flags say");
   auto* ids = cmd->add_flag("--ids", options->ids, "Print token ids (the default)");
   auto* pieces = cmd->add_flag("--pieces", options->pieces,
-                               "Print the tokens as the vocabulary spells them");
+                               "Print each token's text in quotes ('Hello' ' world'; bytes that are not a whole UTF-8 "
+                               "character as \\xNN)");
   ids->excludes(pieces);
   cmd->callback([options] { run_tokenize(*options); });
 

@@ -12,6 +12,8 @@ namespace {
 constexpr const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
+const char* default_model_file() { return kDefaultModelFile; }
+
 std::string model_cache_dir() {
   if (const char* cache = std::getenv("LUMEN_CACHE"); cache != nullptr && *cache != '\0') {
     return cache;

@@ -7,6 +7,9 @@ namespace lumen::cli {
 // $LUMEN_CACHE, else ~/.cache/lumen/models.
 std::string model_cache_dir();
 
+// The default model's file name in the cache (SmolLM2-135M-Instruct Q4_1).
+const char* default_model_file();
+
 // What -m names: a path (one that exists always wins), else a catalog name (`smollm2`, see
 // model_catalog.h) resolved to its file in the cache; with nothing given, the default model
 // (SmolLM2-135M-Instruct Q4_1) in the cache. Throws lumen::Error saying to run `lumen pull` when

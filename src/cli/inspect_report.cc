@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "model/hparams.h"
+#include "quantize/quant_mix.h"
 #include "tokenizer/vocab.h"
 #include "util/error.h"
 
@@ -53,9 +57,27 @@ ordered_json tokenizer_json(const tokenizer::Vocab& vocab) {
   };
 }
 
+// general.file_type as llama.cpp names it ("Q4_K_M"), or its number when unknown; null when absent.
+ordered_json file_type_json(const gguf::Metadata& md) {
+  const auto ftype = md.find_unsigned("general.file_type");
+  if (!ftype) return nullptr;
+  const auto name = *ftype <= UINT32_MAX ? quantize::mix_name_for_ftype(static_cast<uint32_t>(*ftype)) : std::nullopt;
+  return name ? std::string(*name) : fmt::format("file_type {}", *ftype);
+}
+
+ordered_json metadata_json(const gguf::Metadata& md) {
+  ordered_json list = ordered_json::array();
+  for (const auto& [key, value] : md.entries()) {
+    list.push_back({{"key", key},
+                    {"type", std::string(gguf::value_type_name(value.type()))},
+                    {"value", value.to_display_string()}});
+  }
+  return list;
+}
+
 }  // namespace
 
-ordered_json inspect_report(const gguf::GgufFile& file) {
+ordered_json inspect_report(const gguf::GgufFile& file, bool with_metadata) {
   ordered_json report;
   report["file"] = file.source_name();
   report["version"] = file.version();
@@ -66,6 +88,7 @@ ordered_json inspect_report(const gguf::GgufFile& file) {
   const auto& md = file.metadata();
   report["architecture"] = md.find_string("general.architecture").value_or("");
   report["name"] = md.find_string("general.name").value_or("");
+  report["file_type"] = file_type_json(md);
   try {
     report["hparams"] = hparams_json(model::read_hparams(file));
   } catch (const Error& e) {
@@ -100,6 +123,7 @@ ordered_json inspect_report(const gguf::GgufFile& file) {
   report["totals_by_type"] = std::move(by_type);
   report["total_elements"] = total_elements;
   report["total_bytes"] = total_bytes;
+  if (with_metadata) report["metadata"] = metadata_json(md);
   return report;
 }
 
@@ -114,6 +138,15 @@ std::string human_bytes(uint64_t bytes) {
     ++unit;
   }
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+// Where a tensor goes in the text's table: what comes before the layers (token_embd), the layers
+// by number (blk.2 before blk.10, which file order and name order both break), then the rest
+// (output_norm, output); the file's order within each.
+std::pair<int, long> natural_place(const std::string& name) {
+  if (name.rfind("blk.", 0) == 0) return {1, std::strtol(name.c_str() + 4, nullptr, 10)};
+  if (name.rfind("output", 0) == 0) return {2, 0};
+  return {0, 0};
 }
 
 std::string shape_text(const ordered_json& shape) {
@@ -133,6 +166,7 @@ std::string render_inspect_text(const ordered_json& r) {
                    r["metadata_count"].get<uint64_t>(), human_bytes(r["file_bytes"].get<uint64_t>())));
   line(fmt::format("architecture:  {}  ({})", r["architecture"].get<std::string>(),
                    r["name"].get<std::string>()));
+  if (!r["file_type"].is_null()) line(fmt::format("file type:     {}", r["file_type"].get<std::string>()));
   if (r["hparams"].is_object()) {
     const auto& h = r["hparams"];
     line(fmt::format("context:       {}", h["context_length"].get<uint64_t>()));
@@ -165,7 +199,13 @@ std::string render_inspect_text(const ordered_json& r) {
   }
   line("");
   line(fmt::format("{:<40} {:<8} {:<24} {:>12}", "tensor", "type", "shape", "bytes"));
-  for (const auto& t : r["tensors"]) {
+  std::vector<const ordered_json*> tensors;
+  for (const auto& t : r["tensors"]) tensors.push_back(&t);
+  std::stable_sort(tensors.begin(), tensors.end(), [](const ordered_json* a, const ordered_json* b) {
+    return natural_place((*a)["name"].get<std::string>()) < natural_place((*b)["name"].get<std::string>());
+  });
+  for (const ordered_json* tensor : tensors) {
+    const ordered_json& t = *tensor;
     line(fmt::format("{:<40} {:<8} {:<24} {:>12}", t["name"].get<std::string>(),
                      t["type"].get<std::string>(), shape_text(t["shape"]),
                      t["bytes"].get<uint64_t>()));
@@ -179,6 +219,14 @@ std::string render_inspect_text(const ordered_json& r) {
   }
   line(fmt::format("{:<8} {:>8} {:>16} {:>14}", "total", r["tensors"].size(),
                    r["total_elements"].get<uint64_t>(), human_bytes(r["total_bytes"].get<uint64_t>())));
+  if (r.contains("metadata")) {
+    line("");
+    line(fmt::format("{:<44} {:<8} {}", "metadata key", "type", "value"));
+    for (const auto& m : r["metadata"]) {
+      line(fmt::format("{:<44} {:<8} {}", m["key"].get<std::string>(), m["type"].get<std::string>(),
+                       m["value"].get<std::string>()));
+    }
+  }
   return out;
 }
 

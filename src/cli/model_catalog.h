@@ -24,13 +24,16 @@ struct CatalogEntry {
   std::string sha256;                // of that file, lowercase hex
   uint64_t bytes = 0;                // its size: extraction stops past it
   std::vector<CatalogPart> parts;    // concatenated in order
+  // A model tuned to chat (an instruct model), or a base model that only continues text: chat,
+  // the server's chat endpoints and the chat page make little sense with a base model.
+  bool chat = true;
 };
 
 using Catalog = std::vector<CatalogEntry>;
 
 const Catalog& builtin_catalog();
 
-// Parses a JSON catalog ({"models": [{name, aliases, file, sha256, bytes, parts: [{project,
+// Parses a JSON catalog ({"models": [{name, aliases, file, sha256, bytes, chat, parts: [{project,
 // version, member}]}]}). Throws lumen::Error naming what is wrong.
 Catalog parse_catalog_json(const std::string& text, const std::string& source);
 

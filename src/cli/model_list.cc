@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/default_model.h"
 #include "gguf/file.h"
 #include "quantize/quant_mix.h"
 #include "util/error.h"
@@ -28,6 +29,11 @@ ordered_json describe(const fs::directory_entry& file, const Catalog& catalog) {
   model["bytes"] = file.is_regular_file(ec) ? file.file_size(ec) : 0;
   const CatalogEntry* entry = find_catalog_file(catalog, name);
   model["catalog_name"] = entry != nullptr ? ordered_json(entry->name) : ordered_json(nullptr);
+  // What -m takes for it (its first alias), whether it chats, and whether -m may be left out.
+  model["short_name"] = entry == nullptr ? ordered_json(nullptr)
+                                         : ordered_json(entry->aliases.empty() ? entry->name : entry->aliases.front());
+  model["chat"] = entry != nullptr ? ordered_json(entry->chat) : ordered_json(nullptr);
+  model["default"] = name == default_model_file();
   model["architecture"] = nullptr;
   model["quantization"] = nullptr;
   try {
@@ -77,12 +83,27 @@ ordered_json model_list_report(const std::string& cache_dir, const Catalog& cata
         parts.push_back({{"project", part.project}, {"version", part.version}, {"member", part.member}});
       }
       available.push_back({{"name", entry.name}, {"aliases", entry.aliases}, {"file", entry.file},
-                           {"bytes", entry.bytes}, {"sha256", entry.sha256}, {"parts", std::move(parts)}});
+                           {"bytes", entry.bytes}, {"sha256", entry.sha256}, {"chat", entry.chat},
+                           {"default", entry.file == default_model_file()}, {"parts", std::move(parts)}});
     }
   }
   report["not_downloaded"] = std::move(available);
   return report;
 }
+
+namespace {
+
+// " [default]" and " [base model: continues text, no chat]" where they apply.
+std::string notes(const ordered_json& model) {
+  std::string text;
+  if (model.value("default", false)) text += " [default]";
+  if (model.contains("chat") && model["chat"].is_boolean() && !model["chat"].get<bool>()) {
+    text += " [base model: continues text, no chat]";
+  }
+  return text;
+}
+
+}  // namespace
 
 std::string render_model_list_text(const ordered_json& report) {
   std::string out = fmt::format("Models in {}:\n", report["cache"].get<std::string>());
@@ -90,12 +111,12 @@ std::string render_model_list_text(const ordered_json& report) {
   // Columns: file, size, architecture, quantization, catalog name. A file that did not parse
   // has its error where the architecture would be.
   using Row = std::array<std::string, 5>;
-  std::vector<Row> rows = {{"FILE", "SIZE", "ARCH", "QUANT", "CATALOG NAME"}};
+  std::vector<Row> rows = {{"FILE", "SIZE", "ARCH", "QUANT", "NAME (-m)"}};
   std::vector<std::string> errors = {""};
   for (const auto& model : report["models"]) {
     const auto text = [&](const char* key) { return model[key].is_string() ? model[key].get<std::string>() : "-"; };
     rows.push_back({text("file"), human_size(model["bytes"].get<uint64_t>()), text("architecture"), text("quantization"),
-                    text("catalog_name")});
+                    text("short_name") + notes(model)});
     errors.push_back(model.contains("error") ? "error: " + model["error"].get<std::string>() : "");
   }
   std::array<size_t, 5> width{};
@@ -118,7 +139,7 @@ std::string render_model_list_text(const ordered_json& report) {
     for (const auto& entry : report["not_downloaded"]) {
       const auto aliases = entry["aliases"].get<std::vector<std::string>>();
       names.emplace_back(entry["name"].get<std::string>() +
-                             (aliases.empty() ? "" : fmt::format(" ({})", fmt::join(aliases, ", "))),
+                             (aliases.empty() ? "" : fmt::format(" ({})", fmt::join(aliases, ", "))) + notes(entry),
                          human_size(entry["bytes"].get<uint64_t>()));
       name_width = std::max(name_width, names.back().first.size());
     }

@@ -400,6 +400,7 @@ def test_list_describes_the_cache_and_survives_broken_files(env, tiny_gguf):
     assert set(models) == {"tiny.Q4_1.gguf", "broken.gguf", "empty.gguf", "folder.gguf"}
     tiny = models["tiny.Q4_1.gguf"]
     assert (tiny["architecture"], tiny["quantization"], tiny["catalog_name"]) == ("llama", "Q4_1", "tiny:q4_1")
+    assert (tiny["short_name"], tiny["chat"], tiny["default"]) == ("tiny", True, False)
     assert tiny["bytes"] == len(tiny_gguf) and "error" not in tiny
     for name in ("broken.gguf", "empty.gguf", "folder.gguf"):
         assert models[name]["error"], name
@@ -407,7 +408,7 @@ def test_list_describes_the_cache_and_survives_broken_files(env, tiny_gguf):
 
     text = lumen("list", env=env, check=True).stdout
     row = next(line for line in text.splitlines() if line.strip().startswith("tiny.Q4_1.gguf"))
-    assert row.split()[3:] == ["llama", "Q4_1", "tiny:q4_1"]
+    assert row.split()[3:] == ["llama", "Q4_1", "tiny"]  # the name -m takes
     assert re.search(r"broken\.gguf .* error: ", text)
 
 
@@ -442,6 +443,13 @@ def test_builtin_catalog_is_the_models_of_fetch_models(tmp_path):
     names = {entry["file"]: [entry["name"], *entry["aliases"]] for entry in report["not_downloaded"]}
     assert names["SmolLM2-135M-Instruct.Q4_1.gguf"][:2] == ["smollm2-135m-instruct:q4_1", "smollm2"]
     assert names["gemma-3-270m-q4_k_m.gguf"][:2] == ["gemma3-270m:q4_k_m", "gemma3"]
+    # Which one -m may leave out, and which one is a base model that cannot chat.
+    by_file = {entry["file"]: entry for entry in report["not_downloaded"]}
+    assert by_file["SmolLM2-135M-Instruct.Q4_1.gguf"]["default"] and by_file["SmolLM2-135M-Instruct.Q4_1.gguf"]["chat"]
+    assert not by_file["gemma-3-270m-q4_k_m.gguf"]["default"] and not by_file["gemma-3-270m-q4_k_m.gguf"]["chat"]
+    text = lumen("list", env=env, check=True).stdout
+    assert re.search(r"smollm2-135m-instruct:q4_1 \(.*\) .*\[default\]", text), text
+    assert re.search(r"gemma3-270m:q4_k_m \(.*\) \[base model: continues text, no chat\]", text), text
     for name, file in (("smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"), ("GEMMA3-270M:Q4_K_M", "gemma-3-270m-q4_k_m.gguf")):
         result = lumen("run", "-m", name, "-p", "x", env=env)
         assert result.returncode == 1 and f"run `lumen pull {name}`" in result.stderr
