@@ -56,7 +56,7 @@ class EngineFairnessTest : public EngineModelTest {
 };
 
 TEST_F(EngineFairnessTest, AnotherClientsShortRequestIsAnsweredWhileOneClientHoldsEverySeat) {
-  Engine engine(handle(), config(4096));
+  Engine engine(handle(), config(1024));
   ASSERT_EQ(engine.config().max_num_seqs, 64);
   flood(engine, /*client=*/1);
   const auto submitted = Clock::now();
@@ -79,7 +79,7 @@ TEST_F(EngineFairnessTest, AnotherClientsShortRequestIsAnsweredWhileOneClientHol
 TEST_F(EngineFairnessTest, WithoutAClientKeyTheSameRequestWaitsBehindTheFlood) {
   // The control: the same request from the same client (what every request was before the
   // server said who asks) queues behind the 416 sequences ahead of it.
-  Engine engine(handle(), config(4096));
+  Engine engine(handle(), config(1024));
   flood(engine, /*client=*/1);
   RequestHandle same = engine.add_request(prompt(100, 8), sampled(4, 1), 0, 0, /*client=*/1);
   std::vector<StreamChunk> read;
