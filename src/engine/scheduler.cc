@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "engine/prefill_share.h"
-
 #include "util/error.h"
 
 namespace lumen::engine {
