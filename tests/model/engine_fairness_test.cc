@@ -58,7 +58,7 @@ class EngineFairnessTest : public EngineModelTest {
 TEST_F(EngineFairnessTest, AnotherClientsShortRequestIsAnsweredWhileOneClientHoldsEverySeat) {
   Engine engine(handle(), config(1024));
   ASSERT_EQ(engine.config().max_num_seqs, 64);
-  flood(engine, /*client=*/1);
+  ASSERT_NO_FATAL_FAILURE(flood(engine, /*client=*/1));
   const auto submitted = Clock::now();
   RequestHandle other = engine.add_request(prompt(100, 8), sampled(4, 1), 0, 0, /*client=*/2);
   std::vector<StreamChunk> read;
@@ -80,7 +80,7 @@ TEST_F(EngineFairnessTest, WithoutAClientKeyTheSameRequestWaitsBehindTheFlood) {
   // The control: the same request from the same client (what every request was before the
   // server said who asks) queues behind the 416 sequences ahead of it.
   Engine engine(handle(), config(1024));
-  flood(engine, /*client=*/1);
+  ASSERT_NO_FATAL_FAILURE(flood(engine, /*client=*/1));
   RequestHandle same = engine.add_request(prompt(100, 8), sampled(4, 1), 0, 0, /*client=*/1);
   std::vector<StreamChunk> read;
   EXPECT_GT(steps_until_done(engine, same, 20, read), 20);
