@@ -108,11 +108,14 @@ class Engine {
   // vocabulary, a prompt that leaves no room to generate within max_model_len, or invalid
   // sampling parameters. priority: larger runs first under SchedulingPolicy::Priority.
   // cache_salt: requests with different salts never share cached K/V (tenant isolation).
-  std::vector<RequestHandle> add_request_n(std::vector<int32_t> prompt, const SamplingParams& params,
-                                           int priority = 0, uint64_t cache_salt = 0);
+  // client: who asks (any key; the server's is its client id). While several clients have work,
+  // each gets a fair share of the max_num_seqs seats and of the prefill (docs/architecture.md,
+  // "Fairness between clients"); requests that leave it 0 are one client.
+  std::vector<RequestHandle> add_request_n(std::vector<int32_t> prompt, const SamplingParams& params, int priority = 0,
+                                           uint64_t cache_salt = 0, uint64_t client = 0);
   // add_request_n for a request with n = 1 (throws lumen::Error when params.n > 1).
-  RequestHandle add_request(std::vector<int32_t> prompt, const SamplingParams& params,
-                            int priority = 0, uint64_t cache_salt = 0);
+  RequestHandle add_request(std::vector<int32_t> prompt, const SamplingParams& params, int priority = 0,
+                            uint64_t cache_salt = 0, uint64_t client = 0);
   // Ends the request (every completion) at the next step with FinishReason::Abort; unknown
   // ids are ignored.
   void abort(uint64_t request_id);

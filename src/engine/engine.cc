@@ -100,7 +100,7 @@ Engine::~Engine() {
 const EngineConfig& Engine::config() const { return impl_->config; }
 
 std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, const SamplingParams& params,
-                                                 int priority, uint64_t cache_salt) {
+                                                 int priority, uint64_t cache_salt, uint64_t client) {
   const auto vocab = static_cast<int64_t>(impl_->model.hparams.vocab_size);
   params.validate_for_vocab(vocab);
   const int32_t width = params.best_of.value_or(params.n);
@@ -127,6 +127,7 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   auto first = std::make_unique<Completion>(*group, id, std::move(prompt), priority, impl_->kv_space,
                                             kv::mix64(impl_->hash_key ^ cache_salt), impl_->model.tokenizer);
   first->seq.seats = width;
+  first->seq.client = client;
   first->seq.may_shift = impl_->scheduler.shift_policy().enabled && group->mode != GroupMode::Beam;
   if (params.prompt_logprobs) {
     first->seq.next_prompt_logit = 0;
@@ -154,10 +155,10 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   return handles;
 }
 
-RequestHandle Engine::add_request(std::vector<int32_t> prompt, const SamplingParams& params,
-                                  int priority, uint64_t cache_salt) {
+RequestHandle Engine::add_request(std::vector<int32_t> prompt, const SamplingParams& params, int priority,
+                                  uint64_t cache_salt, uint64_t client) {
   if (params.n != 1) fail("add_request makes one completion; use add_request_n for n = {}", params.n);
-  return add_request_n(std::move(prompt), params, priority, cache_salt).front();
+  return add_request_n(std::move(prompt), params, priority, cache_salt, client).front();
 }
 
 void Engine::abort(uint64_t request_id) {

@@ -1,13 +1,15 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 
+#include "engine/prefill_share.h"
 #include "util/error.h"
 
 namespace lumen::engine {
 
 Scheduler::Scheduler(SchedulerConfig config, kv::BlockPool& pool, SwapSpace* swap)
-    : config_(config), pool_(pool), swap_(swap) {
+    : config_(config), pool_(pool), swap_(swap), seats_(config.max_num_seqs) {
   if (config_.max_num_seqs <= 0 || config_.max_num_batched_tokens <= 0) {
     fail("scheduler: max_num_seqs ({}) and max_num_batched_tokens ({}) must be positive",
          config_.max_num_seqs, config_.max_num_batched_tokens);
@@ -95,6 +97,7 @@ void Scheduler::preempt(Sequence* victim, StepPlan& plan) {
   victim->state = SequenceState::Waiting;
   ++victim->n_preemptions;
   ++n_preemptions_;
+  seats_.preempted(*victim);
   insert_ranked(waiting_, victim);
   plan.preempted.push_back(victim);
 }
@@ -148,6 +151,7 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
   // Two passes over a snapshot (preemption edits running_): decodes, then prefill chunks.
   const std::vector<Sequence*> snapshot = running_;
   for (const bool decode_pass : {true, false}) {
+    if (!decode_pass) share_prefill(budget);
     for (Sequence* seq : snapshot) {
       if (budget == 0) return;
       if (seq->state != SequenceState::Running || seq->scheduled_now ||
@@ -156,6 +160,7 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
       }
       if (decode_pass && !shift_if_due(seq, plan)) continue;
       int64_t n = std::min(seq->uncomputed(), budget);
+      if (!decode_pass) n = std::min(n, prefill_grant(seq));
       if (!decode_pass && time_budget_) n = time_budget_->prefill_room(*seq, n);
       if (n == 0) continue;
       if (!reserve_running(seq, n, plan)) continue;
@@ -174,12 +179,19 @@ int64_t Scheduler::running_seats() const {
 }
 
 void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
-  while (!waiting_.empty() && budget > 0) {
-    Sequence* seq = waiting_.front();
+  for (size_t i = 0; i < waiting_.size() && budget > 0;) {
+    Sequence* seq = waiting_[i];
+    // A sequence beyond its client's share while others wait, or granted no prefill this step,
+    // lets the ones behind it go first (client_seats.h, prefill_share.h).
+    const int64_t grant = prefill_grant(seq);
+    if (!seats_.may_admit(*seq) || grant == 0) {
+      ++i;
+      continue;
+    }
     // A group wider than max_num_seqs still runs, alone.
     if (!running_.empty() && running_seats() + seq->seats > config_.max_num_seqs) return;
     if (!seq->swap_slots.empty()) {
-      int64_t n = std::min(seq->uncomputed(), budget);
+      int64_t n = std::min({seq->uncomputed(), budget, grant});
       // A swapped-out stream that comes back to decode is a decode, not held back.
       if (time_budget_ && !seq->decoding()) n = time_budget_->prefill_room(*seq, n);
       if (n == 0 || !admit_swapped(seq, n, plan)) return;
@@ -195,7 +207,7 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
       seq->n_computed = seq->blocks.adopt_cached_prefix(seq->tokens, limit);
       seq->prefix_checked = true;
     }
-    int64_t n = std::min(seq->uncomputed(), budget);
+    int64_t n = std::min({seq->uncomputed(), budget, grant});
     if (time_budget_) n = time_budget_->prefill_room(*seq, n);
     const int32_t need = seq->blocks.blocks_needed(seq->n_computed, n);
     if (n == 0 || pool_.n_available() - need < admission_reserve() ||
@@ -206,7 +218,8 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
       seq->prefix_checked = false;
       return;
     }
-    waiting_.erase(waiting_.begin());
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+    seats_.admitted(*seq);
     seq->state = SequenceState::Running;
     seq->scheduled_now = true;
     insert_ranked(running_, seq);
@@ -228,7 +241,8 @@ bool Scheduler::admit_swapped(Sequence* seq, int64_t n, StepPlan& plan) {
   for (size_t i = 0; i < restored.size(); ++i) plan.swap_in.push_back({restored[i], seq->swap_slots[i]});
   // The slots are freed in complete(), after the runner has read them.
   seq->swap_slots.clear();
-  waiting_.erase(waiting_.begin());
+  std::erase(waiting_, seq);
+  seats_.admitted(*seq);
   seq->state = SequenceState::Running;
   seq->scheduled_now = true;
   insert_ranked(running_, seq);
@@ -251,13 +265,75 @@ void Scheduler::preempt_for_priority(StepPlan& plan) {
   }
 }
 
+// ---- Fairness between clients (client_seats.h, prefill_share.h) ----
+
+void Scheduler::preempt_for_fairness(StepPlan& plan) {
+  // The first waiting sequence its client is entitled to run; when it does not fit, seats held
+  // beyond their share by other clients make room, the lowest-ranked first.
+  auto entitled =
+      std::find_if(waiting_.begin(), waiting_.end(), [this](const Sequence* seq) { return seats_.entitled(*seq); });
+  if (entitled == waiting_.end()) return;
+  const Sequence* top = *entitled;
+  const int64_t n = std::min(top->uncomputed(), config_.max_num_batched_tokens);
+  const int32_t need = top->swap_slots.empty() ? top->blocks.blocks_needed(top->n_computed, n)
+                                               : top->blocks.blocks_needed_to_restore(top->n_computed, n);
+  auto fits = [&] {
+    return running_.empty() || (running_seats() + top->seats <= config_.max_num_seqs &&
+                                pool_.n_available() - need >= config_.watermark_blocks);
+  };
+  while (!fits()) {
+    // Under priorities a client's excess of higher priority stays (priority wins over share).
+    auto victim = std::find_if(running_.rbegin(), running_.rend(), [&](const Sequence* seq) {
+      return seats_.over_share(seq->client) &&
+             (config_.policy != SchedulingPolicy::Priority || seq->priority <= top->priority);
+    });
+    if (victim == running_.rend()) return;
+    preempt(*victim, plan);
+  }
+}
+
+void Scheduler::share_prefill(int64_t budget) {
+  prefill_grants_.clear();
+  std::vector<Sequence*> prompts;
+  for (Sequence* seq : running_) {
+    if (!seq->scheduled_now && seq->uncomputed() > 0 && !seq->decoding()) prompts.push_back(seq);
+  }
+  // The waiting ones admission will consider, judged as it will judge them.
+  ClientSeats seats = seats_;
+  int64_t taken = running_seats();
+  for (Sequence* seq : waiting_) {
+    if (!seats.may_admit(*seq)) continue;
+    if (taken > 0 && taken + seq->seats > config_.max_num_seqs) break;
+    taken += seq->seats;
+    seats.admitted(*seq);
+    prompts.push_back(seq);
+  }
+  // One prompt takes what it can, as it always did.
+  if (prompts.size() < 2) return;
+  std::stable_sort(prompts.begin(), prompts.end(),
+                   [this](const Sequence* a, const Sequence* b) { return ranks_before(a, b); });
+  std::vector<int64_t> needs;
+  needs.reserve(prompts.size());
+  for (const Sequence* seq : prompts) needs.push_back(seq->uncomputed());
+  const std::vector<int64_t> grants = share_prefill_budget(needs, budget);
+  for (size_t i = 0; i < prompts.size(); ++i) prefill_grants_[prompts[i]] = grants[i];
+}
+
+int64_t Scheduler::prefill_grant(const Sequence* seq) const {
+  auto it = prefill_grants_.find(seq);
+  return it == prefill_grants_.end() ? std::numeric_limits<int64_t>::max() : it->second;
+}
+
 StepPlan Scheduler::schedule() {
   StepPlan plan;
   for (Sequence* seq : running_) seq->scheduled_now = false;
   for (Sequence* seq : waiting_) seq->scheduled_now = false;
   int64_t budget = config_.max_num_batched_tokens;
   if (time_budget_) time_budget_->start();
+  seats_.count(running_, waiting_);
+  prefill_grants_.clear();
   preempt_for_priority(plan);
+  preempt_for_fairness(plan);
   const size_t priority_preemptions = plan.preempted.size();
   schedule_running(plan, budget);
   // Preempting for memory means the pool is full: admitting now would only thrash.

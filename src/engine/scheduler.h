@@ -21,13 +21,21 @@
 // A long prompt is cut into chunks that share a step with decodes (chunked prefill). A request
 // that will fork (n > 1, best_of, beams) takes its `seats` in max_num_seqs at admission; a
 // running sequence with nothing to compute (a beam waiting for its siblings) is not scheduled.
+// Between clients (Sequence::client; one client unless the caller says): seats are shared
+// (client_seats.h: a client beyond its share of max_num_seqs waits while another client waits,
+// and its excess is preempted for a request the other client is entitled to), and so is each
+// step's prefill budget (prefill_share.h: the oldest prompt at least half, the rest shortest
+// first), so a short request neither waits for a flood of another client's sequences nor for a
+// long prompt's whole prefill.
 // Preemption frees the victim's blocks and requeues it at its rank: it later recomputes its
 // tokens (prompt and generated so far), mostly from the prefix cache when that is on, or, with
 // a swap space, its blocks are copied to host memory first and copied back on readmission.
 #include <cstdint>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
+#include "engine/client_seats.h"
 #include "engine/context_shift.h"
 #include "engine/sequence.h"
 #include "engine/step_time_budget.h"
@@ -153,12 +161,21 @@ class Scheduler {
   // false when it cannot (the pool lacks blocks for the copies): it then ends, out of blocks.
   bool shift_if_due(Sequence* seq, StepPlan& plan);
   bool admit_swapped(Sequence* seq, int64_t n, StepPlan& plan);
+  // Fairness between clients (client_seats.h, prefill_share.h).
+  void preempt_for_fairness(StepPlan& plan);
+  // Shares `budget` between the prompts that could take a prefill chunk now (running ones not
+  // yet scheduled, waiting ones admission would consider).
+  void share_prefill(int64_t budget);
+  // The most tokens `seq` may take this step: its grant, or no limit when it has none.
+  int64_t prefill_grant(const Sequence* seq) const;
 
   SchedulerConfig config_;
   ContextShiftPolicy shift_;
   kv::BlockPool& pool_;
   SwapSpace* swap_;
   std::optional<StepTimeBudget> time_budget_;
+  ClientSeats seats_;                                            // counted at each schedule()
+  std::unordered_map<const Sequence*, int64_t> prefill_grants_;  // this step's, when shared
   std::vector<Sequence*> running_;  // kept in rank order
   std::vector<Sequence*> waiting_;  // kept in rank order
   uint64_t n_preemptions_ = 0;

@@ -37,7 +37,8 @@ struct Sequence {
         blocks(parent.blocks.fork()),
         prefix_checked(parent.prefix_checked),
         may_shift(parent.may_shift),
-        n_dropped_generated(parent.n_dropped_generated) {}
+        n_dropped_generated(parent.n_dropped_generated),
+        client(parent.client) {}
 
   uint64_t id;
   int priority;      // larger runs first (priority policy); ignored under FCFS
@@ -63,6 +64,9 @@ struct Sequence {
   // then holds only what is still in the cache, and prompt_len what is left of the prompt.
   bool may_shift = false;
   int64_t n_dropped_generated = 0;
+  // Who asked for it (Engine::add_request_n's `client`): the scheduler shares seats and prefill
+  // between clients (client_seats.h). 0 for callers that do not say, i.e. one client.
+  uint64_t client = 0;
   // Speculative decoding (engine/speculation.h): the tokens proposed to follow the last one,
   // set before a step is planned and cleared once the step verified them (never part of
   // `tokens`: only what the model accepts is appended there), and how its drafts have fared.

@@ -31,6 +31,8 @@ class Admission {
     ~Places() { release(); }
 
     int64_t count() const { return count_; }
+    // Whose places they are (client_id.h).
+    const std::string& client() const { return client_; }
     // Gives the places back now; later calls (and the destructor) do nothing.
     void release();
 

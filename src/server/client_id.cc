@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "server/http_policy.h"
 #include "lumen/cache_salt.h"
 
@@ -13,5 +15,7 @@ std::string client_id(bool by_api_key, std::string_view authorization, std::stri
   }
   return fmt::format("peer:{}", peer);
 }
+
+uint64_t engine_client(std::string_view client_id) { return std::hash<std::string_view>{}(client_id); }
 
 }  // namespace lumen::server

@@ -5,6 +5,7 @@
 
 #include "grammar/grammar.h"
 #include "server/api_error.h"
+#include "server/client_id.h"
 
 namespace lumen::server {
 
@@ -49,12 +50,14 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
     per_prompt.back().validate_for_vocab(context.limits.vocab_size);
     prompt_tokens_ += static_cast<int64_t>(prompt.size());
   }
+  // The engine shares its seats and prefill fairly between clients (client_id.h).
+  const uint64_t client = engine_client(places_.client());
   try {
     for (size_t p = 0; p < prompts.size(); ++p) {
       SamplingParams params = per_prompt[p];
       params.n = options.n;
       if (params.seed) *params.seed += choices_.size();  // choice j of this prompt: + j
-      for (RequestHandle& handle : context.engine.add_request_n(prompts[p], params, 0, options.cache_salt)) {
+      for (RequestHandle& handle : context.engine.add_request_n(prompts[p], params, 0, options.cache_salt, client)) {
         context.admission.track(handle.id());
         choices_.push_back(Choice{handle, p, false, 0, {}, {}});
       }

@@ -130,8 +130,9 @@ TEST_F(EngineServing, PreemptionUnderMemoryPressureKeepsOutputsAndFreesEverythin
   const std::vector<Case> cs = cases(12, 3, 120, 40);
   Engine roomy(handle(), config(2048));
   const auto expected = run_all(roomy, cs);
-  // 40 blocks of 16 = 640 positions for 12 requests of up to 160 positions each.
-  Engine tight(handle(), config(40));
+  // 20 blocks of 16 = 320 positions for 12 requests of up to 160 positions each (with the
+  // shortest prompts prefilled first, 40 blocks no longer ran out).
+  Engine tight(handle(), config(20));
   const auto outputs = run_all(tight, cs);
   EXPECT_EQ(outputs, expected);
   const EngineStats stats = tight.stats();
@@ -143,7 +144,7 @@ TEST_F(EngineServing, SwapPreemptionKeepsOutputsAndComputesLess) {
   const std::vector<Case> cs = cases(12, 3, 120, 40);
   Engine roomy(handle(), config(2048));
   const auto expected = run_all(roomy, cs);
-  EngineConfig recompute_config = config(40);
+  EngineConfig recompute_config = config(20);  // as above: tight enough to preempt
   recompute_config.enable_prefix_caching = false;  // so recomputation is not hidden by hits
   EngineConfig swap_config = recompute_config;
   swap_config.preemption_mode = PreemptionMode::Swap;

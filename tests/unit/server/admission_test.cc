@@ -123,5 +123,16 @@ TEST(ClientId, TheKeyIsTheTenantWhenKeysAreOnAndThePeerOtherwise) {
   EXPECT_NE(client_id(false, "", "10.0.0.1"), client_id(false, "", "10.0.0.2"));
 }
 
+TEST(ClientId, TheEngineSharesSeatsByTheClientTheAdmissionPlacesBelongTo) {
+  Admission a(8);
+  const std::string alpha = client_id(true, "Bearer one", "10.0.0.1");
+  const std::string beta = client_id(true, "Bearer two", "10.0.0.1");
+  Admission::Places places = a.reserve(alpha, 2);
+  EXPECT_EQ(places.client(), alpha);
+  // The engine's key: the same for one client however it connects, another for another.
+  EXPECT_EQ(engine_client(places.client()), engine_client(client_id(true, "Bearer one", "10.0.0.9")));
+  EXPECT_NE(engine_client(alpha), engine_client(beta));
+}
+
 }  // namespace
 }  // namespace lumen::server
