@@ -7,6 +7,7 @@
 // Compiling happens on the caller's thread in add_request (an invalid schema or grammar is the
 // caller's error, thrown there, and a slow compile never stalls the engine's loop).
 #include <cstdint>
+#include <exception>
 #include <future>
 #include <list>
 #include <memory>
@@ -40,7 +41,10 @@ class GrammarCompiler {
                            size_t cache_bytes = size_t{512} << 20);
 
   // The compiled grammar of a constraint; nullptr when it sets none. Thread-safe. Throws
-  // lumen::Error (grammar::GrammarError) when the constraint is invalid.
+  // lumen::Error (grammar::GrammarError) when the constraint is invalid, and
+  // grammar::GrammarBudgetError when its first mask already costs more than a mask may
+  // (grammar/mask_work.h): a grammar known to be too expensive is the client's 400, before
+  // it reaches the engine.
   std::shared_ptr<const grammar::CompiledGrammar> compile(const StructuredOutputs& constraint);
 
   size_t cached() const;
@@ -82,6 +86,9 @@ class GrammarMask final : public sampling::LogitMask {
   size_t vocabulary_size_;
   std::vector<uint32_t> bitmask_;
   bool prepared_ = false;  // bitmask_ holds the mask of the matcher's current state
+  // Why prepare() failed for the current state (a grammar budget): apply() throws it again
+  // rather than spend the same budget twice on the engine's thread.
+  std::exception_ptr failure_;
 };
 
 }  // namespace lumen::engine

@@ -14,6 +14,7 @@ struct GrammarMatcher::State {
   std::shared_ptr<const MatchState> current;
   std::deque<std::shared_ptr<const MatchState>> history;
   int max_rollback = 64;
+  MaskLimits limits;
   std::shared_ptr<NodeArena> arena = std::make_shared<NodeArena>();
   std::vector<std::shared_ptr<const NodeArena>> kept_arenas;
   std::unique_ptr<MaskScratch> scratch;          // not copied: per matcher
@@ -28,6 +29,7 @@ struct GrammarMatcher::State {
         current(other.current),
         history(other.history),
         max_rollback(other.max_rollback),
+        limits(other.limits),
         kept_arenas(other.kept_arenas) {
     kept_arenas.push_back(other.arena);
   }
@@ -82,9 +84,18 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) {
   if (bitmask.size() != bitmask_words(compiled.vocabulary().size()))
     throw Error("fill_next_token_bitmask: the bitmask has " + std::to_string(bitmask.size()) + " words, the vocabulary needs " +
                 std::to_string(bitmask_words(compiled.vocabulary().size())));
-  if (!state_->scratch) state_->scratch = std::make_unique<MaskScratch>(compiled.grammar());
+  if (!state_->scratch)
+    state_->scratch = std::make_unique<MaskScratch>(compiled.grammar(), state_->limits, compiled.shared_budget());
   fill_token_mask(compiled, *state_->current, *state_->scratch, bitmask);
 }
+
+void GrammarMatcher::set_mask_limits(MaskLimits limits) {
+  state_->limits = limits;
+  state_->scratch.reset();  // made again, with the new limits, by the next mask
+}
+
+uint64_t GrammarMatcher::last_mask_work() const { return state_->scratch ? state_->scratch->work.used() : 0; }
+uint64_t GrammarMatcher::total_mask_work() const { return state_->scratch ? state_->scratch->total_work : 0; }
 
 bool GrammarMatcher::accept_token(int32_t token) {
   const TokenVocabulary& vocab = state_->compiled->vocabulary();
@@ -126,29 +137,38 @@ std::string GrammarMatcher::forced_continuation() const {
   std::string forced;
   if (state.terminated) return forced;
   ByteWalker walker(state_->compiled->grammar());
+  MaskWork work;
+  work.start(state_->limits.work);
+  walker.count_work(&work);
   walker.reset(state.stacks, state.utf8);
-  while (forced.size() < kMaxForced) {
-    bool ends_here = walker.top_utf8().remaining == 0;
-    if (ends_here) {
-      ends_here = false;
-      for (const Stack& s : walker.top_stacks()) ends_here |= s.pos == kAcceptedPos;
-    }
-    if (ends_here) break;
-    int only = -1;
-    size_t depth = walker.depth();
-    for (int b = 0; b < 256; ++b) {
-      bool alive = walker.push(static_cast<uint8_t>(b));
-      walker.pop_to(depth);
-      if (!alive) continue;
-      if (only >= 0) {
-        only = -2;
-        break;
+  // An ambiguous grammar makes each try cost many stacks: past a mask's work, what was found
+  // so far is the answer (a jump-forward only saves steps; a shorter one is still right).
+  try {
+    while (forced.size() < kMaxForced) {
+      bool ends_here = walker.top_utf8().remaining == 0;
+      if (ends_here) {
+        ends_here = false;
+        for (const Stack& s : walker.top_stacks()) ends_here |= s.pos == kAcceptedPos;
       }
-      only = b;
+      if (ends_here) break;
+      int only = -1;
+      size_t depth = walker.depth();
+      for (int b = 0; b < 256; ++b) {
+        bool alive = walker.push(static_cast<uint8_t>(b));
+        walker.pop_to(depth);
+        if (!alive) continue;
+        if (only >= 0) {
+          only = -2;
+          break;
+        }
+        only = b;
+      }
+      if (only < 0) break;
+      walker.push(static_cast<uint8_t>(only));
+      forced.push_back(static_cast<char>(only));
     }
-    if (only < 0) break;
-    walker.push(static_cast<uint8_t>(only));
-    forced.push_back(static_cast<char>(only));
+  } catch (const GrammarBudgetError&) {
+    walker.pop_to(forced.size());
   }
   // Only whole characters: a jump-forward must not stop inside one.
   while (!forced.empty() && walker.top_utf8().remaining != 0) {
