@@ -2,17 +2,18 @@
 stall other clients or grow the server without bound. Each hostile request below runs in one
 thread while an ordinary client sends 4-token requests in another: the hostile one ends (200
 with its finish reason, "error" when a mask went over its budget, or a 400 when compiling it
-already showed that) within HOSTILE_SECONDS, every ordinary request answers within
+already showed that, or when the whole response is asked for) within HOSTILE_SECONDS, every ordinary request answers within
 ORDINARY_SECONDS, and the server's resident memory never grows by more than GROWTH_MIB.
 
 Before the fix (main at 020d3f9), the regex took 36-61 s for 8 tokens while the other client
 waited up to 43 s, and the schema pattern grew the server to 3-5 GB with no answer."""
+import json
 import threading
 import time
 
 import pytest
 
-from conftest import LumenServer, MODEL_NAME
+from conftest import LumenServer, MODEL_NAME, httpx
 
 HOSTILE_SECONDS = 30
 ORDINARY_SECONDS = 8
@@ -34,6 +35,10 @@ HOSTILE = {
             "type": "string", "pattern": "^" + AMBIGUOUS + "$"}}}}),
     "ambiguous_gbnf": ("/v1/completions", {"prompt": "Write:", "grammar": "root ::= ([^\\n\\r]{0,40}){0,50}"}),
 }
+# Streamed, a budget exceeded mid-output ends the choice with finish_reason "error" and an
+# error event naming the budget.
+HOSTILE["ambiguous_schema_pattern_streamed"] = (HOSTILE["ambiguous_schema_pattern"][0],
+                                                {**HOSTILE["ambiguous_schema_pattern"][1], "stream": True})
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +85,9 @@ def test_hostile_grammar_is_bounded_and_others_are_served(server, name):
 
     def hostile_client():
         started = time.monotonic()
-        hostile["response"] = server.post(path, {"model": MODEL_NAME, "max_tokens": 8, "temperature": 0, **fields},
-                                          timeout=HOSTILE_SECONDS * 4)
+        hostile["response"] = httpx.post(server.base_url + path,
+                                         json={"model": MODEL_NAME, "max_tokens": 8, "temperature": 0, **fields},
+                                         timeout=HOSTILE_SECONDS * 4)
         hostile["seconds"] = time.monotonic() - started
 
     threads = [threading.Thread(target=f) for f in (watch_memory, ordinary_client)]
@@ -97,14 +103,23 @@ def test_hostile_grammar_is_bounded_and_others_are_served(server, name):
         t.join()
 
     r = hostile["response"]
-    print(f"{name}: hostile {r.status_code} in {hostile['seconds']:.2f} s; ordinary max {max(latencies):.2f} s over "
+    finish = None
+    if fields.get("stream") and r.status_code == 200:
+        events = [json.loads(line[6:]) for line in r.text.splitlines()
+                  if line.startswith("data: ") and line != "data: [DONE]"]
+        finish = next((c["finish_reason"] for e in events for c in e.get("choices", []) if c.get("finish_reason")), None)
+        errors = [e["error"] for e in events if "error" in e]
+        if finish == "error":
+            assert errors and "grammar budget exceeded" in errors[0]["message"], r.text
+    elif r.status_code == 200:
+        finish = r.json()["choices"][0]["finish_reason"]
+    print(f"{name}: hostile {r.status_code} finish {finish} in {hostile['seconds']:.2f} s; ordinary max {max(latencies):.2f} s over "
           f"{len(latencies)} requests; RSS {baseline:.0f} -> peak {peak[0]:.0f} MiB")
     assert hostile["seconds"] < HOSTILE_SECONDS, r.text
-    if r.status_code == 400:
+    if r.status_code == 400:  # known when compiling (its first mask), or a whole response
         assert "grammar budget exceeded" in r.text, r.text
     else:
         assert r.status_code == 200, r.text
-        finish = r.json()["choices"][0]["finish_reason"]
         assert finish in ("stop", "length", "error"), r.text
     assert max(latencies) < ORDINARY_SECONDS, latencies
     assert peak[0] - baseline < GROWTH_MIB
