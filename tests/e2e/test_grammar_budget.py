@@ -6,7 +6,8 @@ already showed that, or when the whole response is asked for) within HOSTILE_SEC
 ORDINARY_SECONDS, and the server's resident memory never grows by more than GROWTH_MIB.
 
 Before the fix (main at 020d3f9), the regex took 36-61 s for 8 tokens while the other client
-waited up to 43 s, and the schema pattern grew the server to 3-5 GB with no answer."""
+waited up to 43 s (41 s and 27 s here), and the schema pattern grew the server to 3-5 GB with no
+answer."""
 import json
 import threading
 import time
@@ -15,9 +16,12 @@ import pytest
 
 from conftest import LumenServer, MODEL_NAME, httpx
 
-HOSTILE_SECONDS = 30
-ORDINARY_SECONDS = 8
-GROWTH_MIB = 1024
+# Measured on a loaded 2-core machine after the fix: hostile requests end in 0.4-1.7 s, ordinary
+# ones beside them take at most 1.3 s, the server grows by at most 80 MiB. Before it, the regex
+# took 41 s and the ordinary client waited 27 s beside it.
+HOSTILE_SECONDS = 15
+ORDINARY_SECONDS = 5
+GROWTH_MIB = 256
 
 NESTED = "(.{0,40}){0,50}"  # rewritten as .{0,2000}
 AMBIGUOUS = "(.{0,40}x?){0,50}"  # stays ambiguous: the mask budget bounds it
@@ -67,7 +71,7 @@ def ordinary(server):
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_grammar_is_bounded_and_others_are_served(server, name):
     path, fields = HOSTILE[name]
-    ordinary(server)  # warm: the first request pays one-time costs
+    alone = min(ordinary(server) for _ in range(2))  # warm: the first request pays one-time costs
     baseline = rss_mib(server)
     peak = [baseline]
     done = threading.Event()
@@ -113,7 +117,8 @@ def test_hostile_grammar_is_bounded_and_others_are_served(server, name):
             assert errors and "grammar budget exceeded" in errors[0]["message"], r.text
     elif r.status_code == 200:
         finish = r.json()["choices"][0]["finish_reason"]
-    print(f"{name}: hostile {r.status_code} finish {finish} in {hostile['seconds']:.2f} s; ordinary max {max(latencies):.2f} s over "
+    print(f"{name}: hostile {r.status_code} finish {finish} in {hostile['seconds']:.2f} s; ordinary alone {alone:.2f} s, "
+          f"beside it max {max(latencies):.2f} s over "
           f"{len(latencies)} requests; RSS {baseline:.0f} -> peak {peak[0]:.0f} MiB")
     assert hostile["seconds"] < HOSTILE_SECONDS, r.text
     if r.status_code == 400:  # known when compiling (its first mask), or a whole response
