@@ -105,8 +105,11 @@ std::future<void> prepare_grammar_masks(const StepPlan& plan, const std::unorder
   });
 }
 
-GrammarMask::GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size)
-    : matcher_(std::move(grammar)), vocabulary_size_(vocabulary_size) {}
+GrammarMask::GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size,
+                         std::shared_ptr<grammar::MaskAllowance> allowance)
+    : matcher_(std::move(grammar)), vocabulary_size_(vocabulary_size) {
+  if (allowance) matcher_.share_mask_allowance(std::move(allowance));
+}
 
 void GrammarMask::prepare(size_t vocab_size) {
   const size_t grammar_words = grammar::bitmask_words(vocabulary_size_);

@@ -73,7 +73,10 @@ class GrammarMask final : public sampling::LogitMask {
  public:
   // `vocabulary_size`: the grammar's vocabulary (the tokenizer's); logits rows may be longer
   // (padded embeddings), and the tokens past it are never allowed.
-  GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size);
+  // `allowance`: the mask work budget its request's sequences share (grammar/mask_work.h);
+  // null: its own.
+  GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size,
+              std::shared_ptr<grammar::MaskAllowance> allowance = nullptr);
   void apply(std::span<float> logits) override;
   void accept(int32_t token) override;
   size_t allowed_prefix(std::span<const int32_t> tokens) const override;

@@ -113,8 +113,8 @@ struct MaskScratch {
   std::shared_ptr<CacheBudget> shared_budget;
   size_t charged_bytes = 0;
   MaskWork work;            // the current mask's, restarted by fill_token_mask
-  uint64_t total_work = 0;  // of every mask so far
-  uint64_t masks = 0;       // started so far
+  // Of every mask so far (the matcher's, or a request's: GrammarMatcher::share_mask_allowance).
+  std::shared_ptr<MaskAllowance> allowance = std::make_shared<MaskAllowance>();
   ByteWalker walker;
   StackSetDfa dfa;
   std::vector<std::pair<CompiledGrammar::ContextKey, Stack>> keyed;

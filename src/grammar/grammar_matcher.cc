@@ -15,6 +15,7 @@ struct GrammarMatcher::State {
   std::deque<std::shared_ptr<const MatchState>> history;
   int max_rollback = 64;
   MaskLimits limits;
+  std::shared_ptr<MaskAllowance> allowance = std::make_shared<MaskAllowance>();
   std::shared_ptr<NodeArena> arena = std::make_shared<NodeArena>();
   std::vector<std::shared_ptr<const NodeArena>> kept_arenas;
   std::unique_ptr<MaskScratch> scratch;          // not copied: per matcher
@@ -30,6 +31,7 @@ struct GrammarMatcher::State {
         history(other.history),
         max_rollback(other.max_rollback),
         limits(other.limits),
+        allowance(other.allowance),
         kept_arenas(other.kept_arenas) {
     kept_arenas.push_back(other.arena);
   }
@@ -84,8 +86,10 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) {
   if (bitmask.size() != bitmask_words(compiled.vocabulary().size()))
     throw Error("fill_next_token_bitmask: the bitmask has " + std::to_string(bitmask.size()) + " words, the vocabulary needs " +
                 std::to_string(bitmask_words(compiled.vocabulary().size())));
-  if (!state_->scratch)
+  if (!state_->scratch) {
     state_->scratch = std::make_unique<MaskScratch>(compiled.grammar(), state_->limits, compiled.shared_budget());
+    state_->scratch->allowance = state_->allowance;
+  }
   fill_token_mask(compiled, *state_->current, *state_->scratch, bitmask);
 }
 
@@ -95,7 +99,12 @@ void GrammarMatcher::set_mask_limits(MaskLimits limits) {
 }
 
 uint64_t GrammarMatcher::last_mask_work() const { return state_->scratch ? state_->scratch->work.used() : 0; }
-uint64_t GrammarMatcher::total_mask_work() const { return state_->scratch ? state_->scratch->total_work : 0; }
+uint64_t GrammarMatcher::total_mask_work() const { return state_->allowance->used.load(); }
+
+void GrammarMatcher::share_mask_allowance(std::shared_ptr<MaskAllowance> allowance) {
+  state_->allowance = std::move(allowance);
+  if (state_->scratch) state_->scratch->allowance = state_->allowance;
+}
 
 bool GrammarMatcher::accept_token(int32_t token) {
   const TokenVocabulary& vocab = state_->compiled->vocabulary();

@@ -51,7 +51,10 @@ class GrammarMatcher {
   void fill_next_token_bitmask(std::span<uint32_t> bitmask);
   // The limits of every later mask (and forced_continuation); copies keep them.
   void set_mask_limits(MaskLimits limits);
-  // The work units the last mask took (mask_work.h), and all of this matcher's masks so far.
+  // Masks from now on count against `allowance` (with the other matchers that share it: the
+  // sequences of one request) instead of this matcher's own. Copies share it.
+  void share_mask_allowance(std::shared_ptr<MaskAllowance> allowance);
+  // The work units the last mask took (mask_work.h), and all the masks of its allowance so far.
   uint64_t last_mask_work() const;
   uint64_t total_mask_work() const;
 

@@ -77,16 +77,16 @@ void fill_token_mask(const CompiledGrammar& compiled, const MatchState& state, M
                      std::span<uint32_t> bitmask) {
   const TokenVocabulary& vocab = compiled.vocabulary();
   std::fill(bitmask.begin(), bitmask.end(), 0u);
-  ++scratch.masks;
-  const uint64_t allowance = scratch.limits.burst_work + scratch.masks * scratch.limits.sustained_work;
-  const uint64_t left = allowance - std::min(scratch.total_work, allowance);
+  MaskAllowance& spent = *scratch.allowance;
+  const uint64_t allowance = scratch.limits.burst_work + (spent.masks.fetch_add(1) + 1) * scratch.limits.sustained_work;
+  const uint64_t left = allowance - std::min(spent.used.load(), allowance);
   scratch.work.start(std::min(scratch.limits.work, left), left < scratch.limits.work);
   if (scratch.shared_budget && !scratch.shared_budget->has_room() && scratch.charged_bytes > 0) scratch.dfa.clear();
   // Counted whether the mask comes back or throws.
   struct Tally {
     MaskScratch& scratch;
     ~Tally() {
-      scratch.total_work += scratch.work.used();
+      scratch.allowance->used.fetch_add(scratch.work.used());
       const size_t bytes = scratch.dfa.bytes();
       if (scratch.shared_budget) {
         if (bytes > scratch.charged_bytes)

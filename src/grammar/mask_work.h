@@ -7,6 +7,7 @@
 // checked) and its DFA's bytes, and a mask past either limit fails with GrammarBudgetError
 // instead of taking the engine's step (and memory) with it: the request that sent the grammar
 // ends with an error, the others go on.
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -36,6 +37,14 @@ struct MaskLimits {
   // Bytes of one matcher's DFA of stack sets (states, transitions, stack nodes). It starts
   // over before a cache build once past half of this; one build that needs more fails.
   size_t dfa_bytes = size_t{64} << 20;
+};
+
+// What one output's masks spent together, against MaskLimits::burst_work + sustained_work per
+// mask. Shared by every sequence of a request (its n choices), so that n = 16 does not make
+// sixteen allowances; atomic, as their masks may be computed on different threads.
+struct MaskAllowance {
+  std::atomic<uint64_t> used{0};
+  std::atomic<uint64_t> masks{0};
 };
 
 class MaskWork {
