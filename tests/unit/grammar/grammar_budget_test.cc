@@ -65,7 +65,7 @@ double thread_cpu_seconds() {
 // Resident memory a hostile matcher may add (its DFA is capped at MaskLimits::dfa_bytes; the
 // rest is the walker's levels and the caches; measured: at most 30 MiB). ASan keeps freed
 // memory in quarantine (256 MiB), so it gets that much more.
-constexpr long kMaxGrowthMiB = LUMEN_UNDER_SANITIZERS ? 400 + 256 : 400;
+constexpr long kMaxGrowthMiB = LUMEN_UNDER_SANITIZERS ? 160 + 256 : 160;
 
 long resident_mib() {
   std::ifstream statm("/proc/self/statm");
