@@ -1,5 +1,6 @@
 #include "grammar/grammar_matcher.h"
 
+#include <algorithm>
 #include <deque>
 
 #include "grammar/compiled_grammar.h"
@@ -146,12 +147,21 @@ std::string GrammarMatcher::forced_continuation() const {
   std::string forced;
   if (state.terminated) return forced;
   ByteWalker walker(state_->compiled->grammar());
+  // An ambiguous grammar makes each try cost many stacks: past a mask's work, or what is left
+  // of the allowance its masks share (the engine asks at every step), what was found so far is
+  // the answer (a jump-forward only saves steps; a shorter one is still right).
+  const MaskLimits& limits = state_->limits;
+  MaskAllowance& spent = *state_->allowance;
+  const uint64_t allowance = limits.burst_work + spent.masks.load() * limits.sustained_work;
   MaskWork work;
-  work.start(state_->limits.work);
+  work.start(std::min(limits.work, allowance - std::min(spent.used.load(), allowance)));
   walker.count_work(&work);
   walker.reset(state.stacks, state.utf8);
-  // An ambiguous grammar makes each try cost many stacks: past a mask's work, what was found
-  // so far is the answer (a jump-forward only saves steps; a shorter one is still right).
+  struct Tally {
+    MaskAllowance& spent;
+    const MaskWork& work;
+    ~Tally() { spent.used.fetch_add(work.used()); }
+  } tally{spent, work};
   try {
     while (forced.size() < kMaxForced) {
       bool ends_here = walker.top_utf8().remaining == 0;

@@ -222,6 +222,11 @@ TEST(HostileGrammar, WorkLimitRefusesAndLeavesTheMatcherUsable) {
   } catch (const GrammarBudgetError& error) {
     EXPECT_NE(std::string(error.what()).find("in all"), std::string::npos) << error.what();
   }
+  // A jump-forward past the work it may take is shorter, never an error: it only saves steps.
+  GrammarMatcher forced(lumen::testing::compile_for_bytes("root ::= \"hello\" [a-z]\n"));
+  EXPECT_EQ(forced.forced_continuation(), "hello");
+  forced.set_mask_limits(tiny);
+  EXPECT_LT(forced.forced_continuation().size(), 5u);
   // A DFA limit smaller than one state's worth refuses too (a new grammar: no cache built yet).
   GrammarMatcher small_dfa(lumen::testing::compile_for_bytes("root ::= [a-z]{0,64} \"?\"\n"));
   MaskLimits small;
