@@ -24,7 +24,10 @@ struct GrammarMatcher::State {
   std::vector<Stack> step_in, step_out;
 
   State(std::shared_ptr<const CompiledGrammar> c, int rollback)
-      : compiled(std::move(c)), current(compiled->initial_state()), max_rollback(rollback) {}
+      : compiled(std::move(c)),
+        current(compiled->initial_state()),
+        max_rollback(rollback),
+        limits(MaskLimits::for_trie(compiled->vocabulary().trie().size())) {}
 
   State(const State& other)
       : compiled(other.compiled),

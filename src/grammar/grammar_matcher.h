@@ -49,7 +49,8 @@ class GrammarMatcher {
   // bitmask_words(vocabulary size) words. Throws GrammarBudgetError when the mask costs more
   // than the limits (mask_work.h); the matcher's state is unchanged then.
   void fill_next_token_bitmask(std::span<uint32_t> bitmask);
-  // The limits of every later mask (and forced_continuation); copies keep them.
+  // The limits of every later mask (and forced_continuation); copies keep them. By default
+  // MaskLimits::for_trie of the grammar's vocabulary.
   void set_mask_limits(MaskLimits limits);
   // Masks from now on count against `allowance` (with the other matchers that share it: the
   // sequences of one request) instead of this matcher's own. Copies share it.

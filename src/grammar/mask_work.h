@@ -37,6 +37,21 @@ struct MaskLimits {
   // Bytes of one matcher's DFA of stack sets (states, transitions, stack nodes). It starts
   // over before a cache build once past half of this; one build that needs more fails.
   size_t dfa_bytes = size_t{64} << 20;
+
+  // The defaults above are for a token trie of up to kReferenceTrieNodes (SmolLM2's 49K
+  // tokens); an ordinary mask's cost grows with the trie (a cache build walks it), so the work
+  // limits grow with it for larger vocabularies (Qwen's 150K, Gemma's 262K tokens).
+  static constexpr size_t kReferenceTrieNodes = 160'000;
+  static MaskLimits for_trie(size_t trie_nodes) {
+    MaskLimits limits;
+    if (trie_nodes > kReferenceTrieNodes) {
+      const auto scale = [&](uint64_t units) { return units * trie_nodes / kReferenceTrieNodes; };  // < 2^60
+      limits.work = scale(limits.work);
+      limits.burst_work = scale(limits.burst_work);
+      limits.sustained_work = scale(limits.sustained_work);
+    }
+    return limits;
+  }
 };
 
 // What one output's masks spent together, against MaskLimits::burst_work + sustained_work per

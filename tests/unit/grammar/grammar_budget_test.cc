@@ -173,7 +173,9 @@ TEST(HostileGrammar, OrdinaryGrammarsStayFarBelowTheLimits) {
           "id": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{4}$"}}, "required": ["s", "id"]})"));
   grammars.emplace_back("regex .{0,2000}", regex_to_gbnf(".{0,2000}"));
   auto vocab = testing::load_real_vocabulary();
-  const MaskLimits limits;
+  const MaskLimits limits = MaskLimits::for_trie(vocab->trie().size());
+  std::printf("%zu tokens, %zu trie nodes: %.1f M units a mask\n", vocab->size(), vocab->trie().size(),
+              limits.work / 1e6);
   std::mt19937 rng(47);
   for (const auto& [name, gbnf] : grammars) {
     SCOPED_TRACE(name);
@@ -199,6 +201,17 @@ TEST(HostileGrammar, OrdinaryGrammarsStayFarBelowTheLimits) {
 
 // The limits are the matcher's: a tiny work limit refuses even an ordinary mask, and the
 // matcher is unchanged by the refusal (the next mask, with room, is right).
+TEST(HostileGrammar, LimitsGrowWithTheVocabularyTrie) {
+  const MaskLimits small = MaskLimits::for_trie(1000),
+                   reference = MaskLimits::for_trie(MaskLimits::kReferenceTrieNodes);
+  EXPECT_EQ(small.work, MaskLimits{}.work);
+  EXPECT_EQ(reference.work, MaskLimits{}.work);
+  const MaskLimits big = MaskLimits::for_trie(4 * MaskLimits::kReferenceTrieNodes);
+  EXPECT_EQ(big.work, 4 * MaskLimits{}.work);
+  EXPECT_EQ(big.sustained_work, 4 * MaskLimits{}.sustained_work);
+  EXPECT_EQ(big.dfa_bytes, MaskLimits{}.dfa_bytes);
+}
+
 TEST(HostileGrammar, WorkLimitRefusesAndLeavesTheMatcherUsable) {
   auto compiled = lumen::testing::compile_for_bytes("root ::= [a-z]{0,64} \"!\"\n");
   GrammarMatcher matcher(compiled);
