@@ -16,10 +16,9 @@ import pytest
 
 from conftest import LumenServer, MODEL_NAME, httpx
 
-# Measured on a loaded 2-core machine after the fix: hostile requests end in 0.4-1.7 s, ordinary
+# Measured on a loaded 2-core machine after the fix: hostile requests end in 0.4-3.5 s, ordinary
 # ones beside them take at most 1.4 s (3 s while an ASan build ran beside), the server grows by
-# at most 80 MiB. Before it, the regex
-# took 41 s and the ordinary client waited 27 s beside it.
+# at most 80 MiB. Before it, the regex took 41 s and the ordinary client waited 27 s beside it.
 HOSTILE_SECONDS = 15
 ORDINARY_SECONDS = 8
 GROWTH_MIB = 256
