@@ -28,7 +28,7 @@ Completion::Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<in
       detokenizer(tokenizer, {.skip_special = group->setup->params.skip_special_tokens}) {
   if (!group->setup->params.stop.empty()) stop_strings.emplace(group->setup->params.stop);
   if (group->grammar) {
-    sampler.set_mask(std::make_unique<GrammarMask>(group->grammar, tokenizer.vocab().size()));
+    sampler.set_mask(std::make_unique<GrammarMask>(group->grammar, tokenizer.vocab().size(), group->mask_allowance));
   }
 }
 
@@ -46,7 +46,7 @@ Completion::Completion(const Completion& parent, uint64_t sequence_id, int32_t c
   // A fresh matcher is the parent's state: forks happen before the parent accepted a token
   // (beam search, which forks later, does not take grammars).
   if (group->grammar) {
-    sampler.set_mask(std::make_unique<GrammarMask>(group->grammar, tokenizer.vocab().size()));
+    sampler.set_mask(std::make_unique<GrammarMask>(group->grammar, tokenizer.vocab().size(), group->mask_allowance));
   }
 }
 

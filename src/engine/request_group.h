@@ -74,6 +74,8 @@ struct RequestGroup {
   // params.structured_outputs compiled (engine/structured_output.h); every completion samples
   // through its own matcher of it. Null when the request is not constrained.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // The mask work its sequences share (grammar/mask_work.h): n choices get one allowance.
+  std::shared_ptr<grammar::MaskAllowance> mask_allowance = std::make_shared<grammar::MaskAllowance>();
   GroupMode mode;
   int32_t width;  // sequences it runs at most: best_of, or the beam width
   std::vector<std::shared_ptr<RequestStream>> streams;  // params.n

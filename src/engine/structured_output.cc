@@ -67,6 +67,13 @@ std::shared_ptr<const grammar::CompiledGrammar> GrammarCompiler::compile(const S
   // Outside the lock: two threads compiling the same new grammar both compile it (the second
   // result replaces nothing), which costs less than serializing every compile.
   auto compiled = grammar::compile_grammar(grammar::parse_gbnf(text), vocabulary, cache_budget_);
+  {
+    // Its first mask, here on the caller's thread: a grammar whose very first mask is over
+    // budget is refused now (a 400), and the caches it builds serve its requests' first step.
+    grammar::GrammarMatcher probe(compiled, 0);
+    std::vector<uint32_t> mask(grammar::bitmask_words(vocabulary->size()));
+    probe.fill_next_token_bitmask(mask);
+  }
   std::lock_guard lock(mutex_);
   if (!by_text_.contains(text)) {
     lru_.emplace_front(text, compiled);
@@ -98,19 +105,29 @@ std::future<void> prepare_grammar_masks(const StepPlan& plan, const std::unorder
   });
 }
 
-GrammarMask::GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size)
-    : matcher_(std::move(grammar)), vocabulary_size_(vocabulary_size) {}
+GrammarMask::GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size,
+                         std::shared_ptr<grammar::MaskAllowance> allowance)
+    : matcher_(std::move(grammar)), vocabulary_size_(vocabulary_size) {
+  if (allowance) matcher_.share_mask_allowance(std::move(allowance));
+}
 
 void GrammarMask::prepare(size_t vocab_size) {
   const size_t grammar_words = grammar::bitmask_words(vocabulary_size_);
   bitmask_.assign(std::max(grammar_words, grammar::bitmask_words(vocab_size)), 0);
   // Bits past the vocabulary in its last word are the matcher's to clear; the words after it
   // stay zero.
-  matcher_.fill_next_token_bitmask(std::span(bitmask_).first(grammar_words));
+  failure_ = nullptr;
+  try {
+    matcher_.fill_next_token_bitmask(std::span(bitmask_).first(grammar_words));
+  } catch (const grammar::GrammarBudgetError&) {
+    failure_ = std::current_exception();
+    throw;
+  }
   prepared_ = true;
 }
 
 void GrammarMask::apply(std::span<float> logits) {
+  if (failure_) std::rethrow_exception(failure_);  // the request ends with this error
   if (!prepared_ || bitmask_.size() < grammar::bitmask_words(logits.size())) prepare(logits.size());
   prepared_ = false;  // one apply per state: the next row follows an accepted token
   constexpr float kBanned = -std::numeric_limits<float>::infinity();
@@ -134,6 +151,7 @@ void GrammarMask::accept(int32_t token) {
   // The sampler draws only tokens the mask allowed; a token from elsewhere (a caller's forced
   // token) that the grammar refuses is an error, not a silent divergence.
   prepared_ = false;
+  failure_ = nullptr;
   if (!matcher_.accept_token(token)) fail("the grammar does not allow token {} here", token);
 }
 

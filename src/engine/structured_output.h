@@ -7,6 +7,7 @@
 // Compiling happens on the caller's thread in add_request (an invalid schema or grammar is the
 // caller's error, thrown there, and a slow compile never stalls the engine's loop).
 #include <cstdint>
+#include <exception>
 #include <future>
 #include <list>
 #include <memory>
@@ -40,7 +41,10 @@ class GrammarCompiler {
                            size_t cache_bytes = size_t{512} << 20);
 
   // The compiled grammar of a constraint; nullptr when it sets none. Thread-safe. Throws
-  // lumen::Error (grammar::GrammarError) when the constraint is invalid.
+  // lumen::Error (grammar::GrammarError) when the constraint is invalid, and
+  // grammar::GrammarBudgetError when its first mask already costs more than a mask may
+  // (grammar/mask_work.h): a grammar known to be too expensive is the client's 400, before
+  // it reaches the engine.
   std::shared_ptr<const grammar::CompiledGrammar> compile(const StructuredOutputs& constraint);
 
   size_t cached() const;
@@ -69,7 +73,10 @@ class GrammarMask final : public sampling::LogitMask {
  public:
   // `vocabulary_size`: the grammar's vocabulary (the tokenizer's); logits rows may be longer
   // (padded embeddings), and the tokens past it are never allowed.
-  GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size);
+  // `allowance`: the mask work budget its request's sequences share (grammar/mask_work.h);
+  // null: its own.
+  GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size,
+              std::shared_ptr<grammar::MaskAllowance> allowance = nullptr);
   void apply(std::span<float> logits) override;
   void accept(int32_t token) override;
   size_t allowed_prefix(std::span<const int32_t> tokens) const override;
@@ -82,6 +89,9 @@ class GrammarMask final : public sampling::LogitMask {
   size_t vocabulary_size_;
   std::vector<uint32_t> bitmask_;
   bool prepared_ = false;  // bitmask_ holds the mask of the matcher's current state
+  // Why prepare() failed for the current state (a grammar budget): apply() throws it again
+  // rather than spend the same budget twice on the engine's thread.
+  std::exception_ptr failure_;
 };
 
 }  // namespace lumen::engine

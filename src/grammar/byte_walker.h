@@ -13,6 +13,8 @@ class ByteWalker {
  public:
   explicit ByteWalker(const Grammar& grammar) : stepper_(grammar) {}
 
+  void count_work(MaskWork* work) { stepper_.count_work(work); }
+
   // Level 0: these stacks in this UTF-8 state.
   void reset(std::span<const Stack> stacks, Utf8Partial utf8) {
     arena_.reset({0, 0});

@@ -35,8 +35,8 @@ void CompiledGrammar::context_key(const Stack& stack, ContextKey& key) {
   if (node == nullptr) key.push_back('$');
 }
 
-const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const ContextKey& key,
-                                                    StackSetDfa& dfa) const {
+const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const ContextKey& key, StackSetDfa& dfa,
+                                                    MaskWork& work) const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = caches_.find(key);
@@ -48,7 +48,7 @@ const PositionCache* CompiledGrammar::context_cache(const Stack& stack, const Co
   // Built outside the lock: a sequence entering a new context does not stall the masks of
   // the others. Two threads that need the same new cache may both build it; the first one
   // stored is kept.
-  std::unique_ptr<PositionCache> built = build_context_cache(stack, dfa);
+  std::unique_ptr<PositionCache> built = build_context_cache(stack, dfa, work);
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = caches_.try_emplace(key);
   if (inserted) {
@@ -92,7 +92,8 @@ StackSetDfa::Step next_state(StackSetDfa& dfa, const TokenVocabulary& vocab, uin
   return {prefix.boundary ? target : target | kMidCharacter, false};
 }
 
-std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack& stack, StackSetDfa& dfa) const {
+std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack& stack, StackSetDfa& dfa,
+                                                                    MaskWork& work) const {
   const TokenVocabulary& vocab = *vocabulary_;
   const auto& trie = vocab.trie();
   const auto& ranks = vocab.ranks();
@@ -108,7 +109,8 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
   std::vector<int32_t> frames;
   const StackNode* frame = stack.rest;
   for (int i = 0; i < kContextFrames && frame != nullptr; ++i, frame = frame->parent) frames.push_back(frame->pos);
-  if (dfa.states() > kMaxDfaStates) dfa.clear();
+  // Half the byte limit: a build starting from a big DFA still has room to add its states.
+  if (dfa.states() > kMaxDfaStates || dfa.bytes() > dfa.byte_limit() / 2) dfa.clear();
   const StackNode* below = frame == nullptr ? nullptr : escape_node();
   for (size_t i = frames.size(); i-- > 0;) below = dfa.node(frames[i], below);
   // The walk steps through the DFA of stack sets: one table lookup per trie node, the
@@ -119,6 +121,7 @@ std::unique_ptr<PositionCache> CompiledGrammar::build_context_cache(const Stack&
   std::vector<uint32_t> escape_depth = {kNone};  // shallowest escape on the path, per depth
   for (uint32_t i = 1; i < trie.size();) {
     const TokenVocabulary::TrieNode& node = trie[i];
+    work.charge(1);
     const StackSetDfa::Step step = next_state(dfa, vocab, state[node.depth - 1u], i);
     const bool alive = step.next != StackSetDfa::kDead;
     if (node.depth >= state.size()) {

@@ -23,6 +23,7 @@
 #include "grammar/grammar_matcher.h"
 #include "grammar/grammar_rules.h"
 #include "grammar/cache_budget.h"
+#include "grammar/mask_work.h"
 #include "grammar/parse_stack.h"
 #include "grammar/stack_set_dfa.h"
 #include "grammar/utf8_decode.h"
@@ -63,7 +64,12 @@ class CompiledGrammar {
   // The cache of a stack prefix, built on first use (with the caller's DFA, see MaskScratch);
   // nullptr when the memory budget for caches is spent (the mask then walks the whole
   // vocabulary for those stacks).
-  const PositionCache* context_cache(const Stack& stack, const ContextKey& key, StackSetDfa& dfa) const;
+  // The build charges `work`, and throws GrammarBudgetError past its limits.
+  const PositionCache* context_cache(const Stack& stack, const ContextKey& key, StackSetDfa& dfa, MaskWork& work) const;
+
+  // The memory shared with the engine's other grammars (null: none): matchers charge their
+  // DFAs to it too (MaskScratch).
+  const std::shared_ptr<CacheBudget>& shared_budget() const { return shared_budget_; }
 
   // A matcher's DFA (MaskScratch) starts over past this many stack sets.
   static constexpr size_t kMaxDfaStates = 1 << 16;
@@ -72,7 +78,7 @@ class CompiledGrammar {
   static constexpr size_t kCacheBudgetBytes = size_t{256} << 20;
 
  private:
-  std::unique_ptr<PositionCache> build_context_cache(const Stack& stack, StackSetDfa& dfa) const;
+  std::unique_ptr<PositionCache> build_context_cache(const Stack& stack, StackSetDfa& dfa, MaskWork& work) const;
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocabulary_;
@@ -90,14 +96,33 @@ class CompiledGrammar {
 // contexts whose walks go through the same stack sets) and builds on different threads
 // share nothing.
 struct MaskScratch {
-  explicit MaskScratch(const Grammar& grammar) : walker(grammar), dfa(grammar) {}
+  explicit MaskScratch(const Grammar& grammar, MaskLimits mask_limits = {},
+                       std::shared_ptr<CacheBudget> budget = nullptr)
+      : limits(mask_limits), shared_budget(std::move(budget)), walker(grammar), dfa(grammar) {
+    walker.count_work(&work);
+    dfa.count_work(&work, limits.dfa_bytes);
+  }
+  ~MaskScratch() {
+    if (shared_budget) shared_budget->give_back(charged_bytes);
+  }
+  MaskScratch(const MaskScratch&) = delete;  // the walker and the DFA point at `work`
+  MaskScratch& operator=(const MaskScratch&) = delete;
+  MaskLimits limits;
+  // The DFA is a cache like the context caches, and is charged with them: a mask starts
+  // by dropping it when the engine's grammar memory is spent, and ends by charging its growth.
+  std::shared_ptr<CacheBudget> shared_budget;
+  size_t charged_bytes = 0;
+  MaskWork work;            // the current mask's, restarted by fill_token_mask
+  // Of every mask so far (the matcher's, or a request's: GrammarMatcher::share_mask_allowance).
+  std::shared_ptr<MaskAllowance> allowance = std::make_shared<MaskAllowance>();
   ByteWalker walker;
   StackSetDfa dfa;
   std::vector<std::pair<CompiledGrammar::ContextKey, Stack>> keyed;
   std::vector<Stack> group;
 };
 
-// Sets exactly the bits of the tokens allowed after `state` (mask_engine.cc).
+// Sets exactly the bits of the tokens allowed after `state` (mask_engine.cc). Throws
+// GrammarBudgetError past scratch.limits (the bitmask is then not a mask).
 void fill_token_mask(const CompiledGrammar& compiled, const MatchState& state, MaskScratch& scratch,
                      std::span<uint32_t> bitmask);
 

@@ -1,5 +1,6 @@
 #include "grammar/grammar_matcher.h"
 
+#include <algorithm>
 #include <deque>
 
 #include "grammar/compiled_grammar.h"
@@ -14,6 +15,8 @@ struct GrammarMatcher::State {
   std::shared_ptr<const MatchState> current;
   std::deque<std::shared_ptr<const MatchState>> history;
   int max_rollback = 64;
+  MaskLimits limits;
+  std::shared_ptr<MaskAllowance> allowance = std::make_shared<MaskAllowance>();
   std::shared_ptr<NodeArena> arena = std::make_shared<NodeArena>();
   std::vector<std::shared_ptr<const NodeArena>> kept_arenas;
   std::unique_ptr<MaskScratch> scratch;          // not copied: per matcher
@@ -21,13 +24,18 @@ struct GrammarMatcher::State {
   std::vector<Stack> step_in, step_out;
 
   State(std::shared_ptr<const CompiledGrammar> c, int rollback)
-      : compiled(std::move(c)), current(compiled->initial_state()), max_rollback(rollback) {}
+      : compiled(std::move(c)),
+        current(compiled->initial_state()),
+        max_rollback(rollback),
+        limits(MaskLimits::for_trie(compiled->vocabulary().trie().size())) {}
 
   State(const State& other)
       : compiled(other.compiled),
         current(other.current),
         history(other.history),
         max_rollback(other.max_rollback),
+        limits(other.limits),
+        allowance(other.allowance),
         kept_arenas(other.kept_arenas) {
     kept_arenas.push_back(other.arena);
   }
@@ -82,8 +90,24 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) {
   if (bitmask.size() != bitmask_words(compiled.vocabulary().size()))
     throw Error("fill_next_token_bitmask: the bitmask has " + std::to_string(bitmask.size()) + " words, the vocabulary needs " +
                 std::to_string(bitmask_words(compiled.vocabulary().size())));
-  if (!state_->scratch) state_->scratch = std::make_unique<MaskScratch>(compiled.grammar());
+  if (!state_->scratch) {
+    state_->scratch = std::make_unique<MaskScratch>(compiled.grammar(), state_->limits, compiled.shared_budget());
+    state_->scratch->allowance = state_->allowance;
+  }
   fill_token_mask(compiled, *state_->current, *state_->scratch, bitmask);
+}
+
+void GrammarMatcher::set_mask_limits(MaskLimits limits) {
+  state_->limits = limits;
+  state_->scratch.reset();  // made again, with the new limits, by the next mask
+}
+
+uint64_t GrammarMatcher::last_mask_work() const { return state_->scratch ? state_->scratch->work.used() : 0; }
+uint64_t GrammarMatcher::total_mask_work() const { return state_->allowance->used.load(); }
+
+void GrammarMatcher::share_mask_allowance(std::shared_ptr<MaskAllowance> allowance) {
+  state_->allowance = std::move(allowance);
+  if (state_->scratch) state_->scratch->allowance = state_->allowance;
 }
 
 bool GrammarMatcher::accept_token(int32_t token) {
@@ -126,29 +150,47 @@ std::string GrammarMatcher::forced_continuation() const {
   std::string forced;
   if (state.terminated) return forced;
   ByteWalker walker(state_->compiled->grammar());
+  // An ambiguous grammar makes each try cost many stacks: past a mask's work, or what is left
+  // of the allowance its masks share (the engine asks at every step), what was found so far is
+  // the answer (a jump-forward only saves steps; a shorter one is still right).
+  const MaskLimits& limits = state_->limits;
+  MaskAllowance& spent = *state_->allowance;
+  const uint64_t allowance = limits.burst_work + spent.masks.load() * limits.sustained_work;
+  MaskWork work;
+  work.start(std::min(limits.work, allowance - std::min(spent.used.load(), allowance)));
+  walker.count_work(&work);
   walker.reset(state.stacks, state.utf8);
-  while (forced.size() < kMaxForced) {
-    bool ends_here = walker.top_utf8().remaining == 0;
-    if (ends_here) {
-      ends_here = false;
-      for (const Stack& s : walker.top_stacks()) ends_here |= s.pos == kAcceptedPos;
-    }
-    if (ends_here) break;
-    int only = -1;
-    size_t depth = walker.depth();
-    for (int b = 0; b < 256; ++b) {
-      bool alive = walker.push(static_cast<uint8_t>(b));
-      walker.pop_to(depth);
-      if (!alive) continue;
-      if (only >= 0) {
-        only = -2;
-        break;
+  struct Tally {
+    MaskAllowance& spent;
+    const MaskWork& work;
+    ~Tally() { spent.used.fetch_add(work.used()); }
+  } tally{spent, work};
+  try {
+    while (forced.size() < kMaxForced) {
+      bool ends_here = walker.top_utf8().remaining == 0;
+      if (ends_here) {
+        ends_here = false;
+        for (const Stack& s : walker.top_stacks()) ends_here |= s.pos == kAcceptedPos;
       }
-      only = b;
+      if (ends_here) break;
+      int only = -1;
+      size_t depth = walker.depth();
+      for (int b = 0; b < 256; ++b) {
+        bool alive = walker.push(static_cast<uint8_t>(b));
+        walker.pop_to(depth);
+        if (!alive) continue;
+        if (only >= 0) {
+          only = -2;
+          break;
+        }
+        only = b;
+      }
+      if (only < 0) break;
+      walker.push(static_cast<uint8_t>(only));
+      forced.push_back(static_cast<char>(only));
     }
-    if (only < 0) break;
-    walker.push(static_cast<uint8_t>(only));
-    forced.push_back(static_cast<char>(only));
+  } catch (const GrammarBudgetError&) {
+    walker.pop_to(forced.size());
   }
   // Only whole characters: a jump-forward must not stop inside one.
   while (!forced.empty() && walker.top_utf8().remaining != 0) {

@@ -14,6 +14,7 @@
 
 #include "grammar/cache_budget.h"
 #include "grammar/grammar.h"
+#include "grammar/mask_work.h"
 #include "grammar/token_vocabulary.h"
 
 namespace lumen::grammar {
@@ -45,8 +46,18 @@ class GrammarMatcher {
 
   // Sets exactly the bits of the tokens that may come next (every word is written). An
   // end-of-generation token is allowed iff the grammar may end here. `bitmask` has
-  // bitmask_words(vocabulary size) words.
+  // bitmask_words(vocabulary size) words. Throws GrammarBudgetError when the mask costs more
+  // than the limits (mask_work.h); the matcher's state is unchanged then.
   void fill_next_token_bitmask(std::span<uint32_t> bitmask);
+  // The limits of every later mask (and forced_continuation); copies keep them. By default
+  // MaskLimits::for_trie of the grammar's vocabulary.
+  void set_mask_limits(MaskLimits limits);
+  // Masks from now on count against `allowance` (with the other matchers that share it: the
+  // sequences of one request) instead of this matcher's own. Copies share it.
+  void share_mask_allowance(std::shared_ptr<MaskAllowance> allowance);
+  // The work units the last mask took (mask_work.h), and all the masks of its allowance so far.
+  uint64_t last_mask_work() const;
+  uint64_t total_mask_work() const;
 
   // Advances over a token. Returns false and changes nothing when the grammar does not allow
   // it. Accepting an end-of-generation token (where allowed) terminates the matcher.
@@ -67,7 +78,7 @@ class GrammarMatcher {
   bool is_terminated() const;   // an end-of-generation token was accepted
 
   // Jump-forward: the longest byte string every continuation must begin with (empty when the
-  // next byte is not forced).
+  // next byte is not forced). Shorter when finding it would cost more than a mask may.
   std::string forced_continuation() const;
 
  private:

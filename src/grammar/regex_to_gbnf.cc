@@ -32,6 +32,38 @@ const CodePointRanges kSpace = {{'\t', '\r'}, {' ', ' '}};
 // `.`: any character but a line break (\n and \r: ECMAScript and Python agree on these).
 const CodePointRanges kDot = complement_ranges({{'\n', '\n'}, {'\r', '\r'}});
 
+// The repetition of one code-point set that `node` is, through groups of one item: the
+// inner `.{0,40}` of `(.{0,40}){0,50}`; null for anything else.
+Node* repeated_set(Node& node) {
+  Node* n = &node;
+  while ((n->kind == Node::Kind::kSequence || n->kind == Node::Kind::kAlternation) && n->children.size() == 1)
+    n = &n->children[0];
+  if (n->kind != Node::Kind::kRepeat || n->children[0].kind != Node::Kind::kSet) return nullptr;
+  return n;
+}
+
+// Nested repetition of one set, (X{a,b}){c,d}, matches X k times for k in the union of
+// [j*a, j*b] over j in [c, d]. When that union is one interval it is X{c*a, d*b}: the same
+// strings through one repetition, whose parser keeps one stack per count instead of one per
+// (outer, inner) split: an ambiguous nesting costs the matcher (a, b) x (c, d) stacks per
+// character and a context cache per split (issue 47). Returns false when the union has gaps
+// (`(a{3}){0,2}` is 0, 3 or 6 a's), which stays nested.
+bool merge_repeat_counts(size_t a, size_t b, size_t c, size_t d, size_t& min, size_t& max) {
+  const auto mul = [](size_t x, size_t y) {
+    if (x == 0 || y == 0) return size_t{0};
+    if (x == kUnbounded || y == kUnbounded || x > kUnbounded / y) return kUnbounded;
+    return x * y;
+  };
+  min = mul(a, c);
+  max = mul(b, d);
+  if (d == 0 || b == 0) return true;             // only the empty string
+  if (b == kUnbounded) return c >= 1 || a <= 1;  // [c*a, inf), or {0} and [a, inf)
+  if (c == d) return true;
+  // The intervals of j and j+1 touch when (j+1)*a <= j*b + 1, i.e. a <= j*(b-a) + 1, which
+  // only gets truer as j grows (b >= a): the first pair, j = c, decides.
+  return a <= c * (b - a) + 1;
+}
+
 class RegexParser {
  public:
   RegexParser(std::string_view pattern, const RegexOptions& options) : pattern_(pattern), options_(options) {}
@@ -143,6 +175,21 @@ class RegexParser {
     // A lazy `?` matches the same strings as greedy (only which match is reported differs).
     if (!at_end() && peek() == '?') ++pos_;
     if (!at_end() && peek() == '+') fail("possessive quantifiers are not supported");
+    if (Node* inner = repeated_set(atom)) {
+      // (X{a,b}){c,d} over one set X: one repetition, when the counts it reaches have no gap.
+      size_t merged_min, merged_max;
+      if (merge_repeat_counts(inner->min, inner->max, min, max, merged_min, merged_max)) {
+        if (merged_min > options_.max_repetition) {
+          fail("repetition count " + std::to_string(merged_min) + " exceeds the limit " +
+                   std::to_string(options_.max_repetition),
+               start);
+        }
+        if (merged_max != kUnbounded && merged_max > options_.max_repetition) merged_max = options_.max_repetition;
+        Node set = std::move(inner->children[0]);
+        atom = Node{Node::Kind::kRepeat, {}, {std::move(set)}, merged_min, merged_max};
+        return true;
+      }
+    }
     atom = Node{Node::Kind::kRepeat, {}, {std::move(atom)}, min, max};
     return true;
   }

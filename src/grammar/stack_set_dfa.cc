@@ -10,17 +10,26 @@ StackSetDfa::StackSetDfa(const Grammar& grammar) : stepper_(grammar), transition
 }
 
 void StackSetDfa::clear() {
+  // Memory is returned, not only emptied: clear() is how the DFA stays within its budget.
   arena_ = NodeArena();
   arena_.enable_interning();
-  states_.clear();
-  pool_.clear();
-  by_stacks_.clear();
-  dense_.clear();
-  loop_of_state_.clear();
-  non_ascii_target_.clear();
-  loops_.clear();
-  transitions_.assign(1024, Transition{});
+  states_ = {};
+  pool_ = {};
+  by_stacks_ = {};
+  by_stacks_bytes_ = 0;
+  dense_ = {};
+  loop_of_state_ = {};
+  non_ascii_target_ = {};
+  loops_ = {};
+  transitions_ = std::vector<Transition>(1024);
   transition_count_ = 0;
+}
+
+size_t StackSetDfa::bytes() const {
+  return arena_.bytes() + states_.capacity() * sizeof(State) + pool_.capacity() * sizeof(Stack) + by_stacks_bytes_ +
+         dense_.capacity() * sizeof(uint32_t) + transitions_.capacity() * sizeof(Transition) +
+         loop_of_state_.capacity() * sizeof(int32_t) + non_ascii_target_.capacity() * sizeof(uint32_t) +
+         loops_.capacity() * sizeof(TokenVocabulary::ByteSet);
 }
 
 const TokenVocabulary::ByteSet& StackSetDfa::ascii_loop(uint32_t state) {
@@ -89,6 +98,15 @@ uint32_t StackSetDfa::intern(std::vector<Stack>& stacks, Utf8Partial utf8) {
     const auto begin = static_cast<uint32_t>(pool_.size());
     pool_.insert(pool_.end(), stacks.begin(), stacks.end());
     states_.push_back({begin, static_cast<uint32_t>(pool_.size()), utf8});
+    constexpr size_t kMapNodeBytes = 64;  // a node of the map and its bucket, roughly
+    by_stacks_bytes_ += key_.size() + kMapNodeBytes;
+    if (bytes() > byte_limit_) {
+      throw GrammarBudgetError(
+          "grammar budget exceeded: the parser's stack sets of one next-token mask need more than " +
+          std::to_string(byte_limit_ >> 20) +
+          " MiB (an ambiguous grammar, such as nested repetition, keeps too many parser stacks "
+          "alive); simplify the grammar, pattern or schema");
+    }
   }
   return it->second;
 }

@@ -68,6 +68,16 @@ class StackSetDfa {
     return {pool_.data() + s.begin, s.end - s.begin};
   }
   size_t states() const { return states_.size(); }
+  // Memory held (capacities, stack nodes, the state index), grown by each new state.
+  size_t bytes() const;
+
+  // Steps charge their work here; a new state past `byte_limit` bytes throws
+  // GrammarBudgetError (the DFA stays consistent: clear() it or go on under a new limit).
+  void count_work(MaskWork* work, size_t byte_limit) {
+    stepper_.count_work(work);
+    byte_limit_ = byte_limit;
+  }
+  size_t byte_limit() const { return byte_limit_; }
 
  private:
   struct State {
@@ -108,6 +118,8 @@ class StackSetDfa {
   std::vector<State> states_;
   std::vector<Stack> pool_;
   std::unordered_map<std::string, uint32_t> by_stacks_;
+  size_t by_stacks_bytes_ = 0;  // keys and node overhead of by_stacks_
+  size_t byte_limit_ = ~size_t{0};
   std::vector<Transition> transitions_;
   size_t transition_count_ = 0;
   std::vector<Stack> in_, out_;

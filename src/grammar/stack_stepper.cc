@@ -107,6 +107,7 @@ bool StackStepper::step_byte(std::span<const Stack> in, Utf8Partial& utf8, uint8
     case Utf8Step::kInvalid:
       return false;
     case Utf8Step::kPartial:
+      if (work_meter_ != nullptr) work_meter_->charge(1 + in.size());
       for (const Stack& s : in)
         if (s.pos != kAcceptedPos && grammar_.may_match(static_cast<uint32_t>(s.pos), lo, hi)) out.push_back(s);
       break;
@@ -115,6 +116,8 @@ bool StackStepper::step_byte(std::span<const Stack> in, Utf8Partial& utf8, uint8
       for (const Stack& s : in)
         if (s.pos != kAcceptedPos && grammar_.matches(static_cast<uint32_t>(s.pos), cp))
           expand(s.pos + 1, s.rest, arena, out, escaped);
+      // Before the overflow check: a step that gave up still did its work.
+      if (work_meter_ != nullptr) work_meter_->charge(1 + used_);
       if (overflow_) {
         out.clear();
         return false;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "grammar/grammar_rules.h"
+#include "grammar/mask_work.h"
 #include "grammar/parse_stack.h"
 #include "grammar/utf8_decode.h"
 
@@ -32,6 +33,9 @@ class StackStepper {
 
   const Grammar& grammar() const { return grammar_; }
 
+  // Every step_byte charges its work (stacks visited) here from now on; null: not counted.
+  void count_work(MaskWork* work) { work_meter_ = work; }
+
   // An ambiguous grammar can multiply stacks with every character (`x ::= "a" x "b" | "a" x
   // "c" | ""` doubles them); past this many (pos, rest) pairs in one step the step fails, so a
   // hostile grammar costs bounded time per byte instead of exponential.
@@ -51,6 +55,7 @@ class StackStepper {
   uint32_t generation_ = 0;
   size_t used_ = 0;
   bool overflow_ = false;
+  MaskWork* work_meter_ = nullptr;
 };
 
 }  // namespace lumen::grammar

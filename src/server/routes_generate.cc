@@ -53,9 +53,14 @@ ApiError aborted_error(const ServerContext& context) {
 }
 
 // The engine failed on a choice (FinishReason::Error): the client learns only that it was our
-// fault, with the request id; the access log line gets what failed.
-ApiError engine_fault(const std::string& request_id, const std::string& detail) {
+// fault, with the request id; the access log line gets what failed. Except for a grammar whose
+// masks cost more than their budget (grammar/mask_work.h): that is the client's grammar, a 400
+// (or the stream's error event) that says so and names the field.
+ApiError engine_fault(const std::string& request_id, const std::string& detail, const std::string& structured_field) {
   this_request_note().error_detail = "engine: " + detail;
+  if (const size_t at = detail.find("grammar budget exceeded"); at != std::string::npos) {
+    return ApiError(400, detail.substr(at), structured_field, "grammar_budget_exceeded");
+  }
   return ApiError(500, fmt::format("internal server error (request id {})", request_id), "", "internal_error");
 }
 
@@ -94,7 +99,8 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
       if (chunk.finish_reason == FinishReason::Error && fault.empty()) fault = chunk.error;
     }
   }
-  if (!fault.empty()) throw engine_fault(response.get_header_value("X-Request-Id"), fault);
+  if (!fault.empty())
+    throw engine_fault(response.get_header_value("X-Request-Id"), fault, job.options.structured_field);
   if (aborted) throw aborted_error(context);
   if (job.tools) {
     for (ChoiceOutput& output : outputs) {
@@ -205,7 +211,7 @@ bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink
     return false;
   }
   if (!fault.empty()) {
-    ok = write(sse_event(engine_fault(state.request_id, fault).to_json()));
+    ok = write(sse_event(engine_fault(state.request_id, fault, job.options.structured_field).to_json()));
   } else if (aborted) {
     // A failure mid-stream: an error event, then the end, as OpenAI's clients expect.
     ok = write(sse_event(aborted_error(context).to_json()));

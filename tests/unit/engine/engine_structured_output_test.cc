@@ -10,6 +10,7 @@
 #include "engine/engine_test_access.h"
 #include "engine/structured_output.h"
 #include "grammar/grammar.h"
+#include "grammar/mask_work.h"
 #include "spec/ngram_proposer.h"
 #include "synth_engine.h"
 
@@ -274,6 +275,33 @@ TEST_F(EngineStructured, InvalidConstraintsAreTheCallersErrorAndLeaveNothingBehi
   GenerationResult r = h.collect();
   EXPECT_EQ(r.finish, FinishReason::Stop);
   EXPECT_EQ(text_of(r), "xxx");
+}
+
+// Issue 47: an ambiguous nesting whose masks cost more than their budget (grammar/mask_work.h).
+// When its very first mask is already over budget, compiling it says so (the client's 400);
+// otherwise the mask that goes over ends its request with an error naming the budget, and a
+// request beside it is served as if it were alone.
+TEST_F(EngineStructured, AGrammarOverItsMaskBudgetEndsOnlyItsRequest) {
+  Engine engine(handle(), config(64));
+  StructuredOutputs refused_at_once;
+  refused_at_once.grammar = "root ::= ([^\\n\\r]{0,40}){0,50}";
+  EXPECT_THROW(engine.add_request(prompt(5, 1), sampled(refused_at_once, 1, 1)), grammar::GrammarBudgetError);
+  EXPECT_FALSE(engine.has_unfinished());
+
+  StructuredOutputs later;  // one forced byte first: the first mask is cheap
+  later.grammar = "root ::= \"x\" ([^\\n\\r]{0,40}){0,50}";
+  StructuredOutputs fine;
+  fine.regex = "x{3}";
+  RequestHandle hostile = engine.add_request(prompt(5, 1), sampled(later, 1, 1, 8));
+  RequestHandle ordinary = engine.add_request(prompt(6, 2), sampled(fine, 1, 2));
+  drain(engine);
+  const GenerationResult h = hostile.collect();
+  EXPECT_EQ(h.finish, FinishReason::Error);
+  EXPECT_NE(h.error.find("grammar budget exceeded"), std::string::npos) << h.error;
+  const GenerationResult o = ordinary.collect();
+  EXPECT_EQ(o.finish, FinishReason::Stop) << o.error;
+  EXPECT_EQ(text_of(o), "xxx");
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
 }
 
 TEST_F(EngineStructured, MaskCachesShareOneBudgetAndMasksStayRightPastIt) {
