@@ -1,8 +1,9 @@
 #pragma once
 // One streamed chat reply that may make tool calls: its content goes out as it comes until a
-// call may begin (tool_call_start: at once for Generic replies, which are JSON, at a possible
-// <tool_call> for Hermes); the rest is held and parsed when the reply ends, so a client never
-// receives half a call as content.
+// call may begin (tool_call_start: at a possible <tool_call> for Hermes); the rest is held and
+// parsed when the reply ends, so a client never receives half a call as content. A Generic
+// reply is JSON from its first byte: the text of its {"content": "..."} streams as it is
+// written (unescaped), and its calls come at the end.
 #include <string>
 #include <string_view>
 
@@ -24,7 +25,7 @@ class ToolReplyStream {
   ToolCallFormat format_;
   const ToolRequest* request_;
   std::string text_;
-  size_t sent_ = 0;  // bytes of text_ sent as content
+  size_t sent_ = 0;  // bytes sent as content: of text_, or of Generic's unescaped content
 };
 
 }  // namespace lumen::server
