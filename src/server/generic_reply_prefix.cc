@@ -10,6 +10,7 @@ class Cursor {
  public:
   explicit Cursor(std::string_view text) : text_(text) {}
 
+  size_t at() const { return at_; }
   void skip_space() {
     while (at_ < text_.size() &&
            (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\n' || text_[at_] == '\r')) {
@@ -27,30 +28,17 @@ class Cursor {
     return at_ < text_.size() && text_[at_] == c;
   }
 
-  // The body of a string whose opening quote was eaten, up to the end of the text or its
-  // closing quote (eaten), without an escape that the text cuts. `closed` says which.
+  // A string's body after its opening quote: the whole run, and past the closing quote if the
+  // text has it (`closed`).
   std::string_view string_body(bool& closed) {
-    const size_t start = at_;
-    closed = false;
-    while (at_ < text_.size()) {
-      const char c = text_[at_];
-      if (c == '"') {
-        closed = true;
-        ++at_;
-        return text_.substr(start, at_ - 1 - start);
-      }
-      if (c == '\\') {
-        const size_t length = at_ + 1 < text_.size() && text_[at_ + 1] == 'u' ? 6 : 2;
-        if (at_ + length > text_.size()) break;  // cut inside the escape
-        at_ += length;
-        continue;
-      }
-      ++at_;
-    }
-    return text_.substr(start, at_ - start);
+    const size_t length = whole_string_run(text_.substr(at_), closed);
+    const std::string_view body = text_.substr(at_, length);
+    at_ += length + (closed ? 1 : 0);
+    return body;
   }
 
-  // The object that starts here ('{'), up to its matching '}', or nullopt when the text ends first.
+  // The object that starts here ('{'), up to its matching '}', or nullopt when the text ends
+  // first.
   std::optional<std::string_view> object() {
     skip_space();
     const size_t start = at_;
@@ -81,29 +69,55 @@ class Cursor {
   size_t at_ = 0;
 };
 
-// The text of a JSON string body (escapes resolved); empty if it is not one.
-std::string unescaped(std::string_view body) {
-  const nlohmann::json value = nlohmann::json::parse("\"" + std::string(body) + "\"", nullptr, false);
+}  // namespace
+
+size_t whole_string_run(std::string_view body, bool& closed) {
+  closed = false;
+  size_t at = 0;
+  while (at < body.size()) {
+    const char c = body[at];
+    if (c == '"') {
+      closed = true;
+      return at;
+    }
+    if (c == '\\') {
+      const size_t length = at + 1 < body.size() && body[at + 1] == 'u' ? 6 : 2;
+      if (at + length > body.size()) return at;  // cut inside the escape: it waits
+      at += length;
+      continue;
+    }
+    ++at;
+  }
+  return at;
+}
+
+std::string unescape_string_run(std::string_view run) {
+  std::string quoted;
+  quoted.reserve(run.size() + 2);
+  quoted += '"';
+  quoted += run;
+  quoted += '"';
+  const nlohmann::json value = nlohmann::json::parse(quoted, nullptr, false);
   return value.is_string() ? value.get<std::string>() : std::string();
 }
 
-}  // namespace
-
-GenericReplyPrefix read_generic_reply_prefix(std::string_view text) {
+GenericReplyPrefix read_generic_reply_prefix(std::string_view text, bool opening_only) {
   GenericReplyPrefix out;
   Cursor cursor(text);
   bool closed = false;
   if (!cursor.eat('{') || !cursor.eat('"')) return out;
-  const std::string key = unescaped(cursor.string_body(closed));
+  const std::string_view key = cursor.string_body(closed);
   if (!closed || !cursor.eat(':')) return out;
   if (key == "content") {
+    if (!cursor.eat('"')) return out;  // the string has not opened yet
     out.kind = GenericReplyPrefix::Kind::Content;
-    if (cursor.eat('"')) out.content = unescaped(cursor.string_body(closed));
+    out.content_start = cursor.at();
+    if (!opening_only) out.content = unescape_string_run(cursor.string_body(closed));
     return out;
   }
   if (key != "tool_calls") return out;
   out.kind = GenericReplyPrefix::Kind::Calls;
-  if (!cursor.eat('[')) return out;
+  if (opening_only || !cursor.eat('[')) return out;
   while (cursor.peek('{')) {
     const std::optional<std::string_view> call = cursor.object();
     if (!call) break;

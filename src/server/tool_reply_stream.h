@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/generic_reply_prefix.h"
 #include "server/tool_call_format.h"
 #include "server/tool_request.h"
 
@@ -22,10 +23,18 @@ class ToolReplyStream {
   ToolReply finish() const;
 
  private:
+  // Generic: the content's text not sent yet, read on from where the last call stopped.
+  std::string add_generic();
+
   ToolCallFormat format_;
   const ToolRequest* request_;
   std::string text_;
-  size_t sent_ = 0;  // bytes sent as content: of text_, or of Generic's unescaped content
+  size_t sent_ = 0;  // bytes of text_ sent (Generic: of its content's string body, read so far)
+  // Generic: what the reply opened (Unknown until its first bytes say), and where the content's
+  // string body begins in text_.
+  GenericReplyPrefix::Kind generic_kind_ = GenericReplyPrefix::Kind::Unknown;
+  size_t content_start_ = 0;
+  size_t content_sent_ = 0;  // bytes of unescaped content sent
 };
 
 }  // namespace lumen::server

@@ -3,6 +3,8 @@
 // streamed).
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "server/api_error.h"
 #include "server/json_body.h"
 #include "server/tool_call_format.h"
@@ -297,6 +299,25 @@ TEST(ToolReplyStream, ContentStreamsUntilACallMayBegin) {
   ToolReply called = calls.finish();
   ASSERT_EQ(called.calls.size(), 1u);
   EXPECT_EQ(called.content, "");
+}
+
+// A reply may be millions of tokens long (max_tokens with context shift): each streamed piece
+// is read once, not the whole reply again per token (which would cost its square).
+TEST(ToolReplyStream, LongRepliesStreamInLinearTime) {
+  const ToolRequest r = weather();
+  const std::string piece = "All work and no play makes Jack a dull boy. \\n ";
+  const size_t pieces = 40000;  // 2 MB of JSON string, 40000 tokens
+  const auto start = std::chrono::steady_clock::now();
+  ToolReplyStream generic(ToolCallFormat::Generic, r);
+  size_t streamed = generic.add("{\"content\":\"").size();
+  for (size_t i = 0; i < pieces; ++i) streamed += generic.add(piece).size();
+  generic.add("\"}");
+  EXPECT_EQ(streamed + generic.finish().content.size(), pieces * (piece.size() - 1));
+  ToolReplyStream hermes(ToolCallFormat::Hermes, r);
+  streamed = 0;
+  for (size_t i = 0; i < pieces; ++i) streamed += hermes.add(piece).size();
+  EXPECT_EQ(streamed, pieces * piece.size());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 }  // namespace
