@@ -53,7 +53,7 @@ ordered_json generic_text_schema() {
 ordered_json generic_reply_schema(const ToolRequest& request) {
   if (request.choice == ToolChoice::None) return generic_text_schema();
   ordered_json calls = {{"type", "array"}, {"items", any_call_schema(request, "arguments")}, {"minItems", 1}};
-  if (!request.parallel) calls["maxItems"] = 1;
+  calls["maxItems"] = request.parallel ? kMaxParallelToolCalls : 1;
   ordered_json call_reply = {{"type", "object"},
                              {"properties", {{"tool_calls", calls}}},
                              {"required", {"tool_calls"}},
@@ -307,7 +307,8 @@ std::optional<StructuredOutputs> tool_reply_constraint(ToolCallFormat format, co
       options.root_rule = "tool-call";
       const std::string call = grammar::json_schema_to_gbnf(any_call_schema(request, "arguments"), options);
       const std::string one = "\"<tool_call>\\n\" tool-call \"\\n</tool_call>\"";
-      out.grammar = "root ::= " + one + (request.parallel ? " (\"\\n\" " + one + ")*" : std::string()) + "\n" + call;
+      const std::string more = " (\"\\n\" " + one + "){0," + std::to_string(kMaxParallelToolCalls - 1) + "}";
+      out.grammar = "root ::= " + one + (request.parallel ? more : std::string()) + "\n" + call;
       return out;
     }
   }

@@ -130,15 +130,16 @@ def assert_no_wrapper(content):
 def test_required_always_gives_parsed_calls(server):
     # Sampled replies of every kind: each is a call (parsed, valid), never the wrapper as text.
     client = server.client()
-    for parallel in (False, True):
-        r = client.chat.completions.create(model=MODEL_NAME, temperature=1.0, seed=12, n=4, max_tokens=160,
+    # With parallel calls the list closes after 8 (the model would repeat its call until
+    # max_tokens): the reply ends with its calls.
+    for parallel, most in ((False, 1), (True, 8)):
+        r = client.chat.completions.create(model=MODEL_NAME, temperature=1.0, seed=12, n=4, max_tokens=400,
                                            messages=QUESTION, tools=TOOLS, tool_choice="required",
                                            parallel_tool_calls=parallel)
         for choice in r.choices:
             assert choice.message.tool_calls, choice
             assert_no_wrapper(choice.message.content)
-            if not parallel:
-                assert choice.finish_reason == "tool_calls" and len(choice.message.tool_calls) == 1, choice
+            assert choice.finish_reason == "tool_calls" and len(choice.message.tool_calls) <= most, choice
             for c in choice.message.tool_calls:
                 jsonschema.validate(json.loads(c.function.arguments), schema_of(c.function.name))
 
@@ -150,12 +151,12 @@ def test_a_call_cut_by_max_tokens_is_reported_as_cut(server):
     for choice_kind in ("required", "auto", {"type": "function", "function": {"name": "get_weather"}}):
         kw = dict(model=MODEL_NAME, temperature=0, max_tokens=8, messages=QUESTION, tools=TOOLS, tool_choice=choice_kind)
         choice = client.chat.completions.create(**kw).choices[0]
-        assert choice.finish_reason == "length", choice
         assert_no_wrapper(choice.message.content)
         assert not choice.message.tool_calls
+        if choice_kind != "auto":  # (auto may answer in a few words of text instead)
+            assert choice.finish_reason == "length" and not choice.message.content, choice
         content, calls, finish = streamed(client, **kw)
-        assert finish == "length" and calls == []
-        assert content == (choice.message.content or "")
+        assert (content, calls, finish) == (choice.message.content or "", [], choice.finish_reason)
 
 
 def test_tool_choice_none_after_a_tool_result_answers_in_plain_text(server):

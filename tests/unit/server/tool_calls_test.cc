@@ -261,6 +261,24 @@ TEST(ToolCallFormat, ConstraintsFollowToolChoice) {
   ASSERT_TRUE(c && c->json);
 }
 
+// The list of calls closes: after one call without parallel_tool_calls, after
+// kMaxParallelToolCalls with it (a small model repeating its call filled max_tokens with it).
+TEST(ToolCallFormat, TheListOfCallsCloses) {
+  for (const char* choice : {"auto", "required"}) {
+    const std::string extra = std::string(R"({"tool_choice": ")") + choice + "\"";
+    auto c = tool_reply_constraint(ToolCallFormat::Generic, weather(extra + "}"));
+    ASSERT_TRUE(c && c->json);
+    const std::string schema = *c->json;
+    EXPECT_NE(schema.find("\"maxItems\":" + std::to_string(kMaxParallelToolCalls)), std::string::npos) << schema;
+    c = tool_reply_constraint(ToolCallFormat::Generic, weather(extra + R"(, "parallel_tool_calls": false})"));
+    EXPECT_NE(c->json->find("\"maxItems\":1"), std::string::npos) << *c->json;
+  }
+  auto hermes = tool_reply_constraint(ToolCallFormat::Hermes, weather(R"({"tool_choice": "required"})"));
+  ASSERT_TRUE(hermes && hermes->grammar);
+  EXPECT_NE(hermes->grammar->find("){0," + std::to_string(kMaxParallelToolCalls - 1) + "}"), std::string::npos)
+      << *hermes->grammar;
+}
+
 TEST(ToolReplyStream, ContentStreamsUntilACallMayBegin) {
   const ToolRequest r = weather();
   ToolReplyStream s(ToolCallFormat::Hermes, r);
