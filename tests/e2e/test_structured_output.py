@@ -27,7 +27,7 @@ def server():
 
 def sampled_replies(client, schema, n, max_tokens=200, stream=False):
     r = client.chat.completions.create(
-        model=MODEL_NAME, n=n, temperature=1.0, max_tokens=max_tokens, seed=7,
+        model=MODEL_NAME, n=n, temperature=1.0, max_tokens=max_tokens, seed=8,
         messages=[{"role": "user", "content": "Answer in JSON."}],
         response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}})
     return [(c.message.content, c.finish_reason) for c in r.choices]
