@@ -96,9 +96,10 @@ class Engine {
   // Queues a request for params.n completions and returns one handle per completion, in index
   // order, all with the request's id. Its sequences share the prompt's KV blocks:
   //  - sampling (the default): the prompt is computed once, then forked into best_of (default
-  //    n) sequences that sample independently, completion i from seed + i when a seed is
-  //    given. With best_of == n each streams as it goes; with best_of > n the n with the
-  //    highest mean log-probability per token are delivered when all have finished;
+  //    n) sequences that sample independently, completion i from seed_of_choice(seed, i)
+  //    when a seed is given (src/sampling/seed_stream.h: a mix of both, not seed + i). With
+  //    best_of == n each streams as it goes; with best_of > n the n with the highest mean
+  //    log-probability per token are delivered when all have finished;
   //  - use_beam_search: beam search of width best_of (default n) over the model's
   //    log-probabilities (sampling/beam_search.h has the exact rules); the n best hypotheses
   //    are delivered, best first, when the search ends. Sampling filters, penalties and stop

@@ -37,9 +37,11 @@ struct StructuredOutputs {
   std::optional<std::string> regex;                // the whole output matches it
   std::optional<std::vector<std::string>> choice;  // exactly one of these strings
   std::optional<std::string> grammar;              // GBNF (llama.cpp's notation)
-  // JSON: no whitespace between tokens (vLLM's disable_any_whitespace); otherwise a bounded
-  // amount is allowed, as llama.cpp's converter does.
-  bool compact_whitespace = false;
+  // JSON (json, json_object): true, the default, writes it compact, with no whitespace between
+  // tokens (OpenAI's output; vLLM's disable_any_whitespace); false allows a bounded amount
+  // between tokens, as llama.cpp's converter does. Either way the output ends where the root
+  // value closes.
+  bool compact_whitespace = true;
 
   // How many constraints are set (validate() wants at most one).
   int count() const {
@@ -65,7 +67,9 @@ struct SamplingParams {
   // range), or -infinity to ban the token outright.
   std::map<int32_t, float> logit_bias;
 
-  // Seeds the request's own generator (std::mt19937_64); absent: std::random_device.
+  // Seeds the request's own generator (std::mt19937_64); absent: std::random_device. Choice i
+  // of the request (n, best_of) draws from seed_of_choice(seed, i), a mix of both
+  // (src/sampling/seed_stream.h), so no two seeds share a choice's samples.
   std::optional<uint64_t> seed;
 
   // ---- Stopping ----

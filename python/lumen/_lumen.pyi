@@ -14,7 +14,7 @@ class StructuredOutputsParams:
     disable_any_whitespace: bool
     def __init__(self, *, json: Union[str, Dict[str, Any], None] = None, json_object: bool = False,
                  regex: Optional[str] = None, choice: Optional[Sequence[str]] = None,
-                 grammar: Optional[str] = None, disable_any_whitespace: bool = False) -> None: ...
+                 grammar: Optional[str] = None, disable_any_whitespace: bool = True) -> None: ...
 
 class SamplingParams:
     """How tokens are chosen and when generation stops (vLLM's names; validated when made)."""

@@ -80,7 +80,8 @@ void bind_sampling_params(nb::module_& m) {
       m, "StructuredOutputsParams",
       "A constraint on the output (vLLM's StructuredOutputsParams): exactly one of json (a JSON\n"
       "Schema, dict or string), json_object, regex, choice (a list of strings) or grammar\n"
-      "(GBNF). disable_any_whitespace: JSON without whitespace between tokens.")
+      "(GBNF). disable_any_whitespace (default True): JSON without whitespace between tokens;\n"
+      "False allows a bounded amount. Either way the output ends where the root value closes.")
       .def(
           "__init__",
           [](StructuredOutputs* self, nb::handle json, bool json_object, std::optional<std::string> regex,
@@ -95,7 +96,7 @@ void bind_sampling_params(nb::module_& m) {
             self->compact_whitespace = disable_any_whitespace;
           },
           nb::kw_only(), "json"_a = nb::none(), "json_object"_a = false, "regex"_a = nb::none(),
-          "choice"_a = nb::none(), "grammar"_a = nb::none(), "disable_any_whitespace"_a = false)
+          "choice"_a = nb::none(), "grammar"_a = nb::none(), "disable_any_whitespace"_a = true)
       .def_rw("json", &StructuredOutputs::json, "The JSON Schema's text, or None.")
       .def_rw("json_object", &StructuredOutputs::json_object, "Any JSON object.")
       .def_rw("regex", &StructuredOutputs::regex, "The whole output matches this regular expression.")

@@ -22,6 +22,7 @@
 #include "cli/structured_output_flags.h"
 #include "cli/speculative_flag.h"
 #include "cli/stream_completion.h"
+#include "sampling/seed_stream.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
 #include "util/error.h"
@@ -62,7 +63,8 @@ void chat_loop(const ChatOptions& options) {
   config.jump_forward = !options.speculative.no_jump_forward;
   Engine engine(model, config);
   // Each reply's penalties see that turn's prompt (the conversation so far); turn t draws from
-  // seed + t, so a seeded chat replays exactly.
+  // seed_of_choice(seed, t), so a seeded chat replays exactly and shares no turn's draws with
+  // another seed's chat.
   const uint64_t seed = options.sampling.seed.value_or(std::random_device{}());
   uint64_t turn = 0;
 
@@ -126,7 +128,7 @@ void chat_loop(const ChatOptions& options) {
       fail("the conversation no longer fits the {}-token context", context);
     }
     SamplingParams params = options.sampling;
-    params.seed = seed + turn++;
+    params.seed = sampling::seed_of_choice(seed, turn++);
     params.max_tokens = options.max_reply;
     const StreamedCompletion reply =
         stream_completion(engine, std::move(prompt), params, interrupt, [](const std::string& text) {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,21 @@ inline void parse_logit_bias(const std::string& spec, SamplingParams& params) {
   const float bias = std::strtof(bias_text.c_str(), &end);
   if (*end != '\0') fail("--logit-bias: '{}' is not a number", bias_text);
   params.logit_bias[static_cast<int32_t>(token)] = bias;
+}
+
+// --seed: -1 asks for a random seed (llama.cpp's meaning), 0..2^64-1 is the seed; anything
+// else is an error naming the flag (CLI11 alone would read -1 as 2^64-1 and saturate larger
+// values, both silently fixed seeds).
+inline std::optional<uint64_t> parse_seed_flag(const std::string& text) {
+  if (text == "-1") return std::nullopt;
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = digits ? std::strtoull(text.c_str(), &end, 10) : 0;
+  if (!digits || errno == ERANGE || *end != '\0') {
+    fail("--seed must be -1 (a random seed) or an integer from 0 to 18446744073709551615, not '{}'", text);
+  }
+  return static_cast<uint64_t>(value);
 }
 
 // Stop strings are added by add_stop_option, for the commands that honour them.
@@ -63,7 +79,10 @@ inline void add_sampling_options(CLI::App* cmd, SamplingParams& params) {
          },
          "TOKEN=BIAS added to the token's logit (-inf bans it); repeatable")
       ->allow_extra_args(false);
-  cmd->add_option("--seed", params.seed, "Random seed (default: a random one)");
+  cmd->add_option_function<std::string>(
+      "--seed", [&params](const std::string& text) { params.seed = parse_seed_flag(text); },
+      "Random seed, 0 to 2^64-1 (default, or -1: a random one); choice i of --completions / --best-of "
+      "draws from a mix of the seed and i");
 }
 
 inline void add_stop_option(CLI::App* cmd, SamplingParams& params) {

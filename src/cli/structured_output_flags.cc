@@ -32,6 +32,11 @@ void add_structured_output_flags(CLI::App* cmd, SamplingParams& params) {
   group->add_flag_function(
       "--json-object", [&params](int64_t) { constraint(params).json_object = true; },
       "The output is a JSON object");
+  // Outside the group's "one of these": it qualifies --json-schema / --json-object.
+  cmd->add_flag_function(
+      "--json-any-whitespace", [&params](int64_t) { constraint(params).compact_whitespace = false; },
+      "JSON output may put whitespace between tokens (default: compact, none; either way it ends where the "
+      "root value closes)");
   group->add_option_function<std::string>(
       "--regex", [&params](const std::string& pattern) { constraint(params).regex = pattern; },
       "Regular expression the whole output matches");

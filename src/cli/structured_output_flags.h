@@ -2,7 +2,8 @@
 // The constrained-output flags of the generating commands (`lumen run`, `lumen chat`), as
 // llama.cpp's CLI names them where it has them: --grammar / --grammar-file, --json-schema /
 // --json-schema-file; and vLLM's other kinds: --regex, --choice (repeatable), --json-object.
-// Setting two kinds is an error (SamplingParams::validate says which).
+// Setting two kinds is an error (SamplingParams::validate says which). JSON is compact unless
+// --json-any-whitespace (vLLM's disable_any_whitespace=False) allows whitespace between tokens.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>

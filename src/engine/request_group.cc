@@ -37,7 +37,7 @@ Completion::Completion(const Completion& parent, uint64_t sequence_id, int32_t c
     : group(parent.group),
       index(completion_index),
       seq(sequence_id, parent.seq),
-      // Its own stream of draws: seed + index when a seed was given.
+      // Its own stream of draws: seed_of_choice(seed, index) when a seed was given.
       sampler(parent.group->setup, std::span(seq.tokens).first(static_cast<size_t>(seq.prompt_len)),
               tokenizer.vocab().end_of_generation, static_cast<uint64_t>(completion_index)),
       stop_condition(group->setup->params, tokenizer.vocab().end_of_generation),

@@ -42,8 +42,8 @@ struct Completion {
   // The request's first sequence.
   Completion(RequestGroup& owner, uint64_t sequence_id, std::vector<int32_t> prompt, int priority,
              const kv::KvSpace& kv_space, uint64_t cache_salt, const tokenizer::Tokenizer& tokenizer);
-  // A sequence forked from `parent`: same tokens and K/V, its own sampler (drawing from the
-  // seed + completion_index), stop conditions and detokenizer, all fresh: a fork happens before
+  // A sequence forked from `parent`: same tokens and K/V, its own sampler (drawing from
+  // seed_of_choice(seed, completion_index)), stop conditions and detokenizer, all fresh: a fork happens before
   // the parent accepted any token (Sample, BestOf), or in Beam mode where they are unused.
   // Both sample with the group's shared SamplingSetup.
   Completion(const Completion& parent, uint64_t sequence_id, int32_t completion_index,

@@ -14,13 +14,11 @@ std::string grammar_text(const StructuredOutputs& constraint) {
   if (constraint.grammar) return *constraint.grammar;
   if (constraint.regex) return grammar::regex_to_gbnf(*constraint.regex);
   if (constraint.choice) return grammar::choice_to_gbnf(*constraint.choice);
-  if (constraint.json_object) return grammar::json_object_gbnf();
-  if (constraint.json) {
-    grammar::JsonSchemaOptions options;
-    options.compact_whitespace = constraint.compact_whitespace;
-    // From the text, so properties keep the order the schema declares them in.
-    return grammar::json_schema_text_to_gbnf(*constraint.json, options);
-  }
+  grammar::JsonSchemaOptions options;
+  options.compact_whitespace = constraint.compact_whitespace;
+  if (constraint.json_object) return grammar::json_object_gbnf(options);
+  // From the text, so properties keep the order the schema declares them in.
+  if (constraint.json) return grammar::json_schema_text_to_gbnf(*constraint.json, options);
   return {};
 }
 

@@ -1,6 +1,9 @@
 // JSON Schema -> GBNF. A visitor turns each (sub)schema into a rule matching one JSON value
-// followed by optional whitespace; $refs become named rules (so recursive schemas work), allOf
-// is merged first (json_schema_merge.h), anyOf/oneOf/type arrays become alternations.
+// and nothing around it; $refs become named rules (so recursive schemas work), allOf is merged
+// first (json_schema_merge.h), anyOf/oneOf/type arrays become alternations. Whitespace (only
+// with compact_whitespace off) belongs to the container: after its opening bracket, after each
+// key, colon, member and comma. The root value is not followed by any, so once it closes the
+// grammar is complete and only the end of generation may follow.
 #include "grammar/json_schema_to_gbnf.h"
 
 #include <cctype>
@@ -49,26 +52,29 @@ class SchemaConverter {
     out += rules_.add("space", R"(( " " | "\n"{1,2} [ \t]{0,20} )?)");
     return out;
   }
+  // A value inside a container, with the whitespace that may follow it.
+  std::string spaced(const std::string& value) { return value + space(); }
   std::string char_rule() { return rules_.add("char", kJsonCharBody); }
-  std::string string_any() { return rules_.add("string", "\"\\\"\" " + char_rule() + "* \"\\\"\"" + space()); }
+  std::string string_any() { return rules_.add("string", "\"\\\"\" " + char_rule() + "* \"\\\"\""); }
   std::string integral_part() { return rules_.add("integral-part", kIntegralPartBody); }
   // Up to 20 decimals: Python writes 0.1 + 0.2 with 17, small values with more.
   std::string decimal_part() { return rules_.add("decimal-part", "[0-9]{1,20}"); }
   std::string number_any() {
     // JSON exponents may have leading zeros (Python writes 1e-05).
-    return rules_.add("number", "(\"-\"? " + integral_part() + ") (\".\" " + decimal_part() + ")? ([eE] [-+]? [0-9]{1,16})?" +
-                                    space());
+    return rules_.add("number",
+                      "(\"-\"? " + integral_part() + ") (\".\" " + decimal_part() + ")? ([eE] [-+]? [0-9]{1,16})?");
   }
-  std::string integer_any() { return rules_.add("integer", "(\"-\"? " + integral_part() + ")" + space()); }
-  std::string boolean() { return rules_.add("boolean", "(\"true\" | \"false\")" + space()); }
-  std::string null() { return rules_.add("null", "\"null\"" + space()); }
+  std::string integer_any() { return rules_.add("integer", "(\"-\"? " + integral_part() + ")"); }
+  std::string boolean() { return rules_.add("boolean", "(\"true\" | \"false\")"); }
+  std::string null() { return rules_.add("null", "\"null\""); }
 
   // Any JSON value: a recursive rule set of its own.
   std::string any_value() {
     if (!any_value_.empty()) return any_value_;
     any_value_ = rules_.reserve("value");
-    const std::string array = rules_.add("array", "\"[\"" + space() + " (" + any_value_ + " (\",\"" + space() + " " +
-                                                      any_value_ + ")*)? \"]\"" + space());
+    const std::string item = spaced(any_value_);
+    const std::string array =
+        rules_.add("array", "\"[\"" + space() + " (" + item + " (\",\"" + space() + " " + item + ")*)? \"]\"");
     rules_.define(any_value_, any_object() + " | " + array + " | " + string_any() + " | " + number_any() + " | " +
                                   boolean() + " | " + null());
     return any_value_;
@@ -77,8 +83,8 @@ class SchemaConverter {
     if (!any_object_.empty()) return any_object_;
     any_object_ = rules_.reserve("object");
     const std::string value = any_value();
-    const std::string kv = string_any() + " \":\"" + space() + " " + value;
-    rules_.define(any_object_, "\"{\"" + space() + " (" + kv + " (\",\"" + space() + " " + kv + ")*)? \"}\"" + space());
+    const std::string kv = spaced(string_any()) + " \":\"" + space() + " " + spaced(value);
+    rules_.define(any_object_, "\"{\"" + space() + " (" + kv + " (\",\"" + space() + " " + kv + ")*)? \"}\"");
     return any_object_;
   }
 
@@ -172,13 +178,13 @@ class SchemaConverter {
       }
       return rules_.add(name, body);
     }
-    if (schema.contains("const")) return rules_.add(name, "(" + value_literal(schema["const"]) + ")" + space());
+    if (schema.contains("const")) return rules_.add(name, "(" + value_literal(schema["const"]) + ")");
     if (schema.contains("enum")) {
       const auto& values = schema["enum"];
       if (!values.is_array() || values.empty()) fail(pointer + "/enum", "enum must be a non-empty array");
       std::string body = "(";
       for (size_t i = 0; i < values.size(); ++i) body += (i ? " | " : "") + value_literal(values[i]);
-      return rules_.add(name, body + ")" + space());
+      return rules_.add(name, body + ")");
     }
 
     if (schema.contains("type")) {
@@ -277,15 +283,15 @@ class SchemaConverter {
       } catch (const GrammarError& error) {
         fail(pointer + "/pattern", error.what());
       }
-      return rules_.add(name, "\"\\\"\" " + expression + " \"\\\"\"" + space());
+      return rules_.add(name, "\"\\\"\" " + expression + " \"\\\"\"");
     }
     if (schema.contains("format") && schema["format"].is_string()) {
       const std::string format = schema["format"].get<std::string>();
-      if (auto body = string_format_body(format)) return rules_.add(format + "-string", *body + space());
+      if (auto body = string_format_body(format)) return rules_.add(format + "-string", *body);
     }
     const auto [min, max] = bounded_counts(schema, "minLength", "maxLength", pointer);
     if (min == 0 && !max) return string_any();
-    return rules_.add(name, "\"\\\"\" " + char_rule() + repetition_suffix(min, max) + " \"\\\"\"" + space());
+    return rules_.add(name, "\"\\\"\" " + char_rule() + repetition_suffix(min, max) + " \"\\\"\"");
   }
 
   std::string visit_number(const OrderedJson& schema, bool integer, const std::string& pointer, const std::string& name) {
@@ -313,11 +319,11 @@ class SchemaConverter {
     const std::optional<std::string> body =
         integer ? bounded_integer_body(bounds) : bounded_number_body(bounds, decimal_part());
     if (!body) fail(pointer, std::string("no ") + (integer ? "integer" : "number") + " of at most 16 digits meets the bounds");
-    return rules_.add(name, *body + space());
+    return rules_.add(name, *body);
   }
 
   std::string visit_array(const OrderedJson& schema, const std::string& pointer, const std::string& name, int depth) {
-    const std::string open = "\"[\"" + space(), close = "\"]\"" + space(), comma = "\",\"" + space();
+    const std::string open = "\"[\"" + space(), close = "\"]\"", comma = "\",\"" + space();
     auto [min, max] = bounded_counts(schema, "minItems", "maxItems", pointer);
     // A tuple: prefixItems (2020-12) or an array under items (draft 4-2019), then the rest.
     const OrderedJson* tuple = nullptr;
@@ -338,8 +344,8 @@ class SchemaConverter {
     if (tuple) {
       // Every tuple item is written (a shorter array would also validate; the grammar asks for all).
       for (size_t i = 0; i < tuple->size(); ++i) {
-        fixed.push_back(visit((*tuple)[i], pointer + "/" + tuple_key + "/" + std::to_string(i),
-                              name + "-" + std::to_string(i), depth + 1));
+        fixed.push_back(spaced(visit((*tuple)[i], pointer + "/" + tuple_key + "/" + std::to_string(i),
+                                     name + "-" + std::to_string(i), depth + 1)));
       }
       if (max && *max < fixed.size()) fail(pointer, "maxItems is below the number of prefixItems");
       // Past the tuple, only items of an explicit schema (absent = none, a strict reading).
@@ -355,7 +361,7 @@ class SchemaConverter {
     }
     std::string item;
     if (!max || *max > 0) {
-      item = rest ? visit(*rest, pointer + "/" + rest_key, name + "-item", depth + 1) : any_value();
+      item = spaced(rest ? visit(*rest, pointer + "/" + rest_key, name + "-item", depth + 1) : any_value());
     }
     std::string body = open;
     for (size_t i = 0; i < fixed.size(); ++i) body += (i ? " " + comma + " " : " ") + fixed[i];
@@ -375,12 +381,11 @@ class SchemaConverter {
   std::string excluded_key(const std::vector<std::string>& names, const std::string& pointer) {
     const std::optional<std::string> body = key_body_excluding(names, char_rule());
     if (!body) fail(pointer, "a property name is not valid UTF-8");
-    return rules_.add("additional-key", "\"\\\"\" " + *body + " \"\\\"\"" + space());
+    return rules_.add("additional-key", "\"\\\"\" " + *body + " \"\\\"\"");
   }
 
   std::string visit_object(const OrderedJson& schema, const std::string& pointer, const std::string& name, int depth) {
-    const std::string open = "\"{\"" + space(), close = "\"}\"" + space(), comma = "\",\"" + space(),
-                      colon = "\":\"" + space();
+    const std::string open = "\"{\"" + space(), close = "\"}\"", comma = "\",\"" + space(), colon = "\":\"" + space();
     const OrderedJson empty = OrderedJson::object();
     const OrderedJson& properties = schema.contains("properties") ? schema["properties"] : empty;
     if (!properties.is_object()) fail(pointer + "/properties", "properties must be an object");
@@ -421,7 +426,8 @@ class SchemaConverter {
     std::vector<bool> is_required;
     for (const auto& [key, value] : members) {
       names.push_back(key);
-      kvs.push_back(rules_.add(name + "-" + key + "-kv", gbnf_literal(OrderedJson(key).dump()) + space() + " " + colon + " " + value));
+      kvs.push_back(rules_.add(name + "-" + key + "-kv",
+                               gbnf_literal(OrderedJson(key).dump()) + space() + " " + colon + " " + spaced(value)));
       is_required.push_back(required.count(key) > 0);
     }
     if (members.empty() && additional_value == any_value()) return any_object();
@@ -431,7 +437,8 @@ class SchemaConverter {
     std::string start, rest;
     if (!additional_value.empty()) {
       const std::string key = names.empty() ? string_any() : excluded_key(names, pointer);
-      const std::string kv = rules_.add(name + "-additional-kv", key + " " + colon + " " + additional_value);
+      const std::string kv =
+          rules_.add(name + "-additional-kv", spaced(key) + " " + colon + " " + spaced(additional_value));
       rest = rules_.add(name + "-additional-rest", "(" + comma + " " + kv + ")*");
       start = rules_.add(name + "-additional-start", "(" + kv + " " + rest + ")?");
     }
@@ -484,6 +491,8 @@ std::string json_schema_text_to_gbnf(std::string_view schema_text, const JsonSch
   return json_schema_to_gbnf(schema, options);
 }
 
-std::string json_object_gbnf() { return json_schema_to_gbnf(nlohmann::ordered_json::object()); }
+std::string json_object_gbnf(const JsonSchemaOptions& options) {
+  return json_schema_to_gbnf(nlohmann::ordered_json::object(), options);
+}
 
 }  // namespace lumen::grammar

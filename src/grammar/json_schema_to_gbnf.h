@@ -13,8 +13,12 @@
 namespace lumen::grammar {
 
 struct JsonSchemaOptions {
-  // Whitespace between tokens: false = any JSON whitespace (bounded), true = none (compact).
-  bool compact_whitespace = false;
+  // Whitespace between tokens: true (the default) = none, `{"a":1,"b":[2,3]}`, as OpenAI's
+  // structured outputs and vLLM's disable_any_whitespace write it; false = a bounded amount
+  // after brackets, keys, colons, members and commas (one space, or one or two newlines and up
+  // to 20 spaces or tabs: llama.cpp's converter's looser form). Either way nothing follows the
+  // root value: once it closes, only the end of generation may come.
+  bool compact_whitespace = true;
   // Largest count a repetition may spell out (maxLength, maxItems, regex {m,n}): larger upper
   // bounds are lowered to it (every output still validates), larger lower bounds are refused.
   size_t max_repetition = 4096;
@@ -30,7 +34,7 @@ std::string json_schema_to_gbnf(const nlohmann::json& schema, const JsonSchemaOp
 // Parses `schema_text` keeping key order; a JSON syntax error is a GrammarError at its offset.
 std::string json_schema_text_to_gbnf(std::string_view schema_text, const JsonSchemaOptions& options = {});
 
-// Any JSON value (response_format {"type": "json_object"}: an object).
-std::string json_object_gbnf();
+// Any JSON object (response_format {"type": "json_object"}).
+std::string json_object_gbnf(const JsonSchemaOptions& options = {});
 
 }  // namespace lumen::grammar

@@ -7,6 +7,7 @@
 #include "sampling/dense_ops.h"
 #include "sampling/fast_exp.h"
 #include "sampling/logit_processors.h"
+#include "sampling/seed_stream.h"
 #include "util/error.h"
 
 namespace lumen::sampling {
@@ -45,12 +46,12 @@ Sampler::Sampler(const SamplingParams& params, std::span<const int32_t> prompt,
     : Sampler(std::make_shared<const SamplingSetup>(params), prompt, end_of_generation) {}
 
 Sampler::Sampler(std::shared_ptr<const SamplingSetup> setup, std::span<const int32_t> prompt,
-                 std::span<const int32_t> end_of_generation, uint64_t seed_offset)
+                 std::span<const int32_t> end_of_generation, uint64_t choice_index)
     : setup_(std::move(setup)),
       // Without penalties the window counts nothing (and costs nothing).
       window_(setup_->params.has_penalties() ? setup_->params.penalty_last_n : 0),
-      seed_(setup_->params.seed ? *setup_->params.seed + seed_offset : fresh_seed()),
-      rng_(seed_) {
+      seed_(setup_->params.seed ? *setup_->params.seed : fresh_seed()),
+      rng_(seed_of_choice(seed_, choice_index)) {
   const SamplingParams& params = setup_->params;
   if (params.min_tokens > 0) {
     banned_until_min_ = params.stop_token_ids;

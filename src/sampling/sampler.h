@@ -116,10 +116,11 @@ class Sampler {
   // Throws lumen::Error for invalid params.
   explicit Sampler(const SamplingParams& params, std::span<const int32_t> prompt = {},
                    std::span<const int32_t> end_of_generation = {});
-  // A sampler on a shared setup; it draws from the setup's seed + seed_offset (when the setup
-  // has a seed), so the forks of one request draw different but reproducible streams.
+  // A sampler on a shared setup for choice `choice_index` of its request: when the setup has a
+  // seed it draws from seed_of_choice(seed, choice_index) (seed_stream.h), so the forks of one
+  // request draw different but reproducible streams, and no other seed's choice shares them.
   Sampler(std::shared_ptr<const SamplingSetup> setup, std::span<const int32_t> prompt,
-          std::span<const int32_t> end_of_generation, uint64_t seed_offset = 0);
+          std::span<const int32_t> end_of_generation, uint64_t choice_index = 0);
 
   // Installs the grammar hook (nullptr removes it). No engine path calls it yet: structured
   // output (issue 18) installs its token masks here, from the output processor.
@@ -149,7 +150,9 @@ class Sampler {
   }
 
   int64_t n_accepted() const { return n_accepted_; }
-  // The seed in use (drawn from std::random_device when params.seed was absent).
+  // The request's seed: params.seed, or one drawn from std::random_device when it was absent.
+  // Given as params.seed it reproduces this sampler's draws (at the same choice index: the
+  // generator is seeded with seed_of_choice(seed, index)).
   uint64_t seed() const { return seed_; }
   const SamplingParams& params() const { return setup_->params; }
 

@@ -146,16 +146,22 @@ void restore_declared_order(std::string_view raw_body, ChatRequest& request) {
 void prepare_tool_calling(ChatRequest& request, const Model& model) {
   if (!request.tools) return;
   request.tool_format = tool_call_format_of(model.state().chat_template_source);
-  ToolPrompt prompt = prepare_tool_prompt(request.tool_format, request.messages, *request.tools);
+  std::optional<StructuredOutputs> constraint = tool_reply_constraint(request.tool_format, *request.tools);
+  const bool calls_allowed = request.tools->choice != ToolChoice::None;
+  if (constraint && request.options.params.structured_outputs) {
+    if (calls_allowed) {
+      invalid(request.options.structured_field,
+              "'{}' and 'tools' both constrain the reply; send tool_choice \"none\" to use '{}' with tools",
+              request.options.structured_field, request.options.structured_field);
+    }
+    constraint.reset();  // tool_choice none: the client's constraint shapes the reply, left as it is
+  }
+  request.tool_reply_parsed = calls_allowed || constraint.has_value();
+  ToolPrompt prompt =
+      prepare_tool_prompt(request.tool_format, request.messages, *request.tools, constraint.has_value());
   request.messages = std::move(prompt.messages);
   request.template_tools = std::move(prompt.template_tools);
-  std::optional<StructuredOutputs> constraint = tool_reply_constraint(request.tool_format, *request.tools);
   if (!constraint) return;
-  if (request.options.params.structured_outputs) {
-    invalid(request.options.structured_field,
-            "'{}' and 'tools' both constrain the reply; send tool_choice \"none\" to use '{}' with tools",
-            request.options.structured_field, request.options.structured_field);
-  }
   request.options.params.structured_outputs = std::move(constraint);
   request.options.structured_field = "tools";
 }

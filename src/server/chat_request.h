@@ -22,6 +22,9 @@ struct ChatRequest {
   std::optional<ToolRequest> tools;  // `tools`, `tool_choice`, `parallel_tool_calls`
   ToolCallFormat tool_format = ToolCallFormat::Generic;  // set by prepare_tool_calling
   std::optional<nlohmann::ordered_json> template_tools;  // the chat template's `tools`
+  // Set by prepare_tool_calling: the reply's text goes through parse_tool_reply (it may call
+  // tools, or Generic wrapped it in its JSON).
+  bool tool_reply_parsed = false;
 };
 
 // The conversation in the template's terms: a non-empty list of {"role", "content"} objects

@@ -91,6 +91,9 @@ void LogprobWriter::append_completion_entry(nlohmann::json& out, int32_t token, 
   out["token_logprobs"].push_back(none ? nlohmann::json() : nlohmann::json(finite_logprob(logprob)));
   nlohmann::json alternatives = none ? nlohmann::json() : nlohmann::json::object();
   for (const TokenAlternative& alt : top) alternatives[model_->token_bytes(alt.token)] = finite_logprob(alt.logprob);
+  // The token itself is among them, as OpenAI's and vLLM's legacy completions write it: up to
+  // k + 1 entries when it is not one of the k likeliest (logprobs=0 gives just the token).
+  if (!none) alternatives[piece] = finite_logprob(logprob);
   out["top_logprobs"].push_back(std::move(alternatives));
   out["text_offset"].push_back(text_offset_);
   text_offset_ += static_cast<int64_t>(piece.size());

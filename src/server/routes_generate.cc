@@ -365,7 +365,7 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
                       context.limits.max_output_records);
   GenerationJob job{Endpoint::ChatCompletions, {std::move(parsed.prompt)}, {}, parsed.options, std::nullopt,
                     ToolCallFormat::Generic};
-  if (parsed.tools && parsed.tools->choice != ToolChoice::None) {
+  if (parsed.tools && parsed.tool_reply_parsed) {
     job.tools = std::move(parsed.tools);
     job.tool_format = parsed.tool_format;
   }

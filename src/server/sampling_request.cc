@@ -1,6 +1,7 @@
 #include "server/sampling_request.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -82,12 +83,19 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
   }
   read_logit_bias(fields, limits, p);
 
-  // Any 64-bit integer seeds the generator; a negative one wraps (Python clients send ints).
+  // An integer from 0 to 2^64-1 seeds the generator (2.0 is an integer, as for the other
+  // fields); -1 (llama-server's and vLLM's "random") or null draws a random one. Anything else
+  // is a 400, not a silently wrapped or saturated seed.
   if (const nlohmann::json* seed = fields.find("seed")) {
-    if (seed->is_number_unsigned()) p.seed = seed->get<uint64_t>();
-    else if (auto v = as_integer(*seed, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
-      p.seed = static_cast<uint64_t>(*v);
-    else invalid("seed", "'seed' must be an integer");
+    const double as_double = seed->is_number() ? seed->get<double>() : std::nan("");
+    if (seed->is_number_unsigned()) {
+      p.seed = seed->get<uint64_t>();
+    } else if (seed->is_number_float() && std::floor(as_double) == as_double && as_double >= 0.0 &&
+               as_double < 0x1p64) {
+      p.seed = static_cast<uint64_t>(as_double);
+    } else if (!seed->is_number() || seed->is_boolean() || as_double != -1.0) {
+      invalid("seed", "'seed' must be -1 (a random seed) or an integer in [0, 18446744073709551615]");
+    }
   }
 
   // The token limit: chat's max_completion_tokens wins over its deprecated max_tokens.

@@ -103,8 +103,6 @@ void read_vllm_structured_outputs(const nlohmann::json& spec, Collector& out) {
   const std::string field = "structured_outputs";
   if (!spec.is_object()) invalid(field, "'structured_outputs' must be an object");
   const RequestFields f(spec);
-  bool compact = false;
-  if (auto v = f.boolean("disable_any_whitespace")) compact = *v;
   if (const nlohmann::json* v = f.find("json")) out.take(field + ".json").json = schema_text(field + ".json", *v);
   if (auto v = f.boolean("json_object"); v && *v) out.take(field + ".json_object").json_object = true;
   if (const nlohmann::json* v = f.find("regex")) out.take(field + ".regex").regex = string_field(field + ".regex", *v);
@@ -112,8 +110,21 @@ void read_vllm_structured_outputs(const nlohmann::json& spec, Collector& out) {
   if (const nlohmann::json* v = f.find("grammar")) {
     out.take(field + ".grammar").grammar = string_field(field + ".grammar", *v);
   }
-  // The flag only matters to JSON; with the others it is accepted and changes nothing, as vLLM.
-  if (compact && out.current() != nullptr) out.current()->compact_whitespace = true;
+}
+
+// vLLM's structured_outputs.disable_any_whitespace, for whichever field set the constraint
+// (response_format included): false allows whitespace between JSON tokens, true (Lumen's
+// default) none. It only matters to JSON; with the other constraints it changes nothing, as
+// in vLLM.
+void read_whitespace_choice(const RequestFields& fields, Collector& out) {
+  const nlohmann::json* spec = fields.find("structured_outputs");
+  if (spec == nullptr || !spec->is_object()) return;
+  const nlohmann::json* flag = RequestFields(*spec).find("disable_any_whitespace");
+  if (flag == nullptr) return;
+  if (!flag->is_boolean())
+    invalid("structured_outputs.disable_any_whitespace",
+            "'structured_outputs.disable_any_whitespace' must be a boolean");
+  if (out.current() != nullptr) out.current()->compact_whitespace = flag->get<bool>();
 }
 
 }  // namespace
@@ -134,6 +145,7 @@ std::optional<StructuredRequest> parse_structured_request(const RequestFields& f
   }
   if (const nlohmann::json* v = fields.find("grammar")) out.take("grammar").grammar = string_field("grammar", *v);
   if (const nlohmann::json* v = fields.find("json_schema")) out.take("json_schema").json = schema_text("json_schema", *v);
+  read_whitespace_choice(fields, out);
   return std::move(out).result();
 }
 

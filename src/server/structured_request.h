@@ -4,7 +4,8 @@
 //    {"name", "schema", "strict"}} (llama-server's {"type": "json_object", "schema": {...}} too);
 //  - vLLM: `structured_outputs` {json, regex, choice, grammar, json_object,
 //    disable_any_whitespace}, and its older `guided_json`, `guided_regex`, `guided_choice`,
-//    `guided_grammar`;
+//    `guided_grammar`. JSON is compact unless `structured_outputs.disable_any_whitespace` is
+//    false (with any of the fields, response_format too);
 //  - llama-server: `grammar` (GBNF text) and `json_schema` (a schema).
 // At most one constraint per request: two are a 400 naming both fields. Whether a schema or
 // grammar is valid is decided when the engine compiles it (a 400 naming `field`).

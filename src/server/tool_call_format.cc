@@ -4,6 +4,7 @@
 #include <random>
 
 #include "grammar/json_schema_to_gbnf.h"
+#include "server/generic_reply_prefix.h"
 
 namespace lumen::server {
 
@@ -23,6 +24,10 @@ std::string new_call_id() {
   return id;
 }
 
+bool must_call(const ToolRequest& request) {
+  return request.choice == ToolChoice::Required || request.choice == ToolChoice::Named;
+}
+
 // The schema of one call: {"<name_key>": <the name>, "<arguments_key>": <its parameters>}.
 ordered_json call_schema(const ToolFunction& f, const char* arguments_key) {
   ordered_json parameters = f.parameters.empty() ? ordered_json{{"type", "object"}} : f.parameters;
@@ -38,22 +43,32 @@ ordered_json any_call_schema(const ToolRequest& request, const char* arguments_k
   return any.size() == 1 ? any[0] : ordered_json{{"anyOf", any}};
 }
 
+ordered_json generic_text_schema() {
+  return {{"type", "object"},
+          {"properties", {{"content", {{"type", "string"}}}}},
+          {"required", {"content"}},
+          {"additionalProperties", false}};
+}
+
 ordered_json generic_reply_schema(const ToolRequest& request) {
+  if (request.choice == ToolChoice::None) return generic_text_schema();
   ordered_json calls = {{"type", "array"}, {"items", any_call_schema(request, "arguments")}, {"minItems", 1}};
-  if (!request.parallel) calls["maxItems"] = 1;
+  calls["maxItems"] = request.parallel ? kMaxParallelToolCalls : 1;
   ordered_json call_reply = {{"type", "object"},
                              {"properties", {{"tool_calls", calls}}},
                              {"required", {"tool_calls"}},
                              {"additionalProperties", false}};
   if (request.choice == ToolChoice::Required || request.choice == ToolChoice::Named) return call_reply;
-  ordered_json text_reply = {{"type", "object"},
-                             {"properties", {{"content", {{"type", "string"}}}}},
-                             {"required", {"content"}},
-                             {"additionalProperties", false}};
-  return {{"anyOf", {call_reply, text_reply}}};
+  return {{"anyOf", {call_reply, generic_text_schema()}}};
 }
 
 std::string generic_instructions(const ToolRequest& request) {
+  if (request.choice == ToolChoice::None) {
+    // No call may be made, but the conversation holds its calls and results as JSON, which a
+    // model would imitate in free text: the reply is JSON too, and Lumen unwraps its content.
+    return "Reply with one JSON object: {\"content\": <your answer>}. A tool's result comes back as "
+           "{\"tool_response\": ...}.";
+  }
   ordered_json described = ordered_json::array();
   for (const ToolFunction* f : request.callable()) {
     described.push_back({{"name", f->name}, {"description", f->description}, {"parameters", f->parameters}});
@@ -61,15 +76,14 @@ std::string generic_instructions(const ToolRequest& request) {
   std::string text =
       "You can call tools. Each tool has a name, a description and a JSON Schema of its arguments:\n" +
       described.dump(2) + "\n\n";
-  const bool must_call = request.choice == ToolChoice::Required || request.choice == ToolChoice::Named;
-  text += must_call ? "Reply with one JSON object that calls " +
-                          std::string(request.parallel ? "one or more tools" : "one tool") +
-                          ": {\"tool_calls\": [{\"name\": <tool name>, \"arguments\": <arguments object>}]}"
-                    : "Reply with one JSON object: {\"tool_calls\": [{\"name\": <tool name>, \"arguments\": "
-                      "<arguments object>}]} to call " +
-                          std::string(request.parallel ? "one or more tools" : "one tool") +
-                          ", or {\"content\": <your answer>} to answer without a tool. A tool's result "
-                          "comes back as {\"tool_response\": ...}.";
+  text += must_call(request) ? "Reply with one JSON object that calls " +
+                                   std::string(request.parallel ? "one or more tools" : "one tool") +
+                                   ": {\"tool_calls\": [{\"name\": <tool name>, \"arguments\": <arguments object>}]}"
+                             : "Reply with one JSON object: {\"tool_calls\": [{\"name\": <tool name>, \"arguments\": "
+                               "<arguments object>}]} to call " +
+                                   std::string(request.parallel ? "one or more tools" : "one tool") +
+                                   ", or {\"content\": <your answer>} to answer without a tool. A tool's result "
+                                   "comes back as {\"tool_response\": ...}.";
   return text;
 }
 
@@ -90,7 +104,7 @@ ordered_json arguments_json(const ordered_json& arguments) {
 
 // Generic: earlier calls and results as the JSON the model writes and reads, in turns any
 // template accepts (tool results become user turns; neighbours of one role merge).
-// `instruct`: add the tool descriptions and reply format (not with tool_choice none).
+// `instruct`: add the reply format (and, unless tool_choice is none, the tool descriptions).
 ordered_json generic_messages(const ordered_json& messages, const ToolRequest& request, bool instruct) {
   std::map<std::string, std::string> call_names;  // tool_call_id -> function name
   ordered_json rewritten = ordered_json::array();
@@ -173,8 +187,8 @@ ToolReply parse_hermes(std::string_view text, const ToolRequest& request) {
     content += text.substr(at, open - at);
     const size_t body = open + kHermesOpen.size();
     size_t close = text.find(kHermesClose, body);
-    const size_t end = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
-    if (close == std::string_view::npos) close = text.size();
+    if (close == std::string_view::npos) break;  // a call cut short (max_tokens): not content
+    const size_t end = close + kHermesClose.size();
     const ordered_json object = ordered_json::parse(text.substr(body, close - body), nullptr, false);
     if (auto call = call_of(object, "arguments", request)) {
       reply.calls.push_back(std::move(*call));
@@ -185,6 +199,16 @@ ToolReply parse_hermes(std::string_view text, const ToolRequest& request) {
   }
   reply.content = reply.calls.empty() ? content : trimmed(content);
   return reply;
+}
+
+// Llama 3's call opens with <|python_tag|> or {"name" (the parameters object follows).
+bool text_starts_call(std::string_view body) {
+  if (body.starts_with(kPythonTag)) return true;
+  const size_t brace = body.find_first_not_of(" \t\r\n");
+  if (brace == std::string_view::npos || body[brace] != '{') return false;
+  const size_t quote = body.find_first_not_of(" \t\r\n", brace + 1);
+  return quote == std::string_view::npos || body.substr(quote).starts_with("\"name\"") ||
+         std::string_view("\"name\"").starts_with(body.substr(quote));
 }
 
 ToolReply parse_llama3(std::string_view text, const ToolRequest& request) {
@@ -212,26 +236,28 @@ ToolReply parse_llama3(std::string_view text, const ToolRequest& request) {
       start = semi + 1;
     }
   }
-  if (reply.calls.empty()) reply.content = std::string(text);
+  if (reply.calls.empty()) {
+    // A call the reply began but did not finish (cut by max_tokens) is no content; other text,
+    // JSON that calls nothing offered included, is.
+    const bool cut_call = (text_starts_call(body) || must_call(request)) && whole.is_discarded();
+    if (!cut_call) reply.content = std::string(text);
+  }
   return reply;
 }
 
+// The reply is constrained to the wrapper's JSON from its first byte, so text that does not
+// parse is a reply cut short (max_tokens): its finished calls, or its content so far, and never
+// the wrapper itself.
 ToolReply parse_generic(std::string_view text, const ToolRequest& request) {
   ToolReply reply;
-  const ordered_json object = ordered_json::parse(text, nullptr, false);
-  if (object.is_object()) {
-    if (auto calls = object.find("tool_calls"); calls != object.end() && calls->is_array()) {
-      for (const auto& c : *calls) {
-        if (auto call = call_of(c, "arguments", request)) reply.calls.push_back(std::move(*call));
-      }
-      if (!reply.calls.empty()) return reply;
-    }
-    if (auto content = object.find("content"); content != object.end() && content->is_string()) {
-      reply.content = content->get<std::string>();
-      return reply;
+  const GenericReplyPrefix prefix = read_generic_reply_prefix(text);
+  if (prefix.kind == GenericReplyPrefix::Kind::Content) {
+    reply.content = prefix.content;
+  } else {
+    for (const auto& c : prefix.calls) {
+      if (auto call = call_of(c, "arguments", request)) reply.calls.push_back(std::move(*call));
     }
   }
-  reply.content = std::string(text);  // cut short (max_tokens) or not ours: the text as it is
   return reply;
 }
 
@@ -255,36 +281,34 @@ const char* tool_call_format_name(ToolCallFormat format) {
 }
 
 ToolPrompt prepare_tool_prompt(ToolCallFormat format, const nlohmann::ordered_json& messages,
-                               const ToolRequest& request) {
-  if (request.choice == ToolChoice::None) {
-    // No call may be made: the reply is free text, but the conversation may hold earlier calls
-    // and results, which the model must still see (a native template renders them itself).
-    if (format == ToolCallFormat::Generic) return {generic_messages(messages, request, false), std::nullopt};
-    return {messages, request.tools};
-  }
-  if (format == ToolCallFormat::Generic) return {generic_messages(messages, request, true), std::nullopt};
+                               const ToolRequest& request, bool wrapped_reply) {
+  // tool_choice none: no call may be made, but the conversation may hold earlier calls and
+  // results, which the model must still see (a native template renders them itself).
+  if (format == ToolCallFormat::Generic) return {generic_messages(messages, request, wrapped_reply), std::nullopt};
   return {messages, request.tools};
 }
 
 std::optional<StructuredOutputs> tool_reply_constraint(ToolCallFormat format, const ToolRequest& request) {
-  if (request.choice == ToolChoice::None) return std::nullopt;
-  const bool must_call = request.choice == ToolChoice::Required || request.choice == ToolChoice::Named;
   StructuredOutputs out;
+  if (format == ToolCallFormat::Generic) {
+    out.json = generic_reply_schema(request).dump();
+    return out;
+  }
+  if (request.choice == ToolChoice::None) return std::nullopt;
   switch (format) {
-    case ToolCallFormat::Generic:
-      out.json = generic_reply_schema(request).dump();
-      return out;
+    case ToolCallFormat::Generic: break;
     case ToolCallFormat::Llama3Json:
-      if (!must_call) return std::nullopt;
+      if (!must_call(request)) return std::nullopt;
       out.json = any_call_schema(request, "parameters").dump();
       return out;
     case ToolCallFormat::Hermes: {
-      if (!must_call) return std::nullopt;
+      if (!must_call(request)) return std::nullopt;
       grammar::JsonSchemaOptions options;
       options.root_rule = "tool-call";
       const std::string call = grammar::json_schema_to_gbnf(any_call_schema(request, "arguments"), options);
       const std::string one = "\"<tool_call>\\n\" tool-call \"\\n</tool_call>\"";
-      out.grammar = "root ::= " + one + (request.parallel ? " (\"\\n\" " + one + ")*" : std::string()) + "\n" + call;
+      const std::string more = " (\"\\n\" " + one + "){0," + std::to_string(kMaxParallelToolCalls - 1) + "}";
+      out.grammar = "root ::= " + one + (request.parallel ? more : std::string()) + "\n" + call;
       return out;
     }
   }
@@ -292,6 +316,7 @@ std::optional<StructuredOutputs> tool_reply_constraint(ToolCallFormat format, co
 }
 
 ToolReply parse_tool_reply(ToolCallFormat format, std::string_view text, const ToolRequest& request) {
+  if (format == ToolCallFormat::Generic) return parse_generic(text, request);
   if (request.choice == ToolChoice::None) return {std::string(text), {}};
   switch (format) {
     case ToolCallFormat::Hermes: return parse_hermes(text, request);

@@ -11,12 +11,17 @@
 //    tools, so Lumen describes them in a system message and the reply is one JSON object,
 //    {"tool_calls": [{"name", "arguments"}...]} or {"content": "..."}, constrained by a schema
 //    (so even a small model's reply always parses). Earlier calls and tool results are written
-//    into the conversation as that JSON, in user/assistant turns any template accepts.
+//    into the conversation as that JSON, in user/assistant turns any template accepts. The
+//    wrapper never reaches the client: a reply cut short (max_tokens) gives its finished calls
+//    or its content so far (generic_reply_prefix.h), with finish_reason "length".
 //
 // tool_choice "required" or a named function constrain the reply to a call of the allowed
 // functions, their arguments following each function's parameter schema; "auto" lets a
 // Hermes / Llama 3 model answer freely (calls are parsed when they appear); "none" leaves the
-// tools out of the prompt's reply format and parses nothing.
+// tools out of the prompt's reply format and parses nothing, except in Generic, whose reply is
+// then {"content": "..."} (the conversation's calls and results are JSON, which a model would
+// imitate) unless the request constrains the output itself. A call a native reply began and
+// did not finish is dropped, not sent as content.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,15 +40,16 @@ ToolCallFormat tool_call_format_of(std::string_view chat_template_source);
 const char* tool_call_format_name(ToolCallFormat format);
 
 // What the chat template renders: the messages (rewritten for Generic) and its `tools`
-// variable (nullopt for Generic, which the template would not use).
+// variable (nullopt for Generic, which the template would not use). `wrapped_reply`: the reply
+// is constrained by tool_reply_constraint (Generic then tells the model its format).
 struct ToolPrompt {
   nlohmann::ordered_json messages;
   std::optional<nlohmann::ordered_json> template_tools;
 };
 ToolPrompt prepare_tool_prompt(ToolCallFormat format, const nlohmann::ordered_json& messages,
-                               const ToolRequest& request);
+                               const ToolRequest& request, bool wrapped_reply = true);
 
-// The constraint on the reply, or nullopt for free text.
+// The constraint on the reply, or nullopt for free text. Generic always has one.
 std::optional<StructuredOutputs> tool_reply_constraint(ToolCallFormat format, const ToolRequest& request);
 
 struct ParsedToolCall {
@@ -58,7 +64,8 @@ struct ToolReply {
 };
 
 // A reply's text into content and calls. Text that does not parse as the format's calls is
-// content; calls of functions the request does not offer are content too.
+// content, except a call cut short (dropped) and Generic's wrapper (never content); calls of
+// functions the request does not offer are content too.
 ToolReply parse_tool_reply(ToolCallFormat format, std::string_view text, const ToolRequest& request);
 
 // Where, in streamed text, a call may begin (so content before it can be streamed and the rest

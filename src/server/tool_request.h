@@ -3,6 +3,7 @@
 // their arguments), `tool_choice` ("none", "auto", "required" or one named function) and
 // `parallel_tool_calls`. The legacy `functions` / `function_call` are refused with a pointer to
 // these.
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,12 +22,18 @@ struct ToolFunction {
 
 enum class ToolChoice { None, Auto, Required, Named };
 
+// The most calls one reply may make where a grammar writes them (Generic replies, and Hermes
+// under "required" / a named function) with parallel_tool_calls: the list closes after them.
+// A small model that repeats its call would otherwise write it until max_tokens and never
+// finish the reply; a real reply asks for a few calls at once.
+inline constexpr size_t kMaxParallelToolCalls = 8;
+
 struct ToolRequest {
   std::vector<ToolFunction> functions;
   nlohmann::ordered_json tools;  // as the client sent them (the chat template's `tools`)
   ToolChoice choice = ToolChoice::Auto;
   std::string named;     // ToolChoice::Named: the function's name
-  bool parallel = true;  // several calls in one reply
+  bool parallel = true;  // several calls in one reply (at most kMaxParallelToolCalls)
 
   // The functions the reply may call: all, or the named one.
   std::vector<const ToolFunction*> callable() const;

@@ -66,3 +66,29 @@ def test_the_turn_and_generation_ends_stop_and_leave_no_text(gemma, end_token):
     assert choice.finish_reason == "stop", choice
     assert choice.message.content == first.choices[0].message.content
     assert end_token not in choice.message.content
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30}},
+                   "required": ["city"], "additionalProperties": False}}}
+
+
+@pytest.mark.parametrize("tool_choice", ["required", "auto", {"type": "function", "function": {"name": "get_weather"}}])
+def test_tool_calls_come_back_parsed(gemma, tool_choice):
+    # Gemma's template knows no tools (Lumen's Generic format): its reply was Lumen's own
+    # {"tool_calls": [...]} JSON as content, repeated until max_tokens. Now: parsed tool_calls
+    # (or, under auto, a plain answer), never the wrapper.
+    r = gemma.client().chat.completions.create(
+        model=MODEL_NAME, temperature=0, max_tokens=200, tools=[WEATHER], tool_choice=tool_choice,
+        messages=[{"role": "user", "content": "What is the weather in Paris?"}])
+    choice = r.choices[0]
+    for mark in ('"tool_calls"', '{"content"', '{"name"'):
+        assert mark not in (choice.message.content or ""), choice.message.content
+    if tool_choice != "auto":
+        assert choice.message.tool_calls, choice
+    for call in choice.message.tool_calls or []:
+        assert call.function.name == "get_weather"
+        assert isinstance(json.loads(call.function.arguments)["city"], str)
+    if choice.message.tool_calls:
+        assert choice.finish_reason in ("tool_calls", "length"), choice

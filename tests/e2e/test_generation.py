@@ -87,6 +87,26 @@ def test_completion_logprobs(client):
     assert "".join(lp.tokens) == r.choices[0].text
 
 
+def test_completion_top_logprobs_include_the_sampled_token(client):
+    # OpenAI and vLLM list the sampled token among top_logprobs (up to logprobs + 1 entries);
+    # Lumen left it out when it was not one of the k likeliest.
+    for k in (0, 1, 2):
+        r = client.completions.create(model=MODEL_NAME, prompt="Once upon a time", max_tokens=24, temperature=1.5,
+                                      seed=3, logprobs=k)
+        lp = r.choices[0].logprobs
+        outside = 0
+        for token, logprob, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+            assert top[token] == logprob, (token, top)
+            assert max(1, k) <= len(top) <= k + 1
+            outside += len(top) == k + 1
+        assert outside > 0, "a sampled token outside the top k should have been drawn at temperature 1.5"
+    # With echo, the prompt's tokens (after the first) are listed the same way.
+    e = greedy(client, max_tokens=2, echo=True, logprobs=1).choices[0].logprobs
+    assert e.top_logprobs[0] is None
+    for token, logprob, top in zip(e.tokens[1:], e.token_logprobs[1:], e.top_logprobs[1:]):
+        assert top[token] == logprob
+
+
 def test_chat_logprobs(client):
     r = client.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Hi"}], max_tokens=5,
                                        temperature=0, logprobs=True, top_logprobs=2)
@@ -117,29 +137,67 @@ def test_seed_reproduces_sampling(client):
     assert len({sample(s) for s in range(1235, 1240)} | {a}) > 1
 
 
-def test_n_choices_follow_seed_plus_index(client):
+def test_n_choices_are_reproducible_and_their_own(client):
     kw = dict(model=MODEL_NAME, prompt="Once upon a time", max_tokens=10, temperature=1.0)
     r = client.completions.create(n=3, seed=77, **kw)
     assert [c.index for c in r.choices] == [0, 1, 2]
-    singles = [client.completions.create(seed=77 + i, **kw).choices[0].text for i in range(3)]
-    assert [c.text for c in r.choices] == singles
+    texts = [c.text for c in r.choices]
+    assert len(set(texts)) > 1
     assert r.usage.completion_tokens == 30
+    # The first choice is the request with n = 1; the others repeat with the seed.
+    assert client.completions.create(seed=77, **kw).choices[0].text == texts[0]
+    assert [c.text for c in client.completions.create(n=3, seed=77, **kw).choices] == texts
     # Streamed, the same three choices arrive interleaved by index.
-    texts = ["", "", ""]
+    streamed = ["", "", ""]
     for chunk in client.completions.create(n=3, seed=77, stream=True, **kw):
         for c in chunk.choices:
-            texts[c.index] += c.text
-    assert texts == singles
+            streamed[c.index] += c.text
+    assert streamed == texts
+
+
+def test_neighbouring_seeds_share_no_choice(client):
+    # Choice i used to draw from seed + i: seed 1's first choice was seed 0's second. Each
+    # choice's stream is now a mix of (seed, i), so requests with nearby seeds share nothing.
+    kw = dict(model=MODEL_NAME, prompt="Once upon a time", max_tokens=12, temperature=1.0, n=3)
+    texts = {seed: [c.text for c in client.completions.create(seed=seed, **kw).choices] for seed in (0, 1, 2)}
+    for a in texts:
+        for b in texts:
+            if a < b:
+                assert not set(texts[a]) & set(texts[b]), texts
+
+
+def test_seed_minus_one_is_random_and_out_of_range_seeds_are_refused(server, client):
+    kw = dict(model=MODEL_NAME, prompt="Once upon a time", max_tokens=12, temperature=1.0)
+    # -1 is llama-server's and vLLM's "no seed": a fresh one each time, not 2^64 - 1.
+    randoms = {client.completions.create(seed=-1, **kw).choices[0].text for _ in range(4)}
+    assert len(randoms) > 1
+    fixed = client.completions.create(seed=2**64 - 1, **kw).choices[0].text
+    assert fixed == client.completions.create(seed=2**64 - 1, **kw).choices[0].text
+    for seed in (2**64, -2, -(2**63), 1.5, "7", True):
+        r = server.post("/v1/completions", {**kw, "seed": seed})
+        assert r.status_code == 400, (seed, r.text)
+        assert r.json()["error"]["param"] == "seed"
+
+
+def test_cli_seed_minus_one_is_random_and_out_of_range_is_an_error():
+    def run(*seed):
+        return subprocess.run([os.environ["LUMEN_BIN"], "run", "-m", str(model_path()), "-p", "Once upon a time",
+                               "-n", "12", "--temp", "1", *seed], capture_output=True, text=True, timeout=300)
+    seeded = run("--seed", "5")
+    assert seeded.returncode == 0 and seeded.stdout == run("--seed", "5").stdout
+    assert len({run("--seed", "-1").stdout for _ in range(3)}) > 1
+    for bad in ("18446744073709551616", "-2", "1e3", "x"):
+        out = run("--seed", bad)
+        assert out.returncode != 0 and "--seed" in out.stderr, (bad, out.stderr)
+        assert out.stdout == ""
 
 
 def test_best_of_returns_the_candidate_with_the_highest_mean_logprob(client):
     kw = dict(model=MODEL_NAME, prompt="Once upon a time", max_tokens=8, temperature=1.0)
     best = client.completions.create(best_of=3, seed=21, **kw).choices[0].text
-    candidates = []
-    for i in range(3):
-        c = client.completions.create(seed=21 + i, logprobs=0, **kw).choices[0]
-        lps = c.logprobs.token_logprobs
-        candidates.append((sum(lps) / len(lps), c.text))
+    # best_of's candidates are the n = 3 request's choices with the same seed.
+    choices = client.completions.create(n=3, seed=21, logprobs=0, **kw).choices
+    candidates = [(sum(c.logprobs.token_logprobs) / len(c.logprobs.token_logprobs), c.text) for c in choices]
     assert best == max(candidates, key=lambda c: c[0])[1]
 
 

@@ -3,7 +3,9 @@ calls a tool, the tool's result goes back as a `tool` message, the model answers
 not, in the three call formats Lumen speaks: Generic (SmolLM2's own template, which knows no
 tools), Hermes (`--chat-template qwen2.5`) and Llama 3 JSON (`--chat-template llama3`). With
 tool_choice "required" or a named function the call is constrained by the function's parameter
-schema, so even this 135M model's calls always parse and validate."""
+schema, so even this 135M model's calls always parse and validate. Lumen's own wrapper (the
+Generic format's {"tool_calls": ...} / {"content": ...} JSON, a half-written call) never reaches
+the client as content: a reply cut by max_tokens is reported as cut."""
 import json
 
 import jsonschema
@@ -46,6 +48,7 @@ def streamed(client, **kwargs):
 @pytest.fixture(scope="module", params=["generic", "qwen2.5", "llama3"])
 def server(request):
     s = LumenServer() if request.param == "generic" else LumenServer("--chat-template", request.param)
+    s.format = request.param
     yield s
     assert s.stop() == 0, "".join(s.log)
 
@@ -113,3 +116,72 @@ def test_tool_choice_none_answers_in_text(server):
                                                 tools=TOOLS, tool_choice="none")
     assert r.choices[0].message.tool_calls is None
     assert r.choices[0].finish_reason in ("stop", "length")
+
+
+# What Lumen's wrappers look like as text: none of it may reach a client's content.
+WRAPPER_MARKS = ('{"tool_calls"', '"tool_calls":', '{"content"', "tool_response", "<tool_call>", '{"name"')
+
+
+def assert_no_wrapper(content):
+    for mark in WRAPPER_MARKS:
+        assert mark not in (content or ""), content
+
+
+def test_required_always_gives_parsed_calls(server):
+    # Sampled replies of every kind: each is a call (parsed, valid), never the wrapper as text.
+    client = server.client()
+    # With parallel calls the list closes after 8 (the model would repeat its call until
+    # max_tokens): the reply ends with its calls.
+    for parallel, most in ((False, 1), (True, 8)):
+        r = client.chat.completions.create(model=MODEL_NAME, temperature=1.0, seed=12, n=4, max_tokens=400,
+                                           messages=QUESTION, tools=TOOLS, tool_choice="required",
+                                           parallel_tool_calls=parallel)
+        for choice in r.choices:
+            assert choice.message.tool_calls, choice
+            assert_no_wrapper(choice.message.content)
+            assert choice.finish_reason == "tool_calls" and len(choice.message.tool_calls) <= most, choice
+            for c in choice.message.tool_calls:
+                jsonschema.validate(json.loads(c.function.arguments), schema_of(c.function.name))
+
+
+def test_a_call_cut_by_max_tokens_is_reported_as_cut(server):
+    # 8 tokens end the reply inside its first call: finish_reason "length", no call, and no
+    # half-written wrapper as content (SmolLM2 returned '{"tool_calls": [{"name": "get_wea').
+    client = server.client()
+    for choice_kind in ("required", "auto", {"type": "function", "function": {"name": "get_weather"}}):
+        kw = dict(model=MODEL_NAME, temperature=0, max_tokens=8, messages=QUESTION, tools=TOOLS, tool_choice=choice_kind)
+        choice = client.chat.completions.create(**kw).choices[0]
+        assert_no_wrapper(choice.message.content)
+        assert not choice.message.tool_calls
+        if choice_kind != "auto":  # (auto may answer in a few words of text instead)
+            assert choice.finish_reason == "length" and not choice.message.content, choice
+        content, calls, finish = streamed(client, **kw)
+        assert (content, calls, finish) == (choice.message.content or "", [], choice.finish_reason)
+
+
+def test_tool_choice_none_after_a_tool_result_answers_in_plain_text(server):
+    # Lumen's wrapper is the Generic format's JSON (a native template renders tool results in
+    # its own markup, which is the model's to echo): there the reply was Lumen's
+    # {"tool_response": ...} rewrite; now its text. Every format answers in content, no calls.
+    wrapped = server.format == "generic"
+    history = QUESTION + [
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "call_1", "type": "function",
+                         "function": {"name": "get_weather", "arguments": '{"city": "Paris", "unit": "celsius"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 degrees, sunny"}]
+    client = server.client()
+    kw = dict(model=MODEL_NAME, temperature=0, max_tokens=60, messages=history, tools=TOOLS, tool_choice="none")
+    choice = client.chat.completions.create(**kw).choices[0]
+    assert choice.message.tool_calls is None
+    assert choice.finish_reason in ("stop", "length")
+    assert isinstance(choice.message.content, str) and choice.message.content.strip()
+    if wrapped:
+        assert_no_wrapper(choice.message.content)
+    content, calls, finish = streamed(client, **kw)
+    assert (content, calls, finish) == (choice.message.content, [], choice.finish_reason)
+    # Cut short, the answer so far is still plain text.
+    cut = client.chat.completions.create(**{**kw, "max_tokens": 6}).choices[0]
+    assert cut.finish_reason == "length"
+    if wrapped:
+        assert_no_wrapper(cut.message.content)
+    assert choice.message.content.startswith(cut.message.content)

@@ -27,7 +27,7 @@ double mean(const std::vector<float>& v) {
 }
 
 // n completions with a seed: reproducible run to run, and not all the same (completion i draws
-// from seed + i, so they are independent samples).
+// from seed_of_choice(seed, i), so they are independent samples).
 TEST_F(EngineMulti, NCompletionsAreSeededAndDistinct) {
   auto run = [&] {
     Engine engine(handle(), config(256));

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "grammar/grammar.h"
@@ -27,7 +29,13 @@ Json read_cases(const std::string& name) {
   return Json::parse(in);
 }
 
-std::shared_ptr<const CompiledGrammar> compile_schema(const std::string& schema_text, JsonSchemaOptions options = {}) {
+// The looser whitespace (between tokens, not after the root): most cases below check what a
+// schema allows, spelled as people and llama.cpp's grammars write JSON. The default, compact
+// form has its own tests at the end.
+const JsonSchemaOptions kAnyWhitespace{.compact_whitespace = false};
+
+std::shared_ptr<const CompiledGrammar> compile_schema(const std::string& schema_text,
+                                                      JsonSchemaOptions options = kAnyWhitespace) {
   return compile_for_bytes(json_schema_text_to_gbnf(schema_text, options));
 }
 
@@ -101,7 +109,9 @@ TEST(JsonSchemaToGbnf, AcceptsWhatLlamaCppsGrammarsProduce) {
       ASSERT_FALSE(dead_end);
       if (!text || has_negative_zero(*text) || has_surrogate_escape(*text)) continue;
       ++walked;
-      EXPECT_TRUE(grammar_accepts(ours, *text)) << *text;
+      // llama.cpp's root value may be followed by whitespace; ours ends where the value closes.
+      const std::string value = text->substr(0, text->find_last_not_of(" \t\n") + 1);
+      EXPECT_TRUE(grammar_accepts(ours, value)) << *text;
     }
     EXPECT_GT(walked, 0);
   }
@@ -203,7 +213,7 @@ TEST(JsonSchemaToGbnf, PropertiesInDeclaredOrderOptionalOnesSkippable) {
   for (const char* bad : {R"({})", R"({"x":1})", R"({"y":1,"x":2})", R"({"y":1,"w":2})", R"({,"y":1})"}) {
     EXPECT_FALSE(grammar_accepts(compiled, bad)) << bad;
   }
-  const auto compact = compile_schema(R"({"type":"object","properties":{"x":{"type":"integer"}}})", {true});
+  const auto compact = compile_schema(R"({"type":"object","properties":{"x":{"type":"integer"}}})", {});
   EXPECT_TRUE(grammar_accepts(compact, R"({"x":1})"));
   EXPECT_FALSE(grammar_accepts(compact, R"({ "x":1})"));
 }
@@ -280,11 +290,65 @@ TEST(JsonSchemaToGbnf, BadSchemasNameThePlace) {
 }
 
 TEST(JsonSchemaToGbnf, JsonObjectGrammarAcceptsObjectsOnly) {
-  const auto compiled = compile_for_bytes(json_object_gbnf());
+  const auto compiled = compile_for_bytes(json_object_gbnf(kAnyWhitespace));
   EXPECT_TRUE(grammar_accepts(compiled, R"({"a": [1, {"b": null}], "c": "d"})"));
   EXPECT_TRUE(grammar_accepts(compiled, "{}"));
   EXPECT_FALSE(grammar_accepts(compiled, "[]"));
   EXPECT_FALSE(grammar_accepts(compiled, R"({"a":})"));
+}
+
+// The default is compact, as OpenAI's and vLLM's (disable_any_whitespace) JSON: not a byte of
+// whitespace between tokens, where a model would otherwise pad ("Paris"\n\n,\n"country").
+TEST(JsonSchemaToGbnf, CompactByDefault) {
+  const std::string schema =
+      R"({"type":"object","properties":{"name":{"type":"string"},"pop":{"type":"integer"},"tags":{"type":"array"}},"required":["name","pop"]})";
+  const auto compiled = compile_for_bytes(json_schema_text_to_gbnf(schema));
+  EXPECT_TRUE(grammar_accepts(compiled, R"({"name":"Paris","pop":2100000,"tags":["a",{"b":[1,2]}]})"));
+  for (const char* padded :
+       {R"({ "name":"Paris","pop":1})", R"({"name" :"Paris","pop":1})", R"({"name": "Paris","pop":1})",
+        "{\"name\":\"Paris\"\n\n,\n\"pop\":1}", R"({"name":"Paris","pop":1,"tags":[1, 2]})",
+        R"({"name":"Paris","pop":1,"tags":[{"b" :1}]})", R"({"name":"Paris","pop":1 })"}) {
+    EXPECT_FALSE(grammar_accepts(compiled, padded)) << padded;
+  }
+  const auto object = compile_for_bytes(json_object_gbnf());
+  EXPECT_TRUE(grammar_accepts(object, R"({"a":[1,{"b":null}],"c":"d"})"));
+  EXPECT_FALSE(grammar_accepts(object, R"({"a": 1})"));
+}
+
+// Once the root value closes the grammar is complete: nothing may follow but the end of
+// generation, whatever the whitespace option (the CLI padded 17 tokens of JSON with 30 of
+// "\n\n\t\t\t..." before its EOS).
+TEST(JsonSchemaToGbnf, NothingFollowsTheRootValue) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"type":"object","properties":{"a":{"type":"integer"}}})", R"({"a":1})"},
+      {R"({"type":"string"})", R"("x")"},
+      {R"({"type":"integer"})", "12"},
+      {R"({"type":"boolean"})", "true"},
+      {R"({"enum":["a",{"b":1}]})", R"({"b":1})"},
+      {R"({"type":"array","items":{"type":"integer"}})", "[1,2]"},
+      {R"({"$defs":{"n":{"type":"number"}},"$ref":"#/$defs/n"})", "1.5"},
+      {R"({"anyOf":[{"type":"null"},{"type":"string","pattern":"^a+$"}]})", R"("aa")"},
+      {"{}", R"({"k":[true]})"},
+  };
+  for (const JsonSchemaOptions& options : {JsonSchemaOptions{}, kAnyWhitespace}) {
+    for (const auto& [schema, value] : cases) {
+      SCOPED_TRACE(schema + (options.compact_whitespace ? " compact" : " any whitespace"));
+      const auto compiled = compile_schema(schema, options);
+      EXPECT_TRUE(grammar_accepts(compiled, value));
+      for (const char* tail : {" ", "\n", "\t", "\n\n\t\t", "\r"}) {
+        EXPECT_FALSE(grammar_accepts(compiled, value + tail)) << "after the root: " << ::testing::PrintToString(tail);
+      }
+    }
+  }
+}
+
+// The looser form keeps its bounded whitespace between tokens.
+TEST(JsonSchemaToGbnf, AnyWhitespaceBetweenTokensWhenAskedFor) {
+  const auto compiled = compile_schema(
+      R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"array","items":{"type":"string"}}}})");
+  EXPECT_TRUE(grammar_accepts(compiled, "{ \"a\" : 1 ,\n  \"b\" : [ \"x\" , \"y\" ] }"));
+  EXPECT_TRUE(grammar_accepts(compiled, "{\n\t\"a\":1}"));
+  EXPECT_FALSE(grammar_accepts(compiled, "{\"a\":1\n\n\n}"));  // still bounded: at most two newlines
 }
 
 }  // namespace

@@ -89,7 +89,11 @@ TEST(GenerationOptions, StopAsOneStringAndIntegralFloats) {
   auto o = parse(R"({"stop": "###", "max_tokens": 20.0, "seed": -1})");
   EXPECT_EQ(o.params.stop, std::vector<std::string>{"###"});
   EXPECT_EQ(o.params.max_tokens, 20);
-  EXPECT_EQ(o.params.seed, static_cast<uint64_t>(-1));
+  // -1 is llama-server's and vLLM's "no seed" (a random one), not 2^64 - 1.
+  EXPECT_FALSE(o.params.seed.has_value());
+  EXPECT_EQ(parse(R"({"seed": 18446744073709551615})").params.seed, UINT64_MAX);
+  EXPECT_EQ(parse(R"({"seed": 0})").params.seed, 0u);
+  EXPECT_EQ(parse(R"({"seed": 7.0})").params.seed, 7u);
 }
 
 TEST(GenerationOptions, ChatLogprobsAndTokenLimit) {
@@ -116,7 +120,9 @@ TEST(GenerationOptions, EveryWrongTypeOrRangeNamesItsField) {
       {R"({"logit_bias": {"-1": 1}})", "logit_bias"},  {R"({"logit_bias": {"5": 101}})", "logit_bias"},
       {R"({"logit_bias": {"5": "a"}})", "logit_bias"}, {R"({"logit_bias": {"5x": 1}})", "logit_bias"},
       {R"({"seed": "1"})", "seed"},                    {R"({"seed": 1.5})", "seed"},
-      {R"({"seed": 1e30})", "seed"},                   {R"({"max_tokens": 0})", "max_tokens"},
+      {R"({"seed": 1e30})", "seed"},                   {R"({"seed": -2})", "seed"},
+      {R"({"seed": -1.5})", "seed"},                   {R"({"seed": -9223372036854775808})", "seed"},
+      {R"({"seed": 18446744073709551616})", "seed"},   {R"({"max_tokens": 0})", "max_tokens"},
       {R"({"max_tokens": 513})", "max_tokens"},        {R"({"max_tokens": 1e300})", "max_tokens"},
       {R"({"max_tokens": 99999999999999999999999})", "max_tokens"}, {R"({"max_tokens": true})", "max_tokens"},
       {R"({"min_tokens": -1})", "min_tokens"},         {R"({"stop": 5})", "stop"},

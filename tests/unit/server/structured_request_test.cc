@@ -52,6 +52,27 @@ TEST(StructuredRequest, OpenAiResponseFormat) {
   EXPECT_EQ(*o.params.structured_outputs->json, R"({"type":"string"})");
 }
 
+// JSON is compact unless the request asks otherwise with vLLM's flag, whichever field set the
+// constraint (the openai SDK sends it through extra_body beside response_format).
+TEST(StructuredRequest, JsonIsCompactUnlessDisableAnyWhitespaceIsFalse) {
+  auto o = parse(R"({"response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(o.params.structured_outputs);
+  EXPECT_TRUE(o.params.structured_outputs->compact_whitespace);
+  o = parse(R"({"response_format": {"type": "json_object"}, "structured_outputs": {"disable_any_whitespace": false}})");
+  ASSERT_TRUE(o.params.structured_outputs);
+  EXPECT_EQ(o.structured_field, "response_format");
+  EXPECT_FALSE(o.params.structured_outputs->compact_whitespace);
+  o = parse(R"({"structured_outputs": {"disable_any_whitespace": false}, "guided_json": {"type": "object"}})");
+  ASSERT_TRUE(o.params.structured_outputs && o.params.structured_outputs->json);
+  EXPECT_FALSE(o.params.structured_outputs->compact_whitespace);
+  o = parse(R"({"structured_outputs": {"json": {"type": "object"}, "disable_any_whitespace": false}})");
+  EXPECT_FALSE(o.params.structured_outputs->compact_whitespace);
+  // Alone it constrains nothing.
+  EXPECT_FALSE(parse(R"({"structured_outputs": {"disable_any_whitespace": false}})").params.structured_outputs);
+  EXPECT_EQ(rejected_param(R"({"json_schema": {}, "structured_outputs": {"disable_any_whitespace": 0}})"),
+            "structured_outputs.disable_any_whitespace");
+}
+
 TEST(StructuredRequest, VllmFieldsOldAndNew) {
   auto o = parse(R"({"structured_outputs": {"regex": "[0-9]+"}})");
   ASSERT_TRUE(o.params.structured_outputs && o.params.structured_outputs->regex);

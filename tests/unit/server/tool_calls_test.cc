@@ -3,6 +3,8 @@
 // streamed).
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "server/api_error.h"
 #include "server/json_body.h"
 #include "server/tool_call_format.h"
@@ -122,8 +124,15 @@ TEST(ToolCallFormat, HermesRepliesParseIntoCalls) {
   reply = parse_tool_reply(ToolCallFormat::Hermes, "<tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>", r);
   EXPECT_TRUE(reply.calls.empty());
   EXPECT_EQ(reply.content, "<tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>");
+  // A call cut short (max_tokens) is dropped, not sent as content; a finished one before it stays.
   reply = parse_tool_reply(ToolCallFormat::Hermes, "<tool_call>{\"name\": \"get_time\"", r);
   EXPECT_TRUE(reply.calls.empty());
+  EXPECT_EQ(reply.content, "");
+  reply =
+      parse_tool_reply(ToolCallFormat::Hermes,
+                       "Sure. <tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>\n<tool_call>{\"na", r);
+  ASSERT_EQ(reply.calls.size(), 1u);
+  EXPECT_EQ(reply.content, "Sure.");
   reply = parse_tool_reply(ToolCallFormat::Hermes, "It is sunny.", r);
   EXPECT_TRUE(reply.calls.empty());
   EXPECT_EQ(reply.content, "It is sunny.");
@@ -145,6 +154,18 @@ TEST(ToolCallFormat, Llama3RepliesParseIntoCalls) {
   reply = parse_tool_reply(ToolCallFormat::Llama3Json, "Hello there", r);
   EXPECT_TRUE(reply.calls.empty());
   EXPECT_EQ(reply.content, "Hello there");
+  // Cut inside a call: no content. JSON that is whole but calls nothing offered is content.
+  for (const char* cut : {R"({"name": "get_weather", "parameters": {"ci)", "<|python_tag|>{\"name", "{\"na", "  {"}) {
+    reply = parse_tool_reply(ToolCallFormat::Llama3Json, cut, r);
+    EXPECT_TRUE(reply.calls.empty());
+    EXPECT_EQ(reply.content, "") << cut;
+  }
+  reply = parse_tool_reply(ToolCallFormat::Llama3Json, R"({"answer": 4})", r);
+  EXPECT_EQ(reply.content, R"({"answer": 4})");
+  // A reply that must call is a call from its first byte: anything that does not parse is cut.
+  reply = parse_tool_reply(ToolCallFormat::Llama3Json, R"({"parameters": {"city": "X)",
+                           weather(R"({"tool_choice": "required"})"));
+  EXPECT_EQ(reply.content, "");
 }
 
 TEST(ToolCallFormat, GenericRepliesAreJson) {
@@ -156,9 +177,35 @@ TEST(ToolCallFormat, GenericRepliesAreJson) {
   reply = parse_tool_reply(ToolCallFormat::Generic, R"({"content": "No tool needed."})", r);
   EXPECT_TRUE(reply.calls.empty());
   EXPECT_EQ(reply.content, "No tool needed.");
-  // Cut short by max_tokens: the text as it is.
+  // Cut short by max_tokens: the content so far, or the finished calls, never the wrapper.
   reply = parse_tool_reply(ToolCallFormat::Generic, R"({"content": "No to)", r);
-  EXPECT_EQ(reply.content, R"({"content": "No to)");
+  EXPECT_EQ(reply.content, "No to");
+  EXPECT_TRUE(reply.calls.empty());
+  reply = parse_tool_reply(ToolCallFormat::Generic, R"({"content":"tab\)", r);  // a cut escape waits
+  EXPECT_EQ(reply.content, "tab");
+  reply = parse_tool_reply(ToolCallFormat::Generic, R"({"content":"caf\u00e9 \u00)", r);
+  EXPECT_EQ(reply.content, "caf\xc3\xa9 ");
+  for (const char* cut : {"", "{", R"({"tool)", R"({"tool_calls":[{"name":"get_wea)",
+                          R"({"tool_calls":[{"name":"get_weather","arguments":{"city":"Ro)"}) {
+    reply = parse_tool_reply(ToolCallFormat::Generic, cut, r);
+    EXPECT_TRUE(reply.calls.empty()) << cut;
+    EXPECT_EQ(reply.content, "") << cut;
+  }
+  reply = parse_tool_reply(
+      ToolCallFormat::Generic,
+      R"({"tool_calls": [{"name": "get_time", "arguments": {}}, {"name": "get_weather", "arguments": {"city": "R)", r);
+  ASSERT_EQ(reply.calls.size(), 1u);
+  EXPECT_EQ(reply.calls[0].name, "get_time");
+  EXPECT_EQ(reply.content, "");
+  // Braces and quotes inside a finished call's strings do not end it early.
+  reply = parse_tool_reply(ToolCallFormat::Generic,
+                           R"({"tool_calls":[{"name":"get_weather","arguments":{"city":"a}\"]{"}},{"name")", r);
+  ASSERT_EQ(reply.calls.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(reply.calls[0].arguments)["city"], "a}\"]{");
+  // tool_choice none: the reply is {"content": ...} too, unwrapped.
+  reply =
+      parse_tool_reply(ToolCallFormat::Generic, R"({"content":"It is sunny."})", weather(R"({"tool_choice": "none"})"));
+  EXPECT_EQ(reply.content, "It is sunny.");
 }
 
 TEST(ToolCallFormat, GenericPromptDescribesToolsAndRewritesHistory) {
@@ -201,12 +248,35 @@ TEST(ToolCallFormat, ConstraintsFollowToolChoice) {
                             weather(R"({"tool_choice": {"type": "function", "function": {"name": "get_time"}}})"));
   ASSERT_TRUE(c && c->json);
   EXPECT_EQ(c->json->find("get_weather"), std::string::npos);
-  // Native formats answer freely under auto; none constrains nothing.
+  // Native formats answer freely under auto and none; Generic's none is {"content": ...} only
+  // (its conversation's calls and results are JSON, which a model would imitate in free text).
   EXPECT_FALSE(tool_reply_constraint(ToolCallFormat::Hermes, weather()));
   EXPECT_FALSE(tool_reply_constraint(ToolCallFormat::Llama3Json, weather()));
-  EXPECT_FALSE(tool_reply_constraint(ToolCallFormat::Generic, weather(R"({"tool_choice": "none"})")));
+  EXPECT_FALSE(tool_reply_constraint(ToolCallFormat::Hermes, weather(R"({"tool_choice": "none"})")));
+  c = tool_reply_constraint(ToolCallFormat::Generic, weather(R"({"tool_choice": "none"})"));
+  ASSERT_TRUE(c && c->json);
+  EXPECT_EQ(nlohmann::json::parse(*c->json)["required"], nlohmann::json::parse(R"(["content"])"));
+  EXPECT_EQ(c->json->find("tool_calls"), std::string::npos);
   c = tool_reply_constraint(ToolCallFormat::Llama3Json, weather(R"({"tool_choice": "required"})"));
   ASSERT_TRUE(c && c->json);
+}
+
+// The list of calls closes: after one call without parallel_tool_calls, after
+// kMaxParallelToolCalls with it (a small model repeating its call filled max_tokens with it).
+TEST(ToolCallFormat, TheListOfCallsCloses) {
+  for (const char* choice : {"auto", "required"}) {
+    const std::string extra = std::string(R"({"tool_choice": ")") + choice + "\"";
+    auto c = tool_reply_constraint(ToolCallFormat::Generic, weather(extra + "}"));
+    ASSERT_TRUE(c && c->json);
+    const std::string schema = *c->json;
+    EXPECT_NE(schema.find("\"maxItems\":" + std::to_string(kMaxParallelToolCalls)), std::string::npos) << schema;
+    c = tool_reply_constraint(ToolCallFormat::Generic, weather(extra + R"(, "parallel_tool_calls": false})"));
+    EXPECT_NE(c->json->find("\"maxItems\":1"), std::string::npos) << *c->json;
+  }
+  auto hermes = tool_reply_constraint(ToolCallFormat::Hermes, weather(R"({"tool_choice": "required"})"));
+  ASSERT_TRUE(hermes && hermes->grammar);
+  EXPECT_NE(hermes->grammar->find("){0," + std::to_string(kMaxParallelToolCalls - 1) + "}"), std::string::npos)
+      << *hermes->grammar;
 }
 
 TEST(ToolReplyStream, ContentStreamsUntilACallMayBegin) {
@@ -227,9 +297,45 @@ TEST(ToolReplyStream, ContentStreamsUntilACallMayBegin) {
   EXPECT_TRUE(plain.finish().calls.empty());
   EXPECT_EQ(plain.finish().content, "<");
 
+  // Generic: the content's text streams as it is written, unescaped; a call streams nothing.
   ToolReplyStream generic(ToolCallFormat::Generic, r);
-  EXPECT_EQ(generic.add(R"({"content": "hi"})"), "");
-  EXPECT_EQ(generic.finish().content, "hi");
+  EXPECT_EQ(generic.add(R"({"cont)"), "");
+  EXPECT_EQ(generic.add(R"(ent":"hi)"), "hi");
+  EXPECT_EQ(generic.add(R"( th\)"), " th");
+  EXPECT_EQ(generic.add(R"(nere)"), "\nere");
+  EXPECT_EQ(generic.add(R"("})"), "");
+  ToolReply end = generic.finish();
+  EXPECT_EQ(end.content, "");
+  EXPECT_TRUE(end.calls.empty());
+
+  ToolReplyStream cut(ToolCallFormat::Generic, r);
+  EXPECT_EQ(cut.add(R"({"content":"ab)"), "ab");
+  EXPECT_EQ(cut.finish().content, "");  // cut: nothing more, and no wrapper
+
+  ToolReplyStream calls(ToolCallFormat::Generic, r);
+  EXPECT_EQ(calls.add(R"({"tool_calls":[{"name":"get_time","arguments":{}}]})"), "");
+  ToolReply called = calls.finish();
+  ASSERT_EQ(called.calls.size(), 1u);
+  EXPECT_EQ(called.content, "");
+}
+
+// A reply may be millions of tokens long (max_tokens with context shift): each streamed piece
+// is read once, not the whole reply again per token (which would cost its square).
+TEST(ToolReplyStream, LongRepliesStreamInLinearTime) {
+  const ToolRequest r = weather();
+  const std::string piece = "All work and no play makes Jack a dull boy. \\n ";
+  const size_t pieces = 40000;  // 2 MB of JSON string, 40000 tokens
+  const auto start = std::chrono::steady_clock::now();
+  ToolReplyStream generic(ToolCallFormat::Generic, r);
+  size_t streamed = generic.add("{\"content\":\"").size();
+  for (size_t i = 0; i < pieces; ++i) streamed += generic.add(piece).size();
+  generic.add("\"}");
+  EXPECT_EQ(streamed + generic.finish().content.size(), pieces * (piece.size() - 1));
+  ToolReplyStream hermes(ToolCallFormat::Hermes, r);
+  streamed = 0;
+  for (size_t i = 0; i < pieces; ++i) streamed += hermes.add(piece).size();
+  EXPECT_EQ(streamed, pieces * piece.size());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 }  // namespace
