@@ -157,8 +157,10 @@ class Engine {
   // that the request with that prompt, submitted after it, adopts it instead of computing it;
   // it resolves to the positions added (0 when the cache changed in between, or is full: the
   // request then computes what is missing itself). Both run at the engine's next step (on the
-  // thread that steps it) and never change what the request generates. import_prompt_kv's
-  // future holds a lumen::Error when kv is for another kv_format() or does not fit the prompt.
+  // thread that steps it) and never change what the request generates. import_prompt_kv
+  // throws lumen::Error at once, writing nothing, when kv is for another kv_format() or a page
+  // is of another size, holds a NaN or infinite value, or is all zeros (a block never
+  // computed); its future holds one when kv does not fit the prompt.
   // An engine destroyed first breaks the futures (std::future_error).
   std::future<int64_t> cached_prompt_tokens(std::vector<int32_t> prompt, uint64_t cache_salt);
   std::future<int64_t> import_prompt_kv(std::vector<int32_t> prompt, PromptKv kv);

@@ -323,7 +323,10 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   };
   int64_t lo = adjust(b, st < 0 ? n - 1 : 0), hi = adjust(e, st < 0 ? -1 : n);
   std::vector<size_t> picks;
-  for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) picks.push_back(static_cast<size_t>(i));
+  for (int64_t i = lo; st > 0 ? i < hi : i > hi; i += st) {
+    picks.push_back(static_cast<size_t>(i));
+    require_room_growing(picks.size(), sizeof(size_t) + sizeof(Value));
+  }
   if (obj.is_list()) {
     const auto& items = obj.as_list().items;
     if (st == 1) {
@@ -360,6 +363,7 @@ std::vector<Value> iterate(const Value& v) {
     auto offsets = code_point_offsets(v.as_string());
     const bool tainted = !v.taint().empty();
     for (size_t i = 0; i + 1 < offsets.size(); ++i) {
+      require_room_growing(i + 1, sizeof(Value));
       Value c(v.as_string().substr(offsets[i], offsets[i + 1] - offsets[i]));
       chars.push_back(tainted ? Value::client_text(c.as_string()) : c);
     }

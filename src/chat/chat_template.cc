@@ -61,8 +61,20 @@ ChatTemplate::Rendered ChatTemplate::render_tracked(const nlohmann::ordered_json
     globals.emplace_back(k, from_json(v, true));
   }
   Runtime rt(options.limits, options.now ? *options.now : std::time(nullptr));
-  Interpreter interpreter(rt, std::move(globals));
+  // Reports what the render held once every value it built is gone (the interpreter's scopes
+  // and any temporaries an exception unwound), so a leak in the accounting shows.
+  struct ReportUsage {
+    const Runtime& rt;
+    RenderUsage* usage;
+    ~ReportUsage() {
+      if (usage) *usage = {rt.budget().peak(), rt.budget().held()};
+    }
+  } report{rt, options.usage};
   try {
+    // The scope is inside the try and outlives the interpreter: values the conversation brought
+    // (converted above) are not charged, everything the template builds is.
+    BudgetScope budget_scope(rt.budget());
+    Interpreter interpreter(rt, std::move(globals));
     TaintedText out = interpreter.render(*body_);
     return Rendered{std::move(out.text), std::move(out.taint)};
   } catch (const RenderRefused& e) {

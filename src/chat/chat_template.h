@@ -17,6 +17,13 @@ namespace lumen::chat {
 
 struct Stmt;
 
+// What one render used, for tests and measurements: the most its values held at once and what
+// they still held when it ended (0: everything charged was freed).
+struct RenderUsage {
+  size_t peak_held_bytes = 0;
+  size_t held_bytes_after = 0;
+};
+
 struct ChatTemplateOptions {
   bool add_generation_prompt = false;
   std::string bos_token;
@@ -29,6 +36,8 @@ struct ChatTemplateOptions {
   // The clock strftime_now() reads; nullopt = now.
   std::optional<std::time_t> now;
   RenderLimits limits;
+  // Filled when the render ends, whether it succeeded or not; null: not reported.
+  RenderUsage* usage = nullptr;
 };
 
 class ChatTemplate {

@@ -80,6 +80,8 @@ void Interpreter::exec_for(const Stmt& s, TaintedText& out) {
     fail("'{}' is not iterable", iterable.type_name());
   }
   std::vector<Value> items = iterate(iterable);
+  // The loop holds its own copy of the items while its body runs (nested loops each one).
+  HeldBytes items_held(items.capacity() * sizeof(Value));
   if (s.condition) {  // `for x in xs if cond`: filtered before the loop, so loop.* counts the kept
     std::vector<Value> kept;
     for (const auto& item : items) {

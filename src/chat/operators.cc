@@ -41,6 +41,8 @@ Value repeat(Runtime& rt, const Value& seq, int64_t times) {
     if (item.is_string()) bytes_per_repeat += item.as_string().size();
   }
   if (bytes_per_repeat > 0 && count > rt.limits().max_output_bytes / bytes_per_repeat) rt.check_size(SIZE_MAX);
+  // The items themselves: [0] * 10000000 copies no string but builds 10 M values.
+  require_room(count, items.size() * sizeof(Value));
   std::vector<Value> out;
   for (size_t i = 0; i < count; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::list(std::move(out), seq.as_list().tuple);

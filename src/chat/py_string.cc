@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "chat/memory_budget.h"
 #include "chat/runtime.h"
+#include "chat/value.h"
 
 namespace lumen::chat {
 
@@ -83,6 +85,7 @@ std::vector<size_t> code_point_offsets(std::string_view text) {
   size_t pos = 0;
   while (pos < text.size()) {
     offsets.push_back(pos);
+    require_room_growing(offsets.size(), sizeof(offsets[0]));
     utf8_next(text, pos);
   }
   offsets.push_back(text.size());
@@ -130,6 +133,7 @@ std::vector<std::pair<size_t, size_t>> whitespace_words(std::string_view text) {
     bool space = py_isspace(utf8_next(text, pos));
     if (space && start != kNone) {
       words.emplace_back(start, here);
+      require_room_growing(words.size(), sizeof(words[0]));
       start = kNone;
     } else if (!space && start == kNone) {
       start = here;
@@ -149,9 +153,11 @@ std::vector<std::string> py_split(std::string_view text, const std::optional<std
       if (maxsplit >= 0 && static_cast<int64_t>(k) == maxsplit) {
         // The remainder starts at the next word and keeps everything after it, as Python does.
         parts.emplace_back(text.substr(words[k].first));
+        require_room_growing(parts.size(), sizeof(std::string) + sizeof(Value));
         return parts;
       }
       parts.emplace_back(text.substr(words[k].first, words[k].second - words[k].first));
+      require_room_growing(parts.size(), sizeof(std::string) + sizeof(Value));
     }
     return parts;
   }
@@ -161,6 +167,7 @@ std::vector<std::string> py_split(std::string_view text, const std::optional<std
     size_t hit = text.find(*sep, start);
     if (hit == std::string_view::npos) break;
     parts.emplace_back(text.substr(start, hit - start));
+    require_room_growing(parts.size(), sizeof(std::string) + sizeof(Value));
     start = hit + sep->size();
     ++splits;
   }
@@ -178,9 +185,11 @@ std::vector<std::string> py_rsplit(std::string_view text, const std::optional<st
       size_t idx = n - 1 - k;
       if (maxsplit >= 0 && static_cast<int64_t>(k) == maxsplit) {
         parts.emplace_back(text.substr(0, words[idx].second));
+        require_room_growing(parts.size(), sizeof(std::string) + sizeof(Value));
         break;
       }
       parts.emplace_back(text.substr(words[idx].first, words[idx].second - words[idx].first));
+      require_room_growing(parts.size(), sizeof(std::string) + sizeof(Value));
     }
     return {parts.rbegin(), parts.rend()};
   }
@@ -191,6 +200,7 @@ std::vector<std::string> py_rsplit(std::string_view text, const std::optional<st
     size_t hit = text.rfind(*sep, end - sep->size());
     if (hit == std::string_view::npos) break;
     parts.emplace_back(text.substr(hit + sep->size(), end - hit - sep->size()));
+    require_room_growing(parts.size(), sizeof(std::string) + sizeof(Value));
     end = hit;
     ++splits;
   }
@@ -294,6 +304,7 @@ std::vector<std::string> py_splitlines(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\n' || text[i] == '\r') {
       lines.emplace_back(text.substr(start, i - start));
+      require_room_growing(lines.size(), sizeof(std::string) + sizeof(Value));
       if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
       start = i + 1;
     }

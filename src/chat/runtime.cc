@@ -1,5 +1,7 @@
 #include "chat/runtime.h"
 
+#include <time.h>
+
 #include "chat/taint.h"
 #include "util/error.h"
 
@@ -27,6 +29,26 @@ void CallArgs::expect_at_most(std::string_view function, size_t max_positional,
 }
 
 void Runtime::fail_limit(const char* what) { throw RenderRefused(what); }
+
+namespace {
+int64_t now_ns(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+}  // namespace
+
+int64_t Runtime::coarse_now() { return now_ns(CLOCK_MONOTONIC_COARSE); }
+int64_t Runtime::thread_cpu_now() { return now_ns(CLOCK_THREAD_CPUTIME_ID); }
+
+void Runtime::check_cpu_time() {
+  const int64_t limit = std::chrono::nanoseconds(limits_.max_time).count();
+  const int64_t used = thread_cpu_now() - cpu_start_;
+  if (used >= limit) fail_limit("the template ran too long (time limit)");
+  // The thread was not running all the time (a loaded machine): look again once the rest of the
+  // CPU time could have been spent.
+  deadline_ = coarse_now() + (limit - used);
+}
 
 Value Runtime::call(const Value& callee, const CallArgs& args) {
   if (callee.is_undefined()) fail_undefined(callee);

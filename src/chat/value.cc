@@ -24,25 +24,43 @@ int nested_depth(const Value& v) {
 }
 
 namespace {
+// What a shared_ptr'd container costs beyond its items: the control block and the struct.
+template <typename T>
+constexpr size_t kSharedBytes = sizeof(T) + 2 * sizeof(void*) + 16;
+
+size_t string_heap_bytes(const std::string& s) {
+  static const size_t inline_capacity = std::string().capacity();
+  return s.capacity() > inline_capacity ? s.capacity() + 1 : 0;
+}
+
 int container_depth(int deepest_item) {
   if (deepest_item + 1 > kMaxValueDepth) fail("values nest more than {} levels deep", kMaxValueDepth);
   return deepest_item + 1;
 }
 }  // namespace
 
+size_t StrData::heap_bytes() const { return string_heap_bytes(text) + taint.capacity() * sizeof(Taint::value_type); }
+
 Value Value::list(std::vector<Value> items, bool tuple) {
   int deepest = 0;
   for (const auto& item : items) deepest = std::max(deepest, nested_depth(item));
+  const size_t bytes = kSharedBytes<ListData> + items.capacity() * sizeof(Value);
   Value v;
-  v.v_ = std::make_shared<const ListData>(ListData{std::move(items), tuple, container_depth(deepest)});
+  v.v_ =
+      std::make_shared<const ListData>(ListData{std::move(items), tuple, container_depth(deepest), HeldBytes(bytes)});
   return v;
 }
 
 Value Value::dict(std::vector<std::pair<std::string, Value>> items, bool client_keys) {
   int deepest = 0;
-  for (const auto& item : items) deepest = std::max(deepest, nested_depth(item.second));
+  size_t bytes = kSharedBytes<DictData> + items.capacity() * sizeof(items[0]);
+  for (const auto& item : items) {
+    deepest = std::max(deepest, nested_depth(item.second));
+    bytes += string_heap_bytes(item.first);
+  }
   Value v;
-  v.v_ = std::make_shared<const DictData>(DictData{std::move(items), client_keys, container_depth(deepest)});
+  v.v_ = std::make_shared<const DictData>(
+      DictData{std::move(items), client_keys, container_depth(deepest), HeldBytes(bytes)});
   return v;
 }
 

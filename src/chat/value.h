@@ -12,6 +12,8 @@
 #include <variant>
 #include <vector>
 
+#include "chat/memory_budget.h"
+
 namespace lumen::chat {
 
 class Value;
@@ -24,9 +26,25 @@ struct CallArgs;
 // mark their whole result as client text when any input had some (see taint.h).
 using Taint = std::vector<std::pair<size_t, size_t>>;
 
+// A string's heap bytes are charged to the render's memory budget (memory_budget.h) while it
+// lives; a copy charges its own.
 struct StrData {
   std::string text;
   Taint taint;
+  HeldBytes held;
+
+  StrData(std::string t, Taint tt) : text(std::move(t)), taint(std::move(tt)), held(heap_bytes()) {}
+  StrData(const StrData& o) : text(o.text), taint(o.taint), held(heap_bytes()) {}
+  StrData(StrData&&) noexcept = default;
+  StrData& operator=(const StrData& o) {
+    StrData copy(o);
+    return *this = std::move(copy);
+  }
+  StrData& operator=(StrData&&) noexcept = default;
+  ~StrData() = default;
+
+ private:
+  size_t heap_bytes() const;
 };
 
 struct Undefined {
@@ -37,12 +55,14 @@ struct ListData {
   std::vector<Value> items;
   bool tuple = false;  // only changes how it prints: (a, b) rather than [a, b]
   int depth = 1;       // nesting levels, bounded (kMaxValueDepth) so recursion stays in the stack
+  HeldBytes held;      // the item array, charged once however many values share the list
 };
 struct DictData {
   std::vector<std::pair<std::string, Value>> items;  // insertion order, like a Python dict
   const Value* find(std::string_view key) const;
   bool client_keys = false;  // the keys came from the client (JSON input): they are client text
   int depth = 1;
+  HeldBytes held;  // the item array and the keys (a namespace's attributes, named by the template, are not charged)
 };
 
 // Containers nest at most this deep. Printing, comparing and dumping recurse, so deeper values

@@ -151,15 +151,21 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
   // A prefill instance answers decode instances' fetches of the K/V it keeps.
   std::unique_ptr<kv_transfer::KvTransferServer> kv_transfer;
   if (handoff.role == server::ServeRole::Prefill) {
+    kv_transfer::KvTransferServerOptions transfer_options;
+    transfer_options.key = handoff.key;
+    transfer_options.max_fetch_tokens = static_cast<uint64_t>(engine.stats().max_model_len);
     kv_transfer = std::make_unique<kv_transfer::KvTransferServer>(
-        handoff.advertised_endpoint, [&engine](const kv_transfer::KvFetch& fetch) -> std::optional<PromptKv> {
+        handoff.advertised_endpoint,
+        [&engine](const kv_transfer::KvFetch& fetch) -> std::optional<PromptKv> {
           if (fetch.format != engine.kv_format()) {
             fail("the decode instance's K/V format differs from this prefill instance's: both need the same model "
                  "file and the same --kv-cache-dtype and --block-size");
           }
           return engine.take_prompt_kv(fetch.request_id, fetch.tokens, fetch.cache_salt, fetch.n_known);
-        });
-    fmt::print(stderr, "lumen serve: prefill role, K/V for decode instances at {}\n", kv_transfer->endpoint());
+        },
+        std::move(transfer_options));
+    fmt::print(stderr, "lumen serve: prefill role, K/V for decode instances at {} ({})\n", kv_transfer->endpoint(),
+               handoff.key ? "CURVE, deployment key" : "no authentication: loopback only");
   }
   const std::string name = options.served_model_name.empty() ? std::filesystem::path(path).stem().string()
                                                              : options.served_model_name;

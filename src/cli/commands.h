@@ -20,6 +20,7 @@ void add_quantize_command(CLI::App& app);  // GGUF to GGUF in another type, as l
 void add_prune_command(CLI::App& app);  // a GGUF with only some of its layers
 void add_pull_command(CLI::App& app);   // a catalog model into the cache
 void add_list_command(CLI::App& app);   // the models in the cache
+void add_kv_transfer_key_command(CLI::App& app);  // a deployment key for the KV-transfer port
 void add_bench_latency_command(CLI::App* bench);
 void add_bench_throughput_command(CLI::App* bench);
 void add_bench_serve_command(CLI::App* bench);  // load generator for OpenAI-compatible servers

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   lumen::cli::add_prune_command(app);
   lumen::cli::add_pull_command(app);
   lumen::cli::add_list_command(app);
+  lumen::cli::add_kv_transfer_key_command(app);
   // Every failure is a one-line message and a small exit status, never a signal or a trace.
   try {
     app.parse(argc, argv);

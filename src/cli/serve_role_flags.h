@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/engine_options.h"
+#include "kv_transfer/transfer_key.h"
 #include "lumen/engine_config.h"
 #include "server/kv_handoff.h"
 #include "util/error.h"
@@ -20,6 +21,8 @@ struct ServeRoleFlags {
   std::string kv_transfer_buffer = "1G";  // prefill
   std::vector<std::string> kv_sources;   // decode
   double kv_fetch_timeout_s = 10.0;      // decode
+  std::string kv_transfer_key;           // prefill and decode: the key file
+  bool kv_import_shared = false;         // decode
   std::vector<std::string> prefill_urls, decode_urls;  // proxy
   double upstream_timeout_s = 600.0;                   // proxy
 
@@ -33,7 +36,13 @@ struct ServeRoleFlags {
         ->capture_default_str()->check(CLI::IsMember({"both", "prefill", "decode", "proxy"}));
     cmd->add_option("--kv-transfer-address", kv_transfer_address,
                     "Prefill: where decode instances fetch K/V from, and where this instance listens for them, "
-                    "e.g. tcp://10.0.0.5:5600 (a private network's address: the port is not authenticated)");
+                    "e.g. tcp://10.0.0.5:5600 (beyond loopback only with --kv-transfer-key)");
+    cmd->add_option("--kv-transfer-key", kv_transfer_key,
+                    "Prefill and decode: the deployment's KV-transfer key file (`lumen kv-transfer-key FILE` makes "
+                    "one); the port then admits only peers holding it (ZeroMQ CURVE)");
+    cmd->add_flag("--kv-import-shared", kv_import_shared,
+                  "Decode: let other requests of the same tenant adopt imported K/V from the prefix cache (off: "
+                  "each import serves only the request that fetched it)");
     cmd->add_option("--kv-transfer-buffer", kv_transfer_buffer,
                     "Prefill: memory for computed prompts' K/V waiting to be fetched; the oldest go first")
         ->capture_default_str();
@@ -56,14 +65,24 @@ struct ServeRoleFlags {
     if (!prefill && !kv_transfer_address.empty()) fail("--kv-transfer-address is for --role prefill");
     if (!decode && !kv_sources.empty()) fail("--kv-source is for --role decode");
     if (!prefill_urls.empty() || !decode_urls.empty()) fail("--prefill and --decode are for --role proxy");
+    if (!prefill && !decode && !kv_transfer_key.empty()) fail("--kv-transfer-key is for --role prefill and decode");
+    if (!decode && kv_import_shared) fail("--kv-import-shared is for --role decode");
+    if (!kv_transfer_key.empty()) h.key = kv_transfer::load_transfer_key(kv_transfer_key);
     if (prefill) {
       if (kv_transfer_address.empty()) fail("--role prefill needs --kv-transfer-address (e.g. tcp://127.0.0.1:5600)");
+      if (!h.key && !kv_transfer::is_local_endpoint(kv_transfer_address)) {
+        fail(
+            "--kv-transfer-address {} is reachable from the network: give the deployment's --kv-transfer-key "
+            "(`lumen kv-transfer-key FILE` makes one), or listen on 127.0.0.1",
+            kv_transfer_address);
+      }
       h.role = server::ServeRole::Prefill;
       h.advertised_endpoint = kv_transfer_address;
     } else if (decode) {
       if (kv_sources.empty()) fail("--role decode needs --kv-source, the prefill instances' --kv-transfer-address");
       h.role = server::ServeRole::Decode;
       h.sources = kv_sources;
+      h.share_imported = kv_import_shared;
     }
     h.fetch_timeout_s = kv_fetch_timeout_s;
     return h;

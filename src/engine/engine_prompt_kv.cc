@@ -74,6 +74,7 @@ std::future<int64_t> Engine::import_prompt_kv(std::vector<int32_t> prompt, Promp
     fail("the K/V was computed for another model or cache configuration (format {:016x}, this engine's {:016x}): "
          "both engines need the same model file, KV cache type, rotation and block size", kv.format, m.kv_format);
   }
+  engine::check_imported_pages(m.cache, kv);
   return m.run_on_loop([this, prompt = std::move(prompt), kv = std::move(kv)] {
     Impl& impl = *impl_;
     const int64_t added = engine::import_prompt_kv(impl.kv_space, impl.cache, prompt,

@@ -108,6 +108,23 @@ std::optional<StoredPromptKv> capture_prompt_kv(const kv::KvSpace& space, const 
   return entry;
 }
 
+void check_imported_pages(const model::KvCache& cache, const PromptKv& kv) {
+  for (size_t i = 0; i < kv.pages.size(); ++i) {
+    const std::vector<uint8_t>& page = kv.pages[i];
+    if (page.size() != cache.block_host_bytes()) {
+      fail("imported K/V has a page of {} bytes; this cache's pages are {}", page.size(), cache.block_host_bytes());
+    }
+    // A block the cache cleared and never computed is zeros (KvCache::clear_block). A computed
+    // one is not: K and V are projections of normalized hidden states (unit RMS), zero in every
+    // value of every layer only if the model's weights were. So a zero page is a lost block, or a
+    // peer's garbage, never K/V.
+    if (std::ranges::all_of(page, [](uint8_t byte) { return byte == 0; })) {
+      fail("imported K/V page {} is all zeros: a block that was never computed", i);
+    }
+    if (!cache.host_block_is_finite(page.data())) fail("imported K/V page {} holds NaN or infinite values", i);
+  }
+}
+
 int64_t import_prompt_kv(const kv::KvSpace& space, model::KvCache& cache, std::span<const int32_t> prompt,
                          uint64_t keyed_salt, const PromptKv& kv) {
   const int64_t bs = space.pool->block_size();

@@ -30,6 +30,11 @@ int64_t cached_prompt_tokens(const kv::KvSpace& space, std::span<const int32_t> 
 std::optional<StoredPromptKv> capture_prompt_kv(const kv::KvSpace& space, const model::KvCache& cache,
                                                 std::span<const int32_t> prompt, uint64_t keyed_salt);
 
+// Throws lumen::Error unless every page of kv is this cache's size, finite in every K and V
+// value, and not all zeros (a block never computed). Reads only the cache's geometry, so any
+// thread may call it: the decode side checks a peer's pages before it queues the import.
+void check_imported_pages(const model::KvCache& cache, const PromptKv& kv);
+
 // Writes kv (for `prompt`, whose keyed salt this is) into free blocks and publishes them; returns
 // the positions added to the prefix cache. 0 when the cache no longer holds exactly kv.n_known of
 // the prompt (it changed since the sender was told) or the pool has no room: the request then

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "kv_transfer/curve_auth.h"
 #include "kv_transfer/wire_format.h"
 #include "kv_transfer/zmq_io.h"
 #include "util/error.h"
@@ -15,7 +16,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-zmq::socket_t connect_dealer(const std::string& endpoint, size_t page_bytes) {
+zmq::socket_t connect_dealer(const std::string& endpoint, size_t page_bytes, const TransferKey* key) {
   zmq::socket_t socket(zmq_context(), zmq::socket_type::dealer);
   // Closing must not wait for a fetch that never left (the server is down): the caller's timeout
   // is the whole wait.
@@ -25,6 +26,7 @@ zmq::socket_t connect_dealer(const std::string& endpoint, size_t page_bytes) {
   const size_t largest_frame = std::max(page_bytes, kMaxTokenFrameBytes);
   const auto cap = static_cast<size_t>(std::numeric_limits<int64_t>::max());
   socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(std::min(largest_frame, cap)));
+  if (key) make_curve_client(socket, *key);
   try {
     socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
@@ -62,12 +64,12 @@ void check_answers_fetch(const PromptKv& kv, const KvFetch& fetch) {
 }
 
 std::optional<PromptKv> fetch_or_throw(const std::string& endpoint, const KvFetch& fetch, size_t page_bytes,
-                                       size_t max_pages, std::chrono::milliseconds timeout) {
+                                       size_t max_pages, std::chrono::milliseconds timeout, const TransferKey* key) {
   if (page_bytes == 0) fail("page_bytes is 0");
   const Clock::time_point deadline = Clock::now() + timeout;
   std::vector<zmq::message_t> request;
   for (Frame& frame : encode_fetch(fetch)) request.push_back(frame_message(std::move(frame)));
-  zmq::socket_t socket = connect_dealer(endpoint, page_bytes);
+  zmq::socket_t socket = connect_dealer(endpoint, page_bytes, key);
   // A connecting DEALER queues the message for the connection it keeps trying to make.
   if (!send_message(socket, request)) fail("could not queue the fetch");
   const std::vector<zmq::message_t> parts = await_answer(socket, deadline, timeout);
@@ -84,9 +86,9 @@ std::optional<PromptKv> fetch_or_throw(const std::string& endpoint, const KvFetc
 }  // namespace
 
 std::optional<PromptKv> fetch_prompt_kv(const std::string& endpoint, const KvFetch& fetch, size_t page_bytes,
-                                        size_t max_pages, std::chrono::milliseconds timeout) {
+                                        size_t max_pages, std::chrono::milliseconds timeout, const TransferKey* key) {
   try {
-    return fetch_or_throw(endpoint, fetch, page_bytes, max_pages, timeout);
+    return fetch_or_throw(endpoint, fetch, page_bytes, max_pages, timeout, key);
   } catch (const Error& e) {
     fail("KV fetch of request {} from {}: {}", fetch.request_id, endpoint, e.what());
   } catch (const zmq::error_t& e) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kv_transfer/kv_fetch.h"
+#include "kv_transfer/transfer_key.h"
 #include "lumen/prompt_kv.h"
 
 namespace lumen::kv_transfer {
@@ -22,7 +23,11 @@ namespace lumen::kv_transfer {
 //
 // Thread-safe: each call has a socket of its own, closed without lingering on return, so a dead
 // server never holds the caller past the timeout. Many calls may run at once.
+//
+// With `key` (the deployment's, transfer_key.h) the connection is CURVE: the fetch reaches only a
+// server holding the same key, and one without it never answers (the fetch times out).
 std::optional<PromptKv> fetch_prompt_kv(const std::string& endpoint, const KvFetch& fetch, size_t page_bytes,
-                                        size_t max_pages, std::chrono::milliseconds timeout);
+                                        size_t max_pages, std::chrono::milliseconds timeout,
+                                        const TransferKey* key = nullptr);
 
 }  // namespace lumen::kv_transfer

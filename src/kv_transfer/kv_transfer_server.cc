@@ -1,11 +1,15 @@
 #include "kv_transfer/kv_transfer_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "kv_transfer/curve_auth.h"
+#include "kv_transfer/peer_limit.h"
 #include "kv_transfer/zmq_io.h"
 #include "util/error.h"
 
@@ -38,10 +42,15 @@ void answer_one(zmq::socket_t& socket, std::vector<zmq::message_t> message, cons
   send_message(socket, reply);
 }
 
-void serve(zmq::socket_t socket, const KvSource& source, const std::atomic<bool>& stopping) noexcept {
+void serve(zmq::socket_t socket, std::unique_ptr<PeerLimit> peers, const KvSource& source,
+           const std::atomic<bool>& stopping) noexcept {
   while (!stopping.load(std::memory_order_acquire)) {
     try {
-      if (!wait_readable(socket, kPollInterval)) continue;
+      zmq::pollitem_t items[] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, 0, ZMQ_POLLIN, 0}};
+      if (peers) items[1].socket = peers->events().handle();
+      if (zmq::poll(items, peers ? 2 : 1, kPollInterval) <= 0) continue;
+      if (peers && (items[1].revents & ZMQ_POLLIN)) peers->handle_events();
+      if (!(items[0].revents & ZMQ_POLLIN)) continue;
       std::vector<zmq::message_t> message = receive_message(socket);
       if (!message.empty()) answer_one(socket, std::move(message), source);
     } catch (...) {
@@ -50,30 +59,46 @@ void serve(zmq::socket_t socket, const KvSource& source, const std::atomic<bool>
       std::this_thread::sleep_for(kPollInterval);
     }
   }
+  if (peers) peers->stop(socket);
 }
 
-zmq::socket_t bind_router(const std::string& endpoint) {
+// A peer that has not finished its handshake by then is dropped (libzmq's default is 30 s).
+constexpr int kHandshakeMs = 5000;
+
+zmq::socket_t bind_router(const std::string& endpoint, const KvTransferServerOptions& options,
+                          std::string& zap_domain) {
   try {
     zmq::socket_t socket(zmq_context(), zmq::socket_type::router);
     socket.set(zmq::sockopt::linger, kLingerMs);
-    socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxTokenFrameBytes));
+    // A fetch's largest frame is its tokens; a frame announced larger drops the peer before zmq
+    // allocates it (it allocates a frame's announced size as the frame begins).
+    const uint64_t tokens = std::min(std::max<uint64_t>(options.max_fetch_tokens, 1), kMaxTokens);
+    socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(std::max(kFetchHeaderBytes, tokens * sizeof(int32_t))));
     socket.set(zmq::sockopt::sndhwm, kAnswersQueuedPerPeer);
     socket.set(zmq::sockopt::rcvhwm, kFetchesQueuedPerPeer);
+    socket.set(zmq::sockopt::handshake_ivl, kHandshakeMs);
+    if (options.key) zap_domain = make_curve_server(socket, *options.key);
     socket.bind(endpoint);
     return socket;
   } catch (const zmq::error_t& e) {
+    if (!zap_domain.empty()) forget_curve_server(zap_domain);
     fail("KV transfer server: cannot listen on '{}': {}", endpoint, e.what());
   }
 }
 
 }  // namespace
 
-KvTransferServer::KvTransferServer(const std::string& endpoint, Source source) : source_(std::move(source)) {
+KvTransferServer::KvTransferServer(const std::string& endpoint, Source source, KvTransferServerOptions options)
+    : source_(std::move(source)) {
   if (!source_) fail("KV transfer server on '{}': no source to answer from", endpoint);
-  zmq::socket_t socket = bind_router(endpoint);
+  zmq::socket_t socket = bind_router(endpoint, options, zap_domain_);
   endpoint_ = socket.get(zmq::sockopt::last_endpoint);
-  // The socket moves to the thread and is used only there (the thread's start orders the handover).
-  thread_ = std::thread(serve, std::move(socket), std::cref(source_), std::cref(stopping_));
+  std::unique_ptr<PeerLimit> peers;
+  if (options.max_peers > 0 && endpoint_.starts_with("tcp://")) {
+    peers = std::make_unique<PeerLimit>(socket, options.max_peers);
+  }
+  // The sockets move to the thread and are used only there (the thread's start orders the handover).
+  thread_ = std::thread(serve, std::move(socket), std::move(peers), std::cref(source_), std::cref(stopping_));
 }
 
 KvTransferServer::~KvTransferServer() { stop(); }
@@ -81,6 +106,7 @@ KvTransferServer::~KvTransferServer() { stop(); }
 void KvTransferServer::stop() {
   stopping_.store(true, std::memory_order_release);
   if (thread_.joinable()) thread_.join();
+  if (!zap_domain_.empty()) forget_curve_server(std::exchange(zap_domain_, std::string()));
 }
 
 }  // namespace lumen::kv_transfer

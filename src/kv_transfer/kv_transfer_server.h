@@ -8,17 +8,33 @@
 // a message (a malformed fetch, a source that threw, a format mismatch); nothing a peer sends ends
 // the thread. Peers speak through a DEALER socket (as fetch_prompt_kv does) or a REQ socket.
 //
-// Trust: the server bounds every frame it accepts (ZMQ_MAXMSGSIZE: the largest legitimate frame,
-// 4 MiB) and how many messages it queues per peer, but libzmq holds a multipart message until its
-// last frame arrives, so a peer that sends frames without end still costs memory. Listen on the
-// cluster's private network, not where anyone can connect.
+// Trust: with a deployment key (options.key, transfer_key.h) only peers holding it complete a
+// handshake (CURVE), so a stranger's frames are never queued. The server bounds every frame it
+// accepts (ZMQ_MAXMSGSIZE: the largest fetch's tokens frame) and how many messages it queues per
+// peer, but libzmq holds a multipart message until its last frame arrives, so a peer that holds
+// the key and sends frames without end still costs memory: the key is what bounds that. Without
+// a key, listen on loopback only (`lumen serve` refuses more).
 #include <atomic>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "kv_transfer/fetch_answer.h"
+#include "kv_transfer/transfer_key.h"
+#include "kv_transfer/wire_format.h"
 
 namespace lumen::kv_transfer {
+
+struct KvTransferServerOptions {
+  std::optional<TransferKey> key;  // CURVE with this deployment key; none: no authentication
+  // The longest prompt a fetch may carry (the engine's context): every frame a peer sends is
+  // refused past its tokens frame, so even a handshake's frames cost at most that.
+  uint64_t max_fetch_tokens = kMaxTokens;
+  // Connections held at once (tcp:// only; peer_limit.h); 0: no cap. With the frame cap this
+  // bounds what peers that never finish a message can make the server hold before any handshake:
+  // max_peers x (max_fetch_tokens x 4 bytes).
+  size_t max_peers = 256;
+};
 
 class KvTransferServer {
  public:
@@ -30,7 +46,7 @@ class KvTransferServer {
 
   // Binds `endpoint` ("tcp://10.0.0.5:5600"; "tcp://127.0.0.1:*" for any free port) and starts
   // answering. Throws lumen::Error naming the endpoint when it cannot bind (in use, malformed).
-  KvTransferServer(const std::string& endpoint, Source source);
+  KvTransferServer(const std::string& endpoint, Source source, KvTransferServerOptions options = {});
   ~KvTransferServer();  // stop()
   KvTransferServer(const KvTransferServer&) = delete;
   KvTransferServer& operator=(const KvTransferServer&) = delete;
@@ -45,6 +61,7 @@ class KvTransferServer {
  private:
   Source source_;
   std::string endpoint_;
+  std::string zap_domain_;  // with a key: the domain its admitted peers are checked under
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

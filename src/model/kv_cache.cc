@@ -1,7 +1,10 @@
 #include "model/kv_cache.h"
 
+#include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "tensor/quantize.h"
 #include "util/checked_math.h"
 #include "util/error.h"
 
@@ -11,6 +14,25 @@ namespace {
 
 kv::KvLayout one_group(const HParams& hp) {
   return kv::make_kv_layout(std::vector<int64_t>(hp.block_count, 0), false);
+}
+
+// Whether `rows` rows of a tensor view's type, starting at `host`, hold only finite values.
+bool rows_are_finite(const backend::TensorView& view, const uint8_t* host, int64_t rows, std::vector<float>& scratch) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(view.type);
+  const auto elements = static_cast<int64_t>(view.row_bytes / info.block_bytes) * info.block_elements;
+  scratch.resize(static_cast<size_t>(elements));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (view.type == tensor::DType::F32) {
+      std::memcpy(scratch.data(), host, view.row_bytes);
+    } else {
+      tensor::dequantize_row(view.type, host, scratch.data(), elements);
+    }
+    for (float x : scratch) {
+      if (!std::isfinite(x)) return false;
+    }
+    host += view.row_bytes;
+  }
+  return true;
 }
 
 // Values per position of one layer that V stores itself: none when they are a view of the keys.
@@ -130,6 +152,18 @@ void KvCache::write_block(int64_t block, const uint8_t* host) {
     backend_.write_kv_block(layer, block, host, host + keys);
     host += keys + backend::kv_value_block_bytes(layer);
   }
+}
+
+bool KvCache::host_block_is_finite(const uint8_t* host) const {
+  std::vector<float> scratch;
+  for (const backend::KvLayer& layer : slots_) {
+    if (!rows_are_finite(layer.k, host, layer.block_size, scratch)) return false;
+    host += backend::kv_block_bytes(layer);
+    if (backend::kv_value_block_bytes(layer) == 0) continue;
+    if (!rows_are_finite(layer.v, host, layer.block_size, scratch)) return false;
+    host += backend::kv_value_block_bytes(layer);
+  }
+  return true;
 }
 
 size_t KvCache::bytes() const {

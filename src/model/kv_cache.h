@@ -58,6 +58,10 @@ class KvCache {
   size_t block_host_bytes() const;
   void read_block(int64_t block, uint8_t* host) const;
   void write_block(int64_t block, const uint8_t* host);
+  // Whether every K and V value of a host block (as read_block writes it) is finite: a page that
+  // came from another process is checked before it is written, as NaN or infinite K/V would
+  // silently turn every later token's attention into garbage.
+  bool host_block_is_finite(const uint8_t* host) const;
   int64_t n_blocks() const { return n_blocks_; }
   int64_t block_size() const { return block_size_; }
   bool rotated() const { return !slots_.empty() && slots_.front().rotated; }

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kv_transfer/transfer_key.h"
 #include "server/sampling_request.h"
 
 namespace lumen::server {
@@ -33,6 +34,13 @@ struct KvHandoffOptions {
   // ignored, so a client cannot make it connect anywhere.
   std::vector<std::string> sources;
   double fetch_timeout_s = 10.0;
+  // Prefill and decode: the deployment's KV-transfer key (kv_transfer/transfer_key.h); the port
+  // and the fetches are then CURVE, and only key holders reach the port.
+  std::optional<kv_transfer::TransferKey> key;
+  // Decode: whether imported K/V joins the shared prefix cache (other requests of the same
+  // tenant may adopt it). Off by default: imported pages are only checked for non-finite or
+  // never-computed values, not recomputed, so they stay the importing request's own.
+  bool share_imported = false;
 };
 
 // Prefill: the generation options of a request reduced to computing its prompt once (one
@@ -52,7 +60,10 @@ std::optional<KvTransferSource> parse_kv_transfer_header(const KvHandoffOptions&
 
 // Decode: fetches and imports the prompt's K/V (before the request is submitted). Never throws:
 // every failure is counted in the metrics and leaves the request to compute its prompt.
-void receive_prompt_kv(ServerContext& context, const KvTransferSource& source, const std::vector<int32_t>& prompt,
-                       uint64_t cache_salt);
+// Returns the cache salt the request must run under to adopt what was imported: `cache_salt`
+// itself with share_imported (or when nothing was imported), else a salt of its own, so no other
+// request ever adopts the imported blocks.
+uint64_t receive_prompt_kv(ServerContext& context, const KvTransferSource& source, const std::vector<int32_t>& prompt,
+                           uint64_t cache_salt);
 
 }  // namespace lumen::server

@@ -285,7 +285,7 @@ void run_job(ServerContext& context, GenerationJob job, Admission::Places places
     job.echo_texts.clear();
   } else if (handoff.role == ServeRole::Decode && job.prompts.size() == 1 && request.has_header(kKvTransferHeader)) {
     if (auto source = parse_kv_transfer_header(handoff, request.get_header_value(kKvTransferHeader))) {
-      receive_prompt_kv(context, *source, job.prompts.front(), job.options.cache_salt);
+      job.options.cache_salt = receive_prompt_kv(context, *source, job.prompts.front(), job.options.cache_salt);
     }
   }
   auto generation = std::make_unique<Generation>(context, job.prompts, job.options, job.endpoint, arrival,

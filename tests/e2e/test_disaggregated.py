@@ -10,6 +10,7 @@ import re
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -65,15 +66,30 @@ class Proxy:
         return self.proc.wait(timeout=60)
 
 
+def new_key_file() -> str:
+    """A fresh deployment key from `lumen kv-transfer-key`, in a directory of its own."""
+    path = os.path.join(tempfile.mkdtemp(prefix="lumen-kv-key-"), "kv.key")
+    r = subprocess.run([os.environ["LUMEN_BIN"], "kv-transfer-key", path], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    return path
+
+
 class Pair:
     """A prefill and a decode instance of one model, the proxy in front, and a plain instance of
-    the same model to compare with."""
+    the same model to compare with. The KV-transfer port is CURVE with a fresh deployment key
+    (`decode_key` gives the decode instance another one). `decode_args` go to the decode and the
+    plain instance, `decode_only_args` to the decode instance alone."""
 
-    def __init__(self, model=None, decode_args=()):
+    def __init__(self, model=None, decode_args=(), decode_key=None, decode_only_args=()):
         kv_address = f"tcp://127.0.0.1:{free_port()}"
         common = ["-t", "1", "--metrics-public"]
-        self.prefill = LumenServer(*common, "--role", "prefill", "--kv-transfer-address", kv_address, model=model)
-        self.decode = LumenServer(*common, "--role", "decode", "--kv-source", kv_address, *decode_args, model=model)
+        self.key = new_key_file()
+        self.prefill = LumenServer(*common, "--role", "prefill", "--kv-transfer-address", kv_address,
+                                   "--kv-transfer-key", self.key, model=model)
+        self.decode = LumenServer(*common, "--role", "decode", "--kv-source", kv_address,
+                                  "--kv-transfer-key", decode_key or self.key, *decode_args, *decode_only_args,
+                                  model=model)
         self.alone = LumenServer(*common, *decode_args, model=model)
         self.proxy = Proxy([self.prefill.base_url], [self.decode.base_url])
         self.kv_address = kv_address
@@ -161,7 +177,16 @@ def test_the_pair_answers_as_one_instance_and_the_prompt_is_moved_not_computed(p
     assert p["lumen_generation_tokens_total"] == p["lumen_kv_transfer_prompts_kept_total"]
 
 
-def test_a_later_turn_moves_only_what_the_decode_instance_lacks(pair):
+@pytest.fixture(scope="module")
+def shared_pair():
+    p = Pair(decode_only_args=("--kv-import-shared",))
+    yield p
+    assert p.stop() == [0, 0, 0, 0]
+
+
+def test_a_later_turn_moves_only_what_the_decode_instance_lacks(shared_pair):
+    # With --kv-import-shared the first turn's imported blocks stay in the shared prefix cache.
+    pair = shared_pair
     question = "Who kept the leather book? " + PASSAGE
     first = answer(pair.proxy, "/v1/chat/completions", chat_body(question))
     reply = first["choices"][0]["message"]["content"]
@@ -176,6 +201,91 @@ def test_a_later_turn_moves_only_what_the_decode_instance_lacks(pair):
     # The first turn's prompt and reply were in the decode instance's prefix cache already.
     new_tokens = second["usage"]["prompt_tokens"] - first["usage"]["prompt_tokens"]
     assert 0 < moved <= new_tokens + 16, (moved, new_tokens)
+
+
+def prefix_hits(server) -> float:
+    return server.metrics()["lumen_prefix_cache_hits_total"]
+
+
+def test_imported_kv_serves_only_its_request_unless_shared(pair, shared_pair):
+    # Issue 47: pages a decode instance imports are checked (finite, computed) but not
+    # recomputed, so by default no other request adopts them: an ordinary client sending the
+    # same prompt straight to the decode instance computes it. --kv-import-shared shares them.
+    for p, shared in ((pair, False), (shared_pair, True)):
+        body = chat_body(f"Shared is {shared}. What did the keeper polish? " + PASSAGE)
+        expected = texts(answer(p.alone, "/v1/chat/completions", body))
+        before = imported(p.decode)
+        assert texts(answer(p.proxy, "/v1/chat/completions", body)) == expected
+        assert imported(p.decode) - before >= 64
+        hits = prefix_hits(p.decode)
+        assert texts(answer(p.decode, "/v1/chat/completions", body)) == expected
+        # The prompt is about 7 blocks of 16 tokens; only the system prompt's first block may be
+        # cached here from other requests.
+        if shared:
+            assert prefix_hits(p.decode) - hits >= 5
+        else:
+            assert prefix_hits(p.decode) - hits <= 1
+
+
+def rss_bytes(pid) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) * 1024
+
+
+def zmtp_flood(address, frames, frame_bytes=4 << 20):
+    """Issue 47's attack on the KV-transfer port, in raw ZMTP 3.0 without a key: a NULL-mechanism
+    DEALER whose one multipart message of `frame_bytes` frames never ends. Returns the bytes the
+    server took before it closed the connection."""
+    host, port = address[len("tcp://"):].rsplit(":", 1)
+    sent = 0
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        greeting = b"\xff" + b"\0" * 8 + b"\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\0") + b"\0" + b"\0" * 31
+        ready = b"\x05READY" + b"\x0bSocket-Type" + (6).to_bytes(4, "big") + b"DEALER"
+        frame_head = b"\x03" + frame_bytes.to_bytes(8, "big")  # MORE | LONG, then the size
+        payload = b"\x5a" * frame_bytes
+        try:
+            s.sendall(greeting + b"\x04" + bytes([len(ready)]) + ready)
+            for _ in range(frames):
+                s.sendall(frame_head)
+                s.sendall(payload)
+                sent += len(payload)
+        except OSError:
+            pass  # the server closed it
+    return sent
+
+
+def test_a_stranger_cannot_reach_the_prefill_port(pair):
+    # Without the deployment key the handshake fails at once: the 1 GiB that grew an
+    # unauthenticated prefill instance 1:1 is never taken, and clients go on being served.
+    body = chat_body("What did the keeper log each evening? " + PASSAGE)
+    expected = texts(answer(pair.alone, "/v1/chat/completions", body))
+    before = rss_bytes(pair.prefill.proc.pid)
+    result = {}
+    attacker = threading.Thread(target=lambda: result.update(sent=zmtp_flood(pair.kv_address, 256)))
+    attacker.start()
+    slowest = 0.0
+    for _ in range(3):
+        start = time.monotonic()
+        assert texts(answer(pair.proxy, "/v1/chat/completions", body)) == expected
+        slowest = max(slowest, time.monotonic() - start)
+    attacker.join(timeout=120)
+    assert not attacker.is_alive()
+    assert result["sent"] <= 64 << 20  # refused within the first frames (kernel buffers hold the rest)
+    assert rss_bytes(pair.prefill.proc.pid) - before < 32 << 20
+    assert slowest < 30, slowest
+    assert fetches(pair.decode, "failed") == 0
+
+
+def test_a_decode_instance_with_another_key_computes_the_prompt_itself():
+    p = Pair(decode_only_args=("--kv-fetch-timeout", "1"), decode_key=new_key_file())
+    try:
+        body = chat_body("Where did the ships pass? " + PASSAGE)
+        assert texts(answer(p.proxy, "/v1/chat/completions", body)) == \
+               texts(answer(p.alone, "/v1/chat/completions", body))
+        assert fetches(p.decode, "failed") == 1
+        assert imported(p.decode) == 0
+    finally:
+        p.stop()
 
 
 def post_with_handle(server, body, handle):
@@ -251,6 +361,12 @@ def test_gemma_sliding_window_layers_move_too():
     (["--role", "proxy", "--decode", "http://127.0.0.1:1"], "prefill"),
     (["--role", "proxy", "--prefill", "ftp://x:1", "--decode", "http://127.0.0.1:1"], "http://"),
     (["--role", "sideways"], "--role"),
+    (["--role", "prefill", "--kv-transfer-address", "tcp://0.0.0.0:5600"], "reachable from the network"),
+    (["--role", "prefill", "--kv-transfer-address", "tcp://127.0.0.1:1", "--kv-transfer-key", "/nonexistent/kv.key"],
+     "cannot read the KV-transfer key file '/nonexistent/kv.key'"),
+    (["--kv-transfer-key", "/dev/null"], "--kv-transfer-key is for --role prefill and decode"),
+    (["--role", "prefill", "--kv-transfer-address", "tcp://127.0.0.1:1", "--kv-import-shared"],
+     "--kv-import-shared is for --role decode"),
 ])
 def test_roles_refuse_what_they_cannot_use(args, message):
     r = subprocess.run([os.environ["LUMEN_BIN"], "serve", "--port", "0", *args], capture_output=True, text=True,

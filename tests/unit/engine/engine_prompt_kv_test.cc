@@ -3,6 +3,10 @@
 // exactly as an engine that computed the prompt itself does, without computing it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <utility>
+
 #include "synth_engine.h"
 #include "util/error.h"
 
@@ -155,10 +159,14 @@ TEST_F(EnginePromptKvTest, KvThatDoesNotFitIsRefusedAndChangesNothing) {
   EXPECT_THROW(other_format.import_prompt_kv(p, good), Error);
 
   Engine receiver(handle(), config(256, kBlock));
+  // Refused at once (the pages) or at the engine's next step (the prompt against the cache).
   auto refused = [&](PromptKv kv, std::vector<int32_t> for_prompt) {
-    std::future<int64_t> result = receiver.import_prompt_kv(std::move(for_prompt), std::move(kv));
-    receiver.step();
-    EXPECT_THROW(result.get(), Error);
+    try {
+      std::future<int64_t> result = receiver.import_prompt_kv(std::move(for_prompt), std::move(kv));
+      receiver.step();
+      EXPECT_THROW(result.get(), Error);
+    } catch (const Error&) {
+    }
   };
   PromptKv wrong_tokens = good;
   wrong_tokens.tokens[5] += 1;
@@ -176,6 +184,44 @@ TEST_F(EnginePromptKvTest, KvThatDoesNotFitIsRefusedAndChangesNothing) {
   refused(good, std::vector<int32_t>(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(good.tokens.size())));
   EXPECT_EQ(receiver.stats().prompt_kv_imported_tokens, 0u);
   EXPECT_EQ(at_next_step(receiver, receiver.cached_prompt_tokens(p, 0)), 0);
+}
+
+TEST_F(EnginePromptKvTest, NonFiniteOrNeverComputedPagesAreRefusedBeforeAnythingIsWritten) {
+  // Issue 47: a decode instance imported NaN and all-zero pages silently, and the next request
+  // with the same prompt adopted them. Each cache type's NaN: all-ones bits are NaN in f32, f16,
+  // bf16 and fp8 e4m3, and a q8_0 / q4_0 block whose f16 scale is NaN.
+  for (const KvCacheDtype dtype : {KvCacheDtype::F16, KvCacheDtype::Q8_0, KvCacheDtype::Bf16}) {
+    EngineConfig c = sender_config();
+    c.kv_cache_dtype = dtype;
+    const std::vector<int32_t> p = prompt(33, 9);
+    Engine sender(handle(), c);
+    const uint64_t id = prefill(sender, p);
+    const PromptKv good = *sender.take_prompt_kv(id, p, 0, 0);
+    c.prompt_kv_store_bytes = 0;
+    Engine receiver(handle(), c);
+
+    PromptKv nan_page = good;
+    std::fill_n(nan_page.pages[1].begin(), 64, uint8_t{0xff});  // a q8_0 block begins with its scale
+    PromptKv zero_page = good;
+    std::fill(zero_page.pages[2].begin(), zero_page.pages[2].end(), uint8_t{0});
+    for (const auto& [bad, message] :
+         {std::pair{nan_page, "page 1 holds NaN or infinite values"}, std::pair{zero_page, "page 2 is all zeros"}}) {
+      try {
+        receiver.import_prompt_kv(p, bad);
+        ADD_FAILURE() << "imported";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_EQ(at_next_step(receiver, receiver.cached_prompt_tokens(p, 0)), 0);  // nothing written
+    EXPECT_EQ(at_next_step(receiver, receiver.import_prompt_kv(p, good)), 32);  // the good pages still fit
+    RequestHandle h = receiver.add_request(p, greedy(8));
+    drain(receiver);
+    Engine alone(handle(), c);
+    RequestHandle expected = alone.add_request(p, greedy(8));
+    drain(alone);
+    EXPECT_EQ(tokens(h), tokens(expected)) << kv_cache_dtype_name(dtype);
+  }
 }
 
 TEST_F(EnginePromptKvTest, KeepingNeedsPrefixCachingAndAnEngineWithoutAStoreHasNothingToTake) {
