@@ -29,8 +29,8 @@ def walks(source, argument, count, seed=1):
     return [json.loads(line) for line in out.split("\n") if line]
 
 
-def accepted(source, argument, texts):
-    out = run_tool("accept", source, argument, stdin="".join(json.dumps(t) + "\n" for t in texts))
+def accepted(source, argument, texts, *options):
+    out = run_tool("accept", source, argument, *options, stdin="".join(json.dumps(t) + "\n" for t in texts))
     return [line == "1" for line in out.split("\n") if line]
 
 
@@ -193,9 +193,15 @@ def test_valid_instances_are_accepted(name):
         texts.append(json.dumps(instance, ensure_ascii=False, indent=2))
         if name != "enums_and_consts":  # a const string is matched in one spelling: raw UTF-8
             texts.append(json.dumps(instance))  # non-ASCII as \\u escapes
-    verdicts = accepted("--schema", json.dumps(schema), texts)
+    # Python's spellings (spaces after separators, indentation) in the loose form...
+    verdicts = accepted("--schema", json.dumps(schema), texts, "--any-whitespace")
     refused = [t for t, ok in zip(texts, verdicts) if not ok]
     assert not refused, f"{len(refused)} of {len(texts)} refused, e.g. {refused[:3]}"
+    # ...and the compact one in the default form, which refuses whitespace between tokens.
+    compact = [json.dumps(i, ensure_ascii=False, separators=(",", ":")) for i in INSTANCES[name]]
+    assert all(accepted("--schema", json.dumps(schema), compact)), compact
+    spaced = [t for t in texts if t not in compact]
+    assert not any(accepted("--schema", json.dumps(schema), spaced)), spaced
 
 
 REGEXES = [

@@ -21,12 +21,19 @@
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s gbnf|walk|accept --schema JSON|--regex PATTERN [--count N] [--seed S]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s gbnf|walk|accept --schema JSON|--regex PATTERN [--count N] [--seed S] [--any-whitespace]\n",
+                 argv[0]);
     return 2;
   }
   const std::string mode = argv[1], source = argv[2], argument = argv[3];
   size_t count = 100, max_bytes = 2000;
   uint64_t seed = 1;
+  // A schema's loose whitespace (JsonSchemaOptions::compact_whitespace off): what Python's
+  // json.dumps writes between tokens.
+  lumen::grammar::JsonSchemaOptions schema_options;
+  for (int i = 4; i < argc; ++i)
+    if (std::string(argv[i]) == "--any-whitespace") schema_options.compact_whitespace = false;
   for (int i = 4; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--count") count = std::stoul(argv[i + 1]);
@@ -36,7 +43,7 @@ int main(int argc, char** argv) {
   try {
     std::string gbnf;
     if (source == "--schema") {
-      gbnf = lumen::grammar::json_schema_text_to_gbnf(argument);
+      gbnf = lumen::grammar::json_schema_text_to_gbnf(argument, schema_options);
     } else if (source == "--regex") {
       gbnf = lumen::grammar::regex_to_gbnf(argument);
     } else {  // --gbnf-file
