@@ -114,17 +114,19 @@ TEST_F(EngineDecoding, NCompletionsUseThePromptBlocksOnce) {
   EXPECT_EQ(stats.kv_blocks_used, 0);
   EXPECT_EQ(stats.computed_tokens, 70u + 4u * 9u);  // the prompt once, then each decode
 
-  // Completion i draws like a request of its own seeded seed + i.
+  // Completion i draws from seed_of_choice(seed, i) (sampling/seed_stream.h): completion 0 as a
+  // request of its own with the same seed, and the same request again gives the same four.
   Engine separate(handle(), uncached(256));
-  std::vector<RequestHandle> alone;
-  for (uint64_t i = 0; i < 4; ++i) alone.push_back(separate.add_request(p, sampled(10, 7 + i)));
-  EXPECT_EQ(run_to_end(separate), 20);
+  RequestHandle first_alone = separate.add_request(p, sampled(10, 7));
+  std::vector<RequestHandle> again = separate.add_request_n(p, params);
+  run_to_end(separate);
   std::set<std::vector<int32_t>> distinct;
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(handles[i].id(), handles[0].id());
     EXPECT_EQ(handles[i].index(), static_cast<int32_t>(i));
     const std::vector<int32_t> got = drain(handles[i]);
-    EXPECT_EQ(got, drain(alone[i])) << "completion " << i;
+    if (i == 0) EXPECT_EQ(got, drain(first_alone));
+    EXPECT_EQ(got, drain(again[i])) << "completion " << i;
     distinct.insert(got);
   }
   EXPECT_EQ(distinct.size(), 4u);  // different seeds, different samples
@@ -147,20 +149,19 @@ TEST_F(EngineDecoding, BestOfDeliversTheCompletionsWithTheHighestMeanLogprob) {
     for (float lp : logprobs) EXPECT_TRUE(std::isnan(lp));  // not asked for, not reported
   }
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
-  // The five candidates, as separate requests (seed 99 + i) with log-probabilities.
+  // The five candidates: best_of's choice i draws from seed_of_choice(99, i), as choice i of an
+  // n = 5 request with the same seed does; that request reports their log-probabilities.
   struct Candidate {
     std::vector<int32_t> tokens;
     double mean;
   };
   std::vector<Candidate> candidates;
   Engine separate(handle(), uncached(256));
-  std::vector<RequestHandle> alone;
-  for (uint64_t i = 0; i < 5; ++i) {
-    SamplingParams one = sampled(12, 99 + i);
-    one.temperature = 1.2f;
-    one.logprobs = 0;
-    alone.push_back(separate.add_request(p, one));
-  }
+  SamplingParams five = sampled(12, 99);
+  five.temperature = 1.2f;
+  five.logprobs = 0;
+  five.n = 5;
+  std::vector<RequestHandle> alone = separate.add_request_n(p, five);
   run_to_end(separate);
   for (RequestHandle& h : alone) {
     std::vector<float> logprobs;
