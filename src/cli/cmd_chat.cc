@@ -46,9 +46,12 @@ struct ChatOptions {
 
 void chat_loop(const ChatOptions& options) {
   const SpeculativeConfig speculative = options.speculative.config();  // a bad config fails before loading
+  const std::string path = resolve_model_path(options.model);
+  if (const std::string warning = base_model_chat_warning(path); !warning.empty()) {
+    fmt::print(stderr, "lumen chat: warning: {}\n", warning);
+  }
   const Model model =
-      Model::load(resolve_model_path(options.model),
-                  {.device = options.device, .threads = options.threads, .chat_template = options.template_name});
+      Model::load(path, {.device = options.device, .threads = options.threads, .chat_template = options.template_name});
   if (!model.has_chat_template()) fail("{}: choose one with --chat-template NAME", model.chat_template_problem());
   const int64_t context = std::min<int64_t>(options.context, model.info().context_length);
   options.sampling.validate_for_vocab(model.info().vocab_size);

@@ -144,6 +144,8 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
   if (!model.has_chat_template()) {
     fmt::print(stderr, "lumen serve: {}; /v1/chat/completions is off (choose one with --chat-template)\n",
                model.chat_template_problem());
+  } else if (const std::string warning = base_model_chat_warning(path); !warning.empty()) {
+    fmt::print(stderr, "lumen serve: warning: {}\n", warning);
   }
   EngineConfig engine_config = options.engine.resolve();
   options.role.apply_to(engine_config);

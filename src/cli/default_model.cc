@@ -1,5 +1,7 @@
 #include "cli/default_model.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -13,6 +15,16 @@ constexpr const char* kDefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
 const char* default_model_file() { return kDefaultModelFile; }
+
+std::string base_model_chat_warning(const std::string& path) {
+  const Catalog catalog = active_catalog();
+  const CatalogEntry* entry = find_catalog_file(catalog, std::filesystem::path(path).filename().string());
+  if (entry == nullptr || entry->chat) return {};
+  return fmt::format(
+      "{} is a base model: it continues text and was not tuned to chat, so chat replies will not make "
+      "sense (use lumen run or /v1/completions with it, or a chat model such as smollm2)",
+      entry->aliases.empty() ? entry->name : entry->aliases.front());
+}
 
 std::string model_cache_dir() {
   if (const char* cache = std::getenv("LUMEN_CACHE"); cache != nullptr && *cache != '\0') {

@@ -148,3 +148,14 @@ def test_unknown_commands_are_not_sent_and_double_slash_sends_text():
     # Only "/help me" reached the model: the same reply as when it is the only line.
     alone = chat_piped(["//help me"])
     assert r.stdout == alone.stdout and r.stdout.strip(), (r.stdout, alone.stdout)
+
+
+def test_chat_with_the_catalogs_base_model_says_why_its_replies_make_no_sense():
+    # Gemma 3 270M in the catalog is the base model: it chats through the built-in gemma
+    # template, but nothing else would tell the user it was never tuned to.
+    r = subprocess.run([lumen_bin(), "chat", "-m", str(real_model("gemma-3-270m-q4_k_m.gguf")), "--temp", "0",
+                        "-n", "4"], input="Hi\n", capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "gemma3 is a base model" in r.stderr, r.stderr
+    plain = chat_piped(["Hi"])
+    assert "base model" not in plain.stderr, plain.stderr
