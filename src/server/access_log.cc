@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 
@@ -30,6 +31,15 @@ std::string new_request_id() {
   x *= 0xBF58476D1CE4E5B9ull;
   x ^= x >> 29;
   return fmt::format("req-{:016x}", x);
+}
+
+std::string request_id_for(std::string_view client_id) {
+  const bool usable = !client_id.empty() && client_id.size() <= 128 &&
+                      std::all_of(client_id.begin(), client_id.end(), [](char c) {
+                        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                               c == '.' || c == '_' || c == ':' || c == '-';
+                      });
+  return usable ? std::string(client_id) : new_request_id();
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace lumen::server {
 
@@ -32,6 +33,10 @@ RequestNote& this_request_note();
 // A fresh id for a request ("req-" and 16 hex digits), unique within the process and not
 // guessable from the previous ones.
 std::string new_request_id();
+// The id of a request: the client's own X-Request-Id when it is one a log line and a header can
+// hold as it is (1 to 128 of A-Z a-z 0-9 . _ : -), so a client can follow its request through
+// the logs as it does behind other OpenAI-style servers; else a new one.
+std::string request_id_for(std::string_view client_id);
 
 // The access log line for a finished request (empty at LogLevel::Quiet, except for 5xx).
 std::string access_log_line(LogLevel level, const httplib::Request& request, const httplib::Response& response,

@@ -140,7 +140,7 @@ void Server::install_routes() {
   http_.set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
     this_request_note() = RequestNote{};
     this_request_note().start = std::chrono::steady_clock::now();
-    response.set_header("X-Request-Id", new_request_id());
+    response.set_header("X-Request-Id", request_id_for(request.get_header_value("X-Request-Id")));
     if (!hosts_.allows(request.get_header_value("Host"))) {
       response.set_header("Connection", "close");
       write_error(response, ApiError(421, fmt::format("this server does not answer for host '{}' (--allowed-hosts)",

@@ -124,6 +124,17 @@ def test_access_log_line_per_request_with_id_status_and_tokens(server, client):
     assert "POST /v1/completions 200" in line and "completion_tokens=3" in line and " ms" in line
 
 
+def test_a_clients_request_id_is_echoed_and_logged(server, client):
+    r = client.completions.with_raw_response.create(model=MODEL_NAME, prompt="Hello", max_tokens=1,
+                                                    extra_headers={"X-Request-Id": "my-trace-123"})
+    assert r.headers["X-Request-Id"] == "my-trace-123"
+    assert server.wait_for_log(lambda line: "my-trace-123" in line and "POST /v1/completions 200" in line)
+    # One that a log line could not hold as it is gets an id of the server's own.
+    r = client.completions.with_raw_response.create(model=MODEL_NAME, prompt="Hello", max_tokens=1,
+                                                    extra_headers={"X-Request-Id": "two words"})
+    assert re.fullmatch(r"req-[0-9a-f]{16}", r.headers["X-Request-Id"])
+
+
 def test_quiet_log_level_logs_no_successful_request():
     s = LumenServer("--log-level", "quiet")
     try:
