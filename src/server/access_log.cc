@@ -34,11 +34,11 @@ std::string new_request_id() {
 }
 
 std::string request_id_for(std::string_view client_id) {
-  const bool usable = !client_id.empty() && client_id.size() <= 128 &&
-                      std::all_of(client_id.begin(), client_id.end(), [](char c) {
-                        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                               c == '.' || c == '_' || c == ':' || c == '-';
-                      });
+  const bool usable =
+      !client_id.empty() && client_id.size() <= 128 && std::all_of(client_id.begin(), client_id.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+               c == ':' || c == '-';
+      });
   return usable ? std::string(client_id) : new_request_id();
 }
 

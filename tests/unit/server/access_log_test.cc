@@ -68,7 +68,7 @@ TEST(AccessLog, AClientsRequestIdIsKeptWhenALogLineCanHoldItAsItIs) {
   EXPECT_EQ(request_id_for(std::string(128, 'x')), std::string(128, 'x'));
   // Empty, too long, or holding what could forge or split a line: a new id of our own.
   for (const std::string& bad : {std::string(), std::string(129, 'x'), std::string("a b"), std::string("a\nb"),
-                                std::string("a\"b"), std::string("\xc3\xa9")}) {
+                                 std::string("a\"b"), std::string("\xc3\xa9")}) {
     const std::string id = request_id_for(bad);
     EXPECT_EQ(id.rfind("req-", 0), 0u) << bad;
     EXPECT_EQ(id.size(), 20u) << bad;
