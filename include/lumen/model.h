@@ -49,6 +49,11 @@ struct TokenizeOptions {
 // How a conversation becomes a prompt (Model::chat_prompt).
 struct ChatOptions {
   bool add_generation_prompt = true;  // end with the assistant's turn opener
+  // End inside the final message, an assistant's, which the model then continues (vLLM's
+  // continue_final_message, an assistant prefill): the rendered text is cut right after that
+  // message's text. Needs add_generation_prompt off. Throws lumen::Error when the final message
+  // is not an assistant's with text, or the template does not end the conversation with it.
+  bool continue_final_message = false;
   // The template's `tools` variable; absent: None.
   std::optional<nlohmann::ordered_json> tools;
   // More top-level template variables (chat_template_kwargs: enable_thinking...). A name the

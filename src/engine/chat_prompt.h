@@ -15,6 +15,7 @@ namespace lumen::engine {
 struct ChatPromptOptions {
   chat::ChatTemplateOptions render;       // add_generation_prompt, bos/eos text, tools...
   bool parse_special_in_messages = false; // let message text spell control tokens
+  bool continue_final_message = false;    // end right after the final message's text
 };
 
 // Throws lumen::Error when the template cannot render the conversation.

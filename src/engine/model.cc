@@ -155,6 +155,7 @@ std::vector<int32_t> Model::chat_prompt(const nlohmann::ordered_json& messages, 
   prompt_options.render.extra_context = options.extra_context;
   if (options.max_rendered_bytes > 0) prompt_options.render.limits.max_output_bytes = options.max_rendered_bytes;
   prompt_options.parse_special_in_messages = options.parse_special_in_messages;
+  prompt_options.continue_final_message = options.continue_final_message;
   std::vector<int32_t> prompt = engine::chat_prompt_tokens(*state_->chat_template, tokenizer, messages, prompt_options);
   // A model that wants BOS gets exactly one, whether or not its template writes it.
   if (vocab.special.add_bos && vocab.special.bos && (prompt.empty() || prompt[0] != *vocab.special.bos)) {

@@ -92,7 +92,13 @@ std::vector<int32_t> render_chat_prompt(const nlohmann::ordered_json& messages, 
                                         const std::optional<nlohmann::ordered_json>& tools) {
   const RequestFields fields(body);
   ChatOptions options;
-  options.add_generation_prompt = fields.boolean("add_generation_prompt").value_or(true);
+  // vLLM's continue_final_message: the final assistant message is continued (a prefill), so no
+  // new turn is opened unless the client asks for both, which cannot be.
+  options.continue_final_message = fields.boolean("continue_final_message").value_or(false);
+  options.add_generation_prompt = fields.boolean("add_generation_prompt").value_or(!options.continue_final_message);
+  if (options.continue_final_message && options.add_generation_prompt) {
+    invalid("continue_final_message", "continue_final_message and add_generation_prompt cannot both be true");
+  }
   options.max_rendered_bytes = max_rendered_bytes;  // also bounds each string built
   options.tools = tools;
   if (const nlohmann::json* kwargs = fields.find("chat_template_kwargs")) {

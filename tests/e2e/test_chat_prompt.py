@@ -104,3 +104,30 @@ def test_conversation_size_is_capped(client, server):
     ok = many[:2047] + [{"role": "user", "content": "hi"}]
     r = server.post("/tokenize", {"messages": ok})
     assert r.status_code == 200 and r.elapsed.total_seconds() < 5
+
+
+def test_continue_final_message_continues_the_assistants_text(server, client):
+    # vLLM's continue_final_message: the prompt ends inside the final assistant message (no end of
+    # turn, no new turn), and the reply is its continuation.
+    messages = [{"role": "user", "content": "Name a color."}, {"role": "assistant", "content": "My favourite color is"}]
+    tokens = server.tokenize(messages=messages, continue_final_message=True)
+    prompt = server.post("/detokenize", {"tokens": tokens}).json()["prompt"]
+    assert prompt.endswith("<|im_start|>assistant\nMy favourite color is"), prompt
+    closed = server.post("/detokenize", {"tokens": server.tokenize(messages=messages, add_generation_prompt=False)})
+    assert closed.json()["prompt"].rstrip().endswith("<|im_end|>")
+    r = client.chat.completions.create(model=MODEL_NAME, messages=messages, max_tokens=8, temperature=0,
+                                       extra_body={"continue_final_message": True})
+    reply = r.choices[0].message.content
+    # The same greedy text as a raw completion of that prompt.
+    raw = client.completions.create(model=MODEL_NAME, prompt=tokens, max_tokens=8, temperature=0)
+    assert reply == raw.choices[0].text and reply.strip(), (reply, raw.choices[0].text)
+
+
+def test_continue_final_message_refuses_what_it_cannot_continue(server):
+    user_last = [{"role": "user", "content": "Hi"}]
+    r = server.post("/v1/chat/completions", {"messages": user_last, "continue_final_message": True})
+    assert r.status_code == 400 and "assistant" in r.json()["error"]["message"], r.text
+    both = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    r = server.post("/v1/chat/completions", {"messages": both, "continue_final_message": True,
+                                             "add_generation_prompt": True})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "continue_final_message", r.text
