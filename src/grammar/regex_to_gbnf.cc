@@ -10,11 +10,12 @@
 #include "grammar/gbnf_writer.h"
 #include "grammar/grammar.h"
 #include "grammar/regex_gbnf_expression.h"
+#include "grammar/repeat_counts.h"
 
 namespace lumen::grammar {
 namespace {
 
-constexpr size_t kUnbounded = std::numeric_limits<size_t>::max();
+constexpr size_t kUnbounded = kUnboundedCount;  // grammar/repeat_counts.h
 constexpr int kMaxNesting = 200;  // groups inside groups; deeper patterns are refused, not recursed
 
 struct Node {
@@ -40,28 +41,6 @@ Node* repeated_set(Node& node) {
     n = &n->children[0];
   if (n->kind != Node::Kind::kRepeat || n->children[0].kind != Node::Kind::kSet) return nullptr;
   return n;
-}
-
-// Nested repetition of one set, (X{a,b}){c,d}, matches X k times for k in the union of
-// [j*a, j*b] over j in [c, d]. When that union is one interval it is X{c*a, d*b}: the same
-// strings through one repetition, whose parser keeps one stack per count instead of one per
-// (outer, inner) split: an ambiguous nesting costs the matcher (a, b) x (c, d) stacks per
-// character and a context cache per split (issue 47). Returns false when the union has gaps
-// (`(a{3}){0,2}` is 0, 3 or 6 a's), which stays nested.
-bool merge_repeat_counts(size_t a, size_t b, size_t c, size_t d, size_t& min, size_t& max) {
-  const auto mul = [](size_t x, size_t y) {
-    if (x == 0 || y == 0) return size_t{0};
-    if (x == kUnbounded || y == kUnbounded || x > kUnbounded / y) return kUnbounded;
-    return x * y;
-  };
-  min = mul(a, c);
-  max = mul(b, d);
-  if (d == 0 || b == 0) return true;             // only the empty string
-  if (b == kUnbounded) return c >= 1 || a <= 1;  // [c*a, inf), or {0} and [a, inf)
-  if (c == d) return true;
-  // The intervals of j and j+1 touch when (j+1)*a <= j*b + 1, i.e. a <= j*(b-a) + 1, which
-  // only gets truer as j grows (b >= a): the first pair, j = c, decides.
-  return a <= c * (b - a) + 1;
 }
 
 class RegexParser {
