@@ -78,6 +78,10 @@ struct EngineStats {
   // Token trees (num_candidates > 1): the accepted tokens that were off a tree's first branch,
   // which a chain of the same first candidate would not have had.
   uint64_t spec_branch_tokens = 0;
+  // Sequence-steps decoded without speculating because that sequence's drafts did not pay: an
+  // acceptance below min_acceptance_rate, or speculating steps that yielded fewer tokens per
+  // second than plain decoding on this machine (the break-even, measured from step times).
+  uint64_t spec_paused_steps = 0;
   // Disaggregated prefill and decode: prompts whose K/V was kept for another engine, taken by
   // one, and pushed out for room before anyone took them; positions of K/V imported from
   // another engine into the prefix cache.

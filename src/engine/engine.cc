@@ -229,10 +229,12 @@ bool Engine::step() {
       m.outputs.fail_batch(plan, "the forward pass failed: " + fault);
     } else {
       // What a draft token costs, learned from single-sequence decode steps (spec/step_cost.h).
+      // Rows beyond the sequence's own count alike, draft or the proposer's (lookahead's window).
       if (m.speculation.enabled() && plan.chunks.size() == 1 && plan.chunks[0].samples &&
-          plan.chunks[0].n_tokens - plan.chunks[0].n_draft == 1) {
-        m.speculation.record_step(plan.chunks[0].n_draft,
-                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count());
+          plan.chunks[0].n_known() == 1) {
+        m.speculation.record_step(
+            plan.chunks[0].n_draft + plan.chunks[0].n_extra,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count());
       }
       m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
       m.scheduler.complete(plan);

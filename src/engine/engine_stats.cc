@@ -39,6 +39,7 @@ void Engine::Impl::publish_stats() {
   s.spec_draft_tokens = spec.draft_tokens;
   s.spec_accepted_tokens = spec.accepted_tokens;
   s.spec_branch_tokens = spec.branch_tokens;
+  s.spec_paused_steps = spec.paused_steps;
   s.prompt_kv_imported_tokens = m.imported_tokens;
   std::lock_guard lock(stats_mutex);
   snapshot = s;

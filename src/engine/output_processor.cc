@@ -324,12 +324,14 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
           const auto n_draft = static_cast<size_t>(rows[i].n_draft);
           verify_tree(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
                       std::span<const int32_t>(c.seq.draft_parents).first(n_draft),
-                      logits.subspan(row * vocab, (1 + n_draft) * vocab));
+                      logits.subspan(row * vocab, (1 + n_draft) * vocab), plan.chunks[i].n_extra);
         } else if (rows[i].n_draft > 0) {
           const auto n_draft = static_cast<size_t>(rows[i].n_draft);
           verify_draft(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
-                       logits.subspan(row * vocab, (1 + n_draft) * vocab));
+                       logits.subspan(row * vocab, (1 + n_draft) * vocab), plan.chunks[i].n_extra);
         } else {
+          // The proposer's own rows with no draft (lookahead found no n-gram): a cost for nothing.
+          if (plan.chunks[i].n_extra > 0) speculation.record_rows_only(c.seq, plan.chunks[i].n_extra);
           on_logits(c, first_row);
         }
       }

@@ -96,11 +96,13 @@ class OutputProcessor {
   void sample_and_emit(Completion& c, std::span<const float> row);
   // Speculative decoding (draft_verification.cc): `rows` holds 1 + draft.size() rows, the first
   // after the sequence's last token, each next one after the draft token before it.
-  void verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows);
+  // `extra_rows`: the proposer's own rows the step computed beside the draft (their cost counts
+  // in the sequence's break-even).
+  void verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows, int64_t extra_rows);
   // A token tree (draft_parents): one row per node after the last token's; the accepted
   // branch's K/V is moved to consecutive positions before the rest is rolled back.
   void verify_tree(Completion& c, std::span<const int32_t> draft, std::span<const int32_t> parents,
-                   std::span<const float> rows);
+                   std::span<const float> rows, int64_t extra_rows);
   // Streams one sampled token (with its text) and says whether the completion ends with it.
   std::optional<FinishReason> emit(Completion& c, const sampling::SampleResult& result);
   Completion& fork(Completion& parent, int32_t index);

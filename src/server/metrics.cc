@@ -99,6 +99,9 @@ std::string ServerMetrics::render(const EngineStats& s) const {
           s.spec_accepted_tokens);
   counter(out, "lumen_spec_decode_num_branch_tokens_total",
           "Accepted draft tokens off a token tree's first branch (num_candidates > 1).", s.spec_branch_tokens);
+  counter(out, "lumen_spec_decode_num_paused_steps_total",
+          "Decode steps of a request that did not speculate because its drafts did not pay (below break-even).",
+          s.spec_paused_steps);
   gauge(out, "lumen_spec_decode_acceptance_rate", "Accepted share of the draft tokens scored so far (0..1).",
         s.spec_draft_tokens == 0 ? 0.0
                                  : static_cast<double>(s.spec_accepted_tokens) / static_cast<double>(s.spec_draft_tokens));

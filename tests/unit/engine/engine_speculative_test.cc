@@ -290,5 +290,25 @@ TEST_F(EngineSpeculative, NoDraftsWhileTheBatchIsAboveTheLimit) {
   for (size_t i = 0; i < hs.size(); ++i) EXPECT_EQ(hs[i].collect().tokens, plain.results[i].tokens);
 }
 
+// Issue 49: a proposer that is nearly always wrong switches itself off (per sequence; the
+// acceptance and break-even rules are in spec/acceptance_history.h, tested there) and the stats
+// say for how many steps, while min_acceptance_rate 0 keeps it drafting every step it can.
+TEST_F(EngineSpeculative, APoorProposerSwitchesItselfOffAndSaysSo) {
+  const auto ps = prompts(1);
+  const std::vector<SamplingParams> params = {greedy(60)};
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  EngineConfig paused = speculative(512);
+  paused.speculative.min_acceptance_rate = 0.1;
+  const Run poor = run(paused, ps, params, &known, /*spoil_every=*/1);
+  EXPECT_EQ(poor.results[0].tokens, plain.results[0].tokens);
+  EXPECT_GT(poor.stats.spec_paused_steps, 20u);
+  EXPECT_LT(poor.stats.spec_drafts, 30u);
+  const Run always = run(speculative(512), ps, params, &known, /*spoil_every=*/1);
+  EXPECT_EQ(always.results[0].tokens, plain.results[0].tokens);
+  EXPECT_EQ(always.stats.spec_paused_steps, 0u);
+  EXPECT_GT(always.stats.spec_drafts, poor.stats.spec_drafts);
+}
+
 }  // namespace
 }  // namespace lumen::testing
