@@ -10,7 +10,8 @@
 #        they resolve except glibc's, the C++ runtime's and CUDA's driver and cuBLAS (lib/), and
 #        the Llama-3 vocabulary (for `lumen synth`); the default model goes in two halves to
 #        .gpu-model/ and .gpu-model2/ (a call carries at most 64 MiB, the repository's tracked
-#        files included); the folders go into .git/info/exclude.
+#        files included); .gitignore ignores the three folders, so a device call carries them only
+#        when named.
 #      scripts/gpu_check.sh verify [CHROOT]
 #        unpacks the archive into a scratch folder and checks that the binaries start with a bare
 #        environment and resolve every library but the system's from the bundle; given a Debian
@@ -29,11 +30,13 @@
 # into the bundle's cuda-lib/ when the loader does not find them by itself.
 #
 # Modes on the GPU machine:
-#   tests  the gpu-labelled tests (every op, CUDA vs CPU), the conformance table's CUDA rows, then
-#          greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU (when its
-#          two halves are there);
+#   tests  the gpu-labelled tests (every op, CUDA vs CPU; the streaming GEMV vs the warp GEMV),
+#          the conformance table's CUDA rows (the matmul rows twice: warp and streaming GEMV),
+#          then greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU,
+#          with each GEMV (when the model's two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
-#          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings;
+#          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings,
+#          with each GEMV (the JSON's "gemv": "warp" or "stream");
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
 #   all    tests and bench (default).
@@ -80,11 +83,6 @@ prepare() {
   else
     log "warning: no default model at $model; the greedy test will skip"
   fi
-  local exclude; exclude="$(git rev-parse --git-dir)/info/exclude"
-  mkdir -p "$(dirname "$exclude")"
-  for dir in /.gpu/ /.gpu-model/ /.gpu-model2/; do
-    grep -qxF "$dir" "$exclude" 2>/dev/null || echo "$dir" >> "$exclude"
-  done
   du -sh "$STAGE" .gpu-model .gpu-model2
   log "staged; check it with 'scripts/gpu_check.sh verify', then run the device calls listed at the top of this script"
 }
@@ -304,6 +302,12 @@ run_tests() {
     tee "$WORK/backend_conformance_cuda.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda "$WORK/backend_conformance_cuda.log" $((SECONDS - start))
   [ -n "${OUT:-}" ] && cp "$WORK/backend_conformance_cuda.log" "$OUT/" 2>/dev/null
+  # The matmul rows again on the streaming GEMV kernels (off by default until checked here).
+  start=$SECONDS
+  LUMEN_CUDA_GEMV=stream "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_matmul*' 2>&1 |
+    tee "$WORK/backend_conformance_cuda_stream.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary backend_conformance_cuda_stream "$WORK/backend_conformance_cuda_stream.log" $((SECONDS - start))
+  [ -n "${OUT:-}" ] && cp "$WORK/backend_conformance_cuda_stream.log" "$OUT/" 2>/dev/null
 
   local model="$WORK/$MODEL_NAME"
   if [ ! -f "$model" ] && [ -f "$WORK/model.part-00" ] && [ -f "$WORK/model.part-01" ]; then
@@ -318,6 +322,11 @@ run_tests() {
     LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 | tee "$WORK/cuda_model_tests.log"
     gtest_summary greedy_cuda_vs_cpu "$WORK/cuda_model_tests.log" $((SECONDS - start))
     [ -n "${OUT:-}" ] && cp "$WORK/cuda_model_tests.log" "$OUT/" 2>/dev/null
+    start=$SECONDS
+    LUMEN_CUDA_GEMV=stream LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 |
+      tee "$WORK/cuda_model_tests_stream.log"
+    gtest_summary greedy_cuda_vs_cpu_stream "$WORK/cuda_model_tests_stream.log" $((SECONDS - start))
+    [ -n "${OUT:-}" ] && cp "$WORK/cuda_model_tests_stream.log" "$OUT/" 2>/dev/null
   else
     log "no default model (carry .gpu-model and .gpu-model2 first, see the top of this script): greedy test skipped"
   fi
@@ -335,9 +344,12 @@ run_bench() {
       "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || { log "synth $spec failed"; continue; }
       log "synth $spec: $((SECONDS - start)) s"
     fi
-    # Default options, then every matmul on the GEMV kernels (prefill too).
+    # Default options, then every matmul on the GEMV kernels (prefill too); then both with the
+    # streaming GEMV kernels (gemv_stream.cu), which are off by default until checked here.
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
+    LUMEN_CUDA_GEMV=stream "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_GEMV=stream "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
   done
 }
 
