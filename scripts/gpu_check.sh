@@ -37,15 +37,18 @@
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
 #          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings,
 #          with each GEMV (the JSON's "gemv": "warp" or "stream");
+#   types  every weight type through a small synthetic model, op by op, CUDA vs CPU
+#          (GPU_CHECK_TYPES, default the types the CUDA backend gained without a GPU at hand);
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
-#   all    tests and bench (default).
+#   all    tests, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
 # Results: one JSON object per line in $OUT/gpu_check.json (the device tool's $OUT) or
 # /tmp/lumen-gpu/gpu_check.json, and on stdout. Without .gpu/lumen-gpu.tar.xz the script builds
 # from source instead (build/gpu), which needs the -dev packages of scripts/setup.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-MODE="${1:-all}"
+[ $# -eq 0 ] && set -- all
+MODE="$1"
 STAGE=.gpu
 ARCHIVE="$STAGE/lumen-gpu.tar.xz"
 WORK="${LUMEN_GPU_WORK:-/tmp/lumen-gpu}"
@@ -344,12 +347,38 @@ run_bench() {
       "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || { log "synth $spec failed"; continue; }
       log "synth $spec: $((SECONDS - start)) s"
     fi
-    # Default options, then every matmul on the GEMV kernels (prefill too); then both with the
-    # streaming GEMV kernels (gemv_stream.cu), which are off by default until checked here.
+    # Default options, then every matmul on the GEMV kernels (prefill too); then the default
+    # options with the streaming GEMV kernels (gemv_stream.cu), off by default until checked here.
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
     LUMEN_CUDA_GEMV=stream "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
-    LUMEN_CUDA_GEMV=stream "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
+  done
+}
+
+# Every weight type through a whole model, op by op on CUDA against the CPU (cuda_model_tests'
+# EachOpMatchesCpu): a small synthetic llama per type (llama3-mini: 4 layers, 256 wide, so each
+# matrix and the embedding table are of that type) and 2 layers of gemma3-270m in Q5_0 (the type
+# that stopped the catalog's Gemma 3 Q4_K_M file on CUDA). GPU_CHECK_TYPES picks others.
+run_types() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
+  [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
+  local spec preset type file name start layers
+  for spec in ${GPU_CHECK_TYPES:-llama3-mini:Q5_0 llama3-mini:Q5_1 llama3-mini:Q2_K llama3-mini:Q3_K \
+      llama3-mini:Q4_K llama3-mini:Q5_K llama3-mini:Q6_K gemma3-270m:Q5_0}; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/types-$preset-$type.gguf"
+    layers=(); [ "$preset" = gemma3-270m ] && layers=(--layers 2)
+    if [ ! -f "$file" ]; then
+      "$BIN/lumen" synth "$preset" -o "$file" --type "$type" "${layers[@]}" --vocab "$vocab" > /dev/null ||
+        { log "synth $spec failed"; continue; }
+    fi
+    name="ops_cuda_vs_cpu_$preset-$type"
+    start=$SECONDS
+    LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 --gtest_filter='CudaGreedy.EachOpMatchesCpu' \
+      > "$WORK/$name.log" 2>&1
+    grep -E 'Failure|error|expected' "$WORK/$name.log" | head -n 5 >&2
+    gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+    [ -n "${OUT:-}" ] && cp "$WORK/$name.log" "$OUT/" 2>/dev/null
   done
 }
 
@@ -377,9 +406,18 @@ run_sanitize() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests) setup_runtime; run_tests ;;
-  bench) setup_runtime; run_bench ;;
-  sanitize) setup_runtime; run_sanitize ;;
-  all) setup_runtime; run_tests; run_bench ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|bench|sanitize|all]" >&2; exit 2 ;;
+  tests|types|bench|sanitize|all)
+    # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
+    setup_runtime
+    for mode in "$@"; do
+      case "$mode" in
+        tests) run_tests ;;
+        types) run_types ;;
+        bench) run_bench ;;
+        sanitize) run_sanitize ;;
+        all) run_tests; run_types; run_bench ;;
+        *) log "unknown mode $mode"; exit 2 ;;
+      esac
+    done ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|bench|sanitize|all ...]" >&2; exit 2 ;;
 esac
