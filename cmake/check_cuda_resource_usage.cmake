@@ -40,7 +40,9 @@ foreach(line IN LISTS lines)
     # A readable name: the kernel's identifier and its tensor::DType argument, if any.
     if(kernel MATCHES "([a-z][a-z_]*_kernel)")
       set(short "${CMAKE_MATCH_1}")
-      if(kernel MATCHES "DTypeE([0-9]+)E")
+      if(kernel MATCHES "DTypeE([0-9]+)ELi([0-9]+)E")  # <DType, int>
+        string(APPEND short "<DType ${CMAKE_MATCH_1}, ${CMAKE_MATCH_2}>")
+      elseif(kernel MATCHES "DTypeE([0-9]+)E")
         string(APPEND short "<DType ${CMAKE_MATCH_1}>")
       endif()
     else()

@@ -67,12 +67,13 @@ __device__ __forceinline__ void stage_tile(const uint4* __restrict__ src, uint4*
 }
 
 // Adds acc[t] over the block's threads (each warp's butterfly, then the warps in order) and
-// writes token t's sum to y[t * ys + row].
+// writes token t's sum to y[t * ys + row], for t < nt <= NT.
+template <int NT>
 __device__ __forceinline__ void store_block_results(const float* acc, int nt, float* y, int64_t ys, int64_t row) {
-  __shared__ float partial[kWarps][kGemvMaxTokens];
+  __shared__ float partial[kWarps][NT];
   const int warp = static_cast<int>(threadIdx.x) / 32;
 #pragma unroll
-  for (int t = 0; t < kGemvMaxTokens; ++t) {
+  for (int t = 0; t < NT; ++t) {
     if (t < nt) {
       const float sum = warp_sum(acc[t]);
       if (threadIdx.x % 32 == 0) partial[warp][t] = sum;
@@ -96,7 +97,7 @@ __device__ __forceinline__ void load_codes(const int8_t* qs, int xq[8]) {
   for (int k = 0; k < 8; ++k) xq[k] = words[k];
 }
 
-template <DType F>
+template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     gemv_stream_legacy_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t cols, Q8Activations x,
                               int64_t t0, int nt, float* __restrict__ y, int64_t ys) {
@@ -106,7 +107,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const auto* staged = reinterpret_cast<const uint8_t*>(tile);
   const int64_t blocks = cols / 32;
   const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
-  float acc[kGemvMaxTokens] = {};
+  float acc[NT] = {};
   for (int64_t b0 = 0, v0 = 0; b0 < blocks; b0 += kTileBlocks<F>, v0 += kTileVectors<F>) {
     const int n_blocks = static_cast<int>(min(static_cast<int64_t>(kTileBlocks<F>), blocks - b0));
     stage_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)));
@@ -116,7 +117,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       hd::decode_legacy<F>(staged + i * hd::kBlockBytes<F>, w);
       const int64_t b = b0 + i;
 #pragma unroll
-      for (int t = 0; t < kGemvMaxTokens; ++t) {
+      for (int t = 0; t < NT; ++t) {
         if (t < nt) {
           const int64_t token = t0 + t;
           int xq[8];
@@ -128,10 +129,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
     __syncthreads();  // the tile is read before the next one overwrites it
   }
-  store_block_results(acc, nt, y, ys, row);
+  store_block_results<NT>(acc, nt, y, ys, row);
 }
 
-template <DType F>
+template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     gemv_stream_kquant_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t cols, Q8Activations x,
                               int64_t t0, int nt, float* __restrict__ y, int64_t ys) {
@@ -143,7 +144,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const int64_t supers = cols / 256;
   const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
   const int j = static_cast<int>(threadIdx.x) % 8;  // the unit of its super-block
-  float acc[kGemvMaxTokens] = {};
+  float acc[NT] = {};
   for (int64_t s0 = 0, v0 = 0; s0 < supers; s0 += kTileBlocks<F>, v0 += kTileVectors<F>) {
     const int n_units = 8 * static_cast<int>(min(static_cast<int64_t>(kTileBlocks<F>), supers - s0));
     stage_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)));
@@ -157,7 +158,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       hd::KUnit w{};
       if (valid) hd::decode_kunit<F>(staged + (unit / 8) * hd::kBlockBytes<F>, j, w);
 #pragma unroll
-      for (int t = 0; t < kGemvMaxTokens; ++t) {
+      for (int t = 0; t < NT; ++t) {
         if (t < nt) {
           const int64_t token = t0 + t;
           int scaled = 0, mins = 0;
@@ -176,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
     __syncthreads();
   }
-  store_block_results(acc, nt, y, ys, row);
+  store_block_results<NT>(acc, nt, y, ys, row);
 }
 
 // The values of a 16-byte vector of a float row: 4 (F32) or 8 (F16, BF16).
@@ -204,7 +205,7 @@ __device__ __forceinline__ void widen_vector(const uint4& v, float* out) {
 // before any is used.
 constexpr int kVectorsInFlight = 4;
 
-template <DType F>
+template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     gemv_stream_float_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t cols,
                              const float* __restrict__ x, int64_t xs, int nt, float* __restrict__ y, int64_t ys) {
@@ -212,7 +213,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const int64_t row = blockIdx.x;
   const auto* wrow = reinterpret_cast<const uint4*>(weights + row * static_cast<int64_t>(row_bytes));
   const int64_t vectors = cols / kValues;
-  float acc[kGemvMaxTokens] = {};
+  float acc[NT] = {};
   for (int64_t v0 = threadIdx.x; v0 < vectors; v0 += static_cast<int64_t>(kThreads) * kVectorsInFlight) {
     uint4 v[kVectorsInFlight];
 #pragma unroll
@@ -227,7 +228,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       float w[kValues];
       widen_vector<F>(v[k], w);
 #pragma unroll
-      for (int t = 0; t < kGemvMaxTokens; ++t) {
+      for (int t = 0; t < NT; ++t) {
         if (t < nt) {
           const float* xt = x + t * xs + i * kValues;
 #pragma unroll
@@ -236,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       }
     }
   }
-  store_block_results(acc, nt, y, ys, row);
+  store_block_results<NT>(acc, nt, y, ys, row);
 }
 
 // Rows that are whole 16-byte vectors starting at 16-byte boundaries, and a grid of one block
@@ -247,6 +248,9 @@ bool streamable(const void* w, size_t row_bytes, int64_t rows) {
 
 }  // namespace
 
+// Launches kernel<F, 1> for one token (decode at batch 1: a token's accumulators alone, so
+// fewer registers and more rows in flight per SM) or kernel<F, kGemvMaxTokens>; the two add in
+// the same order, so a token's result does not depend on which ran it.
 bool launch_gemv_quantized_stream(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                                   const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
                                   int64_t y_stride, cudaStream_t stream) {
@@ -257,9 +261,11 @@ bool launch_gemv_quantized_stream(tensor::DType type, const void* w, size_t row_
   const auto grid = static_cast<unsigned>(rows);
   const auto launch = [&]<DType F>() {
     if constexpr (hd::kIsKQuant<F>) {
-      gemv_stream_kquant_kernel<F><<<grid, kThreads, 0, stream>>>(p, row_bytes, cols, x, token_offset, nt, y, y_stride);
+      auto* kernel = nt == 1 ? gemv_stream_kquant_kernel<F, 1> : gemv_stream_kquant_kernel<F, kGemvMaxTokens>;
+      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, cols, x, token_offset, nt, y, y_stride);
     } else {
-      gemv_stream_legacy_kernel<F><<<grid, kThreads, 0, stream>>>(p, row_bytes, cols, x, token_offset, nt, y, y_stride);
+      auto* kernel = nt == 1 ? gemv_stream_legacy_kernel<F, 1> : gemv_stream_legacy_kernel<F, kGemvMaxTokens>;
+      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, cols, x, token_offset, nt, y, y_stride);
     }
     return true;
   };
@@ -286,19 +292,15 @@ bool launch_gemv_float_stream(tensor::DType type, const void* w, size_t row_byte
   const auto* p = static_cast<const uint8_t*>(w);
   const int nt = static_cast<int>(n_tokens);
   const auto grid = static_cast<unsigned>(rows);
+  const auto launch = [&]<DType F>() {
+    auto* kernel = nt == 1 ? gemv_stream_float_kernel<F, 1> : gemv_stream_float_kernel<F, kGemvMaxTokens>;
+    kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, cols, x, x_stride, nt, y, y_stride);
+    return true;
+  };
   switch (type) {
-    case DType::F32:
-      gemv_stream_float_kernel<DType::F32>
-          <<<grid, kThreads, 0, stream>>>(p, row_bytes, cols, x, x_stride, nt, y, y_stride);
-      return true;
-    case DType::F16:
-      gemv_stream_float_kernel<DType::F16>
-          <<<grid, kThreads, 0, stream>>>(p, row_bytes, cols, x, x_stride, nt, y, y_stride);
-      return true;
-    case DType::BF16:
-      gemv_stream_float_kernel<DType::BF16>
-          <<<grid, kThreads, 0, stream>>>(p, row_bytes, cols, x, x_stride, nt, y, y_stride);
-      return true;
+    case DType::F32: return launch.template operator()<DType::F32>();
+    case DType::F16: return launch.template operator()<DType::F16>();
+    case DType::BF16: return launch.template operator()<DType::BF16>();
     default: return false;
   }
 }
