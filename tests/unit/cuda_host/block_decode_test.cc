@@ -130,13 +130,19 @@ Activations quantize_activations(DType act, int64_t cols, std::mt19937& rng) {
     }
   } else {
     for (int64_t b = 0; b < cols / 32; ++b) {
-      tensor::BlockQ8_1 block;  // Q8_0 is the same without s
-      const size_t bytes = act == DType::Q8_1 ? sizeof(tensor::BlockQ8_1) : sizeof(tensor::BlockQ8_0);
-      std::memcpy(&block, a.cpu.data() + static_cast<size_t>(b) * bytes, bytes);
-      const int8_t* qs = act == DType::Q8_1 ? block.qs : reinterpret_cast<const int8_t*>(&block.s);
-      std::memcpy(a.codes.data() + 32 * b, qs, 32);
-      a.d.push_back(tensor::fp16_to_float(block.d));
-      a.s.push_back(act == DType::Q8_1 ? tensor::fp16_to_float(block.s) : 0.0f);
+      if (act == DType::Q8_1) {
+        tensor::BlockQ8_1 block;
+        std::memcpy(&block, a.cpu.data() + static_cast<size_t>(b) * sizeof block, sizeof block);
+        std::memcpy(a.codes.data() + 32 * b, block.qs, 32);
+        a.d.push_back(tensor::fp16_to_float(block.d));
+        a.s.push_back(tensor::fp16_to_float(block.s));
+      } else {
+        tensor::BlockQ8_0 block;
+        std::memcpy(&block, a.cpu.data() + static_cast<size_t>(b) * sizeof block, sizeof block);
+        std::memcpy(a.codes.data() + 32 * b, block.qs, 32);
+        a.d.push_back(tensor::fp16_to_float(block.d));
+        a.s.push_back(0.0f);
+      }
     }
   }
   return a;
