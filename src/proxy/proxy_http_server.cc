@@ -10,7 +10,7 @@
 
 #include "proxy/client_stream.h"
 #include "proxy/openai_error.h"
-#include "server/connection_pool.h"
+#include "http/connection_pool.h"
 
 namespace lumen::proxy {
 
@@ -101,7 +101,7 @@ void ProxyHttpServer::shutdown_connections() {
 }
 
 bool ProxyHttpServer::process_and_close_socket(socket_t socket) {
-  if (server::ConnectionPool::refusing_this_connection()) {
+  if (http::ConnectionPool::refusing_this_connection()) {
     send_without_blocking(socket, busy_response());
     ::shutdown(socket, SHUT_RDWR);
     ::close(socket);

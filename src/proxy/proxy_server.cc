@@ -20,8 +20,8 @@
 #include "proxy/proxy_http_server.h"
 #include "proxy/proxy_routes.h"
 #include "proxy/request_rules.h"
-#include "server/connection_pool.h"
-#include "server/http_policy.h"
+#include "http/connection_pool.h"
+#include "http/http_policy.h"
 #include "util/error.h"
 
 namespace lumen::proxy {
@@ -90,7 +90,7 @@ struct ProxyServer::State {
 
   ProxyContext context;
   HostRule hosts;
-  server::CorsPolicy cors;
+  http::CorsPolicy cors;
   ProxyHttpServer http;
   std::mutex mutex;
   bool bound = false;
@@ -107,7 +107,7 @@ ProxyServer::~ProxyServer() = default;
 void ProxyServer::State::install_routes() {
   const size_t threads = static_cast<size_t>(context.options.http_threads);
   const size_t waiting = static_cast<size_t>(context.options.max_queued_connections);
-  http.new_task_queue = [threads, waiting] { return new server::ConnectionPool(threads, waiting); };
+  http.new_task_queue = [threads, waiting] { return new http::ConnectionPool(threads, waiting); };
   // A second guard behind body_refusal(): httplib itself never reads more than the limit.
   http.set_payload_max_length(context.options.max_body_bytes);
   http.set_logger(ProxyHttpServer::response_was_written);
@@ -142,9 +142,9 @@ void ProxyServer::State::install_routes() {
                     "method_not_allowed");
     }
     const ProxyOptions& options = context.options;
-    if (!options.api_keys.empty() && server::path_needs_key(request.path, options.metrics_public)) {
+    if (!options.api_keys.empty() && http::path_needs_key(request.path, options.metrics_public)) {
       const std::string given = request.get_header_value("Authorization");
-      if (!server::carries_api_key(given, options.api_keys)) {
+      if (!http::carries_api_key(given, options.api_keys)) {
         context.metrics.count_unauthorized();
         return refuse(401, given.empty() ? "missing API key (Authorization: Bearer ...)" : "invalid API key",
                       "invalid_api_key");

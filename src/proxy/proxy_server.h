@@ -11,7 +11,7 @@
 // Instances are picked by fewest requests in flight through this proxy, ties in turn. GET
 // /health is 200 while some decode instance is healthy, GET /v1/models is a decode's answer,
 // GET /metrics the proxy's own Prometheus counters. Before any route, the client-facing rules
-// of `lumen serve` (server/http_policy.h): API keys (every route but /health, /metrics unless
+// of `lumen serve` (http/http_policy.h): API keys (every route but /health, /metrics unless
 // public), CORS for the listed origins with preflights, Host names. The body is never parsed or rewritten; of
 // the client's headers only Authorization is passed on (a client's X-Lumen-KV-Transfer never
 // is), and of an instance's only Content-Type (and the prefill's transfer header, to the decode).

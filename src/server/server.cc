@@ -14,35 +14,33 @@
 #include <thread>
 
 #include "server/access_log.h"
+#include "http/error_response.h"
 #include "server/api_error.h"
-#include "server/connection_pool.h"
-#include "server/request_body_check.h"
+#include "http/connection_pool.h"
+#include "http/request_body_check.h"
 #include "server/routes.h"
 #include "server/web_assets.h"
 #include "util/error.h"
 
 namespace lumen::server {
 
+using http::acceptable_body_type;
+using http::allowed_methods;
+using http::body_refusal;
+using http::BodyRefusal;
+using http::carries_api_key;
+using http::ConnectionLimits;
+using http::ConnectionPool;
+using http::GuardedHttpServer;
+using http::is_loopback_host;
+using http::library_error;
+using http::media_type;
+using http::path_needs_key;
+using http::write_error;
+
 namespace {
 
 using Route = void (*)(ServerContext&, const httplib::Request&, httplib::Response&);
-
-void write_error(httplib::Response& response, const ApiError& error) {
-  response.status = error.status();
-  if (error.retry_after) response.set_header("Retry-After", std::to_string(*error.retry_after));
-  response.set_content(dump_json(error.to_json()), "application/json");
-}
-
-// The message for a status httplib set itself (no route, body too large, unreadable request).
-ApiError library_error(int status) {
-  switch (status) {
-    case 404: return ApiError(404, "no such route", "", "not_found");
-    case 413: return ApiError(413, "the request body is too large", "", "payload_too_large");
-    case 414: return ApiError(414, "the request URI is too long", "", "uri_too_long");
-    default:
-      return ApiError(status, status >= 500 ? "internal server error" : "the request could not be read");
-  }
-}
 
 // A fault of ours, not the client's: the client gets the request id, the log gets the detail.
 ApiError internal_error(httplib::Response& response, const std::string& detail) {
@@ -143,8 +141,9 @@ void Server::install_routes() {
     response.set_header("X-Request-Id", request_id_for(request.get_header_value("X-Request-Id")));
     if (!hosts_.allows(request.get_header_value("Host"))) {
       response.set_header("Connection", "close");
-      write_error(response, ApiError(421, fmt::format("this server does not answer for host '{}' (--allowed-hosts)",
-                                                      request.get_header_value("Host").substr(0, 100)),
+      write_error(response, ApiError(421,
+                                     fmt::format("this server does not answer for host '{}' (--allowed-hosts)",
+                                                 request.get_header_value("Host").substr(0, 100)),
                                      "", "host_not_allowed"));
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -161,19 +160,22 @@ void Server::install_routes() {
       return httplib::Server::HandlerResponse::Handled;
     }
     const bool head_of_get = request.method == "HEAD" && !methods.empty() && methods.front() == "GET";
-    if (!methods.empty() && !head_of_get && std::find(methods.begin(), methods.end(), request.method) == methods.end()) {
+    if (!methods.empty() && !head_of_get &&
+        std::find(methods.begin(), methods.end(), request.method) == methods.end()) {
       response.set_header("Allow", join(methods));
       response.set_header("Connection", "close");  // any body stays unread
-      write_error(response, ApiError(405, fmt::format("{} takes {}, not {}", request.path, join(methods), request.method),
-                                     "", "method_not_allowed"));
+      write_error(response,
+                  ApiError(405, fmt::format("{} takes {}, not {}", request.path, join(methods), request.method), "",
+                           "method_not_allowed"));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!options_.api_keys.empty() && !methods.empty() && !web_page &&
         path_needs_key(request.path, options_.metrics_public)) {
       const std::string given = request.get_header_value("Authorization");
       if (!carries_api_key(given, options_.api_keys)) {
-        write_error(response, ApiError(401, given.empty() ? "missing API key (Authorization: Bearer ...)" : "invalid API key",
-                                       "", "invalid_api_key"));
+        write_error(response,
+                    ApiError(401, given.empty() ? "missing API key (Authorization: Bearer ...)" : "invalid API key", "",
+                             "invalid_api_key"));
         response.set_header("Connection", "close");
         return httplib::Server::HandlerResponse::Handled;
       }
@@ -188,11 +190,12 @@ void Server::install_routes() {
       // Checked before httplib reads the body (it caps form-encoded bodies at 8 KB with a 413
       // that hid the real problem: `curl -d` sends application/x-www-form-urlencoded).
       response.set_header("Connection", "close");
-      write_error(response, ApiError(415,
-                                     fmt::format("the request body must be JSON, sent with 'Content-Type: application/json' "
-                                                 "(got '{}'; with curl: -H 'Content-Type: application/json')",
-                                                 media_type(request.get_header_value("Content-Type"))),
-                                     "", "unsupported_media_type"));
+      write_error(response,
+                  ApiError(415,
+                           fmt::format("the request body must be JSON, sent with 'Content-Type: application/json' "
+                                       "(got '{}'; with curl: -H 'Content-Type: application/json')",
+                                       media_type(request.get_header_value("Content-Type"))),
+                           "", "unsupported_media_type"));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -215,8 +218,8 @@ void Server::install_routes() {
     http_.response_was_written(request, response);
   });
   // Statuses httplib answers by itself get a body in the same shape as ours.
-  http_.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request&, httplib::Response& response) {
+  http_.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& response) {
         if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         if (std::optional<ApiError> failure = GuardedHttpServer::read_failure()) {
           // httplib calls any failed body read a 400; it was the deadline or the size limit.
@@ -253,7 +256,8 @@ int Server::bind() {
   // Room for every connection the server would take at once (its threads and its queue): past
   // that the ConnectionPool answers 503, so the kernel's queue never has to drop one.
   const int backlog = std::max(options_.http_threads, 4) + std::max(options_.max_queued_connections, 0);
-  if (!http_.set_listen_backlog(backlog)) fail("cannot listen on {}:{} ({})", options_.host, options_.port, std::strerror(errno));
+  if (!http_.set_listen_backlog(backlog))
+    fail("cannot listen on {}:{} ({})", options_.host, options_.port, std::strerror(errno));
   return options_.port;
 }
 

@@ -11,19 +11,19 @@
 #include <vector>
 
 #include "server/access_log.h"
-#include "server/guarded_http_server.h"
-#include "server/http_policy.h"
+#include "http/guarded_http_server.h"
+#include "http/http_policy.h"
 #include "server/server_context.h"
 
 namespace lumen::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                 // 0: any free port (bind() says which)
-  std::vector<std::string> api_keys;  // empty: no authentication; any one of them admits
-  bool metrics_public = false;     // /metrics without the API key
-  bool web_ui = true;              // the chat page at / (web_assets.h)
-  CorsPolicy cors;                 // browser origins allowed (none by default)
+  int port = 8080;                         // 0: any free port (bind() says which)
+  std::vector<std::string> api_keys;       // empty: no authentication; any one of them admits
+  bool metrics_public = false;             // /metrics without the API key
+  bool web_ui = true;                      // the chat page at / (web_assets.h)
+  http::CorsPolicy cors;                   // browser origins allowed (none by default)
   std::vector<std::string> allowed_hosts;  // Host names answered (HostPolicy; empty: its default)
   LogLevel log_level = LogLevel::Info;
   size_t max_body_bytes = size_t{1} << 20;
@@ -31,8 +31,8 @@ struct ServerOptions {
   // request, holds one thread); past them up to max_queued_connections wait, the rest get 503.
   int http_threads = 512;
   int max_queued_connections = 64;
-  ConnectionLimits connection;     // request head bounds and the read deadline
-  double shutdown_grace_s = 30.0;  // how long shutdown() lets in-flight requests finish
+  http::ConnectionLimits connection;  // request head bounds and the read deadline
+  double shutdown_grace_s = 30.0;     // how long shutdown() lets in-flight requests finish
 };
 
 class Server {
@@ -56,8 +56,8 @@ class Server {
 
   ServerContext& context_;
   ServerOptions options_;
-  HostPolicy hosts_;
-  GuardedHttpServer http_;
+  http::HostPolicy hosts_;
+  http::GuardedHttpServer http_;
 };
 
 }  // namespace lumen::server

@@ -1,6 +1,6 @@
 // ConnectionPool: threads start as tasks need them, up to the limit; a bounded number of tasks
 // wait; the rest run at once on the caller's thread, flagged as refused.
-#include "server/connection_pool.h"
+#include "http/connection_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <future>
 #include <thread>
 
-namespace lumen::server {
+namespace lumen::http {
 namespace {
 
 using namespace std::chrono_literals;
@@ -61,4 +61,4 @@ TEST(ConnectionPool, AFreedThreadTakesTheNextTask) {
 }
 
 }  // namespace
-}  // namespace lumen::server
+}  // namespace lumen::http

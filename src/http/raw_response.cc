@@ -1,4 +1,4 @@
-#include "server/raw_response.h"
+#include "http/raw_response.h"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -9,7 +9,7 @@
 #include <array>
 #include <cerrno>
 
-namespace lumen::server {
+namespace lumen::http {
 
 namespace {
 
@@ -48,7 +48,10 @@ void send_without_blocking(int socket, std::string_view bytes) {
 }
 
 LingeringCloser::LingeringCloser(std::chrono::milliseconds linger, size_t max_sockets)
-    : linger_(linger), max_sockets_(max_sockets), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), thread_([this] { run(); }) {}
+    : linger_(linger),
+      max_sockets_(max_sockets),
+      wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      thread_([this] { run(); }) {}
 
 LingeringCloser::~LingeringCloser() {
   {
@@ -116,4 +119,4 @@ void LingeringCloser::run() {
   incoming_.clear();
 }
 
-}  // namespace lumen::server
+}  // namespace lumen::http

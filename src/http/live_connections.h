@@ -5,7 +5,7 @@
 #include <mutex>
 #include <set>
 
-namespace lumen::server {
+namespace lumen::http {
 
 class LiveConnections {
  public:
@@ -21,4 +21,4 @@ class LiveConnections {
   std::set<int> sockets_;
 };
 
-}  // namespace lumen::server
+}  // namespace lumen::http

@@ -1,8 +1,8 @@
-#include "server/connection_pool.h"
+#include "http/connection_pool.h"
 
 #include <system_error>
 
-namespace lumen::server {
+namespace lumen::http {
 
 namespace {
 thread_local bool refusing = false;
@@ -67,4 +67,4 @@ void ConnectionPool::shutdown() {
   threads_.clear();
 }
 
-}  // namespace lumen::server
+}  // namespace lumen::http

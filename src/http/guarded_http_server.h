@@ -12,12 +12,12 @@
 #include <cstddef>
 #include <optional>
 
-#include "server/api_error.h"
-#include "server/live_connections.h"
-#include "server/raw_response.h"
-#include "server/request_head.h"
+#include "http/api_error.h"
+#include "http/live_connections.h"
+#include "http/raw_response.h"
+#include "http/request_head.h"
 
-namespace lumen::server {
+namespace lumen::http {
 
 struct ConnectionLimits {
   HeadLimits head;
@@ -59,4 +59,4 @@ class GuardedHttpServer : public httplib::Server {
   LingeringCloser closer_;
 };
 
-}  // namespace lumen::server
+}  // namespace lumen::http

@@ -1,6 +1,6 @@
-#include "server/request_head.h"
+#include "http/request_head.h"
 
-namespace lumen::server {
+namespace lumen::http {
 
 HeadScan scan_request_head(std::string_view window, const HeadLimits& limits, HeadScanState& state) {
   while (state.line_start < window.size()) {
@@ -17,4 +17,4 @@ HeadScan scan_request_head(std::string_view window, const HeadLimits& limits, He
   return HeadScan::Incomplete;
 }
 
-}  // namespace lumen::server
+}  // namespace lumen::http

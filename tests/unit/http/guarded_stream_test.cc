@@ -1,6 +1,6 @@
 // GuardedStream on a real TCP connection: a head is read whole before httplib sees it, and
 // every read of a request is bounded by its deadline and its byte budget.
-#include "server/guarded_stream.h"
+#include "http/guarded_stream.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace lumen::server {
+namespace lumen::http {
 namespace {
 
 using std::chrono::milliseconds;
@@ -39,7 +39,9 @@ struct TcpPair {
     if (client >= 0) close(client);
     close(server);
   }
-  void send_text(const std::string& text) const { ASSERT_EQ(send(client, text.data(), text.size(), 0), ssize_t(text.size())); }
+  void send_text(const std::string& text) const {
+    ASSERT_EQ(send(client, text.data(), text.size(), 0), ssize_t(text.size()));
+  }
 };
 
 // Reads what the stream delivers for one request, as httplib would.
@@ -181,4 +183,4 @@ TEST(GuardedStream, ABufferedPipelinedRequestStaysForTheNextOne) {
 }
 
 }  // namespace
-}  // namespace lumen::server
+}  // namespace lumen::http

@@ -1,6 +1,6 @@
-#include "server/api_error.h"
+#include "http/api_error.h"
 
-namespace lumen::server {
+namespace lumen::http {
 
 std::string ApiError::type() const {
   switch (status_) {
@@ -25,4 +25,4 @@ std::string dump_json(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace lumen::server
+}  // namespace lumen::http

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace lumen::server {
+namespace lumen::http {
 
 // The media type of a Content-Type value, lower-cased, without parameters: "application/json"
 // for "Application/JSON; charset=utf-8". Empty for an empty header.
@@ -98,4 +98,4 @@ class CorsPolicy {
   std::vector<std::string> origins_;
 };
 
-}  // namespace lumen::server
+}  // namespace lumen::http

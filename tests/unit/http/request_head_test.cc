@@ -1,11 +1,11 @@
 // The request-head bounds checked before httplib parses a request.
-#include "server/request_head.h"
+#include "http/request_head.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace lumen::server {
+namespace lumen::http {
 namespace {
 
 TEST(ScanRequestHead, CompleteHeadsPass) {
@@ -53,4 +53,4 @@ TEST(ScanRequestHead, AGrowingWindowIsScannedFromWhereTheLastScanStopped) {
 }
 
 }  // namespace
-}  // namespace lumen::server
+}  // namespace lumen::http

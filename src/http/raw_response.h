@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "server/api_error.h"
+#include "http/api_error.h"
 
-namespace lumen::server {
+namespace lumen::http {
 
 // A whole HTTP/1.1 response carrying `error` in OpenAI's shape, with Connection: close.
 std::string raw_error_response(const ApiError& error);
@@ -26,7 +26,8 @@ void send_without_blocking(int socket, std::string_view bytes);
 // what still arrives for a short while, then close. One thread does it for every such socket.
 class LingeringCloser {
  public:
-  explicit LingeringCloser(std::chrono::milliseconds linger = std::chrono::milliseconds(2000), size_t max_sockets = 1024);
+  explicit LingeringCloser(std::chrono::milliseconds linger = std::chrono::milliseconds(2000),
+                           size_t max_sockets = 1024);
   ~LingeringCloser();
   LingeringCloser(const LingeringCloser&) = delete;
   LingeringCloser& operator=(const LingeringCloser&) = delete;
@@ -50,4 +51,4 @@ class LingeringCloser {
   std::thread thread_;
 };
 
-}  // namespace lumen::server
+}  // namespace lumen::http

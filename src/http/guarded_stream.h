@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "server/request_head.h"
+#include "http/request_head.h"
 
-namespace lumen::server {
+namespace lumen::http {
 
 enum class HeadWait { Ready, Closed, TooLarge, TimedOut };
 
@@ -56,4 +56,4 @@ class GuardedStream : public httplib::Stream {
   bool timed_out_ = false, over_budget_ = false;
 };
 
-}  // namespace lumen::server
+}  // namespace lumen::http

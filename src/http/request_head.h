@@ -5,12 +5,12 @@
 #include <cstddef>
 #include <string_view>
 
-namespace lumen::server {
+namespace lumen::http {
 
 struct HeadLimits {
-  size_t max_bytes = 32 * 1024;     // the whole head, blank line included
-  size_t max_lines = 100;           // header fields (the request line not counted)
-  size_t max_line_bytes = 8 * 1024; // any one line, its line end included
+  size_t max_bytes = 32 * 1024;      // the whole head, blank line included
+  size_t max_lines = 100;            // header fields (the request line not counted)
+  size_t max_line_bytes = 8 * 1024;  // any one line, its line end included
 };
 
 enum class HeadScan { Incomplete, Complete, TooLarge };
@@ -31,4 +31,4 @@ inline HeadScan scan_request_head(std::string_view window, const HeadLimits& lim
   return scan_request_head(window, limits, state);
 }
 
-}  // namespace lumen::server
+}  // namespace lumen::http

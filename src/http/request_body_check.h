@@ -6,10 +6,10 @@
 #include <cstddef>
 #include <optional>
 
-#include "server/http_policy.h"
+#include "http/http_policy.h"
 
-namespace lumen::server {
+namespace lumen::http {
 
 std::optional<BodyRefusal> body_refusal(const httplib::Request& request, size_t max_body_bytes);
 
-}  // namespace lumen::server
+}  // namespace lumen::http

@@ -1,12 +1,12 @@
-#include "server/guarded_http_server.h"
+#include "http/guarded_http_server.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/connection_pool.h"
-#include "server/guarded_stream.h"
+#include "http/connection_pool.h"
+#include "http/guarded_stream.h"
 
-namespace lumen::server {
+namespace lumen::http {
 
 namespace {
 
@@ -102,4 +102,4 @@ void GuardedHttpServer::response_was_written(const httplib::Request& request, co
                    (request.version == "HTTP/1.0" && request.get_header_value("Connection") != "Keep-Alive");
 }
 
-}  // namespace lumen::server
+}  // namespace lumen::http

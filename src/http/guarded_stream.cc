@@ -1,4 +1,4 @@
-#include "server/guarded_stream.h"
+#include "http/guarded_stream.h"
 
 #include <netdb.h>
 #include <poll.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace lumen::server {
+namespace lumen::http {
 
 namespace {
 
@@ -137,4 +137,4 @@ void GuardedStream::get_remote_ip_and_port(std::string& ip, int& port) const { a
 
 void GuardedStream::get_local_ip_and_port(std::string& ip, int& port) const { address_of(socket_, false, ip, port); }
 
-}  // namespace lumen::server
+}  // namespace lumen::http

@@ -1,8 +1,8 @@
-#include "server/request_body_check.h"
+#include "http/request_body_check.h"
 
 #include <string>
 
-namespace lumen::server {
+namespace lumen::http {
 
 std::optional<BodyRefusal> body_refusal(const httplib::Request& request, size_t max_body_bytes) {
   // httplib returns header values by value: keep them alive while the views point at them.
@@ -19,4 +19,4 @@ std::optional<BodyRefusal> body_refusal(const httplib::Request& request, size_t 
   return body_refusal(framing, max_body_bytes);
 }
 
-}  // namespace lumen::server
+}  // namespace lumen::http

@@ -1,25 +1,10 @@
-#include "server/http_policy.h"
+#include "http/http_policy.h"
 
 #include <algorithm>
-#include <cctype>
 
-namespace lumen::server {
+#include "http/text.h"
 
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
-}  // namespace
+namespace lumen::http {
 
 std::string media_type(std::string_view content_type) {
   return lower(trim(content_type.substr(0, content_type.find(';'))));
@@ -165,4 +150,4 @@ std::optional<std::string> CorsPolicy::allow_origin(std::string_view origin) con
   return std::nullopt;
 }
 
-}  // namespace lumen::server
+}  // namespace lumen::http

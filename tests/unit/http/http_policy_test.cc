@@ -1,5 +1,5 @@
 // The request rules of http_policy.h, apart from any socket.
-#include "server/http_policy.h"
+#include "http/http_policy.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace lumen::server {
+namespace lumen::http {
 namespace {
 
 TEST(HttpPolicy, MediaTypeIgnoresCaseAndParameters) {
@@ -90,7 +90,7 @@ TEST(HttpPolicy, HostsOfALoopbackServer) {
   EXPECT_TRUE(loopback.allows("localhost"));
   EXPECT_TRUE(loopback.allows("LOCALHOST:1"));
   EXPECT_TRUE(loopback.allows("[::1]:8080"));
-  EXPECT_TRUE(loopback.allows(""));  // no Host header: not a browser
+  EXPECT_TRUE(loopback.allows(""));                    // no Host header: not a browser
   EXPECT_FALSE(loopback.allows("evil.example:8080"));  // a rebound name
   EXPECT_FALSE(loopback.allows("127.0.0.1.evil.example"));
   EXPECT_TRUE(HostPolicy({}, false).allows("any.example"));
@@ -106,7 +106,6 @@ TEST(HttpPolicy, ListedHosts) {
   EXPECT_TRUE(is_loopback_host("127.0.0.1"));
   EXPECT_FALSE(is_loopback_host("0.0.0.0"));
 }
-
 
 // The status a request with these headers gets before its body is read, or 0 when it is read.
 int body_status(std::string_view method, std::optional<std::string_view> length,
@@ -132,10 +131,10 @@ TEST(HttpPolicy, BodiesNeedABoundedContentLengthAndNoCoding) {
   EXPECT_EQ(body_status("POST", "99999999999999999999999"), 400);  // past uint64
   EXPECT_EQ(body_status("POST", "12abc"), 400);
   EXPECT_EQ(body_status("POST", "-1"), 400);
-  EXPECT_EQ(body_status("POST", "10", std::nullopt, "", 2), 400);   // two lengths: smuggling
-  EXPECT_EQ(body_status("POST", std::nullopt), 411);                 // read-to-close
+  EXPECT_EQ(body_status("POST", "10", std::nullopt, "", 2), 400);  // two lengths: smuggling
+  EXPECT_EQ(body_status("POST", std::nullopt), 411);               // read-to-close
   EXPECT_EQ(body_status("POST", std::nullopt, "chunked"), 411);
-  EXPECT_EQ(body_status("POST", "10", "Chunked"), 411);             // both: refused, not guessed
+  EXPECT_EQ(body_status("POST", "10", "Chunked"), 411);  // both: refused, not guessed
   EXPECT_EQ(body_status("POST", std::nullopt, "gzip, chunked"), 501);
   EXPECT_EQ(body_status("POST", "10", std::nullopt, "gzip"), 415);
   EXPECT_EQ(body_status("POST", "10", std::nullopt, "br"), 415);
@@ -143,4 +142,4 @@ TEST(HttpPolicy, BodiesNeedABoundedContentLengthAndNoCoding) {
 }
 
 }  // namespace
-}  // namespace lumen::server
+}  // namespace lumen::http

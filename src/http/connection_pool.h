@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-namespace lumen::server {
+namespace lumen::http {
 
 class ConnectionPool : public httplib::TaskQueue {
  public:
@@ -42,4 +42,4 @@ class ConnectionPool : public httplib::TaskQueue {
   bool stopping_ = false;
 };
 
-}  // namespace lumen::server
+}  // namespace lumen::http

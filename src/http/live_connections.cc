@@ -1,8 +1,8 @@
-#include "server/live_connections.h"
+#include "http/live_connections.h"
 
 #include <sys/socket.h>
 
-namespace lumen::server {
+namespace lumen::http {
 
 void LiveConnections::add(int socket) {
   std::lock_guard lock(mutex_);
@@ -24,4 +24,4 @@ size_t LiveConnections::size() const {
   return sockets_.size();
 }
 
-}  // namespace lumen::server
+}  // namespace lumen::http
