@@ -67,8 +67,18 @@ ssize_t GuardedStream::fill() {
   }
 }
 
-HeadWait GuardedStream::read_head(const HeadLimits& limits, Clock::time_point first_byte_by,
-                                  Clock::time_point deadline) {
+bool GuardedStream::wait_readable(Clock::time_point until, const std::function<bool()>& give_up) const {
+  if (!give_up) return wait_readable(until);
+  constexpr auto kSlice = std::chrono::milliseconds(100);
+  while (!give_up()) {
+    if (wait_readable(std::min(until, Clock::now() + kSlice))) return true;
+    if (Clock::now() >= until) return false;
+  }
+  return false;
+}
+
+HeadWait GuardedStream::read_head(const HeadLimits& limits, Clock::time_point first_byte_by, Clock::time_point deadline,
+                                  const std::function<bool()>& give_up) {
   HeadScanState scan;
   for (;;) {
     const std::string_view unread(buffer_.data() + begin_, end_ - begin_);
@@ -78,7 +88,8 @@ HeadWait GuardedStream::read_head(const HeadLimits& limits, Clock::time_point fi
       case HeadScan::Incomplete: break;
     }
     const bool started = !unread.empty();
-    if (!wait_readable(started ? deadline : std::min(first_byte_by, deadline))) {
+    if (started ? !wait_readable(deadline) : !wait_readable(std::min(first_byte_by, deadline), give_up)) {
+      if (!started && give_up && give_up()) return HeadWait::Closed;
       return started || first_byte_by >= deadline ? HeadWait::TimedOut : HeadWait::Closed;
     }
     if (fill() <= 0) return HeadWait::Closed;

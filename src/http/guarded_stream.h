@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,11 @@ class GuardedStream : public httplib::Stream {
 
   // Reads (and keeps buffered) the next request's head: Ready once it is complete within
   // `limits`. Closed when the peer leaves first, or sends nothing by `first_byte_by` (an idle
-  // kept-alive connection); TimedOut when the rest has not come by `deadline`.
-  HeadWait read_head(const HeadLimits& limits, Clock::time_point first_byte_by, Clock::time_point deadline);
+  // kept-alive connection), or `give_up()` says so before its first byte (checked a few times a
+  // second: a server that stops or drains lets idle connections go); TimedOut when the rest has
+  // not come by `deadline`.
+  HeadWait read_head(const HeadLimits& limits, Clock::time_point first_byte_by, Clock::time_point deadline,
+                     const std::function<bool()>& give_up = {});
   // From now on, reads for this request fail past `deadline` or past `budget` bytes delivered
   // (its head included).
   void begin_request(Clock::time_point deadline, size_t budget);
@@ -44,6 +48,8 @@ class GuardedStream : public httplib::Stream {
  private:
   // Waits until the socket is readable; false at `until`.
   bool wait_readable(Clock::time_point until) const;
+  // The same, in slices, giving up early when `give_up()` says so.
+  bool wait_readable(Clock::time_point until, const std::function<bool()>& give_up) const;
   // Appends what the socket has to the buffer: bytes read, 0 at end of stream, -1 on error.
   ssize_t fill();
 

@@ -67,23 +67,6 @@ bool carries_api_key(std::string_view authorization, const std::vector<std::stri
   return known;
 }
 
-bool path_needs_key(std::string_view path, bool metrics_public) {
-  if (path == "/health") return false;
-  if (path == "/metrics") return !metrics_public;
-  return true;
-}
-
-std::vector<std::string> allowed_methods(std::string_view path) {
-  if (path == "/health" || path == "/metrics" || path == "/v1/models" ||
-      (path.rfind("/v1/models/", 0) == 0 && path.size() > 11)) {
-    return {"GET"};
-  }
-  if (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" || path == "/detokenize") {
-    return {"POST"};
-  }
-  return {};
-}
-
 std::vector<std::string> HostPolicy::parse_list(std::string_view comma_separated) {
   std::vector<std::string> items;
   while (!comma_separated.empty()) {

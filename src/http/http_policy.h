@@ -2,7 +2,8 @@
 // The rules `lumen serve` (and the proxy of `--role proxy`) applies to every HTTP request before a
 // route sees it, kept apart from the routes and from cpp-httplib so each is a pure function with
 // its own tests: which media types a POST body may have, how the Authorization header is read,
-// which paths need the API key, which methods a known path answers (405 vs 404), and CORS.
+// which Host names are answered, and CORS. Which paths exist, their methods and which need the
+// key are the route table's (route_table.h).
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,13 +53,6 @@ bool same_secret(std::string_view given, std::string_view key);
 // Whether an Authorization header carries one of `keys` as its Bearer token. Every key is
 // compared, each in constant time, so the answer's timing says nothing about which one was close.
 bool carries_api_key(std::string_view authorization, const std::vector<std::string>& keys);
-
-// Whether a request to `path` must carry the API key (when one is set): everything but
-// /health, and /metrics when metrics are public.
-bool path_needs_key(std::string_view path, bool metrics_public);
-
-// The methods a known path answers ("GET", "POST"); empty for an unknown path.
-std::vector<std::string> allowed_methods(std::string_view path);
 
 // Which Host headers the server answers (a DNS-rebinding defence: a web page that points its own
 // name at 127.0.0.1 still sends its name as Host). Empty list: a server bound to a loopback

@@ -28,9 +28,7 @@ class ProxyServer {
   // Checks the options: instance URLs must be http://host:port, at least one of each role.
   // Throws lumen::Error naming the problem.
   explicit ProxyServer(ProxyOptions options);
-  ~ProxyServer();
-  ProxyServer(const ProxyServer&) = delete;
-  ProxyServer& operator=(const ProxyServer&) = delete;
+  ~ProxyServer();  // not copyable: it owns its listening socket through state_
 
   // Binds the listening socket; returns the port (the one chosen when options.port is 0).
   // Throws lumen::Error when it cannot.

@@ -2,18 +2,21 @@
 // `lumen serve`'s HTTP side: cpp-httplib with a thread per connection (handlers block on their
 // request's stream), OpenAI-shaped errors for everything that goes wrong, an optional API key,
 // a body size limit, JSON-only bodies, 405 for a known route's wrong method, CORS when asked
-// for, an access log with request ids, and a graceful shutdown. The rules are in http_policy.h;
-// the bounds on connections, request heads and read time in guarded_http_server.h.
+// for, an access log with request ids, and a graceful shutdown. Its routes are listed once, in
+// server_routes.h; the rules every request passes first are src/http's request_gate.h; the
+// bounds on connections, request heads and read time are its guarded_http_server.h.
 #include <httplib.h>
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "server/access_log.h"
 #include "http/guarded_http_server.h"
 #include "http/http_policy.h"
+#include "http/request_gate.h"
+#include "server/access_log.h"
 #include "server/server_context.h"
+#include "server/server_routes.h"
 
 namespace lumen::server {
 
@@ -52,11 +55,13 @@ class Server {
   void shutdown();
 
  private:
-  void install_routes();
+  // A route function bound to the context, with what it throws turned into OpenAI errors.
+  http::Handler guarded(RouteFunction route);
+  void install_handlers();
 
   ServerContext& context_;
   ServerOptions options_;
-  http::HostPolicy hosts_;
+  const http::RequestGate gate_;
   http::GuardedHttpServer http_;
 };
 

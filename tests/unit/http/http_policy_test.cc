@@ -53,25 +53,6 @@ TEST(HttpPolicy, AnyOfTheKeysAdmits) {
   EXPECT_FALSE(carries_api_key("Bearer tenant-a", {}));
 }
 
-TEST(HttpPolicy, WhatNeedsTheKey) {
-  EXPECT_FALSE(path_needs_key("/health", false));
-  EXPECT_TRUE(path_needs_key("/metrics", false));
-  EXPECT_FALSE(path_needs_key("/metrics", true));
-  EXPECT_TRUE(path_needs_key("/v1/models", true));
-  EXPECT_TRUE(path_needs_key("/tokenize", true));
-}
-
-TEST(HttpPolicy, AllowedMethods) {
-  using V = std::vector<std::string>;
-  EXPECT_EQ(allowed_methods("/v1/completions"), V{"POST"});
-  EXPECT_EQ(allowed_methods("/v1/chat/completions"), V{"POST"});
-  EXPECT_EQ(allowed_methods("/v1/models"), V{"GET"});
-  EXPECT_EQ(allowed_methods("/v1/models/some-model"), V{"GET"});
-  EXPECT_EQ(allowed_methods("/v1/models/"), V{});
-  EXPECT_EQ(allowed_methods("/health"), V{"GET"});
-  EXPECT_EQ(allowed_methods("/nope"), V{});
-}
-
 TEST(HttpPolicy, Cors) {
   EXPECT_FALSE(CorsPolicy().enabled());
   EXPECT_FALSE(CorsPolicy::parse("").enabled());
