@@ -134,9 +134,9 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
          options.role.role);
   }
   const std::string path = resolve_model_path(options.model);
-  const Model model = Model::load(
-      path, options.parallel.applied_to(
-                {.device = options.device, .threads = options.threads, .chat_template = options.chat_template}));
+  const Model model = Model::load(path, options.parallel.applied_to({.device = options.device,
+                                                                     .threads = options.threads,
+                                                                     .chat_template = options.chat_template}));
   if (model.info().parallel_rank > 0) {  // rank 0 serves; this rank computes its share
     follow_model_parallel_leader(model);
     return;
@@ -160,9 +160,8 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
         handoff.advertised_endpoint,
         [&engine](const kv_transfer::KvFetch& fetch) -> std::optional<PromptKv> {
           if (fetch.format != engine.kv_format()) {
-            fail(
-                "the decode instance's K/V format differs from this prefill instance's: both need the same model "
-                "file and the same --kv-cache-dtype and --block-size");
+            fail("the decode instance's K/V format differs from this prefill instance's: both need the same model "
+                 "file and the same --kv-cache-dtype and --block-size");
           }
           return engine.take_prompt_kv(fetch.request_id, fetch.tokens, fetch.cache_salt, fetch.n_known);
         },
@@ -170,17 +169,19 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
     fmt::print(stderr, "lumen serve: prefill role, K/V for decode instances at {} ({})\n", kv_transfer->endpoint(),
                handoff.key ? "CURVE, deployment key" : "no authentication: loopback only");
   }
-  const std::string name =
-      options.served_model_name.empty() ? std::filesystem::path(path).stem().string() : options.served_model_name;
+  const std::string name = options.served_model_name.empty() ? std::filesystem::path(path).stem().string()
+                                                             : options.served_model_name;
   server::ServingLimits limits;
   limits.vocab_size = model.info().vocab_size;
   limits.max_model_len = engine.stats().max_model_len;
-  limits.context_shift = engine_config.context_overflow == ContextOverflow::Shift || engine_config.kv_window_tokens > 0;
+  limits.context_shift =
+      engine_config.context_overflow == ContextOverflow::Shift || engine_config.kv_window_tokens > 0;
   limits.max_chat_messages = options.max_chat_messages;
   limits.max_output_records = options.max_output_records;
   // A rendering may add template text around the body's messages, but not grow without bound.
   limits.max_rendered_prompt_bytes = 4 * options.http.max_body_bytes;
-  server::ServerContext context(engine, model, name, limits, options.max_pending, options.max_pending_per_client);
+  server::ServerContext context(engine, model, name, limits,
+                                options.max_pending, options.max_pending_per_client);
   context.salt_by_api_key = !options.http.api_keys.empty();
   context.kv_handoff = handoff;
   // The bound address, with the real port when any was asked for ("tcp://127.0.0.1:*").
@@ -188,13 +189,13 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
   server::EngineLoop loop(engine);
   server::Server http(context, options.http);
   const int port = http.bind();
-  fmt::print(stderr, "lumen serve: {} on http://{}:{} (context {} tokens, {} KV blocks)\n", name, options.http.host,
-             port, limits.max_model_len, engine.stats().kv_blocks_total);
+  fmt::print(stderr, "lumen serve: {} on http://{}:{} (context {} tokens, {} KV blocks)\n", name,
+             options.http.host, port, limits.max_model_len, engine.stats().kv_blocks_total);
   if (options.http.web_ui) fmt::print(stderr, "lumen serve: chat page at http://{}:{}/\n", options.http.host, port);
   std::fflush(stderr);
 
-  serve_until_stopped(
-      stop_signals, options.http.shutdown_grace_s, [&http] { http.serve(); }, [&http] { http.shutdown(); });
+  serve_until_stopped(stop_signals, options.http.shutdown_grace_s, [&http] { http.serve(); },
+                      [&http] { http.shutdown(); });
   loop.stop();
   fmt::print(stderr, "lumen serve: stopped\n");
 }
@@ -203,24 +204,19 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
 
 void add_serve_command(CLI::App& app) {
   auto options = std::make_shared<ServeOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions...)");
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions...)");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
   cmd->add_option("--host", options->http.host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", options->http.port, "Port (0: any free port)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--port", options->http.port, "Port (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", options->http.api_keys,
                   "Require 'Authorization: Bearer KEY' (or set LUMEN_API_KEY); repeat for several tenants, whose "
                   "prompts are then never shared through the prefix cache");
-  cmd->add_option("--served-model-name", options->served_model_name,
-                  "Model name clients use (default: the file's name)");
+  cmd->add_option("--served-model-name", options->served_model_name, "Model name clients use (default: the file's name)");
   cmd->add_option("--chat-template", options->chat_template, "Built-in chat template instead of the model's");
   cmd->add_option("--max-body-size", options->max_body, "Largest request body, e.g. 1M")->capture_default_str();
   cmd->add_option("--max-pending-requests", options->max_pending,
                   "Requests (counted per choice) queued or running before new ones get 429")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-queued-requests-per-client", options->max_pending_per_client,
                   "Of those, how many one client (API key, or address without keys) may hold; more get 429 "
                   "(default: half of --max-pending-requests)")
@@ -228,30 +224,24 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-output-records", options->max_output_records,
                   "Most tokens and log-probability entries one response may hold (prompts x choices x "
                   "echo/logprobs x length); larger requests get 400")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-chat-messages", options->max_chat_messages, "Most messages in one chat request")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--http-threads", options->http.http_threads,
                   "Connections served at once (a streaming client, or one still sending its request, holds one)")
-      ->capture_default_str()
-      ->check(CLI::Range(4, 65536));
+      ->capture_default_str()->check(CLI::Range(4, 65536));
   cmd->add_option("--max-queued-connections", options->http.max_queued_connections,
                   "Connections that may wait for a free thread; past them new connections get 503")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65536));
+      ->capture_default_str()->check(CLI::Range(0, 65536));
   cmd->add_option("--request-read-timeout", options->request_read_timeout_s,
                   "Seconds a client has to send a request's head and body (408 after)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.1, 3600.0));
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
   cmd->add_option("--shutdown-grace", options->http.shutdown_grace_s,
-                  "Seconds in-flight requests get to finish after SIGTERM")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+                  "Seconds in-flight requests get to finish after SIGTERM")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("-t,--threads", options->threads, "Compute threads (default: all cores)");
   cmd->add_flag("--metrics-public", options->http.metrics_public, "Serve /metrics without the API key");
-  cmd->add_flag("--no-web-ui", options->no_web_ui, "Do not serve the chat page at / (the API is unchanged)");
+  cmd->add_flag("--no-web-ui", options->no_web_ui,
+                "Do not serve the chat page at / (the API is unchanged)");
   cmd->add_option("--cors-origins", options->cors_origins,
                   "Browser origins allowed to call the API, comma-separated, or * for any (default: none)");
   cmd->add_option("--allowed-hosts", options->allowed_hosts,

@@ -22,7 +22,7 @@ struct ProxyOptions {
   // Host headers answered (a DNS-rebinding defence, as `lumen serve --allowed-hosts`): empty
   // means loopback names only when bound to a loopback address, any otherwise; "*" is any.
   std::vector<std::string> allowed_hosts;
-  double shutdown_grace_s = 30;        // how long shutdown() lets in-flight requests finish
+  double shutdown_grace_s = 30;  // how long shutdown() lets in-flight requests finish
   double request_read_timeout_s = 30;  // a request's head and body must arrive within it (408)
   // The client-facing rules of `lumen serve` (http/http_policy.h), applied the same way: with
   // keys, every route but /health needs `Authorization: Bearer KEY` (one of them), /metrics too

@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "http/guarded_http_server.h"
+#include "http/http_policy.h"
 #include "lumen/cache_salt.h"
 #include "server/access_log.h"
-#include "http/http_policy.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/client_id.h"
 #include "server/completion_request.h"
 #include "server/generation.h"
-#include "http/guarded_http_server.h"
 #include "server/json_body.h"
 #include "server/kv_handoff.h"
 #include "server/openai_responses.h"
@@ -308,9 +308,8 @@ void check_model(const ServerContext& context, const nlohmann::json& body) {
   if (!it->is_string()) invalid("model", "'model' must be a string");
   if (it->get<std::string>() != context.model_name) {
     // OpenAI's answer for an unknown model: 404 model_not_found.
-    throw ApiError(404,
-                   fmt::format("the model '{}' does not exist; this server serves '{}'", it->get<std::string>(),
-                               context.model_name),
+    throw ApiError(404, fmt::format("the model '{}' does not exist; this server serves '{}'",
+                                    it->get<std::string>(), context.model_name),
                    "model", "model_not_found");
   }
 }
@@ -328,8 +327,8 @@ void handle_completions(ServerContext& context, const httplib::Request& request,
                                       parsed.echo, context.limits.max_model_len),
                       context.limits.max_output_records);
   Admission::Places places = admit(context, request, parsed.prompts.size(), parsed.options);
-  GenerationJob job{Endpoint::Completions, std::move(parsed.prompts), {}, parsed.options,
-                    std::nullopt,          ToolCallFormat::Generic};
+  GenerationJob job{Endpoint::Completions, std::move(parsed.prompts), {}, parsed.options, std::nullopt,
+                    ToolCallFormat::Generic};
   if (parsed.echo) job.echo_texts = std::move(parsed.prompt_texts);
   run_job(context, std::move(job), std::move(places), arrival, request, response);
 }
@@ -345,9 +344,9 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   if (parsed.options.max_tokens_given) {
     // The generated part is known without the prompt (as an empty one): a request already
     // over the budget on it is refused before it takes places or renders.
-    check_output_budget(
-        estimate_output({0}, parsed.options, Endpoint::ChatCompletions, false, context.limits.max_model_len),
-        context.limits.max_output_records);
+    check_output_budget(estimate_output({0}, parsed.options, Endpoint::ChatCompletions, false,
+                                        context.limits.max_model_len),
+                        context.limits.max_output_records);
   }
   // The template runs only once the request holds its places. Rendering costs up to the
   // interpreter's step limit, so a flood of chat requests must not render on every HTTP thread
@@ -361,8 +360,8 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   parsed.prompt = render_chat_prompt(parsed.messages, body, context.model, context.limits.max_rendered_prompt_bytes,
                                      parsed.template_tools);
   // The whole count needs the prompt's length, known only now; the places go back if it refuses.
-  check_output_budget(estimate_output(prompt_lengths({parsed.prompt}), parsed.options, Endpoint::ChatCompletions, false,
-                                      context.limits.max_model_len),
+  check_output_budget(estimate_output(prompt_lengths({parsed.prompt}), parsed.options, Endpoint::ChatCompletions,
+                                      false, context.limits.max_model_len),
                       context.limits.max_output_records);
   GenerationJob job{Endpoint::ChatCompletions, {std::move(parsed.prompt)}, {}, parsed.options, std::nullopt,
                     ToolCallFormat::Generic};
