@@ -1,6 +1,6 @@
 #pragma once
 // body_refusal() (http_policy.h) for a request httplib has parsed the head of: the one place
-// that reads the framing headers, for the server and the HTTP fuzz target alike.
+// that reads the framing headers, for the request gate (request_gate.h) and the HTTP fuzz target.
 #include <httplib.h>
 
 #include <cstddef>
