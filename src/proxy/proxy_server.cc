@@ -12,10 +12,9 @@
 
 #include "http/guarded_http_server.h"
 #include "http/request_gate.h"
-#include "http/route_table.h"
 #include "proxy/openai_error.h"
 #include "proxy/proxy_context.h"
-#include "proxy/proxy_routes.h"
+#include "proxy/proxy_route_table.h"
 #include "proxy/route_label.h"
 #include "util/error.h"
 
@@ -71,16 +70,13 @@ http::ConnectionLimits connection_limits(const ProxyOptions& options) {
 struct ProxyServer::State {
   explicit State(ProxyOptions options)
       : context(options, parse_all(options.prefill, "--prefill"), parse_all(options.decode, "--decode")),
-        gate(route_table(),
+        gate(proxy_route_table(context),
              http::GateRules{.api_keys = options.api_keys,
                              .hosts = http::HostPolicy(options.allowed_hosts, http::is_loopback_host(options.host)),
                              .cors = http::CorsPolicy(options.cors_origins),
                              .max_body_bytes = options.max_body_bytes}),
         http_server(connection_limits(options)) {}
 
-  // The proxy's one list of routes: the generation routes and /v1/models need the key (when
-  // keys are set), /health never does, /metrics unless --metrics-public.
-  http::RouteTable route_table();
   void install_handlers();
 
   ProxyContext context;
@@ -97,29 +93,6 @@ ProxyServer::ProxyServer(ProxyOptions options) : state_(std::make_unique<State>(
 }
 
 ProxyServer::~ProxyServer() = default;
-
-http::RouteTable ProxyServer::State::route_table() {
-  using http::Access;
-  const auto generation = [this](Route route) {
-    return [this, route](const httplib::Request& request, httplib::Response& response) {
-      serve_generation(context, route, request, response);
-    };
-  };
-  const std::vector<std::string> get = {"GET"};
-  const std::vector<std::string> post = {"POST"};
-  return http::RouteTable({
-      {std::string(route_path(Route::Completions)), post, Access::ApiKey, generation(Route::Completions)},
-      {std::string(route_path(Route::ChatCompletions)), post, Access::ApiKey, generation(Route::ChatCompletions)},
-      {std::string(route_path(Route::Models)), get, Access::ApiKey,
-       [this](const httplib::Request& request, httplib::Response& response) {
-         serve_models(context, request, response);
-       }},
-      {std::string(route_path(Route::Health)), get, Access::Public,
-       [this](const httplib::Request&, httplib::Response& response) { serve_health(context, response); }},
-      {std::string(route_path(Route::Metrics)), get, context.options.metrics_public ? Access::Public : Access::ApiKey,
-       [this](const httplib::Request&, httplib::Response& response) { serve_metrics(context, response); }},
-  });
-}
 
 void ProxyServer::State::install_handlers() {
   // httplib compresses a body when the client accepts a coding; a relay must not hold bytes back.
