@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "http/guarded_http_server.h"
+#include "http/http_policy.h"
 #include "lumen/cache_salt.h"
 #include "server/access_log.h"
-#include "server/http_policy.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/client_id.h"
 #include "server/completion_request.h"
 #include "server/generation.h"
-#include "server/guarded_http_server.h"
 #include "server/json_body.h"
 #include "server/kv_handoff.h"
 #include "server/openai_responses.h"
@@ -273,7 +273,7 @@ void run_job(ServerContext& context, GenerationJob job, Admission::Places places
              const httplib::Request& request, httplib::Response& response) {
   if (context.salt_by_api_key) {
     // The key was checked before routing; its salt keeps this tenant's cached prompts its own.
-    if (auto token = bearer_token(request.get_header_value("Authorization"))) {
+    if (auto token = http::bearer_token(request.get_header_value("Authorization"))) {
       job.options.cache_salt = combine_cache_salts(job.options.cache_salt, cache_salt_of(*token));
     }
   }
@@ -289,7 +289,7 @@ void run_job(ServerContext& context, GenerationJob job, Admission::Places places
     }
   }
   auto generation = std::make_unique<Generation>(context, job.prompts, job.options, job.endpoint, arrival,
-                                                 GuardedHttpServer::current_socket(), std::move(places));
+                                                 http::GuardedHttpServer::current_socket(), std::move(places));
   if (handoff.role == ServeRole::Prefill && generation->n_choices() == 1) {
     response.set_header(kKvTransferHeader, kv_transfer_header(handoff, generation->request_id(0)));
   }
