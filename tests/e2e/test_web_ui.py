@@ -450,6 +450,13 @@ def test_copy_regenerate_edit_and_failed_send(browser):
         assert read_clipboard(browser) == stored_conversations(browser)[0]["messages"][1]["content"]
         css(".message.user .actions .copy")[0].click()
         wait_for(lambda: read_clipboard(browser) == "Say hi.", 5, "the user's message on the clipboard")
+        # Where the clipboard API refuses (or is missing: plain http from another machine), the
+        # page copies through a selection instead.
+        browser.execute_script("navigator.clipboard.writeText = () => Promise.reject(new Error('refused'));")
+        css(".message.assistant .actions .copy")[0].click()
+        wait_for(lambda: read_clipboard(browser) != "Say hi.", 5, "the copy through a selection")
+        assert read_clipboard(browser) == stored_conversations(browser)[0]["messages"][1]["content"]
+        assert css(".message.assistant .actions .copy")[0].text == "Copied"
 
         # Regenerate replaces the last answer (a new request), keeping two messages.
         assert len(css(".actions .regenerate")) == 1

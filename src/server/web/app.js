@@ -287,25 +287,30 @@ function button(label, className, onClick) {
 }
 
 // The clipboard API needs a secure context (https, or this machine's own address); over plain
-// http from another machine the older execCommand("copy") still works.
-async function copyText(text, source) {
+// http from another machine, or where the API refuses, the older execCommand("copy") still works.
+function copyBySelection(text) {
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.className = "offscreen";
+  document.body.append(area);
+  area.select();
+  let copied = false;
   try {
-    if (navigator.clipboard && window.isSecureContext) {
-      await navigator.clipboard.writeText(text);
-    } else {
-      const area = document.createElement("textarea");
-      area.value = text;
-      area.className = "offscreen";
-      document.body.append(area);
-      area.select();
-      const copied = document.execCommand("copy");
-      area.remove();
-      if (!copied) throw new Error("the browser refused");
-    }
-    source.textContent = "Copied";
+    copied = document.execCommand("copy");
   } catch {
-    source.textContent = "Copy failed";
+    // copied stays false
   }
+  area.remove();
+  return copied;
+}
+
+async function copyText(text, source) {
+  let copied = false;
+  if (navigator.clipboard && window.isSecureContext) {
+    copied = await navigator.clipboard.writeText(text).then(() => true, () => false);
+  }
+  if (!copied) copied = copyBySelection(text);
+  source.textContent = copied ? "Copied" : "Copy failed";
   setTimeout(() => { source.textContent = "Copy"; }, 1500);
 }
 
