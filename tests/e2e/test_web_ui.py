@@ -403,6 +403,16 @@ def test_markdown_tables_and_blockquotes(browser):
         copy_buttons[1].click()
         wait_for(lambda: copy_buttons[1].text == "Copied", 5, "Copied")
         assert read_clipboard(browser) == "let x = 1;"
+
+        # Empty "0 tokens · error" turns that older pages stored are not shown (nor saved again).
+        browser.execute_script("localStorage.setItem('lumen.conversations', arguments[0]);", json.dumps([
+            {"id": "e", "title": "hi", "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "", "stats": {"tokens": 0, "finish": "error"}}]}]))
+        browser.refresh()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".message"), 10, "the stored conversation")
+        assert len(browser.find_elements(By.CSS_SELECTOR, ".message")) == 1
+        assert not [e for e in browser.find_elements(By.CSS_SELECTOR, ".stats") if "error" in e.text]
     finally:
         assert server.stop() == 0, "".join(server.log)
 
