@@ -4,9 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <string_view>
 
+#include "cli/closest_name.h"
 #include "server/api_error.h"
 
 namespace lumen::server {
@@ -106,7 +108,15 @@ std::vector<std::string> check_field_names(const nlohmann::json& body, JsonEndpo
     // OpenAI's answer to a field it does not know ("Unrecognized request argument supplied").
     std::string names;
     for (const std::string& name : unknown) names += fmt::format("{}'{}'", names.empty() ? "" : ", ", name);
-    throw ApiError(400, fmt::format("unrecognized request field{} {}", unknown.size() == 1 ? "" : "s", names),
+    // The CLI's did-you-mean, over this endpoint's fields: a typo is the likeliest unknown field.
+    std::vector<std::string> known;
+    for (const std::vector<Names>* lists : {&fields.read, &fields.ignored}) {
+      for (Names list : *lists) known.insert(known.end(), list.begin(), list.end());
+    }
+    const std::optional<std::string> meant = cli::closest_name(unknown.front(), known);
+    throw ApiError(400,
+                   fmt::format("unrecognized request field{} {}{}", unknown.size() == 1 ? "" : "s", names,
+                               meant ? fmt::format(" (did you mean '{}'?)", *meant) : ""),
                    unknown.front(), "unrecognized_field");
   }
   return ignored;

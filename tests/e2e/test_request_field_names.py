@@ -21,7 +21,7 @@ def test_a_misspelled_field_is_a_400_naming_it(client, endpoint):
             client.completions.create(model=MODEL_NAME, prompt="Hi", max_tokens=2, extra_body={"temprature": 0.2})
     assert info.value.body["param"] == "temprature"
     assert info.value.body["type"] == "invalid_request_error"
-    assert "'temprature'" in info.value.body["message"]
+    assert "'temprature' (did you mean 'temperature'?)" in info.value.body["message"]
 
 
 def test_vllm_and_llama_server_extras_are_named_in_a_header(client):

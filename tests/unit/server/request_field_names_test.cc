@@ -28,14 +28,14 @@ TEST(RequestFieldNames, AFieldNobodyDefinesIsA400NamingIt) {
       refusal({{"messages", nlohmann::json::array()}, {"temprature", 0.5}}, JsonEndpoint::ChatCompletions);
   EXPECT_EQ(e.status(), 400);
   EXPECT_EQ(e.param(), "temprature");
-  EXPECT_EQ(std::string(e.what()), "unrecognized request field 'temprature'");
+  EXPECT_EQ(std::string(e.what()), "unrecognized request field 'temprature' (did you mean 'temperature'?)");
   EXPECT_EQ(e.to_json()["error"]["type"], "invalid_request_error");
 }
 
 TEST(RequestFieldNames, EveryUnknownFieldIsNamedAndTheFirstIsTheParam) {
   const ApiError e = refusal({{"prompt", "x"}, {"zeta", 1}, {"alpha", 2}}, JsonEndpoint::Completions);
   EXPECT_EQ(e.param(), "alpha");
-  EXPECT_EQ(std::string(e.what()), "unrecognized request fields 'alpha', 'zeta'");
+  EXPECT_EQ(std::string(e.what()), "unrecognized request fields 'alpha', 'zeta'");  // nothing close to either
 }
 
 TEST(RequestFieldNames, FieldsLumenReadsAreNotReported) {
