@@ -3,7 +3,7 @@ checked first, so that a misspelled one gets a did-you-mean."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, List
+from typing import TYPE_CHECKING, Any, List
 
 from . import _lumen
 from ._arguments import check_keywords
@@ -19,9 +19,13 @@ def _keywords() -> List[str]:
 _KEYWORDS = _keywords()
 
 
-class SamplingParams(_lumen.SamplingParams):
-    __doc__ = _lumen.SamplingParams.__doc__
+if TYPE_CHECKING:
+    # Type checkers see the bound class's typed keywords (_lumen.pyi), not **kwargs.
+    SamplingParams = _lumen.SamplingParams
+else:
+    class SamplingParams(_lumen.SamplingParams):
+        __doc__ = _lumen.SamplingParams.__doc__
 
-    def __init__(self, **kwargs: Any) -> None:
-        check_keywords("SamplingParams", kwargs, _KEYWORDS)
-        super().__init__(**kwargs)
+        def __init__(self, **kwargs: Any) -> None:
+            check_keywords("SamplingParams", kwargs, _KEYWORDS)
+            super().__init__(**kwargs)
