@@ -60,6 +60,9 @@ void relay_to_decode(ProxyContext& proxy, std::string_view path, const std::stri
       case DecodeRelay::Start::Answered:
         if (relay->status() >= 500) proxy.decode.count_failure(index);
         response.status = relay->status();
+        if (const std::string ignored = relay->ignored_fields(); !ignored.empty()) {
+          response.set_header(kIgnoredFieldsHeader, ignored);
+        }
         response.set_chunked_content_provider(
             relay->content_type(),
             // The request stays in flight (for shutdown's grace) until its relay is over.

@@ -19,6 +19,7 @@
 #include "server/kv_handoff.h"
 #include "server/openai_responses.h"
 #include "server/output_budget.h"
+#include "server/request_field_names.h"
 #include "server/routes.h"
 #include "server/sse.h"
 #include "server/structured_request.h"
@@ -302,6 +303,13 @@ void run_job(ServerContext& context, GenerationJob job, Admission::Places places
 
 }  // namespace
 
+nlohmann::json parse_request_body(const httplib::Request& request, JsonEndpoint endpoint, httplib::Response& response) {
+  nlohmann::json body = parse_json_body(request.body);
+  const std::vector<std::string> ignored = check_field_names(body, endpoint);
+  if (!ignored.empty()) response.set_header(kIgnoredFieldsHeader, ignored_fields_header(ignored));
+  return body;
+}
+
 void check_model(const ServerContext& context, const nlohmann::json& body) {
   auto it = body.find("model");
   if (it == body.end() || it->is_null()) return;
@@ -316,7 +324,7 @@ void check_model(const ServerContext& context, const nlohmann::json& body) {
 
 void handle_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
   const Clock::time_point arrival = Clock::now();
-  const nlohmann::json body = parse_json_body(request.body);
+  const nlohmann::json body = parse_request_body(request, JsonEndpoint::Completions, response);
   check_model(context, body);
   CompletionRequest parsed = parse_completion_request(body, context.model, context.limits);
   if (parsed.options.params.structured_outputs) {
@@ -335,7 +343,7 @@ void handle_completions(ServerContext& context, const httplib::Request& request,
 
 void handle_chat_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
   const Clock::time_point arrival = Clock::now();
-  const nlohmann::json body = parse_json_body(request.body);
+  const nlohmann::json body = parse_request_body(request, JsonEndpoint::ChatCompletions, response);
   check_model(context, body);
   if (!context.model.has_chat_template()) {
     throw ApiError(400, "the served model has no chat template; use /v1/completions", "messages");

@@ -212,7 +212,9 @@ function currentConversation() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Settings: the sampling fields and the system prompt, kept across visits.
+// Settings: the sampling fields and the system prompt, kept across visits. An empty field is not
+// sent, so the server's defaults apply: the one set the CLI and Python use too
+// (docs/sampling-defaults.md).
 
 const $ = (id) => document.getElementById(id);
 const SETTING_FIELDS = ["system-prompt", "temperature", "top-p", "max-tokens", "seed"];
