@@ -74,9 +74,10 @@ void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live,
   requests_.clear();
   if (proposer_ != nullptr) proposer_->forget_ended([&live](uint64_t id) { return live.contains(id); });
   bool batch_allows = config_.disable_by_batch_size == 0 || n_running <= config_.disable_by_batch_size;
-  // A plain step now and then until the step times tell what a row costs (see the header).
-  if (batch_allows && proposer_ != nullptr && !step_cost_.known() && config_.min_acceptance_rate > 0 &&
-      ++unknown_cost_steps_ % kExploreEvery == 0) {
+  // A plain step now and then until the step times tell what a row costs (see the header); only
+  // in steps of one sequence, the only ones the cost is learned from.
+  if (batch_allows && proposer_ != nullptr && n_running == 1 && !step_cost_.known() &&
+      config_.min_acceptance_rate > 0 && ++unknown_cost_steps_ % kExploreEvery == 0) {
     batch_allows = false;
   }
   for (const auto& [id, c] : live) {

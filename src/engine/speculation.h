@@ -102,8 +102,8 @@ class Speculation {
   std::vector<int32_t> outputs_;              // observe()'s argmaxes, reused
   SpeculationCounters counters_;
   spec::StepCost step_cost_;
-  // Steps proposed for while the cost of a row is unknown: every kExploreEvery-th of them
-  // drafts nothing, so the step times hold plain steps to measure against (a proposer that
+  // Single-sequence steps proposed for while the cost of a row is unknown: every
+  // kExploreEvery-th of them drafts nothing, so the step times hold plain steps to measure against (a proposer that
   // always drafts the same length would otherwise never let the cost, and so the break-even,
   // be known).
   static constexpr uint64_t kExploreEvery = 4;

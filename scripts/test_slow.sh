@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The tests labelled `slow`: a few minutes of checks that CI's time budget (scripts/test.sh on a
+# 2-core machine, under 45 minutes) cannot hold. Run it before submitting, after scripts/test.sh
+# (or any Release build with the tests) has built build/release.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY="${LUMEN_HOME:-$HOME/.cache/lumen}/venv/bin/python"
+export CCACHE_BASEDIR="$PWD"
+if [ ! -f build/release/CMakeCache.txt ]; then
+  cmake --preset release -DLUMEN_PYTHON="$PY" -DLUMEN_TESTS=ON -DLUMEN_MPI=ON >/dev/null || exit 1
+fi
+cmake --build build/release -j"${LUMEN_JOBS:-2}" || exit 1
+cd build/release && exec ctest --output-on-failure -j"${LUMEN_JOBS:-2}" --timeout 900 -L slow
