@@ -101,6 +101,10 @@ const EngineConfig& Engine::config() const { return impl_->config; }
 
 std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, const SamplingParams& params,
                                                  int priority, uint64_t cache_salt, uint64_t client) {
+  if (impl_->model.transformer->architecture().features.encoder) {
+    fail("the {} model is an encoder: it computes embeddings (/v1/embeddings, lumen embed), not text",
+         impl_->model.hparams.architecture);
+  }
   const auto vocab = static_cast<int64_t>(impl_->model.hparams.vocab_size);
   params.validate_for_vocab(vocab);
   const int32_t width = params.best_of.value_or(params.n);

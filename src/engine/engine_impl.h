@@ -197,6 +197,11 @@ struct Engine::Impl {
   }
 
   void drain_inbox();
+  // Engine::embed's forward pass over inputs[first, end), each its own sequence at positions
+  // 0.. with blocks of its own in every layer group; their pooled, normalised vectors go to
+  // out[first, end) (engine_embeddings.cc).
+  void embed_batch(const std::vector<std::vector<int32_t>>& inputs, size_t first, size_t end,
+                   std::vector<std::vector<float>>& out);
   // Disaggregated prefill: the K/V of every prompt this step completed goes to the store.
   void keep_completed_prompts(const engine::StepPlan& plan);
   // Runs `work` on the loop thread at the next step; its result or exception reaches the future.

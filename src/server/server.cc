@@ -129,6 +129,7 @@ void Server::install_routes() {
   http_.Get(R"(/v1/models/(.+))", wrap(handle_models));
   http_.Post("/v1/completions", wrap(handle_completions));
   http_.Post("/v1/chat/completions", wrap(handle_chat_completions));
+  http_.Post("/v1/embeddings", wrap(handle_embeddings));
   http_.Post("/tokenize", wrap(handle_tokenize));
   http_.Post("/detokenize", wrap(handle_detokenize));
   if (options_.web_ui) {

@@ -60,6 +60,12 @@ struct BlockFeatures {
   // and group the experts ({arch}.expert_group_count), as llama.cpp reads those for all.
   bool routing_from_file = false;
   AttentionKind attention = AttentionKind::Grouped;
+  // An encoder (BERT): learned absolute positions and token type 0 added to the token
+  // embeddings, then a LayerNorm; each block post-norm (LayerNorm after each residual add), with
+  // biases on every projection, attention over the whole input in both directions (no causal
+  // mask, no rope, no KV cache kept) and a plain GELU FFN (up, erf GELU, down). No output norm
+  // or head: it computes embeddings only (model/encoder.cc), on the CPU backend.
+  bool encoder = false;
 };
 
 }  // namespace lumen::model

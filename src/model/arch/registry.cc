@@ -18,6 +18,7 @@ Architecture qwen2moe_architecture();
 Architecture qwen3moe_architecture();
 Architecture olmoe_architecture();
 Architecture deepseek2_architecture();
+Architecture bert_architecture();
 
 namespace {
 
@@ -32,6 +33,7 @@ const std::array kRegistry = {
     qwen3moe_architecture,
     olmoe_architecture,
     deepseek2_architecture,
+    bert_architecture,
 };
 // clang-format on
 

@@ -1,0 +1,126 @@
+// The encoder forward pass (BlockFeatures::encoder: BERT), a Transformer member kept apart
+// from the decoder's. The matrices go through the backend's matmul like a decoder's; the
+// LayerNorms, the erf GELU and the bidirectional attention run here on host rows, which is why
+// an encoder needs the CPU backend (the constructor checks). Attention reads this pass's own K
+// and V rows, never the KV cache: an encoder sees its whole input at once and keeps nothing.
+#include <cmath>
+#include <vector>
+
+#include "model/transformer.h"
+#include "util/error.h"
+
+namespace lumen::model {
+
+namespace {
+
+using backend::first_rows;
+using backend::TensorView;
+
+const float* host_floats(const TensorView& v) { return static_cast<const float*>(v.data); }
+
+// Each row of x (width values) to (x - mean) / sqrt(var + eps) * w + b, in double: the rows of a
+// post-norm model grow with depth, and a float sum of squares of them loses the small ones.
+void layer_norm(TensorView& x, const TensorView& w, const TensorView& b, double eps) {
+  const int64_t width = x.dims[0];
+  const float* weight = host_floats(w);
+  const float* bias = host_floats(b);
+  for (int64_t r = 0; r < x.dims[1]; ++r) {
+    float* row = x.row<float>(r);
+    double mean = 0.0;
+    for (int64_t c = 0; c < width; ++c) mean += row[c];
+    mean /= static_cast<double>(width);
+    double var = 0.0;
+    for (int64_t c = 0; c < width; ++c) var += (row[c] - mean) * (row[c] - mean);
+    const double inv = 1.0 / std::sqrt(var / static_cast<double>(width) + eps);
+    for (int64_t c = 0; c < width; ++c) row[c] = static_cast<float>((row[c] - mean) * inv * weight[c] + bias[c]);
+  }
+}
+
+// BERT's "gelu": the exact x * Phi(x), with erf (Hugging Face's, not the tanh approximation).
+void gelu_erf(TensorView& x) {
+  for (int64_t r = 0; r < x.dims[1]; ++r) {
+    float* row = x.row<float>(r);
+    for (int64_t c = 0; c < x.dims[0]; ++c) {
+      const double v = row[c];
+      row[c] = static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+    }
+  }
+}
+
+// Every token of a sequence attends to every token of it (no causal mask): softmax(q.k * scale)
+// over the sequence's rows, per head, times its values.
+void bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                             std::span<const backend::SequenceSlice> sequences, int64_t heads, int64_t kv_heads,
+                             int64_t head_dim, float scale, TensorView& out) {
+  std::vector<double> scores;
+  const int64_t group = heads / kv_heads;
+  for (const backend::SequenceSlice& seq : sequences) {
+    scores.resize(static_cast<size_t>(seq.n_tokens));
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t kv_h = h / group;
+      for (int64_t i = 0; i < seq.n_tokens; ++i) {
+        const float* qi = q.row<float>(seq.first_token + i) + h * head_dim;
+        double most = -INFINITY;
+        for (int64_t j = 0; j < seq.n_tokens; ++j) {
+          const float* kj = k.row<float>(seq.first_token + j) + kv_h * head_dim;
+          double dot = 0.0;
+          for (int64_t d = 0; d < head_dim; ++d) dot += static_cast<double>(qi[d]) * kj[d];
+          scores[static_cast<size_t>(j)] = dot * scale;
+          most = std::max(most, scores[static_cast<size_t>(j)]);
+        }
+        double sum = 0.0;
+        for (double& s : scores) sum += (s = std::exp(s - most));
+        float* o = out.row<float>(seq.first_token + i) + h * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) {
+          double acc = 0.0;
+          for (int64_t j = 0; j < seq.n_tokens; ++j) {
+            acc += scores[static_cast<size_t>(j)] * v.row<float>(seq.first_token + j)[kv_h * head_dim + d];
+          }
+          o[d] = static_cast<float>(acc / sum);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Transformer::encode(const ForwardBatch& batch, int64_t n) {
+  const double eps = hp_.norm_eps;
+  TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
+  TensorView q = first_rows(s_.q, n), k = first_rows(s_.k, n), v = first_rows(s_.v, n);
+  TensorView attn = first_rows(s_.attn, n), up = first_rows(s_.up, n);
+  // Token, position and token-type (all type 0) embeddings, then their LayerNorm.
+  backend_.get_rows(weights_.token_embd, batch.tokens, x);
+  backend_.get_rows(*weights_.position_embd, batch.positions, h);
+  backend_.add(x, h, x);
+  const std::vector<int32_t> type_zero(static_cast<size_t>(n), 0);
+  backend_.get_rows(*weights_.token_types, type_zero, h);
+  backend_.add(x, h, x);
+  layer_norm(x, *weights_.token_embd_norm, *weights_.token_embd_norm_b, eps);
+  // One slice per sequence: an encoder has no sliding windows, so its cache layout is one group.
+  const std::span<const backend::SequenceSlice> sequences = batch.sequences;
+  for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
+    const LayerWeights& w = weights_.layers[layer];
+    const backend::Backend::MatmulOutput qkv[] = {{&w.wq, &q}, {&w.wk, &k}, {&w.wv, &v}};
+    backend_.matmul_same_input(x, qkv);
+    backend_.add_row(q, *w.bq);
+    backend_.add_row(k, *w.bk);
+    backend_.add_row(v, *w.bv);
+    bidirectional_attention(q, k, v, sequences, attention_.n_heads, attention_.n_kv_heads, attention_.head_dim,
+                            attention_.scale, attn);
+    backend_.matmul(w.wo, attn, h);
+    backend_.add_row(h, *w.bo);
+    backend_.add(x, h, x);
+    layer_norm(x, w.attn_norm, *w.attn_norm_b, eps);
+    backend_.matmul(w.ffn_up, x, up);
+    backend_.add_row(up, *w.ffn_up_b);
+    gelu_erf(up);
+    backend_.matmul(w.ffn_down, up, h);
+    backend_.add_row(h, *w.ffn_down_b);
+    backend_.add(x, h, x);
+    layer_norm(x, w.ffn_norm, *w.ffn_norm_b, eps);
+  }
+}
+
+}  // namespace lumen::model
