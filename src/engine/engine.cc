@@ -28,14 +28,17 @@ void Engine::Impl::drain_inbox() {
   std::vector<std::unique_ptr<RequestGroup>> arrived;
   std::vector<uint64_t> to_abort;
   std::vector<std::function<void()>> to_run;
+  std::vector<EmbedJob> to_embed;
   {
     std::lock_guard lock(inbox_mutex);
     arrived.swap(inbox);
     to_abort.swap(aborts);
     to_run.swap(tasks);
+    to_embed.swap(embed_jobs);
   }
   // First: an import of a prompt's K/V was queued before the request that adopts it.
   for (auto& task : to_run) task();
+  if (!to_embed.empty()) run_embeddings(to_embed);
   for (auto& group : arrived) {
     group->completions.front()->seq.arrival = arrivals++;
     outputs.admit(std::move(group));
@@ -178,7 +181,7 @@ bool Engine::has_unfinished() const { return impl_->unfinished.load() > 0; }
 void Engine::wait_for_work(std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->inbox_mutex);
   impl_->work_arrived.wait_for(lock, timeout, [this] {
-    return !impl_->inbox.empty() || !impl_->aborts.empty() || !impl_->tasks.empty();
+    return !impl_->inbox.empty() || !impl_->aborts.empty() || !impl_->tasks.empty() || !impl_->embed_jobs.empty();
   });
 }
 

@@ -1,9 +1,13 @@
 // Engine::embed: inputs run through the model on the loop thread, between steps, with KV blocks
-// borrowed from the engine's pool for the length of one forward pass. Generation's sequences
+// borrowed from the engine's pool for the length of one forward pass. The requests that arrived
+// since the last step share their passes: concurrent requests are batched together as one
+// request's inputs are. Generation's sequences
 // keep theirs; an embedding's K/V is never read again, so its blocks go straight back to the
 // free list (unpublished: nothing reaches the prefix cache).
 #include <algorithm>
+#include <exception>
 #include <memory>
+#include <span>
 
 #include "engine/engine_impl.h"
 #include "model/pooling.h"
@@ -38,20 +42,19 @@ int64_t blocks_of(int64_t n_tokens, int64_t block_size) { return (n_tokens + blo
 
 }  // namespace
 
-void Engine::Impl::embed_batch(const std::vector<std::vector<int32_t>>& inputs, size_t first, size_t end,
-                               std::vector<std::vector<float>>& out) {
-  Impl& m = *this;
-  const model::Pooling pooling = model::embedding_pooling(m.model.hparams);
-  const int64_t bs = m.config.block_size;
-  const size_t n_groups = m.layout.n_groups();
-  const size_t n_seqs = end - first;
-  BorrowedBlocks blocks(m.pool);
+void Engine::Impl::embed_batch(std::span<const std::vector<int32_t>* const> inputs,
+                               std::span<std::vector<float>* const> out) {
+  const model::Pooling pooling = model::embedding_pooling(model.hparams);
+  const int64_t bs = config.block_size;
+  const size_t n_groups = layout.n_groups();
+  const size_t n_seqs = inputs.size();
+  BorrowedBlocks blocks(pool);
   std::vector<int32_t> tokens, positions, rows;
   std::vector<std::vector<int32_t>> tables(n_groups * n_seqs);
   std::vector<backend::SequenceSlice> slices(n_groups * n_seqs);
   std::vector<size_t> rows_of(n_seqs + 1, 0);  // where each input's pooled rows start in `rows`
   for (size_t s = 0; s < n_seqs; ++s) {
-    const std::vector<int32_t>& input = inputs[first + s];
+    const std::vector<int32_t>& input = *inputs[s];
     const auto n = static_cast<int64_t>(input.size());
     const auto at = static_cast<int64_t>(tokens.size());
     tokens.insert(tokens.end(), input.begin(), input.end());
@@ -64,14 +67,66 @@ void Engine::Impl::embed_batch(const std::vector<std::vector<int32_t>>& inputs, 
       slices[g * n_seqs + s] = {at, n, 0, table};
     }
   }
-  const auto width = static_cast<size_t>(m.model.hparams.embedding_length);
+  const auto width = static_cast<size_t>(model.hparams.embedding_length);
   std::vector<float> hidden(rows.size() * width);
   const model::ForwardBatch batch{tokens, positions, slices, rows};
-  m.model.transformer->forward_hidden(batch, m.cache, hidden.data());
-  m.computed_tokens += tokens.size();
+  model.transformer->forward_hidden(batch, cache, hidden.data());
+  computed_tokens += tokens.size();
   for (size_t s = 0; s < n_seqs; ++s) {
     const std::span<const float> pooled(hidden.data() + rows_of[s] * width, (rows_of[s + 1] - rows_of[s]) * width);
-    out[first + s] = model::pool_and_normalize(pooling, pooled, static_cast<int64_t>(width));
+    *out[s] = model::pool_and_normalize(pooling, pooled, static_cast<int64_t>(width));
+  }
+}
+
+void Engine::Impl::run_embeddings(std::vector<EmbedJob>& jobs) {
+  // Every input of every waiting request, in arrival order, with the request it belongs to.
+  std::vector<const std::vector<int32_t>*> inputs;
+  std::vector<std::vector<float>*> outputs;
+  std::vector<size_t> job_of;
+  std::vector<std::vector<std::vector<float>>> vectors(jobs.size());
+  std::vector<std::exception_ptr> errors(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    vectors[j].resize(jobs[j].inputs.size());
+    for (size_t i = 0; i < jobs[j].inputs.size(); ++i) {
+      inputs.push_back(&jobs[j].inputs[i]);
+      outputs.push_back(&vectors[j][i]);
+      job_of.push_back(j);
+    }
+  }
+  const int64_t bs = config.block_size;
+  const auto n_groups = static_cast<int64_t>(layout.n_groups());
+  // As many inputs to a pass as the token budget and the free blocks allow (a long input alone
+  // may pass the budget: max_model_len bounds it). A pass that fails fails its requests only.
+  size_t first = 0;
+  while (first < inputs.size()) {
+    const int64_t free_blocks = pool.n_available();
+    int64_t tokens = 0, needed = 0;
+    size_t end = first;
+    while (end < inputs.size()) {
+      const auto n = static_cast<int64_t>(inputs[end]->size());
+      const int64_t more = n_groups * blocks_of(n, bs);
+      if (end > first && (tokens + n > config.max_num_batched_tokens || needed + more > free_blocks)) break;
+      tokens += n;
+      needed += more;
+      ++end;
+    }
+    try {
+      if (leader) fail("embeddings are not supported with tensor or pipeline parallelism yet");
+      if (needed > free_blocks) {
+        fail("embeddings: an input needs {} KV blocks and {} are free now: try again later", needed, free_blocks);
+      }
+      embed_batch(std::span(inputs).subspan(first, end - first), std::span(outputs).subspan(first, end - first));
+    } catch (...) {
+      for (size_t i = first; i < end; ++i) errors[job_of[i]] = std::current_exception();
+    }
+    first = end;
+  }
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (errors[j]) {
+      jobs[j].vectors.set_exception(errors[j]);
+    } else {
+      jobs[j].vectors.set_value(std::move(vectors[j]));
+    }
   }
 }
 
@@ -90,39 +145,11 @@ std::future<std::vector<std::vector<float>>> Engine::embed(std::vector<std::vect
     }
   }
   model::embedding_pooling(m.model.hparams);  // a reranker's file is refused here, not later
-  auto task = std::make_shared<std::packaged_task<std::vector<std::vector<float>>()>>([&m, inputs = std::move(inputs)] {
-    if (m.leader) fail("embeddings are not supported with tensor or pipeline parallelism yet");
-    std::vector<std::vector<float>> out(inputs.size());
-    const int64_t bs = m.config.block_size;
-    const auto n_groups = static_cast<int64_t>(m.layout.n_groups());
-    // Inputs go in order, as many to a pass as the token budget and the free blocks allow
-    // (a long input alone may pass the budget: it is bounded by max_model_len).
-    size_t first = 0;
-    while (first < inputs.size()) {
-      const int64_t free_blocks = m.pool.n_available();
-      int64_t tokens = 0, needed = 0;
-      size_t end = first;
-      while (end < inputs.size()) {
-        const auto n = static_cast<int64_t>(inputs[end].size());
-        const int64_t more = n_groups * blocks_of(n, bs);
-        const bool fits = tokens + n <= m.config.max_num_batched_tokens && needed + more <= free_blocks;
-        if (end > first && !fits) break;
-        if (needed + more > free_blocks) {
-          fail("embeddings: input {} needs {} KV blocks and {} are free now: try again later", end, more, free_blocks);
-        }
-        tokens += n;
-        needed += more;
-        ++end;
-      }
-      m.embed_batch(inputs, first, end, out);
-      first = end;
-    }
-    return out;
-  });
-  std::future<std::vector<std::vector<float>>> result = task->get_future();
+  Impl::EmbedJob job{std::move(inputs), {}};
+  std::future<std::vector<std::vector<float>>> result = job.vectors.get_future();
   {
     std::lock_guard lock(m.inbox_mutex);
-    m.tasks.emplace_back([task] { (*task)(); });
+    m.embed_jobs.push_back(std::move(job));
   }
   m.work_arrived.notify_all();
   return result;

@@ -4,6 +4,7 @@ nothing, the usage count, and a 400 naming the field for each limit. SmolLM2's f
 pooling_type, so its vectors are the last token's final hidden state (docs/architecture.md,
 "Embeddings"); the tiny BERT golden checks an encoder served the same way."""
 import base64
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -129,3 +130,16 @@ def test_bert_encoder_served_matches_transformers():
         assert "encoder" in e.value.body["message"]
     finally:
         assert bert.stop() == 0, "".join(bert.log)
+
+
+def test_concurrent_requests_each_get_their_own_vectors(server):
+    """Requests that arrive together share the engine's passes (Engine::embed batches every
+    waiting request's inputs); each must still get exactly the vectors it gets alone."""
+    client = server.client()
+    texts = [f"{t} ({i})" for i, t in enumerate(TEXTS * 3)]
+    alone = [vectors(client.embeddings.create(model=MODEL_NAME, input=[t, t[::-1]])) for t in texts]
+    with concurrent.futures.ThreadPoolExecutor(len(texts)) as pool:
+        together = list(pool.map(lambda t: vectors(client.embeddings.create(model=MODEL_NAME, input=[t, t[::-1]])),
+                                 texts))
+    for text, want, got in zip(texts, alone, together):
+        assert max(np.max(np.abs(a - b)) for a, b in zip(want, got)) < 1e-5, text
