@@ -3,8 +3,8 @@
 hidden 64, 2 layers, 4 heads) with a small uncased WordPiece vocabulary, converted to GGUF (F32)
 by llama.cpp's own convert_hf_to_gguf.py, and what transformers makes of a few texts: the
 BertTokenizerFast ids and the mean-pooled, L2-normalised last hidden states (what
-sentence-transformers computes for a mean-pooling model). tests/model/bert_embedding_golden_test
-and tests/python/test_embed_bert_golden.py compare Lumen against them.
+sentence-transformers computes for a mean-pooling model). tests/python/test_embed_transformers_golden.py,
+tests/e2e/test_embeddings.py and tests/python/package/test_package_embed.py compare Lumen with them.
 
 Needs torch and transformers (CPU) and a llama.cpp checkout (for convert_hf_to_gguf.py and its
 conversion/ and gguf-py/): python scripts/make_bert_embedding_golden.py LLAMA_CPP_DIR [OUT_DIR].
