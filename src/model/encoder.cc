@@ -1,11 +1,14 @@
 // The encoder forward pass (BlockFeatures::encoder: BERT), a Transformer member kept apart
 // from the decoder's. The matrices go through the backend's matmul like a decoder's; the
 // LayerNorms, the erf GELU and the bidirectional attention run here on host rows, which is why
-// an encoder needs the CPU backend (the constructor checks). Attention reads this pass's own K
-// and V rows, never the KV cache: an encoder sees its whole input at once and keeps nothing.
+// an encoder needs the CPU backend (the constructor checks), whose thread pool they share out
+// (attention by sequence and head, the rest by rows). Attention reads this pass's own K and V
+// rows, never the KV cache: an encoder sees its whole input at once and keeps nothing.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "model/transformer.h"
 #include "util/error.h"
 
@@ -18,13 +21,25 @@ using backend::TensorView;
 
 const float* host_floats(const TensorView& v) { return static_cast<const float*>(v.data); }
 
+// Rows per task of the row-wise loops: enough work to outweigh a task's hand-out.
+constexpr int64_t kRowsPerTask = 16;
+
+// fn(row) for every row of x, over the pool's workers.
+template <typename Fn>
+void for_each_row(ThreadPool& pool, const TensorView& x, Fn fn) {
+  const int64_t rows = x.dims[1];
+  pool.parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task, unsigned) {
+    for (int64_t r = task * kRowsPerTask; r < std::min(rows, (task + 1) * kRowsPerTask); ++r) fn(r);
+  });
+}
+
 // Each row of x (width values) to (x - mean) / sqrt(var + eps) * w + b, in double: the rows of a
 // post-norm model grow with depth, and a float sum of squares of them loses the small ones.
-void layer_norm(TensorView& x, const TensorView& w, const TensorView& b, double eps) {
+void layer_norm(ThreadPool& pool, TensorView& x, const TensorView& w, const TensorView& b, double eps) {
   const int64_t width = x.dims[0];
   const float* weight = host_floats(w);
   const float* bias = host_floats(b);
-  for (int64_t r = 0; r < x.dims[1]; ++r) {
+  for_each_row(pool, x, [&](int64_t r) {
     float* row = x.row<float>(r);
     double mean = 0.0;
     for (int64_t c = 0; c < width; ++c) mean += row[c];
@@ -33,30 +48,32 @@ void layer_norm(TensorView& x, const TensorView& w, const TensorView& b, double 
     for (int64_t c = 0; c < width; ++c) var += (row[c] - mean) * (row[c] - mean);
     const double inv = 1.0 / std::sqrt(var / static_cast<double>(width) + eps);
     for (int64_t c = 0; c < width; ++c) row[c] = static_cast<float>((row[c] - mean) * inv * weight[c] + bias[c]);
-  }
+  });
 }
 
 // BERT's "gelu": the exact x * Phi(x), with erf (Hugging Face's, not the tanh approximation).
-void gelu_erf(TensorView& x) {
-  for (int64_t r = 0; r < x.dims[1]; ++r) {
+void gelu_erf(ThreadPool& pool, TensorView& x) {
+  for_each_row(pool, x, [&](int64_t r) {
     float* row = x.row<float>(r);
     for (int64_t c = 0; c < x.dims[0]; ++c) {
       const double v = row[c];
       row[c] = static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
     }
-  }
+  });
 }
 
 // Every token of a sequence attends to every token of it (no causal mask): softmax(q.k * scale)
 // over the sequence's rows, per head, times its values.
-void bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+// One task per sequence and head.
+void bidirectional_attention(ThreadPool& pool, const TensorView& q, const TensorView& k, const TensorView& v,
                              std::span<const backend::SequenceSlice> sequences, int64_t heads, int64_t kv_heads,
                              int64_t head_dim, float scale, TensorView& out) {
-  std::vector<double> scores;
   const int64_t group = heads / kv_heads;
-  for (const backend::SequenceSlice& seq : sequences) {
-    scores.resize(static_cast<size_t>(seq.n_tokens));
-    for (int64_t h = 0; h < heads; ++h) {
+  pool.parallel_for(static_cast<int64_t>(sequences.size()) * heads, [&](int64_t task, unsigned) {
+    const backend::SequenceSlice& seq = sequences[static_cast<size_t>(task / heads)];
+    const int64_t h = task % heads;
+    std::vector<double> scores(static_cast<size_t>(seq.n_tokens));
+    {
       const int64_t kv_h = h / group;
       for (int64_t i = 0; i < seq.n_tokens; ++i) {
         const float* qi = q.row<float>(seq.first_token + i) + h * head_dim;
@@ -80,12 +97,15 @@ void bidirectional_attention(const TensorView& q, const TensorView& k, const Ten
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace
 
 void Transformer::encode(const ForwardBatch& batch, int64_t n) {
+  auto* cpu = dynamic_cast<backend::CpuBackend*>(&backend_);
+  if (cpu == nullptr) fail("the {} architecture (an encoder) runs on the CPU backend only", hp_.architecture);
+  ThreadPool& pool = cpu->pool();
   const double eps = hp_.norm_eps;
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView q = first_rows(s_.q, n), k = first_rows(s_.k, n), v = first_rows(s_.v, n);
@@ -97,7 +117,7 @@ void Transformer::encode(const ForwardBatch& batch, int64_t n) {
   const std::vector<int32_t> type_zero(static_cast<size_t>(n), 0);
   backend_.get_rows(*weights_.token_types, type_zero, h);
   backend_.add(x, h, x);
-  layer_norm(x, *weights_.token_embd_norm, *weights_.token_embd_norm_b, eps);
+  layer_norm(pool, x, *weights_.token_embd_norm, *weights_.token_embd_norm_b, eps);
   // One slice per sequence: an encoder has no sliding windows, so its cache layout is one group.
   const std::span<const backend::SequenceSlice> sequences = batch.sequences;
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
@@ -107,19 +127,19 @@ void Transformer::encode(const ForwardBatch& batch, int64_t n) {
     backend_.add_row(q, *w.bq);
     backend_.add_row(k, *w.bk);
     backend_.add_row(v, *w.bv);
-    bidirectional_attention(q, k, v, sequences, attention_.n_heads, attention_.n_kv_heads, attention_.head_dim,
+    bidirectional_attention(pool, q, k, v, sequences, attention_.n_heads, attention_.n_kv_heads, attention_.head_dim,
                             attention_.scale, attn);
     backend_.matmul(w.wo, attn, h);
     backend_.add_row(h, *w.bo);
     backend_.add(x, h, x);
-    layer_norm(x, w.attn_norm, *w.attn_norm_b, eps);
+    layer_norm(pool, x, w.attn_norm, *w.attn_norm_b, eps);
     backend_.matmul(w.ffn_up, x, up);
     backend_.add_row(up, *w.ffn_up_b);
-    gelu_erf(up);
+    gelu_erf(pool, up);
     backend_.matmul(w.ffn_down, up, h);
     backend_.add_row(h, *w.ffn_down_b);
     backend_.add(x, h, x);
-    layer_norm(x, w.ffn_norm, *w.ffn_norm_b, eps);
+    layer_norm(pool, x, w.ffn_norm, *w.ffn_norm_b, eps);
   }
 }
 
