@@ -1,9 +1,9 @@
 // Engine::embed: inputs run through the model on the loop thread, between steps, with KV blocks
 // borrowed from the engine's pool for the length of one forward pass. The requests that arrived
 // since the last step share their passes: concurrent requests are batched together as one
-// request's inputs are. Generation's sequences
-// keep theirs; an embedding's K/V is never read again, so its blocks go straight back to the
-// free list (unpublished: nothing reaches the prefix cache).
+// request's inputs are. Generation's sequences keep their blocks; an embedding's K/V is never
+// read again, so its blocks go straight back to the free list (unpublished: nothing reaches the
+// prefix cache). An encoder attends to its own rows and writes no K/V: it borrows none.
 #include <algorithm>
 #include <exception>
 #include <memory>
@@ -48,6 +48,7 @@ void Engine::Impl::embed_batch(std::span<const std::vector<int32_t>* const> inpu
   const int64_t bs = config.block_size;
   const size_t n_groups = layout.n_groups();
   const size_t n_seqs = inputs.size();
+  const bool encoder = model.transformer->architecture().features.encoder;
   BorrowedBlocks blocks(pool);
   std::vector<int32_t> tokens, positions, rows;
   std::vector<std::vector<int32_t>> tables(n_groups * n_seqs);
@@ -63,7 +64,7 @@ void Engine::Impl::embed_batch(std::span<const std::vector<int32_t>* const> inpu
     rows_of[s + 1] = rows.size();
     for (size_t g = 0; g < n_groups; ++g) {
       std::vector<int32_t>& table = tables[g * n_seqs + s];
-      for (int64_t b = 0; b < blocks_of(n, bs); ++b) table.push_back(blocks.take());
+      for (int64_t b = 0; !encoder && b < blocks_of(n, bs); ++b) table.push_back(blocks.take());
       slices[g * n_seqs + s] = {at, n, 0, table};
     }
   }
@@ -94,7 +95,8 @@ void Engine::Impl::run_embeddings(std::vector<EmbedJob>& jobs) {
     }
   }
   const int64_t bs = config.block_size;
-  const auto n_groups = static_cast<int64_t>(layout.n_groups());
+  const bool encoder = model.transformer->architecture().features.encoder;
+  const auto n_groups = encoder ? 0 : static_cast<int64_t>(layout.n_groups());
   // As many inputs to a pass as the token budget and the free blocks allow (a long input alone
   // may pass the budget: max_model_len bounds it). A pass that fails fails its requests only.
   size_t first = 0;
