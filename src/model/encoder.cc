@@ -21,6 +21,14 @@ using backend::TensorView;
 
 const float* host_floats(const TensorView& v) { return static_cast<const float*>(v.data); }
 
+// A {row, n} matrix seen as {head_dim, heads, n} for rope.
+TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
+  TensorView view = m;
+  view.dims = {head_dim, m.dims[0] / head_dim, n, 1};
+  view.row_bytes = static_cast<size_t>(head_dim) * sizeof(float);
+  return view;
+}
+
 // Rows per task of the row-wise loops: enough work to outweigh a task's hand-out.
 constexpr int64_t kRowsPerTask = 16;
 
@@ -110,34 +118,63 @@ void Transformer::encode(const ForwardBatch& batch, int64_t n) {
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView q = first_rows(s_.q, n), k = first_rows(s_.k, n), v = first_rows(s_.v, n);
   TensorView attn = first_rows(s_.attn, n), up = first_rows(s_.up, n);
-  // Token, position and token-type (all type 0) embeddings, then their LayerNorm.
+  // Token, position (BERT's learned ones; nomic-bert rotates q and k instead) and token-type
+  // (all type 0) embeddings, then their LayerNorm.
   backend_.get_rows(weights_.token_embd, batch.tokens, x);
-  backend_.get_rows(*weights_.position_embd, batch.positions, h);
-  backend_.add(x, h, x);
+  if (weights_.position_embd) {
+    backend_.get_rows(*weights_.position_embd, batch.positions, h);
+    backend_.add(x, h, x);
+  }
   const std::vector<int32_t> type_zero(static_cast<size_t>(n), 0);
   backend_.get_rows(*weights_.token_types, type_zero, h);
   backend_.add(x, h, x);
   layer_norm(pool, x, *weights_.token_embd_norm, *weights_.token_embd_norm_b, eps);
   // One slice per sequence: an encoder has no sliding windows, so its cache layout is one group.
   const std::span<const backend::SequenceSlice> sequences = batch.sequences;
+  const int64_t head_dim = attention_.head_dim;
+  std::vector<float> fused;  // nomic-bert's q, k and v rows, as its one matrix gives them
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     const LayerWeights& w = weights_.layers[layer];
-    const backend::Backend::MatmulOutput qkv[] = {{&w.wq, &q}, {&w.wk, &k}, {&w.wv, &v}};
-    backend_.matmul_same_input(x, qkv);
-    backend_.add_row(q, *w.bq);
-    backend_.add_row(k, *w.bk);
-    backend_.add_row(v, *w.bv);
+    if (w.wqkv) {
+      const int64_t qw = q.dims[0], kw = k.dims[0];
+      fused.resize(static_cast<size_t>(n * (qw + 2 * kw)));
+      TensorView all = backend::f32_matrix(fused.data(), qw + 2 * kw, n);
+      backend_.matmul(*w.wqkv, x, all);
+      for_each_row(pool, all, [&](int64_t r) {
+        const float* row = all.row<float>(r);
+        std::copy_n(row, qw, q.row<float>(r));
+        std::copy_n(row + qw, kw, k.row<float>(r));
+        std::copy_n(row + qw + kw, kw, v.row<float>(r));
+      });
+    } else {
+      const backend::Backend::MatmulOutput qkv[] = {{&w.wq, &q}, {&w.wk, &k}, {&w.wv, &v}};
+      backend_.matmul_same_input(x, qkv);
+    }
+    if (w.bq) backend_.add_row(q, *w.bq);
+    if (w.bk) backend_.add_row(k, *w.bk);
+    if (w.bv) backend_.add_row(v, *w.bv);
+    if (!weights_.position_embd) {
+      TensorView q_heads = as_heads(q, n, head_dim), k_heads = as_heads(k, n, head_dim);
+      backend_.rope(q_heads, batch.positions, rope_);
+      backend_.rope(k_heads, batch.positions, rope_);
+    }
     bidirectional_attention(pool, q, k, v, sequences, attention_.n_heads, attention_.n_kv_heads, attention_.head_dim,
                             attention_.scale, attn);
     backend_.matmul(w.wo, attn, h);
-    backend_.add_row(h, *w.bo);
+    if (w.bo) backend_.add_row(h, *w.bo);
     backend_.add(x, h, x);
     layer_norm(pool, x, w.attn_norm, *w.attn_norm_b, eps);
-    backend_.matmul(w.ffn_up, x, up);
-    backend_.add_row(up, *w.ffn_up_b);
-    gelu_erf(pool, up);
-    backend_.matmul(w.ffn_down, up, h);
-    backend_.add_row(h, *w.ffn_down_b);
+    if (w.ffn_gate.data != nullptr) {  // nomic-bert: silu(gate) x up, then down
+      TensorView gate = first_rows(s_.gate, n);
+      backend_.matmul_glu(w.ffn_gate, w.ffn_up, x, backend::Backend::Glu::Swiglu, gate, up);
+      backend_.matmul(w.ffn_down, gate, h);
+    } else {  // BERT: erf GELU of up, then down
+      backend_.matmul(w.ffn_up, x, up);
+      if (w.ffn_up_b) backend_.add_row(up, *w.ffn_up_b);
+      gelu_erf(pool, up);
+      backend_.matmul(w.ffn_down, up, h);
+    }
+    if (w.ffn_down_b) backend_.add_row(h, *w.ffn_down_b);
     backend_.add(x, h, x);
     layer_norm(pool, x, w.ffn_norm, *w.ffn_norm_b, eps);
   }

@@ -53,6 +53,8 @@ struct LayerWeights {
   // Encoders (BERT): the output projection's and the FFN's biases, and the biases of the two
   // LayerNorms after the residual adds, whose weights are attn_norm and ffn_norm.
   std::optional<backend::TensorView> bo, ffn_up_b, ffn_down_b, attn_norm_b, ffn_norm_b;
+  // nomic-bert: q, k and v as one matrix {embedding, q + k + v widths}, in that order.
+  std::optional<backend::TensorView> wqkv;
 };
 
 struct TransformerWeights {

@@ -64,7 +64,9 @@ struct BlockFeatures {
   // embeddings, then a LayerNorm; each block post-norm (LayerNorm after each residual add), with
   // biases on every projection, attention over the whole input in both directions (no causal
   // mask, no rope, no KV cache kept) and a plain GELU FFN (up, erf GELU, down). No output norm
-  // or head: it computes embeddings only (model/encoder.cc), on the CPU backend.
+  // or head: it computes embeddings only (model/encoder.cc), on the CPU backend. Its file may
+  // instead rotate q and k (rope, nomic-bert: no position embeddings), fuse q, k and v in one
+  // matrix, leave the biases out and gate its FFN (SwiGLU when ffn_gate is there).
   bool encoder = false;
 };
 

@@ -19,6 +19,7 @@ Architecture qwen3moe_architecture();
 Architecture olmoe_architecture();
 Architecture deepseek2_architecture();
 Architecture bert_architecture();
+Architecture nomic_bert_architecture();
 
 namespace {
 
@@ -34,6 +35,7 @@ const std::array kRegistry = {
     olmoe_architecture,
     deepseek2_architecture,
     bert_architecture,
+    nomic_bert_architecture,
 };
 // clang-format on
 

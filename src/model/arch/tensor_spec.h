@@ -43,6 +43,7 @@ enum class Dim {
   // Encoders (BERT).
   Positions,   // context_length: one learned embedding per position
   TokenTypes,  // token_type_count
+  QkvWidth,    // q, k and v fused (nomic-bert): head_dim x (heads + 2 x KV heads)
 };
 
 // What a tensor is for: decides the element types allowed (matrices go through the backend's
