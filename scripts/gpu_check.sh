@@ -1,37 +1,69 @@
 #!/usr/bin/env bash
 # The CUDA backend on a GPU machine, in as few device calls as possible.
 #
-# The GPU machine has CUDA, 16 cores and no network, and may lack Lumen's -dev packages, so the
-# binaries are built HERE (nvcc needs no GPU) and carried there:
+# The GPU machine has CUDA, 16 cores and no network, and lacks Lumen's Debian libraries, so the
+# binaries are built HERE (nvcc needs no GPU) and carried there in one self-contained archive:
 #
 #   1. here:   scripts/gpu_check.sh prepare
-#        builds build/cuda (Release, sm_80 + sm_90), stages binaries, the few shared libraries a
-#        CUDA image may lack, the Llama-3 vocabulary (for `lumen synth`) in .gpu/ (< 50 MiB), and
-#        the default model in two halves, .gpu-model/ and .gpu-model2/ (a call carries at most
-#        64 MiB, the repository's tracked files included); the folders go into .git/info/exclude.
+#        builds build/cuda (Release, sm_80 + sm_90) and packs .gpu/lumen-gpu.tar.xz: the test and
+#        bench binaries and lumen (libexec/), a wrapper per binary (bin/), every shared library
+#        they resolve except glibc's, the C++ runtime's and CUDA's driver and cuBLAS (lib/), and
+#        the Llama-3 vocabulary (for `lumen synth`); the default model goes in two halves to
+#        .gpu-model/ and .gpu-model2/ (a call carries at most 64 MiB, the repository's tracked
+#        files included); .gitignore ignores the three folders, so a device call carries them only
+#        when named.
+#      scripts/gpu_check.sh verify [CHROOT]
+#        unpacks the archive into a scratch folder and checks that the binaries start with a bare
+#        environment and resolve every library but the system's from the bundle; given a Debian
+#        root folder (e.g. /work/fresh/root, copied first, never changed) and root rights, also
+#        runs them there with the bundle's libraries removed from the copy (a machine without
+#        them). Builds nothing.
 #   2. device: run(command="mkdir -p /tmp/lumen-gpu && cp .gpu-model/* /tmp/lumen-gpu/",
 #                  carry=[".gpu-model"])            # first half of the model; keep it warm:
 #   3. device: run(command="cp .gpu-model2/* /tmp/lumen-gpu/", carry=[".gpu-model2"])  # within 30 s
 #   4. device: run(command="scripts/gpu_check.sh all", carry=[".gpu"], timeout_s=600)
 #
+# The wrappers give a binary the bundle's libraries through LD_LIBRARY_PATH set for it alone:
+# the machine's own tools (curl, python, nvidia-smi) keep their libraries (curl broke when the
+# bundle's were exported to everything). CUDA's runtime (libcudart) is carried; cuBLAS (570 MB)
+# and the driver are the machine's: the toolkit's, else the ones PyTorch's wheels ship, linked
+# into the bundle's cuda-lib/ when the loader does not find them by itself.
+#
 # Modes on the GPU machine:
-#   tests  the gpu-labelled tests (every op, CUDA vs CPU), the conformance table's CUDA rows, then
-#          greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU (when its
-#          two halves are there);
+#   tests  the gpu-labelled tests (every op, CUDA vs CPU; the streaming GEMV vs the warp GEMV),
+#          the conformance table's CUDA rows (the matmul rows twice: warp and streaming GEMV),
+#          then greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU,
+#          with each GEMV (when the model's two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
-#          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings;
+#          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings,
+#          with each GEMV (the JSON's "gemv": "warp" or "stream");
+#   types  every weight type through a small synthetic model, op by op, CUDA vs CPU
+#          (GPU_CHECK_TYPES, default the types the CUDA backend gained without a GPU at hand);
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
-#   all    tests and bench (default).
+#   all    tests, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
 # Results: one JSON object per line in $OUT/gpu_check.json (the device tool's $OUT) or
-# /tmp/lumen-gpu/gpu_check.json, and on stdout. Without .gpu/bin the script builds from source
-# instead (build/gpu), which needs the -dev packages of scripts/setup.sh.
+# /tmp/lumen-gpu/gpu_check.json, and on stdout. Without .gpu/lumen-gpu.tar.xz the script builds
+# from source instead (build/gpu), which needs the -dev packages of scripts/setup.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-MODE="${1:-all}"
+[ $# -eq 0 ] && set -- all
+MODE="$1"
 STAGE=.gpu
+ARCHIVE="$STAGE/lumen-gpu.tar.xz"
 WORK="${LUMEN_GPU_WORK:-/tmp/lumen-gpu}"
 MODEL_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
+# Paths under build/cuda of what is carried.
+CARRIED=(tests/unit/backend_cuda/unit_backend_cuda tests/unit/backend_cuda/cuda_model_tests
+         tests/unit/backend_conformance/unit_backend_conformance
+         tests/unit/backend_cuda/lumen_cuda_decode_bench src/cli/lumen)
+# Sonames a GPU machine provides, so never carried: glibc's, the C++ runtime, and CUDA's driver,
+# cuBLAS and NCCL (which must match the machine's driver, or are too big to carry).
+SYSTEM_LIBS='^(linux-vdso|ld-linux-x86-64|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl|libnsl|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libnccl|libnvidia-[a-z-]+)\.so'
+# The CUDA libraries the carried binaries take from the machine.
+MACHINE_CUDA_LIBS=(libcublas.so.13 libcublasLt.so.13)
+# Carry limit of one device call, less the repository's tracked files and some slack.
+MAX_ARCHIVE_BYTES=$((52 * 1024 * 1024))
 
 log() { echo "gpu_check: $*" >&2; }
 
@@ -45,61 +77,192 @@ prepare() {
   cmake --build build/cuda -j"${LUMEN_JOBS:-2}" --target unit_backend_cuda unit_backend_conformance \
     cuda_model_tests lumen_cuda_decode_bench lumen || exit 1
   rm -rf "$STAGE" .gpu-model .gpu-model2
-  mkdir -p "$STAGE/bin" "$STAGE/lib" .gpu-model .gpu-model2
-  local bins=(build/cuda/tests/unit/backend_cuda/unit_backend_cuda build/cuda/tests/unit/backend_cuda/cuda_model_tests
-              build/cuda/tests/unit/backend_conformance/unit_backend_conformance
-              build/cuda/tests/unit/backend_cuda/lumen_cuda_decode_bench build/cuda/src/cli/lumen)
-  for b in "${bins[@]}"; do cp "$b" "$STAGE/bin/" && strip "$STAGE/bin/$(basename "$b")"; done
-  # Libraries a CUDA image may not have (glibc, libstdc++, OpenSSL and CUDA's own are left to it):
-  # those of the -dev packages of scripts/setup.sh and what they pull in (ZeroMQ: sodium, pgm,
-  # norm, Kerberos; cairo, for bench profile's plot: pixman, fontconfig, freetype, X11's). All
-  # resolved libraries would be ~30 MiB, too much beside the binaries in one 64 MiB call.
-  ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u |
-    grep -E 'libfmt|httplib|pcre2|brotli|xxhash|libzip|libzmq|libsodium|libpgm|libnorm|libbsd|libmd\.|libcairo|pixman|fontconfig|freetype|png16|xcb|libX|expat|bz2|gssapi|krb5|k5crypto|com_err|keyutils|libedit|utf8proc' |
-    xargs -r -I{} cp -L {} "$STAGE/lib/"
-  local vocab
-  for vocab in ../shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf; do
-    [ -f "$vocab" ] && { cp "$vocab" "$STAGE/vocab.gguf"; break; }
-  done
-  [ -f "$STAGE/vocab.gguf" ] || log "warning: no Llama-3 vocabulary found; bench will need LUMEN_VOCAB"
+  mkdir -p "$STAGE" .gpu-model .gpu-model2
   local model="${LUMEN_CACHE:-$HOME/.cache/lumen/models}/$MODEL_NAME"
+  pack_bundle "$model" || exit 1
   if [ -f "$model" ]; then
     split -n 2 -d "$model" .gpu-model/model.part-  # two halves
     mv .gpu-model/model.part-01 .gpu-model2/
-    sha256sum "$model" | awk '{print $1}' > "$STAGE/model.sha256"
   else
     log "warning: no default model at $model; the greedy test will skip"
   fi
-  local exclude; exclude="$(git rev-parse --git-dir)/info/exclude"
-  mkdir -p "$(dirname "$exclude")"
-  for dir in /.gpu/ /.gpu-model/ /.gpu-model2/; do
-    grep -qxF "$dir" "$exclude" 2>/dev/null || echo "$dir" >> "$exclude"
-  done
   du -sh "$STAGE" .gpu-model .gpu-model2
-  log "staged; now run the device calls listed at the top of this script"
+  log "staged; check it with 'scripts/gpu_check.sh verify', then run the device calls listed at the top of this script"
+}
+
+# bin/NAME: runs libexec/NAME with the bundle's libraries first, for that process (and its
+# children) only.
+write_wrapper() {
+  local path=$1 name=$2
+  cat > "$path" <<WRAPPER
+#!/bin/sh
+# Written by scripts/gpu_check.sh: libexec/$name with the bundle's libraries, for it alone.
+here=\$(cd "\$(dirname "\$0")/.." && pwd -P)
+LD_LIBRARY_PATH="\$here/lib:\$here/cuda-lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "\$here/libexec/$name" "\$@"
+WRAPPER
+  chmod +x "$path"
+}
+
+pack_bundle() {
+  local model=$1 root name soname path missing
+  root=$(mktemp -d) || return 1
+  mkdir -p "$root/bin" "$root/libexec" "$root/lib" "$root/cuda-lib"
+  local binaries=("${CARRIED[@]/#/build/cuda/}")
+  for path in "${binaries[@]}"; do
+    name=$(basename "$path")
+    cp "$path" "$root/libexec/" && strip "$root/libexec/$name" || return 1
+    write_wrapper "$root/bin/$name" "$name"
+  done
+  missing=$(ldd "${binaries[@]}" | awk '/=> not found/ {print $1}' | sort -u)
+  [ -z "$missing" ] || { log "unresolved here: $missing"; return 1; }
+  while read -r soname path; do
+    [[ $soname =~ $SYSTEM_LIBS ]] && continue
+    cp -L "$path" "$root/lib/$soname" || return 1
+  done < <(ldd "${binaries[@]}" | awk '/=> \// {print $1, $3}' | sort -u)
+  local vocab
+  for vocab in ../shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf; do
+    [ -f "$vocab" ] && { cp "$vocab" "$root/vocab.gguf"; break; }
+  done
+  [ -f "$root/vocab.gguf" ] || log "warning: no Llama-3 vocabulary found; bench will need LUMEN_VOCAB"
+  [ -f "$model" ] && sha256sum "$model" | awk '{print $1}' > "$root/model.sha256"
+  tar -C "$root" -cf - . | xz -T"${LUMEN_JOBS:-2}" -6 > "$ARCHIVE" || return 1
+  local bytes; bytes=$(stat -c %s "$ARCHIVE")
+  log "$ARCHIVE: $(ls "$root/lib" | wc -l) libraries, $((bytes / 1024 / 1024)) MiB ($(du -sm "$root" | cut -f1) MiB unpacked)"
+  rm -rf "$root"
+  [ "$bytes" -le "$MAX_ARCHIVE_BYTES" ] || { log "the archive is over $((MAX_ARCHIVE_BYTES / 1024 / 1024)) MiB"; return 1; }
+}
+
+# Unpacks archive $1 into folder $2 (xz, else Python's lzma: a CUDA image has one of them).
+unpack_bundle() {
+  local archive=$1 dest=$2
+  rm -rf "$dest" && mkdir -p "$dest" || return 1
+  if command -v xz >/dev/null; then
+    xz -dc "$archive" | tar -C "$dest" -xf -
+  else
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$archive" |
+      tar -C "$dest" -xf -
+  fi
+}
+
+# The library path the wrappers give the binaries of bundle $1.
+bundle_library_path() { echo "$1/lib:$1/cuda-lib"; }
+
+# Checks every library binary $2 of bundle $1 resolves: from the bundle, or a system library.
+# Prints one line per library that is neither; returns non-zero if any.
+check_resolution() {
+  local bundle=$1 binary=$2 bad=0 soname path
+  while read -r soname path; do
+    if [[ $soname =~ $SYSTEM_LIBS ]]; then continue; fi
+    case "$path" in
+      "$bundle"/lib/*|"$bundle"/cuda-lib/*) ;;
+      *) echo "$(basename "$binary"): $soname => $path (not from the bundle)"; bad=1 ;;
+    esac
+  done < <(env -i LD_LIBRARY_PATH="$(bundle_library_path "$bundle")" ldd "$binary" |
+           awk '/=>/ {print $1, $3}')
+  return $bad
+}
+
+# ---- here: check a packed bundle ----
+
+verify() {
+  local root_src=${1:-} scratch bundle failed=0 binary status
+  [ -f "$ARCHIVE" ] || { log "no $ARCHIVE: run 'scripts/gpu_check.sh prepare' first"; exit 1; }
+  scratch=$(mktemp -d /tmp/lumen-bundle-check.XXXXXX) || exit 1
+  VERIFY_SCRATCH=$scratch
+  trap 'umount "$VERIFY_SCRATCH/root/proc" 2>/dev/null; rm -rf "$VERIFY_SCRATCH"' EXIT
+  bundle="$scratch/bundle"
+  unpack_bundle "$ARCHIVE" "$bundle" || { log "cannot unpack $ARCHIVE"; exit 1; }
+  report() {  # name, status
+    echo "{\"check\": \"$1\", \"ok\": $([ "$2" -eq 0 ] && echo true || echo false)}"
+    [ "$2" -eq 0 ] || failed=1
+  }
+  env -i PATH=/usr/bin:/bin "$bundle/bin/lumen" --help > /dev/null
+  report "env -i lumen --help" $?
+  env -i PATH=/usr/bin:/bin "$bundle/bin/lumen" inspect "$bundle/vocab.gguf" > /dev/null
+  report "env -i lumen inspect vocab.gguf" $?
+  for binary in "$bundle"/libexec/*; do
+    check_resolution "$bundle" "$binary"
+    status=$?  # before the name's command substitution resets $?
+    report "ldd $(basename "$binary"): every library from the bundle or the system" $status
+  done
+  log "lumen resolves $(env -i LD_LIBRARY_PATH="$(bundle_library_path "$bundle")" ldd "$bundle/libexec/lumen" |
+    grep -c "=> $bundle/") libraries from the bundle and these from the system:" \
+    "$(env -i LD_LIBRARY_PATH="$(bundle_library_path "$bundle")" ldd "$bundle/libexec/lumen" |
+      awk -v b="$bundle/" '/=> \// && index($3, b) != 1 {printf "%s ", $1}')"
+  [ -n "$root_src" ] && verify_in_root "$root_src" "$scratch"
+  [ "$failed" -eq 0 ] && log "bundle ok" || log "bundle check FAILED"
+  return $failed
+}
+
+# Runs the bundle inside a copy of Debian root $1 from which every library the binaries need
+# but the system's has been removed (whether the bundle carries it or not), with cuBLAS put in
+# cuda-lib as setup_runtime links it on the GPU machine.
+verify_in_root() {
+  local src=$1 scratch=$2 root="$2/root" soname removed=0 f lib
+  [ "$(id -u)" -eq 0 ] || { log "not root: the chroot check is skipped"; return 0; }
+  cp -a "$src" "$root" || { report "copy $src" 1; return; }
+  local needed; needed=$(ldd "$scratch"/bundle/libexec/* | awk '/=>/ {print $1}' | sort -u)
+  for soname in $needed; do
+    [[ $soname =~ $SYSTEM_LIBS ]] && continue
+    for f in "$root"/{usr/,}lib/x86_64-linux-gnu/"$soname"{,.*}; do
+      [ -e "$f" ] || [ -L "$f" ] || continue
+      rm -f "$f" && removed=$((removed + 1))
+    done
+  done
+  log "removed $removed files of the libraries the binaries need from the copy of $src"
+  mkdir -p "$root/opt" && cp -a "$scratch/bundle" "$root/opt/lumen-gpu"
+  for lib in "${MACHINE_CUDA_LIBS[@]}"; do
+    f=$(find_cuda_lib "$lib") || continue
+    cp -lL "$f" "$root/opt/lumen-gpu/cuda-lib/$lib" 2>/dev/null || cp -L "$f" "$root/opt/lumen-gpu/cuda-lib/$lib"
+  done
+  mount -t proc proc "$root/proc" 2>/dev/null
+  local run=(chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin)
+  "${run[@]}" /opt/lumen-gpu/bin/lumen --help > /dev/null
+  report "chroot: lumen --help" $?
+  "${run[@]}" /opt/lumen-gpu/bin/lumen inspect /opt/lumen-gpu/vocab.gguf > /dev/null
+  report "chroot: lumen inspect vocab.gguf" $?
+  # Without a driver every CUDA test skips: libcudart loads, libcuda is not needed to start.
+  "${run[@]}" /opt/lumen-gpu/bin/unit_backend_cuda --gtest_brief=1 > "$scratch/chroot-cuda.log" 2>&1
+  report "chroot: unit_backend_cuda starts and skips without a driver" $?
+  "${run[@]}" /opt/lumen-gpu/bin/unit_backend_conformance --gtest_brief=1 --gtest_filter='ConformanceTable.*' \
+    > /dev/null 2>&1
+  report "chroot: unit_backend_conformance ConformanceTable.*" $?
+  umount "$root/proc" 2>/dev/null
 }
 
 # ---- on the GPU machine ----
+
+# The path of CUDA library $1 on this machine: the toolkit's, else anywhere (PyTorch's wheels).
+find_cuda_lib() {
+  local dir found
+  for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
+    [ -e "$dir/$1" ] && { echo "$dir/$1"; return 0; }
+  done
+  found=$(find / -xdev -name "$1" -not -path '/proc/*' 2>/dev/null | head -n1)
+  [ -n "$found" ] && echo "$found"
+}
 
 setup_runtime() {
   mkdir -p "$WORK"
   RESULTS="${OUT:-$WORK}/gpu_check.json"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&2 || log "nvidia-smi failed"
-  if [ -x "$STAGE/bin/unit_backend_cuda" ]; then
-    BIN="$STAGE/bin"
-    export LD_LIBRARY_PATH="$PWD/$STAGE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    # CUDA's runtime and cuBLAS: the toolkit's, else the ones PyTorch bundles.
-    local dir
-    for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-      [ -d "$dir" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
+  BUNDLE="$WORK/bundle"
+  if [ -f "$ARCHIVE" ] && unpack_bundle "$ARCHIVE" "$BUNDLE"; then
+    BIN="$BUNDLE/bin"  # the wrappers
+    LIBEXEC="$BUNDLE/libexec"
+    # cuBLAS where the loader would not find it by itself (PyTorch's wheels, a toolkit outside
+    # the loader's cache): linked into the bundle's cuda-lib, which only the wrappers search.
+    local lib found
+    for lib in "${MACHINE_CUDA_LIBS[@]}"; do
+      ldconfig -p 2>/dev/null | grep -qF " $lib " && continue
+      found=$(find_cuda_lib "$lib") && ln -sf "$found" "$BUNDLE/cuda-lib/$lib"
     done
-    if ldd "$BIN/unit_backend_cuda" | grep -q "not found"; then
-      local found; found=$(find / -xdev -name 'libcublas.so.13' -not -path '*/proc/*' 2>/dev/null | head -n1)
-      [ -n "$found" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$found")"
-      found=$(find / -xdev -name 'libcudart.so.13' -not -path '*/proc/*' 2>/dev/null | head -n1)
-      [ -n "$found" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$found")"
-    fi
-    if ldd "$BIN/unit_backend_cuda" "$BIN/lumen" | grep "not found"; then
+    local binary unresolved=0
+    for binary in "$BUNDLE"/libexec/*; do
+      env LD_LIBRARY_PATH="$(bundle_library_path "$BUNDLE")" ldd "$binary" | grep "not found" && unresolved=1
+      check_resolution "$BUNDLE" "$binary" >&2  # informational: the machine's copies are used
+    done
+    if [ "$unresolved" -ne 0 ]; then
       log "carried binaries miss libraries (above); building from source instead"
       build_here
     fi
@@ -114,6 +277,8 @@ build_here() {
   cmake --build build/gpu -j"$(nproc)" --target unit_backend_cuda unit_backend_conformance cuda_model_tests \
     lumen_cuda_decode_bench lumen || { log "build failed"; exit 1; }
   BIN="$PWD/build/gpu/bin-links"
+  BUNDLE="$PWD/build/gpu"
+  LIBEXEC="$BIN"
   mkdir -p "$BIN"
   ln -sf "$PWD"/build/gpu/tests/unit/backend_cuda/{unit_backend_cuda,cuda_model_tests,lumen_cuda_decode_bench} "$BIN/"
   ln -sf "$PWD/build/gpu/tests/unit/backend_conformance/unit_backend_conformance" "$PWD/build/gpu/src/cli/lumen" "$BIN/"
@@ -140,11 +305,17 @@ run_tests() {
     tee "$WORK/backend_conformance_cuda.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda "$WORK/backend_conformance_cuda.log" $((SECONDS - start))
   [ -n "${OUT:-}" ] && cp "$WORK/backend_conformance_cuda.log" "$OUT/" 2>/dev/null
+  # The matmul rows again on the streaming GEMV kernels (off by default until checked here).
+  start=$SECONDS
+  LUMEN_CUDA_GEMV=stream "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_matmul*' 2>&1 |
+    tee "$WORK/backend_conformance_cuda_stream.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary backend_conformance_cuda_stream "$WORK/backend_conformance_cuda_stream.log" $((SECONDS - start))
+  [ -n "${OUT:-}" ] && cp "$WORK/backend_conformance_cuda_stream.log" "$OUT/" 2>/dev/null
 
   local model="$WORK/$MODEL_NAME"
   if [ ! -f "$model" ] && [ -f "$WORK/model.part-00" ] && [ -f "$WORK/model.part-01" ]; then
     cat "$WORK/model.part-00" "$WORK/model.part-01" > "$model"
-    if [ "$(sha256sum "$model" | awk '{print $1}')" != "$(cat "$STAGE/model.sha256")" ]; then
+    if [ -f "$BUNDLE/model.sha256" ] && [ "$(sha256sum "$model" | awk '{print $1}')" != "$(cat "$BUNDLE/model.sha256")" ]; then
       log "the reassembled model's checksum is wrong"
       rm -f "$model"
     fi
@@ -154,13 +325,18 @@ run_tests() {
     LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 | tee "$WORK/cuda_model_tests.log"
     gtest_summary greedy_cuda_vs_cpu "$WORK/cuda_model_tests.log" $((SECONDS - start))
     [ -n "${OUT:-}" ] && cp "$WORK/cuda_model_tests.log" "$OUT/" 2>/dev/null
+    start=$SECONDS
+    LUMEN_CUDA_GEMV=stream LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 |
+      tee "$WORK/cuda_model_tests_stream.log"
+    gtest_summary greedy_cuda_vs_cpu_stream "$WORK/cuda_model_tests_stream.log" $((SECONDS - start))
+    [ -n "${OUT:-}" ] && cp "$WORK/cuda_model_tests_stream.log" "$OUT/" 2>/dev/null
   else
     log "no default model (carry .gpu-model and .gpu-model2 first, see the top of this script): greedy test skipped"
   fi
 }
 
 run_bench() {
-  local vocab="${LUMEN_VOCAB:-$STAGE/vocab.gguf}"
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
   [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
   local spec preset type file
   for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0}; do
@@ -171,9 +347,38 @@ run_bench() {
       "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || { log "synth $spec failed"; continue; }
       log "synth $spec: $((SECONDS - start)) s"
     fi
-    # Default options, then every matmul on the GEMV kernels (prefill too).
+    # Default options, then every matmul on the GEMV kernels (prefill too); then the default
+    # options with the streaming GEMV kernels (gemv_stream.cu), off by default until checked here.
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
+    LUMEN_CUDA_GEMV=stream "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+  done
+}
+
+# Every weight type through a whole model, op by op on CUDA against the CPU (cuda_model_tests'
+# EachOpMatchesCpu): a small synthetic llama per type (llama3-mini: 4 layers, 256 wide, so each
+# matrix and the embedding table are of that type) and 2 layers of gemma3-270m in Q5_0 (the type
+# that stopped the catalog's Gemma 3 Q4_K_M file on CUDA). GPU_CHECK_TYPES picks others.
+run_types() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
+  [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
+  local spec preset type file name start layers
+  for spec in ${GPU_CHECK_TYPES:-llama3-mini:Q5_0 llama3-mini:Q5_1 llama3-mini:Q2_K llama3-mini:Q3_K \
+      llama3-mini:Q4_K llama3-mini:Q5_K llama3-mini:Q6_K gemma3-270m:Q5_0}; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/types-$preset-$type.gguf"
+    layers=(); [ "$preset" = gemma3-270m ] && layers=(--layers 2)
+    if [ ! -f "$file" ]; then
+      "$BIN/lumen" synth "$preset" -o "$file" --type "$type" "${layers[@]}" --vocab "$vocab" > /dev/null ||
+        { log "synth $spec failed"; continue; }
+    fi
+    name="ops_cuda_vs_cpu_$preset-$type"
+    start=$SECONDS
+    LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 --gtest_filter='CudaGreedy.EachOpMatchesCpu' \
+      > "$WORK/$name.log" 2>&1
+    grep -E 'Failure|error|expected' "$WORK/$name.log" | head -n 5 >&2
+    gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+    [ -n "${OUT:-}" ] && cp "$WORK/$name.log" "$OUT/" 2>/dev/null
   done
 }
 
@@ -187,7 +392,10 @@ run_sanitize() {
     for binary in unit_backend_cuda cuda_model_tests; do
       [ "$tool" = racecheck ] && [ "$binary" = cuda_model_tests ] && continue  # hours, for little more
       log="$WORK/sanitize-$tool-$binary.log"
-      LUMEN_GPU_TEST_MODEL="$WORK/$MODEL_NAME" "$cs" --tool "$tool" --print-limit 50 "$BIN/$binary" --gtest_brief=1 > "$log" 2>&1
+      # The binary itself, not its wrapper (the sanitizer would follow the shell): with the
+      # bundle's libraries given to the sanitizer too, which is CUDA's own tool.
+      LUMEN_GPU_TEST_MODEL="$WORK/$MODEL_NAME" LD_LIBRARY_PATH="$(bundle_library_path "$BUNDLE")" \
+        "$cs" --tool "$tool" --print-limit 50 "$LIBEXEC/$binary" --gtest_brief=1 > "$log" 2>&1
       errors=$(grep -oE '(ERROR SUMMARY: [0-9]+|\(([0-9]+) errors)' "$log" | grep -oE '[0-9]+' | head -n1)
       echo "{\"check\": \"$tool $binary\", \"errors\": ${errors:-null}}" | tee -a "$RESULTS"
       [ -n "${OUT:-}" ] && cp "$log" "$OUT/" 2>/dev/null
@@ -197,9 +405,19 @@ run_sanitize() {
 
 case "$MODE" in
   prepare) prepare ;;
-  tests) setup_runtime; run_tests ;;
-  bench) setup_runtime; run_bench ;;
-  sanitize) setup_runtime; run_sanitize ;;
-  all) setup_runtime; run_tests; run_bench ;;
-  *) echo "usage: $0 [prepare|tests|bench|sanitize|all]" >&2; exit 2 ;;
+  verify) verify "${2:-}" ;;
+  tests|types|bench|sanitize|all)
+    # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
+    setup_runtime
+    for mode in "$@"; do
+      case "$mode" in
+        tests) run_tests ;;
+        types) run_types ;;
+        bench) run_bench ;;
+        sanitize) run_sanitize ;;
+        all) run_tests; run_types; run_bench ;;
+        *) log "unknown mode $mode"; exit 2 ;;
+      esac
+    done ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|bench|sanitize|all ...]" >&2; exit 2 ;;
 esac

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what is missing, then builds and runs
 #   1. where nvcc exists: the CUDA backend and its tests (label gpu); without a GPU they are
-#      built (so they always compile) but not run, and counted as skipped;
+#      built (so they always compile) but not run, and counted as skipped; with one, a gpu test
+#      that reports itself skipped counts as failed (gpu_tests_must_run);
 #   2. Debug with AddressSanitizer + UBSan (clang), one build for two stages: the libFuzzer
 #      targets for a bounded time each (label fuzz), then every test but the fuzz ones, the
 #      slow real-model ones (label `model`) and those too slow under the sanitizers for what
@@ -43,6 +44,7 @@ build_stage() {
 test_stage() {
   local stage=$1 preset=$2; shift 2
   echo "=== $stage: test"
+  stage_skipped=0
   local log; log=$(mktemp)
   local start=$SECONDS
   (cd "build/$preset" && ctest --output-on-failure -j"$JOBS" --timeout 900 "$@") | tee "$log"
@@ -57,7 +59,16 @@ test_stage() {
   # Tests that skipped (the gpu tests without a GPU) are listed as "(Skipped)": not passes.
   local skip; skip=$(grep -c '(Skipped)' "$log" || true)
   passed=$((passed + total - bad - skip)); failed=$((failed + bad)); skipped=$((skipped + skip))
+  stage_skipped=$skip
   rm -f "$log"
+}
+
+# On a GPU host every gpu test must run: one reported as skipped there is a device the tests
+# cannot see, or a failure dressed as a skip, so each counts as a failure, not a skip.
+gpu_tests_must_run() {
+  [ "${stage_skipped:-0}" -eq 0 ] && return
+  echo "=== cuda: a GPU is here (nvidia-smi works), yet $stage_skipped gpu tests were skipped: counted as failed"
+  skipped=$((skipped - stage_skipped)); failed=$((failed + stage_skipped)); status=1
 }
 
 run_preset() {
@@ -72,7 +83,8 @@ run_preset() {
         echo "=== cuda: built; no GPU, so its ${n:-0} tests were not run"
         skipped=$((skipped + ${n:-0})); return
       fi
-      test_stage cuda cuda -L gpu -LE model ;;
+      test_stage cuda cuda -L gpu -LE model
+      gpu_tests_must_run ;;
     debug)
       test_stage fuzz debug -L fuzz
       test_stage debug debug -LE 'model|fuzz|release_only' ;;

@@ -65,6 +65,9 @@ struct EngineStats {
   uint64_t preemptions = 0;
   uint64_t swapped_out_blocks = 0;     // blocks copied to host memory by swap preemption
   uint64_t context_shifts = 0;         // times a sequence dropped old positions (context shift)
+  // Rows a constrained sequence sampled steps late, because its grammar mask was not ready in
+  // its own step (the others went on without it).
+  uint64_t late_grammar_masks = 0;
   uint64_t steps = 0;
   int64_t max_model_len = 0;
   // Speculative decoding: sequence-steps that carried a draft, the draft tokens scored, and
@@ -76,6 +79,10 @@ struct EngineStats {
   // Token trees (num_candidates > 1): the accepted tokens that were off a tree's first branch,
   // which a chain of the same first candidate would not have had.
   uint64_t spec_branch_tokens = 0;
+  // Sequence-steps decoded without speculating because that sequence's drafts did not pay: an
+  // acceptance below min_acceptance_rate, or speculating steps that yielded fewer tokens per
+  // second than plain decoding on this machine (the break-even, measured from step times).
+  uint64_t spec_paused_steps = 0;
   // Disaggregated prefill and decode: prompts whose K/V was kept for another engine, taken by
   // one, and pushed out for room before anyone took them; positions of K/V imported from
   // another engine into the prefix cache.

@@ -82,8 +82,9 @@ struct SpeculativeConfig {
   // machine busy); 0: no limit.
   int64_t disable_by_batch_size = 8;
   // A sequence whose recent drafts were accepted at less than this rate (an average over its
-  // last few drafts) pauses speculating for a while, then tries again (spec/acceptance_history.h);
-  // 0: never pauses.
+  // last few drafts), or whose speculating steps yield fewer tokens per second than plain
+  // decoding would (the break-even, measured from the engine's step times), pauses speculating
+  // for a while, then tries again (spec/acceptance_history.h); 0: never pauses.
   double min_acceptance_rate = 0.1;
 
   // Throws lumen::Error, one line naming the field, when a value is out of range (the Engine

@@ -8,15 +8,19 @@
 LLM: batch generation, chat and embeddings (LLM.embed). AsyncEngine: streaming for asyncio. SamplingParams,
 StructuredOutputsParams: what to generate. RequestOutput, CompletionOutput, Logprob: what comes
 back. Tokenizer: from LLM.get_tokenizer(). Errors: lumen.LumenError (a ValueError) for anything
-Lumen refuses (a file, a prompt, a parameter), with Lumen's message; TypeError for a wrong type
-or an unknown option; RuntimeError when the engine fails a request.
+Lumen refuses (a file, a prompt, a parameter), with Lumen's message; lumen.UnknownArgumentError
+(a LumenError and a TypeError) for a misspelled keyword, with the name meant; TypeError for a
+wrong type; RuntimeError when the engine fails a request.
 """
-from ._lumen import LumenError, SamplingParams, StructuredOutputsParams
+from ._arguments import UnknownArgumentError
+from ._lumen import LumenError, StructuredOutputsParams
 from .async_engine import AsyncEngine
 from .llm import LLM
 from .outputs import CompletionOutput, EmbeddingOutput, EmbeddingRequestOutput, Logprob, RequestOutput
+from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
 __all__ = ["LLM", "AsyncEngine", "SamplingParams", "StructuredOutputsParams", "RequestOutput",
-           "CompletionOutput", "EmbeddingOutput", "EmbeddingRequestOutput", "Logprob", "Tokenizer", "LumenError", "__version__"]
+           "CompletionOutput", "EmbeddingOutput", "EmbeddingRequestOutput", "Logprob", "Tokenizer", "LumenError",
+           "UnknownArgumentError", "__version__"]
 __version__ = "0.1.0"

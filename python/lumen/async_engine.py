@@ -16,10 +16,11 @@ from typing import Any, AsyncGenerator, AsyncIterator, Dict, List, Mapping, Opti
 
 from . import _lumen
 from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt, one_prompt
-from .outputs import CompletionOutput, PromptLogprobs, RequestOutput, prompt_logprobs_of, sample_logprobs
+from .llm import load_engine
+from .outputs import CompletionOutput, Decode, PromptLogprobs, RequestOutput, prompt_logprobs_of, sample_logprobs
+from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
-SamplingParams = _lumen.SamplingParams
 
 # How long the loop thread sleeps when there is no work before it checks for shutdown (a new
 # request wakes it at once).
@@ -30,8 +31,9 @@ class _Stream:
     """One request's state on the loop thread, and the queue its consumer reads."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, request_id: str, prompt: Prompt,
-                 params: SamplingParams) -> None:
+                 params: SamplingParams, decode: Decode) -> None:
         self.loop = loop
+        self.decode = decode  # a token id's text, for Logprob.decoded_token
         self.queue: "asyncio.Queue[Union[RequestOutput, BaseException]]" = asyncio.Queue()
         self.request_id = request_id
         self.prompt = prompt
@@ -58,12 +60,12 @@ class _Stream:
                 if finished and reason == "error":
                     return RuntimeError(f"the engine failed on request {self.request_id}: {error}")
                 if prompt_rows and self.params.prompt_logprobs is not None:
-                    self.prompt_logprobs = prompt_logprobs_of(prompt_rows)
+                    self.prompt_logprobs = prompt_logprobs_of(prompt_rows, self.decode)
                 out.token_ids.extend(ids)
                 out.text += text
                 deltas[i] += text
                 if out.logprobs is not None and out.cumulative_logprob is not None:
-                    out.logprobs.extend(sample_logprobs(ids, logprobs, top))
+                    out.logprobs.extend(sample_logprobs(ids, logprobs, top, self.decode))
                     out.cumulative_logprob += sum(logprobs)
                 if finished:
                     out.finish_reason = reason
@@ -98,7 +100,7 @@ class AsyncEngine:
     """
 
     def __init__(self, model: Union[str, "os.PathLike[str]"], **engine_options: Any) -> None:
-        self._engine = _lumen._Engine(os.fspath(model), engine_options)
+        self._engine = load_engine("AsyncEngine", model, engine_options)
         self._streams: Dict[str, _Stream] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -166,7 +168,7 @@ class AsyncEngine:
         rid = uuid.uuid4().hex if request_id is None else request_id
         if not isinstance(rid, str):
             raise TypeError("request_id must be a str")
-        stream = _Stream(asyncio.get_running_loop(), rid, prompt, params)
+        stream = _Stream(asyncio.get_running_loop(), rid, prompt, params, self._engine.token_text)
         with self._lock:
             if rid in self._streams:
                 raise ValueError(f"request id {rid!r} is already running")

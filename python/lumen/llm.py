@@ -5,30 +5,41 @@ import os
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from . import _lumen
+from ._arguments import check_keywords
 from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt, is_conversation_batch, prompt_batch
 from .outputs import EmbeddingOutput, EmbeddingRequestOutput, RequestOutput, completion_output, prompt_logprobs_of
+from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
-SamplingParams = _lumen.SamplingParams
+
+def load_engine(owner: str, model: Union[str, "os.PathLike[str]"], engine_options: Mapping[str, Any]) -> _lumen._Engine:
+    """The engine for LLM and AsyncEngine: option names checked, and `model` resolved as `lumen
+    run -m` resolves it (a path, or a catalog name such as "smollm2" in the cache)."""
+    check_keywords(owner, engine_options, _lumen._ENGINE_OPTION_NAMES)
+    return _lumen._Engine(_lumen._resolve_model_path(os.fspath(model)), dict(engine_options))
 
 
 class LLM:
     """A model loaded with Lumen's engine, for batch generation (vLLM's LLM).
 
-    LLM(model=PATH, **engine_options) loads a GGUF file. Engine options take vLLM's names:
+    LLM(model=PATH_OR_NAME, **engine_options) loads a GGUF file: a path, or a catalog name as
+    `lumen run -m` takes (LLM(model="smollm2") loads the model `lumen pull smollm2` put in the
+    cache; one that is not there raises LumenError saying to run `lumen pull NAME`). Engine
+    options take vLLM's names:
     max_num_seqs, max_num_batched_tokens, max_model_len, block_size, enable_prefix_caching,
     kv_cache_dtype ("f16", "bf16", "q8_0", "q4_0", "fp8_e4m3"), kv_cache_rotation (Lumen's: a
     quantized cache's heads Hadamard-rotated, default True), kv_cache_memory_bytes,
     gpu_memory_utilization, swap_space (GiB), scheduling_policy ("fcfs", "priority"),
     preemption_mode ("recompute", "swap"), speculative_config (a dict, as the CLI's
     --speculative-config JSON), seed (requests without their own seed draw from seed, seed + 1,
-    ...), and Lumen's max_itl_ms, threads, device ("cpu", "cuda:N"), chat_template (a built-in
-    template's name). An unknown option or a wrong type raises TypeError; a bad value or a file
-    Lumen cannot load raises ValueError (lumen.LumenError).
+    ...; -1: random), and Lumen's max_itl_ms, threads, device ("cpu", "cuda:N"), chat_template (a
+    built-in template's name). An unknown option raises UnknownArgumentError (a LumenError and a
+    TypeError) with the closest name; a wrong type raises TypeError; a bad value or a file Lumen
+    cannot load raises ValueError (lumen.LumenError).
     """
 
     def __init__(self, model: Union[str, "os.PathLike[str]"], **engine_options: Any) -> None:
-        self._engine = _lumen._Engine(os.fspath(model), engine_options)
+        self._engine = load_engine("LLM", model, engine_options)
 
     def get_tokenizer(self) -> Tokenizer:
         """The model's tokenizer."""
@@ -54,8 +65,10 @@ class LLM:
         """Replies to a conversation, or a list of conversations, of OpenAI-style messages
         ([{"role": "user", "content": "Hi"}]) rendered by the model's chat template, as
         `lumen chat` and the server render them: text in the messages is always plain text,
-        never control tokens. chat_template_kwargs: extra template variables. Returns one
-        RequestOutput per conversation (its prompt is the rendered text)."""
+        never control tokens. A role is one of system, developer, user, assistant and tool, as
+        the server checks it (anything else raises LumenError naming it). chat_template_kwargs:
+        extra template variables. Returns one RequestOutput per conversation (its prompt is the
+        rendered text)."""
         conversations = messages if is_conversation_batch(messages) else [messages]
         prompts = [chat_prompt(self._engine, c, add_generation_prompt, chat_template_kwargs)  # type: ignore[arg-type]
                    for c in conversations]
@@ -100,8 +113,9 @@ class LLM:
                 request_id=str(first.request_id),
                 prompt=text,
                 prompt_token_ids=ids,
-                outputs=[completion_output(c, p.logprobs is not None) for c in completions],
+                outputs=[completion_output(c, p.logprobs is not None, self._engine.token_text) for c in completions],
                 finished=True,
-                prompt_logprobs=prompt_logprobs_of(first.prompt_logprobs) if p.prompt_logprobs is not None else None,
+                prompt_logprobs=(prompt_logprobs_of(first.prompt_logprobs, self._engine.token_text)
+                                 if p.prompt_logprobs is not None else None),
             ))
         return outputs

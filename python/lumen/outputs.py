@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import _lumen
 
 
 @dataclass
 class Logprob:
-    """A token's log-probability, and its rank among the alternatives (1 = most likely) when it
-    is one of them (None otherwise), as vLLM's Logprob."""
+    """A token's log-probability, its rank among the alternatives (1 = most likely) when it is
+    one of them (None otherwise), and its text (decoded_token: the token's own bytes as text, as
+    the server's decoded_token; a token holding part of a character shows U+FFFD), as vLLM's
+    Logprob."""
 
     logprob: float
     rank: Optional[int] = None
@@ -83,35 +85,34 @@ class RequestOutput:
     prompt_logprobs: Optional[PromptLogprobs] = None
 
 
+# A token id's text (the engine's token_text).
+Decode = Callable[[int], str]
+
+
+def _entry(token: int, logprob: float, alternatives: Sequence[Tuple[int, float]], decode: Decode) -> Dict[int, Logprob]:
+    """The chosen token's Logprob and the alternatives', by token id."""
+    entry = {t: Logprob(lp, rank, decode(t)) for rank, (t, lp) in enumerate(alternatives, start=1)}
+    if token not in entry:
+        entry[token] = Logprob(logprob, None, decode(token))
+    return entry
+
+
 def sample_logprobs(chosen: Sequence[int], logprobs: Sequence[float],
-                    top: Sequence[Sequence[Tuple[int, float]]]) -> SampleLogprobs:
+                    top: Sequence[Sequence[Tuple[int, float]]], decode: Decode) -> SampleLogprobs:
     """Per generated token: the chosen token's Logprob and the alternatives', by token id."""
-    out: SampleLogprobs = []
-    for token, logprob, alternatives in zip(chosen, logprobs, top):
-        entry = {t: Logprob(lp, rank) for rank, (t, lp) in enumerate(alternatives, start=1)}
-        if token not in entry:
-            entry[token] = Logprob(logprob)
-        out.append(entry)
-    return out
+    return [_entry(token, logprob, alternatives, decode) for token, logprob, alternatives in zip(chosen, logprobs, top)]
 
 
-def prompt_logprobs_of(rows: Sequence[Tuple[int, Optional[float], Sequence[Tuple[int, float]]]]
-                       ) -> PromptLogprobs:
+def prompt_logprobs_of(rows: Sequence[Tuple[int, Optional[float], Sequence[Tuple[int, float]]]],
+                       decode: Decode) -> PromptLogprobs:
     """Per prompt token (None for the first, which has no context): as sample_logprobs."""
-    out: PromptLogprobs = []
-    for token, logprob, alternatives in rows:
-        if logprob is None:
-            out.append(None)
-            continue
-        entry = {t: Logprob(lp, rank) for rank, (t, lp) in enumerate(alternatives, start=1)}
-        entry.setdefault(token, Logprob(logprob))
-        out.append(entry)
-    return out
+    return [None if logprob is None else _entry(token, logprob, alternatives, decode)
+            for token, logprob, alternatives in rows]
 
 
-def completion_output(result: _lumen._Completion, want_logprobs: bool) -> CompletionOutput:
+def completion_output(result: _lumen._Completion, want_logprobs: bool, decode: Decode) -> CompletionOutput:
     """A finished engine completion as vLLM's CompletionOutput."""
-    logprobs = sample_logprobs(result.tokens, result.logprobs, result.top_logprobs) if want_logprobs else None
+    logprobs = sample_logprobs(result.tokens, result.logprobs, result.top_logprobs, decode) if want_logprobs else None
     return CompletionOutput(
         index=result.index,
         text=result.text,

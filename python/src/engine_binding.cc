@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "chat/message_roles.h"
 #include "engine_core.h"
 #include "engine_options.h"
 #include "util/error.h"
@@ -97,6 +98,11 @@ void bind_engine(nb::module_& m) {
           "What arrived since the last call, or None: (token_ids, text, logprobs, top_logprobs, "
           "prompt_logprobs, finished, finish_reason, error).");
 
+  {
+    nb::list names;
+    for (const char* name : kEngineOptionNames) names.append(nb::str(name));
+    m.attr("_ENGINE_OPTION_NAMES") = nb::tuple(names);
+  }
   nb::class_<EngineCore>(m, "_Engine", "A model and the engine over it (internal: use lumen.LLM or lumen.AsyncEngine).")
       .def(
           "__init__",
@@ -125,9 +131,25 @@ void bind_engine(nb::module_& m) {
           },
           "tokens"_a, "skip_special"_a)
       .def(
+          "token_text",
+          [](const EngineCore& core, int32_t token) {
+            // The token's own bytes, as the server's decoded_token; a token that is part of a
+            // character (byte-level vocabularies) shows U+FFFD for the missing rest.
+            const std::string bytes = core.model().token_bytes(token);
+            return nb::str(nb::bytes(bytes.data(), bytes.size()).attr("decode")("utf-8", "replace"));
+          },
+          "token"_a, "A token's text, as Logprob.decoded_token.")
+      .def(
           "chat_prompt",
           [](const EngineCore& core, const std::string& messages_json, bool add_generation_prompt,
              const std::string& extra_context_json) {
+            // The server's role check (chat/message_roles.h), before any rendering.
+            const nlohmann::json messages = nlohmann::json::parse(messages_json);
+            for (size_t i = 0; i < messages.size(); ++i) {
+              if (const std::string problem = chat::message_role_problem(messages[i], i); !problem.empty()) {
+                throw Error(problem);
+              }
+            }
             nb::gil_scoped_release release;
             ChatOptions options;
             options.add_generation_prompt = add_generation_prompt;

@@ -1,6 +1,7 @@
 #include "engine_options.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nanobind/stl/string.h>
 
 #include <string>
@@ -13,11 +14,6 @@ namespace nb = nanobind;
 namespace lumen::python {
 
 namespace {
-
-constexpr const char* kKnownOptions =
-    "max_num_seqs, max_num_batched_tokens, max_model_len, block_size, enable_prefix_caching, kv_cache_dtype, kv_cache_rotation, "
-    "kv_cache_memory_bytes, gpu_memory_utilization, swap_space, scheduling_policy, preemption_mode, "
-    "speculative_config, max_itl_ms, seed, threads, device, chat_template";
 
 [[noreturn]] void wrong_type(const std::string& key, const char* expected, nb::handle value) {
   throw nb::type_error(fmt::format("engine option {} must be {}, not {}", key, expected,
@@ -106,9 +102,7 @@ void apply(EngineOptions& o, const std::string& key, nb::handle value) {
     if (!(c.max_itl_ms > 0 && c.max_itl_ms <= 60000))
       fail("engine option max_itl_ms must be in (0, 60000], not {}", c.max_itl_ms);
   } else if (key == "seed") {
-    const int64_t seed = integer(key, value);
-    if (seed < 0) fail("engine option seed must be >= 0, not {}", seed);
-    o.seed = static_cast<uint64_t>(seed);
+    o.seed = seed_value("engine option seed", value);
   } else if (key == "threads") {
     const int64_t threads = positive(key, value);
     if (threads > 1024) fail("engine option threads must be in 1..1024, not {}", threads);
@@ -118,11 +112,31 @@ void apply(EngineOptions& o, const std::string& key, nb::handle value) {
   } else if (key == "chat_template") {
     o.model.chat_template = text(key, value);
   } else {
-    throw nb::type_error(fmt::format("unknown engine option '{}' (Lumen has: {})", key, kKnownOptions).c_str());
+    // lumen.LLM checks the names first (with a did-you-mean); this is for _Engine used directly.
+    throw nb::type_error(
+        fmt::format("unknown engine option '{}' (Lumen has: {})", key, fmt::join(kEngineOptionNames, ", ")).c_str());
   }
 }
 
 }  // namespace
+
+std::optional<uint64_t> seed_value(const char* what, nb::handle value) {
+  if (value.is_none()) return std::nullopt;
+  if (!nb::isinstance<nb::int_>(value) || nb::isinstance<nb::bool_>(value)) {
+    throw nb::type_error(
+        fmt::format("{} must be an int, not {}", what, nb::cast<std::string>(nb::str(value.type().attr("__name__"))))
+            .c_str());
+  }
+  // Python ints have no bound: compare as Python does before narrowing.
+  const nb::object minus_one = nb::int_(-1);
+  const nb::object top = nb::module_::import_("builtins").attr("int")("18446744073709551615");
+  if (value.equal(minus_one)) return std::nullopt;
+  if (nb::bool_(value < nb::int_(0)) || nb::bool_(value > top)) {
+    fail("{} must be -1 (a random seed) or an integer from 0 to 18446744073709551615, not {}", what,
+         nb::cast<std::string>(nb::str(value)));
+  }
+  return nb::cast<uint64_t>(value);
+}
 
 EngineOptions engine_options_from(const nb::dict& options) {
   EngineOptions out;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "engine_options.h"
 #include "lumen/error.h"
 #include "lumen/sampling_params.h"
 
@@ -66,7 +67,7 @@ constexpr const char* kSamplingDoc =
     "n: completions per prompt. best_of: sequences sampled, the n with the best mean log-probability\n"
     "returned. temperature: 0 is greedy. top_p, top_k (0 or -1: off), min_p, typical_p: filters.\n"
     "repetition_penalty, frequency_penalty, presence_penalty over the last penalty_last_n tokens\n"
-    "(-1: all). logit_bias: {token_id: bias}. seed: this request's generator. stop: a string or\n"
+    "(-1: all). logit_bias: {token_id: bias}. seed: this request's generator (-1 or None: random). stop: a string or\n"
     "list of strings that end the output (left out of it). stop_token_ids, ignore_eos,\n"
     "max_tokens (default 16), min_tokens. logprobs / prompt_logprobs: the chosen token's\n"
     "log-probability and this many alternatives (0..20). skip_special_tokens: control tokens'\n"
@@ -76,6 +77,7 @@ constexpr const char* kSamplingDoc =
 }  // namespace
 
 void bind_sampling_params(nb::module_& m) {
+  const SamplingParams kDefaults{};
   nb::class_<StructuredOutputs>(
       m, "StructuredOutputsParams",
       "A constraint on the output (vLLM's StructuredOutputsParams): exactly one of json (a JSON\n"
@@ -109,7 +111,7 @@ void bind_sampling_params(nb::module_& m) {
           "__init__",
           [](SamplingParams* self, int32_t n, std::optional<int32_t> best_of, float presence_penalty,
              float frequency_penalty, float repetition_penalty, float temperature, float top_p, int32_t top_k,
-             float min_p, float typical_p, int32_t penalty_last_n, std::optional<int64_t> seed, nb::handle stop,
+             float min_p, float typical_p, int32_t penalty_last_n, nb::handle seed, nb::handle stop,
              std::optional<std::vector<int32_t>> stop_token_ids, bool ignore_eos, int64_t max_tokens,
              int64_t min_tokens, std::optional<int32_t> logprobs, std::optional<int32_t> prompt_logprobs,
              bool skip_special_tokens, std::optional<std::map<int32_t, float>> logit_bias,
@@ -127,8 +129,7 @@ void bind_sampling_params(nb::module_& m) {
             p.min_p = min_p;
             p.typical_p = typical_p;
             p.penalty_last_n = penalty_last_n;
-            if (seed && *seed < 0) throw Error(fmt::format("seed must be >= 0, not {}", *seed));
-            if (seed) p.seed = static_cast<uint64_t>(*seed);
+            p.seed = seed_value("seed", seed);
             p.stop = stop_strings(stop);
             p.stop_token_ids = stop_token_ids.value_or(std::vector<int32_t>{});
             p.ignore_eos = ignore_eos;
@@ -145,13 +146,18 @@ void bind_sampling_params(nb::module_& m) {
             p.validate();
             new (self) SamplingParams(std::move(p));
           },
-          nb::kw_only(), "n"_a = 1, "best_of"_a = nb::none(), "presence_penalty"_a = 0.0f, "frequency_penalty"_a = 0.0f,
-          "repetition_penalty"_a = 1.0f, "temperature"_a = 1.0f, "top_p"_a = 1.0f, "top_k"_a = 0, "min_p"_a = 0.0f,
-          "typical_p"_a = 1.0f, "penalty_last_n"_a = -1, "seed"_a = nb::none(), "stop"_a = nb::none(),
-          "stop_token_ids"_a = nb::none(), "ignore_eos"_a = false, "max_tokens"_a = 16, "min_tokens"_a = 0,
-          "logprobs"_a = nb::none(), "prompt_logprobs"_a = nb::none(), "skip_special_tokens"_a = true,
-          "logit_bias"_a = nb::none(), "structured_outputs"_a = nb::none(), "use_beam_search"_a = false,
-          "length_penalty"_a = 1.0f, "early_stopping"_a = false)
+          // The defaults are SamplingParams' own, the engine's one set (docs/sampling-defaults.md).
+          nb::kw_only(), "n"_a = kDefaults.n, "best_of"_a = nb::none(),
+          "presence_penalty"_a = kDefaults.presence_penalty, "frequency_penalty"_a = kDefaults.frequency_penalty,
+          "repetition_penalty"_a = kDefaults.repetition_penalty, "temperature"_a = kDefaults.temperature,
+          "top_p"_a = kDefaults.top_p, "top_k"_a = kDefaults.top_k, "min_p"_a = kDefaults.min_p,
+          "typical_p"_a = kDefaults.typical_p, "penalty_last_n"_a = kDefaults.penalty_last_n, "seed"_a = nb::none(),
+          "stop"_a = nb::none(), "stop_token_ids"_a = nb::none(), "ignore_eos"_a = kDefaults.ignore_eos,
+          "max_tokens"_a = kDefaults.max_tokens, "min_tokens"_a = kDefaults.min_tokens, "logprobs"_a = nb::none(),
+          "prompt_logprobs"_a = nb::none(), "skip_special_tokens"_a = kDefaults.skip_special_tokens,
+          "logit_bias"_a = nb::none(), "structured_outputs"_a = nb::none(),
+          "use_beam_search"_a = kDefaults.use_beam_search, "length_penalty"_a = kDefaults.length_penalty,
+          "early_stopping"_a = kDefaults.early_stopping)
       .def_rw("n", &SamplingParams::n, "Completions per prompt.")
       .def_rw("best_of", &SamplingParams::best_of, "Sequences sampled per prompt (>= n), or None for n.")
       .def_rw("presence_penalty", &SamplingParams::presence_penalty, "Subtracted once from every output token's logit.")
@@ -163,7 +169,10 @@ void bind_sampling_params(nb::module_& m) {
       .def_rw("min_p", &SamplingParams::min_p, "Drop tokens below min_p times the most likely's probability.")
       .def_rw("typical_p", &SamplingParams::typical_p, "Locally typical sampling (1: off).")
       .def_rw("penalty_last_n", &SamplingParams::penalty_last_n, "The penalties' window in tokens (-1: all).")
-      .def_rw("seed", &SamplingParams::seed, "The request's random seed, or None.")
+      .def_prop_rw(
+          "seed", [](const SamplingParams& p) { return p.seed; },
+          [](SamplingParams& p, nb::handle seed) { p.seed = seed_value("seed", seed); },
+          "The request's random seed, or None (random; -1 sets None).")
       .def_prop_rw(
           "stop", [](const SamplingParams& p) { return p.stop; },
           [](SamplingParams& p, nb::handle stop) { p.stop = stop_strings(stop); }, "Strings that end the output.")

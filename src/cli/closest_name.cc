@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 namespace lumen::cli {
 
@@ -26,12 +27,13 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::optional<std::string> closest_name(const std::string& typed, const std::vector<std::string>& known) {
   std::optional<std::string> best;
-  size_t best_score = SIZE_MAX;
+  std::pair<bool, size_t> best_score = {true, SIZE_MAX};
   for (const std::string& candidate : known) {
-    // A prefix either way is the likeliest intent (--temperature / --temp, --thread / --threads).
+    // A prefix either way is the likeliest intent (--temperature / --temp, --thread / --threads);
+    // among several, the nearest (stop_token_id: stop_token_ids, not stop).
     const bool prefix = candidate.size() >= 4 && (typed.rfind(candidate, 0) == 0 || candidate.rfind(typed, 0) == 0);
     const size_t distance = edit_distance(typed, candidate);
-    const size_t score = prefix ? 0 : distance;
+    const std::pair<bool, size_t> score = {!prefix, distance};
     const size_t allowed = std::max<size_t>(2, typed.size() / 4);
     if ((prefix || distance <= allowed) && score < best_score) {
       best = candidate;

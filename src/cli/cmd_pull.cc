@@ -10,6 +10,8 @@
 #include "cli/model_catalog.h"
 #include "cli/model_list.h"
 #include "cli/model_pull.h"
+#include "cli/stop_signals.h"
+#include "util/error.h"
 
 namespace lumen::cli {
 
@@ -22,7 +24,15 @@ void add_pull_command(CLI::App& app) {
     const Catalog catalog = active_catalog();
     const CatalogEntry* entry = find_catalog_entry(catalog, *name);
     if (entry == nullptr) fail_unknown_model(catalog, *name);
-    const PullResult result = pull_model(*entry, model_cache_dir());
+    PullResult result;
+    StopSignals stop;  // Ctrl-C stops the download, and pull_model cleans up before the process ends
+    try {
+      result = pull_model(*entry, model_cache_dir());
+    } catch (const Error& e) {
+      if (!stop_requested()) throw;
+      fmt::print(stderr, "lumen pull: {}\n", e.what());
+      stop.die_of_received();
+    }
     fmt::print(stderr, "lumen pull: {} {} {}\n", entry->name, result.downloaded ? "downloaded to" : "is already at",
                result.path);
     fmt::print("{}\n", result.path);

@@ -102,13 +102,13 @@ int serve_as_proxy(const ServeOptions& options, const CLI::App& cmd) {
   p.max_body_bytes = static_cast<size_t>(EngineFlags::parse_bytes(options.max_body, "--max-body-size"));
   p.http_threads = options.http.http_threads;
   p.max_queued_connections = options.http.max_queued_connections;
-  p.allowed_hosts = server::HostPolicy::parse_list(options.allowed_hosts);
+  p.allowed_hosts = http::HostPolicy::parse_list(options.allowed_hosts);
   p.shutdown_grace_s = options.http.shutdown_grace_s;
   p.request_read_timeout_s = options.request_read_timeout_s;
   p.upstream_timeout_s = options.role.upstream_timeout_s;
   p.api_keys = options.http.api_keys;
   p.metrics_public = options.http.metrics_public;
-  p.cors_origins = server::HostPolicy::parse_list(options.cors_origins);
+  p.cors_origins = http::HostPolicy::parse_list(options.cors_origins);
   return serve_proxy(p);
 }
 
@@ -123,8 +123,8 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
   const sigset_t stop_signals = block_stop_signals();  // before any thread starts
 
   options.http.max_body_bytes = static_cast<size_t>(EngineFlags::parse_bytes(options.max_body, "--max-body-size"));
-  options.http.cors = server::CorsPolicy::parse(options.cors_origins);
-  options.http.allowed_hosts = server::HostPolicy::parse_list(options.allowed_hosts);
+  options.http.cors = http::CorsPolicy::parse(options.cors_origins);
+  options.http.allowed_hosts = http::HostPolicy::parse_list(options.allowed_hosts);
   options.http.log_level = server::parse_log_level(options.log_level);
   options.http.web_ui = !options.no_web_ui;
   options.http.connection.read_timeout =

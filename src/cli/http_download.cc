@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "cli/download_progress.h"
+#include "cli/stop_signals.h"
 #include "cli/http_range.h"
 #include "util/error.h"
 
@@ -131,7 +132,12 @@ size_t write_file(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+// A non-zero return aborts the transfer (CURLE_ABORTED_BY_CALLBACK): a SIGINT or SIGTERM asked
+// the pull to stop.
+int stop_on_signal(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return stop_requested() ? 1 : 0; }
+
 int on_progress(void* user, curl_off_t total, curl_off_t now, curl_off_t, curl_off_t) {
+  if (stop_requested()) return 1;
   auto* sink = static_cast<FileSink*>(user);
   if (sink->progress != nullptr) sink->progress->update(static_cast<uint64_t>(now), static_cast<uint64_t>(total));
   return 0;
@@ -147,7 +153,10 @@ std::optional<std::string> http_get_text(const std::string& url, size_t max_byte
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, write_text);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, 120L);
+  curl_easy_setopt(curl.get(), CURLOPT_XFERINFOFUNCTION, stop_on_signal);
+  curl_easy_setopt(curl.get(), CURLOPT_NOPROGRESS, 0L);
   const CURLcode code = curl_easy_perform(curl.get());
+  if (code == CURLE_ABORTED_BY_CALLBACK) throw DownloadInterrupted(fmt::format("{}: stopped by a signal", url));
   if (sink.too_big) fail("{}: the answer is larger than {} bytes", url, max_bytes);
   long status = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
@@ -209,6 +218,10 @@ void download_resuming(const std::string& url, const std::string& partial_path, 
   if (!sink.error.empty()) fail("{}: {}", url, sink.error);
   if (code == CURLE_FILESIZE_EXCEEDED) {
     fail("{}: the server announced a body larger than the {} bytes the file may hold; refused", url, limit);
+  }
+  if (code == CURLE_ABORTED_BY_CALLBACK) {
+    throw DownloadInterrupted(fmt::format("stopped by a signal; run the same command again to resume from {} bytes",
+                                          sink.have + sink.written));
   }
   if (code != CURLE_OK) {
     long status = 0;

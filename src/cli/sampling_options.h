@@ -1,7 +1,8 @@
 #pragma once
-// The sampling flags every generating command shares (`lumen run`, `lumen chat`). The command
-// line's defaults are llama.cpp's CLI defaults (temperature 0.8, top-k 40, top-p 0.95, a
-// 64-token penalty window), not SamplingParams' neutral ones (which the API keeps, as OpenAI).
+// The sampling flags every generating command shares (`lumen run`, `lumen chat`). Their defaults
+// are SamplingParams' own (include/lumen/sampling_params.h): the one set the server and the
+// Python package use too (docs/sampling-defaults.md), so the same prompt samples alike
+// everywhere unless a flag says otherwise.
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdint>
@@ -50,10 +51,6 @@ inline std::optional<uint64_t> parse_seed_flag(const std::string& text) {
 
 // Stop strings are added by add_stop_option, for the commands that honour them.
 inline void add_sampling_options(CLI::App* cmd, SamplingParams& params) {
-  params.temperature = 0.8f;
-  params.top_k = 40;
-  params.top_p = 0.95f;
-  params.penalty_last_n = 64;
   cmd->add_option("--temp", params.temperature, "Temperature (0: greedy)")->capture_default_str();
   cmd->add_option("--top-k", params.top_k, "Top-k (0: off)")->capture_default_str();
   cmd->add_option("--top-p", params.top_p, "Top-p (1: off)")->capture_default_str();

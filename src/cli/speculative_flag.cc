@@ -20,6 +20,13 @@ std::string speculation_summary(const EngineStats& s) {
                   100.0 * ratio(s.spec_accepted_tokens, s.spec_draft_tokens),
                   1.0 + ratio(s.spec_accepted_tokens, s.spec_drafts));
   if (s.spec_branch_tokens > 0) line += fmt::format(", {} of them off a tree's first branch", s.spec_branch_tokens);
+  if (s.spec_paused_steps > 0) {
+    // Said plainly: a user who asked for speculation sees why it did little.
+    line += fmt::format(
+        "; switched itself off for {} decode step{} where its drafts did not pay (too few accepted for "
+        "what a draft costs on this machine)",
+        s.spec_paused_steps, s.spec_paused_steps == 1 ? "" : "s");
+  }
   return line;
 }
 
@@ -28,6 +35,7 @@ nlohmann::ordered_json speculation_json(const EngineStats& s) {
           {"num_draft_tokens", s.spec_draft_tokens},
           {"num_accepted_tokens", s.spec_accepted_tokens},
           {"num_branch_tokens", s.spec_branch_tokens},
+          {"num_paused_steps", s.spec_paused_steps},
           {"acceptance_rate", ratio(s.spec_accepted_tokens, s.spec_draft_tokens)},
           {"mean_accepted_length", 1.0 + ratio(s.spec_accepted_tokens, s.spec_drafts)}};
 }

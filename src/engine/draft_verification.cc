@@ -11,11 +11,12 @@
 
 namespace lumen::engine {
 
-void OutputProcessor::verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows) {
+void OutputProcessor::verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows,
+                                   int64_t extra_rows) {
   const DraftOutcome outcome =
       engine::verify_draft(c.sampler, workspace, draft, rows, static_cast<size_t>(vocab_size),
                            [&](const sampling::SampleResult& result) { return emit(c, result); });
-  speculation.record(c.seq, static_cast<int64_t>(draft.size()), outcome.accepted);
+  speculation.record(c.seq, static_cast<int64_t>(draft.size()), outcome.accepted, extra_rows);
   if (outcome.finish) {
     finish_completion(c, *outcome.finish);  // its blocks, rejected positions and all, go back
     return;
@@ -24,7 +25,7 @@ void OutputProcessor::verify_draft(Completion& c, std::span<const int32_t> draft
 }
 
 void OutputProcessor::verify_tree(Completion& c, std::span<const int32_t> draft, std::span<const int32_t> parents,
-                                  std::span<const float> rows) {
+                                  std::span<const float> rows, int64_t extra_rows) {
   const TreeOutcome outcome =
       engine::verify_tree(c.sampler, workspace, draft, parents, rows, static_cast<size_t>(vocab_size),
                           [&](const sampling::SampleResult& result) { return emit(c, result); });
@@ -36,7 +37,7 @@ void OutputProcessor::verify_tree(Completion& c, std::span<const int32_t> draft,
   const int32_t last = accepted == 0 ? -1 : outcome.path.back();
   const bool rejected_next = std::find(parents.begin(), parents.end(), last) != parents.end();
   speculation.record_tree(c.seq, std::ssize(draft), *std::max_element(depths.begin(), depths.end()), accepted,
-                          off_first_branch, rejected_next);
+                          off_first_branch, rejected_next, extra_rows);
   if (outcome.finish) {
     finish_completion(c, *outcome.finish);
     return;

@@ -85,6 +85,10 @@ void engine::EngineTestAccess::set_logits_hook(Engine& engine, LogitsHook hook) 
   engine.impl_->logits_hook = std::move(hook);
 }
 
+void engine::EngineTestAccess::set_mask_job_hook(Engine& engine, MaskWorkers::JobHook hook) {
+  engine.impl_->outputs.set_mask_job_hook(std::move(hook));
+}
+
 void engine::EngineTestAccess::set_proposer(Engine& engine, std::unique_ptr<spec::Proposer> proposer) {
   engine.impl_->speculation.set_proposer(std::move(proposer));
 }
@@ -181,7 +185,8 @@ bool Engine::has_unfinished() const { return impl_->unfinished.load() > 0; }
 void Engine::wait_for_work(std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->inbox_mutex);
   impl_->work_arrived.wait_for(lock, timeout, [this] {
-    return !impl_->inbox.empty() || !impl_->aborts.empty() || !impl_->tasks.empty() || !impl_->embed_jobs.empty();
+    return !impl_->inbox.empty() || !impl_->aborts.empty() || !impl_->tasks.empty() || !impl_->embed_jobs.empty() ||
+           impl_->mask_ready.load();
   });
 }
 
@@ -194,6 +199,9 @@ void Engine::wait_for_work(std::chrono::milliseconds timeout) {
 bool Engine::step() {
   Impl& m = *impl_;
   m.drain_inbox();
+  m.mask_ready.store(false);
+  // Rows kept for a late grammar mask are sampled first: their sequences can run in this step.
+  const bool resumed = m.outputs.resume_deferred();
   // Timed from before the proposer runs: a stream waits the whole step between tokens (ITL-aware
   // scheduling), and a draft model's passes cost per draft token much as the verification's
   // extra rows do, so the draft length is chosen from both (below).
@@ -209,24 +217,32 @@ bool Engine::step() {
     std::string fault;
     // Structured output: the grammar masks of the rows about to be sampled are computed beside
     // the forward pass (each mask depends only on tokens already accepted).
-    std::future<void> masks = engine::prepare_grammar_masks(plan, m.outputs.live_sequences(),
-                                                            static_cast<size_t>(m.runner.vocab_size()));
+    m.outputs.start_masks(plan);
+    const auto forward_started = std::chrono::steady_clock::now();
     try {
       logits = m.runner.run(plan);
     } catch (const std::exception& e) {
       fault = e.what();
       if (fault.empty()) fault = "unknown error";
     }
-    if (masks.valid()) masks.get();  // prepare() does not throw past the task (see there)
+    // A mask may finish a little after the pass (a quarter of its time, at least 2 ms: ordinary
+    // masks take well under a millisecond); one later than that is a slow grammar's, and its
+    // sequence sits out rather than hold everyone's step (deferred_sampling.cc).
+    const auto forward_ended = std::chrono::steady_clock::now();
+    m.outputs.set_mask_deadline(forward_ended +
+                                std::max<std::chrono::steady_clock::duration>(std::chrono::milliseconds(2),
+                                                                              (forward_ended - forward_started) / 4));
     if (!fault.empty()) {
       m.scheduler.abandon(plan);
       m.outputs.fail_batch(plan, "the forward pass failed: " + fault);
     } else {
       // What a draft token costs, learned from single-sequence decode steps (spec/step_cost.h).
+      // Rows beyond the sequence's own count alike, draft or the proposer's (lookahead's window).
       if (m.speculation.enabled() && plan.chunks.size() == 1 && plan.chunks[0].samples &&
-          plan.chunks[0].n_tokens - plan.chunks[0].n_draft == 1) {
-        m.speculation.record_step(plan.chunks[0].n_draft,
-                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count());
+          plan.chunks[0].n_known() == 1) {
+        m.speculation.record_step(
+            plan.chunks[0].n_draft + plan.chunks[0].n_extra,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count());
       }
       m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
       m.scheduler.complete(plan);
@@ -243,7 +259,12 @@ bool Engine::step() {
   }
   m.outputs.drop_ended();
   m.publish_stats();
-  return !plan.empty() || !plan.out_of_blocks.empty();
+  if (plan.empty() && !resumed && m.outputs.has_deferred()) {
+    // Only late masks are left: wait for one (or a new request) rather than spin.
+    wait_for_work(std::chrono::milliseconds(5));
+    return true;
+  }
+  return resumed || !plan.empty() || !plan.out_of_blocks.empty();
 }
 
 std::vector<GenerationResult> Engine::generate(const std::vector<std::vector<int32_t>>& prompts,

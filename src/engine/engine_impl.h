@@ -117,6 +117,14 @@ struct Engine::Impl {
       check_prompt_kv_possible();
       prompt_kv_store = std::make_unique<engine::PromptKvStore>(static_cast<size_t>(config.prompt_kv_store_bytes));
     }
+    // A grammar mask computed late is work for a loop that may be waiting for some.
+    outputs.on_mask_ready([this] {
+      {
+        std::lock_guard lock(inbox_mutex);
+        mask_ready.store(true);
+      }
+      work_arrived.notify_all();
+    });
     publish_stats();
   }
 
@@ -252,6 +260,7 @@ struct Engine::Impl {
   std::vector<EmbedJob> embed_jobs;          // Engine::embed's, run together at the next step
   std::atomic<uint64_t> next_id{1};
   std::atomic<int64_t> unfinished{0};
+  std::atomic<bool> mask_ready{false};  // a mask worker finished since the step began
 
   // The loop thread's own.
   engine::Speculation speculation{config.speculative,

@@ -31,6 +31,7 @@ void Engine::Impl::publish_stats() {
   s.preemptions = m.scheduler.n_preemptions();
   s.swapped_out_blocks = m.scheduler.n_swapped_out_blocks();
   s.context_shifts = m.scheduler.n_context_shifts();
+  s.late_grammar_masks = m.outputs.deferred_samples();
   s.steps = m.steps;
   s.max_model_len = m.max_model_len;
   const engine::SpeculationCounters& spec = m.speculation.counters();
@@ -38,6 +39,7 @@ void Engine::Impl::publish_stats() {
   s.spec_draft_tokens = spec.draft_tokens;
   s.spec_accepted_tokens = spec.accepted_tokens;
   s.spec_branch_tokens = spec.branch_tokens;
+  s.spec_paused_steps = spec.paused_steps;
   s.prompt_kv_imported_tokens = m.imported_tokens;
   std::lock_guard lock(stats_mutex);
   snapshot = s;

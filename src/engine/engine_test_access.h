@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 
+#include "engine/mask_workers.h"
 #include "lumen/engine.h"
 #include "spec/proposer.h"
 
@@ -22,6 +23,9 @@ struct EngineTestAccess {
   // Speculative decoding with another proposer (one whose drafts the test chooses); the
   // engine's speculative config still decides who may speculate and how far. nullptr: off.
   static void set_proposer(Engine& engine, std::unique_ptr<spec::Proposer> proposer);
+  // Called on the mask worker before each grammar mask is computed, with its request id: a test
+  // blocks it to make one request's masks slow (mask_workers.h).
+  static void set_mask_job_hook(Engine& engine, MaskWorkers::JobHook hook);
 };
 
 }  // namespace lumen::engine

@@ -39,8 +39,14 @@ void OutputProcessor::abort_all() {
 }
 
 void OutputProcessor::drop_ended() {
-  for (uint64_t id : ended) groups.erase(id);
+  for (uint64_t id : ended) {
+    auto it = groups.find(id);
+    if (it == groups.end()) continue;
+    if (mask_job_running(*it->second)) draining.push_back(std::move(it->second));
+    groups.erase(it);
+  }
   ended.clear();
+  std::erase_if(draining, [this](const std::unique_ptr<RequestGroup>& g) { return !mask_job_running(*g); });
 }
 
 std::optional<uint64_t> OutputProcessor::request_of(uint64_t sequence_id) const {
@@ -312,17 +318,21 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
           speculation.observe(c.seq, logits.subspan(first_extra * vocab, static_cast<size_t>(rows[i].n_extra_logits) * vocab),
                               vocab);
         }
+        const std::span<const float> first_row = logits.subspan(row * vocab, vocab);
+        if (!mask_ready_for(c, first_row, rows[i].n_draft == 0)) continue;  // sampled once it is
         if (rows[i].n_draft > 0 && !c.seq.draft_parents.empty()) {
           const auto n_draft = static_cast<size_t>(rows[i].n_draft);
           verify_tree(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
                       std::span<const int32_t>(c.seq.draft_parents).first(n_draft),
-                      logits.subspan(row * vocab, (1 + n_draft) * vocab));
+                      logits.subspan(row * vocab, (1 + n_draft) * vocab), plan.chunks[i].n_extra);
         } else if (rows[i].n_draft > 0) {
           const auto n_draft = static_cast<size_t>(rows[i].n_draft);
           verify_draft(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
-                       logits.subspan(row * vocab, (1 + n_draft) * vocab));
+                       logits.subspan(row * vocab, (1 + n_draft) * vocab), plan.chunks[i].n_extra);
         } else {
-          on_logits(c, logits.subspan(row * vocab, vocab));
+          // The proposer's own rows with no draft (lookahead found no n-gram): a cost for nothing.
+          if (plan.chunks[i].n_extra > 0) speculation.record_rows_only(c.seq, plan.chunks[i].n_extra);
+          on_logits(c, first_row);
         }
       }
     } catch (const std::exception& e) {

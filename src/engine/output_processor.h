@@ -10,7 +10,9 @@
 // change what a row of logits turns into plug in here too: grammar masks before sampling,
 // speculative verification of several rows per sequence.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -18,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/mask_workers.h"
 #include "engine/model_runner.h"
 #include "engine/request_group.h"
 #include "engine/scheduler.h"
@@ -58,8 +61,25 @@ class OutputProcessor {
   // The forward pass of `plan` failed: every request in it ends with an error.
   void fail_batch(const StepPlan& plan, const std::string& error);
 
-  // Drops the requests that ended during the step (at its end, when nothing refers to them).
+  // Drops the requests that ended during the step (at its end, when nothing refers to them);
+  // one whose grammar mask is still being computed is kept until its job is done.
   void drop_ended();
+
+  // Structured output off the loop thread (mask_workers.h, deferred_sampling.cc).
+  // Starts the next grammar mask of every constrained sequence the plan samples, to run beside
+  // the forward pass.
+  void start_masks(const StepPlan& plan);
+  // process() waits for a sampling row's mask until `deadline`; a sequence whose mask is later
+  // than that keeps its row and sits out until it is ready.
+  void set_mask_deadline(std::chrono::steady_clock::time_point deadline) { mask_deadline = deadline; }
+  // Samples the kept rows whose masks are now ready; true if there was one.
+  bool resume_deferred();
+  bool has_deferred() const { return !deferred.empty(); }
+  // Called on a mask worker after each mask it computed (the loop may be asleep).
+  void on_mask_ready(std::function<void()> callback) { mask_ready_callback = std::move(callback); }
+  void set_mask_job_hook(MaskWorkers::JobHook hook) { workers().set_job_hook(std::move(hook)); }
+  // Rows sampled late because their mask was not ready in their step.
+  uint64_t deferred_samples() const { return n_deferred_samples; }
 
   // The request a running sequence belongs to.
   std::optional<uint64_t> request_of(uint64_t sequence_id) const;
@@ -76,11 +96,13 @@ class OutputProcessor {
   void sample_and_emit(Completion& c, std::span<const float> row);
   // Speculative decoding (draft_verification.cc): `rows` holds 1 + draft.size() rows, the first
   // after the sequence's last token, each next one after the draft token before it.
-  void verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows);
+  // `extra_rows`: the proposer's own rows the step computed beside the draft (their cost counts
+  // in the sequence's break-even).
+  void verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows, int64_t extra_rows);
   // A token tree (draft_parents): one row per node after the last token's; the accepted
   // branch's K/V is moved to consecutive positions before the rest is rolled back.
   void verify_tree(Completion& c, std::span<const int32_t> draft, std::span<const int32_t> parents,
-                   std::span<const float> rows);
+                   std::span<const float> rows, int64_t extra_rows);
   // Streams one sampled token (with its text) and says whether the completion ends with it.
   std::optional<FinishReason> emit(Completion& c, const sampling::SampleResult& result);
   Completion& fork(Completion& parent, int32_t index);
@@ -94,6 +116,11 @@ class OutputProcessor {
   void deliver_beams(RequestGroup& g);
   // Ends every stream of the group (with `reason` where not yet ended) and retires it.
   void end_group(RequestGroup& g, FinishReason reason, const std::string& error = {});
+  // The row's mask is ready: true, or false after `c` kept the row to be sampled once it is
+  // (may_defer false waits for it, for draft verification, which needs every row at once).
+  bool mask_ready_for(Completion& c, std::span<const float> row, bool may_defer);
+  bool mask_job_running(const RequestGroup& g) const;
+  MaskWorkers& workers();
 
   Scheduler& scheduler;
   Speculation& speculation;
@@ -114,6 +141,17 @@ class OutputProcessor {
   std::vector<sampling::Candidate> logprob_scratch;
   std::vector<sampling::TokenLogprob> logprob_top;
   std::vector<uint64_t> chunk_ids;
+
+  // Structured output off the loop thread.
+  std::chrono::steady_clock::time_point mask_deadline{};
+  std::vector<uint64_t> deferred;  // sequences holding a row until their mask is ready
+  uint64_t n_deferred_samples = 0;
+  std::function<void()> mask_ready_callback;
+  // Ended requests whose mask jobs still run: the workers use their samplers until done.
+  std::vector<std::unique_ptr<RequestGroup>> draining;
+  // Last, so that it is destroyed first: its workers stop before any sampler they use goes.
+  // Made at the first constrained request.
+  std::unique_ptr<MaskWorkers> mask_workers;
 };
 
 }  // namespace lumen::engine

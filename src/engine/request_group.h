@@ -19,6 +19,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/mask_workers.h"
 #include "engine/request_stream.h"
 #include "engine/sequence.h"
 #include "grammar/grammar_matcher.h"
@@ -59,6 +60,11 @@ struct Completion {
   std::vector<GeneratedToken> held;  // BestOf: the output until the best are chosen
   double sum_logprob = 0.0;          // BestOf: of the tokens generated
   std::optional<FinishReason> finish;
+  // Structured output (mask_workers.h): the job computing its next grammar mask, until the loop
+  // has seen it done; and, while that mask came too late for its step, the row of logits it is
+  // to be sampled from (seq.awaiting_mask is set meanwhile).
+  std::shared_ptr<const MaskWorkers::Ticket> mask_job;
+  std::vector<float> deferred_row;
 };
 
 struct RequestGroup {

@@ -154,8 +154,8 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
     if (!decode_pass) share_prefill(budget);
     for (Sequence* seq : snapshot) {
       if (budget == 0) return;
-      if (seq->state != SequenceState::Running || seq->scheduled_now ||
-          seq->uncomputed() == 0 || seq->decoding() != decode_pass) {
+      if (seq->state != SequenceState::Running || seq->scheduled_now || seq->awaiting_mask || seq->uncomputed() == 0 ||
+          seq->decoding() != decode_pass) {
         continue;
       }
       if (decode_pass && !shift_if_due(seq, plan)) continue;
@@ -184,7 +184,8 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
     // A sequence beyond its client's share while others wait, or granted no prefill this step,
     // lets the ones behind it go first (client_seats.h, prefill_share.h).
     const int64_t grant = prefill_grant(seq);
-    if (!seats_.may_admit(*seq) || grant == 0) {
+    // One preempted while its mask was late comes back once it has sampled (its logits are kept).
+    if (seq->awaiting_mask || !seats_.may_admit(*seq) || grant == 0) {
       ++i;
       continue;
     }
@@ -253,6 +254,7 @@ bool Scheduler::admit_swapped(Sequence* seq, int64_t n, StepPlan& plan) {
 void Scheduler::preempt_for_priority(StepPlan& plan) {
   if (config_.policy != SchedulingPolicy::Priority || waiting_.empty()) return;
   const Sequence* top = waiting_.front();
+  if (top->awaiting_mask) return;  // it cannot run yet: nothing is preempted for it
   const int64_t n = std::min(top->uncomputed(), config_.max_num_batched_tokens);
   // A swapped-out sequence needs blocks for what it brings back too.
   const int32_t need = top->swap_slots.empty()
@@ -270,8 +272,8 @@ void Scheduler::preempt_for_priority(StepPlan& plan) {
 void Scheduler::preempt_for_fairness(StepPlan& plan) {
   // The first waiting sequence its client is entitled to run; when it does not fit, seats held
   // beyond their share by other clients make room, the lowest-ranked first.
-  auto entitled =
-      std::find_if(waiting_.begin(), waiting_.end(), [this](const Sequence* seq) { return seats_.entitled(*seq); });
+  auto entitled = std::find_if(waiting_.begin(), waiting_.end(),
+                               [this](const Sequence* seq) { return !seq->awaiting_mask && seats_.entitled(*seq); });
   if (entitled == waiting_.end()) return;
   const Sequence* top = *entitled;
   const int64_t n = std::min(top->uncomputed(), config_.max_num_batched_tokens);
@@ -296,13 +298,13 @@ void Scheduler::share_prefill(int64_t budget) {
   prefill_grants_.clear();
   std::vector<Sequence*> prompts;
   for (Sequence* seq : running_) {
-    if (!seq->scheduled_now && seq->uncomputed() > 0 && !seq->decoding()) prompts.push_back(seq);
+    if (!seq->scheduled_now && !seq->awaiting_mask && seq->uncomputed() > 0 && !seq->decoding()) prompts.push_back(seq);
   }
   // The waiting ones admission will consider, judged as it will judge them.
   ClientSeats seats = seats_;
   int64_t taken = running_seats();
   for (Sequence* seq : waiting_) {
-    if (!seats.may_admit(*seq)) continue;
+    if (seq->awaiting_mask || !seats.may_admit(*seq)) continue;
     if (taken > 0 && taken + seq->seats > config_.max_num_seqs) break;
     taken += seq->seats;
     seats.admitted(*seq);

@@ -67,6 +67,9 @@ struct Sequence {
   // Who asked for it (Engine::add_request_n's `client`): the scheduler shares seats and prefill
   // between clients (client_seats.h). 0 for callers that do not say, i.e. one client.
   uint64_t client = 0;
+  // Its next grammar mask was not ready when its logits were: it holds that row and is not
+  // scheduled, admitted or preempted for until the mask is (OutputProcessor::resume_deferred).
+  bool awaiting_mask = false;
   // Speculative decoding (engine/speculation.h): the tokens proposed to follow the last one,
   // set before a step is planned and cleared once the step verified them (never part of
   // `tokens`: only what the model accepts is appended there), and how its drafts have fared.

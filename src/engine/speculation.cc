@@ -73,7 +73,12 @@ void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live,
                           int64_t max_model_len) {
   requests_.clear();
   if (proposer_ != nullptr) proposer_->forget_ended([&live](uint64_t id) { return live.contains(id); });
-  const bool batch_allows = config_.disable_by_batch_size == 0 || n_running <= config_.disable_by_batch_size;
+  bool batch_allows = config_.disable_by_batch_size == 0 || n_running <= config_.disable_by_batch_size;
+  // A plain step now and then until the step times tell what a row costs (see the header).
+  if (batch_allows && proposer_ != nullptr && !step_cost_.known() && config_.min_acceptance_rate > 0 &&
+      ++unknown_cost_steps_ % kExploreEvery == 0) {
+    batch_allows = false;
+  }
   for (const auto& [id, c] : live) {
     Sequence& seq = c->seq;
     seq.draft.clear();
@@ -83,7 +88,11 @@ void Speculation::propose(const std::unordered_map<uint64_t, Completion*>& live,
     if (!batch_allows || proposer_ == nullptr) continue;
     const int64_t room = draft_room(*c, max_model_len);
     // The history counts only steps the sequence could have speculated in.
-    if (room == 0 || !seq.spec_history.ready()) continue;
+    if (room == 0) continue;
+    if (!seq.spec_history.ready()) {
+      ++counters_.paused_steps;
+      continue;
+    }
     // Token trees where asked for, but a grammar's allowed prefix is a chain's notion.
     const bool tree = config_.num_candidates > 1 && c->group->grammar == nullptr;
     requests_.push_back({seq.id, seq.tokens, static_cast<int32_t>(room), &seq.draft, seq.blocks.cache_salt(),
@@ -124,22 +133,28 @@ void Speculation::observe(const Sequence& seq, std::span<const float> rows, size
   proposer_->observe(seq.id, outputs_);
 }
 
-void Speculation::record(Sequence& seq, int64_t drafted, int64_t accepted) {
+void Speculation::record(Sequence& seq, int64_t drafted, int64_t accepted, int64_t extra_rows) {
   if (drafted <= 0) return;
   ++counters_.drafts;
   counters_.draft_tokens += static_cast<uint64_t>(drafted);
   counters_.accepted_tokens += static_cast<uint64_t>(accepted);
-  seq.spec_history.record(drafted, accepted, config_.min_acceptance_rate);
+  seq.spec_history.record(drafted, accepted, accepted < drafted, drafted + extra_rows, config_.min_acceptance_rate,
+                          break_even_cost());
+}
+
+void Speculation::record_rows_only(Sequence& seq, int64_t extra_rows) {
+  seq.spec_history.record(0, 0, false, extra_rows, config_.min_acceptance_rate, break_even_cost());
 }
 
 void Speculation::record_tree(Sequence& seq, int64_t nodes, int64_t depth, int64_t accepted, int64_t off_first_branch,
-                              bool rejected_next) {
+                              bool rejected_next, int64_t extra_rows) {
   if (nodes <= 0) return;
   ++counters_.drafts;
   counters_.draft_tokens += static_cast<uint64_t>(nodes);
   counters_.accepted_tokens += static_cast<uint64_t>(accepted);
   counters_.branch_tokens += static_cast<uint64_t>(off_first_branch);
-  seq.spec_history.record(depth, accepted, rejected_next, config_.min_acceptance_rate);
+  seq.spec_history.record(depth, accepted, rejected_next, nodes + extra_rows, config_.min_acceptance_rate,
+                          break_even_cost());
 }
 
 }  // namespace lumen::engine

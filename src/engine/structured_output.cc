@@ -84,25 +84,6 @@ std::shared_ptr<const grammar::CompiledGrammar> GrammarCompiler::compile(const S
   return compiled;
 }
 
-std::future<void> prepare_grammar_masks(const StepPlan& plan, const std::unordered_map<uint64_t, Completion*>& live,
-                                        size_t vocab_size) {
-  std::vector<Completion*> constrained;
-  for (const ScheduledChunk& chunk : plan.chunks) {
-    if (!chunk.samples) continue;
-    auto it = live.find(chunk.seq->id);
-    if (it != live.end() && it->second->sampler.has_mask()) constrained.push_back(it->second);
-  }
-  if (constrained.empty()) return {};
-  return std::async(std::launch::async, [constrained = std::move(constrained), vocab_size] {
-    for (Completion* c : constrained) {
-      try {
-        c->sampler.prepare_mask(vocab_size);
-      } catch (const std::exception&) {
-      }
-    }
-  });
-}
-
 GrammarMask::GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size,
                          std::shared_ptr<grammar::MaskAllowance> allowance)
     : matcher_(std::move(grammar)), vocabulary_size_(vocabulary_size) {

@@ -8,7 +8,6 @@
 // caller's error, thrown there, and a slow compile never stalls the engine's loop).
 #include <cstdint>
 #include <exception>
-#include <future>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -59,13 +58,6 @@ class GrammarCompiler {
   std::list<Entry> lru_;                                        // most recent first
   std::unordered_map<std::string, std::list<Entry>::iterator> by_text_;
 };
-
-// Starts computing the next mask of every sampling chunk's grammar sequence on another thread,
-// to run beside the forward pass (each depends only on tokens already accepted); an empty
-// future when there is none. A failure there is left for apply(), which computes the mask
-// again on the loop thread and reports it as that request's error.
-std::future<void> prepare_grammar_masks(const StepPlan& plan, const std::unordered_map<uint64_t, Completion*>& live,
-                                        size_t vocab_size);
 
 // The sampler's hook for one sequence: the grammar's next-token mask, advanced by every
 // accepted token.

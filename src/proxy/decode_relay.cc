@@ -25,6 +25,7 @@ DecodeRelay::~DecodeRelay() { abandon(); }
 
 void DecodeRelay::exchange(httplib::Request request, UpstreamPool::Lease lease) {
   request.response_handler = [this](const httplib::Response& head) {
+    ignored_fields_ = head.get_header_value(kIgnoredFieldsHeader);
     return queue_.open(head.status, head.get_header_value("Content-Type"));
   };
   request.content_receiver = [this](const char* data, size_t size, uint64_t, uint64_t) {
@@ -35,6 +36,7 @@ void DecodeRelay::exchange(httplib::Request request, UpstreamPool::Lease lease) 
   // httplib skips the response handler for a 204 (no body): its head is only known now.
   if (error == httplib::Error::Success &&
       queue_.wait_for_head(std::chrono::milliseconds(0)) != RelayQueue::State::Open) {
+    ignored_fields_ = response.get_header_value(kIgnoredFieldsHeader);
     queue_.open(response.status, response.get_header_value("Content-Type"));
   }
   queue_.close(error);
@@ -62,6 +64,10 @@ DecodeRelay::Start DecodeRelay::wait_for_answer(const std::function<bool()>& cli
 std::string DecodeRelay::content_type() const {
   std::string type = queue_.content_type();
   return is_plain_header_value(type, 256) ? type : "application/octet-stream";
+}
+
+std::string DecodeRelay::ignored_fields() const {
+  return is_plain_header_value(ignored_fields_, 4096) ? ignored_fields_ : std::string();
 }
 
 bool DecodeRelay::relay_some(httplib::DataSink& sink, const std::function<bool()>& client_gone) {

@@ -18,6 +18,9 @@
 
 namespace lumen::proxy {
 
+// The decode instance's header naming the request fields it ignored, relayed to the client.
+inline constexpr const char* kIgnoredFieldsHeader = "X-Lumen-Ignored-Fields";
+
 class DecodeRelay {
  public:
   // Starts the exchange at once. The lease (the instance's in-flight count) ends with it.
@@ -38,6 +41,9 @@ class DecodeRelay {
   int status() const { return queue_.status(); }
   // The instance's Content-Type when it is a plain header value, else application/octet-stream.
   std::string content_type() const;
+  // The instance's X-Lumen-Ignored-Fields (the request fields it accepted and did not act on,
+  // server/request_field_names.h) when it sent a plain one, else empty: the client's to see.
+  std::string ignored_fields() const;
 
   // The chunked content provider's body: writes what has arrived, waiting for more. Returns
   // false to end the client's response unfinished (the client left, or the instance's answer
@@ -50,6 +56,9 @@ class DecodeRelay {
   void exchange(httplib::Request request, UpstreamPool::Lease lease);
 
   UpstreamCall call_;
+  // Written by the reader thread before queue_.open(), read by the client's thread after
+  // wait_for_answer() saw the head: the queue's lock orders the two.
+  std::string ignored_fields_;
   RelayQueue queue_;
   std::thread reader_;
 };

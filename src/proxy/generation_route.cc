@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "proxy/client_stream.h"
+#include "http/guarded_http_server.h"
+#include "http/peer_hang_up.h"
 #include "proxy/decode_relay.h"
 #include "proxy/forwarded_request.h"
 #include "proxy/openai_error.h"
 #include "proxy/prefill_step.h"
-#include "proxy/proxy_http_server.h"
 #include "proxy/proxy_routes.h"
 #include "proxy/session_affinity.h"
 
@@ -36,8 +36,8 @@ class CountedInFlight {
 
 // Whether the client of the connection this thread serves has hung up (never, outside one).
 std::function<bool()> client_hang_up_check() {
-  const int socket = ProxyHttpServer::current_socket();
-  return [socket] { return socket >= 0 && peer_hung_up(socket); };
+  const int socket = http::GuardedHttpServer::current_socket();
+  return [socket] { return socket >= 0 && http::peer_hung_up(socket); };
 }
 
 void answer_client_gone(httplib::Response& response) {
@@ -60,6 +60,9 @@ void relay_to_decode(ProxyContext& proxy, std::string_view path, const std::stri
       case DecodeRelay::Start::Answered:
         if (relay->status() >= 500) proxy.decode.count_failure(index);
         response.status = relay->status();
+        if (const std::string ignored = relay->ignored_fields(); !ignored.empty()) {
+          response.set_header(kIgnoredFieldsHeader, ignored);
+        }
         response.set_chunked_content_provider(
             relay->content_type(),
             // The request stays in flight (for shutdown's grace) until its relay is over.

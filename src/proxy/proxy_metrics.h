@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "proxy/request_rules.h"
+#include "proxy/route_label.h"
 #include "proxy/seconds_histogram.h"
 #include "proxy/upstream_pool.h"
 

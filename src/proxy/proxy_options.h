@@ -24,7 +24,7 @@ struct ProxyOptions {
   std::vector<std::string> allowed_hosts;
   double shutdown_grace_s = 30;  // how long shutdown() lets in-flight requests finish
   double request_read_timeout_s = 30;  // a request's head and body must arrive within it (408)
-  // The client-facing rules of `lumen serve` (server/http_policy.h), applied the same way: with
+  // The client-facing rules of `lumen serve` (http/http_policy.h), applied the same way: with
   // keys, every route but /health needs `Authorization: Bearer KEY` (one of them), /metrics too
   // unless metrics_public; CORS answers only the listed origins ("*": any; empty: no CORS).
   std::vector<std::string> api_keys;

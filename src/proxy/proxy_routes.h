@@ -1,10 +1,10 @@
 #pragma once
-// The proxy's routes, each called once its method, Host and body framing have passed the checks
-// of request_rules.h: generation (generation_route.cc) and the rest (info_routes.cc).
+// The proxy's route handlers, each called once the request has passed the gate of its route
+// table (http/request_gate.h): generation (generation_route.cc) and the rest (info_routes.cc).
 #include <httplib.h>
 
 #include "proxy/proxy_context.h"
-#include "proxy/request_rules.h"
+#include "proxy/route_label.h"
 
 namespace lumen::proxy {
 

@@ -2,26 +2,20 @@
 
 #include <fmt/format.h>
 
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <mutex>
-#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "http/guarded_http_server.h"
+#include "http/request_gate.h"
 #include "proxy/openai_error.h"
 #include "proxy/proxy_context.h"
-#include "proxy/proxy_http_server.h"
-#include "proxy/proxy_routes.h"
-#include "proxy/request_rules.h"
-#include "server/connection_pool.h"
-#include "server/http_policy.h"
+#include "proxy/proxy_route_table.h"
+#include "proxy/route_label.h"
 #include "util/error.h"
 
 namespace lumen::proxy {
@@ -60,19 +54,15 @@ ProxyOptions checked(ProxyOptions options) {
   return options;
 }
 
-// The answer to a request httplib failed to read or route, when no route has written one.
-std::pair<std::string_view, std::string_view> error_for_status(int status) {
-  switch (status) {
-    case 400: return {"the request could not be read", "bad_request"};
-    case 404: return {"no such route", "not_found"};
-    case 408: return {"the request was not received in time", "request_timeout"};
-    case 413: return {"the request is too large", "payload_too_large"};
-    case 414: return {"the request URI is too long", "uri_too_long"};
-    default:
-      return status >= 500
-                 ? std::pair<std::string_view, std::string_view>{"internal error in the proxy", "internal_error"}
-                 : std::pair<std::string_view, std::string_view>{"the request could not be served", ""};
-  }
+http::ConnectionLimits connection_limits(const ProxyOptions& options) {
+  return http::ConnectionLimits{
+      .head = {},
+      .read_timeout = std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0)),
+      .keep_alive_idle = std::chrono::milliseconds(5'000),
+      .write_timeout = std::chrono::milliseconds(10'000),
+      .max_body_bytes = options.max_body_bytes,
+      .max_threads = static_cast<size_t>(options.http_threads),
+      .max_queued_connections = static_cast<size_t>(options.max_queued_connections)};
 }
 
 }  // namespace
@@ -80,18 +70,18 @@ std::pair<std::string_view, std::string_view> error_for_status(int status) {
 struct ProxyServer::State {
   explicit State(ProxyOptions options)
       : context(options, parse_all(options.prefill, "--prefill"), parse_all(options.decode, "--decode")),
-        hosts(options.allowed_hosts, options.host),
-        cors(options.cors_origins),
-        http(ConnectionLimits{
-            .read_timeout = std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0)),
-            .max_body_bytes = options.max_body_bytes}) {}
+        gate(proxy_route_table(context),
+             http::GateRules{.api_keys = options.api_keys,
+                             .hosts = http::HostPolicy(options.allowed_hosts, http::is_loopback_host(options.host)),
+                             .cors = http::CorsPolicy(options.cors_origins),
+                             .max_body_bytes = options.max_body_bytes}),
+        http_server(connection_limits(options)) {}
 
-  void install_routes();
+  void install_handlers();
 
   ProxyContext context;
-  HostRule hosts;
-  server::CorsPolicy cors;
-  ProxyHttpServer http;
+  const http::RequestGate gate;
+  http::GuardedHttpServer http_server;
   std::mutex mutex;
   bool bound = false;
   bool serving = false;
@@ -99,100 +89,28 @@ struct ProxyServer::State {
 };
 
 ProxyServer::ProxyServer(ProxyOptions options) : state_(std::make_unique<State>(checked(std::move(options)))) {
-  state_->install_routes();
+  state_->install_handlers();
 }
 
 ProxyServer::~ProxyServer() = default;
 
-void ProxyServer::State::install_routes() {
-  const size_t threads = static_cast<size_t>(context.options.http_threads);
-  const size_t waiting = static_cast<size_t>(context.options.max_queued_connections);
-  http.new_task_queue = [threads, waiting] { return new server::ConnectionPool(threads, waiting); };
-  // A second guard behind body_refusal(): httplib itself never reads more than the limit.
-  http.set_payload_max_length(context.options.max_body_bytes);
-  http.set_logger(ProxyHttpServer::response_was_written);
-
-  http.set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
-    const Route route = route_of(request.path);
-    context.metrics.count_request(route);
-    // Refused before the body is read, so the connection closes after the answer.
-    const auto refuse = [&](int status, std::string_view message, std::string_view code) {
-      answer_error(response, status, message, code);
-      response.set_header("Connection", "close");
-      return httplib::Server::HandlerResponse::Handled;
-    };
-    if (!hosts.allows(request.get_header_value("Host"))) {
-      return refuse(421, "this proxy does not answer for that host (--allowed-hosts)", "host_not_allowed");
+void ProxyServer::State::install_handlers() {
+  // httplib compresses a body when the client accepts a coding; a relay must not hold bytes back.
+  http_server.never_compress();
+  http_server.set_logger(http::GuardedHttpServer::response_was_written);
+  gate.register_handlers(http_server);
+  http_server.set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
+    context.metrics.count_request(route_of(request.path));
+    const httplib::Server::HandlerResponse verdict = gate.check(request, response);
+    if (verdict == httplib::Server::HandlerResponse::Handled && response.status == 401) {
+      context.metrics.count_unauthorized();
     }
-    if (request.method == "OPTIONS" && cors.enabled()) {
-      // A browser's CORS preflight, answered as `lumen serve` answers it: without the key
-      // (browsers send none with it); the allowed origin is added after routing.
-      if (route == Route::Other) return refuse(404, "no such route", "not_found");
-      response.status = 204;
-      response.set_header("Access-Control-Allow-Methods", fmt::format("{}, OPTIONS", route_method(route)));
-      response.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-      response.set_header("Access-Control-Max-Age", "600");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (route == Route::Other) return refuse(404, "no such route", "not_found");
-    const std::string_view method = route_method(route);
-    if (request.method != method) {
-      response.set_header("Allow", std::string(method));
-      return refuse(405, fmt::format("{} takes {}, not {}", route_path(route), method, request.method.substr(0, 16)),
-                    "method_not_allowed");
-    }
-    const ProxyOptions& options = context.options;
-    if (!options.api_keys.empty() && server::path_needs_key(request.path, options.metrics_public)) {
-      const std::string given = request.get_header_value("Authorization");
-      if (!server::carries_api_key(given, options.api_keys)) {
-        context.metrics.count_unauthorized();
-        return refuse(401, given.empty() ? "missing API key (Authorization: Bearer ...)" : "invalid API key",
-                      "invalid_api_key");
-      }
-    }
-    if (const std::optional<Refusal> refusal = body_refusal(request, context.options.max_body_bytes)) {
-      return refuse(refusal->status, refusal->message, refusal->code);
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return verdict;
   });
-
-  for (const Route route : {Route::Completions, Route::ChatCompletions}) {
-    http.Post(std::string(route_path(route)),
-              [this, route](const httplib::Request& request, httplib::Response& response) {
-                serve_generation(context, route, request, response);
-              });
-  }
-  http.Get(std::string(route_path(Route::Models)),
-           [this](const httplib::Request& request, httplib::Response& response) {
-             serve_models(context, request, response);
-           });
-  http.Get(std::string(route_path(Route::Health)),
-           [this](const httplib::Request&, httplib::Response& response) { serve_health(context, response); });
-  http.Get(std::string(route_path(Route::Metrics)),
-           [this](const httplib::Request&, httplib::Response& response) { serve_metrics(context, response); });
-
-  // Every answer, errors and preflights included, names an allowed origin back to it (as serve).
-  http.set_post_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
-    if (!cors.enabled()) return;
-    if (const std::optional<std::string> origin = cors.allow_origin(request.get_header_value("Origin"))) {
-      response.set_header("Access-Control-Allow-Origin", *origin);
-      response.set_header("Vary", "Origin");
-    }
+  http_server.set_post_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
+    gate.add_cors_headers(request, response);
   });
-
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& response) {
-    // A route's own answer (an error body, or an instance's relayed error) stands as it is.
-    if (!response.body.empty() || response.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-    int status = response.status;
-    if (const std::optional<int> failure = ProxyHttpServer::read_failure_status()) {
-      status = *failure;  // httplib calls any failed read a 400; it was the deadline or the size
-      response.set_header("Connection", "close");
-    }
-    const auto [message, code] = error_for_status(status);
-    answer_error(response, status, message, code);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
+  http_server.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
     answer_error(response, 500, "internal error in the proxy", "internal_error");
   });
 }
@@ -200,16 +118,7 @@ void ProxyServer::State::install_routes() {
 int ProxyServer::bind() {
   State& state = *state_;
   const ProxyOptions& options = state.context.options;
-  int port = options.port;
-  if (port == 0) {
-    port = state.http.bind_to_any_port(options.host);
-    if (port < 0) fail("cannot listen on {} (any port)", options.host);
-  } else if (!state.http.bind_to_port(options.host, port)) {
-    fail("cannot listen on {}:{} (in use, or not an address of this machine)", options.host, port);
-  }
-  // Room for every connection the proxy would take at once (its threads and its queue).
-  if (!state.http.set_listen_backlog(std::max(options.http_threads, 4) + std::max(options.max_queued_connections, 0)))
-    fail("cannot listen on {}:{} ({})", options.host, port, std::strerror(errno));
+  const int port = state.http_server.bind_listener(options.host, options.port);
   std::lock_guard<std::mutex> lock(state.mutex);
   state.bound = true;
   return port;
@@ -223,7 +132,7 @@ void ProxyServer::serve() {
     if (state.stop_requested) return;
     state.serving = true;
   }
-  state.http.listen_after_bind();
+  state.http_server.listen_after_bind();
   std::lock_guard<std::mutex> lock(state.mutex);
   state.serving = false;
 }
@@ -242,7 +151,7 @@ void ProxyServer::shutdown() {
   // connection closes after its current request. The listener stays open during the grace:
   // httplib ends every stream under way once it closes.
   context.draining = true;
-  state.http.close_connections_after_their_request();
+  state.http_server.close_connections_after_their_request();
   if (serving) {
     const auto grace = std::chrono::duration<double>(context.options.shutdown_grace_s);
     const Clock::time_point grace_over = Clock::now() + std::chrono::duration_cast<Clock::duration>(grace);
@@ -250,13 +159,13 @@ void ProxyServer::shutdown() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
-  state.http.stop_listening();
+  state.http_server.stop_listening();
   // Cut what is left: the instances see their connections close and abort; the clients' streams
   // end unfinished. Repeated, since a cancel can come before an exchange's socket exists.
   const Clock::time_point give_up = Clock::now() + std::chrono::seconds(5);
   do {
     context.calls.cancel_all();
-    state.http.shutdown_connections();
+    state.http_server.shutdown_connections();
     if (context.calls.live_calls() == 0 && context.generations_in_flight == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   } while (Clock::now() < give_up);

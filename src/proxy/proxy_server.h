@@ -11,7 +11,7 @@
 // Instances are picked by fewest requests in flight through this proxy, ties in turn. GET
 // /health is 200 while some decode instance is healthy, GET /v1/models is a decode's answer,
 // GET /metrics the proxy's own Prometheus counters. Before any route, the client-facing rules
-// of `lumen serve` (server/http_policy.h): API keys (every route but /health, /metrics unless
+// of `lumen serve` (http/http_policy.h): API keys (every route but /health, /metrics unless
 // public), CORS for the listed origins with preflights, Host names. The body is never parsed or rewritten; of
 // the client's headers only Authorization is passed on (a client's X-Lumen-KV-Transfer never
 // is), and of an instance's only Content-Type (and the prefill's transfer header, to the decode).
@@ -28,9 +28,7 @@ class ProxyServer {
   // Checks the options: instance URLs must be http://host:port, at least one of each role.
   // Throws lumen::Error naming the problem.
   explicit ProxyServer(ProxyOptions options);
-  ~ProxyServer();
-  ProxyServer(const ProxyServer&) = delete;
-  ProxyServer& operator=(const ProxyServer&) = delete;
+  ~ProxyServer();  // not copyable: it owns its listening socket through state_
 
   // Binds the listening socket; returns the port (the one chosen when options.port is 0).
   // Throws lumen::Error when it cannot.

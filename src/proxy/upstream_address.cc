@@ -5,21 +5,15 @@
 #include <algorithm>
 #include <cctype>
 
+#include "http/text.h"
 #include "util/error.h"
 
 namespace lumen::proxy {
 
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && lower(text.substr(0, prefix.size())) == prefix;
+  return text.size() >= prefix.size() && http::lower(text.substr(0, prefix.size())) == prefix;
 }
 
 bool is_host_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-'; }
@@ -57,7 +51,7 @@ UpstreamAddress parse_upstream_address(std::string_view url, std::string_view fl
   }
   const int port = std::stoi(std::string(port_text));
   if (port < 1 || port > 65535) reject("the port must be a number from 1 to 65535");
-  return {lower(host), port};
+  return {http::lower(host), port};
 }
 
 }  // namespace lumen::proxy

@@ -1,46 +1,22 @@
 #pragma once
-// An error a route answers with, in OpenAI's shape:
-//   {"error": {"message": ..., "type": ..., "param": ..., "code": ...}}
-// Every failure a client can cause is an ApiError with a 4xx status; only real internal faults
-// become 5xx. Clients (the openai SDK) pick their exception class from the status code alone.
+// The routes' errors: the HTTP layer's OpenAI-shaped ApiError (http/api_error.h), named here
+// unqualified because every route throws it, and the 400 that request validation throws.
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "http/api_error.h"
+
 namespace lumen::server {
 
-class ApiError : public std::runtime_error {
- public:
-  ApiError(int status, std::string message, std::string param = {}, std::string code = {})
-      : std::runtime_error(message), status_(status), param_(std::move(param)), code_(std::move(code)) {}
-
-  int status() const { return status_; }
-  const std::string& param() const { return param_; }
-  const std::string& code() const { return code_; }
-  // OpenAI's `type` for the status: invalid_request_error, authentication_error...
-  std::string type() const;
-  nlohmann::json to_json() const;
-  // Seconds a client should wait before retrying (429 and 503): sent as Retry-After.
-  std::optional<int> retry_after;
-
- private:
-  int status_;
-  std::string param_;
-  std::string code_;
-};
+using http::ApiError;
+using http::dump_json;
 
 // A 400 naming the offending field.
 template <typename... Args>
 [[noreturn]] void invalid(const std::string& param, fmt::format_string<Args...> format, Args&&... args) {
   throw ApiError(400, fmt::format(format, std::forward<Args>(args)...), param);
 }
-
-// Serializes for the wire. Invalid UTF-8 in any string (a token's bytes may be half a
-// character) is replaced with U+FFFD rather than throwing.
-std::string dump_json(const nlohmann::json& value);
 
 }  // namespace lumen::server

@@ -1,9 +1,9 @@
 #include "server/chat_request.h"
 
-#include <set>
 #include <string>
 
 #include "chat/chat_template.h"
+#include "chat/message_roles.h"
 #include "engine/model_state.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -54,19 +54,17 @@ nlohmann::ordered_json tool_calls_of(const nlohmann::json& calls) {
 }  // namespace
 
 nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_messages) {
-  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) invalid("messages", "'messages' is required");
   if (!it->is_array() || it->empty()) invalid("messages", "'messages' must be a non-empty list");
   if (it->size() > max_messages) invalid("messages", "at most {} messages in a conversation", max_messages);
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  for (const auto& message : *it) {
-    if (!message.is_object()) invalid("messages", "each message must be an object");
-    auto role = message.find("role");
-    if (role == message.end() || !role->is_string() || !kRoles.contains(role->get<std::string>())) {
-      invalid("messages", "each message needs a 'role': system, developer, user, assistant or tool");
+  for (size_t index = 0; index < it->size(); ++index) {
+    const nlohmann::json& message = (*it)[index];
+    if (const std::string problem = chat::message_role_problem(message, index); !problem.empty()) {
+      invalid("messages", "{}", problem);
     }
-    const std::string role_name = role->get<std::string>();
+    const std::string role_name = message["role"].get<std::string>();
     auto content = message.find("content");
     nlohmann::ordered_json out = {{"role", role_name},
                                   {"content", message_content(content == message.end() ? nlohmann::json()

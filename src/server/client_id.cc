@@ -4,14 +4,14 @@
 
 #include <functional>
 
-#include "server/http_policy.h"
+#include "http/http_policy.h"
 #include "lumen/cache_salt.h"
 
 namespace lumen::server {
 
 std::string client_id(bool by_api_key, std::string_view authorization, std::string_view peer) {
   if (by_api_key) {
-    if (auto token = bearer_token(authorization)) return fmt::format("key:{:016x}", cache_salt_of(*token));
+    if (auto token = http::bearer_token(authorization)) return fmt::format("key:{:016x}", cache_salt_of(*token));
   }
   return fmt::format("peer:{}", peer);
 }

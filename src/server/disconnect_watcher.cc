@@ -1,10 +1,8 @@
 #include "server/disconnect_watcher.h"
 
-#include <poll.h>
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <chrono>
+
+#include "http/peer_hang_up.h"
 
 namespace lumen::server {
 
@@ -32,30 +30,13 @@ void DisconnectWatcher::unwatch(uint64_t ticket) {
   entries_.erase(ticket);
 }
 
-namespace {
-
-// Whether the peer has closed or reset the connection. POLLRDHUP says it sent its FIN even when
-// bytes it sent before (a pipelined next request) are still unread, which a peek would see
-// first and take for a live client.
-bool peer_gone(int socket) {
-  pollfd p{socket, POLLIN | POLLRDHUP, 0};
-  if (poll(&p, 1, 0) <= 0) return false;
-  if ((p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) return true;
-  char byte;
-  const ssize_t got = recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (got == 0) return true;
-  return got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-}
-
-}  // namespace
-
 void DisconnectWatcher::run() {
   constexpr auto kInterval = std::chrono::milliseconds(50);
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     std::vector<uint64_t> gone;
     for (auto& [ticket, entry] : entries_) {
-      if (entry.fired || !peer_gone(entry.socket)) continue;
+      if (entry.fired || !http::peer_hung_up(entry.socket)) continue;
       entry.fired = true;
       gone.insert(gone.end(), entry.request_ids.begin(), entry.request_ids.end());
     }

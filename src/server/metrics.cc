@@ -88,6 +88,9 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   counter(out, "lumen_num_preemptions_total", "Requests preempted for lack of KV blocks.", s.preemptions);
   counter(out, "lumen_context_shifts_total", "Times a request dropped old positions to go on past its context.",
           s.context_shifts);
+  counter(out, "lumen_late_grammar_masks_total",
+          "Tokens a constrained request sampled a step late because its grammar mask was slow (the others went on).",
+          s.late_grammar_masks);
   // Speculative decoding (zero when it is off), named after vLLM's spec_decode counters.
   counter(out, "lumen_spec_decode_num_drafts_total", "Decode steps of a request that carried a speculative draft.",
           s.spec_drafts);
@@ -96,6 +99,9 @@ std::string ServerMetrics::render(const EngineStats& s) const {
           s.spec_accepted_tokens);
   counter(out, "lumen_spec_decode_num_branch_tokens_total",
           "Accepted draft tokens off a token tree's first branch (num_candidates > 1).", s.spec_branch_tokens);
+  counter(out, "lumen_spec_decode_num_paused_steps_total",
+          "Decode steps of a request that did not speculate because its drafts did not pay (below break-even).",
+          s.spec_paused_steps);
   gauge(out, "lumen_spec_decode_acceptance_rate", "Accepted share of the draft tokens scored so far (0..1).",
         s.spec_draft_tokens == 0 ? 0.0
                                  : static_cast<double>(s.spec_accepted_tokens) / static_cast<double>(s.spec_draft_tokens));

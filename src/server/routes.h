@@ -4,6 +4,7 @@
 // OpenAI-shaped error bodies.
 #include <httplib.h>
 
+#include "server/request_field_names.h"
 #include "server/server_context.h"
 
 namespace lumen::server {
@@ -21,6 +22,10 @@ void handle_health(ServerContext& context, const httplib::Request& request, http
 void handle_metrics(ServerContext& context, const httplib::Request& request, httplib::Response& response);
 void handle_tokenize(ServerContext& context, const httplib::Request& request, httplib::Response& response);
 void handle_detokenize(ServerContext& context, const httplib::Request& request, httplib::Response& response);
+
+// The body as JSON (parse_json_body), its field names checked (check_field_names): the fields
+// accepted but not acted on are named in the X-Lumen-Ignored-Fields response header.
+nlohmann::json parse_request_body(const httplib::Request& request, JsonEndpoint endpoint, httplib::Response& response);
 
 // A 400 unless the body's "model" (when given) names the served model.
 void check_model(const ServerContext& context, const nlohmann::json& body);

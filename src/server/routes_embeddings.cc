@@ -14,7 +14,7 @@
 namespace lumen::server {
 
 void handle_embeddings(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
-  const nlohmann::json body = parse_json_body(request.body);
+  const nlohmann::json body = parse_request_body(request, JsonEndpoint::Embeddings, response);
   check_model(context, body);
   EmbeddingLimits limits;
   limits.vocab_size = context.limits.vocab_size;

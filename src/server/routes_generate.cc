@@ -6,19 +6,20 @@
 #include <string>
 #include <vector>
 
+#include "http/guarded_http_server.h"
+#include "http/http_policy.h"
 #include "lumen/cache_salt.h"
 #include "server/access_log.h"
-#include "server/http_policy.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/client_id.h"
 #include "server/completion_request.h"
 #include "server/generation.h"
-#include "server/guarded_http_server.h"
 #include "server/json_body.h"
 #include "server/kv_handoff.h"
 #include "server/openai_responses.h"
 #include "server/output_budget.h"
+#include "server/request_field_names.h"
 #include "server/routes.h"
 #include "server/sse.h"
 #include "server/structured_request.h"
@@ -273,7 +274,7 @@ void run_job(ServerContext& context, GenerationJob job, Admission::Places places
              const httplib::Request& request, httplib::Response& response) {
   if (context.salt_by_api_key) {
     // The key was checked before routing; its salt keeps this tenant's cached prompts its own.
-    if (auto token = bearer_token(request.get_header_value("Authorization"))) {
+    if (auto token = http::bearer_token(request.get_header_value("Authorization"))) {
       job.options.cache_salt = combine_cache_salts(job.options.cache_salt, cache_salt_of(*token));
     }
   }
@@ -289,7 +290,7 @@ void run_job(ServerContext& context, GenerationJob job, Admission::Places places
     }
   }
   auto generation = std::make_unique<Generation>(context, job.prompts, job.options, job.endpoint, arrival,
-                                                 GuardedHttpServer::current_socket(), std::move(places));
+                                                 http::GuardedHttpServer::current_socket(), std::move(places));
   if (handoff.role == ServeRole::Prefill && generation->n_choices() == 1) {
     response.set_header(kKvTransferHeader, kv_transfer_header(handoff, generation->request_id(0)));
   }
@@ -301,6 +302,13 @@ void run_job(ServerContext& context, GenerationJob job, Admission::Places places
 }
 
 }  // namespace
+
+nlohmann::json parse_request_body(const httplib::Request& request, JsonEndpoint endpoint, httplib::Response& response) {
+  nlohmann::json body = parse_json_body(request.body);
+  const std::vector<std::string> ignored = check_field_names(body, endpoint);
+  if (!ignored.empty()) response.set_header(kIgnoredFieldsHeader, ignored_fields_header(ignored));
+  return body;
+}
 
 void check_model(const ServerContext& context, const nlohmann::json& body) {
   auto it = body.find("model");
@@ -316,7 +324,7 @@ void check_model(const ServerContext& context, const nlohmann::json& body) {
 
 void handle_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
   const Clock::time_point arrival = Clock::now();
-  const nlohmann::json body = parse_json_body(request.body);
+  const nlohmann::json body = parse_request_body(request, JsonEndpoint::Completions, response);
   check_model(context, body);
   CompletionRequest parsed = parse_completion_request(body, context.model, context.limits);
   if (parsed.options.params.structured_outputs) {
@@ -335,7 +343,7 @@ void handle_completions(ServerContext& context, const httplib::Request& request,
 
 void handle_chat_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
   const Clock::time_point arrival = Clock::now();
-  const nlohmann::json body = parse_json_body(request.body);
+  const nlohmann::json body = parse_request_body(request, JsonEndpoint::ChatCompletions, response);
   check_model(context, body);
   if (!context.model.has_chat_template()) {
     throw ApiError(400, "the served model has no chat template; use /v1/completions", "messages");

@@ -6,7 +6,6 @@
 #include "server/api_error.h"
 #include "server/client_id.h"
 #include "server/chat_request.h"
-#include "server/json_body.h"
 #include "server/request_fields.h"
 #include "server/routes.h"
 
@@ -53,7 +52,7 @@ void handle_metrics(ServerContext& context, const httplib::Request&, httplib::Re
 }
 
 void handle_tokenize(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
-  const nlohmann::json body = parse_json_body(request.body);
+  const nlohmann::json body = parse_request_body(request, JsonEndpoint::Tokenize, response);
   check_model(context, body);
   const RequestFields fields(body);
   std::vector<int32_t> tokens;
@@ -84,7 +83,7 @@ void handle_tokenize(ServerContext& context, const httplib::Request& request, ht
 }
 
 void handle_detokenize(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
-  const nlohmann::json body = parse_json_body(request.body);
+  const nlohmann::json body = parse_request_body(request, JsonEndpoint::Detokenize, response);
   check_model(context, body);
   const RequestFields fields(body);
   auto ids = fields.integers("tokens", 0, context.limits.vocab_size - 1, 1u << 20);

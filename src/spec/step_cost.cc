@@ -21,6 +21,7 @@ void StepCost::record(int64_t draft_tokens, double seconds) {
   // A machine whose other load spikes can make one sample absurd; a draft token costing more
   // than two plain steps is no measurement worth steering by.
   cost_ = std::clamp(slope / base, 0.0, 2.0);
+  known_ = true;
 }
 
 }  // namespace lumen::spec

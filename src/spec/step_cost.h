@@ -21,10 +21,13 @@ class StepCost {
   void record(int64_t draft_tokens, double seconds);
   // Seconds per draft token over the seconds of a plain step, >= 0 (0 while unknown).
   double per_draft_token() const { return cost_; }
+  // Whether the steps seen so far measured it (they held two different numbers of rows).
+  bool known() const { return known_; }
 
  private:
   double w_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
   double cost_ = 0;
+  bool known_ = false;
 };
 
 }  // namespace lumen::spec

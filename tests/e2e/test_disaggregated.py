@@ -307,6 +307,16 @@ def test_a_header_naming_an_unknown_source_is_ignored(pair):
     assert fetches(pair.decode, "missing") == before[1] + 1
 
 
+def test_the_proxy_relays_which_request_fields_were_ignored(pair):
+    # The decode instance's X-Lumen-Ignored-Fields reaches the client; an unknown field is the
+    # instances' 400, relayed as it is.
+    r = pair.proxy.post("/v1/chat/completions", chat_body("Hi", include_stop_str_in_output=True, mirostat=2))
+    assert r.status_code == 200, r.text
+    assert r.headers["x-lumen-ignored-fields"] == "include_stop_str_in_output, mirostat"
+    r = pair.proxy.post("/v1/chat/completions", chat_body("Hi", temprature=0.5))
+    assert r.status_code == 400 and r.json()["error"]["param"] == "temprature"
+
+
 def test_without_the_prefill_instance_the_decode_instance_computes_the_prompt():
     p = Pair()
     try:

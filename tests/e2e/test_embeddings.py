@@ -143,3 +143,11 @@ def test_concurrent_requests_each_get_their_own_vectors(server):
                                  texts))
     for text, want, got in zip(texts, alone, together):
         assert max(np.max(np.abs(a - b)) for a, b in zip(want, got)) < 1e-5, text
+
+
+def test_unknown_fields_are_refused_and_known_extras_named(server):
+    r = server.post("/v1/embeddings", {"model": MODEL_NAME, "input": "x", "dimension": 576})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "dimension", r.text
+    r = server.post("/v1/embeddings", {"model": MODEL_NAME, "input": "x", "user": "u", "truncate_prompt_tokens": 8})
+    assert r.status_code == 200, r.text
+    assert r.headers["X-Lumen-Ignored-Fields"] == "truncate_prompt_tokens, user"

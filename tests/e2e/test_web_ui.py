@@ -4,7 +4,12 @@ checks the policy is enforced), sends a message and watches the answer stream in
 checks the server aborted the request, reads the TTFT and tok/s shown, reloads and finds the
 conversation kept, and takes a screenshot (into docs/images/web-ui.png with
 LUMEN_UPDATE_SCREENSHOT=1, else a temporary file). Against a server with --api-key, the page loads
-without the key and works once the user types it. Skipped, saying why, where no Chromium and
+without the key and works once the user types it. At 400 and 360 px the sidebar folds behind a
+toggle and the composer keeps the width; an empty chat shows the model and example prompts; GFM
+tables and blockquotes render, hostile content in them stays text (and 3000 fuzzed strings produce
+only the renderer's own elements and attributes); Copy (per message and per code block),
+Regenerate and Edit work; a failed send (refused by the server, or the server gone) shows its
+error inline with Retry and keeps no empty turn. Skipped, saying why, where no Chromium and
 chromedriver are installed (scripts/setup.sh installs Debian's)."""
 import json
 import os
@@ -16,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.webdriver import ActionChains
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -204,3 +210,299 @@ def test_api_key_typed_into_the_page(browser):
         assert browser.find_element(By.ID, "api-key").get_attribute("value") == "browser-test-key"
     finally:
         assert server.stop() == 0, "".join(server.log)
+
+
+# ---------------------------------------------------------------------------------------------
+# A narrow window, tables and blockquotes, the message actions, the empty state and a failed
+# send (issue 49, item 6). Each test has its own server, so its own origin and empty storage.
+
+def rect(browser, selector):
+    return browser.execute_script(
+        "const r = document.querySelector(arguments[0]).getBoundingClientRect();"
+        "return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width};", selector)
+
+
+def stored_conversations(browser):
+    return json.loads(browser.execute_script("return localStorage.getItem('lumen.conversations')") or "[]")
+
+
+def read_clipboard(browser):
+    return browser.execute_async_script(
+        "navigator.clipboard.readText().then(arguments[0], (e) => arguments[0]('error: ' + e));")
+
+
+def open_page(browser, server):
+    browser.get(server.base_url + "/")
+    browser.execute_script("localStorage.clear();")
+    browser.refresh()
+    # textContent: below 700 px the sidebar, which shows the name, is folded away.
+    wait_for(lambda: browser.find_element(By.ID, "model-name").get_attribute("textContent"), 10,
+             "the model's name from /v1/models")
+
+
+def test_narrow_window_and_empty_state(browser):
+    server = LumenServer()
+    try:
+        browser.set_window_size(400, 800)
+        open_page(browser, server)
+        by_id = lambda id: browser.find_element(By.ID, id)  # noqa: E731
+        assert browser.execute_script("return window.innerWidth") <= 400
+
+        # At 400 px the sidebar is folded away (nothing of it over the conversation) and the
+        # composer has the width; nothing scrolls sideways.
+        for width in (400, 360):
+            browser.set_window_size(width, 800)
+            inner = browser.execute_script("return window.innerWidth")
+            assert rect(browser, "#prompt")["width"] >= inner - 120, rect(browser, "#prompt")
+            assert rect(browser, "#sidebar")["right"] <= rect(browser, "main")["left"] + 0.5
+            assert not by_id("sidebar").is_displayed()
+            assert 0 <= rect(browser, "#composer")["left"] and rect(browser, "#composer")["right"] <= inner + 0.5
+            assert by_id("send").is_displayed() and rect(browser, "#send")["right"] <= inner
+            assert browser.execute_script("return document.documentElement.scrollWidth") <= inner
+
+        # An empty chat says what to do, names the model, and offers example prompts.
+        empty = by_id("empty-state")
+        assert empty.is_displayed()
+        wait_for(lambda: "SmolLM2" in empty.text, 5, "the model's name in the empty state")
+        examples = browser.find_elements(By.CSS_SELECTOR, "#empty-state .example")
+        assert len(examples) >= 2 and "Enter sends" in empty.text
+        examples[0].click()
+        assert by_id("prompt").get_attribute("value") == examples[0].text
+
+        # The toggle opens it over the conversation; the backdrop, Escape and New chat close it.
+        toggle = by_id("sidebar-toggle")
+        assert toggle.is_displayed() and toggle.get_attribute("aria-expanded") == "false"
+        toggle.click()
+        assert by_id("sidebar").is_displayed() and toggle.get_attribute("aria-expanded") == "true"
+        assert rect(browser, "#sidebar")["left"] >= 0 and rect(browser, "#sidebar")["right"] <= 360
+        # The backdrop's visible part: right of the sidebar (offsets are from its centre).
+        ActionChains(browser).move_to_element_with_offset(by_id("backdrop"), 160, 0).click().perform()
+        assert not by_id("sidebar").is_displayed()
+        toggle.click()
+        by_id("temperature").send_keys(Keys.ESCAPE)
+        assert not by_id("sidebar").is_displayed()
+        toggle.click()
+        by_id("new-chat").click()
+        assert not by_id("sidebar").is_displayed()
+
+        # A wide window keeps the sidebar beside the conversation and no toggle.
+        browser.set_window_size(1200, 800)
+        assert by_id("sidebar").is_displayed() and not toggle.is_displayed()
+        assert rect(browser, "#sidebar")["width"] == 280
+        assert rect(browser, "#sidebar")["right"] <= rect(browser, "main")["left"] + 0.5
+    finally:
+        browser.set_window_size(1200, 800)
+        assert server.stop() == 0, "".join(server.log)
+
+
+# Every element and attribute the renderer may produce; anything else in its output is a hole.
+RENDERED_HTML_CHECK = """
+const allowedTags = new Set(["P", "BR", "STRONG", "EM", "CODE", "PRE", "A", "H1", "H2", "H3", "H4", "H5", "H6",
+  "UL", "OL", "LI", "BLOCKQUOTE", "DIV", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD"]);
+const allowedClasses = new Set(["table-wrap", "align-left", "align-center", "align-right"]);
+function problems(html) {
+  const template = document.createElement("template");
+  template.innerHTML = html;
+  const found = [];
+  for (const element of template.content.querySelectorAll("*")) {
+    if (!allowedTags.has(element.tagName)) found.push("tag " + element.tagName);
+    for (const { name, value } of element.attributes) {
+      const ok = name === "href" ? /^https?:\\/\\//.test(value)
+        : name === "class" ? allowedClasses.has(value)
+        : name === "target" ? value === "_blank"
+        : name === "rel" ? value === "noopener noreferrer"
+        : name === "start" ? /^\\d+$/.test(value)
+        : name === "data-language";
+      if (!ok) found.push(`attribute ${name}="${value}" on ${element.tagName}`);
+    }
+  }
+  return found;
+}
+"""
+
+HOSTILE_TABLE = (
+    "| <img src=x onerror=alert(1)> | <script>alert(1)</script> | `a\\|b` |\n"
+    '| :--- | :---: | ---: |\n'
+    '| [x](javascript:alert(1)) | "><svg onload=alert(1)> | [ok](https://example.com/"onmouseover=alert(1)) |\n'
+    "| only one\n"
+    "| 1 | 2 | 3 | 4 dropped |\n"
+    "\n"
+    "> <iframe src=javascript:alert(1)></iframe> **bold**\n"
+    "> > nested <b>quote</b>\n"
+    "> - a list item\n"
+    ">\n"
+    "> ```\n"
+    "> </code></pre><script>alert(1)</script>\n"
+    "> ```\n")
+
+
+def test_markdown_tables_and_blockquotes(browser):
+    server = LumenServer()
+    try:
+        open_page(browser, server)
+        render = lambda text: browser.execute_script("return renderMarkdown(arguments[0]);", text)  # noqa: E731
+        html = render("Intro\n| Name | Value |\n|------|------:|\n| a | **1** |\n| b |\n\nAfter\n> quoted *text*\n> more")
+        assert html.startswith("<p>Intro</p><div class=\"table-wrap\"><table><thead><tr><th>Name</th>"
+                               "<th class=\"align-right\">Value</th></tr></thead><tbody>"), html
+        assert "<tr><td>a</td><td class=\"align-right\"><strong>1</strong></td></tr>" in html
+        assert "<tr><td>b</td><td class=\"align-right\"></td></tr></tbody></table></div>" in html
+        assert html.endswith("<p>After</p><blockquote><p>quoted <em>text</em><br>more</p></blockquote>"), html
+        # Not a table: no delimiter row, or one whose cell count differs from the header's.
+        assert "<table" not in render("a | b\nc | d") and "<table" not in render("| a | b |\n| --- |")
+
+        # Hostile content: every character of it is text, only the renderer's own markup is HTML.
+        html = render(HOSTILE_TABLE)
+        assert browser.execute_script(RENDERED_HTML_CHECK + "return problems(arguments[0]);", html) == []
+        for escaped in ("&lt;img src=x onerror=alert(1)&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;",
+                        "<code>a|b</code>", "&lt;iframe", "&lt;/code&gt;&lt;/pre&gt;&lt;script&gt;"):
+            assert escaped in html, (escaped, html)
+        assert 'href="javascript' not in html and "<th class=\"align-center\">" in html
+        assert "<blockquote><p>&lt;iframe" in html and "<blockquote><p>nested &lt;b&gt;quote&lt;/b&gt;</p></blockquote>" in html
+        assert "<ul><li>a list item</li></ul>" in html and html.count("<tr>") == 4
+
+        # Deep nesting stops at 8 quotes (the rest is text), and huge inputs stay quick.
+        deep = render(">" * 100000 + " x")
+        assert deep.count("<blockquote>") == 8 and deep.endswith("x</p>" + "</blockquote>" * 8)
+        took = browser.execute_script(
+            "const t = performance.now(); renderMarkdown(arguments[0]); return performance.now() - t;",
+            ("| a " * 2000 + "|\n" + "|---" * 2000 + "|\n") + ("| x " * 2000 + "|\n") * 50 + "> |\n" * 5000)
+        assert took < 2000, took
+
+        # A small fuzz: 3000 random strings of Markdown and HTML pieces, every output checked.
+        found = browser.execute_script(RENDERED_HTML_CHECK + """
+            const pieces = ["|", "\\\\|", ":--", "--:", "---", "-", ">", "> ", "\\n", "\\n\\n", " ", "x", "`", "```",
+              "**", "*", "_", "# ", "- ", "1. ", "<img src=x onerror=alert(1)>", "<script>", "</td>", "<td", "\\"",
+              "'", "&", "&lt;", "=", "javascript:", "[a](https://e.x/\\"onerror=)", "[b](javascript:alert(1))",
+              "](", "\\u0000", "\\u00000\\u0000", "<", "onmouseover=", "style=", "class=", "\\\\"];
+            let seed = 49;
+            const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+            const found = [];
+            for (let n = 0; n < 3000 && found.length < 5; n++) {
+              let text = "";
+              for (let k = 1 + Math.floor(random() * 40); k > 0; k--) text += pieces[Math.floor(random() * pieces.length)];
+              const problem = problems(renderMarkdown(text));
+              if (problem.length) found.push([text, problem]);
+            }
+            return found;""")
+        assert found == [], found
+
+        # In a stored conversation they render as elements, and a code block has its copy button.
+        browser.execute_script("localStorage.setItem('lumen.conversations', arguments[0]);", json.dumps([
+            {"id": "t", "title": "table", "messages": [
+                {"role": "user", "content": "a table please"},
+                {"role": "assistant", "content": HOSTILE_TABLE + "\n```js\nlet x = 1;\n```"}]}]))
+        browser.refresh()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".message.assistant table"), 10, "the table")
+        assert len(browser.find_elements(By.CSS_SELECTOR, ".message.assistant table tr")) == 4
+        assert browser.find_elements(By.CSS_SELECTOR, ".message.assistant blockquote blockquote")
+        assert not browser.find_elements(By.CSS_SELECTOR, ".message img, .message script, .message iframe, .message svg")
+        copy_buttons = browser.find_elements(By.CSS_SELECTOR, ".message.assistant .code-block .copy-code")
+        assert len(copy_buttons) == 2
+        browser.execute_cdp_cmd("Browser.grantPermissions", {
+            "origin": server.base_url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+        copy_buttons[1].click()
+        wait_for(lambda: copy_buttons[1].text == "Copied", 5, "Copied")
+        assert read_clipboard(browser) == "let x = 1;"
+
+        # Empty "0 tokens · error" turns that older pages stored are not shown (nor saved again).
+        browser.execute_script("localStorage.setItem('lumen.conversations', arguments[0]);", json.dumps([
+            {"id": "e", "title": "hi", "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "", "stats": {"tokens": 0, "finish": "error"}}]}]))
+        browser.refresh()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".message"), 10, "the stored conversation")
+        assert len(browser.find_elements(By.CSS_SELECTOR, ".message")) == 1
+        assert not [e for e in browser.find_elements(By.CSS_SELECTOR, ".stats") if "error" in e.text]
+    finally:
+        assert server.stop() == 0, "".join(server.log)
+
+
+def test_copy_regenerate_edit_and_failed_send(browser):
+    server = LumenServer()
+    stopped = False
+    try:
+        open_page(browser, server)
+        browser.execute_cdp_cmd("Browser.grantPermissions", {
+            "origin": server.base_url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+        by_id = lambda id: browser.find_element(By.ID, id)  # noqa: E731
+        css = lambda selector: browser.find_elements(By.CSS_SELECTOR, selector)  # noqa: E731
+
+        def answered():
+            return sum(v for k, v in server.metrics().items() if k.startswith("lumen_request_success_total"))
+
+        def wait_idle(what):
+            wait_for(lambda: by_id("send").is_displayed() and not css(".message.streaming"), 20, what)
+
+        # A send the server refuses (max_tokens 0): the error is shown inline with Retry, and no
+        # empty answer is shown or kept; only the user's message is.
+        by_id("max-tokens").clear()
+        by_id("max-tokens").send_keys("0")
+        by_id("prompt").send_keys("Say hi.", Keys.ENTER)
+        wait_idle("the refused send")
+        failure = wait_for(lambda: css(".send-error"), 5, "the inline error")[0]
+        assert "max_tokens" in failure.text and failure.find_element(By.CSS_SELECTOR, ".retry").is_displayed()
+        assert not css(".message.assistant") and len(css(".message.user")) == 1
+        assert [m["role"] for m in stored_conversations(browser)[0]["messages"]] == ["user"]
+        assert not by_id("error").is_displayed()
+
+        # Retry, with a valid max_tokens, answers the same message.
+        by_id("max-tokens").clear()
+        by_id("max-tokens").send_keys("8")
+        failure.find_element(By.CSS_SELECTOR, ".retry").click()
+        wait_idle("the retried answer")
+        assert not css(".send-error") and len(css(".message")) == 2
+        answer = css(".message.assistant .content")[0].text
+        assert answer and answered() == 1
+
+        # Copy puts a message's text on the clipboard.
+        css(".message.assistant .actions .copy")[0].click()
+        wait_for(lambda: css(".message.assistant .actions .copy")[0].text == "Copied", 5, "Copied")
+        assert read_clipboard(browser) == stored_conversations(browser)[0]["messages"][1]["content"]
+        css(".message.user .actions .copy")[0].click()
+        wait_for(lambda: read_clipboard(browser) == "Say hi.", 5, "the user's message on the clipboard")
+        # Where the clipboard API refuses (or is missing: plain http from another machine), the
+        # page copies through a selection instead.
+        browser.execute_script("navigator.clipboard.writeText = () => Promise.reject(new Error('refused'));")
+        css(".message.assistant .actions .copy")[0].click()
+        wait_for(lambda: read_clipboard(browser) != "Say hi.", 5, "the copy through a selection")
+        assert read_clipboard(browser) == stored_conversations(browser)[0]["messages"][1]["content"]
+        assert css(".message.assistant .actions .copy")[0].text == "Copied"
+
+        # Regenerate replaces the last answer (a new request), keeping two messages.
+        assert len(css(".actions .regenerate")) == 1
+        css(".message.assistant .actions .regenerate")[0].click()
+        wait_idle("the regenerated answer")
+        wait_for(lambda: answered() == 2, 5, "the second request")
+        assert len(css(".message")) == 2
+        assert [m["role"] for m in stored_conversations(browser)[0]["messages"]] == ["user", "assistant"]
+
+        # Edit a user message: the conversation is sent again from it.
+        css(".message.user .actions .edit")[0].click()
+        box = css(".message.user .edit-box")[0]
+        assert box.get_attribute("value") == "Say hi."
+        box.clear()
+        box.send_keys("Say bye.")
+        css(".message.user .save-edit")[0].click()
+        wait_idle("the answer to the edited message")
+        wait_for(lambda: answered() == 3, 5, "the third request")
+        assert [e.text for e in css(".message.user .content")] == ["Say bye."]
+        messages = stored_conversations(browser)[0]["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant"] and messages[0]["content"] == "Say bye."
+        assert messages[1]["content"]
+
+        # The server goes away: the send fails inline and the history keeps no empty turn.
+        assert server.stop() == 0, "".join(server.log)
+        stopped = True
+        by_id("prompt").send_keys("Are you there?", Keys.ENTER)
+        wait_idle("the failed send")
+        failure = wait_for(lambda: css(".send-error"), 5, "the inline error")[0]
+        assert "Failed to fetch" in failure.text, failure.text
+        assert len(css(".message")) == 3 and not [e for e in css(".stats") if "error" in e.text]
+        messages = stored_conversations(browser)[0]["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"] and all(m["content"] for m in messages)
+        # A new chat does not show that conversation's error.
+        by_id("new-chat").click()
+        assert not css(".send-error, .message") and by_id("empty-state").is_displayed()
+    finally:
+        if not stopped:
+            assert server.stop() == 0, "".join(server.log)

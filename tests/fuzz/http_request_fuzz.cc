@@ -10,21 +10,22 @@
 #include <cstdint>
 #include <thread>
 
-#include "server/guarded_http_server.h"
-#include "server/request_body_check.h"
+#include "http/guarded_http_server.h"
+#include "http/request_body_check.h"
 
 namespace {
 
-class FuzzedServer : public lumen::server::GuardedHttpServer {
+class FuzzedServer : public lumen::http::GuardedHttpServer {
  public:
   FuzzedServer() : GuardedHttpServer(limits()) {
     bind_to_any_port("127.0.0.1");  // the keep-alive loop runs while the server is bound
     Post("/echo", [](const httplib::Request& request, httplib::Response& response) {
       response.set_content(std::to_string(request.body.size()), "text/plain");
     });
-    Get("/health", [](const httplib::Request&, httplib::Response& response) { response.set_content("ok", "text/plain"); });
+    Get("/health",
+        [](const httplib::Request&, httplib::Response& response) { response.set_content("ok", "text/plain"); });
     set_pre_routing_handler([](const httplib::Request& request, httplib::Response& response) {
-      if (auto refusal = lumen::server::body_refusal(request, kMaxBody)) {
+      if (auto refusal = lumen::http::body_refusal(request, kMaxBody)) {
         response.status = refusal->status;
         response.set_header("Connection", "close");
         return Server::HandlerResponse::Handled;
@@ -39,8 +40,8 @@ class FuzzedServer : public lumen::server::GuardedHttpServer {
 
  private:
   static constexpr size_t kMaxBody = 4096;
-  static lumen::server::ConnectionLimits limits() {
-    lumen::server::ConnectionLimits limits;
+  static lumen::http::ConnectionLimits limits() {
+    lumen::http::ConnectionLimits limits;
     limits.read_timeout = std::chrono::milliseconds(500);
     limits.keep_alive_idle = std::chrono::milliseconds(50);
     limits.write_timeout = std::chrono::milliseconds(500);

@@ -1,6 +1,7 @@
 // CudaBackend: device selection, memory, weights, and the row-wise ops. matmul lives in
 // cuda_matmul.cc; the K/V cache and attention in cuda_attention.cc.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -100,6 +101,12 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
   State& s = *state_;
   s.device = device;
   s.options = options;
+  // For A/B runs of binaries that do not expose the option (set_options is not affected).
+  if (const char* gemv = std::getenv("LUMEN_CUDA_GEMV"); gemv != nullptr) {
+    const std::string_view kind(gemv);
+    if (kind != "stream" && kind != "warp") fail("LUMEN_CUDA_GEMV must be 'stream' or 'warp', not '{}'", kind);
+    s.options.streaming_gemv = kind == "stream";
+  }
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
   if (cublasCreate(&s.cublas) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised");

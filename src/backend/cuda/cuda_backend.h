@@ -30,6 +30,11 @@ struct CudaBackendOptions {
   // rounded to f16; two passes over K). false: one online-softmax pass in f32 (faster, differs
   // from the CPU backend by the f16 rounding of the probabilities).
   bool exact_f16_attention = true;
+  // GEMV by gemv_stream.cu's kernels (a block of 4 warps per weight row, 16-byte loads) where
+  // the rows allow, else by gemv.cu's (one warp per row), which are their reference. Off until
+  // a GPU run has checked the new kernels (scripts/gpu_check.sh); the environment variable
+  // LUMEN_CUDA_GEMV=stream (or =warp) sets it for any binary, for A/B runs.
+  bool streaming_gemv = false;
 };
 
 class CudaBackend final : public Backend {

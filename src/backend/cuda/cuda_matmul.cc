@@ -1,5 +1,6 @@
 // CudaBackend::matmul: the quantized GEMV (up to options.max_gemv_tokens tokens, 8 per pass
-// over the weights) or dequantize-to-f16 + cuBLAS for larger batches.
+// over the weights; gemv_stream.cu's kernels with options.streaming_gemv, else gemv.cu's) or
+// dequantize-to-f16 + cuBLAS for larger batches.
 //
 // The GEMM path converts a chunk of weight rows at a time into f16 scratch (at most
 // kGemmChunkElements values, 128 MB), so its memory stays bounded whatever the matrix; the
@@ -88,8 +89,12 @@ void CudaBackend::matmul(const TensorView& w, const TensorView& x, TensorView& y
     if (act == DType::F32) {
       for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
         const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
-        cuda::launch_gemv_float(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt,
-                                yd + t0 * ys, ys, s.stream);
+        if (!s.options.streaming_gemv ||
+            !cuda::launch_gemv_float_stream(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt, yd + t0 * ys,
+                                            ys, s.stream)) {
+          cuda::launch_gemv_float(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt, yd + t0 * ys, ys,
+                                  s.stream);
+        }
       }
     } else {
       void* buffer = s.q8_activations.ensure(cuda::q8_activation_bytes(n_tokens, cols), s.stream);
@@ -97,8 +102,10 @@ void CudaBackend::matmul(const TensorView& w, const TensorView& x, TensorView& y
       cuda::launch_quantize_activations(act, xd, xs, n_tokens, cols, q, s.stream);
       for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
         const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
-        cuda::launch_gemv_quantized(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt,
-                                    yd + t0 * ys, ys, s.stream);
+        if (!s.options.streaming_gemv || !cuda::launch_gemv_quantized_stream(w.type, w.data, w.row_bytes, rows, cols, q,
+                                                                             t0, nt, yd + t0 * ys, ys, s.stream)) {
+          cuda::launch_gemv_quantized(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt, yd + t0 * ys, ys, s.stream);
+        }
       }
     }
   } else if (w.type == DType::F32) {

@@ -100,6 +100,17 @@ void launch_gemv_float(tensor::DType type, const void* w, size_t row_bytes, int6
                        int64_t cols, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
                        int64_t y_stride, cudaStream_t stream);
 
+// ---- gemv_stream.cu ----
+// The products of launch_gemv_quantized / launch_gemv_float by kernels that stream the weights
+// (a block of 4 warps per row, 16-byte loads). They launch nothing and return false where the
+// rows are not whole 16-byte vectors at 16-byte boundaries: the caller then uses gemv.cu's.
+bool launch_gemv_quantized_stream(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
+                                  const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
+                                  int64_t y_stride, cudaStream_t stream);
+bool launch_gemv_float_stream(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
+                              const float* x, int64_t x_stride, int64_t n_tokens, float* y, int64_t y_stride,
+                              cudaStream_t stream);
+
 // ---- gemm_prep.cu ----
 // scale_state: 4 floats of device memory: [0] bits of max |x| (as uint32), [1] the power of two
 // x is multiplied by before the f16 conversion (so no value overflows f16), [2] its inverse

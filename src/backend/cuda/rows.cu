@@ -1,8 +1,8 @@
 // Row conversions: get_rows (embedding lookup and any table to f32), whole matrices to f16 for
 // cuBLAS, and the batch's new keys and values into the paged cache.
+#include "backend/cuda/block_decode.h"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/kernels.h"
-#include "backend/cuda/quant_units.cuh"
 
 namespace lumen::backend::cuda {
 
@@ -13,23 +13,23 @@ using tensor::DType;
 constexpr int kThreads = 256;
 
 // Float tables: one thread per element.
-template <int F>
-__global__ void get_rows_float_kernel(const uint8_t* table, size_t row_bytes, int64_t cols,
-                                      const int32_t* ids, int64_t n, float* out, int64_t os) {
+template <DType F>
+__global__ void get_rows_float_kernel(const uint8_t* table, size_t row_bytes, int64_t cols, const int32_t* ids,
+                                      int64_t n, float* out, int64_t os) {
   const int64_t total = n * cols;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += step) {
     const int64_t r = i / cols, c = i % cols;
     const int64_t id = ids != nullptr ? ids[r] : r;
-    out[r * os + c] = float_element<F>(table + id * row_bytes, c);
+    out[r * os + c] = hd::float_element<F>(table + id * row_bytes, c);
   }
 }
 
 // Quantized tables: one thread per 32-value unit.
-template <int F>
-__global__ void get_rows_quant_kernel(const uint8_t* table, size_t row_bytes, int64_t cols,
-                                      const int32_t* ids, int64_t n, float* out, int64_t os) {
+template <DType F>
+__global__ void get_rows_quant_kernel(const uint8_t* table, size_t row_bytes, int64_t cols, const int32_t* ids,
+                                      int64_t n, float* out, int64_t os) {
   const int64_t units = cols / 32;
   const int64_t total = n * units;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -38,27 +38,25 @@ __global__ void get_rows_quant_kernel(const uint8_t* table, size_t row_bytes, in
     const int64_t r = i / units, u = i % units;
     const int64_t id = ids != nullptr ? ids[r] : r;
     float values[32];
-    dequantize_unit<F>(table + id * row_bytes, u, values);
+    hd::dequantize_unit<F>(table + id * row_bytes, u, values);
     float* dst = out + r * os + u * 32;
     for (int j = 0; j < 32; ++j) dst[j] = values[j];
   }
 }
 
-template <int F>
-__global__ void float_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols,
-                                    uint16_t* out) {
+template <DType F>
+__global__ void float_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, uint16_t* out) {
   const int64_t total = rows * cols;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += step) {
     const int64_t r = i / cols, c = i % cols;
-    out[i] = float_to_half_bits(float_element<F>(w + r * row_bytes, c));
+    out[i] = float_to_half_bits(hd::float_element<F>(w + r * row_bytes, c));
   }
 }
 
-template <int F>
-__global__ void quant_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols,
-                                    uint16_t* out) {
+template <DType F>
+__global__ void quant_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, uint16_t* out) {
   const int64_t units = cols / 32;
   const int64_t total = rows * units;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -66,7 +64,7 @@ __global__ void quant_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t 
        i += step) {
     const int64_t r = i / units, u = i % units;
     float values[32];
-    dequantize_unit<F>(w + r * row_bytes, u, values);
+    hd::dequantize_unit<F>(w + r * row_bytes, u, values);
     uint16_t* dst = out + r * cols + u * 32;
     for (int j = 0; j < 32; ++j) dst[j] = float_to_half_bits(values[j]);
   }
@@ -97,60 +95,47 @@ __global__ void store_kv_kernel(const float* k, int64_t ks, const float* v, int6
   }
 }
 
-// Calls launch.template operator()<F>() with the table type as a template argument.
+// Calls launch.template operator()<F>() with the table type as a template argument: every type
+// tensor::dequantize_row reads but FP8 (a KV cache type only).
 template <typename Launch>
-void dispatch_type(DType type, Launch&& launch) {
+bool dispatch_type(DType type, Launch&& launch) {
   switch (type) {
-    case DType::F32:
-      return launch.template operator()<static_cast<int>(DType::F32)>();
-    case DType::F16:
-      return launch.template operator()<static_cast<int>(DType::F16)>();
-    case DType::BF16:
-      return launch.template operator()<static_cast<int>(DType::BF16)>();
-    case DType::Q4_0:
-      return launch.template operator()<static_cast<int>(DType::Q4_0)>();
-    case DType::Q4_1:
-      return launch.template operator()<static_cast<int>(DType::Q4_1)>();
-    case DType::Q8_0:
-      return launch.template operator()<static_cast<int>(DType::Q8_0)>();
-    case DType::Q4_K:
-      return launch.template operator()<static_cast<int>(DType::Q4_K)>();
-    case DType::Q6_K:
-      return launch.template operator()<static_cast<int>(DType::Q6_K)>();
-    default:
-      return;  // rows_supported() said no; the backend refuses before launching
+    case DType::F32: launch.template operator()<DType::F32>(); return true;
+    case DType::F16: launch.template operator()<DType::F16>(); return true;
+    case DType::BF16: launch.template operator()<DType::BF16>(); return true;
+    case DType::Q4_0: launch.template operator()<DType::Q4_0>(); return true;
+    case DType::Q4_1: launch.template operator()<DType::Q4_1>(); return true;
+    case DType::Q5_0: launch.template operator()<DType::Q5_0>(); return true;
+    case DType::Q5_1: launch.template operator()<DType::Q5_1>(); return true;
+    case DType::Q8_0: launch.template operator()<DType::Q8_0>(); return true;
+    case DType::Q8_1: launch.template operator()<DType::Q8_1>(); return true;
+    case DType::Q2_K: launch.template operator()<DType::Q2_K>(); return true;
+    case DType::Q3_K: launch.template operator()<DType::Q3_K>(); return true;
+    case DType::Q4_K: launch.template operator()<DType::Q4_K>(); return true;
+    case DType::Q5_K: launch.template operator()<DType::Q5_K>(); return true;
+    case DType::Q6_K: launch.template operator()<DType::Q6_K>(); return true;
+    case DType::Q8_K: launch.template operator()<DType::Q8_K>(); return true;
+    default: return false;
   }
 }
 
-constexpr bool is_float_type(int f) {
-  return f == static_cast<int>(DType::F32) || f == static_cast<int>(DType::F16) ||
-         f == static_cast<int>(DType::BF16);
-}
+struct LaunchNothing {
+  template <DType>
+  void operator()() const {}
+};
+
+constexpr bool is_float_type(DType f) { return f == DType::F32 || f == DType::F16 || f == DType::BF16; }
 
 }  // namespace
 
-bool rows_supported(tensor::DType type) {
-  switch (type) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q4_0:
-    case DType::Q4_1:
-    case DType::Q8_0:
-    case DType::Q4_K:
-    case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
+bool rows_supported(tensor::DType type) { return dispatch_type(type, LaunchNothing{}); }
 
 void launch_get_rows(tensor::DType type, const void* table, size_t table_row_bytes, int64_t cols,
                      const int32_t* ids, int64_t n, float* out, int64_t out_stride,
                      cudaStream_t stream) {
   if (n == 0 || cols == 0) return;
   const auto* t = static_cast<const uint8_t*>(table);
-  dispatch_type(type, [&]<int F>() {
+  dispatch_type(type, [&]<DType F>() {
     if constexpr (is_float_type(F)) {
       get_rows_float_kernel<F><<<grid_for(n * cols, kThreads), kThreads, 0, stream>>>(
           t, table_row_bytes, cols, ids, n, out, out_stride);
@@ -165,7 +150,7 @@ void launch_dequantize_to_f16(tensor::DType type, const void* w, size_t row_byte
                               int64_t cols, uint16_t* out, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   const auto* p = static_cast<const uint8_t*>(w);
-  dispatch_type(type, [&]<int F>() {
+  dispatch_type(type, [&]<DType F>() {
     if constexpr (is_float_type(F)) {
       float_to_f16_kernel<F>
           <<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(p, row_bytes, rows, cols, out);

@@ -8,8 +8,8 @@ const STORE_KEYS = { conversations: "lumen.conversations", settings: "lumen.sett
 
 // ---------------------------------------------------------------------------------------------
 // Markdown: a small subset (code fences, inline code, bold, italic, headings, lists, http(s)
-// links), enough for chat answers. Unclosed fences render as code, so a streaming answer looks
-// right before it is finished.
+// links, GFM tables and blockquotes), enough for chat answers. Unclosed fences render as code,
+// so a streaming answer looks right before it is finished.
 
 const HTML_ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -40,8 +40,47 @@ function renderInline(text) {
   return restore(emphasis(escapeHtml(marked)));
 }
 
+// A GFM table row's cells: split at pipes that no backslash escapes (inside code spans too, as
+// in GFM), without the optional outer pipes; "\|" is a literal pipe.
+function tableCells(line) {
+  let row = line.trim();
+  if (row.startsWith('|')) row = row.slice(1);
+  if (row.endsWith('|') && !row.endsWith('\\|')) row = row.slice(0, -1);
+  return row.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, '|'));
+}
+
+// The alignment of each column when the line is a table's delimiter row ("| :-- | --: |"), else null.
+function tableAlignments(line) {
+  if (!line.includes('|')) return null;
+  const cells = tableCells(line);
+  if (!cells.every((cell) => /^:?-+:?$/.test(cell))) return null;
+  return cells.map(
+      (cell) =>
+          (cell.endsWith(':')       ? (cell.startsWith(':') ? 'center' : 'right') :
+               cell.startsWith(':') ? 'left' :
+                                      ''));
+}
+
+function renderTable(header, alignments, rows) {
+  // Alignment is a class from this fixed set: the page's policy forbids style attributes.
+  const cell = (tag, text, i) => {
+    const align = alignments[i] ? ` class="align-${alignments[i]}"` : '';
+    return `<${tag}${align}>${renderInline(text ?? '')}</${tag}>`;
+  };
+  // GFM: a row with fewer cells than the header gets empty ones, extra cells are dropped.
+  const row = (tag, cells) => `<tr>${alignments.map((_, i) => cell(tag, cells[i], i)).join('')}</tr>`;
+  const body = rows.length ? `<tbody>${rows.map((cells) => row('td', cells)).join('')}</tbody>` : '';
+  return `<div class="table-wrap"><table><thead>${row('th', header)}</thead>${body}</table></div>`;
+}
+
+const QUOTE_LINE = /^ {0,3}>/;
+const MAX_QUOTE_DEPTH = 8;  // deeper ">" markers stay text (no unbounded recursion)
+
 function renderMarkdown(text) {
-  const lines = text.replace(/\u0000/g, "").replace(/\r\n?/g, "\n").split("\n");
+  return renderBlocks(text.replace(/\u0000/g, '').replace(/\r\n?/g, '\n').split('\n'), 0);
+}
+
+function renderBlocks(lines, depth) {
   const out = [];
   let paragraph = [];
   let list = null;  // { tag: "ul" | "ol", start: the first number, items: [raw text] }
@@ -64,6 +103,27 @@ function renderMarkdown(text) {
       for (i++; i < lines.length && !lines[i].trimStart().startsWith(fence[1]); i++) code.push(lines[i]);
       const language = fence[2] ? ` data-language="${escapeHtml(fence[2])}"` : "";
       out.push(`<pre><code${language}>${escapeHtml(code.join("\n"))}</code></pre>`);
+      continue;
+    }
+    if (QUOTE_LINE.test(line) && depth < MAX_QUOTE_DEPTH) {
+      endParagraph();
+      endList();
+      const quoted = [];
+      for (; i < lines.length && QUOTE_LINE.test(lines[i]); i++) quoted.push(lines[i].replace(/^ {0,3}> ?/, ''));
+      i--;
+      out.push(`<blockquote>${renderBlocks(quoted, depth + 1)}</blockquote>`);
+      continue;
+    }
+    const alignments = line.includes('|') && i + 1 < lines.length ? tableAlignments(lines[i + 1]) : null;
+    const header = alignments && tableCells(line);
+    if (header && header.length === alignments.length) {
+      endParagraph();
+      endList();
+      const rows = [];
+      for (i += 2; i < lines.length && lines[i].includes('|') && !QUOTE_LINE.test(lines[i]); i++)
+        rows.push(tableCells(lines[i]));
+      i--;
+      out.push(renderTable(header, alignments, rows));
       continue;
     }
     const heading = line.match(/^(#{1,6})\s+(.*)$/);
@@ -126,9 +186,15 @@ function saveJson(key, value) {
 const state = {
   conversations: [],
   currentId: null,
-  controller: null,  // the AbortController of the answer being streamed
+  controller: null,   // the AbortController of the answer being streamed
   streamingId: null,  // the conversation that answer belongs to
+  failure: null,      // { id: the conversation, message }: the last send that failed, shown with Retry
+  model: '',          // the served model's name, from /v1/models
 };
+
+// An assistant turn with no text (a send that failed, or was stopped, before its first token) is
+// never kept: it would only be an empty turn in the history.
+const keptMessage = (m) => m.role !== 'assistant' || m.content !== '';
 
 function loadConversations() {
   const stored = loadJson(STORE_KEYS.conversations, []);
@@ -137,12 +203,14 @@ function loadConversations() {
   state.conversations = Array.isArray(stored)
     ? stored.filter((c) => c && typeof c.id === "string" && Array.isArray(c.messages) && c.messages.every(isMessage))
     : [];
+  for (const c of state.conversations) c.messages = c.messages.filter(keptMessage);  // older pages kept some
   state.conversations.sort((a, b) => (b.updated || 0) - (a.updated || 0));
   state.currentId = state.conversations.length ? state.conversations[0].id : null;
 }
 
 function saveConversations() {
-  saveJson(STORE_KEYS.conversations, state.conversations);
+  saveJson(
+      STORE_KEYS.conversations, state.conversations.map((c) => ({...c, messages: c.messages.filter(keptMessage)})));
 }
 
 function currentConversation() {
@@ -150,7 +218,9 @@ function currentConversation() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Settings: the sampling fields and the system prompt, kept across visits.
+// Settings: the sampling fields and the system prompt, kept across visits. An empty field is not
+// sent, so the server's defaults apply: the one set the CLI and Python use too
+// (docs/sampling-defaults.md).
 
 const $ = (id) => document.getElementById(id);
 const SETTING_FIELDS = ["system-prompt", "temperature", "top-p", "max-tokens", "seed"];
@@ -210,21 +280,74 @@ function statsText(stats) {
   const parts = [];
   if (Number.isFinite(stats.ttft_ms)) parts.push(`TTFT ${Math.round(stats.ttft_ms)} ms`);
   if (Number.isFinite(stats.tokens_per_s)) parts.push(`${stats.tokens_per_s.toFixed(1)} tok/s`);
-  if (Number.isFinite(stats.tokens)) parts.push(`${stats.tokens} tokens`);
+  if (Number.isFinite(stats.tokens)) parts.push(`${stats.tokens} ${stats.tokens === 1 ? 'token' : 'tokens'}`);
   if (typeof stats.finish === "string" && stats.finish !== "stop") parts.push(stats.finish);
   return parts.join(" · ");
 }
 
+function button(label, className, onClick) {
+  const element = document.createElement('button');
+  element.type = 'button';
+  element.className = className;
+  element.textContent = label;
+  element.addEventListener('click', onClick);
+  return element;
+}
+
+// The clipboard API needs a secure context (https, or this machine's own address); over plain
+// http from another machine, or where the API refuses, the older execCommand("copy") still works.
+function copyBySelection(text) {
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.className = 'offscreen';
+  document.body.append(area);
+  area.select();
+  let copied = false;
+  try {
+    copied = document.execCommand('copy');
+  } catch {
+    // copied stays false
+  }
+  area.remove();
+  return copied;
+}
+
+async function copyText(text, source) {
+  let copied = false;
+  if (navigator.clipboard && window.isSecureContext) {
+    copied = await navigator.clipboard.writeText(text).then(() => true, () => false);
+  }
+  if (!copied) copied = copyBySelection(text);
+  source.textContent = copied ? 'Copied' : 'Copy failed';
+  setTimeout(() => {
+    source.textContent = 'Copy';
+  }, 1500);
+}
+
 function renderMessageContent(element, message) {
   const content = element.querySelector(".content");
-  if (message.role === "assistant") content.innerHTML = renderMarkdown(message.content);
-  else content.textContent = message.content;
+  if (message.role === 'assistant') {
+    content.innerHTML = renderMarkdown(message.content);
+    // Each code block gets a copy button in its corner (outside the <pre>, so it does not scroll).
+    for (const pre of content.querySelectorAll('pre')) {
+      const code = pre.textContent;
+      const block = document.createElement('div');
+      block.className = 'code-block';
+      pre.replaceWith(block);
+      block.append(button('Copy', 'copy-code', (event) => copyText(code, event.currentTarget)), pre);
+    }
+  } else {
+    content.textContent = message.content;
+  }
   const stats = element.querySelector(".stats");
   stats.textContent = message.stats && typeof message.stats === "object" ? statsText(message.stats) : "";
   stats.hidden = !stats.textContent;
 }
 
-function messageElement(message) {
+// A message's element, with its actions: Copy on every message, Edit on the user's (the
+// conversation is sent again from there), Regenerate on the last answer.
+function messageElement(conversation, index) {
+  const message = conversation.messages[index];
   const element = document.createElement("div");
   element.className = `message ${message.role}`;
   const role = document.createElement("div");
@@ -234,8 +357,85 @@ function messageElement(message) {
   content.className = "content";
   const stats = document.createElement("div");
   stats.className = "stats";
-  element.append(role, content, stats);
+  const actions = document.createElement('div');
+  actions.className = 'actions';
+  actions.append(button('Copy', 'copy', (event) => copyText(message.content, event.currentTarget)));
+  if (message.role === 'user') {
+    actions.append(button('Edit', 'edit', () => startEdit(element, conversation, index)));
+  } else if (index === conversation.messages.length - 1) {
+    actions.append(button('Regenerate', 'regenerate', () => regenerate(conversation)));
+  }
+  element.append(role, content, stats, actions);
   renderMessageContent(element, message);
+  return element;
+}
+
+// Editing a user message in place: sending it drops everything after it and answers again.
+function startEdit(element, conversation, index) {
+  if (state.controller) return;
+  const box = document.createElement('textarea');
+  box.className = 'edit-box';
+  box.value = conversation.messages[index].content;
+  box.rows = Math.min(10, box.value.split('\n').length + 1);
+  const submit = () => {
+    const text = box.value.trim();
+    if (!text || state.controller) return;
+    conversation.messages.splice(index);
+    conversation.messages.push({role: 'user', content: text});
+    if (index === 0) conversation.title = text.slice(0, 60);
+    renderConversationList();
+    generate(conversation);
+  };
+  box.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      submit();
+    } else if (event.key === 'Escape') {
+      renderMessages({keepScroll: true});
+    }
+  });
+  const row = document.createElement('div');
+  row.className = 'edit-buttons';
+  row.append(
+      button('Send', 'save-edit', submit), button('Cancel', 'cancel-edit', () => renderMessages({keepScroll: true})));
+  element.querySelector('.content').replaceChildren(box, row);
+  element.querySelector('.actions').hidden = true;
+  box.focus();
+}
+
+function emptyState() {
+  const element = document.createElement('div');
+  element.id = 'empty-state';
+  const title = document.createElement('h2');
+  const model = document.createElement('span');
+  model.className = 'empty-model';
+  model.textContent = state.model || 'the model';
+  title.append('Chat with ', model);
+  const hint = document.createElement('p');
+  hint.className = 'muted';
+  hint.textContent = 'Type a message below: Enter sends, Shift+Enter starts a new line. ' +
+      'Conversations are kept in this browser only.';
+  const examples = document.createElement('div');
+  examples.className = 'examples';
+  for (const text
+           of ['Explain what a KV cache is, in two sentences.', 'Write a haiku about a lighthouse.',
+               'Give me a Python function that reverses a string.']) {
+    examples.append(button(text, 'example', () => {
+      $('prompt').value = text;
+      $('prompt').focus();
+    }));
+  }
+  element.append(title, hint, examples);
+  return element;
+}
+
+function failureElement(conversation) {
+  const element = document.createElement('div');
+  element.className = 'send-error';
+  element.setAttribute('role', 'alert');
+  const text = document.createElement('span');
+  text.textContent = `Not sent: ${state.failure.message}`;
+  element.append(text, button('Retry', 'retry', () => retry(conversation)));
   return element;
 }
 
@@ -244,12 +444,19 @@ function scrollToEnd() {
   box.scrollTop = box.scrollHeight;
 }
 
-function renderMessages() {
+function renderMessages({keepScroll = false} = {}) {
   const box = $("messages");
+  const scrollTop = box.scrollTop;
+  const atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
   box.replaceChildren();
   const conversation = currentConversation();
-  if (conversation) for (const m of conversation.messages) box.append(messageElement(m));
-  scrollToEnd();
+  if (conversation) conversation.messages.forEach((_, i) => box.append(messageElement(conversation, i)));
+  if (conversation && state.failure && state.failure.id === conversation.id) box.append(failureElement(conversation));
+  if (!box.childElementCount) box.append(emptyState());
+  if (keepScroll && !atEnd)
+    box.scrollTop = scrollTop;  // the reader had scrolled up: stay there
+  else
+    scrollToEnd();
 }
 
 function renderConversationList() {
@@ -258,22 +465,15 @@ function renderConversationList() {
   for (const conversation of state.conversations) {
     const item = document.createElement("li");
     if (conversation.id === state.currentId) item.className = "current";
-    const title = document.createElement("button");
-    title.type = "button";
-    title.className = "title";
-    title.textContent = conversation.title || "New chat";
-    title.title = title.textContent;
-    title.addEventListener("click", () => {
+    const title = button(conversation.title || 'New chat', 'title', () => {
       state.currentId = conversation.id;
+      setSidebarOpen(false);
       renderConversationList();
       renderMessages();
     });
-    const remove = document.createElement("button");
-    remove.type = "button";
-    remove.className = "delete";
-    remove.textContent = "×";
-    remove.setAttribute("aria-label", "Delete conversation");
-    remove.addEventListener("click", () => deleteConversation(conversation.id));
+    title.title = title.textContent;
+    const remove = button('×', 'delete', () => deleteConversation(conversation.id));
+    remove.setAttribute('aria-label', 'Delete conversation');
     item.append(title, remove);
     list.append(item);
   }
@@ -291,6 +491,13 @@ function deleteConversation(id) {
 function setBusy(busy) {
   $("send").hidden = busy;
   $("stop").hidden = !busy;
+  document.body.classList.toggle('busy', busy);
+}
+
+// Below 700 px the sidebar is a panel over the conversation, opened by the ☰ button.
+function setSidebarOpen(open) {
+  document.body.classList.toggle('sidebar-open', open);
+  $('sidebar-toggle').setAttribute('aria-expanded', String(open));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,7 +537,7 @@ async function errorMessage(response) {
   return message;
 }
 
-async function send(text) {
+function send(text) {
   let conversation = currentConversation();
   if (!conversation) {
     conversation = { id: `${Date.now()}-${Math.random().toString(36).slice(2)}`, title: "", updated: 0, messages: [] };
@@ -338,13 +545,34 @@ async function send(text) {
     state.currentId = conversation.id;
   }
   if (!conversation.title) conversation.title = text.slice(0, 60);
-  conversation.updated = Date.now();
   conversation.messages.push({ role: "user", content: text });
+  renderConversationList();
+  return generate(conversation);
+}
+
+// The last answer again: it is dropped and the conversation is sent as it was before it.
+function regenerate(conversation) {
+  if (state.controller) return;
+  const last = conversation.messages[conversation.messages.length - 1];
+  if (last && last.role === 'assistant') conversation.messages.pop();
+  generate(conversation);
+}
+
+// After a failed send: a partial answer (the connection broke mid-way) is replaced too.
+function retry(conversation) {
+  regenerate(conversation);
+}
+
+// Streams an answer to the conversation as it stands (it ends with the user's message). A send
+// that fails shows its error under the conversation with Retry; an answer without text is
+// dropped, so the history never keeps an empty turn.
+async function generate(conversation) {
+  state.failure = null;
+  conversation.updated = Date.now();
   const body = requestBody(conversation);
   const answer = { role: "assistant", content: "", stats: null };
   conversation.messages.push(answer);
   saveConversations();
-  renderConversationList();
   renderMessages();
   const element = $("messages").lastElementChild;
   element.classList.add("streaming");
@@ -360,6 +588,7 @@ async function send(text) {
   let chunks = 0;
   let usageTokens = null;
   let finish = null;
+  let failure = null;
   let pending = false;  // a repaint is scheduled
   try {
     const response = await fetch("/v1/chat/completions", {
@@ -400,7 +629,7 @@ async function send(text) {
       finish = "stopped";
     } else {
       finish = "error";
-      showError(e.message);
+      failure = e.message || String(e);
     }
   } finally {
     if (state.controller === controller) {
@@ -417,11 +646,12 @@ async function send(text) {
       tokens,
       finish,
     };
+    if (!answer.content) conversation.messages.splice(conversation.messages.indexOf(answer), 1);
+    if (failure) state.failure = {id: conversation.id, message: failure};
     conversation.updated = Date.now();
     saveConversations();
-    element.classList.remove("streaming");
-    renderMessageContent(element, answer);
     setBusy(false);
+    if (conversation.id === state.currentId) renderMessages({keepScroll: !failure});
   }
 }
 
@@ -433,7 +663,9 @@ async function showModel() {
       return;
     }
     const models = await response.json();
-    $("model-name").textContent = models.data && models.data[0] ? models.data[0].id : "";
+    state.model = models.data && models.data[0] ? models.data[0].id : '';
+    $('model-name').textContent = state.model;
+    for (const element of document.querySelectorAll('.empty-model')) element.textContent = state.model || 'the model';
   } catch {
     // the server is away: sending will say so
   }
@@ -455,9 +687,16 @@ function start() {
   });
   $("new-chat").addEventListener("click", () => {
     state.currentId = null;
+    setSidebarOpen(false);
     renderConversationList();
     renderMessages();
     $("prompt").focus();
+  });
+  $('sidebar-toggle')
+      .addEventListener('click', () => setSidebarOpen(!document.body.classList.contains('sidebar-open')));
+  $('backdrop').addEventListener('click', () => setSidebarOpen(false));
+  document.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape') setSidebarOpen(false);
   });
   $("stop").addEventListener("click", () => {
     if (state.controller) state.controller.abort();

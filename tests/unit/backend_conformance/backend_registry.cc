@@ -35,20 +35,15 @@ BackendEntry cpu_entry() {
 }
 
 #ifdef LUMEN_HAS_CUDA
-// The weight and table types the CUDA kernels handle (gemv_activation_type in gemv.cu,
-// rows_supported in rows.cu).
+// The CUDA kernels handle every weight type the CPU multiplies and every table type get_rows
+// converts (gemv_activation_type in gemv.cu, rows_supported in rows.cu): the table's type lists.
 bool cuda_supports(const Case& c) {
   using tensor::DType;
   switch (c.op) {
     case Op::kMatmul:
     case Op::kMatmulSameInput:
     case Op::kMatmulGlu:
-    case Op::kGetRows:
-      for (DType t :
-           {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
-        if (c.type == t) return true;
-      }
-      return false;
+    case Op::kGetRows: return true;
     case Op::kMoeFfn: return false;  // no CUDA kernels yet: the backend refuses the op
     case Op::kStoreKv:
     case Op::kKvBlocks:

@@ -169,12 +169,13 @@ TEST_P(CudaRows, GetRowsAndCopyToHostAreExact) {
   EXPECT_EQ(expected, got) << "copy_to_host " << tensor::dtype_name(type);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, CudaRows,
-                         ::testing::Values(TableCase{DType::F32, 100}, TableCase{DType::F16, 66},
-                                           TableCase{DType::BF16, 130}, TableCase{DType::Q4_0, 96},
-                                           TableCase{DType::Q4_1, 576}, TableCase{DType::Q8_0, 64},
-                                           TableCase{DType::Q4_K, 512},
-                                           TableCase{DType::Q6_K, 768}));
+INSTANTIATE_TEST_SUITE_P(
+    Types, CudaRows,
+    ::testing::Values(TableCase{DType::F32, 100}, TableCase{DType::F16, 66}, TableCase{DType::BF16, 130},
+                      TableCase{DType::Q4_0, 96}, TableCase{DType::Q4_1, 576}, TableCase{DType::Q5_0, 160},
+                      TableCase{DType::Q5_1, 96}, TableCase{DType::Q8_0, 64}, TableCase{DType::Q8_1, 64},
+                      TableCase{DType::Q2_K, 256}, TableCase{DType::Q3_K, 512}, TableCase{DType::Q4_K, 512},
+                      TableCase{DType::Q5_K, 768}, TableCase{DType::Q6_K, 768}, TableCase{DType::Q8_K, 256}));
 
 // ---- rope ----
 
@@ -249,8 +250,8 @@ TEST(CudaBackendErrors, RefusesHostTensorsAndTypesWithoutKernels) {
   std::vector<float> host(16, 1.0f);
   TensorView h = f32_matrix(host.data(), 16, 1);
   EXPECT_THROW(gpu()->scale(h, 2.0f), Error);
-  std::vector<uint8_t> q5(22 * 4);  // four Q5_0 blocks: a format with no CUDA kernels
-  const TensorView w = gpu()->upload_weights(DType::Q5_0, {128, 1, 1, 1}, q5.data());
+  std::vector<uint8_t> iq4(18 * 4);  // four IQ4_NL blocks: a format with no CUDA kernels
+  const TensorView w = gpu()->upload_weights(DType::IQ4_NL, {128, 1, 1, 1}, iq4.data());
   DeviceTensor x = device_matrix(128, 1, 128), y = device_matrix(1, 1, 1);
   const std::vector<int32_t> ids = {0};
   EXPECT_THROW(gpu()->get_rows(w, ids, x.view), Error);

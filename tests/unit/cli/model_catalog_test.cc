@@ -55,6 +55,8 @@ TEST(ModelCatalog, ClosestNameByPrefixOrTypo) {
   const std::vector<std::string> known = {"smollm2", "gemma3", "gemma3-270m:q4_k_m"};
   EXPECT_EQ(closest_name("gemma3-270m", known), "gemma3");  // a prefix: the shortest match wins the tie
   EXPECT_EQ(closest_name("smollm", known), "smollm2");
+  // Several prefixes: the nearest one, not the first listed.
+  EXPECT_EQ(closest_name("stop_token_id", {"stop", "stop_token_ids"}), "stop_token_ids");
   EXPECT_EQ(closest_name("gemme3", known), "gemma3");
   EXPECT_EQ(closest_name("llama", known), std::nullopt);
 }

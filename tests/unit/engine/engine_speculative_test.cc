@@ -290,5 +290,47 @@ TEST_F(EngineSpeculative, NoDraftsWhileTheBatchIsAboveTheLimit) {
   for (size_t i = 0; i < hs.size(); ++i) EXPECT_EQ(hs[i].collect().tokens, plain.results[i].tokens);
 }
 
+// Drafts that are always wrong: the token after the one the plain output has next.
+class WrongProposer final : public spec::Proposer {
+ public:
+  explicit WrongProposer(std::vector<int32_t> known) : known_(std::move(known)) {}
+  void propose(std::span<const spec::DraftRequest> requests) override {
+    for (const spec::DraftRequest& r : requests) {
+      r.draft->clear();
+      if (r.tokens.size() >= known_.size()) continue;
+      r.draft->assign(static_cast<size_t>(r.max_tokens), known_[r.tokens.size()] + 1);
+    }
+  }
+
+ private:
+  std::vector<int32_t> known_;
+};
+
+// Issue 49: a proposer that is always wrong switches itself off (per sequence; the acceptance
+// and measured break-even rules are in spec/acceptance_history.h, tested there) and the stats
+// say for how many steps, while min_acceptance_rate 0 keeps it drafting every step it can.
+TEST_F(EngineSpeculative, APoorProposerSwitchesItselfOffAndSaysSo) {
+  const auto ps = prompts(1);
+  const std::vector<SamplingParams> params = {greedy(60)};
+  const Run plain = run(config(512), ps, params);
+  const std::vector<int32_t> known = known_sequences(ps, params, plain)[0];
+  auto speculate = [&](EngineConfig c) {
+    Engine engine(handle(), c);
+    engine::EngineTestAccess::set_proposer(engine, std::make_unique<WrongProposer>(known));
+    RequestHandle h = engine.add_request(ps[0], params[0]);
+    drain(engine);
+    EXPECT_EQ(h.collect().tokens, plain.results[0].tokens);
+    return engine.stats();
+  };
+  EngineConfig pausing = speculative(512);
+  pausing.speculative.min_acceptance_rate = 0.1;
+  const EngineStats poor = speculate(pausing);
+  EXPECT_GT(poor.spec_paused_steps, 30u);
+  EXPECT_LT(poor.spec_drafts, 20u);
+  const EngineStats always = speculate(speculative(512));  // min_acceptance_rate 0
+  EXPECT_EQ(always.spec_paused_steps, 0u);
+  EXPECT_GE(always.spec_drafts, 55u);
+}
+
 }  // namespace
 }  // namespace lumen::testing

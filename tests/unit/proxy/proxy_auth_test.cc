@@ -1,5 +1,5 @@
 // The proxy's client-facing rules over real sockets: API keys, public metrics, CORS and the
-// request read timeout, as `lumen serve` applies them (server/http_policy.h). The attack each test makes is the one a
+// request read timeout, as `lumen serve` applies them (http/http_policy.h). The attack each test makes is the one a
 // review found open: a proxy started with --api-key answered chat and /v1/models with no key or a
 // wrong one, and /metrics to anyone.
 #include <arpa/inet.h>

@@ -89,5 +89,49 @@ TEST(AcceptanceHistory, AMinimumOfZeroNeverPauses) {
   }
 }
 
+// The measured break-even (issue 49): drafts accepted often enough for min_acceptance_rate but
+// too few for what their rows cost on this machine. 2 tokens per step for 8 rows pays while a
+// row costs less than 1/8 of a plain step, and not above.
+TEST(AcceptanceHistory, StepsYieldingLessThanTheirCostPauseAtTheMeasuredBreakEven) {
+  AcceptanceHistory cheap;
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(cheap.ready());
+    cheap.record(8, 1, true, 8, 0.1, 0.1);  // 2 tokens for 1 + 0.8 plain steps: pays
+  }
+  EXPECT_FALSE(cheap.below_break_even());
+  AcceptanceHistory dear;
+  dear.record(8, 1, true, 8, 0.1, 0.2);  // 2 tokens for 1 + 1.6 plain steps
+  EXPECT_TRUE(dear.below_break_even());
+  EXPECT_TRUE(dear.paused());
+  EXPECT_GT(dear.rate(), 0.1);  // the acceptance rule alone would have gone on
+  EXPECT_EQ(steps_until_ready(dear), AcceptanceHistory::kFirstPause + 1);
+  dear.record(8, 1, true, 8, 0.1, 0.2);  // the probe still does not pay: twice as long
+  EXPECT_EQ(steps_until_ready(dear), 2 * AcceptanceHistory::kFirstPause + 1);
+  // Once the drafts are taken whole the same cost pays again.
+  for (int i = 0; i < 4; ++i) dear.record(8, 8, false, 8, 0.1, 0.2);
+  EXPECT_FALSE(dear.below_break_even());
+  EXPECT_FALSE(dear.paused());
+}
+
+// Lookahead's window is paid in every step, also where no n-gram matched and nothing was
+// drafted: those steps count as cost for one token.
+TEST(AcceptanceHistory, RowsWithoutADraftCountAsCost) {
+  AcceptanceHistory h;
+  h.record(0, 0, false, 12, 0.1, 0.05);  // 1 token for 1 + 0.6 plain steps
+  EXPECT_TRUE(h.below_break_even());
+  EXPECT_TRUE(h.paused());
+  EXPECT_DOUBLE_EQ(h.rate(), 1.0);  // no draft: the acceptance rate is untouched
+}
+
+// With the cost of a row unknown (0) every step pays, whatever it yields.
+TEST(AcceptanceHistory, AnUnknownCostNeverPausesForTheBreakEven) {
+  AcceptanceHistory h;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(h.ready());
+    h.record(0, 0, false, 12, 0.1, 0.0);
+  }
+  EXPECT_FALSE(h.below_break_even());
+}
+
 }  // namespace
 }  // namespace lumen::spec

@@ -40,6 +40,7 @@ TEST(StepCost, UnknownUntilTwoDraftLengthsThenTheFittedRatio) {
   StepCost cost;
   for (int i = 0; i < 10; ++i) cost.record(5, 0.020);
   EXPECT_EQ(cost.per_draft_token(), 0.0);
+  EXPECT_FALSE(cost.known());
   // 10 ms a plain step, 2 ms per draft token: 0.2.
   for (int i = 0; i < 50; ++i) {
     cost.record(0, 0.010);
@@ -47,6 +48,7 @@ TEST(StepCost, UnknownUntilTwoDraftLengthsThenTheFittedRatio) {
     cost.record(5, 0.020);
   }
   EXPECT_NEAR(cost.per_draft_token(), 0.2, 0.02);
+  EXPECT_TRUE(cost.known());
 }
 
 TEST(AcceptanceHistory, TokenAcceptanceCountsTheFirstRejection) {

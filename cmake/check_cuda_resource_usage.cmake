@@ -1,0 +1,82 @@
+# cmake -DNVCC=... [-DLAUNCHER=ccache] -DSOURCE=x.cu -DARCH=90 -DINCLUDE_DIRS=a;b -DREPORT=out.txt
+#       -DMAX_REGISTERS=128 [-DNVCC_FLAGS=...] -P check_cuda_resource_usage.cmake
+#
+# Compiles SOURCE for one architecture with ptxas's resource report (nvcc --resource-usage,
+# i.e. ptxas -v) and fails when a kernel spills registers to local memory, needs a stack frame,
+# or uses more than MAX_REGISTERS registers: a spill in a GEMV turns its stream over the weights
+# into local-memory traffic, which no test would notice. On success REPORT lists each kernel's
+# registers, shared memory and spills.
+foreach(var NVCC SOURCE ARCH REPORT MAX_REGISTERS)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "check_cuda_resource_usage: ${var} is not set")
+  endif()
+endforeach()
+
+set(command ${NVCC} -std=c++20 -O3 -DNDEBUG -arch=sm_${ARCH} -cubin --resource-usage -o ${REPORT}.cubin ${SOURCE})
+foreach(dir IN LISTS INCLUDE_DIRS)
+  list(APPEND command -I${dir})
+endforeach()
+list(APPEND command ${NVCC_FLAGS})  # optional, e.g. -maxrregcount=40 to see the check fail
+if(LAUNCHER)
+  list(PREPEND command ${LAUNCHER})
+endif()
+execute_process(COMMAND ${command} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+file(REMOVE ${REPORT}.cubin)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "nvcc --resource-usage failed on ${SOURCE}:\n${out}${err}")
+endif()
+
+string(REPLACE "\n" ";" lines "${out}${err}")
+set(kernel "")
+set(stack 0)
+set(stores 0)
+set(loads 0)
+set(report "")
+set(problems "")
+set(count 0)
+foreach(line IN LISTS lines)
+  if(line MATCHES "Compiling entry function '([^']+)'")
+    set(kernel "${CMAKE_MATCH_1}")
+    # A readable name: the kernel's identifier and its tensor::DType argument, if any.
+    if(kernel MATCHES "([a-z][a-z_]*_kernel)")
+      set(short "${CMAKE_MATCH_1}")
+      if(kernel MATCHES "DTypeE([0-9]+)ELi([0-9]+)E")  # <DType, int>
+        string(APPEND short "<DType ${CMAKE_MATCH_1}, ${CMAKE_MATCH_2}>")
+      elseif(kernel MATCHES "DTypeE([0-9]+)E")
+        string(APPEND short "<DType ${CMAKE_MATCH_1}>")
+      endif()
+    else()
+      set(short "${kernel}")
+    endif()
+  elseif(line MATCHES "([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads")
+    set(stack ${CMAKE_MATCH_1})
+    set(stores ${CMAKE_MATCH_2})
+    set(loads ${CMAKE_MATCH_3})
+  elseif(line MATCHES "Used ([0-9]+) registers(.*)")
+    set(registers ${CMAKE_MATCH_1})
+    set(smem 0)
+    if(CMAKE_MATCH_2 MATCHES "([0-9]+) bytes smem")
+      set(smem ${CMAKE_MATCH_1})
+    endif()
+    math(EXPR count "${count} + 1")
+    set(entry "${short}: ${registers} registers, ${smem} B shared, ${stack} B stack, ${stores} B spill stores, ${loads} B spill loads")
+    string(APPEND report "${entry}\n")
+    if(NOT stack EQUAL 0 OR NOT stores EQUAL 0 OR NOT loads EQUAL 0 OR registers GREATER MAX_REGISTERS)
+      string(APPEND problems "  ${entry}\n")
+    endif()
+    set(stack 0)
+    set(stores 0)
+    set(loads 0)
+  endif()
+endforeach()
+
+get_filename_component(name ${SOURCE} NAME)
+if(count EQUAL 0)
+  message(FATAL_ERROR "no ptxas resource lines for ${name} (has nvcc's output format changed?):\n${out}${err}")
+endif()
+if(NOT problems STREQUAL "")
+  message(FATAL_ERROR "${name} (sm_${ARCH}): kernels that spill, need a stack frame or use more than "
+                      "${MAX_REGISTERS} registers:\n${problems}")
+endif()
+file(WRITE ${REPORT} "${report}")
+message(STATUS "${name} (sm_${ARCH}): ${count} kernels, none spills; report in ${REPORT}")
