@@ -82,7 +82,7 @@ void Engine::Impl::embed_batch(std::span<const std::vector<int32_t>* const> inpu
 void Engine::Impl::run_embeddings(std::vector<EmbedJob>& jobs) {
   // Every input of every waiting request, in arrival order, with the request it belongs to.
   std::vector<const std::vector<int32_t>*> inputs;
-  std::vector<std::vector<float>*> outputs;
+  std::vector<std::vector<float>*> targets;  // where each input's vector goes
   std::vector<size_t> job_of;
   std::vector<std::vector<std::vector<float>>> vectors(jobs.size());
   std::vector<std::exception_ptr> errors(jobs.size());
@@ -90,7 +90,7 @@ void Engine::Impl::run_embeddings(std::vector<EmbedJob>& jobs) {
     vectors[j].resize(jobs[j].inputs.size());
     for (size_t i = 0; i < jobs[j].inputs.size(); ++i) {
       inputs.push_back(&jobs[j].inputs[i]);
-      outputs.push_back(&vectors[j][i]);
+      targets.push_back(&vectors[j][i]);
       job_of.push_back(j);
     }
   }
@@ -117,7 +117,7 @@ void Engine::Impl::run_embeddings(std::vector<EmbedJob>& jobs) {
       if (needed > free_blocks) {
         fail("embeddings: an input needs {} KV blocks and {} are free now: try again later", needed, free_blocks);
       }
-      embed_batch(std::span(inputs).subspan(first, end - first), std::span(outputs).subspan(first, end - first));
+      embed_batch(std::span(inputs).subspan(first, end - first), std::span(targets).subspan(first, end - first));
     } catch (...) {
       for (size_t i = first; i < end; ++i) errors[job_of[i]] = std::current_exception();
     }
