@@ -44,40 +44,36 @@ function renderInline(text) {
 // in GFM), without the optional outer pipes; "\|" is a literal pipe.
 function tableCells(line) {
   let row = line.trim();
-  if (row.startsWith('|')) row = row.slice(1);
-  if (row.endsWith('|') && !row.endsWith('\\|')) row = row.slice(0, -1);
-  return row.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, '|'));
+  if (row.startsWith("|")) row = row.slice(1);
+  if (row.endsWith("|") && !row.endsWith("\\|")) row = row.slice(0, -1);
+  return row.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, "|"));
 }
 
 // The alignment of each column when the line is a table's delimiter row ("| :-- | --: |"), else null.
 function tableAlignments(line) {
-  if (!line.includes('|')) return null;
+  if (!line.includes("|")) return null;
   const cells = tableCells(line);
   if (!cells.every((cell) => /^:?-+:?$/.test(cell))) return null;
-  return cells.map(
-      (cell) =>
-          (cell.endsWith(':')       ? (cell.startsWith(':') ? 'center' : 'right') :
-               cell.startsWith(':') ? 'left' :
-                                      ''));
+  return cells.map((cell) => (cell.endsWith(":") ? (cell.startsWith(":") ? "center" : "right") : cell.startsWith(":") ? "left" : ""));
 }
 
 function renderTable(header, alignments, rows) {
   // Alignment is a class from this fixed set: the page's policy forbids style attributes.
   const cell = (tag, text, i) => {
-    const align = alignments[i] ? ` class="align-${alignments[i]}"` : '';
-    return `<${tag}${align}>${renderInline(text ?? '')}</${tag}>`;
+    const align = alignments[i] ? ` class="align-${alignments[i]}"` : "";
+    return `<${tag}${align}>${renderInline(text ?? "")}</${tag}>`;
   };
   // GFM: a row with fewer cells than the header gets empty ones, extra cells are dropped.
-  const row = (tag, cells) => `<tr>${alignments.map((_, i) => cell(tag, cells[i], i)).join('')}</tr>`;
-  const body = rows.length ? `<tbody>${rows.map((cells) => row('td', cells)).join('')}</tbody>` : '';
-  return `<div class="table-wrap"><table><thead>${row('th', header)}</thead>${body}</table></div>`;
+  const row = (tag, cells) => `<tr>${alignments.map((_, i) => cell(tag, cells[i], i)).join("")}</tr>`;
+  const body = rows.length ? `<tbody>${rows.map((cells) => row("td", cells)).join("")}</tbody>` : "";
+  return `<div class="table-wrap"><table><thead>${row("th", header)}</thead>${body}</table></div>`;
 }
 
 const QUOTE_LINE = /^ {0,3}>/;
 const MAX_QUOTE_DEPTH = 8;  // deeper ">" markers stay text (no unbounded recursion)
 
 function renderMarkdown(text) {
-  return renderBlocks(text.replace(/\u0000/g, '').replace(/\r\n?/g, '\n').split('\n'), 0);
+  return renderBlocks(text.replace(/\u0000/g, "").replace(/\r\n?/g, "\n").split("\n"), 0);
 }
 
 function renderBlocks(lines, depth) {
@@ -109,19 +105,18 @@ function renderBlocks(lines, depth) {
       endParagraph();
       endList();
       const quoted = [];
-      for (; i < lines.length && QUOTE_LINE.test(lines[i]); i++) quoted.push(lines[i].replace(/^ {0,3}> ?/, ''));
+      for (; i < lines.length && QUOTE_LINE.test(lines[i]); i++) quoted.push(lines[i].replace(/^ {0,3}> ?/, ""));
       i--;
       out.push(`<blockquote>${renderBlocks(quoted, depth + 1)}</blockquote>`);
       continue;
     }
-    const alignments = line.includes('|') && i + 1 < lines.length ? tableAlignments(lines[i + 1]) : null;
+    const alignments = line.includes("|") && i + 1 < lines.length ? tableAlignments(lines[i + 1]) : null;
     const header = alignments && tableCells(line);
     if (header && header.length === alignments.length) {
       endParagraph();
       endList();
       const rows = [];
-      for (i += 2; i < lines.length && lines[i].includes('|') && !QUOTE_LINE.test(lines[i]); i++)
-        rows.push(tableCells(lines[i]));
+      for (i += 2; i < lines.length && lines[i].includes("|") && !QUOTE_LINE.test(lines[i]); i++) rows.push(tableCells(lines[i]));
       i--;
       out.push(renderTable(header, alignments, rows));
       continue;
@@ -186,15 +181,15 @@ function saveJson(key, value) {
 const state = {
   conversations: [],
   currentId: null,
-  controller: null,   // the AbortController of the answer being streamed
+  controller: null,  // the AbortController of the answer being streamed
   streamingId: null,  // the conversation that answer belongs to
-  failure: null,      // { id: the conversation, message }: the last send that failed, shown with Retry
-  model: '',          // the served model's name, from /v1/models
+  failure: null,  // { id: the conversation, message }: the last send that failed, shown with Retry
+  model: "",  // the served model's name, from /v1/models
 };
 
 // An assistant turn with no text (a send that failed, or was stopped, before its first token) is
 // never kept: it would only be an empty turn in the history.
-const keptMessage = (m) => m.role !== 'assistant' || m.content !== '';
+const keptMessage = (m) => m.role !== "assistant" || m.content !== "";
 
 function loadConversations() {
   const stored = loadJson(STORE_KEYS.conversations, []);
@@ -209,8 +204,7 @@ function loadConversations() {
 }
 
 function saveConversations() {
-  saveJson(
-      STORE_KEYS.conversations, state.conversations.map((c) => ({...c, messages: c.messages.filter(keptMessage)})));
+  saveJson(STORE_KEYS.conversations, state.conversations.map((c) => ({ ...c, messages: c.messages.filter(keptMessage) })));
 }
 
 function currentConversation() {
@@ -280,31 +274,31 @@ function statsText(stats) {
   const parts = [];
   if (Number.isFinite(stats.ttft_ms)) parts.push(`TTFT ${Math.round(stats.ttft_ms)} ms`);
   if (Number.isFinite(stats.tokens_per_s)) parts.push(`${stats.tokens_per_s.toFixed(1)} tok/s`);
-  if (Number.isFinite(stats.tokens)) parts.push(`${stats.tokens} ${stats.tokens === 1 ? 'token' : 'tokens'}`);
+  if (Number.isFinite(stats.tokens)) parts.push(`${stats.tokens} ${stats.tokens === 1 ? "token" : "tokens"}`);
   if (typeof stats.finish === "string" && stats.finish !== "stop") parts.push(stats.finish);
   return parts.join(" · ");
 }
 
 function button(label, className, onClick) {
-  const element = document.createElement('button');
-  element.type = 'button';
+  const element = document.createElement("button");
+  element.type = "button";
   element.className = className;
   element.textContent = label;
-  element.addEventListener('click', onClick);
+  element.addEventListener("click", onClick);
   return element;
 }
 
 // The clipboard API needs a secure context (https, or this machine's own address); over plain
 // http from another machine, or where the API refuses, the older execCommand("copy") still works.
 function copyBySelection(text) {
-  const area = document.createElement('textarea');
+  const area = document.createElement("textarea");
   area.value = text;
-  area.className = 'offscreen';
+  area.className = "offscreen";
   document.body.append(area);
   area.select();
   let copied = false;
   try {
-    copied = document.execCommand('copy');
+    copied = document.execCommand("copy");
   } catch {
     // copied stays false
   }
@@ -318,23 +312,21 @@ async function copyText(text, source) {
     copied = await navigator.clipboard.writeText(text).then(() => true, () => false);
   }
   if (!copied) copied = copyBySelection(text);
-  source.textContent = copied ? 'Copied' : 'Copy failed';
-  setTimeout(() => {
-    source.textContent = 'Copy';
-  }, 1500);
+  source.textContent = copied ? "Copied" : "Copy failed";
+  setTimeout(() => { source.textContent = "Copy"; }, 1500);
 }
 
 function renderMessageContent(element, message) {
   const content = element.querySelector(".content");
-  if (message.role === 'assistant') {
+  if (message.role === "assistant") {
     content.innerHTML = renderMarkdown(message.content);
     // Each code block gets a copy button in its corner (outside the <pre>, so it does not scroll).
-    for (const pre of content.querySelectorAll('pre')) {
+    for (const pre of content.querySelectorAll("pre")) {
       const code = pre.textContent;
-      const block = document.createElement('div');
-      block.className = 'code-block';
+      const block = document.createElement("div");
+      block.className = "code-block";
       pre.replaceWith(block);
-      block.append(button('Copy', 'copy-code', (event) => copyText(code, event.currentTarget)), pre);
+      block.append(button("Copy", "copy-code", (event) => copyText(code, event.currentTarget)), pre);
     }
   } else {
     content.textContent = message.content;
@@ -357,13 +349,13 @@ function messageElement(conversation, index) {
   content.className = "content";
   const stats = document.createElement("div");
   stats.className = "stats";
-  const actions = document.createElement('div');
-  actions.className = 'actions';
-  actions.append(button('Copy', 'copy', (event) => copyText(message.content, event.currentTarget)));
-  if (message.role === 'user') {
-    actions.append(button('Edit', 'edit', () => startEdit(element, conversation, index)));
+  const actions = document.createElement("div");
+  actions.className = "actions";
+  actions.append(button("Copy", "copy", (event) => copyText(message.content, event.currentTarget)));
+  if (message.role === "user") {
+    actions.append(button("Edit", "edit", () => startEdit(element, conversation, index)));
   } else if (index === conversation.messages.length - 1) {
-    actions.append(button('Regenerate', 'regenerate', () => regenerate(conversation)));
+    actions.append(button("Regenerate", "regenerate", () => regenerate(conversation)));
   }
   element.append(role, content, stats, actions);
   renderMessageContent(element, message);
@@ -373,56 +365,54 @@ function messageElement(conversation, index) {
 // Editing a user message in place: sending it drops everything after it and answers again.
 function startEdit(element, conversation, index) {
   if (state.controller) return;
-  const box = document.createElement('textarea');
-  box.className = 'edit-box';
+  const box = document.createElement("textarea");
+  box.className = "edit-box";
   box.value = conversation.messages[index].content;
-  box.rows = Math.min(10, box.value.split('\n').length + 1);
+  box.rows = Math.min(10, box.value.split("\n").length + 1);
   const submit = () => {
     const text = box.value.trim();
     if (!text || state.controller) return;
     conversation.messages.splice(index);
-    conversation.messages.push({role: 'user', content: text});
+    conversation.messages.push({ role: "user", content: text });
     if (index === 0) conversation.title = text.slice(0, 60);
     renderConversationList();
     generate(conversation);
   };
-  box.addEventListener('keydown', (event) => {
-    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       submit();
-    } else if (event.key === 'Escape') {
-      renderMessages({keepScroll: true});
+    } else if (event.key === "Escape") {
+      renderMessages({ keepScroll: true });
     }
   });
-  const row = document.createElement('div');
-  row.className = 'edit-buttons';
-  row.append(
-      button('Send', 'save-edit', submit), button('Cancel', 'cancel-edit', () => renderMessages({keepScroll: true})));
-  element.querySelector('.content').replaceChildren(box, row);
-  element.querySelector('.actions').hidden = true;
+  const row = document.createElement("div");
+  row.className = "edit-buttons";
+  row.append(button("Send", "save-edit", submit), button("Cancel", "cancel-edit", () => renderMessages({ keepScroll: true })));
+  element.querySelector(".content").replaceChildren(box, row);
+  element.querySelector(".actions").hidden = true;
   box.focus();
 }
 
 function emptyState() {
-  const element = document.createElement('div');
-  element.id = 'empty-state';
-  const title = document.createElement('h2');
-  const model = document.createElement('span');
-  model.className = 'empty-model';
-  model.textContent = state.model || 'the model';
-  title.append('Chat with ', model);
-  const hint = document.createElement('p');
-  hint.className = 'muted';
-  hint.textContent = 'Type a message below: Enter sends, Shift+Enter starts a new line. ' +
-      'Conversations are kept in this browser only.';
-  const examples = document.createElement('div');
-  examples.className = 'examples';
-  for (const text
-           of ['Explain what a KV cache is, in two sentences.', 'Write a haiku about a lighthouse.',
-               'Give me a Python function that reverses a string.']) {
-    examples.append(button(text, 'example', () => {
-      $('prompt').value = text;
-      $('prompt').focus();
+  const element = document.createElement("div");
+  element.id = "empty-state";
+  const title = document.createElement("h2");
+  const model = document.createElement("span");
+  model.className = "empty-model";
+  model.textContent = state.model || "the model";
+  title.append("Chat with ", model);
+  const hint = document.createElement("p");
+  hint.className = "muted";
+  hint.textContent = "Type a message below: Enter sends, Shift+Enter starts a new line. " +
+    "Conversations are kept in this browser only.";
+  const examples = document.createElement("div");
+  examples.className = "examples";
+  for (const text of ["Explain what a KV cache is, in two sentences.", "Write a haiku about a lighthouse.",
+    "Give me a Python function that reverses a string."]) {
+    examples.append(button(text, "example", () => {
+      $("prompt").value = text;
+      $("prompt").focus();
     }));
   }
   element.append(title, hint, examples);
@@ -430,12 +420,12 @@ function emptyState() {
 }
 
 function failureElement(conversation) {
-  const element = document.createElement('div');
-  element.className = 'send-error';
-  element.setAttribute('role', 'alert');
-  const text = document.createElement('span');
+  const element = document.createElement("div");
+  element.className = "send-error";
+  element.setAttribute("role", "alert");
+  const text = document.createElement("span");
   text.textContent = `Not sent: ${state.failure.message}`;
-  element.append(text, button('Retry', 'retry', () => retry(conversation)));
+  element.append(text, button("Retry", "retry", () => retry(conversation)));
   return element;
 }
 
@@ -444,7 +434,7 @@ function scrollToEnd() {
   box.scrollTop = box.scrollHeight;
 }
 
-function renderMessages({keepScroll = false} = {}) {
+function renderMessages({ keepScroll = false } = {}) {
   const box = $("messages");
   const scrollTop = box.scrollTop;
   const atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
@@ -453,10 +443,8 @@ function renderMessages({keepScroll = false} = {}) {
   if (conversation) conversation.messages.forEach((_, i) => box.append(messageElement(conversation, i)));
   if (conversation && state.failure && state.failure.id === conversation.id) box.append(failureElement(conversation));
   if (!box.childElementCount) box.append(emptyState());
-  if (keepScroll && !atEnd)
-    box.scrollTop = scrollTop;  // the reader had scrolled up: stay there
-  else
-    scrollToEnd();
+  if (keepScroll && !atEnd) box.scrollTop = scrollTop;  // the reader had scrolled up: stay there
+  else scrollToEnd();
 }
 
 function renderConversationList() {
@@ -465,15 +453,15 @@ function renderConversationList() {
   for (const conversation of state.conversations) {
     const item = document.createElement("li");
     if (conversation.id === state.currentId) item.className = "current";
-    const title = button(conversation.title || 'New chat', 'title', () => {
+    const title = button(conversation.title || "New chat", "title", () => {
       state.currentId = conversation.id;
       setSidebarOpen(false);
       renderConversationList();
       renderMessages();
     });
     title.title = title.textContent;
-    const remove = button('×', 'delete', () => deleteConversation(conversation.id));
-    remove.setAttribute('aria-label', 'Delete conversation');
+    const remove = button("×", "delete", () => deleteConversation(conversation.id));
+    remove.setAttribute("aria-label", "Delete conversation");
     item.append(title, remove);
     list.append(item);
   }
@@ -491,13 +479,13 @@ function deleteConversation(id) {
 function setBusy(busy) {
   $("send").hidden = busy;
   $("stop").hidden = !busy;
-  document.body.classList.toggle('busy', busy);
+  document.body.classList.toggle("busy", busy);
 }
 
 // Below 700 px the sidebar is a panel over the conversation, opened by the ☰ button.
 function setSidebarOpen(open) {
-  document.body.classList.toggle('sidebar-open', open);
-  $('sidebar-toggle').setAttribute('aria-expanded', String(open));
+  document.body.classList.toggle("sidebar-open", open);
+  $("sidebar-toggle").setAttribute("aria-expanded", String(open));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -554,7 +542,7 @@ function send(text) {
 function regenerate(conversation) {
   if (state.controller) return;
   const last = conversation.messages[conversation.messages.length - 1];
-  if (last && last.role === 'assistant') conversation.messages.pop();
+  if (last && last.role === "assistant") conversation.messages.pop();
   generate(conversation);
 }
 
@@ -647,11 +635,11 @@ async function generate(conversation) {
       finish,
     };
     if (!answer.content) conversation.messages.splice(conversation.messages.indexOf(answer), 1);
-    if (failure) state.failure = {id: conversation.id, message: failure};
+    if (failure) state.failure = { id: conversation.id, message: failure };
     conversation.updated = Date.now();
     saveConversations();
     setBusy(false);
-    if (conversation.id === state.currentId) renderMessages({keepScroll: !failure});
+    if (conversation.id === state.currentId) renderMessages({ keepScroll: !failure });
   }
 }
 
@@ -663,9 +651,9 @@ async function showModel() {
       return;
     }
     const models = await response.json();
-    state.model = models.data && models.data[0] ? models.data[0].id : '';
-    $('model-name').textContent = state.model;
-    for (const element of document.querySelectorAll('.empty-model')) element.textContent = state.model || 'the model';
+    state.model = models.data && models.data[0] ? models.data[0].id : "";
+    $("model-name").textContent = state.model;
+    for (const element of document.querySelectorAll(".empty-model")) element.textContent = state.model || "the model";
   } catch {
     // the server is away: sending will say so
   }
@@ -692,11 +680,10 @@ function start() {
     renderMessages();
     $("prompt").focus();
   });
-  $('sidebar-toggle')
-      .addEventListener('click', () => setSidebarOpen(!document.body.classList.contains('sidebar-open')));
-  $('backdrop').addEventListener('click', () => setSidebarOpen(false));
-  document.addEventListener('keydown', (event) => {
-    if (event.key === 'Escape') setSidebarOpen(false);
+  $("sidebar-toggle").addEventListener("click", () => setSidebarOpen(!document.body.classList.contains("sidebar-open")));
+  $("backdrop").addEventListener("click", () => setSidebarOpen(false));
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") setSidebarOpen(false);
   });
   $("stop").addEventListener("click", () => {
     if (state.controller) state.controller.abort();
