@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "lumen/engine_config.h"
@@ -140,6 +141,21 @@ class Engine {
                                          const SamplingParams& params);
   EngineStats stats() const;
   const EngineConfig& config() const;
+
+  // Embeddings: each input's final hidden states (after the output norm, not logits) pooled as
+  // the model's {arch}.pooling_type says (mean, CLS or last token; a file without one, a decoder,
+  // pools the last token: src/model/pooling.h) and L2-normalised, one vector of
+  // embedding_length per input, in input order. Run on the thread that steps the engine, at its
+  // next step: the inputs of every embed() call since the last step go through the model
+  // together as one flat batch of separate sequences (several batches when they outgrow
+  // max_num_batched_tokens or the free KV blocks), whose K/V is dropped when the pass ends.
+  // Throws lumen::Error at once (computing nothing) for no inputs, an empty input, a token
+  // outside the vocabulary or an input longer than max_model_len; the future holds one when even
+  // a single input finds no room in the KV cache, and under tensor or pipeline parallelism.
+  std::future<std::vector<std::vector<float>>> embed(std::vector<std::vector<int32_t>> inputs);
+  // The width of embed()'s vectors (the model's embedding_length) and how it pools.
+  int64_t embedding_dimensions() const;
+  std::string_view embedding_pooling() const;
 
   // Disaggregated prefill and decode (lumen/prompt_kv.h): one engine computes prompts, another
   // continues them with the K/V moved over. Not with tensor or pipeline parallelism, and only

@@ -5,7 +5,7 @@
     outputs = llm.generate(["The capital of France is"], lumen.SamplingParams(temperature=0, max_tokens=16))
     print(outputs[0].outputs[0].text)
 
-LLM: batch generation and chat. AsyncEngine: streaming for asyncio. SamplingParams,
+LLM: batch generation, chat and embeddings (LLM.embed). AsyncEngine: streaming for asyncio. SamplingParams,
 StructuredOutputsParams: what to generate. RequestOutput, CompletionOutput, Logprob: what comes
 back. Tokenizer: from LLM.get_tokenizer(). Errors: lumen.LumenError (a ValueError) for anything
 Lumen refuses (a file, a prompt, a parameter), with Lumen's message; lumen.UnknownArgumentError
@@ -16,10 +16,11 @@ from ._arguments import UnknownArgumentError
 from ._lumen import LumenError, StructuredOutputsParams
 from .async_engine import AsyncEngine
 from .llm import LLM
-from .outputs import CompletionOutput, Logprob, RequestOutput
+from .outputs import CompletionOutput, EmbeddingOutput, EmbeddingRequestOutput, Logprob, RequestOutput
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
 __all__ = ["LLM", "AsyncEngine", "SamplingParams", "StructuredOutputsParams", "RequestOutput",
-           "CompletionOutput", "Logprob", "Tokenizer", "LumenError", "UnknownArgumentError", "__version__"]
+           "CompletionOutput", "EmbeddingOutput", "EmbeddingRequestOutput", "Logprob", "Tokenizer", "LumenError",
+           "UnknownArgumentError", "__version__"]
 __version__ = "0.1.0"

@@ -18,30 +18,32 @@ def _is_token_ids(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
 
 
-def one_prompt(engine: _lumen._Engine, prompt: SinglePrompt) -> Prompt:
+def one_prompt(engine: _lumen._Engine, prompt: SinglePrompt, parse_special: bool = True) -> Prompt:
     """Text is tokenized as `lumen run` and the server's completions do: BOS as the model wants
-    it, and text that spells a control token becomes it (as vLLM's tokenizer does); give token
-    ids to control exactly what the model sees."""
+    it, and text that spells a control token becomes it (as vLLM's tokenizer does) unless
+    parse_special is False (embedding inputs, as the server reads them); give token ids to
+    control exactly what the model sees."""
     if isinstance(prompt, str):
-        return prompt, engine.tokenize(prompt, True, True)
+        return prompt, engine.tokenize(prompt, True, parse_special)
     if isinstance(prompt, Mapping):
         if "prompt_token_ids" in prompt:
             return one_prompt(engine, list(prompt["prompt_token_ids"]))
         if "prompt" in prompt:
-            return one_prompt(engine, prompt["prompt"])
+            return one_prompt(engine, prompt["prompt"], parse_special)
         raise TypeError("a prompt dict needs 'prompt' (text) or 'prompt_token_ids'")
     if _is_token_ids(prompt) and len(prompt) > 0:
         return None, list(prompt)
     raise TypeError(f"a prompt is a str, a list of token ids or a dict, not {type(prompt).__name__}")
 
 
-def prompt_batch(engine: _lumen._Engine, prompts: Union[SinglePrompt, Sequence[SinglePrompt]]) -> List[Prompt]:
+def prompt_batch(engine: _lumen._Engine, prompts: Union[SinglePrompt, Sequence[SinglePrompt]],
+                 parse_special: bool = True) -> List[Prompt]:
     """One prompt or a list of them (a list of ints is one prompt of token ids)."""
     if isinstance(prompts, (str, Mapping)) or (_is_token_ids(prompts) and len(prompts) > 0):
-        return [one_prompt(engine, prompts)]  # type: ignore[arg-type]
+        return [one_prompt(engine, prompts, parse_special)]  # type: ignore[arg-type]
     if not isinstance(prompts, (list, tuple)):
         raise TypeError(f"prompts must be a str, a list of token ids, or a list of those, not {type(prompts).__name__}")
-    return [one_prompt(engine, p) for p in prompts]
+    return [one_prompt(engine, p, parse_special) for p in prompts]
 
 
 def chat_prompt(engine: _lumen._Engine, messages: Sequence[ChatMessage], add_generation_prompt: bool,

@@ -7,7 +7,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Union
 from . import _lumen
 from ._arguments import check_keywords
 from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt, is_conversation_batch, prompt_batch
-from .outputs import RequestOutput, completion_output, prompt_logprobs_of
+from .outputs import EmbeddingOutput, EmbeddingRequestOutput, RequestOutput, completion_output, prompt_logprobs_of
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
@@ -73,6 +73,20 @@ class LLM:
         prompts = [chat_prompt(self._engine, c, add_generation_prompt, chat_template_kwargs)  # type: ignore[arg-type]
                    for c in conversations]
         return self._run(prompts, sampling_params)
+
+    def embed(self, prompts: Union[SinglePrompt, Sequence[SinglePrompt]]) -> List[EmbeddingRequestOutput]:
+        """The embedding of every prompt, in order, from one batched run of the engine (as
+        /v1/embeddings and `lumen embed` compute it): the final hidden states pooled as the GGUF's
+        pooling_type says (mean, cls or last; the last token for a decoder without one) and
+        L2-normalised. prompts: as generate() takes them, but text is tokenized as the server
+        tokenizes embedding inputs: BOS/EOS as the vocabulary says, control tokens spelled in it
+        stay text. Raises ValueError (lumen.LumenError) for an empty prompt, a token outside the
+        vocabulary or an input longer than max_model_len."""
+        batch = prompt_batch(self._engine, prompts, parse_special=False)
+        vectors = self._engine.embed([ids for _, ids in batch])
+        return [EmbeddingRequestOutput(request_id=str(i), prompt=text, prompt_token_ids=ids,
+                                       outputs=EmbeddingOutput(embedding=vector))
+                for i, ((text, ids), vector) in enumerate(zip(batch, vectors))]
 
     def _run(self, prompts: List[Prompt],
              sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]]) -> List[RequestOutput]:

@@ -25,6 +25,25 @@ PromptLogprobs = List[Optional[Dict[int, Logprob]]]
 
 
 @dataclass
+class EmbeddingOutput:
+    """One input's embedding: its final hidden states pooled as the model's pooling_type says
+    (the last token for a decoder without one) and L2-normalised, as /v1/embeddings returns."""
+
+    embedding: List[float]
+
+
+@dataclass
+class EmbeddingRequestOutput:
+    """What LLM.embed returns per input (vLLM's shape): the prompt, its tokens and the vector."""
+
+    request_id: str
+    prompt: Optional[str]
+    prompt_token_ids: List[int]
+    outputs: EmbeddingOutput
+    finished: bool = True
+
+
+@dataclass
 class CompletionOutput:
     """One completion of a prompt.
 

@@ -168,6 +168,13 @@ void bind_engine(nb::module_& m) {
           "prompt"_a, "params"_a)
       .def(
           "abort", [](EngineCore& core, uint64_t id) { core.engine().abort(id); }, "request_id"_a)
+      .def(
+          "embed",
+          [](EngineCore& core, std::vector<std::vector<int32_t>> inputs) {
+            nb::gil_scoped_release release;
+            return core.embed(std::move(inputs));
+          },
+          "inputs"_a, "Each input's embedding (pooled, L2-normalised): a list of floats per input.")
       .def("step",
            [](EngineCore& core) {
              nb::gil_scoped_release release;

@@ -1,5 +1,6 @@
 #include "engine_core.h"
 
+#include <future>
 #include <utility>
 
 namespace lumen::python {
@@ -48,6 +49,14 @@ std::optional<std::vector<std::vector<GenerationResult>>> EngineCore::generate(
     for (RequestHandle& handle : requests[i]) results[i].push_back(handle.collect());
   }
   return results;
+}
+
+std::vector<std::vector<float>> EngineCore::embed(std::vector<std::vector<int32_t>> inputs) {
+  std::lock_guard lock(drive_);
+  std::future<std::vector<std::vector<float>>> vectors = engine_.embed(std::move(inputs));
+  // The work runs at the next step's start; requests other callers queued step along with it.
+  while (vectors.wait_for(std::chrono::seconds(0)) != std::future_status::ready) engine_.step();
+  return vectors.get();
 }
 
 bool EngineCore::step() {

@@ -40,6 +40,10 @@ class EngineCore {
   // One engine step (for the AsyncEngine's loop thread); false when there was nothing to do.
   bool step();
 
+  // Engine::embed, driven here until the vectors are ready: one per input, pooled as the model
+  // says and L2-normalised. Throws lumen::Error for a refused input.
+  std::vector<std::vector<float>> embed(std::vector<std::vector<int32_t>> inputs);
+
  private:
   // Aborts the requests and steps until the engine has finished them.
   void abort_all(const std::vector<std::vector<RequestHandle>>& requests);

@@ -47,6 +47,8 @@ struct ServeOptions {
   int64_t max_pending_per_client = 0;  // 0: half of max_pending
   int64_t max_output_records = server::ServingLimits{}.max_output_records;
   size_t max_chat_messages = 2048;
+  int64_t max_embedding_inputs = server::ServingLimits{}.max_embedding_inputs;
+  int64_t max_embedding_input_tokens = 0;
   double request_read_timeout_s = 30.0;
   bool no_web_ui = false;
   unsigned threads = 0;
@@ -178,6 +180,8 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
       engine_config.context_overflow == ContextOverflow::Shift || engine_config.kv_window_tokens > 0;
   limits.max_chat_messages = options.max_chat_messages;
   limits.max_output_records = options.max_output_records;
+  limits.max_embedding_inputs = options.max_embedding_inputs;
+  limits.max_embedding_input_tokens = options.max_embedding_input_tokens;
   // A rendering may add template text around the body's messages, but not grow without bound.
   limits.max_rendered_prompt_bytes = 4 * options.http.max_body_bytes;
   server::ServerContext context(engine, model, name, limits,
@@ -225,6 +229,12 @@ void add_serve_command(CLI::App& app) {
                   "Most tokens and log-probability entries one response may hold (prompts x choices x "
                   "echo/logprobs x length); larger requests get 400")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-embedding-inputs", options->max_embedding_inputs, "Most inputs in one /v1/embeddings request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-embedding-input-tokens", options->max_embedding_input_tokens,
+                  "Most tokens in one /v1/embeddings input (default: the context, --max-model-len)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-chat-messages", options->max_chat_messages, "Most messages in one chat request")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--http-threads", options->http.http_threads,

@@ -10,6 +10,7 @@ void add_inspect_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);  // chat-template render / list
 void add_tokenize_commands(CLI::App& app);  // tokenize and detokenize
+void add_embed_command(CLI::App& app);      // sentence embeddings as /v1/embeddings' JSON
 void add_run_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // the OpenAI-compatible server

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   lumen::cli::add_synth_command(app);
   lumen::cli::add_chat_template_command(app);
   lumen::cli::add_tokenize_commands(app);
+  lumen::cli::add_embed_command(app);
   lumen::cli::add_run_command(app);
   lumen::cli::add_chat_command(app);
   lumen::cli::add_serve_command(app);

@@ -28,14 +28,17 @@ void Engine::Impl::drain_inbox() {
   std::vector<std::unique_ptr<RequestGroup>> arrived;
   std::vector<uint64_t> to_abort;
   std::vector<std::function<void()>> to_run;
+  std::vector<EmbedJob> to_embed;
   {
     std::lock_guard lock(inbox_mutex);
     arrived.swap(inbox);
     to_abort.swap(aborts);
     to_run.swap(tasks);
+    to_embed.swap(embed_jobs);
   }
   // First: an import of a prompt's K/V was queued before the request that adopts it.
   for (auto& task : to_run) task();
+  if (!to_embed.empty()) run_embeddings(to_embed);
   for (auto& group : arrived) {
     group->completions.front()->seq.arrival = arrivals++;
     outputs.admit(std::move(group));
@@ -105,6 +108,10 @@ const EngineConfig& Engine::config() const { return impl_->config; }
 
 std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, const SamplingParams& params,
                                                  int priority, uint64_t cache_salt, uint64_t client) {
+  if (impl_->model.transformer->architecture().features.encoder) {
+    fail("the {} model is an encoder: it computes embeddings (/v1/embeddings, lumen embed), not text",
+         impl_->model.hparams.architecture);
+  }
   const auto vocab = static_cast<int64_t>(impl_->model.hparams.vocab_size);
   params.validate_for_vocab(vocab);
   const int32_t width = params.best_of.value_or(params.n);
@@ -178,7 +185,8 @@ bool Engine::has_unfinished() const { return impl_->unfinished.load() > 0; }
 void Engine::wait_for_work(std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->inbox_mutex);
   impl_->work_arrived.wait_for(lock, timeout, [this] {
-    return !impl_->inbox.empty() || !impl_->aborts.empty() || !impl_->tasks.empty() || impl_->mask_ready.load();
+    return !impl_->inbox.empty() || !impl_->aborts.empty() || !impl_->tasks.empty() || !impl_->embed_jobs.empty() ||
+           impl_->mask_ready.load();
   });
 }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <future>
+#include <span>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -205,6 +206,18 @@ struct Engine::Impl {
   }
 
   void drain_inbox();
+  // Engine::embed's requests waiting for the loop (engine_embeddings.cc): each its inputs and
+  // the promise of their vectors.
+  struct EmbedJob {
+    std::vector<std::vector<int32_t>> inputs;
+    std::promise<std::vector<std::vector<float>>> vectors;
+  };
+  // Every waiting request's inputs together, in passes as large as the token budget and the free
+  // KV blocks allow; each request's promise kept or failed on its own.
+  void run_embeddings(std::vector<EmbedJob>& jobs);
+  // One forward pass over `inputs`, each its own sequence at positions 0.. with blocks of its
+  // own in every layer group; their pooled, normalised vectors go to *out[i].
+  void embed_batch(std::span<const std::vector<int32_t>* const> inputs, std::span<std::vector<float>* const> out);
   // Disaggregated prefill: the K/V of every prompt this step completed goes to the store.
   void keep_completed_prompts(const engine::StepPlan& plan);
   // Runs `work` on the loop thread at the next step; its result or exception reaches the future.
@@ -244,6 +257,7 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<engine::RequestGroup>> inbox;
   std::vector<uint64_t> aborts;
   std::vector<std::function<void()>> tasks;  // run_on_loop's, before the next step's arrivals
+  std::vector<EmbedJob> embed_jobs;          // Engine::embed's, run together at the next step
   std::atomic<uint64_t> next_id{1};
   std::atomic<int64_t> unfinished{0};
   std::atomic<bool> mask_ready{false};  // a mask worker finished since the step began

@@ -195,6 +195,9 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   if (!std::isfinite(hp.final_logit_softcap) || hp.final_logit_softcap < 0.0) {
     fail("{}final_logit_softcapping = {} must be a positive number", prefix, hp.final_logit_softcap);
   }
+  // llama.cpp's pooling types are 0 (none) to 4 (rank); model/pooling.h reads them.
+  if (hp.pooling_type) require_range(prefix + "pooling_type", *hp.pooling_type, 0, 4);
+  require_range("tokenizer.ggml.token_type_count", hp.token_type_count, 1, kMaxVocab);
   validate_experts(hp, prefix);
   validate_deepseek(hp, prefix);
 }
@@ -272,6 +275,8 @@ HParams read_hparams(const gguf::GgufFile& file) {
   hp.key_length_mla = md.find_unsigned(key("attention.key_length_mla")).value_or(0);
   hp.value_length_mla = md.find_unsigned(key("attention.value_length_mla")).value_or(0);
   hp.rope_yarn_log_mul = md.find_float(key("rope.scaling.yarn_log_multiplier")).value_or(0.0);
+  hp.pooling_type = md.find_unsigned(key("pooling_type"));
+  hp.token_type_count = md.find_unsigned("tokenizer.ggml.token_type_count").value_or(2);
   validate_hparams(hp, file);
   return hp;
 }

@@ -72,6 +72,12 @@ struct HParams {
   uint64_t key_length_mla = 0;
   uint64_t value_length_mla = 0;
   double rope_yarn_log_mul = 0.0;  // rope.scaling.yarn_log_multiplier as the file stores it
+  // {arch}.pooling_type (model/pooling.h): how an embedding model pools its hidden states;
+  // absent in decoders' files.
+  std::optional<uint64_t> pooling_type;
+  // Encoders (BERT): the token-type embeddings' rows (tokenizer.ggml.token_type_count; absent:
+  // BERT's 2).
+  uint64_t token_type_count = 2;
 };
 
 // Whether the file describes multi-head latent attention in the absorbed form (llama.cpp's

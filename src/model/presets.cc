@@ -92,6 +92,10 @@ constexpr std::array kPresets = {
            .v_head_dim = 128,
            .leading_dense_blocks = 1,
            .expert_shared_count = 2},
+    // BAAI/bge-small-en-v1.5: BERT's shape at 384 wide (an encoder: embeddings only).
+    Preset{"bge-small", "bert", 512, 384, 12, 1536, 12, 12, 30522, 10000.0, 1e-12, true, "none", 1.0, 0},
+    // nomic-ai/nomic-embed-text-v1.5: nomic-bert (rotary, fused QKV, SwiGLU) at 768 wide.
+    Preset{"nomic-embed-v1.5", "nomic-bert", 2048, 768, 12, 3072, 12, 12, 30522, 1000.0, 1e-12, true, "none", 1.0, 0},
     // Llama 3.1's shape and rope base (4 query heads of 64 on 2 KV heads) at an eighth of
     // Llama 3.2 1B's width, 4 layers, and an original context of 256 stretched 8 times, so
     // that a prompt of a few hundred tokens runs past the original context and the llama3

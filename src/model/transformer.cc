@@ -67,6 +67,9 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   } else {
     stage_ = {};
   }
+  if (arch_.features.encoder && (backend_.name() != "cpu" || shard_.size > 1 || stage_.count > 1)) {
+    fail("the {} architecture (an encoder) runs in one process on the CPU backend only for now", hp_.architecture);
+  }
   if (shard_.size <= 1) {
     shard_ = {};
     weights_ = bind_weights(file, arch_, hp_, backend_);
@@ -278,10 +281,7 @@ void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, in
   }
 }
 
-void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
-  const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
-  if (n == 0) return;
+void Transformer::check_batch(const ForwardBatch& batch, const KvCache& cache) const {
   if (batch.positions.size() != batch.tokens.size()) fail("forward: one position per token");
   if (cache.n_layers() != weights_.layers.size() || batch.sequences.size() % cache.layout().n_groups() != 0) {
     fail("forward: {} sequence slices for a cache of {} layer groups ({} layers, the model has {})",
@@ -298,6 +298,17 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   for (int32_t id : batch.tokens) {
     if (id < 0 || static_cast<uint64_t>(id) >= hp_.vocab_size) fail("token id {} is out of range", id);
   }
+}
+
+void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+  if (n == 0) return;
+  if (arch_.features.encoder) {
+    fail("the {} model is an encoder: it computes embeddings (/v1/embeddings, lumen embed), not text",
+         hp_.architecture);
+  }
+  check_batch(batch, cache);
   if (stage_.count > 1) {
     forward_pipelined(batch, cache, logits);
     return;
@@ -310,6 +321,30 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   TensorView picked = first_rows(s_.logit_h, n_out);
   backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
   output_head(n_out, logits);
+}
+
+void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, float* hidden) {
+  if (shard_.size > 1 || stage_.count > 1) {
+    fail("embeddings are not supported with tensor or pipeline parallelism yet");
+  }
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+  if (n == 0) return;
+  check_batch(batch, cache);
+  ensure_capacity(n, n_out);
+  if (arch_.features.encoder) {
+    encode(batch, n);  // no output norm after an encoder's last block
+  } else {
+    embed(batch.tokens, n);
+    run_layers(batch, cache, n);
+  }
+  if (n_out == 0) return;
+  TensorView picked = first_rows(s_.logit_h, n_out);
+  backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
+  if (!arch_.features.encoder) {
+    backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+  }
+  backend_.copy_to_host(picked, hidden);  // the rows are on the device
 }
 
 void Transformer::embed(std::span<const int32_t> tokens, int64_t n) {

@@ -43,6 +43,11 @@ class Transformer {
   // Writes logit_rows.size() rows of vocab_size logits to `logits` (rank 0 of a shard or a
   // pipeline; the other ranks write none). Null: none wanted (a replayed step's).
   void forward(const ForwardBatch& batch, KvCache& cache, float* logits);
+  // Embeddings: the same pass, but writes the final hidden state (after the output norm, before
+  // the output projection) of each of batch.logit_rows, embedding_length values a row, to
+  // `hidden`. A model in one process only (throws lumen::Error under tensor or pipeline
+  // parallelism, whose ranks would each need to follow the call).
+  void forward_hidden(const ForwardBatch& batch, KvCache& cache, float* hidden);
 
   const HParams& hparams() const { return hp_; }
   const TensorShard& shard() const { return shard_; }
@@ -73,10 +78,15 @@ class Transformer {
   void ensure_capacity(int64_t n_tokens, int64_t n_logit_rows);
   // The first n rows of s_.x become the tokens' embeddings.
   void embed(std::span<const int32_t> tokens, int64_t n);
+  // An encoder's whole pass (model/encoder.cc): its embeddings and layers over the batch's n
+  // tokens, leaving the final hidden states in the first n rows of s_.x.
+  void encode(const ForwardBatch& batch, int64_t n);
   // This process's layers over the first n rows of s_.x.
   void run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n);
   // Final norm and output head over the first n_out rows of s_.logit_h, into `logits`.
   void output_head(int64_t n_out, float* logits);
+  // forward's checks of the batch against the cache and the vocabulary.
+  void check_batch(const ForwardBatch& batch, const KvCache& cache) const;
   // A pipeline stage's share of a forward pass, micro-batch by micro-batch.
   void forward_pipelined(const ForwardBatch& batch, KvCache& cache, float* logits);
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);

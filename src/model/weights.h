@@ -50,6 +50,11 @@ struct LayerWeights {
   // and latent to value (wv_b, {rank, value, heads}) matrices.
   std::optional<backend::TensorView> wq_a, q_a_norm, wq_b;
   std::optional<backend::TensorView> wkv_a_mqa, kv_a_norm, wk_b, wv_b;
+  // Encoders (BERT): the output projection's and the FFN's biases, and the biases of the two
+  // LayerNorms after the residual adds, whose weights are attn_norm and ffn_norm.
+  std::optional<backend::TensorView> bo, ffn_up_b, ffn_down_b, attn_norm_b, ffn_norm_b;
+  // nomic-bert: q, k and v as one matrix {embedding, q + k + v widths}, in that order.
+  std::optional<backend::TensorView> wqkv;
 };
 
 struct TransformerWeights {
@@ -57,6 +62,10 @@ struct TransformerWeights {
   backend::TensorView output_norm;
   std::optional<backend::TensorView> output;      // absent when the model ties it to token_embd
   std::optional<backend::TensorView> rope_freqs;  // llama3-style per-pair divisors
+  // Encoders (BERT): learned absolute positions {embedding, context}, token types {embedding,
+  // types} (every input is type 0), and the LayerNorm (weight, bias) after the embeddings. An
+  // encoder has no output norm or head: output_norm stays empty.
+  std::optional<backend::TensorView> position_embd, token_types, token_embd_norm, token_embd_norm_b;
   std::vector<LayerWeights> layers;
   // A tensor-parallel shard's slices of the file's tensors, which its views point into (CPU).
   std::shared_ptr<ShardBytes> shard_bytes;

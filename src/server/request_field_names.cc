@@ -40,6 +40,7 @@ constexpr std::string_view kChatTemplateFields[] = {
 constexpr std::string_view kChatFields[] = {"max_completion_tokens", "top_logprobs"};
 constexpr std::string_view kTokenizeFields[] = {"model", "prompt", "add_special_tokens"};
 constexpr std::string_view kDetokenizeFields[] = {"model", "tokens"};
+constexpr std::string_view kEmbeddingsFields[] = {"model", "input", "encoding_format", "dimensions"};
 
 // ---- OpenAI's fields Lumen accepts and does not act on ----
 
@@ -66,6 +67,9 @@ constexpr std::string_view kLlamaServerExtras[] = {
     "xtc_probability", "xtc_threshold", "samplers", "t_max_predict_ms", "id_slot", "cache_prompt", "return_tokens",
     "return_progress", "timings_per_token", "post_sampling_probs", "response_fields", "lora", "image_data",
     "reasoning_format", "parse_tool_calls"};
+// vLLM's (EmbeddingCompletionRequest) and llama-server's embedding extras.
+constexpr std::string_view kEmbeddingsExtras[] = {"truncate_prompt_tokens", "add_special_tokens", "priority",
+                                                  "request_id", "normalize", "content", "embd_normalize"};
 constexpr std::string_view kTokenizeExtras[] = {"return_token_strs", "chat_template", "mm_processor_kwargs",  // vLLM
                                    "content", "add_special", "parse_special", "with_pieces"};    // llama-server
 
@@ -91,6 +95,7 @@ EndpointFields fields_of(JsonEndpoint endpoint) {
               {kOpenAiChatExtras, kVllmExtras, kVllmChatExtras, kLlamaServerExtras}};
     case JsonEndpoint::Tokenize: return {{kTokenizeFields, kChatTemplateFields}, {kTokenizeExtras}};
     case JsonEndpoint::Detokenize: return {{kDetokenizeFields}, {}};
+    case JsonEndpoint::Embeddings: return {{kEmbeddingsFields}, {kOpenAiCompletionExtras, kEmbeddingsExtras}};
   }
   return {};
 }

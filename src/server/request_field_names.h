@@ -13,7 +13,7 @@
 
 namespace lumen::server {
 
-enum class JsonEndpoint { Completions, ChatCompletions, Tokenize, Detokenize };
+enum class JsonEndpoint { Completions, ChatCompletions, Tokenize, Detokenize, Embeddings };
 
 inline constexpr const char* kIgnoredFieldsHeader = "X-Lumen-Ignored-Fields";
 

@@ -13,6 +13,9 @@ namespace lumen::server {
 void handle_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response);
 void handle_chat_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response);
 
+// POST /v1/embeddings (routes_embeddings.cc).
+void handle_embeddings(ServerContext& context, const httplib::Request& request, httplib::Response& response);
+
 // GET /v1/models, /health, /metrics; POST /tokenize, /detokenize.
 void handle_models(ServerContext& context, const httplib::Request& request, httplib::Response& response);
 void handle_health(ServerContext& context, const httplib::Request& request, httplib::Response& response);

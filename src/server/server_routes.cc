@@ -36,6 +36,7 @@ http::RouteTable server_route_table(const RouteChoices& choices, const BindRoute
       {"/v1/models/*", get, Access::ApiKey, bind_route(handle_models)},
       {"/v1/completions", post, Access::ApiKey, bind_route(handle_completions)},
       {"/v1/chat/completions", post, Access::ApiKey, bind_route(handle_chat_completions)},
+      {"/v1/embeddings", post, Access::ApiKey, bind_route(handle_embeddings)},
       {"/tokenize", post, Access::ApiKey, bind_route(handle_tokenize)},
       {"/detokenize", post, Access::ApiKey, bind_route(handle_detokenize)},
   };

@@ -93,6 +93,7 @@ std::vector<int32_t> Tokenizer::encode_pieces(std::span<const TextPiece> pieces,
     }
   }
   if (add_special && special.add_eos) ids.push_back(*special.eos);
+  if (add_special && special.add_sep) ids.push_back(*special.separator);
   return ids;
 }
 

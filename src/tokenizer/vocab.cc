@@ -138,6 +138,20 @@ Vocab load_vocab(const gguf::Metadata& md) {
                                                 adds_bos_by_default(vocab.pre_tokenizer));
   s.add_bos = md.find_bool("tokenizer.ggml.add_bos_token").value_or(bos_by_default);
   s.add_eos = md.find_bool("tokenizer.ggml.add_eos_token").value_or(false);
+  if (vocab.kind == VocabKind::WordPiece) {
+    // The WordPiece tokenizer lowercases and strips accents (an uncased BERT's normaliser); a
+    // cased model's text would come out as other tokens than it was trained on.
+    if (!md.find_bool("tokenizer.ggml.normalizer.lowercase").value_or(true)) {
+      fail("this WordPiece vocabulary is cased (tokenizer.ggml.normalizer.lowercase is false); Lumen reads uncased "
+           "BERT vocabularies only");
+    }
+    // BERT's converters write [CLS] as the classifier token, not as a BOS; it opens every input.
+    if (!s.bos) s.bos = special_id(md, "tokenizer.ggml.cls_token_id", vocab);
+    s.add_bos = md.find_bool("tokenizer.ggml.add_bos_token").value_or(s.bos.has_value());
+  }
+  s.add_sep = md.find_bool("tokenizer.ggml.add_sep_token")
+                  .value_or(vocab.kind == VocabKind::WordPiece && s.separator.has_value());
+  if (s.add_sep && !s.separator) fail("tokenizer.ggml.add_sep_token is set but the vocabulary has no separator token");
   vocab.add_space_prefix = md.find_bool("tokenizer.ggml.add_space_prefix")
                                .value_or(vocab.kind == VocabKind::SentencePiece);
   detect_control_tokens(vocab);

@@ -27,6 +27,9 @@ struct SpecialTokens {
   // a BOS token to add), off otherwise.
   bool add_bos = false;
   bool add_eos = false;
+  // tokenizer.ggml.add_sep_token: the separator after the text (BERT's [CLS] text [SEP], whose
+  // [CLS] is the BOS). Where the file does not say: on for WordPiece, as llama.cpp has it.
+  bool add_sep = false;
 };
 
 struct Vocab {

@@ -60,6 +60,14 @@ struct BlockFeatures {
   // and group the experts ({arch}.expert_group_count), as llama.cpp reads those for all.
   bool routing_from_file = false;
   AttentionKind attention = AttentionKind::Grouped;
+  // An encoder (BERT): learned absolute positions and token type 0 added to the token
+  // embeddings, then a LayerNorm; each block post-norm (LayerNorm after each residual add), with
+  // biases on every projection, attention over the whole input in both directions (no causal
+  // mask, no rope, no KV cache kept) and a plain GELU FFN (up, erf GELU, down). No output norm
+  // or head: it computes embeddings only (model/encoder.cc), on the CPU backend. Its file may
+  // instead rotate q and k (rope, nomic-bert: no position embeddings), fuse q, k and v in one
+  // matrix, leave the biases out and gate its FFN (SwiGLU when ffn_gate is there).
+  bool encoder = false;
 };
 
 }  // namespace lumen::model

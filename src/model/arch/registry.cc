@@ -18,6 +18,8 @@ Architecture qwen2moe_architecture();
 Architecture qwen3moe_architecture();
 Architecture olmoe_architecture();
 Architecture deepseek2_architecture();
+Architecture bert_architecture();
+Architecture nomic_bert_architecture();
 
 namespace {
 
@@ -32,6 +34,8 @@ const std::array kRegistry = {
     qwen3moe_architecture,
     olmoe_architecture,
     deepseek2_architecture,
+    bert_architecture,
+    nomic_bert_architecture,
 };
 // clang-format on
 

@@ -25,6 +25,9 @@ int64_t dim_value(Dim dim, const HParams& hp) {
     case Dim::MlaNopeDim: return static_cast<int64_t>(hp.key_length_mla - hp.rope_dimension_count);
     case Dim::MlaValueDim: return static_cast<int64_t>(hp.value_length_mla);
     case Dim::MlaOutWidth: return static_cast<int64_t>(hp.head_count * hp.value_length_mla);
+    case Dim::Positions: return static_cast<int64_t>(hp.context_length);
+    case Dim::TokenTypes: return static_cast<int64_t>(hp.token_type_count);
+    case Dim::QkvWidth: return static_cast<int64_t>(hp.head_dim * (hp.head_count + 2 * hp.head_count_kv));
   }
   return 0;
 }

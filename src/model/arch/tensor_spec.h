@@ -40,6 +40,10 @@ enum class Dim {
   MlaNopeDim,      // key_length_mla - rope dims: the part of a head's key that the latent makes
   MlaValueDim,     // value_length_mla
   MlaOutWidth,     // head_count x value_length_mla
+  // Encoders (BERT).
+  Positions,   // context_length: one learned embedding per position
+  TokenTypes,  // token_type_count
+  QkvWidth,    // q, k and v fused (nomic-bert): head_dim x (heads + 2 x KV heads)
 };
 
 // What a tensor is for: decides the element types allowed (matrices go through the backend's

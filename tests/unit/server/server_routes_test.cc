@@ -32,7 +32,7 @@ TEST(ServerRoutes, EveryRouteNotMarkedPublicRefusesAMissingKey) {
         keyed += 1;
       }
     }
-    EXPECT_EQ(keyed, metrics_public ? 6 : 7);  // six API routes, and /metrics unless public
+    EXPECT_EQ(keyed, metrics_public ? 7 : 8);  // seven API routes, and /metrics unless public
   }
 }
 
@@ -52,7 +52,7 @@ TEST(ServerRoutes, ARouteAddedWithoutAccessIsCaught) {
   const http::RouteTable table = server_route_table({false, true}, unreachable);
   std::vector<http::Route> copy = table.routes();
   http::Route hurried;
-  hurried.path = "/v1/embeddings";
+  hurried.path = "/v1/rerank";
   hurried.methods = {"POST"};
   hurried.handler = unreachable(nullptr);
   copy.push_back(hurried);

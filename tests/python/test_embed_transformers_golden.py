@@ -1,0 +1,60 @@
+"""Embeddings against Hugging Face transformers. tests/golden/embeddings holds tiny random models
+converted to GGUF (F32) by llama.cpp's convert_hf_to_gguf.py, and for a few texts what
+transformers makes of them (scripts/make_*_embedding_golden.py):
+  - tiny_bert: a BertModel with an uncased WordPiece vocabulary and mean pooling
+    (sentence-transformers' module files, which the converter reads into pooling_type);
+    BertTokenizerFast's ids and the mean-pooled, L2-normalised last hidden states;
+  - tiny_llama: a LlamaModel (grouped-query attention; the converter permutes Q and K for
+    llama.cpp's rope) with a byte-level BPE vocabulary and no pooling_type; the tokenizer's ids
+    and the last token's final hidden state (after the final norm), L2-normalised;
+  - tiny_nomic_bert: nomic-bert (nomic-embed-text's architecture: rotary positions, fused QKV,
+    SwiGLU), whose modeling code transformers does not ship: its checkpoint is written in the
+    Hub layout and its reference is a torch forward pass in the script; mean pooling.
+Lumen must tokenize to the same ids and land on the same vectors. The bounds are what each
+model's arithmetic leaves: the encoder runs its attention and norms in double (F32 weights);
+the decoder attends through the engine's f16 KV cache, whose rounding is the 1e-4 it differs by
+(a wrong rope pairing, mask or norm is off by far more)."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_lumen
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "embeddings"
+BOUND = {"tiny_bert": 1e-5, "tiny_llama": 1e-3, "tiny_nomic_bert": 1e-5}
+
+
+def cases(model):
+    return json.loads((GOLDEN / f"{model}.json").read_text(encoding="utf-8"))["cases"]
+
+
+@pytest.mark.parametrize("model,case", [(m, c) for m in BOUND for c in cases(m)],
+                         ids=[f"{m}-{c['text'][:20]}" for m in BOUND for c in cases(m)])
+def test_token_ids_match_the_hugging_face_tokenizer(model, case):
+    out = run_lumen("tokenize", "-m", GOLDEN / f"{model}.gguf", "--add-special", "-p", case["text"]).stdout
+    assert [int(i) for i in out.split()] == case["ids"]
+
+
+@pytest.mark.parametrize("model", list(BOUND))
+def test_embeddings_match_transformers(model):
+    args = ["embed", "-m", GOLDEN / f"{model}.gguf", "-t", "2"]
+    for case in cases(model):
+        args += ["-p", case["text"]]
+    reply = json.loads(run_lumen(*args).stdout)
+    assert reply["usage"]["prompt_tokens"] == sum(len(c["ids"]) for c in cases(model))
+    worst = 0.0
+    for case, entry in zip(cases(model), reply["data"]):
+        got, want = np.asarray(entry["embedding"]), np.asarray(case["embedding"])
+        assert got.shape == want.shape == (64,)
+        worst = max(worst, float(np.max(np.abs(got - want))))
+        assert got @ want > 0.9999, case["text"]
+    print(f"{model}: max |lumen - transformers| over {len(cases(model))} texts: {worst:.2e}")
+    assert worst < BOUND[model]
+
+
+def test_an_encoder_refuses_to_generate():
+    result = run_lumen("run", "-m", GOLDEN / "tiny_bert.gguf", "-p", "hello", "-n", "4", check=False)
+    assert result.returncode != 0
+    assert "encoder" in result.stderr.decode()
