@@ -54,7 +54,7 @@ std::optional<std::vector<std::vector<GenerationResult>>> EngineCore::generate(
 std::vector<std::vector<float>> EngineCore::embed(std::vector<std::vector<int32_t>> inputs) {
   std::lock_guard lock(drive_);
   std::future<std::vector<std::vector<float>>> vectors = engine_.embed(std::move(inputs));
-  // The work runs at the next step's start; requests other callers queued step along with it.
+  // The work runs over the next steps, one pass each; requests other callers queued step along with it.
   while (vectors.wait_for(std::chrono::seconds(0)) != std::future_status::ready) engine_.step();
   return vectors.get();
 }

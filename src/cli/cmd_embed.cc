@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <chrono>
 #include <filesystem>
 #include <future>
 #include <iostream>
@@ -65,7 +66,8 @@ void run_embed(const EmbedOptions& options) {
   config.max_num_batched_tokens = std::max<int64_t>(config.max_num_batched_tokens, longest);
   Engine engine(model, config);
   std::future<std::vector<std::vector<float>>> result = engine.embed(std::move(inputs));
-  engine.step();  // runs the embedding work queued above, on this thread
+  // The work queued above runs on this thread, one pass per step.
+  while (result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) engine.step();
   const std::vector<std::vector<float>> vectors = result.get();
   nlohmann::json data = nlohmann::json::array();
   for (size_t i = 0; i < vectors.size(); ++i) data.push_back(server::embedding_entry(i, vectors[i], options.base64));

@@ -38,7 +38,7 @@ void Engine::Impl::drain_inbox() {
   }
   // First: an import of a prompt's K/V was queued before the request that adopts it.
   for (auto& task : to_run) task();
-  if (!to_embed.empty()) run_embeddings(to_embed);
+  if (!to_embed.empty()) queue_embeddings(to_embed);
   for (auto& group : arrived) {
     group->completions.front()->seq.arrival = arrivals++;
     outputs.admit(std::move(group));
@@ -202,6 +202,8 @@ bool Engine::step() {
   m.mask_ready.store(false);
   // Rows kept for a late grammar mask are sampled first: their sequences can run in this step.
   const bool resumed = m.outputs.resume_deferred();
+  // One pass of queued embeddings, then the step (engine_embeddings.cc).
+  const bool embedded = m.embed_one_pass();
   // Timed from before the proposer runs: a stream waits the whole step between tokens (ITL-aware
   // scheduling), and a draft model's passes cost per draft token much as the verification's
   // extra rows do, so the draft length is chosen from both (below).
@@ -264,7 +266,7 @@ bool Engine::step() {
     wait_for_work(std::chrono::milliseconds(5));
     return true;
   }
-  return resumed || !plan.empty() || !plan.out_of_blocks.empty();
+  return resumed || embedded || !plan.empty() || !plan.out_of_blocks.empty();
 }
 
 std::vector<GenerationResult> Engine::generate(const std::vector<std::vector<int32_t>>& prompts,

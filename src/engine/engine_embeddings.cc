@@ -79,57 +79,72 @@ void Engine::Impl::embed_batch(std::span<const std::vector<int32_t>* const> inpu
   }
 }
 
-void Engine::Impl::run_embeddings(std::vector<EmbedJob>& jobs) {
-  // Every input of every waiting request, in arrival order, with the request it belongs to.
-  std::vector<const std::vector<int32_t>*> inputs;
-  std::vector<std::vector<float>*> targets;  // where each input's vector goes
-  std::vector<size_t> job_of;
-  std::vector<std::vector<std::vector<float>>> vectors(jobs.size());
-  std::vector<std::exception_ptr> errors(jobs.size());
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    vectors[j].resize(jobs[j].inputs.size());
-    for (size_t i = 0; i < jobs[j].inputs.size(); ++i) {
-      inputs.push_back(&jobs[j].inputs[i]);
-      targets.push_back(&vectors[j][i]);
-      job_of.push_back(j);
-    }
+void Engine::Impl::queue_embeddings(std::vector<EmbedJob>& jobs) {
+  for (EmbedJob& job : jobs) {
+    PendingEmbedding pending;
+    pending.vectors.resize(job.inputs.size());
+    pending.job = std::move(job);
+    embedding_queue.push_back(std::move(pending));
   }
+}
+
+bool Engine::Impl::embed_one_pass() {
+  if (embedding_queue.empty()) return false;
+  // The next inputs in arrival order, as many as the token budget and the free blocks allow (a
+  // long input alone may pass the budget: max_model_len bounds it). One pass per step, so a
+  // request of thousands of inputs shares the loop with generation rather than stall it.
+  std::vector<const std::vector<int32_t>*> inputs;
+  std::vector<std::vector<float>*> targets;
+  std::vector<PendingEmbedding*> owners;
   const int64_t bs = config.block_size;
   const bool encoder = model.transformer->architecture().features.encoder;
   const auto n_groups = encoder ? 0 : static_cast<int64_t>(layout.n_groups());
-  // As many inputs to a pass as the token budget and the free blocks allow (a long input alone
-  // may pass the budget: max_model_len bounds it). A pass that fails fails its requests only.
-  size_t first = 0;
-  while (first < inputs.size()) {
-    const int64_t free_blocks = pool.n_available();
-    int64_t tokens = 0, needed = 0;
-    size_t end = first;
-    while (end < inputs.size()) {
-      const auto n = static_cast<int64_t>(inputs[end]->size());
+  const int64_t free_blocks = pool.n_available();
+  int64_t tokens = 0, needed = 0;
+  for (PendingEmbedding& p : embedding_queue) {
+    if (p.error) continue;  // failed: answered below, its other inputs not run
+    bool full = false;
+    for (; p.next + p.taken < p.job.inputs.size(); ++p.taken) {
+      const std::vector<int32_t>& input = p.job.inputs[p.next + p.taken];
+      const auto n = static_cast<int64_t>(input.size());
       const int64_t more = n_groups * blocks_of(n, bs);
-      if (end > first && (tokens + n > config.max_num_batched_tokens || needed + more > free_blocks)) break;
+      if (!inputs.empty() && (tokens + n > config.max_num_batched_tokens || needed + more > free_blocks)) {
+        full = true;
+        break;
+      }
       tokens += n;
       needed += more;
-      ++end;
+      inputs.push_back(&input);
+      targets.push_back(&p.vectors[p.next + p.taken]);
+      owners.push_back(&p);
     }
-    try {
-      if (leader) fail("embeddings are not supported with tensor or pipeline parallelism yet");
-      if (needed > free_blocks) {
-        fail("embeddings: an input needs {} KV blocks and {} are free now: try again later", needed, free_blocks);
-      }
-      embed_batch(std::span(inputs).subspan(first, end - first), std::span(targets).subspan(first, end - first));
-    } catch (...) {
-      for (size_t i = first; i < end; ++i) errors[job_of[i]] = std::current_exception();
-    }
-    first = end;
+    if (full) break;
   }
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    if (errors[j]) {
-      jobs[j].vectors.set_exception(errors[j]);
-    } else {
-      jobs[j].vectors.set_value(std::move(vectors[j]));
+  try {
+    if (leader) fail("embeddings are not supported with tensor or pipeline parallelism yet");
+    if (needed > free_blocks) {
+      fail("embeddings: an input needs {} KV blocks and {} are free now: try again later", needed, free_blocks);
     }
+    embed_batch(inputs, targets);
+  } catch (...) {
+    // A pass that fails fails its requests only.
+    for (PendingEmbedding* p : owners) p->error = std::current_exception();
   }
+  for (PendingEmbedding& p : embedding_queue) {
+    p.next += p.taken;
+    p.taken = 0;
+  }
+  // Requests whose inputs are all done (or one failed) get their answer.
+  std::erase_if(embedding_queue, [](PendingEmbedding& p) {
+    if (p.error) {
+      p.job.vectors.set_exception(p.error);
+      return true;
+    }
+    if (p.next < p.job.inputs.size()) return false;
+    p.job.vectors.set_value(std::move(p.vectors));
+    return true;
+  });
+  return true;
 }
 
 std::future<std::vector<std::vector<float>>> Engine::embed(std::vector<std::vector<int32_t>> inputs) {

@@ -13,6 +13,7 @@
 #include <future>
 #include <span>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -212,9 +213,21 @@ struct Engine::Impl {
     std::vector<std::vector<int32_t>> inputs;
     std::promise<std::vector<std::vector<float>>> vectors;
   };
-  // Every waiting request's inputs together, in passes as large as the token budget and the free
-  // KV blocks allow; each request's promise kept or failed on its own.
-  void run_embeddings(std::vector<EmbedJob>& jobs);
+  // A request's progress through the passes: its vectors so far, the next input to run, and
+  // how many the pass being planned takes.
+  struct PendingEmbedding {
+    EmbedJob job;
+    std::vector<std::vector<float>> vectors;
+    std::exception_ptr error;
+    size_t next = 0;
+    size_t taken = 0;
+  };
+  // Arrived requests join the queue; each step runs one pass over the next inputs of every
+  // queued request together, as many as the token budget and the free KV blocks allow, and
+  // answers the requests it completes (each promise kept or failed on its own). False: none
+  // queued.
+  void queue_embeddings(std::vector<EmbedJob>& jobs);
+  bool embed_one_pass();
   // One forward pass over `inputs`, each its own sequence at positions 0.. with blocks of its
   // own in every layer group; their pooled, normalised vectors go to *out[i].
   void embed_batch(std::span<const std::vector<int32_t>* const> inputs, std::span<std::vector<float>* const> out);
@@ -257,12 +270,13 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<engine::RequestGroup>> inbox;
   std::vector<uint64_t> aborts;
   std::vector<std::function<void()>> tasks;  // run_on_loop's, before the next step's arrivals
-  std::vector<EmbedJob> embed_jobs;          // Engine::embed's, run together at the next step
+  std::vector<EmbedJob> embed_jobs;          // Engine::embed's, queued at the next step
   std::atomic<uint64_t> next_id{1};
   std::atomic<int64_t> unfinished{0};
   std::atomic<bool> mask_ready{false};  // a mask worker finished since the step began
 
   // The loop thread's own.
+  std::deque<PendingEmbedding> embedding_queue;  // one pass of them per step
   engine::Speculation speculation{config.speculative,
                                   engine::make_proposer(config.speculative, model, *handle.state().backend,
                                                         static_cast<int32_t>(n_blocks), config.block_size),
