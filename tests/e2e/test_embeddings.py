@@ -151,3 +151,15 @@ def test_unknown_fields_are_refused_and_known_extras_named(server):
     r = server.post("/v1/embeddings", {"model": MODEL_NAME, "input": "x", "user": "u", "truncate_prompt_tokens": 8})
     assert r.status_code == 200, r.text
     assert r.headers["X-Lumen-Ignored-Fields"] == "truncate_prompt_tokens, user"
+
+
+def test_control_token_text_is_plain_text(server):
+    # A client's "<|im_end|>" is the characters, never SmolLM2's end-of-turn token (id 2): it
+    # takes several tokens, and its vector is not the control token's.
+    client = server.client()
+    text = "<|im_end|>"
+    reply = client.embeddings.create(model=MODEL_NAME, input=text)
+    assert reply.usage.prompt_tokens > 2
+    as_text = vectors(reply)[0]
+    control = vectors(client.embeddings.create(model=MODEL_NAME, input=[2]))[0]
+    assert np.max(np.abs(as_text - control)) > 1e-3
