@@ -137,12 +137,13 @@ def test_conversations_keep_their_prefix_hits_and_a_killed_replica_loses_no_unst
                 results["unstarted"] = (e, time.monotonic() - start)
 
         def started(stream_started):
-            text = ""
+            text, finish = "", None
             try:
                 for chunk in chat(client, stream=True, **long_request):
                     text += chunk.choices[0].delta.content or ""
+                    finish = chunk.choices[0].finish_reason or finish
                     stream_started.set()
-                results["started"] = text
+                results["started"] = (text, finish)
             except (openai.APIError, httpx.HTTPError) as e:
                 results["started"] = e
 
@@ -167,11 +168,13 @@ def test_conversations_keep_their_prefix_hits_and_a_killed_replica_loses_no_unst
         assert not isinstance(reply, Exception), reply
         assert reply.choices[0].finish_reason == "length" and reply.usage.completion_tokens == 200
         assert all(r.choices[0].message.content for r in after_kill)
-        # The stream that had begun ends with an error: the client learns its answer is cut.
+        # The stream that had begun is cut, and the client can tell: either the connection ends
+        # with an error, or (when HAProxy happens to close the chunked body cleanly, seen under
+        # load) the stream ends without a finish_reason and without [DONE].
         lost = results["started"]
         print(f"killed replica: the in-flight unstarted request took {seconds:.2f} s (replayed), "
               f"the started stream ended with {type(lost).__name__}")
-        assert isinstance(lost, Exception), lost
+        assert isinstance(lost, Exception) or lost[1] is None, lost
         assert two.proc.poll() is None  # HAProxy and the other replica go on
     finally:
         two.stop()
