@@ -127,7 +127,8 @@ python_stage() {
   echo "=== python: test"
   local log; log=$(mktemp)
   local start=$SECONDS
-  LUMEN_BIN="$PWD/build/release/src/cli/lumen" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider \
+  LUMEN_BIN="$PWD/build/release/src/cli/lumen" LUMEN_GENERATED_DIR="$PWD/build/release/tests/generated" \
+    "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider \
     tests/python/package | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   timings+=("python:test $((SECONDS - start))")

@@ -5,6 +5,7 @@ them). A decoder's file has no pooling_type, so Lumen pools the last token's fin
 the engine's f16 KV cache and f16 weights' rounding, not a fudge: a wrong norm, rope, head split
 or pooled row is off by far more."""
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,8 @@ from conftest import run_lumen
 # The tokenizer is only how text becomes ids here: a 67-token vocabulary (the BERT golden's)
 # keeps the file small, so gguf-py reads it in a moment (SmolLM2's 49152 tokens take it 8 s);
 # llama3-mini (width 256, grouped-query heads, llama3 rope scaling) takes its vocabulary's size.
-SMALL_VOCAB = Path(__file__).resolve().parent.parent / "golden" / "embeddings" / "tiny_bert.gguf"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from make_tiny_embedding_models import golden_model  # noqa: E402
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Hello, world!", "a"]
 
@@ -91,7 +93,7 @@ def llama_last_hidden(reader, ids):
 @pytest.fixture(scope="module")
 def tiny_llama(tmp_path_factory):
     path = tmp_path_factory.mktemp("embed") / "llama.gguf"
-    run_lumen("synth", "llama3-mini", "-o", path, "--vocab", SMALL_VOCAB,
+    run_lumen("synth", "llama3-mini", "-o", path, "--vocab", golden_model("tiny_bert"),
               "--type", "F16", "--layers", "2", "--seed", "7")
     return path
 

@@ -1,6 +1,7 @@
-"""Embeddings against Hugging Face transformers. tests/golden/embeddings holds tiny random models
-converted to GGUF (F32) by llama.cpp's convert_hf_to_gguf.py, and for a few texts what
-transformers makes of them (scripts/make_*_embedding_golden.py):
+"""Embeddings against Hugging Face transformers. scripts/make_tiny_embedding_models.py writes tiny
+random models (F32 GGUF, laid out as llama.cpp's convert_hf_to_gguf.py writes them) from fixed
+seeds into the build tree, held to the sha256 in tests/golden/embeddings/NAME.json, which also
+holds what transformers makes of a few texts with the same weights (scripts/make_*_embedding_golden.py):
   - tiny_bert: a BertModel with an uncased WordPiece vocabulary and mean pooling
     (sentence-transformers' module files, which the converter reads into pooling_type);
     BertTokenizerFast's ids and the mean-pooled, L2-normalised last hidden states;
@@ -15,6 +16,7 @@ model's arithmetic leaves: the encoder runs its attention and norms in double (F
 the decoder attends through the engine's f16 KV cache, whose rounding is the 1e-4 it differs by
 (a wrong rope pairing, mask or norm is off by far more)."""
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,8 @@ import pytest
 from conftest import run_lumen
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "embeddings"
+sys.path.insert(0, str(GOLDEN.parents[2] / "scripts"))
+from make_tiny_embedding_models import golden_model  # noqa: E402
 BOUND = {"tiny_bert": 1e-5, "tiny_llama": 1e-3, "tiny_nomic_bert": 1e-5}
 
 
@@ -33,13 +37,13 @@ def cases(model):
 @pytest.mark.parametrize("model,case", [(m, c) for m in BOUND for c in cases(m)],
                          ids=[f"{m}-{c['text'][:20]}" for m in BOUND for c in cases(m)])
 def test_token_ids_match_the_hugging_face_tokenizer(model, case):
-    out = run_lumen("tokenize", "-m", GOLDEN / f"{model}.gguf", "--add-special", "-p", case["text"]).stdout
+    out = run_lumen("tokenize", "-m", golden_model(model), "--add-special", "-p", case["text"]).stdout
     assert [int(i) for i in out.split()] == case["ids"]
 
 
 @pytest.mark.parametrize("model", list(BOUND))
 def test_embeddings_match_transformers(model):
-    args = ["embed", "-m", GOLDEN / f"{model}.gguf", "-t", "2"]
+    args = ["embed", "-m", golden_model(model), "-t", "2"]
     for case in cases(model):
         args += ["-p", case["text"]]
     reply = json.loads(run_lumen(*args).stdout)
@@ -55,6 +59,6 @@ def test_embeddings_match_transformers(model):
 
 
 def test_an_encoder_refuses_to_generate():
-    result = run_lumen("run", "-m", GOLDEN / "tiny_bert.gguf", "-p", "hello", "-n", "4", check=False)
+    result = run_lumen("run", "-m", golden_model("tiny_bert"), "-p", "hello", "-n", "4", check=False)
     assert result.returncode != 0
     assert "encoder" in result.stderr.decode()

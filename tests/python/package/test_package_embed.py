@@ -3,6 +3,7 @@ shape, for text and token-id prompts; and a BERT's, against transformers' golden
 import json
 import math
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ import lumen
 
 TEXTS = ["The cat sat on the mat.", "Quarterly revenue rose by 12 percent."]
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "embeddings"
+sys.path.insert(0, str(GOLDEN.parents[2] / "scripts"))
+from make_tiny_embedding_models import golden_model  # noqa: E402
 
 
 def largest_difference(a, b):
@@ -39,7 +42,7 @@ def test_embed_refuses_an_empty_prompt(llm):
 
 def test_bert_embed_matches_transformers():
     cases = json.loads((GOLDEN / "tiny_bert.json").read_text(encoding="utf-8"))["cases"]
-    bert = lumen.LLM(model=GOLDEN / "tiny_bert.gguf", max_model_len=64, kv_cache_memory_bytes=16 << 20)
+    bert = lumen.LLM(model=golden_model("tiny_bert"), max_model_len=64, kv_cache_memory_bytes=16 << 20)
     outputs = bert.embed([c["text"] for c in cases])
     for case, out in zip(cases, outputs):
         assert out.prompt_token_ids == case["ids"]
