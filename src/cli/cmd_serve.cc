@@ -49,6 +49,7 @@ struct ServeOptions {
   size_t max_chat_messages = 2048;
   int64_t max_embedding_inputs = server::ServingLimits{}.max_embedding_inputs;
   int64_t max_embedding_input_tokens = 0;
+  int64_t max_embedding_request_tokens = server::ServingLimits{}.max_embedding_request_tokens;
   double request_read_timeout_s = 30.0;
   bool no_web_ui = false;
   unsigned threads = 0;
@@ -182,6 +183,7 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
   limits.max_output_records = options.max_output_records;
   limits.max_embedding_inputs = options.max_embedding_inputs;
   limits.max_embedding_input_tokens = options.max_embedding_input_tokens;
+  limits.max_embedding_request_tokens = options.max_embedding_request_tokens;
   // A rendering may add template text around the body's messages, but not grow without bound.
   limits.max_rendered_prompt_bytes = 4 * options.http.max_body_bytes;
   server::ServerContext context(engine, model, name, limits,
@@ -234,6 +236,10 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-embedding-input-tokens", options->max_embedding_input_tokens,
                   "Most tokens in one /v1/embeddings input (default: the context, --max-model-len)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-embedding-request-tokens", options->max_embedding_request_tokens,
+                  "Most tokens of all inputs together in one /v1/embeddings request")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-chat-messages", options->max_chat_messages, "Most messages in one chat request")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));

@@ -1,5 +1,7 @@
 #include "server/embeddings_request.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cstring>
 #include <string>
@@ -54,6 +56,34 @@ void check_count(size_t n, const EmbeddingLimits& limits) {
   }
 }
 
+// Counts inputs' tokens as they are read, so a request over the total is refused without
+// tokenizing the rest; texts are first held to the same 64 bytes per token as one input is.
+class RequestTotal {
+ public:
+  explicit RequestTotal(const EmbeddingLimits& limits) : limits_(limits) {}
+
+  void add_text_bytes(size_t n) {
+    bytes_ += static_cast<int64_t>(n);
+    if (bytes_ > 64 * limits_.max_request_tokens) refuse(fmt::format("{} bytes of text, far more than", bytes_));
+  }
+  void add_tokens(size_t n) {
+    tokens_ += static_cast<int64_t>(n);
+    if (tokens_ > limits_.max_request_tokens) refuse(fmt::format("{} tokens, more than", tokens_));
+  }
+
+ private:
+  [[noreturn]] void refuse(const std::string& held) const {
+    invalid("input",
+            "the inputs hold {} the {} tokens one request may hold in all (--max-embedding-request-tokens); "
+            "split them over several requests",
+            held, limits_.max_request_tokens);
+  }
+
+  const EmbeddingLimits& limits_;
+  int64_t bytes_ = 0;
+  int64_t tokens_ = 0;
+};
+
 }  // namespace
 
 EmbeddingsRequest parse_embeddings_request(const nlohmann::json& body, const Model& model,
@@ -73,8 +103,11 @@ EmbeddingsRequest parse_embeddings_request(const nlohmann::json& body, const Mod
   }
   const nlohmann::json* input = fields.find("input");
   if (input == nullptr) invalid("input", "'input' is required");
+  RequestTotal total(limits);
   if (input->is_string()) {
+    total.add_text_bytes(input->get_ref<const std::string&>().size());
     out.inputs.push_back(text_input(0, input->get<std::string>(), model, limits));
+    total.add_tokens(out.inputs.back().size());
     return out;
   }
   if (!input->is_array() || input->empty()) {
@@ -84,9 +117,13 @@ EmbeddingsRequest parse_embeddings_request(const nlohmann::json& body, const Mod
   const nlohmann::json& first = input->front();
   if (first.is_number()) {  // one input of token ids
     out.inputs.push_back(token_input(0, *input, limits));
+    total.add_tokens(out.inputs.back().size());
     return out;
   }
   check_count(input->size(), limits);
+  for (const nlohmann::json& item : *input) {
+    if (item.is_string()) total.add_text_bytes(item.get_ref<const std::string&>().size());
+  }
   for (size_t i = 0; i < input->size(); ++i) {
     const nlohmann::json& item = (*input)[i];
     // The items are all of the first's kind, as OpenAI's schema has them.
@@ -97,6 +134,7 @@ EmbeddingsRequest parse_embeddings_request(const nlohmann::json& body, const Mod
     } else {
       invalid("input", "{}", kShape);
     }
+    total.add_tokens(out.inputs.back().size());
   }
   return out;
 }

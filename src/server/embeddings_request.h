@@ -16,6 +16,9 @@ struct EmbeddingLimits {
   int64_t dimensions = 0;        // the model's embedding width
   int64_t max_inputs = 2048;     // inputs per request (OpenAI's limit)
   int64_t max_input_tokens = 0;  // tokens per input (the served max_model_len)
+  // All inputs' tokens together (OpenAI's 300K): a request's share of every step lasts until its
+  // last pass, so its total, not only its count and lengths, bounds what it costs the others.
+  int64_t max_request_tokens = 300'000;
 };
 
 struct EmbeddingsRequest {
@@ -24,7 +27,8 @@ struct EmbeddingsRequest {
 };
 
 // Throws ApiError(400) naming the field: a missing, empty or malformed input, more inputs than
-// limits.max_inputs, an input past limits.max_input_tokens tokens, a token id outside the
+// limits.max_inputs, an input past limits.max_input_tokens tokens, inputs past
+// limits.max_request_tokens tokens together, a token id outside the
 // vocabulary, an encoding_format other than float or base64, or dimensions other than the
 // model's. Text is tokenized with the vocabulary's BOS/EOS rule (a BERT's [CLS] ... [SEP]);
 // control tokens spelled in it stay text.

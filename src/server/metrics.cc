@@ -107,6 +107,11 @@ std::string ServerMetrics::render(const EngineStats& s) const {
                                  : static_cast<double>(s.spec_accepted_tokens) / static_cast<double>(s.spec_draft_tokens));
   counter(out, "lumen_prompt_tokens_total", "Prompt tokens of requests handed to the engine.", prompt_tokens_.load());
   counter(out, "lumen_generation_tokens_total", "Tokens generated for clients.", generated_tokens_.load());
+  counter(out, "lumen_embedding_requests_total", "/v1/embeddings requests answered.", embedding_requests_.load());
+  counter(out, "lumen_embedding_inputs_total", "Inputs (vectors) of answered /v1/embeddings requests.",
+          embedding_inputs_.load());
+  counter(out, "lumen_embedding_tokens_total", "Tokens of answered /v1/embeddings requests' inputs.",
+          embedding_tokens_.load());
   counter(out, "lumen_requests_rejected_total", "Requests refused because the queue was full or the server was stopping.",
           rejected_.load());
   out += "# HELP lumen_request_success_total Finished requests (one per choice) by finish reason.\n"

@@ -49,6 +49,13 @@ class ServerMetrics {
   void count_finished(FinishReason reason);
   void count_rejected() { rejected_ += 1; }  // 429/503 for a full queue or shutdown
   void count_kv_fetch(KvFetchOutcome outcome) { kv_fetches_[static_cast<size_t>(outcome)] += 1; }
+  // A /v1/embeddings request answered: its inputs and their tokens (counted apart from
+  // generation's prompt tokens, whose rate means something else).
+  void count_embeddings(int64_t inputs, int64_t tokens) {
+    embedding_requests_ += 1;
+    embedding_inputs_ += static_cast<uint64_t>(inputs);
+    embedding_tokens_ += static_cast<uint64_t>(tokens);
+  }
 
   std::string render(const EngineStats& stats) const;
 
@@ -58,6 +65,9 @@ class ServerMetrics {
   std::array<std::atomic<uint64_t>, 4> finished_{};  // by FinishReason
   std::atomic<uint64_t> rejected_{0};
   std::array<std::atomic<uint64_t>, 3> kv_fetches_{};  // by KvFetchOutcome
+  std::atomic<uint64_t> embedding_requests_{0};
+  std::atomic<uint64_t> embedding_inputs_{0};
+  std::atomic<uint64_t> embedding_tokens_{0};
 };
 
 }  // namespace lumen::server

@@ -23,6 +23,7 @@ void handle_embeddings(ServerContext& context, const httplib::Request& request, 
   limits.max_input_tokens = context.limits.max_embedding_input_tokens > 0
                                 ? std::min(context.limits.max_embedding_input_tokens, context.limits.max_model_len)
                                 : context.limits.max_model_len;
+  limits.max_request_tokens = context.limits.max_embedding_request_tokens;
   EmbeddingsRequest parsed = parse_embeddings_request(body, context.model, limits);
   const auto n_inputs = static_cast<int64_t>(parsed.inputs.size());
   if (n_inputs > context.admission.max_per_client()) {
@@ -40,6 +41,7 @@ void handle_embeddings(ServerContext& context, const httplib::Request& request, 
                                 {"data", std::move(data)},
                                 {"model", context.model_name},
                                 {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
+  context.metrics.count_embeddings(n_inputs, prompt_tokens);
   response.set_content(dump_json(reply), "application/json");
 }
 

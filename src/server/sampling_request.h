@@ -30,9 +30,11 @@ struct ServingLimits {
   // choices over it (2.1 M); at the measured 30-80 bytes of JSON per entry, it bounds a
   // response at a few hundred MB where the product of the per-field limits allowed tens of GB.
   int64_t max_output_records = 4'000'000;
-  // /v1/embeddings: inputs per request (OpenAI's 2048) and tokens per input (0: max_model_len).
+  // /v1/embeddings: inputs per request (OpenAI's 2048), tokens per input (0: max_model_len) and
+  // tokens of all inputs together (OpenAI's 300K).
   int64_t max_embedding_inputs = 2048;
   int64_t max_embedding_input_tokens = 0;
+  int64_t max_embedding_request_tokens = 300'000;
 };
 
 struct GenerationOptions {

@@ -8,6 +8,7 @@ import concurrent.futures
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,12 +17,16 @@ import pytest
 
 from conftest import MODEL_NAME, LumenServer, model_path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from make_tiny_embedding_models import golden_model  # noqa: E402
+
 TEXTS = ["The cat sat on the mat.", "A dog slept on the rug.", "Quarterly revenue rose by 12 percent."]
 
 
 @pytest.fixture(scope="module")
 def server():
-    s = LumenServer("--max-embedding-inputs", "8", "--max-embedding-input-tokens", "64")
+    s = LumenServer("--max-embedding-inputs", "8", "--max-embedding-input-tokens", "64",
+                    "--max-embedding-request-tokens", "160")
     yield s
     assert s.stop() == 0, "".join(s.log)
 
@@ -102,6 +107,40 @@ def test_bad_requests_are_400_naming_the_field(server, body, param, words):
     assert words in error["message"], error
 
 
+def test_a_request_over_the_total_token_cap_is_a_400_naming_it(server):
+    """Each input fits (64 tokens), eight inputs are allowed, but not 160 tokens in all; texts far
+    over the total are refused by their bytes, before they are tokenized."""
+    client = server.client()
+    before = server.metrics()
+    with pytest.raises(openai.BadRequestError) as e:
+        client.embeddings.create(model=MODEL_NAME, input=[[1] * 60] * 3)
+    assert e.value.body["param"] == "input"
+    assert "180 tokens, more than the 160 tokens" in e.value.body["message"], e.value.body
+    assert "--max-embedding-request-tokens" in e.value.body["message"]
+    with pytest.raises(openai.BadRequestError) as e:
+        client.embeddings.create(model=MODEL_NAME, input=["x" * 4000] * 3)
+    assert "12000 bytes of text, far more than the 160 tokens" in e.value.body["message"], e.value.body
+    # Exactly at the cap is fine.
+    reply = client.embeddings.create(model=MODEL_NAME, input=[[1] * 60, [2] * 60, [3] * 40])
+    assert reply.usage.prompt_tokens == 160 and len(reply.data) == 3
+    after = server.metrics()
+    # Refused requests are not counted as answered.
+    assert after["lumen_embedding_requests_total"] - before["lumen_embedding_requests_total"] == 1
+    assert after["lumen_embedding_inputs_total"] - before["lumen_embedding_inputs_total"] == 3
+    assert after["lumen_embedding_tokens_total"] - before["lumen_embedding_tokens_total"] == 160
+
+
+def test_metrics_count_embedding_requests_inputs_and_tokens(server):
+    before = server.metrics()
+    reply = server.client().embeddings.create(model=MODEL_NAME, input=TEXTS)
+    after = server.metrics()
+    assert after["lumen_embedding_requests_total"] - before["lumen_embedding_requests_total"] == 1
+    assert after["lumen_embedding_inputs_total"] - before["lumen_embedding_inputs_total"] == len(TEXTS)
+    assert after["lumen_embedding_tokens_total"] - before["lumen_embedding_tokens_total"] == reply.usage.prompt_tokens
+    # Embedding tokens are not generation's prompt tokens.
+    assert after["lumen_prompt_tokens_total"] == before["lumen_prompt_tokens_total"]
+
+
 def test_cli_embed_gives_the_servers_vectors(server):
     """`lumen embed` runs the same engine path: its JSON is the server's, vector for vector."""
     out = subprocess.run([os.environ["LUMEN_BIN"], "embed", "-m", str(model_path()), "-t", "2", *sum([["-p", t] for t in TEXTS], [])],
@@ -118,7 +157,7 @@ def test_bert_encoder_served_matches_transformers():
     asked for with the SDK like any other model."""
     golden = Path(__file__).resolve().parent.parent / "golden" / "embeddings"
     cases = json.loads((golden / "tiny_bert.json").read_text(encoding="utf-8"))["cases"]
-    bert = LumenServer(model=golden / "tiny_bert.gguf", max_model_len=64)
+    bert = LumenServer(model=golden_model("tiny_bert"), max_model_len=64)
     try:
         reply = bert.client().embeddings.create(model="tiny_bert", input=[c["text"] for c in cases])
         assert reply.usage.prompt_tokens == sum(len(c["ids"]) for c in cases)

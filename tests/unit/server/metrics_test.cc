@@ -52,5 +52,17 @@ TEST(ServerMetrics, RendersEngineGaugesAndCounters) {
   }
 }
 
+TEST(ServerMetrics, CountsEmbeddingRequestsInputsAndTokensApartFromPrompts) {
+  ServerMetrics m;
+  m.count_embeddings(3, 40);
+  m.count_embeddings(1, 7);
+  const std::string out = m.render(EngineStats{});
+  for (const char* line :
+       {"# TYPE lumen_embedding_requests_total counter\n", "lumen_embedding_requests_total 2\n",
+        "lumen_embedding_inputs_total 4\n", "lumen_embedding_tokens_total 47\n", "lumen_prompt_tokens_total 0\n"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << out;
+  }
+}
+
 }  // namespace
 }  // namespace lumen::server
