@@ -1,8 +1,10 @@
-"""lumen.AsyncEngine: streaming generation for asyncio programs (a server of your own).
+"""lumen.AsyncEngine: streaming generation and embeddings for asyncio programs (a server of your own).
 
 One background thread drives the engine: it steps (with the GIL released), then hands what each
 step produced to the event loop of the request's consumer with call_soon_threadsafe. The event
-loop only submits, aborts and reads queues, so it never waits on the engine.
+loop only submits, aborts and reads queues, so it never waits on the engine. Embeddings go the
+same way: queued with the engine, their vectors set on an asyncio future after the step that
+finished them.
 """
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ from contextlib import aclosing
 from typing import Any, AsyncGenerator, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _lumen
-from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt, one_prompt
+from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt, one_prompt, prompt_batch
 from .llm import load_engine
-from .outputs import CompletionOutput, Decode, PromptLogprobs, RequestOutput, prompt_logprobs_of, sample_logprobs
+from .outputs import CompletionOutput, Decode, EmbeddingOutput, EmbeddingRequestOutput, PromptLogprobs, RequestOutput, \
+    prompt_logprobs_of, sample_logprobs
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
@@ -87,6 +90,29 @@ class _Stream:
             pass  # the consumer's event loop has closed: nobody is left to read it
 
 
+def _settle(future: "asyncio.Future[Any]", outcome: Any) -> None:
+    """On the future's loop: its result or exception, unless its awaiter was cancelled."""
+    if future.done():
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+class _PendingEmbedding:
+    """One embed() call's queued inputs and the future its caller awaits."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]", job: _lumen._Embedding) -> None:
+        self.loop, self.future, self.job = loop, future, job
+
+    def deliver(self, outcome: Any) -> None:
+        try:
+            self.loop.call_soon_threadsafe(_settle, self.future, outcome)
+        except RuntimeError:
+            pass  # the caller's event loop has closed
+
+
 class AsyncEngine:
     """Lumen's engine for asyncio (vLLM's AsyncLLM): many concurrent streaming requests, batched
     by the engine step by step.
@@ -96,12 +122,14 @@ class AsyncEngine:
     carries the text so far (outputs[i].text) and what is new (outputs[i].delta); the last has
     finished=True. Leaving the loop early, or cancelling the task, aborts the request;
     `await engine.abort(request_id)` aborts it from elsewhere (its stream then ends with
-    finish_reason "abort"). Call shutdown() (or use `async with`) when done.
+    finish_reason "abort"). `await engine.embed(prompts)` gives LLM.embed's vectors, computed
+    between the generation steps. Call shutdown() (or use `async with`) when done.
     """
 
     def __init__(self, model: Union[str, "os.PathLike[str]"], **engine_options: Any) -> None:
         self._engine = load_engine("AsyncEngine", model, engine_options)
         self._streams: Dict[str, _Stream] = {}
+        self._embeddings: List[_PendingEmbedding] = []
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lumen-engine", daemon=True)
@@ -132,6 +160,24 @@ class AsyncEngine:
             async for out in stream:
                 yield out
 
+    async def embed(self, prompts: Union[SinglePrompt, Sequence[SinglePrompt]]) -> List[EmbeddingRequestOutput]:
+        """LLM.embed for asyncio: one vector per prompt, in order, pooled and L2-normalised as
+        /v1/embeddings computes them. The engine runs the inputs one pass per step, between the
+        streams' steps, so generation goes on meanwhile. Raises LumenError (a ValueError) for a
+        refused prompt. Cancelling the await drops the answer; the inputs' passes still run."""
+        if self._closed.is_set():
+            raise RuntimeError("the AsyncEngine was shut down")
+        batch = prompt_batch(self._engine, prompts, parse_special=False)
+        loop = asyncio.get_running_loop()
+        future: "asyncio.Future[List[List[float]]]" = loop.create_future()
+        with self._lock:
+            job = self._engine.submit_embed([ids for _, ids in batch])  # checks the inputs, then queues them
+            self._embeddings.append(_PendingEmbedding(loop, future, job))
+        vectors = await future
+        return [EmbeddingRequestOutput(request_id=str(i), prompt=text, prompt_token_ids=ids,
+                                       outputs=EmbeddingOutput(embedding=vector))
+                for i, ((text, ids), vector) in enumerate(zip(batch, vectors))]
+
     async def abort(self, request_id: str) -> None:
         """Ends the request at the engine's next step; an unknown id is ignored."""
         with self._lock:
@@ -151,6 +197,10 @@ class AsyncEngine:
         # The thread finishes the aborted requests (so their consumers see the end) and exits.
         self._closed.set()
         self._thread.join()
+        with self._lock:
+            left, self._embeddings = self._embeddings, []
+        for pending in left:
+            pending.deliver(RuntimeError("the AsyncEngine was shut down"))
 
     async def __aenter__(self) -> "AsyncEngine":
         return self
@@ -201,7 +251,7 @@ class AsyncEngine:
                     s.deliver(RuntimeError(f"the engine failed: {error}"))
             self._deliver()
             if not busy:
-                if self._closed.is_set() and not self._engine.has_unfinished():
+                if self._closed.is_set() and not self._engine.has_unfinished() and not self._embeddings:
                     return
                 self._engine.wait_for_work(_IDLE_WAIT_S)
 
@@ -212,3 +262,12 @@ class AsyncEngine:
             item = s.collect()
             if item is not None:
                 s.deliver(item)
+        with self._lock:
+            ready = [p for p in self._embeddings if p.job.ready()]
+            self._embeddings = [p for p in self._embeddings if p not in ready]
+        for pending in ready:
+            try:
+                outcome: Any = pending.job.get()
+            except Exception as error:  # the engine refused them (no room in the KV cache)
+                outcome = error
+            pending.deliver(outcome)

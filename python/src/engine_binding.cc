@@ -1,4 +1,4 @@
-// lumen._lumen._Engine, _Request and _Completion: the engine as the Python package drives it.
+// lumen._lumen._Engine, _Request, _Completion and _Embedding: the engine as the Python package drives it.
 // Everything that computes (loading, tokenizing a long text, stepping, a whole batch) runs with
 // the GIL released, so other Python threads and an asyncio loop go on meanwhile.
 #include <nanobind/nanobind.h>
@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -66,9 +67,29 @@ std::vector<SamplingParams> params_per_prompt(nb::handle params, size_t prompts)
   return list;
 }
 
+// Engine::embed's answer for AsyncEngine: its loop thread steps the engine and polls ready()
+// after each step, so no thread blocks on the vectors.
+struct PendingEmbedding {
+  std::future<std::vector<std::vector<float>>> vectors;
+};
+
 }  // namespace
 
 void bind_engine(nb::module_& m) {
+  nb::class_<PendingEmbedding>(m, "_Embedding", "Queued embeddings (internal: AsyncEngine.embed awaits them).")
+      .def("ready",
+           [](const PendingEmbedding& p) {
+             return p.vectors.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+           })
+      .def(
+          "get",
+          [](PendingEmbedding& p) {
+            if (!p.vectors.valid()) fail("these embeddings were already taken");
+            nb::gil_scoped_release release;
+            return p.vectors.get();
+          },
+          "Each input's vector once ready() (raises LumenError when the engine refused them); once only.");
+
   nb::class_<GenerationResult>(m, "_Completion", "One finished completion (internal: lumen.CompletionOutput wraps it).")
       .def_ro("request_id", &GenerationResult::request_id)
       .def_ro("index", &GenerationResult::index)
@@ -175,6 +196,13 @@ void bind_engine(nb::module_& m) {
             return core.embed(std::move(inputs));
           },
           "inputs"_a, "Each input's embedding (pooled, L2-normalised): a list of floats per input.")
+      .def(
+          "submit_embed",
+          [](EngineCore& core, std::vector<std::vector<int32_t>> inputs) {
+            nb::gil_scoped_release release;
+            return PendingEmbedding{core.engine().embed(std::move(inputs))};
+          },
+          "inputs"_a, "Queues the inputs for the thread that steps the engine; the vectors come in the _Embedding.")
       .def("step",
            [](EngineCore& core) {
              nb::gil_scoped_release release;
