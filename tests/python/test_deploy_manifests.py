@@ -2,6 +2,8 @@
 kubernetes-validate, so no cluster or network is needed), the validator rejects broken ones,
 and the Deployment has what the replicas need (probes on /health, resources, scraping)."""
 import copy
+import json
+import re
 from pathlib import Path
 
 import kubernetes_validate
@@ -63,3 +65,19 @@ def test_the_deployment_has_probes_resources_and_scraping():
     assert all(pod["metadata"]["labels"].get(k) == v for k, v in service["spec"]["selector"].items())
     grace = float(next(a for a in c["args"] if a.startswith("--shutdown-grace=")).split("=")[1])
     assert pod["spec"]["terminationGracePeriodSeconds"] > grace + c["lifecycle"]["preStop"]["sleep"]["seconds"]
+
+
+def test_the_deployment_runs_the_container_images_entrypoint():
+    """The pod's args follow deploy/container/Dockerfile's ENTRYPOINT (`lumen serve --host=...`):
+    they must not name the subcommand again or repeat a flag the entrypoint gives (lumen refuses
+    a flag given twice), and the model path must be under the image's /models volume."""
+    dockerfile = (MANIFESTS[0].parents[1] / "container" / "Dockerfile").read_text()
+    entrypoint = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", dockerfile, re.M).group(1))
+    assert entrypoint[:2] == ["lumen", "serve"] and "VOLUME /models" in dockerfile
+    c = container(by_kind("Deployment"))
+    assert c["image"] == "lumen:latest"
+    assert "serve" not in c["args"]
+    given = {a.split("=")[0] for a in entrypoint[2:]}
+    assert not given & {a.split("=")[0] for a in c["args"]}, (entrypoint, c["args"])
+    model = next(a for a in c["args"] if a.startswith("--model=")).split("=", 1)[1]
+    assert model.startswith("/models/") and any(m["mountPath"] == "/models" for m in c["volumeMounts"])
