@@ -15,6 +15,7 @@ Lumen must tokenize to the same ids and land on the same vectors. The bounds are
 model's arithmetic leaves: the encoder runs its attention and norms in double (F32 weights);
 the decoder attends through the engine's f16 KV cache, whose rounding is the 1e-4 it differs by
 (a wrong rope pairing, mask or norm is off by far more)."""
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ from conftest import run_lumen
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "embeddings"
 sys.path.insert(0, str(GOLDEN.parents[2] / "scripts"))
+import make_tiny_embedding_models as tiny  # noqa: E402
 from make_tiny_embedding_models import golden_model  # noqa: E402
 BOUND = {"tiny_bert": 1e-5, "tiny_llama": 1e-3, "tiny_nomic_bert": 1e-5}
 
@@ -62,3 +64,20 @@ def test_an_encoder_refuses_to_generate():
     result = run_lumen("run", "-m", golden_model("tiny_bert"), "-p", "hello", "-n", "4", check=False)
     assert result.returncode != 0
     assert "encoder" in result.stderr.decode()
+
+
+def test_a_generated_model_is_held_to_its_goldens_sha256(tmp_path, monkeypatch):
+    """A damaged or stale file in the build tree is rewritten; a generator whose output drifted
+    from the one the golden was made from (other weights, another gguf-py) is refused, not
+    compared."""
+    monkeypatch.setenv("LUMEN_GENERATED_DIR", str(tmp_path))
+    want = json.loads((GOLDEN / "tiny_bert.json").read_text(encoding="utf-8"))["gguf_sha256"]
+    path = golden_model("tiny_bert")
+    path.write_bytes(b"GGUF damaged")
+    assert hashlib.sha256(golden_model("tiny_bert").read_bytes()).hexdigest() == want
+    path.unlink()
+    drifted = tiny.bert_weights
+    monkeypatch.setattr(tiny, "bert_weights", lambda: {k: v * 1.001 for k, v in drifted().items()})
+    with pytest.raises(AssertionError, match="rerun scripts/make_bert_embedding_golden.py"):
+        golden_model("tiny_bert")
+    assert not path.exists() and not list(tmp_path.glob(".tiny_bert.*"))
