@@ -14,6 +14,7 @@
 #include "kv_transfer/kv_transfer_client.h"
 #include "lumen/cache_salt.h"
 #include "lumen/error.h"
+#include "lumen/prompt_kv_exchange.h"
 #include "server/server_context.h"
 
 namespace lumen::server {
@@ -59,7 +60,7 @@ uint64_t receive_prompt_kv(ServerContext& context, const KvTransferSource& sourc
   const Clock::time_point started = Clock::now();
   const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(context.kv_handoff.fetch_timeout_s));
-  Engine& engine = context.engine;
+  PromptKvExchange engine(context.engine);
   try {
     // Shared: what this instance's prefix cache has already (a conversation's earlier turns);
     // only the rest moves. Not shared: the request runs under a salt of its own, so the blocks

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lumen/engine.h"
+#include "lumen/prompt_kv_exchange.h"
 
 namespace lumen::server {
 
@@ -50,7 +51,8 @@ class ServerMetrics {
   void count_rejected() { rejected_ += 1; }  // 429/503 for a full queue or shutdown
   void count_kv_fetch(KvFetchOutcome outcome) { kv_fetches_[static_cast<size_t>(outcome)] += 1; }
 
-  std::string render(const EngineStats& stats) const;
+  // `kv`: the disaggregated prefill and decode counters (zero in an instance of neither role).
+  std::string render(const EngineStats& stats, const PromptKvStats& kv = {}) const;
 
  private:
   std::atomic<uint64_t> prompt_tokens_{0};
