@@ -154,7 +154,7 @@ struct EngineConfig {
   // ceil(L / min_prefill_tokens) steps).
   int64_t min_prefill_tokens = 16;
   // Disaggregated prefill (lumen/prompt_kv.h): host memory for the K/V of computed prompts, kept
-  // until a decode engine takes them (Engine::take_prompt_kv); the oldest go first. 0: none kept.
+  // until a decode engine takes them (PromptKvExchange::take_prompt_kv); the oldest go first. 0: none kept.
   int64_t prompt_kv_store_bytes = 0;
 };
 
