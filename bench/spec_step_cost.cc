@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 30;
   const unsigned threads = argc > 4 ? static_cast<unsigned>(std::atoi(argv[4])) : 2u;
   const lumen::Model model = lumen::Model::load(argv[1], {.threads = threads});
-  lumen::engine::SingleSequenceForward forward(*model.state().model, *model.state().backend, depth + 64);
+  lumen::engine::SingleSequenceForward forward(*lumen::engine::model_state(model).model,
+                                               *lumen::engine::model_state(model).backend, depth + 64);
   std::mt19937 rng(1);
   const auto vocab = static_cast<uint32_t>(model.info().vocab_size);
   std::vector<int32_t> prompt(static_cast<size_t>(depth));

@@ -15,21 +15,18 @@
 #include "lumen/engine_config.h"
 #include "lumen/model.h"
 #include "lumen/outputs.h"
-#include "lumen/prompt_kv.h"
 #include "lumen/sampling_params.h"
 
 namespace lumen {
 
-namespace engine {
-class RequestStream;
-struct EngineTestAccess;
-}  // namespace engine
+class RequestStream;      // src/engine/request_stream.h
+struct EngineTestAccess;  // fault injection for tests (src/engine/engine_test_access.h)
+class PromptKvExchange;   // lumen/prompt_kv_exchange.h
 
 // One completion of a submitted request: the request's id, which of its completions, and the
 // stream of that completion's outputs. Copyable; thread-safe.
 class RequestHandle {
  public:
-  RequestHandle(uint64_t id, int32_t index, std::shared_ptr<engine::RequestStream> stream);
   uint64_t id() const { return id_; }
   int32_t index() const { return index_; }
   // Blocks until new tokens arrive or the request ends. False once the request has ended and
@@ -42,9 +39,11 @@ class RequestHandle {
   GenerationResult collect();
 
  private:
+  friend class Engine;  // the only maker of handles
+  RequestHandle(uint64_t id, int32_t index, std::shared_ptr<RequestStream> stream);
   uint64_t id_;
   int32_t index_;
-  std::shared_ptr<engine::RequestStream> stream_;
+  std::shared_ptr<RequestStream> stream_;
 };
 
 struct EngineStats {
@@ -83,13 +82,6 @@ struct EngineStats {
   // acceptance below min_acceptance_rate, or speculating steps that yielded fewer tokens per
   // second than plain decoding on this machine (the break-even, measured from step times).
   uint64_t spec_paused_steps = 0;
-  // Disaggregated prefill and decode: prompts whose K/V was kept for another engine, taken by
-  // one, and pushed out for room before anyone took them; positions of K/V imported from
-  // another engine into the prefix cache.
-  uint64_t prompt_kv_stored = 0;
-  uint64_t prompt_kv_taken = 0;
-  uint64_t prompt_kv_evicted = 0;
-  uint64_t prompt_kv_imported_tokens = 0;
 };
 
 class Engine {
@@ -115,10 +107,11 @@ class Engine {
   // With prompt_logprobs, the first chunk of every stream carries them.
   // Throws lumen::Error (and queues nothing) for an empty prompt, a token id outside the
   // vocabulary, a prompt that leaves no room to generate within max_model_len, or invalid
-  // sampling parameters. priority: larger runs first under SchedulingPolicy::Priority.
+  // sampling parameters; lumen::ConstraintError (lumen/constraint_error.h) for an output
+  // constraint that cannot be used. priority: larger runs first under SchedulingPolicy::Priority.
   // cache_salt: requests with different salts never share cached K/V (tenant isolation).
   // client: who asks (any key; the server's is its client id). While several clients have work,
-  // each gets a fair share of the max_num_seqs seats and of the prefill (docs/architecture.md,
+  // each gets a fair share of the max_num_seqs seats and of the prefill (docs/engine.md,
   // "Fairness between clients"); requests that leave it 0 are one client.
   std::vector<RequestHandle> add_request_n(std::vector<int32_t> prompt, const SamplingParams& params, int priority = 0,
                                            uint64_t cache_salt = 0, uint64_t client = 0);
@@ -157,39 +150,11 @@ class Engine {
   int64_t embedding_dimensions() const;
   std::string_view embedding_pooling() const;
 
-  // Disaggregated prefill and decode (lumen/prompt_kv.h): one engine computes prompts, another
-  // continues them with the K/V moved over. Not with tensor or pipeline parallelism, and only
-  // with prefix caching (the moved K/V arrives as a cached prefix); these throw lumen::Error
-  // otherwise. What must agree between the two engines, as a fingerprint, and the bytes of one
-  // page (a block of every layer of a group).
-  uint64_t kv_format() const;
-  size_t kv_page_bytes() const;
-  // The pages a PromptKv of positions [n_known, n_tokens) has for this cache (both rounded down
-  // to whole blocks): what a receiver may expect at most.
-  size_t kv_transfer_pages(int64_t n_known, int64_t n_tokens) const;
-  // The sender, with EngineConfig::prompt_kv_store_bytes: the K/V that request_id's prompt had
-  // when it was computed (its whole blocks, as a request would adopt them), from position
-  // n_known on (rounded down to a block). Taken once; nullopt when the engine holds none for it
-  // (not computed yet, already taken, pushed out for room), or when `prompt` (which whoever asks
-  // must know) does not begin with its tokens or cache_salt is not the request's. Any thread.
-  std::optional<PromptKv> take_prompt_kv(uint64_t request_id, const std::vector<int32_t>& prompt,
-                                         uint64_t cache_salt, int64_t n_known);
-  // The receiver. How many leading tokens of `prompt` this engine's prefix cache would give a
-  // request now (whole blocks; never the last token, which is always computed): the n_known to
-  // ask the sender for. Then import_prompt_kv puts the sender's K/V into the prefix cache, so
-  // that the request with that prompt, submitted after it, adopts it instead of computing it;
-  // it resolves to the positions added (0 when the cache changed in between, or is full: the
-  // request then computes what is missing itself). Both run at the engine's next step (on the
-  // thread that steps it) and never change what the request generates. import_prompt_kv
-  // throws lumen::Error at once, writing nothing, when kv is for another kv_format() or a page
-  // is of another size, holds a NaN or infinite value, or is all zeros (a block never
-  // computed); its future holds one when kv does not fit the prompt.
-  // An engine destroyed first breaks the futures (std::future_error).
-  std::future<int64_t> cached_prompt_tokens(std::vector<int32_t> prompt, uint64_t cache_salt);
-  std::future<int64_t> import_prompt_kv(std::vector<int32_t> prompt, PromptKv kv);
+  // Disaggregated prefill and decode: lumen/prompt_kv_exchange.h.
 
  private:
-  friend struct engine::EngineTestAccess;  // fault injection for tests (src/engine)
+  friend struct EngineTestAccess;
+  friend class PromptKvExchange;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -90,6 +90,13 @@ struct SpeculativeConfig {
   // Throws lumen::Error, one line naming the field, when a value is out of range (the Engine
   // checks it too; callers may check before loading a model).
   void validate() const;
+
+  // vLLM's speculative_config JSON ({"method": "ngram", "num_speculative_tokens": 5, ...}), as
+  // the CLI's --speculative-config flag and the Python package's speculative_config option take
+  // it. Anything malformed (not JSON, not an object, an unknown key, a wrong type, a value out
+  // of range, a method Lumen does not have) is a one-line lumen::Error that starts with `label`
+  // (the flag or option's name).
+  static SpeculativeConfig from_json(const std::string& json, std::string_view label = "speculative_config");
 };
 
 struct EngineConfig {
@@ -99,7 +106,7 @@ struct EngineConfig {
   int64_t kv_cache_bytes = 0;             // 0: kv_cache_ram_fraction of the available RAM
   KvCacheDtype kv_cache_dtype = KvCacheDtype::F16;  // K and V's element type (block bytes follow it)
   // A quantized cache (q8_0, q4_0, fp8_e4m3) stores each head Hadamard-rotated, which spreads
-  // outlier channels before rounding (docs/architecture.md); false stores them as they are.
+  // outlier channels before rounding (docs/engine.md); false stores them as they are.
   bool kv_cache_rotation = true;
   // > 0: exactly this many KV blocks, whatever the byte budgets say (a single-user tool that
   // knows how many tokens it will hold: lumen run and chat).
@@ -147,7 +154,7 @@ struct EngineConfig {
   // ceil(L / min_prefill_tokens) steps).
   int64_t min_prefill_tokens = 16;
   // Disaggregated prefill (lumen/prompt_kv.h): host memory for the K/V of computed prompts, kept
-  // until a decode engine takes them (Engine::take_prompt_kv); the oldest go first. 0: none kept.
+  // until a decode engine takes them (PromptKvExchange::take_prompt_kv); the oldest go first. 0: none kept.
   int64_t prompt_kv_store_bytes = 0;
 };
 

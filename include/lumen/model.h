@@ -14,9 +14,10 @@
 
 namespace lumen {
 
-namespace engine {
+// What a Model handle shares, and the way Lumen's own code reaches it: defined in
+// src/engine/model_state.h, opaque here.
 struct ModelState;
-}
+struct ModelAccess;
 
 struct ModelOptions {
   std::string device = "cpu";  // "cpu", "cuda" or "cuda:N" (a build with -DLUMEN_CUDA=ON)
@@ -83,6 +84,12 @@ struct ModelInfo {
   int pipeline_parallel_size = 1;
 };
 
+// What is wrong with the role of message `index` (counted from 0) of an OpenAI-style
+// conversation, naming the role when there is one; empty when it is one of system, developer,
+// user, assistant and tool. The server and the Python package check every message with it
+// before rendering, so both refuse the same conversations in the same words.
+std::string chat_message_role_problem(const nlohmann::json& message, size_t index);
+
 class Model {
  public:
   // Throws lumen::Error naming what is wrong: the file (missing, not GGUF, broken, an
@@ -110,12 +117,14 @@ class Model {
   // (or there is none).
   std::vector<int32_t> chat_prompt(const nlohmann::ordered_json& messages, const ChatOptions& options = {}) const;
 
-  // For Lumen's own code (src/engine/model_state.h): the loaded parts behind the handle.
-  explicit Model(std::shared_ptr<engine::ModelState> state);
-  engine::ModelState& state() const { return *state_; }
+  // The chat template's Jinja text (empty without one). Tool calling reads from it which
+  // format the model writes its calls in (Hermes' <tool_call>, Llama 3's JSON...).
+  const std::string& chat_template_source() const;
 
  private:
-  std::shared_ptr<engine::ModelState> state_;
+  friend struct ModelAccess;
+  explicit Model(std::shared_ptr<ModelState> state);
+  std::shared_ptr<ModelState> state_;
 };
 
 }  // namespace lumen

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "bindings.h"
-#include "chat/message_roles.h"
 #include "engine_core.h"
 #include "engine_options.h"
 #include "util/error.h"
@@ -164,10 +163,10 @@ void bind_engine(nb::module_& m) {
           "chat_prompt",
           [](const EngineCore& core, const std::string& messages_json, bool add_generation_prompt,
              const std::string& extra_context_json) {
-            // The server's role check (chat/message_roles.h), before any rendering.
+            // The server's role check, before any rendering.
             const nlohmann::json messages = nlohmann::json::parse(messages_json);
             for (size_t i = 0; i < messages.size(); ++i) {
-              if (const std::string problem = chat::message_role_problem(messages[i], i); !problem.empty()) {
+              if (const std::string problem = chat_message_role_problem(messages[i], i); !problem.empty()) {
                 throw Error(problem);
               }
             }

@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include "spec/speculative_config_json.h"
 #include "util/error.h"
 
 namespace nb = nanobind;
@@ -96,7 +95,7 @@ void apply(EngineOptions& o, const std::string& key, nb::handle value) {
     // The CLI's --speculative-config JSON, as a dict: one parser for both.
     if (!nb::isinstance<nb::dict>(value)) wrong_type(key, "a dict", value);
     const auto json = nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(value));
-    c.speculative = spec::parse_speculative_config(json, "speculative_config");
+    c.speculative = SpeculativeConfig::from_json(json, "speculative_config");
   } else if (key == "max_itl_ms") {
     c.max_itl_ms = number(key, value);
     if (!(c.max_itl_ms > 0 && c.max_itl_ms <= 60000))

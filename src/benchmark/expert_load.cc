@@ -9,7 +9,7 @@
 namespace lumen::benchmark {
 
 std::optional<ExpertLoadCounts> expert_load(const Model& model) {
-  const engine::LoadedModel* loaded = model.state().model;
+  const engine::LoadedModel* loaded = engine::model_state(model).model;
   if (loaded == nullptr || !loaded->transformer) return std::nullopt;
   const model::ExpertLoad* load = loaded->transformer->expert_load();
   if (load == nullptr) return std::nullopt;
@@ -18,7 +18,7 @@ std::optional<ExpertLoadCounts> expert_load(const Model& model) {
 }
 
 void reset_expert_load(const Model& model) {
-  if (engine::LoadedModel* loaded = model.state().model; loaded != nullptr && loaded->transformer) {
+  if (engine::LoadedModel* loaded = engine::model_state(model).model; loaded != nullptr && loaded->transformer) {
     loaded->transformer->reset_expert_load();
   }
 }

@@ -13,8 +13,9 @@ namespace lumen::benchmark {
 struct ForwardLatency::State {
   State(const Model& m, int64_t longest)
       : model(m),
-        forward(*m.state().model, *m.state().backend, longest + 1, 512, m.state().parallel.get()),
-        bos(m.state().model->tokenizer.vocab().special.bos.value_or(0)),
+        forward(*engine::model_state(m).model, *engine::model_state(m).backend, longest + 1, 512,
+                engine::model_state(m).parallel.get()),
+        bos(engine::model_state(m).model->tokenizer.vocab().special.bos.value_or(0)),
         vocab(static_cast<uint32_t>(m.info().vocab_size)) {}
   Model model;  // keeps the weights alive
   engine::SingleSequenceForward forward;

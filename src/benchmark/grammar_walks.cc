@@ -6,7 +6,9 @@
 #include <random>
 
 #include "engine/structured_output.h"
+#include "gguf/file.h"
 #include "grammar/grammar_matcher.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace lumen::benchmark {
@@ -110,6 +112,16 @@ GrammarCaseTimes measure_grammar_case(const GrammarCase& c, const std::shared_pt
   }
   times.warm = summarize(warm);
   return times;
+}
+
+TimedVocabulary model_grammar_vocabulary(const std::string& model_path) {
+  using Clock = std::chrono::steady_clock;
+  const auto tokenizer = tokenizer::Tokenizer::from_gguf(gguf::GgufFile::open(model_path));
+  const auto t = Clock::now();
+  TimedVocabulary out;
+  out.vocabulary = engine::grammar_vocabulary(tokenizer);
+  out.build_ms = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  return out;
 }
 
 }  // namespace lumen::benchmark

@@ -39,6 +39,15 @@ struct GrammarCaseTimes {
   std::vector<std::vector<int32_t>> walks;  // the tokens each walk accepted
 };
 
+// The vocabulary of the model at `model_path` as the engine's grammars see it
+// (engine::grammar_vocabulary), and the milliseconds building it took (reading the file and
+// its tokenizer not counted): what the first constrained request on a model pays once.
+struct TimedVocabulary {
+  std::shared_ptr<const grammar::TokenVocabulary> vocabulary;
+  double build_ms = 0;
+};
+TimedVocabulary model_grammar_vocabulary(const std::string& model_path);
+
 GrammarCaseTimes measure_grammar_case(const GrammarCase& c, const std::shared_ptr<const grammar::TokenVocabulary>& vocab,
                                       const GrammarWalkOptions& options);
 

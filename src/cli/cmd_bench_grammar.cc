@@ -2,7 +2,6 @@
 // first mask of a new grammar, and per-token mask times along seeded random walks, over the
 // committed cases (bench/grammar_cases) or the files given. bench/compare_grammar.py runs the
 // same cases and walks through llguidance and xgrammar (--walks-out).
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,9 +14,6 @@
 #include "benchmark/grammar_walks.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
-#include "engine/structured_output.h"
-#include "gguf/file.h"
-#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace lumen::cli {
@@ -50,16 +46,14 @@ std::vector<benchmark::GrammarCase> selected_cases(const GrammarBenchOptions& op
 }
 
 void run_grammar_bench(const GrammarBenchOptions& options) {
-  using Clock = std::chrono::steady_clock;
   benchmark::GrammarBenchRun run;
   run.model = resolve_model_path(options.model);
   run.options = options.walk;
   const std::vector<benchmark::GrammarCase> cases = selected_cases(options);
 
-  auto tokenizer = tokenizer::Tokenizer::from_gguf(gguf::GgufFile::open(run.model));
-  auto t = Clock::now();
-  auto vocabulary = engine::grammar_vocabulary(tokenizer);
-  run.vocabulary_build_ms = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  const benchmark::TimedVocabulary built = benchmark::model_grammar_vocabulary(run.model);
+  const auto& vocabulary = built.vocabulary;
+  run.vocabulary_build_ms = built.build_ms;
   run.vocabulary_tokens = vocabulary->size();
 
   for (const auto& c : cases) {

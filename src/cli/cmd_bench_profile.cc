@@ -14,7 +14,6 @@
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/kv_cache_dtype_flag.h"
-#include "engine/kv_cache_dtype.h"
 #include "profile/chrome_trace.h"
 #include "profile/profile_report.h"
 #include "profile/profile_run.h"
@@ -45,13 +44,6 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out.flush()) fail("cannot write {}", path);
 }
 
-// "SmolLM2-135M-Instruct.Q4_1.gguf (llama, 30 layers, 576 embedding)".
-std::string describe(const engine::LoadedModel& model, const std::string& path) {
-  const auto& hp = model.hparams;
-  return fmt::format("{} ({}, {} layers, {} embedding)", path.substr(path.find_last_of('/') + 1), hp.architecture,
-                     hp.block_count, hp.embedding_length);
-}
-
 void run_profile(const ProfileOptions& options) {
   const std::string path = resolve_model_path(options.model);
   std::vector<profile::StepShape> shapes;
@@ -74,9 +66,9 @@ void run_profile(const ProfileOptions& options) {
   profile::MachineCeilings plot_ceilings;
   int pid = 1;
   for (unsigned threads : options.threads) {
-    profile::ProfileRun run(path, threads, engine::kv_tensor_type(options.kv.value()));
+    profile::ProfileRun run(path, threads, options.kv.value());
     const profile::MachineCeilings ceilings = profile::measure_ceilings(run.pool());
-    const profile::ModelSummary summary{path, describe(run.model(), path), run.weight_bytes()};
+    const profile::ModelSummary summary{path, run.description(), run.weight_bytes()};
     doc["model_description"] = summary.description;
     nlohmann::json run_json = {
         {"threads", threads}, {"ceilings", profile::ceilings_json(ceilings)}, {"steps", nlohmann::json::array()}};

@@ -26,6 +26,7 @@
 #include "kv_transfer/kv_transfer_server.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
+#include "lumen/prompt_kv_exchange.h"
 #include "server/engine_loop.h"
 #include "server/server.h"
 #include "server/server_context.h"
@@ -161,12 +162,12 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
     transfer_options.max_fetch_tokens = static_cast<uint64_t>(engine.stats().max_model_len);
     kv_transfer = std::make_unique<kv_transfer::KvTransferServer>(
         handoff.advertised_endpoint,
-        [&engine](const kv_transfer::KvFetch& fetch) -> std::optional<PromptKv> {
-          if (fetch.format != engine.kv_format()) {
+        [exchange = PromptKvExchange(engine)](const kv_transfer::KvFetch& fetch) mutable -> std::optional<PromptKv> {
+          if (fetch.format != exchange.kv_format()) {
             fail("the decode instance's K/V format differs from this prefill instance's: both need the same model "
                  "file and the same --kv-cache-dtype and --block-size");
           }
-          return engine.take_prompt_kv(fetch.request_id, fetch.tokens, fetch.cache_salt, fetch.n_known);
+          return exchange.take_prompt_kv(fetch.request_id, fetch.tokens, fetch.cache_salt, fetch.n_known);
         },
         std::move(transfer_options));
     fmt::print(stderr, "lumen serve: prefill role, K/V for decode instances at {} ({})\n", kv_transfer->endpoint(),

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "spec/speculative_config_json.h"
-
 namespace lumen::cli {
 
 namespace {

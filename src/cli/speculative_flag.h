@@ -14,7 +14,6 @@
 
 #include "lumen/engine.h"
 #include "lumen/engine_config.h"
-#include "spec/speculative_config_json.h"
 
 namespace lumen::cli {
 
@@ -28,7 +27,7 @@ struct SpeculativeFlag {
   bool given() const { return !json.empty(); }
   // Call after parsing: throws lumen::Error for a malformed config.
   SpeculativeConfig config() const {
-    return given() ? spec::parse_speculative_config(json, kSpeculativeConfigFlag) : SpeculativeConfig{};
+    return given() ? SpeculativeConfig::from_json(json, kSpeculativeConfigFlag) : SpeculativeConfig{};
   }
 };
 

@@ -81,15 +81,13 @@ void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float
   }
 }
 
-void engine::EngineTestAccess::set_logits_hook(Engine& engine, LogitsHook hook) {
-  engine.impl_->logits_hook = std::move(hook);
-}
+void EngineTestAccess::set_logits_hook(Engine& engine, LogitsHook hook) { engine.impl_->logits_hook = std::move(hook); }
 
-void engine::EngineTestAccess::set_mask_job_hook(Engine& engine, MaskWorkers::JobHook hook) {
+void EngineTestAccess::set_mask_job_hook(Engine& engine, engine::MaskWorkers::JobHook hook) {
   engine.impl_->outputs.set_mask_job_hook(std::move(hook));
 }
 
-void engine::EngineTestAccess::set_proposer(Engine& engine, std::unique_ptr<spec::Proposer> proposer) {
+void EngineTestAccess::set_proposer(Engine& engine, std::unique_ptr<spec::Proposer> proposer) {
   engine.impl_->speculation.set_proposer(std::move(proposer));
 }
 
@@ -156,7 +154,8 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   group->completions.push_back(std::move(first));
   group->n_running = 1;
   std::vector<RequestHandle> handles;
-  for (int32_t i = 0; i < params.n; ++i) handles.emplace_back(id, i, group->streams[static_cast<size_t>(i)]);
+  for (int32_t i = 0; i < params.n; ++i)
+    handles.push_back(RequestHandle(id, i, group->streams[static_cast<size_t>(i)]));
   {
     std::lock_guard lock(impl_->inbox_mutex);
     impl_->inbox.push_back(std::move(group));

@@ -74,15 +74,16 @@ struct Engine::Impl {
         // The transformer's: a tensor-parallel shard caches its own heads only, a pipeline stage
         // its own layers.
         layout(model.transformer->kv_layout(config.free_out_of_window_kv)),
-        n_blocks(engine::kv_blocks_for(config, model.transformer->hparams(), layout, *handle.state().backend)),
-        cache(*handle.state().backend, model.transformer->hparams(), layout, n_blocks, config.block_size,
+        n_blocks(
+            engine::kv_blocks_for(config, model.transformer->hparams(), layout, *engine::model_state(handle).backend)),
+        cache(*engine::model_state(handle).backend, model.transformer->hparams(), layout, n_blocks, config.block_size,
               engine::kv_tensor_type(config.kv_cache_dtype), config.kv_cache_rotation),
         pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
         kv_space(make_kv_space()),
         swap(make_swap_space()),
         scheduler(scheduler_config(), pool, swap.get()),
         runner(*model.transformer, cache, swap.get()) {
-    if (engine::ModelParallelGroup* group = handle.state().parallel.get()) {
+    if (engine::ModelParallelGroup* group = engine::model_state(handle).parallel.get()) {
       leader = std::make_unique<engine::ModelParallelLeader>(
           *group, engine::ShardCacheGeometry{n_blocks, config.block_size, config.kv_cache_dtype, config.kv_cache_rotation,
                                              config.free_out_of_window_kv, swap ? swap->n_slots() : 0});
@@ -104,9 +105,11 @@ struct Engine::Impl {
     if (config.speculative.num_candidates > 1) {
       // Token trees: a tree attention mask, and the accepted branch's K/V moved position by
       // position (in each layer group's blocks).
-      if (!handle.state().backend->supports_tree_attention()) {
-        fail("speculative config: num_candidates > 1 (token trees) needs tree attention, which the {} backend does "
-             "not have", handle.state().backend->name());
+      if (!engine::model_state(handle).backend->supports_tree_attention()) {
+        fail(
+            "speculative config: num_candidates > 1 (token trees) needs tree attention, which the {} backend does "
+            "not have",
+            engine::model_state(handle).backend->name());
       }
       outputs.set_kv_cache(&runner);
     }
@@ -174,7 +177,7 @@ struct Engine::Impl {
   }
 
   static engine::LoadedModel& runnable(const Model& handle) {
-    engine::LoadedModel& loaded = *handle.state().model;
+    engine::LoadedModel& loaded = *engine::model_state(handle).model;
     if (!loaded.transformer) fail("the model was loaded without its weights (vocab_only): an Engine cannot run it");
     return loaded;
   }
@@ -278,7 +281,7 @@ struct Engine::Impl {
   // The loop thread's own.
   std::deque<PendingEmbedding> embedding_queue;  // one pass of them per step
   engine::Speculation speculation{config.speculative,
-                                  engine::make_proposer(config.speculative, model, *handle.state().backend,
+                                  engine::make_proposer(config.speculative, model, *engine::model_state(handle).backend,
                                                         static_cast<int32_t>(n_blocks), config.block_size),
                                   config.jump_forward, model.tokenizer};
   engine::OutputProcessor outputs{scheduler,     speculation, model.tokenizer,    next_id,
@@ -286,12 +289,13 @@ struct Engine::Impl {
   uint64_t arrivals = 0;
   uint64_t computed_tokens = 0;
   uint64_t steps = 0;
-  uint64_t imported_tokens = 0;
+  // Written by the loop thread, read by PromptKvExchange::stats() on any thread.
+  std::atomic<uint64_t> imported_tokens{0};
   // Disaggregated prefill and decode: the cache's format, and the prompts kept for another
   // engine (null unless prompt_kv_store_bytes).
   const uint64_t kv_format = engine::kv_format(model, cache, config.kv_cache_dtype);
   std::unique_ptr<engine::PromptKvStore> prompt_kv_store;
-  engine::EngineTestAccess::LogitsHook logits_hook;  // tests only
+  EngineTestAccess::LogitsHook logits_hook;  // tests only
 
   mutable std::mutex stats_mutex;
   EngineStats snapshot;

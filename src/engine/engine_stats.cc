@@ -40,7 +40,6 @@ void Engine::Impl::publish_stats() {
   s.spec_accepted_tokens = spec.accepted_tokens;
   s.spec_branch_tokens = spec.branch_tokens;
   s.spec_paused_steps = spec.paused_steps;
-  s.prompt_kv_imported_tokens = m.imported_tokens;
   std::lock_guard lock(stats_mutex);
   snapshot = s;
 }
@@ -50,13 +49,6 @@ EngineStats Engine::stats() const {
   {
     std::lock_guard lock(impl_->stats_mutex);
     s = impl_->snapshot;
-  }
-  // The store of kept prompts is taken from by other threads: read now, not at the last step.
-  if (impl_->prompt_kv_store) {
-    const engine::PromptKvStoreCounters kept = impl_->prompt_kv_store->counters();
-    s.prompt_kv_stored = kept.stored;
-    s.prompt_kv_taken = kept.taken;
-    s.prompt_kv_evicted = kept.evicted;
   }
   // Submitted but not yet seen by the loop: waiting too.
   std::lock_guard lock(impl_->inbox_mutex);

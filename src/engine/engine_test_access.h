@@ -12,8 +12,10 @@
 #include "lumen/engine.h"
 #include "spec/proposer.h"
 
-namespace lumen::engine {
+namespace lumen {
 
+// In namespace lumen (Engine's friend, which the public header names without engine::);
+// tests call it engine::EngineTestAccess, as before.
 struct EngineTestAccess {
   // Called in every step for each scheduled request with its logit rows (prompt log-probability
   // rows, then the sampling row) before they are checked and sampled. It may write into them or
@@ -25,7 +27,11 @@ struct EngineTestAccess {
   static void set_proposer(Engine& engine, std::unique_ptr<spec::Proposer> proposer);
   // Called on the mask worker before each grammar mask is computed, with its request id: a test
   // blocks it to make one request's masks slow (mask_workers.h).
-  static void set_mask_job_hook(Engine& engine, MaskWorkers::JobHook hook);
+  static void set_mask_job_hook(Engine& engine, engine::MaskWorkers::JobHook hook);
 };
 
-}  // namespace lumen::engine
+namespace engine {
+using lumen::EngineTestAccess;
+}
+
+}  // namespace lumen

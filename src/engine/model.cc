@@ -6,6 +6,7 @@
 #include <map>
 
 #include "chat/builtin_templates.h"
+#include "chat/message_roles.h"
 #include "engine/chat_prompt.h"
 #include "engine/device.h"
 #include "engine/model_state.h"
@@ -79,15 +80,15 @@ Model borrow_model(LoadedModel& model, backend::Backend& backend) {
   state->info = describe(model, "");
   state->info.device = "borrowed";
   attach_chat_template(*state, "");
-  return Model(std::move(state));
+  return ModelAccess::wrap(std::move(state));
 }
 
 }  // namespace engine
 
-Model::Model(std::shared_ptr<engine::ModelState> state) : state_(std::move(state)) {}
+Model::Model(std::shared_ptr<ModelState> state) : state_(std::move(state)) {}
 
 Model Model::load(const std::string& path, const ModelOptions& options) {
-  auto state = std::make_shared<engine::ModelState>();
+  auto state = std::make_shared<ModelState>();
   if (options.vocab_only) {
     state->owned_model = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load_vocab(path));
   } else {
@@ -121,6 +122,12 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
 }
 
 const ModelInfo& Model::info() const { return state_->info; }
+
+std::string chat_message_role_problem(const nlohmann::json& message, size_t index) {
+  return chat::message_role_problem(message, index);
+}
+
+const std::string& Model::chat_template_source() const { return state_->chat_template_source; }
 
 std::vector<int32_t> Model::tokenize(std::string_view text, const TokenizeOptions& options) const {
   return state_->model->tokenizer.encode(text, {.add_special = options.add_special, .parse_special = options.parse_special});

@@ -172,7 +172,7 @@ void follow_model_parallel_leader(ModelParallelGroup& group, model::Transformer&
 namespace lumen {
 
 void follow_model_parallel_leader(const Model& model) {
-  engine::ModelState& state = model.state();
+  engine::ModelState& state = engine::model_state(model);
   if (!state.parallel || state.parallel->rank() == 0) return;
   engine::follow_model_parallel_leader(*state.parallel, *state.model->transformer, *state.backend);
 }

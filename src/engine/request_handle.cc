@@ -5,7 +5,7 @@
 
 namespace lumen {
 
-RequestHandle::RequestHandle(uint64_t id, int32_t index, std::shared_ptr<engine::RequestStream> stream)
+RequestHandle::RequestHandle(uint64_t id, int32_t index, std::shared_ptr<RequestStream> stream)
     : id_(id), index_(index), stream_(std::move(stream)) {}
 
 bool RequestHandle::next(StreamChunk& out) { return stream_->next(out); }

@@ -12,8 +12,9 @@
 
 #include "lumen/outputs.h"
 
-namespace lumen::engine {
+namespace lumen {
 
+// In namespace lumen, as RequestHandle (lumen/engine.h) names it.
 class RequestStream {
  public:
   void push(GeneratedToken token) {
@@ -105,4 +106,8 @@ class RequestStream {
   bool finish_delivered_ = false;
 };
 
-}  // namespace lumen::engine
+namespace engine {
+using lumen::RequestStream;
+}
+
+}  // namespace lumen

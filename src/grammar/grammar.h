@@ -10,17 +10,18 @@
 #include <string>
 #include <string_view>
 
-#include "lumen/error.h"
+#include "lumen/constraint_error.h"
 
 namespace lumen::grammar {
 
 // A grammar that cannot be used: a syntax error, an undefined rule, left recursion, a
 // repetition that would blow up. `what()` names the problem and where it is; `offset` is the
 // byte offset into the grammar text (line and column are in the message) so the server can
-// return a 400 that points at it.
-class GrammarError : public Error {
+// return a 400 that points at it. Callers outside Lumen's internals catch it as the public
+// lumen::ConstraintError.
+class GrammarError : public ConstraintError {
  public:
-  GrammarError(const std::string& message, size_t at) : Error(message), offset(at) {}
+  GrammarError(const std::string& message, size_t at) : ConstraintError(message), offset(at) {}
   size_t offset;
 };
 

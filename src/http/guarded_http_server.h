@@ -1,6 +1,6 @@
 #pragma once
 // cpp-httplib's server with the bounds it lacks (Debian's httplib is a compiled 0.11.4; see
-// docs/architecture.md, "The HTTP library, and the bounds around it"), for `lumen serve` and the
+// docs/server.md, "The HTTP library, and the bounds around it"), for `lumen serve` and the
 // proxy alike. It replaces the one virtual hook httplib offers per connection,
 // process_and_close_socket, with its own keep-alive loop over a GuardedStream, and runs
 // httplib's request parser (process_request) over that stream. Before httplib reads a request,

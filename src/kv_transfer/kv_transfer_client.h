@@ -16,7 +16,7 @@ namespace lumen::kv_transfer {
 // Returns nullopt when the server holds nothing for it. Otherwise the answer is checked against the
 // fetch before it is returned: the same format and cache_salt, tokens that begin the fetch's
 // prompt, at most `max_pages` pages of exactly `page_bytes` bytes each (this cache's
-// Engine::kv_page_bytes()). Throws lumen::Error, one line naming the endpoint and the request, on
+// PromptKvExchange::kv_page_bytes()). Throws lumen::Error, one line naming the endpoint and the request, on
 // a timeout (no server, or one too slow), an Error answer (with the server's message), a malformed
 // answer, or an answer past those bounds. (A frame larger than both a page and the largest tokens
 // frame never arrives: zmq drops the connection unread, and the fetch times out.)

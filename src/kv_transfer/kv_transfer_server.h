@@ -41,7 +41,7 @@ class KvTransferServer {
   // Called on the server's thread, one fetch at a time: nullopt when nothing is held for the fetch;
   // a lumen::Error it throws reaches the asker as an Error answer with its message. The server
   // refuses an answer in another format than fetch.format only after the source gave it: a source
-  // that hands its K/V out once (Engine::take_prompt_kv) checks the format before it takes.
+  // that hands its K/V out once (PromptKvExchange::take_prompt_kv) checks the format before it takes.
   using Source = KvSource;
 
   // Binds `endpoint` ("tcp://10.0.0.5:5600"; "tcp://127.0.0.1:*" for any free port) and starts

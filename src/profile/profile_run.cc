@@ -8,6 +8,7 @@
 #include <random>
 
 #include "backend/cpu/cpu_backend.h"
+#include "engine/kv_cache_dtype.h"
 #include "model/kv_cache.h"
 #include "util/error.h"
 
@@ -28,7 +29,8 @@ std::string StepShape::label() const {
   return batch == 1 ? fmt::format("prefill {}", tokens) : fmt::format("prefill {} x {}", batch, tokens);
 }
 
-ProfileRun::ProfileRun(const std::string& model_path, unsigned threads, tensor::DType kv_type) : kv_type_(kv_type) {
+ProfileRun::ProfileRun(const std::string& model_path, unsigned threads, KvCacheDtype kv_cache_dtype)
+    : model_path_(model_path), kv_type_(engine::kv_tensor_type(kv_cache_dtype)) {
   auto cpu = std::make_unique<backend::CpuBackend>(threads);
   ThreadPool* pool = &cpu->pool();
   owned_backend_ = std::make_unique<ProfilingBackend>(std::move(cpu), pool);
@@ -36,6 +38,12 @@ ProfileRun::ProfileRun(const std::string& model_path, unsigned threads, tensor::
   model_ = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(model_path, *backend_));
   backend_->name_weights(*model_->file);
   model::check_kv_cache_type(*backend_, model_->hparams, kv_type_);
+}
+
+std::string ProfileRun::description() const {
+  const auto& hp = model_->hparams;
+  return fmt::format("{} ({}, {} layers, {} embedding)", model_path_.substr(model_path_.find_last_of('/') + 1),
+                     hp.architecture, hp.block_count, hp.embedding_length);
 }
 
 ProfileRun::~ProfileRun() {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "engine/loaded_model.h"
+#include "lumen/engine_config.h"
 #include "profile/machine_ceilings.h"
 #include "profile/profiling_backend.h"
 #include "profile/step_breakdown.h"
@@ -44,10 +45,12 @@ struct ShapeProfile {
 class ProfileRun {
  public:
   // `kv_type`: the KV cache's element type (f16 unless asked).
-  ProfileRun(const std::string& model_path, unsigned threads, tensor::DType kv_type = tensor::DType::F16);
+  ProfileRun(const std::string& model_path, unsigned threads, KvCacheDtype kv_cache_dtype = KvCacheDtype::F16);
   ~ProfileRun();
 
   const engine::LoadedModel& model() const { return *model_; }
+  // "SmolLM2-135M-Instruct.Q4_1.gguf (llama, 30 layers, 576 embedding)".
+  std::string description() const;
   unsigned threads() const;
   ThreadPool& pool();
   const std::string& op_name(uint32_t id) const { return backend_->op_name(id); }
@@ -61,6 +64,7 @@ class ProfileRun {
   ProfilingBackend* backend_;  // owned by owned_backend_
   std::unique_ptr<ProfilingBackend> owned_backend_;
   std::unique_ptr<engine::LoadedModel> model_;
+  std::string model_path_;
   tensor::DType kv_type_;
 };
 

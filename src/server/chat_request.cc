@@ -4,7 +4,6 @@
 
 #include "chat/chat_template.h"
 #include "chat/message_roles.h"
-#include "engine/model_state.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 #include "server/structured_request.h"
@@ -149,7 +148,7 @@ void restore_declared_order(std::string_view raw_body, ChatRequest& request) {
 
 void prepare_tool_calling(ChatRequest& request, const Model& model) {
   if (!request.tools) return;
-  request.tool_format = tool_call_format_of(model.state().chat_template_source);
+  request.tool_format = tool_call_format_of(model.chat_template_source());
   std::optional<StructuredOutputs> constraint = tool_reply_constraint(request.tool_format, *request.tools);
   const bool calls_allowed = request.tools->choice != ToolChoice::None;
   if (constraint && request.options.params.structured_outputs) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "grammar/grammar.h"
+#include "lumen/constraint_error.h"
 #include "server/api_error.h"
 #include "server/client_id.h"
 
@@ -62,7 +62,7 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
         choices_.push_back(Choice{handle, p, false, 0, {}, {}});
       }
     }
-  } catch (const grammar::GrammarError& e) {
+  } catch (const ConstraintError& e) {
     // The schema or grammar does not compile: the client's, and the message says where.
     abort_all();
     release();

@@ -14,6 +14,7 @@
 #include "kv_transfer/kv_transfer_client.h"
 #include "lumen/cache_salt.h"
 #include "lumen/error.h"
+#include "lumen/prompt_kv_exchange.h"
 #include "server/server_context.h"
 
 namespace lumen::server {
@@ -59,36 +60,36 @@ uint64_t receive_prompt_kv(ServerContext& context, const KvTransferSource& sourc
   const Clock::time_point started = Clock::now();
   const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(context.kv_handoff.fetch_timeout_s));
-  Engine& engine = context.engine;
+  PromptKvExchange exchange(context.engine);
   try {
     // Shared: what this instance's prefix cache has already (a conversation's earlier turns);
     // only the rest moves. Not shared: the request runs under a salt of its own, so the blocks
     // imported under it (and the ones it computes after them) are adopted by no other request;
     // nothing is cached under that salt, so the whole prompt moves.
     const uint64_t run_salt = context.kv_handoff.share_imported ? cache_salt : private_cache_salt(cache_salt);
-    std::future<int64_t> cached = engine.cached_prompt_tokens(prompt, run_salt);
+    std::future<int64_t> cached = exchange.cached_prompt_tokens(prompt, run_salt);
     if (cached.wait_until(deadline) != std::future_status::ready) {
       throw lumen::Error("the engine did not report its cached prefix in time");
     }
     const int64_t known = cached.get();
     const auto adoptable = static_cast<int64_t>(prompt.size()) - 1;
-    const size_t max_pages = engine.kv_transfer_pages(known, adoptable);
+    const size_t max_pages = exchange.kv_transfer_pages(known, adoptable);
     if (max_pages == 0) return cache_salt;  // nothing to move: cached here already, or shorter than a block
-    kv_transfer::KvFetch fetch{source.request_id, cache_salt, engine.kv_format(), known, prompt};
+    kv_transfer::KvFetch fetch{source.request_id, cache_salt, exchange.kv_format(), known, prompt};
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     std::optional<PromptKv> kv = kv_transfer::fetch_prompt_kv(
-        source.endpoint, fetch, engine.kv_page_bytes(), max_pages, std::max(left, std::chrono::milliseconds(1)),
+        source.endpoint, fetch, exchange.kv_page_bytes(), max_pages, std::max(left, std::chrono::milliseconds(1)),
         context.kv_handoff.key ? &*context.kv_handoff.key : nullptr);
     if (!kv) {
       context.metrics.count_kv_fetch(KvFetchOutcome::Missing);
       return cache_salt;
     }
     kv->cache_salt = run_salt;
-    // Checks the pages (engine.import_prompt_kv throws for a NaN, infinite or never-computed
+    // Checks the pages (exchange.import_prompt_kv throws for a NaN, infinite or never-computed
     // one), then runs at the engine's next step, before the request submitted after it is
     // scheduled; that result is not awaited (an import that finds the cache changed just leaves
     // the work).
-    engine.import_prompt_kv(prompt, std::move(*kv));
+    exchange.import_prompt_kv(prompt, std::move(*kv));
     context.metrics.count_kv_fetch(KvFetchOutcome::Imported);
     context.metrics.kv_fetch_time.observe(std::chrono::duration<double>(Clock::now() - started).count());
     return run_salt;

@@ -68,7 +68,7 @@ ServerMetrics::ServerMetrics()
 
 void ServerMetrics::count_finished(FinishReason reason) { finished_[static_cast<size_t>(reason)] += 1; }
 
-std::string ServerMetrics::render(const EngineStats& s) const {
+std::string ServerMetrics::render(const EngineStats& s, const PromptKvStats& kv) const {
   std::string out;
   gauge(out, "lumen_num_requests_running", "Requests the engine is running.", static_cast<double>(s.running));
   gauge(out, "lumen_num_requests_waiting", "Requests waiting for the engine to admit them.",
@@ -129,15 +129,15 @@ std::string ServerMetrics::render(const EngineStats& s) const {
                                "Per request: seconds per output token after the first.");
   e2e_latency.render(out, "lumen_e2e_request_latency_seconds", "Seconds from arrival to the last output token.");
   // Disaggregated prefill and decode (zero in an instance of neither role).
-  counter(out, "lumen_kv_transfer_prompts_kept_total", "Prefill role: prompts whose K/V was kept for a decode instance.",
-          s.prompt_kv_stored);
+  counter(out, "lumen_kv_transfer_prompts_kept_total",
+          "Prefill role: prompts whose K/V was kept for a decode instance.", kv.stored);
   counter(out, "lumen_kv_transfer_prompts_taken_total", "Prefill role: kept prompts' K/V fetched by a decode instance.",
-          s.prompt_kv_taken);
+          kv.taken);
   counter(out, "lumen_kv_transfer_prompts_evicted_total",
-          "Prefill role: kept prompts' K/V dropped for room before a decode instance fetched it.", s.prompt_kv_evicted);
+          "Prefill role: kept prompts' K/V dropped for room before a decode instance fetched it.", kv.evicted);
   counter(out, "lumen_kv_transfer_imported_tokens_total",
           "Decode role: prompt positions whose K/V came from a prefill instance into the prefix cache.",
-          s.prompt_kv_imported_tokens);
+          kv.imported_tokens);
   out += "# HELP lumen_kv_transfer_fetches_total Decode role: fetches of a prompt's K/V from a prefill instance, by "
          "outcome (missing: it held none; failed: the prompt was computed here).\n"
          "# TYPE lumen_kv_transfer_fetches_total counter\n";

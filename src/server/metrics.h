@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lumen/engine.h"
+#include "lumen/prompt_kv_exchange.h"
 
 namespace lumen::server {
 
@@ -57,7 +58,8 @@ class ServerMetrics {
     embedding_tokens_ += static_cast<uint64_t>(tokens);
   }
 
-  std::string render(const EngineStats& stats) const;
+  // `kv`: the disaggregated prefill and decode counters (zero in an instance of neither role).
+  std::string render(const EngineStats& stats, const PromptKvStats& kv = {}) const;
 
  private:
   std::atomic<uint64_t> prompt_tokens_{0};

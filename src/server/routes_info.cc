@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "lumen/prompt_kv_exchange.h"
 #include "server/api_error.h"
 #include "server/client_id.h"
 #include "server/chat_request.h"
@@ -48,7 +49,8 @@ void handle_health(ServerContext& context, const httplib::Request&, httplib::Res
 }
 
 void handle_metrics(ServerContext& context, const httplib::Request&, httplib::Response& response) {
-  response.set_content(context.metrics.render(context.engine.stats()), "text/plain; version=0.0.4; charset=utf-8");
+  response.set_content(context.metrics.render(context.engine.stats(), PromptKvExchange(context.engine).stats()),
+                       "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void handle_tokenize(ServerContext& context, const httplib::Request& request, httplib::Response& response) {

@@ -1,4 +1,5 @@
-#include "spec/speculative_config_json.h"
+// SpeculativeConfig::from_json (lumen/engine_config.h): vLLM's speculative_config JSON.
+#include "lumen/engine_config.h"
 
 #include <cstdint>
 #include <string_view>
@@ -6,7 +7,7 @@
 
 #include "util/error.h"
 
-namespace lumen::spec {
+namespace lumen {
 
 namespace {
 
@@ -19,7 +20,7 @@ int32_t integer_field(const nlohmann::json& value, const std::string& key, std::
 
 }  // namespace
 
-SpeculativeConfig parse_speculative_config(const std::string& text, std::string_view label) {
+SpeculativeConfig SpeculativeConfig::from_json(const std::string& text, std::string_view label) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -99,4 +100,4 @@ SpeculativeConfig parse_speculative_config(const std::string& text, std::string_
   return c;
 }
 
-}  // namespace lumen::spec
+}  // namespace lumen

@@ -44,7 +44,7 @@ ImatrixResult compute_imatrix(const Model& model, std::span<const int32_t> token
   const int64_t n_windows = options.max_chunks < 0 ? available : std::min(options.max_chunks, available);
   if (n_windows < 1) fail("--chunks must be at least 1");
 
-  engine::ModelState& state = model.state();
+  engine::ModelState& state = engine::model_state(model);
   const auto& special = state.model->tokenizer.vocab().special;
   const std::optional<int32_t> bos = special.add_bos ? special.bos : std::nullopt;
   ImatrixCollector collector(*state.model->file, *state.backend);

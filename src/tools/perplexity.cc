@@ -19,7 +19,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 const tokenizer::SpecialTokens& special_tokens(const Model& model) {
-  return model.state().model->tokenizer.vocab().special;
+  return engine::model_state(model).model->tokenizer.vocab().special;
 }
 
 // BOS replaces each window's first token when the vocabulary adds one.

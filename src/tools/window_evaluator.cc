@@ -28,8 +28,8 @@ WindowEvaluator::WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_ba
       windows_per_batch_(std::max<int64_t>(1, n_batch / n_ctx)),
       blocks_per_window_((n_ctx + kBlockSize - 1) / kBlockSize),
       vocab_(static_cast<size_t>(model.info().vocab_size)),
-      cache_(*model.state().backend, model.state().model->hparams, windows_per_batch_ * blocks_per_window_,
-             kBlockSize, engine::kv_tensor_type(kv_dtype), kv_rotation) {
+      cache_(*engine::model_state(model).backend, engine::model_state(model).model->hparams,
+             windows_per_batch_ * blocks_per_window_, kBlockSize, engine::kv_tensor_type(kv_dtype), kv_rotation) {
   // Window w of a group owns blocks [w * blocks_per_window, (w + 1) * blocks_per_window).
   block_tables_.resize(static_cast<size_t>(windows_per_batch_ * blocks_per_window_));
   std::iota(block_tables_.begin(), block_tables_.end(), 0);
@@ -76,7 +76,8 @@ void WindowEvaluator::run_group(std::span<const int32_t> tokens, int64_t n_windo
       slices[static_cast<size_t>(w)] = {row0, len, p0, table};
     }
     model::ForwardBatch batch{batch_tokens_, positions_, slices, logit_rows_};
-    model_.state().model->transformer->forward(batch, cache_, logits_.data() + static_cast<size_t>(rows_done) * vocab_);
+    engine::model_state(model_).model->transformer->forward(batch, cache_,
+                                                            logits_.data() + static_cast<size_t>(rows_done) * vocab_);
     rows_done += static_cast<int64_t>(logit_rows_.size());
   }
 }

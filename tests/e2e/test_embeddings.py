@@ -1,7 +1,7 @@
 """/v1/embeddings through the official openai SDK (client.embeddings.create) on SmolLM2: every
 input form OpenAI documents, base64 equal to floats, unit-length vectors, batching that changes
 nothing, the usage count, and a 400 naming the field for each limit. SmolLM2's file has no
-pooling_type, so its vectors are the last token's final hidden state (docs/architecture.md,
+pooling_type, so its vectors are the last token's final hidden state (docs/engine.md,
 "Embeddings"); the tiny BERT golden checks an encoder served the same way."""
 import base64
 import concurrent.futures

@@ -1,14 +1,20 @@
 // A program that uses Lumen as a library, through include/lumen alone (it is built without
 // src/ on its include path): load the default model, tokenize, render a chat, generate greedily
-// with streaming and in batch, and check what comes back. Exit status 0 when all holds.
+// with streaming and in batch, move a computed prompt's K/V to a second engine (disaggregated
+// prefill), and check what comes back. Exit status 0 when all holds.
 #include <cstdio>
 #include <cstdlib>
+#include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "lumen/constraint_error.h"
 #include "lumen/engine.h"
+#include "lumen/engine_config.h"
 #include "lumen/error.h"
 #include "lumen/model.h"
+#include "lumen/prompt_kv_exchange.h"
 
 namespace {
 
@@ -70,6 +76,55 @@ int main() {
     }
   }
   expect(streamed == batch[0].tokens, "streaming and batch generation agree");
+
+  // What the server and the Python package need from the model, without internals: the chat
+  // template's text (its tool-call format) and the role check.
+  expect(model.chat_template_source().find("<|im_start|>") != std::string::npos, "SmolLM2's template source");
+  expect(lumen::chat_message_role_problem({{"role", "user"}, {"content", "x"}}, 0).empty() &&
+             lumen::chat_message_role_problem({{"role", "wizard"}, {"content", "x"}}, 1).find("wizard") !=
+                 std::string::npos,
+         "the role check");
+  const lumen::SpeculativeConfig ngram =
+      lumen::SpeculativeConfig::from_json(R"({"method": "ngram", "num_speculative_tokens": 3})");
+  expect(ngram.method == lumen::SpeculativeMethod::Ngram && ngram.num_speculative_tokens == 3,
+         "speculative_config JSON");
+  try {
+    lumen::SpeculativeConfig::from_json(R"({"method": "ngram"})", "--flag");
+    expect(false, "a speculative config without num_speculative_tokens throws");
+  } catch (const lumen::Error& e) {
+    expect(std::string(e.what()).rfind("--flag: ", 0) == 0, "the speculative config's error starts with its label");
+  }
+  // An output constraint that does not compile is a ConstraintError, and queues nothing.
+  lumen::SamplingParams constrained = greedy;
+  constrained.structured_outputs = lumen::StructuredOutputs{.grammar = "root ::= undefined_rule"};
+  try {
+    engine.add_request(prompt, constrained);
+    expect(false, "a grammar with an undefined rule throws");
+  } catch (const lumen::ConstraintError&) {
+  }
+  expect(!engine.has_unfinished(), "a refused constraint queues nothing");
+
+  // Disaggregated prefill through its own interface: the prefill engine keeps the prompt's
+  // K/V, the decode engine imports it and generates what computing it there gives.
+  lumen::Engine prefill(
+      model, {.max_num_seqs = 4, .kv_cache_bytes = int64_t{64} << 20, .prompt_kv_store_bytes = int64_t{16} << 20});
+  lumen::RequestHandle prefilled = prefill.add_request(prompt, greedy);
+  while (prefill.step()) {
+  }
+  prefilled.collect();
+  lumen::Engine decode(model, {.max_num_seqs = 4, .kv_cache_bytes = int64_t{64} << 20});
+  lumen::PromptKvExchange sender(prefill), receiver(decode);
+  std::future<int64_t> known = receiver.cached_prompt_tokens(prompt, 0);
+  decode.step();
+  const std::optional<lumen::PromptKv> kv = sender.take_prompt_kv(prefilled.id(), prompt, 0, known.get());
+  expect(kv.has_value() && !kv->pages.empty() && sender.stats().taken == 1, "the prefill engine hands its K/V out");
+  if (kv) {
+    std::future<int64_t> imported = receiver.import_prompt_kv(prompt, *kv);
+    decode.step();
+    expect(imported.get() == static_cast<int64_t>(kv->tokens.size()), "the decode engine imports every position");
+    expect(decode.generate({prompt}, greedy).at(0).tokens == batch[0].tokens, "the moved prompt decodes the same");
+    expect(receiver.stats().imported_tokens == kv->tokens.size(), "the decode engine counts what it imported");
+  }
 
   try {
     lumen::Model::load("/nonexistent.gguf");

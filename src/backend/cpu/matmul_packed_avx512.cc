@@ -11,7 +11,7 @@
 // elements, which Lumen's AVX2 kernels keep): about 1.4 vector ops per 64 multiply-adds against
 // 3. On a small 4-bit model any rounding change can flip an 8-bit activation code and move logits
 // far more than the rounding, so these results are held to the model's f32 function rather than
-// to llama.cpp's rounding (docs/architecture.md, "Two roundings").
+// to llama.cpp's rounding (docs/backends.md, "Two roundings").
 // The unsigned codes' offset (8 for Q4_0, 16 for Q5_0, 128 for the sign-flipped Q8_0) is removed exactly by
 // starting the integer sums at -offset * sum(activation codes), which the packed activation row
 // carries.

@@ -1,7 +1,7 @@
 #pragma once
 // An architecture as data: the tensors it declares and the block features the forward pass in
 // model/transformer.cc reads. Adding an architecture is one file under model/arch/ that returns
-// an Architecture, plus a line in model/arch/registry.cc (docs/architecture.md has the recipe).
+// an Architecture, plus a line in model/arch/registry.cc (CONTRIBUTING.md, "Add an architecture", has the recipe).
 #include <cstdint>
 #include <string>
 #include <string_view>

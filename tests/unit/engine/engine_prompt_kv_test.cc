@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "lumen/prompt_kv_exchange.h"
 #include "synth_engine.h"
 #include "util/error.h"
 
@@ -51,20 +52,20 @@ TEST_F(EnginePromptKvTest, AMovedPromptContinuesAsIfComputedThereWithoutComputin
   const std::vector<int32_t> p = prompt(45, 1);
   Engine sender(handle(), sender_config());
   const uint64_t id = prefill(sender, p);
-  EXPECT_EQ(sender.stats().prompt_kv_stored, 1u);
+  EXPECT_EQ(PromptKvExchange(sender).stats().stored, 1u);
 
   Engine receiver(handle(), config(256, kBlock));
-  ASSERT_EQ(receiver.kv_format(), sender.kv_format());
-  EXPECT_EQ(receiver.kv_page_bytes(), sender.kv_page_bytes());
-  const int64_t known = at_next_step(receiver, receiver.cached_prompt_tokens(p, 0));
+  ASSERT_EQ(PromptKvExchange(receiver).kv_format(), PromptKvExchange(sender).kv_format());
+  EXPECT_EQ(PromptKvExchange(receiver).kv_page_bytes(), PromptKvExchange(sender).kv_page_bytes());
+  const int64_t known = at_next_step(receiver, PromptKvExchange(receiver).cached_prompt_tokens(p, 0));
   EXPECT_EQ(known, 0);
-  std::optional<PromptKv> kv = sender.take_prompt_kv(id, p, 0, known);
+  std::optional<PromptKv> kv = PromptKvExchange(sender).take_prompt_kv(id, p, 0, known);
   ASSERT_TRUE(kv.has_value());
   EXPECT_EQ(kv->tokens.size(), 44u);  // whole blocks, never the last token
   EXPECT_EQ(kv->pages.size(), 11u);
   EXPECT_EQ(kv->n_known, 0);
-  EXPECT_EQ(at_next_step(receiver, receiver.import_prompt_kv(p, std::move(*kv))), 44);
-  EXPECT_EQ(receiver.stats().prompt_kv_imported_tokens, 44u);
+  EXPECT_EQ(at_next_step(receiver, PromptKvExchange(receiver).import_prompt_kv(p, std::move(*kv))), 44);
+  EXPECT_EQ(PromptKvExchange(receiver).stats().imported_tokens, 44u);
 
   const SamplingParams params = greedy(16);
   RequestHandle h = receiver.add_request(p, params);
@@ -72,7 +73,7 @@ TEST_F(EnginePromptKvTest, AMovedPromptContinuesAsIfComputedThereWithoutComputin
   const auto [expected, computed] = reference(p, params);
   EXPECT_EQ(tokens(h), expected);
   EXPECT_EQ(receiver.stats().computed_tokens, computed - 44);
-  EXPECT_EQ(sender.stats().prompt_kv_taken, 1u);
+  EXPECT_EQ(PromptKvExchange(sender).stats().taken, 1u);
 }
 
 TEST_F(EnginePromptKvTest, OnlyWhatTheReceiverLacksMovesAndSampledOutputStaysTheSame) {
@@ -84,13 +85,13 @@ TEST_F(EnginePromptKvTest, OnlyWhatTheReceiverLacksMovesAndSampledOutputStaysThe
   // The receiver already cached the prompt's first 20 tokens (another turn of the conversation).
   receiver.add_request(std::vector<int32_t>(p.begin(), p.begin() + 21), greedy(1), 0, 7);
   drain(receiver);
-  const int64_t known = at_next_step(receiver, receiver.cached_prompt_tokens(p, 7));
+  const int64_t known = at_next_step(receiver, PromptKvExchange(receiver).cached_prompt_tokens(p, 7));
   EXPECT_EQ(known, 20);
-  std::optional<PromptKv> kv = sender.take_prompt_kv(id, p, 7, known);
+  std::optional<PromptKv> kv = PromptKvExchange(sender).take_prompt_kv(id, p, 7, known);
   ASSERT_TRUE(kv.has_value());
   EXPECT_EQ(kv->n_known, 20);
   EXPECT_EQ(kv->pages.size(), 15u - 5u);
-  EXPECT_EQ(at_next_step(receiver, receiver.import_prompt_kv(p, std::move(*kv))), 40);
+  EXPECT_EQ(at_next_step(receiver, PromptKvExchange(receiver).import_prompt_kv(p, std::move(*kv))), 40);
 
   SamplingParams params;
   params.temperature = 0.9f;
@@ -109,39 +110,39 @@ TEST_F(EnginePromptKvTest, KeptKvIsTakenOnceAndOnlyByWhoKnowsThePromptAndSalt) {
   const uint64_t id = prefill(sender, p, 5);
   std::vector<int32_t> other = p;
   other[3] += 1;
-  EXPECT_FALSE(sender.take_prompt_kv(id, other, 5, 0));
-  EXPECT_FALSE(sender.take_prompt_kv(id, p, 6, 0));
-  EXPECT_FALSE(sender.take_prompt_kv(id + 1, p, 5, 0));
-  EXPECT_FALSE(sender.take_prompt_kv(id, std::vector<int32_t>(p.begin(), p.begin() + 10), 5, 0));
+  EXPECT_FALSE(PromptKvExchange(sender).take_prompt_kv(id, other, 5, 0));
+  EXPECT_FALSE(PromptKvExchange(sender).take_prompt_kv(id, p, 6, 0));
+  EXPECT_FALSE(PromptKvExchange(sender).take_prompt_kv(id + 1, p, 5, 0));
+  EXPECT_FALSE(PromptKvExchange(sender).take_prompt_kv(id, std::vector<int32_t>(p.begin(), p.begin() + 10), 5, 0));
   // A longer prompt that begins with it is fine: the K/V covers its start.
   std::vector<int32_t> longer = p;
   longer.push_back(42);
-  EXPECT_TRUE(sender.take_prompt_kv(id, longer, 5, 0));
-  EXPECT_FALSE(sender.take_prompt_kv(id, p, 5, 0));
+  EXPECT_TRUE(PromptKvExchange(sender).take_prompt_kv(id, longer, 5, 0));
+  EXPECT_FALSE(PromptKvExchange(sender).take_prompt_kv(id, p, 5, 0));
 }
 
 TEST_F(EnginePromptKvTest, TheStoreDropsTheOldestForRoom) {
   const std::vector<int32_t> a = prompt(41, 4), b = prompt(41, 5);
   Engine probe(handle(), sender_config());
-  const size_t one = 10 * probe.kv_page_bytes() + 4096;  // ten pages and the bookkeeping
+  const size_t one = 10 * PromptKvExchange(probe).kv_page_bytes() + 4096;  // ten pages and the bookkeeping
   Engine sender(handle(), sender_config(static_cast<int64_t>(one)));
   const uint64_t first = prefill(sender, a);
   const uint64_t second = prefill(sender, b);
-  EXPECT_FALSE(sender.take_prompt_kv(first, a, 0, 0));
-  EXPECT_TRUE(sender.take_prompt_kv(second, b, 0, 0));
-  EXPECT_EQ(sender.stats().prompt_kv_evicted, 1u);
+  EXPECT_FALSE(PromptKvExchange(sender).take_prompt_kv(first, a, 0, 0));
+  EXPECT_TRUE(PromptKvExchange(sender).take_prompt_kv(second, b, 0, 0));
+  EXPECT_EQ(PromptKvExchange(sender).stats().evicted, 1u);
 }
 
 TEST_F(EnginePromptKvTest, AReceiverWhoseCacheChangedComputesTheRestItself) {
   const std::vector<int32_t> p = prompt(37, 6);
   Engine sender(handle(), sender_config());
-  std::optional<PromptKv> kv = sender.take_prompt_kv(prefill(sender, p), p, 0, 0);
+  std::optional<PromptKv> kv = PromptKvExchange(sender).take_prompt_kv(prefill(sender, p), p, 0, 0);
   ASSERT_TRUE(kv.has_value());
   Engine receiver(handle(), config(256, kBlock));
   // Between asking and importing, the receiver cached part of the prompt itself.
   receiver.add_request(std::vector<int32_t>(p.begin(), p.begin() + 13), greedy(1));
   drain(receiver);
-  EXPECT_EQ(at_next_step(receiver, receiver.import_prompt_kv(p, std::move(*kv))), 0);
+  EXPECT_EQ(at_next_step(receiver, PromptKvExchange(receiver).import_prompt_kv(p, std::move(*kv))), 0);
   RequestHandle h = receiver.add_request(p, greedy(8));
   drain(receiver);
   EXPECT_EQ(tokens(h), reference(p, greedy(8)).first);
@@ -151,18 +152,18 @@ TEST_F(EnginePromptKvTest, KvThatDoesNotFitIsRefusedAndChangesNothing) {
   const std::vector<int32_t> p = prompt(33, 7);
   Engine sender(handle(), sender_config());
   const uint64_t id = prefill(sender, p);
-  const PromptKv good = *sender.take_prompt_kv(id, p, 0, 0);
+  const PromptKv good = *PromptKvExchange(sender).take_prompt_kv(id, p, 0, 0);
 
   EngineConfig q8 = config(256, kBlock);
   q8.kv_cache_dtype = KvCacheDtype::Q8_0;
   Engine other_format(handle(), q8);
-  EXPECT_THROW(other_format.import_prompt_kv(p, good), Error);
+  EXPECT_THROW(PromptKvExchange(other_format).import_prompt_kv(p, good), Error);
 
   Engine receiver(handle(), config(256, kBlock));
   // Refused at once (the pages) or at the engine's next step (the prompt against the cache).
   auto refused = [&](PromptKv kv, std::vector<int32_t> for_prompt) {
     try {
-      std::future<int64_t> result = receiver.import_prompt_kv(std::move(for_prompt), std::move(kv));
+      std::future<int64_t> result = PromptKvExchange(receiver).import_prompt_kv(std::move(for_prompt), std::move(kv));
       receiver.step();
       EXPECT_THROW(result.get(), Error);
     } catch (const Error&) {
@@ -182,8 +183,8 @@ TEST_F(EnginePromptKvTest, KvThatDoesNotFitIsRefusedAndChangesNothing) {
   refused(odd_start, p);
   // All of the prompt would leave nothing to compute for the first sample.
   refused(good, std::vector<int32_t>(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(good.tokens.size())));
-  EXPECT_EQ(receiver.stats().prompt_kv_imported_tokens, 0u);
-  EXPECT_EQ(at_next_step(receiver, receiver.cached_prompt_tokens(p, 0)), 0);
+  EXPECT_EQ(PromptKvExchange(receiver).stats().imported_tokens, 0u);
+  EXPECT_EQ(at_next_step(receiver, PromptKvExchange(receiver).cached_prompt_tokens(p, 0)), 0);
 }
 
 TEST_F(EnginePromptKvTest, NonFiniteOrNeverComputedPagesAreRefusedBeforeAnythingIsWritten) {
@@ -196,7 +197,7 @@ TEST_F(EnginePromptKvTest, NonFiniteOrNeverComputedPagesAreRefusedBeforeAnything
     const std::vector<int32_t> p = prompt(33, 9);
     Engine sender(handle(), c);
     const uint64_t id = prefill(sender, p);
-    const PromptKv good = *sender.take_prompt_kv(id, p, 0, 0);
+    const PromptKv good = *PromptKvExchange(sender).take_prompt_kv(id, p, 0, 0);
     c.prompt_kv_store_bytes = 0;
     Engine receiver(handle(), c);
 
@@ -207,14 +208,15 @@ TEST_F(EnginePromptKvTest, NonFiniteOrNeverComputedPagesAreRefusedBeforeAnything
     for (const auto& [bad, message] :
          {std::pair{nan_page, "page 1 holds NaN or infinite values"}, std::pair{zero_page, "page 2 is all zeros"}}) {
       try {
-        receiver.import_prompt_kv(p, bad);
+        PromptKvExchange(receiver).import_prompt_kv(p, bad);
         ADD_FAILURE() << "imported";
       } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
       }
     }
-    EXPECT_EQ(at_next_step(receiver, receiver.cached_prompt_tokens(p, 0)), 0);  // nothing written
-    EXPECT_EQ(at_next_step(receiver, receiver.import_prompt_kv(p, good)), 32);  // the good pages still fit
+    EXPECT_EQ(at_next_step(receiver, PromptKvExchange(receiver).cached_prompt_tokens(p, 0)), 0);  // nothing written
+    EXPECT_EQ(at_next_step(receiver, PromptKvExchange(receiver).import_prompt_kv(p, good)),
+              32);  // the good pages still fit
     RequestHandle h = receiver.add_request(p, greedy(8));
     drain(receiver);
     Engine alone(handle(), c);
@@ -229,7 +231,7 @@ TEST_F(EnginePromptKvTest, KeepingNeedsPrefixCachingAndAnEngineWithoutAStoreHasN
   no_cache.enable_prefix_caching = false;
   EXPECT_THROW(Engine(handle(), no_cache), Error);
   Engine plain(handle(), config(64, kBlock));
-  EXPECT_THROW(plain.take_prompt_kv(1, prompt(9, 1), 0, 0), Error);
+  EXPECT_THROW(PromptKvExchange(plain).take_prompt_kv(1, prompt(9, 1), 0, 0), Error);
 }
 
 }  // namespace

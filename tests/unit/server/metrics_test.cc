@@ -50,6 +50,23 @@ TEST(ServerMetrics, RendersEngineGaugesAndCounters) {
                            "# TYPE lumen_request_queue_time_seconds histogram\n"}) {
     EXPECT_NE(out.find(line), std::string::npos) << line;
   }
+  // An instance of neither disaggregation role reports zeros.
+  EXPECT_NE(out.find("lumen_kv_transfer_prompts_kept_total 0\n"), std::string::npos) << out;
+}
+
+TEST(ServerMetrics, RendersPromptKvExchangeCounters) {
+  ServerMetrics m;
+  PromptKvStats kv;
+  kv.stored = 7;
+  kv.taken = 5;
+  kv.evicted = 1;
+  kv.imported_tokens = 96;
+  const std::string out = m.render(EngineStats{}, kv);
+  for (const char* line :
+       {"lumen_kv_transfer_prompts_kept_total 7\n", "lumen_kv_transfer_prompts_taken_total 5\n",
+        "lumen_kv_transfer_prompts_evicted_total 1\n", "lumen_kv_transfer_imported_tokens_total 96\n"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line;
+  }
 }
 
 TEST(ServerMetrics, CountsEmbeddingRequestsInputsAndTokensApartFromPrompts) {

@@ -8,7 +8,6 @@
 
 #include "lumen/error.h"
 #include "spec/speculative_config.h"
-#include "spec/speculative_config_json.h"
 
 namespace lumen::spec {
 namespace {
@@ -109,7 +108,7 @@ TEST(LookaheadProposer, ObservationsWithoutProposedRowsChangeNothing) {
 }
 
 TEST(LookaheadConfig, KeysDefaultsAndRanges) {
-  SpeculativeConfig c = parse_speculative_config(R"({"method": "lookahead"})", "--speculative-config");
+  SpeculativeConfig c = SpeculativeConfig::from_json(R"({"method": "lookahead"})", "--speculative-config");
   EXPECT_EQ(c.method, SpeculativeMethod::Lookahead);
   c = resolved(c);
   EXPECT_EQ(c.window_size, kDefaultLookaheadWindow);
@@ -117,7 +116,7 @@ TEST(LookaheadConfig, KeysDefaultsAndRanges) {
   EXPECT_EQ(c.guess_set_size, kDefaultLookaheadGuesses);
   EXPECT_EQ(c.num_speculative_tokens, kDefaultLookaheadNgram - 1);
   EXPECT_NE(make_proposer(c), nullptr);
-  c = resolved(parse_speculative_config(
+  c = resolved(SpeculativeConfig::from_json(
       R"({"method": "lookahead", "window_size": 7, "ngram_size": 5, "guess_set_size": 2, "num_speculative_tokens": 3})",
       "x"));
   EXPECT_EQ(c.window_size, 7);
@@ -126,7 +125,7 @@ TEST(LookaheadConfig, KeysDefaultsAndRanges) {
   EXPECT_EQ(c.num_speculative_tokens, 3);
   auto refuses = [](const std::string& json, const std::string& field) {
     try {
-      parse_speculative_config(json, "--speculative-config");
+      SpeculativeConfig::from_json(json, "--speculative-config");
       ADD_FAILURE() << json << " accepted, expected an error about " << field;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();

@@ -1,0 +1,27 @@
+# check_overview.cmake must be able to fail: a scratch tree with a module missing from the table
+# and an overview of 201 lines, which the check must name both of.
+#
+#   cmake -DCHECK=<check_overview.cmake> -DSCRATCH=<dir> -P overview_planted.cmake
+file(REMOVE_RECURSE "${SCRATCH}")
+file(MAKE_DIRECTORY "${SCRATCH}/src/engine" "${SCRATCH}/src/forgotten")
+file(WRITE "${SCRATCH}/src/README" "a file, not a module\n")
+set(text "| module | what |\n|---|---|\n| `engine` | the engine |\n")
+foreach(i RANGE 1 198)
+  string(APPEND text "line\n")
+endforeach()
+file(WRITE "${SCRATCH}/docs/architecture.md" "${text}")
+execute_process(COMMAND "${CMAKE_COMMAND}" -DROOT=${SCRATCH} -P "${CHECK}" RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "the check passed a planted tree:\n${err}")
+endif()
+foreach(e "src/forgotten/ has no row" "has 201 lines")
+  string(FIND "${err}" "${e}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the check did not say '${e}':\n${err}")
+  endif()
+endforeach()
+string(FIND "${err}" "src/engine/" at)
+if(NOT at EQUAL -1)
+  message(FATAL_ERROR "the check flagged a module that has its row:\n${err}")
+endif()
+message(STATUS "the check fails on a missing module and on a long overview")
