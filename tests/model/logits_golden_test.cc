@@ -5,7 +5,8 @@
 // than its 512-token sliding window). And, with the same measurements and bounds, synthetic
 // mixture-of-experts models (scripts/make_moe_golden.py: qwen2moe, qwen3moe, olmoe, mixtral-style
 // llama, deepseek2 with multi-head latent attention) and a synthetic llama3-scaled model at
-// positions past its original context (scripts/make_llama3_rope_golden.py), which no download
+// positions past its original context (scripts/make_llama3_rope_golden.py) and a synthetic Mamba 2
+// model fed in prompt chunks (scripts/make_ssm_golden.py), which no download
 // provides: the test writes each with the built `lumen synth` from the arguments in its golden
 // and checks the file's sha256 before comparing.
 #include <gtest/gtest.h>
@@ -66,6 +67,9 @@ struct GoldenModel {
   // attention included, is bit-identical). It is then held to the reference's own spread there,
   // as Gemma 3 is (llama.cpp's flash-attention path differs by 0.021 at those positions).
   bool early_exact = true;
+  // Prompt tokens per forward pass: a state-space model's prompts are cut in chunks of 48, so
+  // each crosses chunk boundaries with its recurrent state (64, 96 and 128 tokens).
+  int64_t chunk = 512;
 };
 
 // sha256sum's digest of a file ("" when it cannot run).
@@ -153,7 +157,7 @@ TEST_P(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
   size_t compared = 0;
   for (const auto& c : ref["cases"]) {
     auto tokens = c["tokens"].get<std::vector<int32_t>>();
-    engine::SingleSequenceForward generator(*model_, backend_, 1024);
+    engine::SingleSequenceForward generator(*model_, backend_, 1024, GetParam().chunk);
     std::vector<float> logits;
     generator.feed_all_logits(tokens, logits);
     for (size_t p = 0; p < tokens.size(); ++p) {
@@ -251,7 +255,7 @@ TEST_P(LogitsGolden, GreedyContinuationsMatchLlamaCpp) {
     auto greedy = c["greedy"].get<std::vector<int32_t>>();
     auto gaps = c["greedy_top2_gap"].get<std::vector<double>>();
     expected_steps += greedy.size();
-    engine::SingleSequenceForward generator(*model_, backend_, 1024);
+    engine::SingleSequenceForward generator(*model_, backend_, 1024, GetParam().chunk);
     std::span<const float> logits = generator.feed(tokens);
     for (size_t step = 0; step < greedy.size(); ++step, ++steps) {
       if (sampling::argmax(logits) != greedy[step]) {
@@ -288,7 +292,9 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenModel{"moe_olmoe", nullptr}, GoldenModel{"moe_mixtral", nullptr},
                       GoldenModel{"moe_deepseek2", nullptr, false},
                       // llama3-style rope_freqs, past an original context of 256
-                      GoldenModel{"llama3_rope", nullptr}),
+                      GoldenModel{"llama3_rope", nullptr},
+                      // Mamba 2 (scripts/make_ssm_golden.py), its prompts in chunks of 48
+                      GoldenModel{"ssm_mamba2", nullptr, true, 48}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace
