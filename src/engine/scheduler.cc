@@ -40,8 +40,8 @@ void Scheduler::add(Sequence* seq) {
 }
 
 void Scheduler::add_fork(Sequence* child, const Sequence* parent) {
-  if (state_slots_) fork_state(child, parent);
-  if (parent->state == SequenceState::Running && child->n_computed > 0) {
+  if (state_slots_) fork_state(child, parent);  // without a slot the child waits to recompute
+  if (parent->state == SequenceState::Running && (!state_slots_ || child->state_slot >= 0)) {
     child->state = SequenceState::Running;
     insert_ranked(running_, child);
   } else {

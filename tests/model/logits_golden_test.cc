@@ -70,7 +70,26 @@ struct GoldenModel {
   // Prompt tokens per forward pass: a state-space model's prompts are cut in chunks of 48, so
   // each crosses chunk boundaries with its recurrent state (64, 96 and 128 tokens).
   int64_t chunk = 512;
+  // llama.cpp runs a state-space model one way only (no attention to run another way; its scan
+  // goes token by token whatever the batch), so its measured spread is 0. Such a golden is held
+  // to the tolerance the synthetic MoE goldens use (models of the same scale and Q4_1): their
+  // smallest measured spread (moe_spread_floor), while its first positions stay held to
+  // rounding (kEarlyBound). Lumen's scan sums each state in another order than ggml's, and
+  // once such a difference flips one 8-bit activation code the logits move by ~0.01 (measured:
+  // 0.0128 at most, mean 0.00012, with llama.cpp's kernels' rounding).
+  bool no_reference_spread = false;
 };
+
+// The smallest spread (largest top-8 logit difference between llama.cpp's two paths) among
+// the synthetic mixture-of-experts goldens.
+double moe_spread_floor() {
+  double floor = 1e9;
+  for (const char* name : {"moe_qwen2moe", "moe_qwen3moe", "moe_olmoe", "moe_mixtral", "moe_deepseek2"}) {
+    std::ifstream in(std::string(LUMEN_GOLDEN_DIR) + "/logits/" + name + ".json");
+    floor = std::min(floor, nlohmann::json::parse(in)["reference_spread"]["max_top_logit_diff"].get<double>());
+  }
+  return floor;
+}
 
 // sha256sum's digest of a file ("" when it cannot run).
 std::string sha256_of(const std::string& path) {
@@ -102,6 +121,14 @@ class LogitsGolden : public ::testing::TestWithParam<GoldenModel> {
   void SetUp() override {
     std::ifstream in(std::string(LUMEN_GOLDEN_DIR) + "/logits/" + GetParam().golden + ".json");
     ref_ = nlohmann::json::parse(in);
+    if (GetParam().no_reference_spread) {
+      nlohmann::json& spread = ref_["reference_spread"];
+      const double floor = moe_spread_floor();
+      for (const char* key : {"max_top_logit_diff", "max_probe_logit_diff", "widest_gap_missed", "greedy_widest_gap_missed"}) {
+        spread[key] = std::max(spread[key].get<double>(), floor);
+      }
+      spread["max_early_logit_diff"] = std::max(spread["max_early_logit_diff"].get<double>(), kEarlyBound);
+    }
     std::string path;
     if (GetParam().model_file != nullptr) {
       path = testing::model_cache_dir() + "/" + GetParam().model_file;
@@ -294,7 +321,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // llama3-style rope_freqs, past an original context of 256
                       GoldenModel{"llama3_rope", nullptr},
                       // Mamba 2 (scripts/make_ssm_golden.py), its prompts in chunks of 48
-                      GoldenModel{"ssm_mamba2", nullptr, true, 48}),
+                      GoldenModel{"ssm_mamba2", nullptr, true, 48, true}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace
