@@ -150,8 +150,10 @@ struct Engine::Impl {
   // rolled back (speculation), shifted (context shift) or moved between engines as K/V.
   void check_state_model_config() const {
     if (config.speculative.method != SpeculativeMethod::None) {
-      fail("speculative decoding is not supported for the {} model: its recurrent state cannot be rolled back to "
-           "the last accepted draft token", model.hparams.architecture);
+      fail(
+          "speculative decoding is not supported for the {} model: its recurrent state cannot be rolled back to "
+          "the last accepted draft token",
+          model.hparams.architecture);
     }
     if (config.context_overflow == ContextOverflow::Shift || config.kv_window_tokens > 0) {
       fail("context shift is not possible for the {} model: its recurrent state holds every earlier token",

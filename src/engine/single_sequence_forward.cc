@@ -34,8 +34,7 @@ SingleSequenceForward::SingleSequenceForward(LoadedModel& model, backend::Backen
 void SingleSequenceForward::truncate(int64_t n) {
   const int64_t keep = std::min(n_past_, std::max<int64_t>(n, 0));
   if (states_ && keep != 0 && keep != n_past_) {
-    fail("a state-space model cannot go back to token {} of {}: its state holds them all (start again)", keep,
-         n_past_);
+    fail("a state-space model cannot go back to token {} of {}: its state holds them all (start again)", keep, n_past_);
   }
   n_past_ = keep;
 }

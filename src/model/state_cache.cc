@@ -7,7 +7,9 @@
 namespace lumen::model {
 
 StateCache::StateCache(backend::Backend& backend, const HParams& hp, int64_t n_slots)
-    : hp_(hp), n_slots_(n_slots), layer_floats_(ssm_state_values_per_layer(hp)),
+    : hp_(hp),
+      n_slots_(n_slots),
+      layer_floats_(ssm_state_values_per_layer(hp)),
       slot_floats_(layer_floats_ * hp.block_count) {
   if (!has_ssm(hp)) fail("a state cache for a model without state-space layers");
   if (n_slots < 1) fail("a state cache needs at least one slot (got {})", n_slots);

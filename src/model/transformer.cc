@@ -283,8 +283,7 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
          "own matmuls)", hp_.architecture);
   }
   if (observer != nullptr && mamba2_) {
-    fail("activation statistics are not supported for the {} architecture yet (state-space layers)",
-         hp_.architecture);
+    fail("activation statistics are not supported for the {} architecture yet (state-space layers)", hp_.architecture);
   }
   observer_ = observer;
   if (moe_) moe_->set_observer(observer);

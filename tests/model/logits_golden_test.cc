@@ -124,7 +124,8 @@ class LogitsGolden : public ::testing::TestWithParam<GoldenModel> {
     if (GetParam().no_reference_spread) {
       nlohmann::json& spread = ref_["reference_spread"];
       const double floor = moe_spread_floor();
-      for (const char* key : {"max_top_logit_diff", "max_probe_logit_diff", "widest_gap_missed", "greedy_widest_gap_missed"}) {
+      for (const char* key :
+           {"max_top_logit_diff", "max_probe_logit_diff", "widest_gap_missed", "greedy_widest_gap_missed"}) {
         spread[key] = std::max(spread[key].get<double>(), floor);
       }
       spread["max_early_logit_diff"] = std::max(spread["max_early_logit_diff"].get<double>(), kEarlyBound);

@@ -61,9 +61,16 @@ void CpuBackend::ssm_conv(const TensorView& x, const TensorView& weight, const T
   auto run = [&](int64_t task, unsigned) {
     const SsmSequence& s = seqs[static_cast<size_t>(task / slices)];
     const int64_t c0 = (task % slices) * kConvChannelsPerTask;
-    cpu::SsmConvTask t{x.row<const float>(s.first_token), stride(x), s.n_tokens,
-                       static_cast<const float*>(weight.data), kernel, static_cast<const float*>(bias.data),
-                       static_cast<float*>(s.conv_window.data), channels, out.row<float>(s.first_token), stride(out)};
+    cpu::SsmConvTask t{x.row<const float>(s.first_token),
+                       stride(x),
+                       s.n_tokens,
+                       static_cast<const float*>(weight.data),
+                       kernel,
+                       static_cast<const float*>(bias.data),
+                       static_cast<float*>(s.conv_window.data),
+                       channels,
+                       out.row<float>(s.first_token),
+                       stride(out)};
     cpu::ssm_conv_channels(t, c0, std::min(channels, c0 + kConvChannelsPerTask));
   };
   if (n_tasks <= 1 || pool_.size() == 1) {
@@ -86,7 +93,8 @@ void CpuBackend::ssm_scan(const TensorView& x, const TensorView& dt, const Tenso
   check_rows(b, state_size * groups, n, "ssm_scan", "b");
   check_rows(c, state_size * groups, n, "ssm_scan", "c");
   check_rows(y, inner, n, "ssm_scan", "y");
-  if (weights.a == nullptr || weights.d == nullptr || weights.dt_bias == nullptr) fail("ssm_scan: A, D and dt's bias are required");
+  if (weights.a == nullptr || weights.d == nullptr || weights.dt_bias == nullptr)
+    fail("ssm_scan: A, D and dt's bias are required");
   for (const TensorView* w : {weights.a, weights.d, weights.dt_bias}) {
     if (w->type != tensor::DType::F32 || w->elements() != heads || w->data == nullptr) {
       fail("ssm_scan: A, D and dt's bias must be f32 with one value per head ({})", heads);
@@ -99,12 +107,24 @@ void CpuBackend::ssm_scan(const TensorView& x, const TensorView& dt, const Tenso
   const auto n_tasks = static_cast<int64_t>(seqs.size()) * heads;
   auto run = [&](int64_t task, unsigned) {
     const SsmSequence& s = seqs[static_cast<size_t>(task / heads)];
-    cpu::SsmScanTask t{x.row<const float>(s.first_token), stride(x), dt.row<const float>(s.first_token), stride(dt),
-                       b.row<const float>(s.first_token), stride(b), c.row<const float>(s.first_token), stride(c),
-                       s.n_tokens, head_dim, state_size, heads / groups,
-                       static_cast<const float*>(weights.a->data), static_cast<const float*>(weights.d->data),
-                       static_cast<const float*>(weights.dt_bias->data), static_cast<float*>(s.state.data),
-                       y.row<float>(s.first_token), stride(y)};
+    cpu::SsmScanTask t{x.row<const float>(s.first_token),
+                       stride(x),
+                       dt.row<const float>(s.first_token),
+                       stride(dt),
+                       b.row<const float>(s.first_token),
+                       stride(b),
+                       c.row<const float>(s.first_token),
+                       stride(c),
+                       s.n_tokens,
+                       head_dim,
+                       state_size,
+                       heads / groups,
+                       static_cast<const float*>(weights.a->data),
+                       static_cast<const float*>(weights.d->data),
+                       static_cast<const float*>(weights.dt_bias->data),
+                       static_cast<float*>(s.state.data),
+                       y.row<float>(s.first_token),
+                       stride(y)};
     cpu::ssm_scan_head(t, task % heads);
   };
   if (n_tasks <= 1 || pool_.size() == 1) {

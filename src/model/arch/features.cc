@@ -40,8 +40,7 @@ void require_supported_features(const Architecture& arch, const HParams& hp) {
     refuse(arch, "multi-head latent attention with a sliding window");
   }
   if (f.mixer == Mixer::Mamba2 && !has_ssm(hp)) {
-    fail("architecture '{}' has state-space layers but {}.ssm.inner_size is missing or 0", arch.name,
-         hp.architecture);
+    fail("architecture '{}' has state-space layers but {}.ssm.inner_size is missing or 0", arch.name, hp.architecture);
   }
   if (f.mixer == Mixer::Mamba2 && !hp.attention_free) {
     refuse(arch, "attention heads beside its Mamba 2 layers (a hybrid)");

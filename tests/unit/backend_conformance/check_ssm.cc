@@ -101,7 +101,8 @@ void check_ssm_conv(Backend& backend, const Case& c) {
           }
           const double v = sum + bias[static_cast<size_t>(ch)];
           want[dst + static_cast<size_t>(ch)] = silu(v);
-          tol[dst + static_cast<size_t>(ch)] = (mag + std::abs(v)) * std::ldexp(1.0, -20) + 1e-6 * std::abs(silu(v)) + 1e-7;
+          tol[dst + static_cast<size_t>(ch)] =
+              (mag + std::abs(v)) * std::ldexp(1.0, -20) + 1e-6 * std::abs(silu(v)) + 1e-7;
           got[dst + static_cast<size_t>(ch)] = o[static_cast<size_t>(at * channels + ch)];
         }
         // The window moves on by this row.

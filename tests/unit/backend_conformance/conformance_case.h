@@ -28,13 +28,13 @@ enum class Op {
   kStoreKv,
   kKvBlocks,  // copy_kv_block, read_kv_block, write_kv_block
   kAttention,
-  kMoeFfn,  // moe_ffn: three experts over a batch, a shared one among them
+  kMoeFfn,   // moe_ffn: three experts over a batch, a shared one among them
   kSsmConv,  // ssm_conv: Mamba 2's causal depthwise convolution with its state
   kSsmScan,  // ssm_scan: Mamba 2's selective scan with its state
 };
-inline constexpr Op kAllOps[] = {Op::kMatmul, Op::kMatmulSameInput, Op::kMatmulGlu, Op::kGetRows,   Op::kRmsNorm,
-                                 Op::kAdd,    Op::kAddRow,          Op::kScale,     Op::kSwiglu,    Op::kGeglu,
-                                 Op::kRope,   Op::kStoreKv,         Op::kKvBlocks,  Op::kAttention, Op::kMoeFfn,
+inline constexpr Op kAllOps[] = {Op::kMatmul,  Op::kMatmulSameInput, Op::kMatmulGlu, Op::kGetRows,   Op::kRmsNorm,
+                                 Op::kAdd,     Op::kAddRow,          Op::kScale,     Op::kSwiglu,    Op::kGeglu,
+                                 Op::kRope,    Op::kStoreKv,         Op::kKvBlocks,  Op::kAttention, Op::kMoeFfn,
                                  Op::kSsmConv, Op::kSsmScan};
 
 // How a rope case configures the rotation.

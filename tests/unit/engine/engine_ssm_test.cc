@@ -31,9 +31,9 @@ class EngineSsm : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!have_testdata()) return;
-    path_ = new std::string((std::filesystem::temp_directory_path() /
-                             ("lumen_engine_ssm_" + std::to_string(::getpid()) + ".gguf"))
-                                .string());
+    path_ = new std::string(
+        (std::filesystem::temp_directory_path() / ("lumen_engine_ssm_" + std::to_string(::getpid()) + ".gguf"))
+            .string());
     model::SynthOptions options;
     options.preset = "mamba2-mini";
     options.type = tensor::DType::Q4_1;
@@ -181,9 +181,10 @@ TEST_F(EngineSsm, SpeculativeDecodingIsRefused) {
 // What one sequence's state costs: every layer's convolution window and SSM state, in f32.
 TEST_F(EngineSsm, StateBytesPerSequence) {
   const model::HParams& hp = model_->hparams;
-  const size_t per_layer = ((hp.ssm_conv_kernel - 1) * (hp.ssm_inner_size + 2 * hp.ssm_group_count * hp.ssm_state_size) +
-                            hp.ssm_state_size * hp.ssm_inner_size) *
-                           sizeof(float);
+  const size_t per_layer =
+      ((hp.ssm_conv_kernel - 1) * (hp.ssm_inner_size + 2 * hp.ssm_group_count * hp.ssm_state_size) +
+       hp.ssm_state_size * hp.ssm_inner_size) *
+      sizeof(float);
   EXPECT_EQ(model::StateCache::bytes_per_slot(hp), per_layer * hp.block_count);
   EXPECT_EQ(per_layer, (3 * (512 + 2 * 2 * 64) + 64 * 512) * 4u);
 }

@@ -103,7 +103,8 @@ inline std::string write_tiny_model(const std::string& arch_name, const std::str
   md.set(key("block_count"), gguf::Value::u32(static_cast<uint32_t>(hp.block_count)));
   md.set(key("feed_forward_length"), gguf::Value::u32(static_cast<uint32_t>(hp.feed_forward_length)));
   md.set(key("attention.head_count"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count)));
-  if (hp.head_count != 0) md.set(key("attention.head_count_kv"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count_kv)));
+  if (hp.head_count != 0)
+    md.set(key("attention.head_count_kv"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count_kv)));
   if (hp.ssm_inner_size != 0) {
     for (const auto& [suffix, value] :
          {std::pair{"ssm.conv_kernel", hp.ssm_conv_kernel}, std::pair{"ssm.inner_size", hp.ssm_inner_size},
