@@ -121,6 +121,24 @@ inline size_t kv_value_block_bytes(const KvLayer& cache) {
   return values_in_keys(cache) ? 0 : cache.v.row_bytes * static_cast<size_t>(cache.block_size);
 }
 
+// One sequence of a state-space (Mamba 2) layer's batch: its rows and its recurrent state, which
+// the ops read and leave advanced past the sequence's rows (model/state_cache.h owns it).
+struct SsmSequence {
+  int64_t first_token = 0;
+  int64_t n_tokens = 0;
+  TensorView conv_window;  // f32 {channels, kernel - 1}: the inputs before the rows, oldest first
+  TensorView state;        // f32 {state size, inner}: one row per channel of the inner width
+};
+
+// Mamba 2's scan parameters: per head, A (negative) and D ({1, heads} each), dt's bias ({heads}).
+struct SsmScanWeights {
+  const TensorView* a = nullptr;
+  const TensorView* d = nullptr;
+  const TensorView* dt_bias = nullptr;
+  int64_t head_dim = 0;  // inner width / heads
+  int64_t groups = 0;    // B and C groups; head h reads group h / (heads / groups)
+};
+
 // A device's own memory, for sizing the KV cache there.
 struct DeviceMemory {
   uint64_t free_bytes = 0;
@@ -217,6 +235,30 @@ class Backend {
   virtual void rotate_heads(TensorView& x, int64_t head_dim) {
     (void)x, (void)head_dim;
     fail("rotate_heads (a rotated KV cache) is not supported on the {} backend", name());
+  }
+  // Mamba 2's causal depthwise convolution with its bias and SiLU, per sequence: for row t of
+  // x (f32 {channels, n}, rows may be strided) and channel c,
+  //   out[t, c] = silu(bias[c] + sum over k < K of weight[c, k] * in(t - K + 1 + k, c))
+  // where in(i) is row i of the sequence's rows for i >= 0 and row K - 1 + i of its conv_window
+  // before; the taps are summed in f32 oldest first, then the bias added, as ggml's ssm_conv
+  // and add. Each window is then left holding the last K - 1 inputs. weight is f32 {K,
+  // channels}; out f32 {channels, n} (may not alias x).
+  virtual void ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
+                        std::span<const SsmSequence> seqs, TensorView& out) {
+    (void)x, (void)weight, (void)bias, (void)seqs, (void)out;
+    fail("ssm_conv (a state-space model's convolution) is not supported on the {} backend yet", name());
+  }
+  // Mamba 2's selective scan, per sequence and token in order: for head h (of heads =
+  // x.dims[0] / head_dim), with dt' = softplus(dt[t, h] + dt_bias[h]) (ggml's: the input itself
+  // above 20) and g = h / (heads / groups), each channel i of the head updates its state row,
+  //   state[i, s] = state[i, s] * exp(dt' * A[h]) + B[t, g, s] * (x[t, i] * dt')
+  // and outputs y[t, i] = sum over s of state[i, s] * C[t, g, s] + x[t, i] * D[h]. x {inner,
+  // n}, dt {heads, n}, b and c {state size * groups, n}: f32, rows may be strided. y f32
+  // {inner, n}, may not alias the inputs.
+  virtual void ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
+                        const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) {
+    (void)x, (void)dt, (void)b, (void)c, (void)weights, (void)seqs, (void)y;
+    fail("ssm_scan (a state-space model's scan) is not supported on the {} backend yet", name());
   }
   // Rotates x in place: dims {head_dim, n_heads, n_tokens}, token t at positions[t].
   virtual void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) = 0;

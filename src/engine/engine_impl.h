@@ -82,7 +82,9 @@ struct Engine::Impl {
         kv_space(make_kv_space()),
         swap(make_swap_space()),
         scheduler(scheduler_config(), pool, swap.get()),
-        runner(*model.transformer, cache, swap.get()) {
+        runner(*model.transformer, cache, swap.get()),
+        states(make_states()) {
+    runner.set_states(states.get());
     if (engine::ModelParallelGroup* group = engine::model_state(handle).parallel.get()) {
       leader = std::make_unique<engine::ModelParallelLeader>(
           *group, engine::ShardCacheGeometry{n_blocks, config.block_size, config.kv_cache_dtype, config.kv_cache_rotation,
@@ -101,6 +103,7 @@ struct Engine::Impl {
     int64_t limit = config.max_model_len > 0 ? config.max_model_len : trained;
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);
+    if (states) check_state_model_config();
     scheduler.set_shift_policy(shift_policy());
     if (config.speculative.num_candidates > 1) {
       // Token trees: a tree attention mask, and the accepted branch's K/V moved position by
@@ -137,6 +140,32 @@ struct Engine::Impl {
   void check_prompt_kv_possible() const {
     if (leader) fail("moving a prompt's K/V between engines is not supported with tensor or pipeline parallelism");
     if (!config.enable_prefix_caching) fail("moving a prompt's K/V between engines needs prefix caching");
+  }
+
+  // A state-space model's recurrent states: one slot per sequence that may run at once
+  // (max_num_seqs), beside the KV cache.
+  std::unique_ptr<model::StateCache> make_states() const {
+    if (!model::has_ssm(model.hparams)) return nullptr;
+    return std::make_unique<model::StateCache>(*engine::model_state(handle).backend, model.hparams, config.max_num_seqs);
+  }
+
+  // What a state-space model cannot do: its state holds every token computed, and cannot be
+  // rolled back (speculation), shifted (context shift) or moved between engines as K/V.
+  void check_state_model_config() const {
+    if (config.speculative.method != SpeculativeMethod::None) {
+      fail(
+          "speculative decoding is not supported for the {} model: its recurrent state cannot be rolled back to "
+          "the last accepted draft token",
+          model.hparams.architecture);
+    }
+    if (config.context_overflow == ContextOverflow::Shift || config.kv_window_tokens > 0) {
+      fail("context shift is not possible for the {} model: its recurrent state holds every earlier token",
+           model.hparams.architecture);
+    }
+    if (config.prompt_kv_store_bytes > 0) {
+      fail("moving a prompt's K/V between engines is not supported for the {} model (its state is not K/V)",
+           model.hparams.architecture);
+    }
   }
 
   // Context shift and StreamingLLM (engine/context_shift.h), checked against the model and the
@@ -206,6 +235,7 @@ struct Engine::Impl {
     sc.policy = config.policy;
     sc.watermark_blocks = std::max<int32_t>(
         1, static_cast<int32_t>(config.watermark * static_cast<double>(n_blocks)));
+    if (model::has_ssm(model.hparams)) sc.state_slots = static_cast<int32_t>(config.max_num_seqs);
     return sc;
   }
 
@@ -255,6 +285,7 @@ struct Engine::Impl {
   std::unique_ptr<engine::SwapSpace> swap;
   engine::Scheduler scheduler;
   engine::ModelRunner runner;
+  std::unique_ptr<model::StateCache> states;  // a state-space model's (null otherwise)
   // Tensor parallelism's rank 0: the other ranks build this engine's cache and follow its steps
   // until it goes (null in one process).
   std::unique_ptr<engine::ModelParallelLeader> leader;
@@ -283,7 +314,9 @@ struct Engine::Impl {
   engine::Speculation speculation{config.speculative,
                                   engine::make_proposer(config.speculative, model, *engine::model_state(handle).backend,
                                                         static_cast<int32_t>(n_blocks), config.block_size),
-                                  config.jump_forward, model.tokenizer};
+                                  // Jump-forward verifies forced tokens as a draft, which a
+                                  // recurrent state cannot take back when one is rejected.
+                                  config.jump_forward && !states, model.tokenizer};
   engine::OutputProcessor outputs{scheduler,     speculation, model.tokenizer,    next_id,
                                   unfinished,    max_model_len, runner.vocab_size()};
   uint64_t arrivals = 0;

@@ -33,7 +33,12 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
     return config.num_kv_blocks;
   }
   const int64_t trained = hp.context_length > 0 ? static_cast<int64_t>(hp.context_length) : 4096;
-  const int64_t longest = config.max_model_len > 0 ? config.max_model_len : trained;
+  int64_t longest = config.max_model_len > 0 ? config.max_model_len : trained;
+  // An attention-free model's nominal KV only counts positions (model/hparams.h), and its files
+  // carry an arbitrary context (llama.cpp's converter writes 2^20 for Mamba 2): without a
+  // max_model_len the pool is sized for sequences of kStateModelContext tokens.
+  constexpr int64_t kStateModelContext = 32768;
+  if (hp.attention_free && config.max_model_len <= 0) longest = std::min(longest, kStateModelContext);
   if (config.kv_cache_full_sequences > 0) {
     // One block more than the sequences can fill: admission keeps a block free (the watermark).
     return config.kv_cache_full_sequences *

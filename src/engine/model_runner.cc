@@ -66,9 +66,12 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     transformer_.shift_keys(cache_, shift.blocks, shift.delta);
     if (leader_) leader_->ops().shift_keys(shift.blocks, shift.delta);
   }
+  if (!plan.state_copies.empty() && states_ == nullptr) fail("model runner: the plan copies states of a model without");
+  for (const StateCopy& copy : plan.state_copies) states_->copy(copy.src, copy.dst);
   tokens_.clear();
   positions_.clear();
   slices_.clear();
+  state_slots_.clear();
   logit_rows_.clear();
   chunk_logits_.clear();
   size_t mask_bytes = 0;
@@ -85,6 +88,11 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     const ScheduledChunk& chunk = plan.chunks[c];
     const Sequence& seq = *chunk.seq;
     const auto first = static_cast<int64_t>(tokens_.size());
+    if (states_ != nullptr) {
+      if (seq.state_slot < 0) fail("model runner: a sequence of a state-space model runs without a state slot");
+      if (chunk.n_draft > 0 || chunk.n_extra > 0) fail("model runner: a state-space model cannot verify drafts");
+      state_slots_.push_back(seq.state_slot);
+    }
     const int64_t n_known = chunk.n_known();
     if (chunk.n_draft < 0 || chunk.n_draft > std::ssize(seq.draft) || (chunk.n_draft > 0 && !chunk.samples)) {
       fail("model runner: a chunk of {} draft tokens for a draft of {}", chunk.n_draft, seq.draft.size());
@@ -162,6 +170,10 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));
   model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_};
+  if (states_ != nullptr) {
+    batch.states = states_;
+    batch.state_slots = state_slots_;
+  }
   // The other ranks start the step while this one does (their all-reduces wait for its).
   if (leader_) leader_->send_step(tokens_.empty() ? nullptr : &batch);
   if (tokens_.empty()) return {};

@@ -17,6 +17,7 @@
 #include "engine/scheduler.h"
 #include "engine/swap_space.h"
 #include "model/kv_cache.h"
+#include "model/state_cache.h"
 #include "model/transformer.h"
 
 namespace lumen::engine {
@@ -47,6 +48,9 @@ class ModelRunner {
   // Tensor parallelism's rank 0: every cache change and forward pass from now on goes to the
   // other ranks too.
   void set_leader(ModelParallelLeader* leader) { leader_ = leader; }
+  // A state-space model's recurrent states: each chunk's sequence runs from its state slot
+  // (Sequence::state_slot), and the plan's state copies (forks) are made before the pass.
+  void set_states(model::StateCache* states) { states_ = states; }
 
   // Returns the rows of vocab logits chunk_logits() describes (a view into a buffer that the
   // next call overwrites).
@@ -66,12 +70,14 @@ class ModelRunner {
   model::KvCache& cache_;
   SwapSpace* swap_;
   ModelParallelLeader* leader_ = nullptr;
+  model::StateCache* states_ = nullptr;
   int64_t vocab_;
   // Reused from step to step: after warm-up a step allocates nothing here.
   std::vector<int32_t> tokens_;
   std::vector<int32_t> positions_;
   std::vector<backend::SequenceSlice> slices_;
   std::vector<int32_t> logit_rows_;
+  std::vector<int32_t> state_slots_;  // per chunk, with states_
   std::vector<ChunkLogits> chunk_logits_;
   // Tree attention masks of the chunks with extra rows, one after another (SequenceSlice::visible
   // points into it: sized before any slice takes its view).

@@ -14,6 +14,7 @@ Scheduler::Scheduler(SchedulerConfig config, kv::BlockPool& pool, SwapSpace* swa
     fail("scheduler: max_num_seqs ({}) and max_num_batched_tokens ({}) must be positive",
          config_.max_num_seqs, config_.max_num_batched_tokens);
   }
+  if (config_.state_slots > 0) state_slots_.emplace(config_.state_slots);
 }
 
 void Scheduler::limit_step_time(const StepTimeModel& model, double max_step_seconds, int64_t min_prefill_tokens) {
@@ -39,7 +40,8 @@ void Scheduler::add(Sequence* seq) {
 }
 
 void Scheduler::add_fork(Sequence* child, const Sequence* parent) {
-  if (parent->state == SequenceState::Running) {
+  if (state_slots_) fork_state(child, parent);  // without a slot the child waits to recompute
+  if (parent->state == SequenceState::Running && (!state_slots_ || child->state_slot >= 0)) {
     child->state = SequenceState::Running;
     insert_ranked(running_, child);
   } else {
@@ -53,6 +55,7 @@ void Scheduler::remove(Sequence* seq) {
   seq->blocks.release_all();
   if (swap_ != nullptr && !seq->swap_slots.empty()) swap_->release(seq->swap_slots);
   seq->swap_slots.clear();
+  release_state_slot(seq);
   seq->state = SequenceState::Finished;
 }
 
@@ -87,13 +90,15 @@ void Scheduler::preempt(Sequence* victim, StepPlan& plan) {
   // Its keys were not rotated yet: swapped out now, they would come back unrotated. It is
   // recomputed instead, from its (already shifted) tokens.
   const bool shifted_now = drop_key_shift(plan, victim);
-  if (!shifted_now && swap_out(victim, plan)) {
+  // A recurrent state is not swapped: the victim recomputes it.
+  if (!shifted_now && !state_slots_ && swap_out(victim, plan)) {
     victim->prefix_checked = true;  // it comes back with its own K/V, not the prefix cache's
   } else {
     victim->n_computed = 0;
     victim->prefix_checked = false;
   }
   victim->blocks.release_all();
+  release_state_slot(victim);
   victim->state = SequenceState::Waiting;
   ++victim->n_preemptions;
   ++n_preemptions_;
@@ -200,7 +205,9 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
       budget -= n;
       continue;
     }
-    if (!seq->prefix_checked) {
+    if (!seq->prefix_checked && state_slots_) {
+      seq->prefix_checked = true;  // a cached prefix has K/V but no state: computed from the start
+    } else if (!seq->prefix_checked) {
       // At least the last token is computed, so the step yields logits to sample from.
       // Prompt positions whose logits are wanted (prompt_logprobs) are computed, not adopted.
       const int64_t limit = seq->wants_prompt_logits() ? seq->next_prompt_logit
@@ -211,8 +218,8 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
     int64_t n = std::min({seq->uncomputed(), budget, grant});
     if (time_budget_) n = time_budget_->prefill_room(*seq, n);
     const int32_t need = seq->blocks.blocks_needed(seq->n_computed, n);
-    if (n == 0 || pool_.n_available() - need < admission_reserve() ||
-        !seq->blocks.reserve(seq->n_computed, n, plan.copies)) {
+    if (n == 0 || pool_.n_available() - need < admission_reserve() || (state_slots_ && state_slots_->n_free() == 0) ||
+        !seq->blocks.reserve(seq->n_computed, n, plan.copies) || !take_state_slot(seq)) {
       // Not now: give back what the prefix lookup took, so waiting requests hold no blocks.
       seq->blocks.release_all();
       seq->n_computed = 0;
@@ -328,6 +335,9 @@ int64_t Scheduler::prefill_grant(const Sequence* seq) const {
 
 StepPlan Scheduler::schedule() {
   StepPlan plan;
+  // Before anything this step may preempt: a fork's copy reads its parent's slot as the last
+  // step left it (a slot released and handed on here is zeroed after the copies run).
+  plan.state_copies.swap(pending_state_copies_);
   for (Sequence* seq : running_) seq->scheduled_now = false;
   for (Sequence* seq : waiting_) seq->scheduled_now = false;
   int64_t budget = config_.max_num_batched_tokens;

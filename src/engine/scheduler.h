@@ -42,6 +42,7 @@
 #include "engine/step_time_model.h"
 #include "engine/swap_space.h"
 #include "kv/block_pool.h"
+#include "kv/state_slots.h"
 #include "lumen/engine_config.h"
 
 namespace lumen::engine {
@@ -52,6 +53,18 @@ struct SchedulerConfig {
   int64_t max_num_batched_tokens = 512;
   SchedulingPolicy policy = SchedulingPolicy::Fcfs;
   int32_t watermark_blocks = 1;  // admission keeps at least this many blocks available
+  // A state-space model's recurrent-state slots (0: the model keeps none). Each running
+  // sequence holds one (admission waits for a free one); its state covers every token it
+  // computed, so a sequence never adopts a cached prefix (which would skip tokens), is
+  // preempted by recompute only (never swapped: the state would have to go with it), and a
+  // fork gets a copy of its parent's state (StepPlan::state_copies).
+  int32_t state_slots = 0;
+};
+
+// A fork's state: slot dst becomes a copy of slot src before the step's forward pass.
+struct StateCopy {
+  int32_t src;
+  int32_t dst;
 };
 
 // Keys the model runner rotates back by `delta` positions after a context shift.
@@ -92,6 +105,7 @@ struct StepPlan {
   std::vector<Sequence*> preempted;   // moved back to waiting this step
   std::vector<Sequence*> out_of_blocks;  // alone in the pool and still cannot grow: must finish
   std::vector<KeyShift> key_shifts;      // after the copies: context shifts' key rotations
+  std::vector<StateCopy> state_copies;   // forks' recurrent states, before the forward pass
   int64_t n_tokens = 0;
   StepShape shape;  // what the step computes, for its cost model (step_time_model.h)
   bool empty() const { return chunks.empty(); }
@@ -138,6 +152,8 @@ class Scheduler {
   uint64_t n_preemptions() const { return n_preemptions_; }
   uint64_t n_swapped_out_blocks() const { return n_swapped_out_blocks_; }
   uint64_t n_context_shifts() const { return n_context_shifts_; }
+  // Free recurrent-state slots (0 for a model without state).
+  int32_t n_free_state_slots() const { return state_slots_ ? state_slots_->n_free() : 0; }
 
  private:
   bool ranks_before(const Sequence* a, const Sequence* b) const;
@@ -168,6 +184,13 @@ class Scheduler {
   void share_prefill(int64_t budget);
   // The most tokens `seq` may take this step: its grant, or no limit when it has none.
   int64_t prefill_grant(const Sequence* seq) const;
+  // Recurrent-state slots (scheduler_states.cc): whether `seq` holds one now (taking a free one
+  // when it had none), and giving it back.
+  bool take_state_slot(Sequence* seq);
+  void release_state_slot(Sequence* seq);
+  // A fork of a running parent gets a copy of its state, or, without a free slot, waits to
+  // recompute its tokens.
+  void fork_state(Sequence* child, const Sequence* parent);
 
   SchedulerConfig config_;
   ContextShiftPolicy shift_;
@@ -181,6 +204,8 @@ class Scheduler {
   uint64_t n_preemptions_ = 0;
   uint64_t n_swapped_out_blocks_ = 0;
   uint64_t n_context_shifts_ = 0;
+  std::optional<kv::StateSlots> state_slots_;
+  std::vector<StateCopy> pending_state_copies_;  // forks since the last plan
 };
 
 }  // namespace lumen::engine

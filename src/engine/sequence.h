@@ -70,6 +70,9 @@ struct Sequence {
   // Its next grammar mask was not ready when its logits were: it holds that row and is not
   // scheduled, admitted or preempted for until the mask is (OutputProcessor::resume_deferred).
   bool awaiting_mask = false;
+  // A state-space model's recurrent-state slot (kv/state_slots.h), held while it runs; -1 while
+  // it holds none (waiting, or a model without state).
+  int32_t state_slot = -1;
   // Speculative decoding (engine/speculation.h): the tokens proposed to follow the last one,
   // set before a step is planned and cleared once the step verified them (never part of
   // `tokens`: only what the model accepts is appended there), and how its drafts have fared.

@@ -22,12 +22,21 @@ SingleSequenceForward::SingleSequenceForward(LoadedModel& model, backend::Backen
       last_logits_(model.hparams.vocab_size) {
   // One sequence owns every block, in order.
   block_table_.resize(static_cast<size_t>(cache_.n_blocks()));
+  if (model::has_ssm(model.hparams)) states_ = std::make_unique<model::StateCache>(backend, model.hparams, 1);
   std::iota(block_table_.begin(), block_table_.end(), 0);
   if (group != nullptr && group->size() > 1) {
     // One group of every layer, as cache_ (a window frees nothing here).
     leader_ = std::make_unique<ModelParallelLeader>(
         *group, ShardCacheGeometry{cache_.n_blocks(), kBlockSize, KvCacheDtype::F16, true, false, 0});
   }
+}
+
+void SingleSequenceForward::truncate(int64_t n) {
+  const int64_t keep = std::min(n_past_, std::max<int64_t>(n, 0));
+  if (states_ && keep != 0 && keep != n_past_) {
+    fail("a state-space model cannot go back to token {} of {}: its state holds them all (start again)", keep, n_past_);
+  }
+  n_past_ = keep;
 }
 
 // Logits: every row (all_logits), the last row (logits != null), or none (a prompt chunk that
@@ -44,6 +53,11 @@ void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, bool 
   }
   backend::SequenceSlice slice{0, n, n_past_, block_table_};
   model::ForwardBatch batch{tokens, positions_, std::span(&slice, 1), logit_rows_};
+  static constexpr int32_t kOnlySlot = 0;
+  if (states_) {
+    batch.states = states_.get();
+    batch.state_slots = std::span(&kOnlySlot, 1);
+  }
   if (leader_) leader_->send_step(&batch);
   model_.transformer->forward(batch, cache_, logits);
   n_past_ += n;

@@ -12,6 +12,7 @@
 #include "engine/loaded_model.h"
 #include "engine/model_parallel.h"
 #include "model/kv_cache.h"
+#include "model/state_cache.h"
 
 namespace lumen::engine {
 
@@ -26,8 +27,9 @@ class SingleSequenceForward {
   // Forgets the sequence (the KV cache is reused).
   void reset() { n_past_ = 0; }
   // Keeps the first n tokens of the sequence and forgets the rest (a later feed overwrites
-  // their K/V): how a chat reuses the conversation so far.
-  void truncate(int64_t n) { n_past_ = std::min(n_past_, std::max<int64_t>(n, 0)); }
+  // their K/V): how a chat reuses the conversation so far. A state-space model's state holds
+  // every token, so it can only be kept whole or dropped (n = 0): any other n throws.
+  void truncate(int64_t n);
   int64_t context() const { return context_; }
   int64_t position() const { return n_past_; }
 
@@ -44,6 +46,7 @@ class SingleSequenceForward {
   int64_t context_;
   int64_t chunk_;
   model::KvCache cache_;
+  std::unique_ptr<model::StateCache> states_;  // one slot: a state-space model's
   std::unique_ptr<ModelParallelLeader> leader_;
   std::vector<int32_t> block_table_;
   std::vector<int32_t> positions_;

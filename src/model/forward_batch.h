@@ -8,6 +8,8 @@
 
 namespace lumen::model {
 
+class StateCache;
+
 struct ForwardBatch {
   std::span<const int32_t> tokens;      // all tokens of the step
   std::span<const int32_t> positions;   // one per token
@@ -16,6 +18,11 @@ struct ForwardBatch {
   // same order, each with that group's block table.
   std::span<const backend::SequenceSlice> sequences;
   std::span<const int32_t> logit_rows;  // batch rows whose logits are wanted, in output order
+  // State-space models (model/state_cache.h): the states, and each sequence's slot in them (in
+  // the order of the first group's slices). A sequence whose slice starts at position 0 starts
+  // from a zero state; any other continues the state its slot holds. Null / empty otherwise.
+  StateCache* states = nullptr;
+  std::span<const int32_t> state_slots = {};
 };
 
 }  // namespace lumen::model

@@ -145,7 +145,8 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   require_range(prefix + "block_count", hp.block_count, 1, kMaxBlocks);
   require_range(prefix + "embedding_length", hp.embedding_length, 1, kMaxWidth);
   require_range(prefix + "context_length", hp.context_length, 1, kMaxContext);
-  require_range(prefix + "feed_forward_length", hp.feed_forward_length, 1, kMaxWidth);
+  // A pure state-space model has no FFN (its file says 0).
+  require_range(prefix + "feed_forward_length", hp.feed_forward_length, hp.attention_free ? 0 : 1, kMaxWidth);
   require_range(prefix + "attention.head_count", hp.head_count, 1, kMaxHeads);
   require_range(prefix + "attention.key_length (head dimension)", hp.head_dim, 1, kMaxWidth);
   require_range(prefix + "attention.value_length", hp.value_dim, 1, kMaxWidth);
@@ -200,6 +201,7 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   require_range("tokenizer.ggml.token_type_count", hp.token_type_count, 1, kMaxVocab);
   validate_experts(hp, prefix);
   validate_deepseek(hp, prefix);
+  validate_ssm(hp, prefix);
 }
 
 HParams read_hparams(const gguf::GgufFile& file) {
@@ -215,6 +217,7 @@ HParams read_hparams(const gguf::GgufFile& file) {
   hp.block_count = md.get_unsigned(key("block_count"));
   hp.feed_forward_length = md.find_unsigned(key("feed_forward_length")).value_or(0);
   hp.head_count = md.get_unsigned(key("attention.head_count"));
+  read_ssm_hparams(md, prefix, hp);  // an attention-free file gets its nominal head here
   if (hp.head_count == 0) fail("{} is 0", key("attention.head_count"));
   if (hp.head_count > kMaxHeads) fail("{} = {} is out of range", key("attention.head_count"), hp.head_count);
   hp.head_count_kv = md.find_unsigned(key("attention.head_count_kv")).value_or(hp.head_count);
@@ -277,6 +280,7 @@ HParams read_hparams(const gguf::GgufFile& file) {
   hp.rope_yarn_log_mul = md.find_float(key("rope.scaling.yarn_log_multiplier")).value_or(0.0);
   hp.pooling_type = md.find_unsigned(key("pooling_type"));
   hp.token_type_count = md.find_unsigned("tokenizer.ggml.token_type_count").value_or(2);
+  if (hp.attention_free) set_nominal_attention(hp);
   validate_hparams(hp, file);
   return hp;
 }

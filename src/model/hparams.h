@@ -78,7 +78,44 @@ struct HParams {
   // Encoders (BERT): the token-type embeddings' rows (tokenizer.ggml.token_type_count; absent:
   // BERT's 2).
   uint64_t token_type_count = 2;
+  // State-space layers (Mamba 2, {arch}.ssm.*; all 0 when absent): the causal convolution's
+  // kernel width, the inner width (heads x head dimension), the state per head dimension, the
+  // head count (llama.cpp's "time_step_rank") and the groups B and C are shared by.
+  uint64_t ssm_conv_kernel = 0;
+  uint64_t ssm_inner_size = 0;
+  uint64_t ssm_state_size = 0;
+  uint64_t ssm_head_count = 0;
+  uint64_t ssm_group_count = 0;
+  // No attention at all (a pure state-space model, whose file says attention.head_count = 0):
+  // the hyperparameters then describe a nominal single head of 2 values, so that the paged KV
+  // cache keeps counting positions and blocks for the scheduler unchanged at 8 bytes a
+  // position and layer; the forward pass never reads it (model/ssm_hparams.cc).
+  bool attention_free = false;
 };
+
+// State-space hyperparameters (model/ssm_hparams.cc).
+inline bool has_ssm(const HParams& hp) { return hp.ssm_inner_size != 0; }
+// Channels of the causal convolution: the inner width plus B and C of every group.
+inline uint64_t ssm_conv_channels(const HParams& hp) {
+  return hp.ssm_inner_size + 2 * hp.ssm_group_count * hp.ssm_state_size;
+}
+// The input projection's width: z, the convolution's channels and dt (one per head).
+inline uint64_t ssm_in_proj_width(const HParams& hp) {
+  return hp.ssm_inner_size + ssm_conv_channels(hp) + hp.ssm_head_count;
+}
+// f32 values one sequence's recurrent state holds per layer: the convolution's last
+// (kernel - 1) inputs and the SSM state (state size x inner width).
+inline uint64_t ssm_state_values_per_layer(const HParams& hp) {
+  return (hp.ssm_conv_kernel - 1) * ssm_conv_channels(hp) + hp.ssm_state_size * hp.ssm_inner_size;
+}
+// Reads {arch}.ssm.* into hp, and turns a file without attention heads but with SSM layers
+// into an attention-free one (HParams::attention_free). Throws lumen::Error naming the key.
+void read_ssm_hparams(const gguf::Metadata& md, const std::string& prefix, HParams& hp);
+// The nominal head of an attention-free model (HParams::attention_free), after every
+// attention key was read.
+void set_nominal_attention(HParams& hp);
+// Range and divisibility checks of the SSM keys (validate_hparams calls it).
+void validate_ssm(const HParams& hp, const std::string& prefix);
 
 // Whether the file describes multi-head latent attention in the absorbed form (llama.cpp's
 // is_mla: the per-head sizes are given).

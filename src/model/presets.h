@@ -46,6 +46,13 @@ struct Preset {
   uint64_t v_head_dim = 0;
   uint64_t leading_dense_blocks = 0;
   uint64_t expert_shared_count = 0;
+  // State-space layers (Mamba 2; all 0 otherwise): {arch}.ssm.conv_kernel, inner_size,
+  // state_size, time_step_rank (heads) and group_count. head_count 0: no attention.
+  uint64_t ssm_conv_kernel = 0;
+  uint64_t ssm_inner_size = 0;
+  uint64_t ssm_state_size = 0;
+  uint64_t ssm_head_count = 0;
+  uint64_t ssm_group_count = 0;
 };
 
 std::span<const Preset> presets();

@@ -35,7 +35,9 @@ struct SplitMix {
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 };
 
-enum class Init { Normal, NearOne, Small };
+// Decay: -1 .. -16 uniformly (Mamba's A = -exp(A_log), A_log initialized as log(1 .. 16));
+// Wide: a convolution tap's scale (trained depthwise taps are O(0.1 .. 1), not O(0.02)).
+enum class Init { Normal, NearOne, Small, Decay, Wide };
 
 struct TensorPlan {
   std::string name;
@@ -52,7 +54,12 @@ struct TensorPlan {
 // an 8B model is bounded by the disk, not by the generator.
 void fill_row(SplitMix& rng, Init init, double multiplier, std::span<float> row) {
   constexpr double kToUnitVariance = 1.7320508075688772 / 65536.0;  // sqrt(3) / 2^16
-  const double scale = (init == Init::Normal ? 0.02 : init == Init::NearOne ? 0.05 : 0.01) * multiplier;
+  if (init == Init::Decay) {
+    for (float& value : row) value = static_cast<float>(-(1.0 + 15.0 * rng.uniform()));
+    return;
+  }
+  const double base = init == Init::Normal ? 0.02 : init == Init::NearOne ? 0.05 : init == Init::Wide ? 0.3 : 0.01;
+  const double scale = base * multiplier;
   const double offset = init == Init::NearOne ? 1.0 : 0.0;
   for (float& value : row) {
     uint64_t bits = rng.next();
@@ -130,7 +137,7 @@ HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
   hp.feed_forward_length = p.feed_forward_length;
   hp.head_count = p.head_count;
   hp.head_count_kv = p.head_count_kv;
-  hp.head_dim = p.head_dim != 0 ? p.head_dim : p.embedding_length / p.head_count;
+  hp.head_dim = p.head_dim != 0 ? p.head_dim : p.head_count == 0 ? 0 : p.embedding_length / p.head_count;
   hp.value_dim = hp.head_dim;
   hp.vocab_size = n_vocab;
   hp.rope_freq_base = p.rope_freq_base;
@@ -152,6 +159,11 @@ HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
   }
   hp.leading_dense_block_count = std::min(p.leading_dense_blocks, layers);
   hp.expert_shared_count = p.expert_shared_count;
+  hp.ssm_conv_kernel = p.ssm_conv_kernel;
+  hp.ssm_inner_size = p.ssm_inner_size;
+  hp.ssm_state_size = p.ssm_state_size;
+  hp.ssm_head_count = p.ssm_head_count;
+  hp.ssm_group_count = p.ssm_group_count;
   return hp;
 }
 
@@ -191,6 +203,8 @@ std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType t
       case TensorRole::Router: plans.push_back({name, DType::F32, std::move(dims), Init::Normal, {}}); break;
       case TensorRole::Norm: plans.push_back({name, DType::F32, std::move(dims), Init::NearOne, {}}); break;
       case TensorRole::Bias: plans.push_back({name, DType::F32, std::move(dims), Init::Small, {}}); break;
+      case TensorRole::SsmDecay: plans.push_back({name, DType::F32, std::move(dims), Init::Decay, {}}); break;
+      case TensorRole::SsmConv: plans.push_back({name, DType::F32, std::move(dims), Init::Wide, {}}); break;
       case TensorRole::RopeFactors:
         plans.push_back({name, DType::F32, std::move(dims), Init::Normal,
                          llama3_rope_factors(p, static_cast<int64_t>(hp.head_dim))});
@@ -289,8 +303,17 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
   md.set(key("feed_forward_length"),
          gguf::Value::u32(static_cast<uint32_t>(preset->feed_forward_length)));
   md.set(key("attention.head_count"), gguf::Value::u32(static_cast<uint32_t>(preset->head_count)));
-  md.set(key("attention.head_count_kv"),
-         gguf::Value::u32(static_cast<uint32_t>(preset->head_count_kv)));
+  // An attention-free preset (Mamba 2) writes head_count 0 only, as llama.cpp's converter does.
+  if (preset->head_count != 0) {
+    md.set(key("attention.head_count_kv"), gguf::Value::u32(static_cast<uint32_t>(preset->head_count_kv)));
+  }
+  if (preset->ssm_inner_size != 0) {
+    md.set(key("ssm.conv_kernel"), gguf::Value::u32(static_cast<uint32_t>(preset->ssm_conv_kernel)));
+    md.set(key("ssm.inner_size"), gguf::Value::u32(static_cast<uint32_t>(preset->ssm_inner_size)));
+    md.set(key("ssm.state_size"), gguf::Value::u32(static_cast<uint32_t>(preset->ssm_state_size)));
+    md.set(key("ssm.time_step_rank"), gguf::Value::u32(static_cast<uint32_t>(preset->ssm_head_count)));
+    md.set(key("ssm.group_count"), gguf::Value::u32(static_cast<uint32_t>(preset->ssm_group_count)));
+  }
   md.set(key("rope.freq_base"), gguf::Value::f32(static_cast<float>(preset->rope_freq_base)));
   md.set(key("attention.layer_norm_rms_epsilon"),
          gguf::Value::f32(static_cast<float>(preset->norm_eps)));

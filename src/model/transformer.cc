@@ -70,6 +70,10 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   if (arch_.features.encoder && (backend_.name() != "cpu" || shard_.size > 1 || stage_.count > 1)) {
     fail("the {} architecture (an encoder) runs in one process on the CPU backend only for now", hp_.architecture);
   }
+  if (arch_.features.mixer != Mixer::Attention && (backend_.name() != "cpu" || shard_.size > 1 || stage_.count > 1)) {
+    fail("the {} architecture (state-space layers) runs in one process on the CPU backend only for now",
+         hp_.architecture);
+  }
   if (shard_.size <= 1) {
     shard_ = {};
     weights_ = bind_weights(file, arch_, hp_, backend_);
@@ -139,6 +143,7 @@ void Transformer::init() {
   if (arch_.features.attention == AttentionKind::MultiHeadLatent) {
     latent_ = std::make_unique<LatentAttention>(backend_, hp_, rope_);
   }
+  if (arch_.features.mixer == Mixer::Mamba2) mamba2_ = std::make_unique<Mamba2Mixer>(backend_, hp_);
 }
 
 void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
@@ -156,7 +161,8 @@ void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
   const bool grouped = latent_ == nullptr;
   const int64_t q_dim = grouped ? static_cast<int64_t>(hp_.head_dim * hp_.head_count) : 1;
   const int64_t kv_dim = grouped ? static_cast<int64_t>(hp_.head_dim * hp_.head_count_kv) : 1;
-  const int64_t ff = static_cast<int64_t>(hp_.feed_forward_length);
+  // At least one column: a state-space model has no FFN (a zero-byte buffer is no buffer).
+  const int64_t ff = std::max<int64_t>(1, static_cast<int64_t>(hp_.feed_forward_length));
   s_.x = matrix(embd, n);
   s_.h = matrix(embd, n);
   s_.q = matrix(q_dim, n);
@@ -255,6 +261,14 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   backend_.add(x, h, x);
 }
 
+void Transformer::mamba2_block(size_t layer, const ForwardBatch& batch, int64_t n) {
+  const LayerWeights& w = weights_.layers[layer];
+  TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
+  backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
+  mamba2_->forward(layer, w, batch, h);
+  backend_.add(x, h, x);
+}
+
 void Transformer::reduce_over_shard(const TensorView& partial) {
   if (shard_.size <= 1) return;
   // Scratch activations are contiguous host rows of f32 (the CPU backend: the only one that
@@ -268,6 +282,9 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
     fail("activation statistics are not supported for the {} architecture yet (its latent attention runs its "
          "own matmuls)", hp_.architecture);
   }
+  if (observer != nullptr && mamba2_) {
+    fail("activation statistics are not supported for the {} architecture yet (state-space layers)", hp_.architecture);
+  }
   observer_ = observer;
   if (moe_) moe_->set_observer(observer);
 }
@@ -275,6 +292,7 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
 void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {
   if (cache.layout().n_groups() != 1) fail("context shift: the KV cache has {} layer groups", cache.layout().n_groups());
   if (latent_) fail("context shift is not supported for multi-head latent attention yet");
+  if (mamba2_) fail("context shift is not possible for a state-space model: its state holds every earlier token");
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
@@ -354,6 +372,11 @@ void Transformer::embed(std::span<const int32_t> tokens, int64_t n) {
 }
 
 void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n) {
+  if (mamba2_) {
+    mamba2_->begin_batch(batch);
+    for (size_t layer = layers_.first; layer < layers_.end; ++layer) mamba2_block(layer, batch, n);
+    return;
+  }
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     attention_block(layer, batch, cache, n);
     mlp_block(layer, n);

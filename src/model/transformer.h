@@ -12,6 +12,7 @@
 #include "model/hparams.h"
 #include "model/kv_cache.h"
 #include "model/latent_attention.h"
+#include "model/mamba2_mixer.h"
 #include "model/matmul_observer.h"
 #include "model/micro_batches.h"
 #include "model/moe_ffn.h"
@@ -91,6 +92,8 @@ class Transformer {
   void forward_pipelined(const ForwardBatch& batch, KvCache& cache, float* logits);
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
   void mlp_block(size_t layer, int64_t n);
+  // A Mamba 2 block: norm, mixer, residual add (no FFN).
+  void mamba2_block(size_t layer, const ForwardBatch& batch, int64_t n);
   // A row-parallel projection's output, summed over the ranks of a shard (nothing alone).
   void reduce_over_shard(const backend::TensorView& partial);
   void observe(const backend::TensorView& weight, const backend::TensorView& input) {
@@ -111,6 +114,7 @@ class Transformer {
   std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
   std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture
   std::unique_ptr<LatentAttention> latent_;  // the attention of a multi-head latent architecture
+  std::unique_ptr<Mamba2Mixer> mamba2_;      // the mixer of a state-space architecture
   MatmulObserver* observer_ = nullptr;
   MicroBatchInput micro_;        // the micro-batch being run (pipeline parallelism)
   std::vector<float> returned_;  // rank 0: the last stage's hidden states of the logit rows

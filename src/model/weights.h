@@ -55,6 +55,11 @@ struct LayerWeights {
   std::optional<backend::TensorView> bo, ffn_up_b, ffn_down_b, attn_norm_b, ffn_norm_b;
   // nomic-bert: q, k and v as one matrix {embedding, q + k + v widths}, in that order.
   std::optional<backend::TensorView> wqkv;
+  // Mamba 2 (instead of attention and FFN; attn_norm is the block's norm): the input projection
+  // {embedding, z + x + B + C + dt}, the depthwise convolution's taps {kernel, channels} and
+  // bias, dt's bias and A (negative, {1, heads}) and D ({1, heads}) per head, the gated RMS
+  // norm's weight {inner / groups, groups} and the output projection {inner, embedding}.
+  std::optional<backend::TensorView> ssm_in, ssm_conv1d, ssm_conv1d_b, ssm_dt_b, ssm_a, ssm_d, ssm_norm, ssm_out;
 };
 
 struct TransformerWeights {

@@ -5,7 +5,8 @@
 // than its 512-token sliding window). And, with the same measurements and bounds, synthetic
 // mixture-of-experts models (scripts/make_moe_golden.py: qwen2moe, qwen3moe, olmoe, mixtral-style
 // llama, deepseek2 with multi-head latent attention) and a synthetic llama3-scaled model at
-// positions past its original context (scripts/make_llama3_rope_golden.py), which no download
+// positions past its original context (scripts/make_llama3_rope_golden.py) and a synthetic Mamba 2
+// model fed in prompt chunks (scripts/make_ssm_golden.py), which no download
 // provides: the test writes each with the built `lumen synth` from the arguments in its golden
 // and checks the file's sha256 before comparing.
 #include <gtest/gtest.h>
@@ -66,7 +67,29 @@ struct GoldenModel {
   // attention included, is bit-identical). It is then held to the reference's own spread there,
   // as Gemma 3 is (llama.cpp's flash-attention path differs by 0.021 at those positions).
   bool early_exact = true;
+  // Prompt tokens per forward pass: a state-space model's prompts are cut in chunks of 48, so
+  // each crosses chunk boundaries with its recurrent state (64, 96 and 128 tokens).
+  int64_t chunk = 512;
+  // llama.cpp runs a state-space model one way only (no attention to run another way; its scan
+  // goes token by token whatever the batch), so its measured spread is 0. Such a golden is held
+  // to the tolerance the synthetic MoE goldens use (models of the same scale and Q4_1): their
+  // smallest measured spread (moe_spread_floor), while its first positions stay held to
+  // rounding (kEarlyBound). Lumen's scan sums each state in another order than ggml's, and
+  // once such a difference flips one 8-bit activation code the logits move by ~0.01 (measured:
+  // 0.0128 at most, mean 0.00012, with llama.cpp's kernels' rounding).
+  bool no_reference_spread = false;
 };
+
+// The smallest spread (largest top-8 logit difference between llama.cpp's two paths) among
+// the synthetic mixture-of-experts goldens.
+double moe_spread_floor() {
+  double floor = 1e9;
+  for (const char* name : {"moe_qwen2moe", "moe_qwen3moe", "moe_olmoe", "moe_mixtral", "moe_deepseek2"}) {
+    std::ifstream in(std::string(LUMEN_GOLDEN_DIR) + "/logits/" + name + ".json");
+    floor = std::min(floor, nlohmann::json::parse(in)["reference_spread"]["max_top_logit_diff"].get<double>());
+  }
+  return floor;
+}
 
 // sha256sum's digest of a file ("" when it cannot run).
 std::string sha256_of(const std::string& path) {
@@ -98,6 +121,15 @@ class LogitsGolden : public ::testing::TestWithParam<GoldenModel> {
   void SetUp() override {
     std::ifstream in(std::string(LUMEN_GOLDEN_DIR) + "/logits/" + GetParam().golden + ".json");
     ref_ = nlohmann::json::parse(in);
+    if (GetParam().no_reference_spread) {
+      nlohmann::json& spread = ref_["reference_spread"];
+      const double floor = moe_spread_floor();
+      for (const char* key :
+           {"max_top_logit_diff", "max_probe_logit_diff", "widest_gap_missed", "greedy_widest_gap_missed"}) {
+        spread[key] = std::max(spread[key].get<double>(), floor);
+      }
+      spread["max_early_logit_diff"] = std::max(spread["max_early_logit_diff"].get<double>(), kEarlyBound);
+    }
     std::string path;
     if (GetParam().model_file != nullptr) {
       path = testing::model_cache_dir() + "/" + GetParam().model_file;
@@ -153,7 +185,7 @@ TEST_P(LogitsGolden, PerPositionLogitsAgreeWithLlamaCpp) {
   size_t compared = 0;
   for (const auto& c : ref["cases"]) {
     auto tokens = c["tokens"].get<std::vector<int32_t>>();
-    engine::SingleSequenceForward generator(*model_, backend_, 1024);
+    engine::SingleSequenceForward generator(*model_, backend_, 1024, GetParam().chunk);
     std::vector<float> logits;
     generator.feed_all_logits(tokens, logits);
     for (size_t p = 0; p < tokens.size(); ++p) {
@@ -251,7 +283,7 @@ TEST_P(LogitsGolden, GreedyContinuationsMatchLlamaCpp) {
     auto greedy = c["greedy"].get<std::vector<int32_t>>();
     auto gaps = c["greedy_top2_gap"].get<std::vector<double>>();
     expected_steps += greedy.size();
-    engine::SingleSequenceForward generator(*model_, backend_, 1024);
+    engine::SingleSequenceForward generator(*model_, backend_, 1024, GetParam().chunk);
     std::span<const float> logits = generator.feed(tokens);
     for (size_t step = 0; step < greedy.size(); ++step, ++steps) {
       if (sampling::argmax(logits) != greedy[step]) {
@@ -288,7 +320,9 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenModel{"moe_olmoe", nullptr}, GoldenModel{"moe_mixtral", nullptr},
                       GoldenModel{"moe_deepseek2", nullptr, false},
                       // llama3-style rope_freqs, past an original context of 256
-                      GoldenModel{"llama3_rope", nullptr}),
+                      GoldenModel{"llama3_rope", nullptr},
+                      // Mamba 2 (scripts/make_ssm_golden.py), its prompts in chunks of 48
+                      GoldenModel{"ssm_mamba2", nullptr, true, 48, true}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

@@ -48,6 +48,11 @@ class CpuBackend final : public Backend {
   void geglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
   void rotate_heads(TensorView& x, int64_t head_dim) override;
   void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
+  // cpu_backend_ssm.cc
+  void ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
+                std::span<const SsmSequence> seqs, TensorView& out) override;
+  void ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
+                const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) override;
   void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                 KvLayer& cache) override;
   void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,

@@ -14,6 +14,10 @@ enum class FfnKind { Dense, MixtureOfExperts };
 // How a MoE router turns its logits into expert probabilities.
 enum class ExpertGating { Softmax, Sigmoid };
 enum class AttentionKind { Grouped /* MHA, GQA and MQA */, MultiHeadLatent };
+// What mixes information across positions in a block. Attention blocks are attention then an
+// FFN; a Mamba 2 block is an RMS norm, the state-space mixer (model/mamba2_mixer.h) and the
+// residual add, with no FFN, and keeps a per-sequence recurrent state instead of K/V.
+enum class Mixer { Attention, Mamba2 };
 
 // Which layers attend through a sliding window of {arch}.attention.sliding_window positions.
 enum class SlidingWindow {
@@ -68,6 +72,7 @@ struct BlockFeatures {
   // instead rotate q and k (rope, nomic-bert: no position embeddings), fuse q, k and v in one
   // matrix, leave the biases out and gate its FFN (SwiGLU when ffn_gate is there).
   bool encoder = false;
+  Mixer mixer = Mixer::Attention;
 };
 
 }  // namespace lumen::model

@@ -39,6 +39,15 @@ void require_supported_features(const Architecture& arch, const HParams& hp) {
   if (f.attention == AttentionKind::MultiHeadLatent && f.sliding_window != SlidingWindow::None) {
     refuse(arch, "multi-head latent attention with a sliding window");
   }
+  if (f.mixer == Mixer::Mamba2 && !has_ssm(hp)) {
+    fail("architecture '{}' has state-space layers but {}.ssm.inner_size is missing or 0", arch.name, hp.architecture);
+  }
+  if (f.mixer == Mixer::Mamba2 && !hp.attention_free) {
+    refuse(arch, "attention heads beside its Mamba 2 layers (a hybrid)");
+  }
+  if (f.mixer == Mixer::Attention && hp.attention_free) {
+    fail("architecture '{}' attends, but {}.attention.head_count is 0", arch.name, hp.architecture);
+  }
   if (f.sliding_window == SlidingWindow::Pattern && f.sliding_window_period == 0) {
     fail("architecture '{}' declares a sliding-window pattern with period 0", arch.name);
   }

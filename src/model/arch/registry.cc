@@ -20,6 +20,7 @@ Architecture olmoe_architecture();
 Architecture deepseek2_architecture();
 Architecture bert_architecture();
 Architecture nomic_bert_architecture();
+Architecture mamba2_architecture();
 
 namespace {
 
@@ -36,6 +37,7 @@ const std::array kRegistry = {
     deepseek2_architecture,
     bert_architecture,
     nomic_bert_architecture,
+    mamba2_architecture,
 };
 // clang-format on
 

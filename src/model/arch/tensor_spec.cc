@@ -28,6 +28,15 @@ int64_t dim_value(Dim dim, const HParams& hp) {
     case Dim::Positions: return static_cast<int64_t>(hp.context_length);
     case Dim::TokenTypes: return static_cast<int64_t>(hp.token_type_count);
     case Dim::QkvWidth: return static_cast<int64_t>(hp.head_dim * (hp.head_count + 2 * hp.head_count_kv));
+    case Dim::One: return 1;
+    case Dim::SsmInProj: return static_cast<int64_t>(ssm_in_proj_width(hp));
+    case Dim::SsmConvKernel: return static_cast<int64_t>(hp.ssm_conv_kernel);
+    case Dim::SsmConvChannels: return static_cast<int64_t>(ssm_conv_channels(hp));
+    case Dim::SsmInner: return static_cast<int64_t>(hp.ssm_inner_size);
+    case Dim::SsmHeads: return static_cast<int64_t>(hp.ssm_head_count);
+    case Dim::SsmGroups: return static_cast<int64_t>(hp.ssm_group_count);
+    case Dim::SsmGroupWidth:
+      return hp.ssm_group_count == 0 ? 0 : static_cast<int64_t>(hp.ssm_inner_size / hp.ssm_group_count);
   }
   return 0;
 }

@@ -44,6 +44,15 @@ enum class Dim {
   Positions,   // context_length: one learned embedding per position
   TokenTypes,  // token_type_count
   QkvWidth,    // q, k and v fused (nomic-bert): head_dim x (heads + 2 x KV heads)
+  // State-space layers (Mamba 2; hparams.h's ssm_* fields).
+  One,              // a size-1 dimension (llama.cpp stores A and D as {1, heads})
+  SsmInProj,        // ssm_in_proj_width: z, x, B, C and dt
+  SsmConvKernel,    // ssm_conv_kernel
+  SsmConvChannels,  // ssm_conv_channels: x, B and C
+  SsmInner,         // ssm_inner_size
+  SsmHeads,         // ssm_head_count
+  SsmGroups,        // ssm_group_count
+  SsmGroupWidth,    // ssm_inner_size / ssm_group_count: what one group's RMS norm spans
 };
 
 // What a tensor is for: decides the element types allowed (matrices go through the backend's
@@ -56,6 +65,8 @@ enum class TensorRole {
   Norm,         // F32, values near 1
   Bias,         // F32, small values
   RopeFactors,  // F32, llama3-style per-pair divisors (synth computes them from the preset)
+  SsmDecay,     // F32, Mamba's A = -exp(A_log) per head: negative (synth: -1 .. -16)
+  SsmConv,      // F32, a depthwise convolution's taps (synth: wider than a bias, as trained ones)
 };
 
 // Whether a file may leave the tensor out, and when `lumen synth` writes it.

@@ -45,6 +45,8 @@ bool cuda_supports(const Case& c) {
     case Op::kMatmulGlu:
     case Op::kGetRows: return true;
     case Op::kMoeFfn: return false;  // no CUDA kernels yet: the backend refuses the op
+    case Op::kSsmConv:
+    case Op::kSsmScan: return false;  // no CUDA kernels yet: the backend refuses the ops
     case Op::kStoreKv:
     case Op::kKvBlocks:
     case Op::kAttention:  // f16 and f32 caches only (Backend::supports_kv_type)

@@ -18,6 +18,8 @@ void check_rope(Backend& backend, const Case& c);        // check_rope.cc
 void check_kv_ops(Backend& backend, const Case& c);      // check_kv.cc
 void check_attention(Backend& backend, const Case& c);   // check_attention.cc
 void check_moe_ffn(Backend& backend, const Case& c);     // check_moe.cc
+void check_ssm_conv(Backend& backend, const Case& c);    // check_ssm.cc
+void check_ssm_scan(Backend& backend, const Case& c);    // check_ssm.cc
 
 // Expects |got[i] - want[i]| <= tol[i] for every i; reports the first few misses and a count.
 void expect_close(std::span<const float> got, std::span<const double> want, std::span<const double> tol,

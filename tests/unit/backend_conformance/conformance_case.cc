@@ -21,6 +21,8 @@ std::string_view op_name(Op op) {
     case Op::kKvBlocks: return "kv_blocks";
     case Op::kAttention: return "attention";
     case Op::kMoeFfn: return "moe_ffn";
+    case Op::kSsmConv: return "ssm_conv";
+    case Op::kSsmScan: return "ssm_scan";
   }
   return "unknown";
 }

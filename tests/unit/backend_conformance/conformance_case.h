@@ -28,11 +28,14 @@ enum class Op {
   kStoreKv,
   kKvBlocks,  // copy_kv_block, read_kv_block, write_kv_block
   kAttention,
-  kMoeFfn,  // moe_ffn: three experts over a batch, a shared one among them
+  kMoeFfn,   // moe_ffn: three experts over a batch, a shared one among them
+  kSsmConv,  // ssm_conv: Mamba 2's causal depthwise convolution with its state
+  kSsmScan,  // ssm_scan: Mamba 2's selective scan with its state
 };
-inline constexpr Op kAllOps[] = {Op::kMatmul, Op::kMatmulSameInput, Op::kMatmulGlu, Op::kGetRows,   Op::kRmsNorm,
-                                 Op::kAdd,    Op::kAddRow,          Op::kScale,     Op::kSwiglu,    Op::kGeglu,
-                                 Op::kRope,   Op::kStoreKv,         Op::kKvBlocks,  Op::kAttention, Op::kMoeFfn};
+inline constexpr Op kAllOps[] = {Op::kMatmul,  Op::kMatmulSameInput, Op::kMatmulGlu, Op::kGetRows,   Op::kRmsNorm,
+                                 Op::kAdd,     Op::kAddRow,          Op::kScale,     Op::kSwiglu,    Op::kGeglu,
+                                 Op::kRope,    Op::kStoreKv,         Op::kKvBlocks,  Op::kAttention, Op::kMoeFfn,
+                                 Op::kSsmConv, Op::kSsmScan};
 
 // How a rope case configures the rotation.
 enum class RopeMode { kNormal, kNeox, kPartial, kLinear, kYarn, kFreqFactors };
@@ -54,8 +57,10 @@ struct Case {
   //   kv ops      {kv_dim, block_size, blocks}
   //   attention   {head_dim, heads, kv heads}
   //   moe_ffn     {in features, expert ff, tokens}
+  //   ssm_conv    {channels, kernel, tokens}
+  //   ssm_scan    {state size, heads, tokens} (heads of 16; mode: the B/C groups)
   std::array<int64_t, 3> shape = {0, 0, 0};
-  int mode = 0;  // RopeMode / AttentionMode / GluMode for those ops, else 0
+  int mode = 0;  // RopeMode / AttentionMode / GluMode for those ops, groups for ssm_scan, else 0
 };
 
 std::string_view op_name(Op op);

@@ -66,6 +66,12 @@ std::vector<Case> build() {
     t.push_back({Op::kMoeFfn, type, {256, 256, 9}});
   }
   t.push_back({Op::kMoeFfn, DType::Q4_1, {256, 64, 2}});
+  // Mamba 2: channels off the task split (256) and the SIMD width, kernels of 4 (every Mamba)
+  // and 2; states of 16 and 64 with a tail of lanes, one and two groups.
+  t.push_back({Op::kSsmConv, DType::F32, {300, 4, 9}});
+  t.push_back({Op::kSsmConv, DType::F32, {64, 2, 5}});
+  t.push_back({Op::kSsmScan, DType::F32, {16, 4, 9}, 1});
+  t.push_back({Op::kSsmScan, DType::F32, {68, 6, 7}, 2});
   return t;
 }
 

@@ -43,6 +43,8 @@ void run_case(Backend& backend, const Case& c) {
     case Op::kKvBlocks: check_kv_ops(backend, c); return;
     case Op::kAttention: check_attention(backend, c); return;
     case Op::kMoeFfn: check_moe_ffn(backend, c); return;
+    case Op::kSsmConv: check_ssm_conv(backend, c); return;
+    case Op::kSsmScan: check_ssm_scan(backend, c); return;
   }
   FAIL() << "no check for op " << op_name(c.op);
 }

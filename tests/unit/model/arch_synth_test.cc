@@ -13,6 +13,7 @@
 #include "model/arch/architecture.h"
 #include "model/kv_cache.h"
 #include "model/presets.h"
+#include "model/state_cache.h"
 #include "model/synth.h"
 #include "model/transformer.h"
 
@@ -55,13 +56,18 @@ TEST(ArchSynth, EveryRegisteredArchitectureSynthesizesLoadsAndRuns) {
       seq.start_pos = 0;
       seq.block_table = blocks;
       const std::vector<backend::SequenceSlice> seqs = {seq};
+      // A state-space model runs from a state slot (zeroed: the slice starts at position 0).
+      std::unique_ptr<StateCache> states;
+      const std::vector<int32_t> slots = {0};
+      if (has_ssm(hp)) states = std::make_unique<StateCache>(backend, hp, 1);
       if (transformer.architecture().features.encoder) {  // embeddings only: no logits to check
         std::vector<float> hidden(hp.embedding_length);
         transformer.forward_hidden({tokens, positions, seqs, rows}, cache, hidden.data());
         for (float v : hidden) ASSERT_TRUE(std::isfinite(v));
       } else {
         std::vector<float> logits(hp.vocab_size);
-        transformer.forward({tokens, positions, seqs, rows}, cache, logits.data());
+        transformer.forward({tokens, positions, seqs, rows, states.get(), states ? slots : std::span<const int32_t>()},
+                            cache, logits.data());
         for (float v : logits) ASSERT_TRUE(std::isfinite(v));
       }
     }

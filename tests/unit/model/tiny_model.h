@@ -54,6 +54,18 @@ inline HParams tiny_hparams(const std::string& arch) {
     hp.leading_dense_block_count = 1;
     hp.expert_shared_count = 1;
   }
+  if (registered != nullptr && registered->features.mixer == Mixer::Mamba2) {
+    // No attention or FFN: the file says head_count 0 (read as a nominal head), and the SSM
+    // keys: kernel 4, inner 128 in 8 heads of 16, state 16, two groups.
+    hp.head_count = 0;
+    hp.head_count_kv = 0;
+    hp.feed_forward_length = 0;
+    hp.ssm_conv_kernel = 4;
+    hp.ssm_inner_size = 128;
+    hp.ssm_state_size = 16;
+    hp.ssm_head_count = 8;
+    hp.ssm_group_count = 2;
+  }
   return hp;
 }
 
@@ -91,7 +103,16 @@ inline std::string write_tiny_model(const std::string& arch_name, const std::str
   md.set(key("block_count"), gguf::Value::u32(static_cast<uint32_t>(hp.block_count)));
   md.set(key("feed_forward_length"), gguf::Value::u32(static_cast<uint32_t>(hp.feed_forward_length)));
   md.set(key("attention.head_count"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count)));
-  md.set(key("attention.head_count_kv"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count_kv)));
+  if (hp.head_count != 0)
+    md.set(key("attention.head_count_kv"), gguf::Value::u32(static_cast<uint32_t>(hp.head_count_kv)));
+  if (hp.ssm_inner_size != 0) {
+    for (const auto& [suffix, value] :
+         {std::pair{"ssm.conv_kernel", hp.ssm_conv_kernel}, std::pair{"ssm.inner_size", hp.ssm_inner_size},
+          std::pair{"ssm.state_size", hp.ssm_state_size}, std::pair{"ssm.time_step_rank", hp.ssm_head_count},
+          std::pair{"ssm.group_count", hp.ssm_group_count}}) {
+      md.set(key(suffix), gguf::Value::u32(static_cast<uint32_t>(value)));
+    }
+  }
   md.set(key("vocab_size"), gguf::Value::u32(static_cast<uint32_t>(hp.vocab_size)));
   if (hp.kv_lora_rank != 0) {
     for (const auto& [suffix, value] :

@@ -1,0 +1,43 @@
+#pragma once
+// Backend memory for the recurrent state of state-space (Mamba 2) layers: one fixed-size slot
+// per live sequence, beside the paged KV cache. A slot holds, for every layer, the causal
+// convolution's last (kernel - 1) inputs and the SSM state (hparams.h:
+// ssm_state_values_per_layer), whatever the sequence's length. Which slot belongs to which
+// sequence is decided elsewhere (the engine, kv/state_slots.h); this owns the memory only.
+// Host memory: the state-space ops run on the CPU backend only for now.
+#include <cstdint>
+#include <memory>
+
+#include "backend/backend.h"
+#include "model/hparams.h"
+
+namespace lumen::model {
+
+class StateCache {
+ public:
+  StateCache(backend::Backend& backend, const HParams& hp, int64_t n_slots);
+
+  // Bytes of one slot, every layer: what one sequence's state costs.
+  static size_t bytes_per_slot(const HParams& hp);
+
+  int64_t n_slots() const { return n_slots_; }
+  // Layer `layer`'s views of slot `slot` (backend::SsmSequence's conv_window and state).
+  backend::TensorView conv_window(int64_t slot, uint64_t layer) const;
+  backend::TensorView ssm_state(int64_t slot, uint64_t layer) const;
+  // A sequence starts from zeros (its first chunk, or a recompute after preemption).
+  void clear(int64_t slot);
+  // Forking a sequence (n > 1, beams): dst becomes a copy of src.
+  void copy(int64_t src, int64_t dst);
+  size_t bytes() const { return static_cast<size_t>(n_slots_) * slot_floats_ * sizeof(float); }
+
+ private:
+  float* slot_data(int64_t slot) const;
+
+  HParams hp_;
+  int64_t n_slots_;
+  size_t layer_floats_;
+  size_t slot_floats_;
+  std::unique_ptr<backend::Buffer> buffer_;
+};
+
+}  // namespace lumen::model
