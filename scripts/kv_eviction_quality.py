@@ -45,12 +45,14 @@ def prompt_with_key(n_filler, depth, key):
             + FILLER * before + needle + FILLER * (n_filler - before) + "What is the pass key? The pass key is")
 
 
-def run(lumen, model, prompt, spec, context, block_size):
+def run(lumen, model, prompt, spec, context):
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
         f.write(prompt)
         f.flush()
-        cmd = [lumen, "run", "-m", model, "-f", f.name, "-n", "8", "--temp", "0", "--max-model-len", str(context),
-               "--block-size", str(block_size)]
+        # Every layer keeps every position (Gemma 3's sliding-window layers too): the methods
+        # evict from one cache, and the full cache is the same one.
+        cmd = [lumen, "run", "-m", model, "-f", f.name, "-n", "8", "--temp", "0", "-c", str(context),
+               "--keep-out-of-window-kv"]
         if spec:
             cmd += ["--kv-eviction", spec]
         out = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -70,7 +72,7 @@ def main():
     ap.add_argument("--depths", default="0.1,0.3,0.5,0.7,0.9")
     ap.add_argument("--trials", type=int, default=2, help="pass keys per depth")
     ap.add_argument("--methods", default="full,streaming,snapkv,h2o")
-    ap.add_argument("--block-size", type=int, default=16)
+    ap.add_argument("--block-size", type=int, default=16, help="lumen run's KV block (StreamingLLM's sink block)")
     ap.add_argument("--json")
     a = ap.parse_args()
 
@@ -99,7 +101,7 @@ def main():
                 for t in range(a.trials):
                     key = keys[(depth, t)]
                     text, speed, n_prompt = run(a.lumen, a.model, prompt_with_key(n_filler, depth, key),
-                                                spec_of(method, budget), a.context, a.block_size)
+                                                spec_of(method, budget), a.context)
                     hits += str(key) in text
                     speeds.append(speed)
                 kept = n_prompt if budget is None else budget

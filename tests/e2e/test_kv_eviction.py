@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import MODEL_NAME, LumenServer
+from conftest import MODEL_NAME, LumenServer, httpx
 
 PROMPT = "Here is a list of the numbers from one to a thousand: 1, 2, 3, 4, 5,"
 
@@ -20,7 +20,8 @@ def server():
 
 def complete(server, n, **extra):
     body = {"model": MODEL_NAME, "prompt": PROMPT, "max_tokens": n, "temperature": 0, "ignore_eos": True, **extra}
-    r = server.post("/v1/completions", body)
+    # A long timeout: CI's two cores run the other e2e files beside this one.
+    r = httpx.post(server.base_url + "/v1/completions", json=body, timeout=600)
     assert r.status_code == 200, r.text
     return r.json()["choices"][0]["text"]
 
@@ -31,15 +32,15 @@ def counting_share(text):
 
 
 def test_a_budget_never_reached_changes_nothing_and_a_small_one_evicts(server):
-    full = complete(server, 48)
-    assert complete(server, 48, kv_eviction="h2o:budget=128") == full
-    assert complete(server, 48, kv_eviction="snapkv:budget=64,window=8") == full  # the prompt is ~30 tokens
+    full = complete(server, 32)
+    assert complete(server, 32, kv_eviction="h2o:budget=128") == full
+    assert complete(server, 32, kv_eviction="snapkv:budget=64,window=8") == full  # the prompt is ~30 tokens
     before = server.metrics().get("lumen_kv_evictions_total", 0)
-    text = complete(server, 200, kv_eviction="h2o:budget=64,recent=32")
+    text = complete(server, 100, kv_eviction="h2o:budget=64,recent=32")
     share, highest = counting_share(text)
     print(f"h2o, budget 64: counted to {highest}, {share:.0%} of steps up by one")
-    assert share > 0.9 and highest > 50, text
-    assert server.metrics()["lumen_kv_evictions_total"] >= before + (230 - 64) // 16
+    assert share > 0.9 and highest > 30, text
+    assert server.metrics()["lumen_kv_evictions_total"] >= before + (130 - 64) // 16
 
 
 @pytest.mark.parametrize("value, words", [
@@ -60,7 +61,7 @@ def test_bad_values_are_400s_naming_the_field(server, value, words):
 def test_the_flag_applies_to_every_request():
     s = LumenServer("--kv-eviction", "h2o:budget=64,recent=32", max_model_len=1024)
     try:
-        text = complete(s, 120)
+        text = complete(s, 80)
         assert counting_share(text)[0] > 0.9, text
         assert s.metrics()["lumen_kv_evictions_total"] >= 1
     finally:
