@@ -64,6 +64,7 @@ struct EngineStats {
   uint64_t preemptions = 0;
   uint64_t swapped_out_blocks = 0;     // blocks copied to host memory by swap preemption
   uint64_t context_shifts = 0;         // times a sequence dropped old positions (context shift)
+  uint64_t kv_evictions = 0;           // times a sequence evicted positions by importance (snapkv, h2o)
   // Rows a constrained sequence sampled steps late, because its grammar mask was not ready in
   // its own step (the others went on without it).
   uint64_t late_grammar_masks = 0;

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "lumen/kv_eviction.h"
+
 namespace lumen {
 
 // The element type of the paged KV cache (vLLM's --kv-cache-dtype, llama.cpp's -ctk / -ctv;
@@ -125,6 +127,11 @@ struct EngineConfig {
   // generates past max_model_len in flat memory (implies shifting). Models with sliding-window
   // layers cannot shift unless free_out_of_window_kv is false.
   int64_t kv_window_tokens = 0;
+  // Importance-based eviction (lumen/kv_eviction.h: SnapKV, H2O) for every request that does
+  // not name its own (SamplingParams::kv_eviction). Not with a shift or StreamingLLM, nor with
+  // speculative decoding, tensor or pipeline parallelism, a compressed KV cache type, or
+  // sliding-window layers that keep only their window.
+  KvImportance kv_importance;
   double kv_cache_ram_fraction = 0.25;
   // On a device backend (CUDA) without kv_cache_bytes: the share of the device memory still free
   // once the weights are loaded that the KV cache takes.

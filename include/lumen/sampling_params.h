@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "lumen/kv_eviction.h"
+
 namespace lumen {
 
 // Constrained ("structured") output, vLLM's StructuredOutputsParams: at most one of the
@@ -93,6 +95,11 @@ struct SamplingParams {
   // Leave control tokens' text (end-of-generation, <|im_start|>...) out of the output text, as
   // vLLM's skip_special_tokens. Their ids and log-probabilities are still reported.
   bool skip_special_tokens = true;
+
+  // Importance-based KV eviction for this request (lumen/kv_eviction.h), instead of the
+  // engine's (EngineConfig::kv_importance); method None turns it off. Checked against the
+  // engine when the request is added.
+  std::optional<KvImportance> kv_eviction;
 
   // ---- Several sequences per request (lumen::Engine::add_request_n) ----
   int32_t n = 1;                   // >= 1

@@ -285,6 +285,17 @@ class Backend {
   // it cannot shift contexts: the default refuses with an error.
   virtual void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
                           int64_t head_dim);
+  // Importance-based KV eviction (engine/kv_importance.h). attention_scores adds, for each of
+  // the slice's rows from first_row on, the softmaxed attention its query heads give every
+  // cached slot it sees, summed over the query heads sharing a KV head, to
+  // scores[slot * slot_stride + kv_head]: a separate pass over the keys of those rows only.
+  // gather_kv_rows compacts a sequence's kept slots, head by head: slot j of KV head h in the
+  // blocks of dst_table becomes slot keep[h * n_keep + j] of the blocks of src_table (keys and
+  // values; the tables may share blocks). The defaults refuse with an error.
+  virtual void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
+                                const AttentionConfig& config, float* scores, int64_t slot_stride);
+  virtual void gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
+                              std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim);
   // Causal attention of q (dims {head_dim, n_heads, n_tokens}) over each sequence's cached K/V
   // (which already holds this batch's keys), written to out ({value_dim, n_heads, n_tokens};
   // value_dim is head_dim unless the config says otherwise).
@@ -299,6 +310,16 @@ inline void Backend::copy_kv_row(KvLayer&, int64_t, int64_t) {
 
 inline void Backend::shift_keys(KvLayer&, std::span<const int32_t>, int32_t, const RopeConfig&, int64_t) {
   fail("context shift is not supported on the {} backend", name());
+}
+
+inline void Backend::attention_scores(const TensorView&, const KvLayer&, const SequenceSlice&, int64_t,
+                                      const AttentionConfig&, float*, int64_t) {
+  fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", name());
+}
+
+inline void Backend::gather_kv_rows(KvLayer&, std::span<const int32_t>, std::span<const int32_t>,
+                                    std::span<const int32_t>, int64_t, int64_t) {
+  fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", name());
 }
 
 }  // namespace lumen::backend

@@ -37,6 +37,7 @@ struct RunOptions {
   unsigned threads = 0;
   std::string device;
   bool ignore_eos = false;
+  bool keep_out_of_window_kv = false;
   int32_t beam_width = 0;  // > 0: beam search of this width
   SamplingParams sampling;
   ContextShiftFlags context_shift;
@@ -111,6 +112,7 @@ void run(RunOptions options) {
   const int32_t sequences = params.use_beam_search ? 2 * width : width;
   EngineConfig config = single_user_config(context, sequences);
   options.context_shift.apply(config);
+  config.free_out_of_window_kv = !options.keep_out_of_window_kv;
   config.kv_cache_dtype = options.kv_cache_dtype.value();
   config.kv_cache_rotation = options.kv_cache_dtype.rotation();
   config.speculative = speculative;
@@ -168,6 +170,9 @@ void add_run_command(CLI::App& app) {
                   "KV cache is paged and shared, --max-model-len)")
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
+  cmd->add_flag("--keep-out-of-window-kv", options->keep_out_of_window_kv,
+                "Sliding-window layers keep every position's K/V (default: only their window's; --kv-eviction "
+                "needs every position)");
   options->context_shift.add_to(cmd);
   options->kv_cache_dtype.add_to(cmd);
   options->speculative.add_to(cmd);

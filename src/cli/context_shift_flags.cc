@@ -3,6 +3,7 @@
 #include <charconv>
 #include <string_view>
 
+#include "lumen/kv_eviction.h"
 #include "util/error.h"
 
 namespace lumen::cli {
@@ -28,7 +29,10 @@ void ContextShiftFlags::add_to(CLI::App* cmd) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--kv-eviction", eviction,
                   "sink:N,window:W: StreamingLLM, keep the first N and the last W positions and generate past the "
-                  "context in flat memory");
+                  "context in flat memory. snapkv:budget=B[,window=W,kernel=K]: after the prompt, keep each layer "
+                  "and KV head's B positions most attended by the prompt's last W queries (default 32, max-pooled "
+                  "over K = 7). h2o:budget=B[,recent=R]: keep at most B positions (whole blocks), the R last "
+                  "(default B/2) and the most attended so far");
 }
 
 void ContextShiftFlags::apply(EngineConfig& config) const {
@@ -36,6 +40,10 @@ void ContextShiftFlags::apply(EngineConfig& config) const {
   config.context_keep_tokens = keep;
   if (eviction.empty()) return;
   const std::string_view text = eviction;
+  if (!text.starts_with("sink:")) {
+    config.kv_importance = parse_kv_importance(text);
+    return;
+  }
   const size_t comma = text.find(',');
   int64_t sinks = 0, window = 0;
   if (comma == std::string_view::npos || !parse_part(text.substr(0, comma), "sink", sinks) ||

@@ -4,6 +4,8 @@
 //   --context-overflow finish|shift   finish with "length" (default), or drop old positions
 //   --context-keep N                  positions a shift keeps at the start
 //   --kv-eviction sink:N,window:W     StreamingLLM: keep N sink positions and the last W
+//   --kv-eviction snapkv:budget=B[,window=W,kernel=K] | h2o:budget=B[,recent=R]
+//                                     importance-based eviction (lumen/kv_eviction.h)
 #include <CLI/CLI.hpp>
 #include <string>
 

@@ -126,6 +126,10 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
     fail("the prompt has {} tokens; the context holds {} (prompt and output together)",
          prompt.size(), impl_->max_model_len);
   }
+  if (params.kv_eviction && params.kv_eviction->enabled()) impl_->check_kv_importance(*params.kv_eviction);
+  if (params.use_beam_search && params.kv_eviction.value_or(impl_->config.kv_importance).enabled()) {
+    fail("kv eviction (snapkv, h2o) is not supported with beam search");
+  }
   // Compiled here, on the caller's thread: an invalid constraint is the caller's error.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
   if (params.structured_outputs) grammar = impl_->grammars.compile(*params.structured_outputs);
@@ -138,6 +142,7 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   first->seq.seats = width;
   first->seq.client = client;
   first->seq.may_shift = impl_->scheduler.shift_policy().enabled && group->mode != GroupMode::Beam;
+  first->seq.importance.config = params.kv_eviction.value_or(impl_->config.kv_importance);
   if (params.prompt_logprobs) {
     first->seq.next_prompt_logit = 0;
     if (!first->seq.wants_prompt_logits()) {

@@ -105,6 +105,8 @@ struct Engine::Impl {
     max_model_len = std::min(limit, pool_tokens);
     if (states) check_state_model_config();
     scheduler.set_shift_policy(shift_policy());
+    scheduler.set_importance_heads(static_cast<int64_t>(model.hparams.head_count_kv * model.hparams.block_count));
+    if (config.kv_importance.enabled()) check_kv_importance(config.kv_importance);
     if (config.speculative.num_candidates > 1) {
       // Token trees: a tree attention mask, and the accepted branch's K/V moved position by
       // position (in each layer group's blocks).
@@ -192,6 +194,32 @@ struct Engine::Impl {
            config.kv_window_tokens > 0 ? fmt::format(", a window of {}", config.kv_window_tokens) : "");
     }
     return policy;
+  }
+
+  // Importance-based eviction (engine/kv_importance.h), the engine's or a request's: what it
+  // needs of the engine, and an H2O budget that leaves room to evict a block at a time.
+  void check_kv_importance(const KvImportance& importance) const {
+    auto refuse = [&](std::string_view why) {
+      fail("kv eviction {}: not supported {}", format_kv_importance(importance), why);
+    };
+    if (leader) refuse("with tensor or pipeline parallelism");
+    if (scheduler.shift_policy().enabled) refuse("together with a context shift or StreamingLLM (sink:N,window:W)");
+    if (config.speculative.method != SpeculativeMethod::None) refuse("with speculative decoding");
+    if (config.kv_cache_dtype != KvCacheDtype::F16) refuse("with a compressed KV cache type (f16 only)");
+    if (layout.n_groups() != 1) {
+      refuse("with sliding-window layers that keep only their window (--keep-out-of-window-kv keeps every position)");
+    }
+    if (model::is_mla(model.hparams)) refuse("with multi-head latent attention");
+    const int64_t bs = config.block_size;
+    if (importance.method == KvImportanceMethod::H2O) {
+      const int64_t cap = (importance.budget + bs - 1) / bs * bs;
+      if (cap < 2 * bs || importance.recent > cap - bs) {
+        fail(
+            "kv eviction {}: H2O evicts a block of {} at a time, so the budget must hold two blocks and recent at "
+            "most the budget less one block",
+            format_kv_importance(importance), bs);
+      }
+    }
   }
 
   // The configuration with its speculative part validated and vLLM's defaults filled in, before

@@ -31,6 +31,7 @@ void Engine::Impl::publish_stats() {
   s.preemptions = m.scheduler.n_preemptions();
   s.swapped_out_blocks = m.scheduler.n_swapped_out_blocks();
   s.context_shifts = m.scheduler.n_context_shifts();
+  s.kv_evictions = m.scheduler.n_kv_evictions();
   s.late_grammar_masks = m.outputs.deferred_samples();
   s.steps = m.steps;
   s.max_model_len = m.max_model_len;

@@ -54,6 +54,10 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     cache_.read_block(out.block, swap_->slot_data(out.slot));
     if (leader_) leader_->ops().swap_out(out.block, out.slot);
   }
+  for (const KvCompaction& c : plan.compactions) {
+    if (leader_) fail("importance-based KV eviction is not supported with tensor or pipeline parallelism");
+    transformer_.compact_kv(cache_, c.src, c.dst, c.keep);
+  }
   for (const kv::BlockCopy& copy : plan.copies) {
     cache_.copy_block(copy.src, copy.dst);
     if (leader_) leader_->ops().copy_block(copy.src, copy.dst);
@@ -74,6 +78,7 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   state_slots_.clear();
   logit_rows_.clear();
   chunk_logits_.clear();
+  scores_.clear();
   size_t mask_bytes = 0;
   for (const ScheduledChunk& chunk : plan.chunks) {
     if (chunk.n_extra > 0 || (chunk.n_draft > 0 && !chunk.seq->draft_parents.empty())) {
@@ -108,7 +113,7 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     for (int64_t i = 0; i < n_guessed; ++i) {
       tokens_.push_back(i < n_known ? seq.tokens[static_cast<size_t>(seq.n_computed + i)]
                                     : seq.draft[static_cast<size_t>(i - n_known)]);
-      positions_.push_back(static_cast<int32_t>(seq.n_computed + i));
+      positions_.push_back(static_cast<int32_t>(seq.position_of(seq.n_computed + i)));
     }
     std::span<const int32_t> draft_parents;
     if (tree) {
@@ -117,13 +122,13 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
       depths_ = spec::node_depths(draft_parents);
       for (int64_t d = 0; d < chunk.n_draft; ++d) {
         positions_[static_cast<size_t>(first + n_known + d)] =
-            static_cast<int32_t>(seq.n_computed + n_known - 1 + depths_[static_cast<size_t>(d)]);
+            static_cast<int32_t>(seq.position_of(seq.n_computed + n_known - 1) + depths_[static_cast<size_t>(d)]);
       }
     }
     std::span<const uint8_t> visible;
     if (chunk.n_extra > 0 || tree) {
       // The last known row's position: the extra rows' depths count from it.
-      const int64_t last = seq.n_computed + n_known - 1;
+      const int64_t last = seq.position_of(seq.n_computed + n_known - 1);
       const std::span<const int32_t> extra_parents =
           chunk.n_extra > 0 ? std::span<const int32_t>(seq.extra.parent) : std::span<const int32_t>();
       for (int64_t e = 0; e < chunk.n_extra; ++e) {
@@ -138,6 +143,19 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     // Group by group (ForwardBatch): the same rows and positions, each group's own table.
     for (size_t g = 0; g < n_groups; ++g) {
       slices_[g * plan.chunks.size() + c] = {first, chunk.n_tokens, seq.n_computed, seq.blocks.table(g), visible};
+    }
+    if (seq.importance.config.enabled()) {
+      const int64_t first_scored =
+          first_scored_row(seq.importance, seq.n_computed, chunk.n_tokens, std::ssize(seq.tokens));
+      if (first_scored < chunk.n_tokens) {
+        // The table grows with the slots; the runner is its only writer (the scheduler reads it
+        // between steps).
+        const auto n_lh =
+            static_cast<size_t>(transformer_.hparams().head_count_kv * transformer_.hparams().block_count);
+        std::vector<float>& table = chunk.seq->importance.scores;
+        table.resize(static_cast<size_t>(seq.n_computed + chunk.n_tokens) * n_lh, 0.0f);
+        scores_.push_back({c, first_scored, table.data()});
+      }
     }
     ChunkLogits rows;
     rows.first_row = static_cast<int64_t>(logit_rows_.size());
@@ -169,7 +187,7 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     }
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));
-  model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_};
+  model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_, scores_};
   if (states_ != nullptr) {
     batch.states = states_;
     batch.state_slots = state_slots_;

@@ -84,6 +84,7 @@ class ModelRunner {
   std::vector<uint8_t> masks_;
   std::vector<int32_t> depths_;  // a token tree's node depths
   std::vector<float> logits_;
+  std::vector<model::ForwardBatch::ScoreRequest> scores_;
 };
 
 }  // namespace lumen::engine

@@ -109,7 +109,7 @@ std::optional<FinishReason> OutputProcessor::emit(Completion& c, const sampling:
     if (step.stopped) finish = FinishReason::Stop;
   }
   // A sequence that shifts its context goes on (the scheduler drops old positions first).
-  if (!finish && !c.seq.may_shift && static_cast<int64_t>(c.seq.tokens.size()) >= max_model_len) {
+  if (!finish && !c.seq.may_shift && c.seq.position_of(std::ssize(c.seq.tokens)) >= max_model_len) {
     finish = FinishReason::Length;
   }
   if (finish && !(c.stop_strings && c.stop_strings->stopped())) {

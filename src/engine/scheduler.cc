@@ -80,15 +80,17 @@ namespace {
 // A sequence shifted this step that then leaves it (preempted, out of blocks) gives back the
 // blocks the rotation was for: the rotation is dropped. True when there was one.
 bool drop_key_shift(StepPlan& plan, const Sequence* seq) {
-  return std::erase_if(plan.key_shifts, [seq](const KeyShift& s) { return s.seq == seq; }) > 0;
+  const bool compacted = std::erase_if(plan.compactions, [seq](const KvCompaction& c) { return c.seq == seq; }) > 0;
+  return std::erase_if(plan.key_shifts, [seq](const KeyShift& s) { return s.seq == seq; }) > 0 || compacted;
 }
 
 }  // namespace
 
 void Scheduler::preempt(Sequence* victim, StepPlan& plan) {
   std::erase(running_, victim);
-  // Its keys were not rotated yet: swapped out now, they would come back unrotated. It is
-  // recomputed instead, from its (already shifted) tokens.
+  // Its keys were not rotated (or its kept slots gathered) yet: swapped out now, they would come
+  // back unchanged. It is recomputed instead, from its (already shifted) tokens, or from every
+  // token it had (an eviction's are restored).
   const bool shifted_now = drop_key_shift(plan, victim);
   // A recurrent state is not swapped: the victim recomputes it.
   if (!shifted_now && !state_slots_ && swap_out(victim, plan)) {
@@ -96,6 +98,7 @@ void Scheduler::preempt(Sequence* victim, StepPlan& plan) {
   } else {
     victim->n_computed = 0;
     victim->prefix_checked = false;
+    restore_evicted(*victim);
   }
   victim->blocks.release_all();
   release_state_slot(victim);
@@ -152,6 +155,27 @@ bool Scheduler::shift_if_due(Sequence* seq, StepPlan& plan) {
   return true;
 }
 
+bool Scheduler::evict_if_due(Sequence* seq, StepPlan& plan) {
+  if (!seq->importance.config.enabled()) return true;
+  const std::optional<int64_t> n_keep = eviction_due(seq->importance, seq->n_computed, pool_.block_size());
+  if (!n_keep) return true;
+  const int64_t n_slots = seq->n_computed, n_lh = importance_heads_;
+  const KvImportance& c = seq->importance.config;
+  std::vector<int32_t> keep = c.method == KvImportanceMethod::SnapKv
+                                  ? select_snapkv(seq->importance.scores, n_slots, n_lh, c.window, c.kernel, *n_keep)
+                                  : select_h2o(seq->importance.scores, n_slots, n_lh, c.recent, *n_keep);
+  std::optional<kv::SequenceBlocks::Compaction> tables = seq->blocks.compact(*n_keep);
+  if (!tables) {
+    std::erase(running_, seq);
+    plan.out_of_blocks.push_back(seq);
+    return false;
+  }
+  record_eviction(*seq, keep, *n_keep, n_lh);
+  plan.compactions.push_back({seq, std::move(tables->src), std::move(tables->dst), std::move(keep)});
+  ++n_kv_evictions_;
+  return true;
+}
+
 void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
   // Two passes over a snapshot (preemption edits running_): decodes, then prefill chunks.
   const std::vector<Sequence*> snapshot = running_;
@@ -163,7 +187,7 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
           seq->decoding() != decode_pass) {
         continue;
       }
-      if (decode_pass && !shift_if_due(seq, plan)) continue;
+      if (decode_pass && (!shift_if_due(seq, plan) || !evict_if_due(seq, plan))) continue;
       int64_t n = std::min(seq->uncomputed(), budget);
       if (!decode_pass) n = std::min(n, prefill_grant(seq));
       if (!decode_pass && time_budget_) n = time_budget_->prefill_room(*seq, n);

@@ -74,6 +74,14 @@ struct KeyShift {
   int32_t delta = 0;
 };
 
+// Importance-based eviction (engine/kv_importance.h): the sequence's kept slots, gathered head
+// by head from the blocks of src into those of dst (keep: per layer and KV head, n_keep slots).
+struct KvCompaction {
+  Sequence* seq;
+  std::vector<kv::BlockId> src, dst;
+  std::vector<int32_t> keep;
+};
+
 struct ScheduledChunk {
   Sequence* seq;
   // tokens[seq->n_computed, + n_tokens - n_draft) are computed this step, followed by the first
@@ -95,8 +103,9 @@ struct SwapCopy {
 };
 
 // The model runner applies the moves in this order before the forward pass: swap_out (the
-// victims' blocks may be handed to others this very step), copies (copy-on-write), swap_in,
-// key_shifts (on blocks only their own sequence holds).
+// victims' blocks may be handed to others this very step), compactions (they read blocks their
+// sequence released this step, which copies, swap_in or the forward pass may then write),
+// copies (copy-on-write), swap_in, key_shifts (on blocks only their own sequence holds).
 struct StepPlan {
   std::vector<ScheduledChunk> chunks;
   std::vector<SwapCopy> swap_out;
@@ -106,6 +115,7 @@ struct StepPlan {
   std::vector<Sequence*> out_of_blocks;  // alone in the pool and still cannot grow: must finish
   std::vector<KeyShift> key_shifts;      // after the copies: context shifts' key rotations
   std::vector<StateCopy> state_copies;   // forks' recurrent states, before the forward pass
+  std::vector<KvCompaction> compactions;  // after swap_out, before the copies
   int64_t n_tokens = 0;
   StepShape shape;  // what the step computes, for its cost model (step_time_model.h)
   bool empty() const { return chunks.empty(); }
@@ -154,6 +164,9 @@ class Scheduler {
   uint64_t n_context_shifts() const { return n_context_shifts_; }
   // Free recurrent-state slots (0 for a model without state).
   int32_t n_free_state_slots() const { return state_slots_ ? state_slots_->n_free() : 0; }
+  // Importance-based eviction: the scores are per layer and KV head (n_lh of them a slot).
+  void set_importance_heads(int64_t n_lh) { importance_heads_ = n_lh; }
+  uint64_t n_kv_evictions() const { return n_kv_evictions_; }
 
  private:
   bool ranks_before(const Sequence* a, const Sequence* b) const;
@@ -176,6 +189,9 @@ class Scheduler {
   // A decoding sequence at the end of its context drops old positions first (context_shift.h);
   // false when it cannot (the pool lacks blocks for the copies): it then ends, out of blocks.
   bool shift_if_due(Sequence* seq, StepPlan& plan);
+  // Importance-based eviction before a decode (kv_importance.h); false when the sequence had to
+  // leave (out of blocks for the copies of shared blocks).
+  bool evict_if_due(Sequence* seq, StepPlan& plan);
   bool admit_swapped(Sequence* seq, int64_t n, StepPlan& plan);
   // Fairness between clients (client_seats.h, prefill_share.h).
   void preempt_for_fairness(StepPlan& plan);
@@ -206,6 +222,8 @@ class Scheduler {
   uint64_t n_context_shifts_ = 0;
   std::optional<kv::StateSlots> state_slots_;
   std::vector<StateCopy> pending_state_copies_;  // forks since the last plan
+  int64_t importance_heads_ = 0;
+  uint64_t n_kv_evictions_ = 0;
 };
 
 }  // namespace lumen::engine

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/kv_importance.h"
 #include "kv/sequence_kv.h"
 #include "spec/acceptance_history.h"
 #include "spec/proposer.h"
@@ -38,6 +39,7 @@ struct Sequence {
         prefix_checked(parent.prefix_checked),
         may_shift(parent.may_shift),
         n_dropped_generated(parent.n_dropped_generated),
+        importance(parent.importance),
         client(parent.client) {}
 
   uint64_t id;
@@ -64,6 +66,9 @@ struct Sequence {
   // then holds only what is still in the cache, and prompt_len what is left of the prompt.
   bool may_shift = false;
   int64_t n_dropped_generated = 0;
+  // Importance-based eviction (engine/kv_importance.h): its method, scores and what it evicted.
+  // Like a shift, an eviction leaves in `tokens` only as many entries as the cache holds.
+  KvImportanceState importance;
   // Who asked for it (Engine::add_request_n's `client`): the scheduler shares seats and prefill
   // between clients (client_seats.h). 0 for callers that do not say, i.e. one client.
   uint64_t client = 0;
@@ -90,6 +95,9 @@ struct Sequence {
   int64_t uncomputed() const { return static_cast<int64_t>(tokens.size()) - n_computed; }
   bool decoding() const { return uncomputed() == 1 && n_computed > 0; }
   bool wants_prompt_logits() const { return next_prompt_logit < prompt_len - 1; }
+  // The rope position of tokens[i]: evicted positions are gone from `tokens`, not from the
+  // positions that follow them.
+  int64_t position_of(int64_t i) const { return i + importance.n_evicted; }
   int64_t n_generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len + n_dropped_generated; }
 };
 

@@ -161,6 +161,38 @@ std::optional<std::vector<BlockId>> SequenceBlocks::shift(size_t keep, size_t di
   return std::vector<BlockId>(table_.begin() + static_cast<ptrdiff_t>(keep), table_.end());
 }
 
+std::optional<SequenceBlocks::Compaction> SequenceBlocks::compact(int64_t n_keep) {
+  if (first_held_ > 0) fail("kv: compaction of a sequence whose early blocks were dropped");
+  const int64_t bs = pool_->block_size();
+  const auto n_dst = static_cast<size_t>((n_keep + bs - 1) / bs);
+  if (n_keep <= 0 || n_dst > table_.size())
+    fail("kv: compaction to {} positions of a table of {} blocks", n_keep, table_.size());
+  int32_t fresh_needed = 0;
+  for (size_t i = 0; i < n_dst; ++i) fresh_needed += pool_->ref_count(table_[i]) > 1;
+  if (fresh_needed > pool_->n_available()) return std::nullopt;
+  // Room left after the shared blocks' replacements goes to the published ones too: the prefix
+  // cache keeps them (a shared system prompt, for the next request) rather than losing them.
+  int32_t spare = pool_->n_available() - fresh_needed;
+  Compaction c;
+  c.src = table_;
+  for (size_t i = 0; i < n_dst; ++i) {
+    const bool shared = pool_->ref_count(table_[i]) > 1, published = pool_->is_published(table_[i]);
+    if (shared || (published && spare > 0)) {
+      if (!shared) --spare;
+      const BlockId fresh = *pool_->allocate();
+      pool_->release(table_[i]);  // its content stays: the gather reads it, others may hold it
+      table_[i] = fresh;
+    } else if (published) {
+      pool_->unpublish(table_[i]);
+    }
+  }
+  release_from(n_dst);  // their content stays what it was: still valid where published
+  chain_.clear();
+  unpublishable_from_ = 0;
+  c.dst = table_;
+  return c;
+}
+
 void SequenceBlocks::release_all() {
   release_from(0);
   chain_.clear();

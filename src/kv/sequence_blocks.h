@@ -80,6 +80,19 @@ class SequenceBlocks {
   // moved blocks (to rotate), or nullopt, changing nothing, when the pool lacks the blocks for
   // the copies. Not for a table with dropped (null) entries.
   std::optional<std::vector<BlockId>> shift(size_t keep, size_t discard, std::vector<BlockCopy>& copies);
+  // Importance-based eviction (engine/kv_importance.h): the sequence keeps n_keep of its
+  // positions, gathered head by head into the first ceil(n_keep / block_size) blocks of its
+  // table; the later blocks are released. A kept block shared with another sequence is replaced
+  // by a fresh one (the gather writes it whole), and so is a published one while the pool has
+  // room (else it is unpublished and rewritten in place), and nothing of this sequence is
+  // published again: its K/V no longer matches its tokens' prefix. Returns
+  // the table before and after (the gather's source and destination: a released block must be
+  // read before anything else writes it), or nullopt, changing nothing, when the pool lacks the
+  // fresh blocks. Not for a table with dropped (null) entries.
+  struct Compaction {
+    std::vector<BlockId> src, dst;
+  };
+  std::optional<Compaction> compact(int64_t n_keep);
   // Releases every block, last first, so the LRU evicts a prompt's tail before its head (heads
   // are the parts other requests share: system prompts, few-shot examples).
   void release_all();

@@ -107,6 +107,13 @@ std::optional<std::vector<BlockId>> SequenceKv::shift(size_t keep, size_t discar
   return groups_[0].shift(keep, discard, copies);
 }
 
+std::optional<SequenceBlocks::Compaction> SequenceKv::compact(int64_t n_keep) {
+  if (groups_.size() != 1 || window(0) != 0) {
+    fail("kv: importance-based eviction needs one full-attention layer group, not {} groups", groups_.size());
+  }
+  return groups_[0].compact(n_keep);
+}
+
 SequenceKv SequenceKv::fork() const {
   std::vector<SequenceBlocks> copies;
   copies.reserve(groups_.size());

@@ -46,6 +46,9 @@ class SequenceKv {
   // changed) when the pool lacks the blocks for the copies.
   std::optional<std::vector<BlockId>> shift(size_t keep, size_t discard, std::vector<BlockCopy>& copies);
 
+  // Importance-based eviction (SequenceBlocks::compact); one full-attention group only.
+  std::optional<SequenceBlocks::Compaction> compact(int64_t n_keep);
+
   // Moving a prompt's K/V between engines (disaggregated prefill and decode). Both counts are
   // whole blocks. The blocks holding what a query at n_tokens needs of positions
   // [n_known, n_tokens): group by group, each from max(n_known, its window's first position) on,

@@ -18,6 +18,14 @@ struct ForwardBatch {
   // same order, each with that group's block table.
   std::span<const backend::SequenceSlice> sequences;
   std::span<const int32_t> logit_rows;  // batch rows whose logits are wanted, in output order
+  // Importance-based KV eviction (engine/kv_importance.h): sequences whose attention weights
+  // are added to a score table (Backend::attention_scores), layer by layer.
+  struct ScoreRequest {
+    size_t sequence = 0;      // index into the first group's slices
+    int64_t first_row = 0;    // the slice's rows from here on are scored
+    float* scores = nullptr;  // [slot][layer * n_kv_heads + kv_head]
+  };
+  std::span<const ScoreRequest> scores = {};
   // State-space models (model/state_cache.h): the states, and each sequence's slot in them (in
   // the order of the first group's slices). A sequence whose slice starts at position 0 starts
   // from a zero state; any other continues the state its slot holds. Null / empty otherwise.

@@ -228,6 +228,11 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   backend::AttentionConfig attention = attention_;
   attention.sliding_window = layer_window_[layer];
   backend_.attention(q_heads, kv, sequences, attention, attn_heads);
+  const auto n_lh = static_cast<int64_t>(hp_.head_count_kv * hp_.block_count);
+  for (const ForwardBatch::ScoreRequest& r : batch.scores) {
+    backend_.attention_scores(q_heads, kv, sequences[r.sequence], r.first_row, attention,
+                              r.scores + static_cast<int64_t>(layer * hp_.head_count_kv), n_lh);
+  }
   // The output is a weighted sum of rotated values: one more rotation (its own inverse) undoes it.
   if (kv.rotated) backend_.rotate_heads(attn, head_dim);
   observe(w.wo, attn);
@@ -296,6 +301,21 @@ void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, in
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
+  }
+}
+
+void Transformer::compact_kv(KvCache& cache, std::span<const int32_t> src, std::span<const int32_t> dst,
+                             std::span<const int32_t> keep) {
+  if (cache.layout().n_groups() != 1) fail("kv eviction: the KV cache has {} layer groups", cache.layout().n_groups());
+  if (latent_) fail("importance-based KV eviction is not supported for multi-head latent attention");
+  const size_t n_layers = weights_.layers.size();
+  if (n_layers == 0 || keep.size() % n_layers != 0)
+    fail("kv eviction: {} kept slots for {} layers", keep.size(), n_layers);
+  const size_t per_layer = keep.size() / n_layers;
+  const auto head_dim = static_cast<int64_t>(hp_.head_dim);
+  for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
+    backend_.gather_kv_rows(cache.layer(layer), src, dst, keep.subspan(layer * per_layer, per_layer), head_dim,
+                            attention_value_dim(attention_));
   }
 }
 

@@ -60,6 +60,11 @@ class Transformer {
   // Context shift: the keys in `blocks` (of every layer) move `delta` positions, rotated with
   // each layer's own rope. The cache must be one group of every layer.
   void shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta);
+  // Importance-based KV eviction: each layer's kept slots gathered head by head from the blocks
+  // of src into those of dst (keep: per layer and KV head, the same count each). The cache
+  // must be one group of every layer.
+  void compact_kv(KvCache& cache, std::span<const int32_t> src, std::span<const int32_t> dst,
+                  std::span<const int32_t> keep);
   // Per layer: 0 (full attention) or its sliding window.
   std::span<const int64_t> layer_windows() const { return layer_window_; }
   // Tokens routed to each expert of each layer since the last reset; null for a dense model.

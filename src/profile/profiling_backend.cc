@@ -61,6 +61,8 @@ ProfilingBackend::ProfilingBackend(std::unique_ptr<backend::Backend> inner, Thre
   copy_to_host_ = intern("copy_to_host");
   kv_block_move_ = intern("kv_block_move");
   shift_keys_ = intern("shift_keys");
+  attention_scores_ = intern("attention_scores");
+  gather_kv_rows_ = intern("gather_kv_rows");
   if (pool_ != nullptr) {
     worker_spans_.resize(pool_->size());
     for (auto& spans : worker_spans_) spans.reserve(1 << 14);
@@ -273,6 +275,32 @@ void ProfilingBackend::shift_keys(backend::KvLayer& cache, std::span<const int32
   timed(shift_keys_,
         [&] { return OpCost{2.0 * static_cast<double>(blocks.size() * backend::kv_block_bytes(cache)), 0, false}; },
         [&] { inner_->shift_keys(cache, blocks, delta, config, head_dim); });
+}
+
+void ProfilingBackend::attention_scores(const TensorView& q, const backend::KvLayer& cache,
+                                        const backend::SequenceSlice& seq, int64_t first_row,
+                                        const backend::AttentionConfig& config, float* scores, int64_t slot_stride) {
+  // Each scored row reads the keys it sees once (as attention's q.k does), f32 after widening.
+  timed(
+      attention_scores_,
+      [&] {
+        const double keys = static_cast<double>(seq.start_pos + seq.n_tokens);
+        const double rows = static_cast<double>(seq.n_tokens - first_row);
+        return OpCost{keys * static_cast<double>(cache.k.row_bytes),
+                      2.0 * rows * keys * static_cast<double>(config.n_heads * config.head_dim), false};
+      },
+      [&] { inner_->attention_scores(q, cache, seq, first_row, config, scores, slot_stride); });
+}
+
+void ProfilingBackend::gather_kv_rows(backend::KvLayer& cache, std::span<const int32_t> src_table,
+                                      std::span<const int32_t> dst_table, std::span<const int32_t> keep,
+                                      int64_t head_dim, int64_t value_dim) {
+  timed(
+      gather_kv_rows_,
+      [&] {
+        return OpCost{4.0 * static_cast<double>(dst_table.size() * backend::kv_block_bytes(cache)), 0, false};
+      },
+      [&] { inner_->gather_kv_rows(cache, src_table, dst_table, keep, head_dim, value_dim); });
 }
 
 void ProfilingBackend::attention(const TensorView& q, const backend::KvLayer& cache,

@@ -72,6 +72,11 @@ class ProfilingBackend final : public backend::Backend, private WorkerSpanObserv
   void write_kv_block(backend::KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
   void shift_keys(backend::KvLayer& cache, std::span<const int32_t> blocks, int32_t delta,
                   const backend::RopeConfig& config, int64_t head_dim) override;
+  void attention_scores(const backend::TensorView& q, const backend::KvLayer& cache, const backend::SequenceSlice& seq,
+                        int64_t first_row, const backend::AttentionConfig& config, float* scores,
+                        int64_t slot_stride) override;
+  void gather_kv_rows(backend::KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
+                      std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) override;
   void attention(const backend::TensorView& q, const backend::KvLayer& cache,
                  std::span<const backend::SequenceSlice> seqs, const backend::AttentionConfig& config,
                  backend::TensorView& out) override;
@@ -106,8 +111,8 @@ class ProfilingBackend final : public backend::Backend, private WorkerSpanObserv
   // By (the op kind's literal, first and last weight, count): no allocation to look one up.
   std::map<std::tuple<const char*, const void*, const void*, size_t>, WeightOp> weight_ops_;
   // The ops without weights, interned once.
-  uint32_t get_rows_, rms_norm_, add_, add_row_, scale_, swiglu_, geglu_, rotate_heads_, rope_, store_kv_,
-      attention_, copy_to_host_, kv_block_move_, shift_keys_;
+  uint32_t get_rows_, rms_norm_, add_, add_row_, scale_, swiglu_, geglu_, rotate_heads_, rope_, store_kv_, attention_,
+      copy_to_host_, kv_block_move_, shift_keys_, attention_scores_, gather_kv_rows_;
   bool recording_ = false;
   int part_ = kUnknownPart;
   StepRecording step_;

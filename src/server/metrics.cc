@@ -88,6 +88,9 @@ std::string ServerMetrics::render(const EngineStats& s, const PromptKvStats& kv)
   counter(out, "lumen_num_preemptions_total", "Requests preempted for lack of KV blocks.", s.preemptions);
   counter(out, "lumen_context_shifts_total", "Times a request dropped old positions to go on past its context.",
           s.context_shifts);
+  counter(out, "lumen_kv_evictions_total",
+          "Times a request evicted positions by importance (--kv-eviction snapkv or h2o, or its kv_eviction field).",
+          s.kv_evictions);
   counter(out, "lumen_late_grammar_masks_total",
           "Tokens a constrained request sampled a step late because its grammar mask was slow (the others went on).",
           s.late_grammar_masks);

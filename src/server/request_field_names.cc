@@ -28,7 +28,8 @@ constexpr std::string_view kGenerationFields[] = {
     "repetition_penalty", "logit_bias", "seed", "max_tokens", "min_tokens", "stop", "stop_token_ids",
     "ignore_eos", "skip_special_tokens", "logprobs", "cache_salt", "n", "best_of", "use_beam_search",
     "length_penalty", "early_stopping", "prompt_logprobs", "stream", "stream_options", "response_format",
-    "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar", "grammar", "json_schema"};
+    "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar", "grammar", "json_schema",
+    "kv_eviction"};
 // suffix is read to be refused with its own message.
 constexpr std::string_view kCompletionFields[] = {"prompt", "echo", "suffix"};
 // The conversation, its template and tools (chat_request.cc, tool_request.cc); /tokenize reads

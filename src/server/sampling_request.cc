@@ -6,6 +6,8 @@
 #include <string>
 
 #include "lumen/cache_salt.h"
+#include "lumen/error.h"
+#include "lumen/kv_eviction.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 #include "server/structured_request.h"
@@ -132,6 +134,22 @@ GenerationOptions parse_generation_options(const nlohmann::json& body, Endpoint 
     out.cache_salt = cache_salt_of(salt->get<std::string>());
   }
 
+  // Importance-based KV eviction for this request (lumen/kv_eviction.h): the spec --kv-eviction
+  // takes for snapkv and h2o, or "none"; the engine checks that it can run it.
+  if (const nlohmann::json* spec = fields.find("kv_eviction")) {
+    if (!spec->is_string() || spec->get<std::string>().size() > 128) {
+      invalid("kv_eviction", "'kv_eviction' must be a string such as \"snapkv:budget=512\" or \"h2o:budget=512\"");
+    }
+    try {
+      p.kv_eviction = parse_kv_importance(spec->get<std::string>());
+    } catch (const Error& e) {
+      invalid("kv_eviction", "'kv_eviction': {}", e.what());
+    }
+    if (p.kv_eviction->budget > limits.max_model_len) {
+      invalid("kv_eviction", "'kv_eviction': the budget ({}) is larger than the context ({})", p.kv_eviction->budget,
+              limits.max_model_len);
+    }
+  }
   if (auto v = fields.integer("n", 1, limits.max_n)) out.n = static_cast<int32_t>(*v);
   p.n = out.n;
   if (auto v = fields.integer("best_of", 1, limits.max_n)) {

@@ -11,6 +11,7 @@
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/get_rows.h"
 #include "backend/cpu/hadamard.h"
+#include "backend/cpu/kv_importance.h"
 #include "backend/cpu/kv_shift.h"
 #include "backend/cpu/kv_store.h"
 #include "backend/cpu/rms_norm.h"
@@ -358,6 +359,17 @@ void CpuBackend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
 void CpuBackend::shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta,
                             const RopeConfig& config, int64_t head_dim) {
   cpu::shift_keys(cache, blocks, delta, config, head_dim);
+}
+
+void CpuBackend::attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq,
+                                  int64_t first_row, const AttentionConfig& config, float* scores,
+                                  int64_t slot_stride) {
+  cpu::attention_scores(q, cache, seq, first_row, config, scores, slot_stride, pool_);
+}
+
+void CpuBackend::gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
+                                std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) {
+  cpu::gather_kv_rows(cache, src_table, dst_table, keep, head_dim, value_dim);
 }
 
 void CpuBackend::read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {

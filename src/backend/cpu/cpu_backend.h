@@ -60,6 +60,10 @@ class CpuBackend final : public Backend {
   void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
   void copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) override;
   void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
+  void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
+                        const AttentionConfig& config, float* scores, int64_t slot_stride) override;
+  void gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
+                      std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) override;
   void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
                   int64_t head_dim) override;
   void write_kv_block(KvLayer& cache, int64_t block, const void* host_k,

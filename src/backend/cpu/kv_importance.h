@@ -1,0 +1,19 @@
+#pragma once
+// Importance-based KV eviction on the CPU (engine/kv_importance.h): the attention weights a
+// sequence's chosen query rows give each cached slot (Backend::attention_scores), and the
+// per-head compaction of the slots it keeps (Backend::gather_kv_rows).
+#include <cstdint>
+#include <span>
+
+#include "backend/backend.h"
+#include "util/thread_pool.h"
+
+namespace lumen::backend::cpu {
+
+void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
+                      const AttentionConfig& config, float* scores, int64_t slot_stride, ThreadPool& pool);
+
+void gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
+                    std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim);
+
+}  // namespace lumen::backend::cpu

@@ -1,0 +1,139 @@
+// Importance-based KV eviction through the engine, on the synthetic model (two layers): a budget
+// the sequence never reaches changes no greedy token; a small one holds the sequence to its
+// blocks (H2O: the budget's, SnapKV: the budget's and the generated tokens'); the prefix cache
+// hands a later request only blocks with its true prefix (its greedy tokens equal a fresh
+// engine's); a preempted, compressed sequence is recomputed from every token; and specs the
+// engine cannot run are refused when it is made or the request is added.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "lumen/kv_eviction.h"
+#include "synth_engine.h"
+#include "util/error.h"
+
+namespace lumen::testing {
+namespace {
+
+class EngineKvImportanceTest : public SynthEngineTest {
+ protected:
+  static void SetUpTestSuite() { set_up_model(2); }
+
+  static SamplingParams with(const char* spec, int64_t max_tokens) {
+    SamplingParams p = greedy(max_tokens);
+    p.kv_eviction = parse_kv_importance(spec);
+    return p;
+  }
+
+  // Greedy tokens of one request alone, and the most blocks it held once its prompt was in.
+  static std::vector<int32_t> run_alone(const EngineConfig& c, const std::vector<int32_t>& prompt,
+                                        const SamplingParams& params, int64_t* most_decoding_blocks = nullptr) {
+    Engine engine(handle(), c);
+    RequestHandle h = engine.add_request(prompt, params);
+    int64_t most = 0;
+    for (int step = 0; engine.has_unfinished(); ++step) {
+      engine.step();
+      // From the second step on the prompt (one chunk) is in and the sequence decodes.
+      if (step > 0) most = std::max(most, engine.stats().kv_blocks_used);
+    }
+    if (most_decoding_blocks) *most_decoding_blocks = most;
+    return tokens(h);
+  }
+};
+
+TEST_F(EngineKvImportanceTest, ABudgetNeverReachedChangesNoToken) {
+  const std::vector<int32_t> p = prompt(37, 1);
+  const EngineConfig c = config(64);
+  const std::vector<int32_t> full = run_alone(c, p, greedy(40));
+  ASSERT_EQ(full.size(), 40u);
+  EXPECT_EQ(run_alone(c, p, with("snapkv:budget=37,window=8", 40)), full);  // the prompt fits
+  EXPECT_EQ(run_alone(c, p, with("h2o:budget=80", 40)), full);              // 77 positions in all
+  EngineConfig engine_wide = c;
+  engine_wide.kv_importance = parse_kv_importance("h2o:budget=80,recent=8");
+  EXPECT_EQ(run_alone(engine_wide, p, greedy(40)), full);
+}
+
+TEST_F(EngineKvImportanceTest, ASequenceHoldsNoMoreThanItsBudgetsBlocks) {
+  const std::vector<int32_t> p = prompt(60, 2);
+  const EngineConfig c = config(64);
+  int64_t most = 0;
+  // H2O: 16 positions, 4 blocks of 4, however long it generates.
+  const std::vector<int32_t> h2o = run_alone(c, p, with("h2o:budget=16,recent=4", 50), &most);
+  EXPECT_EQ(h2o.size(), 50u);
+  EXPECT_LE(most, 4);
+  // SnapKV: the prompt down to 20 positions (5 blocks), then the generated tokens' blocks.
+  const std::vector<int32_t> snap = run_alone(c, p, with("snapkv:budget=20,window=4,kernel=3", 50), &most);
+  EXPECT_EQ(snap.size(), 50u);
+  EXPECT_LE(most, 5 + (50 + 3) / 4);
+  // The full cache holds the prompt and every generated token.
+  run_alone(c, p, greedy(50), &most);
+  EXPECT_GE(most, (60 + 49) / 4);
+}
+
+TEST_F(EngineKvImportanceTest, ThePrefixCacheNeverHandsOutACompressedSequencesBlocks) {
+  const std::vector<int32_t> p = prompt(48, 3);
+  EngineConfig fresh = config(64);
+  fresh.enable_prefix_caching = false;
+  const std::vector<int32_t> reference = run_alone(fresh, p, greedy(12));
+
+  Engine engine(handle(), config(64));
+  // A full request first: its prompt's blocks go into the prefix cache.
+  RequestHandle first = engine.add_request(p, greedy(12));
+  drain(engine);
+  EXPECT_EQ(tokens(first), reference);
+  // A compressed one shares them, evicts, and writes its kept slots into blocks of its own.
+  RequestHandle compressed = engine.add_request(p, with("snapkv:budget=16,window=4", 12));
+  while (engine.stats().kv_evictions == 0 && engine.has_unfinished()) engine.step();
+  ASSERT_EQ(engine.stats().kv_evictions, 1u);
+  // Another full request, while the compressed one runs, then one after it finished: each
+  // finds the true prefix (cache hits) and generates what a fresh engine does.
+  const uint64_t hits_before = engine.stats().prefix_hit_blocks;
+  RequestHandle during = engine.add_request(p, greedy(12));
+  drain(engine);
+  EXPECT_EQ(tokens(during), reference);
+  EXPECT_EQ(tokens(compressed).size(), 12u);
+  RequestHandle after = engine.add_request(p, greedy(12));
+  drain(engine);
+  EXPECT_EQ(tokens(after), reference);
+  EXPECT_GE(engine.stats().prefix_hit_blocks - hits_before, 2u * (48 / 4 - 1));
+}
+
+TEST_F(EngineKvImportanceTest, APreemptedCompressedSequenceIsRecomputedFromEveryToken) {
+  // Room for one long sequence at a time: the second, of higher priority, preempts (recomputes)
+  // the first, which then starts over from its whole prompt and generated tokens, and evicts
+  // again.
+  const std::vector<int32_t> a = prompt(40, 4), b = prompt(40, 5);
+  EngineConfig c = config(18);
+  c.policy = SchedulingPolicy::Priority;
+  Engine engine(handle(), c);
+  RequestHandle ha = engine.add_request(a, with("h2o:budget=16,recent=4", 30));
+  for (int i = 0; i < 4; ++i) engine.step();  // A's prompt is in and evicted
+  ASSERT_GE(engine.stats().kv_evictions, 1u);
+  RequestHandle hb = engine.add_request(b, greedy(30), 1);
+  drain(engine);
+  EXPECT_EQ(tokens(ha).size(), 30u);
+  EXPECT_EQ(tokens(hb).size(), 30u);
+  EXPECT_GE(engine.stats().preemptions, 1u);
+  EXPECT_GE(engine.stats().kv_evictions, 2u);
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+}
+
+TEST_F(EngineKvImportanceTest, SpecsTheEngineCannotRunAreRefused) {
+  EngineConfig tiny = config(64);
+  tiny.kv_importance = parse_kv_importance("h2o:budget=4,recent=1");  // one block of 4
+  EXPECT_THROW(Engine(handle(), tiny), Error);
+  EngineConfig shifting = config(64);
+  shifting.context_overflow = ContextOverflow::Shift;
+  shifting.max_model_len = 64;
+  Engine engine(handle(), shifting);
+  EXPECT_THROW(engine.add_request(prompt(10, 6), with("snapkv:budget=16,window=4", 4)), Error);
+  Engine plain(handle(), config(64));
+  SamplingParams beam = with("h2o:budget=16,recent=4", 4);
+  beam.use_beam_search = true;
+  beam.n = 2;
+  EXPECT_THROW(plain.add_request(prompt(10, 6), beam), Error);
+  EXPECT_FALSE(plain.has_unfinished());
+}
+
+}  // namespace
+}  // namespace lumen::testing
