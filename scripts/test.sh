@@ -10,7 +10,10 @@
 #      loudly;
 #   3. Release: every test (unit, golden, model, e2e) but those labelled `slow`, a few minutes
 #      CI's time budget cannot hold (scripts/test_slow.sh runs them: run it before submitting).
-#      It runs last of the CMake builds, so the last ctest summary in the log is the full suite's;
+#      It runs the last ctest of the CMake builds, so the last ctest summary in the log is the
+#      full suite's;
+#   3b. the quick start's build (preset quick: lumen alone in unity batches, scripts/run.sh), whose
+#      greedy answer must equal the Release build's;
 #   4. after Release, the Python package: `pip install .` into a fresh venv (its build reuses the
 #      Release build's objects through ccache) and its pytest tests (tests/python/package).
 # Ends with each stage's wall time and one line "total: N passed, M failed, K skipped".
@@ -89,6 +92,9 @@ run_preset() {
     debug)
       test_stage fuzz debug -L fuzz
       test_stage debug debug -LE 'model|fuzz|release_only' ;;
+    # The quick start's build has no tests: that it compiles (unity batches can clash where two
+    # files give a file-local helper the same name) and answers is the check.
+    quick) quick_start_answers ;;
     # Label slow: minutes CI's budget cannot hold (scripts/test_slow.sh runs them).
     *) test_stage "$preset" "$preset" -LE slow ;;
   esac
@@ -97,6 +103,10 @@ run_preset() {
 # The tests and MPI named on: a build the quick start (scripts/run.sh) configured first has both
 # off, as it installs neither GoogleTest nor OpenMPI.
 build_preset() {
+  if [ "$1" = quick ]; then
+    cmake --preset quick >/dev/null && cmake --build --preset quick -j"$JOBS"
+    return
+  fi
   local extra=()
   # Without a GPU the CUDA build only proves the code compiles: one architecture (Hopper's)
   # does that in half the nvcc time; with one, the preset's (Ampere and Hopper) as users get.
@@ -108,9 +118,21 @@ build_preset() {
     cmake --build --preset "$1" -j"$JOBS"
 }
 
+# The quick build's lumen gives the Release build's greedy tokens on the default model.
+quick_start_answers() {
+  local model="${LUMEN_CACHE:-$HOME/.cache/lumen/models}/SmolLM2-135M-Instruct.Q4_1.gguf"
+  local run=(run -m "$model" -p "The capital of France is" -n 16 --temp 0)
+  if [ "$(build/quick/src/cli/lumen "${run[@]}" 2>/dev/null)" = "$(build/release/src/cli/lumen "${run[@]}" 2>/dev/null)" ] &&
+    [ -n "$(build/quick/src/cli/lumen "${run[@]}" 2>/dev/null)" ]; then
+    echo "=== quick: its lumen answers as the Release build's"; passed=$((passed + 1))
+  else
+    echo "=== quick: its lumen's answer differs from the Release build's (or is empty)"; failed=$((failed + 1)); status=1
+  fi
+}
+
 have_gpu() { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }
 
-default_presets="debug release"
+default_presets="debug release quick"
 if command -v nvcc >/dev/null || test -x /usr/local/cuda/bin/nvcc; then
   default_presets="cuda $default_presets"
   export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"

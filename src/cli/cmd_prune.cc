@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/byte_units.h"
 #include "cli/commands.h"
 #include "prune/layer_list.h"
 #include "prune/prune_model.h"
@@ -21,8 +22,6 @@ struct PruneCliOptions {
   int64_t keep_layers = 0;
   std::string layers;
 };
-
-double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 void run_prune(const PruneCliOptions& o) {
   if ((o.keep_layers > 0) == !o.layers.empty()) fail("prune: give --keep-layers L or --layers LIST (one of them)");

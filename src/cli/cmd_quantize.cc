@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/byte_units.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/quantize_report.h"
@@ -112,8 +113,6 @@ std::optional<tensor::DType> tensor_type_option(const std::string& name, const c
   }
   return type;
 }
-
-double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 std::string shape_of(const std::vector<int64_t>& dims) {
   std::string shape;

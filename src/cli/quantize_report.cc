@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/byte_units.h"
+
 namespace lumen::cli {
 namespace {
 
@@ -18,8 +20,6 @@ quantize::TensorError overall(const quantize::QuantizeReport& report) {
   }
   return total;
 }
-
-double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 }  // namespace
 
