@@ -1,6 +1,6 @@
 #pragma once
-// What `lumen bench profile` runs: a model loaded through a ProfilingBackend over the CPU
-// backend, and forward passes of a chosen shape recorded op by op. A prefill step is `batch`
+// What `lumen bench profile` runs: a model loaded on the CPU backend with an OpProfiler
+// observing it, and forward passes of a chosen shape recorded op by op. A prefill step is `batch`
 // sequences of `tokens` new tokens each from an empty context; a decode step is `batch`
 // sequences of one new token each after `context` cached tokens (every sequence its own copy of
 // the same cached tokens, so the step reads batch x context positions of K/V from memory as a
@@ -13,7 +13,7 @@
 
 #include "engine/loaded_model.h"
 #include "profile/machine_ceilings.h"
-#include "profile/profiling_backend.h"
+#include "profile/op_profiler.h"
 #include "profile/step_breakdown.h"
 
 namespace lumen::backend {
@@ -50,7 +50,9 @@ class ProfileRun {
   const engine::LoadedModel& model() const { return *model_; }
   unsigned threads() const;
   ThreadPool& pool();
-  const std::string& op_name(uint32_t id) const { return backend_->op_name(id); }
+  const std::string& op_name(uint32_t id) const { return profiler_->op_name(id); }
+  // The backend the model runs on (its capabilities are the CPU backend's own).
+  backend::Backend& backend();
   // Bytes of every weight the model multiplies or looks up (the file's tensor data).
   double weight_bytes() const;
 
@@ -58,8 +60,8 @@ class ProfileRun {
   ShapeProfile profile(const StepShape& shape, int repetitions);
 
  private:
-  ProfilingBackend* backend_;  // owned by owned_backend_
-  std::unique_ptr<ProfilingBackend> owned_backend_;
+  std::unique_ptr<backend::CpuBackend> backend_;
+  std::unique_ptr<OpProfiler> profiler_;  // observes backend_
   std::unique_ptr<engine::LoadedModel> model_;
   tensor::DType kv_type_;
 };
