@@ -12,15 +12,15 @@ namespace lumen::backend {
 enum class RopeScalingType { None, Linear, Yarn };
 
 struct RopeConfig {
-  int64_t rope_dims = 0;          // leading dimensions of each head that rotate (<= head_dim)
-  bool neox = false;              // rotate pairs (i, i + d/2) instead of (2i, 2i + 1)
+  int64_t rope_dims = 0;  // leading dimensions of each head that rotate (<= head_dim)
+  bool neox = false;      // rotate pairs (i, i + d/2) instead of (2i, 2i + 1)
   double freq_base = 10000.0;
   RopeScalingType scaling = RopeScalingType::None;
-  double scaling_factor = 1.0;    // linear / YaRN context extension factor
-  int64_t original_context = 0;   // YaRN: the context the model was trained at
+  double scaling_factor = 1.0;   // linear / YaRN context extension factor
+  int64_t original_context = 0;  // YaRN: the context the model was trained at
   double yarn_beta_fast = 32.0;
   double yarn_beta_slow = 1.0;
-  double attn_factor = 1.0;       // the file's rope.scaling.attn_factor: cos and sin times it
+  double attn_factor = 1.0;  // the file's rope.scaling.attn_factor: cos and sin times it
   // DeepSeek-V2's YaRN (a file with rope.scaling.yarn_log_multiplier): YaRN's magnitude goes into
   // the attention scale instead, so the rotation keeps only attn_factor.
   bool yarn_magnitude_in_scores = false;
@@ -70,9 +70,9 @@ struct AttentionConfig {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  float scale = 1.0f;             // usually 1 / sqrt(head_dim)
-  int64_t sliding_window = 0;     // 0: attend to every earlier position
-  float softcap = 0.0f;           // 0: none; else scores become softcap * tanh(s / softcap)
+  float scale = 1.0f;          // usually 1 / sqrt(head_dim)
+  int64_t sliding_window = 0;  // 0: attend to every earlier position
+  float softcap = 0.0f;        // 0: none; else scores become softcap * tanh(s / softcap)
   // Values per head; 0: head_dim. Multi-head latent attention attends with keys of the latent
   // plus a rope part and reads values of the latent only (a value row is a key row's start).
   int64_t value_dim = 0;
@@ -99,9 +99,7 @@ inline size_t kv_slice_bytes(tensor::DType type, int64_t elements) {
 }
 
 // Bytes of one block of K in a layer.
-inline size_t kv_block_bytes(const KvLayer& cache) {
-  return cache.k.row_bytes * static_cast<size_t>(cache.block_size);
-}
+inline size_t kv_block_bytes(const KvLayer& cache) { return cache.k.row_bytes * static_cast<size_t>(cache.block_size); }
 // Bytes of one block of V that V owns: 0 when the values are a view of the keys.
 inline size_t kv_value_block_bytes(const KvLayer& cache) {
   return values_in_keys(cache) ? 0 : cache.v.row_bytes * static_cast<size_t>(cache.block_size);
@@ -112,7 +110,6 @@ struct DeviceMemory {
   uint64_t free_bytes = 0;
   uint64_t total_bytes = 0;
 };
-
 
 // Several weights applied to the same x (Backend::matmul_same_input): y = w x.
 struct MatmulOutput {
@@ -141,14 +138,14 @@ struct ExpertWork {
 // step's ops, which receive these same arrays (or sub-spans of them), read the device copies
 // instead of uploading their own. The arrays must stay alive and unchanged until end_step.
 struct StepMetadata {
-  std::span<const int32_t> tokens;            // the flat batch's token ids (get_rows of the embedding)
-  std::span<const int32_t> positions;         // one per token (rope)
+  std::span<const int32_t> tokens;     // the flat batch's token ids (get_rows of the embedding)
+  std::span<const int32_t> positions;  // one per token (rope)
   // Every sequence's slice, layer group by layer group (model/forward_batch.h): block tables
   // and, derived from them, each token's cache row (the slot mapping store_kv writes).
   std::span<const SequenceSlice> sequences;
-  size_t sequence_groups = 1;  // sequences holds this many groups of equal size
-  int64_t block_size = 0;      // the cache's block size, for the slot mapping (0: no K/V)
-  std::span<const int32_t> logit_rows;        // the rows that sample, in output order
+  size_t sequence_groups = 1;           // sequences holds this many groups of equal size
+  int64_t block_size = 0;               // the cache's block size, for the slot mapping (0: no K/V)
+  std::span<const int32_t> logit_rows;  // the rows that sample, in output order
   // Where end_step leaves the logits: logit_rows.size() rows of logit_width floats (host
   // memory). Null: the step returns no logits (a replayed step, or embeddings).
   float* logits = nullptr;

@@ -64,9 +64,9 @@ struct OpCall {
   const KvLayer* cache = nullptr;       // the K/V ops, attention
   const RopeConfig* rope = nullptr;     // rope, shift_keys
   const AttentionConfig* attention = nullptr;
-  const StepMetadata* step = nullptr;   // begin_step
-  Glu glu = Glu::Swiglu;                // matmul_glu, moe_ffn
-  float value = 0.0f;                   // rms_norm's eps, scale's factor
+  const StepMetadata* step = nullptr;  // begin_step
+  Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn
+  float value = 0.0f;                  // rms_norm's eps, scale's factor
   // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys), delta (shift_keys), the source and
   // destination block or row (copy_kv_block, copy_kv_row), the block (read/write_kv_block).
   std::array<int64_t, 2> numbers{};

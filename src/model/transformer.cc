@@ -328,8 +328,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   step.finish();
 }
 
-backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, const KvCache& cache,
-                                                 float* logits) const {
+backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, const KvCache& cache, float* logits) const {
   backend::StepMetadata step;
   step.tokens = batch.tokens;
   step.positions = batch.positions;

@@ -48,9 +48,9 @@ std::string part_name(int part) {
 OpProfiler::OpProfiler(backend::Backend& backend, ThreadPool* pool) : backend_(backend), pool_(pool) {
   using backend::OpKind;
   plain_ops_.assign(static_cast<size_t>(OpKind::EndStep) + 1, -1);
-  for (OpKind kind : {OpKind::GetRows, OpKind::RmsNorm, OpKind::Add, OpKind::AddRow, OpKind::Scale, OpKind::Swiglu,
-                      OpKind::Geglu, OpKind::RotateHeads, OpKind::Rope, OpKind::StoreKv, OpKind::Attention,
-                      OpKind::CopyToHost, OpKind::ShiftKeys}) {
+  for (OpKind kind :
+       {OpKind::GetRows, OpKind::RmsNorm, OpKind::Add, OpKind::AddRow, OpKind::Scale, OpKind::Swiglu, OpKind::Geglu,
+        OpKind::RotateHeads, OpKind::Rope, OpKind::StoreKv, OpKind::Attention, OpKind::CopyToHost, OpKind::ShiftKeys}) {
     plain_ops_[static_cast<size_t>(kind)] = intern(std::string(backend::op_name(kind)));
   }
   // Block moves (copy-on-write, swapping) are one kind of work for the report.
@@ -152,8 +152,7 @@ int64_t OpProfiler::op_id(const backend::OpCall& call) {
     return static_cast<int64_t>(op.name);
   };
   switch (call.kind) {
-    case OpKind::Matmul:
-      return named("matmul", std::span(call.in.data(), 1));
+    case OpKind::Matmul: return named("matmul", std::span(call.in.data(), 1));
     case OpKind::MatmulSameInput: {
       // The same layer's outputs come in the same order every step (Q, K, V).
       const TensorView* weights[8] = {};
@@ -174,8 +173,7 @@ int64_t OpProfiler::op_id(const backend::OpCall& call) {
       if (const Weight* w = weight_at(named_by->data); w != nullptr && w->part != kUnknownPart) part_ = w->part;
       return plain_ops_[static_cast<size_t>(call.kind)];
     }
-    default:
-      return plain_ops_[static_cast<size_t>(call.kind)];
+    default: return plain_ops_[static_cast<size_t>(call.kind)];
   }
 }
 
@@ -185,37 +183,22 @@ namespace {
 OpCost cost_of(const backend::OpCall& call) {
   using backend::OpKind;
   switch (call.kind) {
-    case OpKind::CopyToHost:
-      return OpCost{2.0 * static_cast<double>(call.in[0]->elements()) * 4.0, 0, false};
-    case OpKind::Matmul:
-      return matmul_cost(*call.in[0], *call.in[1], *call.out[0]);
-    case OpKind::MatmulSameInput:
-      return matmul_same_input_cost(*call.in[0], call.matmul_outputs);
-    case OpKind::MatmulGlu:
-      return matmul_glu_cost(*call.in[0], *call.in[1], *call.in[2], call.glu, *call.out[0]);
-    case OpKind::MoeFfn:
-      return moe_ffn_cost(*call.in[0], call.experts, *call.out[0]);
-    case OpKind::GetRows:
-      return get_rows_cost(*call.in[0], static_cast<int64_t>(call.indices.size()), *call.out[0]);
-    case OpKind::RmsNorm:
-      return rms_norm_cost(*call.in[0], *call.in[1]);
-    case OpKind::Add:
-      return elementwise_cost(*call.out[0], 2, 1.0);
+    case OpKind::CopyToHost: return OpCost{2.0 * static_cast<double>(call.in[0]->elements()) * 4.0, 0, false};
+    case OpKind::Matmul: return matmul_cost(*call.in[0], *call.in[1], *call.out[0]);
+    case OpKind::MatmulSameInput: return matmul_same_input_cost(*call.in[0], call.matmul_outputs);
+    case OpKind::MatmulGlu: return matmul_glu_cost(*call.in[0], *call.in[1], *call.in[2], call.glu, *call.out[0]);
+    case OpKind::MoeFfn: return moe_ffn_cost(*call.in[0], call.experts, *call.out[0]);
+    case OpKind::GetRows: return get_rows_cost(*call.in[0], static_cast<int64_t>(call.indices.size()), *call.out[0]);
+    case OpKind::RmsNorm: return rms_norm_cost(*call.in[0], *call.in[1]);
+    case OpKind::Add: return elementwise_cost(*call.out[0], 2, 1.0);
     case OpKind::AddRow:
-    case OpKind::Scale:
-      return elementwise_cost(*call.out[0], 1, 1.0);
-    case OpKind::Swiglu:
-      return glu_cost(*call.in[0], backend::Glu::Swiglu);
-    case OpKind::Geglu:
-      return glu_cost(*call.in[0], backend::Glu::Geglu);
-    case OpKind::RotateHeads:
-      return rotate_heads_cost(*call.out[0], call.numbers[0]);
-    case OpKind::Rope:
-      return rope_cost(*call.out[0], *call.rope);
-    case OpKind::StoreKv:
-      return store_kv_cost(*call.in[0], *call.in[1], *call.cache);
-    case OpKind::Attention:
-      return attention_cost(*call.in[0], *call.cache, call.seqs, *call.attention);
+    case OpKind::Scale: return elementwise_cost(*call.out[0], 1, 1.0);
+    case OpKind::Swiglu: return glu_cost(*call.in[0], backend::Glu::Swiglu);
+    case OpKind::Geglu: return glu_cost(*call.in[0], backend::Glu::Geglu);
+    case OpKind::RotateHeads: return rotate_heads_cost(*call.out[0], call.numbers[0]);
+    case OpKind::Rope: return rope_cost(*call.out[0], *call.rope);
+    case OpKind::StoreKv: return store_kv_cost(*call.in[0], *call.in[1], *call.cache);
+    case OpKind::Attention: return attention_cost(*call.in[0], *call.cache, call.seqs, *call.attention);
     case OpKind::CopyKvBlock:
     case OpKind::ReadKvBlock:
     case OpKind::WriteKvBlock:
@@ -226,8 +209,7 @@ OpCost cost_of(const backend::OpCall& call) {
       return OpCost{2.0 * static_cast<double>(call.cache->k.row_bytes + call.cache->v.row_bytes), 0, false};
     case OpKind::ShiftKeys:
       return OpCost{2.0 * static_cast<double>(call.indices.size() * backend::kv_block_bytes(*call.cache)), 0, false};
-    default:
-      return OpCost{};
+    default: return OpCost{};
   }
 }
 

@@ -121,7 +121,8 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
     step();
     plain_ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
   }
-  out.breakdown = break_down(recorded, [&](uint32_t id) { return profiler_->op_name(id); }, threads());
+  out.breakdown = break_down(
+      recorded, [&](uint32_t id) { return profiler_->op_name(id); }, threads());
   std::sort(plain_ns.begin(), plain_ns.end());
   out.unrecorded_step_ns = plain_ns.empty() ? 0 : plain_ns[plain_ns.size() / 2];
   if (!recorded.empty()) out.last = std::move(recorded.back());

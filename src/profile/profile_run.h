@@ -5,8 +5,8 @@
 // sequences of one new token each after `context` cached tokens (every sequence its own copy of
 // the same cached tokens, so the step reads batch x context positions of K/V from memory as a
 // real batch would). A verification step (speculative decoding's) is one sequence of `tokens`
-// new rows after `context` cached tokens with logits at every row. The step is repeated at the same positions, so every repetition does the
-// same work.
+// new rows after `context` cached tokens with logits at every row. The step is repeated at the same positions, so every
+// repetition does the same work.
 #include <cstdint>
 #include <memory>
 #include <string>

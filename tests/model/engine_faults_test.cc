@@ -144,7 +144,7 @@ TEST_F(EngineFaults, AFailedForwardPassEndsItsBatchAndTheEngineGoesOn) {
   Engine engine(handle(), config(512));
   std::vector<RequestHandle> handles = submit(engine);
   for (int i = 0; i < 4; ++i) engine.step();  // prefill done, generating
-  faulty.failures_left = 1;  // mid-step: the backend's step is aborted, and the next one opens
+  faulty.failures_left = 1;                   // mid-step: the backend's step is aborted, and the next one opens
   engine.step();
   EXPECT_FALSE(engine.has_unfinished());
   for (RequestHandle& h : handles) {

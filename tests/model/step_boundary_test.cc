@@ -65,11 +65,8 @@ class StepRecorder final : public backend::OpObserver {
       case OpKind::UploadWeights:
       case OpKind::CopyToHost:
       case OpKind::ReadKvBlock:
-      case OpKind::WriteKvBlock:
-        violations.push_back(op + " inside a step");
-        return;
-      default:
-        break;
+      case OpKind::WriteKvBlock: violations.push_back(op + " inside a step"); return;
+      default: break;
     }
     // Index arrays: the step's tokens, positions or logit rows.
     if (!inside(call.indices, step_->tokens) && !inside(call.indices, step_->positions) &&
@@ -139,10 +136,11 @@ TEST(StepBoundary, NothingIsAllocatedUploadedOrCopiedInsideAStep) {
   engine::LoadedModel model = engine::LoadedModel::load(testing::default_model_path(), cpu);
   const ForwardRun run = prefill_and_decode(model, cpu);
   cpu.remove_observer(&recorder);
-  EXPECT_EQ(recorder.steps, 7);  // one begin_step per forward pass
+  EXPECT_EQ(recorder.steps, 7);                  // one begin_step per forward pass
   EXPECT_GT(recorder.ops_in_steps, 7 * 30 * 8);  // SmolLM2: 30 layers of 10+ ops each
-  EXPECT_TRUE(recorder.violations.empty()) << recorder.violations.size() << " violations, the first: "
-                                           << (recorder.violations.empty() ? "" : recorder.violations.front());
+  EXPECT_TRUE(recorder.violations.empty())
+      << recorder.violations.size()
+      << " violations, the first: " << (recorder.violations.empty() ? "" : recorder.violations.front());
   EXPECT_FALSE(cpu.in_step());
 }
 
@@ -190,7 +188,7 @@ TEST(StepBoundary, AStepThatThrowsIsAbortedAndTheNextOneRuns) {
     backend::StepScope scope(cpu, step);
     EXPECT_TRUE(cpu.in_step());
     EXPECT_THROW(cpu.begin_step(step), Error);  // one step at a time
-  }  // no finish(): aborted
+  }                                             // no finish(): aborted
   EXPECT_FALSE(cpu.in_step());
   EXPECT_THROW(cpu.end_step(), Error);
   const int32_t tokens[] = {1, 2};

@@ -12,10 +12,11 @@ namespace lumen::backend {
 
 std::string_view op_name(OpKind kind) {
   static constexpr std::string_view kNames[] = {
-      "allocate", "upload_weights", "copy_to_host", "matmul", "matmul_same_input", "matmul_glu", "moe_ffn",
-      "get_rows", "rms_norm", "add", "add_row", "scale", "swiglu", "geglu", "rotate_heads", "rope", "store_kv",
-      "copy_kv_block", "copy_kv_row", "read_kv_block", "write_kv_block", "shift_keys", "attention", "begin_step",
-      "end_step"};
+      "allocate",       "upload_weights", "copy_to_host",  "matmul",      "matmul_same_input",
+      "matmul_glu",     "moe_ffn",        "get_rows",      "rms_norm",    "add",
+      "add_row",        "scale",          "swiglu",        "geglu",       "rotate_heads",
+      "rope",           "store_kv",       "copy_kv_block", "copy_kv_row", "read_kv_block",
+      "write_kv_block", "shift_keys",     "attention",     "begin_step",  "end_step"};
   static_assert(std::size(kNames) == static_cast<size_t>(OpKind::EndStep) + 1);
   return kNames[static_cast<size_t>(kind)];
 }
@@ -257,8 +258,7 @@ void Backend::rope(TensorView& x, std::span<const int32_t> positions, const Rope
   observed(call, [&] { do_rope(x, positions, config); });
 }
 
-void Backend::store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
-                       KvLayer& cache) {
+void Backend::store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs, KvLayer& cache) {
   common::check_store_kv(k, v, seqs, cache);
   OpCall call{OpKind::StoreKv};
   call.in = {&k, &v};

@@ -107,12 +107,9 @@ void for_each_piece(ThreadPool& pool, int64_t rows, int64_t cols, int64_t task_e
 
 CpuBackend::CpuBackend(unsigned threads) : pool_(threads) {}
 
-std::unique_ptr<Buffer> CpuBackend::do_allocate(size_t bytes) {
-  return std::make_unique<HostBuffer>(bytes);
-}
+std::unique_ptr<Buffer> CpuBackend::do_allocate(size_t bytes) { return std::make_unique<HostBuffer>(bytes); }
 
-TensorView CpuBackend::do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
-                                      const void* host_data) {
+TensorView CpuBackend::do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
   const auto bytes = tensor::row_bytes(type, dims[0]);  // whole blocks: checked by Backend
   // The view aliases the caller's (read-only, mmapped) memory; ops never write weights.
   // A matrix the matmul has packed kernels for is also registered for packing (replacing
@@ -175,8 +172,8 @@ void CpuBackend::do_matmul_same_input(const TensorView& x, std::span<const Matmu
                          matmul_scratch_);
 }
 
-void CpuBackend::do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x,
-                            Glu glu, TensorView& gate, TensorView& up) {
+void CpuBackend::do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,
+                               TensorView& gate, TensorView& up) {
   cpu::WeightMatrix gate_weights, up_weights;
   const cpu::MatmulTarget gate_target = matmul_target(gate_w, gate, gate_weights);
   const cpu::MatmulTarget up_target = matmul_target(up_w, up, up_weights);
@@ -192,11 +189,11 @@ cpu::WeightMatrix CpuBackend::weight_matrix(const TensorView& w) {
 }
 
 void CpuBackend::do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
-                         TensorView& out) {
+                            TensorView& out) {
   experts_.clear();
   for (const ExpertWork& e : experts) {
-    experts_.push_back({weight_matrix(*e.gate), weight_matrix(*e.up),
-                        weight_matrix(*e.down), e.rows, e.slots, e.weights});
+    experts_.push_back(
+        {weight_matrix(*e.gate), weight_matrix(*e.up), weight_matrix(*e.down), e.rows, e.slots, e.weights});
   }
   cpu::moe_ffn(x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)), x.rows(), x.dims[0], experts_,
                n_slots, glu == Glu::Geglu ? &cpu::geglu_row : &cpu::swiglu_row, out.row<float>(0),
@@ -285,19 +282,17 @@ void CpuBackend::do_rope(TensorView& x, std::span<const int32_t> positions, cons
   });
 }
 
-void CpuBackend::do_store_kv(const TensorView& k, const TensorView& v,
-                          std::span<const SequenceSlice> seqs, KvLayer& cache) {
+void CpuBackend::do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                             KvLayer& cache) {
   cpu::store_kv(k, v, seqs, cache);
 }
 
 void CpuBackend::do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) { cpu::copy_kv_row(cache, src, dst); }
 
-void CpuBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
-  cpu::copy_kv_block(cache, src, dst);
-}
+void CpuBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) { cpu::copy_kv_block(cache, src, dst); }
 
-void CpuBackend::do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta,
-                            const RopeConfig& config, int64_t head_dim) {
+void CpuBackend::do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
+                               int64_t head_dim) {
   cpu::shift_keys(cache, blocks, delta, config, head_dim);
 }
 
@@ -305,14 +300,12 @@ void CpuBackend::do_read_kv_block(const KvLayer& cache, int64_t block, void* hos
   cpu::read_kv_block(cache, block, host_k, host_v);
 }
 
-void CpuBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
-                                const void* host_v) {
+void CpuBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
   cpu::write_kv_block(cache, block, host_k, host_v);
 }
 
-void CpuBackend::do_attention(const TensorView& q, const KvLayer& cache,
-                           std::span<const SequenceSlice> seqs, const AttentionConfig& config,
-                           TensorView& out) {
+void CpuBackend::do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                              const AttentionConfig& config, TensorView& out) {
   cpu::attention(q, cache, seqs, config, out, pool_, attention_scratch_);
 }
 

@@ -30,16 +30,15 @@ class CpuBackend final : public Backend {
  protected:
   // 64-byte aligned host memory, zero-filled.
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override;
-  TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
-                            const void* host_data) override;
+  TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override;
   void do_copy_to_host(const TensorView& src, float* dst) override;
 
   void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
   void do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) override;
-  void do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,
-                  TensorView& gate, TensorView& up) override;
+  void do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu, TensorView& gate,
+                     TensorView& up) override;
   void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
-               TensorView& out) override;
+                  TensorView& out) override;
   void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
   void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
   void do_add(const TensorView& a, const TensorView& b, TensorView& out) override;
@@ -50,16 +49,15 @@ class CpuBackend final : public Backend {
   void do_rotate_heads(TensorView& x, int64_t head_dim) override;
   void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
   void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
-                KvLayer& cache) override;
+                   KvLayer& cache) override;
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                 const AttentionConfig& config, TensorView& out) override;
+                    const AttentionConfig& config, TensorView& out) override;
   void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
   void do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) override;
   void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
   void do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
-                  int64_t head_dim) override;
-  void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
-                      const void* host_v) override;
+                     int64_t head_dim) override;
+  void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
 
  private:
   // A weight matrix of a type with packed kernels (matmul_packed.h), registered by

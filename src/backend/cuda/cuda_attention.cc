@@ -64,8 +64,8 @@ size_t append(std::vector<uint8_t>& blob, const std::vector<T>& values) {
 
 }  // namespace
 
-void CudaBackend::do_store_kv(const TensorView& k, const TensorView& v,
-                           std::span<const SequenceSlice> seqs, KvLayer& cache) {
+void CudaBackend::do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                              KvLayer& cache) {
   State& s = *state_;
   const int64_t kv_dim = k.dims[0];
   if (values_in_keys(cache)) fail("store_kv: the CUDA kernels do not run multi-head latent attention yet");
@@ -122,8 +122,7 @@ void CudaBackend::do_read_kv_block(const KvLayer& cache, int64_t block, void* ho
   synchronize();
 }
 
-void CudaBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
-                                 const void* host_v) {
+void CudaBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
   State& s = *state_;
   if (cache.v.row_bytes != cache.k.row_bytes || values_in_keys(cache)) {
     fail("write_kv_block: K and V rows differ in size (a latent cache is not supported on CUDA yet)");
@@ -138,9 +137,8 @@ void CudaBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* h
                    "cudaMemcpyAsync");
 }
 
-void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache,
-                            std::span<const SequenceSlice> seqs, const AttentionConfig& config,
-                            TensorView& out) {
+void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                               const AttentionConfig& config, TensorView& out) {
   State& s = *state_;
   check_cuda_attention_inputs(cache, config);
   for (const TensorView* t : {&q, static_cast<const TensorView*>(&out), &cache.k, &cache.v}) {

@@ -138,8 +138,7 @@ std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {
   return std::make_unique<DeviceBuffer>(bytes, state_->registry);
 }
 
-TensorView CudaBackend::do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
-                                       const void* host_data) {
+TensorView CudaBackend::do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
   State& s = *state_;
   const auto row = tensor::row_bytes(type, dims[0]);  // whole blocks: checked by Backend
   const TensorView view{type, dims, static_cast<size_t>(*row), nullptr};
@@ -199,8 +198,7 @@ void CudaBackend::do_get_rows(const TensorView& table, std::span<const int32_t> 
   s.check_launch("get_rows");
 }
 
-void CudaBackend::do_rms_norm(const TensorView& x, const TensorView& weight, float eps,
-                           TensorView& out) {
+void CudaBackend::do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) {
   State& s = *state_;
   for (const TensorView* t : {&x, &weight, static_cast<const TensorView*>(&out)}) {
     cuda::require_device(s, *t, "rms_norm", "operands");
@@ -264,8 +262,7 @@ void CudaBackend::do_geglu(const TensorView& gate, const TensorView& up, TensorV
   s.check_launch("geglu");
 }
 
-void CudaBackend::do_rope(TensorView& x, std::span<const int32_t> positions,
-                       const RopeConfig& config) {
+void CudaBackend::do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) {
   State& s = *state_;
   cuda::require_device(s, x, "rope", "x");
   const int64_t heads = x.dims[1];
@@ -326,9 +323,9 @@ void CudaBackend::do_end_step() {
   if (step.logits == nullptr || step.logit_rows.empty()) return;  // nothing comes back: no wait
   // The step's one copy back, and its one wait for the device.
   const size_t row = static_cast<size_t>(step.logit_width) * sizeof(float);
-  check_cuda(cudaMemcpyAsync(step.logits, s.step->logits(), row * step.logit_rows.size(), cudaMemcpyDeviceToHost,
-                             s.stream),
-             "cudaMemcpyAsync");
+  check_cuda(
+      cudaMemcpyAsync(step.logits, s.step->logits(), row * step.logit_rows.size(), cudaMemcpyDeviceToHost, s.stream),
+      "cudaMemcpyAsync");
   synchronize();
 }
 

@@ -66,8 +66,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override;
   // Copies the weights to device memory through pinned staging, asynchronously (ops queued
   // later see them). The copy lives as long as the backend.
-  TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
-                            const void* host_data) override;
+  TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override;
   // Waits for all queued work, then converts src's rows to f32 on the host.
   void do_copy_to_host(const TensorView& src, float* dst) override;
 
@@ -84,13 +83,12 @@ class CudaBackend final : public Backend {
   // config.freq_factors may point to host or device memory.
   void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
   void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
-                KvLayer& cache) override;
+                   KvLayer& cache) override;
   void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
   void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
-  void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
-                      const void* host_v) override;
+  void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                 const AttentionConfig& config, TensorView& out) override;
+                    const AttentionConfig& config, TensorView& out) override;
 
   // The step boundary: begin_step copies the step's metadata (token ids, positions, logit rows,
   // each layer group's slot mapping) to device memory in one transfer; ops given those arrays

@@ -90,7 +90,8 @@ const int64_t* StepUploads::slot_mapping(std::span<const SequenceSlice> seqs, in
   if (seqs.size() != per_group || seqs.data() < first || seqs.data() >= first + step_.sequences.size()) return nullptr;
   const auto index = static_cast<size_t>(seqs.data() - first);
   if (index % per_group != 0) return nullptr;
-  return reinterpret_cast<const int64_t*>(static_cast<const uint8_t*>(device_.data()) + group_offsets_[index / per_group]);
+  return reinterpret_cast<const int64_t*>(static_cast<const uint8_t*>(device_.data()) +
+                                          group_offsets_[index / per_group]);
 }
 
 }  // namespace lumen::backend::cuda

@@ -119,7 +119,7 @@ class MirrorBackend final : public Backend {
     compare("rope " + describe(x), x, d);
   }
   void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
-                KvLayer& cache) override {
+                   KvLayer& cache) override {
     KvLayer d = twin(cache);
     gpu_.store_kv(twin(k), twin(v), seqs, d);
     cpu_.store_kv(k, v, seqs, cache);
@@ -140,7 +140,7 @@ class MirrorBackend final : public Backend {
     cpu_.write_kv_block(cache, block, host_k, host_v);
   }
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                 const AttentionConfig& config, TensorView& out) override {
+                    const AttentionConfig& config, TensorView& out) override {
     TensorView d = twin(out);
     gpu_.attention(twin(q), twin(cache), seqs, config, d);
     cpu_.attention(q, cache, seqs, config, out);
