@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/step_scope.h"
 #include "dist/collectives.h"
 #include "model/rope_config.h"
 #include "util/error.h"
@@ -351,14 +352,31 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
     forward_pipelined(batch, cache, logits);
     return;
   }
-  ensure_capacity(n, n_out);
+  ensure_capacity(n, n_out);  // before the step: a step allocates nothing
+  const bool wants_logits = n_out != 0 && shard_.rank == 0 && logits != nullptr;
+  backend::StepScope step(backend_, step_metadata(batch, cache, wants_logits ? logits : nullptr));
   embed(batch.tokens, n);
   run_layers(batch, cache, n);
-  if (n_out == 0 || shard_.rank != 0 || logits == nullptr) return;
-  // Only the sampled rows go through the final norm and the (large) output projection.
-  TensorView picked = first_rows(s_.logit_h, n_out);
-  backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
-  output_head(n_out, logits);
+  if (wants_logits) {
+    // Only the sampled rows go through the final norm and the (large) output projection.
+    TensorView picked = first_rows(s_.logit_h, n_out);
+    backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
+    output_head(n_out, step.logits());
+  }
+  step.finish();
+}
+
+backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, const KvCache& cache, float* logits) const {
+  backend::StepMetadata step;
+  step.tokens = batch.tokens;
+  step.positions = batch.positions;
+  step.sequences = batch.sequences;
+  step.sequence_groups = cache.layout().n_groups();
+  step.block_size = cache.block_size();
+  step.logit_rows = batch.logit_rows;
+  step.logits = logits;
+  step.logit_width = static_cast<int64_t>(hp_.vocab_size);
+  return step;
 }
 
 void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, float* hidden) {
@@ -370,19 +388,23 @@ void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, floa
   if (n == 0) return;
   check_batch(batch, cache);
   ensure_capacity(n, n_out);
+  // A step without logits: the hidden rows come back by copy_to_host once it is over.
+  backend::StepScope step(backend_, step_metadata(batch, cache, nullptr));
   if (arch_.features.encoder) {
     encode(batch, n);  // no output norm after an encoder's last block
   } else {
     embed(batch.tokens, n);
     run_layers(batch, cache, n);
   }
-  if (n_out == 0) return;
   TensorView picked = first_rows(s_.logit_h, n_out);
-  backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
-  if (!arch_.features.encoder) {
-    backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+  if (n_out != 0) {
+    backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
+    if (!arch_.features.encoder) {
+      backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+    }
   }
-  backend_.copy_to_host(picked, hidden);  // the rows are on the device
+  step.finish();
+  if (n_out != 0) backend_.copy_to_host(picked, hidden);  // the rows are on the device
 }
 
 void Transformer::embed(std::span<const int32_t> tokens, int64_t n) {
@@ -403,10 +425,9 @@ void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t 
   }
 }
 
-void Transformer::output_head(int64_t n_out, float* logits) {
+void Transformer::output_head(int64_t n_out, TensorView out) {
   TensorView picked = first_rows(s_.logit_h, n_out);
   backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
-  TensorView out = backend::f32_matrix(logits, static_cast<int64_t>(hp_.vocab_size), n_out);
   backend_.matmul(weights_.output_matrix(), picked, out);
 }
 
@@ -460,7 +481,7 @@ void Transformer::forward_pipelined(const ForwardBatch& batch, KvCache& cache, f
   for (const MicroBatch& part : parts) {
     for (size_t j : part.outputs) std::copy_n(returned_.data() + (at++) * embd, embd, picked + j * embd);
   }
-  output_head(n_out, logits);
+  output_head(n_out, backend::f32_matrix(logits, static_cast<int64_t>(hp_.vocab_size), n_out));
 }
 
 }  // namespace lumen::model

@@ -89,8 +89,11 @@ class Transformer {
   void encode(const ForwardBatch& batch, int64_t n);
   // This process's layers over the first n rows of s_.x.
   void run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n);
-  // Final norm and output head over the first n_out rows of s_.logit_h, into `logits`.
-  void output_head(int64_t n_out, float* logits);
+  // Final norm and output head over the first n_out rows of s_.logit_h, into `out` (the
+  // step's logits: backend::Backend::step_logits).
+  void output_head(int64_t n_out, backend::TensorView out);
+  // What a forward pass over `batch` hands the backend at its step boundary (backend.h).
+  backend::StepMetadata step_metadata(const ForwardBatch& batch, const KvCache& cache, float* logits) const;
   // forward's checks of the batch against the cache and the vocabulary.
   void check_batch(const ForwardBatch& batch, const KvCache& cache) const;
   // A pipeline stage's share of a forward pass, micro-batch by micro-batch.

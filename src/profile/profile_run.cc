@@ -31,12 +31,10 @@ std::string StepShape::label() const {
 
 ProfileRun::ProfileRun(const std::string& model_path, unsigned threads, KvCacheDtype kv_cache_dtype)
     : model_path_(model_path), kv_type_(engine::kv_tensor_type(kv_cache_dtype)) {
-  auto cpu = std::make_unique<backend::CpuBackend>(threads);
-  ThreadPool* pool = &cpu->pool();
-  owned_backend_ = std::make_unique<ProfilingBackend>(std::move(cpu), pool);
-  backend_ = owned_backend_.get();
+  backend_ = std::make_unique<backend::CpuBackend>(threads);
+  profiler_ = std::make_unique<OpProfiler>(*backend_, &backend_->pool());  // before the weights: it names them
   model_ = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(model_path, *backend_));
-  backend_->name_weights(*model_->file);
+  profiler_->name_weights(*model_->file);
   model::check_kv_cache_type(*backend_, model_->hparams, kv_type_);
 }
 
@@ -48,13 +46,14 @@ std::string ProfileRun::description() const {
 
 ProfileRun::~ProfileRun() {
   model_.reset();  // the weights' views before the backend
+  profiler_.reset();
 }
 
-unsigned ProfileRun::threads() const {
-  return static_cast<backend::CpuBackend&>(owned_backend_->inner()).pool().size();
-}
+backend::Backend& ProfileRun::backend() { return *backend_; }
 
-ThreadPool& ProfileRun::pool() { return static_cast<backend::CpuBackend&>(owned_backend_->inner()).pool(); }
+unsigned ProfileRun::threads() const { return backend_->pool().size(); }
+
+ThreadPool& ProfileRun::pool() { return backend_->pool(); }
 
 double ProfileRun::weight_bytes() const {
   double bytes = 0;
@@ -123,14 +122,15 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
   std::vector<double> plain_ns;
   for (int r = 0; r < repetitions; ++r) {
     // Alternating, so a drift in the machine's speed touches both alike.
-    backend_->begin_step();
+    profiler_->start_recording();
     step();
-    recorded.push_back(backend_->end_step());
+    recorded.push_back(profiler_->stop_recording());
     const auto start = std::chrono::steady_clock::now();
     step();
     plain_ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
   }
-  out.breakdown = break_down(recorded, [&](uint32_t id) { return backend_->op_name(id); }, threads());
+  out.breakdown = break_down(
+      recorded, [&](uint32_t id) { return profiler_->op_name(id); }, threads());
   std::sort(plain_ns.begin(), plain_ns.end());
   out.unrecorded_step_ns = plain_ns.empty() ? 0 : plain_ns[plain_ns.size() / 2];
   if (!recorded.empty()) out.last = std::move(recorded.back());

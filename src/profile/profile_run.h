@@ -1,12 +1,12 @@
 #pragma once
-// What `lumen bench profile` runs: a model loaded through a ProfilingBackend over the CPU
-// backend, and forward passes of a chosen shape recorded op by op. A prefill step is `batch`
+// What `lumen bench profile` runs: a model loaded on the CPU backend with an OpProfiler
+// observing it, and forward passes of a chosen shape recorded op by op. A prefill step is `batch`
 // sequences of `tokens` new tokens each from an empty context; a decode step is `batch`
 // sequences of one new token each after `context` cached tokens (every sequence its own copy of
 // the same cached tokens, so the step reads batch x context positions of K/V from memory as a
 // real batch would). A verification step (speculative decoding's) is one sequence of `tokens`
-// new rows after `context` cached tokens with logits at every row. The step is repeated at the same positions, so every repetition does the
-// same work.
+// new rows after `context` cached tokens with logits at every row. The step is repeated at the same positions, so every
+// repetition does the same work.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,7 +14,7 @@
 #include "engine/loaded_model.h"
 #include "lumen/engine_config.h"
 #include "profile/machine_ceilings.h"
-#include "profile/profiling_backend.h"
+#include "profile/op_profiler.h"
 #include "profile/step_breakdown.h"
 
 namespace lumen::backend {
@@ -53,7 +53,9 @@ class ProfileRun {
   std::string description() const;
   unsigned threads() const;
   ThreadPool& pool();
-  const std::string& op_name(uint32_t id) const { return backend_->op_name(id); }
+  const std::string& op_name(uint32_t id) const { return profiler_->op_name(id); }
+  // The backend the model runs on (its capabilities are the CPU backend's own).
+  backend::Backend& backend();
   // Bytes of every weight the model multiplies or looks up (the file's tensor data).
   double weight_bytes() const;
 
@@ -61,8 +63,8 @@ class ProfileRun {
   ShapeProfile profile(const StepShape& shape, int repetitions);
 
  private:
-  ProfilingBackend* backend_;  // owned by owned_backend_
-  std::unique_ptr<ProfilingBackend> owned_backend_;
+  std::unique_ptr<backend::CpuBackend> backend_;
+  std::unique_ptr<OpProfiler> profiler_;  // observes backend_
   std::unique_ptr<engine::LoadedModel> model_;
   std::string model_path_;
   tensor::DType kv_type_;

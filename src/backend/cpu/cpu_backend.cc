@@ -66,20 +66,6 @@ class HostBuffer final : public Buffer {
   size_t mapped_bytes_ = 0;
 };
 
-// Throws unless t is an f32 tensor with `cols` values per row and float-aligned rows.
-void check_f32(const TensorView& t, int64_t cols, std::string_view op, std::string_view name) {
-  if (t.type != tensor::DType::F32 || t.dims[0] != cols || t.data == nullptr ||
-      t.row_bytes < static_cast<size_t>(cols) * sizeof(float) || t.row_bytes % sizeof(float) != 0 ||
-      t.rows() < 0) {
-    fail("{}: {} must be f32 with rows of {} values", op, name, cols);
-  }
-}
-
-void check_same_shape(const TensorView& a, const TensorView& b, std::string_view op) {
-  check_f32(b, a.dims[0], op, "operands");
-  if (a.rows() != b.rows()) fail("{}: operands hold {} and {} rows", op, a.rows(), b.rows());
-}
-
 // Runs fn(row, col_begin, col_end) over a rows x cols tensor, on the pool when it is big
 // enough. With split_rows the pieces may be parts of rows (elementwise ops); otherwise whole
 // rows (ops that need a row at once). The lambda handed to the pool captures one pointer, so
@@ -122,17 +108,10 @@ void for_each_piece(ThreadPool& pool, int64_t rows, int64_t cols, int64_t task_e
 
 CpuBackend::CpuBackend(unsigned threads) : pool_(threads) {}
 
-std::unique_ptr<Buffer> CpuBackend::allocate(size_t bytes) {
-  return std::make_unique<HostBuffer>(bytes);
-}
+std::unique_ptr<Buffer> CpuBackend::do_allocate(size_t bytes) { return std::make_unique<HostBuffer>(bytes); }
 
-TensorView CpuBackend::upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
-                                      const void* host_data) {
-  const auto bytes = tensor::row_bytes(type, dims[0]);
-  if (!bytes || host_data == nullptr) {
-    fail("upload_weights: rows of {} {} values are not a whole number of blocks", dims[0],
-         tensor::dtype_name(type));
-  }
+TensorView CpuBackend::do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
+  const auto bytes = tensor::row_bytes(type, dims[0]);  // whole blocks: checked by Backend
   // The view aliases the caller's (read-only, mmapped) memory; ops never write weights.
   // A matrix the matmul has packed kernels for is also registered for packing (replacing
   // whatever was registered at this address before: the new upload's bytes are what count).
@@ -163,93 +142,74 @@ const cpu::PackedWeights* CpuBackend::packed_weights(const cpu::WeightMatrix& w)
   return slot.packed.get();
 }
 
-void CpuBackend::copy_to_host(const TensorView& src, float* dst) {
-  cpu::check_get_rows(src, 0, f32_matrix(dst, src.dims[0], 0));
+void CpuBackend::do_copy_to_host(const TensorView& src, float* dst) {
   for (int64_t r = 0; r < src.rows(); ++r) {
     cpu::get_row(src, static_cast<int32_t>(r), dst + r * src.dims[0]);
   }
 }
 
-void CpuBackend::matmul(const TensorView& w, const TensorView& x, TensorView& y) {
+void CpuBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView& y) {
   const MatmulOutput output{&w, &y};
-  matmul_same_input(x, {&output, 1});
+  do_matmul_same_input(x, {&output, 1});
 }
 
-cpu::MatmulTarget CpuBackend::matmul_target(const TensorView& w, const TensorView& x, TensorView& y,
-                                             cpu::WeightMatrix& weights) {
-  if (w.dims[2] * w.dims[3] != 1) fail("matmul: weights must be 2-D");
-  check_f32(x, w.dims[0], "matmul", "x");
-  check_f32(y, w.dims[1], "matmul", "y");
-  if (x.rows() != y.rows()) fail("matmul: x has {} rows, y {}", x.rows(), y.rows());
-  weights = cpu::WeightMatrix{w.type, w.dims[1], w.dims[0], w.data, w.row_bytes};
-  weights.packed = packed_weights(weights);
+cpu::MatmulTarget CpuBackend::matmul_target(const TensorView& w, TensorView& y, cpu::WeightMatrix& weights) {
+  weights = weight_matrix(w);
   return {&weights, y.row<float>(0), static_cast<int64_t>(y.row_bytes / sizeof(float))};
 }
 
-void CpuBackend::matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) {
+void CpuBackend::do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) {
   if (outputs.size() > cpu::kMaxMatmulTargets) {
-    Backend::matmul_same_input(x, outputs);  // one at a time
+    Backend::do_matmul_same_input(x, outputs);  // one at a time
     return;
   }
   std::array<cpu::WeightMatrix, cpu::kMaxMatmulTargets> weights;
   std::array<cpu::MatmulTarget, cpu::kMaxMatmulTargets> targets;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    targets[i] = matmul_target(*outputs[i].w, x, *outputs[i].y, weights[i]);
+    targets[i] = matmul_target(*outputs[i].w, *outputs[i].y, weights[i]);
   }
   cpu::matmul_same_input({targets.data(), outputs.size()}, x.row<const float>(0),
                          static_cast<int64_t>(x.row_bytes / sizeof(float)), x.rows(), pool_,
                          matmul_scratch_);
 }
 
-void CpuBackend::matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x,
-                            Glu glu, TensorView& gate, TensorView& up) {
+void CpuBackend::do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,
+                               TensorView& gate, TensorView& up) {
   cpu::WeightMatrix gate_weights, up_weights;
-  const cpu::MatmulTarget gate_target = matmul_target(gate_w, x, gate, gate_weights);
-  const cpu::MatmulTarget up_target = matmul_target(up_w, x, up, up_weights);
+  const cpu::MatmulTarget gate_target = matmul_target(gate_w, gate, gate_weights);
+  const cpu::MatmulTarget up_target = matmul_target(up_w, up, up_weights);
   cpu::matmul_glu(gate_target, up_target, glu == Glu::Geglu ? &cpu::geglu_row : &cpu::swiglu_row,
                   x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)),
                   x.rows(), pool_, matmul_scratch_);
 }
 
-cpu::WeightMatrix CpuBackend::weight_matrix(const TensorView& w, std::string_view op) {
-  if (w.dims[2] * w.dims[3] != 1) fail("{}: weights must be 2-D", op);
+cpu::WeightMatrix CpuBackend::weight_matrix(const TensorView& w) {
   cpu::WeightMatrix weights{w.type, w.dims[1], w.dims[0], w.data, w.row_bytes};
   weights.packed = packed_weights(weights);
   return weights;
 }
 
-void CpuBackend::moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
-                         TensorView& out) {
-  check_f32(x, x.dims[0], "moe_ffn", "x");
-  check_same_shape(x, out, "moe_ffn");
-  if (x.data == out.data) fail("moe_ffn: out may not alias x");
+void CpuBackend::do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
+                            TensorView& out) {
   experts_.clear();
   for (const ExpertWork& e : experts) {
-    if (e.gate == nullptr || e.up == nullptr || e.down == nullptr) fail("moe_ffn: an expert without its matrices");
-    experts_.push_back({weight_matrix(*e.gate, "moe_ffn"), weight_matrix(*e.up, "moe_ffn"),
-                        weight_matrix(*e.down, "moe_ffn"), e.rows, e.slots, e.weights});
+    experts_.push_back(
+        {weight_matrix(*e.gate), weight_matrix(*e.up), weight_matrix(*e.down), e.rows, e.slots, e.weights});
   }
   cpu::moe_ffn(x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)), x.rows(), x.dims[0], experts_,
                n_slots, glu == Glu::Geglu ? &cpu::geglu_row : &cpu::swiglu_row, out.row<float>(0),
                static_cast<int64_t>(out.row_bytes / sizeof(float)), pool_, moe_scratch_);
 }
 
-void CpuBackend::get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {
+void CpuBackend::do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {
   const auto n_ids = static_cast<int64_t>(ids.size());
-  cpu::check_get_rows(table, n_ids, out);
-  for (const int32_t id : ids) {
-    if (id < 0 || id >= table.rows()) fail("get_rows: id {} is not in [0, {})", id, table.rows());
-  }
   for_each_piece(pool_, n_ids, table.dims[0], kCheapOpTaskElements, false,
                  [&](int64_t i, int64_t, int64_t) {
                    cpu::get_row(table, ids[static_cast<size_t>(i)], out.row<float>(i));
                  });
 }
 
-void CpuBackend::rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) {
-  check_f32(x, x.dims[0], "rms_norm", "x");
-  check_f32(weight, x.dims[0], "rms_norm", "weight");
-  check_same_shape(x, out, "rms_norm");
+void CpuBackend::do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) {
   for_each_piece(pool_, x.rows(), x.dims[0], kCheapOpTaskElements, false,
                  [&](int64_t r, int64_t, int64_t) {
                    cpu::rms_norm_row(x.row<const float>(r), weight.row<const float>(0), eps,
@@ -257,10 +217,7 @@ void CpuBackend::rms_norm(const TensorView& x, const TensorView& weight, float e
                  });
 }
 
-void CpuBackend::add(const TensorView& a, const TensorView& b, TensorView& out) {
-  check_f32(a, a.dims[0], "add", "a");
-  check_same_shape(a, b, "add");
-  check_same_shape(a, out, "add");
+void CpuBackend::do_add(const TensorView& a, const TensorView& b, TensorView& out) {
   for_each_piece(pool_, a.rows(), a.dims[0], kCheapOpTaskElements, true,
                  [&](int64_t r, int64_t c0, int64_t c1) {
                    cpu::add_row_values(a.row<const float>(r) + c0, b.row<const float>(r) + c0,
@@ -268,9 +225,7 @@ void CpuBackend::add(const TensorView& a, const TensorView& b, TensorView& out) 
                  });
 }
 
-void CpuBackend::add_row(TensorView& x, const TensorView& row) {
-  check_f32(x, x.dims[0], "add_row", "x");
-  check_f32(row, x.dims[0], "add_row", "row");
+void CpuBackend::do_add_row(TensorView& x, const TensorView& row) {
   for_each_piece(pool_, x.rows(), x.dims[0], kCheapOpTaskElements, true,
                  [&](int64_t r, int64_t c0, int64_t c1) {
                    float* dst = x.row<float>(r) + c0;
@@ -278,18 +233,14 @@ void CpuBackend::add_row(TensorView& x, const TensorView& row) {
                  });
 }
 
-void CpuBackend::scale(TensorView& x, float factor) {
-  check_f32(x, x.dims[0], "scale", "x");
+void CpuBackend::do_scale(TensorView& x, float factor) {
   for_each_piece(pool_, x.rows(), x.dims[0], kCheapOpTaskElements, true,
                  [&](int64_t r, int64_t c0, int64_t c1) {
                    cpu::scale_row_values(x.row<float>(r) + c0, c1 - c0, factor);
                  });
 }
 
-void CpuBackend::swiglu(const TensorView& gate, const TensorView& up, TensorView& out) {
-  check_f32(gate, gate.dims[0], "swiglu", "gate");
-  check_same_shape(gate, up, "swiglu");
-  check_same_shape(gate, out, "swiglu");
+void CpuBackend::do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) {
   for_each_piece(pool_, gate.rows(), gate.dims[0], kActivationTaskElements, true,
                  [&](int64_t r, int64_t c0, int64_t c1) {
                    cpu::swiglu_row(gate.row<const float>(r) + c0, up.row<const float>(r) + c0,
@@ -297,10 +248,7 @@ void CpuBackend::swiglu(const TensorView& gate, const TensorView& up, TensorView
                  });
 }
 
-void CpuBackend::geglu(const TensorView& gate, const TensorView& up, TensorView& out) {
-  check_f32(gate, gate.dims[0], "geglu", "gate");
-  check_same_shape(gate, up, "geglu");
-  check_same_shape(gate, out, "geglu");
+void CpuBackend::do_geglu(const TensorView& gate, const TensorView& up, TensorView& out) {
   for_each_piece(pool_, gate.rows(), gate.dims[0], kActivationTaskElements, true,
                  [&](int64_t r, int64_t c0, int64_t c1) {
                    cpu::geglu_row(gate.row<const float>(r) + c0, up.row<const float>(r) + c0,
@@ -308,11 +256,7 @@ void CpuBackend::geglu(const TensorView& gate, const TensorView& up, TensorView&
                  });
 }
 
-void CpuBackend::rotate_heads(TensorView& x, int64_t head_dim) {
-  check_f32(x, x.dims[0], "rotate_heads", "x");
-  if (head_dim <= 0 || !is_power_of_two(static_cast<uint64_t>(head_dim)) || x.dims[0] % head_dim != 0) {
-    fail("rotate_heads: head_dim {} is not a power of two dividing the row of {}", head_dim, x.dims[0]);
-  }
+void CpuBackend::do_rotate_heads(TensorView& x, int64_t head_dim) {
   for_each_piece(pool_, x.rows(), x.dims[0], kCheapOpTaskElements, false,
                  [&](int64_t r, int64_t, int64_t) {
                    float* row = x.row<float>(r);
@@ -320,13 +264,9 @@ void CpuBackend::rotate_heads(TensorView& x, int64_t head_dim) {
                  });
 }
 
-void CpuBackend::rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) {
-  check_f32(x, x.dims[0], "rope", "x");
+void CpuBackend::do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) {
   const int64_t heads = x.dims[1];
   const int64_t tokens = x.dims[2] * x.dims[3];
-  if (static_cast<int64_t>(positions.size()) != tokens) {
-    fail("rope: {} positions for {} tokens", positions.size(), tokens);
-  }
   const cpu::RopeParams params = cpu::make_rope_params(config, x.dims[0]);
   struct Job {
     TensorView* x;
@@ -343,47 +283,42 @@ void CpuBackend::rope(TensorView& x, std::span<const int32_t> positions, const R
   });
 }
 
-void CpuBackend::store_kv(const TensorView& k, const TensorView& v,
-                          std::span<const SequenceSlice> seqs, KvLayer& cache) {
-  check_f32(k, k.dims[0], "store_kv", "k");
-  check_same_shape(k, v, "store_kv");
+void CpuBackend::do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                             KvLayer& cache) {
   cpu::store_kv(k, v, seqs, cache);
 }
 
-void CpuBackend::copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) { cpu::copy_kv_row(cache, src, dst); }
+void CpuBackend::do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) { cpu::copy_kv_row(cache, src, dst); }
 
-void CpuBackend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
-  cpu::copy_kv_block(cache, src, dst);
-}
+void CpuBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) { cpu::copy_kv_block(cache, src, dst); }
 
-void CpuBackend::shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta,
-                            const RopeConfig& config, int64_t head_dim) {
+void CpuBackend::do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
+                               int64_t head_dim) {
   cpu::shift_keys(cache, blocks, delta, config, head_dim);
 }
 
-void CpuBackend::attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq,
-                                  int64_t first_row, const AttentionConfig& config, float* scores,
-                                  int64_t slot_stride) {
+void CpuBackend::do_attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq,
+                                     int64_t first_row, const AttentionConfig& config, float* scores,
+                                     int64_t slot_stride) {
   cpu::attention_scores(q, cache, seq, first_row, config, scores, slot_stride, pool_);
 }
 
-void CpuBackend::gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
-                                std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) {
+void CpuBackend::do_gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table,
+                                   std::span<const int32_t> dst_table, std::span<const int32_t> keep, int64_t head_dim,
+                                   int64_t value_dim) {
   cpu::gather_kv_rows(cache, src_table, dst_table, keep, head_dim, value_dim);
 }
 
-void CpuBackend::read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
+void CpuBackend::do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
   cpu::read_kv_block(cache, block, host_k, host_v);
 }
 
-void CpuBackend::write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
-                                const void* host_v) {
+void CpuBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
   cpu::write_kv_block(cache, block, host_k, host_v);
 }
 
-void CpuBackend::attention(const TensorView& q, const KvLayer& cache,
-                           std::span<const SequenceSlice> seqs, const AttentionConfig& config,
-                           TensorView& out) {
+void CpuBackend::do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                              const AttentionConfig& config, TensorView& out) {
   cpu::attention(q, cache, seqs, config, out, pool_, attention_scratch_);
 }
 

@@ -27,47 +27,46 @@ class CpuBackend final : public Backend {
   bool supports_tree_attention() const override { return true; }
   ThreadPool& pool() { return pool_; }
 
+ protected:
   // 64-byte aligned host memory, zero-filled.
-  std::unique_ptr<Buffer> allocate(size_t bytes) override;
-  TensorView upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
-                            const void* host_data) override;
-  void copy_to_host(const TensorView& src, float* dst) override;
+  std::unique_ptr<Buffer> do_allocate(size_t bytes) override;
+  TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override;
+  void do_copy_to_host(const TensorView& src, float* dst) override;
 
-  void matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
-  void matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) override;
-  void matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,
-                  TensorView& gate, TensorView& up) override;
-  void moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
-               TensorView& out) override;
-  void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
-  void rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
-  void add(const TensorView& a, const TensorView& b, TensorView& out) override;
-  void add_row(TensorView& x, const TensorView& row) override;
-  void scale(TensorView& x, float factor) override;
-  void swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
-  void geglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
-  void rotate_heads(TensorView& x, int64_t head_dim) override;
-  void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
+  void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
+  void do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) override;
+  void do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu, TensorView& gate,
+                     TensorView& up) override;
+  void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
+                  TensorView& out) override;
+  void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
+  void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
+  void do_add(const TensorView& a, const TensorView& b, TensorView& out) override;
+  void do_add_row(TensorView& x, const TensorView& row) override;
+  void do_scale(TensorView& x, float factor) override;
+  void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
+  void do_geglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
+  void do_rotate_heads(TensorView& x, int64_t head_dim) override;
+  void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
+  void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                   KvLayer& cache) override;
+  void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                    const AttentionConfig& config, TensorView& out) override;
+  void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
+  void do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) override;
+  void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
+  void do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
+                     int64_t head_dim) override;
+  void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
   // cpu_backend_ssm.cc
-  void ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
-                std::span<const SsmSequence> seqs, TensorView& out) override;
-  void ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
-                const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) override;
-  void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
-                KvLayer& cache) override;
-  void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                 const AttentionConfig& config, TensorView& out) override;
-  void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
-  void copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) override;
-  void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
-  void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
-                        const AttentionConfig& config, float* scores, int64_t slot_stride) override;
-  void gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
-                      std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) override;
-  void shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
-                  int64_t head_dim) override;
-  void write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
-                      const void* host_v) override;
+  void do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
+                   std::span<const SsmSequence> seqs, TensorView& out) override;
+  void do_ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
+                   const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) override;
+  void do_attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
+                           const AttentionConfig& config, float* scores, int64_t slot_stride) override;
+  void do_gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
+                         std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) override;
 
  private:
   // A weight matrix of a type with packed kernels (matmul_packed.h), registered by
@@ -81,11 +80,10 @@ class CpuBackend final : public Backend {
     std::unique_ptr<cpu::PackedWeights> packed;  // null until the first matmul
   };
   const cpu::PackedWeights* packed_weights(const cpu::WeightMatrix& w);
-  // Checks one matmul's operands and describes them for the cpu:: kernels (weights is filled).
-  cpu::MatmulTarget matmul_target(const TensorView& w, const TensorView& x, TensorView& y,
-                                  cpu::WeightMatrix& weights);
-  // A 2-D weight view described for the cpu:: kernels, with its packed form when it has one.
-  cpu::WeightMatrix weight_matrix(const TensorView& w, std::string_view op);
+  // Describes one matmul's (checked) operands for the cpu:: kernels (weights is filled).
+  cpu::MatmulTarget matmul_target(const TensorView& w, TensorView& y, cpu::WeightMatrix& weights);
+  // A (checked) 2-D weight view described for the cpu:: kernels, with its packed form when it has one.
+  cpu::WeightMatrix weight_matrix(const TensorView& w);
 
   ThreadPool pool_;
   cpu::PackedArena packed_arena_;  // the packed matrices' memory: outlives packed_weights_

@@ -45,7 +45,7 @@ void check_sequences(std::span<const SsmSequence> seqs, int64_t n, std::string_v
 
 }  // namespace
 
-void CpuBackend::ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
+void CpuBackend::do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
                           std::span<const SsmSequence> seqs, TensorView& out) {
   const int64_t channels = x.dims[0], n = x.rows(), kernel = weight.dims[0];
   if (kernel < 1) fail("ssm_conv: the kernel has {} taps", kernel);
@@ -80,7 +80,7 @@ void CpuBackend::ssm_conv(const TensorView& x, const TensorView& weight, const T
   pool_.parallel_for(n_tasks, run);
 }
 
-void CpuBackend::ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
+void CpuBackend::do_ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
                           const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) {
   const int64_t inner = x.dims[0], n = x.rows(), head_dim = weights.head_dim, groups = weights.groups;
   if (head_dim < 1 || inner % head_dim != 0) fail("ssm_scan: heads of {} do not divide {} channels", head_dim, inner);

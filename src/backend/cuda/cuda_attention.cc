@@ -6,7 +6,6 @@
 #include <cstring>
 #include <vector>
 
-#include "backend/common/attention_checks.h"
 #include "backend/common/kv_checks.h"
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/attention_plan.h"
@@ -23,23 +22,13 @@ constexpr size_t kPartialBudgetBytes = size_t{256} << 20;
 
 bool is_f16(const TensorView& t) { return t.type == tensor::DType::F16; }
 
-void check_block_id(int64_t block, const KvLayer& cache, std::string_view op) {
-  const int64_t n_blocks = cache.k.dims[2] * cache.k.dims[3];
-  if (block < 0 || block >= n_blocks)
-    fail("{}: block id {} is not in [0, {})", op, block, n_blocks);
-}
-
 uint8_t* block_start(const TensorView& t, int64_t block_size, int64_t block) {
   return static_cast<uint8_t*>(t.data) + static_cast<size_t>(block * block_size) * t.row_bytes;
 }
 
-void check_cuda_attention_inputs(const TensorView& q, const KvLayer& cache,
-                                 std::span<const SequenceSlice> seqs, const AttentionConfig& cfg,
-                                 const TensorView& out) {
-  common::check_attention_inputs(q, cache, seqs, cfg, out);
-  for (const SequenceSlice& seq : seqs) {
-    if (!seq.visible.empty()) fail("attention: the CUDA kernels do not take a tree attention mask (lookahead decoding)");
-  }
+// What the CUDA kernels add to the shared checks (Backend::attention; a tree mask is refused
+// there, as this backend does not claim supports_tree_attention).
+void check_cuda_attention_inputs(const KvLayer& cache, const AttentionConfig& cfg) {
   if (cfg.head_dim > cuda::kMaxHeadDim) {
     fail("attention: the CUDA kernels take head_dim up to {}, not {}", cuda::kMaxHeadDim,
          cfg.head_dim);
@@ -75,29 +64,29 @@ size_t append(std::vector<uint8_t>& blob, const std::vector<T>& values) {
 
 }  // namespace
 
-void CudaBackend::store_kv(const TensorView& k, const TensorView& v,
-                           std::span<const SequenceSlice> seqs, KvLayer& cache) {
+void CudaBackend::do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                              KvLayer& cache) {
   State& s = *state_;
-  cuda::check_f32(k, k.dims[0], "store_kv", "k");
-  cuda::check_same_shape(k, v, "store_kv");
   const int64_t kv_dim = k.dims[0];
-  common::check_kv_layer(cache, kv_dim, "store_kv");
-  common::check_sequences(seqs, k.rows(), cache, "store_kv");
+  if (values_in_keys(cache)) fail("store_kv: the CUDA kernels do not run multi-head latent attention yet");
   for (const TensorView* t : {&k, &v, static_cast<const TensorView*>(&cache.k),
                               static_cast<const TensorView*>(&cache.v)}) {
     cuda::require_device(s, *t, "store_kv", "tensors");
   }
-  // Token t's destination row in the cache, or -1 for a row no sequence owns.
-  std::vector<int64_t> dest(static_cast<size_t>(k.rows()), -1);
-  for (const SequenceSlice& seq : seqs) {
-    for (int64_t i = 0; i < seq.n_tokens; ++i) {
-      dest[static_cast<size_t>(seq.first_token + i)] =
-          common::kv_row(seq, seq.start_pos + i, cache.block_size);
+  // Inside a step the slot mapping came with the step's metadata (step_uploads.h).
+  const int64_t* rows = s.step->slot_mapping(seqs, cache.block_size, k.rows());
+  if (k.rows() == 0) return;
+  if (rows == nullptr) {
+    // Token t's destination row in the cache, or -1 for a row no sequence owns.
+    std::vector<int64_t> dest(static_cast<size_t>(k.rows()), -1);
+    for (const SequenceSlice& seq : seqs) {
+      for (int64_t i = 0; i < seq.n_tokens; ++i) {
+        dest[static_cast<size_t>(seq.first_token + i)] = common::kv_row(seq, seq.start_pos + i, cache.block_size);
+      }
     }
+    rows = static_cast<const int64_t*>(
+        s.uploads->upload(cuda::HostUploads::kKvRows, dest.data(), dest.size() * sizeof(int64_t)));
   }
-  if (dest.empty()) return;
-  const auto* rows = static_cast<const int64_t*>(
-      s.uploads->upload(cuda::HostUploads::kKvRows, dest.data(), dest.size() * sizeof(int64_t)));
   cuda::launch_store_kv(static_cast<const float*>(k.data), cuda::stride_of(k),
                         static_cast<const float*>(v.data), cuda::stride_of(v), kv_dim, k.rows(),
                         rows, cache.k.data, cache.k.row_bytes, is_f16(cache.k), cache.v.data,
@@ -105,10 +94,8 @@ void CudaBackend::store_kv(const TensorView& k, const TensorView& v,
   s.check_launch("store_kv");
 }
 
-void CudaBackend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
+void CudaBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
   State& s = *state_;
-  check_block_id(src, cache, "copy_kv_block");
-  check_block_id(dst, cache, "copy_kv_block");
   if (src == dst) return;
   for (TensorView* t : {&cache.k, &cache.v}) {
     cuda::require_device(s, *t, "copy_kv_block", "cache");
@@ -120,9 +107,8 @@ void CudaBackend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
   }
 }
 
-void CudaBackend::read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
+void CudaBackend::do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
   State& s = *state_;
-  check_block_id(block, cache, "read_kv_block");
   if (cache.v.row_bytes != cache.k.row_bytes || values_in_keys(cache)) {
     fail("read_kv_block: K and V rows differ in size (a latent cache is not supported on CUDA yet)");
   }
@@ -136,10 +122,8 @@ void CudaBackend::read_kv_block(const KvLayer& cache, int64_t block, void* host_
   synchronize();
 }
 
-void CudaBackend::write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
-                                 const void* host_v) {
+void CudaBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
   State& s = *state_;
-  check_block_id(block, cache, "write_kv_block");
   if (cache.v.row_bytes != cache.k.row_bytes || values_in_keys(cache)) {
     fail("write_kv_block: K and V rows differ in size (a latent cache is not supported on CUDA yet)");
   }
@@ -153,11 +137,10 @@ void CudaBackend::write_kv_block(KvLayer& cache, int64_t block, const void* host
                    "cudaMemcpyAsync");
 }
 
-void CudaBackend::attention(const TensorView& q, const KvLayer& cache,
-                            std::span<const SequenceSlice> seqs, const AttentionConfig& config,
-                            TensorView& out) {
+void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                               const AttentionConfig& config, TensorView& out) {
   State& s = *state_;
-  check_cuda_attention_inputs(q, cache, seqs, config, out);
+  check_cuda_attention_inputs(cache, config);
   for (const TensorView* t : {&q, static_cast<const TensorView*>(&out), &cache.k, &cache.v}) {
     cuda::require_device(s, *t, "attention", "tensors");
   }

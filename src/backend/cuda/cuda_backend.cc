@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "backend/common/gelu_table.h"
-#include "backend/common/get_rows_check.h"
 #include "backend/common/rope_params.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
@@ -81,6 +80,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions option
 CudaBackend::State::~State() {
   if (stream != nullptr) cudaStreamSynchronize(stream);
   uploads.reset();
+  step.reset();
   stager.reset();
   for (void* w : weights) cudaFree(w);
   if (gelu_table != nullptr) cudaFree(gelu_table);
@@ -113,6 +113,7 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
   if (cublasSetStream(s.cublas, s.stream) != CUBLAS_STATUS_SUCCESS) fail("cublasSetStream failed");
   s.uploads = std::make_unique<cuda::HostUploads>(s.stream);
   s.stager = std::make_unique<cuda::WeightStager>(s.stream);
+  s.step = std::make_unique<cuda::StepUploads>(s.stream);
   const std::vector<uint16_t> table = gelu_table();
   check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.gelu_table), table.size() * sizeof(uint16_t)),
              "cudaMalloc");
@@ -133,18 +134,13 @@ std::optional<DeviceMemory> CudaBackend::device_memory() const {
 const CudaBackendOptions& CudaBackend::options() const { return state_->options; }
 void CudaBackend::set_options(const CudaBackendOptions& options) { state_->options = options; }
 
-std::unique_ptr<Buffer> CudaBackend::allocate(size_t bytes) {
+std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {
   return std::make_unique<DeviceBuffer>(bytes, state_->registry);
 }
 
-TensorView CudaBackend::upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
-                                       const void* host_data) {
+TensorView CudaBackend::do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
   State& s = *state_;
-  const auto row = tensor::row_bytes(type, dims[0]);
-  if (!row || host_data == nullptr) {
-    fail("upload_weights: rows of {} {} values are not a whole number of blocks", dims[0],
-         tensor::dtype_name(type));
-  }
+  const auto row = tensor::row_bytes(type, dims[0]);  // whole blocks: checked by Backend
   const TensorView view{type, dims, static_cast<size_t>(*row), nullptr};
   const auto bytes = static_cast<size_t>(*row) * static_cast<size_t>(view.rows());
   void* device = nullptr;
@@ -161,9 +157,8 @@ TensorView CudaBackend::upload_weights(tensor::DType type, std::array<int64_t, 4
   return uploaded;
 }
 
-void CudaBackend::copy_to_host(const TensorView& src, float* dst) {
+void CudaBackend::do_copy_to_host(const TensorView& src, float* dst) {
   State& s = *state_;
-  common::check_get_rows(src, 0, f32_matrix(dst, src.dims[0], 0));
   cuda::require_device(s, src, "copy_to_host", "src");
   const int64_t rows = src.rows(), cols = src.dims[0];
   if (rows == 0 || cols == 0) return;
@@ -186,30 +181,25 @@ void CudaBackend::copy_to_host(const TensorView& src, float* dst) {
   synchronize();
 }
 
-void CudaBackend::get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {
+void CudaBackend::do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {
   State& s = *state_;
   const auto n = static_cast<int64_t>(ids.size());
-  common::check_get_rows(table, n, out);
   cuda::require_rows_type(table.type, "get_rows");
-  for (const int32_t id : ids) {
-    if (id < 0 || id >= table.rows()) fail("get_rows: id {} is not in [0, {})", id, table.rows());
-  }
   cuda::require_device(s, table, "get_rows", "table");
   cuda::require_device(s, out, "get_rows", "out");
   if (n == 0) return;
-  const auto* device_ids = static_cast<const int32_t*>(
-      s.uploads->upload(cuda::HostUploads::kIds, ids.data(), ids.size_bytes()));
+  // Inside a step the ids are the step's tokens or logit rows, already on the device.
+  const int32_t* device_ids = s.step->device_indices(ids);
+  if (device_ids == nullptr) {
+    device_ids = static_cast<const int32_t*>(s.uploads->upload(cuda::HostUploads::kIds, ids.data(), ids.size_bytes()));
+  }
   cuda::launch_get_rows(table.type, table.data, table.row_bytes, table.dims[0], device_ids, n,
                         static_cast<float*>(out.data), cuda::stride_of(out), s.stream);
   s.check_launch("get_rows");
 }
 
-void CudaBackend::rms_norm(const TensorView& x, const TensorView& weight, float eps,
-                           TensorView& out) {
+void CudaBackend::do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) {
   State& s = *state_;
-  cuda::check_f32(x, x.dims[0], "rms_norm", "x");
-  cuda::check_f32(weight, x.dims[0], "rms_norm", "weight");
-  cuda::check_same_shape(x, out, "rms_norm");
   for (const TensorView* t : {&x, &weight, static_cast<const TensorView*>(&out)}) {
     cuda::require_device(s, *t, "rms_norm", "operands");
   }
@@ -219,11 +209,8 @@ void CudaBackend::rms_norm(const TensorView& x, const TensorView& weight, float 
   s.check_launch("rms_norm");
 }
 
-void CudaBackend::add(const TensorView& a, const TensorView& b, TensorView& out) {
+void CudaBackend::do_add(const TensorView& a, const TensorView& b, TensorView& out) {
   State& s = *state_;
-  cuda::check_f32(a, a.dims[0], "add", "a");
-  cuda::check_same_shape(a, b, "add");
-  cuda::check_same_shape(a, out, "add");
   for (const TensorView* t : {&a, &b, static_cast<const TensorView*>(&out)}) {
     cuda::require_device(s, *t, "add", "operands");
   }
@@ -234,10 +221,8 @@ void CudaBackend::add(const TensorView& a, const TensorView& b, TensorView& out)
   s.check_launch("add");
 }
 
-void CudaBackend::add_row(TensorView& x, const TensorView& row) {
+void CudaBackend::do_add_row(TensorView& x, const TensorView& row) {
   State& s = *state_;
-  cuda::check_f32(x, x.dims[0], "add_row", "x");
-  cuda::check_f32(row, x.dims[0], "add_row", "row");
   cuda::require_device(s, x, "add_row", "x");
   cuda::require_device(s, row, "add_row", "row");
   cuda::launch_add_row(static_cast<float*>(x.data), cuda::stride_of(x),
@@ -245,20 +230,16 @@ void CudaBackend::add_row(TensorView& x, const TensorView& row) {
   s.check_launch("add_row");
 }
 
-void CudaBackend::scale(TensorView& x, float factor) {
+void CudaBackend::do_scale(TensorView& x, float factor) {
   State& s = *state_;
-  cuda::check_f32(x, x.dims[0], "scale", "x");
   cuda::require_device(s, x, "scale", "x");
   cuda::launch_scale(static_cast<float*>(x.data), cuda::stride_of(x), factor, x.rows(), x.dims[0],
                      s.stream);
   s.check_launch("scale");
 }
 
-void CudaBackend::swiglu(const TensorView& gate, const TensorView& up, TensorView& out) {
+void CudaBackend::do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) {
   State& s = *state_;
-  cuda::check_f32(gate, gate.dims[0], "swiglu", "gate");
-  cuda::check_same_shape(gate, up, "swiglu");
-  cuda::check_same_shape(gate, out, "swiglu");
   for (const TensorView* t : {&gate, &up, static_cast<const TensorView*>(&out)}) {
     cuda::require_device(s, *t, "swiglu", "operands");
   }
@@ -269,11 +250,8 @@ void CudaBackend::swiglu(const TensorView& gate, const TensorView& up, TensorVie
   s.check_launch("swiglu");
 }
 
-void CudaBackend::geglu(const TensorView& gate, const TensorView& up, TensorView& out) {
+void CudaBackend::do_geglu(const TensorView& gate, const TensorView& up, TensorView& out) {
   State& s = *state_;
-  cuda::check_f32(gate, gate.dims[0], "geglu", "gate");
-  cuda::check_same_shape(gate, up, "geglu");
-  cuda::check_same_shape(gate, out, "geglu");
   for (const TensorView* t : {&gate, &up, static_cast<const TensorView*>(&out)}) {
     cuda::require_device(s, *t, "geglu", "operands");
   }
@@ -284,16 +262,11 @@ void CudaBackend::geglu(const TensorView& gate, const TensorView& up, TensorView
   s.check_launch("geglu");
 }
 
-void CudaBackend::rope(TensorView& x, std::span<const int32_t> positions,
-                       const RopeConfig& config) {
+void CudaBackend::do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) {
   State& s = *state_;
-  cuda::check_f32(x, x.dims[0], "rope", "x");
   cuda::require_device(s, x, "rope", "x");
   const int64_t heads = x.dims[1];
   const int64_t tokens = x.dims[2] * x.dims[3];
-  if (static_cast<int64_t>(positions.size()) != tokens) {
-    fail("rope: {} positions for {} tokens", positions.size(), tokens);
-  }
   if (tokens == 0) return;
   const common::RopeParams params = common::make_rope_params(config, x.dims[0]);
   cuda::RopeKernelParams k;
@@ -315,8 +288,11 @@ void CudaBackend::rope(TensorView& x, std::span<const int32_t> positions,
                                cuda::HostUploads::kFreqFactors, config.freq_factors,
                                static_cast<size_t>(params.rope_dims / 2) * sizeof(float)));
   }
-  const auto* device_positions = static_cast<const int32_t*>(
-      s.uploads->upload(cuda::HostUploads::kPositions, positions.data(), positions.size_bytes()));
+  const int32_t* device_positions = s.step->device_indices(positions);
+  if (device_positions == nullptr) {
+    device_positions = static_cast<const int32_t*>(
+        s.uploads->upload(cuda::HostUploads::kPositions, positions.data(), positions.size_bytes()));
+  }
   cuda::launch_rope(static_cast<float*>(x.data), cuda::stride_of(x), heads, tokens,
                     device_positions, k, s.stream);
   s.check_launch("rope");
@@ -332,6 +308,32 @@ void CudaBackend::download(void* host_dst, const void* device_src, size_t bytes)
   check_cuda(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, state_->stream),
              "cudaMemcpyAsync");
   synchronize();
+}
+
+void CudaBackend::do_begin_step(const StepMetadata& step) { state_->step->begin(step); }
+
+TensorView CudaBackend::do_step_logits() {
+  return f32_matrix(state_->step->logits(), step().logit_width, static_cast<int64_t>(step().logit_rows.size()));
+}
+
+void CudaBackend::do_end_step() {
+  State& s = *state_;
+  s.step->end();
+  const StepMetadata& step = this->step();
+  if (step.logits == nullptr || step.logit_rows.empty()) return;  // nothing comes back: no wait
+  // The step's one copy back, and its one wait for the device.
+  const size_t row = static_cast<size_t>(step.logit_width) * sizeof(float);
+  check_cuda(
+      cudaMemcpyAsync(step.logits, s.step->logits(), row * step.logit_rows.size(), cudaMemcpyDeviceToHost, s.stream),
+      "cudaMemcpyAsync");
+  synchronize();
+}
+
+void CudaBackend::do_abort_step() noexcept {
+  state_->step->end();
+  // Let the queued work finish before the caller reuses its arrays; a failed kernel's error was
+  // (or will be) reported by the op or copy that found it.
+  if (cudaStreamSynchronize(state_->stream) != cudaSuccess) cudaGetLastError();
 }
 
 void CudaBackend::synchronize() {

@@ -1,7 +1,8 @@
 #pragma once
 // The CUDA implementation of the Backend interface: weights, activations and the paged K/V
-// cache live in device memory, every op is a kernel on one stream of one device, and the host
-// spans the interface passes (positions, token ids, block tables) are uploaded per call.
+// cache live in device memory, every op is a kernel on one stream of one device. The host
+// spans the interface passes (positions, token ids, block tables) come to the device once per
+// step through the step boundary; outside a step (tests, tools) each op uploads its own.
 //
 // Numerics follow the CPU backend, which follows llama.cpp, so the two can be compared op by
 // op (tests/unit/backend_cuda): activations are quantized to Q8_0 / Q8_1 / Q8_K with the same
@@ -51,36 +52,6 @@ class CudaBackend final : public Backend {
   const CudaBackendOptions& options() const;
   void set_options(const CudaBackendOptions& options);
 
-  // Device memory, zero-filled.
-  std::unique_ptr<Buffer> allocate(size_t bytes) override;
-  // Copies the weights to device memory through pinned staging, asynchronously (ops queued
-  // later see them). The copy lives as long as the backend.
-  TensorView upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
-                            const void* host_data) override;
-  // Waits for all queued work, then converts src's rows to f32 on the host.
-  void copy_to_host(const TensorView& src, float* dst) override;
-
-  // y may be host memory (the model writes logits straight into the caller's array): the
-  // result is then computed into device scratch and copied back before returning.
-  void matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
-  void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
-  void rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
-  void add(const TensorView& a, const TensorView& b, TensorView& out) override;
-  void add_row(TensorView& x, const TensorView& row) override;
-  void scale(TensorView& x, float factor) override;
-  void swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
-  void geglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
-  // config.freq_factors may point to host or device memory.
-  void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
-  void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
-                KvLayer& cache) override;
-  void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
-  void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
-  void write_kv_block(KvLayer& cache, int64_t block, const void* host_k,
-                      const void* host_v) override;
-  void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                 const AttentionConfig& config, TensorView& out) override;
-
   // Raw copies between host memory and device memory of this backend (tests, tools). Both wait
   // for the copy (and everything queued before it) to finish.
   void upload(void* device_dst, const void* host_src, size_t bytes);
@@ -89,6 +60,44 @@ class CudaBackend final : public Backend {
   void synchronize();
 
   struct State;
+
+ protected:
+  // Device memory, zero-filled.
+  std::unique_ptr<Buffer> do_allocate(size_t bytes) override;
+  // Copies the weights to device memory through pinned staging, asynchronously (ops queued
+  // later see them). The copy lives as long as the backend.
+  TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override;
+  // Waits for all queued work, then converts src's rows to f32 on the host.
+  void do_copy_to_host(const TensorView& src, float* dst) override;
+
+  // y may be host memory (outside a step, tests): the result is then computed into device
+  // scratch and copied back before returning.
+  void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
+  void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
+  void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
+  void do_add(const TensorView& a, const TensorView& b, TensorView& out) override;
+  void do_add_row(TensorView& x, const TensorView& row) override;
+  void do_scale(TensorView& x, float factor) override;
+  void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
+  void do_geglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
+  // config.freq_factors may point to host or device memory.
+  void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
+  void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                   KvLayer& cache) override;
+  void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
+  void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
+  void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
+  void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                    const AttentionConfig& config, TensorView& out) override;
+
+  // The step boundary: begin_step copies the step's metadata (token ids, positions, logit rows,
+  // each layer group's slot mapping) to device memory in one transfer; ops given those arrays
+  // read the device copies (step_uploads.h). The logits stay in device memory until end_step's
+  // one copy back and synchronization.
+  void do_begin_step(const StepMetadata& step) override;
+  TensorView do_step_logits() override;
+  void do_end_step() override;
+  void do_abort_step() noexcept override;
 
  private:
   std::unique_ptr<State> state_;

@@ -11,6 +11,7 @@
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_memory.h"
+#include "backend/cuda/step_uploads.h"
 
 namespace lumen::backend {
 
@@ -22,6 +23,7 @@ struct CudaBackend::State {
   std::shared_ptr<cuda::AllocationRegistry> registry = std::make_shared<cuda::AllocationRegistry>();
   std::unique_ptr<cuda::HostUploads> uploads;
   std::unique_ptr<cuda::WeightStager> stager;
+  std::unique_ptr<cuda::StepUploads> step;  // the open step's metadata on the device
 
   std::vector<void*> weights;  // device copies made by upload_weights, freed with the backend
 

@@ -43,12 +43,8 @@ void gemm(cublasHandle_t handle, int64_t rows, int64_t n_tokens, int64_t cols, c
 
 }  // namespace
 
-void CudaBackend::matmul(const TensorView& w, const TensorView& x, TensorView& y) {
+void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView& y) {
   State& s = *state_;
-  if (w.dims[2] * w.dims[3] != 1) fail("matmul: weights must be 2-D");
-  cuda::check_f32(x, w.dims[0], "matmul", "x");
-  cuda::check_f32(y, w.dims[1], "matmul", "y");
-  if (x.rows() != y.rows()) fail("matmul: x has {} rows, y {}", x.rows(), y.rows());
   const DType act = cuda::gemv_activation_type(w.type);
   if (act == DType::I8)
     fail("matmul: the CUDA backend has no kernels for {} weights", tensor::dtype_name(w.type));

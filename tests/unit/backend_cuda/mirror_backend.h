@@ -39,22 +39,22 @@ class MirrorBackend final : public Backend {
   std::string_view name() const override { return "mirror"; }
   const std::map<std::string, OpDeparture>& departures() const { return departures_; }
 
-  std::unique_ptr<Buffer> allocate(size_t bytes) override {
+  std::unique_ptr<Buffer> do_allocate(size_t bytes) override {
     auto pair = std::make_unique<PairBuffer>(cpu_.allocate(bytes), gpu_.allocate(bytes));
     remember(pair->host->data(), bytes, pair->device->data());
     return pair;
   }
 
-  TensorView upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override {
+  TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override {
     TensorView host = cpu_.upload_weights(type, dims, host_data);
     TensorView device = gpu_.upload_weights(type, dims, host_data);
     remember(host.data, host.row_bytes * static_cast<size_t>(host.rows()), device.data);
     return host;
   }
 
-  void copy_to_host(const TensorView& src, float* dst) override { cpu_.copy_to_host(src, dst); }
+  void do_copy_to_host(const TensorView& src, float* dst) override { cpu_.copy_to_host(src, dst); }
 
-  void matmul(const TensorView& w, const TensorView& x, TensorView& y) override {
+  void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) override {
     TensorView dy = twin(y, /*may_be_foreign=*/true);
     std::vector<float> foreign;  // y outside any buffer: the caller's logits array
     if (dy.data == nullptr) {
@@ -65,49 +65,49 @@ class MirrorBackend final : public Backend {
     cpu_.matmul(w, x, y);
     compare("matmul " + describe(w) + " x " + describe(x), y, dy, /*device_is_host=*/!foreign.empty());
   }
-  void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override {
+  void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override {
     TensorView d = twin(out);
     gpu_.get_rows(twin(table), ids, d);
     cpu_.get_rows(table, ids, out);
     compare("get_rows " + describe(table), out, d);
   }
-  void rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override {
+  void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override {
     TensorView d = twin(out);
     gpu_.rms_norm(twin(x), twin(weight), eps, d);
     cpu_.rms_norm(x, weight, eps, out);
     compare("rms_norm " + describe(x), out, d);
   }
-  void add(const TensorView& a, const TensorView& b, TensorView& out) override {
+  void do_add(const TensorView& a, const TensorView& b, TensorView& out) override {
     TensorView d = twin(out);
     gpu_.add(twin(a), twin(b), d);
     cpu_.add(a, b, out);
     compare("add " + describe(a), out, d);
   }
-  void add_row(TensorView& x, const TensorView& row) override {
+  void do_add_row(TensorView& x, const TensorView& row) override {
     TensorView d = twin(x);
     gpu_.add_row(d, twin(row));
     cpu_.add_row(x, row);
     compare("add_row " + describe(x), x, d);
   }
-  void scale(TensorView& x, float factor) override {
+  void do_scale(TensorView& x, float factor) override {
     TensorView d = twin(x);
     gpu_.scale(d, factor);
     cpu_.scale(x, factor);
     compare("scale " + describe(x), x, d);
   }
-  void swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override {
+  void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override {
     TensorView d = twin(out);
     gpu_.swiglu(twin(gate), twin(up), d);
     cpu_.swiglu(gate, up, out);
     compare("swiglu " + describe(gate), out, d);
   }
-  void geglu(const TensorView& gate, const TensorView& up, TensorView& out) override {
+  void do_geglu(const TensorView& gate, const TensorView& up, TensorView& out) override {
     TensorView d = twin(out);
     gpu_.geglu(twin(gate), twin(up), d);
     cpu_.geglu(gate, up, out);
     compare("geglu " + describe(gate), out, d);
   }
-  void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override {
+  void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override {
     TensorView d = twin(x);
     RopeConfig device_config = config;
     if (config.freq_factors != nullptr) {
@@ -118,29 +118,29 @@ class MirrorBackend final : public Backend {
     cpu_.rope(x, positions, config);
     compare("rope " + describe(x), x, d);
   }
-  void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
-                KvLayer& cache) override {
+  void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                   KvLayer& cache) override {
     KvLayer d = twin(cache);
     gpu_.store_kv(twin(k), twin(v), seqs, d);
     cpu_.store_kv(k, v, seqs, cache);
     compare("store_kv k " + describe(cache.k), cache.k, d.k);
     compare("store_kv v " + describe(cache.v), cache.v, d.v);
   }
-  void copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override {
+  void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override {
     KvLayer d = twin(cache);
     gpu_.copy_kv_block(d, src, dst);
     cpu_.copy_kv_block(cache, src, dst);
   }
-  void read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override {
+  void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override {
     cpu_.read_kv_block(cache, block, host_k, host_v);
   }
-  void write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override {
+  void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override {
     KvLayer d = twin(cache);
     gpu_.write_kv_block(d, block, host_k, host_v);
     cpu_.write_kv_block(cache, block, host_k, host_v);
   }
-  void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                 const AttentionConfig& config, TensorView& out) override {
+  void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                    const AttentionConfig& config, TensorView& out) override {
     TensorView d = twin(out);
     gpu_.attention(twin(q), twin(cache), seqs, config, d);
     cpu_.attention(q, cache, seqs, config, out);

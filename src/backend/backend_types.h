@@ -1,0 +1,173 @@
+#pragma once
+// The values the backend's ops take (rope and attention settings, the paged K/V cache's layout,
+// a flat batch's sequence slices, a step's metadata), apart from the Backend class so that the
+// op observer (op_observer.h) can name them without including it.
+#include <cstdint>
+#include <span>
+
+#include "backend/tensor_view.h"
+
+namespace lumen::backend {
+
+enum class RopeScalingType { None, Linear, Yarn };
+
+struct RopeConfig {
+  int64_t rope_dims = 0;  // leading dimensions of each head that rotate (<= head_dim)
+  bool neox = false;      // rotate pairs (i, i + d/2) instead of (2i, 2i + 1)
+  double freq_base = 10000.0;
+  RopeScalingType scaling = RopeScalingType::None;
+  double scaling_factor = 1.0;   // linear / YaRN context extension factor
+  int64_t original_context = 0;  // YaRN: the context the model was trained at
+  double yarn_beta_fast = 32.0;
+  double yarn_beta_slow = 1.0;
+  double attn_factor = 1.0;  // the file's rope.scaling.attn_factor: cos and sin times it
+  // DeepSeek-V2's YaRN (a file with rope.scaling.yarn_log_multiplier): YaRN's magnitude goes into
+  // the attention scale instead, so the rotation keeps only attn_factor.
+  bool yarn_magnitude_in_scores = false;
+  const float* freq_factors = nullptr;  // per-pair divisors (llama3's rope_freqs), or null
+};
+
+// K/V storage of one layer, in blocks: dims {head_dim * n_kv_heads, block_size, n_blocks} (V:
+// {value_dim * n_kv_heads, ...}). Multi-head latent attention caches one latent row per
+// position and reads its values from the keys' leading part: then v is a view of k's memory
+// (same data, same row_bytes, narrower rows) and holds nothing of its own.
+struct KvLayer {
+  TensorView k;
+  TensorView v;
+  int64_t block_size = 16;
+  // Keys and values are stored rotated: each head of head_dim values multiplied by the
+  // normalized Walsh-Hadamard matrix (Backend::rotate_heads) before it is rounded to the
+  // cache's type. The model rotates the queries the same way (scores are unchanged) and the
+  // attention output back. Set by the model's KvCache for quantized caches (kv_cache.h).
+  bool rotated = false;
+};
+
+// Whether the layer's values are a view of its keys (MLA): block moves then copy K only.
+inline bool values_in_keys(const KvLayer& cache) { return cache.v.data != nullptr && cache.v.data == cache.k.data; }
+
+// One sequence's slice of a flat batch: its tokens are rows [first_token, first_token + n_tokens)
+// of the batch, at positions [start_pos, start_pos + n_tokens); its K/V lives in the blocks named
+// by block_table (position p is row p % block_size of block block_table[p / block_size]).
+//
+// Tree attention (speculative decoding's extra rows, engine/model_runner.h): when `visible` is
+// not empty it holds n_tokens x n_tokens flags, and row i of the slice attends to cached
+// positions [0, start_pos) and to the slice's rows j with visible[i * n_tokens + j] (j <= i;
+// row i's K/V sits at cache position start_pos + i whatever its rope position). Only backends
+// with supports_tree_attention() take it; the others refuse a slice that has one. `positions`,
+// with a mask, holds each row's position in the sequence (its rope position: a tree node's is
+// the last token's plus its depth, in [start_pos, start_pos + i]); a sliding window counts
+// from it, for cached positions and for the rows the mask shows alike. Empty: start_pos + i.
+struct SequenceSlice {
+  int64_t first_token = 0;
+  int64_t n_tokens = 0;
+  int64_t start_pos = 0;
+  std::span<const int32_t> block_table;
+  std::span<const uint8_t> visible = {};
+  std::span<const int32_t> positions = {};
+};
+
+struct AttentionConfig {
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;          // usually 1 / sqrt(head_dim)
+  int64_t sliding_window = 0;  // 0: attend to every earlier position
+  float softcap = 0.0f;        // 0: none; else scores become softcap * tanh(s / softcap)
+  // Values per head; 0: head_dim. Multi-head latent attention attends with keys of the latent
+  // plus a rope part and reads values of the latent only (a value row is a key row's start).
+  int64_t value_dim = 0;
+};
+
+inline int64_t attention_value_dim(const AttentionConfig& config) {
+  return config.value_dim != 0 ? config.value_dim : config.head_dim;
+}
+
+// The element types a KV cache may hold: f32, f16 (the default), and the compressed ones of
+// --kv-cache-dtype: bf16, q8_0 and q4_0 (ggml's 32-value blocks with an f16 scale) and FP8 E4M3
+// (tensor/fp8.h, a scale of 1). Quantized rows hold whole blocks per head, so a head's slice
+// of a row starts at a block boundary (kv_slice_bytes).
+inline bool is_kv_cache_type(tensor::DType type) {
+  using tensor::DType;
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::Q8_0 ||
+         type == DType::Q4_0 || type == DType::FP8_E4M3;
+}
+
+// Bytes of the first `elements` values of a cache row (a whole number of the type's blocks).
+inline size_t kv_slice_bytes(tensor::DType type, int64_t elements) {
+  const tensor::DTypeInfo& info = tensor::dtype_info(type);
+  return static_cast<size_t>(elements / info.block_elements) * info.block_bytes;
+}
+
+// Bytes of one block of K in a layer.
+inline size_t kv_block_bytes(const KvLayer& cache) { return cache.k.row_bytes * static_cast<size_t>(cache.block_size); }
+// Bytes of one block of V that V owns: 0 when the values are a view of the keys.
+inline size_t kv_value_block_bytes(const KvLayer& cache) {
+  return values_in_keys(cache) ? 0 : cache.v.row_bytes * static_cast<size_t>(cache.block_size);
+}
+
+// One sequence of a state-space (Mamba 2) layer's batch: its rows and its recurrent state, which
+// the ops read and leave advanced past the sequence's rows (model/state_cache.h owns it).
+struct SsmSequence {
+  int64_t first_token = 0;
+  int64_t n_tokens = 0;
+  TensorView conv_window;  // f32 {channels, kernel - 1}: the inputs before the rows, oldest first
+  TensorView state;        // f32 {state size, inner}: one row per channel of the inner width
+};
+
+// Mamba 2's scan parameters: per head, A (negative) and D ({1, heads} each), dt's bias ({heads}).
+struct SsmScanWeights {
+  const TensorView* a = nullptr;
+  const TensorView* d = nullptr;
+  const TensorView* dt_bias = nullptr;
+  int64_t head_dim = 0;  // inner width / heads
+  int64_t groups = 0;    // B and C groups; head h reads group h / (heads / groups)
+};
+
+// A device's own memory, for sizing the KV cache there.
+struct DeviceMemory {
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+};
+
+// Several weights applied to the same x (Backend::matmul_same_input): y = w x.
+struct MatmulOutput {
+  const TensorView* w;
+  TensorView* y;
+};
+
+// The activation between a gated MLP's two products.
+enum class Glu { Swiglu, Geglu };
+
+// One expert of a mixture-of-experts FFN (Backend::moe_ffn): its three matrices (2-D views: a
+// slice of a layer's 3-D expert tensors, expert_matrix(), or a shared expert's own) and the rows
+// routed to it, each with the slot it fills among its row's n_slots places and its router
+// weight (host memory).
+struct ExpertWork {
+  const TensorView* gate = nullptr;  // {in, ff}
+  const TensorView* up = nullptr;    // {in, ff}
+  const TensorView* down = nullptr;  // {ff, in}
+  std::span<const int32_t> rows;     // rows of x, each at most once per expert
+  std::span<const int32_t> slots;    // per row: its place, 0..n_slots-1
+  std::span<const float> weights;    // per row: the router's weight
+};
+
+// What one forward pass (a step) reads from the host, handed to the backend once by
+// Backend::begin_step: a device backend copies it to device memory in one transfer, and the
+// step's ops, which receive these same arrays (or sub-spans of them), read the device copies
+// instead of uploading their own. The arrays must stay alive and unchanged until end_step.
+struct StepMetadata {
+  std::span<const int32_t> tokens;     // the flat batch's token ids (get_rows of the embedding)
+  std::span<const int32_t> positions;  // one per token (rope)
+  // Every sequence's slice, layer group by layer group (model/forward_batch.h): block tables
+  // and, derived from them, each token's cache row (the slot mapping store_kv writes).
+  std::span<const SequenceSlice> sequences;
+  size_t sequence_groups = 1;           // sequences holds this many groups of equal size
+  int64_t block_size = 0;               // the cache's block size, for the slot mapping (0: no K/V)
+  std::span<const int32_t> logit_rows;  // the rows that sample, in output order
+  // Where end_step leaves the logits: logit_rows.size() rows of logit_width floats (host
+  // memory). Null: the step returns no logits (a replayed step, or embeddings).
+  float* logits = nullptr;
+  int64_t logit_width = 0;
+};
+
+}  // namespace lumen::backend

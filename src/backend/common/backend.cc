@@ -1,0 +1,415 @@
+// The Backend's public methods: check the arguments once for every backend (op_checks.h), let
+// the observers see the call, run the backend's do_* implementation.
+#include "backend/backend.h"
+
+#include <algorithm>
+
+#include "backend/common/attention_checks.h"
+#include "backend/common/get_rows_check.h"
+#include "backend/common/op_checks.h"
+
+namespace lumen::backend {
+
+std::string_view op_name(OpKind kind) {
+  static constexpr std::string_view kNames[] = {
+      "allocate",       "upload_weights", "copy_to_host",  "matmul",      "matmul_same_input",
+      "matmul_glu",     "moe_ffn",        "get_rows",      "rms_norm",    "add",
+      "add_row",        "scale",          "swiglu",        "geglu",       "rotate_heads",
+      "rope",           "store_kv",       "copy_kv_block", "copy_kv_row", "read_kv_block",
+      "write_kv_block", "shift_keys",     "attention",     "ssm_conv",    "ssm_scan",
+      "attention_scores", "gather_kv_rows", "begin_step",  "end_step"};
+  static_assert(std::size(kNames) == static_cast<size_t>(OpKind::EndStep) + 1);
+  return kNames[static_cast<size_t>(kind)];
+}
+
+void Backend::add_observer(OpObserver* observer) {
+  if (observer != nullptr) observers_.push_back(observer);
+}
+
+void Backend::remove_observer(OpObserver* observer) { std::erase(observers_, observer); }
+
+template <typename Body>
+void Backend::observed(OpCall& call, Body&& body) {
+  if (observers_.empty()) {
+    body();
+    return;
+  }
+  for (OpObserver* o : observers_) o->before_op(call);
+  body();
+  for (OpObserver* o : observers_) o->after_op(call);
+}
+
+void Backend::begin_step(const StepMetadata& step) {
+  if (in_step_) fail("begin_step: the previous step is still open (end_step or abort_step first)");
+  common::check_step(step);
+  OpCall call{OpKind::BeginStep};
+  call.step = &step;
+  observed(call, [&] {
+    do_begin_step(step);
+    step_ = step;
+    in_step_ = true;
+  });
+}
+
+TensorView Backend::step_logits() {
+  if (!in_step_ || step_.logits == nullptr) fail("step_logits: no open step returns logits");
+  return do_step_logits();
+}
+
+TensorView Backend::do_step_logits() {
+  return f32_matrix(step_.logits, step_.logit_width, static_cast<int64_t>(step_.logit_rows.size()));
+}
+
+void Backend::end_step() {
+  if (!in_step_) fail("end_step: no step is open");
+  OpCall call{OpKind::EndStep};
+  call.step = &step_;
+  try {
+    observed(call, [&] { do_end_step(); });
+  } catch (...) {
+    abort_step();
+    throw;
+  }
+  in_step_ = false;
+  step_ = {};
+}
+
+void Backend::abort_step() noexcept {
+  if (!in_step_) return;
+  do_abort_step();
+  in_step_ = false;
+  step_ = {};
+}
+
+std::unique_ptr<Buffer> Backend::allocate(size_t bytes) {
+  OpCall call{OpKind::Allocate};
+  call.bytes = bytes;
+  std::unique_ptr<Buffer> buffer;
+  observed(call, [&] {
+    buffer = do_allocate(bytes);
+    call.buffer = buffer.get();
+  });
+  return buffer;
+}
+
+TensorView Backend::upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
+  common::check_upload(type, dims, host_data);
+  OpCall call{OpKind::UploadWeights};
+  call.host_in = host_data;
+  TensorView view;
+  observed(call, [&] {
+    view = do_upload_weights(type, dims, host_data);
+    call.result = &view;
+  });
+  return view;
+}
+
+void Backend::copy_to_host(const TensorView& src, float* dst) {
+  common::check_get_rows(src, 0, f32_matrix(dst, src.dims[0], 0));
+  OpCall call{OpKind::CopyToHost};
+  call.in = {&src};
+  call.host_out = dst;
+  observed(call, [&] { do_copy_to_host(src, dst); });
+}
+
+void Backend::matmul(const TensorView& w, const TensorView& x, TensorView& y) {
+  common::check_matmul(w, x, y);
+  OpCall call{OpKind::Matmul};
+  call.in = {&w, &x};
+  call.out = {&y};
+  observed(call, [&] { do_matmul(w, x, y); });
+}
+
+void Backend::matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) {
+  for (const MatmulOutput& o : outputs) common::check_matmul(*o.w, x, *o.y);
+  OpCall call{OpKind::MatmulSameInput};
+  call.in = {&x};
+  call.matmul_outputs = outputs;
+  observed(call, [&] { do_matmul_same_input(x, outputs); });
+}
+
+void Backend::do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) {
+  for (const MatmulOutput& o : outputs) do_matmul(*o.w, x, *o.y);
+}
+
+void Backend::matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,
+                         TensorView& gate, TensorView& up) {
+  common::check_matmul(gate_w, x, gate);
+  common::check_matmul(up_w, x, up);
+  common::check_same_shape(gate, up, glu == Glu::Geglu ? "geglu" : "swiglu");
+  OpCall call{OpKind::MatmulGlu};
+  call.in = {&gate_w, &up_w, &x};
+  call.out = {&gate, &up};
+  call.glu = glu;
+  observed(call, [&] { do_matmul_glu(gate_w, up_w, x, glu, gate, up); });
+}
+
+void Backend::do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,
+                            TensorView& gate, TensorView& up) {
+  const MatmulOutput outputs[] = {{&gate_w, &gate}, {&up_w, &up}};
+  do_matmul_same_input(x, outputs);
+  if (glu == Glu::Geglu) {
+    do_geglu(gate, up, gate);
+  } else {
+    do_swiglu(gate, up, gate);
+  }
+}
+
+void Backend::moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
+                      TensorView& out) {
+  common::check_moe_ffn(x, experts, out);
+  OpCall call{OpKind::MoeFfn};
+  call.in = {&x};
+  call.out = {&out};
+  call.experts = experts;
+  call.numbers = {n_slots, 0};
+  call.glu = glu;
+  observed(call, [&] { do_moe_ffn(x, experts, n_slots, glu, out); });
+}
+
+void Backend::do_moe_ffn(const TensorView&, std::span<const ExpertWork>, int64_t, Glu, TensorView&) {
+  fail("moe_ffn (a mixture-of-experts FFN) is not supported on the {} backend yet", name());
+}
+
+void Backend::get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {
+  common::check_get_rows_ids(table, ids, out);
+  OpCall call{OpKind::GetRows};
+  call.in = {&table};
+  call.out = {&out};
+  call.indices = ids;
+  observed(call, [&] { do_get_rows(table, ids, out); });
+}
+
+void Backend::rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) {
+  common::check_f32(x, x.dims[0], "rms_norm", "x");
+  common::check_f32(weight, x.dims[0], "rms_norm", "weight");
+  common::check_same_shape(x, out, "rms_norm");
+  OpCall call{OpKind::RmsNorm};
+  call.in = {&x, &weight};
+  call.out = {&out};
+  call.value = eps;
+  observed(call, [&] { do_rms_norm(x, weight, eps, out); });
+}
+
+void Backend::add(const TensorView& a, const TensorView& b, TensorView& out) {
+  common::check_f32(a, a.dims[0], "add", "a");
+  common::check_same_shape(a, b, "add");
+  common::check_same_shape(a, out, "add");
+  OpCall call{OpKind::Add};
+  call.in = {&a, &b};
+  call.out = {&out};
+  observed(call, [&] { do_add(a, b, out); });
+}
+
+void Backend::add_row(TensorView& x, const TensorView& row) {
+  common::check_f32(x, x.dims[0], "add_row", "x");
+  common::check_f32(row, x.dims[0], "add_row", "row");
+  OpCall call{OpKind::AddRow};
+  call.in = {&row};
+  call.out = {&x};
+  observed(call, [&] { do_add_row(x, row); });
+}
+
+void Backend::scale(TensorView& x, float factor) {
+  common::check_f32(x, x.dims[0], "scale", "x");
+  OpCall call{OpKind::Scale};
+  call.out = {&x};
+  call.value = factor;
+  observed(call, [&] { do_scale(x, factor); });
+}
+
+void Backend::swiglu(const TensorView& gate, const TensorView& up, TensorView& out) {
+  common::check_f32(gate, gate.dims[0], "swiglu", "gate");
+  common::check_same_shape(gate, up, "swiglu");
+  common::check_same_shape(gate, out, "swiglu");
+  OpCall call{OpKind::Swiglu};
+  call.in = {&gate, &up};
+  call.out = {&out};
+  observed(call, [&] { do_swiglu(gate, up, out); });
+}
+
+void Backend::geglu(const TensorView& gate, const TensorView& up, TensorView& out) {
+  common::check_f32(gate, gate.dims[0], "geglu", "gate");
+  common::check_same_shape(gate, up, "geglu");
+  common::check_same_shape(gate, out, "geglu");
+  OpCall call{OpKind::Geglu};
+  call.in = {&gate, &up};
+  call.out = {&out};
+  observed(call, [&] { do_geglu(gate, up, out); });
+}
+
+void Backend::rotate_heads(TensorView& x, int64_t head_dim) {
+  common::check_rotate_heads(x, head_dim);
+  OpCall call{OpKind::RotateHeads};
+  call.out = {&x};
+  call.numbers = {head_dim, 0};
+  observed(call, [&] { do_rotate_heads(x, head_dim); });
+}
+
+void Backend::do_rotate_heads(TensorView&, int64_t) {
+  fail("rotate_heads (a rotated KV cache) is not supported on the {} backend", name());
+}
+
+void Backend::rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) {
+  common::check_rope(x, positions);
+  OpCall call{OpKind::Rope};
+  call.out = {&x};
+  call.indices = positions;
+  call.rope = &config;
+  observed(call, [&] { do_rope(x, positions, config); });
+}
+
+void Backend::store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs, KvLayer& cache) {
+  common::check_store_kv(k, v, seqs, cache);
+  OpCall call{OpKind::StoreKv};
+  call.in = {&k, &v};
+  call.seqs = seqs;
+  call.cache = &cache;
+  observed(call, [&] { do_store_kv(k, v, seqs, cache); });
+}
+
+void Backend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
+  common::check_kv_block(cache, src, "copy_kv_block");
+  common::check_kv_block(cache, dst, "copy_kv_block");
+  OpCall call{OpKind::CopyKvBlock};
+  call.cache = &cache;
+  call.numbers = {src, dst};
+  observed(call, [&] { do_copy_kv_block(cache, src, dst); });
+}
+
+void Backend::copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) {
+  common::check_kv_rows(cache, src, dst);
+  OpCall call{OpKind::CopyKvRow};
+  call.cache = &cache;
+  call.numbers = {src, dst};
+  observed(call, [&] { do_copy_kv_row(cache, src, dst); });
+}
+
+void Backend::do_copy_kv_row(KvLayer&, int64_t, int64_t) {
+  fail("token-tree verification is not supported on the {} backend", name());
+}
+
+void Backend::read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
+  common::check_kv_block(cache, block, "read_kv_block");
+  OpCall call{OpKind::ReadKvBlock};
+  call.cache = &cache;
+  call.numbers = {block, 0};
+  call.host_out = host_k;
+  call.host_out2 = host_v;
+  observed(call, [&] { do_read_kv_block(cache, block, host_k, host_v); });
+}
+
+void Backend::write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
+  common::check_kv_block(cache, block, "write_kv_block");
+  OpCall call{OpKind::WriteKvBlock};
+  call.cache = &cache;
+  call.numbers = {block, 0};
+  call.host_in = host_k;
+  call.host_in2 = host_v;
+  observed(call, [&] { do_write_kv_block(cache, block, host_k, host_v); });
+}
+
+void Backend::shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
+                         int64_t head_dim) {
+  common::check_shift_keys(cache, blocks, head_dim);
+  OpCall call{OpKind::ShiftKeys};
+  call.cache = &cache;
+  call.indices = blocks;
+  call.rope = &config;
+  call.numbers = {head_dim, delta};
+  observed(call, [&] { do_shift_keys(cache, blocks, delta, config, head_dim); });
+}
+
+void Backend::do_shift_keys(KvLayer&, std::span<const int32_t>, int32_t, const RopeConfig&, int64_t) {
+  fail("context shift is not supported on the {} backend", name());
+}
+
+// The state-space and eviction ops' kernels check their own shapes (cpu_backend_ssm.cc,
+// cpu/kv_importance.cc); here only what every backend needs before it runs them.
+void Backend::ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
+                       std::span<const SsmSequence> seqs, TensorView& out) {
+  OpCall call{OpKind::SsmConv};
+  call.in = {&x, &weight, &bias};
+  call.out = {&out};
+  call.ssm_seqs = seqs;
+  observed(call, [&] { do_ssm_conv(x, weight, bias, seqs, out); });
+}
+
+void Backend::do_ssm_conv(const TensorView&, const TensorView&, const TensorView&, std::span<const SsmSequence>,
+                          TensorView&) {
+  fail("ssm_conv (a state-space model's convolution) is not supported on the {} backend yet", name());
+}
+
+void Backend::ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
+                       const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) {
+  if (weights.a == nullptr || weights.d == nullptr || weights.dt_bias == nullptr) {
+    fail("ssm_scan: A, D and dt's bias are all needed");
+  }
+  OpCall call{OpKind::SsmScan};
+  call.in = {&x, &dt, &b, &c};
+  call.out = {&y};
+  call.ssm_seqs = seqs;
+  call.ssm = &weights;
+  observed(call, [&] { do_ssm_scan(x, dt, b, c, weights, seqs, y); });
+}
+
+void Backend::do_ssm_scan(const TensorView&, const TensorView&, const TensorView&, const TensorView&,
+                          const SsmScanWeights&, std::span<const SsmSequence>, TensorView&) {
+  fail("ssm_scan (a state-space model's scan) is not supported on the {} backend yet", name());
+}
+
+void Backend::attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
+                               const AttentionConfig& config, float* scores, int64_t slot_stride) {
+  if (scores == nullptr) fail("attention_scores: no score table");
+  if (first_row < 0 || first_row > seq.n_tokens) {
+    fail("attention_scores: first row {} is outside the slice's {} rows", first_row, seq.n_tokens);
+  }
+  OpCall call{OpKind::AttentionScores};
+  call.in = {&q};
+  call.seqs = std::span<const SequenceSlice>(&seq, 1);
+  call.cache = &cache;
+  call.attention = &config;
+  call.numbers = {first_row, slot_stride};
+  call.host_out = scores;
+  observed(call, [&] { do_attention_scores(q, cache, seq, first_row, config, scores, slot_stride); });
+}
+
+void Backend::do_attention_scores(const TensorView&, const KvLayer&, const SequenceSlice&, int64_t,
+                                  const AttentionConfig&, float*, int64_t) {
+  fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", name());
+}
+
+void Backend::gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
+                             std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) {
+  OpCall call{OpKind::GatherKvRows};
+  call.cache = &cache;
+  call.src_table = src_table;
+  call.dst_table = dst_table;
+  call.indices = keep;
+  call.numbers = {head_dim, value_dim};
+  observed(call, [&] { do_gather_kv_rows(cache, src_table, dst_table, keep, head_dim, value_dim); });
+}
+
+void Backend::do_gather_kv_rows(KvLayer&, std::span<const int32_t>, std::span<const int32_t>,
+                                std::span<const int32_t>, int64_t, int64_t) {
+  fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", name());
+}
+
+void Backend::attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                        const AttentionConfig& config, TensorView& out) {
+  common::check_attention_inputs(q, cache, seqs, config, out);
+  if (!supports_tree_attention()) {
+    for (const SequenceSlice& seq : seqs) {
+      if (!seq.visible.empty()) fail("attention: the {} backend does not take a tree attention mask", name());
+    }
+  }
+  OpCall call{OpKind::Attention};
+  call.in = {&q};
+  call.out = {&out};
+  call.seqs = seqs;
+  call.cache = &cache;
+  call.attention = &config;
+  observed(call, [&] { do_attention(q, cache, seqs, config, out); });
+}
+
+}  // namespace lumen::backend

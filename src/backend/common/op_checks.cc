@@ -1,0 +1,113 @@
+#include "backend/common/op_checks.h"
+
+#include "backend/common/get_rows_check.h"
+#include "backend/common/kv_checks.h"
+#include "util/checked_math.h"
+#include "util/error.h"
+
+namespace lumen::backend::common {
+
+void check_f32(const TensorView& t, int64_t cols, std::string_view op, std::string_view name) {
+  if (t.type != tensor::DType::F32 || t.dims[0] != cols || t.data == nullptr ||
+      t.row_bytes < static_cast<size_t>(cols) * sizeof(float) || t.row_bytes % sizeof(float) != 0 || t.rows() < 0) {
+    fail("{}: {} must be f32 with rows of {} values", op, name, cols);
+  }
+}
+
+void check_same_shape(const TensorView& a, const TensorView& b, std::string_view op) {
+  check_f32(b, a.dims[0], op, "operands");
+  if (a.rows() != b.rows()) fail("{}: operands hold {} and {} rows", op, a.rows(), b.rows());
+}
+
+void check_upload(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
+  if (!tensor::row_bytes(type, dims[0]) || host_data == nullptr) {
+    fail("upload_weights: rows of {} {} values are not a whole number of blocks", dims[0], tensor::dtype_name(type));
+  }
+}
+
+void check_matmul(const TensorView& w, const TensorView& x, const TensorView& y) {
+  if (w.dims[2] * w.dims[3] != 1) fail("matmul: weights must be 2-D");
+  check_f32(x, w.dims[0], "matmul", "x");
+  check_f32(y, w.dims[1], "matmul", "y");
+  if (x.rows() != y.rows()) fail("matmul: x has {} rows, y {}", x.rows(), y.rows());
+}
+
+void check_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, const TensorView& out) {
+  check_f32(x, x.dims[0], "moe_ffn", "x");
+  check_same_shape(x, out, "moe_ffn");
+  if (x.data == out.data) fail("moe_ffn: out may not alias x");
+  for (const ExpertWork& e : experts) {
+    if (e.gate == nullptr || e.up == nullptr || e.down == nullptr) fail("moe_ffn: an expert without its matrices");
+    for (const TensorView* w : {e.gate, e.up, e.down}) {
+      if (w->dims[2] * w->dims[3] != 1) fail("moe_ffn: weights must be 2-D");
+    }
+  }
+}
+
+void check_get_rows_ids(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) {
+  check_get_rows(table, static_cast<int64_t>(ids.size()), out);
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= table.rows()) fail("get_rows: id {} is not in [0, {})", id, table.rows());
+  }
+}
+
+void check_rotate_heads(const TensorView& x, int64_t head_dim) {
+  check_f32(x, x.dims[0], "rotate_heads", "x");
+  if (head_dim <= 0 || !is_power_of_two(static_cast<uint64_t>(head_dim)) || x.dims[0] % head_dim != 0) {
+    fail("rotate_heads: head_dim {} is not a power of two dividing the row of {}", head_dim, x.dims[0]);
+  }
+}
+
+void check_rope(const TensorView& x, std::span<const int32_t> positions) {
+  check_f32(x, x.dims[0], "rope", "x");
+  const int64_t tokens = x.dims[2] * x.dims[3];
+  if (static_cast<int64_t>(positions.size()) != tokens) {
+    fail("rope: {} positions for {} tokens", positions.size(), tokens);
+  }
+}
+
+void check_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
+                    const KvLayer& cache) {
+  check_f32(k, k.dims[0], "store_kv", "k");
+  check_same_shape(k, v, "store_kv");
+  // Values that are a view of the keys (latent attention) are narrower than k's rows.
+  check_kv_layer(cache, k.dims[0], "store_kv", values_in_keys(cache) ? cache.v.dims[0] : v.dims[0]);
+  check_sequences(seqs, k.rows(), cache, "store_kv");
+}
+
+void check_kv_block(const KvLayer& cache, int64_t block, std::string_view op) {
+  const int64_t n_blocks = cache.k.dims[2] * cache.k.dims[3];
+  if (block < 0 || block >= n_blocks) fail("{}: block id {} is not in [0, {})", op, block, n_blocks);
+}
+
+void check_kv_rows(const KvLayer& cache, int64_t src, int64_t dst) {
+  const int64_t n_rows = cache.k.dims[2] * cache.k.dims[3] * cache.block_size;
+  if (src < 0 || src >= n_rows || dst < 0 || dst >= n_rows) {
+    fail("copy_kv_row: rows {} and {} must be in [0, {})", src, dst, n_rows);
+  }
+}
+
+void check_shift_keys(const KvLayer& cache, std::span<const int32_t> blocks, int64_t head_dim) {
+  const int64_t row = cache.k.dims[0];
+  check_kv_layer(cache, row, "shift_keys");
+  if (head_dim <= 0 || row % head_dim != 0) fail("shift_keys: head_dim {} does not divide the K row {}", head_dim, row);
+  for (const int32_t block : blocks) check_kv_block(cache, block, "shift_keys");
+}
+
+void check_step(const StepMetadata& step) {
+  if (step.positions.size() != step.tokens.size()) {
+    fail("begin_step: {} positions for {} tokens", step.positions.size(), step.tokens.size());
+  }
+  for (const int32_t row : step.logit_rows) {
+    if (row < 0 || static_cast<size_t>(row) >= step.tokens.size()) {
+      fail("begin_step: logit row {} is not in [0, {})", row, step.tokens.size());
+    }
+  }
+  if (step.logits != nullptr && step.logit_width <= 0) fail("begin_step: logits without a row width");
+  if (step.sequence_groups == 0 || step.sequences.size() % step.sequence_groups != 0) {
+    fail("begin_step: {} sequence slices do not make {} equal groups", step.sequences.size(), step.sequence_groups);
+  }
+  if (step.block_size < 0) fail("begin_step: block size {}", step.block_size);
+}
+
+}  // namespace lumen::backend::common

@@ -1,0 +1,103 @@
+#pragma once
+// The one hook through which code outside a backend watches it: the profiler, the test
+// backends' fault injection and the step recorder are observers, not wrappers. A wrapper had to
+// forward every op and capability by hand, and each one it forgot was silently lost (a profiled
+// backend once reported no tree attention). An observer sees each call of the Backend's public
+// methods, after its arguments were checked: before_op just before the backend runs it,
+// after_op once it returned (not when it threw).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "backend/backend_types.h"
+
+namespace lumen::backend {
+
+class Buffer;
+
+enum class OpKind : uint8_t {
+  Allocate,
+  UploadWeights,
+  CopyToHost,
+  Matmul,
+  MatmulSameInput,
+  MatmulGlu,
+  MoeFfn,
+  GetRows,
+  RmsNorm,
+  Add,
+  AddRow,
+  Scale,
+  Swiglu,
+  Geglu,
+  RotateHeads,
+  Rope,
+  StoreKv,
+  CopyKvBlock,
+  CopyKvRow,
+  ReadKvBlock,
+  WriteKvBlock,
+  ShiftKeys,
+  Attention,
+  SsmConv,
+  SsmScan,
+  AttentionScores,
+  GatherKvRows,
+  BeginStep,
+  EndStep,
+};
+
+// "matmul", "rms_norm", ...: the public method's name.
+std::string_view op_name(OpKind kind);
+
+// One call's arguments by role; what an op does not take stays empty. Tensors are in the
+// method's parameter order: matmul in = {w, x}, out = {y}; matmul_glu in = {gate_w, up_w, x},
+// out = {gate, up}; an op that updates a tensor in place (scale, rope) lists it as out only.
+struct OpCall {
+  explicit OpCall(OpKind op) : kind(op) {}
+  OpKind kind;
+  std::array<const TensorView*, 4> in{};
+  std::array<const TensorView*, 2> out{};
+  std::span<const MatmulOutput> matmul_outputs;  // matmul_same_input
+  std::span<const ExpertWork> experts;           // moe_ffn
+  // Host arrays of indices: get_rows' ids, rope's positions, shift_keys' blocks.
+  std::span<const int32_t> indices;
+  std::span<const SequenceSlice> seqs;  // store_kv, attention, attention_scores (its one slice)
+  std::span<const SsmSequence> ssm_seqs;  // ssm_conv, ssm_scan
+  const SsmScanWeights* ssm = nullptr;    // ssm_scan
+  // gather_kv_rows: the source and destination block tables (indices holds the kept slots).
+  std::span<const int32_t> src_table;
+  std::span<const int32_t> dst_table;
+  const KvLayer* cache = nullptr;       // the K/V ops, attention
+  const RopeConfig* rope = nullptr;     // rope, shift_keys
+  const AttentionConfig* attention = nullptr;
+  const StepMetadata* step = nullptr;  // begin_step
+  Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn
+  float value = 0.0f;                  // rms_norm's eps, scale's factor
+  // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys, gather_kv_rows), delta (shift_keys),
+  // value_dim (gather_kv_rows), the source and destination block or row (copy_kv_block,
+  // copy_kv_row), the block (read/write_kv_block), first_row and slot_stride (attention_scores).
+  std::array<int64_t, 2> numbers{};
+  // Host memory an op reads or writes: upload_weights' source, copy_to_host's destination,
+  // read_kv_block's and write_kv_block's K and V, attention_scores' table; allocate's size in
+  // bytes.
+  const void* host_in = nullptr;
+  void* host_out = nullptr;
+  const void* host_in2 = nullptr;
+  void* host_out2 = nullptr;
+  size_t bytes = 0;
+  // after_op of allocate and upload_weights: what the backend returned.
+  const Buffer* buffer = nullptr;
+  const TensorView* result = nullptr;
+};
+
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void before_op(const OpCall& call) { (void)call; }
+  virtual void after_op(const OpCall& call) { (void)call; }
+};
+
+}  // namespace lumen::backend
