@@ -40,9 +40,18 @@ void ContextShiftFlags::apply(EngineConfig& config) const {
   config.context_keep_tokens = keep;
   if (eviction.empty()) return;
   const std::string_view text = eviction;
-  if (!text.starts_with("sink:")) {
-    config.kv_importance = parse_kv_importance(text);
+  if (text.starts_with("snapkv:") || text.starts_with("h2o:")) {
+    try {
+      config.kv_importance = parse_kv_importance(text);
+    } catch (const Error& e) {  // its words are the request field's: name the flag instead
+      fail("--kv-eviction: {}", e.what());
+    }
     return;
+  }
+  if (!text.starts_with("sink:")) {
+    fail("--kv-eviction takes sink:N,window:W, snapkv:budget=B[,window=W,kernel=K] or h2o:budget=B[,recent=R], "
+         "not '{}'",
+         eviction);
   }
   const size_t comma = text.find(',');
   int64_t sinks = 0, window = 0;
