@@ -49,9 +49,10 @@ void ContextShiftFlags::apply(EngineConfig& config) const {
     return;
   }
   if (!text.starts_with("sink:")) {
-    fail("--kv-eviction takes sink:N,window:W, snapkv:budget=B[,window=W,kernel=K] or h2o:budget=B[,recent=R], "
-         "not '{}'",
-         eviction);
+    fail(
+        "--kv-eviction takes sink:N,window:W, snapkv:budget=B[,window=W,kernel=K] or h2o:budget=B[,recent=R], "
+        "not '{}'",
+        eviction);
   }
   const size_t comma = text.find(',');
   int64_t sinks = 0, window = 0;

@@ -46,7 +46,7 @@ void check_sequences(std::span<const SsmSequence> seqs, int64_t n, std::string_v
 }  // namespace
 
 void CpuBackend::do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
-                          std::span<const SsmSequence> seqs, TensorView& out) {
+                             std::span<const SsmSequence> seqs, TensorView& out) {
   const int64_t channels = x.dims[0], n = x.rows(), kernel = weight.dims[0];
   if (kernel < 1) fail("ssm_conv: the kernel has {} taps", kernel);
   check_rows(x, channels, n, "ssm_conv", "x");
@@ -81,7 +81,7 @@ void CpuBackend::do_ssm_conv(const TensorView& x, const TensorView& weight, cons
 }
 
 void CpuBackend::do_ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
-                          const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) {
+                             const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) {
   const int64_t inner = x.dims[0], n = x.rows(), head_dim = weights.head_dim, groups = weights.groups;
   if (head_dim < 1 || inner % head_dim != 0) fail("ssm_scan: heads of {} do not divide {} channels", head_dim, inner);
   const int64_t heads = inner / head_dim;

@@ -66,8 +66,9 @@ TEST(ArchSynth, EveryRegisteredArchitectureSynthesizesLoadsAndRuns) {
         for (float v : hidden) ASSERT_TRUE(std::isfinite(v));
       } else {
         std::vector<float> logits(hp.vocab_size);
-        transformer.forward({tokens, positions, seqs, rows, {}, states.get(), states ? slots : std::span<const int32_t>()},
-                            cache, logits.data());
+        transformer.forward(
+            {tokens, positions, seqs, rows, {}, states.get(), states ? slots : std::span<const int32_t>()}, cache,
+            logits.data());
         for (float v : logits) ASSERT_TRUE(std::isfinite(v));
       }
     }
