@@ -10,7 +10,7 @@ namespace {
 using backend::TensorView;
 
 // Columns [first, first + count) of every row: a strided view of the same memory.
-TensorView columns(const TensorView& m, int64_t first, int64_t count) {
+TensorView column_range(const TensorView& m, int64_t first, int64_t count) {
   TensorView view = m;
   view.dims[0] = count;
   view.data = static_cast<float*>(m.data) + first;
@@ -74,18 +74,18 @@ void Mamba2Mixer::forward(uint64_t layer, const LayerWeights& w, const ForwardBa
                      batch.states->ssm_state(slot, layer)});
   }
   backend_.matmul(*w.ssm_in, h, zxbcdt);
-  TensorView z = columns(zxbcdt, 0, inner);
-  const TensorView conv_in = columns(zxbcdt, inner, channels);
-  const TensorView dt = columns(zxbcdt, inner + channels, heads);
+  TensorView z = column_range(zxbcdt, 0, inner);
+  const TensorView conv_in = column_range(zxbcdt, inner, channels);
+  const TensorView dt = column_range(zxbcdt, inner + channels, heads);
   backend_.ssm_conv(conv_in, *w.ssm_conv1d, *w.ssm_conv1d_b, seqs_, xbc);
   const backend::SsmScanWeights scan{&*w.ssm_a, &*w.ssm_d, &*w.ssm_dt_b, inner / heads, groups};
-  backend_.ssm_scan(columns(xbc, 0, inner), dt, columns(xbc, inner, bc_width), columns(xbc, inner + bc_width, bc_width),
+  backend_.ssm_scan(column_range(xbc, 0, inner), dt, column_range(xbc, inner, bc_width), column_range(xbc, inner + bc_width, bc_width),
                     scan, seqs_, y);
   backend_.swiglu(z, y, y);  // y * silu(z)
   // The gated norm: each group of the inner width normalized on its own, with its own weights.
   const int64_t width = inner / groups;
   for (int64_t g = 0; g < groups; ++g) {
-    TensorView part = columns(y, g * width, width);
+    TensorView part = column_range(y, g * width, width);
     TensorView weight = backend::f32_matrix(w.ssm_norm->row<float>(g), width, 1);
     backend_.rms_norm(part, weight, static_cast<float>(hp_.norm_eps), part);
   }

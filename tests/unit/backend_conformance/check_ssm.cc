@@ -51,7 +51,8 @@ void two_calls(const Split& s, Run run) {
 }  // namespace
 
 void check_ssm_conv(Backend& backend, const Case& c) {
-  const auto [channels, kernel, tokens] = c.shape;
+  // Plain variables, not a structured binding: clang 14 cannot capture bindings in a lambda.
+  const int64_t channels = c.shape[0], kernel = c.shape[1], tokens = c.shape[2];
   const Split s = split(tokens);
   const int64_t n = s.rows[0] + s.rows[1] + s.rows[2];
   const std::vector<float> x = random_values(static_cast<size_t>(channels * n), 61);
@@ -121,7 +122,7 @@ void check_ssm_conv(Backend& backend, const Case& c) {
 }
 
 void check_ssm_scan(Backend& backend, const Case& c) {
-  const auto [state_size, heads, tokens] = c.shape;
+  const int64_t state_size = c.shape[0], heads = c.shape[1], tokens = c.shape[2];
   const int64_t groups = c.mode, head_dim = 16, inner = heads * head_dim, bc = state_size * groups;
   const Split s = split(tokens);
   const int64_t n = s.rows[0] + s.rows[1] + s.rows[2];
