@@ -79,8 +79,8 @@ void Mamba2Mixer::forward(uint64_t layer, const LayerWeights& w, const ForwardBa
   const TensorView dt = column_range(zxbcdt, inner + channels, heads);
   backend_.ssm_conv(conv_in, *w.ssm_conv1d, *w.ssm_conv1d_b, seqs_, xbc);
   const backend::SsmScanWeights scan{&*w.ssm_a, &*w.ssm_d, &*w.ssm_dt_b, inner / heads, groups};
-  backend_.ssm_scan(column_range(xbc, 0, inner), dt, column_range(xbc, inner, bc_width), column_range(xbc, inner + bc_width, bc_width),
-                    scan, seqs_, y);
+  backend_.ssm_scan(column_range(xbc, 0, inner), dt, column_range(xbc, inner, bc_width),
+                    column_range(xbc, inner + bc_width, bc_width), scan, seqs_, y);
   backend_.swiglu(z, y, y);  // y * silu(z)
   // The gated norm: each group of the inner width normalized on its own, with its own weights.
   const int64_t width = inner / groups;
