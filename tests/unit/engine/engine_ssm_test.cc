@@ -22,18 +22,17 @@
 #include "model/state_cache.h"
 #include "model/synth.h"
 #include "sampling/sampler.h"
+#include "synth_engine.h"
 #include "util/error.h"
 
 namespace lumen::testing {
 namespace {
 
-class EngineSsm : public ::testing::Test {
+class EngineSsm : public SynthEngineTest {
  protected:
   static void SetUpTestSuite() {
     if (!have_testdata()) return;
-    path_ = new std::string(
-        (std::filesystem::temp_directory_path() / ("lumen_engine_ssm_" + std::to_string(::getpid()) + ".gguf"))
-            .string());
+    path_ = new std::string(temp_model_path("ssm"));
     model::SynthOptions options;
     options.preset = "mamba2-mini";
     options.type = tensor::DType::Q4_1;
@@ -45,29 +44,10 @@ class EngineSsm : public ::testing::Test {
     backend_ = new backend::CpuBackend(2);
     model_ = new engine::LoadedModel(engine::LoadedModel::load(*path_, *backend_));
   }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete backend_;
-    if (path_ != nullptr) std::filesystem::remove(*path_);
-    delete path_;
-    model_ = nullptr;
-    backend_ = nullptr;
-    path_ = nullptr;
-  }
-  void SetUp() override { LUMEN_REQUIRE_TESTDATA(); }
-
-  static Model handle() { return engine::borrow_model(*model_, *backend_); }
 
   static std::vector<int32_t> prompt(int len, int salt) {
     std::vector<int32_t> p;
     for (int i = 0; i < len; ++i) p.push_back(200 + (salt * 131 + i * 47) % 30000);
-    return p;
-  }
-  static SamplingParams greedy(int64_t max_tokens) {
-    SamplingParams p;
-    p.temperature = 0.0f;
-    p.max_tokens = max_tokens;
-    p.ignore_eos = true;
     return p;
   }
   // The bare forward pass, alone, in prompt chunks of 7 (so it, too, carries its state across
@@ -95,9 +75,6 @@ class EngineSsm : public ::testing::Test {
     while (engine.has_unfinished()) engine.step();
   }
 
-  static inline std::string* path_ = nullptr;
-  static inline backend::CpuBackend* backend_ = nullptr;
-  static inline engine::LoadedModel* model_ = nullptr;
 };
 
 TEST_F(EngineSsm, ConcurrentRequestsMatchEachAlone) {
