@@ -1,0 +1,47 @@
+// Untrusted image bytes through the decoders (PNG, JPEG, WebP, GIF) and the preprocessing that
+// follows. The whole input is the file (so real files are seeds as they are); its length and
+// middle byte pick the preprocessing (size, filter, resize mode). Anything but an image or a lumen::Error is a finding; so is a decoded image whose
+// buffer does not match its size, or a tensor with the wrong shape or a non-finite value.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+
+#include "image/decode.h"
+#include "image/preprocess.h"
+#include "util/error.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const auto choice = static_cast<uint8_t>(size * 131 + data[size / 2]);
+  std::span<const uint8_t> file(data, size);
+  // Limits small enough for libFuzzer's memory cap, with the same checks as the defaults.
+  lumen::image::DecodeLimits limits;
+  limits.max_bytes = 1 << 20;
+  limits.max_pixels = 1 << 20;
+  limits.max_side = 4096;
+  limits.max_jpeg_scans = 64;
+  try {
+    lumen::image::RgbImage image = lumen::image::decode(file, limits);
+    if (image.width < 1 || image.height < 1 || image.width > limits.max_side || image.height > limits.max_side ||
+        image.rgb.size() != static_cast<size_t>(image.width) * image.height * 3) {
+      std::abort();
+    }
+    lumen::image::PreprocessParams params;
+    params.size = 1 + (choice & 31);
+    params.filter = lumen::image::resize_filter_from_pil(1 + (choice >> 5) % 3);
+    params.mode = (choice & 0x80) ? lumen::image::ResizeMode::kSquare
+                                  : lumen::image::ResizeMode::kShortestEdgeCenterCrop;
+    lumen::image::PixelTensor tensor = lumen::image::preprocess(image, params);
+    if (tensor.width != params.size || tensor.height != params.size ||
+        tensor.chw.size() != static_cast<size_t>(3 * params.size * params.size)) {
+      std::abort();
+    }
+    for (float value : tensor.chw) {
+      if (!std::isfinite(value)) std::abort();
+    }
+  } catch (const lumen::Error&) {
+  }
+  return 0;
+}
