@@ -8,6 +8,8 @@ decode with Pillow, composite transparency onto white (convert_to_rgb), resize w
 rescale by 1/255 and normalise. For each image the golden holds:
   - the RGB pixels after convert_to_rgb (hex), which Lumen's decoder must reproduce exactly
     for lossless formats and does for JPEG too when both use libjpeg-turbo's accurate IDCT;
+  - for three of them, Idefics3's image splitting (Idefics3ImageProcessorPil at a small scale):
+    the grid and every tile, global image last;
   - the whole pixel tensor of each processor at a small square size (12 or 16; two images are
     smaller than that, so upscaling is exercised too), as integers in units of 1e-4 to keep the
     file small, which Lumen must match to 1e-3.
@@ -34,7 +36,8 @@ import numpy as np
 import PIL
 import transformers
 from PIL import Image
-from transformers import CLIPImageProcessorPil, Gemma3ImageProcessorPil, SiglipImageProcessorPil
+from transformers import (CLIPImageProcessorPil, Gemma3ImageProcessorPil, Idefics3ImageProcessorPil,
+                          SiglipImageProcessorPil)
 from transformers.image_transforms import convert_to_rgb
 
 SEED = 51
@@ -101,6 +104,25 @@ def processors(size: int):
     ]
 
 
+# Idefics3/SmolVLM image splitting at a small scale (the real ones: 1456 or 2048, tiles of 364 to
+# 512): a wide, a tall and an upscaled image, each cut into a grid plus the global image.
+TILING = {"longest_edge": 32, "tile_size": 12}
+TILING_IMAGES = ["rgb_37x23.png", "photo_444_31x45.jpg", "tiny_9x7.png"]
+
+
+def tiling_case(data: bytes) -> dict:
+    proc = Idefics3ImageProcessorPil(size={"longest_edge": TILING["longest_edge"]},
+                                     max_image_size={"longest_edge": TILING["tile_size"]})
+    out = proc(images=[Image.open(io.BytesIO(data))], return_tensors="np", return_row_col_info=True)
+    tiles = out["pixel_values"][0]
+    side = TILING["tile_size"]
+    assert tiles.shape[1:] == (3, side, side), tiles.shape
+    return {**TILING, "filter": int(proc.resample), "rescale_factor": float(proc.rescale_factor),
+            "mean": [float(v) for v in proc.image_mean], "std": [float(v) for v in proc.image_std],
+            "rows": int(out["rows"][0][0]), "cols": int(out["cols"][0][0]),
+            "tiles_e4": [[int(round(float(v) * 1e4)) for v in tile.reshape(-1)] for tile in tiles]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "tests/golden/image"))
@@ -126,6 +148,8 @@ def main() -> None:
                 "rescale_factor": float(proc.rescale_factor), "mean": [float(v) for v in proc.image_mean],
                 "std": [float(v) for v in proc.image_std],
                 "chw_e4": [int(round(float(v) * 1e4)) for v in tensor.reshape(-1)]})
+        if name in TILING_IMAGES:
+            case["idefics3_tiles"] = tiling_case(data)
         cases.append(case)
     golden = {"generator": "scripts/make_image_golden.py", "transformers": transformers.__version__,
               "pillow": PIL.__version__, "seed": SEED, "cases": cases}

@@ -1,5 +1,5 @@
 // Untrusted image bytes through the decoders (PNG, JPEG, WebP, GIF) and the preprocessing that
-// follows. The whole input is the file (so real files are seeds as they are); its length and
+// follows (square resize or crop, and Idefics3's tiles). The whole input is the file (so real files are seeds as they are); its length and
 // middle byte pick the preprocessing (size, filter, resize mode). Anything but an image or a lumen::Error is a finding; so is a decoded image whose
 // buffer does not match its size, or a tensor with the wrong shape or a non-finite value.
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <span>
 
 #include "image/decode.h"
+#include "image/image_tiling.h"
 #include "image/preprocess.h"
 #include "util/error.h"
 
@@ -40,6 +41,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     for (float value : tensor.chw) {
       if (!std::isfinite(value)) std::abort();
+    }
+    // Idefics3 splitting at a small scale: every tile has the tile's shape.
+    lumen::image::TilingParams tiling;
+    tiling.longest_edge = 1 + (choice & 63);
+    tiling.tile_size = 1 + ((choice >> 3) & 15);
+    lumen::image::TiledPixels tiles = lumen::image::split_into_tiles(image, tiling);
+    if (tiles.tiles.size() != static_cast<size_t>(tiles.rows * tiles.cols + (tiles.rows > 0 ? 1 : 0)) &&
+        !(tiles.rows == 0 && tiles.tiles.size() == 1)) {
+      std::abort();
+    }
+    for (const auto& tile : tiles.tiles) {
+      if (tile.chw.size() != static_cast<size_t>(3 * tiling.tile_size * tiling.tile_size)) std::abort();
     }
   } catch (const lumen::Error&) {
   }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "image/decode.h"
+#include "image/image_tiling.h"
 #include "image/preprocess.h"
 #include "unit/image/test_images.h"
 
@@ -87,6 +88,39 @@ TEST(ImageGolden, PixelTensorsMatchTransformersProcessors) {
     }
   }
   for (const auto& [name, diff] : worst) std::printf("max |lumen - transformers| %-8s %.2e\n", name.c_str(), diff);
+}
+
+TEST(ImageGolden, Idefics3TilesMatchTransformers) {
+  json golden = load_golden();
+  double worst = 0.0;
+  int checked = 0;
+  for (const json& item : golden["cases"]) {
+    if (!item.contains("idefics3_tiles")) continue;
+    const json& expected = item["idefics3_tiles"];
+    std::string file = item["file"];
+    SCOPED_TRACE(file);
+    TilingParams params;
+    params.longest_edge = expected["longest_edge"];
+    params.tile_size = expected["tile_size"];
+    params.filter = resize_filter_from_pil(expected["filter"]);
+    params.rescale_factor = expected["rescale_factor"];
+    for (int c = 0; c < 3; ++c) params.mean[c] = expected["mean"][c], params.std[c] = expected["std"][c];
+    TiledPixels got = split_into_tiles(decode(testing::read_file(testing::golden_dir() / file)), params);
+    EXPECT_EQ(got.rows, expected["rows"].get<int>());
+    EXPECT_EQ(got.cols, expected["cols"].get<int>());
+    ASSERT_EQ(got.tiles.size(), expected["tiles_e4"].size());
+    for (size_t t = 0; t < got.tiles.size(); ++t) {
+      const json& values = expected["tiles_e4"][t];
+      ASSERT_EQ(got.tiles[t].chw.size(), values.size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        worst = std::max(worst, std::fabs(got.tiles[t].chw[i] - values[i].get<int>() * 1e-4));
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+  EXPECT_LE(worst, 1e-3);
+  std::printf("max |lumen - transformers| idefics3 tiles %.2e\n", worst);
 }
 
 }  // namespace
