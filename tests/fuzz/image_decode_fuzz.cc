@@ -1,7 +1,8 @@
 // Untrusted image bytes through the decoders (PNG, JPEG, WebP, GIF) and the preprocessing that
-// follows (square resize or crop, and Idefics3's tiles). The whole input is the file (so real files are seeds as they are); its length and
-// middle byte pick the preprocessing (size, filter, resize mode). Anything but an image or a lumen::Error is a finding; so is a decoded image whose
-// buffer does not match its size, or a tensor with the wrong shape or a non-finite value.
+// follows (square resize or crop, and Idefics3's tiles). The whole input is the file (so real
+// files are seeds as they are); its length and middle byte pick the preprocessing parameters.
+// Anything but an image or a lumen::Error is a finding; so is a decoded image whose buffer does
+// not match its size, or a tensor with the wrong shape or a non-finite value.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -47,10 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tiling.longest_edge = 1 + (choice & 63);
     tiling.tile_size = 1 + ((choice >> 3) & 15);
     lumen::image::TiledPixels tiles = lumen::image::split_into_tiles(image, tiling);
-    if (tiles.tiles.size() != static_cast<size_t>(tiles.rows * tiles.cols + (tiles.rows > 0 ? 1 : 0)) &&
-        !(tiles.rows == 0 && tiles.tiles.size() == 1)) {
-      std::abort();
-    }
+    size_t expected_tiles = tiles.rows == 0 ? 1 : static_cast<size_t>(tiles.rows * tiles.cols + 1);
+    if (tiles.tiles.size() != expected_tiles) std::abort();
     for (const auto& tile : tiles.tiles) {
       if (tile.chw.size() != static_cast<size_t>(3 * tiling.tile_size * tiling.tile_size)) std::abort();
     }
