@@ -17,14 +17,13 @@ rescale by 1/255 and normalise. For each image the golden holds:
 The images are made here with Pillow from a fixed seed: smooth gradients with noise (so every
 resize filter's rounding shows), odd sizes, alpha, a palette with transparency, grayscale,
 CMYK, progressive JPEG, lossy and lossless WebP, and a two-frame GIF (only the first frame
-counts). Run with a Python that has transformers, numpy and Pillow below 13 (no torch needed):
+counts). Run with a Python that has transformers, numpy and Pillow 13 or later (no torch needed):
     python scripts/make_image_golden.py [--out tests/golden/image]
 
-Why Pillow 12: every Pillow up to 12 resizes horizontally, then vertically. Pillow 13 (Pillow
-pull request 9549) runs the vertical pass first for some sizes where the height shrinks more than
-the width; the intermediate rounding then differs by up to 3 levels on some pixels (0.02 after
-normalisation). src/image follows the order every Pillow before 13 uses; docs/vision.md says
-what this means against a Pillow 13 reference.
+Why Pillow 13: it changed the resize's pass order (Pillow pull request 9549: the vertical pass
+first when the height loses more than twice as many pixels as the width), which changes the
+intermediate rounding, up to 3 levels on some pixels (0.02 after normalisation). src/image
+follows Pillow 13, the current release, so the goldens must come from it.
 """
 import argparse
 import hashlib
@@ -127,8 +126,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "tests/golden/image"))
     args = parser.parse_args()
-    if int(PIL.__version__.split(".")[0]) >= 13:
-        parser.error(f"Pillow {PIL.__version__} changes the resize pass order; use Pillow 12 (see the docstring)")
+    if int(PIL.__version__.split(".")[0]) < 13:
+        parser.error(f"Pillow {PIL.__version__} resizes in another pass order; use Pillow 13 (see the docstring)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)

@@ -153,10 +153,24 @@ RgbImage resize(const RgbImage& image, int width, int height, ResizeFilter filte
   if (image.width < 1 || image.height < 1) fail("cannot resize an empty image");
   Filter f = filter_for(filter);
   // Pillow skips a pass whose size does not change (it would be the identity anyway, up to the
-  // rounding of weights that are not exactly zero).
+  // rounding of weights that are not exactly zero). Since Pillow 13 the vertical pass goes first
+  // when the height loses more than twice as many pixels as the width (less work for the
+  // horizontal pass); the order decides the intermediate rounding, so it is followed too.
+  bool vertical_first = image.height - height > 0 && image.height - height > (image.width - width) * 2;
   RgbImage current = image;
-  if (width != image.width) current = resample_horizontal(current, width, make_kernel(image.width, width, f));
-  if (height != image.height) current = resample_vertical(current, height, make_kernel(image.height, height, f));
+  auto horizontal = [&] {
+    if (width != image.width) current = resample_horizontal(current, width, make_kernel(image.width, width, f));
+  };
+  auto vertical = [&] {
+    if (height != image.height) current = resample_vertical(current, height, make_kernel(image.height, height, f));
+  };
+  if (vertical_first) {
+    vertical();
+    horizontal();
+  } else {
+    horizontal();
+    vertical();
+  }
   return current;
 }
 
