@@ -14,8 +14,7 @@ void check_dimensions(const char* format, int64_t width, int64_t height, const D
   }
   auto pixels = checked_mul(width, height);
   if (!pixels || *pixels > limits.max_pixels) {
-    fail("the {} image is {} x {} pixels; at most {} pixels are accepted", format, width, height,
-         limits.max_pixels);
+    fail("the {} image is {} x {} pixels; at most {} pixels are accepted", format, width, height, limits.max_pixels);
   }
 }
 

@@ -13,7 +13,9 @@ namespace {
 constexpr int kMaxResizedSide = 4096;
 
 void check_params(const TilingParams& params) {
-  if (params.tile_size < 1 || params.tile_size > kMaxResizedSide) fail("tile size {} is out of range", params.tile_size);
+  if (params.tile_size < 1 || params.tile_size > kMaxResizedSide) {
+    fail("tile size {} is out of range (1 to {})", params.tile_size, kMaxResizedSide);
+  }
   if (params.longest_edge < 1 || params.longest_edge > kMaxResizedSide) {
     fail("longest edge {} is out of range (1 to {})", params.longest_edge, kMaxResizedSide);
   }
@@ -100,7 +102,9 @@ TiledPixels split_into_tiles(const RgbImage& image, const TilingParams& params) 
     out.rows = th / tile;
     out.cols = tw / tile;
     for (int r = 0; r < out.rows; ++r) {
-      for (int c = 0; c < out.cols; ++c) out.tiles.push_back(to_pixel_tensor(crop(resized, c * tile, r * tile, tile), normalise));
+      for (int c = 0; c < out.cols; ++c) {
+        out.tiles.push_back(to_pixel_tensor(crop(resized, c * tile, r * tile, tile), normalise));
+      }
     }
     resized = resize(resized, tile, tile, params.filter);
   }

@@ -23,8 +23,8 @@ struct TilingParams {
 };
 
 struct TiledPixels {
-  int rows = 0, cols = 0;            // 0 x 0 when the image was not split
-  std::vector<PixelTensor> tiles;    // rows * cols tiles in reading order, then the global image
+  int rows = 0, cols = 0;          // 0 x 0 when the image was not split
+  std::vector<PixelTensor> tiles;  // rows * cols tiles in reading order, then the global image
 };
 
 // The (width, height) an image of this size is resized to before it is cut (both multiples of

@@ -43,8 +43,7 @@ void check_scan_count(j_common_ptr cinfo) {
   auto* decompress = reinterpret_cast<j_decompress_ptr>(cinfo);
   auto* errors = reinterpret_cast<JpegErrors*>(cinfo->err);
   if (decompress->progressive_mode && decompress->input_scan_number > errors->max_scans) {
-    std::snprintf(errors->message, sizeof errors->message, "it has more than %d progressive scans",
-                  errors->max_scans);
+    std::snprintf(errors->message, sizeof errors->message, "it has more than %d progressive scans", errors->max_scans);
     std::longjmp(errors->jump, 1);
   }
 }

@@ -30,7 +30,8 @@ RgbImage first_animation_frame(std::span<const uint8_t> bytes, const WebPBitstre
   WebPAnimInfo info;
   if (!WebPAnimDecoderGetInfo(decoder.get(), &info)) fail("the animated WebP image cannot be read");
   // The canvas was checked through the features; a demuxer that disagrees is a malformed file.
-  if (static_cast<int>(info.canvas_width) != features.width || static_cast<int>(info.canvas_height) != features.height) {
+  if (static_cast<int>(info.canvas_width) != features.width ||
+      static_cast<int>(info.canvas_height) != features.height) {
     fail("the animated WebP image's canvas size is inconsistent");
   }
   uint8_t* canvas = nullptr;

@@ -33,8 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     lumen::image::PreprocessParams params;
     params.size = 1 + (choice & 31);
     params.filter = lumen::image::resize_filter_from_pil(1 + (choice >> 5) % 3);
-    params.mode = (choice & 0x80) ? lumen::image::ResizeMode::kSquare
-                                  : lumen::image::ResizeMode::kShortestEdgeCenterCrop;
+    params.mode =
+        (choice & 0x80) ? lumen::image::ResizeMode::kSquare : lumen::image::ResizeMode::kShortestEdgeCenterCrop;
     lumen::image::PixelTensor tensor = lumen::image::preprocess(image, params);
     if (tensor.width != params.size || tensor.height != params.size ||
         tensor.chw.size() != static_cast<size_t>(3 * params.size * params.size)) {

@@ -101,8 +101,8 @@ TEST(HostileImage, JpegScanCountIsBounded) {
 
 TEST(HostileImage, HugeWebpCanvasIsRefused) {
   // A VP8X (extended) header declaring a 20000 x 20000 canvas, and nothing else.
-  std::vector<uint8_t> webp = {'R', 'I', 'F', 'F', 22, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8', 'X', 10, 0, 0, 0,
-                               0,   0,   0,   0};
+  std::vector<uint8_t> webp = {'R', 'I', 'F', 'F', 22, 0, 0, 0, 'W', 'E', 'B', 'P',
+                               'V', 'P', '8', 'X', 10, 0, 0, 0, 0,   0,   0,   0};
   uint32_t minus_one = 20000 - 1;
   for (int repeat = 0; repeat < 2; ++repeat) {
     for (int shift = 0; shift < 24; shift += 8) webp.push_back(static_cast<uint8_t>(minus_one >> shift));

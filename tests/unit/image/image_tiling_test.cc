@@ -13,7 +13,7 @@ RgbImage gray(int width, int height) {
 }
 
 TEST(ImageTiling, GridFollowsTheAspectRatio) {
-  TilingParams params;  // Idefics3's: 1456, tiles of 364
+  TilingParams params;                                                           // Idefics3's: 1456, tiles of 364
   EXPECT_EQ(tiled_size(2000, 1000, params), (std::pair<int, int>{1456, 728}));   // 4 x 2 tiles
   EXPECT_EQ(tiled_size(1000, 1000, params), (std::pair<int, int>{1456, 1456}));  // 4 x 4, the most
   // A 16384 x 16 strip becomes one row of four tiles, not thousands.
