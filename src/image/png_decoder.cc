@@ -3,6 +3,7 @@
 // buffer is allocated by the caller between the header and the pixel reads.
 #include <png.h>
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -45,21 +46,27 @@ void on_warning(png_structp, png_const_charp) {}  // ancillary-chunk trouble; Pi
 
 struct PngHeader {
   png_uint_32 width = 0, height = 0;
-  int channels = 0;  // 3 (RGB) or 4 (RGBA) after the transforms
+  int channels = 0;     // 3 (RGB) or 4 (RGBA) after the transforms; 1 or 2 for 16-bit gray
+  bool gray16 = false;  // 16-bit gray (with tRNS as a second channel): samples left 16-bit
 };
 
 // Reads up to the first image data and sets the transforms to 8-bit RGB(A): palettes and low bit
-// depths expanded, tRNS to alpha, 16-bit samples cut to their high byte (as Pillow does), gray
-// replicated. Returns false on error (the message in input).
+// depths expanded, tRNS to alpha, 16-bit samples cut to their high byte, gray replicated. All as
+// Pillow reads them, but for 16-bit gray, which Pillow opens as "I;16" and converts to RGB by
+// clamping each value to 255 (not by taking the high byte): those samples stay 16-bit here and
+// gray16_to_rgb clamps them the same way. Returns false on error (the message in input).
 bool read_header(png_structp png, png_infop info, int max_side, PngHeader* header) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_set_user_limits(png, static_cast<png_uint_32>(max_side), static_cast<png_uint_32>(max_side));
   png_set_chunk_malloc_max(png, kMaxChunkBytes);
   png_set_chunk_cache_max(png, kMaxAncillaryChunks);
   png_read_info(png, info);
+  header->gray16 = png_get_color_type(png, info) == PNG_COLOR_TYPE_GRAY && png_get_bit_depth(png, info) == 16;
   png_set_expand(png);
-  png_set_strip_16(png);
-  png_set_gray_to_rgb(png);
+  if (!header->gray16) {
+    png_set_strip_16(png);
+    png_set_gray_to_rgb(png);
+  }
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
   header->width = png_get_image_width(png, info);
@@ -73,6 +80,20 @@ bool read_pixels(png_structp png, png_infop info, png_bytepp rows) {
   png_read_image(png, rows);
   (void)info;
   return true;
+}
+
+// 16-bit gray rows (big-endian, with a transparency channel when the file has tRNS) to RGB the
+// way Pillow's "I;16" to RGB conversion does it: each value clamped to 255.
+RgbImage gray16_to_rgb(int width, int height, int channels, const std::vector<uint8_t>& samples) {
+  size_t pixels = static_cast<size_t>(width) * static_cast<size_t>(height);
+  auto sample = [&](size_t index) { return (samples[index * 2] << 8) | samples[index * 2 + 1]; };
+  RgbImage out{width, height, std::vector<uint8_t>(pixels * 3)};
+  for (size_t i = 0; i < pixels; ++i) {
+    auto gray = static_cast<uint8_t>(std::min(sample(i * channels), 255));
+    bool clear = channels == 2 && sample(i * 2 + 1) == 0;  // tRNS: fully transparent, over white
+    out.rgb[i * 3] = out.rgb[i * 3 + 1] = out.rgb[i * 3 + 2] = clear ? 255 : gray;
+  }
+  return out;
 }
 
 struct PngReader {
@@ -108,10 +129,11 @@ RgbImage decode_png(std::span<const uint8_t> bytes, const DecodeLimits& limits) 
     fail("the PNG image cannot be read: {}", input.message);
   }
   check_dimensions("PNG", header.width, header.height, limits);
-  if (header.channels != 3 && header.channels != 4) {
-    fail("the PNG image has {} channels after conversion (expected RGB or RGBA)", header.channels);
-  }
-  size_t row_bytes = size_t{header.width} * header.channels;
+  int sample_bytes = header.gray16 ? 2 : 1;
+  bool expected = header.gray16 ? (header.channels == 1 || header.channels == 2)
+                                : (header.channels == 3 || header.channels == 4);
+  if (!expected) fail("the PNG image has {} channels after conversion (expected RGB or RGBA)", header.channels);
+  size_t row_bytes = size_t{header.width} * header.channels * sample_bytes;
   if (png_get_rowbytes(reader.png, reader.info) != row_bytes) fail("the PNG image has an unexpected row size");
   std::vector<uint8_t> pixels(row_bytes * header.height);
   std::vector<png_bytep> rows(header.height);
@@ -119,6 +141,7 @@ RgbImage decode_png(std::span<const uint8_t> bytes, const DecodeLimits& limits) 
   if (!read_pixels(reader.png, reader.info, rows.data())) fail("the PNG image cannot be read: {}", input.message);
 
   int width = static_cast<int>(header.width), height = static_cast<int>(header.height);
+  if (header.gray16) return gray16_to_rgb(width, height, header.channels, pixels);
   if (header.channels == 4) return composite_on_white(width, height, pixels);
   return RgbImage{width, height, std::move(pixels)};
 }

@@ -43,6 +43,20 @@ TEST(ImageDecode, SixteenBitPngKeepsTheHighByteAsPillowDoes) {
   EXPECT_EQ(image.rgb, (std::vector<uint8_t>{0x12, 0x34, 0xab, 0xff, 0x00, 0x7f}));
 }
 
+TEST(ImageDecode, SixteenBitGrayPngIsClampedAsPillowDoes) {
+  // Pillow opens 16-bit gray as "I;16" and converts to RGB by clamping to 255: 0, 255, 256, 1000
+  // and 65535 become 0, 255, 255, 255, 255 (verified against Pillow 13 and transformers'
+  // convert_to_rgb). With tRNS (value 100 transparent), 100 becomes white; 99 stays 99.
+  std::vector<uint8_t> row = {0, 0, 0, 0, 255, 1, 0, 3, 232, 255, 255};
+  RgbImage image = decode(testing::make_png(5, 1, /*gray*/ 0, 16, row));
+  std::vector<uint8_t> first_channel;
+  for (size_t i = 0; i < image.rgb.size(); i += 3) first_channel.push_back(image.rgb[i]);
+  EXPECT_EQ(first_channel, (std::vector<uint8_t>{0, 255, 255, 255, 255}));
+  std::vector<uint8_t> with_alpha = {0, 0, 99, 0, 100};
+  auto png = testing::make_png(2, 1, 0, 16, with_alpha, /*gray16_transparent=*/100);
+  EXPECT_EQ(decode(png).rgb, (std::vector<uint8_t>{99, 99, 99, 255, 255, 255}));
+}
+
 TEST(ImageDecode, GrayscalePngIsReplicatedToRgb) {
   std::vector<uint8_t> rows = {0, 10, 200, 0, 0, 255};  // 2 x 2, 8-bit gray
   RgbImage image = decode(testing::make_png(2, 2, /*gray*/ 0, 8, rows));

@@ -60,13 +60,16 @@ std::vector<uint8_t> read_file(const std::filesystem::path& path) {
 }
 
 std::vector<uint8_t> make_png(uint32_t width, uint32_t height, int color_type, int bit_depth,
-                              const std::vector<uint8_t>& scanlines) {
+                              const std::vector<uint8_t>& scanlines, int gray16_transparent) {
   std::vector<uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   std::vector<uint8_t> header;
   put_be32(header, width);
   put_be32(header, height);
   header.insert(header.end(), {static_cast<uint8_t>(bit_depth), static_cast<uint8_t>(color_type), 0, 0, 0});
   put_chunk(out, "IHDR", header);
+  if (gray16_transparent >= 0) {
+    put_chunk(out, "tRNS", {static_cast<uint8_t>(gray16_transparent >> 8), static_cast<uint8_t>(gray16_transparent)});
+  }
   uLongf packed_size = compressBound(static_cast<uLong>(scanlines.size()));
   std::vector<uint8_t> packed(packed_size);
   if (compress2(packed.data(), &packed_size, scanlines.data(), static_cast<uLong>(scanlines.size()), 9) != Z_OK) {

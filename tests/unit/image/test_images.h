@@ -13,9 +13,9 @@ std::vector<uint8_t> read_file(const std::filesystem::path& path);
 
 // A PNG whose IHDR says width x height (any values, even ones no decoder should accept), with
 // the given colour type and bit depth, and one IDAT holding `scanlines` (each row's filter byte
-// included) deflated.
+// included) deflated; with a tRNS chunk naming `gray16_transparent` when it is not negative.
 std::vector<uint8_t> make_png(uint32_t width, uint32_t height, int color_type, int bit_depth,
-                              const std::vector<uint8_t>& scanlines);
+                              const std::vector<uint8_t>& scanlines, int gray16_transparent = -1);
 
 // A GIF89a of `frames` frames of width x height over a two-colour palette (0: red, 1: green):
 // the first frame all index 0, every later one all index 1.
