@@ -130,8 +130,8 @@ RgbImage decode_png(std::span<const uint8_t> bytes, const DecodeLimits& limits) 
   }
   check_dimensions("PNG", header.width, header.height, limits);
   int sample_bytes = header.gray16 ? 2 : 1;
-  bool expected = header.gray16 ? (header.channels == 1 || header.channels == 2)
-                                : (header.channels == 3 || header.channels == 4);
+  bool expected =
+      header.gray16 ? (header.channels == 1 || header.channels == 2) : (header.channels == 3 || header.channels == 4);
   if (!expected) fail("the PNG image has {} channels after conversion (expected RGB or RGBA)", header.channels);
   size_t row_bytes = size_t{header.width} * header.channels * sample_bytes;
   if (png_get_rowbytes(reader.png, reader.info) != row_bytes) fail("the PNG image has an unexpected row size");
