@@ -63,6 +63,15 @@ TEST(ImageDecode, GrayscalePngIsReplicatedToRgb) {
   EXPECT_EQ(image.rgb, (std::vector<uint8_t>{10, 10, 10, 200, 200, 200, 0, 0, 0, 255, 255, 255}));
 }
 
+TEST(ImageDecode, InterlacedPngEqualsTheSameImageNotInterlaced) {
+  const int width = 11, height = 9;  // not multiples of 8: every Adam7 pass is partial
+  std::vector<uint8_t> rgb(width * height * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>(i * 37 + 11);
+  RgbImage interlaced = decode(testing::make_rgb_png(width, height, rgb, true));
+  EXPECT_EQ(interlaced.rgb, rgb);
+  EXPECT_EQ(decode(testing::make_rgb_png(width, height, rgb, false)).rgb, rgb);
+}
+
 TEST(ImageDecode, OneBitPngIsExpanded) {
   std::vector<uint8_t> rows = {0, 0b10100000};  // 3 x 1, 1-bit gray: white, black, white
   RgbImage image = decode(testing::make_png(3, 1, 0, 1, rows));

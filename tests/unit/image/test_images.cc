@@ -60,12 +60,13 @@ std::vector<uint8_t> read_file(const std::filesystem::path& path) {
 }
 
 std::vector<uint8_t> make_png(uint32_t width, uint32_t height, int color_type, int bit_depth,
-                              const std::vector<uint8_t>& scanlines, int gray16_transparent) {
+                              const std::vector<uint8_t>& scanlines, int gray16_transparent, bool interlaced) {
   std::vector<uint8_t> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   std::vector<uint8_t> header;
   put_be32(header, width);
   put_be32(header, height);
-  header.insert(header.end(), {static_cast<uint8_t>(bit_depth), static_cast<uint8_t>(color_type), 0, 0, 0});
+  header.insert(header.end(),
+                {static_cast<uint8_t>(bit_depth), static_cast<uint8_t>(color_type), 0, 0, interlaced ? uint8_t{1} : uint8_t{0}});
   put_chunk(out, "IHDR", header);
   if (gray16_transparent >= 0) {
     put_chunk(out, "tRNS", {static_cast<uint8_t>(gray16_transparent >> 8), static_cast<uint8_t>(gray16_transparent)});
@@ -79,6 +80,30 @@ std::vector<uint8_t> make_png(uint32_t width, uint32_t height, int color_type, i
   put_chunk(out, "IDAT", packed);
   put_chunk(out, "IEND", {});
   return out;
+}
+
+std::vector<uint8_t> make_rgb_png(int width, int height, const std::vector<uint8_t>& rgb, bool interlaced) {
+  // Adam7's seven passes (first column, first row, column step, row step); one pass of every
+  // pixel when not interlaced. Each pass is its own small image: rows of its pixels, each row
+  // after a filter byte of 0, and no rows at all when the pass is empty.
+  struct Pass {
+    int x0, y0, dx, dy;
+  };
+  std::vector<Pass> passes = {{0, 0, 1, 1}};
+  if (interlaced) {
+    passes = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+  }
+  std::vector<uint8_t> scanlines;
+  for (const Pass& pass : passes) {
+    if (pass.x0 >= width || pass.y0 >= height) continue;
+    for (int y = pass.y0; y < height; y += pass.dy) {
+      scanlines.push_back(0);
+      for (int x = pass.x0; x < width; x += pass.dx) {
+        for (int c = 0; c < 3; ++c) scanlines.push_back(rgb[(static_cast<size_t>(y) * width + x) * 3 + c]);
+      }
+    }
+  }
+  return make_png(static_cast<uint32_t>(width), static_cast<uint32_t>(height), 2, 8, scanlines, -1, interlaced);
 }
 
 std::vector<uint8_t> make_gif(int width, int height, int frames) {
