@@ -65,8 +65,8 @@ std::vector<uint8_t> make_png(uint32_t width, uint32_t height, int color_type, i
   std::vector<uint8_t> header;
   put_be32(header, width);
   put_be32(header, height);
-  header.insert(header.end(),
-                {static_cast<uint8_t>(bit_depth), static_cast<uint8_t>(color_type), 0, 0, interlaced ? uint8_t{1} : uint8_t{0}});
+  header.insert(header.end(), {static_cast<uint8_t>(bit_depth), static_cast<uint8_t>(color_type), 0, 0,
+                               interlaced ? uint8_t{1} : uint8_t{0}});
   put_chunk(out, "IHDR", header);
   if (gray16_transparent >= 0) {
     put_chunk(out, "tRNS", {static_cast<uint8_t>(gray16_transparent >> 8), static_cast<uint8_t>(gray16_transparent)});
