@@ -29,6 +29,7 @@ import argparse
 import hashlib
 import io
 import json
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,34 @@ def encode(image: Image.Image, fmt: str, **options) -> bytes:
     return buffer.getvalue()
 
 
+def gif_bytes(screen: tuple[int, int], frame_box: tuple[int, int, int, int], indices: np.ndarray,
+              palette: list[tuple[int, int, int]], transparent: int | None) -> bytes:
+    """A one-frame GIF89a written by hand (Pillow always writes a first frame that fills the
+    screen): the frame at frame_box = (left, top, width, height) on a screen of the given size,
+    four palette entries, LZW with a clear code before every pixel so every code is 3 bits."""
+    out = bytearray(b"GIF89a") + struct.pack("<HH", *screen) + bytes([0x81, 0, 0])  # 4-entry palette
+    for colour in palette:
+        out += bytes(colour)
+    if transparent is not None:
+        out += bytes([0x21, 0xF9, 4, 1, 0, 0, transparent, 0])
+    left, top, width, height = frame_box
+    out += bytes([0x2C]) + struct.pack("<HHHH", left, top, width, height) + bytes([0, 2])
+    bits, filled, data = 0, 0, bytearray()
+    for code in [c for index in indices.reshape(-1) for c in (4, int(index))] + [5]:
+        bits |= code << filled
+        filled += 3
+        while filled >= 8:
+            data.append(bits & 0xFF)
+            bits >>= 8
+            filled -= 8
+    if filled:
+        data.append(bits & 0xFF)
+    for at in range(0, len(data), 255):
+        block = data[at:at + 255]
+        out += bytes([len(block)]) + block
+    return bytes(out + b"\x00\x3b")
+
+
 def make_images(rng: np.random.Generator) -> dict[str, bytes]:
     images = {}
     images["rgb_37x23.png"] = encode(Image.fromarray(pattern(37, 23, rng)), "PNG")
@@ -85,6 +114,17 @@ def make_images(rng: np.random.Generator) -> dict[str, bytes]:
     second = Image.fromarray(pattern(23, 29, rng)).quantize(colors=32)
     images["two_frames_23x29.gif"] = encode(first, "GIF", save_all=True, append_images=[second], transparency=5,
                                             duration=100)
+    images["palette_20x14.png"] = encode(
+        Image.fromarray(pattern(20, 14, rng)).quantize(colors=8, method=Image.Quantize.MEDIANCUT), "PNG")
+    frames = [Image.fromarray(pattern(26, 21, rng), "RGB") for _ in range(2)]
+    images["animated_26x21.webp"] = encode(frames[0], "WEBP", save_all=True, append_images=frames[1:], lossless=True,
+                                           duration=100)
+    # A first frame smaller than the screen: Pillow fills the rest with the transparent index, or
+    # with index 0 when there is none.
+    palette = [(200, 30, 40), (20, 180, 60), (30, 40, 220), (250, 250, 10)]
+    indices = rng.integers(0, 4, size=(5, 7))
+    images["offset_frame_trns_13x11.gif"] = gif_bytes((13, 11), (3, 4, 7, 5), indices, palette, transparent=2)
+    images["offset_frame_13x11.gif"] = gif_bytes((13, 11), (5, 2, 7, 5), indices, palette, transparent=None)
     # Smaller than the processors' output: upscaled by every filter.
     images["tiny_9x7.png"] = encode(Image.fromarray(pattern(9, 7, rng)), "PNG")
     images["tiny_13x5.jpg"] = encode(Image.fromarray(pattern(13, 5, rng)), "JPEG", quality=92)
