@@ -75,10 +75,9 @@ bool read_header(png_structp png, png_infop info, int max_side, PngHeader* heade
   return true;
 }
 
-bool read_pixels(png_structp png, png_infop info, png_bytepp rows) {
+bool read_pixels(png_structp png, png_bytepp rows) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_read_image(png, rows);
-  (void)info;
   return true;
 }
 
@@ -138,7 +137,7 @@ RgbImage decode_png(std::span<const uint8_t> bytes, const DecodeLimits& limits) 
   std::vector<uint8_t> pixels(row_bytes * header.height);
   std::vector<png_bytep> rows(header.height);
   for (png_uint_32 y = 0; y < header.height; ++y) rows[y] = pixels.data() + y * row_bytes;
-  if (!read_pixels(reader.png, reader.info, rows.data())) fail("the PNG image cannot be read: {}", input.message);
+  if (!read_pixels(reader.png, rows.data())) fail("the PNG image cannot be read: {}", input.message);
 
   int width = static_cast<int>(header.width), height = static_cast<int>(header.height);
   if (header.gray16) return gray16_to_rgb(width, height, header.channels, pixels);
