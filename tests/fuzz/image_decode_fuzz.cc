@@ -2,7 +2,8 @@
 // follows (square resize or crop, and Idefics3's tiles). The whole input is the file (so real
 // files are seeds as they are); its length and middle byte pick the preprocessing parameters.
 // Anything but an image or a lumen::Error is a finding; so is a decoded image whose buffer does
-// not match its size, or a tensor with the wrong shape or a non-finite value.
+// not match its size or that probe() sizes differently (or refuses), or a tensor with the wrong
+// shape or a non-finite value.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <span>
 
 #include "image/decode.h"
+#include "image/image_probe.h"
 #include "image/image_tiling.h"
 #include "image/preprocess.h"
 #include "util/error.h"
@@ -30,6 +32,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         image.rgb.size() != static_cast<size_t>(image.width) * image.height * 3) {
       std::abort();
     }
+    // What decode accepts, probe must size the same from the header alone.
+    lumen::image::ImageInfo info;
+    try {
+      info = lumen::image::probe(file, limits);
+    } catch (const lumen::Error&) {
+      std::abort();
+    }
+    if (info.width != image.width || info.height != image.height) std::abort();
     lumen::image::PreprocessParams params;
     params.size = 1 + (choice & 31);
     params.filter = lumen::image::resize_filter_from_pil(1 + (choice >> 5) % 3);
