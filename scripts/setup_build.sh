@@ -9,6 +9,7 @@ BUILD_PACKAGES=(cmake ninja-build pkg-config g++ ccache
   libedit-dev libutf8proc-dev
   libcurl4-openssl-dev libzip-dev libssl-dev  # lumen pull: HTTPS download, wheel unpacking, sha256
   libcairo2-dev  # lumen bench profile: the roofline PNG
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev zlib1g-dev  # src/image: image input for VLMs
   libzmq3-dev cppzmq-dev)  # src/kv_transfer: K/V between prefill and decode instances (ZeroMQ)
 
 # Recommended packages are left out here (the quick start's time); scripts/setup.sh takes them.
