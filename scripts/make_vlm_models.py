@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Regenerates tests/golden/vision/NAME.json: what Hugging Face transformers makes of a fixed
+pixel tensor with the tiny random vision-language models of scripts/vlm_tiny_mmproj.py, the
+reference src/vision's encoder is held to (tests/unit/vision/vision_golden_test.cc).
+
+For each model it
+  1. builds the transformers model from its config (LlavaForConditionalGeneration: a CLIP
+     vision tower, the MLP projector, a tiny Llama) and loads the seeded weights;
+  2. computes the image features of a seeded pixel tensor (the processor's pixel_values: CHW,
+     already normalised) with get_image_features, and checks them against the vision tower and
+     projector run by hand with the config's layer selection;
+  3. converts the weights with llama.cpp's own converter (for LLaVA-1.5 its legacy
+     tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py, as the published LLaVA-1.5
+     mmproj files were made), from the llama.cpp mirror, and checks that the file it writes
+     holds the same keys and tensors as the one vlm_tiny_mmproj.py writes without torch (which
+     CI regenerates); the converter's file is kept under ~/.cache/lumen/models/derived/ for the
+     test that reads a converter-written file;
+  4. writes the golden: config, pixels, features, versions, both files' sha256.
+
+Needs torch, numpy, gguf and a transformers the legacy converter can read (4.x: transformers 5
+dropped the "vision_model." prefix of CLIPVisionModel's tensors, which the converter's names
+come from; the golden records the versions):
+    pip install torch "transformers==4.57.1" gguf numpy
+    python scripts/make_vlm_models.py [--mirror DIR] [names...]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vlm_tiny_mmproj as tiny  # noqa: E402
+
+import gguf  # noqa: E402
+
+MIRROR = Path("/work/.mirror/ngxson+llama.cpp/repo")
+DERIVED = Path.home() / ".cache" / "lumen" / "models" / "derived"
+PIXEL_SEED = 2051
+
+
+def git_head(mirror: Path) -> str:
+    return subprocess.run(["git", "-C", str(mirror), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def extract_converter(mirror: Path, into: Path) -> None:
+    """llama.cpp's converters and its gguf-py, from the bare mirror, into `into`."""
+    into.mkdir(parents=True, exist_ok=True)
+    paths = ["gguf-py", "tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py"]
+    archive = subprocess.run(["git", "-C", str(mirror), "archive", "HEAD", *paths], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+
+
+def pixels(v: dict) -> np.ndarray:
+    """The fixed input: normalised pixel values, CHW, seeded."""
+    size = v["image_size"]
+    return np.random.RandomState(PIXEL_SEED).standard_normal((v["num_channels"], size, size)).astype(np.float32)
+
+
+def llava_model():
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration
+    v = tiny.LLAVA["vision"]
+    text = LlamaConfig(hidden_size=tiny.LLAVA["text_hidden"], intermediate_size=192, num_hidden_layers=1,
+                       num_attention_heads=4, num_key_value_heads=4, vocab_size=320, max_position_embeddings=256)
+    config = LlavaConfig(vision_config=CLIPVisionConfig(**v), text_config=text, image_token_index=300,
+                         projector_hidden_act="gelu", vision_feature_layer=tiny.LLAVA["vision_feature_layer"],
+                         vision_feature_select_strategy="default")
+    torch.manual_seed(0)
+    model = LlavaForConditionalGeneration(config).eval()
+    vision, projector = tiny.llava_weights()
+    tower = model.model.vision_tower
+    # transformers 5 names the tower's tensors without the "vision_model." its 4.x releases use
+    prefix = "" if "vision_model.pre_layrnorm.weight" in tower.state_dict() else "vision_model."
+    tower.load_state_dict({k.removeprefix(prefix): torch.from_numpy(a) for k, a in vision.items()}, strict=True)
+    model.model.multi_modal_projector.load_state_dict(
+        {k.split(".", 1)[1]: torch.from_numpy(a) for k, a in projector.items()}, strict=True)
+    return model
+
+
+def llava_features(model, px: np.ndarray) -> np.ndarray:
+    x = torch.from_numpy(px)[None]
+    with torch.no_grad():
+        out = model.get_image_features(pixel_values=x, vision_feature_layer=tiny.LLAVA["vision_feature_layer"],
+                                       vision_feature_select_strategy="default")
+        # transformers 5 returns a model output (pooler_output holds the projected rows); 4.x a tensor
+        feats = out if torch.is_tensor(out) else getattr(out, "pooler_output", None)
+        if feats is None or not torch.is_tensor(feats):
+            feats = out[0]
+        if isinstance(feats, (list, tuple)):
+            feats = feats[0]
+        feats = feats.reshape(-1, feats.shape[-1])
+        # By hand: hidden state -2 of the tower, class token dropped, then the projector.
+        hidden = model.model.vision_tower(x, output_hidden_states=True).hidden_states[tiny.LLAVA["vision_feature_layer"]]
+        by_hand = model.model.multi_modal_projector(hidden[:, 1:]).reshape(-1, feats.shape[-1])
+    diff = float((feats - by_hand).abs().max())
+    assert diff < 1e-6, f"get_image_features and the hand-run tower disagree by {diff}"
+    return feats.numpy().astype(np.float64)
+
+
+def convert_llava(model, work: Path, converter: Path) -> Path:
+    """The legacy LLaVA route: the vision tower as a CLIPVisionModel folder, the projector as
+    llava.projector, then convert_image_encoder_to_gguf.py --clip-model-is-vision."""
+    vit = work / "vit"
+    model.model.vision_tower.save_pretrained(vit)
+    cfg = json.loads((vit / "config.json").read_text())
+    cfg["_name_or_path"] = tiny.LLAVA["name"]
+    (vit / "config.json").write_text(json.dumps(cfg))
+    projector = {"multi_modal_projector." + k: t.contiguous() for k, t in
+                 model.model.multi_modal_projector.state_dict().items()}
+    torch.save(projector, work / "llava.projector")
+    env = dict(os.environ, PYTHONPATH=str(converter / "gguf-py"))
+    script = converter / "tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py"
+    subprocess.run([sys.executable, str(script), "-m", str(vit), "--llava-projector", str(work / "llava.projector"),
+                    "--output-dir", str(work / "out"), "--clip-model-is-vision",
+                    "--image-mean", *map(str, tiny.LLAVA["image_mean"]),
+                    "--image-std", *map(str, tiny.LLAVA["image_std"])],
+                   check=True, env=env, capture_output=True)
+    return work / "out" / "mmproj-model-f16.gguf"
+
+
+def same_contents(a: Path, b: Path) -> None:
+    """Both files hold the same keys with the same values and the same tensors (name, type,
+    shape, bytes), whatever their order."""
+    ra, rb = gguf.GGUFReader(str(a)), gguf.GGUFReader(str(b))
+
+    def fields(r):
+        out = {}
+        for name, f in r.fields.items():
+            if name.startswith("GGUF."):
+                continue
+            out[name] = [np.asarray(f.parts[i]).tobytes() for i in f.data]
+        return out
+
+    def tensors(r):
+        return {t.name: (int(t.tensor_type), tuple(int(d) for d in t.shape), np.asarray(t.data).tobytes())
+                for t in r.tensors}
+
+    fa, fb = fields(ra), fields(rb)
+    assert fa.keys() == fb.keys(), f"keys differ: {sorted(fa.keys() ^ fb.keys())}"
+    for k in fa:
+        assert fa[k] == fb[k], f"key {k} differs"
+    ta, tb = tensors(ra), tensors(rb)
+    assert ta.keys() == tb.keys(), f"tensors differ: {sorted(ta.keys() ^ tb.keys())}"
+    for k in ta:
+        assert ta[k] == tb[k], f"tensor {k} differs"
+
+
+FAMILIES = {"llava": (tiny.LLAVA, llava_model, llava_features, convert_llava)}
+
+
+def make(name: str, mirror: Path) -> None:
+    spec, build, features, convert = FAMILIES[name]
+    model = build()
+    px = pixels(spec["vision"])
+    feats = features(model, px)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        extract_converter(mirror, work / "llama.cpp")
+        converted = convert(model, work, work / "llama.cpp")
+        ours = work / "ours.gguf"
+        ours_sha = tiny.write_mmproj(name, ours)
+        same_contents(converted, ours)
+        identical = converted.read_bytes() == ours.read_bytes()
+        DERIVED.mkdir(parents=True, exist_ok=True)
+        kept = DERIVED / f"vlm-{name}.mmproj.converter.gguf"
+        kept.write_bytes(converted.read_bytes())
+        converter_sha = tiny.sha256(kept)
+    golden = {
+        "generator": {
+            "script": "scripts/make_vlm_models.py", "torch": torch.__version__,
+            "transformers": transformers.__version__, "numpy": np.__version__,
+            "llama_cpp_mirror_commit": git_head(mirror),
+            "converter": "tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py --clip-model-is-vision",
+            "reference": "LlavaForConditionalGeneration.get_image_features, f32 on CPU",
+        },
+        "config": spec,
+        "mmproj_sha256": ours_sha,
+        "converter_mmproj_sha256": converter_sha,
+        "converter_file_identical": identical,
+        "pixel_seed": PIXEL_SEED,
+        "pixels_chw": [float(x) for x in px.reshape(-1)],
+        "width": int(px.shape[2]), "height": int(px.shape[1]),
+        "features": [[round(float(x), 7) for x in row] for row in feats],
+    }
+    tiny.GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
+    (tiny.GOLDEN_DIR / f"{name}.json").write_text(json.dumps(golden, indent=1) + "\n", encoding="utf-8")
+    print(f"{name}: features {feats.shape}, max |x| {np.abs(feats).max():.3f}; converter file identical to ours: "
+          f"{identical}; kept {kept}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mirror", type=Path, default=MIRROR, help="llama.cpp git directory (bare is fine)")
+    ap.add_argument("names", nargs="*", default=list(FAMILIES))
+    args = ap.parse_args()
+    for name in args.names:
+        make(name, args.mirror)
+
+
+if __name__ == "__main__":
+    main()
