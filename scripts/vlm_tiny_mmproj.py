@@ -2,13 +2,13 @@
 """The vision tests' tiny random projector (mmproj) files, written from fixed seeds with gguf-py and
 numpy only, so that no model file is committed and CI needs no torch.
 
-  llava   LLaVA-1.5's layout: a CLIP ViT (class token, pre-LayerNorm, quick GELU; 3 layers, of
-          which the projector reads the second to last output, as vision_feature_layer -2
-          says) and the two-layer MLP projector, as llama.cpp's legacy
-          convert_image_encoder_to_gguf.py writes it (projector_type "mlp", f16 matrices, the
-          FFN's fc1/fc2 stored under each other's names, the last layer dropped)
+  llava     LLaVA-1.5's layout: a CLIP ViT (class token, pre-LayerNorm, quick GELU; 3 layers, of
+            which the projector reads the second to last output, as vision_feature_layer -2
+            says) and the two-layer MLP projector, as llama.cpp's legacy
+            convert_image_encoder_to_gguf.py writes it (projector_type "mlp", f16 matrices, the
+            FFN's fc1/fc2 stored under each other's names, the last layer dropped)
 
-Each model's weights exist first in the Hugging Face layout (hf_weights()); matrices are drawn
+Each model's weights exist first in the Hugging Face layout (*_weights()); f16 matrices are drawn
 already rounded to f16, so transformers' f32 run and the f16 file hold the same numbers.
 scripts/make_vlm_models.py loads the same arrays into transformers, runs llama.cpp's converter
 on them (and checks that its file holds the same keys and tensors as ours), and writes
@@ -46,7 +46,19 @@ LLAVA = {
     "image_std": [0.26862954, 0.26130258, 0.27577711],
     "name": "tiny-llava-vision",
 }
-NAMES = ("llava",)
+# SigLIP towers (patch bias, no class token, tanh GELU, post-LayerNorm) of the same size, 2 layers.
+SIGLIP = {
+    "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "image_size": 32, "patch_size": 8, "num_channels": 3, "layer_norm_eps": 1e-6,
+}
+# Gemma 3: the 4x4 patch grid average-pooled 2x2 into 4 tokens (mm_tokens_per_image 4, so the
+# converter writes scale_factor 2), RMS-normed and projected onto a 96-wide text model.
+GEMMA3 = {"seed": 52, "vision": SIGLIP, "text_hidden": 96, "mm_tokens_per_image": 4,
+          "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "name": "Gemma3"}
+# Idefics3 / SmolVLM: the grid pixel-shuffled 2x2 (4 tokens of 4 x 64 values), then one linear map.
+IDEFICS3 = {"seed": 53, "vision": SIGLIP, "text_hidden": 96, "scale_factor": 2, "longest_edge": 64,
+            "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "name": "Idefics3"}
+NAMES = ("llava", "gemma3", "idefics3")
 
 
 class Draw:
@@ -95,6 +107,56 @@ def clip_vision_weights(d: Draw, v: dict) -> dict:
     w["vision_model.post_layernorm.weight"] = d.norm(h)
     w["vision_model.post_layernorm.bias"] = d.normal(h, scale=0.1)
     return w
+
+
+def siglip_weights(d: Draw, v: dict) -> dict:
+    """A SigLIP tower's state dict, in the names of transformers' SiglipVisionTransformer (also
+    Idefics3VisionTransformer's). The converter keeps the embeddings in f32, the layers' matrices
+    in f16."""
+    h, f, p = v["hidden_size"], v["intermediate_size"], v["patch_size"]
+    n_pos = (v["image_size"] // p) ** 2
+    w = {
+        "embeddings.patch_embedding.weight": d.normal(h, v["num_channels"], p, p, scale=0.1),
+        "embeddings.patch_embedding.bias": d.normal(h, scale=0.1),
+        "embeddings.position_embedding.weight": d.normal(n_pos, h),
+    }
+    for i in range(v["num_hidden_layers"]):
+        pre = f"encoder.layers.{i}."
+        for proj in ("k_proj", "v_proj", "q_proj", "out_proj"):
+            w[pre + f"self_attn.{proj}.weight"] = d.f16(h, h)
+            w[pre + f"self_attn.{proj}.bias"] = d.normal(h, scale=0.1)
+        w[pre + "layer_norm1.weight"] = d.norm(h)
+        w[pre + "layer_norm1.bias"] = d.normal(h, scale=0.1)
+        w[pre + "mlp.fc1.weight"] = d.f16(f, h)
+        w[pre + "mlp.fc1.bias"] = d.normal(f, scale=0.1)
+        w[pre + "mlp.fc2.weight"] = d.f16(h, f, scale=0.15)
+        w[pre + "mlp.fc2.bias"] = d.normal(h, scale=0.1)
+        w[pre + "layer_norm2.weight"] = d.norm(h)
+        w[pre + "layer_norm2.bias"] = d.normal(h, scale=0.1)
+    w["post_layernorm.weight"] = d.norm(h)
+    w["post_layernorm.bias"] = d.normal(h, scale=0.1)
+    return w
+
+
+def gemma3_weights() -> tuple:
+    """(tower, projector): the projector in Gemma3MultiModalProjector's names; its RMS norm
+    weight as transformers holds it (the norm multiplies by 1 + weight)."""
+    d = Draw(GEMMA3["seed"])
+    tower = siglip_weights(d, GEMMA3["vision"])
+    h, t = GEMMA3["vision"]["hidden_size"], GEMMA3["text_hidden"]
+    projector = {
+        "mm_input_projection_weight": d.f16(h, t, scale=0.15),
+        "mm_soft_emb_norm.weight": d.normal(h, scale=0.1),
+    }
+    return tower, projector
+
+
+def idefics3_weights() -> tuple:
+    """(tower, connector), the connector in Idefics3Connector's names."""
+    d = Draw(IDEFICS3["seed"])
+    tower = siglip_weights(d, IDEFICS3["vision"])
+    merged = IDEFICS3["vision"]["hidden_size"] * IDEFICS3["scale_factor"] ** 2
+    return tower, {"modality_projection.proj.weight": d.f16(IDEFICS3["text_hidden"], merged, scale=0.1)}
 
 
 def llava_weights() -> tuple:
@@ -166,7 +228,86 @@ def write_llava(path: Path) -> None:
     out.close()
 
 
-WRITERS = {"llava": write_llava}
+def siglip_tensor_name(name: str) -> str:
+    """The name convert_hf_to_gguf.py gives a SigLIP tower's tensor (gguf-py's tensor map)."""
+    fixed = {"embeddings.patch_embedding.weight": "v.patch_embd.weight",
+             "embeddings.patch_embedding.bias": "v.patch_embd.bias",
+             "embeddings.position_embedding.weight": "v.position_embd.weight",
+             "post_layernorm.weight": "v.post_ln.weight", "post_layernorm.bias": "v.post_ln.bias"}
+    if name in fixed:
+        return fixed[name]
+    _, _, layer, rest = name.split(".", 3)
+    for old, new in (("self_attn.k_proj", "attn_k"), ("self_attn.v_proj", "attn_v"), ("self_attn.q_proj", "attn_q"),
+                     ("self_attn.out_proj", "attn_out"), ("layer_norm1", "ln1"), ("layer_norm2", "ln2"),
+                     ("mlp.fc1", "ffn_up"), ("mlp.fc2", "ffn_down")):
+        rest = rest.replace(old, new)
+    return f"v.blk.{layer}.{rest}"
+
+
+def write_mmproj_keys(out: gguf.GGUFWriter, spec: dict, projector_type: str) -> None:
+    """The keys convert_hf_to_gguf.py --mmproj writes for a SigLIP-based projector (the
+    general.* bookkeeping aside)."""
+    v = spec["vision"]
+    out.add_type("mmproj")
+    out.add_name(spec["name"])
+    out.add_file_type(1)
+    out.add_bool("clip.has_vision_encoder", True)
+    out.add_uint32("clip.vision.projection_dim", spec["text_hidden"])
+    out.add_uint32("clip.vision.image_size", v["image_size"])
+    out.add_uint32("clip.vision.patch_size", v["patch_size"])
+    out.add_uint32("clip.vision.embedding_length", v["hidden_size"])
+    out.add_uint32("clip.vision.feed_forward_length", v["intermediate_size"])
+    out.add_uint32("clip.vision.block_count", v["num_hidden_layers"])
+    out.add_uint32("clip.vision.attention.head_count", v["num_attention_heads"])
+    out.add_array("clip.vision.image_mean", spec["image_mean"])
+    out.add_array("clip.vision.image_std", spec["image_std"])
+    out.add_string("clip.projector_type", projector_type)
+    out.add_float32("clip.vision.attention.layer_norm_epsilon", v["layer_norm_eps"])
+
+
+def add_siglip_tensors(out: gguf.GGUFWriter, tower: dict) -> None:
+    for name, data in tower.items():
+        f16 = data.ndim == 2 and ".embeddings." not in "." + name
+        out.add_tensor(siglip_tensor_name(name), data.astype(np.float16 if f16 else np.float32))
+
+
+def finish(out: gguf.GGUFWriter) -> None:
+    out.write_header_to_file()
+    out.write_kv_data_to_file()
+    out.write_tensors_to_file()
+    out.close()
+
+
+def write_gemma3(path: Path) -> None:
+    """What convert_hf_to_gguf.py --mmproj writes for GEMMA3 (f16): the norm weight with its 1
+    added, the projection as transformers stores it ({vision, text} rows: ggml dims {text, vision})."""
+    tower, projector = gemma3_weights()
+    v = GEMMA3["vision"]
+    out = gguf.GGUFWriter(str(path), arch="clip")
+    write_mmproj_keys(out, GEMMA3, "gemma3")
+    out.add_bool("clip.use_gelu", True)
+    side = v["image_size"] // v["patch_size"]
+    out.add_uint32("clip.vision.projector.scale_factor", side // int(GEMMA3["mm_tokens_per_image"] ** 0.5))
+    out.add_tensor("mm.input_projection.weight", projector["mm_input_projection_weight"].astype(np.float16))
+    out.add_tensor("mm.soft_emb_norm.weight", projector["mm_soft_emb_norm.weight"] + np.float32(1))
+    add_siglip_tensors(out, tower)
+    finish(out)
+
+
+def write_idefics3(path: Path) -> None:
+    """What convert_hf_to_gguf.py --mmproj writes for IDEFICS3 (f16)."""
+    tower, connector = idefics3_weights()
+    out = gguf.GGUFWriter(str(path), arch="clip")
+    write_mmproj_keys(out, IDEFICS3, "idefics3")
+    out.add_uint32("clip.vision.projector.scale_factor", IDEFICS3["scale_factor"])
+    out.add_bool("clip.use_gelu", True)
+    out.add_uint32("clip.vision.preproc_image_size", IDEFICS3["longest_edge"])
+    out.add_tensor("mm.model.fc.weight", connector["modality_projection.proj.weight"].astype(np.float16))
+    add_siglip_tensors(out, tower)
+    finish(out)
+
+
+WRITERS = {"llava": write_llava, "gemma3": write_gemma3, "idefics3": write_idefics3}
 
 
 def sha256(path: Path) -> str:

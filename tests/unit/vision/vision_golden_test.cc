@@ -22,7 +22,8 @@ using testing::rewrite_gguf;
 using testing::tiny_mmproj_path;
 using testing::vision_golden;
 
-// Relative to the features' largest magnitude. Measured: 1.1e-6 (f16 file), 9.6e-7 (f32).
+// Relative to the features' largest magnitude. Measured on the f16 files: llava 1.1e-6, gemma3
+// and idefics3 in the log of FeaturesMatchTransformers; f32 matrices: 9.6e-7.
 constexpr double kBound = 1e-4;
 
 // clip.vision.feature_layer [1]: the hidden state after the first layer.
@@ -98,13 +99,46 @@ TEST(VisionGolden, LlavaHparamsComeFromTheFile) {
   EXPECT_FLOAT_EQ(hp.std[2], 0.27577711f);
 }
 
-TEST(VisionGolden, LlavaFeaturesMatchTransformers) {
-  LUMEN_REQUIRE_TINY_MMPROJ("llava");
-  const auto model = VisionModel::load(tiny_mmproj_path("llava"), {.threads = 2});
-  const Agreement a = compare(*model, vision_golden("llava"));
-  std::printf("llava f16: max |lumen - transformers| %.3g of max |x| %.3g (relative %.2e)\n", a.max_abs_diff,
-              a.max_abs_ref, a.relative());
+// Each family's tiny file (scripts/vlm_tiny_mmproj.py) against transformers' features.
+class VisionFamilyGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(VisionFamilyGolden, FeaturesMatchTransformers) {
+  LUMEN_REQUIRE_TINY_MMPROJ(GetParam());
+  const auto model = VisionModel::load(tiny_mmproj_path(GetParam()), {.threads = 2});
+  const Agreement a = compare(*model, vision_golden(GetParam()));
+  std::printf("%s f16: max |lumen - transformers| %.3g of max |x| %.3g (relative %.2e)\n", GetParam(),
+              a.max_abs_diff, a.max_abs_ref, a.relative());
   EXPECT_LT(a.relative(), kBound);
+}
+
+TEST_P(VisionFamilyGolden, TheConverterWrittenFileGivesTheSameFeatures) {
+  // scripts/make_vlm_models.py keeps what llama.cpp's own converter wrote for the golden's
+  // weights: a file from outside Lumen's writers must load and encode the same way.
+  const std::string path = std::string(std::getenv("HOME")) + "/.cache/lumen/models/derived/vlm-" + GetParam() +
+                           ".mmproj.converter.gguf";
+  if (!std::filesystem::exists(path)) {
+    GTEST_SKIP() << path << " is missing: scripts/make_vlm_models.py writes it (needs torch and transformers)";
+  }
+  const auto model = VisionModel::load(path, {.threads = 2});
+  EXPECT_LT(compare(*model, vision_golden(GetParam())).relative(), kBound);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, VisionFamilyGolden, ::testing::Values("llava", "gemma3", "idefics3"));
+
+TEST(VisionGolden, Gemma3AndIdefics3HparamsComeFromTheFile) {
+  LUMEN_REQUIRE_TINY_MMPROJ("gemma3");
+  LUMEN_REQUIRE_TINY_MMPROJ("idefics3");
+  const auto gemma3 = VisionModel::load(tiny_mmproj_path("gemma3"), {.threads = 1});
+  EXPECT_EQ(gemma3->hparams().merge, 2);  // 4x4 patches pooled to 2x2
+  EXPECT_EQ(gemma3->image_tokens(), 4);
+  EXPECT_EQ(gemma3->hparams().ffn_act, Activation::GeluTanh);
+  EXPECT_EQ(gemma3->hparams().resize, ResizeMode::Squash);
+  EXPECT_EQ(gemma3->hparams().n_embd_out, 96);
+  const auto idefics3 = VisionModel::load(tiny_mmproj_path("idefics3"), {.threads = 1});
+  EXPECT_EQ(idefics3->hparams().merge, 2);
+  EXPECT_EQ(idefics3->image_tokens(), 4);
+  EXPECT_EQ(idefics3->hparams().resize, ResizeMode::LongestEdgeTiles);
+  EXPECT_EQ(idefics3->hparams().n_embd_out, 96);
 }
 
 TEST(VisionGolden, TheComparisonTellsALayerShortFromTheRightCount) {
@@ -131,19 +165,6 @@ TEST(VisionGolden, LlavaWithF32AndQ8_0MatricesLoadAndAgree) {
     std::printf("llava %s: relative %.2e\n", std::string(tensor::dtype_name(type)).c_str(), a.relative());
     EXPECT_LT(a.relative(), bound) << tensor::dtype_name(type);
   }
-}
-
-TEST(VisionGolden, TheConverterWrittenFileGivesTheSameFeatures) {
-  // scripts/make_vlm_models.py keeps what llama.cpp's own converter wrote for the golden's
-  // weights: a file from outside Lumen's writers must load and encode the same way.
-  const std::string path =
-      std::string(std::getenv("HOME")) + "/.cache/lumen/models/derived/vlm-llava.mmproj.converter.gguf";
-  if (!std::filesystem::exists(path)) {
-    GTEST_SKIP() << path << " is missing: scripts/make_vlm_models.py writes it (needs torch and transformers)";
-  }
-  const auto model = VisionModel::load(path, {.threads = 2});
-  const Agreement a = compare(*model, vision_golden("llava"));
-  EXPECT_LT(a.relative(), kBound);
 }
 
 TEST(VisionGolden, EncodeRefusesPixelsOfAnotherSize) {
