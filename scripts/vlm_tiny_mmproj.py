@@ -151,12 +151,12 @@ def gemma3_weights() -> tuple:
     return tower, projector
 
 
-def idefics3_weights() -> tuple:
+def idefics3_weights(spec: dict = IDEFICS3) -> tuple:
     """(tower, connector), the connector in Idefics3Connector's names."""
-    d = Draw(IDEFICS3["seed"])
-    tower = siglip_weights(d, IDEFICS3["vision"])
-    merged = IDEFICS3["vision"]["hidden_size"] * IDEFICS3["scale_factor"] ** 2
-    return tower, {"modality_projection.proj.weight": d.f16(IDEFICS3["text_hidden"], merged, scale=0.1)}
+    d = Draw(spec["seed"])
+    tower = siglip_weights(d, spec["vision"])
+    merged = spec["vision"]["hidden_size"] * spec["scale_factor"] ** 2
+    return tower, {"modality_projection.proj.weight": d.f16(spec["text_hidden"], merged, scale=0.1)}
 
 
 def llava_weights() -> tuple:
@@ -294,14 +294,15 @@ def write_gemma3(path: Path) -> None:
     finish(out)
 
 
-def write_idefics3(path: Path) -> None:
-    """What convert_hf_to_gguf.py --mmproj writes for IDEFICS3 (f16)."""
-    tower, connector = idefics3_weights()
+def write_idefics3(path: Path, spec: dict = IDEFICS3) -> None:
+    """What convert_hf_to_gguf.py --mmproj writes for IDEFICS3 (f16), or for another spec of the
+    same layout (the benchmark's full-size SmolVLM tower)."""
+    tower, connector = idefics3_weights(spec)
     out = gguf.GGUFWriter(str(path), arch="clip")
-    write_mmproj_keys(out, IDEFICS3, "idefics3")
-    out.add_uint32("clip.vision.projector.scale_factor", IDEFICS3["scale_factor"])
+    write_mmproj_keys(out, spec, "idefics3")
+    out.add_uint32("clip.vision.projector.scale_factor", spec["scale_factor"])
     out.add_bool("clip.use_gelu", True)
-    out.add_uint32("clip.vision.preproc_image_size", IDEFICS3["longest_edge"])
+    out.add_uint32("clip.vision.preproc_image_size", spec["longest_edge"])
     out.add_tensor("mm.model.fc.weight", connector["modality_projection.proj.weight"].astype(np.float16))
     add_siglip_tensors(out, tower)
     finish(out)

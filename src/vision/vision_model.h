@@ -55,7 +55,8 @@ struct VisionHParams {
 
 struct LoadOptions {
   // The CPU backend to run on (not owned; its thread pool is shared). Null: the model makes its
-  // own with `threads` workers (0: one per hardware thread).
+  // own with `threads` workers (0: one per hardware thread). A shared pool runs one job at a
+  // time: the owner calls encode() from the thread that runs its other work on that backend.
   backend::CpuBackend* backend = nullptr;
   unsigned threads = 0;
 };
