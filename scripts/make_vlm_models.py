@@ -58,7 +58,8 @@ def git_head(mirror: Path) -> str:
 def extract_converter(mirror: Path, into: Path) -> None:
     """llama.cpp's converters and its gguf-py, from the bare mirror, into `into`."""
     into.mkdir(parents=True, exist_ok=True)
-    paths = ["gguf-py", "convert_hf_to_gguf.py", "conversion", "tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py"]
+    paths = ["gguf-py", "convert_hf_to_gguf.py", "conversion",
+             "tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py"]
     archive = subprocess.run(["git", "-C", str(mirror), "archive", "HEAD", *paths], check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
@@ -106,7 +107,8 @@ def llava_features(model, px: np.ndarray) -> np.ndarray:
                                        vision_feature_select_strategy="default")
         feats = feature_rows(out)
         # By hand: hidden state -2 of the tower, class token dropped, then the projector.
-        hidden = model.model.vision_tower(x, output_hidden_states=True).hidden_states[tiny.LLAVA["vision_feature_layer"]]
+        states = model.model.vision_tower(x, output_hidden_states=True).hidden_states
+        hidden = states[tiny.LLAVA["vision_feature_layer"]]
         by_hand = model.model.multi_modal_projector(hidden[:, 1:]).reshape(-1, feats.shape[-1])
     diff = float((feats - by_hand).abs().max())
     assert diff < 1e-6, f"get_image_features and the hand-run tower disagree by {diff}"

@@ -42,18 +42,32 @@ std::unique_ptr<VisionModel> VisionModel::load(const std::string& mmproj_path, c
 }
 
 std::vector<float> VisionModel::encode(std::span<const float> chw_pixels, int width, int height) const {
+  return encode_batch(chw_pixels, 1, width, height);
+}
+
+std::vector<float> VisionModel::encode_batch(std::span<const float> chw_pixels, int n_images, int width,
+                                             int height) const {
   if (width != hp_.image_size || height != hp_.image_size) {
     fail("the {} encoder takes {}x{} pixels, got {}x{} (resize the image first)", hp_.projector_type, hp_.image_size,
          hp_.image_size, width, height);
   }
-  const size_t want = 3 * static_cast<size_t>(width) * static_cast<size_t>(height);
-  if (chw_pixels.size() != want)
-    fail("an image of {}x{} pixels has {} values (CHW), got {}", width, height, want, chw_pixels.size());
+  if (n_images < 1 || n_images > kMaxBatchImages) {
+    fail("a batch of {} images: the encoder takes 1 to {} at once", n_images, kMaxBatchImages);
+  }
+  const size_t per_image = 3 * static_cast<size_t>(width) * static_cast<size_t>(height);
+  if (chw_pixels.size() != per_image * static_cast<size_t>(n_images)) {
+    fail("{} images of {}x{} pixels have {} values (CHW), got {}", n_images, width, height,
+         per_image * static_cast<size_t>(n_images), chw_pixels.size());
+  }
   std::lock_guard lock(state_->encoding);
-  std::vector<float> tower = run_vit(*state_->backend, state_->weights, hp_, chw_pixels);
-  std::vector<float> features(static_cast<size_t>(hp_.n_image_tokens * hp_.n_embd_out));
-  const ProjectInput in{*state_->backend, state_->weights, hp_, tower, vit_rows(state_->weights, hp_)};
-  state_->family->project(in, features.data());
+  const VisionWeights& w = state_->weights;
+  std::vector<float> tower = run_vit(*state_->backend, w, hp_, chw_pixels, n_images);
+  const int64_t rows = vit_rows(w, hp_), per_out = hp_.n_image_tokens * hp_.n_embd_out;
+  std::vector<float> features(static_cast<size_t>(n_images * per_out));
+  for (int64_t i = 0; i < n_images; ++i) {
+    const std::span<float> own(tower.data() + i * rows * hp_.n_embd, static_cast<size_t>(rows * hp_.n_embd));
+    state_->family->project({*state_->backend, w, hp_, own, rows}, features.data() + i * per_out);
+  }
   return features;
 }
 

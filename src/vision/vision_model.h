@@ -79,6 +79,12 @@ class VisionModel {
   // 3 x height x width values; width and height must be image_size (the preprocessing's job),
   // otherwise lumen::Error and nothing else changes. One call at a time per model (serialised).
   std::vector<float> encode(std::span<const float> chw_pixels, int width, int height) const;
+  // Several images (or tiles) at once, their pixels one after the other: n_images x
+  // image_tokens() x n_embd_out floats, image after image. The images share the matmuls (each
+  // weight streams once per batch); memory grows with the batch, which is capped at
+  // kMaxBatchImages (more is refused with lumen::Error).
+  static constexpr int kMaxBatchImages = 16;
+  std::vector<float> encode_batch(std::span<const float> chw_pixels, int n_images, int width, int height) const;
 
  private:
   struct State;

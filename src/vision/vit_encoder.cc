@@ -36,28 +36,46 @@ std::vector<float> patch_rows(std::span<const float> chw, const VisionHParams& h
 int64_t vit_rows(const VisionWeights& w, const VisionHParams& hp) { return hp.n_patches() + (w.class_embd ? 1 : 0); }
 
 std::vector<float> run_vit(backend::CpuBackend& backend, const VisionWeights& w, const VisionHParams& hp,
-                           std::span<const float> chw) {
+                           std::span<const float> chw, int64_t n_images) {
   ThreadPool& pool = backend.pool();
   const int64_t n = vit_rows(w, hp), e = hp.n_embd, first_patch = w.class_embd ? 1 : 0;
-  std::vector<float> x_data(static_cast<size_t>(n * e)), h_data(x_data.size()), t_data(x_data.size());
+  const int64_t rows = n * n_images, np = hp.n_patches(), image_values = 3 * hp.image_size * hp.image_size;
+  std::vector<float> x_data(static_cast<size_t>(rows * e)), h_data(x_data.size()), t_data(x_data.size());
   std::vector<float> q_data(x_data.size()), k_data(x_data.size()), v_data(x_data.size());
-  std::vector<float> up_data(static_cast<size_t>(n * hp.n_ff));
-  TensorView x = backend::f32_matrix(x_data.data(), e, n), h = backend::f32_matrix(h_data.data(), e, n);
-  TensorView t = backend::f32_matrix(t_data.data(), e, n);
-  TensorView q = backend::f32_matrix(q_data.data(), e, n), k = backend::f32_matrix(k_data.data(), e, n);
-  TensorView v = backend::f32_matrix(v_data.data(), e, n), up = backend::f32_matrix(up_data.data(), hp.n_ff, n);
+  std::vector<float> up_data(static_cast<size_t>(rows * hp.n_ff));
+  TensorView x = backend::f32_matrix(x_data.data(), e, rows), h = backend::f32_matrix(h_data.data(), e, rows);
+  TensorView t = backend::f32_matrix(t_data.data(), e, rows);
+  TensorView q = backend::f32_matrix(q_data.data(), e, rows), k = backend::f32_matrix(k_data.data(), e, rows);
+  TensorView v = backend::f32_matrix(v_data.data(), e, rows);
+  TensorView up = backend::f32_matrix(up_data.data(), hp.n_ff, rows);
+  // An image's rows of a batch-wide matrix.
+  const auto image_rows = [&](std::vector<float>& data, int64_t image, int64_t first, int64_t count) {
+    return backend::f32_matrix(data.data() + (image * n + first) * e, e, count);
+  };
 
-  // Patch embeddings (and the class token before them), plus the learned positions.
-  std::vector<float> patches = patch_rows(chw, hp);
-  TensorView patch_in = backend::f32_matrix(patches.data(), 3 * hp.patch_size * hp.patch_size, hp.n_patches());
-  TensorView patch_out = backend::f32_matrix(x_data.data() + first_patch * e, e, hp.n_patches());
+  // Patch embeddings of every image in one matmul, then each image's rows laid out as the class
+  // token (when the tower has one) and its patches, plus the learned positions.
+  const int64_t patch_values = 3 * hp.patch_size * hp.patch_size;
+  std::vector<float> patches(static_cast<size_t>(n_images * np * patch_values));
+  std::vector<float> embedded(static_cast<size_t>(n_images * np * e));
+  for (int64_t i = 0; i < n_images; ++i) {
+    const std::vector<float> one = patch_rows(chw.subspan(static_cast<size_t>(i * image_values), image_values), hp);
+    std::copy(one.begin(), one.end(), patches.begin() + i * np * patch_values);
+  }
+  TensorView patch_in = backend::f32_matrix(patches.data(), patch_values, n_images * np);
+  TensorView patch_out = backend::f32_matrix(embedded.data(), e, n_images * np);
   backend.matmul(*w.patch, patch_in, patch_out);
   if (w.patch_b) backend.add_row(patch_out, *w.patch_b);
-  if (w.class_embd) std::copy_n(static_cast<const float*>(w.class_embd->data), e, x_data.data());
   std::vector<int32_t> positions(static_cast<size_t>(n));
   std::iota(positions.begin(), positions.end(), 0);
-  backend.get_rows(*w.position, positions, t);
-  backend.add(x, t, x);
+  TensorView pos = image_rows(t_data, 0, 0, n);
+  backend.get_rows(*w.position, positions, pos);
+  for (int64_t i = 0; i < n_images; ++i) {
+    if (w.class_embd) std::copy_n(static_cast<const float*>(w.class_embd->data), e, x_data.data() + i * n * e);
+    std::copy_n(embedded.data() + i * np * e, np * e, x_data.data() + (i * n + first_patch) * e);
+    TensorView xi = image_rows(x_data, i, 0, n);
+    backend.add(xi, pos, xi);
+  }
   if (w.pre_ln_w) layer_norm(pool, x, *w.pre_ln_w, w.pre_ln_b ? &*w.pre_ln_b : nullptr, hp.eps, x);
 
   for (const VisionLayer& l : w.layers) {
@@ -67,7 +85,11 @@ std::vector<float> run_vit(backend::CpuBackend& backend, const VisionWeights& w,
     if (l.q_b) backend.add_row(q, *l.q_b);
     if (l.k_b) backend.add_row(k, *l.k_b);
     if (l.v_b) backend.add_row(v, *l.v_b);
-    vit_attention(backend, q, k, v, hp.n_head, h);
+    for (int64_t i = 0; i < n_images; ++i) {  // each image attends over its own rows only
+      TensorView out = image_rows(h_data, i, 0, n);
+      vit_attention(backend, image_rows(q_data, i, 0, n), image_rows(k_data, i, 0, n), image_rows(v_data, i, 0, n),
+                    hp.n_head, out);
+    }
     backend.matmul(*l.o, h, t);
     if (l.o_b) backend.add_row(t, *l.o_b);
     backend.add(x, t, x);

@@ -12,9 +12,11 @@
 
 namespace lumen::vision {
 
-// The tower's output for chw (3 x image_size x image_size): n_rows() x n_embd floats.
+// The tower's output for n_images images (each 3 x image_size x image_size, one after the
+// other in chw): per image vit_rows() rows of n_embd floats, image after image. The images share
+// every matmul; each attends over its own rows only.
 std::vector<float> run_vit(backend::CpuBackend& backend, const VisionWeights& w, const VisionHParams& hp,
-                           std::span<const float> chw);
+                           std::span<const float> chw, int64_t n_images);
 
 // Rows the tower outputs: the patches, plus the class token when the file has one.
 int64_t vit_rows(const VisionWeights& w, const VisionHParams& hp);

@@ -167,6 +167,33 @@ TEST(VisionGolden, LlavaWithF32AndQ8_0MatricesLoadAndAgree) {
   }
 }
 
+TEST_P(VisionFamilyGolden, ABatchEncodesEachImageAsAlone) {
+  // Two images in one batch (the golden's and its mirror image) share the matmuls but attend
+  // and project apart: each comes out as it does alone.
+  LUMEN_REQUIRE_TINY_MMPROJ(GetParam());
+  const auto model = VisionModel::load(tiny_mmproj_path(GetParam()), {.threads = 2});
+  const nlohmann::json golden = vision_golden(GetParam());
+  const int size = golden["width"].get<int>();
+  const std::vector<float> first = golden["pixels_chw"].get<std::vector<float>>();
+  const std::vector<float> second(first.rbegin(), first.rend());
+  std::vector<float> both = first;
+  both.insert(both.end(), second.begin(), second.end());
+  const std::vector<float> batch = model->encode_batch(both, 2, size, size);
+  std::vector<float> alone = model->encode(first, size, size);
+  const std::vector<float> alone_second = model->encode(second, size, size);
+  alone.insert(alone.end(), alone_second.begin(), alone_second.end());
+  ASSERT_EQ(batch.size(), alone.size());
+  double worst = 0.0, largest = 0.0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(batch[i] - alone[i])));
+    largest = std::max(largest, static_cast<double>(std::abs(alone[i])));
+  }
+  EXPECT_LT(worst, 1e-5 * largest);
+  EXPECT_GT(std::abs(batch[0] - batch[batch.size() / 2]), 0.0f);  // the two images differ
+  EXPECT_THROW((void)model->encode_batch(both, 3, size, size), Error);
+  EXPECT_THROW((void)model->encode_batch({}, 0, size, size), Error);
+}
+
 TEST(VisionGolden, EncodeRefusesPixelsOfAnotherSize) {
   LUMEN_REQUIRE_TINY_MMPROJ("llava");
   const auto model = VisionModel::load(tiny_mmproj_path("llava"), {.threads = 1});
