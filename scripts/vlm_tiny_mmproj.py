@@ -185,9 +185,10 @@ def legacy_tensor_name(name: str) -> str:
     return name
 
 
-def write_llava(path: Path) -> None:
+def write_llava(path: Path, explicit_feature_layer: int = 0) -> None:
     """The mmproj the legacy converter writes for LLAVA with --clip-model-is-vision and
-    --llava-projector (f16): the same keys, tensor names, types and order."""
+    --llava-projector (f16): the same keys, tensor names, types and order. explicit_feature_layer > 0
+    adds clip.vision.feature_layer (scripts/compare_vision_mtmd.py's one-layer-short run)."""
     v = LLAVA["vision"]
     vision, projector = llava_weights()
     n_layers = v["num_hidden_layers"]
@@ -213,6 +214,8 @@ def write_llava(path: Path) -> None:
     out.add_array("clip.vision.image_mean", LLAVA["image_mean"])
     out.add_array("clip.vision.image_std", LLAVA["image_std"])
     out.add_bool("clip.use_gelu", v["hidden_act"] == "gelu")
+    if explicit_feature_layer > 0:
+        out.add_array("clip.vision.feature_layer", [explicit_feature_layer])
     for name, data in projector.items():
         out.add_tensor(legacy_tensor_name(name), data.astype(np.float16 if data.ndim == 2 else np.float32))
     for name, data in vision.items():
