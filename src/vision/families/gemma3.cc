@@ -13,9 +13,9 @@ namespace lumen::vision {
 
 namespace {
 
-void finish(const gguf::Metadata& meta, VisionHParams& hp) { set_merge_factor(meta, hp, 4); }
+void gemma3_finish(const gguf::Metadata& meta, VisionHParams& hp) { set_merge_factor(meta, hp, 4); }
 
-void project(const ProjectInput& in, float* out) {
+void gemma3_project(const ProjectInput& in, float* out) {
   const VisionHParams& hp = in.hp;
   const int64_t side = hp.patches_per_side(), k = hp.merge, pooled_side = side / k, e = hp.n_embd;
   std::vector<float> pooled(static_cast<size_t>(hp.n_image_tokens * e));
@@ -52,8 +52,8 @@ ProjectorFamily gemma3_family() {
       {"mm.soft_emb_norm.weight", {Embd}, Vector, true, &W::mm_soft_emb_norm},
       {"mm.input_projection.weight", {TextEmbd, Embd}, Transposed, true, &W::mm_input_projection},
   };
-  f.finish_hparams = finish;
-  f.project = project;
+  f.finish_hparams = gemma3_finish;
+  f.project = gemma3_project;
   return f;
 }
 

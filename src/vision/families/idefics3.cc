@@ -11,11 +11,11 @@ namespace lumen::vision {
 
 namespace {
 
-void finish(const gguf::Metadata& meta, VisionHParams& hp) { set_merge_factor(meta, hp, 2); }
+void idefics3_finish(const gguf::Metadata& meta, VisionHParams& hp) { set_merge_factor(meta, hp, 2); }
 
 // transformers' Idefics3Connector.pixel_shuffle: token (i, j) of the merged grid is the
 // concatenation, rows a of the square outer and columns b inner, of patch (i*s + a, j*s + b).
-void project(const ProjectInput& in, float* out) {
+void idefics3_project(const ProjectInput& in, float* out) {
   const VisionHParams& hp = in.hp;
   const int64_t side = hp.patches_per_side(), s = hp.merge, merged_side = side / s, e = hp.n_embd;
   const int64_t width = e * s * s;
@@ -49,8 +49,8 @@ ProjectorFamily idefics3_family() {
   f.tensors = {
       {"mm.model.fc.weight", {MergedEmbd, TextEmbd}, Matrix, true, &W::mm_fc},
   };
-  f.finish_hparams = finish;
-  f.project = project;
+  f.finish_hparams = idefics3_finish;
+  f.project = idefics3_project;
   return f;
 }
 

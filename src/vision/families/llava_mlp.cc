@@ -15,9 +15,9 @@ namespace lumen::vision {
 
 namespace {
 
-void finish(const gguf::Metadata&, VisionHParams& hp) { hp.n_image_tokens = hp.n_patches(); }
+void llava_finish(const gguf::Metadata&, VisionHParams& hp) { hp.n_image_tokens = hp.n_patches(); }
 
-void project(const ProjectInput& in, float* out) {
+void llava_project(const ProjectInput& in, float* out) {
   const VisionHParams& hp = in.hp;
   const int64_t skip = in.n_rows - hp.n_patches();  // the class token, first
   backend::TensorView patches = backend::f32_matrix(in.tower.data() + skip * hp.n_embd, hp.n_embd, hp.n_patches());
@@ -49,8 +49,8 @@ ProjectorFamily llava_mlp_family() {
       {"mm.2.weight", {ProjHidden, TextEmbd}, Matrix, true, &W::mm_2},
       {"mm.2.bias", {TextEmbd}, Vector, true, &W::mm_2_b},
   };
-  f.finish_hparams = finish;
-  f.project = project;
+  f.finish_hparams = llava_finish;
+  f.project = llava_project;
   return f;
 }
 
