@@ -8,9 +8,11 @@ namespace lumen::vision {
 
 namespace {
 
-// Bounds that keep one image's cost bounded whatever the file says: a 4096-pixel side in
-// patches of at least 2 is at most 4 million patches; real encoders are 224 to 1024 pixels.
+// Bounds that keep one image's cost bounded whatever the file says. Attention's scores grow
+// with the square of the patch count: 16384 patches (Gemma 3 has 4096: 896 px / 14) are 1 GiB
+// of scores per head, and the image side is bounded with them (real encoders: 224 to 1024 px).
 constexpr int64_t kMaxImageSize = 4096;
+constexpr int64_t kMaxPatches = 16384;
 constexpr int64_t kMaxWidth = 1 << 16;
 constexpr int64_t kMaxLayers = 256;
 
@@ -82,6 +84,10 @@ ReadHParams read_vision_hparams(const gguf::Metadata& meta, const std::string& s
     fail("{}: clip.vision.attention.layer_norm_epsilon {} is not in (0, 1)", source, hp.eps);
   if (hp.image_size % hp.patch_size != 0) {
     fail("{}: image_size {} is not a whole number of {}-pixel patches", source, hp.image_size, hp.patch_size);
+  }
+  if (hp.n_patches() > kMaxPatches) {
+    fail("{}: {}-pixel images in {}-pixel patches are {} patches, more than the {} an image may have", source,
+         hp.image_size, hp.patch_size, hp.n_patches(), kMaxPatches);
   }
   if (hp.n_embd % hp.n_head != 0) fail("{}: {} heads do not divide embedding_length {}", source, hp.n_head, hp.n_embd);
   const int64_t feature = feature_layer(meta, r.block_count, source);

@@ -105,6 +105,13 @@ TEST(VisionLoader, RefusesAnImageSizeThatIsNotWholePatches) {
                   "image_size 30 is not a whole number of 8-pixel patches");
 }
 
+TEST(VisionLoader, RefusesMorePatchesThanAnImageMayHave) {
+  // 4096 pixels in 8-pixel patches: 262144 patches, whose attention alone would need 256 GiB.
+  LUMEN_REQUIRE_TINY_MMPROJ("llava");
+  EXPECT_MENTIONS(load_error("patches", set_key("clip.vision.image_size", gguf::Value::u32(4096))),
+                  "are 262144 patches, more than the 16384 an image may have");
+}
+
 TEST(VisionLoader, RefusesSeveralFeatureLayers) {
   LUMEN_REQUIRE_TINY_MMPROJ("llava");
   gguf::Array layers{gguf::ValueType::I32, 2, {}, {}, {}};
