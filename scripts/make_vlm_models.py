@@ -267,6 +267,11 @@ FAMILIES = {
 }
 
 
+def golden_text(golden: dict) -> str:
+    """One key per line, each value (the pixel and feature arrays included) on its line."""
+    return "{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in golden.items()) + "\n}\n"
+
+
 def convert_only(name: str, mirror: Path, out: Path) -> None:
     """The converter's half, run in the environment --converter-python names: builds the model in
     this transformers, converts it and copies the converter's file to out."""
@@ -314,7 +319,7 @@ def make(name: str, mirror: Path, converter_python: str) -> None:
         "features": [[round(float(x), 7) for x in row] for row in feats],
     }
     tiny.GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
-    (tiny.GOLDEN_DIR / f"{name}.json").write_text(json.dumps(golden, indent=1) + "\n", encoding="utf-8")
+    (tiny.GOLDEN_DIR / f"{name}.json").write_text(golden_text(golden), encoding="utf-8")
     print(f"{name}: features {feats.shape}, max |x| {np.abs(feats).max():.3f}; converter file identical to ours: "
           f"{identical}; kept {kept}")
 
