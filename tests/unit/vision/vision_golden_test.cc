@@ -106,16 +106,16 @@ TEST_P(VisionFamilyGolden, FeaturesMatchTransformers) {
   LUMEN_REQUIRE_TINY_MMPROJ(GetParam());
   const auto model = VisionModel::load(tiny_mmproj_path(GetParam()), {.threads = 2});
   const Agreement a = compare(*model, vision_golden(GetParam()));
-  std::printf("%s f16: max |lumen - transformers| %.3g of max |x| %.3g (relative %.2e)\n", GetParam(),
-              a.max_abs_diff, a.max_abs_ref, a.relative());
+  std::printf("%s f16: max |lumen - transformers| %.3g of max |x| %.3g (relative %.2e)\n", GetParam(), a.max_abs_diff,
+              a.max_abs_ref, a.relative());
   EXPECT_LT(a.relative(), kBound);
 }
 
 TEST_P(VisionFamilyGolden, TheConverterWrittenFileGivesTheSameFeatures) {
   // scripts/make_vlm_models.py keeps what llama.cpp's own converter wrote for the golden's
   // weights: a file from outside Lumen's writers must load and encode the same way.
-  const std::string path = std::string(std::getenv("HOME")) + "/.cache/lumen/models/derived/vlm-" + GetParam() +
-                           ".mmproj.converter.gguf";
+  const std::string path =
+      std::string(std::getenv("HOME")) + "/.cache/lumen/models/derived/vlm-" + GetParam() + ".mmproj.converter.gguf";
   if (!std::filesystem::exists(path)) {
     GTEST_SKIP() << path << " is missing: scripts/make_vlm_models.py writes it (needs torch and transformers)";
   }
