@@ -1,0 +1,60 @@
+// Gemma 3's vision projector: clip.projector_type "gemma3", as convert_hf_to_gguf.py --mmproj
+// writes it. A SigLIP tower (patch bias, no class token, tanh GELU, post-LayerNorm); its
+// patch grid average-pooled in merge x merge squares (merge = scale_factor, 4 unless the file
+// says otherwise: 64x64 patches to 256 tokens), then Gemma's RMS norm (the converter has
+// already added the 1 to its weight) and the input projection into the text model's width.
+// The projection is stored {text, vision} (transformers keeps it as a raw parameter used as
+// x @ W): the loader transposes it into an f32 matrix.
+#include "vision/families/families.h"
+#include "vision/families/merge_factor.h"
+#include "vision/host_ops.h"
+
+namespace lumen::vision {
+
+namespace {
+
+void gemma3_finish(const gguf::Metadata& meta, VisionHParams& hp) { set_merge_factor(meta, hp, 4); }
+
+void gemma3_project(const ProjectInput& in, float* out) {
+  const VisionHParams& hp = in.hp;
+  const int64_t side = hp.patches_per_side(), k = hp.merge, pooled_side = side / k, e = hp.n_embd;
+  std::vector<float> pooled(static_cast<size_t>(hp.n_image_tokens * e));
+  const float inv = 1.0f / static_cast<float>(k * k);
+  for_each_row(in.backend.pool(), hp.n_image_tokens, [&](int64_t token) {
+    const int64_t oy = token / pooled_side, ox = token % pooled_side;
+    float* dst = pooled.data() + token * e;
+    for (int64_t a = 0; a < k; ++a) {
+      for (int64_t b = 0; b < k; ++b) {
+        const float* src = in.tower.data() + ((oy * k + a) * side + ox * k + b) * e;
+        for (int64_t c = 0; c < e; ++c) dst[c] += src[c];
+      }
+    }
+    for (int64_t c = 0; c < e; ++c) dst[c] *= inv;
+  });
+  backend::TensorView p = backend::f32_matrix(pooled.data(), e, hp.n_image_tokens);
+  rms_norm_rows(in.backend.pool(), p, *in.weights.mm_soft_emb_norm, hp.eps);
+  backend::TensorView o = backend::f32_matrix(out, hp.n_embd_out, hp.n_image_tokens);
+  in.backend.matmul(*in.weights.mm_input_projection, p, o);
+}
+
+}  // namespace
+
+ProjectorFamily gemma3_family() {
+  using enum VDim;
+  using enum VRole;
+  using W = VisionWeights;
+  ProjectorFamily f;
+  f.projector_type = "gemma3";
+  f.model = "Gemma 3 (SigLIP + average pool + RMS norm + projection)";
+  f.resize = ResizeMode::Squash;
+  f.default_activation = Activation::GeluTanh;
+  f.tensors = {
+      {"mm.soft_emb_norm.weight", {Embd}, Vector, true, &W::mm_soft_emb_norm},
+      {"mm.input_projection.weight", {TextEmbd, Embd}, Transposed, true, &W::mm_input_projection},
+  };
+  f.finish_hparams = gemma3_finish;
+  f.project = gemma3_project;
+  return f;
+}
+
+}  // namespace lumen::vision

@@ -1,0 +1,57 @@
+// Idefics3 and SmolVLM: clip.projector_type "idefics3", as convert_hf_to_gguf.py --mmproj writes
+// it. A SigLIP tower (patch bias, no class token, tanh GELU, post-LayerNorm) over one tile;
+// the connector's pixel shuffle folds each merge x merge square of patches into one token of
+// merge^2 times the width (scale_factor), then one linear map without bias (mm.model.fc) into
+// the text model's width. The image splitting into tiles is the preprocessing's.
+#include "vision/families/families.h"
+#include "vision/families/merge_factor.h"
+#include "vision/host_ops.h"
+
+namespace lumen::vision {
+
+namespace {
+
+void idefics3_finish(const gguf::Metadata& meta, VisionHParams& hp) { set_merge_factor(meta, hp, 2); }
+
+// transformers' Idefics3Connector.pixel_shuffle: token (i, j) of the merged grid is the
+// concatenation, rows a of the square outer and columns b inner, of patch (i*s + a, j*s + b).
+void idefics3_project(const ProjectInput& in, float* out) {
+  const VisionHParams& hp = in.hp;
+  const int64_t side = hp.patches_per_side(), s = hp.merge, merged_side = side / s, e = hp.n_embd;
+  const int64_t width = e * s * s;
+  std::vector<float> shuffled(static_cast<size_t>(hp.n_image_tokens * width));
+  for_each_row(in.backend.pool(), hp.n_image_tokens, [&](int64_t token) {
+    const int64_t i = token / merged_side, j = token % merged_side;
+    float* dst = shuffled.data() + token * width;
+    for (int64_t a = 0; a < s; ++a) {
+      for (int64_t b = 0; b < s; ++b) {
+        const float* src = in.tower.data() + ((i * s + a) * side + j * s + b) * e;
+        std::copy(src, src + e, dst + (a * s + b) * e);
+      }
+    }
+  });
+  backend::TensorView x = backend::f32_matrix(shuffled.data(), width, hp.n_image_tokens);
+  backend::TensorView o = backend::f32_matrix(out, hp.n_embd_out, hp.n_image_tokens);
+  in.backend.matmul(*in.weights.mm_fc, x, o);
+}
+
+}  // namespace
+
+ProjectorFamily idefics3_family() {
+  using enum VDim;
+  using enum VRole;
+  using W = VisionWeights;
+  ProjectorFamily f;
+  f.projector_type = "idefics3";
+  f.model = "Idefics3 / SmolVLM (SigLIP + pixel shuffle + linear)";
+  f.resize = ResizeMode::LongestEdgeTiles;
+  f.default_activation = Activation::GeluTanh;
+  f.tensors = {
+      {"mm.model.fc.weight", {MergedEmbd, TextEmbd}, Matrix, true, &W::mm_fc},
+  };
+  f.finish_hparams = idefics3_finish;
+  f.project = idefics3_project;
+  return f;
+}
+
+}  // namespace lumen::vision

@@ -1,0 +1,45 @@
+#pragma once
+// A projector family as data: the clip.projector_type it reads, the projector's tensors, how
+// the file's keys finish its hyperparameters, and the step that turns the tower's output rows
+// into the features that replace the image tokens. One file per family under
+// vision/families/, plus its line in families/registry.cc.
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "gguf/metadata.h"
+#include "vision/vision_model.h"
+#include "vision/vision_weights.h"
+
+namespace lumen::vision {
+
+// What a projector step reads: the tower's output (n_rows x n_embd f32, the class token first
+// when the tower has one) and the model.
+struct ProjectInput {
+  backend::CpuBackend& backend;
+  const VisionWeights& weights;
+  const VisionHParams& hp;
+  std::span<float> tower;  // may be overwritten
+  int64_t n_rows = 0;
+};
+
+struct ProjectorFamily {
+  std::string_view projector_type;  // clip.projector_type
+  std::string_view model;           // which models write it, for messages and docs
+  ResizeMode resize = ResizeMode::Squash;
+  // The tower's FFN activation when the file sets neither clip.use_gelu nor clip.use_silu.
+  Activation default_activation = Activation::QuickGelu;
+  std::vector<VisionTensorSpec> tensors;
+  // Reads the family's own keys into hp (merge factor) and sets hp.n_image_tokens; throws
+  // lumen::Error for values it cannot run.
+  void (*finish_hparams)(const gguf::Metadata& meta, VisionHParams& hp) = nullptr;
+  // Writes hp.n_image_tokens x hp.n_embd_out floats to out.
+  void (*project)(const ProjectInput& in, float* out) = nullptr;
+};
+
+// The family declaring `projector_type`; throws lumen::Error listing the supported ones.
+const ProjectorFamily& projector_family_for(std::string_view projector_type);
+std::vector<std::string_view> projector_types();
+
+}  // namespace lumen::vision

@@ -1,0 +1,74 @@
+// Loading an mmproj file and encoding one image with it (vision_model.h).
+#include "vision/vision_model.h"
+
+#include <mutex>
+
+#include "backend/cpu/cpu_backend.h"
+#include "gguf/file.h"
+#include "util/error.h"
+#include "vision/projector_family.h"
+#include "vision/vision_hparams.h"
+#include "vision/vision_weights.h"
+#include "vision/vit_encoder.h"
+
+namespace lumen::vision {
+
+struct VisionModel::State {
+  gguf::GgufFile file;  // the weights' bytes (mapped): the views point into it
+  std::unique_ptr<backend::CpuBackend> own_backend;
+  backend::CpuBackend* backend = nullptr;
+  const ProjectorFamily* family = nullptr;
+  VisionWeights weights;
+  std::mutex encoding;  // one encode at a time: the backend's pool runs one job at a time
+};
+
+VisionModel::~VisionModel() = default;
+
+std::unique_ptr<VisionModel> VisionModel::load(const std::string& mmproj_path, const LoadOptions& options) {
+  gguf::GgufFile file = gguf::GgufFile::open(mmproj_path);
+  ReadHParams read = read_vision_hparams(file.metadata(), mmproj_path);
+  std::unique_ptr<VisionModel> model(new VisionModel());
+  model->hp_ = read.hp;
+  model->state_ = std::unique_ptr<State>(new State{std::move(file), nullptr, options.backend, read.family, {}, {}});
+  State& s = *model->state_;
+  if (s.backend == nullptr) {
+    s.own_backend = std::make_unique<backend::CpuBackend>(options.threads);
+    s.backend = s.own_backend.get();
+  }
+  std::vector<VisionTensorSpec> specs = vit_tensor_specs();
+  specs.insert(specs.end(), s.family->tensors.begin(), s.family->tensors.end());
+  s.weights = bind_vision_weights(s.file, specs, model->hp_, read.block_count, *s.backend);
+  return model;
+}
+
+std::vector<float> VisionModel::encode(std::span<const float> chw_pixels, int width, int height) const {
+  return encode_batch(chw_pixels, 1, width, height);
+}
+
+std::vector<float> VisionModel::encode_batch(std::span<const float> chw_pixels, int n_images, int width,
+                                             int height) const {
+  if (width != hp_.image_size || height != hp_.image_size) {
+    fail("the {} encoder takes {}x{} pixels, got {}x{} (resize the image first)", hp_.projector_type, hp_.image_size,
+         hp_.image_size, width, height);
+  }
+  if (n_images < 1 || n_images > kMaxBatchImages) {
+    fail("a batch of {} images: the encoder takes 1 to {} at once", n_images, kMaxBatchImages);
+  }
+  const size_t per_image = 3 * static_cast<size_t>(width) * static_cast<size_t>(height);
+  if (chw_pixels.size() != per_image * static_cast<size_t>(n_images)) {
+    fail("{} images of {}x{} pixels have {} values (CHW), got {}", n_images, width, height,
+         per_image * static_cast<size_t>(n_images), chw_pixels.size());
+  }
+  std::lock_guard lock(state_->encoding);
+  const VisionWeights& w = state_->weights;
+  std::vector<float> tower = run_vit(*state_->backend, w, hp_, chw_pixels, n_images);
+  const int64_t rows = vit_rows(w, hp_), per_out = hp_.n_image_tokens * hp_.n_embd_out;
+  std::vector<float> features(static_cast<size_t>(n_images * per_out));
+  for (int64_t i = 0; i < n_images; ++i) {
+    const std::span<float> own(tower.data() + i * rows * hp_.n_embd, static_cast<size_t>(rows * hp_.n_embd));
+    state_->family->project({*state_->backend, w, hp_, own, rows}, features.data() + i * per_out);
+  }
+  return features;
+}
+
+}  // namespace lumen::vision
