@@ -234,8 +234,8 @@ struct Engine::Impl {
       fail("max_itl_ms must be 0 (off) or a positive number of milliseconds (got {})", c.max_itl_ms);
     }
     if (c.min_prefill_tokens <= 0) fail("min_prefill_tokens must be positive (got {})", c.min_prefill_tokens);
-    engine::model_state(handle).backend->require(engine::engine_backend_needs(runnable(handle).transformer->hparams(), c),
-                                                 "this engine's configuration");
+    engine::model_state(handle).backend->require(
+        engine::engine_backend_needs(runnable(handle).transformer->hparams(), c), "this engine's configuration");
     return c;
   }
 

@@ -17,8 +17,8 @@ void check_expert(const ExpertWork& e, int64_t cols, int64_t n, int64_t n_slots,
   const int64_t ff = e.gate->dims[1];
   if (e.gate->dims[0] != cols || e.up->dims[0] != cols || e.up->dims[1] != ff || e.down->dims[0] != ff ||
       e.down->dims[1] != cols) {
-    fail("moe_ffn: expert {} has gate {} x {}, up {} x {}, down {} x {} for rows of {} values", index,
-         e.gate->dims[1], e.gate->dims[0], e.up->dims[1], e.up->dims[0], e.down->dims[1], e.down->dims[0], cols);
+    fail("moe_ffn: expert {} has gate {} x {}, up {} x {}, down {} x {} for rows of {} values", index, e.gate->dims[1],
+         e.gate->dims[0], e.up->dims[1], e.up->dims[0], e.down->dims[1], e.down->dims[0], cols);
   }
   if (e.slots.size() != e.rows.size() || e.weights.size() != e.rows.size()) {
     fail("moe_ffn: expert {} has {} rows, {} slots and {} weights", index, e.rows.size(), e.slots.size(),

@@ -40,7 +40,7 @@ class ComposedMoeFfn {
   int64_t cols_ = 0, pairs_ = -1, ff_values_ = -1, slot_rows_ = -1;  // capacities (-1: none yet)
   std::unique_ptr<Buffer> gathered_, gate_, up_, down_, slots_;
   // Host arrays, reused call to call.
-  std::vector<int32_t> rows_;          // every expert's rows, expert after expert
+  std::vector<int32_t> rows_;           // every expert's rows, expert after expert
   std::vector<int32_t> pair_of_place_;  // [slot * n + row]: the pair filling it, or the zero row
 };
 
