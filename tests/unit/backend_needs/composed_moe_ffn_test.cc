@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ std::string name_of(const MoeCase& c) {
   std::erase_if(name, [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)) && ch != '_'; });
   return name;
 }
+
+// ctest's names show the case, not its bytes.
+void PrintTo(const MoeCase& c, std::ostream* os) { *os << name_of(c); }
 
 class ComposedMoeFfn : public ::testing::TestWithParam<MoeCase> {
  protected:

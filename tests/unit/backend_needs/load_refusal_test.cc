@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <ostream>
 #include <string>
 
 #include "engine/loaded_model.h"
@@ -72,6 +73,9 @@ struct ArchCase {
   uint64_t layers;
   std::vector<BackendFeature> needs;  // every optional feature the architecture asks for
 };
+
+// ctest's names show the preset, not the case's bytes.
+void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.preset; }
 
 class ModelLoadRefusal : public ::testing::TestWithParam<ArchCase> {
  protected:
