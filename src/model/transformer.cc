@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "backend/step_scope.h"
-#include "model/backend_needs.h"
 #include "dist/collectives.h"
+#include "model/backend_needs.h"
 #include "model/rope_config.h"
 #include "util/error.h"
 
