@@ -193,9 +193,12 @@ cpu::WeightMatrix CpuBackend::weight_matrix(const TensorView& w) {
   return weights;
 }
 
-void CpuBackend::set_composed_moe_ffn(bool on) {
-  if (on && !composed_moe_) composed_moe_ = std::make_unique<common::ComposedMoeFfn>();
-  if (!on) composed_moe_.reset();
+void CpuBackend::set_composed_ops(bool on) {
+  if (on && !composed_moe_) {
+    composed_moe_ = std::make_unique<common::ComposedMoeFfn>();
+    composed_shift_ = std::make_unique<common::ComposedShiftKeys>();
+  }
+  if (!on) composed_moe_.reset(), composed_shift_.reset();
 }
 
 void CpuBackend::do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
@@ -307,6 +310,10 @@ void CpuBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) { cp
 
 void CpuBackend::do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
                                int64_t head_dim) {
+  if (composed_shift_) {
+    composed_shift_->run(*this, cache, blocks, delta, config, head_dim);
+    return;
+  }
   cpu::shift_keys(cache, blocks, delta, config, head_dim);
 }
 

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "backend/common/composed_moe_ffn.h"
+#include "backend/common/composed_shift_keys.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_packed.h"
@@ -25,10 +26,10 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
   ThreadPool& pool() { return pool_; }
-  // Tests: moe_ffn composed from this backend's own ops, as the CUDA backend runs it
-  // (common/composed_moe_ffn.h), instead of the fused kernel, so that a whole model on the CPU
-  // checks the composition against the native op.
-  void set_composed_moe_ffn(bool on);
+  // Tests: moe_ffn and shift_keys composed from this backend's own ops, as the CUDA backend
+  // runs them (common/composed_moe_ffn.h, common/composed_shift_keys.h), instead of the CPU's
+  // kernels, so that a whole model on the CPU checks the compositions against the native ops.
+  void set_composed_ops(bool on);
 
  protected:
   // Every optional feature, every weight type the file format's reference kernels read, every
@@ -100,7 +101,9 @@ class CpuBackend final : public Backend {
   cpu::MatmulScratch matmul_scratch_;
   cpu::MoeScratch moe_scratch_;
   std::vector<cpu::ExpertMatrices> experts_;  // moe_ffn's per-call descriptions, reused
-  std::unique_ptr<common::ComposedMoeFfn> composed_moe_;  // set_composed_moe_ffn(true): not null
+  // set_composed_ops(true): not null.
+  std::unique_ptr<common::ComposedMoeFfn> composed_moe_;
+  std::unique_ptr<common::ComposedShiftKeys> composed_shift_;
   cpu::AttentionScratch attention_scratch_;
   cpu::RopeTable rope_table_;  // cos/sin rows of the current batch's positions
 };

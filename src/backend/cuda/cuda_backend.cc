@@ -78,7 +78,9 @@ std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions option
   return std::make_unique<CudaBackend>(device, options);
 }
 
-bool CudaBackend::do_supports(BackendFeature feature) const { return feature == BackendFeature::MoeFfn; }
+bool CudaBackend::do_supports(BackendFeature feature) const {
+  return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys;
+}
 
 // A weight is read by matmul (the GEMV kernels, or dequantization to f16 for cuBLAS: the same
 // types as get_rows) and, for an embedding, by get_rows.
@@ -95,9 +97,16 @@ void CudaBackend::do_moe_ffn(const TensorView& x, std::span<const ExpertWork> ex
   state_->moe->run(*this, x, experts, n_slots, glu, out);
 }
 
+// Context shift composed of get_rows, rope and store_kv (common/composed_shift_keys.h).
+void CudaBackend::do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta,
+                                const RopeConfig& config, int64_t head_dim) {
+  state_->shift->run(*this, cache, blocks, delta, config, head_dim);
+}
+
 CudaBackend::State::~State() {
   if (stream != nullptr) cudaStreamSynchronize(stream);
   moe.reset();
+  shift.reset();
   uploads.reset();
   step.reset();
   stager.reset();

@@ -63,7 +63,8 @@ class CudaBackend final : public Backend {
 
  protected:
   // The optional features with CUDA kernels or a composition of them (moe_ffn: every expert
-  // through get_rows, matmul_glu, matmul, scale and add; common/composed_moe_ffn.h); the weight
+  // through get_rows, matmul_glu, matmul, scale and add; shift_keys: get_rows, rope, store_kv;
+  // common/composed_*.h); the weight
   // types the GEMV and get_rows kernels read; f16 and f32 caches; heads up to the attention
   // kernels' width. Everything else is refused at load (Backend::require).
   bool do_supports(BackendFeature feature) const override;
@@ -95,6 +96,8 @@ class CudaBackend final : public Backend {
   void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                    KvLayer& cache) override;
   void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
+  void do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
+                     int64_t head_dim) override;
   void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
   void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,

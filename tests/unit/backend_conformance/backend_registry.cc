@@ -41,7 +41,7 @@ BackendEntry cpu_composed_entry() {
   return {"cpu_composed", cpu_unavailable,
           [] {
             auto cpu = std::make_unique<CpuBackend>(3);
-            cpu->set_composed_moe_ffn(true);
+            cpu->set_composed_ops(true);
             return cpu;
           },
           [](const Case& c) { return c.op == Op::kMoeFfn; }};

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "backend/cuda/attention_kernels.h"
@@ -32,9 +33,9 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
     EXPECT_TRUE(b.supports_weight_type(info->type)) << info->name;
   }
   EXPECT_TRUE(b.supports(BackendFeature::MoeFfn));
+  EXPECT_TRUE(b.supports(BackendFeature::ShiftKeys));
   for (BackendFeature f : {BackendFeature::LatentAttention, BackendFeature::StateSpace, BackendFeature::Encoder,
-                           BackendFeature::TreeAttention, BackendFeature::ShiftKeys, BackendFeature::RotatedKv,
-                           BackendFeature::KvEviction}) {
+                           BackendFeature::TreeAttention, BackendFeature::RotatedKv, BackendFeature::KvEviction}) {
     EXPECT_FALSE(b.supports(f)) << backend_feature_name(f);
   }
   EXPECT_TRUE(b.supports_kv_type(DType::F16));
@@ -106,6 +107,55 @@ TEST(CudaCapabilities, ComposedMoeFfnMatchesTheCpuOnAPresetsShapes) {
   // The two backends' matmuls quantize the same activations to 8 bits; sums in another order
   // may move a value across a rounding boundary: a few parts in a thousand of the output's range.
   EXPECT_LE(worst, 5e-3 * scale) << "largest |cpu| " << scale;
+}
+
+// Context shift composed of get_rows, rope and store_kv on the device against the CPU's kernel,
+// on an f16 cache (the CUDA cache type) with YaRN (its magnitude must not be applied again):
+// the keys of the shifted blocks to one f16 rounding, the values and other blocks unchanged.
+TEST(CudaCapabilities, ComposedShiftKeysMatchesTheCpuKernel) {
+  LUMEN_REQUIRE_CUDA();
+  constexpr int64_t kHeadDim = 128, kRow = 2 * kHeadDim, kBlock = 16, kBlocks = 4, kRows = kBlock * kBlocks;
+  const size_t row_bytes = kRow * sizeof(uint16_t), block_bytes = row_bytes * kBlock;
+  RopeConfig rope;
+  rope.rope_dims = kHeadDim;
+  rope.freq_base = 1000000.0;
+  rope.scaling = RopeScalingType::Yarn;
+  rope.scaling_factor = 4.0;
+  rope.original_context = 4096;
+  const std::vector<float> k = random_values(kRow * kRows, 7), v = random_values(kRow * kRows, 8);
+  const std::vector<int32_t> all = {0, 1, 2, 3}, shifted = {2, 0};
+  std::vector<uint8_t> caches[2];
+  for (int i = 0; i < 2; ++i) {
+    Backend& b = i == 0 ? static_cast<Backend&>(cpu()) : *gpu();
+    std::unique_ptr<Buffer> kb = b.allocate(block_bytes * kBlocks), vb = b.allocate(block_bytes * kBlocks);
+    KvLayer layer{TensorView{DType::F16, {kRow, kBlock, kBlocks, 1}, row_bytes, kb->data()},
+                  TensorView{DType::F16, {kRow, kBlock, kBlocks, 1}, row_bytes, vb->data()}, kBlock};
+    const TensorView kd = b.upload_weights(DType::F32, {kRow, kRows, 1, 1}, k.data());
+    const TensorView vd = b.upload_weights(DType::F32, {kRow, kRows, 1, 1}, v.data());
+    const std::vector<SequenceSlice> seqs = {{0, kRows, 0, all}};
+    b.store_kv(kd, vd, seqs, layer);
+    b.shift_keys(layer, shifted, -21, rope, kHeadDim);
+    caches[i].resize(2 * block_bytes * kBlocks);
+    for (int64_t block = 0; block < kBlocks; ++block) {
+      b.read_kv_block(layer, block, caches[i].data() + block * block_bytes,
+                      caches[i].data() + (kBlocks + block) * block_bytes);
+    }
+  }
+  int64_t off_by_one = 0;
+  for (size_t i = 0; i < caches[0].size() / 2; ++i) {
+    uint16_t a, g;
+    std::memcpy(&a, caches[0].data() + 2 * i, 2);
+    std::memcpy(&g, caches[1].data() + 2 * i, 2);
+    const bool in_keys = i < static_cast<size_t>(kRow * kRows);
+    const bool moved = in_keys && (i / (kRow * kBlock) == 2 || i / (kRow * kBlock) == 0);
+    if (!moved) {
+      ASSERT_EQ(a, g) << "value " << i << " moved";
+    } else {
+      ASSERT_LE(std::abs(static_cast<int>(a) - static_cast<int>(g)), 1) << "key value " << i;
+      off_by_one += a != g;
+    }
+  }
+  RecordProperty("keys_one_f16_ulp_apart", std::to_string(off_by_one));
 }
 
 }  // namespace

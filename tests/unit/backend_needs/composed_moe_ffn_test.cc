@@ -71,7 +71,7 @@ class ComposedMoeFfn : public ::testing::TestWithParam<MoeCase> {
 
   // Every position's logits: a 40-token prompt in one pass, then 6 tokens one by one.
   std::vector<float> teacher_forced(bool composed) {
-    cpu_.set_composed_moe_ffn(composed);
+    cpu_.set_composed_ops(composed);
     engine::SingleSequenceForward forward(*model_, cpu_, 128);
     std::vector<int32_t> tokens;
     for (int i = 0; i < 46; ++i) tokens.push_back(200 + (i * 131) % 30000);
@@ -81,7 +81,7 @@ class ComposedMoeFfn : public ::testing::TestWithParam<MoeCase> {
       forward.feed_all_logits(std::span(tokens).subspan(i, 1), step);
       logits.insert(logits.end(), step.begin(), step.end());
     }
-    cpu_.set_composed_moe_ffn(false);
+    cpu_.set_composed_ops(false);
     return logits;
   }
 
@@ -110,7 +110,7 @@ TEST_P(ComposedMoeFfn, TeacherForcedLogitsAgreeWithTheNativeOp) {
 // row groups mix sequences): the composed op's greedy tokens are the native op's.
 TEST_P(ComposedMoeFfn, EngineGreedyTokensAreTheNativeOnes) {
   auto run = [&](bool composed) {
-    cpu_.set_composed_moe_ffn(composed);
+    cpu_.set_composed_ops(composed);
     EngineConfig config;
     config.block_size = 8;
     config.max_num_batched_tokens = 24;
@@ -129,7 +129,7 @@ TEST_P(ComposedMoeFfn, EngineGreedyTokensAreTheNativeOnes) {
     while (engine.has_unfinished()) engine.step();
     std::vector<std::vector<int32_t>> tokens;
     for (RequestHandle& h : handles) tokens.push_back(h.collect().tokens);
-    cpu_.set_composed_moe_ffn(false);
+    cpu_.set_composed_ops(false);
     return tokens;
   };
   const auto native = run(false);
@@ -156,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, ComposedMoeFfn,
 // Bad routing is refused before anything is written: out keeps what it held.
 TEST(ComposedMoeFfnInput, BadRoutingIsRefusedAndChangesNothing) {
   backend::CpuBackend cpu(1);
-  cpu.set_composed_moe_ffn(true);
+  cpu.set_composed_ops(true);
   constexpr int64_t kIn = 32, kFf = 32, kTokens = 3;
   std::vector<float> w(kIn * kFf, 0.01f), x(kIn * kTokens, 1.0f), out(kIn * kTokens, 42.0f);
   const backend::TensorView gate = backend::f32_matrix(w.data(), kIn, kFf),
