@@ -19,9 +19,11 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "backend/backend_needs.h"
 #include "backend/backend_types.h"
 #include "backend/op_observer.h"
 #include "backend/tensor_view.h"
@@ -44,14 +46,23 @@ class Backend {
   // The device memory buffers come from, when it is not the host's RAM (the CPU: none).
   virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
 
+  // --- What this backend runs (backend_needs.h), asked once at load so that a model or an
+  // option it lacks is refused there, never inside a step.
+  bool supports(BackendFeature feature) const { return do_supports(feature); }
   // Whether attention takes SequenceSlice::visible (a tree attention mask).
-  virtual bool supports_tree_attention() const { return false; }
-
+  bool supports_tree_attention() const { return supports(BackendFeature::TreeAttention); }
+  // Whether matmul and get_rows read weights stored as `type`.
+  bool supports_weight_type(tensor::DType type) const { return do_supports_weight_type(type); }
   // Whether this backend's store_kv, attention and block moves work on a cache of `type`
   // (is_kv_cache_type): every backend has f16 and f32; the CPU also the compressed types.
-  virtual bool supports_kv_type(tensor::DType type) const {
-    return type == tensor::DType::F16 || type == tensor::DType::F32;
-  }
+  bool supports_kv_type(tensor::DType type) const { return do_supports_kv_type(type); }
+  // The widest head (values of a key row) attention takes; 0: any.
+  int64_t max_attention_head_dim() const { return do_max_attention_head_dim(); }
+  // Everything in `needs` this backend lacks, each named for a user; empty when it runs it all.
+  std::vector<std::string> unsupported(const BackendNeeds& needs) const;
+  // Throws lumen::Error naming, in one message, everything in `needs` this backend lacks:
+  // "<subject> needs X, Y, which the cuda backend does not run yet; use --device cpu".
+  void require(const BackendNeeds& needs, std::string_view subject) const;
 
   // Observers see every op from now on, in the order added (op_observer.h). Not owned.
   void add_observer(OpObserver* observer);
@@ -217,6 +228,12 @@ class Backend {
                                  int64_t value_dim);
   virtual void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                             const AttentionConfig& config, TensorView& out) = 0;
+  // The capabilities (the public queries above). The defaults are what every backend must
+  // have: no optional feature, f32 and f16 weights and caches, heads of any width.
+  virtual bool do_supports(BackendFeature feature) const;
+  virtual bool do_supports_weight_type(tensor::DType type) const;
+  virtual bool do_supports_kv_type(tensor::DType type) const;
+  virtual int64_t do_max_attention_head_dim() const { return 0; }
   // The step boundary's device side: by default (host memory) nothing moves and the logits are
   // written straight into the host array.
   virtual void do_begin_step(const StepMetadata& step) { (void)step; }

@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "engine/draft_proposers.h"
+#include "engine/engine_backend_needs.h"
 #include "engine/engine_test_access.h"
 #include "engine/kv_budget.h"
 #include "engine/kv_cache_dtype.h"
@@ -70,7 +71,7 @@ struct Engine::Impl {
   Impl(Model model_handle, EngineConfig engine_config)
       : handle(std::move(model_handle)),
         model(runnable(handle)),
-        config(checked(engine_config)),
+        config(checked(engine_config, handle)),
         // The transformer's: a tensor-parallel shard caches its own heads only, a pipeline stage
         // its own layers.
         layout(model.transformer->kv_layout(config.free_out_of_window_kv)),
@@ -210,6 +211,8 @@ struct Engine::Impl {
       refuse("with sliding-window layers that keep only their window (--keep-out-of-window-kv keeps every position)");
     }
     if (model::is_mla(model.hparams)) refuse("with multi-head latent attention");
+    engine::model_state(handle).backend->require(engine::kv_eviction_needs(importance),
+                                                 fmt::format("kv eviction {}", format_kv_importance(importance)));
     const int64_t bs = config.block_size;
     if (importance.method == KvImportanceMethod::H2O) {
       const int64_t cap = (importance.budget + bs - 1) / bs * bs;
@@ -222,14 +225,17 @@ struct Engine::Impl {
     }
   }
 
-  // The configuration with its speculative part validated and vLLM's defaults filled in, before
-  // anything is allocated.
-  static EngineConfig checked(EngineConfig c) {
+  // The configuration with its speculative part validated and vLLM's defaults filled in, and
+  // held to what the model's backend runs (all it lacks named at once), before anything is
+  // allocated.
+  static EngineConfig checked(EngineConfig c, const Model& handle) {
     c.speculative = spec::resolved(c.speculative);
     if (!(c.max_itl_ms >= 0) || !std::isfinite(c.max_itl_ms)) {
       fail("max_itl_ms must be 0 (off) or a positive number of milliseconds (got {})", c.max_itl_ms);
     }
     if (c.min_prefill_tokens <= 0) fail("min_prefill_tokens must be positive (got {})", c.min_prefill_tokens);
+    engine::model_state(handle).backend->require(
+        engine::engine_backend_needs(runnable(handle).transformer->hparams(), c), "this engine's configuration");
     return c;
   }
 

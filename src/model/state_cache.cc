@@ -13,7 +13,9 @@ StateCache::StateCache(backend::Backend& backend, const HParams& hp, int64_t n_s
       slot_floats_(layer_floats_ * hp.block_count) {
   if (!has_ssm(hp)) fail("a state cache for a model without state-space layers");
   if (n_slots < 1) fail("a state cache needs at least one slot (got {})", n_slots);
-  if (backend.name() != "cpu") fail("state-space models run on the CPU backend only for now (not {})", backend.name());
+  if (!backend.supports(backend::BackendFeature::StateSpace)) {
+    fail("state-space models do not run on the {} backend yet; use --device cpu", backend.name());
+  }
   buffer_ = backend.allocate(bytes());  // zero-filled
 }
 

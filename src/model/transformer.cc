@@ -7,6 +7,7 @@
 
 #include "backend/step_scope.h"
 #include "dist/collectives.h"
+#include "model/backend_needs.h"
 #include "model/rope_config.h"
 #include "util/error.h"
 
@@ -56,6 +57,9 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
     : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard), stage_(stage) {
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   require_supported_features(arch_, hp_);
+  // Before any weight is uploaded: a model the backend cannot run is refused here, with all it
+  // lacks in one message, never by an op inside a step.
+  backend_.require(model_backend_needs(file, arch_, hp_), fmt::format("the {} model", hp_.architecture));
   layers_ = {0, hp_.block_count};
   if (stage_.count > 1) {
     if (stage_.comm == nullptr) fail("pipeline parallelism without collectives to pass activations through");
@@ -68,12 +72,11 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   } else {
     stage_ = {};
   }
-  if (arch_.features.encoder && (backend_.name() != "cpu" || shard_.size > 1 || stage_.count > 1)) {
-    fail("the {} architecture (an encoder) runs in one process on the CPU backend only for now", hp_.architecture);
+  if (arch_.features.encoder && (shard_.size > 1 || stage_.count > 1)) {
+    fail("the {} architecture (an encoder) runs in one process only for now", hp_.architecture);
   }
-  if (arch_.features.mixer != Mixer::Attention && (backend_.name() != "cpu" || shard_.size > 1 || stage_.count > 1)) {
-    fail("the {} architecture (state-space layers) runs in one process on the CPU backend only for now",
-         hp_.architecture);
+  if (arch_.features.mixer != Mixer::Attention && (shard_.size > 1 || stage_.count > 1)) {
+    fail("the {} architecture (state-space layers) runs in one process only for now", hp_.architecture);
   }
   if (shard_.size <= 1) {
     shard_ = {};

@@ -108,6 +108,10 @@ void for_each_piece(ThreadPool& pool, int64_t rows, int64_t cols, int64_t task_e
 
 CpuBackend::CpuBackend(unsigned threads) : pool_(threads) {}
 
+// The CPU's matmul and get_rows read every type with a reference dequantizer (its kernels and
+// the file's tensors agree on them: model/arch/tensor_spec.cc).
+bool CpuBackend::do_supports_weight_type(tensor::DType type) const { return tensor::has_reference_kernels(type); }
+
 std::unique_ptr<Buffer> CpuBackend::do_allocate(size_t bytes) { return std::make_unique<HostBuffer>(bytes); }
 
 TensorView CpuBackend::do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
@@ -189,8 +193,20 @@ cpu::WeightMatrix CpuBackend::weight_matrix(const TensorView& w) {
   return weights;
 }
 
+void CpuBackend::set_composed_ops(bool on) {
+  if (on && !composed_moe_) {
+    composed_moe_ = std::make_unique<common::ComposedMoeFfn>();
+    composed_shift_ = std::make_unique<common::ComposedShiftKeys>();
+  }
+  if (!on) composed_moe_.reset(), composed_shift_.reset();
+}
+
 void CpuBackend::do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                             TensorView& out) {
+  if (composed_moe_) {
+    composed_moe_->run(*this, x, experts, n_slots, glu, out);
+    return;
+  }
   experts_.clear();
   for (const ExpertWork& e : experts) {
     experts_.push_back(
@@ -294,6 +310,10 @@ void CpuBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) { cp
 
 void CpuBackend::do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
                                int64_t head_dim) {
+  if (composed_shift_) {
+    composed_shift_->run(*this, cache, blocks, delta, config, head_dim);
+    return;
+  }
   cpu::shift_keys(cache, blocks, delta, config, head_dim);
 }
 

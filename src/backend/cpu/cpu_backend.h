@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/common/composed_moe_ffn.h"
+#include "backend/common/composed_shift_keys.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_packed.h"
@@ -23,11 +25,19 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(unsigned threads);
 
   std::string_view name() const override { return "cpu"; }
-  bool supports_kv_type(tensor::DType type) const override { return is_kv_cache_type(type); }
-  bool supports_tree_attention() const override { return true; }
   ThreadPool& pool() { return pool_; }
+  // Tests: moe_ffn and shift_keys composed from this backend's own ops, as the CUDA backend
+  // runs them (common/composed_moe_ffn.h, common/composed_shift_keys.h), instead of the CPU's
+  // kernels, so that a whole model on the CPU checks the compositions against the native ops.
+  void set_composed_ops(bool on);
 
  protected:
+  // Every optional feature, every weight type the file format's reference kernels read, every
+  // KV cache type.
+  bool do_supports(BackendFeature) const override { return true; }
+  bool do_supports_weight_type(tensor::DType type) const override;
+  bool do_supports_kv_type(tensor::DType type) const override { return is_kv_cache_type(type); }
+
   // 64-byte aligned host memory, zero-filled.
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override;
   TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override;
@@ -91,6 +101,9 @@ class CpuBackend final : public Backend {
   cpu::MatmulScratch matmul_scratch_;
   cpu::MoeScratch moe_scratch_;
   std::vector<cpu::ExpertMatrices> experts_;  // moe_ffn's per-call descriptions, reused
+  // set_composed_ops(true): not null.
+  std::unique_ptr<common::ComposedMoeFfn> composed_moe_;
+  std::unique_ptr<common::ComposedShiftKeys> composed_shift_;
   cpu::AttentionScratch attention_scratch_;
   cpu::RopeTable rope_table_;  // cos/sin rows of the current batch's positions
 };

@@ -7,6 +7,7 @@
 
 #include "backend/common/gelu_table.h"
 #include "backend/common/rope_params.h"
+#include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/kernels.h"
@@ -77,8 +78,35 @@ std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions option
   return std::make_unique<CudaBackend>(device, options);
 }
 
+bool CudaBackend::do_supports(BackendFeature feature) const {
+  return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys;
+}
+
+// A weight is read by matmul (the GEMV kernels, or dequantization to f16 for cuBLAS: the same
+// types as get_rows) and, for an embedding, by get_rows.
+bool CudaBackend::do_supports_weight_type(tensor::DType type) const {
+  return cuda::gemv_activation_type(type) != tensor::DType::I8 && cuda::rows_supported(type);
+}
+
+int64_t CudaBackend::do_max_attention_head_dim() const { return cuda::kMaxHeadDim; }
+
+// No fused kernel yet: the composition of get_rows, matmul_glu, matmul, scale and add, each
+// conformance-tested here (common/composed_moe_ffn.h says what it costs).
+void CudaBackend::do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
+                             TensorView& out) {
+  state_->moe->run(*this, x, experts, n_slots, glu, out);
+}
+
+// Context shift composed of get_rows, rope and store_kv (common/composed_shift_keys.h).
+void CudaBackend::do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta,
+                                const RopeConfig& config, int64_t head_dim) {
+  state_->shift->run(*this, cache, blocks, delta, config, head_dim);
+}
+
 CudaBackend::State::~State() {
   if (stream != nullptr) cudaStreamSynchronize(stream);
+  moe.reset();
+  shift.reset();
   uploads.reset();
   step.reset();
   stager.reset();

@@ -62,6 +62,15 @@ class CudaBackend final : public Backend {
   struct State;
 
  protected:
+  // The optional features with CUDA kernels or a composition of them (moe_ffn: every expert
+  // through get_rows, matmul_glu, matmul, scale and add; shift_keys: get_rows, rope, store_kv;
+  // common/composed_*.h); the weight
+  // types the GEMV and get_rows kernels read; f16 and f32 caches; heads up to the attention
+  // kernels' width. Everything else is refused at load (Backend::require).
+  bool do_supports(BackendFeature feature) const override;
+  bool do_supports_weight_type(tensor::DType type) const override;
+  int64_t do_max_attention_head_dim() const override;
+
   // Device memory, zero-filled.
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override;
   // Copies the weights to device memory through pinned staging, asynchronously (ops queued
@@ -73,6 +82,8 @@ class CudaBackend final : public Backend {
   // y may be host memory (outside a step, tests): the result is then computed into device
   // scratch and copied back before returning.
   void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
+  void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
+                  TensorView& out) override;
   void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
   void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
   void do_add(const TensorView& a, const TensorView& b, TensorView& out) override;
@@ -85,6 +96,8 @@ class CudaBackend final : public Backend {
   void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                    KvLayer& cache) override;
   void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
+  void do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
+                     int64_t head_dim) override;
   void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
   void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/common/composed_moe_ffn.h"
+#include "backend/common/composed_shift_keys.h"
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_memory.h"
@@ -24,6 +26,10 @@ struct CudaBackend::State {
   std::unique_ptr<cuda::HostUploads> uploads;
   std::unique_ptr<cuda::WeightStager> stager;
   std::unique_ptr<cuda::StepUploads> step;  // the open step's metadata on the device
+  // moe_ffn and shift_keys composed from this backend's own ops; their scratch is device memory,
+  // freed first.
+  std::unique_ptr<common::ComposedMoeFfn> moe = std::make_unique<common::ComposedMoeFfn>();
+  std::unique_ptr<common::ComposedShiftKeys> shift = std::make_unique<common::ComposedShiftKeys>();
 
   std::vector<void*> weights;  // device copies made by upload_weights, freed with the backend
 

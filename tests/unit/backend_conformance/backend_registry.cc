@@ -34,6 +34,19 @@ BackendEntry cpu_entry() {
           [] { return std::make_unique<CpuBackend>(3); }, [](const Case&) { return true; }};
 }
 
+// The CPU backend with moe_ffn composed from its own ops (common/composed_moe_ffn.h), as the
+// CUDA backend runs it: the moe_ffn rows hold the composition to the same reference. Its other
+// rows would repeat the plain CPU entry's.
+BackendEntry cpu_composed_entry() {
+  return {"cpu_composed", cpu_unavailable,
+          [] {
+            auto cpu = std::make_unique<CpuBackend>(3);
+            cpu->set_composed_ops(true);
+            return cpu;
+          },
+          [](const Case& c) { return c.op == Op::kMoeFfn; }};
+}
+
 #ifdef LUMEN_HAS_CUDA
 // The CUDA kernels handle every weight type the CPU multiplies and every table type get_rows
 // converts (gemv_activation_type in gemv.cu, rows_supported in rows.cu): the table's type lists.
@@ -44,7 +57,7 @@ bool cuda_supports(const Case& c) {
     case Op::kMatmulSameInput:
     case Op::kMatmulGlu:
     case Op::kGetRows: return true;
-    case Op::kMoeFfn: return false;  // no CUDA kernels yet: the backend refuses the op
+    case Op::kMoeFfn: return true;  // composed from the ops above (common/composed_moe_ffn.h)
     case Op::kSsmConv:
     case Op::kSsmScan: return false;  // no CUDA kernels yet: the backend refuses the ops
     case Op::kStoreKv:
@@ -66,6 +79,7 @@ BackendEntry cuda_entry() {
 const std::vector<BackendEntry>& backends() {
   static const std::vector<BackendEntry> entries = {
       cpu_entry(),
+      cpu_composed_entry(),
 #ifdef LUMEN_HAS_CUDA
       cuda_entry(),
 #endif

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/common/composed_moe_ffn.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "util/error.h"
@@ -38,6 +39,20 @@ class MirrorBackend final : public Backend {
 
   std::string_view name() const override { return "mirror"; }
   const std::map<std::string, OpDeparture>& departures() const { return departures_; }
+
+  // What both backends run; moe_ffn is composed here from the mirrored ops (as CUDA composes it),
+  // so each of its steps is compared on its own.
+  bool do_supports(BackendFeature feature) const override {
+    return feature == BackendFeature::MoeFfn && cpu_.supports(feature) && gpu_.supports(feature);
+  }
+  bool do_supports_weight_type(tensor::DType type) const override {
+    return cpu_.supports_weight_type(type) && gpu_.supports_weight_type(type);
+  }
+  int64_t do_max_attention_head_dim() const override { return gpu_.max_attention_head_dim(); }
+  void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
+                  TensorView& out) override {
+    moe_.run(*this, x, experts, n_slots, glu, out);
+  }
 
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override {
     auto pair = std::make_unique<PairBuffer>(cpu_.allocate(bytes), gpu_.allocate(bytes));
@@ -230,6 +245,7 @@ class MirrorBackend final : public Backend {
   std::map<const uint8_t*, Region> regions_;  // host address -> its device twin
   std::map<std::string, OpDeparture> departures_;
   bool resync_;
+  common::ComposedMoeFfn moe_;
   int64_t calls_ = 0;
 };
 

@@ -1,0 +1,44 @@
+#pragma once
+// What a model and an engine's options will ask of a backend, gathered before anything runs, so
+// that a backend lacking one of them is refused at load with one message naming all of them,
+// instead of failing inside a step (Backend::unsupported, Backend::require).
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "tensor/dtype.h"
+
+namespace lumen::backend {
+
+// The optional ops, each a feature a backend has or lacks as a whole.
+enum class BackendFeature : uint8_t {
+  MoeFfn,           // a mixture-of-experts FFN (Backend::moe_ffn)
+  LatentAttention,  // a KV cache whose values are a view of its keys, attended to (MLA)
+  StateSpace,       // Mamba 2 layers (ssm_conv, ssm_scan) and their host-side state
+  Encoder,          // an encoder's layers, which run on host rows (model/encoder.cc)
+  TreeAttention,    // token-tree verification: a tree attention mask and copy_kv_row
+  ShiftKeys,        // context shift (shift_keys)
+  RotatedKv,        // a Hadamard-rotated KV cache (rotate_heads)
+  KvEviction,       // importance-based KV eviction (attention_scores, gather_kv_rows)
+};
+inline constexpr BackendFeature kAllBackendFeatures[] = {BackendFeature::MoeFfn,        BackendFeature::LatentAttention,
+                                                         BackendFeature::StateSpace,    BackendFeature::Encoder,
+                                                         BackendFeature::TreeAttention, BackendFeature::ShiftKeys,
+                                                         BackendFeature::RotatedKv,     BackendFeature::KvEviction};
+
+// What a user reads in a refusal: "a mixture-of-experts FFN (moe_ffn)".
+std::string_view backend_feature_name(BackendFeature feature);
+
+struct BackendNeeds {
+  std::vector<BackendFeature> features;
+  std::vector<tensor::DType> weight_types;  // every type a weight tensor is stored in
+  std::vector<tensor::DType> kv_types;      // the KV cache's element type (none: no cache)
+  int64_t attention_head_dim = 0;           // values per head of a key row (0: no attention)
+
+  // Each adds once (a model's thousand tensors name a handful of types).
+  void add(BackendFeature feature);
+  void add_weight_type(tensor::DType type);
+  void add_kv_type(tensor::DType type);
+};
+
+}  // namespace lumen::backend

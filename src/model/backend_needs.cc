@@ -1,0 +1,19 @@
+#include "model/backend_needs.h"
+
+namespace lumen::model {
+
+backend::BackendNeeds model_backend_needs(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp) {
+  backend::BackendNeeds needs;
+  const BlockFeatures& f = arch.features;
+  if (f.ffn == FfnKind::MixtureOfExperts) needs.add(backend::BackendFeature::MoeFfn);
+  if (f.attention == AttentionKind::MultiHeadLatent) needs.add(backend::BackendFeature::LatentAttention);
+  if (f.mixer != Mixer::Attention) needs.add(backend::BackendFeature::StateSpace);
+  if (f.encoder) needs.add(backend::BackendFeature::Encoder);
+  // validate_tensors holds every tensor of the file to the architecture's list, so the file's
+  // types are the weights' types.
+  for (const gguf::TensorInfo& info : file.tensors()) needs.add_weight_type(info.type);
+  if (f.mixer == Mixer::Attention) needs.attention_head_dim = static_cast<int64_t>(hp.head_dim);
+  return needs;
+}
+
+}  // namespace lumen::model

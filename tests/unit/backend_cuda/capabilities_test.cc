@@ -1,0 +1,162 @@
+// What the CUDA backend declares it runs (Backend::supports and its siblings), which the model
+// and the engine check at load: every weight type the CPU reads (the GEMV and get_rows kernels
+// cover them), moe_ffn (composed from its own ops), f16 and f32 caches, heads up to the
+// attention kernels' width; everything else refused at load. And the composed moe_ffn on the
+// device against the CPU's native one on a MoE preset's shapes (qwen3moe-mini's layer: 512
+// wide, experts of 192, 8 of 16 experts per token), Q4_1 as in the MoE goldens.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backend/cuda/attention_kernels.h"
+#include "cuda_test_util.h"
+#include "kernel_test_util.h"
+#include "tensor/quantize.h"
+
+namespace lumen::backend::testing {
+namespace {
+
+using tensor::DType;
+
+TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
+  LUMEN_REQUIRE_CUDA();
+  const Backend& b = *gpu();
+  for (uint32_t raw = 0; raw < 64; ++raw) {
+    const tensor::DTypeInfo* info = tensor::dtype_info(raw);
+    if (info == nullptr || !tensor::has_reference_kernels(info->type) || info->type == DType::Q8_K ||
+        info->type == DType::Q8_1) {
+      continue;  // Q8_K and Q8_1 are activation formats, never a weight's
+    }
+    EXPECT_TRUE(b.supports_weight_type(info->type)) << info->name;
+  }
+  EXPECT_TRUE(b.supports(BackendFeature::MoeFfn));
+  EXPECT_TRUE(b.supports(BackendFeature::ShiftKeys));
+  for (BackendFeature f : {BackendFeature::LatentAttention, BackendFeature::StateSpace, BackendFeature::Encoder,
+                           BackendFeature::TreeAttention, BackendFeature::RotatedKv, BackendFeature::KvEviction}) {
+    EXPECT_FALSE(b.supports(f)) << backend_feature_name(f);
+  }
+  EXPECT_TRUE(b.supports_kv_type(DType::F16));
+  EXPECT_FALSE(b.supports_kv_type(DType::Q8_0));
+  EXPECT_EQ(b.max_attention_head_dim(), cuda::kMaxHeadDim);
+}
+
+TEST(CudaCapabilities, ComposedMoeFfnMatchesTheCpuOnAPresetsShapes) {
+  LUMEN_REQUIRE_CUDA();
+  constexpr int64_t kIn = 512, kFf = 192, kExperts = 16, kUsed = 8, kTokens = 12;
+  const auto quantize = [](const std::vector<float>& values, int64_t cols) {
+    const size_t row_bytes = *tensor::row_bytes(DType::Q4_1, cols);
+    const size_t rows = values.size() / static_cast<size_t>(cols);
+    std::vector<uint8_t> bytes(rows * row_bytes);
+    for (size_t r = 0; r < rows; ++r) {
+      tensor::quantize_row(DType::Q4_1, values.data() + r * static_cast<size_t>(cols), bytes.data() + r * row_bytes,
+                           cols);
+    }
+    return bytes;
+  };
+  const std::vector<uint8_t> gate = quantize(random_values(kIn * kFf * kExperts, 1, -0.1f, 0.1f), kIn);
+  const std::vector<uint8_t> up = quantize(random_values(kIn * kFf * kExperts, 2, -0.1f, 0.1f), kIn);
+  const std::vector<uint8_t> down = quantize(random_values(kFf * kIn * kExperts, 3, -0.1f, 0.1f), kFf);
+  const std::vector<float> x = random_values(kIn * kTokens, 4);
+  std::vector<float> results[2];
+  // Each token to kUsed distinct experts with softmax-like weights, the same on both backends.
+  std::mt19937 rng(5);
+  std::vector<std::vector<int32_t>> rows(kExperts), slots(kExperts);
+  std::vector<std::vector<float>> weights(kExperts);
+  for (int32_t t = 0; t < kTokens; ++t) {
+    std::vector<int32_t> order(kExperts);
+    for (int32_t e = 0; e < kExperts; ++e) order[static_cast<size_t>(e)] = e;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int32_t s = 0; s < kUsed; ++s) {
+      const auto e = static_cast<size_t>(order[static_cast<size_t>(s)]);
+      rows[e].push_back(t);
+      slots[e].push_back(s);
+      weights[e].push_back(std::uniform_real_distribution<float>(0.01f, 0.3f)(rng));
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    Backend& b = i == 0 ? static_cast<Backend&>(cpu()) : *gpu();
+    const TensorView g = b.upload_weights(DType::Q4_1, {kIn, kFf, kExperts, 1}, gate.data());
+    const TensorView u = b.upload_weights(DType::Q4_1, {kIn, kFf, kExperts, 1}, up.data());
+    const TensorView d = b.upload_weights(DType::Q4_1, {kFf, kIn, kExperts, 1}, down.data());
+    const TensorView xv = b.upload_weights(DType::F32, {kIn, kTokens, 1, 1}, x.data());  // x in its memory
+    std::unique_ptr<Buffer> ob = b.allocate(x.size() * sizeof(float));
+    TensorView ov = f32_matrix(static_cast<float*>(ob->data()), kIn, kTokens);
+    std::vector<TensorView> mats;
+    for (int64_t e = 0; e < kExperts; ++e) {
+      mats.push_back(expert_matrix(g, e));
+      mats.push_back(expert_matrix(u, e));
+      mats.push_back(expert_matrix(d, e));
+    }
+    std::vector<ExpertWork> work;
+    for (size_t e = 0; e < static_cast<size_t>(kExperts); ++e) {
+      if (rows[e].empty()) continue;
+      work.push_back({&mats[3 * e], &mats[3 * e + 1], &mats[3 * e + 2], rows[e], slots[e], weights[e]});
+    }
+    b.moe_ffn(xv, work, kUsed, Glu::Swiglu, ov);
+    results[i].resize(x.size());
+    b.copy_to_host(ov, results[i].data());
+  }
+  double worst = 0.0, scale = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(results[0][i] - results[1][i])));
+    scale = std::max(scale, static_cast<double>(std::abs(results[0][i])));
+  }
+  // The two backends' matmuls quantize the same activations to 8 bits; sums in another order
+  // may move a value across a rounding boundary: a few parts in a thousand of the output's range.
+  EXPECT_LE(worst, 5e-3 * scale) << "largest |cpu| " << scale;
+}
+
+// Context shift composed of get_rows, rope and store_kv on the device against the CPU's kernel,
+// on an f16 cache (the CUDA cache type) with YaRN (its magnitude must not be applied again):
+// the keys of the shifted blocks to one f16 rounding, the values and other blocks unchanged.
+TEST(CudaCapabilities, ComposedShiftKeysMatchesTheCpuKernel) {
+  LUMEN_REQUIRE_CUDA();
+  constexpr int64_t kHeadDim = 128, kRow = 2 * kHeadDim, kBlock = 16, kBlocks = 4, kRows = kBlock * kBlocks;
+  const size_t row_bytes = kRow * sizeof(uint16_t), block_bytes = row_bytes * kBlock;
+  RopeConfig rope;
+  rope.rope_dims = kHeadDim;
+  rope.freq_base = 1000000.0;
+  rope.scaling = RopeScalingType::Yarn;
+  rope.scaling_factor = 4.0;
+  rope.original_context = 4096;
+  const std::vector<float> k = random_values(kRow * kRows, 7), v = random_values(kRow * kRows, 8);
+  const std::vector<int32_t> all = {0, 1, 2, 3}, shifted = {2, 0};
+  std::vector<uint8_t> caches[2];
+  for (int i = 0; i < 2; ++i) {
+    Backend& b = i == 0 ? static_cast<Backend&>(cpu()) : *gpu();
+    std::unique_ptr<Buffer> kb = b.allocate(block_bytes * kBlocks), vb = b.allocate(block_bytes * kBlocks);
+    KvLayer layer{TensorView{DType::F16, {kRow, kBlock, kBlocks, 1}, row_bytes, kb->data()},
+                  TensorView{DType::F16, {kRow, kBlock, kBlocks, 1}, row_bytes, vb->data()}, kBlock};
+    const TensorView kd = b.upload_weights(DType::F32, {kRow, kRows, 1, 1}, k.data());
+    const TensorView vd = b.upload_weights(DType::F32, {kRow, kRows, 1, 1}, v.data());
+    const std::vector<SequenceSlice> seqs = {{0, kRows, 0, all}};
+    b.store_kv(kd, vd, seqs, layer);
+    b.shift_keys(layer, shifted, -21, rope, kHeadDim);
+    caches[i].resize(2 * block_bytes * kBlocks);
+    for (int64_t block = 0; block < kBlocks; ++block) {
+      b.read_kv_block(layer, block, caches[i].data() + block * block_bytes,
+                      caches[i].data() + (kBlocks + block) * block_bytes);
+    }
+  }
+  int64_t off_by_one = 0;
+  for (size_t i = 0; i < caches[0].size() / 2; ++i) {
+    uint16_t a, g;
+    std::memcpy(&a, caches[0].data() + 2 * i, 2);
+    std::memcpy(&g, caches[1].data() + 2 * i, 2);
+    const bool in_keys = i < static_cast<size_t>(kRow * kRows);
+    const bool moved = in_keys && (i / (kRow * kBlock) == 2 || i / (kRow * kBlock) == 0);
+    if (!moved) {
+      ASSERT_EQ(a, g) << "value " << i << " moved";
+    } else {
+      ASSERT_LE(std::abs(static_cast<int>(a) - static_cast<int>(g)), 1) << "key value " << i;
+      off_by_one += a != g;
+    }
+  }
+  RecordProperty("keys_one_f16_ulp_apart", std::to_string(off_by_one));
+}
+
+}  // namespace
+}  // namespace lumen::backend::testing
