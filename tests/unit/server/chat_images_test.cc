@@ -1,0 +1,66 @@
+// Image markers in a rendered chat prompt (server/chat_images.h), on the synthetic model's real
+// vocabulary: each marker control token becomes the encoder's before-text, the image's
+// placeholder positions and its after-text; message text spelling the marker is not a marker.
+#include <gtest/gtest.h>
+
+#include "lumen/error.h"
+#include "server/api_error.h"
+#include "server/chat_images.h"
+#include "unit/engine/synth_engine.h"
+
+namespace lumen::testing {
+namespace {
+
+class ChatImages : public SynthEngineTest {};
+
+TEST_F(ChatImages, MarkersExpandIntoEachImagesPositions) {
+  const Model model = handle();
+  const TokenizeOptions plain{.add_special = false, .parse_special = false};
+  const int32_t marker = model.tokenize("</s>", {.add_special = false, .parse_special = true}).at(0);
+  const int32_t bos = model.tokenize("<s>", {.add_special = false, .parse_special = true}).at(0);
+  std::vector<int32_t> prompt = model.tokenize("Look", plain);
+  const size_t head = prompt.size();
+  prompt.push_back(marker);
+  const std::vector<int32_t> middle = model.tokenize(" and", plain);
+  prompt.insert(prompt.end(), middle.begin(), middle.end());
+  prompt.push_back(marker);
+  std::vector<PromptImage> images(2);
+  images[0].n_tokens = 3;
+  images[1].n_tokens = 2;
+  server::expand_image_markers(model, {"</s>", "<s>", ""}, prompt, images);
+  // Look <s> [3 image positions] and <s> [2 image positions]
+  ASSERT_EQ(prompt.size(), head + 1 + 3 + middle.size() + 1 + 2);
+  EXPECT_EQ(prompt[head], bos);
+  EXPECT_EQ(images[0].first_token, static_cast<int64_t>(head + 1));
+  EXPECT_EQ(images[1].first_token, static_cast<int64_t>(head + 1 + 3 + middle.size() + 1));
+  for (const PromptImage& image : images) {
+    for (int64_t i = 0; i < image.n_tokens; ++i) EXPECT_EQ(prompt[static_cast<size_t>(image.first_token + i)], marker);
+  }
+}
+
+TEST_F(ChatImages, TextSpellingTheMarkerIsNoImage) {
+  const Model model = handle();
+  // What a client's "</s>" becomes: plain text, not the marker's control token.
+  std::vector<int32_t> prompt = model.tokenize("see </s>", {.add_special = false, .parse_special = false});
+  std::vector<PromptImage> images(1);
+  images[0].n_tokens = 2;
+  EXPECT_THROW(server::expand_image_markers(model, {"</s>", "", ""}, prompt, images), server::ApiError);
+  // A marker that is not one control token is the encoder's mistake, not the client's.
+  EXPECT_THROW(server::expand_image_markers(model, {"image", "", ""}, prompt, images), Error);
+}
+
+TEST_F(ChatImages, ATextModelRefusesImagesWithTheFix) {
+  std::vector<server::ImagePart> images(1);
+  images[0].bytes = "x";
+  try {
+    server::check_images_servable(handle(), images);
+    ADD_FAILURE();
+  } catch (const server::ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("start lumen serve with --mmproj"), std::string::npos);
+  }
+  EXPECT_NO_THROW(server::check_images_servable(handle(), {}));
+}
+
+}  // namespace
+}  // namespace lumen::testing
