@@ -3,6 +3,7 @@
 #include <span>
 
 #include "server/api_error.h"
+#include "server/image_fetch.h"
 #include "util/error.h"
 
 namespace lumen::server {
@@ -12,11 +13,6 @@ void check_images_servable(const Model& model, const std::vector<ImagePart>& ima
   if (!model.image_encoder()) {
     invalid("messages",
             "this model has no vision encoder; start lumen serve with --mmproj (the model's projector file)");
-  }
-  for (const ImagePart& image : images) {
-    if (!image.remote_url.empty()) {
-      invalid("messages", "fetching remote images is not supported yet; send the image as a data: URL");
-    }
   }
 }
 
@@ -50,13 +46,14 @@ void expand_image_markers(const Model& model, const ImageEncoder::PromptFormat& 
 }
 
 std::vector<PromptImage> place_chat_images(Engine& engine, const Model& model, const std::vector<ImagePart>& images,
-                                           std::vector<int32_t>& prompt) {
+                                           const ImageFetchLimits& fetch, std::vector<int32_t>& prompt) {
   check_images_servable(model, images);
   std::vector<PromptImage> placed;
   for (const ImagePart& image : images) {
+    const std::string fetched = image.remote_url.empty() ? std::string() : fetch_image(image.remote_url, fetch);
+    const std::string& bytes = image.remote_url.empty() ? image.bytes : fetched;
     try {
-      placed.push_back(
-          engine.encode_image(std::span(reinterpret_cast<const uint8_t*>(image.bytes.data()), image.bytes.size())));
+      placed.push_back(engine.encode_image(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
     } catch (const Error& e) {
       invalid("messages", "image {}: {}", placed.size(), e.what());
     }

@@ -10,12 +10,12 @@
 #include "lumen/engine.h"
 #include "lumen/image_encoder.h"
 #include "lumen/model.h"
+#include "server/image_fetch.h"
 #include "server/image_parts.h"
 
 namespace lumen::server {
 
-// 400 unless the served model can take the request's images: it has a vision encoder, and every
-// image is a decoded data: URL (remote URLs are not fetched yet).
+// 400 unless the served model can take images: it has a vision encoder.
 void check_images_servable(const Model& model, const std::vector<ImagePart>& images);
 
 // Replaces the i-th marker token of `prompt` with format.before, images[i].n_tokens placeholder
@@ -25,8 +25,9 @@ void check_images_servable(const Model& model, const std::vector<ImagePart>& ima
 void expand_image_markers(const Model& model, const ImageEncoder::PromptFormat& format, std::vector<int32_t>& prompt,
                           std::vector<PromptImage>& images);
 
-// Encodes the images (check_images_servable first) and expands the prompt's markers for them.
+// Fetches the remote ones (image_fetch.h), encodes them all (check_images_servable first) and
+// expands the prompt's markers for them.
 std::vector<PromptImage> place_chat_images(Engine& engine, const Model& model, const std::vector<ImagePart>& images,
-                                           std::vector<int32_t>& prompt);
+                                           const ImageFetchLimits& fetch, std::vector<int32_t>& prompt);
 
 }  // namespace lumen::server

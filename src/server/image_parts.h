@@ -3,6 +3,7 @@
 // "detail": ...}}. Checked and bounded before anything is decoded: how many a request may hold,
 // the base64 payload's size (before decoding it), the media types of data: URLs, and remote
 // http(s) URLs only from the domains the operator allows.
+#include <chrono>
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,6 +18,7 @@ struct ImageLimits {
   // Hosts that image URLs may name (exactly, or as a parent domain: "example.com" allows
   // "cdn.example.com"); empty: remote URLs are refused.
   std::vector<std::string> allowed_media_domains;
+  std::chrono::milliseconds fetch_timeout{10'000};  // a remote image's whole transfer
 };
 
 // One image of a request: its file's bytes (a data: URL decoded), or the remote URL to fetch.

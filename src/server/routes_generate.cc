@@ -374,7 +374,8 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   parsed.prompt = render_chat_prompt(parsed.messages, body, context.model, context.limits.max_rendered_prompt_bytes,
                                      parsed.template_tools);
   if (!parsed.images.empty()) {
-    parsed.options.images = place_chat_images(context.engine, context.model, parsed.images, parsed.prompt);
+    const ImageFetchLimits fetch{context.limits.images.max_image_bytes, context.limits.images.fetch_timeout};
+    parsed.options.images = place_chat_images(context.engine, context.model, parsed.images, fetch, parsed.prompt);
   }
   // The whole count needs the prompt's length, known only now; the places go back if it refuses.
   check_output_budget(estimate_output(prompt_lengths({parsed.prompt}), parsed.options, Endpoint::ChatCompletions,

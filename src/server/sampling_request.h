@@ -38,7 +38,7 @@ struct ServingLimits {
   int64_t max_embedding_inputs = 2048;
   int64_t max_embedding_input_tokens = 0;
   int64_t max_embedding_request_tokens = 300'000;
-  ImageLimits images;  // chat messages' image parts
+  ImageLimits images = {};  // chat messages' image parts (= {}: designated initializers may leave it out)
 };
 
 struct GenerationOptions {
@@ -56,7 +56,7 @@ struct GenerationOptions {
   // `param` of the 400 when the engine finds the schema or grammar invalid.
   std::string structured_field;
   // A chat prompt's images (chat_images.h), placed in its one prompt.
-  std::vector<PromptImage> images;
+  std::vector<PromptImage> images = {};
 };
 
 // The most tokens each choice may generate when `room` tokens of context are left after its
