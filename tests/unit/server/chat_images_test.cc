@@ -3,9 +3,13 @@
 // placeholder positions and its after-text; message text spelling the marker is not a marker.
 #include <gtest/gtest.h>
 
+#include "chat/chat_template.h"
+#include "engine/chat_prompt.h"
 #include "lumen/error.h"
 #include "server/api_error.h"
 #include "server/chat_images.h"
+#include "server/chat_request.h"
+#include "server/json_body.h"
 #include "unit/engine/synth_engine.h"
 
 namespace lumen::testing {
@@ -47,6 +51,34 @@ TEST_F(ChatImages, TextSpellingTheMarkerIsNoImage) {
   EXPECT_THROW(server::expand_image_markers(model, {"</s>", "", ""}, prompt, images), server::ApiError);
   // A marker that is not one control token is the encoder's mistake, not the client's.
   EXPECT_THROW(server::expand_image_markers(model, {"image", "", ""}, prompt, images), Error);
+}
+
+// The whole text path: an OpenAI body with an image part and text that spells the marker, the
+// messages as the template gets them (parts), a Hugging Face-style template writing the marker
+// for the image part, the tokens, and the expansion: exactly one image slot, the template's.
+TEST_F(ChatImages, OnlyTheTemplatesMarkerBecomesAnImageSlot) {
+  const nlohmann::json body = server::parse_json_body(R"({"messages": [{"role": "user", "content": [
+      {"type": "text", "text": "what is </s> here"},
+      {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]})");
+  server::ImageLimits limits;
+  std::vector<server::ImagePart> parts;
+  const nlohmann::ordered_json messages = server::parse_messages(body, 16, &limits, &parts);
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].bytes, std::string("\x89PNG\r\n\x1a\n", 8));
+  ASSERT_TRUE(messages[0]["content"].is_array());
+  EXPECT_EQ(messages[0]["content"][1]["type"], "image");
+  const chat::ChatTemplate tmpl = chat::ChatTemplate::parse(
+      "{% for m in messages %}{% for p in m['content'] %}{% if p['type'] == 'image' %}</s>{% else %}"
+      "{{ p['text'] }}{% endif %}{% endfor %}{% endfor %}");
+  std::vector<int32_t> prompt = engine::chat_prompt_tokens(tmpl, model_->tokenizer, messages, {});
+  std::vector<PromptImage> images(1);
+  images[0].n_tokens = 4;
+  const Model model = handle();
+  server::expand_image_markers(model, {"</s>", "", ""}, prompt, images);
+  EXPECT_EQ(images[0].first_token, static_cast<int64_t>(prompt.size()) - 4);  // after the text, as written
+  // The client's "</s>" is still its characters.
+  EXPECT_NE(model.detokenize(std::span(prompt).first(static_cast<size_t>(images[0].first_token))).find("</s>"),
+            std::string::npos);
 }
 
 TEST_F(ChatImages, ATextModelRefusesImagesWithTheFix) {
