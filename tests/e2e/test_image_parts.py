@@ -85,6 +85,10 @@ def test_image_parts_are_bounded_and_refused_without_a_vision_encoder():
             client.chat.completions.create(model=MODEL_NAME, max_tokens=2, messages=[
                 {"role": "user", "content": [{"type": "text", "text": "Describe it."}, good]}])
         assert_healthy(s)
+        # Nothing was encoded: the feature cache's counters are exported, and still zero.
+        metrics = s.metrics()
+        assert metrics["lumen_image_feature_cache_hits_total"] == 0
+        assert metrics["lumen_image_feature_cache_misses_total"] == 0
     finally:
         assert s.stop() == 0
 
