@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lumen/engine_config.h"
+#include "lumen/image_encoder.h"
 #include "lumen/model.h"
 #include "lumen/outputs.h"
 #include "lumen/prompt_image.h"
@@ -148,12 +149,16 @@ class Engine {
   EngineStats stats() const;
   const EngineConfig& config() const;
 
-  // An image file encoded for a prompt by the model's image encoder (Model::image_encoder),
-  // or taken from the feature cache when the same bytes were encoded before: a PromptImage with
-  // its content hash (SHA-256 of the bytes), n_tokens and features set, first_token 0 (the
-  // caller places it). Runs on the caller's thread. Throws lumen::Error when the model has no
-  // image encoder, or the encoder refuses the file.
-  PromptImage encode_image(std::span<const uint8_t> file);
+  // An image file encoded by the model's image encoder (Model::image_encoder), or taken from
+  // the feature cache when the same bytes were encoded before: its content hash (SHA-256 of the
+  // bytes, the first 128 bits) and the encoder's output, shared with the cache. Runs on the
+  // caller's thread. Throws lumen::Error when the model has no image encoder, or the encoder
+  // refuses the file or returns a layout that does not cover its features.
+  struct ImageFeatures {
+    ImageContentHash content_hash{};
+    std::shared_ptr<const EncodedImage> encoded;
+  };
+  ImageFeatures encode_image(std::span<const uint8_t> file);
 
   // Embeddings: each input's final hidden states (after the output norm, not logits) pooled as
   // the model's {arch}.pooling_type says (mean, CLS or last token; a file without one, a decoder,

@@ -19,9 +19,12 @@ struct PromptImage {
   ImageContentHash content_hash{};
   int64_t first_token = 0;  // the first position it covers
   int64_t n_tokens = 0;     // positions covered: [first_token, first_token + n_tokens)
-  // n_tokens x the model's embedding_length floats, row-major; shared, never copied (the
-  // request's forks and recomputes after preemption read the same vectors).
+  // The features, embedding_length floats a row, row-major; this span's are rows
+  // [embeddings_row, embeddings_row + n_tokens) (several spans, an image's tiles, may share one
+  // vector). Shared, never copied: the request's forks and recomputes after preemption read
+  // the same vectors.
   std::shared_ptr<const std::vector<float>> embeddings;
+  int64_t embeddings_row = 0;
 };
 
 }  // namespace lumen

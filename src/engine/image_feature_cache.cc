@@ -22,7 +22,7 @@ ImageFeatureCache::Features ImageFeatureCache::find(const ImageContentHash& hash
 }
 
 void ImageFeatureCache::insert(const ImageContentHash& hash, Features features) {
-  const size_t size = features->size() * sizeof(float);
+  const size_t size = features->features.size() * sizeof(float);
   std::lock_guard lock(mutex_);
   if (size > max_bytes_ || index_.count(hash) != 0) return;
   while (bytes_ + size > max_bytes_) {

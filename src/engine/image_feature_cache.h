@@ -11,20 +11,21 @@
 #include <mutex>
 #include <vector>
 
+#include "lumen/image_encoder.h"
 #include "lumen/prompt_image.h"
 
 namespace lumen::engine {
 
 class ImageFeatureCache {
  public:
-  using Features = std::shared_ptr<const std::vector<float>>;
+  using Features = std::shared_ptr<const EncodedImage>;
 
   explicit ImageFeatureCache(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   // The cached features of `hash` (now the most recently used), or null; counts a hit or a miss.
   Features find(const ImageContentHash& hash);
   // Keeps `features` under `hash`, dropping the least recently used entries to stay within the
-  // budget; features larger than the whole budget are not kept.
+  // budget (counted in feature bytes); features larger than the whole budget are not kept.
   void insert(const ImageContentHash& hash, Features features);
 
   uint64_t hits() const;

@@ -18,13 +18,18 @@ void check_prompt_images(std::span<const PromptImage> images, int64_t prompt_len
           "without overlapping",
           i, image.first_token, image.n_tokens, prompt_len);
     }
-    const auto want = static_cast<size_t>(image.n_tokens) * static_cast<size_t>(embedding_length);
-    if (!image.embeddings || image.embeddings->size() != want) {
-      fail("image {} has {} embedding values; {} tokens of width {} need {}", i,
-           image.embeddings ? image.embeddings->size() : 0, image.n_tokens, embedding_length, want);
+    const auto width = static_cast<size_t>(embedding_length);
+    const size_t have = image.embeddings ? image.embeddings->size() / width : 0;
+    if (!image.embeddings || image.embeddings->size() % width != 0 || image.embeddings_row < 0 ||
+        static_cast<size_t>(image.embeddings_row) > have ||
+        static_cast<size_t>(image.n_tokens) > have - static_cast<size_t>(image.embeddings_row)) {
+      fail("image {} takes embedding rows [{}, +{}) of {} values (rows of width {})", i, image.embeddings_row,
+           image.n_tokens, image.embeddings ? image.embeddings->size() : 0, embedding_length);
     }
     // A NaN or infinity would poison every later position's attention, the cached K/V with it.
-    if (!std::all_of(image.embeddings->begin(), image.embeddings->end(), [](float v) { return std::isfinite(v); })) {
+    const float* rows = image.embeddings->data() + static_cast<size_t>(image.embeddings_row) * width;
+    if (!std::all_of(rows, rows + static_cast<size_t>(image.n_tokens) * width,
+                     [](float v) { return std::isfinite(v); })) {
       fail("image {} has embedding values that are not finite", i);
     }
     end_of_last = image.first_token + image.n_tokens;
@@ -38,10 +43,11 @@ std::vector<kv::SequenceBlocks::BlockSalt> image_block_salts(std::span<const Pro
     const auto first = static_cast<size_t>(image.first_token / block_size);
     const auto last = static_cast<size_t>((image.first_token + image.n_tokens - 1) / block_size);
     for (size_t b = first; b <= last; ++b) {
-      // Also where the image starts and ends, so two images in one block, or one image moved by
-      // a token, key it differently.
-      const uint64_t where = kv::mix64(static_cast<uint64_t>(image.first_token) * 0x9e3779b97f4a7c15ULL ^
-                                       static_cast<uint64_t>(image.n_tokens));
+      // Also where the image starts and ends and which of its rows it takes, so two images in
+      // one block, one image moved by a token, or another tile of it, key it differently.
+      const uint64_t where = kv::mix64(kv::mix64(static_cast<uint64_t>(image.first_token) * 0x9e3779b97f4a7c15ULL ^
+                                                 static_cast<uint64_t>(image.n_tokens)) ^
+                                       static_cast<uint64_t>(image.embeddings_row));
       const uint64_t salt = kv::mix64(id ^ where);
       if (!salts.empty() && salts.back().block == b) {
         salts.back().salt = kv::mix64(salts.back().salt ^ salt);
@@ -60,7 +66,8 @@ void append_image_spans(std::span<const PromptImage> images, int64_t first_posit
     const int64_t lo = std::max(first_position, image.first_token);
     const int64_t hi = std::min(end, image.first_token + image.n_tokens);
     if (lo >= hi) continue;
-    const float* values = image.embeddings->data() + static_cast<size_t>((lo - image.first_token) * embedding_length);
+    const float* values = image.embeddings->data() +
+                          static_cast<size_t>((image.embeddings_row + lo - image.first_token) * embedding_length);
     out.push_back({first_row + (lo - first_position), hi - lo, values});
   }
 }

@@ -17,7 +17,7 @@ namespace lumen::engine {
 using PromptImages = std::vector<PromptImage>;
 
 // Fails (lumen::Error) unless the images lie in the prompt [0, prompt_len) in order, without
-// overlapping, each with n_tokens x embedding_length finite vectors.
+// overlapping, each with n_tokens finite vectors of embedding_length from its embeddings_row on.
 void check_prompt_images(std::span<const PromptImage> images, int64_t prompt_len, int64_t embedding_length);
 
 // The extra prefix-cache salt of every block holding image positions: the content hashes of the

@@ -18,12 +18,14 @@ namespace lumen::server {
 // 400 unless the served model can take images: it has a vision encoder.
 void check_images_servable(const Model& model, const std::vector<ImagePart>& images);
 
-// Replaces the i-th marker token of `prompt` with format.before, images[i].n_tokens placeholder
-// positions (the marker's own id) and format.after, setting images[i].first_token. Throws
-// ApiError(400) when the prompt holds another number of markers than images (the template did
-// not place them), lumen::Error when the marker is not one control token.
-void expand_image_markers(const Model& model, const ImageEncoder::PromptFormat& format, std::vector<int32_t>& prompt,
-                          std::vector<PromptImage>& images);
+// Replaces the i-th marker token of `prompt` with images[i]'s layout (EncodedImage::layout):
+// each piece's text, then its feature positions (placeholders: the marker's own id), and
+// returns the prompt images of those positions, in order. Throws ApiError(400) when the prompt
+// holds another number of markers than images (the template did not place them), lumen::Error
+// when the marker is not one control token.
+std::vector<PromptImage> expand_image_markers(const Model& model, const std::string& marker,
+                                              std::vector<int32_t>& prompt,
+                                              const std::vector<Engine::ImageFeatures>& images);
 
 // Fetches the remote ones (image_fetch.h), encodes them all (check_images_servable first) and
 // expands the prompt's markers for them.

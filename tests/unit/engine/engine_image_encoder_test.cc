@@ -15,7 +15,7 @@ class TokenRowsEncoder final : public ImageEncoder {
   TokenRowsEncoder(const engine::LoadedModel& model, backend::Backend& backend, int64_t width)
       : model_(model), backend_(backend), width_(width) {}
   int64_t embedding_length() const override { return width_; }
-  std::vector<float> encode(std::span<const uint8_t> file) const override {
+  EncodedImage encode(std::span<const uint8_t> file) const override {
     if (file.empty() || file.size() % 4 != 0) throw Error("not a list of token ids");
     std::vector<int32_t> ids(file.size() / 4);
     std::memcpy(ids.data(), file.data(), file.size());
@@ -23,9 +23,10 @@ class TokenRowsEncoder final : public ImageEncoder {
     backend::TensorView out = backend::f32_matrix(rows.data(), width_, static_cast<int64_t>(ids.size()));
     backend_.get_rows(model_.transformer->weights().token_embd, ids, out);
     ++calls;
-    return rows;
+    const auto n = static_cast<int64_t>(ids.size());
+    return {std::move(rows), {{"", n}}};
   }
-  PromptFormat prompt_format() const override { return {"</s>", "", ""}; }
+  std::string image_marker() const override { return "</s>"; }
   mutable int calls = 0;
 
  private:
@@ -47,6 +48,28 @@ class EngineImageEncoder : public SynthEngineTest {
   }
 };
 
+// An encoder whose layout places fewer positions than it has vectors is refused, not trusted.
+class ShortLayoutEncoder final : public ImageEncoder {
+ public:
+  explicit ShortLayoutEncoder(int64_t width) : width_(width) {}
+  int64_t embedding_length() const override { return width_; }
+  EncodedImage encode(std::span<const uint8_t>) const override {
+    return {std::vector<float>(static_cast<size_t>(3 * width_), 0.5f), {{"", 2}}};
+  }
+  std::string image_marker() const override { return "</s>"; }
+
+ private:
+  int64_t width_;
+};
+
+TEST_F(EngineImageEncoder, ALayoutMustPlaceEveryVector) {
+  Model model = handle();
+  model.set_image_encoder(std::make_shared<ShortLayoutEncoder>(width()));
+  Engine engine(model, config(16));
+  EXPECT_THROW(engine.encode_image(file_of(prompt(2, 1))), Error);
+  EXPECT_EQ(engine.stats().image_feature_cache_bytes, 0u);  // nothing cached
+}
+
 TEST_F(EngineImageEncoder, ATextModelRefusesImages) {
   Engine engine(handle(), config(64));
   const std::vector<uint8_t> file = file_of(prompt(4, 1));
@@ -67,16 +90,17 @@ TEST_F(EngineImageEncoder, FeatureCacheHitsOnTheSameBytes) {
   c.image_feature_cache_bytes = image_bytes;  // one 6-token image
   Engine engine(model, c);
   const std::vector<uint8_t> a = file_of(prompt(6, 2)), b = file_of(prompt(6, 3));
-  const PromptImage first = engine.encode_image(a);
-  EXPECT_EQ(first.n_tokens, 6);
-  const PromptImage again = engine.encode_image(a);
-  EXPECT_EQ(again.embeddings, first.embeddings);  // the cached vectors themselves
+  const Engine::ImageFeatures first = engine.encode_image(a);
+  ASSERT_EQ(first.encoded->layout.size(), 1u);
+  EXPECT_EQ(first.encoded->layout[0].n_tokens, 6);
+  const Engine::ImageFeatures again = engine.encode_image(a);
+  EXPECT_EQ(again.encoded, first.encoded);  // the cached vectors themselves
   EXPECT_EQ(again.content_hash, first.content_hash);
   EXPECT_EQ(rows->calls, 1);
   EXPECT_EQ(engine.stats().image_feature_cache_hits, 1u);
   EXPECT_EQ(engine.stats().image_feature_cache_misses, 1u);
   EXPECT_EQ(engine.stats().image_feature_cache_bytes, static_cast<size_t>(image_bytes));
-  const PromptImage other = engine.encode_image(b);  // evicts a: the budget holds one
+  const Engine::ImageFeatures other = engine.encode_image(b);  // evicts a: the budget holds one
   EXPECT_NE(other.content_hash, first.content_hash);
   engine.encode_image(a);
   EXPECT_EQ(rows->calls, 3);
@@ -100,8 +124,9 @@ TEST_F(EngineImageEncoder, AnEncodedImageGivesTheTextLogits) {
   c.enable_prefix_caching = false;  // both prompts computed whole, in the same shape of step
   Engine engine(model, c);
   const std::vector<int32_t> text = prompt(16, 4);
-  PromptImage image = engine.encode_image(file_of(std::span(text).subspan(4, 8)));
-  image.first_token = 4;
+  const Engine::ImageFeatures encoded = engine.encode_image(file_of(std::span(text).subspan(4, 8)));
+  const PromptImage image{encoded.content_hash, 4, 8,
+                          std::shared_ptr<const std::vector<float>>(encoded.encoded, &encoded.encoded->features)};
   std::vector<int32_t> with_image = text;
   std::fill_n(with_image.begin() + 4, 8, 9);
   SamplingParams p = greedy(6);

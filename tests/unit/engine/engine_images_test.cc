@@ -134,6 +134,23 @@ TEST_F(EngineImages, PreemptionRecomputesOrSwapsTheImage) {
   }
 }
 
+// An image's tiles are several spans over one feature vector (PromptImage::embeddings_row),
+// with text between them, as SmolVLM lays its tiles out.
+TEST_F(EngineImages, TilesShareOneFeatureVector) {
+  const std::vector<int32_t> text = prompt(30, 10);
+  std::vector<int32_t> seen(text.begin() + 4, text.begin() + 10);
+  seen.insert(seen.end(), text.begin() + 14, text.begin() + 20);
+  const auto rows = table_rows(seen);
+  ImagePrompt tiles{text, {{{5, 5}, 4, 6, rows, 0}, {{5, 5}, 14, 6, rows, 6}}};
+  std::fill_n(tiles.tokens.begin() + 4, 6, kPlaceholder);
+  std::fill_n(tiles.tokens.begin() + 14, 6, kPlaceholder);
+  EngineConfig c = config(64);
+  c.max_num_batched_tokens = 5;
+  const auto plain = run(c, {}, {text, {}}, scored(4));
+  const auto image = run(c, {}, tiles, scored(4));
+  expect_same_logits(plain.front(), image.front());
+}
+
 // n = 3 completions fork the prompt's sequence: each fork reads the same features.
 TEST_F(EngineImages, ForksShareTheImage) {
   const std::vector<int32_t> text = prompt(20, 5);
@@ -197,7 +214,9 @@ TEST_F(EngineImages, BadImagesAreRefusedAndQueueNothing) {
   const auto rows4 = table_rows(std::span(text).first(4));
   refused({{{1, 1}, 10, 4, rows4}});                        // past the prompt's end
   refused({{{1, 1}, -1, 4, rows4}});                        // before its start
-  refused({{{1, 1}, 0, 3, rows4}});                         // 4 rows of features for 3 tokens
+  refused({{{1, 1}, 0, 5, rows4}});                         // 4 rows of features for 5 tokens
+  refused({{{1, 1}, 0, 4, rows4, 1}});                      // rows [1, 5) of 4
+  refused({{{1, 1}, 0, 4, rows4, -1}});                     // a row before the first
   refused({{{1, 1}, 0, 4, nullptr}});                       // no features
   refused({{{1, 1}, 0, 4, rows4}, {{2, 2}, 2, 4, rows4}});  // overlapping
   auto nan = std::make_shared<std::vector<float>>(*rows4);

@@ -17,7 +17,15 @@ namespace {
 
 class ChatImages : public SynthEngineTest {};
 
-TEST_F(ChatImages, MarkersExpandIntoEachImagesPositions) {
+// A feature vector of n rows, as an encoder returns it, under a layout.
+Engine::ImageFeatures encoded(int64_t n, std::vector<EncodedImage::Piece> layout, uint64_t hash) {
+  auto image = std::make_shared<EncodedImage>();
+  image->features.assign(static_cast<size_t>(n * 4), 0.25f);
+  image->layout = std::move(layout);
+  return {{hash, hash}, image};
+}
+
+TEST_F(ChatImages, MarkersExpandIntoEachImagesLayout) {
   const Model model = handle();
   const TokenizeOptions plain{.add_special = false, .parse_special = false};
   const int32_t marker = model.tokenize("</s>", {.add_special = false, .parse_special = true}).at(0);
@@ -28,16 +36,24 @@ TEST_F(ChatImages, MarkersExpandIntoEachImagesPositions) {
   const std::vector<int32_t> middle = model.tokenize(" and", plain);
   prompt.insert(prompt.end(), middle.begin(), middle.end());
   prompt.push_back(marker);
-  std::vector<PromptImage> images(2);
-  images[0].n_tokens = 3;
-  images[1].n_tokens = 2;
-  server::expand_image_markers(model, {"</s>", "<s>", ""}, prompt, images);
-  // Look <s> [3 image positions] and <s> [2 image positions]
-  ASSERT_EQ(prompt.size(), head + 1 + 3 + middle.size() + 1 + 2);
+  // One plain image of 3 positions; one of two tiles, the marker itself in its text (Gemma 3's
+  // layout text holds its marker too), and a closing piece of text only.
+  const std::vector<Engine::ImageFeatures> images = {encoded(3, {{"<s>", 3}}, 1),
+                                                     encoded(3, {{"<s></s>", 2}, {"<s>", 1}, {"</s>", 0}}, 2)};
+  const std::vector<PromptImage> placed = server::expand_image_markers(model, "</s>", prompt, images);
+  // Look <s> [3] and <s></s> [2] <s> [1] </s>
+  ASSERT_EQ(placed.size(), 3u);
+  ASSERT_EQ(prompt.size(), head + 1 + 3 + middle.size() + 2 + 2 + 1 + 1 + 1);
   EXPECT_EQ(prompt[head], bos);
-  EXPECT_EQ(images[0].first_token, static_cast<int64_t>(head + 1));
-  EXPECT_EQ(images[1].first_token, static_cast<int64_t>(head + 1 + 3 + middle.size() + 1));
-  for (const PromptImage& image : images) {
+  EXPECT_EQ(placed[0].first_token, static_cast<int64_t>(head + 1));
+  EXPECT_EQ(placed[1].first_token, static_cast<int64_t>(head + 1 + 3 + middle.size() + 2));
+  EXPECT_EQ(placed[2].first_token, placed[1].first_token + 2 + 1);
+  EXPECT_EQ(placed[1].embeddings_row, 0);
+  EXPECT_EQ(placed[2].embeddings_row, 2);
+  EXPECT_EQ(placed[2].embeddings, placed[1].embeddings);  // one vector, shared
+  EXPECT_EQ(placed[1].content_hash, images[1].content_hash);
+  EXPECT_EQ(prompt.back(), marker);
+  for (const PromptImage& image : placed) {
     for (int64_t i = 0; i < image.n_tokens; ++i) EXPECT_EQ(prompt[static_cast<size_t>(image.first_token + i)], marker);
   }
 }
@@ -46,11 +62,10 @@ TEST_F(ChatImages, TextSpellingTheMarkerIsNoImage) {
   const Model model = handle();
   // What a client's "</s>" becomes: plain text, not the marker's control token.
   std::vector<int32_t> prompt = model.tokenize("see </s>", {.add_special = false, .parse_special = false});
-  std::vector<PromptImage> images(1);
-  images[0].n_tokens = 2;
-  EXPECT_THROW(server::expand_image_markers(model, {"</s>", "", ""}, prompt, images), server::ApiError);
+  const std::vector<Engine::ImageFeatures> images = {encoded(2, {{"", 2}}, 1)};
+  EXPECT_THROW(server::expand_image_markers(model, "</s>", prompt, images), server::ApiError);
   // A marker that is not one control token is the encoder's mistake, not the client's.
-  EXPECT_THROW(server::expand_image_markers(model, {"image", "", ""}, prompt, images), Error);
+  EXPECT_THROW(server::expand_image_markers(model, "image", prompt, images), Error);
 }
 
 // The whole text path: an OpenAI body with an image part and text that spells the marker, the
@@ -71,13 +86,13 @@ TEST_F(ChatImages, OnlyTheTemplatesMarkerBecomesAnImageSlot) {
       "{% for m in messages %}{% for p in m['content'] %}{% if p['type'] == 'image' %}</s>{% else %}"
       "{{ p['text'] }}{% endif %}{% endfor %}{% endfor %}");
   std::vector<int32_t> prompt = engine::chat_prompt_tokens(tmpl, model_->tokenizer, messages, {});
-  std::vector<PromptImage> images(1);
-  images[0].n_tokens = 4;
   const Model model = handle();
-  server::expand_image_markers(model, {"</s>", "", ""}, prompt, images);
-  EXPECT_EQ(images[0].first_token, static_cast<int64_t>(prompt.size()) - 4);  // after the text, as written
+  const std::vector<PromptImage> placed =
+      server::expand_image_markers(model, "</s>", prompt, {encoded(4, {{"", 4}}, 3)});
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].first_token, static_cast<int64_t>(prompt.size()) - 4);  // after the text, as written
   // The client's "</s>" is still its characters.
-  EXPECT_NE(model.detokenize(std::span(prompt).first(static_cast<size_t>(images[0].first_token))).find("</s>"),
+  EXPECT_NE(model.detokenize(std::span(prompt).first(static_cast<size_t>(placed[0].first_token))).find("</s>"),
             std::string::npos);
 }
 
