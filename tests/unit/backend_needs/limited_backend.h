@@ -52,6 +52,7 @@ class LimitedBackend final : public backend::Backend {
     return {type, dims, static_cast<size_t>(*tensor::row_bytes(type, dims[0])), const_cast<void*>(host_data)};
   }
   void do_copy_to_host(const backend::TensorView&, float*) override { no_ops(); }
+  void do_copy_from_host(const float*, backend::TensorView&) override { no_ops(); }
   void do_matmul(const backend::TensorView&, const backend::TensorView&, backend::TensorView&) override { no_ops(); }
   void do_get_rows(const backend::TensorView&, std::span<const int32_t>, backend::TensorView&) override { no_ops(); }
   void do_rms_norm(const backend::TensorView&, const backend::TensorView&, float, backend::TensorView&) override {
