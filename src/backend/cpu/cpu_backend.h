@@ -93,6 +93,7 @@ class CpuBackend final : public Backend {
   std::vector<cpu::ExpertMatrices> experts_;  // moe_ffn's per-call descriptions, reused
   cpu::AttentionScratch attention_scratch_;
   cpu::RopeTable rope_table_;  // cos/sin rows of the current batch's positions
+  std::vector<float> ssm_scratch_;  // the chunked scan's scores and per-worker scratch, reused
 };
 
 }  // namespace lumen::backend
