@@ -1,4 +1,5 @@
-// The chunked (SSD) scan against the token-by-token scan it replaces for prompts, on Mamba 2's
+// The chunked (SSD) scan against the token-by-token scan it replaces for prompts (and the token
+// scan's AVX2 build, decode's, against its portable one), on Mamba 2's
 // real shapes (mamba2-130m: heads of 64 channels, state 128, one group; mamba2-mini: state 64,
 // two groups) and an odd head width, over prompts of whole and partial chunks, from a nonzero
 // state: every output and the state left behind agree within f32 rounding of the reordered
@@ -28,9 +29,11 @@ struct ScanResult {
   std::vector<float> y, state;
 };
 
+enum class Form { kPortable, kTokenAvx2, kChunked };
+
 // Runs every head over `tokens` rows laid out as the model's projection lays them out (x, dt,
-// B, C side by side in one row), by the token scan or by the chunked one.
-ScanResult scan(const Shape& sh, bool chunked) {
+// B, C side by side in one row): by the portable token scan, its AVX2 build, or the chunked one.
+ScanResult scan(const Shape& sh, Form form) {
   const int64_t inner = sh.heads * sh.head_dim, bc = sh.groups * sh.state_size;
   const int64_t width = inner + sh.heads + 2 * bc;
   std::vector<float> rows = random_values(static_cast<size_t>(width * sh.tokens), 11);
@@ -61,8 +64,14 @@ ScanResult scan(const Shape& sh, bool chunked) {
                    run.state.data(),
                    run.y.data(),
                    static_cast<size_t>(inner)};
-  if (!chunked) {
-    for (int64_t h = 0; h < sh.heads; ++h) ssm_scan_head(task, h);
+  if (form != Form::kChunked) {
+    for (int64_t h = 0; h < sh.heads; ++h) {
+      if (form == Form::kPortable) {
+        detail::ssm_scan_head_portable(task, h);
+      } else {
+        detail::ssm_scan_head_avx2(task, h);
+      }
+    }
     return run;
   }
   const size_t per_group = ssm_chunk_scores_floats(sh.tokens);
@@ -94,7 +103,7 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 }
 
 TEST(SsmScanChunked, AgreesWithTheTokenScanOnRealShapes) {
-  if (!ssm_chunked_available(64, 128)) GTEST_SKIP() << "the chunked scan needs AVX2";
+  if (!ssm_chunked_available(64, 128) || !detail::have_ssm_scan_avx2()) GTEST_SKIP() << "these scans need AVX2";
   const Shape shapes[] = {
       {64, 128, 24, 1, 512},  // mamba2-130m, pp512
       {64, 128, 24, 1, 100},  // a chunk and a partial one
@@ -103,11 +112,15 @@ TEST(SsmScanChunked, AgreesWithTheTokenScanOnRealShapes) {
       {64, 128, 4, 1, 17},    // shorter than a chunk
   };
   for (const Shape& sh : shapes) {
-    const ScanResult want = scan(sh, false), got = scan(sh, true);
+    const ScanResult want = scan(sh, Form::kPortable), got = scan(sh, Form::kChunked);
     const double y_error = relative_error(got.y, want.y), state_error = relative_error(got.state, want.state);
     EXPECT_LT(y_error, 1e-5) << "y, head_dim " << sh.head_dim << " state " << sh.state_size << " tokens " << sh.tokens;
     EXPECT_LT(state_error, 1e-5) << "state, head_dim " << sh.head_dim << " tokens " << sh.tokens;
     RecordProperty("y_error_" + std::to_string(sh.tokens), std::to_string(y_error));
+    // Decode's scan: the same loop on eight lanes with FMA.
+    const ScanResult token = scan(sh, Form::kTokenAvx2);
+    EXPECT_LT(relative_error(token.y, want.y), 1e-6) << "AVX2 token scan, tokens " << sh.tokens;
+    EXPECT_LT(relative_error(token.state, want.state), 1e-6) << "AVX2 token scan, tokens " << sh.tokens;
   }
 }
 
