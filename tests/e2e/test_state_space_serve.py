@@ -31,6 +31,10 @@ def test_sixteen_streams_match_each_alone():
         server = LumenServer(model=model)
         try:
             client = server.client()
+            # The slots the memory budget (256M here) pays for: every stream gets one.
+            metrics = server.metrics()
+            assert metrics["lumen_state_slots_total"] >= STREAMS
+            assert metrics["lumen_state_cache_bytes"] > 0
             alone = [completion_tokens(client, p) for p in PROMPTS]
             most_running = 0
             with concurrent.futures.ThreadPoolExecutor(STREAMS) as pool:
