@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes small, well-formed GGUF model files whose hyperparameters or tensors are hostile, each
-derived from one tiny valid llama model (2 layers, width 32, the llama-spm test vocabulary), for
-the tests that run them through `lumen run` and `lumen serve`. Pure data: random weights.
+derived from one tiny valid llama model (2 layers, width 32, the llama-spm test vocabulary) or one
+tiny valid Mamba 2 model (the same width and vocabulary, state-space layers), for the tests that
+run them through `lumen run` and `lumen serve`. Pure data: random weights.
 
   make_hostile_models.py OUTDIR VOCAB_GGUF     # writes OUTDIR/*.gguf and OUTDIR/manifest.json
 
@@ -49,7 +50,7 @@ def tensors(vocab, layers=LAYERS, head_dim=EMBD // HEADS):
 def write(path, vocab, metadata, weights, token_count=None):
     tokens, scores, types = vocab
     n = len(tokens) if token_count is None else token_count
-    w = GGUFWriter(str(path), "llama")
+    w = GGUFWriter(str(path), next(iter(metadata)).split(".")[0])  # the architecture its keys name
     w.add_name("hostile-test")
     for key, (kind, value) in metadata.items():
         if kind == "u32":
@@ -75,6 +76,75 @@ def base_metadata():
             "llama.block_count": ("u32", LAYERS), "llama.feed_forward_length": ("u32", FF),
             "llama.attention.head_count": ("u32", HEADS), "llama.attention.head_count_kv": ("u32", KV_HEADS),
             "llama.attention.layer_norm_rms_epsilon": ("f32", 1e-5), "llama.rope.freq_base": ("f32", 10000.0)}
+
+
+# The Mamba 2 model: inner width 64 in 4 heads of 16, 2 groups of B and C, state 16, kernel 4.
+SSM_INNER, SSM_HEADS, SSM_GROUPS, SSM_STATE, SSM_KERNEL = 64, 4, 2, 16, 4
+
+
+def mamba2_tensors(vocab, inner=SSM_INNER, heads=SSM_HEADS, groups=SSM_GROUPS, state=SSM_STATE):
+    """Shaped as llama.cpp's converter writes Mamba 2 (numpy order: the GGUF dimensions reversed)."""
+    rng = np.random.default_rng(0)
+    channels = inner + 2 * groups * state
+    out = {"token_embd.weight": rng.standard_normal((vocab, EMBD)).astype(np.float16),
+           "output_norm.weight": np.ones(EMBD, np.float32)}
+    for i in range(LAYERS):
+        p = f"blk.{i}."
+        out[p + "attn_norm.weight"] = np.ones(EMBD, np.float32)
+        out[p + "ssm_in.weight"] = rng.standard_normal((inner + channels + heads, EMBD)).astype(np.float16)
+        out[p + "ssm_conv1d.weight"] = rng.standard_normal((channels, SSM_KERNEL)).astype(np.float32)
+        out[p + "ssm_conv1d.bias"] = np.zeros(channels, np.float32)
+        out[p + "ssm_dt.bias"] = np.zeros(heads, np.float32)
+        out[p + "ssm_a"] = -np.arange(1, heads + 1, dtype=np.float32).reshape(heads, 1)
+        out[p + "ssm_d"] = np.ones((heads, 1), np.float32)
+        out[p + "ssm_norm.weight"] = np.ones((groups, inner // groups), np.float32)
+        out[p + "ssm_out.weight"] = rng.standard_normal((EMBD, inner)).astype(np.float16)
+    return out
+
+
+def mamba2_metadata(**changes):
+    """No attention (head_count 0) and no FFN, as the converter writes a pure Mamba 2 file."""
+    m = {"mamba2.context_length": ("u32", CONTEXT), "mamba2.embedding_length": ("u32", EMBD),
+         "mamba2.block_count": ("u32", LAYERS), "mamba2.feed_forward_length": ("u32", 0),
+         "mamba2.attention.head_count": ("u32", 0), "mamba2.attention.layer_norm_rms_epsilon": ("f32", 1e-5),
+         "mamba2.ssm.conv_kernel": ("u32", SSM_KERNEL), "mamba2.ssm.inner_size": ("u32", SSM_INNER),
+         "mamba2.ssm.state_size": ("u32", SSM_STATE), "mamba2.ssm.time_step_rank": ("u32", SSM_HEADS),
+         "mamba2.ssm.group_count": ("u32", SSM_GROUPS)}
+    for key, value in changes.items():
+        if value is None:
+            del m["mamba2." + key.replace("__", ".")]
+        else:
+            m["mamba2." + key.replace("__", ".")] = value
+    return m
+
+
+def mamba2_cases(vocab_size):
+    """State-space keys a file may get wrong: each names the key (or the tensor whose shape the
+    keys contradict). A state sized from huge keys would be allocated per sequence."""
+    plain = lambda: mamba2_tensors(vocab_size)
+    meta = mamba2_metadata
+    yield "ok_tiny_mamba2", "accept", "", meta(), plain, None
+    yield "ssm_state_zero", "reject", "mamba2.ssm.state_size", meta(ssm__state_size=("u32", 0)), plain, None
+    yield "ssm_state_huge", "reject", "mamba2.ssm.state_size", meta(ssm__state_size=("u32", 1 << 30)), plain, None
+    yield "ssm_conv_kernel_huge", "reject", "mamba2.ssm.conv_kernel", meta(ssm__conv_kernel=("u32", 1 << 20)), plain, None
+    yield "ssm_conv_kernel_one", "reject", "mamba2.ssm.conv_kernel", meta(ssm__conv_kernel=("u32", 1)), plain, None
+    yield "ssm_inner_huge", "reject", "mamba2.ssm.inner_size", meta(ssm__inner_size=("u32", 1 << 31)), plain, None
+    yield "ssm_inner_missing", "reject", "mamba2.ssm.inner_size", meta(ssm__inner_size=None), plain, None
+    yield "ssm_groups_not_dividing_heads", "reject", "mamba2.ssm.group_count", meta(ssm__group_count=("u32", 3)), plain, None
+    yield "ssm_groups_zero", "reject", "mamba2.ssm.group_count", meta(ssm__group_count=("u32", 0)), plain, None
+    yield "ssm_heads_zero", "reject", "mamba2.ssm.time_step_rank", meta(ssm__time_step_rank=("u32", 0)), plain, None
+    yield "ssm_heads_not_dividing_inner", "reject", "mamba2.ssm.time_step_rank", meta(ssm__time_step_rank=("u32", 6), ssm__group_count=("u32", 1)), plain, None
+    # Keys that are consistent with each other but not with the tensors: the first tensor whose
+    # shape they contradict is named.
+    yield "ssm_inner_vs_tensors", "reject", "blk.0.ssm_in.weight", meta(ssm__inner_size=("u32", 2 * SSM_INNER)), plain, None
+    yield "ssm_heads_vs_tensors", "reject", "blk.0.ssm_in.weight", meta(ssm__time_step_rank=("u32", 8)), plain, None
+    yield "ssm_state_vs_tensors", "reject", "blk.0.ssm_in.weight", meta(ssm__state_size=("u32", 2 * SSM_STATE)), plain, None
+
+    def f16_decay():
+        w = plain()
+        w["blk.1.ssm_a"] = -np.ones((SSM_HEADS, 1), np.float16)
+        return w
+    yield "ssm_a_not_f32", "reject", "blk.1.ssm_a", meta(), f16_decay, None
 
 
 def cases(vocab_size):
@@ -112,6 +182,10 @@ def cases(vocab_size):
     yield "eps_zero", "reject", "layer_norm_rms_epsilon", meta(attention__layer_norm_rms_epsilon=("f32", 0.0)), plain, None
     yield "freq_base_negative", "reject", "llama.rope.freq_base", meta(rope__freq_base=("f32", -1.0)), plain, None
 
+    ssm_keys = {"ssm__conv_kernel": ("u32", 4), "ssm__inner_size": ("u32", 64), "ssm__state_size": ("u32", 16),
+                "ssm__time_step_rank": ("u32", 4), "ssm__group_count": ("u32", 1)}
+    yield "llama_with_ssm_keys", "reject", "llama.ssm.inner_size", meta(**ssm_keys), plain, None
+
     def drop_q(w):
         del w["blk.1.attn_q.weight"]
     yield "missing_tensor", "reject", "blk.1.attn_q.weight", meta(), with_weights(drop_q), None
@@ -138,7 +212,8 @@ def main():
     out_dir.mkdir(parents=True, exist_ok=True)
     vocab = read_vocab(vocab_path)
     manifest = []
-    for name, expect, names, metadata, weights, token_count in cases(len(vocab[0])):
+    all_cases = list(cases(len(vocab[0]))) + list(mamba2_cases(len(vocab[0])))
+    for name, expect, names, metadata, weights, token_count in all_cases:
         path = out_dir / f"{name}.gguf"
         write(path, vocab, metadata, weights(), token_count)
         manifest.append({"file": path.name, "expect": expect, "names": names})

@@ -59,6 +59,10 @@ struct EngineStats {
   int64_t kv_slots_allocated = 0;
   int64_t kv_slots_filled = 0;
   size_t kv_cache_bytes = 0;
+  // A state-space model's recurrent-state slots (at most this many sequences run at once) and
+  // their bytes, from the same memory budget as the KV (0 for other models).
+  int64_t state_slots_total = 0;
+  size_t state_cache_bytes = 0;
   uint64_t prefix_queried_blocks = 0;
   uint64_t prefix_hit_blocks = 0;
   uint64_t prefix_evictions = 0;

@@ -76,8 +76,10 @@ struct Engine::Impl {
         // The transformer's: a tensor-parallel shard caches its own heads only, a pipeline stage
         // its own layers.
         layout(model.transformer->kv_layout(config.free_out_of_window_kv)),
-        n_blocks(
-            engine::kv_blocks_for(config, model.transformer->hparams(), layout, *engine::model_state(handle).backend)),
+        // A state model's slots and the KV share one budget (engine/kv_budget.h).
+        cache_sizes(engine::cache_sizes_for(config, model.transformer->hparams(), layout,
+                                            *engine::model_state(handle).backend)),
+        n_blocks(cache_sizes.kv_blocks),
         cache(*engine::model_state(handle).backend, model.transformer->hparams(), layout, n_blocks, config.block_size,
               engine::kv_tensor_type(config.kv_cache_dtype), config.kv_cache_rotation),
         pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
@@ -147,10 +149,11 @@ struct Engine::Impl {
   }
 
   // A state-space model's recurrent states: one slot per sequence that may run at once
-  // (max_num_seqs), beside the KV cache.
+  // (max_num_seqs, fewer when the memory budget holds fewer), beside the KV cache.
   std::unique_ptr<model::StateCache> make_states() const {
-    if (!model::has_ssm(model.hparams)) return nullptr;
-    return std::make_unique<model::StateCache>(*engine::model_state(handle).backend, model.hparams, config.max_num_seqs);
+    if (cache_sizes.state_slots == 0) return nullptr;
+    return std::make_unique<model::StateCache>(*engine::model_state(handle).backend, model.hparams,
+                                               cache_sizes.state_slots);
   }
 
   // What a state-space model cannot do: its state holds every token computed, and cannot be
@@ -273,7 +276,7 @@ struct Engine::Impl {
     sc.policy = config.policy;
     sc.watermark_blocks = std::max<int32_t>(
         1, static_cast<int32_t>(config.watermark * static_cast<double>(n_blocks)));
-    if (model::has_ssm(model.hparams)) sc.state_slots = static_cast<int32_t>(config.max_num_seqs);
+    sc.state_slots = static_cast<int32_t>(cache_sizes.state_slots);
     return sc;
   }
 
@@ -316,6 +319,7 @@ struct Engine::Impl {
   engine::LoadedModel& model;
   EngineConfig config;
   kv::KvLayout layout;
+  engine::CacheSizes cache_sizes;
   int64_t n_blocks;
   model::KvCache cache;
   kv::BlockPool pool;

@@ -22,6 +22,10 @@ void Engine::Impl::publish_stats() {
     s.kv_slots_filled += seq.blocks.n_held_positions(seq.n_computed) * m.layout.group_size / n_layers;
   }
   s.kv_cache_bytes = m.cache.bytes();
+  if (m.states) {
+    s.state_slots_total = m.states->n_slots();
+    s.state_cache_bytes = m.states->bytes();
+  }
   const kv::PrefixCacheCounters& c = m.pool.counters();
   s.prefix_queried_blocks = c.queried_blocks;
   s.prefix_hit_blocks = c.hit_blocks;

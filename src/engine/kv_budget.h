@@ -4,6 +4,7 @@
 // the memory the pool will live in (the RAM the system reports available for the CPU, the
 // device's free memory for a device backend), never more than max_num_seqs sequences of the
 // longest allowed length could fill. A layout with windows gets one block more: the null block.
+// A state-space model's recurrent states come out of the same budget (cache_sizes_for).
 #include <cstdint>
 
 #include "lumen/engine_config.h"
@@ -13,8 +14,27 @@
 
 namespace lumen::engine {
 
+// What the engine's caches get: KV blocks, and a state-space model's recurrent-state slots (0
+// for a model without).
+struct CacheSizes {
+  int64_t kv_blocks = 0;
+  int64_t state_slots = 0;
+};
+
+// The KV blocks as kv_blocks_for says, and for a state-space model the state slots, out of the
+// same memory budget: a slot (one sequence's state, model::StateCache::bytes_per_slot) comes
+// with room in the KV for one sequence of the longest length, up to max_num_seqs slots, and the
+// KV gets what the slots leave. With a fixed KV size (num_kv_blocks, kv_cache_full_sequences)
+// the slots get what the budget has beyond it. Throws lumen::Error when not one state fits.
+CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
+                           const backend::Backend& backend);
+
 int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
                       const backend::Backend& backend);
+
+// The bytes the caches may take: kv_cache_bytes, else the configured share of the free device
+// memory (a device backend) or of the RAM the system reports available.
+uint64_t cache_budget_bytes(const EngineConfig& config, const backend::Backend& backend);
 
 // MemAvailable from /proc/meminfo, in bytes (0 when it cannot be read).
 uint64_t available_ram_bytes();

@@ -218,7 +218,9 @@ HParams read_hparams(const gguf::GgufFile& file) {
   hp.feed_forward_length = md.find_unsigned(key("feed_forward_length")).value_or(0);
   hp.head_count = md.get_unsigned(key("attention.head_count"));
   read_ssm_hparams(md, prefix, hp);  // an attention-free file gets its nominal head here
-  if (hp.head_count == 0) fail("{} is 0", key("attention.head_count"));
+  if (hp.head_count == 0) {
+    fail("{} is 0 (and no {} makes the model attention-free)", key("attention.head_count"), key("ssm.inner_size"));
+  }
   if (hp.head_count > kMaxHeads) fail("{} = {} is out of range", key("attention.head_count"), hp.head_count);
   hp.head_count_kv = md.find_unsigned(key("attention.head_count_kv")).value_or(hp.head_count);
   if (hp.head_count_kv == 0 || hp.head_count % hp.head_count_kv != 0) {

@@ -52,7 +52,7 @@ void validate_ssm(const HParams& hp, const std::string& prefix) {
   require_ssm_range(prefix + "ssm.time_step_rank", hp.ssm_head_count, 1, hp.ssm_inner_size);
   require_ssm_range(prefix + "ssm.group_count", hp.ssm_group_count, 1, hp.ssm_head_count);
   if (hp.ssm_inner_size % hp.ssm_head_count != 0) {
-    fail("{}ssm.time_step_rank = {} heads do not divide ssm.inner_size = {}", prefix, hp.ssm_head_count,
+    fail("{}ssm.time_step_rank = {} heads do not divide {}ssm.inner_size = {}", prefix, hp.ssm_head_count, prefix,
          hp.ssm_inner_size);
   }
   if (hp.ssm_head_count % hp.ssm_group_count != 0) {

@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "engine/kv_cache_dtype.h"
 #include "model/kv_cache.h"
+#include "model/state_cache.h"
 #include "util/error.h"
 
 namespace lumen::profile {
@@ -84,6 +85,21 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
     return tokens;
   };
   std::vector<float> logits;
+  // A state-space model's sequences each run from their own state slot (slot s for sequence s),
+  // copied like the KV from sequence 0's after the context.
+  std::unique_ptr<model::StateCache> states;
+  std::vector<int32_t> slots(static_cast<size_t>(shape.batch));
+  std::iota(slots.begin(), slots.end(), 0);
+  if (model::has_ssm(model_->hparams)) {
+    states = std::make_unique<model::StateCache>(*backend_, model_->hparams, shape.batch);
+  }
+  auto with_states = [&](model::ForwardBatch batch, size_t n_sequences) {
+    if (states) {
+      batch.states = states.get();
+      batch.state_slots = std::span(slots).first(n_sequences);
+    }
+    return batch;
+  };
 
   // The cached context: sequence 0's, chunk by chunk, then copied to every other sequence.
   for (int64_t start = 0; start < shape.context; start += kPrefillChunk) {
@@ -94,9 +110,11 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
     const backend::SequenceSlice slice{0, n, start, tables[0]};
     const int32_t last_row = static_cast<int32_t>(n - 1);
     logits.resize(model_->hparams.vocab_size);
-    model_->transformer->forward({tokens, pos, std::span(&slice, 1), std::span(&last_row, 1)}, cache, logits.data());
+    model_->transformer->forward(with_states({tokens, pos, std::span(&slice, 1), std::span(&last_row, 1)}, 1), cache,
+                                 logits.data());
   }
   for (int64_t s = 1; s < shape.batch; ++s) {
+    if (states) states->copy(0, static_cast<int32_t>(s));
     for (int64_t b = 0; b < blocks_for(shape.context); ++b)
       cache.copy_block(tables[0][static_cast<size_t>(b)], tables[static_cast<size_t>(s)][static_cast<size_t>(b)]);
   }
@@ -113,7 +131,9 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
     }
   }
   logits.resize(logit_rows.size() * model_->hparams.vocab_size);
-  const model::ForwardBatch batch{tokens, pos, slices, logit_rows};
+  // A state model's repeated steps each advance its states (from zero for a prefill): the same
+  // work every time.
+  const model::ForwardBatch batch = with_states({tokens, pos, slices, logit_rows}, slices.size());
   auto step = [&] { model_->transformer->forward(batch, cache, logits.data()); };
 
   step();  // warm-up: packs weights, sizes scratch buffers

@@ -78,6 +78,11 @@ std::string ServerMetrics::render(const EngineStats& s, const PromptKvStats& kv)
         static_cast<double>(s.kv_blocks_used));
   gauge(out, "lumen_kv_cache_usage_ratio", "Share of KV cache blocks referenced by a request (0..1).",
         s.kv_blocks_total == 0 ? 0.0 : static_cast<double>(s.kv_blocks_used) / static_cast<double>(s.kv_blocks_total));
+  gauge(out, "lumen_state_slots_total",
+        "Recurrent-state slots of a state-space model: at most this many requests run at once (0: no such model).",
+        static_cast<double>(s.state_slots_total));
+  gauge(out, "lumen_state_cache_bytes", "Bytes of the state-space model's recurrent states (0: no such model).",
+        static_cast<double>(s.state_cache_bytes));
   gauge(out, "lumen_prefix_cache_hit_rate", "Share of looked-up prompt blocks found in the prefix cache (0..1).",
         s.prefix_queried_blocks == 0 ? 0.0
                                      : static_cast<double>(s.prefix_hit_blocks) /

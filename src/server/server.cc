@@ -123,6 +123,9 @@ void Server::shutdown() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
+  // httplib's stop() does nothing when serve() has not begun listening yet (a signal right after
+  // start): the listener then runs on forever. Closing it here ends that listen too.
+  http_.stop_listening();
   http_.shutdown_connections();
 }
 

@@ -17,6 +17,18 @@ int64_t checked_context(int64_t n_ctx, int64_t n_batch) {
   if (n_ctx < 4 || n_batch < 1) fail("perplexity: a window needs at least 4 tokens and a batch at least 1");
   return n_ctx;
 }
+
+// As llama-perplexity: as many whole windows as fit in a batch, at least one; for a state-space
+// model no more than whose states fit in kStateBytes (one window's state is fixed whatever
+// n_ctx: short windows would otherwise multiply them).
+int64_t windows_for(const Model& model, int64_t n_ctx, int64_t n_batch) {
+  constexpr size_t kStateBytes = size_t{512} << 20;
+  const int64_t windows = std::max<int64_t>(1, n_batch / n_ctx);
+  const model::HParams& hp = engine::model_state(model).model->hparams;
+  if (!model::has_ssm(hp)) return windows;
+  const auto fit = static_cast<int64_t>(kStateBytes / model::StateCache::bytes_per_slot(hp));
+  return std::max<int64_t>(1, std::min(windows, fit));
+}
 }  // namespace
 
 WindowEvaluator::WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_batch, KvCacheDtype kv_dtype,
@@ -24,8 +36,7 @@ WindowEvaluator::WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_ba
     : model_(model),
       n_ctx_(checked_context(n_ctx, n_batch)),
       n_batch_(n_batch),
-      // As llama-perplexity: as many whole windows as fit in a batch, at least one.
-      windows_per_batch_(std::max<int64_t>(1, n_batch / n_ctx)),
+      windows_per_batch_(windows_for(model, n_ctx, n_batch)),
       blocks_per_window_((n_ctx + kBlockSize - 1) / kBlockSize),
       vocab_(static_cast<size_t>(model.info().vocab_size)),
       cache_(*engine::model_state(model).backend, engine::model_state(model).model->hparams,
@@ -33,6 +44,12 @@ WindowEvaluator::WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_ba
   // Window w of a group owns blocks [w * blocks_per_window, (w + 1) * blocks_per_window).
   block_tables_.resize(static_cast<size_t>(windows_per_batch_ * blocks_per_window_));
   std::iota(block_tables_.begin(), block_tables_.end(), 0);
+  const model::HParams& hp = engine::model_state(model).model->hparams;
+  if (model::has_ssm(hp)) {
+    states_ = std::make_unique<model::StateCache>(*engine::model_state(model).backend, hp, windows_per_batch_);
+    state_slots_.resize(static_cast<size_t>(windows_per_batch_));
+    std::iota(state_slots_.begin(), state_slots_.end(), 0);
+  }
   logits_.resize(static_cast<size_t>(windows_per_batch_ * rows_per_window()) * vocab_);
 }
 
@@ -76,6 +93,10 @@ void WindowEvaluator::run_group(std::span<const int32_t> tokens, int64_t n_windo
       slices[static_cast<size_t>(w)] = {row0, len, p0, table};
     }
     model::ForwardBatch batch{batch_tokens_, positions_, slices, logit_rows_};
+    if (states_) {
+      batch.states = states_.get();
+      batch.state_slots = std::span<const int32_t>(state_slots_).first(static_cast<size_t>(n_windows));
+    }
     engine::model_state(model_).model->transformer->forward(batch, cache_,
                                                             logits_.data() + static_cast<size_t>(rows_done) * vocab_);
     rows_done += static_cast<int64_t>(logit_rows_.size());

@@ -4,9 +4,11 @@
 // llama-perplexity does) and, since only the second half of a window is scored, logits wanted
 // for positions n_ctx/2 .. n_ctx-2 alone. Several windows run in one flat batch (one sequence
 // each, with its own block table) so the linear layers see n_batch tokens at a time; a window
-// longer than n_batch is fed in pieces of n_batch tokens.
+// longer than n_batch is fed in pieces of n_batch tokens. A state-space model's windows each run
+// from their own recurrent-state slot (window w of a group in slot w), zeroed at position 0.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "lumen/engine_config.h"
 #include "lumen/model.h"
 #include "model/kv_cache.h"
+#include "model/state_cache.h"
 
 namespace lumen::tools {
 
@@ -42,6 +45,8 @@ class WindowEvaluator {
   int64_t blocks_per_window_;
   size_t vocab_;
   model::KvCache cache_;
+  std::unique_ptr<model::StateCache> states_;  // a state-space model's (null otherwise)
+  std::vector<int32_t> state_slots_;           // 0 .. windows_per_batch - 1
   std::vector<int32_t> block_tables_;
   std::vector<int32_t> batch_tokens_, positions_, logit_rows_;
   std::vector<float> logits_;  // windows_per_batch * rows_per_window rows

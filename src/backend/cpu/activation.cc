@@ -22,6 +22,19 @@ void swiglu_row(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
+void detail::silu_row_portable(const float* x, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+void silu_row(const float* x, int64_t n, float* out) {
+  static const bool use_avx2 = detail::have_activations_avx2() && selected_isa() >= Isa::kAvx2;
+  if (use_avx2) {
+    detail::silu_row_avx2(x, n, out);
+  } else {
+    detail::silu_row_portable(x, n, out);
+  }
+}
+
 void detail::geglu_row_portable(const float* gate, const float* up, int64_t n, float* out) {
   const common::GeluTable& table = common::gelu_table();
   for (int64_t i = 0; i < n; ++i) out[i] = common::gelu_from_table(table, gate[i]) * up[i];

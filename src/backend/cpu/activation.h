@@ -20,6 +20,10 @@ namespace lumen::backend::cpu {
 // out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
 void swiglu_row(const float* gate, const float* up, int64_t n, float* out);
 
+// out[i] = silu(x[i]) = x[i] / (1 + exp(-x[i])), as SwiGLU's gate (Mamba's convolution output).
+// out may alias x.
+void silu_row(const float* x, int64_t n, float* out);
+
 // out[i] = gelu_tanh(gate[i]) * up[i] through ggml's f16 table (see above). out may alias.
 void geglu_row(const float* gate, const float* up, int64_t n, float* out);
 
@@ -34,6 +38,8 @@ namespace detail {
 void swiglu_row_portable(const float* gate, const float* up, int64_t n, float* out);
 bool have_activations_avx2();
 void swiglu_row_avx2(const float* gate, const float* up, int64_t n, float* out);
+void silu_row_portable(const float* x, int64_t n, float* out);
+void silu_row_avx2(const float* x, int64_t n, float* out);
 // GeGLU one element at a time (software f16 rounding), and on eight lanes (F16C rounding, a
 // gather from the table widened to f32): the same values bit for bit, which a test checks.
 void geglu_row_portable(const float* gate, const float* up, int64_t n, float* out);

@@ -1,4 +1,4 @@
-// SwiGLU on eight lanes: silu(g) * u = g / (1 + e^-g) * u with the polynomial exp of
+// SwiGLU (and SiLU alone) on eight lanes: silu(g) * u = g / (1 + e^-g) * u with the polynomial exp of
 // exp_avx2.h (within ~2 ulp of expf, the same order of difference ggml's own SIMD exp has).
 // GeGLU on eight lanes: ggml's f16 GELU table, read with one gather per 8 gates.
 // Compiled with -mavx2 -mfma -mf16c; called only when cpu_features reports AVX2.
@@ -27,6 +27,17 @@ void swiglu_row_avx2(const float* gate, const float* up, int64_t n, float* out) 
     _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(up + i)));
   }
   for (; i < n; ++i) out[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];
+}
+
+void silu_row_avx2(const float* x, int64_t n, float* out) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), v));
+    _mm256_storeu_ps(out + i, _mm256_div_ps(v, _mm256_add_ps(one, e)));
+  }
+  silu_row_portable(x + i, n - i, out + i);
 }
 
 namespace {
@@ -70,6 +81,7 @@ void geglu_row_avx2(const float* gate, const float* up, int64_t n, float* out) {
 namespace lumen::backend::cpu::detail {
 bool have_activations_avx2() { return false; }
 void swiglu_row_avx2(const float*, const float*, int64_t, float*) {}
+void silu_row_avx2(const float*, int64_t, float*) {}
 void geglu_row_avx2(const float*, const float*, int64_t, float*) {}
 }  // namespace lumen::backend::cpu::detail
 

@@ -107,6 +107,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<common::ComposedShiftKeys> composed_shift_;
   cpu::AttentionScratch attention_scratch_;
   cpu::RopeTable rope_table_;  // cos/sin rows of the current batch's positions
+  std::vector<float> ssm_scratch_;  // the chunked scan's scores and per-worker scratch, reused
 };
 
 }  // namespace lumen::backend

@@ -45,6 +45,11 @@ void require_supported_features(const Architecture& arch, const HParams& hp) {
   if (f.mixer == Mixer::Mamba2 && !hp.attention_free) {
     refuse(arch, "attention heads beside its Mamba 2 layers (a hybrid)");
   }
+  // Else a state cache would be sized (and allocated per sequence) for layers that never run.
+  if (f.mixer == Mixer::Attention && has_ssm(hp)) {
+    fail("architecture '{}' has no state-space layers, but the file gives {}.ssm.inner_size", arch.name,
+         hp.architecture);
+  }
   if (f.mixer == Mixer::Attention && hp.attention_free) {
     fail("architecture '{}' attends, but {}.attention.head_count is 0", arch.name, hp.architecture);
   }

@@ -82,6 +82,26 @@ TEST(Activation, SwigluMatchesFormula) {
   }
 }
 
+TEST(Activation, SiluMatchesFormula) {
+  auto x = random_values(1539, 12, -12.0f, 12.0f);
+  x[3] = -100.0f;  // e^-x overflows
+  x[4] = 100.0f;
+  x[5] = 0.0f;
+  using Fn = void (*)(const float*, int64_t, float*);
+  std::vector<std::pair<const char*, Fn>> impls = {{"dispatch", silu_row}, {"portable", detail::silu_row_portable}};
+  if (detail::have_activations_avx2() && detected_isa() >= Isa::kAvx2) {
+    impls.emplace_back("avx2", detail::silu_row_avx2);
+  }
+  for (const auto& [name, fn] : impls) {
+    std::vector<float> out = x;
+    fn(out.data(), 1539, out.data());  // in place, as the convolution applies it
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = x[i] / (1.0 + std::exp(-static_cast<double>(x[i])));
+      EXPECT_NEAR(out[i], want, 1e-6 * std::abs(want) + 1e-30) << name << " x=" << x[i];
+    }
+  }
+}
+
 double gelu_tanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
 }

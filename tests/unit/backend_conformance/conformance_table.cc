@@ -72,6 +72,8 @@ std::vector<Case> build() {
   t.push_back({Op::kSsmConv, DType::F32, {64, 2, 5}});
   t.push_back({Op::kSsmScan, DType::F32, {16, 4, 9}, 1});
   t.push_back({Op::kSsmScan, DType::F32, {68, 6, 7}, 2});
+  // Prompts long enough for the CPU's chunked form (several chunks, a partial last one).
+  t.push_back({Op::kSsmScan, DType::F32, {128, 4, 300}, 2});
   return t;
 }
 

@@ -6,76 +6,18 @@
 // Speculative decoding is refused with a sentence (a state cannot be rolled back).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
-#include "engine/loaded_model.h"
-#include "engine/model_state.h"
-#include "engine/single_sequence_forward.h"
 #include "lumen/engine.h"
-#include "lumen_testdata.h"
-#include "model/kv_cache.h"
 #include "model/state_cache.h"
-#include "model/synth.h"
-#include "sampling/sampler.h"
-#include "synth_engine.h"
+#include "ssm_engine.h"
 #include "util/error.h"
 
 namespace lumen::testing {
 namespace {
 
-class EngineSsm : public SynthEngineTest {
- protected:
-  static void SetUpTestSuite() {
-    if (!have_testdata()) return;
-    path_ = new std::string(temp_model_path("ssm"));
-    model::SynthOptions options;
-    options.preset = "mamba2-mini";
-    options.type = tensor::DType::Q4_1;
-    options.vocab_path = std::string(LUMEN_TESTDATA_DIR) + "/tokenizer/ggml-vocab-llama-spm.gguf";
-    options.seed = 5;
-    options.block_count = 2;
-    options.threads = 2;
-    model::write_synthetic_model(options, *path_);
-    backend_ = new backend::CpuBackend(2);
-    model_ = new engine::LoadedModel(engine::LoadedModel::load(*path_, *backend_));
-  }
-
-  static std::vector<int32_t> prompt(int len, int salt) {
-    std::vector<int32_t> p;
-    for (int i = 0; i < len; ++i) p.push_back(200 + (salt * 131 + i * 47) % 30000);
-    return p;
-  }
-  // The bare forward pass, alone, in prompt chunks of 7 (so it, too, carries its state across
-  // chunks).
-  static std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t n) {
-    engine::SingleSequenceForward forward(*model_, *backend_, 256, 7);
-    std::vector<int32_t> out;
-    std::span<const float> logits = forward.feed(prompt);
-    for (int64_t i = 0; i < n; ++i) {
-      int32_t token = sampling::argmax(logits);
-      out.push_back(token);
-      if (i + 1 < n) logits = forward.feed(std::span(&token, 1));
-    }
-    return out;
-  }
-  static EngineConfig config(int64_t kv_blocks) {
-    EngineConfig c;
-    c.block_size = 8;
-    c.max_num_batched_tokens = 24;  // prompts prefill in chunks, beside the others' decodes
-    c.kv_cache_bytes = kv_blocks * static_cast<int64_t>(model::KvCache::bytes_per_block(model_->hparams, 8));
-    c.watermark = 0.0;
-    return c;
-  }
-  static void drain(Engine& engine) {
-    while (engine.has_unfinished()) engine.step();
-  }
-
-};
+using EngineSsm = SsmEngineTest;
 
 TEST_F(EngineSsm, ConcurrentRequestsMatchEachAlone) {
   std::vector<std::vector<int32_t>> prompts, expected;

@@ -36,18 +36,20 @@ TEST(ServerMetrics, RendersEngineGaugesAndCounters) {
   s.kv_blocks_used = 25;
   s.prefix_queried_blocks = 8;
   s.prefix_hit_blocks = 2;
+  s.state_slots_total = 7;
+  s.state_cache_bytes = 1024;
   const std::string out = m.render(s);
-  for (const char* line : {"lumen_num_requests_running 2\n", "lumen_num_requests_waiting 5\n",
-                           "lumen_kv_cache_usage_ratio 0.25\n", "lumen_prefix_cache_hit_rate 0.25\n",
-                           "lumen_prompt_tokens_total 10\n", "lumen_generation_tokens_total 4\n",
-                           "lumen_request_success_total{finished_reason=\"stop\"} 1\n",
-                           "lumen_request_success_total{finished_reason=\"length\"} 0\n",
-                           "lumen_request_success_total{finished_reason=\"abort\"} 2\n",
-                           "# TYPE lumen_time_to_first_token_seconds histogram\n",
-                           "# TYPE lumen_inter_token_latency_seconds histogram\n",
-                           "# TYPE lumen_time_per_output_token_seconds histogram\n",
-                           "# TYPE lumen_e2e_request_latency_seconds histogram\n",
-                           "# TYPE lumen_request_queue_time_seconds histogram\n"}) {
+  for (const char* line :
+       {"lumen_num_requests_running 2\n", "lumen_num_requests_waiting 5\n", "lumen_kv_cache_usage_ratio 0.25\n",
+        "lumen_prefix_cache_hit_rate 0.25\n", "lumen_state_slots_total 7\n", "lumen_state_cache_bytes 1024\n",
+        "lumen_prompt_tokens_total 10\n", "lumen_generation_tokens_total 4\n",
+        "lumen_request_success_total{finished_reason=\"stop\"} 1\n",
+        "lumen_request_success_total{finished_reason=\"length\"} 0\n",
+        "lumen_request_success_total{finished_reason=\"abort\"} 2\n",
+        "# TYPE lumen_time_to_first_token_seconds histogram\n", "# TYPE lumen_inter_token_latency_seconds histogram\n",
+        "# TYPE lumen_time_per_output_token_seconds histogram\n",
+        "# TYPE lumen_e2e_request_latency_seconds histogram\n",
+        "# TYPE lumen_request_queue_time_seconds histogram\n"}) {
     EXPECT_NE(out.find(line), std::string::npos) << line;
   }
   // An instance of neither disaggregation role reports zeros.
