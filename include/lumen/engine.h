@@ -9,12 +9,14 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include "lumen/engine_config.h"
 #include "lumen/model.h"
 #include "lumen/outputs.h"
+#include "lumen/prompt_image.h"
 #include "lumen/sampling_params.h"
 
 namespace lumen {
@@ -83,6 +85,11 @@ struct EngineStats {
   // acceptance below min_acceptance_rate, or speculating steps that yielded fewer tokens per
   // second than plain decoding on this machine (the break-even, measured from step times).
   uint64_t spec_paused_steps = 0;
+  // Engine::encode_image's visual-feature cache: images found encoded, images encoded, and the
+  // bytes of features it holds.
+  uint64_t image_feature_cache_hits = 0;
+  uint64_t image_feature_cache_misses = 0;
+  size_t image_feature_cache_bytes = 0;
 };
 
 class Engine {
@@ -114,8 +121,13 @@ class Engine {
   // client: who asks (any key; the server's is its client id). While several clients have work,
   // each gets a fair share of the max_num_seqs seats and of the prefill (docs/engine.md,
   // "Fairness between clients"); requests that leave it 0 are one client.
+  // images: features placed at spans of the prompt (lumen/prompt_image.h), in prompt order, never
+  // overlapping; lumen::Error for a span outside the prompt or vectors of the wrong size. Such a
+  // request does not shift its context (it finishes at max_model_len instead) and refuses
+  // kv eviction (snapkv, h2o): both rewrite positions the features cannot be recomputed for.
   std::vector<RequestHandle> add_request_n(std::vector<int32_t> prompt, const SamplingParams& params, int priority = 0,
-                                           uint64_t cache_salt = 0, uint64_t client = 0);
+                                           uint64_t cache_salt = 0, uint64_t client = 0,
+                                           std::vector<PromptImage> images = {});
   // add_request_n for a request with n = 1 (throws lumen::Error when params.n > 1).
   RequestHandle add_request(std::vector<int32_t> prompt, const SamplingParams& params, int priority = 0,
                             uint64_t cache_salt = 0, uint64_t client = 0);
@@ -135,6 +147,13 @@ class Engine {
                                          const SamplingParams& params);
   EngineStats stats() const;
   const EngineConfig& config() const;
+
+  // An image file encoded for a prompt by the model's image encoder (Model::image_encoder),
+  // or taken from the feature cache when the same bytes were encoded before: a PromptImage with
+  // its content hash (SHA-256 of the bytes), n_tokens and features set, first_token 0 (the
+  // caller places it). Runs on the caller's thread. Throws lumen::Error when the model has no
+  // image encoder, or the encoder refuses the file.
+  PromptImage encode_image(std::span<const uint8_t> file);
 
   // Embeddings: each input's final hidden states (after the output norm, not logits) pooled as
   // the model's {arch}.pooling_type says (mean, CLS or last token; a file without one, a decoder,

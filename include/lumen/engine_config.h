@@ -143,6 +143,9 @@ struct EngineConfig {
   double watermark = 0.01;                // share of blocks admission leaves free
   PreemptionMode preemption_mode = PreemptionMode::Recompute;
   int64_t swap_space_bytes = int64_t{256} << 20;  // host memory for swapped blocks (Swap mode)
+  // Engine::encode_image's visual-feature cache: encoded images kept by content hash, least
+  // recently used out first, within this many bytes of features; 0: none kept.
+  int64_t image_feature_cache_bytes = int64_t{64} << 20;
   SpeculativeConfig speculative = {};  // (= {}: designated initializers that leave it out stay warning-free)
   // Structured output's jump-forward: where a request's grammar forces the next text (a JSON
   // key, punctuation), its tokens go into the next step as a draft, so one forward pass

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lumen/image_encoder.h"
+
 namespace lumen {
 
 // What a Model handle shares, and the way Lumen's own code reaches it: defined in
@@ -40,6 +42,9 @@ struct ModelOptions {
   // A forward pass goes through the stages in at most this many micro-batches (of 64 rows or
   // more), so that stages work at once; 0: four times the stages.
   int pipeline_micro_batches = 0;
+  // A vision-language model's projector file (llama.cpp's mmproj GGUF: the vision encoder and
+  // its connector to this model). This build has no vision encoder yet: a path here is refused.
+  std::string mmproj = {};
 };
 
 struct TokenizeOptions {
@@ -120,6 +125,13 @@ class Model {
   // The chat template's Jinja text (empty without one). Tool calling reads from it which
   // format the model writes its calls in (Hermes' <tool_call>, Llama 3's JSON...).
   const std::string& chat_template_source() const;
+
+  // The image encoder (lumen/image_encoder.h) of a vision-language model; null for a model that
+  // takes text only. Engine::encode_image uses it.
+  std::shared_ptr<const ImageEncoder> image_encoder() const;
+  // Gives the model an image encoder (or none: null), before any Engine is made from it. Throws
+  // lumen::Error when its vectors are not this model's embedding_length wide.
+  void set_image_encoder(std::shared_ptr<const ImageEncoder> encoder);
 
  private:
   friend struct ModelAccess;

@@ -79,6 +79,9 @@ class Backend {
   TensorView upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data);
   // src's rows converted to f32, into host memory (a device backend waits for its work).
   void copy_to_host(const TensorView& src, float* dst);
+  // The reverse, into an F32 activation (rows of it: dst may be a slice): embedding rows that
+  // come from outside the model, an image encoder's, replace the token embeddings there.
+  void copy_from_host(const float* src, TensorView& dst);
 
   // --- Ops.
   // y[t, :] = W x[t, :] for every row t of x. W is {in, out} in any supported type; x and y f32.
@@ -182,6 +185,7 @@ class Backend {
   virtual std::unique_ptr<Buffer> do_allocate(size_t bytes) = 0;
   virtual TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) = 0;
   virtual void do_copy_to_host(const TensorView& src, float* dst) = 0;
+  virtual void do_copy_from_host(const float* src, TensorView& dst) = 0;
   virtual void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) = 0;
   virtual void do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs);
   virtual void do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,

@@ -45,6 +45,7 @@ enum class OpKind : uint8_t {
   SsmScan,
   AttentionScores,
   GatherKvRows,
+  CopyFromHost,
   BeginStep,
   EndStep,
 };

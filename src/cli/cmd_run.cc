@@ -30,6 +30,7 @@ namespace {
 
 struct RunOptions {
   std::string model;
+  std::string mmproj;
   std::string prompt;
   std::string prompt_file;
   int64_t n_predict = 128;  // -1: until an end-of-generation token or the context is full
@@ -91,8 +92,9 @@ void run(RunOptions options) {
   }
   check_with_flag_names([&] { params.validate(); });  // before the model loads: a bad flag fails at once
   const SpeculativeConfig speculative = options.speculative.config();
-  const Model model = Model::load(resolve_model_path(options.model),
-                                  options.parallel.applied_to({.device = options.device, .threads = options.threads}));
+  const Model model = Model::load(
+      resolve_model_path(options.model),
+      options.parallel.applied_to({.device = options.device, .threads = options.threads, .mmproj = options.mmproj}));
   if (model.info().parallel_rank > 0) {
     follow_model_parallel_leader(model);
     return;
@@ -153,6 +155,7 @@ void add_run_command(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Continue a prompt, streaming the text to stdout");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
+  cmd->add_option("--mmproj", options->mmproj, "A vision-language model's projector file (llama.cpp's mmproj GGUF)");
   cmd->add_option("-p,--prompt", options->prompt, "Prompt text");
   cmd->add_option("-f,--file", options->prompt_file,
                   "Read the prompt from this file (its exact bytes, at most 64 MiB; /dev/stdin for a pipe)");

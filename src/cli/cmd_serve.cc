@@ -52,6 +52,10 @@ struct ServeOptions {
   int64_t max_embedding_input_tokens = 0;
   int64_t max_embedding_request_tokens = server::ServingLimits{}.max_embedding_request_tokens;
   double request_read_timeout_s = 30.0;
+  std::string mmproj;
+  std::string max_image_bytes = "20M";
+  size_t max_images_per_request = server::ImageLimits{}.max_images_per_request;
+  std::string allowed_media_domains;
   bool no_web_ui = false;
   unsigned threads = 0;
   std::string device;
@@ -140,7 +144,8 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
   const std::string path = resolve_model_path(options.model);
   const Model model = Model::load(path, options.parallel.applied_to({.device = options.device,
                                                                      .threads = options.threads,
-                                                                     .chat_template = options.chat_template}));
+                                                                     .chat_template = options.chat_template,
+                                                                     .mmproj = options.mmproj}));
   if (model.info().parallel_rank > 0) {  // rank 0 serves; this rank computes its share
     follow_model_parallel_leader(model);
     return;
@@ -185,6 +190,10 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
   limits.max_embedding_inputs = options.max_embedding_inputs;
   limits.max_embedding_input_tokens = options.max_embedding_input_tokens;
   limits.max_embedding_request_tokens = options.max_embedding_request_tokens;
+  limits.images.max_image_bytes =
+      static_cast<size_t>(EngineFlags::parse_bytes(options.max_image_bytes, "--max-image-bytes"));
+  limits.images.max_images_per_request = options.max_images_per_request;
+  limits.images.allowed_media_domains = server::parse_media_domains(options.allowed_media_domains);
   // A rendering may add template text around the body's messages, but not grow without bound.
   limits.max_rendered_prompt_bytes = 4 * options.http.max_body_bytes;
   server::ServerContext context(engine, model, name, limits,
@@ -244,6 +253,15 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-chat-messages", options->max_chat_messages, "Most messages in one chat request")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--mmproj", options->mmproj,
+                  "A vision-language model's projector file (llama.cpp's mmproj GGUF) for images in chat");
+  cmd->add_option("--max-image-bytes", options->max_image_bytes, "Largest image file in a request, e.g. 20M")
+      ->capture_default_str();
+  cmd->add_option("--max-images-per-request", options->max_images_per_request, "Most images in one chat request")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--allowed-media-domains", options->allowed_media_domains,
+                  "Domains image URLs may be fetched from, comma-separated (default: none; send data: URLs)");
   cmd->add_option("--http-threads", options->http.http_threads,
                   "Connections served at once (a streaming client, or one still sending its request, holds one)")
       ->capture_default_str()->check(CLI::Range(4, 65536));

@@ -25,6 +25,7 @@ struct EngineFlags {
   ContextShiftFlags context_shift;
   SpeculativeFlag speculative;
   KvCacheDtypeFlag kv_cache_dtype;
+  int64_t image_feature_cache_mb = 64;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--max-num-seqs", config.max_num_seqs, "Sequences running at once")
@@ -60,6 +61,10 @@ struct EngineFlags {
         ->check(CLI::Validator(check_max_itl_ms, "MS > 0", "max-itl-ms"));
     context_shift.add_to(cmd);
     speculative.add_to(cmd);
+    cmd->add_option("--image-feature-cache-mb", image_feature_cache_mb,
+                    "Encoded images kept by content hash for later requests (MiB of features; 0: none)")
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   }
 
   // A positive, finite number of milliseconds, at most a minute (a larger target bounds
@@ -93,6 +98,7 @@ struct EngineFlags {
     c.preemption_mode = preemption == "swap" ? PreemptionMode::Swap : PreemptionMode::Recompute;
     if (!kv_cache_memory.empty()) c.kv_cache_bytes = parse_bytes(kv_cache_memory, "--kv-cache-memory");
     if (!swap_space.empty()) c.swap_space_bytes = parse_bytes(swap_space, "--swap-space");
+    c.image_feature_cache_bytes = image_feature_cache_mb << 20;
     return c;
   }
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <mutex>
 
+#include "engine/prompt_images.h"
 #include "util/error.h"
 
 namespace lumen {
@@ -105,7 +106,8 @@ Engine::~Engine() {
 const EngineConfig& Engine::config() const { return impl_->config; }
 
 std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, const SamplingParams& params,
-                                                 int priority, uint64_t cache_salt, uint64_t client) {
+                                                 int priority, uint64_t cache_salt, uint64_t client,
+                                                 std::vector<PromptImage> images) {
   if (impl_->model.transformer->architecture().features.encoder) {
     fail("the {} model is an encoder: it computes embeddings (/v1/embeddings, lumen embed), not text",
          impl_->model.hparams.architecture);
@@ -127,6 +129,12 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
          prompt.size(), impl_->max_model_len);
   }
   if (params.kv_eviction && params.kv_eviction->enabled()) impl_->check_kv_importance(*params.kv_eviction);
+  const KvImportance importance = params.kv_eviction.value_or(impl_->config.kv_importance);
+  if (!images.empty()) {
+    engine::check_prompt_images(images, prompt_len, static_cast<int64_t>(impl_->model.hparams.embedding_length));
+    if (impl_->leader) fail("images are not supported with tensor or pipeline parallelism yet");
+    if (importance.enabled()) fail("kv eviction (snapkv, h2o) is not supported with images in the prompt");
+  }
   if (params.use_beam_search && params.kv_eviction.value_or(impl_->config.kv_importance).enabled()) {
     fail("kv eviction (snapkv, h2o) is not supported with beam search");
   }
@@ -141,8 +149,13 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
                                             kv::mix64(impl_->hash_key ^ cache_salt), impl_->model.tokenizer);
   first->seq.seats = width;
   first->seq.client = client;
-  first->seq.may_shift = impl_->scheduler.shift_policy().enabled && group->mode != GroupMode::Beam;
-  first->seq.importance.config = params.kv_eviction.value_or(impl_->config.kv_importance);
+  // A shift would move image positions whose K/V cannot be recomputed from tokens alone.
+  first->seq.may_shift = impl_->scheduler.shift_policy().enabled && group->mode != GroupMode::Beam && images.empty();
+  first->seq.importance.config = importance;
+  if (!images.empty()) {
+    first->seq.blocks.salt_blocks(engine::image_block_salts(images, impl_->config.block_size));
+    first->seq.images = std::make_shared<const engine::PromptImages>(std::move(images));
+  }
   if (params.prompt_logprobs) {
     first->seq.next_prompt_logit = 0;
     if (!first->seq.wants_prompt_logits()) {

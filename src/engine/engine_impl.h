@@ -23,6 +23,7 @@
 
 #include "engine/draft_proposers.h"
 #include "engine/engine_test_access.h"
+#include "engine/image_feature_cache.h"
 #include "engine/kv_budget.h"
 #include "engine/kv_cache_dtype.h"
 #include "engine/loaded_model.h"
@@ -230,6 +231,9 @@ struct Engine::Impl {
       fail("max_itl_ms must be 0 (off) or a positive number of milliseconds (got {})", c.max_itl_ms);
     }
     if (c.min_prefill_tokens <= 0) fail("min_prefill_tokens must be positive (got {})", c.min_prefill_tokens);
+    if (c.image_feature_cache_bytes < 0) {
+      fail("image_feature_cache_bytes must be 0 (off) or more (got {})", c.image_feature_cache_bytes);
+    }
     return c;
   }
 
@@ -321,6 +325,8 @@ struct Engine::Impl {
   engine::StepTimeModel step_time;
   // Structured outputs' compiled grammars, shared by submitting threads (it locks).
   engine::GrammarCompiler grammars{model.tokenizer};
+  // Engine::encode_image's, shared by submitting threads (it locks).
+  engine::ImageFeatureCache image_features{static_cast<size_t>(std::max<int64_t>(0, config.image_feature_cache_bytes))};
   int64_t max_model_len = 0;
   // Mixed into every request's cache salt, so block hashes are keyed per process: nobody can
   // precompute prompts whose blocks collide in the prefix cache's table.

@@ -51,6 +51,9 @@ EngineStats Engine::stats() const {
     std::lock_guard lock(impl_->stats_mutex);
     s = impl_->snapshot;
   }
+  s.image_feature_cache_hits = impl_->image_features.hits();
+  s.image_feature_cache_misses = impl_->image_features.misses();
+  s.image_feature_cache_bytes = impl_->image_features.bytes();
   // Submitted but not yet seen by the loop: waiting too.
   std::lock_guard lock(impl_->inbox_mutex);
   s.waiting += static_cast<int64_t>(impl_->inbox.size());

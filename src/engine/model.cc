@@ -88,6 +88,10 @@ Model borrow_model(LoadedModel& model, backend::Backend& backend) {
 Model::Model(std::shared_ptr<ModelState> state) : state_(std::move(state)) {}
 
 Model Model::load(const std::string& path, const ModelOptions& options) {
+  if (!options.mmproj.empty()) {
+    fail("this build of Lumen has no vision encoder yet: the projector file {} (--mmproj) cannot be used",
+         options.mmproj);
+  }
   auto state = std::make_shared<ModelState>();
   if (options.vocab_only) {
     state->owned_model = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load_vocab(path));
@@ -169,6 +173,17 @@ std::vector<int32_t> Model::chat_prompt(const nlohmann::ordered_json& messages, 
     prompt.insert(prompt.begin(), *vocab.special.bos);
   }
   return prompt;
+}
+
+std::shared_ptr<const ImageEncoder> Model::image_encoder() const { return state_->image_encoder; }
+
+void Model::set_image_encoder(std::shared_ptr<const ImageEncoder> encoder) {
+  if (encoder && state_->model != nullptr &&
+      encoder->embedding_length() != static_cast<int64_t>(state_->model->hparams.embedding_length)) {
+    fail("the image encoder's vectors are {} wide; the model's embeddings are {}", encoder->embedding_length(),
+         state_->model->hparams.embedding_length);
+  }
+  state_->image_encoder = std::move(encoder);
 }
 
 }  // namespace lumen

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/model_parallel.h"
+#include "engine/prompt_images.h"
 #include "spec/token_tree.h"
 #include "util/error.h"
 
@@ -77,6 +78,7 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   slices_.clear();
   state_slots_.clear();
   logit_rows_.clear();
+  embedding_spans_.clear();
   chunk_logits_.clear();
   scores_.clear();
   size_t mask_bytes = 0;
@@ -108,6 +110,11 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     const bool tree = chunk.n_draft > 0 && !seq.draft_parents.empty();
     if (tree && seq.draft_parents.size() != seq.draft.size()) {
       fail("model runner: a token tree of {} parents for {} draft tokens", seq.draft_parents.size(), seq.draft.size());
+    }
+    if (seq.images) {
+      // Only known rows can be prompt positions: drafts and extra rows come after the prompt.
+      append_image_spans(*seq.images, seq.n_computed, n_known, first,
+                         static_cast<int64_t>(transformer_.hparams().embedding_length), embedding_spans_);
     }
     const int64_t n_guessed = n_known + chunk.n_draft;
     for (int64_t i = 0; i < n_guessed; ++i) {
@@ -188,6 +195,7 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));
   model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_, scores_};
+  batch.embeddings = embedding_spans_;
   if (states_ != nullptr) {
     batch.states = states_;
     batch.state_slots = state_slots_;

@@ -77,6 +77,7 @@ class ModelRunner {
   std::vector<int32_t> positions_;
   std::vector<backend::SequenceSlice> slices_;
   std::vector<int32_t> logit_rows_;
+  std::vector<model::EmbeddingSpan> embedding_spans_;  // the prompt images' rows of the step
   std::vector<int32_t> state_slots_;  // per chunk, with states_
   std::vector<ChunkLogits> chunk_logits_;
   // Tree attention masks of the chunks with extra rows, one after another (SequenceSlice::visible

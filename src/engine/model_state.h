@@ -30,6 +30,7 @@ struct ModelState {
   std::string chat_template_source;   // its Jinja text (tool calling reads which format it speaks)
   std::string chat_template_problem;  // why chat_template is empty
   ModelInfo info;
+  std::shared_ptr<const ImageEncoder> image_encoder;  // a vision-language model's; null: text only
 };
 
 // Model's friend: the state behind a handle, and a handle over a state.

@@ -3,10 +3,12 @@
 // them already have K/V in the cache, and the blocks that hold it. The scheduler moves it between
 // waiting and running; nothing here touches tensor memory.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/kv_importance.h"
 #include "kv/sequence_kv.h"
+#include "lumen/prompt_image.h"
 #include "spec/acceptance_history.h"
 #include "spec/proposer.h"
 
@@ -40,7 +42,8 @@ struct Sequence {
         may_shift(parent.may_shift),
         n_dropped_generated(parent.n_dropped_generated),
         importance(parent.importance),
-        client(parent.client) {}
+        client(parent.client),
+        images(parent.images) {}
 
   uint64_t id;
   int priority;      // larger runs first (priority policy); ignored under FCFS
@@ -72,6 +75,10 @@ struct Sequence {
   // Who asked for it (Engine::add_request_n's `client`): the scheduler shares seats and prefill
   // between clients (client_seats.h). 0 for callers that do not say, i.e. one client.
   uint64_t client = 0;
+  // Images in the prompt (engine/prompt_images.h): their features replace the embeddings of
+  // their positions whenever those are computed (prefill, recompute after preemption). Shared
+  // with the sequence's forks; null for a text prompt.
+  std::shared_ptr<const std::vector<PromptImage>> images;
   // Its next grammar mask was not ready when its logits were: it holds that row and is not
   // scheduled, admitted or preempted for until the mask is (OutputProcessor::resume_deferred).
   bool awaiting_mask = false;

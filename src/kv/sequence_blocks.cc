@@ -17,6 +17,7 @@ SequenceBlocks::~SequenceBlocks() { release_all(); }
 SequenceBlocks::SequenceBlocks(SequenceBlocks&& other) noexcept
     : pool_(other.pool_),
       salt_(other.salt_),
+      block_salts_(std::exchange(other.block_salts_, {})),
       table_(std::exchange(other.table_, {})),
       chain_(std::exchange(other.chain_, {})),
       first_held_(std::exchange(other.first_held_, 0)),
@@ -27,6 +28,7 @@ SequenceBlocks& SequenceBlocks::operator=(SequenceBlocks&& other) noexcept {
     release_all();
     pool_ = other.pool_;
     salt_ = other.salt_;
+    block_salts_ = std::exchange(other.block_salts_, {});
     table_ = std::exchange(other.table_, {});
     chain_ = std::exchange(other.chain_, {});
     first_held_ = std::exchange(other.first_held_, 0);
@@ -90,6 +92,7 @@ bool SequenceBlocks::reserve(int64_t n_computed, int64_t n, std::vector<BlockCop
 
 SequenceBlocks SequenceBlocks::fork() const {
   SequenceBlocks child(*pool_, salt_);
+  child.block_salts_ = block_salts_;
   child.table_ = table_;
   child.chain_ = chain_;
   child.first_held_ = first_held_;

@@ -33,6 +33,20 @@ class SequenceBlocks {
 
   // Sequences with different salts never share cached blocks (tenant isolation).
   explicit SequenceBlocks(BlockPool& pool, uint64_t cache_salt = 0);
+
+  // A block keyed by more than its tokens: one holding positions of an image (whose token ids
+  // are placeholders) is keyed by the image's content too, so the same tokens with another
+  // image never share its K/V. The extra salt joins the sequence's salt for that block alone;
+  // the blocks after it differ through the chain (their parent is another content).
+  struct BlockSalt {
+    size_t block = 0;
+    uint64_t salt = 0;
+  };
+  // Sorted by block, one entry per block at most. For a sequence holding no blocks yet; forks
+  // inherit them.
+  void salt_blocks(std::vector<BlockSalt> salts);
+  // The salt block `index` is keyed with.
+  uint64_t salt_of(size_t index) const;
   ~SequenceBlocks();  // releases every block it holds
   SequenceBlocks(SequenceBlocks&& other) noexcept;
   SequenceBlocks& operator=(SequenceBlocks&& other) noexcept;
@@ -116,6 +130,7 @@ class SequenceBlocks {
 
   BlockPool* pool_;
   uint64_t salt_;
+  std::vector<BlockSalt> block_salts_;  // sorted by block
   std::vector<BlockId> table_;
   std::vector<ChainLink> chain_;  // one per leading full committed block
   size_t first_held_ = 0;         // entries before it are the null block, not held

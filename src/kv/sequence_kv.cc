@@ -121,6 +121,10 @@ SequenceKv SequenceKv::fork() const {
   return SequenceKv(space_, salt_, std::move(copies));
 }
 
+void SequenceKv::salt_blocks(const std::vector<SequenceBlocks::BlockSalt>& salts) {
+  for (SequenceBlocks& g : groups_) g.salt_blocks(salts);
+}
+
 void SequenceKv::truncate(int64_t n_tokens) {
   for (SequenceBlocks& g : groups_) g.truncate(n_tokens);
 }

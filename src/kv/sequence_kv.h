@@ -36,6 +36,8 @@ class SequenceKv {
   // Publishes the newly full blocks, then drops what fell out of each window.
   void commit(std::span<const int32_t> tokens, int64_t n_computed);
   SequenceKv fork() const;
+  // SequenceBlocks::salt_blocks, in every group (block indices are the same in each).
+  void salt_blocks(const std::vector<SequenceBlocks::BlockSalt>& salts);
   void release_all();
   // Keeps the blocks of positions [0, n_tokens) in every group and releases the later ones
   // (speculative decoding: the positions of rejected draft tokens). Nothing is copied.

@@ -8,6 +8,21 @@
 
 namespace lumen::kv {
 
+void SequenceBlocks::salt_blocks(std::vector<BlockSalt> salts) {
+  if (!table_.empty()) fail("kv: salt_blocks on a sequence that already holds {} blocks", table_.size());
+  for (size_t i = 1; i < salts.size(); ++i) {
+    if (salts[i].block <= salts[i - 1].block) fail("kv: block salts out of order at block {}", salts[i].block);
+  }
+  block_salts_ = std::move(salts);
+}
+
+uint64_t SequenceBlocks::salt_of(size_t index) const {
+  const auto it = std::lower_bound(block_salts_.begin(), block_salts_.end(), index,
+                                   [](const BlockSalt& s, size_t block) { return s.block < block; });
+  if (it == block_salts_.end() || it->block != index) return salt_;
+  return mix64(salt_ ^ mix64(it->salt ^ 0x696d6167652d6b76ULL));  // "image-kv"
+}
+
 SequenceBlocks::ChainLink SequenceBlocks::parent_of(size_t index) const {
   return index == 0 ? ChainLink{kRootBlockHash, kNoParent} : chain_[index - 1];
 }
@@ -26,8 +41,9 @@ int64_t SequenceBlocks::adopt_cached_prefix(std::span<const int32_t> tokens, int
   for (size_t i = 0; i < n_full; ++i) {
     const ChainLink parent = parent_of(i);
     const auto block_tokens = tokens.subspan(i * bs, bs);
-    const BlockHash hash = hash_block(parent.hash, salt_, block_tokens);
-    const BlockKey key{hash, parent.content, salt_, block_tokens};
+    const uint64_t salt = salt_of(i);
+    const BlockHash hash = hash_block(parent.hash, salt, block_tokens);
+    const BlockKey key{hash, parent.content, salt, block_tokens};
     const auto hit = counted ? pool_->find_cached(key) : pool_->peek_cached(key);
     if (!hit) break;
     pool_->retain(hit->id);
@@ -45,8 +61,9 @@ std::optional<CachedBlock> SequenceBlocks::find_keyed(std::span<const ChainLink>
   }
   if (!pool_->prefix_caching() || anchor[index].content == kNotCached) return std::nullopt;
   const auto block_tokens = tokens.subspan(index * bs, bs);
-  const BlockHash hash = hash_block(anchor[index].hash, salt_, block_tokens);
-  return pool_->peek_cached({hash, anchor[index].content, salt_, block_tokens});
+  const uint64_t salt = salt_of(index);
+  const BlockHash hash = hash_block(anchor[index].hash, salt, block_tokens);
+  return pool_->peek_cached({hash, anchor[index].content, salt, block_tokens});
 }
 
 bool SequenceBlocks::adopt_keyed(std::span<const ChainLink> anchor, std::span<const int32_t> tokens, size_t first,
@@ -62,7 +79,7 @@ bool SequenceBlocks::adopt_keyed(std::span<const ChainLink> anchor, std::span<co
     pool_->retain(hit->id);
     table_.push_back(hit->id);
     const size_t bs = static_cast<size_t>(pool_->block_size());
-    chain_.push_back({hash_block(anchor[i].hash, salt_, tokens.subspan(i * bs, bs)), hit->content});
+    chain_.push_back({hash_block(anchor[i].hash, salt_of(i), tokens.subspan(i * bs, bs)), hit->content});
   }
   return true;
 }
@@ -85,11 +102,12 @@ void SequenceBlocks::commit(std::span<const int32_t> tokens, int64_t n_computed,
     // Keyed by the anchor: the anchor's block i stands for the whole prefix through block i.
     const ChainLink parent = anchor.empty() ? parent_of(i) : anchor[i];
     const auto block_tokens = tokens.subspan(i * bs, bs);
-    const BlockHash hash = hash_block(parent.hash, salt_, block_tokens);
+    const uint64_t salt = salt_of(i);
+    const BlockHash hash = hash_block(parent.hash, salt, block_tokens);
     // Below a block that could not be indexed (a hash collision) nothing can be found again.
     const ContentId content = parent.content == kNotCached || i >= unpublishable_from_
                                   ? kNotCached
-                                  : pool_->publish(table_[i], {hash, parent.content, salt_, block_tokens});
+                                  : pool_->publish(table_[i], {hash, parent.content, salt, block_tokens});
     chain_.push_back({hash, content});
   }
 }

@@ -10,6 +10,16 @@ namespace lumen::model {
 
 class StateCache;
 
+// Rows of the flat batch whose input is given as embedding vectors rather than looked up from
+// token ids: an image's features from a vision encoder, placed at the prompt's image tokens
+// (whose ids are then only placeholders). `values` holds n_rows x embedding_length floats in
+// host memory, row-major, and must live until forward() returns.
+struct EmbeddingSpan {
+  int64_t first_row = 0;  // batch row of the first vector
+  int64_t n_rows = 0;
+  const float* values = nullptr;
+};
+
 struct ForwardBatch {
   std::span<const int32_t> tokens;      // all tokens of the step
   std::span<const int32_t> positions;   // one per token
@@ -31,6 +41,8 @@ struct ForwardBatch {
   // from a zero state; any other continues the state its slot holds. Null / empty otherwise.
   StateCache* states = nullptr;
   std::span<const int32_t> state_slots = {};
+  // Rows taking given embeddings (EmbeddingSpan), in any order, never overlapping.
+  std::span<const EmbeddingSpan> embeddings = {};
 };
 
 }  // namespace lumen::model

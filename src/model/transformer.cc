@@ -7,6 +7,7 @@
 
 #include "backend/step_scope.h"
 #include "dist/collectives.h"
+#include "model/embedding_spans.h"
 #include "model/rope_config.h"
 #include "util/error.h"
 
@@ -337,6 +338,12 @@ void Transformer::check_batch(const ForwardBatch& batch, const KvCache& cache) c
   for (int32_t id : batch.tokens) {
     if (id < 0 || static_cast<uint64_t>(id) >= hp_.vocab_size) fail("token id {} is out of range", id);
   }
+  check_embedding_spans(batch.embeddings, static_cast<int64_t>(batch.tokens.size()));
+  // The other ranks and stages embed their own rows from the token ids alone.
+  if (!batch.embeddings.empty() && (shard_.size > 1 || stage_.count > 1)) {
+    fail("embedding inputs (images) are not supported with tensor or pipeline parallelism yet");
+  }
+  if (!batch.embeddings.empty() && arch_.features.encoder) fail("embedding inputs (images) for an encoder model");
 }
 
 void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
@@ -355,7 +362,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   ensure_capacity(n, n_out);  // before the step: a step allocates nothing
   const bool wants_logits = n_out != 0 && shard_.rank == 0 && logits != nullptr;
   backend::StepScope step(backend_, step_metadata(batch, cache, wants_logits ? logits : nullptr));
-  embed(batch.tokens, n);
+  embed(batch.tokens, n, batch.embeddings);
   run_layers(batch, cache, n);
   if (wants_logits) {
     // Only the sampled rows go through the final norm and the (large) output projection.
@@ -393,7 +400,7 @@ void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, floa
   if (arch_.features.encoder) {
     encode(batch, n);  // no output norm after an encoder's last block
   } else {
-    embed(batch.tokens, n);
+    embed(batch.tokens, n, batch.embeddings);
     run_layers(batch, cache, n);
   }
   TensorView picked = first_rows(s_.logit_h, n_out);
@@ -407,10 +414,11 @@ void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, floa
   if (n_out != 0) backend_.copy_to_host(picked, hidden);  // the rows are on the device
 }
 
-void Transformer::embed(std::span<const int32_t> tokens, int64_t n) {
+void Transformer::embed(std::span<const int32_t> tokens, int64_t n, std::span<const EmbeddingSpan> given) {
   TensorView x = first_rows(s_.x, n);
   backend_.get_rows(weights_.token_embd, tokens, x);
   if (arch_.features.embedding_scale) backend_.scale(x, std::sqrt(static_cast<float>(hp_.embedding_length)));
+  place_embedding_spans(backend_, x, given);
 }
 
 void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n) {
@@ -459,7 +467,7 @@ void Transformer::forward_pipelined(const ForwardBatch& batch, KvCache& cache, f
     slice_micro_batch(batch, n_groups, part, micro_);
     const TensorView x = first_rows(s_.x, part.n_rows);
     if (stage_.previous_rank < 0) {
-      embed(micro_.batch.tokens, part.n_rows);
+      embed(micro_.batch.tokens, part.n_rows, {});
     } else {
       comm.receive(host_bytes(x), stage_.previous_rank);
     }

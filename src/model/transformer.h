@@ -57,6 +57,8 @@ class Transformer {
   // pipeline stage keeping only the stage's layers (kv::stage_kv_layout).
   kv::KvLayout kv_layout(bool free_out_of_window) const;
   const Architecture& architecture() const { return arch_; }
+  // The weights' views (tests read the token embedding table's rows through the backend).
+  const TransformerWeights& weights() const { return weights_; }
   // Context shift: the keys in `blocks` (of every layer) move `delta` positions, rotated with
   // each layer's own rope. The cache must be one group of every layer.
   void shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta);
@@ -82,8 +84,9 @@ class Transformer {
   // What both constructors do once the weights are bound: rope, attention and layer settings.
   void init();
   void ensure_capacity(int64_t n_tokens, int64_t n_logit_rows);
-  // The first n rows of s_.x become the tokens' embeddings.
-  void embed(std::span<const int32_t> tokens, int64_t n);
+  // The first n rows of s_.x become the tokens' embeddings, but for the rows `given` covers,
+  // which take its vectors (model/embedding_spans.h).
+  void embed(std::span<const int32_t> tokens, int64_t n, std::span<const EmbeddingSpan> given);
   // An encoder's whole pass (model/encoder.cc): its embeddings and layers over the batch's n
   // tokens, leaving the final hidden states in the first n rows of s_.x.
   void encode(const ForwardBatch& batch, int64_t n);

@@ -5,6 +5,7 @@
 #include "chat/chat_template.h"
 #include "chat/message_roles.h"
 #include "server/api_error.h"
+#include "server/image_parts.h"
 #include "server/request_fields.h"
 #include "server/structured_request.h"
 #include "util/error.h"
@@ -13,7 +14,13 @@ namespace lumen::server {
 
 namespace {
 
-nlohmann::ordered_json message_content(const nlohmann::json& content, const std::string& role) {
+// Images found so far in the request, and the bounds on them.
+struct ImageSink {
+  const ImageLimits* limits = nullptr;  // null: image parts are refused
+  std::vector<ImagePart>* images = nullptr;
+};
+
+nlohmann::ordered_json message_content(const nlohmann::json& content, const std::string& role, ImageSink sink) {
   if (content.is_null()) {
     if (role != "assistant") invalid("messages", "only an assistant message may have null content");
     // What the SDK sends beside tool_calls. Templates concatenate content as a string (Python's
@@ -23,15 +30,37 @@ nlohmann::ordered_json message_content(const nlohmann::json& content, const std:
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) invalid("messages", "message content must be a string or a list of text parts");
   std::string text;
+  // With images, the template gets the parts as Hugging Face's processors pass them
+  // ({"type": "text", "text"}, {"type": "image"}), and places each image's marker itself.
+  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+  bool has_image = false;
   for (size_t i = 0; i < content.size(); ++i) {
     const auto& part = content[i];
+    if (sink.images != nullptr && part.is_object() && part.value("type", "") == "image_url") {
+      if (role != "user") invalid("messages", "only a user message may hold images");
+      if (sink.images->size() >= sink.limits->max_images_per_request) {
+        invalid("messages", "at most {} images in a request (--max-images-per-request)",
+                sink.limits->max_images_per_request);
+      }
+      sink.images->push_back(parse_image_part(part, *sink.limits));
+      parts.push_back({{"type", "image"}});
+      has_image = true;
+      continue;
+    }
     if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
         !part["text"].is_string()) {
+      if (sink.images != nullptr) {
+        invalid("messages",
+                "content parts must be {{\"type\": \"text\", \"text\": ...}} or {{\"type\": \"image_url\", "
+                "\"image_url\": {{\"url\": ...}}}} (no audio)");
+      }
       invalid("messages", "content parts must be {{\"type\": \"text\", \"text\": ...}} (no images or audio)");
     }
     if (i > 0) text += '\n';
     text += part["text"].get<std::string>();
+    parts.push_back({{"type", "text"}, {"text", part["text"].get<std::string>()}});
   }
+  if (has_image) return parts;
   return text;
 }
 
@@ -52,7 +81,8 @@ nlohmann::ordered_json tool_calls_of(const nlohmann::json& calls) {
 
 }  // namespace
 
-nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_messages) {
+nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_messages, const ImageLimits* image_limits,
+                                      std::vector<ImagePart>* images) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) invalid("messages", "'messages' is required");
   if (!it->is_array() || it->empty()) invalid("messages", "'messages' must be a non-empty list");
@@ -66,9 +96,8 @@ nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_mes
     const std::string role_name = message["role"].get<std::string>();
     auto content = message.find("content");
     nlohmann::ordered_json out = {{"role", role_name},
-                                  {"content", message_content(content == message.end() ? nlohmann::json()
-                                                                                        : *content,
-                                                              role_name)}};
+                                  {"content", message_content(content == message.end() ? nlohmann::json() : *content,
+                                                              role_name, {image_limits, images})}};
     for (const char* extra : {"name", "tool_call_id"}) {
       auto value = message.find(extra);
       if (value == message.end() || value->is_null()) continue;
@@ -125,7 +154,7 @@ ChatRequest read_chat_request(const nlohmann::json& body, const ServingLimits& l
   ChatRequest out;
   out.tools = parse_tool_request(fields);
   if (out.tools) out.template_tools = out.tools->tools;
-  out.messages = parse_messages(body, limits.max_chat_messages);
+  out.messages = parse_messages(body, limits.max_chat_messages, &limits.images, &out.images);
   out.options = parse_generation_options(body, Endpoint::ChatCompletions, limits);
   if (out.tools && out.tools->choice != ToolChoice::None && out.options.params.use_beam_search) {
     invalid("tools", "tool calls are not supported with beam search");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lumen/model.h"
+#include "server/image_parts.h"
 #include "server/sampling_request.h"
 #include "server/tool_call_format.h"
 #include "server/tool_request.h"
@@ -25,13 +26,19 @@ struct ChatRequest {
   // Set by prepare_tool_calling: the reply's text goes through parse_tool_reply (it may call
   // tools, or Generic wrapped it in its JSON).
   bool tool_reply_parsed = false;
+  // The images of the user messages, in order (the messages' content then lists parts).
+  std::vector<ImagePart> images;
 };
 
 // The conversation in the template's terms: a non-empty list of {"role", "content"} objects
 // whose content is a string, a list of text parts (joined with newlines) or, for an assistant
-// turn, null. Throws ApiError(400) for anything else.
+// turn, null. Throws ApiError(400) for anything else. With `images`, a user message may also hold
+// image parts (image_parts.h, within image_limits), appended to *images in order; its content is
+// then the list of parts ({"type": "text", "text"} and {"type": "image"}).
 nlohmann::ordered_json parse_messages(const nlohmann::json& body,
-                                      size_t max_messages = ServingLimits{}.max_chat_messages);
+                                      size_t max_messages = ServingLimits{}.max_chat_messages,
+                                      const ImageLimits* image_limits = nullptr,
+                                      std::vector<ImagePart>* images = nullptr);
 
 // Renders `messages` (from parse_messages) with the model's chat template into prompt tokens
 // (Model::chat_prompt: BOS first when the model wants one). `body` supplies

@@ -57,7 +57,8 @@ Generation::Generation(ServerContext& context, const std::vector<std::vector<int
       SamplingParams params = per_prompt[p];
       params.n = options.n;
       if (params.seed) *params.seed += choices_.size();  // choice j of this prompt: + j
-      for (RequestHandle& handle : context.engine.add_request_n(prompts[p], params, 0, options.cache_salt, client)) {
+      for (RequestHandle& handle :
+           context.engine.add_request_n(prompts[p], params, 0, options.cache_salt, client, options.images)) {
         context.admission.track(handle.id());
         choices_.push_back(Choice{handle, p, false, 0, {}, {}});
       }

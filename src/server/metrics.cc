@@ -85,6 +85,10 @@ std::string ServerMetrics::render(const EngineStats& s, const PromptKvStats& kv)
   counter(out, "lumen_prefix_cache_queries_total", "Prompt blocks looked up in the prefix cache.",
           s.prefix_queried_blocks);
   counter(out, "lumen_prefix_cache_hits_total", "Prompt blocks found in the prefix cache.", s.prefix_hit_blocks);
+  counter(out, "lumen_image_feature_cache_hits_total", "Images found already encoded in the visual-feature cache.",
+          s.image_feature_cache_hits);
+  counter(out, "lumen_image_feature_cache_misses_total", "Images the vision encoder encoded (not in the cache).",
+          s.image_feature_cache_misses);
   counter(out, "lumen_num_preemptions_total", "Requests preempted for lack of KV blocks.", s.preemptions);
   counter(out, "lumen_context_shifts_total", "Times a request dropped old positions to go on past its context.",
           s.context_shifts);

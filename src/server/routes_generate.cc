@@ -11,6 +11,7 @@
 #include "lumen/cache_salt.h"
 #include "server/access_log.h"
 #include "server/api_error.h"
+#include "server/chat_images.h"
 #include "server/chat_request.h"
 #include "server/client_id.h"
 #include "server/completion_request.h"
@@ -349,6 +350,11 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
     throw ApiError(400, "the served model has no chat template; use /v1/completions", "messages");
   }
   ChatRequest parsed = read_chat_request(body, context.limits);
+  check_images_servable(context.model, parsed.images);
+  if (!parsed.images.empty() && context.kv_handoff.role != ServeRole::Both) {
+    // The K/V handed over is keyed by tokens alone, and the decode side would need the images.
+    invalid("messages", "images are not supported with disaggregated prefill and decode (--role) yet");
+  }
   if (parsed.options.max_tokens_given) {
     // The generated part is known without the prompt (as an empty one): a request already
     // over the budget on it is refused before it takes places or renders.
@@ -367,6 +373,10 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
   prepare_tool_calling(parsed, context.model);
   parsed.prompt = render_chat_prompt(parsed.messages, body, context.model, context.limits.max_rendered_prompt_bytes,
                                      parsed.template_tools);
+  if (!parsed.images.empty()) {
+    const ImageFetchLimits fetch{context.limits.images.max_image_bytes, context.limits.images.fetch_timeout};
+    parsed.options.images = place_chat_images(context.engine, context.model, parsed.images, fetch, parsed.prompt);
+  }
   // The whole count needs the prompt's length, known only now; the places go back if it refuses.
   check_output_budget(estimate_output(prompt_lengths({parsed.prompt}), parsed.options, Endpoint::ChatCompletions,
                                       false, context.limits.max_model_len),

@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "lumen/prompt_image.h"
 #include "lumen/sampling_params.h"
+#include "server/image_parts.h"
 
 namespace lumen::server {
 
@@ -35,6 +38,7 @@ struct ServingLimits {
   int64_t max_embedding_inputs = 2048;
   int64_t max_embedding_input_tokens = 0;
   int64_t max_embedding_request_tokens = 300'000;
+  ImageLimits images = {};  // chat messages' image parts (= {}: designated initializers may leave it out)
 };
 
 struct GenerationOptions {
@@ -51,6 +55,8 @@ struct GenerationOptions {
   // The request field params.structured_outputs came from (response_format, grammar...): the
   // `param` of the 400 when the engine finds the schema or grammar invalid.
   std::string structured_field;
+  // A chat prompt's images (chat_images.h), placed in its one prompt.
+  std::vector<PromptImage> images = {};
 };
 
 // The most tokens each choice may generate when `room` tokens of context are left after its

@@ -17,7 +17,7 @@ std::string_view op_name(OpKind kind) {
       "add_row",        "scale",          "swiglu",        "geglu",       "rotate_heads",
       "rope",           "store_kv",       "copy_kv_block", "copy_kv_row", "read_kv_block",
       "write_kv_block", "shift_keys",     "attention",     "ssm_conv",    "ssm_scan",
-      "attention_scores", "gather_kv_rows", "begin_step",  "end_step"};
+      "attention_scores", "gather_kv_rows", "copy_from_host", "begin_step",  "end_step"};
   static_assert(std::size(kNames) == static_cast<size_t>(OpKind::EndStep) + 1);
   return kNames[static_cast<size_t>(kind)];
 }
@@ -110,6 +110,14 @@ void Backend::copy_to_host(const TensorView& src, float* dst) {
   call.in = {&src};
   call.host_out = dst;
   observed(call, [&] { do_copy_to_host(src, dst); });
+}
+
+void Backend::copy_from_host(const float* src, TensorView& dst) {
+  common::check_f32(dst, dst.dims[0], "copy_from_host", "dst");
+  OpCall call{OpKind::CopyFromHost};
+  call.out = {&dst};
+  call.host_in = src;
+  observed(call, [&] { do_copy_from_host(src, dst); });
 }
 
 void Backend::matmul(const TensorView& w, const TensorView& x, TensorView& y) {

@@ -148,6 +148,14 @@ void CpuBackend::do_copy_to_host(const TensorView& src, float* dst) {
   }
 }
 
+void CpuBackend::do_copy_from_host(const float* src, TensorView& dst) {
+  const auto row = static_cast<size_t>(dst.dims[0]);
+  for (int64_t r = 0; r < dst.rows(); ++r) {
+    std::memcpy(static_cast<char*>(dst.data) + static_cast<size_t>(r) * dst.row_bytes,
+                src + static_cast<size_t>(r) * row, row * sizeof(float));
+  }
+}
+
 void CpuBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView& y) {
   const MatmulOutput output{&w, &y};
   do_matmul_same_input(x, {&output, 1});

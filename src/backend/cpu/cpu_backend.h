@@ -32,6 +32,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override;
   TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override;
   void do_copy_to_host(const TensorView& src, float* dst) override;
+  void do_copy_from_host(const float* src, TensorView& dst) override;
 
   void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
   void do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) override;

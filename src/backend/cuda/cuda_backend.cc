@@ -157,6 +157,18 @@ TensorView CudaBackend::do_upload_weights(tensor::DType type, std::array<int64_t
   return uploaded;
 }
 
+void CudaBackend::do_copy_from_host(const float* src, TensorView& dst) {
+  State& s = *state_;
+  cuda::require_device(s, dst, "copy_from_host", "dst");
+  const int64_t rows = dst.rows(), cols = dst.dims[0];
+  if (rows == 0 || cols == 0) return;
+  const size_t row_in = static_cast<size_t>(cols) * sizeof(float);
+  // From pageable memory the copy has left `src` when the call returns: the caller may free it.
+  check_cuda(cudaMemcpy2DAsync(dst.data, dst.row_bytes, src, row_in, row_in, static_cast<size_t>(rows),
+                               cudaMemcpyHostToDevice, s.stream),
+             "cudaMemcpy2DAsync");
+}
+
 void CudaBackend::do_copy_to_host(const TensorView& src, float* dst) {
   State& s = *state_;
   cuda::require_device(s, src, "copy_to_host", "src");

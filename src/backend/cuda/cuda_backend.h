@@ -69,6 +69,7 @@ class CudaBackend final : public Backend {
   TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override;
   // Waits for all queued work, then converts src's rows to f32 on the host.
   void do_copy_to_host(const TensorView& src, float* dst) override;
+  void do_copy_from_host(const float* src, TensorView& dst) override;
 
   // y may be host memory (outside a step, tests): the result is then computed into device
   // scratch and copied back before returning.

@@ -53,6 +53,11 @@ class MirrorBackend final : public Backend {
   }
 
   void do_copy_to_host(const TensorView& src, float* dst) override { cpu_.copy_to_host(src, dst); }
+  void do_copy_from_host(const float* src, TensorView& dst) override {
+    TensorView d = twin(dst);
+    gpu_.copy_from_host(src, d);
+    cpu_.copy_from_host(src, dst);
+  }
 
   void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) override {
     TensorView dy = twin(y, /*may_be_foreign=*/true);
