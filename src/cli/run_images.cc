@@ -1,0 +1,43 @@
+// Image files in `lumen run`'s prompt (run_images.h).
+#include "cli/run_images.h"
+
+#include <algorithm>
+#include <span>
+
+#include "cli/text_file.h"
+#include "server/chat_images.h"
+#include "util/error.h"
+
+namespace lumen::cli {
+
+std::vector<PromptImage> place_run_images(Engine& engine, const Model& model, const std::vector<std::string>& files,
+                                          std::vector<int32_t>& prompt) {
+  if (files.empty()) return {};
+  const std::shared_ptr<const ImageEncoder> encoder = model.image_encoder();
+  if (!encoder) fail("--image needs a vision-language model's projector file: give it with --mmproj");
+  const ImageEncoder::PromptFormat format = encoder->prompt_format();
+  const std::vector<int32_t> marker = model.tokenize(format.marker, {.add_special = false, .parse_special = true});
+  if (marker.size() != 1) fail("the model's image marker \"{}\" is not one token of its vocabulary", format.marker);
+  if (std::find(prompt.begin(), prompt.end(), marker[0]) == prompt.end()) {
+    // After a leading BOS, if the tokenizer wrote one: the images come first in the text.
+    const auto at = prompt.begin() + (model.tokenize("", {.add_special = true}).empty() ? 0 : 1);
+    prompt.insert(at, files.size(), marker[0]);
+  }
+  std::vector<PromptImage> images;
+  for (const std::string& file : files) {
+    const std::string bytes = read_text_file(file, "image file");
+    try {
+      images.push_back(engine.encode_image(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
+    } catch (const Error& e) {
+      fail("{}: {}", file, e.what());
+    }
+  }
+  try {
+    server::expand_image_markers(model, format, prompt, images);
+  } catch (const std::exception& e) {
+    fail("--image: {} (the prompt spells \"{}\" where each image goes, or not at all)", e.what(), format.marker);
+  }
+  return images;
+}
+
+}  // namespace lumen::cli
