@@ -18,7 +18,14 @@ std::vector<PromptImage> place_run_images(Engine& engine, const Model& model, co
   const ImageEncoder::PromptFormat format = encoder->prompt_format();
   const std::vector<int32_t> marker = model.tokenize(format.marker, {.add_special = false, .parse_special = true});
   if (marker.size() != 1) fail("the model's image marker \"{}\" is not one token of its vocabulary", format.marker);
-  if (std::find(prompt.begin(), prompt.end(), marker[0]) == prompt.end()) {
+  const auto n_markers = static_cast<size_t>(std::count(prompt.begin(), prompt.end(), marker[0]));
+  if (n_markers != 0 && n_markers != files.size()) {
+    fail(
+        "the prompt spells the image marker \"{}\" {} times for {} --image files (spell it once per image, or "
+        "not at all to put the images first)",
+        format.marker, n_markers, files.size());
+  }
+  if (n_markers == 0) {
     // After a leading BOS, if the tokenizer wrote one: the images come first in the text.
     const auto at = prompt.begin() + (model.tokenize("", {.add_special = true}).empty() ? 0 : 1);
     prompt.insert(at, files.size(), marker[0]);
@@ -32,11 +39,7 @@ std::vector<PromptImage> place_run_images(Engine& engine, const Model& model, co
       fail("{}: {}", file, e.what());
     }
   }
-  try {
-    server::expand_image_markers(model, format, prompt, images);
-  } catch (const std::exception& e) {
-    fail("--image: {} (the prompt spells \"{}\" where each image goes, or not at all)", e.what(), format.marker);
-  }
+  server::expand_image_markers(model, format, prompt, images);
   return images;
 }
 
