@@ -43,11 +43,11 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
-def text_weights() -> dict:
+def text_weights(spec: dict = TEXT) -> dict:
     """The language model's state dict in LlamaForCausalLM's names (lm_head untied)."""
-    rng = np.random.RandomState(TEXT["seed"])
-    h, f = TEXT["hidden_size"], TEXT["intermediate_size"]
-    kv = h // TEXT["num_attention_heads"] * TEXT["num_key_value_heads"]
+    rng = np.random.RandomState(spec["seed"])
+    h, f = spec["hidden_size"], spec["intermediate_size"]
+    kv = h // spec["num_attention_heads"] * spec["num_key_value_heads"]
 
     def f16(*shape, scale):
         return (rng.standard_normal(shape) * scale).astype(np.float16).astype(np.float32)
@@ -56,7 +56,7 @@ def text_weights() -> dict:
         return (1.0 + rng.standard_normal(n) * 0.1).astype(np.float32)
 
     w = {"model.embed_tokens.weight": f16(VOCAB_SIZE, h, scale=0.5)}
-    for i in range(TEXT["num_hidden_layers"]):
+    for i in range(spec["num_hidden_layers"]):
         pre = f"model.layers.{i}."
         w[pre + "input_layernorm.weight"] = norm(h)
         w[pre + "self_attn.q_proj.weight"] = f16(h, h, scale=0.15)
@@ -116,9 +116,10 @@ def vocabulary(vocab_gguf: Path) -> tuple:
     return tokens, types, strings("tokenizer.ggml.merges"), ids
 
 
-def write_text_model(path: Path, vocab_gguf: Path) -> None:
+def write_text_model(path: Path, vocab_gguf: Path, spec: dict = TEXT) -> None:
+    """The model of `spec` (TEXT, or another size of the same layout: bench/compare_vlm_ttft.py's)."""
     tokens, types, merges, (bos, eos, unk, pad) = vocabulary(vocab_gguf)
-    t = TEXT
+    t = spec
     out = gguf.GGUFWriter(str(path), arch="llama")
     out.add_name("tiny-llava-text")
     out.add_file_type(1)
@@ -144,7 +145,7 @@ def write_text_model(path: Path, vocab_gguf: Path) -> None:
     out.add_add_bos_token(False)
     out.add_add_space_prefix(False)
     out.add_chat_template(CHAT_TEMPLATE)
-    for name, data in text_weights().items():
+    for name, data in text_weights(spec).items():
         if name.endswith(("q_proj.weight", "k_proj.weight")):
             heads = t["num_attention_heads"] if "q_proj" in name else t["num_key_value_heads"]
             data = rotary_pairs(data, heads)

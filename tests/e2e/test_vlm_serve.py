@@ -108,6 +108,7 @@ def test_vlm_serve_images_in_text_out(files):
         assert m3["lumen_image_feature_cache_hits_total"] == 1
         hits_same = m2["lumen_prefix_cache_hits_total"] - m1["lumen_prefix_cache_hits_total"]
         hits_other = m3["lumen_prefix_cache_hits_total"] - m2["lumen_prefix_cache_hits_total"]
+        print("prefix-cache hits: same image", hits_same, "other image", hits_other)
         assert hits_other < hits_same, (hits_same, hits_other)
         # Greedy answers to the two images differ from their first token's distribution on: the
         # model saw the pixels (the logits themselves are compared with transformers in unit_vlm).
