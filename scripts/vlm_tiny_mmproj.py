@@ -159,11 +159,11 @@ def idefics3_weights(spec: dict = IDEFICS3) -> tuple:
     return tower, {"modality_projection.proj.weight": d.f16(spec["text_hidden"], merged, scale=0.1)}
 
 
-def llava_weights() -> tuple:
+def llava_weights(spec: dict = LLAVA) -> tuple:
     """(vision tower state dict, projector state dict), in Hugging Face's names."""
-    d = Draw(LLAVA["seed"])
-    vision = clip_vision_weights(d, LLAVA["vision"])
-    h, t = LLAVA["vision"]["hidden_size"], LLAVA["text_hidden"]
+    d = Draw(spec["seed"])
+    vision = clip_vision_weights(d, spec["vision"])
+    h, t = spec["vision"]["hidden_size"], spec["text_hidden"]
     projector = {
         "multi_modal_projector.linear_1.weight": d.f16(t, h),
         "multi_modal_projector.linear_1.bias": d.normal(t, scale=0.1),
@@ -185,22 +185,23 @@ def legacy_tensor_name(name: str) -> str:
     return name
 
 
-def write_llava(path: Path, explicit_feature_layer: int = 0) -> None:
+def write_llava(path: Path, explicit_feature_layer: int = 0, spec: dict = LLAVA) -> None:
     """The mmproj the legacy converter writes for LLAVA with --clip-model-is-vision and
     --llava-projector (f16): the same keys, tensor names, types and order. explicit_feature_layer > 0
-    adds clip.vision.feature_layer (scripts/compare_vision_mtmd.py's one-layer-short run)."""
-    v = LLAVA["vision"]
-    vision, projector = llava_weights()
+    adds clip.vision.feature_layer (scripts/compare_vision_mtmd.py's one-layer-short run); another
+    spec of the same layout gives another size (bench/compare_vlm_ttft.py's CLIP-B/16)."""
+    v = spec["vision"]
+    vision, projector = llava_weights(spec)
     n_layers = v["num_hidden_layers"]
     # The hidden state LLaVA reads (0 = the embeddings): the converter keeps the layers before it
     # and writes their count, without a feature_layer key (as every LLaVA-1.5 mmproj has it).
-    feature_layer = n_layers + LLAVA["vision_feature_layer"] + 1
+    feature_layer = n_layers + spec["vision_feature_layer"] + 1
     out = gguf.GGUFWriter(str(path), arch="clip")
     out.add_bool("clip.has_text_encoder", False)
     out.add_bool("clip.has_vision_encoder", True)
     out.add_bool("clip.has_llava_projector", True)
     out.add_file_type(1)
-    out.add_name(LLAVA["name"])
+    out.add_name(spec["name"])
     out.add_description("image encoder for LLaVA")
     out.add_string("clip.projector_type", "mlp")
     out.add_uint32("clip.vision.image_size", v["image_size"])
@@ -211,8 +212,8 @@ def write_llava(path: Path, explicit_feature_layer: int = 0) -> None:
     out.add_uint32("clip.vision.attention.head_count", v["num_attention_heads"])
     out.add_float32("clip.vision.attention.layer_norm_epsilon", v["layer_norm_eps"])
     out.add_uint32("clip.vision.block_count", feature_layer)
-    out.add_array("clip.vision.image_mean", LLAVA["image_mean"])
-    out.add_array("clip.vision.image_std", LLAVA["image_std"])
+    out.add_array("clip.vision.image_mean", spec["image_mean"])
+    out.add_array("clip.vision.image_std", spec["image_std"])
     out.add_bool("clip.use_gelu", v["hidden_act"] == "gelu")
     if explicit_feature_layer > 0:
         out.add_array("clip.vision.feature_layer", [explicit_feature_layer])

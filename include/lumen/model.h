@@ -43,7 +43,9 @@ struct ModelOptions {
   // more), so that stages work at once; 0: four times the stages.
   int pipeline_micro_batches = 0;
   // A vision-language model's projector file (llama.cpp's mmproj GGUF: the vision encoder and
-  // its connector to this model). This build has no vision encoder yet: a path here is refused.
+  // its connector to this model), loaded as the model's image_encoder(): LLaVA-1.5 ("mlp") and
+  // Gemma 3 projectors (docs/vision.md). Refused with lumen::Error when its features are not this
+  // model's embedding width, or its family is one the engine cannot take yet (Idefics3's tiles).
   std::string mmproj = {};
 };
 

@@ -12,6 +12,7 @@
 #include "cli/device_option.h"
 #include "cli/interrupt.h"
 #include "cli/run_completions.h"
+#include "cli/run_images.h"
 #include "cli/sampling_options.h"
 #include "cli/structured_output_flags.h"
 #include "cli/stream_completion.h"
@@ -31,6 +32,7 @@ namespace {
 struct RunOptions {
   std::string model;
   std::string mmproj;
+  std::vector<std::string> images;  // --image files, placed at the prompt's image markers
   std::string prompt;
   std::string prompt_file;
   int64_t n_predict = 128;  // -1: until an end-of-generation token or the context is full
@@ -80,6 +82,9 @@ void run(RunOptions options) {
   if (!options.prompt.empty() && !options.prompt_file.empty()) fail("-p and -f are exclusive: give the prompt one way");
   if (options.prompt.empty() && options.prompt_file.empty()) fail("give the prompt with -p TEXT or -f FILE");
   if (!options.prompt_file.empty()) options.prompt = read_text_file(options.prompt_file, "prompt file");
+  if (!options.images.empty() && options.needs_engine_report()) {
+    fail("--image streams one completion: it does not go with -n > 1, beams or log-probabilities");
+  }
   if (options.n_predict < -1) fail("-n must be -1 (until the end or the context is full) or a count >= 0");
   SamplingParams params = options.sampling;
   // -1: as many as fit (set below, once the prompt's length is known); 0: the prompt alone,
@@ -120,6 +125,11 @@ void run(RunOptions options) {
   config.speculative = speculative;
   config.jump_forward = !options.speculative.no_jump_forward;
   Engine engine(model, config);
+  std::vector<PromptImage> images = place_run_images(engine, model, options.images, prompt);
+  if (static_cast<int64_t>(prompt.size()) >= context) {
+    fail("the prompt has {} tokens with its images; the context holds {} (-c)", prompt.size(), context);
+  }
+  if (options.n_predict < 0) params.max_tokens = context - static_cast<int64_t>(prompt.size());
   InterruptHandler interrupt;
   interrupt.arm();
   if (options.needs_engine_report()) {
@@ -128,10 +138,12 @@ void run(RunOptions options) {
   }
   const bool show = options.n_predict != 0;
   const size_t prompt_tokens = prompt.size();
-  const StreamedCompletion done =
-      stream_completion(engine, std::move(prompt), params, interrupt, [show](const std::string& text) {
+  const StreamedCompletion done = stream_completion(
+      engine, std::move(prompt), params, interrupt,
+      [show](const std::string& text) {
         if (show) emit(text);
-      });
+      },
+      std::move(images));
   // An end-of-generation token ends the text; it is not part of it.
   int64_t generated = show ? static_cast<int64_t>(done.tokens.size()) : 0;
   if (generated > 0 && done.finish == FinishReason::Stop && model.ends_generation(done.tokens.back())) --generated;
@@ -156,6 +168,10 @@ void add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Continue a prompt, streaming the text to stdout");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
   cmd->add_option("--mmproj", options->mmproj, "A vision-language model's projector file (llama.cpp's mmproj GGUF)");
+  cmd->add_option("--image", options->images,
+                  "An image file (PNG, JPEG, WebP, GIF) for a vision-language model (--mmproj); repeat for several. "
+                  "Each stands at the model's image marker in the prompt (\"<image>\"), or before the prompt")
+      ->take_all();
   cmd->add_option("-p,--prompt", options->prompt, "Prompt text");
   cmd->add_option("-f,--file", options->prompt_file,
                   "Read the prompt from this file (its exact bytes, at most 64 MiB; /dev/stdin for a pipe)");

@@ -16,13 +16,14 @@ EngineConfig single_user_config(int64_t context, int32_t sequences) {
 
 StreamedCompletion stream_completion(Engine& engine, std::vector<int32_t> prompt, const SamplingParams& params,
                                      const InterruptHandler& interrupt,
-                                     const std::function<void(const std::string&)>& show) {
+                                     const std::function<void(const std::string&)>& show,
+                                     std::vector<PromptImage> images) {
   using Clock = std::chrono::steady_clock;
   const auto seconds_since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   const auto start = Clock::now();
-  RequestHandle handle = engine.add_request(std::move(prompt), params);
+  RequestHandle handle = engine.add_request_n(std::move(prompt), params, 0, 0, 0, std::move(images)).front();
   StreamedCompletion out;
   bool aborted = false;
   StreamChunk chunk;

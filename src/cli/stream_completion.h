@@ -31,6 +31,7 @@ struct StreamedCompletion {
 // engine refuses the request or fails on it.
 StreamedCompletion stream_completion(Engine& engine, std::vector<int32_t> prompt, const SamplingParams& params,
                                      const InterruptHandler& interrupt,
-                                     const std::function<void(const std::string&)>& show);
+                                     const std::function<void(const std::string&)>& show,
+                                     std::vector<PromptImage> images = {});
 
 }  // namespace lumen::cli

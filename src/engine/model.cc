@@ -11,6 +11,7 @@
 #include "engine/device.h"
 #include "engine/model_state.h"
 #include "tensor/dtype.h"
+#include "vision/mmproj_image_encoder.h"
 #include "util/error.h"
 
 namespace lumen {
@@ -73,6 +74,17 @@ std::string token_text(const tokenizer::Vocab& vocab, std::optional<int32_t> id)
 
 }  // namespace
 
+// A vision-language model's projector file as its image encoder, on a CPU pool of its own.
+static void attach_mmproj(ModelState& state, const std::string& path, const ModelOptions& options) {
+  auto encoder = vision::MmprojImageEncoder::load(options.mmproj, options.threads);
+  const auto width = static_cast<int64_t>(state.model->hparams.embedding_length);
+  if (encoder->embedding_length() != width) {
+    fail("{}: the projector's image features are {} wide, but {}'s embeddings are {}: it belongs to another model",
+         options.mmproj, encoder->embedding_length(), path, width);
+  }
+  state.image_encoder = std::move(encoder);
+}
+
 Model borrow_model(LoadedModel& model, backend::Backend& backend) {
   auto state = std::make_shared<ModelState>();
   state->backend = &backend;
@@ -88,9 +100,8 @@ Model borrow_model(LoadedModel& model, backend::Backend& backend) {
 Model::Model(std::shared_ptr<ModelState> state) : state_(std::move(state)) {}
 
 Model Model::load(const std::string& path, const ModelOptions& options) {
-  if (!options.mmproj.empty()) {
-    fail("this build of Lumen has no vision encoder yet: the projector file {} (--mmproj) cannot be used",
-         options.mmproj);
+  if (!options.mmproj.empty() && options.vocab_only) {
+    fail("a projector file (--mmproj {}) needs the model's weights, not its vocabulary only", options.mmproj);
   }
   auto state = std::make_shared<ModelState>();
   if (options.vocab_only) {
@@ -122,6 +133,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
     state->info.pipeline_parallel_size = state->parallel->pipeline_size();
   }
   engine::attach_chat_template(*state, options.chat_template);
+  if (!options.mmproj.empty()) engine::attach_mmproj(*state, path, options);
   return Model(std::move(state));
 }
 

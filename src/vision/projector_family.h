@@ -28,6 +28,11 @@ struct ProjectorFamily {
   std::string_view projector_type;  // clip.projector_type
   std::string_view model;           // which models write it, for messages and docs
   ResizeMode resize = ResizeMode::Squash;
+  int resize_filter = 3;  // Pillow's number: the filter the model's Hugging Face processor resizes with
+  // The image's text in a chat prompt, as the model's chat template and Hugging Face processor
+  // write it: the template's marker for an image part, replaced by `before`, the image's
+  // positions, then `after` (MmprojImageEncoder makes them its EncodedImage::layout).
+  std::string_view image_marker, image_before, image_after;
   // The tower's FFN activation when the file sets neither clip.use_gelu nor clip.use_silu.
   Activation default_activation = Activation::QuickGelu;
   std::vector<VisionTensorSpec> tensors;

@@ -99,6 +99,10 @@ ReadHParams read_vision_hparams(const gguf::Metadata& meta, const std::string& s
   if (gelu && silu) fail("{}: clip.use_gelu and clip.use_silu are both set", source);
   hp.ffn_act = gelu ? Activation::GeluTanh : silu ? Activation::Silu : r.family->default_activation;
   hp.resize = r.family->resize;
+  hp.resize_filter = r.family->resize_filter;
+  hp.image_marker = r.family->image_marker;
+  hp.image_before = r.family->image_before;
+  hp.image_after = r.family->image_after;
   try {
     r.family->finish_hparams(meta, hp);
   } catch (const Error& e) {

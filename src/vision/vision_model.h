@@ -45,6 +45,12 @@ struct VisionHParams {
   float mean[3] = {0.5f, 0.5f, 0.5f};
   float std[3] = {0.5f, 0.5f, 0.5f};
   ResizeMode resize = ResizeMode::Squash;
+  // The Pillow filter number the model's processor resizes with (1 Lanczos, 2 bilinear, 3 bicubic).
+  int resize_filter = 3;
+  // How the model's chat template and processor write an image (MmprojImageEncoder's
+  // image_marker() and EncodedImage::layout):
+  // the marker the template writes, and the text around the image's positions.
+  std::string image_marker, image_before, image_after;
   int64_t merge = 1;           // Gemma 3's pooling kernel, Idefics3's pixel-shuffle factor (1: none)
   int64_t n_image_tokens = 0;  // rows encode() returns per image
   int64_t n_embd_out = 0;      // their width: the text model's embedding width

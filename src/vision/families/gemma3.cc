@@ -47,6 +47,13 @@ ProjectorFamily gemma3_family() {
   f.projector_type = "gemma3";
   f.model = "Gemma 3 (SigLIP + average pool + RMS norm + projection)";
   f.resize = ResizeMode::Squash;
+  // Gemma3ImageProcessor's resample=2 (bilinear). The chat template writes "<start_of_image>";
+  // Gemma3Processor replaces it with "\n\n<start_of_image>", the soft tokens, "<end_of_image>\n\n"
+  // (llama.cpp's mtmd puts the same two markers around the image, without the blank lines).
+  f.resize_filter = 2;
+  f.image_marker = "<start_of_image>";
+  f.image_before = "\n\n<start_of_image>";
+  f.image_after = "<end_of_image>\n\n";
   f.default_activation = Activation::GeluTanh;
   f.tensors = {
       {"mm.soft_emb_norm.weight", {Embd}, Vector, true, &W::mm_soft_emb_norm},

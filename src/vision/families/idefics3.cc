@@ -45,6 +45,10 @@ ProjectorFamily idefics3_family() {
   f.projector_type = "idefics3";
   f.model = "Idefics3 / SmolVLM (SigLIP + pixel shuffle + linear)";
   f.resize = ResizeMode::LongestEdgeTiles;
+  f.resize_filter = 1;  // Idefics3ImageProcessor's resample=1 (Lanczos)
+  // The template's marker; Idefics3Processor writes each tile with its own row/column text, so
+  // the image's prompt text depends on its size (the engine's encoder does not take it yet).
+  f.image_marker = "<image>";
   f.default_activation = Activation::GeluTanh;
   f.tensors = {
       {"mm.model.fc.weight", {MergedEmbd, TextEmbd}, Matrix, true, &W::mm_fc},

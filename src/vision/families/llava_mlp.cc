@@ -42,6 +42,10 @@ ProjectorFamily llava_mlp_family() {
   f.projector_type = "mlp";
   f.model = "LLaVA-1.5 (CLIP ViT + 2-layer MLP)";
   f.resize = ResizeMode::ShortestEdgeCenterCrop;
+  // CLIPImageProcessor's resample=3 (bicubic); LlavaProcessor expands each "<image>" into the
+  // image's rows of "<image>" with nothing around them (llama.cpp's mtmd adds nothing either).
+  f.resize_filter = 3;
+  f.image_marker = "<image>";
   f.default_activation = Activation::QuickGelu;
   f.tensors = {
       {"mm.0.weight", {Embd, ProjHidden}, Matrix, true, &W::mm_0},
