@@ -55,8 +55,12 @@ TEST_F(EngineSsmBudget, StatesAndKvShareTheBudget) {
     EXPECT_GE(s.state_slots_total, 1);
     EXPECT_LE(s.state_slots_total, 16);
     EXPECT_LE(static_cast<int64_t>(s.state_cache_bytes + s.kv_cache_bytes), budget) << "budget " << budget;
-    if (budget > 16 * slot_bytes() * 2) EXPECT_EQ(s.state_slots_total, 16) << "a large budget held fewer slots";
-    if (budget < 16 * slot_bytes()) EXPECT_LT(s.state_slots_total, 5) << "a small budget held more states than fit";
+    if (budget > 16 * slot_bytes() * 2) {
+      EXPECT_EQ(s.state_slots_total, 16) << "a large budget held fewer slots";
+    }
+    if (budget < 16 * slot_bytes()) {
+      EXPECT_LT(s.state_slots_total, 5) << "a small budget held more states than fit";
+    }
     RequestHandle h = engine.add_request(prompt(30, 3), greedy(6));
     while (engine.has_unfinished()) engine.step();
     EXPECT_EQ(h.collect().tokens, alone(prompt(30, 3), 6));
