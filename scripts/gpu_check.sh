@@ -36,11 +36,15 @@
 #          with each GEMV (when the model's two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
 #          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings,
-#          with each GEMV (the JSON's "gemv": "warp" or "stream");
+#          with the default GEMV choice and with the one-warp kernels (the JSON's "gemv": "auto"
+#          or "warp"), and each decode step's host-side breakdown (enqueue time, host time per op);
 #   types  every weight type through a small synthetic model, op by op, CUDA vs CPU
 #          (GPU_CHECK_TYPES, default the types the CUDA backend gained without a GPU at hand);
 #   models every architecture lumen synth writes: the MoE presets op by op and teacher-forced,
 #          CUDA vs CPU (GPU_CHECK_MOE); deepseek2 and mamba2 refused at load with the message;
+#   profile  one decode step of a synthetic model (GPU_CHECK_PROFILE, default "llama-1b:Q4_0
+#          llama-1b:BF16") under Nsight Compute: each kernel's device time and DRAM bytes read,
+#          summed per kernel by scripts/ncu_summary.py (the bench's host-side breakdown beside it);
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
 #   all    tests, models, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
@@ -200,7 +204,7 @@ verify() {
 # but the system's has been removed (whether the bundle carries it or not), with cuBLAS put in
 # cuda-lib as setup_runtime links it on the GPU machine.
 verify_in_root() {
-  local src=$1 scratch=$2 root="$2/root" soname removed=0 f lib
+  local src=$1 scratch=$2 root="$2/root" soname removed=0 f lib status
   [ "$(id -u)" -eq 0 ] || { log "not root: the chroot check is skipped"; return 0; }
   cp -a "$src" "$root" || { report "copy $src" 1; return; }
   local needed; needed=$(ldd "$scratch"/bundle/libexec/* | awk '/=>/ {print $1}' | sort -u)
@@ -225,7 +229,10 @@ verify_in_root() {
   report "chroot: lumen inspect vocab.gguf" $?
   # Without a driver every CUDA test skips: libcudart loads, libcuda is not needed to start.
   "${run[@]}" /opt/lumen-gpu/bin/unit_backend_cuda --gtest_brief=1 > "$scratch/chroot-cuda.log" 2>&1
-  report "chroot: unit_backend_cuda starts and skips without a driver" $?
+  status=$?
+  [ $status -eq 77 ] && status=0  # the skip code: every case skipped (ctest's SKIP_RETURN_CODE)
+  [ $status -eq 0 ] || grep -vE '^(\[ *(OK|RUN|SKIPPED) *\]|no CUDA device|.*: Skipped)' "$scratch/chroot-cuda.log" | tail -n 20 >&2
+  report "chroot: unit_backend_cuda starts and skips without a driver" $status
   "${run[@]}" /opt/lumen-gpu/bin/unit_backend_conformance --gtest_brief=1 --gtest_filter='ConformanceTable.*' \
     > /dev/null 2>&1
   report "chroot: unit_backend_conformance ConformanceTable.*" $?
@@ -290,7 +297,8 @@ build_here() {
 gtest_summary() {
   local name=$1 logfile=$2 seconds=$3 passed failed skipped
   passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$logfile" | grep -oE '[0-9]+$' || echo 0)
-  failed=$(grep -oE '^\[  FAILED  \] [0-9]+ test' "$logfile" | grep -oE '[0-9]+' | head -n1 || echo 0)
+  # One line per failed case, "[  FAILED  ] Suite.Case (12 ms)": --gtest_brief prints no "N tests" total.
+  failed=$(grep -cE '^\[  FAILED  \] [^ ]+ \([0-9]+ ms\)' "$logfile")
   skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+' "$logfile" | grep -oE '[0-9]+$' || echo 0)
   echo "{\"check\": \"$name\", \"passed\": ${passed:-0}, \"failed\": ${failed:-0}, \"skipped\": ${skipped:-0}, \"seconds\": $seconds}" |
     tee -a "$RESULTS"
@@ -350,10 +358,10 @@ run_bench() {
       log "synth $spec: $((SECONDS - start)) s"
     fi
     # Default options, then every matmul on the GEMV kernels (prefill too); then the default
-    # options with the streaming GEMV kernels (gemv_stream.cu), off by default until checked here.
+    # options with the one-warp GEMV kernels for every type (the default streams float weights).
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
-    LUMEN_CUDA_GEMV=stream "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_GEMV=warp "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   done
 }
 
@@ -419,6 +427,29 @@ run_models() {
   done
 }
 
+# One decode step under Nsight Compute (a 64-token prompt, 16 steps first): per-kernel device time
+# and DRAM bytes, then the same bench without the profiler for its host-side breakdown.
+run_profile() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" ncu spec preset type file name
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
+  [ -n "$ncu" ] && [ -x "$ncu" ] || { log "no ncu on this machine"; return 1; }
+  for spec in ${GPU_CHECK_PROFILE:-llama-1b:Q4_0 llama-1b:BF16}; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/$preset-$type.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
+      { log "synth $spec failed"; continue; }
+    for gemv in ${GPU_CHECK_PROFILE_GEMV:-auto}; do  # auto, warp or stream (LUMEN_CUDA_GEMV)
+      name="profile-$preset-$type-$gemv"
+      LUMEN_CUDA_GEMV=$gemv LUMEN_BENCH_PROFILE_STEP=1 \
+        LD_LIBRARY_PATH="$(bundle_library_path "$BUNDLE")" timeout 300 "$ncu" --profile-from-start off \
+        --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv --print-units base \
+        "$LIBEXEC/lumen_cuda_decode_bench" "$file" 16 64 0 > "$WORK/$name.csv" 2> "$WORK/$name.err"
+      python3 "$(dirname "$0")/ncu_summary.py" "$WORK/$name.csv" "$name" | tee -a "$RESULTS" ||
+        tail -n 5 "$WORK/$name.err" >&2
+    done
+  done
+}
+
 # compute-sanitizer's memcheck (out-of-bounds and misaligned accesses, leaks of device memory)
 # and racecheck (shared-memory hazards) over the test binaries.
 run_sanitize() {
@@ -443,7 +474,7 @@ run_sanitize() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|bench|sanitize|all)
+  tests|types|models|bench|profile|sanitize|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -452,10 +483,11 @@ case "$MODE" in
         types) run_types ;;
         bench) run_bench ;;
         sanitize) run_sanitize ;;
+        profile) run_profile ;;
         models) run_models ;;
         all) run_tests; run_models; run_types; run_bench ;;
         *) log "unknown mode $mode"; exit 2 ;;
       esac
     done ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|sanitize|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|profile|sanitize|all ...]" >&2; exit 2 ;;
 esac

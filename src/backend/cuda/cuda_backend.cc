@@ -132,8 +132,11 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
   // For A/B runs of binaries that do not expose the option (set_options is not affected).
   if (const char* gemv = std::getenv("LUMEN_CUDA_GEMV"); gemv != nullptr) {
     const std::string_view kind(gemv);
-    if (kind != "stream" && kind != "warp") fail("LUMEN_CUDA_GEMV must be 'stream' or 'warp', not '{}'", kind);
-    s.options.streaming_gemv = kind == "stream";
+    if (kind != "stream" && kind != "warp" && kind != "auto")
+      fail("LUMEN_CUDA_GEMV must be 'stream', 'warp' or 'auto', not '{}'", kind);
+    s.options.gemv = kind == "stream" ? GemvKernels::Stream
+                     : kind == "warp" ? GemvKernels::Warp
+                                      : GemvKernels::ByMeasurement;
   }
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");

@@ -21,6 +21,11 @@
 
 namespace lumen::backend {
 
+// ByMeasurement: the streaming kernels for float weights (F32, F16, BF16: a 1B BF16 model decoded
+// 1.7x faster on an H200, 2026-11-27, 1365 GB/s against 385), the one-warp kernels for quantized
+// ones (there the streaming kernels were 0-2% slower).
+enum class GemvKernels : uint8_t { ByMeasurement, Warp, Stream };
+
 struct CudaBackendOptions {
   // matmuls over at most this many tokens run the quantized GEMV kernels (8 tokens per pass
   // over the weights); more tokens go through dequantize-to-f16 + cuBLAS. A large value keeps
@@ -31,11 +36,11 @@ struct CudaBackendOptions {
   // rounded to f16; two passes over K). false: one online-softmax pass in f32 (faster, differs
   // from the CPU backend by the f16 rounding of the probabilities).
   bool exact_f16_attention = true;
-  // GEMV by gemv_stream.cu's kernels (a block of 4 warps per weight row, 16-byte loads) where
-  // the rows allow, else by gemv.cu's (one warp per row), which are their reference. Off until
-  // a GPU run has checked the new kernels (scripts/gpu_check.sh); the environment variable
-  // LUMEN_CUDA_GEMV=stream (or =warp) sets it for any binary, for A/B runs.
-  bool streaming_gemv = false;
+  // Which GEMV kernels run batch-1..max_gemv_tokens matmuls: gemv_stream.cu's (a block of 4
+  // warps per weight row, 16-byte loads) where the rows allow, else gemv.cu's (one warp per
+  // row), which are their reference. The environment variable LUMEN_CUDA_GEMV=stream, =warp or
+  // =auto sets it for any binary, for A/B runs.
+  GemvKernels gemv = GemvKernels::ByMeasurement;
 };
 
 class CudaBackend final : public Backend {

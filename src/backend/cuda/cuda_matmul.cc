@@ -85,7 +85,7 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
     if (act == DType::F32) {
       for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
         const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
-        if (!s.options.streaming_gemv ||
+        if (s.options.gemv == GemvKernels::Warp ||
             !cuda::launch_gemv_float_stream(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt, yd + t0 * ys,
                                             ys, s.stream)) {
           cuda::launch_gemv_float(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt, yd + t0 * ys, ys,
@@ -98,7 +98,7 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
       cuda::launch_quantize_activations(act, xd, xs, n_tokens, cols, q, s.stream);
       for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
         const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
-        if (!s.options.streaming_gemv || !cuda::launch_gemv_quantized_stream(w.type, w.data, w.row_bytes, rows, cols, q,
+        if (s.options.gemv != GemvKernels::Stream || !cuda::launch_gemv_quantized_stream(w.type, w.data, w.row_bytes, rows, cols, q,
                                                                              t0, nt, yd + t0 * ys, ys, s.stream)) {
           cuda::launch_gemv_quantized(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt, yd + t0 * ys, ys, s.stream);
         }

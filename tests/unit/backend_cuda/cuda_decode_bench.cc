@@ -7,10 +7,19 @@
 // embedding (one row of it is read), unless the output projection is tied to it, plus the K/V
 // of every earlier position (f16). Dividing by the step time gives the effective bandwidth to
 // compare with the device's peak (H100 SXM about 3.35 TB/s, H200 about 4.8 TB/s).
+//
+// Where a decode step's time goes, without a profiler: an observer times each op's host side
+// (argument checks, kernel launches), and the time from begin_step to end_step is the step's
+// enqueue time. Enqueue time close to the step time means the host is the bottleneck (launch
+// overhead: what CUDA graphs remove); much less means the kernels are. With
+// LUMEN_BENCH_PROFILE_STEP=1 one more decode step runs between cudaProfilerStart and
+// cudaProfilerStop, for `ncu --profile-from-start off` (per-kernel device time).
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -18,6 +27,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/op_observer.h"
 #include "engine/single_sequence_forward.h"
 #include "engine/loaded_model.h"
 
@@ -29,9 +39,60 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+const char* gemv_name(lumen::backend::GemvKernels kernels) {
+  switch (kernels) {
+    case lumen::backend::GemvKernels::Warp: return "warp";
+    case lumen::backend::GemvKernels::Stream: return "stream";
+    case lumen::backend::GemvKernels::ByMeasurement: break;
+  }
+  return "auto";
+}
+
 int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
+
+// Host time inside each kind of op, and each step's enqueue (begin_step to end_step) and wait
+// (end_step: the logits' copy back and the one synchronization).
+class HostTimes : public lumen::backend::OpObserver {
+ public:
+  static constexpr size_t kKinds = static_cast<size_t>(lumen::backend::OpKind::EndStep) + 1;
+  void before_op(const lumen::backend::OpCall& call) override {
+    const auto now = Clock::now();
+    if (call.kind == lumen::backend::OpKind::BeginStep) step_start_ = now;
+    if (call.kind == lumen::backend::OpKind::EndStep) enqueue_s += seconds_between(step_start_, now);
+    op_start_ = now;
+  }
+  void after_op(const lumen::backend::OpCall& call) override {
+    const auto k = static_cast<size_t>(call.kind);
+    seconds[k] += seconds_between(op_start_, Clock::now());
+    calls[k] += 1;
+    if (call.kind == lumen::backend::OpKind::EndStep) steps += 1;
+  }
+  // {"matmul": [calls per step, host us per step], ...}, the kinds that ran.
+  std::string json() const {
+    std::string out = "{";
+    for (size_t k = 0; k < kKinds; ++k) {
+      if (calls[k] == 0) continue;
+      out += fmt::format("{}\"{}\": [{:.1f}, {:.1f}]", out.size() > 1 ? ", " : "",
+                         lumen::backend::op_name(static_cast<lumen::backend::OpKind>(k)),
+                         static_cast<double>(calls[k]) / static_cast<double>(steps),
+                         seconds[k] * 1e6 / static_cast<double>(steps));
+    }
+    return out + "}";
+  }
+  std::array<double, kKinds> seconds{};
+  std::array<int64_t, kKinds> calls{};
+  int64_t steps = 0;
+  double enqueue_s = 0.0;
+
+ private:
+  static double seconds_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  }
+  Clock::time_point step_start_{};
+  Clock::time_point op_start_{};
+};
 
 }  // namespace
 
@@ -69,7 +130,8 @@ int main(int argc, char** argv) {
     const auto& hp = model.hparams;
     const uint64_t kv_bytes_per_position = 2 * hp.block_count * hp.head_dim * hp.head_count_kv * 2;
 
-    const int context = prompt_tokens + decode_tokens + 16;
+    // The prompt, 3 warm-up steps, the timed and the observed loops, and the profiled step.
+    const int context = prompt_tokens + 2 * decode_tokens + 16;
     lumen::engine::SingleSequenceForward generator(model, backend, context);
     // A prompt of arbitrary (valid) token ids: timing does not depend on their meaning.
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
@@ -85,10 +147,24 @@ int main(int argc, char** argv) {
 
     int32_t token = argmax(logits);
     for (int i = 0; i < 3; ++i) token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
+    // The timed loop, without the observer (it costs a clock read per op), then the same number
+    // of steps with it, for the breakdown.
     const auto decode_start = Clock::now();
     for (int i = 0; i < decode_tokens; ++i)
       token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
     const double decode_s = seconds_since(decode_start);
+    HostTimes host;
+    backend.add_observer(&host);
+    const auto observed_start = Clock::now();
+    for (int i = 0; i < decode_tokens; ++i)
+      token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
+    const double observed_s = seconds_since(observed_start);
+    backend.remove_observer(&host);
+    if (const char* profile = std::getenv("LUMEN_BENCH_PROFILE_STEP"); profile != nullptr && *profile == '1') {
+      cudaProfilerStart();
+      token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
+      cudaProfilerStop();
+    }
 
     const double per_token = decode_s / decode_tokens;
     const double mean_position = prompt_tokens + 3 + decode_tokens / 2.0;
@@ -98,10 +174,12 @@ int main(int argc, char** argv) {
         "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"load_s\": {:.3f}, "
         "\"prompt_tokens\": {}, \"prefill_s\": {:.4f}, \"prefill_tokens_per_s\": {:.1f}, "
         "\"decode_tokens\": {}, \"decode_ms_per_token\": {:.4f}, \"decode_tokens_per_s\": {:.2f}, "
-        "\"bytes_per_token\": {:.0f}, \"effective_gb_per_s\": {:.1f}}}\n",
-        prop.name, path, options.max_gemv_tokens, backend.options().streaming_gemv ? "stream" : "warp", load_s,
+        "\"bytes_per_token\": {:.0f}, \"effective_gb_per_s\": {:.1f}, \"observed_ms_per_token\": {:.4f}, "
+        "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}}}\n",
+        prop.name, path, options.max_gemv_tokens, gemv_name(backend.options().gemv), load_s,
         prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token,
-        bytes_per_token, bytes_per_token / per_token / 1e9);
+        bytes_per_token, bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
+        host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3, host.json());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

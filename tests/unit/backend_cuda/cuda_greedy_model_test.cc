@@ -199,6 +199,14 @@ TEST_F(CudaGreedy, EachOpMatchesCpu) {
       // seen); cuBLAS multiplies f16 inputs where the CPU quantizes them to 8 bits (2.4% seen).
       double bound = 1e-5;
       if (kind == "attention") bound = 1e-3;
+      // Float weights: both sides add in f32 but in different orders, and a call with one output
+      // (qwen2moe's shared-expert gate, 512 products) has no larger element to be relative to,
+      // so cancellation shows in full (3.2e-5 seen on an H200). Quantized weights keep 1e-5:
+      // both sides sum the same integer products.
+      const bool float_weights = d.worst_call.starts_with(kind + " F32[") ||
+                                 d.worst_call.starts_with(kind + " F16[") ||
+                                 d.worst_call.starts_with(kind + " BF16[");
+      if (kind == "matmul" && float_weights) bound = std::max(bound, 1e-3);
       if (kind == "matmul" && gemv_tokens == 8) bound = 6e-2;
       if (resync) {
         EXPECT_LT(d.worst_relative, bound) << kind << ": " << d.worst_call;

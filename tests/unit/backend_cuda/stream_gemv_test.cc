@@ -30,7 +30,7 @@ std::vector<float> gemv(const TensorView& w, const DeviceTensor& x, bool streami
   const CudaBackendOptions saved = gpu()->options();
   CudaBackendOptions options = saved;
   options.max_gemv_tokens = 1 << 20;
-  options.streaming_gemv = streaming;
+  options.gemv = streaming ? GemvKernels::Stream : GemvKernels::Warp;
   gpu()->set_options(options);
   DeviceTensor y = device_matrix(w.dims[1], x.view.dims[1], w.dims[1] + 1);
   gpu()->matmul(w, x.view, y.view);
