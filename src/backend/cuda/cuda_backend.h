@@ -88,6 +88,7 @@ class CudaBackend final : public Backend {
   // y may be host memory (outside a step, tests): the result is then computed into device
   // scratch and copied back before returning.
   void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
+  void do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) override;
   void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                   TensorView& out) override;
   void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;

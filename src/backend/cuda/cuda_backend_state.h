@@ -36,6 +36,17 @@ struct CudaBackend::State {
   uint16_t* gelu_table = nullptr;  // 65536 f16 entries (backend/common/gelu_table.h)
 
   cuda::DeviceScratch q8_activations;  // matmul: quantized activations
+  // Inside matmul_same_input (Q/K/V, gate/up): what q8_activations holds, so the outputs after
+  // the first reuse it instead of quantizing the same input again.
+  struct QuantizedInput {
+    const float* x = nullptr;
+    tensor::DType type = tensor::DType::F32;
+    int64_t n_tokens = 0;
+    int64_t cols = 0;
+    bool operator==(const QuantizedInput&) const = default;
+  };
+  bool sharing_input = false;
+  QuantizedInput quantized_input;
   cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows
   cuda::DeviceScratch gemm_x;          // matmul: f16 activations
   cuda::DeviceScratch gemm_scale;      // matmul: the activations' scale state (kernels.h)

@@ -43,6 +43,25 @@ void gemm(cublasHandle_t handle, int64_t rows, int64_t n_tokens, int64_t cols, c
 
 }  // namespace
 
+// Outputs that read one input (Q/K/V, gate/up) quantize it once: the plain composition
+// quantized it per matmul, 7 launches a layer where 2 do (2.8 us each on an H200, 12% of a 1B
+// Q4_0 decode step's kernel time). The reuse key is the input's device address (host inputs
+// are staged to the same scratch each time), the activation type and the shape; the scratch
+// only grows, and only for a larger shape, which is a new key.
+void CudaBackend::do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) {
+  State& s = *state_;
+  struct EndSharing {
+    State& s;
+    ~EndSharing() {
+      s.sharing_input = false;
+      s.quantized_input = {};
+    }
+  } end_sharing{s};
+  s.sharing_input = true;
+  s.quantized_input = {};
+  for (const MatmulOutput& o : outputs) do_matmul(*o.w, x, *o.y);
+}
+
 void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView& y) {
   State& s = *state_;
   const DType act = cuda::gemv_activation_type(w.type);
@@ -95,7 +114,11 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
     } else {
       void* buffer = s.q8_activations.ensure(cuda::q8_activation_bytes(n_tokens, cols), s.stream);
       const cuda::Q8Activations q = cuda::carve_q8_activations(buffer, n_tokens, cols);
-      cuda::launch_quantize_activations(act, xd, xs, n_tokens, cols, q, s.stream);
+      const State::QuantizedInput input{xd, act, n_tokens, cols};
+      if (!s.sharing_input || s.quantized_input != input) {
+        cuda::launch_quantize_activations(act, xd, xs, n_tokens, cols, q, s.stream);
+        s.quantized_input = s.sharing_input ? input : State::QuantizedInput{};
+      }
       for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
         const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
         if (s.options.gemv != GemvKernels::Stream || !cuda::launch_gemv_quantized_stream(w.type, w.data, w.row_bytes, rows, cols, q,

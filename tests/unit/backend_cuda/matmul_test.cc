@@ -164,5 +164,43 @@ TEST(CudaMatmulInvariance, GemvResultOfATokenDoesNotDependOnItsBatch) {
   gpu()->set_options(saved);
 }
 
+// matmul_same_input quantizes its input once for all outputs whose weights take the same
+// activation type: each output must equal its own matmul bit for bit, with the types of a
+// Q4_K_M layer mixed in one call (K-quant and legacy activations alternate, so the reuse key has
+// to change and change back), on the GEMV path and on the cuBLAS path, with x on the device
+// and in host memory.
+TEST(CudaMatmulSameInput, EachOutputEqualsItsOwnMatmul) {
+  LUMEN_REQUIRE_CUDA();
+  const DType types[] = {DType::Q4_K, DType::Q6_K, DType::Q8_0, DType::Q4_K, DType::Q5_0, DType::F16};
+  const int64_t cols = 512, rows = 96;
+  for (const int64_t n_tokens : {int64_t{1}, int64_t{5}, int64_t{12}}) {
+    std::vector<Problem> problems;
+    std::vector<TensorView> weights;
+    for (size_t i = 0; i < std::size(types); ++i) {
+      problems.push_back(make_problem(types[i], rows, cols, n_tokens, 11));  // same seed: same x
+      weights.push_back(gpu()->upload_weights(types[i], {cols, rows, 1, 1}, problems.back().weights.data()));
+    }
+    const TensorView host_x = problems[0].host_x();
+    DeviceTensor device_x = to_device(host_x);
+    for (const bool x_on_host : {false, true}) {
+      const TensorView& x = x_on_host ? host_x : device_x.view;
+      std::vector<DeviceTensor> fused, alone;
+      std::vector<Backend::MatmulOutput> outputs;
+      for (size_t i = 0; i < std::size(types); ++i) {
+        fused.push_back(device_matrix(rows, n_tokens, rows));
+        alone.push_back(device_matrix(rows, n_tokens, rows));
+      }
+      for (size_t i = 0; i < std::size(types); ++i) outputs.push_back({&weights[i], &fused[i].view});
+      gpu()->matmul_same_input(x, outputs);
+      for (size_t i = 0; i < std::size(types); ++i) {
+        gpu()->matmul(weights[i], x, alone[i].view);
+        EXPECT_EQ(download_f32(fused[i].view), download_f32(alone[i].view))
+            << tensor::dtype_name(types[i]) << " output " << i << ", " << n_tokens << " tokens, x on "
+            << (x_on_host ? "host" : "device");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lumen::backend::testing
