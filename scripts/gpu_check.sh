@@ -45,6 +45,10 @@
 #   profile  one decode step of a synthetic model (GPU_CHECK_PROFILE, default "llama-1b:Q4_0
 #          llama-1b:BF16") under Nsight Compute: each kernel's device time and DRAM bytes read,
 #          summed per kernel by scripts/ncu_summary.py (the bench's host-side breakdown beside it);
+#   peer   llama.cpp's CUDA llama-bench (packed by prepare when LLAMA_BENCH_CUDA names it: build it
+#          outside the repository with -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+#          -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF) on bench's models, pp512 and tg128 at depths 0 and 512, 3
+#          repetitions, every layer on the GPU; run it in the same call as bench;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
 #   all    tests, models, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
@@ -114,6 +118,11 @@ pack_bundle() {
   root=$(mktemp -d) || return 1
   mkdir -p "$root/bin" "$root/libexec" "$root/lib" "$root/cuda-lib"
   local binaries=("${CARRIED[@]/#/build/cuda/}")
+  # The peer: llama.cpp's llama-bench built with CUDA by hand, outside the repository.
+  if [ -n "${LLAMA_BENCH_CUDA:-}" ]; then
+    [ -x "$LLAMA_BENCH_CUDA" ] || { log "LLAMA_BENCH_CUDA=$LLAMA_BENCH_CUDA is not an executable"; return 1; }
+    binaries+=("$LLAMA_BENCH_CUDA")
+  fi
   for path in "${binaries[@]}"; do
     name=$(basename "$path")
     cp "$path" "$root/libexec/" && strip "$root/libexec/$name" || return 1
@@ -427,6 +436,29 @@ run_models() {
   done
 }
 
+# The peer on the files bench times: one JSON object per llama-bench test, tagged "peer".
+run_peer() {
+  [ -x "$BIN/llama-bench" ] || { log "no llama-bench in the bundle (prepare with LLAMA_BENCH_CUDA=...)"; return 1; }
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file
+  for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0}; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/$preset-$type.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
+      { log "synth $spec failed"; continue; }
+    # Depth 512 too: bench decodes after a 512-token prompt, so tg128 at depth 512 is its match.
+    "$BIN/llama-bench" -m "$file" -p 512 -n 128 -d 0,512 -r 3 -ngl 99 -o jsonl 2> "$WORK/peer-$preset-$type.err" |
+      python3 -c 'import json, sys
+for line in sys.stdin:
+    if line.strip():
+        d = json.loads(line)
+        print(json.dumps({"peer": "llama.cpp", "model": sys.argv[1], "n_prompt": d.get("n_prompt"),
+                          "n_gen": d.get("n_gen"), "n_depth": d.get("n_depth"), "tokens_per_s": d.get("avg_ts"),
+                          "stddev": d.get("stddev_ts"), "build": d.get("build_commit"),
+                          "flash_attn": d.get("flash_attn")}))' "$file" | tee -a "$RESULTS"
+    tail -n 3 "$WORK/peer-$preset-$type.err" >&2
+  done
+}
+
 # One decode step under Nsight Compute (a 64-token prompt, 16 steps first): per-kernel device time
 # and DRAM bytes, then the same bench without the profiler for its host-side breakdown.
 run_profile() {
@@ -474,7 +506,7 @@ run_sanitize() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|bench|profile|sanitize|all)
+  tests|types|models|bench|profile|peer|sanitize|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -484,10 +516,11 @@ case "$MODE" in
         bench) run_bench ;;
         sanitize) run_sanitize ;;
         profile) run_profile ;;
+        peer) run_peer ;;
         models) run_models ;;
         all) run_tests; run_models; run_types; run_bench ;;
         *) log "unknown mode $mode"; exit 2 ;;
       esac
     done ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|profile|sanitize|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|profile|peer|sanitize|all ...]" >&2; exit 2 ;;
 esac

@@ -183,18 +183,31 @@ bool preset_has(const Preset& p, Presence presence) {
 
 // Every tensor the preset's architecture declares, in its declared order (a run of per-layer
 // tensors once per layer), so the file reads like one llama.cpp's converter writes.
-std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType type, SynthReport& report) {
+// llama.cpp's Q4_K_M recipe (its use_more_bits rule): the first and last eighth of the layers
+// and every third one between get Q6_K for attn_v and ffn_down; the output matrix gets Q6_K.
+DType q4_k_m_type(const std::string& name, uint64_t layer, uint64_t n_layers) {
+  if (name == "output.weight") return DType::Q6_K;
+  const bool v_or_down = name.find(".attn_v.") != std::string::npos || name.find(".ffn_down.") != std::string::npos;
+  if (!v_or_down) return DType::Q4_K;
+  const uint64_t eighth = n_layers / 8;
+  const bool more_bits = layer < eighth || layer >= 7 * n_layers / 8 || (layer - eighth) % 3 == 2;
+  return more_bits ? DType::Q6_K : DType::Q4_K;
+}
+
+std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType type, bool q4_k_m,
+                                     SynthReport& report) {
   const Architecture* arch = find_architecture(p.architecture);
   if (arch == nullptr) fail("preset '{}' names unknown architecture '{}'", p.name, p.architecture);
   std::vector<TensorPlan> plans;
-  auto plan = [&](const TensorSpec& spec, const std::string& name) {
+  auto plan = [&](const TensorSpec& spec, const std::string& name, uint64_t layer) {
     std::vector<int64_t> dims = spec.dims(hp);
     switch (spec.role) {
       case TensorRole::Matrix: {
-        DType chosen = compatible_type(type, dims[0]);
-        if (chosen != type) {
+        const DType wanted = q4_k_m ? q4_k_m_type(name, layer, hp.block_count) : type;
+        DType chosen = compatible_type(wanted, dims[0]);
+        if (chosen != wanted) {
           report.substitutions.push_back(fmt::format("{}: {} rows of {} are not whole blocks, using {}", name,
-                                                     tensor::dtype_name(type), dims[0], tensor::dtype_name(chosen)));
+                                                     tensor::dtype_name(wanted), dims[0], tensor::dtype_name(chosen)));
         }
         plans.push_back(
             {name, chosen, std::move(dims), Init::Normal, {}, is_query_or_key(spec) ? p.qk_init_scale : 1.0});
@@ -214,7 +227,7 @@ std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType t
   const std::vector<TensorSpec>& specs = arch->tensors;
   for (size_t i = 0; i < specs.size();) {
     if (!specs[i].per_layer()) {
-      if (preset_has(p, specs[i].presence)) plan(specs[i], specs[i].file_name(0));
+      if (preset_has(p, specs[i].presence)) plan(specs[i], specs[i].file_name(0), 0);
       ++i;
       continue;
     }
@@ -223,7 +236,7 @@ std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType t
     for (uint64_t layer = 0; layer < hp.block_count; ++layer) {
       for (size_t j = i; j < run_end; ++j) {
         if (preset_has(p, specs[j].presence) && specs[j].declared_for(hp, layer)) {
-          plan(specs[j], specs[j].file_name(layer));
+          plan(specs[j], specs[j].file_name(layer), layer);
         }
       }
     }
@@ -355,7 +368,9 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
 
   unsigned threads = options.threads != 0 ? options.threads
                                           : std::max(1u, std::thread::hardware_concurrency());
-  auto plans = plan_tensors(*preset, preset_hparams(*preset, layers, report.vocab_size), options.type, report);
+  if (options.q4_k_m && options.type != DType::Q4_K) fail("the Q4_K_M mixture is made of Q4_K and Q6_K: type must be Q4_K");
+  auto plans = plan_tensors(*preset, preset_hparams(*preset, layers, report.vocab_size), options.type,
+                            options.q4_k_m, report);
   for (uint64_t i = 0; i < plans.size(); ++i) {
     const TensorPlan& plan = plans[i];
     writer.add_tensor(plan.name, plan.type, plan.dims,

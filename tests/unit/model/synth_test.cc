@@ -4,6 +4,8 @@
 
 #include "lumen_testdata.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -135,6 +137,30 @@ TEST(Synth, KQuantFallsBackWhereRowsAreNotSuperBlocks) {
   EXPECT_EQ(file.tensor("blk.0.ffn_down.weight").type, tensor::DType::Q4_K);  // 1536 = 6 x 256
   EXPECT_EQ(file.tensor("blk.0.attn_q.weight").type, tensor::DType::Q5_0);    // 576 is not
   EXPECT_FALSE(report.substitutions.empty());
+  std::remove(path.c_str());
+}
+
+// llama.cpp's Q4_K_M recipe on 4 layers (its use_more_bits: the first eighth, none here; layers
+// from 7/8 of the depth on, 3; every third from the first eighth, 2): Q6_K for attn_v and
+// ffn_down in layers 2 and 3, Q4_K elsewhere.
+TEST(Synth, Q4KMMixesQ6KWhereLlamaCppDoes) {
+  LUMEN_REQUIRE_TESTDATA();
+  std::string path = temp_path("lumen_synth_q4km.gguf");
+  SynthOptions options{"llama3-mini", tensor::DType::Q4_K, kVocab, 1, 4, 2};
+  options.q4_k_m = true;
+  write_synthetic_model(options, path);
+  gguf::GgufFile file = gguf::GgufFile::open(path);
+  for (uint64_t layer = 0; layer < 4; ++layer) {
+    const tensor::DType want = layer >= 2 ? tensor::DType::Q6_K : tensor::DType::Q4_K;
+    EXPECT_EQ(file.tensor(fmt::format("blk.{}.attn_v.weight", layer)).type, want) << layer;
+    EXPECT_EQ(file.tensor(fmt::format("blk.{}.ffn_down.weight", layer)).type, want) << layer;
+    EXPECT_EQ(file.tensor(fmt::format("blk.{}.attn_q.weight", layer)).type, tensor::DType::Q4_K) << layer;
+  }
+  if (file.find_tensor("output.weight") != nullptr) {
+    EXPECT_EQ(file.tensor("output.weight").type, tensor::DType::Q6_K);
+  }
+  options.type = tensor::DType::Q8_0;  // the mixture is Q4_K's
+  EXPECT_THROW(write_synthetic_model(options, path), Error);
   std::remove(path.c_str());
 }
 
