@@ -45,16 +45,18 @@
 #   profile  one decode step of a synthetic model (GPU_CHECK_PROFILE, default "llama-1b:Q4_0
 #          llama-1b:BF16") under Nsight Compute: each kernel's device time and DRAM bytes read,
 #          summed per kernel by scripts/ncu_summary.py (the bench's host-side breakdown beside it);
-#   peer   llama.cpp's CUDA llama-bench (packed by prepare when LLAMA_BENCH_CUDA names it: build it
-#          outside the repository with -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
-#          -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF) on bench's models, pp512 and tg128 at depths 0 and 512, 3
-#          repetitions, every layer on the GPU; run it in the same call as bench;
+#   peer   llama.cpp's CUDA llama-bench on bench's models: pp512 and tg128 at depths 0 and 512,
+#          3 repetitions, every layer on the GPU; run it in the same call as bench. prepare packs
+#          it when LLAMA_BENCH_CUDA names it (built outside the repository with -DGGML_CUDA=ON
+#          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF);
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
 #   all    tests, models, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
 # Results: one JSON object per line in $OUT/gpu_check.json (the device tool's $OUT) or
-# /tmp/lumen-gpu/gpu_check.json, and on stdout. Without .gpu/lumen-gpu.tar.xz the script builds
-# from source instead (build/gpu), which needs the -dev packages of scripts/setup.sh.
+# /tmp/lumen-gpu/gpu_check.json, and on stdout; every log, profile and the JSON in one archive,
+# $OUT/gpu_logs.tgz (the device tool brings back at most 8 files). Without .gpu/lumen-gpu.tar.xz
+# the script builds from source instead (build/gpu), which needs the -dev packages of
+# scripts/setup.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 [ $# -eq 0 ] && set -- all
@@ -317,19 +319,17 @@ run_tests() {
   local start=$SECONDS
   "$BIN/unit_backend_cuda" --gtest_brief=1 2>&1 | tee "$WORK/unit_backend_cuda.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unit_backend_cuda "$WORK/unit_backend_cuda.log" $((SECONDS - start))
-  [ -n "${OUT:-}" ] && cp "$WORK/unit_backend_cuda.log" "$OUT/" 2>/dev/null
   # The conformance table's CUDA rows (every op and type against the scalar references).
   start=$SECONDS
   "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' 2>&1 |
     tee "$WORK/backend_conformance_cuda.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda "$WORK/backend_conformance_cuda.log" $((SECONDS - start))
-  [ -n "${OUT:-}" ] && cp "$WORK/backend_conformance_cuda.log" "$OUT/" 2>/dev/null
-  # The matmul rows again on the streaming GEMV kernels (off by default until checked here).
+  # The matmul rows again on the streaming GEMV kernels for every type (the default streams
+  # float weights only).
   start=$SECONDS
   LUMEN_CUDA_GEMV=stream "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_matmul*' 2>&1 |
     tee "$WORK/backend_conformance_cuda_stream.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda_stream "$WORK/backend_conformance_cuda_stream.log" $((SECONDS - start))
-  [ -n "${OUT:-}" ] && cp "$WORK/backend_conformance_cuda_stream.log" "$OUT/" 2>/dev/null
 
   local model="$WORK/$MODEL_NAME"
   if [ ! -f "$model" ] && [ -f "$WORK/model.part-00" ] && [ -f "$WORK/model.part-01" ]; then
@@ -343,12 +343,10 @@ run_tests() {
     start=$SECONDS
     LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 | tee "$WORK/cuda_model_tests.log"
     gtest_summary greedy_cuda_vs_cpu "$WORK/cuda_model_tests.log" $((SECONDS - start))
-    [ -n "${OUT:-}" ] && cp "$WORK/cuda_model_tests.log" "$OUT/" 2>/dev/null
     start=$SECONDS
     LUMEN_CUDA_GEMV=stream LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 |
       tee "$WORK/cuda_model_tests_stream.log"
     gtest_summary greedy_cuda_vs_cpu_stream "$WORK/cuda_model_tests_stream.log" $((SECONDS - start))
-    [ -n "${OUT:-}" ] && cp "$WORK/cuda_model_tests_stream.log" "$OUT/" 2>/dev/null
   else
     log "no default model (carry .gpu-model and .gpu-model2 first, see the top of this script): greedy test skipped"
   fi
@@ -397,7 +395,6 @@ run_types() {
       > "$WORK/$name.log" 2>&1
     grep -E 'Failure|error|expected' "$WORK/$name.log" | head -n 5 >&2
     gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
-    [ -n "${OUT:-}" ] && cp "$WORK/$name.log" "$OUT/" 2>/dev/null
   done
 }
 
@@ -421,7 +418,6 @@ run_models() {
       --gtest_filter='CudaGreedy.EachOpMatchesCpu:CudaGreedy.DefaultOptionsAgreeWithCpu' > "$WORK/$name.log" 2>&1
     grep -E 'Failure|error|expected' "$WORK/$name.log" | head -n 5 >&2
     gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
-    [ -n "${OUT:-}" ] && cp "$WORK/$name.log" "$OUT/" 2>/dev/null
   done
   for preset in deepseek2-lite-mini mamba2-mini; do
     file="$WORK/models-$preset-Q8_0.gguf"
@@ -498,7 +494,6 @@ run_sanitize() {
         "$cs" --tool "$tool" --print-limit 50 "$LIBEXEC/$binary" --gtest_brief=1 > "$log" 2>&1
       errors=$(grep -oE '(ERROR SUMMARY: [0-9]+|\(([0-9]+) errors)' "$log" | grep -oE '[0-9]+' | head -n1)
       echo "{\"check\": \"$tool $binary\", \"errors\": ${errors:-null}}" | tee -a "$RESULTS"
-      [ -n "${OUT:-}" ] && cp "$log" "$OUT/" 2>/dev/null
     done
   done
 }
@@ -521,6 +516,9 @@ case "$MODE" in
         all) run_tests; run_models; run_types; run_bench ;;
         *) log "unknown mode $mode"; exit 2 ;;
       esac
-    done ;;
+    done
+    if [ -n "${OUT:-}" ]; then
+      (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
+    fi ;;
   *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|profile|peer|sanitize|all ...]" >&2; exit 2 ;;
 esac
