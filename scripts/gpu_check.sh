@@ -49,6 +49,9 @@
 #          3 repetitions, every layer on the GPU; run it in the same call as bench. prepare packs
 #          it when LLAMA_BENCH_CUDA names it (built outside the repository with -DGGML_CUDA=ON
 #          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF);
+#   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming) per weight type
+#          (GPU_CHECK_GEMV_TYPES, default "Q4_0,Q4_K,Q6_K,Q8_0,BF16") on the 1B and 8B decode
+#          shapes, beside a device-to-device copy's bandwidth measured in the same run;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
 #   all    tests, models, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
@@ -68,7 +71,8 @@ MODEL_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 # Paths under build/cuda of what is carried.
 CARRIED=(tests/unit/backend_cuda/unit_backend_cuda tests/unit/backend_cuda/cuda_model_tests
          tests/unit/backend_conformance/unit_backend_conformance
-         tests/unit/backend_cuda/lumen_cuda_decode_bench src/cli/lumen)
+         tests/unit/backend_cuda/lumen_cuda_decode_bench tests/unit/backend_cuda/lumen_cuda_gemv_bench
+         src/cli/lumen)
 # Sonames a GPU machine provides, so never carried: glibc's, the C++ runtime, and CUDA's driver,
 # cuBLAS and NCCL (which must match the machine's driver, or are too big to carry).
 SYSTEM_LIBS='^(linux-vdso|ld-linux-x86-64|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl|libnsl|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libnccl|libnvidia-[a-z-]+)\.so'
@@ -87,7 +91,7 @@ prepare() {
   cmake -S . -B build/cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=ON \
     -DCMAKE_CUDA_COMPILER="$nvcc" "${launcher[@]}" >/dev/null || exit 1
   cmake --build build/cuda -j"${LUMEN_JOBS:-2}" --target unit_backend_cuda unit_backend_conformance \
-    cuda_model_tests lumen_cuda_decode_bench lumen || exit 1
+    cuda_model_tests lumen_cuda_decode_bench lumen_cuda_gemv_bench lumen || exit 1
   rm -rf "$STAGE" .gpu-model .gpu-model2
   mkdir -p "$STAGE" .gpu-model .gpu-model2
   local model="${LUMEN_CACHE:-$HOME/.cache/lumen/models}/$MODEL_NAME"
@@ -295,12 +299,12 @@ build_here() {
   cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES="${LUMEN_CUDA_ARCHS:-90}" >/dev/null || { log "configure failed"; exit 1; }
   cmake --build build/gpu -j"$(nproc)" --target unit_backend_cuda unit_backend_conformance cuda_model_tests \
-    lumen_cuda_decode_bench lumen || { log "build failed"; exit 1; }
+    lumen_cuda_decode_bench lumen_cuda_gemv_bench lumen || { log "build failed"; exit 1; }
   BIN="$PWD/build/gpu/bin-links"
   BUNDLE="$PWD/build/gpu"
   LIBEXEC="$BIN"
   mkdir -p "$BIN"
-  ln -sf "$PWD"/build/gpu/tests/unit/backend_cuda/{unit_backend_cuda,cuda_model_tests,lumen_cuda_decode_bench} "$BIN/"
+  ln -sf "$PWD"/build/gpu/tests/unit/backend_cuda/{unit_backend_cuda,cuda_model_tests,lumen_cuda_decode_bench,lumen_cuda_gemv_bench} "$BIN/"
   ln -sf "$PWD/build/gpu/tests/unit/backend_conformance/unit_backend_conformance" "$PWD/build/gpu/src/cli/lumen" "$BIN/"
 }
 
@@ -432,6 +436,10 @@ run_models() {
   done
 }
 
+run_gemv() {
+  "$BIN/lumen_cuda_gemv_bench" "${GPU_CHECK_GEMV_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0,BF16}" | tee -a "$RESULTS"
+}
+
 # The peer on the files bench times: one JSON object per llama-bench test, tagged "peer".
 run_peer() {
   [ -x "$BIN/llama-bench" ] || { log "no llama-bench in the bundle (prepare with LLAMA_BENCH_CUDA=...)"; return 1; }
@@ -501,7 +509,7 @@ run_sanitize() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|bench|profile|peer|sanitize|all)
+  tests|types|models|bench|profile|peer|gemv|sanitize|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -512,6 +520,7 @@ case "$MODE" in
         sanitize) run_sanitize ;;
         profile) run_profile ;;
         peer) run_peer ;;
+        gemv) run_gemv ;;
         models) run_models ;;
         all) run_tests; run_models; run_types; run_bench ;;
         *) log "unknown mode $mode"; exit 2 ;;
@@ -520,5 +529,5 @@ case "$MODE" in
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|profile|peer|sanitize|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|profile|peer|gemv|sanitize|all ...]" >&2; exit 2 ;;
 esac
