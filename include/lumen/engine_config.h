@@ -131,7 +131,7 @@ struct EngineConfig {
   // not name its own (SamplingParams::kv_eviction). Not with a shift or StreamingLLM, nor with
   // speculative decoding, tensor or pipeline parallelism, a compressed KV cache type, or
   // sliding-window layers that keep only their window.
-  KvImportance kv_importance;
+  KvImportance kv_importance = {};  // "= {}": designated initializers may leave it out (-Wextra)
   double kv_cache_ram_fraction = 0.25;
   // On a device backend (CUDA) without kv_cache_bytes: the share of the device memory still free
   // once the weights are loaded that the KV cache takes.

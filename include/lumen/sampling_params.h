@@ -34,11 +34,11 @@ namespace lumen {
 // token is allowed only where the text is complete). A text cut short by max_tokens or a stop
 // string is a prefix of one.
 struct StructuredOutputs {
-  std::optional<std::string> json;                 // a JSON Schema (the schema's JSON text)
+  std::optional<std::string> json = {};            // a JSON Schema (the schema's JSON text)
   bool json_object = false;                        // any JSON object (response_format json_object)
-  std::optional<std::string> regex;                // the whole output matches it
-  std::optional<std::vector<std::string>> choice;  // exactly one of these strings
-  std::optional<std::string> grammar;              // GBNF (llama.cpp's notation)
+  std::optional<std::string> regex = {};           // the whole output matches it
+  std::optional<std::vector<std::string>> choice = {};  // exactly one of these strings
+  std::optional<std::string> grammar = {};         // GBNF (llama.cpp's notation)
   // JSON (json, json_object): true, the default, writes it compact, with no whitespace between
   // tokens (OpenAI's output; vLLM's disable_any_whitespace); false allows a bounded amount
   // between tokens, as llama.cpp's converter does. Either way the output ends where the root
