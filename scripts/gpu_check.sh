@@ -49,12 +49,14 @@
 #          3 repetitions, every layer on the GPU; run it in the same call as bench. prepare packs
 #          it when LLAMA_BENCH_CUDA names it (built outside the repository with -DGGML_CUDA=ON
 #          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF);
+#   engine the engine's model tests on CUDA (cuda_engine_tests: batched vs alone, chunked prefill,
+#          preemption, prefix cache, context shift, fairness, faults; needs the default model);
 #   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming) per weight type
 #          (GPU_CHECK_GEMV_TYPES, default "Q4_0,Q4_K,Q6_K,Q8_0,BF16") on the 1B and 8B decode
 #          shapes, beside a device-to-device copy's bandwidth measured in the same run;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
-#   all    tests, models, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
+#   all    tests, engine, models, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
 # Results: one JSON object per line in $OUT/gpu_check.json (the device tool's $OUT) or
 # /tmp/lumen-gpu/gpu_check.json, and on stdout; every log, profile and the JSON in one archive,
 # $OUT/gpu_logs.tgz (the device tool brings back at most 8 files). Without .gpu/lumen-gpu.tar.xz
@@ -72,7 +74,7 @@ MODEL_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 CARRIED=(tests/unit/backend_cuda/unit_backend_cuda tests/unit/backend_cuda/cuda_model_tests
          tests/unit/backend_conformance/unit_backend_conformance
          tests/unit/backend_cuda/lumen_cuda_decode_bench tests/unit/backend_cuda/lumen_cuda_gemv_bench
-         src/cli/lumen)
+         tests/model/cuda_engine_tests src/cli/lumen)
 # Sonames a GPU machine provides, so never carried: glibc's, the C++ runtime, and CUDA's driver,
 # cuBLAS and NCCL (which must match the machine's driver, or are too big to carry).
 SYSTEM_LIBS='^(linux-vdso|ld-linux-x86-64|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl|libnsl|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libnccl|libnvidia-[a-z-]+)\.so'
@@ -91,7 +93,7 @@ prepare() {
   cmake -S . -B build/cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=ON \
     -DCMAKE_CUDA_COMPILER="$nvcc" "${launcher[@]}" >/dev/null || exit 1
   cmake --build build/cuda -j"${LUMEN_JOBS:-2}" --target unit_backend_cuda unit_backend_conformance \
-    cuda_model_tests lumen_cuda_decode_bench lumen_cuda_gemv_bench lumen || exit 1
+    cuda_model_tests lumen_cuda_decode_bench lumen_cuda_gemv_bench cuda_engine_tests lumen || exit 1
   rm -rf "$STAGE" .gpu-model .gpu-model2
   mkdir -p "$STAGE" .gpu-model .gpu-model2
   local model="${LUMEN_CACHE:-$HOME/.cache/lumen/models}/$MODEL_NAME"
@@ -299,13 +301,14 @@ build_here() {
   cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES="${LUMEN_CUDA_ARCHS:-90}" >/dev/null || { log "configure failed"; exit 1; }
   cmake --build build/gpu -j"$(nproc)" --target unit_backend_cuda unit_backend_conformance cuda_model_tests \
-    lumen_cuda_decode_bench lumen_cuda_gemv_bench lumen || { log "build failed"; exit 1; }
+    lumen_cuda_decode_bench lumen_cuda_gemv_bench cuda_engine_tests lumen || { log "build failed"; exit 1; }
   BIN="$PWD/build/gpu/bin-links"
   BUNDLE="$PWD/build/gpu"
   LIBEXEC="$BIN"
   mkdir -p "$BIN"
   ln -sf "$PWD"/build/gpu/tests/unit/backend_cuda/{unit_backend_cuda,cuda_model_tests,lumen_cuda_decode_bench,lumen_cuda_gemv_bench} "$BIN/"
-  ln -sf "$PWD/build/gpu/tests/unit/backend_conformance/unit_backend_conformance" "$PWD/build/gpu/src/cli/lumen" "$BIN/"
+  ln -sf "$PWD/build/gpu/tests/unit/backend_conformance/unit_backend_conformance" "$PWD/build/gpu/src/cli/lumen" \
+    "$PWD/build/gpu/tests/model/cuda_engine_tests" "$BIN/"
 }
 
 # Prints {"check": name, "passed": n, "failed": n, "skipped": n, "seconds": s} from a gtest log.
@@ -317,6 +320,32 @@ gtest_summary() {
   skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+' "$logfile" | grep -oE '[0-9]+$' || echo 0)
   echo "{\"check\": \"$name\", \"passed\": ${passed:-0}, \"failed\": ${failed:-0}, \"skipped\": ${skipped:-0}, \"seconds\": $seconds}" |
     tee -a "$RESULTS"
+}
+
+# The default model, from the two halves carried by the calls at the top of this script; prints its
+# path (a missing file when the halves are not there).
+default_model() {
+  local model="$WORK/$MODEL_NAME"
+  if [ ! -f "$model" ] && [ -f "$WORK/model.part-00" ] && [ -f "$WORK/model.part-01" ]; then
+    cat "$WORK/model.part-00" "$WORK/model.part-01" > "$model"
+    if [ -f "$BUNDLE/model.sha256" ] && [ "$(sha256sum "$model" | awk '{print $1}')" != "$(cat "$BUNDLE/model.sha256")" ]; then
+      log "the reassembled model's checksum is wrong"
+      rm -f "$model"
+    fi
+  fi
+  echo "$model"
+}
+
+# The engine's model tests (batched vs alone, chunked prefill, preemption, prefix cache, context
+# shift, fairness, faults) on CUDA, on the default model.
+run_engine() {
+  local model start
+  model=$(default_model)
+  [ -f "$model" ] || { log "no default model (carry .gpu-model and .gpu-model2 first): engine tests not run"; return 1; }
+  start=$SECONDS
+  LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests.log" 2>&1
+  grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests.log" | head -n 10 >&2
+  gtest_summary cuda_engine_tests "$WORK/cuda_engine_tests.log" $((SECONDS - start))
 }
 
 run_tests() {
@@ -335,14 +364,8 @@ run_tests() {
     tee "$WORK/backend_conformance_cuda_stream.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda_stream "$WORK/backend_conformance_cuda_stream.log" $((SECONDS - start))
 
-  local model="$WORK/$MODEL_NAME"
-  if [ ! -f "$model" ] && [ -f "$WORK/model.part-00" ] && [ -f "$WORK/model.part-01" ]; then
-    cat "$WORK/model.part-00" "$WORK/model.part-01" > "$model"
-    if [ -f "$BUNDLE/model.sha256" ] && [ "$(sha256sum "$model" | awk '{print $1}')" != "$(cat "$BUNDLE/model.sha256")" ]; then
-      log "the reassembled model's checksum is wrong"
-      rm -f "$model"
-    fi
-  fi
+  local model
+  model=$(default_model)
   if [ -f "$model" ]; then
     start=$SECONDS
     LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 | tee "$WORK/cuda_model_tests.log"
@@ -509,7 +532,7 @@ run_sanitize() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|bench|profile|peer|gemv|sanitize|all)
+  tests|types|models|bench|profile|peer|gemv|engine|sanitize|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -521,13 +544,14 @@ case "$MODE" in
         profile) run_profile ;;
         peer) run_peer ;;
         gemv) run_gemv ;;
+        engine) run_engine ;;
         models) run_models ;;
-        all) run_tests; run_models; run_types; run_bench ;;
+        all) run_tests; run_engine; run_models; run_types; run_bench ;;
         *) log "unknown mode $mode"; exit 2 ;;
       esac
     done
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|profile|peer|gemv|sanitize|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|profile|peer|gemv|engine|sanitize|all ...]" >&2; exit 2 ;;
 esac

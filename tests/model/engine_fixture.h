@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#if defined(LUMEN_ENGINE_TESTS_ON_CUDA)
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "default_model_path.h"
 #include "engine/single_sequence_forward.h"
 #include "engine/loaded_model.h"
@@ -37,16 +40,36 @@ struct Case {
   int64_t max_tokens;
 };
 
+// The backend the engine runs on: the CPU's, or, in the CUDA build of these tests
+// (cuda_engine_tests, scripts/gpu_check.sh engine), the GPU's with every matmul on the GEMV
+// kernels. Then a token's result does not depend on its batch or on how its prompt was chunked
+// (CudaMatmulInvariance, CudaAttention.EachTokenAloneGivesItsBatchRowExactly), which is what
+// these tests compare, exactly.
+inline backend::Backend* make_engine_test_backend() {
+#if defined(LUMEN_ENGINE_TESTS_ON_CUDA)
+  if (backend::cuda_device_count() == 0) return nullptr;
+  backend::CudaBackendOptions options;
+  options.max_gemv_tokens = int64_t{1} << 20;
+  return new backend::CudaBackend(0, options);
+#else
+  return new backend::CpuBackend(2);
+#endif
+}
+
 class EngineModelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ASSERT_TRUE(std::filesystem::exists(model_path())) << model_path() << " is missing";
-    backend_ = new backend::CpuBackend(2);
+    backend_ = make_engine_test_backend();
+    if (backend_ == nullptr) return;  // no CUDA device: SetUp skips every test
     model_ = new engine::LoadedModel(engine::LoadedModel::load(model_path(), *backend_));
     // Three copies of the text: room for prompts of a few hundred tokens at any offset.
     const std::string text = std::string(kText) + kText + kText;
     text_tokens_ = new std::vector<int32_t>(model_->tokenizer.encode(text));
     ASSERT_GT(text_tokens_->size(), 400u);
+  }
+  void SetUp() override {
+    if (backend_ == nullptr) GTEST_SKIP() << "no CUDA device";
   }
   // The loaded model as the public API's handle, for an Engine.
   static Model handle() { return engine::borrow_model(*model_, *backend_); }
@@ -122,7 +145,7 @@ class EngineModelTest : public ::testing::Test {
     return c;
   }
 
-  static inline backend::CpuBackend* backend_ = nullptr;
+  static inline backend::Backend* backend_ = nullptr;
   static inline engine::LoadedModel* model_ = nullptr;
   static inline std::vector<int32_t>* text_tokens_ = nullptr;
 };
