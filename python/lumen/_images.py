@@ -68,6 +68,14 @@ def _part_bytes(part: Mapping[str, Any]) -> bytes:
     raise _lumen.LumenError("an image_url must be a data: URL (give a local file as {'type': 'image', 'image': PATH})")
 
 
+def has_image_parts(messages: Any) -> bool:
+    """Whether any message's content holds an image part (AsyncEngine then encodes off the loop)."""
+    return isinstance(messages, (list, tuple)) and any(
+        isinstance(m, Mapping) and isinstance(m.get("content"), list)
+        and any(isinstance(p, Mapping) and p.get("type") in ("image_url", "image") for p in m["content"])
+        for m in messages)
+
+
 def split_images(messages: Sequence[Mapping[str, Any]]) -> Tuple[List[Mapping[str, Any]], List[bytes]]:
     """The messages with each image part replaced by {"type": "image"}, and the images' bytes in
     order. Messages without image parts come back as they were."""

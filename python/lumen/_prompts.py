@@ -47,20 +47,12 @@ def prompt_batch(engine: _lumen._Engine, prompts: Union[SinglePrompt, Sequence[S
     return [one_prompt(engine, p, parse_special) for p in prompts]
 
 
-def chat_prompt(engine: _lumen._Engine, messages: Sequence[ChatMessage], add_generation_prompt: bool,
-                chat_template_kwargs: Optional[Mapping[str, Any]]) -> Prompt:
-    """A conversation through the model's chat template (Model::chat_prompt, as `lumen chat` and
-    the server): the template's markers become control tokens, the messages' text never does."""
-    prompt, placed = chat_prompt_with_images(engine, messages, add_generation_prompt, chat_template_kwargs)
-    if placed is not None:
-        raise _lumen.LumenError("AsyncEngine.chat takes no images yet: use LLM.chat for image parts")
-    return prompt
-
-
 def chat_prompt_with_images(engine: _lumen._Engine, messages: Sequence[ChatMessage], add_generation_prompt: bool,
                             chat_template_kwargs: Optional[Mapping[str, Any]]
                             ) -> Tuple[Prompt, Optional[_lumen._PlacedImages]]:
-    """chat_prompt, and the conversation's images (_images.py) encoded and placed where the
+    """A conversation through the model's chat template (Model::chat_prompt, as `lumen chat` and
+    the server): the template's markers become control tokens, the messages' text never does. And
+    the conversation's images (_images.py) encoded and placed where the
     template wrote their markers (None when it has none). The prompt's text is the template's,
     one marker per image; its token ids are what the model sees, each image's positions included."""
     if not isinstance(messages, (list, tuple)) or not all(isinstance(m, Mapping) for m in messages):

@@ -214,11 +214,13 @@ void bind_engine(nb::module_& m) {
           "Encodes the image files and expands the prompt's image markers for them: (token ids, placed images).")
       .def(
           "submit",
-          [](EngineCore& core, std::vector<int32_t> prompt, const SamplingParams& params) {
+          [](EngineCore& core, std::vector<int32_t> prompt, const SamplingParams& params, nb::handle images) {
+            std::vector<PromptImage> placed;
+            if (!images.is_none()) placed = nb::cast<const PlacedImages&>(images).images;
             nb::gil_scoped_release release;
-            return core.submit(std::move(prompt), params);
+            return core.submit(std::move(prompt), params, std::move(placed));
           },
-          "prompt"_a, "params"_a)
+          "prompt"_a, "params"_a, "images"_a = nb::none())
       .def(
           "abort", [](EngineCore& core, uint64_t id) { core.engine().abort(id); }, "request_id"_a)
       .def(

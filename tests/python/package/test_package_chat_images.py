@@ -2,7 +2,8 @@
 scripts/vlm_tiny_mmproj.py; its logits are held to transformers' in unit_vlm). The greedy reply is
 what `lumen run --image` gives for the rendered prompt (the CLI places the image from the raw
 prompt's marker, a path of its own); a data: URL, bytes and a path are the same image; a batch
-replies as each conversation alone; bad images are LumenErrors that leave the LLM as it was."""
+replies as each conversation alone; bad images are LumenErrors that leave the LLM as it was;
+AsyncEngine.chat streams the same replies."""
 import base64
 import struct
 import subprocess
@@ -121,18 +122,27 @@ def test_images_need_a_projector_and_a_user_message(files, vlm):
         vlm.chat(ask({"type": "image", "image": IMAGE}) * 9, greedy(1))
 
 
-def test_async_engine_chat_says_it_takes_no_images_yet(files):
+def test_async_engine_chat_streams_the_same_image_reply(files, vlm):
     import asyncio
     text, projector = files
+    [want] = vlm.chat(ask(url_part(IMAGE)), greedy(8))
     engine = lumen.AsyncEngine(model=text, mmproj=projector, **OPTIONS)
 
-    async def first():
-        async for out in engine.chat(ask(url_part(IMAGE)), greedy(1)):
-            return out
+    async def last(messages):
+        out = None
+        async for out in engine.chat(messages, greedy(8)):
+            pass
+        return out
+
+    async def both():
+        # Two at once: the images are encoded off the loop, and the streams share the engine.
+        return await asyncio.gather(last(ask(url_part(IMAGE))), last(ask(url_part(OTHER))))
 
     try:
-        with pytest.raises(lumen.LumenError, match="AsyncEngine.chat takes no images yet"):
-            asyncio.run(first())
+        got, other = asyncio.run(both())
+        assert got.outputs[0].text == want.outputs[0].text and got.prompt_token_ids == want.prompt_token_ids
+        assert other.outputs[0].text == vlm.chat(ask(url_part(OTHER)), greedy(8))[0].outputs[0].text
+        with pytest.raises(lumen.LumenError, match="65535 x 65535"):
+            asyncio.run(last(ask({"type": "image", "image": huge_png()})))
     finally:
-        if hasattr(engine, "shutdown"):
-            engine.shutdown()
+        engine.shutdown()
