@@ -6,6 +6,7 @@ import json
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lumen
+from ._images import split_images
 
 # vLLM's prompt forms: text, token ids, {"prompt": text} or {"prompt_token_ids": ids}.
 SinglePrompt = Union[str, Sequence[int], Mapping[str, Any]]
@@ -46,16 +47,25 @@ def prompt_batch(engine: _lumen._Engine, prompts: Union[SinglePrompt, Sequence[S
     return [one_prompt(engine, p, parse_special) for p in prompts]
 
 
-def chat_prompt(engine: _lumen._Engine, messages: Sequence[ChatMessage], add_generation_prompt: bool,
-                chat_template_kwargs: Optional[Mapping[str, Any]]) -> Prompt:
+def chat_prompt_with_images(engine: _lumen._Engine, messages: Sequence[ChatMessage], add_generation_prompt: bool,
+                            chat_template_kwargs: Optional[Mapping[str, Any]]
+                            ) -> Tuple[Prompt, Optional[_lumen._PlacedImages]]:
     """A conversation through the model's chat template (Model::chat_prompt, as `lumen chat` and
-    the server): the template's markers become control tokens, the messages' text never does."""
+    the server): the template's markers become control tokens, the messages' text never does. And
+    the conversation's images (_images.py) encoded and placed where the
+    template wrote their markers (None when it has none). The prompt's text is the template's,
+    one marker per image; its token ids are what the model sees, each image's positions included."""
     if not isinstance(messages, (list, tuple)) or not all(isinstance(m, Mapping) for m in messages):
         raise TypeError("messages must be a list of {'role': ..., 'content': ...} dicts")
+    template_messages, images = split_images(messages)
     extra = dict(chat_template_kwargs or {})
-    ids = engine.chat_prompt(json.dumps(list(messages), ensure_ascii=False), add_generation_prompt,
+    ids = engine.chat_prompt(json.dumps(list(template_messages), ensure_ascii=False), add_generation_prompt,
                              json.dumps(extra, ensure_ascii=False))
-    return engine.detokenize(ids, False), ids
+    text = engine.detokenize(ids, False)
+    if not images:
+        return (text, ids), None
+    ids, placed = engine.place_images(ids, images)
+    return (text, ids), placed
 
 
 def is_conversation_batch(messages: Any) -> bool:

@@ -17,7 +17,8 @@ from contextlib import aclosing
 from typing import Any, AsyncGenerator, AsyncIterator, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _lumen
-from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt, one_prompt, prompt_batch
+from ._images import has_image_parts
+from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt_with_images, one_prompt, prompt_batch
 from .llm import load_engine
 from .outputs import CompletionOutput, Decode, EmbeddingOutput, EmbeddingRequestOutput, PromptLogprobs, RequestOutput, \
     prompt_logprobs_of, sample_logprobs
@@ -154,9 +155,16 @@ class AsyncEngine:
     async def chat(self, messages: Sequence[ChatMessage], sampling_params: Optional[SamplingParams] = None,
                    request_id: Optional[str] = None, *, add_generation_prompt: bool = True,
                    chat_template_kwargs: Optional[Mapping[str, Any]] = None) -> AsyncIterator[RequestOutput]:
-        """Streams the reply to a conversation, rendered as LLM.chat renders it."""
-        prompt = chat_prompt(self._engine, messages, add_generation_prompt, chat_template_kwargs)
-        async with aclosing(self._stream(prompt, sampling_params, request_id)) as stream:
+        """Streams the reply to a conversation, rendered as LLM.chat renders it, image parts
+        included (with mmproj=...: see LLM.chat); the images are decoded and encoded on a worker
+        thread, so the event loop goes on meanwhile."""
+        if has_image_parts(messages):
+            prompt, placed = await asyncio.get_running_loop().run_in_executor(
+                None, chat_prompt_with_images, self._engine, messages, add_generation_prompt, chat_template_kwargs)
+        else:
+            prompt, placed = chat_prompt_with_images(self._engine, messages, add_generation_prompt,
+                                                     chat_template_kwargs)
+        async with aclosing(self._stream(prompt, sampling_params, request_id, placed)) as stream:
             async for out in stream:
                 yield out
 
@@ -209,7 +217,8 @@ class AsyncEngine:
         self.shutdown()
 
     async def _stream(self, prompt: Prompt, sampling_params: Optional[SamplingParams],
-                      request_id: Optional[str]) -> AsyncGenerator[RequestOutput, None]:
+                      request_id: Optional[str],
+                      images: Optional[_lumen._PlacedImages] = None) -> AsyncGenerator[RequestOutput, None]:
         if self._closed.is_set():
             raise RuntimeError("the AsyncEngine was shut down")
         params = SamplingParams() if sampling_params is None else sampling_params
@@ -222,7 +231,7 @@ class AsyncEngine:
         with self._lock:
             if rid in self._streams:
                 raise ValueError(f"request id {rid!r} is already running")
-            stream.start(self._engine.submit(prompt[1], params))  # quick: the engine's inbox only
+            stream.start(self._engine.submit(prompt[1], params, images))  # quick: the engine's inbox only
             self._streams[rid] = stream
         finished = False
         try:

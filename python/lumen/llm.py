@@ -6,7 +6,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from . import _lumen
 from ._arguments import check_keywords
-from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt, is_conversation_batch, prompt_batch
+from ._prompts import ChatMessage, Prompt, SinglePrompt, chat_prompt_with_images, is_conversation_batch, prompt_batch
 from .outputs import EmbeddingOutput, EmbeddingRequestOutput, RequestOutput, completion_output, prompt_logprobs_of
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
@@ -16,7 +16,10 @@ def load_engine(owner: str, model: Union[str, "os.PathLike[str]"], engine_option
     """The engine for LLM and AsyncEngine: option names checked, and `model` resolved as `lumen
     run -m` resolves it (a path, or a catalog name such as "smollm2" in the cache)."""
     check_keywords(owner, engine_options, _lumen._ENGINE_OPTION_NAMES)
-    return _lumen._Engine(_lumen._resolve_model_path(os.fspath(model)), dict(engine_options))
+    options = dict(engine_options)
+    if isinstance(options.get("mmproj"), os.PathLike):
+        options["mmproj"] = os.fspath(options["mmproj"])
+    return _lumen._Engine(_lumen._resolve_model_path(os.fspath(model)), options)
 
 
 class LLM:
@@ -33,7 +36,8 @@ class LLM:
     preemption_mode ("recompute", "swap"), speculative_config (a dict, as the CLI's
     --speculative-config JSON), seed (requests without their own seed draw from seed, seed + 1,
     ...; -1: random), and Lumen's max_itl_ms, threads, device ("cpu", "cuda:N"), chat_template (a
-    built-in template's name). An unknown option raises UnknownArgumentError (a LumenError and a
+    built-in template's name), mmproj (a vision-language model's projector file, llama.cpp's mmproj
+    GGUF: chat() then takes image parts). An unknown option raises UnknownArgumentError (a LumenError and a
     TypeError) with the closest name; a wrong type raises TypeError; a bad value or a file Lumen
     cannot load raises ValueError (lumen.LumenError).
     """
@@ -68,11 +72,24 @@ class LLM:
         never control tokens. A role is one of system, developer, user, assistant and tool, as
         the server checks it (anything else raises LumenError naming it). chat_template_kwargs:
         extra template variables. Returns one RequestOutput per conversation (its prompt is the
-        rendered text)."""
+        rendered text).
+
+        With a projector (LLM(model, mmproj=...)) a user message's content may be a list of parts
+        holding images: OpenAI's {"type": "image_url", "image_url": {"url":
+        "data:image/png;base64,..."}} (PNG, JPEG, WebP, GIF; no remote URLs) or {"type": "image",
+        "image": bytes or a path}, with {"type": "text", "text": ...} parts; at most 8 images a
+        conversation, 20 MiB each. Each is decoded and encoded as `lumen serve` does (the same
+        limits; an image met before is not encoded again) and stands where the chat template puts
+        its marker; prompt_token_ids then hold each image's positions. A file the decoder refuses,
+        or images without a projector, raise LumenError naming it; nothing runs then."""
         conversations = messages if is_conversation_batch(messages) else [messages]
-        prompts = [chat_prompt(self._engine, c, add_generation_prompt, chat_template_kwargs)  # type: ignore[arg-type]
-                   for c in conversations]
-        return self._run(prompts, sampling_params)
+        prompts, images = [], []
+        for c in conversations:
+            prompt, placed = chat_prompt_with_images(self._engine, c, add_generation_prompt,  # type: ignore[arg-type]
+                                                     chat_template_kwargs)
+            prompts.append(prompt)
+            images.append(placed)
+        return self._run(prompts, sampling_params, images if any(p is not None for p in images) else None)
 
     def embed(self, prompts: Union[SinglePrompt, Sequence[SinglePrompt]]) -> List[EmbeddingRequestOutput]:
         """The embedding of every prompt, in order, from one batched run of the engine (as
@@ -89,7 +106,8 @@ class LLM:
                 for i, ((text, ids), vector) in enumerate(zip(batch, vectors))]
 
     def _run(self, prompts: List[Prompt],
-             sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]]) -> List[RequestOutput]:
+             sampling_params: Optional[Union[SamplingParams, Sequence[SamplingParams]]],
+             images: Optional[List[Optional[_lumen._PlacedImages]]] = None) -> List[RequestOutput]:
         if not prompts:
             return []
         params: Union[SamplingParams, List[SamplingParams]]
@@ -101,7 +119,7 @@ class LLM:
             params = list(sampling_params)
         else:
             raise TypeError("sampling_params must be a SamplingParams or a list of them")
-        results = self._engine.generate([ids for _, ids in prompts], params)
+        results = self._engine.generate([ids for _, ids in prompts], params, images or [])
         outputs = []
         for i, ((text, ids), completions) in enumerate(zip(prompts, results)):
             p = params[i] if isinstance(params, list) else params

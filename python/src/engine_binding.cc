@@ -66,6 +66,23 @@ std::vector<SamplingParams> params_per_prompt(nb::handle params, size_t prompts)
   return list;
 }
 
+// The images placed in one prompt (EngineCore::place_images), handed back to generate() with it:
+// Python holds them without seeing inside (the features stay in C++, shared, never copied).
+struct PlacedImages {
+  std::vector<PromptImage> images;
+};
+
+// generate()'s images argument: empty, or one entry per prompt (None: a prompt without images).
+std::vector<std::vector<PromptImage>> images_per_prompt(const nb::list& images, size_t prompts) {
+  if (images.size() == 0) return {};
+  if (images.size() != prompts) fail("{} image lists for {} prompts", images.size(), prompts);
+  std::vector<std::vector<PromptImage>> out;
+  for (nb::handle entry : images) {
+    out.push_back(entry.is_none() ? std::vector<PromptImage>{} : nb::cast<const PlacedImages&>(entry).images);
+  }
+  return out;
+}
+
 // Engine::embed's answer for AsyncEngine: its loop thread steps the engine and polls ready()
 // after each step, so no thread blocks on the vectors.
 struct PendingEmbedding {
@@ -75,6 +92,8 @@ struct PendingEmbedding {
 }  // namespace
 
 void bind_engine(nb::module_& m) {
+  nb::class_<PlacedImages>(m, "_PlacedImages", "Images placed in a prompt (internal: LLM.chat passes them on).")
+      .def("__len__", [](const PlacedImages& placed) { return placed.images.size(); });
   nb::class_<PendingEmbedding>(m, "_Embedding", "Queued embeddings (internal: AsyncEngine.embed awaits them).")
       .def("ready",
            [](const PendingEmbedding& p) {
@@ -180,12 +199,28 @@ void bind_engine(nb::module_& m) {
           "messages_json"_a, "add_generation_prompt"_a, "extra_context_json"_a,
           "A conversation (JSON text) as prompt tokens through the model's chat template.")
       .def(
-          "submit",
-          [](EngineCore& core, std::vector<int32_t> prompt, const SamplingParams& params) {
-            nb::gil_scoped_release release;
-            return core.submit(std::move(prompt), params);
+          "place_images",
+          [](EngineCore& core, std::vector<int32_t> prompt, const std::vector<nb::bytes>& files) {
+            std::vector<std::string> bytes;
+            for (const nb::bytes& file : files) bytes.emplace_back(file.c_str(), file.size());
+            PlacedImages placed;
+            {
+              nb::gil_scoped_release release;
+              placed.images = core.place_images(prompt, bytes);
+            }
+            return nb::make_tuple(nb::cast(prompt), nb::cast(std::move(placed)));
           },
-          "prompt"_a, "params"_a)
+          "prompt"_a, "files"_a,
+          "Encodes the image files and expands the prompt's image markers for them: (token ids, placed images).")
+      .def(
+          "submit",
+          [](EngineCore& core, std::vector<int32_t> prompt, const SamplingParams& params, nb::handle images) {
+            std::vector<PromptImage> placed;
+            if (!images.is_none()) placed = nb::cast<const PlacedImages&>(images).images;
+            nb::gil_scoped_release release;
+            return core.submit(std::move(prompt), params, std::move(placed));
+          },
+          "prompt"_a, "params"_a, "images"_a = nb::none())
       .def(
           "abort", [](EngineCore& core, uint64_t id) { core.engine().abort(id); }, "request_id"_a)
       .def(
@@ -217,21 +252,26 @@ void bind_engine(nb::module_& m) {
       .def("has_unfinished", [](EngineCore& core) { return core.engine().has_unfinished(); })
       .def(
           "generate",
-          [](EngineCore& core, const std::vector<std::vector<int32_t>>& prompts, nb::handle params) {
+          [](EngineCore& core, const std::vector<std::vector<int32_t>>& prompts, nb::handle params,
+             const nb::list& images) {
             const std::vector<SamplingParams> per_prompt = params_per_prompt(params, prompts.size());
+            const std::vector<std::vector<PromptImage>> placed = images_per_prompt(images, prompts.size());
             std::optional<std::vector<std::vector<GenerationResult>>> results;
             {
               nb::gil_scoped_release release;
               // Ctrl-C reaches Python only through PyErr_CheckSignals while the GIL is away.
-              results = core.generate(prompts, per_prompt, [] {
-                nb::gil_scoped_acquire acquire;
-                return PyErr_CheckSignals() != 0;
-              });
+              results = core.generate(
+                  prompts, per_prompt,
+                  [] {
+                    nb::gil_scoped_acquire acquire;
+                    return PyErr_CheckSignals() != 0;
+                  },
+                  placed);
             }
             if (!results) throw nb::python_error();  // the KeyboardInterrupt the check raised
             return *results;
           },
-          "prompts"_a, "params"_a)
+          "prompts"_a, "params"_a, "images"_a = nb::list())
       .def_prop_ro("max_model_len", [](EngineCore& core) { return core.engine().stats().max_model_len; })
       .def_prop_ro("vocab_size", [](const EngineCore& core) { return core.model().info().vocab_size; })
       .def_prop_ro("architecture", [](const EngineCore& core) { return core.model().info().architecture; });

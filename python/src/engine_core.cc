@@ -1,18 +1,37 @@
 #include "engine_core.h"
 
 #include <future>
+#include <span>
 #include <utility>
+
+#include "lumen/image_markers.h"
+#include "util/error.h"
 
 namespace lumen::python {
 
 EngineCore::EngineCore(const std::string& model_path, const EngineOptions& options)
     : model_(Model::load(model_path, options.model)), engine_(model_, options.engine), seed_(options.seed) {}
 
-std::vector<RequestHandle> EngineCore::submit(std::vector<int32_t> prompt, const SamplingParams& params) {
-  if (params.seed || !seed_) return engine_.add_request_n(std::move(prompt), params);
+std::vector<RequestHandle> EngineCore::submit(std::vector<int32_t> prompt, const SamplingParams& params,
+                                              std::vector<PromptImage> images) {
   SamplingParams seeded = params;
-  seeded.seed = *seed_ + seeded_requests_.fetch_add(1);
-  return engine_.add_request_n(std::move(prompt), seeded);
+  if (!params.seed && seed_) seeded.seed = *seed_ + seeded_requests_.fetch_add(1);
+  return engine_.add_request_n(std::move(prompt), seeded, 0, 0, 0, std::move(images));
+}
+
+std::vector<PromptImage> EngineCore::place_images(std::vector<int32_t>& prompt, const std::vector<std::string>& files) {
+  const std::shared_ptr<const ImageEncoder> encoder = model_.image_encoder();
+  if (!encoder) fail("this model has no vision encoder: load it with LLM(model, mmproj=PROJECTOR_GGUF)");
+  std::vector<Engine::ImageFeatures> encoded;
+  encoded.reserve(files.size());
+  for (const std::string& file : files) {
+    try {
+      encoded.push_back(engine_.encode_image(std::span(reinterpret_cast<const uint8_t*>(file.data()), file.size())));
+    } catch (const Error& e) {
+      fail("image {}: {}", encoded.size(), e.what());
+    }
+  }
+  return place_images_at_markers(model_, encoder->image_marker(), prompt, encoded);
 }
 
 void EngineCore::abort_all(const std::vector<std::vector<RequestHandle>>& requests) {
@@ -22,12 +41,14 @@ void EngineCore::abort_all(const std::vector<std::vector<RequestHandle>>& reques
 
 std::optional<std::vector<std::vector<GenerationResult>>> EngineCore::generate(
     const std::vector<std::vector<int32_t>>& prompts, const std::vector<SamplingParams>& params,
-    const std::function<bool()>& interrupted) {
+    const std::function<bool()>& interrupted, const std::vector<std::vector<PromptImage>>& images) {
   std::lock_guard lock(drive_);
   std::vector<std::vector<RequestHandle>> requests;
   requests.reserve(prompts.size());
   try {
-    for (size_t i = 0; i < prompts.size(); ++i) requests.push_back(submit(prompts[i], params[i]));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      requests.push_back(submit(prompts[i], params[i], images.empty() ? std::vector<PromptImage>{} : images[i]));
+    }
   } catch (...) {
     abort_all(requests);  // all or nothing: the prompts before the bad one do not run on
     throw;

@@ -24,18 +24,27 @@ class EngineCore {
   const Model& model() const { return model_; }
   Engine& engine() { return engine_; }
 
-  // Queues one request (params.n completions); a request without a seed gets the next engine
-  // seed when the engine has one. Throws lumen::Error for a bad prompt or parameters.
-  std::vector<RequestHandle> submit(std::vector<int32_t> prompt, const SamplingParams& params);
+  // Queues one request (params.n completions) with the images placed in its prompt (see
+  // place_images); a request without a seed gets the next engine seed when the engine has one.
+  // Throws lumen::Error for a bad prompt or parameters.
+  std::vector<RequestHandle> submit(std::vector<int32_t> prompt, const SamplingParams& params,
+                                    std::vector<PromptImage> images = {});
+
+  // Encodes each image file (Engine::encode_image: the bounded decode and the feature cache the
+  // server uses) and expands the image markers the chat template wrote in `prompt` for them
+  // (lumen/image_markers.h). Throws lumen::Error, naming the image, for a model without an
+  // image encoder (mmproj), a file the decoder refuses, or another number of markers than images.
+  std::vector<PromptImage> place_images(std::vector<int32_t>& prompt, const std::vector<std::string>& files);
 
   // Submits every prompt (prompts[i] with params[i]) and steps until all are done: continuous
   // batching over the whole list. Returns, per prompt, its n completions. `interrupted` is
   // asked between steps (about every 50 ms): when it says yes every request is aborted, the
   // engine is left idle and nullopt is returned. Throws lumen::Error (and leaves nothing
   // queued) when a prompt or its parameters are refused.
-  std::optional<std::vector<std::vector<GenerationResult>>> generate(const std::vector<std::vector<int32_t>>& prompts,
-                                                                     const std::vector<SamplingParams>& params,
-                                                                     const std::function<bool()>& interrupted);
+  // images: empty, or one list per prompt (place_images's).
+  std::optional<std::vector<std::vector<GenerationResult>>> generate(
+      const std::vector<std::vector<int32_t>>& prompts, const std::vector<SamplingParams>& params,
+      const std::function<bool()>& interrupted, const std::vector<std::vector<PromptImage>>& images = {});
 
   // One engine step (for the AsyncEngine's loop thread); false when there was nothing to do.
   bool step();

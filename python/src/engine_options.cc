@@ -110,6 +110,9 @@ void apply(EngineOptions& o, const std::string& key, nb::handle value) {
     o.model.device = text(key, value);
   } else if (key == "chat_template") {
     o.model.chat_template = text(key, value);
+  } else if (key == "mmproj") {
+    // A vision-language model's projector file: LLM.chat then takes image parts.
+    o.model.mmproj = text(key, value);
   } else {
     // lumen.LLM checks the names first (with a did-you-mean); this is for _Engine used directly.
     throw nb::type_error(

@@ -26,7 +26,7 @@ inline constexpr const char* kEngineOptionNames[] = {
     "max_num_seqs", "max_num_batched_tokens", "max_model_len", "block_size", "enable_prefix_caching",
     "kv_cache_dtype", "kv_cache_rotation", "kv_cache_memory_bytes", "gpu_memory_utilization", "swap_space",
     "scheduling_policy", "preemption_mode", "speculative_config", "max_itl_ms", "seed", "threads", "device",
-    "chat_template"};
+    "chat_template", "mmproj"};
 // clang-format on
 
 // A seed as Python gives it: an int from 0 to 2^64-1 is the seed; -1 (as the CLI's --seed and

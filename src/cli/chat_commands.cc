@@ -14,6 +14,11 @@ ChatLine parse_chat_line(std::string_view line) {
   if (word == "/help" || word == "/?") return {ChatLine::Kind::Help, {}};
   if (word == "/reset" || word == "/clear") return {ChatLine::Kind::Reset, {}};
   if (word == "/system") return {ChatLine::Kind::System, std::string(rest)};
+  if (word == "/image") {
+    // A file name may hold spaces but hardly ends in one (a terminal's paste often adds one).
+    while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\r')) rest.remove_suffix(1);
+    return {ChatLine::Kind::Image, std::string(rest)};
+  }
   return {ChatLine::Kind::Unknown, std::string(word)};
 }
 
@@ -22,6 +27,7 @@ std::string chat_help_text() {
          "/reset          forget the conversation (the system message stays)\n"
          "/system TEXT    a new system message, and a new conversation under it\n"
          "/system         show the system message\n"
+         "/image PATH     attach an image file (PNG, JPEG, WebP, GIF) to the next message (needs --mmproj)\n"
          "/exit           quit (also Ctrl-D; Ctrl-C stops a reply being written)\n"
          "//TEXT          send TEXT starting with one /\n";
 }

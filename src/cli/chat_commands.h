@@ -7,9 +7,10 @@
 namespace lumen::cli {
 
 struct ChatLine {
-  enum class Kind { Message, Exit, Help, Reset, System, Unknown } kind = Kind::Message;
+  enum class Kind { Message, Exit, Help, Reset, System, Image, Unknown } kind = Kind::Message;
   // Message: the text to send. System: the new system message (empty: show the current one).
-  // Unknown: the command as typed.
+  // Image: the file to attach to the next message (the rest of the line, spaces included;
+  // empty: none was given). Unknown: the command as typed.
   std::string text;
 };
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/chat_commands.h"
+#include "cli/chat_images.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/device_option.h"
@@ -39,6 +40,7 @@ struct ChatOptions {
   int64_t context = 4096;
   unsigned threads = 0;
   std::string device;
+  std::string mmproj;  // a vision-language model's projector file: /image attaches images
   SamplingParams sampling;
   SpeculativeFlag speculative;
   KvCacheDtypeFlag kv_cache_dtype;
@@ -50,8 +52,10 @@ void chat_loop(const ChatOptions& options) {
   if (const std::string warning = base_model_chat_warning(path); !warning.empty()) {
     fmt::print(stderr, "lumen chat: warning: {}\n", warning);
   }
-  const Model model =
-      Model::load(path, {.device = options.device, .threads = options.threads, .chat_template = options.template_name});
+  const Model model = Model::load(path, {.device = options.device,
+                                         .threads = options.threads,
+                                         .chat_template = options.template_name,
+                                         .mmproj = options.mmproj});
   if (!model.has_chat_template()) fail("{}: choose one with --chat-template NAME", model.chat_template_problem());
   const int64_t context = std::min<int64_t>(options.context, model.info().context_length);
   options.sampling.validate_for_vocab(model.info().vocab_size);
@@ -73,8 +77,10 @@ void chat_loop(const ChatOptions& options) {
 
   std::string system = options.system;
   nlohmann::ordered_json messages;
+  ChatImages images(engine, model);
   auto start_conversation = [&] {
     messages = nlohmann::ordered_json::array();
+    images.clear();
     if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
   };
   start_conversation();
@@ -119,25 +125,48 @@ void chat_loop(const ChatOptions& options) {
       fmt::print(stderr, "(a new conversation under that system message)\n");
       continue;
     }
+    if (line.kind == ChatLine::Kind::Image) {
+      // A bad file is told here and leaves the conversation as it was: the chat goes on.
+      try {
+        images.attach(line.text);
+        fmt::print(stderr, "({} image{} attached to the next message)\n", images.pending(),
+                   images.pending() == 1 ? "" : "s");
+      } catch (const Error& e) {
+        fmt::print(stderr, "lumen chat: {}\n", e.what());
+      }
+      continue;
+    }
     if (line.kind == ChatLine::Kind::Unknown) {
       fmt::print(stderr, "unknown command {} (/help lists them; //text sends text starting with /)\n", line.text);
       continue;
     }
     if (line.text.empty()) continue;
     interrupt.arm();
-    messages.push_back({{"role", "user"}, {"content", line.text}});
+    messages.push_back({{"role", "user"}, {"content", images.take_user_content(line.text)}});
     std::vector<int32_t> prompt = model.chat_prompt(messages);
+    std::vector<PromptImage> prompt_images;
+    try {
+      prompt_images = images.place(prompt);
+    } catch (const Error& e) {
+      // The template did not place the images (it has no image parts): this message is not sent.
+      messages.erase(messages.size() - 1);
+      images.untake();
+      fmt::print(stderr, "lumen chat: {}\n", e.what());
+      continue;
+    }
     if (static_cast<int64_t>(prompt.size()) + options.max_reply > context) {
       fail("the conversation no longer fits the {}-token context", context);
     }
     SamplingParams params = options.sampling;
     params.seed = sampling::seed_of_choice(seed, turn++);
     params.max_tokens = options.max_reply;
-    const StreamedCompletion reply =
-        stream_completion(engine, std::move(prompt), params, interrupt, [](const std::string& text) {
+    const StreamedCompletion reply = stream_completion(
+        engine, std::move(prompt), params, interrupt,
+        [](const std::string& text) {
           std::fwrite(text.data(), 1, text.size(), stdout);
           std::fflush(stdout);
-        });
+        },
+        std::move(prompt_images));
     std::fputc('\n', stdout);
     std::fflush(stdout);
     messages.push_back({{"role", "assistant"}, {"content", reply.text}});
@@ -166,6 +195,8 @@ void add_chat_command(CLI::App& app) {
   add_structured_output_flags(cmd, options->sampling);
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)");
   add_device_option(cmd, options->device);
+  cmd->add_option("--mmproj", options->mmproj,
+                  "A vision-language model's projector file (llama.cpp's mmproj GGUF): /image PATH attaches images");
   options->speculative.add_to(cmd);
   options->kv_cache_dtype.add_to(cmd);
   cmd->add_option("-c,--ctx-size", options->context,

@@ -5,10 +5,15 @@
 #include <span>
 
 #include "cli/text_file.h"
+#include "image/decode_limits.h"
 #include "server/chat_images.h"
 #include "util/error.h"
 
 namespace lumen::cli {
+
+std::string read_image_file(const std::string& path) {
+  return read_text_file(path, "image file", image::DecodeLimits{}.max_bytes);
+}
 
 std::vector<PromptImage> place_run_images(Engine& engine, const Model& model, const std::vector<std::string>& files,
                                           std::vector<int32_t>& prompt) {
@@ -32,7 +37,7 @@ std::vector<PromptImage> place_run_images(Engine& engine, const Model& model, co
   }
   std::vector<Engine::ImageFeatures> images;
   for (const std::string& file : files) {
-    const std::string bytes = read_text_file(file, "image file");
+    const std::string bytes = read_image_file(file);
     try {
       images.push_back(engine.encode_image(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
     } catch (const Error& e) {

@@ -11,6 +11,10 @@
 
 namespace lumen::cli {
 
+// An image file's bytes, read only as far as the image decoder's byte limit (20 MiB) allows:
+// lumen::Error naming the file when it is missing, a directory, unreadable or larger.
+std::string read_image_file(const std::string& path);
+
 // Expands `prompt` and returns the images placed in it. Throws lumen::Error naming the file for
 // a file that cannot be read or that the encoder refuses, for a model without an image encoder
 // (--mmproj), and for a prompt with another number of markers than images.

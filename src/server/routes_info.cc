@@ -21,7 +21,10 @@ nlohmann::json model_card(const ServerContext& context) {
           {"object", "model"},
           {"created", started},
           {"owned_by", "lumen"},
-          {"max_model_len", context.limits.max_model_len}};
+          {"max_model_len", context.limits.max_model_len},
+          // What the model reads besides text (llama.cpp's /props names it so): the chat page
+          // offers to attach an image only where the server has a vision encoder (--mmproj).
+          {"modalities", {{"vision", context.model.image_encoder() != nullptr}}}};
 }
 
 void send_json(httplib::Response& response, const nlohmann::json& body) {

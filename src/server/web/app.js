@@ -204,7 +204,13 @@ function loadConversations() {
 }
 
 function saveConversations() {
-  saveJson(STORE_KEYS.conversations, state.conversations.map((c) => ({ ...c, messages: c.messages.filter(keptMessage) })));
+  const kept = state.conversations.map((c) => ({ ...c, messages: c.messages.filter(keptMessage) }));
+  try {
+    localStorage.setItem(STORE_KEYS.conversations, JSON.stringify(kept));
+  } catch {
+    // Images fill a browser's few MiB of storage quickly: then the text is kept without them.
+    saveJson(STORE_KEYS.conversations, chatImages.withoutImages(kept));
+  }
 }
 
 function currentConversation() {
@@ -250,7 +256,7 @@ function requestBody(conversation) {
   const system = $("system-prompt").value.trim();
   if (system) messages.push({ role: "system", content: system });
   for (const m of conversation.messages) {
-    if (m.content) messages.push({ role: m.role, content: m.content });
+    if (m.content) messages.push({ role: m.role, content: chatImages.content(m) });
   }
   const body = { messages, stream: true, stream_options: { include_usage: true } };
   const number = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));
@@ -357,7 +363,8 @@ function messageElement(conversation, index) {
   } else if (index === conversation.messages.length - 1) {
     actions.append(button("Regenerate", "regenerate", () => regenerate(conversation)));
   }
-  element.append(role, content, stats, actions);
+  const images = chatImages.element(message);
+  element.append(role, ...(images ? [images] : []), content, stats, actions);
   renderMessageContent(element, message);
   return element;
 }
@@ -372,8 +379,9 @@ function startEdit(element, conversation, index) {
   const submit = () => {
     const text = box.value.trim();
     if (!text || state.controller) return;
+    const { images } = conversation.messages[index];  // an edited message keeps its images
     conversation.messages.splice(index);
-    conversation.messages.push({ role: "user", content: text });
+    conversation.messages.push(images ? { role: "user", content: text, images } : { role: "user", content: text });
     if (index === 0) conversation.title = text.slice(0, 60);
     renderConversationList();
     generate(conversation);
@@ -533,7 +541,8 @@ function send(text) {
     state.currentId = conversation.id;
   }
   if (!conversation.title) conversation.title = text.slice(0, 60);
-  conversation.messages.push({ role: "user", content: text });
+  const images = chatImages.take();
+  conversation.messages.push(images.length ? { role: "user", content: text, images } : { role: "user", content: text });
   renderConversationList();
   return generate(conversation);
 }
@@ -653,6 +662,7 @@ async function showModel() {
     const models = await response.json();
     state.model = models.data && models.data[0] ? models.data[0].id : "";
     $("model-name").textContent = state.model;
+    chatImages.setAvailable(Boolean(models.data && models.data[0] && models.data[0].modalities?.vision));
     for (const element of document.querySelectorAll(".empty-model")) element.textContent = state.model || "the model";
   } catch {
     // the server is away: sending will say so
@@ -662,6 +672,7 @@ async function showModel() {
 // ---------------------------------------------------------------------------------------------
 
 function start() {
+  chatImages.start(showError);
   loadSettings();
   loadConversations();
   renderConversationList();
