@@ -6,7 +6,8 @@ from conftest import httpx, LumenServer
 POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
           "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 TYPES = {"/": "text/html; charset=utf-8", "/app.js": "text/javascript; charset=utf-8",
-         "/images.js": "text/javascript; charset=utf-8",
+         "/images.js": "text/javascript; charset=utf-8", "/markdown.js": "text/javascript; charset=utf-8",
+         "/storage.js": "text/javascript; charset=utf-8",
          "/app.css": "text/css; charset=utf-8"}
 
 

@@ -54,7 +54,7 @@ TEST(WebAssets, PageReferencesOnlyEmbeddedFiles) {
     EXPECT_TRUE(find_web_asset((*it)[2].str()).has_value()) << (*it)[2].str();
     ++references;
   }
-  EXPECT_EQ(references, 3);  // images.js, app.js and app.css
+  EXPECT_EQ(references, 5);  // markdown.js, storage.js, images.js, app.js and app.css
 }
 
 TEST(WebAssets, NothingInlineThatThePolicyWouldBlock) {
