@@ -49,7 +49,7 @@ OpProfiler::OpProfiler(backend::Backend& backend, ThreadPool* pool) : backend_(b
   using backend::OpKind;
   // Every op is recorded under its name (an op added to the backend later too), but for
   // allocation and the step boundary, which are no work of the step's.
-  plain_ops_.assign(static_cast<size_t>(OpKind::EndStep) + 1, -1);
+  plain_ops_.assign(backend::kOpKindCount, -1);
   for (size_t k = 0; k < plain_ops_.size(); ++k) {
     const auto kind = static_cast<OpKind>(k);
     if (kind == OpKind::Allocate || kind == OpKind::UploadWeights || kind == OpKind::BeginStep ||

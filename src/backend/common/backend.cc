@@ -10,18 +10,6 @@
 
 namespace lumen::backend {
 
-std::string_view op_name(OpKind kind) {
-  static constexpr std::string_view kNames[] = {
-      "allocate",       "upload_weights", "copy_to_host",  "matmul",      "matmul_same_input",
-      "matmul_glu",     "moe_ffn",        "get_rows",      "rms_norm",    "add",
-      "add_row",        "scale",          "swiglu",        "geglu",       "rotate_heads",
-      "rope",           "store_kv",       "copy_kv_block", "copy_kv_row", "read_kv_block",
-      "write_kv_block", "shift_keys",     "attention",     "ssm_conv",    "ssm_scan",
-      "attention_scores", "gather_kv_rows", "copy_from_host", "begin_step",  "end_step"};
-  static_assert(std::size(kNames) == static_cast<size_t>(OpKind::EndStep) + 1);
-  return kNames[static_cast<size_t>(kind)];
-}
-
 void Backend::add_observer(OpObserver* observer) {
   if (observer != nullptr) observers_.push_back(observer);
 }
