@@ -128,6 +128,11 @@ class Backend {
   // out = x / rms(x) * weight, per row (weight f32 of one row's length).
   void rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out);
   void add(const TensorView& a, const TensorView& b, TensorView& out);
+  // The residual add and the next norm in one pass: sum = a + b, then out = rms_norm(sum,
+  // weight, eps), bit for bit what add followed by rms_norm gives. sum may alias a or b, out may
+  // alias a or b but not sum. Declared: ask has_op(OpKind::AddRmsNorm) first.
+  void add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps, TensorView& sum,
+                    TensorView& out);
   // x[t, :] += row for every row t (biases).
   void add_row(TensorView& x, const TensorView& row);
   void scale(TensorView& x, float factor);
@@ -212,6 +217,8 @@ class Backend {
   virtual void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) = 0;
   virtual void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) = 0;
   virtual void do_add(const TensorView& a, const TensorView& b, TensorView& out) = 0;
+  virtual void do_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps,
+                               TensorView& sum, TensorView& out);
   virtual void do_add_row(TensorView& x, const TensorView& row) = 0;
   virtual void do_scale(TensorView& x, float factor) = 0;
   virtual void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) = 0;

@@ -67,7 +67,8 @@ constexpr OpAvailability feature(BackendFeature f) { return {OpAvailability::Kin
   X(GatherKvRows, gather_kv_rows, feature(BackendFeature::KvEviction))      \
   X(CopyFromHost, copy_from_host, every)                                    \
   X(BeginStep, begin_step, every)                                           \
-  X(EndStep, end_step, every)
+  X(EndStep, end_step, every)                                               \
+  X(AddRmsNorm, add_rms_norm, declared)
 
 enum class OpKind : uint8_t {
 #define LUMEN_OP_KIND(kind, name, availability) kind,
@@ -87,7 +88,8 @@ OpAvailability op_availability_of(OpKind kind);
 
 // One call's arguments by role; what an op does not take stays empty. Tensors are in the
 // method's parameter order: matmul in = {w, x}, out = {y}; matmul_glu in = {gate_w, up_w, x},
-// out = {gate, up}; an op that updates a tensor in place (scale, rope) lists it as out only.
+// out = {gate, up}; add_rms_norm in = {a, b, weight}, out = {sum, out}; an op that updates a
+// tensor in place (scale, rope) lists it as out only.
 struct OpCall {
   explicit OpCall(OpKind op) : kind(op) {}
   OpKind kind;
@@ -108,7 +110,7 @@ struct OpCall {
   const AttentionConfig* attention = nullptr;
   const StepMetadata* step = nullptr;  // begin_step
   Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn
-  float value = 0.0f;                  // rms_norm's eps, scale's factor
+  float value = 0.0f;                  // rms_norm's and add_rms_norm's eps, scale's factor
   // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys, gather_kv_rows), delta (shift_keys),
   // value_dim (gather_kv_rows), the source and destination block or row (copy_kv_block,
   // copy_kv_row), the block (read/write_kv_block), first_row and slot_stride (attention_scores).

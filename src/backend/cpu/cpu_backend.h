@@ -57,6 +57,8 @@ class CpuBackend final : public Backend {
   void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
   void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
   void do_add(const TensorView& a, const TensorView& b, TensorView& out) override;
+  void do_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps, TensorView& sum,
+                       TensorView& out) override;
   void do_add_row(TensorView& x, const TensorView& row) override;
   void do_scale(TensorView& x, float factor) override;
   void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
