@@ -7,8 +7,10 @@
 // The public op methods are not virtual (backend/common/backend.cc): each checks its arguments
 // once for every backend (backend/common/op_checks.h), tells the observers (op_observer.h), and
 // calls the backend's protected do_* implementation, which may assume the checks passed and
-// adds only the refusals of its own kernels. A new op is a public method and its check here, a
-// do_* per backend, and its case in the conformance table.
+// adds only the refusals of its own kernels. A new op is a line in op_observer.h's list, a
+// public method with its checks and a do_* whose default refuses (here and in common/backend.cc),
+// the CPU's kernel and its conformance rows: no other backend changes until it implements it
+// (CONTRIBUTING.md, "Add a backend op").
 //
 // A forward pass is a step: begin_step hands the backend the step's host metadata once (token
 // ids, positions, block tables, sampling rows), the ops in between receive those same arrays,
@@ -58,6 +60,10 @@ class Backend {
   bool supports_kv_type(tensor::DType type) const { return do_supports_kv_type(type); }
   // The widest head (values of a key row) attention takes; 0: any.
   int64_t max_attention_head_dim() const { return do_max_attention_head_dim(); }
+  // Whether this backend runs `op` rather than refusing it: true for the ops every backend runs,
+  // supports(F) for those of a feature, do_has_op for a declared op (op_observer.h's list). A
+  // caller asks before a declared op and otherwise runs the ops it fuses.
+  bool has_op(OpKind op) const;
   // Everything in `needs` this backend lacks, each named for a user; empty when it runs it all.
   std::vector<std::string> unsupported(const BackendNeeds& needs) const;
   // Throws lumen::Error naming, in one message, everything in `needs` this backend lacks:
@@ -122,6 +128,11 @@ class Backend {
   // out = x / rms(x) * weight, per row (weight f32 of one row's length).
   void rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out);
   void add(const TensorView& a, const TensorView& b, TensorView& out);
+  // The residual add and the next norm in one pass: sum = a + b, then out = rms_norm(sum,
+  // weight, eps), bit for bit what add followed by rms_norm gives. sum may alias a or b, out may
+  // alias a or b but not sum. Declared: ask has_op(OpKind::AddRmsNorm) first.
+  void add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps, TensorView& sum,
+                    TensorView& out);
   // x[t, :] += row for every row t (biases).
   void add_row(TensorView& x, const TensorView& row);
   void scale(TensorView& x, float factor);
@@ -206,6 +217,8 @@ class Backend {
   virtual void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) = 0;
   virtual void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) = 0;
   virtual void do_add(const TensorView& a, const TensorView& b, TensorView& out) = 0;
+  virtual void do_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps,
+                               TensorView& sum, TensorView& out);
   virtual void do_add_row(TensorView& x, const TensorView& row) = 0;
   virtual void do_scale(TensorView& x, float factor) = 0;
   virtual void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) = 0;
@@ -238,6 +251,15 @@ class Backend {
   virtual bool do_supports_weight_type(tensor::DType type) const;
   virtual bool do_supports_kv_type(tensor::DType type) const;
   virtual int64_t do_max_attention_head_dim() const { return 0; }
+  // Whether this backend implements the declared op `op` (no declared op by default).
+  virtual bool do_has_op(OpKind op) const {
+    (void)op;
+    return false;
+  }
+  // A declared op's public method calls require_op first; its default do_* calls refuse_op,
+  // which throws "the <backend> backend has no <op> (...)".
+  void require_op(OpKind op) const;
+  [[noreturn]] void refuse_op(OpKind op) const;
   // The step boundary's device side: by default (host memory) nothing moves and the logits are
   // written straight into the host array.
   virtual void do_begin_step(const StepMetadata& step) { (void)step; }

@@ -11,51 +11,85 @@
 #include <span>
 #include <string_view>
 
+#include "backend/backend_needs.h"
 #include "backend/backend_types.h"
 
 namespace lumen::backend {
 
 class Buffer;
 
-enum class OpKind : uint8_t {
-  Allocate,
-  UploadWeights,
-  CopyToHost,
-  Matmul,
-  MatmulSameInput,
-  MatmulGlu,
-  MoeFfn,
-  GetRows,
-  RmsNorm,
-  Add,
-  AddRow,
-  Scale,
-  Swiglu,
-  Geglu,
-  RotateHeads,
-  Rope,
-  StoreKv,
-  CopyKvBlock,
-  CopyKvRow,
-  ReadKvBlock,
-  WriteKvBlock,
-  ShiftKeys,
-  Attention,
-  SsmConv,
-  SsmScan,
-  AttentionScores,
-  GatherKvRows,
-  CopyFromHost,
-  BeginStep,
-  EndStep,
+// Which backends run an op (Backend::has_op):
+//   every:      all of them (a pure virtual do_*, or a default composed of other ops);
+//   feature(F): those that support BackendFeature F; the base class's do_* refuses;
+//   declared:   those whose do_has_op says so; the base class's do_* refuses. A new op starts
+//               here: it needs a kernel on the CPU only, and its callers ask has_op first and
+//               otherwise run the ops it fuses (CONTRIBUTING.md, "Add a backend op").
+struct OpAvailability {
+  enum class Kind : uint8_t { Every, Feature, Declared };
+  Kind kind = Kind::Every;
+  BackendFeature feature = BackendFeature::MoeFfn;  // Kind::Feature only
 };
+namespace op_availability {
+inline constexpr OpAvailability every{OpAvailability::Kind::Every};
+inline constexpr OpAvailability declared{OpAvailability::Kind::Declared};
+constexpr OpAvailability feature(BackendFeature f) { return {OpAvailability::Kind::Feature, f}; }
+}  // namespace op_availability
 
-// "matmul", "rms_norm", ...: the public method's name.
+// Every op of the Backend, once: X(OpKind enumerator, public method's name, availability).
+// OpKind, op_name and has_op are all generated from this list, so they cannot disagree.
+#define LUMEN_BACKEND_OPS(X)                                                \
+  X(Allocate, allocate, every)                                              \
+  X(UploadWeights, upload_weights, every)                                   \
+  X(CopyToHost, copy_to_host, every)                                        \
+  X(Matmul, matmul, every)                                                  \
+  X(MatmulSameInput, matmul_same_input, every)                              \
+  X(MatmulGlu, matmul_glu, every)                                           \
+  X(MoeFfn, moe_ffn, feature(BackendFeature::MoeFfn))                       \
+  X(GetRows, get_rows, every)                                               \
+  X(RmsNorm, rms_norm, every)                                               \
+  X(Add, add, every)                                                        \
+  X(AddRow, add_row, every)                                                 \
+  X(Scale, scale, every)                                                    \
+  X(Swiglu, swiglu, every)                                                  \
+  X(Geglu, geglu, every)                                                    \
+  X(RotateHeads, rotate_heads, feature(BackendFeature::RotatedKv))          \
+  X(Rope, rope, every)                                                      \
+  X(StoreKv, store_kv, every)                                               \
+  X(CopyKvBlock, copy_kv_block, every)                                      \
+  X(CopyKvRow, copy_kv_row, feature(BackendFeature::TreeAttention))         \
+  X(ReadKvBlock, read_kv_block, every)                                      \
+  X(WriteKvBlock, write_kv_block, every)                                    \
+  X(ShiftKeys, shift_keys, feature(BackendFeature::ShiftKeys))              \
+  X(Attention, attention, every)                                            \
+  X(SsmConv, ssm_conv, feature(BackendFeature::StateSpace))                 \
+  X(SsmScan, ssm_scan, feature(BackendFeature::StateSpace))                 \
+  X(AttentionScores, attention_scores, feature(BackendFeature::KvEviction)) \
+  X(GatherKvRows, gather_kv_rows, feature(BackendFeature::KvEviction))      \
+  X(CopyFromHost, copy_from_host, every)                                    \
+  X(BeginStep, begin_step, every)                                           \
+  X(EndStep, end_step, every)                                               \
+  X(AddRmsNorm, add_rms_norm, declared)
+
+enum class OpKind : uint8_t {
+#define LUMEN_OP_KIND(kind, name, availability) kind,
+  LUMEN_BACKEND_OPS(LUMEN_OP_KIND)
+#undef LUMEN_OP_KIND
+};
+// How many kinds there are (arrays indexed by OpKind).
+inline constexpr size_t kOpKindCount = 0
+#define LUMEN_OP_COUNT(kind, name, availability) +1
+    LUMEN_BACKEND_OPS(LUMEN_OP_COUNT)
+#undef LUMEN_OP_COUNT
+    ;
+
 std::string_view op_name(OpKind kind);
+// Which backends run it (the list above).
+OpAvailability op_availability_of(OpKind kind);
 
 // One call's arguments by role; what an op does not take stays empty. Tensors are in the
 // method's parameter order: matmul in = {w, x}, out = {y}; matmul_glu in = {gate_w, up_w, x},
-// out = {gate, up}; an op that updates a tensor in place (scale, rope) lists it as out only.
+// out = {gate, up}; add_rms_norm in = {a, b, weight}, out = {sum, out}; an op that updates a
+// tensor in place (scale, rope) lists it as out only.
 struct OpCall {
   explicit OpCall(OpKind op) : kind(op) {}
   OpKind kind;
@@ -76,7 +110,7 @@ struct OpCall {
   const AttentionConfig* attention = nullptr;
   const StepMetadata* step = nullptr;  // begin_step
   Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn
-  float value = 0.0f;                  // rms_norm's eps, scale's factor
+  float value = 0.0f;                  // rms_norm's and add_rms_norm's eps, scale's factor
   // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys, gather_kv_rows), delta (shift_keys),
   // value_dim (gather_kv_rows), the source and destination block or row (copy_kv_block,
   // copy_kv_row), the block (read/write_kv_block), first_row and slot_stride (attention_scores).

@@ -193,8 +193,7 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
     const auto group = static_cast<size_t>(cache.layout().group_of_layer[layer]);
     // The output may overwrite h: the normed input is read only before the output projection.
     latent_->forward(w, h, batch.positions, batch.sequences.subspan(group * n_seqs, n_seqs), cache.layer(layer), h);
-    backend_.add(x, h, x);
-    return;
+    return;  // mlp_block adds h to the residual
   }
   observe(w.wq, h);
   observe(w.wk, h);
@@ -244,14 +243,22 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   backend_.matmul(w.wo, attn, h);
   reduce_over_shard(h);
   if (w.attn_post_norm) backend_.rms_norm(h, *w.attn_post_norm, eps, h);
-  backend_.add(x, h, x);
+  // mlp_block adds h to the residual
 }
 
 void Transformer::mlp_block(size_t layer, int64_t n) {
   const LayerWeights& w = weights_.layers[layer];
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView gate = first_rows(s_.gate, n), up = first_rows(s_.up, n);
-  backend_.rms_norm(x, w.ffn_norm, static_cast<float>(hp_.norm_eps), h);
+  // The attention block's output (in h) joins the residual, and the sum is normed into h: one
+  // pass where the backend fuses the two, the same numbers either way.
+  const auto eps = static_cast<float>(hp_.norm_eps);
+  if (backend_.has_op(backend::OpKind::AddRmsNorm)) {
+    backend_.add_rms_norm(x, h, w.ffn_norm, eps, x, h);
+  } else {
+    backend_.add(x, h, x);
+    backend_.rms_norm(x, w.ffn_norm, eps, h);
+  }
   if (moe_ && w.ffn_gate_inp) {  // DeepSeek's leading layers are dense
     TensorView out = moe_->forward(layer, w, h);
     if (w.ffn_post_norm) backend_.rms_norm(out, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), out);

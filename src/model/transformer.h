@@ -101,6 +101,8 @@ class Transformer {
   void check_batch(const ForwardBatch& batch, const KvCache& cache) const;
   // A pipeline stage's share of a forward pass, micro-batch by micro-batch.
   void forward_pipelined(const ForwardBatch& batch, KvCache& cache, float* logits);
+  // A layer's two halves. The attention block leaves its output in the scratch h; the MLP block
+  // adds it to the residual x as it norms x (add_rms_norm where the backend has it).
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
   void mlp_block(size_t layer, int64_t n);
   // A Mamba 2 block: norm, mixer, residual add (no FFN).

@@ -49,7 +49,7 @@ OpProfiler::OpProfiler(backend::Backend& backend, ThreadPool* pool) : backend_(b
   using backend::OpKind;
   // Every op is recorded under its name (an op added to the backend later too), but for
   // allocation and the step boundary, which are no work of the step's.
-  plain_ops_.assign(static_cast<size_t>(OpKind::EndStep) + 1, -1);
+  plain_ops_.assign(backend::kOpKindCount, -1);
   for (size_t k = 0; k < plain_ops_.size(); ++k) {
     const auto kind = static_cast<OpKind>(k);
     if (kind == OpKind::Allocate || kind == OpKind::UploadWeights || kind == OpKind::BeginStep ||
@@ -172,9 +172,12 @@ int64_t OpProfiler::op_id(const backend::OpCall& call) {
       return named("moe_ffn", std::span<const TensorView* const>(first, call.experts.empty() ? 0 : 1));
     }
     case OpKind::GetRows:
-    case OpKind::RmsNorm: {
+    case OpKind::RmsNorm:
+    case OpKind::AddRmsNorm: {
       // A lookup's table and a norm's weight name their part: a layer's first op is its norm.
-      const TensorView* named_by = call.kind == OpKind::GetRows ? call.in[0] : call.in[1];
+      const TensorView* named_by = call.kind == OpKind::GetRows   ? call.in[0]
+                                   : call.kind == OpKind::RmsNorm ? call.in[1]
+                                                                  : call.in[2];
       if (const Weight* w = weight_at(named_by->data); w != nullptr && w->part != kUnknownPart) part_ = w->part;
       return plain_ops_[static_cast<size_t>(call.kind)];
     }
@@ -196,6 +199,14 @@ OpCost cost_of(const backend::OpCall& call) {
     case OpKind::GetRows: return get_rows_cost(*call.in[0], static_cast<int64_t>(call.indices.size()), *call.out[0]);
     case OpKind::RmsNorm: return rms_norm_cost(*call.in[0], *call.in[1]);
     case OpKind::Add: return elementwise_cost(*call.out[0], 2, 1.0);
+    case OpKind::AddRmsNorm: {
+      // The norm's traffic plus the add's: a and b read, the sum written (the norm reads it back
+      // from cache), one addition per element.
+      OpCost cost = rms_norm_cost(*call.in[0], *call.in[2]);
+      cost += OpCost{2.0 * static_cast<double>(call.in[0]->elements()) * 4.0,
+                     static_cast<double>(call.in[0]->elements()), false};
+      return cost;
+    }
     case OpKind::AddRow:
     case OpKind::Scale: return elementwise_cost(*call.out[0], 1, 1.0);
     case OpKind::Swiglu: return glu_cost(*call.in[0], backend::Glu::Swiglu);

@@ -10,18 +10,6 @@
 
 namespace lumen::backend {
 
-std::string_view op_name(OpKind kind) {
-  static constexpr std::string_view kNames[] = {
-      "allocate",       "upload_weights", "copy_to_host",  "matmul",      "matmul_same_input",
-      "matmul_glu",     "moe_ffn",        "get_rows",      "rms_norm",    "add",
-      "add_row",        "scale",          "swiglu",        "geglu",       "rotate_heads",
-      "rope",           "store_kv",       "copy_kv_block", "copy_kv_row", "read_kv_block",
-      "write_kv_block", "shift_keys",     "attention",     "ssm_conv",    "ssm_scan",
-      "attention_scores", "gather_kv_rows", "copy_from_host", "begin_step",  "end_step"};
-  static_assert(std::size(kNames) == static_cast<size_t>(OpKind::EndStep) + 1);
-  return kNames[static_cast<size_t>(kind)];
-}
-
 void Backend::add_observer(OpObserver* observer) {
   if (observer != nullptr) observers_.push_back(observer);
 }
@@ -207,6 +195,34 @@ void Backend::add(const TensorView& a, const TensorView& b, TensorView& out) {
   call.in = {&a, &b};
   call.out = {&out};
   observed(call, [&] { do_add(a, b, out); });
+}
+
+void Backend::add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps,
+                           TensorView& sum, TensorView& out) {
+  require_op(OpKind::AddRmsNorm);
+  common::check_f32(a, a.dims[0], "add_rms_norm", "a");
+  common::check_same_shape(a, b, "add_rms_norm");
+  common::check_same_shape(a, sum, "add_rms_norm");
+  common::check_same_shape(a, out, "add_rms_norm");
+  common::check_f32(weight, a.dims[0], "add_rms_norm", "weight");
+  // out is written from sum row by row, in parallel: memory of both would be normalised while
+  // another row still reads it.
+  const auto* sum_begin = static_cast<const char*>(sum.data);
+  const auto* out_begin = static_cast<const char*>(out.data);
+  const auto span_bytes = [](const TensorView& t) { return static_cast<size_t>(t.rows()) * t.row_bytes; };
+  if (a.rows() > 0 && out_begin < sum_begin + span_bytes(sum) && sum_begin < out_begin + span_bytes(out)) {
+    fail("add_rms_norm: out may not overlap sum");
+  }
+  OpCall call{OpKind::AddRmsNorm};
+  call.in = {&a, &b, &weight};
+  call.out = {&sum, &out};
+  call.value = eps;
+  observed(call, [&] { do_add_rms_norm(a, b, weight, eps, sum, out); });
+}
+
+void Backend::do_add_rms_norm(const TensorView&, const TensorView&, const TensorView&, float, TensorView&,
+                              TensorView&) {
+  refuse_op(OpKind::AddRmsNorm);
 }
 
 void Backend::add_row(TensorView& x, const TensorView& row) {

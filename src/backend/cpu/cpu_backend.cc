@@ -249,6 +249,17 @@ void CpuBackend::do_add(const TensorView& a, const TensorView& b, TensorView& ou
                  });
 }
 
+void CpuBackend::do_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps,
+                                 TensorView& sum, TensorView& out) {
+  // Whole rows per task: a row's norm reads its complete sum, still in cache from the add. The
+  // two kernels are do_add's and do_rms_norm's, so the results are theirs bit for bit.
+  for_each_piece(pool_, a.rows(), a.dims[0], kCheapOpTaskElements, false, [&](int64_t r, int64_t, int64_t) {
+    float* s = sum.row<float>(r);
+    cpu::add_row_values(a.row<const float>(r), b.row<const float>(r), a.dims[0], s);
+    cpu::rms_norm_row(s, weight.row<const float>(0), eps, a.dims[0], out.row<float>(r));
+  });
+}
+
 void CpuBackend::do_add_row(TensorView& x, const TensorView& row) {
   for_each_piece(pool_, x.rows(), x.dims[0], kCheapOpTaskElements, true,
                  [&](int64_t r, int64_t c0, int64_t c1) {

@@ -28,7 +28,8 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() { return pool_; }
   // Tests: moe_ffn and shift_keys composed from this backend's own ops, as the CUDA backend
   // runs them (common/composed_moe_ffn.h, common/composed_shift_keys.h), instead of the CPU's
-  // kernels, so that a whole model on the CPU checks the compositions against the native ops.
+  // kernels, and no declared op (has_op false, so callers run the ops they fuse), so that a
+  // whole model on the CPU checks the compositions against the native ops.
   void set_composed_ops(bool on);
 
  protected:
@@ -37,6 +38,9 @@ class CpuBackend final : public Backend {
   bool do_supports(BackendFeature) const override { return true; }
   bool do_supports_weight_type(tensor::DType type) const override;
   bool do_supports_kv_type(tensor::DType type) const override { return is_kv_cache_type(type); }
+  // Every declared op, unless set_composed_ops asked for what a backend without them runs (the
+  // callers' plain path: a whole model then checks it against the fused kernels).
+  bool do_has_op(OpKind) const override { return composed_moe_ == nullptr; }
 
   // 64-byte aligned host memory, zero-filled.
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override;
@@ -53,6 +57,8 @@ class CpuBackend final : public Backend {
   void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
   void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
   void do_add(const TensorView& a, const TensorView& b, TensorView& out) override;
+  void do_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps, TensorView& sum,
+                       TensorView& out) override;
   void do_add_row(TensorView& x, const TensorView& row) override;
   void do_scale(TensorView& x, float factor) override;
   void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override;

@@ -56,7 +56,7 @@ int32_t argmax(std::span<const float> logits) {
 // (end_step: the logits' copy back and the one synchronization).
 class HostTimes : public lumen::backend::OpObserver {
  public:
-  static constexpr size_t kKinds = static_cast<size_t>(lumen::backend::OpKind::EndStep) + 1;
+  static constexpr size_t kKinds = lumen::backend::kOpKindCount;
   void before_op(const lumen::backend::OpCall& call) override {
     const auto now = Clock::now();
     if (call.kind == lumen::backend::OpKind::BeginStep) step_start_ = now;

@@ -1,0 +1,93 @@
+// The transformer's residual add and FFN norm: fused (add_rms_norm) on a backend that declares
+// the op, the plain add then rms_norm on one that does not (the CPU with set_composed_ops, as
+// the CUDA backend runs today). Both paths must give the same logits bit for bit, and each must
+// really be the one taken (the ops a pass runs are counted).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/loaded_model.h"
+#include "engine/single_sequence_forward.h"
+#include "lumen_testdata.h"
+#include "model/synth.h"
+
+namespace lumen::testing {
+namespace {
+
+using backend::OpKind;
+
+class OpCounts final : public backend::OpObserver {
+ public:
+  void before_op(const backend::OpCall& call) override { ++counts[static_cast<size_t>(call.kind)]; }
+  int64_t of(OpKind kind) const { return counts[static_cast<size_t>(kind)]; }
+  std::array<int64_t, backend::kOpKindCount> counts{};
+};
+
+struct Pass {
+  std::vector<float> logits;
+  OpCounts ops;
+};
+
+// A 24-token prompt in one pass (rows split over the pool), then 4 tokens one by one.
+Pass teacher_forced(engine::LoadedModel& model, backend::CpuBackend& cpu, bool plain) {
+  cpu.set_composed_ops(plain);
+  Pass pass;
+  cpu.add_observer(&pass.ops);
+  engine::SingleSequenceForward forward(model, cpu, 64);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 28; ++i) tokens.push_back(200 + (i * 131) % 30000);
+  std::vector<float> step;
+  forward.feed_all_logits(std::span(tokens).first(24), pass.logits);
+  for (size_t i = 24; i < tokens.size(); ++i) {
+    forward.feed_all_logits(std::span(tokens).subspan(i, 1), step);
+    pass.logits.insert(pass.logits.end(), step.begin(), step.end());
+  }
+  cpu.remove_observer(&pass.ops);
+  cpu.set_composed_ops(false);
+  return pass;
+}
+
+TEST(FusedAddRmsNorm, SameLogitsBitForBitWithAndWithoutTheOp) {
+  LUMEN_REQUIRE_TESTDATA();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("lumen_fused_add_norm_" + std::to_string(::getpid()) + ".gguf"))
+          .string();
+  model::SynthOptions options;
+  options.preset = "llama3-mini";
+  options.type = tensor::DType::Q4_1;
+  options.vocab_path = std::string(LUMEN_TESTDATA_DIR) + "/tokenizer/ggml-vocab-llama-spm.gguf";
+  options.seed = 11;
+  options.block_count = 3;
+  options.threads = 2;
+  model::write_synthetic_model(options, path);
+  backend::CpuBackend cpu(2);
+  {
+    engine::LoadedModel model = engine::LoadedModel::load(path, cpu);
+    const Pass fused = teacher_forced(model, cpu, false);
+    const Pass plain = teacher_forced(model, cpu, true);
+    ASSERT_EQ(fused.logits.size(), plain.logits.size());
+    ASSERT_FALSE(fused.logits.empty());
+    EXPECT_EQ(std::memcmp(fused.logits.data(), plain.logits.data(), fused.logits.size() * sizeof(float)), 0)
+        << "the fused path's logits differ from the plain path's";
+    // At least 5 forward passes of 3 layers: one fused add and norm per layer, or one more add
+    // and one more norm in its place.
+    const int64_t fused_calls = fused.ops.of(OpKind::AddRmsNorm);
+    EXPECT_GE(fused_calls, 15);
+    EXPECT_EQ(fused_calls % 3, 0);
+    EXPECT_EQ(plain.ops.of(OpKind::AddRmsNorm), 0);
+    EXPECT_EQ(plain.ops.of(OpKind::Add), fused.ops.of(OpKind::Add) + fused_calls);
+    EXPECT_EQ(plain.ops.of(OpKind::RmsNorm), fused.ops.of(OpKind::RmsNorm) + fused_calls);
+    EXPECT_EQ(plain.ops.of(OpKind::Matmul), fused.ops.of(OpKind::Matmul));
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace lumen::testing
