@@ -31,13 +31,15 @@
 #
 # Modes on the GPU machine:
 #   tests  the gpu-labelled tests (every op, CUDA vs CPU; the streaming GEMV vs the warp GEMV),
-#          the conformance table's CUDA rows (the matmul rows twice: warp and streaming GEMV),
+#          the conformance table's CUDA rows (the matmul rows twice: warp and streaming GEMV;
+#          add_rms_norm with LUMEN_CUDA_ADD_RMS_NORM=1),
 #          then greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU,
 #          with each GEMV (when the model's two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
 #          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings,
 #          with the default GEMV choice and with the one-warp kernels (the JSON's "gemv": "auto"
-#          or "warp"), and each decode step's host-side breakdown (enqueue time, host time per op);
+#          or "warp") and with the fused add + RMSNorm ("add_rms_norm": true), and each decode
+#          step's host-side breakdown (enqueue time, host time per op);
 #   types  every weight type through a small synthetic model, op by op, CUDA vs CPU
 #          (GPU_CHECK_TYPES, default the types the CUDA backend gained without a GPU at hand);
 #   models every architecture lumen synth writes: the MoE presets op by op and teacher-forced,
@@ -363,6 +365,12 @@ run_tests() {
   LUMEN_CUDA_GEMV=stream "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_matmul*' 2>&1 |
     tee "$WORK/backend_conformance_cuda_stream.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda_stream "$WORK/backend_conformance_cuda_stream.log" $((SECONDS - start))
+  # The fused residual add + RMSNorm (off by default until checked here): its rows, then the
+  # greedy model test below runs with it on as well.
+  start=$SECONDS
+  LUMEN_CUDA_ADD_RMS_NORM=1 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_add_rms_norm*' 2>&1 |
+    tee "$WORK/backend_conformance_cuda_add_rms_norm.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary backend_conformance_cuda_add_rms_norm "$WORK/backend_conformance_cuda_add_rms_norm.log" $((SECONDS - start))
 
   local model
   model=$(default_model)
@@ -374,6 +382,10 @@ run_tests() {
     LUMEN_CUDA_GEMV=stream LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 |
       tee "$WORK/cuda_model_tests_stream.log"
     gtest_summary greedy_cuda_vs_cpu_stream "$WORK/cuda_model_tests_stream.log" $((SECONDS - start))
+    start=$SECONDS
+    LUMEN_CUDA_ADD_RMS_NORM=1 LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 |
+      tee "$WORK/cuda_model_tests_add_rms_norm.log"
+    gtest_summary greedy_cuda_vs_cpu_add_rms_norm "$WORK/cuda_model_tests_add_rms_norm.log" $((SECONDS - start))
   else
     log "no default model (carry .gpu-model and .gpu-model2 first, see the top of this script): greedy test skipped"
   fi
@@ -396,6 +408,7 @@ run_bench() {
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
     LUMEN_CUDA_GEMV=warp "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_ADD_RMS_NORM=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   done
 }
 

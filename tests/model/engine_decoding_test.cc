@@ -125,7 +125,9 @@ TEST_F(EngineDecoding, NCompletionsUseThePromptBlocksOnce) {
     EXPECT_EQ(handles[i].id(), handles[0].id());
     EXPECT_EQ(handles[i].index(), static_cast<int32_t>(i));
     const std::vector<int32_t> got = drain(handles[i]);
-    if (i == 0) EXPECT_EQ(got, drain(first_alone));
+    if (i == 0) {
+      EXPECT_EQ(got, drain(first_alone));
+    }
     EXPECT_EQ(got, drain(again[i])) << "completion " << i;
     distinct.insert(got);
   }

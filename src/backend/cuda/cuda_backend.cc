@@ -138,6 +138,11 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
                      : kind == "warp" ? GemvKernels::Warp
                                       : GemvKernels::ByMeasurement;
   }
+  if (const char* fused = std::getenv("LUMEN_CUDA_ADD_RMS_NORM"); fused != nullptr) {
+    const std::string_view value(fused);
+    if (value != "0" && value != "1") fail("LUMEN_CUDA_ADD_RMS_NORM must be 0 or 1, not '{}'", value);
+    s.options.fused_add_rms_norm = value == "1";
+  }
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
   if (cublasCreate(&s.cublas) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised");
@@ -250,6 +255,25 @@ void CudaBackend::do_rms_norm(const TensorView& x, const TensorView& weight, flo
                         static_cast<const float*>(weight.data), eps, static_cast<float*>(out.data),
                         cuda::stride_of(out), x.rows(), x.dims[0], s.stream);
   s.check_launch("rms_norm");
+}
+
+bool CudaBackend::do_has_op(OpKind op) const {
+  return op == OpKind::AddRmsNorm && state_->options.fused_add_rms_norm;
+}
+
+// The residual add and the next norm in one launch (32 launches fewer per 16-layer decode step;
+// each was 2.6 us of device time on an H200, plus its launch).
+void CudaBackend::do_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps,
+                                  TensorView& sum, TensorView& out) {
+  State& s = *state_;
+  for (const TensorView* t : {&a, &b, &weight, static_cast<const TensorView*>(&sum), static_cast<const TensorView*>(&out)}) {
+    cuda::require_device(s, *t, "add_rms_norm", "operands");
+  }
+  cuda::launch_add_rms_norm(static_cast<const float*>(a.data), cuda::stride_of(a), static_cast<const float*>(b.data),
+                            cuda::stride_of(b), static_cast<float*>(sum.data), cuda::stride_of(sum),
+                            static_cast<const float*>(weight.data), eps, static_cast<float*>(out.data),
+                            cuda::stride_of(out), a.rows(), a.dims[0], s.stream);
+  s.check_launch("add_rms_norm");
 }
 
 void CudaBackend::do_add(const TensorView& a, const TensorView& b, TensorView& out) {

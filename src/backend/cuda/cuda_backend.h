@@ -41,6 +41,10 @@ struct CudaBackendOptions {
   // row), which are their reference. The environment variable LUMEN_CUDA_GEMV=stream, =warp or
   // =auto sets it for any binary, for A/B runs.
   GemvKernels gemv = GemvKernels::ByMeasurement;
+  // Declare add_rms_norm (the residual add and the next norm in one launch), so the transformer
+  // uses it. Off until a GPU run has checked the kernel (scripts/gpu_check.sh runs the tests with
+  // it on); LUMEN_CUDA_ADD_RMS_NORM=1 (or =0) sets it for any binary.
+  bool fused_add_rms_norm = false;
 };
 
 class CudaBackend final : public Backend {
@@ -93,6 +97,9 @@ class CudaBackend final : public Backend {
                   TensorView& out) override;
   void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
   void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
+  void do_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps, TensorView& sum,
+                       TensorView& out) override;
+  bool do_has_op(OpKind op) const override;
   void do_add(const TensorView& a, const TensorView& b, TensorView& out) override;
   void do_add_row(TensorView& x, const TensorView& row) override;
   void do_scale(TensorView& x, float factor) override;

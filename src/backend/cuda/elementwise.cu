@@ -65,12 +65,24 @@ __global__ void geglu_kernel(const float* gate, int64_t gs, const float* up, int
 
 // One block per row: the sum of squares (each square rounded to f32 first, as ggml does) in
 // double, then y = (x * scale) * weight.
-__global__ void rms_norm_kernel(const float* x, int64_t xs, const float* weight, float eps,
-                                float* y, int64_t ys, int64_t cols) {
+// With ADD (add_rms_norm), the row normalised is a + b, written to `added` first: the same
+// __fadd_rn as add_kernel, so the result is bit for bit add then rms_norm. Each thread reads back
+// only the elements it wrote itself, so the second pass needs no more synchronisation than the
+// plain kernel's; added may alias a or b (element by element), y may alias a or b but not added.
+template <bool ADD>
+__global__ void rms_norm_kernel(const float* x, int64_t xs, const float* b, int64_t bs, float* added,
+                                int64_t adds, const float* weight, float eps, float* y, int64_t ys,
+                                int64_t cols) {
   __shared__ double partial[kThreads / 32];
   __shared__ float shared_scale;
   const float* row = x + static_cast<int64_t>(blockIdx.x) * xs;
   float* dst = y + static_cast<int64_t>(blockIdx.x) * ys;
+  if constexpr (ADD) {
+    const float* b_row = b + static_cast<int64_t>(blockIdx.x) * bs;
+    float* sum_row = added + static_cast<int64_t>(blockIdx.x) * adds;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum_row[c] = __fadd_rn(row[c], b_row[c]);
+    row = sum_row;
+  }
   double sum = 0.0;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float v = row[c];
@@ -134,8 +146,16 @@ void launch_geglu(const float* gate, int64_t gate_stride, const float* up, int64
 void launch_rms_norm(const float* x, int64_t x_stride, const float* weight, float eps, float* y,
                      int64_t y_stride, int64_t rows, int64_t cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, x_stride, weight, eps, y,
-                                                                        y_stride, cols);
+  rms_norm_kernel<false><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      x, x_stride, nullptr, 0, nullptr, 0, weight, eps, y, y_stride, cols);
+}
+
+void launch_add_rms_norm(const float* a, int64_t a_stride, const float* b, int64_t b_stride, float* sum,
+                         int64_t sum_stride, const float* weight, float eps, float* y, int64_t y_stride,
+                         int64_t rows, int64_t cols, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  rms_norm_kernel<true><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      a, a_stride, b, b_stride, sum, sum_stride, weight, eps, y, y_stride, cols);
 }
 
 }  // namespace lumen::backend::cuda

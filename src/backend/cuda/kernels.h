@@ -30,6 +30,11 @@ void launch_geglu(const float* gate, int64_t gate_stride, const float* up, int64
 // One row per block; y may alias x.
 void launch_rms_norm(const float* x, int64_t x_stride, const float* weight, float eps, float* y,
                      int64_t y_stride, int64_t rows, int64_t cols, cudaStream_t stream);
+// sum = a + b, then y = rms_norm(sum): bit for bit launch_add then launch_rms_norm, one launch.
+// sum may alias a or b; y may alias a or b, not sum.
+void launch_add_rms_norm(const float* a, int64_t a_stride, const float* b, int64_t b_stride, float* sum,
+                         int64_t sum_stride, const float* weight, float eps, float* y, int64_t y_stride,
+                         int64_t rows, int64_t cols, cudaStream_t stream);
 
 // ---- rope.cu ----
 struct RopeKernelParams {
