@@ -162,6 +162,9 @@ def main() -> None:
         "vocab_file": text.llava_text.DEFAULT_VOCAB.name,
         "text_gguf_sha256": text_sha,
         "mmproj": "idefics3",
+        # The processor's text for grids the images do not give: an unsplit image, and 3 x 2.
+        "processor_texts": [{"rows": r, "cols": c, "tokens_per_tile": tokens_per_tile(),
+                             "text": processor_text(r, c)} for r, c in ((0, 0), (3, 2), (1, 4))],
         "cases": cases,
     }
     out = "{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in golden.items()) + "\n}\n"

@@ -84,4 +84,14 @@ EncodedImage MmprojImageEncoder::encode(std::span<const uint8_t> file) const {
 
 std::string MmprojImageEncoder::image_marker() const { return model_->hparams().image_marker; }
 
+std::vector<std::string> MmprojImageEncoder::control_tokens() const {
+  const VisionHParams& hp = model_->hparams();
+  std::vector<std::string> tokens = {hp.image_marker};
+  if (hp.resize == ResizeMode::LongestEdgeTiles) {
+    const auto max_side = static_cast<int>((hp.tiling_longest_edge + hp.image_size - 1) / hp.image_size);
+    for (std::string& t : idefics3_control_tokens(max_side)) tokens.push_back(std::move(t));
+  }
+  return tokens;
+}
+
 }  // namespace lumen::vision

@@ -11,6 +11,7 @@
 // one piece, so it is tokenized as the reference tokenizes the whole string (a row's "\n" and the
 // global tile's "\n" are one "\n\n" there).
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "lumen/image_encoder.h"
@@ -19,5 +20,8 @@ namespace lumen::vision {
 
 // tokens_per_tile positions for each of the rows * cols tiles, then for the global tile.
 std::vector<EncodedImage::Piece> idefics3_prompt_layout(int rows, int cols, int64_t tokens_per_tile);
+
+// The control tokens those layouts write for grids of up to max_side x max_side tiles.
+std::vector<std::string> idefics3_control_tokens(int max_side);
 
 }  // namespace lumen::vision

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "lumen/engine.h"
+#include "lumen/error.h"
 #include "server/chat_images.h"
+#include "vision/tiled_prompt_layout.h"
 #include "vision_test_files.h"
 #include "vlm_logits_compare.h"
 
@@ -97,6 +99,45 @@ TEST_F(VlmIdefics3Logits, TilesInAnotherOrderDoNotMatch) {
               got.fewest_shared, got.top1_misses);
   EXPECT_GT(got.worst, 10 * tol);
   EXPECT_GT(got.top1_misses, 0);
+}
+
+// The layout's text, each piece's positions spelled as "<image>" runs, is the string
+// Idefics3Processor writes for grids the test images do not give (an unsplit image, 3 x 2, 1 x 4).
+TEST(VlmIdefics3Layout, IsTheProcessorsTextForOtherGrids) {
+  const nlohmann::json golden = vision_golden("idefics3_logits");
+  for (const auto& p : golden["processor_texts"]) {
+    std::string text;
+    for (const EncodedImage::Piece& piece : vision::idefics3_prompt_layout(p["rows"].get<int>(), p["cols"].get<int>(),
+                                                                           p["tokens_per_tile"].get<int64_t>())) {
+      text += piece.text;
+      for (int64_t i = 0; i < piece.n_tokens; ++i) text += "<image>";
+    }
+    EXPECT_EQ(text, p["text"].get<std::string>()) << p["rows"] << " x " << p["cols"];
+  }
+}
+
+// The projector's tile markers must be tokens of the language model: the tiny LLaVA's text model
+// has the same width and "<image>", but no "<fake_token_around_image>", so it is refused at load
+// (its tokenizer would spell the marker as characters).
+TEST(VlmIdefics3Load, RefusesALanguageModelWithoutTheTileMarkers) {
+  LUMEN_REQUIRE_TINY_MMPROJ("idefics3");
+  const std::string llava_text = std::string(LUMEN_GENERATED_DIR) + "/vlm-llava.text.gguf";
+  if (!std::filesystem::exists(llava_text)) GTEST_SKIP() << llava_text << " is missing (fixture vlm_llava_text_file)";
+  ModelOptions options;
+  options.mmproj = tiny_mmproj_path("idefics3");
+  options.threads = 1;
+  try {
+    Model::load(llava_text, options);
+    ADD_FAILURE() << "the Idefics3 projector loaded beside a model without its tokens";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"<fake_token_around_image>\""), std::string::npos) << e.what();
+  }
+  // With its own language model, every marker of a grid up to 2 x 2 (64 / 32) is one token.
+  options.mmproj = tiny_mmproj_path("idefics3");
+  const Model model = Model::load(text_model_path(), options);
+  const std::vector<std::string> tokens = model.image_encoder()->control_tokens();
+  EXPECT_EQ(tokens.size(), 2u + 1u + 4u);
+  EXPECT_EQ(tokens.back(), "<row_2_col_2>");
 }
 
 }  // namespace
