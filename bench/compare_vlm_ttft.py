@@ -3,6 +3,7 @@
 same two files, threads and machine, interleaved in one run. Prints JSON.
 
     python bench/compare_vlm_ttft.py --python /path/to/llama-cpp-python/bin/python [--threads 2] [--rounds 4]
+        [--family llava|idefics3]
 
 The model is LLaVA-1.5's layout at the size of small real parts, with seeded random weights
 (f16): a CLIP-B/16 tower at 224 x 224 pixels (196 image tokens; 11 of its 12 layers run, as
@@ -10,6 +11,13 @@ LLaVA reads the second to last) with the MLP projector, written by scripts/vlm_t
 LLaVA writer, onto a language model of SmolLM2-135M's shape (30 layers, 576 wide) written by
 scripts/vlm_tiny_llava_text.py (the default model's vocabulary plus "<image>"). Random weights
 make meaningless text, which does not change the time.
+
+--family idefics3: SmolVLM-256M's layout instead: its SigLIP tower shape (512 px tiles of 16 px
+patches, 12 layers, 768 wide) and pixel shuffle by 4 (64 tokens a tile), written by
+vlm_tiny_mmproj.py's Idefics3 writer with a longest edge of 1024 (SmolVLM's is 2048), so the
+640 x 480 image is cut into 2 x 2 tiles plus the global one: five encoder passes a side, and the
+tiles' row/column markers in the prompt; the same SmolLM2-shaped text model with SmolVLM's image
+tokens (vlm_tiny_idefics3_text.py's vocabulary).
 
 Each round sends a new 640 x 480 PNG (noise, seeded: no cache can help) and times, on each side,
 everything from the file's bytes to the first sampled token: decoding, preprocessing, the vision
@@ -37,6 +45,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
+import vlm_tiny_idefics3_text as idefics3_text  # noqa: E402
 import vlm_tiny_llava_text as text  # noqa: E402
 import vlm_tiny_mmproj as tiny  # noqa: E402
 
@@ -46,6 +55,20 @@ CLIP_B16 = dict(tiny.LLAVA, seed=1516, name="clip-b16-224-llava-random", text_hi
     "hidden_act": "quick_gelu"})
 SMOLLM2_SHAPE = dict(text.TEXT, seed=135, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
                      num_attention_heads=9, num_key_value_heads=3, rope_theta=100000.0, max_position_embeddings=2048)
+SMOLVLM_256M_TOWER = {
+    "seed": 256, "name": "SmolVLM-256M-vision-random",
+    "vision": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
+               "image_size": 512, "patch_size": 16, "num_channels": 3, "layer_norm_eps": 1e-6},
+    "text_hidden": 576, "scale_factor": 4, "longest_edge": 1024,
+    "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+}
+MODELS = {
+    "llava": "LLaVA-1.5 layout: CLIP-B/16 224px tower + MLP projector, SmolLM2-135M-shaped text model; "
+             "random f16 weights",
+    "idefics3": "SmolVLM-256M layout: SigLIP 512px tiles (12 layers, 768 wide) + pixel shuffle 4 + linear, "
+                "longest edge 1024 (2 x 2 tiles + global for 640x480), SmolLM2-135M-shaped text model; "
+                "random f16 weights",
+}
 QUESTION = "Describe this image in one sentence."
 
 # Runs in the llama-cpp-python interpreter: reads PNG paths on stdin, one per line; prints one
@@ -109,8 +132,15 @@ def png(seed: int, width=640, height=480) -> bytes:
             + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b""))
 
 
-def files(folder: Path) -> tuple:
+def files(folder: Path, family: str) -> tuple:
     folder.mkdir(parents=True, exist_ok=True)
+    if family == "idefics3":
+        model, mmproj = folder / "bench-idefics3-smollm2-shape.gguf", folder / "bench-idefics3-smolvlm256m.mmproj.gguf"
+        if not model.exists():
+            text.write_text_model(model, text.DEFAULT_VOCAB, SMOLLM2_SHAPE, idefics3_text.ADDED, "bench-idefics3-text")
+        if not mmproj.exists():
+            tiny.write_idefics3(mmproj, SMOLVLM_256M_TOWER)
+        return model, mmproj
     model, mmproj = folder / "bench-llava-smollm2-shape.gguf", folder / "bench-llava-clip-b16.mmproj.gguf"
     if not model.exists():
         text.write_text_model(model, text.DEFAULT_VOCAB, SMOLLM2_SHAPE)
@@ -157,8 +187,9 @@ def main() -> None:
     ap.add_argument("--python", required=True, help="a Python with llama-cpp-python 0.3.x (it ships libmtmd)")
     ap.add_argument("--lumen", type=Path, default=REPO / "build/release/src/cli/lumen")
     ap.add_argument("--folder", type=Path, default=REPO / "build/release/tests/generated")
+    ap.add_argument("--family", choices=sorted(MODELS), default="llava")
     args = ap.parse_args()
-    model, mmproj = files(args.folder)
+    model, mmproj = files(args.folder, args.family)
     images = []
     for i in range(args.rounds + 1):  # the first of each side is a warm-up
         path = args.folder / f"bench-noise-{i}.png"
@@ -195,8 +226,7 @@ def main() -> None:
         peer.stdin.close()
         peer.wait(timeout=60)
     result = {
-        "model": "LLaVA-1.5 layout: CLIP-B/16 224px tower + MLP projector, SmolLM2-135M-shaped text model; "
-                 "random f16 weights",
+        "model": MODELS[args.family],
         "threads": args.threads, "image": "640x480 PNG of noise, a new one each round",
         "prompt_tokens": tokens,
         "lumen_ttft": summary(lumen), "llama_cpp_mtmd_ttft": summary(mtmd),

@@ -43,7 +43,7 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
-def text_weights(spec: dict = TEXT) -> dict:
+def text_weights(spec: dict = TEXT, vocab_size: int = VOCAB_SIZE) -> dict:
     """The language model's state dict in LlamaForCausalLM's names (lm_head untied)."""
     rng = np.random.RandomState(spec["seed"])
     h, f = spec["hidden_size"], spec["intermediate_size"]
@@ -55,7 +55,7 @@ def text_weights(spec: dict = TEXT) -> dict:
     def norm(n):
         return (1.0 + rng.standard_normal(n) * 0.1).astype(np.float32)
 
-    w = {"model.embed_tokens.weight": f16(VOCAB_SIZE, h, scale=0.5)}
+    w = {"model.embed_tokens.weight": f16(vocab_size, h, scale=0.5)}
     for i in range(spec["num_hidden_layers"]):
         pre = f"model.layers.{i}."
         w[pre + "input_layernorm.weight"] = norm(h)
@@ -68,7 +68,7 @@ def text_weights(spec: dict = TEXT) -> dict:
         w[pre + "mlp.up_proj.weight"] = f16(f, h, scale=0.15)
         w[pre + "mlp.down_proj.weight"] = f16(h, f, scale=0.1)
     w["model.norm.weight"] = norm(h)
-    w["lm_head.weight"] = f16(VOCAB_SIZE, h, scale=0.3)
+    w["lm_head.weight"] = f16(vocab_size, h, scale=0.3)
     return w
 
 
@@ -95,8 +95,9 @@ def gguf_name(name: str) -> str:
     return f"blk.{layer}.{rest}"
 
 
-def vocabulary(vocab_gguf: Path) -> tuple:
-    """(tokens, token types, merges, bos, eos, unk, pad) of the vocabulary file, "<image>" added."""
+def vocabulary(vocab_gguf: Path, added: tuple = (TEXT["image_token"],)) -> tuple:
+    """(tokens, token types, merges, bos, eos, unk, pad) of the vocabulary file, the control
+    tokens `added` ("<image>" for LLaVA) appended."""
     r = gguf.GGUFReader(str(vocab_gguf))
 
     def strings(key):
@@ -110,18 +111,20 @@ def vocabulary(vocab_gguf: Path) -> tuple:
     types = [int(r.fields["tokenizer.ggml.token_type"].parts[i][0]) for i in r.fields["tokenizer.ggml.token_type"].data]
     if len(tokens) != TEXT["base_vocab_size"]:
         raise SystemExit(f"{vocab_gguf}: {len(tokens)} tokens, expected {TEXT['base_vocab_size']}")
-    tokens.append(TEXT["image_token"])
-    types.append(int(gguf.TokenType.CONTROL))
+    tokens += list(added)
+    types += [int(gguf.TokenType.CONTROL)] * len(added)
     ids = [scalar(f"tokenizer.ggml.{k}_token_id") for k in ("bos", "eos", "unknown", "padding")]
     return tokens, types, strings("tokenizer.ggml.merges"), ids
 
 
-def write_text_model(path: Path, vocab_gguf: Path, spec: dict = TEXT) -> None:
-    """The model of `spec` (TEXT, or another size of the same layout: bench/compare_vlm_ttft.py's)."""
-    tokens, types, merges, (bos, eos, unk, pad) = vocabulary(vocab_gguf)
+def write_text_model(path: Path, vocab_gguf: Path, spec: dict = TEXT, added: tuple = (TEXT["image_token"],),
+                     name: str = "tiny-llava-text") -> None:
+    """The model of `spec` (TEXT, or another size of the same layout: bench/compare_vlm_ttft.py's,
+    vlm_tiny_idefics3_text.py's) with the control tokens `added` after the vocabulary's."""
+    tokens, types, merges, (bos, eos, unk, pad) = vocabulary(vocab_gguf, added)
     t = spec
     out = gguf.GGUFWriter(str(path), arch="llama")
-    out.add_name("tiny-llava-text")
+    out.add_name(name)
     out.add_file_type(1)
     out.add_context_length(t["max_position_embeddings"])
     out.add_embedding_length(t["hidden_size"])
@@ -132,7 +135,7 @@ def write_text_model(path: Path, vocab_gguf: Path, spec: dict = TEXT) -> None:
     out.add_rope_freq_base(t["rope_theta"])
     out.add_layer_norm_rms_eps(t["rms_norm_eps"])
     out.add_rope_dimension_count(t["hidden_size"] // t["num_attention_heads"])
-    out.add_vocab_size(VOCAB_SIZE)
+    out.add_vocab_size(len(tokens))
     out.add_tokenizer_model("gpt2")
     out.add_tokenizer_pre("smollm")
     out.add_token_list(tokens)
@@ -145,11 +148,11 @@ def write_text_model(path: Path, vocab_gguf: Path, spec: dict = TEXT) -> None:
     out.add_add_bos_token(False)
     out.add_add_space_prefix(False)
     out.add_chat_template(CHAT_TEMPLATE)
-    for name, data in text_weights(spec).items():
-        if name.endswith(("q_proj.weight", "k_proj.weight")):
-            heads = t["num_attention_heads"] if "q_proj" in name else t["num_key_value_heads"]
+    for tensor, data in text_weights(spec, len(tokens)).items():
+        if tensor.endswith(("q_proj.weight", "k_proj.weight")):
+            heads = t["num_attention_heads"] if "q_proj" in tensor else t["num_key_value_heads"]
             data = rotary_pairs(data, heads)
-        out.add_tensor(gguf_name(name), data.astype(np.float16 if data.ndim == 2 else np.float32))
+        out.add_tensor(gguf_name(tensor), data.astype(np.float16 if data.ndim == 2 else np.float32))
     out.write_header_to_file()
     out.write_kv_data_to_file()
     out.write_tensors_to_file()
@@ -160,22 +163,25 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def golden_text_model(folder: Path, vocab_gguf: Path = DEFAULT_VOCAB) -> Path:
-    """The text model for the tests, written into folder and held to the golden's sha256."""
-    want = json.loads(GOLDEN.read_text(encoding="utf-8"))["text_gguf_sha256"]
+def golden_text_model(folder: Path, vocab_gguf: Path = DEFAULT_VOCAB, golden: Path = GOLDEN,
+                      file_name: str = "vlm-llava.text.gguf", write=None,
+                      golden_script: str = "scripts/make_vlm_logits_golden.py") -> Path:
+    """The text model for the tests, written into folder (by `write(path, vocab_gguf)`; this
+    file's LLaVA model by default) and held to the golden's sha256."""
+    write = write or write_text_model
+    want = json.loads(golden.read_text(encoding="utf-8"))["text_gguf_sha256"]
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "vlm-llava.text.gguf"
+    path = folder / file_name
     if path.exists() and sha256(path) == want:
         return path
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".vlm-llava-text.", suffix=".gguf")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + file_name, suffix=".gguf")
     os.close(fd)
-    write_text_model(Path(tmp), vocab_gguf)
+    write(Path(tmp), vocab_gguf)
     got = sha256(Path(tmp))
     if got != want:
         os.unlink(tmp)
-        raise SystemExit(f"vlm-llava.text.gguf written by {Path(__file__).name} has sha256 {got}, but "
-                         f"{GOLDEN.relative_to(REPO)} was made from {want}: the generator, the vocabulary file "
-                         f"or gguf/numpy changed; rerun scripts/make_vlm_logits_golden.py")
+        raise SystemExit(f"{file_name} has sha256 {got}, but {golden.relative_to(REPO)} was made from {want}: "
+                         f"the generator, the vocabulary file or gguf/numpy changed; rerun {golden_script}")
     os.replace(tmp, path)
     return path
 

@@ -40,6 +40,11 @@ class ImageEncoder {
   // token of the vocabulary ("<image>", "<start_of_image>"). The server replaces each such token
   // the template wrote with the image's layout.
   virtual std::string image_marker() const = 0;
+  // Every control token the layouts of encode() may write, image_marker() included (SmolVLM:
+  // "<fake_token_around_image>", "<global-img>", "<row_R_col_C>" up to the largest grid). A
+  // model whose vocabulary lacks one is refused at load: the token's text would otherwise be
+  // tokenized as characters, and the image would stand in the wrong prompt without a word.
+  virtual std::vector<std::string> control_tokens() const { return {image_marker()}; }
 };
 
 }  // namespace lumen

@@ -82,6 +82,16 @@ static void attach_mmproj(ModelState& state, const std::string& path, const Mode
     fail("{}: the projector's image features are {} wide, but {}'s embeddings are {}: it belongs to another model",
          options.mmproj, encoder->embedding_length(), path, width);
   }
+  // The layouts' markers must be tokens of this vocabulary (parsed as one token each when
+  // special text is parsed), or the prompt text around an image would be wrong without a word.
+  for (const std::string& token : encoder->control_tokens()) {
+    if (state.model->tokenizer.encode(token, {.add_special = false, .parse_special = true}).size() != 1) {
+      fail(
+          "{}: the projector writes the token \"{}\" around images, but {}'s vocabulary has no such token: it "
+          "belongs to another model",
+          options.mmproj, token, path);
+    }
+  }
   state.image_encoder = std::move(encoder);
 }
 

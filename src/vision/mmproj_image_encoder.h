@@ -5,9 +5,9 @@
 // encoder. What differs between models is the projector family's (vision/families/), never
 // decided here.
 //
-// Families whose processor cuts an image into tiles (Idefics3 / SmolVLM) are refused at load:
-// EncodedImage::layout can say how tiles stand in a prompt, but their preprocessing (the tile
-// grid, the global view) is not wired here yet.
+// Families whose processor cuts an image into tiles (Idefics3 / SmolVLM) encode each tile and
+// the global tile, and say in EncodedImage::layout where each stands with its row and column
+// text (tiled_prompt_layout.h).
 #include <memory>
 #include <string>
 
@@ -18,18 +18,21 @@ namespace lumen::vision {
 
 class MmprojImageEncoder final : public ImageEncoder {
  public:
-  // Throws lumen::Error for a file VisionModel::load refuses, or a family the encoder cannot
-  // take. threads: the encoder's own CPU pool (0: one per hardware thread); it is not the text
-  // model's, so encoding never waits for a forward pass.
+  // Throws lumen::Error for a file VisionModel::load refuses. threads: the encoder's own CPU pool (0: one per hardware
+  // thread); it is not the text model's, so encoding never waits for a forward pass.
   static std::shared_ptr<MmprojImageEncoder> load(const std::string& mmproj_path, unsigned threads = 0);
 
   int64_t embedding_length() const override;
   // Thread-safe: decoding and preprocessing run on the caller's thread; VisionModel::encode
   // serialises the encoder itself (one image at a time on its pool).
   // One image is one run of image_tokens() positions, with the family's text around it (Gemma 3:
-  // "\n\n<start_of_image>" before, "<end_of_image>\n\n" after; LLaVA: nothing).
+  // "\n\n<start_of_image>" before, "<end_of_image>\n\n" after; LLaVA: nothing); a tiled one a
+  // run per tile and one for the global tile, each with its markers.
   EncodedImage encode(std::span<const uint8_t> file) const override;
   std::string image_marker() const override;
+  // The marker, and for a tiled family the tiles' markers up to the largest grid its longest
+  // edge allows.
+  std::vector<std::string> control_tokens() const override;
 
   const VisionModel& model() const { return *model_; }
 

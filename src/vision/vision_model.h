@@ -52,6 +52,9 @@ struct VisionHParams {
   // the marker the template writes, and the text around the image's positions.
   std::string image_marker, image_before, image_after;
   int64_t merge = 1;           // Gemma 3's pooling kernel, Idefics3's pixel-shuffle factor (1: none)
+  // Idefics3 / SmolVLM: the longest side an image is resized to before it is cut into tiles of
+  // image_size (clip.vision.preproc_image_size; image_size when absent: one tile, never split).
+  int64_t tiling_longest_edge = 0;
   int64_t n_image_tokens = 0;  // rows encode() returns per image
   int64_t n_embd_out = 0;      // their width: the text model's embedding width
 

@@ -11,7 +11,21 @@ namespace lumen::vision {
 
 namespace {
 
-void idefics3_finish(const gguf::Metadata& meta, VisionHParams& hp) { set_merge_factor(meta, hp, 2); }
+constexpr int64_t kMaxTilesPerSide = 8;
+
+// The image splitting's longest edge, as convert_hf_to_gguf.py writes it from the processor's
+// size.longest_edge; llama.cpp's mtmd falls back to the tile size, so does this. Bounded so that
+// an image is at most 8 x 8 tiles plus the global one (SmolVLM's largest is 4 x 4 + 1 at 2048 / 512,
+// Idefics3's 4 x 4 + 1 at 1456 / 364): a file cannot make one image cost more.
+void idefics3_finish(const gguf::Metadata& meta, VisionHParams& hp) {
+  set_merge_factor(meta, hp, 2);
+  const uint64_t edge = meta.find_unsigned("clip.vision.preproc_image_size").value_or(hp.image_size);
+  if (edge < static_cast<uint64_t>(hp.image_size) || edge > static_cast<uint64_t>(kMaxTilesPerSide * hp.image_size)) {
+    fail("clip.vision.preproc_image_size {} is out of range for tiles of {} (from the tile size to {} times it)", edge,
+         hp.image_size, kMaxTilesPerSide);
+  }
+  hp.tiling_longest_edge = static_cast<int64_t>(edge);
+}
 
 // transformers' Idefics3Connector.pixel_shuffle: token (i, j) of the merged grid is the
 // concatenation, rows a of the square outer and columns b inner, of patch (i*s + a, j*s + b).
@@ -47,7 +61,7 @@ ProjectorFamily idefics3_family() {
   f.resize = ResizeMode::LongestEdgeTiles;
   f.resize_filter = 1;  // Idefics3ImageProcessor's resample=1 (Lanczos)
   // The template's marker; Idefics3Processor writes each tile with its own row/column text, so
-  // the image's prompt text depends on its size (the engine's encoder does not take it yet).
+  // the image's prompt text depends on its size: vision/tiled_prompt_layout.h writes it.
   f.image_marker = "<image>";
   f.default_activation = Activation::GeluTanh;
   f.tensors = {
