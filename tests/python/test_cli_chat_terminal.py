@@ -58,11 +58,26 @@ class Terminal:
     def send(self, data: bytes):
         os.write(self.fd, data)
 
+    def _drain(self):
+        """Reads what the exited child left in the terminal, until it reports end of file (EIO on
+        Linux once no process holds the other side) or a second passes without data."""
+        while True:
+            try:
+                if not select.select([self.fd], [], [], 1.0)[0]:
+                    return
+                chunk = os.read(self.fd, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.seen += chunk
+
     def wait(self, timeout=30.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
+                self._drain()  # what it wrote last may still be in the terminal (seen flaky under load)
                 return status
             try:  # keep draining so the child never blocks on a full terminal
                 if select.select([self.fd], [], [], 0.2)[0]:
