@@ -1,6 +1,6 @@
-// CudaBackend::matmul: the quantized GEMV (up to options.max_gemv_tokens tokens, 8 per pass
-// over the weights; gemv_stream.cu's kernels with options.streaming_gemv, else gemv.cu's) or
-// dequantize-to-f16 + cuBLAS for larger batches.
+// CudaBackend::matmul: the GEMV (up to options.max_gemv_tokens tokens, 8 per pass over the
+// weights; gemv_stream.cu's or gemv.cu's kernels as options.gemv chooses) or dequantize-to-f16 +
+// cuBLAS for larger batches.
 //
 // The GEMM path converts a chunk of weight rows at a time into f16 scratch (at most
 // kGemmChunkElements values, 128 MB), so its memory stays bounded whatever the matrix; the
