@@ -14,12 +14,14 @@ struct ModelParallelFlags {
   int tensor = 1;
   int pipeline = 1;
   int micro_batches = 0;  // 0: the default (ModelOptions::pipeline_micro_batches)
+  int context = 1;
 
   // `options` with these processes to spread the model over.
   ModelOptions applied_to(ModelOptions options) const {
     options.tensor_parallel_size = tensor;
     options.pipeline_parallel_size = pipeline;
     options.pipeline_micro_batches = micro_batches;
+    options.context_parallel_size = context;
     return options;
   }
 };
@@ -39,6 +41,12 @@ inline void add_model_parallel_options(CLI::App* cmd, ModelParallelFlags& flags)
   cmd->add_option("--pipeline-micro-batches", flags.micro_batches,
                   "Pipeline parallelism: at most this many micro-batches (of 64 rows or more) per forward pass, "
                   "so that stages work at once (default: four times the stages)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--context-parallel-size,--cp", flags.context,
+                  "Share a long prompt's prefill among N processes, each holding the whole model (context "
+                  "parallelism: ring attention over the prompt's chunks; rank 0 then decodes alone); run under "
+                  "`mpirun -np N`. Not with --tensor-parallel-size or --pipeline-parallel-size")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1024));
 }
 

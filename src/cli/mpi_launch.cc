@@ -35,11 +35,12 @@ LaunchRank launch_rank_from_environment() {
 }
 
 long parallel_processes_asked(const std::vector<std::string>& args) {
-  long tensor = 1, pipeline = 1;
+  long tensor = 1, pipeline = 1, context = 1;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view arg = args[i];
     for (const auto& [flag, slot] : {std::pair{"--tensor-parallel-size", &tensor}, std::pair{"--tp", &tensor},
-                                     std::pair{"--pipeline-parallel-size", &pipeline}, std::pair{"--pp", &pipeline}}) {
+                                     std::pair{"--pipeline-parallel-size", &pipeline}, std::pair{"--pp", &pipeline},
+                                     std::pair{"--context-parallel-size", &context}, std::pair{"--cp", &context}}) {
       const std::string_view name = flag;
       std::optional<long> value;
       if (arg == name && i + 1 < args.size()) {
@@ -50,7 +51,7 @@ long parallel_processes_asked(const std::vector<std::string>& args) {
       if (value) *slot = *value;
     }
   }
-  return tensor * pipeline;
+  return tensor * pipeline * context;
 }
 
 std::string unspread_launch_warning(const LaunchRank& launch, const std::vector<std::string>& args) {
@@ -58,8 +59,9 @@ std::string unspread_launch_warning(const LaunchRank& launch, const std::vector<
   return fmt::format(
       "lumen: warning: started as {} processes (mpirun -np {}) without --tensor-parallel-size or "
       "--pipeline-parallel-size: each process runs the whole command on its own. To spread the model over them, "
-      "add --tensor-parallel-size {} (or --pipeline-parallel-size {}); otherwise run lumen without mpirun.\n",
-      launch.size, launch.size, launch.size, launch.size);
+      "add --tensor-parallel-size {} (or --pipeline-parallel-size {}, or --context-parallel-size {} to share long "
+      "prompts' prefill); otherwise run lumen without mpirun.\n",
+      launch.size, launch.size, launch.size, launch.size, launch.size);
 }
 
 }  // namespace lumen::cli

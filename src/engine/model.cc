@@ -120,12 +120,13 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
     state->owned_backend = engine::make_backend(options.device, options.threads);
     state->backend = state->owned_backend.get();
     engine::ModelPart part;
-    if (options.tensor_parallel_size != 1 || options.pipeline_parallel_size != 1) {
+    if (options.tensor_parallel_size != 1 || options.pipeline_parallel_size != 1 ||
+        options.context_parallel_size != 1) {
       if (options.pipeline_micro_batches < 0) {
         fail("pipeline_micro_batches must be 0 (four times the stages) or more (got {})", options.pipeline_micro_batches);
       }
-      state->parallel =
-          engine::join_model_parallel_group(options.tensor_parallel_size, options.pipeline_parallel_size);
+      state->parallel = engine::join_model_parallel_group(options.tensor_parallel_size, options.pipeline_parallel_size,
+                                                          options.context_parallel_size);
       part = {state->parallel.get(), options.pipeline_micro_batches > 0 ? options.pipeline_micro_batches
                                                                         : 4 * options.pipeline_parallel_size};
     }
@@ -141,6 +142,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
     state->info.tensor_parallel_size = state->parallel->tensor_size();
     state->info.pipeline_stage = state->parallel->stage();
     state->info.pipeline_parallel_size = state->parallel->pipeline_size();
+    state->info.context_parallel_size = state->parallel->context_size();
   }
   engine::attach_chat_template(*state, options.chat_template);
   if (!options.mmproj.empty()) engine::attach_mmproj(*state, path, options);

@@ -50,11 +50,18 @@ Header receive(dist::Collectives& comm, std::vector<std::byte>& payload) {
 
 }  // namespace
 
-std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, int pipeline_size) {
+std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, int pipeline_size, int context_size) {
   if (tensor_size < 1) fail("tensor_parallel_size must be at least 1 (got {})", tensor_size);
   if (pipeline_size < 1) fail("pipeline_parallel_size must be at least 1 (got {})", pipeline_size);
+  if (context_size < 1) fail("context_parallel_size must be at least 1 (got {})", context_size);
+  if (context_size > 1 && (tensor_size > 1 || pipeline_size > 1)) {
+    fail("context parallelism (--context-parallel-size {}) does not combine with tensor or pipeline parallelism yet",
+         context_size);
+  }
   if (!dist::mpi_available()) {
-    fail("tensor and pipeline parallelism need MPI, and this build has none (install libopenmpi-dev and rebuild)");
+    fail(
+        "tensor, pipeline and context parallelism need MPI, and this build has none (install libopenmpi-dev and "
+        "rebuild)");
   }
   // Made once, kept to the process's exit (MPI cannot start again once finalized).
   static std::mutex made;
@@ -65,6 +72,15 @@ std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, i
     if (!world) world = dist::make_mpi_collectives(nullptr, nullptr);
     comm = world;
   }
+  if (context_size > 1) {
+    if (comm->size() != context_size) {
+      fail(
+          "context parallel size {} needs {} processes started together: run under `mpirun -np {}` (this run has "
+          "{})",
+          context_size, context_size, context_size, comm->size());
+    }
+    return std::make_unique<ModelParallelGroup>(std::move(comm), 1, 1, context_size);
+  }
   const int size = tensor_size * pipeline_size;
   if (comm->size() != size) {
     fail("tensor parallel size {} x pipeline parallel size {} needs {} processes started together: run under "
@@ -74,9 +90,14 @@ std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, i
   return std::make_unique<ModelParallelGroup>(std::move(comm), tensor_size, pipeline_size);
 }
 
-ModelParallelGroup::ModelParallelGroup(std::shared_ptr<dist::Collectives> comm, int tensor_size, int pipeline_size)
-    : comm_(std::move(comm)), tensor_size_(tensor_size), pipeline_size_(pipeline_size) {
-  if (tensor_size_ * pipeline_size_ != comm_->size()) {
+ModelParallelGroup::ModelParallelGroup(std::shared_ptr<dist::Collectives> comm, int tensor_size, int pipeline_size,
+                                       int context_size)
+    : comm_(std::move(comm)), tensor_size_(tensor_size), pipeline_size_(pipeline_size), context_size_(context_size) {
+  if (context_size_ > 1 && (tensor_size_ != 1 || pipeline_size_ != 1 || context_size_ != comm_->size())) {
+    fail("context parallelism over {} of {} processes, with {} x {} more", context_size_, comm_->size(), tensor_size_,
+         pipeline_size_);
+  }
+  if (context_size_ <= 1 && tensor_size_ * pipeline_size_ != comm_->size()) {
     fail("{} x {} processes in a group of {}", tensor_size_, pipeline_size_, comm_->size());
   }
   if (pipeline_size_ > 1) tensor_comm_ = comm_->split(stage());
@@ -85,6 +106,11 @@ ModelParallelGroup::ModelParallelGroup(std::shared_ptr<dist::Collectives> comm, 
 model::TensorShard ModelParallelGroup::shard() {
   if (tensor_size_ == 1) return {};
   return {tensor_rank(), tensor_size_, &tensor_comm()};
+}
+
+model::ContextShare ModelParallelGroup::context() {
+  if (context_size_ == 1) return {};
+  return {rank(), context_size_, comm_.get()};
 }
 
 model::PipelineStage ModelParallelGroup::pipeline_stage(uint64_t n_layers, int max_micro_batches) {

@@ -43,8 +43,8 @@ TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
 }  // namespace
 
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
-                         const TensorShard& shard, const PipelineStage& stage)
-    : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard), stage_(stage) {
+                         const TensorShard& shard, const PipelineStage& stage, const ContextShare& context)
+    : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard), stage_(stage), context_(context) {
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   require_supported_features(arch_, hp_);
   // Before any weight is uploaded: a model the backend cannot run is refused here, with all it
@@ -67,6 +67,11 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   }
   if (arch_.features.mixer != Mixer::Attention && (shard_.size > 1 || stage_.count > 1)) {
     fail("the {} architecture (state-space layers) runs in one process only for now", hp_.architecture);
+  }
+  if (context_.size > 1) {
+    require_context_parallel();
+  } else {
+    context_ = {};
   }
   if (shard_.size <= 1) {
     shard_ = {};
@@ -172,40 +177,19 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
                                   int64_t n) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t head_dim = static_cast<int64_t>(hp_.head_dim);
-  TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView q = first_rows(s_.q, n), k = first_rows(s_.k, n), v = first_rows(s_.v, n);
   TensorView attn = first_rows(s_.attn, n);
-
-  backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
   if (latent_) {
+    TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
+    backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
     const size_t n_seqs = batch.sequences.size() / cache.layout().n_groups();
     const auto group = static_cast<size_t>(cache.layout().group_of_layer[layer]);
     // The output may overwrite h: the normed input is read only before the output projection.
     latent_->forward(w, h, batch.positions, batch.sequences.subspan(group * n_seqs, n_seqs), cache.layer(layer), h);
     return;  // mlp_block adds h to the residual
   }
-  observe(w.wq, h);
-  observe(w.wk, h);
-  observe(w.wv, h);
-  const backend::Backend::MatmulOutput qkv[] = {{&w.wq, &q}, {&w.wk, &k}, {&w.wv, &v}};
-  backend_.matmul_same_input(h, qkv);
-  if (w.bq) backend_.add_row(q, *w.bq);
-  if (w.bk) backend_.add_row(k, *w.bk);
-  if (w.bv) backend_.add_row(v, *w.bv);
-
-  TensorView q_heads = as_heads(q, n, head_dim), k_heads = as_heads(k, n, head_dim);
-  const float eps = static_cast<float>(hp_.norm_eps);
-  if (arch_.features.qk_norm_full_width) {
-    if (w.q_norm) backend_.rms_norm(q, *w.q_norm, eps, q);
-    if (w.k_norm) backend_.rms_norm(k, *w.k_norm, eps, k);
-  } else {
-    if (w.q_norm) backend_.rms_norm(q_heads, *w.q_norm, eps, q_heads);
-    if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
-  }
-  const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
-  backend_.rope(q_heads, batch.positions, rope);
-  backend_.rope(k_heads, batch.positions, rope);
-  if (query_scale_ != 1.0f) backend_.scale(q, query_scale_);
+  attention_inputs(layer, batch.positions, n);
+  TensorView q_heads = as_heads(q, n, head_dim);
   const size_t n_groups = cache.layout().n_groups();
   const size_t n_seqs = batch.sequences.size() / n_groups;
   const auto group = static_cast<size_t>(cache.layout().group_of_layer[layer]);
@@ -228,6 +212,43 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   }
   // The output is a weighted sum of rotated values: one more rotation (its own inverse) undoes it.
   if (kv.rotated) backend_.rotate_heads(attn, head_dim);
+  attention_output(layer, n);
+}
+
+void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n) {
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t head_dim = static_cast<int64_t>(hp_.head_dim);
+  TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
+  TensorView q = first_rows(s_.q, n), k = first_rows(s_.k, n), v = first_rows(s_.v, n);
+  backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
+  observe(w.wq, h);
+  observe(w.wk, h);
+  observe(w.wv, h);
+  const backend::Backend::MatmulOutput qkv[] = {{&w.wq, &q}, {&w.wk, &k}, {&w.wv, &v}};
+  backend_.matmul_same_input(h, qkv);
+  if (w.bq) backend_.add_row(q, *w.bq);
+  if (w.bk) backend_.add_row(k, *w.bk);
+  if (w.bv) backend_.add_row(v, *w.bv);
+
+  TensorView q_heads = as_heads(q, n, head_dim), k_heads = as_heads(k, n, head_dim);
+  const float eps = static_cast<float>(hp_.norm_eps);
+  if (arch_.features.qk_norm_full_width) {
+    if (w.q_norm) backend_.rms_norm(q, *w.q_norm, eps, q);
+    if (w.k_norm) backend_.rms_norm(k, *w.k_norm, eps, k);
+  } else {
+    if (w.q_norm) backend_.rms_norm(q_heads, *w.q_norm, eps, q_heads);
+    if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
+  }
+  const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
+  backend_.rope(q_heads, positions, rope);
+  backend_.rope(k_heads, positions, rope);
+  if (query_scale_ != 1.0f) backend_.scale(q, query_scale_);
+}
+
+void Transformer::attention_output(size_t layer, int64_t n) {
+  const LayerWeights& w = weights_.layers[layer];
+  TensorView h = first_rows(s_.h, n), attn = first_rows(s_.attn, n);
+  const float eps = static_cast<float>(hp_.norm_eps);
   observe(w.wo, attn);
   backend_.matmul(w.wo, attn, h);
   reduce_over_shard(h);
@@ -354,6 +375,13 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
          hp_.architecture);
   }
   check_batch(batch, cache);
+  if (context_.size > 1) {
+    if (shares_context(batch, cache)) {
+      forward_context_parallel(batch, cache, logits);
+      return;
+    }
+    if (context_.rank != 0) return;  // rank 0 alone holds the cache that the other steps read
+  }
   if (stage_.count > 1) {
     forward_pipelined(batch, cache, logits);
     return;

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "model/arch/architecture.h"
+#include "model/context_chunks.h"
 #include "model/forward_batch.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
@@ -33,8 +34,12 @@ class Transformer {
   // here (the file's other weights stay unread in its mapping), in step with the other stages'
   // processes, which all call forward with the same batch; only rank 0 (stage 0, tensor rank 0)
   // computes logits. hparams() stays the whole model's but for a shard's heads.
-  Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
-              const TensorShard& shard = {}, const PipelineStage& stage = {});
+  // With a context share of size > 1 (model/context_chunks.h): every rank holds the whole model;
+  // a step that prefills one prompt from its start runs on all ranks, each over its two chunks
+  // of the prompt (ring attention, transformer_context.cc), and every other step (decodes, later
+  // chunks) runs on rank 0 alone, over the cache that the ring filled there.
+  Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp, const TensorShard& shard = {},
+              const PipelineStage& stage = {}, const ContextShare& context = {});
   // Self-speculation's draft (layer skip, LayerSkip / Draft & Verify): the first `n_layers`
   // layers of `target` (1 .. its layers - 1), then its final norm and output head. The weights
   // are the target's own views, nothing copied or uploaded, so `target` must outlive this; the
@@ -53,6 +58,7 @@ class Transformer {
   const HParams& hparams() const { return hp_; }
   const TensorShard& shard() const { return shard_; }
   const PipelineStage& stage() const { return stage_; }
+  const ContextShare& context() const { return context_; }
   // The layout of this model's KV cache: its layers grouped by window (kv::make_kv_layout), on a
   // pipeline stage keeping only the stage's layers (kv::stage_kv_layout).
   kv::KvLayout kv_layout(bool free_out_of_window) const;
@@ -101,6 +107,20 @@ class Transformer {
   void check_batch(const ForwardBatch& batch, const KvCache& cache) const;
   // A pipeline stage's share of a forward pass, micro-batch by micro-batch.
   void forward_pipelined(const ForwardBatch& batch, KvCache& cache, float* logits);
+  // Context parallelism (transformer_context.cc): whether the ranks share this step (one
+  // sequence's prefill from position 0, of at least two rows per rank), and the shared step.
+  bool shares_context(const ForwardBatch& batch, KvCache& cache) const;
+  // Throws lumen::Error for what context parallelism does not run (the constructor's check).
+  void require_context_parallel() const;
+  void forward_context_parallel(const ForwardBatch& batch, KvCache& cache, float* logits);
+  // Ring attention of this rank's rows (in s_.q, s_.k, s_.v) over every rank's keys, into s_.attn.
+  void ring_attention(size_t layer, const ForwardBatch& batch, KvCache& cache, const ContextChunks& mine,
+                      int64_t n_prompt);
+  // The attention block's parts before and after attending: the normed input's Q, K and V (with
+  // rope at `positions` and the query scale) into s_.q, s_.k, s_.v; then the output projection of
+  // s_.attn into s_.h (summed over a shard, post-normed).
+  void attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n);
+  void attention_output(size_t layer, int64_t n);
   // A layer's two halves. The attention block leaves its output in the scratch h; the MLP block
   // adds it to the residual x as it norms x (add_rms_norm where the backend has it).
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
@@ -118,6 +138,7 @@ class Transformer {
   const Architecture& arch_;
   TensorShard shard_;
   PipelineStage stage_;
+  ContextShare context_;
   LayerRange layers_;  // the layers this process runs: all but on a pipeline stage
   TransformerWeights weights_;
   backend::RopeConfig rope_;        // global layers
@@ -131,6 +152,8 @@ class Transformer {
   MatmulObserver* observer_ = nullptr;
   MicroBatchInput micro_;        // the micro-batch being run (pipeline parallelism)
   std::vector<float> returned_;  // rank 0: the last stage's hidden states of the logit rows
+  struct RingBuffers;            // context parallelism's blocks in flight (transformer_context.cc)
+  std::shared_ptr<RingBuffers> ring_;
 
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;

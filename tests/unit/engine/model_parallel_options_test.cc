@@ -27,6 +27,11 @@ TEST(ModelParallelOptions, BadCountsAreRefusedBeforeAnythingStarts) {
             std::string::npos);
   EXPECT_NE(load_error({.tensor_parallel_size = -3}).find("tensor_parallel_size must be at least 1 (got -3)"),
             std::string::npos);
+  EXPECT_NE(load_error({.context_parallel_size = 0}).find("context_parallel_size must be at least 1 (got 0)"),
+            std::string::npos);
+  EXPECT_NE(load_error({.tensor_parallel_size = 2, .context_parallel_size = 2})
+                .find("context parallelism (--context-parallel-size 2) does not combine with tensor or pipeline"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,178 @@
+// Context parallelism's forward pass (model/context_chunks.h): one prompt's prefill shared by the
+// ranks, each running every layer over its own two chunks of the prompt. Attention is ring
+// attention: each rank's K/V block goes round the ring, rank to rank + 1, and every rank attends
+// its queries over each block as it holds it, merging the partial results by log-sum-exp
+// (model/partial_attention.h). Rank 0 also writes every block it holds into its KV cache, so that
+// when the prefill ends it holds the whole prompt's K/V and decodes alone (Transformer::forward).
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "dist/collectives.h"
+#include "model/partial_attention.h"
+#include "model/transformer.h"
+#include "util/error.h"
+
+namespace lumen::model {
+
+struct Transformer::RingBuffers {
+  std::vector<int32_t> tokens, positions;  // this rank's rows of the prompt
+  std::vector<float> held, incoming;       // a block's K rows then its V rows
+  std::vector<int32_t> held_positions;
+  std::vector<float> part_out, part_lse, lse;
+};
+
+namespace {
+
+// Rows [first, first + count) of each of the two chunks, as positions (the prompt starts at 0).
+void append_rows(const ContextChunks& chunks, std::vector<int32_t>& out) {
+  out.clear();
+  for (const RowRange& range : {chunks.early, chunks.late}) {
+    for (int64_t i = 0; i < range.count; ++i) out.push_back(static_cast<int32_t>(range.first + i));
+  }
+}
+
+std::span<std::byte> float_bytes(std::span<float> values) { return std::as_writable_bytes(values); }
+
+}  // namespace
+
+void Transformer::require_context_parallel() const {
+  if (context_.comm == nullptr) fail("context parallelism without collectives to pass K/V blocks through");
+  if (backend_.name() != "cpu") fail("context parallelism runs on the CPU backend only (not {})", backend_.name());
+  if (shard_.size > 1 || stage_.count > 1) {
+    fail("context parallelism does not combine with tensor or pipeline parallelism yet");
+  }
+  if (arch_.features.encoder || arch_.features.mixer != Mixer::Attention ||
+      arch_.features.attention != AttentionKind::Grouped) {
+    fail(
+        "context parallelism is not supported for the {} architecture (grouped-query attention decoders only: no "
+        "encoder, state-space layers or latent attention)",
+        hp_.architecture);
+  }
+}
+
+bool Transformer::shares_context(const ForwardBatch& batch, KvCache& cache) const {
+  const auto n = static_cast<int64_t>(batch.tokens.size());
+  // One sequence (one slice per layer group) from its start, the batch's every row; two rows per
+  // rank at least, so that every chunk has one. Anything else (decodes, a prompt's later chunks,
+  // a prefix-cache hit) is rank 0's alone.
+  if (batch.sequences.size() != cache.layout().n_groups() || n < 2 * int64_t{context_.size}) return false;
+  if (!batch.embeddings.empty() || !batch.scores.empty()) return false;
+  for (const backend::SequenceSlice& seq : batch.sequences) {
+    if (seq.start_pos != 0 || seq.first_token != 0 || seq.n_tokens != n || !seq.visible.empty()) return false;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (batch.positions[static_cast<size_t>(i)] != i) return false;
+  }
+  for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
+    if (cache.layer(layer).rotated) {
+      fail(
+          "context parallelism needs an unrotated KV cache (f32, f16 or bf16; not --kv-cache-dtype q8_0, q4_0 or "
+          "fp8)");
+    }
+  }
+  return true;
+}
+
+void Transformer::forward_context_parallel(const ForwardBatch& batch, KvCache& cache, float* logits) {
+  if (!ring_) ring_ = std::make_shared<RingBuffers>();
+  RingBuffers& ring = *ring_;
+  const auto n_prompt = static_cast<int64_t>(batch.tokens.size());
+  const ContextChunks mine = context_chunks(n_prompt, context_.rank, context_.size);
+  const int64_t n = mine.rows();
+  const auto n_out = static_cast<int64_t>(batch.logit_rows.size());
+  append_rows(mine, ring.positions);
+  ring.tokens.clear();
+  for (int32_t p : ring.positions) ring.tokens.push_back(batch.tokens[static_cast<size_t>(p)]);
+  ensure_capacity(n, n_out);
+  embed(ring.tokens, n, {});
+  for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
+    attention_inputs(layer, ring.positions, n);
+    ring_attention(layer, batch, cache, mine, n_prompt);
+    attention_output(layer, n);
+    mlp_block(layer, n);
+  }
+  // The logit rows' hidden states go to rank 0, in the batch's order, from whichever rank holds
+  // each (every rank walks the same list: the sends and receives pair up in order).
+  const auto embd = static_cast<size_t>(hp_.embedding_length);
+  auto* x = static_cast<float*>(s_.x.data);
+  auto* picked = static_cast<float*>(s_.logit_h.data);
+  dist::Collectives& comm = *context_.comm;
+  for (size_t j = 0; j < batch.logit_rows.size(); ++j) {
+    const int64_t row = batch.logit_rows[j];
+    const int owner = context_rank_of_row(row, n_prompt, context_.size);
+    if (owner != context_.rank && context_.rank != 0) continue;
+    float* to = picked + j * embd;
+    if (owner == context_.rank) {
+      const int64_t local = row < mine.late.first ? row - mine.early.first : mine.early.count + row - mine.late.first;
+      const float* from = x + static_cast<size_t>(local) * embd;
+      if (context_.rank == 0) {
+        std::copy_n(from, embd, to);
+      } else {
+        comm.send(std::as_bytes(std::span(from, embd)), 0);
+      }
+    } else {
+      comm.receive(float_bytes(std::span(to, embd)), owner);
+    }
+  }
+  if (context_.rank != 0 || n_out == 0 || logits == nullptr) return;
+  output_head(n_out, backend::f32_matrix(logits, static_cast<int64_t>(hp_.vocab_size), n_out));
+}
+
+void Transformer::ring_attention(size_t layer, const ForwardBatch& batch, KvCache& cache, const ContextChunks& mine,
+                                 int64_t n_prompt) {
+  RingBuffers& ring = *ring_;
+  const int size = context_.size, rank = context_.rank;
+  const int64_t n = mine.rows();
+  const auto heads = static_cast<int64_t>(hp_.head_count), kv_heads = static_cast<int64_t>(hp_.head_count_kv);
+  const auto head_dim = static_cast<int64_t>(hp_.head_dim);
+  backend::AttentionConfig config = attention_;
+  config.sliding_window = layer_window_[layer];
+  const int64_t value_dim = backend::attention_value_dim(config);
+  const int64_t k_row = kv_heads * head_dim, v_row = kv_heads * value_dim;
+  const std::span<const float> q(static_cast<const float*>(s_.q.data), static_cast<size_t>(n * heads * head_dim));
+  const std::span<float> out(static_cast<float*>(s_.attn.data), static_cast<size_t>(n * heads * value_dim));
+  ring.lse.resize(static_cast<size_t>(n * heads));
+  ring.part_out.resize(out.size());
+  ring.part_lse.resize(ring.lse.size());
+  // The block this rank starts with: its own K rows, then its V rows.
+  ring.held.resize(static_cast<size_t>(n * (k_row + v_row)));
+  std::memcpy(ring.held.data(), s_.k.data, static_cast<size_t>(n * k_row) * sizeof(float));
+  std::memcpy(ring.held.data() + n * k_row, s_.v.data, static_cast<size_t>(n * v_row) * sizeof(float));
+  const backend::SequenceSlice& seq = batch.sequences[static_cast<size_t>(cache.layout().group_of_layer[layer])];
+  for (int step = 0; step < size; ++step) {
+    // At step s this rank holds the block of rank - s; the next comes from rank - 1.
+    const ContextChunks owner = context_chunks(n_prompt, (rank - step + size) % size, size);
+    const int64_t rows = owner.rows();
+    append_rows(owner, ring.held_positions);
+    std::unique_ptr<dist::Transfer> next;
+    if (step + 1 < size) {
+      const int64_t next_rows = context_chunks(n_prompt, (rank - step - 1 + size) % size, size).rows();
+      ring.incoming.resize(static_cast<size_t>(next_rows * (k_row + v_row)));
+      next = context_.comm->start_receive(float_bytes(ring.incoming), (rank - 1 + size) % size);
+      context_.comm->send(std::as_bytes(std::span(ring.held)), (rank + 1) % size);
+    }
+    const std::span<const float> keys(ring.held.data(), static_cast<size_t>(rows * k_row));
+    const std::span<const float> values(ring.held.data() + rows * k_row, static_cast<size_t>(rows * v_row));
+    const bool first = step == 0;
+    partial_attention({q, ring.positions}, {keys, ring.held_positions}, values, config,
+                      first ? out : std::span<float>(ring.part_out), first ? ring.lse : ring.part_lse);
+    if (!first) merge_partial_attention(out, ring.lse, ring.part_out, ring.part_lse, value_dim);
+    if (rank == 0) {
+      // The block's two chunks into rank 0's cache, where the decode that follows reads them.
+      const backend::SequenceSlice slices[] = {
+          {0, owner.early.count, owner.early.first, seq.block_table},
+          {owner.early.count, owner.late.count, owner.late.first, seq.block_table}};
+      auto* k = const_cast<float*>(keys.data());
+      auto* v = const_cast<float*>(values.data());
+      backend_.store_kv(backend::f32_matrix(k, k_row, rows), backend::f32_matrix(v, v_row, rows), slices,
+                        cache.layer(layer));
+    }
+    if (next) {
+      next->wait();
+      std::swap(ring.held, ring.incoming);
+    }
+  }
+}
+
+}  // namespace lumen::model
