@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Time to first token of one long prompt: one process against `mpirun -np N lumen serve
 --context-parallel-size N`, one thread per rank, in the same run (issue 53). Prints one JSON
-document: each configuration's TTFT (seconds, per repetition) and the bytes ring attention moves.
+document: each configuration's TTFT (seconds, per repetition), the CPU seconds each process spent on it,
+and the bytes ring attention moves.
 
     python3 bench/context_parallel_ttft.py --model ~/.cache/lumen/models/gemma-3-270m-q4_k_m.gguf \
         --tokens 16384 --ranks 2
@@ -42,6 +43,26 @@ def start(lumen, model, tokens, ranks):
             threading.Thread(target=lambda: [log.append(x) for x in proc.stderr], daemon=True).start()
             return proc, int(m.group(1)), log
     raise SystemExit("lumen serve did not start:\n" + "".join(log))
+
+
+def rank_pids(proc, ranks):
+    """The processes that compute: the server, or mpirun's children (the ranks)."""
+    if ranks == 1:
+        return [proc.pid]
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == proc.pid:
+                pids.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return sorted(pids)
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far (its threads' included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rank0(proc, ranks):
@@ -108,11 +129,18 @@ def main():
     for ranks in (1, a.ranks):
         proc, port, log = start(a.lumen, a.model, a.tokens, ranks)
         try:
-            times = [ttft(port, prompt) for prompt in prompts]
+            pids = rank_pids(proc, ranks)
+            times, cpu = [], []
+            for prompt in prompts:
+                before = [cpu_seconds(pid) for pid in pids]
+                times.append(ttft(port, prompt))
+                cpu.append([round(cpu_seconds(pid) - b, 2) for pid, b in zip(pids, before)])
         finally:
             os.kill(rank0(proc, ranks), signal.SIGTERM)
             proc.wait(timeout=120)
-        results["runs"].append({"ranks": ranks, "ttft_s": times})
+        # CPU seconds each process spent on the request: the work, whatever else the machine ran
+        # (on a shared machine the wall time also counts waits for a core).
+        results["runs"].append({"ranks": ranks, "ttft_s": times, "cpu_s_per_process": cpu})
     base = min(results["runs"][0]["ttft_s"])
     results["speedup"] = base / min(results["runs"][1]["ttft_s"])
     print(json.dumps(results, indent=2))
