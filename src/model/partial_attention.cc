@@ -35,6 +35,11 @@ constexpr float kNoKeys = -std::numeric_limits<float>::infinity();
 // its own registers (one AVX-512 register, two AVX2 ones, four SSE ones). Loads and stores go
 // through memcpy: rows need not be aligned.
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+// The helpers that pass Lanes by value are always inlined into the clones: no call passes one
+// across the ABI that GCC's -Wpsabi note is about.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 [[gnu::always_inline]] inline Lanes load(const float* p) {
   Lanes v;
@@ -49,10 +54,21 @@ typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 // latency between steps).
 constexpr int kRowBlock = 4;
 
+// The sum of a vector's lanes in four halvings (a shuffle and an add each), where a lane-by-lane
+// sum would be fifteen dependent scalar adds.
 [[gnu::always_inline]] inline float sum_lanes(Lanes v) {
+#if defined(__GNUC__) && !defined(__clang__)
+  typedef int LaneIndex __attribute__((vector_size(kLanes * sizeof(int))));
+  v += __builtin_shuffle(v, LaneIndex{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
+  v += __builtin_shuffle(v, LaneIndex{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
+  v += __builtin_shuffle(v, LaneIndex{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
+  v += __builtin_shuffle(v, LaneIndex{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
+  return v[0];
+#else
   float sum = 0.0f;
   for (int l = 0; l < kLanes; ++l) sum += v[l];
   return sum;
+#endif
 }
 
 // out[i] = q[i] . k over n values, for four query rows. Inlined into each of attend_tile's clones,
