@@ -91,9 +91,9 @@ def test_smollm2_best_tokens_match_one_process(ranks):
     reference, got, again = one_and_shared(model_path(), ranks)
     compared, worst = compare(reference, got)
     print(f"SmolLM2, {ranks} ranks: {compared} positions compared, largest log-probability change {worst:.4f}")
-    assert compared >= 300, f"only {compared} clear positions: the comparison says too little"
+    assert compared >= 250, f"only {compared} clear positions: the comparison says too little"
     assert worst < MAX_CHANGE
-    assert compare(reference[:1], [again])[0] >= 150
+    assert compare(reference[:1], [again])[0] >= 120
 
 
 def test_gemma3_sliding_windows_and_one_kv_head():
