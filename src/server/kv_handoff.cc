@@ -56,7 +56,7 @@ uint64_t private_cache_salt(uint64_t cache_salt) {
 
 uint64_t receive_prompt_kv(ServerContext& context, const KvTransferSource& source, const std::vector<int32_t>& prompt,
                            uint64_t cache_salt) {
-  using HandoffClock = std::chrono::steady_clock;  // not `Clock`: generation.h declares one, and the unity build sees both
+  using HandoffClock = std::chrono::steady_clock;  // generation.h has a `Clock`
   const HandoffClock::time_point started = HandoffClock::now();
   const auto deadline = started + std::chrono::duration_cast<HandoffClock::duration>(
                                       std::chrono::duration<double>(context.kv_handoff.fetch_timeout_s));
