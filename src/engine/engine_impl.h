@@ -41,6 +41,7 @@
 #include "engine/structured_output.h"
 #include "engine/model_parallel.h"
 #include "kv/block_hash.h"
+#include "lumen/image_encoder.h"
 #include "kv/block_pool.h"
 #include "model/kv_cache.h"
 #include "sampling/sampler.h"
@@ -240,11 +241,23 @@ struct Engine::Impl {
     if (c.min_prefill_tokens <= 0) fail("min_prefill_tokens must be positive (got {})", c.min_prefill_tokens);
     engine::model_state(handle).backend->require(
         engine::engine_backend_needs(runnable(handle).transformer->hparams(), c), "this engine's configuration");
+    if (images_attend_both_ways(handle)) {
+      backend::BackendNeeds images;
+      images.add(backend::BackendFeature::SpanAttention);
+      engine::model_state(handle).backend->require(images, "this model's projector");
+    }
     if (c.image_feature_cache_bytes < 0) {
       fail("image_feature_cache_bytes must be 0 (off) or more (got {})", c.image_feature_cache_bytes);
     }
     return c;
   }
+
+  // Whether the model's image spans attend both ways (Gemma 3; ImageEncoder::image_attends_both_ways).
+  static bool images_attend_both_ways(const Model& handle) {
+    const std::shared_ptr<const ImageEncoder> encoder = handle.image_encoder();
+    return encoder && encoder->image_attends_both_ways();
+  }
+  bool images_attend_both_ways() const { return images_attend_both_ways(handle); }
 
   static engine::LoadedModel& runnable(const Model& handle) {
     engine::LoadedModel& loaded = *engine::model_state(handle).model;
