@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import model_path
-from mpi_helpers import mpirun
+from conftest import LumenServer, model_path
+from mpi_helpers import assert_batched_equals_alone, mpirun, stop_ranks
 
 # The MoE presets of the logits goldens (tests/golden/logits/moe_*.json), two layers each to
 # keep the test short: routed experts only (qwen3moe, mixtral, olmoe), a gated shared expert
@@ -32,6 +32,8 @@ def lumen():
 
 def synthesize(preset: str, directory: str) -> Path:
     out = Path(directory) / f"{preset}.gguf"
+    if out.exists():  # written by an earlier test of this module
+        return out
     subprocess.run([lumen(), "synth", preset, "-o", str(out), "--vocab", str(model_path()), "--type", "Q4_1",
                     "--layers", "2", "--seed", "7"], check=True, stdout=subprocess.DEVNULL, timeout=300)
     return out
@@ -91,6 +93,19 @@ def test_two_ranks_give_one_process_answers(directory, preset):
     # Memory: rank 0 holds everything but half of the routed experts.
     total, experts = expert_tensor_bytes(model)
     assert int(summary[6]) == total - experts // 2
+
+
+def test_served_requests_batched_together_get_their_bits_alone(directory):
+    # The engine's batched steps (several sequences a step, the prefix cache, n = 2 forks, seeded
+    # sampling) reach the other rank as under tensor parallelism; each MoE layer's exchange then
+    # carries rows of several sequences at once.
+    model = synthesize("qwen2moe-a2.7b-mini", directory)
+    server = LumenServer("--expert-parallel-size", 2, "-t", "1", model=model, launcher=mpirun(2))
+    try:
+        assert_batched_equals_alone(server, "The lighthouse keeper climbed the stairs every evening. " * 4,
+                                    ["The capital of France is", "1, 2, 3, 4,"])
+    finally:
+        assert stop_ranks(server) == 0, "".join(server.log)
 
 
 def test_bad_values_are_refused_before_loading(directory):
