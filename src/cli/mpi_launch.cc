@@ -57,10 +57,11 @@ long parallel_processes_asked(const std::vector<std::string>& args) {
 std::string unspread_launch_warning(const LaunchRank& launch, const std::vector<std::string>& args) {
   if (launch.rank != 0 || launch.size < 2 || parallel_processes_asked(args) > 1) return {};
   return fmt::format(
-      "lumen: warning: started as {} processes (mpirun -np {}) without --tensor-parallel-size or "
-      "--pipeline-parallel-size: each process runs the whole command on its own. To spread the model over them, "
-      "add --tensor-parallel-size {} (or --pipeline-parallel-size {}); otherwise run lumen without mpirun.\n",
-      launch.size, launch.size, launch.size, launch.size);
+      "lumen: warning: started as {} processes (mpirun -np {}) without --tensor-parallel-size, "
+      "--pipeline-parallel-size or --expert-parallel-size: each process runs the whole command on its own. To spread "
+      "the model over them, add --tensor-parallel-size {} (or --pipeline-parallel-size {}, or for a mixture of "
+      "experts --expert-parallel-size {}); otherwise run lumen without mpirun.\n",
+      launch.size, launch.size, launch.size, launch.size, launch.size);
 }
 
 }  // namespace lumen::cli
