@@ -363,8 +363,8 @@ void Transformer::check_batch(const ForwardBatch& batch, const KvCache& cache) c
   }
   check_embedding_spans(batch.embeddings, static_cast<int64_t>(batch.tokens.size()));
   // The other ranks and stages embed their own rows from the token ids alone.
-  if (!batch.embeddings.empty() && (shard_.size > 1 || stage_.count > 1)) {
-    fail("embedding inputs (images) are not supported with tensor or pipeline parallelism yet");
+  if (!batch.embeddings.empty() && (shard_.size > 1 || stage_.count > 1 || experts_.size > 1)) {
+    fail("embedding inputs (images) are not supported with tensor, pipeline or expert parallelism yet");
   }
   if (!batch.embeddings.empty() && arch_.features.encoder) fail("embedding inputs (images) for an encoder model");
 }
@@ -410,8 +410,8 @@ backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, cons
 }
 
 void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, float* hidden) {
-  if (shard_.size > 1 || stage_.count > 1) {
-    fail("embeddings are not supported with tensor or pipeline parallelism yet");
+  if (shard_.size > 1 || stage_.count > 1 || experts_.size > 1) {
+    fail("embeddings are not supported with tensor, pipeline or expert parallelism yet");
   }
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
