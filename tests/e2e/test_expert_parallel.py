@@ -104,6 +104,13 @@ def test_served_requests_batched_together_get_their_bits_alone(directory):
     try:
         assert_batched_equals_alone(server, "The lighthouse keeper climbed the stairs every evening. " * 4,
                                     ["The capital of France is", "1, 2, 3, 4,"])
+        # The expert load per rank and the bytes moved, on /metrics.
+        metrics = server.metrics()
+        pairs = [metrics[f'lumen_expert_parallel_routed_pairs_total{{rank="{r}"}}'] for r in (0, 1)]
+        assert all(p > 0 for p in pairs), metrics
+        # qwen2moe-mini: 4 experts a token in each of its 2 layers, for every token computed.
+        assert sum(pairs) % 8 == 0
+        assert metrics["lumen_expert_parallel_exchanged_bytes_total"] > 0
     finally:
         assert stop_ranks(server) == 0, "".join(server.log)
 
