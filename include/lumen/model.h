@@ -42,6 +42,11 @@ struct ModelOptions {
   // A forward pass goes through the stages in at most this many micro-batches (of 64 rows or
   // more), so that stages work at once; 0: four times the stages.
   int pipeline_micro_batches = 0;
+  // > 1: expert parallelism: each of this many processes (mpirun -np N) holds 1/N of every MoE
+  // layer's routed experts, everything else whole, and routed tokens' rows are exchanged
+  // all-to-all. Mixture-of-experts models whose expert count N divides; the CPU only; not
+  // combined with tensor or pipeline parallelism yet.
+  int expert_parallel_size = 1;
   // A vision-language model's projector file (llama.cpp's mmproj GGUF: the vision encoder and
   // its connector to this model), loaded as the model's image_encoder(): LLaVA-1.5 ("mlp") and
   // Gemma 3 projectors (docs/vision.md). Refused with lumen::Error when its features are not this
@@ -89,6 +94,8 @@ struct ModelInfo {
   int tensor_parallel_size = 1;
   int pipeline_stage = 0;        // its stage of pipeline_parallel_size
   int pipeline_parallel_size = 1;
+  int expert_parallel_size = 1;  // processes sharing the routed experts (this one is parallel_rank)
+  uint64_t weight_bytes = 0;     // the weights this process holds: all, or its share
 };
 
 // What is wrong with the role of message `index` (counted from 0) of an OpenAI-style

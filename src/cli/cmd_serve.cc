@@ -137,9 +137,12 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
       std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0));
 
   const server::KvHandoffOptions handoff = options.role.handoff();
-  if (handoff.role != server::ServeRole::Both && (options.parallel.tensor > 1 || options.parallel.pipeline > 1)) {
-    fail("--role {} does not combine with tensor or pipeline parallelism (the K/V would be spread over processes)",
-         options.role.role);
+  if (handoff.role != server::ServeRole::Both &&
+      (options.parallel.tensor > 1 || options.parallel.pipeline > 1 || options.parallel.expert > 1)) {
+    fail(
+        "--role {} does not combine with tensor, pipeline or expert parallelism (the K/V would be spread over "
+        "processes)",
+        options.role.role);
   }
   const std::string path = resolve_model_path(options.model);
   const Model model = Model::load(path, options.parallel.applied_to({.device = options.device,

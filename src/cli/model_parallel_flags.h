@@ -14,12 +14,14 @@ struct ModelParallelFlags {
   int tensor = 1;
   int pipeline = 1;
   int micro_batches = 0;  // 0: the default (ModelOptions::pipeline_micro_batches)
+  int expert = 1;
 
   // `options` with these processes to spread the model over.
   ModelOptions applied_to(ModelOptions options) const {
     options.tensor_parallel_size = tensor;
     options.pipeline_parallel_size = pipeline;
     options.pipeline_micro_batches = micro_batches;
+    options.expert_parallel_size = expert;
     return options;
   }
 };
@@ -34,6 +36,12 @@ inline void add_model_parallel_options(CLI::App* cmd, ModelParallelFlags& flags)
   cmd->add_option("--pipeline-parallel-size,--pp", flags.pipeline,
                   "Cut the layers into M stages, each held by its own --tensor-parallel-size processes "
                   "(pipeline parallelism); run under `mpirun -np N*M`")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--expert-parallel-size,--ep", flags.expert,
+                  "Share each MoE layer's routed experts among N processes (expert parallelism: 1/N of the "
+                  "experts each, everything else whole, routed rows exchanged all-to-all); run under "
+                  "`mpirun -np N`; not combined with --tensor-parallel-size or --pipeline-parallel-size yet")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--pipeline-micro-batches", flags.micro_batches,

@@ -145,7 +145,8 @@ struct Engine::Impl {
   // Moving K/V between engines reads and writes this process's cache alone, and arrives as a
   // cached prefix (engine/prompt_kv_transfer.h).
   void check_prompt_kv_possible() const {
-    if (leader) fail("moving a prompt's K/V between engines is not supported with tensor or pipeline parallelism");
+    if (leader)
+      fail("moving a prompt's K/V between engines is not supported with tensor, pipeline or expert parallelism");
     if (!config.enable_prefix_caching) fail("moving a prompt's K/V between engines needs prefix caching");
   }
 
@@ -208,7 +209,7 @@ struct Engine::Impl {
     auto refuse = [&](std::string_view why) {
       fail("kv eviction {}: not supported {}", format_kv_importance(importance), why);
     };
-    if (leader) refuse("with tensor or pipeline parallelism");
+    if (leader) refuse("with tensor, pipeline or expert parallelism");
     if (scheduler.shift_policy().enabled) refuse("together with a context shift or StreamingLLM (sink:N,window:W)");
     if (config.speculative.method != SpeculativeMethod::None) refuse("with speculative decoding");
     if (config.kv_cache_dtype != KvCacheDtype::F16) refuse("with a compressed KV cache type (f16 only)");

@@ -10,11 +10,13 @@ LoadedModel LoadedModel::load(const std::string& path, backend::Backend& backend
   tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_gguf(*file);
   model::TensorShard shard;
   model::PipelineStage stage;
+  model::ExpertShard experts;
   if (part.group != nullptr) {
     shard = part.group->shard();
     stage = part.group->pipeline_stage(hparams.block_count, part.max_micro_batches);
+    experts = part.group->expert_shard();
   }
-  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard, stage);
+  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard, stage, experts);
   return {std::move(file), std::move(hparams), std::move(tokenizer), std::move(transformer)};
 }
 

@@ -10,6 +10,8 @@
 #include "engine/chat_prompt.h"
 #include "engine/device.h"
 #include "engine/model_state.h"
+#include "gguf/file.h"
+#include "model/expert_partition.h"
 #include "tensor/dtype.h"
 #include "vision/mmproj_image_encoder.h"
 #include "util/error.h"
@@ -120,12 +122,16 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
     state->owned_backend = engine::make_backend(options.device, options.threads);
     state->backend = state->owned_backend.get();
     engine::ModelPart part;
-    if (options.tensor_parallel_size != 1 || options.pipeline_parallel_size != 1) {
+    if (options.expert_parallel_size != 1) {
+      // Before MPI and before any weight: the hyperparameters say whether the experts split.
+      model::check_expert_parallel(model::read_hparams(gguf::GgufFile::open(path)), options.expert_parallel_size);
+    }
+    if (options.tensor_parallel_size != 1 || options.pipeline_parallel_size != 1 || options.expert_parallel_size != 1) {
       if (options.pipeline_micro_batches < 0) {
         fail("pipeline_micro_batches must be 0 (four times the stages) or more (got {})", options.pipeline_micro_batches);
       }
-      state->parallel =
-          engine::join_model_parallel_group(options.tensor_parallel_size, options.pipeline_parallel_size);
+      state->parallel = engine::join_model_parallel_group(options.tensor_parallel_size, options.pipeline_parallel_size,
+                                                          options.expert_parallel_size);
       part = {state->parallel.get(), options.pipeline_micro_batches > 0 ? options.pipeline_micro_batches
                                                                         : 4 * options.pipeline_parallel_size};
     }
@@ -141,7 +147,9 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
     state->info.tensor_parallel_size = state->parallel->tensor_size();
     state->info.pipeline_stage = state->parallel->stage();
     state->info.pipeline_parallel_size = state->parallel->pipeline_size();
+    state->info.expert_parallel_size = state->parallel->expert_size();
   }
+  if (state->model->transformer) state->info.weight_bytes = state->model->transformer->weights().bound_bytes;
   engine::attach_chat_template(*state, options.chat_template);
   if (!options.mmproj.empty()) engine::attach_mmproj(*state, path, options);
   return Model(std::move(state));

@@ -56,7 +56,7 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     if (leader_) leader_->ops().swap_out(out.block, out.slot);
   }
   for (const KvCompaction& c : plan.compactions) {
-    if (leader_) fail("importance-based KV eviction is not supported with tensor or pipeline parallelism");
+    if (leader_) fail("importance-based KV eviction is not supported with tensor, pipeline or expert parallelism");
     transformer_.compact_kv(cache_, c.src, c.dst, c.keep);
   }
   for (const kv::BlockCopy& copy : plan.copies) {

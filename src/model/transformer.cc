@@ -9,6 +9,8 @@
 #include "dist/collectives.h"
 #include "model/backend_needs.h"
 #include "model/embedding_spans.h"
+#include "model/expert_partition.h"
+#include "model/expert_weights.h"
 #include "model/rope_config.h"
 #include "util/error.h"
 
@@ -43,8 +45,8 @@ TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
 }  // namespace
 
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
-                         const TensorShard& shard, const PipelineStage& stage)
-    : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard), stage_(stage) {
+                         const TensorShard& shard, const PipelineStage& stage, const ExpertShard& experts)
+    : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard), stage_(stage), experts_(experts) {
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   require_supported_features(arch_, hp_);
   // Before any weight is uploaded: a model the backend cannot run is refused here, with all it
@@ -67,6 +69,21 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   }
   if (arch_.features.mixer != Mixer::Attention && (shard_.size > 1 || stage_.count > 1)) {
     fail("the {} architecture (state-space layers) runs in one process only for now", hp_.architecture);
+  }
+  if (experts_.comm != nullptr) {
+    check_expert_parallel(hp_, experts_.size);
+    if (arch_.features.ffn != FfnKind::MixtureOfExperts) {
+      fail("expert parallelism needs a mixture-of-experts model; the {} architecture has none", hp_.architecture);
+    }
+    if (shard_.size > 1 || stage_.count > 1) {
+      fail("expert parallelism does not combine with tensor or pipeline parallelism yet");
+    }
+    if (backend_.name() != "cpu") fail("expert parallelism runs on the CPU backend only (not {})", backend_.name());
+    weights_ = bind_weights(
+        file, arch_, hp_, backend_,
+        expert_tensor_source(expert_range(static_cast<int64_t>(hp_.expert_count), experts_.rank, experts_.size)));
+    init();
+    return;
   }
   if (shard_.size <= 1) {
     shard_ = {};
@@ -93,8 +110,10 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
 
 Transformer::Transformer(const Transformer& target, uint64_t n_layers)
     : backend_(target.backend_), hp_(target.hp_), arch_(target.arch_) {
-  if (target.shard_.size > 1 || target.stage_.count > 1) {
-    fail("a layer-skip draft of a model spread over processes (tensor or pipeline parallelism) is not supported");
+  if (target.shard_.size > 1 || target.stage_.count > 1 || target.experts_.comm != nullptr) {
+    fail(
+        "a layer-skip draft of a model spread over processes (tensor, pipeline or expert parallelism) is not "
+        "supported");
   }
   if (n_layers < 1 || n_layers >= target.hp_.block_count) {
     fail("a layer-skip draft takes 1 to {} of the model's {} layers (got {})", target.hp_.block_count - 1,
@@ -133,7 +152,9 @@ void Transformer::init() {
   }
   attention_.softcap = arch_.features.attention_softcap;
   layer_window_ = layer_sliding_windows(arch_, hp_);
-  if (arch_.features.ffn == FfnKind::MixtureOfExperts) moe_ = std::make_unique<MoeFfn>(backend_, hp_, arch_.features);
+  if (arch_.features.ffn == FfnKind::MixtureOfExperts) {
+    moe_ = std::make_unique<MoeFfn>(backend_, hp_, arch_.features, experts_);
+  }
   if (arch_.features.attention == AttentionKind::MultiHeadLatent) {
     latent_ = std::make_unique<LatentAttention>(backend_, hp_, rope_);
   }
@@ -291,6 +312,9 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
   if (observer != nullptr && mamba2_) {
     fail("activation statistics are not supported for the {} architecture yet (state-space layers)", hp_.architecture);
   }
+  if (observer != nullptr && experts_.comm != nullptr) {
+    fail("activation statistics are not supported with expert parallelism (each rank holds some experts only)");
+  }
   observer_ = observer;
   if (moe_) moe_->set_observer(observer);
 }
@@ -339,8 +363,8 @@ void Transformer::check_batch(const ForwardBatch& batch, const KvCache& cache) c
   }
   check_embedding_spans(batch.embeddings, static_cast<int64_t>(batch.tokens.size()));
   // The other ranks and stages embed their own rows from the token ids alone.
-  if (!batch.embeddings.empty() && (shard_.size > 1 || stage_.count > 1)) {
-    fail("embedding inputs (images) are not supported with tensor or pipeline parallelism yet");
+  if (!batch.embeddings.empty() && (shard_.size > 1 || stage_.count > 1 || experts_.size > 1)) {
+    fail("embedding inputs (images) are not supported with tensor, pipeline or expert parallelism yet");
   }
   if (!batch.embeddings.empty() && arch_.features.encoder) fail("embedding inputs (images) for an encoder model");
 }
@@ -386,8 +410,8 @@ backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, cons
 }
 
 void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, float* hidden) {
-  if (shard_.size > 1 || stage_.count > 1) {
-    fail("embeddings are not supported with tensor or pipeline parallelism yet");
+  if (shard_.size > 1 || stage_.count > 1 || experts_.size > 1) {
+    fail("embeddings are not supported with tensor, pipeline or expert parallelism yet");
   }
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());

@@ -33,8 +33,13 @@ class Transformer {
   // here (the file's other weights stay unread in its mapping), in step with the other stages'
   // processes, which all call forward with the same batch; only rank 0 (stage 0, tensor rank 0)
   // computes logits. hparams() stays the whole model's but for a shard's heads.
-  Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
-              const TensorShard& shard = {}, const PipelineStage& stage = {});
+  // With an expert shard (experts.comm set, model/expert_partition.h): this rank binds its share
+  // of the routed experts only and every MoE layer exchanges rows with the other ranks, which
+  // call forward with the same batch; only rank 0 computes logits. Throws lumen::Error for a
+  // model without routed experts, an expert count the ranks do not divide, or alongside tensor or
+  // pipeline parallelism.
+  Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp, const TensorShard& shard = {},
+              const PipelineStage& stage = {}, const ExpertShard& experts = {});
   // Self-speculation's draft (layer skip, LayerSkip / Draft & Verify): the first `n_layers`
   // layers of `target` (1 .. its layers - 1), then its final norm and output head. The weights
   // are the target's own views, nothing copied or uploaded, so `target` must outlive this; the
@@ -71,6 +76,9 @@ class Transformer {
   std::span<const int64_t> layer_windows() const { return layer_window_; }
   // Tokens routed to each expert of each layer since the last reset; null for a dense model.
   const ExpertLoad* expert_load() const { return moe_ ? &moe_->load() : nullptr; }
+  // Expert parallelism's exchange (its traffic, this rank's experts); null otherwise.
+  const ExpertParallelFfn* expert_parallel() const { return moe_ ? moe_->expert_parallel() : nullptr; }
+  const ExpertShard& expert_shard() const { return experts_; }
   void reset_expert_load() {
     if (moe_) moe_->reset_load();
   }
@@ -118,6 +126,7 @@ class Transformer {
   const Architecture& arch_;
   TensorShard shard_;
   PipelineStage stage_;
+  ExpertShard experts_;
   LayerRange layers_;  // the layers this process runs: all but on a pipeline stage
   TransformerWeights weights_;
   backend::RopeConfig rope_;        // global layers

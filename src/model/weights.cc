@@ -78,6 +78,7 @@ TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& 
     std::array<int64_t, 4> full = {1, 1, 1, 1};
     for (size_t d = 0; d < host.dims.size() && d < full.size(); ++d) full[d] = host.dims[d];
     const backend::TensorView view = backend.upload_weights(host.type, full, host.data);
+    w.bound_bytes += static_cast<uint64_t>(view.row_bytes) * static_cast<uint64_t>(view.rows());
     LayerWeights& lw = w.layers[layer];
     std::visit(
         [&](auto member) {

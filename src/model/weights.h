@@ -74,6 +74,9 @@ struct TransformerWeights {
   std::vector<LayerWeights> layers;
   // A tensor-parallel shard's slices of the file's tensors, which its views point into (CPU).
   std::shared_ptr<ShardBytes> shard_bytes;
+  // The bytes of every tensor bound: the whole file's, or what a shard or an expert-parallel
+  // rank holds of it (its share of the experts; `lumen run --verbose` reports it).
+  uint64_t bound_bytes = 0;
 
   const backend::TensorView& output_matrix() const { return output ? *output : token_embd; }
 };
