@@ -113,6 +113,7 @@ Transformer::Transformer(const Transformer& target, uint64_t n_layers)
 
 kv::KvLayout Transformer::kv_layout(bool free_out_of_window) const {
   kv::KvLayout layout = kv::make_kv_layout(layer_window_, free_out_of_window);
+  if (is_hybrid(hp_)) layout = kv::attention_kv_layout(layout, hp_.ssm_layers);  // no pipeline stages
   if (stage_.count <= 1) return layout;
   return kv::stage_kv_layout(layout, static_cast<int>(layers_.first), static_cast<int>(layers_.end));
 }

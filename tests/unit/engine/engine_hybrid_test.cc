@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lumen/engine.h"
+#include "model/kv_cache.h"
 #include "model/state_cache.h"
 #include "ssm_engine.h"
 #include "util/error.h"
@@ -98,6 +99,13 @@ TEST_F(EngineHybrid, SpeculativeDecodingIsRefused) {
 TEST_F(EngineHybrid, StateBytesCountTheMambaLayersOnly) {
   const size_t one_layer = (3 * (512 + 2 * 2 * 64) + 64 * 512) * sizeof(float);
   EXPECT_EQ(model::StateCache::bytes_per_slot(model_->hparams), one_layer);
+}
+
+// The paged KV keeps the attention layer only: a block costs half what it would with K/V for both.
+TEST_F(EngineHybrid, KvBlocksHoldTheAttentionLayersOnly) {
+  model::HParams every_layer = model_->hparams;
+  every_layer.ssm_layers.clear();  // as if both layers kept K/V
+  EXPECT_EQ(2 * model::KvCache::bytes_per_block(model_->hparams, 8), model::KvCache::bytes_per_block(every_layer, 8));
 }
 
 }  // namespace
