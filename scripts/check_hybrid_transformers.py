@@ -51,10 +51,18 @@ def make_model(directory: Path) -> None:
     model = GraniteMoeHybridForCausalLM(config).eval()
     with torch.no_grad():  # trained-looking decays and step sizes rather than the init's constants
         for layer in model.model.layers:
-            if hasattr(layer, "mamba"):
+            if getattr(layer, "mamba", None) is not None:
                 layer.mamba.dt_bias.uniform_(-2.0, 0.5)
                 layer.mamba.D.uniform_(0.5, 1.5)
     model.save_pretrained(directory, safe_serialization=True)
+    # transformers 5 saves the layer types as "linear_attention" / "full_attention"; the
+    # published configs (and the converter, which looks for "attention") spell them
+    # "mamba" / "attention".
+    config_path = directory / "config.json"
+    saved = json.loads(config_path.read_text())
+    saved["layer_types"] = ["attention" if t in ("attention", "full_attention") else "mamba"
+                            for t in saved["layer_types"]]
+    config_path.write_text(json.dumps(saved, indent=1))
 
 
 def transformers_logits(directory: Path, tokens: list[int]) -> np.ndarray:
@@ -65,9 +73,16 @@ def transformers_logits(directory: Path, tokens: list[int]) -> np.ndarray:
 
 def convert(directory: Path, llama_cpp: Path, out: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(llama_cpp / "gguf-py"))
+    converted = out.with_suffix(".converted.gguf")
     subprocess.run([sys.executable, str(llama_cpp / "convert_hf_to_gguf.py"), str(directory), "--outtype", "f32",
-                    "--outfile", str(out)], check=True, env=env, cwd=llama_cpp, stdout=subprocess.DEVNULL,
+                    "--outfile", str(converted)], check=True, env=env, cwd=llama_cpp, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
+    # The built-in GPT-NeoX vocabulary names the 'mpt' pre-tokenizer, which Lumen does not know;
+    # the prompt is token ids, so pre-tokenization plays no part: both engines read a copy that
+    # names GPT-2's (gguf-py's own metadata editor writes it).
+    subprocess.run([sys.executable, str(llama_cpp / "gguf-py" / "gguf" / "scripts" / "gguf_new_metadata.py"),
+                    str(converted), str(out), "--pre-tokenizer", "gpt-2", "--force"], check=True, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 LLAMA_SCRIPT = """
@@ -82,8 +97,7 @@ np.save(sys.argv[2], np.array(llm.scores[:len(tokens)], dtype=np.float32))
 
 def llama_logits(python: str, model: Path, tokens: list[int], workdir: Path) -> np.ndarray:
     out = workdir / "llama.npy"
-    subprocess.run([python, "-c", LLAMA_SCRIPT, str(model), str(out), ",".join(map(str, tokens))], check=True,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run([python, "-c", LLAMA_SCRIPT, str(model), str(out), ",".join(map(str, tokens))], check=True)
     return np.load(out)
 
 
@@ -100,7 +114,9 @@ def lumen_prompt_logprobs(lumen: Path, model: Path, tokens: list[int]) -> list[d
                 port = int(m.group(1))
                 break
         assert port, "lumen serve did not start"
-        body = json.dumps({"model": "m", "prompt": tokens, "max_tokens": 1, "temperature": 0,
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=30) as r:
+            name = json.load(r)["data"][0]["id"]
+        body = json.dumps({"model": name, "prompt": tokens, "max_tokens": 1, "temperature": 0,
                            "prompt_logprobs": TOP}).encode()
         request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
                                          {"Content-Type": "application/json"})
@@ -132,11 +148,13 @@ def main() -> None:
     parser.add_argument("--llama-cpp", type=Path, required=True, help="the mirror's converter and gguf-py")
     parser.add_argument("--llama-python", required=True, help="a python with llama-cpp-python")
     parser.add_argument("--lumen", type=Path, default=REPO / "build" / "release" / "src" / "cli" / "lumen")
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep the models (default: a temporary one)")
     args = parser.parse_args()
     rng = np.random.default_rng(SEED)
     tokens = [int(t) for t in rng.integers(1, 50277, size=PROMPT_LENGTH)]
     with tempfile.TemporaryDirectory() as work:
-        workdir = Path(work)
+        workdir = args.keep or Path(work)
+        workdir.mkdir(parents=True, exist_ok=True)
         make_model(workdir / "hf")
         hf = log_softmax(transformers_logits(workdir / "hf", tokens))
         gguf_path = workdir / "granite-hybrid-tiny.f32.gguf"
@@ -152,6 +170,9 @@ def main() -> None:
     lumen_argmax_rows = np.where(np.isnan(lumen), -np.inf, lumen)
     report = {
         "prompt_tokens": PROMPT_LENGTH, "lumen_prefill_chunk": 32, "compared_tokens_per_position": TOP,
+        # How far from flat the distributions are (a difference means little on flat ones).
+        "transformers_logit_std_per_position": float(hf.std(axis=-1).mean()),
+        "transformers_top1_prob_mean": float(np.exp(hf.max(axis=-1)).mean()),
         "lumen_vs_transformers": compare(lumen_argmax_rows, hf[:-1], listed),
         "lumen_vs_llama_cpp": compare(lumen_argmax_rows, llama[:-1], listed),
         "llama_cpp_vs_transformers": compare(llama[:-1], hf[:-1], listed),
