@@ -69,7 +69,9 @@ bool read_hybrid_hparams(const gguf::Metadata& md, const std::string& prefix, HP
     }
     kv_heads = static_cast<uint64_t>(n);
   }
-  if (kv_heads == 0) fail("{} is 0 for every layer: no attention layer (a pure state-space model)", key);
+  // Every layer a Mamba 2 layer (llama.cpp runs such a file too): the count is nominal, no layer
+  // keeps K/V (kv::attention_kv_layout).
+  if (kv_heads == 0) kv_heads = hp.head_count;
   const bool any_ssm = std::find(ssm_layers.begin(), ssm_layers.end(), true) != ssm_layers.end();
   if (any_ssm && !has_ssm(hp)) fail("{} marks Mamba 2 layers but {}ssm.inner_size is missing", key, prefix);
   if (any_ssm) hp.ssm_layers = std::move(ssm_layers);
