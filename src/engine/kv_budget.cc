@@ -19,9 +19,11 @@ int64_t longest_sequence(const EngineConfig& config, const model::HParams& hp) {
   const int64_t longest = config.max_model_len > 0 ? config.max_model_len : trained;
   // An attention-free model's nominal KV only counts positions (model/hparams.h), and its files
   // carry an arbitrary context (llama.cpp's converter writes 2^20 for Mamba 2): without a
-  // max_model_len the pool is sized for sequences of kStateModelContext tokens.
+  // max_model_len the pool is sized for sequences of kStateModelContext tokens. So is a hybrid's
+  // (the converter writes 2^20 for a granite-hybrid without rope), whose attention layers' K/V
+  // is real: a longer context takes --max-model-len.
   constexpr int64_t kStateModelContext = 32768;
-  if (hp.attention_free && config.max_model_len <= 0) return std::min(longest, kStateModelContext);
+  if (model::has_ssm(hp) && config.max_model_len <= 0) return std::min(longest, kStateModelContext);
   return longest;
 }
 

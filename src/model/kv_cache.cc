@@ -13,7 +13,8 @@ namespace lumen::model {
 namespace {
 
 kv::KvLayout one_group(const HParams& hp) {
-  return kv::make_kv_layout(std::vector<int64_t>(hp.block_count, 0), false);
+  const kv::KvLayout all = kv::make_kv_layout(std::vector<int64_t>(hp.block_count, 0), false);
+  return is_hybrid(hp) ? kv::attention_kv_layout(all, hp.ssm_layers) : all;
 }
 
 // Whether `rows` rows of a tensor view's type, starting at `host`, hold only finite values.

@@ -122,6 +122,7 @@ Transformer::Transformer(const Transformer& target, uint64_t n_layers)
   hp_.block_count = n_layers;
   // Per-layer hyperparameters keep their leading entries: layer i of the draft is layer i.
   if (!hp_.sliding_window_layers.empty()) hp_.sliding_window_layers.resize(n_layers);
+  if (!hp_.ssm_layers.empty()) hp_.ssm_layers.resize(n_layers);
   hp_.leading_dense_block_count = std::min(hp_.leading_dense_block_count, n_layers);
   weights_ = target.weights_;
   weights_.layers.resize(n_layers);
@@ -131,6 +132,7 @@ Transformer::Transformer(const Transformer& target, uint64_t n_layers)
 
 kv::KvLayout Transformer::kv_layout(bool free_out_of_window) const {
   kv::KvLayout layout = kv::make_kv_layout(layer_window_, free_out_of_window);
+  if (is_hybrid(hp_)) layout = kv::attention_kv_layout(layout, hp_.ssm_layers);  // no pipeline stages
   if (stage_.count <= 1) return layout;
   return kv::stage_kv_layout(layout, static_cast<int>(layers_.first), static_cast<int>(layers_.end));
 }
@@ -151,6 +153,13 @@ void Transformer::init() {
     attention_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
   }
   attention_.softcap = arch_.features.attention_softcap;
+  if (arch_.features.granite_multipliers) {
+    if (hp_.attention_scale != 0.0) attention_.scale = static_cast<float>(hp_.attention_scale);
+    if (hp_.embedding_scale != 0.0) embedding_scale_ = static_cast<float>(hp_.embedding_scale);
+    if (hp_.residual_scale != 0.0) residual_scale_ = static_cast<float>(hp_.residual_scale);
+    if (hp_.logit_scale != 0.0) logit_divisor_ = static_cast<float>(hp_.logit_scale);
+    rope_enabled_ = hp_.rope_enabled;
+  }
   layer_window_ = layer_sliding_windows(arch_, hp_);
   if (arch_.features.ffn == FfnKind::MixtureOfExperts) {
     moe_ = std::make_unique<MoeFfn>(backend_, hp_, arch_.features, experts_);
@@ -158,7 +167,7 @@ void Transformer::init() {
   if (arch_.features.attention == AttentionKind::MultiHeadLatent) {
     latent_ = std::make_unique<LatentAttention>(backend_, hp_, rope_);
   }
-  if (arch_.features.mixer == Mixer::Mamba2) mamba2_ = std::make_unique<Mamba2Mixer>(backend_, hp_);
+  if (arch_.features.mixer != Mixer::Attention) mamba2_ = std::make_unique<Mamba2Mixer>(backend_, hp_);
 }
 
 void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
@@ -224,8 +233,10 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
     if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
   }
   const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
-  backend_.rope(q_heads, batch.positions, rope);
-  backend_.rope(k_heads, batch.positions, rope);
+  if (rope_enabled_) {
+    backend_.rope(q_heads, batch.positions, rope);
+    backend_.rope(k_heads, batch.positions, rope);
+  }
   if (query_scale_ != 1.0f) backend_.scale(q, query_scale_);
   const size_t n_groups = cache.layout().n_groups();
   const size_t n_seqs = batch.sequences.size() / n_groups;
@@ -263,6 +274,7 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   // The attention block's output (in h) joins the residual, and the sum is normed into h: one
   // pass where the backend fuses the two, the same numbers either way.
   const auto eps = static_cast<float>(hp_.norm_eps);
+  if (residual_scale_ != 1.0f) backend_.scale(h, residual_scale_);
   if (backend_.has_op(backend::OpKind::AddRmsNorm)) {
     backend_.add_rms_norm(x, h, w.ffn_norm, eps, x, h);
   } else {
@@ -285,15 +297,15 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   backend_.matmul(w.ffn_down, gate, h);
   reduce_over_shard(h);
   if (w.ffn_post_norm) backend_.rms_norm(h, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), h);
+  if (residual_scale_ != 1.0f) backend_.scale(h, residual_scale_);
   backend_.add(x, h, x);
 }
 
-void Transformer::mamba2_block(size_t layer, const ForwardBatch& batch, int64_t n) {
+void Transformer::mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n) {
   const LayerWeights& w = weights_.layers[layer];
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
   mamba2_->forward(layer, w, batch, h);
-  backend_.add(x, h, x);
 }
 
 void Transformer::reduce_over_shard(const TensorView& partial) {
@@ -441,18 +453,24 @@ void Transformer::embed(std::span<const int32_t> tokens, int64_t n, std::span<co
   TensorView x = first_rows(s_.x, n);
   backend_.get_rows(weights_.token_embd, tokens, x);
   if (arch_.features.embedding_scale) backend_.scale(x, std::sqrt(static_cast<float>(hp_.embedding_length)));
+  if (embedding_scale_ != 1.0f) backend_.scale(x, embedding_scale_);
   place_embedding_spans(backend_, x, given);
 }
 
 void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n) {
-  if (mamba2_) {
-    mamba2_->begin_batch(batch);
-    for (size_t layer = layers_.first; layer < layers_.end; ++layer) mamba2_block(layer, batch, n);
-    return;
-  }
+  if (mamba2_) mamba2_->begin_batch(batch);
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
-    attention_block(layer, batch, cache, n);
-    mlp_block(layer, n);
+    if (is_ssm_layer(hp_, layer)) {
+      mamba2_mix(layer, batch, n);
+    } else {
+      attention_block(layer, batch, cache, n);
+    }
+    if (arch_.features.mixer == Mixer::Mamba2) {  // no FFN: the mixer's output joins the residual
+      TensorView x = first_rows(s_.x, n);
+      backend_.add(x, first_rows(s_.h, n), x);
+    } else {
+      mlp_block(layer, n);
+    }
   }
 }
 
@@ -460,6 +478,7 @@ void Transformer::output_head(int64_t n_out, TensorView out) {
   TensorView picked = first_rows(s_.logit_h, n_out);
   backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
   backend_.matmul(weights_.output_matrix(), picked, out);
+  if (logit_divisor_ != 1.0f) backend_.scale(out, 1.0f / logit_divisor_);
 }
 
 }  // namespace lumen::model

@@ -114,7 +114,8 @@ class Transformer {
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
   void mlp_block(size_t layer, int64_t n);
   // A Mamba 2 block: norm, mixer, residual add (no FFN).
-  void mamba2_block(size_t layer, const ForwardBatch& batch, int64_t n);
+  // A Mamba 2 layer's norm and mixer: h becomes the branch output, x is left for the add.
+  void mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n);
   // A row-parallel projection's output, summed over the ranks of a shard (nothing alone).
   void reduce_over_shard(const backend::TensorView& partial);
   void observe(const backend::TensorView& weight, const backend::TensorView& input) {
@@ -133,6 +134,9 @@ class Transformer {
   backend::RopeConfig rope_local_;  // sliding-window layers (the same unless per_layer_rope_base)
   backend::AttentionConfig attention_;
   float query_scale_ = 1.0f;  // queries times this before attention (features.query_scale)
+  // Granite's multipliers (BlockFeatures::granite_multipliers; 1: none).
+  float embedding_scale_ = 1.0f, residual_scale_ = 1.0f, logit_divisor_ = 1.0f;
+  bool rope_enabled_ = true;
   std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
   std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture
   std::unique_ptr<LatentAttention> latent_;  // the attention of a multi-head latent architecture
