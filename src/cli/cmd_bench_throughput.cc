@@ -140,6 +140,7 @@ void run_throughput(const ThroughputOptions& options) {
       {"model", path},
       {"threads", options.threads},
       {"device", options.device},
+      {"n_gpu_layers", model.info().n_gpu_layers},  // -1: the whole model on the device
       {"num_prompts", options.num_prompts},
       {"input_tokens", input_tokens},
       {"output_tokens", output_tokens},

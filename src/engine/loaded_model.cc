@@ -14,7 +14,8 @@ LoadedModel LoadedModel::load(const std::string& path, backend::Backend& backend
     shard = part.group->shard();
     stage = part.group->pipeline_stage(hparams.block_count, part.max_micro_batches);
   }
-  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard, stage);
+  const model::BackendSplit split = part.split ? part.split(*file, hparams) : model::BackendSplit{};
+  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard, stage, split);
   return {std::move(file), std::move(hparams), std::move(tokenizer), std::move(transformer)};
 }
 

@@ -1,0 +1,25 @@
+#pragma once
+// `--n-gpu-layers N` (llama.cpp's -ngl; main.cc spells -ngl as it): how many of the model's
+// layers and its output head run on the GPU, the rest on the CPU (ModelOptions::n_gpu_layers).
+// A count, "auto" (as many as fit the device's free memory) or "all"; unset: all.
+#include <charconv>
+#include <string>
+#include <string_view>
+
+#include "lumen/model.h"
+#include "util/error.h"
+
+namespace lumen::cli {
+
+inline int gpu_layers_value(std::string_view text) {
+  if (text.empty() || text == "all") return kAllGpuLayers;
+  if (text == "auto") return kAutoGpuLayers;
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value < 0) {
+    fail("--n-gpu-layers {}: a number of layers (0 or more), auto or all", text);
+  }
+  return value;
+}
+
+}  // namespace lumen::cli
