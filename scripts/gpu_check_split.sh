@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/gpu_check.sh: its `split` mode, a model split between the CPU and the GPU
 # (--n-gpu-layers; docs/backends.md, "Models bigger than the GPU"). On the CPU the split is held
 # bit for bit to one backend (unit_split, two CPU backends); here the GPU is one side:
@@ -15,7 +16,11 @@ run_split() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" model spec preset type layers file name start out rc
   model=$(default_model)
   local files=()
-  [ -f "$model" ] && files+=("$model") || log "no default model: the split runs on synthetic models only"
+  if [ -f "$model" ]; then
+    files+=("$model")
+  else
+    log "no default model: the split runs on synthetic models only"
+  fi
   if [ -f "$vocab" ]; then
     for spec in ${GPU_CHECK_SPLIT:-gemma3-270m:Q8_0:6 qwen3moe-mini:Q4_1:4}; do
       IFS=: read -r preset type layers <<< "$spec"
@@ -51,9 +56,12 @@ run_split() {
   local where
   for where in "cuda" "cuda -ngl 16" "cpu"; do
     # shellcheck disable=SC2086 # the device and its flag are two words
-    "$BIN/lumen" bench throughput -m "$model" --device $where --num-prompts 64 --input-len 128 --output-len 64 \
-      --json > "$WORK/split-throughput.json" 2> "$WORK/split-throughput.log" &&
-      echo "{\"check\": \"bench_throughput\", \"device\": \"$where\", \"result\": $(tail -n 1 "$WORK/split-throughput.json")}" |
-      tee -a "$RESULTS" || log "bench throughput --device $where failed: $(tail -n 2 "$WORK/split-throughput.log")"
+    if "$BIN/lumen" bench throughput -m "$model" --device $where --num-prompts 64 --input-len 128 --output-len 64 \
+        --json > "$WORK/split-throughput.json" 2> "$WORK/split-throughput.log"; then
+      echo "{\"check\": \"bench_throughput\", \"device\": \"$where\", \"result\": $(tr -d '\n' < "$WORK/split-throughput.json")}" |
+        tee -a "$RESULTS"
+    else
+      log "bench throughput --device $where failed: $(tail -n 2 "$WORK/split-throughput.log")"
+    fi
   done
 }

@@ -146,6 +146,7 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
                                                                      .threads = options.threads,
                                                                      .chat_template = options.chat_template,
                                                                      .mmproj = options.mmproj}));
+  print_gpu_layers("serve", model.info());
   if (model.info().parallel_rank > 0) {  // rank 0 serves; this rank computes its share
     follow_model_parallel_leader(model);
     return;

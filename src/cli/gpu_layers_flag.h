@@ -2,7 +2,10 @@
 // `--n-gpu-layers N` (llama.cpp's -ngl; main.cc spells -ngl as it): how many of the model's
 // layers and its output head run on the GPU, the rest on the CPU (ModelOptions::n_gpu_layers).
 // A count, "auto" (as many as fit the device's free memory) or "all"; unset: all.
+#include <fmt/format.h>
+
 #include <charconv>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -20,6 +23,15 @@ inline int gpu_layers_value(std::string_view text) {
     fail("--n-gpu-layers {}: a number of layers (0 or more), auto or all", text);
   }
   return value;
+}
+
+// What `command` says on stderr of a split model (--n-gpu-layers, auto resolved); nothing else.
+inline void print_gpu_layers(std::string_view command, const ModelInfo& info) {
+  if (info.n_gpu_layers == kAllGpuLayers) return;
+  fmt::print(stderr,
+             "lumen {}: --n-gpu-layers {}: that many of the model's layers (the output layer first) on the "
+             "GPU, the embedding and the rest on the CPU\n",
+             command, info.n_gpu_layers);
 }
 
 }  // namespace lumen::cli

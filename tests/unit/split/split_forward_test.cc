@@ -77,6 +77,10 @@ std::vector<float> run_steps(model::Transformer& transformer, model::KvCache& ca
 
 struct Outcome {
   std::vector<float> logits;
+  // A one-group cache's every block after a context shift of 3 positions, as read_block gives
+  // them (layer by layer: the same order split or not); empty for a layout of several groups.
+  std::vector<uint8_t> shifted_kv;
+  std::vector<uint64_t> expert_tokens;                // a mixture of experts' routing counts, every layer
   int64_t first_attention = 0, second_attention = 0;  // attention calls each backend ran
   int64_t foreign_kv = 0;
 };
@@ -99,8 +103,17 @@ Outcome run_model(const std::string& path, int64_t split, Edit edit) {
   const auto n_blocks = static_cast<int64_t>(layout.n_groups()) * 2 * kBlocksPerSequence;
   model::KvCache cache(first, transformer.hparams(), layout, n_blocks, kBlockSize, tensor::DType::F16, true,
                        transformer.split());
+  for (int64_t b = 0; b < n_blocks; ++b) cache.zero_block(b);  // slots no token writes compare too
   Outcome out;
   out.logits = run_steps(transformer, cache);
+  if (layout.n_groups() == 1) {
+    std::vector<int32_t> blocks(static_cast<size_t>(n_blocks));
+    std::iota(blocks.begin(), blocks.end(), 0);
+    transformer.shift_keys(cache, blocks, 3);
+    out.shifted_kv.resize(static_cast<size_t>(n_blocks) * cache.block_host_bytes());
+    for (int64_t b = 0; b < n_blocks; ++b) cache.read_block(b, out.shifted_kv.data() + b * cache.block_host_bytes());
+  }
+  if (const model::ExpertLoad* load = transformer.expert_load()) out.expert_tokens = load->tokens;
   out.first_attention = first_seen.attention_calls;
   out.second_attention = second_seen.attention_calls;
   out.foreign_kv = first_seen.foreign_kv + second_seen.foreign_kv;
@@ -119,6 +132,8 @@ void expect_splits_match(const std::string& path, std::vector<int64_t> splits, E
     ASSERT_EQ(part.logits.size(), whole.logits.size());
     EXPECT_EQ(std::memcmp(part.logits.data(), whole.logits.data(), whole.logits.size() * sizeof(float)), 0)
         << "the split's logits differ from one backend's";
+    EXPECT_TRUE(part.shifted_kv == whole.shifted_kv) << "the K/V (context-shifted) differ from one backend's";
+    EXPECT_EQ(part.expert_tokens, whole.expert_tokens);
     // Each backend ran the attention of its own layers, on K/V in its own memory.
     EXPECT_EQ(part.first_attention, 2 * split);
     EXPECT_EQ(part.second_attention, 2 * (layers - split));
@@ -157,6 +172,35 @@ TEST(SplitForward, SmolLM2MatchesOneBackendAtEverySplit) {
   const std::string path = default_model_path();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no default model at " << path;
   expect_splits_match(path, {0, 1, 15, 30}, no_edit);
+}
+
+// Embeddings (forward_hidden): the final hidden rows come from the second backend's part.
+TEST(SplitForward, HiddenStatesMatchOneBackend) {
+  LUMEN_REQUIRE_TESTDATA();
+  const std::string path = write_split_model("smollm2-135m", 3);
+  const gguf::GgufFile file = gguf::GgufFile::open(path);
+  const model::HParams hp = model::read_hparams(file);
+  std::vector<std::vector<float>> hidden;
+  for (int64_t split : {-1, 0, 2, 3}) {
+    backend::CpuBackend first(2), second(2);
+    model::BackendSplit how;
+    if (split >= 0) how = {&second, static_cast<uint64_t>(split)};
+    model::Transformer transformer(first, file, hp, {}, {}, how);
+    model::KvCache cache(first, hp, transformer.kv_layout(false), 2, kBlockSize, tensor::DType::F16, true,
+                         transformer.split());
+    const std::vector<int32_t> tokens = {5, 900, 17, 42, 7}, positions = {0, 1, 2, 3, 4}, rows = {2, 4};
+    const std::vector<int32_t> table = {0, 1};
+    const std::vector<backend::SequenceSlice> sequences = {{0, 5, 0, table}};
+    model::ForwardBatch batch;
+    batch.tokens = tokens;
+    batch.positions = positions;
+    batch.sequences = sequences;
+    batch.logit_rows = rows;
+    hidden.emplace_back(rows.size() * hp.embedding_length);
+    transformer.forward_hidden(batch, cache, hidden.back().data());
+  }
+  for (size_t i = 1; i < hidden.size(); ++i) EXPECT_EQ(hidden[i], hidden[0]) << "split " << i;
+  std::filesystem::remove(path);
 }
 
 TEST(SplitForward, RefusesASplitBeyondTheLayers) {
