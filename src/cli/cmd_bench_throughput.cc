@@ -48,7 +48,8 @@ using Clock = std::chrono::steady_clock;
 void run_throughput(const ThroughputOptions& options) {
   const std::string path = resolve_model_path(options.model);
   const Model model =
-      Model::load(path, options.parallel.applied_to({.device = options.device, .threads = options.threads}));
+      Model::load(path, sized_for(options.parallel.applied_to({.device = options.device, .threads = options.threads}),
+                                  options.engine.config));
   if (model.info().parallel_rank > 0) {
     follow_model_parallel_leader(model);
     return;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "lumen/engine_config.h"
 #include "lumen/model.h"
 #include "util/error.h"
 
@@ -23,6 +24,14 @@ inline int gpu_layers_value(std::string_view text) {
     fail("--n-gpu-layers {}: a number of layers (0 or more), auto or all", text);
   }
   return value;
+}
+
+// `options` with --n-gpu-layers auto sized for the engine's settings: K/V room for
+// --max-model-len tokens per layer (when given) and --gpu-memory-utilization of the free memory.
+inline ModelOptions sized_for(ModelOptions options, const EngineConfig& config) {
+  options.gpu_layers_context = config.max_model_len;
+  options.gpu_layers_memory_fraction = config.gpu_memory_utilization;
+  return options;
 }
 
 // What `command` says on stderr of a split model (--n-gpu-layers, auto resolved); nothing else.

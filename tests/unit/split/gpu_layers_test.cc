@@ -109,6 +109,16 @@ TEST(GpuLayersFlag, ParsesCountsAutoAndAll) {
   EXPECT_THROW(cli::gpu_layers_value("many"), Error);
 }
 
+TEST(GpuLayersFlag, AutoIsSizedForTheEnginesContextAndMemoryShare) {
+  EngineConfig config;
+  config.max_model_len = 2048;
+  config.gpu_memory_utilization = 0.7;
+  const ModelOptions options = cli::sized_for({.device = "cuda"}, config);
+  EXPECT_EQ(options.gpu_layers_context, 2048);
+  EXPECT_DOUBLE_EQ(options.gpu_layers_memory_fraction, 0.7);
+  EXPECT_EQ(options.device, "cuda");
+}
+
 TEST(GpuLayersFlag, SpellsLlamaCppsNgl) {
   std::vector<std::string> in = {"lumen", "run", "-ngl", "12", "-ngl=auto", "-n", "5"};
   std::vector<char*> argv;
