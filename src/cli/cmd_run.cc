@@ -114,6 +114,7 @@ void run(RunOptions options) {
     follow_model_parallel_leader(model);
     return;
   }
+  print_gpu_layers("run", model.info());
   const int64_t context = std::min<int64_t>(options.context, model.info().context_length);
 
   // A raw prompt may spell special tokens ("<|im_start|>"): like llama.cpp's CLI, parse them.

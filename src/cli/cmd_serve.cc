@@ -145,10 +145,12 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
         options.role.role);
   }
   const std::string path = resolve_model_path(options.model);
-  const Model model = Model::load(path, options.parallel.applied_to({.device = options.device,
-                                                                     .threads = options.threads,
-                                                                     .chat_template = options.chat_template,
-                                                                     .mmproj = options.mmproj}));
+  const Model model = Model::load(path, sized_for(options.parallel.applied_to({.device = options.device,
+                                                                               .threads = options.threads,
+                                                                               .chat_template = options.chat_template,
+                                                                               .mmproj = options.mmproj}),
+                                                  options.engine.config));
+  print_gpu_layers("serve", model.info());
   if (model.info().parallel_rank > 0) {  // rank 0 serves; this rank computes its share
     follow_model_parallel_leader(model);
     return;

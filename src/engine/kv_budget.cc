@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "engine/kv_cache_dtype.h"
@@ -99,7 +100,18 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
 }
 
 CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
-                           const backend::Backend& backend) {
+                           const backend::Backend& backend, const model::BackendSplit& split) {
+  if (split.active()) {
+    if (model::has_ssm(hp)) fail("a state-space model runs on one backend only");
+    // KvCache::part_layouts' order: the first backend's layers (when it has any), then the second's.
+    const std::vector<kv::KvLayout> parts = model::KvCache::part_layouts(layout, split);
+    int64_t blocks = std::numeric_limits<int64_t>::max();
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const bool first = p == 0 && split.first_layer > 0;
+      blocks = std::min(blocks, kv_blocks_for(config, hp, parts[p], first ? backend : *split.second));
+    }
+    return {blocks, 0};
+  }
   if (!model::has_ssm(hp)) return {kv_blocks_for(config, hp, layout, backend), 0};
   const uint64_t slot = model::StateCache::bytes_per_slot(hp);
   const uint64_t per_block = bytes_per_block(config, hp, layout, backend);

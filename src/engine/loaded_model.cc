@@ -16,7 +16,8 @@ LoadedModel LoadedModel::load(const std::string& path, backend::Backend& backend
     stage = part.group->pipeline_stage(hparams.block_count, part.max_micro_batches);
     experts = part.group->expert_shard();
   }
-  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard, stage, experts);
+  const model::BackendSplit split = part.split ? part.split(*file, hparams) : model::BackendSplit{};
+  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard, stage, experts, split);
   return {std::move(file), std::move(hparams), std::move(tokenizer), std::move(transformer)};
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -45,7 +46,8 @@ TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
 }  // namespace
 
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
-                         const TensorShard& shard, const PipelineStage& stage, const ExpertShard& experts)
+                         const TensorShard& shard, const PipelineStage& stage, const ExpertShard& experts,
+                         const BackendSplit& split)
     : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard), stage_(stage), experts_(experts) {
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   require_supported_features(arch_, hp_);
@@ -70,6 +72,9 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   if (arch_.features.mixer != Mixer::Attention && (shard_.size > 1 || stage_.count > 1)) {
     fail("the {} architecture (state-space layers) runs in one process only for now", hp_.architecture);
   }
+  if (split.active() && experts_.comm != nullptr) {
+    fail("a model split over two backends (--n-gpu-layers) does not combine with expert parallelism");
+  }
   if (experts_.comm != nullptr) {
     check_expert_parallel(hp_, experts_.size);
     if (arch_.features.ffn != FfnKind::MixtureOfExperts) {
@@ -83,6 +88,12 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
         file, arch_, hp_, backend_,
         expert_tensor_source(expert_range(static_cast<int64_t>(hp_.expert_count), experts_.rank, experts_.size)));
     init();
+    return;
+  }
+  if (split.active()) {
+    if (shard_.size > 1 || stage_.count > 1) fail("a model split over two backends runs in one process only");
+    shard_ = {};
+    bind_split(file, split);
     return;
   }
   if (shard_.size <= 1) {
@@ -115,6 +126,7 @@ Transformer::Transformer(const Transformer& target, uint64_t n_layers)
         "a layer-skip draft of a model spread over processes (tensor, pipeline or expert parallelism) is not "
         "supported");
   }
+  if (target.offload_) fail("a layer-skip draft of a model split over two backends (--n-gpu-layers) is not supported");
   if (n_layers < 1 || n_layers >= target.hp_.block_count) {
     fail("a layer-skip draft takes 1 to {} of the model's {} layers (got {})", target.hp_.block_count - 1,
          target.hp_.block_count, n_layers);
@@ -329,6 +341,7 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
   }
   observer_ = observer;
   if (moe_) moe_->set_observer(observer);
+  if (offload_) offload_->set_matmul_observer(observer);
 }
 
 void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {
@@ -339,6 +352,7 @@ void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, in
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
   }
+  if (offload_) offload_->shift_keys(cache, blocks, delta);
 }
 
 void Transformer::compact_kv(KvCache& cache, std::span<const int32_t> src, std::span<const int32_t> dst,
@@ -354,6 +368,7 @@ void Transformer::compact_kv(KvCache& cache, std::span<const int32_t> src, std::
     backend_.gather_kv_rows(cache.layer(layer), src, dst, keep.subspan(layer * per_layer, per_layer), head_dim,
                             attention_value_dim(attention_));
   }
+  if (offload_) offload_->compact_kv(cache, src, dst, keep);
 }
 
 void Transformer::check_batch(const ForwardBatch& batch, const KvCache& cache) const {
@@ -395,16 +410,22 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
     return;
   }
   ensure_capacity(n, n_out);  // before the step: a step allocates nothing
+  if (offload_) offload_->ensure_capacity(n, n_out);
   const bool wants_logits = n_out != 0 && shard_.rank == 0 && logits != nullptr;
-  backend::StepScope step(backend_, step_metadata(batch, cache, wants_logits ? logits : nullptr));
+  // A split model's pass is a step of both backends; the second one's output head writes the
+  // logits.
+  backend::StepScope step(backend_, step_metadata(batch, cache, wants_logits && !offload_ ? logits : nullptr));
+  std::optional<backend::StepScope> tail_step;
+  if (offload_) tail_step.emplace(offload_->backend_, step_metadata(batch, cache, wants_logits ? logits : nullptr));
   embed(batch.tokens, n, batch.embeddings);
-  run_layers(batch, cache, n);
+  Transformer& tail = run_all_layers(batch, cache, n);
   if (wants_logits) {
     // Only the sampled rows go through the final norm and the (large) output projection.
-    TensorView picked = first_rows(s_.logit_h, n_out);
-    backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
-    output_head(n_out, step.logits());
+    TensorView picked = first_rows(tail.s_.logit_h, n_out);
+    tail.backend_.get_rows(first_rows(tail.s_.x, n), batch.logit_rows, picked);
+    tail.output_head(n_out, tail_step ? tail_step->logits() : step.logits());
   }
+  if (tail_step) tail_step->finish();
   step.finish();
 }
 
@@ -430,23 +451,28 @@ void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, floa
   if (n == 0) return;
   check_batch(batch, cache);
   ensure_capacity(n, n_out);
+  if (offload_) offload_->ensure_capacity(n, n_out);
   // A step without logits: the hidden rows come back by copy_to_host once it is over.
   backend::StepScope step(backend_, step_metadata(batch, cache, nullptr));
+  std::optional<backend::StepScope> tail_step;
+  if (offload_) tail_step.emplace(offload_->backend_, step_metadata(batch, cache, nullptr));
+  Transformer* tail = this;
   if (arch_.features.encoder) {
     encode(batch, n);  // no output norm after an encoder's last block
   } else {
     embed(batch.tokens, n, batch.embeddings);
-    run_layers(batch, cache, n);
+    tail = &run_all_layers(batch, cache, n);
   }
-  TensorView picked = first_rows(s_.logit_h, n_out);
+  TensorView picked = first_rows(tail->s_.logit_h, n_out);
   if (n_out != 0) {
-    backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
+    tail->backend_.get_rows(first_rows(tail->s_.x, n), batch.logit_rows, picked);
     if (!arch_.features.encoder) {
-      backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+      tail->backend_.rms_norm(picked, tail->weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
     }
   }
+  if (tail_step) tail_step->finish();
   step.finish();
-  if (n_out != 0) backend_.copy_to_host(picked, hidden);  // the rows are on the device
+  if (n_out != 0) tail->backend_.copy_to_host(picked, hidden);  // the rows are on the device
 }
 
 void Transformer::embed(std::span<const int32_t> tokens, int64_t n, std::span<const EmbeddingSpan> given) {
