@@ -178,7 +178,9 @@ TEST(ExpertPartition, PackedRowsComeBackAsOneProcessSumsThem) {
           EXPECT_EQ(got, want) << "token " << t;
         }
       }
-      if (one_rank_only) EXPECT_TRUE(plans[1].received.empty());
+      if (one_rank_only) {
+        EXPECT_TRUE(plans[1].received.empty());
+      }
     }
   }
 }
