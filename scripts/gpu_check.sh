@@ -58,7 +58,10 @@
 #          shapes, beside a device-to-device copy's bandwidth measured in the same run;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
-#   all    tests, engine, models, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
+#   split  a model split between the CPU and the GPU (--n-gpu-layers) at several N against all-CPU
+#          and all-GPU, -ngl on the command line, and bench throughput split vs whole
+#          (scripts/gpu_check_split.sh);
+#   all    tests, engine, models, split, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
 # Results: one JSON object per line in $OUT/gpu_check.json (the device tool's $OUT) or
 # /tmp/lumen-gpu/gpu_check.json, and on stdout; every log, profile and the JSON in one archive,
 # $OUT/gpu_logs.tgz (the device tool brings back at most 8 files). Without .gpu/lumen-gpu.tar.xz
@@ -86,6 +89,8 @@ MACHINE_CUDA_LIBS=(libcublas.so.13 libcublasLt.so.13)
 MAX_ARCHIVE_BYTES=$((52 * 1024 * 1024))
 
 log() { echo "gpu_check: $*" >&2; }
+# shellcheck source=scripts/gpu_check_split.sh
+source scripts/gpu_check_split.sh
 
 prepare() {
   local nvcc; nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
@@ -545,7 +550,7 @@ run_sanitize() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|bench|profile|peer|gemv|engine|sanitize|all)
+  tests|types|models|split|bench|profile|peer|gemv|engine|sanitize|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -559,12 +564,13 @@ case "$MODE" in
         gemv) run_gemv ;;
         engine) run_engine ;;
         models) run_models ;;
-        all) run_tests; run_engine; run_models; run_types; run_bench ;;
+        split) run_split ;;
+        all) run_tests; run_engine; run_models; run_split; run_types; run_bench ;;
         *) log "unknown mode $mode"; exit 2 ;;
       esac
     done
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|bench|profile|peer|gemv|engine|sanitize|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|engine|sanitize|all ...]" >&2; exit 2 ;;
 esac

@@ -95,6 +95,11 @@ struct EngineStats {
   uint64_t image_feature_cache_hits = 0;
   uint64_t image_feature_cache_misses = 0;
   size_t image_feature_cache_bytes = 0;
+  // Expert parallelism (ModelOptions::expert_parallel_size; empty and 0 otherwise): routed
+  // token-expert pairs that went to each rank's experts, and the bytes the all-to-alls moved
+  // between different ranks, since the model was loaded.
+  std::vector<uint64_t> expert_pairs_per_rank;
+  uint64_t expert_exchanged_bytes = 0;
 };
 
 class Engine {

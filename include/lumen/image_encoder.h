@@ -45,6 +45,10 @@ class ImageEncoder {
   // model whose vocabulary lacks one is refused at load: the token's text would otherwise be
   // tokenized as characters, and the image would stand in the wrong prompt without a word.
   virtual std::vector<std::string> control_tokens() const { return {image_marker()}; }
+  // Whether the positions of one image span (PromptImage) attend to each other both ways in
+  // the language model (Gemma 3), not only causally. The engine then computes each such span in
+  // one step, its rows seeing the whole span (backend::SequenceSlice::key_ends).
+  virtual bool image_attends_both_ways() const { return false; }
 };
 
 }  // namespace lumen

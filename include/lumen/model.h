@@ -21,6 +21,10 @@ namespace lumen {
 struct ModelState;
 struct ModelAccess;
 
+// ModelOptions::n_gpu_layers' two words.
+inline constexpr int kAllGpuLayers = -1;   // the whole model on the device, embedding table included
+inline constexpr int kAutoGpuLayers = -2;  // as many as fit the device's free memory
+
 struct ModelOptions {
   std::string device = "cpu";  // "cpu", "cuda" or "cuda:N" (a build with -DLUMEN_CUDA=ON)
   unsigned threads = 0;        // CPU threads; 0: one per core
@@ -42,16 +46,31 @@ struct ModelOptions {
   // A forward pass goes through the stages in at most this many micro-batches (of 64 rows or
   // more), so that stages work at once; 0: four times the stages.
   int pipeline_micro_batches = 0;
+  // > 1: expert parallelism: each of this many processes (mpirun -np N) holds 1/N of every MoE
+  // layer's routed experts, everything else whole, and routed tokens' rows are exchanged
+  // all-to-all. Mixture-of-experts models whose expert count N divides; the CPU only; not
+  // combined with tensor or pipeline parallelism yet.
+  int expert_parallel_size = 1;
   // > 1: context parallelism: each of this many processes (mpirun -np N) holds the whole model,
   // and a long prompt's prefill is shared among them (ring attention over the prompt's chunks);
-  // rank 0 then holds the whole KV cache and decodes alone. Not combined with tensor or
-  // pipeline parallelism; the CPU only.
+  // rank 0 then holds the whole KV cache and decodes alone. Not combined with tensor, pipeline or
+  // expert parallelism, nor with n_gpu_layers; the CPU only.
   int context_parallel_size = 1;
   // A vision-language model's projector file (llama.cpp's mmproj GGUF: the vision encoder and
   // its connector to this model), loaded as the model's image_encoder(): LLaVA-1.5 ("mlp") and
   // Gemma 3 projectors (docs/vision.md). Refused with lumen::Error when its features are not this
   // model's embedding width, or its family is one the engine cannot take yet (Idefics3's tiles).
   std::string mmproj = {};
+  // Models bigger than the GPU (llama.cpp's --n-gpu-layers; docs/backends.md): with a GPU device,
+  // the last n_gpu_layers of the model's layers and its output head (L + 1 units; the head goes
+  // first) run on the GPU and the token embedding and the other layers on the CPU (`threads`),
+  // in one forward pass. 0 to L + 1, kAllGpuLayers (the default: everything on the device) or
+  // kAutoGpuLayers: the most whose weights, and K/V for gpu_layers_context tokens (0: the
+  // model's context, at most 4096), fit gpu_layers_memory_fraction of the device's free memory.
+  // Anything but kAllGpuLayers with device "cpu", or beyond L + 1, is refused with lumen::Error.
+  int n_gpu_layers = kAllGpuLayers;
+  int64_t gpu_layers_context = 0;
+  double gpu_layers_memory_fraction = 0.9;
 };
 
 struct TokenizeOptions {
@@ -94,7 +113,12 @@ struct ModelInfo {
   int tensor_parallel_size = 1;
   int pipeline_stage = 0;        // its stage of pipeline_parallel_size
   int pipeline_parallel_size = 1;
-  int context_parallel_size = 1;
+  int expert_parallel_size = 1;   // processes sharing the routed experts (this one is parallel_rank)
+  int context_parallel_size = 1;  // processes sharing a long prompt's prefill (context parallelism)
+  uint64_t weight_bytes = 0;      // the weights this process holds: all, or its share
+  // Of the model's layers and output head, how many run on the GPU (ModelOptions::n_gpu_layers,
+  // auto resolved); kAllGpuLayers: the whole model on its device.
+  int n_gpu_layers = kAllGpuLayers;
 };
 
 // What is wrong with the role of message `index` (counted from 0) of an OpenAI-style

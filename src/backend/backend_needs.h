@@ -20,11 +20,12 @@ enum class BackendFeature : uint8_t {
   ShiftKeys,        // context shift (shift_keys)
   RotatedKv,        // a Hadamard-rotated KV cache (rotate_heads)
   KvEviction,       // importance-based KV eviction (attention_scores, gather_kv_rows)
+  SpanAttention,    // prompt spans whose positions attend both ways (SequenceSlice::key_ends)
 };
-inline constexpr BackendFeature kAllBackendFeatures[] = {BackendFeature::MoeFfn,        BackendFeature::LatentAttention,
-                                                         BackendFeature::StateSpace,    BackendFeature::Encoder,
-                                                         BackendFeature::TreeAttention, BackendFeature::ShiftKeys,
-                                                         BackendFeature::RotatedKv,     BackendFeature::KvEviction};
+inline constexpr BackendFeature kAllBackendFeatures[] = {
+    BackendFeature::MoeFfn,    BackendFeature::LatentAttention, BackendFeature::StateSpace,
+    BackendFeature::Encoder,   BackendFeature::TreeAttention,   BackendFeature::ShiftKeys,
+    BackendFeature::RotatedKv, BackendFeature::KvEviction,      BackendFeature::SpanAttention};
 
 // What a user reads in a refusal: "a mixture-of-experts FFN (moe_ffn)".
 std::string_view backend_feature_name(BackendFeature feature);

@@ -57,6 +57,13 @@ inline bool values_in_keys(const KvLayer& cache) { return cache.v.data != nullpt
 // with a mask, holds each row's position in the sequence (its rope position: a tree node's is
 // the last token's plus its depth, in [start_pos, start_pos + i]); a sliding window counts
 // from it, for cached positions and for the rows the mask shows alike. Empty: start_pos + i.
+//
+// Spans that attend both ways (a Gemma 3 image's positions see each other, as transformers'
+// token_type_ids and llama.cpp's non-causal image decode have it): when `key_ends` is not empty
+// it holds, for each row i, the end (exclusive) of the cache positions row i sees: at least
+// start_pos + i + 1 (causal), at most start_pos + n_tokens (the slice's own rows). A sliding
+// window still counts back from the row's position. Only backends that support
+// BackendFeature::SpanAttention take it; never with a tree mask.
 struct SequenceSlice {
   int64_t first_token = 0;
   int64_t n_tokens = 0;
@@ -64,7 +71,12 @@ struct SequenceSlice {
   std::span<const int32_t> block_table;
   std::span<const uint8_t> visible = {};
   std::span<const int32_t> positions = {};
+  std::span<const int32_t> key_ends = {};
 };
+
+// Whether a slice's rows see other keys than plain causality gives them (a tree mask, or spans
+// that attend both ways): such a slice cannot be cut into pieces computed apart.
+inline bool has_row_masks(const SequenceSlice& seq) { return !seq.visible.empty() || !seq.key_ends.empty(); }
 
 struct AttentionConfig {
   int64_t n_heads = 0;

@@ -1,6 +1,7 @@
 #include "benchmark/expert_load.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -13,8 +14,34 @@ std::optional<ExpertLoadCounts> expert_load(const Model& model) {
   if (loaded == nullptr || !loaded->transformer) return std::nullopt;
   const model::ExpertLoad* load = loaded->transformer->expert_load();
   if (load == nullptr) return std::nullopt;
-  return ExpertLoadCounts{load->layers, load->experts, static_cast<int64_t>(loaded->hparams.expert_used_count),
+  ExpertLoadCounts counts{load->layers, load->experts, static_cast<int64_t>(loaded->hparams.expert_used_count),
                           load->tokens, static_cast<int64_t>(loaded->hparams.leading_dense_block_count)};
+  if (const model::ExpertParallelFfn* parallel = loaded->transformer->expert_parallel()) {
+    counts.ranks = loaded->transformer->expert_shard().size;
+    counts.exchanged_bytes = parallel->traffic().bytes;
+    counts.exchanged_token_layers = parallel->traffic().token_layers;
+  }
+  return counts;
+}
+
+std::vector<uint64_t> ExpertLoadCounts::per_rank() const {
+  std::vector<uint64_t> out(static_cast<size_t>(std::max(ranks, 1)), 0);
+  if (experts <= 0 || experts % static_cast<int64_t>(out.size()) != 0) return out;
+  const int64_t per = experts / static_cast<int64_t>(out.size());
+  for (size_t i = 0; i < tokens.size(); ++i)
+    out[static_cast<size_t>((static_cast<int64_t>(i) % experts) / per)] += tokens[i];
+  return out;
+}
+
+std::string expert_parallel_summary(const ExpertLoadCounts& load) {
+  if (load.ranks <= 1) return {};
+  const double per_token_layer = load.exchanged_token_layers > 0 ? static_cast<double>(load.exchanged_bytes) /
+                                                                       static_cast<double>(load.exchanged_token_layers)
+                                                                 : 0.0;
+  return fmt::format(
+      "expert parallelism: {} ranks; routed token-expert pairs per rank [{}]; {} bytes moved between ranks over {} "
+      "token-layers ({:.0f} bytes per MoE layer per token)",
+      load.ranks, fmt::join(load.per_rank(), ", "), load.exchanged_bytes, load.exchanged_token_layers, per_token_layer);
 }
 
 void reset_expert_load(const Model& model) {
@@ -33,7 +60,11 @@ nlohmann::ordered_json expert_load_json(const ExpertLoadCounts& load) {
           {"experts", load.experts},
           {"experts_per_token", load.experts_per_token},
           {"dense_layers", load.dense_layers},
-          {"tokens_per_expert", layers}};
+          {"tokens_per_expert", layers},
+          {"expert_parallel_size", load.ranks},
+          {"tokens_per_rank", load.per_rank()},
+          {"exchanged_bytes", load.exchanged_bytes},
+          {"exchanged_token_layers", load.exchanged_token_layers}};
 }
 
 namespace {

@@ -20,6 +20,15 @@ struct ExpertLoadCounts {
   int64_t experts_per_token = 0;
   std::vector<uint64_t> tokens;  // [layer * experts + expert]
   int64_t dense_layers = 0;      // leading layers with a dense FFN (DeepSeek): no experts there
+  // Expert parallelism (1 rank: none): the ranks sharing the experts (equal contiguous ranges)
+  // and the bytes their all-to-alls moved between different ranks, over the token-layers (a
+  // token through one MoE layer) they served.
+  int ranks = 1;
+  uint64_t exchanged_bytes = 0;
+  uint64_t exchanged_token_layers = 0;
+
+  // Routed token-expert pairs that went to each rank's experts, over all layers.
+  std::vector<uint64_t> per_rank() const;
 };
 
 // The counts since the last reset; nullopt for a dense model.
@@ -31,5 +40,8 @@ void reset_expert_load(const Model& model);
 nlohmann::ordered_json expert_load_json(const ExpertLoadCounts& load);
 // A heading naming `what` was measured, then the per-layer table and the whole model's line.
 std::string expert_load_table(const ExpertLoadCounts& load, std::string_view what);
+// Expert parallelism's line for `lumen run`: the pairs each rank's experts took and the bytes
+// moved per MoE layer per token; empty in one process.
+std::string expert_parallel_summary(const ExpertLoadCounts& load);
 
 }  // namespace lumen::benchmark

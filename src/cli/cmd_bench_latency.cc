@@ -164,6 +164,7 @@ void run_latency(const LatencyOptions& options) {
                          {"n_threads", threads},
                          {"tensor_parallel_size", options.parallel.tensor},
                          {"pipeline_parallel_size", options.parallel.pipeline},
+                         {"expert_parallel_size", options.parallel.expert},
                          {"n_prompt", n_prompt},
                          {"n_gen", n_gen},
                          {"avg_ns", static_cast<uint64_t>(mean(samples_ns))},

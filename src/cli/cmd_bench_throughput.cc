@@ -48,7 +48,8 @@ using Clock = std::chrono::steady_clock;
 void run_throughput(const ThroughputOptions& options) {
   const std::string path = resolve_model_path(options.model);
   const Model model =
-      Model::load(path, options.parallel.applied_to({.device = options.device, .threads = options.threads}));
+      Model::load(path, sized_for(options.parallel.applied_to({.device = options.device, .threads = options.threads}),
+                                  options.engine.config));
   if (model.info().parallel_rank > 0) {
     follow_model_parallel_leader(model);
     return;
@@ -140,6 +141,7 @@ void run_throughput(const ThroughputOptions& options) {
       {"model", path},
       {"threads", options.threads},
       {"device", options.device},
+      {"n_gpu_layers", model.info().n_gpu_layers},  // -1: the whole model on the device
       {"num_prompts", options.num_prompts},
       {"input_tokens", input_tokens},
       {"output_tokens", output_tokens},

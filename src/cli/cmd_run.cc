@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "benchmark/expert_load.h"
 #include "cli/commands.h"
 #include "cli/flag_names.h"
 #include "cli/default_model.h"
@@ -78,6 +79,15 @@ void print_speeds(size_t prompt_tokens, double prompt_seconds, int64_t generated
              rate_text(generated - 1, gen_seconds));
 }
 
+// Expert parallelism: what each rank's experts took and what crossed between ranks.
+void print_expert_parallel_summary(const Model& model) {
+  if (model.info().expert_parallel_size <= 1) return;
+  if (const auto load = benchmark::expert_load(model)) {
+    fmt::print(stderr, "{}; rank 0 holds {} bytes of weights\n", benchmark::expert_parallel_summary(*load),
+               model.info().weight_bytes);
+  }
+}
+
 void run(RunOptions options) {
   if (!options.prompt.empty() && !options.prompt_file.empty()) fail("-p and -f are exclusive: give the prompt one way");
   if (options.prompt.empty() && options.prompt_file.empty()) fail("give the prompt with -p TEXT or -f FILE");
@@ -104,6 +114,7 @@ void run(RunOptions options) {
     follow_model_parallel_leader(model);
     return;
   }
+  print_gpu_layers("run", model.info());
   const int64_t context = std::min<int64_t>(options.context, model.info().context_length);
 
   // A raw prompt may spell special tokens ("<|im_start|>"): like llama.cpp's CLI, parse them.
@@ -134,6 +145,7 @@ void run(RunOptions options) {
   interrupt.arm();
   if (options.needs_engine_report()) {
     run_completions(engine, model, prompt, params, interrupt);
+    print_expert_parallel_summary(model);
     return;
   }
   const bool show = options.n_predict != 0;
@@ -159,6 +171,7 @@ void run(RunOptions options) {
                tokens_text(context));
   }
   if (speculative.method != SpeculativeMethod::None) fmt::print(stderr, "{}\n", speculation_summary(engine.stats()));
+  print_expert_parallel_summary(model);
 }
 
 }  // namespace

@@ -137,15 +137,20 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
       std::chrono::milliseconds(static_cast<int64_t>(options.request_read_timeout_s * 1000.0));
 
   const server::KvHandoffOptions handoff = options.role.handoff();
-  if (handoff.role != server::ServeRole::Both && (options.parallel.tensor > 1 || options.parallel.pipeline > 1)) {
-    fail("--role {} does not combine with tensor or pipeline parallelism (the K/V would be spread over processes)",
-         options.role.role);
+  if (handoff.role != server::ServeRole::Both &&
+      (options.parallel.tensor > 1 || options.parallel.pipeline > 1 || options.parallel.expert > 1)) {
+    fail(
+        "--role {} does not combine with tensor, pipeline or expert parallelism (the K/V would be spread over "
+        "processes)",
+        options.role.role);
   }
   const std::string path = resolve_model_path(options.model);
-  const Model model = Model::load(path, options.parallel.applied_to({.device = options.device,
-                                                                     .threads = options.threads,
-                                                                     .chat_template = options.chat_template,
-                                                                     .mmproj = options.mmproj}));
+  const Model model = Model::load(path, sized_for(options.parallel.applied_to({.device = options.device,
+                                                                               .threads = options.threads,
+                                                                               .chat_template = options.chat_template,
+                                                                               .mmproj = options.mmproj}),
+                                                  options.engine.config));
+  print_gpu_layers("serve", model.info());
   if (model.info().parallel_rank > 0) {  // rank 0 serves; this rank computes its share
     follow_model_parallel_leader(model);
     return;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/llama_cpp_spellings.h"
 #include "cli/mpi_launch.h"
 #include "cli/option_suggestion.h"
 #include "cli/version.h"
@@ -77,7 +78,10 @@ int main(int argc, char** argv) {
   lumen::cli::add_kv_transfer_key_command(app);
   // Every failure is a one-line message and a small exit status, never a signal or a trace.
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = lumen::cli::with_llama_cpp_spellings(argc, argv);
+    std::vector<char*> arg_pointers;
+    for (std::string& arg : args) arg_pointers.push_back(arg.data());
+    app.parse(argc, arg_pointers.data());
     if (help_asked || app.get_subcommands().empty()) {
       // `lumen help` asked for it (0); a bare `lumen` did not say what to do (2).
       if (launch_leader) {

@@ -35,11 +35,12 @@ LaunchRank launch_rank_from_environment() {
 }
 
 long parallel_processes_asked(const std::vector<std::string>& args) {
-  long tensor = 1, pipeline = 1, context = 1;
+  long tensor = 1, pipeline = 1, expert = 1, context = 1;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view arg = args[i];
     for (const auto& [flag, slot] : {std::pair{"--tensor-parallel-size", &tensor}, std::pair{"--tp", &tensor},
                                      std::pair{"--pipeline-parallel-size", &pipeline}, std::pair{"--pp", &pipeline},
+                                     std::pair{"--expert-parallel-size", &expert}, std::pair{"--ep", &expert},
                                      std::pair{"--context-parallel-size", &context}, std::pair{"--cp", &context}}) {
       const std::string_view name = flag;
       std::optional<long> value;
@@ -51,17 +52,18 @@ long parallel_processes_asked(const std::vector<std::string>& args) {
       if (value) *slot = *value;
     }
   }
-  return tensor * pipeline * context;
+  return tensor * pipeline * expert * context;
 }
 
 std::string unspread_launch_warning(const LaunchRank& launch, const std::vector<std::string>& args) {
   if (launch.rank != 0 || launch.size < 2 || parallel_processes_asked(args) > 1) return {};
   return fmt::format(
-      "lumen: warning: started as {} processes (mpirun -np {}) without --tensor-parallel-size or "
-      "--pipeline-parallel-size: each process runs the whole command on its own. To spread the model over them, "
-      "add --tensor-parallel-size {} (or --pipeline-parallel-size {}, or --context-parallel-size {} to share long "
-      "prompts' prefill); otherwise run lumen without mpirun.\n",
-      launch.size, launch.size, launch.size, launch.size, launch.size);
+      "lumen: warning: started as {} processes (mpirun -np {}) without --tensor-parallel-size, "
+      "--pipeline-parallel-size, --expert-parallel-size or --context-parallel-size: each process runs the whole "
+      "command on its own. To spread the model over them, add --tensor-parallel-size {} (or --pipeline-parallel-size "
+      "{}, for a mixture of experts --expert-parallel-size {}, or --context-parallel-size {} to share long prompts' "
+      "prefill); otherwise run lumen without mpirun.\n",
+      launch.size, launch.size, launch.size, launch.size, launch.size, launch.size);
 }
 
 }  // namespace lumen::cli

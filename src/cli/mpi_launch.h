@@ -19,7 +19,8 @@ struct LaunchRank {
 LaunchRank launch_rank_from_environment();
 
 // The processes the command line spreads a model over: the product of --tensor-parallel-size
-// (--tp) and --pipeline-parallel-size (--pp) as `args` give them, 1 without either.
+// (--tp), --pipeline-parallel-size (--pp) and --expert-parallel-size (--ep) as `args` give them,
+// 1 without any.
 long parallel_processes_asked(const std::vector<std::string>& args);
 
 // For rank 0 of a launch of several processes whose command line spreads no model over them;

@@ -1,8 +1,9 @@
 #pragma once
 // The collective operations that spreading one model over several processes needs (issue 21:
 // tensor parallelism all-reduces each block's partial outputs, pipeline parallelism passes
-// activations from stage to stage, rank 0 broadcasts each step's plan), behind one small
-// interface: MPI implements it for CPU processes on one or many machines (dist/mpi_collectives.h),
+// activations from stage to stage, expert parallelism exchanges routed rows all-to-all, rank 0
+// broadcasts each step's plan), behind one small interface: MPI implements it for CPU processes
+// on one or many machines (dist/mpi_collectives.h),
 // a single process implements it trivially, and NCCL can implement the same for the CUDA
 // backend. The engine talks to this, never to MPI.
 //
@@ -41,6 +42,14 @@ class Collectives {
   // stage before it sends the step's first micro-batch, so neither side can block the other.
   virtual std::unique_ptr<Transfer> start_receive(std::span<std::byte> data, int from) = 0;
   virtual void barrier() = 0;
+  // Each rank sends a segment to every rank and receives one from every rank (MPI_Alltoallv):
+  // `send` holds this rank's segments for ranks 0, 1, .. end to end (send_bytes[q] of them for
+  // rank q), `receive` gets rank 0's segment for this rank, then rank 1's, .. (receive_bytes[r]
+  // from rank r). Both count lists have size() entries; what rank r sends to q must be what q
+  // expects from r, which expert parallelism's ranks know without asking (each routes every
+  // token). A segment may be empty. The own segment is copied.
+  virtual void all_to_all(std::span<const std::byte> send, std::span<const size_t> send_bytes,
+                          std::span<std::byte> receive, std::span<const size_t> receive_bytes) = 0;
   // The ranks that pass the same `color` form a group of their own (every rank calls this, in the
   // same order), ranked as they are here: pipeline parallelism's stages each all-reduce among
   // their own tensor-parallel ranks. Must not outlive this.

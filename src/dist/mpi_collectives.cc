@@ -146,6 +146,28 @@ class MpiCollectives final : public Collectives {
 
   void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
 
+  void all_to_all(std::span<const std::byte> send, std::span<const size_t> send_bytes, std::span<std::byte> receive,
+                  std::span<const size_t> receive_bytes) override {
+    check_segments(send.size(), send_bytes, "all_to_all's send");
+    check_segments(receive.size(), receive_bytes, "all_to_all's receive");
+    // MPI takes int counts and offsets: a step's rows are far below 2 GiB, larger is refused.
+    const auto ints = [](std::span<const size_t> bytes, std::vector<int>& counts, std::vector<int>& offsets) {
+      counts.resize(bytes.size());
+      offsets.resize(bytes.size());
+      size_t offset = 0;
+      for (size_t r = 0; r < bytes.size(); ++r) {
+        counts[r] = count_of(bytes[r], "MPI_Alltoallv");
+        offsets[r] = count_of(offset, "MPI_Alltoallv");
+        offset += bytes[r];
+      }
+    };
+    ints(send_bytes, send_counts_, send_offsets_);
+    ints(receive_bytes, receive_counts_, receive_offsets_);
+    check(MPI_Alltoallv(send.data(), send_counts_.data(), send_offsets_.data(), MPI_BYTE, receive.data(),
+                        receive_counts_.data(), receive_offsets_.data(), MPI_BYTE, comm_),
+          "MPI_Alltoallv");
+  }
+
  private:
   explicit MpiCollectives(MPI_Comm comm) { adopt(comm); }
 
@@ -161,6 +183,15 @@ class MpiCollectives final : public Collectives {
   void check_rank(int r, const char* what) const {
     if (r < 0 || r >= size_) fail("{}: rank {} is not one of the {} ranks", what, r, size_);
   }
+  // One count per rank, adding up to the buffer's length.
+  void check_segments(size_t length, std::span<const size_t> bytes, const char* what) const {
+    size_t total = 0;
+    for (size_t b : bytes) total += b;
+    if (bytes.size() != static_cast<size_t>(size_) || total != length) {
+      fail("{}: {} segments of {} bytes in all for {} ranks and a buffer of {} bytes", what, bytes.size(), total, size_,
+           length);
+    }
+  }
   void check_peer(int r, const char* what) const {
     check_rank(r, what);
     if (r == rank_) fail("{}: rank {} to itself", what, r);
@@ -171,6 +202,7 @@ class MpiCollectives final : public Collectives {
   int rank_ = 0;
   int size_ = 1;
   std::vector<float> gathered_;
+  std::vector<int> send_counts_, send_offsets_, receive_counts_, receive_offsets_;
 };
 
 }  // namespace

@@ -132,8 +132,11 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   const KvImportance importance = params.kv_eviction.value_or(impl_->config.kv_importance);
   if (!images.empty()) {
     engine::check_prompt_images(images, prompt_len, static_cast<int64_t>(impl_->model.hparams.embedding_length));
-    if (impl_->leader) fail("images are not supported with tensor or pipeline parallelism yet");
+    if (impl_->leader) fail("images are not supported with tensor, pipeline or expert parallelism yet");
     if (importance.enabled()) fail("kv eviction (snapkv, h2o) is not supported with images in the prompt");
+    if (impl_->images_attend_both_ways()) {
+      engine::check_whole_image_spans(images, impl_->scheduler.config().max_num_batched_tokens);
+    }
   }
   if (params.use_beam_search && params.kv_eviction.value_or(impl_->config.kv_importance).enabled()) {
     fail("kv eviction (snapkv, h2o) is not supported with beam search");
@@ -155,6 +158,7 @@ std::vector<RequestHandle> Engine::add_request_n(std::vector<int32_t> prompt, co
   if (!images.empty()) {
     first->seq.blocks.salt_blocks(engine::image_block_salts(images, impl_->config.block_size));
     first->seq.images = std::make_shared<const engine::PromptImages>(std::move(images));
+    first->seq.images_both_ways = impl_->images_attend_both_ways();
   }
   if (params.prompt_logprobs) {
     first->seq.next_prompt_logit = 0;

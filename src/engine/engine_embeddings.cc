@@ -121,7 +121,7 @@ bool Engine::Impl::embed_one_pass() {
     if (full) break;
   }
   try {
-    if (leader) fail("embeddings are not supported with tensor or pipeline parallelism yet");
+    if (leader) fail("embeddings are not supported with tensor, pipeline or expert parallelism yet");
     if (needed > free_blocks) {
       fail("embeddings: an input needs {} KV blocks and {} are free now: try again later", needed, free_blocks);
     }

@@ -41,6 +41,7 @@
 #include "engine/structured_output.h"
 #include "engine/model_parallel.h"
 #include "kv/block_hash.h"
+#include "lumen/image_encoder.h"
 #include "kv/block_pool.h"
 #include "model/kv_cache.h"
 #include "sampling/sampler.h"
@@ -78,10 +79,11 @@ struct Engine::Impl {
         layout(model.transformer->kv_layout(config.free_out_of_window_kv)),
         // A state model's slots and the KV share one budget (engine/kv_budget.h).
         cache_sizes(engine::cache_sizes_for(config, model.transformer->hparams(), layout,
-                                            *engine::model_state(handle).backend)),
+                                            *engine::model_state(handle).backend, model.transformer->split())),
         n_blocks(cache_sizes.kv_blocks),
+        // A model split over two backends keeps each layer's K/V with the backend that runs it.
         cache(*engine::model_state(handle).backend, model.transformer->hparams(), layout, n_blocks, config.block_size,
-              engine::kv_tensor_type(config.kv_cache_dtype), config.kv_cache_rotation),
+              engine::kv_tensor_type(config.kv_cache_dtype), config.kv_cache_rotation, model.transformer->split()),
         pool(static_cast<int32_t>(n_blocks), config.block_size, config.enable_prefix_caching),
         kv_space(make_kv_space()),
         swap(make_swap_space()),
@@ -114,11 +116,13 @@ struct Engine::Impl {
     if (config.speculative.num_candidates > 1) {
       // Token trees: a tree attention mask, and the accepted branch's K/V moved position by
       // position (in each layer group's blocks).
-      if (!engine::model_state(handle).backend->supports_tree_attention()) {
-        fail(
-            "speculative config: num_candidates > 1 (token trees) needs tree attention, which the {} backend does "
-            "not have",
-            engine::model_state(handle).backend->name());
+      for (const backend::Backend* backend : model_backends(handle)) {
+        if (!backend->supports_tree_attention()) {
+          fail(
+              "speculative config: num_candidates > 1 (token trees) needs tree attention, which the {} backend does "
+              "not have",
+              backend->name());
+        }
       }
       outputs.set_kv_cache(&runner);
     }
@@ -144,7 +148,8 @@ struct Engine::Impl {
   // Moving K/V between engines reads and writes this process's cache alone, and arrives as a
   // cached prefix (engine/prompt_kv_transfer.h).
   void check_prompt_kv_possible() const {
-    if (leader) fail("moving a prompt's K/V between engines is not supported with tensor or pipeline parallelism");
+    if (leader)
+      fail("moving a prompt's K/V between engines is not supported with tensor, pipeline or expert parallelism");
     if (!config.enable_prefix_caching) fail("moving a prompt's K/V between engines needs prefix caching");
   }
 
@@ -207,7 +212,7 @@ struct Engine::Impl {
     auto refuse = [&](std::string_view why) {
       fail("kv eviction {}: not supported {}", format_kv_importance(importance), why);
     };
-    if (leader) refuse("with tensor or pipeline parallelism");
+    if (leader) refuse("with tensor, pipeline or expert parallelism");
     if (scheduler.shift_policy().enabled) refuse("together with a context shift or StreamingLLM (sink:N,window:W)");
     if (config.speculative.method != SpeculativeMethod::None) refuse("with speculative decoding");
     if (config.kv_cache_dtype != KvCacheDtype::F16) refuse("with a compressed KV cache type (f16 only)");
@@ -215,8 +220,10 @@ struct Engine::Impl {
       refuse("with sliding-window layers that keep only their window (--keep-out-of-window-kv keeps every position)");
     }
     if (model::is_mla(model.hparams)) refuse("with multi-head latent attention");
-    engine::model_state(handle).backend->require(engine::kv_eviction_needs(importance),
-                                                 fmt::format("kv eviction {}", format_kv_importance(importance)));
+    for (const backend::Backend* backend : model_backends(handle)) {
+      backend->require(engine::kv_eviction_needs(importance),
+                       fmt::format("kv eviction {}", format_kv_importance(importance)));
+    }
     const int64_t bs = config.block_size;
     if (importance.method == KvImportanceMethod::H2O) {
       const int64_t cap = (importance.budget + bs - 1) / bs * bs;
@@ -238,12 +245,36 @@ struct Engine::Impl {
       fail("max_itl_ms must be 0 (off) or a positive number of milliseconds (got {})", c.max_itl_ms);
     }
     if (c.min_prefill_tokens <= 0) fail("min_prefill_tokens must be positive (got {})", c.min_prefill_tokens);
-    engine::model_state(handle).backend->require(
-        engine::engine_backend_needs(runnable(handle).transformer->hparams(), c), "this engine's configuration");
+    for (const backend::Backend* backend : model_backends(handle)) {
+      backend->require(engine::engine_backend_needs(runnable(handle).transformer->hparams(), c),
+                       "this engine's configuration");
+      if (images_attend_both_ways(handle)) {
+        backend::BackendNeeds images;
+        images.add(backend::BackendFeature::SpanAttention);
+        backend->require(images, "this model's projector");
+      }
+    }
     if (c.image_feature_cache_bytes < 0) {
       fail("image_feature_cache_bytes must be 0 (off) or more (got {})", c.image_feature_cache_bytes);
     }
     return c;
+  }
+
+  // Whether the model's image spans attend both ways (Gemma 3; ImageEncoder::image_attends_both_ways).
+  static bool images_attend_both_ways(const Model& handle) {
+    const std::shared_ptr<const ImageEncoder> encoder = handle.image_encoder();
+    return encoder && encoder->image_attends_both_ways();
+  }
+  bool images_attend_both_ways() const { return images_attend_both_ways(handle); }
+
+  // Every backend the model runs on: its own, and the second of a model split over two
+  // (model/backend_split.h). An engine's options must suit both.
+  static std::vector<const backend::Backend*> model_backends(const Model& handle) {
+    std::vector<const backend::Backend*> backends{engine::model_state(handle).backend};
+    if (const model::BackendSplit& split = runnable(handle).transformer->split(); split.active()) {
+      backends.push_back(split.second);
+    }
+    return backends;
   }
 
   static engine::LoadedModel& runnable(const Model& handle) {

@@ -45,6 +45,19 @@ void Engine::Impl::publish_stats() {
   s.spec_accepted_tokens = spec.accepted_tokens;
   s.spec_branch_tokens = spec.branch_tokens;
   s.spec_paused_steps = spec.paused_steps;
+  if (const model::ExpertParallelFfn* parallel = m.model.transformer->expert_parallel()) {
+    // The load counts every expert on every rank (each routes every token); ranks hold equal
+    // contiguous ranges.
+    const model::ExpertLoad& load = *m.model.transformer->expert_load();
+    const int ranks = m.model.transformer->expert_shard().size;
+    s.expert_pairs_per_rank.assign(static_cast<size_t>(ranks), 0);
+    const int64_t per_rank = load.experts / ranks;
+    for (size_t i = 0; i < load.tokens.size(); ++i) {
+      s.expert_pairs_per_rank[static_cast<size_t>((static_cast<int64_t>(i) % load.experts) / per_rank)] +=
+          load.tokens[i];
+    }
+    s.expert_exchanged_bytes = parallel->traffic().bytes;
+  }
   std::lock_guard lock(stats_mutex);
   snapshot = s;
 }

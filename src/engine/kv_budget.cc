@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "engine/kv_cache_dtype.h"
@@ -19,9 +20,11 @@ int64_t longest_sequence(const EngineConfig& config, const model::HParams& hp) {
   const int64_t longest = config.max_model_len > 0 ? config.max_model_len : trained;
   // An attention-free model's nominal KV only counts positions (model/hparams.h), and its files
   // carry an arbitrary context (llama.cpp's converter writes 2^20 for Mamba 2): without a
-  // max_model_len the pool is sized for sequences of kStateModelContext tokens.
+  // max_model_len the pool is sized for sequences of kStateModelContext tokens. So is a hybrid's
+  // (the converter writes 2^20 for a granite-hybrid without rope), whose attention layers' K/V
+  // is real: a longer context takes --max-model-len.
   constexpr int64_t kStateModelContext = 32768;
-  if (hp.attention_free && config.max_model_len <= 0) return std::min(longest, kStateModelContext);
+  if (model::has_ssm(hp) && config.max_model_len <= 0) return std::min(longest, kStateModelContext);
   return longest;
 }
 
@@ -97,7 +100,18 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
 }
 
 CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
-                           const backend::Backend& backend) {
+                           const backend::Backend& backend, const model::BackendSplit& split) {
+  if (split.active()) {
+    if (model::has_ssm(hp)) fail("a state-space model runs on one backend only");
+    // KvCache::part_layouts' order: the first backend's layers (when it has any), then the second's.
+    const std::vector<kv::KvLayout> parts = model::KvCache::part_layouts(layout, split);
+    int64_t blocks = std::numeric_limits<int64_t>::max();
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const bool first = p == 0 && split.first_layer > 0;
+      blocks = std::min(blocks, kv_blocks_for(config, hp, parts[p], first ? backend : *split.second));
+    }
+    return {blocks, 0};
+  }
   if (!model::has_ssm(hp)) return {kv_blocks_for(config, hp, layout, backend), 0};
   const uint64_t slot = model::StateCache::bytes_per_slot(hp);
   const uint64_t per_block = bytes_per_block(config, hp, layout, backend);

@@ -10,6 +10,7 @@
 #include "lumen/engine_config.h"
 #include "backend/backend.h"
 #include "kv/kv_layout.h"
+#include "model/backend_split.h"
 #include "model/hparams.h"
 
 namespace lumen::engine {
@@ -26,8 +27,10 @@ struct CacheSizes {
 // with room in the KV for one sequence of the longest length, up to max_num_seqs slots, and the
 // KV gets what the slots leave. With a fixed KV size (num_kv_blocks, kv_cache_full_sequences)
 // the slots get what the budget has beyond it. Throws lumen::Error when not one state fits.
+// With an active split (model/backend_split.h): each backend's share of the pages out of its own
+// memory (kv_blocks_for), and the pool as many blocks as the tighter one holds.
 CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
-                           const backend::Backend& backend);
+                           const backend::Backend& backend, const model::BackendSplit& split = {});
 
 int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
                       const backend::Backend& backend);

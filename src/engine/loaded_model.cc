@@ -10,13 +10,17 @@ LoadedModel LoadedModel::load(const std::string& path, backend::Backend& backend
   tokenizer::Tokenizer tokenizer = tokenizer::Tokenizer::from_gguf(*file);
   model::TensorShard shard;
   model::PipelineStage stage;
+  model::ExpertShard experts;
   model::ContextShare context;
   if (part.group != nullptr) {
     shard = part.group->shard();
     stage = part.group->pipeline_stage(hparams.block_count, part.max_micro_batches);
+    experts = part.group->expert_shard();
     context = part.group->context();
   }
-  auto transformer = std::make_unique<model::Transformer>(backend, *file, hparams, shard, stage, context);
+  const model::BackendSplit split = part.split ? part.split(*file, hparams) : model::BackendSplit{};
+  auto transformer =
+      std::make_unique<model::Transformer>(backend, *file, hparams, shard, stage, experts, context, split);
   return {std::move(file), std::move(hparams), std::move(tokenizer), std::move(transformer)};
 }
 

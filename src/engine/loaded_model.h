@@ -2,6 +2,7 @@
 // A model ready to run: its mapped file (which the weights point into, so it lives as long as
 // the model), hyperparameters, tokenizer and forward pass on a backend. Lumen's public handle on
 // it is lumen::Model (engine/model_state.h).
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,10 +17,13 @@ namespace lumen::engine {
 class ModelParallelGroup;
 
 // Which part of a model spread over processes this one loads: the group it belongs to (null:
-// the whole model) and how many micro-batches a pipeline's forward pass may go in.
+// the whole model) and how many micro-batches a pipeline's forward pass may go in. And, for a
+// model split over two backends (model/backend_split.h), where the second one starts: decided
+// once the file is open (--n-gpu-layers auto weighs its tensors); none: one backend.
 struct ModelPart {
   ModelParallelGroup* group = nullptr;
   int max_micro_batches = 1;
+  std::function<model::BackendSplit(const gguf::GgufFile& file, const model::HParams& hp)> split;
 };
 
 struct LoadedModel {

@@ -9,7 +9,10 @@
 #include "chat/message_roles.h"
 #include "engine/chat_prompt.h"
 #include "engine/device.h"
+#include "engine/gpu_layers_split.h"
 #include "engine/model_state.h"
+#include "gguf/file.h"
+#include "model/expert_partition.h"
 #include "tensor/dtype.h"
 #include "vision/mmproj_image_encoder.h"
 #include "util/error.h"
@@ -114,21 +117,34 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
     fail("a projector file (--mmproj {}) needs the model's weights, not its vocabulary only", options.mmproj);
   }
   auto state = std::make_shared<ModelState>();
+  int gpu_layers = kAllGpuLayers;  // what --n-gpu-layers resolves to, auto included
   if (options.vocab_only) {
     state->owned_model = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load_vocab(path));
   } else {
+    engine::check_gpu_layers_option(options);
     state->owned_backend = engine::make_backend(options.device, options.threads);
-    state->backend = state->owned_backend.get();
     engine::ModelPart part;
-    if (options.tensor_parallel_size != 1 || options.pipeline_parallel_size != 1 ||
+    if (options.n_gpu_layers != kAllGpuLayers) {
+      // The CPU embeds and runs the first layers, the device the rest (engine/gpu_layers_split.h).
+      state->owned_second_backend = std::move(state->owned_backend);
+      state->owned_backend = engine::make_backend("cpu", options.threads);
+      part.split = engine::gpu_layers_split(options, *state->owned_second_backend, &gpu_layers);
+    }
+    state->backend = state->owned_backend.get();
+    if (options.expert_parallel_size != 1) {
+      // Before MPI and before any weight: the hyperparameters say whether the experts split.
+      model::check_expert_parallel(model::read_hparams(gguf::GgufFile::open(path)), options.expert_parallel_size);
+    }
+    if (options.tensor_parallel_size != 1 || options.pipeline_parallel_size != 1 || options.expert_parallel_size != 1 ||
         options.context_parallel_size != 1) {
       if (options.pipeline_micro_batches < 0) {
         fail("pipeline_micro_batches must be 0 (four times the stages) or more (got {})", options.pipeline_micro_batches);
       }
       state->parallel = engine::join_model_parallel_group(options.tensor_parallel_size, options.pipeline_parallel_size,
-                                                          options.context_parallel_size);
-      part = {state->parallel.get(), options.pipeline_micro_batches > 0 ? options.pipeline_micro_batches
-                                                                        : 4 * options.pipeline_parallel_size};
+                                                          options.expert_parallel_size, options.context_parallel_size);
+      part.group = state->parallel.get();
+      part.max_micro_batches =
+          options.pipeline_micro_batches > 0 ? options.pipeline_micro_batches : 4 * options.pipeline_parallel_size;
     }
     state->owned_model =
         std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(path, *state->backend, part));
@@ -136,14 +152,17 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
   state->model = state->owned_model.get();
   state->info = engine::describe(*state->model, path);
   if (!options.vocab_only) state->info.device = options.device;
+  state->info.n_gpu_layers = gpu_layers;
   if (state->parallel) {
     state->info.parallel_rank = state->parallel->rank();
     state->info.tensor_parallel_rank = state->parallel->tensor_rank();
     state->info.tensor_parallel_size = state->parallel->tensor_size();
     state->info.pipeline_stage = state->parallel->stage();
     state->info.pipeline_parallel_size = state->parallel->pipeline_size();
+    state->info.expert_parallel_size = state->parallel->expert_size();
     state->info.context_parallel_size = state->parallel->context_size();
   }
+  if (state->model->transformer) state->info.weight_bytes = state->model->transformer->weights().bound_bytes;
   engine::attach_chat_template(*state, options.chat_template);
   if (!options.mmproj.empty()) engine::attach_mmproj(*state, path, options);
   return Model(std::move(state));

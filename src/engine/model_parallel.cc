@@ -50,18 +50,26 @@ Header receive(dist::Collectives& comm, std::vector<std::byte>& payload) {
 
 }  // namespace
 
-std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, int pipeline_size, int context_size) {
+std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, int pipeline_size, int expert_size,
+                                                              int context_size) {
   if (tensor_size < 1) fail("tensor_parallel_size must be at least 1 (got {})", tensor_size);
   if (pipeline_size < 1) fail("pipeline_parallel_size must be at least 1 (got {})", pipeline_size);
+  if (expert_size < 1) fail("expert_parallel_size must be at least 1 (got {})", expert_size);
   if (context_size < 1) fail("context_parallel_size must be at least 1 (got {})", context_size);
+  if (expert_size > 1 && (tensor_size > 1 || pipeline_size > 1)) {
+    fail("expert parallelism does not combine with tensor or pipeline parallelism yet");
+  }
   if (context_size > 1 && (tensor_size > 1 || pipeline_size > 1)) {
     fail("context parallelism (--context-parallel-size {}) does not combine with tensor or pipeline parallelism yet",
          context_size);
   }
+  if (context_size > 1 && expert_size > 1) {
+    fail("context parallelism (--context-parallel-size {}) does not combine with expert parallelism yet", context_size);
+  }
   if (!dist::mpi_available()) {
     fail(
-        "tensor, pipeline and context parallelism need MPI, and this build has none (install libopenmpi-dev and "
-        "rebuild)");
+        "tensor, pipeline, expert and context parallelism need MPI, and this build has none (install libopenmpi-dev "
+        "and rebuild)");
   }
   // Made once, kept to the process's exit (MPI cannot start again once finalized).
   static std::mutex made;
@@ -79,25 +87,38 @@ std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, i
           "{})",
           context_size, context_size, context_size, comm->size());
     }
-    return std::make_unique<ModelParallelGroup>(std::move(comm), 1, 1, context_size);
+    return std::make_unique<ModelParallelGroup>(std::move(comm), 1, 1, 1, context_size);
   }
-  const int size = tensor_size * pipeline_size;
+  const int size = tensor_size * pipeline_size * expert_size;
+  if (expert_size > 1 && comm->size() != size) {
+    fail("expert parallel size {} needs {} processes started together: run under `mpirun -np {}` (this run has {})",
+         expert_size, size, size, comm->size());
+  }
   if (comm->size() != size) {
     fail("tensor parallel size {} x pipeline parallel size {} needs {} processes started together: run under "
          "`mpirun -np {}` (this run has {})",
          tensor_size, pipeline_size, size, size, comm->size());
   }
-  return std::make_unique<ModelParallelGroup>(std::move(comm), tensor_size, pipeline_size);
+  return std::make_unique<ModelParallelGroup>(std::move(comm), tensor_size, pipeline_size, expert_size);
 }
 
 ModelParallelGroup::ModelParallelGroup(std::shared_ptr<dist::Collectives> comm, int tensor_size, int pipeline_size,
-                                       int context_size)
-    : comm_(std::move(comm)), tensor_size_(tensor_size), pipeline_size_(pipeline_size), context_size_(context_size) {
-  if (context_size_ > 1 && (tensor_size_ != 1 || pipeline_size_ != 1 || context_size_ != comm_->size())) {
-    fail("context parallelism over {} of {} processes, with {} x {} more", context_size_, comm_->size(), tensor_size_,
-         pipeline_size_);
+                                       int expert_size, int context_size)
+    : comm_(std::move(comm)),
+      tensor_size_(tensor_size),
+      pipeline_size_(pipeline_size),
+      expert_size_(expert_size),
+      context_size_(context_size) {
+  if (expert_size_ > 1 && (tensor_size_ > 1 || pipeline_size_ > 1)) {
+    fail("expert parallelism does not combine with tensor or pipeline parallelism yet");
   }
-  if (context_size_ <= 1 && tensor_size_ * pipeline_size_ != comm_->size()) {
+  if (context_size_ > 1 &&
+      (tensor_size_ != 1 || pipeline_size_ != 1 || expert_size_ != 1 || context_size_ != comm_->size())) {
+    fail("context parallelism over {} of {} processes, with {} x {} x {} more", context_size_, comm_->size(),
+         tensor_size_, pipeline_size_, expert_size_);
+  }
+  if (expert_size_ > 1) tensor_size_ = 1;  // every process is a stage of one of one
+  if (context_size_ <= 1 && tensor_size_ * pipeline_size_ * expert_size_ != comm_->size()) {
     fail("{} x {} processes in a group of {}", tensor_size_, pipeline_size_, comm_->size());
   }
   if (pipeline_size_ > 1) tensor_comm_ = comm_->split(stage());
@@ -106,6 +127,11 @@ ModelParallelGroup::ModelParallelGroup(std::shared_ptr<dist::Collectives> comm, 
 model::TensorShard ModelParallelGroup::shard() {
   if (tensor_size_ == 1) return {};
   return {tensor_rank(), tensor_size_, &tensor_comm()};
+}
+
+model::ExpertShard ModelParallelGroup::expert_shard() {
+  if (expert_size_ == 1) return {};
+  return {rank(), expert_size_, comm_.get()};
 }
 
 model::ContextShare ModelParallelGroup::context() {

@@ -24,9 +24,11 @@ class ModelParallelGroup {
  public:
   // `comm`: every process of the model, tensor_size x pipeline_size of them. Splits it into the
   // stages' tensor-parallel groups (a collective call: every process makes its group together).
-  // context_size > 1 (context parallelism, model/context_chunks.h) takes every process of comm
-  // and no tensor or pipeline parallelism.
-  ModelParallelGroup(std::shared_ptr<dist::Collectives> comm, int tensor_size, int pipeline_size, int context_size = 1);
+  // expert_size > 1: expert parallelism over all of them instead (tensor and pipeline size 1);
+  // context_size > 1 (context parallelism, model/context_chunks.h) likewise takes every process
+  // of comm. At most one of the two is above 1.
+  ModelParallelGroup(std::shared_ptr<dist::Collectives> comm, int tensor_size, int pipeline_size, int expert_size = 1,
+                     int context_size = 1);
   ~ModelParallelGroup();
   ModelParallelGroup(const ModelParallelGroup&) = delete;
   ModelParallelGroup& operator=(const ModelParallelGroup&) = delete;
@@ -39,13 +41,15 @@ class ModelParallelGroup {
   int size() const { return comm_->size(); }
   int tensor_size() const { return tensor_size_; }
   int pipeline_size() const { return pipeline_size_; }
+  int expert_size() const { return expert_size_; }
   int context_size() const { return context_size_; }
   int tensor_rank() const { return rank() % tensor_size_; }
-  int stage() const { return context_size_ > 1 ? 0 : rank() / tensor_size_; }
+  int stage() const { return expert_size_ > 1 || context_size_ > 1 ? 0 : rank() / tensor_size_; }
 
   // This process's part of a model (tensor shard and pipeline stage) of n_layers layers.
   model::TensorShard shard();
   model::PipelineStage pipeline_stage(uint64_t n_layers, int max_micro_batches);
+  model::ExpertShard expert_shard();
   model::ContextShare context();
 
  private:
@@ -56,6 +60,7 @@ class ModelParallelGroup {
   std::unique_ptr<dist::Collectives> tensor_comm_;  // null when there is one stage: comm_
   int tensor_size_ = 1;
   int pipeline_size_ = 1;
+  int expert_size_ = 1;
   int context_size_ = 1;
   bool engine_running_ = false;  // rank 0: the other ranks follow one engine at a time
 };
@@ -74,7 +79,8 @@ struct ShardCacheGeometry {
 // This process's place among tensor_size x pipeline_size processes started by MPI (mpirun -np
 // their product). Throws lumen::Error when that is not the number of processes MPI started, or
 // the build has no MPI.
-std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, int pipeline_size, int context_size = 1);
+std::unique_ptr<ModelParallelGroup> join_model_parallel_group(int tensor_size, int pipeline_size, int expert_size = 1,
+                                                              int context_size = 1);
 
 // Rank 0's engine's side. Made with the engine (the other ranks build their cache), gone with it
 // (they drop it). Throws lumen::Error when another engine of the model still runs.

@@ -56,7 +56,7 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     if (leader_) leader_->ops().swap_out(out.block, out.slot);
   }
   for (const KvCompaction& c : plan.compactions) {
-    if (leader_) fail("importance-based KV eviction is not supported with tensor or pipeline parallelism");
+    if (leader_) fail("importance-based KV eviction is not supported with tensor, pipeline or expert parallelism");
     transformer_.compact_kv(cache_, c.src, c.dst, c.keep);
   }
   for (const kv::BlockCopy& copy : plan.copies) {
@@ -89,6 +89,8 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   }
   masks_.resize(mask_bytes);
   size_t mask_at = 0;
+  key_ends_.clear();
+  key_ends_at_.assign(plan.chunks.size(), -1);
   const size_t n_groups = cache_.layout().n_groups();
   slices_.resize(plan.chunks.size() * n_groups);
   for (size_t c = 0; c < plan.chunks.size(); ++c) {
@@ -115,6 +117,11 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
       // Only known rows can be prompt positions: drafts and extra rows come after the prompt.
       append_image_spans(*seq.images, seq.n_computed, n_known, first,
                          static_cast<int64_t>(transformer_.hparams().embedding_length), embedding_spans_);
+      if (seq.images_both_ways && holds_image_rows(*seq.images, seq.n_computed, n_known)) {
+        if (chunk.n_tokens != n_known) fail("model runner: drafts in a chunk of a prompt with image spans");
+        key_ends_at_[c] = static_cast<int64_t>(key_ends_.size());
+        append_key_ends(*seq.images, seq.n_computed, n_known, key_ends_);
+      }
     }
     const int64_t n_guessed = n_known + chunk.n_draft;
     for (int64_t i = 0; i < n_guessed; ++i) {
@@ -184,6 +191,15 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
       }
     }
     chunk_logits_.push_back(rows);
+  }
+  // Key ends are set once key_ends_ no longer grows, in every group's slice of the chunk.
+  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+    if (key_ends_at_[c] < 0) continue;
+    for (size_t g = 0; g < n_groups; ++g) {
+      backend::SequenceSlice& slice = slices_[g * plan.chunks.size() + c];
+      slice.key_ends = std::span<const int32_t>(key_ends_).subspan(static_cast<size_t>(key_ends_at_[c]),
+                                                                   static_cast<size_t>(slice.n_tokens));
+    }
   }
   // A masked slice's rows have positions of their own (tree nodes, window rows), from which a
   // sliding window counts: set once positions_ no longer grows.

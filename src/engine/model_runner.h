@@ -83,6 +83,10 @@ class ModelRunner {
   // Tree attention masks of the chunks with extra rows, one after another (SequenceSlice::visible
   // points into it: sized before any slice takes its view).
   std::vector<uint8_t> masks_;
+  // Chunks' rows' key ends where image spans attend both ways (SequenceSlice::key_ends), and
+  // where each chunk's run starts (-1: causal).
+  std::vector<int32_t> key_ends_;
+  std::vector<int64_t> key_ends_at_;
   std::vector<int32_t> depths_;  // a token tree's node depths
   std::vector<float> logits_;
   std::vector<model::ForwardBatch::ScoreRequest> scores_;

@@ -19,6 +19,9 @@ namespace lumen {
 struct ModelState {
   // Declared first, destroyed last: the weights may live in the backend's memory.
   std::unique_ptr<backend::Backend> owned_backend;
+  // A model split over two backends (ModelOptions::n_gpu_layers): the second one, the device;
+  // owned_backend is then the CPU's.
+  std::unique_ptr<backend::Backend> owned_second_backend;
   backend::Backend* backend = nullptr;  // null when vocab_only
   // The processes a model is spread over (ModelOptions::tensor_parallel_size and
   // pipeline_parallel_size); null for a model in one process. Outlives the weights, whose

@@ -59,6 +59,50 @@ std::vector<kv::SequenceBlocks::BlockSalt> image_block_salts(std::span<const Pro
   return salts;
 }
 
+void check_whole_image_spans(std::span<const PromptImage> images, int64_t max_num_batched_tokens) {
+  for (const PromptImage& image : images) {
+    if (image.n_tokens > max_num_batched_tokens) {
+      fail(
+          "an image takes {} positions, and this model's image positions attend to each other, so they are computed "
+          "in one step; max_num_batched_tokens is {}: raise it to at least {}",
+          image.n_tokens, max_num_batched_tokens, image.n_tokens);
+    }
+  }
+}
+
+int64_t whole_image_span_chunk(std::span<const PromptImage> images, int64_t from, int64_t n, int64_t limit) {
+  if (n <= 0) return n;
+  const int64_t end = from + n;
+  for (const PromptImage& image : images) {
+    const int64_t span_end = image.first_token + image.n_tokens;
+    if (image.first_token >= end) break;                            // in order (check_prompt_images)
+    if (end >= span_end) continue;                                  // the chunk ends after this span, or at its end
+    if (image.first_token > from) return image.first_token - from;  // ends inside it: stop before it
+    // The span started at or before `from`: its rest comes whole or not at all.
+    return span_end - from <= limit ? span_end - from : 0;
+  }
+  return n;
+}
+
+bool holds_image_rows(std::span<const PromptImage> images, int64_t from, int64_t n) {
+  return std::ranges::any_of(images, [&](const PromptImage& image) {
+    return image.first_token < from + n && from < image.first_token + image.n_tokens;
+  });
+}
+
+void append_key_ends(std::span<const PromptImage> images, int64_t from, int64_t n, std::vector<int32_t>& out) {
+  const int64_t end = from + n;
+  for (int64_t p = from; p < end; ++p) out.push_back(static_cast<int32_t>(p + 1));
+  for (const PromptImage& image : images) {
+    const int64_t span_end = image.first_token + image.n_tokens;
+    const int64_t lo = std::max(from, image.first_token), hi = std::min(end, span_end);
+    if (lo >= hi) continue;
+    if (span_end > end)
+      fail("model runner: a chunk ends inside an image span ({} of {}..{})", end, image.first_token, span_end);
+    for (int64_t p = lo; p < hi; ++p) out[out.size() - static_cast<size_t>(end - p)] = static_cast<int32_t>(span_end);
+  }
+}
+
 void append_image_spans(std::span<const PromptImage> images, int64_t first_position, int64_t n, int64_t first_row,
                         int64_t embedding_length, std::vector<model::EmbeddingSpan>& out) {
   const int64_t end = first_position + n;

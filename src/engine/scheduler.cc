@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "engine/prefill_share.h"
+#include "engine/prompt_images.h"
 #include "util/error.h"
 
 namespace lumen::engine {
@@ -176,6 +177,13 @@ bool Scheduler::evict_if_due(Sequence* seq, StepPlan& plan) {
   return true;
 }
 
+// Grants and the time budget are shares, and may stay below a span's length for many steps;
+// the token budget is the step's hard limit, which every span fits (check_whole_image_spans).
+int64_t Scheduler::whole_image_spans(const Sequence& seq, int64_t n, int64_t budget) const {
+  if (!seq.images_both_ways || !seq.images) return n;
+  return whole_image_span_chunk(*seq.images, seq.n_computed, n, std::min(seq.uncomputed(), budget));
+}
+
 void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
   // Two passes over a snapshot (preemption edits running_): decodes, then prefill chunks.
   const std::vector<Sequence*> snapshot = running_;
@@ -191,6 +199,7 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
       int64_t n = std::min(seq->uncomputed(), budget);
       if (!decode_pass) n = std::min(n, prefill_grant(seq));
       if (!decode_pass && time_budget_) n = time_budget_->prefill_room(*seq, n);
+      n = whole_image_spans(*seq, n, budget);
       if (n == 0) continue;
       if (!reserve_running(seq, n, plan)) continue;
       seq->scheduled_now = true;
@@ -224,6 +233,7 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
       int64_t n = std::min({seq->uncomputed(), budget, grant});
       // A swapped-out stream that comes back to decode is a decode, not held back.
       if (time_budget_ && !seq->decoding()) n = time_budget_->prefill_room(*seq, n);
+      n = whole_image_spans(*seq, n, budget);
       if (n == 0 || !admit_swapped(seq, n, plan)) return;
       if (time_budget_) time_budget_->add(*seq, n, n == seq->uncomputed() ? 1 : 0);
       budget -= n;
@@ -241,6 +251,7 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
     }
     int64_t n = std::min({seq->uncomputed(), budget, grant});
     if (time_budget_) n = time_budget_->prefill_room(*seq, n);
+    n = whole_image_spans(*seq, n, budget);
     const int32_t need = seq->blocks.blocks_needed(seq->n_computed, n);
     if (n == 0 || pool_.n_available() - need < admission_reserve() || (state_slots_ && state_slots_->n_free() == 0) ||
         !seq->blocks.reserve(seq->n_computed, n, plan.copies) || !take_state_slot(seq)) {

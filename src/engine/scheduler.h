@@ -183,6 +183,9 @@ class Scheduler {
   void release_swapped_in(const StepPlan& plan);
   void insert_ranked(std::vector<Sequence*>& queue, Sequence* seq) const;
   void schedule_running(StepPlan& plan, int64_t& budget);
+  // n, or fewer or more tokens so that a chunk does not end inside an image span that attends
+  // both ways (prompt_images.h: whole_image_span_chunk).
+  int64_t whole_image_spans(const Sequence& seq, int64_t n, int64_t budget) const;
   void admit_waiting(StepPlan& plan, int64_t& budget);
   void append_drafts(StepPlan& plan, int64_t& budget);
   bool swap_out(Sequence* victim, StepPlan& plan);

@@ -43,7 +43,8 @@ struct Sequence {
         n_dropped_generated(parent.n_dropped_generated),
         importance(parent.importance),
         client(parent.client),
-        images(parent.images) {}
+        images(parent.images),
+        images_both_ways(parent.images_both_ways) {}
 
   uint64_t id;
   int priority;      // larger runs first (priority policy); ignored under FCFS
@@ -79,6 +80,10 @@ struct Sequence {
   // their positions whenever those are computed (prefill, recompute after preemption). Shared
   // with the sequence's forks; null for a text prompt.
   std::shared_ptr<const std::vector<PromptImage>> images;
+  // Each image span's positions attend to each other both ways (ImageEncoder::
+  // image_attends_both_ways): the scheduler never ends a chunk inside one, and the runner lets
+  // its rows see the whole span.
+  bool images_both_ways = false;
   // Its next grammar mask was not ready when its logits were: it holds that row and is not
   // scheduled, admitted or preempted for until the mask is (OutputProcessor::resume_deferred).
   bool awaiting_mask = false;

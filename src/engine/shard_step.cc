@@ -173,6 +173,8 @@ void ShardStepWriter::forward(const model::ForwardBatch& batch) {
   put_span(batch.positions);
   put<uint64_t>(batch.sequences.size());
   for (const backend::SequenceSlice& s : batch.sequences) {
+    // Images do not run under tensor or pipeline parallelism (Engine::add_request_n refuses them).
+    if (!s.key_ends.empty()) fail("model-parallel step: spans that attend both ways are not sent to other ranks");
     put(s.first_token);
     put(s.n_tokens);
     put(s.start_pos);

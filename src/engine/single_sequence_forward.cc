@@ -17,8 +17,9 @@ SingleSequenceForward::SingleSequenceForward(LoadedModel& model, backend::Backen
       chunk_(chunk),
       // The transformer's: a tensor-parallel shard caches its own heads only, a pipeline stage its
       // own layers (one group of them: a window frees nothing here).
+      // A model split over two backends: each layer's K/V with the backend that runs it.
       cache_(backend, model.transformer->hparams(), model.transformer->kv_layout(false),
-             (context + kBlockSize - 1) / kBlockSize, kBlockSize),
+             (context + kBlockSize - 1) / kBlockSize, kBlockSize, tensor::DType::F16, true, model.transformer->split()),
       last_logits_(model.hparams.vocab_size) {
   // One sequence owns every block, in order.
   block_table_.resize(static_cast<size_t>(cache_.n_blocks()));

@@ -89,22 +89,40 @@ KvLayout make_kv_layout(std::span<const int64_t> layer_windows, bool free_out_of
   return layout;
 }
 
+namespace {
+
+// `whole` keeping only the layers `held` accepts, in page slots numbered from 0; the others get
+// slot -1 (no K/V). The groups and their windows stay, so block tables are unchanged.
+template <typename Held>
+KvLayout keep_layers(const KvLayout& whole, Held held) {
+  KvLayout kept = whole;
+  kept.slot_of_layer.assign(whole.slot_of_layer.size(), -1);
+  kept.group_size = 1;
+  for (KvGroup& group : kept.groups) {
+    std::erase_if(group.layers, [&](int layer) { return !held(layer); });
+    for (size_t slot = 0; slot < group.layers.size(); ++slot) {
+      kept.slot_of_layer[static_cast<size_t>(group.layers[slot])] = static_cast<int>(slot);
+    }
+    kept.group_size = std::max(kept.group_size, static_cast<int64_t>(group.layers.size()));
+  }
+  return kept;
+}
+
+}  // namespace
+
 KvLayout stage_kv_layout(const KvLayout& whole, int first, int end) {
   const int n_layers = static_cast<int>(whole.group_of_layer.size());
   if (first < 0 || first >= end || end > n_layers) {
     fail("kv layout: layers {}..{} are not a stage of a model of {} layers", first, end, n_layers);
   }
-  KvLayout stage = whole;
-  stage.slot_of_layer.assign(whole.slot_of_layer.size(), -1);
-  stage.group_size = 1;
-  for (KvGroup& group : stage.groups) {
-    std::erase_if(group.layers, [&](int layer) { return layer < first || layer >= end; });
-    for (size_t slot = 0; slot < group.layers.size(); ++slot) {
-      stage.slot_of_layer[static_cast<size_t>(group.layers[slot])] = static_cast<int>(slot);
-    }
-    stage.group_size = std::max(stage.group_size, static_cast<int64_t>(group.layers.size()));
+  return keep_layers(whole, [&](int layer) { return layer >= first && layer < end; });
+}
+
+KvLayout attention_kv_layout(const KvLayout& whole, const std::vector<bool>& ssm_layers) {
+  if (ssm_layers.size() != whole.group_of_layer.size()) {
+    fail("kv layout: {} layer kinds for a model of {} layers", ssm_layers.size(), whole.group_of_layer.size());
   }
-  return stage;
+  return keep_layers(whole, [&](int layer) { return !ssm_layers[static_cast<size_t>(layer)]; });
 }
 
 }  // namespace lumen::kv

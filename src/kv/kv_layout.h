@@ -53,6 +53,11 @@ KvLayout make_kv_layout(std::span<const int64_t> layer_windows, bool free_out_of
 // has a window). The other layers get slot -1.
 KvLayout stage_kv_layout(const KvLayout& whole, int first, int end);
 
+// A hybrid (attention and Mamba 2 layers): what `whole` keeps of the layers that attend
+// (ssm_layers[l] false); a Mamba 2 layer keeps a recurrent state instead (model/state_cache.h)
+// and gets slot -1, so a page is as wide as the attention layers alone.
+KvLayout attention_kv_layout(const KvLayout& whole, const std::vector<bool>& ssm_layers);
+
 // The first block a windowed group must still hold once positions [0, n_computed) are in the
 // cache: every later query sits at n_computed or beyond and sees keys from n_computed - window + 1.
 int64_t first_block_in_window(int64_t n_computed, int64_t window, int64_t block_size);

@@ -222,7 +222,9 @@ HParams read_hparams(const gguf::GgufFile& file) {
     fail("{} is 0 (and no {} makes the model attention-free)", key("attention.head_count"), key("ssm.inner_size"));
   }
   if (hp.head_count > kMaxHeads) fail("{} = {} is out of range", key("attention.head_count"), hp.head_count);
-  hp.head_count_kv = md.find_unsigned(key("attention.head_count_kv")).value_or(hp.head_count);
+  if (!read_hybrid_hparams(md, prefix, hp)) {  // a hybrid gives one count per layer
+    hp.head_count_kv = md.find_unsigned(key("attention.head_count_kv")).value_or(hp.head_count);
+  }
   if (hp.head_count_kv == 0 || hp.head_count % hp.head_count_kv != 0) {
     fail("{} = {} does not divide {} query heads", key("attention.head_count_kv"),
          hp.head_count_kv, hp.head_count);

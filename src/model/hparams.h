@@ -91,6 +91,20 @@ struct HParams {
   // cache keeps counting positions and blocks for the scheduler unchanged at 8 bytes a
   // position and layer; the forward pass never reads it (model/ssm_hparams.cc).
   bool attention_free = false;
+  // A hybrid (granite-hybrid): per layer, whether it is a Mamba 2 layer, from the converter's
+  // per-layer {arch}.attention.head_count_kv array (0: a Mamba 2 layer). Empty for every other
+  // model; head_count_kv is then the attention layers' count (model/hybrid_hparams.cc).
+  std::vector<bool> ssm_layers;
+  // Granite's multipliers ({arch}.embedding_scale, residual_scale, attention.scale,
+  // logit_scale; 0: absent): embeddings times the first, each block's branch output times the
+  // second before its residual add, scores times the third instead of 1 / sqrt(head_dim),
+  // logits divided by the last. And {arch}.rope.scaling.finetuned, which Granite uses as a
+  // switch for rope (absent: on; the converter writes false for a hybrid without positions).
+  double embedding_scale = 0.0;
+  double residual_scale = 0.0;
+  double attention_scale = 0.0;
+  double logit_scale = 0.0;
+  bool rope_enabled = true;
 };
 
 // State-space hyperparameters (model/ssm_hparams.cc).
@@ -108,6 +122,20 @@ inline uint64_t ssm_in_proj_width(const HParams& hp) {
 inline uint64_t ssm_state_values_per_layer(const HParams& hp) {
   return (hp.ssm_conv_kernel - 1) * ssm_conv_channels(hp) + hp.ssm_state_size * hp.ssm_inner_size;
 }
+// Whether layer `layer` is a Mamba 2 layer: every layer of an attention-free model, the
+// flagged ones of a hybrid.
+inline bool is_ssm_layer(const HParams& hp, uint64_t layer) {
+  if (!has_ssm(hp)) return false;
+  return hp.ssm_layers.empty() || (layer < hp.ssm_layers.size() && hp.ssm_layers[layer]);
+}
+inline bool is_hybrid(const HParams& hp) { return has_ssm(hp) && !hp.ssm_layers.empty(); }
+// How many layers keep a recurrent state (what a state slot holds).
+uint64_t ssm_layer_count(const HParams& hp);
+// Reads a per-layer {arch}.attention.head_count_kv array (a hybrid's) into hp.ssm_layers and
+// hp.head_count_kv, and Granite's multipliers and rope switch; throws lumen::Error naming the
+// key for an array of the wrong length or type (model/hybrid_hparams.cc).
+// Returns whether the file gave head_count_kv as such an array.
+bool read_hybrid_hparams(const gguf::Metadata& md, const std::string& prefix, HParams& hp);
 // Reads {arch}.ssm.* into hp, and turns a file without attention heads but with SSM layers
 // into an attention-free one (HParams::attention_free). Throws lumen::Error naming the key.
 void read_ssm_hparams(const gguf::Metadata& md, const std::string& prefix, HParams& hp);

@@ -13,7 +13,8 @@ namespace lumen::model {
 namespace {
 
 kv::KvLayout one_group(const HParams& hp) {
-  return kv::make_kv_layout(std::vector<int64_t>(hp.block_count, 0), false);
+  const kv::KvLayout all = kv::make_kv_layout(std::vector<int64_t>(hp.block_count, 0), false);
+  return is_hybrid(hp) ? kv::attention_kv_layout(all, hp.ssm_layers) : all;
 }
 
 // Whether `rows` rows of a tensor view's type, starting at `host`, hold only finite values.
@@ -69,39 +70,66 @@ KvCache::KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks,
     : KvCache(backend, hp, one_group(hp), n_blocks, block_size, type, rotate) {}
 
 KvCache::KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layout, int64_t n_blocks,
-                 int64_t block_size, tensor::DType type, bool rotate)
-    : backend_(backend), n_blocks_(n_blocks), block_size_(block_size), layout_(std::move(layout)) {
+                 int64_t block_size, tensor::DType type, bool rotate, const BackendSplit& split)
+    : n_blocks_(n_blocks), block_size_(block_size), layout_(std::move(layout)) {
   if (layout_.group_of_layer.size() != hp.block_count || layout_.group_size <= 0) {
     fail("KV cache layout covers {} layers, the model has {}", layout_.group_of_layer.size(), hp.block_count);
   }
   if (n_blocks <= 0 || block_size <= 0) fail("KV cache needs blocks: {} x {}", n_blocks, block_size);
-  check_kv_cache_type(backend, hp, type);
+  const std::vector<kv::KvLayout> layouts = part_layouts(layout_, split);
+  const bool first_holds_layers = !split.active() || split.first_layer > 0;
+  for (size_t p = 0; p < layouts.size(); ++p) {
+    parts_.push_back({p == 0 && first_holds_layers ? &backend : split.second, layouts[p], {}});
+  }
+  for (const Part& part : parts_) check_kv_cache_type(*part.backend, hp, type);
   const auto k_row = static_cast<int64_t>(kv_key_row(hp)), v_row = static_cast<int64_t>(kv_value_row(hp));
-  auto allocate = [&](int64_t row) {
-    const size_t row_bytes = backend::kv_slice_bytes(type, row);
-    buffers_.push_back(backend.allocate(row_bytes * static_cast<size_t>(block_size * n_blocks)));
-    return backend::TensorView{type, {row, block_size, n_blocks, 1}, row_bytes, buffers_.back()->data()};
-  };
-  for (int64_t i = 0; i < layout_.group_size; ++i) {
-    backend::KvLayer layer;
-    layer.block_size = block_size;
-    layer.rotated = rotate && rotates_kv_cache(hp, type);
-    layer.k = allocate(k_row);
-    if (kv_values_in_keys(hp)) {
-      layer.v = layer.k;  // the leading v_row values of each key row (backend::values_in_keys)
-      layer.v.dims[0] = v_row;
-    } else {
-      layer.v = allocate(v_row);
+  for (Part& part : parts_) {
+    auto allocate = [&](int64_t row) {
+      const size_t row_bytes = backend::kv_slice_bytes(type, row);
+      buffers_.push_back(part.backend->allocate(row_bytes * static_cast<size_t>(block_size * n_blocks)));
+      return backend::TensorView{type, {row, block_size, n_blocks, 1}, row_bytes, buffers_.back()->data()};
+    };
+    for (int64_t i = 0; i < part.layout.group_size; ++i) {
+      backend::KvLayer layer;
+      layer.block_size = block_size;
+      layer.rotated = rotate && rotates_kv_cache(hp, type);
+      layer.k = allocate(k_row);
+      if (kv_values_in_keys(hp)) {
+        layer.v = layer.k;  // the leading v_row values of each key row (backend::values_in_keys)
+        layer.v.dims[0] = v_row;
+      } else {
+        layer.v = allocate(v_row);
+      }
+      part.slots.push_back(layer);
     }
-    slots_.push_back(layer);
   }
 }
 
+std::vector<kv::KvLayout> KvCache::part_layouts(const kv::KvLayout& whole, const BackendSplit& split) {
+  if (!split.active()) return {whole};
+  const int n_layers = static_cast<int>(whole.group_of_layer.size());
+  const int first = static_cast<int>(split.first_layer);
+  if (first > n_layers) fail("KV cache: a split at layer {} of a model of {}", first, n_layers);
+  std::vector<kv::KvLayout> layouts;
+  if (first > 0) layouts.push_back(kv::stage_kv_layout(whole, 0, first));
+  if (first < n_layers) layouts.push_back(kv::stage_kv_layout(whole, first, n_layers));
+  return layouts;
+}
+
 backend::KvLayer& KvCache::layer(size_t index) {
-  if (index >= layout_.slot_of_layer.size() || layout_.slot_of_layer[index] < 0) {
-    fail("KV cache: layer {} is not one this cache holds", index);
+  for (Part& part : parts_) {
+    if (index < part.layout.slot_of_layer.size() && part.layout.slot_of_layer[index] >= 0) {
+      return part.slots[static_cast<size_t>(part.layout.slot_of_layer[index])];
+    }
   }
-  return slots_[static_cast<size_t>(layout_.slot_of_layer[index])];
+  fail("KV cache: layer {} is not one this cache holds", index);
+}
+
+bool KvCache::rotated() const {
+  for (const Part& part : parts_) {
+    if (!part.slots.empty()) return part.slots.front().rotated;
+  }
+  return false;
 }
 
 size_t KvCache::bytes_per_block(const HParams& hp, int64_t block_size, tensor::DType type) {
@@ -120,48 +148,62 @@ void KvCache::zero_block(int64_t block) {
   write_block(block, zeros.data());
 }
 
+// The page's views part by part (the first backend's, then the second's): the order of a host
+// block's bytes.
 void KvCache::copy_block(int64_t src, int64_t dst) {
-  for (backend::KvLayer& layer : slots_) backend_.copy_kv_block(layer, src, dst);
+  for (Part& part : parts_) {
+    for (backend::KvLayer& layer : part.slots) part.backend->copy_kv_block(layer, src, dst);
+  }
 }
 
 void KvCache::copy_position(int64_t src_block, int64_t src_slot, int64_t dst_block, int64_t dst_slot) {
-  for (backend::KvLayer& layer : slots_) {
-    backend_.copy_kv_row(layer, src_block * block_size_ + src_slot, dst_block * block_size_ + dst_slot);
+  for (Part& part : parts_) {
+    for (backend::KvLayer& layer : part.slots) {
+      part.backend->copy_kv_row(layer, src_block * block_size_ + src_slot, dst_block * block_size_ + dst_slot);
+    }
   }
 }
 
 size_t KvCache::block_host_bytes() const {
   size_t total = 0;
-  for (const backend::KvLayer& layer : slots_) {
-    total += backend::kv_block_bytes(layer) + backend::kv_value_block_bytes(layer);
+  for (const Part& part : parts_) {
+    for (const backend::KvLayer& layer : part.slots) {
+      total += backend::kv_block_bytes(layer) + backend::kv_value_block_bytes(layer);
+    }
   }
   return total;
 }
 
 void KvCache::read_block(int64_t block, uint8_t* host) const {
-  for (const backend::KvLayer& layer : slots_) {
-    const size_t keys = backend::kv_block_bytes(layer);
-    backend_.read_kv_block(layer, block, host, host + keys);
-    host += keys + backend::kv_value_block_bytes(layer);
+  for (const Part& part : parts_) {
+    for (const backend::KvLayer& layer : part.slots) {
+      const size_t keys = backend::kv_block_bytes(layer);
+      part.backend->read_kv_block(layer, block, host, host + keys);
+      host += keys + backend::kv_value_block_bytes(layer);
+    }
   }
 }
 
 void KvCache::write_block(int64_t block, const uint8_t* host) {
-  for (backend::KvLayer& layer : slots_) {
-    const size_t keys = backend::kv_block_bytes(layer);
-    backend_.write_kv_block(layer, block, host, host + keys);
-    host += keys + backend::kv_value_block_bytes(layer);
+  for (Part& part : parts_) {
+    for (backend::KvLayer& layer : part.slots) {
+      const size_t keys = backend::kv_block_bytes(layer);
+      part.backend->write_kv_block(layer, block, host, host + keys);
+      host += keys + backend::kv_value_block_bytes(layer);
+    }
   }
 }
 
 bool KvCache::host_block_is_finite(const uint8_t* host) const {
   std::vector<float> scratch;
-  for (const backend::KvLayer& layer : slots_) {
-    if (!rows_are_finite(layer.k, host, layer.block_size, scratch)) return false;
-    host += backend::kv_block_bytes(layer);
-    if (backend::kv_value_block_bytes(layer) == 0) continue;
-    if (!rows_are_finite(layer.v, host, layer.block_size, scratch)) return false;
-    host += backend::kv_value_block_bytes(layer);
+  for (const Part& part : parts_) {
+    for (const backend::KvLayer& layer : part.slots) {
+      if (!rows_are_finite(layer.k, host, layer.block_size, scratch)) return false;
+      host += backend::kv_block_bytes(layer);
+      if (backend::kv_value_block_bytes(layer) == 0) continue;
+      if (!rows_are_finite(layer.v, host, layer.block_size, scratch)) return false;
+      host += backend::kv_value_block_bytes(layer);
+    }
   }
   return true;
 }

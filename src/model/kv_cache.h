@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "kv/kv_layout.h"
+#include "model/backend_split.h"
 #include "model/hparams.h"
 
 namespace lumen::model {
@@ -31,8 +32,11 @@ class KvCache {
   // turns it off, to measure what it buys).
   KvCache(backend::Backend& backend, const HParams& hp, int64_t n_blocks, int64_t block_size,
           tensor::DType type = tensor::DType::F16, bool rotate = true);
-  KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layout, int64_t n_blocks,
-          int64_t block_size, tensor::DType type = tensor::DType::F16, bool rotate = true);
+  // With an active split (model/backend_split.h, Transformer::split): each layer's K/V in the
+  // memory of the backend that runs it (a part of the page on each), under the same block
+  // tables. `backend` is the first backend.
+  KvCache(backend::Backend& backend, const HParams& hp, kv::KvLayout layout, int64_t n_blocks, int64_t block_size,
+          tensor::DType type = tensor::DType::F16, bool rotate = true, const BackendSplit& split = {});
 
   // Bytes of K and V, all layers, for one position block: a page of the one-group layout.
   static size_t bytes_per_block(const HParams& hp, int64_t block_size,
@@ -40,6 +44,9 @@ class KvCache {
   // Bytes of one page of `layout`: what the pool size is computed from.
   static size_t bytes_per_page(const HParams& hp, const kv::KvLayout& layout, int64_t block_size,
                                tensor::DType type = tensor::DType::F16);
+  // A split model's layouts, one per backend that holds layers (the first, then the second):
+  // `whole` keeping that backend's layers (kv::stage_kv_layout). Unsplit: `whole` alone.
+  static std::vector<kv::KvLayout> part_layouts(const kv::KvLayout& whole, const BackendSplit& split);
 
   // Model layer `index`'s view; its blocks are named by its group's block tables. Throws
   // lumen::Error for a layer this cache does not hold (another pipeline stage's).
@@ -64,16 +71,21 @@ class KvCache {
   bool host_block_is_finite(const uint8_t* host) const;
   int64_t n_blocks() const { return n_blocks_; }
   int64_t block_size() const { return block_size_; }
-  bool rotated() const { return !slots_.empty() && slots_.front().rotated; }
+  bool rotated() const;
   size_t bytes() const;
 
  private:
-  backend::Backend& backend_;
+  // One backend's share of every page: its layers' views (slots of its layout).
+  struct Part {
+    backend::Backend* backend = nullptr;
+    kv::KvLayout layout;                  // slot_of_layer: -1 for the other part's layers
+    std::vector<backend::KvLayer> slots;  // group_size views over n_blocks pages
+  };
   int64_t n_blocks_;
   int64_t block_size_;
   std::vector<std::unique_ptr<backend::Buffer>> buffers_;
   kv::KvLayout layout_;
-  std::vector<backend::KvLayer> slots_;  // group_size views over n_blocks pages
+  std::vector<Part> parts_;
 };
 
 }  // namespace lumen::model

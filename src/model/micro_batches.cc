@@ -27,7 +27,8 @@ std::vector<MicroBatch> plan_micro_batches(const ForwardBatch& batch, size_t n_g
     int64_t cut = n * i / parts;
     // Inside a masked sequence: cut after it instead.
     for (const backend::SequenceSlice& s : seqs) {
-      if (!s.visible.empty() && s.first_token < cut && cut < s.first_token + s.n_tokens) cut = s.first_token + s.n_tokens;
+      if (backend::has_row_masks(s) && s.first_token < cut && cut < s.first_token + s.n_tokens)
+        cut = s.first_token + s.n_tokens;
     }
     if (cut > cuts.back() && cut < n) cuts.push_back(cut);
   }
@@ -55,7 +56,7 @@ void slice_micro_batch(const ForwardBatch& whole, size_t n_groups, const MicroBa
       const backend::SequenceSlice& s = whole.sequences[g * seqs.size() + i];
       const int64_t from = std::max(s.first_token, begin), to = std::min(s.first_token + s.n_tokens, end);
       if (from >= to) continue;
-      if (!s.visible.empty() && (from != s.first_token || to != s.first_token + s.n_tokens)) {
+      if (backend::has_row_masks(s) && (from != s.first_token || to != s.first_token + s.n_tokens)) {
         fail("micro-batches: a masked sequence of rows {}..{} cut at {}..{}", s.first_token, s.first_token + s.n_tokens,
              begin, end);
       }

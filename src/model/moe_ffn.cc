@@ -23,7 +23,7 @@ float shared_expert_gate(float g) {
 
 }  // namespace
 
-MoeFfn::MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures& features)
+MoeFfn::MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures& features, const ExpertShard& experts)
     : backend_(backend),
       glu_(features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu : backend::Backend::Glu::Swiglu),
       embedding_(static_cast<int64_t>(hp.embedding_length)) {
@@ -45,9 +45,15 @@ MoeFfn::MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures
   load_.layers = static_cast<int64_t>(hp.block_count);
   load_.experts = router_.n_experts;
   load_.tokens.assign(static_cast<size_t>(load_.layers * load_.experts), 0);
+  if (experts.comm != nullptr) {
+    parallel_ = std::make_unique<ExpertParallelFfn>(backend_, experts, router_.n_experts, router_.n_used, embedding_);
+  }
 }
 
-void MoeFfn::reset_load() { std::fill(load_.tokens.begin(), load_.tokens.end(), 0); }
+void MoeFfn::reset_load() {
+  std::fill(load_.tokens.begin(), load_.tokens.end(), 0);
+  if (parallel_) parallel_->reset_traffic();
+}
 
 void MoeFfn::ensure_capacity(int64_t n) {
   if (n <= capacity_) return;
@@ -84,11 +90,23 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
     selection_bias = host_bias_;
   }
   route_tokens(host_logits_, router_, routing_, selection_bias);
+  uint64_t* counts = load_.tokens.data() + static_cast<size_t>(layer) * static_cast<size_t>(load_.experts);
+  const bool shared = w.ffn_up_shexp.has_value();
+  if (shared && (!w.ffn_gate_shexp || !w.ffn_down_shexp)) {
+    fail("layer {}: a shared expert without its gate or down matrix", layer);
+  }
+  if (shared) shared_expert_weights(w, shared_gate, n);
+  TensorView out = first_rows(out_, n);
+  if (parallel_) {
+    for (int32_t e : routing_.experts) ++counts[e];
+    parallel_->forward(w, h, routing_, shared ? std::span<const float>(shared_weights_) : std::span<const float>(),
+                       glu_, out);
+    result_ = out;
+    return result_;
+  }
   group_by_expert(routing_, router_, groups_);
 
-  uint64_t* counts = load_.tokens.data() + static_cast<size_t>(layer) * static_cast<size_t>(load_.experts);
   const size_t n_groups = groups_.expert.size();
-  const bool shared = w.ffn_up_shexp.has_value();
   matrices_.resize(3 * n_groups);
   work_.clear();
   for (size_t g = 0; g < n_groups; ++g) {
@@ -105,28 +123,27 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
   }
   if (shared) {
     // Every token, in the slot after its routed experts: added last, as llama.cpp adds it.
-    if (!w.ffn_gate_shexp || !w.ffn_down_shexp)
-      fail("layer {}: a shared expert without its gate or down matrix", layer);
     all_rows_.resize(static_cast<size_t>(n));
     shared_slots_.assign(static_cast<size_t>(n), static_cast<int32_t>(router_.n_used));
-    shared_weights_.assign(static_cast<size_t>(n), 1.0f);
     for (int64_t t = 0; t < n; ++t) all_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(t);
-    if (w.ffn_gate_inp_shexp) {
-      host_shared_gate_.resize(static_cast<size_t>(n));
-      backend_.copy_to_host(shared_gate, host_shared_gate_.data());
-      for (int64_t t = 0; t < n; ++t) {
-        shared_weights_[static_cast<size_t>(t)] = shared_expert_gate(host_shared_gate_[static_cast<size_t>(t)]);
-      }
-    }
     work_.push_back(
         {&*w.ffn_gate_shexp, &*w.ffn_up_shexp, &*w.ffn_down_shexp, all_rows_, shared_slots_, shared_weights_});
   }
   if (observer_ != nullptr) observe(w, h);
   const int64_t n_slots = router_.n_used + (shared ? 1 : 0);
-  TensorView out = first_rows(out_, n);
   backend_.moe_ffn(h, work_, n_slots, glu_, out);
   result_ = out;
   return result_;
+}
+
+void MoeFfn::shared_expert_weights(const LayerWeights& w, const TensorView& shared_gate, int64_t n) {
+  shared_weights_.assign(static_cast<size_t>(n), 1.0f);
+  if (!w.ffn_gate_inp_shexp) return;
+  host_shared_gate_.resize(static_cast<size_t>(n));
+  backend_.copy_to_host(shared_gate, host_shared_gate_.data());
+  for (int64_t t = 0; t < n; ++t) {
+    shared_weights_[static_cast<size_t>(t)] = shared_expert_gate(host_shared_gate_[static_cast<size_t>(t)]);
+  }
 }
 
 // What each matrix of the layer multiplies, shown to the observer: the router and shared-expert

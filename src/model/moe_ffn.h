@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "model/arch/block_features.h"
+#include "model/expert_parallel_ffn.h"
 #include "model/hparams.h"
 #include "model/matmul_observer.h"
 #include "model/moe_router.h"
@@ -29,7 +30,10 @@ struct ExpertLoad {
 
 class MoeFfn {
  public:
-  MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures& features);
+  // With an expert shard (experts.comm set): the layers' expert tensors hold this rank's share
+  // of the experts only, and each forward exchanges rows with the other ranks
+  // (model/expert_parallel_ffn.h); the load still counts every expert, every rank routing all.
+  MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures& features, const ExpertShard& experts = {});
 
   // out (f32 {embedding, n}) = the layer's MoE FFN of h (its normed input, the same shape).
   // `out` is this object's own buffer, valid until the next call.
@@ -37,6 +41,8 @@ class MoeFfn {
 
   const ExpertLoad& load() const { return load_; }
   void reset_load();
+  // Expert parallelism's exchange (null in one process): its traffic and this rank's experts.
+  const ExpertParallelFfn* expert_parallel() const { return parallel_.get(); }
   // `lumen imatrix`: the observer also sees the router, each chosen expert's three matrices (a
   // slice of the 3-D tensor, expert_matrix) with the rows routed to it, and the shared expert's.
   // The experts' inputs are gathered, and their GLU computed once more, only while one is set.
@@ -45,6 +51,8 @@ class MoeFfn {
  private:
   void ensure_capacity(int64_t n);
   void observe(const LayerWeights& w, const backend::TensorView& h);
+  // Each token's shared-expert weight (its gate, or 1) into shared_weights_.
+  void shared_expert_weights(const LayerWeights& w, const backend::TensorView& shared_gate, int64_t n);
 
   backend::Backend& backend_;
   RouterConfig router_;
@@ -63,6 +71,7 @@ class MoeFfn {
   std::vector<backend::Backend::ExpertWork> work_;
   ExpertLoad load_;
   MatmulObserver* observer_ = nullptr;
+  std::unique_ptr<ExpertParallelFfn> parallel_;
   std::vector<std::unique_ptr<backend::Buffer>> observed_;  // gathered rows, gate and up outputs
   int64_t observed_capacity_ = 0;
 };

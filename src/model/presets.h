@@ -53,7 +53,20 @@ struct Preset {
   uint64_t ssm_state_size = 0;
   uint64_t ssm_head_count = 0;
   uint64_t ssm_group_count = 0;
+  // A hybrid (granite-hybrid: attention heads and SSM sizes both set): layer i attends when
+  // (i + 1) % attention_period == 0 and is a Mamba 2 layer otherwise, written as llama.cpp's
+  // converter does (a per-layer attention.head_count_kv with 0 for Mamba 2 layers).
+  uint64_t attention_period = 0;
+  // Granite's multipliers (0: not written) and its rope switch (rope.scaling.finetuned).
+  double embedding_scale = 0.0;
+  double residual_scale = 0.0;
+  double attention_scale = 0.0;
+  double logit_scale = 0.0;
+  bool no_rope = false;
 };
+
+// A hybrid preset's Mamba 2 layers among its first `layers` (empty for any other preset).
+std::vector<bool> preset_ssm_layers(const Preset& preset, uint64_t layers);
 
 std::span<const Preset> presets();
 const Preset* find_preset(std::string_view name);

@@ -1,12 +1,14 @@
 #pragma once
 // Backend memory for the recurrent state of state-space (Mamba 2) layers: one fixed-size slot
-// per live sequence, beside the paged KV cache. A slot holds, for every layer, the causal
+// per live sequence, beside the paged KV cache. A slot holds, for every Mamba 2 layer (a
+// hybrid's attention layers have none), the causal
 // convolution's last (kernel - 1) inputs and the SSM state (hparams.h:
 // ssm_state_values_per_layer), whatever the sequence's length. Which slot belongs to which
 // sequence is decided elsewhere (the engine, kv/state_slots.h); this owns the memory only.
 // Host memory: the state-space ops run on the CPU backend only for now.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backend/backend.h"
 #include "model/hparams.h"
@@ -32,11 +34,13 @@ class StateCache {
 
  private:
   float* slot_data(int64_t slot) const;
+  float* layer_data(int64_t slot, uint64_t layer) const;
 
   HParams hp_;
   int64_t n_slots_;
   size_t layer_floats_;
   size_t slot_floats_;
+  std::vector<int64_t> state_index_;  // per layer: its place in a slot (-1: attention, none)
   std::unique_ptr<backend::Buffer> buffer_;
 };
 

@@ -164,6 +164,7 @@ HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
   hp.ssm_state_size = p.ssm_state_size;
   hp.ssm_head_count = p.ssm_head_count;
   hp.ssm_group_count = p.ssm_group_count;
+  hp.ssm_layers = preset_ssm_layers(p, layers);
   return hp;
 }
 
@@ -280,6 +281,23 @@ uint64_t copy_vocab(const gguf::GgufFile& source, uint64_t preset_vocab, gguf::M
   return n_vocab;
 }
 
+// A hybrid's layer kinds and Granite's multipliers, as llama.cpp's converter writes them: the
+// per-layer KV head counts replace the scalar (0: a Mamba 2 layer).
+void write_hybrid_metadata(const Preset& p, uint64_t layers, const std::string& arch, gguf::Metadata& md) {
+  auto key = [&](const char* suffix) { return arch + "." + suffix; };
+  const std::vector<bool> ssm = preset_ssm_layers(p, layers);
+  if (!ssm.empty()) {
+    std::vector<int32_t> kv_heads;
+    for (bool mamba : ssm) kv_heads.push_back(mamba ? 0 : static_cast<int32_t>(p.head_count_kv));
+    md.set(key("attention.head_count_kv"), gguf::Value::i32_array(kv_heads));
+  }
+  if (p.embedding_scale != 0.0) md.set(key("embedding_scale"), gguf::Value::f32(static_cast<float>(p.embedding_scale)));
+  if (p.residual_scale != 0.0) md.set(key("residual_scale"), gguf::Value::f32(static_cast<float>(p.residual_scale)));
+  if (p.attention_scale != 0.0) md.set(key("attention.scale"), gguf::Value::f32(static_cast<float>(p.attention_scale)));
+  if (p.logit_scale != 0.0) md.set(key("logit_scale"), gguf::Value::f32(static_cast<float>(p.logit_scale)));
+  if (p.no_rope) md.set(key("rope.scaling.finetuned"), gguf::Value::of_bool(false));
+}
+
 }  // namespace
 
 SynthReport write_synthetic_model(const SynthOptions& options, const std::string& out_path) {
@@ -320,6 +338,7 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
   if (preset->head_count != 0) {
     md.set(key("attention.head_count_kv"), gguf::Value::u32(static_cast<uint32_t>(preset->head_count_kv)));
   }
+  write_hybrid_metadata(*preset, layers, arch, md);
   if (preset->ssm_inner_size != 0) {
     md.set(key("ssm.conv_kernel"), gguf::Value::u32(static_cast<uint32_t>(preset->ssm_conv_kernel)));
     md.set(key("ssm.inner_size"), gguf::Value::u32(static_cast<uint32_t>(preset->ssm_inner_size)));

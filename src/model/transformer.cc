@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,8 @@
 #include "dist/collectives.h"
 #include "model/backend_needs.h"
 #include "model/embedding_spans.h"
+#include "model/expert_partition.h"
+#include "model/expert_weights.h"
 #include "model/rope_config.h"
 #include "util/error.h"
 
@@ -43,8 +46,15 @@ TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
 }  // namespace
 
 Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp,
-                         const TensorShard& shard, const PipelineStage& stage, const ContextShare& context)
-    : backend_(backend), hp_(hp), arch_(architecture_for(hp)), shard_(shard), stage_(stage), context_(context) {
+                         const TensorShard& shard, const PipelineStage& stage, const ExpertShard& experts,
+                         const ContextShare& context, const BackendSplit& split)
+    : backend_(backend),
+      hp_(hp),
+      arch_(architecture_for(hp)),
+      shard_(shard),
+      stage_(stage),
+      experts_(experts),
+      context_(context) {
   if (hp_.vocab_size == 0) fail("model has no vocabulary size");
   require_supported_features(arch_, hp_);
   // Before any weight is uploaded: a model the backend cannot run is refused here, with all it
@@ -69,9 +79,39 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
     fail("the {} architecture (state-space layers) runs in one process only for now", hp_.architecture);
   }
   if (context_.size > 1) {
+    if (experts_.comm != nullptr) {
+      fail("context parallelism does not combine with expert parallelism (--expert-parallel-size) yet");
+    }
+    if (split.active()) {
+      fail("context parallelism does not combine with a model split over two backends (--n-gpu-layers) yet");
+    }
     require_context_parallel();
   } else {
     context_ = {};
+  }
+  if (split.active() && experts_.comm != nullptr) {
+    fail("a model split over two backends (--n-gpu-layers) does not combine with expert parallelism");
+  }
+  if (experts_.comm != nullptr) {
+    check_expert_parallel(hp_, experts_.size);
+    if (arch_.features.ffn != FfnKind::MixtureOfExperts) {
+      fail("expert parallelism needs a mixture-of-experts model; the {} architecture has none", hp_.architecture);
+    }
+    if (shard_.size > 1 || stage_.count > 1) {
+      fail("expert parallelism does not combine with tensor or pipeline parallelism yet");
+    }
+    if (backend_.name() != "cpu") fail("expert parallelism runs on the CPU backend only (not {})", backend_.name());
+    weights_ = bind_weights(
+        file, arch_, hp_, backend_,
+        expert_tensor_source(expert_range(static_cast<int64_t>(hp_.expert_count), experts_.rank, experts_.size)));
+    init();
+    return;
+  }
+  if (split.active()) {
+    if (shard_.size > 1 || stage_.count > 1) fail("a model split over two backends runs in one process only");
+    shard_ = {};
+    bind_split(file, split);
+    return;
   }
   if (shard_.size <= 1) {
     shard_ = {};
@@ -98,9 +138,12 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
 
 Transformer::Transformer(const Transformer& target, uint64_t n_layers)
     : backend_(target.backend_), hp_(target.hp_), arch_(target.arch_) {
-  if (target.shard_.size > 1 || target.stage_.count > 1) {
-    fail("a layer-skip draft of a model spread over processes (tensor or pipeline parallelism) is not supported");
+  if (target.shard_.size > 1 || target.stage_.count > 1 || target.experts_.comm != nullptr) {
+    fail(
+        "a layer-skip draft of a model spread over processes (tensor, pipeline or expert parallelism) is not "
+        "supported");
   }
+  if (target.offload_) fail("a layer-skip draft of a model split over two backends (--n-gpu-layers) is not supported");
   if (n_layers < 1 || n_layers >= target.hp_.block_count) {
     fail("a layer-skip draft takes 1 to {} of the model's {} layers (got {})", target.hp_.block_count - 1,
          target.hp_.block_count, n_layers);
@@ -108,6 +151,7 @@ Transformer::Transformer(const Transformer& target, uint64_t n_layers)
   hp_.block_count = n_layers;
   // Per-layer hyperparameters keep their leading entries: layer i of the draft is layer i.
   if (!hp_.sliding_window_layers.empty()) hp_.sliding_window_layers.resize(n_layers);
+  if (!hp_.ssm_layers.empty()) hp_.ssm_layers.resize(n_layers);
   hp_.leading_dense_block_count = std::min(hp_.leading_dense_block_count, n_layers);
   weights_ = target.weights_;
   weights_.layers.resize(n_layers);
@@ -117,6 +161,7 @@ Transformer::Transformer(const Transformer& target, uint64_t n_layers)
 
 kv::KvLayout Transformer::kv_layout(bool free_out_of_window) const {
   kv::KvLayout layout = kv::make_kv_layout(layer_window_, free_out_of_window);
+  if (is_hybrid(hp_)) layout = kv::attention_kv_layout(layout, hp_.ssm_layers);  // no pipeline stages
   if (stage_.count <= 1) return layout;
   return kv::stage_kv_layout(layout, static_cast<int>(layers_.first), static_cast<int>(layers_.end));
 }
@@ -137,12 +182,21 @@ void Transformer::init() {
     attention_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
   }
   attention_.softcap = arch_.features.attention_softcap;
+  if (arch_.features.granite_multipliers) {
+    if (hp_.attention_scale != 0.0) attention_.scale = static_cast<float>(hp_.attention_scale);
+    if (hp_.embedding_scale != 0.0) embedding_scale_ = static_cast<float>(hp_.embedding_scale);
+    if (hp_.residual_scale != 0.0) residual_scale_ = static_cast<float>(hp_.residual_scale);
+    if (hp_.logit_scale != 0.0) logit_divisor_ = static_cast<float>(hp_.logit_scale);
+    rope_enabled_ = hp_.rope_enabled;
+  }
   layer_window_ = layer_sliding_windows(arch_, hp_);
-  if (arch_.features.ffn == FfnKind::MixtureOfExperts) moe_ = std::make_unique<MoeFfn>(backend_, hp_, arch_.features);
+  if (arch_.features.ffn == FfnKind::MixtureOfExperts) {
+    moe_ = std::make_unique<MoeFfn>(backend_, hp_, arch_.features, experts_);
+  }
   if (arch_.features.attention == AttentionKind::MultiHeadLatent) {
     latent_ = std::make_unique<LatentAttention>(backend_, hp_, rope_);
   }
-  if (arch_.features.mixer == Mixer::Mamba2) mamba2_ = std::make_unique<Mamba2Mixer>(backend_, hp_);
+  if (arch_.features.mixer != Mixer::Attention) mamba2_ = std::make_unique<Mamba2Mixer>(backend_, hp_);
 }
 
 void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
@@ -240,8 +294,10 @@ void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positi
     if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
   }
   const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
-  backend_.rope(q_heads, positions, rope);
-  backend_.rope(k_heads, positions, rope);
+  if (rope_enabled_) {
+    backend_.rope(q_heads, positions, rope);
+    backend_.rope(k_heads, positions, rope);
+  }
   if (query_scale_ != 1.0f) backend_.scale(q, query_scale_);
 }
 
@@ -263,6 +319,7 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   // The attention block's output (in h) joins the residual, and the sum is normed into h: one
   // pass where the backend fuses the two, the same numbers either way.
   const auto eps = static_cast<float>(hp_.norm_eps);
+  if (residual_scale_ != 1.0f) backend_.scale(h, residual_scale_);
   if (backend_.has_op(backend::OpKind::AddRmsNorm)) {
     backend_.add_rms_norm(x, h, w.ffn_norm, eps, x, h);
   } else {
@@ -285,15 +342,15 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   backend_.matmul(w.ffn_down, gate, h);
   reduce_over_shard(h);
   if (w.ffn_post_norm) backend_.rms_norm(h, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), h);
+  if (residual_scale_ != 1.0f) backend_.scale(h, residual_scale_);
   backend_.add(x, h, x);
 }
 
-void Transformer::mamba2_block(size_t layer, const ForwardBatch& batch, int64_t n) {
+void Transformer::mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n) {
   const LayerWeights& w = weights_.layers[layer];
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
   mamba2_->forward(layer, w, batch, h);
-  backend_.add(x, h, x);
 }
 
 void Transformer::reduce_over_shard(const TensorView& partial) {
@@ -312,8 +369,12 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
   if (observer != nullptr && mamba2_) {
     fail("activation statistics are not supported for the {} architecture yet (state-space layers)", hp_.architecture);
   }
+  if (observer != nullptr && experts_.comm != nullptr) {
+    fail("activation statistics are not supported with expert parallelism (each rank holds some experts only)");
+  }
   observer_ = observer;
   if (moe_) moe_->set_observer(observer);
+  if (offload_) offload_->set_matmul_observer(observer);
 }
 
 void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {
@@ -324,6 +385,7 @@ void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, in
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
   }
+  if (offload_) offload_->shift_keys(cache, blocks, delta);
 }
 
 void Transformer::compact_kv(KvCache& cache, std::span<const int32_t> src, std::span<const int32_t> dst,
@@ -339,6 +401,7 @@ void Transformer::compact_kv(KvCache& cache, std::span<const int32_t> src, std::
     backend_.gather_kv_rows(cache.layer(layer), src, dst, keep.subspan(layer * per_layer, per_layer), head_dim,
                             attention_value_dim(attention_));
   }
+  if (offload_) offload_->compact_kv(cache, src, dst, keep);
 }
 
 void Transformer::check_batch(const ForwardBatch& batch, const KvCache& cache) const {
@@ -360,8 +423,8 @@ void Transformer::check_batch(const ForwardBatch& batch, const KvCache& cache) c
   }
   check_embedding_spans(batch.embeddings, static_cast<int64_t>(batch.tokens.size()));
   // The other ranks and stages embed their own rows from the token ids alone.
-  if (!batch.embeddings.empty() && (shard_.size > 1 || stage_.count > 1)) {
-    fail("embedding inputs (images) are not supported with tensor or pipeline parallelism yet");
+  if (!batch.embeddings.empty() && (shard_.size > 1 || stage_.count > 1 || experts_.size > 1)) {
+    fail("embedding inputs (images) are not supported with tensor, pipeline or expert parallelism yet");
   }
   if (!batch.embeddings.empty() && arch_.features.encoder) fail("embedding inputs (images) for an encoder model");
 }
@@ -387,16 +450,22 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
     return;
   }
   ensure_capacity(n, n_out);  // before the step: a step allocates nothing
+  if (offload_) offload_->ensure_capacity(n, n_out);
   const bool wants_logits = n_out != 0 && shard_.rank == 0 && logits != nullptr;
-  backend::StepScope step(backend_, step_metadata(batch, cache, wants_logits ? logits : nullptr));
+  // A split model's pass is a step of both backends; the second one's output head writes the
+  // logits.
+  backend::StepScope step(backend_, step_metadata(batch, cache, wants_logits && !offload_ ? logits : nullptr));
+  std::optional<backend::StepScope> tail_step;
+  if (offload_) tail_step.emplace(offload_->backend_, step_metadata(batch, cache, wants_logits ? logits : nullptr));
   embed(batch.tokens, n, batch.embeddings);
-  run_layers(batch, cache, n);
+  Transformer& tail = run_all_layers(batch, cache, n);
   if (wants_logits) {
     // Only the sampled rows go through the final norm and the (large) output projection.
-    TensorView picked = first_rows(s_.logit_h, n_out);
-    backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
-    output_head(n_out, step.logits());
+    TensorView picked = first_rows(tail.s_.logit_h, n_out);
+    tail.backend_.get_rows(first_rows(tail.s_.x, n), batch.logit_rows, picked);
+    tail.output_head(n_out, tail_step ? tail_step->logits() : step.logits());
   }
+  if (tail_step) tail_step->finish();
   step.finish();
 }
 
@@ -414,49 +483,60 @@ backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, cons
 }
 
 void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, float* hidden) {
-  if (shard_.size > 1 || stage_.count > 1) {
-    fail("embeddings are not supported with tensor or pipeline parallelism yet");
+  if (shard_.size > 1 || stage_.count > 1 || experts_.size > 1) {
+    fail("embeddings are not supported with tensor, pipeline or expert parallelism yet");
   }
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
   if (n == 0) return;
   check_batch(batch, cache);
   ensure_capacity(n, n_out);
+  if (offload_) offload_->ensure_capacity(n, n_out);
   // A step without logits: the hidden rows come back by copy_to_host once it is over.
   backend::StepScope step(backend_, step_metadata(batch, cache, nullptr));
+  std::optional<backend::StepScope> tail_step;
+  if (offload_) tail_step.emplace(offload_->backend_, step_metadata(batch, cache, nullptr));
+  Transformer* tail = this;
   if (arch_.features.encoder) {
     encode(batch, n);  // no output norm after an encoder's last block
   } else {
     embed(batch.tokens, n, batch.embeddings);
-    run_layers(batch, cache, n);
+    tail = &run_all_layers(batch, cache, n);
   }
-  TensorView picked = first_rows(s_.logit_h, n_out);
+  TensorView picked = first_rows(tail->s_.logit_h, n_out);
   if (n_out != 0) {
-    backend_.get_rows(first_rows(s_.x, n), batch.logit_rows, picked);
+    tail->backend_.get_rows(first_rows(tail->s_.x, n), batch.logit_rows, picked);
     if (!arch_.features.encoder) {
-      backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+      tail->backend_.rms_norm(picked, tail->weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
     }
   }
+  if (tail_step) tail_step->finish();
   step.finish();
-  if (n_out != 0) backend_.copy_to_host(picked, hidden);  // the rows are on the device
+  if (n_out != 0) tail->backend_.copy_to_host(picked, hidden);  // the rows are on the device
 }
 
 void Transformer::embed(std::span<const int32_t> tokens, int64_t n, std::span<const EmbeddingSpan> given) {
   TensorView x = first_rows(s_.x, n);
   backend_.get_rows(weights_.token_embd, tokens, x);
   if (arch_.features.embedding_scale) backend_.scale(x, std::sqrt(static_cast<float>(hp_.embedding_length)));
+  if (embedding_scale_ != 1.0f) backend_.scale(x, embedding_scale_);
   place_embedding_spans(backend_, x, given);
 }
 
 void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n) {
-  if (mamba2_) {
-    mamba2_->begin_batch(batch);
-    for (size_t layer = layers_.first; layer < layers_.end; ++layer) mamba2_block(layer, batch, n);
-    return;
-  }
+  if (mamba2_) mamba2_->begin_batch(batch);
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
-    attention_block(layer, batch, cache, n);
-    mlp_block(layer, n);
+    if (is_ssm_layer(hp_, layer)) {
+      mamba2_mix(layer, batch, n);
+    } else {
+      attention_block(layer, batch, cache, n);
+    }
+    if (arch_.features.mixer == Mixer::Mamba2) {  // no FFN: the mixer's output joins the residual
+      TensorView x = first_rows(s_.x, n);
+      backend_.add(x, first_rows(s_.h, n), x);
+    } else {
+      mlp_block(layer, n);
+    }
   }
 }
 
@@ -464,6 +544,7 @@ void Transformer::output_head(int64_t n_out, TensorView out) {
   TensorView picked = first_rows(s_.logit_h, n_out);
   backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
   backend_.matmul(weights_.output_matrix(), picked, out);
+  if (logit_divisor_ != 1.0f) backend_.scale(out, 1.0f / logit_divisor_);
 }
 
 }  // namespace lumen::model

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "model/arch/architecture.h"
+#include "model/backend_split.h"
 #include "model/context_chunks.h"
 #include "model/forward_batch.h"
 #include "model/hparams.h"
@@ -37,9 +38,19 @@ class Transformer {
   // With a context share of size > 1 (model/context_chunks.h): every rank holds the whole model;
   // a step that prefills one prompt from its start runs on all ranks, each over its two chunks
   // of the prompt (ring attention, transformer_context.cc), and every other step (decodes, later
-  // chunks) runs on rank 0 alone, over the cache that the ring filled there.
+  // chunks) runs on rank 0 alone, over the cache that the ring filled there. Throws lumen::Error
+  // alongside tensor, pipeline or expert parallelism or an active split.
+  // With an expert shard (experts.comm set, model/expert_partition.h): this rank binds its share
+  // of the routed experts only and every MoE layer exchanges rows with the other ranks, which
+  // call forward with the same batch; only rank 0 computes logits. Throws lumen::Error for a
+  // model without routed experts, an expert count the ranks do not divide, or alongside tensor or
+  // pipeline parallelism.
+  // With an active split (model/backend_split.h): the layers from split.first_layer on and the
+  // output head on split.second, the rest here, in one forward pass; the KV cache is then built
+  // with split() (a model in one process only; not for encoders or state-space layers).
   Transformer(backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp, const TensorShard& shard = {},
-              const PipelineStage& stage = {}, const ContextShare& context = {});
+              const PipelineStage& stage = {}, const ExpertShard& experts = {}, const ContextShare& context = {},
+              const BackendSplit& split = {});
   // Self-speculation's draft (layer skip, LayerSkip / Draft & Verify): the first `n_layers`
   // layers of `target` (1 .. its layers - 1), then its final norm and output head. The weights
   // are the target's own views, nothing copied or uploaded, so `target` must outlive this; the
@@ -59,6 +70,8 @@ class Transformer {
   const TensorShard& shard() const { return shard_; }
   const PipelineStage& stage() const { return stage_; }
   const ContextShare& context() const { return context_; }
+  // The second backend and where it starts (inactive: the whole model runs on one backend).
+  const BackendSplit& split() const { return split_; }
   // The layout of this model's KV cache: its layers grouped by window (kv::make_kv_layout), on a
   // pipeline stage keeping only the stage's layers (kv::stage_kv_layout).
   kv::KvLayout kv_layout(bool free_out_of_window) const;
@@ -76,10 +89,11 @@ class Transformer {
   // Per layer: 0 (full attention) or its sliding window.
   std::span<const int64_t> layer_windows() const { return layer_window_; }
   // Tokens routed to each expert of each layer since the last reset; null for a dense model.
-  const ExpertLoad* expert_load() const { return moe_ ? &moe_->load() : nullptr; }
-  void reset_expert_load() {
-    if (moe_) moe_->reset_load();
-  }
+  const ExpertLoad* expert_load() const;
+  // Expert parallelism's exchange (its traffic, this rank's experts); null otherwise.
+  const ExpertParallelFfn* expert_parallel() const { return moe_ ? moe_->expert_parallel() : nullptr; }
+  const ExpertShard& expert_shard() const { return experts_; }
+  void reset_expert_load();
   // Activation studies: `observer` (or null to stop) sees every layer matmul's input
   // (model/matmul_observer.h), mixture-of-experts FFNs' included (moe_ffn.h). Throws
   // lumen::Error for latent attention, which runs its matmuls inside its own code.
@@ -87,6 +101,17 @@ class Transformer {
 
  private:
   struct Activations;
+  // The part of a split model that runs on its second backend: layers [layers.first,
+  // layers.end) and the output head (model/transformer_split.cc).
+  struct OffloadPart {};
+  Transformer(OffloadPart, backend::Backend& backend, const gguf::GgufFile& file, const HParams& hp, LayerRange layers);
+  // The first backend's share of a split model's weights, and the second's part built.
+  void bind_split(const gguf::GgufFile& file, const BackendSplit& split);
+  // The seam: the first n rows of the hidden state copied into the second part's (one copy).
+  void hand_over(int64_t n);
+  // Every layer of the pass: this part's, then the second part's after the seam. Returns the
+  // part that holds the last hidden states and the output head.
+  Transformer& run_all_layers(const ForwardBatch& batch, KvCache& cache, int64_t n);
   // What both constructors do once the weights are bound: rope, attention and layer settings.
   void init();
   void ensure_capacity(int64_t n_tokens, int64_t n_logit_rows);
@@ -126,7 +151,8 @@ class Transformer {
   void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
   void mlp_block(size_t layer, int64_t n);
   // A Mamba 2 block: norm, mixer, residual add (no FFN).
-  void mamba2_block(size_t layer, const ForwardBatch& batch, int64_t n);
+  // A Mamba 2 layer's norm and mixer: h becomes the branch output, x is left for the add.
+  void mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n);
   // A row-parallel projection's output, summed over the ranks of a shard (nothing alone).
   void reduce_over_shard(const backend::TensorView& partial);
   void observe(const backend::TensorView& weight, const backend::TensorView& input) {
@@ -138,6 +164,7 @@ class Transformer {
   const Architecture& arch_;
   TensorShard shard_;
   PipelineStage stage_;
+  ExpertShard experts_;
   ContextShare context_;
   LayerRange layers_;  // the layers this process runs: all but on a pipeline stage
   TransformerWeights weights_;
@@ -145,11 +172,17 @@ class Transformer {
   backend::RopeConfig rope_local_;  // sliding-window layers (the same unless per_layer_rope_base)
   backend::AttentionConfig attention_;
   float query_scale_ = 1.0f;  // queries times this before attention (features.query_scale)
+  // Granite's multipliers (BlockFeatures::granite_multipliers; 1: none).
+  float embedding_scale_ = 1.0f, residual_scale_ = 1.0f, logit_divisor_ = 1.0f;
+  bool rope_enabled_ = true;
   std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
   std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture
   std::unique_ptr<LatentAttention> latent_;  // the attention of a multi-head latent architecture
   std::unique_ptr<Mamba2Mixer> mamba2_;      // the mixer of a state-space architecture
   MatmulObserver* observer_ = nullptr;
+  BackendSplit split_;
+  std::unique_ptr<Transformer> offload_;  // a split model's second part (null: none)
+  mutable ExpertLoad merged_load_;        // a split mixture of experts: both parts' counts
   MicroBatchInput micro_;        // the micro-batch being run (pipeline parallelism)
   std::vector<float> returned_;  // rank 0: the last stage's hidden states of the logit rows
   struct RingBuffers;            // context parallelism's blocks in flight (transformer_context.cc)

@@ -59,7 +59,7 @@ bool Transformer::shares_context(const ForwardBatch& batch, KvCache& cache) cons
   if (batch.sequences.size() != cache.layout().n_groups() || n < 2 * int64_t{context_.size}) return false;
   if (!batch.embeddings.empty() || !batch.scores.empty()) return false;
   for (const backend::SequenceSlice& seq : batch.sequences) {
-    if (seq.start_pos != 0 || seq.first_token != 0 || seq.n_tokens != n || !seq.visible.empty()) return false;
+    if (seq.start_pos != 0 || seq.first_token != 0 || seq.n_tokens != n || backend::has_row_masks(seq)) return false;
   }
   for (int64_t i = 0; i < n; ++i) {
     if (batch.positions[static_cast<size_t>(i)] != i) return false;

@@ -60,11 +60,12 @@ void validate_tensors(const gguf::GgufFile& file, const Architecture& arch, cons
 }
 
 TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp,
-                                backend::Backend& backend, const TensorSource& source) {
+                                backend::Backend& backend, const TensorSource& source, const TensorFilter& wanted) {
   validate_tensors(file, arch, hp);
   TransformerWeights w;
   w.layers.resize(hp.block_count);
   for_each_declared(arch, hp, [&](const TensorSpec& spec, uint64_t layer, const std::string& name) {
+    if (wanted && !wanted(name, spec.per_layer(), layer)) return;  // another backend's
     const gguf::TensorInfo* info = file.find_tensor(name);
     if (info == nullptr) {
       // Optional and absent; only an optional slot can stay empty.
@@ -78,6 +79,7 @@ TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& 
     std::array<int64_t, 4> full = {1, 1, 1, 1};
     for (size_t d = 0; d < host.dims.size() && d < full.size(); ++d) full[d] = host.dims[d];
     const backend::TensorView view = backend.upload_weights(host.type, full, host.data);
+    w.bound_bytes += static_cast<uint64_t>(view.row_bytes) * static_cast<uint64_t>(view.rows());
     LayerWeights& lw = w.layers[layer];
     std::visit(
         [&](auto member) {

@@ -74,6 +74,9 @@ struct TransformerWeights {
   std::vector<LayerWeights> layers;
   // A tensor-parallel shard's slices of the file's tensors, which its views point into (CPU).
   std::shared_ptr<ShardBytes> shard_bytes;
+  // The bytes of every tensor bound: the whole file's, or what a shard or an expert-parallel
+  // rank holds of it (its share of the experts; `lumen run --verbose` reports it).
+  uint64_t bound_bytes = 0;
 
   const backend::TensorView& output_matrix() const { return output ? *output : token_embd; }
 };
@@ -87,9 +90,14 @@ void validate_tensors(const gguf::GgufFile& file, const Architecture& arch, cons
 // `layer`: the block a per-layer tensor belongs to (0 for the model's own tensors).
 using TensorSource = std::function<HostTensor(const TensorSpec& spec, const gguf::TensorInfo& info, uint64_t layer)>;
 
-// validate_tensors, then every declared tensor the file holds uploaded to the backend: its
-// bytes in the file, or what `source` gives for it when there is one.
+// Which declared tensors a backend receives, by file name and (for a per-layer tensor, else 0)
+// layer: a model split over two backends binds each its share (model/backend_split.h).
+using TensorFilter = std::function<bool(const std::string& name, bool per_layer, uint64_t layer)>;
+
+// validate_tensors, then every declared tensor the file holds (that `wanted` keeps, when given)
+// uploaded to the backend: its bytes in the file, or what `source` gives for it when there is one.
 TransformerWeights bind_weights(const gguf::GgufFile& file, const Architecture& arch, const HParams& hp,
-                                backend::Backend& backend, const TensorSource& source = {});
+                                backend::Backend& backend, const TensorSource& source = {},
+                                const TensorFilter& wanted = {});
 
 }  // namespace lumen::model

@@ -56,9 +56,9 @@ uint64_t private_cache_salt(uint64_t cache_salt) {
 
 uint64_t receive_prompt_kv(ServerContext& context, const KvTransferSource& source, const std::vector<int32_t>& prompt,
                            uint64_t cache_salt) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point started = Clock::now();
-  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+  using HandoffClock = std::chrono::steady_clock;  // generation.h has a `Clock`
+  const HandoffClock::time_point started = HandoffClock::now();
+  const auto deadline = started + std::chrono::duration_cast<HandoffClock::duration>(
                                       std::chrono::duration<double>(context.kv_handoff.fetch_timeout_s));
   PromptKvExchange exchange(context.engine);
   try {
@@ -76,7 +76,7 @@ uint64_t receive_prompt_kv(ServerContext& context, const KvTransferSource& sourc
     const size_t max_pages = exchange.kv_transfer_pages(known, adoptable);
     if (max_pages == 0) return cache_salt;  // nothing to move: cached here already, or shorter than a block
     kv_transfer::KvFetch fetch{source.request_id, cache_salt, exchange.kv_format(), known, prompt};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - HandoffClock::now());
     std::optional<PromptKv> kv = kv_transfer::fetch_prompt_kv(
         source.endpoint, fetch, exchange.kv_page_bytes(), max_pages, std::max(left, std::chrono::milliseconds(1)),
         context.kv_handoff.key ? &*context.kv_handoff.key : nullptr);
@@ -91,7 +91,7 @@ uint64_t receive_prompt_kv(ServerContext& context, const KvTransferSource& sourc
     // the work).
     exchange.import_prompt_kv(prompt, std::move(*kv));
     context.metrics.count_kv_fetch(KvFetchOutcome::Imported);
-    context.metrics.kv_fetch_time.observe(std::chrono::duration<double>(Clock::now() - started).count());
+    context.metrics.kv_fetch_time.observe(std::chrono::duration<double>(HandoffClock::now() - started).count());
     return run_salt;
   } catch (const std::exception& e) {
     context.metrics.count_kv_fetch(KvFetchOutcome::Failed);

@@ -95,6 +95,16 @@ std::string ServerMetrics::render(const EngineStats& s, const PromptKvStats& kv)
   counter(out, "lumen_image_feature_cache_misses_total", "Images the vision encoder encoded (not in the cache).",
           s.image_feature_cache_misses);
   counter(out, "lumen_num_preemptions_total", "Requests preempted for lack of KV blocks.", s.preemptions);
+  if (!s.expert_pairs_per_rank.empty()) {
+    out +=
+        "# HELP lumen_expert_parallel_routed_pairs_total Routed token-expert pairs that went to each rank's "
+        "experts (expert parallelism).\n# TYPE lumen_expert_parallel_routed_pairs_total counter\n";
+    for (size_t r = 0; r < s.expert_pairs_per_rank.size(); ++r) {
+      out += fmt::format("lumen_expert_parallel_routed_pairs_total{{rank=\"{}\"}} {}\n", r, s.expert_pairs_per_rank[r]);
+    }
+    counter(out, "lumen_expert_parallel_exchanged_bytes_total",
+            "Bytes the expert-parallel all-to-alls moved between different ranks.", s.expert_exchanged_bytes);
+  }
   counter(out, "lumen_context_shifts_total", "Times a request dropped old positions to go on past its context.",
           s.context_shifts);
   counter(out, "lumen_kv_evictions_total",

@@ -39,8 +39,12 @@ WindowEvaluator::WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_ba
       windows_per_batch_(windows_for(model, n_ctx, n_batch)),
       blocks_per_window_((n_ctx + kBlockSize - 1) / kBlockSize),
       vocab_(static_cast<size_t>(model.info().vocab_size)),
+      // One group of every layer; a model split over two backends keeps each layer's K/V with
+      // the backend that runs it.
       cache_(*engine::model_state(model).backend, engine::model_state(model).model->hparams,
-             windows_per_batch_ * blocks_per_window_, kBlockSize, engine::kv_tensor_type(kv_dtype), kv_rotation) {
+             engine::model_state(model).model->transformer->kv_layout(false), windows_per_batch_ * blocks_per_window_,
+             kBlockSize, engine::kv_tensor_type(kv_dtype), kv_rotation,
+             engine::model_state(model).model->transformer->split()) {
   // Window w of a group owns blocks [w * blocks_per_window, (w + 1) * blocks_per_window).
   block_tables_.resize(static_cast<size_t>(windows_per_batch_ * blocks_per_window_));
   std::iota(block_tables_.begin(), block_tables_.end(), 0);

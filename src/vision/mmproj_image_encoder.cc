@@ -84,6 +84,8 @@ EncodedImage MmprojImageEncoder::encode(std::span<const uint8_t> file) const {
 
 std::string MmprojImageEncoder::image_marker() const { return model_->hparams().image_marker; }
 
+bool MmprojImageEncoder::image_attends_both_ways() const { return model_->hparams().image_attends_both_ways; }
+
 std::vector<std::string> MmprojImageEncoder::control_tokens() const {
   const VisionHParams& hp = model_->hparams();
   std::vector<std::string> tokens = {hp.image_marker};

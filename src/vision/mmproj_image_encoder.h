@@ -30,6 +30,7 @@ class MmprojImageEncoder final : public ImageEncoder {
   // run per tile and one for the global tile, each with its markers.
   EncodedImage encode(std::span<const uint8_t> file) const override;
   std::string image_marker() const override;
+  bool image_attends_both_ways() const override;
   // The marker, and for a tiled family the tiles' markers up to the largest grid its longest
   // edge allows.
   std::vector<std::string> control_tokens() const override;

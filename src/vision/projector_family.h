@@ -33,6 +33,9 @@ struct ProjectorFamily {
   // write it: the template's marker for an image part, replaced by `before`, the image's
   // positions, then `after` (MmprojImageEncoder makes them its EncodedImage::layout).
   std::string_view image_marker, image_before, image_after;
+  // Whether an image's positions attend to each other both ways in the language model (Gemma 3:
+  // its processor's token_type_ids; llama.cpp's mtmd decodes such an image non-causally).
+  bool image_attends_both_ways = false;
   // The tower's FFN activation when the file sets neither clip.use_gelu nor clip.use_silu.
   Activation default_activation = Activation::QuickGelu;
   std::vector<VisionTensorSpec> tensors;

@@ -101,6 +101,7 @@ ReadHParams read_vision_hparams(const gguf::Metadata& meta, const std::string& s
   hp.resize = r.family->resize;
   hp.resize_filter = r.family->resize_filter;
   hp.image_marker = r.family->image_marker;
+  hp.image_attends_both_ways = r.family->image_attends_both_ways;
   hp.image_before = r.family->image_before;
   hp.image_after = r.family->image_after;
   try {

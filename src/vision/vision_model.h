@@ -51,6 +51,7 @@ struct VisionHParams {
   // image_marker() and EncodedImage::layout):
   // the marker the template writes, and the text around the image's positions.
   std::string image_marker, image_before, image_after;
+  bool image_attends_both_ways = false;  // ProjectorFamily::image_attends_both_ways
   int64_t merge = 1;           // Gemma 3's pooling kernel, Idefics3's pixel-shuffle factor (1: none)
   // Idefics3 / SmolVLM: the longest side an image is resized to before it is cut into tiles of
   // image_size (clip.vision.preproc_image_size; image_size when absent: one tile, never split).

@@ -367,7 +367,7 @@ def test_gemma_sliding_window_layers_move_too():
     (["--role", "decode", "--kv-transfer-address", "tcp://127.0.0.1:1"], "--kv-transfer-address is for --role prefill"),
     (["--prefill", "http://127.0.0.1:1"], "--prefill and --decode are for --role proxy"),
     (["--role", "prefill", "--kv-transfer-address", "tcp://127.0.0.1:1", "--tp", "2"],
-     "does not combine with tensor or pipeline parallelism"),
+     "does not combine with tensor, pipeline or expert parallelism"),
     (["--role", "proxy", "--decode", "http://127.0.0.1:1"], "prefill"),
     (["--role", "proxy", "--prefill", "ftp://x:1", "--decode", "http://127.0.0.1:1"], "http://"),
     (["--role", "sideways"], "--role"),

@@ -10,7 +10,7 @@ import subprocess
 from conftest import model_path
 from mpi_helpers import mpirun
 
-WARNING = "without --tensor-parallel-size or --pipeline-parallel-size"
+WARNING = "without --tensor-parallel-size, --pipeline-parallel-size, --expert-parallel-size or --context-parallel-size"
 
 
 def run_under_mpirun(*args, timeout=120):

@@ -1,5 +1,6 @@
 """`lumen serve` on a state-space model (Mamba 2: `lumen synth mamba2-mini`, 2 blocks, random
-weights): 16 concurrent streams share the engine's steps, each sequence in its own recurrent-state
+weights) and on a hybrid (granite-hybrid-mini, 2 blocks: a Mamba 2 layer, then an attention layer
+with its K/V in the paged cache): 16 concurrent streams share the engine's steps, each sequence in its own recurrent-state
 slot, and each gets, token for token, the greedy continuation it gets alone. The weights are
 random, so the comparison is of token ids (logprobs.tokens)."""
 import concurrent.futures
@@ -8,6 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
 from conftest import LumenServer, model_path
 
 STREAMS = 16
@@ -16,16 +18,17 @@ PROMPTS = [f"Request {i}: " + " ".join(["alpha", "beta", "gamma", "delta", "epsi
            for i in range(STREAMS)]
 
 
-def completion_tokens(client, prompt):
-    r = client.completions.create(model="mamba2-mini", prompt=prompt, max_tokens=MAX_TOKENS, temperature=0,
+def completion_tokens(client, prompt, preset):
+    r = client.completions.create(model=preset, prompt=prompt, max_tokens=MAX_TOKENS, temperature=0,
                                   logprobs=0, stream=False)
     return r.choices[0].logprobs.tokens, r.usage.completion_tokens
 
 
-def test_sixteen_streams_match_each_alone():
+@pytest.mark.parametrize("preset", ["mamba2-mini", "granite-hybrid-mini"])
+def test_sixteen_streams_match_each_alone(preset):
     with tempfile.TemporaryDirectory() as directory:
-        model = Path(directory) / "mamba2-mini.gguf"
-        subprocess.run([os.environ["LUMEN_BIN"], "synth", "mamba2-mini", "-o", str(model), "--vocab",
+        model = Path(directory) / f"{preset}.gguf"
+        subprocess.run([os.environ["LUMEN_BIN"], "synth", preset, "-o", str(model), "--vocab",
                         str(model_path()), "--type", "Q4_1", "--layers", "2", "--seed", "11"], check=True,
                        stdout=subprocess.DEVNULL)
         server = LumenServer(model=model)
@@ -35,10 +38,10 @@ def test_sixteen_streams_match_each_alone():
             metrics = server.metrics()
             assert metrics["lumen_state_slots_total"] >= STREAMS
             assert metrics["lumen_state_cache_bytes"] > 0
-            alone = [completion_tokens(client, p) for p in PROMPTS]
+            alone = [completion_tokens(client, p, preset) for p in PROMPTS]
             most_running = 0
             with concurrent.futures.ThreadPoolExecutor(STREAMS) as pool:
-                pending = [pool.submit(completion_tokens, client, p) for p in PROMPTS]
+                pending = [pool.submit(completion_tokens, client, p, preset) for p in PROMPTS]
                 while not all(f.done() for f in pending):
                     most_running = max(most_running, int(server.metrics().get("lumen_num_requests_running", 0)))
                 together = [f.result() for f in pending]

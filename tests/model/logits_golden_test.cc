@@ -322,7 +322,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // llama3-style rope_freqs, past an original context of 256
                       GoldenModel{"llama3_rope", nullptr},
                       // Mamba 2 (scripts/make_ssm_golden.py), its prompts in chunks of 48
-                      GoldenModel{"ssm_mamba2", nullptr, true, 48, true}),
+                      GoldenModel{"ssm_mamba2", nullptr, true, 48, true},
+                      // granite-hybrid: attention and Mamba 2 layers (scripts/make_hybrid_golden.py),
+                      // its prompts in chunks of 48; its attention gives llama.cpp a spread to hold it to
+                      GoldenModel{"hybrid_granitehybrid", nullptr, true, 48, false}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

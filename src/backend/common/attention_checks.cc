@@ -8,6 +8,27 @@
 
 namespace lumen::backend::common {
 
+namespace {
+
+// Spans that attend both ways (SequenceSlice::key_ends): each row sees at least itself and
+// nothing past the slice, and never together with a tree mask.
+void check_key_ends(const SequenceSlice& seq) {
+  if (seq.key_ends.empty()) return;
+  if (!seq.visible.empty()) fail("attention: a slice with both a tree mask and key ends");
+  if (std::ssize(seq.key_ends) != seq.n_tokens) {
+    fail("attention: {} key ends for a slice of {} rows", seq.key_ends.size(), seq.n_tokens);
+  }
+  for (int64_t i = 0; i < seq.n_tokens; ++i) {
+    const int64_t end = seq.key_ends[static_cast<size_t>(i)];
+    if (end < seq.start_pos + i + 1 || end > seq.start_pos + seq.n_tokens) {
+      fail("attention: row {} sees keys up to {}, outside [{}, {}]", i, end, seq.start_pos + i + 1,
+           seq.start_pos + seq.n_tokens);
+    }
+  }
+}
+
+}  // namespace
+
 void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                             const AttentionConfig& cfg, const TensorView& out) {
   if (cfg.head_dim <= 0 || cfg.n_heads <= 0 || cfg.n_kv_heads <= 0 || cfg.n_heads % cfg.n_kv_heads != 0) {
@@ -41,6 +62,7 @@ void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span
   }
   check_sequences(seqs, q.rows() / cfg.n_heads, cache, "attention");
   for (const SequenceSlice& seq : seqs) {
+    check_key_ends(seq);
     if (seq.visible.empty()) {
       if (!seq.positions.empty()) fail("attention: row positions without a tree mask");
       continue;

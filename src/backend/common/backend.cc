@@ -427,6 +427,11 @@ void Backend::attention(const TensorView& q, const KvLayer& cache, std::span<con
       if (!seq.visible.empty()) fail("attention: the {} backend does not take a tree attention mask", name());
     }
   }
+  if (!supports(BackendFeature::SpanAttention)) {
+    for (const SequenceSlice& seq : seqs) {
+      if (!seq.key_ends.empty()) fail("attention: the {} backend does not take spans that attend both ways", name());
+    }
+  }
   OpCall call{OpKind::Attention};
   call.in = {&q};
   call.out = {&out};

@@ -21,6 +21,7 @@ std::string_view backend_feature_name(BackendFeature feature) {
     case BackendFeature::ShiftKeys: return "context shift (shift_keys)";
     case BackendFeature::RotatedKv: return "a rotated KV cache (rotate_heads)";
     case BackendFeature::KvEviction: return "importance-based KV eviction (attention_scores, gather_kv_rows)";
+    case BackendFeature::SpanAttention: return "attention both ways within each image's positions";
   }
   return "an unnamed feature";
 }

@@ -38,8 +38,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
   std::fill(buf.max, buf.max + nq, -std::numeric_limits<float>::infinity());
   std::fill(buf.sum, buf.sum + nq, 0.0f);
 
-  const int64_t first_pos = task.seq->start_pos + task.q_begin;
-  const int64_t last_pos = first_pos + task.n_q - 1;
+  const int64_t last_pos = last_key(*task.seq, task.q_begin, task.n_q);  // the last key any query sees
   const int64_t window = cfg.sliding_window;
   const int64_t lowest = lowest_window_start(*task.seq, task.q_begin, task.n_q, window);
   const bool capped = cfg.softcap != 0.0f;
@@ -56,10 +55,9 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
     tile_qk(*job.tiles, buf.q, nq, k, n_keys, dim, buf.scores, n_keys);
 
     for (int64_t i = 0; i < nq; ++i) {
-      const int64_t pos = first_pos + i / heads;  // its cache position
       const int64_t lo = window_start(*task.seq, task.q_begin + i / heads, window);
       const int64_t begin = std::clamp<int64_t>(lo - tile_first, 0, n_keys);
-      const int64_t end = std::clamp<int64_t>(pos + 1 - tile_first, 0, n_keys);
+      const int64_t end = std::clamp<int64_t>(row_key_end(*task.seq, task.q_begin + i / heads) - tile_first, 0, n_keys);
       float* s = buf.scores + i * n_keys;
       if (begin >= end) {
         std::fill(s, s + n_keys, 0.0f);

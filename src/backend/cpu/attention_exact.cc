@@ -13,10 +13,10 @@ namespace {
 
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
-// The keys a task's queries see: positions [lowest, last_pos] (span of them), which lie in key
+// The keys a task's queries see: positions [lowest, last_pos] (span of them; past the last
+// query's own position in a span that attends both ways), which lie in key
 // chunks first_chunk .. first_chunk + n_chunks - 1.
 struct KeyRange {
-  int64_t first_pos;  // the position of the task's first query row
   int64_t lowest;
   int64_t last_pos;
   int64_t span;
@@ -26,8 +26,7 @@ struct KeyRange {
 
 KeyRange key_range(const AttentionJob& job, const Task& task) {
   KeyRange r{};
-  r.first_pos = task.seq->start_pos + task.q_begin;
-  r.last_pos = r.first_pos + task.n_q - 1;
+  r.last_pos = last_key(*task.seq, task.q_begin, task.n_q);
   r.lowest = lowest_window_start(*task.seq, task.q_begin, task.n_q, job.config->sliding_window);
   r.span = r.last_pos + 1 - r.lowest;
   r.first_chunk = r.lowest / kKeyChunk;
@@ -82,11 +81,11 @@ void score_chunk(const AttentionJob& job, const Task& task, const KeyRange& r, i
     tile_qk(*job.tiles, buf.q, nq, k, n_keys, dim, buf.scores, n_keys);
     for (int64_t i = 0; i < nq; ++i) {
       const int64_t row_index = task.q_begin + i / heads;
-      const int64_t pos = r.first_pos + i / heads;  // its cache position
       const int64_t lo = window_start(*task.seq, row_index, cfg.sliding_window);
       // Keys [begin, end) of the tile are visible to this query, the others masked.
       const int64_t begin = std::clamp<int64_t>(lo - tile_first, 0, n_keys);
-      const int64_t end = std::max(begin, std::clamp<int64_t>(pos + 1 - tile_first, 0, n_keys));
+      const int64_t end =
+          std::max(begin, std::clamp<int64_t>(row_key_end(*task.seq, row_index) - tile_first, 0, n_keys));
       float* row = state.rows + i * r.span + (tile_first - r.lowest);
       const float* s = buf.scores + i * n_keys;
       std::fill(row, row + begin, kMasked);

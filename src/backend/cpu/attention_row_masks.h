@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the CPU attention (attention.cc): which keys a query row of a slice may see
-// beyond plain causality. A tree mask (SequenceSlice::visible) hides the slice's rows off the
+// beyond plain causality, or past it. A tree mask (SequenceSlice::visible) hides the slice's rows off the
 // query's branch; a sliding window counts from each row's own position
 // (SequenceSlice::positions: a tree node's rope position, earlier than where it sits in the
 // cache), for cached keys and for the ancestors the mask shows alike.
@@ -15,6 +15,19 @@ namespace lumen::backend::cpu {
 inline const uint8_t* tree_row(const SequenceSlice& seq, int64_t row) {
   if (seq.visible.empty()) return nullptr;
   return seq.visible.data() + row * seq.n_tokens;
+}
+
+// The end (exclusive) of the cache positions row `row` of the slice sees: the row's own plus
+// one (causal), or further for a row of a span that attends both ways (SequenceSlice::key_ends).
+inline int64_t row_key_end(const SequenceSlice& seq, int64_t row) {
+  return seq.key_ends.empty() ? seq.start_pos + row + 1 : seq.key_ends[static_cast<size_t>(row)];
+}
+
+// The last cache position any of rows [first, first + n) sees: where a task over them ends its tiles.
+inline int64_t last_key(const SequenceSlice& seq, int64_t first, int64_t n) {
+  int64_t last = seq.start_pos + first + n - 1;
+  for (int64_t r = 0; r < n && !seq.key_ends.empty(); ++r) last = std::max(last, row_key_end(seq, first + r) - 1);
+  return last;
 }
 
 // Row `row`'s position in the sequence, from which a sliding window counts.

@@ -17,7 +17,9 @@ enum class AttentionKind { Grouped /* MHA, GQA and MQA */, MultiHeadLatent };
 // What mixes information across positions in a block. Attention blocks are attention then an
 // FFN; a Mamba 2 block is an RMS norm, the state-space mixer (model/mamba2_mixer.h) and the
 // residual add, with no FFN, and keeps a per-sequence recurrent state instead of K/V.
-enum class Mixer { Attention, Mamba2 };
+// A hybrid mixes the two: the layers the file marks (HParams::ssm_layers) have a Mamba 2 mixer
+// where the others attend, and every block then has its FFN (granite-hybrid).
+enum class Mixer { Attention, Mamba2, HybridMamba2 };
 
 // Which layers attend through a sliding window of {arch}.attention.sliding_window positions.
 enum class SlidingWindow {
@@ -73,6 +75,10 @@ struct BlockFeatures {
   // matrix, leave the biases out and gate its FFN (SwiGLU when ffn_gate is there).
   bool encoder = false;
   Mixer mixer = Mixer::Attention;
+  // Granite: the file's embedding, residual, attention and logit multipliers and its rope
+  // switch (HParams::embedding_scale and the rest) apply; other architectures ignore those
+  // keys, as llama.cpp does.
+  bool granite_multipliers = false;
 };
 
 }  // namespace lumen::model

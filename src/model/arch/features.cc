@@ -45,6 +45,15 @@ void require_supported_features(const Architecture& arch, const HParams& hp) {
   if (f.mixer == Mixer::Mamba2 && !hp.attention_free) {
     refuse(arch, "attention heads beside its Mamba 2 layers (a hybrid)");
   }
+  if (f.mixer == Mixer::HybridMamba2 && !is_hybrid(hp)) {
+    fail(
+        "architecture '{}' mixes attention and Mamba 2 layers, but the file marks none (a 0 in a per-layer "
+        "{}.attention.head_count_kv, with {}.ssm.inner_size)",
+        arch.name, hp.architecture, hp.architecture);
+  }
+  if (f.mixer != Mixer::HybridMamba2 && !hp.ssm_layers.empty()) {
+    refuse(arch, "Mamba 2 layers among its attention layers (a hybrid)");
+  }
   // Else a state cache would be sized (and allocated per sequence) for layers that never run.
   if (f.mixer == Mixer::Attention && has_ssm(hp)) {
     fail("architecture '{}' has no state-space layers, but the file gives {}.ssm.inner_size", arch.name,

@@ -21,6 +21,7 @@ Architecture deepseek2_architecture();
 Architecture bert_architecture();
 Architecture nomic_bert_architecture();
 Architecture mamba2_architecture();
+Architecture granite_hybrid_architecture();
 
 namespace {
 
@@ -38,6 +39,7 @@ const std::array kRegistry = {
     bert_architecture,
     nomic_bert_architecture,
     mamba2_architecture,
+    granite_hybrid_architecture,
 };
 // clang-format on
 

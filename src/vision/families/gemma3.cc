@@ -54,6 +54,9 @@ ProjectorFamily gemma3_family() {
   f.image_marker = "<start_of_image>";
   f.image_before = "\n\n<start_of_image>";
   f.image_after = "<end_of_image>\n\n";
+  // Gemma3ForConditionalGeneration, given the processor's token_type_ids, lets an image's
+  // positions see each other both ways; the mask is causal everywhere else.
+  f.image_attends_both_ways = true;
   f.default_activation = Activation::GeluTanh;
   f.tensors = {
       {"mm.soft_emb_norm.weight", {Embd}, Vector, true, &W::mm_soft_emb_norm},

@@ -32,84 +32,20 @@
 #include "engine/single_sequence_forward.h"
 #include "engine/loaded_model.h"
 #include "mirror_backend.h"
+#include "teacher_forced.h"
 
 namespace lumen {
 namespace {
 
-std::string model_path() {
-  const char* given = std::getenv("LUMEN_GPU_TEST_MODEL");
-  return given != nullptr && *given != '\0' ? given : testing::default_model_path();
-}
+std::string model_path() { return testing::gpu_test_model_path(); }
 
-const char* const kPrompts[] = {
-    "The lighthouse keeper climbed the spiral stairs every evening,",
-    "def fibonacci(n):\n    a, b = 0, 1\n",
-    "Paris is the capital of",
-    "List three uses of copper: 1.",
-    "In 1969, the first humans to walk on the Moon were",
-};
-
-constexpr int kNewTokens = 64;
-constexpr float kConfidentMargin = 1.0f;
-
-// The logits after each token of prompt + continuation: row i follows token i of the prompt's
-// last token onwards (row 0 is the prompt's next-token distribution).
-std::vector<std::vector<float>> teacher_forced_logits(engine::LoadedModel& model, backend::Backend& backend,
-                                                      const std::vector<int32_t>& prompt,
-                                                      const std::vector<int32_t>& continuation) {
-  engine::SingleSequenceForward generator(model, backend, 512);
-  std::vector<std::vector<float>> rows;
-  std::span<const float> logits = generator.feed(prompt);
-  rows.emplace_back(logits.begin(), logits.end());
-  for (size_t i = 0; i + 1 < continuation.size(); ++i) {
-    const std::vector<int32_t> next = {continuation[i]};
-    logits = generator.feed(next);
-    rows.emplace_back(logits.begin(), logits.end());
-  }
-  return rows;
-}
-
-std::vector<int32_t> greedy_continuation(engine::LoadedModel& model, backend::Backend& backend,
-                                         const std::vector<int32_t>& prompt) {
-  engine::SingleSequenceForward generator(model, backend, 512);
-  std::vector<int32_t> tokens;
-  std::span<const float> logits = generator.feed(prompt);
-  for (int i = 0; i < kNewTokens; ++i) {
-    tokens.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
-    const std::vector<int32_t> next = {tokens.back()};
-    logits = generator.feed(next);
-  }
-  return tokens;
-}
-
-// KL(p || q) of the softmax distributions of two logit rows.
-double kl_divergence(const std::vector<float>& p_logits, const std::vector<float>& q_logits) {
-  auto log_softmax = [](const std::vector<float>& logits) {
-    const double top = *std::max_element(logits.begin(), logits.end());
-    double sum = 0.0;
-    for (float v : logits) sum += std::exp(v - top);
-    std::vector<double> out(logits.size());
-    for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - top - std::log(sum);
-    return out;
-  };
-  const std::vector<double> lp = log_softmax(p_logits), lq = log_softmax(q_logits);
-  double kl = 0.0;
-  for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
-  return kl;
-}
-
-float top2_margin(const std::vector<float>& logits) {
-  float first = -1e30f, second = -1e30f;
-  for (float v : logits) {
-    if (v > first) {
-      second = first;
-      first = v;
-    } else if (v > second) {
-      second = v;
-    }
-  }
-  return first - second;
-}
+using testing::greedy_continuation;
+using testing::kConfidentMargin;
+using testing::kl_divergence;
+using testing::kNewTokens;
+using testing::kPrompts;
+using testing::teacher_forced_logits;
+using testing::top2_margin;
 
 class CudaGreedy : public ::testing::Test {
  protected:

@@ -16,6 +16,7 @@
 #include "engine/model_state.h"
 #include "limited_backend.h"
 #include "lumen/engine.h"
+#include "lumen/image_encoder.h"
 #include "lumen_testdata.h"
 #include "model/synth.h"
 #include "util/error.h"
@@ -218,6 +219,45 @@ TEST_F(EngineOptionRefusal, EachOptionTheBackendLacksIsRefusedBeforeTheCache) {
         << o.what << ": " << error;
     EXPECT_EQ(allocations, 0) << o.what;
   }
+}
+
+// A projector whose image positions attend both ways (Gemma 3's) on a backend without
+// SequenceSlice::key_ends: refused when the engine is built, not inside a step.
+class BothWaysEncoder final : public ImageEncoder {
+ public:
+  explicit BothWaysEncoder(int64_t width) : width_(width) {}
+  int64_t embedding_length() const override { return width_; }
+  EncodedImage encode(std::span<const uint8_t>) const override { fail("not used"); }
+  std::string image_marker() const override { return "<|im_start|>"; }
+  bool image_attends_both_ways() const override { return true; }
+
+ private:
+  int64_t width_;
+};
+
+TEST_F(EngineOptionRefusal, AProjectorWhoseImagesAttendBothWays) {
+  LimitedBackend b(without({BackendFeature::SpanAttention}));
+  engine::LoadedModel model = engine::LoadedModel::load(path_, b);
+  Model handle = engine::borrow_model(model, b);
+  handle.set_image_encoder(std::make_shared<BothWaysEncoder>(static_cast<int64_t>(model.hparams.embedding_length)));
+  OpCounter counter;
+  b.add_observer(&counter);
+  try {
+    Engine engine(handle, small());
+    ADD_FAILURE() << "built";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "this model's projector needs attention both ways within each image's positions, which the limited "
+              "backend does not run yet; use --device cpu");
+  }
+  b.remove_observer(&counter);
+  EXPECT_EQ(counter.count(OpKind::Allocate), 0);
+  // Where the backend has it, the same model builds.
+  LimitedBackend full(everything());
+  engine::LoadedModel again = engine::LoadedModel::load(path_, full);
+  Model with = engine::borrow_model(again, full);
+  with.set_image_encoder(std::make_shared<BothWaysEncoder>(static_cast<int64_t>(again.hparams.embedding_length)));
+  EXPECT_NO_THROW(Engine(with, small()));
 }
 
 TEST_F(EngineOptionRefusal, ACompressedKvCacheNamesItsTypeAndRotation) {

@@ -56,6 +56,8 @@ TEST(MpiLaunch, CountsTheProcessesTheFlagsAskFor) {
   EXPECT_EQ(parallel_processes_asked({"serve", "--tensor-parallel-size=2", "--pp", "3"}), 6);
   EXPECT_EQ(parallel_processes_asked({"run", "--pipeline-parallel-size", "2"}), 2);
   EXPECT_EQ(parallel_processes_asked({"run", "--tp", "1"}), 1);
+  EXPECT_EQ(parallel_processes_asked({"run", "--ep", "2"}), 2);
+  EXPECT_EQ(parallel_processes_asked({"serve", "--expert-parallel-size=4"}), 4);
   EXPECT_EQ(parallel_processes_asked({"run", "--cp", "2"}), 2);
   EXPECT_EQ(parallel_processes_asked({"serve", "--context-parallel-size=3"}), 3);
 }
@@ -68,6 +70,7 @@ TEST(MpiLaunch, WarnsOnlyRankZeroOfAnUnspreadLaunch) {
   EXPECT_EQ(unspread_launch_warning({1, 2}, plain), "");                             // rank 0 says it once
   EXPECT_EQ(unspread_launch_warning({0, 1}, plain), "");                             // no launch of several
   EXPECT_EQ(unspread_launch_warning({0, 2}, {"run", "--tp", "2", "-p", "hi"}), "");  // spread
+  EXPECT_EQ(unspread_launch_warning({0, 2}, {"run", "--ep", "2", "-p", "hi"}), "");  // spread by experts
   EXPECT_EQ(unspread_launch_warning({0, 2}, {"run", "--cp", "2", "-p", "hi"}), "");  // prefill shared
   EXPECT_NE(warning.find("--context-parallel-size 2"), std::string::npos) << warning;
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -146,6 +147,33 @@ TEST(MpiCollectives, SplitGroupsRanksByColorInTheirOrder) {
   EXPECT_EQ(root[0], std::byte(static_cast<unsigned char>(c.rank() % 2)));
   EXPECT_THROW(c.split(-1), Error);
   c.barrier();
+}
+
+// Rank r sends rank q (r + 2q) % 3 bytes (some segments empty, the own one included), each byte
+// naming its sender, receiver and place; every rank checks what landed where.
+std::byte exchanged(int from, int to, size_t i) { return static_cast<std::byte>(from * 64 + to * 8 + i); }
+size_t exchanged_bytes(int from, int to) { return static_cast<size_t>((from + 2 * to) % 3); }
+
+TEST(MpiCollectives, AllToAllDeliversEverySegmentIncludingEmptyOnes) {
+  Collectives& c = *g_collectives;
+  std::vector<size_t> send_bytes, receive_bytes;
+  std::vector<std::byte> sent;
+  for (int q = 0; q < c.size(); ++q) {
+    send_bytes.push_back(exchanged_bytes(c.rank(), q));
+    for (size_t i = 0; i < send_bytes.back(); ++i) sent.push_back(exchanged(c.rank(), q, i));
+    receive_bytes.push_back(exchanged_bytes(q, c.rank()));
+  }
+  std::vector<std::byte> received(std::accumulate(receive_bytes.begin(), receive_bytes.end(), size_t{0}));
+  c.all_to_all(sent, send_bytes, received, receive_bytes);
+  size_t at = 0;
+  for (int r = 0; r < c.size(); ++r) {
+    for (size_t i = 0; i < receive_bytes[static_cast<size_t>(r)]; ++i) {
+      EXPECT_EQ(received[at++], exchanged(r, c.rank(), i)) << "from rank " << r;
+    }
+  }
+  // Counts that do not add up to the buffer are refused before MPI sees them.
+  send_bytes[0] += 1;
+  EXPECT_THROW(c.all_to_all(sent, send_bytes, received, receive_bytes), Error);
 }
 
 TEST(MpiCollectives, MistakesAreErrorsNotAborts) {

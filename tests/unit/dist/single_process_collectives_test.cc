@@ -28,6 +28,19 @@ TEST(SingleProcessCollectives, IsRankZeroOfOneAndLeavesDataAsItIs) {
   EXPECT_THROW(c->receive(bytes, 1), Error);
 }
 
+TEST(SingleProcessCollectives, AllToAllCopiesTheOwnSegmentAndRefusesOtherCounts) {
+  const auto c = single_process_collectives();
+  const std::array<std::byte, 3> sent = {std::byte{1}, std::byte{2}, std::byte{3}};
+  std::array<std::byte, 3> received{};
+  const std::array<size_t, 1> three = {3}, two = {2}, none = {0};
+  c->all_to_all(sent, three, received, three);
+  EXPECT_EQ(received, sent);
+  c->all_to_all({}, none, {}, none);  // a layer whose tokens went nowhere: nothing to move
+  EXPECT_THROW(c->all_to_all(sent, two, received, three), Error);
+  const std::array<size_t, 2> split = {1, 2};
+  EXPECT_THROW(c->all_to_all(sent, split, received, split), Error);
+}
+
 TEST(MpiCollectives, ABuildWithoutMpiSaysSo) {
   if (mpi_available()) GTEST_SKIP() << "this build has MPI (tests/unit/dist/mpi_collectives_test.cc runs under mpirun)";
   try {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "engine/model_parallel.h"
 #include "lumen/error.h"
 #include "lumen/model.h"
 
@@ -32,6 +33,24 @@ TEST(ModelParallelOptions, BadCountsAreRefusedBeforeAnythingStarts) {
   EXPECT_NE(load_error({.tensor_parallel_size = 2, .context_parallel_size = 2})
                 .find("context parallelism (--context-parallel-size 2) does not combine with tensor or pipeline"),
             std::string::npos);
+  // Context parallelism holds the whole model in each process: no split over CPU and GPU.
+  EXPECT_NE(load_error({.device = "cuda", .context_parallel_size = 2, .n_gpu_layers = 4})
+                .find("--n-gpu-layers splits a model in one process; it does not combine with context parallelism"),
+            std::string::npos);
+}
+
+// Expert and context parallelism each take every process: the group refuses both at once, before
+// MPI starts (Model::load reads an expert-parallel model's hyperparameters first).
+TEST(ModelParallelOptions, ContextParallelismRefusesExpertParallelism) {
+  try {
+    engine::join_model_parallel_group(1, 1, 2, 2);
+    FAIL() << "expert and context parallelism together were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "context parallelism (--context-parallel-size 2) does not combine with expert parallelism"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #pragma once
-// The state-space engine tests' model and helpers: `lumen synth mamba2-mini` cut to 2 blocks,
+// The state-space engine tests' model and helpers: `lumen synth mamba2-mini` (or a hybrid
+// preset, engine_hybrid_test.cc) cut to 2 blocks,
 // the bare single-sequence forward pass as the reference, and engine configs whose memory
 // budget holds the KV blocks asked for and every sequence's state.
 #include <gtest/gtest.h>
@@ -23,11 +24,13 @@ namespace lumen::testing {
 
 class SsmEngineTest : public SynthEngineTest {
  protected:
-  static void SetUpTestSuite() {
+  static void SetUpTestSuite() { set_up_state_model("mamba2-mini"); }
+  // The preset cut to 2 blocks (a hybrid's: a Mamba 2 layer, then an attention layer).
+  static void set_up_state_model(const char* preset) {
     if (!have_testdata()) return;
     path_ = new std::string(temp_model_path("ssm"));
     model::SynthOptions options;
-    options.preset = "mamba2-mini";
+    options.preset = preset;
     options.type = tensor::DType::Q4_1;
     options.vocab_path = std::string(LUMEN_TESTDATA_DIR) + "/tokenizer/ggml-vocab-llama-spm.gguf";
     options.seed = 5;
