@@ -15,6 +15,7 @@
 #include "backend/cpu/attention.h"
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/cpu_features.h"
+#include "attention_tile_levels.h"
 #include "paged_cache_fixture.h"
 #include "util/error.h"
 
@@ -22,6 +23,7 @@ namespace lumen::backend::cpu {
 namespace {
 
 using testing::PagedCache;
+using testing::tile_levels;
 
 constexpr int64_t kHeadDim = 64, kHeads = 4, kKvHeads = 2, kBlock = 8;
 constexpr int64_t kKvDim = kHeadDim * kKvHeads;
@@ -137,13 +139,6 @@ struct TreeBatch {
     return worst;
   }
 };
-
-std::vector<const AttentionTileKernels*> tile_levels() {
-  std::vector<const AttentionTileKernels*> levels = {&portable_attention_tiles()};
-  if (avx2_attention_tiles() != nullptr && detected_isa() >= Isa::kAvx2) levels.push_back(avx2_attention_tiles());
-  if (avx512_attention_tiles() != nullptr && detected_isa() >= Isa::kAvx512) levels.push_back(avx512_attention_tiles());
-  return levels;
-}
 
 // Rows 1 and 2 are siblings under the root in both cases (the leak check relies on it).
 const TreeCase kCases[] = {
