@@ -6,7 +6,8 @@
 // mixture-of-experts models (scripts/make_moe_golden.py: qwen2moe, qwen3moe, olmoe, mixtral-style
 // llama, deepseek2 with multi-head latent attention) and a synthetic llama3-scaled model at
 // positions past its original context (scripts/make_llama3_rope_golden.py) and a synthetic Mamba 2
-// model fed in prompt chunks (scripts/make_ssm_golden.py), which no download
+// model and a synthetic RWKV 7 model fed in prompt chunks (scripts/make_ssm_golden.py,
+// scripts/make_rwkv7_golden.py), which no download
 // provides: the test writes each with the built `lumen synth` from the arguments in its golden
 // and checks the file's sha256 before comparing.
 #include <gtest/gtest.h>
@@ -325,7 +326,9 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenModel{"ssm_mamba2", nullptr, true, 48, true},
                       // granite-hybrid: attention and Mamba 2 layers (scripts/make_hybrid_golden.py),
                       // its prompts in chunks of 48; its attention gives llama.cpp a spread to hold it to
-                      GoldenModel{"hybrid_granitehybrid", nullptr, true, 48, false}),
+                      GoldenModel{"hybrid_granitehybrid", nullptr, true, 48, false},
+                      // RWKV 7 (scripts/make_rwkv7_golden.py), its prompts in chunks of 48
+                      GoldenModel{"rwkv_rwkv7", nullptr, true, 48, true}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace
