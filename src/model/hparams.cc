@@ -221,8 +221,8 @@ HParams read_hparams(const gguf::GgufFile& file) {
   read_ssm_hparams(md, prefix, hp);  // an attention-free file gets its nominal head here
   read_rwkv_hparams(md, prefix, hp);  // so does an RWKV file
   if (hp.head_count == 0) {
-    fail("{} is 0 (and no {} or {} makes the model attention-free)", key("attention.head_count"),
-         key("ssm.inner_size"), key("wkv.head_size"));
+    fail("{} is 0 (and no {} or {} makes the model attention-free)", key("attention.head_count"), key("ssm.inner_size"),
+         key("wkv.head_size"));
   }
   if (hp.head_count > kMaxHeads) fail("{} = {} is out of range", key("attention.head_count"), hp.head_count);
   if (!read_hybrid_hparams(md, prefix, hp)) {  // a hybrid gives one count per layer

@@ -161,9 +161,7 @@ inline uint64_t recurrent_state_values_per_layer(const HParams& hp) {
 inline bool is_recurrent_layer(const HParams& hp, uint64_t layer) {
   return has_rwkv(hp) ? layer < hp.block_count : is_ssm_layer(hp, layer);
 }
-inline uint64_t recurrent_layer_count(const HParams& hp) {
-  return has_rwkv(hp) ? hp.block_count : ssm_layer_count(hp);
-}
+inline uint64_t recurrent_layer_count(const HParams& hp) { return has_rwkv(hp) ? hp.block_count : ssm_layer_count(hp); }
 // Reads a per-layer {arch}.attention.head_count_kv array (a hybrid's) into hp.ssm_layers and
 // hp.head_count_kv, and Granite's multipliers and rope switch; throws lumen::Error naming the
 // key for an array of the wrong length or type (model/hybrid_hparams.cc).

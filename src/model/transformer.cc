@@ -214,7 +214,8 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
 void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {
   if (cache.layout().n_groups() != 1) fail("context shift: the KV cache has {} layer groups", cache.layout().n_groups());
   if (latent_) fail("context shift is not supported for multi-head latent attention yet");
-  if (mamba2_ || rwkv7_) fail("context shift is not possible for a state-space or RWKV model: its state holds every earlier token");
+  if (mamba2_ || rwkv7_)
+    fail("context shift is not possible for a state-space or RWKV model: its state holds every earlier token");
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));

@@ -66,8 +66,8 @@ struct LayerWeights {
   // learning rate (a), value-residual (v) and gate (g) LoRAs, the token-shift mixes {embedding,
   // 1, 1, 6} and the channel mix's, k_k, k_a and r_k, and the group norm after the wkv.
   std::optional<backend::TensorView> rwkv_w0, rwkv_w1, rwkv_w2, rwkv_a0, rwkv_a1, rwkv_a2, rwkv_v0, rwkv_v1, rwkv_v2;
-  std::optional<backend::TensorView> rwkv_g1, rwkv_g2, rwkv_mixes, rwkv_k_k, rwkv_k_a, rwkv_r_k, rwkv_ln_x,
-      rwkv_ln_x_b, rwkv_ffn_mix;
+  std::optional<backend::TensorView> rwkv_g1, rwkv_g2, rwkv_mixes, rwkv_k_k, rwkv_k_a, rwkv_r_k, rwkv_ln_x, rwkv_ln_x_b,
+      rwkv_ffn_mix;
 };
 
 struct TransformerWeights {

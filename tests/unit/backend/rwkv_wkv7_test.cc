@@ -27,8 +27,12 @@ struct Inputs {
 
 Inputs make_inputs(const Shape& sh) {
   const auto width = static_cast<size_t>(sh.head_size * sh.heads), rows = width * static_cast<size_t>(sh.tokens);
-  Inputs in{random_values(rows, 1), random_values(rows, 2, 0.55f, 1.0f), random_values(rows, 3),
-            random_values(rows, 4),  {},                                  {},
+  Inputs in{random_values(rows, 1),
+            random_values(rows, 2, 0.55f, 1.0f),
+            random_values(rows, 3),
+            random_values(rows, 4),
+            {},
+            {},
             random_values(width * static_cast<size_t>(sh.head_size), 5, -0.5f, 0.5f)};
   const std::vector<float> kk = random_values(rows, 6), iclr = random_values(rows, 7, 0.0f, 1.0f);
   in.a.resize(rows);
