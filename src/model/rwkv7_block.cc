@@ -58,9 +58,10 @@ void normalize(float* x, int64_t width, double eps, const float* weight, const f
 
 // The row before each row of the batch: the previous row of its sequence, or, for a sequence's
 // first row, the token-shift row its state kept (`offset` floats into the layer's state).
-std::vector<const float*> previous_rows(const ForwardBatch& batch, uint64_t layer, size_t offset,
-                                        const TensorView& rows) {
-  std::vector<const float*> prev(static_cast<size_t>(rows.dims[1]), nullptr);
+// Into `prev`, reused from layer to layer: a step allocates nothing once its shape was seen.
+void previous_rows(const ForwardBatch& batch, uint64_t layer, size_t offset, const TensorView& rows,
+                   std::vector<const float*>& prev) {
+  prev.assign(static_cast<size_t>(rows.dims[1]), nullptr);
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const backend::SequenceSlice& slice = batch.sequences[i];
     const float* shift = batch.states->layer_state(batch.state_slots[i], layer).data() + offset;
@@ -68,7 +69,6 @@ std::vector<const float*> previous_rows(const ForwardBatch& batch, uint64_t laye
       prev[static_cast<size_t>(slice.first_token + t)] = t == 0 ? shift : rows.row<float>(slice.first_token + t - 1);
     }
   }
-  return prev;
 }
 
 // Each sequence's last row becomes its token-shift row, once the layer has read the old one.
@@ -157,7 +157,8 @@ void Rwkv7Block::time_mix(uint64_t layer, const LayerWeights& w, const ForwardBa
   TensorView mixed[6];
   for (int m = 0; m < 6; ++m) mixed[m] = first_rows(mixed_[m], n);
   {
-    const std::vector<const float*> prev = previous_rows(batch, layer, 0, norm);
+    previous_rows(batch, layer, 0, norm, prev_rows_);
+    const std::vector<const float*>& prev = prev_rows_;
     const float* mixes = floats(w.rwkv_mixes);  // {embedding, 1, 1, 6}: r, w, k, v, a, g
     for_rows(pool_, n, [&](int64_t t) {
       const float *cur = norm.row<float>(t), *before = prev[static_cast<size_t>(t)];
@@ -214,7 +215,8 @@ void Rwkv7Block::time_mix(uint64_t layer, const LayerWeights& w, const ForwardBa
     }
   });
   // The wkv7 update: one task per sequence and head, each over its tokens in order.
-  std::vector<float*> states(batch.sequences.size());
+  std::vector<float*>& states = wkv_states_;
+  states.resize(batch.sequences.size());
   for (size_t i = 0; i < states.size(); ++i) {
     states[i] = batch.states->layer_state(batch.state_slots[i], layer).data() + 2 * e;
   }
@@ -260,7 +262,8 @@ void Rwkv7Block::channel_mix(uint64_t layer, const LayerWeights& w, const Forwar
   for_rows(pool_, n, [&](int64_t t) { std::copy_n(x.row<float>(t), e, norm.row<float>(t)); });
   layer_norm(norm, w.ffn_norm, *w.ffn_norm_b);
   {
-    const std::vector<const float*> prev = previous_rows(batch, layer, static_cast<size_t>(e), norm);
+    previous_rows(batch, layer, static_cast<size_t>(e), norm, prev_rows_);
+    const std::vector<const float*>& prev = prev_rows_;
     const float* mix = floats(w.rwkv_ffn_mix);
     for_rows(pool_, n, [&](int64_t t) {
       const float *cur = norm.row<float>(t), *before = prev[static_cast<size_t>(t)];

@@ -62,6 +62,8 @@ class Rwkv7Block {
   backend::TensorView norm_, mixed_[6], r_, w_, k_, v_, a_, kk_, b_, g_, v_first_, wkv_, out_;
   backend::TensorView lora_mid_;  // {largest rank, n}
   backend::TensorView ffn_;       // {feed_forward, n}
+  std::vector<const float*> prev_rows_;  // per row: the row its token shift mixes in
+  std::vector<float*> wkv_states_;       // per sequence: this layer's wkv matrices
 };
 
 }  // namespace lumen::model
