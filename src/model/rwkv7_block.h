@@ -60,8 +60,8 @@ class Rwkv7Block {
   // {embedding, n} rows: the normed input, the 6 mixed inputs (r, w, k, v, a, g), and r, w, k,
   // v, a, kk, b, g, layer 0's v, the wkv output and the projected output.
   backend::TensorView norm_, mixed_[6], r_, w_, k_, v_, a_, kk_, b_, g_, v_first_, wkv_, out_;
-  backend::TensorView lora_mid_;  // {largest rank, n}
-  backend::TensorView ffn_;       // {feed_forward, n}
+  backend::TensorView lora_mid_;         // {largest rank, n}
+  backend::TensorView ffn_;              // {feed_forward, n}
   std::vector<const float*> prev_rows_;  // per row: the row its token shift mixes in
   std::vector<float*> wkv_states_;       // per sequence: this layer's wkv matrices
 };

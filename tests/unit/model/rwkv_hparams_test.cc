@@ -57,10 +57,10 @@ TEST(RwkvHParams, ReadAsAnAttentionFreeModelWithAStatePerLayer) {
 
 TEST(RwkvHParams, HostileValuesAreRefusedNamingTheKey) {
   const std::vector<std::pair<const char*, uint32_t>> cases = {
-      {"rwkv7.wkv.head_size", 48},                       // does not divide 128
-      {"rwkv7.wkv.head_size", 4096},                     // a state of 4096^2 values a head
-      {"rwkv7.attention.decay_lora_rank", 0},            // no LoRA
-      {"rwkv7.attention.gate_lora_rank", 1000},          // wider than the model
+      {"rwkv7.wkv.head_size", 48},               // does not divide 128
+      {"rwkv7.wkv.head_size", 4096},             // a state of 4096^2 values a head
+      {"rwkv7.attention.decay_lora_rank", 0},    // no LoRA
+      {"rwkv7.attention.gate_lora_rank", 1000},  // wider than the model
       {"rwkv7.attention.value_residual_mix_lora_rank", 0},
       {"rwkv7.token_shift_count", 3},
   };
