@@ -24,7 +24,7 @@ int64_t longest_sequence(const EngineConfig& config, const model::HParams& hp) {
   // (the converter writes 2^20 for a granite-hybrid without rope), whose attention layers' K/V
   // is real: a longer context takes --max-model-len.
   constexpr int64_t kStateModelContext = 32768;
-  if (model::has_ssm(hp) && config.max_model_len <= 0) return std::min(longest, kStateModelContext);
+  if (model::has_recurrent_state(hp) && config.max_model_len <= 0) return std::min(longest, kStateModelContext);
   return longest;
 }
 
@@ -102,7 +102,7 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
 CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
                            const backend::Backend& backend, const model::BackendSplit& split) {
   if (split.active()) {
-    if (model::has_ssm(hp)) fail("a state-space model runs on one backend only");
+    if (model::has_recurrent_state(hp)) fail("a state-space model runs on one backend only");
     // KvCache::part_layouts' order: the first backend's layers (when it has any), then the second's.
     const std::vector<kv::KvLayout> parts = model::KvCache::part_layouts(layout, split);
     int64_t blocks = std::numeric_limits<int64_t>::max();
@@ -112,7 +112,7 @@ CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp,
     }
     return {blocks, 0};
   }
-  if (!model::has_ssm(hp)) return {kv_blocks_for(config, hp, layout, backend), 0};
+  if (!model::has_recurrent_state(hp)) return {kv_blocks_for(config, hp, layout, backend), 0};
   const uint64_t slot = model::StateCache::bytes_per_slot(hp);
   const uint64_t per_block = bytes_per_block(config, hp, layout, backend);
   const uint64_t budget = cache_budget_bytes(config, backend);

@@ -23,7 +23,8 @@ SingleSequenceForward::SingleSequenceForward(LoadedModel& model, backend::Backen
       last_logits_(model.hparams.vocab_size) {
   // One sequence owns every block, in order.
   block_table_.resize(static_cast<size_t>(cache_.n_blocks()));
-  if (model::has_ssm(model.hparams)) states_ = std::make_unique<model::StateCache>(backend, model.hparams, 1);
+  if (model::has_recurrent_state(model.hparams))
+    states_ = std::make_unique<model::StateCache>(backend, model.hparams, 1);
   std::iota(block_table_.begin(), block_table_.end(), 0);
   if (group != nullptr && group->size() > 1) {
     // One group of every layer, as cache_ (a window frees nothing here).

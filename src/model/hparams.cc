@@ -202,6 +202,7 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   validate_experts(hp, prefix);
   validate_deepseek(hp, prefix);
   validate_ssm(hp, prefix);
+  validate_rwkv(hp, prefix);
 }
 
 HParams read_hparams(const gguf::GgufFile& file) {
@@ -218,8 +219,10 @@ HParams read_hparams(const gguf::GgufFile& file) {
   hp.feed_forward_length = md.find_unsigned(key("feed_forward_length")).value_or(0);
   hp.head_count = md.get_unsigned(key("attention.head_count"));
   read_ssm_hparams(md, prefix, hp);  // an attention-free file gets its nominal head here
+  read_rwkv_hparams(md, prefix, hp);  // so does an RWKV file
   if (hp.head_count == 0) {
-    fail("{} is 0 (and no {} makes the model attention-free)", key("attention.head_count"), key("ssm.inner_size"));
+    fail("{} is 0 (and no {} or {} makes the model attention-free)", key("attention.head_count"), key("ssm.inner_size"),
+         key("wkv.head_size"));
   }
   if (hp.head_count > kMaxHeads) fail("{} = {} is out of range", key("attention.head_count"), hp.head_count);
   if (!read_hybrid_hparams(md, prefix, hp)) {  // a hybrid gives one count per layer

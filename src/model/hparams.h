@@ -95,6 +95,14 @@ struct HParams {
   // per-layer {arch}.attention.head_count_kv array (0: a Mamba 2 layer). Empty for every other
   // model; head_count_kv is then the attention layers' count (model/hybrid_hparams.cc).
   std::vector<bool> ssm_layers;
+  // RWKV 7 ({arch}.wkv.head_size and the LoRA ranks {arch}.attention.*_lora_rank; 0 when
+  // absent): the wkv heads' size (heads = embedding / head size) and the ranks of the decay,
+  // in-context learning rate (a), value-residual and gate LoRAs (model/rwkv_hparams.cc).
+  uint64_t wkv_head_size = 0;
+  uint64_t rwkv_decay_lora = 0;
+  uint64_t rwkv_iclr_lora = 0;
+  uint64_t rwkv_value_lora = 0;
+  uint64_t rwkv_gate_lora = 0;
   // Granite's multipliers ({arch}.embedding_scale, residual_scale, attention.scale,
   // logit_scale; 0: absent): embeddings times the first, each block's branch output times the
   // second before its residual add, scores times the third instead of 1 / sqrt(head_dim),
@@ -131,6 +139,29 @@ inline bool is_ssm_layer(const HParams& hp, uint64_t layer) {
 inline bool is_hybrid(const HParams& hp) { return has_ssm(hp) && !hp.ssm_layers.empty(); }
 // How many layers keep a recurrent state (what a state slot holds).
 uint64_t ssm_layer_count(const HParams& hp);
+
+// RWKV 7 (model/rwkv_hparams.cc).
+inline bool has_rwkv(const HParams& hp) { return hp.wkv_head_size != 0; }
+// f32 values one sequence's RWKV state holds per layer: the two token-shift rows (the time
+// mix's and the channel mix's last normed input) and a head_size x head_size wkv matrix per head.
+inline uint64_t rwkv_state_values_per_layer(const HParams& hp) {
+  return 2 * hp.embedding_length + hp.embedding_length * hp.wkv_head_size;
+}
+// Reads {arch}.wkv.head_size and the LoRA ranks; a file with them and no attention heads is
+// attention-free (HParams::attention_free). Throws lumen::Error naming the key.
+void read_rwkv_hparams(const gguf::Metadata& md, const std::string& prefix, HParams& hp);
+void validate_rwkv(const HParams& hp, const std::string& prefix);
+
+// A recurrent state per sequence (model/state_cache.h), whatever keeps it: Mamba 2 layers or
+// RWKV's. Its size per layer is the architecture's; which layers keep one, a hybrid decides.
+inline bool has_recurrent_state(const HParams& hp) { return has_ssm(hp) || has_rwkv(hp); }
+inline uint64_t recurrent_state_values_per_layer(const HParams& hp) {
+  return has_rwkv(hp) ? rwkv_state_values_per_layer(hp) : ssm_state_values_per_layer(hp);
+}
+inline bool is_recurrent_layer(const HParams& hp, uint64_t layer) {
+  return has_rwkv(hp) ? layer < hp.block_count : is_ssm_layer(hp, layer);
+}
+inline uint64_t recurrent_layer_count(const HParams& hp) { return has_rwkv(hp) ? hp.block_count : ssm_layer_count(hp); }
 // Reads a per-layer {arch}.attention.head_count_kv array (a hybrid's) into hp.ssm_layers and
 // hp.head_count_kv, and Granite's multipliers and rope switch; throws lumen::Error naming the
 // key for an array of the wrong length or type (model/hybrid_hparams.cc).

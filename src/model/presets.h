@@ -63,6 +63,13 @@ struct Preset {
   double attention_scale = 0.0;
   double logit_scale = 0.0;
   bool no_rope = false;
+  // RWKV 7 (0 otherwise): {arch}.wkv.head_size and the decay, iclr, value-residual and gate
+  // LoRA ranks. head_count 0: no attention.
+  uint64_t wkv_head_size = 0;
+  uint64_t rwkv_decay_lora = 0;
+  uint64_t rwkv_iclr_lora = 0;
+  uint64_t rwkv_value_lora = 0;
+  uint64_t rwkv_gate_lora = 0;
 };
 
 // A hybrid preset's Mamba 2 layers among its first `layers` (empty for any other preset).

@@ -9,23 +9,23 @@ namespace lumen::model {
 StateCache::StateCache(backend::Backend& backend, const HParams& hp, int64_t n_slots)
     : hp_(hp),
       n_slots_(n_slots),
-      layer_floats_(ssm_state_values_per_layer(hp)),
-      slot_floats_(layer_floats_ * ssm_layer_count(hp)) {
-  if (!has_ssm(hp)) fail("a state cache for a model without state-space layers");
+      layer_floats_(recurrent_state_values_per_layer(hp)),
+      slot_floats_(layer_floats_ * recurrent_layer_count(hp)) {
+  if (!has_recurrent_state(hp)) fail("a state cache for a model without recurrent layers");
   if (n_slots < 1) fail("a state cache needs at least one slot (got {})", n_slots);
   if (!backend.supports(backend::BackendFeature::StateSpace)) {
     fail("state-space models do not run on the {} backend yet; use --device cpu", backend.name());
   }
-  // A hybrid's attention layers keep no state: slot offsets count the Mamba 2 layers only.
+  // A hybrid's attention layers keep no state: slot offsets count the recurrent layers only.
   uint64_t ordinal = 0;
   for (uint64_t layer = 0; layer < hp.block_count; ++layer) {
-    state_index_.push_back(is_ssm_layer(hp, layer) ? static_cast<int64_t>(ordinal++) : -1);
+    state_index_.push_back(is_recurrent_layer(hp, layer) ? static_cast<int64_t>(ordinal++) : -1);
   }
   buffer_ = backend.allocate(bytes());  // zero-filled
 }
 
 size_t StateCache::bytes_per_slot(const HParams& hp) {
-  return ssm_state_values_per_layer(hp) * ssm_layer_count(hp) * sizeof(float);
+  return recurrent_state_values_per_layer(hp) * recurrent_layer_count(hp) * sizeof(float);
 }
 
 float* StateCache::slot_data(int64_t slot) const {
@@ -37,6 +37,10 @@ float* StateCache::layer_data(int64_t slot, uint64_t layer) const {
   if (layer >= hp_.block_count) fail("state cache: layer {} of {}", layer, hp_.block_count);
   if (state_index_[layer] < 0) fail("state cache: layer {} is an attention layer (no state)", layer);
   return slot_data(slot) + static_cast<size_t>(state_index_[layer]) * layer_floats_;
+}
+
+std::span<float> StateCache::layer_state(int64_t slot, uint64_t layer) const {
+  return {layer_data(slot, layer), layer_floats_};
 }
 
 backend::TensorView StateCache::conv_window(int64_t slot, uint64_t layer) const {

@@ -1,13 +1,15 @@
 #pragma once
-// Backend memory for the recurrent state of state-space (Mamba 2) layers: one fixed-size slot
-// per live sequence, beside the paged KV cache. A slot holds, for every Mamba 2 layer (a
-// hybrid's attention layers have none), the causal
-// convolution's last (kernel - 1) inputs and the SSM state (hparams.h:
-// ssm_state_values_per_layer), whatever the sequence's length. Which slot belongs to which
+// Backend memory for the recurrent state of state-space (Mamba 2) and RWKV layers: one
+// fixed-size slot per live sequence, beside the paged KV cache. A slot holds, for every recurrent
+// layer (a hybrid's attention layers have none), what the architecture keeps there
+// (hparams.h: recurrent_state_values_per_layer): Mamba 2's causal convolution's last
+// (kernel - 1) inputs and SSM state, or RWKV's two token-shift rows and wkv matrices, whatever
+// the sequence's length. Which slot belongs to which
 // sequence is decided elsewhere (the engine, kv/state_slots.h); this owns the memory only.
 // Host memory: the state-space ops run on the CPU backend only for now.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -23,7 +25,9 @@ class StateCache {
   static size_t bytes_per_slot(const HParams& hp);
 
   int64_t n_slots() const { return n_slots_; }
-  // Layer `layer`'s views of slot `slot` (backend::SsmSequence's conv_window and state).
+  // Layer `layer`'s part of slot `slot`, as the architecture lays it out.
+  std::span<float> layer_state(int64_t slot, uint64_t layer) const;
+  // Mamba 2's views of it (backend::SsmSequence's conv_window and state).
   backend::TensorView conv_window(int64_t slot, uint64_t layer) const;
   backend::TensorView ssm_state(int64_t slot, uint64_t layer) const;
   // A sequence starts from zeros (its first chunk, or a recompute after preemption).

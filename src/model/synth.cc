@@ -165,6 +165,11 @@ HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
   hp.ssm_head_count = p.ssm_head_count;
   hp.ssm_group_count = p.ssm_group_count;
   hp.ssm_layers = preset_ssm_layers(p, layers);
+  hp.wkv_head_size = p.wkv_head_size;
+  hp.rwkv_decay_lora = p.rwkv_decay_lora;
+  hp.rwkv_iclr_lora = p.rwkv_iclr_lora;
+  hp.rwkv_value_lora = p.rwkv_value_lora;
+  hp.rwkv_gate_lora = p.rwkv_gate_lora;
   return hp;
 }
 
@@ -347,8 +352,18 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
     md.set(key("ssm.group_count"), gguf::Value::u32(static_cast<uint32_t>(preset->ssm_group_count)));
   }
   md.set(key("rope.freq_base"), gguf::Value::f32(static_cast<float>(preset->rope_freq_base)));
-  md.set(key("attention.layer_norm_rms_epsilon"),
-         gguf::Value::f32(static_cast<float>(preset->norm_eps)));
+  if (preset->wkv_head_size != 0) {  // RWKV 7: LayerNorms, as llama.cpp's converter writes it
+    md.set(key("attention.layer_norm_epsilon"), gguf::Value::f32(static_cast<float>(preset->norm_eps)));
+    md.set(key("wkv.head_size"), gguf::Value::u32(static_cast<uint32_t>(preset->wkv_head_size)));
+    md.set(key("attention.decay_lora_rank"), gguf::Value::u32(static_cast<uint32_t>(preset->rwkv_decay_lora)));
+    md.set(key("attention.iclr_lora_rank"), gguf::Value::u32(static_cast<uint32_t>(preset->rwkv_iclr_lora)));
+    md.set(key("attention.value_residual_mix_lora_rank"),
+           gguf::Value::u32(static_cast<uint32_t>(preset->rwkv_value_lora)));
+    md.set(key("attention.gate_lora_rank"), gguf::Value::u32(static_cast<uint32_t>(preset->rwkv_gate_lora)));
+    md.set(key("token_shift_count"), gguf::Value::u32(2));
+  } else {
+    md.set(key("attention.layer_norm_rms_epsilon"), gguf::Value::f32(static_cast<float>(preset->norm_eps)));
+  }
   if (preset->head_dim != 0) {
     md.set(key("attention.key_length"), gguf::Value::u32(static_cast<uint32_t>(preset->head_dim)));
     md.set(key("attention.value_length"), gguf::Value::u32(static_cast<uint32_t>(preset->head_dim)));

@@ -200,7 +200,7 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
     fail("activation statistics are not supported for the {} architecture yet (its latent attention runs its "
          "own matmuls)", hp_.architecture);
   }
-  if (observer != nullptr && mamba2_) {
+  if (observer != nullptr && (mamba2_ || rwkv7_)) {
     fail("activation statistics are not supported for the {} architecture yet (state-space layers)", hp_.architecture);
   }
   if (observer != nullptr && experts_.comm != nullptr) {
@@ -214,7 +214,8 @@ void Transformer::set_matmul_observer(MatmulObserver* observer) {
 void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, int32_t delta) {
   if (cache.layout().n_groups() != 1) fail("context shift: the KV cache has {} layer groups", cache.layout().n_groups());
   if (latent_) fail("context shift is not supported for multi-head latent attention yet");
-  if (mamba2_) fail("context shift is not possible for a state-space model: its state holds every earlier token");
+  if (mamba2_ || rwkv7_)
+    fail("context shift is not possible for a state-space or RWKV model: its state holds every earlier token");
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
@@ -341,7 +342,7 @@ void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, floa
   if (n_out != 0) {
     tail->backend_.get_rows(first_rows(tail->s_.x, n), batch.logit_rows, picked);
     if (!arch_.features.encoder) {
-      tail->backend_.rms_norm(picked, tail->weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+      tail->final_norm(picked);
     }
   }
   if (tail_step) tail_step->finish();
@@ -355,11 +356,26 @@ void Transformer::embed(std::span<const int32_t> tokens, int64_t n, std::span<co
   if (arch_.features.embedding_scale) backend_.scale(x, std::sqrt(static_cast<float>(hp_.embedding_length)));
   if (embedding_scale_ != 1.0f) backend_.scale(x, embedding_scale_);
   place_embedding_spans(backend_, x, given);
+  if (rwkv7_) rwkv7_->layer_norm(x, *weights_.token_embd_norm, *weights_.token_embd_norm_b);
+}
+
+void Transformer::final_norm(TensorView& picked) {
+  if (rwkv7_) {
+    rwkv7_->layer_norm(picked, weights_.output_norm, *weights_.output_norm_b);
+  } else {
+    backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+  }
 }
 
 void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n) {
   if (mamba2_) mamba2_->begin_batch(batch);
+  if (rwkv7_) rwkv7_->begin_batch(batch);
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
+    if (rwkv7_) {  // the whole block: both mixes and their residual adds
+      TensorView x = first_rows(s_.x, n);
+      rwkv7_->forward(layer, weights_.layers[layer], batch, x);
+      continue;
+    }
     if (is_ssm_layer(hp_, layer)) {
       mamba2_mix(layer, batch, n);
     } else {
@@ -376,7 +392,7 @@ void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t 
 
 void Transformer::output_head(int64_t n_out, TensorView out) {
   TensorView picked = first_rows(s_.logit_h, n_out);
-  backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+  final_norm(picked);
   backend_.matmul(weights_.output_matrix(), picked, out);
   if (logit_divisor_ != 1.0f) backend_.scale(out, 1.0f / logit_divisor_);
 }

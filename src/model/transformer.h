@@ -15,6 +15,7 @@
 #include "model/kv_cache.h"
 #include "model/latent_attention.h"
 #include "model/mamba2_mixer.h"
+#include "model/rwkv7_block.h"
 #include "model/matmul_observer.h"
 #include "model/micro_batches.h"
 #include "model/moe_ffn.h"
@@ -153,6 +154,8 @@ class Transformer {
   // A Mamba 2 block: norm, mixer, residual add (no FFN).
   // A Mamba 2 layer's norm and mixer: h becomes the branch output, x is left for the add.
   void mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n);
+  // The final norm of the rows picked for logits: RMS, or RWKV's LayerNorm with a bias.
+  void final_norm(backend::TensorView& picked);
   // A row-parallel projection's output, summed over the ranks of a shard (nothing alone).
   void reduce_over_shard(const backend::TensorView& partial);
   void observe(const backend::TensorView& weight, const backend::TensorView& input) {
@@ -179,6 +182,7 @@ class Transformer {
   std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture
   std::unique_ptr<LatentAttention> latent_;  // the attention of a multi-head latent architecture
   std::unique_ptr<Mamba2Mixer> mamba2_;      // the mixer of a state-space architecture
+  std::unique_ptr<Rwkv7Block> rwkv7_;        // every block of an RWKV 7 model
   MatmulObserver* observer_ = nullptr;
   BackendSplit split_;
   std::unique_ptr<Transformer> offload_;  // a split model's second part (null: none)

@@ -184,7 +184,10 @@ void Transformer::init() {
   if (arch_.features.attention == AttentionKind::MultiHeadLatent) {
     latent_ = std::make_unique<LatentAttention>(backend_, hp_, rope_);
   }
-  if (arch_.features.mixer != Mixer::Attention) mamba2_ = std::make_unique<Mamba2Mixer>(backend_, hp_);
+  if (arch_.features.mixer == Mixer::Mamba2 || arch_.features.mixer == Mixer::HybridMamba2) {
+    mamba2_ = std::make_unique<Mamba2Mixer>(backend_, hp_);
+  }
+  if (arch_.features.mixer == Mixer::Rwkv7) rwkv7_ = std::make_unique<Rwkv7Block>(backend_, hp_);
 }
 
 }  // namespace lumen::model

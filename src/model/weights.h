@@ -60,6 +60,14 @@ struct LayerWeights {
   // bias, dt's bias and A (negative, {1, heads}) and D ({1, heads}) per head, the gated RMS
   // norm's weight {inner / groups, groups} and the output projection {inner, embedding}.
   std::optional<backend::TensorView> ssm_in, ssm_conv1d, ssm_conv1d_b, ssm_dt_b, ssm_a, ssm_d, ssm_norm, ssm_out;
+  // RWKV 7 (model/rwkv7_block.h; its LayerNorms are attn_norm/attn_norm_b before the time mix
+  // and ffn_norm/ffn_norm_b before the channel mix, its r, k, v and output matrices wq, wk, wv
+  // and wo, the channel mix's key and value ffn_up and ffn_down): the decay (w), in-context
+  // learning rate (a), value-residual (v) and gate (g) LoRAs, the token-shift mixes {embedding,
+  // 1, 1, 6} and the channel mix's, k_k, k_a and r_k, and the group norm after the wkv.
+  std::optional<backend::TensorView> rwkv_w0, rwkv_w1, rwkv_w2, rwkv_a0, rwkv_a1, rwkv_a2, rwkv_v0, rwkv_v1, rwkv_v2;
+  std::optional<backend::TensorView> rwkv_g1, rwkv_g2, rwkv_mixes, rwkv_k_k, rwkv_k_a, rwkv_r_k, rwkv_ln_x, rwkv_ln_x_b,
+      rwkv_ffn_mix;
 };
 
 struct TransformerWeights {
@@ -71,6 +79,7 @@ struct TransformerWeights {
   // types} (every input is type 0), and the LayerNorm (weight, bias) after the embeddings. An
   // encoder has no output norm or head: output_norm stays empty.
   std::optional<backend::TensorView> position_embd, token_types, token_embd_norm, token_embd_norm_b;
+  std::optional<backend::TensorView> output_norm_b;  // RWKV: the final norm is a LayerNorm
   std::vector<LayerWeights> layers;
   // A tensor-parallel shard's slices of the file's tensors, which its views point into (CPU).
   std::shared_ptr<ShardBytes> shard_bytes;

@@ -90,7 +90,7 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
   std::unique_ptr<model::StateCache> states;
   std::vector<int32_t> slots(static_cast<size_t>(shape.batch));
   std::iota(slots.begin(), slots.end(), 0);
-  if (model::has_ssm(model_->hparams)) {
+  if (model::has_recurrent_state(model_->hparams)) {
     states = std::make_unique<model::StateCache>(*backend_, model_->hparams, shape.batch);
   }
   auto with_states = [&](model::ForwardBatch batch, size_t n_sequences) {

@@ -25,7 +25,7 @@ int64_t windows_for(const Model& model, int64_t n_ctx, int64_t n_batch) {
   constexpr size_t kStateBytes = size_t{512} << 20;
   const int64_t windows = std::max<int64_t>(1, n_batch / n_ctx);
   const model::HParams& hp = engine::model_state(model).model->hparams;
-  if (!model::has_ssm(hp)) return windows;
+  if (!model::has_recurrent_state(hp)) return windows;
   const auto fit = static_cast<int64_t>(kStateBytes / model::StateCache::bytes_per_slot(hp));
   return std::max<int64_t>(1, std::min(windows, fit));
 }
@@ -49,7 +49,7 @@ WindowEvaluator::WindowEvaluator(const Model& model, int64_t n_ctx, int64_t n_ba
   block_tables_.resize(static_cast<size_t>(windows_per_batch_ * blocks_per_window_));
   std::iota(block_tables_.begin(), block_tables_.end(), 0);
   const model::HParams& hp = engine::model_state(model).model->hparams;
-  if (model::has_ssm(hp)) {
+  if (model::has_recurrent_state(hp)) {
     states_ = std::make_unique<model::StateCache>(*engine::model_state(model).backend, hp, windows_per_batch_);
     state_slots_.resize(static_cast<size_t>(windows_per_batch_));
     std::iota(state_slots_.begin(), state_slots_.end(), 0);

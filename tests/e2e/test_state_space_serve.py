@@ -1,6 +1,7 @@
 """`lumen serve` on a state-space model (Mamba 2: `lumen synth mamba2-mini`, 2 blocks, random
 weights) and on a hybrid (granite-hybrid-mini, 2 blocks: a Mamba 2 layer, then an attention layer
-with its K/V in the paged cache): 16 concurrent streams share the engine's steps, each sequence in its own recurrent-state
+with its K/V in the paged cache) and on RWKV 7 (rwkv7-mini, 2 blocks: token-shift rows and wkv
+matrices in the slot): 16 concurrent streams share the engine's steps, each sequence in its own recurrent-state
 slot, and each gets, token for token, the greedy continuation it gets alone. The weights are
 random, so the comparison is of token ids (logprobs.tokens)."""
 import concurrent.futures
@@ -24,7 +25,7 @@ def completion_tokens(client, prompt, preset):
     return r.choices[0].logprobs.tokens, r.usage.completion_tokens
 
 
-@pytest.mark.parametrize("preset", ["mamba2-mini", "granite-hybrid-mini"])
+@pytest.mark.parametrize("preset", ["mamba2-mini", "granite-hybrid-mini", "rwkv7-mini"])
 def test_sixteen_streams_match_each_alone(preset):
     with tempfile.TemporaryDirectory() as directory:
         model = Path(directory) / f"{preset}.gguf"

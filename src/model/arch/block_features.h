@@ -19,7 +19,9 @@ enum class AttentionKind { Grouped /* MHA, GQA and MQA */, MultiHeadLatent };
 // residual add, with no FFN, and keeps a per-sequence recurrent state instead of K/V.
 // A hybrid mixes the two: the layers the file marks (HParams::ssm_layers) have a Mamba 2 mixer
 // where the others attend, and every block then has its FFN (granite-hybrid).
-enum class Mixer { Attention, Mamba2, HybridMamba2 };
+// RWKV 7's blocks are a LayerNorm, its time mix and residual add, a LayerNorm, its channel mix
+// (its FFN) and residual add (model/rwkv7_block.h), with a per-sequence state like Mamba 2's.
+enum class Mixer { Attention, Mamba2, HybridMamba2, Rwkv7 };
 
 // Which layers attend through a sliding window of {arch}.attention.sliding_window positions.
 enum class SlidingWindow {

@@ -45,6 +45,12 @@ void require_supported_features(const Architecture& arch, const HParams& hp) {
   if (f.mixer == Mixer::Mamba2 && !hp.attention_free) {
     refuse(arch, "attention heads beside its Mamba 2 layers (a hybrid)");
   }
+  if (f.mixer == Mixer::Rwkv7 && (!has_rwkv(hp) || !hp.attention_free)) {
+    fail("architecture '{}' needs {}.wkv.head_size and attention.head_count = 0", arch.name, hp.architecture);
+  }
+  if (f.mixer != Mixer::Rwkv7 && has_rwkv(hp)) {
+    fail("architecture '{}' has no RWKV layers, but the file gives {}.wkv.head_size", arch.name, hp.architecture);
+  }
   if (f.mixer == Mixer::HybridMamba2 && !is_hybrid(hp)) {
     fail(
         "architecture '{}' mixes attention and Mamba 2 layers, but the file marks none (a 0 in a per-layer "

@@ -29,6 +29,11 @@ int64_t dim_value(Dim dim, const HParams& hp) {
     case Dim::TokenTypes: return static_cast<int64_t>(hp.token_type_count);
     case Dim::QkvWidth: return static_cast<int64_t>(hp.head_dim * (hp.head_count + 2 * hp.head_count_kv));
     case Dim::One: return 1;
+    case Dim::RwkvDecayLora: return static_cast<int64_t>(hp.rwkv_decay_lora);
+    case Dim::RwkvIclrLora: return static_cast<int64_t>(hp.rwkv_iclr_lora);
+    case Dim::RwkvValueLora: return static_cast<int64_t>(hp.rwkv_value_lora);
+    case Dim::RwkvGateLora: return static_cast<int64_t>(hp.rwkv_gate_lora);
+    case Dim::RwkvMixes: return 6;
     case Dim::SsmInProj: return static_cast<int64_t>(ssm_in_proj_width(hp));
     case Dim::SsmConvKernel: return static_cast<int64_t>(hp.ssm_conv_kernel);
     case Dim::SsmConvChannels: return static_cast<int64_t>(ssm_conv_channels(hp));

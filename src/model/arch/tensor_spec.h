@@ -53,6 +53,13 @@ enum class Dim {
   SsmHeads,         // ssm_head_count
   SsmGroups,        // ssm_group_count
   SsmGroupWidth,    // ssm_inner_size / ssm_group_count: what one group's RMS norm spans
+  // RWKV 7 (hparams.h's rwkv_* fields): the LoRA ranks, and the 6 token-shift mixes of the time
+  // mix (r, w, k, v, a, g) stored as one tensor.
+  RwkvDecayLora,
+  RwkvIclrLora,
+  RwkvValueLora,
+  RwkvGateLora,
+  RwkvMixes,
 };
 
 // What a tensor is for: decides the element types allowed (matrices go through the backend's

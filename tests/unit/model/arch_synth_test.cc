@@ -56,10 +56,10 @@ TEST(ArchSynth, EveryRegisteredArchitectureSynthesizesLoadsAndRuns) {
       seq.start_pos = 0;
       seq.block_table = blocks;
       const std::vector<backend::SequenceSlice> seqs = {seq};
-      // A state-space model runs from a state slot (zeroed: the slice starts at position 0).
+      // A state-space or RWKV model runs from a state slot (zeroed: the slice starts at position 0).
       std::unique_ptr<StateCache> states;
       const std::vector<int32_t> slots = {0};
-      if (has_ssm(hp)) states = std::make_unique<StateCache>(backend, hp, 1);
+      if (has_recurrent_state(hp)) states = std::make_unique<StateCache>(backend, hp, 1);
       if (transformer.architecture().features.encoder) {  // embeddings only: no logits to check
         std::vector<float> hidden(hp.embedding_length);
         transformer.forward_hidden({tokens, positions, seqs, rows}, cache, hidden.data());

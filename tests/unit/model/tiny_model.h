@@ -66,6 +66,16 @@ inline HParams tiny_hparams(const std::string& arch) {
     hp.ssm_head_count = 8;
     hp.ssm_group_count = 2;
   }
+  if (registered != nullptr && registered->features.mixer == Mixer::Rwkv7) {
+    // No attention (head_count 0); wkv heads of 16 and LoRA ranks of 8 (gate 16).
+    hp.head_count = 0;
+    hp.head_count_kv = 0;
+    hp.wkv_head_size = 16;
+    hp.rwkv_decay_lora = 8;
+    hp.rwkv_iclr_lora = 8;
+    hp.rwkv_value_lora = 8;
+    hp.rwkv_gate_lora = 16;
+  }
   return hp;
 }
 
@@ -114,6 +124,15 @@ inline std::string write_tiny_model(const std::string& arch_name, const std::str
     }
   }
   md.set(key("vocab_size"), gguf::Value::u32(static_cast<uint32_t>(hp.vocab_size)));
+  if (hp.wkv_head_size != 0) {
+    for (const auto& [suffix, value] :
+         {std::pair{"wkv.head_size", hp.wkv_head_size}, std::pair{"attention.decay_lora_rank", hp.rwkv_decay_lora},
+          std::pair{"attention.iclr_lora_rank", hp.rwkv_iclr_lora},
+          std::pair{"attention.value_residual_mix_lora_rank", hp.rwkv_value_lora},
+          std::pair{"attention.gate_lora_rank", hp.rwkv_gate_lora}}) {
+      md.set(key(suffix), gguf::Value::u32(static_cast<uint32_t>(value)));
+    }
+  }
   if (hp.kv_lora_rank != 0) {
     for (const auto& [suffix, value] :
          {std::pair{"attention.kv_lora_rank", hp.kv_lora_rank}, std::pair{"attention.key_length", hp.head_dim},
