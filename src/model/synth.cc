@@ -347,7 +347,8 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
     md.set(key("ssm.group_count"), gguf::Value::u32(static_cast<uint32_t>(preset->ssm_group_count)));
   }
   md.set(key("rope.freq_base"), gguf::Value::f32(static_cast<float>(preset->rope_freq_base)));
-  md.set(key("attention.layer_norm_rms_epsilon"),
+  // LayerNorm architectures (BLOOM) carry the LayerNorm key, which llama.cpp requires of them.
+  md.set(key(architecture->features.layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
          gguf::Value::f32(static_cast<float>(preset->norm_eps)));
   if (preset->head_dim != 0) {
     md.set(key("attention.key_length"), gguf::Value::u32(static_cast<uint32_t>(preset->head_dim)));

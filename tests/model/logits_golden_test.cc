@@ -325,7 +325,10 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenModel{"ssm_mamba2", nullptr, true, 48, true},
                       // granite-hybrid: attention and Mamba 2 layers (scripts/make_hybrid_golden.py),
                       // its prompts in chunks of 48; its attention gives llama.cpp a spread to hold it to
-                      GoldenModel{"hybrid_granitehybrid", nullptr, true, 48, false}),
+                      GoldenModel{"hybrid_granitehybrid", nullptr, true, 48, false},
+                      // BLOOM: ALiBi attention and LayerNorm blocks (scripts/make_alibi_golden.py),
+                      // its prompts in chunks of 48
+                      GoldenModel{"alibi_bloom", nullptr, true, 48, false}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

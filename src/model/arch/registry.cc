@@ -22,6 +22,7 @@ Architecture bert_architecture();
 Architecture nomic_bert_architecture();
 Architecture mamba2_architecture();
 Architecture granite_hybrid_architecture();
+Architecture bloom_architecture();
 
 namespace {
 
@@ -40,6 +41,7 @@ const std::array kRegistry = {
     nomic_bert_architecture,
     mamba2_architecture,
     granite_hybrid_architecture,
+    bloom_architecture,
 };
 // clang-format on
 
