@@ -13,14 +13,20 @@ namespace {
 // take the vocabulary of the --vocab file (vocab_size 0), so they fit in memory and run on two
 // cores; no MoE GGUF small enough can be downloaded here.
 constexpr std::array kPresets = {
-    Preset{"smollm2-135m", "llama", 8192, 576, 30, 1536, 9, 3, 49152, 100000.0, 1e-5, true, "none", 1.0, 0},
-    Preset{"llama-1b", "llama", 131072, 2048, 16, 8192, 32, 8, 128256, 500000.0, 1e-5, true, "llama3", 32.0, 8192},
-    Preset{"llama-8b", "llama", 131072, 4096, 32, 14336, 32, 8, 128256, 500000.0, 1e-5, false, "llama3", 8.0, 8192},
-    Preset{"qwen2-0.5b", "qwen2", 32768, 896, 24, 4864, 14, 2, 151936, 1000000.0, 1e-6, true, "none", 1.0, 0},
-    Preset{"qwen2-7b", "qwen2", 32768, 3584, 28, 18944, 28, 4, 152064, 1000000.0, 1e-6, false, "none", 1.0, 0},
-    Preset{"gemma3-270m", "gemma3", 32768, 640, 18, 2048, 4, 1, 262144, 1000000.0, 1e-6, true, "none", 1.0, 0, 256,
-           512},
-    Preset{"gemma3-1b", "gemma3", 32768, 1152, 26, 6912, 4, 1, 262144, 1000000.0, 1e-6, true, "none", 1.0, 0, 256, 512},
+    Preset{"smollm2-135m", "llama", 8192, 576, 30, 1536, 9, 3, 49152, 100000.0, 1e-5, true,
+           "none", 1.0, 0},
+    Preset{"llama-1b", "llama", 131072, 2048, 16, 8192, 32, 8, 128256, 500000.0, 1e-5, true,
+           "llama3", 32.0, 8192},
+    Preset{"llama-8b", "llama", 131072, 4096, 32, 14336, 32, 8, 128256, 500000.0, 1e-5, false,
+           "llama3", 8.0, 8192},
+    Preset{"qwen2-0.5b", "qwen2", 32768, 896, 24, 4864, 14, 2, 151936, 1000000.0, 1e-6, true,
+           "none", 1.0, 0},
+    Preset{"qwen2-7b", "qwen2", 32768, 3584, 28, 18944, 28, 4, 152064, 1000000.0, 1e-6, false,
+           "none", 1.0, 0},
+    Preset{"gemma3-270m", "gemma3", 32768, 640, 18, 2048, 4, 1, 262144, 1000000.0, 1e-6, true,
+           "none", 1.0, 0, 256, 512},
+    Preset{"gemma3-1b", "gemma3", 32768, 1152, 26, 6912, 4, 1, 262144, 1000000.0, 1e-6, true,
+           "none", 1.0, 0, 256, 512},
     // Qwen1.5-MoE-A2.7B (2048 wide, 24 layers, 16 heads of 128, 60 experts of 1408, top 4, a
     // shared expert of 5632 = 4 experts) at a quarter of its width.
     Preset{"qwen2moe-a2.7b-mini",
@@ -52,8 +58,8 @@ constexpr std::array kPresets = {
     // 14336, top 2) at an eighth of its width.
     // OLMoE-1B-7B (2048 wide, 16 layers, 16 heads of 128, 64 experts of 1024, top 8, not
     // renormalized) at a quarter of its width.
-    Preset{"olmoe-mini", "olmoe", 4096, 512, 8,   256, 4,  4, 0, 10000.0, 1e-5,
-           false,        "none",  1.0,  0,   128, 0,   64, 8, 0, 0},
+    Preset{"olmoe-mini", "olmoe", 4096, 512, 8, 256, 4, 4, 0, 10000.0, 1e-5, false,
+           "none", 1.0, 0, 128, 0, 64, 8, 0, 0},
     Preset{"mixtral-mini", "mixtral", 32768, 512, 8,   1792, 4, 1, 32000, 1000000.0, 1e-5,
            false,          "none",    1.0,   0,   128, 0,    8, 2, 0,     0},
     // DeepSeek-V2-Lite (2048 wide, 27 layers of which the first is dense with an FFN of 10944,
@@ -96,8 +102,8 @@ constexpr std::array kPresets = {
     // frequency factors fall in all three of their bands (pairs 0-5 kept, 6-9 interpolated,
     // 10-31 divided by 8): the rope-scaling golden's model. Its q and k weights are 4x the usual
     // random scale, so that attention is sharp enough for the rotation to matter.
-    Preset{"llama3-mini", "llama",  2048, 256, 4, 768, 4, 2, 0, 500000.0, 1e-5,
-           true,          "llama3", 8.0,  256, 0, 0,   0, 0, 0, 0,        4.0},
+    Preset{"llama3-mini", "llama", 2048, 256, 4, 768, 4, 2, 0, 500000.0, 1e-5, true,
+           "llama3", 8.0, 256, 0, 0, 0, 0, 0, 0, 4.0},
     // state-spaces/mamba2-130m (768 wide, 24 layers, inner 1536 in 24 heads of 64, state 128,
     // one group, kernel 4, no attention or FFN, tied embeddings).
     Preset{.name = "mamba2-130m",
