@@ -41,12 +41,12 @@ void Transformer::split_fused_qkv() {
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     LayerWeights& w = weights_.layers[layer];
     if (!w.wqkv) continue;
-    host_pool();  // the views alias host memory: the CPU backend's weights only
-    // Each part uploaded as a matrix of its own (the CPU backend aliases the bytes, no copy),
-    // so that its matmul finds the part's packed layout as it would a separate matrix's.
+    // On the CPU backend each part is uploaded as a matrix of its own (it aliases the bytes, no
+    // copy), so that its matmul finds the part's packed layout as it would a separate matrix's.
+    const bool host = backend_.name() == "cpu";
     auto part = [&](int64_t first, int64_t n) {
       const TensorView view = rows_of(*w.wqkv, first, n, false);
-      return backend_.upload_weights(view.type, view.dims, view.data);
+      return host ? backend_.upload_weights(view.type, view.dims, view.data) : view;
     };
     w.wq = part(0, q_width);
     w.wk = part(q_width, kv_width);
