@@ -224,6 +224,9 @@ void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, in
   if (cache.layout().n_groups() != 1) fail("context shift: the KV cache has {} layer groups", cache.layout().n_groups());
   if (latent_) fail("context shift is not supported for multi-head latent attention yet");
   if (mamba2_) fail("context shift is not possible for a state-space model: its state holds every earlier token");
+  // Keys without rope (ALiBi: BLOOM) carry no position: the bias reads the cache positions
+  // at attention time, which the shift has already moved. Rotating them would corrupt them.
+  if (!rope_enabled_) return;
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
