@@ -21,11 +21,13 @@ enum class BackendFeature : uint8_t {
   RotatedKv,        // a Hadamard-rotated KV cache (rotate_heads)
   KvEviction,       // importance-based KV eviction (attention_scores, gather_kv_rows)
   SpanAttention,    // prompt spans whose positions attend both ways (SequenceSlice::key_ends)
+  Alibi,            // ALiBi position biases in attention (AttentionConfig::alibi_max_bias)
 };
-inline constexpr BackendFeature kAllBackendFeatures[] = {
-    BackendFeature::MoeFfn,    BackendFeature::LatentAttention, BackendFeature::StateSpace,
-    BackendFeature::Encoder,   BackendFeature::TreeAttention,   BackendFeature::ShiftKeys,
-    BackendFeature::RotatedKv, BackendFeature::KvEviction,      BackendFeature::SpanAttention};
+inline constexpr BackendFeature kAllBackendFeatures[] = {BackendFeature::MoeFfn,        BackendFeature::LatentAttention,
+                                                         BackendFeature::StateSpace,    BackendFeature::Encoder,
+                                                         BackendFeature::TreeAttention, BackendFeature::ShiftKeys,
+                                                         BackendFeature::RotatedKv,     BackendFeature::KvEviction,
+                                                         BackendFeature::SpanAttention, BackendFeature::Alibi};
 
 // What a user reads in a refusal: "a mixture-of-experts FFN (moe_ffn)".
 std::string_view backend_feature_name(BackendFeature feature);

@@ -88,6 +88,10 @@ struct AttentionConfig {
   // Values per head; 0: head_dim. Multi-head latent attention attends with keys of the latent
   // plus a rope part and reads values of the latent only (a value row is a key row's start).
   int64_t value_dim = 0;
+  // ALiBi (BLOOM, MPT): 0 none; else query head h's scores gain slope_h * -|query pos - key
+  // pos|, the slopes geometric in h from max_bias (alibi_slope, backend/common/alibi.h). The
+  // head index counts the model's heads: a backend given a subset of them cannot apply it.
+  float alibi_max_bias = 0.0f;
 };
 
 inline int64_t attention_value_dim(const AttentionConfig& config) {

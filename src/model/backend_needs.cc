@@ -9,6 +9,7 @@ backend::BackendNeeds model_backend_needs(const gguf::GgufFile& file, const Arch
   if (f.attention == AttentionKind::MultiHeadLatent) needs.add(backend::BackendFeature::LatentAttention);
   if (f.mixer != Mixer::Attention) needs.add(backend::BackendFeature::StateSpace);
   if (f.encoder) needs.add(backend::BackendFeature::Encoder);
+  if (f.alibi_max_bias != 0.0f) needs.add(backend::BackendFeature::Alibi);
   // validate_tensors holds every tensor of the file to the architecture's list, so the file's
   // types are the weights' types.
   for (const gguf::TensorInfo& info : file.tensors()) needs.add_weight_type(info.type);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "model/host_row_ops.h"
 #include "model/transformer.h"
 #include "util/error.h"
 
@@ -19,55 +20,12 @@ namespace {
 using backend::first_rows;
 using backend::TensorView;
 
-const float* host_floats(const TensorView& v) { return static_cast<const float*>(v.data); }
-
 // A {row, n} matrix seen as {head_dim, heads, n} for rope.
 TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
   TensorView view = m;
   view.dims = {head_dim, m.dims[0] / head_dim, n, 1};
   view.row_bytes = static_cast<size_t>(head_dim) * sizeof(float);
   return view;
-}
-
-// Rows per task of the row-wise loops: enough work to outweigh a task's hand-out.
-constexpr int64_t kRowsPerTask = 16;
-
-// fn(row) for every row of x, over the pool's workers.
-template <typename Fn>
-void for_each_row(ThreadPool& pool, const TensorView& x, Fn fn) {
-  const int64_t rows = x.dims[1];
-  pool.parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task, unsigned) {
-    for (int64_t r = task * kRowsPerTask; r < std::min(rows, (task + 1) * kRowsPerTask); ++r) fn(r);
-  });
-}
-
-// Each row of x (width values) to (x - mean) / sqrt(var + eps) * w + b, in double: the rows of a
-// post-norm model grow with depth, and a float sum of squares of them loses the small ones.
-void layer_norm(ThreadPool& pool, TensorView& x, const TensorView& w, const TensorView& b, double eps) {
-  const int64_t width = x.dims[0];
-  const float* weight = host_floats(w);
-  const float* bias = host_floats(b);
-  for_each_row(pool, x, [&](int64_t r) {
-    float* row = x.row<float>(r);
-    double mean = 0.0;
-    for (int64_t c = 0; c < width; ++c) mean += row[c];
-    mean /= static_cast<double>(width);
-    double var = 0.0;
-    for (int64_t c = 0; c < width; ++c) var += (row[c] - mean) * (row[c] - mean);
-    const double inv = 1.0 / std::sqrt(var / static_cast<double>(width) + eps);
-    for (int64_t c = 0; c < width; ++c) row[c] = static_cast<float>((row[c] - mean) * inv * weight[c] + bias[c]);
-  });
-}
-
-// BERT's "gelu": the exact x * Phi(x), with erf (Hugging Face's, not the tanh approximation).
-void gelu_erf(ThreadPool& pool, TensorView& x) {
-  for_each_row(pool, x, [&](int64_t r) {
-    float* row = x.row<float>(r);
-    for (int64_t c = 0; c < x.dims[0]; ++c) {
-      const double v = row[c];
-      row[c] = static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
-    }
-  });
 }
 
 // Every token of a sequence attends to every token of it (no causal mask): softmax(q.k * scale)
@@ -128,7 +86,7 @@ void Transformer::encode(const ForwardBatch& batch, int64_t n) {
   const std::vector<int32_t> type_zero(static_cast<size_t>(n), 0);
   backend_.get_rows(*weights_.token_types, type_zero, h);
   backend_.add(x, h, x);
-  layer_norm(pool, x, *weights_.token_embd_norm, *weights_.token_embd_norm_b, eps);
+  layer_norm(pool, x, *weights_.token_embd_norm, *weights_.token_embd_norm_b, eps, x);
   // One slice per sequence: an encoder has no sliding windows, so its cache layout is one group.
   const std::span<const backend::SequenceSlice> sequences = batch.sequences;
   const int64_t head_dim = attention_.head_dim;
@@ -163,7 +121,7 @@ void Transformer::encode(const ForwardBatch& batch, int64_t n) {
     backend_.matmul(w.wo, attn, h);
     if (w.bo) backend_.add_row(h, *w.bo);
     backend_.add(x, h, x);
-    layer_norm(pool, x, w.attn_norm, *w.attn_norm_b, eps);
+    layer_norm(pool, x, w.attn_norm, *w.attn_norm_b, eps, x);
     if (w.ffn_gate.data != nullptr) {  // nomic-bert: silu(gate) x up, then down
       TensorView gate = first_rows(s_.gate, n);
       backend_.matmul_glu(w.ffn_gate, w.ffn_up, x, backend::Backend::Glu::Swiglu, gate, up);
@@ -176,7 +134,7 @@ void Transformer::encode(const ForwardBatch& batch, int64_t n) {
     }
     if (w.ffn_down_b) backend_.add_row(h, *w.ffn_down_b);
     backend_.add(x, h, x);
-    layer_norm(pool, x, w.ffn_norm, *w.ffn_norm_b, eps);
+    layer_norm(pool, x, w.ffn_norm, *w.ffn_norm_b, eps, x);
   }
 }
 

@@ -251,6 +251,40 @@ constexpr std::array kPresets = {
            .rwkv_iclr_lora = 32,
            .rwkv_value_lora = 32,
            .rwkv_gate_lora = 64},
+    // bigscience/bloom-560m (1024 wide, 24 layers, 16 heads of 64, FFN 4096, its 250880-token
+    // vocabulary, tied embeddings, ALiBi): the bloom speed preset.
+    Preset{.name = "bloom-560m",
+           .architecture = "bloom",
+           .context_length = 2048,
+           .embedding_length = 1024,
+           .block_count = 24,
+           .feed_forward_length = 4096,
+           .head_count = 16,
+           .head_count_kv = 16,
+           .vocab_size = 250880,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-5,
+           .tied_embeddings = true,
+           .rope_scaling = "none",
+           .rope_scaling_factor = 1.0,
+           .rope_original_context = 0},
+    // BLOOM's block at 384 wide, 4 layers, 6 heads of 64 (not a power of two: ALiBi's second
+    // slope series), FFN 1536: the ALiBi golden's and the engine tests' model.
+    Preset{.name = "bloom-mini",
+           .architecture = "bloom",
+           .context_length = 2048,
+           .embedding_length = 384,
+           .block_count = 4,
+           .feed_forward_length = 1536,
+           .head_count = 6,
+           .head_count_kv = 6,
+           .vocab_size = 0,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-5,
+           .tied_embeddings = true,
+           .rope_scaling = "none",
+           .rope_scaling_factor = 1.0,
+           .rope_original_context = 0},
 };
 }  // namespace
 

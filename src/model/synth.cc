@@ -362,7 +362,9 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
     md.set(key("attention.gate_lora_rank"), gguf::Value::u32(static_cast<uint32_t>(preset->rwkv_gate_lora)));
     md.set(key("token_shift_count"), gguf::Value::u32(2));
   } else {
-    md.set(key("attention.layer_norm_rms_epsilon"), gguf::Value::f32(static_cast<float>(preset->norm_eps)));
+    // LayerNorm architectures (BLOOM) carry the LayerNorm key, which llama.cpp requires of them.
+    md.set(key(architecture->features.layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
+           gguf::Value::f32(static_cast<float>(preset->norm_eps)));
   }
   if (preset->head_dim != 0) {
     md.set(key("attention.key_length"), gguf::Value::u32(static_cast<uint32_t>(preset->head_dim)));

@@ -108,7 +108,7 @@ void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positi
   const int64_t head_dim = static_cast<int64_t>(hp_.head_dim);
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView q = first_rows(s_.q, n), k = first_rows(s_.k, n), v = first_rows(s_.v, n);
-  backend_.rms_norm(x, w.attn_norm, static_cast<float>(hp_.norm_eps), h);
+  block_norm(x, w.attn_norm, w.attn_norm_b, h);
   observe(w.wq, h);
   observe(w.wk, h);
   observe(w.wv, h);
@@ -142,6 +142,7 @@ void Transformer::attention_output(size_t layer, int64_t n) {
   observe(w.wo, attn);
   backend_.matmul(w.wo, attn, h);
   reduce_over_shard(h);
+  if (w.bo) backend_.add_row(h, *w.bo);
   if (w.attn_post_norm) backend_.rms_norm(h, *w.attn_post_norm, eps, h);
   // mlp_block adds h to the residual
 }
@@ -154,7 +155,10 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   // pass where the backend fuses the two, the same numbers either way.
   const auto eps = static_cast<float>(hp_.norm_eps);
   if (residual_scale_ != 1.0f) backend_.scale(h, residual_scale_);
-  if (backend_.has_op(backend::OpKind::AddRmsNorm)) {
+  if (arch_.features.layer_norm) {
+    backend_.add(x, h, x);
+    block_norm(x, w.ffn_norm, w.ffn_norm_b, h);
+  } else if (backend_.has_op(backend::OpKind::AddRmsNorm)) {
     backend_.add_rms_norm(x, h, w.ffn_norm, eps, x, h);
   } else {
     backend_.add(x, h, x);
@@ -164,6 +168,11 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
     TensorView out = moe_->forward(layer, w, h);
     if (w.ffn_post_norm) backend_.rms_norm(out, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), out);
     backend_.add(x, out, x);
+    return;
+  }
+  if (arch_.features.activation == Activation::Gelu) {
+    gelu_ffn(w, h, up);
+    backend_.add(x, h, x);
     return;
   }
   observe(w.ffn_gate, h);
@@ -216,6 +225,9 @@ void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, in
   if (latent_) fail("context shift is not supported for multi-head latent attention yet");
   if (mamba2_ || rwkv7_)
     fail("context shift is not possible for a state-space or RWKV model: its state holds every earlier token");
+  // Keys without rope (ALiBi: BLOOM) carry no position: the bias reads the cache positions
+  // at attention time, which the shift has already moved. Rotating them would corrupt them.
+  if (!rope_enabled_) return;
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
@@ -353,6 +365,9 @@ void Transformer::forward_hidden(const ForwardBatch& batch, KvCache& cache, floa
 void Transformer::embed(std::span<const int32_t> tokens, int64_t n, std::span<const EmbeddingSpan> given) {
   TensorView x = first_rows(s_.x, n);
   backend_.get_rows(weights_.token_embd, tokens, x);
+  if (arch_.features.layer_norm && weights_.token_embd_norm) {
+    block_norm(x, *weights_.token_embd_norm, weights_.token_embd_norm_b, x);
+  }
   if (arch_.features.embedding_scale) backend_.scale(x, std::sqrt(static_cast<float>(hp_.embedding_length)));
   if (embedding_scale_ != 1.0f) backend_.scale(x, embedding_scale_);
   place_embedding_spans(backend_, x, given);
@@ -363,7 +378,7 @@ void Transformer::final_norm(TensorView& picked) {
   if (rwkv7_) {
     rwkv7_->layer_norm(picked, weights_.output_norm, *weights_.output_norm_b);
   } else {
-    backend_.rms_norm(picked, weights_.output_norm, static_cast<float>(hp_.norm_eps), picked);
+    block_norm(picked, weights_.output_norm, weights_.output_norm_b, picked);
   }
 }
 

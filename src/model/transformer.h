@@ -3,6 +3,7 @@
 // in the step, concatenated. Linear layers run once over all of them; attention runs per
 // sequence through its block table; logits are computed only for the rows that sample.
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "model/pipeline_stage.h"
 #include "model/tensor_shard.h"
 #include "model/weights.h"
+#include "util/thread_pool.h"
 
 namespace lumen::model {
 
@@ -156,6 +158,14 @@ class Transformer {
   void mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n);
   // The final norm of the rows picked for logits: RMS, or RWKV's LayerNorm with a bias.
   void final_norm(backend::TensorView& picked);
+  // LayerNorm decoders (BLOOM, transformer_layer_norm.cc): the CPU backend's pool for host-row
+  // ops (throws on another backend); a fused QKV read as wq, wk, wv (bq, bk, bv); a norm that is
+  // RMS or LayerNorm as the architecture says; the plain GELU FFN of the normed h into h.
+  ThreadPool& host_pool() const;
+  void split_fused_qkv();
+  void block_norm(const backend::TensorView& x, const backend::TensorView& weight,
+                  const std::optional<backend::TensorView>& bias, backend::TensorView& out);
+  void gelu_ffn(const LayerWeights& w, backend::TensorView& h, backend::TensorView& up);
   // A row-parallel projection's output, summed over the ranks of a shard (nothing alone).
   void reduce_over_shard(const backend::TensorView& partial);
   void observe(const backend::TensorView& weight, const backend::TensorView& input) {

@@ -63,6 +63,9 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   if (arch_.features.encoder && (shard_.size > 1 || stage_.count > 1)) {
     fail("the {} architecture (an encoder) runs in one process only for now", hp_.architecture);
   }
+  if (arch_.features.layer_norm && (shard_.size > 1 || stage_.count > 1)) {
+    fail("the {} architecture (LayerNorm blocks) runs in one process only for now", hp_.architecture);
+  }
   if (arch_.features.mixer != Mixer::Attention && (shard_.size > 1 || stage_.count > 1)) {
     fail("the {} architecture (state-space layers) runs in one process only for now", hp_.architecture);
   }
@@ -110,9 +113,11 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   if (shard_.comm == nullptr) fail("tensor parallelism without collectives to reduce over");
   if (backend_.name() != "cpu") fail("tensor parallelism runs on the CPU backend only (not {})", backend_.name());
   if (arch_.features.ffn != FfnKind::Dense || arch_.features.attention != AttentionKind::Grouped ||
-      arch_.features.qk_norm_full_width) {
-    fail("tensor parallelism is not supported for the {} architecture yet (dense grouped-query attention models "
-         "only: no mixture of experts, latent attention or full-width QK norm)", hp_.architecture);
+      arch_.features.qk_norm_full_width || arch_.features.layer_norm || arch_.features.alibi_max_bias != 0.0f) {
+    fail(
+        "tensor parallelism is not supported for the {} architecture yet (dense grouped-query attention models "
+        "only: no mixture of experts, latent attention, full-width QK norm, LayerNorm blocks or ALiBi)",
+        hp_.architecture);
   }
   const ShardRanges ranges = shard_ranges(hp_, ffn_split_unit(file, hp_.block_count), shard_.rank, shard_.size);
   auto bytes = std::make_shared<ShardBytes>();
@@ -177,6 +182,11 @@ void Transformer::init() {
     if (hp_.logit_scale != 0.0) logit_divisor_ = static_cast<float>(hp_.logit_scale);
     rope_enabled_ = hp_.rope_enabled;
   }
+  if (arch_.features.alibi_max_bias != 0.0f) {  // ALiBi positions instead of rope
+    attention_.alibi_max_bias = arch_.features.alibi_max_bias;
+    rope_enabled_ = false;
+  }
+  split_fused_qkv();
   layer_window_ = layer_sliding_windows(arch_, hp_);
   if (arch_.features.ffn == FfnKind::MixtureOfExperts) {
     moe_ = std::make_unique<MoeFfn>(backend_, hp_, arch_.features, experts_);

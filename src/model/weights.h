@@ -53,8 +53,10 @@ struct LayerWeights {
   // Encoders (BERT): the output projection's and the FFN's biases, and the biases of the two
   // LayerNorms after the residual adds, whose weights are attn_norm and ffn_norm.
   std::optional<backend::TensorView> bo, ffn_up_b, ffn_down_b, attn_norm_b, ffn_norm_b;
-  // nomic-bert: q, k and v as one matrix {embedding, q + k + v widths}, in that order.
-  std::optional<backend::TensorView> wqkv;
+  // nomic-bert, BLOOM: q, k and v as one matrix {embedding, q + k + v widths}, in that order,
+  // and BLOOM's bias of it. A decoder reads them through wq, wk, wv and bq, bk, bv, views of
+  // their rows (split_fused_qkv).
+  std::optional<backend::TensorView> wqkv, bqkv;
   // Mamba 2 (instead of attention and FFN; attn_norm is the block's norm): the input projection
   // {embedding, z + x + B + C + dt}, the depthwise convolution's taps {kernel, channels} and
   // bias, dt's bias and A (negative, {1, heads}) and D ({1, heads}) per head, the gated RMS
@@ -79,7 +81,7 @@ struct TransformerWeights {
   // types} (every input is type 0), and the LayerNorm (weight, bias) after the embeddings. An
   // encoder has no output norm or head: output_norm stays empty.
   std::optional<backend::TensorView> position_embd, token_types, token_embd_norm, token_embd_norm_b;
-  std::optional<backend::TensorView> output_norm_b;  // RWKV: the final norm is a LayerNorm
+  std::optional<backend::TensorView> output_norm_b;  // a LayerNorm's bias (BLOOM, RWKV 7)
   std::vector<LayerWeights> layers;
   // A tensor-parallel shard's slices of the file's tensors, which its views point into (CPU).
   std::shared_ptr<ShardBytes> shard_bytes;

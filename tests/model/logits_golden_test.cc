@@ -342,7 +342,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // its prompts in chunks of 48; its attention gives llama.cpp a spread to hold it to
                       GoldenModel{"hybrid_granitehybrid", nullptr, true, 48, false},
                       // RWKV 7 (scripts/make_rwkv7_golden.py), its prompts in chunks of 48
-                      GoldenModel{"rwkv_rwkv7", nullptr, true, 48, true}),
+                      GoldenModel{"rwkv_rwkv7", nullptr, true, 48, true},
+                      // BLOOM: ALiBi attention and LayerNorm blocks (scripts/make_alibi_golden.py),
+                      // its prompts in chunks of 48
+                      GoldenModel{"alibi_bloom", nullptr, true, 48, false}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

@@ -38,6 +38,9 @@ void check_attention_inputs(const TensorView& q, const KvLayer& cache, std::span
   if (cfg.sliding_window < 0 || !std::isfinite(cfg.scale) || !std::isfinite(cfg.softcap) || cfg.softcap < 0.0f) {
     fail("attention: invalid sliding window, scale or softcap");
   }
+  if (!std::isfinite(cfg.alibi_max_bias) || cfg.alibi_max_bias < 0.0f) {
+    fail("attention: ALiBi max bias {} must be finite and not negative", cfg.alibi_max_bias);
+  }
   const int64_t value_dim = attention_value_dim(cfg);
   if (value_dim <= 0) fail("attention: value_dim {} must be positive", cfg.value_dim);
   for (const auto& [t, width] : {std::pair{&q, cfg.head_dim}, std::pair{&out, value_dim}}) {

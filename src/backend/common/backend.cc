@@ -432,6 +432,9 @@ void Backend::attention(const TensorView& q, const KvLayer& cache, std::span<con
       if (!seq.key_ends.empty()) fail("attention: the {} backend does not take spans that attend both ways", name());
     }
   }
+  if (config.alibi_max_bias != 0.0f && !supports(BackendFeature::Alibi)) {
+    fail("attention: the {} backend does not apply ALiBi biases", name());
+  }
   OpCall call{OpKind::Attention};
   call.in = {&q};
   call.out = {&out};

@@ -22,6 +22,7 @@ std::string_view backend_feature_name(BackendFeature feature) {
     case BackendFeature::RotatedKv: return "a rotated KV cache (rotate_heads)";
     case BackendFeature::KvEviction: return "importance-based KV eviction (attention_scores, gather_kv_rows)";
     case BackendFeature::SpanAttention: return "attention both ways within each image's positions";
+    case BackendFeature::Alibi: return "ALiBi position biases in attention (alibi_max_bias)";
   }
   return "an unnamed feature";
 }

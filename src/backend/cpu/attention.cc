@@ -65,12 +65,15 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
       }
       float tile_max = -std::numeric_limits<float>::infinity();
       const uint8_t* tree = tree_row(*task.seq, task.q_begin + i / heads);
+      const float slope = common::alibi_slope(cfg.alibi_max_bias, cfg.n_heads, task.head_begin + i % heads);
+      const int64_t query_pos = row_position(*task.seq, task.q_begin + i / heads);
       for (int64_t j = begin; j < end; ++j) {
         if (hidden(*task.seq, tree, task.q_begin + i / heads, tile_first + j, window)) {
           s[j] = -std::numeric_limits<float>::infinity();  // exp gives 0
           continue;
         }
         s[j] = capped ? cfg.softcap * std::tanh(s[j] * score_scale) : s[j] * score_scale;
+        if (slope != 0.0f) s[j] += slope * common::alibi_distance(query_pos, key_position(*task.seq, tile_first + j));
         tile_max = std::max(tile_max, s[j]);
       }
       if (tile_max == -std::numeric_limits<float>::infinity()) {  // every key of the tile hidden

@@ -94,6 +94,9 @@ void score_chunk(const AttentionJob& job, const Task& task, const KeyRange& r, i
       } else {
         job.tiles->scale(s + begin, end - begin, score_scale, row + begin);
       }
+      // After the scale (and cap), as ggml's soft_max adds slope x mask to the scaled scores.
+      add_alibi(*task.seq, row_index, common::alibi_slope(cfg.alibi_max_bias, cfg.n_heads, task.head_begin + i % heads),
+                tile_first, begin, end, row);
       std::fill(row + end, row + n_keys, kMasked);
       if (const uint8_t* tree = tree_row(*task.seq, row_index)) {
         for (int64_t j = begin; j < end; ++j) {

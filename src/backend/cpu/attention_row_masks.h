@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/common/alibi.h"
 
 namespace lumen::backend::cpu {
 
@@ -57,6 +58,21 @@ inline bool hidden(const SequenceSlice& seq, const uint8_t* tree, int64_t row, i
   const int64_t k = key - seq.start_pos;
   if (tree[k] == 0) return true;
   return window > 0 && row_position(seq, row) - row_position(seq, k) >= window;
+}
+
+// The position a key at cache position `key` has for ALiBi: its own for a cached key, its row's
+// (a tree node's) for a key of the slice.
+inline int64_t key_position(const SequenceSlice& seq, int64_t key) {
+  return key < seq.start_pos ? key : row_position(seq, key - seq.start_pos);
+}
+
+// Adds ALiBi's bias (slope times minus the distance, backend/common/alibi.h) to the scores of
+// keys [first + begin, first + end) of query row `row`: s[j] is key first + j's score.
+inline void add_alibi(const SequenceSlice& seq, int64_t row, float slope, int64_t first, int64_t begin, int64_t end,
+                      float* s) {
+  if (slope == 0.0f) return;
+  const int64_t query = row_position(seq, row);
+  for (int64_t j = begin; j < end; ++j) s[j] += slope * common::alibi_distance(query, key_position(seq, first + j));
 }
 
 }  // namespace lumen::backend::cpu

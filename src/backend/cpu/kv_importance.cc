@@ -52,6 +52,7 @@ void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceS
   }
   if (!seq.visible.empty()) fail("importance-based KV eviction does not score token-tree rows");
   if (!seq.key_ends.empty()) fail("importance-based KV eviction does not score rows of spans that attend both ways");
+  if (config.alibi_max_bias != 0.0f) fail("importance-based KV eviction does not score ALiBi models");
   if (first_row < 0 || first_row > seq.n_tokens) fail("attention_scores: row {} of {}", first_row, seq.n_tokens);
   const int64_t dim = config.head_dim, group = config.n_heads / config.n_kv_heads;
   const int64_t bs = cache.block_size, n_slots = seq.start_pos + seq.n_tokens;

@@ -9,7 +9,9 @@ namespace lumen::model {
 
 struct HParams;
 
-enum class Activation { SwiGlu, GeGlu };
+// SwiGlu and GeGlu gate the FFN (silu or tanh GELU of gate, times up, then down); Gelu is the
+// plain one (up with its bias, ggml's tanh GELU, down with its bias: BLOOM).
+enum class Activation { SwiGlu, GeGlu, Gelu };
 enum class FfnKind { Dense, MixtureOfExperts };
 // How a MoE router turns its logits into expert probabilities.
 enum class ExpertGating { Softmax, Sigmoid };
@@ -81,6 +83,13 @@ struct BlockFeatures {
   // switch (HParams::embedding_scale and the rest) apply; other architectures ignore those
   // keys, as llama.cpp does.
   bool granite_multipliers = false;
+  // BLOOM: every norm of the decoder (the blocks', the output's, and token_embd_norm right after
+  // the embedding lookup) a LayerNorm with its bias; the matrices' biases (the fused QKV's, the
+  // output projection's, the FFN's) are added. Runs on the CPU backend (model/host_row_ops.h).
+  bool layer_norm = false;
+  // ALiBi instead of rope (AttentionConfig::alibi_max_bias): 0 none. BLOOM's 8 is llama.cpp's
+  // fixed value (its files carry no key for it).
+  float alibi_max_bias = 0.0f;
 };
 
 }  // namespace lumen::model

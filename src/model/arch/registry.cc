@@ -23,6 +23,7 @@ Architecture nomic_bert_architecture();
 Architecture mamba2_architecture();
 Architecture granite_hybrid_architecture();
 Architecture rwkv7_architecture();
+Architecture bloom_architecture();
 
 namespace {
 
@@ -42,6 +43,7 @@ const std::array kRegistry = {
     mamba2_architecture,
     granite_hybrid_architecture,
     rwkv7_architecture,
+    bloom_architecture,
 };
 // clang-format on
 

@@ -62,7 +62,8 @@ bool cuda_supports(const Case& c) {
     case Op::kSsmScan: return false;  // no CUDA kernels yet: the backend refuses the ops
     case Op::kStoreKv:
     case Op::kKvBlocks:
-    case Op::kAttention:  // f16 and f32 caches only (Backend::supports_kv_type)
+    case Op::kAttention:  // f16 and f32 caches only (Backend::supports_kv_type), no ALiBi yet
+      if (c.mode == static_cast<int>(AttentionMode::kAlibi)) return false;
       return c.type == DType::F16 || c.type == DType::F32;
     default: return true;
   }

@@ -38,7 +38,18 @@ AttentionConfig config_for(AttentionMode mode, int64_t head_dim, int64_t heads, 
   config.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   if (mode == AttentionMode::kWindow) config.sliding_window = 8;
   if (mode == AttentionMode::kSoftcap) config.softcap = 0.75f;
+  if (mode == AttentionMode::kAlibi) config.alibi_max_bias = 8.0f;
   return config;
+}
+
+// ALiBi's slope of head h of n (llama.cpp's convention), from the formula in double.
+double alibi_slope(const AttentionConfig& config, int64_t h) {
+  if (config.alibi_max_bias == 0.0f) return 0.0;
+  int64_t n2 = 1;
+  while (n2 * 2 <= config.n_heads) n2 *= 2;
+  const double bias = config.alibi_max_bias;
+  return h < n2 ? std::pow(2.0, -bias * static_cast<double>(h + 1) / static_cast<double>(n2))
+                : std::pow(2.0, -bias / 2.0 * static_cast<double>(2 * (h - n2) + 1) / static_cast<double>(n2));
 }
 
 }  // namespace
@@ -104,6 +115,7 @@ void check_attention(Backend& backend, const Case& c) {
           }
           double s_val = dot * config.scale;
           if (config.softcap > 0.0f) s_val = config.softcap * std::tanh(s_val / config.softcap);
+          s_val -= alibi_slope(config, h) * static_cast<double>(pos - p);
           scores.push_back(s_val);
           score_error = std::max(score_error, magnitude * config.scale * f16_unit);
         }

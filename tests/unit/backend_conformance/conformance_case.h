@@ -40,7 +40,7 @@ inline constexpr Op kAllOps[] = {Op::kMatmul,  Op::kMatmulSameInput, Op::kMatmul
 // How a rope case configures the rotation.
 enum class RopeMode { kNormal, kNeox, kPartial, kLinear, kYarn, kFreqFactors };
 // How an attention case configures the heads' view of the cache.
-enum class AttentionMode { kCausal, kWindow, kSoftcap };
+enum class AttentionMode { kCausal, kWindow, kSoftcap, kAlibi };
 // Which activation a matmul_glu case fuses.
 enum class GluMode { kSwiglu, kGeglu };
 

@@ -59,6 +59,9 @@ std::vector<Case> build() {
       t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(mode)});   // MHA
       t.push_back({Op::kAttention, type, {128, 8, 2}, static_cast<int>(mode)});  // GQA
     }
+    // ALiBi: 4 heads (one slope series) and 6 over 2 KV heads (both series).
+    t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(AttentionMode::kAlibi)});
+    t.push_back({Op::kAttention, type, {64, 6, 2}, static_cast<int>(AttentionMode::kAlibi)});
   }
   // A float type, the legacy and K-quant kernels (packed at the AVX-512 level); one decoded token
   // and a batch.
