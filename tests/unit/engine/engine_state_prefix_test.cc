@@ -18,7 +18,7 @@ namespace {
 
 class StatePrefix : public StatePrefixEngineTest {
  protected:
-  static void expect_same_logprobs(const Completion& got, const Completion& want) {
+  static void expect_same_logprobs(const GenerationResult& got, const GenerationResult& want) {
     ASSERT_EQ(got.logprobs.size(), want.logprobs.size());
     for (size_t i = 0; i < got.logprobs.size(); ++i) {
       // Another chunking of the same tokens rounds differently in the last bits, no more.
@@ -31,10 +31,10 @@ class StatePrefix : public StatePrefixEngineTest {
     std::vector<int32_t> second(first.begin(), first.begin() + 37);  // shares 4 blocks and 5 tokens
     for (int32_t t : prompt(6, 9)) second.push_back(t);
     Engine cold(handle(), config(128));  // no state prefix cache
-    const Completion second_cold = run_alone(cold, second, 12);
+    const GenerationResult second_cold = run_alone(cold, second, 12);
 
     Engine engine(handle(), snapshot_config(128, 8));
-    const Completion first_done = run_alone(engine, first, 12);
+    const GenerationResult first_done = run_alone(engine, first, 12);
     EXPECT_EQ(first_done.tokens, alone(first, 12));
     EngineStats s = engine.stats();
     EXPECT_EQ(s.state_prefix_hits, 0u);
@@ -44,7 +44,7 @@ class StatePrefix : public StatePrefixEngineTest {
     EXPECT_GE(s.state_snapshot_bytes, static_cast<size_t>(8 * slot_bytes()));
 
     // The deepest snapshot within the shared 32 tokens is the one at 24.
-    const Completion second_hit = run_alone(engine, second, 12);
+    const GenerationResult second_hit = run_alone(engine, second, 12);
     s = engine.stats();
     EXPECT_EQ(s.state_prefix_hits, 1u);
     EXPECT_EQ(s.state_prefix_hit_tokens, 24u);
@@ -53,7 +53,7 @@ class StatePrefix : public StatePrefixEngineTest {
     expect_same_logprobs(second_hit, second_cold);
 
     // The same prompt again starts at 40, its last full block.
-    const Completion first_again = run_alone(engine, first, 12);
+    const GenerationResult first_again = run_alone(engine, first, 12);
     s = engine.stats();
     EXPECT_EQ(s.state_prefix_hits, 2u);
     EXPECT_EQ(s.state_prefix_hit_tokens, 24u + 40u);

@@ -19,7 +19,7 @@ class StatePrefixEngineTest : public SsmEngineTest {
     c.kv_cache_bytes += c.state_prefix_cache_bytes;
     return c;
   }
-  static Completion run_alone(Engine& engine, const std::vector<int32_t>& prompt, int64_t n) {
+  static GenerationResult run_alone(Engine& engine, const std::vector<int32_t>& prompt, int64_t n) {
     SamplingParams p = greedy(n);
     p.logprobs = 0;
     RequestHandle h = engine.add_request(prompt, p);
