@@ -63,9 +63,15 @@ def metrics(port):
         return out
 
 
+def model_name(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=60) as r:
+        return json.loads(r.read())["data"][0]["id"]
+
+
 def ttft(port, prompt):
+    name = model_name(port)
     started = time.perf_counter()
-    r = post(port, {"model": "m", "prompt": prompt, "max_tokens": 1, "temperature": 0})
+    r = post(port, {"model": name, "prompt": prompt, "max_tokens": 1, "temperature": 0})
     return time.perf_counter() - started, r["usage"]["prompt_tokens"]
 
 

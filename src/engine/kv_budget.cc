@@ -117,8 +117,11 @@ CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp,
   const uint64_t per_block = bytes_per_block(config, hp, layout, backend);
   // The snapshots are set aside first: the slots and the KV share what they leave.
   if (config.state_prefix_cache_bytes < 0) fail("state_prefix_cache_bytes must be >= 0 (0: off)");
-  const uint64_t snapshots = static_cast<uint64_t>(config.state_prefix_cache_bytes) / slot;
-  if (config.state_prefix_cache_bytes > 0 && snapshots == 0) {
+  // Without prefix caching a snapshot could never be adopted (a hit adopts the prefix's blocks
+  // too): nothing is set aside.
+  const uint64_t snapshots =
+      config.enable_prefix_caching ? static_cast<uint64_t>(config.state_prefix_cache_bytes) / slot : 0;
+  if (config.enable_prefix_caching && config.state_prefix_cache_bytes > 0 && snapshots == 0) {
     fail("a state prefix cache of {} bytes holds no snapshot of this {} model's state ({} bytes)",
          config.state_prefix_cache_bytes, hp.architecture, slot);
   }
