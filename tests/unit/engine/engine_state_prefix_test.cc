@@ -91,6 +91,29 @@ TEST_F(EngineHybridStatePrefix, AHitChangesNoOutput) { a_hit_changes_no_output()
 TEST_F(EngineSsmStatePrefix, AFullCacheEvictsTheOldest) { a_full_cache_evicts(); }
 TEST_F(EngineHybridStatePrefix, AFullCacheEvictsTheOldest) { a_full_cache_evicts(); }
 
+// The snapshots come out of the cache memory budget: with the KV sized by the budget, the same
+// budget with room set aside for 6 snapshots holds fewer blocks, and the states, snapshots and
+// K/V together stay within it.
+TEST_F(EngineSsmStatePrefix, SnapshotsComeOutOfTheMemoryBudget) {
+  auto sized = [](int64_t snapshots) {
+    EngineConfig c;
+    c.block_size = 8;
+    c.max_num_seqs = 64;  // more than the budget holds: the budget, not the sequences, sizes the KV
+    c.kv_cache_bytes = 40 * slot_bytes();
+    c.state_prefix_cache_bytes = snapshots * slot_bytes();
+    return c;
+  };
+  Engine plain(handle(), sized(0));
+  Engine cached(handle(), sized(6));
+  const EngineStats p = plain.stats(), s = cached.stats();
+  EXPECT_EQ(s.state_snapshots_total, 6);
+  EXPECT_EQ(p.state_snapshots_total, 0);
+  EXPECT_LT(s.kv_blocks_total, p.kv_blocks_total);
+  EXPECT_LE(s.state_slots_total, p.state_slots_total);
+  EXPECT_LE(s.state_cache_bytes + s.kv_cache_bytes + 6 * static_cast<size_t>(slot_bytes()),
+            static_cast<size_t>(40 * slot_bytes()));
+}
+
 // A budget too small for one snapshot is refused with a sentence.
 TEST_F(EngineSsmStatePrefix, ACacheTooSmallForOneSnapshotIsRefused) {
   EngineConfig c = config(128);

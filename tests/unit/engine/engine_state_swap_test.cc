@@ -36,7 +36,7 @@ class StateSwap : public StatePrefixEngineTest {
     expect_nothing_held(engine);
   }
 
-  // Forks, an abort, swap preemption and snapshots at once: the answers still match alone, and
+  // Forks (n > 1, beams), an abort, swap preemption and snapshots at once: the answers still match alone, and
   // the accounting returns to nothing held.
   static void forks_and_aborts_leak_nothing() {
     Engine engine(handle(), swap_config(10, 4));
@@ -45,6 +45,11 @@ class StateSwap : public StatePrefixEngineTest {
     std::vector<RequestHandle> forks = engine.add_request_n(prompt(19, 4), forked);
     RequestHandle victim = engine.add_request(prompt(23, 5), greedy(30));
     RequestHandle other = engine.add_request(prompt(17, 6), greedy(20));
+    SamplingParams beams = greedy(12);
+    beams.use_beam_search = true;
+    beams.n = 2;
+    beams.best_of = 2;
+    std::vector<RequestHandle> beam = engine.add_request_n(prompt(15, 7), beams);
     for (int i = 0; i < 10; ++i) engine.step();
     engine.abort(victim.id());
     drain(engine);
@@ -54,6 +59,9 @@ class StateSwap : public StatePrefixEngineTest {
     const std::vector<int32_t> expected = alone(prompt(19, 4), 20);
     for (RequestHandle& h : forks) EXPECT_EQ(h.collect().tokens, expected);
     EXPECT_EQ(other.collect().tokens, alone(prompt(17, 6), 20));
+    // Beam search: the best hypothesis of width 2 is at least as likely as greedy; here only
+    // that both finish whole (their forks' states copied, swapped and freed like the rest).
+    for (RequestHandle& h : beam) EXPECT_EQ(h.collect().tokens.size(), 12u);
     expect_nothing_held(engine);
   }
 };
