@@ -144,7 +144,8 @@ struct EngineConfig {
   PreemptionMode preemption_mode = PreemptionMode::Recompute;
   int64_t swap_space_bytes = int64_t{256} << 20;  // host memory for swapped blocks (Swap mode)
   // A state-space model's state prefix cache: snapshots of a prompt's recurrent state where it
-  // ends a full block, reused by later prompts with the same prefix (with prefix caching on).
+  // ends a full block, reused by later prompts with the same prefix. Refused for a model without
+  // state-space layers or without prefix caching (a hit adopts the prefix's blocks too).
   // Each costs one sequence's whole state (EngineStats::state_cache_bytes / state_slots_total),
   // out of the cache memory budget. 0 (the default): off, since a snapshot per block costs far
   // more than the block's K/V and pays only where long prefixes repeat.

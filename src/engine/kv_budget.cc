@@ -101,6 +101,14 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
 
 CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
                            const backend::Backend& backend, const model::BackendSplit& split) {
+  if (config.state_prefix_cache_bytes < 0) fail("state_prefix_cache_bytes must be >= 0 (0: off)");
+  // Without prefix caching a snapshot could never be adopted (a hit adopts the prefix's blocks too).
+  if (config.state_prefix_cache_bytes > 0 && (!model::has_ssm(hp) || !config.enable_prefix_caching)) {
+    fail(
+        "a state prefix cache (state_prefix_cache_bytes, --state-prefix-cache-memory) is for state-space models "
+        "with prefix caching on{}",
+        model::has_ssm(hp) ? "" : fmt::format(", not the {} model", hp.architecture));
+  }
   if (split.active()) {
     if (model::has_ssm(hp)) fail("a state-space model runs on one backend only");
     // KvCache::part_layouts' order: the first backend's layers (when it has any), then the second's.
@@ -116,12 +124,8 @@ CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp,
   const uint64_t slot = model::StateCache::bytes_per_slot(hp);
   const uint64_t per_block = bytes_per_block(config, hp, layout, backend);
   // The snapshots are set aside first: the slots and the KV share what they leave.
-  if (config.state_prefix_cache_bytes < 0) fail("state_prefix_cache_bytes must be >= 0 (0: off)");
-  // Without prefix caching a snapshot could never be adopted (a hit adopts the prefix's blocks
-  // too): nothing is set aside.
-  const uint64_t snapshots =
-      config.enable_prefix_caching ? static_cast<uint64_t>(config.state_prefix_cache_bytes) / slot : 0;
-  if (config.enable_prefix_caching && config.state_prefix_cache_bytes > 0 && snapshots == 0) {
+  const uint64_t snapshots = static_cast<uint64_t>(config.state_prefix_cache_bytes) / slot;
+  if (config.state_prefix_cache_bytes > 0 && snapshots == 0) {
     fail("a state prefix cache of {} bytes holds no snapshot of this {} model's state ({} bytes)",
          config.state_prefix_cache_bytes, hp.architecture, slot);
   }

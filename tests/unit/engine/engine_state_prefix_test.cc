@@ -126,5 +126,18 @@ TEST_F(EngineSsmStatePrefix, ACacheTooSmallForOneSnapshotIsRefused) {
   }
 }
 
+// Without prefix caching a snapshot could never be adopted (a hit adopts the prefix's blocks
+// too): asking for both is refused, not silently ignored.
+TEST_F(EngineSsmStatePrefix, WithoutPrefixCachingItIsRefused) {
+  EngineConfig c = snapshot_config(128, 2);
+  c.enable_prefix_caching = false;
+  try {
+    Engine engine(handle(), c);
+    FAIL() << "an engine was built with a state prefix cache and no prefix caching";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("with prefix caching on"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace lumen::testing
