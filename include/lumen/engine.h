@@ -63,6 +63,17 @@ struct EngineStats {
   // their bytes, from the same memory budget as the KV (0 for other models).
   int64_t state_slots_total = 0;
   size_t state_cache_bytes = 0;
+  int64_t state_slots_used = 0;       // held by a running sequence
+  int64_t state_swap_slots_used = 0;  // holding a swapped-out sequence's state (Swap mode)
+  // The state prefix cache (EngineConfig::state_prefix_cache_bytes): snapshots it holds and can
+  // hold, their bytes, prompts looked up, lookups that found one, and the prompt tokens the hits
+  // skipped.
+  int64_t state_snapshots_used = 0;
+  int64_t state_snapshots_total = 0;
+  size_t state_snapshot_bytes = 0;
+  uint64_t state_prefix_queries = 0;
+  uint64_t state_prefix_hits = 0;
+  uint64_t state_prefix_hit_tokens = 0;
   uint64_t prefix_queried_blocks = 0;
   uint64_t prefix_hit_blocks = 0;
   uint64_t prefix_evictions = 0;

@@ -143,6 +143,13 @@ struct EngineConfig {
   double watermark = 0.01;                // share of blocks admission leaves free
   PreemptionMode preemption_mode = PreemptionMode::Recompute;
   int64_t swap_space_bytes = int64_t{256} << 20;  // host memory for swapped blocks (Swap mode)
+  // A state-space model's state prefix cache: snapshots of a prompt's recurrent state where it
+  // ends a full block, reused by later prompts with the same prefix. Refused for a model without
+  // state-space layers or without prefix caching (a hit adopts the prefix's blocks too).
+  // Each costs one sequence's whole state (EngineStats::state_cache_bytes / state_slots_total),
+  // out of the cache memory budget. 0 (the default): off, since a snapshot per block costs far
+  // more than the block's K/V and pays only where long prefixes repeat.
+  int64_t state_prefix_cache_bytes = 0;
   // Engine::encode_image's visual-feature cache: encoded images kept by content hash, least
   // recently used out first, within this many bytes of features; 0: none kept.
   int64_t image_feature_cache_bytes = int64_t{64} << 20;

@@ -22,6 +22,7 @@ struct EngineFlags {
   std::string policy = "fcfs";
   std::string preemption = "recompute";
   std::string swap_space;  // "1G"
+  std::string state_prefix_cache;  // "256M"; empty: off
   ContextShiftFlags context_shift;
   SpeculativeFlag speculative;
   KvCacheDtypeFlag kv_cache_dtype;
@@ -54,6 +55,9 @@ struct EngineFlags {
                     "recompute (drop a preempted sequence's K/V) or swap (copy it to host memory)")
         ->check(CLI::IsMember({"recompute", "swap"}))->capture_default_str();
     cmd->add_option("--swap-space", swap_space, "Host memory for swapped blocks, e.g. 1G");
+    cmd->add_option("--state-prefix-cache-memory", state_prefix_cache,
+                    "State-space models: memory for snapshots of prompts' recurrent states at block boundaries, "
+                    "reused by prompts with the same prefix, out of the KV cache memory, e.g. 256M (default: off)");
     kv_cache_dtype.add_to(cmd);
     cmd->add_option("--max-itl-ms", config.max_itl_ms,
                     "ITL-aware scheduling: keep each step with decoding streams under this many ms "
@@ -98,6 +102,9 @@ struct EngineFlags {
     c.preemption_mode = preemption == "swap" ? PreemptionMode::Swap : PreemptionMode::Recompute;
     if (!kv_cache_memory.empty()) c.kv_cache_bytes = parse_bytes(kv_cache_memory, "--kv-cache-memory");
     if (!swap_space.empty()) c.swap_space_bytes = parse_bytes(swap_space, "--swap-space");
+    if (!state_prefix_cache.empty()) {
+      c.state_prefix_cache_bytes = parse_bytes(state_prefix_cache, "--state-prefix-cache-memory");
+    }
     c.image_feature_cache_bytes = image_feature_cache_mb << 20;
     return c;
   }

@@ -269,6 +269,8 @@ bool Engine::step() {
       }
       m.fail_non_finite(plan, logits);  // before complete() publishes their blocks
       m.scheduler.complete(plan);
+      // Before the slots run again: the states that just ended a prompt's block.
+      m.runner.save_state_snapshots(m.scheduler.take_state_snapshots());
       if (m.prompt_kv_store) m.keep_completed_prompts(plan);
       m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
       ++m.steps;

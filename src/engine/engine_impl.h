@@ -89,8 +89,13 @@ struct Engine::Impl {
         swap(make_swap_space()),
         scheduler(scheduler_config(), pool, swap.get()),
         runner(*model.transformer, cache, swap.get()),
-        states(make_states()) {
+        states(make_states()),
+        snapshots(make_snapshots()),
+        state_swap(make_state_swap()) {
     runner.set_states(states.get());
+    runner.set_state_places(snapshots.get(), state_swap.get());
+    scheduler.set_state_snapshots(snapshots.get());
+    scheduler.set_state_swap(state_swap.get());
     if (engine::ModelParallelGroup* group = engine::model_state(handle).parallel.get()) {
       leader = std::make_unique<engine::ModelParallelLeader>(
           *group, engine::ShardCacheGeometry{n_blocks, config.block_size, config.kv_cache_dtype, config.kv_cache_rotation,
@@ -159,6 +164,25 @@ struct Engine::Impl {
     if (cache_sizes.state_slots == 0) return nullptr;
     return std::make_unique<model::StateCache>(*engine::model_state(handle).backend, model.hparams,
                                                cache_sizes.state_slots);
+  }
+
+  // The state prefix cache (engine/state_snapshots.h): its snapshots were set aside in the
+  // memory budget (cache_sizes_for); it needs the prefix cache, whose blocks a hit adopts too.
+  std::unique_ptr<engine::StateSnapshots> make_snapshots() const {
+    if (cache_sizes.state_snapshots == 0 || !config.enable_prefix_caching) return nullptr;
+    return std::make_unique<engine::StateSnapshots>(cache_sizes.state_snapshots, states->slot_bytes(),
+                                                    config.block_size);
+  }
+
+  // Swap preemption of a state model: a host slot per state slot, out of swap_space_bytes
+  // (make_swap_space leaves them room), so every sequence that runs can be swapped with its state.
+  std::unique_ptr<engine::SwapSpace> make_state_swap() const {
+    if (!swap || !states) return nullptr;
+    return std::make_unique<engine::SwapSpace>(states->n_slots(), states->slot_bytes());
+  }
+  uint64_t state_swap_bytes() const {
+    if (cache_sizes.state_slots == 0) return 0;
+    return static_cast<uint64_t>(cache_sizes.state_slots) * model::StateCache::bytes_per_slot(model.hparams);
   }
 
   // What a state-space model cannot do: its state holds every token computed, and cannot be
@@ -294,8 +318,16 @@ struct Engine::Impl {
 
   std::unique_ptr<engine::SwapSpace> make_swap_space() const {
     if (config.preemption_mode != PreemptionMode::Swap) return nullptr;
-    const size_t slot_bytes = cache.block_host_bytes();
-    const auto slots = static_cast<int64_t>(static_cast<uint64_t>(std::max<int64_t>(config.swap_space_bytes, 0)) / slot_bytes);
+    const uint64_t space = static_cast<uint64_t>(std::max<int64_t>(config.swap_space_bytes, 0));
+    // A state model's states are swapped beside their blocks, out of the same space.
+    if (state_swap_bytes() > space) {
+      fail("a swap space of {} bytes holds not the {} state slots of {} bytes each", config.swap_space_bytes,
+           cache_sizes.state_slots, model::StateCache::bytes_per_slot(model.hparams));
+    }
+    // An attention-free model's blocks hold no bytes: a slot per block, of one byte.
+    const size_t slot_bytes = std::max<size_t>(cache.block_host_bytes(), 1);
+    const auto slots =
+        cache.block_host_bytes() == 0 ? n_blocks : static_cast<int64_t>((space - state_swap_bytes()) / slot_bytes);
     if (slots == 0) fail("a swap space of {} bytes holds no block of {} bytes", config.swap_space_bytes, slot_bytes);
     return std::make_unique<engine::SwapSpace>(slots, slot_bytes);
   }
@@ -359,6 +391,8 @@ struct Engine::Impl {
   engine::Scheduler scheduler;
   engine::ModelRunner runner;
   std::unique_ptr<model::StateCache> states;  // a state-space model's (null otherwise)
+  std::unique_ptr<engine::StateSnapshots> snapshots;  // its state prefix cache (null: off)
+  std::unique_ptr<engine::SwapSpace> state_swap;      // its swapped-out states (Swap mode)
   // Tensor parallelism's rank 0: the other ranks build this engine's cache and follow its steps
   // until it goes (null in one process).
   std::unique_ptr<engine::ModelParallelLeader> leader;

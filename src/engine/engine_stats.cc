@@ -25,6 +25,17 @@ void Engine::Impl::publish_stats() {
   if (m.states) {
     s.state_slots_total = m.states->n_slots();
     s.state_cache_bytes = m.states->bytes();
+    s.state_slots_used = m.states->n_slots() - m.scheduler.n_free_state_slots();
+  }
+  if (m.state_swap) s.state_swap_slots_used = m.state_swap->n_slots() - m.state_swap->n_free();
+  if (m.snapshots) {
+    s.state_snapshots_used = m.snapshots->n_used();
+    s.state_snapshots_total = m.snapshots->n_entries();
+    s.state_snapshot_bytes = m.snapshots->bytes();
+    const engine::StateSnapshotCounters& sc = m.snapshots->counters();
+    s.state_prefix_queries = sc.queries;
+    s.state_prefix_hits = sc.hits;
+    s.state_prefix_hit_tokens = sc.hit_tokens;
   }
   const kv::PrefixCacheCounters& c = m.pool.counters();
   s.prefix_queried_blocks = c.queried_blocks;

@@ -101,6 +101,14 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
 
 CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp, const kv::KvLayout& layout,
                            const backend::Backend& backend, const model::BackendSplit& split) {
+  if (config.state_prefix_cache_bytes < 0) fail("state_prefix_cache_bytes must be >= 0 (0: off)");
+  // Without prefix caching a snapshot could never be adopted (a hit adopts the prefix's blocks too).
+  if (config.state_prefix_cache_bytes > 0 && (!model::has_recurrent_state(hp) || !config.enable_prefix_caching)) {
+    fail(
+        "a state prefix cache (state_prefix_cache_bytes, --state-prefix-cache-memory) is for state-space and RWKV models "
+        "with prefix caching on{}",
+        model::has_recurrent_state(hp) ? "" : fmt::format(", not the {} model", hp.architecture));
+  }
   if (split.active()) {
     if (model::has_recurrent_state(hp)) fail("a state-space model runs on one backend only");
     // KvCache::part_layouts' order: the first backend's layers (when it has any), then the second's.
@@ -115,7 +123,14 @@ CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp,
   if (!model::has_recurrent_state(hp)) return {kv_blocks_for(config, hp, layout, backend), 0};
   const uint64_t slot = model::StateCache::bytes_per_slot(hp);
   const uint64_t per_block = bytes_per_block(config, hp, layout, backend);
-  const uint64_t budget = cache_budget_bytes(config, backend);
+  // The snapshots are set aside first: the slots and the KV share what they leave.
+  const uint64_t snapshots = static_cast<uint64_t>(config.state_prefix_cache_bytes) / slot;
+  if (config.state_prefix_cache_bytes > 0 && snapshots == 0) {
+    fail("a state prefix cache of {} bytes holds no snapshot of this {} model's state ({} bytes)",
+         config.state_prefix_cache_bytes, hp.architecture, slot);
+  }
+  const uint64_t total = cache_budget_bytes(config, backend);
+  const uint64_t budget = total - std::min(total, snapshots * slot);
   const auto wanted = static_cast<uint64_t>(std::max<int64_t>(config.max_num_seqs, 1));
   uint64_t slots = 0;
   uint64_t room = 0;  // the most the states may take
@@ -139,7 +154,8 @@ CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp,
         "cache memory budget has for it: raise the KV cache memory (kv_cache_bytes, --kv-cache-memory)",
         hp.architecture, slot, hp.block_count, room);
   }
-  return {kv_blocks_beside(config, hp, layout, backend, slots * slot), static_cast<int64_t>(slots)};
+  return {kv_blocks_beside(config, hp, layout, backend, slots * slot + snapshots * slot), static_cast<int64_t>(slots),
+          static_cast<int64_t>(snapshots)};
 }
 
 }  // namespace lumen::engine

@@ -20,6 +20,9 @@ namespace lumen::engine {
 struct CacheSizes {
   int64_t kv_blocks = 0;
   int64_t state_slots = 0;
+  // The state prefix cache's snapshots (engine/state_snapshots.h), one slot's bytes each, out of
+  // the same budget (state_prefix_cache_bytes; 0: none).
+  int64_t state_snapshots = 0;
 };
 
 // The KV blocks as kv_blocks_for says, and for a state-space model the state slots, out of the

@@ -73,6 +73,7 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   }
   if (!plan.state_copies.empty() && states_ == nullptr) fail("model runner: the plan copies states of a model without");
   for (const StateCopy& copy : plan.state_copies) states_->copy(copy.src, copy.dst);
+  move_states(plan);
   tokens_.clear();
   positions_.clear();
   slices_.clear();
@@ -221,6 +222,26 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   if (tokens_.empty()) return {};
   transformer_.forward(batch, cache_, logits_.data());
   return logits_;
+}
+
+void ModelRunner::move_states(const StepPlan& plan) {
+  const bool swaps = !plan.state_swap_out.empty() || !plan.state_swap_in.empty();
+  if ((swaps || !plan.state_restores.empty()) && states_ == nullptr)
+    fail("model runner: the plan moves states of a model without");
+  if (swaps && state_swap_ == nullptr)
+    fail("model runner: the plan swaps states but the engine has no state swap space");
+  if (!plan.state_restores.empty() && snapshots_ == nullptr)
+    fail("model runner: the plan restores states without snapshots");
+  // Out first: a slot a victim gives back may be written below by the sequence that takes it.
+  for (const StateMove& out : plan.state_swap_out) states_->read_slot(out.slot, state_swap_->slot_data(out.place));
+  for (const StateMove& in : plan.state_swap_in) states_->write_slot(in.slot, state_swap_->slot_data(in.place));
+  for (const StateMove& r : plan.state_restores) states_->write_slot(r.slot, snapshots_->data(r.place));
+}
+
+void ModelRunner::save_state_snapshots(std::span<const StateMove> saves) {
+  if (saves.empty()) return;
+  if (states_ == nullptr || snapshots_ == nullptr) fail("model runner: state snapshots without states or snapshots");
+  for (const StateMove& s : saves) states_->read_slot(s.slot, snapshots_->data(s.place));
 }
 
 void ModelRunner::zero_block(int64_t block) {

@@ -51,6 +51,15 @@ class ModelRunner {
   // A state-space model's recurrent states: each chunk's sequence runs from its state slot
   // (Sequence::state_slot), and the plan's state copies (forks) are made before the pass.
   void set_states(model::StateCache* states) { states_ = states; }
+  // Where states go beside them: the state prefix cache's snapshots and swapped-out states'
+  // host slots (either may be null: none).
+  void set_state_places(StateSnapshots* snapshots, SwapSpace* state_swap) {
+    snapshots_ = snapshots;
+    state_swap_ = state_swap;
+  }
+  // After a step's complete(): copies each slot's state into its snapshot entry
+  // (Scheduler::take_state_snapshots).
+  void save_state_snapshots(std::span<const StateMove> saves);
 
   // Returns the rows of vocab logits chunk_logits() describes (a view into a buffer that the
   // next call overwrites).
@@ -66,11 +75,16 @@ class ModelRunner {
   void copy_position(int64_t src_block, int64_t src_slot, int64_t dst_block, int64_t dst_slot);
 
  private:
+  // The plan's state swaps and snapshot restores, after the forks' copies.
+  void move_states(const StepPlan& plan);
+
   model::Transformer& transformer_;
   model::KvCache& cache_;
   SwapSpace* swap_;
   ModelParallelLeader* leader_ = nullptr;
   model::StateCache* states_ = nullptr;
+  StateSnapshots* snapshots_ = nullptr;
+  SwapSpace* state_swap_ = nullptr;
   int64_t vocab_;
   // Reused from step to step: after warm-up a step allocates nothing here.
   std::vector<int32_t> tokens_;

@@ -56,6 +56,9 @@ void Scheduler::remove(Sequence* seq) {
   seq->blocks.release_all();
   if (swap_ != nullptr && !seq->swap_slots.empty()) swap_->release(seq->swap_slots);
   seq->swap_slots.clear();
+  if (state_swap_ != nullptr && seq->state_swap_slot >= 0) state_swap_->release({seq->state_swap_slot});
+  seq->state_swap_slot = -1;
+  seq->state_restore = -1;
   release_state_slot(seq);
   seq->state = SequenceState::Finished;
 }
@@ -70,6 +73,10 @@ bool Scheduler::swap_out(Sequence* victim, StepPlan& plan) {
   const auto n_blocks = static_cast<int64_t>(held.size());
   std::optional<std::vector<int32_t>> slots = swap_->allocate(n_blocks);
   if (!slots) return false;
+  if (state_slots_ && !swap_out_state(victim, plan)) {
+    swap_->release(*slots);
+    return false;
+  }
   for (size_t i = 0; i < held.size(); ++i) plan.swap_out.push_back({held[i], (*slots)[i]});
   victim->swap_slots = std::move(*slots);
   n_swapped_out_blocks_ += static_cast<uint64_t>(n_blocks);
@@ -93,8 +100,8 @@ void Scheduler::preempt(Sequence* victim, StepPlan& plan) {
   // back unchanged. It is recomputed instead, from its (already shifted) tokens, or from every
   // token it had (an eviction's are restored).
   const bool shifted_now = drop_key_shift(plan, victim);
-  // A recurrent state is not swapped: the victim recomputes it.
-  if (!shifted_now && !state_slots_ && swap_out(victim, plan)) {
+  // A recurrent state goes to swap with the K/V (swap_out_state), or the victim recomputes it.
+  if (!shifted_now && swap_out(victim, plan)) {
     victim->prefix_checked = true;  // it comes back with its own K/V, not the prefix cache's
   } else {
     victim->n_computed = 0;
@@ -200,6 +207,7 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
       if (!decode_pass) n = std::min(n, prefill_grant(seq));
       if (!decode_pass && time_budget_) n = time_budget_->prefill_room(*seq, n);
       n = whole_image_spans(*seq, n, budget);
+      if (!decode_pass) n = snapshot_cut(*seq, n);
       if (n == 0) continue;
       if (!reserve_running(seq, n, plan)) continue;
       seq->scheduled_now = true;
@@ -239,19 +247,20 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
       budget -= n;
       continue;
     }
-    if (!seq->prefix_checked && state_slots_) {
-      seq->prefix_checked = true;  // a cached prefix has K/V but no state: computed from the start
-    } else if (!seq->prefix_checked) {
+    if (!seq->prefix_checked) {
       // At least the last token is computed, so the step yields logits to sample from.
       // Prompt positions whose logits are wanted (prompt_logprobs) are computed, not adopted.
       const int64_t limit = seq->wants_prompt_logits() ? seq->next_prompt_logit
                                                         : static_cast<int64_t>(seq->tokens.size()) - 1;
-      seq->n_computed = seq->blocks.adopt_cached_prefix(seq->tokens, limit);
+      // A state model's cached prefix needs its state too (a snapshot), not only K/V.
+      seq->n_computed =
+          state_slots_ ? adopt_state_prefix(seq, limit) : seq->blocks.adopt_cached_prefix(seq->tokens, limit);
       seq->prefix_checked = true;
     }
     int64_t n = std::min({seq->uncomputed(), budget, grant});
     if (time_budget_) n = time_budget_->prefill_room(*seq, n);
     n = whole_image_spans(*seq, n, budget);
+    n = snapshot_cut(*seq, n);
     const int32_t need = seq->blocks.blocks_needed(seq->n_computed, n);
     if (n == 0 || pool_.n_available() - need < admission_reserve() || (state_slots_ && state_slots_->n_free() == 0) ||
         !seq->blocks.reserve(seq->n_computed, n, plan.copies) || !take_state_slot(seq)) {
@@ -259,7 +268,12 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
       seq->blocks.release_all();
       seq->n_computed = 0;
       seq->prefix_checked = false;
+      seq->state_restore = -1;
       return;
+    }
+    if (seq->state_restore >= 0) {
+      plan.state_restores.push_back({seq->state_slot, seq->state_restore});
+      seq->state_restore = -1;
     }
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
     seats_.admitted(*seq);
@@ -276,8 +290,16 @@ void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
 // and its next chunk computed in the same step.
 bool Scheduler::admit_swapped(Sequence* seq, int64_t n, StepPlan& plan) {
   const int32_t need = seq->blocks.blocks_needed_to_restore(seq->n_computed, n);
+  // A state model's sequence brings its state back into a free slot.
+  if (state_slots_ && state_slots_->n_free() == 0) return false;
   if (pool_.n_available() - need < admission_reserve() || !seq->blocks.restore(seq->n_computed, n, plan.copies)) {
     return false;
+  }
+  if (state_slots_) {
+    if (seq->state_swap_slot < 0 || !take_state_slot(seq))
+      fail("scheduler: a swapped-out state sequence without its state");
+    plan.state_swap_in.push_back({seq->state_slot, seq->state_swap_slot});
+    seq->state_swap_slot = -1;  // freed in complete(), after the runner has read it
   }
   const std::vector<kv::BlockId> restored = seq->blocks.held_blocks(seq->n_computed);
   if (restored.size() != seq->swap_slots.size()) fail("scheduler: {} swapped blocks come back into {}", seq->swap_slots.size(), restored.size());
@@ -443,6 +465,9 @@ void Scheduler::release_swapped_in(const StepPlan& plan) {
     for (const SwapCopy& in : plan.swap_in) read.push_back(in.slot);
     swap_->release(read);
   }
+  if (state_swap_ != nullptr) {
+    for (const StateMove& in : plan.state_swap_in) state_swap_->release({in.place});
+  }
 }
 
 void Scheduler::complete(const StepPlan& plan) {
@@ -453,6 +478,7 @@ void Scheduler::complete(const StepPlan& plan) {
     // Draft tokens count once accepted (accept_draft); extra rows never.
     seq->n_computed += chunk.n_known();
     seq->blocks.commit(seq->tokens, seq->n_computed);
+    snapshot_if_due(seq);
     // Without a draft there is nothing to accept: the extra rows' positions go now.
     if (chunk.n_extra > 0 && chunk.n_draft == 0) seq->blocks.truncate(seq->n_computed);
   }

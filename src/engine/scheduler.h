@@ -40,6 +40,7 @@
 #include "engine/sequence.h"
 #include "engine/step_time_budget.h"
 #include "engine/step_time_model.h"
+#include "engine/state_snapshots.h"
 #include "engine/swap_space.h"
 #include "kv/block_pool.h"
 #include "kv/state_slots.h"
@@ -55,10 +56,17 @@ struct SchedulerConfig {
   int32_t watermark_blocks = 1;  // admission keeps at least this many blocks available
   // A state-space model's recurrent-state slots (0: the model keeps none). Each running
   // sequence holds one (admission waits for a free one); its state covers every token it
-  // computed, so a sequence never adopts a cached prefix (which would skip tokens), is
-  // preempted by recompute only (never swapped: the state would have to go with it), and a
+  // computed, so a sequence adopts a cached prefix only where a state snapshot of that prefix
+  // exists (set_state_snapshots), is swapped out only with its state (set_state_swap), and a
   // fork gets a copy of its parent's state (StepPlan::state_copies).
   int32_t state_slots = 0;
+};
+
+// A recurrent state moving between a state slot and a host place: a snapshot entry
+// (StateSnapshots) or a state swap slot.
+struct StateMove {
+  int32_t slot;
+  int32_t place;
 };
 
 // A fork's state: slot dst becomes a copy of slot src before the step's forward pass.
@@ -116,6 +124,11 @@ struct StepPlan {
   std::vector<KeyShift> key_shifts;      // after the copies: context shifts' key rotations
   std::vector<StateCopy> state_copies;   // forks' recurrent states, before the forward pass
   std::vector<KvCompaction> compactions;  // after swap_out, before the copies
+  // Recurrent states, after state_copies: preempted ones out to swap, then swapped-in ones
+  // back, then cached prefixes' snapshots into the slots of the sequences that adopt them.
+  std::vector<StateMove> state_swap_out;
+  std::vector<StateMove> state_swap_in;
+  std::vector<StateMove> state_restores;
   int64_t n_tokens = 0;
   StepShape shape;  // what the step computes, for its cost model (step_time_model.h)
   bool empty() const { return chunks.empty(); }
@@ -164,6 +177,16 @@ class Scheduler {
   uint64_t n_context_shifts() const { return n_context_shifts_; }
   // Free recurrent-state slots (0 for a model without state).
   int32_t n_free_state_slots() const { return state_slots_ ? state_slots_->n_free() : 0; }
+  // The recurrent-state prefix cache (state_snapshots.h): prompts of a state model snapshot
+  // their state at block boundaries (prefill chunks are cut to end on one) and adopt the
+  // deepest snapshot of their prefix, only as deep as the prefix cache also holds the prefix's
+  // blocks (a hybrid's attention layers need their K/V). Null: none (the default).
+  void set_state_snapshots(StateSnapshots* snapshots) { snapshots_ = snapshots; }
+  // After complete(): the states to snapshot now (slot -> entry), before the slots run again.
+  std::vector<StateMove> take_state_snapshots() { return std::move(pending_snapshots_); }
+  // Swap preemption of a state model: the victim's state goes to one of these host slots (of
+  // one state slot's bytes) beside its K/V blocks; without a free one it is recomputed.
+  void set_state_swap(SwapSpace* state_swap) { state_swap_ = state_swap; }
   // Importance-based eviction: the scores are per layer and KV head (n_lh of them a slot).
   void set_importance_heads(int64_t n_lh) { importance_heads_ = n_lh; }
   uint64_t n_kv_evictions() const { return n_kv_evictions_; }
@@ -210,6 +233,17 @@ class Scheduler {
   // A fork of a running parent gets a copy of its state, or, without a free slot, waits to
   // recompute its tokens.
   void fork_state(Sequence* child, const Sequence* parent);
+  // A waiting state sequence's cached prefix: the deepest snapshot (and the prefix cache's
+  // blocks as deep) of at most `limit` tokens; returns the tokens it skips (0: none,
+  // holding no blocks). The snapshot's entry waits in seq->state_restore until admission.
+  int64_t adopt_state_prefix(Sequence* seq, int64_t limit);
+  // n, or fewer so that a prompt chunk ends on the last block boundary it crosses (where a
+  // snapshot is taken), when snapshots are on.
+  int64_t snapshot_cut(const Sequence& seq, int64_t n) const;
+  // In complete(): a chunk that ended a prompt's full block snapshots its state.
+  void snapshot_if_due(Sequence* seq);
+  // Swap preemption's state half: a host slot for the victim's state, or false.
+  bool swap_out_state(Sequence* victim, StepPlan& plan);
 
   SchedulerConfig config_;
   ContextShiftPolicy shift_;
@@ -225,6 +259,9 @@ class Scheduler {
   uint64_t n_context_shifts_ = 0;
   std::optional<kv::StateSlots> state_slots_;
   std::vector<StateCopy> pending_state_copies_;  // forks since the last plan
+  StateSnapshots* snapshots_ = nullptr;
+  std::vector<StateMove> pending_snapshots_;  // complete()'s, for the runner
+  SwapSpace* state_swap_ = nullptr;
   int64_t importance_heads_ = 0;
   uint64_t n_kv_evictions_ = 0;
 };

@@ -90,6 +90,10 @@ struct Sequence {
   // A state-space model's recurrent-state slot (kv/state_slots.h), held while it runs; -1 while
   // it holds none (waiting, or a model without state).
   int32_t state_slot = -1;
+  // While swapped out: the host slot holding that state (-1: none). While waiting to be
+  // admitted with a cached prefix: the state snapshot to start from (-1: none).
+  int32_t state_swap_slot = -1;
+  int32_t state_restore = -1;
   // Speculative decoding (engine/speculation.h): the tokens proposed to follow the last one,
   // set before a step is planned and cleared once the step verified them (never part of
   // `tokens`: only what the model accepts is appended there), and how its drafts have fared.

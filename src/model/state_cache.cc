@@ -56,6 +56,15 @@ backend::TensorView StateCache::ssm_state(int64_t slot, uint64_t layer) const {
 
 void StateCache::clear(int64_t slot) { std::fill_n(slot_data(slot), slot_floats_, 0.0f); }
 
+void StateCache::read_slot(int64_t slot, void* dst) const {
+  const float* data = slot_data(slot);
+  std::copy_n(data, slot_floats_, static_cast<float*>(dst));
+}
+
+void StateCache::write_slot(int64_t slot, const void* src) {
+  std::copy_n(static_cast<const float*>(src), slot_floats_, slot_data(slot));
+}
+
 void StateCache::copy(int64_t src, int64_t dst) {
   if (src == dst) return;
   std::copy_n(slot_data(src), slot_floats_, slot_data(dst));

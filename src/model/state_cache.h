@@ -34,6 +34,11 @@ class StateCache {
   void clear(int64_t slot);
   // Forking a sequence (n > 1, beams): dst becomes a copy of src.
   void copy(int64_t src, int64_t dst);
+  // A slot's whole state as opaque bytes (slot_bytes() of them), to and from host memory:
+  // swapping a preempted sequence's state, and the state prefix cache's snapshots.
+  size_t slot_bytes() const { return slot_floats_ * sizeof(float); }
+  void read_slot(int64_t slot, void* dst) const;
+  void write_slot(int64_t slot, const void* src);
   size_t bytes() const { return static_cast<size_t>(n_slots_) * slot_floats_ * sizeof(float); }
 
  private:

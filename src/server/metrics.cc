@@ -90,6 +90,15 @@ std::string ServerMetrics::render(const EngineStats& s, const PromptKvStats& kv)
   counter(out, "lumen_prefix_cache_queries_total", "Prompt blocks looked up in the prefix cache.",
           s.prefix_queried_blocks);
   counter(out, "lumen_prefix_cache_hits_total", "Prompt blocks found in the prefix cache.", s.prefix_hit_blocks);
+  counter(out, "lumen_state_prefix_cache_queries_total",
+          "Prompts of a state-space model looked up in the state prefix cache (its state snapshots).",
+          s.state_prefix_queries);
+  counter(out, "lumen_state_prefix_cache_hits_total", "Prompts that started from a cached state snapshot.",
+          s.state_prefix_hits);
+  counter(out, "lumen_state_prefix_cache_hit_tokens_total",
+          "Prompt tokens skipped by starting from a cached state snapshot.", s.state_prefix_hit_tokens);
+  gauge(out, "lumen_state_prefix_cache_bytes", "Bytes of the state prefix cache's snapshots (0: off).",
+        static_cast<double>(s.state_snapshot_bytes));
   counter(out, "lumen_image_feature_cache_hits_total", "Images found already encoded in the visual-feature cache.",
           s.image_feature_cache_hits);
   counter(out, "lumen_image_feature_cache_misses_total", "Images the vision encoder encoded (not in the cache).",

@@ -38,18 +38,31 @@ TEST(ServerMetrics, RendersEngineGaugesAndCounters) {
   s.prefix_hit_blocks = 2;
   s.state_slots_total = 7;
   s.state_cache_bytes = 1024;
+  s.state_prefix_queries = 6;
+  s.state_prefix_hits = 3;
+  s.state_prefix_hit_tokens = 96;
+  s.state_snapshot_bytes = 4096;
   const std::string out = m.render(s);
-  for (const char* line :
-       {"lumen_num_requests_running 2\n", "lumen_num_requests_waiting 5\n", "lumen_kv_cache_usage_ratio 0.25\n",
-        "lumen_prefix_cache_hit_rate 0.25\n", "lumen_state_slots_total 7\n", "lumen_state_cache_bytes 1024\n",
-        "lumen_prompt_tokens_total 10\n", "lumen_generation_tokens_total 4\n",
-        "lumen_request_success_total{finished_reason=\"stop\"} 1\n",
-        "lumen_request_success_total{finished_reason=\"length\"} 0\n",
-        "lumen_request_success_total{finished_reason=\"abort\"} 2\n",
-        "# TYPE lumen_time_to_first_token_seconds histogram\n", "# TYPE lumen_inter_token_latency_seconds histogram\n",
-        "# TYPE lumen_time_per_output_token_seconds histogram\n",
-        "# TYPE lumen_e2e_request_latency_seconds histogram\n",
-        "# TYPE lumen_request_queue_time_seconds histogram\n"}) {
+  for (const char* line : {"lumen_num_requests_running 2\n",
+                           "lumen_num_requests_waiting 5\n",
+                           "lumen_kv_cache_usage_ratio 0.25\n",
+                           "lumen_prefix_cache_hit_rate 0.25\n",
+                           "lumen_state_slots_total 7\n",
+                           "lumen_state_cache_bytes 1024\n",
+                           "lumen_state_prefix_cache_queries_total 6\n",
+                           "lumen_state_prefix_cache_hits_total 3\n",
+                           "lumen_state_prefix_cache_hit_tokens_total 96\n",
+                           "lumen_state_prefix_cache_bytes 4096\n",
+                           "lumen_prompt_tokens_total 10\n",
+                           "lumen_generation_tokens_total 4\n",
+                           "lumen_request_success_total{finished_reason=\"stop\"} 1\n",
+                           "lumen_request_success_total{finished_reason=\"length\"} 0\n",
+                           "lumen_request_success_total{finished_reason=\"abort\"} 2\n",
+                           "# TYPE lumen_time_to_first_token_seconds histogram\n",
+                           "# TYPE lumen_inter_token_latency_seconds histogram\n",
+                           "# TYPE lumen_time_per_output_token_seconds histogram\n",
+                           "# TYPE lumen_e2e_request_latency_seconds histogram\n",
+                           "# TYPE lumen_request_queue_time_seconds histogram\n"}) {
     EXPECT_NE(out.find(line), std::string::npos) << line;
   }
   // An instance of neither disaggregation role reports zeros.
