@@ -44,9 +44,9 @@ def test_forced_decode_gives_the_one_pass_perplexity(one_pass, forced):
 
 @pytest.mark.parametrize("spec", ["snapkv:budget=128", "h2o:budget=128", "sink:4,window:96"])
 def test_eviction_that_keeps_every_position_changes_nothing(forced, spec):
-    # A budget of the whole window keeps all of its at most 127 positions; StreamingLLM's sink
-    # block (16) + window (96) holds them too, since it drops a block only once the sequence
-    # passes both by a whole block (its longest window the engine takes at -c 128 is 96).
+    # A budget of the whole window keeps all of its at most 127 positions; StreamingLLM holds its
+    # sink block (16), its window (96) and the block being filled (16) before it drops one
+    # (engine/context_shift.h, positions_held): 128, so it drops nothing either.
     got = perplexity_json("--forced-decode", "--kv-eviction", spec)
     assert got["kv_eviction"] == spec
     assert got["ppl"] == pytest.approx(forced["ppl"], rel=1e-6)
