@@ -164,8 +164,12 @@ class Scheduler {
   uint64_t n_context_shifts() const { return n_context_shifts_; }
   // Free recurrent-state slots (0 for a model without state).
   int32_t n_free_state_slots() const { return state_slots_ ? state_slots_->n_free() : 0; }
-  // Importance-based eviction: the scores are per layer and KV head (n_lh of them a slot).
-  void set_importance_heads(int64_t n_lh) { importance_heads_ = n_lh; }
+  // Importance-based eviction: the scores are per layer and KV head (n_lh of them a slot);
+  // layer_windows: per layer, 0 or its sliding window (those layers keep their recent slots).
+  void set_importance_heads(int64_t n_lh, std::vector<int64_t> layer_windows = {}) {
+    importance_heads_ = n_lh;
+    importance_layer_windows_ = std::move(layer_windows);
+  }
   uint64_t n_kv_evictions() const { return n_kv_evictions_; }
 
  private:
@@ -226,6 +230,7 @@ class Scheduler {
   std::optional<kv::StateSlots> state_slots_;
   std::vector<StateCopy> pending_state_copies_;  // forks since the last plan
   int64_t importance_heads_ = 0;
+  std::vector<int64_t> importance_layer_windows_;
   uint64_t n_kv_evictions_ = 0;
 };
 
