@@ -38,11 +38,15 @@ def kv_bytes_per_position(model_path):
     return layers * (kv_heads or heads) * head_dim * 2 * 2
 
 
-def prompt_with_key(n_filler, depth, key):
+def prompt_with_key(n_filler, depth, key, offset=0):
+    """offset (0..4) starts the filler at another of its five sentences, so that trials of one cell
+    differ in the tokens around the key as well as in the key."""
+    sentences = FILLER.split(". ")[:-1]
+    shifted = ". ".join(sentences[offset:] + sentences[:offset]) + ". "
     before = int(n_filler * depth)
     needle = f"The pass key is {key}. Remember it. {key} is the pass key. "
     return ("There is important information hidden inside a lot of irrelevant text. Find it and memorize it. "
-            + FILLER * before + needle + FILLER * (n_filler - before) + "What is the pass key? The pass key is")
+            + shifted * before + needle + shifted * (n_filler - before) + "What is the pass key? The pass key is")
 
 
 def run(lumen, model, prompt, spec, context):
@@ -70,7 +74,8 @@ def main():
     ap.add_argument("--context", type=int, default=2048, help="max model len; the prompt fills most of it")
     ap.add_argument("--budgets", default="128,256,512")
     ap.add_argument("--depths", default="0.1,0.3,0.5,0.7,0.9")
-    ap.add_argument("--trials", type=int, default=2, help="pass keys per depth")
+    ap.add_argument("--trials", type=int, default=5,
+                    help="pass keys per depth (each with its own key and filler offset)")
     ap.add_argument("--methods", default="full,streaming,snapkv,h2o")
     ap.add_argument("--block-size", type=int, default=16, help="lumen run's KV block (StreamingLLM's sink block)")
     ap.add_argument("--json")
@@ -100,12 +105,13 @@ def main():
                 hits, speeds, n_prompt = 0, [], None
                 for t in range(a.trials):
                     key = keys[(depth, t)]
-                    text, speed, n_prompt = run(a.lumen, a.model, prompt_with_key(n_filler, depth, key),
+                    text, speed, n_prompt = run(a.lumen, a.model, prompt_with_key(n_filler, depth, key, t % 5),
                                                 spec_of(method, budget), a.context)
                     hits += str(key) in text
                     speeds.append(speed)
                 kept = n_prompt if budget is None else budget
-                row = {"method": method, "budget": budget, "depth": depth, "accuracy": hits / a.trials,
+                row = {"method": method, "budget": budget, "depth": depth, "hits": hits, "trials": a.trials,
+                       "accuracy": hits / a.trials,
                        "prompt_tokens": n_prompt, "kv_bytes_per_sequence": kept * per_position,
                        "prompt_tok_s": sum(s.get("prompt", 0) for s in speeds) / len(speeds),
                        "generation_tok_s": sum(s.get("generation", 0) for s in speeds) / len(speeds)}

@@ -10,11 +10,13 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/context_shift_flags.h"
 #include "cli/default_model.h"
 #include "cli/device_option.h"
 #include "cli/kv_cache_dtype_flag.h"
 #include "cli/text_file.h"
 #include "lumen/model.h"
+#include "tools/forced_decode_perplexity.h"
 #include "tools/perplexity.h"
 #include "util/error.h"
 
@@ -31,6 +33,9 @@ struct PerplexityCliOptions {
   bool json = false;
   std::string device;
   KvCacheDtypeFlag kv_cache_dtype;
+  bool forced_decode = false;  // score token by token through the engine
+  ContextShiftFlags eviction;  // only its --kv-eviction (with --forced-decode)
+  int64_t in_flight = 8;
 };
 
 double per_second(int64_t tokens, double seconds) {
@@ -54,13 +59,23 @@ void run_perplexity(const PerplexityCliOptions& o, const Model& model) {
     if (p.window + 1 == p.n_windows) fmt::print("\n");
     std::fflush(stdout);
   };
-  const tools::PerplexityResult r = tools::compute_perplexity(model, tokens, run, progress);
+  tools::PerplexityResult r;
+  if (o.forced_decode) {
+    if (!o.base_file.empty()) fail("--forced-decode does not write a --kl-divergence-base file");
+    tools::ForcedDecodeOptions forced{.eviction = {}, .in_flight = o.in_flight};
+    o.eviction.apply(forced.eviction);
+    r = tools::compute_forced_decode_perplexity(model, tokens, run, forced, progress);
+  } else {
+    r = tools::compute_perplexity(model, tokens, run, progress);
+  }
   if (o.json) {
     nlohmann::ordered_json j = {{"model", model.info().path},
                                 {"n_ctx", r.n_ctx},
                                 {"n_batch", o.run.n_batch},
                                 {"kv_cache_dtype", kv_cache_dtype_name(o.run.kv_cache_dtype)},
                                 {"kv_cache_rotation", o.run.kv_cache_rotation},
+                                {"mode", o.forced_decode ? "forced-decode" : "one-pass"},
+                                {"kv_eviction", o.eviction.eviction.empty() ? "none" : o.eviction.eviction},
                                 {"n_windows", r.n_windows},
                                 {"text_tokens", tokens.size()},
                                 {"tokens_evaluated", r.tokens_evaluated},
@@ -168,7 +183,11 @@ void run(PerplexityCliOptions o) {
   o.run.kv_cache_dtype = o.kv_cache_dtype.value();
   o.run.kv_cache_rotation = o.kv_cache_dtype.rotation();
   const Model model = Model::load(resolve_model_path(o.model), {.device = o.device, .threads = o.run.threads});
+  if (!o.eviction.eviction.empty() && !o.forced_decode) {
+    fail("--kv-eviction needs --forced-decode (one forward pass per window evicts nothing)");
+  }
   if (o.kl_divergence) {
+    if (o.forced_decode) fail("--kl-divergence compares one-pass windows; leave out --forced-decode");
     run_kl_divergence(o, model);
   } else {
     run_perplexity(o, model);
@@ -195,6 +214,15 @@ void add_perplexity_command(CLI::App& app) {
                   "Base log-probabilities file (llama.cpp's format): written by a perplexity run, read with --kl-divergence");
   cmd->add_flag("--kl-divergence", o->kl_divergence,
                 "Compare the model with the --kl-divergence-base file's (its tokens and context): KLD, delta-p, same top token");
+  cmd->add_flag("--forced-decode", o->forced_decode,
+                "Score each window's second half token by token through the engine (its first half is the prompt, "
+                "the rest fed one decode step at a time as forced tokens), so --kv-eviction acts as in a generation");
+  cmd->add_option("--kv-eviction", o->eviction.eviction,
+                  "With --forced-decode: sink:N,window:W (StreamingLLM), snapkv:budget=B[,window=W,kernel=K] or "
+                  "h2o:budget=B[,recent=R], as lumen run takes it");
+  cmd->add_option("--in-flight", o->in_flight, "With --forced-decode: windows decoded side by side")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->json, "Print the results as JSON");
   cmd->callback([o] { run(*o); });
 }

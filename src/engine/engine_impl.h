@@ -116,7 +116,9 @@ struct Engine::Impl {
     max_model_len = std::min(limit, pool_tokens);
     if (states) check_state_model_config();
     scheduler.set_shift_policy(shift_policy());
-    scheduler.set_importance_heads(static_cast<int64_t>(model.hparams.head_count_kv * model.hparams.block_count));
+    const std::span<const int64_t> windows = model.transformer->layer_windows();
+    scheduler.set_importance_heads(static_cast<int64_t>(model.hparams.head_count_kv * model.hparams.block_count),
+                                   std::vector<int64_t>(windows.begin(), windows.end()));
     if (config.kv_importance.enabled()) check_kv_importance(config.kv_importance);
     if (config.speculative.num_candidates > 1) {
       // Token trees: a tree attention mask, and the accepted branch's K/V moved position by

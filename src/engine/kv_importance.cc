@@ -106,6 +106,21 @@ std::vector<int32_t> select_h2o(std::span<const float> scores, int64_t n_slots, 
   return keep;
 }
 
+void keep_recent_in_local_layers(std::span<int32_t> keep, std::span<const int64_t> layer_windows, int64_t n_kv_heads,
+                                 int64_t n_slots, int64_t n_keep) {
+  const auto n_lh = static_cast<int64_t>(layer_windows.size()) * n_kv_heads;
+  if (n_kv_heads <= 0 || n_keep < 0 || n_keep > n_slots || std::ssize(keep) != n_lh * n_keep) {
+    fail("kv eviction: {} kept slots for {} layers of {} KV heads keeping {} of {}", keep.size(), layer_windows.size(),
+         n_kv_heads, n_keep, n_slots);
+  }
+  for (int64_t lh = 0; lh < n_lh; ++lh) {
+    if (layer_windows[static_cast<size_t>(lh / n_kv_heads)] == 0) continue;
+    for (int64_t j = 0; j < n_keep; ++j) {
+      keep[static_cast<size_t>(lh * n_keep + j)] = static_cast<int32_t>(n_slots - n_keep + j);
+    }
+  }
+}
+
 void record_eviction(Sequence& seq, std::span<const int32_t> keep, int64_t n_keep, int64_t n_lh) {
   KvImportanceState& st = seq.importance;
   if (st.config.method == KvImportanceMethod::H2O) {

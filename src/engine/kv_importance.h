@@ -18,8 +18,16 @@
 // when a preempted sequence is recomputed in full), and the sequence's rope positions continue
 // from its full length (n_evicted). Kept keys keep their original rotary positions.
 //
-// Sliding-window layers count their window in slots, so after an eviction a window covers
-// more positions than it says; the engine refuses layouts that drop out-of-window blocks.
+// Sliding-window layers count their window in slots (the attention masks by slot distance).
+// That equals the true distance only while a layer's slots hold consecutive positions, so a
+// local layer keeps its most recent slots (keep_recent_in_local_layers) instead of the scored
+// ones: its slot j then holds position n_evicted + j, what position_of says, and its window
+// covers exactly the kept keys within `window` positions of the query. Nothing a local layer
+// could keep by score would serve it longer: queries only move forward, and a key older than
+// the recent ones leaves every later query's window first. (Before this, scored slots far back
+// stayed within a local layer's slot window: Gemma 3's 512-position layers attended to keys up
+// to 1000 positions back, and its perplexity under SnapKV/H2O grew 4-11x; issue 53.)
+// The engine refuses layouts that drop out-of-window blocks.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -54,6 +62,11 @@ std::vector<int32_t> select_snapkv(std::span<const float> scores, int64_t n_slot
                                    int64_t kernel, int64_t n_keep);
 std::vector<int32_t> select_h2o(std::span<const float> scores, int64_t n_slots, int64_t n_lh, int64_t recent,
                                 int64_t n_keep);
+
+// For each layer with a sliding window (layer_windows[l] != 0), every KV head's kept slots in
+// `keep` (as select_snapkv's) become the last n_keep of n_slots; full-attention layers' stay.
+void keep_recent_in_local_layers(std::span<int32_t> keep, std::span<const int64_t> layer_windows, int64_t n_kv_heads,
+                                 int64_t n_slots, int64_t n_keep);
 
 // After the sequence's blocks were compacted to n_keep slots: its scores follow their slots
 // (H2O; SnapKV's are dropped), and its tokens and counters what it holds.

@@ -172,6 +172,10 @@ bool Scheduler::evict_if_due(Sequence* seq, StepPlan& plan) {
   std::vector<int32_t> keep = c.method == KvImportanceMethod::SnapKv
                                   ? select_snapkv(seq->importance.scores, n_slots, n_lh, c.window, c.kernel, *n_keep)
                                   : select_h2o(seq->importance.scores, n_slots, n_lh, c.recent, *n_keep);
+  if (!importance_layer_windows_.empty()) {
+    const auto n_kv_heads = n_lh / std::ssize(importance_layer_windows_);
+    keep_recent_in_local_layers(keep, importance_layer_windows_, n_kv_heads, n_slots, *n_keep);
+  }
   std::optional<kv::SequenceBlocks::Compaction> tables = seq->blocks.compact(*n_keep);
   if (!tables) {
     std::erase(running_, seq);

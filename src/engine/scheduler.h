@@ -187,8 +187,12 @@ class Scheduler {
   // Swap preemption of a state model: the victim's state goes to one of these host slots (of
   // one state slot's bytes) beside its K/V blocks; without a free one it is recomputed.
   void set_state_swap(SwapSpace* state_swap) { state_swap_ = state_swap; }
-  // Importance-based eviction: the scores are per layer and KV head (n_lh of them a slot).
-  void set_importance_heads(int64_t n_lh) { importance_heads_ = n_lh; }
+  // Importance-based eviction: the scores are per layer and KV head (n_lh of them a slot);
+  // layer_windows: per layer, 0 or its sliding window (those layers keep their recent slots).
+  void set_importance_heads(int64_t n_lh, std::vector<int64_t> layer_windows = {}) {
+    importance_heads_ = n_lh;
+    importance_layer_windows_ = std::move(layer_windows);
+  }
   uint64_t n_kv_evictions() const { return n_kv_evictions_; }
 
  private:
@@ -263,6 +267,7 @@ class Scheduler {
   std::vector<StateMove> pending_snapshots_;  // complete()'s, for the runner
   SwapSpace* state_swap_ = nullptr;
   int64_t importance_heads_ = 0;
+  std::vector<int64_t> importance_layer_windows_;
   uint64_t n_kv_evictions_ = 0;
 };
 

@@ -104,6 +104,11 @@ constexpr std::array kPresets = {
     // random scale, so that attention is sharp enough for the rotation to matter.
     Preset{"llama3-mini", "llama", 2048, 256, 4, 768, 4, 2, 0, 500000.0, 1e-5, true,
            "llama3", 8.0, 256, 0, 0, 0, 0, 0, 0, 4.0},
+    // Gemma 3's layout at test size: both layers of a 2-layer file local (the pattern's global
+    // layer is the sixth), a 16-position window, the test tokenizer's vocabulary, 4x sharper
+    // attention, so that which keys a local layer sees shows in its logits (kv eviction's test).
+    Preset{"gemma3-mini", "gemma3", 2048, 256, 6, 512, 4, 1, 0, 10000.0, 1e-6, true,
+           "none", 1.0, 0, 64, 16, 0, 0, 0, 0, 4.0},
     // state-spaces/mamba2-130m (768 wide, 24 layers, inner 1536 in 24 heads of 64, state 128,
     // one group, kernel 4, no attention or FFN, tied embeddings).
     Preset{.name = "mamba2-130m",

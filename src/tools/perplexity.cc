@@ -22,12 +22,6 @@ const tokenizer::SpecialTokens& special_tokens(const Model& model) {
   return engine::model_state(model).model->tokenizer.vocab().special;
 }
 
-// BOS replaces each window's first token when the vocabulary adds one.
-std::optional<int32_t> window_bos(const Model& model) {
-  const auto& special = special_tokens(model);
-  return special.add_bos ? special.bos : std::nullopt;
-}
-
 void check_context(const Model& model, int64_t n_ctx, int64_t n_batch) {
   if (n_ctx < 4) fail("-c must be at least 4 (half of each window is context, half is scored)");
   if (n_ctx > model.info().context_length) {
@@ -49,6 +43,23 @@ void for_each_row(ThreadPool& pool, int64_t rows, RowFn&& fn) {
 
 }  // namespace
 
+std::optional<int32_t> window_bos(const Model& model) {
+  const auto& special = special_tokens(model);
+  return special.add_bos ? special.bos : std::nullopt;
+}
+
+int64_t perplexity_window_count(const Model& model, size_t n_tokens, const PerplexityOptions& options) {
+  check_context(model, options.n_ctx, options.n_batch);
+  const int64_t available = static_cast<int64_t>(n_tokens) / options.n_ctx;
+  if (available < 2) {
+    fail("the text has {} tokens; -c {} needs at least {} (two windows, as llama-perplexity)", n_tokens, options.n_ctx,
+         2 * options.n_ctx);
+  }
+  const int64_t n_windows = options.max_chunks < 0 ? available : std::min(options.max_chunks, available);
+  if (n_windows < 1) fail("--chunks must be at least 1");
+  return n_windows;
+}
+
 std::vector<int32_t> perplexity_tokens(const Model& model, std::string_view text) {
   if (special_tokens(model).add_eos) {
     fail("this model's vocabulary appends EOS to every text, which perplexity windows cannot hold");
@@ -56,17 +67,10 @@ std::vector<int32_t> perplexity_tokens(const Model& model, std::string_view text
   return model.tokenize(text, {.add_special = true, .parse_special = false});
 }
 
-PerplexityResult compute_perplexity(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& options,
-                                    const ProgressFn& progress) {
-  check_context(model, options.n_ctx, options.n_batch);
+PerplexityResult compute_perplexity(const Model& model, std::span<const int32_t> tokens,
+                                    const PerplexityOptions& options, const ProgressFn& progress) {
   const int64_t n_ctx = options.n_ctx;
-  const int64_t available = static_cast<int64_t>(tokens.size()) / n_ctx;
-  if (available < 2) {
-    fail("the text has {} tokens; -c {} needs at least {} (two windows, as llama-perplexity)", tokens.size(), n_ctx,
-         2 * n_ctx);
-  }
-  const int64_t n_windows = options.max_chunks < 0 ? available : std::min(options.max_chunks, available);
-  if (n_windows < 1) fail("--chunks must be at least 1");
+  const int64_t n_windows = perplexity_window_count(model, tokens.size(), options);
   const auto evaluated = tokens.first(static_cast<size_t>(n_windows * n_ctx));
 
   const auto start = Clock::now();

@@ -53,6 +53,13 @@ using ProgressFn = std::function<void(const WindowProgress&)>;
 // would then not be plain text).
 std::vector<int32_t> perplexity_tokens(const Model& model, std::string_view text);
 
+// BOS, which replaces each window's first token when the vocabulary adds one (nullopt otherwise).
+std::optional<int32_t> window_bos(const Model& model);
+
+// The windows a text of n_tokens tokens is scored in (at most options.max_chunks). Throws
+// lumen::Error (one sentence) when they are fewer than two or n_ctx does not fit the model.
+int64_t perplexity_window_count(const Model& model, size_t n_tokens, const PerplexityOptions& options);
+
 // Throws lumen::Error (one sentence) when the tokens do not make two windows, as llama-perplexity
 // requires, or n_ctx does not fit the model.
 PerplexityResult compute_perplexity(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& options,

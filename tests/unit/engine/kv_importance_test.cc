@@ -105,6 +105,18 @@ TEST(KvImportance, H2oKeepsTheRecentAndTheHeaviestOthers) {
   EXPECT_EQ(select_h2o(scores, n, lh, 4, 5), (std::vector<int32_t>{0, 6, 7, 8, 9}));
 }
 
+TEST(KvImportance, LocalLayersKeepTheirMostRecentSlots) {
+  // Two layers of two KV heads, the second local: its heads' scored choices become the last 3
+  // of 8 slots (consecutive positions, so a window counted in slots counts positions); the
+  // full-attention layer's stay.
+  std::vector<int32_t> keep = {0, 2, 7, 1, 3, 7, 0, 4, 7, 5, 6, 7};
+  const std::vector<int64_t> windows = {0, 4};
+  keep_recent_in_local_layers(keep, windows, 2, 8, 3);
+  EXPECT_EQ(keep, (std::vector<int32_t>{0, 2, 7, 1, 3, 7, 5, 6, 7, 5, 6, 7}));
+  std::vector<int32_t> short_keep(5);
+  EXPECT_THROW(keep_recent_in_local_layers(short_keep, windows, 2, 8, 3), Error);
+}
+
 TEST(KvImportance, AnEvictionKeepsTheTokensAsideAndARecomputeGetsThemBack) {
   kv::BlockPool pool(32, 4);
   const kv::KvLayout layout = kv::make_kv_layout(std::vector<int64_t>{0}, true);
