@@ -105,8 +105,8 @@ CacheSizes cache_sizes_for(const EngineConfig& config, const model::HParams& hp,
   // Without prefix caching a snapshot could never be adopted (a hit adopts the prefix's blocks too).
   if (config.state_prefix_cache_bytes > 0 && (!model::has_recurrent_state(hp) || !config.enable_prefix_caching)) {
     fail(
-        "a state prefix cache (state_prefix_cache_bytes, --state-prefix-cache-memory) is for state-space and RWKV models "
-        "with prefix caching on{}",
+        "a state prefix cache (state_prefix_cache_bytes, --state-prefix-cache-memory) is for state-space and RWKV "
+        "models with prefix caching on{}",
         model::has_recurrent_state(hp) ? "" : fmt::format(", not the {} model", hp.architecture));
   }
   if (split.active()) {

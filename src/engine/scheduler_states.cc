@@ -34,10 +34,6 @@ void Scheduler::fork_state(Sequence* child, const Sequence* parent) {
   child->prefix_checked = false;
 }
 
-}  // namespace lumen::engine
-
-namespace lumen::engine {
-
 // ---- The recurrent-state prefix cache (state_snapshots.h) ----
 
 int64_t Scheduler::adopt_state_prefix(Sequence* seq, int64_t limit) {
