@@ -38,8 +38,9 @@ void Scheduler::fork_state(Sequence* child, const Sequence* parent) {
 
 int64_t Scheduler::adopt_state_prefix(Sequence* seq, int64_t limit) {
   seq->state_restore = -1;
-  // An image's positions hold placeholder tokens: its blocks are keyed by content, a snapshot
-  // is not.
+  // Prompts with images neither take nor leave snapshots: an image's positions hold placeholder
+  // ids that stand for any image, and snapshots are keyed by token ids only (KV blocks also
+  // hash the image's content).
   if (snapshots_ == nullptr || seq->images) return 0;
   // The blocks first: a snapshot deeper than the cached K/V (a hybrid's attention layers)
   // would skip positions whose K/V is gone.

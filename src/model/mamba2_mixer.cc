@@ -36,24 +36,7 @@ void Mamba2Mixer::ensure_capacity(int64_t n) {
   y_ = matrix(hp_.ssm_inner_size);
 }
 
-void Mamba2Mixer::begin_batch(const ForwardBatch& batch) {
-  if (batch.states == nullptr) fail("forward: a state-space model's batch carries no state cache");
-  // Attention-free: one layer group, so one slice per sequence.
-  if (batch.state_slots.size() != batch.sequences.size()) {
-    fail("forward: {} state slots for {} sequences", batch.state_slots.size(), batch.sequences.size());
-  }
-  for (size_t i = 0; i < batch.sequences.size(); ++i) {
-    const backend::SequenceSlice& slice = batch.sequences[i];
-    if (!slice.visible.empty()) {
-      fail("a state-space model cannot verify draft tokens or token trees (its state cannot be rolled back)");
-    }
-    const int32_t slot = batch.state_slots[i];
-    for (size_t j = 0; j < i; ++j) {
-      if (batch.state_slots[j] == slot) fail("forward: two sequences of one batch share state slot {}", slot);
-    }
-    if (slice.start_pos == 0) batch.states->clear(slot);
-  }
-}
+void Mamba2Mixer::begin_batch(const ForwardBatch& batch) { begin_state_batch(batch, "a state-space model"); }
 
 void Mamba2Mixer::forward(uint64_t layer, const LayerWeights& w, const ForwardBatch& batch, TensorView& h) {
   const int64_t n = h.dims[1];

@@ -106,23 +106,7 @@ void Rwkv7Block::ensure_capacity(int64_t n) {
   ffn_ = matrix(hp_.feed_forward_length);
 }
 
-void Rwkv7Block::begin_batch(const ForwardBatch& batch) {
-  if (batch.states == nullptr) fail("forward: an RWKV model's batch carries no state cache");
-  if (batch.state_slots.size() != batch.sequences.size()) {
-    fail("forward: {} state slots for {} sequences", batch.state_slots.size(), batch.sequences.size());
-  }
-  for (size_t i = 0; i < batch.sequences.size(); ++i) {
-    const backend::SequenceSlice& slice = batch.sequences[i];
-    if (!slice.visible.empty()) {
-      fail("an RWKV model cannot verify draft tokens or token trees (its state cannot be rolled back)");
-    }
-    const int32_t slot = batch.state_slots[i];
-    for (size_t j = 0; j < i; ++j) {
-      if (batch.state_slots[j] == slot) fail("forward: two sequences of one batch share state slot {}", slot);
-    }
-    if (slice.start_pos == 0) batch.states->clear(slot);
-  }
-}
+void Rwkv7Block::begin_batch(const ForwardBatch& batch) { begin_state_batch(batch, "an RWKV model"); }
 
 void Rwkv7Block::layer_norm(TensorView& x, const TensorView& weight, const TensorView& bias) {
   const float *wt = floats(weight), *b = floats(bias);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/forward_batch.h"
 #include "util/error.h"
 
 namespace lumen::model {
@@ -68,6 +69,25 @@ void StateCache::write_slot(int64_t slot, const void* src) {
 void StateCache::copy(int64_t src, int64_t dst) {
   if (src == dst) return;
   std::copy_n(slot_data(src), slot_floats_, slot_data(dst));
+}
+
+void begin_state_batch(const ForwardBatch& batch, const char* model) {
+  if (batch.states == nullptr) fail("forward: {}'s batch carries no state cache", model);
+  // Attention-free layers: one slice per sequence.
+  if (batch.state_slots.size() != batch.sequences.size()) {
+    fail("forward: {} state slots for {} sequences", batch.state_slots.size(), batch.sequences.size());
+  }
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const backend::SequenceSlice& slice = batch.sequences[i];
+    if (!slice.visible.empty()) {
+      fail("{} cannot verify draft tokens or token trees (its state cannot be rolled back)", model);
+    }
+    const int32_t slot = batch.state_slots[i];
+    for (size_t j = 0; j < i; ++j) {
+      if (batch.state_slots[j] == slot) fail("forward: two sequences of one batch share state slot {}", slot);
+    }
+    if (slice.start_pos == 0) batch.states->clear(slot);
+  }
 }
 
 }  // namespace lumen::model

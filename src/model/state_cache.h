@@ -53,4 +53,12 @@ class StateCache {
   std::unique_ptr<backend::Buffer> buffer_;
 };
 
+struct ForwardBatch;
+
+// What every recurrent block (Mamba 2's mixer, RWKV 7's block) checks before it runs a batch:
+// one distinct state slot per sequence, and no draft verification (a state cannot be rolled
+// back); then it zeroes the slot of each sequence that starts at position 0. `model` names the
+// kind of model in the errors ("a state-space model").
+void begin_state_batch(const ForwardBatch& batch, const char* model);
+
 }  // namespace lumen::model
