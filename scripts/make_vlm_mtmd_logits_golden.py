@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vlm_tiny_gemma3_text as gemma3_text  # noqa: E402
 import vlm_tiny_idefics3_text as idefics3_text  # noqa: E402
 import vlm_tiny_llava_text as llava_text  # noqa: E402
+import vlm_native_size_cases as native  # noqa: E402
 import vlm_tiny_mmproj as tiny  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -75,47 +76,62 @@ def placeholder(family: str, golden: dict) -> int:
     return golden["image_soft_token_id"] if family == "gemma3" else golden["image_token_id"]
 
 
+def mtmd_case(family: str, golden: dict, c: dict, images: list, python: str, files: tuple, work: Path) -> dict:
+    """Case c's prompt with `images` (repo paths) through mtmd; its ids, spans and top rows."""
+    ids = c["ids"]
+    segments, at = [], 0
+    spans = regions(family, ids, golden)
+    assert len(spans) == len(images), (family, c["name"], spans)
+    name = f"{family}-{c['name']}-{len(images)}-{Path(images[0]).stem}"
+    for k, ((s, e), image) in enumerate(zip(spans, images)):
+        rgb = work / f"{name}-{k}.npy"
+        np.save(rgb, np.asarray(Image.open(REPO / image).convert("RGB")))
+        segments += [{"text": ids[at:s]}, {"image": str(rgb)}]
+        at = e
+    segments.append({"text": ids[at:]})
+    spec, out = work / f"{name}.spec.json", work / f"{name}.out.json"
+    spec.write_text(json.dumps({"segments": segments, "top": TOP}))
+    run = subprocess.run([python, str(RUNNER), *map(str, files), str(spec), str(out)], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"{name}: the mtmd run failed:\n{run.stderr[-3000:]}")
+    got = json.loads(out.read_text())
+    mtmd_ids = list(got["ids"])
+    for s, n in got["image_spans"]:
+        mtmd_ids[s:s + n] = [placeholder(family, golden)] * n
+    # LLaVA's goldens hold no template prompt: its marker is the image token itself, once per image.
+    marker_ids = c.get("marker_ids") or [t for i, t in enumerate(ids) if not any(s < i < e for s, e in spans)]
+    return {"name": c["name"], "images": images, "marker_ids": marker_ids, "ids": mtmd_ids,
+            "ids_as_transformers": mtmd_ids == ids, "image_spans": got["image_spans"],
+            "image_chunks_non_causal": got["image_chunks_non_causal"], "top_tokens": got["top_tokens"],
+            "top_logprobs": got["top_logprobs"]}
+
+
 def run_family(family: str, python: str, folder: Path, work: Path) -> dict:
     golden = json.loads((REPO / "tests" / "golden" / "vision" / f"{family}_logits.json").read_text())
     text_module = {"llava": llava_text, "idefics3": idefics3_text, "gemma3": gemma3_text}[family]
-    text_gguf = text_module.golden_text_model(folder)
-    mmproj = tiny.golden_mmproj(family, folder)
+    files = (text_module.golden_text_model(folder), tiny.golden_mmproj(family, folder))
     cases = []
     for c in golden["cases"]:
-        ids = c["ids"]
-        segments, at = [], 0
-        spans = regions(family, ids, golden)
-        assert len(spans) == len(c["images"]), (family, c["name"], spans)
-        for k, ((s, e), image) in enumerate(zip(spans, c["images"])):
-            rgb = work / f"{family}-{c['name']}-{k}.npy"
-            np.save(rgb, np.asarray(Image.open(REPO / image).convert("RGB")))
-            segments += [{"text": ids[at:s]}, {"image": str(rgb)}]
-            at = e
-        segments.append({"text": ids[at:]})
-        spec, out = work / f"{family}-{c['name']}.spec.json", work / f"{family}-{c['name']}.out.json"
-        spec.write_text(json.dumps({"segments": segments, "top": TOP}))
-        run = subprocess.run([python, str(RUNNER), str(text_gguf), str(mmproj), str(spec), str(out)],
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            raise SystemExit(f"{family} {c['name']}: the mtmd run failed:\n{run.stderr[-3000:]}")
-        got = json.loads(out.read_text())
-        mtmd_ids = list(got["ids"])
-        for s, n in got["image_spans"]:
-            mtmd_ids[s:s + n] = [placeholder(family, golden)] * n
-        same = mtmd_ids == ids
-        case = {"name": c["name"], "images": c["images"], "ids_as_transformers": same,
-                "image_spans": got["image_spans"], "image_chunks_non_causal": got["image_chunks_non_causal"],
-                "top_tokens": got["top_tokens"], "top_logprobs": got["top_logprobs"]}
-        if not same:
-            case["ids"] = mtmd_ids
-        else:
-            case["max_diff_vs_transformers"] = round(compare(c, got), 6)
-        print(f"{family} {c['name']}: ids as transformers' {same}; image chunks {got['image_spans']}"
-              + (f"; largest log-probability difference from transformers {case['max_diff_vs_transformers']:.6f}"
-                 if same else f"; mtmd {len(mtmd_ids)} ids, transformers {len(ids)}"))
+        case = mtmd_case(family, golden, c, c["images"], python, files, work)
+        if case["ids_as_transformers"]:
+            case["max_diff_vs_transformers"] = round(compare(c, case), 6)
         cases.append(case)
-    return {"text_gguf_sha256": tiny.sha256(text_gguf), "mmproj_sha256": tiny.sha256(mmproj),
-            "transformers_golden": f"tests/golden/vision/{family}_logits.json", "cases": cases}
+        if family in native.FAMILIES:
+            # The same prompt with 32x32 images, where no resize happens on either side.
+            images = native.IMAGES[:len(c["images"])]
+            case = mtmd_case(family, golden, c, images, python, files, work)
+            case["name"] = c["name"] + "_32x32"
+            ref = dict(zip(("top_tokens", "top_logprobs"), native.transformers_top(family, c["ids"], images, TOP)))
+            case["transformers_top_tokens"], case["transformers_top_logprobs"] = ref["top_tokens"], ref["top_logprobs"]
+            case["max_diff_vs_transformers"] = round(compare(ref, case), 6)
+            cases.append(case)
+    for case in cases:
+        print(f"{family} {case['name']}: ids as transformers' {case['ids_as_transformers']}; image chunks "
+              f"{case['image_spans']} (non-causal {case['image_chunks_non_causal']}); largest log-probability "
+              f"difference from transformers {case.get('max_diff_vs_transformers')}")
+    return {"text_gguf_sha256": tiny.sha256(files[0]), "mmproj_sha256": tiny.sha256(files[1]),
+            "transformers_golden": f"tests/golden/vision/{family}_logits.json",
+            "placeholder_id": placeholder(family, golden), "cases": cases}
 
 
 def compare(ref: dict, got: dict) -> float:
@@ -135,6 +151,7 @@ def main() -> None:
     args = ap.parse_args()
     version = subprocess.run([args.python, "-c", "import llama_cpp; print(llama_cpp.__version__)"], check=True,
                              capture_output=True, text=True).stdout.strip()
+    native.write_images()
     families = {}
     with tempfile.TemporaryDirectory() as tmp:
         for family in ("llava", "idefics3", "gemma3"):
