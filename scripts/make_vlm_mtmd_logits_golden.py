@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vlm_tiny_gemma3_text as gemma3_text  # noqa: E402
 import vlm_tiny_idefics3_text as idefics3_text  # noqa: E402
 import vlm_tiny_llava_text as llava_text  # noqa: E402
+import gguf_f32_copy  # noqa: E402
 import vlm_native_size_cases as native  # noqa: E402
 import vlm_tiny_mmproj as tiny  # noqa: E402
 
@@ -106,21 +107,28 @@ def mtmd_case(family: str, golden: dict, c: dict, images: list, python: str, fil
             "top_logprobs": got["top_logprobs"]}
 
 
-def run_family(family: str, python: str, folder: Path, work: Path) -> dict:
+def run_family(family: str, python: str, folder: Path, work: Path, f32: bool) -> dict:
     golden = json.loads((REPO / "tests" / "golden" / "vision" / f"{family}_logits.json").read_text())
     text_module = {"llava": llava_text, "idefics3": idefics3_text, "gemma3": gemma3_text}[family]
     files = (text_module.golden_text_model(folder), tiny.golden_mmproj(family, folder))
+    shas = (tiny.sha256(files[0]), tiny.sha256(files[1]))
+    if f32:
+        wide = tuple(work / f"{family}-{k}.f32.gguf" for k in ("text", "mmproj"))
+        for src, dst in zip(files, wide):
+            gguf_f32_copy.f32_copy(str(src), str(dst))
+        files = wide
     cases = []
     for c in golden["cases"]:
         case = mtmd_case(family, golden, c, c["images"], python, files, work)
         if case["ids_as_transformers"]:
             case["max_diff_vs_transformers"] = round(compare(c, case), 6)
         cases.append(case)
-        if family in native.FAMILIES:
-            # The same prompt with 32x32 images, where no resize happens on either side.
-            images = native.IMAGES[:len(c["images"])]
+        if family in native.CASES:
+            # The same prompt with images no resize changes on either side.
+            suffix, images = native.CASES[family]
+            images = images[:len(c["images"])]
             case = mtmd_case(family, golden, c, images, python, files, work)
-            case["name"] = c["name"] + "_32x32"
+            case["name"] = c["name"] + suffix
             ref = dict(zip(("top_tokens", "top_logprobs"), native.transformers_top(family, c["ids"], images, TOP)))
             case["transformers_top_tokens"], case["transformers_top_logprobs"] = ref["top_tokens"], ref["top_logprobs"]
             case["max_diff_vs_transformers"] = round(compare(ref, case), 6)
@@ -129,7 +137,7 @@ def run_family(family: str, python: str, folder: Path, work: Path) -> dict:
         print(f"{family} {case['name']}: ids as transformers' {case['ids_as_transformers']}; image chunks "
               f"{case['image_spans']} (non-causal {case['image_chunks_non_causal']}); largest log-probability "
               f"difference from transformers {case.get('max_diff_vs_transformers')}")
-    return {"text_gguf_sha256": tiny.sha256(files[0]), "mmproj_sha256": tiny.sha256(files[1]),
+    return {"text_gguf_sha256": shas[0], "mmproj_sha256": shas[1],
             "transformers_golden": f"tests/golden/vision/{family}_logits.json",
             "placeholder_id": placeholder(family, golden), "cases": cases}
 
@@ -148,6 +156,9 @@ def main() -> None:
     ap.add_argument("--python", required=True, help="an interpreter with llama-cpp-python (libmtmd)")
     ap.add_argument("--dir", type=Path, default=REPO / "build/release/tests/generated",
                     help="where the tiny files are (written there if missing)")
+    ap.add_argument("--f32-copies", action="store_true",
+                    help="run mtmd on f32 copies of the files (gguf_f32_copy.py) and only print: separates "
+                         "llama.cpp's f16 activations from what it computes; the golden is not written")
     args = ap.parse_args()
     version = subprocess.run([args.python, "-c", "import llama_cpp; print(llama_cpp.__version__)"], check=True,
                              capture_output=True, text=True).stdout.strip()
@@ -155,7 +166,9 @@ def main() -> None:
     families = {}
     with tempfile.TemporaryDirectory() as tmp:
         for family in ("llava", "idefics3", "gemma3"):
-            families[family] = run_family(family, args.python, args.dir, Path(tmp))
+            families[family] = run_family(family, args.python, args.dir, Path(tmp), args.f32_copies)
+    if args.f32_copies:
+        return
     golden = {"generator": {"script": "scripts/make_vlm_mtmd_logits_golden.py", "llama_cpp_python": version,
                             "reference": "libmtmd: mtmd_tokenize of the image marker, mtmd_encode_chunk, "
                                          "llama_decode of the features (non-causal where "

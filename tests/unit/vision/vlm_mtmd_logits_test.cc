@@ -13,7 +13,8 @@
 //   runs one layer fewer (docs/vision.md), so even at 32x32 it is far from transformers; the
 //   test pins that it is exactly as far from Lumen;
 // - Idefics3 upsamples any image to its longest edge and resizes the global tile, so no image
-//   reaches both sides' encoders unresized.
+//   reaches both encoders unresized; one colour survives any filter, so uniform images of the
+//   goldens' sizes (the same tiles and ids) are the cases where both compute the same thing.
 // Everywhere, the rows before the first image are text only and must agree.
 #include <gtest/gtest.h>
 
@@ -126,12 +127,18 @@ TEST_P(VlmMtmdLogits, OneAndTwoImagesAgainstMtmd) {
       EXPECT_LE(got.worst, tol);  // the same computation: Lumen agrees with mtmd
       EXPECT_GE(got.fewest_shared, 6u);
       EXPECT_EQ(got.top1_misses, 0);
-    } else {
-      // mtmd computes something else here (the resize, or LLaVA's graph): Lumen is as far from it as
-      // transformers is, and the difference is real (larger than the tolerance), not noise.
-      EXPECT_GT(got.worst, tol);
-      EXPECT_NEAR(got.worst, mtmd_vs_transformers, tol);
+      continue;
     }
+    // Elsewhere Lumen is as far from mtmd as transformers is (it computes what transformers does).
+    EXPECT_NEAR(got.worst, mtmd_vs_transformers, tol);
+    if (family != "idefics3") {
+      // mtmd computes something else (LLaVA's graph; Gemma 3's resize): far beyond noise.
+      EXPECT_GT(got.worst, 10 * tol);
+    }
+    // Idefics3: no assertion against mtmd beyond the above. Measured on the uniform images 0.021
+    // and 0.022, above the tolerance, spread over every row at the level of the text rows before
+    // the image (0.009; mtmd on f32 copies of the files is as far from transformers): llama.cpp's
+    // Llama path on this tiny model, not the image (docs/vision.md); left open.
   }
 }
 
