@@ -172,7 +172,8 @@ def main() -> None:
     golden = {"generator": {"script": "scripts/make_vlm_mtmd_logits_golden.py", "llama_cpp_python": version,
                             "reference": "libmtmd: mtmd_tokenize of the image marker, mtmd_encode_chunk, "
                                          "llama_decode of the features (non-causal where "
-                                         "mtmd_decode_use_non_causal says), logits at every position, f32 on CPU"},
+                                         "mtmd_decode_use_non_causal says), logits at every position; CPU, f32 KV cache, "
+                                         "no flash attention"},
               "top": TOP, "families": families}
     GOLDEN.write_text(json.dumps(golden) + "\n", encoding="utf-8")
     print(f"wrote {GOLDEN}")

@@ -13,8 +13,11 @@
 //   runs one layer fewer (docs/vision.md), so even at 32x32 it is far from transformers; the
 //   test pins that it is exactly as far from Lumen;
 // - Idefics3 upsamples any image to its longest edge and resizes the global tile, so no image
-//   reaches both encoders unresized; one colour survives any filter, so uniform images of the
-//   goldens' sizes (the same tiles and ids) are the cases where both compute the same thing.
+//   reaches both encoders unresized; one colour survives any filter, so on uniform images of the
+//   goldens' sizes (the same tiles and ids) both compute the same thing, and agree within the
+//   tolerance.
+// mtmd's rows come from an f32 KV cache without flash attention (llama.cpp's CPU flash attention
+// rounds to f16 inside, about 0.01 on these Llamas: see the script).
 // Everywhere, the rows before the first image are text only and must agree.
 #include <gtest/gtest.h>
 
@@ -123,7 +126,7 @@ TEST_P(VlmMtmdLogits, OneAndTwoImagesAgainstMtmd) {
       EXPECT_LE(hf.worst, tol);
       EXPECT_EQ(hf.top1_misses, 0);
     }
-    if (family == "gemma3" && unresized) {
+    if (family != "llava" && unresized) {
       EXPECT_LE(got.worst, tol);  // the same computation: Lumen agrees with mtmd
       EXPECT_GE(got.fewest_shared, 6u);
       EXPECT_EQ(got.top1_misses, 0);
@@ -131,14 +134,9 @@ TEST_P(VlmMtmdLogits, OneAndTwoImagesAgainstMtmd) {
     }
     // Elsewhere Lumen is as far from mtmd as transformers is (it computes what transformers does).
     EXPECT_NEAR(got.worst, mtmd_vs_transformers, tol);
-    if (family != "idefics3") {
-      // mtmd computes something else (LLaVA's graph; Gemma 3's resize): far beyond noise.
-      EXPECT_GT(got.worst, 10 * tol);
-    }
-    // Idefics3: no assertion against mtmd beyond the above. Measured on the uniform images 0.021
-    // and 0.022, above the tolerance, spread over every row at the level of the text rows before
-    // the image (0.009; mtmd on f32 copies of the files is as far from transformers): llama.cpp's
-    // Llama path on this tiny model, not the image (docs/vision.md); left open.
+    // mtmd computes something else (LLaVA's graph; Gemma 3's resize): far beyond noise. Idefics3's
+    // resize moves the rows less (0.028 and 0.019 from Lumen, 0.020 and 0.017 from transformers).
+    if (family != "idefics3") EXPECT_GT(got.worst, 10 * tol);
   }
 }
 
