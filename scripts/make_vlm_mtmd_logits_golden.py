@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Regenerates tests/golden/vision/mtmd_logits.json: llama.cpp's mtmd (libmtmd through
-llama-cpp-python) on the same tiny files, images decoded with Pillow as the processors do, and prompts as the transformers logits goldens
-(llava_logits.json, idefics3_logits.json, gemma3_logits.json), so unit_vlm's VlmMtmdLogits holds
-Lumen to llama.cpp's answer too, in CI, which has no llama-cpp-python.
+llama-cpp-python) on the same tiny files and prompts as the transformers logits goldens
+(llava_logits.json, idefics3_logits.json, gemma3_logits.json), images decoded with Pillow as the
+processors do, so unit_vlm's VlmMtmdLogits holds Lumen to llama.cpp's answer too, in CI, which
+has no llama-cpp-python. Besides the goldens' images, images no resize changes
+(vlm_native_size_cases.py), with transformers' rows for them.
 
 Per family and case: the golden's token ids with each image's region (LLaVA: the run of
 "<image>"; Gemma 3: "<start_of_image>" to "<end_of_image>"; Idefics3: the tiles' markers and
@@ -11,7 +13,8 @@ itself writes for the image marker (scripts/mtmd_prompt_logprobs.py), then every
 8 log-probabilities. Where mtmd's ids equal the processor's, position i of mtmd's rows is
 position i of transformers' and Lumen's; the golden records whether they do. Also printed: the
 largest difference between mtmd's and transformers' log-probabilities (tokens both rank in
-their top 8), which docs/vision.md reports.
+their top 8), which docs/vision.md reports; --f32-copies prints the same for f32 copies of the
+files without writing the golden.
 
     /work/venvs/vlm-image/bin/python scripts/make_vlm_mtmd_logits_golden.py \
         --python /work/venvs/mamba2/bin/python     # an interpreter with llama-cpp-python
@@ -172,8 +175,8 @@ def main() -> None:
     golden = {"generator": {"script": "scripts/make_vlm_mtmd_logits_golden.py", "llama_cpp_python": version,
                             "reference": "libmtmd: mtmd_tokenize of the image marker, mtmd_encode_chunk, "
                                          "llama_decode of the features (non-causal where "
-                                         "mtmd_decode_use_non_causal says), logits at every position; CPU, f32 KV cache, "
-                                         "no flash attention"},
+                                         "mtmd_decode_use_non_causal says), logits at every position; "
+                                         "CPU, f32 KV cache, no flash attention"},
               "top": TOP, "families": families}
     GOLDEN.write_text(json.dumps(golden) + "\n", encoding="utf-8")
     print(f"wrote {GOLDEN}")
