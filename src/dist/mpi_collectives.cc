@@ -148,8 +148,7 @@ class MpiCollectives final : public Collectives {
   std::unique_ptr<Transfer> start_send(std::span<const std::byte> data, int to) override {
     check_peer(to, "start_send");
     MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Isend(data.data(), count_of(data.size(), "MPI_Isend"), MPI_BYTE, to, kTag, comm_, &request),
-          "MPI_Isend");
+    check(MPI_Isend(data.data(), count_of(data.size(), "MPI_Isend"), MPI_BYTE, to, kTag, comm_, &request), "MPI_Isend");
     return std::make_unique<MpiTransfer>(request, data.size(), -1);
   }
 

@@ -101,8 +101,8 @@ void attend_task(const backend::cpu::AttentionTileKernels& tiles, const Geometry
       }
       tiles.qk_f16(s.queries.data(), nq, s.k_rows.data(), nk, g.head_dim, scores, kKeyTile);
     } else {
-      tiles.qk(s.queries.data(), nq, block.k32 + j0 * k_stride + kv_head * g.head_dim, k_stride, nk, g.head_dim,
-               scores, kKeyTile);
+      tiles.qk(s.queries.data(), nq, block.k32 + j0 * k_stride + kv_head * g.head_dim, k_stride, nk, g.head_dim, scores,
+               kKeyTile);
     }
     for (int64_t r = 0; r < rows; ++r) {
       // The keys of the tile this row sees: all of them in a tile under the causal diagonal and

@@ -207,8 +207,8 @@ void Transformer::ring_attention(size_t layer, const ForwardBatch& batch, KvCach
       } else {
         k = reinterpret_cast<float*>(ring.held.data());
       }
-      backend_.store_kv(backend::f32_matrix(k, k_row, rows), backend::f32_matrix(k + rows * k_row, v_row, rows),
-                        slices, cache.layer(layer));
+      backend_.store_kv(backend::f32_matrix(k, k_row, rows), backend::f32_matrix(k + rows * k_row, v_row, rows), slices,
+                        cache.layer(layer));
     }
     if (next) {
       sent->wait();
