@@ -4,6 +4,8 @@
 // its queries over each block as it holds it, merging the partial results by log-sum-exp
 // (model/partial_attention.h). Rank 0 also writes every block it holds into its KV cache, so that
 // when the prefill ends it holds the whole prompt's K/V and decodes alone (Transformer::forward).
+// A block's send to the next rank and the receive of the following one are in flight while the
+// rank attends the block it holds.
 #include <algorithm>
 #include <cstring>
 #include <limits>
