@@ -159,8 +159,7 @@ std::vector<float> merged_attention(const Layer& l, int ranks, const std::vector
       for (int64_t i = r.first; i < r.first + r.count; ++i) rows.push_back(static_cast<int32_t>(i));
     }
     const Block b = block_of(l, rows);
-    partial_attention({l.q, all}, {b.k, b.positions}, b.v, l.config, first ? out : part, first ? lse : part_lse,
-                      run);
+    partial_attention({l.q, all}, {b.k, b.positions}, b.v, l.config, first ? out : part, first ? lse : part_lse, run);
     if (!first) merge_partial_attention(out, lse, part, part_lse, 64);
     first = false;
   }
@@ -252,7 +251,8 @@ TEST(PartialAttention, GroupsOfThreeHeadsAsAReferenceInDouble) {
       for (double& x : w) sum += (x = std::exp(x - top));
       for (int64_t d = 0; d < 64; ++d) {
         double o = 0;
-        for (int64_t j = 0; j <= r; ++j) o += w[static_cast<size_t>(j)] * l.v[static_cast<size_t>((j * 2 + kv) * 64 + d)];
+        for (int64_t j = 0; j <= r; ++j)
+          o += w[static_cast<size_t>(j)] * l.v[static_cast<size_t>((j * 2 + kv) * 64 + d)];
         worst = std::max(worst, static_cast<float>(std::abs(o / sum - out[static_cast<size_t>((r * 6 + h) * 64 + d)])));
       }
       EXPECT_NEAR(lse[static_cast<size_t>(r * 6 + h)], top + std::log(sum), 1e-4);
@@ -282,8 +282,7 @@ TEST(PartialAttention, F16BlocksGiveTheF32FormsBitsOnTheWidenedRows) {
   }
   // Refused like the f32 form when a buffer does not match.
   std::vector<float> out(l.q.size()), lse(130 * 8);
-  EXPECT_THROW(partial_attention({l.q, all}, F16KvRows{std::span(k16).first(10), v16, all}, l.config, out, lse),
-               Error);
+  EXPECT_THROW(partial_attention({l.q, all}, F16KvRows{std::span(k16).first(10), v16, all}, l.config, out, lse), Error);
 }
 
 TEST(PartialAttention, ARowThatSeesNoKeyOfTheBlockAddsNothing) {
