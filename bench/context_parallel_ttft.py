@@ -5,7 +5,11 @@ document: each configuration's TTFT (seconds, per repetition), the CPU seconds e
 and the bytes ring attention moves.
 
     python3 bench/context_parallel_ttft.py --model ~/.cache/lumen/models/gemma-3-270m-q4_k_m.gguf \
-        --tokens 16384 --ranks 2
+        --tokens 16384 --ranks 2 [--baseline /path/to/older/lumen]
+
+With --baseline, an older binary runs each configuration too, interleaved with this one (older
+one process, this one process, older N ranks, this N ranks), so a before/after comparison meets
+the same machine load.
 
 The prompt is random token ids (seeded): a prefill's cost does not depend on which tokens they
 are. The whole prompt is one engine step (--max-num-batched-tokens), so that context parallelism
@@ -111,6 +115,7 @@ def main():
     p.add_argument("--tokens", type=int, default=16384)
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--repetitions", type=int, default=1)
+    p.add_argument("--baseline", help="an older lumen binary to run each configuration too, interleaved")
     a = p.parse_args()
     # One prompt per repetition (a repeated prompt would be a prefix-cache hit), the same ones
     # for every configuration.
@@ -121,13 +126,16 @@ def main():
     shape = model_shape(a.model)
     results = {"model": a.model, "tokens": a.tokens, "threads_per_rank": 1, "cores": os.cpu_count(),
                "shape": shape, "runs": []}
-    # Ring attention moves, per layer, each rank's K and V rows (f32) to the next rank N - 1 times:
-    # every rank's block reaches every other rank once.
-    kv_row_bytes = 2 * shape["kv_heads"] * shape["head_dim"] * 4
+    # Ring attention moves, per layer, each rank's K and V rows to the next rank N - 1 times: every
+    # rank's block reaches every other rank once. Rows travel as f16 with the default f16 cache
+    # (before the f16 ring, as f32: twice these bytes).
+    kv_row_bytes = 2 * shape["kv_heads"] * shape["head_dim"] * 2
     results["ring_bytes_per_layer"] = {"per_rank": (a.ranks - 1) * a.tokens // a.ranks * kv_row_bytes,
                                        "all_ranks": (a.ranks - 1) * a.tokens * kv_row_bytes}
-    for ranks in (1, a.ranks):
-        proc, port, log = start(a.lumen, a.model, a.tokens, ranks)
+    binaries = [("baseline", a.baseline), ("this", a.lumen)] if a.baseline else [("this", a.lumen)]
+    results["load_average_before"] = os.getloadavg()
+    for ranks, (label, lumen) in [(r, b) for r in (1, a.ranks) for b in binaries]:
+        proc, port, log = start(lumen, a.model, a.tokens, ranks)
         try:
             pids = rank_pids(proc, ranks)
             times, cpu = [], []
@@ -140,9 +148,11 @@ def main():
             proc.wait(timeout=120)
         # CPU seconds each process spent on the request: the work, whatever else the machine ran
         # (on a shared machine the wall time also counts waits for a core).
-        results["runs"].append({"ranks": ranks, "ttft_s": times, "cpu_s_per_process": cpu})
-    base = min(results["runs"][0]["ttft_s"])
-    results["speedup"] = base / min(results["runs"][1]["ttft_s"])
+        results["runs"].append({"binary": label, "lumen": lumen, "ranks": ranks, "ttft_s": times,
+                                "cpu_s_per_process": cpu, "load_average_after": os.getloadavg()})
+    for label, _ in binaries:
+        one, many = [r for r in results["runs"] if r["binary"] == label]
+        results[f"speedup_{label}"] = min(one["ttft_s"]) / min(many["ttft_s"])
     print(json.dumps(results, indent=2))
 
 

@@ -41,6 +41,9 @@ class Collectives {
   // receive without waiting: pipeline parallelism's rank 0 posts the receives of a step's last
   // stage before it sends the step's first micro-batch, so neither side can block the other.
   virtual std::unique_ptr<Transfer> start_receive(std::span<std::byte> data, int from) = 0;
+  // send without waiting: ring attention sends its next K/V block while it attends the current
+  // one. The buffer must stay alive and unchanged until wait() returns.
+  virtual std::unique_ptr<Transfer> start_send(std::span<const std::byte> data, int to) = 0;
   virtual void barrier() = 0;
   // Each rank sends a segment to every rank and receives one from every rank (MPI_Alltoallv):
   // `send` holds this rank's segments for ranks 0, 1, .. end to end (send_bytes[q] of them for

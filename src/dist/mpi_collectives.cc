@@ -39,7 +39,8 @@ int count_of(size_t n, const char* call) {
   return static_cast<int>(n);
 }
 
-// A message MPI_Irecv started; waited for once.
+// A message MPI_Irecv or MPI_Isend started; waited for once. `from` < 0 marks a send, whose status
+// carries no count to check.
 class MpiTransfer final : public Transfer {
  public:
   MpiTransfer(MPI_Request request, size_t bytes, int from) : request_(request), bytes_(bytes), from_(from) {}
@@ -60,7 +61,7 @@ class MpiTransfer final : public Transfer {
     if (request_ == MPI_REQUEST_NULL) return;
     MPI_Status status;
     check(MPI_Wait(&request_, &status), "MPI_Wait");
-    check_count(status, bytes_, from_);
+    if (from_ >= 0) check_count(status, bytes_, from_);
   }
 
  private:
@@ -142,6 +143,13 @@ class MpiCollectives final : public Collectives {
     check(MPI_Irecv(data.data(), count_of(data.size(), "MPI_Irecv"), MPI_BYTE, from, kTag, comm_, &request),
           "MPI_Irecv");
     return std::make_unique<MpiTransfer>(request, data.size(), from);
+  }
+
+  std::unique_ptr<Transfer> start_send(std::span<const std::byte> data, int to) override {
+    check_peer(to, "start_send");
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Isend(data.data(), count_of(data.size(), "MPI_Isend"), MPI_BYTE, to, kTag, comm_, &request), "MPI_Isend");
+    return std::make_unique<MpiTransfer>(request, data.size(), -1);
   }
 
   void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }

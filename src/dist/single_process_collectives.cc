@@ -22,6 +22,9 @@ class SingleProcess final : public Collectives {
   std::unique_ptr<Transfer> start_receive(std::span<std::byte>, int from) override {
     fail("receive from rank {} in a single process", from);
   }
+  std::unique_ptr<Transfer> start_send(std::span<const std::byte>, int to) override {
+    fail("send to rank {} in a single process", to);
+  }
   void barrier() override {}
   // The only segment is this rank's own: copied from send to receive.
   void all_to_all(std::span<const std::byte> send, std::span<const size_t> send_bytes, std::span<std::byte> receive,

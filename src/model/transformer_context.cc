@@ -4,20 +4,25 @@
 // its queries over each block as it holds it, merging the partial results by log-sum-exp
 // (model/partial_attention.h). Rank 0 also writes every block it holds into its KV cache, so that
 // when the prefill ends it holds the whole prompt's K/V and decodes alone (Transformer::forward).
+// A block's send to the next rank and the receive of the following one are in flight while the
+// rank attends the block it holds.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "backend/cpu/cpu_backend.h"
 #include "dist/collectives.h"
 #include "model/partial_attention.h"
 #include "model/transformer.h"
+#include "tensor/fp16.h"
 #include "util/error.h"
 
 namespace lumen::model {
 
 struct Transformer::RingBuffers {
   std::vector<int32_t> tokens, positions;  // this rank's rows of the prompt
-  std::vector<float> held, incoming;       // a block's K rows then its V rows
+  std::vector<std::byte> held, incoming;   // a block's K rows then its V rows (f16 or f32)
+  std::vector<float> widened;              // rank 0: an f16 block as f32 rows for store_kv
   std::vector<int32_t> held_positions;
   std::vector<float> part_out, part_lse, lse;
 };
@@ -33,6 +38,18 @@ void append_rows(const ContextChunks& chunks, std::vector<int32_t>& out) {
 }
 
 std::span<std::byte> float_bytes(std::span<float> values) { return std::as_writable_bytes(values); }
+
+// A block's K rows then V rows into `to`, as f16 (the cache's own rounding) or as they are.
+void pack_block(const float* k, const float* v, int64_t k_values, int64_t v_values, bool f16, std::byte* to) {
+  if (!f16) {
+    std::memcpy(to, k, static_cast<size_t>(k_values) * sizeof(float));
+    std::memcpy(to + k_values * static_cast<int64_t>(sizeof(float)), v, static_cast<size_t>(v_values) * sizeof(float));
+    return;
+  }
+  auto* h = reinterpret_cast<uint16_t*>(to);
+  for (int64_t i = 0; i < k_values; ++i) h[i] = tensor::float_to_fp16(k[i]);
+  for (int64_t i = 0; i < v_values; ++i) h[k_values + i] = tensor::float_to_fp16(v[i]);
+}
 
 }  // namespace
 
@@ -135,40 +152,68 @@ void Transformer::ring_attention(size_t layer, const ForwardBatch& batch, KvCach
   ring.lse.resize(static_cast<size_t>(n * heads));
   ring.part_out.resize(out.size());
   ring.part_lse.resize(ring.lse.size());
+  // With an f16 cache the blocks travel as f16: the cache would round them so anyway, so every
+  // rank attends the very keys one process reads from its cache, for half the bytes. Other
+  // cache types (f32, bf16) send f32 rows.
+  const bool f16 = cache.layer(layer).k.type == tensor::DType::F16;
+  const size_t value_bytes = f16 ? sizeof(uint16_t) : sizeof(float);
+  const auto block_bytes = [&](int64_t rows) { return static_cast<size_t>(rows * (k_row + v_row)) * value_bytes; };
   // The block this rank starts with: its own K rows, then its V rows.
-  ring.held.resize(static_cast<size_t>(n * (k_row + v_row)));
-  std::memcpy(ring.held.data(), s_.k.data, static_cast<size_t>(n * k_row) * sizeof(float));
-  std::memcpy(ring.held.data() + n * k_row, s_.v.data, static_cast<size_t>(n * v_row) * sizeof(float));
+  ring.held.resize(block_bytes(n));
+  pack_block(static_cast<const float*>(s_.k.data), static_cast<const float*>(s_.v.data), n * k_row, n * v_row, f16,
+             ring.held.data());
   const backend::SequenceSlice& seq = batch.sequences[static_cast<size_t>(cache.layout().group_of_layer[layer])];
+  auto* cpu = dynamic_cast<backend::CpuBackend*>(&backend_);
+  const PartialAttentionRun run{nullptr, cpu != nullptr ? &cpu->pool() : nullptr};
   for (int step = 0; step < size; ++step) {
     // At step s this rank holds the block of rank - s; the next comes from rank - 1.
     const ContextChunks owner = context_chunks(n_prompt, (rank - step + size) % size, size);
     const int64_t rows = owner.rows();
     append_rows(owner, ring.held_positions);
-    std::unique_ptr<dist::Transfer> next;
+    // The next block's receive and this one's send run while this rank attends the block it
+    // holds (which neither changes until both are waited for).
+    std::unique_ptr<dist::Transfer> next, sent;
     if (step + 1 < size) {
       const int64_t next_rows = context_chunks(n_prompt, (rank - step - 1 + size) % size, size).rows();
-      ring.incoming.resize(static_cast<size_t>(next_rows * (k_row + v_row)));
-      next = context_.comm->start_receive(float_bytes(ring.incoming), (rank - 1 + size) % size);
-      context_.comm->send(std::as_bytes(std::span(ring.held)), (rank + 1) % size);
+      ring.incoming.resize(block_bytes(next_rows));
+      next = context_.comm->start_receive(ring.incoming, (rank - 1 + size) % size);
+      sent = context_.comm->start_send(ring.held, (rank + 1) % size);
     }
-    const std::span<const float> keys(ring.held.data(), static_cast<size_t>(rows * k_row));
-    const std::span<const float> values(ring.held.data() + rows * k_row, static_cast<size_t>(rows * v_row));
     const bool first = step == 0;
-    partial_attention({q, ring.positions}, {keys, ring.held_positions}, values, config,
-                      first ? out : std::span<float>(ring.part_out), first ? ring.lse : ring.part_lse);
+    const std::span<float> part_out = first ? out : std::span<float>(ring.part_out);
+    const std::span<float> part_lse = first ? std::span<float>(ring.lse) : std::span<float>(ring.part_lse);
+    if (f16) {
+      const auto* k = reinterpret_cast<const uint16_t*>(ring.held.data());
+      const F16KvRows block{{k, static_cast<size_t>(rows * k_row)},
+                            {k + rows * k_row, static_cast<size_t>(rows * v_row)},
+                            ring.held_positions};
+      partial_attention({q, ring.positions}, block, config, part_out, part_lse, run);
+    } else {
+      const auto* k = reinterpret_cast<const float*>(ring.held.data());
+      partial_attention({q, ring.positions}, {{k, static_cast<size_t>(rows * k_row)}, ring.held_positions},
+                        {k + rows * k_row, static_cast<size_t>(rows * v_row)}, config, part_out, part_lse, run);
+    }
     if (!first) merge_partial_attention(out, ring.lse, ring.part_out, ring.part_lse, value_dim);
     if (rank == 0) {
-      // The block's two chunks into rank 0's cache, where the decode that follows reads them.
+      // The block's two chunks into rank 0's cache, where the decode that follows reads them
+      // (store_kv takes f32 rows: an f16 block is widened, exactly, and rounds back to itself).
       const backend::SequenceSlice slices[] = {
           {0, owner.early.count, owner.early.first, seq.block_table},
           {owner.early.count, owner.late.count, owner.late.first, seq.block_table}};
-      auto* k = const_cast<float*>(keys.data());
-      auto* v = const_cast<float*>(values.data());
-      backend_.store_kv(backend::f32_matrix(k, k_row, rows), backend::f32_matrix(v, v_row, rows), slices,
+      float* k = nullptr;
+      if (f16) {
+        ring.widened.resize(static_cast<size_t>(rows * (k_row + v_row)));
+        const auto* h = reinterpret_cast<const uint16_t*>(ring.held.data());
+        for (size_t i = 0; i < ring.widened.size(); ++i) ring.widened[i] = tensor::fp16_to_float(h[i]);
+        k = ring.widened.data();
+      } else {
+        k = reinterpret_cast<float*>(ring.held.data());
+      }
+      backend_.store_kv(backend::f32_matrix(k, k_row, rows), backend::f32_matrix(k + rows * k_row, v_row, rows), slices,
                         cache.layer(layer));
     }
     if (next) {
+      sent->wait();
       next->wait();
       std::swap(ring.held, ring.incoming);
     }

@@ -113,6 +113,22 @@ TEST(MpiCollectives, AReceivePostedBeforeEveryRankSendsMeetsItsMessage) {
   c.barrier();
 }
 
+TEST(MpiCollectives, SendsStartedOnEveryRankAtOnceMeetTheirReceives) {
+  Collectives& c = *g_collectives;
+  const int next = (c.rank() + 1) % c.size(), previous = (c.rank() + c.size() - 1) % c.size();
+  // Ring attention's step: every rank starts its send and its receive, works, then waits for
+  // both; rendezvous-sized messages, so a blocking send on every rank could not complete.
+  std::vector<std::byte> out(1 << 20, std::byte(static_cast<unsigned char>(c.rank() + 11))), in(1 << 20);
+  std::unique_ptr<Transfer> incoming = c.start_receive(in, previous);
+  std::unique_ptr<Transfer> outgoing = c.start_send(out, next);
+  outgoing->wait();
+  incoming->wait();
+  EXPECT_EQ(in.front(), std::byte(static_cast<unsigned char>(previous + 11)));
+  EXPECT_EQ(in.back(), std::byte(static_cast<unsigned char>(previous + 11)));
+  EXPECT_THROW(c.start_send(out, c.size()), Error);
+  c.barrier();
+}
+
 TEST(MpiCollectives, AReceiveDroppedUnwaitedIsCancelledNotWaitedFor) {
   Collectives& c = *g_collectives;
   std::vector<std::byte> in(64);

@@ -26,6 +26,8 @@ TEST(SingleProcessCollectives, IsRankZeroOfOneAndLeavesDataAsItIs) {
   EXPECT_THROW(c->broadcast(bytes, 1), Error);
   EXPECT_THROW(c->send(bytes, 1), Error);
   EXPECT_THROW(c->receive(bytes, 1), Error);
+  EXPECT_THROW(c->start_receive(bytes, 1), Error);
+  EXPECT_THROW(c->start_send(bytes, 1), Error);
 }
 
 TEST(SingleProcessCollectives, AllToAllCopiesTheOwnSegmentAndRefusesOtherCounts) {

@@ -8,13 +8,19 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_features.h"
 #include "model/context_chunks.h"
 #include "model/kv_cache.h"
 #include "model/partial_attention.h"
+#include "tensor/fp16.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace lumen::model {
 namespace {
@@ -139,7 +145,8 @@ Block block_of(const Layer& l, const std::vector<int32_t>& rows) {
 
 // Every row's attention as ring attention computes it: over the keys of each rank's two chunks
 // in turn (in `order`), merged by log-sum-exp.
-std::vector<float> merged_attention(const Layer& l, int ranks, const std::vector<int>& order) {
+std::vector<float> merged_attention(const Layer& l, int ranks, const std::vector<int>& order,
+                                    const PartialAttentionRun& run = {}) {
   std::vector<int32_t> all(static_cast<size_t>(l.n));
   for (int64_t i = 0; i < l.n; ++i) all[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   std::vector<float> out(l.q.size()), lse(static_cast<size_t>(l.n * 8));
@@ -152,7 +159,7 @@ std::vector<float> merged_attention(const Layer& l, int ranks, const std::vector
       for (int64_t i = r.first; i < r.first + r.count; ++i) rows.push_back(static_cast<int32_t>(i));
     }
     const Block b = block_of(l, rows);
-    partial_attention({l.q, all}, {b.k, b.positions}, b.v, l.config, first ? out : part, first ? lse : part_lse);
+    partial_attention({l.q, all}, {b.k, b.positions}, b.v, l.config, first ? out : part, first ? lse : part_lse, run);
     if (!first) merge_partial_attention(out, lse, part, part_lse, 64);
     first = false;
   }
@@ -179,6 +186,103 @@ TEST(PartialAttention, SlidingWindowAndSoftcapAsTheBackend) {
   Layer l = random_layer(150, 37, 20.0f);
   const std::vector<float> want = backend_attention(l);
   expect_near(merged_attention(l, 3, {1, 0, 2}), want);
+}
+
+// The tile tables this CPU can run, each named: the portable one always, AVX2 and AVX-512 when
+// both the build and the CPU have them.
+std::vector<std::pair<const char*, const backend::cpu::AttentionTileKernels*>> runnable_tiles() {
+  using backend::cpu::Isa;
+  std::vector<std::pair<const char*, const backend::cpu::AttentionTileKernels*>> tiles = {
+      {"portable", &backend::cpu::portable_attention_tiles()}};
+  const Isa isa = backend::cpu::detected_isa();
+  if (backend::cpu::avx2_attention_tiles() != nullptr && isa >= Isa::kAvx2) {
+    tiles.emplace_back("avx2", backend::cpu::avx2_attention_tiles());
+  }
+  if (backend::cpu::avx512_attention_tiles() != nullptr && isa >= Isa::kAvx512) {
+    tiles.emplace_back("avx512", backend::cpu::avx512_attention_tiles());
+  }
+  return tiles;
+}
+
+TEST(PartialAttention, EveryInstructionSetAndThreadCountAsTheBackend) {
+  Layer plain = random_layer(203, 0, 0.0f), windowed = random_layer(150, 37, 20.0f);
+  const std::vector<float> want_plain = backend_attention(plain), want_windowed = backend_attention(windowed);
+  ThreadPool two(2);
+  for (const auto& [name, tiles] : runnable_tiles()) {
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+      SCOPED_TRACE(std::string(name) + (pool != nullptr ? ", 2 threads" : ", 1 thread"));
+      const PartialAttentionRun run{tiles, pool};
+      const std::vector<float> got = merged_attention(plain, 3, {2, 0, 1}, run);
+      expect_near(got, want_plain);
+      expect_near(merged_attention(windowed, 2, {1, 0}, run), want_windowed);
+      // Tasks write disjoint rows and heads: how many threads run them changes no bit.
+      if (pool != nullptr) {
+        EXPECT_EQ(got, merged_attention(plain, 3, {2, 0, 1}, {tiles, nullptr}));
+      }
+    }
+  }
+}
+
+// Query heads that do not fill a task evenly (6 over 2 KV heads: 21 rows of 3 heads per task).
+TEST(PartialAttention, GroupsOfThreeHeadsAsAReferenceInDouble) {
+  Layer l = random_layer(90, 0, 0.0f);
+  l.config.n_heads = 6;
+  l.q.resize(static_cast<size_t>(90 * 6 * 64));
+  // backend_attention's cache is built for 8 heads: the reference here is causal softmax
+  // attention in double, key by key.
+  std::vector<int32_t> all(90);
+  for (int32_t i = 0; i < 90; ++i) all[static_cast<size_t>(i)] = i;
+  std::vector<float> out(static_cast<size_t>(90 * 6 * 64)), lse(90 * 6);
+  ThreadPool two(2);
+  partial_attention({l.q, all}, {l.k, all}, l.v, l.config, out, lse, {nullptr, &two});
+  float worst = 0;
+  for (int64_t r = 0; r < 90; ++r) {
+    for (int64_t h = 0; h < 6; ++h) {
+      const float* q = l.q.data() + (r * 6 + h) * 64;
+      const int64_t kv = h / 3;
+      std::vector<double> w(static_cast<size_t>(r + 1));
+      double top = -1e30, sum = 0;
+      for (int64_t j = 0; j <= r; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < 64; ++d) dot += double{q[d]} * l.k[static_cast<size_t>((j * 2 + kv) * 64 + d)];
+        w[static_cast<size_t>(j)] = dot * 0.125;
+        top = std::max(top, w[static_cast<size_t>(j)]);
+      }
+      for (double& x : w) sum += (x = std::exp(x - top));
+      for (int64_t d = 0; d < 64; ++d) {
+        double o = 0;
+        for (int64_t j = 0; j <= r; ++j)
+          o += w[static_cast<size_t>(j)] * l.v[static_cast<size_t>((j * 2 + kv) * 64 + d)];
+        worst = std::max(worst, static_cast<float>(std::abs(o / sum - out[static_cast<size_t>((r * 6 + h) * 64 + d)])));
+      }
+      EXPECT_NEAR(lse[static_cast<size_t>(r * 6 + h)], top + std::log(sum), 1e-4);
+    }
+  }
+  EXPECT_LT(worst, 2e-5f);
+}
+
+// An f16 block (what the ring sends when the cache is f16) gives, bit for bit, what the f32 form
+// gives on the same rows widened: the tiles' f16 forms promise it, and the task loop must keep it.
+TEST(PartialAttention, F16BlocksGiveTheF32FormsBitsOnTheWidenedRows) {
+  Layer l = random_layer(130, 41, 30.0f);
+  std::vector<uint16_t> k16(l.k.size()), v16(l.v.size());
+  std::vector<float> k(l.k.size()), v(l.v.size());
+  for (size_t i = 0; i < k.size(); ++i) k[i] = tensor::fp16_to_float(k16[i] = tensor::float_to_fp16(l.k[i]));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = tensor::fp16_to_float(v16[i] = tensor::float_to_fp16(l.v[i]));
+  std::vector<int32_t> all(130);
+  for (int32_t i = 0; i < 130; ++i) all[static_cast<size_t>(i)] = i;
+  ThreadPool two(2);
+  for (const auto& [name, tiles] : runnable_tiles()) {
+    SCOPED_TRACE(name);
+    std::vector<float> out32(l.q.size()), lse32(130 * 8), out16(l.q.size()), lse16(130 * 8);
+    partial_attention({l.q, all}, {k, all}, v, l.config, out32, lse32, {tiles, nullptr});
+    partial_attention({l.q, all}, F16KvRows{k16, v16, all}, l.config, out16, lse16, {tiles, &two});
+    EXPECT_EQ(out16, out32);
+    EXPECT_EQ(lse16, lse32);
+  }
+  // Refused like the f32 form when a buffer does not match.
+  std::vector<float> out(l.q.size()), lse(130 * 8);
+  EXPECT_THROW(partial_attention({l.q, all}, F16KvRows{std::span(k16).first(10), v16, all}, l.config, out, lse), Error);
 }
 
 TEST(PartialAttention, ARowThatSeesNoKeyOfTheBlockAddsNothing) {
