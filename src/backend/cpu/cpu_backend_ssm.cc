@@ -57,7 +57,9 @@ void check_sequences(std::span<const SsmSequence> seqs, int64_t n, std::string_v
 void CpuBackend::do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
                              std::span<const SsmSequence> seqs, TensorView& out) {
   const int64_t channels = x.dims[0], n = x.rows(), kernel = weight.dims[0];
-  if (kernel < 1) fail("ssm_conv: the kernel has {} taps", kernel);
+  if (kernel < 1 || kernel > cpu::kSsmConvMaxTaps) {
+    fail("ssm_conv: the kernel has {} taps (1 to {} supported)", kernel, cpu::kSsmConvMaxTaps);
+  }
   check_rows(x, channels, n, "ssm_conv", "x");
   check_rows(weight, kernel, channels, "ssm_conv", "weight");
   if (weight.row_bytes != static_cast<size_t>(kernel) * sizeof(float)) fail("ssm_conv: weight rows must be contiguous");
