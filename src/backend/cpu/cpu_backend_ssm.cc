@@ -22,6 +22,10 @@ namespace {
 // Channels per convolution task: enough work to be worth a wake-up, few enough to spread a
 // decode step's one row over the pool.
 constexpr int64_t kConvChannelsPerTask = 256;
+// Below these many outputs (rows x channels) the convolution runs on the calling thread: a
+// decode row of mamba2-130m (1792 channels) is a few microseconds of work, less than waking the
+// pool costs, and a decode step would otherwise wait on the pool once more per layer.
+constexpr int64_t kConvSerialOutputs = 8192;
 
 // A sequence's rows from which the scan takes the chunked form (ssm_scan_chunked.h): below, a
 // chunk's products cost more than they save.
@@ -84,7 +88,7 @@ void CpuBackend::do_ssm_conv(const TensorView& x, const TensorView& weight, cons
                        stride(out)};
     cpu::ssm_conv_channels(t, c0, std::min(channels, c0 + kConvChannelsPerTask));
   };
-  if (n_tasks <= 1 || pool_.size() == 1) {
+  if (n_tasks <= 1 || pool_.size() == 1 || n * channels < kConvSerialOutputs) {
     for (int64_t task = 0; task < n_tasks; ++task) run(task, 0);
     return;
   }
