@@ -143,9 +143,11 @@ void CpuBackend::do_ssm_scan(const TensorView& x, const TensorView& dt, const Te
   // sequence's scores (every group and chunk) sit at its offset in the scratch, then one
   // worker's scratch per pool thread.
   const bool chunked_here = cpu::ssm_chunked_available(head_dim, state_size);
-  std::vector<int64_t> scores_at(seqs.size(), -1);
+  std::vector<int64_t>& scores_at = ssm_scores_at_;
+  scores_at.assign(seqs.size(), -1);
   size_t scores_floats = 0;
-  std::vector<std::pair<int64_t, int64_t>> score_tasks;  // (sequence, group * chunks + chunk)
+  auto& score_tasks = ssm_score_tasks_;  // (sequence, group * chunks + chunk)
+  score_tasks.clear();
   for (size_t i = 0; i < seqs.size(); ++i) {
     if (!chunked_here || seqs[i].n_tokens < kSsmChunkedMinTokens) continue;
     scores_at[i] = static_cast<int64_t>(scores_floats);
@@ -159,7 +161,8 @@ void CpuBackend::do_ssm_scan(const TensorView& x, const TensorView& dt, const Te
     return ssm_scratch_.data() + scores_at[seq] + group * cpu::ssm_chunk_scores_floats(seqs[seq].n_tokens);
   };
   auto worker_scratch = [&](unsigned worker) { return ssm_scratch_.data() + scores_floats + worker * per_worker; };
-  auto parallel = [&](int64_t n_tasks, const std::function<void(int64_t, unsigned)>& fn) {
+  // Generic, so the serial path (one thread, one task) builds no std::function (an allocation).
+  auto parallel = [&](int64_t n_tasks, const auto& fn) {
     if (n_tasks <= 1 || pool_.size() == 1) {
       for (int64_t task = 0; task < n_tasks; ++task) fn(task, 0);
       return;
