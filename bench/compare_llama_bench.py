@@ -17,7 +17,11 @@ deviation of the pooled samples; each ratio is Lumen's median over that peer's.
 
 Also measures the machine's memory read bandwidth (numpy, large buffer) before and after, so
 generation speed can be compared with its bound: weight bytes read per token / time per token
-(the larger of the two measurements is used). Prints JSON (and a Markdown table with --markdown).
+(the larger of the two measurements is used). A second share adds the context a token moves
+(bench/context_bytes.py: a Transformer's K/V reads, a Mamba 2 model's state read and written), so
+a recurrent model's large state and a Transformer's cache are counted alike; empty where the
+architecture's context traffic is not modelled. Prints JSON (and a Markdown table with
+--markdown).
 """
 import argparse
 import json
@@ -28,6 +32,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from context_bytes import context_bytes_per_token  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LUMEN = REPO / "build" / "release" / "src" / "cli" / "lumen"
@@ -108,7 +115,7 @@ def main() -> None:
         for key, entry in info.items():
             threads, n_prompt, n_gen = key
             ours = summary(samples["lumen"][key])
-            row = {"model": Path(model).name, "model_type": entry["model_type"],
+            row = {"model": Path(model).name, "path": model, "model_type": entry["model_type"],
                    "model_size": entry["model_size"],
                    "test": f"pp{n_prompt}" if n_prompt else f"tg{n_gen}", "threads": threads,
                    "lumen": ours, "ratios": {}}
@@ -122,6 +129,11 @@ def main() -> None:
         if row["test"].startswith("tg"):
             # Bytes of weights read per generated token over the measured read bandwidth.
             row["lumen_bandwidth_share"] = round(row["lumen"]["median"] * row["model_size"] / 1e9 / bandwidth, 3)
+            context = context_bytes_per_token(row["path"], int(row["test"][2:]))
+            if context is not None:
+                row["context_bytes_per_token"] = context
+                row["lumen_bandwidth_share_with_context"] = round(
+                    row["lumen"]["median"] * (row["model_size"] + context) / 1e9 / bandwidth, 3)
     result = {"read_bandwidth_gbs": [round(b, 2) for b in bandwidths], "rounds": args.rounds,
               "repetitions": int(args.r), "peers": peers, "rows": rows}
     print(json.dumps(result, indent=2))
@@ -129,13 +141,13 @@ def main() -> None:
         print(f"\nread bandwidth: {bandwidths[0]:.1f} GB/s before, {bandwidths[1]:.1f} GB/s after\n")
         print("| model | test | threads | Lumen t/s median (mean ± sd) | "
               + " | ".join(f"{n} t/s median (mean ± sd)" for n in peers) + " | "
-              + " | ".join(f"Lumen / {n}" for n in peers) + " | share of bandwidth bound |")
-        print("|---|---|---|---|" + "---|" * (2 * len(peers)) + "---|")
+              + " | ".join(f"Lumen / {n}" for n in peers) + " | share of bandwidth bound | with context |")
+        print("|---|---|---|---|" + "---|" * (2 * len(peers)) + "---|---|")
         for r in rows:
             cells = [f"{r[n]['median']} ({r[n]['mean']} ± {r[n]['stddev']})" for n in ["lumen", *peers]]
             ratios = [str(r["ratios"][n]) for n in peers]
             print(f"| {r['model_type']} | {r['test']} | {r['threads']} | " + " | ".join(cells + ratios)
-                  + f" | {r.get('lumen_bandwidth_share', '')} |")
+                  + f" | {r.get('lumen_bandwidth_share', '')} | {r.get('lumen_bandwidth_share_with_context', '')} |")
 
 
 if __name__ == "__main__":

@@ -120,11 +120,44 @@ OpCost attention_cost(const TensorView& q, const backend::KvLayer& cache, std::s
     // The positions any of the slice's queries sees: read once for all of them.
     const double read = static_cast<double>(last - lowest_visible(first) + 1);
     cost.bytes += read * (key_row + value_row);
+    cost.context_bytes += read * (key_row + value_row);
     cost.bytes += static_cast<double>(s.n_tokens * value_dim * config.n_heads) * kF32;  // out
     for (int64_t pos = first; pos <= last; ++pos) {
       cost.flops += per_position_flops * static_cast<double>(pos - lowest_visible(pos) + 1);
     }
   }
+  return cost;
+}
+
+OpCost ssm_conv_cost(const TensorView& x, const TensorView& weight, std::span<const backend::SsmSequence> seqs) {
+  const double n = static_cast<double>(x.rows()), channels = static_cast<double>(x.dims[0]);
+  const double taps = static_cast<double>(weight.dims[0]);
+  OpCost cost{(2.0 * n * channels + channels) * kF32 + view_bytes(weight), 0, false};
+  for (const backend::SsmSequence& s : seqs) cost.context_bytes += 2.0 * view_bytes(s.conv_window);
+  cost.bytes += cost.context_bytes;
+  // Per output: the taps' multiply-adds, the bias, then SiLU (a negation, an exp, an add, a
+  // division and a multiplication).
+  cost.flops = n * channels * (2.0 * taps + 1.0 + 5.0);
+  return cost;
+}
+
+OpCost ssm_scan_cost(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
+                     std::span<const backend::SsmSequence> seqs) {
+  const double n = static_cast<double>(x.rows()), inner = static_cast<double>(x.dims[0]);
+  const double heads = static_cast<double>(dt.dims[0]);
+  // x and y, dt, B and C per row; A, D and dt's bias once.
+  OpCost cost{(2.0 * inner + heads + static_cast<double>(b.dims[0] + c.dims[0])) * n * kF32 + 3.0 * heads * kF32, 0,
+              false};
+  for (const backend::SsmSequence& s : seqs) cost.context_bytes += 2.0 * view_bytes(s.state);
+  cost.bytes += cost.context_bytes;
+  // Per state element and row: decay times state plus B times x dt (a multiply and a
+  // multiply-add), then its product with C summed (a multiply-add); per channel x dt and the D
+  // skip; per head the softplus and the exp of dt A.
+  double state_elements = 0;
+  for (const backend::SsmSequence& s : seqs) {
+    state_elements += static_cast<double>(s.state.elements()) * static_cast<double>(s.n_tokens);
+  }
+  cost.flops = 6.0 * state_elements + 3.0 * inner * n + 5.0 * heads * n;
   return cost;
 }
 

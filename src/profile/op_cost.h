@@ -17,11 +17,16 @@ struct OpCost {
   // Whether the FLOPs run on int8 dot products (a quantized weight times activations quantized
   // to 8 bits, as the CPU matmuls do) rather than f32: which compute ceiling bounds the op.
   bool int8 = false;
+  // The part of `bytes` that is a sequence's context rather than weights or activations: the
+  // keys and values attention reads, a recurrent state read and written back. A bandwidth bound
+  // that counts weights only leaves it out; the profile reports the bound both ways.
+  double context_bytes = 0;
 
   OpCost& operator+=(const OpCost& other) {
     bytes += other.bytes;
     flops += other.flops;
     int8 = int8 || other.int8;
+    context_bytes += other.context_bytes;
     return *this;
   }
 };
@@ -50,5 +55,15 @@ OpCost store_kv_cost(const backend::TensorView& k, const backend::TensorView& v,
 // written; QK^T and PV for every query head and visible position.
 OpCost attention_cost(const backend::TensorView& q, const backend::KvLayer& cache,
                       std::span<const backend::SequenceSlice> seqs, const backend::AttentionConfig& config);
+// Mamba 2's convolution: x, the taps and the bias read, out written, and each sequence's window
+// of earlier inputs read and written back (its context bytes); the taps' multiply-adds, the
+// bias and SiLU per output.
+OpCost ssm_conv_cost(const backend::TensorView& x, const backend::TensorView& weight,
+                     std::span<const backend::SsmSequence> seqs);
+// Mamba 2's scan: x, dt, B, C and the per-head parameters read, y written, and each sequence's
+// state read once and written once (its context bytes: the traffic a decode step cannot avoid
+// while the state stays f32 and outgrows the caches).
+OpCost ssm_scan_cost(const backend::TensorView& x, const backend::TensorView& dt, const backend::TensorView& b,
+                     const backend::TensorView& c, std::span<const backend::SsmSequence> seqs);
 
 }  // namespace lumen::profile

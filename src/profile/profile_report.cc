@@ -67,6 +67,12 @@ nlohmann::json shape_json(const ShapeProfile& profile, const MachineCeilings& ce
   out["weight_bytes"] = model.weight_bytes;
   out["weight_stream_gbps"] = model.weight_bytes * steps_per_s / 1e9;
   out["bandwidth_bound_share"] = ceilings.read_gbps > 0 ? model.weight_bytes * steps_per_s / 1e9 / ceilings.read_gbps : 0.0;
+  // The same bound with the step's context traffic added: the keys and values attention reads
+  // (a Transformer), the recurrent state read and written back (Mamba 2), as the ops' costs
+  // count them (op_cost.h). A state model's decode cannot stream less than both.
+  out["context_bytes"] = all.context_bytes;
+  out["bandwidth_bound_share_with_context"] =
+      ceilings.read_gbps > 0 ? (model.weight_bytes + all.context_bytes) * steps_per_s / 1e9 / ceilings.read_gbps : 0.0;
   out["ops"] = nlohmann::json::array();
   for (const Totals& t : b.by_op) out["ops"].push_back(totals_json(t, b.step_ns, ceilings));
   out["parts"] = nlohmann::json::array();
@@ -96,11 +102,13 @@ std::string shape_text(const nlohmann::json& s) {
   std::string out = fmt::format(
       "\n## {}: {:.3f} ms per step ({:.3f} ms recorded), {:.1f} tokens/s\n"
       "ops {:.3f} ms, between ops {:.3f} ms; no worker in a task for {:.3f} ms ({:.0f}% of the step)\n"
-      "weights streamed at {:.1f} GB/s = {:.0f}% of the read bandwidth\n\n",
+      "weights streamed at {:.1f} GB/s = {:.0f}% of the read bandwidth; with the context's {:.1f} MB "
+      "(KV read, state read and written) {:.0f}%\n\n",
       s["step"].get<std::string>(), s["unrecorded_step_ms"].get<double>(), s["step_ms"].get<double>(),
       s["tokens_per_second"].get<double>(), s["ops_ms"].get<double>(), s["between_ops_ms"].get<double>(),
       s["serial_ms"].get<double>(), 100.0 * s["serial_ms"].get<double>() / std::max(s["step_ms"].get<double>(), 1e-9),
-      s["weight_stream_gbps"].get<double>(), 100.0 * s["bandwidth_bound_share"].get<double>());
+      s["weight_stream_gbps"].get<double>(), 100.0 * s["bandwidth_bound_share"].get<double>(),
+      s["context_bytes"].get<double>() / 1e6, 100.0 * s["bandwidth_bound_share_with_context"].get<double>());
   constexpr const char* kRow = "{:<44} {:>6} {:>9} {:>6} {:>10} {:>10} {:>9} {:>8} {:>7}\n";
   out += fmt::format(kRow, "op", "calls", "ms", "share", "GB/s", "GFLOP/s", "FLOP/B", "bound", "roof%");
   for (const auto& op : s["ops"]) {

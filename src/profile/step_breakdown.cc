@@ -26,6 +26,7 @@ void scale_down(Totals& t, double n) {
   t.ns /= n;
   t.cost.bytes /= n;
   t.cost.flops /= n;
+  t.cost.context_bytes /= n;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@ its own state slot) or one at a time; `lumen bench latency` and `lumen bench pro
 and report the state-space ops."""
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ import conftest
 from conftest import lumen_bin
 
 TEXT = Path(__file__).resolve().parent.parent / "golden" / "perplexity" / "gpl-3.0.txt"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "bench"))
+from context_bytes import context_bytes_per_token  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -55,3 +58,13 @@ def test_bench_latency_and_profile_run_a_state_model(model):
         ops = {op["name"]: op for op in step["ops"]}
         assert ops["ssm_scan"]["calls"] == 2 and ops["ssm_conv"]["calls"] == 2, sorted(ops)
         assert step["tokens_per_second"] > 0
+        # The state ops report what they move: each sequence's state and window, read and
+        # written back, on top of their inputs and outputs.
+        assert ops["ssm_scan"]["bytes"] > 0 and ops["ssm_scan"]["gbps"] > 0
+        assert ops["ssm_conv"]["bytes"] > 0 and ops["ssm_conv"]["gbps"] > 0
+    # The profile's context bytes (from the ops) and the benches' (from the file's metadata) are
+    # the same state traffic: two sequences' worth in the decode step, one's in the prefill.
+    per_sequence = context_bytes_per_token(str(model), 1)
+    assert decode["context_bytes"] == 2 * per_sequence
+    assert prefill["context_bytes"] == per_sequence
+    assert decode["bandwidth_bound_share_with_context"] > decode["bandwidth_bound_share"] > 0

@@ -4,6 +4,7 @@
 // thread pool. After the first step at a given batch shape, a forward pass allocates nothing.
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -114,6 +115,10 @@ class CpuBackend final : public Backend {
   cpu::AttentionScratch attention_scratch_;
   cpu::RopeTable rope_table_;  // cos/sin rows of the current batch's positions
   std::vector<float> ssm_scratch_;  // the chunked scan's scores and per-worker scratch, reused
+  // The scan's per-call bookkeeping (each sequence's scores offset, the score tasks), kept so a
+  // decode step allocates nothing.
+  std::vector<int64_t> ssm_scores_at_;
+  std::vector<std::pair<int64_t, int64_t>> ssm_score_tasks_;
 };
 
 }  // namespace lumen::backend

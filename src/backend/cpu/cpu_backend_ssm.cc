@@ -22,6 +22,10 @@ namespace {
 // Channels per convolution task: enough work to be worth a wake-up, few enough to spread a
 // decode step's one row over the pool.
 constexpr int64_t kConvChannelsPerTask = 256;
+// Below these many outputs (rows x channels) the convolution runs on the calling thread: a
+// decode row of mamba2-130m (1792 channels) is a few microseconds of work, less than waking the
+// pool costs, and a decode step would otherwise wait on the pool once more per layer.
+constexpr int64_t kConvSerialOutputs = 8192;
 
 // A sequence's rows from which the scan takes the chunked form (ssm_scan_chunked.h): below, a
 // chunk's products cost more than they save.
@@ -57,7 +61,9 @@ void check_sequences(std::span<const SsmSequence> seqs, int64_t n, std::string_v
 void CpuBackend::do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
                              std::span<const SsmSequence> seqs, TensorView& out) {
   const int64_t channels = x.dims[0], n = x.rows(), kernel = weight.dims[0];
-  if (kernel < 1) fail("ssm_conv: the kernel has {} taps", kernel);
+  if (kernel < 1 || kernel > cpu::kSsmConvMaxTaps) {
+    fail("ssm_conv: the kernel has {} taps (1 to {} supported)", kernel, cpu::kSsmConvMaxTaps);
+  }
   check_rows(x, channels, n, "ssm_conv", "x");
   check_rows(weight, kernel, channels, "ssm_conv", "weight");
   if (weight.row_bytes != static_cast<size_t>(kernel) * sizeof(float)) fail("ssm_conv: weight rows must be contiguous");
@@ -82,7 +88,7 @@ void CpuBackend::do_ssm_conv(const TensorView& x, const TensorView& weight, cons
                        stride(out)};
     cpu::ssm_conv_channels(t, c0, std::min(channels, c0 + kConvChannelsPerTask));
   };
-  if (n_tasks <= 1 || pool_.size() == 1) {
+  if (n_tasks <= 1 || pool_.size() == 1 || n * channels < kConvSerialOutputs) {
     for (int64_t task = 0; task < n_tasks; ++task) run(task, 0);
     return;
   }
@@ -137,9 +143,11 @@ void CpuBackend::do_ssm_scan(const TensorView& x, const TensorView& dt, const Te
   // sequence's scores (every group and chunk) sit at its offset in the scratch, then one
   // worker's scratch per pool thread.
   const bool chunked_here = cpu::ssm_chunked_available(head_dim, state_size);
-  std::vector<int64_t> scores_at(seqs.size(), -1);
+  std::vector<int64_t>& scores_at = ssm_scores_at_;
+  scores_at.assign(seqs.size(), -1);
   size_t scores_floats = 0;
-  std::vector<std::pair<int64_t, int64_t>> score_tasks;  // (sequence, group * chunks + chunk)
+  auto& score_tasks = ssm_score_tasks_;  // (sequence, group * chunks + chunk)
+  score_tasks.clear();
   for (size_t i = 0; i < seqs.size(); ++i) {
     if (!chunked_here || seqs[i].n_tokens < kSsmChunkedMinTokens) continue;
     scores_at[i] = static_cast<int64_t>(scores_floats);
@@ -153,7 +161,8 @@ void CpuBackend::do_ssm_scan(const TensorView& x, const TensorView& dt, const Te
     return ssm_scratch_.data() + scores_at[seq] + group * cpu::ssm_chunk_scores_floats(seqs[seq].n_tokens);
   };
   auto worker_scratch = [&](unsigned worker) { return ssm_scratch_.data() + scores_floats + worker * per_worker; };
-  auto parallel = [&](int64_t n_tasks, const std::function<void(int64_t, unsigned)>& fn) {
+  // Generic, so the serial path (one thread, one task) builds no std::function (an allocation).
+  auto parallel = [&](int64_t n_tasks, const auto& fn) {
     if (n_tasks <= 1 || pool_.size() == 1) {
       for (int64_t task = 0; task < n_tasks; ++task) fn(task, 0);
       return;

@@ -1,7 +1,7 @@
 #include "backend/cpu/ssm_conv.h"
 
 #include <algorithm>
-#include <vector>
+#include <type_traits>
 
 #include "backend/cpu/activation.h"
 
@@ -14,22 +14,28 @@ void ssm_conv_channels(const SsmConvTask& task, int64_t c0, int64_t c1) {
     return i >= 0 ? task.x + static_cast<size_t>(i) * task.x_stride
                   : task.window + static_cast<size_t>(history + i) * static_cast<size_t>(task.channels);
   };
-  // The taps tap-major (taps[j][c]), so each tap is one pass over contiguous channels (the
-  // weight rows are channel-major: k floats per channel).
-  std::vector<float> taps(static_cast<size_t>(k * width));
-  for (int64_t c = 0; c < width; ++c) {
-    for (int64_t j = 0; j < k; ++j) taps[static_cast<size_t>(j * width + c)] = task.weight[(c0 + c) * k + j];
-  }
-  for (int64_t t = 0; t < n; ++t) {
-    float* out = task.out + static_cast<size_t>(t) * task.out_stride + c0;
-    std::fill_n(out, width, 0.0f);
-    for (int64_t j = 0; j < k; ++j) {  // oldest first, as ggml sums them
-      const float* in = input(t - history + j) + c0;
-      const float* w = taps.data() + j * width;
-      for (int64_t c = 0; c < width; ++c) out[c] += w[c] * in[c];
+  // Per channel, its k taps (contiguous in the weight) against the k inputs, summed from 0 oldest
+  // first, then the bias: no transposed copy of the taps, so a decode step reads each weight
+  // once and allocates nothing. Mamba 2's kernel is 4 taps: that case gets a fixed-trip loop.
+  auto rows = [&]<int64_t kTaps>(std::integral_constant<int64_t, kTaps>) {
+    const int64_t taps = kTaps > 0 ? kTaps : k;
+    for (int64_t t = 0; t < n; ++t) {
+      float* out = task.out + static_cast<size_t>(t) * task.out_stride;
+      const float* in[kSsmConvMaxTaps];  // the backend refuses longer kernels
+      for (int64_t j = 0; j < taps; ++j) in[j] = input(t - history + j);
+      for (int64_t c = c0; c < c1; ++c) {
+        const float* w = task.weight + c * taps;
+        float sum = 0.0f;
+        for (int64_t j = 0; j < taps; ++j) sum += w[j] * in[j][c];
+        out[c] = sum + task.bias[c];
+      }
+      silu_row(out + c0, width, out + c0);
     }
-    for (int64_t c = 0; c < width; ++c) out[c] += task.bias[c0 + c];
-    silu_row(out, width, out);
+  };
+  if (k == 4) {
+    rows(std::integral_constant<int64_t, 4>{});
+  } else {
+    rows(std::integral_constant<int64_t, 0>{});
   }
   // The window keeps the last k - 1 inputs: rows already in it move up by n, the rest come from
   // the rows (ascending j reads only entries not yet overwritten).

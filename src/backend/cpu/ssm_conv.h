@@ -7,6 +7,9 @@
 
 namespace lumen::backend::cpu {
 
+// The longest kernel the convolution takes (Mamba 2's is 4): its input rows sit on the stack.
+inline constexpr int64_t kSsmConvMaxTaps = 64;
+
 struct SsmConvTask {
   const float* x = nullptr;  // n rows of the sequence, x_stride floats apart
   size_t x_stride = 0;

@@ -124,5 +124,23 @@ TEST(SsmScanChunked, AgreesWithTheTokenScanOnRealShapes) {
   }
 }
 
+// Decode's AVX2 scan takes the state eight values at a time: state sizes with a tail past the
+// last eight (or shorter than eight), and odd head widths, take its remainder path. Each agrees
+// with the portable loop up to FMA's rounding.
+TEST(SsmScanToken, Avx2AgreesWithPortableOnRemainderShapes) {
+  if (!detail::have_ssm_scan_avx2()) GTEST_SKIP() << "this scan needs AVX2";
+  const Shape shapes[] = {
+      {64, 128, 24, 1, 1},  // mamba2-130m, one decode row
+      {6, 12, 3, 1, 5},     // four state values past eight
+      {7, 5, 4, 2, 3},      // a state shorter than eight lanes, two groups
+      {1, 9, 2, 2, 2},      // one channel a head, one value past eight
+  };
+  for (const Shape& sh : shapes) {
+    const ScanResult want = scan(sh, Form::kPortable), got = scan(sh, Form::kTokenAvx2);
+    EXPECT_LT(relative_error(got.y, want.y), 1e-6) << "head_dim " << sh.head_dim << " state " << sh.state_size;
+    EXPECT_LT(relative_error(got.state, want.state), 1e-6) << "head_dim " << sh.head_dim << " state " << sh.state_size;
+  }
+}
+
 }  // namespace
 }  // namespace lumen::backend::cpu

@@ -73,6 +73,8 @@ std::vector<Case> build() {
   // and 2; states of 16 and 64 with a tail of lanes, one and two groups.
   t.push_back({Op::kSsmConv, DType::F32, {300, 4, 9}});
   t.push_back({Op::kSsmConv, DType::F32, {64, 2, 5}});
+  // Past the CPU's 8192 outputs a call (rows x channels), below which it stays on one thread.
+  t.push_back({Op::kSsmConv, DType::F32, {1100, 4, 24}});
   t.push_back({Op::kSsmScan, DType::F32, {16, 4, 9}, 1});
   t.push_back({Op::kSsmScan, DType::F32, {68, 6, 7}, 2});
   // Prompts long enough for the CPU's chunked form (several chunks, a partial last one).

@@ -58,6 +58,7 @@ TEST(OpCost, AttentionReadsEachVisiblePositionOnce) {
   const OpCost one = attention_cost(f32(576, 1), cache, decode, config);
   EXPECT_DOUBLE_EQ(one.bytes, 576 * 4 + 128.0 * (384 + 384) + 576 * 4);
   EXPECT_DOUBLE_EQ(one.flops, 128.0 * 9 * 2 * (64 + 64));  // QK^T and PV per head and position
+  EXPECT_DOUBLE_EQ(one.context_bytes, 128.0 * (384 + 384));  // the K/V read, not q or out
   EXPECT_FALSE(one.int8);
 
   // A 4-token chunk at positions 100..103 under a 32-position window: the chunk reads
@@ -76,6 +77,27 @@ TEST(OpCost, AttentionReadsEachVisiblePositionOnce) {
   // Multi-head latent attention's values are a view of the keys: nothing more is read for them.
   cache.v.data = cache.k.data;
   EXPECT_DOUBLE_EQ(attention_cost(f32(576, 1), cache, decode, config).bytes, 576 * 4 + 128.0 * 204 + 576 * 4);
+}
+
+// Mamba2-130m's decode step, one layer: 1536 inner channels in 24 heads, state 128, one group,
+// a 4-tap convolution over 1792 channels (x, B and C).
+TEST(OpCost, MambaOpsCountTheirStateAsContext) {
+  backend::SsmSequence seq{0, 1, f32(1792, 3), f32(128, 1536)};
+  const backend::SsmSequence seqs[] = {seq};
+  const OpCost conv = ssm_conv_cost(f32(1792, 1), f32(4, 1792), seqs);
+  // x, out and the bias; the taps; the window of 3 rows read and written back.
+  EXPECT_DOUBLE_EQ(conv.context_bytes, 2.0 * 3 * 1792 * 4);
+  EXPECT_DOUBLE_EQ(conv.bytes, 3.0 * 1792 * 4 + 1792.0 * 4 * 4 + conv.context_bytes);
+  EXPECT_DOUBLE_EQ(conv.flops, 1792.0 * (2 * 4 + 1 + 5));
+  const OpCost scan = ssm_scan_cost(f32(1536, 1), f32(24, 1), f32(128, 1), f32(128, 1), seqs);
+  // The 0.79 MB state read once and written once dwarfs x, y, dt, B, C and A, D, dt's bias.
+  EXPECT_DOUBLE_EQ(scan.context_bytes, 2.0 * 1536 * 128 * 4);
+  EXPECT_DOUBLE_EQ(scan.bytes, (2.0 * 1536 + 24 + 256) * 4 + 3 * 24 * 4 + scan.context_bytes);
+  EXPECT_DOUBLE_EQ(scan.flops, 6.0 * 1536 * 128 + 3 * 1536 + 5 * 24);
+  // Two sequences of one token each: twice the state, the same rows' worth per token.
+  const backend::SsmSequence two[] = {seq, {1, 1, f32(1792, 3), f32(128, 1536)}};
+  EXPECT_DOUBLE_EQ(ssm_scan_cost(f32(1536, 2), f32(24, 2), f32(128, 2), f32(128, 2), two).context_bytes,
+                   2 * scan.context_bytes);
 }
 
 TEST(OpCost, SmallOpsOfOneLayer) {
