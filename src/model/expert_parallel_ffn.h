@@ -91,7 +91,8 @@ class ExpertParallelFfn {
   std::vector<float> local_weights_;
   std::vector<int32_t> received_experts_;
   std::vector<float> received_weights_;
-  // forward_own_rows: counts and (expert, weight) pairs exchanged.
+  // forward_own_rows: the counts exchanged, and rows sent and received with their expert and
+  // weight after them.
   std::vector<uint64_t> send_counts_, receive_counts_;
   std::vector<float> sent_meta_, received_meta_;
   std::vector<backend::TensorView> matrices_;

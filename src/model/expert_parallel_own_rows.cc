@@ -62,33 +62,34 @@ void ExpertParallelFfn::forward_own_rows(const LayerWeights& w, const backend::T
   size_t n_received = 0;
   for (size_t c : plan_.received_rows) n_received += c;
 
-  // 2. Each entry's expert and weight, then 3. its row.
-  sent_meta_.resize(plan_.sent.size() * kMetaFloats);
+  // 2. Each entry's row with its expert and weight after it (E + 2 words), one exchange: a
+  // rendezvous of every rank costs more than the copies that pack and unpack them.
+  const size_t packed = E + kMetaFloats;
+  sent_meta_.resize(plan_.sent.size() * packed);
   for (size_t p = 0; p < plan_.sent.size(); ++p) {
     const auto entry = static_cast<size_t>(plan_.sent[p]);
-    std::memcpy(&sent_meta_[p * kMetaFloats], &routing.experts[entry], sizeof(int32_t));
-    sent_meta_[p * kMetaFloats + 1] = routing.weights[entry];
+    float* row = &sent_meta_[p * packed];
+    std::memcpy(row, static_cast<const float*>(h.data) + entry / static_cast<size_t>(n_used_) * E, row_bytes);
+    std::memcpy(row + E, &routing.experts[entry], sizeof(int32_t));
+    row[E + 1] = routing.weights[entry];
   }
-  received_meta_.resize(n_received * kMetaFloats);
-  comm.all_to_all(bytes_of(sent_meta_), segment_bytes(plan_.sent_rows, kMetaFloats * sizeof(float)),
-                  writable_bytes_of(received_meta_), segment_bytes(plan_.received_rows, kMetaFloats * sizeof(float)));
+  received_meta_.resize(n_received * packed);
+  comm.all_to_all(bytes_of(sent_meta_), segment_bytes(plan_.sent_rows, packed * sizeof(float)),
+                  writable_bytes_of(received_meta_), segment_bytes(plan_.received_rows, packed * sizeof(float)));
+  backend::TensorView x = rows(0, static_cast<int64_t>(n_received));
   received_experts_.resize(n_received);
   received_weights_.resize(n_received);
   for (size_t i = 0; i < n_received; ++i) {
-    std::memcpy(&received_experts_[i], &received_meta_[i * kMetaFloats], sizeof(int32_t));
-    received_weights_[i] = received_meta_[i * kMetaFloats + 1];
+    const float* row = &received_meta_[i * packed];
+    std::memcpy(static_cast<float*>(x.data) + i * E, row, row_bytes);
+    std::memcpy(&received_experts_[i], row + E, sizeof(int32_t));
+    received_weights_[i] = row[E + 1];
     if (!experts_.holds(received_experts_[i])) fail("expert parallelism: a row for another rank's expert");
     ++received[received_experts_[i]];
   }
-  sent_rows_.resize(plan_.sent.size() * E);
-  if (n > 0) gather_entry_rows(static_cast<const float*>(h.data), embedding_, plan_.sent, n_used_, sent_rows_.data());
-  backend::TensorView x = rows(0, static_cast<int64_t>(n_received));
-  comm.all_to_all(bytes_of(sent_rows_), segment_bytes(plan_.sent_rows, row_bytes),
-                  std::span(static_cast<std::byte*>(x.data), n_received * row_bytes),
-                  segment_bytes(plan_.received_rows, row_bytes));
   run_local_experts(w, received_experts_, received_weights_, glu);
 
-  // 4. The results back, landing in the order the rows left.
+  // 3. The results back, landing in the order the rows left.
   returned_.resize(plan_.sent.size() * E);
   const backend::TensorView y = rows(1, static_cast<int64_t>(n_received));
   comm.all_to_all(std::span(static_cast<const std::byte*>(y.data), n_received * row_bytes),
