@@ -111,6 +111,8 @@ struct EngineStats {
   // between different ranks, since the model was loaded.
   std::vector<uint64_t> expert_pairs_per_rank;
   uint64_t expert_exchanged_bytes = 0;
+  // Data-parallel attention: the rows (tokens) of attention each rank ran (empty: off).
+  std::vector<uint64_t> attention_rows_per_rank;
 };
 
 class Engine {

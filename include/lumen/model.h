@@ -51,6 +51,10 @@ struct ModelOptions {
   // all-to-all. Mixture-of-experts models whose expert count N divides; the CPU only; not
   // combined with tensor or pipeline parallelism yet.
   int expert_parallel_size = 1;
+  // With expert_parallel_size > 1: each process runs the attention, norms, dense FFNs and output
+  // head for its own share of the sequences only (holding only their KV), the MoE layers
+  // exchanging rows all-to-all and the logit rows gathered to rank 0 (SGLang's DP attention).
+  bool data_parallel_attention = false;
   // > 1: context parallelism: each of this many processes (mpirun -np N) holds the whole model,
   // and a long prompt's prefill is shared among them (ring attention over the prompt's chunks);
   // rank 0 then holds the whole KV cache and decodes alone. Not combined with tensor, pipeline or

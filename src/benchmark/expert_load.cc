@@ -20,6 +20,8 @@ std::optional<ExpertLoadCounts> expert_load(const Model& model) {
     counts.ranks = loaded->transformer->expert_shard().size;
     counts.exchanged_bytes = parallel->traffic().bytes;
     counts.exchanged_token_layers = parallel->traffic().token_layers;
+    const auto rows = loaded->transformer->attention_rows_per_rank();
+    counts.attention_rows_per_rank.assign(rows.begin(), rows.end());
   }
   return counts;
 }
@@ -38,10 +40,14 @@ std::string expert_parallel_summary(const ExpertLoadCounts& load) {
   const double per_token_layer = load.exchanged_token_layers > 0 ? static_cast<double>(load.exchanged_bytes) /
                                                                        static_cast<double>(load.exchanged_token_layers)
                                                                  : 0.0;
-  return fmt::format(
+  std::string out = fmt::format(
       "expert parallelism: {} ranks; routed token-expert pairs per rank [{}]; {} bytes moved between ranks over {} "
       "token-layers ({:.0f} bytes per MoE layer per token)",
       load.ranks, fmt::join(load.per_rank(), ", "), load.exchanged_bytes, load.exchanged_token_layers, per_token_layer);
+  if (!load.attention_rows_per_rank.empty()) {
+    out += fmt::format("; data-parallel attention rows per rank [{}]", fmt::join(load.attention_rows_per_rank, ", "));
+  }
+  return out;
 }
 
 void reset_expert_load(const Model& model) {
@@ -64,7 +70,8 @@ nlohmann::ordered_json expert_load_json(const ExpertLoadCounts& load) {
           {"expert_parallel_size", load.ranks},
           {"tokens_per_rank", load.per_rank()},
           {"exchanged_bytes", load.exchanged_bytes},
-          {"exchanged_token_layers", load.exchanged_token_layers}};
+          {"exchanged_token_layers", load.exchanged_token_layers},
+          {"attention_rows_per_rank", load.attention_rows_per_rank}};
 }
 
 namespace {

@@ -26,6 +26,8 @@ struct ExpertLoadCounts {
   int ranks = 1;
   uint64_t exchanged_bytes = 0;
   uint64_t exchanged_token_layers = 0;
+  // Data-parallel attention (empty: off): the rows (tokens) of attention each rank ran.
+  std::vector<uint64_t> attention_rows_per_rank = {};  // "= {}": aggregate inits may leave it out
 
   // Routed token-expert pairs that went to each rank's experts, over all layers.
   std::vector<uint64_t> per_rank() const;

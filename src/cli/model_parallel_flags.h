@@ -19,6 +19,7 @@ struct ModelParallelFlags {
   int micro_batches = 0;  // 0: the default (ModelOptions::pipeline_micro_batches)
   int expert = 1;
   int context = 1;
+  bool data_parallel_attention = false;
   std::string gpu_layers;  // --n-gpu-layers as typed (empty: all on the device)
 
   // `options` with these processes to spread the model over, and its layers over CPU and GPU.
@@ -29,6 +30,7 @@ struct ModelParallelFlags {
     options.pipeline_micro_batches = micro_batches;
     options.expert_parallel_size = expert;
     options.context_parallel_size = context;
+    options.data_parallel_attention = data_parallel_attention;
     options.n_gpu_layers = gpu_layers_value(gpu_layers);
     return options;
   }
@@ -52,6 +54,10 @@ inline void add_model_parallel_options(CLI::App* cmd, ModelParallelFlags& flags)
                   "`mpirun -np N`; not combined with --tensor-parallel-size or --pipeline-parallel-size yet")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--data-parallel-attention", flags.data_parallel_attention,
+                "With --expert-parallel-size N: each process runs attention and the dense layers for its own "
+                "share of the sequences only and holds only their KV cache; MoE layers exchange rows "
+                "all-to-all and rank 0 samples every sequence");
   cmd->add_option("--pipeline-micro-batches", flags.micro_batches,
                   "Pipeline parallelism: at most this many micro-batches (of 64 rows or more) per forward pass, "
                   "so that stages work at once (default: four times the stages)")

@@ -97,6 +97,14 @@ struct Engine::Impl {
     scheduler.set_state_snapshots(snapshots.get());
     scheduler.set_state_swap(state_swap.get());
     if (engine::ModelParallelGroup* group = engine::model_state(handle).parallel.get()) {
+      // A sequence's rank follows its first block (model/data_parallel_attention.h): what would
+      // give it another one mid-life (swapped back into new blocks, its first positions dropped)
+      // would send it where its keys are not.
+      if (group->data_parallel_attention() &&
+          (config.preemption_mode == PreemptionMode::Swap || config.context_overflow == ContextOverflow::Shift ||
+           config.kv_window_tokens > 0)) {
+        fail("--data-parallel-attention does not combine with swap preemption, context shift or a KV window yet");
+      }
       leader = std::make_unique<engine::ModelParallelLeader>(
           *group, engine::ShardCacheGeometry{n_blocks, config.block_size, config.kv_cache_dtype, config.kv_cache_rotation,
                                              config.free_out_of_window_kv, swap ? swap->n_slots() : 0});

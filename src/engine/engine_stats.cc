@@ -68,6 +68,8 @@ void Engine::Impl::publish_stats() {
           load.tokens[i];
     }
     s.expert_exchanged_bytes = parallel->traffic().bytes;
+    const auto rows = m.model.transformer->attention_rows_per_rank();
+    s.attention_rows_per_rank.assign(rows.begin(), rows.end());
   }
   std::lock_guard lock(stats_mutex);
   snapshot = s;

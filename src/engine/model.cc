@@ -131,6 +131,9 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
       part.split = engine::gpu_layers_split(options, *state->owned_second_backend, &gpu_layers);
     }
     state->backend = state->owned_backend.get();
+    if (options.data_parallel_attention && options.expert_parallel_size <= 1) {
+      fail("--data-parallel-attention needs expert parallelism (--expert-parallel-size 2 or more)");
+    }
     if (options.expert_parallel_size != 1) {
       // Before MPI and before any weight: the hyperparameters say whether the experts split.
       model::check_expert_parallel(model::read_hparams(gguf::GgufFile::open(path)), options.expert_parallel_size);
@@ -142,6 +145,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
       }
       state->parallel = engine::join_model_parallel_group(options.tensor_parallel_size, options.pipeline_parallel_size,
                                                           options.expert_parallel_size, options.context_parallel_size);
+      state->parallel->set_data_parallel_attention(options.data_parallel_attention);
       part.group = state->parallel.get();
       part.max_micro_batches =
           options.pipeline_micro_batches > 0 ? options.pipeline_micro_batches : 4 * options.pipeline_parallel_size;

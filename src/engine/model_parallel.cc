@@ -131,7 +131,14 @@ model::TensorShard ModelParallelGroup::shard() {
 
 model::ExpertShard ModelParallelGroup::expert_shard() {
   if (expert_size_ == 1) return {};
-  return {rank(), expert_size_, comm_.get()};
+  return {rank(), expert_size_, comm_.get(), data_parallel_attention_};
+}
+
+void ModelParallelGroup::set_data_parallel_attention(bool on) {
+  if (on && expert_size_ <= 1) {
+    fail("--data-parallel-attention needs expert parallelism (--expert-parallel-size 2 or more)");
+  }
+  data_parallel_attention_ = on;
 }
 
 model::ContextShare ModelParallelGroup::context() {

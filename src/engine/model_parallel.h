@@ -50,6 +50,11 @@ class ModelParallelGroup {
   model::TensorShard shard();
   model::PipelineStage pipeline_stage(uint64_t n_layers, int max_micro_batches);
   model::ExpertShard expert_shard();
+  // Data-parallel attention beside expert parallelism (model/data_parallel_attention.h): each
+  // rank runs attention and the dense parts for its own sequences only. Throws lumen::Error
+  // without expert parallelism.
+  void set_data_parallel_attention(bool on);
+  bool data_parallel_attention() const { return data_parallel_attention_; }
   model::ContextShare context();
 
  private:
@@ -61,6 +66,7 @@ class ModelParallelGroup {
   int tensor_size_ = 1;
   int pipeline_size_ = 1;
   int expert_size_ = 1;
+  bool data_parallel_attention_ = false;
   int context_size_ = 1;
   bool engine_running_ = false;  // rank 0: the other ranks follow one engine at a time
 };

@@ -62,14 +62,16 @@ void ExpertParallelFfn::count_traffic(const Routing& routing) {
   traffic_.token_layers += static_cast<uint64_t>(n);
 }
 
-void ExpertParallelFfn::run_local_experts(const LayerWeights& w, const Routing& routing, backend::Backend::Glu glu) {
-  const auto received = static_cast<int64_t>(plan_.received.size());
+void ExpertParallelFfn::run_local_experts(const LayerWeights& w, std::span<const int32_t> experts,
+                                          std::span<const float> weights, backend::Backend::Glu glu) {
+  const auto received = static_cast<int64_t>(experts.size());
   if (received == 0) return;
   // The received rows grouped by local expert (a counting sort: row order within each), one
   // slot each, so each result row is its expert's output times the router's weight.
   local_begin_.assign(static_cast<size_t>(experts_.count) + 1, 0);
-  for (int32_t entry : plan_.received) {
-    ++local_begin_[static_cast<size_t>(routing.experts[static_cast<size_t>(entry)] - experts_.first) + 1];
+  for (int32_t expert : experts) {
+    if (!experts_.holds(expert)) fail("expert parallelism: a row for expert {}, not this rank's", expert);
+    ++local_begin_[static_cast<size_t>(expert - experts_.first) + 1];
   }
   for (int64_t e = 0; e < experts_.count; ++e) local_begin_[e + 1] += local_begin_[e];
   std::vector<int64_t> next(local_begin_.begin(), local_begin_.end() - 1);
@@ -77,10 +79,9 @@ void ExpertParallelFfn::run_local_experts(const LayerWeights& w, const Routing& 
   local_weights_.resize(static_cast<size_t>(received));
   zero_slots_.assign(static_cast<size_t>(received), 0);
   for (int64_t i = 0; i < received; ++i) {
-    const auto entry = static_cast<size_t>(plan_.received[static_cast<size_t>(i)]);
-    const auto at = static_cast<size_t>(next[static_cast<size_t>(routing.experts[entry] - experts_.first)]++);
+    const auto at = static_cast<size_t>(next[static_cast<size_t>(experts[static_cast<size_t>(i)] - experts_.first)]++);
     local_rows_[at] = static_cast<int32_t>(i);
-    local_weights_[at] = routing.weights[entry];
+    local_weights_[at] = weights[static_cast<size_t>(i)];
   }
   matrices_.resize(3 * static_cast<size_t>(experts_.count));
   work_.clear();
@@ -123,7 +124,13 @@ void ExpertParallelFfn::forward(const LayerWeights& w, const TensorView& h, cons
   TensorView x = rows(0, received);
   comm.all_to_all(bytes_of(sent_rows_.data(), sent_rows_.size()), segment_bytes(plan_.sent_rows, row_bytes),
                   writable_bytes_of(x.data, plan_.received.size() * E), segment_bytes(plan_.received_rows, row_bytes));
-  run_local_experts(w, routing, glu);
+  received_experts_.resize(plan_.received.size());
+  received_weights_.resize(plan_.received.size());
+  for (size_t i = 0; i < plan_.received.size(); ++i) {
+    received_experts_[i] = routing.experts[static_cast<size_t>(plan_.received[i])];
+    received_weights_[i] = routing.weights[static_cast<size_t>(plan_.received[i])];
+  }
+  run_local_experts(w, received_experts_, received_weights_, glu);
 
   // Back: each result to its token's rank, landing in the order the rows left.
   returned_.resize(plan_.sent.size() * E);

@@ -26,6 +26,9 @@ struct ExpertShard {
   int rank = 0;
   int size = 1;
   dist::Collectives* comm = nullptr;  // null: experts are not shared, MoeFfn runs them all
+  // Data-parallel attention (model/data_parallel_attention.h): each rank computes only its own
+  // sequences' rows, so the MoE layers exchange rows with forward_own_rows.
+  bool data_parallel_attention = false;
 };
 
 // What the exchanges cost, counted from the routing (every rank knows every rank's plan): bytes
@@ -46,13 +49,31 @@ class ExpertParallelFfn {
   void forward(const LayerWeights& w, const backend::TensorView& h, const Routing& routing,
                std::span<const float> shared_weights, backend::Backend::Glu glu, backend::TensorView& out);
 
+  // Data-parallel attention: out (f32 {embedding, n}) = the layer's MoE FFN of this rank's own n
+  // rows (n may be 0: the rank still takes part in every exchange). Routing counts are exchanged
+  // first (no rank sees another's rows), then each entry's row with its expert and weight goes
+  // to the expert's rank and its result comes back; the owner sums in slot order, the shared
+  // expert last, as one process does, and no sums move. `received` (per expert of the layer,
+  // n_experts long) gains the entries this rank's experts took.
+  void forward_own_rows(const LayerWeights& w, const backend::TensorView& h, const Routing& routing,
+                        std::span<const float> shared_weights, backend::Backend::Glu glu, backend::TensorView& out,
+                        uint64_t* received);
+
   const ExchangeTraffic& traffic() const { return traffic_; }
+  // Data-parallel attention: the other ranks' traffic, which rank 0 gathers after each step.
+  void add_traffic(const ExchangeTraffic& more) {
+    traffic_.bytes += more.bytes;
+    traffic_.token_layers += more.token_layers;
+  }
   void reset_traffic() { traffic_ = {}; }
   const ExpertRange& experts() const { return experts_; }
 
  private:
   backend::TensorView rows(size_t index, int64_t n);
-  void run_local_experts(const LayerWeights& w, const Routing& routing, backend::Backend::Glu glu);
+  // The received rows (in rows(0)) through this rank's experts into rows(1): row i's expert and
+  // router weight are experts[i] and weights[i].
+  void run_local_experts(const LayerWeights& w, std::span<const int32_t> experts, std::span<const float> weights,
+                         backend::Backend::Glu glu);
   void count_traffic(const Routing& routing);
 
   backend::Backend& backend_;
@@ -68,6 +89,12 @@ class ExpertParallelFfn {
   std::vector<int32_t> local_rows_, zero_slots_, place_;
   std::vector<int64_t> local_begin_;
   std::vector<float> local_weights_;
+  std::vector<int32_t> received_experts_;
+  std::vector<float> received_weights_;
+  // forward_own_rows: the counts exchanged, and rows sent and received with their expert and
+  // weight after them.
+  std::vector<uint64_t> send_counts_, receive_counts_;
+  std::vector<float> sent_meta_, received_meta_;
   std::vector<backend::TensorView> matrices_;
   std::vector<backend::Backend::ExpertWork> work_;
   ExchangeTraffic traffic_;

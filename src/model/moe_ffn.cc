@@ -47,7 +47,17 @@ MoeFfn::MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures
   load_.tokens.assign(static_cast<size_t>(load_.layers * load_.experts), 0);
   if (experts.comm != nullptr) {
     parallel_ = std::make_unique<ExpertParallelFfn>(backend_, experts, router_.n_experts, router_.n_used, embedding_);
+    data_parallel_ = experts.data_parallel_attention;
   }
+}
+
+void MoeFfn::forward_no_rows(size_t layer, const LayerWeights& w) {
+  if (!parallel_ || !data_parallel_) fail("layer {}: a MoE layer without rows outside data-parallel attention", layer);
+  routing_.experts.clear();
+  routing_.weights.clear();
+  TensorView none = backend::f32_matrix(nullptr, embedding_, 0);
+  uint64_t* counts = load_.tokens.data() + layer * static_cast<size_t>(load_.experts);
+  parallel_->forward_own_rows(w, none, routing_, {}, glu_, none, counts);
 }
 
 void MoeFfn::reset_load() {
@@ -97,6 +107,13 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
   }
   if (shared) shared_expert_weights(w, shared_gate, n);
   TensorView out = first_rows(out_, n);
+  if (parallel_ && data_parallel_) {
+    // Each rank counts what its own experts took: no rank sees the others' routing.
+    parallel_->forward_own_rows(
+        w, h, routing_, shared ? std::span<const float>(shared_weights_) : std::span<const float>(), glu_, out, counts);
+    result_ = out;
+    return result_;
+  }
   if (parallel_) {
     for (int32_t e : routing_.experts) ++counts[e];
     parallel_->forward(w, h, routing_, shared ? std::span<const float>(shared_weights_) : std::span<const float>(),

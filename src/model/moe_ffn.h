@@ -39,7 +39,14 @@ class MoeFfn {
   // `out` is this object's own buffer, valid until the next call.
   const backend::TensorView& forward(size_t layer, const LayerWeights& w, const backend::TensorView& h);
 
+  // Data-parallel attention, a step without rows of this rank's own: the layer's exchanges
+  // still run (this rank's experts serve the other ranks' rows).
+  void forward_no_rows(size_t layer, const LayerWeights& w);
+
   const ExpertLoad& load() const { return load_; }
+  // Data-parallel attention: the other ranks' counts (of their experts), gathered by rank 0.
+  ExpertLoad& mutable_load() { return load_; }
+  ExpertParallelFfn* mutable_expert_parallel() { return parallel_.get(); }
   void reset_load();
   // Expert parallelism's exchange (null in one process): its traffic and this rank's experts.
   const ExpertParallelFfn* expert_parallel() const { return parallel_.get(); }
@@ -72,6 +79,7 @@ class MoeFfn {
   ExpertLoad load_;
   MatmulObserver* observer_ = nullptr;
   std::unique_ptr<ExpertParallelFfn> parallel_;
+  bool data_parallel_ = false;                              // data-parallel attention: forward_own_rows
   std::vector<std::unique_ptr<backend::Buffer>> observed_;  // gathered rows, gate and up outputs
   int64_t observed_capacity_ = 0;
 };

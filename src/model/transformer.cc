@@ -285,6 +285,10 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
          hp_.architecture);
   }
   check_batch(batch, cache);
+  if (experts_.data_parallel_attention && !in_rank_rows_) {
+    forward_data_parallel(batch, cache, logits);
+    return;
+  }
   if (context_.size > 1) {
     if (shares_context(batch, cache)) {
       forward_context_parallel(batch, cache, logits);

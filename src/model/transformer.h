@@ -11,6 +11,7 @@
 #include "model/arch/architecture.h"
 #include "model/backend_split.h"
 #include "model/context_chunks.h"
+#include "model/data_parallel_attention.h"
 #include "model/forward_batch.h"
 #include "model/hparams.h"
 #include "model/kv_cache.h"
@@ -97,6 +98,9 @@ class Transformer {
   const ExpertParallelFfn* expert_parallel() const { return moe_ ? moe_->expert_parallel() : nullptr; }
   const ExpertShard& expert_shard() const { return experts_; }
   void reset_expert_load();
+  // Data-parallel attention (model/data_parallel_attention.h), rank 0: the rows of attention
+  // (tokens) each rank ran since the last reset_expert_load; empty otherwise.
+  std::span<const uint64_t> attention_rows_per_rank() const { return attention_rows_per_rank_; }
   // Activation studies: `observer` (or null to stop) sees every layer matmul's input
   // (model/matmul_observer.h), mixture-of-experts FFNs' included (moe_ffn.h). Throws
   // lumen::Error for latent attention, which runs its matmuls inside its own code.
@@ -197,6 +201,15 @@ class Transformer {
   BackendSplit split_;
   std::unique_ptr<Transformer> offload_;  // a split model's second part (null: none)
   mutable ExpertLoad merged_load_;        // a split mixture of experts: both parts' counts
+  // Data-parallel attention (transformer_dp_attention.cc): this rank's rows of the step through
+  // the model, then every rank's logit rows (and its traffic and expert load) to rank 0.
+  void forward_data_parallel(const ForwardBatch& batch, KvCache& cache, float* logits);
+  void gather_logits(float* logits);
+  bool in_rank_rows_ = false;        // inside forward_data_parallel's own forward
+  std::vector<RankRows> rank_rows_;  // each rank's share of the step
+  std::vector<float> own_logits_;    // this rank's logit rows
+  std::vector<std::byte> gather_out_, gather_in_;
+  std::vector<uint64_t> attention_rows_per_rank_;
   MicroBatchInput micro_;        // the micro-batch being run (pipeline parallelism)
   std::vector<float> returned_;  // rank 0: the last stage's hidden states of the logit rows
   struct RingBuffers;            // context parallelism's blocks in flight (transformer_context.cc)

@@ -92,6 +92,10 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
       fail("expert parallelism does not combine with tensor or pipeline parallelism yet");
     }
     if (backend_.name() != "cpu") fail("expert parallelism runs on the CPU backend only (not {})", backend_.name());
+    if (experts_.data_parallel_attention && arch_.features.mixer != Mixer::Attention) {
+      // Recurrent states live in rank 0's state cache, which the other ranks' steps do not carry.
+      fail("--data-parallel-attention needs an attention-only model ({} has state-space layers)", hp_.architecture);
+    }
     weights_ = bind_weights(
         file, arch_, hp_, backend_,
         expert_tensor_source(expert_range(static_cast<int64_t>(hp_.expert_count), experts_.rank, experts_.size)));

@@ -2,6 +2,7 @@
 // the second backend's part, and the seam between them.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "model/backend_needs.h"
@@ -96,6 +97,7 @@ const ExpertLoad* Transformer::expert_load() const {
 
 void Transformer::reset_expert_load() {
   if (moe_) moe_->reset_load();
+  std::fill(attention_rows_per_rank_.begin(), attention_rows_per_rank_.end(), 0);
   if (offload_) offload_->reset_expert_load();
 }
 

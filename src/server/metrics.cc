@@ -114,6 +114,15 @@ std::string ServerMetrics::render(const EngineStats& s, const PromptKvStats& kv)
     counter(out, "lumen_expert_parallel_exchanged_bytes_total",
             "Bytes the expert-parallel all-to-alls moved between different ranks.", s.expert_exchanged_bytes);
   }
+  if (!s.attention_rows_per_rank.empty()) {
+    out +=
+        "# HELP lumen_data_parallel_attention_rows_total Rows (tokens) of attention each rank ran "
+        "(data-parallel attention).\n# TYPE lumen_data_parallel_attention_rows_total counter\n";
+    for (size_t r = 0; r < s.attention_rows_per_rank.size(); ++r) {
+      out +=
+          fmt::format("lumen_data_parallel_attention_rows_total{{rank=\"{}\"}} {}\n", r, s.attention_rows_per_rank[r]);
+    }
+  }
   counter(out, "lumen_context_shifts_total", "Times a request dropped old positions to go on past its context.",
           s.context_shifts);
   counter(out, "lumen_kv_evictions_total",
