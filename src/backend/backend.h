@@ -161,6 +161,16 @@ class Backend {
   // {inner, n}, may not alias the inputs.
   void ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
                 const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y);
+  // RWKV 7's state update (the generalized delta rule), per sequence, head and token in order:
+  // with r, w, k, v, a, b the head's slices of the token's rows (Wkv7Rows) and S the head's
+  // state (Wkv7Sequence),
+  //   sa_i = sum_j a_j S[i][j];  S[i][j] = S[i][j] w_j + v_i k_j + sa_i b_j;
+  //   out[t, i] = sum_j S[i][j] r_j
+  // in f32, the sums over j in any order (ggml's rwkv_wkv7 to f32 rounding). The rows are f32
+  // {heads * head_size, n} of one row stride; out f32 of the same shape, overlapping no input.
+  // Sequences' rows lie inside the batch without overlapping and their states are distinct:
+  // sequences and heads run in parallel. A backend without it (supports(Rwkv7) false) refuses.
+  void rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs, TensorView& out);
   // Rotates x in place: dims {head_dim, n_heads, n_tokens}, token t at positions[t].
   void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config);
   // Writes the batch's new keys and values (dims {head_dim * n_kv_heads, n_tokens}) into the
@@ -237,6 +247,8 @@ class Backend {
                            std::span<const SsmSequence> seqs, TensorView& out);
   virtual void do_ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
                            const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y);
+  virtual void do_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs,
+                            TensorView& out);
   virtual void do_attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq,
                                    int64_t first_row, const AttentionConfig& config, float* scores,
                                    int64_t slot_stride);

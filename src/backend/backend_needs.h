@@ -22,12 +22,14 @@ enum class BackendFeature : uint8_t {
   KvEviction,       // importance-based KV eviction (attention_scores, gather_kv_rows)
   SpanAttention,    // prompt spans whose positions attend both ways (SequenceSlice::key_ends)
   Alibi,            // ALiBi position biases in attention (AttentionConfig::alibi_max_bias)
+  Rwkv7,            // RWKV 7's state update (rwkv_wkv7) and its host-side state
 };
 inline constexpr BackendFeature kAllBackendFeatures[] = {BackendFeature::MoeFfn,        BackendFeature::LatentAttention,
                                                          BackendFeature::StateSpace,    BackendFeature::Encoder,
                                                          BackendFeature::TreeAttention, BackendFeature::ShiftKeys,
                                                          BackendFeature::RotatedKv,     BackendFeature::KvEviction,
-                                                         BackendFeature::SpanAttention, BackendFeature::Alibi};
+                                                         BackendFeature::SpanAttention, BackendFeature::Alibi,
+                                                         BackendFeature::Rwkv7};
 
 // What a user reads in a refusal: "a mixture-of-experts FFN (moe_ffn)".
 std::string_view backend_feature_name(BackendFeature feature);

@@ -139,6 +139,23 @@ struct SsmScanWeights {
   int64_t groups = 0;    // B and C groups; head h reads group h / (heads / groups)
 };
 
+// RWKV 7's per-token rows for its state update (Backend::rwkv_wkv7): each f32 {heads *
+// head_size, n}, rows may be strided (slices of one wider row). w is the decay in (0, 1); RWKV 7
+// passes a = -kk and b = kk * iclr (model/rwkv7_block.cc).
+struct Wkv7Rows {
+  TensorView r, w, k, v, a, b;
+};
+
+// One sequence of an RWKV 7 layer's batch: its rows and its wkv state, which the op reads and
+// leaves advanced past the rows (model/state_cache.h owns it). The state is f32 {head_size,
+// head_size * heads}, contiguous: head h's matrix is rows h * head_size on, row i for value
+// channel i, column j for key channel j.
+struct Wkv7Sequence {
+  int64_t first_token = 0;
+  int64_t n_tokens = 0;
+  TensorView state;
+};
+
 // A device's own memory, for sizing the KV cache there.
 struct DeviceMemory {
   uint64_t free_bytes = 0;

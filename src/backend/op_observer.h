@@ -63,6 +63,7 @@ constexpr OpAvailability feature(BackendFeature f) { return {OpAvailability::Kin
   X(Attention, attention, every)                                            \
   X(SsmConv, ssm_conv, feature(BackendFeature::StateSpace))                 \
   X(SsmScan, ssm_scan, feature(BackendFeature::StateSpace))                 \
+  X(RwkvWkv7, rwkv_wkv7, feature(BackendFeature::Rwkv7))                    \
   X(AttentionScores, attention_scores, feature(BackendFeature::KvEviction)) \
   X(GatherKvRows, gather_kv_rows, feature(BackendFeature::KvEviction))      \
   X(CopyFromHost, copy_from_host, every)                                    \
@@ -102,6 +103,9 @@ struct OpCall {
   std::span<const SequenceSlice> seqs;  // store_kv, attention, attention_scores (its one slice)
   std::span<const SsmSequence> ssm_seqs;  // ssm_conv, ssm_scan
   const SsmScanWeights* ssm = nullptr;    // ssm_scan
+  // rwkv_wkv7: its six row operands and its sequences (out is out[0], head_size numbers[0]).
+  const Wkv7Rows* wkv7 = nullptr;
+  std::span<const Wkv7Sequence> wkv7_seqs;
   // gather_kv_rows: the source and destination block tables (indices holds the kept slots).
   std::span<const int32_t> src_table;
   std::span<const int32_t> dst_table;
@@ -111,7 +115,8 @@ struct OpCall {
   const StepMetadata* step = nullptr;  // begin_step
   Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn
   float value = 0.0f;                  // rms_norm's and add_rms_norm's eps, scale's factor
-  // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys, gather_kv_rows), delta (shift_keys),
+  // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys, gather_kv_rows), head_size (rwkv_wkv7),
+  // delta (shift_keys),
   // value_dim (gather_kv_rows), the source and destination block or row (copy_kv_block,
   // copy_kv_row), the block (read/write_kv_block), first_row and slot_stride (attention_scores).
   std::array<int64_t, 2> numbers{};

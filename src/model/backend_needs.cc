@@ -7,7 +7,12 @@ backend::BackendNeeds model_backend_needs(const gguf::GgufFile& file, const Arch
   const BlockFeatures& f = arch.features;
   if (f.ffn == FfnKind::MixtureOfExperts) needs.add(backend::BackendFeature::MoeFfn);
   if (f.attention == AttentionKind::MultiHeadLatent) needs.add(backend::BackendFeature::LatentAttention);
-  if (f.mixer != Mixer::Attention) needs.add(backend::BackendFeature::StateSpace);
+  // RWKV 7's layers need its own op; Mamba 2's (alone or beside attention) the state-space ops.
+  if (f.mixer == Mixer::Rwkv7) {
+    needs.add(backend::BackendFeature::Rwkv7);
+  } else if (f.mixer != Mixer::Attention) {
+    needs.add(backend::BackendFeature::StateSpace);
+  }
   if (f.encoder) needs.add(backend::BackendFeature::Encoder);
   if (f.alibi_max_bias != 0.0f) needs.add(backend::BackendFeature::Alibi);
   // validate_tensors holds every tensor of the file to the architecture's list, so the file's

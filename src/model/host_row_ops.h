@@ -24,7 +24,8 @@ void for_each_row(ThreadPool& pool, const backend::TensorView& x, Fn fn) {
 
 // Each row of x (x.dims[0] values) to (x - mean) / sqrt(var + eps) * w + b into the same row of
 // out (which may be x), in double: the rows of a post-norm model grow with depth, and a float
-// sum of squares of them loses the small ones.
+// sum of squares of them loses the small ones. (RWKV 7 has its own, rounded step by step as
+// ggml's graph is: model/rwkv7_block.cc says why the two stay apart.)
 void layer_norm(ThreadPool& pool, const backend::TensorView& x, const backend::TensorView& w,
                 const backend::TensorView& b, double eps, backend::TensorView& out);
 

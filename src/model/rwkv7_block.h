@@ -63,7 +63,7 @@ class Rwkv7Block {
   backend::TensorView lora_mid_;         // {largest rank, n}
   backend::TensorView ffn_;              // {feed_forward, n}
   std::vector<const float*> prev_rows_;  // per row: the row its token shift mixes in
-  std::vector<float*> wkv_states_;       // per sequence: this layer's wkv matrices
+  std::vector<backend::Wkv7Sequence> wkv_seqs_;  // per sequence: its rows, this layer's wkv matrices
 };
 
 }  // namespace lumen::model

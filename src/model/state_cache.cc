@@ -14,7 +14,8 @@ StateCache::StateCache(backend::Backend& backend, const HParams& hp, int64_t n_s
       slot_floats_(layer_floats_ * recurrent_layer_count(hp)) {
   if (!has_recurrent_state(hp)) fail("a state cache for a model without recurrent layers");
   if (n_slots < 1) fail("a state cache needs at least one slot (got {})", n_slots);
-  if (!backend.supports(backend::BackendFeature::StateSpace)) {
+  // The feature whose ops read and write these slots (model_backend_needs asks the same).
+  if (!backend.supports(has_rwkv(hp) ? backend::BackendFeature::Rwkv7 : backend::BackendFeature::StateSpace)) {
     fail("state-space models do not run on the {} backend yet; use --device cpu", backend.name());
   }
   // A hybrid's attention layers keep no state: slot offsets count the recurrent layers only.

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "profile/wkv7_cost.h"
+
 namespace lumen::profile {
 
 namespace {
@@ -217,6 +219,7 @@ OpCost cost_of(const backend::OpCall& call) {
     case OpKind::Attention: return attention_cost(*call.in[0], *call.cache, call.seqs, *call.attention);
     case OpKind::SsmConv: return ssm_conv_cost(*call.in[0], *call.in[1], call.ssm_seqs);
     case OpKind::SsmScan: return ssm_scan_cost(*call.in[0], *call.in[1], *call.in[2], *call.in[3], call.ssm_seqs);
+    case OpKind::RwkvWkv7: return rwkv_wkv7_cost(*call.wkv7, call.numbers[0], call.wkv7_seqs);
     case OpKind::CopyKvBlock:
     case OpKind::ReadKvBlock:
     case OpKind::WriteKvBlock:

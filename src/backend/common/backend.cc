@@ -7,6 +7,7 @@
 #include "backend/common/attention_checks.h"
 #include "backend/common/get_rows_check.h"
 #include "backend/common/op_checks.h"
+#include "backend/common/wkv7_checks.h"
 
 namespace lumen::backend {
 
@@ -380,6 +381,30 @@ void Backend::ssm_scan(const TensorView& x, const TensorView& dt, const TensorVi
 void Backend::do_ssm_scan(const TensorView&, const TensorView&, const TensorView&, const TensorView&,
                           const SsmScanWeights&, std::span<const SsmSequence>, TensorView&) {
   fail("ssm_scan (a state-space model's scan) is not supported on the {} backend yet", name());
+}
+
+namespace {
+
+// A backend without the feature (supports(Rwkv7) false) refuses the op before reading anything.
+[[noreturn]] void refuse_rwkv_wkv7(std::string_view backend) {
+  fail("rwkv_wkv7 (RWKV 7's state update) is not supported on the {} backend yet; use --device cpu", backend);
+}
+
+}  // namespace
+
+void Backend::rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs, TensorView& out) {
+  if (!has_op(OpKind::RwkvWkv7)) refuse_rwkv_wkv7(name());
+  common::check_rwkv_wkv7(rows, head_size, seqs, out);
+  OpCall call{OpKind::RwkvWkv7};
+  call.out = {&out};
+  call.wkv7 = &rows;
+  call.wkv7_seqs = seqs;
+  call.numbers = {head_size, 0};
+  observed(call, [&] { do_rwkv_wkv7(rows, head_size, seqs, out); });
+}
+
+void Backend::do_rwkv_wkv7(const Wkv7Rows&, int64_t, std::span<const Wkv7Sequence>, TensorView&) {
+  refuse_rwkv_wkv7(name());
 }
 
 void Backend::attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,

@@ -81,6 +81,9 @@ class CpuBackend final : public Backend {
                    std::span<const SsmSequence> seqs, TensorView& out) override;
   void do_ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
                    const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) override;
+  // cpu_backend_rwkv.cc
+  void do_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs,
+                    TensorView& out) override;
   void do_attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
                            const AttentionConfig& config, float* scores, int64_t slot_stride) override;
   void do_gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,

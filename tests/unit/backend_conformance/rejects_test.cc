@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "backend_registry.h"
 #include "kv_cache.h"
@@ -105,6 +106,57 @@ TEST_P(RefusesBadInputs, Attention) {
   config = valid;
   config.n_heads = 3;
   EXPECT_THROW(backend().attention(q3.view, cache.layer, seqs, config, out3.view), Error);
+}
+
+// RWKV 7's state update: two heads of 8 over a batch of three rows, two sequences. Each bad
+// call leaves out and both states as they were; a backend without the op refuses every call.
+TEST_P(RefusesBadInputs, RwkvWkv7) {
+  constexpr int64_t kHead = 8, kWidth = 16, kRows = 3;
+  std::vector<BackendTensor> operands;
+  for (uint32_t i = 0; i < 6; ++i)
+    operands.push_back(upload_f32(backend(), {kWidth, kRows, 1, 1}, random_values(48, 20 + i)));
+  const Wkv7Rows rows{operands[0].view, operands[1].view, operands[2].view,
+                      operands[3].view, operands[4].view, operands[5].view};
+  const std::vector<float> init0 = random_values(kHead * kWidth, 30), init1 = random_values(kHead * kWidth, 31);
+  BackendTensor s0 = upload_f32(backend(), {kHead, kWidth, 1, 1}, init0);
+  BackendTensor s1 = upload_f32(backend(), {kHead, kWidth, 1, 1}, init1);
+  BackendTensor out = allocate(backend(), tensor::DType::F32, {kWidth, kRows, 1, 1});
+  auto unchanged = [&](const char* why) {
+    EXPECT_EQ(download(backend(), s0.view), init0) << why;
+    EXPECT_EQ(download(backend(), s1.view), init1) << why;
+    EXPECT_EQ(download(backend(), out.view), std::vector<float>(kWidth * kRows, 0.0f)) << why;
+  };
+  auto refused = [&](const Wkv7Rows& r, int64_t head, std::vector<Wkv7Sequence> seqs, TensorView o, const char* why) {
+    try {
+      backend().rwkv_wkv7(r, head, seqs, o);
+      ADD_FAILURE() << why << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+    unchanged(why);
+  };
+  const std::vector<Wkv7Sequence> valid = {{0, 2, s0.view}, {2, 1, s1.view}};
+  if (!backend().has_op(OpKind::RwkvWkv7)) {
+    refused(rows, kHead, valid, out.view, "rwkv_wkv7 (RWKV 7's state update) is not supported on the");
+    return;
+  }
+  refused(rows, 5, valid, out.view, "rows of 16 values are not whole heads of 5");
+  Wkv7Rows short_v = rows;
+  short_v.v.dims[1] = 2;
+  refused(short_v, kHead, valid, out.view, "v has 2 rows, r 3");
+  Wkv7Rows strided = rows;  // k: the first half of rows twice as wide
+  BackendTensor wide = upload_f32(backend(), {2 * kWidth, kRows, 1, 1}, random_values(96, 40));
+  strided.k = wide.view;
+  strided.k.dims[0] = kWidth;
+  refused(strided, kHead, valid, out.view, "the six rows must share one stride");
+  refused(rows, kHead, valid, operands[3].view, "out may not overlap v");
+  refused(rows, kHead, {{2, 2, s0.view}}, out.view, "a sequence's rows 2..4 are outside the batch of 3");
+  refused(rows, kHead, {{0, 2, s0.view}, {1, 2, s1.view}}, out.view, "two sequences share rows from 1");
+  refused(rows, kHead, {{0, 2, s0.view}, {2, 1, s0.view}}, out.view, "two sequences share a state");
+  TensorView narrow_state = s1.view;
+  narrow_state.dims[1] = kHead;  // one head's matrix, not two
+  refused(rows, kHead, {{0, 2, s0.view}, {2, 1, narrow_state}}, out.view, "a sequence's state must be f32 {8, 16}");
+  EXPECT_NO_THROW(backend().rwkv_wkv7(rows, kHead, valid, out.view));
 }
 
 std::vector<const BackendEntry*> entries() {

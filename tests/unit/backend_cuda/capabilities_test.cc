@@ -36,7 +36,7 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
   EXPECT_TRUE(b.supports(BackendFeature::ShiftKeys));
   for (BackendFeature f : {BackendFeature::LatentAttention, BackendFeature::StateSpace, BackendFeature::Encoder,
                            BackendFeature::TreeAttention, BackendFeature::RotatedKv, BackendFeature::KvEviction,
-                           BackendFeature::SpanAttention, BackendFeature::Alibi}) {
+                           BackendFeature::SpanAttention, BackendFeature::Alibi, BackendFeature::Rwkv7}) {
     EXPECT_FALSE(b.supports(f)) << backend_feature_name(f);
   }
   EXPECT_TRUE(b.supports_kv_type(DType::F16));

@@ -55,6 +55,26 @@ TEST(BackendNeeds, EachMissingFeatureIsNamedAndOnlyIt) {
   }
 }
 
+// A backend without RWKV 7's feature refuses its op by name before reading an argument (the
+// limited backend runs no op, so a refusal from inside one would read differently), and one
+// with the feature gets as far as the argument checks.
+TEST(BackendNeeds, RwkvWkv7IsRefusedWithoutItsFeature) {
+  const backend::Wkv7Rows rows{};
+  backend::TensorView out{};
+  LimitedBackend lacking(without(BackendFeature::Rwkv7));
+  EXPECT_FALSE(lacking.has_op(backend::OpKind::RwkvWkv7));
+  try {
+    lacking.rwkv_wkv7(rows, 64, {}, out);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "rwkv_wkv7 (RWKV 7's state update) is not supported on the limited backend yet; use --device cpu");
+  }
+  LimitedBackend full(everything());
+  EXPECT_TRUE(full.has_op(backend::OpKind::RwkvWkv7));
+  EXPECT_THROW(full.rwkv_wkv7(rows, 64, {}, out), Error);  // empty rows: the checks refuse them
+}
+
 TEST(BackendNeeds, TreeAttentionQueryFollowsTheFeature) {
   EXPECT_FALSE(LimitedBackend(without(BackendFeature::TreeAttention)).supports_tree_attention());
   EXPECT_TRUE(LimitedBackend(everything()).supports_tree_attention());

@@ -124,6 +124,25 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// RWKV 7 needs its own op, not Mamba 2's: without rwkv_wkv7 it is refused at load naming it,
+// and a backend lacking only the state-space ops is not refused for them. (The table above
+// also loads each model on a backend with everything, which RWKV 7's CPU-only block refuses.)
+TEST(Rwkv7LoadRefusal, NeedsItsStateUpdateNotTheStateSpaceOps) {
+  LUMEN_REQUIRE_TESTDATA();
+  const std::string path = synth("rwkv7-mini", DType::Q8_0, 1);
+  LimitedBackend lacking(without({BackendFeature::Rwkv7}));
+  const LoadResult r = load_on(lacking, path);
+  EXPECT_NE(r.error.find("needs RWKV 7's state update (rwkv_wkv7), which the limited backend does not run yet"),
+            std::string::npos)
+      << r.error;
+  EXPECT_EQ(r.uploads, 0);
+  LimitedBackend no_ssm(without({BackendFeature::StateSpace}));
+  const LoadResult other = load_on(no_ssm, path);
+  EXPECT_EQ(other.error.find(std::string(backend::backend_feature_name(BackendFeature::StateSpace))), std::string::npos)
+      << other.error;
+  std::filesystem::remove(path);
+}
+
 // Each weight type a file may hold: a backend without it refuses the file at load.
 TEST(WeightTypeRefusal, EachTypeIsRefusedAtLoad) {
   LUMEN_REQUIRE_TESTDATA();
