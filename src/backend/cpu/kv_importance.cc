@@ -1,5 +1,7 @@
 #include "backend/cpu/kv_importance.h"
 
+#include "backend/cpu/attention_tiles.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -24,27 +26,27 @@ void load_head(const TensorView& t, int64_t row, int64_t head, int64_t dim, floa
   for (int64_t d = 0; d < dim; ++d) out[d] = tensor::fp16_to_float(half[d]);
 }
 
-// Eight partial sums: without fast-math the compiler keeps one sum's order, and with it one lane.
-float dot(const float* a, const float* b, int64_t n) {
-  float part[8] = {};
-  int64_t d = 0;
-  for (; d + 8 <= n; d += 8) {
-    for (int64_t l = 0; l < 8; ++l) part[l] += a[d + l] * b[d + l];
-  }
-  float sum = 0.0f;
-  for (; d < n; ++d) sum += a[d] * b[d];
-  for (float p : part) sum += p;
-  return sum;
-}
-
 int64_t cache_row(std::span<const int32_t> table, int64_t slot, int64_t block_size) {
   return static_cast<int64_t>(table[static_cast<size_t>(slot / block_size)]) * block_size + slot % block_size;
 }
+
+// Rows of one task: a fixed count chosen from the number of scored rows alone (never from the
+// pool's size), so the partial columns and their sum are the same for any thread count. At least
+// kMinRowsPerTask rows keep a task's key widening small next to its q.k work; at most
+// kMaxTasksPerHead tasks per KV head bound the partial columns' memory (that many columns of
+// the context's length per KV head) while leaving tasks enough to balance two to a dozen threads.
+constexpr int64_t kMinRowsPerTask = 32, kMaxTasksPerHead = 16;
 
 }  // namespace
 
 void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
                       const AttentionConfig& config, float* scores, int64_t slot_stride, ThreadPool& pool) {
+  attention_scores_with(best_attention_tiles(), q, cache, seq, first_row, config, scores, slot_stride, pool);
+}
+
+void attention_scores_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
+                           const SequenceSlice& seq, int64_t first_row, const AttentionConfig& config, float* scores,
+                           int64_t slot_stride, ThreadPool& pool) {
   // Scores are for choosing what to keep, not for the output: f32 and f16 keys (the default
   // cache) are enough, and a rotated (quantized) cache would need its own reading.
   if ((cache.k.type != tensor::DType::F32 && cache.k.type != tensor::DType::F16) || cache.rotated) {
@@ -57,36 +59,80 @@ void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceS
   const int64_t dim = config.head_dim, group = config.n_heads / config.n_kv_heads;
   const int64_t bs = cache.block_size, n_slots = seq.start_pos + seq.n_tokens;
   if (static_cast<int64_t>(seq.block_table.size()) * bs < n_slots) fail("attention_scores: the block table is short");
+  const int64_t n_rows = seq.n_tokens - first_row;
+  if (n_rows == 0) return;
   const bool capped = config.softcap != 0.0f;
-  // One task per KV head: each reads that head's keys once for all its query heads and rows,
-  // and writes only its own column of `scores`.
-  pool.parallel_for(config.n_kv_heads, [&](int64_t kv_head, unsigned) {
-    std::vector<float> key(static_cast<size_t>(dim));
-    std::vector<float> keys(static_cast<size_t>(n_slots * dim));
-    for (int64_t s = 0; s < n_slots; ++s) {
-      load_head(cache.k, cache_row(seq.block_table, s, bs), kv_head, dim, keys.data() + s * dim);
+  const int64_t rows_per_task = std::max(kMinRowsPerTask, (n_rows + kMaxTasksPerHead - 1) / kMaxTasksPerHead);
+  const int64_t tasks_per_head = (n_rows + rows_per_task - 1) / rows_per_task;
+  // The slots a row block reads: from its first row's window start to its last row's position.
+  auto first_slot = [&](int64_t block) {
+    const int64_t pos = seq.start_pos + first_row + block * rows_per_task;
+    return config.sliding_window > 0 ? std::max<int64_t>(0, pos - config.sliding_window + 1) : 0;
+  };
+  auto end_slot = [&](int64_t block) {
+    return seq.start_pos + std::min(seq.n_tokens, first_row + (block + 1) * rows_per_task);
+  };
+  // Each task's partial score column over its own slot range, laid out one after another.
+  std::vector<int64_t> offset(static_cast<size_t>(tasks_per_head + 1), 0);
+  for (int64_t b = 0; b < tasks_per_head; ++b) {
+    offset[static_cast<size_t>(b + 1)] = offset[static_cast<size_t>(b)] + end_slot(b) - first_slot(b);
+  }
+  std::vector<float> partial(static_cast<size_t>(config.n_kv_heads * offset.back()), 0.0f);
+
+  // Task (KV head, row block): the head's keys for the block's slot range widened to f32 once,
+  // then every row's query heads against them through the attention kernels' q.k tiles. The
+  // last blocks (the longest rows) are handed out first, so no long task starts at the end.
+  pool.parallel_for(config.n_kv_heads * tasks_per_head, [&](int64_t task, unsigned) {
+    const int64_t kv_head = task % config.n_kv_heads, block = tasks_per_head - 1 - task / config.n_kv_heads;
+    const int64_t lo0 = first_slot(block), n_keys = end_slot(block) - lo0;
+    std::vector<float> keys(static_cast<size_t>(n_keys * dim));
+    for (int64_t s = 0; s < n_keys; ++s) {
+      load_head(cache.k, cache_row(seq.block_table, lo0 + s, bs), kv_head, dim, keys.data() + s * dim);
     }
-    std::vector<float> row(static_cast<size_t>(n_slots));
-    for (int64_t r = first_row; r < seq.n_tokens; ++r) {
+    float* column = partial.data() + kv_head * offset.back() + offset[static_cast<size_t>(block)];
+    std::vector<float> queries(static_cast<size_t>(group * dim));
+    std::vector<float> row_scores(static_cast<size_t>(group * n_keys));
+    const int64_t r_end = std::min(seq.n_tokens, first_row + (block + 1) * rows_per_task);
+    for (int64_t r = first_row + block * rows_per_task; r < r_end; ++r) {
       const int64_t pos = seq.start_pos + r;
       const int64_t lo = config.sliding_window > 0 ? std::max<int64_t>(0, pos - config.sliding_window + 1) : 0;
+      const int64_t nk = pos - lo + 1;
       for (int64_t g = 0; g < group; ++g) {
-        const float* qh = q.row<float>((seq.first_token + r) * config.n_heads + kv_head * group + g);
-        float max = -std::numeric_limits<float>::infinity();
-        for (int64_t s = lo; s <= pos; ++s) {
-          float score = dot(qh, keys.data() + s * dim, dim) * config.scale;
-          if (capped) score = config.softcap * std::tanh(score / config.softcap);
-          row[static_cast<size_t>(s)] = score;
-          max = std::max(max, score);
-        }
-        double sum = 0.0;
-        for (int64_t s = lo; s <= pos; ++s) {
-          row[static_cast<size_t>(s)] = std::exp(row[static_cast<size_t>(s)] - max);
-          sum += row[static_cast<size_t>(s)];
-        }
-        const auto inv = static_cast<float>(1.0 / sum);
-        for (int64_t s = lo; s <= pos; ++s) scores[s * slot_stride + kv_head] += row[static_cast<size_t>(s)] * inv;
+        std::memcpy(queries.data() + g * dim,
+                    q.row<float>((seq.first_token + r) * config.n_heads + kv_head * group + g),
+                    static_cast<size_t>(dim) * sizeof(float));
       }
+      tiles.qk(queries.data(), group, keys.data() + (lo - lo0) * dim, dim, nk, dim, row_scores.data(), n_keys);
+      for (int64_t g = 0; g < group; ++g) {
+        float* row = row_scores.data() + g * n_keys;
+        tiles.scale(row, nk, config.scale, row);
+        if (capped) {
+          for (int64_t s = 0; s < nk; ++s) row[s] = config.softcap * std::tanh(row[s] / config.softcap);
+        }
+        // The sum in double, as before: thousands of terms of very different sizes.
+        const double sum = tiles.exp_shifted_f64(row, nk, tiles.max(row, nk));
+        const auto inv = static_cast<float>(1.0 / sum);
+        float* out = column + (lo - lo0);
+        for (int64_t s = 0; s < nk; ++s) out[s] += row[s] * inv;
+      }
+    }
+  });
+
+  // The blocks' columns added into the table in block order, the same order for any thread
+  // count; tasks split the slots so that each writes only its own entries.
+  constexpr int64_t kSlotsPerTask = 1024;
+  const int64_t slot_tasks = (n_slots + kSlotsPerTask - 1) / kSlotsPerTask;
+  pool.parallel_for(config.n_kv_heads * slot_tasks, [&](int64_t task, unsigned) {
+    const int64_t kv_head = task / slot_tasks, s0 = task % slot_tasks * kSlotsPerTask;
+    const int64_t s1 = std::min(n_slots, s0 + kSlotsPerTask);
+    const float* head_partial = partial.data() + kv_head * offset.back();
+    for (int64_t s = s0; s < s1; ++s) {
+      float total = scores[s * slot_stride + kv_head];
+      for (int64_t b = 0; b < tasks_per_head; ++b) {
+        if (s >= first_slot(b) && s < end_slot(b))
+          total += head_partial[offset[static_cast<size_t>(b)] + s - first_slot(b)];
+      }
+      scores[s * slot_stride + kv_head] = total;
     }
   });
 }

@@ -13,6 +13,14 @@ namespace lumen::backend::cpu {
 void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
                       const AttentionConfig& config, float* scores, int64_t slot_stride, ThreadPool& pool);
 
+// attention_scores through a given table of attention tile kernels (attention_scores takes the
+// best one for this CPU): tests run every instruction-set level against one reference. The
+// result does not depend on the pool's size, bit for bit.
+struct AttentionTileKernels;
+void attention_scores_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
+                           const SequenceSlice& seq, int64_t first_row, const AttentionConfig& config, float* scores,
+                           int64_t slot_stride, ThreadPool& pool);
+
 void gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
                     std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim);
 
