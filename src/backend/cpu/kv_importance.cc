@@ -79,6 +79,18 @@ void attention_scores_with(const AttentionTileKernels& tiles, const TensorView& 
   }
   std::vector<float> partial(static_cast<size_t>(config.n_kv_heads * offset.back()), 0.0f);
 
+  auto add_columns = [&](int64_t kv_head, int64_t s0, int64_t s1) {
+    const float* head_partial = partial.data() + kv_head * offset.back();
+    for (int64_t s = s0; s < s1; ++s) {
+      float total = scores[s * slot_stride + kv_head];
+      for (int64_t b = 0; b < tasks_per_head; ++b) {
+        if (s >= first_slot(b) && s < end_slot(b))
+          total += head_partial[offset[static_cast<size_t>(b)] + s - first_slot(b)];
+      }
+      scores[s * slot_stride + kv_head] = total;
+    }
+  };
+
   // Task (KV head, row block): the head's keys for the block's slot range widened to f32 once,
   // then every row's query heads against them through the attention kernels' q.k tiles. The
   // last blocks (the longest rows) are handed out first, so no long task starts at the end.
@@ -116,24 +128,17 @@ void attention_scores_with(const AttentionTileKernels& tiles, const TensorView& 
         for (int64_t s = 0; s < nk; ++s) out[s] += row[s] * inv;
       }
     }
+    if (tasks_per_head == 1) add_columns(kv_head, 0, n_slots);
   });
 
   // The blocks' columns added into the table in block order, the same order for any thread
   // count; tasks split the slots so that each writes only its own entries.
+  if (tasks_per_head == 1) return;  // each task added its own column (a decode step's one row)
   constexpr int64_t kSlotsPerTask = 1024;
   const int64_t slot_tasks = (n_slots + kSlotsPerTask - 1) / kSlotsPerTask;
   pool.parallel_for(config.n_kv_heads * slot_tasks, [&](int64_t task, unsigned) {
-    const int64_t kv_head = task / slot_tasks, s0 = task % slot_tasks * kSlotsPerTask;
-    const int64_t s1 = std::min(n_slots, s0 + kSlotsPerTask);
-    const float* head_partial = partial.data() + kv_head * offset.back();
-    for (int64_t s = s0; s < s1; ++s) {
-      float total = scores[s * slot_stride + kv_head];
-      for (int64_t b = 0; b < tasks_per_head; ++b) {
-        if (s >= first_slot(b) && s < end_slot(b))
-          total += head_partial[offset[static_cast<size_t>(b)] + s - first_slot(b)];
-      }
-      scores[s * slot_stride + kv_head] = total;
-    }
+    const int64_t s0 = task % slot_tasks * kSlotsPerTask;
+    add_columns(task / slot_tasks, s0, std::min(n_slots, s0 + kSlotsPerTask));
   });
 }
 
