@@ -112,19 +112,35 @@ def test_ctrl_c_aborts_a_batch(llm):
     # the whole package suite (stop 60) a single interrupt at 0.3 s was not seen and the batch ran
     # to its end (7 s); the cause is not found. A user presses Ctrl-C again; so does the test,
     # which still fails if no interrupt aborts the batch within 5 s.
+    # Stop 62: in one run of the whole package suite out of 16 the batch ran to its end again,
+    # every one of the repeated interrupts unseen; the message below says what the process
+    # looked like then, for whoever meets it next.
+    import signal
+
     done = threading.Event()
+    sent = []
 
     def interrupt_until_done():
         while not done.wait(0.3):
             _thread.interrupt_main()
+            sent.append(time.perf_counter())
 
     interrupter = threading.Thread(target=interrupt_until_done)
+    handler = signal.getsignal(signal.SIGINT)
     interrupter.start()
     start = time.perf_counter()
     try:
-        with pytest.raises(KeyboardInterrupt):
-            llm.generate([PROMPT] * 4, greedy(900, ignore_eos=True))
-        assert time.perf_counter() - start < 5  # far less than the 3600 tokens take (7 s here)
+        interrupted = False
+        try:
+            outputs = llm.generate([PROMPT] * 4, greedy(900, ignore_eos=True))
+        except KeyboardInterrupt:
+            interrupted = True
+        elapsed = time.perf_counter() - start
+        assert interrupted, (
+            f"no KeyboardInterrupt: {len(sent)} interrupts sent over {elapsed:.2f} s; SIGINT handler before "
+            f"{handler!r}, now {signal.getsignal(signal.SIGINT)!r}; threads {[t.name for t in threading.enumerate()]}; "
+            f"tokens out {[len(o.outputs[0].token_ids) for o in outputs]}")
+        assert elapsed < 5  # far less than the 3600 tokens take (7 s here)
     finally:
         done.set()
         try:  # an interrupt sent between the abort and done.set() lands here, not in what follows
