@@ -100,6 +100,46 @@ void ExpertParallelFfn::run_local_experts(const LayerWeights& w, std::span<const
   backend_.moe_ffn(x, work_, 1, glu, y);
 }
 
+void ExpertParallelFfn::sum_returned(const LayerWeights& w, const TensorView& h, int64_t first, int64_t count,
+                                     std::span<const float> shared_weights, backend::Backend::Glu glu, float* out) {
+  if (count == 0) return;
+  const auto E = static_cast<size_t>(embedding_);
+  const size_t row_bytes = E * sizeof(float);
+  const bool shared = !shared_weights.empty();
+  TensorView shared_out;
+  if (shared) {
+    if (!w.ffn_gate_shexp || !w.ffn_up_shexp || !w.ffn_down_shexp) fail("a shared expert without its matrices");
+    local_rows_.resize(static_cast<size_t>(count));
+    for (int64_t t = 0; t < count; ++t) local_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(first + t);
+    zero_slots_.assign(static_cast<size_t>(count), 0);
+    const backend::Backend::ExpertWork shared_work[] = {
+        {&*w.ffn_gate_shexp, &*w.ffn_up_shexp, &*w.ffn_down_shexp, local_rows_, zero_slots_,
+         shared_weights.subspan(static_cast<size_t>(first), static_cast<size_t>(count))}};
+    shared_out = rows(2, h.rows());
+    backend_.moe_ffn(h, shared_work, 1, glu, shared_out);
+  }
+  // place_[t * n_used + s]: where token first + t's slot s result lies in returned_.
+  place_.resize(static_cast<size_t>(count * n_used_));
+  for (size_t p = 0; p < plan_.sent.size(); ++p) {
+    place_[static_cast<size_t>(plan_.sent[p] - first * n_used_)] = static_cast<int32_t>(p);
+  }
+  for (int64_t t = 0; t < count; ++t) {
+    float* o = out + static_cast<size_t>(t) * E;
+    for (int64_t s = 0; s < n_used_; ++s) {
+      const float* p = returned_.data() + static_cast<size_t>(place_[static_cast<size_t>(t * n_used_ + s)]) * E;
+      if (s == 0) {
+        std::memcpy(o, p, row_bytes);
+      } else {
+        for (size_t c = 0; c < E; ++c) o[c] += p[c];
+      }
+    }
+    if (shared) {
+      const float* p = static_cast<const float*>(shared_out.data) + static_cast<size_t>(first + t) * E;
+      for (size_t c = 0; c < E; ++c) o[c] += p[c];
+    }
+  }
+}
+
 void ExpertParallelFfn::forward(const LayerWeights& w, const TensorView& h, const Routing& routing,
                                 std::span<const float> shared_weights, backend::Backend::Glu glu, TensorView& out) {
   const int64_t n = h.rows();
@@ -140,41 +180,9 @@ void ExpertParallelFfn::forward(const LayerWeights& w, const TensorView& h, cons
                   segment_bytes(plan_.sent_rows, row_bytes));
 
   const TokenRange own = token_range(n, shard_.rank, shard_.size);
-  const bool shared = !shared_weights.empty();
-  TensorView shared_out;
-  if (shared && own.count > 0) {
-    if (!w.ffn_gate_shexp || !w.ffn_up_shexp || !w.ffn_down_shexp) fail("a shared expert without its matrices");
-    local_rows_.resize(static_cast<size_t>(own.count));
-    for (int64_t t = 0; t < own.count; ++t) local_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(own.first + t);
-    zero_slots_.assign(static_cast<size_t>(own.count), 0);
-    const backend::Backend::ExpertWork shared_work[] = {
-        {&*w.ffn_gate_shexp, &*w.ffn_up_shexp, &*w.ffn_down_shexp, local_rows_, zero_slots_,
-         shared_weights.subspan(static_cast<size_t>(own.first), static_cast<size_t>(own.count))}};
-    shared_out = rows(2, n);
-    backend_.moe_ffn(h, shared_work, 1, glu, shared_out);
-  }
-  // Own tokens' sums, slot by slot: the first copied, the others added, as Backend::moe_ffn does.
-  place_.resize(static_cast<size_t>(own.count * n_used_));
-  for (size_t p = 0; p < plan_.sent.size(); ++p) {
-    place_[static_cast<size_t>(plan_.sent[p] - own.first * n_used_)] = static_cast<int32_t>(p);
-  }
   const auto own_floats = static_cast<size_t>(own.count) * E;
   own_sums_.resize(own_floats * static_cast<size_t>(shard_.size));
-  for (int64_t t = 0; t < own.count; ++t) {
-    float* o = own_sums_.data() + static_cast<size_t>(t) * E;
-    for (int64_t s = 0; s < n_used_; ++s) {
-      const float* p = returned_.data() + static_cast<size_t>(place_[static_cast<size_t>(t * n_used_ + s)]) * E;
-      if (s == 0) {
-        std::memcpy(o, p, row_bytes);
-      } else {
-        for (size_t c = 0; c < E; ++c) o[c] += p[c];
-      }
-    }
-    if (shared) {
-      const float* p = static_cast<const float*>(shared_out.data) + static_cast<size_t>(own.first + t) * E;
-      for (size_t c = 0; c < E; ++c) o[c] += p[c];
-    }
-  }
+  sum_returned(w, h, own.first, own.count, shared_weights, glu, own_sums_.data());
   // Every rank's sums to every rank: the same rows sent to each, received in token order.
   for (int r = 1; r < shard_.size; ++r) {
     std::memcpy(own_sums_.data() + static_cast<size_t>(r) * own_floats, own_sums_.data(), own_floats * sizeof(float));

@@ -75,6 +75,12 @@ class ExpertParallelFfn {
   void run_local_experts(const LayerWeights& w, std::span<const int32_t> experts, std::span<const float> weights,
                          backend::Backend::Glu glu);
   void count_traffic(const Routing& routing);
+  // Tokens [first, first + count) of h, whose entries' expert results came back in returned_
+  // (plan_.sent's order): each token's sum into out (count rows of embedding floats), slot by
+  // slot (the first copied, the others added), the shared expert last when shared_weights (one
+  // per token of h) is not empty: Backend::moe_ffn's order, so one process's bits.
+  void sum_returned(const LayerWeights& w, const backend::TensorView& h, int64_t first, int64_t count,
+                    std::span<const float> shared_weights, backend::Backend::Glu glu, float* out);
 
   backend::Backend& backend_;
   ExpertShard shard_;

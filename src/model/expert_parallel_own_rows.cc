@@ -106,37 +106,8 @@ void ExpertParallelFfn::forward_own_rows(const LayerWeights& w, const backend::T
   traffic_.token_layers += static_cast<uint64_t>(n);
   if (n == 0) return;
 
-  // The sums, on this rank, slot by slot (the first copied, the others added), the shared expert
-  // last: Backend::moe_ffn's order, so one process's bits.
-  const bool shared = !shared_weights.empty();
-  backend::TensorView shared_out;
-  if (shared) {
-    if (!w.ffn_gate_shexp || !w.ffn_up_shexp || !w.ffn_down_shexp) fail("a shared expert without its matrices");
-    local_rows_.resize(static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t) local_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(t);
-    zero_slots_.assign(static_cast<size_t>(n), 0);
-    const backend::Backend::ExpertWork shared_work[] = {
-        {&*w.ffn_gate_shexp, &*w.ffn_up_shexp, &*w.ffn_down_shexp, local_rows_, zero_slots_, shared_weights}};
-    shared_out = rows(2, n);
-    backend_.moe_ffn(h, shared_work, 1, glu, shared_out);
-  }
-  place_.resize(plan_.sent.size());
-  for (size_t p = 0; p < plan_.sent.size(); ++p) place_[static_cast<size_t>(plan_.sent[p])] = static_cast<int32_t>(p);
-  for (int64_t t = 0; t < n; ++t) {
-    float* o = static_cast<float*>(out.data) + static_cast<size_t>(t) * E;
-    for (int64_t s = 0; s < n_used_; ++s) {
-      const float* p = returned_.data() + static_cast<size_t>(place_[static_cast<size_t>(t * n_used_ + s)]) * E;
-      if (s == 0) {
-        std::memcpy(o, p, row_bytes);
-      } else {
-        for (size_t c = 0; c < E; ++c) o[c] += p[c];
-      }
-    }
-    if (shared) {
-      const float* p = static_cast<const float*>(shared_out.data) + static_cast<size_t>(t) * E;
-      for (size_t c = 0; c < E; ++c) o[c] += p[c];
-    }
-  }
+  // The sums, on this rank: no sums move.
+  sum_returned(w, h, 0, n, shared_weights, glu, static_cast<float*>(out.data));
 }
 
 }  // namespace lumen::model
