@@ -161,4 +161,18 @@ OpCost ssm_scan_cost(const TensorView& x, const TensorView& dt, const TensorView
   return cost;
 }
 
+OpCost rwkv_wkv7_cost(const backend::Wkv7Rows& rows, int64_t head_size, std::span<const backend::Wkv7Sequence> seqs) {
+  const auto width = static_cast<double>(rows.r.dims[0]);
+  double tokens = 0;
+  OpCost cost;
+  for (const backend::Wkv7Sequence& s : seqs) {
+    if (s.n_tokens == 0) continue;  // its state is not touched
+    tokens += static_cast<double>(s.n_tokens);
+    cost.context_bytes += 2.0 * view_bytes(s.state);
+  }
+  cost.bytes = cost.context_bytes + 7.0 * tokens * width * kF32;
+  cost.flops = 9.0 * tokens * width * static_cast<double>(head_size);
+  return cost;
+}
+
 }  // namespace lumen::profile

@@ -65,5 +65,11 @@ OpCost ssm_conv_cost(const backend::TensorView& x, const backend::TensorView& we
 // while the state stays f32 and outgrows the caches).
 OpCost ssm_scan_cost(const backend::TensorView& x, const backend::TensorView& dt, const backend::TensorView& b,
                      const backend::TensorView& c, std::span<const backend::SsmSequence> seqs);
+// RWKV 7's state update: each sequence with rows has its state (head_size^2 floats per head)
+// read and written once per call however many tokens (its context bytes, as Mamba 2's scan
+// state), and per token six rows of heads x head_size values read and out written. Per token
+// and head, 9 head_size^2 FLOPs: the sum against a (2 per value), the update (three products
+// and two additions) and the sum against r (2 per value).
+OpCost rwkv_wkv7_cost(const backend::Wkv7Rows& rows, int64_t head_size, std::span<const backend::Wkv7Sequence> seqs);
 
 }  // namespace lumen::profile

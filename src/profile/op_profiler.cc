@@ -6,8 +6,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "profile/wkv7_cost.h"
-
 namespace lumen::profile {
 
 namespace {
