@@ -31,14 +31,14 @@
 #
 # Modes on the GPU machine:
 #   tests  the gpu-labelled tests (every op, CUDA vs CPU; the streaming GEMV vs the warp GEMV),
-#          the conformance table's CUDA rows (the matmul rows twice: warp and streaming GEMV;
+#          the conformance table's CUDA rows (the matmul rows three times: warp, streaming and tiled GEMV;
 #          add_rms_norm with LUMEN_CUDA_ADD_RMS_NORM=1),
 #          then greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU,
 #          with each GEMV (when the model's two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
 #          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings,
-#          with the default GEMV choice and with the one-warp kernels (the JSON's "gemv": "auto"
-#          or "warp") and with the fused add + RMSNorm ("add_rms_norm": true), and each decode
+#          with the default GEMV choice, the one-warp kernels and the tiled ones (the JSON's
+#          "gemv": "auto", "warp" or "tiled") and with the fused add + RMSNorm ("add_rms_norm": true), and each decode
 #          step's host-side breakdown (enqueue time, host time per op);
 #   types  every weight type through a small synthetic model, op by op, CUDA vs CPU
 #          (GPU_CHECK_TYPES, default the types the CUDA backend gained without a GPU at hand);
@@ -53,7 +53,7 @@
 #          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF);
 #   engine the engine's model tests on CUDA (cuda_engine_tests: batched vs alone, chunked prefill,
 #          preemption, prefix cache, context shift, fairness, faults; needs the default model);
-#   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming) per weight type
+#   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming, tiled) per weight type
 #          (GPU_CHECK_GEMV_TYPES, default "Q4_0,Q4_K,Q6_K,Q8_0,BF16") on the 1B and 8B decode
 #          shapes, beside a device-to-device copy's bandwidth measured in the same run;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
@@ -364,12 +364,29 @@ run_tests() {
   "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' 2>&1 |
     tee "$WORK/backend_conformance_cuda.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda "$WORK/backend_conformance_cuda.log" $((SECONDS - start))
+  # A planted failure: the same rows with every tolerance scaled to 0, so the inexact ones fail
+  # for real beside the rows that skip. The binary must exit 1, not 0 and not the skip code 77:
+  # that is what fails ctest's backend_conformance_cuda entry (SKIP_RETURN_CODE 77; tests/
+  # skip_code/planted checks the CMake side without a GPU).
+  local rc
+  start=$SECONDS
+  LUMEN_CONFORMANCE_TOLERANCE_SCALE=0 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' \
+    > "$WORK/backend_conformance_cuda_planted.log" 2>&1
+  rc=$?
+  gtest_summary backend_conformance_cuda_planted_failures "$WORK/backend_conformance_cuda_planted.log" $((SECONDS - start))
+  echo "{\"check\": \"planted_cuda_row_failure_fails_the_run\", \"exit_code\": $rc, \"passed\": $([ $rc -eq 1 ] && echo 1 || echo 0), \"failed\": $([ $rc -eq 1 ] && echo 0 || echo 1)}" |
+    tee -a "$RESULTS"
   # The matmul rows again on the streaming GEMV kernels for every type (the default streams
   # float weights only).
   start=$SECONDS
   LUMEN_CUDA_GEMV=stream "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_matmul*' 2>&1 |
     tee "$WORK/backend_conformance_cuda_stream.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda_stream "$WORK/backend_conformance_cuda_stream.log" $((SECONDS - start))
+  # And on the tiled GEMV (gemv_tiled.cu, gemv.cu's results bit for bit; not the default yet).
+  start=$SECONDS
+  LUMEN_CUDA_GEMV=tiled "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_matmul*' 2>&1 |
+    tee "$WORK/backend_conformance_cuda_tiled.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary backend_conformance_cuda_tiled "$WORK/backend_conformance_cuda_tiled.log" $((SECONDS - start))
   # The fused residual add + RMSNorm (off by default until checked here): its rows, then the
   # greedy model test below runs with it on as well.
   start=$SECONDS
@@ -409,10 +426,12 @@ run_bench() {
       log "synth $spec: $((SECONDS - start)) s"
     fi
     # Default options, then every matmul on the GEMV kernels (prefill too); then the default
-    # options with the one-warp GEMV kernels for every type (the default streams float weights).
+    # options with the one-warp GEMV kernels for every type (the default streams float weights),
+    # with the tiled ones for quantized weights, and with the fused add + RMSNorm.
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
     LUMEN_CUDA_GEMV=warp "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_GEMV=tiled "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_ADD_RMS_NORM=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   done
 }

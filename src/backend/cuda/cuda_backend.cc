@@ -132,11 +132,12 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
   // For A/B runs of binaries that do not expose the option (set_options is not affected).
   if (const char* gemv = std::getenv("LUMEN_CUDA_GEMV"); gemv != nullptr) {
     const std::string_view kind(gemv);
-    if (kind != "stream" && kind != "warp" && kind != "auto")
-      fail("LUMEN_CUDA_GEMV must be 'stream', 'warp' or 'auto', not '{}'", kind);
-    s.options.gemv = kind == "stream" ? GemvKernels::Stream
-                     : kind == "warp" ? GemvKernels::Warp
-                                      : GemvKernels::ByMeasurement;
+    if (kind != "stream" && kind != "warp" && kind != "tiled" && kind != "auto")
+      fail("LUMEN_CUDA_GEMV must be 'stream', 'warp', 'tiled' or 'auto', not '{}'", kind);
+    s.options.gemv = kind == "stream"  ? GemvKernels::Stream
+                     : kind == "warp"  ? GemvKernels::Warp
+                     : kind == "tiled" ? GemvKernels::Tiled
+                                       : GemvKernels::ByMeasurement;
   }
   if (const char* fused = std::getenv("LUMEN_CUDA_ADD_RMS_NORM"); fused != nullptr) {
     const std::string_view value(fused);

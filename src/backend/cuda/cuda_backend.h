@@ -23,8 +23,10 @@ namespace lumen::backend {
 
 // ByMeasurement: the streaming kernels for float weights (F32, F16, BF16: a 1B BF16 model decoded
 // 1.7x faster on an H200, 2026-11-27, 1365 GB/s against 385), the one-warp kernels for quantized
-// ones (there the streaming kernels were 0-2% slower).
-enum class GemvKernels : uint8_t { ByMeasurement, Warp, Stream };
+// ones (there the streaming kernels were 0-2% slower). Tiled: gemv_tiled.cu's for quantized
+// weights (gemv.cu's results bit for bit, rows read with 16-byte loads; not yet measured on a
+// GPU), the streaming ones for float weights.
+enum class GemvKernels : uint8_t { ByMeasurement, Warp, Stream, Tiled };
 
 struct CudaBackendOptions {
   // matmuls over at most this many tokens run the quantized GEMV kernels (8 tokens per pass
@@ -38,8 +40,8 @@ struct CudaBackendOptions {
   bool exact_f16_attention = true;
   // Which GEMV kernels run batch-1..max_gemv_tokens matmuls: gemv_stream.cu's (a block of 4
   // warps per weight row, 16-byte loads) where the rows allow, else gemv.cu's (one warp per
-  // row), which are their reference. The environment variable LUMEN_CUDA_GEMV=stream, =warp or
-  // =auto sets it for any binary, for A/B runs.
+  // row), which are their reference. The environment variable LUMEN_CUDA_GEMV=stream, =warp,
+  // =tiled or =auto sets it for any binary, for A/B runs.
   GemvKernels gemv = GemvKernels::ByMeasurement;
   // Declare add_rms_norm (the residual add and the next norm in one launch), so the transformer
   // uses it. Off until a GPU run has checked the kernel (scripts/gpu_check.sh runs the tests with

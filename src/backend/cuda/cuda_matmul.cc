@@ -1,5 +1,5 @@
 // CudaBackend::matmul: the GEMV (up to options.max_gemv_tokens tokens, 8 per pass over the
-// weights; gemv_stream.cu's or gemv.cu's kernels as options.gemv chooses) or dequantize-to-f16 +
+// weights; gemv_stream.cu's, gemv_tiled.cu's or gemv.cu's kernels as options.gemv chooses) or dequantize-to-f16 +
 // cuBLAS for larger batches.
 //
 // The GEMM path converts a chunk of weight rows at a time into f16 scratch (at most
@@ -121,8 +121,15 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
       }
       for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
         const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
-        if (s.options.gemv != GemvKernels::Stream || !cuda::launch_gemv_quantized_stream(w.type, w.data, w.row_bytes, rows, cols, q,
-                                                                             t0, nt, yd + t0 * ys, ys, s.stream)) {
+        bool launched = false;
+        if (s.options.gemv == GemvKernels::Stream) {
+          launched = cuda::launch_gemv_quantized_stream(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt,
+                                                        yd + t0 * ys, ys, s.stream);
+        } else if (s.options.gemv == GemvKernels::Tiled) {
+          launched = cuda::launch_gemv_quantized_tiled(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt, yd + t0 * ys,
+                                                       ys, s.stream);
+        }
+        if (!launched) {
           cuda::launch_gemv_quantized(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt, yd + t0 * ys, ys, s.stream);
         }
       }

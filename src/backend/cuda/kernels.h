@@ -116,6 +116,14 @@ bool launch_gemv_float_stream(tensor::DType type, const void* w, size_t row_byte
                               const float* x, int64_t x_stride, int64_t n_tokens, float* y, int64_t y_stride,
                               cudaStream_t stream);
 
+// ---- gemv_tiled.cu ----
+// launch_gemv_quantized's products, bit for bit, by kernels that read each row with 16-byte
+// loads (one warp per row, staged through the warp's shared memory). Launch nothing and return
+// false where the rows are not whole 16-byte vectors at 16-byte boundaries.
+bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
+                                 const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
+                                 int64_t y_stride, cudaStream_t stream);
+
 // ---- gemm_prep.cu ----
 // scale_state: 4 floats of device memory: [0] bits of max |x| (as uint32), [1] the power of two
 // x is multiplied by before the f16 conversion (so no value overflows f16), [2] its inverse

@@ -43,6 +43,7 @@ const char* gemv_name(lumen::backend::GemvKernels kernels) {
   switch (kernels) {
     case lumen::backend::GemvKernels::Warp: return "warp";
     case lumen::backend::GemvKernels::Stream: return "stream";
+    case lumen::backend::GemvKernels::Tiled: return "tiled";
     case lumen::backend::GemvKernels::ByMeasurement: break;
   }
   return "auto";

@@ -1,0 +1,220 @@
+// GEMV with gemv.cu's arithmetic and order, fed by 16-byte loads: one warp per weight row, as in
+// gemv.cu, but the warp first copies a tile of its row (4096 values) into its own slice of
+// shared memory with every lane's 16-byte loads issued before any is stored, then decodes the
+// tile's blocks from there.
+//
+// Why: gemv.cu's lanes read their blocks in place, 2 or 4 bytes per load (blocks of 18, 22, 34,
+// 110 or 210 bytes straddle 16-byte vectors), so a warp has little in flight and a quantized
+// decode step reads HBM at 790 GB/s of an H200's 4.3 TB/s (BENCHMARKS.md, "CUDA", 2026-11-27).
+// gemv_stream.cu stages a row through shared memory too, but with a block of 4 warps per row and
+// a block-wide barrier per tile; here a warp waits only for itself (__syncwarp), and a lane has
+// 5-9 loads in flight.
+//
+// Lane i decodes the tile's blocks i, i + 32, ... (K-quants: units, 8 lanes per super-block),
+// which over the tiles is the order gemv.cu's lane i adds them in, and the warp adds its lanes
+// with the same butterfly: the results are gemv.cu's bit for bit (tests/unit/backend_cuda/
+// stream_gemv_test.cc checks that), so the choice between the two is a matter of speed only.
+#include <cstdint>
+
+#include "backend/cuda/block_decode.h"
+#include "backend/cuda/device_math.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace lumen::backend::cuda {
+
+namespace {
+
+using tensor::DType;
+
+constexpr int kWarps = 4;  // rows per block, one warp each
+constexpr int kThreads = 32 * kWarps;
+constexpr int kTileValues = 4096;
+
+template <DType F>
+constexpr int kValuesPerBlock = hd::kIsKQuant<F> ? 256 : 32;
+template <DType F>
+constexpr int kTileBlocks = kTileValues / kValuesPerBlock<F>;
+template <DType F>
+constexpr int kTileVectors = kTileBlocks<F>* hd::kBlockBytes<F> / 16;
+// A tile (128 legacy blocks or 16 super-blocks) is whole 16-byte vectors for every block size,
+// so a row that is whole vectors splits into tiles that are, its last one included.
+static_assert(kTileBlocks<DType::Q4_0> * hd::kBlockBytes<DType::Q4_0> % 16 == 0 &&
+              kTileBlocks<DType::Q5_0> * hd::kBlockBytes<DType::Q5_0> % 16 == 0 &&
+              kTileBlocks<DType::Q8_0> * hd::kBlockBytes<DType::Q8_0> % 16 == 0 &&
+              kTileBlocks<DType::Q2_K> * hd::kBlockBytes<DType::Q2_K> % 16 == 0 &&
+              kTileBlocks<DType::Q3_K> * hd::kBlockBytes<DType::Q3_K> % 16 == 0 &&
+              kTileBlocks<DType::Q6_K> * hd::kBlockBytes<DType::Q6_K> % 16 == 0);
+template <DType F>
+constexpr int kLoadsPerLane = (kTileVectors<F> + 31) / 32;
+
+// Copies vectors [0, n) of src to the warp's tile: all of the lane's loads, then its stores.
+template <DType F>
+__device__ __forceinline__ void stage_warp_tile(const uint4* __restrict__ src, uint4* __restrict__ dst, int n,
+                                                int lane) {
+  uint4 v[kLoadsPerLane<F>];
+#pragma unroll
+  for (int k = 0; k < kLoadsPerLane<F>; ++k) {
+    const int i = lane + 32 * k;
+    if (i < n) v[k] = __ldg(src + i);
+  }
+#pragma unroll
+  for (int k = 0; k < kLoadsPerLane<F>; ++k) {
+    const int i = lane + 32 * k;
+    if (i < n) dst[i] = v[k];
+  }
+}
+
+// The 32 activation codes of one unit: 8 words, two 16-byte loads.
+__device__ __forceinline__ void load_codes(const int8_t* qs, int xq[8]) {
+  const int4* p = reinterpret_cast<const int4*>(qs);
+  const int4 a = p[0], b = p[1];
+  const int words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+  for (int k = 0; k < 8; ++k) xq[k] = words[k];
+}
+
+// gemv.cu's store_row_results for NT accumulators: the warp's butterfly, lane 0 writes.
+template <int NT>
+__device__ __forceinline__ void store_warp_results(const float* acc, int nt, float* y, int64_t ys, int64_t row) {
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    if (t < nt) {
+      const float total = warp_sum(acc[t]);
+      if (threadIdx.x % 32 == 0) y[t * ys + row] = total;
+    }
+  }
+}
+
+template <DType F, int NT>
+__global__ void __launch_bounds__(kThreads)
+    gemv_tiled_legacy_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t rows, int64_t cols,
+                             Q8Activations x, int64_t t0, int nt, float* __restrict__ y, int64_t ys) {
+  __shared__ uint4 tiles[kWarps][kTileVectors<F>];
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  if (row >= rows) return;  // the whole warp; nothing below waits for other warps
+  const auto* wrow = reinterpret_cast<const uint4*>(weights + row * static_cast<int64_t>(row_bytes));
+  uint4* tile = tiles[warp];
+  const auto* staged = reinterpret_cast<const uint8_t*>(tile);
+  const int64_t blocks = cols / 32;
+  const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
+  float acc[NT] = {};
+  for (int64_t b0 = 0, v0 = 0; b0 < blocks; b0 += kTileBlocks<F>, v0 += kTileVectors<F>) {
+    const int n_blocks = static_cast<int>(min(static_cast<int64_t>(kTileBlocks<F>), blocks - b0));
+    stage_warp_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)),
+                       lane);
+    __syncwarp();
+    for (int i = lane; i < n_blocks; i += 32) {
+      hd::LegacyBlock w;
+      hd::decode_legacy<F>(staged + i * hd::kBlockBytes<F>, w);
+      const int64_t b = b0 + i;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < nt) {
+          const int64_t token = t0 + t;
+          int xq[8];
+          load_codes(x.qs + token * cols + b * 32, xq);
+          const float xs = hd::kHasMin<F> ? x.s[token * blocks + b] : 0.0f;
+          acc[t] = __fadd_rn(acc[t], hd::legacy_dot<F>(w, xq, x.d[token * blocks + b], xs));
+        }
+      }
+    }
+    __syncwarp();  // every lane has read the tile before the next one overwrites it
+  }
+  store_warp_results<NT>(acc, nt, y, ys, row);
+}
+
+// K-quants: lane = unit j = lane % 8 of the tile's super-block (u0 + lane) / 8, the tile's units
+// taken 32 at a time as gemv.cu takes the row's.
+template <DType F, int NT>
+__global__ void __launch_bounds__(kThreads)
+    gemv_tiled_kquant_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t rows, int64_t cols,
+                             Q8Activations x, int64_t t0, int nt, float* __restrict__ y, int64_t ys) {
+  __shared__ uint4 tiles[kWarps][kTileVectors<F>];
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  if (row >= rows) return;
+  const auto* wrow = reinterpret_cast<const uint4*>(weights + row * static_cast<int64_t>(row_bytes));
+  uint4* tile = tiles[warp];
+  const auto* staged = reinterpret_cast<const uint8_t*>(tile);
+  const int64_t supers = cols / 256;
+  const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
+  const int j = lane % 8;
+  float acc[NT] = {};
+  for (int64_t s0 = 0, v0 = 0; s0 < supers; s0 += kTileBlocks<F>, v0 += kTileVectors<F>) {
+    const int n_units = 8 * static_cast<int>(min(static_cast<int64_t>(kTileBlocks<F>), supers - s0));
+    stage_warp_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)),
+                       lane);
+    __syncwarp();
+    // Every lane runs every iteration (group8_sum's shuffles need the whole warp); the 8 lanes
+    // of a super-block are valid or not together, since 32 is a multiple of 8.
+    for (int u0 = 0; u0 < n_units; u0 += 32) {
+      const int unit = u0 + lane;
+      const bool valid = unit < n_units;
+      const int64_t sb = s0 + unit / 8;
+      hd::KUnit w{};
+      if (valid) hd::decode_kunit<F>(staged + (unit / 8) * hd::kBlockBytes<F>, j, w);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (t < nt) {
+          const int64_t token = t0 + t;
+          int scaled = 0, mins = 0;
+          if (valid) {
+            int xq[8];
+            load_codes(x.qs + token * cols + sb * 256 + 32 * j, xq);
+            hd::kunit_dot(w, xq, x.bsums + token * (cols / 16) + sb * 16 + 2 * j, scaled, mins);
+          }
+          scaled = group8_sum(scaled);
+          mins = group8_sum(mins);
+          if (valid && j == 0) {
+            acc[t] = __fadd_rn(acc[t], hd::ksuper_value(w.d, w.dmin, x.d[token * supers + sb], scaled, mins));
+          }
+        }
+      }
+    }
+    __syncwarp();
+  }
+  store_warp_results<NT>(acc, nt, y, ys, row);
+}
+
+}  // namespace
+
+bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
+                                 const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
+                                 int64_t y_stride, cudaStream_t stream) {
+  // Whole 16-byte vectors at 16-byte boundaries, and a grid that fits.
+  if (reinterpret_cast<uintptr_t>(w) % 16 != 0 || row_bytes % 16 != 0 || rows > int64_t{0x7FFFFFFF} * kWarps) {
+    return false;
+  }
+  if (rows == 0 || n_tokens == 0) return true;
+  const auto* p = static_cast<const uint8_t*>(w);
+  const int nt = static_cast<int>(n_tokens);
+  const auto grid = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
+  // One token alone (batch-1 decode) gets an instantiation with one accumulator; both add in the
+  // same order.
+  const auto launch = [&]<DType F>() {
+    if constexpr (hd::kIsKQuant<F>) {
+      auto* kernel = nt == 1 ? gemv_tiled_kquant_kernel<F, 1> : gemv_tiled_kquant_kernel<F, kGemvMaxTokens>;
+      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, nt, y, y_stride);
+    } else {
+      auto* kernel = nt == 1 ? gemv_tiled_legacy_kernel<F, 1> : gemv_tiled_legacy_kernel<F, kGemvMaxTokens>;
+      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, nt, y, y_stride);
+    }
+    return true;
+  };
+  switch (type) {
+    case DType::Q4_0: return launch.template operator()<DType::Q4_0>();
+    case DType::Q4_1: return launch.template operator()<DType::Q4_1>();
+    case DType::Q5_0: return launch.template operator()<DType::Q5_0>();
+    case DType::Q5_1: return launch.template operator()<DType::Q5_1>();
+    case DType::Q8_0: return launch.template operator()<DType::Q8_0>();
+    case DType::Q2_K: return launch.template operator()<DType::Q2_K>();
+    case DType::Q3_K: return launch.template operator()<DType::Q3_K>();
+    case DType::Q4_K: return launch.template operator()<DType::Q4_K>();
+    case DType::Q5_K: return launch.template operator()<DType::Q5_K>();
+    case DType::Q6_K: return launch.template operator()<DType::Q6_K>();
+    default: return false;
+  }
+}
+
+}  // namespace lumen::backend::cuda
