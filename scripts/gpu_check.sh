@@ -34,7 +34,8 @@
 #          the conformance table's CUDA rows (the matmul rows three times: warp, streaming and tiled GEMV;
 #          add_rms_norm with LUMEN_CUDA_ADD_RMS_NORM=1),
 #          then greedy 64-token continuations of 5 prompts on the default model, CUDA vs CPU,
-#          with each GEMV (when the model's two halves are there);
+#          with each GEMV, and its perplexity with each compressed KV cache type, CUDA vs CPU
+#          (when the model's two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
 #          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings,
 #          with the default GEMV choice, the one-warp kernels and the tiled ones (the JSON's
@@ -355,6 +356,26 @@ run_engine() {
   gtest_summary cuda_engine_tests "$WORK/cuda_engine_tests.log" $((SECONDS - start))
 }
 
+# Compressed KV caches on CUDA (kv_codec.h, rotate_heads): the default model's perplexity over 4
+# windows of 512 tokens of the repository's GPL text, CUDA against the CPU for each cache type,
+# rotated as by default; the two must agree within 1%.
+run_kv_types() {
+  local model=$1 dtype cpu_ppl cuda_ppl
+  for dtype in f16 bf16 q8_0 q4_0; do
+    cpu_ppl=$("$BIN/lumen" perplexity -m "$model" -f tests/golden/perplexity/gpl-3.0.txt -c 512 --chunks 4 \
+      --kv-cache-dtype $dtype --json 2>> "$WORK/kv_types.log" | python3 -c 'import json, sys; print(json.load(sys.stdin)["ppl"])')
+    cuda_ppl=$("$BIN/lumen" perplexity -m "$model" -f tests/golden/perplexity/gpl-3.0.txt -c 512 --chunks 4 \
+      --kv-cache-dtype $dtype --device cuda --json 2>> "$WORK/kv_types.log" |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["ppl"])')
+    python3 -c 'import json, sys
+name, cpu, cuda = sys.argv[1], sys.argv[2], sys.argv[3]
+ok = bool(cpu) and bool(cuda) and abs(float(cuda) / float(cpu) - 1) < 0.01
+print(json.dumps({"check": "kv_cache_" + name + "_ppl_cuda_vs_cpu", "cpu_ppl": float(cpu) if cpu else None,
+                  "cuda_ppl": float(cuda) if cuda else None, "passed": int(ok), "failed": int(not ok)}))' \
+      "$dtype" "$cpu_ppl" "$cuda_ppl" | tee -a "$RESULTS"
+  done
+}
+
 run_tests() {
   local start=$SECONDS
   "$BIN/unit_backend_cuda" --gtest_brief=1 2>&1 | tee "$WORK/unit_backend_cuda.log" | grep -vE '^\[ *(OK|RUN) *\]'
@@ -408,6 +429,7 @@ run_tests() {
     LUMEN_CUDA_ADD_RMS_NORM=1 LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 |
       tee "$WORK/cuda_model_tests_add_rms_norm.log"
     gtest_summary greedy_cuda_vs_cpu_add_rms_norm "$WORK/cuda_model_tests_add_rms_norm.log" $((SECONDS - start))
+    run_kv_types "$model"
   else
     log "no default model (carry .gpu-model and .gpu-model2 first, see the top of this script): greedy test skipped"
   fi

@@ -16,7 +16,7 @@ struct KvCacheDtypeFlag {
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--kv-cache-dtype", name,
-                    "KV cache element type: f16, bf16, q8_0, q4_0 or fp8_e4m3 (compressed types: CPU only)")
+                    "KV cache element type: f16, bf16, q8_0, q4_0 or fp8_e4m3 (on CUDA all but fp8_e4m3)")
         ->capture_default_str()
         ->check(CLI::Validator(
             [](std::string& text) -> std::string {

@@ -18,6 +18,7 @@
 
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/device_math.cuh"
+#include "backend/cuda/kv_codec.h"
 
 namespace lumen::backend::cuda {
 
@@ -37,15 +38,10 @@ size_t task_shared_bytes(AttentionMode mode, int64_t dim) {
   return static_cast<size_t>(floats) * sizeof(float);
 }
 
-template <bool F16>
-__device__ __forceinline__ float load_cache(const void* base, size_t row_bytes, int64_t row,
-                                            int64_t element) {
-  const uint8_t* p = static_cast<const uint8_t*>(base) + row * row_bytes;
-  if constexpr (F16) {
-    return half_bits_to_float(reinterpret_cast<const uint16_t*>(p)[element]);
-  } else {
-    return reinterpret_cast<const float*>(p)[element];
-  }
+// Element `element` of cache row `row`, widened to f32 as the CPU backend widens it (kv_codec.h).
+template <tensor::DType T>
+__device__ __forceinline__ float load_cache(const void* base, size_t row_bytes, int64_t row, int64_t element) {
+  return hd::kv_element<T>(static_cast<const uint8_t*>(base) + row * row_bytes, element);
 }
 
 // acc[i] += sum_j p_j * v_tile[j][lane + 32 i], p_j being lane j's probability.
@@ -65,7 +61,7 @@ __device__ __forceinline__ void accumulate_values(float prob, const float* v_til
   }
 }
 
-template <int DPL, AttentionMode MODE, bool F16>
+template <int DPL, AttentionMode MODE, tensor::DType T>
 __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParams p) {
   extern __shared__ float shared[];
   const int64_t dim = p.head_dim;
@@ -81,13 +77,14 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
   const bool capped = p.softcap != 0.0f;
   const float score_scale = capped ? __fdiv_rn(p.scale, p.softcap) : p.scale;
 
-  // Queries, rounded to f16 when they meet an f16 K (as the CPU and ggml do).
+  // Queries, rounded to f16 when they meet an f16 K (as the CPU and ggml do); the other types
+  // meet them in f32, as the CPU's widened rows do.
   for (int64_t i = threadIdx.x; i < n_vec * dim; i += kThreads) {
     const int64_t v = i / dim, d = i % dim;
     const int64_t token = seq.first_token + item.q_begin + v / item.n_heads;
     const int64_t head = item.head_begin + v % item.n_heads;
     const float x = p.q[(token * p.n_heads + head) * p.q_stride + d];
-    q_vecs[i] = F16 ? round_to_half(x) : x;
+    q_vecs[i] = T == tensor::DType::F16 ? round_to_half(x) : x;
   }
 
   const int64_t split_lo = static_cast<int64_t>(task.split) * kSplitKeys;
@@ -146,9 +143,9 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
             key % p.block_size;
 #pragma unroll 4
         for (int d = key_part; d < dim32; d += kThreadsPerKey) {
-          k_dst[d] = load_cache<F16>(p.k, p.k_row_bytes, row, head_offset + d);
+          k_dst[d] = load_cache<T>(p.k, p.k_row_bytes, row, head_offset + d);
           if constexpr (MODE != AttentionMode::Stats)
-            v_dst[d] = load_cache<F16>(p.v, p.v_row_bytes, row, head_offset + d);
+            v_dst[d] = load_cache<T>(p.v, p.v_row_bytes, row, head_offset + d);
         }
       } else {
         for (int d = key_part; d < dim32; d += kThreadsPerKey) {
@@ -292,10 +289,19 @@ void launch_tasks_for(const AttentionParams& params, int64_t n_tasks, cudaStream
     }
     kernel<<<static_cast<unsigned>(n_tasks), kThreads, shared, stream>>>(params);
   };
-  if (params.f16) {
-    run(attention_task_kernel<DPL, MODE, true>);
+  using tensor::DType;
+  if constexpr (MODE != AttentionMode::Flash) {
+    // The exact modes are llama.cpp's arithmetic for an f16 V cache, and K and V share a type.
+    run(attention_task_kernel<DPL, MODE, DType::F16>);
   } else {
-    run(attention_task_kernel<DPL, MODE, false>);
+    switch (params.cache_type) {
+      case DType::F16: return run(attention_task_kernel<DPL, MODE, DType::F16>);
+      case DType::F32: return run(attention_task_kernel<DPL, MODE, DType::F32>);
+      case DType::BF16: return run(attention_task_kernel<DPL, MODE, DType::BF16>);
+      case DType::Q8_0: return run(attention_task_kernel<DPL, MODE, DType::Q8_0>);
+      case DType::Q4_0: return run(attention_task_kernel<DPL, MODE, DType::Q4_0>);
+      default: break;  // CudaBackend::do_supports_kv_type refuses the others at load
+    }
   }
 }
 

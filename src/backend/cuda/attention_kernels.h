@@ -22,6 +22,8 @@
 
 #include <cstdint>
 
+#include "tensor/dtype.h"
+
 namespace lumen::backend::cuda {
 
 // Keys per split (a multiple of kTileKeys). A decode step's parallelism is KV heads x splits and
@@ -81,12 +83,13 @@ struct AttentionParams {
   float scale = 1.0f;
   float softcap = 0.0f;
   int64_t window = 0;
-  // cache: K and V of the same type (f16 or f32); row = block * block_size + slot
+  // cache: K and V of the same type (a KV cache type but FP8: f32, f16, bf16, q8_0, q4_0);
+  // row = block * block_size + slot
   const void* k = nullptr;
   const void* v = nullptr;
   size_t k_row_bytes = 0;
   size_t v_row_bytes = 0;
-  bool f16 = true;
+  tensor::DType cache_type = tensor::DType::F16;
   int64_t block_size = 16;
   // the plan
   const AttentionSeq* seqs = nullptr;

@@ -87,10 +87,9 @@ void CudaBackend::do_store_kv(const TensorView& k, const TensorView& v, std::spa
     rows = static_cast<const int64_t*>(
         s.uploads->upload(cuda::HostUploads::kKvRows, dest.data(), dest.size() * sizeof(int64_t)));
   }
-  cuda::launch_store_kv(static_cast<const float*>(k.data), cuda::stride_of(k),
-                        static_cast<const float*>(v.data), cuda::stride_of(v), kv_dim, k.rows(),
-                        rows, cache.k.data, cache.k.row_bytes, is_f16(cache.k), cache.v.data,
-                        cache.v.row_bytes, is_f16(cache.v), s.stream);
+  cuda::launch_store_kv(static_cast<const float*>(k.data), cuda::stride_of(k), static_cast<const float*>(v.data),
+                        cuda::stride_of(v), kv_dim, k.rows(), rows, cache.k.data, cache.k.row_bytes, cache.k.type,
+                        cache.v.data, cache.v.row_bytes, cache.v.type, s.stream);
   s.check_launch("store_kv");
 }
 
@@ -187,7 +186,7 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
   p.v = cache.v.data;
   p.k_row_bytes = cache.k.row_bytes;
   p.v_row_bytes = cache.v.row_bytes;
-  p.f16 = is_f16(cache.k);
+  p.cache_type = cache.k.type;
   p.block_size = cache.block_size;
   p.seqs = s.plan_device.seqs;
   p.block_tables = s.plan_device.block_tables;

@@ -79,13 +79,20 @@ std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions option
 }
 
 bool CudaBackend::do_supports(BackendFeature feature) const {
-  return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys;
+  return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys ||
+         feature == BackendFeature::RotatedKv;
 }
 
 // A weight is read by matmul (the GEMV kernels, or dequantization to f16 for cuBLAS: the same
 // types as get_rows) and, for an embedding, by get_rows.
 bool CudaBackend::do_supports_weight_type(tensor::DType type) const {
   return cuda::gemv_activation_type(type) != tensor::DType::I8 && cuda::rows_supported(type);
+}
+
+// store_kv writes and the attention kernels widen these as the CPU does (kv_codec.h).
+bool CudaBackend::do_supports_kv_type(tensor::DType type) const {
+  using tensor::DType;
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::Q8_0 || type == DType::Q4_0;
 }
 
 int64_t CudaBackend::do_max_attention_head_dim() const { return cuda::kMaxHeadDim; }
@@ -304,6 +311,16 @@ void CudaBackend::do_scale(TensorView& x, float factor) {
   cuda::launch_scale(static_cast<float*>(x.data), cuda::stride_of(x), factor, x.rows(), x.dims[0],
                      s.stream);
   s.check_launch("scale");
+}
+
+// A rotated KV cache's Walsh-Hadamard rotation (elementwise.cu: the CPU's butterflies).
+void CudaBackend::do_rotate_heads(TensorView& x, int64_t head_dim) {
+  State& s = *state_;
+  cuda::require_device(s, x, "rotate_heads", "x");
+  if (!cuda::hadamard_width_supported(head_dim))
+    fail("rotate_heads: the CUDA kernel takes heads up to 1024 values, not {}", head_dim);
+  cuda::launch_hadamard(static_cast<float*>(x.data), cuda::stride_of(x), x.rows(), x.dims[0], head_dim, s.stream);
+  s.check_launch("rotate_heads");
 }
 
 void CudaBackend::do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) {

@@ -75,11 +75,14 @@ class CudaBackend final : public Backend {
  protected:
   // The optional features with CUDA kernels or a composition of them (moe_ffn: every expert
   // through get_rows, matmul_glu, matmul, scale and add; shift_keys: get_rows, rope, store_kv;
+  // rotated KV caches: rotate_heads;
   // common/composed_*.h); the weight
-  // types the GEMV and get_rows kernels read; f16 and f32 caches; heads up to the attention
-  // kernels' width. Everything else is refused at load (Backend::require).
+  // types the GEMV and get_rows kernels read; f32, f16, bf16, q8_0 and q4_0 caches (FP8 not yet:
+  // the composed context shift reads cache rows with get_rows, which has no FP8 kernel); heads
+  // up to the attention kernels' width. Everything else is refused at load (Backend::require).
   bool do_supports(BackendFeature feature) const override;
   bool do_supports_weight_type(tensor::DType type) const override;
+  bool do_supports_kv_type(tensor::DType type) const override;
   int64_t do_max_attention_head_dim() const override;
 
   // Device memory, zero-filled.
@@ -105,6 +108,7 @@ class CudaBackend final : public Backend {
   void do_add(const TensorView& a, const TensorView& b, TensorView& out) override;
   void do_add_row(TensorView& x, const TensorView& row) override;
   void do_scale(TensorView& x, float factor) override;
+  void do_rotate_heads(TensorView& x, int64_t head_dim) override;
   void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
   void do_geglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
   // config.freq_factors may point to host or device memory.

@@ -1,6 +1,8 @@
 // Pointwise ops and rms_norm. Each mirrors the CPU backend's f32 expression operation by
 // operation (backend/cpu/elementwise.cc, activation.cc, rms_norm.cc); only expf differs from
 // the CPU's exp by an ulp or two.
+#include <cmath>
+
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -36,6 +38,30 @@ __global__ void add_row_kernel(float* x, int64_t xs, const float* row, int64_t r
 __global__ void scale_kernel(float* x, int64_t xs, float factor, int64_t rows, int64_t cols) {
   for_each_element(rows, cols,
                    [&](int64_t r, int64_t c) { x[r * xs + c] = __fmul_rn(x[r * xs + c], factor); });
+}
+
+// The normalized Walsh-Hadamard transform of each head_dim slice of each row (head_dim a power
+// of two, at most kMaxHadamard): one block per slice, in shared memory, with backend/cpu/
+// hadamard.cc's butterflies in its order (pass by pass, a + b and a - b), then x * norm, the
+// norm computed on the host as the CPU computes it: the same bits as the CPU backend.
+constexpr int kMaxHadamard = 1024;
+
+__global__ void hadamard_kernel(float* x, int64_t xs, int64_t head_dim, int64_t heads_per_row, float norm) {
+  __shared__ float v[kMaxHadamard];
+  const int64_t r = blockIdx.x / heads_per_row, h = blockIdx.x % heads_per_row;
+  float* slice = x + r * xs + h * head_dim;
+  for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) v[i] = slice[i];
+  __syncthreads();
+  for (int64_t span = 1; span < head_dim; span *= 2) {
+    for (int64_t p = threadIdx.x; p < head_dim / 2; p += blockDim.x) {
+      const int64_t a = (p / span) * 2 * span + p % span, b = a + span;
+      const float sum = __fadd_rn(v[a], v[b]), difference = __fsub_rn(v[a], v[b]);
+      v[a] = sum;
+      v[b] = difference;
+    }
+    __syncthreads();
+  }
+  for (int64_t i = threadIdx.x; i < head_dim; i += blockDim.x) slice[i] = __fmul_rn(v[i], norm);
 }
 
 __global__ void swiglu_kernel(const float* gate, int64_t gs, const float* up, int64_t us,
@@ -126,6 +152,15 @@ void launch_scale(float* x, int64_t x_stride, float factor, int64_t rows, int64_
   scale_kernel<<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(x, x_stride, factor, rows,
                                                                          cols);
 }
+
+void launch_hadamard(float* x, int64_t x_stride, int64_t rows, int64_t cols, int64_t head_dim, cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  const float norm = 1.0f / std::sqrt(static_cast<float>(head_dim));  // as backend/cpu/hadamard.cc
+  const int64_t heads = cols / head_dim;
+  hadamard_kernel<<<static_cast<unsigned>(rows * heads), kThreads, 0, stream>>>(x, x_stride, head_dim, heads, norm);
+}
+
+bool hadamard_width_supported(int64_t head_dim) { return head_dim <= kMaxHadamard; }
 
 void launch_swiglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
                    float* out, int64_t out_stride, int64_t rows, int64_t cols,

@@ -19,6 +19,10 @@ void launch_add_row(float* x, int64_t x_stride, const float* row, int64_t rows, 
                     cudaStream_t stream);
 void launch_scale(float* x, int64_t x_stride, float factor, int64_t rows, int64_t cols,
                   cudaStream_t stream);
+// Each head_dim slice of each row (cols a multiple of head_dim, a power of two) multiplied by
+// the normalized Walsh-Hadamard matrix, bit for bit as backend/cpu/hadamard.cc.
+void launch_hadamard(float* x, int64_t x_stride, int64_t rows, int64_t cols, int64_t head_dim, cudaStream_t stream);
+bool hadamard_width_supported(int64_t head_dim);
 // out = silu(gate) * up; out may alias gate or up.
 void launch_swiglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
                    float* out, int64_t out_stride, int64_t rows, int64_t cols, cudaStream_t stream);
@@ -62,11 +66,11 @@ void launch_get_rows(tensor::DType type, const void* table, size_t table_row_byt
 // out (rows x cols f16, contiguous) = rows [0, rows) of the matrix, dequantized.
 void launch_dequantize_to_f16(tensor::DType type, const void* w, size_t row_bytes, int64_t rows,
                               int64_t cols, uint16_t* out, cudaStream_t stream);
-// Token t's k and v rows go to cache row dest_rows[t] (skipped when negative), converted to
-// f16 where the cache is f16.
-void launch_store_kv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
-                     int64_t kv_dim, int64_t n_tokens, const int64_t* dest_rows, void* k_cache,
-                     size_t k_row_bytes, bool k_f16, void* v_cache, size_t v_row_bytes, bool v_f16,
+// Token t's k and v rows go to cache row dest_rows[t] (skipped when negative), stored as the
+// cache's type as the CPU backend stores it (kv_codec.h: f32, f16, bf16, q8_0, q4_0, FP8).
+void launch_store_kv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t kv_dim,
+                     int64_t n_tokens, const int64_t* dest_rows, void* k_cache, size_t k_row_bytes,
+                     tensor::DType k_type, void* v_cache, size_t v_row_bytes, tensor::DType v_type,
                      cudaStream_t stream);
 
 // ---- activation_quant.cu ----

@@ -3,6 +3,7 @@
 #include "backend/cuda/block_decode.h"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/kv_codec.h"
 
 namespace lumen::backend::cuda {
 
@@ -70,29 +71,41 @@ __global__ void quant_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t 
   }
 }
 
-__global__ void store_kv_kernel(const float* k, int64_t ks, const float* v, int64_t vs,
-                                int64_t kv_dim, const int64_t* dest_rows, uint8_t* k_cache,
-                                size_t k_row_bytes, bool k_f16, uint8_t* v_cache,
-                                size_t v_row_bytes, bool v_f16) {
+// One row of kv_dim values into a cache row of `type`, by the block's threads: an element each
+// for the element types, a 32-value block each for q8_0 and q4_0 (whose scale needs the whole
+// block).
+__device__ void store_kv_row(tensor::DType type, const float* x, int64_t kv_dim, uint8_t* row) {
+  using tensor::DType;
+  if (type == DType::Q8_0 || type == DType::Q4_0) {
+    for (int64_t b = threadIdx.x; b < kv_dim / hd::kKvBlock; b += blockDim.x) {
+      if (type == DType::Q8_0) {
+        hd::quantize_q8_0_block(x + b * hd::kKvBlock, row + b * hd::kQ8_0Bytes);
+      } else {
+        hd::quantize_q4_0_block(x + b * hd::kKvBlock, row + b * hd::kQ4_0Bytes);
+      }
+    }
+    return;
+  }
+  for (int64_t d = threadIdx.x; d < kv_dim; d += blockDim.x) {
+    switch (type) {
+      case DType::F32: reinterpret_cast<float*>(row)[d] = x[d]; break;
+      case DType::F16: reinterpret_cast<uint16_t*>(row)[d] = hd::float_to_half(x[d]); break;
+      case DType::BF16: reinterpret_cast<uint16_t*>(row)[d] = hd::float_to_bf16(x[d]); break;
+      case DType::FP8_E4M3: row[d] = hd::float_to_fp8(x[d]); break;
+      default: return;  // CudaBackend::do_supports_kv_type refuses the others at load
+    }
+  }
+}
+
+// One block per token.
+__global__ void store_kv_kernel(const float* k, int64_t ks, const float* v, int64_t vs, int64_t kv_dim,
+                                const int64_t* dest_rows, uint8_t* k_cache, size_t k_row_bytes, tensor::DType k_type,
+                                uint8_t* v_cache, size_t v_row_bytes, tensor::DType v_type) {
   const int64_t token = blockIdx.x;
   const int64_t row = dest_rows[token];
   if (row < 0) return;
-  uint8_t* k_dst = k_cache + row * k_row_bytes;
-  uint8_t* v_dst = v_cache + row * v_row_bytes;
-  for (int64_t d = threadIdx.x; d < kv_dim; d += blockDim.x) {
-    const float kx = k[token * ks + d];
-    const float vx = v[token * vs + d];
-    if (k_f16) {
-      reinterpret_cast<uint16_t*>(k_dst)[d] = float_to_half_bits(kx);
-    } else {
-      reinterpret_cast<float*>(k_dst)[d] = kx;
-    }
-    if (v_f16) {
-      reinterpret_cast<uint16_t*>(v_dst)[d] = float_to_half_bits(vx);
-    } else {
-      reinterpret_cast<float*>(v_dst)[d] = vx;
-    }
-  }
+  store_kv_row(k_type, k + token * ks, kv_dim, k_cache + row * k_row_bytes);
+  store_kv_row(v_type, v + token * vs, kv_dim, v_cache + row * v_row_bytes);
 }
 
 // Calls launch.template operator()<F>() with the table type as a template argument: every type
@@ -161,14 +174,14 @@ void launch_dequantize_to_f16(tensor::DType type, const void* w, size_t row_byte
   });
 }
 
-void launch_store_kv(const float* k, int64_t k_stride, const float* v, int64_t v_stride,
-                     int64_t kv_dim, int64_t n_tokens, const int64_t* dest_rows, void* k_cache,
-                     size_t k_row_bytes, bool k_f16, void* v_cache, size_t v_row_bytes, bool v_f16,
+void launch_store_kv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t kv_dim,
+                     int64_t n_tokens, const int64_t* dest_rows, void* k_cache, size_t k_row_bytes,
+                     tensor::DType k_type, void* v_cache, size_t v_row_bytes, tensor::DType v_type,
                      cudaStream_t stream) {
   if (n_tokens == 0) return;
   store_kv_kernel<<<static_cast<unsigned>(n_tokens), 128, 0, stream>>>(
-      k, k_stride, v, v_stride, kv_dim, dest_rows, static_cast<uint8_t*>(k_cache), k_row_bytes,
-      k_f16, static_cast<uint8_t*>(v_cache), v_row_bytes, v_f16);
+      k, k_stride, v, v_stride, kv_dim, dest_rows, static_cast<uint8_t*>(k_cache), k_row_bytes, k_type,
+      static_cast<uint8_t*>(v_cache), v_row_bytes, v_type);
 }
 
 }  // namespace lumen::backend::cuda

@@ -61,10 +61,11 @@ bool cuda_supports(const Case& c) {
     case Op::kSsmConv:
     case Op::kSsmScan: return false;  // no CUDA kernels yet: the backend refuses the ops
     case Op::kStoreKv:
-    case Op::kKvBlocks:
-    case Op::kAttention:  // f16 and f32 caches only (Backend::supports_kv_type), no ALiBi yet
+    case Op::kKvBlocks: return true;  // every cache type, FP8 included (kv_codec.h)
+    case Op::kAttention:              // the cache types of CudaBackend::do_supports_kv_type, no ALiBi yet
       if (c.mode == static_cast<int>(AttentionMode::kAlibi)) return false;
-      return c.type == DType::F16 || c.type == DType::F32;
+      return c.type == DType::F16 || c.type == DType::F32 || c.type == DType::BF16 || c.type == DType::Q8_0 ||
+             c.type == DType::Q4_0;
     default: return true;
   }
 }

@@ -34,13 +34,16 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
   }
   EXPECT_TRUE(b.supports(BackendFeature::MoeFfn));
   EXPECT_TRUE(b.supports(BackendFeature::ShiftKeys));
+  EXPECT_TRUE(b.supports(BackendFeature::RotatedKv));
   for (BackendFeature f : {BackendFeature::LatentAttention, BackendFeature::StateSpace, BackendFeature::Encoder,
-                           BackendFeature::TreeAttention, BackendFeature::RotatedKv, BackendFeature::KvEviction,
-                           BackendFeature::SpanAttention, BackendFeature::Alibi, BackendFeature::Rwkv7}) {
+                           BackendFeature::TreeAttention, BackendFeature::KvEviction, BackendFeature::SpanAttention,
+                           BackendFeature::Alibi, BackendFeature::Rwkv7}) {
     EXPECT_FALSE(b.supports(f)) << backend_feature_name(f);
   }
-  EXPECT_TRUE(b.supports_kv_type(DType::F16));
-  EXPECT_FALSE(b.supports_kv_type(DType::Q8_0));
+  for (DType t : {DType::F16, DType::F32, DType::BF16, DType::Q8_0, DType::Q4_0}) {
+    EXPECT_TRUE(b.supports_kv_type(t)) << tensor::dtype_name(t);
+  }
+  EXPECT_FALSE(b.supports_kv_type(DType::FP8_E4M3));  // get_rows (the composed context shift) has no FP8 kernel
   EXPECT_EQ(b.max_attention_head_dim(), cuda::kMaxHeadDim);
 }
 

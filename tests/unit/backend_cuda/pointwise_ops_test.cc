@@ -91,6 +91,23 @@ TEST_P(CudaPointwise, AddAddRowScaleAreExact) {
   EXPECT_EQ(dense(ha), download_f32(da.view)) << "add in place";
 }
 
+// rotate_heads (a rotated KV cache's keys, values and queries): the CPU's butterflies in its
+// order, so bit for bit, for every power-of-two head width the attention takes, rows padded.
+TEST(CudaRotateHeads, MatchesTheCpuBitForBit) {
+  LUMEN_REQUIRE_CUDA();
+  for (int64_t head : {32, 64, 128, 256}) {
+    for (int64_t rows : {1, 7}) {
+      const int64_t cols = head * 3;
+      Matrix x = random_matrix(cols, rows, 5, static_cast<uint32_t>(head + rows), -4.0f, 4.0f);
+      DeviceTensor dx = to_device(x.host_view());
+      TensorView hx = x.host_view();
+      cpu().rotate_heads(hx, head);
+      gpu()->rotate_heads(dx.view, head);
+      EXPECT_EQ(dense(hx), download_f32(dx.view)) << "head_dim " << head << ", " << rows << " rows";
+    }
+  }
+}
+
 TEST_P(CudaPointwise, GatedActivations) {
   Matrix gate = random_matrix(cols(), rows(), 2, 5, -12.0f, 12.0f),
          up = random_matrix(cols(), rows(), 0, 6);
