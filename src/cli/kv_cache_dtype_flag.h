@@ -15,8 +15,7 @@ struct KvCacheDtypeFlag {
   bool no_rotation = false;
 
   void add_to(CLI::App* cmd) {
-    cmd->add_option("--kv-cache-dtype", name,
-                    "KV cache element type: f16, bf16, q8_0, q4_0 or fp8_e4m3 (on CUDA all but fp8_e4m3)")
+    cmd->add_option("--kv-cache-dtype", name, "KV cache element type: f16, bf16, q8_0, q4_0 or fp8_e4m3 (CPU and CUDA)")
         ->capture_default_str()
         ->check(CLI::Validator(
             [](std::string& text) -> std::string {

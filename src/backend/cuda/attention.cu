@@ -300,6 +300,7 @@ void launch_tasks_for(const AttentionParams& params, int64_t n_tasks, cudaStream
       case DType::BF16: return run(attention_task_kernel<DPL, MODE, DType::BF16>);
       case DType::Q8_0: return run(attention_task_kernel<DPL, MODE, DType::Q8_0>);
       case DType::Q4_0: return run(attention_task_kernel<DPL, MODE, DType::Q4_0>);
+      case DType::FP8_E4M3: return run(attention_task_kernel<DPL, MODE, DType::FP8_E4M3>);
       default: break;  // CudaBackend::do_supports_kv_type refuses the others at load
     }
   }

@@ -83,7 +83,7 @@ struct AttentionParams {
   float scale = 1.0f;
   float softcap = 0.0f;
   int64_t window = 0;
-  // cache: K and V of the same type (a KV cache type but FP8: f32, f16, bf16, q8_0, q4_0);
+  // cache: K and V of the same type (a KV cache type: f32, f16, bf16, q8_0, q4_0, FP8 E4M3);
   // row = block * block_size + slot
   const void* k = nullptr;
   const void* v = nullptr;

@@ -90,10 +90,7 @@ bool CudaBackend::do_supports_weight_type(tensor::DType type) const {
 }
 
 // store_kv writes and the attention kernels widen these as the CPU does (kv_codec.h).
-bool CudaBackend::do_supports_kv_type(tensor::DType type) const {
-  using tensor::DType;
-  return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::Q8_0 || type == DType::Q4_0;
-}
+bool CudaBackend::do_supports_kv_type(tensor::DType type) const { return is_kv_cache_type(type); }
 
 int64_t CudaBackend::do_max_attention_head_dim() const { return cuda::kMaxHeadDim; }
 

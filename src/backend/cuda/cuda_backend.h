@@ -77,9 +77,8 @@ class CudaBackend final : public Backend {
   // through get_rows, matmul_glu, matmul, scale and add; shift_keys: get_rows, rope, store_kv;
   // rotated KV caches: rotate_heads;
   // common/composed_*.h); the weight
-  // types the GEMV and get_rows kernels read; f32, f16, bf16, q8_0 and q4_0 caches (FP8 not yet:
-  // the composed context shift reads cache rows with get_rows, which has no FP8 kernel); heads
-  // up to the attention kernels' width. Everything else is refused at load (Backend::require).
+  // types the GEMV and get_rows kernels read; every KV cache type (kv_codec.h); heads up to the
+  // attention kernels' width. Everything else is refused at load (Backend::require).
   bool do_supports(BackendFeature feature) const override;
   bool do_supports_weight_type(tensor::DType type) const override;
   bool do_supports_kv_type(tensor::DType type) const override;

@@ -57,7 +57,8 @@ void launch_rope(float* x, int64_t row_stride, int64_t n_heads, int64_t n_tokens
                  const int32_t* positions, const RopeKernelParams& params, cudaStream_t stream);
 
 // ---- rows.cu ----
-// Whether get_rows / dequantize_to_f16 handle this table type.
+// Whether get_rows handles this table type (every weight type, which dequantize_to_f16 handles
+// too, and FP8 E4M3, a KV cache type only).
 bool rows_supported(tensor::DType type);
 // out row i = table row ids[i] (ids null: row i) as f32.
 void launch_get_rows(tensor::DType type, const void* table, size_t table_row_bytes, int64_t cols,

@@ -27,6 +27,19 @@ __global__ void get_rows_float_kernel(const uint8_t* table, size_t row_bytes, in
   }
 }
 
+// FP8 E4M3 tables (a compressed KV cache's rows, read back by the composed context shift): one
+// thread per element, widened as the CPU widens them (kv_codec.h).
+__global__ void get_rows_fp8_kernel(const uint8_t* table, size_t row_bytes, int64_t cols, const int32_t* ids, int64_t n,
+                                    float* out, int64_t os) {
+  const int64_t total = n * cols;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    const int64_t r = i / cols, c = i % cols;
+    const int64_t id = ids != nullptr ? ids[r] : r;
+    out[r * os + c] = hd::fp8_to_float(table[id * row_bytes + c]);
+  }
+}
+
 // Quantized tables: one thread per 32-value unit.
 template <DType F>
 __global__ void get_rows_quant_kernel(const uint8_t* table, size_t row_bytes, int64_t cols, const int32_t* ids,
@@ -141,13 +154,18 @@ constexpr bool is_float_type(DType f) { return f == DType::F32 || f == DType::F1
 
 }  // namespace
 
-bool rows_supported(tensor::DType type) { return dispatch_type(type, LaunchNothing{}); }
+bool rows_supported(tensor::DType type) { return type == DType::FP8_E4M3 || dispatch_type(type, LaunchNothing{}); }
 
 void launch_get_rows(tensor::DType type, const void* table, size_t table_row_bytes, int64_t cols,
                      const int32_t* ids, int64_t n, float* out, int64_t out_stride,
                      cudaStream_t stream) {
   if (n == 0 || cols == 0) return;
   const auto* t = static_cast<const uint8_t*>(table);
+  if (type == DType::FP8_E4M3) {
+    get_rows_fp8_kernel<<<grid_for(n * cols, kThreads), kThreads, 0, stream>>>(t, table_row_bytes, cols, ids, n, out,
+                                                                               out_stride);
+    return;
+  }
   dispatch_type(type, [&]<DType F>() {
     if constexpr (is_float_type(F)) {
       get_rows_float_kernel<F><<<grid_for(n * cols, kThreads), kThreads, 0, stream>>>(

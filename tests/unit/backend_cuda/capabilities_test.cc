@@ -1,7 +1,7 @@
 // What the CUDA backend declares it runs (Backend::supports and its siblings), which the model
 // and the engine check at load: every weight type the CPU reads (the GEMV and get_rows kernels
-// cover them), moe_ffn (composed from its own ops), f16 and f32 caches, heads up to the
-// attention kernels' width; everything else refused at load. And the composed moe_ffn on the
+// cover them), moe_ffn (composed from its own ops), every KV cache type (rotated too), heads up
+// to the attention kernels' width; everything else refused at load. And the composed moe_ffn on the
 // device against the CPU's native one on a MoE preset's shapes (qwen3moe-mini's layer: 512
 // wide, experts of 192, 8 of 16 experts per token), Q4_1 as in the MoE goldens.
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include "backend/cuda/attention_kernels.h"
 #include "cuda_test_util.h"
 #include "kernel_test_util.h"
+#include "tensor/dtype.h"
 #include "tensor/quantize.h"
 
 namespace lumen::backend::testing {
@@ -40,10 +41,9 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
                            BackendFeature::Alibi, BackendFeature::Rwkv7}) {
     EXPECT_FALSE(b.supports(f)) << backend_feature_name(f);
   }
-  for (DType t : {DType::F16, DType::F32, DType::BF16, DType::Q8_0, DType::Q4_0}) {
+  for (DType t : {DType::F16, DType::F32, DType::BF16, DType::Q8_0, DType::Q4_0, DType::FP8_E4M3}) {
     EXPECT_TRUE(b.supports_kv_type(t)) << tensor::dtype_name(t);
   }
-  EXPECT_FALSE(b.supports_kv_type(DType::FP8_E4M3));  // get_rows (the composed context shift) has no FP8 kernel
   EXPECT_EQ(b.max_attention_head_dim(), cuda::kMaxHeadDim);
 }
 
@@ -160,6 +160,61 @@ TEST(CudaCapabilities, ComposedShiftKeysMatchesTheCpuKernel) {
     }
   }
   RecordProperty("keys_one_f16_ulp_apart", std::to_string(off_by_one));
+}
+
+// The composed context shift on the compressed cache types, rotated as the model stores them
+// (kv_codec.h's store and widening, rotate_heads, get_rows of cache rows): against the CPU's
+// kernel, the values and the unshifted blocks byte for byte, the shifted keys within two
+// quantization steps (the two sides' rope differs by an ulp or so, which may move a code).
+TEST(CudaCapabilities, ComposedShiftKeysOnRotatedCompressedCaches) {
+  LUMEN_REQUIRE_CUDA();
+  constexpr int64_t kHeadDim = 64, kRow = 2 * kHeadDim, kBlock = 16, kBlocks = 4, kRows = kBlock * kBlocks;
+  RopeConfig rope;
+  rope.rope_dims = kHeadDim;
+  rope.freq_base = 10000.0;
+  const std::vector<float> k = random_values(kRow * kRows, 17), v = random_values(kRow * kRows, 18);
+  const std::vector<int32_t> all = {0, 1, 2, 3}, shifted = {1, 3};
+  // Two quantization steps of a value of magnitude about 1..3, per type.
+  const std::pair<DType, double> types[] = {
+      {DType::BF16, 0.05}, {DType::Q8_0, 0.05}, {DType::Q4_0, 0.6}, {DType::FP8_E4M3, 0.5}};
+  for (const auto& [type, tolerance] : types) {
+    const size_t row_bytes = *tensor::row_bytes(type, kRow), block_bytes = row_bytes * kBlock;
+    std::vector<uint8_t> caches[2];
+    for (int i = 0; i < 2; ++i) {
+      Backend& b = i == 0 ? static_cast<Backend&>(cpu()) : *gpu();
+      std::unique_ptr<Buffer> kb = b.allocate(block_bytes * kBlocks), vb = b.allocate(block_bytes * kBlocks);
+      KvLayer layer{TensorView{type, {kRow, kBlock, kBlocks, 1}, row_bytes, kb->data()},
+                    TensorView{type, {kRow, kBlock, kBlocks, 1}, row_bytes, vb->data()}, kBlock, true};
+      TensorView kd = b.upload_weights(DType::F32, {kRow, kRows, 1, 1}, k.data());
+      TensorView vd = b.upload_weights(DType::F32, {kRow, kRows, 1, 1}, v.data());
+      b.rotate_heads(kd, kHeadDim);  // as the model stores a rotated cache's rows
+      b.rotate_heads(vd, kHeadDim);
+      const std::vector<SequenceSlice> seqs = {{0, kRows, 0, all}};
+      b.store_kv(kd, vd, seqs, layer);
+      b.shift_keys(layer, shifted, 13, rope, kHeadDim);
+      caches[i].resize(2 * block_bytes * kBlocks);
+      for (int64_t block = 0; block < kBlocks; ++block) {
+        b.read_kv_block(layer, block, caches[i].data() + block * block_bytes,
+                        caches[i].data() + (kBlocks + block) * block_bytes);
+      }
+    }
+    double worst = 0.0;
+    for (int64_t block = 0; block < 2 * kBlocks; ++block) {
+      const bool moved = block == 1 || block == 3;  // key blocks 1 and 3
+      const uint8_t* a = caches[0].data() + block * block_bytes;
+      const uint8_t* g = caches[1].data() + block * block_bytes;
+      if (!moved) {
+        ASSERT_EQ(std::memcmp(a, g, block_bytes), 0) << tensor::dtype_name(type) << ": block " << block << " changed";
+        continue;
+      }
+      std::vector<float> wa(static_cast<size_t>(kRow * kBlock)), wg(wa.size());
+      tensor::dequantize_row(type, a, wa.data(), kRow * kBlock);
+      tensor::dequantize_row(type, g, wg.data(), kRow * kBlock);
+      for (size_t e = 0; e < wa.size(); ++e) worst = std::max(worst, static_cast<double>(std::fabs(wa[e] - wg[e])));
+    }
+    EXPECT_LE(worst, tolerance) << tensor::dtype_name(type) << ": shifted keys, CUDA vs CPU";
+    RecordProperty(std::string("worst_key_difference_") + std::string(tensor::dtype_name(type)), std::to_string(worst));
+  }
 }
 
 }  // namespace
