@@ -57,6 +57,8 @@
 #   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming, tiled) per weight type
 #          (GPU_CHECK_GEMV_TYPES, default "Q4_0,Q4_K,Q6_K,Q8_0,BF16") on the 1B and 8B decode
 #          shapes, beside a device-to-device copy's bandwidth measured in the same run;
+#   streams  decode throughput at 1, 16 and 64 requests at once (lumen bench throughput --device
+#          cuda on llama-1b Q4_0, 256 in / 128 out), one JSON line each;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
 #   split  a model split between the CPU and the GPU (--n-gpu-layers) at several N against all-CPU
@@ -518,6 +520,27 @@ run_models() {
   done
 }
 
+# Decode throughput as streams are added (issue 48: a step of 64 sequences should cost little
+# more than one): `lumen bench throughput --device cuda` on the first bench model (llama-1b Q4_0 by
+# default), 256-token prompts and 128-token answers, 1, 16 and 64 requests at once (all admitted
+# together: --max-num-seqs 64), one JSON line each.
+run_streams() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file n
+  spec=${GPU_CHECK_STREAMS_MODEL:-llama-1b:Q4_0}
+  preset=${spec%%:*}; type=${spec##*:}
+  file="$WORK/$preset-$type.gguf"
+  [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
+    { log "synth $spec failed"; return 1; }
+  for n in 1 16 64; do
+    "$BIN/lumen" bench throughput -m "$file" --device cuda --num-prompts $n --input-len 256 --output-len 128 \
+      --max-num-seqs 64 --json 2> "$WORK/streams-$n.log" |
+      python3 -c 'import json, sys
+d = json.load(sys.stdin)
+d["check_streams"] = int(sys.argv[1])
+print(json.dumps(d))' "$n" | tee -a "$RESULTS"
+  done
+}
+
 run_gemv() {
   "$BIN/lumen_cuda_gemv_bench" "${GPU_CHECK_GEMV_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0,BF16}" | tee -a "$RESULTS"
 }
@@ -591,7 +614,7 @@ run_sanitize() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|split|bench|profile|peer|gemv|engine|sanitize|all)
+  tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -603,6 +626,7 @@ case "$MODE" in
         profile) run_profile ;;
         peer) run_peer ;;
         gemv) run_gemv ;;
+        streams) run_streams ;;
         engine) run_engine ;;
         models) run_models ;;
         split) run_split ;;
@@ -613,5 +637,5 @@ case "$MODE" in
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|engine|sanitize|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|all ...]" >&2; exit 2 ;;
 esac
