@@ -431,6 +431,10 @@ run_tests() {
     LUMEN_CUDA_ADD_RMS_NORM=1 LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" 2>&1 |
       tee "$WORK/cuda_model_tests_add_rms_norm.log"
     gtest_summary greedy_cuda_vs_cpu_add_rms_norm "$WORK/cuda_model_tests_add_rms_norm.log" $((SECONDS - start))
+    start=$SECONDS
+    LUMEN_CUDA_EXACT_ATTENTION=0 LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" --gtest_filter='CudaGreedy.*AgreesWithCpu' 2>&1 |
+      tee "$WORK/cuda_model_tests_one_pass_attention.log"
+    gtest_summary greedy_cuda_vs_cpu_one_pass_attention "$WORK/cuda_model_tests_one_pass_attention.log" $((SECONDS - start))
     run_kv_types "$model"
   else
     log "no default model (carry .gpu-model and .gpu-model2 first, see the top of this script): greedy test skipped"
@@ -451,12 +455,14 @@ run_bench() {
     fi
     # Default options, then every matmul on the GEMV kernels (prefill too); then the default
     # options with the one-warp GEMV kernels for every type (the default streams float weights),
-    # with the tiled ones for quantized weights, and with the fused add + RMSNorm.
+    # with the tiled ones for quantized weights, with the fused add + RMSNorm, and with the
+    # one-pass (not llama.cpp-exact) f16 attention.
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
     LUMEN_CUDA_GEMV=warp "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_GEMV=tiled "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_ADD_RMS_NORM=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_EXACT_ATTENTION=0 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   done
 }
 

@@ -143,6 +143,11 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
                      : kind == "tiled" ? GemvKernels::Tiled
                                        : GemvKernels::ByMeasurement;
   }
+  if (const char* exact = std::getenv("LUMEN_CUDA_EXACT_ATTENTION"); exact != nullptr) {
+    const std::string_view value(exact);
+    if (value != "0" && value != "1") fail("LUMEN_CUDA_EXACT_ATTENTION must be 0 or 1, not '{}'", value);
+    s.options.exact_f16_attention = value == "1";
+  }
   if (const char* fused = std::getenv("LUMEN_CUDA_ADD_RMS_NORM"); fused != nullptr) {
     const std::string_view value(fused);
     if (value != "0" && value != "1") fail("LUMEN_CUDA_ADD_RMS_NORM must be 0 or 1, not '{}'", value);

@@ -36,7 +36,8 @@ struct CudaBackendOptions {
   int64_t max_gemv_tokens = 8;
   // f16 V cache: reproduce llama.cpp's default attention (whole-row softmax, probabilities
   // rounded to f16; two passes over K). false: one online-softmax pass in f32 (faster, differs
-  // from the CPU backend by the f16 rounding of the probabilities).
+  // from the CPU backend by the f16 rounding of the probabilities; 2 launches a layer instead of
+  // 4). LUMEN_CUDA_EXACT_ATTENTION=0 (or =1) sets it for any binary, for A/B runs.
   bool exact_f16_attention = true;
   // Which GEMV kernels run batch-1..max_gemv_tokens matmuls: gemv_stream.cu's (a block of 4
   // warps per weight row, 16-byte loads) where the rows allow, else gemv.cu's (one warp per
