@@ -172,16 +172,17 @@ int main(int argc, char** argv) {
     const double bytes_per_token = static_cast<double>(weight_bytes) +
                                    mean_position * static_cast<double>(kv_bytes_per_position);
     fmt::print(
-        "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, \"exact_attention\": {}, "
+        "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
+        "\"exact_attention\": {}, "
         "\"load_s\": {:.3f}, "
         "\"prompt_tokens\": {}, \"prefill_s\": {:.4f}, \"prefill_tokens_per_s\": {:.1f}, "
         "\"decode_tokens\": {}, \"decode_ms_per_token\": {:.4f}, \"decode_tokens_per_s\": {:.2f}, "
         "\"bytes_per_token\": {:.0f}, \"effective_gb_per_s\": {:.1f}, \"observed_ms_per_token\": {:.4f}, "
         "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}}}\n",
         prop.name, path, options.max_gemv_tokens, gemv_name(backend.options().gemv),
-        backend.options().fused_add_rms_norm, backend.options().exact_f16_attention, load_s,
-        prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token,
-        bytes_per_token, bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
+        backend.options().fused_add_rms_norm, backend.options().exact_f16_attention, load_s, prompt_tokens, prefill_s,
+        prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token,
+        bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
         host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3, host.json());
     return 0;
   } catch (const std::exception& e) {
