@@ -21,7 +21,9 @@
 #   2. device: run(command="mkdir -p /tmp/lumen-gpu && cp .gpu-model/* /tmp/lumen-gpu/",
 #                  carry=[".gpu-model"])            # first half of the model; keep it warm:
 #   3. device: run(command="cp .gpu-model2/* /tmp/lumen-gpu/", carry=[".gpu-model2"])  # within 30 s
-#   4. device: run(command="scripts/gpu_check.sh all", carry=[".gpu"], timeout_s=600)
+#   4. device: run(command="cp .gpu-peer/* /tmp/lumen-gpu/", carry=[".gpu-peer"])  # the peer, when
+#              prepared with LLAMA_BENCH_CUDA (its own archive: it and the bundle exceed one call)
+#   5. device: run(command="scripts/gpu_check.sh all", carry=[".gpu"], timeout_s=600)
 #
 # The wrappers give a binary the bundle's libraries through LD_LIBRARY_PATH set for it alone:
 # the machine's own tools (curl, python, nvidia-smi) keep their libraries (curl broke when the
@@ -50,7 +52,7 @@
 #          summed per kernel by scripts/ncu_summary.py (the bench's host-side breakdown beside it);
 #   peer   llama.cpp's CUDA llama-bench on bench's models: pp512 and tg128 at depths 0 and 512,
 #          3 repetitions, every layer on the GPU; run it in the same call as bench. prepare packs
-#          it when LLAMA_BENCH_CUDA names it (built outside the repository with -DGGML_CUDA=ON
+#          it into .gpu-peer/ when LLAMA_BENCH_CUDA names it (built outside the repository with -DGGML_CUDA=ON
 #          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF);
 #   engine the engine's model tests on CUDA (cuda_engine_tests: batched vs alone, chunked prefill,
 #          preemption, prefix cache, context shift, fairness, faults; needs the default model);
@@ -76,6 +78,7 @@ cd "$(dirname "$0")/.." || exit 1
 MODE="$1"
 STAGE=.gpu
 ARCHIVE="$STAGE/lumen-gpu.tar.xz"
+PEER_ARCHIVE_NAME=llama-bench-cuda.tar.xz
 WORK="${LUMEN_GPU_WORK:-/tmp/lumen-gpu}"
 MODEL_NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 # Paths under build/cuda of what is carried.
@@ -86,8 +89,9 @@ CARRIED=(tests/unit/backend_cuda/unit_backend_cuda tests/unit/backend_cuda/cuda_
 # Sonames a GPU machine provides, so never carried: glibc's, the C++ runtime, and CUDA's driver,
 # cuBLAS and NCCL (which must match the machine's driver, or are too big to carry).
 SYSTEM_LIBS='^(linux-vdso|ld-linux-x86-64|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl|libnsl|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libnccl|libnvidia-[a-z-]+)\.so'
-# The CUDA libraries the carried binaries take from the machine.
-MACHINE_CUDA_LIBS=(libcublas.so.13 libcublasLt.so.13)
+# The CUDA libraries the carried binaries take from the machine (NCCL for llama.cpp's llama-bench,
+# which links it; PyTorch's wheels ship one where the toolkit has none).
+MACHINE_CUDA_LIBS=(libcublas.so.13 libcublasLt.so.13 libnccl.so.2)
 # Carry limit of one device call, less the repository's tracked files and some slack.
 MAX_ARCHIVE_BYTES=$((52 * 1024 * 1024))
 
@@ -104,10 +108,18 @@ prepare() {
     -DCMAKE_CUDA_COMPILER="$nvcc" "${launcher[@]}" >/dev/null || exit 1
   cmake --build build/cuda -j"${LUMEN_JOBS:-2}" --target unit_backend_cuda unit_backend_conformance \
     cuda_model_tests lumen_cuda_decode_bench lumen_cuda_gemv_bench cuda_engine_tests lumen || exit 1
-  rm -rf "$STAGE" .gpu-model .gpu-model2
+  rm -rf "$STAGE" .gpu-model .gpu-model2 .gpu-peer
   mkdir -p "$STAGE" .gpu-model .gpu-model2
   local model="${LUMEN_CACHE:-$HOME/.cache/lumen/models}/$MODEL_NAME"
-  pack_bundle "$model" || exit 1
+  pack_bundle "$ARCHIVE" "$model" "${CARRIED[@]/#/build/cuda/}" || exit 1
+  # The peer, llama.cpp's llama-bench built with CUDA by hand outside the repository, in an
+  # archive of its own (about 40 MiB: the bundle and it do not fit one call), carried by a call
+  # of its own that copies it to the work folder, where setup_runtime unpacks it into the bundle.
+  if [ -n "${LLAMA_BENCH_CUDA:-}" ]; then
+    [ -x "$LLAMA_BENCH_CUDA" ] || { log "LLAMA_BENCH_CUDA=$LLAMA_BENCH_CUDA is not an executable"; exit 1; }
+    mkdir -p .gpu-peer
+    PACK_VOCAB=0 pack_bundle .gpu-peer/$PEER_ARCHIVE_NAME /dev/null "$LLAMA_BENCH_CUDA" || exit 1
+  fi
   if [ -f "$model" ]; then
     split -n 2 -d "$model" .gpu-model/model.part-  # two halves
     mv .gpu-model/model.part-01 .gpu-model2/
@@ -131,36 +143,37 @@ WRAPPER
   chmod +x "$path"
 }
 
+# pack_bundle ARCHIVE MODEL BINARY...: the binaries, a wrapper each, the libraries they resolve
+# (but the system's) and the vocabulary, xz-compressed into ARCHIVE.
 pack_bundle() {
-  local model=$1 root name soname path missing
+  local archive=$1 model=$2 root name soname path missing
+  shift 2
+  local binaries=("$@")
   root=$(mktemp -d) || return 1
   mkdir -p "$root/bin" "$root/libexec" "$root/lib" "$root/cuda-lib"
-  local binaries=("${CARRIED[@]/#/build/cuda/}")
-  # The peer: llama.cpp's llama-bench built with CUDA by hand, outside the repository.
-  if [ -n "${LLAMA_BENCH_CUDA:-}" ]; then
-    [ -x "$LLAMA_BENCH_CUDA" ] || { log "LLAMA_BENCH_CUDA=$LLAMA_BENCH_CUDA is not an executable"; return 1; }
-    binaries+=("$LLAMA_BENCH_CUDA")
-  fi
   for path in "${binaries[@]}"; do
     name=$(basename "$path")
     cp "$path" "$root/libexec/" && strip "$root/libexec/$name" || return 1
     write_wrapper "$root/bin/$name" "$name"
   done
-  missing=$(ldd "${binaries[@]}" | awk '/=> not found/ {print $1}' | sort -u)
+  # The driver (libcuda, which llama-bench links directly) exists only on a GPU machine.
+  missing=$(ldd "${binaries[@]}" | awk '/=> not found/ {print $1}' | sort -u | grep -vE "$SYSTEM_LIBS")
   [ -z "$missing" ] || { log "unresolved here: $missing"; return 1; }
   while read -r soname path; do
     [[ $soname =~ $SYSTEM_LIBS ]] && continue
     cp -L "$path" "$root/lib/$soname" || return 1
   done < <(ldd "${binaries[@]}" | awk '/=> \// {print $1, $3}' | sort -u)
-  local vocab
-  for vocab in ../shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf; do
-    [ -f "$vocab" ] && { cp "$vocab" "$root/vocab.gguf"; break; }
-  done
-  [ -f "$root/vocab.gguf" ] || log "warning: no Llama-3 vocabulary found; bench will need LUMEN_VOCAB"
+  if [ "${PACK_VOCAB:-1}" = 1 ]; then
+    local vocab
+    for vocab in ../shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf shared/testdata/tokenizer/ggml-vocab-llama-bpe.gguf; do
+      [ -f "$vocab" ] && { cp "$vocab" "$root/vocab.gguf"; break; }
+    done
+    [ -f "$root/vocab.gguf" ] || log "warning: no Llama-3 vocabulary found; bench will need LUMEN_VOCAB"
+  fi
   [ -f "$model" ] && sha256sum "$model" | awk '{print $1}' > "$root/model.sha256"
-  tar -C "$root" -cf - . | xz -T"${LUMEN_JOBS:-2}" -6 > "$ARCHIVE" || return 1
-  local bytes; bytes=$(stat -c %s "$ARCHIVE")
-  log "$ARCHIVE: $(ls "$root/lib" | wc -l) libraries, $((bytes / 1024 / 1024)) MiB ($(du -sm "$root" | cut -f1) MiB unpacked)"
+  tar -C "$root" -cf - . | xz -T"${LUMEN_JOBS:-2}" -6 > "$archive" || return 1
+  local bytes; bytes=$(stat -c %s "$archive")
+  log "$archive: $(ls "$root/lib" | wc -l) libraries, $((bytes / 1024 / 1024)) MiB ($(du -sm "$root" | cut -f1) MiB unpacked)"
   rm -rf "$root"
   [ "$bytes" -le "$MAX_ARCHIVE_BYTES" ] || { log "the archive is over $((MAX_ARCHIVE_BYTES / 1024 / 1024)) MiB"; return 1; }
 }
@@ -284,6 +297,15 @@ setup_runtime() {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&2 || log "nvidia-smi failed"
   BUNDLE="$WORK/bundle"
   if [ -f "$ARCHIVE" ] && unpack_bundle "$ARCHIVE" "$BUNDLE"; then
+    # The peer's archive, from its own call (prepare's .gpu-peer), into the same folders.
+    if [ -f "$WORK/$PEER_ARCHIVE_NAME" ]; then
+      if command -v xz >/dev/null; then
+        xz -dc "$WORK/$PEER_ARCHIVE_NAME" | tar -C "$BUNDLE" -xf -
+      else
+        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' \
+          "$WORK/$PEER_ARCHIVE_NAME" | tar -C "$BUNDLE" -xf -
+      fi
+    fi
     BIN="$BUNDLE/bin"  # the wrappers
     LIBEXEC="$BUNDLE/libexec"
     # cuBLAS where the loader would not find it by itself (PyTorch's wheels, a toolkit outside
@@ -295,6 +317,11 @@ setup_runtime() {
     done
     local binary unresolved=0
     for binary in "$BUNDLE"/libexec/*; do
+      if [ "$(basename "$binary")" = llama-bench ]; then  # the peer's gap costs the peer alone
+        env LD_LIBRARY_PATH="$(bundle_library_path "$BUNDLE")" ldd "$binary" | grep "not found" &&
+          log "llama-bench misses libraries (above): the peer will not run"
+        continue
+      fi
       env LD_LIBRARY_PATH="$(bundle_library_path "$BUNDLE")" ldd "$binary" | grep "not found" && unresolved=1
       check_resolution "$BUNDLE" "$binary" >&2  # informational: the machine's copies are used
     done
