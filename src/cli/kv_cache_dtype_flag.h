@@ -15,7 +15,8 @@ struct KvCacheDtypeFlag {
   bool no_rotation = false;
 
   void add_to(CLI::App* cmd) {
-    cmd->add_option("--kv-cache-dtype", name, "KV cache element type: f16, bf16, q8_0, q4_0 or fp8_e4m3 (CPU and CUDA)")
+    cmd->add_option("--kv-cache-dtype", name,
+                    "KV cache element type: f16, bf16, q8_0, q4_0 or fp8_e4m3 (CUDA: f16, bf16 and fp8_e4m3)")
         ->capture_default_str()
         ->check(CLI::Validator(
             [](std::string& text) -> std::string {

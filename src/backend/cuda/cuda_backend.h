@@ -22,10 +22,9 @@
 namespace lumen::backend {
 
 // ByMeasurement: the streaming kernels for float weights (F32, F16, BF16: a 1B BF16 model decoded
-// 1.7x faster on an H200, 2026-11-27, 1365 GB/s against 385), the one-warp kernels for quantized
-// ones (there the streaming kernels were 0-2% slower). Tiled: gemv_tiled.cu's for quantized
-// weights (gemv.cu's results bit for bit, rows read with 16-byte loads; not yet measured on a
-// GPU), the streaming ones for float weights.
+// 1.7x faster on an H200, 2026-11-27, 1365 GB/s against 385) and the tiled ones for quantized
+// weights (gemv.cu's results bit for bit, rows read with 16-byte loads: decode 5-10% faster than
+// the one-warp kernels on an H200, 2026-11-28, BENCHMARKS.md). Tiled: the same choice, named.
 enum class GemvKernels : uint8_t { ByMeasurement, Warp, Stream, Tiled };
 
 struct CudaBackendOptions {
@@ -40,14 +39,15 @@ struct CudaBackendOptions {
   // 4). LUMEN_CUDA_EXACT_ATTENTION=0 (or =1) sets it for any binary, for A/B runs.
   bool exact_f16_attention = true;
   // Which GEMV kernels run batch-1..max_gemv_tokens matmuls: gemv_stream.cu's (a block of 4
-  // warps per weight row, 16-byte loads) where the rows allow, else gemv.cu's (one warp per
-  // row), which are their reference. The environment variable LUMEN_CUDA_GEMV=stream, =warp,
-  // =tiled or =auto sets it for any binary, for A/B runs.
+  // warps per weight row, 16-byte loads) or gemv_tiled.cu's (a warp per row, 16-byte loads)
+  // where the rows allow, else gemv.cu's (one warp per row), which are their reference. The environment variable
+  // LUMEN_CUDA_GEMV=stream, =warp, =tiled or =auto sets it for any binary, for A/B runs.
   GemvKernels gemv = GemvKernels::ByMeasurement;
   // Declare add_rms_norm (the residual add and the next norm in one launch), so the transformer
-  // uses it. Off until a GPU run has checked the kernel (scripts/gpu_check.sh runs the tests with
-  // it on); LUMEN_CUDA_ADD_RMS_NORM=1 (or =0) sets it for any binary.
-  bool fused_add_rms_norm = false;
+  // uses it: bit for bit add then rms_norm (its conformance rows and the greedy model tests passed
+  // on an H200, 2026-11-28; 16-32 launches fewer a step). LUMEN_CUDA_ADD_RMS_NORM=0 (or =1) sets
+  // it for any binary.
+  bool fused_add_rms_norm = true;
 };
 
 class CudaBackend final : public Backend {
@@ -78,8 +78,9 @@ class CudaBackend final : public Backend {
   // through get_rows, matmul_glu, matmul, scale and add; shift_keys: get_rows, rope, store_kv;
   // rotated KV caches: rotate_heads;
   // common/composed_*.h); the weight
-  // types the GEMV and get_rows kernels read; every KV cache type (kv_codec.h); heads up to the
-  // attention kernels' width. Everything else is refused at load (Backend::require).
+  // types the GEMV and get_rows kernels read; f32, f16, bf16 and FP8 E4M3 KV caches (kv_codec.h;
+  // q8_0 and q4_0 not yet, see the .cc); heads up to the attention kernels' width. Everything else is refused at load
+  // (Backend::require).
   bool do_supports(BackendFeature feature) const override;
   bool do_supports_weight_type(tensor::DType type) const override;
   bool do_supports_kv_type(tensor::DType type) const override;

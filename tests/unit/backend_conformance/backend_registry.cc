@@ -59,9 +59,11 @@ bool cuda_supports(const Case& c) {
     case Op::kMoeFfn: return true;  // composed from the ops above (common/composed_moe_ffn.h)
     case Op::kSsmConv:
     case Op::kSsmScan: return false;  // no CUDA kernels yet: the backend refuses the ops
+    case Op::kKvBlocks: return true;  // byte copies: every cache type
     case Op::kStoreKv:
-    case Op::kKvBlocks: return true;                                                // every cache type (kv_codec.h)
-    case Op::kAttention: return c.mode != static_cast<int>(AttentionMode::kAlibi);  // every cache type, no ALiBi yet
+    case Op::kAttention:  // CudaBackend::do_supports_kv_type's cache types, no ALiBi yet
+      if (c.mode == static_cast<int>(AttentionMode::kAlibi)) return false;
+      return c.type != tensor::DType::Q8_0 && c.type != tensor::DType::Q4_0;
     default: return true;
   }
 }
