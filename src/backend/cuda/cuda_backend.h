@@ -23,8 +23,10 @@ namespace lumen::backend {
 
 // ByMeasurement: the streaming kernels for float weights (F32, F16, BF16: a 1B BF16 model decoded
 // 1.7x faster on an H200, 2026-11-27, 1365 GB/s against 385) and the tiled ones for quantized
-// weights (gemv.cu's results bit for bit, rows read with 16-byte loads: decode 5-10% faster than
-// the one-warp kernels on an H200, 2026-11-28, BENCHMARKS.md). Tiled: the same choice, named.
+// weights but Q8_0 (gemv.cu's results bit for bit, rows read with 16-byte loads: decode 5-10%
+// faster than the one-warp kernels on an H200, 2026-11-28, BENCHMARKS.md; Q8_0's 34-byte blocks
+// read faster with the one-warp kernels on 5 of the 8 decode shapes). Tiled: every quantized
+// type tiled.
 enum class GemvKernels : uint8_t { ByMeasurement, Warp, Stream, Tiled };
 
 struct CudaBackendOptions {

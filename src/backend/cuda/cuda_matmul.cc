@@ -125,7 +125,8 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
         if (s.options.gemv == GemvKernels::Stream) {
           launched = cuda::launch_gemv_quantized_stream(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt,
                                                         yd + t0 * ys, ys, s.stream);
-        } else if (s.options.gemv == GemvKernels::Tiled || s.options.gemv == GemvKernels::ByMeasurement) {
+        } else if (s.options.gemv == GemvKernels::Tiled ||
+                   (s.options.gemv == GemvKernels::ByMeasurement && w.type != DType::Q8_0)) {
           launched = cuda::launch_gemv_quantized_tiled(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt, yd + t0 * ys,
                                                        ys, s.stream);
         }
