@@ -15,6 +15,7 @@
 // forms the super-block's value: d * xd * sum(scale * dot) - dmin * xd * sum(min * bsum).
 #include "backend/cuda/block_decode.h"
 #include "backend/cuda/device_math.cuh"
+#include "backend/cuda/gemv_common.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace lumen::backend::cuda {
@@ -25,32 +26,6 @@ using tensor::DType;
 
 constexpr int kRowsPerBlock = 4;  // one warp per row
 constexpr int kThreads = 32 * kRowsPerBlock;
-
-// The activation codes of one 32-value unit of a token: 8 words of 4 int8, in element order.
-__device__ __forceinline__ void load_activation_unit(const int8_t* qs, int x[8]) {
-  const int4* p = reinterpret_cast<const int4*>(qs);  // 16-byte aligned: units start at 32k
-  const int4 a = p[0], b = p[1];
-  x[0] = a.x;
-  x[1] = a.y;
-  x[2] = a.z;
-  x[3] = a.w;
-  x[4] = b.x;
-  x[5] = b.y;
-  x[6] = b.z;
-  x[7] = b.w;
-}
-
-// Writes sum over lanes of acc[t] to y[t * ys + row] for t < nt.
-__device__ __forceinline__ void store_row_results(const float* acc, int nt, float* y, int64_t ys,
-                                                  int64_t row) {
-#pragma unroll
-  for (int t = 0; t < kGemvMaxTokens; ++t) {
-    if (t < nt) {
-      const float total = warp_sum(acc[t]);
-      if (threadIdx.x % 32 == 0) y[t * ys + row] = total;
-    }
-  }
-}
 
 template <DType F>
 __global__ void gemv_legacy_kernel(const uint8_t* weights, size_t row_bytes, int64_t rows, int64_t cols,
@@ -69,13 +44,13 @@ __global__ void gemv_legacy_kernel(const uint8_t* weights, size_t row_bytes, int
       if (t < nt) {
         const int64_t token = t0 + t;
         int xq[8];
-        load_activation_unit(x.qs + token * cols + b * 32, xq);
+        load_activation_codes(x.qs + token * cols + b * 32, xq);
         const float xs = hd::kHasMin<F> ? x.s[token * blocks + b] : 0.0f;
         acc[t] = __fadd_rn(acc[t], hd::legacy_dot<F>(w, xq, x.d[token * blocks + b], xs));
       }
     }
   }
-  store_row_results(acc, nt, y, ys, row);
+  store_warp_results<kGemvMaxTokens>(acc, nt, y, ys, row);
 }
 
 // K-quants: lane = unit j = lane % 8 of super-block (u0 + lane) / 8.
@@ -105,7 +80,7 @@ __global__ void gemv_kquant_kernel(const uint8_t* weights, size_t row_bytes, int
         int scaled = 0, mins = 0;
         if (valid) {
           int xq[8];
-          load_activation_unit(x.qs + token * cols + unit * 32, xq);
+          load_activation_codes(x.qs + token * cols + unit * 32, xq);
           hd::kunit_dot(w, xq, x.bsums + token * (cols / 16) + sb * 16 + 2 * j, scaled, mins);
         }
         scaled = group8_sum(scaled);
@@ -116,7 +91,7 @@ __global__ void gemv_kquant_kernel(const uint8_t* weights, size_t row_bytes, int
       }
     }
   }
-  store_row_results(acc, nt, y, ys, row);
+  store_warp_results<kGemvMaxTokens>(acc, nt, y, ys, row);
 }
 
 template <DType F>
@@ -133,7 +108,7 @@ __global__ void gemv_float_kernel(const uint8_t* weights, size_t row_bytes, int6
       if (t < nt) acc[t] = fmaf(w, x[t * xs + c], acc[t]);
     }
   }
-  store_row_results(acc, nt, y, ys, row);
+  store_warp_results<kGemvMaxTokens>(acc, nt, y, ys, row);
 }
 
 unsigned row_blocks(int64_t rows) {
@@ -179,20 +154,7 @@ void launch_gemv_quantized(tensor::DType type, const void* w, size_t row_bytes, 
       gemv_legacy_kernel<F><<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, nt, y, y_stride);
     }
   };
-  switch (type) {
-    case DType::Q4_0: return launch.template operator()<DType::Q4_0>();
-    case DType::Q4_1: return launch.template operator()<DType::Q4_1>();
-    case DType::Q5_0: return launch.template operator()<DType::Q5_0>();
-    case DType::Q5_1: return launch.template operator()<DType::Q5_1>();
-    case DType::Q8_0: return launch.template operator()<DType::Q8_0>();
-    case DType::Q2_K: return launch.template operator()<DType::Q2_K>();
-    case DType::Q3_K: return launch.template operator()<DType::Q3_K>();
-    case DType::Q4_K: return launch.template operator()<DType::Q4_K>();
-    case DType::Q5_K: return launch.template operator()<DType::Q5_K>();
-    case DType::Q6_K: return launch.template operator()<DType::Q6_K>();
-    default:
-      break;  // the backend refuses unsupported types before launching
-  }
+  dispatch_quantized_gemv(type, launch);  // the backend refuses other types before launching
 }
 
 void launch_gemv_float(tensor::DType type, const void* w, size_t row_bytes, int64_t rows,

@@ -18,6 +18,7 @@
 
 #include "backend/cuda/block_decode.h"
 #include "backend/cuda/device_math.cuh"
+#include "backend/cuda/gemv_common.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace lumen::backend::cuda {
@@ -64,27 +65,6 @@ __device__ __forceinline__ void stage_warp_tile(const uint4* __restrict__ src, u
   }
 }
 
-// The 32 activation codes of one unit: 8 words, two 16-byte loads.
-__device__ __forceinline__ void load_codes(const int8_t* qs, int xq[8]) {
-  const int4* p = reinterpret_cast<const int4*>(qs);
-  const int4 a = p[0], b = p[1];
-  const int words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-  for (int k = 0; k < 8; ++k) xq[k] = words[k];
-}
-
-// gemv.cu's store_row_results for NT accumulators: the warp's butterfly, lane 0 writes.
-template <int NT>
-__device__ __forceinline__ void store_warp_results(const float* acc, int nt, float* y, int64_t ys, int64_t row) {
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    if (t < nt) {
-      const float total = warp_sum(acc[t]);
-      if (threadIdx.x % 32 == 0) y[t * ys + row] = total;
-    }
-  }
-}
-
 template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads)
     gemv_tiled_legacy_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t rows, int64_t cols,
@@ -113,7 +93,7 @@ __global__ void __launch_bounds__(kThreads)
         if (t < nt) {
           const int64_t token = t0 + t;
           int xq[8];
-          load_codes(x.qs + token * cols + b * 32, xq);
+          load_activation_codes(x.qs + token * cols + b * 32, xq);
           const float xs = hd::kHasMin<F> ? x.s[token * blocks + b] : 0.0f;
           acc[t] = __fadd_rn(acc[t], hd::legacy_dot<F>(w, xq, x.d[token * blocks + b], xs));
         }
@@ -161,7 +141,7 @@ __global__ void __launch_bounds__(kThreads)
           int scaled = 0, mins = 0;
           if (valid) {
             int xq[8];
-            load_codes(x.qs + token * cols + sb * 256 + 32 * j, xq);
+            load_activation_codes(x.qs + token * cols + sb * 256 + 32 * j, xq);
             hd::kunit_dot(w, xq, x.bsums + token * (cols / 16) + sb * 16 + 2 * j, scaled, mins);
           }
           scaled = group8_sum(scaled);
@@ -200,21 +180,8 @@ bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_b
       auto* kernel = nt == 1 ? gemv_tiled_legacy_kernel<F, 1> : gemv_tiled_legacy_kernel<F, kGemvMaxTokens>;
       kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, nt, y, y_stride);
     }
-    return true;
   };
-  switch (type) {
-    case DType::Q4_0: return launch.template operator()<DType::Q4_0>();
-    case DType::Q4_1: return launch.template operator()<DType::Q4_1>();
-    case DType::Q5_0: return launch.template operator()<DType::Q5_0>();
-    case DType::Q5_1: return launch.template operator()<DType::Q5_1>();
-    case DType::Q8_0: return launch.template operator()<DType::Q8_0>();
-    case DType::Q2_K: return launch.template operator()<DType::Q2_K>();
-    case DType::Q3_K: return launch.template operator()<DType::Q3_K>();
-    case DType::Q4_K: return launch.template operator()<DType::Q4_K>();
-    case DType::Q5_K: return launch.template operator()<DType::Q5_K>();
-    case DType::Q6_K: return launch.template operator()<DType::Q6_K>();
-    default: return false;
-  }
+  return dispatch_quantized_gemv(type, launch);
 }
 
 }  // namespace lumen::backend::cuda

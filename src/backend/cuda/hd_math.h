@@ -57,6 +57,24 @@ LUMEN_HD float sub_rn(float a, float b) {
 #endif
 }
 
+LUMEN_HD uint32_t float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return bits;
+#endif
+}
+
+LUMEN_HD float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
 LUMEN_HD float half_to_float(uint16_t bits) {
 #if defined(__CUDA_ARCH__)
   return __half2float(__ushort_as_half(bits));

@@ -20,24 +20,6 @@ inline constexpr int kKvBlock = 32;
 inline constexpr int kQ8_0Bytes = 34;  // f16 scale, 32 int8 codes
 inline constexpr int kQ4_0Bytes = 18;  // f16 scale, 16 bytes of nibbles
 
-LUMEN_HD uint32_t float_bits(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  return bits;
-#endif
-}
-
-LUMEN_HD float div_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
 // Round to nearest even, overflow to infinity (tensor::float_to_fp16 for every finite value and
 // infinity; NaN payloads may differ, and no NaN reaches a cache this is tested for).
 LUMEN_HD uint16_t float_to_half(float x) {
