@@ -180,10 +180,16 @@ pack_bundle() {
   [ "$bytes" -le "$MAX_ARCHIVE_BYTES" ] || { log "the archive is over $((MAX_ARCHIVE_BYTES / 1024 / 1024)) MiB"; return 1; }
 }
 
-# Unpacks archive $1 into folder $2 (xz, else Python's lzma: a CUDA image has one of them).
+# Unpacks archive $1 into a fresh folder $2.
 unpack_bundle() {
+  rm -rf "$2" && mkdir -p "$2" || return 1
+  extract_archive "$1" "$2"
+}
+
+# Extracts archive $1 into the existing folder $2 (xz, else Python's lzma: a CUDA image has one
+# of them).
+extract_archive() {
   local archive=$1 dest=$2
-  rm -rf "$dest" && mkdir -p "$dest" || return 1
   if command -v xz >/dev/null; then
     xz -dc "$archive" | tar -C "$dest" -xf -
   else
@@ -300,14 +306,7 @@ setup_runtime() {
   BUNDLE="$WORK/bundle"
   if [ -f "$ARCHIVE" ] && unpack_bundle "$ARCHIVE" "$BUNDLE"; then
     # The peer's archive, from its own call (prepare's .gpu-peer), into the same folders.
-    if [ -f "$WORK/$PEER_ARCHIVE_NAME" ]; then
-      if command -v xz >/dev/null; then
-        xz -dc "$WORK/$PEER_ARCHIVE_NAME" | tar -C "$BUNDLE" -xf -
-      else
-        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' \
-          "$WORK/$PEER_ARCHIVE_NAME" | tar -C "$BUNDLE" -xf -
-      fi
-    fi
+    [ -f "$WORK/$PEER_ARCHIVE_NAME" ] && extract_archive "$WORK/$PEER_ARCHIVE_NAME" "$BUNDLE"
     BIN="$BUNDLE/bin"  # the wrappers
     LIBEXEC="$BUNDLE/libexec"
     # cuBLAS where the loader would not find it by itself (PyTorch's wheels, a toolkit outside
