@@ -37,14 +37,16 @@
 #          quantized weights), streaming and one-warp GEMV), the rows again with every tolerance
 #          at 0, which must fail the run (exit 1, not the skip code), then greedy 64-token
 #          continuations of 5 prompts on the default model, CUDA vs CPU, with each GEMV, without
-#          the fused add + RMSNorm and with the one-pass f16 attention, and its perplexity with
-#          each KV cache type CUDA declares, CUDA vs CPU (when the model's two halves are there);
+#          the fused add + RMSNorm, with the one-pass f16 attention and with decode replayed from
+#          CUDA graphs (and graphs against op by op, bit for bit), and its perplexity with each KV
+#          cache type CUDA declares, CUDA vs CPU (when the model's two halves are there);
 #   bench  synthetic llama models made there (lumen synth; GPU_CHECK_MODELS, default
 #          "llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0"), batch-1 prefill and decode timings,
 #          with the default GEMV choice and the one-warp kernels (the JSON's "gemv": "auto" or
-#          "warp"), without the fused add + RMSNorm ("add_rms_norm": false) and with the one-pass
-#          f16 attention ("exact_attention": false), and each decode step's host-side breakdown
-#          (enqueue time, host time per op);
+#          "warp"), without the fused add + RMSNorm ("add_rms_norm": false), with the one-pass
+#          f16 attention ("exact_attention": false) and with decode replayed from CUDA graphs
+#          ("step_graphs": true, with and without the one-pass attention), and each decode step's
+#          host-side breakdown (enqueue time, host time per op);
 #   types  every weight type through a small synthetic model, op by op, CUDA vs CPU
 #          (GPU_CHECK_TYPES, default the types the CUDA backend gained without a GPU at hand);
 #   models every architecture lumen synth writes: the MoE presets op by op and teacher-forced,
@@ -57,12 +59,14 @@
 #          it into .gpu-peer/ when LLAMA_BENCH_CUDA names it (built outside the repository with -DGGML_CUDA=ON
 #          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF);
 #   engine the engine's model tests on CUDA (cuda_engine_tests: batched vs alone, chunked prefill,
-#          preemption, prefix cache, context shift, fairness, faults; needs the default model);
+#          preemption, prefix cache, context shift, fairness, faults; needs the default model),
+#          then again with decode replayed from CUDA graphs;
 #   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming, tiled) per weight type
 #          (GPU_CHECK_GEMV_TYPES, default "Q4_0,Q4_K,Q6_K,Q8_0,BF16") on the 1B and 8B decode
 #          shapes, beside a device-to-device copy's bandwidth measured in the same run;
 #   streams  decode throughput at 1, 16 and 64 requests at once (lumen bench throughput --device
-#          cuda on llama-1b Q4_0, 256 in / 128 out), one JSON line each;
+#          cuda on llama-1b Q4_0, 256 in / 128 out), one JSON line each, without and with CUDA
+#          graphs;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
 #   split  a model split between the CPU and the GPU (--n-gpu-layers) at several N against all-CPU
@@ -387,6 +391,12 @@ run_engine() {
   LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests.log" 2>&1
   grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests.log" | head -n 10 >&2
   gtest_summary cuda_engine_tests "$WORK/cuda_engine_tests.log" $((SECONDS - start))
+  # Again with decode steps replayed from CUDA graphs: batching, preemption, the prefix cache and
+  # context shift between replays.
+  start=$SECONDS
+  LUMEN_CUDA_GRAPHS=1 LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests_graphs.log" 2>&1
+  grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests_graphs.log" | head -n 10 >&2
+  gtest_summary cuda_engine_tests_graphs "$WORK/cuda_engine_tests_graphs.log" $((SECONDS - start))
 }
 
 # Compressed KV caches on CUDA (kv_codec.h, rotate_heads): the default model's perplexity over 4
@@ -461,6 +471,10 @@ run_tests() {
     LUMEN_CUDA_EXACT_ATTENTION=0 LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" --gtest_filter='CudaGreedy.*WithCpu' 2>&1 |
       tee "$WORK/cuda_model_tests_one_pass_attention.log"
     gtest_summary greedy_cuda_vs_cpu_one_pass_attention "$WORK/cuda_model_tests_one_pass_attention.log" $((SECONDS - start))
+    start=$SECONDS
+    LUMEN_CUDA_GRAPHS=1 LUMEN_GPU_TEST_MODEL="$model" "$BIN/cuda_model_tests" --gtest_filter='CudaGreedy.*WithCpu' 2>&1 |
+      tee "$WORK/cuda_model_tests_graphs.log"
+    gtest_summary greedy_cuda_vs_cpu_graphs "$WORK/cuda_model_tests_graphs.log" $((SECONDS - start))
     run_kv_types "$model"
   else
     log "no default model (carry .gpu-model and .gpu-model2 first, see the top of this script): greedy test skipped"
@@ -488,6 +502,8 @@ run_bench() {
     LUMEN_CUDA_GEMV=warp "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_ADD_RMS_NORM=0 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_EXACT_ATTENTION=0 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_GRAPHS=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_EXACT_ATTENTION=0 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   done
 }
 
@@ -554,7 +570,8 @@ run_models() {
 # Decode throughput as streams are added (issue 48: a step of 64 sequences should cost little
 # more than one): `lumen bench throughput --device cuda` on the first bench model (llama-1b Q4_0 by
 # default), 256-token prompts and 128-token answers, 1, 16 and 64 requests at once (all admitted
-# together: --max-num-seqs 64), one JSON line each.
+# together: --max-num-seqs 64), one JSON line each; then again with decode steps replayed from
+# CUDA graphs (LUMEN_CUDA_GRAPHS=1, "step_graphs": true).
 run_streams() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file n
   spec=${GPU_CHECK_STREAMS_MODEL:-llama-1b:Q4_0}
@@ -562,13 +579,17 @@ run_streams() {
   file="$WORK/$preset-$type.gguf"
   [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
     { log "synth $spec failed"; return 1; }
-  for n in 1 16 64; do
-    "$BIN/lumen" bench throughput -m "$file" --device cuda --num-prompts $n --input-len 256 --output-len 128 \
-      --max-num-seqs 64 --json 2> "$WORK/streams-$n.log" |
-      python3 -c 'import json, sys
+  local graphs
+  for graphs in 0 1; do
+    for n in 1 16 64; do
+      LUMEN_CUDA_GRAPHS=$graphs "$BIN/lumen" bench throughput -m "$file" --device cuda --num-prompts $n \
+        --input-len 256 --output-len 128 --max-num-seqs 64 --json 2> "$WORK/streams-$n-graphs$graphs.log" |
+        python3 -c 'import json, sys
 d = json.load(sys.stdin)
 d["check_streams"] = int(sys.argv[1])
-print(json.dumps(d))' "$n" | tee -a "$RESULTS"
+d["step_graphs"] = sys.argv[2] == "1"
+print(json.dumps(d))' "$n" "$graphs" | tee -a "$RESULTS"
+    done
   done
 }
 

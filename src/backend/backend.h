@@ -18,6 +18,7 @@
 // in one copy and keeps the logits on the device until end_step; ops outside a step (tests,
 // block moves) still take any host arrays.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -32,6 +33,14 @@
 #include "util/error.h"
 
 namespace lumen::backend {
+
+// How the steps run through Backend::run_replayable ran.
+struct StepReplayStats {
+  uint64_t eager = 0;     // ran their ops (the backend does not record, the shape was new, ...)
+  uint64_t recorded = 0;  // ran by recording their ops, then launching the recording
+  uint64_t replayed = 0;  // ran by launching an earlier step's recording
+  uint64_t refused = 0;   // a recording was tried and given up (an op cannot be recorded)
+};
 
 // Memory owned by a backend (host RAM for the CPU, device memory for CUDA).
 class Buffer {
@@ -88,6 +97,14 @@ class Backend {
   bool in_step() const { return in_step_; }
   // The open step's metadata (meaningful only while in_step()).
   const StepMetadata& step() const { return step_; }
+  // Runs `ops`: the open step's ops from here to end_step, all of them. The caller promises that
+  // what they do depends on nothing but the step's shape (its numbers of tokens, sequences and
+  // logit rows), the device memory they name and the contents of the step's metadata arrays:
+  // then a backend that records steps (CUDA graphs, when enabled) may replay what an earlier
+  // step of the same shape recorded instead of calling `ops`. With an observer watching, `ops`
+  // always run, so it sees every op.
+  void run_replayable(const std::function<void()>& ops);
+  StepReplayStats step_replay_stats() const { return do_step_replay_stats(); }
 
   // --- Memory.
   std::unique_ptr<Buffer> allocate(size_t bytes);
@@ -278,6 +295,9 @@ class Backend {
   virtual TensorView do_step_logits();
   virtual void do_end_step() {}
   virtual void do_abort_step() noexcept {}
+  // By default a step's ops just run.
+  virtual void do_run_replayable(const std::function<void()>& ops) { ops(); }
+  virtual StepReplayStats do_step_replay_stats() const { return {}; }
 
  private:
   // Runs `body` between the observers' before_op and after_op (no observer: just body).

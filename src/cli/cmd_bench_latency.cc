@@ -22,6 +22,7 @@
 #include "cli/default_model.h"
 #include "benchmark/expert_load.h"
 #include "benchmark/forward_latency.h"
+#include "benchmark/step_replay.h"
 #include "lumen/model.h"
 #include "util/error.h"
 
@@ -150,6 +151,7 @@ void run_latency(const LatencyOptions& options) {
     for (auto [n_prompt, n_gen] : tests) {
       forward->time_ns(n_prompt, n_gen, rng);  // warm-up
       benchmark::reset_expert_load(model);
+      const backend::StepReplayStats replays_before = benchmark::step_replay_stats(model);
       std::vector<double> samples_ns, samples_ts;
       for (int r = 0; r < options.repetitions; ++r) {
         double ns = forward->time_ns(n_prompt, n_gen, rng);
@@ -173,6 +175,11 @@ void run_latency(const LatencyOptions& options) {
                          {"stddev_ts", stddev(samples_ts)},
                          {"samples_ns", samples_ns},
                          {"samples_ts", samples_ts}});
+      if (options.device != "cpu") {
+        // How the timed steps ran: replayed from CUDA graphs, recorded, or op by op.
+        results.back()["step_graphs"] =
+            benchmark::step_replay_json(replays_before, benchmark::step_replay_stats(model));
+      }
       const std::string test = n_prompt > 0 ? fmt::format("pp{}", n_prompt) : fmt::format("tg{}", n_gen);
       if (const auto load = benchmark::expert_load(model)) {
         // The tokens of the timed repetitions (random tokens, so a router's natural balance).

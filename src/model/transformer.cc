@@ -308,16 +308,33 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   backend::StepScope step(backend_, step_metadata(batch, cache, wants_logits && !offload_ ? logits : nullptr));
   std::optional<backend::StepScope> tail_step;
   if (offload_) tail_step.emplace(offload_->backend_, step_metadata(batch, cache, wants_logits ? logits : nullptr));
-  embed(batch.tokens, n, batch.embeddings);
-  Transformer& tail = run_all_layers(batch, cache, n);
-  if (wants_logits) {
-    // Only the sampled rows go through the final norm and the (large) output projection.
-    TensorView picked = first_rows(tail.s_.logit_h, n_out);
-    tail.backend_.get_rows(first_rows(tail.s_.x, n), batch.logit_rows, picked);
-    tail.output_head(n_out, tail_step ? tail_step->logits() : step.logits());
+  const auto ops = [&] {
+    embed(batch.tokens, n, batch.embeddings);
+    Transformer& tail = run_all_layers(batch, cache, n);
+    if (wants_logits) {
+      // Only the sampled rows go through the final norm and the (large) output projection.
+      TensorView picked = first_rows(tail.s_.logit_h, n_out);
+      tail.backend_.get_rows(first_rows(tail.s_.x, n), batch.logit_rows, picked);
+      tail.output_head(n_out, tail_step ? tail_step->logits() : step.logits());
+    }
+  };
+  if (replayable(batch)) {
+    backend_.run_replayable(ops);
+  } else {
+    ops();
   }
   if (tail_step) tail_step->finish();
   step.finish();
+}
+
+// Whether a pass's ops depend only on its shape, the device memory they name and the step's
+// metadata arrays (Backend::run_replayable): what reads other host data in a step (MoE routing,
+// state-space and latent layers' own host arrays, image rows, attention scores, an observer) or
+// spans two backends or several processes is not.
+bool Transformer::replayable(const ForwardBatch& batch) const {
+  return !offload_ && !moe_ && !latent_ && !mamba2_ && !rwkv7_ && observer_ == nullptr && shard_.size <= 1 &&
+         stage_.count <= 1 && experts_.size <= 1 && context_.size <= 1 && batch.embeddings.empty() &&
+         batch.scores.empty();
 }
 
 backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, const KvCache& cache, float* logits) const {

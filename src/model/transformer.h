@@ -135,6 +135,7 @@ class Transformer {
   void output_head(int64_t n_out, backend::TensorView out);
   // What a forward pass over `batch` hands the backend at its step boundary (backend.h).
   backend::StepMetadata step_metadata(const ForwardBatch& batch, const KvCache& cache, float* logits) const;
+  bool replayable(const ForwardBatch& batch) const;
   // forward's checks of the batch against the cache and the vocabulary.
   void check_batch(const ForwardBatch& batch, const KvCache& cache) const;
   // A pipeline stage's share of a forward pass, micro-batch by micro-batch.

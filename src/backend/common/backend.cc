@@ -70,6 +70,15 @@ void Backend::abort_step() noexcept {
   step_ = {};
 }
 
+void Backend::run_replayable(const std::function<void()>& ops) {
+  if (!in_step_) fail("run_replayable: no step is open");
+  if (!observers_.empty()) {
+    ops();
+    return;
+  }
+  do_run_replayable(ops);
+}
+
 std::unique_ptr<Buffer> Backend::allocate(size_t bytes) {
   OpCall call{OpKind::Allocate};
   call.bytes = bytes;

@@ -61,6 +61,30 @@ __device__ __forceinline__ void accumulate_values(float prob, const float* v_til
   }
 }
 
+// This block's task and item: from the explicit plan, or derived (decode_attention.h) from block
+// (item, split offset), the item's sequence position read from device memory. False for a
+// decode block past its item's last split (the whole block returns).
+__device__ __forceinline__ bool load_task(const AttentionParams& p, AttentionTask& task, AttentionItem& item) {
+  if (p.decode.n_seqs == 0) {
+    task = p.tasks[blockIdx.x];
+    item = p.items[task.item];
+    return true;
+  }
+  const int64_t index = blockIdx.x;
+  const int64_t position = p.seqs[index / decode_items_per_seq(p.decode)].start_pos;
+  item = decode_item(p.decode, index, position, p.window);
+  if (static_cast<int32_t>(blockIdx.y) >= item.n_splits) return false;
+  task.item = static_cast<int32_t>(index);
+  task.split = item.first_split + static_cast<int32_t>(blockIdx.y);
+  return true;
+}
+
+__device__ __forceinline__ AttentionItem load_item(const AttentionParams& p) {
+  if (p.decode.n_seqs == 0) return p.items[blockIdx.x];
+  const int64_t index = blockIdx.x;
+  return decode_item(p.decode, index, p.seqs[index / decode_items_per_seq(p.decode)].start_pos, p.window);
+}
+
 template <int DPL, AttentionMode MODE, tensor::DType T>
 __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParams p) {
   extern __shared__ float shared[];
@@ -69,8 +93,9 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
   float* v_tile = k_tile + kTileKeys * (dim + 1);  // [kTileKeys][dim], not in Stats mode
   float* q_vecs = v_tile + (MODE == AttentionMode::Stats ? 0 : kTileKeys * dim);  // [8][dim]
 
-  const AttentionTask task = p.tasks[blockIdx.x];
-  const AttentionItem item = p.items[task.item];
+  AttentionTask task;
+  AttentionItem item;
+  if (!load_task(p, task, item)) return;  // uniform over the block, before any barrier
   const AttentionSeq seq = p.seqs[item.seq];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int n_vec = item.n_q * item.n_heads;
@@ -223,7 +248,7 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
 
 template <AttentionMode MODE>
 __global__ void attention_combine_kernel(AttentionParams p) {
-  const AttentionItem item = p.items[blockIdx.x];
+  const AttentionItem item = load_item(p);
   const AttentionSeq seq = p.seqs[item.seq];
   const int64_t n_vec = item.n_q * item.n_heads;
   const int64_t dim = p.head_dim;
@@ -287,7 +312,10 @@ void launch_tasks_for(const AttentionParams& params, int64_t n_tasks, cudaStream
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(shared));
     }
-    kernel<<<static_cast<unsigned>(n_tasks), kThreads, shared, stream>>>(params);
+    const dim3 grid = params.decode.n_seqs > 0 ? dim3(static_cast<unsigned>(decode_items(params.decode)),
+                                                      static_cast<unsigned>(params.decode.max_splits))
+                                               : dim3(static_cast<unsigned>(n_tasks));
+    kernel<<<grid, kThreads, shared, stream>>>(params);
   };
   using tensor::DType;
   if constexpr (MODE != AttentionMode::Flash) {
@@ -321,7 +349,7 @@ void launch_tasks_mode(const AttentionParams& params, int64_t n_tasks, cudaStrea
 
 void launch_attention_tasks(AttentionMode mode, const AttentionParams& params, int64_t n_tasks,
                             cudaStream_t stream) {
-  if (n_tasks == 0) return;
+  if (params.decode.n_seqs == 0 && n_tasks == 0) return;
   switch (mode) {
     case AttentionMode::Flash:
       return launch_tasks_mode<AttentionMode::Flash>(params, n_tasks, stream);
@@ -334,6 +362,7 @@ void launch_attention_tasks(AttentionMode mode, const AttentionParams& params, i
 
 void launch_attention_combine(AttentionMode mode, const AttentionParams& params, int64_t n_items,
                               cudaStream_t stream) {
+  if (params.decode.n_seqs > 0) n_items = decode_items(params.decode);
   if (n_items == 0) return;
   const auto grid = static_cast<unsigned>(n_items);
   switch (mode) {

@@ -22,45 +22,11 @@
 
 #include <cstdint>
 
+#include "backend/cuda/attention_layout.h"
+#include "backend/cuda/decode_attention.h"
 #include "tensor/dtype.h"
 
 namespace lumen::backend::cuda {
-
-// Keys per split (a multiple of kTileKeys). A decode step's parallelism is KV heads x splits and
-// its latency one task's tiles: 256-key splits gave a 1B model (8 KV heads) 24 blocks of 8 tiles
-// at 600 keys on a 132-SM H200; 64 gives 80 blocks of 2. It must not depend on the batch (a
-// token's result would then depend on its neighbours), so it is one constant; prefill pays with
-// more partial results to combine.
-inline constexpr int kSplitKeys = 64;
-inline constexpr int kTileKeys = 32;    // keys per shared-memory tile: one per lane
-inline constexpr int kItemVectors = 8;  // query vectors per item (4 warps x 2)
-inline constexpr int kMaxHeadDim = 256;
-
-struct AttentionSeq {
-  int64_t first_token;   // batch row of the sequence's first query
-  int64_t start_pos;     // position of that query
-  int64_t table_offset;  // where its block table starts in the concatenated tables
-};
-
-struct AttentionItem {
-  int32_t seq;
-  int32_t q_begin;     // first query row within the sequence
-  int32_t n_q;         // query rows
-  int32_t head_begin;  // first query head; heads [head_begin, head_begin + n_heads)
-  int32_t n_heads;
-  int32_t kv_head;
-  int32_t first_split;
-  int32_t n_splits;
-  // Partial slot of (split first_split + s, vector v) is partial_base + s * vectors + v, with
-  // vectors = n_q * n_heads and vector v = query row v / n_heads, head v % n_heads.
-  int64_t partial_base;
-  int64_t stats_base;  // Stats/ExactPv: this item's first vector in the per-vector stats
-};
-
-struct AttentionTask {
-  int32_t item;
-  int32_t split;  // absolute split index
-};
 
 // Per partial slot: the split's max score (or -inf when no key of the split was visible to the
 // vector) and its sum of exponentials.
@@ -91,7 +57,9 @@ struct AttentionParams {
   size_t v_row_bytes = 0;
   tensor::DType cache_type = tensor::DType::F16;
   int64_t block_size = 16;
-  // the plan
+  // the plan: explicit (items, tasks), or, when decode.n_seqs > 0, derived in the kernels from
+  // the sequences' positions (decode_attention.h; items and tasks unused)
+  DecodeShape decode;
   const AttentionSeq* seqs = nullptr;
   const int32_t* block_tables = nullptr;
   const AttentionItem* items = nullptr;
@@ -102,11 +70,13 @@ struct AttentionParams {
   float2* vector_stats = nullptr;
 };
 
-// Runs tasks [0, n_tasks) of params.tasks in `mode`.
+// Runs tasks [0, n_tasks) of params.tasks in `mode`; in decode mode every (item, split) block
+// of the decode shape instead (n_tasks unused).
 void launch_attention_tasks(AttentionMode mode, const AttentionParams& params, int64_t n_tasks,
                             cudaStream_t stream);
-// Merges the partial results of items [0, n_items) of params.items: Flash writes the output,
-// Stats writes vector_stats, ExactPv writes the output.
+// Merges the partial results of items [0, n_items) of params.items (in decode mode: of every
+// item, n_items unused): Flash writes the output, Stats writes vector_stats, ExactPv writes the
+// output.
 void launch_attention_combine(AttentionMode mode, const AttentionParams& params, int64_t n_items,
                               cudaStream_t stream);
 

@@ -1,13 +1,13 @@
 #pragma once
 // Host side of the CUDA attention: cuts a call's query vectors into items and (item, split)
-// tasks (attention_kernels.h), and groups items into ranges whose partial results fit a
+// tasks (attention_layout.h, attention_kernels.h), and groups items into ranges whose partial results fit a
 // bounded scratch buffer.
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cuda/attention_kernels.h"
+#include "backend/cuda/attention_layout.h"
 
 namespace lumen::backend::cuda {
 

@@ -11,6 +11,7 @@
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/graph_capture.h"
 #include "util/error.h"
 
 namespace lumen::backend {
@@ -108,6 +109,7 @@ void CudaBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
 
 void CudaBackend::do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
   State& s = *state_;
+  cuda::refuse_in_capture("read_kv_block");
   if (cache.v.row_bytes != cache.k.row_bytes || values_in_keys(cache)) {
     fail("read_kv_block: K and V rows differ in size (a latent cache is not supported on CUDA yet)");
   }
@@ -123,6 +125,7 @@ void CudaBackend::do_read_kv_block(const KvLayer& cache, int64_t block, void* ho
 
 void CudaBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
   State& s = *state_;
+  cuda::refuse_in_capture("write_kv_block");
   if (cache.v.row_bytes != cache.k.row_bytes || values_in_keys(cache)) {
     fail("write_kv_block: K and V rows differ in size (a latent cache is not supported on CUDA yet)");
   }
@@ -136,6 +139,46 @@ void CudaBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* h
                    "cudaMemcpyAsync");
 }
 
+namespace {
+
+// A decode step laid out for it (step_uploads.h: CUDA graphs on) runs the plan-free decode
+// attention: its launches depend on the step's shape only. False when its partial results
+// would not fit the scratch budget (a very long context): the host plan then splits the call.
+bool run_decode_attention(CudaBackend::State& s, const cuda::DecodeTables& tables, const AttentionConfig& config,
+                          cuda::AttentionParams p, bool exact) {
+  p.decode.n_seqs = tables.n_seqs;
+  p.decode.n_kv_heads = static_cast<int32_t>(config.n_kv_heads);
+  p.decode.group = static_cast<int32_t>(config.n_heads / config.n_kv_heads);
+  p.decode.max_splits = tables.max_splits;
+  const auto slots = static_cast<size_t>(cuda::decode_partial_slots(p.decode));
+  const size_t stats_bytes = align16(slots * sizeof(cuda::PartialStats));
+  const size_t bytes = stats_bytes + slots * static_cast<size_t>(config.head_dim) * sizeof(float);
+  if (bytes > kPartialBudgetBytes) return false;
+  auto* partials = static_cast<uint8_t*>(s.attention_partials.ensure(bytes, s.stream));
+  p.seqs = tables.seqs;
+  p.block_tables = tables.tables;
+  p.partial_stats = reinterpret_cast<cuda::PartialStats*>(partials);
+  p.partial_acc = reinterpret_cast<float*>(partials + stats_bytes);
+  if (exact) {
+    const auto vectors = static_cast<size_t>(tables.n_seqs) * static_cast<size_t>(config.n_heads);
+    p.vector_stats = static_cast<float2*>(s.attention_vector_stats.ensure(vectors * sizeof(float2), s.stream));
+  }
+  // The launches' sizes come from p.decode (the counts passed are unused in decode mode).
+  if (exact) {
+    cuda::launch_attention_tasks(cuda::AttentionMode::Stats, p, 0, s.stream);
+    cuda::launch_attention_combine(cuda::AttentionMode::Stats, p, 0, s.stream);
+    cuda::launch_attention_tasks(cuda::AttentionMode::ExactPv, p, 0, s.stream);
+    cuda::launch_attention_combine(cuda::AttentionMode::ExactPv, p, 0, s.stream);
+  } else {
+    cuda::launch_attention_tasks(cuda::AttentionMode::Flash, p, 0, s.stream);
+    cuda::launch_attention_combine(cuda::AttentionMode::Flash, p, 0, s.stream);
+  }
+  s.check_launch("attention");
+  return true;
+}
+
+}  // namespace
+
 void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                                const AttentionConfig& config, TensorView& out) {
   State& s = *state_;
@@ -144,6 +187,30 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
     cuda::require_device(s, *t, "attention", "tensors");
   }
   const int64_t dim = config.head_dim;
+
+  cuda::AttentionParams p;
+  p.q = static_cast<const float*>(q.data);
+  p.q_stride = cuda::stride_of(q);
+  p.out = static_cast<float*>(out.data);
+  p.out_stride = cuda::stride_of(out);
+  p.n_heads = config.n_heads;
+  p.head_dim = dim;
+  p.scale = config.scale;
+  p.softcap = config.softcap;
+  p.window = config.sliding_window;
+  p.k = cache.k.data;
+  p.v = cache.v.data;
+  p.k_row_bytes = cache.k.row_bytes;
+  p.v_row_bytes = cache.v.row_bytes;
+  p.cache_type = cache.k.type;
+  p.block_size = cache.block_size;
+  const bool exact = is_f16(cache.v) && s.options.exact_f16_attention;
+
+  if (const std::optional<cuda::DecodeTables> tables = s.step->decode_tables(seqs, cache.block_size)) {
+    if (run_decode_attention(s, *tables, config, p, exact)) return;
+  }
+  // The host plan below is uploaded per call: a recorded step would replay this step's plan.
+  cuda::refuse_in_capture("attention over a host plan");
 
   std::vector<int64_t> key = plan_key(seqs, config, cache.block_size);
   if (key != s.plan_key) {
@@ -169,31 +236,12 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
 
   const auto slots = static_cast<size_t>(plan.max_range_slots);
   const size_t stats_bytes = align16(slots * sizeof(cuda::PartialStats));
-  auto* partials = static_cast<uint8_t*>(s.attention_partials.ensure(
-      stats_bytes + slots * static_cast<size_t>(dim) * sizeof(float), s.stream));
-
-  cuda::AttentionParams p;
-  p.q = static_cast<const float*>(q.data);
-  p.q_stride = cuda::stride_of(q);
-  p.out = static_cast<float*>(out.data);
-  p.out_stride = cuda::stride_of(out);
-  p.n_heads = config.n_heads;
-  p.head_dim = dim;
-  p.scale = config.scale;
-  p.softcap = config.softcap;
-  p.window = config.sliding_window;
-  p.k = cache.k.data;
-  p.v = cache.v.data;
-  p.k_row_bytes = cache.k.row_bytes;
-  p.v_row_bytes = cache.v.row_bytes;
-  p.cache_type = cache.k.type;
-  p.block_size = cache.block_size;
+  auto* partials = static_cast<uint8_t*>(
+      s.attention_partials.ensure(stats_bytes + slots * static_cast<size_t>(dim) * sizeof(float), s.stream));
   p.seqs = s.plan_device.seqs;
   p.block_tables = s.plan_device.block_tables;
   p.partial_stats = reinterpret_cast<cuda::PartialStats*>(partials);
   p.partial_acc = reinterpret_cast<float*>(partials + stats_bytes);
-
-  const bool exact = is_f16(cache.v) && s.options.exact_f16_attention;
   if (exact) {
     p.vector_stats = static_cast<float2*>(s.attention_vector_stats.ensure(
         static_cast<size_t>(plan.vectors) * sizeof(float2), s.stream));

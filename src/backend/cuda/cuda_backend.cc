@@ -10,6 +10,7 @@
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/graph_capture.h"
 #include "backend/cuda/kernels.h"
 #include "tensor/fp16.h"
 #include "util/error.h"
@@ -24,6 +25,8 @@ class DeviceBuffer final : public Buffer {
  public:
   DeviceBuffer(size_t bytes, std::shared_ptr<cuda::AllocationRegistry> registry, cudaStream_t stream)
       : size_(bytes), registry_(std::move(registry)) {
+    cuda::refuse_in_capture("allocate");
+    cuda::advance_allocation_epoch();
     const cudaError_t status = cudaMalloc(&data_, std::max<size_t>(bytes, 1));
     if (status != cudaSuccess) {
       cudaGetLastError();
@@ -43,6 +46,7 @@ class DeviceBuffer final : public Buffer {
     cudaDeviceSynchronize();
     registry_->remove(data_);
     cudaFree(data_);
+    cuda::advance_allocation_epoch();
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -125,6 +129,7 @@ CudaBackend::State::~State() {
   moe.reset();
   shift.reset();
   uploads.reset();
+  graphs.reset();
   step.reset();
   stager.reset();
   for (void* w : weights) cudaFree(w);
@@ -166,6 +171,11 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
     if (value != "0" && value != "1") fail("LUMEN_CUDA_ADD_RMS_NORM must be 0 or 1, not '{}'", value);
     s.options.fused_add_rms_norm = value == "1";
   }
+  if (const char* graphs = std::getenv("LUMEN_CUDA_GRAPHS"); graphs != nullptr) {
+    const std::string_view value(graphs);
+    if (value != "0" && value != "1") fail("LUMEN_CUDA_GRAPHS must be 0 or 1, not '{}'", value);
+    s.options.step_graphs = value == "1";
+  }
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
   if (cublasCreate(&s.cublas) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised");
@@ -173,6 +183,8 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
   s.uploads = std::make_unique<cuda::HostUploads>(s.stream);
   s.stager = std::make_unique<cuda::WeightStager>(s.stream);
   s.step = std::make_unique<cuda::StepUploads>(s.stream);
+  s.step->set_decode_tables(s.options.step_graphs);
+  s.graphs = std::make_unique<cuda::StepGraphs>(s.stream);
   const std::vector<uint16_t> table = gelu_table();
   check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.gelu_table), table.size() * sizeof(uint16_t)),
              "cudaMalloc");
@@ -191,7 +203,13 @@ std::optional<DeviceMemory> CudaBackend::device_memory() const {
 }
 
 const CudaBackendOptions& CudaBackend::options() const { return state_->options; }
-void CudaBackend::set_options(const CudaBackendOptions& options) { state_->options = options; }
+void CudaBackend::set_options(const CudaBackendOptions& options) {
+  if (in_step()) fail("set_options: a step is open");
+  State& s = *state_;
+  s.options = options;
+  s.step->set_decode_tables(options.step_graphs);
+  s.graphs->clear();  // recorded with the old options' kernels
+}
 
 std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {
   return std::make_unique<DeviceBuffer>(bytes, state_->registry, state_->stream);
@@ -203,6 +221,8 @@ TensorView CudaBackend::do_upload_weights(tensor::DType type, std::array<int64_t
   const TensorView view{type, dims, static_cast<size_t>(*row), nullptr};
   const auto bytes = static_cast<size_t>(*row) * static_cast<size_t>(view.rows());
   void* device = nullptr;
+  cuda::refuse_in_capture("upload_weights");
+  cuda::advance_allocation_epoch();
   const cudaError_t status = cudaMalloc(&device, std::max<size_t>(bytes, 1));
   if (status != cudaSuccess) {
     cudaGetLastError();
@@ -218,6 +238,7 @@ TensorView CudaBackend::do_upload_weights(tensor::DType type, std::array<int64_t
 
 void CudaBackend::do_copy_from_host(const float* src, TensorView& dst) {
   State& s = *state_;
+  cuda::refuse_in_capture("copy_from_host");
   cuda::require_device(s, dst, "copy_from_host", "dst");
   const int64_t rows = dst.rows(), cols = dst.dims[0];
   if (rows == 0 || cols == 0) return;
@@ -230,6 +251,7 @@ void CudaBackend::do_copy_from_host(const float* src, TensorView& dst) {
 
 void CudaBackend::do_copy_to_host(const TensorView& src, float* dst) {
   State& s = *state_;
+  cuda::refuse_in_capture("copy_to_host");
   cuda::require_device(s, src, "copy_to_host", "src");
   const int64_t rows = src.rows(), cols = src.dims[0];
   if (rows == 0 || cols == 0) return;
@@ -399,12 +421,14 @@ void CudaBackend::do_rope(TensorView& x, std::span<const int32_t> positions, con
 }
 
 void CudaBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
+  cuda::refuse_in_capture("upload");
   check_cuda(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, state_->stream),
              "cudaMemcpyAsync");
   synchronize();
 }
 
 void CudaBackend::download(void* host_dst, const void* device_src, size_t bytes) {
+  cuda::refuse_in_capture("download");
   check_cuda(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, state_->stream),
              "cudaMemcpyAsync");
   synchronize();
@@ -429,6 +453,17 @@ void CudaBackend::do_end_step() {
   synchronize();
 }
 
+void CudaBackend::do_run_replayable(const std::function<void()>& ops) {
+  State& s = *state_;
+  const std::optional<cuda::StepShape> shape = s.options.step_graphs ? s.step->replay_shape() : std::nullopt;
+  if (!shape) return s.graphs->run_eager(ops);
+  // After a recording is given up: the host plan cache may name a plan whose upload was only
+  // recorded, never run.
+  s.graphs->run(*shape, ops, [&s] { s.plan_key.clear(); });
+}
+
+StepReplayStats CudaBackend::do_step_replay_stats() const { return state_->graphs->stats(); }
+
 void CudaBackend::do_abort_step() noexcept {
   state_->step->end();
   // Let the queued work finish before the caller reuses its arrays; a failed kernel's error was
@@ -437,6 +472,7 @@ void CudaBackend::do_abort_step() noexcept {
 }
 
 void CudaBackend::synchronize() {
+  cuda::refuse_in_capture("waiting for the device");
   check_cuda(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
 }
 

@@ -50,6 +50,11 @@ struct CudaBackendOptions {
   // on an H200, 2026-11-28; 16-32 launches fewer a step). LUMEN_CUDA_ADD_RMS_NORM=0 (or =1) sets
   // it for any binary.
   bool fused_add_rms_norm = true;
+  // Record decode steps as CUDA graphs and replay them (step_graphs.h): the host queues one
+  // launch a step instead of a few hundred. Its decode steps run the plan-free decode attention
+  // (decode_attention.h), bit for bit the planned one's work. Off until a GPU run has checked it
+  // (written without one, 2026-11-28). LUMEN_CUDA_GRAPHS=1 (or =0) sets it for any binary.
+  bool step_graphs = false;
 };
 
 class CudaBackend final : public Backend {
@@ -134,6 +139,9 @@ class CudaBackend final : public Backend {
   TensorView do_step_logits() override;
   void do_end_step() override;
   void do_abort_step() noexcept override;
+  // With step_graphs on, a decode step runs from its shape's CUDA graph (step_graphs.h).
+  void do_run_replayable(const std::function<void()>& ops) override;
+  StepReplayStats do_step_replay_stats() const override;
 
  private:
   std::unique_ptr<State> state_;

@@ -13,6 +13,7 @@
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_memory.h"
+#include "backend/cuda/step_graphs.h"
 #include "backend/cuda/step_uploads.h"
 
 namespace lumen::backend {
@@ -26,6 +27,7 @@ struct CudaBackend::State {
   std::unique_ptr<cuda::HostUploads> uploads;
   std::unique_ptr<cuda::WeightStager> stager;
   std::unique_ptr<cuda::StepUploads> step;  // the open step's metadata on the device
+  std::unique_ptr<cuda::StepGraphs> graphs;  // decode steps recorded as CUDA graphs
   // moe_ffn and shift_keys composed from this backend's own ops; their scratch is device memory,
   // freed first.
   std::unique_ptr<common::ComposedMoeFfn> moe = std::make_unique<common::ComposedMoeFfn>();

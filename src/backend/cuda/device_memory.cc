@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cuda/graph_capture.h"
 #include "util/error.h"
 
 namespace lumen::backend::cuda {
@@ -14,11 +15,16 @@ void check_cuda(cudaError_t status, const char* what) {
 }
 
 DeviceScratch::~DeviceScratch() {
-  if (data_ != nullptr) cudaFree(data_);
+  if (data_ != nullptr) {
+    cudaFree(data_);
+    advance_allocation_epoch();
+  }
 }
 
 void* DeviceScratch::ensure(size_t bytes, cudaStream_t stream) {
   if (bytes <= capacity_ && data_ != nullptr) return data_;
+  refuse_in_capture("growing device scratch");
+  advance_allocation_epoch();
   if (data_ != nullptr) {
     LUMEN_CUDA_CHECK(cudaStreamSynchronize(stream));
     LUMEN_CUDA_CHECK(cudaFree(data_));
@@ -38,6 +44,7 @@ PinnedBuffer::~PinnedBuffer() {
 
 void* PinnedBuffer::ensure(size_t bytes) {
   if (bytes <= capacity_ && data_ != nullptr) return data_;
+  refuse_in_capture("growing pinned memory");
   if (data_ != nullptr) LUMEN_CUDA_CHECK(cudaFreeHost(data_));
   data_ = nullptr;
   capacity_ = 0;
@@ -57,6 +64,8 @@ HostUploads::~HostUploads() {
 }
 
 const void* HostUploads::upload(Slot slot, const void* data, size_t bytes) {
+  // Even an unchanged array: a replay would read whatever the slot holds by then.
+  refuse_in_capture("a per-op upload of host arrays");
   Entry& e = entries_[static_cast<size_t>(slot)];
   if (bytes == 0) return nullptr;
   if (e.valid && e.last.size() == bytes && std::memcmp(e.last.data(), data, bytes) == 0) {

@@ -1,14 +1,23 @@
 #include "backend/cuda/step_uploads.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/common/kv_checks.h"
+#include "backend/cuda/decode_attention.h"
 
 namespace lumen::backend::cuda {
 
 namespace {
 
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+// One query row per sequence in every layer group, with plain causal masks.
+bool is_decode(const StepMetadata& step) {
+  if (step.sequences.empty()) return false;
+  return std::all_of(step.sequences.begin(), step.sequences.end(),
+                     [](const SequenceSlice& seq) { return seq.n_tokens == 1 && !has_row_masks(seq); });
+}
 
 }  // namespace
 
@@ -23,6 +32,7 @@ void StepUploads::begin(const StepMetadata& step) {
   step_ = step;
   arrays_.clear();
   group_offsets_.clear();
+  decode_offsets_.clear();
   size_t bytes = 0;
   for (std::span<const int32_t> a : {step.tokens, step.positions, step.logit_rows}) {
     arrays_.push_back({a.data(), a.size(), bytes});
@@ -50,6 +60,8 @@ void StepUploads::begin(const StepMetadata& step) {
       }
     }
   }
+  decode_ = decode_tables_ && groups > 0 && is_decode(step);
+  if (decode_) bytes = pack_decode_tables(bytes);
   if (copied_ == nullptr) {
     LUMEN_CUDA_CHECK(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
   } else {
@@ -79,19 +91,76 @@ const int32_t* StepUploads::device_indices(std::span<const int32_t> values) cons
   return nullptr;
 }
 
-const int64_t* StepUploads::slot_mapping(std::span<const SequenceSlice> seqs, int64_t block_size,
-                                         int64_t n_rows) const {
-  if (!open_ || group_offsets_.empty() || block_size != step_.block_size || seqs.empty() ||
-      static_cast<size_t>(n_rows) != step_.tokens.size()) {
-    return nullptr;
+size_t StepUploads::pack_decode_tables(size_t bytes) {
+  int64_t max_position = 0;
+  for (const SequenceSlice& seq : step_.sequences) max_position = std::max(max_position, seq.start_pos);
+  max_splits_ = decode_split_bound(max_position);
+  // Enough entries for every key under the split bound, so the stride is the shape's alone.
+  table_stride_ = (static_cast<int64_t>(max_splits_) * kSplitKeys + step_.block_size - 1) / step_.block_size;
+  const size_t per_group = step_.sequences.size() / group_offsets_.size();
+  const size_t seqs_bytes = align16(per_group * sizeof(AttentionSeq));
+  const size_t table_bytes = align16(per_group * static_cast<size_t>(table_stride_) * sizeof(int32_t));
+  for (size_t g = 0; g < group_offsets_.size(); ++g) {
+    decode_offsets_.push_back(bytes);
+    packed_.resize(bytes + seqs_bytes + table_bytes, 0);
+    for (size_t i = 0; i < per_group; ++i) {
+      const SequenceSlice& seq = step_.sequences[g * per_group + i];
+      const AttentionSeq record{seq.first_token, seq.start_pos, static_cast<int64_t>(i) * table_stride_};
+      std::memcpy(packed_.data() + bytes + i * sizeof(AttentionSeq), &record, sizeof(record));
+      const size_t entries = std::min(seq.block_table.size(), static_cast<size_t>(table_stride_));
+      if (entries != 0) {
+        std::memcpy(packed_.data() + bytes + seqs_bytes + i * static_cast<size_t>(table_stride_) * sizeof(int32_t),
+                    seq.block_table.data(), entries * sizeof(int32_t));
+      }
+    }
+    bytes += seqs_bytes + table_bytes;
   }
+  return bytes;
+}
+
+int64_t StepUploads::group_of(std::span<const SequenceSlice> seqs) const {
+  if (!open_ || group_offsets_.empty() || seqs.empty()) return -1;
   const size_t per_group = step_.sequences.size() / group_offsets_.size();
   const SequenceSlice* first = step_.sequences.data();
-  if (seqs.size() != per_group || seqs.data() < first || seqs.data() >= first + step_.sequences.size()) return nullptr;
+  if (seqs.size() != per_group || seqs.data() < first || seqs.data() >= first + step_.sequences.size()) return -1;
   const auto index = static_cast<size_t>(seqs.data() - first);
-  if (index % per_group != 0) return nullptr;
+  if (index % per_group != 0) return -1;
+  return static_cast<int64_t>(index / per_group);
+}
+
+const int64_t* StepUploads::slot_mapping(std::span<const SequenceSlice> seqs, int64_t block_size,
+                                         int64_t n_rows) const {
+  if (block_size != step_.block_size || static_cast<size_t>(n_rows) != step_.tokens.size()) return nullptr;
+  const int64_t group = group_of(seqs);
+  if (group < 0) return nullptr;
   return reinterpret_cast<const int64_t*>(static_cast<const uint8_t*>(device_.data()) +
-                                          group_offsets_[index / per_group]);
+                                          group_offsets_[static_cast<size_t>(group)]);
+}
+
+std::optional<DecodeTables> StepUploads::decode_tables(std::span<const SequenceSlice> seqs, int64_t block_size) const {
+  if (!decode_ || block_size != step_.block_size) return std::nullopt;
+  const int64_t group = group_of(seqs);
+  if (group < 0) return std::nullopt;
+  const auto* base = static_cast<const uint8_t*>(device_.data()) + decode_offsets_[static_cast<size_t>(group)];
+  DecodeTables tables;
+  tables.seqs = reinterpret_cast<const AttentionSeq*>(base);
+  tables.tables = reinterpret_cast<const int32_t*>(base + align16(seqs.size() * sizeof(AttentionSeq)));
+  tables.n_seqs = static_cast<int32_t>(seqs.size());
+  tables.max_splits = max_splits_;
+  return tables;
+}
+
+std::optional<StepShape> StepUploads::replay_shape() const {
+  if (!open_ || !decode_) return std::nullopt;
+  StepShape shape;
+  shape.tokens = static_cast<int64_t>(step_.tokens.size());
+  shape.logit_rows = static_cast<int64_t>(step_.logit_rows.size());
+  shape.logit_width = step_.logits != nullptr ? step_.logit_width : 0;
+  shape.groups = static_cast<int64_t>(group_offsets_.size());
+  shape.seqs_per_group = static_cast<int64_t>(step_.sequences.size() / group_offsets_.size());
+  shape.block_size = step_.block_size;
+  shape.max_splits = max_splits_;
+  return shape;
 }
 
 }  // namespace lumen::backend::cuda

@@ -150,10 +150,13 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 3; ++i) token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
     // The timed loop, without the observer (it costs a clock read per op), then the same number
     // of steps with it, for the breakdown.
+    const uint64_t replayed_before = backend.step_replay_stats().replayed;
     const auto decode_start = Clock::now();
     for (int i = 0; i < decode_tokens; ++i)
       token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
     const double decode_s = seconds_since(decode_start);
+    // Of the timed steps, how many were replayed from a CUDA graph (LUMEN_CUDA_GRAPHS=1).
+    const uint64_t replayed = backend.step_replay_stats().replayed - replayed_before;
     HostTimes host;
     backend.add_observer(&host);
     const auto observed_start = Clock::now();
@@ -173,17 +176,18 @@ int main(int argc, char** argv) {
                                    mean_position * static_cast<double>(kv_bytes_per_position);
     fmt::print(
         "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
-        "\"exact_attention\": {}, "
+        "\"exact_attention\": {}, \"step_graphs\": {}, \"replayed_steps\": {}, \"refused_recordings\": {}, "
         "\"load_s\": {:.3f}, "
         "\"prompt_tokens\": {}, \"prefill_s\": {:.4f}, \"prefill_tokens_per_s\": {:.1f}, "
         "\"decode_tokens\": {}, \"decode_ms_per_token\": {:.4f}, \"decode_tokens_per_s\": {:.2f}, "
         "\"bytes_per_token\": {:.0f}, \"effective_gb_per_s\": {:.1f}, \"observed_ms_per_token\": {:.4f}, "
         "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}}}\n",
         prop.name, path, options.max_gemv_tokens, gemv_name(backend.options().gemv),
-        backend.options().fused_add_rms_norm, backend.options().exact_f16_attention, load_s, prompt_tokens, prefill_s,
-        prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token,
-        bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
-        host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3, host.json());
+        backend.options().fused_add_rms_norm, backend.options().exact_f16_attention, backend.options().step_graphs,
+        replayed, backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s,
+        decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
+        observed_s / decode_tokens * 1e3, host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3,
+        host.json());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
