@@ -66,7 +66,7 @@
 #          shapes, beside a device-to-device copy's bandwidth measured in the same run;
 #   streams  decode throughput at 1, 16 and 64 requests at once (lumen bench throughput --device
 #          cuda on llama-1b Q4_0, 256 in / 128 out), one JSON line each, without and with CUDA
-#          graphs;
+#          graphs, and with batches of up to 64 tokens on the GEMV kernels;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
 #   split  a model split between the CPU and the GPU (--n-gpu-layers) at several N against all-CPU
@@ -571,7 +571,9 @@ run_models() {
 # more than one): `lumen bench throughput --device cuda` on the first bench model (llama-1b Q4_0 by
 # default), 256-token prompts and 128-token answers, 1, 16 and 64 requests at once (all admitted
 # together: --max-num-seqs 64), one JSON line each; then again with decode steps replayed from
-# CUDA graphs (LUMEN_CUDA_GRAPHS=1, "step_graphs": true).
+# CUDA graphs (LUMEN_CUDA_GRAPHS=1, "step_graphs": true), and both again with batches of up to 64
+# tokens on the GEMV kernels (LUMEN_CUDA_MAX_GEMV_TOKENS=64, "max_gemv_tokens": 64) instead of
+# dequantize + cuBLAS.
 run_streams() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file n
   spec=${GPU_CHECK_STREAMS_MODEL:-llama-1b:Q4_0}
@@ -579,16 +581,21 @@ run_streams() {
   file="$WORK/$preset-$type.gguf"
   [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
     { log "synth $spec failed"; return 1; }
-  local graphs
-  for graphs in 0 1; do
-    for n in 1 16 64; do
-      LUMEN_CUDA_GRAPHS=$graphs "$BIN/lumen" bench throughput -m "$file" --device cuda --num-prompts $n \
-        --input-len 256 --output-len 128 --max-num-seqs 64 --json 2> "$WORK/streams-$n-graphs$graphs.log" |
-        python3 -c 'import json, sys
+  local graphs gemv
+  for gemv in 8 64; do
+    for graphs in 0 1; do
+      for n in 1 16 64; do
+        [ "$gemv" = 64 ] && [ "$n" = 1 ] && continue  # batch 1 runs the GEMV either way
+        LUMEN_CUDA_GRAPHS=$graphs LUMEN_CUDA_MAX_GEMV_TOKENS=$gemv "$BIN/lumen" bench throughput -m "$file" \
+          --device cuda --num-prompts $n --input-len 256 --output-len 128 --max-num-seqs 64 --json \
+          2> "$WORK/streams-$n-graphs$graphs-gemv$gemv.log" |
+          python3 -c 'import json, sys
 d = json.load(sys.stdin)
 d["check_streams"] = int(sys.argv[1])
 d["step_graphs"] = sys.argv[2] == "1"
-print(json.dumps(d))' "$n" "$graphs" | tee -a "$RESULTS"
+d["max_gemv_tokens"] = int(sys.argv[3])
+print(json.dumps(d))' "$n" "$graphs" "$gemv" | tee -a "$RESULTS"
+      done
     done
   done
 }

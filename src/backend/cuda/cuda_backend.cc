@@ -1,5 +1,6 @@
 // CudaBackend: device selection, memory, weights, and the row-wise ops. matmul lives in
 // cuda_matmul.cc; the K/V cache and attention in cuda_attention.cc.
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -170,6 +171,15 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
     const std::string_view value(fused);
     if (value != "0" && value != "1") fail("LUMEN_CUDA_ADD_RMS_NORM must be 0 or 1, not '{}'", value);
     s.options.fused_add_rms_norm = value == "1";
+  }
+  if (const char* tokens = std::getenv("LUMEN_CUDA_MAX_GEMV_TOKENS"); tokens != nullptr) {
+    const std::string_view value(tokens);
+    int64_t n = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (error != std::errc{} || end != value.data() + value.size() || n < 1 || n > (int64_t{1} << 20)) {
+      fail("LUMEN_CUDA_MAX_GEMV_TOKENS must be a number of tokens from 1 to 1048576, not '{}'", value);
+    }
+    s.options.max_gemv_tokens = n;
   }
   if (const char* graphs = std::getenv("LUMEN_CUDA_GRAPHS"); graphs != nullptr) {
     const std::string_view value(graphs);

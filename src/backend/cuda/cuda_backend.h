@@ -33,7 +33,10 @@ struct CudaBackendOptions {
   // matmuls over at most this many tokens run the quantized GEMV kernels (8 tokens per pass
   // over the weights); more tokens go through dequantize-to-f16 + cuBLAS. A large value keeps
   // every matmul on the GEMV kernels, whose result for a token does not depend on the rest of
-  // the batch (what the serving core's bit-exactness tests assume).
+  // the batch (what the serving core's bit-exactness tests assume). Decode of 9-64 streams
+  // dequantizes every weight to f16 each step on the cuBLAS path; LUMEN_CUDA_MAX_GEMV_TOKENS=N
+  // sets it for any binary, to measure GEMV passes (weights re-read per 8 tokens, from L2 where
+  // a matrix fits) against that.
   int64_t max_gemv_tokens = 8;
   // f16 V cache: reproduce llama.cpp's default attention (whole-row softmax, probabilities
   // rounded to f16; two passes over K). false: one online-softmax pass in f32 (faster, differs
