@@ -31,8 +31,13 @@ timed() {  # timed STAGE COMMAND...: runs it, notes its wall time, returns its s
 }
 timed setup scripts/setup.sh || exit 1
 # ccache keys on paths relative to the repository, so the Python package's build (build/python)
-# reuses the Release build's objects (build/release): the same compile commands.
+# reuses the Release build's objects (build/release): the same compile commands. And not on the
+# directory a compile runs in: by default ccache hashes it into every compile with -g (the
+# Debug preset's -gline-tables-only), so each fresh clone (CI's, at a new path each time) missed
+# every Debug object: 1600+ s of CI's 4300 s on 2026-11-28 were that build. (Objects then name
+# the first clone's directory in their debug info; file names stay relative to the repository.)
 export CCACHE_BASEDIR="$PWD"
+export CCACHE_NOHASHDIR=1
 PY="${LUMEN_HOME:-$HOME/.cache/lumen}/venv/bin/python"
 JOBS="${LUMEN_JOBS:-2}"
 

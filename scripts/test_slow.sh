@@ -6,6 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${LUMEN_HOME:-$HOME/.cache/lumen}/venv/bin/python"
 export CCACHE_BASEDIR="$PWD"
+export CCACHE_NOHASHDIR=1  # as scripts/test.sh: Debug objects hit from any clone
 if [ ! -f build/release/CMakeCache.txt ]; then
   cmake --preset release -DLUMEN_PYTHON="$PY" -DLUMEN_TESTS=ON -DLUMEN_MPI=ON >/dev/null || exit 1
 fi
