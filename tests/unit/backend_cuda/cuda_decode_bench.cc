@@ -11,7 +11,9 @@
 // Where a decode step's time goes, without a profiler: an observer times each op's host side
 // (argument checks, kernel launches), and the time from begin_step to end_step is the step's
 // enqueue time. Enqueue time close to the step time means the host is the bottleneck (launch
-// overhead: what CUDA graphs remove); much less means the kernels are. With
+// overhead: what CUDA graphs remove); much less means the kernels are. The prompt is prefilled
+// once more with the device waited for around every op ("prefill_op_us": calls and microseconds
+// per kind of op), to show what a prefill's time is spent on. With
 // LUMEN_BENCH_PROFILE_STEP=1 one more decode step runs between cudaProfilerStart and
 // cudaProfilerStop, for `ncu --profile-from-start off` (per-kernel device time).
 #include <cuda_profiler_api.h>
@@ -23,6 +25,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,17 +57,22 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 // Host time inside each kind of op, and each step's enqueue (begin_step to end_step) and wait
-// (end_step: the logits' copy back and the one synchronization).
+// (end_step: the logits' copy back and the one synchronization). With `sync` set (the device's
+// synchronize), the device is waited for before and after each op: each op's time is then its
+// kernels' too (plus a wait's few microseconds), which is how the prefill breakdown is taken.
 class HostTimes : public lumen::backend::OpObserver {
  public:
   static constexpr size_t kKinds = lumen::backend::kOpKindCount;
+  explicit HostTimes(std::function<void()> wait = {}) : sync(std::move(wait)) {}
   void before_op(const lumen::backend::OpCall& call) override {
+    if (sync) sync();
     const auto now = Clock::now();
     if (call.kind == lumen::backend::OpKind::BeginStep) step_start_ = now;
     if (call.kind == lumen::backend::OpKind::EndStep) enqueue_s += seconds_between(step_start_, now);
     op_start_ = now;
   }
   void after_op(const lumen::backend::OpCall& call) override {
+    if (sync) sync();
     const auto k = static_cast<size_t>(call.kind);
     seconds[k] += seconds_between(op_start_, Clock::now());
     calls[k] += 1;
@@ -86,6 +94,7 @@ class HostTimes : public lumen::backend::OpObserver {
   std::array<int64_t, kKinds> calls{};
   int64_t steps = 0;
   double enqueue_s = 0.0;
+  std::function<void()> sync;
 
  private:
   static double seconds_between(Clock::time_point a, Clock::time_point b) {
@@ -145,6 +154,14 @@ int main(int argc, char** argv) {
     const auto prefill_start = Clock::now();
     std::span<const float> logits = generator.feed(prompt);
     const double prefill_s = seconds_since(prefill_start);
+    // The same prefill again, each op waited for: where a prefill's time goes, per kind of op.
+    std::vector<float> prompt_logits(logits.begin(), logits.end());
+    generator.reset();
+    HostTimes prefill_ops([&backend] { backend.synchronize(); });
+    backend.add_observer(&prefill_ops);
+    generator.feed(prompt);
+    backend.remove_observer(&prefill_ops);
+    logits = prompt_logits;
 
     int32_t token = argmax(logits);
     for (int i = 0; i < 3; ++i) token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
@@ -181,13 +198,13 @@ int main(int argc, char** argv) {
         "\"prompt_tokens\": {}, \"prefill_s\": {:.4f}, \"prefill_tokens_per_s\": {:.1f}, "
         "\"decode_tokens\": {}, \"decode_ms_per_token\": {:.4f}, \"decode_tokens_per_s\": {:.2f}, "
         "\"bytes_per_token\": {:.0f}, \"effective_gb_per_s\": {:.1f}, \"observed_ms_per_token\": {:.4f}, "
-        "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}}}\n",
+        "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}, \"prefill_op_us\": {}}}\n",
         prop.name, path, options.max_gemv_tokens, gemv_name(backend.options().gemv),
         backend.options().fused_add_rms_norm, backend.options().exact_f16_attention, backend.options().step_graphs,
         replayed, backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s,
         decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
         observed_s / decode_tokens * 1e3, host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3,
-        host.json());
+        host.json(), prefill_ops.json());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
