@@ -404,10 +404,10 @@ run_engine() {
 # CUDA backend declares, FP8 rotated as by default; the two must agree within 1%.
 run_kv_types() {
   local model=$1 dtype cpu_ppl cuda_ppl
-  for dtype in f16 bf16 fp8_e4m3; do
+  for dtype in f16 bf16 fp8_e4m3 q8_0 q4_0; do
     cpu_ppl=$("$BIN/lumen" perplexity -m "$model" -f tests/golden/perplexity/gpl-3.0.txt -c 512 --chunks 4 \
       --kv-cache-dtype $dtype --json 2>> "$WORK/kv_types.log" | python3 -c 'import json, sys; print(json.load(sys.stdin)["ppl"])')
-    cuda_ppl=$("$BIN/lumen" perplexity -m "$model" -f tests/golden/perplexity/gpl-3.0.txt -c 512 --chunks 4 \
+    cuda_ppl=$(LUMEN_CUDA_QUANTIZED_KV=1 "$BIN/lumen" perplexity -m "$model" -f tests/golden/perplexity/gpl-3.0.txt -c 512 --chunks 4 \
       --kv-cache-dtype $dtype --device cuda --json 2>> "$WORK/kv_types.log" |
       python3 -c 'import json, sys; print(json.load(sys.stdin)["ppl"])')
     python3 -c 'import json, sys
@@ -440,6 +440,14 @@ run_tests() {
   gtest_summary backend_conformance_cuda_planted_failures "$WORK/backend_conformance_cuda_planted.log" $((SECONDS - start))
   echo "{\"check\": \"planted_cuda_row_failure_fails_the_run\", \"exit_code\": $rc, \"passed\": $([ $rc -eq 1 ] && echo 1 || echo 0), \"failed\": $([ $rc -eq 1 ] && echo 0 || echo 1)}" |
     tee -a "$RESULTS"
+  # The q8_0 and q4_0 KV cache rows, which the backend declares only with LUMEN_CUDA_QUANTIZED_KV=1
+  # (written without a GPU; their stores differed from the CPU's on 2026-11-28, before the
+  # zero-fill race was fixed).
+  start=$SECONDS
+  LUMEN_CUDA_QUANTIZED_KV=1 "$BIN/unit_backend_conformance" --gtest_brief=1 \
+    --gtest_filter='*/cuda_store_kv_Q8_0*:*/cuda_store_kv_Q4_0*:*/cuda_attention_Q8_0*:*/cuda_attention_Q4_0*' 2>&1 |
+    tee "$WORK/backend_conformance_cuda_quantized_kv.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary backend_conformance_cuda_quantized_kv "$WORK/backend_conformance_cuda_quantized_kv.log" $((SECONDS - start))
   # The matmul rows again on the streaming GEMV kernels for every type (the default streams
   # float weights only).
   start=$SECONDS

@@ -61,6 +61,13 @@ __device__ __forceinline__ void accumulate_values(float prob, const float* v_til
   }
 }
 
+// Row `row` of the sequence's slice: its position in the sequence (a token tree's node: its
+// depth past the last token, SequenceSlice::positions), else its cache position.
+__device__ __forceinline__ int64_t row_position(const AttentionParams& p, const AttentionSeq& seq, int64_t row) {
+  return seq.positions_offset >= 0 ? static_cast<int64_t>(p.positions[seq.positions_offset + row])
+                                   : seq.start_pos + row;
+}
+
 // This block's task and item: from the explicit plan, or derived (decode_attention.h) from block
 // (item, split offset), the item's sequence position read from device memory. False for a
 // decode block past its item's last split (the whole block returns).
@@ -117,13 +124,17 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
   float m[kVectorsPerWarp], l[kVectorsPerWarp], M[kVectorsPerWarp], inv[kVectorsPerWarp];
   double ld[kVectorsPerWarp];
   bool seen[kVectorsPerWarp];
-  int64_t pos[kVectorsPerWarp], lo[kVectorsPerWarp];
+  // Per vector: its row's cache position (causality), its row's position in the sequence (a
+  // tree node's is earlier; the window counts from it) and the first key the window shows.
+  int64_t pos[kVectorsPerWarp], row_pos[kVectorsPerWarp], lo[kVectorsPerWarp];
   float acc[kVectorsPerWarp][DPL];
 #pragma unroll
   for (int s = 0; s < kVectorsPerWarp; ++s) {
     const int v = warp + kWarps * s;
-    pos[s] = seq.start_pos + item.q_begin + (v < n_vec ? v / item.n_heads : 0);
-    lo[s] = p.window > 0 ? max(int64_t{0}, pos[s] - p.window + 1) : 0;
+    const int64_t row = item.q_begin + (v < n_vec ? v / item.n_heads : 0);
+    pos[s] = seq.start_pos + row;
+    row_pos[s] = row_position(p, seq, row);
+    lo[s] = p.window > 0 ? max(int64_t{0}, row_pos[s] - p.window + 1) : 0;
     m[s] = -INFINITY;
     l[s] = 0.0f;
     ld[s] = 0.0;
@@ -141,9 +152,14 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
 
   // The keys this task reads: its split, from the lowest key any of its queries sees to the
   // position of its last query.
-  const int64_t first_pos = seq.start_pos + item.q_begin;
-  const int64_t item_lo = p.window > 0 ? max(int64_t{0}, first_pos - p.window + 1) : 0;
-  const int64_t item_hi = first_pos + item.n_q - 1;
+  const int64_t item_hi = seq.start_pos + item.q_begin + item.n_q - 1;
+  int64_t item_lo = 0;
+  if (p.window > 0) {
+    item_lo = item_hi;
+    for (int r = 0; r < item.n_q; ++r) {
+      item_lo = min(item_lo, max(int64_t{0}, row_position(p, seq, item.q_begin + r) - p.window + 1));
+    }
+  }
   const int64_t range_lo = max(item_lo, split_lo), range_hi = min(item_hi, split_hi);
   const int64_t head_offset = static_cast<int64_t>(item.kv_head) * dim;
   __syncthreads();
@@ -190,7 +206,15 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
       const int64_t vis_hi = min(pos[s], min(split_hi, t0 + kTileKeys - 1));
       if (vis_lo > vis_hi) continue;  // warp-uniform: none
       const int64_t key = t0 + lane;
-      const bool visible = key >= vis_lo && key <= vis_hi;
+      bool visible = key >= vis_lo && key <= vis_hi;
+      if (seq.mask_offset >= 0) {  // a token tree: off the row's branch, or out of its window
+        if (visible && key >= seq.start_pos) {
+          const int64_t row = item.q_begin + v / item.n_heads, k = key - seq.start_pos;
+          visible = p.masks[seq.mask_offset + row * seq.n_tokens + k] != 0 &&
+                    !(p.window > 0 && row_pos[s] - row_position(p, seq, k) >= p.window);
+        }
+        if (!__any_sync(0xffffffffu, visible)) continue;  // warp-uniform: the tree hides them all
+      }
       float score = -INFINITY;
       if (visible) {
         const float* qv = q_vecs + v * dim;

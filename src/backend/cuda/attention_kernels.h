@@ -64,6 +64,9 @@ struct AttentionParams {
   const int32_t* block_tables = nullptr;
   const AttentionItem* items = nullptr;
   const AttentionTask* tasks = nullptr;
+  // token trees' flags and row positions (AttentionSeq::mask_offset, positions_offset)
+  const uint8_t* masks = nullptr;
+  const int32_t* positions = nullptr;
   // partial results (per slot) and, for the exact modes, per vector (M, inverse sum)
   PartialStats* partial_stats = nullptr;
   float* partial_acc = nullptr;  // head_dim floats per slot

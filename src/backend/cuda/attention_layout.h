@@ -17,9 +17,14 @@ inline constexpr int kItemVectors = 8;  // query vectors per item (4 warps x 2)
 inline constexpr int kMaxHeadDim = 256;
 
 struct AttentionSeq {
-  int64_t first_token;   // batch row of the sequence's first query
-  int64_t start_pos;     // position of that query
-  int64_t table_offset;  // where its block table starts in the concatenated tables
+  int64_t first_token = 0;   // batch row of the sequence's first query
+  int64_t start_pos = 0;     // position of that query
+  int64_t table_offset = 0;  // where its block table starts in the concatenated tables
+  // A token tree (SequenceSlice::visible, positions): where its n_tokens x n_tokens flags start in
+  // the plan's masks and its rows' positions in the plan's positions; -1 for a causal slice.
+  int64_t mask_offset = -1;
+  int64_t positions_offset = -1;
+  int64_t n_tokens = 0;
 };
 
 struct AttentionItem {

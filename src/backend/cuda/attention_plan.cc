@@ -29,18 +29,38 @@ AttentionPlan plan_attention(std::span<const SequenceSlice> seqs, const Attentio
     const auto seq_index = static_cast<int32_t>(plan.seqs.size());
     const int64_t end_pos = seq.start_pos + seq.n_tokens;
     const int64_t blocks = (end_pos + block_size - 1) / block_size;
-    plan.seqs.push_back(
-        {seq.first_token, seq.start_pos, static_cast<int64_t>(plan.block_tables.size())});
+    AttentionSeq record;
+    record.first_token = seq.first_token;
+    record.start_pos = seq.start_pos;
+    record.table_offset = static_cast<int64_t>(plan.block_tables.size());
+    record.n_tokens = seq.n_tokens;
+    if (!seq.visible.empty()) {
+      record.mask_offset = static_cast<int64_t>(plan.masks.size());
+      plan.masks.insert(plan.masks.end(), seq.visible.begin(), seq.visible.end());
+    }
+    if (!seq.positions.empty()) {
+      record.positions_offset = static_cast<int64_t>(plan.positions.size());
+      plan.positions.insert(plan.positions.end(), seq.positions.begin(), seq.positions.end());
+    }
+    plan.seqs.push_back(record);
     plan.block_tables.insert(plan.block_tables.end(), seq.block_table.begin(),
                              seq.block_table.begin() + blocks);
+    // A row's window counts back from its own position: a tree node's is earlier than its slot.
+    const auto row_position = [&seq](int64_t row) {
+      return seq.positions.empty() ? seq.start_pos + row
+                                   : static_cast<int64_t>(seq.positions[static_cast<size_t>(row)]);
+    };
 
     for (int64_t q_begin = 0; q_begin < seq.n_tokens; q_begin += rows_per_item) {
       const int64_t n_q = std::min(rows_per_item, seq.n_tokens - q_begin);
-      const int64_t first_pos = seq.start_pos + q_begin;
-      const int64_t last_pos = first_pos + n_q - 1;
-      const int64_t lowest = config.sliding_window > 0
-                                 ? std::max<int64_t>(0, first_pos - config.sliding_window + 1)
-                                 : 0;
+      const int64_t last_pos = seq.start_pos + q_begin + n_q - 1;
+      int64_t lowest = 0;
+      if (config.sliding_window > 0) {
+        lowest = last_pos;
+        for (int64_t r = q_begin; r < q_begin + n_q; ++r) {
+          lowest = std::min(lowest, std::max<int64_t>(0, row_position(r) - config.sliding_window + 1));
+        }
+      }
       const int64_t first_split = lowest / kSplitKeys;
       const int64_t n_splits = last_pos / kSplitKeys - first_split + 1;
       for (int64_t kv = 0; kv < config.n_kv_heads; ++kv) {

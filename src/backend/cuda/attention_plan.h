@@ -14,6 +14,8 @@ namespace lumen::backend::cuda {
 struct AttentionPlan {
   std::vector<AttentionSeq> seqs;
   std::vector<int32_t> block_tables;  // each sequence's blocks, concatenated
+  std::vector<uint8_t> masks;         // token trees' flags, concatenated (AttentionSeq::mask_offset)
+  std::vector<int32_t> positions;     // token trees' row positions, concatenated
   std::vector<AttentionItem> items;   // in range order; partial_base relative to the range
   std::vector<AttentionTask> tasks;   // in item order
   struct Range {

@@ -49,6 +49,11 @@ std::vector<int64_t> plan_key(std::span<const SequenceSlice> seqs, const Attenti
     const int64_t blocks = (seq.start_pos + seq.n_tokens + block_size - 1) / block_size;
     key.insert(key.end(), {seq.first_token, seq.n_tokens, seq.start_pos, blocks});
     key.insert(key.end(), seq.block_table.begin(), seq.block_table.begin() + blocks);
+    // A token tree's flags and positions, each behind its length (0 for a causal slice).
+    key.push_back(static_cast<int64_t>(seq.visible.size()));
+    key.insert(key.end(), seq.visible.begin(), seq.visible.end());
+    key.push_back(static_cast<int64_t>(seq.positions.size()));
+    key.insert(key.end(), seq.positions.begin(), seq.positions.end());
   }
   return key;
 }
@@ -104,6 +109,20 @@ void CudaBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
                                      block_start(*t, cache.block_size, src), bytes,
                                      cudaMemcpyDeviceToDevice, s.stream),
                      "cudaMemcpyAsync");
+  }
+}
+
+void CudaBackend::do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) {
+  State& s = *state_;
+  if (src == dst) return;
+  for (TensorView* t : {&cache.k, &cache.v}) {
+    if (t == &cache.v && values_in_keys(cache)) break;  // copied with the keys
+    cuda::require_device(s, *t, "copy_kv_row", "cache");
+    auto* base = static_cast<uint8_t*>(t->data);
+    cuda::check_cuda(
+        cudaMemcpyAsync(base + static_cast<size_t>(dst) * t->row_bytes, base + static_cast<size_t>(src) * t->row_bytes,
+                        t->row_bytes, cudaMemcpyDeviceToDevice, s.stream),
+        "cudaMemcpyAsync");
   }
 }
 
@@ -223,12 +242,16 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
     const size_t tables_at = append(blob, s.plan.block_tables);
     const size_t items_at = append(blob, s.plan.items);
     const size_t tasks_at = append(blob, s.plan.tasks);
+    const size_t masks_at = append(blob, s.plan.masks);
+    const size_t positions_at = append(blob, s.plan.positions);
     const auto* base = static_cast<const uint8_t*>(
         s.uploads->upload(cuda::HostUploads::kAttentionPlan, blob.data(), blob.size()));
     s.plan_device.seqs = reinterpret_cast<const cuda::AttentionSeq*>(base + seqs_at);
     s.plan_device.block_tables = reinterpret_cast<const int32_t*>(base + tables_at);
     s.plan_device.items = reinterpret_cast<const cuda::AttentionItem*>(base + items_at);
     s.plan_device.tasks = reinterpret_cast<const cuda::AttentionTask*>(base + tasks_at);
+    s.plan_device.masks = base + masks_at;
+    s.plan_device.positions = reinterpret_cast<const int32_t*>(base + positions_at);
     s.plan_key = std::move(key);
   }
   const cuda::AttentionPlan& plan = s.plan;
@@ -240,6 +263,8 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
       s.attention_partials.ensure(stats_bytes + slots * static_cast<size_t>(dim) * sizeof(float), s.stream));
   p.seqs = s.plan_device.seqs;
   p.block_tables = s.plan_device.block_tables;
+  p.masks = s.plan_device.masks;
+  p.positions = s.plan_device.positions;
   p.partial_stats = reinterpret_cast<cuda::PartialStats*>(partials);
   p.partial_acc = reinterpret_cast<float*>(partials + stats_bytes);
   if (exact) {

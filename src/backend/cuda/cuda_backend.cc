@@ -1,6 +1,5 @@
 // CudaBackend: device selection, memory, weights, and the row-wise ops. matmul lives in
 // cuda_matmul.cc; the K/V cache and attention in cuda_attention.cc.
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -87,6 +86,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions option
 }
 
 bool CudaBackend::do_supports(BackendFeature feature) const {
+  if (feature == BackendFeature::TreeAttention) return state_->options.tree_attention;
   return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys ||
          feature == BackendFeature::RotatedKv;
 }
@@ -104,9 +104,11 @@ bool CudaBackend::do_supports_weight_type(tensor::DType type) const {
 // bytes after it right). The likely cause, found after the run: DeviceBuffer's zero fill raced
 // the first stores (see it above; their one thread per 34-byte block writes byte by byte, the
 // widest window); fixed, but not yet run on a GPU, so the two types stay undeclared until
-// CudaKvCodec and the conformance rows pass there.
+// CudaKvCodec and the conformance rows pass there (CudaBackendOptions::quantized_kv_cache
+// declares them for that run).
 bool CudaBackend::do_supports_kv_type(tensor::DType type) const {
   using tensor::DType;
+  if (type == DType::Q8_0 || type == DType::Q4_0) return state_->options.quantized_kv_cache;
   return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::FP8_E4M3;
 }
 
@@ -151,41 +153,7 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
     fail("CUDA device {} does not exist ({} found)", device, count);
   State& s = *state_;
   s.device = device;
-  s.options = options;
-  // For A/B runs of binaries that do not expose the option (set_options is not affected).
-  if (const char* gemv = std::getenv("LUMEN_CUDA_GEMV"); gemv != nullptr) {
-    const std::string_view kind(gemv);
-    if (kind != "stream" && kind != "warp" && kind != "tiled" && kind != "auto")
-      fail("LUMEN_CUDA_GEMV must be 'stream', 'warp', 'tiled' or 'auto', not '{}'", kind);
-    s.options.gemv = kind == "stream"  ? GemvKernels::Stream
-                     : kind == "warp"  ? GemvKernels::Warp
-                     : kind == "tiled" ? GemvKernels::Tiled
-                                       : GemvKernels::ByMeasurement;
-  }
-  if (const char* exact = std::getenv("LUMEN_CUDA_EXACT_ATTENTION"); exact != nullptr) {
-    const std::string_view value(exact);
-    if (value != "0" && value != "1") fail("LUMEN_CUDA_EXACT_ATTENTION must be 0 or 1, not '{}'", value);
-    s.options.exact_f16_attention = value == "1";
-  }
-  if (const char* fused = std::getenv("LUMEN_CUDA_ADD_RMS_NORM"); fused != nullptr) {
-    const std::string_view value(fused);
-    if (value != "0" && value != "1") fail("LUMEN_CUDA_ADD_RMS_NORM must be 0 or 1, not '{}'", value);
-    s.options.fused_add_rms_norm = value == "1";
-  }
-  if (const char* tokens = std::getenv("LUMEN_CUDA_MAX_GEMV_TOKENS"); tokens != nullptr) {
-    const std::string_view value(tokens);
-    int64_t n = 0;
-    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (error != std::errc{} || end != value.data() + value.size() || n < 1 || n > (int64_t{1} << 20)) {
-      fail("LUMEN_CUDA_MAX_GEMV_TOKENS must be a number of tokens from 1 to 1048576, not '{}'", value);
-    }
-    s.options.max_gemv_tokens = n;
-  }
-  if (const char* graphs = std::getenv("LUMEN_CUDA_GRAPHS"); graphs != nullptr) {
-    const std::string_view value(graphs);
-    if (value != "0" && value != "1") fail("LUMEN_CUDA_GRAPHS must be 0 or 1, not '{}'", value);
-    s.options.step_graphs = value == "1";
-  }
+  s.options = options_with_environment(options);
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
   if (cublasCreate(&s.cublas) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised");

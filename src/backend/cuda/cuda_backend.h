@@ -58,6 +58,13 @@ struct CudaBackendOptions {
   // (decode_attention.h), bit for bit the planned one's work. Off until a GPU run has checked it
   // (written without one, 2026-11-28). LUMEN_CUDA_GRAPHS=1 (or =0) sets it for any binary.
   bool step_graphs = false;
+  // Declare token-tree attention (speculative decoding's trees: SequenceSlice::visible and
+  // positions in the attention kernels, copy_kv_row), written without a GPU on 2026-11-28: off
+  // until the GPU tests (CudaAttention.TreeMatchesCpu) have passed. LUMEN_CUDA_TREE_ATTENTION=1.
+  bool tree_attention = false;
+  // Declare q8_0 and q4_0 KV caches (see do_supports_kv_type): off until CudaKvCodec and the
+  // conformance rows pass on a GPU. LUMEN_CUDA_QUANTIZED_KV=1.
+  bool quantized_kv_cache = false;
 };
 
 class CudaBackend final : public Backend {
@@ -127,6 +134,7 @@ class CudaBackend final : public Backend {
   void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                    KvLayer& cache) override;
   void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
+  void do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) override;
   void do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
                      int64_t head_dim) override;
   void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;
@@ -149,6 +157,11 @@ class CudaBackend final : public Backend {
  private:
   std::unique_ptr<State> state_;
 };
+
+// `options` with the LUMEN_CUDA_* environment variables applied (each option's comment names its
+// variable), for A/B runs of binaries that do not expose the options; CudaBackend's constructor
+// applies them (set_options does not). Throws on a malformed value.
+CudaBackendOptions options_with_environment(CudaBackendOptions options);
 
 // The number of CUDA devices this process can use (0 when there is no driver or no device).
 int cuda_device_count();

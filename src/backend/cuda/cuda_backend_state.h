@@ -67,6 +67,8 @@ struct CudaBackend::State {
     const int32_t* block_tables = nullptr;
     const cuda::AttentionItem* items = nullptr;
     const cuda::AttentionTask* tasks = nullptr;
+    const uint8_t* masks = nullptr;
+    const int32_t* positions = nullptr;
   } plan_device;
 
   ~State();

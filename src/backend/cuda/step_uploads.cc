@@ -12,11 +12,12 @@ namespace {
 
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 
-// One query row per sequence in every layer group, with plain causal masks.
+// One query row per sequence in every layer group, with plain causal masks (no token tree).
 bool is_decode(const StepMetadata& step) {
   if (step.sequences.empty()) return false;
-  return std::all_of(step.sequences.begin(), step.sequences.end(),
-                     [](const SequenceSlice& seq) { return seq.n_tokens == 1 && !has_row_masks(seq); });
+  return std::all_of(step.sequences.begin(), step.sequences.end(), [](const SequenceSlice& seq) {
+    return seq.n_tokens == 1 && !has_row_masks(seq) && seq.positions.empty();
+  });
 }
 
 }  // namespace

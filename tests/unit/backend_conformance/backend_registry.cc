@@ -48,6 +48,9 @@ BackendEntry cpu_composed_entry() {
 }
 
 #ifdef LUMEN_HAS_CUDA
+// As the backend the entry makes reads it (LUMEN_CUDA_QUANTIZED_KV).
+bool quantized_kv_declared() { return options_with_environment({}).quantized_kv_cache; }
+
 // The CUDA kernels handle every weight type the CPU multiplies and every table type get_rows
 // converts (gemv_activation_type in gemv.cu, rows_supported in rows.cu): the table's type lists.
 bool cuda_supports(const Case& c) {
@@ -63,7 +66,8 @@ bool cuda_supports(const Case& c) {
     case Op::kStoreKv:
     case Op::kAttention:  // CudaBackend::do_supports_kv_type's cache types, no ALiBi yet
       if (c.mode == static_cast<int>(AttentionMode::kAlibi)) return false;
-      return c.type != tensor::DType::Q8_0 && c.type != tensor::DType::Q4_0;
+      // q8_0 and q4_0 only where LUMEN_CUDA_QUANTIZED_KV=1 declares them (a GPU run checking them).
+      return (c.type != tensor::DType::Q8_0 && c.type != tensor::DType::Q4_0) || quantized_kv_declared();
     default: return true;
   }
 }

@@ -241,6 +241,71 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(case_info.param.name);
     });
 
+// ---- Token trees (CudaBackendOptions::tree_attention) ----
+
+// A tree of n nodes under the prefix: node i's parent is a random earlier node (or none, a
+// child of the last committed token), its position the prefix end plus its depth, and it sees
+// its ancestors and itself.
+struct Tree {
+  std::vector<uint8_t> visible;
+  std::vector<int32_t> positions;
+};
+
+Tree random_tree(int64_t n, int64_t start_pos, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int64_t> parent(static_cast<size_t>(n), -1), depth(static_cast<size_t>(n), 0);
+  Tree tree;
+  tree.visible.assign(static_cast<size_t>(n * n), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i > 0 && rng() % 4 != 0)
+      parent[static_cast<size_t>(i)] = static_cast<int64_t>(rng() % static_cast<uint32_t>(i));
+    const int64_t p = parent[static_cast<size_t>(i)];
+    depth[static_cast<size_t>(i)] = p < 0 ? 0 : depth[static_cast<size_t>(p)] + 1;
+    for (int64_t a = i; a >= 0; a = parent[static_cast<size_t>(a)]) tree.visible[static_cast<size_t>(i * n + a)] = 1;
+    tree.positions.push_back(static_cast<int32_t>(start_pos + depth[static_cast<size_t>(i)]));
+  }
+  return tree;
+}
+
+class CudaTreeAttention : public ::testing::TestWithParam<AttnCase> {
+ protected:
+  void SetUp() override { LUMEN_REQUIRE_CUDA(); }
+};
+
+// Each case's last sequence becomes a token tree over its rows (the others stay causal): the
+// CUDA kernels against the CPU's, with the MatchesCpu tolerances, in both f16 modes.
+TEST_P(CudaTreeAttention, MatchesCpu) {
+  AttnSetup s(GetParam(), 4);
+  SequenceSlice& last = s.slices.back();
+  const Tree tree = random_tree(last.n_tokens, last.start_pos, 11);
+  last.visible = tree.visible;
+  last.positions = tree.positions;
+  const std::vector<float> expected = s.run_cpu();
+  DeviceTensor dq = to_device(s.host_q());
+  const CudaBackendOptions saved = gpu()->options();
+  for (bool exact : {true, false}) {
+    if (!exact && s.c.cache_type != DType::F16) continue;
+    CudaBackendOptions options = saved;
+    options.tree_attention = true;
+    options.exact_f16_attention = exact;
+    gpu()->set_options(options);
+    const double tolerance = s.c.cache_type != DType::F16 ? 2e-5 : exact ? 2e-4 : 3e-3;
+    EXPECT_LE(max_relative_difference(expected, s.run_gpu(s.slices, dq)), tolerance)
+        << s.c.name << (exact ? " exact" : " flash");
+  }
+  gpu()->set_options(saved);
+  // Without the option the backend refuses a tree, naming it.
+  EXPECT_THROW(s.run_gpu(s.slices, dq), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CudaTreeAttention,
+    ::testing::Values(AttnCase{"tree_gqa4_f16", DType::F16, 8, 2, 64, 16, 0, 0.0f, {{37, 1}, {300, 12}}},
+                      AttnCase{"tree_f32", DType::F32, 4, 4, 128, 16, 0, 0.0f, {{120, 9}}},
+                      AttnCase{"tree_window_f16", DType::F16, 8, 4, 64, 16, 40, 0.0f, {{0, 20}, {290, 16}}},
+                      AttnCase{"tree_group16_block7_f16", DType::F16, 16, 1, 64, 7, 0, 0.0f, {{63, 5}, {500, 24}}}),
+    [](const ::testing::TestParamInfo<AttnCase>& case_info) { return std::string(case_info.param.name); });
+
 // ---- K/V cache writes and block moves ----
 
 class CudaKvCache : public ::testing::TestWithParam<DType> {
@@ -292,6 +357,17 @@ TEST_P(CudaKvCache, StoreAndBlockMovesMatchCpuByteForByte) {
   EXPECT_EQ(bytes_of(host.layer().k), download_bytes(device.k)) << "after block moves, K";
   EXPECT_EQ(bytes_of(host.layer().v), download_bytes(device.v)) << "after block moves, V";
   EXPECT_THROW(gpu()->copy_kv_block(device, 0, n_blocks), Error);
+
+  // A token tree's accepted row moved into place (copy_kv_row, with tree attention declared).
+  const CudaBackendOptions saved = gpu()->options();
+  CudaBackendOptions trees = saved;
+  trees.tree_attention = true;
+  gpu()->set_options(trees);
+  cpu().copy_kv_row(host.layer(), 5 * block_size + 3, 7 * block_size + 15);
+  gpu()->copy_kv_row(device, 5 * block_size + 3, 7 * block_size + 15);
+  gpu()->set_options(saved);
+  EXPECT_EQ(bytes_of(host.layer().k), download_bytes(device.k)) << "after copy_kv_row, K";
+  EXPECT_EQ(bytes_of(host.layer().v), download_bytes(device.v)) << "after copy_kv_row, V";
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CudaKvCache, ::testing::Values(DType::F16, DType::F32));

@@ -1,0 +1,44 @@
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+#include "backend/cuda/cuda_backend.h"
+#include "util/error.h"
+
+namespace lumen::backend {
+
+CudaBackendOptions options_with_environment(CudaBackendOptions options) {
+  if (const char* gemv = std::getenv("LUMEN_CUDA_GEMV"); gemv != nullptr) {
+    const std::string_view kind(gemv);
+    if (kind != "stream" && kind != "warp" && kind != "tiled" && kind != "auto")
+      fail("LUMEN_CUDA_GEMV must be 'stream', 'warp', 'tiled' or 'auto', not '{}'", kind);
+    options.gemv = kind == "stream"  ? GemvKernels::Stream
+                   : kind == "warp"  ? GemvKernels::Warp
+                   : kind == "tiled" ? GemvKernels::Tiled
+                                     : GemvKernels::ByMeasurement;
+  }
+  if (const char* tokens = std::getenv("LUMEN_CUDA_MAX_GEMV_TOKENS"); tokens != nullptr) {
+    const std::string_view value(tokens);
+    int64_t n = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (error != std::errc{} || end != value.data() + value.size() || n < 1 || n > (int64_t{1} << 20)) {
+      fail("LUMEN_CUDA_MAX_GEMV_TOKENS must be a number of tokens from 1 to 1048576, not '{}'", value);
+    }
+    options.max_gemv_tokens = n;
+  }
+  const auto flag = [](const char* name, bool& option) {
+    if (const char* given = std::getenv(name); given != nullptr) {
+      const std::string_view value(given);
+      if (value != "0" && value != "1") fail("{} must be 0 or 1, not '{}'", name, value);
+      option = value == "1";
+    }
+  };
+  flag("LUMEN_CUDA_EXACT_ATTENTION", options.exact_f16_attention);
+  flag("LUMEN_CUDA_ADD_RMS_NORM", options.fused_add_rms_norm);
+  flag("LUMEN_CUDA_GRAPHS", options.step_graphs);
+  flag("LUMEN_CUDA_TREE_ATTENTION", options.tree_attention);
+  flag("LUMEN_CUDA_QUANTIZED_KV", options.quantized_kv_cache);
+  return options;
+}
+
+}  // namespace lumen::backend
