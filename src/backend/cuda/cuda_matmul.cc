@@ -119,19 +119,19 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
         cuda::launch_quantize_activations(act, xd, xs, n_tokens, cols, q, s.stream);
         s.quantized_input = s.sharing_input ? input : State::QuantizedInput{};
       }
-      for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
-        const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
-        bool launched = false;
-        if (s.options.gemv == GemvKernels::Stream) {
-          launched = cuda::launch_gemv_quantized_stream(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt,
-                                                        yd + t0 * ys, ys, s.stream);
-        } else if (s.options.gemv == GemvKernels::Tiled ||
-                   (s.options.gemv == GemvKernels::ByMeasurement && w.type != DType::Q8_0)) {
-          launched = cuda::launch_gemv_quantized_tiled(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt, yd + t0 * ys,
-                                                       ys, s.stream);
-        }
-        if (!launched) {
-          cuda::launch_gemv_quantized(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt, yd + t0 * ys, ys, s.stream);
+      // The tiled kernels take every token in one launch (a row of one tile read once for all);
+      // the others a pass of kGemvMaxTokens tokens per launch.
+      const bool tiled = s.options.gemv == GemvKernels::Tiled ||
+                         (s.options.gemv == GemvKernels::ByMeasurement && w.type != DType::Q8_0);
+      if (!tiled || !cuda::launch_gemv_quantized_tiled(w.type, w.data, w.row_bytes, rows, cols, q, 0, n_tokens, yd, ys,
+                                                       s.stream)) {
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
+          const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
+          if (s.options.gemv != GemvKernels::Stream ||
+              !cuda::launch_gemv_quantized_stream(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt, yd + t0 * ys, ys,
+                                                  s.stream)) {
+            cuda::launch_gemv_quantized(w.type, w.data, w.row_bytes, rows, cols, q, t0, nt, yd + t0 * ys, ys, s.stream);
+          }
         }
       }
     }

@@ -65,10 +65,14 @@ __device__ __forceinline__ void stage_warp_tile(const uint4* __restrict__ src, u
   }
 }
 
+// Tokens [t0, t0 + n_tokens) in groups of NT, each group a pass over the row as gemv.cu's
+// passes are. A row of one tile (4096 values or fewer: most of a 1B or 8B model's matrices) is
+// staged once for every group, so a batch of many tokens reads the weights from memory once.
 template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads)
     gemv_tiled_legacy_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t rows, int64_t cols,
-                             Q8Activations x, int64_t t0, int nt, float* __restrict__ y, int64_t ys) {
+                             Q8Activations x, int64_t t_begin, int64_t n_tokens, float* __restrict__ y,
+                             int64_t ys) {
   __shared__ uint4 tiles[kWarps][kTileVectors<F>];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
@@ -78,11 +82,17 @@ __global__ void __launch_bounds__(kThreads)
   const auto* staged = reinterpret_cast<const uint8_t*>(tile);
   const int64_t blocks = cols / 32;
   const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
+  const bool one_tile = blocks <= kTileBlocks<F>;
+  for (int64_t g = 0; g < n_tokens; g += NT) {
+  const int64_t t0 = t_begin + g;
+  const int nt = static_cast<int>(min(static_cast<int64_t>(NT), n_tokens - g));
   float acc[NT] = {};
   for (int64_t b0 = 0, v0 = 0; b0 < blocks; b0 += kTileBlocks<F>, v0 += kTileVectors<F>) {
     const int n_blocks = static_cast<int>(min(static_cast<int64_t>(kTileBlocks<F>), blocks - b0));
-    stage_warp_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)),
-                       lane);
+    if (g == 0 || !one_tile) {
+      stage_warp_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)),
+                         lane);
+    }
     __syncwarp();
     for (int i = lane; i < n_blocks; i += 32) {
       hd::LegacyBlock w;
@@ -101,7 +111,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncwarp();  // every lane has read the tile before the next one overwrites it
   }
-  store_warp_results<NT>(acc, nt, y, ys, row);
+  store_warp_results<NT>(acc, nt, y + g * ys, ys, row);
+  }
 }
 
 // K-quants: lane = unit j = lane % 8 of the tile's super-block (u0 + lane) / 8, the tile's units
@@ -109,7 +120,8 @@ __global__ void __launch_bounds__(kThreads)
 template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads)
     gemv_tiled_kquant_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t rows, int64_t cols,
-                             Q8Activations x, int64_t t0, int nt, float* __restrict__ y, int64_t ys) {
+                             Q8Activations x, int64_t t_begin, int64_t n_tokens, float* __restrict__ y,
+                             int64_t ys) {
   __shared__ uint4 tiles[kWarps][kTileVectors<F>];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
@@ -120,11 +132,17 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t supers = cols / 256;
   const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
   const int j = lane % 8;
+  const bool one_tile = supers <= kTileBlocks<F>;
+  for (int64_t g = 0; g < n_tokens; g += NT) {
+  const int64_t t0 = t_begin + g;
+  const int nt = static_cast<int>(min(static_cast<int64_t>(NT), n_tokens - g));
   float acc[NT] = {};
   for (int64_t s0 = 0, v0 = 0; s0 < supers; s0 += kTileBlocks<F>, v0 += kTileVectors<F>) {
     const int n_units = 8 * static_cast<int>(min(static_cast<int64_t>(kTileBlocks<F>), supers - s0));
-    stage_warp_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)),
-                       lane);
+    if (g == 0 || !one_tile) {
+      stage_warp_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)),
+                         lane);
+    }
     __syncwarp();
     // Every lane runs every iteration (group8_sum's shuffles need the whole warp); the 8 lanes
     // of a super-block are valid or not together, since 32 is a multiple of 8.
@@ -154,7 +172,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncwarp();
   }
-  store_warp_results<NT>(acc, nt, y, ys, row);
+  store_warp_results<NT>(acc, nt, y + g * ys, ys, row);
+  }
 }
 
 }  // namespace
@@ -168,17 +187,16 @@ bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_b
   }
   if (rows == 0 || n_tokens == 0) return true;
   const auto* p = static_cast<const uint8_t*>(w);
-  const int nt = static_cast<int>(n_tokens);
   const auto grid = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
   // One token alone (batch-1 decode) gets an instantiation with one accumulator; both add in the
   // same order.
   const auto launch = [&]<DType F>() {
     if constexpr (hd::kIsKQuant<F>) {
-      auto* kernel = nt == 1 ? gemv_tiled_kquant_kernel<F, 1> : gemv_tiled_kquant_kernel<F, kGemvMaxTokens>;
-      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, nt, y, y_stride);
+      auto* kernel = n_tokens == 1 ? gemv_tiled_kquant_kernel<F, 1> : gemv_tiled_kquant_kernel<F, kGemvMaxTokens>;
+      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, n_tokens, y, y_stride);
     } else {
-      auto* kernel = nt == 1 ? gemv_tiled_legacy_kernel<F, 1> : gemv_tiled_legacy_kernel<F, kGemvMaxTokens>;
-      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, nt, y, y_stride);
+      auto* kernel = n_tokens == 1 ? gemv_tiled_legacy_kernel<F, 1> : gemv_tiled_legacy_kernel<F, kGemvMaxTokens>;
+      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, n_tokens, y, y_stride);
     }
   };
   return dispatch_quantized_gemv(type, launch);

@@ -97,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaStreamGemv,
 
 // gemv_tiled.cu's kernels add gemv.cu's terms in gemv.cu's order: equal bit for bit, for every
 // quantized type, rows of one tile, of several with a partial last one, and short rows (some not
-// whole 16-byte vectors: those fall back to gemv.cu), 1 to 11 tokens, a row count that leaves the
+// whole 16-byte vectors: those fall back to gemv.cu), 1 to 64 tokens, a row count that leaves the
 // last block of 4 rows partial.
 class CudaTiledGemv : public ::testing::TestWithParam<Case> {
  protected:
@@ -118,7 +118,8 @@ TEST_P(CudaTiledGemv, MatchesTheWarpKernelsBitForBit) {
     tensor::quantize_row(type, row.data(), weights.data() + r * row_bytes, cols);
   }
   const TensorView w = gpu()->upload_weights(type, {cols, rows, 1, 1}, weights.data());
-  for (int64_t n_tokens : {1, 3, 8, 11}) {
+  // 17 and 64 tokens: one tiled launch of groups of 8 (the warp kernels: a launch per 8).
+  for (int64_t n_tokens : {1, 3, 8, 11, 17, 64}) {
     const int64_t xs = cols + 5;
     std::vector<float> x(static_cast<size_t>(xs * n_tokens));
     for (float& v : x) v = uniform(rng);
