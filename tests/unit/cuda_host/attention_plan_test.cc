@@ -1,0 +1,109 @@
+// src/backend/cuda/attention_plan.cc on the host: every key a query row may see lies in the
+// splits its item covers, for causal slices and for token trees, whose windows count back from
+// each row's own position (a tree node's is its depth past the last token, earlier than its cache
+// slot); and a tree's flags and positions reach the plan's arrays at each sequence's offsets.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/attention_plan.h"
+
+namespace lumen::backend::cuda {
+namespace {
+
+struct TreeSlice {
+  std::vector<int32_t> table;
+  std::vector<uint8_t> visible;
+  std::vector<int32_t> positions;
+};
+
+// n rows under start_pos: row i's parent a random earlier row (or none); position start_pos +
+// depth.
+TreeSlice tree_slice(int64_t start_pos, int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  TreeSlice t;
+  t.table.resize(static_cast<size_t>((start_pos + n) / 16 + 1));
+  std::iota(t.table.begin(), t.table.end(), 0);
+  std::vector<int64_t> parent(static_cast<size_t>(n), -1), depth(static_cast<size_t>(n), 0);
+  t.visible.assign(static_cast<size_t>(n * n), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i > 0 && rng() % 3 != 0)
+      parent[static_cast<size_t>(i)] = static_cast<int64_t>(rng() % static_cast<uint32_t>(i));
+    const int64_t p = parent[static_cast<size_t>(i)];
+    depth[static_cast<size_t>(i)] = p < 0 ? 0 : depth[static_cast<size_t>(p)] + 1;
+    for (int64_t a = i; a >= 0; a = parent[static_cast<size_t>(a)]) t.visible[static_cast<size_t>(i * n + a)] = 1;
+    t.positions.push_back(static_cast<int32_t>(start_pos + depth[static_cast<size_t>(i)]));
+  }
+  return t;
+}
+
+// The lowest cache position row `row` of `seq` may see (the CPU's window_start), and its highest.
+int64_t lowest_key(const SequenceSlice& seq, int64_t row, int64_t window) {
+  const int64_t position = seq.positions.empty() ? seq.start_pos + row : seq.positions[static_cast<size_t>(row)];
+  return window > 0 ? std::max<int64_t>(0, position - window + 1) : 0;
+}
+
+void expect_items_cover_every_visible_key(std::span<const SequenceSlice> seqs, const AttentionConfig& config) {
+  const AttentionPlan plan = plan_attention(seqs, config, 16, int64_t{1} << 40);
+  std::vector<const SequenceSlice*> planned;
+  for (const SequenceSlice& s : seqs) {
+    if (s.n_tokens > 0) planned.push_back(&s);
+  }
+  ASSERT_EQ(plan.seqs.size(), planned.size());
+  for (const AttentionItem& item : plan.items) {
+    const SequenceSlice& seq = *planned[static_cast<size_t>(item.seq)];
+    const int64_t first_key = static_cast<int64_t>(item.first_split) * kSplitKeys;
+    const int64_t end_key = static_cast<int64_t>(item.first_split + item.n_splits) * kSplitKeys;
+    for (int64_t r = item.q_begin; r < item.q_begin + item.n_q; ++r) {
+      EXPECT_GE(lowest_key(seq, r, config.sliding_window), first_key) << "row " << r;
+      EXPECT_LT(seq.start_pos + r, end_key) << "row " << r;  // the row's own slot
+    }
+  }
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const SequenceSlice& seq = *planned[i];
+    const AttentionSeq& record = plan.seqs[i];
+    EXPECT_EQ(record.n_tokens, seq.n_tokens);
+    if (seq.visible.empty()) {
+      EXPECT_EQ(record.mask_offset, -1);
+    } else {
+      ASSERT_GE(record.mask_offset, 0);
+      EXPECT_TRUE(std::equal(seq.visible.begin(), seq.visible.end(), plan.masks.begin() + record.mask_offset));
+    }
+    if (seq.positions.empty()) {
+      EXPECT_EQ(record.positions_offset, -1);
+    } else {
+      ASSERT_GE(record.positions_offset, 0);
+      EXPECT_TRUE(
+          std::equal(seq.positions.begin(), seq.positions.end(), plan.positions.begin() + record.positions_offset));
+    }
+  }
+}
+
+TEST(AttentionPlan, ItemsCoverEveryKeyTheirRowsSeeWithTreesAndWindows) {
+  const TreeSlice a = tree_slice(300, 24, 1), b = tree_slice(60, 9, 2), c = tree_slice(0, 13, 3);
+  std::vector<int32_t> causal_table(40);
+  std::iota(causal_table.begin(), causal_table.end(), 100);
+  for (int64_t window : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{40}, int64_t{64}, int64_t{300}}) {
+    for (int64_t heads : {int64_t{4}, int64_t{32}}) {
+      AttentionConfig config;
+      config.n_heads = heads;
+      config.n_kv_heads = 4;
+      config.head_dim = 64;
+      config.sliding_window = window;
+      std::vector<SequenceSlice> seqs;
+      seqs.push_back({0, 24, 300, a.table, a.visible, a.positions});
+      seqs.push_back({24, 30, 200, causal_table});
+      seqs.push_back({54, 9, 60, b.table, b.visible, b.positions});
+      seqs.push_back({63, 0, 10, causal_table});  // no rows: not planned
+      seqs.push_back({63, 13, 0, c.table, c.visible, c.positions});
+      SCOPED_TRACE(testing::Message() << "window " << window << ", " << heads << " heads");
+      expect_items_cover_every_visible_key(seqs, config);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lumen::backend::cuda
