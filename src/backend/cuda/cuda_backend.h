@@ -34,9 +34,9 @@ struct CudaBackendOptions {
   // over the weights); more tokens go through dequantize-to-f16 + cuBLAS. A large value keeps
   // every matmul on the GEMV kernels, whose result for a token does not depend on the rest of
   // the batch (what the serving core's bit-exactness tests assume). Decode of 9-64 streams
-  // dequantizes every weight to f16 each step on the cuBLAS path; LUMEN_CUDA_MAX_GEMV_TOKENS=N
-  // sets it for any binary, to measure GEMV passes (weights re-read per 8 tokens, from L2 where
-  // a matrix fits) against that.
+  // dequantizes every weight to f16 each step on the cuBLAS path; the tiled GEMV takes such a
+  // batch in one launch, reading a row of up to 4096 values once for all its tokens.
+  // LUMEN_CUDA_MAX_GEMV_TOKENS=N sets it for any binary, to measure the two against each other.
   int64_t max_gemv_tokens = 8;
   // f16 V cache: reproduce llama.cpp's default attention (whole-row softmax, probabilities
   // rounded to f16; two passes over K). false: one online-softmax pass in f32 (faster, differs
@@ -60,7 +60,7 @@ struct CudaBackendOptions {
   bool step_graphs = false;
   // Declare token-tree attention (speculative decoding's trees: SequenceSlice::visible and
   // positions in the attention kernels, copy_kv_row), written without a GPU on 2026-11-28: off
-  // until the GPU tests (CudaAttention.TreeMatchesCpu) have passed. LUMEN_CUDA_TREE_ATTENTION=1.
+  // until the GPU tests (CudaTreeAttention.MatchesCpu) have passed. LUMEN_CUDA_TREE_ATTENTION=1.
   bool tree_attention = false;
   // Declare q8_0 and q4_0 KV caches (see do_supports_kv_type): off until CudaKvCodec and the
   // conformance rows pass on a GPU. LUMEN_CUDA_QUANTIZED_KV=1.
