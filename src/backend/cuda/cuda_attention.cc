@@ -160,6 +160,23 @@ void CudaBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* h
 
 namespace {
 
+// One attention call's launches: Stats then ExactPv (llama.cpp's exact f16 arithmetic), or
+// Flash; `tasks` names the tasks, `combine` the items to merge (the same params in decode mode,
+// where the counts are unused).
+void launch_attention_modes(const cuda::AttentionParams& tasks, const cuda::AttentionParams& combine, bool exact,
+                            int64_t n_tasks, int64_t n_items, cudaStream_t stream) {
+  const auto run = [&](cuda::AttentionMode mode) {
+    cuda::launch_attention_tasks(mode, tasks, n_tasks, stream);
+    cuda::launch_attention_combine(mode, combine, n_items, stream);
+  };
+  if (exact) {
+    run(cuda::AttentionMode::Stats);
+    run(cuda::AttentionMode::ExactPv);
+  } else {
+    run(cuda::AttentionMode::Flash);
+  }
+}
+
 // A decode step laid out for it (step_uploads.h: CUDA graphs on) runs the plan-free decode
 // attention: its launches depend on the step's shape only. False when its partial results
 // would not fit the scratch budget (a very long context): the host plan then splits the call.
@@ -182,16 +199,7 @@ bool run_decode_attention(CudaBackend::State& s, const cuda::DecodeTables& table
     const auto vectors = static_cast<size_t>(tables.n_seqs) * static_cast<size_t>(config.n_heads);
     p.vector_stats = static_cast<float2*>(s.attention_vector_stats.ensure(vectors * sizeof(float2), s.stream));
   }
-  // The launches' sizes come from p.decode (the counts passed are unused in decode mode).
-  if (exact) {
-    cuda::launch_attention_tasks(cuda::AttentionMode::Stats, p, 0, s.stream);
-    cuda::launch_attention_combine(cuda::AttentionMode::Stats, p, 0, s.stream);
-    cuda::launch_attention_tasks(cuda::AttentionMode::ExactPv, p, 0, s.stream);
-    cuda::launch_attention_combine(cuda::AttentionMode::ExactPv, p, 0, s.stream);
-  } else {
-    cuda::launch_attention_tasks(cuda::AttentionMode::Flash, p, 0, s.stream);
-    cuda::launch_attention_combine(cuda::AttentionMode::Flash, p, 0, s.stream);
-  }
+  launch_attention_modes(p, p, exact, 0, 0, s.stream);  // sizes from p.decode
   s.check_launch("attention");
   return true;
 }
@@ -278,17 +286,8 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
     tasks.tasks = s.plan_device.tasks + range.task_begin;
     cuda::AttentionParams combine = p;
     combine.items = s.plan_device.items + range.item_begin;
-    const int64_t n_tasks = range.task_end - range.task_begin;
-    const int64_t n_items = range.item_end - range.item_begin;
-    if (exact) {
-      cuda::launch_attention_tasks(cuda::AttentionMode::Stats, tasks, n_tasks, s.stream);
-      cuda::launch_attention_combine(cuda::AttentionMode::Stats, combine, n_items, s.stream);
-      cuda::launch_attention_tasks(cuda::AttentionMode::ExactPv, tasks, n_tasks, s.stream);
-      cuda::launch_attention_combine(cuda::AttentionMode::ExactPv, combine, n_items, s.stream);
-    } else {
-      cuda::launch_attention_tasks(cuda::AttentionMode::Flash, tasks, n_tasks, s.stream);
-      cuda::launch_attention_combine(cuda::AttentionMode::Flash, combine, n_items, s.stream);
-    }
+    launch_attention_modes(tasks, combine, exact, range.task_end - range.task_begin,
+                           range.item_end - range.item_begin, s.stream);
   }
   s.check_launch("attention");
 }

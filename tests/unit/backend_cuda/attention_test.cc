@@ -23,6 +23,7 @@
 
 #include "cuda_test_util.h"
 #include "paged_cache_fixture.h"
+#include "random_token_tree.h"
 #include "util/error.h"
 
 namespace lumen::backend::testing {
@@ -243,30 +244,6 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- Token trees (CudaBackendOptions::tree_attention) ----
 
-// A tree of n nodes under the prefix: node i's parent is a random earlier node (or none, a
-// child of the last committed token), its position the prefix end plus its depth, and it sees
-// its ancestors and itself.
-struct Tree {
-  std::vector<uint8_t> visible;
-  std::vector<int32_t> positions;
-};
-
-Tree random_tree(int64_t n, int64_t start_pos, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int64_t> parent(static_cast<size_t>(n), -1), depth(static_cast<size_t>(n), 0);
-  Tree tree;
-  tree.visible.assign(static_cast<size_t>(n * n), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    if (i > 0 && rng() % 4 != 0)
-      parent[static_cast<size_t>(i)] = static_cast<int64_t>(rng() % static_cast<uint32_t>(i));
-    const int64_t p = parent[static_cast<size_t>(i)];
-    depth[static_cast<size_t>(i)] = p < 0 ? 0 : depth[static_cast<size_t>(p)] + 1;
-    for (int64_t a = i; a >= 0; a = parent[static_cast<size_t>(a)]) tree.visible[static_cast<size_t>(i * n + a)] = 1;
-    tree.positions.push_back(static_cast<int32_t>(start_pos + depth[static_cast<size_t>(i)]));
-  }
-  return tree;
-}
-
 class CudaTreeAttention : public ::testing::TestWithParam<AttnCase> {
  protected:
   void SetUp() override { LUMEN_REQUIRE_CUDA(); }
@@ -277,7 +254,7 @@ class CudaTreeAttention : public ::testing::TestWithParam<AttnCase> {
 TEST_P(CudaTreeAttention, MatchesCpu) {
   AttnSetup s(GetParam(), 4);
   SequenceSlice& last = s.slices.back();
-  const Tree tree = random_tree(last.n_tokens, last.start_pos, 11);
+  const lumen::testing::RandomTokenTree tree = lumen::testing::random_token_tree(last.n_tokens, last.start_pos, 11);
   last.visible = tree.visible;
   last.positions = tree.positions;
   const std::vector<float> expected = s.run_cpu();

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <numeric>
-#include <random>
 #include <vector>
 
 #include "backend/cuda/attention_plan.h"
+#include "random_token_tree.h"
 
 namespace lumen::backend::cuda {
 namespace {
@@ -20,23 +20,12 @@ struct TreeSlice {
   std::vector<int32_t> positions;
 };
 
-// n rows under start_pos: row i's parent a random earlier row (or none); position start_pos +
-// depth.
+// A random tree of n rows under start_pos (random_token_tree.h) with a block table for them.
 TreeSlice tree_slice(int64_t start_pos, int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  TreeSlice t;
-  t.table.resize(static_cast<size_t>((start_pos + n) / 16 + 1));
+  lumen::testing::RandomTokenTree tree = lumen::testing::random_token_tree(n, start_pos, seed);
+  TreeSlice t{std::vector<int32_t>(static_cast<size_t>((start_pos + n) / 16 + 1)), std::move(tree.visible),
+              std::move(tree.positions)};
   std::iota(t.table.begin(), t.table.end(), 0);
-  std::vector<int64_t> parent(static_cast<size_t>(n), -1), depth(static_cast<size_t>(n), 0);
-  t.visible.assign(static_cast<size_t>(n * n), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    if (i > 0 && rng() % 3 != 0)
-      parent[static_cast<size_t>(i)] = static_cast<int64_t>(rng() % static_cast<uint32_t>(i));
-    const int64_t p = parent[static_cast<size_t>(i)];
-    depth[static_cast<size_t>(i)] = p < 0 ? 0 : depth[static_cast<size_t>(p)] + 1;
-    for (int64_t a = i; a >= 0; a = parent[static_cast<size_t>(a)]) t.visible[static_cast<size_t>(i * n + a)] = 1;
-    t.positions.push_back(static_cast<int32_t>(start_pos + depth[static_cast<size_t>(i)]));
-  }
   return t;
 }
 
@@ -99,7 +88,7 @@ TEST(AttentionPlan, ItemsCoverEveryKeyTheirRowsSeeWithTreesAndWindows) {
       seqs.push_back({54, 9, 60, b.table, b.visible, b.positions});
       seqs.push_back({63, 0, 10, causal_table});  // no rows: not planned
       seqs.push_back({63, 13, 0, c.table, c.visible, c.positions});
-      SCOPED_TRACE(testing::Message() << "window " << window << ", " << heads << " heads");
+      SCOPED_TRACE(::testing::Message() << "window " << window << ", " << heads << " heads");
       expect_items_cover_every_visible_key(seqs, config);
     }
   }
