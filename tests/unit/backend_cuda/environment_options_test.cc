@@ -1,0 +1,65 @@
+// options_with_environment (cuda_backend_env.cc): the LUMEN_CUDA_* switches an operator sets for
+// A/B runs. Each takes only its documented values; anything else is refused at start, naming
+// the variable, and never half-applied. Needs no device.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/cuda_backend.h"
+#include "util/error.h"
+
+namespace lumen::backend {
+namespace {
+
+// Sets `name` to `value` for the scope, then unsets it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+std::string refusal(const char* name, const char* value) {
+  ScopedEnv env(name, value);
+  try {
+    options_with_environment({});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<accepted>";
+}
+
+TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
+  for (const char* value : {"0", "-1", "1048577", "12abc", "", "99999999999999999999999"}) {
+    EXPECT_NE(refusal("LUMEN_CUDA_MAX_GEMV_TOKENS", value).find("LUMEN_CUDA_MAX_GEMV_TOKENS"), std::string::npos)
+        << value;
+  }
+  for (const char* name : {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",
+                           "LUMEN_CUDA_EXACT_ATTENTION", "LUMEN_CUDA_ADD_RMS_NORM"}) {
+    for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
+  }
+  EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
+}
+
+TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
+  CudaBackendOptions given;
+  given.max_gemv_tokens = 3;
+  EXPECT_EQ(options_with_environment(given).max_gemv_tokens, 3);
+  EXPECT_FALSE(options_with_environment(given).step_graphs);
+  {
+    ScopedEnv tokens("LUMEN_CUDA_MAX_GEMV_TOKENS", "1048576");
+    ScopedEnv graphs("LUMEN_CUDA_GRAPHS", "1");
+    const CudaBackendOptions got = options_with_environment(given);
+    EXPECT_EQ(got.max_gemv_tokens, 1048576);
+    EXPECT_TRUE(got.step_graphs);
+    EXPECT_FALSE(got.tree_attention);
+  }
+}
+
+}  // namespace
+}  // namespace lumen::backend
