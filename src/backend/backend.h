@@ -227,6 +227,15 @@ class Backend {
   // value_dim is head_dim unless the config says otherwise).
   void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                  const AttentionConfig& config, TensorView& out);
+  // attention, and for each target the scores attention_scores would add for its rows, taken
+  // from the attention's own pass where the backend holds its probabilities: no second q.k over
+  // the keys. The scores are then the probabilities exactly as the attention weighed the values
+  // (the CPU's f16 V cache: rounded to f16), so they may differ from attention_scores' in the
+  // last bits; a backend that cannot take them from its pass runs attention_scores' arithmetic.
+  // Targets name distinct sequences. Declared: ask has_op(OpKind::AttentionScored) first, and
+  // otherwise run attention, then attention_scores per target.
+  void attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                        const AttentionConfig& config, std::span<const AttentionScoreTarget> targets, TensorView& out);
 
  protected:
   // The implementations. Arguments arrive checked (op_checks.h); the defaults of the optional
@@ -274,6 +283,9 @@ class Backend {
                                  int64_t value_dim);
   virtual void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                             const AttentionConfig& config, TensorView& out) = 0;
+  virtual void do_attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                                   const AttentionConfig& config, std::span<const AttentionScoreTarget> targets,
+                                   TensorView& out);
   // The capabilities (the public queries above). The defaults are what every backend must
   // have: no optional feature, f32 and f16 weights and caches, heads of any width.
   virtual bool do_supports(BackendFeature feature) const;
@@ -288,6 +300,9 @@ class Backend {
   // A declared op's public method calls require_op first; its default do_* calls refuse_op,
   // which throws "the <backend> backend has no <op> (...)".
   void require_op(OpKind op) const;
+  // attention's and attention_scored's argument checks (shapes, and what this backend masks).
+  void check_attention_call(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                            const AttentionConfig& config, const TensorView& out) const;
   [[noreturn]] void refuse_op(OpKind op) const;
   // The step boundary's device side: by default (host memory) nothing moves and the logits are
   // written straight into the host array.

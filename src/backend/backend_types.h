@@ -94,6 +94,16 @@ struct AttentionConfig {
   float alibi_max_bias = 0.0f;
 };
 
+// One sequence of an attention_scored call whose importance scores are wanted: the rows of
+// seqs[sequence] from first_row on add their probabilities to
+// scores[slot * slot_stride + kv_head] (Backend::attention_scored).
+struct AttentionScoreTarget {
+  size_t sequence = 0;
+  int64_t first_row = 0;
+  float* scores = nullptr;
+  int64_t slot_stride = 0;
+};
+
 inline int64_t attention_value_dim(const AttentionConfig& config) {
   return config.value_dim != 0 ? config.value_dim : config.head_dim;
 }

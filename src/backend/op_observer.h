@@ -69,7 +69,8 @@ constexpr OpAvailability feature(BackendFeature f) { return {OpAvailability::Kin
   X(CopyFromHost, copy_from_host, every)                                    \
   X(BeginStep, begin_step, every)                                           \
   X(EndStep, end_step, every)                                               \
-  X(AddRmsNorm, add_rms_norm, declared)
+  X(AddRmsNorm, add_rms_norm, declared)                                     \
+  X(AttentionScored, attention_scored, declared)
 
 enum class OpKind : uint8_t {
 #define LUMEN_OP_KIND(kind, name, availability) kind,
@@ -100,7 +101,8 @@ struct OpCall {
   std::span<const ExpertWork> experts;           // moe_ffn
   // Host arrays of indices: get_rows' ids, rope's positions, shift_keys' blocks.
   std::span<const int32_t> indices;
-  std::span<const SequenceSlice> seqs;  // store_kv, attention, attention_scores (its one slice)
+  std::span<const SequenceSlice> seqs;  // store_kv, attention(_scored), attention_scores (its one slice)
+  std::span<const AttentionScoreTarget> score_targets;  // attention_scored
   std::span<const SsmSequence> ssm_seqs;  // ssm_conv, ssm_scan
   const SsmScanWeights* ssm = nullptr;    // ssm_scan
   // rwkv_wkv7: its six row operands and its sequences (out is out[0], head_size numbers[0]).

@@ -92,15 +92,37 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   TensorView attn_heads = as_heads(attn, n, head_dim);
   backend::AttentionConfig attention = attention_;
   attention.sliding_window = layer_window_[layer];
-  backend_.attention(q_heads, kv, sequences, attention, attn_heads);
-  const auto n_lh = static_cast<int64_t>(hp_.head_count_kv * hp_.block_count);
-  for (const ForwardBatch::ScoreRequest& r : batch.scores) {
-    backend_.attention_scores(q_heads, kv, sequences[r.sequence], r.first_row, attention,
-                              r.scores + static_cast<int64_t>(layer * hp_.head_count_kv), n_lh);
-  }
+  attend(layer, q_heads, kv, sequences, attention, batch.scores, attn_heads);
   // The output is a weighted sum of rotated values: one more rotation (its own inverse) undoes it.
   if (kv.rotated) backend_.rotate_heads(attn, head_dim);
   attention_output(layer, n);
+}
+
+// The attention, and the rows eviction scores added to their tables (engine/kv_importance.h):
+// from the attention's own pass where the backend can (attention_scored), else by a second.
+void Transformer::attend(size_t layer, const TensorView& q_heads, backend::KvLayer& kv,
+                         std::span<const backend::SequenceSlice> sequences, const backend::AttentionConfig& attention,
+                         std::span<const ForwardBatch::ScoreRequest> scores, TensorView& out) {
+  if (scores.empty()) {
+    backend_.attention(q_heads, kv, sequences, attention, out);
+    return;
+  }
+  const auto n_lh = static_cast<int64_t>(hp_.head_count_kv * hp_.block_count);
+  const auto layer_offset = static_cast<int64_t>(layer * hp_.head_count_kv);
+  if (backend_.has_op(backend::OpKind::AttentionScored)) {
+    std::vector<backend::AttentionScoreTarget> targets;
+    targets.reserve(scores.size());
+    for (const ForwardBatch::ScoreRequest& r : scores) {
+      targets.push_back({r.sequence, r.first_row, r.scores + layer_offset, n_lh});
+    }
+    backend_.attention_scored(q_heads, kv, sequences, attention, targets, out);
+    return;
+  }
+  backend_.attention(q_heads, kv, sequences, attention, out);
+  for (const ForwardBatch::ScoreRequest& r : scores) {
+    backend_.attention_scores(q_heads, kv, sequences[r.sequence], r.first_row, attention, r.scores + layer_offset,
+                              n_lh);
+  }
 }
 
 void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n) {

@@ -153,6 +153,9 @@ class Transformer {
   // rope at `positions` and the query scale) into s_.q, s_.k, s_.v; then the output projection of
   // s_.attn into s_.h (summed over a shard, post-normed).
   void attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n);
+  void attend(size_t layer, const backend::TensorView& q_heads, backend::KvLayer& kv,
+              std::span<const backend::SequenceSlice> sequences, const backend::AttentionConfig& attention,
+              std::span<const ForwardBatch::ScoreRequest> scores, backend::TensorView& out);
   void attention_output(size_t layer, int64_t n);
   // A layer's two halves. The attention block leaves its output in the scratch h; the MLP block
   // adds it to the residual x as it norms x (add_rms_norm where the backend has it).

@@ -214,7 +214,8 @@ OpCost cost_of(const backend::OpCall& call) {
     case OpKind::RotateHeads: return rotate_heads_cost(*call.out[0], call.numbers[0]);
     case OpKind::Rope: return rope_cost(*call.out[0], *call.rope);
     case OpKind::StoreKv: return store_kv_cost(*call.in[0], *call.in[1], *call.cache);
-    case OpKind::Attention: return attention_cost(*call.in[0], *call.cache, call.seqs, *call.attention);
+    case OpKind::Attention:
+    case OpKind::AttentionScored: return attention_cost(*call.in[0], *call.cache, call.seqs, *call.attention);
     case OpKind::SsmConv: return ssm_conv_cost(*call.in[0], *call.in[1], call.ssm_seqs);
     case OpKind::SsmScan: return ssm_scan_cost(*call.in[0], *call.in[1], *call.in[2], *call.in[3], call.ssm_seqs);
     case OpKind::RwkvWkv7: return rwkv_wkv7_cost(*call.wkv7, call.numbers[0], call.wkv7_seqs);

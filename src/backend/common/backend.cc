@@ -453,8 +453,10 @@ void Backend::do_gather_kv_rows(KvLayer&, std::span<const int32_t>, std::span<co
   fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", name());
 }
 
-void Backend::attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                        const AttentionConfig& config, TensorView& out) {
+// attention's and attention_scored's checks, beside the shared shape checks: what this backend
+// can mask and bias.
+void Backend::check_attention_call(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                                   const AttentionConfig& config, const TensorView& out) const {
   common::check_attention_inputs(q, cache, seqs, config, out);
   if (!supports_tree_attention()) {
     for (const SequenceSlice& seq : seqs) {
@@ -469,6 +471,11 @@ void Backend::attention(const TensorView& q, const KvLayer& cache, std::span<con
   if (config.alibi_max_bias != 0.0f && !supports(BackendFeature::Alibi)) {
     fail("attention: the {} backend does not apply ALiBi biases", name());
   }
+}
+
+void Backend::attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                        const AttentionConfig& config, TensorView& out) {
+  check_attention_call(q, cache, seqs, config, out);
   OpCall call{OpKind::Attention};
   call.in = {&q};
   call.out = {&out};
@@ -476,6 +483,45 @@ void Backend::attention(const TensorView& q, const KvLayer& cache, std::span<con
   call.cache = &cache;
   call.attention = &config;
   observed(call, [&] { do_attention(q, cache, seqs, config, out); });
+}
+
+void Backend::attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                               const AttentionConfig& config, std::span<const AttentionScoreTarget> targets,
+                               TensorView& out) {
+  require_op(OpKind::AttentionScored);
+  check_attention_call(q, cache, seqs, config, out);
+  if (config.alibi_max_bias != 0.0f && !targets.empty()) {
+    fail("importance-based KV eviction does not score ALiBi models");
+  }
+  std::vector<bool> scored(seqs.size(), false);
+  for (const AttentionScoreTarget& t : targets) {
+    if (t.sequence >= seqs.size()) fail("attention_scored: target sequence {} of {}", t.sequence, seqs.size());
+    if (scored[t.sequence]) fail("attention_scored: sequence {} is a target twice", t.sequence);
+    scored[t.sequence] = true;
+    const SequenceSlice& seq = seqs[t.sequence];
+    if (t.scores == nullptr) fail("attention_scored: no score table");
+    if (t.first_row < 0 || t.first_row > seq.n_tokens) {
+      fail("attention_scored: first row {} is outside the slice's {} rows", t.first_row, seq.n_tokens);
+    }
+    if (t.slot_stride < config.n_kv_heads) {
+      fail("attention_scored: a slot stride of {} for {} KV heads", t.slot_stride, config.n_kv_heads);
+    }
+    if (!seq.visible.empty()) fail("importance-based KV eviction does not score token-tree rows");
+    if (!seq.key_ends.empty()) fail("importance-based KV eviction does not score rows of spans that attend both ways");
+  }
+  OpCall call{OpKind::AttentionScored};
+  call.in = {&q};
+  call.out = {&out};
+  call.seqs = seqs;
+  call.score_targets = targets;
+  call.cache = &cache;
+  call.attention = &config;
+  observed(call, [&] { do_attention_scored(q, cache, seqs, config, targets, out); });
+}
+
+void Backend::do_attention_scored(const TensorView&, const KvLayer&, std::span<const SequenceSlice>,
+                                  const AttentionConfig&, std::span<const AttentionScoreTarget>, TensorView&) {
+  refuse_op(OpKind::AttentionScored);
 }
 
 }  // namespace lumen::backend

@@ -8,8 +8,10 @@
 #include "backend/cpu/attention_exact.h"
 #include "backend/cpu/attention_row_masks.h"
 #include "backend/cpu/attention_rows.h"
+#include "backend/cpu/attention_score_columns.h"
 #include "backend/cpu/attention_task.h"
 #include "backend/cpu/attention_tiles.h"
+#include "backend/cpu/kv_importance.h"
 #include "util/error.h"
 
 namespace lumen::backend::cpu {
@@ -109,13 +111,22 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
 
 }  // namespace
 
-void attention_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
-                    std::span<const SequenceSlice> seqs, const AttentionConfig& config,
-                    TensorView& out, ThreadPool& pool, AttentionScratch& scratch) {
+void attention_scored_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
+                           std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                           std::span<const AttentionScoreTarget> targets, TensorView& out, ThreadPool& pool,
+                           AttentionScratch& scratch) {
   check_attention_inputs(q, cache, seqs, config, out);
   AttentionJob job{&tiles, &q, &cache, seqs, &config, &out, &scratch, 0, 0, 0, false, 0};
   job.exact_f16 = cache.v.type == tensor::DType::F16;
   job.group = config.n_heads / config.n_kv_heads;
+  if (!targets.empty() && !job.exact_f16) {  // no probabilities held: the separate pass
+    attention_scored_with(tiles, q, cache, seqs, config, {}, out, pool, scratch);
+    for (const AttentionScoreTarget& t : targets) {
+      attention_scores_with(tiles, q, cache, seqs[t.sequence], t.first_row, config, t.scores, t.slot_stride, pool);
+    }
+    return;
+  }
+  const bool scored = !targets.empty();
 
   int64_t longest = 0;
   for (const SequenceSlice& seq : seqs) {
@@ -141,7 +152,8 @@ void attention_with(const AttentionTileKernels& tiles, const TensorView& q, cons
   int64_t n_tasks = tasks_with(job.group);
   if (n_tasks == 0) return;
   const bool split_keys = job.exact_f16 && n_tasks < wanted_tasks && spans_several_chunks(job, n_tasks);
-  while (!split_keys && job.heads_per_task > 1 && n_tasks < threads) {
+  // Scores need whole groups (attention_score_columns.h: their sums must not depend on threads).
+  while (!scored && !split_keys && job.heads_per_task > 1 && n_tasks < threads) {
     int64_t smaller = job.heads_per_task - 1;
     while (job.group % smaller != 0) --smaller;
     n_tasks = tasks_with(smaller);
@@ -160,14 +172,24 @@ void attention_with(const AttentionTileKernels& tiles, const TensorView& q, cons
   for (auto& buffer : scratch.row_pointers) {
     if (buffer.size() < pointers) buffer.resize(pointers);
   }
+  if (scored) {
+    plan_score_columns(job, n_tasks, targets, scratch.score_columns);
+    job.score_columns = &scratch.score_columns;
+  }
   if (split_keys) {
     run_exact_split(job, n_tasks, pool);
-    return;
+  } else {
+    const AttentionJob* shared = &job;
+    pool.parallel_for(n_tasks,
+                      [shared](int64_t index, unsigned worker) { run_task(*shared, task_at(*shared, index), worker); });
   }
-  const AttentionJob* shared = &job;
-  pool.parallel_for(n_tasks, [shared](int64_t index, unsigned worker) {
-    run_task(*shared, task_at(*shared, index), worker);
-  });
+  if (scored) add_columns_to_tables(job, targets, pool);
+}
+
+void attention_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
+                    std::span<const SequenceSlice> seqs, const AttentionConfig& config, TensorView& out,
+                    ThreadPool& pool, AttentionScratch& scratch) {
+  attention_scored_with(tiles, q, cache, seqs, config, {}, out, pool, scratch);
 }
 
 void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
@@ -176,5 +198,10 @@ void attention(const TensorView& q, const KvLayer& cache, std::span<const Sequen
   attention_with(best_attention_tiles(), q, cache, seqs, config, out, pool, scratch);
 }
 
-}  // namespace lumen::backend::cpu
+void attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                      const AttentionConfig& config, std::span<const AttentionScoreTarget> targets, TensorView& out,
+                      ThreadPool& pool, AttentionScratch& scratch) {
+  attention_scored_with(best_attention_tiles(), q, cache, seqs, config, targets, out, pool, scratch);
+}
 
+}  // namespace lumen::backend::cpu

@@ -49,6 +49,22 @@ namespace lumen::backend::cpu {
 
 struct AttentionTileKernels;
 
+// attention_scored's columns of scores, one per scored task (attention_score_columns.h).
+struct AttentionScoreColumns {
+  struct Column {
+    int64_t task;   // the task that fills it
+    size_t target;  // the index of its target
+    int64_t kv_head;
+    int64_t offset;     // where it starts in `floats`
+    int64_t first_key;  // the position of its first entry
+    int64_t n_keys;
+    int64_t first_row;  // the task's first scored row (within the sequence)
+  };
+  std::vector<Column> columns;          // in task order
+  std::vector<int64_t> column_of_task;  // per task index: its column, or -1
+  std::vector<float> floats;
+};
+
 struct AttentionScratch {
   std::vector<std::vector<float>> per_worker;
   std::vector<std::vector<const uint16_t*>> row_pointers;  // per worker: a K and a V tile's f16 rows
@@ -58,6 +74,7 @@ struct AttentionScratch {
   std::vector<double> split_sums;   // per chunk and query: the sum of exponentials
   std::vector<int64_t> split_plan;  // per task: where its chunks and arrays start
   std::vector<int64_t> split_bounds;  // per part of the threads: its first chunk task
+  AttentionScoreColumns score_columns;
 };
 
 // q and out: f32 {head_dim, n_heads, n_tokens} (out may not alias q). The cache already holds
@@ -71,6 +88,19 @@ void attention(const TensorView& q, const KvLayer& cache, std::span<const Sequen
 void attention_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
                     std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                     TensorView& out, ThreadPool& pool, AttentionScratch& scratch);
+
+// attention, and for each target the scores Backend::attention_scored describes (below).
+void attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                      const AttentionConfig& config, std::span<const AttentionScoreTarget> targets, TensorView& out,
+                      ThreadPool& pool, AttentionScratch& scratch);
+
+// attention_with, and for each target the scores Backend::attention_scored describes: on an f16
+// V cache (the exact path) from the attention's own probabilities (attention_score_columns.h),
+// otherwise attention_scores_with's separate pass after the attention.
+void attention_scored_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
+                           std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                           std::span<const AttentionScoreTarget> targets, TensorView& out, ThreadPool& pool,
+                           AttentionScratch& scratch);
 
 // The argument check every backend shares (backend/common/attention_checks.h).
 using common::check_attention_inputs;

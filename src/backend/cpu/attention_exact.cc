@@ -6,6 +6,7 @@
 
 #include "backend/cpu/attention_row_masks.h"
 #include "backend/cpu/attention_rows.h"
+#include "backend/cpu/attention_score_columns.h"
 
 namespace lumen::backend::cpu::attention_internal {
 
@@ -234,6 +235,7 @@ void run_exact_task(const AttentionJob& job, const Task& task, TaskBuffers& buf)
     }
   }
   write_task_output(job, task, 1, [&](int64_t) { return buf.acc; });
+  add_task_scores(job, task, buf.rows, r.lowest, r.span);
 }
 
 bool spans_several_chunks(const AttentionJob& job, int64_t n_tasks) {
@@ -335,6 +337,12 @@ void run_exact_split(const AttentionJob& job, int64_t n_tasks, ThreadPool& pool)
   for (int64_t t = 0; t < n_tasks; ++t) {
     const Located at = locate(split_task(plan, t).first_chunk_task);
     write_task_output(job, at.task, at.range.n_chunks, [&](int64_t c) { return chunk_result(at, c); });
+  }
+  if (job.score_columns != nullptr) {  // the rows now hold every chunk's probabilities
+    pool.parallel_for(n_tasks, [&](int64_t t, unsigned) {
+      const Located at = locate(split_task(plan, t).first_chunk_task);
+      add_task_scores(job, at.task, at.state.rows, at.range.lowest, at.range.span);
+    });
   }
 }
 

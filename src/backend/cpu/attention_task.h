@@ -42,6 +42,9 @@ struct AttentionJob {
   int64_t chunk;           // query rows per task
   bool exact_f16;          // reproduce llama.cpp's f16 probabilities (see attention.h)
   int64_t longest_span;    // most keys any query sees: sizes the materialised score rows
+  // attention_scored on the exact path: where each task adds its rows' probabilities
+  // (attention_score_columns.h); null otherwise.
+  AttentionScoreColumns* score_columns = nullptr;
 };
 
 // One task: a chunk of one sequence's queries, one KV head, some of its query heads.
@@ -51,6 +54,7 @@ struct Task {
   int64_t n_q;
   int64_t kv_head;
   int64_t head_begin;  // first query head
+  int64_t index;       // its index among the job's tasks (task_at)
 };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -63,14 +67,14 @@ inline Task task_at(const AttentionJob& job, int64_t index) {
   for (const SequenceSlice& seq : job.seqs) {
     const int64_t chunks = ceil_div(seq.n_tokens, job.chunk);
     if (chunk_index < chunks) {
-      Task task{&seq, chunk_index * job.chunk, 0, within / subgroups, 0};
+      Task task{&seq, chunk_index * job.chunk, 0, within / subgroups, 0, index};
       task.n_q = std::min(job.chunk, seq.n_tokens - task.q_begin);
       task.head_begin = task.kv_head * job.group + (within % subgroups) * job.heads_per_task;
       return task;
     }
     chunk_index -= chunks;
   }
-  return Task{nullptr, 0, 0, 0, 0};  // unreachable: index < task count
+  return Task{nullptr, 0, 0, 0, 0, index};  // unreachable: index < task count
 }
 
 // The exact f16 path (attention_exact.h) cuts each query's keys into chunks of this many

@@ -361,4 +361,10 @@ void CpuBackend::do_attention(const TensorView& q, const KvLayer& cache, std::sp
   cpu::attention(q, cache, seqs, config, out, pool_, attention_scratch_);
 }
 
+void CpuBackend::do_attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                                     const AttentionConfig& config, std::span<const AttentionScoreTarget> targets,
+                                     TensorView& out) {
+  cpu::attention_scored(q, cache, seqs, config, targets, out, pool_, attention_scratch_);
+}
+
 }  // namespace lumen::backend

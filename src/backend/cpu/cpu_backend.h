@@ -70,6 +70,9 @@ class CpuBackend final : public Backend {
                    KvLayer& cache) override;
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                     const AttentionConfig& config, TensorView& out) override;
+  void do_attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
+                           const AttentionConfig& config, std::span<const AttentionScoreTarget> targets,
+                           TensorView& out) override;
   void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;
   void do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) override;
   void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) override;

@@ -1,5 +1,6 @@
 #include "backend/cpu/kv_importance.h"
 
+#include "backend/cpu/attention.h"
 #include "backend/cpu/attention_tiles.h"
 
 #include <algorithm>
@@ -56,6 +57,21 @@ void attention_scores_with(const AttentionTileKernels& tiles, const TensorView& 
   if (!seq.key_ends.empty()) fail("importance-based KV eviction does not score rows of spans that attend both ways");
   if (config.alibi_max_bias != 0.0f) fail("importance-based KV eviction does not score ALiBi models");
   if (first_row < 0 || first_row > seq.n_tokens) fail("attention_scores: row {} of {}", first_row, seq.n_tokens);
+  if (cache.v.type == tensor::DType::F16) {
+    // The attention's exact path holds its probabilities: the same scores attention_scored
+    // gives, bit for bit, from an attention into a throwaway output.
+    const int64_t vdim = attention_value_dim(config);
+    std::vector<float> discarded(static_cast<size_t>(vdim * config.n_heads * q.dims[2]));
+    TensorView out{tensor::DType::F32,
+                   {vdim, config.n_heads, q.dims[2], 1},
+                   static_cast<size_t>(vdim) * sizeof(float),
+                   discarded.data()};
+    AttentionScratch scratch;
+    const AttentionScoreTarget target{0, first_row, scores, slot_stride};
+    attention_scored_with(tiles, q, cache, std::span<const SequenceSlice>(&seq, 1), config, {&target, 1}, out, pool,
+                          scratch);
+    return;
+  }
   const int64_t dim = config.head_dim, group = config.n_heads / config.n_kv_heads;
   const int64_t bs = cache.block_size, n_slots = seq.start_pos + seq.n_tokens;
   if (static_cast<int64_t>(seq.block_table.size()) * bs < n_slots) fail("attention_scores: the block table is short");

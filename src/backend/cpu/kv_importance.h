@@ -10,6 +10,9 @@
 
 namespace lumen::backend::cpu {
 
+// On an f16 V cache (the default) the scores are the attention's own probabilities, rounded to
+// f16 as its P V uses them (attention_scored_with's, bit for bit, from an attention run into a
+// throwaway output); on an f32 one a separate pass of f32 q.k and softmax over the keys.
 void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
                       const AttentionConfig& config, float* scores, int64_t slot_stride, ThreadPool& pool);
 

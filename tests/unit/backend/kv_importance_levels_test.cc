@@ -2,6 +2,8 @@
 // reference, on a prompt long enough to be split into several row blocks per KV head: each
 // level within rounding of the reference, and 1 and 2 threads the same bits at each level
 // (the row blocks and the order their partial columns are added in depend on the rows alone).
+// On an f16 cache the scores are the attention's own f16-rounded probabilities
+// (attention_score_columns.h); attention_scored_test.cc checks they are attention_scored's bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +17,7 @@
 #include "backend/cpu/kv_importance.h"
 #include "kernel_test_util.h"
 #include "paged_cache_fixture.h"
+#include "tensor/fp16.h"
 #include "util/thread_pool.h"
 
 namespace lumen::backend::cpu {
@@ -69,8 +72,10 @@ void check_levels(const Case& c) {
       for (int64_t p = lo; p <= pos; ++p) {
         double dot = 0.0;
         for (int64_t d = 0; d < kHeadDim; ++d) {
-          dot += static_cast<double>(q[static_cast<size_t>((r * kHeads + h) * kHeadDim + d)]) *
-                 cache.k_at(PagedCache::row_of(table, p, kBlock), kvh * kHeadDim + d);
+          // An f16 cache's scores are the attention's: its query rounded to f16 before q.k.
+          float qd = q[static_cast<size_t>((r * kHeads + h) * kHeadDim + d)];
+          if (c.type == tensor::DType::F16) qd = tensor::fp16_to_float(tensor::float_to_fp16(qd));
+          dot += static_cast<double>(qd) * cache.k_at(PagedCache::row_of(table, p, kBlock), kvh * kHeadDim + d);
         }
         dot *= scale;
         if (c.softcap != 0.0f) dot = c.softcap * std::tanh(dot / c.softcap);
@@ -90,9 +95,11 @@ void check_levels(const Case& c) {
       std::vector<float> scores(static_cast<size_t>(c.n_slots * stride), 0.5f);
       ThreadPool pool(threads);
       attention_scores_with(*tiles, qv, cache.layer(), seq, c.first_row, config, scores.data(), stride, pool);
+      // Sums of up to a few hundred probabilities: f32 rounding of each term and of the sum,
+      // and on an f16 cache each probability rounded to f16 (2^-11 of itself) as P V uses it.
+      const double relative = c.type == tensor::DType::F16 ? 5e-4 + 2e-5 : 2e-5;
       for (size_t i = 0; i < scores.size(); ++i) {
-        // Sums of up to a few hundred probabilities: f32 rounding of each term and of the sum.
-        ASSERT_NEAR(scores[i], expected[i], 2e-5 * std::max(1.0, std::abs(expected[i])))
+        ASSERT_NEAR(scores[i], expected[i], relative * std::max(1.0, std::abs(expected[i])))
             << name << ", " << threads << " threads, entry " << i;
       }
       by_threads.push_back(std::move(scores));

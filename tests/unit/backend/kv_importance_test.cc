@@ -1,5 +1,6 @@
 // The CPU kernels of importance-based KV eviction against the definition, computed here from
-// the cache's own rows: attention_scores adds each scored row's softmax (summed over the query
+// the cache's own rows (and, an f16 cache's scores being the attention's, the query rounded to
+// f16 as its q.k takes it): attention_scores adds each scored row's softmax (summed over the query
 // heads of a KV head, within the causal range and the sliding window) to the score table;
 // gather_kv_rows moves each KV head's kept slots, keys and values, to the destination blocks,
 // in place included, and refuses slots and blocks out of range.
@@ -11,6 +12,7 @@
 #include "backend/cpu/kv_importance.h"
 #include "kernel_test_util.h"
 #include "paged_cache_fixture.h"
+#include "tensor/fp16.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -53,8 +55,10 @@ void check_scores(int64_t window) {
       for (int64_t p = lo; p <= pos; ++p) {
         double dot = 0.0;
         for (int64_t d = 0; d < kHeadDim; ++d) {
-          dot += static_cast<double>(q[static_cast<size_t>((r * kHeads + h) * kHeadDim + d)]) *
-                 cache.k_at(PagedCache::row_of(table, p, kBlock), kvh * kHeadDim + d);
+          // The attention's own probabilities (an f16 cache): the query rounded to f16.
+          const float qd =
+              tensor::fp16_to_float(tensor::float_to_fp16(q[static_cast<size_t>((r * kHeads + h) * kHeadDim + d)]));
+          dot += static_cast<double>(qd) * cache.k_at(PagedCache::row_of(table, p, kBlock), kvh * kHeadDim + d);
         }
         s[static_cast<size_t>(p)] = dot * 0.25;
         max = std::max(max, s[static_cast<size_t>(p)]);
@@ -65,7 +69,10 @@ void check_scores(int64_t window) {
       }
     }
   }
-  for (size_t i = 0; i < scores.size(); ++i) EXPECT_NEAR(scores[i], expected[i], 1e-4) << "entry " << i;
+  // Each probability rounded to f16 as P V uses it: 2^-11 of itself.
+  for (size_t i = 0; i < scores.size(); ++i) {
+    EXPECT_NEAR(scores[i], expected[i], 1e-5 + 5e-4 * std::abs(expected[i])) << "entry " << i;
+  }
 }
 
 TEST(KvImportanceKernels, AttentionScoresAreTheSoftmaxSummedOverAKvHeadsQueries) { check_scores(0); }

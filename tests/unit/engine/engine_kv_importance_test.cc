@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 
+#include "backend/op_observer.h"
 #include "lumen/kv_eviction.h"
 #include "synth_engine.h"
 #include "util/error.h"
@@ -68,6 +70,46 @@ TEST_F(EngineKvImportanceTest, ASequenceHoldsNoMoreThanItsBudgetsBlocks) {
   // The full cache holds the prompt and every generated token.
   run_alone(c, p, greedy(50), &most);
   EXPECT_GE(most, (60 + 49) / 4);
+}
+
+// The scores come from the attention's own pass (attention_scored) on a backend that declares
+// it, from attention followed by attention_scores on one that does not (the CPU with
+// set_composed_ops): the same tokens, several requests decoding side by side (scored and
+// unscored sequences in one batch), and each run really took its path (the ops counted).
+class OpCounts final : public backend::OpObserver {
+ public:
+  void before_op(const backend::OpCall& call) override { ++counts[static_cast<size_t>(call.kind)]; }
+  int64_t of(backend::OpKind kind) const { return counts[static_cast<size_t>(kind)]; }
+  std::array<int64_t, backend::kOpKindCount> counts{};
+};
+
+TEST_F(EngineKvImportanceTest, ScoresFromTheAttentionsPassGiveTheSeparatePassesTokens) {
+  const EngineConfig c = config(96);
+  auto run = [&](bool separate, OpCounts& ops) {
+    backend_->set_composed_ops(separate);
+    backend_->add_observer(&ops);
+    Engine engine(handle(), c);
+    std::vector<RequestHandle> handles;
+    handles.push_back(engine.add_request(prompt(60, 11), with("h2o:budget=16,recent=4", 30)));
+    handles.push_back(engine.add_request(prompt(45, 12), with("snapkv:budget=20,window=4,kernel=3", 30)));
+    handles.push_back(engine.add_request(prompt(30, 13), greedy(30)));
+    drain(engine);
+    backend_->remove_observer(&ops);
+    backend_->set_composed_ops(false);
+    std::vector<std::vector<int32_t>> out;
+    for (RequestHandle& h : handles) out.push_back(tokens(h));
+    return out;
+  };
+  OpCounts fused_ops, separate_ops;
+  const std::vector<std::vector<int32_t>> fused = run(false, fused_ops);
+  const std::vector<std::vector<int32_t>> separate = run(true, separate_ops);
+  EXPECT_EQ(fused, separate);
+  for (const std::vector<int32_t>& t : fused) EXPECT_EQ(t.size(), 30u);
+  EXPECT_GT(fused_ops.of(backend::OpKind::AttentionScored), 0);
+  EXPECT_EQ(fused_ops.of(backend::OpKind::AttentionScores), 0);
+  EXPECT_EQ(separate_ops.of(backend::OpKind::AttentionScored), 0);
+  // One attention_scores per scored sequence and layer against one attention_scored per layer.
+  EXPECT_GE(separate_ops.of(backend::OpKind::AttentionScores), fused_ops.of(backend::OpKind::AttentionScored));
 }
 
 TEST_F(EngineKvImportanceTest, ThePrefixCacheNeverHandsOutACompressedSequencesBlocks) {
