@@ -3,11 +3,11 @@
 //
 // Scores. The forward pass adds, for the rows a sequence wants scored, the softmaxed attention
 // of each layer's query heads to every cached slot, summed over the query heads sharing a KV
-// head (Backend::attention_scores), into the sequence's score table: one float per slot, layer
-// and KV head. The attention kernel itself does not hand its probabilities out (its online
-// softmax never holds a normalized row), so this is a second pass over the keys, but only for
-// the scored rows: SnapKV's observation window (W rows once per prompt), H2O's every row (the
-// whole prompt once, then the one decode row per step: one more q.k over the cached keys).
+// head, into the sequence's score table: one float per slot, layer and KV head. Scored rows:
+// SnapKV's observation window (W rows once per prompt), H2O's every row (the whole prompt once,
+// then the one decode row per step). Where the backend declares attention_scored (the CPU's f16
+// cache) they come from the attention's own probabilities, at one addition each; otherwise
+// Backend::attention_scores runs a second q.k over the scored rows (Transformer::attend).
 //
 // Eviction. Before a decode step, when due (eviction_due), each layer and KV head chooses the
 // slots it keeps (select_snapkv, select_h2o, in slot order), the sequence's blocks are compacted

@@ -334,15 +334,12 @@ void run_exact_split(const AttentionJob& job, int64_t n_tasks, ThreadPool& pool)
     TaskBuffers buf = buffers(worker, at.task);
     weigh_chunk(job, at.task, at.range, at.chunk, buf, at.state, chunk_result(at, at.chunk));
   });
+  // Here, not in a pass of its own: the split serves few tasks (a decode step), whose scores are
+  // a few thousand additions, less than what another wait for the pool costs.
   for (int64_t t = 0; t < n_tasks; ++t) {
     const Located at = locate(split_task(plan, t).first_chunk_task);
     write_task_output(job, at.task, at.range.n_chunks, [&](int64_t c) { return chunk_result(at, c); });
-  }
-  if (job.score_columns != nullptr) {  // the rows now hold every chunk's probabilities
-    pool.parallel_for(n_tasks, [&](int64_t t, unsigned) {
-      const Located at = locate(split_task(plan, t).first_chunk_task);
-      add_task_scores(job, at.task, at.state.rows, at.range.lowest, at.range.span);
-    });
+    add_task_scores(job, at.task, at.state.rows, at.range.lowest, at.range.span);  // rows: every chunk's
   }
 }
 

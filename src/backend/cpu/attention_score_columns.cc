@@ -56,7 +56,7 @@ void add_columns_to_tables(const AttentionJob& job, std::span<const AttentionSco
   for (const AttentionScoreColumns::Column& column : columns.columns) {
     groups[column.target * static_cast<size_t>(n_kv_heads) + static_cast<size_t>(column.kv_head)].push_back(&column);
   }
-  constexpr int64_t kSlotsPerTask = 1024;
+  constexpr int64_t kSlotsPerTask = 1024, kSerialFloats = int64_t{1} << 16;
   struct Work {
     size_t group;
     int64_t first_slot, end_slot;
@@ -68,7 +68,7 @@ void add_columns_to_tables(const AttentionJob& job, std::span<const AttentionSco
     const int64_t n_slots = seq.start_pos + seq.n_tokens;
     for (int64_t s = 0; s < n_slots; s += kSlotsPerTask) work.push_back({g, s, std::min(n_slots, s + kSlotsPerTask)});
   }
-  pool.parallel_for(static_cast<int64_t>(work.size()), [&](int64_t w, unsigned) {
+  auto add = [&](int64_t w, unsigned) {
     const Work& item = work[static_cast<size_t>(w)];
     const AttentionScoreTarget& target = targets[item.group / static_cast<size_t>(n_kv_heads)];
     const auto kv_head = static_cast<int64_t>(item.group % static_cast<size_t>(n_kv_heads));
@@ -80,7 +80,16 @@ void add_columns_to_tables(const AttentionJob& job, std::span<const AttentionSco
       }
       target.scores[s * target.slot_stride + kv_head] = total;
     }
-  });
+  };
+  // A decode step's few columns are added here: a wait for the pool costs more than they do, and
+  // on a busy host far more (each parallel_for is a barrier; measured on SmolLM2's H2O decode).
+  int64_t floats = 0;
+  for (const AttentionScoreColumns::Column& column : columns.columns) floats += column.n_keys;
+  if (floats < kSerialFloats) {
+    for (int64_t w = 0; w < static_cast<int64_t>(work.size()); ++w) add(w, 0);
+  } else {
+    pool.parallel_for(static_cast<int64_t>(work.size()), add);
+  }
 }
 
 }  // namespace lumen::backend::cpu::attention_internal
