@@ -300,10 +300,10 @@ class Backend {
   // A declared op's public method calls require_op first; its default do_* calls refuse_op,
   // which throws "the <backend> backend has no <op> (...)".
   void require_op(OpKind op) const;
+  [[noreturn]] void refuse_op(OpKind op) const;
   // attention's and attention_scored's argument checks (shapes, and what this backend masks).
   void check_attention_call(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                             const AttentionConfig& config, const TensorView& out) const;
-  [[noreturn]] void refuse_op(OpKind op) const;
   // The step boundary's device side: by default (host memory) nothing moves and the logits are
   // written straight into the host array.
   virtual void do_begin_step(const StepMetadata& step) { (void)step; }
