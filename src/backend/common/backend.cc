@@ -1,10 +1,12 @@
 // The Backend's public methods: check the arguments once for every backend (op_checks.h), let
-// the observers see the call, run the backend's do_* implementation.
+// the observers see the call, run the backend's do_* implementation. The attention ops are in
+// backend_attention.cc.
 #include "backend/backend.h"
 
 #include <algorithm>
 
-#include "backend/common/attention_checks.h"
+#include "backend/common/observed.h"
+
 #include "backend/common/get_rows_check.h"
 #include "backend/common/op_checks.h"
 #include "backend/common/wkv7_checks.h"
@@ -16,17 +18,6 @@ void Backend::add_observer(OpObserver* observer) {
 }
 
 void Backend::remove_observer(OpObserver* observer) { std::erase(observers_, observer); }
-
-template <typename Body>
-void Backend::observed(OpCall& call, Body&& body) {
-  if (observers_.empty()) {
-    body();
-    return;
-  }
-  for (OpObserver* o : observers_) o->before_op(call);
-  body();
-  for (OpObserver* o : observers_) o->after_op(call);
-}
 
 void Backend::begin_step(const StepMetadata& step) {
   if (in_step_) fail("begin_step: the previous step is still open (end_step or abort_step first)");
@@ -414,114 +405,6 @@ void Backend::rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const
 
 void Backend::do_rwkv_wkv7(const Wkv7Rows&, int64_t, std::span<const Wkv7Sequence>, TensorView&) {
   refuse_rwkv_wkv7(name());
-}
-
-void Backend::attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
-                               const AttentionConfig& config, float* scores, int64_t slot_stride) {
-  if (scores == nullptr) fail("attention_scores: no score table");
-  if (first_row < 0 || first_row > seq.n_tokens) {
-    fail("attention_scores: first row {} is outside the slice's {} rows", first_row, seq.n_tokens);
-  }
-  OpCall call{OpKind::AttentionScores};
-  call.in = {&q};
-  call.seqs = std::span<const SequenceSlice>(&seq, 1);
-  call.cache = &cache;
-  call.attention = &config;
-  call.numbers = {first_row, slot_stride};
-  call.host_out = scores;
-  observed(call, [&] { do_attention_scores(q, cache, seq, first_row, config, scores, slot_stride); });
-}
-
-void Backend::do_attention_scores(const TensorView&, const KvLayer&, const SequenceSlice&, int64_t,
-                                  const AttentionConfig&, float*, int64_t) {
-  fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", name());
-}
-
-void Backend::gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
-                             std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) {
-  OpCall call{OpKind::GatherKvRows};
-  call.cache = &cache;
-  call.src_table = src_table;
-  call.dst_table = dst_table;
-  call.indices = keep;
-  call.numbers = {head_dim, value_dim};
-  observed(call, [&] { do_gather_kv_rows(cache, src_table, dst_table, keep, head_dim, value_dim); });
-}
-
-void Backend::do_gather_kv_rows(KvLayer&, std::span<const int32_t>, std::span<const int32_t>,
-                                std::span<const int32_t>, int64_t, int64_t) {
-  fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", name());
-}
-
-// attention's and attention_scored's checks, beside the shared shape checks: what this backend
-// can mask and bias.
-void Backend::check_attention_call(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                                   const AttentionConfig& config, const TensorView& out) const {
-  common::check_attention_inputs(q, cache, seqs, config, out);
-  if (!supports_tree_attention()) {
-    for (const SequenceSlice& seq : seqs) {
-      if (!seq.visible.empty()) fail("attention: the {} backend does not take a tree attention mask", name());
-    }
-  }
-  if (!supports(BackendFeature::SpanAttention)) {
-    for (const SequenceSlice& seq : seqs) {
-      if (!seq.key_ends.empty()) fail("attention: the {} backend does not take spans that attend both ways", name());
-    }
-  }
-  if (config.alibi_max_bias != 0.0f && !supports(BackendFeature::Alibi)) {
-    fail("attention: the {} backend does not apply ALiBi biases", name());
-  }
-}
-
-void Backend::attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                        const AttentionConfig& config, TensorView& out) {
-  check_attention_call(q, cache, seqs, config, out);
-  OpCall call{OpKind::Attention};
-  call.in = {&q};
-  call.out = {&out};
-  call.seqs = seqs;
-  call.cache = &cache;
-  call.attention = &config;
-  observed(call, [&] { do_attention(q, cache, seqs, config, out); });
-}
-
-void Backend::attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
-                               const AttentionConfig& config, std::span<const AttentionScoreTarget> targets,
-                               TensorView& out) {
-  require_op(OpKind::AttentionScored);
-  check_attention_call(q, cache, seqs, config, out);
-  if (config.alibi_max_bias != 0.0f && !targets.empty()) {
-    fail("importance-based KV eviction does not score ALiBi models");
-  }
-  std::vector<bool> scored(seqs.size(), false);
-  for (const AttentionScoreTarget& t : targets) {
-    if (t.sequence >= seqs.size()) fail("attention_scored: target sequence {} of {}", t.sequence, seqs.size());
-    if (scored[t.sequence]) fail("attention_scored: sequence {} is a target twice", t.sequence);
-    scored[t.sequence] = true;
-    const SequenceSlice& seq = seqs[t.sequence];
-    if (t.scores == nullptr) fail("attention_scored: no score table");
-    if (t.first_row < 0 || t.first_row > seq.n_tokens) {
-      fail("attention_scored: first row {} is outside the slice's {} rows", t.first_row, seq.n_tokens);
-    }
-    if (t.slot_stride < config.n_kv_heads) {
-      fail("attention_scored: a slot stride of {} for {} KV heads", t.slot_stride, config.n_kv_heads);
-    }
-    if (!seq.visible.empty()) fail("importance-based KV eviction does not score token-tree rows");
-    if (!seq.key_ends.empty()) fail("importance-based KV eviction does not score rows of spans that attend both ways");
-  }
-  OpCall call{OpKind::AttentionScored};
-  call.in = {&q};
-  call.out = {&out};
-  call.seqs = seqs;
-  call.score_targets = targets;
-  call.cache = &cache;
-  call.attention = &config;
-  observed(call, [&] { do_attention_scored(q, cache, seqs, config, targets, out); });
-}
-
-void Backend::do_attention_scored(const TensorView&, const KvLayer&, std::span<const SequenceSlice>,
-                                  const AttentionConfig&, std::span<const AttentionScoreTarget>, TensorView&) {
-  refuse_op(OpKind::AttentionScored);
 }
 
 }  // namespace lumen::backend

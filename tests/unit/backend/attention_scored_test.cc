@@ -13,8 +13,8 @@
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/attention_tiles.h"
-#include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kv_importance.h"
+#include "attention_tile_levels.h"
 #include "kernel_test_util.h"
 #include "paged_cache_fixture.h"
 #include "util/thread_pool.h"
@@ -26,16 +26,6 @@ using testing::PagedCache;
 using testing::random_values;
 
 constexpr int64_t kHeadDim = 64, kBlock = 16;
-
-std::vector<std::pair<std::string, const AttentionTileKernels*>> levels() {
-  std::vector<std::pair<std::string, const AttentionTileKernels*>> out = {{"portable", &portable_attention_tiles()}};
-  if (avx2_attention_tiles() != nullptr && detected_isa() >= Isa::kAvx2)
-    out.emplace_back("avx2", avx2_attention_tiles());
-  if (avx512_attention_tiles() != nullptr && detected_isa() >= Isa::kAvx512) {
-    out.emplace_back("avx512", avx512_attention_tiles());
-  }
-  return out;
-}
 
 struct Shape {
   int64_t heads, kv_heads, window;
@@ -135,7 +125,10 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 void check(const Shape& shape, const std::vector<Seq>& seqs, const std::vector<std::pair<size_t, int64_t>>& targets) {
-  for (const auto& [name, tiles] : levels()) {
+  const std::vector<const AttentionTileKernels*> levels = testing::tile_levels();
+  for (size_t level = 0; level < levels.size(); ++level) {
+    const AttentionTileKernels* tiles = levels[level];
+    const std::string name = "instruction-set level " + std::to_string(level);
     Batch batch(shape, seqs);
     const Result reference = batch.run(*tiles, 1, targets, true);
     for (unsigned threads : {1u, 2u, 3u}) {
