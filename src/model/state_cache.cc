@@ -8,7 +8,8 @@
 namespace lumen::model {
 
 StateCache::StateCache(backend::Backend& backend, const HParams& hp, int64_t n_slots)
-    : hp_(hp),
+    : backend_(backend),
+      hp_(hp),
       n_slots_(n_slots),
       layer_floats_(recurrent_state_values_per_layer(hp)),
       slot_floats_(layer_floats_ * recurrent_layer_count(hp)) {
@@ -24,6 +25,7 @@ StateCache::StateCache(backend::Backend& backend, const HParams& hp, int64_t n_s
     state_index_.push_back(is_recurrent_layer(hp, layer) ? static_cast<int64_t>(ordinal++) : -1);
   }
   buffer_ = backend.allocate(bytes());  // zero-filled
+  zero_row_ = backend.allocate(layer_floats_ * sizeof(float));
 }
 
 size_t StateCache::bytes_per_slot(const HParams& hp) {
@@ -56,20 +58,41 @@ backend::TensorView StateCache::ssm_state(int64_t slot, uint64_t layer) const {
   return backend::f32_matrix(data, static_cast<int64_t>(hp_.ssm_state_size), static_cast<int64_t>(hp_.ssm_inner_size));
 }
 
-void StateCache::clear(int64_t slot) { std::fill_n(slot_data(slot), slot_floats_, 0.0f); }
+backend::TensorView StateCache::slot_rows(int64_t slot) const {
+  return backend::f32_matrix(slot_data(slot), static_cast<int64_t>(layer_floats_),
+                             static_cast<int64_t>(slot_floats_ / layer_floats_));
+}
+
+backend::TensorView StateCache::all_rows() const {
+  return backend::f32_matrix(static_cast<float*>(buffer_->data()), static_cast<int64_t>(layer_floats_),
+                             n_slots_ * static_cast<int64_t>(slot_floats_ / layer_floats_));
+}
+
+void StateCache::clear(int64_t slot) {
+  // Every layer row of the slot from the one row of zeros.
+  backend::TensorView into = slot_rows(slot);
+  row_ids_.assign(static_cast<size_t>(into.rows()), 0);
+  const backend::TensorView zeros =
+      backend::f32_matrix(static_cast<float*>(zero_row_->data()), static_cast<int64_t>(layer_floats_), 1);
+  backend_.get_rows(zeros, row_ids_, into);
+}
 
 void StateCache::read_slot(int64_t slot, void* dst) const {
-  const float* data = slot_data(slot);
-  std::copy_n(data, slot_floats_, static_cast<float*>(dst));
+  backend_.copy_to_host(slot_rows(slot), static_cast<float*>(dst));
 }
 
 void StateCache::write_slot(int64_t slot, const void* src) {
-  std::copy_n(static_cast<const float*>(src), slot_floats_, slot_data(slot));
+  backend::TensorView into = slot_rows(slot);
+  backend_.copy_from_host(static_cast<const float*>(src), into);
 }
 
 void StateCache::copy(int64_t src, int64_t dst) {
   if (src == dst) return;
-  std::copy_n(slot_data(src), slot_floats_, slot_data(dst));
+  backend::TensorView into = slot_rows(dst);
+  const auto layers = static_cast<int32_t>(into.rows());
+  row_ids_.resize(static_cast<size_t>(layers));
+  for (int32_t l = 0; l < layers; ++l) row_ids_[static_cast<size_t>(l)] = static_cast<int32_t>(src) * layers + l;
+  backend_.get_rows(all_rows(), row_ids_, into);
 }
 
 void begin_state_batch(const ForwardBatch& batch, const char* model) {

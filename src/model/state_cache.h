@@ -6,7 +6,9 @@
 // (kernel - 1) inputs and SSM state, or RWKV's two token-shift rows and wkv matrices, whatever
 // the sequence's length. Which slot belongs to which
 // sequence is decided elsewhere (the engine, kv/state_slots.h); this owns the memory only.
-// Host memory: the state-space ops run on the CPU backend only for now.
+// The memory is the backend's (device memory on a GPU): clearing, copying, saving and restoring
+// a slot go through the backend's own ops (get_rows of a slot's layer rows, copy_to_host,
+// copy_from_host), so the same code serves every backend.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -26,6 +28,8 @@ class StateCache {
 
   int64_t n_slots() const { return n_slots_; }
   // Layer `layer`'s part of slot `slot`, as the architecture lays it out.
+  // Host pointers: only for a backend whose memory is host memory (RWKV 7's block, which runs on
+  // the CPU backend only, reads and writes its token-shift rows through it).
   std::span<float> layer_state(int64_t slot, uint64_t layer) const;
   // Mamba 2's views of it (backend::SsmSequence's conv_window and state).
   backend::TensorView conv_window(int64_t slot, uint64_t layer) const;
@@ -44,13 +48,20 @@ class StateCache {
  private:
   float* slot_data(int64_t slot) const;
   float* layer_data(int64_t slot, uint64_t layer) const;
+  // Slot `slot` as a matrix of one row per recurrent layer (what get_rows and the host copies
+  // take); all slots as one such matrix, slot after slot.
+  backend::TensorView slot_rows(int64_t slot) const;
+  backend::TensorView all_rows() const;
 
+  backend::Backend& backend_;
   HParams hp_;
   int64_t n_slots_;
   size_t layer_floats_;
   size_t slot_floats_;
   std::vector<int64_t> state_index_;  // per layer: its place in a slot (-1: attention, none)
   std::unique_ptr<backend::Buffer> buffer_;
+  std::unique_ptr<backend::Buffer> zero_row_;  // one layer's worth of zeros: clear() copies it
+  std::vector<int32_t> row_ids_;               // get_rows' ids (a member: no allocation per call)
 };
 
 struct ForwardBatch;

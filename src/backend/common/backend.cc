@@ -9,6 +9,7 @@
 
 #include "backend/common/get_rows_check.h"
 #include "backend/common/op_checks.h"
+#include "backend/common/ssm_checks.h"
 #include "backend/common/wkv7_checks.h"
 
 namespace lumen::backend {
@@ -349,10 +350,19 @@ void Backend::do_shift_keys(KvLayer&, std::span<const int32_t>, int32_t, const R
   fail("context shift is not supported on the {} backend", name());
 }
 
-// The state-space and eviction ops' kernels check their own shapes (cpu_backend_ssm.cc,
-// cpu/kv_importance.cc); here only what every backend needs before it runs them.
+namespace {
+
+// A backend without state-space kernels (supports(StateSpace) false) refuses before reading anything.
+[[noreturn]] void refuse_state_space(std::string_view op, std::string_view backend) {
+  fail("{} is not supported on the {} backend yet; use --device cpu", op, backend);
+}
+
+}  // namespace
+
 void Backend::ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
                        std::span<const SsmSequence> seqs, TensorView& out) {
+  if (!supports(BackendFeature::StateSpace)) refuse_state_space("ssm_conv (a state-space model's convolution)", name());
+  common::check_ssm_conv(x, weight, bias, seqs, out);
   OpCall call{OpKind::SsmConv};
   call.in = {&x, &weight, &bias};
   call.out = {&out};
@@ -362,14 +372,13 @@ void Backend::ssm_conv(const TensorView& x, const TensorView& weight, const Tens
 
 void Backend::do_ssm_conv(const TensorView&, const TensorView&, const TensorView&, std::span<const SsmSequence>,
                           TensorView&) {
-  fail("ssm_conv (a state-space model's convolution) is not supported on the {} backend yet", name());
+  refuse_state_space("ssm_conv (a state-space model's convolution)", name());
 }
 
 void Backend::ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
                        const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) {
-  if (weights.a == nullptr || weights.d == nullptr || weights.dt_bias == nullptr) {
-    fail("ssm_scan: A, D and dt's bias are all needed");
-  }
+  if (!supports(BackendFeature::StateSpace)) refuse_state_space("ssm_scan (a state-space model's scan)", name());
+  common::check_ssm_scan(x, dt, b, c, weights, seqs, y);
   OpCall call{OpKind::SsmScan};
   call.in = {&x, &dt, &b, &c};
   call.out = {&y};
@@ -380,7 +389,7 @@ void Backend::ssm_scan(const TensorView& x, const TensorView& dt, const TensorVi
 
 void Backend::do_ssm_scan(const TensorView&, const TensorView&, const TensorView&, const TensorView&,
                           const SsmScanWeights&, std::span<const SsmSequence>, TensorView&) {
-  fail("ssm_scan (a state-space model's scan) is not supported on the {} backend yet", name());
+  refuse_state_space("ssm_scan (a state-space model's scan)", name());
 }
 
 namespace {

@@ -5,10 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/common/ssm_checks.h"
+
 namespace lumen::backend::cpu {
 
-// The longest kernel the convolution takes (Mamba 2's is 4): its input rows sit on the stack.
-inline constexpr int64_t kSsmConvMaxTaps = 64;
+// The longest kernel the convolution takes (Mamba 2's is 4; every backend's limit, checked in
+// front of them): its input rows sit on the stack.
+inline constexpr int64_t kSsmConvMaxTaps = common::kSsmConvMaxTaps;
 
 struct SsmConvTask {
   const float* x = nullptr;  // n rows of the sequence, x_stride floats apart
