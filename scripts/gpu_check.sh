@@ -448,6 +448,12 @@ run_tests() {
     --gtest_filter='*/cuda_store_kv_Q8_0*:*/cuda_store_kv_Q4_0*:*/cuda_attention_Q8_0*:*/cuda_attention_Q4_0*' 2>&1 |
     tee "$WORK/backend_conformance_cuda_quantized_kv.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda_quantized_kv "$WORK/backend_conformance_cuda_quantized_kv.log" $((SECONDS - start))
+  # Mamba 2's ssm_conv and ssm_scan rows, declared only with LUMEN_CUDA_STATE_SPACE=1 (written
+  # without a GPU, 2026-11-28).
+  start=$SECONDS
+  LUMEN_CUDA_STATE_SPACE=1 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_ssm_*' 2>&1 |
+    tee "$WORK/backend_conformance_cuda_ssm.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary backend_conformance_cuda_ssm "$WORK/backend_conformance_cuda_ssm.log" $((SECONDS - start))
   # The matmul rows again on the streaming GEMV kernels for every type (the default streams
   # float weights only).
   start=$SECONDS
@@ -543,9 +549,10 @@ run_types() {
 
 # Every architecture `lumen synth` writes, on CUDA: the mixture-of-experts presets (moe_ffn
 # composed from the conformance-tested ops, backend/common/composed_moe_ffn.h) op by op and
-# teacher-forced against the CPU (GPU_CHECK_MOE picks others); the architectures the backend
-# lacks (latent attention, state-space layers) refused at load, naming what is missing, never by
-# an op inside a step.
+# teacher-forced against the CPU (GPU_CHECK_MOE picks others); Mamba 2 the same way with its
+# kernels declared (LUMEN_CUDA_STATE_SPACE=1); the architectures the backend lacks (latent
+# attention, and state-space layers without the flag) refused at load, naming what is missing,
+# never by an op inside a step.
 run_models() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
   [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
@@ -562,6 +569,22 @@ run_models() {
     grep -E 'Failure|error|expected' "$WORK/$name.log" | head -n 5 >&2
     gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
   done
+  # Mamba 2 (ssm.cu, written without a GPU: declared only with LUMEN_CUDA_STATE_SPACE=1): op by op
+  # (the scan and the states it leaves compared after every call) and teacher-forced.
+  for type in Q8_0 Q4_1; do
+    file="$WORK/models-mamba2-mini-$type.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth mamba2-mini -o "$file" --type "$type" --layers 2 --vocab "$vocab" > /dev/null ||
+      { log "synth mamba2-mini:$type failed"; continue; }
+    name="mamba2_cuda_vs_cpu_$type"
+    start=$SECONDS
+    LUMEN_CUDA_STATE_SPACE=1 LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 \
+      --gtest_filter='CudaGreedy.EachOpMatchesCpu:CudaGreedy.DefaultOptionsAgreeWithCpu' > "$WORK/$name.log" 2>&1
+    grep -E 'Failure|error|expected|ssm' "$WORK/$name.log" | head -n 8 >&2
+    gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+  done
+  out=$(LUMEN_CUDA_STATE_SPACE=1 "$BIN/lumen" run -m "$WORK/models-mamba2-mini-Q8_0.gguf" --device cuda -p "Hello" -n 8 2>&1)
+  log "mamba2-mini on cuda (LUMEN_CUDA_STATE_SPACE=1): rc $? $(tail -n 2 <<< "$out" | tr '\n' ' ')"
+  # Not declared by default: refused at load until the rows above have passed.
   for preset in deepseek2-lite-mini mamba2-mini; do
     file="$WORK/models-$preset-Q8_0.gguf"
     [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type Q8_0 --layers 2 --vocab "$vocab" > /dev/null ||

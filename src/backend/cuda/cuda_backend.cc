@@ -87,6 +87,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions option
 
 bool CudaBackend::do_supports(BackendFeature feature) const {
   if (feature == BackendFeature::TreeAttention) return state_->options.tree_attention;
+  if (feature == BackendFeature::StateSpace) return state_->options.state_space;
   return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys ||
          feature == BackendFeature::RotatedKv;
 }

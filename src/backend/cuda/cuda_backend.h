@@ -65,6 +65,10 @@ struct CudaBackendOptions {
   // Declare q8_0 and q4_0 KV caches (see do_supports_kv_type): off until CudaKvCodec and the
   // conformance rows pass on a GPU. LUMEN_CUDA_QUANTIZED_KV=1.
   bool quantized_kv_cache = false;
+  // Declare state-space layers (Mamba 2's ssm_conv and ssm_scan, ssm.cu), written without a GPU on
+  // 2026-11-28: off until their conformance rows and the Mamba 2 model test have passed on a
+  // GPU. LUMEN_CUDA_STATE_SPACE=1.
+  bool state_space = false;
 };
 
 class CudaBackend final : public Backend {
@@ -141,6 +145,11 @@ class CudaBackend final : public Backend {
   void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                     const AttentionConfig& config, TensorView& out) override;
+  // Mamba 2 (cuda_ssm.cc): a thread per channel, or 8 per channel holding its state in registers.
+  void do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
+                   std::span<const SsmSequence> seqs, TensorView& out) override;
+  void do_ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
+                   const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) override;
 
   // The step boundary: begin_step copies the step's metadata (token ids, positions, logit rows,
   // each layer group's slot mapping) to device memory in one transfer; ops given those arrays

@@ -38,6 +38,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_GRAPHS", options.step_graphs);
   flag("LUMEN_CUDA_TREE_ATTENTION", options.tree_attention);
   flag("LUMEN_CUDA_QUANTIZED_KV", options.quantized_kv_cache);
+  flag("LUMEN_CUDA_STATE_SPACE", options.state_space);
   return options;
 }
 

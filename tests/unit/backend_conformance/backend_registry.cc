@@ -50,6 +50,8 @@ BackendEntry cpu_composed_entry() {
 #ifdef LUMEN_HAS_CUDA
 // As the backend the entry makes reads it (LUMEN_CUDA_QUANTIZED_KV).
 bool quantized_kv_declared() { return options_with_environment({}).quantized_kv_cache; }
+// As the backend the entry makes reads it (LUMEN_CUDA_STATE_SPACE).
+bool state_space_declared() { return options_with_environment({}).state_space; }
 
 // The CUDA kernels handle every weight type the CPU multiplies and every table type get_rows
 // converts (gemv_activation_type in gemv.cu, rows_supported in rows.cu): the table's type lists.
@@ -61,7 +63,7 @@ bool cuda_supports(const Case& c) {
     case Op::kGetRows: return true;
     case Op::kMoeFfn: return true;  // composed from the ops above (common/composed_moe_ffn.h)
     case Op::kSsmConv:
-    case Op::kSsmScan: return false;  // no CUDA kernels yet: the backend refuses the ops
+    case Op::kSsmScan: return state_space_declared();  // ssm.cu, declared for a GPU run checking it
     case Op::kKvBlocks: return true;  // byte copies: every cache type
     case Op::kStoreKv:
     case Op::kAttention:  // CudaBackend::do_supports_kv_type's cache types, no ALiBi yet

@@ -159,6 +159,80 @@ TEST_P(RefusesBadInputs, RwkvWkv7) {
   EXPECT_NO_THROW(backend().rwkv_wkv7(rows, kHead, valid, out.view));
 }
 
+TEST_P(RefusesBadInputs, SsmConvAndScan) {
+  constexpr int64_t kChannels = 16, kKernel = 4, kRows = 3, kState = 8, kHeadDim = 4;
+  const BackendTensor x = upload_f32(backend(), {kChannels, kRows, 1, 1}, random_values(48, 50));
+  const BackendTensor weight = upload_f32(backend(), {kKernel, kChannels, 1, 1}, random_values(64, 51));
+  const BackendTensor bias = upload_f32(backend(), {kChannels, 1, 1, 1}, random_values(16, 52));
+  const std::vector<float> w0 = random_values(48, 53), w1 = random_values(48, 54);
+  BackendTensor win0 = upload_f32(backend(), {kChannels, kKernel - 1, 1, 1}, w0);
+  BackendTensor win1 = upload_f32(backend(), {kChannels, kKernel - 1, 1, 1}, w1);
+  BackendTensor out = allocate(backend(), tensor::DType::F32, {kChannels, kRows, 1, 1});
+  // The scan: 16 channels in 4 heads of 4, one group of B and C of 8 state values.
+  const BackendTensor dt = upload_f32(backend(), {4, kRows, 1, 1}, random_values(12, 55));
+  const BackendTensor b = upload_f32(backend(), {kState, kRows, 1, 1}, random_values(24, 56));
+  const BackendTensor c = upload_f32(backend(), {kState, kRows, 1, 1}, random_values(24, 57));
+  const BackendTensor a = upload_f32(backend(), {4, 1, 1, 1}, random_values(4, 58, -1.0f, -0.1f));
+  const BackendTensor d = upload_f32(backend(), {4, 1, 1, 1}, random_values(4, 59));
+  const BackendTensor dt_bias = upload_f32(backend(), {4, 1, 1, 1}, random_values(4, 60));
+  const std::vector<float> s0 = random_values(128, 61), s1 = random_values(128, 62);
+  BackendTensor st0 = upload_f32(backend(), {kState, kChannels, 1, 1}, s0);
+  BackendTensor st1 = upload_f32(backend(), {kState, kChannels, 1, 1}, s1);
+  const SsmScanWeights weights{&a.view, &d.view, &dt_bias.view, kHeadDim, 1};
+  auto unchanged = [&](const char* why) {
+    EXPECT_EQ(download(backend(), win0.view), w0) << why;
+    EXPECT_EQ(download(backend(), win1.view), w1) << why;
+    EXPECT_EQ(download(backend(), st0.view), s0) << why;
+    EXPECT_EQ(download(backend(), st1.view), s1) << why;
+    EXPECT_EQ(download(backend(), out.view), std::vector<float>(kChannels * kRows, 0.0f)) << why;
+  };
+  auto expect_refusal = [&](const auto& call, const char* why) {
+    try {
+      call();
+      ADD_FAILURE() << why << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+    unchanged(why);
+  };
+  auto conv = [&](std::vector<SsmSequence> seqs, const TensorView& w) {
+    return [&, seqs, w] { backend().ssm_conv(x.view, w, bias.view, seqs, out.view); };
+  };
+  auto scan = [&](std::vector<SsmSequence> seqs, SsmScanWeights sw) {
+    return [&, seqs, sw] { backend().ssm_scan(x.view, dt.view, b.view, c.view, sw, seqs, out.view); };
+  };
+  const std::vector<SsmSequence> conv_seqs = {{0, 2, win0.view, {}}, {2, 1, win1.view, {}}};
+  const std::vector<SsmSequence> scan_seqs = {{0, 2, {}, st0.view}, {2, 1, {}, st1.view}};
+  if (!backend().supports(BackendFeature::StateSpace)) {
+    expect_refusal(conv(conv_seqs, weight.view), "ssm_conv (a state-space model's convolution) is not supported");
+    expect_refusal(scan(scan_seqs, weights), "ssm_scan (a state-space model's scan) is not supported");
+    return;
+  }
+  expect_refusal(conv({{0, 2, win0.view, {}}, {2, 1, win0.view, {}}}, weight.view),
+                 "two sequences share one conv_window");
+  expect_refusal(conv({{2, 2, win0.view, {}}}, weight.view), "a sequence's rows 2..4 are outside the batch of 3");
+  TensorView long_kernel = weight.view;
+  long_kernel.dims = {65, 1, 1, 1};
+  long_kernel.row_bytes = 65 * sizeof(float);
+  expect_refusal(conv(conv_seqs, long_kernel), "the kernel has 65 taps (1 to 64 supported)");
+  TensorView short_window = win1.view;
+  short_window.dims[1] = 2;
+  expect_refusal(conv({{0, 2, win0.view, {}}, {2, 1, short_window, {}}}, weight.view),
+                 "a sequence's conv_window must be f32 {16, 3}");
+  expect_refusal(scan({{0, 2, {}, st0.view}, {2, 1, {}, st0.view}}, weights), "two sequences share one state");
+  SsmScanWeights odd_heads = weights;
+  odd_heads.head_dim = 5;
+  expect_refusal(scan(scan_seqs, odd_heads), "heads of 5 do not divide 16 channels");
+  SsmScanWeights three_groups = weights;
+  three_groups.groups = 3;
+  expect_refusal(scan(scan_seqs, three_groups), "3 groups do not divide 4 heads");
+  SsmScanWeights no_skip = weights;
+  no_skip.d = nullptr;
+  expect_refusal(scan(scan_seqs, no_skip), "A, D and dt's bias are all needed");
+  EXPECT_NO_THROW(backend().ssm_conv(x.view, weight.view, bias.view, conv_seqs, out.view));
+  EXPECT_NO_THROW(backend().ssm_scan(x.view, dt.view, b.view, c.view, weights, scan_seqs, out.view));
+}
+
 std::vector<const BackendEntry*> entries() {
   std::vector<const BackendEntry*> out;
   for (const BackendEntry& e : backends()) out.push_back(&e);

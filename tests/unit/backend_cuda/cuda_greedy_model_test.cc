@@ -135,6 +135,11 @@ TEST_F(CudaGreedy, EachOpMatchesCpu) {
       // seen); cuBLAS multiplies f16 inputs where the CPU quantizes them to 8 bits (2.4% seen).
       double bound = 1e-5;
       if (kind == "attention") bound = 1e-3;
+      // Mamba 2's scan: the CPU takes a prompt in the chunked (SSD) form, the device token by
+      // token (bit for bit the CPU's token scan, unit_cuda_host): the two orders of sums over
+      // up to 64 tokens differ by f32 rounding, relative to the largest output. A guess with room,
+      // not yet measured on a GPU.
+      if (kind == "ssm_scan" || kind == "ssm_state") bound = 1e-4;
       // Float weights: both sides add in f32 but in different orders, and a call with one output
       // (qwen2moe's shared-expert gate, 512 products) has no larger element to be relative to,
       // so cancellation shows in full (3.2e-5 seen on an H200). Quantized weights keep 1e-5:

@@ -43,7 +43,8 @@ class MirrorBackend final : public Backend {
   // What both backends run; moe_ffn is composed here from the mirrored ops (as CUDA composes it),
   // so each of its steps is compared on its own.
   bool do_supports(BackendFeature feature) const override {
-    return feature == BackendFeature::MoeFfn && cpu_.supports(feature) && gpu_.supports(feature);
+    return (feature == BackendFeature::MoeFfn || feature == BackendFeature::StateSpace) && cpu_.supports(feature) &&
+           gpu_.supports(feature);
   }
   bool do_supports_weight_type(tensor::DType type) const override {
     return cpu_.supports_weight_type(type) && gpu_.supports_weight_type(type);
@@ -52,6 +53,32 @@ class MirrorBackend final : public Backend {
   void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                   TensorView& out) override {
     moe_.run(*this, x, experts, n_slots, glu, out);
+  }
+  // Mamba 2's ops update each sequence's state in place: the states are compared (and resynced)
+  // after the output, as ops of their own kind ("ssm_conv_window", "ssm_state").
+  void do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
+                   std::span<const SsmSequence> seqs, TensorView& out) override {
+    TensorView d = twin(out);
+    const std::vector<SsmSequence> device_seqs = twins(seqs);
+    gpu_.ssm_conv(twin(x), twin(weight), twin(bias), device_seqs, d);
+    cpu_.ssm_conv(x, weight, bias, seqs, out);
+    compare("ssm_conv " + describe(x), out, d);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      compare("ssm_conv_window " + describe(seqs[i].conv_window), seqs[i].conv_window, device_seqs[i].conv_window);
+    }
+  }
+  void do_ssm_scan(const TensorView& x, const TensorView& dt, const TensorView& b, const TensorView& c,
+                   const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y) override {
+    TensorView d = twin(y);
+    const std::vector<SsmSequence> device_seqs = twins(seqs);
+    const TensorView a = twin(*weights.a), skip = twin(*weights.d), dt_bias = twin(*weights.dt_bias);
+    const SsmScanWeights device_weights{&a, &skip, &dt_bias, weights.head_dim, weights.groups};
+    gpu_.ssm_scan(twin(x), twin(dt), twin(b), twin(c), device_weights, device_seqs, d);
+    cpu_.ssm_scan(x, dt, b, c, weights, seqs, y);
+    compare("ssm_scan " + describe(x), y, d);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      compare("ssm_state " + describe(seqs[i].state), seqs[i].state, device_seqs[i].state);
+    }
   }
 
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override {
@@ -198,6 +225,14 @@ class MirrorBackend final : public Backend {
     TensorView d = host;
     d.data = const_cast<void*>(device_address(host.data));
     if (d.data == nullptr && !may_be_foreign) throw Error("mirror: a view outside every buffer");
+    return d;
+  }
+  std::vector<SsmSequence> twins(std::span<const SsmSequence> seqs) const {
+    std::vector<SsmSequence> d(seqs.begin(), seqs.end());
+    for (SsmSequence& s : d) {
+      if (s.conv_window.data != nullptr) s.conv_window = twin(s.conv_window);
+      if (s.state.data != nullptr) s.state = twin(s.state);
+    }
     return d;
   }
   KvLayer twin(const KvLayer& host) const {
