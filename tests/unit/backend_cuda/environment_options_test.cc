@@ -40,7 +40,7 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
         << value;
   }
   for (const char* name : {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",
-                           "LUMEN_CUDA_EXACT_ATTENTION", "LUMEN_CUDA_ADD_RMS_NORM"}) {
+                           "LUMEN_CUDA_EXACT_ATTENTION", "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -58,6 +58,11 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
     EXPECT_EQ(got.max_gemv_tokens, 1048576);
     EXPECT_TRUE(got.step_graphs);
     EXPECT_FALSE(got.tree_attention);
+    EXPECT_FALSE(got.state_space);
+  }
+  {
+    ScopedEnv state_space("LUMEN_CUDA_STATE_SPACE", "1");
+    EXPECT_TRUE(options_with_environment(given).state_space);
   }
 }
 
