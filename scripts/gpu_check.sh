@@ -50,7 +50,8 @@
 #   types  every weight type through a small synthetic model, op by op, CUDA vs CPU
 #          (GPU_CHECK_TYPES, default the types the CUDA backend gained without a GPU at hand);
 #   models every architecture lumen synth writes: the MoE presets op by op and teacher-forced,
-#          CUDA vs CPU (GPU_CHECK_MOE); deepseek2 and mamba2 refused at load with the message;
+#          CUDA vs CPU (GPU_CHECK_MOE); mamba2 and deepseek2 with their switches on, and refused at
+#          load with the message without them;
 #   profile  one decode step of a synthetic model (GPU_CHECK_PROFILE, default "llama-1b:Q4_0
 #          llama-1b:BF16") under Nsight Compute: each kernel's device time and DRAM bytes read,
 #          summed per kernel by scripts/ncu_summary.py (the bench's host-side breakdown beside it);
@@ -72,6 +73,9 @@
 #   split  a model split between the CPU and the GPU (--n-gpu-layers) at several N against all-CPU
 #          and all-GPU, -ngl on the command line, and bench throughput split vs whole
 #          (scripts/gpu_check_split.sh);
+#   unverified  what was written without a GPU, first and in a few minutes: each feature's tests
+#          with its LUMEN_CUDA_* switch on, the whole conformance table with every switch on,
+#          Mamba 2 and DeepSeek 2 against the CPU, decode with and without CUDA graphs;
 #   all    tests, engine, models, split, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
 # Results: one JSON object per line in $OUT/gpu_check.json (the device tool's $OUT) or
 # /tmp/lumen-gpu/gpu_check.json, and on stdout; every log, profile and the JSON in one archive,
@@ -448,10 +452,11 @@ run_tests() {
     --gtest_filter='*/cuda_store_kv_Q8_0*:*/cuda_store_kv_Q4_0*:*/cuda_attention_Q8_0*:*/cuda_attention_Q4_0*' 2>&1 |
     tee "$WORK/backend_conformance_cuda_quantized_kv.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda_quantized_kv "$WORK/backend_conformance_cuda_quantized_kv.log" $((SECONDS - start))
-  # Mamba 2's ssm_conv and ssm_scan rows, declared only with LUMEN_CUDA_STATE_SPACE=1 (written
-  # without a GPU, 2026-11-28).
+  # Mamba 2's ssm_conv and ssm_scan rows and the latent attention rows, declared only with
+  # LUMEN_CUDA_STATE_SPACE=1 and LUMEN_CUDA_LATENT_ATTENTION=1 (written without a GPU, 2026-11-28).
   start=$SECONDS
-  LUMEN_CUDA_STATE_SPACE=1 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_ssm_*' 2>&1 |
+  LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1 "$BIN/unit_backend_conformance" --gtest_brief=1 \
+    --gtest_filter='*/cuda_ssm_*:*/cuda_attention_*latent*:Backends/RefusesBadInputs.*/cuda' 2>&1 |
     tee "$WORK/backend_conformance_cuda_ssm.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary backend_conformance_cuda_ssm "$WORK/backend_conformance_cuda_ssm.log" $((SECONDS - start))
   # The matmul rows again on the streaming GEMV kernels for every type (the default streams
@@ -521,6 +526,20 @@ run_bench() {
   done
 }
 
+# Decode with and without CUDA graphs on bench's first model: the rows to compare ("step_graphs",
+# replayed_steps 128, refused_recordings 0).
+run_bench_graphs() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
+  [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
+  local spec preset type file
+  spec=${GPU_CHECK_MODELS%% *}
+  preset=${spec%%:*}; type=${spec##*:}
+  file="$WORK/$preset-$type.gguf"
+  [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || { log "synth $spec failed"; return 1; }
+  timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+  LUMEN_CUDA_GRAPHS=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+}
+
 # Every weight type through a whole model, op by op on CUDA against the CPU (cuda_model_tests'
 # EachOpMatchesCpu): a small synthetic llama per type (llama3-mini: 4 layers, 256 wide, so each
 # matrix and the embedding table are of that type) and 2 layers of gemma3-270m in Q5_0 (the type
@@ -549,10 +568,9 @@ run_types() {
 
 # Every architecture `lumen synth` writes, on CUDA: the mixture-of-experts presets (moe_ffn
 # composed from the conformance-tested ops, backend/common/composed_moe_ffn.h) op by op and
-# teacher-forced against the CPU (GPU_CHECK_MOE picks others); Mamba 2 the same way with its
-# kernels declared (LUMEN_CUDA_STATE_SPACE=1); the architectures the backend lacks (latent
-# attention, and state-space layers without the flag) refused at load, naming what is missing,
-# never by an op inside a step.
+# teacher-forced against the CPU (GPU_CHECK_MOE picks others); Mamba 2 and DeepSeek 2 the same
+# way with their kernels declared (LUMEN_CUDA_STATE_SPACE=1, LUMEN_CUDA_LATENT_ATTENTION=1); without
+# the flags both refused at load, naming what is missing, never by an op inside a step.
 run_models() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
   [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
@@ -569,8 +587,28 @@ run_models() {
     grep -E 'Failure|error|expected' "$WORK/$name.log" | head -n 5 >&2
     gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
   done
-  # Mamba 2 (ssm.cu, written without a GPU: declared only with LUMEN_CUDA_STATE_SPACE=1): op by op
-  # (the scan and the states it leaves compared after every call) and teacher-forced.
+  run_new_architectures
+  # Not declared by default: refused at load until the rows above have passed.
+  for preset in deepseek2-lite-mini mamba2-mini; do
+    file="$WORK/models-$preset-Q8_0.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type Q8_0 --layers 2 --vocab "$vocab" > /dev/null ||
+      { log "synth $preset failed"; continue; }
+    out=$("$BIN/lumen" run -m "$file" --device cuda -p "Hello" -n 4 2>&1); rc=$?
+    refused=false
+    [ $rc -ne 0 ] && grep -q "which the cuda backend does not run yet; use --device cpu" <<< "$out" && refused=true
+    log "$preset on cuda: $(tail -n 1 <<< "$out")"
+    echo "{\"check\": \"refused_at_load_$preset\", \"passed\": $([ $refused = true ] && echo 1 || echo 0), \"failed\": $([ $refused = true ] && echo 0 || echo 1)}" |
+      tee -a "$RESULTS"
+  done
+}
+
+# Mamba 2 (ssm.cu) and DeepSeek 2's latent attention, written without a GPU and declared only with
+# LUMEN_CUDA_STATE_SPACE=1 / LUMEN_CUDA_LATENT_ATTENTION=1: op by op (the mirror compares every
+# call, and the states a scan leaves) and teacher-forced against the CPU.
+run_new_architectures() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
+  [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
+  local type file name start out
   for type in Q8_0 Q4_1; do
     file="$WORK/models-mamba2-mini-$type.gguf"
     [ -f "$file" ] || "$BIN/lumen" synth mamba2-mini -o "$file" --type "$type" --layers 2 --vocab "$vocab" > /dev/null ||
@@ -584,18 +622,52 @@ run_models() {
   done
   out=$(LUMEN_CUDA_STATE_SPACE=1 "$BIN/lumen" run -m "$WORK/models-mamba2-mini-Q8_0.gguf" --device cuda -p "Hello" -n 8 2>&1)
   log "mamba2-mini on cuda (LUMEN_CUDA_STATE_SPACE=1): rc $? $(tail -n 2 <<< "$out" | tr '\n' ' ')"
-  # Not declared by default: refused at load until the rows above have passed.
-  for preset in deepseek2-lite-mini mamba2-mini; do
-    file="$WORK/models-$preset-Q8_0.gguf"
-    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type Q8_0 --layers 2 --vocab "$vocab" > /dev/null ||
-      { log "synth $preset failed"; continue; }
-    out=$("$BIN/lumen" run -m "$file" --device cuda -p "Hello" -n 4 2>&1); rc=$?
-    refused=false
-    [ $rc -ne 0 ] && grep -q "which the cuda backend does not run yet; use --device cpu" <<< "$out" && refused=true
-    log "$preset on cuda: $(tail -n 1 <<< "$out")"
-    echo "{\"check\": \"refused_at_load_$preset\", \"passed\": $([ $refused = true ] && echo 1 || echo 0), \"failed\": $([ $refused = true ] && echo 0 || echo 1)}" |
-      tee -a "$RESULTS"
-  done
+  # DeepSeek 2's latent attention (attention.cu reading values from the K tile, written without a
+  # GPU: declared only with LUMEN_CUDA_LATENT_ATTENTION=1), with its mixture of experts.
+  file="$WORK/models-deepseek2-lite-mini-Q8_0.gguf"
+  [ -f "$file" ] || "$BIN/lumen" synth deepseek2-lite-mini -o "$file" --type Q8_0 --layers 2 --vocab "$vocab" > /dev/null ||
+    log "synth deepseek2-lite-mini failed"
+  name="deepseek2_cuda_vs_cpu_Q8_0"
+  start=$SECONDS
+  LUMEN_CUDA_LATENT_ATTENTION=1 LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 \
+    --gtest_filter='CudaGreedy.EachOpMatchesCpu:CudaGreedy.DefaultOptionsAgreeWithCpu' > "$WORK/$name.log" 2>&1
+  grep -E 'Failure|error|expected|attention' "$WORK/$name.log" | head -n 8 >&2
+  gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+}
+
+# What was written without a GPU, first, in one short call (about 3-5 minutes): each feature's own
+# tests with its switch on, then the whole CUDA conformance table with every switch on, the
+# new architectures, and decode timings with and without CUDA graphs on llama-1b Q4_0. Each line
+# of gpu_check.json names the check; a feature whose checks all pass can be declared by default
+# (CudaBackendOptions): step_graphs, tree_attention, quantized_kv_cache, state_space,
+# latent_attention, and max_gemv_tokens (from streams).
+run_unverified() {
+  local start model switches
+  switches=(LUMEN_CUDA_TREE_ATTENTION=1 LUMEN_CUDA_QUANTIZED_KV=1 LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1)
+  start=$SECONDS
+  env "${switches[@]}" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
+    --gtest_filter='CudaAttention.*:CudaTreeAttention.*:CudaKvCodec.*:CudaKvCache.*:CudaTiledGemv.*:CudaCapabilities.*:CudaEnvironmentOptions.*' \
+    2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
+  start=$SECONDS
+  env "${switches[@]}" timeout 240 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' \
+    2>&1 | tee "$WORK/unverified_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary unverified_conformance_all_switches "$WORK/unverified_conformance.log" $((SECONDS - start))
+  model=$(default_model)
+  if [ -f "$model" ]; then
+    start=$SECONDS
+    LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 --gtest_filter='CudaStepGraphs.*' \
+      2>&1 | tee "$WORK/unverified_step_graphs.log"
+    gtest_summary unverified_step_graphs "$WORK/unverified_step_graphs.log" $((SECONDS - start))
+    start=$SECONDS
+    LUMEN_CUDA_GRAPHS=1 LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 \
+      --gtest_filter='CudaGreedy.*WithCpu' 2>&1 | tee "$WORK/unverified_greedy_graphs.log"
+    gtest_summary unverified_greedy_cuda_vs_cpu_graphs "$WORK/unverified_greedy_graphs.log" $((SECONDS - start))
+  else
+    log "no default model (carry .gpu-model and .gpu-model2 first): the graph tests skipped"
+  fi
+  run_new_architectures
+  GPU_CHECK_MODELS="${GPU_CHECK_MODELS:-llama-1b:Q4_0}" run_bench_graphs
 }
 
 # Decode throughput as streams are added (issue 48: a step of 64 sequences should cost little
@@ -704,7 +776,7 @@ run_sanitize() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|all)
+  tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|unverified|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -719,6 +791,7 @@ case "$MODE" in
         streams) run_streams ;;
         engine) run_engine ;;
         models) run_models ;;
+        unverified) run_unverified ;;
         split) run_split ;;
         all) run_tests; run_engine; run_models; run_split; run_types; run_bench ;;
         *) log "unknown mode $mode"; exit 2 ;;
@@ -727,5 +800,5 @@ case "$MODE" in
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|unverified|all ...]" >&2; exit 2 ;;
 esac

@@ -67,8 +67,10 @@ class Backend {
   // Whether this backend's store_kv, attention and block moves work on a cache of `type`
   // (is_kv_cache_type): every backend has f16 and f32; the CPU also the compressed types.
   bool supports_kv_type(tensor::DType type) const { return do_supports_kv_type(type); }
-  // The widest head (values of a key row) attention takes; 0: any.
+  // The widest head (values of a key row) attention takes; 0: any. A latent cache's rows (values
+  // a view of the keys, BackendFeature::LatentAttention) may have their own limit.
   int64_t max_attention_head_dim() const { return do_max_attention_head_dim(); }
+  int64_t max_latent_attention_head_dim() const { return do_max_latent_attention_head_dim(); }
   // Whether this backend runs `op` rather than refusing it: true for the ops every backend runs,
   // supports(F) for those of a feature, do_has_op for a declared op (op_observer.h's list). A
   // caller asks before a declared op and otherwise runs the ops it fuses.
@@ -292,6 +294,7 @@ class Backend {
   virtual bool do_supports_weight_type(tensor::DType type) const;
   virtual bool do_supports_kv_type(tensor::DType type) const;
   virtual int64_t do_max_attention_head_dim() const { return 0; }
+  virtual int64_t do_max_latent_attention_head_dim() const { return do_max_attention_head_dim(); }
   // Whether this backend implements the declared op `op` (no declared op by default).
   virtual bool do_has_op(OpKind op) const {
     (void)op;

@@ -62,7 +62,9 @@ std::vector<std::string> Backend::unsupported(const BackendNeeds& needs) const {
   for (tensor::DType type : needs.kv_types) {
     if (!supports_kv_type(type)) missing.push_back(fmt::format("a {} KV cache", tensor::dtype_name(type)));
   }
-  const int64_t widest = max_attention_head_dim();
+  const bool latent =
+      std::find(needs.features.begin(), needs.features.end(), BackendFeature::LatentAttention) != needs.features.end();
+  const int64_t widest = latent ? max_latent_attention_head_dim() : max_attention_head_dim();
   if (widest > 0 && needs.attention_head_dim > widest) {
     missing.push_back(fmt::format("attention heads of {} values (at most {} here)", needs.attention_head_dim, widest));
   }

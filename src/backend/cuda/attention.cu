@@ -32,9 +32,15 @@ static_assert(kTileKeys == 32, "one key per lane");
 static_assert(kThreads % kTileKeys == 0, "whole threads per key in the tile loads");
 static_assert(kSplitKeys % kTileKeys == 0, "tiles never straddle splits");
 
-size_t task_shared_bytes(AttentionMode mode, int64_t dim) {
-  const int64_t floats = kTileKeys * (dim + 1) +
-                         (mode == AttentionMode::Stats ? 0 : kTileKeys * dim) + kItemVectors * dim;
+// A V tile only where values are accumulated from their own rows (not Stats; not a latent cache,
+// whose values are read from the K tile).
+__host__ __device__ inline bool has_v_tile(AttentionMode mode, bool values_in_keys) {
+  return mode != AttentionMode::Stats && !values_in_keys;
+}
+
+size_t task_shared_bytes(AttentionMode mode, int64_t dim, bool values_in_keys) {
+  const int64_t floats =
+      kTileKeys * (dim + 1) + (has_v_tile(mode, values_in_keys) ? kTileKeys * dim : 0) + kItemVectors * dim;
   return static_cast<size_t>(floats) * sizeof(float);
 }
 
@@ -44,19 +50,20 @@ __device__ __forceinline__ float load_cache(const void* base, size_t row_bytes, 
   return hd::kv_element<T>(static_cast<const uint8_t*>(base) + row * row_bytes, element);
 }
 
-// acc[i] += sum_j p_j * v_tile[j][lane + 32 i], p_j being lane j's probability.
+// acc[i] += sum_j p_j * v_rows[j * row_stride + lane + 32 i] over the tile's value_dim values,
+// p_j being lane j's probability.
 template <int DPL>
-__device__ __forceinline__ void accumulate_values(float prob, const float* v_tile, int64_t dim,
-                                                  float* acc) {
+__device__ __forceinline__ void accumulate_values(float prob, const float* v_rows, int64_t row_stride,
+                                                  int64_t value_dim, float* acc) {
   const int lane = threadIdx.x % 32;
   for (int j = 0; j < kTileKeys; ++j) {
     const float pj = __shfl_sync(0xffffffffu, prob, j);
     if (pj == 0.0f) continue;  // masked key (the same for the whole warp)
-    const float* row = v_tile + j * dim;
+    const float* row = v_rows + j * row_stride;
 #pragma unroll
     for (int i = 0; i < DPL; ++i) {
       const int64_t d = lane + 32 * i;
-      if (d < dim) acc[i] = fmaf(pj, row[d], acc[i]);
+      if (d < value_dim) acc[i] = fmaf(pj, row[d], acc[i]);
     }
   }
 }
@@ -95,10 +102,14 @@ __device__ __forceinline__ AttentionItem load_item(const AttentionParams& p) {
 template <int DPL, AttentionMode MODE, tensor::DType T>
 __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParams p) {
   extern __shared__ float shared[];
-  const int64_t dim = p.head_dim;
+  const int64_t dim = p.head_dim, value_dim = p.value_dim;
+  const bool v_from_keys = p.values_in_keys;
   float* k_tile = shared;                          // [kTileKeys][dim + 1]
-  float* v_tile = k_tile + kTileKeys * (dim + 1);  // [kTileKeys][dim], not in Stats mode
-  float* q_vecs = v_tile + (MODE == AttentionMode::Stats ? 0 : kTileKeys * dim);  // [8][dim]
+  float* v_tile = k_tile + kTileKeys * (dim + 1);  // [kTileKeys][dim], only with has_v_tile
+  float* q_vecs = v_tile + (has_v_tile(MODE, v_from_keys) ? kTileKeys * dim : 0);  // [8][dim]
+  // Where the values are: their own tile, or the leading value_dim of each key row.
+  const float* v_rows = v_from_keys ? k_tile : v_tile;
+  const int64_t v_row_stride = v_from_keys ? dim + 1 : dim;
 
   AttentionTask task;
   AttentionItem item;
@@ -185,13 +196,16 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
 #pragma unroll 4
         for (int d = key_part; d < dim32; d += kThreadsPerKey) {
           k_dst[d] = load_cache<T>(p.k, p.k_row_bytes, row, head_offset + d);
-          if constexpr (MODE != AttentionMode::Stats)
-            v_dst[d] = load_cache<T>(p.v, p.v_row_bytes, row, head_offset + d);
+          if constexpr (MODE != AttentionMode::Stats) {
+            if (!v_from_keys) v_dst[d] = load_cache<T>(p.v, p.v_row_bytes, row, head_offset + d);
+          }
         }
       } else {
         for (int d = key_part; d < dim32; d += kThreadsPerKey) {
           k_dst[d] = 0.0f;
-          if constexpr (MODE != AttentionMode::Stats) v_dst[d] = 0.0f;
+          if constexpr (MODE != AttentionMode::Stats) {
+            if (!v_from_keys) v_dst[d] = 0.0f;
+          }
         }
       }
     }
@@ -228,7 +242,7 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
       if constexpr (MODE == AttentionMode::ExactPv) {
         const float prob =
             visible ? round_to_half(__fmul_rn(expf(__fsub_rn(score, M[s])), inv[s])) : 0.0f;
-        accumulate_values<DPL>(prob, v_tile, dim, acc[s]);
+        accumulate_values<DPL>(prob, v_rows, v_row_stride, value_dim, acc[s]);
       } else {
         const float m_new = fmaxf(m[s], warp_max(score));
         const float correction = expf(__fsub_rn(m[s], m_new));  // 0 on the first tile
@@ -239,7 +253,7 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
           l[s] = __fadd_rn(__fmul_rn(l[s], correction), warp_sum(prob));
 #pragma unroll
           for (int i = 0; i < DPL; ++i) acc[s][i] = __fmul_rn(acc[s][i], correction);
-          accumulate_values<DPL>(prob, v_tile, dim, acc[s]);
+          accumulate_values<DPL>(prob, v_rows, v_row_stride, value_dim, acc[s]);
         }
         m[s] = m_new;
       }
@@ -264,7 +278,7 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
 #pragma unroll
       for (int i = 0; i < DPL; ++i) {
         const int64_t d = lane + 32 * i;
-        if (d < dim) p.partial_acc[slot * dim + d] = acc[s][i];
+        if (d < value_dim) p.partial_acc[slot * value_dim + d] = acc[s][i];
       }
     }
   }
@@ -275,7 +289,7 @@ __global__ void attention_combine_kernel(AttentionParams p) {
   const AttentionItem item = load_item(p);
   const AttentionSeq seq = p.seqs[item.seq];
   const int64_t n_vec = item.n_q * item.n_heads;
-  const int64_t dim = p.head_dim;
+  const int64_t dim = p.value_dim;  // of the partial results and the output
   const auto slot = [&](int64_t s, int64_t v) { return item.partial_base + s * n_vec + v; };
 
   if constexpr (MODE == AttentionMode::Stats) {
@@ -330,7 +344,7 @@ __global__ void attention_combine_kernel(AttentionParams p) {
 
 template <int DPL, AttentionMode MODE>
 void launch_tasks_for(const AttentionParams& params, int64_t n_tasks, cudaStream_t stream) {
-  const size_t shared = task_shared_bytes(MODE, params.head_dim);
+  const size_t shared = task_shared_bytes(MODE, params.head_dim, params.values_in_keys);
   const auto run = [&](auto kernel) {
     if (shared > 48 * 1024) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -364,8 +378,10 @@ void launch_tasks_mode(const AttentionParams& params, int64_t n_tasks, cudaStrea
     launch_tasks_for<2, MODE>(params, n_tasks, stream);
   } else if (params.head_dim <= 128) {
     launch_tasks_for<4, MODE>(params, n_tasks, stream);
-  } else {
+  } else if (params.head_dim <= kMaxHeadDim) {
     launch_tasks_for<8, MODE>(params, n_tasks, stream);
+  } else {  // a latent cache's rows (kMaxLatentHeadDim; the backend refuses wider)
+    launch_tasks_for<(kMaxLatentHeadDim + 31) / 32, MODE>(params, n_tasks, stream);
   }
 }
 

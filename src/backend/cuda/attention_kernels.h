@@ -46,6 +46,11 @@ struct AttentionParams {
   int64_t out_stride = 0;
   int64_t n_heads = 0;
   int64_t head_dim = 0;
+  // Values per head of V and of the output: head_dim, or fewer when V is the leading part of
+  // each key row (values_in_keys: multi-head latent attention, one KV head; v is then unused and
+  // the kernels read V from the keys' tile).
+  int64_t value_dim = 0;
+  bool values_in_keys = false;
   float scale = 1.0f;
   float softcap = 0.0f;
   int64_t window = 0;
@@ -69,7 +74,7 @@ struct AttentionParams {
   const int32_t* positions = nullptr;
   // partial results (per slot) and, for the exact modes, per vector (M, inverse sum)
   PartialStats* partial_stats = nullptr;
-  float* partial_acc = nullptr;  // head_dim floats per slot
+  float* partial_acc = nullptr;  // value_dim floats per slot
   float2* vector_stats = nullptr;
 };
 

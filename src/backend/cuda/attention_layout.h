@@ -15,6 +15,9 @@ inline constexpr int kSplitKeys = 64;
 inline constexpr int kTileKeys = 32;    // keys per shared-memory tile: one per lane
 inline constexpr int kItemVectors = 8;  // query vectors per item (4 warps x 2)
 inline constexpr int kMaxHeadDim = 256;
+// Multi-head latent attention (values a view of the keys' rows, so no V tile in shared memory):
+// DeepSeek's latent rows of 512 + 64 values.
+inline constexpr int kMaxLatentHeadDim = 576;
 
 struct AttentionSeq {
   int64_t first_token = 0;   // batch row of the sequence's first query

@@ -30,13 +30,22 @@ uint8_t* block_start(const TensorView& t, int64_t block_size, int64_t block) {
 // What the CUDA kernels add to the shared checks (Backend::attention; a tree mask is refused
 // there, as this backend does not claim supports_tree_attention).
 void check_cuda_attention_inputs(const KvLayer& cache, const AttentionConfig& cfg) {
-  if (cfg.head_dim > cuda::kMaxHeadDim) {
-    fail("attention: the CUDA kernels take head_dim up to {}, not {}", cuda::kMaxHeadDim,
-         cfg.head_dim);
-  }
   if (cache.k.type != cache.v.type) fail("attention: the CUDA kernels need K and V of one type");
-  if (attention_value_dim(cfg) != cfg.head_dim || values_in_keys(cache)) {
-    fail("attention: the CUDA kernels do not run multi-head latent attention (values narrower than keys) yet");
+  if (values_in_keys(cache)) {
+    // Multi-head latent attention: one KV head whose rows hold the values in their leading part.
+    if (cfg.head_dim > cuda::kMaxLatentHeadDim) {
+      fail("attention: the CUDA kernels take latent rows of up to {} values, not {}", cuda::kMaxLatentHeadDim,
+           cfg.head_dim);
+    }
+    if (cfg.n_kv_heads != 1)
+      fail("attention: the CUDA kernels take a latent cache of one KV head, not {}", cfg.n_kv_heads);
+    return;
+  }
+  if (cfg.head_dim > cuda::kMaxHeadDim) {
+    fail("attention: the CUDA kernels take head_dim up to {}, not {}", cuda::kMaxHeadDim, cfg.head_dim);
+  }
+  if (attention_value_dim(cfg) != cfg.head_dim) {
+    fail("attention: the CUDA kernels take values narrower than keys only from a latent cache (values in its keys)");
   }
 }
 
@@ -74,9 +83,11 @@ void CudaBackend::do_store_kv(const TensorView& k, const TensorView& v, std::spa
                               KvLayer& cache) {
   State& s = *state_;
   const int64_t kv_dim = k.dims[0];
-  if (values_in_keys(cache)) fail("store_kv: the CUDA kernels do not run multi-head latent attention yet");
+  // A latent cache (values a view of its keys) stores the keys' rows only; v is ignored.
+  const bool latent = values_in_keys(cache);
   for (const TensorView* t : {&k, &v, static_cast<const TensorView*>(&cache.k),
                               static_cast<const TensorView*>(&cache.v)}) {
+    if (latent && (t == &v || t == &cache.v)) continue;
     cuda::require_device(s, *t, "store_kv", "tensors");
   }
   // Inside a step the slot mapping came with the step's metadata (step_uploads.h).
@@ -93,9 +104,10 @@ void CudaBackend::do_store_kv(const TensorView& k, const TensorView& v, std::spa
     rows = static_cast<const int64_t*>(
         s.uploads->upload(cuda::HostUploads::kKvRows, dest.data(), dest.size() * sizeof(int64_t)));
   }
-  cuda::launch_store_kv(static_cast<const float*>(k.data), cuda::stride_of(k), static_cast<const float*>(v.data),
-                        cuda::stride_of(v), kv_dim, k.rows(), rows, cache.k.data, cache.k.row_bytes, cache.k.type,
-                        cache.v.data, cache.v.row_bytes, cache.v.type, s.stream);
+  cuda::launch_store_kv(static_cast<const float*>(k.data), cuda::stride_of(k),
+                        latent ? nullptr : static_cast<const float*>(v.data), latent ? 0 : cuda::stride_of(v), kv_dim,
+                        k.rows(), rows, cache.k.data, cache.k.row_bytes, cache.k.type, latent ? nullptr : cache.v.data,
+                        cache.v.row_bytes, cache.v.type, s.stream);
   s.check_launch("store_kv");
 }
 
@@ -103,6 +115,7 @@ void CudaBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
   State& s = *state_;
   if (src == dst) return;
   for (TensorView* t : {&cache.k, &cache.v}) {
+    if (t == &cache.v && values_in_keys(cache)) break;  // copied with the keys
     cuda::require_device(s, *t, "copy_kv_block", "cache");
     const size_t bytes = t->row_bytes * static_cast<size_t>(cache.block_size);
     cuda::check_cuda(cudaMemcpyAsync(block_start(*t, cache.block_size, dst),
@@ -129,33 +142,30 @@ void CudaBackend::do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) {
 void CudaBackend::do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
   State& s = *state_;
   cuda::refuse_in_capture("read_kv_block");
-  if (cache.v.row_bytes != cache.k.row_bytes || values_in_keys(cache)) {
-    fail("read_kv_block: K and V rows differ in size (a latent cache is not supported on CUDA yet)");
+  // kv_value_block_bytes: the V rows' own bytes (none for a latent cache, whose values are its keys).
+  cuda::check_cuda(cudaMemcpyAsync(host_k, block_start(cache.k, cache.block_size, block), kv_block_bytes(cache),
+                                   cudaMemcpyDeviceToHost, s.stream),
+                   "cudaMemcpyAsync");
+  if (const size_t v_bytes = kv_value_block_bytes(cache); v_bytes > 0) {
+    cuda::check_cuda(cudaMemcpyAsync(host_v, block_start(cache.v, cache.block_size, block), v_bytes,
+                                     cudaMemcpyDeviceToHost, s.stream),
+                     "cudaMemcpyAsync");
   }
-  const size_t bytes = kv_block_bytes(cache);
-  cuda::check_cuda(cudaMemcpyAsync(host_k, block_start(cache.k, cache.block_size, block), bytes,
-                                   cudaMemcpyDeviceToHost, s.stream),
-                   "cudaMemcpyAsync");
-  cuda::check_cuda(cudaMemcpyAsync(host_v, block_start(cache.v, cache.block_size, block), bytes,
-                                   cudaMemcpyDeviceToHost, s.stream),
-                   "cudaMemcpyAsync");
   synchronize();
 }
 
 void CudaBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
   State& s = *state_;
   cuda::refuse_in_capture("write_kv_block");
-  if (cache.v.row_bytes != cache.k.row_bytes || values_in_keys(cache)) {
-    fail("write_kv_block: K and V rows differ in size (a latent cache is not supported on CUDA yet)");
-  }
-  const size_t bytes = kv_block_bytes(cache);
   // From pageable memory the copy returns once the source is staged: the caller may reuse it.
-  cuda::check_cuda(cudaMemcpyAsync(block_start(cache.k, cache.block_size, block), host_k, bytes,
+  cuda::check_cuda(cudaMemcpyAsync(block_start(cache.k, cache.block_size, block), host_k, kv_block_bytes(cache),
                                    cudaMemcpyHostToDevice, s.stream),
                    "cudaMemcpyAsync");
-  cuda::check_cuda(cudaMemcpyAsync(block_start(cache.v, cache.block_size, block), host_v, bytes,
-                                   cudaMemcpyHostToDevice, s.stream),
-                   "cudaMemcpyAsync");
+  if (const size_t v_bytes = kv_value_block_bytes(cache); v_bytes > 0) {
+    cuda::check_cuda(cudaMemcpyAsync(block_start(cache.v, cache.block_size, block), host_v, v_bytes,
+                                     cudaMemcpyHostToDevice, s.stream),
+                     "cudaMemcpyAsync");
+  }
 }
 
 namespace {
@@ -188,7 +198,7 @@ bool run_decode_attention(CudaBackend::State& s, const cuda::DecodeTables& table
   p.decode.max_splits = tables.max_splits;
   const auto slots = static_cast<size_t>(cuda::decode_partial_slots(p.decode));
   const size_t stats_bytes = align16(slots * sizeof(cuda::PartialStats));
-  const size_t bytes = stats_bytes + slots * static_cast<size_t>(config.head_dim) * sizeof(float);
+  const size_t bytes = stats_bytes + slots * static_cast<size_t>(p.value_dim) * sizeof(float);
   if (bytes > kPartialBudgetBytes) return false;
   auto* partials = static_cast<uint8_t*>(s.attention_partials.ensure(bytes, s.stream));
   p.seqs = tables.seqs;
@@ -214,6 +224,7 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
     cuda::require_device(s, *t, "attention", "tensors");
   }
   const int64_t dim = config.head_dim;
+  const int64_t value_dim = attention_value_dim(config);  // of the partial results and the output
 
   cuda::AttentionParams p;
   p.q = static_cast<const float*>(q.data);
@@ -222,6 +233,8 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
   p.out_stride = cuda::stride_of(out);
   p.n_heads = config.n_heads;
   p.head_dim = dim;
+  p.value_dim = value_dim;
+  p.values_in_keys = values_in_keys(cache);
   p.scale = config.scale;
   p.softcap = config.softcap;
   p.window = config.sliding_window;
@@ -241,9 +254,8 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
 
   std::vector<int64_t> key = plan_key(seqs, config, cache.block_size);
   if (key != s.plan_key) {
-    const int64_t max_slots =
-        static_cast<int64_t>(kPartialBudgetBytes / (sizeof(cuda::PartialStats) +
-                                                    static_cast<size_t>(dim) * sizeof(float)));
+    const int64_t max_slots = static_cast<int64_t>(
+        kPartialBudgetBytes / (sizeof(cuda::PartialStats) + static_cast<size_t>(value_dim) * sizeof(float)));
     s.plan = cuda::plan_attention(seqs, config, cache.block_size, max_slots);
     std::vector<uint8_t> blob;
     const size_t seqs_at = append(blob, s.plan.seqs);
@@ -268,7 +280,7 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
   const auto slots = static_cast<size_t>(plan.max_range_slots);
   const size_t stats_bytes = align16(slots * sizeof(cuda::PartialStats));
   auto* partials = static_cast<uint8_t*>(
-      s.attention_partials.ensure(stats_bytes + slots * static_cast<size_t>(dim) * sizeof(float), s.stream));
+      s.attention_partials.ensure(stats_bytes + slots * static_cast<size_t>(value_dim) * sizeof(float), s.stream));
   p.seqs = s.plan_device.seqs;
   p.block_tables = s.plan_device.block_tables;
   p.masks = s.plan_device.masks;

@@ -88,6 +88,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions option
 bool CudaBackend::do_supports(BackendFeature feature) const {
   if (feature == BackendFeature::TreeAttention) return state_->options.tree_attention;
   if (feature == BackendFeature::StateSpace) return state_->options.state_space;
+  if (feature == BackendFeature::LatentAttention) return state_->options.latent_attention;
   return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys ||
          feature == BackendFeature::RotatedKv;
 }
@@ -114,6 +115,7 @@ bool CudaBackend::do_supports_kv_type(tensor::DType type) const {
 }
 
 int64_t CudaBackend::do_max_attention_head_dim() const { return cuda::kMaxHeadDim; }
+int64_t CudaBackend::do_max_latent_attention_head_dim() const { return cuda::kMaxLatentHeadDim; }
 
 // No fused kernel yet: the composition of get_rows, matmul_glu, matmul, scale and add, each
 // conformance-tested here (common/composed_moe_ffn.h says what it costs).

@@ -69,6 +69,11 @@ struct CudaBackendOptions {
   // 2026-11-28: off until their conformance rows and the Mamba 2 model test have passed on a
   // GPU. LUMEN_CUDA_STATE_SPACE=1.
   bool state_space = false;
+  // Declare multi-head latent attention (DeepSeek 2/3: a cache whose values are the leading part
+  // of its keys' rows; attention.cu reads them from the K tile), written without a GPU on
+  // 2026-11-28: off until the latent conformance rows and the deepseek2 model test have passed
+  // on a GPU. LUMEN_CUDA_LATENT_ATTENTION=1.
+  bool latent_attention = false;
 };
 
 class CudaBackend final : public Backend {
@@ -106,6 +111,7 @@ class CudaBackend final : public Backend {
   bool do_supports_weight_type(tensor::DType type) const override;
   bool do_supports_kv_type(tensor::DType type) const override;
   int64_t do_max_attention_head_dim() const override;
+  int64_t do_max_latent_attention_head_dim() const override;
 
   // Device memory, zero-filled.
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override;

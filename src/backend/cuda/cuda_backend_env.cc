@@ -39,6 +39,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_TREE_ATTENTION", options.tree_attention);
   flag("LUMEN_CUDA_QUANTIZED_KV", options.quantized_kv_cache);
   flag("LUMEN_CUDA_STATE_SPACE", options.state_space);
+  flag("LUMEN_CUDA_LATENT_ATTENTION", options.latent_attention);
   return options;
 }
 

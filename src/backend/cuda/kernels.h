@@ -69,6 +69,7 @@ void launch_dequantize_to_f16(tensor::DType type, const void* w, size_t row_byte
                               int64_t cols, uint16_t* out, cudaStream_t stream);
 // Token t's k and v rows go to cache row dest_rows[t] (skipped when negative), stored as the
 // cache's type as the CPU backend stores it (kv_codec.h: f32, f16, bf16, q8_0, q4_0, FP8).
+// v_cache null: keys only (a latent cache, whose values are a view of its keys).
 void launch_store_kv(const float* k, int64_t k_stride, const float* v, int64_t v_stride, int64_t kv_dim,
                      int64_t n_tokens, const int64_t* dest_rows, void* k_cache, size_t k_row_bytes,
                      tensor::DType k_type, void* v_cache, size_t v_row_bytes, tensor::DType v_type,

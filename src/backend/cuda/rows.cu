@@ -110,7 +110,7 @@ __device__ void store_kv_row(tensor::DType type, const float* x, int64_t kv_dim,
   }
 }
 
-// One block per token.
+// One block per token; no V (v_cache null) for a latent cache, whose values are its keys.
 __global__ void store_kv_kernel(const float* k, int64_t ks, const float* v, int64_t vs, int64_t kv_dim,
                                 const int64_t* dest_rows, uint8_t* k_cache, size_t k_row_bytes, tensor::DType k_type,
                                 uint8_t* v_cache, size_t v_row_bytes, tensor::DType v_type) {
@@ -118,7 +118,7 @@ __global__ void store_kv_kernel(const float* k, int64_t ks, const float* v, int6
   const int64_t row = dest_rows[token];
   if (row < 0) return;
   store_kv_row(k_type, k + token * ks, kv_dim, k_cache + row * k_row_bytes);
-  store_kv_row(v_type, v + token * vs, kv_dim, v_cache + row * v_row_bytes);
+  if (v_cache != nullptr) store_kv_row(v_type, v + token * vs, kv_dim, v_cache + row * v_row_bytes);
 }
 
 // Calls launch.template operator()<F>() with the table type as a template argument: every type

@@ -52,6 +52,8 @@ BackendEntry cpu_composed_entry() {
 bool quantized_kv_declared() { return options_with_environment({}).quantized_kv_cache; }
 // As the backend the entry makes reads it (LUMEN_CUDA_STATE_SPACE).
 bool state_space_declared() { return options_with_environment({}).state_space; }
+// As the backend the entry makes reads it (LUMEN_CUDA_LATENT_ATTENTION).
+bool latent_attention_declared() { return options_with_environment({}).latent_attention; }
 
 // The CUDA kernels handle every weight type the CPU multiplies and every table type get_rows
 // converts (gemv_activation_type in gemv.cu, rows_supported in rows.cu): the table's type lists.
@@ -68,6 +70,7 @@ bool cuda_supports(const Case& c) {
     case Op::kStoreKv:
     case Op::kAttention:  // CudaBackend::do_supports_kv_type's cache types, no ALiBi yet
       if (c.mode == static_cast<int>(AttentionMode::kAlibi)) return false;
+      if (c.mode == static_cast<int>(AttentionMode::kLatent)) return latent_attention_declared();
       // q8_0 and q4_0 only where LUMEN_CUDA_QUANTIZED_KV=1 declares them (a GPU run checking them).
       return (c.type != tensor::DType::Q8_0 && c.type != tensor::DType::Q4_0) || quantized_kv_declared();
     default: return true;

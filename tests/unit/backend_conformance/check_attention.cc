@@ -1,8 +1,8 @@
 // attention against causal softmax attention in double over the values the cache holds (f16
 // caches: keys and values rounded by store_kv; compressed caches, bf16 / q8_0 / q4_0 / fp8:
-// the stored rows dequantized, so this is "dequantize the cache, then attend in f32"). Three sequences share the batch: a prefill
-// from position 0, a single decoded token deep in its context, and a chunk in the middle of a
-// prompt, each with its own out-of-order block table.
+// the stored rows dequantized, so this is "dequantize the cache, then attend in f32"). Three sequences share the batch:
+// a prefill from position 0, a single decoded token deep in its context, and a chunk in the middle of a prompt, each
+// with its own out-of-order block table.
 //
 // Tolerance: with an f32 cache only summation order differs (3e-5 of the largest |v|: a split-KV
 // online softmax, as CUDA's, orders its f32 sums differently from the CPU's tiles). With an
@@ -11,6 +11,10 @@
 // f32, so only summation order differs, as with f32): a score moves by at most scale * sum |q k| * 2^-11 and a
 // probability by 2^-11 of itself, so the output moves by about (2 * that score error + 2^-11)
 // times the largest |v|; we allow that plus 3e-5.
+//
+// The latent mode (multi-head latent attention) has one KV head whose cache rows are the values
+// followed by a rope part: the cache's V is a view of its K (store_kv stores the keys only), and
+// each head's output is value_dim wide.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,6 +43,7 @@ AttentionConfig config_for(AttentionMode mode, int64_t head_dim, int64_t heads, 
   if (mode == AttentionMode::kWindow) config.sliding_window = 8;
   if (mode == AttentionMode::kSoftcap) config.softcap = 0.75f;
   if (mode == AttentionMode::kAlibi) config.alibi_max_bias = 8.0f;
+  if (mode == AttentionMode::kLatent) config.value_dim = head_dim - kLatentRopeDims;
   return config;
 }
 
@@ -59,8 +64,14 @@ void check_attention(Backend& backend, const Case& c) {
   const int64_t head_dim = c.shape[0], heads = c.shape[1], kv_heads = c.shape[2];
   const AttentionConfig config = config_for(static_cast<AttentionMode>(c.mode), head_dim, heads, kv_heads);
   const int64_t kv_dim = head_dim * kv_heads, block_size = 16, n_blocks = 7;
+  const int64_t value_dim = attention_value_dim(config);
+  const bool latent = static_cast<AttentionMode>(c.mode) == AttentionMode::kLatent;
   const std::vector<Sequence> sequences = {{6, 0, {2, 0}}, {1, 37, {1, 3, 4}}, {4, 9, {6, 5}}};
   BackendCache cache = make_cache(backend, c.type, kv_dim, block_size, n_blocks);
+  if (latent) {  // the values are the keys' leading part: a narrower view of the same rows
+    cache.layer.v = cache.layer.k;
+    cache.layer.v.dims[0] = value_dim * kv_heads;
+  }
 
   // First every sequence's keys and values for positions [0, end), as earlier steps and this
   // one would have stored them.
@@ -71,7 +82,8 @@ void check_attention(Backend& backend, const Case& c) {
     history_rows += s.start_pos + s.n_tokens;
   }
   const std::vector<float> k = random_values(static_cast<size_t>(kv_dim * history_rows), 91, -1.5f, 1.5f);
-  const std::vector<float> v = random_values(static_cast<size_t>(kv_dim * history_rows), 92);
+  // A latent cache's values are its keys (store_kv ignores v; the reference reads the keys).
+  const std::vector<float> v = latent ? k : random_values(static_cast<size_t>(kv_dim * history_rows), 92);
   const BackendTensor kd = upload_f32(backend, {kv_dim, history_rows, 1, 1}, k);
   const BackendTensor vd = upload_f32(backend, {kv_dim, history_rows, 1, 1}, v);
   backend.store_kv(kd.view, vd.view, history, cache.layer);
@@ -85,7 +97,7 @@ void check_attention(Backend& backend, const Case& c) {
   }
   const std::vector<float> q = random_values(static_cast<size_t>(head_dim * heads * tokens), 93, -1.5f, 1.5f);
   const BackendTensor qd = upload_f32(backend, {head_dim, heads, tokens, 1}, q);
-  BackendTensor out = allocate(backend, DType::F32, {head_dim, heads, tokens, 1});
+  BackendTensor out = allocate(backend, DType::F32, {value_dim, heads, tokens, 1});
   backend.attention(qd.view, cache.layer, batch, config, out.view);
 
   // The reference attends over the cache's contents, dequantized (stored_rows): a compressed
@@ -123,7 +135,7 @@ void check_attention(Backend& backend, const Case& c) {
         double sum = 0.0;
         for (double& s_val : scores) sum += (s_val = std::exp(s_val - top));
         double vmax = 0.0;
-        for (int64_t d = 0; d < head_dim; ++d) {
+        for (int64_t d = 0; d < value_dim; ++d) {
           double acc = 0.0;
           for (int64_t p = lo; p <= pos; ++p) {
             acc += scores[static_cast<size_t>(p - lo)] / sum * key(vs, p, d);
@@ -131,7 +143,7 @@ void check_attention(Backend& backend, const Case& c) {
           }
           want.push_back(acc);
         }
-        for (int64_t d = 0; d < head_dim; ++d) {
+        for (int64_t d = 0; d < value_dim; ++d) {
           tol.push_back(vmax * ((4.0 * score_error + 2.0 * f16_unit) + 3e-5));
         }
       }

@@ -40,7 +40,11 @@ inline constexpr Op kAllOps[] = {Op::kMatmul,  Op::kMatmulSameInput, Op::kMatmul
 // How a rope case configures the rotation.
 enum class RopeMode { kNormal, kNeox, kPartial, kLinear, kYarn, kFreqFactors };
 // How an attention case configures the heads' view of the cache.
-enum class AttentionMode { kCausal, kWindow, kSoftcap, kAlibi };
+// kLatent: multi-head latent attention (DeepSeek 2/3): one KV head whose rows are the values'
+// latent followed by a rope part; the cache's V is a view of its K, values = the leading part.
+enum class AttentionMode { kCausal, kWindow, kSoftcap, kAlibi, kLatent };
+// A latent row's rope part: its values are the head_dim - kLatentRopeDims before it.
+inline constexpr int64_t kLatentRopeDims = 64;
 // Which activation a matmul_glu case fuses.
 enum class GluMode { kSwiglu, kGeglu };
 
@@ -55,7 +59,8 @@ struct Case {
   //   pointwise   {row length, rows, -}
   //   rope        {head_dim, heads, tokens}
   //   kv ops      {kv_dim, block_size, blocks}
-  //   attention   {head_dim, heads, kv heads}
+  //   attention   {head_dim, heads, kv heads} (latent: {latent + rope part, heads, 1}, values
+  //               the first head_dim - kLatentRopeDims)
   //   moe_ffn     {in features, expert ff, tokens}
   //   ssm_conv    {channels, kernel, tokens}
   //   ssm_scan    {state size, heads, tokens} (heads of 16; mode: the B/C groups)

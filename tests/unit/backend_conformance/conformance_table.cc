@@ -63,6 +63,13 @@ std::vector<Case> build() {
     t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(AttentionMode::kAlibi)});
     t.push_back({Op::kAttention, type, {64, 6, 2}, static_cast<int>(AttentionMode::kAlibi)});
   }
+  // Latent attention (the cache's values a view of its keys): DeepSeek's rows of 512 + 64 with
+  // V2-Lite's 16 heads, and a small row of 64 + 64 with 5 heads (items of 8 query vectors cut
+  // mid-token), in the two cache types DeepSeek runs with.
+  for (DType type : {DType::F16, DType::F32}) {
+    t.push_back({Op::kAttention, type, {576, 16, 1}, static_cast<int>(AttentionMode::kLatent)});
+    t.push_back({Op::kAttention, type, {128, 5, 1}, static_cast<int>(AttentionMode::kLatent)});
+  }
   // A float type, the legacy and K-quant kernels (packed at the AVX-512 level); one decoded token
   // and a batch.
   for (DType type : {DType::F32, DType::Q4_0, DType::Q8_0, DType::Q4_K}) {

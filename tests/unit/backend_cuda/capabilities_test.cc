@@ -36,17 +36,22 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
   EXPECT_TRUE(b.supports(BackendFeature::MoeFfn));
   EXPECT_TRUE(b.supports(BackendFeature::ShiftKeys));
   EXPECT_TRUE(b.supports(BackendFeature::RotatedKv));
-  for (BackendFeature f : {BackendFeature::LatentAttention, BackendFeature::StateSpace, BackendFeature::Encoder,
-                           BackendFeature::TreeAttention, BackendFeature::KvEviction, BackendFeature::SpanAttention,
+  for (BackendFeature f : {BackendFeature::Encoder, BackendFeature::KvEviction, BackendFeature::SpanAttention,
                            BackendFeature::Alibi, BackendFeature::Rwkv7}) {
     EXPECT_FALSE(b.supports(f)) << backend_feature_name(f);
   }
+  // Written without a GPU: declared only where the switch a checking run sets says so.
+  const CudaBackendOptions declared = options_with_environment({});
+  EXPECT_EQ(b.supports(BackendFeature::LatentAttention), declared.latent_attention);
+  EXPECT_EQ(b.supports(BackendFeature::StateSpace), declared.state_space);
+  EXPECT_EQ(b.supports(BackendFeature::TreeAttention), declared.tree_attention);
   for (DType t : {DType::F16, DType::F32, DType::BF16, DType::FP8_E4M3}) {
     EXPECT_TRUE(b.supports_kv_type(t)) << tensor::dtype_name(t);
   }
-  EXPECT_FALSE(b.supports_kv_type(DType::Q8_0));
-  EXPECT_FALSE(b.supports_kv_type(DType::Q4_0));
+  EXPECT_EQ(b.supports_kv_type(DType::Q8_0), declared.quantized_kv_cache);
+  EXPECT_EQ(b.supports_kv_type(DType::Q4_0), declared.quantized_kv_cache);
   EXPECT_EQ(b.max_attention_head_dim(), cuda::kMaxHeadDim);
+  EXPECT_EQ(b.max_latent_attention_head_dim(), cuda::kMaxLatentHeadDim);
 }
 
 TEST(CudaCapabilities, ComposedMoeFfnMatchesTheCpuOnAPresetsShapes) {

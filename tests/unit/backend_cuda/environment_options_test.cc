@@ -39,8 +39,9 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
     EXPECT_NE(refusal("LUMEN_CUDA_MAX_GEMV_TOKENS", value).find("LUMEN_CUDA_MAX_GEMV_TOKENS"), std::string::npos)
         << value;
   }
-  for (const char* name : {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",
-                           "LUMEN_CUDA_EXACT_ATTENTION", "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE"}) {
+  for (const char* name :
+       {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV", "LUMEN_CUDA_EXACT_ATTENTION",
+        "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE", "LUMEN_CUDA_LATENT_ATTENTION"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -63,6 +64,7 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   {
     ScopedEnv state_space("LUMEN_CUDA_STATE_SPACE", "1");
     EXPECT_TRUE(options_with_environment(given).state_space);
+    EXPECT_FALSE(options_with_environment(given).latent_attention);
   }
 }
 

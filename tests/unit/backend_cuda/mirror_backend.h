@@ -43,13 +43,15 @@ class MirrorBackend final : public Backend {
   // What both backends run; moe_ffn is composed here from the mirrored ops (as CUDA composes it),
   // so each of its steps is compared on its own.
   bool do_supports(BackendFeature feature) const override {
-    return (feature == BackendFeature::MoeFfn || feature == BackendFeature::StateSpace) && cpu_.supports(feature) &&
-           gpu_.supports(feature);
+    return (feature == BackendFeature::MoeFfn || feature == BackendFeature::StateSpace ||
+            feature == BackendFeature::LatentAttention) &&
+           cpu_.supports(feature) && gpu_.supports(feature);
   }
   bool do_supports_weight_type(tensor::DType type) const override {
     return cpu_.supports_weight_type(type) && gpu_.supports_weight_type(type);
   }
   int64_t do_max_attention_head_dim() const override { return gpu_.max_attention_head_dim(); }
+  int64_t do_max_latent_attention_head_dim() const override { return gpu_.max_latent_attention_head_dim(); }
   void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                   TensorView& out) override {
     moe_.run(*this, x, experts, n_slots, glu, out);

@@ -124,6 +124,26 @@ TEST(BackendNeeds, HeadsWiderThanTheKernelsTakeAreNamed) {
   EXPECT_EQ(missing[0], "attention heads of 576 values (at most 256 here)");
 }
 
+// A latent cache's rows (values a view of the keys) are held to the backend's latent limit, which
+// may be wider than its other heads' (CUDA: 576 against 256); other models' heads are not.
+TEST(BackendNeeds, LatentRowsAreHeldToTheLatentLimit) {
+  LimitedSupport s = everything();
+  s.max_head_dim = 256;
+  s.max_latent_head_dim = 576;
+  const LimitedBackend b(s);
+  BackendNeeds latent;
+  latent.add(BackendFeature::LatentAttention);
+  latent.attention_head_dim = 576;
+  EXPECT_TRUE(b.unsupported(latent).empty());
+  latent.attention_head_dim = 640;
+  ASSERT_EQ(b.unsupported(latent).size(), 1u);
+  EXPECT_EQ(b.unsupported(latent)[0], "attention heads of 640 values (at most 576 here)");
+  BackendNeeds plain;
+  plain.attention_head_dim = 576;
+  ASSERT_EQ(b.unsupported(plain).size(), 1u);
+  EXPECT_EQ(b.unsupported(plain)[0], "attention heads of 576 values (at most 256 here)");
+}
+
 TEST(BackendNeeds, EverythingMissingIsNamedInOneMessage) {
   LimitedSupport s = everything();
   s.features.erase(BackendFeature::MoeFfn);

@@ -19,6 +19,7 @@ struct LimitedSupport {
   std::set<tensor::DType> weight_types;
   std::set<tensor::DType> kv_types;
   int64_t max_head_dim = 0;
+  int64_t max_latent_head_dim = -1;  // -1: the same as max_head_dim (Backend's default)
 };
 
 // Everything the CPU backend runs (every feature, weight type with reference kernels, KV type).
@@ -45,6 +46,9 @@ class LimitedBackend final : public backend::Backend {
   bool do_supports_weight_type(tensor::DType t) const override { return support_.weight_types.contains(t); }
   bool do_supports_kv_type(tensor::DType t) const override { return support_.kv_types.contains(t); }
   int64_t do_max_attention_head_dim() const override { return support_.max_head_dim; }
+  int64_t do_max_latent_attention_head_dim() const override {
+    return support_.max_latent_head_dim < 0 ? support_.max_head_dim : support_.max_latent_head_dim;
+  }
 
   std::unique_ptr<backend::Buffer> do_allocate(size_t bytes) override { return std::make_unique<Host>(bytes); }
   backend::TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims,
