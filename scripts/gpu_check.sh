@@ -640,13 +640,14 @@ run_new_architectures() {
 # new architectures, and decode timings with and without CUDA graphs on llama-1b Q4_0. Each line
 # of gpu_check.json names the check; a feature whose checks all pass can be declared by default
 # (CudaBackendOptions): step_graphs, tree_attention, quantized_kv_cache, state_space,
-# latent_attention, and max_gemv_tokens (from streams).
+# latent_attention, kv_eviction, and max_gemv_tokens (from streams).
 run_unverified() {
   local start model switches
-  switches=(LUMEN_CUDA_TREE_ATTENTION=1 LUMEN_CUDA_QUANTIZED_KV=1 LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1)
+  switches=(LUMEN_CUDA_TREE_ATTENTION=1 LUMEN_CUDA_QUANTIZED_KV=1 LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1
+            LUMEN_CUDA_KV_EVICTION=1)
   start=$SECONDS
   env "${switches[@]}" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='CudaAttention.*:CudaTreeAttention.*:CudaKvCodec.*:CudaKvCache.*:CudaTiledGemv.*:CudaCapabilities.*:CudaEnvironmentOptions.*' \
+    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS
@@ -656,7 +657,7 @@ run_unverified() {
   model=$(default_model)
   if [ -f "$model" ]; then
     start=$SECONDS
-    LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 --gtest_filter='CudaStepGraphs.*' \
+    LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 --gtest_filter='*CudaStepGraphs.*' \
       2>&1 | tee "$WORK/unverified_step_graphs.log"
     gtest_summary unverified_step_graphs "$WORK/unverified_step_graphs.log" $((SECONDS - start))
     start=$SECONDS

@@ -5,10 +5,19 @@
 
 #include "backend/backend.h"
 #include "backend/common/attention_checks.h"
+#include "backend/common/kv_eviction_checks.h"
 #include "backend/common/observed.h"
 #include "util/error.h"
 
 namespace lumen::backend {
+
+namespace {
+
+[[noreturn]] void refuse_kv_eviction(std::string_view backend) {
+  fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", backend);
+}
+
+}  // namespace
 
 void Backend::attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
                                const AttentionConfig& config, float* scores, int64_t slot_stride) {
@@ -16,6 +25,8 @@ void Backend::attention_scores(const TensorView& q, const KvLayer& cache, const 
   if (first_row < 0 || first_row > seq.n_tokens) {
     fail("attention_scores: first row {} is outside the slice's {} rows", first_row, seq.n_tokens);
   }
+  if (!supports(BackendFeature::KvEviction)) refuse_kv_eviction(name());
+  common::check_attention_scores(cache, seq, config);
   OpCall call{OpKind::AttentionScores};
   call.in = {&q};
   call.seqs = std::span<const SequenceSlice>(&seq, 1);
@@ -28,11 +39,13 @@ void Backend::attention_scores(const TensorView& q, const KvLayer& cache, const 
 
 void Backend::do_attention_scores(const TensorView&, const KvLayer&, const SequenceSlice&, int64_t,
                                   const AttentionConfig&, float*, int64_t) {
-  fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", name());
+  refuse_kv_eviction(name());
 }
 
 void Backend::gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
                              std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) {
+  if (!supports(BackendFeature::KvEviction)) refuse_kv_eviction(name());
+  common::check_gather_kv_rows(cache, src_table, dst_table, keep, head_dim);
   OpCall call{OpKind::GatherKvRows};
   call.cache = &cache;
   call.src_table = src_table;
@@ -44,7 +57,7 @@ void Backend::gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table,
 
 void Backend::do_gather_kv_rows(KvLayer&, std::span<const int32_t>, std::span<const int32_t>, std::span<const int32_t>,
                                 int64_t, int64_t) {
-  fail("importance-based KV eviction (snapkv, h2o) is not supported on the {} backend", name());
+  refuse_kv_eviction(name());
 }
 
 // attention's and attention_scored's checks, beside the shared shape checks: what this backend

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "backend/common/kv_eviction_checks.h"
 #include "tensor/fp16.h"
 #include "util/error.h"
 
@@ -48,15 +49,10 @@ void attention_scores(const TensorView& q, const KvLayer& cache, const SequenceS
 void attention_scores_with(const AttentionTileKernels& tiles, const TensorView& q, const KvLayer& cache,
                            const SequenceSlice& seq, int64_t first_row, const AttentionConfig& config, float* scores,
                            int64_t slot_stride, ThreadPool& pool) {
-  // Scores are for choosing what to keep, not for the output: f32 and f16 keys (the default
-  // cache) are enough, and a rotated (quantized) cache would need its own reading.
-  if ((cache.k.type != tensor::DType::F32 && cache.k.type != tensor::DType::F16) || cache.rotated) {
-    fail("importance-based KV eviction needs an f16 or f32 KV cache (not {})", tensor::dtype_info(cache.k.type).name);
-  }
-  if (!seq.visible.empty()) fail("importance-based KV eviction does not score token-tree rows");
-  if (!seq.key_ends.empty()) fail("importance-based KV eviction does not score rows of spans that attend both ways");
-  if (config.alibi_max_bias != 0.0f) fail("importance-based KV eviction does not score ALiBi models");
+  // The arguments were checked in front of every backend (common/kv_eviction_checks.h); these
+  // tile tests call here directly, so the checks run here too.
   if (first_row < 0 || first_row > seq.n_tokens) fail("attention_scores: row {} of {}", first_row, seq.n_tokens);
+  common::check_attention_scores(cache, seq, config);
   if (cache.v.type == tensor::DType::F16) {
     // The attention's exact path holds its probabilities: the same scores attention_scored
     // gives, bit for bit, from an attention into a throwaway output.
@@ -74,7 +70,6 @@ void attention_scores_with(const AttentionTileKernels& tiles, const TensorView& 
   }
   const int64_t dim = config.head_dim, group = config.n_heads / config.n_kv_heads;
   const int64_t bs = cache.block_size, n_slots = seq.start_pos + seq.n_tokens;
-  if (static_cast<int64_t>(seq.block_table.size()) * bs < n_slots) fail("attention_scores: the block table is short");
   const int64_t n_rows = seq.n_tokens - first_row;
   if (n_rows == 0) return;
   const bool capped = config.softcap != 0.0f;
@@ -160,24 +155,8 @@ void attention_scores_with(const AttentionTileKernels& tiles, const TensorView& 
 
 void gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
                     std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) {
-  if (values_in_keys(cache)) fail("importance-based KV eviction is not supported for multi-head latent attention");
-  const int64_t bs = cache.block_size, n_blocks = cache.k.dims[2];
-  const int64_t n_kv_heads = cache.k.dims[0] / head_dim;
-  if (n_kv_heads <= 0 || keep.size() % static_cast<size_t>(n_kv_heads) != 0) {
-    fail("gather_kv_rows: {} kept slots for {} KV heads", keep.size(), n_kv_heads);
-  }
-  const auto n_keep = static_cast<int64_t>(keep.size()) / n_kv_heads;
-  if (static_cast<int64_t>(dst_table.size()) * bs < n_keep)
-    fail("gather_kv_rows: {} slots in {} blocks", n_keep, dst_table.size());
-  for (int32_t s : keep) {
-    if (s < 0 || static_cast<int64_t>(s) >= static_cast<int64_t>(src_table.size()) * bs)
-      fail("gather_kv_rows: slot {} out of range", s);
-  }
-  for (auto table : {src_table, dst_table}) {
-    for (int32_t b : table) {
-      if (b < 0 || b >= n_blocks) fail("gather_kv_rows: block {} is not in [0, {})", b, n_blocks);
-    }
-  }
+  const int64_t n_keep = common::check_gather_kv_rows(cache, src_table, dst_table, keep, head_dim);
+  const int64_t bs = cache.block_size, n_kv_heads = cache.k.dims[0] / head_dim;
   // Every kept head slice is read before any is written: a destination block may be one of the
   // sources (compaction in place), and this way no order of slots can overwrite a later source.
   for (const auto& [t, dim] : {std::pair{&cache.k, head_dim}, std::pair{&cache.v, value_dim}}) {

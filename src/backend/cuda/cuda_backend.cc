@@ -89,6 +89,7 @@ bool CudaBackend::do_supports(BackendFeature feature) const {
   if (feature == BackendFeature::TreeAttention) return state_->options.tree_attention;
   if (feature == BackendFeature::StateSpace) return state_->options.state_space;
   if (feature == BackendFeature::LatentAttention) return state_->options.latent_attention;
+  if (feature == BackendFeature::KvEviction) return state_->options.kv_eviction;
   return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys ||
          feature == BackendFeature::RotatedKv;
 }

@@ -74,6 +74,10 @@ struct CudaBackendOptions {
   // 2026-11-28: off until the latent conformance rows and the deepseek2 model test have passed
   // on a GPU. LUMEN_CUDA_LATENT_ATTENTION=1.
   bool latent_attention = false;
+  // Declare importance-based KV eviction (attention_scores and gather_kv_rows, kv_eviction.cu:
+  // H2O and SnapKV), written without a GPU on 2026-11-28: off until CudaKvEviction has passed on
+  // a GPU. LUMEN_CUDA_KV_EVICTION=1.
+  bool kv_eviction = false;
 };
 
 class CudaBackend final : public Backend {
@@ -151,6 +155,12 @@ class CudaBackend final : public Backend {
   void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                     const AttentionConfig& config, TensorView& out) override;
+  // Importance-based KV eviction (cuda_kv_eviction.cc): the scores summed on the device and added
+  // into the host table once; the kept slices gathered, then written.
+  void do_attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
+                           const AttentionConfig& config, float* scores, int64_t slot_stride) override;
+  void do_gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
+                         std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) override;
   // Mamba 2 (cuda_ssm.cc): a thread per channel, or 8 per channel holding its state in registers.
   void do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
                    std::span<const SsmSequence> seqs, TensorView& out) override;

@@ -40,6 +40,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_QUANTIZED_KV", options.quantized_kv_cache);
   flag("LUMEN_CUDA_STATE_SPACE", options.state_space);
   flag("LUMEN_CUDA_LATENT_ATTENTION", options.latent_attention);
+  flag("LUMEN_CUDA_KV_EVICTION", options.kv_eviction);
   return options;
 }
 

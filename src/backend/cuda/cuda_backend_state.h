@@ -56,6 +56,9 @@ struct CudaBackend::State {
   cuda::DeviceScratch staged_y;        // matmul: results bound for host memory
   cuda::DeviceScratch rows_f32;        // copy_to_host of non-f32 tensors
   cuda::DeviceScratch attention_partials;
+  cuda::DeviceScratch kv_scores;      // attention_scores: a chunk of rows' probabilities
+  cuda::DeviceScratch kv_score_sums;  // attention_scores: the call's sums per slot and KV head
+  cuda::DeviceScratch kv_gathered;    // gather_kv_rows: the kept slices, between read and write
   cuda::DeviceScratch attention_vector_stats;
 
   // The last attention plan, what it was made from, and where its arrays are on the device

@@ -65,6 +65,7 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
     ScopedEnv state_space("LUMEN_CUDA_STATE_SPACE", "1");
     EXPECT_TRUE(options_with_environment(given).state_space);
     EXPECT_FALSE(options_with_environment(given).latent_attention);
+    EXPECT_FALSE(options_with_environment(given).kv_eviction);
   }
 }
 
