@@ -108,6 +108,61 @@ TEST_P(RefusesBadInputs, Attention) {
   EXPECT_THROW(backend().attention(q3.view, cache.layer, seqs, config, out3.view), Error);
 }
 
+// Importance-based KV eviction's two ops: each bad call changes neither the cache nor the table;
+// a backend without the feature refuses every call.
+TEST_P(RefusesBadInputs, KvEviction) {
+  BackendCache cache = make_cache(backend(), tensor::DType::F16, 64, 16, 3);
+  const BackendTensor k = upload_f32(backend(), {64, 20, 1, 1}, random_values(1280, 7));
+  const std::vector<int32_t> table = {2, 0};
+  const SequenceSlice history[] = {{0, 20, 0, table}};
+  backend().store_kv(k.view, k.view, history, cache.layer);
+  const std::vector<uint8_t> before = read_cache(backend(), cache);
+  const BackendTensor q = upload_f32(backend(), {32, 4, 2, 1}, random_values(256, 8));
+  AttentionConfig config;
+  config.head_dim = 32;
+  config.n_heads = 4;
+  config.n_kv_heads = 2;
+  config.scale = 0.2f;
+  const SequenceSlice seq{0, 2, 18, table};
+  std::vector<float> scores(40, 0.0f);
+  auto expect_refusal = [&](const auto& call, const char* why) {
+    try {
+      call();
+      ADD_FAILURE() << why << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(read_cache(backend(), cache), before) << why;
+    EXPECT_EQ(scores, std::vector<float>(40, 0.0f)) << why;
+  };
+  const std::vector<int32_t> keep = {0, 3, 5, 1, 2, 19};  // three slots per KV head
+  const std::vector<int32_t> dst = {1};
+  if (!backend().supports(BackendFeature::KvEviction)) {
+    expect_refusal([&] { backend().attention_scores(q.view, cache.layer, seq, 0, config, scores.data(), 2); },
+                   "importance-based KV eviction (snapkv, h2o) is not supported");
+    expect_refusal([&] { backend().gather_kv_rows(cache.layer, table, dst, keep, 32, 32); },
+                   "importance-based KV eviction (snapkv, h2o) is not supported");
+    return;
+  }
+  AttentionConfig alibi = config;
+  alibi.alibi_max_bias = 8.0f;
+  expect_refusal([&] { backend().attention_scores(q.view, cache.layer, seq, 0, alibi, scores.data(), 2); },
+                 "does not score ALiBi models");
+  const std::vector<int32_t> short_table = {2};
+  const SequenceSlice short_seq{0, 2, 18, short_table};
+  expect_refusal([&] { backend().attention_scores(q.view, cache.layer, short_seq, 0, config, scores.data(), 2); },
+                 "the block table is short");
+  const std::vector<int32_t> odd_keep = {0, 3, 5, 1, 2}, far_keep = {0, 3, 5, 1, 2, 32};
+  expect_refusal([&] { backend().gather_kv_rows(cache.layer, table, dst, odd_keep, 32, 32); },
+                 "5 kept slots for 2 KV heads");
+  expect_refusal([&] { backend().gather_kv_rows(cache.layer, table, dst, far_keep, 32, 32); }, "slot 32 out of range");
+  const std::vector<int32_t> bad_dst = {3};
+  expect_refusal([&] { backend().gather_kv_rows(cache.layer, table, bad_dst, keep, 32, 32); },
+                 "block 3 is not in [0, 3)");
+  EXPECT_NO_THROW(backend().attention_scores(q.view, cache.layer, seq, 0, config, scores.data(), 2));
+  EXPECT_NO_THROW(backend().gather_kv_rows(cache.layer, table, dst, keep, 32, 32));
+}
+
 // RWKV 7's state update: two heads of 8 over a batch of three rows, two sequences. Each bad
 // call leaves out and both states as they were; a backend without the op refuses every call.
 TEST_P(RefusesBadInputs, RwkvWkv7) {
