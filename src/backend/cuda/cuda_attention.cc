@@ -52,8 +52,9 @@ void check_cuda_attention_inputs(const KvLayer& cache, const AttentionConfig& cf
 // Everything the plan depends on, flattened: a call with an equal key reuses the last plan.
 std::vector<int64_t> plan_key(std::span<const SequenceSlice> seqs, const AttentionConfig& cfg,
                               int64_t block_size) {
+  // The value width sizes the plan's ranges (their partial results' bytes).
   std::vector<int64_t> key = {cfg.n_heads, cfg.n_kv_heads, cfg.sliding_window, block_size,
-                              static_cast<int64_t>(seqs.size())};
+                              static_cast<int64_t>(seqs.size()), attention_value_dim(cfg)};
   for (const SequenceSlice& seq : seqs) {
     const int64_t blocks = (seq.start_pos + seq.n_tokens + block_size - 1) / block_size;
     key.insert(key.end(), {seq.first_token, seq.n_tokens, seq.start_pos, blocks});
