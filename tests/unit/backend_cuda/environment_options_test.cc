@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "util/error.h"
@@ -12,17 +15,39 @@
 namespace lumen::backend {
 namespace {
 
-// Sets `name` to `value` for the scope, then unsets it.
+// Sets `name` to `value` (or unsets it, for a null value) for the scope, then puts back what was
+// there: a checking run (gpu_check.sh unverified) sets some of these switches for the whole binary.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* before = std::getenv(name); before != nullptr) before_ = before;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (before_) {
+      setenv(name_, before_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
   const char* name_;
+  std::optional<std::string> before_;
 };
+
+// Every switch the tests below read, unset for the scope.
+constexpr const char* kSwitches[] = {
+    "LUMEN_CUDA_GEMV",           "LUMEN_CUDA_MAX_GEMV_TOKENS", "LUMEN_CUDA_GRAPHS",
+    "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",    "LUMEN_CUDA_EXACT_ATTENTION",
+    "LUMEN_CUDA_ADD_RMS_NORM",   "LUMEN_CUDA_STATE_SPACE",     "LUMEN_CUDA_LATENT_ATTENTION",
+    "LUMEN_CUDA_KV_EVICTION"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -48,6 +73,8 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
 }
 
 TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
+  std::vector<std::unique_ptr<ScopedEnv>> unset;
+  for (const char* name : kSwitches) unset.push_back(std::make_unique<ScopedEnv>(name, nullptr));
   CudaBackendOptions given;
   given.max_gemv_tokens = 3;
   EXPECT_EQ(options_with_environment(given).max_gemv_tokens, 3);
