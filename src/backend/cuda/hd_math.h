@@ -12,6 +12,7 @@
 //  - dp4a is __dp4a: four signed byte products added to an int.
 //  - loads go through memcpy on the host (blocks are only 2-byte aligned, and the host has no
 //    alignment rules to exploit), through 16-bit loads on the device.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -54,6 +55,31 @@ LUMEN_HD float sub_rn(float a, float b) {
   return __fsub_rn(a, b);
 #else
   return a - b;
+#endif
+}
+
+// expf, logf and tanhf on the device; the f32 overloads of the standard library on the host.
+LUMEN_HD float exp_f32(float v) {
+#if defined(__CUDA_ARCH__)
+  return expf(v);
+#else
+  return std::exp(v);
+#endif
+}
+
+LUMEN_HD float log_f32(float v) {
+#if defined(__CUDA_ARCH__)
+  return logf(v);
+#else
+  return std::log(v);
+#endif
+}
+
+LUMEN_HD float tanh_f32(float v) {
+#if defined(__CUDA_ARCH__)
+  return tanhf(v);
+#else
+  return std::tanh(v);
 #endif
 }
 

@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kScoreThreads)
   const float row_max = block_max(m, max_part);
   double sum = 0.0;
   for (int64_t slot = lo + threadIdx.x; slot <= pos; slot += blockDim.x) {
-    sum += static_cast<double>(expf(__fsub_rn(out[slot], row_max)));
+    sum += static_cast<double>(hd::exp_f32(hd::sub_rn(out[slot], row_max)));  // as kv_score_probability
   }
   const float inv = kv_score_inverse(block_sum(sum, sum_part));
   for (int64_t slot = lo + threadIdx.x; slot <= pos; slot += blockDim.x) {

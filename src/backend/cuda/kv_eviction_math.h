@@ -97,23 +97,14 @@ LUMEN_HD float kv_score_key(const KvScoreArgs& a, const float* query, int64_t sl
     dot = hd::add_rn(dot, hd::mul_rn(query[d], key));
   }
   if (a.softcap == 0.0f) return hd::mul_rn(dot, a.scale);
-#if defined(__CUDA_ARCH__)
-  const float t = a.k_f16 ? tanhf(hd::mul_rn(dot, hd::div_rn(a.scale, a.softcap)))
-                          : tanhf(hd::div_rn(hd::mul_rn(dot, a.scale), a.softcap));
-#else
-  const float t = a.k_f16 ? std::tanh(hd::mul_rn(dot, hd::div_rn(a.scale, a.softcap)))
-                          : std::tanh(hd::div_rn(hd::mul_rn(dot, a.scale), a.softcap));
-#endif
+  const float t = hd::tanh_f32(a.k_f16 ? hd::mul_rn(dot, hd::div_rn(a.scale, a.softcap))
+                                       : hd::div_rn(hd::mul_rn(dot, a.scale), a.softcap));
   return hd::mul_rn(a.softcap, t);
 }
 
 // A slot's probability from its score, the row's max score and 1 / its sum of exponentials.
 LUMEN_HD float kv_score_probability(const KvScoreArgs& a, float score, float max, float inv) {
-#if defined(__CUDA_ARCH__)
-  const float e = expf(hd::sub_rn(score, max));
-#else
-  const float e = std::exp(hd::sub_rn(score, max));
-#endif
+  const float e = hd::exp_f32(hd::sub_rn(score, max));
   const float p = hd::mul_rn(e, inv);
   return a.k_f16 ? hd::half_to_float(hd::float_to_half(p)) : p;
 }

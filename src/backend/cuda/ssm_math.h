@@ -64,22 +64,6 @@ inline constexpr int64_t kSsmMaxState = int64_t{kSsmLanes} * kSsmMaxPerLane;
 
 namespace hd {
 
-LUMEN_HD float exp_f32(float v) {
-#if defined(__CUDA_ARCH__)
-  return expf(v);
-#else
-  return std::exp(v);
-#endif
-}
-
-LUMEN_HD float log_f32(float v) {
-#if defined(__CUDA_ARCH__)
-  return logf(v);
-#else
-  return std::log(v);
-#endif
-}
-
 // SiLU as the CPU backend's portable row computes it: v / (1 + exp(-v)).
 LUMEN_HD float silu(float v) { return div_rn(v, add_rn(1.0f, exp_f32(-v))); }
 
