@@ -41,24 +41,30 @@ __global__ void __launch_bounds__(kScanThreads) ssm_scan_kernel(SsmScanArgs args
   if (active) ssm_store_lane(args, s, i, lane, h);
 }
 
+// launch(first sequence, sequences in grid.y) for each part of at most kMaxGridY sequences.
+template <typename Launch>
+void in_sequence_parts(int64_t n_seqs, Launch launch) {
+  for (int64_t first = 0; first < n_seqs; first += kMaxGridY) {
+    launch(first, static_cast<unsigned>(n_seqs - first < kMaxGridY ? n_seqs - first : kMaxGridY));
+  }
+}
+
 }  // namespace
 
 void launch_ssm_conv(const SsmConvArgs& args, const SsmSeqDesc* seqs, int64_t n_seqs, cudaStream_t stream) {
   if (args.channels == 0) return;
   const auto blocks = static_cast<unsigned>((args.channels + kConvThreads - 1) / kConvThreads);
-  for (int64_t first = 0; first < n_seqs; first += kMaxGridY) {
-    const auto part = static_cast<unsigned>(n_seqs - first < kMaxGridY ? n_seqs - first : kMaxGridY);
+  in_sequence_parts(n_seqs, [&](int64_t first, unsigned part) {
     ssm_conv_kernel<<<dim3(blocks, part), kConvThreads, 0, stream>>>(args, seqs + first);
-  }
+  });
 }
 
 void launch_ssm_scan(const SsmScanArgs& args, const SsmSeqDesc* seqs, int64_t n_seqs, cudaStream_t stream) {
   if (args.inner == 0) return;
   const auto blocks = static_cast<unsigned>((args.inner + kScanChannelsPerBlock - 1) / kScanChannelsPerBlock);
-  for (int64_t first = 0; first < n_seqs; first += kMaxGridY) {
-    const auto part = static_cast<unsigned>(n_seqs - first < kMaxGridY ? n_seqs - first : kMaxGridY);
+  in_sequence_parts(n_seqs, [&](int64_t first, unsigned part) {
     ssm_scan_kernel<<<dim3(blocks, part), kScanThreads, 0, stream>>>(args, seqs + first);
-  }
+  });
 }
 
 }  // namespace lumen::backend::cuda
