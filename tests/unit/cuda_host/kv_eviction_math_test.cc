@@ -17,6 +17,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/kv_eviction_math.h"
 #include "tensor/fp16.h"
+#include "random_values.h"
 
 namespace lumen::backend::cuda {
 namespace {
@@ -25,13 +26,7 @@ using tensor::DType;
 
 constexpr int64_t kBlockSize = 16, kBlocks = 6, kKvHeads = 2, kHeadDim = 32;
 
-std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using host_test::random_values;
 
 // A cache of `type` (f16 or f32) filled from random values: its bytes and a view of them.
 struct HostCache {

@@ -12,23 +12,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/ssm_scan.h"
 #include "backend/cuda/ssm_math.h"
+#include "random_values.h"
 
 namespace lumen::backend::cuda {
 namespace {
 
-std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using host_test::random_values;
 
 // Rows of the sequences, one after another in the batch: a prompt chunk, a decode row, a row
 // shorter than a 4-tap window, nothing, and a longer chunk.
