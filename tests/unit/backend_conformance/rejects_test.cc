@@ -27,6 +27,19 @@ class RefusesBadInputs : public ::testing::TestWithParam<const BackendEntry*> {
   std::unique_ptr<Backend> backend_;
 };
 
+// call() must throw lumen::Error whose message holds `why`; then unchanged(why) checks that the
+// refused call left every operand as it was.
+template <typename Call, typename Unchanged>
+void expect_refusal(const Call& call, const char* why, const Unchanged& unchanged) {
+  try {
+    call();
+    ADD_FAILURE() << why << ": accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+  unchanged(why);
+}
+
 TEST_P(RefusesBadInputs, GetRows) {
   const BackendTensor table = upload_f32(backend(), {64, 4, 1, 1}, random_values(256, 1));
   BackendTensor narrow = allocate(backend(), tensor::DType::F32, {32, 2, 1, 1});
@@ -125,40 +138,33 @@ TEST_P(RefusesBadInputs, KvEviction) {
   config.scale = 0.2f;
   const SequenceSlice seq{0, 2, 18, table};
   std::vector<float> scores(40, 0.0f);
-  auto expect_refusal = [&](const auto& call, const char* why) {
-    try {
-      call();
-      ADD_FAILURE() << why << ": accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
+  auto unchanged = [&](const char* why) {
     EXPECT_EQ(read_cache(backend(), cache), before) << why;
     EXPECT_EQ(scores, std::vector<float>(40, 0.0f)) << why;
   };
+  auto refused = [&](const auto& call, const char* why) { expect_refusal(call, why, unchanged); };
   const std::vector<int32_t> keep = {0, 3, 5, 1, 2, 19};  // three slots per KV head
   const std::vector<int32_t> dst = {1};
   if (!backend().supports(BackendFeature::KvEviction)) {
-    expect_refusal([&] { backend().attention_scores(q.view, cache.layer, seq, 0, config, scores.data(), 2); },
-                   "importance-based KV eviction (snapkv, h2o) is not supported");
-    expect_refusal([&] { backend().gather_kv_rows(cache.layer, table, dst, keep, 32, 32); },
-                   "importance-based KV eviction (snapkv, h2o) is not supported");
+    refused([&] { backend().attention_scores(q.view, cache.layer, seq, 0, config, scores.data(), 2); },
+            "importance-based KV eviction (snapkv, h2o) is not supported");
+    refused([&] { backend().gather_kv_rows(cache.layer, table, dst, keep, 32, 32); },
+            "importance-based KV eviction (snapkv, h2o) is not supported");
     return;
   }
   AttentionConfig alibi = config;
   alibi.alibi_max_bias = 8.0f;
-  expect_refusal([&] { backend().attention_scores(q.view, cache.layer, seq, 0, alibi, scores.data(), 2); },
-                 "does not score ALiBi models");
+  refused([&] { backend().attention_scores(q.view, cache.layer, seq, 0, alibi, scores.data(), 2); },
+          "does not score ALiBi models");
   const std::vector<int32_t> short_table = {2};
   const SequenceSlice short_seq{0, 2, 18, short_table};
-  expect_refusal([&] { backend().attention_scores(q.view, cache.layer, short_seq, 0, config, scores.data(), 2); },
-                 "the block table is short");
+  refused([&] { backend().attention_scores(q.view, cache.layer, short_seq, 0, config, scores.data(), 2); },
+          "the block table is short");
   const std::vector<int32_t> odd_keep = {0, 3, 5, 1, 2}, far_keep = {0, 3, 5, 1, 2, 32};
-  expect_refusal([&] { backend().gather_kv_rows(cache.layer, table, dst, odd_keep, 32, 32); },
-                 "5 kept slots for 2 KV heads");
-  expect_refusal([&] { backend().gather_kv_rows(cache.layer, table, dst, far_keep, 32, 32); }, "slot 32 out of range");
+  refused([&] { backend().gather_kv_rows(cache.layer, table, dst, odd_keep, 32, 32); }, "5 kept slots for 2 KV heads");
+  refused([&] { backend().gather_kv_rows(cache.layer, table, dst, far_keep, 32, 32); }, "slot 32 out of range");
   const std::vector<int32_t> bad_dst = {3};
-  expect_refusal([&] { backend().gather_kv_rows(cache.layer, table, bad_dst, keep, 32, 32); },
-                 "block 3 is not in [0, 3)");
+  refused([&] { backend().gather_kv_rows(cache.layer, table, bad_dst, keep, 32, 32); }, "block 3 is not in [0, 3)");
   EXPECT_NO_THROW(backend().attention_scores(q.view, cache.layer, seq, 0, config, scores.data(), 2));
   EXPECT_NO_THROW(backend().gather_kv_rows(cache.layer, table, dst, keep, 32, 32));
 }
@@ -182,13 +188,7 @@ TEST_P(RefusesBadInputs, RwkvWkv7) {
     EXPECT_EQ(download(backend(), out.view), std::vector<float>(kWidth * kRows, 0.0f)) << why;
   };
   auto refused = [&](const Wkv7Rows& r, int64_t head, std::vector<Wkv7Sequence> seqs, TensorView o, const char* why) {
-    try {
-      backend().rwkv_wkv7(r, head, seqs, o);
-      ADD_FAILURE() << why << ": accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
-    unchanged(why);
+    expect_refusal([&] { backend().rwkv_wkv7(r, head, seqs, o); }, why, unchanged);
   };
   const std::vector<Wkv7Sequence> valid = {{0, 2, s0.view}, {2, 1, s1.view}};
   if (!backend().has_op(OpKind::RwkvWkv7)) {
@@ -241,15 +241,7 @@ TEST_P(RefusesBadInputs, SsmConvAndScan) {
     EXPECT_EQ(download(backend(), st1.view), s1) << why;
     EXPECT_EQ(download(backend(), out.view), std::vector<float>(kChannels * kRows, 0.0f)) << why;
   };
-  auto expect_refusal = [&](const auto& call, const char* why) {
-    try {
-      call();
-      ADD_FAILURE() << why << ": accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
-    unchanged(why);
-  };
+  auto refused = [&](const auto& call, const char* why) { expect_refusal(call, why, unchanged); };
   auto conv = [&](std::vector<SsmSequence> seqs, const TensorView& w) {
     return [&, seqs, w] { backend().ssm_conv(x.view, w, bias.view, seqs, out.view); };
   };
@@ -259,31 +251,30 @@ TEST_P(RefusesBadInputs, SsmConvAndScan) {
   const std::vector<SsmSequence> conv_seqs = {{0, 2, win0.view, {}}, {2, 1, win1.view, {}}};
   const std::vector<SsmSequence> scan_seqs = {{0, 2, {}, st0.view}, {2, 1, {}, st1.view}};
   if (!backend().supports(BackendFeature::StateSpace)) {
-    expect_refusal(conv(conv_seqs, weight.view), "ssm_conv (a state-space model's convolution) is not supported");
-    expect_refusal(scan(scan_seqs, weights), "ssm_scan (a state-space model's scan) is not supported");
+    refused(conv(conv_seqs, weight.view), "ssm_conv (a state-space model's convolution) is not supported");
+    refused(scan(scan_seqs, weights), "ssm_scan (a state-space model's scan) is not supported");
     return;
   }
-  expect_refusal(conv({{0, 2, win0.view, {}}, {2, 1, win0.view, {}}}, weight.view),
-                 "two sequences share one conv_window");
-  expect_refusal(conv({{2, 2, win0.view, {}}}, weight.view), "a sequence's rows 2..4 are outside the batch of 3");
+  refused(conv({{0, 2, win0.view, {}}, {2, 1, win0.view, {}}}, weight.view), "two sequences share one conv_window");
+  refused(conv({{2, 2, win0.view, {}}}, weight.view), "a sequence's rows 2..4 are outside the batch of 3");
   TensorView long_kernel = weight.view;
   long_kernel.dims = {65, 1, 1, 1};
   long_kernel.row_bytes = 65 * sizeof(float);
-  expect_refusal(conv(conv_seqs, long_kernel), "the kernel has 65 taps (1 to 64 supported)");
+  refused(conv(conv_seqs, long_kernel), "the kernel has 65 taps (1 to 64 supported)");
   TensorView short_window = win1.view;
   short_window.dims[1] = 2;
-  expect_refusal(conv({{0, 2, win0.view, {}}, {2, 1, short_window, {}}}, weight.view),
-                 "a sequence's conv_window must be f32 {16, 3}");
-  expect_refusal(scan({{0, 2, {}, st0.view}, {2, 1, {}, st0.view}}, weights), "two sequences share one state");
+  refused(conv({{0, 2, win0.view, {}}, {2, 1, short_window, {}}}, weight.view),
+          "a sequence's conv_window must be f32 {16, 3}");
+  refused(scan({{0, 2, {}, st0.view}, {2, 1, {}, st0.view}}, weights), "two sequences share one state");
   SsmScanWeights odd_heads = weights;
   odd_heads.head_dim = 5;
-  expect_refusal(scan(scan_seqs, odd_heads), "heads of 5 do not divide 16 channels");
+  refused(scan(scan_seqs, odd_heads), "heads of 5 do not divide 16 channels");
   SsmScanWeights three_groups = weights;
   three_groups.groups = 3;
-  expect_refusal(scan(scan_seqs, three_groups), "3 groups do not divide 4 heads");
+  refused(scan(scan_seqs, three_groups), "3 groups do not divide 4 heads");
   SsmScanWeights no_skip = weights;
   no_skip.d = nullptr;
-  expect_refusal(scan(scan_seqs, no_skip), "A, D and dt's bias are all needed");
+  refused(scan(scan_seqs, no_skip), "A, D and dt's bias are all needed");
   EXPECT_NO_THROW(backend().ssm_conv(x.view, weight.view, bias.view, conv_seqs, out.view));
   EXPECT_NO_THROW(backend().ssm_scan(x.view, dt.view, b.view, c.view, weights, scan_seqs, out.view));
 }
