@@ -608,30 +608,28 @@ run_models() {
 run_new_architectures() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
   [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
-  local type file name start out
+  local type out
   for type in Q8_0 Q4_1; do
-    file="$WORK/models-mamba2-mini-$type.gguf"
-    [ -f "$file" ] || "$BIN/lumen" synth mamba2-mini -o "$file" --type "$type" --layers 2 --vocab "$vocab" > /dev/null ||
-      { log "synth mamba2-mini:$type failed"; continue; }
-    name="mamba2_cuda_vs_cpu_$type"
-    start=$SECONDS
-    LUMEN_CUDA_STATE_SPACE=1 LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 \
-      --gtest_filter='CudaGreedy.EachOpMatchesCpu:CudaGreedy.DefaultOptionsAgreeWithCpu' > "$WORK/$name.log" 2>&1
-    grep -E 'Failure|error|expected|ssm' "$WORK/$name.log" | head -n 8 >&2
-    gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+    synth_model_vs_cpu mamba2-mini "$type" mamba2 LUMEN_CUDA_STATE_SPACE=1 'ssm'
   done
   out=$(LUMEN_CUDA_STATE_SPACE=1 "$BIN/lumen" run -m "$WORK/models-mamba2-mini-Q8_0.gguf" --device cuda -p "Hello" -n 8 2>&1)
   log "mamba2-mini on cuda (LUMEN_CUDA_STATE_SPACE=1): rc $? $(tail -n 2 <<< "$out" | tr '\n' ' ')"
-  # DeepSeek 2's latent attention (attention.cu reading values from the K tile, written without a
-  # GPU: declared only with LUMEN_CUDA_LATENT_ATTENTION=1), with its mixture of experts.
-  file="$WORK/models-deepseek2-lite-mini-Q8_0.gguf"
-  [ -f "$file" ] || "$BIN/lumen" synth deepseek2-lite-mini -o "$file" --type Q8_0 --layers 2 --vocab "$vocab" > /dev/null ||
-    log "synth deepseek2-lite-mini failed"
-  name="deepseek2_cuda_vs_cpu_Q8_0"
+  # DeepSeek 2's latent attention (attention.cu reading values from the K tile), with its experts.
+  synth_model_vs_cpu deepseek2-lite-mini Q8_0 deepseek2 LUMEN_CUDA_LATENT_ATTENTION=1 'attention'
+}
+
+# synth_model_vs_cpu PRESET TYPE NAME SWITCH GREP: two layers of a synthetic PRESET model in TYPE,
+# op by op and teacher-forced on CUDA against the CPU with SWITCH set (VAR=1); check NAME_cuda_vs_cpu_TYPE,
+# the log's failures and lines matching GREP printed.
+synth_model_vs_cpu() {
+  local preset=$1 type=$2 name="$3_cuda_vs_cpu_$2" switch=$4 pattern=$5 start
+  local file="$WORK/models-$preset-$type.gguf" vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
+  [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --layers 2 --vocab "$vocab" > /dev/null ||
+    { log "synth $preset:$type failed"; return 1; }
   start=$SECONDS
-  LUMEN_CUDA_LATENT_ATTENTION=1 LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 \
+  env "$switch" LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 \
     --gtest_filter='CudaGreedy.EachOpMatchesCpu:CudaGreedy.DefaultOptionsAgreeWithCpu' > "$WORK/$name.log" 2>&1
-  grep -E 'Failure|error|expected|attention' "$WORK/$name.log" | head -n 8 >&2
+  grep -E "Failure|error|expected|$pattern" "$WORK/$name.log" | head -n 8 >&2
   gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
 }
 
