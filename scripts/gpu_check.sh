@@ -616,10 +616,24 @@ run_new_architectures() {
   log "mamba2-mini on cuda (LUMEN_CUDA_STATE_SPACE=1): rc $? $(tail -n 2 <<< "$out" | tr '\n' ' ')"
   # DeepSeek 2's latent attention (attention.cu reading values from the K tile), with its experts.
   synth_model_vs_cpu deepseek2-lite-mini Q8_0 deepseek2 LUMEN_CUDA_LATENT_ATTENTION=1 'attention'
+  # BLOOM: LayerNorm blocks (layer_norm, gelu_tanh) and ALiBi in the paged attention.
+  synth_model_vs_cpu bloom-mini Q8_0 bloom "LUMEN_CUDA_LAYER_NORM=1 LUMEN_CUDA_ALIBI=1" 'layer_norm|gelu|attention'
+  # The encoders: LayerNorm, the erf GELU and the bidirectional attention (encoder_ops.cu).
+  local preset start file
+  for preset in bge-small nomic-embed-v1.5; do
+    file="$WORK/models-$preset-Q8_0.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type Q8_0 --layers 2 --vocab "$vocab" > /dev/null ||
+      { log "synth $preset failed"; continue; }
+    start=$SECONDS
+    LUMEN_GPU_TEST_MODEL="$file" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 --gtest_filter='CudaEncoder.*' \
+      > "$WORK/${preset}_cuda_vs_cpu_Q8_0.log" 2>&1
+    grep -E "Failure|error|rows:" "$WORK/${preset}_cuda_vs_cpu_Q8_0.log" | head -n 8 >&2
+    gtest_summary "${preset}_cuda_vs_cpu_Q8_0" "$WORK/${preset}_cuda_vs_cpu_Q8_0.log" $((SECONDS - start))
+  done
 }
 
 # synth_model_vs_cpu PRESET TYPE NAME SWITCH GREP: two layers of a synthetic PRESET model in TYPE,
-# op by op and teacher-forced on CUDA against the CPU with SWITCH set (VAR=1); check NAME_cuda_vs_cpu_TYPE,
+# op by op and teacher-forced on CUDA against the CPU with SWITCH set ("VAR=1 ..."); check NAME_cuda_vs_cpu_TYPE,
 # the log's failures and lines matching GREP printed.
 synth_model_vs_cpu() {
   local preset=$1 type=$2 name="$3_cuda_vs_cpu_$2" switch=$4 pattern=$5 start
@@ -627,7 +641,8 @@ synth_model_vs_cpu() {
   [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --layers 2 --vocab "$vocab" > /dev/null ||
     { log "synth $preset:$type failed"; return 1; }
   start=$SECONDS
-  env "$switch" LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 \
+  # shellcheck disable=SC2086  # SWITCH may name several variables
+  env $switch LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 \
     --gtest_filter='CudaGreedy.EachOpMatchesCpu:CudaGreedy.DefaultOptionsAgreeWithCpu' > "$WORK/$name.log" 2>&1
   grep -E "Failure|error|expected|$pattern" "$WORK/$name.log" | head -n 8 >&2
   gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
@@ -638,11 +653,13 @@ synth_model_vs_cpu() {
 # new architectures, and decode timings with and without CUDA graphs on llama-1b Q4_0. Each line
 # of gpu_check.json names the check; a feature whose checks all pass can be declared by default
 # (CudaBackendOptions): step_graphs, tree_attention, quantized_kv_cache, state_space,
-# latent_attention, kv_eviction, and max_gemv_tokens (from streams).
+# latent_attention, kv_eviction, layer_norm, encoder, alibi, span_attention, and max_gemv_tokens
+# (from streams).
 run_unverified() {
   local start model switches
   switches=(LUMEN_CUDA_TREE_ATTENTION=1 LUMEN_CUDA_QUANTIZED_KV=1 LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1
-            LUMEN_CUDA_KV_EVICTION=1)
+            LUMEN_CUDA_KV_EVICTION=1 LUMEN_CUDA_LAYER_NORM=1 LUMEN_CUDA_ENCODER=1 LUMEN_CUDA_ALIBI=1
+            LUMEN_CUDA_SPAN_ATTENTION=1)
   start=$SECONDS
   env "${switches[@]}" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
     --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*' \

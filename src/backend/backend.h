@@ -158,6 +158,19 @@ class Backend {
   // out = silu(gate) * up / gelu_tanh(gate) * up, elementwise.
   void swiglu(const TensorView& gate, const TensorView& up, TensorView& out);
   void geglu(const TensorView& gate, const TensorView& up, TensorView& out);
+  // LayerNorm blocks (BackendFeature::LayerNorm: BERT encoders, BLOOM). layer_norm: each row of
+  // x to (x - mean) / sqrt(variance + eps) * weight + bias into the same row of out (which may
+  // be x), the mean, the variance and the normalised value computed in double and rounded once:
+  // a post-norm model's rows grow with depth, and a float sum of squares loses the small ones.
+  // weight and bias are f32 of one row's length.
+  void layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps, TensorView& out);
+  // x <- x * Phi(x) in place: the exact GELU with erf, in double, rounded once (BERT's "gelu",
+  // Hugging Face's, not the tanh approximation).
+  void gelu_erf(TensorView& x);
+  // x <- gelu_tanh(x) in place, as ggml computes it: from its f16 table for |x| < 10 (input and
+  // output rounded to f16), x itself above, 0 below (backend/common/gelu_table.h; BLOOM's FFN,
+  // so that logits match llama.cpp's). geglu's activation, alone.
+  void gelu_tanh(TensorView& x);
   // x <- H x / sqrt(head_dim) for every head_dim-wide slice of every row (the normalized
   // Walsh-Hadamard transform: orthogonal, its own inverse; head_dim a power of two). What a
   // rotated KV cache (KvLayer::rotated) needs; a backend without quantized caches never gets it.
@@ -229,6 +242,15 @@ class Backend {
   // value_dim is head_dim unless the config says otherwise).
   void attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                  const AttentionConfig& config, TensorView& out);
+  // An encoder's attention (BackendFeature::Encoder): no cache and no mask, every row of a
+  // sequence attends to every row of the same sequence. q {head_dim * n_heads, n}, k and v
+  // {head_dim * n_kv_heads, n} are this pass's own rows (a slice's rows first_token ..
+  // first_token + n_tokens; start_pos and the block table are unused), out like q (may not
+  // overlap them). Per row and head: softmax(q.k * scale) over the sequence's rows times their
+  // values, every dot product, exponential and sum in double, rounded once. The config's
+  // sliding window, softcap, ALiBi and value width must be unset.
+  void bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                               std::span<const SequenceSlice> seqs, const AttentionConfig& config, TensorView& out);
   // attention, and for each target the scores attention_scores would add for its rows, taken
   // from the attention's own pass where the backend holds its probabilities: no second q.k over
   // the keys. The scores are then the probabilities exactly as the attention weighed the values
@@ -261,6 +283,10 @@ class Backend {
   virtual void do_scale(TensorView& x, float factor) = 0;
   virtual void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) = 0;
   virtual void do_geglu(const TensorView& gate, const TensorView& up, TensorView& out) = 0;
+  virtual void do_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps,
+                             TensorView& out);
+  virtual void do_gelu_erf(TensorView& x);
+  virtual void do_gelu_tanh(TensorView& x);
   virtual void do_rotate_heads(TensorView& x, int64_t head_dim);
   virtual void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) = 0;
   virtual void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
@@ -285,6 +311,9 @@ class Backend {
                                  int64_t value_dim);
   virtual void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                             const AttentionConfig& config, TensorView& out) = 0;
+  virtual void do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                          std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                                          TensorView& out);
   virtual void do_attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                                    const AttentionConfig& config, std::span<const AttentionScoreTarget> targets,
                                    TensorView& out);

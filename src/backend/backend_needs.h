@@ -15,7 +15,8 @@ enum class BackendFeature : uint8_t {
   MoeFfn,           // a mixture-of-experts FFN (Backend::moe_ffn)
   LatentAttention,  // a KV cache whose values are a view of its keys, attended to (MLA)
   StateSpace,       // Mamba 2 layers (ssm_conv, ssm_scan) and their host-side state
-  Encoder,          // an encoder's layers, which run on host rows (model/encoder.cc)
+  Encoder,          // an encoder's attention: every row of a sequence sees all of it (bidirectional_attention)
+  LayerNorm,        // LayerNorm blocks (layer_norm, gelu_erf, gelu_tanh): encoders (BERT) and BLOOM
   TreeAttention,    // token-tree verification: a tree attention mask and copy_kv_row
   ShiftKeys,        // context shift (shift_keys)
   RotatedKv,        // a Hadamard-rotated KV cache (rotate_heads)
@@ -24,12 +25,11 @@ enum class BackendFeature : uint8_t {
   Alibi,            // ALiBi position biases in attention (AttentionConfig::alibi_max_bias)
   Rwkv7,            // RWKV 7's state update (rwkv_wkv7) and its host-side state
 };
-inline constexpr BackendFeature kAllBackendFeatures[] = {BackendFeature::MoeFfn,        BackendFeature::LatentAttention,
-                                                         BackendFeature::StateSpace,    BackendFeature::Encoder,
-                                                         BackendFeature::TreeAttention, BackendFeature::ShiftKeys,
-                                                         BackendFeature::RotatedKv,     BackendFeature::KvEviction,
-                                                         BackendFeature::SpanAttention, BackendFeature::Alibi,
-                                                         BackendFeature::Rwkv7};
+inline constexpr BackendFeature kAllBackendFeatures[] = {
+    BackendFeature::MoeFfn,    BackendFeature::LatentAttention, BackendFeature::StateSpace,
+    BackendFeature::Encoder,   BackendFeature::TreeAttention,   BackendFeature::ShiftKeys,
+    BackendFeature::RotatedKv, BackendFeature::KvEviction,      BackendFeature::SpanAttention,
+    BackendFeature::Alibi,     BackendFeature::Rwkv7,           BackendFeature::LayerNorm};
 
 // What a user reads in a refusal: "a mixture-of-experts FFN (moe_ffn)".
 std::string_view backend_feature_name(BackendFeature feature);

@@ -37,39 +37,43 @@ constexpr OpAvailability feature(BackendFeature f) { return {OpAvailability::Kin
 
 // Every op of the Backend, once: X(OpKind enumerator, public method's name, availability).
 // OpKind, op_name and has_op are all generated from this list, so they cannot disagree.
-#define LUMEN_BACKEND_OPS(X)                                                \
-  X(Allocate, allocate, every)                                              \
-  X(UploadWeights, upload_weights, every)                                   \
-  X(CopyToHost, copy_to_host, every)                                        \
-  X(Matmul, matmul, every)                                                  \
-  X(MatmulSameInput, matmul_same_input, every)                              \
-  X(MatmulGlu, matmul_glu, every)                                           \
-  X(MoeFfn, moe_ffn, feature(BackendFeature::MoeFfn))                       \
-  X(GetRows, get_rows, every)                                               \
-  X(RmsNorm, rms_norm, every)                                               \
-  X(Add, add, every)                                                        \
-  X(AddRow, add_row, every)                                                 \
-  X(Scale, scale, every)                                                    \
-  X(Swiglu, swiglu, every)                                                  \
-  X(Geglu, geglu, every)                                                    \
-  X(RotateHeads, rotate_heads, feature(BackendFeature::RotatedKv))          \
-  X(Rope, rope, every)                                                      \
-  X(StoreKv, store_kv, every)                                               \
-  X(CopyKvBlock, copy_kv_block, every)                                      \
-  X(CopyKvRow, copy_kv_row, feature(BackendFeature::TreeAttention))         \
-  X(ReadKvBlock, read_kv_block, every)                                      \
-  X(WriteKvBlock, write_kv_block, every)                                    \
-  X(ShiftKeys, shift_keys, feature(BackendFeature::ShiftKeys))              \
-  X(Attention, attention, every)                                            \
-  X(SsmConv, ssm_conv, feature(BackendFeature::StateSpace))                 \
-  X(SsmScan, ssm_scan, feature(BackendFeature::StateSpace))                 \
-  X(RwkvWkv7, rwkv_wkv7, feature(BackendFeature::Rwkv7))                    \
-  X(AttentionScores, attention_scores, feature(BackendFeature::KvEviction)) \
-  X(GatherKvRows, gather_kv_rows, feature(BackendFeature::KvEviction))      \
-  X(CopyFromHost, copy_from_host, every)                                    \
-  X(BeginStep, begin_step, every)                                           \
-  X(EndStep, end_step, every)                                               \
-  X(AddRmsNorm, add_rms_norm, declared)                                     \
+#define LUMEN_BACKEND_OPS(X)                                                           \
+  X(Allocate, allocate, every)                                                         \
+  X(UploadWeights, upload_weights, every)                                              \
+  X(CopyToHost, copy_to_host, every)                                                   \
+  X(Matmul, matmul, every)                                                             \
+  X(MatmulSameInput, matmul_same_input, every)                                         \
+  X(MatmulGlu, matmul_glu, every)                                                      \
+  X(MoeFfn, moe_ffn, feature(BackendFeature::MoeFfn))                                  \
+  X(GetRows, get_rows, every)                                                          \
+  X(RmsNorm, rms_norm, every)                                                          \
+  X(Add, add, every)                                                                   \
+  X(AddRow, add_row, every)                                                            \
+  X(Scale, scale, every)                                                               \
+  X(Swiglu, swiglu, every)                                                             \
+  X(Geglu, geglu, every)                                                               \
+  X(RotateHeads, rotate_heads, feature(BackendFeature::RotatedKv))                     \
+  X(LayerNorm, layer_norm, feature(BackendFeature::LayerNorm))                         \
+  X(GeluErf, gelu_erf, feature(BackendFeature::LayerNorm))                             \
+  X(GeluTanh, gelu_tanh, feature(BackendFeature::LayerNorm))                           \
+  X(Rope, rope, every)                                                                 \
+  X(StoreKv, store_kv, every)                                                          \
+  X(CopyKvBlock, copy_kv_block, every)                                                 \
+  X(CopyKvRow, copy_kv_row, feature(BackendFeature::TreeAttention))                    \
+  X(ReadKvBlock, read_kv_block, every)                                                 \
+  X(WriteKvBlock, write_kv_block, every)                                               \
+  X(ShiftKeys, shift_keys, feature(BackendFeature::ShiftKeys))                         \
+  X(Attention, attention, every)                                                       \
+  X(BidirectionalAttention, bidirectional_attention, feature(BackendFeature::Encoder)) \
+  X(SsmConv, ssm_conv, feature(BackendFeature::StateSpace))                            \
+  X(SsmScan, ssm_scan, feature(BackendFeature::StateSpace))                            \
+  X(RwkvWkv7, rwkv_wkv7, feature(BackendFeature::Rwkv7))                               \
+  X(AttentionScores, attention_scores, feature(BackendFeature::KvEviction))            \
+  X(GatherKvRows, gather_kv_rows, feature(BackendFeature::KvEviction))                 \
+  X(CopyFromHost, copy_from_host, every)                                               \
+  X(BeginStep, begin_step, every)                                                      \
+  X(EndStep, end_step, every)                                                          \
+  X(AddRmsNorm, add_rms_norm, declared)                                                \
   X(AttentionScored, attention_scored, declared)
 
 enum class OpKind : uint8_t {
@@ -116,7 +120,7 @@ struct OpCall {
   const AttentionConfig* attention = nullptr;
   const StepMetadata* step = nullptr;  // begin_step
   Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn
-  float value = 0.0f;                  // rms_norm's and add_rms_norm's eps, scale's factor
+  float value = 0.0f;                  // rms_norm's, add_rms_norm's and layer_norm's eps, scale's factor
   // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys, gather_kv_rows), head_size (rwkv_wkv7),
   // delta (shift_keys),
   // value_dim (gather_kv_rows), the source and destination block or row (copy_kv_block,

@@ -43,7 +43,7 @@ void for_rows(ThreadPool& pool, int64_t n, Fn fn) {
 float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
 
 // (x - mean) / sqrt(var + eps) * weight + bias over `width` values, in double as ggml_norm sums.
-// Not host_row_ops.h's layer_norm, on purpose: that one keeps every step in double and rounds
+// Not the backend's layer_norm, on purpose: that one keeps every step in double and rounds
 // once; this one rounds as ggml's graph does (the scale to f32, x - mean to f32, then f32
 // products and the bias as separate ops). Measured with the lane-exact kernels (LUMEN_ISA=avx2)
 // on the rwkv_rwkv7 golden: this rounding agrees with llama.cpp at top-1 1.0000, mean |diff|

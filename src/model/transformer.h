@@ -166,10 +166,9 @@ class Transformer {
   void mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n);
   // The final norm of the rows picked for logits: RMS, or RWKV's LayerNorm with a bias.
   void final_norm(backend::TensorView& picked);
-  // LayerNorm decoders (BLOOM, transformer_layer_norm.cc): the CPU backend's pool for host-row
-  // ops (throws on another backend); a fused QKV read as wq, wk, wv (bq, bk, bv); a norm that is
-  // RMS or LayerNorm as the architecture says; the plain GELU FFN of the normed h into h.
-  ThreadPool& host_pool() const;
+  // LayerNorm decoders (BLOOM, transformer_layer_norm.cc): a fused QKV read as wq, wk, wv (bq,
+  // bk, bv; an encoder's too); a norm that is RMS or LayerNorm as the architecture says; the
+  // plain GELU FFN of the normed h into h.
   void split_fused_qkv();
   void block_norm(const backend::TensorView& x, const backend::TensorView& weight,
                   const std::optional<backend::TensorView>& bias, backend::TensorView& out);

@@ -1,8 +1,7 @@
 // The parts of a LayerNorm decoder (BlockFeatures::layer_norm: BLOOM) that differ from the
-// RMS-norm blocks of model/transformer.cc: its norms (LayerNorm with bias, on host rows over the
-// CPU backend's pool), its plain GELU FFN with biases, and its fused QKV matrix read as three.
-#include "backend/cpu/cpu_backend.h"
-#include "model/host_row_ops.h"
+// RMS-norm blocks of model/transformer.cc: its norms (LayerNorm with bias: the backend's
+// layer_norm), its plain GELU FFN with biases, and its fused QKV matrix read as three (an
+// encoder's too).
 #include "model/transformer.h"
 #include "util/error.h"
 
@@ -28,14 +27,7 @@ TensorView rows_of(const TensorView& m, int64_t first, int64_t n, bool bias) {
 
 }  // namespace
 
-ThreadPool& Transformer::host_pool() const {
-  auto* cpu = dynamic_cast<backend::CpuBackend*>(&backend_);
-  if (cpu == nullptr) fail("the {} architecture (LayerNorm blocks) runs on the CPU backend only", hp_.architecture);
-  return cpu->pool();
-}
-
 void Transformer::split_fused_qkv() {
-  if (arch_.features.encoder) return;  // the encoder's pass reads wqkv itself
   const auto q_width = static_cast<int64_t>(hp_.head_dim * hp_.head_count);
   const auto kv_width = static_cast<int64_t>(hp_.head_dim * hp_.head_count_kv);
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
@@ -66,14 +58,14 @@ void Transformer::block_norm(const TensorView& x, const TensorView& weight, cons
     return;
   }
   if (!bias) fail("the {} architecture's LayerNorm has no bias tensor", hp_.architecture);
-  layer_norm(host_pool(), x, weight, *bias, hp_.norm_eps, out);
+  backend_.layer_norm(x, weight, *bias, static_cast<float>(hp_.norm_eps), out);
 }
 
 void Transformer::gelu_ffn(const LayerWeights& w, TensorView& h, TensorView& up) {
   observe(w.ffn_up, h);
   backend_.matmul(w.ffn_up, h, up);
   if (w.ffn_up_b) backend_.add_row(up, *w.ffn_up_b);
-  gelu_tanh(host_pool(), up);
+  backend_.gelu_tanh(up);
   observe(w.ffn_down, up);
   backend_.matmul(w.ffn_down, up, h);
   if (w.ffn_down_b) backend_.add_row(h, *w.ffn_down_b);

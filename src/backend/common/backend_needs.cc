@@ -16,7 +16,8 @@ std::string_view backend_feature_name(BackendFeature feature) {
     case BackendFeature::MoeFfn: return "a mixture-of-experts FFN (moe_ffn)";
     case BackendFeature::LatentAttention: return "multi-head latent attention (values read from the keys' cache rows)";
     case BackendFeature::StateSpace: return "state-space layers (ssm_conv, ssm_scan)";
-    case BackendFeature::Encoder: return "an encoder's bidirectional layers";
+    case BackendFeature::Encoder: return "an encoder's bidirectional attention (bidirectional_attention)";
+    case BackendFeature::LayerNorm: return "LayerNorm blocks (layer_norm, gelu_erf, gelu_tanh)";
     case BackendFeature::TreeAttention: return "token-tree verification (tree attention masks, copy_kv_row)";
     case BackendFeature::ShiftKeys: return "context shift (shift_keys)";
     case BackendFeature::RotatedKv: return "a rotated KV cache (rotate_heads)";

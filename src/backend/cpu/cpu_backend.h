@@ -79,6 +79,14 @@ class CpuBackend final : public Backend {
   void do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks, int32_t delta, const RopeConfig& config,
                      int64_t head_dim) override;
   void do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) override;
+  // cpu_backend_encoder.cc
+  void do_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps,
+                     TensorView& out) override;
+  void do_gelu_erf(TensorView& x) override;
+  void do_gelu_tanh(TensorView& x) override;
+  void do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                  std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                                  TensorView& out) override;
   // cpu_backend_ssm.cc
   void do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
                    std::span<const SsmSequence> seqs, TensorView& out) override;

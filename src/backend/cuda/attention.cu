@@ -75,6 +75,13 @@ __device__ __forceinline__ int64_t row_position(const AttentionParams& p, const 
                                    : seq.start_pos + row;
 }
 
+// The last cache position row `row` of the slice sees: its own (causal), or further for a row of
+// a span that attends both ways (SequenceSlice::key_ends).
+__device__ __forceinline__ int64_t row_last_key(const AttentionParams& p, const AttentionSeq& seq, int64_t row) {
+  return seq.key_ends_offset >= 0 ? static_cast<int64_t>(p.key_ends[seq.key_ends_offset + row]) - 1
+                                  : seq.start_pos + row;
+}
+
 // This block's task and item: from the explicit plan, or derived (decode_attention.h) from block
 // (item, split offset), the item's sequence position read from device memory. False for a
 // decode block past its item's last split (the whole block returns).
@@ -135,16 +142,19 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
   float m[kVectorsPerWarp], l[kVectorsPerWarp], M[kVectorsPerWarp], inv[kVectorsPerWarp];
   double ld[kVectorsPerWarp];
   bool seen[kVectorsPerWarp];
-  // Per vector: its row's cache position (causality), its row's position in the sequence (a
-  // tree node's is earlier; the window counts from it) and the first key the window shows.
+  // Per vector: the last key its row sees (its cache position, or its span's end), its row's
+  // position in the sequence (a tree node's is earlier; the window and ALiBi count from it), the
+  // first key the window shows and its head's ALiBi slope (0: none).
   int64_t pos[kVectorsPerWarp], row_pos[kVectorsPerWarp], lo[kVectorsPerWarp];
+  float slope[kVectorsPerWarp];
   float acc[kVectorsPerWarp][DPL];
 #pragma unroll
   for (int s = 0; s < kVectorsPerWarp; ++s) {
     const int v = warp + kWarps * s;
     const int64_t row = item.q_begin + (v < n_vec ? v / item.n_heads : 0);
-    pos[s] = seq.start_pos + row;
+    pos[s] = row_last_key(p, seq, row);
     row_pos[s] = row_position(p, seq, row);
+    slope[s] = p.alibi && v < n_vec ? p.alibi_slopes[item.head_begin + v % item.n_heads] : 0.0f;
     lo[s] = p.window > 0 ? max(int64_t{0}, row_pos[s] - p.window + 1) : 0;
     m[s] = -INFINITY;
     l[s] = 0.0f;
@@ -162,8 +172,11 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
   }
 
   // The keys this task reads: its split, from the lowest key any of its queries sees to the
-  // position of its last query.
-  const int64_t item_hi = seq.start_pos + item.q_begin + item.n_q - 1;
+  // last key any of them sees (its last query's position, or further in a span).
+  int64_t item_hi = seq.start_pos + item.q_begin + item.n_q - 1;
+  if (seq.key_ends_offset >= 0) {
+    for (int r = 0; r < item.n_q; ++r) item_hi = max(item_hi, row_last_key(p, seq, item.q_begin + r));
+  }
   int64_t item_lo = 0;
   if (p.window > 0) {
     item_lo = item_hi;
@@ -237,6 +250,11 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
         for (int d = 0; d < dim32; ++d) dot = fmaf(qv[d], kr[d], dot);
         score = capped ? __fmul_rn(p.softcap, tanhf(__fmul_rn(dot, score_scale)))
                        : __fmul_rn(dot, score_scale);
+        if (slope[s] != 0.0f) {  // after the scale and the cap, as ggml's soft_max adds it
+          const int64_t key_pos = key < seq.start_pos ? key : row_position(p, seq, key - seq.start_pos);
+          const int64_t distance = row_pos[s] > key_pos ? row_pos[s] - key_pos : key_pos - row_pos[s];
+          score = __fadd_rn(score, __fmul_rn(slope[s], -static_cast<float>(distance)));
+        }
       }
       seen[s] = true;
       if constexpr (MODE == AttentionMode::ExactPv) {

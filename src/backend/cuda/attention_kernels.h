@@ -72,6 +72,12 @@ struct AttentionParams {
   // token trees' flags and row positions (AttentionSeq::mask_offset, positions_offset)
   const uint8_t* masks = nullptr;
   const int32_t* positions = nullptr;
+  // spans that attend both ways: each row's key end (AttentionSeq::key_ends_offset)
+  const int32_t* key_ends = nullptr;
+  // ALiBi (AttentionConfig::alibi_max_bias): query head h's scores gain alibi_slopes[h] times minus
+  // the distance of its row's position and the key's, after the scale and the cap.
+  bool alibi = false;
+  float alibi_slopes[kMaxAlibiHeads] = {};
   // partial results (per slot) and, for the exact modes, per vector (M, inverse sum)
   PartialStats* partial_stats = nullptr;
   float* partial_acc = nullptr;  // value_dim floats per slot

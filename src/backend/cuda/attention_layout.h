@@ -18,6 +18,8 @@ inline constexpr int kMaxHeadDim = 256;
 // Multi-head latent attention (values a view of the keys' rows, so no V tile in shared memory):
 // DeepSeek's latent rows of 512 + 64 values.
 inline constexpr int kMaxLatentHeadDim = 576;
+// ALiBi's slopes travel in the kernels' parameters, one per query head.
+inline constexpr int kMaxAlibiHeads = 128;
 
 struct AttentionSeq {
   int64_t first_token = 0;   // batch row of the sequence's first query
@@ -27,6 +29,9 @@ struct AttentionSeq {
   // the plan's masks and its rows' positions in the plan's positions; -1 for a causal slice.
   int64_t mask_offset = -1;
   int64_t positions_offset = -1;
+  // Spans that attend both ways (SequenceSlice::key_ends): where its rows' key ends start in the
+  // plan's key_ends; -1 for a causal slice (a row sees up to its own position).
+  int64_t key_ends_offset = -1;
   int64_t n_tokens = 0;
 };
 

@@ -42,6 +42,10 @@ AttentionPlan plan_attention(std::span<const SequenceSlice> seqs, const Attentio
       record.positions_offset = static_cast<int64_t>(plan.positions.size());
       plan.positions.insert(plan.positions.end(), seq.positions.begin(), seq.positions.end());
     }
+    if (!seq.key_ends.empty()) {
+      record.key_ends_offset = static_cast<int64_t>(plan.key_ends.size());
+      plan.key_ends.insert(plan.key_ends.end(), seq.key_ends.begin(), seq.key_ends.end());
+    }
     plan.seqs.push_back(record);
     plan.block_tables.insert(plan.block_tables.end(), seq.block_table.begin(),
                              seq.block_table.begin() + blocks);
@@ -53,7 +57,11 @@ AttentionPlan plan_attention(std::span<const SequenceSlice> seqs, const Attentio
 
     for (int64_t q_begin = 0; q_begin < seq.n_tokens; q_begin += rows_per_item) {
       const int64_t n_q = std::min(rows_per_item, seq.n_tokens - q_begin);
-      const int64_t last_pos = seq.start_pos + q_begin + n_q - 1;
+      // The last key any row of the item sees: the last row's position, or a span's end.
+      int64_t last_pos = seq.start_pos + q_begin + n_q - 1;
+      for (int64_t r = q_begin; r < q_begin + n_q && !seq.key_ends.empty(); ++r) {
+        last_pos = std::max<int64_t>(last_pos, seq.key_ends[static_cast<size_t>(r)] - 1);
+      }
       int64_t lowest = 0;
       if (config.sliding_window > 0) {
         lowest = last_pos;

@@ -16,6 +16,7 @@ struct AttentionPlan {
   std::vector<int32_t> block_tables;  // each sequence's blocks, concatenated
   std::vector<uint8_t> masks;         // token trees' flags, concatenated (AttentionSeq::mask_offset)
   std::vector<int32_t> positions;     // token trees' row positions, concatenated
+  std::vector<int32_t> key_ends;      // spans' row key ends, concatenated (AttentionSeq::key_ends_offset)
   std::vector<AttentionItem> items;   // in range order; partial_base relative to the range
   std::vector<AttentionTask> tasks;   // in item order
   struct Range {

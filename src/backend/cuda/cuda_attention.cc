@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/common/alibi.h"
 #include "backend/common/kv_checks.h"
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/attention_plan.h"
@@ -31,6 +32,9 @@ uint8_t* block_start(const TensorView& t, int64_t block_size, int64_t block) {
 // there, as this backend does not claim supports_tree_attention).
 void check_cuda_attention_inputs(const KvLayer& cache, const AttentionConfig& cfg) {
   if (cache.k.type != cache.v.type) fail("attention: the CUDA kernels need K and V of one type");
+  if (cfg.alibi_max_bias != 0.0f && cfg.n_heads > cuda::kMaxAlibiHeads) {
+    fail("attention: the CUDA kernels take ALiBi with up to {} query heads, not {}", cuda::kMaxAlibiHeads, cfg.n_heads);
+  }
   if (values_in_keys(cache)) {
     // Multi-head latent attention: one KV head whose rows hold the values in their leading part.
     if (cfg.head_dim > cuda::kMaxLatentHeadDim) {
@@ -64,6 +68,8 @@ std::vector<int64_t> plan_key(std::span<const SequenceSlice> seqs, const Attenti
     key.insert(key.end(), seq.visible.begin(), seq.visible.end());
     key.push_back(static_cast<int64_t>(seq.positions.size()));
     key.insert(key.end(), seq.positions.begin(), seq.positions.end());
+    key.push_back(static_cast<int64_t>(seq.key_ends.size()));  // spans that attend both ways
+    key.insert(key.end(), seq.key_ends.begin(), seq.key_ends.end());
   }
   return key;
 }
@@ -246,6 +252,12 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
   p.cache_type = cache.k.type;
   p.block_size = cache.block_size;
   const bool exact = is_f16(cache.v) && s.options.exact_f16_attention;
+  if (config.alibi_max_bias != 0.0f) {  // the slopes as the CPU computes them (common/alibi.h)
+    p.alibi = true;
+    for (int64_t h = 0; h < config.n_heads; ++h) {
+      p.alibi_slopes[h] = common::alibi_slope(config.alibi_max_bias, config.n_heads, h);
+    }
+  }
 
   if (const std::optional<cuda::DecodeTables> tables = s.step->decode_tables(seqs, cache.block_size)) {
     if (run_decode_attention(s, *tables, config, p, exact)) return;
@@ -265,6 +277,7 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
     const size_t tasks_at = append(blob, s.plan.tasks);
     const size_t masks_at = append(blob, s.plan.masks);
     const size_t positions_at = append(blob, s.plan.positions);
+    const size_t key_ends_at = append(blob, s.plan.key_ends);
     const auto* base = static_cast<const uint8_t*>(
         s.uploads->upload(cuda::HostUploads::kAttentionPlan, blob.data(), blob.size()));
     s.plan_device.seqs = reinterpret_cast<const cuda::AttentionSeq*>(base + seqs_at);
@@ -273,6 +286,7 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
     s.plan_device.tasks = reinterpret_cast<const cuda::AttentionTask*>(base + tasks_at);
     s.plan_device.masks = base + masks_at;
     s.plan_device.positions = reinterpret_cast<const int32_t*>(base + positions_at);
+    s.plan_device.key_ends = reinterpret_cast<const int32_t*>(base + key_ends_at);
     s.plan_key = std::move(key);
   }
   const cuda::AttentionPlan& plan = s.plan;
@@ -286,6 +300,7 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
   p.block_tables = s.plan_device.block_tables;
   p.masks = s.plan_device.masks;
   p.positions = s.plan_device.positions;
+  p.key_ends = s.plan_device.key_ends;
   p.partial_stats = reinterpret_cast<cuda::PartialStats*>(partials);
   p.partial_acc = reinterpret_cast<float*>(partials + stats_bytes);
   if (exact) {

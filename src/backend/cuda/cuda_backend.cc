@@ -90,6 +90,10 @@ bool CudaBackend::do_supports(BackendFeature feature) const {
   if (feature == BackendFeature::StateSpace) return state_->options.state_space;
   if (feature == BackendFeature::LatentAttention) return state_->options.latent_attention;
   if (feature == BackendFeature::KvEviction) return state_->options.kv_eviction;
+  if (feature == BackendFeature::LayerNorm) return state_->options.layer_norm;
+  if (feature == BackendFeature::Encoder) return state_->options.encoder;
+  if (feature == BackendFeature::Alibi) return state_->options.alibi;
+  if (feature == BackendFeature::SpanAttention) return state_->options.span_attention;
   return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys ||
          feature == BackendFeature::RotatedKv;
 }

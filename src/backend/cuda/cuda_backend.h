@@ -78,6 +78,19 @@ struct CudaBackendOptions {
   // H2O and SnapKV), written without a GPU on 2026-11-28: off until CudaKvEviction has passed on
   // a GPU. LUMEN_CUDA_KV_EVICTION=1.
   bool kv_eviction = false;
+  // Declare the LayerNorm blocks (layer_norm, gelu_erf, gelu_tanh, encoder_ops.cu: BLOOM and the
+  // encoders), written without a GPU on 2026-11-29: off until their conformance rows have passed
+  // on a GPU. LUMEN_CUDA_LAYER_NORM=1.
+  bool layer_norm = false;
+  // Declare an encoder's attention (bidirectional_attention, encoder_ops.cu: bge, nomic-bert),
+  // written without a GPU on 2026-11-29: off until its conformance rows and the encoder model
+  // tests have passed on a GPU. LUMEN_CUDA_ENCODER=1.
+  bool encoder = false;
+  // Declare ALiBi and spans that attend both ways in the paged attention (attention.cu: BLOOM,
+  // Gemma 3's images), written without a GPU on 2026-11-29: off until the alibi and span
+  // conformance rows have passed on a GPU. LUMEN_CUDA_ALIBI=1, LUMEN_CUDA_SPAN_ATTENTION=1.
+  bool alibi = false;
+  bool span_attention = false;
 };
 
 class CudaBackend final : public Backend {
@@ -161,6 +174,14 @@ class CudaBackend final : public Backend {
                            const AttentionConfig& config, float* scores, int64_t slot_stride) override;
   void do_gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
                          std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) override;
+  // The LayerNorm blocks and an encoder's attention (cuda_encoder_ops.cc).
+  void do_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps,
+                     TensorView& out) override;
+  void do_gelu_erf(TensorView& x) override;
+  void do_gelu_tanh(TensorView& x) override;
+  void do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                  std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                                  TensorView& out) override;
   // Mamba 2 (cuda_ssm.cc): a thread per channel, or 8 per channel holding its state in registers.
   void do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
                    std::span<const SsmSequence> seqs, TensorView& out) override;

@@ -41,6 +41,10 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_STATE_SPACE", options.state_space);
   flag("LUMEN_CUDA_LATENT_ATTENTION", options.latent_attention);
   flag("LUMEN_CUDA_KV_EVICTION", options.kv_eviction);
+  flag("LUMEN_CUDA_LAYER_NORM", options.layer_norm);
+  flag("LUMEN_CUDA_ENCODER", options.encoder);
+  flag("LUMEN_CUDA_ALIBI", options.alibi);
+  flag("LUMEN_CUDA_SPAN_ATTENTION", options.span_attention);
   return options;
 }
 

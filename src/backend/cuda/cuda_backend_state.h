@@ -72,6 +72,7 @@ struct CudaBackend::State {
     const cuda::AttentionTask* tasks = nullptr;
     const uint8_t* masks = nullptr;
     const int32_t* positions = nullptr;
+    const int32_t* key_ends = nullptr;
   } plan_device;
 
   ~State();

@@ -55,7 +55,17 @@ class PinnedBuffer {
 // Each slot stages through its own pinned buffer, reused only once its last copy has finished.
 class HostUploads {
  public:
-  enum Slot { kPositions, kKvRows, kAttentionPlan, kIds, kFreqFactors, kSsmSequences, kKvEviction, kSlotCount };
+  enum Slot {
+    kPositions,
+    kKvRows,
+    kAttentionPlan,
+    kIds,
+    kFreqFactors,
+    kSsmSequences,
+    kKvEviction,
+    kEncoderRows,
+    kSlotCount
+  };
 
   explicit HostUploads(cudaStream_t stream) : stream_(stream) {}
   ~HostUploads();

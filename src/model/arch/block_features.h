@@ -85,7 +85,7 @@ struct BlockFeatures {
   bool granite_multipliers = false;
   // BLOOM: every norm of the decoder (the blocks', the output's, and token_embd_norm right after
   // the embedding lookup) a LayerNorm with its bias; the matrices' biases (the fused QKV's, the
-  // output projection's, the FFN's) are added. Runs on the CPU backend (model/host_row_ops.h).
+  // output projection's, the FFN's) are added. Needs BackendFeature::LayerNorm (and Alibi).
   bool layer_norm = false;
   // ALiBi instead of rope (AttentionConfig::alibi_max_bias): 0 none. BLOOM's 8 is llama.cpp's
   // fixed value (its files carry no key for it).

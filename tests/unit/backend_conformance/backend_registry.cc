@@ -54,6 +54,9 @@ bool quantized_kv_declared() { return options_with_environment({}).quantized_kv_
 bool state_space_declared() { return options_with_environment({}).state_space; }
 // As the backend the entry makes reads it (LUMEN_CUDA_LATENT_ATTENTION).
 bool latent_attention_declared() { return options_with_environment({}).latent_attention; }
+// As the backend the entry makes reads them (LUMEN_CUDA_ALIBI, LUMEN_CUDA_SPAN_ATTENTION).
+bool alibi_declared() { return options_with_environment({}).alibi; }
+bool span_attention_declared() { return options_with_environment({}).span_attention; }
 
 // The CUDA kernels handle every weight type the CPU multiplies and every table type get_rows
 // converts (gemv_activation_type in gemv.cu, rows_supported in rows.cu): the table's type lists.
@@ -68,8 +71,11 @@ bool cuda_supports(const Case& c) {
     case Op::kSsmScan: return state_space_declared();  // ssm.cu, declared for a GPU run checking it
     case Op::kKvBlocks: return true;  // byte copies: every cache type
     case Op::kStoreKv:
-    case Op::kAttention:  // CudaBackend::do_supports_kv_type's cache types, no ALiBi yet
-      if (c.mode == static_cast<int>(AttentionMode::kAlibi)) return false;
+    case Op::kAttention:  // CudaBackend::do_supports_kv_type's cache types
+      if (c.mode == static_cast<int>(AttentionMode::kAlibi) && !alibi_declared()) return false;
+      if (c.mode == static_cast<int>(AttentionMode::kSpan) && !span_attention_declared()) return false;
+      if (c.mode == static_cast<int>(AttentionMode::kAlibiSpan) && !(alibi_declared() && span_attention_declared()))
+        return false;
       if (c.mode == static_cast<int>(AttentionMode::kLatent)) return latent_attention_declared();
       // q8_0 and q4_0 only where LUMEN_CUDA_QUANTIZED_KV=1 declares them (a GPU run checking them).
       return (c.type != tensor::DType::Q8_0 && c.type != tensor::DType::Q4_0) || quantized_kv_declared();

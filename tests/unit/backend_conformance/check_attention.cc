@@ -14,7 +14,9 @@
 //
 // The latent mode (multi-head latent attention) has one KV head whose cache rows are the values
 // followed by a rope part: the cache's V is a view of its K (store_kv stores the keys only), and
-// each head's output is value_dim wide.
+// each head's output is value_dim wide. The span modes give two slices rows that attend both
+// ways within a span (SequenceSlice::key_ends: a row sees up to its span's end, keys past its own
+// position included; under ALiBi those are penalised by their distance too).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,7 +44,7 @@ AttentionConfig config_for(AttentionMode mode, int64_t head_dim, int64_t heads, 
   config.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   if (mode == AttentionMode::kWindow) config.sliding_window = 8;
   if (mode == AttentionMode::kSoftcap) config.softcap = 0.75f;
-  if (mode == AttentionMode::kAlibi) config.alibi_max_bias = 8.0f;
+  if (mode == AttentionMode::kAlibi || mode == AttentionMode::kAlibiSpan) config.alibi_max_bias = 8.0f;
   if (mode == AttentionMode::kLatent) config.value_dim = head_dim - kLatentRopeDims;
   return config;
 }
@@ -67,6 +69,14 @@ void check_attention(Backend& backend, const Case& c) {
   const int64_t value_dim = attention_value_dim(config);
   const bool latent = static_cast<AttentionMode>(c.mode) == AttentionMode::kLatent;
   const std::vector<Sequence> sequences = {{6, 0, {2, 0}}, {1, 37, {1, 3, 4}}, {4, 9, {6, 5}}};
+  const auto mode = static_cast<AttentionMode>(c.mode);
+  // With spans: rows 1-4 of the prefill attend to each other both ways, and rows 0-2 of the
+  // chunk; the other rows are causal (key end = own position + 1).
+  std::vector<std::vector<int32_t>> key_ends(sequences.size());
+  if (mode == AttentionMode::kSpan || mode == AttentionMode::kAlibiSpan) {
+    key_ends[0] = {1, 5, 5, 5, 5, 6};
+    key_ends[2] = {12, 12, 12, 13};
+  }
   BackendCache cache = make_cache(backend, c.type, kv_dim, block_size, n_blocks);
   if (latent) {  // the values are the keys' leading part: a narrower view of the same rows
     cache.layer.v = cache.layer.k;
@@ -93,6 +103,7 @@ void check_attention(Backend& backend, const Case& c) {
   int64_t tokens = 0;
   for (const Sequence& s : sequences) {
     batch.push_back({tokens, s.n_tokens, s.start_pos, s.blocks});
+    batch.back().key_ends = key_ends[batch.size() - 1];
     tokens += s.n_tokens;
   }
   const std::vector<float> q = random_values(static_cast<size_t>(head_dim * heads * tokens), 93, -1.5f, 1.5f);
@@ -109,6 +120,8 @@ void check_attention(Backend& backend, const Case& c) {
     const Sequence& s = sequences[si];
     for (int64_t i = 0; i < s.n_tokens; ++i) {
       const int64_t pos = s.start_pos + i;
+      // The last key the row sees: its own position, or its span's end.
+      const int64_t hi = key_ends[si].empty() ? pos : key_ends[si][static_cast<size_t>(i)] - 1;
       const int64_t lo = config.sliding_window > 0 ? std::max<int64_t>(0, pos - config.sliding_window + 1) : 0;
       for (int64_t h = 0; h < heads; ++h) {
         const float* qh = q.data() + ((batch[si].first_token + i) * heads + h) * head_dim;
@@ -119,7 +132,7 @@ void check_attention(Backend& backend, const Case& c) {
         };
         std::vector<double> scores;
         double score_error = 0.0;
-        for (int64_t p = lo; p <= pos; ++p) {
+        for (int64_t p = lo; p <= hi; ++p) {
           double dot = 0.0, magnitude = 0.0;
           for (int64_t d = 0; d < head_dim; ++d) {
             dot += qh[d] * key(ks, p, d);
@@ -127,7 +140,7 @@ void check_attention(Backend& backend, const Case& c) {
           }
           double s_val = dot * config.scale;
           if (config.softcap > 0.0f) s_val = config.softcap * std::tanh(s_val / config.softcap);
-          s_val -= alibi_slope(config, h) * static_cast<double>(pos - p);
+          s_val -= alibi_slope(config, h) * static_cast<double>(std::abs(pos - p));
           scores.push_back(s_val);
           score_error = std::max(score_error, magnitude * config.scale * f16_unit);
         }
@@ -137,7 +150,7 @@ void check_attention(Backend& backend, const Case& c) {
         double vmax = 0.0;
         for (int64_t d = 0; d < value_dim; ++d) {
           double acc = 0.0;
-          for (int64_t p = lo; p <= pos; ++p) {
+          for (int64_t p = lo; p <= hi; ++p) {
             acc += scores[static_cast<size_t>(p - lo)] / sum * key(vs, p, d);
             vmax = std::max(vmax, std::abs(key(vs, p, d)));
           }

@@ -42,7 +42,9 @@ enum class RopeMode { kNormal, kNeox, kPartial, kLinear, kYarn, kFreqFactors };
 // How an attention case configures the heads' view of the cache.
 // kLatent: multi-head latent attention (DeepSeek 2/3): one KV head whose rows are the values'
 // latent followed by a rope part; the cache's V is a view of its K, values = the leading part.
-enum class AttentionMode { kCausal, kWindow, kSoftcap, kAlibi, kLatent };
+// kSpan: rows of two of the slices attend both ways within a span (SequenceSlice::key_ends, a
+// Gemma 3 image's); kAlibiSpan: ALiBi over such spans (a key past its query is penalised too).
+enum class AttentionMode { kCausal, kWindow, kSoftcap, kAlibi, kLatent, kSpan, kAlibiSpan };
 // A latent row's rope part: its values are the head_dim - kLatentRopeDims before it.
 inline constexpr int64_t kLatentRopeDims = 64;
 // Which activation a matmul_glu case fuses.

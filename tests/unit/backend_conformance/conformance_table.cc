@@ -62,6 +62,10 @@ std::vector<Case> build() {
     // ALiBi: 4 heads (one slope series) and 6 over 2 KV heads (both series).
     t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(AttentionMode::kAlibi)});
     t.push_back({Op::kAttention, type, {64, 6, 2}, static_cast<int>(AttentionMode::kAlibi)});
+    // Spans that attend both ways (Gemma 3's images), alone and under ALiBi.
+    t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(AttentionMode::kSpan)});
+    t.push_back({Op::kAttention, type, {128, 8, 2}, static_cast<int>(AttentionMode::kSpan)});
+    t.push_back({Op::kAttention, type, {64, 6, 2}, static_cast<int>(AttentionMode::kAlibiSpan)});
   }
   // Latent attention (the cache's values a view of its keys): DeepSeek's rows of 512 + 64 with
   // V2-Lite's 16 heads, and a small row of 64 + 64 with 5 heads (items of 8 query vectors cut

@@ -169,6 +169,65 @@ TEST_P(RefusesBadInputs, KvEviction) {
   EXPECT_NO_THROW(backend().gather_kv_rows(cache.layer, table, dst, keep, 32, 32));
 }
 
+// The LayerNorm blocks' ops and an encoder's attention: each bad call leaves out (and x) as
+// they were; a backend without the features refuses every call, naming the feature.
+TEST_P(RefusesBadInputs, LayerNormAndEncoderAttention) {
+  constexpr int64_t kDim = 8, kHeads = 4, kKvHeads = 2, kRows = 6;
+  const std::vector<float> xs = random_values(kDim * kHeads * kRows, 40), ws = random_values(kDim * kHeads, 41);
+  BackendTensor x = upload_f32(backend(), {kDim * kHeads, kRows, 1, 1}, xs);
+  const BackendTensor w = upload_f32(backend(), {kDim * kHeads, 1, 1, 1}, ws);
+  const BackendTensor narrow = upload_f32(backend(), {kDim, 1, 1, 1}, random_values(kDim, 42));
+  BackendTensor k = upload_f32(backend(), {kDim * kKvHeads, kRows, 1, 1}, random_values(kDim * kKvHeads * kRows, 43));
+  const std::vector<float> zeros(kDim * kHeads * kRows, 0.0f);
+  BackendTensor out = upload_f32(backend(), {kDim * kHeads, kRows, 1, 1}, zeros);
+  auto unchanged = [&](const char* why) {
+    EXPECT_EQ(download(backend(), x.view), xs) << why;
+    EXPECT_EQ(download(backend(), out.view), zeros) << why;
+  };
+  auto refused = [&](const auto& call, const char* why) { expect_refusal(call, why, unchanged); };
+  AttentionConfig config;
+  config.head_dim = kDim;
+  config.n_heads = kHeads;
+  config.n_kv_heads = kKvHeads;
+  config.scale = 0.3f;
+  const std::vector<SequenceSlice> seqs = {{0, 4, 0, {}}, {4, 2, 0, {}}};
+  if (!backend().supports(BackendFeature::LayerNorm)) {
+    refused([&] { backend().layer_norm(x.view, w.view, w.view, 1e-5f, out.view); }, "LayerNorm blocks");
+    refused([&] { backend().gelu_erf(x.view); }, "LayerNorm blocks");
+    refused([&] { backend().gelu_tanh(x.view); }, "LayerNorm blocks");
+  } else {
+    refused([&] { backend().layer_norm(x.view, narrow.view, w.view, 1e-5f, out.view); },
+            "weight must be f32 with rows of 32");
+    refused([&] { backend().layer_norm(x.view, w.view, narrow.view, 1e-5f, out.view); },
+            "bias must be f32 with rows of 32");
+    refused([&] { backend().layer_norm(x.view, w.view, w.view, 1e-5f, k.view); }, "layer_norm");
+  }
+  if (!backend().supports(BackendFeature::Encoder)) {
+    refused([&] { backend().bidirectional_attention(x.view, k.view, k.view, seqs, config, out.view); },
+            "an encoder's bidirectional attention");
+    return;
+  }
+  refused([&] { backend().bidirectional_attention(x.view, k.view, k.view, seqs, config, x.view); },
+          "out may not overlap q, k or v");
+  const std::vector<SequenceSlice> sharing = {{0, 4, 0, {}}, {3, 2, 0, {}}};
+  refused([&] { backend().bidirectional_attention(x.view, k.view, k.view, sharing, config, out.view); },
+          "two sequences share row 3");
+  const std::vector<SequenceSlice> outside = {{4, 3, 0, {}}};
+  refused([&] { backend().bidirectional_attention(x.view, k.view, k.view, outside, config, out.view); },
+          "lie outside the batch of 6");
+  AttentionConfig windowed = config;
+  windowed.sliding_window = 2;
+  refused([&] { backend().bidirectional_attention(x.view, k.view, k.view, seqs, windowed, out.view); },
+          "takes heads and a scale only");
+  AttentionConfig odd = config;
+  odd.n_kv_heads = 3;
+  refused([&] { backend().bidirectional_attention(x.view, k.view, k.view, seqs, odd, out.view); },
+          "do not make groups");
+  refused([&] { backend().bidirectional_attention(x.view, x.view, k.view, seqs, config, out.view); },
+          "k must be f32 with rows of 16");
+  EXPECT_NO_THROW(backend().bidirectional_attention(x.view, k.view, k.view, seqs, config, out.view));
+}
+
 // RWKV 7's state update: two heads of 8 over a batch of three rows, two sequences. Each bad
 // call leaves out and both states as they were; a backend without the op refuses every call.
 TEST_P(RefusesBadInputs, RwkvWkv7) {

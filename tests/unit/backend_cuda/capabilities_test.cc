@@ -36,16 +36,17 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
   EXPECT_TRUE(b.supports(BackendFeature::MoeFfn));
   EXPECT_TRUE(b.supports(BackendFeature::ShiftKeys));
   EXPECT_TRUE(b.supports(BackendFeature::RotatedKv));
-  for (BackendFeature f :
-       {BackendFeature::Encoder, BackendFeature::SpanAttention, BackendFeature::Alibi, BackendFeature::Rwkv7}) {
-    EXPECT_FALSE(b.supports(f)) << backend_feature_name(f);
-  }
+  EXPECT_FALSE(b.supports(BackendFeature::Rwkv7));
   // Written without a GPU: declared only where the switch a checking run sets says so.
   const CudaBackendOptions declared = options_with_environment({});
   EXPECT_EQ(b.supports(BackendFeature::LatentAttention), declared.latent_attention);
   EXPECT_EQ(b.supports(BackendFeature::StateSpace), declared.state_space);
   EXPECT_EQ(b.supports(BackendFeature::TreeAttention), declared.tree_attention);
   EXPECT_EQ(b.supports(BackendFeature::KvEviction), declared.kv_eviction);
+  EXPECT_EQ(b.supports(BackendFeature::LayerNorm), declared.layer_norm);
+  EXPECT_EQ(b.supports(BackendFeature::Encoder), declared.encoder);
+  EXPECT_EQ(b.supports(BackendFeature::Alibi), declared.alibi);
+  EXPECT_EQ(b.supports(BackendFeature::SpanAttention), declared.span_attention);
   for (DType t : {DType::F16, DType::F32, DType::BF16, DType::FP8_E4M3}) {
     EXPECT_TRUE(b.supports_kv_type(t)) << tensor::dtype_name(t);
   }

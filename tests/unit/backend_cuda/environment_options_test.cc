@@ -47,7 +47,8 @@ constexpr const char* kSwitches[] = {
     "LUMEN_CUDA_GEMV",           "LUMEN_CUDA_MAX_GEMV_TOKENS", "LUMEN_CUDA_GRAPHS",
     "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",    "LUMEN_CUDA_EXACT_ATTENTION",
     "LUMEN_CUDA_ADD_RMS_NORM",   "LUMEN_CUDA_STATE_SPACE",     "LUMEN_CUDA_LATENT_ATTENTION",
-    "LUMEN_CUDA_KV_EVICTION"};
+    "LUMEN_CUDA_KV_EVICTION",    "LUMEN_CUDA_LAYER_NORM",      "LUMEN_CUDA_ENCODER",
+    "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -66,7 +67,8 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
   }
   for (const char* name :
        {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV", "LUMEN_CUDA_EXACT_ATTENTION",
-        "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE", "LUMEN_CUDA_LATENT_ATTENTION"}) {
+        "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE", "LUMEN_CUDA_LATENT_ATTENTION", "LUMEN_CUDA_KV_EVICTION",
+        "LUMEN_CUDA_LAYER_NORM", "LUMEN_CUDA_ENCODER", "LUMEN_CUDA_ALIBI", "LUMEN_CUDA_SPAN_ATTENTION"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -93,6 +95,15 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
     EXPECT_TRUE(options_with_environment(given).state_space);
     EXPECT_FALSE(options_with_environment(given).latent_attention);
     EXPECT_FALSE(options_with_environment(given).kv_eviction);
+  }
+  {
+    ScopedEnv layer_norm("LUMEN_CUDA_LAYER_NORM", "1");
+    ScopedEnv span("LUMEN_CUDA_SPAN_ATTENTION", "1");
+    const CudaBackendOptions got = options_with_environment(given);
+    EXPECT_TRUE(got.layer_norm);
+    EXPECT_TRUE(got.span_attention);
+    EXPECT_FALSE(got.encoder);
+    EXPECT_FALSE(got.alibi);
   }
 }
 

@@ -44,7 +44,9 @@ class MirrorBackend final : public Backend {
   // so each of its steps is compared on its own.
   bool do_supports(BackendFeature feature) const override {
     return (feature == BackendFeature::MoeFfn || feature == BackendFeature::StateSpace ||
-            feature == BackendFeature::LatentAttention) &&
+            feature == BackendFeature::LatentAttention || feature == BackendFeature::LayerNorm ||
+            feature == BackendFeature::Encoder || feature == BackendFeature::Alibi ||
+            feature == BackendFeature::SpanAttention) &&
            cpu_.supports(feature) && gpu_.supports(feature);
   }
   bool do_supports_weight_type(tensor::DType type) const override {
@@ -155,6 +157,33 @@ class MirrorBackend final : public Backend {
     gpu_.geglu(twin(gate), twin(up), d);
     cpu_.geglu(gate, up, out);
     compare("geglu " + describe(gate), out, d);
+  }
+  void do_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps,
+                     TensorView& out) override {
+    TensorView d = twin(out);
+    gpu_.layer_norm(twin(x), twin(weight), twin(bias), eps, d);
+    cpu_.layer_norm(x, weight, bias, eps, out);
+    compare("layer_norm " + describe(x), out, d);
+  }
+  void do_gelu_erf(TensorView& x) override {
+    TensorView d = twin(x);
+    gpu_.gelu_erf(d);
+    cpu_.gelu_erf(x);
+    compare("gelu_erf " + describe(x), x, d);
+  }
+  void do_gelu_tanh(TensorView& x) override {
+    TensorView d = twin(x);
+    gpu_.gelu_tanh(d);
+    cpu_.gelu_tanh(x);
+    compare("gelu_tanh " + describe(x), x, d);
+  }
+  void do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                  std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                                  TensorView& out) override {
+    TensorView d = twin(out);
+    gpu_.bidirectional_attention(twin(q), twin(k), twin(v), seqs, config, d);
+    cpu_.bidirectional_attention(q, k, v, seqs, config, out);
+    compare("bidirectional_attention " + describe(q), out, d);
   }
   void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override {
     TensorView d = twin(x);

@@ -116,8 +116,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ArchCase{"qwen2moe-a2.7b-mini", 1, {BackendFeature::MoeFfn}},
                       ArchCase{"deepseek2-lite-mini", 2, {BackendFeature::MoeFfn, BackendFeature::LatentAttention}},
                       ArchCase{"mamba2-mini", 1, {BackendFeature::StateSpace}},
-                      ArchCase{"bge-small", 1, {BackendFeature::Encoder}},
-                      ArchCase{"bloom-mini", 1, {BackendFeature::Alibi}}),
+                      ArchCase{"bge-small", 1, {BackendFeature::Encoder, BackendFeature::LayerNorm}},
+                      ArchCase{"bloom-mini", 1, {BackendFeature::Alibi, BackendFeature::LayerNorm}}),
     [](const ::testing::TestParamInfo<ArchCase>& p) {
       std::string name = p.param.preset;
       std::erase_if(name, [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); });

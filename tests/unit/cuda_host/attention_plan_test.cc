@@ -49,6 +49,7 @@ void expect_items_cover_every_visible_key(std::span<const SequenceSlice> seqs, c
     for (int64_t r = item.q_begin; r < item.q_begin + item.n_q; ++r) {
       EXPECT_GE(lowest_key(seq, r, config.sliding_window), first_key) << "row " << r;
       EXPECT_LT(seq.start_pos + r, end_key) << "row " << r;  // the row's own slot
+      if (!seq.key_ends.empty()) EXPECT_LE(seq.key_ends[static_cast<size_t>(r)], end_key) << "row " << r;
     }
   }
   for (size_t i = 0; i < planned.size(); ++i) {
@@ -60,6 +61,12 @@ void expect_items_cover_every_visible_key(std::span<const SequenceSlice> seqs, c
     } else {
       ASSERT_GE(record.mask_offset, 0);
       EXPECT_TRUE(std::equal(seq.visible.begin(), seq.visible.end(), plan.masks.begin() + record.mask_offset));
+    }
+    if (seq.key_ends.empty()) {
+      EXPECT_EQ(record.key_ends_offset, -1);
+    } else {
+      ASSERT_GE(record.key_ends_offset, 0);
+      EXPECT_TRUE(std::equal(seq.key_ends.begin(), seq.key_ends.end(), plan.key_ends.begin() + record.key_ends_offset));
     }
     if (seq.positions.empty()) {
       EXPECT_EQ(record.positions_offset, -1);
@@ -88,6 +95,37 @@ TEST(AttentionPlan, ItemsCoverEveryKeyTheirRowsSeeWithTreesAndWindows) {
       seqs.push_back({54, 9, 60, b.table, b.visible, b.positions});
       seqs.push_back({63, 0, 10, causal_table});  // no rows: not planned
       seqs.push_back({63, 13, 0, c.table, c.visible, c.positions});
+      SCOPED_TRACE(::testing::Message() << "window " << window << ", " << heads << " heads");
+      expect_items_cover_every_visible_key(seqs, config);
+    }
+  }
+}
+
+// Spans that attend both ways (a Gemma 3 image's rows see the whole image): an item's splits
+// reach the furthest key end of its rows, past the last row's own position, and each slice's
+// key ends reach the plan's array at its offset.
+TEST(AttentionPlan, ItemsReachTheEndOfTheirRowsSpans) {
+  std::vector<int32_t> table(40);
+  std::iota(table.begin(), table.end(), 0);
+  // Slice a: rows 0-9 causal, rows 10-139 one span (each sees up to 130 + 140), the rest causal.
+  const int64_t a_start = 130, a_rows = 150;
+  std::vector<int32_t> a_ends(static_cast<size_t>(a_rows));
+  for (int64_t r = 0; r < a_rows; ++r) {
+    a_ends[static_cast<size_t>(r)] = static_cast<int32_t>(r >= 10 && r < 140 ? a_start + 140 : a_start + r + 1);
+  }
+  // Slice b: its whole 70 rows one span.
+  const std::vector<int32_t> b_ends(70, 70);
+  for (int64_t window : {int64_t{0}, int64_t{32}}) {
+    for (int64_t heads : {int64_t{4}, int64_t{16}}) {
+      AttentionConfig config;
+      config.n_heads = heads;
+      config.n_kv_heads = 4;
+      config.head_dim = 64;
+      config.sliding_window = window;
+      std::vector<SequenceSlice> seqs;
+      seqs.push_back({0, 12, 40, table});
+      seqs.push_back({12, a_rows, a_start, table, {}, {}, a_ends});
+      seqs.push_back({12 + a_rows, 70, 0, table, {}, {}, b_ends});
       SCOPED_TRACE(::testing::Message() << "window " << window << ", " << heads << " heads");
       expect_items_cover_every_visible_key(seqs, config);
     }

@@ -1,0 +1,76 @@
+// CudaBackend's LayerNorm-block ops and an encoder's attention (encoder_ops.cu). Declared only
+// with CudaBackendOptions::layer_norm and ::encoder (the common layer refuses them otherwise).
+#include <vector>
+
+#include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/encoder_kernels.h"
+
+namespace lumen::backend {
+
+void CudaBackend::do_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps,
+                                TensorView& out) {
+  State& s = *state_;
+  for (const TensorView* t : {&x, &weight, &bias, static_cast<const TensorView*>(&out)}) {
+    cuda::require_device(s, *t, "layer_norm", "operands");
+  }
+  cuda::launch_layer_norm(static_cast<const float*>(x.data), cuda::stride_of(x), static_cast<const float*>(weight.data),
+                          static_cast<const float*>(bias.data), eps, static_cast<float*>(out.data),
+                          cuda::stride_of(out), x.rows(), x.dims[0], s.stream);
+  s.check_launch("layer_norm");
+}
+
+void CudaBackend::do_gelu_erf(TensorView& x) {
+  State& s = *state_;
+  cuda::require_device(s, x, "gelu_erf", "x");
+  cuda::launch_gelu_erf(static_cast<float*>(x.data), cuda::stride_of(x), x.rows(), x.dims[0], s.stream);
+  s.check_launch("gelu_erf");
+}
+
+void CudaBackend::do_gelu_tanh(TensorView& x) {
+  State& s = *state_;
+  cuda::require_device(s, x, "gelu_tanh", "x");
+  cuda::launch_gelu_tanh(static_cast<float*>(x.data), cuda::stride_of(x), x.rows(), x.dims[0], s.gelu_table, s.stream);
+  s.check_launch("gelu_tanh");
+}
+
+void CudaBackend::do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                             std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                                             TensorView& out) {
+  State& s = *state_;
+  for (const TensorView* t : {&q, &k, &v, static_cast<const TensorView*>(&out)}) {
+    cuda::require_device(s, *t, "bidirectional_attention", "tensors");
+  }
+  if (config.head_dim > cuda::kMaxEncoderHeadDim) {
+    fail("bidirectional_attention: the CUDA kernel takes heads of up to {} values, not {}", cuda::kMaxEncoderHeadDim,
+         config.head_dim);
+  }
+  if (k.row_bytes != v.row_bytes) fail("bidirectional_attention: the CUDA kernel needs k and v rows of one stride");
+  // Each batch row's sequence (first row, rows), so a warp finds its keys without a search.
+  std::vector<int32_t> row_sequences(static_cast<size_t>(2 * q.rows()), 0);
+  for (const SequenceSlice& seq : seqs) {
+    for (int64_t i = 0; i < seq.n_tokens; ++i) {
+      row_sequences[static_cast<size_t>(2 * (seq.first_token + i))] = static_cast<int32_t>(seq.first_token);
+      row_sequences[static_cast<size_t>(2 * (seq.first_token + i) + 1)] = static_cast<int32_t>(seq.n_tokens);
+    }
+  }
+  if (q.rows() == 0) return;
+  cuda::BidirectionalAttentionParams p;
+  p.q = static_cast<const float*>(q.data);
+  p.k = static_cast<const float*>(k.data);
+  p.v = static_cast<const float*>(v.data);
+  p.out = static_cast<float*>(out.data);
+  p.q_stride = cuda::stride_of(q);
+  p.kv_stride = cuda::stride_of(k);
+  p.out_stride = cuda::stride_of(out);
+  p.rows = q.rows();
+  p.n_heads = config.n_heads;
+  p.group = config.n_heads / config.n_kv_heads;
+  p.head_dim = config.head_dim;
+  p.scale = config.scale;
+  p.row_sequences = static_cast<const int32_t*>(
+      s.uploads->upload(cuda::HostUploads::kEncoderRows, row_sequences.data(), row_sequences.size() * sizeof(int32_t)));
+  cuda::launch_bidirectional_attention(p, s.stream);
+  s.check_launch("bidirectional_attention");
+}
+
+}  // namespace lumen::backend

@@ -1,0 +1,104 @@
+#pragma once
+// The arithmetic of the CUDA kernels of the LayerNorm blocks and an encoder's attention
+// (encoder_ops.cu), as functions that compile for the device and for the host, so that
+// tests/unit/cuda_host checks them against the CPU backend's kernels (backend/cpu/layer_norm.h,
+// bidirectional_attention.h) without a GPU. Every step is in double and rounded once, as the CPU
+// computes them; the double operations round once each on both sides (the _rn intrinsics on the
+// device, which nvcc never contracts into an FMA; plain operators on the host, built with
+// -ffp-contract=off).
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/hd_math.h"
+
+namespace lumen::backend::cuda::hd {
+
+LUMEN_HD double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+LUMEN_HD double add_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+LUMEN_HD double sub_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+LUMEN_HD double div_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+LUMEN_HD double sqrt_rn(double a) {
+#if defined(__CUDA_ARCH__)
+  return __dsqrt_rn(a);
+#else
+  return std::sqrt(a);
+#endif
+}
+
+// erf and exp in double: CUDA's and the C library's, each within an ulp or two of the truth, so
+// their results round to the same f32 but in the rarest cases.
+LUMEN_HD double erf_f64(double v) {
+#if defined(__CUDA_ARCH__)
+  return erf(v);
+#else
+  return std::erf(v);
+#endif
+}
+
+LUMEN_HD double exp_f64(double v) {
+#if defined(__CUDA_ARCH__)
+  return exp(v);
+#else
+  return std::exp(v);
+#endif
+}
+
+// --- LayerNorm: mean = sum / n; inverse = 1 / sqrt(sum of squared deviations / n + eps).
+LUMEN_HD double layer_norm_inverse(double deviation_squares, int64_t n, float eps) {
+  return div_rn(1.0, sqrt_rn(add_rn(div_rn(deviation_squares, static_cast<double>(n)), static_cast<double>(eps))));
+}
+
+LUMEN_HD double squared_deviation(float x, double mean) {
+  const double d = sub_rn(static_cast<double>(x), mean);
+  return mul_rn(d, d);
+}
+
+// ((x - mean) * inverse) * weight + bias, rounded to f32 once.
+LUMEN_HD float layer_norm_value(float x, double mean, double inverse, float weight, float bias) {
+  const double normed = mul_rn(sub_rn(static_cast<double>(x), mean), inverse);
+  return static_cast<float>(add_rn(mul_rn(normed, static_cast<double>(weight)), static_cast<double>(bias)));
+}
+
+// --- GELU with erf: 0.5 x (1 + erf(x / sqrt 2)), rounded to f32 once.
+LUMEN_HD float gelu_erf_value(float x) {
+  const double v = x;
+  const double sqrt2 = 1.4142135623730951;  // std::sqrt(2.0), correctly rounded
+  return static_cast<float>(mul_rn(mul_rn(0.5, v), add_rn(1.0, erf_f64(div_rn(v, sqrt2)))));
+}
+
+// --- Bidirectional attention: one key's score, q.k summed in order, times the scale.
+LUMEN_HD double scaled_dot(const float* q, const float* k, int64_t dim, float scale) {
+  double dot = 0.0;
+  for (int64_t d = 0; d < dim; ++d) dot = add_rn(dot, mul_rn(static_cast<double>(q[d]), static_cast<double>(k[d])));
+  return mul_rn(dot, static_cast<double>(scale));
+}
+
+}  // namespace lumen::backend::cuda::hd
