@@ -618,6 +618,8 @@ run_new_architectures() {
   synth_model_vs_cpu deepseek2-lite-mini Q8_0 deepseek2 LUMEN_CUDA_LATENT_ATTENTION=1 'attention'
   # BLOOM: LayerNorm blocks (layer_norm, gelu_tanh) and ALiBi in the paged attention.
   synth_model_vs_cpu bloom-mini Q8_0 bloom "LUMEN_CUDA_LAYER_NORM=1 LUMEN_CUDA_ALIBI=1" 'layer_norm|gelu|attention'
+  # RWKV 7: its element-wise ops and the wkv7 update (rwkv7.cu), states compared op by op.
+  synth_model_vs_cpu rwkv7-mini Q8_0 rwkv7 LUMEN_CUDA_RWKV7=1 'rwkv|wkv7'
   # The encoders: LayerNorm, the erf GELU and the bidirectional attention (encoder_ops.cu).
   local preset start file
   for preset in bge-small nomic-embed-v1.5; do
@@ -653,13 +655,13 @@ synth_model_vs_cpu() {
 # new architectures, and decode timings with and without CUDA graphs on llama-1b Q4_0. Each line
 # of gpu_check.json names the check; a feature whose checks all pass can be declared by default
 # (CudaBackendOptions): step_graphs, tree_attention, quantized_kv_cache, state_space,
-# latent_attention, kv_eviction, layer_norm, encoder, alibi, span_attention, and max_gemv_tokens
+# latent_attention, kv_eviction, layer_norm, encoder, alibi, span_attention, rwkv7, and max_gemv_tokens
 # (from streams).
 run_unverified() {
   local start model switches
   switches=(LUMEN_CUDA_TREE_ATTENTION=1 LUMEN_CUDA_QUANTIZED_KV=1 LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1
             LUMEN_CUDA_KV_EVICTION=1 LUMEN_CUDA_LAYER_NORM=1 LUMEN_CUDA_ENCODER=1 LUMEN_CUDA_ALIBI=1
-            LUMEN_CUDA_SPAN_ATTENTION=1)
+            LUMEN_CUDA_SPAN_ATTENTION=1 LUMEN_CUDA_RWKV7=1)
   start=$SECONDS
   env "${switches[@]}" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
     --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*' \

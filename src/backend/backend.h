@@ -203,6 +203,33 @@ class Backend {
   // Sequences' rows lie inside the batch without overlapping and their states are distinct:
   // sequences and heads run in parallel. A backend without it (supports(Rwkv7) false) refuses.
   void rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs, TensorView& out);
+  // RWKV 7's element-wise work (BackendFeature::Rwkv7; model/rwkv7_block.h says where each comes
+  // in), in f32 rounded as llama.cpp's rwkv7 graph rounds it. All tensors f32.
+  // rwkv7_norm: each group of `group` values of each row of x (the row for a LayerNorm, a head for
+  // the group norm) to (x - mean) * inv * weight + bias into out (which may be x): mean and
+  // variance summed in double, inv = 1 / sqrt(variance + eps) rounded to f32, x - mean rounded to
+  // f32, the products and the bias in f32. weight and bias are one row each.
+  void rwkv7_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, double eps, int64_t group,
+                  TensorView& out);
+  // Token shift: row m * n + t of out = x_t + (x_prev - x_t) * mixes[m] for each mix m (row m of
+  // mixes, {width, n_mix}) and row t of the batch, x_prev the previous row of t's sequence or, for
+  // its first, the sequence's shift row; then each sequence's shift row becomes its last row. out
+  // {width, n * n_mix} overlaps neither x nor a shift row; rows no sequence owns are left alone.
+  void rwkv7_token_shift(const TensorView& x, std::span<const TokenShiftSequence> seqs, const TensorView& mixes,
+                         TensorView& out);
+  // x <- f(x) element-wise (Rwkv7Activation).
+  void rwkv7_activation(TensorView& x, Rwkv7Activation f);
+  // v += (first - v) * sigmoid(mix + v0) element-wise (v0 one row): layers past the first pull
+  // their values toward layer 0's.
+  void rwkv7_value_residual(TensorView& v, const TensorView& first, const TensorView& mix, const TensorView& v0);
+  // Per row: w = exp(-0.606531 sigmoid(w + w0)); a = sigmoid(a + a0); kk = k * k_k scaled to unit
+  // length per head of head_size (the length floored at 1e-12); k += a * (k * k_a) - k * k_a;
+  // b = kk * a; kk = -kk (what rwkv_wkv7 takes as its a and b).
+  void rwkv7_keys(Rwkv7KeyRows& rows, const Rwkv7KeyWeights& weights, int64_t head_size);
+  // out = (out + v * bonus) * g per head of head_size, bonus = the head's sum of r * k * r_k
+  // (in channel order; r_k one row).
+  void rwkv7_bonus_gate(TensorView& out, const TensorView& r, const TensorView& k, const TensorView& v,
+                        const TensorView& g, const TensorView& r_k, int64_t head_size);
   // Rotates x in place: dims {head_dim, n_heads, n_tokens}, token t at positions[t].
   void rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config);
   // Writes the batch's new keys and values (dims {head_dim * n_kv_heads, n_tokens}) into the
@@ -303,6 +330,16 @@ class Backend {
                            const SsmScanWeights& weights, std::span<const SsmSequence> seqs, TensorView& y);
   virtual void do_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs,
                             TensorView& out);
+  virtual void do_rwkv7_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, double eps,
+                             int64_t group, TensorView& out);
+  virtual void do_rwkv7_token_shift(const TensorView& x, std::span<const TokenShiftSequence> seqs,
+                                    const TensorView& mixes, TensorView& out);
+  virtual void do_rwkv7_activation(TensorView& x, Rwkv7Activation f);
+  virtual void do_rwkv7_value_residual(TensorView& v, const TensorView& first, const TensorView& mix,
+                                       const TensorView& v0);
+  virtual void do_rwkv7_keys(Rwkv7KeyRows& rows, const Rwkv7KeyWeights& weights, int64_t head_size);
+  virtual void do_rwkv7_bonus_gate(TensorView& out, const TensorView& r, const TensorView& k, const TensorView& v,
+                                   const TensorView& g, const TensorView& r_k, int64_t head_size);
   virtual void do_attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq,
                                    int64_t first_row, const AttentionConfig& config, float* scores,
                                    int64_t slot_stride);

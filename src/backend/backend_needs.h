@@ -23,7 +23,7 @@ enum class BackendFeature : uint8_t {
   KvEviction,       // importance-based KV eviction (attention_scores, gather_kv_rows)
   SpanAttention,    // prompt spans whose positions attend both ways (SequenceSlice::key_ends)
   Alibi,            // ALiBi position biases in attention (AttentionConfig::alibi_max_bias)
-  Rwkv7,            // RWKV 7's state update (rwkv_wkv7) and its host-side state
+  Rwkv7,            // RWKV 7's layers: rwkv_wkv7 and the element-wise rwkv7_* ops
 };
 inline constexpr BackendFeature kAllBackendFeatures[] = {
     BackendFeature::MoeFfn,    BackendFeature::LatentAttention, BackendFeature::StateSpace,

@@ -166,6 +166,30 @@ struct Wkv7Sequence {
   TensorView state;
 };
 
+// One sequence of an RWKV 7 token shift (Backend::rwkv7_token_shift): its rows of the batch and
+// the row its state keeps, f32 {width, 1}: the last input of the sequence's previous chunk, mixed
+// into its first row, and left holding its last row of this one.
+struct TokenShiftSequence {
+  int64_t first_token = 0;
+  int64_t n_tokens = 0;
+  TensorView shift;
+};
+
+// The element-wise functions of RWKV 7's LoRAs and channel mix (Backend::rwkv7_activation), in
+// f32 as llama.cpp's graph computes them: tanh, 1 / (1 + exp(-x)), max(x, 0)^2.
+enum class Rwkv7Activation : uint8_t { Tanh, Sigmoid, ReluSquared };
+
+// RWKV 7's decay and key rows (Backend::rwkv7_keys), f32 {width, n} each: w, a and k hold the
+// LoRAs' and the key projection's outputs and are rewritten in place; kk and b are written.
+struct Rwkv7KeyRows {
+  TensorView w, a, k, kk, b;
+};
+// Their per-channel parameters, f32 of one row: the decay's and the in-context rate's biases,
+// and the key's two scales.
+struct Rwkv7KeyWeights {
+  TensorView w0, a0, k_k, k_a;
+};
+
 // A device's own memory, for sizing the KV cache there.
 struct DeviceMemory {
   uint64_t free_bytes = 0;

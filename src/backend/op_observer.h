@@ -68,6 +68,12 @@ constexpr OpAvailability feature(BackendFeature f) { return {OpAvailability::Kin
   X(SsmConv, ssm_conv, feature(BackendFeature::StateSpace))                            \
   X(SsmScan, ssm_scan, feature(BackendFeature::StateSpace))                            \
   X(RwkvWkv7, rwkv_wkv7, feature(BackendFeature::Rwkv7))                               \
+  X(Rwkv7Norm, rwkv7_norm, feature(BackendFeature::Rwkv7))                             \
+  X(Rwkv7TokenShift, rwkv7_token_shift, feature(BackendFeature::Rwkv7))                \
+  X(Rwkv7Activation, rwkv7_activation, feature(BackendFeature::Rwkv7))                 \
+  X(Rwkv7ValueResidual, rwkv7_value_residual, feature(BackendFeature::Rwkv7))          \
+  X(Rwkv7Keys, rwkv7_keys, feature(BackendFeature::Rwkv7))                             \
+  X(Rwkv7BonusGate, rwkv7_bonus_gate, feature(BackendFeature::Rwkv7))                  \
   X(AttentionScores, attention_scores, feature(BackendFeature::KvEviction))            \
   X(GatherKvRows, gather_kv_rows, feature(BackendFeature::KvEviction))                 \
   X(CopyFromHost, copy_from_host, every)                                               \
@@ -99,7 +105,7 @@ OpAvailability op_availability_of(OpKind kind);
 struct OpCall {
   explicit OpCall(OpKind op) : kind(op) {}
   OpKind kind;
-  std::array<const TensorView*, 4> in{};
+  std::array<const TensorView*, 5> in{};
   std::array<const TensorView*, 2> out{};
   std::span<const MatmulOutput> matmul_outputs;  // matmul_same_input
   std::span<const ExpertWork> experts;           // moe_ffn
@@ -112,6 +118,11 @@ struct OpCall {
   // rwkv_wkv7: its six row operands and its sequences (out is out[0], head_size numbers[0]).
   const Wkv7Rows* wkv7 = nullptr;
   std::span<const Wkv7Sequence> wkv7_seqs;
+  // rwkv7_token_shift's sequences; rwkv7_keys' rows (in holds its weights); rwkv7_activation's
+  // function.
+  std::span<const TokenShiftSequence> shift_seqs;
+  const Rwkv7KeyRows* rwkv7_keys = nullptr;
+  Rwkv7Activation rwkv7_activation = Rwkv7Activation::Tanh;
   // gather_kv_rows: the source and destination block tables (indices holds the kept slots).
   std::span<const int32_t> src_table;
   std::span<const int32_t> dst_table;

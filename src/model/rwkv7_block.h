@@ -13,9 +13,11 @@
 //   channel mix: LayerNorm; token shift (one mix); relu(K x)^2; V; the residual add.
 // Each sequence runs from its own state (model/state_cache.h): per layer, the two token-shift
 // rows (the last normed input of each mix) and a head_size x head_size wkv matrix per head.
-// The element-wise work and the wkv runs here on host rows over the CPU backend's thread pool
-// (heads and sequences in parallel); the matrices go through the backend's matmul.
+// Every step is a backend op (BackendFeature::Rwkv7: rwkv_wkv7 and the element-wise rwkv7_*
+// ops, rounded as llama.cpp's graph rounds them; the matrices through matmul), so the block runs
+// on any backend that declares the feature.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backend/backend.h"
@@ -23,15 +25,10 @@
 #include "model/hparams.h"
 #include "model/weights.h"
 
-namespace lumen {
-class ThreadPool;
-}
-
 namespace lumen::model {
 
 class Rwkv7Block {
  public:
-  // Throws lumen::Error unless the backend is the CPU's.
   Rwkv7Block(backend::Backend& backend, const HParams& hp);
 
   // Zeroes the slots of the batch's sequences that start at position 0, and checks the batch
@@ -46,24 +43,25 @@ class Rwkv7Block {
   void ensure_capacity(int64_t n);
   void time_mix(uint64_t layer, const LayerWeights& w, const ForwardBatch& batch, backend::TensorView& x);
   void channel_mix(uint64_t layer, const LayerWeights& w, const ForwardBatch& batch, backend::TensorView& x);
-  // A LoRA's two matmuls: out = W2 f(W1 in), f applied in place to the rank-wide middle.
-  template <typename Fn>
+  // A LoRA's two matmuls: out = W2 f(W1 in), f (none: identity) applied to the rank-wide middle.
   void lora(const backend::TensorView& w1, const backend::TensorView& w2, const backend::TensorView& in,
-            backend::TensorView& out, Fn f);
+            backend::TensorView& out, std::optional<backend::Rwkv7Activation> f);
+  // Each sequence's token-shift row `mix` (0: the time mix's, 1: the channel mix's) of `layer`.
+  void shift_rows(const ForwardBatch& batch, uint64_t layer, int mix);
 
   backend::Backend& backend_;
-  ThreadPool& pool_;
   HParams hp_;
   int64_t heads_ = 0, head_size_ = 0;
   int64_t capacity_ = 0;
   std::vector<std::unique_ptr<backend::Buffer>> buffers_;
-  // {embedding, n} rows: the normed input, the 6 mixed inputs (r, w, k, v, a, g), and r, w, k,
-  // v, a, kk, b, g, layer 0's v, the wkv output and the projected output.
-  backend::TensorView norm_, mixed_[6], r_, w_, k_, v_, a_, kk_, b_, g_, v_first_, wkv_, out_;
+  // {embedding, n} rows: the normed input, the 6 mixed inputs (r, w, k, v, a, g: mix m in rows
+  // [m n, (m + 1) n) of mixed_), and r, w, k, v, a, kk, b, g, layer 0's v, the wkv output and the
+  // projected output.
+  backend::TensorView norm_, mixed_, r_, w_, k_, v_, a_, kk_, b_, g_, v_first_, wkv_, out_;
   backend::TensorView lora_mid_;         // {largest rank, n}
   backend::TensorView ffn_;              // {feed_forward, n}
-  std::vector<const float*> prev_rows_;  // per row: the row its token shift mixes in
-  std::vector<backend::Wkv7Sequence> wkv_seqs_;  // per sequence: its rows, this layer's wkv matrices
+  std::vector<backend::TokenShiftSequence> shift_seqs_;  // per sequence: its rows, a shift row
+  std::vector<backend::Wkv7Sequence> wkv_seqs_;          // per sequence: its rows, this layer's wkv matrices
 };
 
 }  // namespace lumen::model

@@ -43,8 +43,14 @@ float* StateCache::layer_data(int64_t slot, uint64_t layer) const {
   return slot_data(slot) + static_cast<size_t>(state_index_[layer]) * layer_floats_;
 }
 
-std::span<float> StateCache::layer_state(int64_t slot, uint64_t layer) const {
-  return {layer_data(slot, layer), layer_floats_};
+backend::TensorView StateCache::rwkv_shift_row(int64_t slot, uint64_t layer, int mix) const {
+  const auto width = static_cast<int64_t>(hp_.embedding_length);
+  return backend::f32_matrix(layer_data(slot, layer) + mix * width, width, 1);
+}
+
+backend::TensorView StateCache::rwkv_wkv_state(int64_t slot, uint64_t layer) const {
+  const auto width = static_cast<int64_t>(hp_.embedding_length), head = static_cast<int64_t>(hp_.wkv_head_size);
+  return backend::f32_matrix(layer_data(slot, layer) + 2 * width, head, width);
 }
 
 backend::TensorView StateCache::conv_window(int64_t slot, uint64_t layer) const {

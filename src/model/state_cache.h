@@ -27,10 +27,10 @@ class StateCache {
   static size_t bytes_per_slot(const HParams& hp);
 
   int64_t n_slots() const { return n_slots_; }
-  // Layer `layer`'s part of slot `slot`, as the architecture lays it out.
-  // Host pointers: only for a backend whose memory is host memory (RWKV 7's block, which runs on
-  // the CPU backend only, reads and writes its token-shift rows through it).
-  std::span<float> layer_state(int64_t slot, uint64_t layer) const;
+  // RWKV 7's views of it: the token-shift row of the time mix (mix 0) or of the channel mix (mix
+  // 1), f32 {embedding, 1}, and the wkv matrices (backend::Wkv7Sequence's state).
+  backend::TensorView rwkv_shift_row(int64_t slot, uint64_t layer, int mix) const;
+  backend::TensorView rwkv_wkv_state(int64_t slot, uint64_t layer) const;
   // Mamba 2's views of it (backend::SsmSequence's conv_window and state).
   backend::TensorView conv_window(int64_t slot, uint64_t layer) const;
   backend::TensorView ssm_state(int64_t slot, uint64_t layer) const;

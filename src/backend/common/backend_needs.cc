@@ -24,7 +24,7 @@ std::string_view backend_feature_name(BackendFeature feature) {
     case BackendFeature::KvEviction: return "importance-based KV eviction (attention_scores, gather_kv_rows)";
     case BackendFeature::SpanAttention: return "attention both ways within each image's positions";
     case BackendFeature::Alibi: return "ALiBi position biases in attention (alibi_max_bias)";
-    case BackendFeature::Rwkv7: return "RWKV 7's state update (rwkv_wkv7)";
+    case BackendFeature::Rwkv7: return "RWKV 7's layers (rwkv_wkv7 and the rwkv7_* element-wise ops)";
   }
   return "an unnamed feature";
 }

@@ -95,6 +95,16 @@ class CpuBackend final : public Backend {
   // cpu_backend_rwkv.cc
   void do_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs,
                     TensorView& out) override;
+  void do_rwkv7_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, double eps, int64_t group,
+                     TensorView& out) override;
+  void do_rwkv7_token_shift(const TensorView& x, std::span<const TokenShiftSequence> seqs, const TensorView& mixes,
+                            TensorView& out) override;
+  void do_rwkv7_activation(TensorView& x, Rwkv7Activation f) override;
+  void do_rwkv7_value_residual(TensorView& v, const TensorView& first, const TensorView& mix,
+                               const TensorView& v0) override;
+  void do_rwkv7_keys(Rwkv7KeyRows& rows, const Rwkv7KeyWeights& weights, int64_t head_size) override;
+  void do_rwkv7_bonus_gate(TensorView& out, const TensorView& r, const TensorView& k, const TensorView& v,
+                           const TensorView& g, const TensorView& r_k, int64_t head_size) override;
   void do_attention_scores(const TensorView& q, const KvLayer& cache, const SequenceSlice& seq, int64_t first_row,
                            const AttentionConfig& config, float* scores, int64_t slot_stride) override;
   void do_gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,

@@ -91,6 +91,10 @@ struct CudaBackendOptions {
   // conformance rows have passed on a GPU. LUMEN_CUDA_ALIBI=1, LUMEN_CUDA_SPAN_ATTENTION=1.
   bool alibi = false;
   bool span_attention = false;
+  // Declare RWKV 7 (rwkv_wkv7 and the element-wise rwkv7_* ops, rwkv7.cu), written without a GPU
+  // on 2026-11-29: off until their conformance rows and the rwkv7 model test have passed on a
+  // GPU. LUMEN_CUDA_RWKV7=1.
+  bool rwkv7 = false;
 };
 
 class CudaBackend final : public Backend {
@@ -182,6 +186,19 @@ class CudaBackend final : public Backend {
   void do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                   std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                                   TensorView& out) override;
+  // RWKV 7 (cuda_rwkv7.cc).
+  void do_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs,
+                    TensorView& out) override;
+  void do_rwkv7_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, double eps, int64_t group,
+                     TensorView& out) override;
+  void do_rwkv7_token_shift(const TensorView& x, std::span<const TokenShiftSequence> seqs, const TensorView& mixes,
+                            TensorView& out) override;
+  void do_rwkv7_activation(TensorView& x, Rwkv7Activation f) override;
+  void do_rwkv7_value_residual(TensorView& v, const TensorView& first, const TensorView& mix,
+                               const TensorView& v0) override;
+  void do_rwkv7_keys(Rwkv7KeyRows& rows, const Rwkv7KeyWeights& weights, int64_t head_size) override;
+  void do_rwkv7_bonus_gate(TensorView& out, const TensorView& r, const TensorView& k, const TensorView& v,
+                           const TensorView& g, const TensorView& r_k, int64_t head_size) override;
   // Mamba 2 (cuda_ssm.cc): a thread per channel, or 8 per channel holding its state in registers.
   void do_ssm_conv(const TensorView& x, const TensorView& weight, const TensorView& bias,
                    std::span<const SsmSequence> seqs, TensorView& out) override;

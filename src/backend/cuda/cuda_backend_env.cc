@@ -45,6 +45,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_ENCODER", options.encoder);
   flag("LUMEN_CUDA_ALIBI", options.alibi);
   flag("LUMEN_CUDA_SPAN_ATTENTION", options.span_attention);
+  flag("LUMEN_CUDA_RWKV7", options.rwkv7);
   return options;
 }
 

@@ -49,6 +49,19 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// The sum of every thread's v over the block (whole warps, at most 32 of them), returned to all
+// of them: warp sums, then the warps' in order. `partial` holds a double per warp in shared
+// memory; the last barrier lets the next call reuse it.
+__device__ __forceinline__ double block_sum(double v, double* partial) {
+  v = warp_sum(v);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  double total = 0.0;
+  for (unsigned w = 0; w < blockDim.x / 32; ++w) total = __dadd_rn(total, partial[w]);
+  __syncthreads();
+  return total;
+}
+
 // Sum over the 8 lanes of an aligned group of 8 (lanes 8k .. 8k + 7); every lane gets it.
 __device__ __forceinline__ int group8_sum(int v) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);

@@ -64,6 +64,8 @@ class HostUploads {
     kSsmSequences,
     kKvEviction,
     kEncoderRows,
+    kRwkvRows,
+    kRwkvSequences,
     kSlotCount
   };
 

@@ -16,18 +16,6 @@ constexpr int kNormThreads = 256;
 constexpr int kElementThreads = 256;
 constexpr int kAttentionWarps = 4;
 
-// The sum of every thread's v over the block, returned to all of them. `partial` holds a value
-// per warp; the last barrier lets the next call reuse it.
-__device__ double block_sum(double v, double* partial) {
-  v = warp_sum(v);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
-  __syncthreads();
-  double total = 0.0;
-  for (int w = 0; w < kNormThreads / 32; ++w) total = hd::add_rn(total, partial[w]);
-  __syncthreads();
-  return total;
-}
-
 __device__ __forceinline__ double warp_max_f64(double v) {
   for (int offset = 16; offset > 0; offset >>= 1) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;

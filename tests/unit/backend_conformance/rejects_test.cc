@@ -228,6 +228,54 @@ TEST_P(RefusesBadInputs, LayerNormAndEncoderAttention) {
   EXPECT_NO_THROW(backend().bidirectional_attention(x.view, k.view, k.view, seqs, config, out.view));
 }
 
+// RWKV 7's element-wise ops: each bad call leaves out (and the shift rows) as they were; a
+// backend without the feature refuses every call.
+TEST_P(RefusesBadInputs, Rwkv7ElementWise) {
+  constexpr int64_t kWidth = 16, kRows = 4;
+  const std::vector<float> xs = random_values(kWidth * kRows, 50), ss = random_values(kWidth * 2, 51);
+  BackendTensor x = upload_f32(backend(), {kWidth, kRows, 1, 1}, xs);
+  BackendTensor state = upload_f32(backend(), {kWidth, 2, 1, 1}, ss);
+  const BackendTensor row = upload_f32(backend(), {kWidth, 1, 1, 1}, random_values(kWidth, 52));
+  const BackendTensor mixes = upload_f32(backend(), {kWidth, 2, 1, 1}, random_values(kWidth * 2, 53));
+  const std::vector<float> zeros(kWidth * kRows * 2, 0.0f);
+  BackendTensor out = upload_f32(backend(), {kWidth, kRows * 2, 1, 1}, zeros);
+  auto unchanged = [&](const char* why) {
+    EXPECT_EQ(download(backend(), x.view), xs) << why;
+    EXPECT_EQ(download(backend(), state.view), ss) << why;
+    EXPECT_EQ(download(backend(), out.view), zeros) << why;
+  };
+  auto refused = [&](const auto& call, const char* why) { expect_refusal(call, why, unchanged); };
+  TensorView shift0 = state.view, shift1 = state.view;
+  shift0.dims[1] = shift1.dims[1] = 1;
+  shift1.data = static_cast<uint8_t*>(state.view.data) + state.view.row_bytes;
+  const std::vector<TokenShiftSequence> seqs = {{0, 2, shift0}, {2, 2, shift1}};
+  TensorView half = out.view;
+  half.dims[1] = kRows;
+  if (!backend().supports(BackendFeature::Rwkv7)) {
+    refused([&] { backend().rwkv7_norm(x.view, row.view, row.view, 1e-5, kWidth, half); },
+            "RWKV 7's element-wise work");
+    refused([&] { backend().rwkv7_token_shift(x.view, seqs, mixes.view, out.view); }, "RWKV 7's element-wise work");
+    return;
+  }
+  refused([&] { backend().rwkv7_norm(x.view, row.view, row.view, 1e-5, 5, half); }, "not whole groups of 5");
+  refused([&] { backend().rwkv7_norm(x.view, mixes.view, row.view, 1e-5, kWidth, half); }, "weight must be one row");
+  refused([&] { backend().rwkv7_token_shift(x.view, seqs, mixes.view, half); }, "not 4 rows x 2 mixes");
+  const std::vector<TokenShiftSequence> sharing = {{0, 3, shift0}, {2, 2, shift1}};
+  refused([&] { backend().rwkv7_token_shift(x.view, sharing, mixes.view, out.view); }, "two sequences share row 2");
+  const std::vector<TokenShiftSequence> one_shift = {{0, 2, shift0}, {2, 2, shift0}};
+  refused([&] { backend().rwkv7_token_shift(x.view, one_shift, mixes.view, out.view); }, "share a shift row");
+  TensorView x_as_out = x.view;
+  x_as_out.dims[1] = kRows;
+  const std::vector<TokenShiftSequence> one = {{0, 2, shift0}};
+  refused([&] { backend().rwkv7_token_shift(x.view, one, row.view, x_as_out); }, "out may not overlap x");
+  Rwkv7KeyRows keys{half, half, half, half, half};
+  refused([&] { backend().rwkv7_keys(keys, {row.view, row.view, row.view, row.view}, 5); }, "not whole heads of 5");
+  refused([&] { backend().rwkv7_keys(keys, {row.view, row.view, row.view, row.view}, 8); }, "may not overlap");
+  refused([&] { backend().rwkv7_bonus_gate(half, half, x.view, x.view, x.view, row.view, 8); },
+          "out may not overlap r, k, v or g");
+  EXPECT_NO_THROW(backend().rwkv7_token_shift(x.view, seqs, mixes.view, out.view));
+}
+
 // RWKV 7's state update: two heads of 8 over a batch of three rows, two sequences. Each bad
 // call leaves out and both states as they were; a backend without the op refuses every call.
 TEST_P(RefusesBadInputs, RwkvWkv7) {

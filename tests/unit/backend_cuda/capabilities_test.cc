@@ -36,7 +36,6 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
   EXPECT_TRUE(b.supports(BackendFeature::MoeFfn));
   EXPECT_TRUE(b.supports(BackendFeature::ShiftKeys));
   EXPECT_TRUE(b.supports(BackendFeature::RotatedKv));
-  EXPECT_FALSE(b.supports(BackendFeature::Rwkv7));
   // Written without a GPU: declared only where the switch a checking run sets says so.
   const CudaBackendOptions declared = options_with_environment({});
   EXPECT_EQ(b.supports(BackendFeature::LatentAttention), declared.latent_attention);
@@ -47,6 +46,7 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
   EXPECT_EQ(b.supports(BackendFeature::Encoder), declared.encoder);
   EXPECT_EQ(b.supports(BackendFeature::Alibi), declared.alibi);
   EXPECT_EQ(b.supports(BackendFeature::SpanAttention), declared.span_attention);
+  EXPECT_EQ(b.supports(BackendFeature::Rwkv7), declared.rwkv7);
   for (DType t : {DType::F16, DType::F32, DType::BF16, DType::FP8_E4M3}) {
     EXPECT_TRUE(b.supports_kv_type(t)) << tensor::dtype_name(t);
   }

@@ -46,7 +46,7 @@ class MirrorBackend final : public Backend {
     return (feature == BackendFeature::MoeFfn || feature == BackendFeature::StateSpace ||
             feature == BackendFeature::LatentAttention || feature == BackendFeature::LayerNorm ||
             feature == BackendFeature::Encoder || feature == BackendFeature::Alibi ||
-            feature == BackendFeature::SpanAttention) &&
+            feature == BackendFeature::SpanAttention || feature == BackendFeature::Rwkv7) &&
            cpu_.supports(feature) && gpu_.supports(feature);
   }
   bool do_supports_weight_type(tensor::DType type) const override {
@@ -82,6 +82,71 @@ class MirrorBackend final : public Backend {
     compare("ssm_scan " + describe(x), y, d);
     for (size_t i = 0; i < seqs.size(); ++i) {
       compare("ssm_state " + describe(seqs[i].state), seqs[i].state, device_seqs[i].state);
+    }
+  }
+
+  // RWKV 7's ops; the token shift and the wkv update also change each sequence's state, compared
+  // (and resynced) after the output as ops of their own kind ("rwkv7_shift_row", "wkv7_state").
+  void do_rwkv7_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, double eps, int64_t group,
+                     TensorView& out) override {
+    TensorView d = twin(out);
+    gpu_.rwkv7_norm(twin(x), twin(weight), twin(bias), eps, group, d);
+    cpu_.rwkv7_norm(x, weight, bias, eps, group, out);
+    compare("rwkv7_norm " + describe(x), out, d);
+  }
+  void do_rwkv7_token_shift(const TensorView& x, std::span<const TokenShiftSequence> seqs, const TensorView& mixes,
+                            TensorView& out) override {
+    TensorView d = twin(out);
+    std::vector<TokenShiftSequence> device_seqs(seqs.begin(), seqs.end());
+    for (TokenShiftSequence& q : device_seqs) q.shift = twin(q.shift);
+    gpu_.rwkv7_token_shift(twin(x), device_seqs, twin(mixes), d);
+    cpu_.rwkv7_token_shift(x, seqs, mixes, out);
+    compare("rwkv7_token_shift " + describe(x), out, d);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      compare("rwkv7_shift_row " + describe(seqs[i].shift), seqs[i].shift, device_seqs[i].shift);
+    }
+  }
+  void do_rwkv7_activation(TensorView& x, Rwkv7Activation f) override {
+    TensorView d = twin(x);
+    gpu_.rwkv7_activation(d, f);
+    cpu_.rwkv7_activation(x, f);
+    compare("rwkv7_activation " + describe(x), x, d);
+  }
+  void do_rwkv7_value_residual(TensorView& v, const TensorView& first, const TensorView& mix,
+                               const TensorView& v0) override {
+    TensorView d = twin(v);
+    gpu_.rwkv7_value_residual(d, twin(first), twin(mix), twin(v0));
+    cpu_.rwkv7_value_residual(v, first, mix, v0);
+    compare("rwkv7_value_residual " + describe(v), v, d);
+  }
+  void do_rwkv7_keys(Rwkv7KeyRows& rows, const Rwkv7KeyWeights& weights, int64_t head_size) override {
+    Rwkv7KeyRows d{twin(rows.w), twin(rows.a), twin(rows.k), twin(rows.kk), twin(rows.b)};
+    gpu_.rwkv7_keys(d, {twin(weights.w0), twin(weights.a0), twin(weights.k_k), twin(weights.k_a)}, head_size);
+    cpu_.rwkv7_keys(rows, weights, head_size);
+    compare("rwkv7_keys w " + describe(rows.w), rows.w, d.w);
+    compare("rwkv7_keys a", rows.a, d.a);
+    compare("rwkv7_keys k", rows.k, d.k);
+    compare("rwkv7_keys kk", rows.kk, d.kk);
+    compare("rwkv7_keys b", rows.b, d.b);
+  }
+  void do_rwkv7_bonus_gate(TensorView& out, const TensorView& r, const TensorView& k, const TensorView& v,
+                           const TensorView& g, const TensorView& r_k, int64_t head_size) override {
+    TensorView d = twin(out);
+    gpu_.rwkv7_bonus_gate(d, twin(r), twin(k), twin(v), twin(g), twin(r_k), head_size);
+    cpu_.rwkv7_bonus_gate(out, r, k, v, g, r_k, head_size);
+    compare("rwkv7_bonus_gate " + describe(out), out, d);
+  }
+  void do_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs,
+                    TensorView& out) override {
+    TensorView d = twin(out);
+    std::vector<Wkv7Sequence> device_seqs(seqs.begin(), seqs.end());
+    for (Wkv7Sequence& q : device_seqs) q.state = twin(q.state);
+    const Wkv7Rows device_rows{twin(rows.r), twin(rows.w), twin(rows.k), twin(rows.v), twin(rows.a), twin(rows.b)};
+    gpu_.rwkv_wkv7(device_rows, head_size, device_seqs, d);
+    cpu_.rwkv_wkv7(rows, head_size, seqs, out);
+    compare("rwkv_wkv7 " + describe(rows.r), out, d);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      compare("wkv7_state " + describe(seqs[i].state), seqs[i].state, device_seqs[i].state);
     }
   }
 

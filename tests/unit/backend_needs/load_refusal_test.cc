@@ -117,22 +117,23 @@ INSTANTIATE_TEST_SUITE_P(
                       ArchCase{"deepseek2-lite-mini", 2, {BackendFeature::MoeFfn, BackendFeature::LatentAttention}},
                       ArchCase{"mamba2-mini", 1, {BackendFeature::StateSpace}},
                       ArchCase{"bge-small", 1, {BackendFeature::Encoder, BackendFeature::LayerNorm}},
-                      ArchCase{"bloom-mini", 1, {BackendFeature::Alibi, BackendFeature::LayerNorm}}),
+                      ArchCase{"bloom-mini", 1, {BackendFeature::Alibi, BackendFeature::LayerNorm}},
+                      ArchCase{"rwkv7-mini", 1, {BackendFeature::Rwkv7}}),
     [](const ::testing::TestParamInfo<ArchCase>& p) {
       std::string name = p.param.preset;
       std::erase_if(name, [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); });
       return name;
     });
 
-// RWKV 7 needs its own op, not Mamba 2's: without rwkv_wkv7 it is refused at load naming it,
-// and a backend lacking only the state-space ops is not refused for them. (The table above
-// also loads each model on a backend with everything, which RWKV 7's CPU-only block refuses.)
+// RWKV 7 needs its own ops, not Mamba 2's: without them it is refused at load naming them, and a
+// backend lacking only the state-space ops is not refused for them.
 TEST(Rwkv7LoadRefusal, NeedsItsStateUpdateNotTheStateSpaceOps) {
   LUMEN_REQUIRE_TESTDATA();
   const std::string path = synth("rwkv7-mini", DType::Q8_0, 1);
   LimitedBackend lacking(without({BackendFeature::Rwkv7}));
   const LoadResult r = load_on(lacking, path);
-  EXPECT_NE(r.error.find("needs RWKV 7's state update (rwkv_wkv7), which the limited backend does not run yet"),
+  EXPECT_NE(r.error.find("needs RWKV 7's layers (rwkv_wkv7 and the rwkv7_* element-wise ops), which the limited "
+                         "backend does not run yet"),
             std::string::npos)
       << r.error;
   EXPECT_EQ(r.uploads, 0);
