@@ -57,7 +57,12 @@ void StepUploads::begin(const StepMetadata& step) {
     for (const SequenceSlice& seq : step.sequences.subspan(g * per_group, per_group)) {
       for (int64_t i = 0; i < seq.n_tokens; ++i) {
         const auto t = static_cast<size_t>(seq.first_token + i);
-        if (t < n_tokens) rows[t] = common::kv_row(seq, seq.start_pos + i, step.block_size);
+        // A slice whose table does not reach the row has no cache there (an encoder's, which
+        // attends to its own rows and keeps nothing): no row, as for one no sequence owns.
+        const auto block = static_cast<size_t>((seq.start_pos + i) / step.block_size);
+        if (t < n_tokens && block < seq.block_table.size()) {
+          rows[t] = common::kv_row(seq, seq.start_pos + i, step.block_size);
+        }
       }
     }
   }
