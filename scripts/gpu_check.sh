@@ -644,7 +644,7 @@ synth_model_vs_cpu() {
     { log "synth $preset:$type failed"; return 1; }
   start=$SECONDS
   # shellcheck disable=SC2086  # SWITCH may name several variables
-  env $switch LUMEN_GPU_TEST_MODEL="$file" "$BIN/cuda_model_tests" --gtest_brief=1 \
+  env $switch LUMEN_GPU_TEST_MODEL="$file" timeout 150 "$BIN/cuda_model_tests" --gtest_brief=1 \
     --gtest_filter='CudaGreedy.EachOpMatchesCpu:CudaGreedy.DefaultOptionsAgreeWithCpu' > "$WORK/$name.log" 2>&1
   grep -E "Failure|error|expected|$pattern" "$WORK/$name.log" | head -n 8 >&2
   gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
