@@ -7,6 +7,7 @@
 #include "backend/cpu/bidirectional_attention.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/layer_norm.h"
+#include "backend/cpu/row_tasks.h"
 
 namespace lumen::backend {
 
@@ -17,9 +18,7 @@ constexpr int64_t kRowsPerTask = 16;
 
 template <typename Fn>
 void for_each_row(ThreadPool& pool, int64_t rows, Fn fn) {
-  pool.parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task, unsigned) {
-    for (int64_t r = task * kRowsPerTask; r < std::min(rows, (task + 1) * kRowsPerTask); ++r) fn(r);
-  });
+  cpu::for_row_tasks(pool, rows, kRowsPerTask, fn);
 }
 
 }  // namespace

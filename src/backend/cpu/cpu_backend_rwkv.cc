@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/row_tasks.h"
 #include "backend/cpu/rwkv7_rows.h"
 #include "backend/cpu/rwkv_wkv7.h"
 
@@ -54,9 +55,7 @@ constexpr int64_t kRwkvRowsPerTask = 8;
 
 template <typename Fn>
 void for_rows(ThreadPool& pool, int64_t n, Fn fn) {
-  pool.parallel_for((n + kRwkvRowsPerTask - 1) / kRwkvRowsPerTask, [&](int64_t task, unsigned) {
-    for (int64_t r = task * kRwkvRowsPerTask; r < std::min(n, (task + 1) * kRwkvRowsPerTask); ++r) fn(r);
-  });
+  cpu::for_row_tasks(pool, n, kRwkvRowsPerTask, fn);
 }
 
 const float* floats(const TensorView& t) { return static_cast<const float*>(t.data); }

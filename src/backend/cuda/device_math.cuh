@@ -62,6 +62,22 @@ __device__ __forceinline__ double block_sum(double v, double* partial) {
   return total;
 }
 
+// A block's row of n values: their mean and the sum of their squared deviations from it, both in
+// double (each thread sums a strided part, then block_sum): the LayerNorms' two passes
+// (encoder_ops.cu, rwkv7.cu; tests/unit/cuda_host replays the order).
+__device__ __forceinline__ void block_row_moments(const float* x, int64_t n, double* partial, double& mean,
+                                                  double& squares) {
+  double sum = 0.0;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) sum = __dadd_rn(sum, static_cast<double>(x[c]));
+  mean = __ddiv_rn(block_sum(sum, partial), static_cast<double>(n));
+  double deviations = 0.0;
+  for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+    const double d = __dsub_rn(static_cast<double>(x[c]), mean);
+    deviations = __dadd_rn(deviations, __dmul_rn(d, d));
+  }
+  squares = block_sum(deviations, partial);
+}
+
 // Sum over the 8 lanes of an aligned group of 8 (lanes 8k .. 8k + 7); every lane gets it.
 __device__ __forceinline__ int group8_sum(int v) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);

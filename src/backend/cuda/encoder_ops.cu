@@ -28,13 +28,9 @@ __global__ void __launch_bounds__(kNormThreads)
   __shared__ double partial[kNormThreads / 32];
   const float* row = x + static_cast<int64_t>(blockIdx.x) * xs;
   float* dst = y + static_cast<int64_t>(blockIdx.x) * ys;
-  double sum = 0.0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum = hd::add_rn(sum, static_cast<double>(row[c]));
-  const double mean = hd::div_rn(block_sum(sum, partial), static_cast<double>(cols));
-  double squares = 0.0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    squares = hd::add_rn(squares, hd::squared_deviation(row[c], mean));
-  const double inverse = hd::layer_norm_inverse(block_sum(squares, partial), cols, eps);
+  double mean, squares;
+  block_row_moments(row, cols, partial, mean, squares);
+  const double inverse = hd::layer_norm_inverse(squares, cols, eps);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     dst[c] = hd::layer_norm_value(row[c], mean, inverse, weight[c], bias[c]);
   }

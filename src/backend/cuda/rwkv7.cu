@@ -22,13 +22,9 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t row = blockIdx.x / groups_per_row, first = (blockIdx.x % groups_per_row) * group;
   const float* src = x + row * xs + first;
   float* dst = y + row * ys + first;
-  double sum = 0.0;
-  for (int64_t c = threadIdx.x; c < group; c += blockDim.x) sum = hd::add_rn(sum, static_cast<double>(src[c]));
-  const double mean = hd::div_rn(block_sum(sum, partial), static_cast<double>(group));
-  double squares = 0.0;
-  for (int64_t c = threadIdx.x; c < group; c += blockDim.x)
-    squares = hd::add_rn(squares, hd::squared_deviation(src[c], mean));
-  const float inv = hd::rwkv7_norm_inverse(block_sum(squares, partial), group, eps);
+  double mean, squares;
+  block_row_moments(src, group, partial, mean, squares);
+  const float inv = hd::rwkv7_norm_inverse(squares, group, eps);
   for (int64_t c = threadIdx.x; c < group; c += blockDim.x) {
     dst[c] = hd::rwkv7_norm_value(src[c], mean, inv, weight[first + c], bias[first + c]);
   }
