@@ -141,7 +141,8 @@ void check_value_residual(Backend& backend, const RegisteredRow& row) {
 
 // Row: {width, rows, head size}.
 void check_keys(Backend& backend, const RegisteredRow& row) {
-  const auto [width, rows, head] = row.shape;
+  // Plain variables, not a structured binding: clang 14 cannot capture those in a lambda.
+  const int64_t width = row.shape[0], rows = row.shape[1], head = row.shape[2];
   const auto n = static_cast<size_t>(width * rows);
   const std::vector<float> w = random_values(n, 141, -2.0f, 2.0f), a = random_values(n, 142, -2.0f, 2.0f);
   const std::vector<float> k = random_values(n, 143, -2.0f, 2.0f);
@@ -217,7 +218,7 @@ void check_bonus_gate(Backend& backend, const RegisteredRow& row) {
       const size_t i = at + static_cast<size_t>(c);
       want[i] = (o[i] + v[i] * bonus) * g[i];
       tol[i] =
-          (kUlps * (std::abs(o[i]) + std::abs(v[i] * bonus)) + std::abs(v[i]) * magnitude * head * 6e-8) * g[i] + 1e-8;
+          (kUlps * (std::abs(o[i]) + std::abs(v[i] * bonus)) + std::abs(v[i]) * magnitude * static_cast<double>(head) * 6e-8) * g[i] + 1e-8;
     }
   }
   expect_close(download(backend, od.view), want, tol, "rwkv7_bonus_gate");
