@@ -10,12 +10,12 @@
 #include "backend/cpu/bidirectional_attention.h"
 #include "backend/cpu/layer_norm.h"
 #include "backend/cuda/encoder_math.h"
-#include "random_values.h"
+#include "unit/backend/kernel_test_util.h"
 
 namespace lumen::backend::cuda {
 namespace {
 
-using host_test::random_values;
+using backend::testing::random_values;
 
 constexpr int kThreads = 256;  // encoder_ops.cu's kNormThreads
 

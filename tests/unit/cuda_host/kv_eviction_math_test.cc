@@ -17,7 +17,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/kv_eviction_math.h"
 #include "tensor/fp16.h"
-#include "random_values.h"
+#include "unit/backend/kernel_test_util.h"
 
 namespace lumen::backend::cuda {
 namespace {
@@ -26,7 +26,7 @@ using tensor::DType;
 
 constexpr int64_t kBlockSize = 16, kBlocks = 6, kKvHeads = 2, kHeadDim = 32;
 
-using host_test::random_values;
+using backend::testing::random_values;
 
 // A cache of `type` (f16 or f32) filled from random values: its bytes and a view of them.
 struct HostCache {

@@ -9,12 +9,12 @@
 #include "backend/cpu/rwkv7_rows.h"
 #include "backend/cpu/rwkv_wkv7.h"
 #include "backend/cuda/rwkv7_math.h"
-#include "random_values.h"
+#include "unit/backend/kernel_test_util.h"
 
 namespace lumen::backend::cuda {
 namespace {
 
-using host_test::random_values;
+using backend::testing::random_values;
 
 // The kernel's norm of one group with its sums in index order (the CPU's).
 std::vector<float> norm_in_order(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,

@@ -17,12 +17,12 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/ssm_scan.h"
 #include "backend/cuda/ssm_math.h"
-#include "random_values.h"
+#include "unit/backend/kernel_test_util.h"
 
 namespace lumen::backend::cuda {
 namespace {
 
-using host_test::random_values;
+using backend::testing::random_values;
 
 // Rows of the sequences, one after another in the batch: a prompt chunk, a decode row, a row
 // shorter than a 4-tap window, nothing, and a longer chunk.
