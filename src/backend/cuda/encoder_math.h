@@ -3,9 +3,7 @@
 // (encoder_ops.cu), as functions that compile for the device and for the host, so that
 // tests/unit/cuda_host checks them against the CPU backend's kernels (backend/cpu/layer_norm.h,
 // bidirectional_attention.h) without a GPU. Every step is in double and rounded once, as the CPU
-// computes them; the double operations round once each on both sides (the _rn intrinsics on the
-// device, which nvcc never contracts into an FMA; plain operators on the host, built with
-// -ffp-contract=off).
+// computes them (hd_math.h's double helpers, each rounding once on both sides).
 #include <cmath>
 #include <cstdint>
 
@@ -13,72 +11,9 @@
 
 namespace lumen::backend::cuda::hd {
 
-LUMEN_HD double mul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-LUMEN_HD double add_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-LUMEN_HD double sub_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-
-LUMEN_HD double div_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __ddiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
-LUMEN_HD double sqrt_rn(double a) {
-#if defined(__CUDA_ARCH__)
-  return __dsqrt_rn(a);
-#else
-  return std::sqrt(a);
-#endif
-}
-
-// erf and exp in double: CUDA's and the C library's, each within an ulp or two of the truth, so
-// their results round to the same f32 but in the rarest cases.
-LUMEN_HD double erf_f64(double v) {
-#if defined(__CUDA_ARCH__)
-  return erf(v);
-#else
-  return std::erf(v);
-#endif
-}
-
-LUMEN_HD double exp_f64(double v) {
-#if defined(__CUDA_ARCH__)
-  return exp(v);
-#else
-  return std::exp(v);
-#endif
-}
-
 // --- LayerNorm: mean = sum / n; inverse = 1 / sqrt(sum of squared deviations / n + eps).
 LUMEN_HD double layer_norm_inverse(double deviation_squares, int64_t n, float eps) {
   return div_rn(1.0, sqrt_rn(add_rn(div_rn(deviation_squares, static_cast<double>(n)), static_cast<double>(eps))));
-}
-
-LUMEN_HD double squared_deviation(float x, double mean) {
-  const double d = sub_rn(static_cast<double>(x), mean);
-  return mul_rn(d, d);
 }
 
 // ((x - mean) * inverse) * weight + bias, rounded to f32 once.

@@ -101,6 +101,81 @@ LUMEN_HD float div_rn(float a, float b) {
 #endif
 }
 
+// The same, once per operation in double (the LayerNorms' and the encoder attention's sums:
+// encoder_math.h, rwkv7_math.h).
+LUMEN_HD double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+LUMEN_HD double add_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+LUMEN_HD double sub_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+LUMEN_HD double div_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+LUMEN_HD double sqrt_rn(double a) {
+#if defined(__CUDA_ARCH__)
+  return __dsqrt_rn(a);
+#else
+  return std::sqrt(a);
+#endif
+}
+
+// erf and exp in double: CUDA's and the C library's, each within an ulp or two of the truth, so
+// their results round to the same f32 but in the rarest cases.
+LUMEN_HD double erf_f64(double v) {
+#if defined(__CUDA_ARCH__)
+  return erf(v);
+#else
+  return std::erf(v);
+#endif
+}
+
+LUMEN_HD double exp_f64(double v) {
+#if defined(__CUDA_ARCH__)
+  return exp(v);
+#else
+  return std::exp(v);
+#endif
+}
+
+// One value's squared deviation from a mean, in double (the LayerNorms' second sum).
+LUMEN_HD double squared_deviation(float x, double mean) {
+  const double d = sub_rn(static_cast<double>(x), mean);
+  return mul_rn(d, d);
+}
+
+// The correctly rounded f32 square root on both sides.
+LUMEN_HD float sqrt_f32(float v) {
+#if defined(__CUDA_ARCH__)
+  return __fsqrt_rn(v);
+#else
+  return std::sqrt(v);
+#endif
+}
+
 LUMEN_HD float half_to_float(uint16_t bits) {
 #if defined(__CUDA_ARCH__)
   return __half2float(__ushort_as_half(bits));

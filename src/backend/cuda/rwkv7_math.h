@@ -7,7 +7,6 @@
 // may differ from the C library's by an ulp.
 #include <cstdint>
 
-#include "backend/cuda/encoder_math.h"
 #include "backend/cuda/hd_math.h"
 
 namespace lumen::backend::cuda::hd {
@@ -25,15 +24,6 @@ LUMEN_HD float rwkv7_norm_inverse(double deviation_squares, int64_t width, doubl
 LUMEN_HD float rwkv7_norm_value(float x, double mean, float inv, float weight, float bias) {
   const auto centred = static_cast<float>(sub_rn(static_cast<double>(x), mean));
   return add_rn(mul_rn(mul_rn(centred, inv), weight), bias);
-}
-
-// The correctly rounded f32 square root on both sides.
-LUMEN_HD float sqrt_f32(float v) {
-#if defined(__CUDA_ARCH__)
-  return __fsqrt_rn(v);
-#else
-  return std::sqrt(v);
-#endif
 }
 
 LUMEN_HD float rwkv7_sigmoid(float v) { return div_rn(1.0f, add_rn(1.0f, exp_f32(-v))); }

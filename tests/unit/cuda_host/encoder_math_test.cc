@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -26,10 +27,11 @@ double block_order_sum(const std::vector<double>& terms) {
   for (size_t i = 0; i < terms.size(); ++i) thread[i % kThreads] = hd::add_rn(thread[i % kThreads], terms[i]);
   double total = 0.0;
   for (int w = 0; w < kThreads / 32; ++w) {
-    std::vector<double> lanes(thread.begin() + 32 * w, thread.begin() + 32 * (w + 1));
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      std::vector<double> next(32);
-      for (int l = 0; l < 32; ++l) next[l] = lanes[l] + lanes[l ^ offset];
+    std::array<double, 32> lanes{};
+    for (size_t l = 0; l < 32; ++l) lanes[l] = thread[static_cast<size_t>(32 * w) + l];
+    for (size_t offset = 16; offset > 0; offset >>= 1) {
+      std::array<double, 32> next{};
+      for (size_t l = 0; l < 32; ++l) next[l] = lanes[l] + lanes[l ^ offset];
       lanes = next;
     }
     total = hd::add_rn(total, lanes[0]);
