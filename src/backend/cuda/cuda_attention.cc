@@ -2,6 +2,7 @@
 // (backend/backend.h: position p of a sequence is row p % block_size of block
 // block_table[p / block_size]); the checks are the CPU backend's own functions, so both refuse
 // the same inputs.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -253,10 +254,15 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
   p.block_size = cache.block_size;
   const bool exact = is_f16(cache.v) && s.options.exact_f16_attention;
   if (config.alibi_max_bias != 0.0f) {  // the slopes as the CPU computes them (common/alibi.h)
-    p.alibi = true;
-    for (int64_t h = 0; h < config.n_heads; ++h) {
-      p.alibi_slopes[h] = common::alibi_slope(config.alibi_max_bias, config.n_heads, h);
+    if (s.alibi_max_bias != config.alibi_max_bias || std::ssize(s.alibi_slopes) != config.n_heads) {
+      s.alibi_slopes.resize(static_cast<size_t>(config.n_heads));
+      for (int64_t h = 0; h < config.n_heads; ++h) {
+        s.alibi_slopes[static_cast<size_t>(h)] = common::alibi_slope(config.alibi_max_bias, config.n_heads, h);
+      }
+      s.alibi_max_bias = config.alibi_max_bias;
     }
+    p.alibi = true;
+    std::copy(s.alibi_slopes.begin(), s.alibi_slopes.end(), p.alibi_slopes);
   }
 
   if (const std::optional<cuda::DecodeTables> tables = s.step->decode_tables(seqs, cache.block_size)) {

@@ -64,6 +64,9 @@ struct CudaBackend::State {
   // The last attention plan, what it was made from, and where its arrays are on the device
   // (see cuda_attention.cc): every layer of a forward pass reuses it.
   std::vector<int64_t> plan_key;
+  // ALiBi's slopes for the last (max_bias, heads) asked for: every layer asks the same.
+  std::vector<float> alibi_slopes;
+  float alibi_max_bias = 0.0f;
   cuda::AttentionPlan plan;
   struct {
     const cuda::AttentionSeq* seqs = nullptr;
