@@ -98,6 +98,11 @@ int64_t Admission::in_flight() const {
   return in_flight_;
 }
 
+bool Admission::idle() const {
+  std::lock_guard lock(mutex_);
+  return in_flight_ == 0 && live_.empty();
+}
+
 int64_t Admission::held_by(const std::string& client) const {
   std::lock_guard lock(mutex_);
   auto it = held_.find(client);

@@ -61,6 +61,9 @@ class Admission {
   void begin_draining();
   bool draining() const;
   int64_t in_flight() const;
+  // No places held and no request tracked: nothing is running or still writing its response
+  // (a Generation gives its places back when its choices finish, and untracks when destroyed).
+  bool idle() const;
   int64_t held_by(const std::string& client) const;
   int64_t max_in_flight() const { return max_in_flight_; }
   int64_t max_per_client() const { return max_per_client_; }

@@ -135,6 +135,11 @@ bool Generation::next(size_t& choice, StreamChunk& chunk) {
     choice = i;
     return true;
   }
+  // Every choice has finished: the admission places go back now, before the route writes the
+  // response's last bytes. Given back only when the route let go of this, a client that sent
+  // its next request as soon as it read [DONE] could find them still held and get a 429. The
+  // requests stay tracked until then, so a draining server still waits for those bytes.
+  places_.release();
   return false;
 }
 

@@ -32,7 +32,8 @@ class Generation {
   size_t n_choices() const { return choices_.size(); }
   size_t prompt_of(size_t choice) const { return choices_[choice].prompt; }
   uint64_t request_id(size_t choice) const { return choices_[choice].handle.id(); }
-  // Blocks for news from the next unfinished choice. False once every choice has finished.
+  // Blocks for news from the next unfinished choice. False once every choice has finished; the
+  // admission places are given back then (the requests stay tracked until this is destroyed).
   bool next(size_t& choice, StreamChunk& chunk);
   // Ends every unfinished choice (they finish with FinishReason::Abort).
   void abort_all();

@@ -109,17 +109,17 @@ void Server::shutdown() {
   context_.admission.begin_draining();
   http_.stop();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.shutdown_grace_s);
-  while (context_.admission.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (!context_.admission.idle() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (context_.admission.in_flight() > 0) {
+  if (!context_.admission.idle()) {
     context_.shutdown_aborted = true;
     for (uint64_t id : context_.admission.tracked()) context_.engine.abort(id);
     // The aborted requests' handlers write their last event and return; give them a moment,
     // then shut every connection down, so a client that stopped reading (its handler blocked
     // in a write) or one still sending cannot keep serve() from returning.
     const auto hard_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (context_.admission.in_flight() > 0 && std::chrono::steady_clock::now() < hard_deadline) {
+    while (!context_.admission.idle() && std::chrono::steady_clock::now() < hard_deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }

@@ -134,5 +134,24 @@ TEST(ClientId, TheEngineSharesSeatsByTheClientTheAdmissionPlacesBelongTo) {
   EXPECT_NE(engine_client(alpha), engine_client(beta));
 }
 
+// A draining server waits for idle(): no places held (a request running) and none tracked (a
+// finished request whose Generation still writes its response's last bytes, having given its
+// places back so that the client's next request is admitted at once).
+TEST(Admission, IdleOnlyWithNoPlacesAndNothingTracked) {
+  Admission a(2, 1);
+  EXPECT_TRUE(a.idle());
+  Admission::Places places = a.reserve("client", 1);
+  a.track(7);
+  EXPECT_FALSE(a.idle());
+  places.release();
+  EXPECT_EQ(a.in_flight(), 0);
+  EXPECT_FALSE(a.idle()) << "request 7 is still tracked";
+  Admission::Places again = a.reserve("client", 1);  // the same client is admitted again at once
+  EXPECT_EQ(again.count(), 1);
+  again.release();
+  a.untrack(7);
+  EXPECT_TRUE(a.idle());
+}
+
 }  // namespace
 }  // namespace lumen::server
