@@ -87,6 +87,12 @@ struct EngineStats {
   // its own step (the others went on without it).
   uint64_t late_grammar_masks = 0;
   uint64_t steps = 0;
+  // Wall time of the steps that ran a forward pass, and of those passes alone (the model
+  // runner: building the batch, the device's work and the wait for its logits). The difference
+  // is the host's own work per step (scheduling, sampling, streaming), which a device sits idle
+  // through unless the next step is prepared while it runs.
+  double step_seconds = 0;
+  double forward_seconds = 0;
   int64_t max_model_len = 0;
   // Speculative decoding: sequence-steps that carried a draft, the draft tokens scored, and
   // those the target model agreed with (acceptance rate = accepted / draft tokens; mean

@@ -218,6 +218,16 @@ struct ExpertWork {
   std::span<const float> weights;    // per row: the router's weight
 };
 
+// A row of logits reduced to its largest value: what a greedy sampler needs of the row
+// (StepMetadata::argmax). `token` is the lowest index holding the row's largest value (NaN is
+// never the largest), the sampler's own choice at temperature 0; `finite` is 0 when any value
+// of the row is NaN or infinite (the engine fails such a request, as it does for a whole row).
+struct RowArgmax {
+  int32_t token = -1;  // -1: not computed (the row's logits are in StepMetadata::logits)
+  float value = 0.0f;
+  int32_t finite = 1;
+};
+
 // What one forward pass (a step) reads from the host, handed to the backend once by
 // Backend::begin_step: a device backend copies it to device memory in one transfer, and the
 // step's ops, which receive these same arrays (or sub-spans of them), read the device copies
@@ -235,6 +245,13 @@ struct StepMetadata {
   // memory). Null: the step returns no logits (a replayed step, or embeddings).
   float* logits = nullptr;
   int64_t logit_width = 0;
+  // Rows whose sampler only needs their argmax (greedy, nothing changing the logits): empty, or
+  // one flag per logit row. A backend may reduce a flagged row on the device and write only
+  // argmax[row], leaving the row's logits in `logits` unwritten (so a step brings back token ids
+  // rather than vocabulary-wide rows); a backend that does not leaves argmax[row].token at -1
+  // and writes the logits as for any row. `argmax`: logit_rows.size() entries of host memory.
+  std::span<const uint8_t> argmax_only;
+  RowArgmax* argmax = nullptr;
 };
 
 }  // namespace lumen::backend

@@ -160,7 +160,13 @@ void run_throughput(const ThroughputOptions& options) {
       {"kv_unused_in_allocated_blocks", waste_steps == 0 ? 0.0 : waste_sum / static_cast<double>(waste_steps)},
       {"prefix_hit_rate", hit_rate},
       {"preemptions", s.preemptions},
-      {"steps", s.steps}};
+      {"steps", s.steps},
+      // The engine's own work per step beside its forward passes (scheduling, sampling,
+      // streaming): what a device waits through unless the next step is prepared meanwhile.
+      {"forward_s", s.forward_seconds},
+      {"host_ms_per_step",
+       s.steps == 0 ? 0.0 : 1e3 * (s.step_seconds - s.forward_seconds) / static_cast<double>(s.steps)},
+      {"forward_ms_per_step", s.steps == 0 ? 0.0 : 1e3 * s.forward_seconds / static_cast<double>(s.steps)}};
   if (engine.config().speculative.method != SpeculativeMethod::None) result["spec_decode"] = speculation_json(s);
   const std::optional<benchmark::ExpertLoadCounts> load = benchmark::expert_load(model);
   if (load) result["expert_load"] = benchmark::expert_load_json(*load);
@@ -174,6 +180,8 @@ void run_throughput(const ThroughputOptions& options) {
              result["requests_per_s"].get<double>(), result["output_tokens_per_s"].get<double>(),
              result["total_tokens_per_s"].get<double>());
   fmt::print("decode steps alone: {:.1f} tokens/s\n", result["decode_tokens_per_s"].get<double>());
+  fmt::print("per step: forward pass {:.2f} ms, the engine's own work {:.3f} ms\n",
+             result["forward_ms_per_step"].get<double>(), result["host_ms_per_step"].get<double>());
   fmt::print("KV cache ({}): {} blocks ({:.1f} MiB), peak use {:.1f}%, unused in allocated blocks {:.2f}%; "
              "prefix hit rate {:.1f}%; preemptions {}\n",
              kv_cache_dtype_name(engine.config().kv_cache_dtype), s.kv_blocks_total,

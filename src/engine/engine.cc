@@ -9,6 +9,7 @@
 #include <limits>
 #include <mutex>
 
+#include "engine/greedy_rows.h"
 #include "engine/prompt_images.h"
 #include "util/error.h"
 
@@ -47,22 +48,6 @@ void Engine::Impl::drain_inbox() {
   for (uint64_t id : to_abort) outputs.abort(id);
 }
 
-namespace {
-
-// NaN and infinities are the floats whose exponent bits are all ones. Branch-free, so the
-// compiler vectorizes it: a pass over a row costs about what sampling's first pass does.
-bool all_finite(std::span<const float> values) {
-  uint32_t bad = 0;
-  for (const float v : values) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return bad == 0;
-}
-
-}  // namespace
-
 void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float> logits) {
   const auto vocab = static_cast<size_t>(runner.vocab_size());
   const std::vector<engine::ChunkLogits>& rows = runner.chunk_logits();
@@ -78,11 +63,22 @@ void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float
       outputs.fail_request(id, e.what());
       continue;
     }
-    if (!all_finite(own)) outputs.fail_request(id, "the model produced non-finite logits (NaN or infinity)");
+    // A row reduced to its argmax says itself whether it was finite; its logits are not there.
+    const bool finite = rows[i].argmax_only
+                            ? engine::all_finite(own.first(static_cast<size_t>(rows[i].n_prompt_rows) * vocab)) &&
+                                  runner.row_argmax()[static_cast<size_t>(rows[i].sample_row())].finite != 0
+                            : engine::all_finite(own);
+    if (!finite) outputs.fail_request(id, "the model produced non-finite logits (NaN or infinity)");
   }
 }
 
 void EngineTestAccess::set_logits_hook(Engine& engine, LogitsHook hook) { engine.impl_->logits_hook = std::move(hook); }
+
+void EngineTestAccess::set_poison_argmax_rows(Engine& engine, bool on) {
+  engine.impl_->runner.set_poison_argmax_rows(on);
+}
+
+uint64_t EngineTestAccess::argmax_rows(const Engine& engine) { return engine.impl_->runner.argmax_rows(); }
 
 void EngineTestAccess::set_mask_job_hook(Engine& engine, engine::MaskWorkers::JobHook hook) {
   engine.impl_->outputs.set_mask_job_hook(std::move(hook));
@@ -241,9 +237,13 @@ bool Engine::step() {
     // Structured output: the grammar masks of the rows about to be sampled are computed beside
     // the forward pass (each mask depends only on tokens already accepted).
     m.outputs.start_masks(plan);
+    // Greedy rows come back as their argmax alone (greedy_rows.h); a test's logits hook sees
+    // whole rows.
+    m.argmax_chunks.clear();
+    if (!m.logits_hook) m.outputs.choose_argmax_chunks(plan, m.argmax_chunks);
     const auto forward_started = std::chrono::steady_clock::now();
     try {
-      logits = m.runner.run(plan);
+      logits = m.runner.run(plan, m.argmax_chunks);
     } catch (const std::exception& e) {
       fault = e.what();
       if (fault.empty()) fault = "unknown error";
@@ -252,6 +252,7 @@ bool Engine::step() {
     // masks take well under a millisecond); one later than that is a slow grammar's, and its
     // sequence sits out rather than hold everyone's step (deferred_sampling.cc).
     const auto forward_ended = std::chrono::steady_clock::now();
+    m.forward_seconds += std::chrono::duration<double>(forward_ended - forward_started).count();
     m.outputs.set_mask_deadline(forward_ended +
                                 std::max<std::chrono::steady_clock::duration>(std::chrono::milliseconds(2),
                                                                               (forward_ended - forward_started) / 4));
@@ -274,7 +275,7 @@ bool Engine::step() {
       if (m.prompt_kv_store) m.keep_completed_prompts(plan);
       m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
       ++m.steps;
-      m.outputs.process(plan, m.runner.chunk_logits(), logits);
+      m.outputs.process(plan, m.runner.chunk_logits(), logits, m.runner.row_argmax());
       // The first step pays one-time costs (weights repacked at first use): not a sample.
       if (m.config.max_itl_ms > 0 && m.steps > 1) {
         const auto elapsed = std::chrono::steady_clock::now() - step_started;
@@ -283,6 +284,8 @@ bool Engine::step() {
     }
   }
   m.outputs.drop_ended();
+  if (!plan.empty())
+    m.step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started).count();
   m.publish_stats();
   if (plan.empty() && !resumed && m.outputs.has_deferred()) {
     // Only late masks are left: wait for one (or a new request) rather than spin.

@@ -441,6 +441,8 @@ struct Engine::Impl {
   uint64_t arrivals = 0;
   uint64_t computed_tokens = 0;
   uint64_t steps = 0;
+  double step_seconds = 0;     // EngineStats::step_seconds
+  double forward_seconds = 0;  // EngineStats::forward_seconds
   // Written by the loop thread, read by PromptKvExchange::stats() on any thread.
   std::atomic<uint64_t> imported_tokens{0};
   // Disaggregated prefill and decode: the cache's format, and the prompts kept for another
@@ -448,6 +450,7 @@ struct Engine::Impl {
   const uint64_t kv_format = engine::kv_format(model, cache, config.kv_cache_dtype);
   std::unique_ptr<engine::PromptKvStore> prompt_kv_store;
   EngineTestAccess::LogitsHook logits_hook;  // tests only
+  std::vector<uint8_t> argmax_chunks;        // per chunk of the step's plan (greedy_rows.h)
 
   mutable std::mutex stats_mutex;
   EngineStats snapshot;

@@ -49,6 +49,8 @@ void Engine::Impl::publish_stats() {
   s.kv_evictions = m.scheduler.n_kv_evictions();
   s.late_grammar_masks = m.outputs.deferred_samples();
   s.steps = m.steps;
+  s.step_seconds = m.step_seconds;
+  s.forward_seconds = m.forward_seconds;
   s.max_model_len = m.max_model_len;
   const engine::SpeculationCounters& spec = m.speculation.counters();
   s.spec_drafts = spec.drafts;

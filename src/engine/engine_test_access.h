@@ -28,6 +28,11 @@ struct EngineTestAccess {
   // Called on the mask worker before each grammar mask is computed, with its request id: a test
   // blocks it to make one request's masks slow (mask_workers.h).
   static void set_mask_job_hook(Engine& engine, engine::MaskWorkers::JobHook hook);
+  // Greedy rows reduced to their argmax (engine/greedy_rows.h) get NaN logits after each step, as
+  // a device that never copied them back leaves them: nothing may read them.
+  static void set_poison_argmax_rows(Engine& engine, bool on);
+  // How many sampling rows have come back as their argmax alone so far.
+  static uint64_t argmax_rows(const Engine& engine);
 };
 
 namespace engine {

@@ -1,7 +1,9 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <limits>
 
+#include "engine/greedy_rows.h"
 #include "engine/model_parallel.h"
 #include "engine/prompt_images.h"
 #include "spec/token_tree.h"
@@ -47,7 +49,7 @@ ModelRunner::ModelRunner(model::Transformer& transformer, model::KvCache& cache,
       swap_(swap),
       vocab_(static_cast<int64_t>(transformer.hparams().vocab_size)) {}
 
-std::span<float> ModelRunner::run(const StepPlan& plan) {
+std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const uint8_t> argmax_chunks) {
   if ((!plan.swap_out.empty() || !plan.swap_in.empty()) && swap_ == nullptr) {
     fail("model runner: the plan swaps blocks but the engine has no swap space");
   }
@@ -82,6 +84,9 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   embedding_spans_.clear();
   chunk_logits_.clear();
   scores_.clear();
+  if (!argmax_chunks.empty() && argmax_chunks.size() != plan.chunks.size()) {
+    fail("model runner: {} argmax flags for {} chunks", argmax_chunks.size(), plan.chunks.size());
+  }
   size_t mask_bytes = 0;
   for (const ScheduledChunk& chunk : plan.chunks) {
     if (chunk.n_extra > 0 || (chunk.n_draft > 0 && !chunk.seq->draft_parents.empty())) {
@@ -182,6 +187,12 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     }
     rows.samples = chunk.samples;
     rows.n_draft = chunk.n_draft;
+    if (!argmax_chunks.empty() && argmax_chunks[c] != 0) {
+      if (!chunk.samples || chunk.n_draft != 0 || chunk.n_extra != 0) {
+        fail("model runner: only a chunk that samples one row can ask for its argmax alone");
+      }
+      rows.argmax_only = true;
+    }
     for (int64_t r = n_known - 1; chunk.samples && r < n_guessed; ++r) {
       logit_rows_.push_back(static_cast<int32_t>(first + r));
     }
@@ -211,7 +222,21 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
     }
   }
   logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));
-  model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_, scores_};
+  argmax_only_.assign(logit_rows_.size(), 0);
+  argmax_.assign(logit_rows_.size(), backend::RowArgmax{});
+  bool any_argmax = false;
+  for (const ChunkLogits& rows : chunk_logits_) {
+    if (!rows.argmax_only) continue;
+    argmax_only_[static_cast<size_t>(rows.sample_row())] = 1;
+    any_argmax = true;
+    ++n_argmax_rows_;
+  }
+  model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_};
+  batch.scores = scores_;
+  if (any_argmax) {
+    batch.argmax_only = argmax_only_;
+    batch.argmax = argmax_.data();
+  }
   batch.embeddings = embedding_spans_;
   if (states_ != nullptr) {
     batch.states = states_;
@@ -221,7 +246,19 @@ std::span<float> ModelRunner::run(const StepPlan& plan) {
   if (leader_) leader_->send_step(tokens_.empty() ? nullptr : &batch);
   if (tokens_.empty()) return {};
   transformer_.forward(batch, cache_, logits_.data());
+  if (any_argmax) reduce_argmax_rows();
   return logits_;
+}
+
+void ModelRunner::reduce_argmax_rows() {
+  const auto vocab = static_cast<size_t>(vocab_);
+  for (size_t r = 0; r < argmax_only_.size(); ++r) {
+    if (argmax_only_[r] == 0) continue;
+    const std::span<float> row = std::span<float>(logits_).subspan(r * vocab, vocab);
+    // A backend that reduced the row set its token; one that did not wrote the row.
+    if (argmax_[r].token < 0) argmax_[r] = host_row_argmax(row);
+    if (poison_argmax_rows_) std::fill(row.begin(), row.end(), std::numeric_limits<float>::quiet_NaN());
+  }
 }
 
 void ModelRunner::move_states(const StepPlan& plan) {

@@ -37,7 +37,11 @@ struct ChunkLogits {
   // Then the rows of the last n_extra_logits extra rows (ExtraRows::n_logits), when the chunk
   // carries its proposer's extra rows.
   int64_t n_extra_logits = 0;
+  // The sampling row was asked for as its argmax only (run()'s argmax_chunks): row_argmax()
+  // holds it, and its logits may not have been written.
+  bool argmax_only = false;
   int64_t n_sample_rows() const { return samples ? 1 + n_draft : 0; }
+  int64_t sample_row() const { return first_row + n_prompt_rows; }
 };
 
 class ModelParallelLeader;
@@ -62,10 +66,20 @@ class ModelRunner {
   void save_state_snapshots(std::span<const StateMove> saves);
 
   // Returns the rows of vocab logits chunk_logits() describes (a view into a buffer that the
-  // next call overwrites).
-  std::span<float> run(const StepPlan& plan);
+  // next call overwrites). `argmax_chunks`: empty, or a flag per chunk of the plan: its sampling
+  // row is wanted as its argmax only (greedy_rows.h; only a chunk that samples, with no draft
+  // and no extra rows, may ask), which row_argmax() then holds.
+  std::span<float> run(const StepPlan& plan, std::span<const uint8_t> argmax_chunks = {});
   // One entry per chunk of the last run's plan, in plan order.
   const std::vector<ChunkLogits>& chunk_logits() const { return chunk_logits_; }
+  // Per logit row of the last run: the argmax of each row ChunkLogits::argmax_only names (the
+  // other entries mean nothing).
+  std::span<const backend::RowArgmax> row_argmax() const { return argmax_; }
+  // Tests: the rows reduced to their argmax get NaN logits after each run, as a device backend
+  // that never copied them back leaves them, so that a test on the CPU shows nothing reads them.
+  void set_poison_argmax_rows(bool on) { poison_argmax_rows_ = on; }
+  // How many rows have been asked for as their argmax alone, over every run.
+  uint64_t argmax_rows() const { return n_argmax_rows_; }
   int64_t vocab_size() const { return vocab_; }
 
   const model::KvCache& cache() const { return cache_; }
@@ -77,6 +91,8 @@ class ModelRunner {
  private:
   // The plan's state swaps and snapshot restores, after the forks' copies.
   void move_states(const StepPlan& plan);
+  // After the pass: the flagged rows the backend left as logits reduced here (greedy_rows.h).
+  void reduce_argmax_rows();
 
   model::Transformer& transformer_;
   model::KvCache& cache_;
@@ -103,6 +119,10 @@ class ModelRunner {
   std::vector<int64_t> key_ends_at_;
   std::vector<int32_t> depths_;  // a token tree's node depths
   std::vector<float> logits_;
+  std::vector<uint8_t> argmax_only_;  // per logit row
+  std::vector<backend::RowArgmax> argmax_;
+  bool poison_argmax_rows_ = false;
+  uint64_t n_argmax_rows_ = 0;
   std::vector<model::ForwardBatch::ScoreRequest> scores_;
 };
 

@@ -159,15 +159,44 @@ void OutputProcessor::on_logits(Completion& c, std::span<const float> row) {
     beam_logits(c, row);
     return;
   }
-  if (!g.forked) {
-    // The prompt is computed: the other completions start here, sharing its blocks.
-    g.forked = true;
-    c.seq.seats = 1;
-    std::vector<Completion*> siblings;
-    for (int32_t i = 1; i < g.width; ++i) siblings.push_back(&fork(c, i));
-    for (Completion* sibling : siblings) sample_and_emit(*sibling, row);
-  }
+  for (Completion* sibling : fork_choices(c)) sample_and_emit(*sibling, row);
   sample_and_emit(c, row);
+}
+
+std::vector<Completion*> OutputProcessor::fork_choices(Completion& c) {
+  RequestGroup& g = *c.group;
+  std::vector<Completion*> siblings;
+  if (g.forked) return siblings;
+  // The prompt is computed: the other completions start here, sharing its blocks.
+  g.forked = true;
+  c.seq.seats = 1;
+  for (int32_t i = 1; i < g.width; ++i) siblings.push_back(&fork(c, i));
+  return siblings;
+}
+
+void OutputProcessor::choose_argmax_chunks(const StepPlan& plan, std::vector<uint8_t>& flags) const {
+  flags.assign(plan.chunks.size(), 0);
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const ScheduledChunk& chunk = plan.chunks[i];
+    if (!chunk.samples || chunk.n_draft != 0 || chunk.n_extra != 0) continue;
+    const auto it = live.find(chunk.seq->id);
+    if (it == live.end()) continue;
+    const Completion& c = *it->second;
+    // The forks a first row makes sample it with samplers like this one (same setup, nothing
+    // accepted yet), so this one's answer is theirs.
+    if (c.group->mode != GroupMode::Sample || c.mask_job || !c.sampler.needs_only_argmax()) continue;
+    flags[i] = 1;
+  }
+}
+
+void OutputProcessor::on_argmax(Completion& c, const backend::RowArgmax& row) {
+  const auto emit_argmax = [&](Completion& choice) {
+    if (std::optional<FinishReason> finish = emit(choice, choice.sampler.sample_argmax(row.token, row.value))) {
+      finish_completion(choice, *finish);
+    }
+  };
+  for (Completion* sibling : fork_choices(c)) emit_argmax(*sibling);
+  emit_argmax(c);
 }
 
 void OutputProcessor::beam_logits(Completion& c, std::span<const float> row) {
@@ -299,7 +328,8 @@ void OutputProcessor::fail_batch(const StepPlan& plan, const std::string& error)
   }
 }
 
-void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogits>& rows, std::span<const float> logits) {
+void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogits>& rows, std::span<const float> logits,
+                              std::span<const backend::RowArgmax> argmax) {
   const auto vocab = static_cast<size_t>(vocab_size);
   // By id: a completion may end (and a beam be pruned) while earlier chunks are processed.
   chunk_ids.clear();
@@ -310,7 +340,9 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
     Completion& c = *it->second;
     try {
       if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
-      if (rows[i].samples) {
+      if (rows[i].argmax_only) {
+        on_argmax(c, argmax[static_cast<size_t>(rows[i].sample_row())]);
+      } else if (rows[i].samples) {
         const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
         if (rows[i].n_extra_logits > 0) {
           // The proposer's own rows (lookahead's window), whatever becomes of the draft.

@@ -53,8 +53,15 @@ class OutputProcessor {
   // A sequence the scheduler could not give a block: it ends at its length (a beam search
   // ends with what it has).
   void out_of_blocks(uint64_t sequence_id);
-  // The step's logits: rows[i] says which rows belong to plan.chunks[i].
-  void process(const StepPlan& plan, const std::vector<ChunkLogits>& rows, std::span<const float> logits);
+  // Which chunks of the plan need only their sampling row's argmax (greedy_rows.h): a flag per
+  // chunk, for ModelRunner::run. A sequence qualifies when it samples one row (no draft, no
+  // extra rows) of a plain sampling request (not best-of, not a beam) whose sampler needs only
+  // the argmax (sampling::Sampler::needs_only_argmax).
+  void choose_argmax_chunks(const StepPlan& plan, std::vector<uint8_t>& flags) const;
+  // The step's logits: rows[i] says which rows belong to plan.chunks[i]; `argmax` holds the
+  // argmax of each row reduced to it (ChunkLogits::argmax_only), whose logits are not read.
+  void process(const StepPlan& plan, const std::vector<ChunkLogits>& rows, std::span<const float> logits,
+               std::span<const backend::RowArgmax> argmax = {});
 
   // Fault containment: ends the request a sequence belongs to with FinishReason::Error.
   void fail_request(uint64_t sequence_id, const std::string& error);
@@ -94,6 +101,8 @@ class OutputProcessor {
   void record_prompt_logprobs(Completion& c, const ChunkLogits& rows, std::span<const float> logits);
   void on_logits(Completion& c, std::span<const float> row);
   void sample_and_emit(Completion& c, std::span<const float> row);
+  // on_logits for a row reduced to its argmax (choose_argmax_chunks chose it).
+  void on_argmax(Completion& c, const backend::RowArgmax& row);
   // Speculative decoding (draft_verification.cc): `rows` holds 1 + draft.size() rows, the first
   // after the sequence's last token, each next one after the draft token before it.
   // `extra_rows`: the proposer's own rows the step computed beside the draft (their cost counts
@@ -106,6 +115,8 @@ class OutputProcessor {
   // Streams one sampled token (with its text) and says whether the completion ends with it.
   std::optional<FinishReason> emit(Completion& c, const sampling::SampleResult& result);
   Completion& fork(Completion& parent, int32_t index);
+  // At a request's first sampled row: its other choices, forked from `c` (none after that).
+  std::vector<Completion*> fork_choices(Completion& c);
   // Takes a completion out of the scheduler (its blocks are released).
   void retire(Completion& c, FinishReason reason);
   // One completion ends (Sample, BestOf).

@@ -43,6 +43,11 @@ struct ForwardBatch {
   std::span<const int32_t> state_slots = {};
   // Rows taking given embeddings (EmbeddingSpan), in any order, never overlapping.
   std::span<const EmbeddingSpan> embeddings = {};
+  // Greedy sampling's shortcut (backend::StepMetadata::argmax_only): empty, or a flag per
+  // logit row whose sampler needs only the row's argmax; `argmax` then gets one entry per logit
+  // row, and a flagged row whose entry's token is not -1 afterwards may have no logits written.
+  std::span<const uint8_t> argmax_only = {};
+  backend::RowArgmax* argmax = nullptr;
 };
 
 }  // namespace lumen::model

@@ -369,6 +369,10 @@ backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, cons
   step.logit_rows = batch.logit_rows;
   step.logits = logits;
   step.logit_width = static_cast<int64_t>(hp_.vocab_size);
+  if (logits != nullptr) {  // the backend that writes the logits may reduce greedy rows itself
+    step.argmax_only = batch.argmax_only;
+    step.argmax = batch.argmax;
+  }
   return step;
 }
 

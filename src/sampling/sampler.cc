@@ -102,6 +102,23 @@ std::span<const float> Sampler::process(std::span<const float> logits, SamplerWo
   return z;
 }
 
+bool Sampler::needs_only_argmax() const {
+  const SamplingParams& params = setup_->params;
+  const bool ban = n_accepted_ < params.min_tokens && !banned_until_min_.empty();
+  return params.temperature == 0.0f && setup_->bias.empty() && !params.has_penalties() && !ban && !mask_ &&
+         !params.logprobs;
+}
+
+SampleResult Sampler::sample_argmax(int32_t token, float value) const {
+  if (!needs_only_argmax()) fail("sample_argmax: this request's next token needs its whole row of logits");
+  if (value == -kInf) fail("every token is masked: no token can be sampled");
+  if (value == kInf) fail("the logits hold +inf");
+  if (token < 0) fail("sample_argmax: token id {} is negative", token);
+  SampleResult result;
+  result.token = token;
+  return result;
+}
+
 SampleResult Sampler::sample(std::span<const float> logits) {
   return sample(logits, own_workspace_);
 }

@@ -132,6 +132,15 @@ class Sampler {
   SampleResult sample(std::span<const float> logits);
   SampleResult sample(std::span<const float> logits, SamplerWorkspace& workspace);
 
+  // Whether the next sample() needs nothing of its row but the argmax: temperature 0 and
+  // nothing that changes the logits (no bias, penalty, ban or mask) or reads them (logprobs).
+  // Then sample_argmax() gives what sample() would, from the row's argmax alone (a device
+  // backend reduces such rows where they are and sends back only the token).
+  bool needs_only_argmax() const;
+  // sample() of a row whose largest value is `value`, first held at `token` (needs_only_argmax()
+  // must hold; throws as sample() does for a row that is all -inf or holds +inf).
+  SampleResult sample_argmax(int32_t token, float value) const;
+
   // Records the token that was appended to the sequence (penalty counts, min_tokens, mask).
   void accept(int32_t token);
 

@@ -104,6 +104,13 @@ void check_step(const StepMetadata& step) {
     }
   }
   if (step.logits != nullptr && step.logit_width <= 0) fail("begin_step: logits without a row width");
+  if (!step.argmax_only.empty()) {
+    if (step.argmax_only.size() != step.logit_rows.size()) {
+      fail("begin_step: {} argmax flags for {} logit rows", step.argmax_only.size(), step.logit_rows.size());
+    }
+    if (step.argmax == nullptr || step.logits == nullptr)
+      fail("begin_step: argmax flags without logits and argmax rows");
+  }
   if (step.sequence_groups == 0 || step.sequences.size() % step.sequence_groups != 0) {
     fail("begin_step: {} sequence slices do not make {} equal groups", step.sequences.size(), step.sequence_groups);
   }

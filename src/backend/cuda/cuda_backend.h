@@ -95,6 +95,11 @@ struct CudaBackendOptions {
   // on 2026-11-29: off until their conformance rows and the rwkv7 model test have passed on a
   // GPU. LUMEN_CUDA_RWKV7=1.
   bool rwkv7 = false;
+  // Greedy rows come back as their argmax (row_argmax.cu; StepMetadata::argmax_only), not as
+  // vocabulary-wide rows: 12 bytes a row instead of 4 x vocab. Written without a GPU on
+  // 2026-11-28: off until CudaRowArgmax and the greedy engine tests have passed on a GPU.
+  // LUMEN_CUDA_DEVICE_ARGMAX=1.
+  bool device_argmax = false;
 };
 
 class CudaBackend final : public Backend {

@@ -75,6 +75,17 @@ void launch_store_kv(const float* k, int64_t k_stride, const float* v, int64_t v
                      tensor::DType k_type, void* v_cache, size_t v_row_bytes, tensor::DType v_type,
                      cudaStream_t stream);
 
+// ---- row_argmax.cu ----
+// backend::RowArgmax's layout (cuda_backend.cc checks they agree), free of the backend headers.
+struct DeviceRowArgmax {
+  int32_t token;
+  float value;
+  int32_t finite;
+};
+// out[r] = row r's argmax (the lowest index among equal maxima; NaN never the largest), its
+// value and whether every value of the row is finite (row_argmax_math.h).
+void launch_row_argmax(const float* logits, int64_t width, int64_t rows, DeviceRowArgmax* out, cudaStream_t stream);
+
 // ---- activation_quant.cu ----
 // Quantized activations, laid out for the GEMV kernels (not ggml's packed blocks): for token t,
 // codes at qs + t * cols; Q8_0/Q8_1: scale d (rounded through f16, as the block stores it) at

@@ -82,6 +82,7 @@ void StepUploads::begin(const StepMetadata& step) {
   }
   if (step.logits != nullptr) {
     logits_.ensure(static_cast<size_t>(step.logit_width) * step.logit_rows.size() * sizeof(float), stream_);
+    if (step.argmax != nullptr) argmax_.ensure(step.logit_rows.size() * sizeof(DeviceRowArgmax), stream_);
   }
   open_ = true;
 }

@@ -22,6 +22,7 @@
 #include "backend/backend_types.h"
 #include "backend/cuda/attention_layout.h"
 #include "backend/cuda/device_memory.h"
+#include "backend/cuda/kernels.h"
 
 namespace lumen::backend::cuda {
 
@@ -74,6 +75,8 @@ class StepUploads {
   std::optional<DecodeTables> decode_tables(std::span<const SequenceSlice> seqs, int64_t block_size) const;
   // The step's logits in device memory (rows of the step's logit_width floats).
   float* logits() const { return static_cast<float*>(logits_.data()); }
+  // Where the step's rows reduce to their argmax (StepMetadata::argmax), one entry per logit row.
+  DeviceRowArgmax* argmax() const { return static_cast<DeviceRowArgmax*>(argmax_.data()); }
 
  private:
   struct Array {
@@ -100,6 +103,7 @@ class StepUploads {
   PinnedBuffer pinned_;
   DeviceScratch device_;
   DeviceScratch logits_;
+  DeviceScratch argmax_;
   cudaEvent_t copied_ = nullptr;  // the last copy out of pinned_
 };
 

@@ -48,7 +48,8 @@ constexpr const char* kSwitches[] = {
     "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",    "LUMEN_CUDA_EXACT_ATTENTION",
     "LUMEN_CUDA_ADD_RMS_NORM",   "LUMEN_CUDA_STATE_SPACE",     "LUMEN_CUDA_LATENT_ATTENTION",
     "LUMEN_CUDA_KV_EVICTION",    "LUMEN_CUDA_LAYER_NORM",      "LUMEN_CUDA_ENCODER",
-    "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",  "LUMEN_CUDA_RWKV7"};
+    "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",  "LUMEN_CUDA_RWKV7",
+    "LUMEN_CUDA_DEVICE_ARGMAX"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -65,10 +66,11 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
     EXPECT_NE(refusal("LUMEN_CUDA_MAX_GEMV_TOKENS", value).find("LUMEN_CUDA_MAX_GEMV_TOKENS"), std::string::npos)
         << value;
   }
-  for (const char* name : {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",
-                           "LUMEN_CUDA_EXACT_ATTENTION", "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE",
-                           "LUMEN_CUDA_LATENT_ATTENTION", "LUMEN_CUDA_KV_EVICTION", "LUMEN_CUDA_LAYER_NORM",
-                           "LUMEN_CUDA_ENCODER", "LUMEN_CUDA_ALIBI", "LUMEN_CUDA_SPAN_ATTENTION", "LUMEN_CUDA_RWKV7"}) {
+  for (const char* name :
+       {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV", "LUMEN_CUDA_EXACT_ATTENTION",
+        "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE", "LUMEN_CUDA_LATENT_ATTENTION", "LUMEN_CUDA_KV_EVICTION",
+        "LUMEN_CUDA_LAYER_NORM", "LUMEN_CUDA_ENCODER", "LUMEN_CUDA_ALIBI", "LUMEN_CUDA_SPAN_ATTENTION",
+        "LUMEN_CUDA_RWKV7", "LUMEN_CUDA_DEVICE_ARGMAX"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -105,6 +107,11 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
     EXPECT_FALSE(got.encoder);
     EXPECT_FALSE(got.alibi);
     EXPECT_FALSE(got.rwkv7);
+    EXPECT_FALSE(got.device_argmax);
+  }
+  {
+    ScopedEnv argmax("LUMEN_CUDA_DEVICE_ARGMAX", "1");
+    EXPECT_TRUE(options_with_environment(given).device_argmax);
   }
 }
 

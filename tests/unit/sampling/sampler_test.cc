@@ -275,3 +275,66 @@ TEST(Sampler, ATinyTemperatureActsLikeGreedyWithoutNan) {
 
 }  // namespace
 }  // namespace lumen::sampling
+
+namespace lumen::sampling {
+namespace {
+
+// Greedy sampling's shortcut (engine/greedy_rows.h): a sampler that needs only the argmax says
+// so, and sample_argmax then answers exactly as sample() would from the whole row.
+TEST(SamplerArgmax, OnlyAPlainGreedySamplerNeedsJustTheArgmax) {
+  EXPECT_TRUE(Sampler(at(0.0f)).needs_only_argmax());
+  EXPECT_FALSE(Sampler(at(0.7f)).needs_only_argmax());
+  SamplingParams biased = at(0.0f);
+  biased.logit_bias = {{3, 1.0f}};
+  EXPECT_FALSE(Sampler(biased).needs_only_argmax());
+  SamplingParams penalized = at(0.0f);
+  penalized.repetition_penalty = 1.1f;
+  EXPECT_FALSE(Sampler(penalized).needs_only_argmax());
+  SamplingParams with_logprobs = at(0.0f);
+  with_logprobs.logprobs = 0;
+  EXPECT_FALSE(Sampler(with_logprobs).needs_only_argmax());
+  std::vector<int32_t> accepted;
+  Sampler masked(at(0.0f));
+  masked.set_mask(std::make_unique<NoEvenTokens>(&accepted));
+  EXPECT_FALSE(masked.needs_only_argmax());
+
+  // min_tokens bans the end-of-generation ids until reached: the whole row until then.
+  SamplingParams min_tokens = at(0.0f);
+  min_tokens.min_tokens = 2;
+  const std::vector<int32_t> eos = {0};
+  Sampler banning(min_tokens, {}, eos);
+  EXPECT_FALSE(banning.needs_only_argmax());
+  banning.accept(5);
+  EXPECT_FALSE(banning.needs_only_argmax());
+  banning.accept(6);
+  EXPECT_TRUE(banning.needs_only_argmax());
+  // With nothing to ban (ignore_eos and no stop ids) min_tokens changes no logit.
+  min_tokens.ignore_eos = true;
+  EXPECT_TRUE(Sampler(min_tokens, {}, eos).needs_only_argmax());
+}
+
+TEST(SamplerArgmax, TheArgmaxGivesWhatTheRowGives) {
+  Sampler sampler(at(0.0f));
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    std::vector<float> z = random_logits(4096, seed);
+    if (seed % 2 == 0) z[17] = z[4000] = 100.0f;  // a tie: the lower id
+    const int32_t token = argmax(z);
+    const SampleResult shortcut = sampler.sample_argmax(token, z[static_cast<size_t>(token)]);
+    const SampleResult whole = sampler.sample(z);
+    EXPECT_EQ(shortcut.token, whole.token);
+    EXPECT_TRUE(std::isnan(shortcut.logprob));
+    EXPECT_TRUE(shortcut.top.empty());
+  }
+}
+
+TEST(SamplerArgmax, RefusesWhatSampleRefusesAndSamplersThatNeedTheRow) {
+  Sampler sampler(at(0.0f));
+  EXPECT_THROW(sampler.sample_argmax(0, -kInf), Error);  // every token masked
+  EXPECT_THROW(sampler.sample_argmax(2, kInf), Error);   // +inf in the row
+  EXPECT_THROW(sampler.sample_argmax(-1, 1.0f), Error);
+  Sampler sampling(at(1.0f));
+  EXPECT_THROW(sampling.sample_argmax(0, 1.0f), Error);
+}
+
+}  // namespace
+}  // namespace lumen::sampling
