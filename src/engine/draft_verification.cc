@@ -11,11 +11,10 @@
 
 namespace lumen::engine {
 
-void OutputProcessor::verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows,
+void OutputProcessor::verify_draft(Completion& c, std::span<const int32_t> draft, const RowSampler& sample_row,
                                    int64_t extra_rows) {
   const DraftOutcome outcome =
-      engine::verify_draft(c.sampler, workspace, draft, rows, static_cast<size_t>(vocab_size),
-                           [&](const sampling::SampleResult& result) { return emit(c, result); });
+      verify_draft_rows(sample_row, draft, [&](const sampling::SampleResult& result) { return emit(c, result); });
   speculation.record(c.seq, static_cast<int64_t>(draft.size()), outcome.accepted, extra_rows);
   if (outcome.finish) {
     finish_completion(c, *outcome.finish);  // its blocks, rejected positions and all, go back
@@ -25,10 +24,9 @@ void OutputProcessor::verify_draft(Completion& c, std::span<const int32_t> draft
 }
 
 void OutputProcessor::verify_tree(Completion& c, std::span<const int32_t> draft, std::span<const int32_t> parents,
-                                  std::span<const float> rows, int64_t extra_rows) {
-  const TreeOutcome outcome =
-      engine::verify_tree(c.sampler, workspace, draft, parents, rows, static_cast<size_t>(vocab_size),
-                          [&](const sampling::SampleResult& result) { return emit(c, result); });
+                                  const RowSampler& sample_row, int64_t extra_rows) {
+  const TreeOutcome outcome = verify_tree_rows(sample_row, draft, parents,
+                                               [&](const sampling::SampleResult& result) { return emit(c, result); });
   const auto accepted = static_cast<int64_t>(outcome.path.size());
   // The first branch is nodes 0, 1, ..: the accepted node at depth d is off it unless it is d - 1.
   int64_t off_first_branch = 0;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "lumen/finish_reason.h"
@@ -32,21 +33,30 @@ struct DraftOutcome {
   std::optional<FinishReason> finish;  // the sequence ended at the last emitted token
 };
 
-// `rows` holds 1 + draft.size() rows of `vocab` logits. `emit(const sampling::SampleResult&)`
-// takes each drawn token in order (it must call sampler.accept, as the engine's emit does, so
-// the next row's penalties count it) and returns why the sequence ends with it, if it does.
-template <typename Emit>
-DraftOutcome verify_draft(sampling::Sampler& sampler, sampling::SamplerWorkspace& workspace,
-                          std::span<const int32_t> draft, std::span<const float> rows, size_t vocab, Emit&& emit) {
+// `sample_row(size_t j)` draws from row j (of 1 + draft.size()) with the request's sampler: from
+// its logits, or, for a greedy request whose rows came back as their argmax alone
+// (greedy_rows.h), from that. `emit(const sampling::SampleResult&)` takes each drawn token in
+// order (it must call sampler.accept, as the engine's emit does, so the next row's penalties
+// count it) and returns why the sequence ends with it, if it does.
+template <typename SampleRow, typename Emit>
+DraftOutcome verify_draft_rows(SampleRow&& sample_row, std::span<const int32_t> draft, Emit&& emit) {
   DraftOutcome outcome;
   for (size_t j = 0; j <= draft.size(); ++j) {
-    const sampling::SampleResult result = sampler.sample(rows.subspan(j * vocab, vocab), workspace);
+    const sampling::SampleResult result = sample_row(j);
     const bool agrees = j < draft.size() && result.token == draft[j];
     if (agrees) ++outcome.accepted;
     outcome.finish = emit(result);
     if (outcome.finish || !agrees) break;
   }
   return outcome;
+}
+
+// verify_draft_rows over `rows`: 1 + draft.size() rows of `vocab` logits.
+template <typename Emit>
+DraftOutcome verify_draft(sampling::Sampler& sampler, sampling::SamplerWorkspace& workspace,
+                          std::span<const int32_t> draft, std::span<const float> rows, size_t vocab, Emit&& emit) {
+  return verify_draft_rows([&](size_t j) { return sampler.sample(rows.subspan(j * vocab, vocab), workspace); }, draft,
+                           std::forward<Emit>(emit));
 }
 
 // Token trees (several candidates merged, spec/token_tree.h): node i is draft[i], following node
@@ -61,14 +71,15 @@ struct TreeOutcome {
   std::optional<FinishReason> finish;  // the sequence ended at the last emitted token
 };
 
-template <typename Emit>
-TreeOutcome verify_tree(sampling::Sampler& sampler, sampling::SamplerWorkspace& workspace,
-                        std::span<const int32_t> draft, std::span<const int32_t> parents, std::span<const float> rows,
-                        size_t vocab, Emit&& emit) {
+// verify_tree over rows that sample_row(size_t row) draws from (row 0: after t; row 1 + i:
+// after node i), as verify_draft_rows.
+template <typename SampleRow, typename Emit>
+TreeOutcome verify_tree_rows(SampleRow&& sample_row, std::span<const int32_t> draft, std::span<const int32_t> parents,
+                             Emit&& emit) {
   TreeOutcome outcome;
   int32_t node = -1;
   for (;;) {
-    const sampling::SampleResult result = sampler.sample(rows.subspan(static_cast<size_t>(node + 1) * vocab, vocab), workspace);
+    const sampling::SampleResult result = sample_row(static_cast<size_t>(node + 1));
     int32_t next = -1;
     for (size_t i = static_cast<size_t>(node + 1); i < draft.size(); ++i) {
       if (parents[i] == node && draft[i] == result.token) {
@@ -82,6 +93,14 @@ TreeOutcome verify_tree(sampling::Sampler& sampler, sampling::SamplerWorkspace& 
     node = next;
   }
   return outcome;
+}
+
+template <typename Emit>
+TreeOutcome verify_tree(sampling::Sampler& sampler, sampling::SamplerWorkspace& workspace,
+                        std::span<const int32_t> draft, std::span<const int32_t> parents, std::span<const float> rows,
+                        size_t vocab, Emit&& emit) {
+  return verify_tree_rows([&](size_t row) { return sampler.sample(rows.subspan(row * vocab, vocab), workspace); },
+                          draft, parents, std::forward<Emit>(emit));
 }
 
 }  // namespace lumen::engine

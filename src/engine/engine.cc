@@ -64,10 +64,13 @@ void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float
       continue;
     }
     // A row reduced to its argmax says itself whether it was finite; its logits are not there.
-    const bool finite = rows[i].argmax_only
-                            ? engine::all_finite(own.first(static_cast<size_t>(rows[i].n_prompt_rows) * vocab)) &&
-                                  runner.row_argmax()[static_cast<size_t>(rows[i].sample_row())].finite != 0
-                            : engine::all_finite(own);
+    bool finite =
+        engine::all_finite(rows[i].argmax_only ? own.first(static_cast<size_t>(rows[i].n_prompt_rows) * vocab) : own);
+    if (rows[i].argmax_only) {
+      const auto reduced = runner.row_argmax().subspan(static_cast<size_t>(rows[i].sample_row()),
+                                                       static_cast<size_t>(rows[i].n_sample_rows()));
+      for (const backend::RowArgmax& row : reduced) finite = finite && row.finite != 0;
+    }
     if (!finite) outputs.fail_request(id, "the model produced non-finite logits (NaN or infinity)");
   }
 }

@@ -188,8 +188,8 @@ std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const uint8_t>
     rows.samples = chunk.samples;
     rows.n_draft = chunk.n_draft;
     if (!argmax_chunks.empty() && argmax_chunks[c] != 0) {
-      if (!chunk.samples || chunk.n_draft != 0 || chunk.n_extra != 0) {
-        fail("model runner: only a chunk that samples one row can ask for its argmax alone");
+      if (!chunk.samples || chunk.n_extra != 0) {
+        fail("model runner: only a chunk that samples, without extra rows, can ask for its rows' argmax alone");
       }
       rows.argmax_only = true;
     }
@@ -227,9 +227,9 @@ std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const uint8_t>
   bool any_argmax = false;
   for (const ChunkLogits& rows : chunk_logits_) {
     if (!rows.argmax_only) continue;
-    argmax_only_[static_cast<size_t>(rows.sample_row())] = 1;
+    for (int64_t r = 0; r < rows.n_sample_rows(); ++r) argmax_only_[static_cast<size_t>(rows.sample_row() + r)] = 1;
     any_argmax = true;
-    ++n_argmax_rows_;
+    n_argmax_rows_ += static_cast<uint64_t>(rows.n_sample_rows());
   }
   model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_};
   batch.scores = scores_;

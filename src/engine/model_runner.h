@@ -37,8 +37,8 @@ struct ChunkLogits {
   // Then the rows of the last n_extra_logits extra rows (ExtraRows::n_logits), when the chunk
   // carries its proposer's extra rows.
   int64_t n_extra_logits = 0;
-  // The sampling row was asked for as its argmax only (run()'s argmax_chunks): row_argmax()
-  // holds it, and its logits may not have been written.
+  // The sampling rows (the next token's and a draft's) were asked for as their argmax only
+  // (run()'s argmax_chunks): row_argmax() holds them, and their logits may not have been written.
   bool argmax_only = false;
   int64_t n_sample_rows() const { return samples ? 1 + n_draft : 0; }
   int64_t sample_row() const { return first_row + n_prompt_rows; }
@@ -67,8 +67,8 @@ class ModelRunner {
 
   // Returns the rows of vocab logits chunk_logits() describes (a view into a buffer that the
   // next call overwrites). `argmax_chunks`: empty, or a flag per chunk of the plan: its sampling
-  // row is wanted as its argmax only (greedy_rows.h; only a chunk that samples, with no draft
-  // and no extra rows, may ask), which row_argmax() then holds.
+  // rows are wanted as their argmax only (greedy_rows.h; only a chunk that samples, with no
+  // extra rows, may ask), which row_argmax() then holds.
   std::span<float> run(const StepPlan& plan, std::span<const uint8_t> argmax_chunks = {});
   // One entry per chunk of the last run's plan, in plan order.
   const std::vector<ChunkLogits>& chunk_logits() const { return chunk_logits_; }

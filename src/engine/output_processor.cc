@@ -178,7 +178,9 @@ void OutputProcessor::choose_argmax_chunks(const StepPlan& plan, std::vector<uin
   flags.assign(plan.chunks.size(), 0);
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& chunk = plan.chunks[i];
-    if (!chunk.samples || chunk.n_draft != 0 || chunk.n_extra != 0) continue;
+    // A draft's rows are verified each from its argmax as well; a proposer's extra rows
+    // (lookahead's window) are read whole.
+    if (!chunk.samples || chunk.n_extra != 0) continue;
     const auto it = live.find(chunk.seq->id);
     if (it == live.end()) continue;
     const Completion& c = *it->second;
@@ -340,10 +342,8 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
     Completion& c = *it->second;
     try {
       if (rows[i].n_prompt_rows > 0) record_prompt_logprobs(c, rows[i], logits);
-      if (rows[i].argmax_only) {
-        on_argmax(c, argmax[static_cast<size_t>(rows[i].sample_row())]);
-      } else if (rows[i].samples) {
-        const auto row = static_cast<size_t>(rows[i].first_row + rows[i].n_prompt_rows);
+      if (rows[i].samples) {
+        const auto row = static_cast<size_t>(rows[i].sample_row());
         if (rows[i].n_extra_logits > 0) {
           // The proposer's own rows (lookahead's window), whatever becomes of the draft.
           const auto first_extra = row + 1 + static_cast<size_t>(rows[i].n_draft);
@@ -351,20 +351,33 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
                               vocab);
         }
         const std::span<const float> first_row = logits.subspan(row * vocab, vocab);
-        if (!mask_ready_for(c, first_row, rows[i].n_draft == 0)) continue;  // sampled once it is
-        if (rows[i].n_draft > 0 && !c.seq.draft_parents.empty()) {
-          const auto n_draft = static_cast<size_t>(rows[i].n_draft);
+        // Rows that came back as their argmax have no logits (and no mask: choose_argmax_chunks).
+        if (!rows[i].argmax_only && !mask_ready_for(c, first_row, rows[i].n_draft == 0))
+          continue;  // sampled once it is
+        const auto n_draft = static_cast<size_t>(rows[i].n_draft);
+        RowSampler sample_row;
+        if (n_draft > 0 && rows[i].argmax_only) {
+          sample_row = [&c, reduced = argmax.subspan(row, 1 + n_draft)](size_t j) {
+            return c.sampler.sample_argmax(reduced[j].token, reduced[j].value);
+          };
+        } else if (n_draft > 0) {
+          sample_row = [this, &c, drafted = logits.subspan(row * vocab, (1 + n_draft) * vocab), vocab](size_t j) {
+            return c.sampler.sample(drafted.subspan(j * vocab, vocab), workspace);
+          };
+        }
+        if (n_draft > 0 && !c.seq.draft_parents.empty()) {
           verify_tree(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
-                      std::span<const int32_t>(c.seq.draft_parents).first(n_draft),
-                      logits.subspan(row * vocab, (1 + n_draft) * vocab), plan.chunks[i].n_extra);
-        } else if (rows[i].n_draft > 0) {
-          const auto n_draft = static_cast<size_t>(rows[i].n_draft);
-          verify_draft(c, std::span<const int32_t>(c.seq.draft).first(n_draft),
-                       logits.subspan(row * vocab, (1 + n_draft) * vocab), plan.chunks[i].n_extra);
+                      std::span<const int32_t>(c.seq.draft_parents).first(n_draft), sample_row, plan.chunks[i].n_extra);
+        } else if (n_draft > 0) {
+          verify_draft(c, std::span<const int32_t>(c.seq.draft).first(n_draft), sample_row, plan.chunks[i].n_extra);
         } else {
           // The proposer's own rows with no draft (lookahead found no n-gram): a cost for nothing.
           if (plan.chunks[i].n_extra > 0) speculation.record_rows_only(c.seq, plan.chunks[i].n_extra);
-          on_logits(c, first_row);
+          if (rows[i].argmax_only) {
+            on_argmax(c, argmax[row]);
+          } else {
+            on_logits(c, first_row);
+          }
         }
       }
     } catch (const std::exception& e) {

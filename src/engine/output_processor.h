@@ -54,9 +54,10 @@ class OutputProcessor {
   // ends with what it has).
   void out_of_blocks(uint64_t sequence_id);
   // Which chunks of the plan need only their sampling row's argmax (greedy_rows.h): a flag per
-  // chunk, for ModelRunner::run. A sequence qualifies when it samples one row (no draft, no
-  // extra rows) of a plain sampling request (not best-of, not a beam) whose sampler needs only
-  // the argmax (sampling::Sampler::needs_only_argmax).
+  // chunk, for ModelRunner::run. A sequence qualifies when it samples (its next token, or a
+  // draft's rows to verify; no proposer's extra rows) for a plain sampling request (not
+  // best-of, not a beam) whose sampler needs only the argmax (Sampler::needs_only_argmax: it
+  // holds for every row of a draft once it holds for the first, accepted tokens only lift bans).
   void choose_argmax_chunks(const StepPlan& plan, std::vector<uint8_t>& flags) const;
   // The step's logits: rows[i] says which rows belong to plan.chunks[i]; `argmax` holds the
   // argmax of each row reduced to it (ChunkLogits::argmax_only), whose logits are not read.
@@ -103,15 +104,18 @@ class OutputProcessor {
   void sample_and_emit(Completion& c, std::span<const float> row);
   // on_logits for a row reduced to its argmax (choose_argmax_chunks chose it).
   void on_argmax(Completion& c, const backend::RowArgmax& row);
-  // Speculative decoding (draft_verification.cc): `rows` holds 1 + draft.size() rows, the first
-  // after the sequence's last token, each next one after the draft token before it.
-  // `extra_rows`: the proposer's own rows the step computed beside the draft (their cost counts
-  // in the sequence's break-even).
-  void verify_draft(Completion& c, std::span<const int32_t> draft, std::span<const float> rows, int64_t extra_rows);
+  // Draws the next token from a chunk's sampling row j (row 0 after the last token, row 1 + i
+  // after draft node i): from its logits, or from its argmax when the rows came back so.
+  using RowSampler = std::function<sampling::SampleResult(size_t)>;
+  // Speculative decoding (draft_verification.cc): `sample_row` draws from the 1 + draft.size()
+  // rows, the first after the sequence's last token, each next one after the draft token before
+  // it. `extra_rows`: the proposer's own rows the step computed beside the draft (their cost
+  // counts in the sequence's break-even).
+  void verify_draft(Completion& c, std::span<const int32_t> draft, const RowSampler& sample_row, int64_t extra_rows);
   // A token tree (draft_parents): one row per node after the last token's; the accepted
   // branch's K/V is moved to consecutive positions before the rest is rolled back.
   void verify_tree(Completion& c, std::span<const int32_t> draft, std::span<const int32_t> parents,
-                   std::span<const float> rows, int64_t extra_rows);
+                   const RowSampler& sample_row, int64_t extra_rows);
   // Streams one sampled token (with its text) and says whether the completion ends with it.
   std::optional<FinishReason> emit(Completion& c, const sampling::SampleResult& result);
   Completion& fork(Completion& parent, int32_t index);

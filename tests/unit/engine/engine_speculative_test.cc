@@ -54,6 +54,24 @@ TEST_F(EngineSpeculative, GreedyOutputIsTheOutputWithoutDrafts) {
   expect_same_output(run(speculative(512), ps, params), plain);
 }
 
+// A greedy draft's rows come back as their argmax alone and are verified from it: with those
+// rows' logits poisoned (NaN, as a device that never copied them back leaves them) the output is
+// still the plain one, and draft rows were among the reduced rows.
+TEST_F(EngineSpeculative, GreedyDraftsAreVerifiedFromTheirRowsArgmaxAlone) {
+  const auto ps = prompts(4);
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < 4; ++i) params.push_back(greedy(24 + 2 * i));
+  params[3].logprobs = 2;  // needs its rows whole
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  poison_argmax_rows = true;
+  const Run with = run(speculative(512, 4), ps, params, &known);
+  poison_argmax_rows = false;
+  expect_same_output(with, plain);
+  expect_drafts_accepted_and_rejected(with.stats);
+  EXPECT_LT(with.stats.steps, plain.stats.steps);
+}
+
 TEST_F(EngineSpeculative, LookaheadKeepsTheOutputWithoutItGreedyAndSampled) {
   SamplingParams sampled;
   sampled.temperature = 0.8f;
