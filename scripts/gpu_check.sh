@@ -726,6 +726,19 @@ print(json.dumps(d))' "$n" "$graphs" "$gemv" | tee -a "$RESULTS"
       done
     done
   done
+  # Greedy rows reduced on the device (device_argmax): 16 and 64 streams, graphs on, whichever
+  # GEMV bound; host_ms_per_step and forward_ms_per_step show where a step's time goes.
+  for n in 16 64; do
+    LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_GRAPHS=1 "$BIN/lumen" bench throughput -m "$file" \
+      --device cuda --num-prompts $n --input-len 256 --output-len 128 --max-num-seqs 64 --json \
+      2> "$WORK/streams-$n-device-argmax.log" |
+      python3 -c 'import json, sys
+d = json.load(sys.stdin)
+d["check_streams"] = int(sys.argv[1])
+d["step_graphs"] = True
+d["device_argmax"] = True
+print(json.dumps(d))' "$n" | tee -a "$RESULTS"
+  done
 }
 
 run_gemv() {

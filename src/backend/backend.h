@@ -110,6 +110,10 @@ class Backend {
 
   // --- Memory.
   std::unique_ptr<Buffer> allocate(size_t bytes);
+  // Host memory that this backend's copies to and from the host are fastest with (a device's
+  // page-locked memory; the CPU's ordinary memory): where a step's logits land (StepMetadata::
+  // logits). Slow to allocate on a device: kept and reused, never made inside a step.
+  std::unique_ptr<Buffer> allocate_host(size_t bytes);
   // Makes host-resident weights usable by the backend. The CPU backend returns a view of the
   // same memory (weights stay in the mmap: no copy); a device backend uploads them.
   TensorView upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data);
@@ -292,6 +296,8 @@ class Backend {
   // The implementations. Arguments arrive checked (op_checks.h); the defaults of the optional
   // ones refuse (or, for the fused matmuls, run the plain ops).
   virtual std::unique_ptr<Buffer> do_allocate(size_t bytes) = 0;
+  // By default: ordinary host memory.
+  virtual std::unique_ptr<Buffer> do_allocate_host(size_t bytes);
   virtual TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) = 0;
   virtual void do_copy_to_host(const TensorView& src, float* dst) = 0;
   virtual void do_copy_from_host(const float* src, TensorView& dst) = 0;

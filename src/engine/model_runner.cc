@@ -221,7 +221,12 @@ std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const uint8_t>
                                                                       static_cast<size_t>(slice.n_tokens));
     }
   }
-  logits_.resize(logit_rows_.size() * static_cast<size_t>(vocab_));
+  const size_t n_logits = logit_rows_.size() * static_cast<size_t>(vocab_);
+  if (logits_buffer_ == nullptr || logits_buffer_->size() < n_logits * sizeof(float)) {
+    // A quarter more than asked: a batch that grows a little does not reallocate every step.
+    logits_buffer_ = transformer_.allocate_logits((n_logits + n_logits / 4) * sizeof(float));
+  }
+  logits_ = std::span<float>(static_cast<float*>(logits_buffer_->data()), n_logits);
   argmax_only_.assign(logit_rows_.size(), 0);
   argmax_.assign(logit_rows_.size(), backend::RowArgmax{});
   bool any_argmax = false;

@@ -118,7 +118,10 @@ class ModelRunner {
   std::vector<int32_t> key_ends_;
   std::vector<int64_t> key_ends_at_;
   std::vector<int32_t> depths_;  // a token tree's node depths
-  std::vector<float> logits_;
+  // The logits land in the backend's host memory (pinned on a device: Backend::allocate_host),
+  // grown when a step needs more, never shrunk; logits_ is the last run's part of it.
+  std::unique_ptr<backend::Buffer> logits_buffer_;
+  std::span<float> logits_;
   std::vector<uint8_t> argmax_only_;  // per logit row
   std::vector<backend::RowArgmax> argmax_;
   bool poison_argmax_rows_ = false;

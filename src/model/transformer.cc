@@ -349,6 +349,10 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   step.finish();
 }
 
+std::unique_ptr<backend::Buffer> Transformer::allocate_logits(size_t bytes) {
+  return (offload_ ? offload_->backend_ : backend_).allocate_host(bytes);
+}
+
 // Whether a pass's ops depend only on its shape, the device memory they name and the step's
 // metadata arrays (Backend::run_replayable): what reads other host data in a step (MoE routing,
 // state-space and latent layers' own host arrays, image rows, attention scores, an observer) or

@@ -64,6 +64,9 @@ class Transformer {
   // Writes logit_rows.size() rows of vocab_size logits to `logits` (rank 0 of a shard or a
   // pipeline; the other ranks write none). Null: none wanted (a replayed step's).
   void forward(const ForwardBatch& batch, KvCache& cache, float* logits);
+  // Host memory for forward()'s logits that the backend writing them (a split model's second
+  // part's) copies into fastest: page-locked on a device (Backend::allocate_host).
+  std::unique_ptr<backend::Buffer> allocate_logits(size_t bytes);
   // Embeddings: the same pass, but writes the final hidden state (after the output norm, before
   // the output projection) of each of batch.logit_rows, embedding_length values a row, to
   // `hidden`. A model in one process only (throws lumen::Error under tensor or pipeline

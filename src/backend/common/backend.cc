@@ -4,6 +4,8 @@
 #include "backend/backend.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <new>
 
 #include "backend/common/observed.h"
 
@@ -81,6 +83,33 @@ std::unique_ptr<Buffer> Backend::allocate(size_t bytes) {
   });
   return buffer;
 }
+
+namespace {
+
+// Ordinary host memory (Backend::do_allocate_host's default), zeroed, aligned for any vector load.
+class HostBuffer final : public Buffer {
+ public:
+  explicit HostBuffer(size_t bytes)
+      : bytes_(bytes), data_(new (std::align_val_t{64}) std::byte[std::max<size_t>(bytes, 1)]()) {}
+  ~HostBuffer() override { ::operator delete[](data_, std::align_val_t{64}); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  void* data() override { return data_; }
+  size_t size() const override { return bytes_; }
+
+ private:
+  size_t bytes_;
+  std::byte* data_;
+};
+
+}  // namespace
+
+std::unique_ptr<Buffer> Backend::allocate_host(size_t bytes) {
+  if (in_step_) fail("allocate_host: not inside a step");
+  return do_allocate_host(bytes);
+}
+
+std::unique_ptr<Buffer> Backend::do_allocate_host(size_t bytes) { return std::make_unique<HostBuffer>(bytes); }
 
 TensorView Backend::upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
   common::check_upload(type, dims, host_data);

@@ -210,6 +210,32 @@ std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {
   return std::make_unique<DeviceBuffer>(bytes, state_->registry, state_->stream);
 }
 
+namespace {
+
+class PinnedHostBuffer final : public Buffer {
+ public:
+  explicit PinnedHostBuffer(size_t bytes) : bytes_(bytes) {
+    cuda::refuse_in_capture("allocate_host");
+    check_cuda(cudaMallocHost(&data_, std::max<size_t>(bytes, 1)), "cudaMallocHost");
+    std::memset(data_, 0, std::max<size_t>(bytes, 1));
+  }
+  ~PinnedHostBuffer() override { cudaFreeHost(data_); }
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+  void* data() override { return data_; }
+  size_t size() const override { return bytes_; }
+
+ private:
+  size_t bytes_;
+  void* data_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Buffer> CudaBackend::do_allocate_host(size_t bytes) {
+  return std::make_unique<PinnedHostBuffer>(bytes);
+}
+
 TensorView CudaBackend::do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
   State& s = *state_;
   const auto row = tensor::row_bytes(type, dims[0]);  // whole blocks: checked by Backend

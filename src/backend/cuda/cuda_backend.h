@@ -141,6 +141,8 @@ class CudaBackend final : public Backend {
 
   // Device memory, zero-filled.
   std::unique_ptr<Buffer> do_allocate(size_t bytes) override;
+  // Page-locked: the step's logits copy back at the link's speed, not through a staging copy.
+  std::unique_ptr<Buffer> do_allocate_host(size_t bytes) override;
   // Copies the weights to device memory through pinned staging, asynchronously (ops queued
   // later see them). The copy lives as long as the backend.
   TensorView do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) override;

@@ -1,6 +1,7 @@
 // Greedy rows through the CUDA step boundary (StepMetadata::argmax_only, row_argmax.cu): with
 // device_argmax on, a flagged row comes back as its argmax alone, the sampler's greedy choice,
 // and its logits are never copied; the other rows come back whole. Off, every row comes back.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -87,6 +88,31 @@ TEST(CudaRowArgmax, WithTheOptionOffEveryRowComesBackWhole) {
     if (std::isnan(s.rows[i])) continue;
     ASSERT_EQ(s.host[i], s.rows[i]) << i;
   }
+}
+
+// Where the engine's logits land (Backend::allocate_host): page-locked, so the step's copy back
+// runs at the link's speed; and a step's logits reach it.
+TEST(CudaHostMemory, IsPageLockedAndTakesTheStepsLogits) {
+  LUMEN_REQUIRE_CUDA();
+  const std::unique_ptr<Buffer> host = gpu()->allocate_host(3 * kWidth * sizeof(float));
+  ASSERT_GE(host->size(), 3 * kWidth * sizeof(float));
+  cudaPointerAttributes attributes{};
+  ASSERT_EQ(cudaPointerGetAttributes(&attributes, host->data()), cudaSuccess);
+  EXPECT_EQ(attributes.type, cudaMemoryTypeHost);
+  std::vector<float> rows(3 * kWidth);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(i % 1000) * 0.5f;
+  std::vector<int32_t> tokens(3, 1), positions(3, 0), logit_rows = {0, 1, 2};
+  StepMetadata step;
+  step.tokens = tokens;
+  step.positions = positions;
+  step.logit_rows = logit_rows;
+  step.logits = static_cast<float*>(host->data());
+  step.logit_width = kWidth;
+  gpu()->begin_step(step);
+  TensorView out = gpu()->step_logits();
+  gpu()->copy_from_host(rows.data(), out);
+  gpu()->end_step();
+  EXPECT_TRUE(std::equal(rows.begin(), rows.end(), static_cast<const float*>(host->data())));
 }
 
 }  // namespace
