@@ -2,7 +2,6 @@
 // cuda_matmul.cc; the K/V cache and attention in cuda_attention.cc.
 #include <algorithm>
 #include <cmath>
-#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -22,12 +21,6 @@ namespace lumen::backend {
 namespace {
 
 using cuda::check_cuda;
-
-// The kernel writes backend::RowArgmax's entries through its own copy of the layout.
-static_assert(sizeof(cuda::DeviceRowArgmax) == sizeof(RowArgmax) &&
-              offsetof(cuda::DeviceRowArgmax, token) == offsetof(RowArgmax, token) &&
-              offsetof(cuda::DeviceRowArgmax, value) == offsetof(RowArgmax, value) &&
-              offsetof(cuda::DeviceRowArgmax, finite) == offsetof(RowArgmax, finite));
 
 class DeviceBuffer final : public Buffer {
  public:
@@ -453,69 +446,6 @@ void CudaBackend::download(void* host_dst, const void* device_src, size_t bytes)
   check_cuda(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, state_->stream),
              "cudaMemcpyAsync");
   synchronize();
-}
-
-void CudaBackend::do_begin_step(const StepMetadata& step) { state_->step->begin(step); }
-
-TensorView CudaBackend::do_step_logits() {
-  return f32_matrix(state_->step->logits(), step().logit_width, static_cast<int64_t>(step().logit_rows.size()));
-}
-
-void CudaBackend::do_end_step() {
-  State& s = *state_;
-  s.step->end();
-  const StepMetadata& step = this->step();
-  if (step.logits == nullptr || step.logit_rows.empty()) return;  // nothing comes back: no wait
-  const size_t row = static_cast<size_t>(step.logit_width) * sizeof(float);
-  const size_t n_rows = step.logit_rows.size();
-  const bool reduce = s.options.device_argmax && step.argmax != nullptr &&
-                      std::find(step.argmax_only.begin(), step.argmax_only.end(), 1) != step.argmax_only.end();
-  if (!reduce) {
-    // The step's one copy back, and its one wait for the device.
-    check_cuda(cudaMemcpyAsync(step.logits, s.step->logits(), row * n_rows, cudaMemcpyDeviceToHost, s.stream),
-               "cudaMemcpyAsync");
-    synchronize();
-    return;
-  }
-  // Greedy rows come back as their argmax (every row is reduced: a few microseconds; the other
-  // rows' entries are simply not read), the rest as logits, a copy per run of such rows.
-  cuda::launch_row_argmax(s.step->logits(), step.logit_width, static_cast<int64_t>(n_rows), s.step->argmax(), s.stream);
-  s.check_launch("row_argmax");
-  check_cuda(
-      cudaMemcpyAsync(step.argmax, s.step->argmax(), n_rows * sizeof(RowArgmax), cudaMemcpyDeviceToHost, s.stream),
-      "cudaMemcpyAsync");
-  for (size_t first = 0; first < n_rows;) {
-    if (step.argmax_only[first] != 0) {
-      ++first;
-      continue;
-    }
-    size_t end = first;
-    while (end < n_rows && step.argmax_only[end] == 0) ++end;
-    check_cuda(cudaMemcpyAsync(step.logits + first * static_cast<size_t>(step.logit_width),
-                               s.step->logits() + first * static_cast<size_t>(step.logit_width), row * (end - first),
-                               cudaMemcpyDeviceToHost, s.stream),
-               "cudaMemcpyAsync");
-    first = end;
-  }
-  synchronize();
-}
-
-void CudaBackend::do_run_replayable(const std::function<void()>& ops) {
-  State& s = *state_;
-  const std::optional<cuda::StepShape> shape = s.options.step_graphs ? s.step->replay_shape() : std::nullopt;
-  if (!shape) return s.graphs->run_eager(ops);
-  // After a recording is given up: the host plan cache may name a plan whose upload was only
-  // recorded, never run.
-  s.graphs->run(*shape, ops, [&s] { s.plan_key.clear(); });
-}
-
-StepReplayStats CudaBackend::do_step_replay_stats() const { return state_->graphs->stats(); }
-
-void CudaBackend::do_abort_step() noexcept {
-  state_->step->end();
-  // Let the queued work finish before the caller reuses its arrays; a failed kernel's error was
-  // (or will be) reported by the op or copy that found it.
-  if (cudaStreamSynchronize(state_->stream) != cudaSuccess) cudaGetLastError();
 }
 
 void CudaBackend::synchronize() {

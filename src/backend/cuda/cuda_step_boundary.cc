@@ -1,0 +1,79 @@
+// CudaBackend's step boundary (backend/backend.h): the step's metadata uploaded once
+// (step_uploads.h), its ops run or replayed from a CUDA graph (step_graphs.h), and at its end the
+// logits copied back, greedy rows as their argmax alone (StepMetadata::argmax_only).
+#include <cstddef>
+
+#include "backend/cuda/cuda_backend_state.h"
+#include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/kernels.h"
+
+namespace lumen::backend {
+
+using cuda::check_cuda;
+
+// The kernel writes backend::RowArgmax's entries through its own copy of the layout.
+static_assert(sizeof(cuda::DeviceRowArgmax) == sizeof(RowArgmax) &&
+              offsetof(cuda::DeviceRowArgmax, token) == offsetof(RowArgmax, token) &&
+              offsetof(cuda::DeviceRowArgmax, value) == offsetof(RowArgmax, value) &&
+              offsetof(cuda::DeviceRowArgmax, finite) == offsetof(RowArgmax, finite));
+
+void CudaBackend::do_begin_step(const StepMetadata& step) { state_->step->begin(step); }
+
+TensorView CudaBackend::do_step_logits() {
+  return f32_matrix(state_->step->logits(), step().logit_width, static_cast<int64_t>(step().logit_rows.size()));
+}
+
+void CudaBackend::do_end_step() {
+  State& s = *state_;
+  s.step->end();
+  const StepMetadata& step = this->step();
+  if (step.logits == nullptr || step.logit_rows.empty()) return;  // nothing comes back: no wait
+  const size_t width = static_cast<size_t>(step.logit_width);
+  const size_t n_rows = step.logit_rows.size();
+  const bool reduce = s.options.device_argmax && step.argmax != nullptr && !step.argmax_only.empty();
+  if (reduce) {
+    // Every row is reduced (a few microseconds); only the flagged rows' entries are read.
+    cuda::launch_row_argmax(s.step->logits(), step.logit_width, static_cast<int64_t>(n_rows), s.step->argmax(),
+                            s.stream);
+    s.check_launch("row_argmax");
+    check_cuda(
+        cudaMemcpyAsync(step.argmax, s.step->argmax(), n_rows * sizeof(RowArgmax), cudaMemcpyDeviceToHost, s.stream),
+        "cudaMemcpyAsync");
+  }
+  // The rows wanted whole, a copy per run of them (without reduced rows: one copy), then the
+  // step's one wait for the device.
+  const auto reduced = [&](size_t r) { return reduce && step.argmax_only[r] != 0; };
+  for (size_t first = 0; first < n_rows;) {
+    if (reduced(first)) {
+      ++first;
+      continue;
+    }
+    size_t end = first;
+    while (end < n_rows && !reduced(end)) ++end;
+    check_cuda(cudaMemcpyAsync(step.logits + first * width, s.step->logits() + first * width,
+                               (end - first) * width * sizeof(float), cudaMemcpyDeviceToHost, s.stream),
+               "cudaMemcpyAsync");
+    first = end;
+  }
+  synchronize();
+}
+
+void CudaBackend::do_run_replayable(const std::function<void()>& ops) {
+  State& s = *state_;
+  const std::optional<cuda::StepShape> shape = s.options.step_graphs ? s.step->replay_shape() : std::nullopt;
+  if (!shape) return s.graphs->run_eager(ops);
+  // After a recording is given up: the host plan cache may name a plan whose upload was only
+  // recorded, never run.
+  s.graphs->run(*shape, ops, [&s] { s.plan_key.clear(); });
+}
+
+StepReplayStats CudaBackend::do_step_replay_stats() const { return state_->graphs->stats(); }
+
+void CudaBackend::do_abort_step() noexcept {
+  state_->step->end();
+  // Let the queued work finish before the caller reuses its arrays; a failed kernel's error was
+  // (or will be) reported by the op or copy that found it.
+  if (cudaStreamSynchronize(state_->stream) != cudaSuccess) cudaGetLastError();
+}
+
+}  // namespace lumen::backend
