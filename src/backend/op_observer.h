@@ -129,7 +129,7 @@ struct OpCall {
   const KvLayer* cache = nullptr;       // the K/V ops, attention
   const RopeConfig* rope = nullptr;     // rope, shift_keys
   const AttentionConfig* attention = nullptr;
-  const StepMetadata* step = nullptr;  // begin_step
+  const StepMetadata* step = nullptr;  // begin_step (valid during the call only: copy it to keep it)
   Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn
   float value = 0.0f;                  // rms_norm's, add_rms_norm's and layer_norm's eps, scale's factor
   // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys, gather_kv_rows), head_size (rwkv_wkv7),

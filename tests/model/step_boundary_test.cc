@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,14 +49,14 @@ class StepRecorder final : public backend::OpObserver {
 
   void before_op(const OpCall& call) override {
     if (call.kind == OpKind::BeginStep) {
-      if (step_ != nullptr) violations.push_back("begin_step inside a step");
-      step_ = call.step;
+      if (step_) violations.push_back("begin_step inside a step");
+      step_ = *call.step;  // a copy: call.step lives only as long as the call
       ++steps;
       return;
     }
-    if (step_ == nullptr) return;
+    if (!step_) return;
     if (call.kind == OpKind::EndStep) {
-      step_ = nullptr;
+      step_.reset();
       return;
     }
     ++ops_in_steps;
@@ -93,7 +94,7 @@ class StepRecorder final : public backend::OpObserver {
     violations.push_back(op + ": a tensor outside the backend's memory");
   }
 
-  const backend::StepMetadata* step_ = nullptr;
+  std::optional<backend::StepMetadata> step_;
   std::map<const uint8_t*, size_t> memory_;
 };
 

@@ -8,6 +8,7 @@
 // down in that form, and steps of one shape must read alike.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,13 +31,13 @@ class StepSignatures final : public backend::OpObserver {
 
   void before_op(const OpCall& call) override {
     if (call.kind == OpKind::BeginStep) {
-      step_ = call.step;
+      step_ = *call.step;  // a copy: call.step lives only as long as the call
       steps.emplace_back();
       return;
     }
-    if (step_ == nullptr) return;
+    if (!step_) return;
     if (call.kind == OpKind::EndStep) {
-      step_ = nullptr;
+      step_.reset();
       return;
     }
     std::ostringstream line;
@@ -97,7 +98,7 @@ class StepSignatures final : public backend::OpObserver {
     return std::to_string(part.data() - whole.data()) + ':' + std::to_string(part.size());
   }
 
-  const backend::StepMetadata* step_ = nullptr;
+  std::optional<backend::StepMetadata> step_;
 };
 
 void expect_decode_steps_alike(size_t n_seqs) {
