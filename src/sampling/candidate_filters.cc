@@ -12,8 +12,6 @@ namespace lumen::sampling {
 
 namespace {
 
-constexpr size_t kFirstPrefix = 64;
-
 // Puts the candidates in id order, so that positions break ties as ids do. They already are,
 // unless top-k or top-p reordered them, and then there are few.
 void put_in_id_order(CandidateList& c, FilterScratch& s) {
@@ -63,8 +61,9 @@ size_t weighted_select(std::vector<Candidate>& ranked, std::span<const float> we
 
 // Keeps the smallest prefix, in the order "larger s.keys first, then lower position", whose
 // weight exp(logit - shift) reaches `target`; at least one candidate, all when the target is
-// never reached.
-void keep_prefix_by_key(CandidateList& c, double target, float shift, FilterScratch& s) {
+// never reached. `leading_only` (keep_top_p): false, with nothing kept, when the leading
+// kFirstPrefix do not reach it.
+bool keep_prefix_by_key(CandidateList& c, double target, float shift, FilterScratch& s, bool leading_only) {
   // Most distributions are settled by their leading 64: one pass, mostly skipped blocks.
   select_top(s.keys, kFirstPrefix, s.ranked);
   size_t count = 0;
@@ -75,6 +74,7 @@ void keep_prefix_by_key(CandidateList& c, double target, float shift, FilterScra
     if (mass >= target) break;
   }
   if (mass < target && s.ranked.size() == kFirstPrefix) {
+    if (leading_only) return false;
     s.weights.resize(c.size());
     exp_into(c.logits, shift, s.weights);
     s.ranked.clear();
@@ -91,15 +91,16 @@ void keep_prefix_by_key(CandidateList& c, double target, float shift, FilterScra
   }
   s.kept.in_id_order = false;
   std::swap(c, s.kept);
+  return true;
 }
 
 }  // namespace
 
-void keep_top_p(CandidateList& c, float p, double total_weight, FilterScratch& s) {
-  if (c.empty() || p >= 1.0f) return;
+bool keep_top_p(CandidateList& c, float p, double total_weight, FilterScratch& s, bool leading_only) {
+  if (c.empty() || p >= 1.0f) return true;
   put_in_id_order(c, s);
   s.keys.assign(c.logits.begin(), c.logits.end());  // most likely first
-  keep_prefix_by_key(c, static_cast<double>(p) * total_weight, 0.0f, s);
+  return keep_prefix_by_key(c, static_cast<double>(p) * total_weight, 0.0f, s, leading_only);
 }
 
 void keep_min_p(CandidateList& c, float min_p) {
@@ -129,7 +130,7 @@ void keep_typical(CandidateList& c, float tau, FilterScratch& s) {
   const auto mean = static_cast<float>(static_cast<double>(shift) + weighted / total);
   s.keys.resize(c.size());
   for (size_t i = 0; i < c.size(); ++i) s.keys[i] = -std::abs(mean - c.logits[i]);  // closest first
-  keep_prefix_by_key(c, static_cast<double>(tau) * total, shift, s);
+  keep_prefix_by_key(c, static_cast<double>(tau) * total, shift, s, false);
 }
 
 }  // namespace lumen::sampling

@@ -11,11 +11,16 @@
 // halving ranges, summing the mass of each upper half) finds the prefix in O(n). Orders are
 // strict total orders (ties broken by the lower id), so the kept set is exactly defined; the
 // kept candidates come out in no particular order.
+#include <cstddef>
 #include <vector>
 
 #include "sampling/candidate.h"
 
 namespace lumen::sampling {
+
+// How many leading candidates top-p and typical-p select first (see above). A list that holds
+// only a row's leading candidates, and at least this many, settles top-p exactly when they do.
+inline constexpr size_t kFirstPrefix = 64;
 
 // Working memory of the filters, reused across calls.
 struct FilterScratch {
@@ -30,7 +35,12 @@ struct FilterScratch {
 // Probabilities are exp(s_i) / total_weight, where total_weight = sum exp(s_j) over the set the
 // filter acts on. That set may hold tokens `candidates` lacks, provided every one of them is
 // outside the nucleus (the sampler drops such tokens early, see Sampler).
-void keep_top_p(CandidateList& candidates, float p, double total_weight, FilterScratch& scratch);
+// `leading_only`: the list holds only the set's kFirstPrefix most likely candidates (a device
+// sent back a row's leading candidates, not the row); then, when those do not reach the mass,
+// returns false and leaves the list unspecified, since the nucleus reaches past them. Returns
+// true otherwise, the list then exactly what it would be for the whole set.
+bool keep_top_p(CandidateList& candidates, float p, double total_weight, FilterScratch& scratch,
+                bool leading_only = false);
 
 // Min-p: keep candidate i when q_i >= min_p * max_j q_j, i.e. s_i - s_max >= ln(min_p).
 // Keeps the candidates' relative order.

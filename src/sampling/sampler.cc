@@ -138,9 +138,27 @@ SampleResult Sampler::sample(std::span<const float> logits, SamplerWorkspace& ws
   return result;
 }
 
+float Sampler::inverse_temperature() const {
+  return std::min(1.0f / setup_->params.temperature, std::numeric_limits<float>::max());
+}
+
+float Sampler::candidate_threshold(float z_max, double top_p_total, size_t vocab) const {
+  const SamplingParams& params = setup_->params;
+  // Drop early what top-p and min-p can never keep (see sampler.h), on the scaled scale...
+  float floor = -kInf;
+  if (params.top_p < 1.0f) {
+    const double bound = top_p_total * (1.0 - static_cast<double>(params.top_p)) / static_cast<double>(vocab);
+    floor = static_cast<float>(std::log(bound));
+  }
+  if (params.min_p > 0.0f) floor = std::max(floor, static_cast<float>(std::log(static_cast<double>(params.min_p))));
+  // ...then on the raw logits, with a margin far beyond any rounding: the exact filters decide,
+  // this only spares them the tokens that cannot matter.
+  if (!(floor > -kInf)) return -kInf;
+  return z_max + (floor - 0.01f) * params.temperature - 1e-5f * (std::abs(z_max) + 1.0f);
+}
+
 int32_t Sampler::draw(std::span<const float> z, float z_max, SamplerWorkspace& ws) {
-  // 1 / T, kept finite so that a tiny temperature still gives -inf (not NaN) for 0 * inf.
-  const float inv_t = std::min(1.0f / setup_->params.temperature, std::numeric_limits<float>::max());
+  const float inv_t = inverse_temperature();
   const size_t vocab = z.size();
   const bool top_k = setup_->params.top_k > 0 && static_cast<size_t>(setup_->params.top_k) < vocab;
   const bool top_p = setup_->params.top_p < 1.0f;
@@ -156,29 +174,101 @@ int32_t Sampler::draw(std::span<const float> z, float z_max, SamplerWorkspace& w
     scale_candidates(c, z_max, inv_t);
     if (top_p) top_p_total = sum_exp(c.logits, 0.0f, 1.0f);
   } else {
-    // Drop early what top-p and min-p can never keep (see sampler.h), on the scaled scale...
-    float floor = -kInf;
-    if (top_p) {
-      top_p_total = sum_exp(z, z_max, inv_t);
-      const double bound =
-          top_p_total * (1.0 - static_cast<double>(setup_->params.top_p)) / static_cast<double>(vocab);
-      floor = static_cast<float>(std::log(bound));
-    }
-    if (min_p)
-      floor = std::max(floor, static_cast<float>(std::log(static_cast<double>(setup_->params.min_p))));
-    // ...then on the raw logits, with a margin far beyond any rounding: the exact filters below
-    // decide, this only spares them the tokens that cannot matter.
-    float threshold = -kInf;
-    if (floor > -kInf) {
-      threshold = z_max + (floor - 0.01f) * setup_->params.temperature - 1e-5f * (std::abs(z_max) + 1.0f);
-    }
-    collect_at_least(z, threshold, c);
+    if (top_p) top_p_total = sum_exp(z, z_max, inv_t);
+    collect_at_least(z, candidate_threshold(z_max, top_p_total, vocab), c);
     scale_candidates(c, z_max, inv_t);
   }
   if (top_p) keep_top_p(c, setup_->params.top_p, top_p_total, ws.filters);  // 6
   if (min_p) keep_min_p(c, setup_->params.min_p);                           // 7
   if (typical) keep_typical(c, setup_->params.typical_p, ws.filters);       // 8
   return draw_candidates(c, ws);                                     // 9
+}
+
+// A row that is all leading candidates: its total weight summed as sum_exp sums the row, in id
+// order (the backend may not have computed it: top-k asked for none, but top-k is off in so
+// short a row).
+double Sampler::whole_row_total(const LeadingCandidates& row, float z_max, float inv_t, SamplerWorkspace& ws) {
+  ws.selected.clear();
+  for (size_t i = 0; i < row.ids.size(); ++i) ws.selected.push_back({row.ids[i], row.logits[i]});
+  std::sort(ws.selected.begin(), ws.selected.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+  std::vector<float>& logits = ws.logits;
+  logits.clear();
+  for (const Candidate& c : ws.selected) logits.push_back(c.logit);
+  return sum_exp(logits, z_max, inv_t);
+}
+
+RowNeed Sampler::row_need() const {
+  if (needs_only_argmax()) return RowNeed::Argmax;
+  const SamplingParams& params = setup_->params;
+  const bool ban = n_accepted_ < params.min_tokens && !banned_until_min_.empty();
+  if (params.temperature == 0.0f || !setup_->bias.empty() || params.has_penalties() || ban || mask_ ||
+      params.logprobs || params.typical_p < 1.0f) {
+    return RowNeed::Whole;
+  }
+  // A top-k beyond the candidates would be the set top-p's total and min-p's order come from.
+  if (params.top_k > 0) return static_cast<size_t>(params.top_k) <= kLeadingCandidates ? RowNeed::Leading : RowNeed::Whole;
+  return params.top_p < 1.0f || params.min_p > 0.0f ? RowNeed::Leading : RowNeed::Whole;
+}
+
+float Sampler::leading_total_scale() const {
+  const SamplingParams& params = setup_->params;
+  return params.top_k <= 0 && params.top_p < 1.0f ? inverse_temperature() : 0.0f;
+}
+
+std::optional<SampleResult> Sampler::sample_leading(const LeadingCandidates& row, SamplerWorkspace& ws) {
+  if (row_need() != RowNeed::Leading) fail("sample_leading: this request's next token needs more of its row");
+  const size_t n = row.ids.size();
+  if (n == 0 || n != row.logits.size() || n > row.vocab || (n < kLeadingCandidates && n != row.vocab)) {
+    fail("sample_leading: {} leading candidates of a row of {}", n, row.vocab);
+  }
+  const float z_max = row.logits[0];
+  if (z_max == -kInf) fail("every token is masked: no token can be sampled");
+  if (z_max == kInf) fail("the logits hold +inf");
+  // draw()'s steps on the leading candidates. Where draw() selects or collects from the row, the
+  // same tokens are among these, in the same order, unless the set reaches past them.
+  const SamplingParams& params = setup_->params;
+  const float inv_t = inverse_temperature();
+  const bool top_k = params.top_k > 0 && static_cast<size_t>(params.top_k) < row.vocab;
+  const bool top_p = params.top_p < 1.0f;
+  const bool min_p = params.min_p > 0.0f;
+  CandidateList& c = ws.candidates;
+  double top_p_total = 0.0;
+  // Whether every token draw() would collect is here: the threshold (or top-k) cut inside them.
+  bool settled = top_k || n == row.vocab;
+  if (top_k) {
+    ws.selected.clear();
+    for (size_t i = 0; i < static_cast<size_t>(params.top_k); ++i) ws.selected.push_back({row.ids[i], row.logits[i]});
+    c.assign(ws.selected, false);
+    scale_candidates(c, z_max, inv_t);
+    if (top_p) top_p_total = sum_exp(c.logits, 0.0f, 1.0f);
+  } else {
+    if (top_p) top_p_total = n == row.vocab ? whole_row_total(row, z_max, inv_t, ws) : row.total;
+    // The most likely token alone weighs 1.
+    if (top_p && !(top_p_total >= 1.0)) fail("sample_leading: top-p needs the row's total weight (got {})", top_p_total);
+    const float threshold = candidate_threshold(z_max, top_p_total, row.vocab);
+    ws.selected.clear();
+    for (size_t i = 0; i < n; ++i) {
+      if (row.logits[i] >= threshold) ws.selected.push_back({row.ids[i], row.logits[i]});
+    }
+    settled = settled || ws.selected.size() < n;
+    // collect_at_least's order.
+    std::sort(ws.selected.begin(), ws.selected.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+    c.assign(ws.selected, true);
+    scale_candidates(c, z_max, inv_t);
+  }
+  if (top_p) {
+    if (!keep_top_p(c, params.top_p, top_p_total, ws.filters, !settled)) return std::nullopt;
+    settled = true;  // the nucleus is within the leading candidates: min-p acts on it alone
+  }
+  if (min_p) {
+    const size_t before = c.size();
+    keep_min_p(c, params.min_p);
+    // Every leading candidate passed: the tokens after them might too.
+    if (!settled && c.size() == before) return std::nullopt;
+  }
+  SampleResult result;
+  result.token = draw_candidates(c, ws);
+  return result;
 }
 
 int32_t Sampler::draw_candidates(const CandidateList& c, SamplerWorkspace& ws) {

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -62,6 +63,30 @@ struct SampleResult {
   // The params.logprobs most likely tokens of the same distribution, most likely first (ties:
   // lower id). The chosen token is among them only if it is that likely.
   std::vector<TokenLogprob> top;
+};
+
+// What of its row of logits a sampler's next draw needs (Sampler::row_need): a device backend
+// reduces a row where it is and sends back only that (backend::StepMetadata::row_forms).
+enum class RowNeed : uint8_t {
+  Whole,    // every logit
+  Argmax,   // the largest logit and where it is (greedy)
+  Leading,  // the kLeadingCandidates most likely tokens, and perhaps the row's total weight
+};
+
+// How many of a row's most likely tokens LeadingCandidates holds: the filters' first prefix, so
+// that a nucleus they settle from the whole row they settle from these.
+inline constexpr size_t kLeadingCandidates = kFirstPrefix;
+
+// A row of logits reduced to its most likely tokens (RowNeed::Leading).
+struct LeadingCandidates {
+  // min(kLeadingCandidates, vocab) tokens of a finite row, most likely first (more_likely
+  // order: larger logit, then lower id), with their logits: select_top's answer.
+  std::span<const int32_t> ids;
+  std::span<const float> logits;
+  // sum over the whole row of exp((z_i - z_max) * Sampler::leading_total_scale()), when that
+  // scale is not 0 (top-p without top-k needs it); the backend's own rounding.
+  double total = 0.0;
+  size_t vocab = 0;  // the row's length
 };
 
 // The constrained-output hook: which tokens may come next. Grammar and JSON-schema output is
@@ -141,6 +166,21 @@ class Sampler {
   // must hold; throws as sample() does for a row that is all -inf or holds +inf).
   SampleResult sample_argmax(int32_t token, float value) const;
 
+  // What the next sample() needs of its row. Argmax: needs_only_argmax(). Leading: a sampled
+  // draw (temperature > 0) that nothing changes or reads beyond the draw (as for Argmax), with
+  // no typical-p, confined by a top-k of at most kLeadingCandidates, or by top-p or min-p
+  // without top-k. Whole otherwise: a plain temperature draw may pick any token, and a larger
+  // top-k is the set top-p's total and min-p's order come from.
+  RowNeed row_need() const;
+  // For RowNeed::Leading: the scale (1 / temperature) at which sample_leading() needs the row's
+  // total weight, or 0 when it needs none (top-k is in force).
+  float leading_total_scale() const;
+  // sample() of a row from its leading candidates (row_need() must be Leading): the same token,
+  // from the same draw of the generator, as sample() of the whole row gives when `row.total` is
+  // what sample() computes. nullopt, drawing nothing, when they do not settle the draw (the
+  // nucleus or the min-p set reaches past them): the caller then samples the whole row.
+  std::optional<SampleResult> sample_leading(const LeadingCandidates& row, SamplerWorkspace& workspace);
+
   // Records the token that was appended to the sequence (penalty counts, min_tokens, mask).
   void accept(int32_t token);
 
@@ -169,6 +209,13 @@ class Sampler {
   // Steps 1-3: the logits to sample from (the input itself when nothing changes them).
   std::span<const float> process(std::span<const float> logits, SamplerWorkspace& ws);
   int32_t draw(std::span<const float> z, float z_max, SamplerWorkspace& ws);
+  // 1 / T, kept finite so that a tiny temperature still gives -inf (not NaN) for 0 * inf.
+  float inverse_temperature() const;
+  // The raw logit below which no token can be kept by top-p (whose set weighs `top_p_total`)
+  // or min-p, when top-k is not in force: the tokens sample() collects as candidates.
+  float candidate_threshold(float z_max, double top_p_total, size_t vocab) const;
+  // A row that is all leading candidates: its total weight summed as draw() sums the row.
+  static double whole_row_total(const LeadingCandidates& row, float z_max, float inv_t, SamplerWorkspace& ws);
   int32_t draw_dense(std::span<const float> z, float z_max, float inv_t, SamplerWorkspace& ws);
   int32_t draw_candidates(const CandidateList& candidates, SamplerWorkspace& ws);
   // An index of x drawn with probability exp((x_i - shift) * scale) / sum.
