@@ -656,16 +656,17 @@ synth_model_vs_cpu() {
 # new architectures, and decode timings with and without CUDA graphs on llama-1b Q4_0. Each line
 # of gpu_check.json names the check; a feature whose checks all pass can be declared by default
 # (CudaBackendOptions): step_graphs, tree_attention, quantized_kv_cache, state_space,
-# latent_attention, kv_eviction, layer_norm, encoder, alibi, span_attention, rwkv7, device_argmax, and max_gemv_tokens
+# latent_attention, kv_eviction, layer_norm, encoder, alibi, span_attention, rwkv7, device_argmax,
+# device_leading, and max_gemv_tokens
 # (from streams).
 run_unverified() {
   local start model switches
   switches=(LUMEN_CUDA_TREE_ATTENTION=1 LUMEN_CUDA_QUANTIZED_KV=1 LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1
             LUMEN_CUDA_KV_EVICTION=1 LUMEN_CUDA_LAYER_NORM=1 LUMEN_CUDA_ENCODER=1 LUMEN_CUDA_ALIBI=1
-            LUMEN_CUDA_SPAN_ATTENTION=1 LUMEN_CUDA_RWKV7=1 LUMEN_CUDA_DEVICE_ARGMAX=1)
+            LUMEN_CUDA_SPAN_ATTENTION=1 LUMEN_CUDA_RWKV7=1 LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1)
   start=$SECONDS
   env "${switches[@]}" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*' \
+    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS
@@ -682,12 +683,14 @@ run_unverified() {
     LUMEN_CUDA_GRAPHS=1 LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 \
       --gtest_filter='CudaGreedy.*WithCpu' 2>&1 | tee "$WORK/unverified_greedy_graphs.log"
     gtest_summary unverified_greedy_cuda_vs_cpu_graphs "$WORK/unverified_greedy_graphs.log" $((SECONDS - start))
-    # Greedy rows reduced on the device (device_argmax): the serving tests' batched-vs-alone
-    # comparisons, every greedy row coming back as its argmax alone.
+    # Rows reduced on the device (device_argmax, device_leading): the serving tests' batched-vs-
+    # alone comparisons, every greedy row coming back as its argmax alone, and the decoding tests'
+    # seeded top-k/top-p draws (as their leading candidates) against a sampler over whole rows.
     start=$SECONDS
-    LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CACHE="$WORK" timeout 180 "$BIN/cuda_engine_tests" --gtest_brief=1 \
-      --gtest_filter='EngineServing.*' 2>&1 | tee "$WORK/unverified_device_argmax.log" | grep -vE '^\[ *(OK|RUN) *\]'
-    gtest_summary unverified_engine_device_argmax "$WORK/unverified_device_argmax.log" $((SECONDS - start))
+    LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1 LUMEN_CACHE="$WORK" timeout 180 \
+      "$BIN/cuda_engine_tests" --gtest_brief=1 --gtest_filter='EngineServing.*:EngineDecoding.*' 2>&1 |
+      tee "$WORK/unverified_device_argmax.log" | grep -vE '^\[ *(OK|RUN) *\]'
+    gtest_summary unverified_engine_device_reduced_rows "$WORK/unverified_device_argmax.log" $((SECONDS - start))
   else
     log "no default model (carry .gpu-model and .gpu-model2 first): the graph tests skipped"
   fi

@@ -96,6 +96,11 @@ class Backend {
   void end_step();
   // Closes a step that failed part way (nothing is copied back). Never throws.
   void abort_step() noexcept;
+  // After end_step, until the next begin_step: row `row` of the step's logits (logit_width
+  // floats into `dst`), for a row the backend reduced (StepMetadata::row_forms) and left
+  // unwritten, whose sampler turned out to need it whole. Throws when no step that returned
+  // logits has ended since the last begin_step, or the row is not one of its rows.
+  void copy_logit_row(size_t row, float* dst);
   bool in_step() const { return in_step_; }
   // The open step's metadata (meaningful only while in_step()).
   const StepMetadata& step() const { return step_; }
@@ -385,6 +390,9 @@ class Backend {
   virtual TensorView do_step_logits();
   virtual void do_end_step() {}
   virtual void do_abort_step() noexcept {}
+  // copy_logit_row's device side (the row and the last step checked). By default a backend
+  // reduces no row, so there is none to copy.
+  virtual void do_copy_logit_row(size_t row, int64_t width, float* dst);
   // By default a step's ops just run.
   virtual void do_run_replayable(const std::function<void()>& ops) { ops(); }
   virtual StepReplayStats do_step_replay_stats() const { return {}; }
@@ -397,6 +405,9 @@ class Backend {
   std::vector<OpObserver*> observers_;
   bool in_step_ = false;
   StepMetadata step_;
+  // The last ended step's logits, for copy_logit_row (rows 0 when there are none).
+  size_t ended_logit_rows_ = 0;
+  int64_t ended_logit_width_ = 0;
 };
 
 }  // namespace lumen::backend

@@ -218,6 +218,15 @@ struct ExpertWork {
   std::span<const float> weights;    // per row: the router's weight
 };
 
+// How a row of a step's logits comes back (StepMetadata::row_forms): what its sampler needs of
+// it (sampling::RowNeed). A backend may reduce a row on the device and send back only that; one
+// that does not writes the row whole, and the host reduces it.
+enum class RowForm : uint8_t {
+  Whole = 0,    // the row's logits
+  Argmax = 1,   // RowArgmax
+  Leading = 2,  // RowLeading
+};
+
 // A row of logits reduced to its largest value: what a greedy sampler needs of the row
 // (StepMetadata::argmax). `token` is the lowest index holding the row's largest value (NaN is
 // never the largest), the sampler's own choice at temperature 0; `finite` is 0 when any value
@@ -226,6 +235,22 @@ struct RowArgmax {
   int32_t token = -1;  // -1: not computed (the row's logits are in StepMetadata::logits)
   float value = 0.0f;
   int32_t finite = 1;
+};
+
+// A row of logits reduced to its most likely tokens: what a sampled draw confined by top-k,
+// top-p or min-p needs of it (sampling::LeadingCandidates, Sampler::sample_leading).
+inline constexpr int kLeadingCandidates = 64;
+struct RowLeading {
+  // -1: not computed (the row's logits are in StepMetadata::logits). Otherwise
+  // min(kLeadingCandidates, width): the row's largest values, largest first, equal values in
+  // index order (NaN never among them), in ids / logits.
+  int32_t count = -1;
+  int32_t finite = 1;  // as RowArgmax::finite
+  // sum over the row of exp((z_i - max z) * scale) for the row's StepMetadata::leading_scale
+  // when that is not 0; 0 otherwise.
+  double total = 0.0;
+  int32_t ids[kLeadingCandidates];
+  float logits[kLeadingCandidates];
 };
 
 // What one forward pass (a step) reads from the host, handed to the backend once by
@@ -245,13 +270,19 @@ struct StepMetadata {
   // memory). Null: the step returns no logits (a replayed step, or embeddings).
   float* logits = nullptr;
   int64_t logit_width = 0;
-  // Rows whose sampler only needs their argmax (greedy, nothing changing the logits): empty, or
-  // one flag per logit row. A backend may reduce a flagged row on the device and write only
-  // argmax[row], leaving the row's logits in `logits` unwritten (so a step brings back token ids
-  // rather than vocabulary-wide rows); a backend that does not leaves argmax[row].token at -1
-  // and writes the logits as for any row. `argmax`: logit_rows.size() entries of host memory.
-  std::span<const uint8_t> argmax_only;
+  // How each logit row comes back (RowForm values): empty (every row whole), or one per logit
+  // row. A backend may reduce an Argmax row on the device and write only argmax[row], a Leading
+  // row and write only leading[row], leaving the row's logits in `logits` unwritten (so a step
+  // brings back token ids and a few candidates rather than vocabulary-wide rows); a backend that
+  // does not leaves the entry's -1 (RowArgmax::token, RowLeading::count) and writes the logits
+  // as for any row. Until the next begin_step, Backend::copy_logit_row brings back a row it left
+  // unwritten. `argmax` and `leading`: logit_rows.size() entries of host memory each (either may
+  // be null when no row has its form); `leading_scale`: empty, or per logit row the scale
+  // RowLeading::total is wanted at (0: none).
+  std::span<const uint8_t> row_forms;
   RowArgmax* argmax = nullptr;
+  RowLeading* leading = nullptr;
+  std::span<const float> leading_scale;
 };
 
 }  // namespace lumen::backend

@@ -35,7 +35,7 @@ struct DraftOutcome {
 
 // `sample_row(size_t j)` draws from row j (of 1 + draft.size()) with the request's sampler: from
 // its logits, or, for a greedy request whose rows came back as their argmax alone
-// (greedy_rows.h), from that. `emit(const sampling::SampleResult&)` takes each drawn token in
+// (reduced_rows.h), from that. `emit(const sampling::SampleResult&)` takes each drawn token in
 // order (it must call sampler.accept, as the engine's emit does, so the next row's penalties
 // count it) and returns why the sequence ends with it, if it does.
 template <typename SampleRow, typename Emit>

@@ -9,7 +9,7 @@
 #include <limits>
 #include <mutex>
 
-#include "engine/greedy_rows.h"
+#include "engine/reduced_rows.h"
 #include "engine/prompt_images.h"
 #include "util/error.h"
 
@@ -63,13 +63,17 @@ void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float
       outputs.fail_request(id, e.what());
       continue;
     }
-    // A row reduced to its argmax says itself whether it was finite; its logits are not there.
-    bool finite =
-        engine::all_finite(rows[i].argmax_only ? own.first(static_cast<size_t>(rows[i].n_prompt_rows) * vocab) : own);
-    if (rows[i].argmax_only) {
-      const auto reduced = runner.row_argmax().subspan(static_cast<size_t>(rows[i].sample_row()),
-                                                       static_cast<size_t>(rows[i].n_sample_rows()));
-      for (const backend::RowArgmax& row : reduced) finite = finite && row.finite != 0;
+    // A reduced row says itself whether it was finite; its logits may not be there.
+    const bool reduced = rows[i].form != backend::RowForm::Whole;
+    bool finite = engine::all_finite(reduced ? own.first(static_cast<size_t>(rows[i].n_prompt_rows) * vocab) : own);
+    const auto first = static_cast<size_t>(rows[i].sample_row());
+    const auto count = static_cast<size_t>(rows[i].n_sample_rows());
+    if (rows[i].form == backend::RowForm::Argmax) {
+      for (const backend::RowArgmax& row : runner.row_argmax().subspan(first, count))
+        finite = finite && row.finite != 0;
+    } else if (rows[i].form == backend::RowForm::Leading) {
+      for (const backend::RowLeading& row : runner.row_leading().subspan(first, count))
+        finite = finite && row.finite != 0;
     }
     if (!finite) outputs.fail_request(id, "the model produced non-finite logits (NaN or infinity)");
   }
@@ -77,11 +81,15 @@ void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float
 
 void EngineTestAccess::set_logits_hook(Engine& engine, LogitsHook hook) { engine.impl_->logits_hook = std::move(hook); }
 
-void EngineTestAccess::set_poison_argmax_rows(Engine& engine, bool on) {
-  engine.impl_->runner.set_poison_argmax_rows(on);
+void EngineTestAccess::set_poison_reduced_rows(Engine& engine, bool on) {
+  engine.impl_->runner.set_poison_reduced_rows(on);
 }
 
 uint64_t EngineTestAccess::argmax_rows(const Engine& engine) { return engine.impl_->runner.argmax_rows(); }
+
+uint64_t EngineTestAccess::leading_rows(const Engine& engine) { return engine.impl_->runner.leading_rows(); }
+
+uint64_t EngineTestAccess::rows_brought_back(const Engine& engine) { return engine.impl_->runner.rows_brought_back(); }
 
 void EngineTestAccess::set_mask_job_hook(Engine& engine, engine::MaskWorkers::JobHook hook) {
   engine.impl_->outputs.set_mask_job_hook(std::move(hook));
@@ -240,13 +248,13 @@ bool Engine::step() {
     // Structured output: the grammar masks of the rows about to be sampled are computed beside
     // the forward pass (each mask depends only on tokens already accepted).
     m.outputs.start_masks(plan);
-    // Greedy rows come back as their argmax alone (greedy_rows.h); a test's logits hook sees
-    // whole rows.
-    m.argmax_chunks.clear();
-    if (!m.logits_hook) m.outputs.choose_argmax_chunks(plan, m.argmax_chunks);
+    // Rows whose draw needs only part of them come back reduced (reduced_rows.h); a test's
+    // logits hook sees whole rows.
+    m.chunk_forms.clear();
+    if (!m.logits_hook) m.outputs.choose_row_forms(plan, m.chunk_forms);
     const auto forward_started = std::chrono::steady_clock::now();
     try {
-      logits = m.runner.run(plan, m.argmax_chunks);
+      logits = m.runner.run(plan, m.chunk_forms);
     } catch (const std::exception& e) {
       fault = e.what();
       if (fault.empty()) fault = "unknown error";
@@ -278,7 +286,7 @@ bool Engine::step() {
       if (m.prompt_kv_store) m.keep_completed_prompts(plan);
       m.computed_tokens += static_cast<uint64_t>(plan.n_tokens);
       ++m.steps;
-      m.outputs.process(plan, m.runner.chunk_logits(), logits, m.runner.row_argmax());
+      m.outputs.process(plan, m.runner, logits);
       // The first step pays one-time costs (weights repacked at first use): not a sample.
       if (m.config.max_itl_ms > 0 && m.steps > 1) {
         const auto elapsed = std::chrono::steady_clock::now() - step_started;

@@ -450,7 +450,7 @@ struct Engine::Impl {
   const uint64_t kv_format = engine::kv_format(model, cache, config.kv_cache_dtype);
   std::unique_ptr<engine::PromptKvStore> prompt_kv_store;
   EngineTestAccess::LogitsHook logits_hook;  // tests only
-  std::vector<uint8_t> argmax_chunks;        // per chunk of the step's plan (greedy_rows.h)
+  std::vector<engine::ChunkForm> chunk_forms;  // per chunk of the step's plan (reduced_rows.h)
 
   mutable std::mutex stats_mutex;
   EngineStats snapshot;

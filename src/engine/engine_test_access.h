@@ -28,11 +28,15 @@ struct EngineTestAccess {
   // Called on the mask worker before each grammar mask is computed, with its request id: a test
   // blocks it to make one request's masks slow (mask_workers.h).
   static void set_mask_job_hook(Engine& engine, engine::MaskWorkers::JobHook hook);
-  // Greedy rows reduced to their argmax (engine/greedy_rows.h) get NaN logits after each step, as
-  // a device that never copied them back leaves them: nothing may read them.
-  static void set_poison_argmax_rows(Engine& engine, bool on);
-  // How many sampling rows have come back as their argmax alone so far.
+  // Rows that came back reduced (engine/reduced_rows.h) get NaN logits after each step, as a
+  // device that never copied them back leaves them: nothing may read them (a row brought back
+  // whole is the real one, as from a device).
+  static void set_poison_reduced_rows(Engine& engine, bool on);
+  // Sampling rows that have come back as their argmax alone so far, as their leading
+  // candidates, and reduced rows brought back whole after all.
   static uint64_t argmax_rows(const Engine& engine);
+  static uint64_t leading_rows(const Engine& engine);
+  static uint64_t rows_brought_back(const Engine& engine);
 };
 
 namespace engine {

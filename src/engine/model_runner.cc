@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "engine/greedy_rows.h"
+#include "engine/reduced_rows.h"
 #include "engine/model_parallel.h"
 #include "engine/prompt_images.h"
 #include "spec/token_tree.h"
@@ -49,7 +49,7 @@ ModelRunner::ModelRunner(model::Transformer& transformer, model::KvCache& cache,
       swap_(swap),
       vocab_(static_cast<int64_t>(transformer.hparams().vocab_size)) {}
 
-std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const uint8_t> argmax_chunks) {
+std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const ChunkForm> chunk_forms) {
   if ((!plan.swap_out.empty() || !plan.swap_in.empty()) && swap_ == nullptr) {
     fail("model runner: the plan swaps blocks but the engine has no swap space");
   }
@@ -84,8 +84,8 @@ std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const uint8_t>
   embedding_spans_.clear();
   chunk_logits_.clear();
   scores_.clear();
-  if (!argmax_chunks.empty() && argmax_chunks.size() != plan.chunks.size()) {
-    fail("model runner: {} argmax flags for {} chunks", argmax_chunks.size(), plan.chunks.size());
+  if (!chunk_forms.empty() && chunk_forms.size() != plan.chunks.size()) {
+    fail("model runner: {} row forms for {} chunks", chunk_forms.size(), plan.chunks.size());
   }
   size_t mask_bytes = 0;
   for (const ScheduledChunk& chunk : plan.chunks) {
@@ -187,11 +187,11 @@ std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const uint8_t>
     }
     rows.samples = chunk.samples;
     rows.n_draft = chunk.n_draft;
-    if (!argmax_chunks.empty() && argmax_chunks[c] != 0) {
+    if (!chunk_forms.empty() && chunk_forms[c].form != backend::RowForm::Whole) {
       if (!chunk.samples || chunk.n_extra != 0) {
-        fail("model runner: only a chunk that samples, without extra rows, can ask for its rows' argmax alone");
+        fail("model runner: only a chunk that samples, without extra rows, can ask for its rows reduced");
       }
-      rows.argmax_only = true;
+      rows.form = chunk_forms[c].form;
     }
     for (int64_t r = n_known - 1; chunk.samples && r < n_guessed; ++r) {
       logit_rows_.push_back(static_cast<int32_t>(first + r));
@@ -227,20 +227,43 @@ std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const uint8_t>
     logits_buffer_ = transformer_.allocate_logits((n_logits + n_logits / 4) * sizeof(float));
   }
   logits_ = std::span<float>(static_cast<float*>(logits_buffer_->data()), n_logits);
-  argmax_only_.assign(logit_rows_.size(), 0);
-  argmax_.assign(logit_rows_.size(), backend::RowArgmax{});
-  bool any_argmax = false;
-  for (const ChunkLogits& rows : chunk_logits_) {
-    if (!rows.argmax_only) continue;
-    for (int64_t r = 0; r < rows.n_sample_rows(); ++r) argmax_only_[static_cast<size_t>(rows.sample_row() + r)] = 1;
-    any_argmax = true;
-    n_argmax_rows_ += static_cast<uint64_t>(rows.n_sample_rows());
+  const size_t n_rows = logit_rows_.size();
+  row_forms_.assign(n_rows, static_cast<uint8_t>(backend::RowForm::Whole));
+  leading_scale_.assign(n_rows, 0.0f);
+  row_present_.assign(n_rows, 1);
+  unpoisoned_at_.assign(n_rows, -1);
+  unpoisoned_.clear();
+  bool any_argmax = false, any_leading = false;
+  for (size_t c = 0; c < chunk_logits_.size(); ++c) {
+    const ChunkLogits& rows = chunk_logits_[c];
+    if (rows.form == backend::RowForm::Whole) continue;
+    for (int64_t r = 0; r < rows.n_sample_rows(); ++r) {
+      const auto row = static_cast<size_t>(rows.sample_row() + r);
+      row_forms_[row] = static_cast<uint8_t>(rows.form);
+      if (rows.form == backend::RowForm::Leading) leading_scale_[row] = chunk_forms[c].leading_scale;
+    }
+    const auto n = static_cast<uint64_t>(rows.n_sample_rows());
+    if (rows.form == backend::RowForm::Argmax) {
+      any_argmax = true;
+      n_argmax_rows_ += n;
+    } else {
+      any_leading = true;
+      n_leading_rows_ += n;
+    }
+  }
+  // Entries a backend that reduces nothing leaves as they are: "not computed".
+  if (any_argmax) argmax_.assign(n_rows, backend::RowArgmax{});
+  if (any_leading) {
+    if (leading_.size() < n_rows) leading_.resize(n_rows);
+    for (backend::RowLeading& entry : leading_) entry.count = -1;
   }
   model::ForwardBatch batch{tokens_, positions_, slices_, logit_rows_};
   batch.scores = scores_;
-  if (any_argmax) {
-    batch.argmax_only = argmax_only_;
-    batch.argmax = argmax_.data();
+  if (any_argmax || any_leading) {
+    batch.row_forms = row_forms_;
+    batch.argmax = any_argmax ? argmax_.data() : nullptr;
+    batch.leading = any_leading ? leading_.data() : nullptr;
+    if (any_leading) batch.leading_scale = leading_scale_;
   }
   batch.embeddings = embedding_spans_;
   if (states_ != nullptr) {
@@ -251,19 +274,56 @@ std::span<float> ModelRunner::run(const StepPlan& plan, std::span<const uint8_t>
   if (leader_) leader_->send_step(tokens_.empty() ? nullptr : &batch);
   if (tokens_.empty()) return {};
   transformer_.forward(batch, cache_, logits_.data());
-  if (any_argmax) reduce_argmax_rows();
+  if (any_argmax || any_leading) reduce_rows();
   return logits_;
 }
 
-void ModelRunner::reduce_argmax_rows() {
+void ModelRunner::reduce_rows() {
   const auto vocab = static_cast<size_t>(vocab_);
-  for (size_t r = 0; r < argmax_only_.size(); ++r) {
-    if (argmax_only_[r] == 0) continue;
+  for (size_t r = 0; r < row_forms_.size(); ++r) {
+    const auto form = static_cast<backend::RowForm>(row_forms_[r]);
+    if (form == backend::RowForm::Whole) continue;
     const std::span<float> row = std::span<float>(logits_).subspan(r * vocab, vocab);
-    // A backend that reduced the row set its token; one that did not wrote the row.
-    if (argmax_[r].token < 0) argmax_[r] = host_row_argmax(row);
-    if (poison_argmax_rows_) std::fill(row.begin(), row.end(), std::numeric_limits<float>::quiet_NaN());
+    // A backend that reduced the row set its entry and may have left the logits unwritten; one
+    // that did not wrote the row.
+    if (form == backend::RowForm::Argmax) {
+      if (argmax_[r].token >= 0) {
+        row_present_[r] = 0;
+      } else {
+        argmax_[r] = host_row_argmax(row);
+      }
+    } else {
+      if (leading_[r].count >= 0) {
+        row_present_[r] = 0;
+      } else {
+        host_row_leading(row, leading_scale_[r], leading_[r]);
+      }
+    }
+    if (poison_reduced_rows_ && row_present_[r] != 0) {
+      if (form == backend::RowForm::Leading) {  // what whole_row brings back, as from a device
+        unpoisoned_at_[r] = static_cast<int64_t>(unpoisoned_.size());
+        unpoisoned_.insert(unpoisoned_.end(), row.begin(), row.end());
+      }
+      std::fill(row.begin(), row.end(), std::numeric_limits<float>::quiet_NaN());
+      row_present_[r] = 0;
+    }
   }
+}
+
+std::span<const float> ModelRunner::whole_row(size_t r) {
+  const auto vocab = static_cast<size_t>(vocab_);
+  if (r >= row_present_.size()) fail("model runner: logit row {} of {}", r, row_present_.size());
+  const std::span<float> row = logits_.subspan(r * vocab, vocab);
+  if (row_present_[r] != 0) return row;
+  if (unpoisoned_at_[r] >= 0) {
+    const auto from = unpoisoned_.begin() + unpoisoned_at_[r];
+    std::copy(from, from + static_cast<std::ptrdiff_t>(vocab), row.begin());
+  } else {
+    transformer_.copy_logit_row(r, row.data());
+  }
+  row_present_[r] = 1;
+  ++n_rows_brought_back_;
+  return row;
 }
 
 void ModelRunner::move_states(const StepPlan& plan) {

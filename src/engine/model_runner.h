@@ -37,14 +37,22 @@ struct ChunkLogits {
   // Then the rows of the last n_extra_logits extra rows (ExtraRows::n_logits), when the chunk
   // carries its proposer's extra rows.
   int64_t n_extra_logits = 0;
-  // The sampling rows (the next token's and a draft's) were asked for as their argmax only
-  // (run()'s argmax_chunks): row_argmax() holds them, and their logits may not have been written.
-  bool argmax_only = false;
+  // How the sampling rows (the next token's and a draft's) were asked for (run()'s
+  // chunk_forms): Argmax, row_argmax() holds them; Leading, row_leading() does; either way their
+  // logits may not have been written (whole_row() brings one back).
+  backend::RowForm form = backend::RowForm::Whole;
   int64_t n_sample_rows() const { return samples ? 1 + n_draft : 0; }
   int64_t sample_row() const { return first_row + n_prompt_rows; }
 };
 
 class ModelParallelLeader;
+
+// How a chunk's sampling rows come back (reduced_rows.h): its form, and for Leading the scale
+// the row's total weight is wanted at (0: none; sampling::Sampler::leading_total_scale).
+struct ChunkForm {
+  backend::RowForm form = backend::RowForm::Whole;
+  float leading_scale = 0.0f;
+};
 
 class ModelRunner {
  public:
@@ -66,20 +74,29 @@ class ModelRunner {
   void save_state_snapshots(std::span<const StateMove> saves);
 
   // Returns the rows of vocab logits chunk_logits() describes (a view into a buffer that the
-  // next call overwrites). `argmax_chunks`: empty, or a flag per chunk of the plan: its sampling
-  // rows are wanted as their argmax only (greedy_rows.h; only a chunk that samples, with no
-  // extra rows, may ask), which row_argmax() then holds.
-  std::span<float> run(const StepPlan& plan, std::span<const uint8_t> argmax_chunks = {});
+  // next call overwrites). `chunk_forms`: empty, or one per chunk of the plan: how its sampling
+  // rows come back (reduced_rows.h; only a chunk that samples, with no extra rows, may ask for
+  // a reduced form), which row_argmax() or row_leading() then holds.
+  std::span<float> run(const StepPlan& plan, std::span<const ChunkForm> chunk_forms = {});
   // One entry per chunk of the last run's plan, in plan order.
   const std::vector<ChunkLogits>& chunk_logits() const { return chunk_logits_; }
-  // Per logit row of the last run: the argmax of each row ChunkLogits::argmax_only names (the
+  // Per logit row of the last run: the reduction of each row ChunkLogits::form names (the
   // other entries mean nothing).
   std::span<const backend::RowArgmax> row_argmax() const { return argmax_; }
-  // Tests: the rows reduced to their argmax get NaN logits after each run, as a device backend
-  // that never copied them back leaves them, so that a test on the CPU shows nothing reads them.
-  void set_poison_argmax_rows(bool on) { poison_argmax_rows_ = on; }
-  // How many rows have been asked for as their argmax alone, over every run.
+  std::span<const backend::RowLeading> row_leading() const { return leading_; }
+  // Logit row `row` of the last run whole, for a reduced row whose sampler needs it after all
+  // (Sampler::sample_leading declined): copied back from the backend when it was left
+  // unwritten. Valid until the next run.
+  std::span<const float> whole_row(size_t row);
+  // Tests: the reduced rows get NaN logits after each run, as a device backend that never
+  // copied them back leaves them, so that a test on the CPU shows nothing reads them (whole_row
+  // still brings back the real row, as from a device).
+  void set_poison_reduced_rows(bool on) { poison_reduced_rows_ = on; }
+  // Over every run: rows asked for as their argmax, as their leading candidates, and reduced
+  // rows brought back whole.
   uint64_t argmax_rows() const { return n_argmax_rows_; }
+  uint64_t leading_rows() const { return n_leading_rows_; }
+  uint64_t rows_brought_back() const { return n_rows_brought_back_; }
   int64_t vocab_size() const { return vocab_; }
 
   const model::KvCache& cache() const { return cache_; }
@@ -91,8 +108,8 @@ class ModelRunner {
  private:
   // The plan's state swaps and snapshot restores, after the forks' copies.
   void move_states(const StepPlan& plan);
-  // After the pass: the flagged rows the backend left as logits reduced here (greedy_rows.h).
-  void reduce_argmax_rows();
+  // After the pass: the reduced rows the backend left as logits reduced here (reduced_rows.h).
+  void reduce_rows();
 
   model::Transformer& transformer_;
   model::KvCache& cache_;
@@ -122,10 +139,19 @@ class ModelRunner {
   // grown when a step needs more, never shrunk; logits_ is the last run's part of it.
   std::unique_ptr<backend::Buffer> logits_buffer_;
   std::span<float> logits_;
-  std::vector<uint8_t> argmax_only_;  // per logit row
+  // Per logit row: its form, and for a Leading row the scale of its total (0: none).
+  std::vector<uint8_t> row_forms_;
+  std::vector<float> leading_scale_;
   std::vector<backend::RowArgmax> argmax_;
-  bool poison_argmax_rows_ = false;
+  std::vector<backend::RowLeading> leading_;
+  // Per logit row: whether logits_ holds it (the backend wrote it, or whole_row brought it back).
+  std::vector<uint8_t> row_present_;
+  bool poison_reduced_rows_ = false;
+  std::vector<float> unpoisoned_;       // the poisoned Leading rows' real logits, row after row
+  std::vector<int64_t> unpoisoned_at_;  // per logit row: its place in unpoisoned_, or -1
   uint64_t n_argmax_rows_ = 0;
+  uint64_t n_leading_rows_ = 0;
+  uint64_t n_rows_brought_back_ = 0;
   std::vector<model::ForwardBatch::ScoreRequest> scores_;
 };
 

@@ -174,31 +174,53 @@ std::vector<Completion*> OutputProcessor::fork_choices(Completion& c) {
   return siblings;
 }
 
-void OutputProcessor::choose_argmax_chunks(const StepPlan& plan, std::vector<uint8_t>& flags) const {
-  flags.assign(plan.chunks.size(), 0);
+void OutputProcessor::choose_row_forms(const StepPlan& plan, std::vector<ChunkForm>& forms) const {
+  forms.assign(plan.chunks.size(), ChunkForm{});
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& chunk = plan.chunks[i];
-    // A draft's rows are verified each from its argmax as well; a proposer's extra rows
+    // A draft's rows are verified each from its reduction as well; a proposer's extra rows
     // (lookahead's window) are read whole.
     if (!chunk.samples || chunk.n_extra != 0) continue;
     const auto it = live.find(chunk.seq->id);
     if (it == live.end()) continue;
     const Completion& c = *it->second;
     // The forks a first row makes sample it with samplers like this one (same setup, nothing
-    // accepted yet), so this one's answer is theirs.
-    if (c.group->mode != GroupMode::Sample || c.mask_job || !c.sampler.needs_only_argmax()) continue;
-    flags[i] = 1;
+    // accepted yet), so this one's need is theirs.
+    if (c.group->mode != GroupMode::Sample || c.mask_job) continue;
+    switch (c.sampler.row_need()) {
+      case sampling::RowNeed::Whole: break;
+      case sampling::RowNeed::Argmax: forms[i].form = backend::RowForm::Argmax; break;
+      case sampling::RowNeed::Leading:
+        forms[i].form = backend::RowForm::Leading;
+        forms[i].leading_scale = c.sampler.leading_total_scale();
+        break;
+    }
   }
 }
 
-void OutputProcessor::on_argmax(Completion& c, const backend::RowArgmax& row) {
-  const auto emit_argmax = [&](Completion& choice) {
-    if (std::optional<FinishReason> finish = emit(choice, choice.sampler.sample_argmax(row.token, row.value))) {
+sampling::SampleResult OutputProcessor::sample_reduced(Completion& choice, ModelRunner& runner, backend::RowForm form,
+                                                       size_t row) {
+  if (form == backend::RowForm::Argmax) {
+    const backend::RowArgmax& reduced = runner.row_argmax()[row];
+    return choice.sampler.sample_argmax(reduced.token, reduced.value);
+  }
+  const backend::RowLeading& reduced = runner.row_leading()[row];
+  const auto count = static_cast<size_t>(std::max(reduced.count, 0));
+  const sampling::LeadingCandidates leading{std::span(reduced.ids, count), std::span(reduced.logits, count),
+                                            reduced.total, static_cast<size_t>(vocab_size)};
+  if (std::optional<sampling::SampleResult> result = choice.sampler.sample_leading(leading, workspace)) return *result;
+  // The nucleus (or the min-p set) reaches past the leading candidates: the whole row after all.
+  return choice.sampler.sample(runner.whole_row(row), workspace);
+}
+
+void OutputProcessor::on_reduced(Completion& c, ModelRunner& runner, backend::RowForm form, size_t row) {
+  const auto draw_and_emit = [&](Completion& choice) {
+    if (std::optional<FinishReason> finish = emit(choice, sample_reduced(choice, runner, form, row))) {
       finish_completion(choice, *finish);
     }
   };
-  for (Completion* sibling : fork_choices(c)) emit_argmax(*sibling);
-  emit_argmax(c);
+  for (Completion* sibling : fork_choices(c)) draw_and_emit(*sibling);
+  draw_and_emit(c);
 }
 
 void OutputProcessor::beam_logits(Completion& c, std::span<const float> row) {
@@ -330,9 +352,9 @@ void OutputProcessor::fail_batch(const StepPlan& plan, const std::string& error)
   }
 }
 
-void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogits>& rows, std::span<const float> logits,
-                              std::span<const backend::RowArgmax> argmax) {
+void OutputProcessor::process(const StepPlan& plan, ModelRunner& runner, std::span<const float> logits) {
   const auto vocab = static_cast<size_t>(vocab_size);
+  const std::vector<ChunkLogits>& rows = runner.chunk_logits();
   // By id: a completion may end (and a beam be pruned) while earlier chunks are processed.
   chunk_ids.clear();
   for (const ScheduledChunk& chunk : plan.chunks) chunk_ids.push_back(chunk.seq->id);
@@ -351,15 +373,14 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
                               vocab);
         }
         const std::span<const float> first_row = logits.subspan(row * vocab, vocab);
-        // Rows that came back as their argmax have no logits (and no mask: choose_argmax_chunks).
-        if (!rows[i].argmax_only && !mask_ready_for(c, first_row, rows[i].n_draft == 0))
-          continue;  // sampled once it is
+        // Rows that came back reduced may have no logits (and have no mask: choose_row_forms).
+        const backend::RowForm form = rows[i].form;
+        const bool reduced = form != backend::RowForm::Whole;
+        if (!reduced && !mask_ready_for(c, first_row, rows[i].n_draft == 0)) continue;  // sampled once it is
         const auto n_draft = static_cast<size_t>(rows[i].n_draft);
         RowSampler sample_row;
-        if (n_draft > 0 && rows[i].argmax_only) {
-          sample_row = [&c, reduced = argmax.subspan(row, 1 + n_draft)](size_t j) {
-            return c.sampler.sample_argmax(reduced[j].token, reduced[j].value);
-          };
+        if (n_draft > 0 && reduced) {
+          sample_row = [this, &c, &runner, form, row](size_t j) { return sample_reduced(c, runner, form, row + j); };
         } else if (n_draft > 0) {
           sample_row = [this, &c, drafted = logits.subspan(row * vocab, (1 + n_draft) * vocab), vocab](size_t j) {
             return c.sampler.sample(drafted.subspan(j * vocab, vocab), workspace);
@@ -373,8 +394,8 @@ void OutputProcessor::process(const StepPlan& plan, const std::vector<ChunkLogit
         } else {
           // The proposer's own rows with no draft (lookahead found no n-gram): a cost for nothing.
           if (plan.chunks[i].n_extra > 0) speculation.record_rows_only(c.seq, plan.chunks[i].n_extra);
-          if (rows[i].argmax_only) {
-            on_argmax(c, argmax[row]);
+          if (reduced) {
+            on_reduced(c, runner, form, row);
           } else {
             on_logits(c, first_row);
           }

@@ -53,16 +53,16 @@ class OutputProcessor {
   // A sequence the scheduler could not give a block: it ends at its length (a beam search
   // ends with what it has).
   void out_of_blocks(uint64_t sequence_id);
-  // Which chunks of the plan need only their sampling row's argmax (greedy_rows.h): a flag per
-  // chunk, for ModelRunner::run. A sequence qualifies when it samples (its next token, or a
+  // How each chunk of the plan wants its sampling rows back (reduced_rows.h), for
+  // ModelRunner::run. A sequence gets a reduced form when it samples (its next token, or a
   // draft's rows to verify; no proposer's extra rows) for a plain sampling request (not
-  // best-of, not a beam) whose sampler needs only the argmax (Sampler::needs_only_argmax: it
-  // holds for every row of a draft once it holds for the first, accepted tokens only lift bans).
-  void choose_argmax_chunks(const StepPlan& plan, std::vector<uint8_t>& flags) const;
-  // The step's logits: rows[i] says which rows belong to plan.chunks[i]; `argmax` holds the
-  // argmax of each row reduced to it (ChunkLogits::argmax_only), whose logits are not read.
-  void process(const StepPlan& plan, const std::vector<ChunkLogits>& rows, std::span<const float> logits,
-               std::span<const backend::RowArgmax> argmax = {});
+  // best-of, not a beam) whose sampler needs only part of the row (Sampler::row_need: the need
+  // of a draft's first row holds for its others, accepted tokens only lift bans).
+  void choose_row_forms(const StepPlan& plan, std::vector<ChunkForm>& forms) const;
+  // The step's logits: the runner's chunk_logits()[i] says which rows belong to plan.chunks[i];
+  // rows that came back reduced are sampled from their reductions (and brought back whole,
+  // through the runner, only when the sampler needs them after all).
+  void process(const StepPlan& plan, ModelRunner& runner, std::span<const float> logits);
 
   // Fault containment: ends the request a sequence belongs to with FinishReason::Error.
   void fail_request(uint64_t sequence_id, const std::string& error);
@@ -102,8 +102,11 @@ class OutputProcessor {
   void record_prompt_logprobs(Completion& c, const ChunkLogits& rows, std::span<const float> logits);
   void on_logits(Completion& c, std::span<const float> row);
   void sample_and_emit(Completion& c, std::span<const float> row);
-  // on_logits for a row reduced to its argmax (choose_argmax_chunks chose it).
-  void on_argmax(Completion& c, const backend::RowArgmax& row);
+  // on_logits for a row that came back reduced (choose_row_forms chose its form): logit row
+  // `row` of the runner's last run.
+  void on_reduced(Completion& c, ModelRunner& runner, backend::RowForm form, size_t row);
+  // A draw for `choice` from logit row `row`, which came back in `form`.
+  sampling::SampleResult sample_reduced(Completion& choice, ModelRunner& runner, backend::RowForm form, size_t row);
   // Draws the next token from a chunk's sampling row j (row 0 after the last token, row 1 + i
   // after draft node i): from its logits, or from its argmax when the rows came back so.
   using RowSampler = std::function<sampling::SampleResult(size_t)>;

@@ -43,11 +43,14 @@ struct ForwardBatch {
   std::span<const int32_t> state_slots = {};
   // Rows taking given embeddings (EmbeddingSpan), in any order, never overlapping.
   std::span<const EmbeddingSpan> embeddings = {};
-  // Greedy sampling's shortcut (backend::StepMetadata::argmax_only): empty, or a flag per
-  // logit row whose sampler needs only the row's argmax; `argmax` then gets one entry per logit
-  // row, and a flagged row whose entry's token is not -1 afterwards may have no logits written.
-  std::span<const uint8_t> argmax_only = {};
+  // How the logit rows come back (backend::StepMetadata::row_forms, argmax, leading,
+  // leading_scale): empty, or a form per logit row; an Argmax row whose argmax entry's token
+  // is not -1 afterwards, or a Leading row whose leading entry's count is not -1, may have no
+  // logits written (Transformer::copy_logit_row brings one back).
+  std::span<const uint8_t> row_forms = {};
   backend::RowArgmax* argmax = nullptr;
+  backend::RowLeading* leading = nullptr;
+  std::span<const float> leading_scale = {};
 };
 
 }  // namespace lumen::model

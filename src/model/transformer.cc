@@ -353,6 +353,10 @@ std::unique_ptr<backend::Buffer> Transformer::allocate_logits(size_t bytes) {
   return (offload_ ? offload_->backend_ : backend_).allocate_host(bytes);
 }
 
+void Transformer::copy_logit_row(size_t row, float* dst) {
+  (offload_ ? offload_->backend_ : backend_).copy_logit_row(row, dst);
+}
+
 // Whether a pass's ops depend only on its shape, the device memory they name and the step's
 // metadata arrays (Backend::run_replayable): what reads other host data in a step (MoE routing,
 // state-space and latent layers' own host arrays, image rows, attention scores, an observer) or
@@ -373,9 +377,11 @@ backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, cons
   step.logit_rows = batch.logit_rows;
   step.logits = logits;
   step.logit_width = static_cast<int64_t>(hp_.vocab_size);
-  if (logits != nullptr) {  // the backend that writes the logits may reduce greedy rows itself
-    step.argmax_only = batch.argmax_only;
+  if (logits != nullptr) {  // the backend that writes the logits may reduce rows itself
+    step.row_forms = batch.row_forms;
     step.argmax = batch.argmax;
+    step.leading = batch.leading;
+    step.leading_scale = batch.leading_scale;
   }
   return step;
 }

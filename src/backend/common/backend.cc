@@ -24,6 +24,7 @@ void Backend::remove_observer(OpObserver* observer) { std::erase(observers_, obs
 
 void Backend::begin_step(const StepMetadata& step) {
   if (in_step_) fail("begin_step: the previous step is still open (end_step or abort_step first)");
+  ended_logit_rows_ = 0;
   common::check_step(step);
   OpCall call{OpKind::BeginStep};
   call.step = &step;
@@ -54,7 +55,20 @@ void Backend::end_step() {
     throw;
   }
   in_step_ = false;
+  ended_logit_rows_ = step_.logits != nullptr ? step_.logit_rows.size() : 0;
+  ended_logit_width_ = step_.logit_width;
   step_ = {};
+}
+
+void Backend::copy_logit_row(size_t row, float* dst) {
+  if (in_step_) fail("copy_logit_row: a step is open (the last step's logits are gone)");
+  if (row >= ended_logit_rows_)
+    fail("copy_logit_row: row {} of the last step's {} rows of logits", row, ended_logit_rows_);
+  do_copy_logit_row(row, ended_logit_width_, dst);
+}
+
+void Backend::do_copy_logit_row(size_t /*row*/, int64_t /*width*/, float* /*dst*/) {
+  fail("copy_logit_row: this backend reduces no rows: every row of logits is in the step's host array");
 }
 
 void Backend::abort_step() noexcept {

@@ -104,12 +104,21 @@ void check_step(const StepMetadata& step) {
     }
   }
   if (step.logits != nullptr && step.logit_width <= 0) fail("begin_step: logits without a row width");
-  if (!step.argmax_only.empty()) {
-    if (step.argmax_only.size() != step.logit_rows.size()) {
-      fail("begin_step: {} argmax flags for {} logit rows", step.argmax_only.size(), step.logit_rows.size());
+  if (!step.row_forms.empty()) {
+    if (step.row_forms.size() != step.logit_rows.size()) {
+      fail("begin_step: {} row forms for {} logit rows", step.row_forms.size(), step.logit_rows.size());
     }
-    if (step.argmax == nullptr || step.logits == nullptr)
-      fail("begin_step: argmax flags without logits and argmax rows");
+    if (step.logits == nullptr) fail("begin_step: row forms without logits");
+    for (const uint8_t form : step.row_forms) {
+      if (form > static_cast<uint8_t>(RowForm::Leading)) fail("begin_step: row form {} is none of the three", form);
+      if (form == static_cast<uint8_t>(RowForm::Argmax) && step.argmax == nullptr)
+        fail("begin_step: argmax rows without their host entries");
+      if (form == static_cast<uint8_t>(RowForm::Leading) && step.leading == nullptr)
+        fail("begin_step: leading-candidate rows without their host entries");
+    }
+  }
+  if (!step.leading_scale.empty() && step.leading_scale.size() != step.logit_rows.size()) {
+    fail("begin_step: {} leading scales for {} logit rows", step.leading_scale.size(), step.logit_rows.size());
   }
   if (step.sequence_groups == 0 || step.sequences.size() % step.sequence_groups != 0) {
     fail("begin_step: {} sequence slices do not make {} equal groups", step.sequences.size(), step.sequence_groups);

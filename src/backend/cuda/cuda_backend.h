@@ -95,11 +95,16 @@ struct CudaBackendOptions {
   // on 2026-11-29: off until their conformance rows and the rwkv7 model test have passed on a
   // GPU. LUMEN_CUDA_RWKV7=1.
   bool rwkv7 = false;
-  // Greedy rows come back as their argmax (row_argmax.cu; StepMetadata::argmax_only), not as
+  // Greedy rows come back as their argmax (row_argmax.cu; StepMetadata::row_forms), not as
   // vocabulary-wide rows: 12 bytes a row instead of 4 x vocab. Written without a GPU on
   // 2026-11-28: off until CudaRowArgmax and the greedy engine tests have passed on a GPU.
   // LUMEN_CUDA_DEVICE_ARGMAX=1.
   bool device_argmax = false;
+  // Rows of draws confined by top-k, top-p or min-p come back as their 64 leading candidates
+  // (row_leading.cu; RowForm::Leading): 536 bytes a row. Written without a GPU on 2026-11-29:
+  // off until CudaRowLeading and the sampled engine tests have passed on a GPU.
+  // LUMEN_CUDA_DEVICE_LEADING=1.
+  bool device_leading = false;
 };
 
 class CudaBackend final : public Backend {
@@ -220,6 +225,7 @@ class CudaBackend final : public Backend {
   TensorView do_step_logits() override;
   void do_end_step() override;
   void do_abort_step() noexcept override;
+  void do_copy_logit_row(size_t row, int64_t width, float* dst) override;
   // With step_graphs on, a decode step runs from its shape's CUDA graph (step_graphs.h).
   void do_run_replayable(const std::function<void()>& ops) override;
   StepReplayStats do_step_replay_stats() const override;

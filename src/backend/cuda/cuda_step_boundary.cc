@@ -1,7 +1,9 @@
 // CudaBackend's step boundary (backend/backend.h): the step's metadata uploaded once
 // (step_uploads.h), its ops run or replayed from a CUDA graph (step_graphs.h), and at its end the
-// logits copied back, greedy rows as their argmax alone (StepMetadata::argmax_only).
+// logits copied back, greedy rows as their argmax alone and confined draws' rows as their
+// leading candidates (StepMetadata::row_forms).
 #include <cstddef>
+#include <cstring>
 
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
@@ -16,6 +18,12 @@ static_assert(sizeof(cuda::DeviceRowArgmax) == sizeof(RowArgmax) &&
               offsetof(cuda::DeviceRowArgmax, token) == offsetof(RowArgmax, token) &&
               offsetof(cuda::DeviceRowArgmax, value) == offsetof(RowArgmax, value) &&
               offsetof(cuda::DeviceRowArgmax, finite) == offsetof(RowArgmax, finite));
+static_assert(sizeof(cuda::DeviceRowLeading) == sizeof(RowLeading) &&
+              offsetof(cuda::DeviceRowLeading, count) == offsetof(RowLeading, count) &&
+              offsetof(cuda::DeviceRowLeading, finite) == offsetof(RowLeading, finite) &&
+              offsetof(cuda::DeviceRowLeading, total) == offsetof(RowLeading, total) &&
+              offsetof(cuda::DeviceRowLeading, ids) == offsetof(RowLeading, ids) &&
+              offsetof(cuda::DeviceRowLeading, logits) == offsetof(RowLeading, logits) && kLeadingCandidates == 64);
 
 void CudaBackend::do_begin_step(const StepMetadata& step) { state_->step->begin(step); }
 
@@ -30,7 +38,12 @@ void CudaBackend::do_end_step() {
   if (step.logits == nullptr || step.logit_rows.empty()) return;  // nothing comes back: no wait
   const size_t width = static_cast<size_t>(step.logit_width);
   const size_t n_rows = step.logit_rows.size();
-  const bool reduce = s.options.device_argmax && step.argmax != nullptr && !step.argmax_only.empty();
+  const auto form = [&](size_t r) {
+    return step.row_forms.empty() ? RowForm::Whole : static_cast<RowForm>(step.row_forms[r]);
+  };
+  const bool reduce = s.options.device_argmax && step.argmax != nullptr && !step.row_forms.empty();
+  const std::span<const int32_t> leading_rows = s.step->leading_rows();
+  const bool reduce_leading = s.options.device_leading && !leading_rows.empty();
   if (reduce) {
     // Every row is reduced (a few microseconds); only the flagged rows' entries are read.
     cuda::launch_row_argmax(s.step->logits(), step.logit_width, static_cast<int64_t>(n_rows), s.step->argmax(),
@@ -40,9 +53,19 @@ void CudaBackend::do_end_step() {
         cudaMemcpyAsync(step.argmax, s.step->argmax(), n_rows * sizeof(RowArgmax), cudaMemcpyDeviceToHost, s.stream),
         "cudaMemcpyAsync");
   }
+  if (reduce_leading) {
+    cuda::launch_row_leading(s.step->logits(), step.logit_width, s.step->leading_requests(),
+                             static_cast<int64_t>(leading_rows.size()), s.step->leading(), s.stream);
+    s.check_launch("row_leading");
+    check_cuda(cudaMemcpyAsync(s.step->leading_host(), s.step->leading(),
+                               leading_rows.size() * sizeof(cuda::DeviceRowLeading), cudaMemcpyDeviceToHost, s.stream),
+               "cudaMemcpyAsync");
+  }
   // The rows wanted whole, a copy per run of them (without reduced rows: one copy), then the
   // step's one wait for the device.
-  const auto reduced = [&](size_t r) { return reduce && step.argmax_only[r] != 0; };
+  const auto reduced = [&](size_t r) {
+    return (reduce && form(r) == RowForm::Argmax) || (reduce_leading && form(r) == RowForm::Leading);
+  };
   for (size_t first = 0; first < n_rows;) {
     if (reduced(first)) {
       ++first;
@@ -55,6 +78,20 @@ void CudaBackend::do_end_step() {
                "cudaMemcpyAsync");
     first = end;
   }
+  synchronize();
+  if (reduce_leading) {  // each to its row's entry
+    for (size_t i = 0; i < leading_rows.size(); ++i) {
+      std::memcpy(static_cast<void*>(&step.leading[leading_rows[i]]), &s.step->leading_host()[i], sizeof(RowLeading));
+    }
+  }
+}
+
+void CudaBackend::do_copy_logit_row(size_t row, int64_t width, float* dst) {
+  State& s = *state_;
+  // The last step's logits stay in the device buffer until the next step's output head.
+  const size_t n = static_cast<size_t>(width);
+  check_cuda(cudaMemcpyAsync(dst, s.step->logits() + row * n, n * sizeof(float), cudaMemcpyDeviceToHost, s.stream),
+             "cudaMemcpyAsync");
   synchronize();
 }
 

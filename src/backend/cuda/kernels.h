@@ -86,6 +86,27 @@ struct DeviceRowArgmax {
 // value and whether every value of the row is finite (row_argmax_math.h).
 void launch_row_argmax(const float* logits, int64_t width, int64_t rows, DeviceRowArgmax* out, cudaStream_t stream);
 
+// ---- row_leading.cu ----
+// A row to reduce to its leading candidates: its index among the step's logit rows, and the
+// scale its total weight is wanted at (0: none).
+struct DeviceLeadingRequest {
+  int32_t row;
+  float scale;
+};
+// backend::RowLeading's layout (cuda_step_boundary.cc checks they agree).
+struct DeviceRowLeading {
+  int32_t count;
+  int32_t finite;
+  double total;
+  int32_t ids[64];
+  float logits[64];
+};
+// out[r] = request r's row reduced (row_leading_math.h): its min(64, width) largest values,
+// largest first and equal values in index order, whether the row is all finite, and
+// sum exp((v - max) * scale) over its finite values when the scale is not 0.
+void launch_row_leading(const float* logits, int64_t width, const DeviceLeadingRequest* requests, int64_t n_requests,
+                        DeviceRowLeading* out, cudaStream_t stream);
+
 // ---- activation_quant.cu ----
 // Quantized activations, laid out for the GEMV kernels (not ggml's packed blocks): for token t,
 // codes at qs + t * cols; Q8_0/Q8_1: scale d (rounded through f16, as the block stores it) at

@@ -68,6 +68,7 @@ void StepUploads::begin(const StepMetadata& step) {
   }
   decode_ = decode_tables_ && groups > 0 && is_decode(step);
   if (decode_) bytes = pack_decode_tables(bytes);
+  bytes = pack_leading_requests(bytes);  // after all the rest: a replayed step's layout is unchanged
   if (copied_ == nullptr) {
     LUMEN_CUDA_CHECK(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
   } else {
@@ -83,6 +84,10 @@ void StepUploads::begin(const StepMetadata& step) {
   if (step.logits != nullptr) {
     logits_.ensure(static_cast<size_t>(step.logit_width) * step.logit_rows.size() * sizeof(float), stream_);
     if (step.argmax != nullptr) argmax_.ensure(step.logit_rows.size() * sizeof(DeviceRowArgmax), stream_);
+    if (!leading_rows_.empty()) {
+      leading_.ensure(leading_rows_.size() * sizeof(DeviceRowLeading), stream_);
+      leading_host_.ensure(leading_rows_.size() * sizeof(DeviceRowLeading));
+    }
   }
   open_ = true;
 }
@@ -123,6 +128,23 @@ size_t StepUploads::pack_decode_tables(size_t bytes) {
     bytes += seqs_bytes + table_bytes;
   }
   return bytes;
+}
+
+size_t StepUploads::pack_leading_requests(size_t bytes) {
+  leading_rows_.clear();
+  if (step_.leading == nullptr || step_.logits == nullptr) return bytes;
+  for (size_t r = 0; r < step_.row_forms.size(); ++r) {
+    if (step_.row_forms[r] == static_cast<uint8_t>(RowForm::Leading)) leading_rows_.push_back(static_cast<int32_t>(r));
+  }
+  if (leading_rows_.empty()) return bytes;
+  leading_offset_ = bytes;
+  packed_.resize(bytes + align16(leading_rows_.size() * sizeof(DeviceLeadingRequest)), 0);
+  for (size_t i = 0; i < leading_rows_.size(); ++i) {
+    const auto r = static_cast<size_t>(leading_rows_[i]);
+    const DeviceLeadingRequest request{leading_rows_[i], step_.leading_scale.empty() ? 0.0f : step_.leading_scale[r]};
+    std::memcpy(packed_.data() + bytes + i * sizeof(DeviceLeadingRequest), &request, sizeof(request));
+  }
+  return bytes + align16(leading_rows_.size() * sizeof(DeviceLeadingRequest));
 }
 
 int64_t StepUploads::group_of(std::span<const SequenceSlice> seqs) const {

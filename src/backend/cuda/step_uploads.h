@@ -77,6 +77,16 @@ class StepUploads {
   float* logits() const { return static_cast<float*>(logits_.data()); }
   // Where the step's rows reduce to their argmax (StepMetadata::argmax), one entry per logit row.
   DeviceRowArgmax* argmax() const { return static_cast<DeviceRowArgmax*>(argmax_.data()); }
+  // The step's Leading rows (StepMetadata::row_forms), in row order: their indices among the
+  // logit rows (host), their requests for row_leading.cu (device, uploaded with the rest) and
+  // where their reductions go (device), one entry per Leading row.
+  std::span<const int32_t> leading_rows() const { return leading_rows_; }
+  const DeviceLeadingRequest* leading_requests() const {
+    return reinterpret_cast<const DeviceLeadingRequest*>(static_cast<const uint8_t*>(device_.data()) + leading_offset_);
+  }
+  DeviceRowLeading* leading() const { return static_cast<DeviceRowLeading*>(leading_.data()); }
+  // Page-locked host memory the reductions come back into, before they go to their rows.
+  DeviceRowLeading* leading_host() const { return static_cast<DeviceRowLeading*>(leading_host_.data()); }
 
  private:
   struct Array {
@@ -88,6 +98,8 @@ class StepUploads {
   int64_t group_of(std::span<const SequenceSlice> seqs) const;
   // Packs the decode tables after `bytes` into packed_ (grown); returns the new size.
   size_t pack_decode_tables(size_t bytes);
+  // Packs the Leading rows' requests after `bytes` (leading_offset_); returns the new size.
+  size_t pack_leading_requests(size_t bytes);
 
   cudaStream_t stream_;
   bool open_ = false;
@@ -104,6 +116,10 @@ class StepUploads {
   DeviceScratch device_;
   DeviceScratch logits_;
   DeviceScratch argmax_;
+  std::vector<int32_t> leading_rows_;
+  size_t leading_offset_ = 0;
+  DeviceScratch leading_;
+  PinnedBuffer leading_host_;
   cudaEvent_t copied_ = nullptr;  // the last copy out of pinned_
 };
 

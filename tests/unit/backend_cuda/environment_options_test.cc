@@ -49,7 +49,7 @@ constexpr const char* kSwitches[] = {
     "LUMEN_CUDA_ADD_RMS_NORM",   "LUMEN_CUDA_STATE_SPACE",     "LUMEN_CUDA_LATENT_ATTENTION",
     "LUMEN_CUDA_KV_EVICTION",    "LUMEN_CUDA_LAYER_NORM",      "LUMEN_CUDA_ENCODER",
     "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",  "LUMEN_CUDA_RWKV7",
-    "LUMEN_CUDA_DEVICE_ARGMAX"};
+    "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -70,7 +70,7 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
        {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV", "LUMEN_CUDA_EXACT_ATTENTION",
         "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE", "LUMEN_CUDA_LATENT_ATTENTION", "LUMEN_CUDA_KV_EVICTION",
         "LUMEN_CUDA_LAYER_NORM", "LUMEN_CUDA_ENCODER", "LUMEN_CUDA_ALIBI", "LUMEN_CUDA_SPAN_ATTENTION",
-        "LUMEN_CUDA_RWKV7", "LUMEN_CUDA_DEVICE_ARGMAX"}) {
+        "LUMEN_CUDA_RWKV7", "LUMEN_CUDA_DEVICE_ARGMAX", "LUMEN_CUDA_DEVICE_LEADING"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -108,10 +108,15 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
     EXPECT_FALSE(got.alibi);
     EXPECT_FALSE(got.rwkv7);
     EXPECT_FALSE(got.device_argmax);
+    EXPECT_FALSE(got.device_leading);
   }
   {
     ScopedEnv argmax("LUMEN_CUDA_DEVICE_ARGMAX", "1");
     EXPECT_TRUE(options_with_environment(given).device_argmax);
+  }
+  {
+    ScopedEnv leading("LUMEN_CUDA_DEVICE_LEADING", "1");
+    EXPECT_TRUE(options_with_environment(given).device_leading);
   }
 }
 

@@ -1,4 +1,4 @@
-// Greedy rows through the CUDA step boundary (StepMetadata::argmax_only, row_argmax.cu): with
+// Greedy rows through the CUDA step boundary (StepMetadata::row_forms, row_argmax.cu): with
 // device_argmax on, a flagged row comes back as its argmax alone, the sampler's greedy choice,
 // and its logits are never copied; the other rows come back whole. Off, every row comes back.
 #include <cuda_runtime_api.h>
@@ -49,7 +49,7 @@ GreedyStep run_step(const std::vector<uint8_t>& flags, bool device_argmax) {
   step.logit_rows = logit_rows;
   step.logits = s.host.data();
   step.logit_width = kWidth;
-  step.argmax_only = flags;
+  step.row_forms = flags;  // 1: RowForm::Argmax
   step.argmax = s.argmax.data();
   gpu()->begin_step(step);
   TensorView out = gpu()->step_logits();

@@ -64,9 +64,38 @@ TEST_F(EngineSpeculative, GreedyDraftsAreVerifiedFromTheirRowsArgmaxAlone) {
   params[3].logprobs = 2;  // needs its rows whole
   const Run plain = run(config(512), ps, params);
   const auto known = known_sequences(ps, params, plain);
-  poison_argmax_rows = true;
+  poison_reduced_rows = true;
   const Run with = run(speculative(512, 4), ps, params, &known);
-  poison_argmax_rows = false;
+  poison_reduced_rows = false;
+  expect_same_output(with, plain);
+  expect_drafts_accepted_and_rejected(with.stats);
+  EXPECT_LT(with.stats.steps, plain.stats.steps);
+}
+
+// A seeded sampled draft confined by top-k, top-p or min-p: its rows come back as their leading
+// candidates and are verified from them (and from the whole row, brought back, when a nucleus
+// reaches past them), drawing as the plain decoder draws: with the reduced rows poisoned the
+// output is still the plain one.
+TEST_F(EngineSpeculative, SampledDraftsAreVerifiedFromTheirLeadingCandidates) {
+  const auto ps = prompts(4);
+  std::vector<SamplingParams> params;
+  for (int i = 0; i < 4; ++i) {
+    SamplingParams p;
+    p.temperature = 0.7f;
+    p.max_tokens = 20 + 2 * i;
+    p.seed = 40 + static_cast<uint64_t>(i);
+    params.push_back(p);
+  }
+  params[0].top_k = 8;
+  params[1].top_p = 0.5f;
+  params[2].min_p = 0.3f;
+  params[3].top_k = 30;
+  params[3].top_p = 0.8f;
+  const Run plain = run(config(512), ps, params);
+  const auto known = known_sequences(ps, params, plain);
+  poison_reduced_rows = true;
+  const Run with = run(speculative(512, 4), ps, params, &known);
+  poison_reduced_rows = false;
   expect_same_output(with, plain);
   expect_drafts_accepted_and_rejected(with.stats);
   EXPECT_LT(with.stats.steps, plain.stats.steps);

@@ -66,7 +66,7 @@ class EngineSpeculative : public SynthEngineTest {
   static Run run(EngineConfig c, const std::vector<std::vector<int32_t>>& prompts, const std::vector<SamplingParams>& params,
                  const std::vector<std::vector<int32_t>>* known = nullptr, int spoil_every = 3, int abort_index = -1) {
     Engine engine(handle(), c);
-    engine::EngineTestAccess::set_poison_argmax_rows(engine, poison_argmax_rows);
+    engine::EngineTestAccess::set_poison_reduced_rows(engine, poison_reduced_rows);
     if (known != nullptr) {
       engine::EngineTestAccess::set_proposer(engine, std::make_unique<OracleProposer>(*known, spoil_every));
     }
@@ -118,8 +118,8 @@ class EngineSpeculative : public SynthEngineTest {
     }
   }
 
-  // run()'s engines poison the rows that came back as their argmax alone (greedy_rows.h).
-  static inline bool poison_argmax_rows = false;
+  // run()'s engines poison the rows that came back as their argmax alone (reduced_rows.h).
+  static inline bool poison_reduced_rows = false;
 
   static void expect_drafts_accepted_and_rejected(const EngineStats& s) {
     EXPECT_GT(s.spec_drafts, 0u);

@@ -279,7 +279,7 @@ TEST(Sampler, ATinyTemperatureActsLikeGreedyWithoutNan) {
 namespace lumen::sampling {
 namespace {
 
-// Greedy sampling's shortcut (engine/greedy_rows.h): a sampler that needs only the argmax says
+// Greedy sampling's shortcut (engine/reduced_rows.h): a sampler that needs only the argmax says
 // so, and sample_argmax then answers exactly as sample() would from the whole row.
 TEST(SamplerArgmax, OnlyAPlainGreedySamplerNeedsJustTheArgmax) {
   EXPECT_TRUE(Sampler(at(0.0f)).needs_only_argmax());
