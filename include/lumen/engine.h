@@ -93,6 +93,13 @@ struct EngineStats {
   // through unless the next step is prepared while it runs.
   double step_seconds = 0;
   double forward_seconds = 0;
+  // Sampling rows that came back reduced instead of whole (on a device, only these bytes cross
+  // the link): greedy rows as their argmax, draws confined by top-k, top-p or min-p as their 64
+  // leading candidates; and of those, the rows brought back whole after all (a nucleus or
+  // min-p set that reached past the candidates).
+  uint64_t argmax_rows = 0;
+  uint64_t leading_rows = 0;
+  uint64_t rows_brought_back = 0;
   int64_t max_model_len = 0;
   // Speculative decoding: sequence-steps that carried a draft, the draft tokens scored, and
   // those the target model agreed with (acceptance rate = accepted / draft tokens; mean

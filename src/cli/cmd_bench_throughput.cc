@@ -41,6 +41,11 @@ struct ThroughputOptions {
   ModelParallelFlags parallel;
   bool json = false;
   EngineFlags engine;
+  // How every request samples (greedy by default); request i is seeded with seed + i.
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  int32_t top_k = 0;
+  float min_p = 0.0f;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -83,7 +88,11 @@ void run_throughput(const ThroughputOptions& options) {
   const auto start = Clock::now();
   for (size_t i = 0; i < prompts.size(); ++i) {
     SamplingParams params;
-    params.temperature = 0.0f;
+    params.temperature = options.temperature;
+    params.top_p = options.top_p;
+    params.top_k = options.top_k;
+    params.min_p = options.min_p;
+    params.seed = options.seed + i;
     params.max_tokens = output_lens[i];
     params.ignore_eos = true;
     handles.push_back(engine.add_request(prompts[i], params));
@@ -166,7 +175,15 @@ void run_throughput(const ThroughputOptions& options) {
       {"forward_s", s.forward_seconds},
       {"host_ms_per_step",
        s.steps == 0 ? 0.0 : 1e3 * (s.step_seconds - s.forward_seconds) / static_cast<double>(s.steps)},
-      {"forward_ms_per_step", s.steps == 0 ? 0.0 : 1e3 * s.forward_seconds / static_cast<double>(s.steps)}};
+      {"forward_ms_per_step", s.steps == 0 ? 0.0 : 1e3 * s.forward_seconds / static_cast<double>(s.steps)},
+      {"temperature", options.temperature},
+      {"top_p", options.top_p},
+      {"top_k", options.top_k},
+      {"min_p", options.min_p},
+      // Sampling rows that came back reduced, and of those brought back whole (EngineStats).
+      {"argmax_rows", s.argmax_rows},
+      {"leading_rows", s.leading_rows},
+      {"rows_brought_back", s.rows_brought_back}};
   if (engine.config().speculative.method != SpeculativeMethod::None) result["spec_decode"] = speculation_json(s);
   const std::optional<benchmark::ExpertLoadCounts> load = benchmark::expert_load(model);
   if (load) result["expert_load"] = benchmark::expert_load_json(*load);
@@ -182,6 +199,8 @@ void run_throughput(const ThroughputOptions& options) {
   fmt::print("decode steps alone: {:.1f} tokens/s\n", result["decode_tokens_per_s"].get<double>());
   fmt::print("per step: forward pass {:.2f} ms, the engine's own work {:.3f} ms\n",
              result["forward_ms_per_step"].get<double>(), result["host_ms_per_step"].get<double>());
+  fmt::print("sampling rows reduced: {} to their argmax, {} to their leading candidates ({} brought back whole)\n",
+             s.argmax_rows, s.leading_rows, s.rows_brought_back);
   fmt::print("KV cache ({}): {} blocks ({:.1f} MiB), peak use {:.1f}%, unused in allocated blocks {:.2f}%; "
              "prefix hit rate {:.1f}%; preemptions {}\n",
              kv_cache_dtype_name(engine.config().kv_cache_dtype), s.kv_blocks_total,
@@ -209,8 +228,21 @@ void add_bench_throughput_command(CLI::App* bench) {
   cmd->add_option("--range-ratio", options->range_ratio,
                   "Lengths uniform in [len*(1-r), len*(1+r)]; 0: fixed")
       ->capture_default_str()->check(CLI::Range(0.0, 0.99));
-  cmd->add_option("--seed", options->seed, "Seed of the lengths and prompt tokens")->capture_default_str();
+  cmd->add_option("--seed", options->seed, "Seed of the lengths, prompt tokens and draws (request i: seed + i)")
+      ->capture_default_str();
   cmd->add_option("-t,--threads", options->threads, "Threads (default: all cores)")->capture_default_str();
+  cmd->add_option("--temperature", options->temperature, "Sampling temperature of every request (0: greedy)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-p", options->top_p, "Top-p of every request")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--top-k", options->top_k, "Top-k of every request (0: off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-p", options->min_p, "Min-p of every request")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   add_device_option(cmd, options->device);
   add_model_parallel_options(cmd, options->parallel);
   cmd->add_flag("--json", options->json, "Print the result as JSON");

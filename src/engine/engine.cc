@@ -66,14 +66,8 @@ void Engine::Impl::fail_non_finite(const engine::StepPlan& plan, std::span<float
     // A reduced row says itself whether it was finite; its logits may not be there.
     const bool reduced = rows[i].form != backend::RowForm::Whole;
     bool finite = engine::all_finite(reduced ? own.first(static_cast<size_t>(rows[i].n_prompt_rows) * vocab) : own);
-    const auto first = static_cast<size_t>(rows[i].sample_row());
-    const auto count = static_cast<size_t>(rows[i].n_sample_rows());
-    if (rows[i].form == backend::RowForm::Argmax) {
-      for (const backend::RowArgmax& row : runner.row_argmax().subspan(first, count))
-        finite = finite && row.finite != 0;
-    } else if (rows[i].form == backend::RowForm::Leading) {
-      for (const backend::RowLeading& row : runner.row_leading().subspan(first, count))
-        finite = finite && row.finite != 0;
+    for (int64_t r = 0; reduced && r < rows[i].n_sample_rows(); ++r) {
+      finite = finite && runner.row_finite(static_cast<size_t>(rows[i].sample_row() + r));
     }
     if (!finite) outputs.fail_request(id, "the model produced non-finite logits (NaN or infinity)");
   }

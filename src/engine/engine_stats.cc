@@ -51,6 +51,9 @@ void Engine::Impl::publish_stats() {
   s.steps = m.steps;
   s.step_seconds = m.step_seconds;
   s.forward_seconds = m.forward_seconds;
+  s.argmax_rows = m.runner.argmax_rows();
+  s.leading_rows = m.runner.leading_rows();
+  s.rows_brought_back = m.runner.rows_brought_back();
   s.max_model_len = m.max_model_len;
   const engine::SpeculationCounters& spec = m.speculation.counters();
   s.spec_drafts = spec.drafts;

@@ -292,12 +292,12 @@ void ModelRunner::reduce_rows() {
       } else {
         argmax_[r] = host_row_argmax(row);
       }
-    } else {
-      if (leading_[r].count >= 0) {
-        row_present_[r] = 0;
-      } else {
-        host_row_leading(row, leading_scale_[r], leading_[r]);
-      }
+    } else if (leading_[r].count >= 0) {
+      row_present_[r] = 0;
+    } else if (poison_reduced_rows_) {
+      // Left whole, the row is sampled whole (the same draw, at no extra cost); a test that
+      // poisons it reduces it here first, as a device would.
+      host_row_leading(row, leading_scale_[r], leading_[r]);
     }
     if (poison_reduced_rows_ && row_present_[r] != 0) {
       if (form == backend::RowForm::Leading) {  // what whole_row brings back, as from a device
@@ -308,6 +308,13 @@ void ModelRunner::reduce_rows() {
       row_present_[r] = 0;
     }
   }
+}
+
+bool ModelRunner::row_finite(size_t r) const {
+  const auto form = static_cast<backend::RowForm>(row_forms_[r]);
+  if (form == backend::RowForm::Argmax) return argmax_[r].finite != 0;
+  if (form == backend::RowForm::Leading && leading_[r].count >= 0) return leading_[r].finite != 0;
+  return all_finite(logits_.subspan(r * static_cast<size_t>(vocab_), static_cast<size_t>(vocab_)));
 }
 
 std::span<const float> ModelRunner::whole_row(size_t r) {

@@ -83,7 +83,12 @@ class ModelRunner {
   // Per logit row of the last run: the reduction of each row ChunkLogits::form names (the
   // other entries mean nothing).
   std::span<const backend::RowArgmax> row_argmax() const { return argmax_; }
+  // A Leading row's entry has count -1 when the backend wrote the row whole: it is sampled
+  // from whole_row() then.
   std::span<const backend::RowLeading> row_leading() const { return leading_; }
+  // Whether sampling row `row` of the last run is all finite: from its reduction's flag, or
+  // from the row.
+  bool row_finite(size_t row) const;
   // Logit row `row` of the last run whole, for a reduced row whose sampler needs it after all
   // (Sampler::sample_leading declined): copied back from the backend when it was left
   // unwritten. Valid until the next run.
@@ -93,7 +98,7 @@ class ModelRunner {
   // still brings back the real row, as from a device).
   void set_poison_reduced_rows(bool on) { poison_reduced_rows_ = on; }
   // Over every run: rows asked for as their argmax, as their leading candidates, and reduced
-  // rows brought back whole.
+  // rows brought back whole from the backend (a nucleus that reached past the candidates).
   uint64_t argmax_rows() const { return n_argmax_rows_; }
   uint64_t leading_rows() const { return n_leading_rows_; }
   uint64_t rows_brought_back() const { return n_rows_brought_back_; }

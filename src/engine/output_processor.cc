@@ -205,7 +205,8 @@ sampling::SampleResult OutputProcessor::sample_reduced(Completion& choice, Model
     return choice.sampler.sample_argmax(reduced.token, reduced.value);
   }
   const backend::RowLeading& reduced = runner.row_leading()[row];
-  const auto count = static_cast<size_t>(std::max(reduced.count, 0));
+  if (reduced.count < 0) return choice.sampler.sample(runner.whole_row(row), workspace);  // left whole
+  const auto count = static_cast<size_t>(reduced.count);
   const sampling::LeadingCandidates leading{std::span(reduced.ids, count), std::span(reduced.logits, count),
                                             reduced.total, static_cast<size_t>(vocab_size)};
   if (std::optional<sampling::SampleResult> result = choice.sampler.sample_leading(leading, workspace)) return *result;

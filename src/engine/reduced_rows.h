@@ -4,8 +4,10 @@
 // part. Greedy: the argmax. A draw confined by top-k, top-p or min-p: the row's 64 most likely
 // tokens (and, for top-p alone, the row's total weight). A device backend then reduces the row
 // where it is and sends back a few hundred bytes instead of the vocabulary's logits (at 64
-// streams and a 128k vocabulary, 33 MB a step); the CPU leaves the row in place and the host
-// reduces it here, the same way, so every backend's tokens come from one definition.
+// streams and a 128k vocabulary, 33 MB a step). A backend that leaves the row whole (the CPU):
+// a greedy row is reduced here, the same way, so every backend's greedy tokens come from one
+// definition; a Leading row is sampled whole, which Sampler::sample_leading equals by its
+// contract (the tests that poison reduced rows reduce it here first, as a device would).
 #include <cstdint>
 #include <span>
 
