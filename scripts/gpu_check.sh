@@ -742,6 +742,21 @@ d["step_graphs"] = True
 d["device_argmax"] = True
 print(json.dumps(d))' "$n" | tee -a "$RESULTS"
   done
+  # Sampled requests (temperature 0.8, top-p 0.95: rows reduced to their 64 leading candidates,
+  # a nucleus past them brought back whole), 64 streams, graphs on: the rows whole, then reduced
+  # on the device (device_leading). leading_rows and rows_brought_back say how many of each.
+  local leading
+  for leading in 0 1; do
+    LUMEN_CUDA_DEVICE_LEADING=$leading LUMEN_CUDA_GRAPHS=1 "$BIN/lumen" bench throughput -m "$file" \
+      --device cuda --num-prompts 64 --input-len 256 --output-len 128 --max-num-seqs 64 --json \
+      --temperature 0.8 --top-p 0.95 2> "$WORK/streams-64-sampled-leading$leading.log" |
+      python3 -c 'import json, sys
+d = json.load(sys.stdin)
+d["check_streams"] = 64
+d["step_graphs"] = True
+d["device_leading"] = sys.argv[1] == "1"
+print(json.dumps(d))' "$leading" | tee -a "$RESULTS"
+  done
 }
 
 run_gemv() {
