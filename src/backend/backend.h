@@ -96,11 +96,12 @@ class Backend {
   void end_step();
   // Closes a step that failed part way (nothing is copied back). Never throws.
   void abort_step() noexcept;
-  // After end_step, until the next begin_step: row `row` of the step's logits (logit_width
-  // floats into `dst`), for a row the backend reduced (StepMetadata::row_forms) and left
-  // unwritten, whose sampler turned out to need it whole. Throws when no step that returned
-  // logits has ended since the last begin_step, or the row is not one of its rows.
-  void copy_logit_row(size_t row, float* dst);
+  // After end_step, until the next begin_step: rows `rows` of the step's logits, each to its
+  // place in `logits` (row r at logits + r * logit_width, as end_step lays them out), for rows
+  // the backend reduced (StepMetadata::row_forms) and left unwritten, whose samplers turned out
+  // to need them whole. One wait for all of them. Throws when no step that returned logits has
+  // ended since the last begin_step, or a row is not one of its rows.
+  void copy_logit_rows(std::span<const int32_t> rows, float* logits);
   bool in_step() const { return in_step_; }
   // The open step's metadata (meaningful only while in_step()).
   const StepMetadata& step() const { return step_; }
@@ -390,9 +391,9 @@ class Backend {
   virtual TensorView do_step_logits();
   virtual void do_end_step() {}
   virtual void do_abort_step() noexcept {}
-  // copy_logit_row's device side (the row and the last step checked). By default a backend
+  // copy_logit_rows' device side (the rows and the last step checked). By default a backend
   // reduces no row, so there is none to copy.
-  virtual void do_copy_logit_row(size_t row, int64_t width, float* dst);
+  virtual void do_copy_logit_rows(std::span<const int32_t> rows, int64_t width, float* logits);
   // By default a step's ops just run.
   virtual void do_run_replayable(const std::function<void()>& ops) { ops(); }
   virtual StepReplayStats do_step_replay_stats() const { return {}; }
@@ -405,7 +406,7 @@ class Backend {
   std::vector<OpObserver*> observers_;
   bool in_step_ = false;
   StepMetadata step_;
-  // The last ended step's logits, for copy_logit_row (rows 0 when there are none).
+  // The last ended step's logits, for copy_logit_rows (rows 0 when there are none).
   size_t ended_logit_rows_ = 0;
   int64_t ended_logit_width_ = 0;
 };

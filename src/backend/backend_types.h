@@ -275,7 +275,7 @@ struct StepMetadata {
   // row and write only leading[row], leaving the row's logits in `logits` unwritten (so a step
   // brings back token ids and a few candidates rather than vocabulary-wide rows); a backend that
   // does not leaves the entry's -1 (RowArgmax::token, RowLeading::count) and writes the logits
-  // as for any row. Until the next begin_step, Backend::copy_logit_row brings back a row it left
+  // as for any row. Until the next begin_step, Backend::copy_logit_rows brings back rows it left
   // unwritten. `argmax` and `leading`: logit_rows.size() entries of host memory each (either may
   // be null when no row has its form); `leading_scale`: empty, or per logit row the scale
   // RowLeading::total is wanted at (0: none).

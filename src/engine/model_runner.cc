@@ -317,20 +317,35 @@ bool ModelRunner::row_finite(size_t r) const {
   return all_finite(logits_.subspan(r * static_cast<size_t>(vocab_), static_cast<size_t>(vocab_)));
 }
 
-std::span<const float> ModelRunner::whole_row(size_t r) {
+void ModelRunner::bring_back(std::span<const int32_t> rows) {
   const auto vocab = static_cast<size_t>(vocab_);
-  if (r >= row_present_.size()) fail("model runner: logit row {} of {}", r, row_present_.size());
-  const std::span<float> row = logits_.subspan(r * vocab, vocab);
-  if (row_present_[r] != 0) return row;
-  if (unpoisoned_at_[r] >= 0) {
-    const auto from = unpoisoned_.begin() + unpoisoned_at_[r];
-    std::copy(from, from + static_cast<std::ptrdiff_t>(vocab), row.begin());
-  } else {
-    transformer_.copy_logit_row(r, row.data());
+  fetch_.clear();
+  for (const int32_t r : rows) {
+    if (r < 0 || static_cast<size_t>(r) >= row_present_.size()) {
+      fail("model runner: logit row {} of {}", r, row_present_.size());
+    }
+    const auto i = static_cast<size_t>(r);
+    if (row_present_[i] != 0) continue;
+    if (unpoisoned_at_[i] >= 0) {  // a test's poisoned row: the real one, as a device keeps it
+      const auto from = unpoisoned_.begin() + unpoisoned_at_[i];
+      std::copy(from, from + static_cast<std::ptrdiff_t>(vocab),
+                logits_.begin() + static_cast<std::ptrdiff_t>(i * vocab));
+      row_present_[i] = 1;
+      ++n_rows_brought_back_;
+    } else if (std::find(fetch_.begin(), fetch_.end(), r) == fetch_.end()) {
+      fetch_.push_back(r);
+    }
   }
-  row_present_[r] = 1;
-  ++n_rows_brought_back_;
-  return row;
+  if (fetch_.empty()) return;
+  transformer_.copy_logit_rows(fetch_, logits_.data());  // one wait for them all
+  for (const int32_t r : fetch_) row_present_[static_cast<size_t>(r)] = 1;
+  n_rows_brought_back_ += fetch_.size();
+}
+
+std::span<const float> ModelRunner::whole_row(size_t r) {
+  const auto row = static_cast<int32_t>(r);
+  bring_back(std::span(&row, 1));
+  return logits_.subspan(r * static_cast<size_t>(vocab_), static_cast<size_t>(vocab_));
 }
 
 void ModelRunner::move_states(const StepPlan& plan) {

@@ -93,6 +93,9 @@ class ModelRunner {
   // (Sampler::sample_leading declined): copied back from the backend when it was left
   // unwritten. Valid until the next run.
   std::span<const float> whole_row(size_t row);
+  // Brings back the reduced rows among `rows` that are not here yet, together (one copy from
+  // the backend, one wait): for the rows a step's samplers will need whole.
+  void bring_back(std::span<const int32_t> rows);
   // Tests: the reduced rows get NaN logits after each run, as a device backend that never
   // copied them back leaves them, so that a test on the CPU shows nothing reads them (whole_row
   // still brings back the real row, as from a device).
@@ -154,6 +157,7 @@ class ModelRunner {
   bool poison_reduced_rows_ = false;
   std::vector<float> unpoisoned_;       // the poisoned Leading rows' real logits, row after row
   std::vector<int64_t> unpoisoned_at_;  // per logit row: its place in unpoisoned_, or -1
+  std::vector<int32_t> fetch_;          // bring_back's rows to copy from the backend
   uint64_t n_argmax_rows_ = 0;
   uint64_t n_leading_rows_ = 0;
   uint64_t n_rows_brought_back_ = 0;

@@ -198,6 +198,44 @@ void OutputProcessor::choose_row_forms(const StepPlan& plan, std::vector<ChunkFo
   }
 }
 
+namespace {
+
+// A backend's reduction of a row as the sampler reads it.
+sampling::LeadingCandidates leading_view(const backend::RowLeading& reduced, int64_t vocab) {
+  const auto count = static_cast<size_t>(std::max(reduced.count, 0));
+  return {std::span(reduced.ids, count), std::span(reduced.logits, count), reduced.total, static_cast<size_t>(vocab)};
+}
+
+}  // namespace
+
+void OutputProcessor::bring_back_unsettled_rows(const StepPlan& plan, ModelRunner& runner) {
+  const std::vector<ChunkLogits>& rows = runner.chunk_logits();
+  unsettled_rows.clear();
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    if (rows[i].form != backend::RowForm::Leading) continue;
+    const auto it = live.find(plan.chunks[i].seq->id);
+    if (it == live.end()) continue;
+    // A draft's later rows, and a request's forked choices, sample with this same setup.
+    const sampling::Sampler& sampler = it->second->sampler;
+    for (int64_t j = 0; j < rows[i].n_sample_rows(); ++j) {
+      const auto row = static_cast<size_t>(rows[i].sample_row() + j);
+      const backend::RowLeading& reduced = runner.row_leading()[row];
+      try {
+        if (reduced.count >= 0 && !sampler.leading_settles(leading_view(reduced, vocab_size), workspace)) {
+          unsettled_rows.push_back(static_cast<int32_t>(row));
+        }
+      } catch (const std::exception&) {
+        // A row the sampler refuses (+inf): its draw below fails its request alone.
+      }
+    }
+  }
+  try {
+    runner.bring_back(unsettled_rows);
+  } catch (const std::exception&) {
+    // Each row's own draw brings it back again, and fails only its request if that fails too.
+  }
+}
+
 sampling::SampleResult OutputProcessor::sample_reduced(Completion& choice, ModelRunner& runner, backend::RowForm form,
                                                        size_t row) {
   if (form == backend::RowForm::Argmax) {
@@ -206,9 +244,7 @@ sampling::SampleResult OutputProcessor::sample_reduced(Completion& choice, Model
   }
   const backend::RowLeading& reduced = runner.row_leading()[row];
   if (reduced.count < 0) return choice.sampler.sample(runner.whole_row(row), workspace);  // left whole
-  const auto count = static_cast<size_t>(reduced.count);
-  const sampling::LeadingCandidates leading{std::span(reduced.ids, count), std::span(reduced.logits, count),
-                                            reduced.total, static_cast<size_t>(vocab_size)};
+  const sampling::LeadingCandidates leading = leading_view(reduced, vocab_size);
   if (std::optional<sampling::SampleResult> result = choice.sampler.sample_leading(leading, workspace)) return *result;
   // The nucleus (or the min-p set) reaches past the leading candidates: the whole row after all.
   return choice.sampler.sample(runner.whole_row(row), workspace);
@@ -356,6 +392,7 @@ void OutputProcessor::fail_batch(const StepPlan& plan, const std::string& error)
 void OutputProcessor::process(const StepPlan& plan, ModelRunner& runner, std::span<const float> logits) {
   const auto vocab = static_cast<size_t>(vocab_size);
   const std::vector<ChunkLogits>& rows = runner.chunk_logits();
+  bring_back_unsettled_rows(plan, runner);
   // By id: a completion may end (and a beam be pruned) while earlier chunks are processed.
   chunk_ids.clear();
   for (const ScheduledChunk& chunk : plan.chunks) chunk_ids.push_back(chunk.seq->id);

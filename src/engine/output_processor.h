@@ -105,6 +105,9 @@ class OutputProcessor {
   // on_logits for a row that came back reduced (choose_row_forms chose its form): logit row
   // `row` of the runner's last run.
   void on_reduced(Completion& c, ModelRunner& runner, backend::RowForm form, size_t row);
+  // The Leading rows whose candidates will not settle their draws, brought back whole together
+  // (one copy from the device, not one per row), before any row is sampled.
+  void bring_back_unsettled_rows(const StepPlan& plan, ModelRunner& runner);
   // A draw for `choice` from logit row `row`, which came back in `form`.
   sampling::SampleResult sample_reduced(Completion& choice, ModelRunner& runner, backend::RowForm form, size_t row);
   // Draws the next token from a chunk's sampling row j (row 0 after the last token, row 1 + i
@@ -159,6 +162,7 @@ class OutputProcessor {
   std::vector<sampling::Candidate> logprob_scratch;
   std::vector<sampling::TokenLogprob> logprob_top;
   std::vector<uint64_t> chunk_ids;
+  std::vector<int32_t> unsettled_rows;  // bring_back_unsettled_rows' rows
 
   // Structured output off the loop thread.
   std::chrono::steady_clock::time_point mask_deadline{};

@@ -46,7 +46,7 @@ struct ForwardBatch {
   // How the logit rows come back (backend::StepMetadata::row_forms, argmax, leading,
   // leading_scale): empty, or a form per logit row; an Argmax row whose argmax entry's token
   // is not -1 afterwards, or a Leading row whose leading entry's count is not -1, may have no
-  // logits written (Transformer::copy_logit_row brings one back).
+  // logits written (Transformer::copy_logit_rows brings them back).
   std::span<const uint8_t> row_forms = {};
   backend::RowArgmax* argmax = nullptr;
   backend::RowLeading* leading = nullptr;

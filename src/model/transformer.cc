@@ -353,8 +353,8 @@ std::unique_ptr<backend::Buffer> Transformer::allocate_logits(size_t bytes) {
   return (offload_ ? offload_->backend_ : backend_).allocate_host(bytes);
 }
 
-void Transformer::copy_logit_row(size_t row, float* dst) {
-  (offload_ ? offload_->backend_ : backend_).copy_logit_row(row, dst);
+void Transformer::copy_logit_rows(std::span<const int32_t> rows, float* logits) {
+  (offload_ ? offload_->backend_ : backend_).copy_logit_rows(rows, logits);
 }
 
 // Whether a pass's ops depend only on its shape, the device memory they name and the step's

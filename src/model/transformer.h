@@ -67,9 +67,10 @@ class Transformer {
   // Host memory for forward()'s logits that the backend writing them (a split model's second
   // part's) copies into fastest: page-locked on a device (Backend::allocate_host).
   std::unique_ptr<backend::Buffer> allocate_logits(size_t bytes);
-  // After forward(), until the next: logit row `row` that the backend reduced and left
-  // unwritten (ForwardBatch::row_forms), into `dst` (Backend::copy_logit_row).
-  void copy_logit_row(size_t row, float* dst);
+  // After forward(), until the next: logit rows `rows` that the backend reduced and left
+  // unwritten (ForwardBatch::row_forms), each to its place in forward()'s `logits`
+  // (Backend::copy_logit_rows).
+  void copy_logit_rows(std::span<const int32_t> rows, float* logits);
   // Embeddings: the same pass, but writes the final hidden state (after the output norm, before
   // the output projection) of each of batch.logit_rows, embedding_length values a row, to
   // `hidden`. A model in one process only (throws lumen::Error under tensor or pipeline

@@ -216,6 +216,17 @@ float Sampler::leading_total_scale() const {
 }
 
 std::optional<SampleResult> Sampler::sample_leading(const LeadingCandidates& row, SamplerWorkspace& ws) {
+  if (!narrow_leading(row, ws)) return std::nullopt;
+  SampleResult result;
+  result.token = draw_candidates(ws.candidates, ws);
+  return result;
+}
+
+bool Sampler::leading_settles(const LeadingCandidates& row, SamplerWorkspace& ws) const {
+  return narrow_leading(row, ws);
+}
+
+bool Sampler::narrow_leading(const LeadingCandidates& row, SamplerWorkspace& ws) const {
   if (row_need() != RowNeed::Leading) fail("sample_leading: this request's next token needs more of its row");
   const size_t n = row.ids.size();
   if (n == 0 || n != row.logits.size() || n > row.vocab || (n < kLeadingCandidates && n != row.vocab)) {
@@ -257,18 +268,16 @@ std::optional<SampleResult> Sampler::sample_leading(const LeadingCandidates& row
     scale_candidates(c, z_max, inv_t);
   }
   if (top_p) {
-    if (!keep_top_p(c, params.top_p, top_p_total, ws.filters, !settled)) return std::nullopt;
+    if (!keep_top_p(c, params.top_p, top_p_total, ws.filters, !settled)) return false;
     settled = true;  // the nucleus is within the leading candidates: min-p acts on it alone
   }
   if (min_p) {
     const size_t before = c.size();
     keep_min_p(c, params.min_p);
     // Every leading candidate passed: the tokens after them might too.
-    if (!settled && c.size() == before) return std::nullopt;
+    if (!settled && c.size() == before) return false;
   }
-  SampleResult result;
-  result.token = draw_candidates(c, ws);
-  return result;
+  return true;
 }
 
 int32_t Sampler::draw_candidates(const CandidateList& c, SamplerWorkspace& ws) {

@@ -180,6 +180,9 @@ class Sampler {
   // what sample() computes. nullopt, drawing nothing, when they do not settle the draw (the
   // nucleus or the min-p set reaches past them): the caller then samples the whole row.
   std::optional<SampleResult> sample_leading(const LeadingCandidates& row, SamplerWorkspace& workspace);
+  // Whether sample_leading(row) would draw (true) or decline (false), drawing nothing: so that
+  // the rows to bring back whole can be fetched together before any is sampled.
+  bool leading_settles(const LeadingCandidates& row, SamplerWorkspace& workspace) const;
 
   // Records the token that was appended to the sequence (penalty counts, min_tokens, mask).
   void accept(int32_t token);
@@ -214,6 +217,9 @@ class Sampler {
   // The raw logit below which no token can be kept by top-p (whose set weighs `top_p_total`)
   // or min-p, when top-k is not in force: the tokens sample() collects as candidates.
   float candidate_threshold(float z_max, double top_p_total, size_t vocab) const;
+  // sample_leading's filters, up to the draw: the candidates to draw from in
+  // workspace.candidates, or false when the leading candidates do not settle them.
+  bool narrow_leading(const LeadingCandidates& row, SamplerWorkspace& ws) const;
   // A row that is all leading candidates: its total weight summed as draw() sums the row.
   static double whole_row_total(const LeadingCandidates& row, float z_max, float inv_t, SamplerWorkspace& ws);
   int32_t draw_dense(std::span<const float> z, float z_max, float inv_t, SamplerWorkspace& ws);

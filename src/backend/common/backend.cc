@@ -60,15 +60,18 @@ void Backend::end_step() {
   step_ = {};
 }
 
-void Backend::copy_logit_row(size_t row, float* dst) {
-  if (in_step_) fail("copy_logit_row: a step is open (the last step's logits are gone)");
-  if (row >= ended_logit_rows_)
-    fail("copy_logit_row: row {} of the last step's {} rows of logits", row, ended_logit_rows_);
-  do_copy_logit_row(row, ended_logit_width_, dst);
+void Backend::copy_logit_rows(std::span<const int32_t> rows, float* logits) {
+  if (in_step_) fail("copy_logit_rows: a step is open (the last step's logits are gone)");
+  for (const int32_t row : rows) {
+    if (row < 0 || static_cast<size_t>(row) >= ended_logit_rows_) {
+      fail("copy_logit_rows: row {} of the last step's {} rows of logits", row, ended_logit_rows_);
+    }
+  }
+  if (!rows.empty()) do_copy_logit_rows(rows, ended_logit_width_, logits);
 }
 
-void Backend::do_copy_logit_row(size_t /*row*/, int64_t /*width*/, float* /*dst*/) {
-  fail("copy_logit_row: this backend reduces no rows: every row of logits is in the step's host array");
+void Backend::do_copy_logit_rows(std::span<const int32_t> /*rows*/, int64_t /*width*/, float* /*logits*/) {
+  fail("copy_logit_rows: this backend reduces no rows: every row of logits is in the step's host array");
 }
 
 void Backend::abort_step() noexcept {

@@ -225,7 +225,7 @@ class CudaBackend final : public Backend {
   TensorView do_step_logits() override;
   void do_end_step() override;
   void do_abort_step() noexcept override;
-  void do_copy_logit_row(size_t row, int64_t width, float* dst) override;
+  void do_copy_logit_rows(std::span<const int32_t> rows, int64_t width, float* logits) override;
   // With step_graphs on, a decode step runs from its shape's CUDA graph (step_graphs.h).
   void do_run_replayable(const std::function<void()>& ops) override;
   StepReplayStats do_step_replay_stats() const override;

@@ -86,12 +86,15 @@ void CudaBackend::do_end_step() {
   }
 }
 
-void CudaBackend::do_copy_logit_row(size_t row, int64_t width, float* dst) {
+void CudaBackend::do_copy_logit_rows(std::span<const int32_t> rows, int64_t width, float* logits) {
   State& s = *state_;
   // The last step's logits stay in the device buffer until the next step's output head.
-  const size_t n = static_cast<size_t>(width);
-  check_cuda(cudaMemcpyAsync(dst, s.step->logits() + row * n, n * sizeof(float), cudaMemcpyDeviceToHost, s.stream),
-             "cudaMemcpyAsync");
+  const auto n = static_cast<size_t>(width);
+  for (const int32_t row : rows) {
+    const size_t at = static_cast<size_t>(row) * n;
+    check_cuda(cudaMemcpyAsync(logits + at, s.step->logits() + at, n * sizeof(float), cudaMemcpyDeviceToHost, s.stream),
+               "cudaMemcpyAsync");
+  }
   synchronize();
 }
 

@@ -1,7 +1,7 @@
 // Confined draws' rows through the CUDA step boundary (StepMetadata::row_forms, row_leading.cu):
 // with device_leading on, a Leading row comes back as its 64 most likely tokens (the sampler's
 // select_top, ties to the lower index), whether it is finite and, when asked, its total weight;
-// its logits are not copied, and copy_logit_row brings it back after the step. The other rows
+// its logits are not copied, and copy_logit_rows brings rows back after the step. The other rows
 // come back whole. Off, every row comes back whole and no entry is computed.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -112,11 +112,19 @@ TEST(CudaRowLeading, LeadingRowsComeBackAsTheirCandidatesAndTheOthersWhole) {
     if (forms[r] == kLeading) expect_leading(s, r, scales[r]);
   }
   EXPECT_GE(s.argmax[4].token, 0);  // the greedy row beside them
-  // After the step, a Leading row comes back whole on request.
-  std::vector<float> back(width, kUntouched);
-  gpu()->copy_logit_row(5, back.data());
-  EXPECT_TRUE(std::equal(back.begin(), back.end(), s.rows.begin() + 5 * width));
-  EXPECT_THROW(gpu()->copy_logit_row(forms.size(), back.data()), Error);
+  // After the step, Leading rows come back whole on request, each to its place.
+  std::vector<float> back(s.rows.size(), kUntouched);
+  const std::vector<int32_t> wanted = {5, 2};
+  gpu()->copy_logit_rows(wanted, back.data());
+  for (size_t r = 0; r < forms.size(); ++r) {
+    const bool asked = r == 5 || r == 2;
+    for (int64_t i = 0; i < width; ++i) {
+      const size_t at = r * static_cast<size_t>(width) + static_cast<size_t>(i);
+      ASSERT_EQ(back[at], asked ? s.rows[at] : kUntouched) << "row " << r << ", value " << i;
+    }
+  }
+  const std::vector<int32_t> outside = {static_cast<int32_t>(forms.size())};
+  EXPECT_THROW(gpu()->copy_logit_rows(outside, back.data()), Error);
 }
 
 TEST(CudaRowLeading, ARowShorterThanTheListIsAllOfIt) {
@@ -139,10 +147,11 @@ TEST(CudaRowLeading, WithTheOptionOffEveryRowComesBackWhole) {
     ASSERT_EQ(s.host[i], s.rows[i]) << i;
   }
   std::vector<float> back(4099);
+  const std::vector<int32_t> first = {0};
   EXPECT_THROW(
       {
         gpu()->begin_step({});
-        gpu()->copy_logit_row(0, back.data());
+        gpu()->copy_logit_rows(first, back.data());
       },
       Error);
   gpu()->abort_step();
