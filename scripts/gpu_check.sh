@@ -742,20 +742,25 @@ d["step_graphs"] = True
 d["device_argmax"] = True
 print(json.dumps(d))' "$n" | tee -a "$RESULTS"
   done
-  # Sampled requests (temperature 0.8, top-p 0.95: rows reduced to their 64 leading candidates,
-  # a nucleus past them brought back whole), 64 streams, graphs on: the rows whole, then reduced
-  # on the device (device_leading). leading_rows and rows_brought_back say how many of each.
-  local leading
-  for leading in 0 1; do
-    LUMEN_CUDA_DEVICE_LEADING=$leading LUMEN_CUDA_GRAPHS=1 "$BIN/lumen" bench throughput -m "$file" \
-      --device cuda --num-prompts 64 --input-len 256 --output-len 128 --max-num-seqs 64 --json \
-      --temperature 0.8 --top-p 0.95 2> "$WORK/streams-64-sampled-leading$leading.log" |
-      python3 -c 'import json, sys
+  # Sampled requests, 64 streams, graphs on: temperature 0.8 with top-p 0.95, and the API's
+  # default (temperature 1, no filter); rows reduced to their 64 leading candidates, a nucleus or
+  # a plain draw past them brought back whole. The rows whole, then reduced on the device
+  # (device_leading). leading_rows and rows_brought_back say how many of each.
+  local leading draw temperature top_p
+  for draw in "0.8 0.95" "1.0 1.0"; do
+    read -r temperature top_p <<< "$draw"
+    for leading in 0 1; do
+      LUMEN_CUDA_DEVICE_LEADING=$leading LUMEN_CUDA_GRAPHS=1 "$BIN/lumen" bench throughput -m "$file" \
+        --device cuda --num-prompts 64 --input-len 256 --output-len 128 --max-num-seqs 64 --json \
+        --temperature "$temperature" --top-p "$top_p" \
+        2> "$WORK/streams-64-sampled-t$temperature-p$top_p-leading$leading.log" |
+        python3 -c 'import json, sys
 d = json.load(sys.stdin)
 d["check_streams"] = 64
 d["step_graphs"] = True
 d["device_leading"] = sys.argv[1] == "1"
 print(json.dumps(d))' "$leading" | tee -a "$RESULTS"
+    done
   done
 }
 

@@ -215,13 +215,16 @@ void OutputProcessor::bring_back_unsettled_rows(const StepPlan& plan, ModelRunne
     if (rows[i].form != backend::RowForm::Leading) continue;
     const auto it = live.find(plan.chunks[i].seq->id);
     if (it == live.end()) continue;
-    // A draft's later rows, and a request's forked choices, sample with this same setup.
+    // A draft's later rows, and a request's forked choices, sample with this same setup. A
+    // plain draw settles by the generator's next uniform: a draft's row j is its draw j (a tree's
+    // rows, and a fork's own generator, may not be: such a row is brought back when drawn).
     const sampling::Sampler& sampler = it->second->sampler;
     for (int64_t j = 0; j < rows[i].n_sample_rows(); ++j) {
       const auto row = static_cast<size_t>(rows[i].sample_row() + j);
       const backend::RowLeading& reduced = runner.row_leading()[row];
       try {
-        if (reduced.count >= 0 && !sampler.leading_settles(leading_view(reduced, vocab_size), workspace)) {
+        if (reduced.count >= 0 &&
+            !sampler.leading_settles(leading_view(reduced, vocab_size), workspace, static_cast<size_t>(j))) {
           unsettled_rows.push_back(static_cast<int32_t>(row));
         }
       } catch (const std::exception&) {

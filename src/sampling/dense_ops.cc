@@ -1,6 +1,8 @@
 #include "sampling/dense_ops.h"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <limits>
 
 #include "sampling/dense_kernels.h"
@@ -62,18 +64,56 @@ double exp_with_block_sums(std::span<const float> x, float shift, float scale, s
   return total;
 }
 
+namespace {
+
+// For a short selection from many blocks: the n-th largest of the blocks' maxima, which no value
+// of the n largest is below (n blocks hold a value at least that large), and each block's
+// maximum in `maxima`. -inf when the cut cannot be had (too few blocks, a NaN maximum).
+constexpr size_t kCutMaxN = 64;
+constexpr size_t kCutMaxBlocks = 4096;  // rows up to 262 144 values
+
+float block_maxima_cut(std::span<const float> x, size_t n, std::array<float, kCutMaxBlocks>& maxima) {
+  const size_t blocks = (x.size() + kBlock - 1) / kBlock;
+  if (n > kCutMaxN || blocks <= n || blocks > kCutMaxBlocks) return kNegInf;
+  std::array<float, kCutMaxN> largest{};  // a min-heap of the n largest maxima so far
+  size_t held = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t start = b * kBlock;
+    const float m = block_max(x.data() + start, std::min(kBlock, x.size() - start));
+    if (m != m) return kNegInf;
+    maxima[b] = m;
+    if (held < n) {
+      largest[held++] = m;
+      std::push_heap(largest.begin(), largest.begin() + static_cast<std::ptrdiff_t>(held), std::greater<>());
+    } else if (m > largest[0]) {
+      std::pop_heap(largest.begin(), largest.begin() + static_cast<std::ptrdiff_t>(n), std::greater<>());
+      largest[n - 1] = m;
+      std::push_heap(largest.begin(), largest.begin() + static_cast<std::ptrdiff_t>(n), std::greater<>());
+    }
+  }
+  return largest[0];
+}
+
+}  // namespace
+
 void select_top(std::span<const float> x, size_t n, std::vector<Candidate>& out) {
   out.clear();
   if (n == 0) return;
+  // Blocks whose maximum is below the cut hold none of the n: a second pass reads only the few
+  // blocks that can (about n of them), and in them only the values at or above the cut.
+  std::array<float, kCutMaxBlocks> maxima;
+  const float cut = block_maxima_cut(x, n, maxima);
+  const bool by_cut = cut > kNegInf;
   // A heap whose front is the least likely kept candidate (more_likely as "less than").
-  for (size_t start = 0; start < x.size(); start += kBlock) {
+  for (size_t start = 0, b = 0; start < x.size(); start += kBlock, ++b) {
     const size_t end = std::min(start + kBlock, x.size());
+    if (by_cut && maxima[b] < cut) continue;
     // Later ids lose ties, so a block can only contribute values strictly above the minimum.
-    if (out.size() == n && !(block_max(x.data() + start, end - start) > out.front().logit))
-      continue;
+    if (!by_cut && out.size() == n && !(block_max(x.data() + start, end - start) > out.front().logit)) continue;
     for (size_t i = start; i < end; ++i) {
       const Candidate c{static_cast<int32_t>(i), x[i]};
       if (!(c.logit > kNegInf)) continue;  // -inf (masked) and NaN are never candidates
+      if (by_cut && c.logit < cut) continue;
       if (out.size() < n) {
         out.push_back(c);
         std::push_heap(out.begin(), out.end(), more_likely);

@@ -36,7 +36,8 @@ double exp_with_block_sums(std::span<const float> x, float shift, float scale, s
                            std::span<double> block_sums);
 
 // The min(n, #finite) largest finite values, most likely first (more_likely order: ties go to
-// the lower id). One pass with a bounded heap; blocks below the heap's minimum are skipped.
+// the lower id). A bounded heap over the values; blocks that cannot hold any of them (below
+// the n-th largest block maximum, for n <= 64, or below the heap's minimum) are skipped.
 void select_top(std::span<const float> x, size_t n, std::vector<Candidate>& out);
 
 // Every finite x_i >= threshold, in id order.

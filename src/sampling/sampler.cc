@@ -26,6 +26,10 @@ uint64_t fresh_seed() {
   return (static_cast<uint64_t>(device()) << 32) ^ static_cast<uint64_t>(device());
 }
 
+// The top 53 bits of one 64-bit draw: every double in [0, 1) on a 2^-53 grid, equally likely,
+// and the same on every platform (std::uniform_real_distribution is not specified that far).
+double unit_interval(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+
 // s = (z - z_max) / T, in place.
 void scale_candidates(CandidateList& candidates, float z_max, float inv_t) {
   for (float& logit : candidates.logits) logit = (logit - z_max) * inv_t;
@@ -75,10 +79,12 @@ void Sampler::accept(int32_t token) {
   if (mask_) mask_->accept(token);
 }
 
-double Sampler::uniform() {
-  // The top 53 bits of one 64-bit draw: every double in [0, 1) on a 2^-53 grid, equally likely,
-  // and the same on every platform (std::uniform_real_distribution is not specified that far).
-  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+double Sampler::uniform() { return unit_interval(rng_()); }
+
+double Sampler::peek_uniform(size_t draws_before) const {
+  std::mt19937_64 ahead = rng_;
+  ahead.discard(draws_before);
+  return unit_interval(ahead());
 }
 
 std::span<const float> Sampler::process(std::span<const float> logits, SamplerWorkspace& ws) {
@@ -207,34 +213,74 @@ RowNeed Sampler::row_need() const {
   }
   // A top-k beyond the candidates would be the set top-p's total and min-p's order come from.
   if (params.top_k > 0) return static_cast<size_t>(params.top_k) <= kLeadingCandidates ? RowNeed::Leading : RowNeed::Whole;
-  return params.top_p < 1.0f || params.min_p > 0.0f ? RowNeed::Leading : RowNeed::Whole;
+  // top-p, min-p, or a plain draw (draw_dense walks the leading candidates first).
+  return RowNeed::Leading;
 }
 
 float Sampler::leading_total_scale() const {
   const SamplingParams& params = setup_->params;
-  return params.top_k <= 0 && params.top_p < 1.0f ? inverse_temperature() : 0.0f;
+  if (params.top_k > 0) return 0.0f;                             // top-k's set is among the candidates
+  if (params.top_p >= 1.0f && params.min_p > 0.0f) return 0.0f;  // min-p's floor is relative to the max
+  return inverse_temperature();                                  // top-p's total, or a plain draw's
+}
+
+bool Sampler::draws_dense(size_t vocab) const {
+  const SamplingParams& params = setup_->params;
+  const bool top_k = params.top_k > 0 && static_cast<size_t>(params.top_k) < vocab;
+  return !top_k && params.top_p >= 1.0f && params.min_p <= 0.0f && params.typical_p >= 1.0f;
 }
 
 std::optional<SampleResult> Sampler::sample_leading(const LeadingCandidates& row, SamplerWorkspace& ws) {
-  if (!narrow_leading(row, ws)) return std::nullopt;
+  check_leading(row);
+  std::optional<int32_t> token;
+  if (draws_dense(row.vocab)) {
+    token = dense_leading_pick(row, peek_uniform(0), ws);
+    if (token) uniform();  // the draw peek_uniform saw
+  } else if (narrow_leading(row, ws)) {
+    token = draw_candidates(ws.candidates, ws);
+  }
+  if (!token) return std::nullopt;
   SampleResult result;
-  result.token = draw_candidates(ws.candidates, ws);
+  result.token = *token;
   return result;
 }
 
-bool Sampler::leading_settles(const LeadingCandidates& row, SamplerWorkspace& ws) const {
+bool Sampler::leading_settles(const LeadingCandidates& row, SamplerWorkspace& ws, size_t draws_before) const {
+  check_leading(row);
+  if (draws_dense(row.vocab)) return dense_leading_pick(row, peek_uniform(draws_before), ws).has_value();
   return narrow_leading(row, ws);
 }
 
-bool Sampler::narrow_leading(const LeadingCandidates& row, SamplerWorkspace& ws) const {
+void Sampler::check_leading(const LeadingCandidates& row) const {
   if (row_need() != RowNeed::Leading) fail("sample_leading: this request's next token needs more of its row");
   const size_t n = row.ids.size();
   if (n == 0 || n != row.logits.size() || n > row.vocab || (n < kLeadingCandidates && n != row.vocab)) {
     fail("sample_leading: {} leading candidates of a row of {}", n, row.vocab);
   }
+  if (row.logits[0] == -kInf) fail("every token is masked: no token can be sampled");
+  if (row.logits[0] == kInf) fail("the logits hold +inf");
+}
+
+std::optional<int32_t> Sampler::dense_leading_pick(const LeadingCandidates& row, double u, SamplerWorkspace& ws) const {
   const float z_max = row.logits[0];
-  if (z_max == -kInf) fail("every token is masked: no token can be sampled");
-  if (z_max == kInf) fail("the logits hold +inf");
+  const float inv_t = inverse_temperature();
+  const bool whole = row.ids.size() == row.vocab;
+  const double total = whole ? whole_row_total(row, z_max, inv_t, ws) : row.total;
+  // The most likely token alone weighs 1.
+  if (!(total >= 1.0)) fail("sample_leading: a temperature draw needs the row's total weight (got {})", total);
+  ws.selected.clear();
+  for (size_t i = 0; i < row.ids.size(); ++i) ws.selected.push_back({row.ids[i], row.logits[i]});
+  u *= total;
+  const LeadingPick pick = pick_leading(ws.selected, z_max, inv_t, u);
+  if (pick.token >= 0) return pick.token;
+  // Past every token's weight by rounding alone: draw_dense's answer too.
+  if (whole) return pick.last_positive;
+  return std::nullopt;  // the draw lands among the other tokens
+}
+
+bool Sampler::narrow_leading(const LeadingCandidates& row, SamplerWorkspace& ws) const {
+  const size_t n = row.ids.size();
+  const float z_max = row.logits[0];
   // draw()'s steps on the leading candidates. Where draw() selects or collects from the row, the
   // same tokens are among these, in the same order, unless the set reaches past them.
   const SamplingParams& params = setup_->params;
@@ -287,32 +333,78 @@ int32_t Sampler::draw_candidates(const CandidateList& c, SamplerWorkspace& ws) {
   return c.ids[draw_index(c.logits, max_value(c.logits), 1.0f, ws)];
 }
 
+// A plain draw walks the row's leading candidates first, most likely first, then the other
+// tokens in id order. Any fixed order draws each token with its probability; this one lets a
+// device send a row's leading candidates and total weight instead of the row (sample_leading
+// settles the draw from them unless it lands past them: 1 - their weight of the time).
 int32_t Sampler::draw_dense(std::span<const float> z, float z_max, float inv_t,
                             SamplerWorkspace& ws) {
-  return static_cast<int32_t>(draw_index(z, z_max, inv_t, ws));
-}
-
-size_t Sampler::draw_index(std::span<const float> x, float shift, float scale,
-                           SamplerWorkspace& ws) {
-  const size_t n = x.size();
+  const size_t n = z.size();
   ws.weights.resize(n);
   ws.block_sums.resize((n + kBlock - 1) / kBlock);
-  const double total = exp_with_block_sums(x, shift, scale, ws.weights, ws.block_sums);
+  const double total = exp_with_block_sums(z, z_max, inv_t, ws.weights, ws.block_sums);
+  select_top(z, kLeadingCandidates, ws.selected);
   double u = uniform() * total;
+  const LeadingPick pick = pick_leading(ws.selected, z_max, inv_t, u);
+  if (pick.token >= 0) return pick.token;
+  // The other tokens: the leading ones' weight taken out of their blocks, summed again.
+  for (const Candidate& c : ws.selected) ws.weights[static_cast<size_t>(c.id)] = 0.0f;
+  for (const Candidate& c : ws.selected) {
+    const size_t b = static_cast<size_t>(c.id) / kBlock;
+    double sum = 0.0;
+    for (size_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) sum += ws.weights[i];
+    ws.block_sums[b] = sum;
+  }
+  if (std::optional<size_t> i = walk_blocks(ws.weights, ws.block_sums, u)) return static_cast<int32_t>(*i);
+  return pick.last_positive;  // the others weigh nothing: u passed the candidates by rounding
+}
+
+Sampler::LeadingPick Sampler::pick_leading(std::span<const Candidate> leading, float z_max, float inv_t, double& u) {
+  LeadingPick pick;
+  for (const Candidate& c : leading) {
+    // One float expression, as the candidates' weights are computed everywhere they are walked.
+    const double w = fast_exp((c.logit - z_max) * inv_t);
+    if (w <= 0.0) continue;
+    if (u < w) {
+      pick.token = c.id;
+      return pick;
+    }
+    u -= w;
+    pick.last_positive = c.id;
+  }
+  return pick;
+}
+
+std::optional<size_t> Sampler::walk_blocks(std::span<const float> weights, std::span<const double> block_sums,
+                                           double u) {
   // Find the block by its sum, then the entry inside it: two short walks, not one over all.
   size_t b = 0;
-  while (b + 1 < ws.block_sums.size() && !(u < ws.block_sums[b])) u -= ws.block_sums[b++];
-  while (ws.block_sums[b] == 0.0) --b;  // rounding carried u into an empty tail: step back
-  const size_t start = b * kBlock, end = std::min(start + kBlock, n);
+  while (b < block_sums.size() && !(u < block_sums[b])) u -= block_sums[b++];
+  if (b == block_sums.size()) {  // rounding carried u past the end: the last token with weight
+    while (b > 0 && block_sums[b - 1] == 0.0) --b;
+    if (b == 0) return std::nullopt;
+    u = std::numeric_limits<double>::infinity();
+    --b;
+  }
+  const size_t start = b * kBlock, end = std::min(start + kBlock, weights.size());
   size_t last_positive = start;
   for (size_t i = start; i < end; ++i) {
-    const double w = ws.weights[i];
+    const double w = weights[i];
     if (w <= 0.0) continue;
     if (u < w) return i;
     u -= w;
     last_positive = i;
   }
   return last_positive;  // u ran past the block's end by rounding
+}
+
+size_t Sampler::draw_index(std::span<const float> x, float shift, float scale, SamplerWorkspace& ws) {
+  const size_t n = x.size();
+  ws.weights.resize(n);
+  ws.block_sums.resize((n + kBlock - 1) / kBlock);
+  const double total = exp_with_block_sums(x, shift, scale, ws.weights, ws.block_sums);
+  // The largest value weighs 1: some block has weight.
+  return walk_blocks(ws.weights, ws.block_sums, uniform() * total).value_or(0);
 }
 
 }  // namespace lumen::sampling

@@ -16,7 +16,9 @@
 //  6. top-p           keep the smallest most-likely-first prefix with probability >= top_p
 //  7. min-p           keep q_i >= min_p * max q
 //  8. typical-p       keep the smallest most-typical-first prefix with probability >= typical_p
-//  9. draw            i with probability exp(s_i) / sum over the kept set
+//  9. draw            i with probability exp(s_i) / sum over the kept set (with no filter in
+//                     force: the kLeadingCandidates most likely first, then the rest in id
+//                     order, so that a device can send those and the total instead of the row)
 // Steps 5-8 all use the temperature-scaled distribution, each renormalized over what the
 // previous steps kept (candidate_filters.h has the exact definitions); T does not change
 // top-k's choice, but it does change what top-p, min-p and typical-p keep. Tokens at -inf
@@ -84,7 +86,7 @@ struct LeadingCandidates {
   std::span<const int32_t> ids;
   std::span<const float> logits;
   // sum over the whole row of exp((z_i - z_max) * Sampler::leading_total_scale()), when that
-  // scale is not 0 (top-p without top-k needs it); the backend's own rounding.
+  // scale is not 0 (top-p without top-k needs it, and a plain draw); the backend's own rounding.
   double total = 0.0;
   size_t vocab = 0;  // the row's length
 };
@@ -168,21 +170,23 @@ class Sampler {
 
   // What the next sample() needs of its row. Argmax: needs_only_argmax(). Leading: a sampled
   // draw (temperature > 0) that nothing changes or reads beyond the draw (as for Argmax), with
-  // no typical-p, confined by a top-k of at most kLeadingCandidates, or by top-p or min-p
-  // without top-k. Whole otherwise: a plain temperature draw may pick any token, and a larger
-  // top-k is the set top-p's total and min-p's order come from.
+  // no typical-p and no top-k above kLeadingCandidates (a larger top-k is the set top-p's total
+  // and min-p's order come from). Whole otherwise.
   RowNeed row_need() const;
   // For RowNeed::Leading: the scale (1 / temperature) at which sample_leading() needs the row's
-  // total weight, or 0 when it needs none (top-k is in force).
+  // total weight, or 0 when it needs none (top-k is in force, or min-p alone).
   float leading_total_scale() const;
   // sample() of a row from its leading candidates (row_need() must be Leading): the same token,
   // from the same draw of the generator, as sample() of the whole row gives when `row.total` is
   // what sample() computes. nullopt, drawing nothing, when they do not settle the draw (the
-  // nucleus or the min-p set reaches past them): the caller then samples the whole row.
+  // nucleus or the min-p set reaches past them, or a plain draw lands past them): the caller
+  // then samples the whole row.
   std::optional<SampleResult> sample_leading(const LeadingCandidates& row, SamplerWorkspace& workspace);
   // Whether sample_leading(row) would draw (true) or decline (false), drawing nothing: so that
   // the rows to bring back whole can be fetched together before any is sampled.
-  bool leading_settles(const LeadingCandidates& row, SamplerWorkspace& workspace) const;
+  // `draws_before`: how many draws this sampler makes first (a draft's earlier rows, each one
+  // draw); a plain draw's answer depends on the generator, the filters' does not.
+  bool leading_settles(const LeadingCandidates& row, SamplerWorkspace& workspace, size_t draws_before = 0) const;
 
   // Records the token that was appended to the sequence (penalty counts, min_tokens, mask).
   void accept(int32_t token);
@@ -217,9 +221,27 @@ class Sampler {
   // The raw logit below which no token can be kept by top-p (whose set weighs `top_p_total`)
   // or min-p, when top-k is not in force: the tokens sample() collects as candidates.
   float candidate_threshold(float z_max, double top_p_total, size_t vocab) const;
+  // Whether draw() of a row of `vocab` logits is draw_dense: no filter is in force.
+  bool draws_dense(size_t vocab) const;
+  // sample_leading's refusals: not a Leading draw, a malformed row, -inf or +inf at its top.
+  void check_leading(const LeadingCandidates& row) const;
   // sample_leading's filters, up to the draw: the candidates to draw from in
   // workspace.candidates, or false when the leading candidates do not settle them.
   bool narrow_leading(const LeadingCandidates& row, SamplerWorkspace& ws) const;
+  // draw_dense's token for the uniform `u` from the leading candidates, or nullopt when the
+  // draw lands past them.
+  std::optional<int32_t> dense_leading_pick(const LeadingCandidates& row, double u, SamplerWorkspace& ws) const;
+  // The walk over the leading candidates (most likely first) that begins draw_dense: `u` (a
+  // uniform times the row's total) less each one's weight until one outweighs it.
+  struct LeadingPick {
+    int32_t token = -1;          // the drawn token; -1: the draw lands past the candidates
+    int32_t last_positive = -1;  // the last candidate with weight (rounding's answer)
+  };
+  static LeadingPick pick_leading(std::span<const Candidate> leading, float z_max, float inv_t, double& u);
+  // The index `u` lands on walking `weights` by their blocks' sums; the last one with weight when
+  // rounding carries it past them all; nullopt when nothing weighs anything.
+  static std::optional<size_t> walk_blocks(std::span<const float> weights, std::span<const double> block_sums,
+                                           double u);
   // A row that is all leading candidates: its total weight summed as draw() sums the row.
   static double whole_row_total(const LeadingCandidates& row, float z_max, float inv_t, SamplerWorkspace& ws);
   int32_t draw_dense(std::span<const float> z, float z_max, float inv_t, SamplerWorkspace& ws);
@@ -227,6 +249,8 @@ class Sampler {
   // An index of x drawn with probability exp((x_i - shift) * scale) / sum.
   size_t draw_index(std::span<const float> x, float shift, float scale, SamplerWorkspace& ws);
   double uniform();  // in [0, 1)
+  // The uniform() that follows `draws_before` more draws, drawing nothing.
+  double peek_uniform(size_t draws_before) const;
 
   std::shared_ptr<const SamplingSetup> setup_;
   std::vector<int32_t> banned_until_min_;  // stop ids and (unless ignore_eos) EOS ids

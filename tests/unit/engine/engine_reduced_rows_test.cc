@@ -1,5 +1,5 @@
 // Rows that come back reduced (engine/reduced_rows.h): a greedy row as its argmax alone, a
-// draw confined by top-k, top-p or min-p as its 64 leading candidates. On the CPU the runner
+// sampled draw (plain, or confined by top-k, top-p or min-p) as its 64 leading candidates. On the CPU the runner
 // reduces the rows itself; with the rows poisoned after the step (NaN, as a device that never
 // copied them back leaves them) every request still gets the tokens it gets through whole rows,
 // so nothing reads a reduced row's logits but through ModelRunner::whole_row (which brings the
@@ -21,7 +21,7 @@ namespace {
 // seeded sampling, greedy with logprobs and with a logit bias (those two need whole rows),
 // greedy with prompt log-probabilities (whole prompt rows, an argmax sampling row), then seeded
 // draws confined by top-k, top-p (a narrow nucleus, and one so wide it reaches past the
-// candidates), min-p, and top-p with n = 2.
+// candidates), min-p, top-p with n = 2, and plain draws (no filter) with n = 2.
 struct MixedBatch {
   std::vector<std::vector<int32_t>> tokens;  // each request's choices, one after another
   std::vector<std::vector<float>> prompt_logprobs;
@@ -76,6 +76,11 @@ MixedBatch EngineReducedRows::run_mixed(Engine& engine) {
   two.n = 2;
   two.seed = 15;
   requests.push_back(engine.add_request_n(prompt(9, 11), two));
+  SamplingParams plain_two = sampled;  // plain draws whose forks settle by their own generators
+  plain_two.temperature = 1.0f;
+  plain_two.n = 2;
+  plain_two.seed = 16;
+  requests.push_back(engine.add_request_n(prompt(7, 12), plain_two));
   while (engine.has_unfinished()) engine.step();
   MixedBatch out;
   for (auto& choices : requests) {
@@ -108,11 +113,12 @@ TEST_F(EngineReducedRows, PoisonedReducedRowsChangeNoRequestsTokens) {
   // Every greedy step of the plain, n = 3 and prompt-scored requests: 9 tokens each, less the
   // rows that forked choices share.
   EXPECT_GE(engine::EngineTestAccess::argmax_rows(reduced), 3u * 9u);
-  // Every step of the five confined draws (the n = 2 pair shares its first row); the wide
-  // nucleus needs its whole row back, the narrow ones do not.
+  // Every step of the seeded plain draw and the five confined ones (an n = 2 pair shares its
+  // first row); the wide nucleus needs its whole row back, the narrow ones do not, and a plain
+  // draw when it lands past the candidates (often: the synthetic model is flat).
   const uint64_t leading = engine::EngineTestAccess::leading_rows(reduced);
   const uint64_t brought_back = engine::EngineTestAccess::rows_brought_back(reduced);
-  EXPECT_GE(leading, 5u * 9u);
+  EXPECT_GE(leading, 7u * 9u);
   EXPECT_GT(brought_back, 0u);
   EXPECT_LT(brought_back, leading);
   ASSERT_EQ(got.tokens.size(), expected.tokens.size());
@@ -123,6 +129,7 @@ TEST_F(EngineReducedRows, PoisonedReducedRowsChangeNoRequestsTokens) {
   EXPECT_EQ(expected.tokens[1].size(), 27u);  // three choices of 9
   EXPECT_EQ(expected.prompt_logprobs[5].size(), 9u);
   EXPECT_EQ(expected.tokens[10].size(), 18u);
+  EXPECT_EQ(expected.tokens[11].size(), 18u);
   std::cout << "leading rows " << leading << ", brought back whole " << brought_back << "\n";
 }
 

@@ -77,9 +77,9 @@ TEST_F(EngineSpeculative, GreedyDraftsAreVerifiedFromTheirRowsArgmaxAlone) {
 // reaches past them), drawing as the plain decoder draws: with the reduced rows poisoned the
 // output is still the plain one.
 TEST_F(EngineSpeculative, SampledDraftsAreVerifiedFromTheirLeadingCandidates) {
-  const auto ps = prompts(4);
+  const auto ps = prompts(5);
   std::vector<SamplingParams> params;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     SamplingParams p;
     p.temperature = 0.7f;
     p.max_tokens = 20 + 2 * i;
@@ -91,6 +91,7 @@ TEST_F(EngineSpeculative, SampledDraftsAreVerifiedFromTheirLeadingCandidates) {
   params[2].min_p = 0.3f;
   params[3].top_k = 30;
   params[3].top_p = 0.8f;
+  params[4].temperature = 1.0f;  // a plain draw: its rows settle by each draw's uniform
   const Run plain = run(config(512), ps, params);
   const auto known = known_sequences(ps, params, plain);
   poison_reduced_rows = true;

@@ -151,6 +151,40 @@ TEST(DenseOps, SelectTopEqualsTheHeadOfAFullSort) {
   }
 }
 
+// Rows of many blocks, where a short selection reads only the blocks whose maximum reaches the
+// n-th largest block maximum: ties across that cut, whole blocks masked, rows mostly masked
+// (fewer blocks with a finite maximum than n), a partial last block.
+TEST(DenseOps, SelectTopFromManyBlocksEqualsTheHeadOfAFullSort) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 120; ++trial) {
+    const size_t size = kBlock * (20 + rng() % 300) + rng() % kBlock;
+    std::vector<float> x(size);
+    const int levels = trial % 3 == 0 ? 4 : 2000;  // few levels: ties everywhere
+    for (float& v : x) v = static_cast<float>(static_cast<int>(rng() % levels)) * 0.25f;
+    const size_t blocks = (size + kBlock - 1) / kBlock;
+    const size_t masked_blocks = trial % 4 == 1 ? blocks - rng() % 40 : rng() % (blocks / 2);
+    for (size_t i = 0; i < masked_blocks; ++i) {
+      const size_t b = rng() % blocks;
+      std::fill(x.begin() + static_cast<std::ptrdiff_t>(b * kBlock),
+                x.begin() + static_cast<std::ptrdiff_t>(std::min(size, (b + 1) * kBlock)), -kInf);
+    }
+    std::vector<Candidate> all;
+    for (size_t i = 0; i < size; ++i) {
+      if (x[i] > -kInf) all.push_back({static_cast<int32_t>(i), x[i]});
+    }
+    std::sort(all.begin(), all.end(), more_likely);
+    for (const size_t n : {size_t{1}, size_t{7}, size_t{40}, size_t{64}, size_t{65}}) {
+      std::vector<Candidate> top;
+      select_top(x, n, top);
+      ASSERT_EQ(top.size(), std::min(n, all.size())) << "trial " << trial << " n " << n;
+      for (size_t i = 0; i < top.size(); ++i) {
+        ASSERT_EQ(top[i].id, all[i].id) << "trial " << trial << " n " << n << " rank " << i;
+        ASSERT_EQ(top[i].logit, all[i].logit);
+      }
+    }
+  }
+}
+
 TEST(DenseOps, CollectAtLeastKeepsExactlyThoseAboveTheThreshold) {
   std::vector<float> x = random_row(1000, 6);
   x[10] = -kInf;

@@ -1,7 +1,7 @@
 // Sampling from a row's leading candidates (Sampler::sample_leading), as a device sends them
 // back instead of the row: the same token from the same draw as sample() of the whole row, or
 // nothing drawn when they cannot settle it, on rows from peaked to flat and every mix of top-k,
-// top-p, min-p and temperature.
+// top-p, min-p and temperature (none of them: a plain draw).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -66,7 +66,8 @@ Leading reduce(std::span<const float> row, float scale) {
 
 TEST(SamplerLeading, WhichSamplersNeedOnlyTheLeadingCandidates) {
   EXPECT_EQ(Sampler(params(0.0f, 0, 1.0f, 0.0f, 1)).row_need(), RowNeed::Argmax);
-  EXPECT_EQ(Sampler(params(0.8f, 0, 1.0f, 0.0f, 1)).row_need(), RowNeed::Whole);  // any token may come
+  // A plain draw walks the leading candidates first (any token may still come: 1 - their weight).
+  EXPECT_EQ(Sampler(params(0.8f, 0, 1.0f, 0.0f, 1)).row_need(), RowNeed::Leading);
   EXPECT_EQ(Sampler(params(0.8f, 40, 1.0f, 0.0f, 1)).row_need(), RowNeed::Leading);
   EXPECT_EQ(Sampler(params(0.8f, 64, 1.0f, 0.0f, 1)).row_need(), RowNeed::Leading);
   EXPECT_EQ(Sampler(params(0.8f, 65, 1.0f, 0.0f, 1)).row_need(), RowNeed::Whole);  // more than are sent
@@ -78,6 +79,8 @@ TEST(SamplerLeading, WhichSamplersNeedOnlyTheLeadingCandidates) {
   EXPECT_FLOAT_EQ(Sampler(params(0.5f, 0, 0.9f, 0.0f, 1)).leading_total_scale(), 2.0f);
   EXPECT_EQ(Sampler(params(0.5f, 0, 1.0f, 0.1f, 1)).leading_total_scale(), 0.0f);
   EXPECT_FLOAT_EQ(Sampler(params(0.5f, -1, 0.9f, 0.0f, 1)).leading_total_scale(), 2.0f);  // -1: top-k off
+  EXPECT_FLOAT_EQ(Sampler(params(0.5f, 0, 1.0f, 0.0f, 1)).leading_total_scale(), 2.0f);   // a plain draw
+  EXPECT_FLOAT_EQ(Sampler(params(0.5f, 0, 0.9f, 0.1f, 1)).leading_total_scale(), 2.0f);   // top-p's total
 
   SamplingParams p = params(0.8f, 40, 1.0f, 0.0f, 1);
   p.typical_p = 0.9f;  // needs the entropy of the whole distribution
@@ -185,8 +188,54 @@ TEST(SamplerLeading, RefusesWhatSampleRefusesAndSamplersThatNeedMore) {
   Sampler nucleus(params(0.8f, 0, 0.9f, 0.0f, 1));
   logits.assign(kLeadingCandidates, 1.0f);
   EXPECT_THROW(nucleus.sample_leading({ids, logits, 0.0, 1000}, ws), Error);
-  Sampler plain(params(0.8f, 0, 1.0f, 0.0f, 1));  // needs the whole row
+  // So does a plain draw.
+  Sampler plain(params(0.8f, 0, 1.0f, 0.0f, 1));
   EXPECT_THROW(plain.sample_leading({ids, logits, 0.0, 1000}, ws), Error);
+  EXPECT_THROW((void)plain.leading_settles({ids, logits, 0.0, 1000}, ws), Error);
+  SamplingParams p = params(0.8f, 0, 1.0f, 0.0f, 1);
+  p.typical_p = 0.5f;  // needs the whole row
+  EXPECT_THROW(Sampler(p).sample_leading({ids, logits, 1000.0, 1000}, ws), Error);
+}
+
+// A plain draw (no filter) walks the leading candidates first: whether they settle it depends
+// on the generator's next uniform, which leading_settles reads ahead without drawing, past the
+// draws a draft's earlier rows make first.
+TEST(SamplerLeading, APlainDrawSettlesByTheGeneratorsUniformReadAheadWithoutDrawing) {
+  const SamplingParams p = params(1.0f, 0, 1.0f, 0.0f, 77);
+  int settled = 0, declined = 0;
+  for (uint64_t r = 0; r < 60; ++r) {
+    // Spread so that the candidates weigh about half the row.
+    std::vector<std::vector<float>> rows;
+    std::vector<Leading> reduced;
+    for (uint64_t j = 0; j < 4; ++j) {
+      rows.push_back(logits_row(2000, 2.2f, r * 7 + j));
+      reduced.push_back(reduce(rows.back(), 1.0f));
+    }
+    Sampler whole(p), leading(p), asking(p);
+    for (uint64_t skip = 0; skip < r % 5; ++skip) {  // generators somewhere along their streams
+      whole.sample(rows[0]);
+      leading.sample(rows[0]);
+      asking.sample(rows[0]);
+    }
+    SamplerWorkspace ws;
+    std::vector<bool> ahead;  // asked before any of the four draws
+    for (size_t j = 0; j < rows.size(); ++j) {
+      ahead.push_back(
+          asking.leading_settles({reduced[j].ids, reduced[j].logits, reduced[j].total, rows[j].size()}, ws, j));
+    }
+    for (size_t j = 0; j < rows.size(); ++j) {
+      const LeadingCandidates view{reduced[j].ids, reduced[j].logits, reduced[j].total, rows[j].size()};
+      ASSERT_EQ(leading.leading_settles(view, ws), ahead[j]) << "row " << r << " draw " << j;
+      const std::optional<SampleResult> got = leading.sample_leading(view, ws);
+      ASSERT_EQ(got.has_value(), ahead[j]);
+      const int32_t expected = whole.sample(rows[j]).token;
+      const int32_t token = got ? got->token : leading.sample(rows[j]).token;
+      ASSERT_EQ(token, expected) << "row " << r << " draw " << j;
+      (got ? settled : declined)++;
+    }
+  }
+  EXPECT_GT(settled, 40) << declined << " declined";
+  EXPECT_GT(declined, 40) << settled << " settled";
 }
 
 }  // namespace
