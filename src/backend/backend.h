@@ -181,6 +181,9 @@ class Backend {
   // output rounded to f16), x itself above, 0 below (backend/common/gelu_table.h; BLOOM's FFN,
   // so that logits match llama.cpp's). geglu's activation, alone.
   void gelu_tanh(TensorView& x);
+  // x <- f(x) in place for the Activation `kind`, by its formula in double, rounded once (a
+  // vision tower's FFN, as Hugging Face computes it: not gelu_tanh's table).
+  void activation(TensorView& x, Activation kind);
   // x <- H x / sqrt(head_dim) for every head_dim-wide slice of every row (the normalized
   // Walsh-Hadamard transform: orthogonal, its own inverse; head_dim a power of two). What a
   // rotated KV cache (KvLayer::rotated) needs; a backend without quantized caches never gets it.
@@ -326,6 +329,7 @@ class Backend {
                              TensorView& out);
   virtual void do_gelu_erf(TensorView& x);
   virtual void do_gelu_tanh(TensorView& x);
+  virtual void do_activation(TensorView& x, Activation kind);
   virtual void do_rotate_heads(TensorView& x, int64_t head_dim);
   virtual void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) = 0;
   virtual void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,

@@ -205,6 +205,14 @@ struct MatmulOutput {
 // The activation between a gated MLP's two products.
 enum class Glu { Swiglu, Geglu };
 
+// An element-wise activation by its textbook formula (Backend::activation: a vision tower's FFN).
+enum class Activation : uint8_t {
+  QuickGelu,  // x * sigmoid(1.702 x) (CLIP)
+  GeluTanh,   // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (SigLIP's "gelu_pytorch_tanh")
+  GeluErf,    // 0.5 x (1 + erf(x / sqrt 2))
+  Silu,       // x * sigmoid(x)
+};
+
 // One expert of a mixture-of-experts FFN (Backend::moe_ffn): its three matrices (2-D views: a
 // slice of a layer's 3-D expert tensors, expert_matrix(), or a shared expert's own) and the rows
 // routed to it, each with the slot it fills among its row's n_slots places and its router

@@ -56,6 +56,7 @@ constexpr OpAvailability feature(BackendFeature f) { return {OpAvailability::Kin
   X(LayerNorm, layer_norm, feature(BackendFeature::LayerNorm))                         \
   X(GeluErf, gelu_erf, feature(BackendFeature::LayerNorm))                             \
   X(GeluTanh, gelu_tanh, feature(BackendFeature::LayerNorm))                           \
+  X(Activation, activation, feature(BackendFeature::LayerNorm))                        \
   X(Rope, rope, every)                                                                 \
   X(StoreKv, store_kv, every)                                                          \
   X(CopyKvBlock, copy_kv_block, every)                                                 \
@@ -131,7 +132,7 @@ struct OpCall {
   const AttentionConfig* attention = nullptr;
   const StepMetadata* step = nullptr;  // begin_step (valid during the call only: copy it to keep it)
   Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn
-  float value = 0.0f;                  // rms_norm's, add_rms_norm's and layer_norm's eps, scale's factor
+  float value = 0.0f;  // rms_norm's, add_rms_norm's and layer_norm's eps, scale's factor, activation's kind
   // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys, gather_kv_rows), head_size (rwkv_wkv7),
   // delta (shift_keys),
   // value_dim (gather_kv_rows), the source and destination block or row (copy_kv_block,

@@ -1,4 +1,4 @@
-// The Backend's public methods of the LayerNorm blocks (layer_norm, gelu_erf, gelu_tanh:
+// The Backend's public methods of the LayerNorm blocks (layer_norm, gelu_erf, gelu_tanh, activation:
 // BackendFeature::LayerNorm) and of an encoder's attention (bidirectional_attention:
 // BackendFeature::Encoder). A backend without the feature refuses before reading anything.
 #include "backend/backend.h"
@@ -50,6 +50,22 @@ void Backend::gelu_tanh(TensorView& x) {
 }
 
 void Backend::do_gelu_tanh(TensorView&) { refuse_feature("gelu_tanh", BackendFeature::LayerNorm, name()); }
+
+void Backend::activation(TensorView& x, Activation kind) {
+  if (!supports(BackendFeature::LayerNorm)) refuse_feature("activation", BackendFeature::LayerNorm, name());
+  common::check_f32(x, x.dims[0], "activation", "x");
+  if (static_cast<uint8_t>(kind) > static_cast<uint8_t>(Activation::Silu)) {
+    fail("activation: no activation number {}", static_cast<int>(kind));
+  }
+  OpCall call{OpKind::Activation};
+  call.out = {&x};
+  call.value = static_cast<float>(kind);
+  observed(call, [&] { do_activation(x, kind); });
+}
+
+void Backend::do_activation(TensorView&, Activation) {
+  refuse_feature("activation", BackendFeature::LayerNorm, name());
+}
 
 void Backend::bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                       std::span<const SequenceSlice> seqs, const AttentionConfig& config,

@@ -84,6 +84,7 @@ class CpuBackend final : public Backend {
                      TensorView& out) override;
   void do_gelu_erf(TensorView& x) override;
   void do_gelu_tanh(TensorView& x) override;
+  void do_activation(TensorView& x, Activation kind) override;
   void do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                   std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                                   TensorView& out) override;

@@ -45,6 +45,13 @@ void CpuBackend::do_gelu_tanh(TensorView& x) {
   });
 }
 
+void CpuBackend::do_activation(TensorView& x, Activation kind) {
+  for_each_row(pool_, x.rows(), [&](int64_t r) {
+    float* row = x.row<float>(r);
+    for (int64_t c = 0; c < x.dims[0]; ++c) row[c] = cpu::activation_value(kind, row[c]);
+  });
+}
+
 void CpuBackend::do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                             std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                                             TensorView& out) {

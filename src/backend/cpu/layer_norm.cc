@@ -19,4 +19,16 @@ float gelu_erf_value(float x) {
   return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
 }
 
+float activation_value(Activation kind, float x) {
+  const double v = x;
+  switch (kind) {
+    case Activation::QuickGelu: return static_cast<float>(v / (1.0 + std::exp(-1.702 * v)));
+    case Activation::GeluTanh:
+      return static_cast<float>(0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
+    case Activation::GeluErf: return gelu_erf_value(x);
+    case Activation::Silu: return static_cast<float>(v / (1.0 + std::exp(-v)));
+  }
+  return x;  // unreachable: Backend::activation checks the kind
+}
+
 }  // namespace lumen::backend::cpu

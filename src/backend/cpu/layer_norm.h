@@ -1,8 +1,10 @@
 #pragma once
-// The row kernels of the LayerNorm blocks (Backend::layer_norm, gelu_erf; BERT encoders and
-// BLOOM), in double and rounded once, so that a post-norm model's rows (which grow with depth)
+// The row kernels of the LayerNorm blocks (Backend::layer_norm, gelu_erf, activation; BERT
+// encoders, BLOOM, vision towers), in double and rounded once, so that a post-norm model's rows (which grow with depth)
 // keep their small values. The CUDA kernels compute the same values (cuda/layer_norm_math.h).
 #include <cstdint>
+
+#include "backend/backend_types.h"
 
 namespace lumen::backend::cpu {
 
@@ -11,5 +13,7 @@ void layer_norm_row(const float* x, const float* weight, const float* bias, floa
 
 // x * Phi(x) with erf, in double, rounded once.
 float gelu_erf_value(float x);
+// Backend::activation's formula for one value, in double, rounded once.
+float activation_value(Activation kind, float x);
 
 }  // namespace lumen::backend::cpu

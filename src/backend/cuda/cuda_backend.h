@@ -78,9 +78,9 @@ struct CudaBackendOptions {
   // H2O and SnapKV), written without a GPU on 2026-11-28: off until CudaKvEviction has passed on
   // a GPU. LUMEN_CUDA_KV_EVICTION=1.
   bool kv_eviction = false;
-  // Declare the LayerNorm blocks (layer_norm, gelu_erf, gelu_tanh, encoder_ops.cu: BLOOM and the
-  // encoders), written without a GPU on 2026-11-29: off until their conformance rows have passed
-  // on a GPU. LUMEN_CUDA_LAYER_NORM=1.
+  // Declare the LayerNorm blocks (layer_norm, gelu_erf, gelu_tanh, activation, encoder_ops.cu:
+  // BLOOM, the encoders, vision towers), written without a GPU on 2026-11-29: off until their conformance rows have
+  // passed on a GPU. LUMEN_CUDA_LAYER_NORM=1.
   bool layer_norm = false;
   // Declare an encoder's attention (bidirectional_attention, encoder_ops.cu: bge, nomic-bert),
   // written without a GPU on 2026-11-29: off until its conformance rows and the encoder model
@@ -195,6 +195,7 @@ class CudaBackend final : public Backend {
                      TensorView& out) override;
   void do_gelu_erf(TensorView& x) override;
   void do_gelu_tanh(TensorView& x) override;
+  void do_activation(TensorView& x, Activation kind) override;
   void do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                   std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                                   TensorView& out) override;

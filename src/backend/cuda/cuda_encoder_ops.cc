@@ -4,6 +4,7 @@
 
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/encoder_kernels.h"
+#include "backend/cuda/encoder_math.h"
 
 namespace lumen::backend {
 
@@ -31,6 +32,19 @@ void CudaBackend::do_gelu_tanh(TensorView& x) {
   cuda::require_device(s, x, "gelu_tanh", "x");
   cuda::launch_gelu_tanh(static_cast<float*>(x.data), cuda::stride_of(x), x.rows(), x.dims[0], s.gelu_table, s.stream);
   s.check_launch("gelu_tanh");
+}
+
+static_assert(static_cast<int>(Activation::QuickGelu) == cuda::hd::kQuickGelu &&
+              static_cast<int>(Activation::GeluTanh) == cuda::hd::kGeluTanh &&
+              static_cast<int>(Activation::GeluErf) == cuda::hd::kGeluErf &&
+              static_cast<int>(Activation::Silu) == cuda::hd::kSilu);
+
+void CudaBackend::do_activation(TensorView& x, Activation kind) {
+  State& s = *state_;
+  cuda::require_device(s, x, "activation", "x");
+  cuda::launch_activation(static_cast<float*>(x.data), cuda::stride_of(x), x.rows(), x.dims[0], static_cast<int>(kind),
+                          s.stream);
+  s.check_launch("activation");
 }
 
 void CudaBackend::do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,

@@ -27,6 +27,8 @@ struct BidirectionalAttentionParams {
 void launch_layer_norm(const float* x, int64_t x_stride, const float* weight, const float* bias, float eps, float* y,
                        int64_t y_stride, int64_t rows, int64_t cols, cudaStream_t stream);
 void launch_gelu_erf(float* x, int64_t x_stride, int64_t rows, int64_t cols, cudaStream_t stream);
+// Backend::activation; `kind` is the backend::Activation's number.
+void launch_activation(float* x, int64_t x_stride, int64_t rows, int64_t cols, int kind, cudaStream_t stream);
 // From ggml's f16 table (the backend's device copy, as geglu reads it).
 void launch_gelu_tanh(float* x, int64_t x_stride, int64_t rows, int64_t cols, const uint16_t* gelu_table,
                       cudaStream_t stream);

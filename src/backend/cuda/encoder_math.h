@@ -29,6 +29,24 @@ LUMEN_HD float gelu_erf_value(float x) {
   return static_cast<float>(mul_rn(mul_rn(0.5, v), add_rn(1.0, erf_f64(div_rn(v, sqrt2)))));
 }
 
+// --- Backend::activation, by backend::Activation's number: each formula in double, rounded once,
+// as cpu::activation_value computes it.
+inline constexpr int kQuickGelu = 0, kGeluTanh = 1, kGeluErf = 2, kSilu = 3;
+LUMEN_HD float activation_value(int kind, float x) {
+  const double v = x;
+  switch (kind) {
+    case kQuickGelu: return static_cast<float>(div_rn(v, add_rn(1.0, exp_f64(mul_rn(-1.702, v)))));
+    case kGeluTanh: {
+      const double cube = mul_rn(mul_rn(mul_rn(0.044715, v), v), v);
+      const double inner = mul_rn(0.7978845608028654, add_rn(v, cube));
+      return static_cast<float>(mul_rn(mul_rn(0.5, v), add_rn(1.0, tanh_f64(inner))));
+    }
+    case kGeluErf: return gelu_erf_value(x);
+    case kSilu: return static_cast<float>(div_rn(v, add_rn(1.0, exp_f64(-v))));
+    default: return x;
+  }
+}
+
 // --- Bidirectional attention: one key's score, q.k summed in order, times the scale.
 LUMEN_HD double scaled_dot(const float* q, const float* k, int64_t dim, float scale) {
   double dot = 0.0;

@@ -52,6 +52,15 @@ __global__ void gelu_kernel(float* x, int64_t xs, int64_t rows, int64_t cols, co
   }
 }
 
+__global__ void activation_kernel(float* x, int64_t xs, int64_t rows, int64_t cols, int kind) {
+  const int64_t total = rows * cols;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    float& v = x[(i / cols) * xs + i % cols];
+    v = hd::activation_value(kind, v);
+  }
+}
+
 // One warp per (row, query head): lane j scores keys j, j + 32, ... of the row's sequence; a
 // first pass finds the max score, the second broadcasts each key's exp(score - max) in key order
 // so that every lane adds the sum and its values (dims lane, lane + 32, ...) in the CPU's order.
@@ -110,6 +119,12 @@ void launch_gelu_erf(float* x, int64_t x_stride, int64_t rows, int64_t cols, cud
   if (rows * cols == 0) return;
   gelu_kernel<true>
       <<<grid_for(rows * cols, kElementThreads), kElementThreads, 0, stream>>>(x, x_stride, rows, cols, nullptr);
+}
+
+void launch_activation(float* x, int64_t x_stride, int64_t rows, int64_t cols, int kind, cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  activation_kernel<<<grid_for(rows * cols, kElementThreads), kElementThreads, 0, stream>>>(x, x_stride, rows, cols,
+                                                                                            kind);
 }
 
 void launch_gelu_tanh(float* x, int64_t x_stride, int64_t rows, int64_t cols, const uint16_t* gelu_table,

@@ -161,6 +161,14 @@ LUMEN_HD double exp_f64(double v) {
 #endif
 }
 
+LUMEN_HD double tanh_f64(double v) {
+#if defined(__CUDA_ARCH__)
+  return tanh(v);
+#else
+  return std::tanh(v);
+#endif
+}
+
 // One value's squared deviation from a mean, in double (the LayerNorms' second sum).
 LUMEN_HD double squared_deviation(float x, double mean) {
   const double d = sub_rn(static_cast<double>(x), mean);

@@ -1,4 +1,4 @@
-// The LayerNorm blocks' ops (layer_norm, gelu_erf, gelu_tanh) and an encoder's attention
+// The LayerNorm blocks' ops (layer_norm, gelu_erf, gelu_tanh, activation) and an encoder's attention
 // (bidirectional_attention) against double-precision formulas. Each is documented as computed
 // in double and rounded once (gelu_tanh: read from ggml's f16 table), so a backend may differ
 // from the formula by the final rounding plus what a different order of its double sums moves:
@@ -96,6 +96,32 @@ void check_gelu(Backend& backend, const RegisteredRow& row, bool erf) {
   expect_close(got, want, tol, erf ? "gelu_erf" : "gelu_tanh");
 }
 
+// Row: {row length, rows, -}; mode: the backend::Activation. Each formula in double, rounded once.
+void check_activation(Backend& backend, const RegisteredRow& row) {
+  const auto [cols, rows, unused] = row.shape;
+  const auto n = static_cast<size_t>(cols * rows);
+  const auto kind = static_cast<Activation>(row.mode);
+  const std::vector<float> a = random_values(n, 76 + static_cast<uint64_t>(row.mode), -12.0f, 12.0f);
+  BackendTensor x = upload_f32(backend, {cols, rows, 1, 1}, a);
+  backend.activation(x.view, kind);
+  const std::vector<float> got = download(backend, x.view);
+  std::vector<double> want(n), tol(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double v = a[i];
+    switch (kind) {
+      case Activation::QuickGelu: want[i] = v / (1.0 + std::exp(-1.702 * v)); break;
+      case Activation::GeluTanh: want[i] = gelu_tanh_formula(v); break;
+      case Activation::GeluErf: want[i] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); break;
+      case Activation::Silu: want[i] = v / (1.0 + std::exp(-v)); break;
+    }
+    tol[i] = ulps(want[i], 1e-30);
+  }
+  expect_close(got, want, tol, "activation");
+  // An activation number that names none: refused, x unchanged.
+  EXPECT_THROW(backend.activation(x.view, static_cast<Activation>(9)), Error);
+  EXPECT_EQ(download(backend, x.view), got);
+}
+
 // The sequences of a bidirectional_attention row's mode: 0 one of 7 rows; 1 several (one of one
 // row, an empty one, one of 40) in a batch whose first rows belong to none; 2 one of 300 rows.
 std::vector<SequenceSlice> encoder_sequences(int mode, int64_t& batch_rows) {
@@ -174,6 +200,11 @@ const bool kGeluTanhRegistered =
     register_op({OpKind::GeluTanh, {{{17, 3, 0}, 0}, {{1536, 5, 0}, 0}}, [](Backend& b, const RegisteredRow& r) {
                    check_gelu(b, r, false);
                  }});
+// Each activation, over a row with a SIMD tail and a vision tower's FFN width.
+const bool kActivationRegistered = register_op(
+    {OpKind::Activation,
+     {{{17, 3, 0}, 0}, {{4304, 2, 0}, 0}, {{17, 3, 0}, 1}, {{4304, 2, 0}, 1}, {{17, 3, 0}, 2}, {{33, 2, 0}, 3}},
+     check_activation});
 // BERT's heads (64 x 12), grouped heads, a head of 128 and one of 32 over 300 rows.
 const bool kBidirectionalRegistered =
     register_op({OpKind::BidirectionalAttention,

@@ -84,6 +84,17 @@ TEST(GeluErfMath, EqualsTheCpu) {
     EXPECT_EQ(hd::gelu_erf_value(v), cpu::gelu_erf_value(v));
 }
 
+TEST(ActivationMath, EachKindEqualsTheCpu) {
+  const std::vector<float> values = random_values(20000, 10, -12.0f, 12.0f);
+  for (const backend::Activation kind : {backend::Activation::QuickGelu, backend::Activation::GeluTanh,
+                                         backend::Activation::GeluErf, backend::Activation::Silu}) {
+    const int k = static_cast<int>(kind);
+    for (const float v : values) ASSERT_EQ(hd::activation_value(k, v), cpu::activation_value(kind, v)) << k << " " << v;
+    for (const float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 5.5f, -5.5f, 80.0f, -80.0f})
+      EXPECT_EQ(hd::activation_value(k, v), cpu::activation_value(kind, v)) << k << " " << v;
+  }
+}
+
 // encoder_ops.cu's warp for one (row, head): lane j scores keys j, j + 32, ...; the max; then
 // each tile's exp(score - max) broadcast in key order, every lane adding the sum and its dims.
 std::vector<float> warp_attention(const float* q, const std::vector<float>& k, const std::vector<float>& v,
