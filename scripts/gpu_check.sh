@@ -179,6 +179,13 @@ pack_bundle() {
       [ -f "$vocab" ] && { cp "$vocab" "$root/vocab.gguf"; break; }
     done
     [ -f "$root/vocab.gguf" ] || log "warning: no Llama-3 vocabulary found; bench will need LUMEN_VOCAB"
+    # The vision tests' tiny projector files (a few hundred KB, numpy and gguf-py only):
+    # CudaVisionTower encodes them with the tower on the GPU.
+    local python=python3
+    [ -x "$HOME/.cache/lumen/venv/bin/python3" ] && python="$HOME/.cache/lumen/venv/bin/python3"
+    mkdir -p "$root/vision"
+    "$python" scripts/vlm_tiny_mmproj.py "$root/vision" > /dev/null ||
+      log "warning: no tiny projector files (scripts/vlm_tiny_mmproj.py failed): CudaVisionTower will skip"
   fi
   [ -f "$model" ] && sha256sum "$model" | awk '{print $1}' > "$root/model.sha256"
   tar -C "$root" -cf - . | xz -T"${LUMEN_JOBS:-2}" -6 > "$archive" || return 1
@@ -656,8 +663,8 @@ synth_model_vs_cpu() {
 # new architectures, and decode timings with and without CUDA graphs on llama-1b Q4_0. Each line
 # of gpu_check.json names the check; a feature whose checks all pass can be declared by default
 # (CudaBackendOptions): step_graphs, tree_attention, quantized_kv_cache, state_space,
-# latent_attention, kv_eviction, layer_norm, encoder, alibi, span_attention, rwkv7, device_argmax,
-# device_leading, and max_gemv_tokens
+# latent_attention, kv_eviction, layer_norm, encoder (with layer_norm: a vision tower on the GPU,
+# CudaVisionTower), alibi, span_attention, rwkv7, device_argmax, device_leading, and max_gemv_tokens
 # (from streams).
 run_unverified() {
   local start model switches
@@ -665,8 +672,8 @@ run_unverified() {
             LUMEN_CUDA_KV_EVICTION=1 LUMEN_CUDA_LAYER_NORM=1 LUMEN_CUDA_ENCODER=1 LUMEN_CUDA_ALIBI=1
             LUMEN_CUDA_SPAN_ATTENTION=1 LUMEN_CUDA_RWKV7=1 LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1)
   start=$SECONDS
-  env "${switches[@]}" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*' \
+  env "${switches[@]}" LUMEN_VISION_MMPROJ_DIR="$BUNDLE/vision" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
+    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS

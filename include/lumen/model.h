@@ -112,6 +112,9 @@ struct ModelInfo {
   uint64_t file_bytes = 0;      // bytes of all tensors
   std::string weight_type;      // the type holding most bytes of the 2-D weights ("Q4_1")
   std::string device;           // what it runs on ("cpu", "cuda:0"); empty when vocab_only
+  // Where the image encoder (ModelOptions::mmproj) runs its tower: "cpu", the device ("cuda"),
+  // or "cpu (<why not the device>)"; empty for a text-only model.
+  std::string vision_tower;
   int parallel_rank = 0;         // this process among all of the model's (0: it leads)
   int tensor_parallel_rank = 0;  // its rank among its stage's tensor_parallel_size
   int tensor_parallel_size = 1;

@@ -213,6 +213,9 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
   fmt::print(stderr, "lumen serve: {} on http://{}:{} (context {} tokens, {} KV blocks)\n", name,
              options.http.host, port, limits.max_model_len, engine.stats().kv_blocks_total);
   if (options.http.web_ui) fmt::print(stderr, "lumen serve: chat page at http://{}:{}/\n", options.http.host, port);
+  if (!model.info().vision_tower.empty()) {
+    fmt::print(stderr, "lumen serve: images encoded on {}\n", model.info().vision_tower);
+  }
   std::fflush(stderr);
 
   serve_until_stopped(stop_signals, options.http.shutdown_grace_s, [&http] { http.serve(); },

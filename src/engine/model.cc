@@ -77,9 +77,14 @@ std::string token_text(const tokenizer::Vocab& vocab, std::optional<int32_t> id)
 
 }  // namespace
 
-// A vision-language model's projector file as its image encoder, on a CPU pool of its own.
+// A vision-language model's projector file as its image encoder, on a CPU pool of its own. On a
+// device the tower runs there when the device has its ops (vision/backend_tower.h), on a backend
+// of its own: images are encoded on the callers' threads, beside the engine's steps.
 static void attach_mmproj(ModelState& state, const std::string& path, const ModelOptions& options) {
-  auto encoder = vision::MmprojImageEncoder::load(options.mmproj, options.threads);
+  std::shared_ptr<backend::Backend> tower;
+  if (options.device != "cpu") tower = engine::make_backend(options.device, options.threads);
+  auto encoder = vision::MmprojImageEncoder::load(options.mmproj, options.threads, std::move(tower));
+  state.info.vision_tower = encoder->model().tower_placement();
   const auto width = static_cast<int64_t>(state.model->hparams.embedding_length);
   if (encoder->embedding_length() != width) {
     fail("{}: the projector's image features are {} wide, but {}'s embeddings are {}: it belongs to another model",

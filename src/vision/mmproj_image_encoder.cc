@@ -55,8 +55,10 @@ EncodedImage encode_tiles(const VisionModel& model, const image::RgbImage& rgb) 
 
 }  // namespace
 
-std::shared_ptr<MmprojImageEncoder> MmprojImageEncoder::load(const std::string& mmproj_path, unsigned threads) {
-  std::unique_ptr<VisionModel> model = VisionModel::load(mmproj_path, {.backend = nullptr, .threads = threads});
+std::shared_ptr<MmprojImageEncoder> MmprojImageEncoder::load(const std::string& mmproj_path, unsigned threads,
+                                                             std::shared_ptr<backend::Backend> tower_backend) {
+  std::unique_ptr<VisionModel> model = VisionModel::load(
+      mmproj_path, {.backend = nullptr, .threads = threads, .tower_backend = std::move(tower_backend)});
   return std::shared_ptr<MmprojImageEncoder>(new MmprojImageEncoder(std::move(model)));
 }
 

@@ -19,8 +19,10 @@ namespace lumen::vision {
 class MmprojImageEncoder final : public ImageEncoder {
  public:
   // Throws lumen::Error for a file VisionModel::load refuses. threads: the encoder's own CPU pool (0: one per hardware
-  // thread); it is not the text model's, so encoding never waits for a forward pass.
-  static std::shared_ptr<MmprojImageEncoder> load(const std::string& mmproj_path, unsigned threads = 0);
+  // thread); it is not the text model's, so encoding never waits for a forward pass. tower_backend: where the tower
+  // runs when it can (LoadOptions::tower_backend: a GPU's, a backend of its own beside the text model's).
+  static std::shared_ptr<MmprojImageEncoder> load(const std::string& mmproj_path, unsigned threads = 0,
+                                                  std::shared_ptr<backend::Backend> tower_backend = nullptr);
 
   int64_t embedding_length() const override;
   // Thread-safe: decoding and preprocessing run on the caller's thread; VisionModel::encode

@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "gguf/file.h"
 #include "util/error.h"
+#include "vision/backend_tower.h"
 #include "vision/projector_family.h"
 #include "vision/vision_hparams.h"
 #include "vision/vision_weights.h"
@@ -14,11 +15,18 @@
 namespace lumen::vision {
 
 struct VisionModel::State {
+  State(gguf::GgufFile mapped, backend::CpuBackend* shared, const ProjectorFamily* of)
+      : file(std::move(mapped)), backend(shared), family(of) {}
   gguf::GgufFile file;  // the weights' bytes (mapped): the views point into it
   std::unique_ptr<backend::CpuBackend> own_backend;
   backend::CpuBackend* backend = nullptr;
   const ProjectorFamily* family = nullptr;
   VisionWeights weights;
+  // The tower on another backend (LoadOptions::tower_backend), with its own binding of the
+  // weights there; null when the CPU runs it.
+  std::shared_ptr<backend::Backend> tower_backend;
+  VisionWeights tower_weights;
+  std::string tower_placement = "cpu";
   std::mutex encoding;  // one encode at a time: the backend's pool runs one job at a time
 };
 
@@ -29,7 +37,7 @@ std::unique_ptr<VisionModel> VisionModel::load(const std::string& mmproj_path, c
   ReadHParams read = read_vision_hparams(file.metadata(), mmproj_path);
   std::unique_ptr<VisionModel> model(new VisionModel());
   model->hp_ = read.hp;
-  model->state_ = std::unique_ptr<State>(new State{std::move(file), nullptr, options.backend, read.family, {}, {}});
+  model->state_ = std::make_unique<State>(std::move(file), options.backend, read.family);
   State& s = *model->state_;
   if (s.backend == nullptr) {
     s.own_backend = std::make_unique<backend::CpuBackend>(options.threads);
@@ -38,8 +46,24 @@ std::unique_ptr<VisionModel> VisionModel::load(const std::string& mmproj_path, c
   std::vector<VisionTensorSpec> specs = vit_tensor_specs();
   specs.insert(specs.end(), s.family->tensors.begin(), s.family->tensors.end());
   s.weights = bind_vision_weights(s.file, specs, model->hp_, read.block_count, *s.backend);
+  if (options.tower_backend) {
+    std::optional<std::string> refusal = backend_tower_refusal(*options.tower_backend, model->hp_, s.weights);
+    if (!refusal) {
+      try {
+        VisionHParams hp = model->hp_;
+        s.tower_weights =
+            bind_vision_weights(s.file, specs, hp, read.block_count, *options.tower_backend, VectorsOn::Backend);
+        s.tower_backend = options.tower_backend;
+      } catch (const std::exception& e) {
+        refusal = e.what();  // a weight type it does not read, say
+      }
+    }
+    s.tower_placement = refusal ? fmt::format("cpu ({})", *refusal) : std::string(options.tower_backend->name());
+  }
   return model;
 }
+
+const std::string& VisionModel::tower_placement() const { return state_->tower_placement; }
 
 std::vector<float> VisionModel::encode(std::span<const float> chw_pixels, int width, int height) const {
   return encode_batch(chw_pixels, 1, width, height);
@@ -61,7 +85,9 @@ std::vector<float> VisionModel::encode_batch(std::span<const float> chw_pixels, 
   }
   std::lock_guard lock(state_->encoding);
   const VisionWeights& w = state_->weights;
-  std::vector<float> tower = run_vit(*state_->backend, w, hp_, chw_pixels, n_images);
+  std::vector<float> tower = state_->tower_backend ? run_vit_on_backend(*state_->tower_backend, state_->tower_weights,
+                                                                        hp_, chw_pixels, n_images)
+                                                   : run_vit(*state_->backend, w, hp_, chw_pixels, n_images);
   const int64_t rows = vit_rows(w, hp_), per_out = hp_.n_image_tokens * hp_.n_embd_out;
   std::vector<float> features(static_cast<size_t>(n_images * per_out));
   for (int64_t i = 0; i < n_images; ++i) {

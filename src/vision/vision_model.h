@@ -6,8 +6,10 @@
 // replace the prompt's image tokens: image_tokens() rows of n_embd_out floats each.
 //
 // The matrices run through the CPU backend's matmul (any weight type it reads: f32, f16, q8_0...);
-// LayerNorms, activations and softmax run on host rows over the backend's thread pool, as the
-// text encoder's do (model/encoder.cc). Which projector a file holds is its clip.projector_type;
+// LayerNorms, activations and softmax run on host rows over the backend's thread pool. Given a
+// tower backend that has every op the tower needs (LoadOptions::tower_backend: a GPU's), the
+// tower runs there as backend ops instead (backend_tower.h), as the text encoder's layers do
+// (model/encoder.cc), and only the projector stays on the CPU. Which projector a file holds is its clip.projector_type;
 // each supported one is a declarative family under vision/families/ (projector_family.h).
 #include <cstdint>
 #include <memory>
@@ -16,6 +18,7 @@
 #include <vector>
 
 namespace lumen::backend {
+class Backend;
 class CpuBackend;
 }
 
@@ -69,6 +72,10 @@ struct LoadOptions {
   // time: the owner calls encode() from the thread that runs its other work on that backend.
   backend::CpuBackend* backend = nullptr;
   unsigned threads = 0;
+  // The backend the tower runs on when it can (a GPU's; backend_tower.h): its weights are
+  // uploaded there and each encode runs its layers there, the projector still on the CPU. Null,
+  // or a backend that lacks an op the tower needs (tower_placement() says which): the CPU.
+  std::shared_ptr<backend::Backend> tower_backend = nullptr;
 };
 
 struct VisionWeights;
@@ -84,6 +91,8 @@ class VisionModel {
   VisionModel& operator=(const VisionModel&) = delete;
 
   const VisionHParams& hparams() const { return hp_; }
+  // Where the tower runs: "cpu", the tower backend's name, or "cpu (<why not the other>)".
+  const std::string& tower_placement() const;
   int64_t image_tokens() const { return hp_.n_image_tokens; }
   // One image's features: image_tokens() x n_embd_out floats, row-major. chw_pixels holds
   // 3 x height x width values; width and height must be image_size (the preprocessing's job),

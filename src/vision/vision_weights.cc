@@ -87,7 +87,8 @@ TensorView host_f32(std::vector<float>& data, int64_t cols, int64_t rows) {
 }  // namespace
 
 VisionWeights bind_vision_weights(const gguf::GgufFile& file, const std::vector<VisionTensorSpec>& specs,
-                                  VisionHParams& hp, int64_t block_count, backend::Backend& backend) {
+                                  VisionHParams& hp, int64_t block_count, backend::Backend& backend,
+                                  VectorsOn vectors) {
   const std::string& source = file.source_name();
   std::vector<bool> swapped(static_cast<size_t>(block_count));
   for (int64_t l = 0; l < block_count; ++l) swapped[l] = ffn_names_swapped(file, l, hp.n_embd, hp.n_ff);
@@ -164,6 +165,9 @@ VisionWeights bind_vision_weights(const gguf::GgufFile& file, const std::vector<
           view = host_f32(data, in, out);
           break;
         }
+      }
+      if (vectors == VectorsOn::Backend && (spec.role == VRole::Vector || spec.role == VRole::Transposed)) {
+        view = backend.upload_weights(tensor::DType::F32, {view.dims[0], view.dims[1], 1, 1}, view.data);
       }
       if (const auto* model_slot = std::get_if<0>(&spec.slot)) {
         w.** model_slot = view;

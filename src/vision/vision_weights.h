@@ -62,10 +62,16 @@ struct VisionTensorSpec {
 // The ViT's own tensors (CLIP and SigLIP share the layout; the optional ones say which is which).
 std::vector<VisionTensorSpec> vit_tensor_specs();
 
+// Where the f32 vectors (VRole::Vector, VRole::Transposed) are bound: in host memory, which the
+// CPU backend and the host steps read, or uploaded to the backend (a device runs the tower's
+// norms and biases as ops: backend_tower.h).
+enum class VectorsOn { Host, Backend };
+
 // Binds every declared tensor of `file` (layers below hp.n_layer; the file may hold the layers
 // after the last one used, as LLaVA files with an explicit feature layer do). Fills
 // hp.n_embd_out from the free dimension TextEmbd. Throws lumen::Error naming the tensor.
 VisionWeights bind_vision_weights(const gguf::GgufFile& file, const std::vector<VisionTensorSpec>& specs,
-                                  VisionHParams& hp, int64_t block_count, backend::Backend& backend);
+                                  VisionHParams& hp, int64_t block_count, backend::Backend& backend,
+                                  VectorsOn vectors = VectorsOn::Host);
 
 }  // namespace lumen::vision

@@ -7,12 +7,8 @@
 
 namespace lumen::vision {
 
-namespace {
-
 using backend::TensorView;
 
-// The image cut into patches, one row per patch (row-major over the patch grid), each row in
-// the convolution kernel's order: channel, then y, then x.
 std::vector<float> patch_rows(std::span<const float> chw, const VisionHParams& hp) {
   const int64_t p = hp.patch_size, side = hp.patches_per_side(), size = hp.image_size;
   const int64_t cols = 3 * p * p;
@@ -30,8 +26,6 @@ std::vector<float> patch_rows(std::span<const float> chw, const VisionHParams& h
   }
   return rows;
 }
-
-}  // namespace
 
 int64_t vit_rows(const VisionWeights& w, const VisionHParams& hp) { return hp.n_patches() + (w.class_embd ? 1 : 0); }
 

@@ -21,4 +21,8 @@ std::vector<float> run_vit(backend::CpuBackend& backend, const VisionWeights& w,
 // Rows the tower outputs: the patches, plus the class token when the file has one.
 int64_t vit_rows(const VisionWeights& w, const VisionHParams& hp);
 
+// One image (3 x image_size x image_size) cut into patches, one row per patch (row-major over
+// the patch grid), each row in the convolution kernel's order: channel, then y, then x.
+std::vector<float> patch_rows(std::span<const float> chw, const VisionHParams& hp);
+
 }  // namespace lumen::vision

@@ -101,7 +101,7 @@ void check_activation(Backend& backend, const RegisteredRow& row) {
   const auto [cols, rows, unused] = row.shape;
   const auto n = static_cast<size_t>(cols * rows);
   const auto kind = static_cast<Activation>(row.mode);
-  const std::vector<float> a = random_values(n, 76 + static_cast<uint64_t>(row.mode), -12.0f, 12.0f);
+  const std::vector<float> a = random_values(n, 76 + static_cast<uint32_t>(row.mode), -12.0f, 12.0f);
   BackendTensor x = upload_f32(backend, {cols, rows, 1, 1}, a);
   backend.activation(x.view, kind);
   const std::vector<float> got = download(backend, x.view);

@@ -111,6 +111,7 @@ TEST_F(VlmLogits, TheEncoderSaysHowImagesStandInAPrompt) {
   ASSERT_TRUE(model.image_encoder());
   EXPECT_EQ(model.image_encoder()->embedding_length(), 96);
   EXPECT_EQ(model.image_encoder()->image_marker(), "<image>");
+  EXPECT_EQ(model.info().vision_tower, "cpu");  // a CPU model's tower: the CPU's host steps
   EXPECT_EQ(model.tokenize("<image>", {.add_special = false, .parse_special = true}),
             std::vector<int32_t>{golden_["image_token_id"].get<int32_t>()});
   // A file that is no image is refused by the encoder, with what was wrong.
