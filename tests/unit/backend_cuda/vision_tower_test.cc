@@ -15,23 +15,16 @@
 
 #include "cuda_test_util.h"
 #include "vision/vision_model.h"
+#include "../vision/feature_difference.h"
 
 namespace lumen::backend::testing {
 namespace {
 
+using lumen::testing::relative_difference;
+
 std::string tiny_mmproj(const std::string& name) {
   const char* dir = std::getenv("LUMEN_VISION_MMPROJ_DIR");
   return std::string(dir != nullptr ? dir : LUMEN_GENERATED_DIR) + "/vlm-" + name + ".mmproj.gguf";
-}
-
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0.0, scale = 0.0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
 }
 
 class CudaVisionTower : public ::testing::TestWithParam<const char*> {};

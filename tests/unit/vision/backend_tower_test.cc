@@ -15,11 +15,13 @@
 #include "../backend_needs/limited_backend.h"
 #include "backend/op_observer.h"
 #include "vision/vision_model.h"
+#include "feature_difference.h"
 #include "vision_test_files.h"
 
 namespace lumen::vision {
 namespace {
 
+using testing::relative_difference;
 using testing::tiny_mmproj_path;
 using testing::vision_golden;
 
@@ -30,17 +32,6 @@ class OpCounter : public backend::OpObserver {
   int64_t count(backend::OpKind kind) const { return counts[static_cast<size_t>(kind)]; }
   std::array<int64_t, backend::kOpKindCount> counts{};
 };
-
-// max |a - b| / max |b|.
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0.0, scale = 0.0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
 
 std::vector<float> golden_features(const nlohmann::json& golden) {
   std::vector<float> out;
