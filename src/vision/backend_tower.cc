@@ -15,16 +15,6 @@ namespace {
 
 using backend::TensorView;
 
-backend::Activation backend_activation(Activation act) {
-  switch (act) {
-    case Activation::QuickGelu: return backend::Activation::QuickGelu;
-    case Activation::GeluTanh: return backend::Activation::GeluTanh;
-    case Activation::GeluErf: return backend::Activation::GeluErf;
-    case Activation::Silu: return backend::Activation::Silu;
-  }
-  return backend::Activation::GeluErf;  // unreachable
-}
-
 // A matrix of `cols` x `rows` f32 in memory the backend allocated.
 struct Activations {
   std::unique_ptr<backend::Buffer> buffer;
@@ -82,7 +72,6 @@ void run_group(backend::Backend& be, const VisionWeights& w, const VisionHParams
   config.n_heads = config.n_kv_heads = hp.n_head;
   config.head_dim = e / hp.n_head;
   config.scale = 1.0f / std::sqrt(static_cast<float>(config.head_dim));
-  const backend::Activation act = backend_activation(hp.ffn_act);
   for (const VisionLayer& l : w.layers) {
     be.layer_norm(x.view, *l.ln1_w, *l.ln1_b, eps, h.view);
     const backend::Backend::MatmulOutput qkv[] = {{&*l.q, &q.view}, {&*l.k, &k.view}, {&*l.v, &v.view}};
@@ -97,7 +86,7 @@ void run_group(backend::Backend& be, const VisionWeights& w, const VisionHParams
     be.layer_norm(x.view, *l.ln2_w, *l.ln2_b, eps, h.view);
     be.matmul(*l.up, h.view, up.view);
     if (l.up_b) be.add_row(up.view, *l.up_b);
-    be.activation(up.view, act);
+    be.activation(up.view, hp.ffn_act);
     be.matmul(*l.down, up.view, t.view);
     if (l.down_b) be.add_row(t.view, *l.down_b);
     be.add(x.view, t.view, x.view);

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend_types.h"
+
 namespace lumen::backend {
 class Backend;
 class CpuBackend;
@@ -32,8 +34,9 @@ enum class ResizeMode {
   LongestEdgeTiles,        // Idefics3 / SmolVLM: longest edge bounded, tiles of image_size plus a global view
 };
 
-// The FFN's activation inside the vision tower.
-enum class Activation { QuickGelu, GeluTanh, GeluErf, Silu };
+// The FFN's activation inside the vision tower: the backend's (Backend::activation runs it on a
+// device; host_ops.cc on the CPU's host rows).
+using Activation = backend::Activation;
 
 struct VisionHParams {
   std::string projector_type;  // clip.projector_type

@@ -1,7 +1,7 @@
 #pragma once
 // The row kernels of the LayerNorm blocks (Backend::layer_norm, gelu_erf, activation; BERT
-// encoders, BLOOM, vision towers), in double and rounded once, so that a post-norm model's rows (which grow with depth)
-// keep their small values. The CUDA kernels compute the same values (cuda/layer_norm_math.h).
+// encoders, BLOOM, vision towers), in double and rounded once, so that a post-norm model's rows
+// (which grow with depth) keep their small values. The CUDA kernels compute the same values (cuda/layer_norm_math.h).
 #include <cstdint>
 
 #include "backend/backend_types.h"
