@@ -523,7 +523,7 @@ run_bench() {
     # Default options, then every matmul on the GEMV kernels (prefill too); then the default
     # options with the one-warp GEMV kernels for every type (the default tiles quantized weights
     # and streams float ones), without the fused add + RMSNorm, and with the one-pass (not
-    # llama.cpp-exact) f16 attention.
+    # llama.cpp-exact) f16 attention; and with the prompt's attention on the tensor cores.
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     "$BIN/lumen_cuda_decode_bench" "$file" 32 512 1 | tee -a "$RESULTS"
     LUMEN_CUDA_GEMV=warp "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
@@ -531,6 +531,7 @@ run_bench() {
     LUMEN_CUDA_EXACT_ATTENTION=0 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_GRAPHS=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_EXACT_ATTENTION=0 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_TENSOR_CORE_PREFILL=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   done
 }
 
@@ -546,6 +547,9 @@ run_bench_graphs() {
   [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || { log "synth $spec failed"; return 1; }
   timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   LUMEN_CUDA_GRAPHS=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+  # pp512 with the prompt's attention on the tensor cores ("tensor_core_prefill": true)
+  LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_TENSOR_CORE_PREFILL=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 |
+    tee -a "$RESULTS"
 }
 
 # Every weight type through a whole model, op by op on CUDA against the CPU (cuda_model_tests'
@@ -664,8 +668,9 @@ synth_model_vs_cpu() {
 # of gpu_check.json names the check; a feature whose checks all pass can be declared by default
 # (CudaBackendOptions): step_graphs, tree_attention, quantized_kv_cache, state_space,
 # latent_attention, kv_eviction, layer_norm, encoder (with layer_norm: a vision tower on the GPU,
-# CudaVisionTower), alibi, span_attention, rwkv7, device_argmax, device_leading, and max_gemv_tokens
-# (from streams).
+# CudaVisionTower), alibi, span_attention, rwkv7, device_argmax, device_leading,
+# tensor_core_prefill (CudaTensorCorePrefill, the greedy model tests, a pp512 row), and
+# max_gemv_tokens (from streams).
 run_unverified() {
   local start model switches
   switches=(LUMEN_CUDA_TREE_ATTENTION=1 LUMEN_CUDA_QUANTIZED_KV=1 LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1
@@ -673,7 +678,7 @@ run_unverified() {
             LUMEN_CUDA_SPAN_ATTENTION=1 LUMEN_CUDA_RWKV7=1 LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1)
   start=$SECONDS
   env "${switches[@]}" LUMEN_VISION_MMPROJ_DIR="$BUNDLE/vision" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*' \
+    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*:*CudaTensorCorePrefill.*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS
@@ -690,6 +695,13 @@ run_unverified() {
     LUMEN_CUDA_GRAPHS=1 LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 \
       --gtest_filter='CudaGreedy.*WithCpu' 2>&1 | tee "$WORK/unverified_greedy_graphs.log"
     gtest_summary unverified_greedy_cuda_vs_cpu_graphs "$WORK/unverified_greedy_graphs.log" $((SECONDS - start))
+    # Prompts through the tensor-core prefill attention (tensor_core_prefill): greedy and
+    # teacher-forced against the CPU, as for every other attention option.
+    start=$SECONDS
+    LUMEN_CUDA_TENSOR_CORE_PREFILL=1 LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 \
+      --gtest_filter='CudaGreedy.*WithCpu' 2>&1 | tee "$WORK/unverified_greedy_tensor_core_prefill.log"
+    gtest_summary unverified_greedy_cuda_vs_cpu_tensor_core_prefill "$WORK/unverified_greedy_tensor_core_prefill.log" \
+      $((SECONDS - start))
     # Rows reduced on the device (device_argmax, device_leading): the serving tests' batched-vs-
     # alone comparisons, every greedy row coming back as its argmax alone, and the decoding tests'
     # seeded top-k/top-p draws (as their leading candidates) against a sampler over whole rows.

@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/graph_capture.h"
+#include "backend/cuda/tensor_core_prefill.h"
 #include "util/error.h"
 
 namespace lumen::backend {
@@ -222,6 +223,48 @@ bool run_decode_attention(CudaBackend::State& s, const cuda::DecodeTables& table
   return true;
 }
 
+// The tensor-core prefill attention over `taken` (sequences it takes, of a call it can take):
+// its plan uploaded once per forward pass (every layer asks the same), then one launch.
+void run_tensor_core_prefill(CudaBackend::State& s, const cuda::AttentionParams& p, int64_t n_kv_heads,
+                             std::span<const SequenceSlice> taken, const AttentionConfig& config, int64_t block_size) {
+  std::vector<int64_t> key = plan_key(taken, config, block_size);
+  if (key != s.prefill_plan_key) {
+    const cuda::PrefillPlan plan = cuda::plan_tensor_core_prefill(taken, config, block_size);
+    std::vector<uint8_t> blob;
+    const size_t seqs_at = append(blob, plan.seqs);
+    const size_t tables_at = append(blob, plan.block_tables);
+    const size_t tasks_at = append(blob, plan.tasks);
+    const auto* base =
+        static_cast<const uint8_t*>(s.uploads->upload(cuda::HostUploads::kPrefillPlan, blob.data(), blob.size()));
+    s.prefill_plan_device.seqs = reinterpret_cast<const cuda::AttentionSeq*>(base + seqs_at);
+    s.prefill_plan_device.block_tables = reinterpret_cast<const int32_t*>(base + tables_at);
+    s.prefill_plan_device.tasks = reinterpret_cast<const cuda::PrefillTask*>(base + tasks_at);
+    s.prefill_plan_device.n_tasks = static_cast<int64_t>(plan.tasks.size());
+    s.prefill_plan_key = std::move(key);
+  }
+  cuda::TensorCorePrefillParams t;
+  t.q = p.q;
+  t.q_stride = p.q_stride;
+  t.out = p.out;
+  t.out_stride = p.out_stride;
+  t.n_heads = p.n_heads;
+  t.n_kv_heads = n_kv_heads;
+  t.head_dim = p.head_dim;
+  t.score.scale = p.scale;
+  t.score.softcap = p.softcap;
+  t.score.capped_scale = p.softcap != 0.0f ? p.scale / p.softcap : 0.0f;
+  t.window = p.window;
+  t.k = p.k;
+  t.v = p.v;
+  t.k_row_bytes = p.k_row_bytes;
+  t.v_row_bytes = p.v_row_bytes;
+  t.block_size = p.block_size;
+  t.seqs = s.prefill_plan_device.seqs;
+  t.block_tables = s.prefill_plan_device.block_tables;
+  t.tasks = s.prefill_plan_device.tasks;
+  cuda::launch_tensor_core_prefill(t, s.prefill_plan_device.n_tasks, s.stream);
+}
+
 }  // namespace
 
 void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
@@ -270,6 +313,23 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
   }
   // The host plan below is uploaded per call: a recorded step would replay this step's plan.
   cuda::refuse_in_capture("attention over a host plan");
+
+  // Prefill rows through the tensor cores (CudaBackendOptions::tensor_core_prefill), the others
+  // (decode rows, verification rows, trees, spans) through the split-KV kernels below.
+  std::vector<SequenceSlice> rest;
+  if (s.options.tensor_core_prefill && s.compute_capability >= 80 &&
+      cuda::tensor_core_prefill_refusal(cache, config).empty()) {
+    std::vector<SequenceSlice> taken;
+    for (const SequenceSlice& seq : seqs) (cuda::tensor_core_prefill_takes(seq) ? taken : rest).push_back(seq);
+    if (!taken.empty()) {
+      run_tensor_core_prefill(s, p, config.n_kv_heads, taken, config, cache.block_size);
+      seqs = rest;
+      if (seqs.empty()) {
+        s.check_launch("attention");
+        return;
+      }
+    }
+  }
 
   std::vector<int64_t> key = plan_key(seqs, config, cache.block_size);
   if (key != s.plan_key) {

@@ -165,6 +165,9 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
   s.device = device;
   s.options = options_with_environment(options);
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  cudaDeviceProp properties{};
+  check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  s.compute_capability = properties.major * 10 + properties.minor;
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
   if (cublasCreate(&s.cublas) != CUBLAS_STATUS_SUCCESS) fail("cuBLAS could not be initialised");
   if (cublasSetStream(s.cublas, s.stream) != CUBLAS_STATUS_SUCCESS) fail("cublasSetStream failed");

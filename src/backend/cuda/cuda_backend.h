@@ -105,6 +105,14 @@ struct CudaBackendOptions {
   // off until CudaRowLeading and the sampled engine tests have passed on a GPU.
   // LUMEN_CUDA_DEVICE_LEADING=1.
   bool device_leading = false;
+  // Sequences of at least 16 causal rows in an attention call over an f16 cache (head dims 64,
+  // 128, 256; no ALiBi) go through the tensor-core prefill attention (tensor_core_prefill.cu:
+  // FlashAttention-2's scheme on mma.sync, probabilities rounded to f16 before their sum), the
+  // rest through the split-KV kernels. A row's result then differs from its decode step's by
+  // that rounding, as the cuBLAS matmuls of large batches already differ from the GEMV. Written
+  // without a GPU on 2026-11-29 (its per-lane arithmetic checked on a CPU by emulating a warp):
+  // off until CudaTensorCorePrefill has passed on a GPU. LUMEN_CUDA_TENSOR_CORE_PREFILL=1.
+  bool tensor_core_prefill = false;
 };
 
 class CudaBackend final : public Backend {

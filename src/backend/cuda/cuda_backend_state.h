@@ -15,11 +15,13 @@
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/step_graphs.h"
 #include "backend/cuda/step_uploads.h"
+#include "backend/cuda/tensor_core_prefill_plan.h"
 
 namespace lumen::backend {
 
 struct CudaBackend::State {
   int device = 0;
+  int compute_capability = 0;  // major * 10 + minor
   CudaBackendOptions options;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
@@ -77,6 +79,14 @@ struct CudaBackend::State {
     const int32_t* positions = nullptr;
     const int32_t* key_ends = nullptr;
   } plan_device;
+  // The tensor-core prefill attention's last plan (tensor_core_prefill_plan.h), keyed as above.
+  std::vector<int64_t> prefill_plan_key;
+  struct {
+    const cuda::AttentionSeq* seqs = nullptr;
+    const int32_t* block_tables = nullptr;
+    const cuda::PrefillTask* tasks = nullptr;
+    int64_t n_tasks = 0;
+  } prefill_plan_device;
 
   ~State();
 

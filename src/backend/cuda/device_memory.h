@@ -66,6 +66,7 @@ class HostUploads {
     kEncoderRows,
     kRwkvRows,
     kRwkvSequences,
+    kPrefillPlan,
     kSlotCount
   };
 

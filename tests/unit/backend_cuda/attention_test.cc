@@ -283,6 +283,94 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{"tree_group16_block7_f16", DType::F16, 16, 1, 64, 7, 0, 0.0f, {{63, 5}, {500, 24}}}),
     [](const ::testing::TestParamInfo<AttnCase>& case_info) { return std::string(case_info.param.name); });
 
+// ---- The tensor-core prefill attention (CudaBackendOptions::tensor_core_prefill) ----
+
+class CudaTensorCorePrefill : public ::testing::TestWithParam<AttnCase> {
+ protected:
+  void SetUp() override { LUMEN_REQUIRE_CUDA(); }
+};
+
+// Sequences of 16 rows or more go through the tensor cores, shorter ones through the split-KV
+// kernels, in one call: every row within 2e-3 of the CPU (probabilities rounded to f16 at another
+// point than the CPU's; the CPU's emulation of the kernel's steps, tests/unit/cuda_host, measured
+// 2.9e-4 to 4.0e-4), in both f16 modes; the short sequences' rows are the
+// split-KV kernels' bit for bit; the long ones' differ from them (the option took them).
+TEST_P(CudaTensorCorePrefill, LongSequencesMatchTheCpuAndShortOnesKeepTheirKernels) {
+  AttnSetup s(GetParam(), 5);
+  const std::vector<float> expected = s.run_cpu();
+  DeviceTensor dq = to_device(s.host_q());
+  const CudaBackendOptions saved = gpu()->options();
+  const int64_t row = s.c.n_heads * s.c.head_dim;
+  for (bool exact : {true, false}) {
+    CudaBackendOptions options = saved;
+    options.exact_f16_attention = exact;
+    options.tensor_core_prefill = false;
+    gpu()->set_options(options);
+    const std::vector<float> split_kv = s.run_gpu(s.slices, dq);
+    options.tensor_core_prefill = true;
+    gpu()->set_options(options);
+    const std::vector<float> tensor_cores = s.run_gpu(s.slices, dq);
+    EXPECT_LE(max_relative_difference(expected, tensor_cores), 2e-3) << s.c.name << (exact ? " exact" : " flash");
+    bool any_taken = false;
+    for (const SequenceSlice& seq : s.slices) {
+      const auto begin = static_cast<std::ptrdiff_t>(seq.first_token * row);
+      const auto end = static_cast<std::ptrdiff_t>((seq.first_token + seq.n_tokens) * row);
+      const std::vector<float> a(split_kv.begin() + begin, split_kv.begin() + end);
+      const std::vector<float> b(tensor_cores.begin() + begin, tensor_cores.begin() + end);
+      if (seq.n_tokens < 16) {
+        EXPECT_EQ(a, b) << s.c.name << " short sequence at token " << seq.first_token;
+      } else {
+        any_taken = true;
+        EXPECT_NE(a, b) << s.c.name << " sequence at token " << seq.first_token << " (not taken?)";
+      }
+    }
+    EXPECT_TRUE(any_taken) << s.c.name;
+  }
+  gpu()->set_options(saved);
+}
+
+// A long sequence alone, or cut into two chunks of 16 rows or more (the second after the first's
+// keys, as a chunked prefill runs), gives its rows of the whole call bit for bit.
+TEST_P(CudaTensorCorePrefill, ARowsResultDoesNotDependOnItsChunkOrBatch) {
+  AttnSetup s(GetParam(), 6);
+  DeviceTensor dq = to_device(s.host_q());
+  const CudaBackendOptions saved = gpu()->options();
+  CudaBackendOptions options = saved;
+  options.tensor_core_prefill = true;
+  gpu()->set_options(options);
+  const std::vector<float> whole = s.run_gpu(s.slices, dq);
+  const int64_t row = s.c.n_heads * s.c.head_dim;
+  for (const SequenceSlice& seq : s.slices) {
+    if (seq.n_tokens < 16) continue;
+    const int64_t cut = seq.n_tokens >= 32 ? seq.n_tokens / 2 : seq.n_tokens;
+    std::vector<SequenceSlice> pieces = {{seq.first_token, cut, seq.start_pos, seq.block_table}};
+    if (cut < seq.n_tokens) {
+      pieces.push_back({seq.first_token + cut, seq.n_tokens - cut, seq.start_pos + cut, seq.block_table});
+    }
+    for (const SequenceSlice& piece : pieces) {
+      const std::vector<float> alone = s.run_gpu(std::span<const SequenceSlice>(&piece, 1), dq);
+      const auto begin = static_cast<std::ptrdiff_t>(piece.first_token * row);
+      const auto end = static_cast<std::ptrdiff_t>((piece.first_token + piece.n_tokens) * row);
+      EXPECT_EQ(std::vector<float>(alone.begin() + begin, alone.begin() + end),
+                std::vector<float>(whole.begin() + begin, whole.begin() + end))
+          << s.c.name << " rows from token " << piece.first_token;
+    }
+  }
+  gpu()->set_options(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CudaTensorCorePrefill,
+    ::testing::Values(AttnCase{"prefill_gqa3_f16", DType::F16, 6, 2, 64, 16, 0, 0.0f, {{0, 45}, {20, 30}, {7, 3}}},
+                      AttnCase{"mha_d64", DType::F16, 4, 4, 64, 16, 0, 0.0f, {{0, 200}}},
+                      AttnCase{"gqa4_d128_chunk", DType::F16, 16, 4, 128, 16, 0, 0.0f, {{300, 64}, {0, 1}, {5, 33}}},
+                      AttnCase{
+                          "window_softcap_d256", DType::F16, 8, 4, 256, 16, 40, 30.0f, {{0, 70}, {290, 3}, {100, 50}}},
+                      AttnCase{"group16_block7", DType::F16, 16, 1, 64, 7, 0, 0.0f, {{100, 20}, {0, 2}}},
+                      AttnCase{"long_d128", DType::F16, 4, 1, 128, 16, 0, 0.0f, {{200, 340}}},
+                      AttnCase{"gemma_window_d256", DType::F16, 4, 1, 256, 16, 512, 0.0f, {{600, 128}}}),
+    [](const ::testing::TestParamInfo<AttnCase>& case_info) { return std::string(case_info.param.name); });
+
 // ---- K/V cache writes and block moves ----
 
 class CudaKvCache : public ::testing::TestWithParam<DType> {

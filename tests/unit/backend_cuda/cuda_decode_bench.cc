@@ -193,16 +193,18 @@ int main(int argc, char** argv) {
                                    mean_position * static_cast<double>(kv_bytes_per_position);
     fmt::print(
         "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
-        "\"exact_attention\": {}, \"step_graphs\": {}, \"replayed_steps\": {}, \"refused_recordings\": {}, "
+        "\"exact_attention\": {}, \"tensor_core_prefill\": {}, \"step_graphs\": {}, \"replayed_steps\": {}, "
+        "\"refused_recordings\": {}, "
         "\"load_s\": {:.3f}, "
         "\"prompt_tokens\": {}, \"prefill_s\": {:.4f}, \"prefill_tokens_per_s\": {:.1f}, "
         "\"decode_tokens\": {}, \"decode_ms_per_token\": {:.4f}, \"decode_tokens_per_s\": {:.2f}, "
         "\"bytes_per_token\": {:.0f}, \"effective_gb_per_s\": {:.1f}, \"observed_ms_per_token\": {:.4f}, "
         "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}, \"prefill_op_us\": {}}}\n",
         prop.name, path, options.max_gemv_tokens, gemv_name(backend.options().gemv),
-        backend.options().fused_add_rms_norm, backend.options().exact_f16_attention, backend.options().step_graphs,
-        replayed, backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s,
-        decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
+        backend.options().fused_add_rms_norm, backend.options().exact_f16_attention,
+        backend.options().tensor_core_prefill, backend.options().step_graphs, replayed,
+        backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens,
+        per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
         observed_s / decode_tokens * 1e3, host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3,
         host.json(), prefill_ops.json());
     return 0;

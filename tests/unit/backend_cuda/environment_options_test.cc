@@ -117,6 +117,11 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   {
     ScopedEnv leading("LUMEN_CUDA_DEVICE_LEADING", "1");
     EXPECT_TRUE(options_with_environment(given).device_leading);
+    EXPECT_FALSE(options_with_environment(given).tensor_core_prefill);
+  }
+  {
+    ScopedEnv prefill("LUMEN_CUDA_TENSOR_CORE_PREFILL", "1");
+    EXPECT_TRUE(options_with_environment(given).tensor_core_prefill);
   }
 }
 

@@ -1,0 +1,486 @@
+// The tensor-core prefill attention (tensor_core_prefill_math.h, tensor_core_prefill.cu) on a
+// CPU: its task plan, the mma register layout it relies on, and the kernel's steps run for 32
+// emulated lanes per warp, against the CPU backend's attention.
+//
+// The emulation runs the kernel's own per-lane functions (prefill_scores, prefill_softmax_step,
+// prefill_probabilities, prefill_output), fragment loads (mma::load_a / load_b) and shared-memory
+// layout; only what is the hardware's is spelled here: the product of a warp's fragments
+// (rebuilt into matrices with the documented coordinates of mma_fragments.h), the quad
+// shuffles, and the tile copies (the same indexing as the kernel's loops). A GPU run checks the
+// kernel itself (CudaTensorCorePrefill in tests/unit/backend_cuda).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <ostream>
+#include <random>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/mma_fragments.h"
+#include "backend/cuda/tensor_core_prefill_math.h"
+#include "backend/cuda/tensor_core_prefill_plan.h"
+#include "tensor/fp16.h"
+
+namespace lumen::backend::cuda {
+namespace {
+
+using tensor::DType;
+
+// ---- the register layout ----
+
+TEST(MmaFragments, EachLanesValuesCoverEveryCellOfTheirMatrixOnce) {
+  std::set<std::pair<int, int>> a, b, c;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 8; ++i) {
+      const mma::Coord x = mma::a_coord(lane, i);
+      ASSERT_TRUE(x.row >= 0 && x.row < 16 && x.col >= 0 && x.col < 16);
+      EXPECT_TRUE(a.insert({x.row, x.col}).second) << "lane " << lane << " a" << i;
+      if (i % 2 == 1) {  // a register's two values: one row, adjacent columns (k)
+        const mma::Coord low = mma::a_coord(lane, i - 1);
+        EXPECT_EQ(low.row, x.row);
+        EXPECT_EQ(low.col + 1, x.col);
+        EXPECT_EQ(low.col % 2, 0);  // an aligned 32-bit load
+      }
+    }
+    for (int i = 0; i < 4; ++i) {
+      const mma::Coord x = mma::b_coord(lane, i);
+      ASSERT_TRUE(x.row >= 0 && x.row < 16 && x.col >= 0 && x.col < 8);
+      EXPECT_TRUE(b.insert({x.row, x.col}).second) << "lane " << lane << " b" << i;
+      if (i % 2 == 1) {
+        const mma::Coord low = mma::b_coord(lane, i - 1);
+        EXPECT_EQ(low.col, x.col);
+        EXPECT_EQ(low.row + 1, x.row);
+        EXPECT_EQ(low.row % 2, 0);
+      }
+      const mma::Coord y = mma::c_coord(lane, i);
+      ASSERT_TRUE(y.row >= 0 && y.row < 16 && y.col >= 0 && y.col < 8);
+      EXPECT_TRUE(c.insert({y.row, y.col}).second) << "lane " << lane << " c" << i;
+    }
+  }
+  EXPECT_EQ(a.size(), 256u);
+  EXPECT_EQ(b.size(), 128u);
+  EXPECT_EQ(c.size(), 128u);
+}
+
+// The probabilities' A registers are the scores' C registers: A value i of keys 16 kk .. 16 kk +
+// 15 sits where the lane holds the score of the same row and key (tile 2 kk + (i >= 4)).
+TEST(MmaFragments, ScoreRegistersAreTheProbabilityFragmentsOfTheProductWithValues) {
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 8; ++i) {
+      const mma::Coord a = mma::a_coord(lane, i);
+      const int tile = i >> 2;  // prefill_probabilities: registers 0-1 from tile 2kk, 2-3 from 2kk+1
+      const mma::Coord c = mma::c_coord(lane, i & 3);
+      EXPECT_EQ(c.row, a.row) << "lane " << lane << " value " << i;
+      EXPECT_EQ(tile * 8 + c.col, a.col) << "lane " << lane << " value " << i;
+    }
+  }
+}
+
+// ---- the emulated warp ----
+
+using Fragments4 = std::array<std::array<uint32_t, 4>, 32>;
+using Fragments2 = std::array<std::array<uint32_t, 2>, 32>;
+
+float low_half(uint32_t r) { return tensor::fp16_to_float(static_cast<uint16_t>(r & 0xffffu)); }
+float high_half(uint32_t r) { return tensor::fp16_to_float(static_cast<uint16_t>(r >> 16)); }
+
+// D = A B + C for one warp's fragments, the matrices rebuilt from the documented coordinates;
+// c[lane] points at the lane's 4 accumulators.
+void warp_mma(const Fragments4& a, const Fragments2& b, std::array<float*, 32> c) {
+  float am[16][16], bm[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 8; ++i) {
+      const mma::Coord x = mma::a_coord(lane, i);
+      const uint32_t r = a[static_cast<size_t>(lane)][static_cast<size_t>(i / 2)];
+      am[x.row][x.col] = i % 2 == 0 ? low_half(r) : high_half(r);
+    }
+    for (int i = 0; i < 4; ++i) {
+      const mma::Coord x = mma::b_coord(lane, i);
+      const uint32_t r = b[static_cast<size_t>(lane)][static_cast<size_t>(i / 2)];
+      bm[x.row][x.col] = i % 2 == 0 ? low_half(r) : high_half(r);
+    }
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 4; ++i) {
+      const mma::Coord x = mma::c_coord(lane, i);
+      float sum = 0.0f;
+      for (int k = 0; k < 16; ++k) sum += am[x.row][k] * bm[k][x.col];
+      c[static_cast<size_t>(lane)][i] += sum;
+    }
+  }
+}
+
+// A paged f16 cache with rows padded to a 16-byte multiple, and the blocks of each sequence
+// shuffled.
+struct Cache {
+  int64_t kv_dim, block_size, n_blocks;
+  size_t row_bytes;
+  std::vector<uint16_t> k, v;
+  KvLayer layer() {
+    KvLayer l;
+    l.block_size = block_size;
+    l.k = TensorView{DType::F16, {kv_dim, block_size, n_blocks, 1}, row_bytes, k.data()};
+    l.v = TensorView{DType::F16, {kv_dim, block_size, n_blocks, 1}, row_bytes, v.data()};
+    return l;
+  }
+};
+
+struct Case {
+  int64_t n_heads, n_kv_heads, head_dim, window;
+  float softcap;
+  std::vector<std::pair<int64_t, int64_t>> seqs;  // (start_pos, n_tokens)
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.n_heads << " heads / " << c.n_kv_heads << " KV heads of " << c.head_dim << ", window " << c.window
+      << ", softcap " << c.softcap << ", " << c.seqs.size() << " sequences";
+}
+
+struct PrefillSetup {
+  Case c;
+  Cache cache;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<SequenceSlice> slices;
+  std::vector<float> q;
+  int64_t n_tokens = 0;
+  AttentionConfig config;
+
+  explicit PrefillSetup(const Case& cs) : c(cs) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f), wide(-2.5f, 2.5f);
+    cache.kv_dim = c.n_kv_heads * c.head_dim;
+    cache.block_size = 16;
+    cache.n_blocks = 2;
+    for (const auto& [start, n] : c.seqs) cache.n_blocks += (start + n + 15) / 16;
+    cache.row_bytes = static_cast<size_t>(cache.kv_dim) * 2 + 32;
+    const size_t row_values = cache.row_bytes / 2, rows = static_cast<size_t>(cache.n_blocks * 16);
+    cache.k.assign(row_values * rows, 0x7e00);  // NaN where no sequence wrote
+    cache.v.assign(row_values * rows, 0x7e00);
+    std::vector<int32_t> ids(static_cast<size_t>(cache.n_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    size_t next = 0;
+    for (const auto& [start, n] : c.seqs) {
+      const auto blocks = static_cast<size_t>((start + n + 15) / 16);
+      tables.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(next),
+                          ids.begin() + static_cast<std::ptrdiff_t>(next + blocks));
+      next += blocks;
+      for (int64_t pos = 0; pos < start + n; ++pos) {
+        const auto row = static_cast<size_t>(tables.back()[static_cast<size_t>(pos / 16)] * 16 + pos % 16);
+        for (size_t d = 0; d < static_cast<size_t>(cache.kv_dim); ++d) {
+          cache.k[row * row_values + d] = tensor::float_to_fp16(uniform(rng));
+          cache.v[row * row_values + d] = tensor::float_to_fp16(uniform(rng));
+        }
+      }
+    }
+    for (size_t i = 0; i < c.seqs.size(); ++i) {
+      slices.push_back({n_tokens, c.seqs[i].second, c.seqs[i].first, tables[i]});
+      n_tokens += c.seqs[i].second;
+    }
+    q.resize(static_cast<size_t>(n_tokens * c.n_heads * c.head_dim));
+    for (float& x : q) x = wide(rng);
+    config.n_heads = c.n_heads;
+    config.n_kv_heads = c.n_kv_heads;
+    config.head_dim = c.head_dim;
+    config.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    config.sliding_window = c.window;
+    config.softcap = c.softcap;
+  }
+
+  std::vector<float> cpu_attention() {
+    static CpuBackend cpu(1);
+    std::vector<float> out(q.size(), 0.0f);
+    const size_t row = static_cast<size_t>(c.head_dim) * 4;
+    TensorView qv{DType::F32, {c.head_dim, c.n_heads, n_tokens, 1}, row, q.data()};
+    TensorView ov{DType::F32, {c.head_dim, c.n_heads, n_tokens, 1}, row, out.data()};
+    cpu.attention(qv, cache.layer(), slices, config, ov);
+    return out;
+  }
+
+  // The kernel, block by block, each block's 4 warps x 32 lanes emulated (tensor_core_prefill.cu's
+  // steps in its order), over `seqs` (a subset of the slices); writes their rows of `out`.
+  template <int D>
+  void emulate(std::span<const SequenceSlice> seqs, std::vector<float>& out) {
+    constexpr PrefillTile kTile = prefill_tile(D);
+    constexpr int KEYS = kTile.keys, kVectors = kTile.vectors(), kDims = kTile.dims_per_warp();
+    constexpr int kRowStride = D + 8, kValueStride = KEYS + 8;
+    using Lane = PrefillLane<KEYS, kDims>;
+    const PrefillPlan plan = plan_tensor_core_prefill(seqs, config, cache.block_size);
+    const int64_t group = c.n_heads / c.n_kv_heads;
+    PrefillScore score{config.scale, config.softcap, config.softcap != 0.0f ? config.scale / config.softcap : 0.0f};
+    const size_t row_values = cache.row_bytes / 2;
+    std::vector<uint16_t> q_s(static_cast<size_t>(kVectors * kRowStride)), k_s(static_cast<size_t>(KEYS * kRowStride)),
+        v_s(static_cast<size_t>(D * kValueStride));
+    for (const PrefillTask& task : plan.tasks) {
+      const AttentionSeq& seq = plan.seqs[static_cast<size_t>(task.seq)];
+      const int64_t n_vectors = seq.n_tokens * group;
+      for (int v = 0; v < kVectors; ++v) {
+        for (int d = 0; d < D; ++d) {
+          const int64_t vector = task.vector_begin + v;
+          uint16_t value = 0;
+          if (vector < n_vectors) {
+            const int64_t token = seq.first_token + vector / group, head = task.kv_head * group + vector % group;
+            value = tensor::float_to_fp16(q[static_cast<size_t>((token * c.n_heads + head) * D + d)]);
+          }
+          q_s[static_cast<size_t>(v * kRowStride + d)] = value;
+        }
+      }
+      const int64_t last_vector = std::min<int64_t>(n_vectors, task.vector_begin + kVectors) - 1;
+      const int64_t first_pos = seq.start_pos + task.vector_begin / group;
+      const int64_t last_pos = seq.start_pos + last_vector / group;
+      const int64_t range_lo = prefill_row(first_pos, c.window).first, range_hi = last_pos;
+      const int64_t last_window_start = prefill_row(last_pos, c.window).first;
+      std::vector<Lane> lanes(4 * 32);
+      std::vector<std::array<PrefillRow, 2>> rows(4 * 32);
+      for (int warp = 0; warp < 4; ++warp) {
+        for (int lane = 0; lane < 32; ++lane) {
+          for (int r = 0; r < 2; ++r) {
+            const int64_t vector =
+                std::min<int64_t>(task.vector_begin + (warp / kTile.dim_split) * 16 + lane / 4 + 8 * r, last_vector);
+            rows[static_cast<size_t>(warp * 32 + lane)][static_cast<size_t>(r)] =
+                prefill_row(seq.start_pos + vector / group, c.window);
+          }
+          prefill_start(lanes[static_cast<size_t>(warp * 32 + lane)]);
+        }
+      }
+      const auto cache_row = [&](int64_t key) {
+        return static_cast<size_t>(plan.block_tables[static_cast<size_t>(seq.table_offset + key / cache.block_size)] *
+                                       cache.block_size +
+                                   key % cache.block_size);
+      };
+      for (int64_t t0 = range_lo - range_lo % KEYS; t0 <= range_hi; t0 += KEYS) {
+        for (int key_index = 0; key_index < KEYS; ++key_index) {
+          const int64_t key = t0 + key_index;
+          const bool in_range = key >= range_lo && key <= range_hi;
+          for (int d = 0; d < D; ++d) {
+            const size_t at = in_range ? cache_row(key) * row_values + static_cast<size_t>(task.kv_head * D + d) : 0;
+            k_s[static_cast<size_t>(key_index * kRowStride + d)] = in_range ? cache.k[at] : 0;
+            v_s[static_cast<size_t>(d * kValueStride + key_index)] = in_range ? cache.v[at] : 0;
+          }
+        }
+        const bool all_visible = t0 + KEYS - 1 <= first_pos && t0 >= last_window_start;
+        for (int warp = 0; warp < 4; ++warp) {
+          Lane* st = &lanes[static_cast<size_t>(warp * 32)];
+          const int row_group = warp / kTile.dim_split, dim_part = warp % kTile.dim_split;
+          const uint16_t* q_rows = q_s.data() + row_group * 16 * kRowStride;
+          for (int lane = 0; lane < 32; ++lane)
+            for (auto& tile : st[lane].s) std::fill(std::begin(tile), std::end(tile), 0.0f);
+          for (int kk = 0; kk < D / 16; ++kk) {
+            Fragments4 a;
+            for (int lane = 0; lane < 32; ++lane)
+              mma::load_a(q_rows + kk * 16, kRowStride, lane, a[static_cast<size_t>(lane)].data());
+            for (int j = 0; j < Lane::kScoreTiles; ++j) {
+              Fragments2 b;
+              std::array<float*, 32> acc;
+              for (int lane = 0; lane < 32; ++lane) {
+                mma::load_b(k_s.data() + j * 8 * kRowStride + kk * 16, kRowStride, lane,
+                            b[static_cast<size_t>(lane)].data());
+                acc[static_cast<size_t>(lane)] = st[lane].s[j];
+              }
+              warp_mma(a, b, acc);
+            }
+          }
+          std::array<std::array<float, 2>, 32> lane_max;
+          for (int lane = 0; lane < 32; ++lane) {
+            prefill_scores(st[lane], lane, t0, rows[static_cast<size_t>(warp * 32 + lane)].data(), all_visible, score);
+            prefill_lane_max(st[lane], lane_max[static_cast<size_t>(lane)].data());
+          }
+          for (int lane = 0; lane < 32; ++lane) {  // the quad's max (its 4 lanes hold the same rows)
+            float tile_max[2];
+            for (int r = 0; r < 2; ++r) {
+              tile_max[r] = -INFINITY;
+              for (int other = lane & ~3; other < (lane & ~3) + 4; ++other)
+                tile_max[r] = std::max(tile_max[r], lane_max[static_cast<size_t>(other)][static_cast<size_t>(r)]);
+            }
+            prefill_softmax_step(st[lane], tile_max);
+          }
+          for (int kk = 0; kk < KEYS / 16; ++kk) {
+            Fragments4 a;
+            for (int lane = 0; lane < 32; ++lane)
+              prefill_probabilities(st[lane], kk, a[static_cast<size_t>(lane)].data());
+            for (int j = 0; j < Lane::kOutTiles; ++j) {
+              Fragments2 b;
+              std::array<float*, 32> acc;
+              for (int lane = 0; lane < 32; ++lane) {
+                mma::load_b(v_s.data() + (dim_part * kDims + j * 8) * kValueStride + kk * 16, kValueStride, lane,
+                            b[static_cast<size_t>(lane)].data());
+                acc[static_cast<size_t>(lane)] = st[lane].o[j];
+              }
+              warp_mma(a, b, acc);
+            }
+          }
+        }
+      }
+      for (int warp = 0; warp < 4; ++warp) {
+        const int row_group = warp / kTile.dim_split, dim_part = warp % kTile.dim_split;
+        for (int lane = 0; lane < 32; ++lane) {
+          float sums[2] = {0.0f, 0.0f};
+          for (int other = lane & ~3; other < (lane & ~3) + 4; ++other)
+            for (int r = 0; r < 2; ++r) sums[r] += lanes[static_cast<size_t>(warp * 32 + other)].l[r];
+          const Lane& st = lanes[static_cast<size_t>(warp * 32 + lane)];
+          for (int j = 0; j < Lane::kOutTiles; ++j) {
+            for (int i = 0; i < 4; ++i) {
+              const mma::Coord cc = mma::c_coord(lane, i);
+              const int64_t vector = task.vector_begin + row_group * 16 + cc.row;
+              if (vector >= n_vectors) continue;
+              const int64_t token = seq.first_token + vector / group, head = task.kv_head * group + vector % group;
+              const int64_t d = dim_part * kDims + j * 8 + cc.col;
+              out[static_cast<size_t>((token * c.n_heads + head) * D + d)] = prefill_output(st.o[j][i], sums[i >> 1]);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  std::vector<float> emulate_all(std::span<const SequenceSlice> seqs) {
+    std::vector<float> out(q.size(), NAN);
+    switch (c.head_dim) {
+      case 64: emulate<64>(seqs, out); break;
+      case 128: emulate<128>(seqs, out); break;
+      case 256: emulate<256>(seqs, out); break;
+      default: ADD_FAILURE() << "no tile for head dim " << c.head_dim;
+    }
+    return out;
+  }
+};
+
+double max_relative_difference(const std::vector<float>& expected, const std::vector<float>& got) {
+  double scale = 0.0, worst = 0.0;
+  for (float x : expected) scale = std::max(scale, static_cast<double>(std::fabs(x)));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    worst = std::max(worst, std::fabs(static_cast<double>(expected[i]) - static_cast<double>(got[i])));
+  }
+  return worst / scale;
+}
+
+class TensorCorePrefillEmulated : public ::testing::TestWithParam<Case> {};
+
+// Every row against the CPU backend (its llama.cpp arithmetic: whole-row softmax, probabilities
+// rounded to f16 after normalising; here before): within 1e-3 of the largest output (measured
+// 2.9e-4 to 4.0e-4 over these cases on 2026-11-29).
+TEST_P(TensorCorePrefillEmulated, MatchesTheCpuBackendsAttention) {
+  PrefillSetup s(GetParam());
+  const std::vector<float> expected = s.cpu_attention();
+  const std::vector<float> got = s.emulate_all(s.slices);
+  EXPECT_LE(max_relative_difference(expected, got), 1e-3);
+}
+
+// A prefill cut into two chunks (the second starting where the first ended) gives the same rows
+// bit for bit, and so does each sequence alone: a row's result depends on its own scores only.
+TEST_P(TensorCorePrefillEmulated, ARowsResultDoesNotDependOnItsChunkOrBatch) {
+  PrefillSetup s(GetParam());
+  const std::vector<float> whole = s.emulate_all(s.slices);
+  std::vector<float> parts(whole.size(), NAN);
+  for (const SequenceSlice& seq : s.slices) {
+    const int64_t cut = std::max<int64_t>(kPrefillMinRows, seq.n_tokens / 2 + 3);
+    std::vector<SequenceSlice> pieces;
+    if (seq.n_tokens - cut >= kPrefillMinRows) {
+      pieces = {{seq.first_token, cut, seq.start_pos, seq.block_table},
+                {seq.first_token + cut, seq.n_tokens - cut, seq.start_pos + cut, seq.block_table}};
+    } else {
+      pieces = {seq};
+    }
+    for (const SequenceSlice& piece : pieces) {
+      const std::vector<float> alone = s.emulate_all(std::span<const SequenceSlice>(&piece, 1));
+      const auto row = static_cast<size_t>(s.c.n_heads * s.c.head_dim);
+      std::copy(
+          alone.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(piece.first_token) * row),
+          alone.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(piece.first_token + piece.n_tokens) * row),
+          parts.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(piece.first_token) * row));
+    }
+  }
+  ASSERT_EQ(whole.size(), parts.size());
+  EXPECT_EQ(0, std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TensorCorePrefillEmulated,
+    ::testing::Values(Case{4, 4, 64, 0, 0.0f, {{0, 40}}},                // one row per vector group, MHA
+                      Case{6, 2, 64, 0, 0.0f, {{0, 45}, {20, 30}}},      // GQA 3: vectors straddle rows
+                      Case{8, 2, 128, 0, 0.0f, {{100, 37}, {0, 16}}},    // a chunk after 100 cached keys
+                      Case{8, 4, 256, 40, 30.0f, {{0, 70}, {290, 17}}},  // window + softcap, two warps a row group
+                      Case{16, 1, 64, 0, 0.0f, {{5, 20}}},               // group 16: 4 rows a task
+                      Case{4, 1, 128, 24, 0.0f, {{0, 130}}}),            // window inside the tiles
+    [](const ::testing::TestParamInfo<Case>& case_info) { return "case" + std::to_string(case_info.index); });
+
+// ---- the plan and what it takes ----
+
+TEST(TensorCorePrefillPlan, TasksCoverEachVectorOfEachKvHeadOnceLongestFirst) {
+  const std::vector<int32_t> table_a = {3, 1, 4, 1, 5, 9, 2, 6}, table_b = {7, 8, 0};
+  for (int64_t head_dim : {64, 128, 256}) {
+    for (const auto& [n_heads, n_kv_heads] : {std::pair<int64_t, int64_t>{8, 8}, {12, 4}, {14, 2}, {32, 1}}) {
+      AttentionConfig config;
+      config.n_heads = n_heads;
+      config.n_kv_heads = n_kv_heads;
+      config.head_dim = head_dim;
+      const std::vector<SequenceSlice> seqs = {{0, 100, 20, table_a}, {100, 17, 16, table_b}};
+      const PrefillPlan plan = plan_tensor_core_prefill(seqs, config, 16);
+      ASSERT_EQ(plan.seqs.size(), 2u);
+      EXPECT_EQ(plan.seqs[1].table_offset, 8);  // (20 + 100) / 16 rounded up
+      EXPECT_EQ(plan.block_tables.size(), 8u + 3u);
+      const int64_t group = n_heads / n_kv_heads, per_task = prefill_tile(head_dim).vectors();
+      std::set<std::tuple<int, int, int64_t>> covered;
+      int64_t previous_last = INT64_MAX;
+      for (const PrefillTask& t : plan.tasks) {
+        const AttentionSeq& seq = plan.seqs[static_cast<size_t>(t.seq)];
+        EXPECT_EQ(t.vector_begin % per_task, 0);
+        const int64_t end = std::min<int64_t>(seq.n_tokens * group, t.vector_begin + per_task);
+        const int64_t last_key = seq.start_pos + (end - 1) / group;
+        EXPECT_LE(last_key, previous_last);
+        previous_last = last_key;
+        for (int64_t v = t.vector_begin; v < end; ++v) EXPECT_TRUE(covered.insert({t.seq, t.kv_head, v}).second);
+      }
+      EXPECT_EQ(static_cast<int64_t>(covered.size()), (100 + 17) * group * n_kv_heads);
+    }
+  }
+}
+
+TEST(TensorCorePrefillPlan, TakesLongCausalSlicesOfF16CachesWithATileShape) {
+  alignas(16) static uint16_t storage[4096];
+  KvLayer cache;
+  cache.k = TensorView{DType::F16, {128, 16, 1, 1}, 256, storage};
+  cache.v = TensorView{DType::F16, {128, 16, 1, 1}, 256, storage + 2048};
+  AttentionConfig config;
+  config.n_heads = 4;
+  config.n_kv_heads = 1;
+  config.head_dim = 128;
+  EXPECT_EQ(tensor_core_prefill_refusal(cache, config), "");
+  KvLayer f32 = cache;
+  f32.k.type = f32.v.type = DType::F32;
+  EXPECT_EQ(tensor_core_prefill_refusal(f32, config), "the cache is not f16");
+  AttentionConfig d80 = config;
+  d80.head_dim = 80;
+  EXPECT_EQ(tensor_core_prefill_refusal(cache, d80), "no tile shape for this head dim (64, 128 or 256)");
+  AttentionConfig alibi = config;
+  alibi.alibi_max_bias = 8.0f;
+  EXPECT_EQ(tensor_core_prefill_refusal(cache, alibi), "ALiBi");
+  KvLayer latent = cache;
+  latent.v.data = latent.k.data;
+  EXPECT_EQ(tensor_core_prefill_refusal(latent, config), "values narrower than keys");
+  KvLayer odd = cache;
+  odd.k.row_bytes = 264;  // 8-byte multiple only
+  EXPECT_EQ(tensor_core_prefill_refusal(odd, config), "cache rows not 16-byte aligned");
+
+  const std::vector<int32_t> table = {0, 1};
+  EXPECT_TRUE(tensor_core_prefill_takes({0, 16, 0, table}));
+  EXPECT_FALSE(tensor_core_prefill_takes({0, 15, 0, table}));  // a verification step's rows
+  const std::vector<uint8_t> visible(16 * 16, 1);
+  SequenceSlice tree{0, 16, 0, table};
+  tree.visible = visible;
+  EXPECT_FALSE(tensor_core_prefill_takes(tree));
+  const std::vector<int32_t> ends(16, 16);
+  SequenceSlice span{0, 16, 0, table};
+  span.key_ends = ends;
+  EXPECT_FALSE(tensor_core_prefill_takes(span));
+}
+
+}  // namespace
+}  // namespace lumen::backend::cuda
