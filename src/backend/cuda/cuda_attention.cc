@@ -225,7 +225,7 @@ bool run_decode_attention(CudaBackend::State& s, const cuda::DecodeTables& table
 
 // The tensor-core prefill attention over `taken` (sequences it takes, of a call it can take):
 // its plan uploaded once per forward pass (every layer asks the same), then one launch.
-void run_tensor_core_prefill(CudaBackend::State& s, const cuda::AttentionParams& p, int64_t n_kv_heads,
+void run_tensor_core_prefill(CudaBackend::State& s, const cuda::AttentionParams& p,
                              std::span<const SequenceSlice> taken, const AttentionConfig& config, int64_t block_size) {
   std::vector<int64_t> key = plan_key(taken, config, block_size);
   if (key != s.prefill_plan_key) {
@@ -248,7 +248,7 @@ void run_tensor_core_prefill(CudaBackend::State& s, const cuda::AttentionParams&
   t.out = p.out;
   t.out_stride = p.out_stride;
   t.n_heads = p.n_heads;
-  t.n_kv_heads = n_kv_heads;
+  t.n_kv_heads = config.n_kv_heads;
   t.head_dim = p.head_dim;
   t.score.scale = p.scale;
   t.score.softcap = p.softcap;
@@ -322,7 +322,7 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
     std::vector<SequenceSlice> taken;
     for (const SequenceSlice& seq : seqs) (cuda::tensor_core_prefill_takes(seq) ? taken : rest).push_back(seq);
     if (!taken.empty()) {
-      run_tensor_core_prefill(s, p, config.n_kv_heads, taken, config, cache.block_size);
+      run_tensor_core_prefill(s, p, taken, config, cache.block_size);
       seqs = rest;
       if (seqs.empty()) {
         s.check_launch("attention");
