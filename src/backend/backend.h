@@ -401,6 +401,11 @@ class Backend {
   // By default a step's ops just run.
   virtual void do_run_replayable(const std::function<void()>& ops) { ops(); }
   virtual StepReplayStats do_step_replay_stats() const { return {}; }
+  // How many op calls have begun on this backend (every public op, and each run_replayable before
+  // and after its ops). A backend that lets one op leave work for the next (CUDA's norm that
+  // quantizes its output for the matmul after it) checks that nothing ran in between: the next
+  // op's count is exactly one more.
+  uint64_t op_calls() const { return op_calls_; }
 
  private:
   // Runs `body` between the observers' before_op and after_op (no observer: just body).
@@ -408,6 +413,7 @@ class Backend {
   void observed(OpCall& call, Body&& body);
 
   std::vector<OpObserver*> observers_;
+  uint64_t op_calls_ = 0;
   bool in_step_ = false;
   StepMetadata step_;
   // The last ended step's logits, for copy_logit_rows (rows 0 when there are none).

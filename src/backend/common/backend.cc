@@ -83,6 +83,13 @@ void Backend::abort_step() noexcept {
 
 void Backend::run_replayable(const std::function<void()>& ops) {
   if (!in_step_) fail("run_replayable: no step is open");
+  // A replayed step runs none of its ops on the host: what one op left for the next (op_calls)
+  // does not carry over its boundaries.
+  ++op_calls_;
+  struct CountEnd {
+    uint64_t& calls;
+    ~CountEnd() { ++calls; }
+  } count_end{op_calls_};
   if (!observers_.empty()) {
     ops();
     return;

@@ -8,6 +8,7 @@ namespace lumen::backend {
 
 template <typename Body>
 void Backend::observed(OpCall& call, Body&& body) {
+  ++op_calls_;
   if (observers_.empty()) {
     body();
     return;

@@ -4,6 +4,7 @@
 // bit for bit as the CPU's, so a weight row times an activation gives the same integer sums.
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/q8_block_quantize.cuh"
 
 namespace lumen::backend::cuda {
 
@@ -23,17 +24,7 @@ __global__ void quantize_q8_32_kernel(const float* x, int64_t xs, int64_t n_toke
   for (int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
        warp < n_tokens * blocks; warp += stride) {
     const int64_t t = warp / blocks, b = warp % blocks;
-    const float v = x[t * xs + b * 32 + lane];
-    const float amax = warp_max(fabsf(v));
-    const float d = __fdiv_rn(amax, 127.0f);
-    const float inverse = amax != 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-    const int q = static_cast<int>(rintf(__fmul_rn(v, inverse)));
-    out.qs[t * cols + b * 32 + lane] = static_cast<int8_t>(q);
-    const int sum = warp_sum(q);
-    if (lane == 0) {
-      out.d[t * blocks + b] = round_to_half(d);
-      if (with_sum) out.s[t * blocks + b] = round_to_half(__fmul_rn(d, static_cast<float>(sum)));
-    }
+    quantize_q8_32_warp(x[t * xs + b * 32 + lane], lane, t, b, out, with_sum);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "backend/common/gelu_table.h"
@@ -202,6 +203,8 @@ void CudaBackend::set_options(const CudaBackendOptions& options) {
   s.graphs->clear();  // recorded with the old options' kernels
 }
 
+uint64_t CudaBackend::prequantized_inputs() const { return state_->fused_inputs.prequantized(); }
+
 std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {
   return std::make_unique<DeviceBuffer>(bytes, state_->registry, state_->stream);
 }
@@ -308,14 +311,49 @@ void CudaBackend::do_get_rows(const TensorView& table, std::span<const int32_t> 
   s.check_launch("get_rows");
 }
 
+namespace {
+
+struct FusedOutput {
+  std::optional<tensor::DType> act;  // none: the producer writes its f32 output only
+  cuda::Q8Activations q;
+};
+
+// The quantization a producer at `site` writes with its rows x cols output
+// (CudaBackendOptions::fused_input_quantization): the type its consumer last read, for a
+// batch the GEMV takes (larger ones go to cuBLAS, which reads no quantized activations).
+FusedOutput fused_output(CudaBackend::State& s, const void* site, int64_t rows, int64_t cols) {
+  FusedOutput fused;
+  if (rows == 0 || rows > s.options.max_gemv_tokens) return fused;
+  fused.act = s.fused_inputs.emit_for(site, cols);
+  if (fused.act) {
+    void* buffer = s.q8_activations.ensure(cuda::q8_activation_bytes(rows, cols), s.stream);
+    fused.q = cuda::carve_q8_activations(buffer, rows, cols);
+  }
+  return fused;
+}
+
+}  // namespace
+
 void CudaBackend::do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) {
   State& s = *state_;
   for (const TensorView* t : {&x, &weight, static_cast<const TensorView*>(&out)}) {
     cuda::require_device(s, *t, "rms_norm", "operands");
   }
-  cuda::launch_rms_norm(static_cast<const float*>(x.data), cuda::stride_of(x),
-                        static_cast<const float*>(weight.data), eps, static_cast<float*>(out.data),
-                        cuda::stride_of(out), x.rows(), x.dims[0], s.stream);
+  const int64_t rows = x.rows(), cols = x.dims[0];
+  if (s.options.fused_input_quantization) {
+    const FusedOutput fused = fused_output(s, weight.data, rows, cols);
+    if (cuda::launch_rms_norm_rows(static_cast<const float*>(x.data), cuda::stride_of(x),
+                                   static_cast<const float*>(weight.data), eps, static_cast<float*>(out.data),
+                                   cuda::stride_of(out), rows, cols, fused.act ? &*fused.act : nullptr, fused.q,
+                                   s.stream)) {
+      s.check_launch("rms_norm");
+      s.fused_inputs.produced(weight.data, out.data, rows, cols, cuda::stride_of(out), fused.act, op_calls());
+      return;
+    }
+    s.fused_inputs.produced(weight.data, out.data, rows, cols, cuda::stride_of(out), std::nullopt, op_calls());
+  }
+  cuda::launch_rms_norm(static_cast<const float*>(x.data), cuda::stride_of(x), static_cast<const float*>(weight.data),
+                        eps, static_cast<float*>(out.data), cuda::stride_of(out), rows, cols, s.stream);
   s.check_launch("rms_norm");
 }
 
@@ -331,10 +369,24 @@ void CudaBackend::do_add_rms_norm(const TensorView& a, const TensorView& b, cons
   for (const TensorView* t : {&a, &b, &weight, static_cast<const TensorView*>(&sum), static_cast<const TensorView*>(&out)}) {
     cuda::require_device(s, *t, "add_rms_norm", "operands");
   }
+  const int64_t rows = a.rows(), cols = a.dims[0];
+  if (s.options.fused_input_quantization) {
+    const FusedOutput fused = fused_output(s, weight.data, rows, cols);
+    if (cuda::launch_add_rms_norm_rows(
+            static_cast<const float*>(a.data), cuda::stride_of(a), static_cast<const float*>(b.data),
+            cuda::stride_of(b), static_cast<float*>(sum.data), cuda::stride_of(sum),
+            static_cast<const float*>(weight.data), eps, static_cast<float*>(out.data), cuda::stride_of(out), rows,
+            cols, fused.act ? &*fused.act : nullptr, fused.q, s.stream)) {
+      s.check_launch("add_rms_norm");
+      s.fused_inputs.produced(weight.data, out.data, rows, cols, cuda::stride_of(out), fused.act, op_calls());
+      return;
+    }
+    s.fused_inputs.produced(weight.data, out.data, rows, cols, cuda::stride_of(out), std::nullopt, op_calls());
+  }
   cuda::launch_add_rms_norm(static_cast<const float*>(a.data), cuda::stride_of(a), static_cast<const float*>(b.data),
                             cuda::stride_of(b), static_cast<float*>(sum.data), cuda::stride_of(sum),
                             static_cast<const float*>(weight.data), eps, static_cast<float*>(out.data),
-                            cuda::stride_of(out), a.rows(), a.dims[0], s.stream);
+                            cuda::stride_of(out), rows, cols, s.stream);
   s.check_launch("add_rms_norm");
 }
 
@@ -382,10 +434,23 @@ void CudaBackend::do_swiglu(const TensorView& gate, const TensorView& up, Tensor
   for (const TensorView* t : {&gate, &up, static_cast<const TensorView*>(&out)}) {
     cuda::require_device(s, *t, "swiglu", "operands");
   }
-  cuda::launch_swiglu(static_cast<const float*>(gate.data), cuda::stride_of(gate),
-                      static_cast<const float*>(up.data), cuda::stride_of(up),
-                      static_cast<float*>(out.data), cuda::stride_of(out), gate.rows(),
-                      gate.dims[0], s.stream);
+  const int64_t rows = gate.rows(), cols = gate.dims[0];
+  if (s.options.fused_input_quantization) {
+    // The site is the output buffer: SwiGLU has no weight of its own (the FFN's scratch, one per
+    // model, so every layer's down projection teaches it the same type).
+    const FusedOutput fused = fused_output(s, out.data, rows, cols);
+    if (fused.act && cuda::launch_swiglu_quantized(static_cast<const float*>(gate.data), cuda::stride_of(gate),
+                                                   static_cast<const float*>(up.data), cuda::stride_of(up),
+                                                   static_cast<float*>(out.data), cuda::stride_of(out), rows, cols,
+                                                   *fused.act, fused.q, s.stream)) {
+      s.check_launch("swiglu");
+      s.fused_inputs.produced(out.data, out.data, rows, cols, cuda::stride_of(out), fused.act, op_calls());
+      return;
+    }
+    s.fused_inputs.produced(out.data, out.data, rows, cols, cuda::stride_of(out), std::nullopt, op_calls());
+  }
+  cuda::launch_swiglu(static_cast<const float*>(gate.data), cuda::stride_of(gate), static_cast<const float*>(up.data),
+                      cuda::stride_of(up), static_cast<float*>(out.data), cuda::stride_of(out), rows, cols, s.stream);
   s.check_launch("swiglu");
 }
 

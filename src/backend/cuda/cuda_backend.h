@@ -113,6 +113,14 @@ struct CudaBackendOptions {
   // without a GPU on 2026-11-29 (its per-lane arithmetic checked on a CPU by emulating a warp):
   // off until CudaTensorCorePrefill has passed on a GPU. LUMEN_CUDA_TENSOR_CORE_PREFILL=1.
   bool tensor_core_prefill = false;
+  // An RMSNorm (plain or after the residual add) or a SwiGLU whose output the next op's GEMV
+  // quantizes writes that quantization itself, in the same launch (norm_quantize.cu,
+  // fused_input_quantization.h): 49 of a 1B model's 65 quantization launches a decode step. Its
+  // norms also load a row at once rather than an element a thread at a time. The same bits as
+  // without (the shared block arithmetic of q8_block_quantize.cuh, the norm's sum in the same
+  // order). Written without a GPU on 2026-11-29: off until CudaFusedInputQuantization has passed
+  // on a GPU. LUMEN_CUDA_FUSED_QUANTIZE=1.
+  bool fused_input_quantization = false;
 };
 
 class CudaBackend final : public Backend {
@@ -128,6 +136,9 @@ class CudaBackend final : public Backend {
   std::optional<DeviceMemory> device_memory() const override;
   const CudaBackendOptions& options() const;
   void set_options(const CudaBackendOptions& options);
+  // How many GEMVs found their input quantized by the op before them
+  // (CudaBackendOptions::fused_input_quantization), since the backend was made.
+  uint64_t prequantized_inputs() const;
 
   // Raw copies between host memory and device memory of this backend (tests, tools). Both wait
   // for the copy (and everything queued before it) to finish.

@@ -49,6 +49,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_DEVICE_ARGMAX", options.device_argmax);
   flag("LUMEN_CUDA_DEVICE_LEADING", options.device_leading);
   flag("LUMEN_CUDA_TENSOR_CORE_PREFILL", options.tensor_core_prefill);
+  flag("LUMEN_CUDA_FUSED_QUANTIZE", options.fused_input_quantization);
   return options;
 }
 

@@ -13,6 +13,7 @@
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_memory.h"
+#include "backend/cuda/fused_input_quantization.h"
 #include "backend/cuda/step_graphs.h"
 #include "backend/cuda/step_uploads.h"
 #include "backend/cuda/tensor_core_prefill_plan.h"
@@ -51,6 +52,8 @@ struct CudaBackend::State {
   };
   bool sharing_input = false;
   QuantizedInput quantized_input;
+  // Which producers quantize their output for the next matmul (options.fused_input_quantization).
+  cuda::FusedInputQuantization fused_inputs;
   cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows
   cuda::DeviceScratch gemm_x;          // matmul: f16 activations
   cuda::DeviceScratch gemm_scale;      // matmul: the activations' scale state (kernels.h)

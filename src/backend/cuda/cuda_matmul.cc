@@ -112,11 +112,18 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
         }
       }
     } else {
+      void* const before = s.q8_activations.data();
       void* buffer = s.q8_activations.ensure(cuda::q8_activation_bytes(n_tokens, cols), s.stream);
+      if (buffer != before) s.fused_inputs.scratch_overwritten();  // grown: what it held is gone
       const cuda::Q8Activations q = cuda::carve_q8_activations(buffer, n_tokens, cols);
       const State::QuantizedInput input{xd, act, n_tokens, cols};
-      if (!s.sharing_input || s.quantized_input != input) {
+      // The op just before (a norm, SwiGLU) may have quantized this input already
+      // (fused_input_quantization.h); asking also teaches it which type to write.
+      const bool prequantized =
+          s.options.fused_input_quantization && s.fused_inputs.consume(xd, act, n_tokens, cols, xs, op_calls());
+      if (!prequantized && (!s.sharing_input || s.quantized_input != input)) {
         cuda::launch_quantize_activations(act, xd, xs, n_tokens, cols, q, s.stream);
+        s.fused_inputs.scratch_overwritten();
         s.quantized_input = s.sharing_input ? input : State::QuantizedInput{};
       }
       // The tiled kernels take every token in one launch (a row of one tile read once for all);

@@ -128,6 +128,26 @@ void launch_quantize_activations(tensor::DType act, const float* x, int64_t x_st
                                  int64_t n_tokens, int64_t cols, const Q8Activations& out,
                                  cudaStream_t stream);
 
+// ---- norm_quantize.cu ----
+// rms_norm / add_rms_norm for rows of up to 4096 values (rms_norm_rows_supported), bit for bit
+// launch_rms_norm's and launch_add_rms_norm's, each row's loads issued at once; with `act`
+// (Q8_0, Q8_1 or Q8_K; nullptr: none) the output is also quantized into `q` exactly as
+// launch_quantize_activations would quantize it (whole blocks only). false: nothing launched
+// (the row is too long, or not whole blocks of act).
+bool rms_norm_rows_supported(int64_t cols);
+bool launch_rms_norm_rows(const float* x, int64_t x_stride, const float* weight, float eps, float* y, int64_t y_stride,
+                          int64_t rows, int64_t cols, const tensor::DType* act, const Q8Activations& q,
+                          cudaStream_t stream);
+bool launch_add_rms_norm_rows(const float* a, int64_t a_stride, const float* b, int64_t b_stride, float* sum,
+                              int64_t sum_stride, const float* weight, float eps, float* y, int64_t y_stride,
+                              int64_t rows, int64_t cols, const tensor::DType* act, const Q8Activations& q,
+                              cudaStream_t stream);
+// launch_swiglu's result, also quantized into q as `act`; false (nothing launched) where cols is
+// not whole blocks of act.
+bool launch_swiglu_quantized(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, float* out,
+                             int64_t out_stride, int64_t rows, int64_t cols, tensor::DType act, const Q8Activations& q,
+                             cudaStream_t stream);
+
 // ---- gemv.cu ----
 inline constexpr int kGemvMaxTokens = 8;
 // The activation type a quantized weight type pairs with (as on the CPU), or F32 for the float

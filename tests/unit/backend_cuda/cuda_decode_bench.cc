@@ -168,12 +168,17 @@ int main(int argc, char** argv) {
     // The timed loop, without the observer (it costs a clock read per op), then the same number
     // of steps with it, for the breakdown.
     const uint64_t replayed_before = backend.step_replay_stats().replayed;
+    const uint64_t prequantized_before = backend.prequantized_inputs();
     const auto decode_start = Clock::now();
     for (int i = 0; i < decode_tokens; ++i)
       token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
     const double decode_s = seconds_since(decode_start);
     // Of the timed steps, how many were replayed from a CUDA graph (LUMEN_CUDA_GRAPHS=1).
     const uint64_t replayed = backend.step_replay_stats().replayed - replayed_before;
+    // GEMVs whose input its producer quantized (LUMEN_CUDA_FUSED_QUANTIZE=1), per timed step;
+    // counted on the host, so replayed steps add none: graphs record the first step's choice.
+    const double prequantized_per_token =
+        static_cast<double>(backend.prequantized_inputs() - prequantized_before) / decode_tokens;
     HostTimes host;
     backend.add_observer(&host);
     const auto observed_start = Clock::now();
@@ -193,7 +198,8 @@ int main(int argc, char** argv) {
                                    mean_position * static_cast<double>(kv_bytes_per_position);
     fmt::print(
         "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
-        "\"exact_attention\": {}, \"tensor_core_prefill\": {}, \"step_graphs\": {}, \"replayed_steps\": {}, "
+        "\"exact_attention\": {}, \"tensor_core_prefill\": {}, \"fused_input_quantization\": {}, "
+        "\"prequantized_per_token\": {:.2f}, \"step_graphs\": {}, \"replayed_steps\": {}, "
         "\"refused_recordings\": {}, "
         "\"load_s\": {:.3f}, "
         "\"prompt_tokens\": {}, \"prefill_s\": {:.4f}, \"prefill_tokens_per_s\": {:.1f}, "
@@ -202,11 +208,11 @@ int main(int argc, char** argv) {
         "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}, \"prefill_op_us\": {}}}\n",
         prop.name, path, options.max_gemv_tokens, gemv_name(backend.options().gemv),
         backend.options().fused_add_rms_norm, backend.options().exact_f16_attention,
-        backend.options().tensor_core_prefill, backend.options().step_graphs, replayed,
-        backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens,
-        per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
-        observed_s / decode_tokens * 1e3, host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3,
-        host.json(), prefill_ops.json());
+        backend.options().tensor_core_prefill, backend.options().fused_input_quantization, prequantized_per_token,
+        backend.options().step_graphs, replayed, backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s,
+        prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token,
+        bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
+        host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3, host.json(), prefill_ops.json());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -49,7 +49,8 @@ constexpr const char* kSwitches[] = {
     "LUMEN_CUDA_ADD_RMS_NORM",   "LUMEN_CUDA_STATE_SPACE",     "LUMEN_CUDA_LATENT_ATTENTION",
     "LUMEN_CUDA_KV_EVICTION",    "LUMEN_CUDA_LAYER_NORM",      "LUMEN_CUDA_ENCODER",
     "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",  "LUMEN_CUDA_RWKV7",
-    "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING"};
+    "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING",  "LUMEN_CUDA_TENSOR_CORE_PREFILL",
+    "LUMEN_CUDA_FUSED_QUANTIZE"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -70,7 +71,8 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
        {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV", "LUMEN_CUDA_EXACT_ATTENTION",
         "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE", "LUMEN_CUDA_LATENT_ATTENTION", "LUMEN_CUDA_KV_EVICTION",
         "LUMEN_CUDA_LAYER_NORM", "LUMEN_CUDA_ENCODER", "LUMEN_CUDA_ALIBI", "LUMEN_CUDA_SPAN_ATTENTION",
-        "LUMEN_CUDA_RWKV7", "LUMEN_CUDA_DEVICE_ARGMAX", "LUMEN_CUDA_DEVICE_LEADING"}) {
+        "LUMEN_CUDA_RWKV7", "LUMEN_CUDA_DEVICE_ARGMAX", "LUMEN_CUDA_DEVICE_LEADING", "LUMEN_CUDA_TENSOR_CORE_PREFILL",
+        "LUMEN_CUDA_FUSED_QUANTIZE"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -122,6 +124,11 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   {
     ScopedEnv prefill("LUMEN_CUDA_TENSOR_CORE_PREFILL", "1");
     EXPECT_TRUE(options_with_environment(given).tensor_core_prefill);
+    EXPECT_FALSE(options_with_environment(given).fused_input_quantization);
+  }
+  {
+    ScopedEnv fused("LUMEN_CUDA_FUSED_QUANTIZE", "1");
+    EXPECT_TRUE(options_with_environment(given).fused_input_quantization);
   }
 }
 
