@@ -109,8 +109,8 @@ TEST(CudaFusedInputQuantization, GemvsAfterAProducerGiveTheSameBits) {
     const TensorView wdown = upload_random_weights(c.ffn, c.ffn_dim, c.dim, 15);
     DeviceTensor attn_norm = random_matrix(c.dim, 1, c.dim, 16), ffn_norm = random_matrix(c.dim, 1, c.dim, 17);
     for (const int64_t tokens : {int64_t{1}, int64_t{5}}) {
-      const std::string what = std::string(tensor::dtype_name(c.qkv)) + "/" + tensor::dtype_name(c.ffn) + ", " +
-                               std::to_string(tokens) + " tokens";
+      const std::string what = std::string(tensor::dtype_name(c.qkv)) + "/" + std::string(tensor::dtype_name(c.ffn)) +
+                               ", " + std::to_string(tokens) + " tokens";
       std::vector<std::vector<float>> results[2];
       const uint64_t before = gpu()->prequantized_inputs();
       for (const bool on : {false, true}) {
