@@ -484,6 +484,7 @@ void CudaBackend::do_rope(TensorView& x, std::span<const int32_t> positions, con
   if (params.ext_factor != 0.0f) k.mscale *= 1.0f + 0.1f * std::log(1.0f / params.freq_scale);
   k.corr_low = params.corr_dims[0];
   k.corr_high = params.corr_dims[1];
+  k.loads_first = s.options.rope_loads_first;
   if (config.freq_factors != nullptr) {
     // The model passes the rope_freqs weight (device memory here); tests may pass host memory.
     k.freq_factors = s.is_device(config.freq_factors)

@@ -121,6 +121,12 @@ struct CudaBackendOptions {
   // order). Written without a GPU on 2026-11-29: off until CudaFusedInputQuantization has passed
   // on a GPU. LUMEN_CUDA_FUSED_QUANTIZE=1.
   bool fused_input_quantization = false;
+  // RoPE's threads load 8 pairs each before they rotate one (rope.cu), where each loaded, rotated
+  // and stored a pair before its next load: the H200 profile put a decode step's rope at 6.2 us a
+  // launch for 2 048 values, a memory latency per pair in a row. The same arithmetic per pair.
+  // Written without a GPU on 2026-11-29: off until the rope conformance rows and the greedy model
+  // tests have passed with it on a GPU. LUMEN_CUDA_ROPE_LOADS_FIRST=1.
+  bool rope_loads_first = false;
 };
 
 class CudaBackend final : public Backend {

@@ -51,6 +51,9 @@ struct RopeKernelParams {
   float corr_low = 0.0f;
   float corr_high = 0.0f;
   const float* freq_factors = nullptr;  // device memory, rope_dims / 2 values, or null
+  // CudaBackendOptions::rope_loads_first: each thread loads several pairs before it rotates one
+  // (the same arithmetic; fewer memory latencies in a row).
+  bool loads_first = false;
 };
 // x: row (token * n_heads + head) at x + row * row_stride; head_dim values each.
 void launch_rope(float* x, int64_t row_stride, int64_t n_heads, int64_t n_tokens,

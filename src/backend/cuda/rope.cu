@@ -12,9 +12,11 @@ namespace lumen::backend::cuda {
 namespace {
 
 constexpr int kThreads = 128;
+constexpr int kPairsAtOnce = 8;
 
-__global__ void rope_kernel(float* x, int64_t row_stride, int64_t n_heads, const int32_t* positions,
-                            RopeKernelParams p) {
+template <bool LOADS_FIRST>
+__global__ void __launch_bounds__(kThreads)
+    rope_kernel(float* x, int64_t row_stride, int64_t n_heads, const int32_t* positions, RopeKernelParams p) {
   extern __shared__ float shared[];
   const int64_t half = p.rope_dims / 2;
   float* theta = shared;           // half values
@@ -50,13 +52,45 @@ __global__ void rope_kernel(float* x, int64_t row_stride, int64_t n_heads, const
   // Normal mode rotates (2i, 2i + 1); NeoX (i, i + half).
   const int64_t partner = p.neox ? half : 1;
   const int64_t stride = p.neox ? 1 : 2;
-  for (int64_t i = threadIdx.x; i < n_heads * half; i += blockDim.x) {
-    const int64_t head = i / half, pair = i % half;
-    float* v = x + (token * n_heads + head) * row_stride + pair * stride;
-    const float c = cos_sin[2 * pair], s = cos_sin[2 * pair + 1];
-    const float x0 = v[0], x1 = v[partner];
-    v[0] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-    v[partner] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+  if constexpr (LOADS_FIRST) {
+    // A decode step's token is one block of 128 threads and n_heads * half pairs (1 024 for 32
+    // heads of 64): 8 pairs a thread. Loading a pair, rotating it and storing it before the next
+    // load costs a memory latency per pair; here a thread loads kPairsAtOnce pairs, then rotates
+    // and stores them, with 32-bit index arithmetic. The same operations on each pair.
+    const int total = static_cast<int>(n_heads * half), half32 = static_cast<int>(half);
+    for (int first = static_cast<int>(threadIdx.x); first < total; first += kThreads * kPairsAtOnce) {
+      float* v[kPairsAtOnce];
+      float x0[kPairsAtOnce], x1[kPairsAtOnce];
+      int pair_of[kPairsAtOnce];
+#pragma unroll
+      for (int u = 0; u < kPairsAtOnce; ++u) {
+        const int i = first + u * kThreads;
+        v[u] = nullptr;
+        if (i < total) {
+          const int head = i / half32, pair = i - head * half32;
+          pair_of[u] = pair;
+          v[u] = x + (token * n_heads + head) * row_stride + pair * stride;
+          x0[u] = v[u][0];
+          x1[u] = v[u][partner];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kPairsAtOnce; ++u) {
+        if (v[u] == nullptr) continue;
+        const float c = cos_sin[2 * pair_of[u]], s = cos_sin[2 * pair_of[u] + 1];
+        v[u][0] = __fsub_rn(__fmul_rn(x0[u], c), __fmul_rn(x1[u], s));
+        v[u][partner] = __fadd_rn(__fmul_rn(x0[u], s), __fmul_rn(x1[u], c));
+      }
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < n_heads * half; i += blockDim.x) {
+      const int64_t head = i / half, pair = i % half;
+      float* v = x + (token * n_heads + head) * row_stride + pair * stride;
+      const float c = cos_sin[2 * pair], s = cos_sin[2 * pair + 1];
+      const float x0 = v[0], x1 = v[partner];
+      v[0] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+      v[partner] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+    }
   }
 }
 
@@ -66,8 +100,13 @@ void launch_rope(float* x, int64_t row_stride, int64_t n_heads, int64_t n_tokens
                  const int32_t* positions, const RopeKernelParams& params, cudaStream_t stream) {
   if (n_tokens == 0 || n_heads == 0) return;
   const size_t shared = static_cast<size_t>(3 * (params.rope_dims / 2)) * sizeof(float);
-  rope_kernel<<<static_cast<unsigned>(n_tokens), kThreads, shared, stream>>>(x, row_stride, n_heads,
-                                                                             positions, params);
+  if (params.loads_first) {
+    rope_kernel<true>
+        <<<static_cast<unsigned>(n_tokens), kThreads, shared, stream>>>(x, row_stride, n_heads, positions, params);
+  } else {
+    rope_kernel<false>
+        <<<static_cast<unsigned>(n_tokens), kThreads, shared, stream>>>(x, row_stride, n_heads, positions, params);
+  }
 }
 
 }  // namespace lumen::backend::cuda

@@ -198,7 +198,8 @@ int main(int argc, char** argv) {
                                    mean_position * static_cast<double>(kv_bytes_per_position);
     fmt::print(
         "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
-        "\"exact_attention\": {}, \"tensor_core_prefill\": {}, \"fused_input_quantization\": {}, "
+        "\"exact_attention\": {}, \"tensor_core_prefill\": {}, \"fused_input_quantization\": {}, \"rope_loads_first\": "
+        "{}, "
         "\"prequantized_per_token\": {:.2f}, \"step_graphs\": {}, \"replayed_steps\": {}, "
         "\"refused_recordings\": {}, "
         "\"load_s\": {:.3f}, "
@@ -208,11 +209,12 @@ int main(int argc, char** argv) {
         "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}, \"prefill_op_us\": {}}}\n",
         prop.name, path, options.max_gemv_tokens, gemv_name(backend.options().gemv),
         backend.options().fused_add_rms_norm, backend.options().exact_f16_attention,
-        backend.options().tensor_core_prefill, backend.options().fused_input_quantization, prequantized_per_token,
-        backend.options().step_graphs, replayed, backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s,
-        prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token,
-        bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
-        host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3, host.json(), prefill_ops.json());
+        backend.options().tensor_core_prefill, backend.options().fused_input_quantization,
+        backend.options().rope_loads_first, prequantized_per_token, backend.options().step_graphs, replayed,
+        backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens,
+        per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
+        observed_s / decode_tokens * 1e3, host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3,
+        host.json(), prefill_ops.json());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

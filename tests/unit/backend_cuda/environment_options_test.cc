@@ -50,7 +50,7 @@ constexpr const char* kSwitches[] = {
     "LUMEN_CUDA_KV_EVICTION",    "LUMEN_CUDA_LAYER_NORM",      "LUMEN_CUDA_ENCODER",
     "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",  "LUMEN_CUDA_RWKV7",
     "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING",  "LUMEN_CUDA_TENSOR_CORE_PREFILL",
-    "LUMEN_CUDA_FUSED_QUANTIZE"};
+    "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -72,7 +72,7 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
         "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE", "LUMEN_CUDA_LATENT_ATTENTION", "LUMEN_CUDA_KV_EVICTION",
         "LUMEN_CUDA_LAYER_NORM", "LUMEN_CUDA_ENCODER", "LUMEN_CUDA_ALIBI", "LUMEN_CUDA_SPAN_ATTENTION",
         "LUMEN_CUDA_RWKV7", "LUMEN_CUDA_DEVICE_ARGMAX", "LUMEN_CUDA_DEVICE_LEADING", "LUMEN_CUDA_TENSOR_CORE_PREFILL",
-        "LUMEN_CUDA_FUSED_QUANTIZE"}) {
+        "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -129,6 +129,11 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   {
     ScopedEnv fused("LUMEN_CUDA_FUSED_QUANTIZE", "1");
     EXPECT_TRUE(options_with_environment(given).fused_input_quantization);
+    EXPECT_FALSE(options_with_environment(given).rope_loads_first);
+  }
+  {
+    ScopedEnv rope("LUMEN_CUDA_ROPE_LOADS_FIRST", "1");
+    EXPECT_TRUE(options_with_environment(given).rope_loads_first);
   }
 }
 

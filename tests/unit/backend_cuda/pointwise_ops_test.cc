@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <tuple>
+#include <span>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -247,6 +248,40 @@ TEST_P(CudaRope, MatchesCpu) {
     const std::vector<float> twice(x.begin(), x.end());
     EXPECT_LE(max_relative_difference(twice, download_f32(dx.view)), 4e-6)
         << c.name << " (device factors)";
+  }
+}
+
+// CudaBackendOptions::rope_loads_first: each thread's pairs loaded before any is rotated, the
+// same bits as pair by pair, for 1 token (a decode step: 32 heads, 8 pairs a thread) and many,
+// with rows wider than their data (a Q/K/V row's view).
+TEST_P(CudaRope, LoadsFirstGivesThePairByPairBits) {
+  const RopeCase c = GetParam();
+  const CudaBackendOptions saved = gpu()->options();
+  for (const int64_t tokens : {int64_t{1}, int64_t{7}}) {
+    const int64_t heads = 32, stride = c.head_dim + 3;
+    std::vector<float> x = random_floats(static_cast<size_t>(stride * heads * tokens), 13, -2.0f, 2.0f);
+    TensorView hx{DType::F32, {c.head_dim, heads, tokens, 1}, static_cast<size_t>(stride) * 4, x.data()};
+    const std::vector<int32_t> positions = {5, 1, 2, 17, 511, 4095, 131071};
+    std::vector<float> factors(static_cast<size_t>(c.rope_dims / 2));
+    for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.37f * static_cast<float>(i % 7);
+    RopeConfig config;
+    config.rope_dims = c.rope_dims;
+    config.neox = c.neox;
+    config.scaling = c.scaling;
+    config.scaling_factor = c.scaling == RopeScalingType::None ? 1.0 : 4.0;
+    config.original_context = 8192;
+    config.freq_factors = c.freq_factors ? factors.data() : nullptr;
+    std::vector<uint8_t> results[2];
+    for (const bool on : {false, true}) {
+      CudaBackendOptions options = saved;
+      options.rope_loads_first = on;
+      gpu()->set_options(options);
+      DeviceTensor dx = to_device(hx);
+      gpu()->rope(dx.view, std::span<const int32_t>(positions.data(), static_cast<size_t>(tokens)), config);
+      results[on] = download_bytes(dx.view);
+    }
+    gpu()->set_options(saved);
+    EXPECT_EQ(results[1], results[0]) << c.name << ", " << tokens << " tokens";
   }
 }
 
