@@ -62,6 +62,24 @@ __device__ __forceinline__ double block_sum(double v, double* partial) {
   return total;
 }
 
+// RMSNorm's scale 1 / sqrt(mean of squares + eps) from each thread's sum of its squares (in
+// double), for every thread of the block: the warps' sums, then thread 0 adds them in warp order.
+// One spelling for elementwise.cu's row kernel and norm_quantize.cu's, so both give the same bits.
+// `partial` holds a double per warp in shared memory; `scale` is one float of it.
+__device__ __forceinline__ float rms_norm_scale(double sum, int64_t cols, float eps, double* partial, float* scale) {
+  sum = warp_sum(sum);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (unsigned w = 0; w < blockDim.x / 32; ++w) total += partial[w];
+    const auto mean = static_cast<float>(total / static_cast<double>(cols));
+    *scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
+  }
+  __syncthreads();
+  return *scale;
+}
+
 // A block's row of n values: their mean and the sum of their squared deviations from it, both in
 // double (each thread sums a strided part, then block_sum): the LayerNorms' two passes
 // (encoder_ops.cu, rwkv7.cu; tests/unit/cuda_host replays the order).

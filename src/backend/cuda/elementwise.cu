@@ -114,17 +114,7 @@ __global__ void rms_norm_kernel(const float* x, int64_t xs, const float* b, int6
     const float v = row[c];
     sum += static_cast<double>(__fmul_rn(v, v));
   }
-  sum = warp_sum(sum);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double total = 0.0;
-    for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
-    const auto mean = static_cast<float>(total / static_cast<double>(cols));
-    shared_scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
-  }
-  __syncthreads();
-  const float scale = shared_scale;
+  const float scale = rms_norm_scale(sum, cols, eps, partial, &shared_scale);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     dst[c] = __fmul_rn(__fmul_rn(row[c], scale), weight[c]);
   }

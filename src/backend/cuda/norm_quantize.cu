@@ -84,17 +84,7 @@ __global__ void __launch_bounds__(kRowThreads)
   for (int k = 0; k < PER; ++k) {
     if (t + int64_t{kRowThreads} * k < cols) sum += static_cast<double>(__fmul_rn(v[k], v[k]));
   }
-  sum = warp_sum(sum);
-  if (t % 32 == 0) partial[t / 32] = sum;
-  __syncthreads();
-  if (t == 0) {
-    double total = 0.0;
-    for (int i = 0; i < kRowThreads / 32; ++i) total += partial[i];
-    const auto mean = static_cast<float>(total / static_cast<double>(cols));
-    shared_scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
-  }
-  __syncthreads();
-  const float scale = shared_scale;
+  const float scale = rms_norm_scale(sum, cols, eps, partial, &shared_scale);
 #pragma unroll
   for (int k = 0; k < PER; ++k) {
     const int64_t c = t + int64_t{kRowThreads} * k;
