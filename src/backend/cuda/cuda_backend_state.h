@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the CUDA backend: what a CudaBackend holds, shared by the files that implement its
-// ops (cuda_backend.cc, cuda_matmul.cc, cuda_attention.cc).
+// ops (cuda_backend.cc, cuda_row_ops.cc, cuda_matmul.cc, cuda_attention.cc and the other cuda_*.cc).
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 

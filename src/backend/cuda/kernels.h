@@ -79,7 +79,7 @@ void launch_store_kv(const float* k, int64_t k_stride, const float* v, int64_t v
                      cudaStream_t stream);
 
 // ---- row_argmax.cu ----
-// backend::RowArgmax's layout (cuda_backend.cc checks they agree), free of the backend headers.
+// backend::RowArgmax's layout (cuda_step_boundary.cc checks they agree), free of the backend headers.
 struct DeviceRowArgmax {
   int32_t token;
   float value;
