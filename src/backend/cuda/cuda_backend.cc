@@ -203,6 +203,7 @@ void CudaBackend::set_options(const CudaBackendOptions& options) {
 }
 
 uint64_t CudaBackend::prequantized_inputs() const { return state_->fused_inputs.prequantized(); }
+uint64_t CudaBackend::grouped_gemv_launches() const { return state_->grouped_gemv_launches; }
 
 std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {
   return std::make_unique<DeviceBuffer>(bytes, state_->registry, state_->stream);

@@ -127,6 +127,13 @@ struct CudaBackendOptions {
   // Written without a GPU on 2026-11-29: off until the rope conformance rows and the greedy model
   // tests have passed with it on a GPU. LUMEN_CUDA_ROPE_LOADS_FIRST=1.
   bool rope_loads_first = false;
+  // The outputs of one input (Q/K/V, gate/up: matmul_same_input, matmul_glu) whose weights share
+  // a quantized type and row width run as one tiled GEMV launch (launch_gemv_quantized_tiled_group),
+  // each row's product the bits its own launch writes: 3 launches fewer a layer, and the small K
+  // and V matrices (a few hundred rows: under one wave of blocks) fill the GPU beside Q's. Written
+  // without a GPU on 2026-11-29: off until CudaGroupedGemv has passed on a GPU.
+  // LUMEN_CUDA_GROUPED_GEMV=1.
+  bool grouped_gemv = false;
 };
 
 class CudaBackend final : public Backend {
@@ -145,6 +152,8 @@ class CudaBackend final : public Backend {
   // How many GEMVs found their input quantized by the op before them
   // (CudaBackendOptions::fused_input_quantization), since the backend was made.
   uint64_t prequantized_inputs() const;
+  // How many launches ran several GEMVs of one input (CudaBackendOptions::grouped_gemv).
+  uint64_t grouped_gemv_launches() const;
 
   // Raw copies between host memory and device memory of this backend (tests, tools). Both wait
   // for the copy (and everything queued before it) to finish.
@@ -257,6 +266,9 @@ class CudaBackend final : public Backend {
   StepReplayStats do_step_replay_stats() const override;
 
  private:
+  // Outputs `members` of a matmul_same_input in one grouped GEMV launch (cuda_matmul.cc).
+  void matmul_grouped(const TensorView& x, std::span<const MatmulOutput> outputs, std::span<const size_t> members);
+
   std::unique_ptr<State> state_;
 };
 

@@ -51,6 +51,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_TENSOR_CORE_PREFILL", options.tensor_core_prefill);
   flag("LUMEN_CUDA_FUSED_QUANTIZE", options.fused_input_quantization);
   flag("LUMEN_CUDA_ROPE_LOADS_FIRST", options.rope_loads_first);
+  flag("LUMEN_CUDA_GROUPED_GEMV", options.grouped_gemv);
   return options;
 }
 

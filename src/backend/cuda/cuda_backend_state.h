@@ -54,6 +54,7 @@ struct CudaBackend::State {
   QuantizedInput quantized_input;
   // Which producers quantize their output for the next matmul (options.fused_input_quantization).
   cuda::FusedInputQuantization fused_inputs;
+  uint64_t grouped_gemv_launches = 0;  // options.grouped_gemv: launches of several GEMVs
   cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows
   cuda::DeviceScratch gemm_x;          // matmul: f16 activations
   cuda::DeviceScratch gemm_scale;      // matmul: the activations' scale state (kernels.h)

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/gemv_groups.h"
 #include "backend/cuda/kernels.h"
 #include "util/error.h"
 
@@ -41,7 +42,87 @@ void gemm(cublasHandle_t handle, int64_t rows, int64_t n_tokens, int64_t cols, c
       "cublasGemmEx");
 }
 
+// x's rows in device memory: x itself, or host rows staged into scratch (the model writes logits
+// straight into the caller's array, and hands host rows to matmul).
+struct DeviceRows {
+  const float* data;
+  int64_t stride;
+};
+DeviceRows device_rows(CudaBackend::State& s, const TensorView& x, int64_t cols) {
+  if (s.is_device(x.data)) return {static_cast<const float*>(x.data), cuda::stride_of(x)};
+  const size_t row = static_cast<size_t>(cols) * sizeof(float);
+  auto* staged = static_cast<float*>(s.staged_x.ensure(row * static_cast<size_t>(x.rows()), s.stream));
+  cuda::check_cuda(cudaMemcpy2DAsync(staged, row, x.data, x.row_bytes, row, static_cast<size_t>(x.rows()),
+                                     cudaMemcpyHostToDevice, s.stream),
+                   "cudaMemcpy2DAsync");
+  return {staged, cols};
+}
+
+// x quantized as `act` for `readers` GEMVs in op call `op`. Quantizes only when neither x's
+// producer (fused_input_quantization.h) nor an earlier output of the same matmul_same_input has.
+cuda::Q8Activations quantized_rows(CudaBackend::State& s, DeviceRows x, DType act, int64_t n_tokens, int64_t cols,
+                                   uint64_t op, size_t readers) {
+  void* const before = s.q8_activations.data();
+  void* buffer = s.q8_activations.ensure(cuda::q8_activation_bytes(n_tokens, cols), s.stream);
+  if (buffer != before) s.fused_inputs.scratch_overwritten();  // grown: what it held is gone
+  const cuda::Q8Activations q = cuda::carve_q8_activations(buffer, n_tokens, cols);
+  const CudaBackend::State::QuantizedInput input{x.data, act, n_tokens, cols};
+  // The op just before (a norm, SwiGLU) may have quantized this input already; asking also
+  // teaches it which type to write. Each reader asks, as each would alone.
+  bool prequantized = false;
+  if (s.options.fused_input_quantization) {
+    for (size_t r = 0; r < readers; ++r) {
+      const bool ready = s.fused_inputs.consume(x.data, act, n_tokens, cols, x.stride, op);
+      if (r == 0) prequantized = ready;
+    }
+  }
+  if (!prequantized && (!s.sharing_input || s.quantized_input != input)) {
+    cuda::launch_quantize_activations(act, x.data, x.stride, n_tokens, cols, q, s.stream);
+    s.fused_inputs.scratch_overwritten();
+    s.quantized_input = s.sharing_input ? input : CudaBackend::State::QuantizedInput{};
+  }
+  return q;
+}
+
+// Whether the quantized GEMV of `type` runs the tiled kernels (options.gemv).
+bool tiled_gemv_for(const CudaBackend::State& s, DType type) {
+  return s.options.gemv == GemvKernels::Tiled || (s.options.gemv == GemvKernels::ByMeasurement && type != DType::Q8_0);
+}
+
+// Whether `o` can join a grouped launch (gemv_groups.h) for n_tokens rows of x.
+bool groupable(const CudaBackend::State& s, const Backend::MatmulOutput& o, int64_t n_tokens) {
+  const TensorView& w = *o.w;
+  const DType act = cuda::gemv_activation_type(w.type);
+  const auto row_bytes = tensor::row_bytes(w.type, w.dims[0]);
+  return n_tokens <= s.options.max_gemv_tokens && act != DType::F32 && act != DType::I8 && tiled_gemv_for(s, w.type) &&
+         row_bytes && *row_bytes == w.row_bytes && w.row_bytes % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(w.data) % 16 == 0 && s.is_device(w.data) && s.is_device(o.y->data);
+}
+
 }  // namespace
+
+// Several outputs of one weight type and width (gemv_groups.h) in one tiled GEMV launch.
+void CudaBackend::matmul_grouped(const TensorView& x, std::span<const MatmulOutput> outputs,
+                                 std::span<const size_t> members) {
+  State& s = *state_;
+  const TensorView& first = *outputs[members[0]].w;
+  const int64_t cols = first.dims[0], n_tokens = x.rows();
+  if (n_tokens == 0) return;
+  const DType act = cuda::gemv_activation_type(first.type);
+  const cuda::Q8Activations q =
+      quantized_rows(s, device_rows(s, x, cols), act, n_tokens, cols, op_calls(), members.size());
+  std::vector<cuda::TiledGemvMatrix> matrices;
+  for (const size_t i : members) {
+    const MatmulOutput& o = outputs[i];
+    matrices.push_back({o.w->data, o.w->dims[1], static_cast<float*>(o.y->data), cuda::stride_of(*o.y)});
+  }
+  if (!cuda::launch_gemv_quantized_tiled_group(first.type, first.row_bytes, cols, matrices, q, 0, n_tokens, s.stream)) {
+    fail("matmul: the grouped {} GEMV refused {} matrices its plan accepted", tensor::dtype_name(first.type),
+         members.size());
+  }
+  s.check_launch("matmul");
+  ++s.grouped_gemv_launches;
+}
 
 // Outputs that read one input (Q/K/V, gate/up) quantize it once: the plain composition
 // quantized it per matmul, 7 launches a layer where 2 do (2.8 us each on an H200, 12% of a 1B
@@ -59,7 +140,19 @@ void CudaBackend::do_matmul_same_input(const TensorView& x, std::span<const Matm
   } end_sharing{s};
   s.sharing_input = true;
   s.quantized_input = {};
-  for (const MatmulOutput& o : outputs) do_matmul(*o.w, x, *o.y);
+  if (!s.options.grouped_gemv || outputs.size() < 2) {
+    for (const MatmulOutput& o : outputs) do_matmul(*o.w, x, *o.y);
+    return;
+  }
+  std::vector<cuda::GemvGroupCandidate> candidates;
+  for (const MatmulOutput& o : outputs) candidates.push_back({o.w->type, o.w->row_bytes, groupable(s, o, x.rows())});
+  for (const std::vector<size_t>& launch : cuda::gemv_launch_groups(candidates, cuda::kMaxTiledGemvMatrices)) {
+    if (launch.size() == 1) {
+      do_matmul(*outputs[launch[0]].w, x, *outputs[launch[0]].y);
+    } else {
+      matmul_grouped(x, outputs, launch);
+    }
+  }
 }
 
 void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView& y) {
@@ -78,20 +171,10 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
   const size_t x_row = static_cast<size_t>(cols) * sizeof(float);
   const size_t y_row = static_cast<size_t>(rows) * sizeof(float);
 
-  // Host operands (the model writes logits straight into the caller's array) go through
-  // device scratch.
-  const auto* xd = static_cast<const float*>(x.data);
-  int64_t xs = cuda::stride_of(x);
-  if (!s.is_device(x.data)) {
-    auto* staged =
-        static_cast<float*>(s.staged_x.ensure(x_row * static_cast<size_t>(n_tokens), s.stream));
-    cuda::check_cuda(
-        cudaMemcpy2DAsync(staged, x_row, x.data, x.row_bytes, x_row, static_cast<size_t>(n_tokens),
-                          cudaMemcpyHostToDevice, s.stream),
-        "cudaMemcpy2DAsync");
-    xd = staged;
-    xs = cols;
-  }
+  // Host operands go through device scratch; so do results bound for host memory.
+  const DeviceRows xrows = device_rows(s, x, cols);
+  const float* const xd = xrows.data;
+  const int64_t xs = xrows.stride;
   const bool y_on_host = !s.is_device(y.data);
   auto* yd = static_cast<float*>(y.data);
   int64_t ys = cuda::stride_of(y);
@@ -112,26 +195,11 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
         }
       }
     } else {
-      void* const before = s.q8_activations.data();
-      void* buffer = s.q8_activations.ensure(cuda::q8_activation_bytes(n_tokens, cols), s.stream);
-      if (buffer != before) s.fused_inputs.scratch_overwritten();  // grown: what it held is gone
-      const cuda::Q8Activations q = cuda::carve_q8_activations(buffer, n_tokens, cols);
-      const State::QuantizedInput input{xd, act, n_tokens, cols};
-      // The op just before (a norm, SwiGLU) may have quantized this input already
-      // (fused_input_quantization.h); asking also teaches it which type to write.
-      const bool prequantized =
-          s.options.fused_input_quantization && s.fused_inputs.consume(xd, act, n_tokens, cols, xs, op_calls());
-      if (!prequantized && (!s.sharing_input || s.quantized_input != input)) {
-        cuda::launch_quantize_activations(act, xd, xs, n_tokens, cols, q, s.stream);
-        s.fused_inputs.scratch_overwritten();
-        s.quantized_input = s.sharing_input ? input : State::QuantizedInput{};
-      }
+      const cuda::Q8Activations q = quantized_rows(s, xrows, act, n_tokens, cols, op_calls(), 1);
       // The tiled kernels take every token in one launch (a row of one tile read once for all);
       // the others a pass of kGemvMaxTokens tokens per launch.
-      const bool tiled = s.options.gemv == GemvKernels::Tiled ||
-                         (s.options.gemv == GemvKernels::ByMeasurement && w.type != DType::Q8_0);
-      if (!tiled || !cuda::launch_gemv_quantized_tiled(w.type, w.data, w.row_bytes, rows, cols, q, 0, n_tokens, yd, ys,
-                                                       s.stream)) {
+      if (!tiled_gemv_for(s, w.type) || !cuda::launch_gemv_quantized_tiled(w.type, w.data, w.row_bytes, rows, cols, q,
+                                                                           0, n_tokens, yd, ys, s.stream)) {
         for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
           const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
           if (s.options.gemv != GemvKernels::Stream ||

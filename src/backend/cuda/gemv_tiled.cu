@@ -15,6 +15,7 @@
 // with the same butterfly: the results are gemv.cu's bit for bit (tests/unit/backend_cuda/
 // stream_gemv_test.cc checks that), so the choice between the two is a matter of speed only.
 #include <cstdint>
+#include <span>
 
 #include "backend/cuda/block_decode.h"
 #include "backend/cuda/device_math.cuh"
@@ -48,6 +49,33 @@ static_assert(kTileBlocks<DType::Q4_0> * hd::kBlockBytes<DType::Q4_0> % 16 == 0 
 template <DType F>
 constexpr int kLoadsPerLane = (kTileVectors<F> + 31) / 32;
 
+// The matrices of one launch (launch_gemv_quantized_tiled_group): matrix i takes blocks
+// [first_block[i], first_block[i + 1]). Passed by value as the kernel's parameter.
+struct TiledGroup {
+  const uint8_t* weights[kMaxTiledGemvMatrices];
+  float* y[kMaxTiledGemvMatrices];
+  int64_t rows[kMaxTiledGemvMatrices];
+  int64_t ys[kMaxTiledGemvMatrices];
+  unsigned first_block[kMaxTiledGemvMatrices];
+  int n;
+};
+
+// Which matrix of the group this block's warps read (m), from which of its rows (first_row + warp).
+struct TiledTarget {
+  int m;
+  int64_t first_row;
+};
+
+// The group is a __grid_constant__ parameter, so reading it at an index known only at run time
+// reads the parameter in place (no copy to local memory), and the kernels read a field where
+// they use it rather than hold it in registers.
+__device__ __forceinline__ TiledTarget target_of_block(const TiledGroup& g) {
+  const auto block = static_cast<unsigned>(blockIdx.x);
+  int m = 0;
+  while (m + 1 < g.n && block >= g.first_block[m + 1]) ++m;
+  return {m, static_cast<int64_t>(block - g.first_block[m]) * kWarps};
+}
+
 // Copies vectors [0, n) of src to the warp's tile: all of the lane's loads, then its stores.
 template <DType F>
 __device__ __forceinline__ void stage_warp_tile(const uint4* __restrict__ src, uint4* __restrict__ dst, int n,
@@ -70,14 +98,14 @@ __device__ __forceinline__ void stage_warp_tile(const uint4* __restrict__ src, u
 // staged once for every group, so a batch of many tokens reads the weights from memory once.
 template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads)
-    gemv_tiled_legacy_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t rows, int64_t cols,
-                             Q8Activations x, int64_t t_begin, int64_t n_tokens, float* __restrict__ y,
-                             int64_t ys) {
+    gemv_tiled_legacy_kernel(const __grid_constant__ TiledGroup group, size_t row_bytes, int64_t cols, Q8Activations x,
+                             int64_t t_begin, int64_t n_tokens) {
   __shared__ uint4 tiles[kWarps][kTileVectors<F>];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
-  if (row >= rows) return;  // the whole warp; nothing below waits for other warps
-  const auto* wrow = reinterpret_cast<const uint4*>(weights + row * static_cast<int64_t>(row_bytes));
+  const TiledTarget target = target_of_block(group);
+  const int64_t row = target.first_row + warp;
+  if (row >= group.rows[target.m]) return;  // the whole warp; nothing below waits for other warps
+  const auto* wrow = reinterpret_cast<const uint4*>(group.weights[target.m] + row * static_cast<int64_t>(row_bytes));
   uint4* tile = tiles[warp];
   const auto* staged = reinterpret_cast<const uint8_t*>(tile);
   const int64_t blocks = cols / 32;
@@ -111,7 +139,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncwarp();  // every lane has read the tile before the next one overwrites it
   }
-  store_warp_results<NT>(acc, nt, y + g * ys, ys, row);
+  store_warp_results<NT>(acc, nt, group.y[target.m] + g * group.ys[target.m], group.ys[target.m], row);
   }
 }
 
@@ -119,14 +147,14 @@ __global__ void __launch_bounds__(kThreads)
 // taken 32 at a time as gemv.cu takes the row's.
 template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads)
-    gemv_tiled_kquant_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t rows, int64_t cols,
-                             Q8Activations x, int64_t t_begin, int64_t n_tokens, float* __restrict__ y,
-                             int64_t ys) {
+    gemv_tiled_kquant_kernel(const __grid_constant__ TiledGroup group, size_t row_bytes, int64_t cols, Q8Activations x,
+                             int64_t t_begin, int64_t n_tokens) {
   __shared__ uint4 tiles[kWarps][kTileVectors<F>];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
-  if (row >= rows) return;
-  const auto* wrow = reinterpret_cast<const uint4*>(weights + row * static_cast<int64_t>(row_bytes));
+  const TiledTarget target = target_of_block(group);
+  const int64_t row = target.first_row + warp;
+  if (row >= group.rows[target.m]) return;
+  const auto* wrow = reinterpret_cast<const uint4*>(group.weights[target.m] + row * static_cast<int64_t>(row_bytes));
   uint4* tile = tiles[warp];
   const auto* staged = reinterpret_cast<const uint8_t*>(tile);
   const int64_t supers = cols / 256;
@@ -172,34 +200,52 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncwarp();
   }
-  store_warp_results<NT>(acc, nt, y + g * ys, ys, row);
+  store_warp_results<NT>(acc, nt, group.y[target.m] + g * group.ys[target.m], group.ys[target.m], row);
   }
 }
 
 }  // namespace
 
-bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
-                                 const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
-                                 int64_t y_stride, cudaStream_t stream) {
+bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int64_t cols,
+                                       std::span<const TiledGemvMatrix> matrices, const Q8Activations& x,
+                                       int64_t token_offset, int64_t n_tokens, cudaStream_t stream) {
+  if (matrices.empty() || matrices.size() > kMaxTiledGemvMatrices || row_bytes % 16 != 0) return false;
   // Whole 16-byte vectors at 16-byte boundaries, and a grid that fits.
-  if (reinterpret_cast<uintptr_t>(w) % 16 != 0 || row_bytes % 16 != 0 || rows > int64_t{0x7FFFFFFF} * kWarps) {
-    return false;
+  TiledGroup group{};
+  int64_t blocks = 0;
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    const TiledGemvMatrix& m = matrices[i];
+    if (reinterpret_cast<uintptr_t>(m.w) % 16 != 0) return false;
+    group.weights[i] = static_cast<const uint8_t*>(m.w);
+    group.y[i] = m.y;
+    group.rows[i] = m.rows;
+    group.ys[i] = m.y_stride;
+    group.first_block[i] = static_cast<unsigned>(blocks);
+    blocks += (m.rows + kWarps - 1) / kWarps;
+    if (blocks > int64_t{0x7FFFFFFF}) return false;
   }
-  if (rows == 0 || n_tokens == 0) return true;
-  const auto* p = static_cast<const uint8_t*>(w);
-  const auto grid = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
+  group.n = static_cast<int>(matrices.size());
+  if (blocks == 0 || n_tokens == 0) return true;
+  const auto grid = static_cast<unsigned>(blocks);
   // One token alone (batch-1 decode) gets an instantiation with one accumulator; both add in the
   // same order.
   const auto launch = [&]<DType F>() {
     if constexpr (hd::kIsKQuant<F>) {
       auto* kernel = n_tokens == 1 ? gemv_tiled_kquant_kernel<F, 1> : gemv_tiled_kquant_kernel<F, kGemvMaxTokens>;
-      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, n_tokens, y, y_stride);
+      kernel<<<grid, kThreads, 0, stream>>>(group, row_bytes, cols, x, token_offset, n_tokens);
     } else {
       auto* kernel = n_tokens == 1 ? gemv_tiled_legacy_kernel<F, 1> : gemv_tiled_legacy_kernel<F, kGemvMaxTokens>;
-      kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, n_tokens, y, y_stride);
+      kernel<<<grid, kThreads, 0, stream>>>(group, row_bytes, cols, x, token_offset, n_tokens);
     }
   };
   return dispatch_quantized_gemv(type, launch);
+}
+
+bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
+                                 const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
+                                 int64_t y_stride, cudaStream_t stream) {
+  const TiledGemvMatrix one{w, rows, y, y_stride};
+  return launch_gemv_quantized_tiled_group(type, row_bytes, cols, {&one, 1}, x, token_offset, n_tokens, stream);
 }
 
 }  // namespace lumen::backend::cuda

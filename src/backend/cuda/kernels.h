@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "tensor/dtype.h"
 
@@ -186,6 +187,21 @@ bool launch_gemv_float_stream(tensor::DType type, const void* w, size_t row_byte
 bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                                  const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
                                  int64_t y_stride, cudaStream_t stream);
+// Several matrices of one weight type and width against the same activations in one launch
+// (Q/K/V, gate/up: CudaBackendOptions::grouped_gemv), each row's product the bits
+// launch_gemv_quantized_tiled writes for it: a block's warps take rows of one matrix, which one
+// the block's index says. Launches nothing and returns false where a matrix is not 16-byte
+// aligned or there are more than kMaxTiledGemvMatrices.
+inline constexpr int kMaxTiledGemvMatrices = 4;
+struct TiledGemvMatrix {
+  const void* w = nullptr;
+  int64_t rows = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int64_t cols,
+                                       std::span<const TiledGemvMatrix> matrices, const Q8Activations& x,
+                                       int64_t token_offset, int64_t n_tokens, cudaStream_t stream);
 
 // ---- gemm_prep.cu ----
 // scale_state: 4 floats of device memory: [0] bits of max |x| (as uint32), [1] the power of two

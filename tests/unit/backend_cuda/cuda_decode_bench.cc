@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
     // of steps with it, for the breakdown.
     const uint64_t replayed_before = backend.step_replay_stats().replayed;
     const uint64_t prequantized_before = backend.prequantized_inputs();
+    const uint64_t grouped_before = backend.grouped_gemv_launches();
     const auto decode_start = Clock::now();
     for (int i = 0; i < decode_tokens; ++i)
       token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
@@ -179,6 +180,9 @@ int main(int argc, char** argv) {
     // counted on the host, so replayed steps add none: graphs record the first step's choice.
     const double prequantized_per_token =
         static_cast<double>(backend.prequantized_inputs() - prequantized_before) / decode_tokens;
+    // Launches of several GEMVs (LUMEN_CUDA_GROUPED_GEMV=1) per timed step, counted the same way.
+    const double grouped_per_token =
+        static_cast<double>(backend.grouped_gemv_launches() - grouped_before) / decode_tokens;
     HostTimes host;
     backend.add_observer(&host);
     const auto observed_start = Clock::now();
@@ -199,7 +203,7 @@ int main(int argc, char** argv) {
     fmt::print(
         "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
         "\"exact_attention\": {}, \"tensor_core_prefill\": {}, \"fused_input_quantization\": {}, \"rope_loads_first\": "
-        "{}, "
+        "{}, \"grouped_gemv\": {}, \"grouped_launches_per_token\": {:.2f}, "
         "\"prequantized_per_token\": {:.2f}, \"step_graphs\": {}, \"replayed_steps\": {}, "
         "\"refused_recordings\": {}, "
         "\"load_s\": {:.3f}, "
@@ -210,11 +214,11 @@ int main(int argc, char** argv) {
         prop.name, path, options.max_gemv_tokens, gemv_name(backend.options().gemv),
         backend.options().fused_add_rms_norm, backend.options().exact_f16_attention,
         backend.options().tensor_core_prefill, backend.options().fused_input_quantization,
-        backend.options().rope_loads_first, prequantized_per_token, backend.options().step_graphs, replayed,
-        backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens,
-        per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
-        observed_s / decode_tokens * 1e3, host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3,
-        host.json(), prefill_ops.json());
+        backend.options().rope_loads_first, backend.options().grouped_gemv, grouped_per_token, prequantized_per_token,
+        backend.options().step_graphs, replayed, backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s,
+        prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token,
+        bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
+        host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3, host.json(), prefill_ops.json());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <memory>
 #include <ostream>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "tensor/quantize.h"
 
 namespace lumen::tensor {
 // Test names and failure messages show "Q4_K", not the enum's bytes.
@@ -40,6 +42,23 @@ inline CpuBackend& cpu() {
       GTEST_SKIP() << "no CUDA device";                \
     }                                                  \
   } while (0)
+
+// The shared backend's options changed by `change` for the object's scope, then restored.
+class ScopedCudaOptions {
+ public:
+  template <typename Change>
+  explicit ScopedCudaOptions(Change&& change) : saved_(gpu()->options()) {
+    CudaBackendOptions options = saved_;
+    change(options);
+    gpu()->set_options(options);
+  }
+  ~ScopedCudaOptions() { gpu()->set_options(saved_); }
+  ScopedCudaOptions(const ScopedCudaOptions&) = delete;
+  ScopedCudaOptions& operator=(const ScopedCudaOptions&) = delete;
+
+ private:
+  CudaBackendOptions saved_;
+};
 
 // A tensor in device memory with its view (row_bytes as given, which may exceed the data).
 struct DeviceTensor {
@@ -109,6 +128,34 @@ inline void expect_elementwise_close(const std::vector<float>& a, const std::vec
       return;
     }
   }
+}
+
+// A device f32 matrix of uniform values in [-magnitude, magnitude], every 97th value 9 times
+// larger (so blocks' scales differ and Q8_K's leading element is not the first).
+inline DeviceTensor random_device_matrix(int64_t cols, int64_t rows, int64_t stride, uint32_t seed,
+                                         float magnitude = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-magnitude, magnitude);
+  std::vector<float> values(static_cast<size_t>(stride * rows));
+  for (float& v : values) v = uniform(rng);
+  for (size_t i = 7; i < values.size(); i += 97) values[i] *= 9.0f;
+  const TensorView host{
+      tensor::DType::F32, {cols, rows, 1, 1}, static_cast<size_t>(stride) * sizeof(float), values.data()};
+  return to_device(host);
+}
+
+// rows x cols weights of `type` (values uniform in [-0.05, 0.05], quantized), on the device.
+inline TensorView upload_random_weights(tensor::DType type, int64_t cols, int64_t rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-0.05f, 0.05f);
+  const size_t row_bytes = *tensor::row_bytes(type, cols);
+  std::vector<uint8_t> bytes(row_bytes * static_cast<size_t>(rows));
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : row) v = uniform(rng);
+    tensor::quantize_row(type, row.data(), bytes.data() + static_cast<size_t>(r) * row_bytes, cols);
+  }
+  return gpu()->upload_weights(type, {cols, rows, 1, 1}, bytes.data());
 }
 
 }  // namespace lumen::backend::testing

@@ -44,13 +44,13 @@ class ScopedEnv {
 
 // Every switch the tests below read, unset for the scope.
 constexpr const char* kSwitches[] = {
-    "LUMEN_CUDA_GEMV",           "LUMEN_CUDA_MAX_GEMV_TOKENS", "LUMEN_CUDA_GRAPHS",
-    "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",    "LUMEN_CUDA_EXACT_ATTENTION",
-    "LUMEN_CUDA_ADD_RMS_NORM",   "LUMEN_CUDA_STATE_SPACE",     "LUMEN_CUDA_LATENT_ATTENTION",
-    "LUMEN_CUDA_KV_EVICTION",    "LUMEN_CUDA_LAYER_NORM",      "LUMEN_CUDA_ENCODER",
-    "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",  "LUMEN_CUDA_RWKV7",
-    "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING",  "LUMEN_CUDA_TENSOR_CORE_PREFILL",
-    "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST"};
+    "LUMEN_CUDA_GEMV",           "LUMEN_CUDA_MAX_GEMV_TOKENS",  "LUMEN_CUDA_GRAPHS",
+    "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",     "LUMEN_CUDA_EXACT_ATTENTION",
+    "LUMEN_CUDA_ADD_RMS_NORM",   "LUMEN_CUDA_STATE_SPACE",      "LUMEN_CUDA_LATENT_ATTENTION",
+    "LUMEN_CUDA_KV_EVICTION",    "LUMEN_CUDA_LAYER_NORM",       "LUMEN_CUDA_ENCODER",
+    "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",   "LUMEN_CUDA_RWKV7",
+    "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING",   "LUMEN_CUDA_TENSOR_CORE_PREFILL",
+    "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST", "LUMEN_CUDA_GROUPED_GEMV"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -72,7 +72,7 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
         "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE", "LUMEN_CUDA_LATENT_ATTENTION", "LUMEN_CUDA_KV_EVICTION",
         "LUMEN_CUDA_LAYER_NORM", "LUMEN_CUDA_ENCODER", "LUMEN_CUDA_ALIBI", "LUMEN_CUDA_SPAN_ATTENTION",
         "LUMEN_CUDA_RWKV7", "LUMEN_CUDA_DEVICE_ARGMAX", "LUMEN_CUDA_DEVICE_LEADING", "LUMEN_CUDA_TENSOR_CORE_PREFILL",
-        "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST"}) {
+        "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST", "LUMEN_CUDA_GROUPED_GEMV"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -134,6 +134,11 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   {
     ScopedEnv rope("LUMEN_CUDA_ROPE_LOADS_FIRST", "1");
     EXPECT_TRUE(options_with_environment(given).rope_loads_first);
+    EXPECT_FALSE(options_with_environment(given).grouped_gemv);
+  }
+  {
+    ScopedEnv grouped("LUMEN_CUDA_GROUPED_GEMV", "1");
+    EXPECT_TRUE(options_with_environment(given).grouped_gemv);
   }
 }
 

@@ -16,45 +16,11 @@ namespace {
 
 using tensor::DType;
 
-// Sets the option for the test's scope, and restores the backend's options after it.
-class WithFusedQuantization {
- public:
-  explicit WithFusedQuantization(bool on) : saved_(gpu()->options()) {
-    CudaBackendOptions options = saved_;
-    options.fused_input_quantization = on;
-    gpu()->set_options(options);
-  }
-  ~WithFusedQuantization() { gpu()->set_options(saved_); }
-  WithFusedQuantization(const WithFusedQuantization&) = delete;
-  WithFusedQuantization& operator=(const WithFusedQuantization&) = delete;
-
- private:
-  CudaBackendOptions saved_;
+// The option on or off for the test's scope.
+struct WithFusedQuantization : ScopedCudaOptions {
+  explicit WithFusedQuantization(bool on)
+      : ScopedCudaOptions([on](CudaBackendOptions& o) { o.fused_input_quantization = on; }) {}
 };
-
-DeviceTensor random_matrix(int64_t cols, int64_t rows, int64_t stride, uint32_t seed, float magnitude = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-magnitude, magnitude);
-  std::vector<float> values(static_cast<size_t>(stride * rows));
-  for (float& v : values) v = uniform(rng);
-  // A few large values, so the blocks' scales differ and Q8_K's leading element is not the first.
-  for (size_t i = 7; i < values.size(); i += 97) values[i] *= 9.0f;
-  const TensorView host{DType::F32, {cols, rows, 1, 1}, static_cast<size_t>(stride) * sizeof(float), values.data()};
-  return to_device(host);
-}
-
-TensorView upload_random_weights(DType type, int64_t cols, int64_t rows, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-0.05f, 0.05f);
-  const size_t row_bytes = *tensor::row_bytes(type, cols);
-  std::vector<uint8_t> bytes(row_bytes * static_cast<size_t>(rows));
-  std::vector<float> row(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (float& v : row) v = uniform(rng);
-    tensor::quantize_row(type, row.data(), bytes.data() + static_cast<size_t>(r) * row_bytes, cols);
-  }
-  return gpu()->upload_weights(type, {cols, rows, 1, 1}, bytes.data());
-}
 
 // rms_norm, add_rms_norm and swiglu alone: the row kernel (every row it takes, and a row too
 // long for it) gives the plain kernels' bits.
@@ -63,8 +29,8 @@ TEST(CudaFusedInputQuantization, NormsAndSwigluGiveThePlainKernelsBits) {
   for (const int64_t cols : {int64_t{64}, int64_t{200}, int64_t{576}, int64_t{2048}, int64_t{4096}, int64_t{5000}}) {
     for (const int64_t rows : {int64_t{1}, int64_t{3}, int64_t{8}}) {
       const std::string what = std::to_string(rows) + " x " + std::to_string(cols);
-      DeviceTensor a = random_matrix(cols, rows, cols + 4, 1), b = random_matrix(cols, rows, cols, 2);
-      DeviceTensor weight = random_matrix(cols, 1, cols, 3);
+      DeviceTensor a = random_device_matrix(cols, rows, cols + 4, 1), b = random_device_matrix(cols, rows, cols, 2);
+      DeviceTensor weight = random_device_matrix(cols, 1, cols, 3);
       std::vector<float> results[2][4];
       for (const bool on : {false, true}) {
         WithFusedQuantization option(on);
@@ -107,7 +73,8 @@ TEST(CudaFusedInputQuantization, GemvsAfterAProducerGiveTheSameBits) {
     const TensorView wgate = upload_random_weights(c.ffn, c.dim, c.ffn_dim, 13);
     const TensorView wup = upload_random_weights(c.ffn, c.dim, c.ffn_dim, 14);
     const TensorView wdown = upload_random_weights(c.ffn, c.ffn_dim, c.dim, 15);
-    DeviceTensor attn_norm = random_matrix(c.dim, 1, c.dim, 16), ffn_norm = random_matrix(c.dim, 1, c.dim, 17);
+    DeviceTensor attn_norm = random_device_matrix(c.dim, 1, c.dim, 16),
+                 ffn_norm = random_device_matrix(c.dim, 1, c.dim, 17);
     for (const int64_t tokens : {int64_t{1}, int64_t{5}}) {
       const std::string what = std::string(tensor::dtype_name(c.qkv)) + "/" + std::string(tensor::dtype_name(c.ffn)) +
                                ", " + std::to_string(tokens) + " tokens";
@@ -115,8 +82,8 @@ TEST(CudaFusedInputQuantization, GemvsAfterAProducerGiveTheSameBits) {
       const uint64_t before = gpu()->prequantized_inputs();
       for (const bool on : {false, true}) {
         WithFusedQuantization option(on);
-        DeviceTensor residual = random_matrix(c.dim, tokens, c.dim, 18);
-        DeviceTensor attn_out = random_matrix(c.dim, tokens, c.dim, 19, 0.5f);
+        DeviceTensor residual = random_device_matrix(c.dim, tokens, c.dim, 18);
+        DeviceTensor attn_out = random_device_matrix(c.dim, tokens, c.dim, 19, 0.5f);
         DeviceTensor normed = device_matrix(c.dim, tokens, c.dim), q = device_matrix(c.dim, tokens, c.dim);
         DeviceTensor k = device_matrix(c.dim / 4, tokens, c.dim / 4), down = device_matrix(c.dim, tokens, c.dim);
         DeviceTensor gate = device_matrix(c.ffn_dim, tokens, c.ffn_dim),
@@ -148,11 +115,11 @@ TEST(CudaFusedInputQuantization, AnOpInBetweenIsSeen) {
   LUMEN_REQUIRE_CUDA();
   const int64_t dim = 1024;
   const TensorView w = upload_random_weights(DType::Q4_K, dim, 256, 21);
-  DeviceTensor norm_weight = random_matrix(dim, 1, dim, 22);
+  DeviceTensor norm_weight = random_device_matrix(dim, 1, dim, 22);
   std::vector<float> results[2];
   for (const bool on : {false, true}) {
     WithFusedQuantization option(on);
-    DeviceTensor x = random_matrix(dim, 2, dim, 23), normed = device_matrix(dim, 2, dim);
+    DeviceTensor x = random_device_matrix(dim, 2, dim, 23), normed = device_matrix(dim, 2, dim);
     DeviceTensor y = device_matrix(256, 2, 256);
     for (int step = 0; step < 2; ++step) {  // the first step teaches the norm its consumer
       gpu()->rms_norm(x.view, norm_weight.view, 1e-5f, normed.view);
