@@ -534,6 +534,7 @@ run_bench() {
     LUMEN_CUDA_TENSOR_CORE_PREFILL=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_FUSED_QUANTIZE=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_GROUPED_GEMV=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_ROPE_STORE_KV=1 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   done
 }
 
@@ -558,9 +559,12 @@ run_bench_graphs() {
     tee -a "$RESULTS"
   LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 timeout 60 \
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
-  # and Q/K/V and gate/up as one launch each ("grouped_gemv": true)
+  # and Q/K/V and gate/up as one launch each ("grouped_gemv": true), then also rope with the K/V
+  # store ("rope_store_kv": true)
   LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1 timeout 60 \
     "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+  LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1 \
+    LUMEN_CUDA_ROPE_STORE_KV=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
 }
 
 # Every weight type through a whole model, op by op on CUDA against the CPU (cuda_model_tests'
@@ -683,14 +687,17 @@ synth_model_vs_cpu() {
 # tensor_core_prefill (CudaTensorCorePrefill, the greedy model tests, a pp512 row),
 # fused_input_quantization (CudaFusedInputQuantization, the greedy model tests, a decode row),
 # rope_loads_first (CudaRope.LoadsFirst*, the same greedy run, a decode row), grouped_gemv
-# (CudaGroupedGemv, CudaMatmulSameInput, the same greedy run, a decode row) and max_gemv_tokens
+# (CudaGroupedGemv, CudaMatmulSameInput, the same greedy run, a decode row), fused_rope_store_kv
+# (its registered conformance rows in the all-switches run, the same greedy run, a decode row)
+# and max_gemv_tokens
 # (from streams).
 run_unverified() {
   local start model switches
   switches=(LUMEN_CUDA_TREE_ATTENTION=1 LUMEN_CUDA_QUANTIZED_KV=1 LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1
             LUMEN_CUDA_KV_EVICTION=1 LUMEN_CUDA_LAYER_NORM=1 LUMEN_CUDA_ENCODER=1 LUMEN_CUDA_ALIBI=1
             LUMEN_CUDA_SPAN_ATTENTION=1 LUMEN_CUDA_RWKV7=1 LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1
-            LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1)
+            LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1
+            LUMEN_CUDA_ROPE_STORE_KV=1)
   start=$SECONDS
   env "${switches[@]}" LUMEN_VISION_MMPROJ_DIR="$BUNDLE/vision" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
     --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*:*CudaTensorCorePrefill.*:*CudaFusedInputQuantization.*:*CudaRope.*:*CudaGroupedGemv.*:*CudaMatmulSameInput.*' \
@@ -718,11 +725,12 @@ run_unverified() {
     gtest_summary unverified_greedy_cuda_vs_cpu_tensor_core_prefill "$WORK/unverified_greedy_tensor_core_prefill.log" \
       $((SECONDS - start))
     # Norms and SwiGLU that quantize for the GEMV after them (fused_input_quantization), RoPE
-    # loading its pairs first (rope_loads_first) and Q/K/V and gate/up in one launch each
-    # (grouped_gemv), with decode replayed from graphs as it would run by default (their op tests
-    # above tell which one a failure here is).
+    # loading its pairs first (rope_loads_first), Q/K/V and gate/up in one launch each
+    # (grouped_gemv) and rope with the K/V store (fused_rope_store_kv), with decode replayed from
+    # graphs as it would run by default (their op tests above tell which one a failure here is).
     start=$SECONDS
-    LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1 LUMEN_CUDA_GRAPHS=1 \
+    LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1 LUMEN_CUDA_ROPE_STORE_KV=1 \
+      LUMEN_CUDA_GRAPHS=1 \
       LUMEN_GPU_TEST_MODEL="$model" \
       timeout 120 "$BIN/cuda_model_tests" \
       --gtest_brief=1 --gtest_filter='CudaGreedy.*WithCpu:*CudaStepGraphs.*' 2>&1 | tee "$WORK/unverified_greedy_fused_quantize.log"

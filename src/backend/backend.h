@@ -249,6 +249,12 @@ class Backend {
   // cache at each sequence's positions. When the cache's values are a view of its keys
   // (values_in_keys), only k is stored and v is ignored.
   void store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs, KvLayer& cache);
+  // A layer's rotary embedding and K/V store in one pass: rope(q), rope(k), then store_kv of k's
+  // rows (its heads side by side, as the projection wrote them) and v, bit for bit those three
+  // ops. q and k as rope takes them ({head_dim, heads, tokens}; k's heads contiguous), v as
+  // store_kv takes it; q, k and v may not overlap. Declared: ask has_op(OpKind::RopeStoreKv).
+  void rope_store_kv(TensorView& q, TensorView& k, const TensorView& v, std::span<const int32_t> positions,
+                     const RopeConfig& config, std::span<const SequenceSlice> seqs, KvLayer& cache);
   // Block-level moves of one layer's K/V, for the serving core: copy-on-write of a shared block
   // (block src -> block dst), and swapping a preempted sequence's blocks out to host memory and
   // back. host_k holds kv_block_bytes(cache) bytes, host_v kv_value_block_bytes(cache).
@@ -334,6 +340,8 @@ class Backend {
   virtual void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) = 0;
   virtual void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                            KvLayer& cache) = 0;
+  virtual void do_rope_store_kv(TensorView& q, TensorView& k, const TensorView& v, std::span<const int32_t> positions,
+                                const RopeConfig& config, std::span<const SequenceSlice> seqs, KvLayer& cache);
   virtual void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) = 0;
   virtual void do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst);
   virtual void do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) = 0;

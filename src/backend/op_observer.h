@@ -81,7 +81,8 @@ constexpr OpAvailability feature(BackendFeature f) { return {OpAvailability::Kin
   X(BeginStep, begin_step, every)                                                      \
   X(EndStep, end_step, every)                                                          \
   X(AddRmsNorm, add_rms_norm, declared)                                                \
-  X(AttentionScored, attention_scored, declared)
+  X(AttentionScored, attention_scored, declared)                                       \
+  X(RopeStoreKv, rope_store_kv, declared)
 
 enum class OpKind : uint8_t {
 #define LUMEN_OP_KIND(kind, name, availability) kind,
@@ -101,8 +102,8 @@ OpAvailability op_availability_of(OpKind kind);
 
 // One call's arguments by role; what an op does not take stays empty. Tensors are in the
 // method's parameter order: matmul in = {w, x}, out = {y}; matmul_glu in = {gate_w, up_w, x},
-// out = {gate, up}; add_rms_norm in = {a, b, weight}, out = {sum, out}; an op that updates a
-// tensor in place (scale, rope) lists it as out only.
+// out = {gate, up}; add_rms_norm in = {a, b, weight}, out = {sum, out}; rope_store_kv in = {v},
+// out = {q, k}; an op that updates a tensor in place (scale, rope) lists it as out only.
 struct OpCall {
   explicit OpCall(OpKind op) : kind(op) {}
   OpKind kind;

@@ -76,19 +76,23 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
     latent_->forward(w, h, batch.positions, batch.sequences.subspan(group * n_seqs, n_seqs), cache.layer(layer), h);
     return;  // mlp_block adds h to the residual
   }
-  attention_inputs(layer, batch.positions, n);
-  TensorView q_heads = as_heads(q, n, head_dim);
   const size_t n_groups = cache.layout().n_groups();
   const size_t n_seqs = batch.sequences.size() / n_groups;
   const auto group = static_cast<size_t>(cache.layout().group_of_layer[layer]);
   const std::span<const backend::SequenceSlice> sequences = batch.sequences.subspan(group * n_seqs, n_seqs);
   backend::KvLayer& kv = cache.layer(layer);
+  // The keys go into the cache in rope's own op where the backend fuses the two (one launch for
+  // three on a GPU); a rotated cache takes its keys rotated after rope, so those store apart.
+  const bool store_with_rope = rope_enabled_ && !kv.rotated && backend_.has_op(backend::OpKind::RopeStoreKv);
+  const KvStore store{sequences, &kv};
+  attention_inputs(layer, batch.positions, n, store_with_rope ? &store : nullptr);
+  TensorView q_heads = as_heads(q, n, head_dim);
   if (kv.rotated) {  // a quantized cache stores rotated heads (backend::KvLayer::rotated)
     backend_.rotate_heads(q, head_dim);
     backend_.rotate_heads(k, head_dim);
     backend_.rotate_heads(v, head_dim);
   }
-  backend_.store_kv(k, v, sequences, kv);
+  if (!store_with_rope) backend_.store_kv(k, v, sequences, kv);
   TensorView attn_heads = as_heads(attn, n, head_dim);
   backend::AttentionConfig attention = attention_;
   attention.sliding_window = layer_window_[layer];
@@ -125,7 +129,7 @@ void Transformer::attend(size_t layer, const TensorView& q_heads, backend::KvLay
   }
 }
 
-void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n) {
+void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n, const KvStore* store) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t head_dim = static_cast<int64_t>(hp_.head_dim);
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
@@ -150,7 +154,9 @@ void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positi
     if (w.k_norm) backend_.rms_norm(k_heads, *w.k_norm, eps, k_heads);
   }
   const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
-  if (rope_enabled_) {
+  if (store != nullptr) {  // the query scale below touches q only, so storing first changes nothing
+    backend_.rope_store_kv(q_heads, k_heads, v, positions, rope, store->sequences, *store->cache);
+  } else if (rope_enabled_) {
     backend_.rope(q_heads, positions, rope);
     backend_.rope(k_heads, positions, rope);
   }

@@ -158,8 +158,14 @@ class Transformer {
                       int64_t n_prompt);
   // The attention block's parts before and after attending: the normed input's Q, K and V (with
   // rope at `positions` and the query scale) into s_.q, s_.k, s_.v; then the output projection of
-  // s_.attn into s_.h (summed over a shard, post-normed).
-  void attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n);
+  // s_.attn into s_.h (summed over a shard, post-normed). With `store`, the roped keys and the
+  // values also go into that cache in the same op as the rope (rope_store_kv); without, the
+  // caller stores them.
+  struct KvStore {
+    std::span<const backend::SequenceSlice> sequences;
+    backend::KvLayer* cache = nullptr;
+  };
+  void attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n, const KvStore* store = nullptr);
   void attend(size_t layer, const backend::TensorView& q_heads, backend::KvLayer& kv,
               std::span<const backend::SequenceSlice> sequences, const backend::AttentionConfig& attention,
               std::span<const ForwardBatch::ScoreRequest> scores, backend::TensorView& out);

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "backend/common/op_checks.h"
+
 namespace lumen::profile {
 
 namespace {
@@ -214,6 +216,12 @@ OpCost cost_of(const backend::OpCall& call) {
     case OpKind::RotateHeads: return rotate_heads_cost(*call.out[0], call.numbers[0]);
     case OpKind::Rope: return rope_cost(*call.out[0], *call.rope);
     case OpKind::StoreKv: return store_kv_cost(*call.in[0], *call.in[1], *call.cache);
+    case OpKind::RopeStoreKv: {
+      OpCost cost = rope_cost(*call.out[0], *call.rope);
+      cost += rope_cost(*call.out[1], *call.rope);
+      cost += store_kv_cost(backend::common::token_rows(*call.out[1]), *call.in[0], *call.cache);
+      return cost;
+    }
     case OpKind::Attention:
     case OpKind::AttentionScored: return attention_cost(*call.in[0], *call.cache, call.seqs, *call.attention);
     case OpKind::SsmConv: return ssm_conv_cost(*call.in[0], *call.in[1], call.ssm_seqs);

@@ -347,6 +347,25 @@ void Backend::store_kv(const TensorView& k, const TensorView& v, std::span<const
   observed(call, [&] { do_store_kv(k, v, seqs, cache); });
 }
 
+void Backend::rope_store_kv(TensorView& q, TensorView& k, const TensorView& v, std::span<const int32_t> positions,
+                            const RopeConfig& config, std::span<const SequenceSlice> seqs, KvLayer& cache) {
+  require_op(OpKind::RopeStoreKv);
+  common::check_rope_store_kv(q, k, v, positions, seqs, cache);
+  OpCall call{OpKind::RopeStoreKv};
+  call.in = {&v};
+  call.out = {&q, &k};
+  call.indices = positions;
+  call.rope = &config;
+  call.seqs = seqs;
+  call.cache = &cache;
+  observed(call, [&] { do_rope_store_kv(q, k, v, positions, config, seqs, cache); });
+}
+
+void Backend::do_rope_store_kv(TensorView&, TensorView&, const TensorView&, std::span<const int32_t>, const RopeConfig&,
+                               std::span<const SequenceSlice>, KvLayer&) {
+  refuse_op(OpKind::RopeStoreKv);
+}
+
 void Backend::copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
   common::check_kv_block(cache, src, "copy_kv_block");
   common::check_kv_block(cache, dst, "copy_kv_block");

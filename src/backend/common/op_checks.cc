@@ -1,5 +1,7 @@
 #include "backend/common/op_checks.h"
 
+#include <utility>
+
 #include "backend/common/get_rows_check.h"
 #include "backend/common/kv_checks.h"
 #include "util/checked_math.h"
@@ -73,6 +75,39 @@ void check_store_kv(const TensorView& k, const TensorView& v, std::span<const Se
   // Values that are a view of the keys (latent attention) are narrower than k's rows.
   check_kv_layer(cache, k.dims[0], "store_kv", values_in_keys(cache) ? cache.v.dims[0] : v.dims[0]);
   check_sequences(seqs, k.rows(), cache, "store_kv");
+}
+
+TensorView token_rows(const TensorView& heads) {
+  TensorView rows = heads;
+  rows.dims = {heads.dims[0] * heads.dims[1], heads.dims[2] * heads.dims[3], 1, 1};
+  rows.row_bytes = heads.row_bytes * static_cast<size_t>(heads.dims[1]);
+  return rows;
+}
+
+void check_rope_store_kv(const TensorView& q, const TensorView& k, const TensorView& v,
+                         std::span<const int32_t> positions, std::span<const SequenceSlice> seqs,
+                         const KvLayer& cache) {
+  check_rope(q, positions);
+  check_rope(k, positions);
+  if (k.row_bytes != static_cast<size_t>(k.dims[0]) * sizeof(float)) {
+    fail("rope_store_kv: k's heads must be contiguous ({} bytes apart, a head is {})", k.row_bytes,
+         k.dims[0] * static_cast<int64_t>(sizeof(float)));
+  }
+  check_store_kv(token_rows(k), v, seqs, cache);
+  // The fused pass rotates q and k and reads k and v in one go: memory shared between them
+  // would be read before or after it is rotated depending on the backend's order.
+  const auto extent = [](const TensorView& t) {
+    const auto* begin = static_cast<const char*>(t.data);
+    return std::pair(begin, begin + static_cast<size_t>(t.rows()) * t.row_bytes);
+  };
+  const auto overlap = [&](const TensorView& a, const TensorView& b) {
+    const auto [a0, a1] = extent(a);
+    const auto [b0, b1] = extent(b);
+    return a.rows() > 0 && b.rows() > 0 && a0 < b1 && b0 < a1;
+  };
+  if (overlap(q, k) || overlap(q, v) || (!values_in_keys(cache) && overlap(k, v))) {
+    fail("rope_store_kv: q, k and v may not overlap");
+  }
 }
 
 void check_kv_block(const KvLayer& cache, int64_t block, std::string_view op) {

@@ -28,6 +28,13 @@ void check_rotate_heads(const TensorView& x, int64_t head_dim);
 void check_rope(const TensorView& x, std::span<const int32_t> positions);
 void check_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                     const KvLayer& cache);
+// The rows of a head-shaped tensor ({head_dim, heads, tokens}, heads contiguous): {head_dim *
+// heads, tokens}, the same memory.
+TensorView token_rows(const TensorView& heads);
+// q and k as rope takes them, k's heads contiguous, v and k's rows as store_kv takes them, and
+// no two of q, k, v overlapping.
+void check_rope_store_kv(const TensorView& q, const TensorView& k, const TensorView& v,
+                         std::span<const int32_t> positions, std::span<const SequenceSlice> seqs, const KvLayer& cache);
 // A block id of the cache.
 void check_kv_block(const KvLayer& cache, int64_t block, std::string_view op);
 void check_kv_rows(const KvLayer& cache, int64_t src, int64_t dst);

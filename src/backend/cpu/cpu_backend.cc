@@ -7,6 +7,7 @@
 
 #include <sys/mman.h>
 
+#include "backend/common/op_checks.h"
 #include "backend/cpu/activation.h"
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/get_rows.h"
@@ -321,6 +322,15 @@ void CpuBackend::do_rope(TensorView& x, std::span<const int32_t> positions, cons
 void CpuBackend::do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                              KvLayer& cache) {
   cpu::store_kv(k, v, seqs, cache);
+}
+
+// The three ops in turn: on a CPU the launches the fused op saves a GPU cost nothing, and the
+// second rope reuses the first's table (the same positions).
+void CpuBackend::do_rope_store_kv(TensorView& q, TensorView& k, const TensorView& v, std::span<const int32_t> positions,
+                                  const RopeConfig& config, std::span<const SequenceSlice> seqs, KvLayer& cache) {
+  do_rope(q, positions, config);
+  do_rope(k, positions, config);
+  do_store_kv(common::token_rows(k), v, seqs, cache);
 }
 
 void CpuBackend::do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) { cpu::copy_kv_row(cache, src, dst); }

@@ -68,6 +68,8 @@ class CpuBackend final : public Backend {
   void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
   void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                    KvLayer& cache) override;
+  void do_rope_store_kv(TensorView& q, TensorView& k, const TensorView& v, std::span<const int32_t> positions,
+                        const RopeConfig& config, std::span<const SequenceSlice> seqs, KvLayer& cache) override;
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                     const AttentionConfig& config, TensorView& out) override;
   void do_attention_scored(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,

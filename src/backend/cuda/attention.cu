@@ -19,6 +19,7 @@
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/kv_codec.h"
+#include "backend/cuda/q8_block_quantize.cuh"
 
 namespace lumen::backend::cuda {
 
@@ -356,6 +357,13 @@ __global__ void attention_combine_kernel(AttentionParams p) {
       const int64_t token = seq.first_token + item.q_begin + v / item.n_heads;
       const int64_t head = item.head_begin + v % item.n_heads;
       p.out[(token * p.n_heads + head) * p.out_stride + d] = result;
+      // A warp's 32 lanes hold one aligned 32-value block of the token's row (dim is a multiple
+      // of 32, so are n_vec * dim and the block's stride), and every lane of the warp takes this
+      // iteration: the block's codes and scale in place of the GEMV's own quantization.
+      if (p.out_act != tensor::DType::F32) {
+        quantize_q8_32_warp(result, static_cast<int>(threadIdx.x % 32), token, (head * dim + d) / 32, p.out_q,
+                            p.out_act == tensor::DType::Q8_1);
+      }
     }
   }
 }

@@ -24,6 +24,7 @@
 
 #include "backend/cuda/attention_layout.h"
 #include "backend/cuda/decode_attention.h"
+#include "backend/cuda/kernels.h"
 #include "tensor/dtype.h"
 
 namespace lumen::backend::cuda {
@@ -82,6 +83,12 @@ struct AttentionParams {
   PartialStats* partial_stats = nullptr;
   float* partial_acc = nullptr;  // value_dim floats per slot
   float2* vector_stats = nullptr;
+  // The output also quantized for the GEMV after attention (the output projection), as Q8_0 or
+  // Q8_1 (F32: not quantized): token t's row of n_heads * value_dim values is row t of out_q.
+  // Requires value_dim % 32 == 0 and out_stride == value_dim (CudaBackendOptions::
+  // fused_input_quantization; the combine's warps each hold one 32-value block).
+  tensor::DType out_act = tensor::DType::F32;
+  Q8Activations out_q;
 };
 
 // Runs tasks [0, n_tasks) of params.tasks in `mode`; in decode mode every (item, split) block

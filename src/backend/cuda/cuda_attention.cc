@@ -88,38 +88,6 @@ size_t append(std::vector<uint8_t>& blob, const std::vector<T>& values) {
 
 }  // namespace
 
-void CudaBackend::do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
-                              KvLayer& cache) {
-  State& s = *state_;
-  const int64_t kv_dim = k.dims[0];
-  // A latent cache (values a view of its keys) stores the keys' rows only; v is ignored.
-  const bool latent = values_in_keys(cache);
-  for (const TensorView* t : {&k, &v, static_cast<const TensorView*>(&cache.k),
-                              static_cast<const TensorView*>(&cache.v)}) {
-    if (latent && (t == &v || t == &cache.v)) continue;
-    cuda::require_device(s, *t, "store_kv", "tensors");
-  }
-  // Inside a step the slot mapping came with the step's metadata (step_uploads.h).
-  const int64_t* rows = s.step->slot_mapping(seqs, cache.block_size, k.rows());
-  if (k.rows() == 0) return;
-  if (rows == nullptr) {
-    // Token t's destination row in the cache, or -1 for a row no sequence owns.
-    std::vector<int64_t> dest(static_cast<size_t>(k.rows()), -1);
-    for (const SequenceSlice& seq : seqs) {
-      for (int64_t i = 0; i < seq.n_tokens; ++i) {
-        dest[static_cast<size_t>(seq.first_token + i)] = common::kv_row(seq, seq.start_pos + i, cache.block_size);
-      }
-    }
-    rows = static_cast<const int64_t*>(
-        s.uploads->upload(cuda::HostUploads::kKvRows, dest.data(), dest.size() * sizeof(int64_t)));
-  }
-  cuda::launch_store_kv(static_cast<const float*>(k.data), cuda::stride_of(k),
-                        latent ? nullptr : static_cast<const float*>(v.data), latent ? 0 : cuda::stride_of(v), kv_dim,
-                        k.rows(), rows, cache.k.data, cache.k.row_bytes, cache.k.type, latent ? nullptr : cache.v.data,
-                        cache.v.row_bytes, cache.v.type, s.stream);
-  s.check_launch("store_kv");
-}
-
 void CudaBackend::do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) {
   State& s = *state_;
   if (src == dst) return;
@@ -265,6 +233,93 @@ void run_tensor_core_prefill(CudaBackend::State& s, const cuda::AttentionParams&
   cuda::launch_tensor_core_prefill(t, s.prefill_plan_device.n_tasks, s.stream);
 }
 
+// The launches of one attention call with its parameters set: the plan-free decode attention
+// inside a step laid out for it, else the tensor-core prefill for the sequences it takes and the
+// split-KV kernels over a host plan for the rest. True when the kernels also wrote the output's
+// quantization that p asks for (p.out_act), which the tensor-core kernel does not.
+bool launch_attention(CudaBackend::State& s, cuda::AttentionParams p, std::span<const SequenceSlice> seqs,
+                      const KvLayer& cache, const AttentionConfig& config, bool exact) {
+  const int64_t value_dim = p.value_dim;
+  if (const std::optional<cuda::DecodeTables> tables = s.step->decode_tables(seqs, cache.block_size)) {
+    if (run_decode_attention(s, *tables, config, p, exact)) return p.out_act != tensor::DType::F32;
+  }
+  // The host plan below is uploaded per call: a recorded step would replay this step's plan.
+  cuda::refuse_in_capture("attention over a host plan");
+
+  // Prefill rows through the tensor cores (CudaBackendOptions::tensor_core_prefill), the others
+  // (decode rows, verification rows, trees, spans) through the split-KV kernels below.
+  std::vector<SequenceSlice> rest;
+  if (s.options.tensor_core_prefill && s.compute_capability >= 80 &&
+      cuda::tensor_core_prefill_refusal(cache, config).empty()) {
+    std::vector<SequenceSlice> taken;
+    for (const SequenceSlice& seq : seqs) (cuda::tensor_core_prefill_takes(seq) ? taken : rest).push_back(seq);
+    if (!taken.empty()) {
+      run_tensor_core_prefill(s, p, taken, config, cache.block_size);
+      seqs = rest;
+      p.out_act = tensor::DType::F32;  // the tensor-core kernel writes f32 only
+      if (seqs.empty()) {
+        s.check_launch("attention");
+        return false;
+      }
+    }
+  }
+
+  std::vector<int64_t> key = plan_key(seqs, config, cache.block_size);
+  if (key != s.plan_key) {
+    const int64_t max_slots = static_cast<int64_t>(
+        kPartialBudgetBytes / (sizeof(cuda::PartialStats) + static_cast<size_t>(value_dim) * sizeof(float)));
+    s.plan = cuda::plan_attention(seqs, config, cache.block_size, max_slots);
+    std::vector<uint8_t> blob;
+    const size_t seqs_at = append(blob, s.plan.seqs);
+    const size_t tables_at = append(blob, s.plan.block_tables);
+    const size_t items_at = append(blob, s.plan.items);
+    const size_t tasks_at = append(blob, s.plan.tasks);
+    const size_t masks_at = append(blob, s.plan.masks);
+    const size_t positions_at = append(blob, s.plan.positions);
+    const size_t key_ends_at = append(blob, s.plan.key_ends);
+    const auto* base =
+        static_cast<const uint8_t*>(s.uploads->upload(cuda::HostUploads::kAttentionPlan, blob.data(), blob.size()));
+    s.plan_device.seqs = reinterpret_cast<const cuda::AttentionSeq*>(base + seqs_at);
+    s.plan_device.block_tables = reinterpret_cast<const int32_t*>(base + tables_at);
+    s.plan_device.items = reinterpret_cast<const cuda::AttentionItem*>(base + items_at);
+    s.plan_device.tasks = reinterpret_cast<const cuda::AttentionTask*>(base + tasks_at);
+    s.plan_device.masks = base + masks_at;
+    s.plan_device.positions = reinterpret_cast<const int32_t*>(base + positions_at);
+    s.plan_device.key_ends = reinterpret_cast<const int32_t*>(base + key_ends_at);
+    s.plan_key = std::move(key);
+  }
+  const cuda::AttentionPlan& plan = s.plan;
+  if (plan.items.empty()) return false;
+
+  const auto slots = static_cast<size_t>(plan.max_range_slots);
+  const size_t stats_bytes = align16(slots * sizeof(cuda::PartialStats));
+  auto* partials = static_cast<uint8_t*>(
+      s.attention_partials.ensure(stats_bytes + slots * static_cast<size_t>(value_dim) * sizeof(float), s.stream));
+  p.seqs = s.plan_device.seqs;
+  p.block_tables = s.plan_device.block_tables;
+  p.masks = s.plan_device.masks;
+  p.positions = s.plan_device.positions;
+  p.key_ends = s.plan_device.key_ends;
+  p.partial_stats = reinterpret_cast<cuda::PartialStats*>(partials);
+  p.partial_acc = reinterpret_cast<float*>(partials + stats_bytes);
+  if (exact) {
+    p.vector_stats = static_cast<float2*>(
+        s.attention_vector_stats.ensure(static_cast<size_t>(plan.vectors) * sizeof(float2), s.stream));
+  }
+  for (const cuda::AttentionPlan::Range& range : plan.ranges) {
+    // Tasks name items by their index in the whole plan; the combine walks the range's items.
+    cuda::AttentionParams tasks = p;
+    tasks.items = s.plan_device.items;
+    tasks.tasks = s.plan_device.tasks + range.task_begin;
+    cuda::AttentionParams combine = p;
+    combine.items = s.plan_device.items + range.item_begin;
+    launch_attention_modes(tasks, combine, exact, range.task_end - range.task_begin,
+                           range.item_end - range.item_begin, s.stream);
+  }
+  s.check_launch("attention");
+  return p.out_act != tensor::DType::F32;
+}
+
 }  // namespace
 
 void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
@@ -308,82 +363,23 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
     std::copy(s.alibi_slopes.begin(), s.alibi_slopes.end(), p.alibi_slopes);
   }
 
-  if (const std::optional<cuda::DecodeTables> tables = s.step->decode_tables(seqs, cache.block_size)) {
-    if (run_decode_attention(s, *tables, config, p, exact)) return;
-  }
-  // The host plan below is uploaded per call: a recorded step would replay this step's plan.
-  cuda::refuse_in_capture("attention over a host plan");
-
-  // Prefill rows through the tensor cores (CudaBackendOptions::tensor_core_prefill), the others
-  // (decode rows, verification rows, trees, spans) through the split-KV kernels below.
-  std::vector<SequenceSlice> rest;
-  if (s.options.tensor_core_prefill && s.compute_capability >= 80 &&
-      cuda::tensor_core_prefill_refusal(cache, config).empty()) {
-    std::vector<SequenceSlice> taken;
-    for (const SequenceSlice& seq : seqs) (cuda::tensor_core_prefill_takes(seq) ? taken : rest).push_back(seq);
-    if (!taken.empty()) {
-      run_tensor_core_prefill(s, p, taken, config, cache.block_size);
-      seqs = rest;
-      if (seqs.empty()) {
-        s.check_launch("attention");
-        return;
-      }
+  // The output quantized for the output projection after it (fused_input_quantization.h): the
+  // combine's warps each hold a 32-value block, so Q8_0 and Q8_1 (not Q8_K's 256), over heads
+  // laid side by side.
+  const int64_t tokens = out.dims[2] * out.dims[3], cols = config.n_heads * value_dim;
+  std::optional<tensor::DType> emitted;
+  if (s.options.fused_input_quantization && value_dim % 32 == 0 && p.out_stride == value_dim) {
+    const cuda::FusedOutput fused = cuda::fused_output(s, out.data, tokens, cols);
+    if (fused.act == tensor::DType::Q8_0 || fused.act == tensor::DType::Q8_1) {
+      p.out_act = *fused.act;
+      p.out_q = fused.q;
+      emitted = fused.act;
     }
   }
-
-  std::vector<int64_t> key = plan_key(seqs, config, cache.block_size);
-  if (key != s.plan_key) {
-    const int64_t max_slots = static_cast<int64_t>(
-        kPartialBudgetBytes / (sizeof(cuda::PartialStats) + static_cast<size_t>(value_dim) * sizeof(float)));
-    s.plan = cuda::plan_attention(seqs, config, cache.block_size, max_slots);
-    std::vector<uint8_t> blob;
-    const size_t seqs_at = append(blob, s.plan.seqs);
-    const size_t tables_at = append(blob, s.plan.block_tables);
-    const size_t items_at = append(blob, s.plan.items);
-    const size_t tasks_at = append(blob, s.plan.tasks);
-    const size_t masks_at = append(blob, s.plan.masks);
-    const size_t positions_at = append(blob, s.plan.positions);
-    const size_t key_ends_at = append(blob, s.plan.key_ends);
-    const auto* base = static_cast<const uint8_t*>(
-        s.uploads->upload(cuda::HostUploads::kAttentionPlan, blob.data(), blob.size()));
-    s.plan_device.seqs = reinterpret_cast<const cuda::AttentionSeq*>(base + seqs_at);
-    s.plan_device.block_tables = reinterpret_cast<const int32_t*>(base + tables_at);
-    s.plan_device.items = reinterpret_cast<const cuda::AttentionItem*>(base + items_at);
-    s.plan_device.tasks = reinterpret_cast<const cuda::AttentionTask*>(base + tasks_at);
-    s.plan_device.masks = base + masks_at;
-    s.plan_device.positions = reinterpret_cast<const int32_t*>(base + positions_at);
-    s.plan_device.key_ends = reinterpret_cast<const int32_t*>(base + key_ends_at);
-    s.plan_key = std::move(key);
+  const bool quantized = launch_attention(s, p, seqs, cache, config, exact);
+  if (s.options.fused_input_quantization) {
+    s.fused_inputs.produced(out.data, out.data, tokens, cols, cols, quantized ? emitted : std::nullopt, op_calls());
   }
-  const cuda::AttentionPlan& plan = s.plan;
-  if (plan.items.empty()) return;
-
-  const auto slots = static_cast<size_t>(plan.max_range_slots);
-  const size_t stats_bytes = align16(slots * sizeof(cuda::PartialStats));
-  auto* partials = static_cast<uint8_t*>(
-      s.attention_partials.ensure(stats_bytes + slots * static_cast<size_t>(value_dim) * sizeof(float), s.stream));
-  p.seqs = s.plan_device.seqs;
-  p.block_tables = s.plan_device.block_tables;
-  p.masks = s.plan_device.masks;
-  p.positions = s.plan_device.positions;
-  p.key_ends = s.plan_device.key_ends;
-  p.partial_stats = reinterpret_cast<cuda::PartialStats*>(partials);
-  p.partial_acc = reinterpret_cast<float*>(partials + stats_bytes);
-  if (exact) {
-    p.vector_stats = static_cast<float2*>(s.attention_vector_stats.ensure(
-        static_cast<size_t>(plan.vectors) * sizeof(float2), s.stream));
-  }
-  for (const cuda::AttentionPlan::Range& range : plan.ranges) {
-    // Tasks name items by their index in the whole plan; the combine walks the range's items.
-    cuda::AttentionParams tasks = p;
-    tasks.items = s.plan_device.items;
-    tasks.tasks = s.plan_device.tasks + range.task_begin;
-    cuda::AttentionParams combine = p;
-    combine.items = s.plan_device.items + range.item_begin;
-    launch_attention_modes(tasks, combine, exact, range.task_end - range.task_begin,
-                           range.item_end - range.item_begin, s.stream);
-  }
-  s.check_launch("attention");
 }
 
 }  // namespace lumen::backend

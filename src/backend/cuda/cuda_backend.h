@@ -113,9 +113,10 @@ struct CudaBackendOptions {
   // without a GPU on 2026-11-29 (its per-lane arithmetic checked on a CPU by emulating a warp):
   // off until CudaTensorCorePrefill has passed on a GPU. LUMEN_CUDA_TENSOR_CORE_PREFILL=1.
   bool tensor_core_prefill = false;
-  // An RMSNorm (plain or after the residual add) or a SwiGLU whose output the next op's GEMV
-  // quantizes writes that quantization itself, in the same launch (norm_quantize.cu,
-  // fused_input_quantization.h): 49 of a 1B model's 65 quantization launches a decode step. Its
+  // An RMSNorm (plain or after the residual add), a SwiGLU or an attention whose output the next
+  // op's GEMV quantizes writes that quantization itself, in the same launch (norm_quantize.cu,
+  // attention.cu's combine for Q8_0 / Q8_1, fused_input_quantization.h): all 65 of a 1B Q4_0
+  // model's quantization launches a decode step (49 with K-quant output projections). Its
   // norms also load a row at once rather than an element a thread at a time. The same bits as
   // without (the shared block arithmetic of q8_block_quantize.cuh, the norm's sum in the same
   // order). Written without a GPU on 2026-11-29: off until CudaFusedInputQuantization has passed
@@ -134,6 +135,11 @@ struct CudaBackendOptions {
   // without a GPU on 2026-11-29: off until CudaGroupedGemv has passed on a GPU.
   // LUMEN_CUDA_GROUPED_GEMV=1.
   bool grouped_gemv = false;
+  // Declare rope_store_kv (rope_store_kv.cu): a layer's query and key rotation and its K/V store
+  // in one launch instead of three, bit for bit the three (each step is the separate kernels'
+  // device function). Written without a GPU on 2026-11-29: off until its conformance rows and the
+  // greedy model tests have passed on a GPU. LUMEN_CUDA_ROPE_STORE_KV=1.
+  bool fused_rope_store_kv = false;
 };
 
 class CudaBackend final : public Backend {
@@ -208,6 +214,8 @@ class CudaBackend final : public Backend {
   void do_geglu(const TensorView& gate, const TensorView& up, TensorView& out) override;
   // config.freq_factors may point to host or device memory.
   void do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) override;
+  void do_rope_store_kv(TensorView& q, TensorView& k, const TensorView& v, std::span<const int32_t> positions,
+                        const RopeConfig& config, std::span<const SequenceSlice> seqs, KvLayer& cache) override;
   void do_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                    KvLayer& cache) override;
   void do_copy_kv_block(KvLayer& cache, int64_t src, int64_t dst) override;

@@ -1,7 +1,9 @@
 #pragma once
 // Internal to the CUDA backend: the checks its kernels add to the shared ones (Backend's public
-// methods, backend/common/op_checks.h): device memory, a type the kernels take.
+// methods, backend/common/op_checks.h): device memory, a type the kernels take; and what a
+// producer that quantizes its output for the next GEMV writes (fused_input_quantization.h).
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "backend/cuda/cuda_backend_state.h"
@@ -27,6 +29,26 @@ inline void require_rows_type(tensor::DType type, std::string_view op) {
 // Floats from one row to the next of an f32 tensor (checked by common::check_f32 to be whole).
 inline int64_t stride_of(const TensorView& t) {
   return static_cast<int64_t>(t.row_bytes / sizeof(float));
+}
+
+// What a producer writes besides its f32 output.
+struct FusedOutput {
+  std::optional<tensor::DType> act;  // none: the producer writes its f32 output only
+  Q8Activations q;
+};
+
+// The quantization a producer at `site` writes with its rows x cols output
+// (CudaBackendOptions::fused_input_quantization): the type its consumer last read, for a
+// batch the GEMV takes (larger ones go to cuBLAS, which reads no quantized activations).
+inline FusedOutput fused_output(CudaBackend::State& s, const void* site, int64_t rows, int64_t cols) {
+  FusedOutput fused;
+  if (rows == 0 || rows > s.options.max_gemv_tokens) return fused;
+  fused.act = s.fused_inputs.emit_for(site, cols);
+  if (fused.act) {
+    void* buffer = s.q8_activations.ensure(q8_activation_bytes(rows, cols), s.stream);
+    fused.q = carve_q8_activations(buffer, rows, cols);
+  }
+  return fused;
 }
 
 }  // namespace lumen::backend::cuda

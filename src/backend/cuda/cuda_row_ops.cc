@@ -1,38 +1,14 @@
 // CudaBackend's row-wise ops: the norms (with the quantization of their output for the GEMV after
-// them, CudaBackendOptions::fused_input_quantization), the element-wise ops, the GLUs and RoPE.
-#include <cmath>
+// them, CudaBackendOptions::fused_input_quantization), the element-wise ops and the GLUs (RoPE:
+// cuda_rope_kv.cc).
 #include <optional>
 
-#include "backend/common/rope_params.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/kernels.h"
 #include "util/error.h"
 
 namespace lumen::backend {
-
-namespace {
-
-struct FusedOutput {
-  std::optional<tensor::DType> act;  // none: the producer writes its f32 output only
-  cuda::Q8Activations q;
-};
-
-// The quantization a producer at `site` writes with its rows x cols output
-// (CudaBackendOptions::fused_input_quantization): the type its consumer last read, for a
-// batch the GEMV takes (larger ones go to cuBLAS, which reads no quantized activations).
-FusedOutput fused_output(CudaBackend::State& s, const void* site, int64_t rows, int64_t cols) {
-  FusedOutput fused;
-  if (rows == 0 || rows > s.options.max_gemv_tokens) return fused;
-  fused.act = s.fused_inputs.emit_for(site, cols);
-  if (fused.act) {
-    void* buffer = s.q8_activations.ensure(cuda::q8_activation_bytes(rows, cols), s.stream);
-    fused.q = cuda::carve_q8_activations(buffer, rows, cols);
-  }
-  return fused;
-}
-
-}  // namespace
 
 void CudaBackend::do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) {
   State& s = *state_;
@@ -41,7 +17,7 @@ void CudaBackend::do_rms_norm(const TensorView& x, const TensorView& weight, flo
   }
   const int64_t rows = x.rows(), cols = x.dims[0];
   if (s.options.fused_input_quantization) {
-    const FusedOutput fused = fused_output(s, weight.data, rows, cols);
+    const cuda::FusedOutput fused = cuda::fused_output(s, weight.data, rows, cols);
     if (cuda::launch_rms_norm_rows(static_cast<const float*>(x.data), cuda::stride_of(x),
                                    static_cast<const float*>(weight.data), eps, static_cast<float*>(out.data),
                                    cuda::stride_of(out), rows, cols, fused.act ? &*fused.act : nullptr, fused.q,
@@ -68,7 +44,7 @@ void CudaBackend::do_add_rms_norm(const TensorView& a, const TensorView& b, cons
   }
   const int64_t rows = a.rows(), cols = a.dims[0];
   if (s.options.fused_input_quantization) {
-    const FusedOutput fused = fused_output(s, weight.data, rows, cols);
+    const cuda::FusedOutput fused = cuda::fused_output(s, weight.data, rows, cols);
     if (cuda::launch_add_rms_norm_rows(
             static_cast<const float*>(a.data), cuda::stride_of(a), static_cast<const float*>(b.data),
             cuda::stride_of(b), static_cast<float*>(sum.data), cuda::stride_of(sum),
@@ -133,7 +109,7 @@ void CudaBackend::do_swiglu(const TensorView& gate, const TensorView& up, Tensor
   if (s.options.fused_input_quantization) {
     // The site is the output buffer: SwiGLU has no weight of its own (the FFN's scratch, one per
     // model, so every layer's down projection teaches it the same type).
-    const FusedOutput fused = fused_output(s, out.data, rows, cols);
+    const cuda::FusedOutput fused = cuda::fused_output(s, out.data, rows, cols);
     if (fused.act && cuda::launch_swiglu_quantized(static_cast<const float*>(gate.data), cuda::stride_of(gate),
                                                    static_cast<const float*>(up.data), cuda::stride_of(up),
                                                    static_cast<float*>(out.data), cuda::stride_of(out), rows, cols,
@@ -158,42 +134,6 @@ void CudaBackend::do_geglu(const TensorView& gate, const TensorView& up, TensorV
                      cuda::stride_of(up), static_cast<float*>(out.data), cuda::stride_of(out), gate.rows(),
                      gate.dims[0], s.gelu_table, s.stream);
   s.check_launch("geglu");
-}
-
-void CudaBackend::do_rope(TensorView& x, std::span<const int32_t> positions, const RopeConfig& config) {
-  State& s = *state_;
-  cuda::require_device(s, x, "rope", "x");
-  const int64_t heads = x.dims[1];
-  const int64_t tokens = x.dims[2] * x.dims[3];
-  if (tokens == 0) return;
-  const common::RopeParams params = common::make_rope_params(config, x.dims[0]);
-  cuda::RopeKernelParams k;
-  k.rope_dims = params.rope_dims;
-  k.neox = params.neox;
-  // The same f32 expressions as the CPU backend's rope_cache, evaluated here once.
-  k.theta_scale = std::pow(params.freq_base, -2.0f / static_cast<float>(params.rope_dims));
-  k.freq_scale = params.freq_scale;
-  k.ext_factor = params.ext_factor;
-  k.mscale = params.attn_factor;
-  if (params.ext_factor != 0.0f) k.mscale *= 1.0f + 0.1f * std::log(1.0f / params.freq_scale);
-  k.corr_low = params.corr_dims[0];
-  k.corr_high = params.corr_dims[1];
-  k.loads_first = s.options.rope_loads_first;
-  if (config.freq_factors != nullptr) {
-    // The model passes the rope_freqs weight (device memory here); tests may pass host memory.
-    k.freq_factors =
-        s.is_device(config.freq_factors)
-            ? config.freq_factors
-            : static_cast<const float*>(s.uploads->upload(cuda::HostUploads::kFreqFactors, config.freq_factors,
-                                                          static_cast<size_t>(params.rope_dims / 2) * sizeof(float)));
-  }
-  const int32_t* device_positions = s.step->device_indices(positions);
-  if (device_positions == nullptr) {
-    device_positions = static_cast<const int32_t*>(
-        s.uploads->upload(cuda::HostUploads::kPositions, positions.data(), positions.size_bytes()));
-  }
-  cuda::launch_rope(static_cast<float*>(x.data), cuda::stride_of(x), heads, tokens, device_positions, k, s.stream);
-  s.check_launch("rope");
 }
 
 }  // namespace lumen::backend

@@ -60,6 +60,31 @@ struct RopeKernelParams {
 void launch_rope(float* x, int64_t row_stride, int64_t n_heads, int64_t n_tokens,
                  const int32_t* positions, const RopeKernelParams& params, cudaStream_t stream);
 
+// ---- rope_store_kv.cu ----
+// launch_rope of q and of k, then launch_store_kv of k's rows and v, in one launch and to the same
+// bits. k's heads are contiguous (head_stride_k is the head dimension), so token t's key row is
+// k + t * kv_heads * head_stride_k.
+struct RopeStoreKvArgs {
+  float* q = nullptr;
+  int64_t head_stride_q = 0;  // floats from one query head to the next
+  int64_t q_heads = 0;
+  float* k = nullptr;
+  int64_t head_stride_k = 0;
+  int64_t kv_heads = 0;
+  const float* v = nullptr;  // null with v_cache null (a latent cache)
+  int64_t v_stride = 0;
+  const int32_t* positions = nullptr;
+  RopeKernelParams rope;
+  const int64_t* dest_rows = nullptr;  // token t's cache row, or negative for none
+  uint8_t* k_cache = nullptr;
+  size_t k_row_bytes = 0;
+  tensor::DType k_type = tensor::DType::F16;
+  uint8_t* v_cache = nullptr;
+  size_t v_row_bytes = 0;
+  tensor::DType v_type = tensor::DType::F16;
+};
+void launch_rope_store_kv(const RopeStoreKvArgs& args, int64_t n_tokens, cudaStream_t stream);
+
 // ---- rows.cu ----
 // Whether get_rows handles this table type (every weight type, which dequantize_to_f16 handles
 // too, and FP8 E4M3, a KV cache type only).

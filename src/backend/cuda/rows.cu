@@ -4,6 +4,7 @@
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/kv_codec.h"
+#include "backend/cuda/kv_row_store.cuh"
 
 namespace lumen::backend::cuda {
 
@@ -81,32 +82,6 @@ __global__ void quant_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t 
     hd::dequantize_unit<F>(w + r * row_bytes, u, values);
     uint16_t* dst = out + r * cols + u * 32;
     for (int j = 0; j < 32; ++j) dst[j] = float_to_half_bits(values[j]);
-  }
-}
-
-// One row of kv_dim values into a cache row of `type`, by the block's threads: an element each
-// for the element types, a 32-value block each for q8_0 and q4_0 (whose scale needs the whole
-// block).
-__device__ void store_kv_row(tensor::DType type, const float* x, int64_t kv_dim, uint8_t* row) {
-  using tensor::DType;
-  if (type == DType::Q8_0 || type == DType::Q4_0) {
-    for (int64_t b = threadIdx.x; b < kv_dim / hd::kKvBlock; b += blockDim.x) {
-      if (type == DType::Q8_0) {
-        hd::quantize_q8_0_block(x + b * hd::kKvBlock, row + b * hd::kQ8_0Bytes);
-      } else {
-        hd::quantize_q4_0_block(x + b * hd::kKvBlock, row + b * hd::kQ4_0Bytes);
-      }
-    }
-    return;
-  }
-  for (int64_t d = threadIdx.x; d < kv_dim; d += blockDim.x) {
-    switch (type) {
-      case DType::F32: reinterpret_cast<float*>(row)[d] = x[d]; break;
-      case DType::F16: reinterpret_cast<uint16_t*>(row)[d] = hd::float_to_half(x[d]); break;
-      case DType::BF16: reinterpret_cast<uint16_t*>(row)[d] = hd::float_to_bf16(x[d]); break;
-      case DType::FP8_E4M3: row[d] = hd::float_to_fp8(x[d]); break;
-      default: return;  // CudaBackend::do_supports_kv_type refuses the others at load
-    }
   }
 }
 

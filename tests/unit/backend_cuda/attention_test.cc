@@ -219,6 +219,58 @@ TEST_P(CudaAttention, DecodeTablesGiveThePlannedResultsBitForBit) {
   gpu()->set_options(saved);
 }
 
+// With fused_input_quantization, attention quantizes its output for the output projection that
+// reads it next (fused_input_quantization.h; Q8_0 and Q8_1 activations): the projection must give
+// the same bits as with the option off, and must really have taken attention's blocks. Q8_K
+// (K-quant weights) is not written by attention, and its projection quantizes as before.
+TEST_P(CudaAttention, OutputQuantizedForTheProjectionGivesTheSameBits) {
+  AttnSetup s(GetParam(), 4);
+  // A decode step: each sequence's last position, at most the 8 rows the GEMV takes.
+  std::vector<SequenceSlice> decode;
+  for (size_t i = 0; i < s.slices.size() && decode.size() < 8; ++i) {
+    const SequenceSlice& seq = s.slices[i];
+    decode.push_back({static_cast<int64_t>(i), 1, seq.start_pos + seq.n_tokens - 1, seq.block_table});
+  }
+  const auto n = static_cast<int64_t>(decode.size());
+  const int64_t head_dim = s.c.head_dim, cols = s.c.n_heads * head_dim, out_rows = 64;
+  const TensorView host_q{DType::F32, {head_dim, s.c.n_heads, n, 1}, static_cast<size_t>(head_dim) * 4, s.q.data()};
+  DeviceTensor dq = to_device(host_q);
+  for (const DType w_type : {DType::Q4_0, DType::Q4_1, DType::Q4_K}) {
+    if (cols % (w_type == DType::Q4_K ? 256 : 32) != 0) continue;
+    const TensorView wo = upload_random_weights(w_type, cols, out_rows, 77);
+    for (const bool exact : {true, false}) {
+      const std::string what =
+          std::string(s.c.name) + " " + std::string(tensor::dtype_name(w_type)) + (exact ? " exact" : " flash");
+      std::vector<float> results[2];
+      uint64_t taken = 0;
+      for (const bool on : {false, true}) {
+        ScopedCudaOptions option([&](CudaBackendOptions& o) {
+          o.fused_input_quantization = on;
+          o.exact_f16_attention = exact;
+        });
+        DeviceTensor out = device_matrix(head_dim, s.c.n_heads * n, head_dim);
+        out.view.dims = {head_dim, s.c.n_heads, n, 1};
+        const TensorView rows{DType::F32, {cols, n, 1, 1}, static_cast<size_t>(cols) * 4, out.view.data};
+        DeviceTensor y = device_matrix(out_rows, n, out_rows);
+        const uint64_t before = gpu()->prequantized_inputs();
+        for (int step = 0; step < 2; ++step) {  // the first step teaches attention its consumer
+          gpu()->attention(dq.view, s.device_layer, decode, s.config, out.view);
+          gpu()->matmul(wo, rows, y.view);
+        }
+        taken = gpu()->prequantized_inputs() - before;
+        results[on] = download_f32(y.view);
+      }
+      EXPECT_EQ(results[1], results[0]) << what;
+      // The second step at least (the first too when an earlier case taught the same address).
+      if (w_type == DType::Q4_K) {
+        EXPECT_EQ(taken, 0u) << what;
+      } else {
+        EXPECT_GE(taken, 1u) << what;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Cases, CudaAttention,
     ::testing::Values(

@@ -50,7 +50,8 @@ constexpr const char* kSwitches[] = {
     "LUMEN_CUDA_KV_EVICTION",    "LUMEN_CUDA_LAYER_NORM",       "LUMEN_CUDA_ENCODER",
     "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",   "LUMEN_CUDA_RWKV7",
     "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING",   "LUMEN_CUDA_TENSOR_CORE_PREFILL",
-    "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST", "LUMEN_CUDA_GROUPED_GEMV"};
+    "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST", "LUMEN_CUDA_GROUPED_GEMV",
+    "LUMEN_CUDA_ROPE_STORE_KV"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -67,12 +68,26 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
     EXPECT_NE(refusal("LUMEN_CUDA_MAX_GEMV_TOKENS", value).find("LUMEN_CUDA_MAX_GEMV_TOKENS"), std::string::npos)
         << value;
   }
-  for (const char* name :
-       {"LUMEN_CUDA_GRAPHS", "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV", "LUMEN_CUDA_EXACT_ATTENTION",
-        "LUMEN_CUDA_ADD_RMS_NORM", "LUMEN_CUDA_STATE_SPACE", "LUMEN_CUDA_LATENT_ATTENTION", "LUMEN_CUDA_KV_EVICTION",
-        "LUMEN_CUDA_LAYER_NORM", "LUMEN_CUDA_ENCODER", "LUMEN_CUDA_ALIBI", "LUMEN_CUDA_SPAN_ATTENTION",
-        "LUMEN_CUDA_RWKV7", "LUMEN_CUDA_DEVICE_ARGMAX", "LUMEN_CUDA_DEVICE_LEADING", "LUMEN_CUDA_TENSOR_CORE_PREFILL",
-        "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST", "LUMEN_CUDA_GROUPED_GEMV"}) {
+  for (const char* name : {"LUMEN_CUDA_GRAPHS",
+                           "LUMEN_CUDA_TREE_ATTENTION",
+                           "LUMEN_CUDA_QUANTIZED_KV",
+                           "LUMEN_CUDA_EXACT_ATTENTION",
+                           "LUMEN_CUDA_ADD_RMS_NORM",
+                           "LUMEN_CUDA_STATE_SPACE",
+                           "LUMEN_CUDA_LATENT_ATTENTION",
+                           "LUMEN_CUDA_KV_EVICTION",
+                           "LUMEN_CUDA_LAYER_NORM",
+                           "LUMEN_CUDA_ENCODER",
+                           "LUMEN_CUDA_ALIBI",
+                           "LUMEN_CUDA_SPAN_ATTENTION",
+                           "LUMEN_CUDA_RWKV7",
+                           "LUMEN_CUDA_DEVICE_ARGMAX",
+                           "LUMEN_CUDA_DEVICE_LEADING",
+                           "LUMEN_CUDA_TENSOR_CORE_PREFILL",
+                           "LUMEN_CUDA_FUSED_QUANTIZE",
+                           "LUMEN_CUDA_ROPE_LOADS_FIRST",
+                           "LUMEN_CUDA_GROUPED_GEMV",
+                           "LUMEN_CUDA_ROPE_STORE_KV"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -139,6 +154,11 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   {
     ScopedEnv grouped("LUMEN_CUDA_GROUPED_GEMV", "1");
     EXPECT_TRUE(options_with_environment(given).grouped_gemv);
+    EXPECT_FALSE(options_with_environment(given).fused_rope_store_kv);
+  }
+  {
+    ScopedEnv fused("LUMEN_CUDA_ROPE_STORE_KV", "1");
+    EXPECT_TRUE(options_with_environment(given).fused_rope_store_kv);
   }
 }
 

@@ -92,7 +92,7 @@ TEST_F(ProfileRunTest, MatmulBytesAndFlopsAddUpToTheWeightsAndActivations) {
 
   // The ops are named by their weights, and each layer runs one of each.
   for (const char* name : {"matmul attn_q+attn_k+attn_v", "matmul attn_output", "matmul_swiglu ffn_gate+ffn_up",
-                           "matmul ffn_down", "attention", "store_kv"}) {
+                           "matmul ffn_down", "attention", "rope_store_kv"}) {
     const Totals* t = find(b.by_op, name);
     ASSERT_NE(t, nullptr) << name;
     EXPECT_EQ(t->calls, 2) << name;

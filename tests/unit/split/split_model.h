@@ -45,8 +45,9 @@ class PlacementObserver : public backend::OpObserver {
       buffers_.emplace_back(start, start + call.buffer->size());
     }
     if (call.kind == backend::OpKind::Attention) ++attention_calls;
-    if ((call.kind == backend::OpKind::Attention || call.kind == backend::OpKind::StoreKv) && call.cache != nullptr &&
-        !owns(call.cache->k.data)) {
+    if ((call.kind == backend::OpKind::Attention || call.kind == backend::OpKind::StoreKv ||
+         call.kind == backend::OpKind::RopeStoreKv) &&
+        call.cache != nullptr && !owns(call.cache->k.data)) {
       ++foreign_kv;
     }
   }

@@ -1,6 +1,7 @@
-// The transformer's residual add and FFN norm: fused (add_rms_norm) on a backend that declares
-// the op, the plain add then rms_norm on one that does not (the CPU with set_composed_ops, as
-// the CUDA backend runs today). Both paths must give the same logits bit for bit, and each must
+// The transformer's fused ops: the residual add and FFN norm (add_rms_norm) and the rope of Q and
+// K with the K/V store (rope_store_kv) on a backend that declares them, the plain ops (add then
+// rms_norm; rope, rope, store_kv) on one that does not (the CPU with set_composed_ops, as the
+// CUDA backend runs by default). Both paths must give the same logits bit for bit, and each must
 // really be the one taken (the ops a pass runs are counted).
 #include <gtest/gtest.h>
 
@@ -54,7 +55,7 @@ Pass teacher_forced(engine::LoadedModel& model, backend::CpuBackend& cpu, bool p
   return pass;
 }
 
-TEST(FusedAddRmsNorm, SameLogitsBitForBitWithAndWithoutTheOp) {
+TEST(FusedOps, SameLogitsBitForBitWithAndWithoutThem) {
   LUMEN_REQUIRE_TESTDATA();
   const std::string path =
       (std::filesystem::temp_directory_path() / ("lumen_fused_add_norm_" + std::to_string(::getpid()) + ".gguf"))
@@ -85,6 +86,13 @@ TEST(FusedAddRmsNorm, SameLogitsBitForBitWithAndWithoutTheOp) {
     EXPECT_EQ(plain.ops.of(OpKind::Add), fused.ops.of(OpKind::Add) + fused_calls);
     EXPECT_EQ(plain.ops.of(OpKind::RmsNorm), fused.ops.of(OpKind::RmsNorm) + fused_calls);
     EXPECT_EQ(plain.ops.of(OpKind::Matmul), fused.ops.of(OpKind::Matmul));
+    // One rope_store_kv per layer and pass, in place of two ropes and a store.
+    const int64_t rope_stores = fused.ops.of(OpKind::RopeStoreKv);
+    EXPECT_EQ(rope_stores, fused_calls);
+    EXPECT_EQ(fused.ops.of(OpKind::Rope) + fused.ops.of(OpKind::StoreKv), 0);
+    EXPECT_EQ(plain.ops.of(OpKind::RopeStoreKv), 0);
+    EXPECT_EQ(plain.ops.of(OpKind::Rope), 2 * rope_stores);
+    EXPECT_EQ(plain.ops.of(OpKind::StoreKv), rope_stores);
   }
   std::filesystem::remove(path);
 }
