@@ -89,6 +89,8 @@ void check_rope_store_kv(const TensorView& q, const TensorView& k, const TensorV
                          const KvLayer& cache) {
   check_rope(q, positions);
   check_rope(k, positions);
+  // One rotation table serves both (a backend builds it once per token).
+  if (q.dims[0] != k.dims[0]) fail("rope_store_kv: q's heads have {} values, k's {}", q.dims[0], k.dims[0]);
   if (k.row_bytes != static_cast<size_t>(k.dims[0]) * sizeof(float)) {
     fail("rope_store_kv: k's heads must be contiguous ({} bytes apart, a head is {})", k.row_bytes,
          k.dims[0] * static_cast<int64_t>(sizeof(float)));

@@ -31,8 +31,8 @@ void check_store_kv(const TensorView& k, const TensorView& v, std::span<const Se
 // The rows of a head-shaped tensor ({head_dim, heads, tokens}, heads contiguous): {head_dim *
 // heads, tokens}, the same memory.
 TensorView token_rows(const TensorView& heads);
-// q and k as rope takes them, k's heads contiguous, v and k's rows as store_kv takes them, and
-// no two of q, k, v overlapping.
+// q and k as rope takes them with heads of one size, k's heads contiguous, v and k's rows as
+// store_kv takes them, and no two of q, k, v overlapping.
 void check_rope_store_kv(const TensorView& q, const TensorView& k, const TensorView& v,
                          std::span<const int32_t> positions, std::span<const SequenceSlice> seqs, const KvLayer& cache);
 // A block id of the cache.

@@ -85,7 +85,8 @@ const bool kRegistered = register_op(
     {OpKind::RopeStoreKv, {{{64, 8, 2}, 0}, {{128, 4, 4}, 1}, {{64, 6, 3}, 2}, {{32, 3, 1}, 0}}, check_rope_store_kv});
 
 // Bad input is refused before anything is written: q and k overlapping, k's heads apart, a
-// position count that is not the token count; and a backend without the op refuses the call.
+// position count that is not the token count, heads of two sizes; and a backend without the op
+// refuses the call.
 TEST(RopeStoreKv, RefusesBadInputAndBackendsWithoutIt) {
   constexpr int64_t kHeadDim = 8, kHeads = 2, kTokens = 3, kKvDim = kHeadDim * kHeads;
   std::vector<float> q(kKvDim * kTokens * 2, 1.0f), k(kKvDim * kTokens * 2, 2.0f), v(kKvDim * kTokens, 3.0f);
@@ -119,6 +120,8 @@ TEST(RopeStoreKv, RefusesBadInputAndBackendsWithoutIt) {
   TensorView spaced = heads(k.data(), kHeadDim * 4 * 2);
   refused(cpu, qv, spaced, positions, "k's heads must be contiguous");
   refused(cpu, qv, kv, too_few, "2 positions for 3 tokens");
+  TensorView wide_q{DType::F32, {2 * kHeadDim, kHeads, kTokens, 1}, 2 * kHeadDim * 4, q.data()};
+  refused(cpu, wide_q, kv, positions, "q's heads have 16 values, k's 8");
 
   cpu.set_composed_ops(true);
   refused(cpu, qv, kv, positions, "rope_store_kv");
