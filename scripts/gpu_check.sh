@@ -738,8 +738,13 @@ run_unverified() {
     # Rows reduced on the device (device_argmax, device_leading): the serving tests' batched-vs-
     # alone comparisons, every greedy row coming back as its argmax alone, and the decoding tests'
     # seeded top-k/top-p draws (as their leading candidates) against a sampler over whole rows.
+    # The launch cuts (fused_input_quantization, grouped_gemv, fused_rope_store_kv,
+    # rope_loads_first) and the one-pass f16 attention run with them: a token's result must not
+    # depend on its batch with any of them, which these tests are the check of (the op tests
+    # above tell which switch a failure here is).
     start=$SECONDS
-    LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1 LUMEN_CACHE="$WORK" timeout 180 \
+    LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1 LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_GROUPED_GEMV=1 \
+      LUMEN_CUDA_ROPE_STORE_KV=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_EXACT_ATTENTION=0 LUMEN_CACHE="$WORK" timeout 180 \
       "$BIN/cuda_engine_tests" --gtest_brief=1 --gtest_filter='EngineServing.*:EngineDecoding.*' 2>&1 |
       tee "$WORK/unverified_device_argmax.log" | grep -vE '^\[ *(OK|RUN) *\]'
     gtest_summary unverified_engine_device_reduced_rows "$WORK/unverified_device_argmax.log" $((SECONDS - start))
