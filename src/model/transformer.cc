@@ -61,8 +61,8 @@ void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
   s_.logit_h = matrix(embd, capacity_logit_rows_);
 }
 
-void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache,
-                                  int64_t n) {
+void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n,
+                                  bool input_normed) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t head_dim = static_cast<int64_t>(hp_.head_dim);
   TensorView q = first_rows(s_.q, n), k = first_rows(s_.k, n), v = first_rows(s_.v, n);
@@ -85,7 +85,7 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   // three on a GPU); a rotated cache takes its keys rotated after rope, so those store apart.
   const bool store_with_rope = rope_enabled_ && !kv.rotated && backend_.has_op(backend::OpKind::RopeStoreKv);
   const KvStore store{sequences, &kv};
-  attention_inputs(layer, batch.positions, n, store_with_rope ? &store : nullptr);
+  attention_inputs(layer, batch.positions, n, store_with_rope ? &store : nullptr, input_normed);
   TensorView q_heads = as_heads(q, n, head_dim);
   if (kv.rotated) {  // a quantized cache stores rotated heads (backend::KvLayer::rotated)
     backend_.rotate_heads(q, head_dim);
@@ -129,12 +129,13 @@ void Transformer::attend(size_t layer, const TensorView& q_heads, backend::KvLay
   }
 }
 
-void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n, const KvStore* store) {
+void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n, const KvStore* store,
+                                   bool input_normed) {
   const LayerWeights& w = weights_.layers[layer];
   const int64_t head_dim = static_cast<int64_t>(hp_.head_dim);
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView q = first_rows(s_.q, n), k = first_rows(s_.k, n), v = first_rows(s_.v, n);
-  block_norm(x, w.attn_norm, w.attn_norm_b, h);
+  if (!input_normed) block_norm(x, w.attn_norm, w.attn_norm_b, h);
   observe(w.wq, h);
   observe(w.wk, h);
   observe(w.wv, h);
@@ -175,7 +176,7 @@ void Transformer::attention_output(size_t layer, int64_t n) {
   // mlp_block adds h to the residual
 }
 
-void Transformer::mlp_block(size_t layer, int64_t n) {
+bool Transformer::mlp_block(size_t layer, int64_t n, const TensorView* next_attn_norm) {
   const LayerWeights& w = weights_.layers[layer];
   TensorView x = first_rows(s_.x, n), h = first_rows(s_.h, n);
   TensorView gate = first_rows(s_.gate, n), up = first_rows(s_.up, n);
@@ -195,13 +196,11 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   if (moe_ && w.ffn_gate_inp) {  // DeepSeek's leading layers are dense
     TensorView out = moe_->forward(layer, w, h);
     if (w.ffn_post_norm) backend_.rms_norm(out, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), out);
-    backend_.add(x, out, x);
-    return;
+    return residual_add(out, n, next_attn_norm);
   }
   if (arch_.features.activation == Activation::Gelu) {
     gelu_ffn(w, h, up);
-    backend_.add(x, h, x);
-    return;
+    return residual_add(h, n, next_attn_norm);
   }
   observe(w.ffn_gate, h);
   observe(w.ffn_up, h);
@@ -214,7 +213,32 @@ void Transformer::mlp_block(size_t layer, int64_t n) {
   reduce_over_shard(h);
   if (w.ffn_post_norm) backend_.rms_norm(h, *w.ffn_post_norm, static_cast<float>(hp_.norm_eps), h);
   if (residual_scale_ != 1.0f) backend_.scale(h, residual_scale_);
-  backend_.add(x, h, x);
+  return residual_add(h, n, next_attn_norm);
+}
+
+bool Transformer::residual_add(const TensorView& branch, int64_t n, const TensorView* next_norm) {
+  TensorView x = first_rows(s_.x, n);
+  if (next_norm == nullptr) {
+    backend_.add(x, branch, x);
+    return false;
+  }
+  // The sum stays in x; its norm overwrites h, which may be the branch itself (add_rms_norm lets
+  // out alias b).
+  TensorView h = first_rows(s_.h, n);
+  backend_.add_rms_norm(x, branch, *next_norm, static_cast<float>(hp_.norm_eps), x, h);
+  return true;
+}
+
+const TensorView* Transformer::fusable_next_attn_norm(size_t layer) const {
+  const size_t next = layer + 1;
+  // Layers whose first op is not attention_inputs' RMS norm of x (state-space and RWKV blocks,
+  // latent attention, LayerNorm blocks), the last layer (the final norm reads only the logit
+  // rows), and a backend without the fused op keep the plain add.
+  if (next >= layers_.end || rwkv7_ || latent_ || arch_.features.layer_norm || arch_.features.mixer == Mixer::Mamba2 ||
+      is_ssm_layer(hp_, next) || !backend_.has_op(backend::OpKind::AddRmsNorm)) {
+    return nullptr;
+  }
+  return &weights_.layers[next].attn_norm;
 }
 
 void Transformer::mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n) {
@@ -448,6 +472,7 @@ void Transformer::final_norm(TensorView& picked) {
 void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t n) {
   if (mamba2_) mamba2_->begin_batch(batch);
   if (rwkv7_) rwkv7_->begin_batch(batch);
+  bool input_normed = false;  // the previous layer's residual add normed this layer's input
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
     if (rwkv7_) {  // the whole block: both mixes and their residual adds
       TensorView x = first_rows(s_.x, n);
@@ -457,13 +482,13 @@ void Transformer::run_layers(const ForwardBatch& batch, KvCache& cache, int64_t 
     if (is_ssm_layer(hp_, layer)) {
       mamba2_mix(layer, batch, n);
     } else {
-      attention_block(layer, batch, cache, n);
+      attention_block(layer, batch, cache, n, input_normed);
     }
     if (arch_.features.mixer == Mixer::Mamba2) {  // no FFN: the mixer's output joins the residual
       TensorView x = first_rows(s_.x, n);
       backend_.add(x, first_rows(s_.h, n), x);
     } else {
-      mlp_block(layer, n);
+      input_normed = mlp_block(layer, n, fusable_next_attn_norm(layer));
     }
   }
 }

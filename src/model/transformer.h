@@ -160,20 +160,31 @@ class Transformer {
   // rope at `positions` and the query scale) into s_.q, s_.k, s_.v; then the output projection of
   // s_.attn into s_.h (summed over a shard, post-normed). With `store`, the roped keys and the
   // values also go into that cache in the same op as the rope (rope_store_kv); without, the
-  // caller stores them.
+  // caller stores them. `input_normed`: h already holds the normed input (the previous layer's
+  // residual add normed it: mlp_block's next_attn_norm).
   struct KvStore {
     std::span<const backend::SequenceSlice> sequences;
     backend::KvLayer* cache = nullptr;
   };
-  void attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n, const KvStore* store = nullptr);
+  void attention_inputs(size_t layer, std::span<const int32_t> positions, int64_t n, const KvStore* store = nullptr,
+                        bool input_normed = false);
   void attend(size_t layer, const backend::TensorView& q_heads, backend::KvLayer& kv,
               std::span<const backend::SequenceSlice> sequences, const backend::AttentionConfig& attention,
               std::span<const ForwardBatch::ScoreRequest> scores, backend::TensorView& out);
   void attention_output(size_t layer, int64_t n);
   // A layer's two halves. The attention block leaves its output in the scratch h; the MLP block
-  // adds it to the residual x as it norms x (add_rms_norm where the backend has it).
-  void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n);
-  void mlp_block(size_t layer, int64_t n);
+  // adds it to the residual x as it norms x (add_rms_norm where the backend has it). With
+  // next_attn_norm (the next layer's attention norm), the MLP block's own residual add norms x
+  // into h the same way and returns true: the next attention block then starts from h
+  // (input_normed), one launch fewer a layer on a GPU.
+  void attention_block(size_t layer, const ForwardBatch& batch, KvCache& cache, int64_t n, bool input_normed = false);
+  bool mlp_block(size_t layer, int64_t n, const backend::TensorView* next_attn_norm = nullptr);
+  // x += branch, and with next_norm (and the backend's add_rms_norm) also h = rms_norm(x): true
+  // when it normed.
+  bool residual_add(const backend::TensorView& branch, int64_t n, const backend::TensorView* next_norm);
+  // The next layer's attention norm when this layer's residual add can norm into it (same code
+  // path, RMS norms, a backend with add_rms_norm), else null.
+  const backend::TensorView* fusable_next_attn_norm(size_t layer) const;
   // A Mamba 2 block: norm, mixer, residual add (no FFN).
   // A Mamba 2 layer's norm and mixer: h becomes the branch output, x is left for the add.
   void mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n);
