@@ -262,12 +262,7 @@ void Backend::add_rms_norm(const TensorView& a, const TensorView& b, const Tenso
   common::check_f32(weight, a.dims[0], "add_rms_norm", "weight");
   // out is written from sum row by row, in parallel: memory of both would be normalised while
   // another row still reads it.
-  const auto* sum_begin = static_cast<const char*>(sum.data);
-  const auto* out_begin = static_cast<const char*>(out.data);
-  const auto span_bytes = [](const TensorView& t) { return static_cast<size_t>(t.rows()) * t.row_bytes; };
-  if (a.rows() > 0 && out_begin < sum_begin + span_bytes(sum) && sum_begin < out_begin + span_bytes(out)) {
-    fail("add_rms_norm: out may not overlap sum");
-  }
+  if (common::rows_overlap(sum, out)) fail("add_rms_norm: out may not overlap sum");
   OpCall call{OpKind::AddRmsNorm};
   call.in = {&a, &b, &weight};
   call.out = {&sum, &out};

@@ -8,19 +8,6 @@
 
 namespace lumen::backend::common {
 
-namespace {
-
-// Whether the memory of a's rows and of b's rows overlaps.
-bool overlaps(const TensorView& a, const TensorView& b) {
-  if (a.rows() == 0 || b.rows() == 0) return false;
-  const auto* a_begin = static_cast<const char*>(a.data);
-  const auto* b_begin = static_cast<const char*>(b.data);
-  const auto bytes = [](const TensorView& t) { return static_cast<size_t>(t.rows()) * t.row_bytes; };
-  return a_begin < b_begin + bytes(b) && b_begin < a_begin + bytes(a);
-}
-
-}  // namespace
-
 void check_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out) {
   check_f32(x, x.dims[0], "layer_norm", "x");
   check_f32(weight, x.dims[0], "layer_norm", "weight");
@@ -49,7 +36,7 @@ void check_bidirectional_attention(const TensorView& q, const TensorView& k, con
   check_same_shape(q, out, op);
   if (k.rows() != q.rows()) fail("{}: q has {} rows, k and v {}", op, q.rows(), k.rows());
   for (const TensorView* input : {&q, &k, &v}) {
-    if (overlaps(*input, out)) fail("{}: out may not overlap q, k or v", op);
+    if (rows_overlap(*input, out)) fail("{}: out may not overlap q, k or v", op);
   }
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (const SequenceSlice& seq : seqs) {

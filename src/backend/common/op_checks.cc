@@ -77,6 +77,26 @@ void check_store_kv(const TensorView& k, const TensorView& v, std::span<const Se
   check_sequences(seqs, k.rows(), cache, "store_kv");
 }
 
+bool rows_overlap(const TensorView& a, const TensorView& b) {
+  if (a.rows() == 0 || b.rows() == 0) return false;
+  const auto* a_begin = static_cast<const char*>(a.data);
+  const auto* b_begin = static_cast<const char*>(b.data);
+  const auto bytes = [](const TensorView& t) { return static_cast<size_t>(t.rows()) * t.row_bytes; };
+  return a_begin < b_begin + bytes(b) && b_begin < a_begin + bytes(a);
+}
+
+bool values_overlap(const TensorView& a, const TensorView& b) {
+  const auto span = [](const TensorView& t) {
+    const auto* begin = static_cast<const char*>(t.data);
+    if (t.rows() == 0) return std::pair{begin, begin};
+    const size_t last = static_cast<size_t>(t.rows() - 1) * t.row_bytes;
+    return std::pair{begin, begin + last + static_cast<size_t>(t.dims[0]) * sizeof(float)};
+  };
+  const auto [a0, a1] = span(a);
+  const auto [b0, b1] = span(b);
+  return a0 < b1 && b0 < a1;
+}
+
 TensorView token_rows(const TensorView& heads) {
   TensorView rows = heads;
   rows.dims = {heads.dims[0] * heads.dims[1], heads.dims[2] * heads.dims[3], 1, 1};
@@ -98,16 +118,7 @@ void check_rope_store_kv(const TensorView& q, const TensorView& k, const TensorV
   check_store_kv(token_rows(k), v, seqs, cache);
   // The fused pass rotates q and k and reads k and v in one go: memory shared between them
   // would be read before or after it is rotated depending on the backend's order.
-  const auto extent = [](const TensorView& t) {
-    const auto* begin = static_cast<const char*>(t.data);
-    return std::pair(begin, begin + static_cast<size_t>(t.rows()) * t.row_bytes);
-  };
-  const auto overlap = [&](const TensorView& a, const TensorView& b) {
-    const auto [a0, a1] = extent(a);
-    const auto [b0, b1] = extent(b);
-    return a.rows() > 0 && b.rows() > 0 && a0 < b1 && b0 < a1;
-  };
-  if (overlap(q, k) || overlap(q, v) || (!values_in_keys(cache) && overlap(k, v))) {
+  if (rows_overlap(q, k) || rows_overlap(q, v) || (!values_in_keys(cache) && rows_overlap(k, v))) {
     fail("rope_store_kv: q, k and v may not overlap");
   }
 }

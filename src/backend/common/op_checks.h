@@ -28,6 +28,12 @@ void check_rotate_heads(const TensorView& x, int64_t head_dim);
 void check_rope(const TensorView& x, std::span<const int32_t> positions);
 void check_store_kv(const TensorView& k, const TensorView& v, std::span<const SequenceSlice> seqs,
                     const KvLayer& cache);
+// Whether the memory of a's rows and b's rows (rows x row_bytes each) overlaps; an empty view
+// overlaps nothing.
+bool rows_overlap(const TensorView& a, const TensorView& b);
+// Whether the bytes the rows' values take overlap: the last row ends after its dims[0] floats, not
+// its stride, so a view inside another's row padding does not overlap it.
+bool values_overlap(const TensorView& a, const TensorView& b);
 // The rows of a head-shaped tensor ({head_dim, heads, tokens}, heads contiguous): {head_dim *
 // heads, tokens}, the same memory.
 TensorView token_rows(const TensorView& heads);

@@ -10,19 +10,6 @@ namespace lumen::backend::common {
 
 namespace {
 
-// The bytes a view's rows span, [begin, end): its last row ends after its values.
-bool overlap(const TensorView& a, const TensorView& b) {
-  const auto span = [](const TensorView& t) {
-    const auto* begin = static_cast<const char*>(t.data);
-    if (t.rows() == 0) return std::pair{begin, begin};
-    return std::pair{begin, begin + static_cast<size_t>(t.rows() - 1) * t.row_bytes +
-                                static_cast<size_t>(t.dims[0]) * sizeof(float)};
-  };
-  const auto [a0, a1] = span(a);
-  const auto [b0, b1] = span(b);
-  return a0 < b1 && b0 < a1;
-}
-
 void check_one_row(const TensorView& t, int64_t width, std::string_view op, std::string_view name) {
   check_f32(t, width, op, name);
   if (t.rows() != 1) fail("{}: {} must be one row", op, name);
@@ -57,7 +44,7 @@ void check_rwkv7_token_shift(const TensorView& x, std::span<const TokenShiftSequ
   if (out.rows() != n * mixes.rows()) {
     fail("{}: out has {} rows, not {} rows x {} mixes", op, out.rows(), n, mixes.rows());
   }
-  if (overlap(out, x)) fail("{}: out may not overlap x", op);
+  if (values_overlap(out, x)) fail("{}: out may not overlap x", op);
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (const TokenShiftSequence& s : seqs) {
     if (s.first_token < 0 || s.n_tokens < 0 || s.first_token > n - s.n_tokens) {
@@ -65,7 +52,8 @@ void check_rwkv7_token_shift(const TensorView& x, std::span<const TokenShiftSequ
            n);
     }
     check_one_row(s.shift, width, op, "a shift row");
-    if (overlap(s.shift, out) || overlap(s.shift, x)) fail("{}: a shift row may not overlap x or out", op);
+    if (values_overlap(s.shift, out) || values_overlap(s.shift, x))
+      fail("{}: a shift row may not overlap x or out", op);
     if (s.n_tokens > 0) ranges.emplace_back(s.first_token, s.first_token + s.n_tokens);
   }
   std::sort(ranges.begin(), ranges.end());
@@ -97,7 +85,7 @@ void check_rwkv7_keys(const Rwkv7KeyRows& rows, const Rwkv7KeyWeights& weights, 
   const TensorView* all[] = {&rows.w, &rows.a, &rows.k, &rows.kk, &rows.b};
   for (size_t i = 0; i < 5; ++i) {
     for (size_t j = 0; j < i; ++j) {
-      if (overlap(*all[i], *all[j])) fail("{}: the rows w, a, k, kk and b may not overlap", op);
+      if (values_overlap(*all[i], *all[j])) fail("{}: the rows w, a, k, kk and b may not overlap", op);
     }
   }
   check_one_row(weights.w0, width, op, "w0");
@@ -113,7 +101,7 @@ void check_rwkv7_bonus_gate(const TensorView& out, const TensorView& r, const Te
   check_heads(out.dims[0], head_size, op);
   for (const TensorView* t : {&r, &k, &v, &g}) {
     check_same_shape(out, *t, op);
-    if (overlap(out, *t)) fail("{}: out may not overlap r, k, v or g", op);
+    if (values_overlap(out, *t)) fail("{}: out may not overlap r, k, v or g", op);
   }
   check_one_row(r_k, out.dims[0], op, "r_k");
 }

@@ -14,20 +14,6 @@ namespace {
 
 constexpr std::string_view kOp = "rwkv_wkv7";
 
-// The bytes a view's rows span, [begin, end): its last row ends after its values, not its stride.
-std::pair<const char*, const char*> span_of(const TensorView& t) {
-  const auto* begin = static_cast<const char*>(t.data);
-  if (t.rows() == 0) return {begin, begin};
-  const size_t last = static_cast<size_t>(t.rows() - 1) * t.row_bytes;
-  return {begin, begin + last + static_cast<size_t>(t.dims[0]) * sizeof(float)};
-}
-
-bool overlap(const TensorView& a, const TensorView& b) {
-  const auto [a0, a1] = span_of(a);
-  const auto [b0, b1] = span_of(b);
-  return a0 < b1 && b0 < a1;
-}
-
 }  // namespace
 
 void check_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wkv7Sequence> seqs,
@@ -46,7 +32,7 @@ void check_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wk
   check_f32(out, width, kOp, "out");
   if (out.rows() != n) fail("{}: out has {} rows, the inputs {}", kOp, out.rows(), n);
   for (const auto& [t, name] : inputs) {
-    if (overlap(*t, out)) fail("{}: out may not overlap {}", kOp, name);
+    if (values_overlap(*t, out)) fail("{}: out may not overlap {}", kOp, name);
   }
   const int64_t heads = width / head_size;
   // Sorted by first row, the sequences' rows may not overlap; sorted by state, nor their states.
@@ -62,7 +48,7 @@ void check_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wk
         st.row_bytes != static_cast<size_t>(head_size) * sizeof(float) || st.data == nullptr) {
       fail("{}: a sequence's state must be f32 {{{}, {}}}, contiguous", kOp, head_size, head_size * heads);
     }
-    if (overlap(st, out)) fail("{}: out may not overlap a sequence's state", kOp);
+    if (values_overlap(st, out)) fail("{}: out may not overlap a sequence's state", kOp);
     order.push_back(&s);
   }
   std::sort(order.begin(), order.end(), [](auto* x, auto* y) { return x->first_token < y->first_token; });
@@ -76,7 +62,7 @@ void check_rwkv_wkv7(const Wkv7Rows& rows, int64_t head_size, std::span<const Wk
   std::sort(order.begin(), order.end(),
             [](auto* x, auto* y) { return std::less<const void*>()(x->state.data, y->state.data); });
   for (size_t i = 1; i < order.size(); ++i) {
-    if (overlap(order[i - 1]->state, order[i]->state)) fail("{}: two sequences share a state", kOp);
+    if (values_overlap(order[i - 1]->state, order[i]->state)) fail("{}: two sequences share a state", kOp);
   }
 }
 
