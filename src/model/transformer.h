@@ -156,9 +156,9 @@ class Transformer {
   // Ring attention of this rank's rows (in s_.q, s_.k, s_.v) over every rank's keys, into s_.attn.
   void ring_attention(size_t layer, const ForwardBatch& batch, KvCache& cache, const ContextChunks& mine,
                       int64_t n_prompt);
-  // The attention block's parts before and after attending: the normed input's Q, K and V (with
-  // rope at `positions` and the query scale) into s_.q, s_.k, s_.v; then the output projection of
-  // s_.attn into s_.h (summed over a shard, post-normed). With `store`, the roped keys and the
+  // The attention block (transformer_attention.cc). Its parts before and after attending: the
+  // normed input's Q, K and V (with rope at `positions` and the query scale) into s_.q, s_.k,
+  // s_.v; then the output projection of s_.attn into s_.h (summed over a shard, post-normed). With `store`, the roped keys and the
   // values also go into that cache in the same op as the rope (rope_store_kv); without, the
   // caller stores them. `input_normed`: h already holds the normed input (the previous layer's
   // residual add normed it: mlp_block's next_attn_norm).
