@@ -688,7 +688,8 @@ synth_model_vs_cpu() {
 # fused_input_quantization (CudaFusedInputQuantization, the greedy model tests, a decode row),
 # rope_loads_first (CudaRope.LoadsFirst*, the same greedy run, a decode row), grouped_gemv
 # (CudaGroupedGemv, CudaMatmulSameInput, the same greedy run, a decode row), fused_rope_store_kv
-# (its registered conformance rows in the all-switches run, the same greedy run, a decode row)
+# (its registered conformance rows in the all-switches run, the same greedy run, a decode row),
+# routed_moe (its registered conformance rows, CudaCapabilities, run_routed_moe's MoE models)
 # and max_gemv_tokens
 # (from streams).
 run_unverified() {
@@ -697,7 +698,7 @@ run_unverified() {
             LUMEN_CUDA_KV_EVICTION=1 LUMEN_CUDA_LAYER_NORM=1 LUMEN_CUDA_ENCODER=1 LUMEN_CUDA_ALIBI=1
             LUMEN_CUDA_SPAN_ATTENTION=1 LUMEN_CUDA_RWKV7=1 LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1
             LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1
-            LUMEN_CUDA_ROPE_STORE_KV=1)
+            LUMEN_CUDA_ROPE_STORE_KV=1 LUMEN_CUDA_ROUTED_MOE=1)
   start=$SECONDS
   env "${switches[@]}" LUMEN_VISION_MMPROJ_DIR="$BUNDLE/vision" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
     --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*:*CudaTensorCorePrefill.*:*CudaFusedInputQuantization.*:*CudaRope.*:*CudaGroupedGemv.*:*CudaMatmulSameInput.*' \
@@ -751,8 +752,34 @@ run_unverified() {
   else
     log "no default model (carry .gpu-model and .gpu-model2 first): the graph tests skipped"
   fi
+  run_routed_moe
   run_new_architectures
   GPU_CHECK_MODELS="${GPU_CHECK_MODELS:-llama-1b:Q4_0}" run_bench_graphs
+}
+
+# MoE layers routed on the device (routed_moe: route_experts.cu, gemv_experts.cu), teacher-forced
+# and greedy against the CPU: Qwen3-MoE's renormalized top 8, Qwen2-MoE's shared expert with its
+# gate, Mixtral's top 2; then the same with decode replayed from CUDA graphs, which the device
+# routing makes possible (the composed path copies the router's logits to the host).
+run_routed_moe() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
+  [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
+  local spec preset type file name start graphs
+  for spec in qwen3moe-mini:Q4_1 qwen2moe-a2.7b-mini:Q4_1 mixtral-mini:Q8_0; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/models-$preset-$type.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --layers 2 --vocab "$vocab" > /dev/null ||
+      { log "synth $spec failed"; continue; }
+    for graphs in 0 1; do
+      name="routed_moe_cuda_vs_cpu_$preset-$type-graphs$graphs"
+      start=$SECONDS
+      LUMEN_CUDA_ROUTED_MOE=1 LUMEN_CUDA_GRAPHS=$graphs LUMEN_GPU_TEST_MODEL="$file" timeout 120 \
+        "$BIN/cuda_model_tests" --gtest_brief=1 --gtest_filter='CudaGreedy.DefaultOptionsAgreeWithCpu' \
+        > "$WORK/$name.log" 2>&1
+      grep -E 'Failure|error|expected' "$WORK/$name.log" | head -n 5 >&2
+      gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+    done
+  done
 }
 
 # Decode throughput as streams are added (issue 48: a step of 64 sequences should cost little

@@ -152,6 +152,22 @@ class Backend {
   // Each (row, slot) pair may be filled once. x and out are f32 {in, n}; out may not alias x.
   using ExpertWork = backend::ExpertWork;
   void moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu, TensorView& out);
+  // A MoE layer's routing where its logits are: for each row t of logits (f32 {n_experts, n}),
+  // the config's n_used experts in slot order and their weights, as common::route_tokens
+  // chooses them, into experts (i32 {n_used, n}) and weights (f32 {n_used, n}); each chosen
+  // expert adds 1 to its entry of counts (f32 {n_experts}; null: not counted), which stays
+  // exact while the entries are below 2^24 (the caller drains them before). selection_bias:
+  // null or f32 {n_experts}. On a device nothing comes back to the host. Declared: ask
+  // has_op(OpKind::RouteExperts) first.
+  void route_experts(const TensorView& logits, const TensorView* selection_bias, const RouterConfig& config,
+                     TensorView& experts, TensorView& weights, TensorView* counts);
+  // moe_ffn for a routing route_experts wrote: row t's slot s runs expert experts[t, s] of the
+  // 3-D tensors with weight weights[t, s], and a shared expert (if any) fills slot n_used;
+  // out is what moe_ffn gives for the same routing. An expert id outside [0, n_experts) is
+  // refused where the backend reads the ids on the host and adds nothing where it does not.
+  // Declared: ask has_op(OpKind::MoeFfnRouted) first.
+  void moe_ffn_routed(const TensorView& x, const TensorView& experts, const TensorView& weights,
+                      const RoutedExperts& matrices, Glu glu, TensorView& out);
   // out[i, :] = table[ids[i], :] converted to f32.
   void get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out);
   // out = x / rms(x) * weight, per row (weight f32 of one row's length).
@@ -322,6 +338,10 @@ class Backend {
                              TensorView& gate, TensorView& up);
   virtual void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                           TensorView& out);
+  virtual void do_route_experts(const TensorView& logits, const TensorView* selection_bias, const RouterConfig& config,
+                                TensorView& experts, TensorView& weights, TensorView* counts);
+  virtual void do_moe_ffn_routed(const TensorView& x, const TensorView& experts, const TensorView& weights,
+                                 const RoutedExperts& matrices, Glu glu, TensorView& out);
   virtual void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) = 0;
   virtual void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) = 0;
   virtual void do_add(const TensorView& a, const TensorView& b, TensorView& out) = 0;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 
+#include "backend/expert_routing.h"
 #include "backend/tensor_view.h"
 
 namespace lumen::backend {
@@ -224,6 +225,21 @@ struct ExpertWork {
   std::span<const int32_t> rows;     // rows of x, each at most once per expert
   std::span<const int32_t> slots;    // per row: its place, 0..n_slots-1
   std::span<const float> weights;    // per row: the router's weight
+};
+
+// A layer's experts as Backend::moe_ffn_routed takes them: the 3-D tensors of every routed expert
+// (expert e is the matrix expert_matrix(t, e)), and a shared expert, if the layer has one, that
+// every token runs in the slot after its routed ones.
+struct RoutedExperts {
+  const TensorView* gate = nullptr;         // {in, ff, n_experts}
+  const TensorView* up = nullptr;           // {in, ff, n_experts}
+  const TensorView* down = nullptr;         // {ff, in, n_experts}
+  const TensorView* shared_gate = nullptr;  // {in, ff_shared}, or null: no shared expert
+  const TensorView* shared_up = nullptr;    // {in, ff_shared}
+  const TensorView* shared_down = nullptr;  // {ff_shared, in}
+  // The shared expert's weight per token: routing::shared_expert_gate of this logit (f32, one
+  // per token), or 1 where null.
+  const TensorView* shared_logit = nullptr;
 };
 
 // How a row of a step's logits comes back (StepMetadata::row_forms): what its sampler needs of

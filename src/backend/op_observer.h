@@ -82,7 +82,9 @@ constexpr OpAvailability feature(BackendFeature f) { return {OpAvailability::Kin
   X(EndStep, end_step, every)                                                          \
   X(AddRmsNorm, add_rms_norm, declared)                                                \
   X(AttentionScored, attention_scored, declared)                                       \
-  X(RopeStoreKv, rope_store_kv, declared)
+  X(RopeStoreKv, rope_store_kv, declared)                                              \
+  X(RouteExperts, route_experts, declared)                                             \
+  X(MoeFfnRouted, moe_ffn_routed, declared)
 
 enum class OpKind : uint8_t {
 #define LUMEN_OP_KIND(kind, name, availability) kind,
@@ -103,14 +105,18 @@ OpAvailability op_availability_of(OpKind kind);
 // One call's arguments by role; what an op does not take stays empty. Tensors are in the
 // method's parameter order: matmul in = {w, x}, out = {y}; matmul_glu in = {gate_w, up_w, x},
 // out = {gate, up}; add_rms_norm in = {a, b, weight}, out = {sum, out}; rope_store_kv in = {v},
-// out = {q, k}; an op that updates a tensor in place (scale, rope) lists it as out only.
+// out = {q, k}; route_experts in = {logits, selection_bias}, out = {experts, weights, counts};
+// moe_ffn_routed in = {x, experts, weights}, out = {out}; an op that updates a tensor in place
+// (scale, rope) lists it as out only; an optional tensor not given is null.
 struct OpCall {
   explicit OpCall(OpKind op) : kind(op) {}
   OpKind kind;
   std::array<const TensorView*, 5> in{};
-  std::array<const TensorView*, 2> out{};
+  std::array<const TensorView*, 3> out{};
   std::span<const MatmulOutput> matmul_outputs;  // matmul_same_input
   std::span<const ExpertWork> experts;           // moe_ffn
+  const RouterConfig* router = nullptr;          // route_experts
+  const RoutedExperts* routed = nullptr;         // moe_ffn_routed's matrices
   // Host arrays of indices: get_rows' ids, rope's positions, shift_keys' blocks.
   std::span<const int32_t> indices;
   std::span<const SequenceSlice> seqs;  // store_kv, attention(_scored), attention_scores (its one slice)
@@ -132,7 +138,7 @@ struct OpCall {
   const RopeConfig* rope = nullptr;     // rope, shift_keys
   const AttentionConfig* attention = nullptr;
   const StepMetadata* step = nullptr;  // begin_step (valid during the call only: copy it to keep it)
-  Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn
+  Glu glu = Glu::Swiglu;               // matmul_glu, moe_ffn, moe_ffn_routed
   float value = 0.0f;  // rms_norm's, add_rms_norm's and layer_norm's eps, scale's factor, activation's kind
   // n_slots (moe_ffn), head_dim (rotate_heads, shift_keys, gather_kv_rows), head_size (rwkv_wkv7),
   // delta (shift_keys),

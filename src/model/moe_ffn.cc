@@ -12,15 +12,6 @@ namespace {
 using backend::TensorView;
 using backend::first_rows;
 
-
-// llama.cpp's shared-expert gate: silu(g) / g, which is sigmoid(g) rounded as ggml rounds it
-// (silu is g / (1 + exp(-g)) in f32); its limit 1/2 at g = 0, where the division has none.
-float shared_expert_gate(float g) {
-  if (g == 0.0f) return 0.5f;
-  const float silu = g / (1.0f + std::exp(-g));
-  return silu / g;
-}
-
 }  // namespace
 
 MoeFfn::MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures& features, const ExpertShard& experts)
@@ -62,7 +53,29 @@ void MoeFfn::forward_no_rows(size_t layer, const LayerWeights& w) {
 
 void MoeFfn::reset_load() {
   std::fill(load_.tokens.begin(), load_.tokens.end(), 0);
+  if (device_counts_) {
+    drain_device_counts();  // and drop what it read
+    std::fill(load_.tokens.begin(), load_.tokens.end(), 0);
+  }
   if (parallel_) parallel_->reset_traffic();
+}
+
+const ExpertLoad& MoeFfn::load() const {
+  if (device_counts_ && routed_since_drain_ > 0) drain_device_counts();
+  return load_;
+}
+
+// The backend's counts (f32, exact below 2^24) added to load_ and zeroed there: a copy each way,
+// when the load is read and before any entry could pass 2^24.
+void MoeFfn::drain_device_counts() const {
+  const auto cells = static_cast<size_t>(load_.layers * load_.experts);
+  host_counts_.resize(cells);
+  TensorView counts = backend::f32_matrix(static_cast<float*>(device_counts_->data()), load_.experts, load_.layers);
+  backend_.copy_to_host(counts, host_counts_.data());
+  for (size_t i = 0; i < cells; ++i) load_.tokens[i] += static_cast<uint64_t>(host_counts_[i]);
+  std::fill(host_counts_.begin(), host_counts_.end(), 0.0f);
+  backend_.copy_from_host(host_counts_.data(), counts);
+  routed_since_drain_ = 0;
 }
 
 void MoeFfn::ensure_capacity(int64_t n) {
@@ -76,11 +89,21 @@ void MoeFfn::ensure_capacity(int64_t n) {
   logits_ = matrix(router_.n_experts, n);
   shared_gate_ = matrix(1, n);
   out_ = matrix(embedding_, n);
+  chosen_weights_ = matrix(router_.n_used, n);
+  chosen_experts_ = matrix(router_.n_used, n);  // i32 ids, 4 bytes each as f32's
+  chosen_experts_.type = tensor::DType::I32;
 }
 
 const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const TensorView& h) {
   if (!w.ffn_gate_inp || !w.ffn_gate_exps || !w.ffn_up_exps || !w.ffn_down_exps) {
     fail("layer {}: a mixture-of-experts FFN without its router or experts", layer);
+  }
+  const bool shared = w.ffn_up_shexp.has_value();
+  if (shared && (!w.ffn_gate_shexp || !w.ffn_down_shexp)) {
+    fail("layer {}: a shared expert without its gate or down matrix", layer);
+  }
+  if (w.ffn_exp_probs_b && w.ffn_exp_probs_b->elements() != router_.n_experts) {
+    fail("layer {}: exp_probs_b is not one bias per expert", layer);
   }
   const int64_t n = h.rows();
   ensure_capacity(n);
@@ -90,87 +113,101 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
   const backend::Backend::MatmulOutput router[] = {
       {&*w.ffn_gate_inp, &logits}, {w.ffn_gate_inp_shexp ? &*w.ffn_gate_inp_shexp : nullptr, &shared_gate}};
   backend_.matmul_same_input(h, std::span(router, w.ffn_gate_inp_shexp ? 2 : 1));
+  // Asked each call: what a backend declares may change (a test's set_composed_ops).
+  const bool routes_on_backend =
+      backend_.has_op(backend::OpKind::RouteExperts) && backend_.has_op(backend::OpKind::MoeFfnRouted);
+  if (routes_on_backend && !parallel_ && observer_ == nullptr) {
+    return forward_routed_on_backend(layer, w, h, logits, w.ffn_gate_inp_shexp ? &shared_gate : nullptr);
+  }
+
+  // Routed on the host: the expert-parallel exchange and the observer need the choice there, as
+  // does a backend without route_experts.
   host_logits_.resize(static_cast<size_t>(n * router_.n_experts));
   backend_.copy_to_host(logits, host_logits_.data());
   std::span<const float> selection_bias;
   if (w.ffn_exp_probs_b) {
-    if (w.ffn_exp_probs_b->elements() != router_.n_experts) fail("layer {}: exp_probs_b is not one bias per expert", layer);
     host_bias_.resize(static_cast<size_t>(router_.n_experts));
     backend_.copy_to_host(*w.ffn_exp_probs_b, host_bias_.data());
     selection_bias = host_bias_;
   }
   route_tokens(host_logits_, router_, routing_, selection_bias);
+  std::span<const float> shared_logits;
+  if (w.ffn_gate_inp_shexp) {
+    host_shared_gate_.resize(static_cast<size_t>(n));
+    backend_.copy_to_host(shared_gate, host_shared_gate_.data());
+    shared_logits = host_shared_gate_;
+  }
   uint64_t* counts = load_.tokens.data() + static_cast<size_t>(layer) * static_cast<size_t>(load_.experts);
-  const bool shared = w.ffn_up_shexp.has_value();
-  if (shared && (!w.ffn_gate_shexp || !w.ffn_down_shexp)) {
-    fail("layer {}: a shared expert without its gate or down matrix", layer);
-  }
-  if (shared) shared_expert_weights(w, shared_gate, n);
   TensorView out = first_rows(out_, n);
-  if (parallel_ && data_parallel_) {
-    // Each rank counts what its own experts took: no rank sees the others' routing.
-    parallel_->forward_own_rows(
-        w, h, routing_, shared ? std::span<const float>(shared_weights_) : std::span<const float>(), glu_, out, counts);
-    result_ = out;
-    return result_;
-  }
   if (parallel_) {
-    for (int32_t e : routing_.experts) ++counts[e];
-    parallel_->forward(w, h, routing_, shared ? std::span<const float>(shared_weights_) : std::span<const float>(),
-                       glu_, out);
+    const std::span<const float> weights = shared ? shared_expert_weights(shared_logits, n) : std::span<const float>();
+    if (data_parallel_) {
+      // Each rank counts what its own experts took: no rank sees the others' routing.
+      parallel_->forward_own_rows(w, h, routing_, weights, glu_, out, counts);
+    } else {
+      for (int32_t e : routing_.experts) ++counts[e];
+      parallel_->forward(w, h, routing_, weights, glu_, out);
+    }
     result_ = out;
     return result_;
   }
-  group_by_expert(routing_, router_, groups_);
-
-  const size_t n_groups = groups_.expert.size();
-  matrices_.resize(3 * n_groups);
-  work_.clear();
-  for (size_t g = 0; g < n_groups; ++g) {
-    const int64_t e = groups_.expert[g];
-    matrices_[3 * g] = backend::expert_matrix(*w.ffn_gate_exps, e);
-    matrices_[3 * g + 1] = backend::expert_matrix(*w.ffn_up_exps, e);
-    matrices_[3 * g + 2] = backend::expert_matrix(*w.ffn_down_exps, e);
-    const auto begin = static_cast<size_t>(groups_.begin[g]);
-    const auto size = static_cast<size_t>(groups_.begin[g + 1]) - begin;
-    counts[e] += size;
-    work_.push_back({&matrices_[3 * g], &matrices_[3 * g + 1], &matrices_[3 * g + 2],
-                     std::span(groups_.rows).subspan(begin, size), std::span(groups_.slots).subspan(begin, size),
-                     std::span(groups_.weights).subspan(begin, size)});
-  }
-  if (shared) {
-    // Every token, in the slot after its routed experts: added last, as llama.cpp adds it.
-    all_rows_.resize(static_cast<size_t>(n));
-    shared_slots_.assign(static_cast<size_t>(n), static_cast<int32_t>(router_.n_used));
-    for (int64_t t = 0; t < n; ++t) all_rows_[static_cast<size_t>(t)] = static_cast<int32_t>(t);
-    work_.push_back(
-        {&*w.ffn_gate_shexp, &*w.ffn_up_shexp, &*w.ffn_down_shexp, all_rows_, shared_slots_, shared_weights_});
-  }
-  if (observer_ != nullptr) observe(w, h);
-  const int64_t n_slots = router_.n_used + (shared ? 1 : 0);
-  backend_.moe_ffn(h, work_, n_slots, glu_, out);
+  const std::span<const backend::ExpertWork> work =
+      work_.build(routing_.experts, routing_.weights, router_.n_used, routed_experts(w, nullptr), shared_logits);
+  for (int32_t e : routing_.experts) ++counts[e];
+  if (observer_ != nullptr) observe(w, h, work);
+  backend_.moe_ffn(h, work, work_.n_slots(), glu_, out);
   result_ = out;
   return result_;
 }
 
-void MoeFfn::shared_expert_weights(const LayerWeights& w, const TensorView& shared_gate, int64_t n) {
-  shared_weights_.assign(static_cast<size_t>(n), 1.0f);
-  if (!w.ffn_gate_inp_shexp) return;
-  host_shared_gate_.resize(static_cast<size_t>(n));
-  backend_.copy_to_host(shared_gate, host_shared_gate_.data());
-  for (int64_t t = 0; t < n; ++t) {
-    shared_weights_[static_cast<size_t>(t)] = shared_expert_gate(host_shared_gate_[static_cast<size_t>(t)]);
+// Routed on the backend (Backend::route_experts, moe_ffn_routed): the logits, the choice and the
+// experts stay where the backend keeps them, and the choice is counted there.
+const TensorView& MoeFfn::forward_routed_on_backend(size_t layer, const LayerWeights& w, const TensorView& h,
+                                                    const TensorView& logits, const TensorView* shared_gate) {
+  const int64_t n = h.rows();
+  if (!device_counts_) {
+    // One f32 count per (layer, expert); a new buffer reads zero.
+    device_counts_ = backend_.allocate(static_cast<size_t>(load_.layers * load_.experts) * sizeof(float));
   }
+  // Drained before any count could pass 2^24, where f32 stops counting by ones.
+  if (routed_since_drain_ + n > kMaxRoutedBetweenDrains) drain_device_counts();
+  routed_since_drain_ += n;
+  TensorView counts = backend::f32_matrix(
+      static_cast<float*>(device_counts_->data()) + layer * static_cast<size_t>(load_.experts), router_.n_experts, 1);
+  TensorView experts = first_rows(chosen_experts_, n), weights = first_rows(chosen_weights_, n);
+  backend_.route_experts(logits, w.ffn_exp_probs_b ? &*w.ffn_exp_probs_b : nullptr, router_, experts, weights, &counts);
+  TensorView out = first_rows(out_, n);
+  backend_.moe_ffn_routed(h, experts, weights, routed_experts(w, shared_gate), glu_, out);
+  result_ = out;
+  return result_;
+}
+
+backend::RoutedExperts MoeFfn::routed_experts(const LayerWeights& w, const TensorView* shared_gate) const {
+  backend::RoutedExperts m{&*w.ffn_gate_exps, &*w.ffn_up_exps, &*w.ffn_down_exps};
+  if (w.ffn_up_shexp) {
+    m.shared_gate = &*w.ffn_gate_shexp;
+    m.shared_up = &*w.ffn_up_shexp;
+    m.shared_down = &*w.ffn_down_shexp;
+    if (w.ffn_gate_inp_shexp) m.shared_logit = shared_gate;
+  }
+  return m;
+}
+
+std::span<const float> MoeFfn::shared_expert_weights(std::span<const float> shared_logits, int64_t n) {
+  shared_weights_.assign(static_cast<size_t>(n), 1.0f);
+  for (size_t t = 0; t < shared_logits.size(); ++t)
+    shared_weights_[t] = backend::routing::shared_expert_gate(shared_logits[t]);
+  return shared_weights_;
 }
 
 // What each matrix of the layer multiplies, shown to the observer: the router and shared-expert
 // gate see h; each expert (and the shared one) its rows of h for gate and up, and for down the
 // GLU of those, computed here the way Backend::moe_ffn computes it.
-void MoeFfn::observe(const LayerWeights& w, const TensorView& h) {
+void MoeFfn::observe(const LayerWeights& w, const TensorView& h, std::span<const backend::ExpertWork> work_list) {
   observer_->on_matmul(*w.ffn_gate_inp, h);
   if (w.ffn_gate_inp_shexp) observer_->on_matmul(*w.ffn_gate_inp_shexp, h);
   int64_t ff = 0;
-  for (const backend::Backend::ExpertWork& work : work_) ff = std::max(ff, work.gate->dims[1]);
+  for (const backend::Backend::ExpertWork& work : work_list) ff = std::max(ff, work.gate->dims[1]);
   const int64_t n = h.rows();
   const int64_t need = std::max(embedding_, ff) * n;
   if (need > observed_capacity_) {
@@ -178,7 +215,7 @@ void MoeFfn::observe(const LayerWeights& w, const TensorView& h) {
     for (int i = 0; i < 3; ++i) observed_.push_back(backend_.allocate(static_cast<size_t>(need) * sizeof(float)));
     observed_capacity_ = need;
   }
-  for (const backend::Backend::ExpertWork& work : work_) {
+  for (const backend::Backend::ExpertWork& work : work_list) {
     const auto rows = static_cast<int64_t>(work.rows.size());
     TensorView x = backend::f32_matrix(static_cast<float*>(observed_[0]->data()), embedding_, rows);
     TensorView gate = backend::f32_matrix(static_cast<float*>(observed_[1]->data()), work.gate->dims[1], rows);

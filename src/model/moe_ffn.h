@@ -6,9 +6,11 @@
 // (`lumen bench` reports it).
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/common/routed_expert_work.h"
 #include "model/arch/block_features.h"
 #include "model/expert_parallel_ffn.h"
 #include "model/hparams.h"
@@ -43,7 +45,9 @@ class MoeFfn {
   // still run (this rank's experts serve the other ranks' rows).
   void forward_no_rows(size_t layer, const LayerWeights& w);
 
-  const ExpertLoad& load() const { return load_; }
+  // The tokens each expert of each layer took since reset_load. Where the backend routes
+  // (route_experts), its counts come back here when read: a copy each way.
+  const ExpertLoad& load() const;
   // Data-parallel attention: the other ranks' counts (of their experts), gathered by rank 0.
   ExpertLoad& mutable_load() { return load_; }
   ExpertParallelFfn* mutable_expert_parallel() { return parallel_.get(); }
@@ -57,9 +61,16 @@ class MoeFfn {
 
  private:
   void ensure_capacity(int64_t n);
-  void observe(const LayerWeights& w, const backend::TensorView& h);
-  // Each token's shared-expert weight (its gate, or 1) into shared_weights_.
-  void shared_expert_weights(const LayerWeights& w, const backend::TensorView& shared_gate, int64_t n);
+  void observe(const LayerWeights& w, const backend::TensorView& h, std::span<const backend::ExpertWork> work);
+  // Each token's shared-expert weight (from its gate logit, or 1 without logits), for the
+  // expert-parallel exchange.
+  std::span<const float> shared_expert_weights(std::span<const float> shared_logits, int64_t n);
+  // The path of a backend with route_experts and moe_ffn_routed: nothing comes to the host.
+  const backend::TensorView& forward_routed_on_backend(size_t layer, const LayerWeights& w,
+                                                       const backend::TensorView& h, const backend::TensorView& logits,
+                                                       const backend::TensorView* shared_gate);
+  backend::RoutedExperts routed_experts(const LayerWeights& w, const backend::TensorView* shared_gate) const;
+  void drain_device_counts() const;
 
   backend::Backend& backend_;
   RouterConfig router_;
@@ -71,12 +82,19 @@ class MoeFfn {
   // Host-side state, reused step to step.
   std::vector<float> host_logits_, host_shared_gate_, host_bias_;
   Routing routing_;
-  ExpertGroups groups_;
-  std::vector<backend::TensorView> matrices_;  // gate, up, down of each group
-  std::vector<int32_t> all_rows_, shared_slots_;
+  backend::common::RoutedExpertWork work_;  // the host routing as moe_ffn takes it
   std::vector<float> shared_weights_;
-  std::vector<backend::Backend::ExpertWork> work_;
-  ExpertLoad load_;
+  // Routed on the backend: the choice (i32 ids, f32 weights, n_used per token) and the counts,
+  // one f32 per (layer, expert), exact while below 2^24: drained into load_ when read, and
+  // before a forward could take an entry past kMaxRoutedBetweenDrains tokens (a step replayed
+  // from a CUDA graph does not run this code, so its tokens are not seen here: a run of more
+  // than 2^23 replayed tokens on one expert of one layer between two reads could round).
+  static constexpr int64_t kMaxRoutedBetweenDrains = int64_t{1} << 23;
+  backend::TensorView chosen_experts_, chosen_weights_;
+  std::unique_ptr<backend::Buffer> device_counts_;
+  mutable int64_t routed_since_drain_ = 0;
+  mutable std::vector<float> host_counts_;
+  mutable ExpertLoad load_;
   MatmulObserver* observer_ = nullptr;
   std::unique_ptr<ExpertParallelFfn> parallel_;
   bool data_parallel_ = false;                              // data-parallel attention: forward_own_rows

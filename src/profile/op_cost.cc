@@ -59,6 +59,25 @@ OpCost moe_ffn_cost(const TensorView& x, std::span<const backend::Backend::Exper
   return total;
 }
 
+OpCost moe_ffn_routed_cost(const TensorView& x, const TensorView& experts, const backend::RoutedExperts& m,
+                           const TensorView& out) {
+  // The routing stays on the backend: k experts a row, each chosen one's matrices read once,
+  // at most every expert's.
+  const double n = static_cast<double>(x.rows()), k = static_cast<double>(experts.dims[0]);
+  const double n_experts = static_cast<double>(m.gate->dims[2]);
+  const double chosen = std::min(n * k, n_experts);
+  const double in = static_cast<double>(m.gate->dims[0]), ff = static_cast<double>(m.gate->dims[1]);
+  OpCost total{static_cast<double>(x.elements()) * kF32 + static_cast<double>(out.elements()) * kF32 +
+                   chosen / n_experts * (view_bytes(*m.gate) + view_bytes(*m.up) + view_bytes(*m.down)),
+               n * k * (3.0 * 2.0 * in * ff + 5.0 * ff + 2.0 * in), !is_plain_float(m.gate->type)};
+  if (m.shared_gate != nullptr) {
+    const double ffs = static_cast<double>(m.shared_gate->dims[1]);
+    total.bytes += view_bytes(*m.shared_gate) + view_bytes(*m.shared_up) + view_bytes(*m.shared_down);
+    total.flops += n * (3.0 * 2.0 * in * ffs + 5.0 * ffs + 2.0 * in);
+  }
+  return total;
+}
+
 OpCost get_rows_cost(const TensorView& table, int64_t n_ids, const TensorView& out) {
   return {static_cast<double>(n_ids) * static_cast<double>(table.row_bytes) + static_cast<double>(out.elements()) * kF32, 0,
           false};

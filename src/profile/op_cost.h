@@ -43,6 +43,10 @@ OpCost matmul_glu_cost(const backend::TensorView& gate_w, const backend::TensorV
                        backend::Backend::Glu glu, const backend::TensorView& gate);
 OpCost moe_ffn_cost(const backend::TensorView& x, std::span<const backend::Backend::ExpertWork> experts,
                     const backend::TensorView& out);
+// moe_ffn_routed: the routing is not on the host, so each of the min(n x k, n_experts) experts
+// a call can choose counts as read once (a decode step's k distinct experts).
+OpCost moe_ffn_routed_cost(const backend::TensorView& x, const backend::TensorView& experts,
+                           const backend::RoutedExperts& m, const backend::TensorView& out);
 OpCost get_rows_cost(const backend::TensorView& table, int64_t n_ids, const backend::TensorView& out);
 OpCost rms_norm_cost(const backend::TensorView& x, const backend::TensorView& weight);
 // `operands` f32 tensors of x's size read, one written, `flops_per_element` each.

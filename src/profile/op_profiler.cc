@@ -173,6 +173,10 @@ int64_t OpProfiler::op_id(const backend::OpCall& call) {
       const TensorView* first[] = {call.experts.empty() ? nullptr : call.experts.front().gate};
       return named("moe_ffn", std::span<const TensorView* const>(first, call.experts.empty() ? 0 : 1));
     }
+    case OpKind::MoeFfnRouted: {
+      const TensorView* gate[] = {call.routed->gate};
+      return named("moe_ffn", gate);
+    }
     case OpKind::GetRows:
     case OpKind::RmsNorm:
     case OpKind::AddRmsNorm: {
@@ -198,6 +202,7 @@ OpCost cost_of(const backend::OpCall& call) {
     case OpKind::MatmulSameInput: return matmul_same_input_cost(*call.in[0], call.matmul_outputs);
     case OpKind::MatmulGlu: return matmul_glu_cost(*call.in[0], *call.in[1], *call.in[2], call.glu, *call.out[0]);
     case OpKind::MoeFfn: return moe_ffn_cost(*call.in[0], call.experts, *call.out[0]);
+    case OpKind::MoeFfnRouted: return moe_ffn_routed_cost(*call.in[0], *call.in[1], *call.routed, *call.out[0]);
     case OpKind::GetRows: return get_rows_cost(*call.in[0], static_cast<int64_t>(call.indices.size()), *call.out[0]);
     case OpKind::RmsNorm: return rms_norm_cost(*call.in[0], *call.in[1]);
     case OpKind::Add: return elementwise_cost(*call.out[0], 2, 1.0);

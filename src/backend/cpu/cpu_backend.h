@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "backend/common/composed_moe_ffn.h"
+#include "backend/common/routed_expert_work.h"
 #include "backend/common/composed_shift_keys.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
@@ -55,6 +56,12 @@ class CpuBackend final : public Backend {
                      TensorView& up) override;
   void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                   TensorView& out) override;
+  // cpu_routed_moe.cc: common::route_token row by row, and the routing grouped by expert into
+  // moe_ffn (so both give what the model's host path gave before them, bit for bit).
+  void do_route_experts(const TensorView& logits, const TensorView* selection_bias, const RouterConfig& config,
+                        TensorView& experts, TensorView& weights, TensorView* counts) override;
+  void do_moe_ffn_routed(const TensorView& x, const TensorView& experts, const TensorView& weights,
+                         const RoutedExperts& matrices, Glu glu, TensorView& out) override;
   void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
   void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
   void do_add(const TensorView& a, const TensorView& b, TensorView& out) override;
@@ -136,6 +143,8 @@ class CpuBackend final : public Backend {
   cpu::MatmulScratch matmul_scratch_;
   cpu::MoeScratch moe_scratch_;
   std::vector<cpu::ExpertMatrices> experts_;  // moe_ffn's per-call descriptions, reused
+  std::vector<float> router_probs_;           // route_experts' per-token scratch
+  common::RoutedExpertWork routed_work_;      // moe_ffn_routed's ExpertWork list, reused
   // set_composed_ops(true): not null.
   std::unique_ptr<common::ComposedMoeFfn> composed_moe_;
   std::unique_ptr<common::ComposedShiftKeys> composed_shift_;

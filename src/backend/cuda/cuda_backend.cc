@@ -313,7 +313,8 @@ void CudaBackend::do_get_rows(const TensorView& table, std::span<const int32_t> 
 
 bool CudaBackend::do_has_op(OpKind op) const {
   return (op == OpKind::AddRmsNorm && state_->options.fused_add_rms_norm) ||
-         (op == OpKind::RopeStoreKv && state_->options.fused_rope_store_kv);
+         (op == OpKind::RopeStoreKv && state_->options.fused_rope_store_kv) ||
+         ((op == OpKind::RouteExperts || op == OpKind::MoeFfnRouted) && state_->options.routed_moe);
 }
 
 void CudaBackend::upload(void* device_dst, const void* host_src, size_t bytes) {

@@ -140,6 +140,13 @@ struct CudaBackendOptions {
   // device function). Written without a GPU on 2026-11-29: off until its conformance rows and the
   // greedy model tests have passed on a GPU. LUMEN_CUDA_ROPE_STORE_KV=1.
   bool fused_rope_store_kv = false;
+  // Declare route_experts and moe_ffn_routed (route_experts.cu, gemv_experts.cu): a MoE layer's
+  // router, experts and combine on the device, where the composed moe_ffn copied the router's
+  // logits to the host and waited for them every layer, and ran 4 launches or more per chosen
+  // expert. Decode-sized batches of quantized experts run on the device; others copy the routing
+  // back and run the composed path. Written without a GPU on 2026-11-29: off until its
+  // conformance rows and the MoE model tests have passed on a GPU. LUMEN_CUDA_ROUTED_MOE=1.
+  bool routed_moe = false;
 };
 
 class CudaBackend final : public Backend {
@@ -201,6 +208,11 @@ class CudaBackend final : public Backend {
   void do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) override;
   void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                   TensorView& out) override;
+  // cuda_routed_moe.cc
+  void do_route_experts(const TensorView& logits, const TensorView* selection_bias, const RouterConfig& config,
+                        TensorView& experts, TensorView& weights, TensorView* counts) override;
+  void do_moe_ffn_routed(const TensorView& x, const TensorView& experts, const TensorView& weights,
+                         const RoutedExperts& matrices, Glu glu, TensorView& out) override;
   void do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) override;
   void do_rms_norm(const TensorView& x, const TensorView& weight, float eps, TensorView& out) override;
   void do_add_rms_norm(const TensorView& a, const TensorView& b, const TensorView& weight, float eps, TensorView& sum,

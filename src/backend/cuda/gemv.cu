@@ -12,10 +12,12 @@
 //
 // Legacy formats: lane = one 32-value block. K-quants: lane = one 32-value part of a 256-value
 // super-block; the 8 lanes of a super-block add their integer sums by shuffles and one of them
-// forms the super-block's value: d * xd * sum(scale * dot) - dmin * xd * sum(min * bsum).
+// forms the super-block's value: d * xd * sum(scale * dot) - dmin * xd * sum(min * bsum). The
+// row loops are gemv_rows.cuh's, which the experts' GEMV (gemv_experts.cu) shares.
 #include "backend/cuda/block_decode.h"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/gemv_common.cuh"
+#include "backend/cuda/gemv_rows.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace lumen::backend::cuda {
@@ -32,24 +34,8 @@ __global__ void gemv_legacy_kernel(const uint8_t* weights, size_t row_bytes, int
                                    Q8Activations x, int64_t t0, int nt, float* y, int64_t ys) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;  // the whole warp
-  const int lane = threadIdx.x % 32;
-  const uint8_t* wrow = weights + row * row_bytes;
-  const int64_t blocks = cols / 32;
   float acc[kGemvMaxTokens] = {};
-  for (int64_t b = lane; b < blocks; b += 32) {
-    hd::LegacyBlock w;
-    hd::decode_legacy<F>(wrow + b * hd::kBlockBytes<F>, w);
-#pragma unroll
-    for (int t = 0; t < kGemvMaxTokens; ++t) {
-      if (t < nt) {
-        const int64_t token = t0 + t;
-        int xq[8];
-        load_activation_codes(x.qs + token * cols + b * 32, xq);
-        const float xs = hd::kHasMin<F> ? x.s[token * blocks + b] : 0.0f;
-        acc[t] = __fadd_rn(acc[t], hd::legacy_dot<F>(w, xq, x.d[token * blocks + b], xs));
-      }
-    }
-  }
+  legacy_row_dot<F>(weights + row * row_bytes, cols, x, t0, nt, acc, static_cast<int>(threadIdx.x % 32));
   store_warp_results<kGemvMaxTokens>(acc, nt, y, ys, row);
 }
 
@@ -59,38 +45,8 @@ __global__ void gemv_kquant_kernel(const uint8_t* weights, size_t row_bytes, int
                                    Q8Activations x, int64_t t0, int nt, float* y, int64_t ys) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;
-  const int lane = threadIdx.x % 32;
-  const uint8_t* wrow = weights + row * row_bytes;
-  const int64_t units = cols / 32;  // a multiple of 8
-  const int64_t supers = cols / 256;
-  const int j = lane % 8;
   float acc[kGemvMaxTokens] = {};
-  // Every lane runs every iteration (the group shuffles need all 32); the 8 lanes of a
-  // super-block are valid or not together, since 32 is a multiple of 8.
-  for (int64_t u0 = 0; u0 < units; u0 += 32) {
-    const int64_t unit = u0 + lane;
-    const bool valid = unit < units;
-    const int64_t sb = unit / 8;
-    hd::KUnit w{};
-    if (valid) hd::decode_kunit<F>(wrow + sb * hd::kBlockBytes<F>, j, w);
-#pragma unroll
-    for (int t = 0; t < kGemvMaxTokens; ++t) {
-      if (t < nt) {
-        const int64_t token = t0 + t;
-        int scaled = 0, mins = 0;
-        if (valid) {
-          int xq[8];
-          load_activation_codes(x.qs + token * cols + unit * 32, xq);
-          hd::kunit_dot(w, xq, x.bsums + token * (cols / 16) + sb * 16 + 2 * j, scaled, mins);
-        }
-        scaled = group8_sum(scaled);
-        mins = group8_sum(mins);
-        if (valid && j == 0) {
-          acc[t] = __fadd_rn(acc[t], hd::ksuper_value(w.d, w.dmin, x.d[token * supers + sb], scaled, mins));
-        }
-      }
-    }
-  }
+  kquant_row_dot<F>(weights + row * row_bytes, cols, x, t0, nt, acc, static_cast<int>(threadIdx.x % 32));
   store_warp_results<kGemvMaxTokens>(acc, nt, y, ys, row);
 }
 

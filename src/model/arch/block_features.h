@@ -5,6 +5,8 @@
 // needs a feature Lumen cannot run yet fails loudly instead of producing wrong text.
 #include <cstdint>
 
+#include "backend/expert_routing.h"
+
 namespace lumen::model {
 
 struct HParams;
@@ -13,8 +15,8 @@ struct HParams;
 // plain one (up with its bias, ggml's tanh GELU, down with its bias: BLOOM).
 enum class Activation { SwiGlu, GeGlu, Gelu };
 enum class FfnKind { Dense, MixtureOfExperts };
-// How a MoE router turns its logits into expert probabilities.
-enum class ExpertGating { Softmax, Sigmoid };
+// How a MoE router turns its logits into expert probabilities (the backend's, which routes).
+using ExpertGating = backend::ExpertGating;
 enum class AttentionKind { Grouped /* MHA, GQA and MQA */, MultiHeadLatent };
 // What mixes information across positions in a block. Attention blocks are attention then an
 // FFN; a Mamba 2 block is an RMS norm, the state-space mixer (model/mamba2_mixer.h) and the

@@ -51,7 +51,7 @@ constexpr const char* kSwitches[] = {
     "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",   "LUMEN_CUDA_RWKV7",
     "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING",   "LUMEN_CUDA_TENSOR_CORE_PREFILL",
     "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST", "LUMEN_CUDA_GROUPED_GEMV",
-    "LUMEN_CUDA_ROPE_STORE_KV"};
+    "LUMEN_CUDA_ROPE_STORE_KV",  "LUMEN_CUDA_ROUTED_MOE"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -87,7 +87,8 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
                            "LUMEN_CUDA_FUSED_QUANTIZE",
                            "LUMEN_CUDA_ROPE_LOADS_FIRST",
                            "LUMEN_CUDA_GROUPED_GEMV",
-                           "LUMEN_CUDA_ROPE_STORE_KV"}) {
+                           "LUMEN_CUDA_ROPE_STORE_KV",
+                           "LUMEN_CUDA_ROUTED_MOE"}) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -159,6 +160,11 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   {
     ScopedEnv fused("LUMEN_CUDA_ROPE_STORE_KV", "1");
     EXPECT_TRUE(options_with_environment(given).fused_rope_store_kv);
+    EXPECT_FALSE(options_with_environment(given).routed_moe);
+  }
+  {
+    ScopedEnv routed("LUMEN_CUDA_ROUTED_MOE", "1");
+    EXPECT_TRUE(options_with_environment(given).routed_moe);
   }
 }
 

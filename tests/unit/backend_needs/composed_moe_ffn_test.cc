@@ -5,6 +5,10 @@
 // bound the MoE goldens hold a synthetic model's first positions to (rounding: 1e-3), and the
 // serving engine's greedy tokens must be the same. On CUDA the composition is then as correct
 // as the primitives it calls, which the conformance table checks there.
+//
+// The native side is also the transformer's routed path (route_experts and moe_ffn_routed, which
+// the CPU declares and set_composed_ops withdraws), the composed side its host path (route_tokens
+// on the logits brought back): the pass counts the router calls to show which one ran.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -71,6 +75,11 @@ class ComposedMoeFfn : public ::testing::TestWithParam<MoeCase> {
 
   // Every position's logits: a 40-token prompt in one pass, then 6 tokens one by one.
   std::vector<float> teacher_forced(bool composed) {
+    struct RouterCalls final : backend::OpObserver {
+      void before_op(const backend::OpCall& call) override { calls += call.kind == backend::OpKind::RouteExperts; }
+      int64_t calls = 0;
+    } router;
+    cpu_.add_observer(&router);
     cpu_.set_composed_ops(composed);
     engine::SingleSequenceForward forward(*model_, cpu_, 128);
     std::vector<int32_t> tokens;
@@ -82,6 +91,13 @@ class ComposedMoeFfn : public ::testing::TestWithParam<MoeCase> {
       logits.insert(logits.end(), step.begin(), step.end());
     }
     cpu_.set_composed_ops(false);
+    cpu_.remove_observer(&router);
+    // 7 passes over the MoE layers (DeepSeek's first is dense): routed on the backend or not.
+    if (composed) {
+      EXPECT_EQ(router.calls, 0);
+    } else {
+      EXPECT_GE(router.calls, 7);
+    }
     return logits;
   }
 

@@ -1,0 +1,212 @@
+// CudaBackend::route_experts and moe_ffn_routed (CudaBackendOptions::routed_moe): a MoE layer
+// whose routing never reaches the host.
+//
+// route_experts runs route_experts.cu (one warp a token). moe_ffn_routed runs a decode-sized
+// batch of quantized experts as five launches and a shared expert's ops: x quantized, every
+// (token, slot) pair's gate and up (gemv_experts.cu), the GLU, its quantization, every pair's
+// down, then the weighted sum in slot order. Anything else (a larger batch, float experts)
+// copies the routing to the host and runs the composed moe_ffn (common/composed_moe_ffn.h), so
+// the op always runs; only the fast path keeps the step free of transfers.
+#include <algorithm>
+#include <vector>
+
+#include "backend/common/expert_router.h"
+#include "backend/cuda/cuda_backend_state.h"
+#include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/graph_capture.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/routed_moe_kernels.h"
+#include "util/error.h"
+
+namespace lumen::backend {
+
+namespace {
+
+using tensor::DType;
+
+// Whether w's rows are packed as its type packs them (what the GEMV kernels index by).
+bool packed_rows(const TensorView& w) {
+  const auto expected = tensor::row_bytes(w.type, w.dims[0]);
+  return expected && *expected == w.row_bytes;
+}
+
+bool quantized_gemv_type(DType type) {
+  const DType act = cuda::gemv_activation_type(type);
+  return act != DType::F32 && act != DType::I8;
+}
+
+template <typename T>
+std::vector<T> download_values(CudaBackend& backend, const TensorView& t) {
+  std::vector<T> host(static_cast<size_t>(t.elements()));
+  backend.download(host.data(), t.data, host.size() * sizeof(T));
+  return host;
+}
+
+}  // namespace
+
+void CudaBackend::do_route_experts(const TensorView& logits, const TensorView* selection_bias,
+                                   const RouterConfig& config, TensorView& experts, TensorView& weights,
+                                   TensorView* counts) {
+  State& s = *state_;
+  for (const auto& [t, name] : {std::pair{&logits, "logits"},
+                                {selection_bias, "selection_bias"},
+                                {&experts, "experts"},
+                                {&weights, "weights"},
+                                {counts, "counts"}}) {
+    if (t != nullptr) cuda::require_device(s, *t, "route_experts", name);
+  }
+  const int64_t n = logits.rows();
+  if (n == 0) return;
+  if (config.n_experts > cuda::kMaxDeviceRoutedExperts) {
+    // More experts than a warp's shared-memory row holds: route on the host (a copy each way).
+    cuda::refuse_in_capture("route_experts");
+    std::vector<float> rows(static_cast<size_t>(n * config.n_experts));
+    copy_to_host(logits, rows.data());
+    std::vector<float> bias;
+    if (selection_bias != nullptr) {
+      bias.resize(static_cast<size_t>(config.n_experts));
+      copy_to_host(*selection_bias, bias.data());
+    }
+    common::Routing routing;
+    common::route_tokens(rows, config, routing, bias);
+    upload(experts.data, routing.experts.data(), routing.experts.size() * sizeof(int32_t));
+    upload(weights.data, routing.weights.data(), routing.weights.size() * sizeof(float));
+    if (counts != nullptr) {
+      std::vector<float> host_counts(static_cast<size_t>(config.n_experts));
+      copy_to_host(*counts, host_counts.data());
+      for (const int32_t e : routing.experts) host_counts[static_cast<size_t>(e)] += 1.0f;
+      upload(counts->data, host_counts.data(), host_counts.size() * sizeof(float));
+    }
+    return;
+  }
+  cuda::RouteExpertsArgs args;
+  args.logits = static_cast<const float*>(logits.data);
+  args.logits_stride = cuda::stride_of(logits);
+  args.bias = selection_bias != nullptr ? static_cast<const float*>(selection_bias->data) : nullptr;
+  args.config = config;
+  args.experts = static_cast<int32_t*>(experts.data);
+  args.weights = static_cast<float*>(weights.data);
+  args.counts = counts != nullptr ? static_cast<float*>(counts->data) : nullptr;
+  args.n_tokens = n;
+  cuda::launch_route_experts(args, s.stream);
+  s.check_launch("route_experts");
+}
+
+void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& experts, const TensorView& weights,
+                                    const RoutedExperts& m, Glu glu, TensorView& out) {
+  State& s = *state_;
+  for (const auto& [t, name] : {std::pair{&x, "x"},
+                                {&experts, "experts"},
+                                {&weights, "weights"},
+                                {&out, "out"},
+                                {m.gate, "gate"},
+                                {m.up, "up"},
+                                {m.down, "down"},
+                                {m.shared_gate, "shared gate"},
+                                {m.shared_up, "shared up"},
+                                {m.shared_down, "shared down"},
+                                {m.shared_logit, "shared logit"}}) {
+    if (t != nullptr) cuda::require_device(s, *t, "moe_ffn_routed", name);
+  }
+  const int64_t n = x.rows(), cols = x.dims[0], k = experts.dims[0];
+  const int64_t ff = m.gate->dims[1], n_experts = m.gate->dims[2];
+  if (n == 0) return;
+  const bool on_device = n <= std::min<int64_t>(s.options.max_gemv_tokens, cuda::kGemvMaxTokens) &&
+                         m.gate->type == m.up->type && quantized_gemv_type(m.gate->type) &&
+                         quantized_gemv_type(m.down->type) && packed_rows(*m.gate) && packed_rows(*m.up) &&
+                         packed_rows(*m.down);
+  if (!on_device) {
+    // The routing comes to the host, grouped by expert, and runs as the composed moe_ffn.
+    cuda::refuse_in_capture("moe_ffn_routed");
+    const std::vector<int32_t> ids = download_values<int32_t>(*this, experts);
+    const std::vector<float> w = download_values<float>(*this, weights);
+    std::vector<float> shared_logits;
+    if (m.shared_logit != nullptr) shared_logits = download_values<float>(*this, *m.shared_logit);
+    const std::span<const ExpertWork> work = s.routed_moe.host_work.build(ids, w, k, m, shared_logits);
+    s.moe->run(*this, x, work, s.routed_moe.host_work.n_slots(), glu, out);
+    return;
+  }
+
+  const int64_t pairs = n * k;
+  const auto floats = [&](cuda::DeviceScratch& scratch, int64_t count) {
+    return static_cast<float*>(scratch.ensure(static_cast<size_t>(count) * sizeof(float), s.stream));
+  };
+  float* gate = floats(s.routed_moe.gate, pairs * ff);
+  float* up = floats(s.routed_moe.up, pairs * ff);
+  float* down = floats(s.routed_moe.down, pairs * cols);
+  const auto q8 = [&](cuda::DeviceScratch& scratch, int64_t rows, int64_t width) {
+    return cuda::carve_q8_activations(scratch.ensure(cuda::q8_activation_bytes(rows, width), s.stream), rows, width);
+  };
+  const auto* ids = static_cast<const int32_t*>(experts.data);
+
+  // Gate and up of every pair, from its token's row of x.
+  const cuda::Q8Activations xq = q8(s.routed_moe.x_q8, n, cols);
+  cuda::launch_quantize_activations(cuda::gemv_activation_type(m.gate->type), static_cast<const float*>(x.data),
+                                    cuda::stride_of(x), n, cols, xq, s.stream);
+  cuda::ExpertGemvArgs gate_up;
+  gate_up.weights[0] = static_cast<const uint8_t*>(m.gate->data);
+  gate_up.weights[1] = static_cast<const uint8_t*>(m.up->data);
+  gate_up.y[0] = gate;
+  gate_up.y[1] = up;
+  gate_up.n_matrices = 2;
+  gate_up.expert_bytes = static_cast<size_t>(ff) * m.gate->row_bytes;
+  gate_up.row_bytes = m.gate->row_bytes;
+  gate_up.rows = ff;
+  gate_up.cols = cols;
+  gate_up.ids = ids;
+  gate_up.n_experts = n_experts;
+  gate_up.pairs = pairs;
+  gate_up.pairs_per_x_row = k;
+  gate_up.y_stride = ff;
+  cuda::launch_gemv_experts(m.gate->type, gate_up, xq, s.stream);
+
+  // The GLU into gate, then down of every pair.
+  if (glu == Glu::Swiglu) {
+    cuda::launch_swiglu(gate, ff, up, ff, gate, ff, pairs, ff, s.stream);
+  } else {
+    cuda::launch_geglu(gate, ff, up, ff, gate, ff, pairs, ff, s.gelu_table, s.stream);
+  }
+  const cuda::Q8Activations actq = q8(s.routed_moe.act_q8, pairs, ff);
+  cuda::launch_quantize_activations(cuda::gemv_activation_type(m.down->type), gate, ff, pairs, ff, actq, s.stream);
+  cuda::ExpertGemvArgs down_args;
+  down_args.weights[0] = static_cast<const uint8_t*>(m.down->data);
+  down_args.y[0] = down;
+  down_args.n_matrices = 1;
+  down_args.expert_bytes = static_cast<size_t>(cols) * m.down->row_bytes;
+  down_args.row_bytes = m.down->row_bytes;
+  down_args.rows = cols;
+  down_args.cols = ff;
+  down_args.ids = ids;
+  down_args.n_experts = n_experts;
+  down_args.pairs = pairs;
+  down_args.pairs_per_x_row = 1;
+  down_args.y_stride = cols;
+  cuda::launch_gemv_experts(m.down->type, down_args, actq, s.stream);
+  s.check_launch("moe_ffn_routed");
+
+  // A shared expert runs as a dense FFN would (this backend's own ops).
+  cuda::CombineExpertsArgs combine;
+  if (m.shared_gate != nullptr) {
+    const int64_t ff_shared = m.shared_gate->dims[1];
+    TensorView sg = f32_matrix(floats(s.routed_moe.shared_gate, n * ff_shared), ff_shared, n);
+    TensorView su = f32_matrix(floats(s.routed_moe.shared_up, n * ff_shared), ff_shared, n);
+    TensorView sd = f32_matrix(floats(s.routed_moe.shared_down, n * cols), cols, n);
+    matmul_glu(*m.shared_gate, *m.shared_up, x, glu, sg, su);
+    matmul(*m.shared_down, sg, sd);
+    combine.shared = static_cast<const float*>(sd.data);
+    combine.shared_stride = cols;
+    combine.shared_logit = m.shared_logit != nullptr ? static_cast<const float*>(m.shared_logit->data) : nullptr;
+  }
+  combine.y = down;
+  combine.y_stride = cols;
+  combine.weights = static_cast<const float*>(weights.data);
+  combine.k = k;
+  combine.out = static_cast<float*>(out.data);
+  combine.out_stride = cuda::stride_of(out);
+  combine.cols = cols;
+  combine.n_tokens = n;
+  cuda::launch_combine_experts(combine, s.stream);
+  s.check_launch("moe_ffn_routed");
+}
+
+}  // namespace lumen::backend

@@ -1,0 +1,68 @@
+#pragma once
+// Internal to the CUDA backend: the kernels of route_experts and moe_ffn_routed
+// (cuda_routed_moe.cc), which keep a MoE layer's routing on the device.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend/cuda/kernels.h"
+#include "backend/expert_routing.h"
+#include "tensor/dtype.h"
+
+namespace lumen::backend::cuda {
+
+// ---- route_experts.cu ----
+// The routers of n_tokens tokens, one warp each: backend/expert_routing.h's arithmetic, the
+// experts split over the lanes. Writes experts[t * n_used + s], weights[...], and adds 1.0f to
+// counts[e] for each choice (counts may be null).
+inline constexpr int64_t kMaxDeviceRoutedExperts = 1024;  // a warp's probabilities in shared memory
+struct RouteExpertsArgs {
+  const float* logits = nullptr;
+  int64_t logits_stride = 0;    // floats from one token's row to the next
+  const float* bias = nullptr;  // selection bias, or null
+  RouterConfig config;
+  int32_t* experts = nullptr;
+  float* weights = nullptr;
+  float* counts = nullptr;
+  int64_t n_tokens = 0;
+};
+void launch_route_experts(const RouteExpertsArgs& args, cudaStream_t stream);
+
+// ---- gemv_experts.cu ----
+// y[m][p * y_stride + r] = row r of expert ids[p]'s matrix m (m < n_matrices: gate and up, or
+// down alone) times x row p / pairs_per_x_row, for every (token, slot) pair p, with gemv.cu's
+// arithmetic. An id outside [0, n_experts) gives a row of zeros. false: F is not a quantized
+// GEMV type (nothing launched).
+struct ExpertGemvArgs {
+  const uint8_t* weights[2] = {};  // each matrix's expert 0
+  float* y[2] = {};
+  int n_matrices = 1;
+  size_t expert_bytes = 0;  // from one expert's matrix to the next
+  size_t row_bytes = 0;
+  int64_t rows = 0, cols = 0;
+  const int32_t* ids = nullptr;
+  int64_t n_experts = 0;
+  int64_t pairs = 0;
+  int64_t pairs_per_x_row = 1;
+  int64_t y_stride = 0;
+};
+bool launch_gemv_experts(tensor::DType type, const ExpertGemvArgs& args, const Q8Activations& x, cudaStream_t stream);
+
+// out[t, c] = sum over slots s of weights[t * k + s] * y[(t * k + s) * y_stride + c], each
+// product rounded before it is added, in slot order (moe_ffn's combine), then + w * shared[t, c]
+// where shared is given (w: routing::shared_expert_gate of shared_logit[t], or 1 without it).
+struct CombineExpertsArgs {
+  const float* y = nullptr;
+  int64_t y_stride = 0;
+  const float* weights = nullptr;
+  int64_t k = 0;
+  const float* shared = nullptr;
+  int64_t shared_stride = 0;
+  const float* shared_logit = nullptr;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+  int64_t cols = 0, n_tokens = 0;
+};
+void launch_combine_experts(const CombineExpertsArgs& args, cudaStream_t stream);
+
+}  // namespace lumen::backend::cuda

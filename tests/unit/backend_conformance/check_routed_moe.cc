@@ -1,0 +1,265 @@
+// route_experts and moe_ffn_routed, the declared ops that keep a MoE layer's routing where the
+// backend keeps its logits. route_experts must choose what common::route_tokens chooses for the
+// same logits (the router's definition, tested against softmax in double in moe_router_test),
+// with the same weights, and count each choice. moe_ffn_routed must give, bit for bit, the
+// backend's own moe_ffn for the same routing grouped by expert on the host (moe_ffn has its own
+// rows against a reference in double, check_moe.cc), so equality carries that reference over.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "backend/common/expert_router.h"
+#include "backend/common/routed_expert_work.h"
+#include "backend/cpu/cpu_backend.h"
+#include "registered_ops.h"
+#include "tensor_io.h"
+#include "util/error.h"
+
+namespace lumen::backend::conformance {
+namespace {
+
+using tensor::DType;
+
+// The ids a backend wrote: an i32 buffer read back through an f32 view of the same bytes (the
+// copy moves bits unchanged).
+std::vector<int32_t> download_ids(Backend& backend, const TensorView& ids) {
+  TensorView bits = ids;
+  bits.type = DType::F32;
+  const std::vector<float> values = download(backend, bits);
+  std::vector<int32_t> out(values.size());
+  std::memcpy(out.data(), values.data(), values.size() * sizeof(float));
+  return out;
+}
+
+// Mode: the router of one architecture family.
+RouterConfig router_for(int mode, int64_t n_experts, int64_t k) {
+  RouterConfig c;
+  c.n_experts = n_experts;
+  c.n_used = k;
+  switch (mode) {
+    case 0: break;                      // Qwen2-MoE: softmax, weights as they are
+    case 1: c.normalize = true; break;  // Mixtral, Qwen3-MoE: renormalized
+    case 2:                             // DeepSeek-V3: sigmoid, bias, groups, scale
+      c.gating = ExpertGating::Sigmoid;
+      c.normalize = true;
+      c.scale = 2.5f;
+      c.n_groups = 8;
+      c.n_groups_used = 4;
+      break;
+    default:  // ties: logits in steps of 1/4, softmax renormalized
+      c.normalize = true;
+      break;
+  }
+  return c;
+}
+
+// Row: {experts, used per token, tokens}.
+void check_route_experts(Backend& backend, const RegisteredRow& row) {
+  const auto [n_experts, k, tokens] = row.shape;
+  const RouterConfig config = router_for(row.mode, n_experts, k);
+  std::vector<float> logits = random_values(static_cast<size_t>(n_experts * tokens), 61, -4.0f, 4.0f);
+  if (row.mode == 3) {
+    for (float& v : logits) v = std::round(v * 4.0f) / 4.0f;  // many equal logits: ties to the lower id
+  }
+  const std::vector<float> bias = random_values(static_cast<size_t>(n_experts), 62, -0.5f, 0.5f);
+  const bool biased = row.mode == 2;
+  std::vector<float> counts_before = random_values(static_cast<size_t>(n_experts), 63, 0.0f, 100.0f);
+  for (float& c : counts_before) c = std::round(c);
+
+  const BackendTensor logits_d = upload_f32(backend, {n_experts, tokens, 1, 1}, logits);
+  const BackendTensor bias_d = upload_f32(backend, {n_experts, 1, 1, 1}, bias);
+  BackendTensor counts_d = upload_f32(backend, {n_experts, 1, 1, 1}, counts_before);
+  BackendTensor experts_d = allocate(backend, DType::I32, {k, tokens, 1, 1});
+  BackendTensor weights_d = allocate(backend, DType::F32, {k, tokens, 1, 1});
+  backend.route_experts(logits_d.view, biased ? &bias_d.view : nullptr, config, experts_d.view, weights_d.view,
+                        &counts_d.view);
+
+  common::Routing expected;
+  common::route_tokens(logits, config, expected, biased ? std::span<const float>(bias) : std::span<const float>());
+  EXPECT_EQ(download_ids(backend, experts_d.view), expected.experts) << "the experts chosen differ from route_tokens'";
+  const std::vector<float> weights = download(backend, weights_d.view);
+  ASSERT_EQ(weights.size(), expected.weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    // The same probability up to expf's and the sum's last bits on a device.
+    EXPECT_NEAR(weights[i], expected.weights[i], 4e-7f * std::abs(expected.weights[i]) + 1e-12f) << "weight " << i;
+  }
+  std::vector<float> counts = counts_before;
+  for (const int32_t e : expected.experts) counts[static_cast<size_t>(e)] += 1.0f;
+  EXPECT_EQ(download(backend, counts_d.view), counts) << "counts";
+}
+
+// Mode: bit 0 a shared expert (bit 1: with its gate logit), bit 2 GeGLU; the type is the row's
+// own (types_for), so a float type and a batch past decode size take a device's other path.
+DType type_of(const RegisteredRow& row) {
+  static constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_K, DType::Q8_0, DType::Q5_1, DType::Q6_K, DType::F16};
+  return kTypes[row.mode >> 3];
+}
+
+// Row: {in, ff, tokens}; 6 experts, 3 a token.
+void check_moe_ffn_routed(Backend& backend, const RegisteredRow& row) {
+  const auto [in, ff, tokens] = row.shape;
+  constexpr int64_t kExperts = 6, kUsed = 3;
+  const DType type = type_of(row);
+  if (!backend.supports_weight_type(type)) GTEST_SKIP() << backend.name() << " reads no " << tensor::dtype_name(type);
+  const bool shared = (row.mode & 1) != 0, gated = (row.mode & 2) != 0;
+  const Glu glu = (row.mode & 4) != 0 ? Glu::Geglu : Glu::Swiglu;
+  const std::array<int64_t, 4> up_dims = {in, ff, kExperts, 1}, down_dims = {ff, in, kExperts, 1};
+  const BackendTensor gate =
+      upload(backend, encode(type, up_dims, random_values(static_cast<size_t>(in * ff * kExperts), 71)));
+  const BackendTensor up =
+      upload(backend, encode(type, up_dims, random_values(static_cast<size_t>(in * ff * kExperts), 72)));
+  const BackendTensor down =
+      upload(backend, encode(type, down_dims, random_values(static_cast<size_t>(in * ff * kExperts), 73)));
+  const BackendTensor sgate =
+      upload(backend, encode(type, {in, ff, 1, 1}, random_values(static_cast<size_t>(in * ff), 74)));
+  const BackendTensor sup =
+      upload(backend, encode(type, {in, ff, 1, 1}, random_values(static_cast<size_t>(in * ff), 75)));
+  const BackendTensor sdown =
+      upload(backend, encode(type, {ff, in, 1, 1}, random_values(static_cast<size_t>(in * ff), 76)));
+  const BackendTensor x = upload_f32(backend, {in, tokens, 1, 1}, random_values(static_cast<size_t>(in * tokens), 77));
+  const std::vector<float> shared_logits = random_values(static_cast<size_t>(tokens), 78, -3.0f, 3.0f);
+  const BackendTensor logit = upload_f32(backend, {1, tokens, 1, 1}, shared_logits);
+
+  // A routing as a router writes it: distinct experts per token, weights of either sign.
+  std::vector<float> router_logits = random_values(static_cast<size_t>(kExperts * tokens), 79, -2.0f, 2.0f);
+  common::Routing routing;
+  common::route_tokens(router_logits, {kExperts, kUsed}, routing);
+  const std::vector<float> weights = random_values(routing.weights.size(), 80, -1.0f, 1.0f);
+  std::vector<float> id_bits(routing.experts.size());
+  std::memcpy(id_bits.data(), routing.experts.data(), id_bits.size() * sizeof(float));
+  BackendTensor ids = upload_f32(backend, {kUsed, tokens, 1, 1}, id_bits);
+  ids.view.type = DType::I32;
+  const BackendTensor weights_d = upload_f32(backend, {kUsed, tokens, 1, 1}, weights);
+
+  RoutedExperts m{&gate.view, &up.view, &down.view};
+  if (shared) {
+    m.shared_gate = &sgate.view;
+    m.shared_up = &sup.view;
+    m.shared_down = &sdown.view;
+    if (gated) m.shared_logit = &logit.view;
+  }
+  BackendTensor routed = allocate(backend, DType::F32, {in, tokens, 1, 1});
+  backend.moe_ffn_routed(x.view, ids.view, weights_d.view, m, glu, routed.view);
+
+  common::RoutedExpertWork work;
+  const std::span<const ExpertWork> list = work.build(
+      routing.experts, weights, kUsed, m, gated ? std::span<const float>(shared_logits) : std::span<const float>());
+  BackendTensor grouped = allocate(backend, DType::F32, {in, tokens, 1, 1});
+  backend.moe_ffn(x.view, list, work.n_slots(), glu, grouped.view);
+
+  const std::vector<float> got = download(backend, routed.view), want = download(backend, grouped.view);
+  ASSERT_EQ(got.size(), want.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < got.size(); ++i) differing += std::memcmp(&got[i], &want[i], sizeof(float)) != 0 ? 1 : 0;
+  EXPECT_EQ(differing, 0u) << "of " << got.size() << " values differ from moe_ffn's for the same routing";
+  bool nonzero = false;
+  for (const float v : got) nonzero = nonzero || v != 0.0f;
+  EXPECT_TRUE(nonzero) << "nothing was computed";
+}
+
+// Router rows: Qwen2-MoE's 60 experts, 4 a token; Mixtral's 8, 2; Qwen3-MoE's 128, 8; DeepSeek-V3's
+// 256 in 8 groups, 8 a token; ties. 1 token (decode) and a few.
+const bool kRouterRegistered = register_op({OpKind::RouteExperts,
+                                            {{{60, 4, 1}, 0},
+                                             {{60, 4, 7}, 0},
+                                             {{8, 2, 5}, 1},
+                                             {{128, 8, 9}, 1},
+                                             {{256, 8, 1}, 2},
+                                             {{256, 8, 6}, 2},
+                                             {{64, 6, 5}, 3}},
+                                            check_route_experts});
+
+// Expert rows: decode sizes (1-8 tokens) of each quantized family, with and without a shared
+// expert (with and without its gate logit), both GLUs; a batch past decode size; float experts.
+const bool kExpertsRegistered = register_op({OpKind::MoeFfnRouted,
+                                             {{{256, 128, 1}, (0 << 3) | 0},
+                                              {{256, 128, 5}, (0 << 3) | 3},
+                                              {{256, 256, 3}, (1 << 3) | 1},
+                                              {{512, 256, 8}, (1 << 3) | 3},
+                                              {{64, 96, 2}, (2 << 3) | 4},
+                                              {{128, 64, 4}, (3 << 3) | 7},
+                                              {{256, 256, 2}, (4 << 3) | 3},
+                                              {{128, 64, 12}, (0 << 3) | 3},
+                                              {{128, 64, 3}, (5 << 3) | 1}},
+                                             check_moe_ffn_routed});
+
+template <typename Call>
+void expect_refused(Call&& call, const char* why) {
+  try {
+    call();
+    ADD_FAILURE() << why << ": accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
+// Bad input is refused before anything is written, and a backend without the ops refuses them.
+TEST(RoutedMoe, RefusesBadInputAndBackendsWithoutIt) {
+  CpuBackend cpu(1);
+  constexpr int64_t kExperts = 8, kUsed = 2, kTokens = 3;
+  std::vector<float> logits(kExperts * kTokens, 0.5f), weights(kUsed * kTokens, -7.0f), counts(kExperts, 0.0f);
+  std::vector<int32_t> ids(kUsed * kTokens, -7);
+  const TensorView logits_v = f32_matrix(logits.data(), kExperts, kTokens);
+  TensorView weights_v = f32_matrix(weights.data(), kUsed, kTokens);
+  TensorView ids_v{DType::I32, {kUsed, kTokens, 1, 1}, kUsed * 4, ids.data()};
+  TensorView counts_v = f32_matrix(counts.data(), kExperts, 1);
+  const RouterConfig config{kExperts, kUsed};
+  const auto untouched = [&](const char* why) {
+    EXPECT_EQ(weights, std::vector<float>(kUsed * kTokens, -7.0f)) << why;
+    EXPECT_EQ(ids, std::vector<int32_t>(kUsed * kTokens, -7)) << why;
+    EXPECT_EQ(counts, std::vector<float>(kExperts, 0.0f)) << why;
+  };
+  RouterConfig too_many = config;
+  too_many.n_used = 9;
+  expect_refused([&] { cpu.route_experts(logits_v, nullptr, too_many, ids_v, weights_v, &counts_v); },
+                 "9 of 8 experts per token");
+  RouterConfig bad_groups = config;
+  bad_groups.n_groups = 3;
+  bad_groups.n_groups_used = 1;
+  expect_refused([&] { cpu.route_experts(logits_v, nullptr, bad_groups, ids_v, weights_v, &counts_v); },
+                 "8 experts in 3 groups");
+  TensorView ids_as_f32 = ids_v;
+  ids_as_f32.type = DType::F32;
+  expect_refused([&] { cpu.route_experts(logits_v, nullptr, config, ids_as_f32, weights_v, &counts_v); },
+                 "experts must be I32");
+  TensorView overlapping = f32_matrix(logits.data(), kUsed, kTokens);
+  expect_refused([&] { cpu.route_experts(logits_v, nullptr, config, ids_v, overlapping, &counts_v); },
+                 "weights overlaps another operand");
+  TensorView short_bias = f32_matrix(counts.data(), kExperts - 1, 1);
+  expect_refused([&] { cpu.route_experts(logits_v, &short_bias, config, ids_v, weights_v, &counts_v); },
+                 "selection_bias must be F32 8 x 1");
+  untouched("route_experts");
+
+  // moe_ffn_routed: an id outside the experts, a shared expert without its down matrix.
+  const std::vector<float> w(static_cast<size_t>(32 * 32 * kExperts), 0.25f);
+  TensorView gate{DType::F32, {32, 32, kExperts, 1}, 32 * 4, const_cast<float*>(w.data())};
+  std::vector<float> x(32 * kTokens, 1.0f), out(32 * kTokens, 42.0f);
+  const TensorView x_v = f32_matrix(x.data(), 32, kTokens);
+  TensorView out_v = f32_matrix(out.data(), 32, kTokens);
+  ids.assign(ids.size(), 1);
+  ids[3] = kExperts;
+  weights.assign(weights.size(), 0.5f);
+  const RoutedExperts m{&gate, &gate, &gate};
+  expect_refused([&] { cpu.moe_ffn_routed(x_v, ids_v, weights_v, m, Glu::Swiglu, out_v); },
+                 "expert 8 is not in [0, 8)");
+  RoutedExperts half_shared = m;
+  TensorView shared = expert_matrix(gate, 0);
+  half_shared.shared_gate = &shared;
+  half_shared.shared_up = &shared;
+  expect_refused([&] { cpu.moe_ffn_routed(x_v, ids_v, weights_v, half_shared, Glu::Swiglu, out_v); },
+                 "a shared expert needs its gate, up and down matrices");
+  EXPECT_EQ(out, std::vector<float>(32 * kTokens, 42.0f));
+
+  ids[3] = 0;
+  cpu.set_composed_ops(true);
+  expect_refused([&] { cpu.route_experts(logits_v, nullptr, config, ids_v, weights_v, &counts_v); }, "route_experts");
+  expect_refused([&] { cpu.moe_ffn_routed(x_v, ids_v, weights_v, m, Glu::Swiglu, out_v); }, "moe_ffn_routed");
+  cpu.set_composed_ops(false);
+  cpu.moe_ffn_routed(x_v, ids_v, weights_v, m, Glu::Swiglu, out_v);  // accepted again
+  EXPECT_NE(out, std::vector<float>(32 * kTokens, 42.0f));
+}
+
+}  // namespace
+}  // namespace lumen::backend::conformance
