@@ -35,6 +35,24 @@ bool quantized_gemv_type(DType type) {
   return act != DType::F32 && act != DType::I8;
 }
 
+// One matrix of every pair: w's expert ids[p] times x row p / pairs_per_x_row into row p of y.
+cuda::ExpertGemvArgs expert_gemv(const TensorView& w, float* y, const int32_t* ids, int64_t pairs,
+                                 int64_t pairs_per_x_row) {
+  cuda::ExpertGemvArgs a;
+  a.weights[0] = static_cast<const uint8_t*>(w.data);
+  a.y[0] = y;
+  a.expert_bytes = static_cast<size_t>(w.dims[1]) * w.row_bytes;
+  a.row_bytes = w.row_bytes;
+  a.rows = w.dims[1];
+  a.cols = w.dims[0];
+  a.ids = ids;
+  a.n_experts = w.dims[2];
+  a.pairs = pairs;
+  a.pairs_per_x_row = pairs_per_x_row;
+  a.y_stride = w.dims[1];
+  return a;
+}
+
 template <typename T>
 std::vector<T> download_values(CudaBackend& backend, const TensorView& t) {
   std::vector<T> host(static_cast<size_t>(t.elements()));
@@ -109,7 +127,7 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
     if (t != nullptr) cuda::require_device(s, *t, "moe_ffn_routed", name);
   }
   const int64_t n = x.rows(), cols = x.dims[0], k = experts.dims[0];
-  const int64_t ff = m.gate->dims[1], n_experts = m.gate->dims[2];
+  const int64_t ff = m.gate->dims[1];
   if (n == 0) return;
   const bool on_device = n <= std::min<int64_t>(s.options.max_gemv_tokens, cuda::kGemvMaxTokens) &&
                          m.gate->type == m.up->type && quantized_gemv_type(m.gate->type) &&
@@ -143,21 +161,10 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
   const cuda::Q8Activations xq = q8(s.routed_moe.x_q8, n, cols);
   cuda::launch_quantize_activations(cuda::gemv_activation_type(m.gate->type), static_cast<const float*>(x.data),
                                     cuda::stride_of(x), n, cols, xq, s.stream);
-  cuda::ExpertGemvArgs gate_up;
-  gate_up.weights[0] = static_cast<const uint8_t*>(m.gate->data);
+  cuda::ExpertGemvArgs gate_up = expert_gemv(*m.gate, gate, ids, pairs, k);
   gate_up.weights[1] = static_cast<const uint8_t*>(m.up->data);
-  gate_up.y[0] = gate;
   gate_up.y[1] = up;
   gate_up.n_matrices = 2;
-  gate_up.expert_bytes = static_cast<size_t>(ff) * m.gate->row_bytes;
-  gate_up.row_bytes = m.gate->row_bytes;
-  gate_up.rows = ff;
-  gate_up.cols = cols;
-  gate_up.ids = ids;
-  gate_up.n_experts = n_experts;
-  gate_up.pairs = pairs;
-  gate_up.pairs_per_x_row = k;
-  gate_up.y_stride = ff;
   cuda::launch_gemv_experts(m.gate->type, gate_up, xq, s.stream);
 
   // The GLU into gate, then down of every pair.
@@ -168,19 +175,7 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
   }
   const cuda::Q8Activations actq = q8(s.routed_moe.act_q8, pairs, ff);
   cuda::launch_quantize_activations(cuda::gemv_activation_type(m.down->type), gate, ff, pairs, ff, actq, s.stream);
-  cuda::ExpertGemvArgs down_args;
-  down_args.weights[0] = static_cast<const uint8_t*>(m.down->data);
-  down_args.y[0] = down;
-  down_args.n_matrices = 1;
-  down_args.expert_bytes = static_cast<size_t>(cols) * m.down->row_bytes;
-  down_args.row_bytes = m.down->row_bytes;
-  down_args.rows = cols;
-  down_args.cols = ff;
-  down_args.ids = ids;
-  down_args.n_experts = n_experts;
-  down_args.pairs = pairs;
-  down_args.pairs_per_x_row = 1;
-  down_args.y_stride = cols;
+  const cuda::ExpertGemvArgs down_args = expert_gemv(*m.down, down, ids, pairs, 1);
   cuda::launch_gemv_experts(m.down->type, down_args, actq, s.stream);
   s.check_launch("moe_ffn_routed");
 
