@@ -78,6 +78,14 @@ void MoeFfn::drain_device_counts() const {
   routed_since_drain_ = 0;
 }
 
+void MoeFfn::reserve(int64_t n) {
+  ensure_capacity(n);
+  if (!device_counts_) {
+    // One f32 count per (layer, expert), for a backend that routes; a new buffer reads zero.
+    device_counts_ = backend_.allocate(static_cast<size_t>(load_.layers * load_.experts) * sizeof(float));
+  }
+}
+
 void MoeFfn::ensure_capacity(int64_t n) {
   if (n <= capacity_) return;
   capacity_ = n;
@@ -165,10 +173,7 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
 const TensorView& MoeFfn::forward_routed_on_backend(size_t layer, const LayerWeights& w, const TensorView& h,
                                                     const TensorView& logits, const TensorView* shared_gate) {
   const int64_t n = h.rows();
-  if (!device_counts_) {
-    // One f32 count per (layer, expert); a new buffer reads zero.
-    device_counts_ = backend_.allocate(static_cast<size_t>(load_.layers * load_.experts) * sizeof(float));
-  }
+  reserve(n);  // done before the step by the transformer: nothing to allocate here
   // Drained before any count could pass 2^24, where f32 stops counting by ones.
   if (routed_since_drain_ + n > kMaxRoutedBetweenDrains) drain_device_counts();
   routed_since_drain_ += n;

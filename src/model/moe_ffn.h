@@ -48,6 +48,9 @@ class MoeFfn {
   // The tokens each expert of each layer took since reset_load. Where the backend routes
   // (route_experts), its counts come back here when read: a copy each way.
   const ExpertLoad& load() const;
+  // Buffers for batches of up to n rows, allocated before a step (Transformer::ensure_capacity),
+  // so that a step allocates nothing.
+  void reserve(int64_t n);
   // Data-parallel attention: the other ranks' counts (of their experts), gathered by rank 0.
   ExpertLoad& mutable_load() { return load_; }
   ExpertParallelFfn* mutable_expert_parallel() { return parallel_.get(); }

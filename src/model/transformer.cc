@@ -46,6 +46,7 @@ void Transformer::ensure_capacity(int64_t n_tokens, int64_t n_logit_rows) {
   s_.gate = matrix(ff, n);
   s_.up = matrix(ff, n);
   s_.logit_h = matrix(embd, capacity_logit_rows_);
+  if (moe_) moe_->reserve(n);
 }
 
 bool Transformer::mlp_block(size_t layer, int64_t n, const TensorView* next_attn_norm) {

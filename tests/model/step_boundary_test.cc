@@ -17,8 +17,10 @@
 #include "backend/step_scope.h"
 #include "default_model_path.h"
 #include "engine/loaded_model.h"
+#include "lumen_testdata.h"
 #include "model/kv_cache.h"
 #include "profile/op_profiler.h"
+#include "synth_moe_model.h"
 
 namespace lumen {
 namespace {
@@ -143,6 +145,34 @@ TEST(StepBoundary, NothingIsAllocatedUploadedOrCopiedInsideAStep) {
       << recorder.violations.size()
       << " violations, the first: " << (recorder.violations.empty() ? "" : recorder.violations.front());
   EXPECT_FALSE(cpu.in_step());
+}
+
+// A mixture-of-experts model on a backend that routes (route_experts, moe_ffn_routed): its steps
+// transfer nothing either. The host path (a backend without the two ops: the CPU with
+// set_composed_ops, as the CUDA backend runs by default) copies each layer's router logits back
+// inside the step, and the recorder says so.
+TEST(StepBoundary, AMoeModelRoutedOnTheBackendTransfersNothingInsideAStep) {
+  LUMEN_REQUIRE_TESTDATA();
+  const testing::SynthMoeModel file;
+  backend::CpuBackend cpu(2);
+  StepRecorder recorder;
+  cpu.add_observer(&recorder);
+  engine::LoadedModel model = engine::LoadedModel::load(file.path(), cpu);
+  prefill_and_decode(model, cpu);
+  EXPECT_EQ(recorder.steps, 7);
+  EXPECT_TRUE(recorder.violations.empty())
+      << recorder.violations.size()
+      << " violations, the first: " << (recorder.violations.empty() ? "" : recorder.violations.front());
+
+  StepRecorder host_path;
+  cpu.add_observer(&host_path);
+  cpu.set_composed_ops(true);
+  prefill_and_decode(model, cpu);
+  cpu.set_composed_ops(false);
+  cpu.remove_observer(&host_path);
+  cpu.remove_observer(&recorder);
+  EXPECT_NE(std::find(host_path.violations.begin(), host_path.violations.end(), "copy_to_host inside a step"),
+            host_path.violations.end());
 }
 
 // The recorder is what the test above relies on: each kind of transfer inside a step is caught.

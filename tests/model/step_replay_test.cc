@@ -17,6 +17,8 @@
 #include "decode_together.h"
 #include "default_model_path.h"
 #include "engine/loaded_model.h"
+#include "lumen_testdata.h"
+#include "synth_moe_model.h"
 
 namespace lumen {
 namespace {
@@ -101,9 +103,11 @@ class StepSignatures final : public backend::OpObserver {
   std::optional<backend::StepMetadata> step_;
 };
 
-void expect_decode_steps_alike(size_t n_seqs) {
+// min_ops: fewer ops a decode step than the model surely runs (its layers times a few).
+void expect_decode_steps_alike(size_t n_seqs, const std::string& path = testing::default_model_path(),
+                               size_t min_ops = 30 * 8 /* SmolLM2: 30 layers of 8+ ops each */) {
   backend::CpuBackend cpu(2);
-  engine::LoadedModel model = engine::LoadedModel::load(testing::default_model_path(), cpu);
+  engine::LoadedModel model = engine::LoadedModel::load(path, cpu);
   StepSignatures signatures;
   cpu.add_observer(&signatures);
   constexpr int kDecodeSteps = 5;
@@ -111,7 +115,7 @@ void expect_decode_steps_alike(size_t n_seqs) {
   cpu.remove_observer(&signatures);
   ASSERT_EQ(signatures.steps.size(), n_seqs + kDecodeSteps);
   const std::vector<std::string>& first = signatures.steps[n_seqs];
-  EXPECT_GT(first.size(), 30u * 8);  // SmolLM2: 30 layers of 8+ ops each
+  EXPECT_GT(first.size(), min_ops);
   for (const std::string& line : first) EXPECT_EQ(line.find("foreign"), std::string::npos) << line;
   for (size_t step = n_seqs + 1; step < signatures.steps.size(); ++step) {
     const std::vector<std::string>& ops = signatures.steps[step];
@@ -127,6 +131,14 @@ void expect_decode_steps_alike(size_t n_seqs) {
 TEST(StepReplay, DecodeStepsOfOneSequenceCallTheSameOpsOnTheSameMemory) { expect_decode_steps_alike(1); }
 
 TEST(StepReplay, DecodeStepsOfThreeSequencesCallTheSameOpsOnTheSameMemory) { expect_decode_steps_alike(3); }
+
+// A mixture-of-experts model routed on the backend: its router's choice stays in the backend's
+// buffers, so its decode steps read alike too (2 layers of 10+ ops).
+TEST(StepReplay, DecodeStepsOfAMoeModelCallTheSameOpsOnTheSameMemory) {
+  LUMEN_REQUIRE_TESTDATA();
+  const testing::SynthMoeModel file;
+  expect_decode_steps_alike(3, file.path(), 2 * 10);
+}
 
 TEST(StepReplay, TheCpuRunsTheOpsOfAReplayableStep) {
   backend::CpuBackend cpu(1);
