@@ -68,9 +68,9 @@ struct CudaBackend::State {
   cuda::DeviceScratch kv_gathered;    // gather_kv_rows: the kept slices, between read and write
   cuda::DeviceScratch attention_vector_stats;
   // moe_ffn_routed on the device (cuda_routed_moe.cc): the pairs' gate, up and down outputs, the
-  // shared expert's, and the quantized inputs of the two expert GEMVs.
+  // shared expert's, the quantized inputs of the two expert GEMVs, and the pairs grouped by expert.
   struct {
-    cuda::DeviceScratch gate, up, down, shared_gate, shared_up, shared_down, x_q8, act_q8;
+    cuda::DeviceScratch gate, up, down, shared_gate, shared_up, shared_down, x_q8, act_q8, groups;
     common::RoutedExpertWork host_work;  // the fallback's ExpertWork list
   } routed_moe;
 

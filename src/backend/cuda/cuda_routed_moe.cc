@@ -2,9 +2,10 @@
 // whose routing never reaches the host.
 //
 // route_experts runs route_experts.cu (one warp a token). moe_ffn_routed runs a decode-sized
-// batch of quantized experts as five launches and a shared expert's ops: x quantized, every
-// (token, slot) pair's gate and up (gemv_experts.cu), the GLU, its quantization, every pair's
-// down, then the weighted sum in slot order. Anything else (a larger batch, float experts)
+// batch (up to 64 tokens) of quantized experts as six launches and a shared expert's ops: x
+// quantized, the (token, slot) pairs grouped by expert, every group's gate and up
+// (gemv_experts.cu: each chosen expert's rows read once per 8 of its pairs), the GLU, its
+// quantization, every group's down, then the weighted sum in slot order. Anything else (a larger batch, float experts)
 // copies the routing to the host and runs the composed moe_ffn (common/composed_moe_ffn.h), so
 // the op always runs; only the fast path keeps the step free of transfers.
 #include <algorithm>
@@ -35,9 +36,10 @@ bool quantized_gemv_type(DType type) {
   return act != DType::F32 && act != DType::I8;
 }
 
-// One matrix of every pair: w's expert ids[p] times x row p / pairs_per_x_row into row p of y.
-cuda::ExpertGemvArgs expert_gemv(const TensorView& w, float* y, const int32_t* ids, int64_t pairs,
-                                 int64_t pairs_per_x_row) {
+// One matrix of every group of pairs: expert e's rows times the x rows of its pairs (pair p reads
+// row p / pairs_per_x_row) into row p of y.
+cuda::ExpertGemvArgs expert_gemv(const TensorView& w, float* y, const cuda::ExpertPairGroups& groups,
+                                 int64_t max_groups, int64_t pairs_per_x_row) {
   cuda::ExpertGemvArgs a;
   a.weights[0] = static_cast<const uint8_t*>(w.data);
   a.y[0] = y;
@@ -45,9 +47,8 @@ cuda::ExpertGemvArgs expert_gemv(const TensorView& w, float* y, const int32_t* i
   a.row_bytes = w.row_bytes;
   a.rows = w.dims[1];
   a.cols = w.dims[0];
-  a.ids = ids;
-  a.n_experts = w.dims[2];
-  a.pairs = pairs;
+  a.groups = groups;
+  a.max_groups = max_groups;
   a.pairs_per_x_row = pairs_per_x_row;
   a.y_stride = w.dims[1];
   return a;
@@ -129,7 +130,8 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
   const int64_t n = x.rows(), cols = x.dims[0], k = experts.dims[0];
   const int64_t ff = m.gate->dims[1];
   if (n == 0) return;
-  const bool on_device = n <= std::min<int64_t>(s.options.max_gemv_tokens, cuda::kGemvMaxTokens) &&
+  const int64_t n_experts = m.gate->dims[2];
+  const bool on_device = n <= cuda::kMaxDeviceMoeTokens && n_experts <= cuda::kMaxDeviceRoutedExperts &&
                          m.gate->type == m.up->type && quantized_gemv_type(m.gate->type) &&
                          quantized_gemv_type(m.down->type) && packed_rows(*m.gate) && packed_rows(*m.up) &&
                          packed_rows(*m.down);
@@ -157,11 +159,22 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
   };
   const auto* ids = static_cast<const int32_t*>(experts.data);
 
+  // The pairs grouped by expert: as many groups as pairs, or as experts, at most.
+  const int64_t max_groups = std::min(pairs, n_experts);
+  auto* group_ints = static_cast<int32_t*>(s.routed_moe.groups.ensure(
+      static_cast<size_t>(1 + max_groups + (max_groups + 1) + pairs) * sizeof(int32_t), s.stream));
+  cuda::ExpertPairGroups groups;
+  groups.n_groups = group_ints;
+  groups.expert = group_ints + 1;
+  groups.begin = groups.expert + max_groups;
+  groups.pairs = groups.begin + max_groups + 1;
+  cuda::launch_group_pairs(ids, pairs, n_experts, groups, s.stream);
+
   // Gate and up of every pair, from its token's row of x.
   const cuda::Q8Activations xq = q8(s.routed_moe.x_q8, n, cols);
   cuda::launch_quantize_activations(cuda::gemv_activation_type(m.gate->type), static_cast<const float*>(x.data),
                                     cuda::stride_of(x), n, cols, xq, s.stream);
-  cuda::ExpertGemvArgs gate_up = expert_gemv(*m.gate, gate, ids, pairs, k);
+  cuda::ExpertGemvArgs gate_up = expert_gemv(*m.gate, gate, groups, max_groups, k);
   gate_up.weights[1] = static_cast<const uint8_t*>(m.up->data);
   gate_up.y[1] = up;
   gate_up.n_matrices = 2;
@@ -175,7 +188,7 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
   }
   const cuda::Q8Activations actq = q8(s.routed_moe.act_q8, pairs, ff);
   cuda::launch_quantize_activations(cuda::gemv_activation_type(m.down->type), gate, ff, pairs, ff, actq, s.stream);
-  const cuda::ExpertGemvArgs down_args = expert_gemv(*m.down, down, ids, pairs, 1);
+  const cuda::ExpertGemvArgs down_args = expert_gemv(*m.down, down, groups, max_groups, 1);
   cuda::launch_gemv_experts(m.down->type, down_args, actq, s.stream);
   s.check_launch("moe_ffn_routed");
 
@@ -193,6 +206,8 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
     combine.shared_logit = m.shared_logit != nullptr ? static_cast<const float*>(m.shared_logit->data) : nullptr;
   }
   combine.y = down;
+  combine.ids = ids;
+  combine.n_experts = n_experts;
   combine.y_stride = cols;
   combine.weights = static_cast<const float*>(weights.data);
   combine.k = k;

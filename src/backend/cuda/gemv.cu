@@ -35,7 +35,8 @@ __global__ void gemv_legacy_kernel(const uint8_t* weights, size_t row_bytes, int
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;  // the whole warp
   float acc[kGemvMaxTokens] = {};
-  legacy_row_dot<F>(weights + row * row_bytes, cols, x, t0, nt, acc, static_cast<int>(threadIdx.x % 32));
+  legacy_row_dot<F>(
+      weights + row * row_bytes, cols, x, [t0](int t) { return t0 + t; }, nt, acc, static_cast<int>(threadIdx.x % 32));
   store_warp_results<kGemvMaxTokens>(acc, nt, y, ys, row);
 }
 
@@ -46,7 +47,8 @@ __global__ void gemv_kquant_kernel(const uint8_t* weights, size_t row_bytes, int
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;
   float acc[kGemvMaxTokens] = {};
-  kquant_row_dot<F>(weights + row * row_bytes, cols, x, t0, nt, acc, static_cast<int>(threadIdx.x % 32));
+  kquant_row_dot<F>(
+      weights + row * row_bytes, cols, x, [t0](int t) { return t0 + t; }, nt, acc, static_cast<int>(threadIdx.x % 32));
   store_warp_results<kGemvMaxTokens>(acc, nt, y, ys, row);
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // One warp's pass over one quantized weight row for up to NT tokens, gemv.cu's arithmetic and
 // order: lane i adds blocks i, i + 32, ... (K-quants: units of 32 values, 8 lanes a super-block)
-// into acc[t]. The caller adds the lanes (store_warp_results). gemv.cu's kernels run it for a
-// matrix's rows, gemv_experts.cu's for rows of the expert each (token, slot) pair chose, so the
-// two give the same bits for the same row and token.
+// into acc[t], for the activation row token_of(t). The caller adds the lanes
+// (store_warp_results). gemv.cu's kernels run it for a matrix's rows and consecutive tokens,
+// gemv_experts.cu's for an expert's rows and the (token, slot) pairs that chose it, so the two
+// give the same bits for the same row and token.
 #include <cstdint>
 
 #include "backend/cuda/block_decode.h"
@@ -13,9 +14,9 @@
 
 namespace lumen::backend::cuda {
 
-template <tensor::DType F, int NT>
-__device__ __forceinline__ void legacy_row_dot(const uint8_t* wrow, int64_t cols, const Q8Activations& x, int64_t t0,
-                                               int nt, float (&acc)[NT], int lane) {
+template <tensor::DType F, int NT, typename TokenOf>
+__device__ __forceinline__ void legacy_row_dot(const uint8_t* wrow, int64_t cols, const Q8Activations& x,
+                                               TokenOf token_of, int nt, float (&acc)[NT], int lane) {
   const int64_t blocks = cols / 32;
   for (int64_t b = lane; b < blocks; b += 32) {
     hd::LegacyBlock w;
@@ -23,7 +24,7 @@ __device__ __forceinline__ void legacy_row_dot(const uint8_t* wrow, int64_t cols
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       if (t < nt) {
-        const int64_t token = t0 + t;
+        const int64_t token = token_of(t);
         int xq[8];
         load_activation_codes(x.qs + token * cols + b * 32, xq);
         const float xs = hd::kHasMin<F> ? x.s[token * blocks + b] : 0.0f;
@@ -35,9 +36,9 @@ __device__ __forceinline__ void legacy_row_dot(const uint8_t* wrow, int64_t cols
 
 // Every lane runs every iteration (the group shuffles need all 32); the 8 lanes of a
 // super-block are valid or not together, since 32 is a multiple of 8.
-template <tensor::DType F, int NT>
-__device__ __forceinline__ void kquant_row_dot(const uint8_t* wrow, int64_t cols, const Q8Activations& x, int64_t t0,
-                                               int nt, float (&acc)[NT], int lane) {
+template <tensor::DType F, int NT, typename TokenOf>
+__device__ __forceinline__ void kquant_row_dot(const uint8_t* wrow, int64_t cols, const Q8Activations& x,
+                                               TokenOf token_of, int nt, float (&acc)[NT], int lane) {
   const int64_t units = cols / 32;  // a multiple of 8
   const int64_t supers = cols / 256;
   const int j = lane % 8;
@@ -50,7 +51,7 @@ __device__ __forceinline__ void kquant_row_dot(const uint8_t* wrow, int64_t cols
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       if (t < nt) {
-        const int64_t token = t0 + t;
+        const int64_t token = token_of(t);
         int scaled = 0, mins = 0;
         if (valid) {
           int xq[8];
@@ -68,13 +69,13 @@ __device__ __forceinline__ void kquant_row_dot(const uint8_t* wrow, int64_t cols
 }
 
 // Either of the two by F's kind.
-template <tensor::DType F, int NT>
-__device__ __forceinline__ void quantized_row_dot(const uint8_t* wrow, int64_t cols, const Q8Activations& x, int64_t t0,
-                                                  int nt, float (&acc)[NT], int lane) {
+template <tensor::DType F, int NT, typename TokenOf>
+__device__ __forceinline__ void quantized_row_dot(const uint8_t* wrow, int64_t cols, const Q8Activations& x,
+                                                  TokenOf token_of, int nt, float (&acc)[NT], int lane) {
   if constexpr (hd::kIsKQuant<F>) {
-    kquant_row_dot<F, NT>(wrow, cols, x, t0, nt, acc, lane);
+    kquant_row_dot<F, NT>(wrow, cols, x, token_of, nt, acc, lane);
   } else {
-    legacy_row_dot<F, NT>(wrow, cols, x, t0, nt, acc, lane);
+    legacy_row_dot<F, NT>(wrow, cols, x, token_of, nt, acc, lane);
   }
 }
 

@@ -29,10 +29,27 @@ struct RouteExpertsArgs {
 void launch_route_experts(const RouteExpertsArgs& args, cudaStream_t stream);
 
 // ---- gemv_experts.cu ----
-// y[m][p * y_stride + r] = row r of expert ids[p]'s matrix m (m < n_matrices: gate and up, or
-// down alone) times x row p / pairs_per_x_row, for every (token, slot) pair p, with gemv.cu's
-// arithmetic. An id outside [0, n_experts) gives a row of zeros. false: F is not a quantized
-// GEMV type (nothing launched).
+// Decode-sized batches (up to kMaxDeviceMoeTokens tokens) run their experts on the device.
+inline constexpr int64_t kMaxDeviceMoeTokens = 64;
+
+// The (token, slot) pairs grouped by the expert they chose, on the device: group g runs expert
+// expert[g] for the pairs pairs[begin[g]..begin[g + 1]), g < *n_groups; experts in increasing
+// order. A pair whose id is outside [0, n_experts) is in no group. Sized by the host for
+// max_groups = min(pairs, n_experts) groups.
+struct ExpertPairGroups {
+  int32_t* n_groups = nullptr;  // one value
+  int32_t* expert = nullptr;    // max_groups
+  int32_t* begin = nullptr;     // max_groups + 1
+  int32_t* pairs = nullptr;     // pairs
+};
+// One block: n_experts at most kMaxDeviceRoutedExperts.
+void launch_group_pairs(const int32_t* ids, int64_t pairs, int64_t n_experts, const ExpertPairGroups& out,
+                        cudaStream_t stream);
+
+// y[m][p * y_stride + r] = row r of matrix m (m < n_matrices: gate and up, or down alone) of the
+// expert pair p chose, times x row p / pairs_per_x_row, with gemv.cu's arithmetic: each group's
+// expert rows are read once for up to 8 of its pairs. Rows of pairs in no group are not written.
+// false: `type` is not a quantized GEMV type (nothing launched).
 struct ExpertGemvArgs {
   const uint8_t* weights[2] = {};  // each matrix's expert 0
   float* y[2] = {};
@@ -40,9 +57,8 @@ struct ExpertGemvArgs {
   size_t expert_bytes = 0;  // from one expert's matrix to the next
   size_t row_bytes = 0;
   int64_t rows = 0, cols = 0;
-  const int32_t* ids = nullptr;
-  int64_t n_experts = 0;
-  int64_t pairs = 0;
+  ExpertPairGroups groups;
+  int64_t max_groups = 0;
   int64_t pairs_per_x_row = 1;
   int64_t y_stride = 0;
 };
@@ -50,9 +66,12 @@ bool launch_gemv_experts(tensor::DType type, const ExpertGemvArgs& args, const Q
 
 // out[t, c] = sum over slots s of weights[t * k + s] * y[(t * k + s) * y_stride + c], each
 // product rounded before it is added, in slot order (moe_ffn's combine), then + w * shared[t, c]
-// where shared is given (w: routing::shared_expert_gate of shared_logit[t], or 1 without it).
+// where shared is given (w: routing::shared_expert_gate of shared_logit[t], or 1 without it). A
+// slot whose id is outside [0, n_experts) adds nothing.
 struct CombineExpertsArgs {
   const float* y = nullptr;
+  const int32_t* ids = nullptr;
+  int64_t n_experts = 0;
   int64_t y_stride = 0;
   const float* weights = nullptr;
   int64_t k = 0;

@@ -49,7 +49,9 @@ void expect_items_cover_every_visible_key(std::span<const SequenceSlice> seqs, c
     for (int64_t r = item.q_begin; r < item.q_begin + item.n_q; ++r) {
       EXPECT_GE(lowest_key(seq, r, config.sliding_window), first_key) << "row " << r;
       EXPECT_LT(seq.start_pos + r, end_key) << "row " << r;  // the row's own slot
-      if (!seq.key_ends.empty()) EXPECT_LE(seq.key_ends[static_cast<size_t>(r)], end_key) << "row " << r;
+      if (!seq.key_ends.empty()) {
+        EXPECT_LE(seq.key_ends[static_cast<size_t>(r)], end_key) << "row " << r;
+      }
     }
   }
   for (size_t i = 0; i < planned.size(); ++i) {
