@@ -10,7 +10,7 @@
 
 #include "backend/common/composed_moe_ffn.h"
 #include "backend/common/composed_shift_keys.h"
-#include "backend/common/routed_expert_work.h"
+#include "backend/common/expert_router.h"
 #include "backend/cuda/attention_plan.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_memory.h"
@@ -67,11 +67,15 @@ struct CudaBackend::State {
   cuda::DeviceScratch kv_score_sums;  // attention_scores: the call's sums per slot and KV head
   cuda::DeviceScratch kv_gathered;    // gather_kv_rows: the kept slices, between read and write
   cuda::DeviceScratch attention_vector_stats;
-  // moe_ffn_routed on the device (cuda_routed_moe.cc): the pairs' gate, up and down outputs, the
-  // shared expert's, the quantized inputs of the two expert GEMVs, and the pairs grouped by expert.
+  // moe_ffn_routed (cuda_routed_moe.cc): the pairs' gate, up and down outputs, the shared
+  // expert's, the quantized inputs of the two expert GEMVs, and the pairs grouped by expert; for
+  // the path grouped on the host, the gathered rows, the grouping and each pair's row.
   struct {
     cuda::DeviceScratch gate, up, down, shared_gate, shared_up, shared_down, x_q8, act_q8, groups;
-    common::RoutedExpertWork host_work;  // the fallback's ExpertWork list
+    cuda::DeviceScratch gathered, pair_rows_device;
+    common::Routing routing;
+    common::ExpertGroups host_groups;
+    std::vector<int32_t> pair_rows;
   } routed_moe;
 
   // The last attention plan, what it was made from, and where its arrays are on the device

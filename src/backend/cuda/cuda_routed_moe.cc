@@ -1,13 +1,13 @@
 // CudaBackend::route_experts and moe_ffn_routed (CudaBackendOptions::routed_moe): a MoE layer
-// whose routing never reaches the host.
+// whose routing never reaches the host in decode.
 //
 // route_experts runs route_experts.cu (one warp a token). moe_ffn_routed runs a decode-sized
 // batch (up to 64 tokens) of quantized experts as six launches and a shared expert's ops: x
 // quantized, the (token, slot) pairs grouped by expert, every group's gate and up
 // (gemv_experts.cu: each chosen expert's rows read once per 8 of its pairs), the GLU, its
-// quantization, every group's down, then the weighted sum in slot order. Anything else (a larger batch, float experts)
-// copies the routing to the host and runs the composed moe_ffn (common/composed_moe_ffn.h), so
-// the op always runs; only the fast path keeps the step free of transfers.
+// quantization, every group's down, then the weighted sum in slot order. A larger batch (a
+// prompt) or float experts copy the ids to the host once and run each chosen expert through this
+// backend's matmuls (GEMMs for a prompt's rows), then the same weighted sum.
 #include <algorithm>
 #include <vector>
 
@@ -111,6 +111,111 @@ void CudaBackend::do_route_experts(const TensorView& logits, const TensorView* s
   s.check_launch("route_experts");
 }
 
+namespace {
+
+float* scratch_floats(CudaBackend::State& s, cuda::DeviceScratch& scratch, int64_t count) {
+  return static_cast<float*>(scratch.ensure(static_cast<size_t>(count) * sizeof(float), s.stream));
+}
+
+cuda::Q8Activations scratch_q8(CudaBackend::State& s, cuda::DeviceScratch& scratch, int64_t rows, int64_t width) {
+  return cuda::carve_q8_activations(scratch.ensure(cuda::q8_activation_bytes(rows, width), s.stream), rows, width);
+}
+
+// Every pair's down output, in pair order, without the ids leaving the device: the pairs grouped
+// by expert there, then the expert GEMVs over the groups (gemv_experts.cu).
+float* experts_on_device(CudaBackend::State& s, const TensorView& x, const int32_t* ids, int64_t k,
+                         const RoutedExperts& m, Glu glu) {
+  const int64_t n = x.rows(), cols = x.dims[0], pairs = n * k;
+  const int64_t ff = m.gate->dims[1], n_experts = m.gate->dims[2];
+  float* gate = scratch_floats(s, s.routed_moe.gate, pairs * ff);
+  float* up = scratch_floats(s, s.routed_moe.up, pairs * ff);
+  float* down = scratch_floats(s, s.routed_moe.down, pairs * cols);
+
+  // The pairs grouped by expert: as many groups as pairs, or as experts, at most.
+  const int64_t max_groups = std::min(pairs, n_experts);
+  auto* group_ints = static_cast<int32_t*>(s.routed_moe.groups.ensure(
+      static_cast<size_t>(1 + max_groups + (max_groups + 1) + pairs) * sizeof(int32_t), s.stream));
+  cuda::ExpertPairGroups groups;
+  groups.n_groups = group_ints;
+  groups.expert = group_ints + 1;
+  groups.begin = groups.expert + max_groups;
+  groups.pairs = groups.begin + max_groups + 1;
+  cuda::launch_group_pairs(ids, pairs, n_experts, groups, s.stream);
+
+  // Gate and up of every pair, from its token's row of x.
+  const cuda::Q8Activations xq = scratch_q8(s, s.routed_moe.x_q8, n, cols);
+  cuda::launch_quantize_activations(cuda::gemv_activation_type(m.gate->type), static_cast<const float*>(x.data),
+                                    cuda::stride_of(x), n, cols, xq, s.stream);
+  cuda::ExpertGemvArgs gate_up = expert_gemv(*m.gate, gate, groups, max_groups, k);
+  gate_up.weights[1] = static_cast<const uint8_t*>(m.up->data);
+  gate_up.y[1] = up;
+  gate_up.n_matrices = 2;
+  cuda::launch_gemv_experts(m.gate->type, gate_up, xq, s.stream);
+
+  // The GLU into gate, then down of every pair.
+  if (glu == Glu::Swiglu) {
+    cuda::launch_swiglu(gate, ff, up, ff, gate, ff, pairs, ff, s.stream);
+  } else {
+    cuda::launch_geglu(gate, ff, up, ff, gate, ff, pairs, ff, s.gelu_table, s.stream);
+  }
+  const cuda::Q8Activations actq = scratch_q8(s, s.routed_moe.act_q8, pairs, ff);
+  cuda::launch_quantize_activations(cuda::gemv_activation_type(m.down->type), gate, ff, pairs, ff, actq, s.stream);
+  cuda::launch_gemv_experts(m.down->type, expert_gemv(*m.down, down, groups, max_groups, 1), actq, s.stream);
+  s.check_launch("moe_ffn_routed");
+  return down;
+}
+
+}  // namespace
+
+// Larger batches (prefill) and float experts: the ids come to the host once and are grouped by
+// expert there; each chosen expert's rows are gathered and run through this backend's matmul_glu
+// and matmul (a GEMM past max_gemv_tokens rows), its down outputs written expert after expert.
+// Returns the pairs' rows of that output (a device array the combine reads). One wait and a few
+// launches per chosen expert, where the composed moe_ffn also scales each routed row alone.
+const int32_t* CudaBackend::experts_grouped_on_host(const TensorView& x, const TensorView& experts, int64_t k,
+                                                    const RoutedExperts& m, Glu glu, float*& down) {
+  State& s = *state_;
+  cuda::refuse_in_capture("moe_ffn_routed");
+  const int64_t n = x.rows(), cols = x.dims[0], pairs = n * k;
+  const int64_t ff = m.gate->dims[1];
+  common::Routing& routing = s.routed_moe.routing;
+  routing.experts = download_values<int32_t>(*this, experts);
+  routing.weights.assign(routing.experts.size(), 0.0f);  // not needed here: the combine reads the device's
+  RouterConfig config;
+  config.n_experts = m.gate->dims[2];
+  config.n_used = k;
+  common::ExpertGroups& groups = s.routed_moe.host_groups;
+  common::group_by_expert(routing, config, groups);  // refuses an id outside the experts
+
+  std::vector<int32_t>& pair_rows = s.routed_moe.pair_rows;
+  pair_rows.assign(static_cast<size_t>(pairs), 0);
+  for (size_t i = 0; i < groups.rows.size(); ++i) {
+    pair_rows[static_cast<size_t>(groups.rows[i] * k + groups.slots[i])] = static_cast<int32_t>(i);
+  }
+  float* gathered = scratch_floats(s, s.routed_moe.gathered, pairs * cols);
+  float* gate = scratch_floats(s, s.routed_moe.gate, pairs * ff);
+  float* up = scratch_floats(s, s.routed_moe.up, pairs * ff);
+  down = scratch_floats(s, s.routed_moe.down, pairs * cols);
+  TensorView all_rows = f32_matrix(gathered, cols, pairs);
+  get_rows(x, groups.rows, all_rows);
+  for (size_t g = 0; g < groups.expert.size(); ++g) {
+    const int64_t first = groups.begin[g], rows = groups.begin[g + 1] - first;
+    const TensorView gate_w = expert_matrix(*m.gate, groups.expert[g]);
+    const TensorView up_w = expert_matrix(*m.up, groups.expert[g]);
+    const TensorView down_w = expert_matrix(*m.down, groups.expert[g]);
+    const TensorView xe = f32_matrix(gathered + first * cols, cols, rows);
+    TensorView gate_out = f32_matrix(gate + first * ff, ff, rows);
+    TensorView up_out = f32_matrix(up + first * ff, ff, rows);
+    TensorView down_out = f32_matrix(down + first * cols, cols, rows);
+    matmul_glu(gate_w, up_w, xe, glu, gate_out, up_out);
+    matmul(down_w, gate_out, down_out);
+  }
+  auto* device_rows = static_cast<int32_t*>(
+      s.routed_moe.pair_rows_device.ensure(static_cast<size_t>(pairs) * sizeof(int32_t), s.stream));
+  upload(device_rows, pair_rows.data(), pair_rows.size() * sizeof(int32_t));
+  return device_rows;
+}
+
 void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& experts, const TensorView& weights,
                                     const RoutedExperts& m, Glu glu, TensorView& out) {
   State& s = *state_;
@@ -128,77 +233,27 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
     if (t != nullptr) cuda::require_device(s, *t, "moe_ffn_routed", name);
   }
   const int64_t n = x.rows(), cols = x.dims[0], k = experts.dims[0];
-  const int64_t ff = m.gate->dims[1];
   if (n == 0) return;
   const int64_t n_experts = m.gate->dims[2];
   const bool on_device = n <= cuda::kMaxDeviceMoeTokens && n_experts <= cuda::kMaxDeviceRoutedExperts &&
                          m.gate->type == m.up->type && quantized_gemv_type(m.gate->type) &&
                          quantized_gemv_type(m.down->type) && packed_rows(*m.gate) && packed_rows(*m.up) &&
                          packed_rows(*m.down);
-  if (!on_device) {
-    // The routing comes to the host, grouped by expert, and runs as the composed moe_ffn.
-    cuda::refuse_in_capture("moe_ffn_routed");
-    const std::vector<int32_t> ids = download_values<int32_t>(*this, experts);
-    const std::vector<float> w = download_values<float>(*this, weights);
-    std::vector<float> shared_logits;
-    if (m.shared_logit != nullptr) shared_logits = download_values<float>(*this, *m.shared_logit);
-    const std::span<const ExpertWork> work = s.routed_moe.host_work.build(ids, w, k, m, shared_logits);
-    s.moe->run(*this, x, work, s.routed_moe.host_work.n_slots(), glu, out);
-    return;
-  }
-
-  const int64_t pairs = n * k;
-  const auto floats = [&](cuda::DeviceScratch& scratch, int64_t count) {
-    return static_cast<float*>(scratch.ensure(static_cast<size_t>(count) * sizeof(float), s.stream));
-  };
-  float* gate = floats(s.routed_moe.gate, pairs * ff);
-  float* up = floats(s.routed_moe.up, pairs * ff);
-  float* down = floats(s.routed_moe.down, pairs * cols);
-  const auto q8 = [&](cuda::DeviceScratch& scratch, int64_t rows, int64_t width) {
-    return cuda::carve_q8_activations(scratch.ensure(cuda::q8_activation_bytes(rows, width), s.stream), rows, width);
-  };
   const auto* ids = static_cast<const int32_t*>(experts.data);
-
-  // The pairs grouped by expert: as many groups as pairs, or as experts, at most.
-  const int64_t max_groups = std::min(pairs, n_experts);
-  auto* group_ints = static_cast<int32_t*>(s.routed_moe.groups.ensure(
-      static_cast<size_t>(1 + max_groups + (max_groups + 1) + pairs) * sizeof(int32_t), s.stream));
-  cuda::ExpertPairGroups groups;
-  groups.n_groups = group_ints;
-  groups.expert = group_ints + 1;
-  groups.begin = groups.expert + max_groups;
-  groups.pairs = groups.begin + max_groups + 1;
-  cuda::launch_group_pairs(ids, pairs, n_experts, groups, s.stream);
-
-  // Gate and up of every pair, from its token's row of x.
-  const cuda::Q8Activations xq = q8(s.routed_moe.x_q8, n, cols);
-  cuda::launch_quantize_activations(cuda::gemv_activation_type(m.gate->type), static_cast<const float*>(x.data),
-                                    cuda::stride_of(x), n, cols, xq, s.stream);
-  cuda::ExpertGemvArgs gate_up = expert_gemv(*m.gate, gate, groups, max_groups, k);
-  gate_up.weights[1] = static_cast<const uint8_t*>(m.up->data);
-  gate_up.y[1] = up;
-  gate_up.n_matrices = 2;
-  cuda::launch_gemv_experts(m.gate->type, gate_up, xq, s.stream);
-
-  // The GLU into gate, then down of every pair.
-  if (glu == Glu::Swiglu) {
-    cuda::launch_swiglu(gate, ff, up, ff, gate, ff, pairs, ff, s.stream);
+  cuda::CombineExpertsArgs combine;
+  float* down = nullptr;
+  if (on_device) {
+    down = experts_on_device(s, x, ids, k, m, glu);
   } else {
-    cuda::launch_geglu(gate, ff, up, ff, gate, ff, pairs, ff, s.gelu_table, s.stream);
+    combine.pair_rows = experts_grouped_on_host(x, experts, k, m, glu, down);
   }
-  const cuda::Q8Activations actq = q8(s.routed_moe.act_q8, pairs, ff);
-  cuda::launch_quantize_activations(cuda::gemv_activation_type(m.down->type), gate, ff, pairs, ff, actq, s.stream);
-  const cuda::ExpertGemvArgs down_args = expert_gemv(*m.down, down, groups, max_groups, 1);
-  cuda::launch_gemv_experts(m.down->type, down_args, actq, s.stream);
-  s.check_launch("moe_ffn_routed");
 
   // A shared expert runs as a dense FFN would (this backend's own ops).
-  cuda::CombineExpertsArgs combine;
   if (m.shared_gate != nullptr) {
     const int64_t ff_shared = m.shared_gate->dims[1];
-    TensorView sg = f32_matrix(floats(s.routed_moe.shared_gate, n * ff_shared), ff_shared, n);
-    TensorView su = f32_matrix(floats(s.routed_moe.shared_up, n * ff_shared), ff_shared, n);
-    TensorView sd = f32_matrix(floats(s.routed_moe.shared_down, n * cols), cols, n);
+    TensorView sg = f32_matrix(scratch_floats(s, s.routed_moe.shared_gate, n * ff_shared), ff_shared, n);
+    TensorView su = f32_matrix(scratch_floats(s, s.routed_moe.shared_up, n * ff_shared), ff_shared, n);
+    TensorView sd = f32_matrix(scratch_floats(s, s.routed_moe.shared_down, n * cols), cols, n);
     matmul_glu(*m.shared_gate, *m.shared_up, x, glu, sg, su);
     matmul(*m.shared_down, sg, sd);
     combine.shared = static_cast<const float*>(sd.data);

@@ -125,12 +125,13 @@ __global__ void __launch_bounds__(kCombineThreads)
   if (c >= a.cols) return;
   const float* w = a.weights + t * a.k;
   const int32_t* ids = a.ids + t * a.k;
-  const float* y = a.y + t * a.k * a.y_stride + c;
   float acc = 0.0f;
   bool first = true;
   for (int64_t s = 0; s < a.k; ++s) {
     if (ids[s] < 0 || ids[s] >= a.n_experts) continue;  // its row was never written
-    const float product = __fmul_rn(y[s * a.y_stride], w[s]);
+    const int64_t pair = t * a.k + s;
+    const int64_t y_row = a.pair_rows != nullptr ? a.pair_rows[pair] : pair;
+    const float product = __fmul_rn(a.y[y_row * a.y_stride + c], w[s]);
     acc = first ? product : __fadd_rn(acc, product);
     first = false;
   }

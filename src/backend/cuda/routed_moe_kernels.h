@@ -67,9 +67,11 @@ bool launch_gemv_experts(tensor::DType type, const ExpertGemvArgs& args, const Q
 // out[t, c] = sum over slots s of weights[t * k + s] * y[(t * k + s) * y_stride + c], each
 // product rounded before it is added, in slot order (moe_ffn's combine), then + w * shared[t, c]
 // where shared is given (w: routing::shared_expert_gate of shared_logit[t], or 1 without it). A
-// slot whose id is outside [0, n_experts) adds nothing.
+// slot whose id is outside [0, n_experts) adds nothing. With pair_rows, pair p's row of y is
+// pair_rows[p] rather than p (y written expert after expert).
 struct CombineExpertsArgs {
   const float* y = nullptr;
+  const int32_t* pair_rows = nullptr;
   const int32_t* ids = nullptr;
   int64_t n_experts = 0;
   int64_t y_stride = 0;

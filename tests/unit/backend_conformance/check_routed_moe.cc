@@ -3,7 +3,8 @@
 // same logits (the router's definition, tested against softmax in double in moe_router_test),
 // with the same weights, and count each choice. moe_ffn_routed must give, bit for bit, the
 // backend's own moe_ffn for the same routing grouped by expert on the host (moe_ffn has its own
-// rows against a reference in double, check_moe.cc), so equality carries that reference over.
+// rows against a reference in double, check_moe.cc), so equality carries that reference over
+// (a shared expert's gate computed on a device is the one exception: see below).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,8 +84,8 @@ void check_route_experts(Backend& backend, const RegisteredRow& row) {
   const std::vector<float> weights = download(backend, weights_d.view);
   ASSERT_EQ(weights.size(), expected.weights.size());
   for (size_t i = 0; i < weights.size(); ++i) {
-    // The same probability up to expf's and the sum's last bits on a device.
-    EXPECT_NEAR(weights[i], expected.weights[i], 4e-7f * std::abs(expected.weights[i]) + 1e-12f) << "weight " << i;
+    // The same probability up to a device's expf (2 ulp) and the order of its sums.
+    EXPECT_NEAR(weights[i], expected.weights[i], 2e-6f * std::abs(expected.weights[i]) + 1e-12f) << "weight " << i;
   }
   std::vector<float> counts = counts_before;
   for (const int32_t e : expected.experts) counts[static_cast<size_t>(e)] += 1.0f;
@@ -160,8 +161,18 @@ void check_moe_ffn_routed(Backend& backend, const RegisteredRow& row) {
 
   const std::vector<float> got = download(backend, routed.view), want = download(backend, grouped.view);
   ASSERT_EQ(got.size(), want.size());
+  // Bit for bit, but for one exception: the shared expert's gate (silu(g) / g of its logit) is
+  // computed where the op runs, and a device's expf may round it an ulp or two away from the
+  // host's, which moe_ffn's weights were computed with. There, each value within 1e-6 of the
+  // largest.
+  const bool device_gate = gated && backend.name() != "cpu";
+  float largest = 0.0f;
+  for (const float v : want) largest = std::max(largest, std::abs(v));
   size_t differing = 0;
-  for (size_t i = 0; i < got.size(); ++i) differing += std::memcmp(&got[i], &want[i], sizeof(float)) != 0 ? 1 : 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    differing += device_gate ? (std::abs(got[i] - want[i]) > 1e-6f * largest ? 1 : 0)
+                             : (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 ? 1 : 0);
+  }
   EXPECT_EQ(differing, 0u) << "of " << got.size() << " values differ from moe_ffn's for the same routing";
   bool nonzero = false;
   for (const float v : got) nonzero = nonzero || v != 0.0f;
