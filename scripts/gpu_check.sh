@@ -76,6 +76,9 @@
 #   unverified  what was written without a GPU, first and in a few minutes: each feature's tests
 #          with its LUMEN_CUDA_* switch on, the whole conformance table with every switch on,
 #          Mamba 2 and DeepSeek 2 against the CPU, decode with and without CUDA graphs;
+#   moe    MoE layers routed on the device (LUMEN_CUDA_ROUTED_MOE=1): three MoE presets
+#          teacher-forced and greedy against the CPU, eager and from CUDA graphs, then a MoE
+#          model's decode composed, routed, and routed from graphs (lumen_cuda_decode_bench);
 #   all    tests, engine, models, split, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
 # Results: one JSON object per line in $OUT/gpu_check.json (the device tool's $OUT) or
 # /tmp/lumen-gpu/gpu_check.json, and on stdout; every log, profile and the JSON in one archive,
@@ -689,7 +692,7 @@ synth_model_vs_cpu() {
 # rope_loads_first (CudaRope.LoadsFirst*, the same greedy run, a decode row), grouped_gemv
 # (CudaGroupedGemv, CudaMatmulSameInput, the same greedy run, a decode row), fused_rope_store_kv
 # (its registered conformance rows in the all-switches run, the same greedy run, a decode row),
-# routed_moe (its registered conformance rows, CudaCapabilities, run_routed_moe's MoE models)
+# routed_moe (its registered conformance rows, CudaCapabilities; the MoE models: mode moe)
 # and max_gemv_tokens
 # (from streams).
 run_unverified() {
@@ -752,7 +755,6 @@ run_unverified() {
   else
     log "no default model (carry .gpu-model and .gpu-model2 first): the graph tests skipped"
   fi
-  run_routed_moe
   run_new_architectures
   GPU_CHECK_MODELS="${GPU_CHECK_MODELS:-llama-1b:Q4_0}" run_bench_graphs
 }
@@ -780,6 +782,16 @@ run_routed_moe() {
       gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
     done
   done
+  # Decode of a MoE model (all its layers): the composed path (the router's logits to the host
+  # every layer), then routed on the device, then also replayed from graphs. bytes_per_token counts
+  # every expert's weights, so effective_gb_per_s understates a MoE model's.
+  file="$WORK/qwen3moe-mini-Q4_1-full.gguf"
+  [ -f "$file" ] || "$BIN/lumen" synth qwen3moe-mini -o "$file" --type Q4_1 --vocab "$vocab" > /dev/null ||
+    { log "synth qwen3moe-mini failed"; return 1; }
+  timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+  LUMEN_CUDA_ROUTED_MOE=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+  LUMEN_CUDA_ROUTED_MOE=1 LUMEN_CUDA_GRAPHS=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 |
+    tee -a "$RESULTS"
 }
 
 # Decode throughput as streams are added (issue 48: a step of 64 sequences should cost little
@@ -921,7 +933,7 @@ run_sanitize() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|unverified|all)
+  tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|unverified|moe|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -937,6 +949,7 @@ case "$MODE" in
         engine) run_engine ;;
         models) run_models ;;
         unverified) run_unverified ;;
+        moe) run_routed_moe ;;
         split) run_split ;;
         all) run_tests; run_engine; run_models; run_split; run_types; run_bench ;;
         *) log "unknown mode $mode"; exit 2 ;;
@@ -945,5 +958,5 @@ case "$MODE" in
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|unverified|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|unverified|moe|all ...]" >&2; exit 2 ;;
 esac
