@@ -24,6 +24,15 @@ struct ProjectInput {
   int64_t n_rows = 0;
 };
 
+// The same step in a backend's ops, where the tower ran (a GPU): the tower's output rows are in
+// the backend's memory, and so are the weights (bound there with the tower's).
+struct BackendProjectInput {
+  backend::Backend& backend;
+  const VisionWeights& weights;
+  const VisionHParams& hp;
+  const backend::TensorView& tower;  // n_rows x n_embd
+};
+
 struct ProjectorFamily {
   std::string_view projector_type;  // clip.projector_type
   std::string_view model;           // which models write it, for messages and docs
@@ -44,6 +53,10 @@ struct ProjectorFamily {
   void (*finish_hparams)(const gguf::Metadata& meta, VisionHParams& hp) = nullptr;
   // Writes hp.n_image_tokens x hp.n_embd_out floats to out.
   void (*project)(const ProjectInput& in, float* out) = nullptr;
+  // Optional: `project` in backend ops, for a family whose projector is worth a GPU (LLaVA's two
+  // wide linears: 24 GFLOP an image, most of a second on a CPU). Writes out (the backend's
+  // memory, n_image_tokens x n_embd_out). Null: the projector runs on the CPU after the tower.
+  void (*project_on_backend)(const BackendProjectInput& in, backend::TensorView& out) = nullptr;
 };
 
 // The family declaring `projector_type`; throws lumen::Error listing the supported ones.

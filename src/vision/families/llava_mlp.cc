@@ -32,6 +32,24 @@ void llava_project(const ProjectInput& in, float* out) {
   in.backend.add_row(o, *in.weights.mm_2_b);
 }
 
+// llava_project in backend ops: the same linears, the bias rows and the erf GELU.
+void llava_project_on_backend(const BackendProjectInput& in, backend::TensorView& out) {
+  const VisionHParams& hp = in.hp;
+  backend::Backend& be = in.backend;
+  const int64_t skip = in.tower.rows() - hp.n_patches();  // the class token, first
+  const backend::TensorView patches = backend::f32_matrix(static_cast<float*>(in.tower.data) + skip * in.tower.dims[0],
+                                                          in.tower.dims[0], hp.n_patches());
+  const int64_t hidden = in.weights.mm_0->dims[1];
+  const std::unique_ptr<backend::Buffer> mid_buffer =
+      be.allocate(static_cast<size_t>(hp.n_patches() * hidden) * sizeof(float));
+  backend::TensorView mid = backend::f32_matrix(static_cast<float*>(mid_buffer->data()), hidden, hp.n_patches());
+  be.matmul(*in.weights.mm_0, patches, mid);
+  be.add_row(mid, *in.weights.mm_0_b);
+  be.activation(mid, Activation::GeluErf);
+  be.matmul(*in.weights.mm_2, mid, out);
+  be.add_row(out, *in.weights.mm_2_b);
+}
+
 }  // namespace
 
 ProjectorFamily llava_mlp_family() {
@@ -55,6 +73,7 @@ ProjectorFamily llava_mlp_family() {
   };
   f.finish_hparams = llava_finish;
   f.project = llava_project;
+  f.project_on_backend = llava_project_on_backend;
   return f;
 }
 
