@@ -3,6 +3,7 @@
 // the file's keys finish its hyperparameters, and the step that turns the tower's output rows
 // into the features that replace the image tokens. One file per family under
 // vision/families/, plus its line in families/registry.cc.
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -55,8 +56,14 @@ struct ProjectorFamily {
   void (*project)(const ProjectInput& in, float* out) = nullptr;
   // Optional: `project` in backend ops, for a family whose projector is worth a GPU (LLaVA's two
   // wide linears: 24 GFLOP an image, most of a second on a CPU). Writes out (the backend's
-  // memory, n_image_tokens x n_embd_out). Null: the projector runs on the CPU after the tower.
+  // memory, n_image_tokens x n_embd_out).
   void (*project_on_backend)(const BackendProjectInput& in, backend::TensorView& out) = nullptr;
+  // Optional, for a projector that is a reshaping on the host and then one linear without bias
+  // (Gemma 3's pooling and norm, Idefics3's pixel shuffle): the rows that linear reads
+  // (n_image_tokens of them), and the linear. `project` is the two on the CPU; with a tower on
+  // another backend, the rows go there and the linear runs there.
+  std::vector<float> (*prepare)(const ProjectInput& in) = nullptr;
+  std::optional<backend::TensorView> VisionWeights::*final_linear = nullptr;
 };
 
 // The family declaring `projector_type`; throws lumen::Error listing the supported ones.

@@ -90,7 +90,7 @@ std::vector<float> VisionModel::encode_batch(std::span<const float> chw_pixels, 
                                                    : run_vit(*state_->backend, w, hp_, chw_pixels, n_images);
   const int64_t rows = vit_rows(w, hp_), per_out = hp_.n_image_tokens * hp_.n_embd_out;
   std::vector<float> features(static_cast<size_t>(n_images * per_out));
-  if (state_->tower_backend && state_->family->project_on_backend) {
+  if (state_->tower_backend && (state_->family->project_on_backend || state_->family->prepare)) {
     project_on_tower_backend(tower, rows, n_images, features);
     return features;
   }
@@ -101,21 +101,33 @@ std::vector<float> VisionModel::encode_batch(std::span<const float> chw_pixels, 
   return features;
 }
 
-// Each image's tower rows go back up (a few MB) and its features come down: the projector's
-// matmuls run where the tower did.
-void VisionModel::project_on_tower_backend(std::span<const float> tower, int64_t rows, int64_t n_images,
+// The projector where the tower ran: each image's tower rows go back up (a few MB) and its
+// features come down (LLaVA's MLP); or its rows are reshaped on the host and only the final
+// linear runs there (Gemma 3, Idefics3).
+void VisionModel::project_on_tower_backend(std::span<float> tower, int64_t rows, int64_t n_images,
                                            std::vector<float>& features) const {
   backend::Backend& be = *state_->tower_backend;
+  const ProjectorFamily& family = *state_->family;
   const int64_t per_out = hp_.n_image_tokens * hp_.n_embd_out;
+  const int64_t in_width =
+      family.prepare ? (state_->tower_weights.*family.final_linear)->dims[0] : static_cast<int64_t>(hp_.n_embd);
+  const int64_t in_rows = family.prepare ? hp_.n_image_tokens : rows;
   const std::unique_ptr<backend::Buffer> in_buffer =
-      be.allocate(static_cast<size_t>(rows * hp_.n_embd) * sizeof(float));
+      be.allocate(static_cast<size_t>(in_rows * in_width) * sizeof(float));
   const std::unique_ptr<backend::Buffer> out_buffer = be.allocate(static_cast<size_t>(per_out) * sizeof(float));
-  backend::TensorView in = backend::f32_matrix(static_cast<float*>(in_buffer->data()), hp_.n_embd, rows);
+  backend::TensorView in = backend::f32_matrix(static_cast<float*>(in_buffer->data()), in_width, in_rows);
   backend::TensorView out =
       backend::f32_matrix(static_cast<float*>(out_buffer->data()), hp_.n_embd_out, hp_.n_image_tokens);
   for (int64_t i = 0; i < n_images; ++i) {
-    be.copy_from_host(tower.data() + i * rows * hp_.n_embd, in);
-    state_->family->project_on_backend({be, state_->tower_weights, hp_, in}, out);
+    const std::span<float> own(tower.data() + i * rows * hp_.n_embd, static_cast<size_t>(rows * hp_.n_embd));
+    if (family.prepare) {
+      const std::vector<float> prepared = family.prepare({*state_->backend, state_->weights, hp_, own, rows});
+      be.copy_from_host(prepared.data(), in);
+      be.matmul(*(state_->tower_weights.*family.final_linear), in, out);
+    } else {
+      be.copy_from_host(own.data(), in);
+      family.project_on_backend({be, state_->tower_weights, hp_, in}, out);
+    }
     be.copy_to_host(out, features.data() + i * per_out);
   }
 }

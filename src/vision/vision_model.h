@@ -76,9 +76,9 @@ struct LoadOptions {
   backend::CpuBackend* backend = nullptr;
   unsigned threads = 0;
   // The backend the tower runs on when it can (a GPU's; backend_tower.h): its weights are
-  // uploaded there and each encode runs its layers there, and the projector too where its family
-  // has backend ops for it (LLaVA's MLP; the others project on the CPU). Null, or a backend that
-  // lacks an op the tower needs (tower_placement() says which): the CPU.
+  // uploaded there and each encode runs its layers there, and the projector's linears too (a
+  // pooling or shuffle before them stays on the host). Null, or a backend that lacks an op the
+  // tower needs (tower_placement() says which): the CPU.
   std::shared_ptr<backend::Backend> tower_backend = nullptr;
 };
 
@@ -112,8 +112,9 @@ class VisionModel {
  private:
   struct State;
   VisionModel() = default;
-  // The projector of each image on the tower's backend (ProjectorFamily::project_on_backend).
-  void project_on_tower_backend(std::span<const float> tower, int64_t rows, int64_t n_images,
+  // The projector of each image on the tower's backend (ProjectorFamily::project_on_backend, or
+  // its prepare on the host and final_linear there).
+  void project_on_tower_backend(std::span<float> tower, int64_t rows, int64_t n_images,
                                 std::vector<float>& features) const;
   VisionHParams hp_;
   std::unique_ptr<State> state_;

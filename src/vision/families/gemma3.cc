@@ -15,7 +15,9 @@ namespace {
 
 void gemma3_finish(const gguf::Metadata& meta, VisionHParams& hp) { set_merge_factor(meta, hp, 4); }
 
-void gemma3_project(const ProjectInput& in, float* out) {
+// The tower's patch grid average-pooled in merge x merge squares, then Gemma's RMS norm: the rows
+// the input projection reads.
+std::vector<float> gemma3_prepare(const ProjectInput& in) {
   const VisionHParams& hp = in.hp;
   const int64_t side = hp.patches_per_side(), k = hp.merge, pooled_side = side / k, e = hp.n_embd;
   std::vector<float> pooled(static_cast<size_t>(hp.n_image_tokens * e));
@@ -33,7 +35,13 @@ void gemma3_project(const ProjectInput& in, float* out) {
   });
   backend::TensorView p = backend::f32_matrix(pooled.data(), e, hp.n_image_tokens);
   rms_norm_rows(in.backend.pool(), p, *in.weights.mm_soft_emb_norm, hp.eps);
-  backend::TensorView o = backend::f32_matrix(out, hp.n_embd_out, hp.n_image_tokens);
+  return pooled;
+}
+
+void gemma3_project(const ProjectInput& in, float* out) {
+  std::vector<float> pooled = gemma3_prepare(in);
+  const backend::TensorView p = backend::f32_matrix(pooled.data(), in.hp.n_embd, in.hp.n_image_tokens);
+  backend::TensorView o = backend::f32_matrix(out, in.hp.n_embd_out, in.hp.n_image_tokens);
   in.backend.matmul(*in.weights.mm_input_projection, p, o);
 }
 
@@ -64,6 +72,8 @@ ProjectorFamily gemma3_family() {
   };
   f.finish_hparams = gemma3_finish;
   f.project = gemma3_project;
+  f.prepare = gemma3_prepare;
+  f.final_linear = &W::mm_input_projection;
   return f;
 }
 

@@ -29,7 +29,7 @@ void idefics3_finish(const gguf::Metadata& meta, VisionHParams& hp) {
 
 // transformers' Idefics3Connector.pixel_shuffle: token (i, j) of the merged grid is the
 // concatenation, rows a of the square outer and columns b inner, of patch (i*s + a, j*s + b).
-void idefics3_project(const ProjectInput& in, float* out) {
+std::vector<float> idefics3_prepare(const ProjectInput& in) {
   const VisionHParams& hp = in.hp;
   const int64_t side = hp.patches_per_side(), s = hp.merge, merged_side = side / s, e = hp.n_embd;
   const int64_t width = e * s * s;
@@ -44,6 +44,14 @@ void idefics3_project(const ProjectInput& in, float* out) {
       }
     }
   });
+  return shuffled;
+}
+
+// The shuffle, then mm.model.fc.
+void idefics3_project(const ProjectInput& in, float* out) {
+  std::vector<float> shuffled = idefics3_prepare(in);
+  const VisionHParams& hp = in.hp;
+  const int64_t width = hp.n_embd * hp.merge * hp.merge;
   backend::TensorView x = backend::f32_matrix(shuffled.data(), width, hp.n_image_tokens);
   backend::TensorView o = backend::f32_matrix(out, hp.n_embd_out, hp.n_image_tokens);
   in.backend.matmul(*in.weights.mm_fc, x, o);
@@ -69,6 +77,8 @@ ProjectorFamily idefics3_family() {
   };
   f.finish_hparams = idefics3_finish;
   f.project = idefics3_project;
+  f.prepare = idefics3_prepare;
+  f.final_linear = &W::mm_fc;
   return f;
 }
 

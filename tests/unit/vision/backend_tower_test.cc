@@ -1,5 +1,5 @@
 // The ViT tower as backend ops (vision/backend_tower.h), as a GPU runs it, here on a CPU backend
-// of its own (with LLaVA's projector: ProjectorFamily::project_on_backend): every family's
+// of its own (and the projector's linears: ProjectorFamily::project_on_backend, final_linear): every family's
 // features against transformers' (the bound the host tower meets) and against the host tower's, one op of each kind per
 // layer seen by an observer, batches split into groups giving what one image alone gives, and a backend that lacks an
 // op leaving the tower on the CPU's host steps with the reason in tower_placement().
@@ -64,11 +64,14 @@ TEST_P(VisionBackendTower, BackendOpsGiveTheHostTowersFeatures) {
   EXPECT_EQ(ops.count(backend::OpKind::BidirectionalAttention), layers);
   // Two a layer, and CLIP's pre-LayerNorm (LLaVA) or SigLIP's post-LayerNorm (Gemma 3, Idefics3).
   EXPECT_EQ(ops.count(backend::OpKind::LayerNorm), 2 * layers + 1);
-  // Only the tower's output comes back, and the projector runs on the CPU after; LLaVA's
-  // projector runs on the tower's backend (its rows go up again and its features come back).
-  const bool projects_there = std::string(GetParam()) == "llava";
-  EXPECT_EQ(ops.count(backend::OpKind::CopyToHost), projects_there ? 2 : 1);
-  EXPECT_EQ(ops.count(backend::OpKind::Activation), layers + (projects_there ? 1 : 0));
+  // The tower's output comes back, its projector's input goes up again (LLaVA's rows as they are,
+  // Gemma 3's pooled and normed, Idefics3's shuffled on the host), the projector's linears run
+  // there, and the features come back: LLaVA's MLP has one activation more.
+  EXPECT_EQ(ops.count(backend::OpKind::CopyToHost), 2);
+  EXPECT_EQ(ops.count(backend::OpKind::CopyFromHost), 1 + 1);  // the patches, the projector's rows
+  const bool mlp = std::string(GetParam()) == "llava";
+  EXPECT_EQ(ops.count(backend::OpKind::Activation), layers + (mlp ? 1 : 0));
+  EXPECT_EQ(ops.count(backend::OpKind::Matmul), 3 * layers + 1 + (mlp ? 2 : 1));  // o, up, down; patches
   const double to_host = relative_difference(got, want),
                to_transformers = relative_difference(got, golden_features(golden));
   std::printf("%s: backend tower vs host tower %.2e, vs transformers %.2e\n", GetParam(), to_host, to_transformers);
