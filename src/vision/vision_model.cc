@@ -122,6 +122,10 @@ void VisionModel::project_on_tower_backend(std::span<float> tower, int64_t rows,
     const std::span<float> own(tower.data() + i * rows * hp_.n_embd, static_cast<size_t>(rows * hp_.n_embd));
     if (family.prepare) {
       const std::vector<float> prepared = family.prepare({*state_->backend, state_->weights, hp_, own, rows});
+      if (prepared.size() != static_cast<size_t>(in.elements())) {
+        fail("the {} projector prepared {} values for its linear of {} x {}", hp_.projector_type, prepared.size(),
+             in_rows, in_width);
+      }
       be.copy_from_host(prepared.data(), in);
       be.matmul(*(state_->tower_weights.*family.final_linear), in, out);
     } else {
