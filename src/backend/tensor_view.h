@@ -40,6 +40,15 @@ inline TensorView first_rows(const TensorView& m, int64_t n) {
   return view;
 }
 
+// The first n rows of a {row, ...} f32 matrix seen as {head_dim, heads, n}: each row's heads
+// one after the other (rope, attention).
+inline TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
+  TensorView view = m;
+  view.dims = {head_dim, m.dims[0] / head_dim, n, 1};
+  view.row_bytes = static_cast<size_t>(head_dim) * sizeof(float);
+  return view;
+}
+
 // A contiguous f32 matrix of `rows` rows of `cols` values.
 inline TensorView f32_matrix(float* data, int64_t cols, int64_t rows) {
   return {tensor::DType::F32, {cols, rows, 1, 1}, static_cast<size_t>(cols) * sizeof(float), data};

@@ -13,16 +13,9 @@ namespace lumen::model {
 
 namespace {
 
+using backend::as_heads;
 using backend::first_rows;
 using backend::TensorView;
-
-// A {row, n} matrix seen as {head_dim, heads, n} for rope.
-TensorView as_heads(const TensorView& m, int64_t n, int64_t head_dim) {
-  TensorView view = m;
-  view.dims = {head_dim, m.dims[0] / head_dim, n, 1};
-  view.row_bytes = static_cast<size_t>(head_dim) * sizeof(float);
-  return view;
-}
 
 }  // namespace
 
