@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/expert_routing.h"
 #include "util/checked_math.h"
 #include "util/error.h"
 
@@ -64,7 +65,9 @@ void validate_deepseek(const HParams& hp, const std::string& prefix) {
     fail("{}expert_weights_scale = {} must be a positive number", prefix, hp.expert_weights_scale);
   }
   if (hp.expert_group_count > 1) {
-    require_range(prefix + "expert_group_count", hp.expert_group_count, 2, std::max<uint64_t>(hp.expert_count, 2));
+    // At most kMaxExpertGroups: a token's kept groups are one 64-bit mask (backend/expert_routing.h).
+    require_range(prefix + "expert_group_count", hp.expert_group_count, 2,
+                  std::min<uint64_t>(std::max<uint64_t>(hp.expert_count, 2), backend::kMaxExpertGroups));
     if (hp.expert_count % hp.expert_group_count != 0) {
       fail("{}expert_group_count = {} does not divide {} experts", prefix, hp.expert_group_count, hp.expert_count);
     }

@@ -188,6 +188,23 @@ TEST(HParams, HostileLatentAttentionKeysAreRefusedNamingThem) {
   writer.metadata().set("deepseek2.expert_group_used_count", Value::u32(0));
   auto bytes = writer.write_to_memory();
   EXPECT_THROW(read_hparams(gguf::GgufFile::parse(bytes)), Error);
+  // More groups than a token's kept-group mask holds (64), each of 4 experts: refused at load,
+  // not by the router inside a step.
+  auto many = minimal_deepseek2();
+  many.metadata().set("deepseek2.expert_count", Value::u32(65 * 4));
+  many.metadata().set("deepseek2.expert_group_count", Value::u32(65));
+  many.metadata().set("deepseek2.expert_group_used_count", Value::u32(1));
+  auto many_bytes = many.write_to_memory();
+  try {
+    read_hparams(gguf::GgufFile::parse(many_bytes));
+    ADD_FAILURE() << "65 expert groups were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("deepseek2.expert_group_count"), std::string::npos) << e.what();
+  }
+  many.metadata().set("deepseek2.expert_group_count", Value::u32(64));
+  many.metadata().set("deepseek2.expert_count", Value::u32(64 * 4));
+  auto sixty_four = many.write_to_memory();
+  EXPECT_EQ(read_hparams(gguf::GgufFile::parse(sixty_four)).expert_group_count, 64u);
 }
 
 TEST(HParams, ReadsExpertKeysWithLlamaCppsFallbacks) {
