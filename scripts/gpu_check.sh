@@ -79,6 +79,7 @@
 #   moe    MoE layers routed on the device (LUMEN_CUDA_ROUTED_MOE=1): three MoE presets
 #          teacher-forced and greedy against the CPU, eager and from CUDA graphs, then a MoE
 #          model's decode composed, routed, and routed from graphs (lumen_cuda_decode_bench);
+#          the routed prompt rows and prefill both ways (the host's grouping, the expert GEMV);
 #   all    tests, engine, models, split, types and bench (default). Modes may be combined: "gpu_check.sh tests types".
 # Results: one JSON object per line in $OUT/gpu_check.json (the device tool's $OUT) or
 # /tmp/lumen-gpu/gpu_check.json, and on stdout; every log, profile and the JSON in one archive,
@@ -762,11 +763,12 @@ run_unverified() {
 # MoE layers routed on the device (routed_moe: route_experts.cu, gemv_experts.cu), teacher-forced
 # and greedy against the CPU: Qwen3-MoE's renormalized top 8, Qwen2-MoE's shared expert with its
 # gate, Mixtral's top 2; then the same with decode replayed from CUDA graphs, which the device
-# routing makes possible (the composed path copies the router's logits to the host).
+# routing makes possible (the composed path copies the router's logits to the host); a prompt's
+# experts on the expert GEMV and grouped on the host, each against moe_ffn and timed.
 run_routed_moe() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
   [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
-  local spec preset type file name start graphs
+  local spec preset type file name start graphs macs prompt
   for spec in qwen3moe-mini:Q4_1 qwen2moe-a2.7b-mini:Q4_1 mixtral-mini:Q8_0; do
     preset=${spec%%:*}; type=${spec##*:}
     file="$WORK/models-$preset-$type.gguf"
@@ -782,6 +784,16 @@ run_routed_moe() {
       gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
     done
   done
+  # The routed expert rows past decode size both ways (routed_moe_plan.h): the host's grouping and
+  # the GEMMs (a budget of 0), then the expert GEMV (the largest budget).
+  for macs in 0 9000000000000000000; do
+    name="routed_moe_conformance_gemv_macs_$macs"
+    start=$SECONDS
+    LUMEN_CUDA_ROUTED_MOE=1 LUMEN_CUDA_MOE_GEMV_MACS=$macs timeout 120 "$BIN/unit_backend_conformance" \
+      --gtest_brief=1 --gtest_filter='*cuda*moe_ffn_routed*:*cuda*route_experts*' > "$WORK/$name.log" 2>&1
+    grep -E 'Failure|error|expected|differ' "$WORK/$name.log" | head -n 5 >&2
+    gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+  done
   # Decode of a MoE model (all its layers): the composed path (the router's logits to the host
   # every layer), then routed on the device, then also replayed from graphs. bytes_per_token counts
   # every expert's weights, so effective_gb_per_s understates a MoE model's.
@@ -792,6 +804,19 @@ run_routed_moe() {
   LUMEN_CUDA_ROUTED_MOE=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   LUMEN_CUDA_ROUTED_MOE=1 LUMEN_CUDA_GRAPHS=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 |
     tee -a "$RESULTS"
+  # A prompt's experts both ways, at 512 and 2048 tokens: prefill_tokens_per_s of the host's
+  # grouping (0), the default budget and the expert GEMV always; where they cross sets the default
+  # of CudaBackendOptions::moe_gemv_macs_per_expert.
+  for prompt in 512 2048; do
+    for macs in 0 default 9000000000000000000; do
+      if [ "$macs" = default ]; then
+        LUMEN_CUDA_ROUTED_MOE=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 8 "$prompt" 0 | tee -a "$RESULTS"
+      else
+        LUMEN_CUDA_ROUTED_MOE=1 LUMEN_CUDA_MOE_GEMV_MACS=$macs timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 8 \
+          "$prompt" 0 | tee -a "$RESULTS"
+      fi
+    done
+  done
 }
 
 # Decode throughput as streams are added (issue 48: a step of 64 sequences should cost little

@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "backend/backend.h"
+#include "backend/cuda/routed_moe_plan.h"
 
 namespace lumen::backend {
 
@@ -143,10 +144,17 @@ struct CudaBackendOptions {
   // Declare route_experts and moe_ffn_routed (route_experts.cu, gemv_experts.cu): a MoE layer's
   // router, experts and combine on the device, where the composed moe_ffn copied the router's
   // logits to the host and waited for them every layer, and ran 4 launches or more per chosen
-  // expert. Decode-sized batches of quantized experts run on the device; others copy the routing
-  // back and run the composed path. Written without a GPU on 2026-11-29: off until its
-  // conformance rows and the MoE model tests have passed on a GPU. LUMEN_CUDA_ROUTED_MOE=1.
+  // expert. Decode-sized batches of quantized experts run on the device, and prompts of small
+  // experts (moe_gemv_macs_per_expert); others copy the routing back once a layer. Written without a GPU on 2026-11-29:
+  // off until its conformance rows and the MoE model tests have passed on a GPU. LUMEN_CUDA_ROUTED_MOE=1.
   bool routed_moe = false;
+  // With routed_moe: a batch past decode size (a prompt) also runs its routed experts on the
+  // expert GEMV, with no id copied to the host, while an expert's average share of its
+  // multiply-adds is at most this; past it, the ids come to the host and each chosen expert runs
+  // through the matmuls (f16 tensor-core GEMMs). routed_moe_plan.h has the choice and why.
+  // LUMEN_CUDA_MOE_GEMV_MACS=N sets it for any binary (0: prompts always the host way), to
+  // measure the two against each other.
+  int64_t moe_gemv_macs_per_expert = cuda::kDefaultMoeGemvMacsPerExpert;
 };
 
 class CudaBackend final : public Backend {
@@ -288,7 +296,7 @@ class CudaBackend final : public Backend {
  private:
   // Outputs `members` of a matmul_same_input in one grouped GEMV launch (cuda_matmul.cc).
   void matmul_grouped(const TensorView& x, std::span<const MatmulOutput> outputs, std::span<const size_t> members);
-  // moe_ffn_routed past the device path's batch or types: the pairs grouped on the host, each
+  // moe_ffn_routed for what the expert GEMV does not take (routed_moe_plan.h): the pairs grouped on the host, each
   // chosen expert's down outputs in `down`, expert after expert; returns each pair's row there
   // (cuda_routed_moe.cc).
   const int32_t* experts_grouped_on_host(const TensorView& x, const TensorView& experts, int64_t k,

@@ -26,6 +26,15 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
     }
     options.max_gemv_tokens = n;
   }
+  if (const char* macs = std::getenv("LUMEN_CUDA_MOE_GEMV_MACS"); macs != nullptr) {
+    const std::string_view value(macs);
+    int64_t n = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (error != std::errc{} || end != value.data() + value.size() || n < 0) {
+      fail("LUMEN_CUDA_MOE_GEMV_MACS must be a number of multiply-adds from 0 up, not '{}'", value);
+    }
+    options.moe_gemv_macs_per_expert = n;
+  }
   const auto flag = [](const char* name, bool& option) {
     if (const char* given = std::getenv(name); given != nullptr) {
       const std::string_view value(given);

@@ -1,13 +1,14 @@
 // CudaBackend::route_experts and moe_ffn_routed (CudaBackendOptions::routed_moe): a MoE layer
-// whose routing never reaches the host in decode.
+// whose routing never reaches the host in decode, nor in prompts of small experts.
 //
-// route_experts runs route_experts.cu (one warp a token). moe_ffn_routed runs a decode-sized
-// batch (up to 64 tokens) of quantized experts as six launches and a shared expert's ops: x
-// quantized, the (token, slot) pairs grouped by expert, every group's gate and up
-// (gemv_experts.cu: each chosen expert's rows read once per 8 of its pairs), the GLU, its
-// quantization, every group's down, then the weighted sum in slot order. A larger batch (a
-// prompt) or float experts copy the ids to the host once and run each chosen expert through this
-// backend's matmuls (GEMMs for a prompt's rows), then the same weighted sum.
+// route_experts runs route_experts.cu (one warp a token). moe_ffn_routed runs quantized experts
+// on the expert GEMV as six launches and a shared expert's ops: x quantized, the (token, slot)
+// pairs grouped by expert, every group's gate and up (gemv_experts.cu: each chosen expert's rows
+// read once per 8 of its pairs), the GLU, its quantization, every group's down, then the
+// weighted sum in slot order. That is every decode-sized batch, and a prompt while its experts'
+// work stays under CudaBackendOptions::moe_gemv_macs_per_expert (routed_moe_plan.h). Other
+// prompts and float experts copy the ids to the host once and run each chosen expert through
+// this backend's matmuls (GEMMs for a prompt's rows), then the same weighted sum.
 #include <algorithm>
 #include <vector>
 
@@ -167,8 +168,8 @@ float* experts_on_device(CudaBackend::State& s, const TensorView& x, const int32
 
 }  // namespace
 
-// Larger batches (prefill) and float experts: the ids come to the host once and are grouped by
-// expert there; each chosen expert's rows are gathered and run through this backend's matmul_glu
+// Prompts of large experts (past moe_gemv_macs_per_expert) and float experts: the ids come to
+// the host once and are grouped by expert there; each chosen expert's rows are gathered and run through this backend's matmul_glu
 // and matmul (a GEMM past max_gemv_tokens rows), its down outputs written expert after expert.
 // Returns the pairs' rows of that output (a device array the combine reads). One wait and a few
 // launches per chosen expert, where the composed moe_ffn also scales each routed row alone.
@@ -235,10 +236,17 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
   const int64_t n = x.rows(), cols = x.dims[0], k = experts.dims[0];
   if (n == 0) return;
   const int64_t n_experts = m.gate->dims[2];
-  const bool on_device = n <= cuda::kMaxDeviceMoeTokens && n_experts <= cuda::kMaxDeviceRoutedExperts &&
-                         m.gate->type == m.up->type && quantized_gemv_type(m.gate->type) &&
-                         quantized_gemv_type(m.down->type) && packed_rows(*m.gate) && packed_rows(*m.up) &&
-                         packed_rows(*m.down);
+  cuda::RoutedExpertsBatch batch;
+  batch.tokens = n;
+  batch.used = k;
+  batch.n_experts = n_experts;
+  batch.cols = cols;
+  batch.ff = m.gate->dims[1];
+  batch.gemv_types = m.gate->type == m.up->type && quantized_gemv_type(m.gate->type) &&
+                     quantized_gemv_type(m.down->type) && packed_rows(*m.gate) && packed_rows(*m.up) &&
+                     packed_rows(*m.down);
+  const bool on_device = cuda::choose_routed_experts_path(batch, s.options.moe_gemv_macs_per_expert) ==
+                         cuda::RoutedExpertsPath::ExpertGemv;
   const auto* ids = static_cast<const int32_t*>(experts.data);
   cuda::CombineExpertsArgs combine;
   float* down = nullptr;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/routed_moe_plan.h"
 #include "backend/expert_routing.h"
 #include "tensor/dtype.h"
 
@@ -14,8 +15,8 @@ namespace lumen::backend::cuda {
 // ---- route_experts.cu ----
 // The routers of n_tokens tokens, one warp each: backend/expert_routing.h's arithmetic, the
 // experts split over the lanes. Writes experts[t * n_used + s], weights[...], and adds 1.0f to
-// counts[e] for each choice (counts may be null).
-inline constexpr int64_t kMaxDeviceRoutedExperts = 1024;  // a warp's probabilities in shared memory
+// counts[e] for each choice (counts may be null). At most kMaxDeviceRoutedExperts experts (a
+// warp's probabilities in shared memory).
 struct RouteExpertsArgs {
   const float* logits = nullptr;
   int64_t logits_stride = 0;    // floats from one token's row to the next
@@ -29,8 +30,7 @@ struct RouteExpertsArgs {
 void launch_route_experts(const RouteExpertsArgs& args, cudaStream_t stream);
 
 // ---- gemv_experts.cu ----
-// Decode-sized batches (up to kMaxDeviceMoeTokens tokens) run their experts on the device.
-inline constexpr int64_t kMaxDeviceMoeTokens = 64;
+// The routed experts of a batch on the expert GEMV (routed_moe_plan.h says which batches).
 
 // The (token, slot) pairs grouped by the expert they chose, on the device: group g runs expert
 // expert[g] for the pairs pairs[begin[g]..begin[g + 1]), g < *n_groups; experts in increasing

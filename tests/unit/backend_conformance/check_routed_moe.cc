@@ -4,13 +4,17 @@
 // with the same weights, and count each choice. moe_ffn_routed must give, bit for bit, the
 // backend's own moe_ffn for the same routing grouped by expert on the host (moe_ffn has its own
 // rows against a reference in double, check_moe.cc), so equality carries that reference over
-// (a shared expert's gate computed on a device is the one exception: see below).
+// (a shared expert's gate computed on a device is the one exception: see below). A prompt may
+// instead give what moe_ffn gives 8 tokens at a time (a device's expert GEMV, whose products for
+// a token do not depend on the batch), plus its shared expert over the whole prompt.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "backend/common/expert_router.h"
 #include "backend/common/routed_expert_work.h"
@@ -99,6 +103,53 @@ DType type_of(const RegisteredRow& row) {
   return kTypes[row.mode >> 3];
 }
 
+// Up to this many tokens a device runs routed experts the decode way.
+constexpr int64_t kDecodeTokens = 64;
+
+// What moe_ffn_routed gives for a batch whose routed experts run as decode steps do, on a backend
+// whose matmul results for a token do not depend on the rows beside it up to 8 rows (each
+// expert's rows on its GEMV): the routed experts through moe_ffn over 8 tokens at a time, then
+// the shared expert (if any) through matmul_glu and matmul over every token, as the op runs it,
+// added last with its weight (shared_logits: its gate's logits, or empty for weight 1).
+std::vector<float> routed_experts_decode_way(Backend& backend, const std::vector<float>& x_values,
+                                             const std::vector<int32_t>& experts, const std::vector<float>& weights,
+                                             int64_t k, const RoutedExperts& m, Glu glu,
+                                             std::span<const float> shared_logits) {
+  const int64_t in = m.gate->dims[0], tokens = static_cast<int64_t>(x_values.size()) / in;
+  const RoutedExperts routed_only{m.gate, m.up, m.down};
+  std::vector<float> out(x_values.size());
+  common::RoutedExpertWork work;
+  for (int64_t t0 = 0; t0 < tokens; t0 += 8) {
+    const int64_t n = std::min<int64_t>(8, tokens - t0);
+    const auto first = static_cast<size_t>(t0 * in), values = static_cast<size_t>(n * in);
+    const BackendTensor x = upload_f32(backend, {in, n, 1, 1},
+                                       std::vector<float>(x_values.begin() + first, x_values.begin() + first + values));
+    const std::span<const ExpertWork> list = work.build(
+        std::span(experts).subspan(static_cast<size_t>(t0 * k), static_cast<size_t>(n * k)),
+        std::span(weights).subspan(static_cast<size_t>(t0 * k), static_cast<size_t>(n * k)), k, routed_only, {});
+    BackendTensor y = allocate(backend, DType::F32, {in, n, 1, 1});
+    backend.moe_ffn(x.view, list, work.n_slots(), glu, y.view);
+    const std::vector<float> part = download(backend, y.view);
+    std::copy(part.begin(), part.end(), out.begin() + static_cast<std::ptrdiff_t>(first));
+  }
+  if (m.shared_gate == nullptr) return out;
+  const int64_t ff = m.shared_gate->dims[1];
+  const BackendTensor x = upload_f32(backend, {in, tokens, 1, 1}, x_values);
+  BackendTensor gate = allocate(backend, DType::F32, {ff, tokens, 1, 1});
+  BackendTensor up = allocate(backend, DType::F32, {ff, tokens, 1, 1});
+  BackendTensor down = allocate(backend, DType::F32, {in, tokens, 1, 1});
+  backend.matmul_glu(*m.shared_gate, *m.shared_up, x.view, glu, gate.view, up.view);
+  backend.matmul(*m.shared_down, gate.view, down.view);
+  const std::vector<float> shared = download(backend, down.view);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const size_t t = i / static_cast<size_t>(in);
+    const float w = shared_logits.empty() ? 1.0f : routing::shared_expert_gate(shared_logits[t]);
+    volatile float product = shared[i] * w;  // rounded before the add, as the op's combine
+    out[i] = out[i] + product;
+  }
+  return out;
+}
+
 // Row: {in, ff, tokens}; 8 experts, 2 a token.
 void check_moe_ffn_routed(Backend& backend, const RegisteredRow& row) {
   const auto [in, ff, tokens] = row.shape;
@@ -120,7 +171,8 @@ void check_moe_ffn_routed(Backend& backend, const RegisteredRow& row) {
       upload(backend, encode(type, {in, ff, 1, 1}, random_values(static_cast<size_t>(in * ff), 75)));
   const BackendTensor sdown =
       upload(backend, encode(type, {ff, in, 1, 1}, random_values(static_cast<size_t>(in * ff), 76)));
-  const BackendTensor x = upload_f32(backend, {in, tokens, 1, 1}, random_values(static_cast<size_t>(in * tokens), 77));
+  const std::vector<float> x_values = random_values(static_cast<size_t>(in * tokens), 77);
+  const BackendTensor x = upload_f32(backend, {in, tokens, 1, 1}, x_values);
   const std::vector<float> shared_logits = random_values(static_cast<size_t>(tokens), 78, -3.0f, 3.0f);
   const BackendTensor logit = upload_f32(backend, {1, tokens, 1, 1}, shared_logits);
 
@@ -134,7 +186,7 @@ void check_moe_ffn_routed(Backend& backend, const RegisteredRow& row) {
   // needs the decode-sized rows to give no expert more than 8 rows.
   std::vector<int> rows_of_expert(kExperts, 0);
   for (const int32_t e : routing.experts) ++rows_of_expert[static_cast<size_t>(e)];
-  if (tokens <= 64) {
+  if (tokens <= kDecodeTokens) {
     ASSERT_LE(*std::max_element(rows_of_expert.begin(), rows_of_expert.end()), 8);
   }
   std::vector<float> id_bits(routing.experts.size());
@@ -166,12 +218,35 @@ void check_moe_ffn_routed(Backend& backend, const RegisteredRow& row) {
   // host's, which moe_ffn's weights were computed with. There, each value within 1e-6 of the
   // largest.
   const bool device_gate = gated && backend.name() != "cpu";
-  float largest = 0.0f;
-  for (const float v : want) largest = std::max(largest, std::abs(v));
-  size_t differing = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    differing += device_gate ? (std::abs(got[i] - want[i]) > 1e-6f * largest ? 1 : 0)
-                             : (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 ? 1 : 0);
+  const auto count_differing = [&](const std::vector<float>& reference) {
+    float largest = 0.0f;
+    for (const float v : reference) largest = std::max(largest, std::abs(v));
+    size_t differing = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      differing += device_gate ? (std::abs(got[i] - reference[i]) > 1e-6f * largest ? 1 : 0)
+                               : (std::memcmp(&got[i], &reference[i], sizeof(float)) != 0 ? 1 : 0);
+    }
+    return differing;
+  };
+  const size_t differing = count_differing(want);
+  if (tokens > kDecodeTokens) {
+    // A prompt may run its routed experts the decode way (a device's expert GEMV: each token's
+    // products as a decode step's), which moe_ffn takes for batches where no expert has more than
+    // 8 rows: then it is moe_ffn over 8 tokens at a time, plus the shared expert over them all.
+    // The CPU's products do not depend on the batch, so there the two references agree, which
+    // checks the second.
+    const std::vector<float> decode_way =
+        routed_experts_decode_way(backend, x_values, routing.experts, weights, kUsed, m, glu,
+                                  gated ? std::span<const float>(shared_logits) : std::span<const float>());
+    const size_t differing_decode_way = count_differing(decode_way);
+    if (backend.name() == "cpu") {
+      EXPECT_EQ(differing_decode_way, 0u) << "moe_ffn 8 tokens at a time differs from moe_ffn whole on the CPU";
+    } else if (differing != 0) {
+      EXPECT_EQ(differing_decode_way, 0u)
+          << "of " << got.size() << " values, " << differing << " differ from moe_ffn's for the same routing and "
+          << differing_decode_way << " from moe_ffn's 8 tokens at a time";
+      return;
+    }
   }
   EXPECT_EQ(differing, 0u) << "of " << got.size() << " values differ from moe_ffn's for the same routing";
   bool nonzero = false;
@@ -192,8 +267,9 @@ const bool kRouterRegistered = register_op({OpKind::RouteExperts,
                                             check_route_experts});
 
 // Expert rows: decode sizes (1-16 tokens) of each quantized family, with and without a shared
-// expert (with and without its gate logit), both GLUs; a batch past a device's decode size (64
-// tokens); float experts.
+// expert (with and without its gate logit), both GLUs; two prompts past a device's decode size
+// (64 tokens), which a device may run either way (CudaBackendOptions::moe_gemv_macs_per_expert;
+// gpu_check.sh moe runs them both ways); float experts.
 const bool kExpertsRegistered = register_op({OpKind::MoeFfnRouted,
                                              {{{256, 128, 1}, (0 << 3) | 0},
                                               {{256, 128, 5}, (0 << 3) | 3},
@@ -204,6 +280,7 @@ const bool kExpertsRegistered = register_op({OpKind::MoeFfnRouted,
                                               {{256, 256, 2}, (4 << 3) | 3},
                                               {{128, 64, 16}, (0 << 3) | 3},
                                               {{128, 64, 72}, (2 << 3) | 1},
+                                              {{256, 256, 80}, (1 << 3) | 3},
                                               {{128, 64, 3}, (5 << 3) | 1}},
                                              check_moe_ffn_routed});
 

@@ -51,7 +51,7 @@ constexpr const char* kSwitches[] = {
     "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",   "LUMEN_CUDA_RWKV7",
     "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING",   "LUMEN_CUDA_TENSOR_CORE_PREFILL",
     "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST", "LUMEN_CUDA_GROUPED_GEMV",
-    "LUMEN_CUDA_ROPE_STORE_KV",  "LUMEN_CUDA_ROUTED_MOE"};
+    "LUMEN_CUDA_ROPE_STORE_KV",  "LUMEN_CUDA_ROUTED_MOE",       "LUMEN_CUDA_MOE_GEMV_MACS"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -92,6 +92,9 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
+  for (const char* value : {"-1", "", "5e8", "1 ", "99999999999999999999999"}) {
+    EXPECT_NE(refusal("LUMEN_CUDA_MOE_GEMV_MACS", value).find("LUMEN_CUDA_MOE_GEMV_MACS"), std::string::npos) << value;
+  }
 }
 
 TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
@@ -165,6 +168,13 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   {
     ScopedEnv routed("LUMEN_CUDA_ROUTED_MOE", "1");
     EXPECT_TRUE(options_with_environment(given).routed_moe);
+    EXPECT_EQ(options_with_environment(given).moe_gemv_macs_per_expert, cuda::kDefaultMoeGemvMacsPerExpert);
+  }
+  {
+    ScopedEnv none("LUMEN_CUDA_MOE_GEMV_MACS", "0");
+    EXPECT_EQ(options_with_environment(given).moe_gemv_macs_per_expert, 0);
+    ScopedEnv all("LUMEN_CUDA_MOE_GEMV_MACS", "9000000000000000000");
+    EXPECT_EQ(options_with_environment(given).moe_gemv_macs_per_expert, int64_t{9000000000000000000});
   }
 }
 
