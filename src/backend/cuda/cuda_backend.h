@@ -296,9 +296,9 @@ class CudaBackend final : public Backend {
  private:
   // Outputs `members` of a matmul_same_input in one grouped GEMV launch (cuda_matmul.cc).
   void matmul_grouped(const TensorView& x, std::span<const MatmulOutput> outputs, std::span<const size_t> members);
-  // moe_ffn_routed for what the expert GEMV does not take (routed_moe_plan.h): the pairs grouped on the host, each
-  // chosen expert's down outputs in `down`, expert after expert; returns each pair's row there
-  // (cuda_routed_moe.cc).
+  // moe_ffn_routed for what the expert GEMV does not take (routed_moe_plan.h): the pairs grouped
+  // on the host, each chosen expert's down outputs in `down`, expert after expert; returns each
+  // pair's row there (cuda_routed_moe.cc).
   const int32_t* experts_grouped_on_host(const TensorView& x, const TensorView& experts, int64_t k,
                                          const RoutedExperts& m, Glu glu, float*& down);
 
