@@ -693,8 +693,9 @@ synth_model_vs_cpu() {
 # rope_loads_first (CudaRope.LoadsFirst*, the same greedy run, a decode row), grouped_gemv
 # (CudaGroupedGemv, CudaMatmulSameInput, the same greedy run, a decode row), fused_rope_store_kv
 # (its registered conformance rows in the all-switches run, the same greedy run, a decode row),
-# routed_moe (its registered conformance rows, CudaCapabilities; the MoE models: mode moe)
-# and max_gemv_tokens
+# routed_moe (its registered conformance rows, CudaCapabilities; the MoE models: mode moe),
+# encoder_tensor_cores (CudaEncoderTensorCores, which sets it itself and prints both kernels'
+# times at a Gemma 3 image's size) and max_gemv_tokens
 # (from streams).
 run_unverified() {
   local start model switches
@@ -705,7 +706,7 @@ run_unverified() {
             LUMEN_CUDA_ROPE_STORE_KV=1 LUMEN_CUDA_ROUTED_MOE=1)
   start=$SECONDS
   env "${switches[@]}" LUMEN_VISION_MMPROJ_DIR="$BUNDLE/vision" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*:*CudaTensorCorePrefill.*:*CudaFusedInputQuantization.*:*CudaRope.*:*CudaGroupedGemv.*:*CudaMatmulSameInput.*' \
+    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*:*CudaTensorCorePrefill.*:*CudaFusedInputQuantization.*:*CudaRope.*:*CudaGroupedGemv.*:*CudaMatmulSameInput.*:*CudaEncoderTensorCores.*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS

@@ -212,9 +212,12 @@ void run_tensor_core_prefill(CudaBackend::State& s, const cuda::AttentionParams&
   }
   cuda::TensorCorePrefillParams t;
   t.q = p.q;
-  t.q_stride = p.q_stride;
+  t.q_head_stride = p.q_stride;
+  t.q_token_stride = p.n_heads * p.q_stride;
   t.out = p.out;
-  t.out_stride = p.out_stride;
+  t.out_head_stride = p.out_stride;
+  t.out_token_stride = p.n_heads * p.out_stride;
+  t.dims = p.head_dim;
   t.n_heads = p.n_heads;
   t.n_kv_heads = config.n_kv_heads;
   t.head_dim = p.head_dim;

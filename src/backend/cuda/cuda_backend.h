@@ -87,6 +87,14 @@ struct CudaBackendOptions {
   // written without a GPU on 2026-11-29: off until its conformance rows and the encoder model
   // tests have passed on a GPU. LUMEN_CUDA_ENCODER=1.
   bool encoder = false;
+  // An encoder's attention (and a vision tower's: SigLIP's heads of 72 padded to 80) on the
+  // tensor-core prefill kernel (tensor_core_prefill.cu: f16 queries, keys and values,
+  // probabilities rounded to f16, f32 sums), where the encoder kernel computes each row in double
+  // on the CUDA cores, a warp a row and head: a Gemma 3 image's 4 096 patches x 16 heads x 27
+  // layers. Differs from the CPU by f16's rounding (CudaEncoderTensorCores holds it to 2e-3).
+  // Written without a GPU on 2026-11-29: off until that test has passed on a GPU.
+  // LUMEN_CUDA_ENCODER_TENSOR_CORES=1.
+  bool encoder_tensor_cores = false;
   // Declare ALiBi and spans that attend both ways in the paged attention (attention.cu: BLOOM,
   // Gemma 3's images), written without a GPU on 2026-11-29: off until the alibi and span
   // conformance rows have passed on a GPU. LUMEN_CUDA_ALIBI=1, LUMEN_CUDA_SPAN_ATTENTION=1.

@@ -52,6 +52,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_KV_EVICTION", options.kv_eviction);
   flag("LUMEN_CUDA_LAYER_NORM", options.layer_norm);
   flag("LUMEN_CUDA_ENCODER", options.encoder);
+  flag("LUMEN_CUDA_ENCODER_TENSOR_CORES", options.encoder_tensor_cores);
   flag("LUMEN_CUDA_ALIBI", options.alibi);
   flag("LUMEN_CUDA_SPAN_ATTENTION", options.span_attention);
   flag("LUMEN_CUDA_RWKV7", options.rwkv7);

@@ -67,6 +67,7 @@ struct CudaBackend::State {
   cuda::DeviceScratch kv_score_sums;  // attention_scores: the call's sums per slot and KV head
   cuda::DeviceScratch kv_gathered;    // gather_kv_rows: the kept slices, between read and write
   cuda::DeviceScratch attention_vector_stats;
+  cuda::DeviceScratch encoder_k_f16, encoder_v_f16;  // bidirectional_attention on the tensor cores
   // moe_ffn_routed (cuda_routed_moe.cc): the pairs' gate, up and down outputs, the shared
   // expert's, the quantized inputs of the two expert GEMVs, and the pairs grouped by expert; for
   // the path grouped on the host, the gathered rows, the grouping and each pair's row.

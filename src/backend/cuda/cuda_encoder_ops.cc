@@ -1,10 +1,15 @@
-// CudaBackend's LayerNorm-block ops and an encoder's attention (encoder_ops.cu). Declared only
-// with CudaBackendOptions::layer_norm and ::encoder (the common layer refuses them otherwise).
+// CudaBackend's LayerNorm-block ops and an encoder's attention (encoder_ops.cu, or with
+// encoder_tensor_cores tensor_core_prefill.cu). Declared only with CudaBackendOptions::layer_norm
+// and ::encoder (the common layer refuses them otherwise).
+#include <cstring>
 #include <vector>
 
+#include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/encoder_kernels.h"
 #include "backend/cuda/encoder_math.h"
+#include "backend/cuda/tensor_core_prefill.h"
+#include "backend/cuda/tensor_core_prefill_plan.h"
 
 namespace lumen::backend {
 
@@ -47,12 +52,70 @@ void CudaBackend::do_activation(TensorView& x, Activation kind) {
   s.check_launch("activation");
 }
 
+namespace {
+
+// bidirectional_attention on the tensor-core prefill kernel (CudaBackendOptions::
+// encoder_tensor_cores): the keys and values packed as f16 rows, their heads padded to the tile's
+// head dim with zeros (which add nothing to a score and write nothing), then one launch over the
+// sequences' tasks. Rows no sequence owns are not written, as with the encoder kernel.
+void tensor_core_bidirectional_attention(CudaBackend::State& s, const TensorView& q, const TensorView& k,
+                                         const TensorView& v, std::span<const SequenceSlice> seqs,
+                                         const AttentionConfig& config, TensorView& out) {
+  const int64_t rows = q.rows(), dims = config.head_dim, padded = cuda::prefill_padded_head_dim(dims);
+  const size_t packed_bytes = static_cast<size_t>(rows * config.n_kv_heads * padded) * sizeof(uint16_t);
+  auto* k16 = static_cast<uint16_t*>(s.encoder_k_f16.ensure(packed_bytes, s.stream));
+  auto* v16 = static_cast<uint16_t*>(s.encoder_v_f16.ensure(packed_bytes, s.stream));
+  cuda::launch_pack_heads_f16(static_cast<const float*>(k.data), cuda::stride_of(k), rows, config.n_kv_heads, dims,
+                              padded, k16, s.stream);
+  cuda::launch_pack_heads_f16(static_cast<const float*>(v.data), cuda::stride_of(v), rows, config.n_kv_heads, dims,
+                              padded, v16, s.stream);
+
+  const cuda::PrefillPlan plan = cuda::plan_bidirectional_tensor_core(seqs, config);
+  std::vector<uint8_t> blob(plan.seqs.size() * sizeof(cuda::AttentionSeq) +
+                            plan.tasks.size() * sizeof(cuda::PrefillTask));
+  std::memcpy(blob.data(), plan.seqs.data(), plan.seqs.size() * sizeof(cuda::AttentionSeq));
+  // After the 8-byte aligned sequence records: aligned for the tasks' int32 fields.
+  const size_t tasks_at = plan.seqs.size() * sizeof(cuda::AttentionSeq);
+  std::memcpy(blob.data() + tasks_at, plan.tasks.data(), plan.tasks.size() * sizeof(cuda::PrefillTask));
+  const auto* base =
+      static_cast<const uint8_t*>(s.uploads->upload(cuda::HostUploads::kEncoderRows, blob.data(), blob.size()));
+
+  cuda::TensorCorePrefillParams t;
+  t.q = static_cast<const float*>(q.data);
+  t.q_head_stride = dims;
+  t.q_token_stride = cuda::stride_of(q);
+  t.out = static_cast<float*>(out.data);
+  t.out_head_stride = dims;
+  t.out_token_stride = cuda::stride_of(out);
+  t.dims = dims;
+  t.n_heads = config.n_heads;
+  t.n_kv_heads = config.n_kv_heads;
+  t.head_dim = padded;
+  t.score.scale = config.scale;
+  t.bidirectional = true;
+  t.k = k16;
+  t.v = v16;
+  t.k_row_bytes = t.v_row_bytes = static_cast<size_t>(config.n_kv_heads * padded) * sizeof(uint16_t);
+  t.seqs = reinterpret_cast<const cuda::AttentionSeq*>(base);
+  t.tasks = reinterpret_cast<const cuda::PrefillTask*>(base + tasks_at);
+  cuda::launch_tensor_core_prefill(t, static_cast<int64_t>(plan.tasks.size()), s.stream);
+}
+
+}  // namespace
+
 void CudaBackend::do_bidirectional_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                                              std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                                              TensorView& out) {
   State& s = *state_;
   for (const TensorView* t : {&q, &k, &v, static_cast<const TensorView*>(&out)}) {
     cuda::require_device(s, *t, "bidirectional_attention", "tensors");
+  }
+  if (s.options.encoder_tensor_cores && s.compute_capability >= 80 &&
+      cuda::prefill_padded_head_dim(config.head_dim) != 0) {
+    if (q.rows() == 0) return;
+    tensor_core_bidirectional_attention(s, q, k, v, seqs, config, out);
+    s.check_launch("bidirectional_attention");
+    return;
   }
   if (config.head_dim > cuda::kMaxEncoderHeadDim) {
     fail("bidirectional_attention: the CUDA kernel takes heads of up to {} values, not {}", cuda::kMaxEncoderHeadDim,

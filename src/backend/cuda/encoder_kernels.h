@@ -33,5 +33,10 @@ void launch_activation(float* x, int64_t x_stride, int64_t rows, int64_t cols, i
 void launch_gelu_tanh(float* x, int64_t x_stride, int64_t rows, int64_t cols, const uint16_t* gelu_table,
                       cudaStream_t stream);
 void launch_bidirectional_attention(const BidirectionalAttentionParams& params, cudaStream_t stream);
+// out (rows x heads * padded_dims f16 values, contiguous) = x's heads (rows x_stride floats apart,
+// heads of dims values side by side) rounded to f16, each head padded with zeros to padded_dims:
+// an encoder's keys or values as the tensor-core prefill kernel reads them.
+void launch_pack_heads_f16(const float* x, int64_t x_stride, int64_t rows, int64_t heads, int64_t dims,
+                           int64_t padded_dims, uint16_t* out, cudaStream_t stream);
 
 }  // namespace lumen::backend::cuda

@@ -148,4 +148,25 @@ void launch_bidirectional_attention(const BidirectionalAttentionParams& params, 
   }
 }
 
+namespace {
+
+__global__ void pack_heads_f16_kernel(const float* x, int64_t xs, int64_t rows, int64_t heads, int64_t dims,
+                                      int64_t padded, uint16_t* out) {
+  const int64_t total = rows * heads * padded;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    const int64_t row = i / (heads * padded), head = i / padded % heads, d = i % padded;
+    out[i] = d < dims ? float_to_half_bits(x[row * xs + head * dims + d]) : uint16_t{0};
+  }
+}
+
+}  // namespace
+
+void launch_pack_heads_f16(const float* x, int64_t x_stride, int64_t rows, int64_t heads, int64_t dims,
+                           int64_t padded_dims, uint16_t* out, cudaStream_t stream) {
+  if (rows * heads * padded_dims == 0) return;
+  pack_heads_f16_kernel<<<grid_for(rows * heads * padded_dims, kElementThreads), kElementThreads, 0, stream>>>(
+      x, x_stride, rows, heads, dims, padded_dims, out);
+}
+
 }  // namespace lumen::backend::cuda

@@ -48,8 +48,9 @@ __device__ __forceinline__ float quad_sum(float v) {
   return __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
-// The cache row of position `key` of the task's sequence.
+// The cache row of position `key` of the task's sequence (without block tables: the batch row).
 __device__ __forceinline__ int64_t cache_row(const TensorCorePrefillParams& p, const AttentionSeq& seq, int64_t key) {
+  if (p.block_tables == nullptr) return seq.first_token + key;
   return static_cast<int64_t>(p.block_tables[seq.table_offset + key / p.block_size]) * p.block_size +
          key % p.block_size;
 }
@@ -81,28 +82,28 @@ __global__ void __launch_bounds__(kThreads, 3) tensor_core_prefill_kernel(Tensor
     const int v = i / (D / 2), d = 2 * (i % (D / 2));
     const int64_t vector = task.vector_begin + v;
     uint32_t pair = 0;
-    if (vector < n_vectors) {
+    if (vector < n_vectors && d < p.dims) {
       const int64_t token = seq.first_token + vector / group;
       const int64_t head = task.kv_head * group + vector % group;
-      const float* q = p.q + (token * p.n_heads + head) * p.q_stride + d;
-      pair = mma::pack(hd::float_to_half(q[0]), hd::float_to_half(q[1]));
+      const float* q = p.q + token * p.q_token_stride + head * p.q_head_stride + d;
+      pair = mma::pack(hd::float_to_half(q[0]), d + 1 < p.dims ? hd::float_to_half(q[1]) : uint16_t{0});
     }
     *reinterpret_cast<uint32_t*>(q_s + v * kRowStride + d) = pair;
   }
 
-  // The keys the task reads: from the first row's window start to the last row's position.
+  // The keys the task reads: from its first row's first key to its last row's last.
   const int64_t last_vector = min(n_vectors, static_cast<int64_t>(task.vector_begin) + kVectors) - 1;
-  const int64_t first_pos = seq.start_pos + task.vector_begin / group;
-  const int64_t last_pos = seq.start_pos + last_vector / group;
-  const int64_t range_lo = prefill_row(first_pos, p.window).first, range_hi = last_pos;
-  const int64_t last_window_start = prefill_row(last_pos, p.window).first;
+  const PrefillTaskKeys keys{
+      prefill_task_row(p.bidirectional, seq.n_tokens, seq.start_pos + task.vector_begin / group, p.window),
+      prefill_task_row(p.bidirectional, seq.n_tokens, seq.start_pos + last_vector / group, p.window)};
+  const int64_t range_lo = keys.lo(), range_hi = keys.hi();
 
   // This lane's rows g and g + 8 of its warp's 16 (a padding vector takes the task's last row).
   PrefillRow rows[2];
   for (int r = 0; r < 2; ++r) {
     const int64_t vector =
         min(static_cast<int64_t>(task.vector_begin) + row_group * mma::kM + lane / 4 + 8 * r, last_vector);
-    rows[r] = prefill_row(seq.start_pos + vector / group, p.window);
+    rows[r] = prefill_task_row(p.bidirectional, seq.n_tokens, seq.start_pos + vector / group, p.window);
   }
 
   PrefillLane<KEYS, kDims> st;
@@ -160,8 +161,7 @@ __global__ void __launch_bounds__(kThreads, 3) tensor_core_prefill_kernel(Tensor
       }
     }
     // 2-3. scale, cap, mask; the rows' max over the tile; the running softmax
-    const bool all_visible = t0 + KEYS - 1 <= first_pos && t0 >= last_window_start;
-    prefill_scores(st, lane, t0, rows, all_visible, p.score);
+    prefill_scores(st, lane, t0, rows, keys.all_visible(t0, KEYS), p.score);
     float tile_max[2];
     prefill_lane_max(st, tile_max);
     tile_max[0] = quad_max(tile_max[0]);
@@ -192,7 +192,8 @@ __global__ void __launch_bounds__(kThreads, 3) tensor_core_prefill_kernel(Tensor
       const int64_t token = seq.first_token + vector / group;
       const int64_t head = task.kv_head * group + vector % group;
       const int64_t d = dim_part * kDims + j * mma::kN + c.col;
-      p.out[(token * p.n_heads + head) * p.out_stride + d] = prefill_output(st.o[j][i], sums[i >> 1]);
+      if (d >= p.dims) continue;  // a padded head's zeros
+      p.out[token * p.out_token_stride + head * p.out_head_stride + d] = prefill_output(st.o[j][i], sums[i >> 1]);
     }
   }
 }
@@ -215,6 +216,7 @@ void launch_tensor_core_prefill(const TensorCorePrefillParams& params, int64_t n
   if (n_tasks == 0) return;
   switch (params.head_dim) {
     case 64: return launch_for<64>(params, n_tasks, stream);
+    case 80: return launch_for<80>(params, n_tasks, stream);
     case 128: return launch_for<128>(params, n_tasks, stream);
     case 256: return launch_for<256>(params, n_tasks, stream);
     default: return;  // tensor_core_prefill_refusal turned the call away

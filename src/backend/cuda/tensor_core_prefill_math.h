@@ -50,6 +50,7 @@ struct PrefillTile {
 LUMEN_HD constexpr PrefillTile prefill_tile(int64_t head_dim) {
   switch (head_dim) {
     case 64: return {64, 64, 1};
+    case 80: return {80, 64, 1};  // 64 + 40 floats; SigLIP's heads of 72 padded (vision towers)
     case 128: return {128, 32, 1};
     case 256: return {256, 32, 2};
     default: return {};
@@ -73,6 +74,37 @@ struct PrefillRow {
 
 LUMEN_HD PrefillRow prefill_row(int64_t position, int64_t window) {
   return {window > 0 && position - window + 1 > 0 ? position - window + 1 : 0, position};
+}
+
+// The keys a row of a task sees: a causal row its window up to its own position; a row of an
+// encoder's sequence (bidirectional) every key of the sequence, 0 .. seq_tokens - 1.
+LUMEN_HD PrefillRow prefill_task_row(bool bidirectional, int64_t seq_tokens, int64_t position, int64_t window) {
+  return bidirectional ? PrefillRow{0, seq_tokens - 1} : prefill_row(position, window);
+}
+
+// The keys a task reads, from its first row's first key to its last row's last, and whether
+// every row of the task sees every key of the tile [t0, t0 + keys): the tile lies inside the
+// keys all its rows share, from the last row's first key to the first row's last (windows and
+// positions only grow from row to row).
+struct PrefillTaskKeys {
+  PrefillRow first_row, last_row;
+  LUMEN_HD int64_t lo() const { return first_row.first; }
+  LUMEN_HD int64_t hi() const { return last_row.last; }
+  LUMEN_HD bool all_visible(int64_t t0, int64_t keys) const {
+    return t0 >= last_row.first && t0 + keys - 1 <= first_row.last;
+  }
+};
+
+// The head dim an encoder's heads run at on the tensor cores: the narrowest tile at least as wide
+// (their values past head_dim are zeros in the packed keys and values, so the scores and outputs
+// are those of head_dim), or 0 when none is.
+LUMEN_HD constexpr int64_t prefill_padded_head_dim(int64_t head_dim) {
+  return head_dim < 1      ? 0
+         : head_dim <= 64  ? 64
+         : head_dim <= 80  ? 80
+         : head_dim <= 128 ? 128
+         : head_dim <= 256 ? 256
+                           : 0;
 }
 
 // scale, or softcap * tanh(dot * scale / softcap): the split-KV kernels' arithmetic.

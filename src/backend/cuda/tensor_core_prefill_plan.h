@@ -34,4 +34,9 @@ inline bool tensor_core_prefill_takes(const SequenceSlice& seq) {
 PrefillPlan plan_tensor_core_prefill(std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                                      int64_t block_size);
 
+// An encoder's call (Backend::bidirectional_attention) on the same kernel: every row of a sequence
+// sees all of its keys; the keys and values are one row per batch row (no block tables), their
+// heads at prefill_padded_head_dim(config.head_dim). config.head_dim must have one.
+PrefillPlan plan_bidirectional_tensor_core(std::span<const SequenceSlice> seqs, const AttentionConfig& config);
+
 }  // namespace lumen::backend::cuda

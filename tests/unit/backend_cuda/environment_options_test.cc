@@ -42,16 +42,30 @@ class ScopedEnv {
   std::optional<std::string> before_;
 };
 
-// Every switch the tests below read, unset for the scope.
-constexpr const char* kSwitches[] = {
-    "LUMEN_CUDA_GEMV",           "LUMEN_CUDA_MAX_GEMV_TOKENS",  "LUMEN_CUDA_GRAPHS",
-    "LUMEN_CUDA_TREE_ATTENTION", "LUMEN_CUDA_QUANTIZED_KV",     "LUMEN_CUDA_EXACT_ATTENTION",
-    "LUMEN_CUDA_ADD_RMS_NORM",   "LUMEN_CUDA_STATE_SPACE",      "LUMEN_CUDA_LATENT_ATTENTION",
-    "LUMEN_CUDA_KV_EVICTION",    "LUMEN_CUDA_LAYER_NORM",       "LUMEN_CUDA_ENCODER",
-    "LUMEN_CUDA_ALIBI",          "LUMEN_CUDA_SPAN_ATTENTION",   "LUMEN_CUDA_RWKV7",
-    "LUMEN_CUDA_DEVICE_ARGMAX",  "LUMEN_CUDA_DEVICE_LEADING",   "LUMEN_CUDA_TENSOR_CORE_PREFILL",
-    "LUMEN_CUDA_FUSED_QUANTIZE", "LUMEN_CUDA_ROPE_LOADS_FIRST", "LUMEN_CUDA_GROUPED_GEMV",
-    "LUMEN_CUDA_ROPE_STORE_KV",  "LUMEN_CUDA_ROUTED_MOE",       "LUMEN_CUDA_MOE_GEMV_MACS"};
+// The on/off switches (0 or 1), and every switch the tests below read, unset for the scope.
+constexpr const char* kFlags[] = {"LUMEN_CUDA_GRAPHS",
+                                  "LUMEN_CUDA_TREE_ATTENTION",
+                                  "LUMEN_CUDA_QUANTIZED_KV",
+                                  "LUMEN_CUDA_EXACT_ATTENTION",
+                                  "LUMEN_CUDA_ADD_RMS_NORM",
+                                  "LUMEN_CUDA_STATE_SPACE",
+                                  "LUMEN_CUDA_LATENT_ATTENTION",
+                                  "LUMEN_CUDA_KV_EVICTION",
+                                  "LUMEN_CUDA_LAYER_NORM",
+                                  "LUMEN_CUDA_ENCODER",
+                                  "LUMEN_CUDA_ALIBI",
+                                  "LUMEN_CUDA_SPAN_ATTENTION",
+                                  "LUMEN_CUDA_RWKV7",
+                                  "LUMEN_CUDA_DEVICE_ARGMAX",
+                                  "LUMEN_CUDA_DEVICE_LEADING",
+                                  "LUMEN_CUDA_TENSOR_CORE_PREFILL",
+                                  "LUMEN_CUDA_FUSED_QUANTIZE",
+                                  "LUMEN_CUDA_ROPE_LOADS_FIRST",
+                                  "LUMEN_CUDA_GROUPED_GEMV",
+                                  "LUMEN_CUDA_ROPE_STORE_KV",
+                                  "LUMEN_CUDA_ROUTED_MOE",
+                                  "LUMEN_CUDA_ENCODER_TENSOR_CORES"};
+constexpr const char* kValueSwitches[] = {"LUMEN_CUDA_GEMV", "LUMEN_CUDA_MAX_GEMV_TOKENS", "LUMEN_CUDA_MOE_GEMV_MACS"};
 
 std::string refusal(const char* name, const char* value) {
   ScopedEnv env(name, value);
@@ -68,27 +82,7 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
     EXPECT_NE(refusal("LUMEN_CUDA_MAX_GEMV_TOKENS", value).find("LUMEN_CUDA_MAX_GEMV_TOKENS"), std::string::npos)
         << value;
   }
-  for (const char* name : {"LUMEN_CUDA_GRAPHS",
-                           "LUMEN_CUDA_TREE_ATTENTION",
-                           "LUMEN_CUDA_QUANTIZED_KV",
-                           "LUMEN_CUDA_EXACT_ATTENTION",
-                           "LUMEN_CUDA_ADD_RMS_NORM",
-                           "LUMEN_CUDA_STATE_SPACE",
-                           "LUMEN_CUDA_LATENT_ATTENTION",
-                           "LUMEN_CUDA_KV_EVICTION",
-                           "LUMEN_CUDA_LAYER_NORM",
-                           "LUMEN_CUDA_ENCODER",
-                           "LUMEN_CUDA_ALIBI",
-                           "LUMEN_CUDA_SPAN_ATTENTION",
-                           "LUMEN_CUDA_RWKV7",
-                           "LUMEN_CUDA_DEVICE_ARGMAX",
-                           "LUMEN_CUDA_DEVICE_LEADING",
-                           "LUMEN_CUDA_TENSOR_CORE_PREFILL",
-                           "LUMEN_CUDA_FUSED_QUANTIZE",
-                           "LUMEN_CUDA_ROPE_LOADS_FIRST",
-                           "LUMEN_CUDA_GROUPED_GEMV",
-                           "LUMEN_CUDA_ROPE_STORE_KV",
-                           "LUMEN_CUDA_ROUTED_MOE"}) {
+  for (const char* name : kFlags) {
     for (const char* value : {"yes", "2", "", "1 "}) EXPECT_NE(refusal(name, value).find(name), std::string::npos);
   }
   EXPECT_NE(refusal("LUMEN_CUDA_GEMV", "fast").find("LUMEN_CUDA_GEMV"), std::string::npos);
@@ -99,7 +93,8 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
 
 TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   std::vector<std::unique_ptr<ScopedEnv>> unset;
-  for (const char* name : kSwitches) unset.push_back(std::make_unique<ScopedEnv>(name, nullptr));
+  for (const char* name : kFlags) unset.push_back(std::make_unique<ScopedEnv>(name, nullptr));
+  for (const char* name : kValueSwitches) unset.push_back(std::make_unique<ScopedEnv>(name, nullptr));
   CudaBackendOptions given;
   given.max_gemv_tokens = 3;
   EXPECT_EQ(options_with_environment(given).max_gemv_tokens, 3);
@@ -169,6 +164,12 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
     ScopedEnv routed("LUMEN_CUDA_ROUTED_MOE", "1");
     EXPECT_TRUE(options_with_environment(given).routed_moe);
     EXPECT_EQ(options_with_environment(given).moe_gemv_macs_per_expert, cuda::kDefaultMoeGemvMacsPerExpert);
+    EXPECT_FALSE(options_with_environment(given).encoder_tensor_cores);
+  }
+  {
+    ScopedEnv tensor_cores("LUMEN_CUDA_ENCODER_TENSOR_CORES", "1");
+    EXPECT_TRUE(options_with_environment(given).encoder_tensor_cores);
+    EXPECT_FALSE(options_with_environment(given).encoder);
   }
   {
     ScopedEnv none("LUMEN_CUDA_MOE_GEMV_MACS", "0");
