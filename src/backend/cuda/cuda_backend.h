@@ -153,8 +153,9 @@ struct CudaBackendOptions {
   // router, experts and combine on the device, where the composed moe_ffn copied the router's
   // logits to the host and waited for them every layer, and ran 4 launches or more per chosen
   // expert. Decode-sized batches of quantized experts run on the device, and prompts of small
-  // experts (moe_gemv_macs_per_expert); others copy the routing back once a layer. Written without a GPU on 2026-11-29:
-  // off until its conformance rows and the MoE model tests have passed on a GPU. LUMEN_CUDA_ROUTED_MOE=1.
+  // experts (moe_gemv_macs_per_expert); others copy the routing back once a layer. Written
+  // without a GPU on 2026-11-29: off until its conformance rows and the MoE model tests have
+  // passed on a GPU. LUMEN_CUDA_ROUTED_MOE=1.
   bool routed_moe = false;
   // With routed_moe: a batch past decode size (a prompt) also runs its routed experts on the
   // expert GEMV, with no id copied to the host, while an expert's average share of its

@@ -169,8 +169,9 @@ float* experts_on_device(CudaBackend::State& s, const TensorView& x, const int32
 }  // namespace
 
 // Prompts of large experts (past moe_gemv_macs_per_expert) and float experts: the ids come to
-// the host once and are grouped by expert there; each chosen expert's rows are gathered and run through this backend's matmul_glu
-// and matmul (a GEMM past max_gemv_tokens rows), its down outputs written expert after expert.
+// the host once and are grouped by expert there; each chosen expert's rows are gathered and run
+// through this backend's matmul_glu and matmul (a GEMM past max_gemv_tokens rows), its down
+// outputs written expert after expert.
 // Returns the pairs' rows of that output (a device array the combine reads). One wait and a few
 // launches per chosen expert, where the composed moe_ffn also scales each routed row alone.
 const int32_t* CudaBackend::experts_grouped_on_host(const TensorView& x, const TensorView& experts, int64_t k,

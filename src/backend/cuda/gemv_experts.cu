@@ -1,10 +1,11 @@
 // The experts of a routed MoE layer on the device (Backend::moe_ffn_routed), for the tokens of
 // a decode step and for prompts whose experts are small (routed_moe_plan.h): the (token, slot)
-// pairs are grouped by the expert they chose (one small launch), then one launch runs gate and up for every group and
-// one runs down, each group's expert rows read once for up to 8 of its pairs; a last launch adds each token's slots. No
-// id comes to the host, so a step stays free of transfers and the launches have the same arguments every step (the grid
-// is sized for the most groups a step can have; the blocks of groups a step does not have return at once), which a CUDA
-// graph needs.
+// pairs are grouped by the expert they chose (one small launch), then one launch runs gate and
+// up for every group and one runs down, each group's expert rows read once for up to 8 of its
+// pairs; a last launch adds each token's slots. No id comes to the host, so a step stays free of
+// transfers and the launches have the same arguments every step (the grid is sized for the most
+// groups a step can have; the blocks of groups a step does not have return at once), which a
+// CUDA graph needs.
 #include "backend/cuda/gemv_common.cuh"
 #include "backend/cuda/gemv_rows.cuh"
 #include "backend/cuda/routed_moe_kernels.h"
