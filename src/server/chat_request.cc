@@ -36,7 +36,9 @@ nlohmann::ordered_json message_content(const nlohmann::json& content, const std:
   bool has_image = false;
   for (size_t i = 0; i < content.size(); ++i) {
     const auto& part = content[i];
-    if (sink.images != nullptr && part.is_object() && part.value("type", "") == "image_url") {
+    // value() with a json default: a "type" of any kind compares, where a string default would
+    // throw a type error for {"type": true} (a fuzzer's input that ended the process).
+    if (sink.images != nullptr && part.is_object() && part.value("type", nlohmann::json()) == "image_url") {
       if (role != "user") invalid("messages", "only a user message may hold images");
       if (sink.images->size() >= sink.limits->max_images_per_request) {
         invalid("messages", "at most {} images in a request (--max-images-per-request)",

@@ -96,6 +96,25 @@ TEST_F(ChatImages, OnlyTheTemplatesMarkerBecomesAnImageSlot) {
             std::string::npos);
 }
 
+// A part whose "type" is not a string is refused as a malformed part (400), not thrown as a JSON
+// type error: the fuzzer's {"type": true} in a request that may hold images.
+TEST_F(ChatImages, APartTypeOfAnotherKindIsAClearRefusal) {
+  for (const char* type : {"true", "3", "null", "[\"image_url\"]", "{\"a\": 1}"}) {
+    const nlohmann::json body = server::parse_json_body(
+        std::string(R"({"messages": [{"role": "user", "content": [{"type": )") + type + R"(, "text": "b"}]}]})");
+    server::ImageLimits limits;
+    std::vector<server::ImagePart> parts;
+    try {
+      (void)server::parse_messages(body, 16, &limits, &parts);
+      ADD_FAILURE() << type << ": accepted";
+    } catch (const server::ApiError& e) {
+      EXPECT_EQ(e.status(), 400) << type;
+      EXPECT_NE(std::string(e.what()).find("content parts must be"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(parts.empty());
+  }
+}
+
 TEST_F(ChatImages, ATextModelRefusesImagesWithTheFix) {
   std::vector<server::ImagePart> images(1);
   images[0].bytes.assign(1, 'x');  // (assigning a literal trips GCC 12's false -Wrestrict)
