@@ -15,9 +15,28 @@
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/graph_capture.h"
 #include "backend/cuda/tensor_core_prefill.h"
+#include "backend/cuda/upload_blob.h"
 #include "util/error.h"
 
 namespace lumen::backend {
+
+namespace cuda {
+
+DevicePrefillPlan upload_prefill_plan(CudaBackend::State& s, HostUploads::Slot slot, const PrefillPlan& plan) {
+  std::vector<uint8_t> blob;
+  const size_t seqs_at = append(blob, plan.seqs);
+  const size_t tables_at = append(blob, plan.block_tables);
+  const size_t tasks_at = append(blob, plan.tasks);
+  const auto* base = static_cast<const uint8_t*>(s.uploads->upload(slot, blob.data(), blob.size()));
+  DevicePrefillPlan device;
+  device.seqs = reinterpret_cast<const AttentionSeq*>(base + seqs_at);
+  device.block_tables = plan.block_tables.empty() ? nullptr : reinterpret_cast<const int32_t*>(base + tables_at);
+  device.tasks = reinterpret_cast<const PrefillTask*>(base + tasks_at);
+  device.n_tasks = static_cast<int64_t>(plan.tasks.size());
+  return device;
+}
+
+}  // namespace cuda
 
 namespace {
 
@@ -76,15 +95,8 @@ std::vector<int64_t> plan_key(std::span<const SequenceSlice> seqs, const Attenti
   return key;
 }
 
-size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
-
-template <typename T>
-size_t append(std::vector<uint8_t>& blob, const std::vector<T>& values) {
-  const size_t offset = align16(blob.size());
-  blob.resize(offset + values.size() * sizeof(T));
-  if (!values.empty()) std::memcpy(blob.data() + offset, values.data(), values.size() * sizeof(T));
-  return offset;
-}
+using cuda::align16;
+using cuda::append;
 
 }  // namespace
 
@@ -197,17 +209,8 @@ void run_tensor_core_prefill(CudaBackend::State& s, const cuda::AttentionParams&
                              std::span<const SequenceSlice> taken, const AttentionConfig& config, int64_t block_size) {
   std::vector<int64_t> key = plan_key(taken, config, block_size);
   if (key != s.prefill_plan_key) {
-    const cuda::PrefillPlan plan = cuda::plan_tensor_core_prefill(taken, config, block_size);
-    std::vector<uint8_t> blob;
-    const size_t seqs_at = append(blob, plan.seqs);
-    const size_t tables_at = append(blob, plan.block_tables);
-    const size_t tasks_at = append(blob, plan.tasks);
-    const auto* base =
-        static_cast<const uint8_t*>(s.uploads->upload(cuda::HostUploads::kPrefillPlan, blob.data(), blob.size()));
-    s.prefill_plan_device.seqs = reinterpret_cast<const cuda::AttentionSeq*>(base + seqs_at);
-    s.prefill_plan_device.block_tables = reinterpret_cast<const int32_t*>(base + tables_at);
-    s.prefill_plan_device.tasks = reinterpret_cast<const cuda::PrefillTask*>(base + tasks_at);
-    s.prefill_plan_device.n_tasks = static_cast<int64_t>(plan.tasks.size());
+    s.prefill_plan_device = cuda::upload_prefill_plan(s, cuda::HostUploads::kPrefillPlan,
+                                                      cuda::plan_tensor_core_prefill(taken, config, block_size));
     s.prefill_plan_key = std::move(key);
   }
   cuda::TensorCorePrefillParams t;

@@ -97,12 +97,7 @@ struct CudaBackend::State {
   } plan_device;
   // The tensor-core prefill attention's last plan (tensor_core_prefill_plan.h), keyed as above.
   std::vector<int64_t> prefill_plan_key;
-  struct {
-    const cuda::AttentionSeq* seqs = nullptr;
-    const int32_t* block_tables = nullptr;
-    const cuda::PrefillTask* tasks = nullptr;
-    int64_t n_tasks = 0;
-  } prefill_plan_device;
+  cuda::DevicePrefillPlan prefill_plan_device;
 
   ~State();
 

@@ -1,7 +1,6 @@
 // CudaBackend's LayerNorm-block ops and an encoder's attention (encoder_ops.cu, or with
 // encoder_tensor_cores tensor_core_prefill.cu). Declared only with CudaBackendOptions::layer_norm
 // and ::encoder (the common layer refuses them otherwise).
-#include <cstring>
 #include <vector>
 
 #include "backend/cuda/cuda_backend_state.h"
@@ -70,15 +69,8 @@ void tensor_core_bidirectional_attention(CudaBackend::State& s, const TensorView
   cuda::launch_pack_heads_f16(static_cast<const float*>(v.data), cuda::stride_of(v), rows, config.n_kv_heads, dims,
                               padded, v16, s.stream);
 
-  const cuda::PrefillPlan plan = cuda::plan_bidirectional_tensor_core(seqs, config);
-  std::vector<uint8_t> blob(plan.seqs.size() * sizeof(cuda::AttentionSeq) +
-                            plan.tasks.size() * sizeof(cuda::PrefillTask));
-  std::memcpy(blob.data(), plan.seqs.data(), plan.seqs.size() * sizeof(cuda::AttentionSeq));
-  // After the 8-byte aligned sequence records: aligned for the tasks' int32 fields.
-  const size_t tasks_at = plan.seqs.size() * sizeof(cuda::AttentionSeq);
-  std::memcpy(blob.data() + tasks_at, plan.tasks.data(), plan.tasks.size() * sizeof(cuda::PrefillTask));
-  const auto* base =
-      static_cast<const uint8_t*>(s.uploads->upload(cuda::HostUploads::kEncoderRows, blob.data(), blob.size()));
+  const cuda::DevicePrefillPlan plan =
+      cuda::upload_prefill_plan(s, cuda::HostUploads::kEncoderRows, cuda::plan_bidirectional_tensor_core(seqs, config));
 
   cuda::TensorCorePrefillParams t;
   t.q = static_cast<const float*>(q.data);
@@ -96,9 +88,10 @@ void tensor_core_bidirectional_attention(CudaBackend::State& s, const TensorView
   t.k = k16;
   t.v = v16;
   t.k_row_bytes = t.v_row_bytes = static_cast<size_t>(config.n_kv_heads * padded) * sizeof(uint16_t);
-  t.seqs = reinterpret_cast<const cuda::AttentionSeq*>(base);
-  t.tasks = reinterpret_cast<const cuda::PrefillTask*>(base + tasks_at);
-  cuda::launch_tensor_core_prefill(t, static_cast<int64_t>(plan.tasks.size()), s.stream);
+  t.seqs = plan.seqs;
+  t.block_tables = plan.block_tables;  // none: key j of a sequence is its batch row first_token + j
+  t.tasks = plan.tasks;
+  cuda::launch_tensor_core_prefill(t, plan.n_tasks, s.stream);
 }
 
 }  // namespace

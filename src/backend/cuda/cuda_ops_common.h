@@ -26,6 +26,10 @@ inline void require_rows_type(tensor::DType type, std::string_view op) {
   }
 }
 
+// The plan's arrays in one upload to `slot` (cuda_attention.cc), for the tensor-core prefill
+// kernel: a paged prefill's, or an encoder's (no block tables).
+DevicePrefillPlan upload_prefill_plan(CudaBackend::State& s, HostUploads::Slot slot, const PrefillPlan& plan);
+
 // Floats from one row to the next of an f32 tensor (checked by common::check_f32 to be whole).
 inline int64_t stride_of(const TensorView& t) {
   return static_cast<int64_t>(t.row_bytes / sizeof(float));

@@ -5,12 +5,11 @@
 
 #include "backend/common/kv_checks.h"
 #include "backend/cuda/decode_attention.h"
+#include "backend/cuda/upload_blob.h"
 
 namespace lumen::backend::cuda {
 
 namespace {
-
-size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 
 // One query row per sequence in every layer group, with plain causal masks (no token tree).
 bool is_decode(const StepMetadata& step) {

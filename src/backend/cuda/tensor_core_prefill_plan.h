@@ -19,6 +19,14 @@ struct PrefillPlan {
   std::vector<PrefillTask> tasks;     // those with the most keys first
 };
 
+// A plan uploaded: where its arrays are in device memory (no block tables: null).
+struct DevicePrefillPlan {
+  const AttentionSeq* seqs = nullptr;
+  const int32_t* block_tables = nullptr;
+  const PrefillTask* tasks = nullptr;
+  int64_t n_tasks = 0;
+};
+
 // Why the kernel cannot take this call's layer, or "" when it can: an f16 cache for K and V
 // (rows 16-byte aligned), a head dim with a tile shape, values as wide as keys in their own rows,
 // no ALiBi.

@@ -1,13 +1,7 @@
 // The tensor-core prefill attention (tensor_core_prefill_math.h, tensor_core_prefill.cu) on a
 // CPU: its task plan, the mma register layout it relies on, and the kernel's steps run for 32
-// emulated lanes per warp, against the CPU backend's attention.
-//
-// The emulation runs the kernel's own per-lane functions (prefill_scores, prefill_softmax_step,
-// prefill_probabilities, prefill_output), fragment loads (mma::load_a / load_b) and shared-memory
-// layout; only what is the hardware's is spelled here: the product of a warp's fragments
-// (rebuilt into matrices with the documented coordinates of mma_fragments.h), the quad
-// shuffles, and the tile copies (the same indexing as the kernel's loops). A GPU run checks the
-// kernel itself (CudaTensorCorePrefill in tests/unit/backend_cuda).
+// emulated lanes per warp (tensor_core_emulation.h), against the CPU backend's attention. A GPU
+// run checks the kernel itself (CudaTensorCorePrefill in tests/unit/backend_cuda).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,10 +20,14 @@
 #include "backend/cuda/tensor_core_prefill_math.h"
 #include "backend/cuda/tensor_core_prefill_plan.h"
 #include "tensor/fp16.h"
+#include "tensor_core_emulation.h"
 
 namespace lumen::backend::cuda {
 namespace {
 
+using emulation::emulate_kernel;
+using emulation::EmulatedCall;
+using emulation::max_relative_difference;
 using tensor::DType;
 
 // ---- the register layout ----
@@ -82,40 +80,6 @@ TEST(MmaFragments, ScoreRegistersAreTheProbabilityFragmentsOfTheProductWithValue
   }
 }
 
-// ---- the emulated warp ----
-
-using Fragments4 = std::array<std::array<uint32_t, 4>, 32>;
-using Fragments2 = std::array<std::array<uint32_t, 2>, 32>;
-
-float low_half(uint32_t r) { return tensor::fp16_to_float(static_cast<uint16_t>(r & 0xffffu)); }
-float high_half(uint32_t r) { return tensor::fp16_to_float(static_cast<uint16_t>(r >> 16)); }
-
-// D = A B + C for one warp's fragments, the matrices rebuilt from the documented coordinates;
-// c[lane] points at the lane's 4 accumulators.
-void warp_mma(const Fragments4& a, const Fragments2& b, std::array<float*, 32> c) {
-  float am[16][16], bm[16][8];
-  for (int lane = 0; lane < 32; ++lane) {
-    for (int i = 0; i < 8; ++i) {
-      const mma::Coord x = mma::a_coord(lane, i);
-      const uint32_t r = a[static_cast<size_t>(lane)][static_cast<size_t>(i / 2)];
-      am[x.row][x.col] = i % 2 == 0 ? low_half(r) : high_half(r);
-    }
-    for (int i = 0; i < 4; ++i) {
-      const mma::Coord x = mma::b_coord(lane, i);
-      const uint32_t r = b[static_cast<size_t>(lane)][static_cast<size_t>(i / 2)];
-      bm[x.row][x.col] = i % 2 == 0 ? low_half(r) : high_half(r);
-    }
-  }
-  for (int lane = 0; lane < 32; ++lane) {
-    for (int i = 0; i < 4; ++i) {
-      const mma::Coord x = mma::c_coord(lane, i);
-      float sum = 0.0f;
-      for (int k = 0; k < 16; ++k) sum += am[x.row][k] * bm[k][x.col];
-      c[static_cast<size_t>(lane)][i] += sum;
-    }
-  }
-}
-
 // A paged f16 cache with rows padded to a 16-byte multiple, and the blocks of each sequence
 // shuffled.
 struct Cache {
@@ -140,161 +104,6 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* os) {
   *os << c.n_heads << " heads / " << c.n_kv_heads << " KV heads of " << c.head_dim << ", window " << c.window
       << ", softcap " << c.softcap << ", " << c.seqs.size() << " sequences";
-}
-
-// One launch of the kernel (TensorCorePrefillParams, spelled for the host).
-struct EmulatedCall {
-  PrefillPlan plan;
-  const float* q = nullptr;
-  int64_t q_head_stride = 0, q_token_stride = 0;
-  float* out = nullptr;
-  int64_t out_head_stride = 0, out_token_stride = 0;
-  int64_t dims = 0;  // the heads' values; the tile's D past them are zeros
-  int64_t n_heads = 0, group = 1, window = 0;
-  bool bidirectional = false;
-  PrefillScore score;
-  const uint16_t* k = nullptr;  // f16 rows of row_values values
-  const uint16_t* v = nullptr;
-  size_t row_values = 0;
-  int64_t block_size = 16;  // with the plan's block tables; without any, key j is row first_token + j
-};
-
-// The kernel, block by block, each block's 4 warps x 32 lanes emulated (tensor_core_prefill.cu's
-// steps in its order).
-template <int D>
-void emulate_kernel(const EmulatedCall& call) {
-  constexpr PrefillTile kTile = prefill_tile(D);
-  constexpr int KEYS = kTile.keys, kVectors = kTile.vectors(), kDims = kTile.dims_per_warp();
-  constexpr int kRowStride = D + 8, kValueStride = KEYS + 8;
-  using Lane = PrefillLane<KEYS, kDims>;
-  const PrefillPlan& plan = call.plan;
-  const int64_t group = call.group;
-  std::vector<uint16_t> q_s(static_cast<size_t>(kVectors * kRowStride)), k_s(static_cast<size_t>(KEYS * kRowStride)),
-      v_s(static_cast<size_t>(D * kValueStride));
-  for (const PrefillTask& task : plan.tasks) {
-    const AttentionSeq& seq = plan.seqs[static_cast<size_t>(task.seq)];
-    const int64_t n_vectors = seq.n_tokens * group;
-    for (int v = 0; v < kVectors; ++v) {
-      for (int d = 0; d < D; ++d) {
-        const int64_t vector = task.vector_begin + v;
-        uint16_t value = 0;
-        if (vector < n_vectors && d < call.dims) {
-          const int64_t token = seq.first_token + vector / group, head = task.kv_head * group + vector % group;
-          value = tensor::float_to_fp16(call.q[token * call.q_token_stride + head * call.q_head_stride + d]);
-        }
-        q_s[static_cast<size_t>(v * kRowStride + d)] = value;
-      }
-    }
-    const int64_t last_vector = std::min<int64_t>(n_vectors, task.vector_begin + kVectors) - 1;
-    const PrefillTaskKeys keys{
-        prefill_task_row(call.bidirectional, seq.n_tokens, seq.start_pos + task.vector_begin / group, call.window),
-        prefill_task_row(call.bidirectional, seq.n_tokens, seq.start_pos + last_vector / group, call.window)};
-    const int64_t range_lo = keys.lo(), range_hi = keys.hi();
-    std::vector<Lane> lanes(4 * 32);
-    std::vector<std::array<PrefillRow, 2>> rows(4 * 32);
-    for (int warp = 0; warp < 4; ++warp) {
-      for (int lane = 0; lane < 32; ++lane) {
-        for (int r = 0; r < 2; ++r) {
-          const int64_t vector =
-              std::min<int64_t>(task.vector_begin + (warp / kTile.dim_split) * 16 + lane / 4 + 8 * r, last_vector);
-          rows[static_cast<size_t>(warp * 32 + lane)][static_cast<size_t>(r)] =
-              prefill_task_row(call.bidirectional, seq.n_tokens, seq.start_pos + vector / group, call.window);
-        }
-        prefill_start(lanes[static_cast<size_t>(warp * 32 + lane)]);
-      }
-    }
-    const auto cache_row = [&](int64_t key) {
-      if (plan.block_tables.empty()) return static_cast<size_t>(seq.first_token + key);
-      return static_cast<size_t>(plan.block_tables[static_cast<size_t>(seq.table_offset + key / call.block_size)] *
-                                     call.block_size +
-                                 key % call.block_size);
-    };
-    for (int64_t t0 = range_lo - range_lo % KEYS; t0 <= range_hi; t0 += KEYS) {
-      for (int key_index = 0; key_index < KEYS; ++key_index) {
-        const int64_t key = t0 + key_index;
-        const bool in_range = key >= range_lo && key <= range_hi;
-        for (int d = 0; d < D; ++d) {
-          const size_t at = in_range ? cache_row(key) * call.row_values + static_cast<size_t>(task.kv_head * D + d) : 0;
-          k_s[static_cast<size_t>(key_index * kRowStride + d)] = in_range ? call.k[at] : 0;
-          v_s[static_cast<size_t>(d * kValueStride + key_index)] = in_range ? call.v[at] : 0;
-        }
-      }
-      const bool all_visible = keys.all_visible(t0, KEYS);
-      for (int warp = 0; warp < 4; ++warp) {
-        Lane* st = &lanes[static_cast<size_t>(warp * 32)];
-        const int row_group = warp / kTile.dim_split, dim_part = warp % kTile.dim_split;
-        const uint16_t* q_rows = q_s.data() + row_group * 16 * kRowStride;
-        for (int lane = 0; lane < 32; ++lane)
-          for (auto& tile : st[lane].s) std::fill(std::begin(tile), std::end(tile), 0.0f);
-        for (int kk = 0; kk < D / 16; ++kk) {
-          Fragments4 a;
-          for (int lane = 0; lane < 32; ++lane)
-            mma::load_a(q_rows + kk * 16, kRowStride, lane, a[static_cast<size_t>(lane)].data());
-          for (int j = 0; j < Lane::kScoreTiles; ++j) {
-            Fragments2 b;
-            std::array<float*, 32> acc;
-            for (int lane = 0; lane < 32; ++lane) {
-              mma::load_b(k_s.data() + j * 8 * kRowStride + kk * 16, kRowStride, lane,
-                          b[static_cast<size_t>(lane)].data());
-              acc[static_cast<size_t>(lane)] = st[lane].s[j];
-            }
-            warp_mma(a, b, acc);
-          }
-        }
-        std::array<std::array<float, 2>, 32> lane_max;
-        for (int lane = 0; lane < 32; ++lane) {
-          prefill_scores(st[lane], lane, t0, rows[static_cast<size_t>(warp * 32 + lane)].data(), all_visible,
-                         call.score);
-          prefill_lane_max(st[lane], lane_max[static_cast<size_t>(lane)].data());
-        }
-        for (int lane = 0; lane < 32; ++lane) {  // the quad's max (its 4 lanes hold the same rows)
-          float tile_max[2];
-          for (int r = 0; r < 2; ++r) {
-            tile_max[r] = -INFINITY;
-            for (int other = lane & ~3; other < (lane & ~3) + 4; ++other)
-              tile_max[r] = std::max(tile_max[r], lane_max[static_cast<size_t>(other)][static_cast<size_t>(r)]);
-          }
-          prefill_softmax_step(st[lane], tile_max);
-        }
-        for (int kk = 0; kk < KEYS / 16; ++kk) {
-          Fragments4 a;
-          for (int lane = 0; lane < 32; ++lane)
-            prefill_probabilities(st[lane], kk, a[static_cast<size_t>(lane)].data());
-          for (int j = 0; j < Lane::kOutTiles; ++j) {
-            Fragments2 b;
-            std::array<float*, 32> acc;
-            for (int lane = 0; lane < 32; ++lane) {
-              mma::load_b(v_s.data() + (dim_part * kDims + j * 8) * kValueStride + kk * 16, kValueStride, lane,
-                          b[static_cast<size_t>(lane)].data());
-              acc[static_cast<size_t>(lane)] = st[lane].o[j];
-            }
-            warp_mma(a, b, acc);
-          }
-        }
-      }
-    }
-    for (int warp = 0; warp < 4; ++warp) {
-      const int row_group = warp / kTile.dim_split, dim_part = warp % kTile.dim_split;
-      for (int lane = 0; lane < 32; ++lane) {
-        float sums[2] = {0.0f, 0.0f};
-        for (int other = lane & ~3; other < (lane & ~3) + 4; ++other)
-          for (int r = 0; r < 2; ++r) sums[r] += lanes[static_cast<size_t>(warp * 32 + other)].l[r];
-        const Lane& st = lanes[static_cast<size_t>(warp * 32 + lane)];
-        for (int j = 0; j < Lane::kOutTiles; ++j) {
-          for (int i = 0; i < 4; ++i) {
-            const mma::Coord cc = mma::c_coord(lane, i);
-            const int64_t vector = task.vector_begin + row_group * 16 + cc.row;
-            if (vector >= n_vectors) continue;
-            const int64_t token = seq.first_token + vector / group, head = task.kv_head * group + vector % group;
-            const int64_t d = dim_part * kDims + j * 8 + cc.col;
-            if (d >= call.dims) continue;
-            call.out[token * call.out_token_stride + head * call.out_head_stride + d] =
-                prefill_output(st.o[j][i], sums[i >> 1]);
-          }
-        }
-      }
-    }
-  }
 }
 
 struct PrefillSetup {
@@ -394,16 +203,6 @@ struct PrefillSetup {
   }
 };
 
-double max_relative_difference(const std::vector<float>& expected, const std::vector<float>& got) {
-  double scale = 0.0, worst = 0.0;
-  for (float x : expected) scale = std::max(scale, static_cast<double>(std::fabs(x)));
-  for (size_t i = 0; i < expected.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(static_cast<double>(expected[i]) - static_cast<double>(got[i])));
-  }
-  return worst / scale;
-}
-
 class TensorCorePrefillEmulated : public ::testing::TestWithParam<Case> {};
 
 // Every row against the CPU backend (its llama.cpp arithmetic: whole-row softmax, probabilities
@@ -454,126 +253,6 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{4, 1, 128, 24, 0.0f, {{0, 130}}},             // window inside the tiles
                       Case{6, 3, 80, 0, 0.0f, {{0, 50}, {64, 20}}}),     // Qwen2-VL's heads of 80
     [](const ::testing::TestParamInfo<Case>& case_info) { return "case" + std::to_string(case_info.index); });
-
-// ---- an encoder's attention (bidirectional_attention with encoder_tensor_cores) ----
-
-struct EncoderCase {
-  int64_t n_heads, n_kv_heads, head_dim, batch_rows;
-  std::vector<std::pair<int64_t, int64_t>> seqs;  // (first row, rows)
-};
-
-void PrintTo(const EncoderCase& c, std::ostream* os) {
-  *os << c.n_heads << " heads / " << c.n_kv_heads << " KV heads of " << c.head_dim << ", " << c.seqs.size()
-      << " sequences";
-}
-
-class TensorCoreEncoderEmulated : public ::testing::TestWithParam<EncoderCase> {};
-
-// The keys and values packed as cuda_encoder_ops.cc packs them (launch_pack_heads_f16: rounded to
-// f16, heads padded with zeros), the kernel emulated over the encoder plan, against the CPU
-// backend's bidirectional_attention (in double): within 1e-3 of the largest output, as the causal
-// cases. Rows no sequence owns keep what the output held.
-TEST_P(TensorCoreEncoderEmulated, MatchesTheCpuBackendsBidirectionalAttention) {
-  const EncoderCase& c = GetParam();
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  const int64_t n = c.batch_rows, q_row = c.n_heads * c.head_dim, kv_row = c.n_kv_heads * c.head_dim;
-  std::vector<float> q(static_cast<size_t>(n * q_row)), k(static_cast<size_t>(n * kv_row)), v(k.size());
-  for (float& x : q) x = 2.5f * uniform(rng);
-  for (float& x : k) x = uniform(rng);
-  for (float& x : v) x = 2.0f * uniform(rng);
-  std::vector<SequenceSlice> slices;
-  for (const auto& [first, rows] : c.seqs) slices.push_back({first, rows, 0, {}});
-  AttentionConfig config;
-  config.n_heads = c.n_heads;
-  config.n_kv_heads = c.n_kv_heads;
-  config.head_dim = c.head_dim;
-  config.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-
-  CpuBackend cpu(1);
-  std::vector<float> expected(q.size(), 42.0f), qc = q, kc = k, vc = v;
-  const auto view = [](std::vector<float>& data, int64_t row, int64_t rows) {
-    return TensorView{DType::F32, {row, rows, 1, 1}, static_cast<size_t>(row) * 4, data.data()};
-  };
-  TensorView out_view = view(expected, q_row, n);
-  cpu.bidirectional_attention(view(qc, q_row, n), view(kc, kv_row, n), view(vc, kv_row, n), slices, config, out_view);
-
-  const int64_t padded = prefill_padded_head_dim(c.head_dim);
-  const size_t row_values = static_cast<size_t>(c.n_kv_heads * padded);
-  std::vector<uint16_t> k16(static_cast<size_t>(n) * row_values, 0), v16(k16.size(), 0);
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t h = 0; h < c.n_kv_heads; ++h) {
-      for (int64_t d = 0; d < c.head_dim; ++d) {
-        const auto from = static_cast<size_t>(r * kv_row + h * c.head_dim + d);
-        const auto to = static_cast<size_t>(r) * row_values + static_cast<size_t>(h * padded + d);
-        k16[to] = tensor::float_to_fp16(k[from]);
-        v16[to] = tensor::float_to_fp16(v[from]);
-      }
-    }
-  }
-  std::vector<float> got(q.size(), 42.0f);
-  EmulatedCall call;
-  call.plan = plan_bidirectional_tensor_core(slices, config);
-  ASSERT_TRUE(call.plan.block_tables.empty());
-  call.q = q.data();
-  call.q_head_stride = c.head_dim;
-  call.q_token_stride = q_row;
-  call.out = got.data();
-  call.out_head_stride = c.head_dim;
-  call.out_token_stride = q_row;
-  call.dims = c.head_dim;
-  call.n_heads = c.n_heads;
-  call.group = c.n_heads / c.n_kv_heads;
-  call.bidirectional = true;
-  call.score = {config.scale, 0.0f, 0.0f};
-  call.k = k16.data();
-  call.v = v16.data();
-  call.row_values = row_values;
-  switch (padded) {
-    case 64: emulate_kernel<64>(call); break;
-    case 80: emulate_kernel<80>(call); break;
-    case 128: emulate_kernel<128>(call); break;
-    default: FAIL() << "no tile for head dim " << c.head_dim;
-  }
-  EXPECT_LE(max_relative_difference(expected, got), 1e-3);
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (expected[i] == 42.0f) {
-      ASSERT_EQ(got[i], 42.0f) << "value " << i << " of a row no sequence owns";
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, TensorCoreEncoderEmulated,
-    ::testing::Values(EncoderCase{4, 4, 72, 100, {{0, 100}}},                         // SigLIP's heads of 72, padded
-                      EncoderCase{6, 2, 64, 50, {{3, 5}, {8, 1}, {9, 0}, {10, 40}}},  // GQA; rows of no sequence
-                      EncoderCase{2, 2, 100, 70, {{0, 33}, {33, 37}}}),               // 100 padded to 128
-    [](const ::testing::TestParamInfo<EncoderCase>& case_info) { return "case" + std::to_string(case_info.index); });
-
-TEST(TensorCoreEncoderPlan, PadsHeadsToTheNarrowestTileAndEveryRowSeesItsWholeSequence) {
-  EXPECT_EQ(prefill_padded_head_dim(0), 0);
-  EXPECT_EQ(prefill_padded_head_dim(1), 64);
-  EXPECT_EQ(prefill_padded_head_dim(64), 64);
-  EXPECT_EQ(prefill_padded_head_dim(72), 80);
-  EXPECT_EQ(prefill_padded_head_dim(80), 80);
-  EXPECT_EQ(prefill_padded_head_dim(81), 128);
-  EXPECT_EQ(prefill_padded_head_dim(256), 256);
-  EXPECT_EQ(prefill_padded_head_dim(257), 0);
-  const PrefillRow row = prefill_task_row(true, 30, 7, 4);  // the window does not apply
-  EXPECT_EQ(row.first, 0);
-  EXPECT_EQ(row.last, 29);
-  // Causal rows at positions 10 and 12 with a window of 8: keys 3..10 and 5..12; both see 5..10.
-  const PrefillTaskKeys keys{prefill_task_row(false, 0, 10, 8), prefill_task_row(false, 0, 12, 8)};
-  EXPECT_EQ(keys.lo(), 3);
-  EXPECT_EQ(keys.hi(), 12);
-  EXPECT_TRUE(keys.all_visible(5, 4));
-  EXPECT_TRUE(keys.all_visible(7, 4));
-  EXPECT_FALSE(keys.all_visible(4, 4));  // key 4: out of the second row's window
-  EXPECT_FALSE(keys.all_visible(8, 4));  // key 11: after the first row
-  const PrefillTaskKeys encoder{prefill_task_row(true, 30, 0, 0), prefill_task_row(true, 30, 29, 0)};
-  EXPECT_TRUE(encoder.all_visible(0, 30));
-  EXPECT_FALSE(encoder.all_visible(16, 16));  // keys 30 and 31 are past the sequence
-}
 
 // ---- the plan and what it takes ----
 
