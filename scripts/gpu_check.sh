@@ -695,7 +695,8 @@ synth_model_vs_cpu() {
 # (its registered conformance rows in the all-switches run, the same greedy run, a decode row),
 # routed_moe (its registered conformance rows, CudaCapabilities; the MoE models: mode moe),
 # encoder_tensor_cores (CudaEncoderTensorCores, which sets it itself and prints both kernels'
-# times at a Gemma 3 image's size) and max_gemv_tokens
+# times at a Gemma 3 image's size), moe_device_gemm (CudaExpertGemm, which sets it itself; its
+# timings in mode moe) and max_gemv_tokens
 # (from streams).
 run_unverified() {
   local start model switches
@@ -706,7 +707,7 @@ run_unverified() {
             LUMEN_CUDA_ROPE_STORE_KV=1 LUMEN_CUDA_ROUTED_MOE=1)
   start=$SECONDS
   env "${switches[@]}" LUMEN_VISION_MMPROJ_DIR="$BUNDLE/vision" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*:*CudaTensorCorePrefill.*:*CudaFusedInputQuantization.*:*CudaRope.*:*CudaGroupedGemv.*:*CudaMatmulSameInput.*:*CudaEncoderTensorCores.*' \
+    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*:*CudaTensorCorePrefill.*:*CudaFusedInputQuantization.*:*CudaRope.*:*CudaGroupedGemv.*:*CudaMatmulSameInput.*:*CudaEncoderTensorCores.*:*CudaExpertGemm.*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS
@@ -795,6 +796,15 @@ run_routed_moe() {
     grep -E 'Failure|error|expected|differ' "$WORK/$name.log" | head -n 5 >&2
     gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
   done
+  # A prompt's experts on the device's tensor-core GEMM (moe_device_gemm, gemm_experts.cu): its
+  # op tests against the host way and the CPU, then a Mixtral-sized layer both ways, timed.
+  name="routed_moe_device_gemm"
+  start=$SECONDS
+  timeout 150 "$BIN/unit_backend_cuda" --gtest_brief=1 --gtest_filter='*CudaExpertGemm.*:CudaExpertGemmTiming.*' \
+    > "$WORK/$name.log" 2>&1
+  grep -E 'Failure|error|expected|host way|bench' "$WORK/$name.log" | head -n 20 >&2
+  grep -E '^\{"bench"' "$WORK/$name.log" >> "$RESULTS"
+  gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
   # Decode of a MoE model (all its layers): the composed path (the router's logits to the host
   # every layer), then routed on the device, then also replayed from graphs. bytes_per_token counts
   # every expert's weights, so effective_gb_per_s understates a MoE model's.
@@ -805,12 +815,16 @@ run_routed_moe() {
   LUMEN_CUDA_ROUTED_MOE=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   LUMEN_CUDA_ROUTED_MOE=1 LUMEN_CUDA_GRAPHS=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 |
     tee -a "$RESULTS"
-  # A prompt's experts both ways, at 512 and 2048 tokens: prefill_tokens_per_s of the host's
-  # grouping (0), the default budget and the expert GEMV always; where they cross sets the default
-  # of CudaBackendOptions::moe_gemv_macs_per_expert.
+  # A prompt's experts three ways, at 512 and 2048 tokens: prefill_tokens_per_s of the host's
+  # grouping (0), the default budget, the expert GEMV always, and the device GEMM past a budget of
+  # 0 (gemm); where they cross sets the default of CudaBackendOptions::moe_gemv_macs_per_expert,
+  # and whether moe_device_gemm replaces the host way.
   for prompt in 512 2048; do
-    for macs in 0 default 9000000000000000000; do
-      if [ "$macs" = default ]; then
+    for macs in 0 default 9000000000000000000 gemm; do
+      if [ "$macs" = gemm ]; then
+        LUMEN_CUDA_ROUTED_MOE=1 LUMEN_CUDA_MOE_GEMV_MACS=0 LUMEN_CUDA_MOE_DEVICE_GEMM=1 timeout 60 \
+          "$BIN/lumen_cuda_decode_bench" "$file" 8 "$prompt" 0 | tee -a "$RESULTS"
+      elif [ "$macs" = default ]; then
         LUMEN_CUDA_ROUTED_MOE=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 8 "$prompt" 0 | tee -a "$RESULTS"
       else
         LUMEN_CUDA_ROUTED_MOE=1 LUMEN_CUDA_MOE_GEMV_MACS=$macs timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 8 \

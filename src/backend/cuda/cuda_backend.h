@@ -164,6 +164,12 @@ struct CudaBackendOptions {
   // LUMEN_CUDA_MOE_GEMV_MACS=N sets it for any binary (0: prompts always the host way), to
   // measure the two against each other.
   int64_t moe_gemv_macs_per_expert = cuda::kDefaultMoeGemvMacsPerExpert;
+  // With routed_moe: prompts past that budget (and prompts of F16 / BF16 experts) run their
+  // routed experts on the device's own tensor-core GEMM over the device's grouping
+  // (gemm_experts.cu), with the host way's f16 arithmetic and no id copied to the host, where the
+  // host way waits for the ids every layer. Written without a GPU on 2026-11-29: off until
+  // CudaExpertGemm has passed on a GPU. LUMEN_CUDA_MOE_DEVICE_GEMM=1.
+  bool moe_device_gemm = false;
 };
 
 class CudaBackend final : public Backend {

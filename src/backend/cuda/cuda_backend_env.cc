@@ -64,6 +64,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_GROUPED_GEMV", options.grouped_gemv);
   flag("LUMEN_CUDA_ROPE_STORE_KV", options.fused_rope_store_kv);
   flag("LUMEN_CUDA_ROUTED_MOE", options.routed_moe);
+  flag("LUMEN_CUDA_MOE_DEVICE_GEMM", options.moe_device_gemm);
   return options;
 }
 

@@ -69,10 +69,12 @@ struct CudaBackend::State {
   cuda::DeviceScratch attention_vector_stats;
   cuda::DeviceScratch encoder_k_f16, encoder_v_f16;  // bidirectional_attention on the tensor cores
   // moe_ffn_routed (cuda_routed_moe.cc): the pairs' gate, up and down outputs, the shared
-  // expert's, the quantized inputs of the two expert GEMVs, and the pairs grouped by expert; for
-  // the path grouped on the host, the gathered rows, the grouping and each pair's row.
+  // expert's, the quantized inputs of the two expert GEMVs, the f16 inputs of the two expert GEMMs
+  // and their scale states, and the pairs grouped by expert; for the path grouped on the host,
+  // the gathered rows, the grouping and each pair's row.
   struct {
     cuda::DeviceScratch gate, up, down, shared_gate, shared_up, shared_down, x_q8, act_q8, groups;
+    cuda::DeviceScratch x_f16, act_f16, f16_scales;
     cuda::DeviceScratch gathered, pair_rows_device;
     common::Routing routing;
     common::ExpertGroups host_groups;

@@ -1,20 +1,24 @@
 // CudaBackend::route_experts and moe_ffn_routed (CudaBackendOptions::routed_moe): a MoE layer
-// whose routing never reaches the host in decode, nor in prompts of small experts.
+// whose routing never reaches the host in decode, nor in prompts while the device ways take them.
 //
-// route_experts runs route_experts.cu (one warp a token). moe_ffn_routed runs quantized experts
-// on the expert GEMV as six launches and a shared expert's ops: x quantized, the (token, slot)
-// pairs grouped by expert, every group's gate and up (gemv_experts.cu: each chosen expert's rows
-// read once per 8 of its pairs), the GLU, its quantization, every group's down, then the
-// weighted sum in slot order. That is every decode-sized batch, and a prompt while its experts'
-// work stays under CudaBackendOptions::moe_gemv_macs_per_expert (routed_moe_plan.h). Other
-// prompts and float experts copy the ids to the host once and run each chosen expert through
-// this backend's matmuls (GEMMs for a prompt's rows), then the same weighted sum.
+// route_experts runs route_experts.cu (one warp a token). moe_ffn_routed groups the (token, slot)
+// pairs by expert on the device and runs every group's gate and up, the GLU, then every group's
+// down, and a shared expert's ops, then the weighted sum in slot order, on one of two device ways
+// (routed_moe_plan.h chooses):
+//  - the expert GEMV (gemv_experts.cu: each chosen expert's rows read once per 8 of its pairs):
+//    every decode-sized batch, and a prompt while its experts' work stays under
+//    CudaBackendOptions::moe_gemv_macs_per_expert;
+//  - the expert GEMM (gemm_experts.cu: f16 tensor cores), for prompts past it, with
+//    CudaBackendOptions::moe_device_gemm.
+// Other batches copy the ids to the host once and run each chosen expert through this backend's
+// matmuls (GEMMs for a prompt's rows), then the same weighted sum.
 #include <algorithm>
 #include <vector>
 
 #include "backend/common/expert_router.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/expert_gemm_math.h"
 #include "backend/cuda/graph_capture.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/routed_moe_kernels.h"
@@ -122,10 +126,34 @@ cuda::Q8Activations scratch_q8(CudaBackend::State& s, cuda::DeviceScratch& scrat
   return cuda::carve_q8_activations(scratch.ensure(cuda::q8_activation_bytes(rows, width), s.stream), rows, width);
 }
 
+// One matrix of every group of pairs on the expert GEMM: as expert_gemv, from f16 rows of x
+// (x16, scaled as scale_state says). max_group_pairs: the batch's tokens.
+cuda::ExpertGemmArgs expert_gemm(const TensorView& w, float* y, const cuda::ExpertPairGroups& groups,
+                                 int64_t max_groups, int64_t max_group_pairs, int64_t pairs_per_x_row,
+                                 const uint16_t* x16, const float* scale_state) {
+  cuda::ExpertGemmArgs a;
+  a.weights[0] = static_cast<const uint8_t*>(w.data);
+  a.y[0] = y;
+  a.expert_bytes = static_cast<size_t>(w.dims[1]) * w.row_bytes;
+  a.row_bytes = w.row_bytes;
+  a.rows = w.dims[1];
+  a.cols = w.dims[0];
+  a.groups = groups;
+  a.max_groups = max_groups;
+  a.max_group_pairs = max_group_pairs;
+  a.pairs_per_x_row = pairs_per_x_row;
+  a.x16 = x16;
+  a.scale_state = scale_state;
+  a.y_stride = w.dims[1];
+  return a;
+}
+
 // Every pair's down output, in pair order, without the ids leaving the device: the pairs grouped
-// by expert there, then the expert GEMVs over the groups (gemv_experts.cu).
+// by expert there, then gate and up over the groups, the GLU, and down over the groups, on the
+// expert GEMV (gemv_experts.cu: x quantized to Q8 blocks) or on the expert GEMM (gemm_experts.cu:
+// x scaled into f16, as the host way's GEMMs take it).
 float* experts_on_device(CudaBackend::State& s, const TensorView& x, const int32_t* ids, int64_t k,
-                         const RoutedExperts& m, Glu glu) {
+                         const RoutedExperts& m, Glu glu, cuda::RoutedExpertsPath path) {
   const int64_t n = x.rows(), cols = x.dims[0], pairs = n * k;
   const int64_t ff = m.gate->dims[1], n_experts = m.gate->dims[2];
   float* gate = scratch_floats(s, s.routed_moe.gate, pairs * ff);
@@ -143,6 +171,43 @@ float* experts_on_device(CudaBackend::State& s, const TensorView& x, const int32
   groups.pairs = groups.begin + max_groups + 1;
   cuda::launch_group_pairs(ids, pairs, n_experts, groups, s.stream);
 
+  const auto glu_into_gate = [&] {
+    if (glu == Glu::Swiglu) {
+      cuda::launch_swiglu(gate, ff, up, ff, gate, ff, pairs, ff, s.stream);
+    } else {
+      cuda::launch_geglu(gate, ff, up, ff, gate, ff, pairs, ff, s.gelu_table, s.stream);
+    }
+  };
+
+  if (path == cuda::RoutedExpertsPath::ExpertGemm) {
+    // Two scale states (launch_convert_activations_f16's four floats each): x's and the GLU's.
+    auto* scales = static_cast<float*>(s.routed_moe.f16_scales.ensure(8 * sizeof(float), s.stream));
+    auto* x16 =
+        static_cast<uint16_t*>(s.routed_moe.x_f16.ensure(static_cast<size_t>(n * cols) * sizeof(uint16_t), s.stream));
+    cuda::launch_convert_activations_f16(static_cast<const float*>(x.data), cuda::stride_of(x), n, cols, scales, x16,
+                                         s.stream);
+    cuda::ExpertGemmArgs gate_up = expert_gemm(*m.gate, gate, groups, max_groups, n, k, x16, scales);
+    gate_up.weights[1] = static_cast<const uint8_t*>(m.up->data);
+    gate_up.y[1] = up;
+    gate_up.n_matrices = 2;
+    if (!cuda::launch_gemm_experts(m.gate->type, gate_up, s.stream)) {
+      fail("moe_ffn_routed: the expert GEMM refused {} experts its plan accepted", tensor::dtype_name(m.gate->type));
+    }
+    glu_into_gate();
+    // The GLU's rows of pairs in no group (an id outside the experts) were never written; their
+    // values join the largest |value| that sets the scale, which can only cost the other rows
+    // precision (and such ids are bad input: the CPU refuses them).
+    auto* act16 = static_cast<uint16_t*>(
+        s.routed_moe.act_f16.ensure(static_cast<size_t>(pairs * ff) * sizeof(uint16_t), s.stream));
+    cuda::launch_convert_activations_f16(gate, ff, pairs, ff, scales + 4, act16, s.stream);
+    if (!cuda::launch_gemm_experts(m.down->type,
+                                   expert_gemm(*m.down, down, groups, max_groups, n, 1, act16, scales + 4), s.stream)) {
+      fail("moe_ffn_routed: the expert GEMM refused {} experts its plan accepted", tensor::dtype_name(m.down->type));
+    }
+    s.check_launch("moe_ffn_routed");
+    return down;
+  }
+
   // Gate and up of every pair, from its token's row of x.
   const cuda::Q8Activations xq = scratch_q8(s, s.routed_moe.x_q8, n, cols);
   cuda::launch_quantize_activations(cuda::gemv_activation_type(m.gate->type), static_cast<const float*>(x.data),
@@ -154,11 +219,7 @@ float* experts_on_device(CudaBackend::State& s, const TensorView& x, const int32
   cuda::launch_gemv_experts(m.gate->type, gate_up, xq, s.stream);
 
   // The GLU into gate, then down of every pair.
-  if (glu == Glu::Swiglu) {
-    cuda::launch_swiglu(gate, ff, up, ff, gate, ff, pairs, ff, s.stream);
-  } else {
-    cuda::launch_geglu(gate, ff, up, ff, gate, ff, pairs, ff, s.gelu_table, s.stream);
-  }
+  glu_into_gate();
   const cuda::Q8Activations actq = scratch_q8(s, s.routed_moe.act_q8, pairs, ff);
   cuda::launch_quantize_activations(cuda::gemv_activation_type(m.down->type), gate, ff, pairs, ff, actq, s.stream);
   cuda::launch_gemv_experts(m.down->type, expert_gemv(*m.down, down, groups, max_groups, 1), actq, s.stream);
@@ -246,13 +307,17 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
   batch.gemv_types = m.gate->type == m.up->type && quantized_gemv_type(m.gate->type) &&
                      quantized_gemv_type(m.down->type) && packed_rows(*m.gate) && packed_rows(*m.up) &&
                      packed_rows(*m.down);
-  const bool on_device = cuda::choose_routed_experts_path(batch, s.options.moe_gemv_macs_per_expert) ==
-                         cuda::RoutedExpertsPath::ExpertGemv;
+  batch.gemm_types = m.gate->type == m.up->type && cuda::expert_gemm::stages_type(m.gate->type) &&
+                     cuda::expert_gemm::stages_type(m.down->type) && packed_rows(*m.gate) && packed_rows(*m.up) &&
+                     packed_rows(*m.down) && batch.cols % cuda::expert_gemm::kK == 0 &&
+                     batch.ff % cuda::expert_gemm::kK == 0;
+  const cuda::RoutedExpertsPath path =
+      cuda::choose_routed_experts_path(batch, s.options.moe_gemv_macs_per_expert, s.options.moe_device_gemm);
   const auto* ids = static_cast<const int32_t*>(experts.data);
   cuda::CombineExpertsArgs combine;
   float* down = nullptr;
-  if (on_device) {
-    down = experts_on_device(s, x, ids, k, m, glu);
+  if (path != cuda::RoutedExpertsPath::HostGrouped) {
+    down = experts_on_device(s, x, ids, k, m, glu, path);
   } else {
     combine.pair_rows = experts_grouped_on_host(x, experts, k, m, glu, down);
   }

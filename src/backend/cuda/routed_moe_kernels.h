@@ -64,6 +64,32 @@ struct ExpertGemvArgs {
 };
 bool launch_gemv_experts(tensor::DType type, const ExpertGemvArgs& args, const Q8Activations& x, cudaStream_t stream);
 
+// ---- gemm_experts.cu ----
+// The routed experts of a prompt on the tensor cores (routed_moe_plan.h says which prompts;
+// expert_gemm_math.h has the tiles and the arithmetic): y[m][p * y_stride + r] = row r of matrix m
+// of the expert pair p chose, dequantized to f16, times the f16 row p / pairs_per_x_row of x16,
+// summed in f32 and multiplied by scale_state[2] (launch_convert_activations_f16's inverse
+// scale). Rows of pairs in no group are not written. cols must be a multiple of 32 and x16 16-byte
+// aligned. false: `type` is not one the GEMM stages (nothing launched).
+struct ExpertGemmArgs {
+  const uint8_t* weights[2] = {};  // each matrix's expert 0
+  float* y[2] = {};
+  int n_matrices = 1;
+  size_t expert_bytes = 0;  // from one expert's matrix to the next
+  size_t row_bytes = 0;
+  int64_t rows = 0, cols = 0;
+  ExpertPairGroups groups;
+  int64_t max_groups = 0;
+  // The most pairs one group can have (the prompt's tokens: a token chooses an expert once);
+  // sizes the grid, whose blocks loop over any more.
+  int64_t max_group_pairs = 0;
+  int64_t pairs_per_x_row = 1;
+  const uint16_t* x16 = nullptr;  // f16 rows, cols values apart
+  const float* scale_state = nullptr;
+  int64_t y_stride = 0;
+};
+bool launch_gemm_experts(tensor::DType type, const ExpertGemmArgs& args, cudaStream_t stream);
+
 // out[t, c] = sum over slots s of weights[t * k + s] * y[(t * k + s) * y_stride + c], each
 // product rounded before it is added, in slot order (moe_ffn's combine), then + w * shared[t, c]
 // where shared is given (w: routing::shared_expert_gate of shared_logit[t], or 1 without it). A

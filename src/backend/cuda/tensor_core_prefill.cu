@@ -17,25 +17,16 @@
 #include "backend/cuda/hd_math.h"
 #include "backend/cuda/kv_codec.h"
 #include "backend/cuda/mma_fragments.h"
+#include "backend/cuda/mma_sync.cuh"
 #include "backend/cuda/tensor_core_prefill.h"
 
 namespace lumen::backend::cuda {
 
 namespace {
 
-constexpr int kThreads = 32 * kPrefillWarps;
+using mma::mma_f16;
 
-__device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-  __trap();  // the backend asks for sm_80 or newer before it launches this kernel
-#endif
-}
+constexpr int kThreads = 32 * kPrefillWarps;
 
 // Reductions over the 4 lanes of a quad (lanes 4g .. 4g + 3 hold the same two rows).
 __device__ __forceinline__ float quad_max(float v) {

@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
         "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
         "\"exact_attention\": {}, \"tensor_core_prefill\": {}, \"fused_input_quantization\": {}, \"rope_loads_first\": "
         "{}, \"grouped_gemv\": {}, \"grouped_launches_per_token\": {:.2f}, \"rope_store_kv\": {}, \"routed_moe\": {}, "
-        "\"moe_gemv_macs_per_expert\": {}, "
+        "\"moe_gemv_macs_per_expert\": {}, \"moe_device_gemm\": {}, "
         "\"prequantized_per_token\": {:.2f}, \"step_graphs\": {}, \"replayed_steps\": {}, "
         "\"refused_recordings\": {}, "
         "\"load_s\": {:.3f}, "
@@ -217,10 +217,11 @@ int main(int argc, char** argv) {
         backend.options().tensor_core_prefill, backend.options().fused_input_quantization,
         backend.options().rope_loads_first, backend.options().grouped_gemv, grouped_per_token,
         backend.options().fused_rope_store_kv, backend.options().routed_moe, backend.options().moe_gemv_macs_per_expert,
-        prequantized_per_token, backend.options().step_graphs, replayed, backend.step_replay_stats().refused, load_s,
-        prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token,
-        bytes_per_token, bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
-        host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3, host.json(), prefill_ops.json());
+        backend.options().moe_device_gemm, prequantized_per_token, backend.options().step_graphs, replayed,
+        backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens,
+        per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
+        observed_s / decode_tokens * 1e3, host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3,
+        host.json(), prefill_ops.json());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

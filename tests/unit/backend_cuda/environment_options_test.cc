@@ -64,7 +64,8 @@ constexpr const char* kFlags[] = {"LUMEN_CUDA_GRAPHS",
                                   "LUMEN_CUDA_GROUPED_GEMV",
                                   "LUMEN_CUDA_ROPE_STORE_KV",
                                   "LUMEN_CUDA_ROUTED_MOE",
-                                  "LUMEN_CUDA_ENCODER_TENSOR_CORES"};
+                                  "LUMEN_CUDA_ENCODER_TENSOR_CORES",
+                                  "LUMEN_CUDA_MOE_DEVICE_GEMM"};
 constexpr const char* kValueSwitches[] = {"LUMEN_CUDA_GEMV", "LUMEN_CUDA_MAX_GEMV_TOKENS", "LUMEN_CUDA_MOE_GEMV_MACS"};
 
 std::string refusal(const char* name, const char* value) {
@@ -170,6 +171,12 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
     ScopedEnv tensor_cores("LUMEN_CUDA_ENCODER_TENSOR_CORES", "1");
     EXPECT_TRUE(options_with_environment(given).encoder_tensor_cores);
     EXPECT_FALSE(options_with_environment(given).encoder);
+    EXPECT_FALSE(options_with_environment(given).moe_device_gemm);
+  }
+  {
+    ScopedEnv gemm("LUMEN_CUDA_MOE_DEVICE_GEMM", "1");
+    EXPECT_TRUE(options_with_environment(given).moe_device_gemm);
+    EXPECT_FALSE(options_with_environment(given).routed_moe);
   }
   {
     ScopedEnv none("LUMEN_CUDA_MOE_GEMV_MACS", "0");

@@ -1,6 +1,7 @@
 // Which way moe_ffn_routed runs a batch's experts on CUDA (backend/cuda/routed_moe_plan.h): the
 // expert GEMV for every decode-sized batch and for prompts of small experts, the host's grouping
-// and the GEMMs for prompts of large experts, float experts, too many experts or too many pairs.
+// and the GEMMs for prompts of large experts, float experts, too many experts or too many pairs;
+// the device GEMM for prompts past the GEMV where it is on.
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -11,11 +12,12 @@ namespace lumen::backend::cuda {
 namespace {
 
 RoutedExpertsBatch batch(int64_t tokens, int64_t used, int64_t n_experts, int64_t cols, int64_t ff) {
-  return {tokens, used, n_experts, cols, ff, true};
+  return {tokens, used, n_experts, cols, ff, true, true};
 }
 
 constexpr auto kGemv = RoutedExpertsPath::ExpertGemv;
 constexpr auto kHost = RoutedExpertsPath::HostGrouped;
+constexpr auto kGemm = RoutedExpertsPath::ExpertGemm;
 
 TEST(RoutedExpertsPath, DecodeSizedBatchesAlwaysRunOnTheExpertGemv) {
   // Mixtral-sized experts, where a prompt would take the GEMMs; and a budget of 0.
@@ -53,6 +55,29 @@ TEST(RoutedExpertsPath, WhatTheDeviceCannotRunGoesTheHostWay) {
   EXPECT_EQ(choose_routed_experts_path(batch(most_tokens, 8, 8, 1, 1), INT64_MAX), kGemv);
   EXPECT_EQ(choose_routed_experts_path(batch(most_tokens + 1, 8, 8, 1, 1), INT64_MAX), kHost);
   EXPECT_EQ(choose_routed_experts_path(batch(4, 0, 8, 64, 64), INT64_MAX), kHost);
+}
+
+TEST(RoutedExpertsPath, TheDeviceGemmTakesPromptsPastTheGemvWhereItIsOn) {
+  // Mixtral's prompts: the host way without it, the device GEMM with it; decode stays on the GEMV.
+  EXPECT_EQ(choose_routed_experts_path(batch(65, 2, 8, 4096, 14336), kDefaultMoeGemvMacsPerExpert, false), kHost);
+  EXPECT_EQ(choose_routed_experts_path(batch(65, 2, 8, 4096, 14336), kDefaultMoeGemvMacsPerExpert, true), kGemm);
+  EXPECT_EQ(choose_routed_experts_path(batch(64, 2, 8, 4096, 14336), 0, true), kGemv);
+  // Under the GEMV's budget the GEMV still runs a prompt.
+  EXPECT_EQ(choose_routed_experts_path(batch(512, 8, 128, 2048, 768), kDefaultMoeGemvMacsPerExpert, true), kGemv);
+  EXPECT_EQ(choose_routed_experts_path(batch(512, 8, 128, 2048, 768), 0, true), kGemm);
+  // Float experts the GEMM stages (F16, BF16) take it for prompts, not for decode-sized batches
+  // (the host way's float GEMV keeps their f32 activations there).
+  RoutedExpertsBatch halves = batch(200, 2, 8, 64, 64);
+  halves.gemv_types = false;
+  EXPECT_EQ(choose_routed_experts_path(halves, INT64_MAX, true), kGemm);
+  EXPECT_EQ(choose_routed_experts_path(halves, INT64_MAX, false), kHost);
+  halves.tokens = 8;
+  EXPECT_EQ(choose_routed_experts_path(halves, INT64_MAX, true), kHost);
+  // Experts it does not stage (F32, or widths not a multiple of 32), and too many experts.
+  RoutedExpertsBatch unstaged = batch(200, 2, 8, 64, 64);
+  unstaged.gemm_types = false;
+  EXPECT_EQ(choose_routed_experts_path(unstaged, 0, true), kHost);
+  EXPECT_EQ(choose_routed_experts_path(batch(200, 2, kMaxDeviceRoutedExperts + 1, 64, 64), 0, true), kHost);
 }
 
 }  // namespace

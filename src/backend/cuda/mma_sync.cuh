@@ -1,0 +1,21 @@
+#pragma once
+// The tensor cores' warp-wide f16 product, mma.sync.m16n8k16 with f32 accumulators (the register
+// layout is mma_fragments.h's): c += a b for one warp's fragments. Device code only; the kernels
+// that use it (tensor_core_prefill.cu, gemm_experts.cu) are launched on sm_80 or newer.
+#include <cstdint>
+
+namespace lumen::backend::cuda::mma {
+
+__device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();  // the backend asks for sm_80 or newer before it launches these kernels
+#endif
+}
+
+}  // namespace lumen::backend::cuda::mma
