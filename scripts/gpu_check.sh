@@ -68,6 +68,11 @@
 #   streams  decode throughput at 1, 16 and 64 requests at once (lumen bench throughput --device
 #          cuda on llama-1b Q4_0, 256 in / 128 out), one JSON line each, without and with CUDA
 #          graphs, and with batches of up to 64 tokens on the GEMV kernels;
+#   serve  the OpenAI server under load (issue 48): `lumen serve --device cuda` (decode replayed
+#          from graphs) and `lumen bench serve` (256 in / 128 out, vLLM's metrics) at 1, 64 and 256
+#          streams on llama-1b Q4_0, 1 and 64 on llama-8b Q4_0 (GPU_CHECK_SERVE_MODELS), then
+#          llama.cpp's CUDA llama-server (-np 64) on the same files at 1 and 64 when the peer
+#          archive has it (prepare with LLAMA_SERVER_CUDA too); one JSON line per run;
 #   sanitize  compute-sanitizer: memcheck over both test binaries, racecheck over the op tests
 #          (a few minutes; run it when kernels change);
 #   split  a model split between the CPU and the GPU (--n-gpu-layers) at several N against all-CPU
@@ -129,10 +134,17 @@ prepare() {
   # The peer, llama.cpp's llama-bench built with CUDA by hand outside the repository, in an
   # archive of its own (about 40 MiB: the bundle and it do not fit one call), carried by a call
   # of its own that copies it to the work folder, where setup_runtime unpacks it into the bundle.
+  # LLAMA_SERVER_CUDA adds llama-server (mode serve); built with BUILD_SHARED_LIBS=ON, the two
+  # share one libggml-cuda in the archive.
   if [ -n "${LLAMA_BENCH_CUDA:-}" ]; then
     [ -x "$LLAMA_BENCH_CUDA" ] || { log "LLAMA_BENCH_CUDA=$LLAMA_BENCH_CUDA is not an executable"; exit 1; }
+    local peers=("$LLAMA_BENCH_CUDA")
+    if [ -n "${LLAMA_SERVER_CUDA:-}" ]; then
+      [ -x "$LLAMA_SERVER_CUDA" ] || { log "LLAMA_SERVER_CUDA=$LLAMA_SERVER_CUDA is not an executable"; exit 1; }
+      peers+=("$LLAMA_SERVER_CUDA")
+    fi
     mkdir -p .gpu-peer
-    PACK_VOCAB=0 pack_bundle .gpu-peer/$PEER_ARCHIVE_NAME /dev/null "$LLAMA_BENCH_CUDA" || exit 1
+    PACK_VOCAB=0 pack_bundle .gpu-peer/$PEER_ARCHIVE_NAME /dev/null "${peers[@]}" || exit 1
   fi
   if [ -f "$model" ]; then
     split -n 2 -d "$model" .gpu-model/model.part-  # two halves
@@ -176,6 +188,8 @@ pack_bundle() {
   while read -r soname path; do
     [[ $soname =~ $SYSTEM_LIBS ]] && continue
     cp -L "$path" "$root/lib/$soname" || return 1
+    # A peer's own libraries (libggml-cuda) come with their symbols; Debian's are stripped.
+    strip --strip-unneeded "$root/lib/$soname" 2> /dev/null || true
   done < <(ldd "${binaries[@]}" | awk '/=> \// {print $1, $3}' | sort -u)
   if [ "${PACK_VOCAB:-1}" = 1 ]; then
     local vocab
@@ -972,10 +986,74 @@ run_sanitize() {
   done
 }
 
+# Whether a server answers /health on port $1 within $2 seconds (503 while it loads).
+wait_healthy() {
+  local port=$1 i
+  for ((i = 0; i < $2; ++i)); do
+    python3 -c 'import sys, urllib.request
+urllib.request.urlopen("http://127.0.0.1:%s/health" % sys.argv[1], timeout=2)' "$port" 2> /dev/null && return 0
+    sleep 1
+  done
+  return 1
+}
+
+# serve_load LABEL SPEC FILE PORT STREAMS: `lumen bench serve` against the server on PORT, STREAMS
+# requests in flight (one stream: 8 requests one after another; more: twice as many requests as
+# streams, at most 256), 256 random prompt tokens and 128 answer tokens each; one JSON line.
+serve_load() {
+  local label=$1 spec=$2 file=$3 port=$4 n=$5 prompts
+  prompts=$((n == 1 ? 8 : (2 * n > 256 ? 256 : 2 * n)))
+  timeout 300 "$BIN/lumen" bench serve --base-url "http://127.0.0.1:$port" --num-prompts "$prompts" \
+    --max-concurrency "$n" --input-len 256 --output-len 128 --vocab-from "$file" --label "$label" --json \
+    2> "$WORK/serve-$label-${spec/:/-}-$n.err" |
+    python3 -c 'import json, sys
+d = json.load(sys.stdin)
+d["check_serve"] = int(sys.argv[1])
+d["server"] = sys.argv[2]
+d["model"] = sys.argv[3]
+print(json.dumps(d))' "$n" "$label" "$spec" | tee -a "$RESULTS"
+}
+
+# See "serve" at the top. Each server is stopped before the next starts.
+run_serve() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file n pid port=18080
+  for spec in ${GPU_CHECK_SERVE_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0}; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/$preset-$type.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
+      { log "synth $spec failed"; continue; }
+    LUMEN_CUDA_GRAPHS=1 "$BIN/lumen" serve -m "$file" --device cuda --port "$port" --max-num-seqs 256 \
+      > "$WORK/serve-lumen-$preset-$type.log" 2>&1 &
+    pid=$!
+    if wait_healthy "$port" 180; then
+      for n in 1 64 256; do
+        [ "$preset" = llama-8b ] && [ "$n" = 256 ] && continue
+        serve_load lumen "$spec" "$file" "$port" "$n"
+      done
+    else
+      log "lumen serve on $spec did not come up:"; tail -n 5 "$WORK/serve-lumen-$preset-$type.log" >&2
+    fi
+    kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null
+    if [ -x "$BIN/llama-server" ]; then
+      "$BIN/llama-server" -m "$file" -ngl 999 -np 64 -c $((64 * 512)) --host 127.0.0.1 --port "$port" \
+        > "$WORK/serve-llama-server-$preset-$type.log" 2>&1 &
+      pid=$!
+      if wait_healthy "$port" 180; then
+        for n in 1 64; do serve_load llama-server "$spec" "$file" "$port" "$n"; done
+      else
+        log "llama-server on $spec did not come up:"; tail -n 5 "$WORK/serve-llama-server-$preset-$type.log" >&2
+      fi
+      kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null
+    else
+      log "no llama-server in the bundle (prepare with LLAMA_SERVER_CUDA=...): lumen alone"
+    fi
+  done
+}
+
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|unverified|moe|all)
+  tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|moe|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -988,6 +1066,7 @@ case "$MODE" in
         peer) run_peer ;;
         gemv) run_gemv ;;
         streams) run_streams ;;
+        serve) run_serve ;;
         engine) run_engine ;;
         models) run_models ;;
         unverified) run_unverified ;;
@@ -1000,5 +1079,5 @@ case "$MODE" in
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|engine|sanitize|unverified|moe|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|moe|all ...]" >&2; exit 2 ;;
 esac
