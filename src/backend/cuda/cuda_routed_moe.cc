@@ -132,19 +132,10 @@ cuda::ExpertGemmArgs expert_gemm(const TensorView& w, float* y, const cuda::Expe
                                  int64_t max_groups, int64_t max_group_pairs, int64_t pairs_per_x_row,
                                  const uint16_t* x16, const float* scale_state) {
   cuda::ExpertGemmArgs a;
-  a.weights[0] = static_cast<const uint8_t*>(w.data);
-  a.y[0] = y;
-  a.expert_bytes = static_cast<size_t>(w.dims[1]) * w.row_bytes;
-  a.row_bytes = w.row_bytes;
-  a.rows = w.dims[1];
-  a.cols = w.dims[0];
-  a.groups = groups;
-  a.max_groups = max_groups;
+  static_cast<cuda::ExpertGemvArgs&>(a) = expert_gemv(w, y, groups, max_groups, pairs_per_x_row);
   a.max_group_pairs = max_group_pairs;
-  a.pairs_per_x_row = pairs_per_x_row;
   a.x16 = x16;
   a.scale_state = scale_state;
-  a.y_stride = w.dims[1];
   return a;
 }
 

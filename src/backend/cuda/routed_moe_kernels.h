@@ -71,22 +71,13 @@ bool launch_gemv_experts(tensor::DType type, const ExpertGemvArgs& args, const Q
 // summed in f32 and multiplied by scale_state[2] (launch_convert_activations_f16's inverse
 // scale). Rows of pairs in no group are not written. cols must be a multiple of 32 and x16 16-byte
 // aligned. false: `type` is not one the GEMM stages (nothing launched).
-struct ExpertGemmArgs {
-  const uint8_t* weights[2] = {};  // each matrix's expert 0
-  float* y[2] = {};
-  int n_matrices = 1;
-  size_t expert_bytes = 0;  // from one expert's matrix to the next
-  size_t row_bytes = 0;
-  int64_t rows = 0, cols = 0;
-  ExpertPairGroups groups;
-  int64_t max_groups = 0;
+// The GEMV's arguments (x16 in place of its Q8 blocks), and:
+struct ExpertGemmArgs : ExpertGemvArgs {
   // The most pairs one group can have (the prompt's tokens: a token chooses an expert once);
   // sizes the grid, whose blocks loop over any more.
   int64_t max_group_pairs = 0;
-  int64_t pairs_per_x_row = 1;
   const uint16_t* x16 = nullptr;  // f16 rows, cols values apart
   const float* scale_state = nullptr;
-  int64_t y_stride = 0;
 };
 bool launch_gemm_experts(tensor::DType type, const ExpertGemmArgs& args, cudaStream_t stream);
 
