@@ -303,7 +303,8 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
                      packed_rows(*m.down) && batch.cols % cuda::expert_gemm::kK == 0 &&
                      batch.ff % cuda::expert_gemm::kK == 0;
   const cuda::RoutedExpertsPath path =
-      cuda::choose_routed_experts_path(batch, s.options.moe_gemv_macs_per_expert, s.options.moe_device_gemm);
+      cuda::choose_routed_experts_path(batch, s.options.moe_gemv_macs_per_expert,
+                                       s.options.moe_device_gemm && s.compute_capability >= 80);  // mma.sync's f16
   const auto* ids = static_cast<const int32_t*>(experts.data);
   cuda::CombineExpertsArgs combine;
   float* down = nullptr;
