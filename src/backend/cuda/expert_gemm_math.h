@@ -70,16 +70,20 @@ LUMEN_HD void stage_weight_unit(const uint8_t* row, int64_t step, bool in_rows, 
   } else {
     hd::dequantize_unit<F>(row, step, values);
   }
-  uint16_t* dst = weights_s + t * kStride;
+  uint32_t words[kK / 2];
   LUMEN_UNROLL
-  for (int j = 0; j < kK; j += 2) {
-    const uint32_t two = mma::pack(hd::float_to_half(values[j]), hd::float_to_half(values[j + 1]));
+  for (int j = 0; j < kK / 2; ++j) words[j] = mma::pack(hd::float_to_half(values[2 * j]), hd::float_to_half(values[2 * j + 1]));
+  // 16-byte stores: a row starts 80 bytes after the last, so the 8 lanes of each store phase hit
+  // 8 different 16-byte bank groups (4-byte stores would meet 4 to a bank).
+  uint16_t* dst = weights_s + t * kStride;
 #if defined(__CUDA_ARCH__)
-    *reinterpret_cast<uint32_t*>(dst + j) = two;
-#else
-    std::memcpy(dst + j, &two, sizeof two);
-#endif
+  LUMEN_UNROLL
+  for (int q = 0; q < kK / 8; ++q) {
+    reinterpret_cast<uint4*>(dst)[q] = make_uint4(words[4 * q], words[4 * q + 1], words[4 * q + 2], words[4 * q + 3]);
   }
+#else
+  std::memcpy(dst, words, sizeof words);
+#endif
 }
 
 // Which 16 values of which staged pair thread t copies: pair t / 2, values 16 (t % 2) on.
