@@ -72,7 +72,8 @@ LUMEN_HD void stage_weight_unit(const uint8_t* row, int64_t step, bool in_rows, 
   }
   uint32_t words[kK / 2];
   LUMEN_UNROLL
-  for (int j = 0; j < kK / 2; ++j) words[j] = mma::pack(hd::float_to_half(values[2 * j]), hd::float_to_half(values[2 * j + 1]));
+  for (int j = 0; j < kK / 2; ++j)
+    words[j] = mma::pack(hd::float_to_half(values[2 * j]), hd::float_to_half(values[2 * j + 1]));
   // 16-byte stores: a row starts 80 bytes after the last, so the 8 lanes of each store phase hit
   // 8 different 16-byte bank groups (4-byte stores would meet 4 to a bank).
   uint16_t* dst = weights_s + t * kStride;
