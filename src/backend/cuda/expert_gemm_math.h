@@ -23,6 +23,7 @@
 #include "backend/cuda/hd_math.h"
 #include "backend/cuda/kv_codec.h"
 #include "backend/cuda/mma_fragments.h"
+#include "tensor/dtype.h"
 
 namespace lumen::backend::cuda::expert_gemm {
 
@@ -33,26 +34,11 @@ inline constexpr int kStride = kK + 8;  // f16 values from one staged row to the
 inline constexpr int kWarpPairs = 32, kWarpRows = 64;
 inline constexpr int kMTiles = kWarpPairs / mma::kM, kNTiles = kWarpRows / mma::kN;
 
-// The types whose values the GEMM stages: what the host way's f16 conversion reads
-// (launch_dequantize_to_f16) but F32, which the host way multiplies in f32.
-constexpr bool stages_type(DType type) {
-  switch (type) {
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q4_0:
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::Q8_0:
-    case DType::Q8_1:
-    case DType::Q2_K:
-    case DType::Q3_K:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-    case DType::Q8_K: return true;
-    default: return false;
-  }
+// The types whose values the GEMM stages: the weight types with reference kernels but F32, which
+// the host way multiplies in f32, and FP8 (a KV cache type only): what the host way's f16
+// conversion reads (launch_dequantize_to_f16, weight_type_dispatch.h).
+inline bool stages_type(DType type) {
+  return tensor::has_reference_kernels(type) && type != DType::F32 && type != DType::FP8_E4M3;
 }
 
 // Thread t's part of staging the weights of step `step` (columns 32 step .. 32 step + 31): unit

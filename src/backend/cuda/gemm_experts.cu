@@ -8,6 +8,7 @@
 #include "backend/cuda/expert_gemm_math.h"
 #include "backend/cuda/mma_sync.cuh"
 #include "backend/cuda/routed_moe_kernels.h"
+#include "backend/cuda/weight_type_dispatch.h"
 
 namespace lumen::backend::cuda {
 
@@ -103,26 +104,9 @@ bool launch_gemm_experts(DType type, const ExpertGemmArgs& args, cudaStream_t st
   const int64_t pair_tiles = std::min<int64_t>((args.max_group_pairs + kPairs - 1) / kPairs, 65535);
   const dim3 grid(static_cast<unsigned>(row_tiles * args.n_matrices), static_cast<unsigned>(pair_tiles),
                   static_cast<unsigned>(args.max_groups));
-  switch (type) {
-#define LUMEN_EXPERT_GEMM_CASE(T) \
-  case DType::T: gemm_experts_kernel<DType::T><<<grid, kThreads, 0, stream>>>(args); return true;
-    LUMEN_EXPERT_GEMM_CASE(F16)
-    LUMEN_EXPERT_GEMM_CASE(BF16)
-    LUMEN_EXPERT_GEMM_CASE(Q4_0)
-    LUMEN_EXPERT_GEMM_CASE(Q4_1)
-    LUMEN_EXPERT_GEMM_CASE(Q5_0)
-    LUMEN_EXPERT_GEMM_CASE(Q5_1)
-    LUMEN_EXPERT_GEMM_CASE(Q8_0)
-    LUMEN_EXPERT_GEMM_CASE(Q8_1)
-    LUMEN_EXPERT_GEMM_CASE(Q2_K)
-    LUMEN_EXPERT_GEMM_CASE(Q3_K)
-    LUMEN_EXPERT_GEMM_CASE(Q4_K)
-    LUMEN_EXPERT_GEMM_CASE(Q5_K)
-    LUMEN_EXPERT_GEMM_CASE(Q6_K)
-    LUMEN_EXPERT_GEMM_CASE(Q8_K)
-#undef LUMEN_EXPERT_GEMM_CASE
-    default: return false;
-  }
+  return dispatch_weight_type(type, [&]<DType F>() {
+    if constexpr (F != DType::F32) gemm_experts_kernel<F><<<grid, kThreads, 0, stream>>>(args);
+  });
 }
 
 }  // namespace lumen::backend::cuda

@@ -5,6 +5,7 @@
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/kv_codec.h"
 #include "backend/cuda/kv_row_store.cuh"
+#include "backend/cuda/weight_type_dispatch.h"
 
 namespace lumen::backend::cuda {
 
@@ -96,30 +97,6 @@ __global__ void store_kv_kernel(const float* k, int64_t ks, const float* v, int6
   if (v_cache != nullptr) store_kv_row(v_type, v + token * vs, kv_dim, v_cache + row * v_row_bytes);
 }
 
-// Calls launch.template operator()<F>() with the table type as a template argument: every type
-// tensor::dequantize_row reads but FP8 (a KV cache type only).
-template <typename Launch>
-bool dispatch_type(DType type, Launch&& launch) {
-  switch (type) {
-    case DType::F32: launch.template operator()<DType::F32>(); return true;
-    case DType::F16: launch.template operator()<DType::F16>(); return true;
-    case DType::BF16: launch.template operator()<DType::BF16>(); return true;
-    case DType::Q4_0: launch.template operator()<DType::Q4_0>(); return true;
-    case DType::Q4_1: launch.template operator()<DType::Q4_1>(); return true;
-    case DType::Q5_0: launch.template operator()<DType::Q5_0>(); return true;
-    case DType::Q5_1: launch.template operator()<DType::Q5_1>(); return true;
-    case DType::Q8_0: launch.template operator()<DType::Q8_0>(); return true;
-    case DType::Q8_1: launch.template operator()<DType::Q8_1>(); return true;
-    case DType::Q2_K: launch.template operator()<DType::Q2_K>(); return true;
-    case DType::Q3_K: launch.template operator()<DType::Q3_K>(); return true;
-    case DType::Q4_K: launch.template operator()<DType::Q4_K>(); return true;
-    case DType::Q5_K: launch.template operator()<DType::Q5_K>(); return true;
-    case DType::Q6_K: launch.template operator()<DType::Q6_K>(); return true;
-    case DType::Q8_K: launch.template operator()<DType::Q8_K>(); return true;
-    default: return false;
-  }
-}
-
 struct LaunchNothing {
   template <DType>
   void operator()() const {}
@@ -129,7 +106,9 @@ constexpr bool is_float_type(DType f) { return f == DType::F32 || f == DType::F1
 
 }  // namespace
 
-bool rows_supported(tensor::DType type) { return type == DType::FP8_E4M3 || dispatch_type(type, LaunchNothing{}); }
+bool rows_supported(tensor::DType type) {
+  return type == DType::FP8_E4M3 || dispatch_weight_type(type, LaunchNothing{});
+}
 
 void launch_get_rows(tensor::DType type, const void* table, size_t table_row_bytes, int64_t cols,
                      const int32_t* ids, int64_t n, float* out, int64_t out_stride,
@@ -141,7 +120,7 @@ void launch_get_rows(tensor::DType type, const void* table, size_t table_row_byt
                                                                                out_stride);
     return;
   }
-  dispatch_type(type, [&]<DType F>() {
+  dispatch_weight_type(type, [&]<DType F>() {
     if constexpr (is_float_type(F)) {
       get_rows_float_kernel<F><<<grid_for(n * cols, kThreads), kThreads, 0, stream>>>(
           t, table_row_bytes, cols, ids, n, out, out_stride);
@@ -156,7 +135,7 @@ void launch_dequantize_to_f16(tensor::DType type, const void* w, size_t row_byte
                               int64_t cols, uint16_t* out, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   const auto* p = static_cast<const uint8_t*>(w);
-  dispatch_type(type, [&]<DType F>() {
+  dispatch_weight_type(type, [&]<DType F>() {
     if constexpr (is_float_type(F)) {
       float_to_f16_kernel<F>
           <<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(p, row_bytes, rows, cols, out);
