@@ -81,6 +81,9 @@
 #   unverified  what was written without a GPU, first and in a few minutes: each feature's tests
 #          with its LUMEN_CUDA_* switch on, the whole conformance table with every switch on,
 #          Mamba 2 and DeepSeek 2 against the CPU, decode with and without CUDA graphs;
+#   quick  the defaults in a few minutes: the switched features' op suites, every conformance row,
+#          the model tests against the CPU (also with the one-pass attention), each KV type's
+#          perplexity, batch-1 decode of llama-1b and llama-8b Q4_0 (run_quick);
 #   moe    MoE layers routed on the device (LUMEN_CUDA_ROUTED_MOE=1): three MoE presets
 #          teacher-forced and greedy against the CPU, eager and from CUDA graphs, then a MoE
 #          model's decode composed, routed, and routed from graphs (lumen_cuda_decode_bench);
@@ -420,12 +423,26 @@ run_engine() {
   LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests.log" 2>&1
   grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests.log" | head -n 10 >&2
   gtest_summary cuda_engine_tests "$WORK/cuda_engine_tests.log" $((SECONDS - start))
-  # Again with decode steps replayed from CUDA graphs: batching, preemption, the prefix cache and
-  # context shift between replays.
+  # Again with decode steps run op by op (replayed from CUDA graphs by default since 2026-11-29):
+  # batching, preemption, the prefix cache and context shift either way.
   start=$SECONDS
-  LUMEN_CUDA_GRAPHS=1 LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests_graphs.log" 2>&1
-  grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests_graphs.log" | head -n 10 >&2
-  gtest_summary cuda_engine_tests_graphs "$WORK/cuda_engine_tests_graphs.log" $((SECONDS - start))
+  LUMEN_CUDA_GRAPHS=0 LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests_eager.log" 2>&1
+  grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests_eager.log" | head -n 10 >&2
+  gtest_summary cuda_engine_tests_eager "$WORK/cuda_engine_tests_eager.log" $((SECONDS - start))
+  # Bisecting 2026-11-29's failures: with the tensor-core prefill, the two-pass f16 attention and
+  # fused_input_quantization all on, swap preemption, beam search, prompt logprobs and the pass
+  # after a failed one gave wrong tokens (the rest of the differences were the prefill's rounding
+  # by design, which the fixture keeps out). Each suspect over the defaults, on those tests.
+  local switches name
+  for switches in LUMEN_CUDA_TENSOR_CORE_PREFILL=1 LUMEN_CUDA_EXACT_ATTENTION=1 \
+    "LUMEN_CUDA_EXACT_ATTENTION=1 LUMEN_CUDA_FUSED_QUANTIZE=0" "LUMEN_CUDA_TENSOR_CORE_PREFILL=1 LUMEN_CUDA_FUSED_QUANTIZE=0"; do
+    name="engine_bisect_$(tr ' =' '_-' <<< "$switches")"
+    start=$SECONDS
+    env $switches LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 \
+      --gtest_filter='EngineServing.SwapPreemption*:EngineDecoding.BeamSearch*:EngineDecoding.PromptLogprobs*:EngineFaults.AFailedForwardPass*' \
+      > "$WORK/$name.log" 2>&1
+    gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+  done
 }
 
 # Compressed KV caches on CUDA (kv_codec.h, rotate_heads): the default model's perplexity over 4
@@ -614,8 +631,8 @@ run_types() {
 # Every architecture `lumen synth` writes, on CUDA: the mixture-of-experts presets (moe_ffn
 # composed from the conformance-tested ops, backend/common/composed_moe_ffn.h) op by op and
 # teacher-forced against the CPU (GPU_CHECK_MOE picks others); Mamba 2 and DeepSeek 2 the same
-# way with their kernels declared (LUMEN_CUDA_STATE_SPACE=1, LUMEN_CUDA_LATENT_ATTENTION=1); without
-# the flags both refused at load, naming what is missing, never by an op inside a step.
+# way with their kernels declared (the default; LUMEN_CUDA_STATE_SPACE=1, LUMEN_CUDA_LATENT_ATTENTION=1);
+# with the flags at 0 both refused at load, naming what is missing, never by an op inside a step.
 run_models() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
   [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
@@ -633,12 +650,14 @@ run_models() {
     gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
   done
   run_new_architectures
-  # Not declared by default: refused at load until the rows above have passed.
+  # With their switches off (on by default since 2026-11-29): refused at load, naming what is
+  # missing, never by an op inside a step.
   for preset in deepseek2-lite-mini mamba2-mini; do
     file="$WORK/models-$preset-Q8_0.gguf"
     [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type Q8_0 --layers 2 --vocab "$vocab" > /dev/null ||
       { log "synth $preset failed"; continue; }
-    out=$("$BIN/lumen" run -m "$file" --device cuda -p "Hello" -n 4 2>&1); rc=$?
+    out=$(LUMEN_CUDA_LATENT_ATTENTION=0 LUMEN_CUDA_STATE_SPACE=0 "$BIN/lumen" run -m "$file" --device cuda -p "Hello" \
+      -n 4 2>&1); rc=$?
     refused=false
     [ $rc -ne 0 ] && grep -q "which the cuda backend does not run yet; use --device cpu" <<< "$out" && refused=true
     log "$preset on cuda: $(tail -n 1 <<< "$out")"
@@ -850,6 +869,44 @@ run_routed_moe() {
   done
 }
 
+# The defaults in a few minutes (after switches verified one by one are turned on together): the
+# op suites of those switches and the options' parsing, every CUDA conformance row, the greedy and
+# teacher-forced model tests against the CPU (and with the one-pass f16 attention), each KV cache
+# type's perplexity against the CPU's, and batch-1 decode of the bench models with the defaults
+# and with the one-pass attention.
+run_quick() {
+  local start model spec preset type file vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
+  start=$SECONDS
+  LUMEN_VISION_MMPROJ_DIR="$BUNDLE/vision" timeout 150 "$BIN/unit_backend_cuda" --gtest_brief=1 \
+    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*:*CudaTensorCorePrefill.*:*CudaFusedInputQuantization.*:*CudaGroupedGemv.*:*CudaEncoderTensorCores.*:*CudaExpertGemm.*' \
+    2>&1 | tee "$WORK/quick_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary quick_ops "$WORK/quick_ops.log" $((SECONDS - start))
+  start=$SECONDS
+  timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' 2>&1 |
+    tee "$WORK/quick_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary quick_conformance "$WORK/quick_conformance.log" $((SECONDS - start))
+  model=$(default_model)
+  if [ -f "$model" ]; then
+    start=$SECONDS
+    LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 --gtest_filter='-CudaEncoder.*' 2>&1 |
+      tee "$WORK/quick_model_tests.log" | grep -vE '^\[ *(OK|RUN) *\]'
+    gtest_summary quick_greedy_cuda_vs_cpu_defaults "$WORK/quick_model_tests.log" $((SECONDS - start))
+    start=$SECONDS
+    LUMEN_CUDA_EXACT_ATTENTION=0 LUMEN_GPU_TEST_MODEL="$model" timeout 60 "$BIN/cuda_model_tests" --gtest_brief=1 \
+      --gtest_filter='CudaGreedy.*WithCpu' 2>&1 | tee "$WORK/quick_one_pass.log" | grep -vE '^\[ *(OK|RUN) *\]'
+    gtest_summary quick_greedy_cuda_vs_cpu_one_pass_attention "$WORK/quick_one_pass.log" $((SECONDS - start))
+    run_kv_types "$model"
+  fi
+  [ -f "$vocab" ] || return 0
+  for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0}; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/$preset-$type.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || continue
+    timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_EXACT_ATTENTION=0 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+  done
+}
+
 # Decode throughput as streams are added (issue 48: a step of 64 sequences should cost little
 # more than one): `lumen bench throughput --device cuda` on the first bench model (llama-1b Q4_0 by
 # default), 256-token prompts and 128-token answers, 1, 16 and 64 requests at once (all admitted
@@ -1053,7 +1110,7 @@ run_serve() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|moe|all)
+  tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|quick|moe|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -1070,6 +1127,7 @@ case "$MODE" in
         engine) run_engine ;;
         models) run_models ;;
         unverified) run_unverified ;;
+        quick) run_quick ;;
         moe) run_routed_moe ;;
         split) run_split ;;
         all) run_tests; run_engine; run_models; run_split; run_types; run_bench ;;
@@ -1079,5 +1137,5 @@ case "$MODE" in
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|moe|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|quick|moe|all ...]" >&2; exit 2 ;;
 esac

@@ -42,14 +42,17 @@ struct Case {
 
 // The backend the engine runs on: the CPU's, or, in the CUDA build of these tests
 // (cuda_engine_tests, scripts/gpu_check.sh engine), the GPU's with every matmul on the GEMV
-// kernels. Then a token's result does not depend on its batch or on how its prompt was chunked
+// kernels and every attention row on the split-KV kernels (not the tensor-core prefill, which
+// takes a sequence's chunk of 16 rows or more and rounds its probabilities to f16). Then a
+// token's result does not depend on its batch or on how its prompt was chunked
 // (CudaMatmulInvariance, CudaAttention.EachTokenAloneGivesItsBatchRowExactly), which is what
-// these tests compare, exactly.
+// these tests compare, exactly. (LUMEN_CUDA_* variables still override both, for bisecting.)
 inline backend::Backend* make_engine_test_backend() {
 #if defined(LUMEN_ENGINE_TESTS_ON_CUDA)
   if (backend::cuda_device_count() == 0) return nullptr;
   backend::CudaBackendOptions options;
   options.max_gemv_tokens = int64_t{1} << 20;
+  options.tensor_core_prefill = false;
   return new backend::CudaBackend(0, options);
 #else
   return new backend::CpuBackend(2);

@@ -14,9 +14,10 @@ void layer_norm_row(const float* x, const float* weight, const float* bias, floa
   for (int64_t c = 0; c < n; ++c) y[c] = static_cast<float>((x[c] - mean) * inv * weight[c] + bias[c]);
 }
 
+// 1 + erf(z) as erfc(-z): accurate in the tail where 1 + erf cancels in double (x < -5).
 float gelu_erf_value(float x) {
   const double v = x;
-  return static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+  return static_cast<float>(0.5 * v * std::erfc(-v / std::sqrt(2.0)));
 }
 
 float activation_value(Activation kind, float x) {

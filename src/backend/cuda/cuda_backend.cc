@@ -106,15 +106,11 @@ bool CudaBackend::do_supports_weight_type(tensor::DType type) const {
   return cuda::gemv_activation_type(type) != tensor::DType::I8 && cuda::rows_supported(type);
 }
 
-// store_kv writes and the attention kernels widen these as the CPU does (kv_codec.h).
-// Not q8_0 and q4_0 yet: their kv_codec.h quantizers match the CPU's bytes on the host
-// (unit_cuda_host), but on an H200 (2026-11-28) the stored blocks differed from the CPU's (the
-// conformance table's store and attention rows failed; a scale's low byte read back as 0 with the
-// bytes after it right). The likely cause, found after the run: DeviceBuffer's zero fill raced
-// the first stores (see it above; their one thread per 34-byte block writes byte by byte, the
-// widest window); fixed, but not yet run on a GPU, so the two types stay undeclared until
-// CudaKvCodec and the conformance rows pass there (CudaBackendOptions::quantized_kv_cache
-// declares them for that run).
+// store_kv writes and the attention kernels widen these as the CPU does (kv_codec.h). q8_0 and
+// q4_0 (CudaBackendOptions::quantized_kv_cache): on H200 runs (2026-11-28, and again 2026-11-29
+// after DeviceBuffer's zero-fill race was fixed) a block's scale came back with its low byte 0
+// and every other byte right; kv_codec.h's store_u16 wrote the converted half as two byte
+// stores, now one 16-bit store.
 bool CudaBackend::do_supports_kv_type(tensor::DType type) const {
   using tensor::DType;
   if (type == DType::Q8_0 || type == DType::Q4_0) return state_->options.quantized_kv_cache;
@@ -204,6 +200,7 @@ void CudaBackend::set_options(const CudaBackendOptions& options) {
 
 uint64_t CudaBackend::prequantized_inputs() const { return state_->fused_inputs.prequantized(); }
 uint64_t CudaBackend::grouped_gemv_launches() const { return state_->grouped_gemv_launches; }
+uint64_t CudaBackend::expert_gemm_layers() const { return state_->expert_gemm_layers; }
 
 std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {
   return std::make_unique<DeviceBuffer>(bytes, state_->registry, state_->stream);

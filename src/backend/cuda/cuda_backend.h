@@ -42,8 +42,13 @@ struct CudaBackendOptions {
   // f16 V cache: reproduce llama.cpp's default attention (whole-row softmax, probabilities
   // rounded to f16; two passes over K). false: one online-softmax pass in f32 (faster, differs
   // from the CPU backend by the f16 rounding of the probabilities; 2 launches a layer instead of
-  // 4). LUMEN_CUDA_EXACT_ATTENTION=0 (or =1) sets it for any binary, for A/B runs.
-  bool exact_f16_attention = true;
+  // 4). The one pass by default since an H200 run (2026-11-29): decode of llama-1b / llama-8b
+  // Q4_0 618 -> 690 and 202 -> 220 tokens/s, its greedy tests against the CPU passed, and the
+  // engine's tests passed with it and fused_input_quantization; with the two passes,
+  // fused_input_quantization and tensor_core_prefill together they did not (swap preemption,
+  // beam search and a failed pass gave wrong tokens; not yet bisected, see tensor_core_prefill).
+  // LUMEN_CUDA_EXACT_ATTENTION=1 (or =0) sets it for any binary, for A/B runs.
+  bool exact_f16_attention = false;
   // Which GEMV kernels run batch-1..max_gemv_tokens matmuls: gemv_stream.cu's (a block of 4
   // warps per weight row, 16-byte loads) or gemv_tiled.cu's (a warp per row, 16-byte loads)
   // where the rows allow, else gemv.cu's (one warp per row), which are their reference. The environment variable
@@ -56,71 +61,80 @@ struct CudaBackendOptions {
   bool fused_add_rms_norm = true;
   // Record decode steps as CUDA graphs and replay them (step_graphs.h): the host queues one
   // launch a step instead of a few hundred. Its decode steps run the plan-free decode attention
-  // (decode_attention.h), bit for bit the planned one's work. Off until a GPU run has checked it
-  // (written without one, 2026-11-28). LUMEN_CUDA_GRAPHS=1 (or =0) sets it for any binary.
-  bool step_graphs = false;
+  // (decode_attention.h), bit for bit the planned one's work. On since an H200 run (2026-11-29)
+  // passed CudaStepGraphs and the greedy tests with it: a 1B Q4_0 decode 418 -> 507 tokens/s.
+  // LUMEN_CUDA_GRAPHS=0 (or =1) sets it for any binary.
+  bool step_graphs = true;
   // Declare token-tree attention (speculative decoding's trees: SequenceSlice::visible and
-  // positions in the attention kernels, copy_kv_row), written without a GPU on 2026-11-28: off
-  // until the GPU tests (CudaTreeAttention.MatchesCpu) have passed. LUMEN_CUDA_TREE_ATTENTION=1.
-  bool tree_attention = false;
-  // Declare q8_0 and q4_0 KV caches (see do_supports_kv_type): off until CudaKvCodec and the
-  // conformance rows pass on a GPU. LUMEN_CUDA_QUANTIZED_KV=1.
-  bool quantized_kv_cache = false;
+  // positions in the attention kernels, copy_kv_row), written without a GPU on 2026-11-28; on
+  // since CudaTreeAttention.MatchesCpu passed on an H200 (2026-11-29). LUMEN_CUDA_TREE_ATTENTION=0.
+  bool tree_attention = true;
+  // Declare q8_0 and q4_0 KV caches (see do_supports_kv_type): on since CudaKvCodec and the
+  // conformance rows passed on an H200 (2026-11-29, after kv_codec.h's scale store was fixed).
+  // LUMEN_CUDA_QUANTIZED_KV=0.
+  bool quantized_kv_cache = true;
   // Declare state-space layers (Mamba 2's ssm_conv and ssm_scan, ssm.cu), written without a GPU on
-  // 2026-11-28: off until their conformance rows and the Mamba 2 model test have passed on a
-  // GPU. LUMEN_CUDA_STATE_SPACE=1.
-  bool state_space = false;
+  // 2026-11-28; on since their conformance rows and the Mamba 2 model test passed on an H200
+  // (2026-11-29). LUMEN_CUDA_STATE_SPACE=0.
+  bool state_space = true;
   // Declare multi-head latent attention (DeepSeek 2/3: a cache whose values are the leading part
   // of its keys' rows; attention.cu reads them from the K tile), written without a GPU on
-  // 2026-11-28: off until the latent conformance rows and the deepseek2 model test have passed
-  // on a GPU. LUMEN_CUDA_LATENT_ATTENTION=1.
-  bool latent_attention = false;
+  // 2026-11-28; on since the latent conformance rows and the deepseek2 model test passed on an
+  // H200 (2026-11-29). LUMEN_CUDA_LATENT_ATTENTION=0.
+  bool latent_attention = true;
   // Declare importance-based KV eviction (attention_scores and gather_kv_rows, kv_eviction.cu:
-  // H2O and SnapKV), written without a GPU on 2026-11-28: off until CudaKvEviction has passed on
-  // a GPU. LUMEN_CUDA_KV_EVICTION=1.
-  bool kv_eviction = false;
+  // H2O and SnapKV), written without a GPU on 2026-11-28; on since CudaKvEviction passed on an
+  // H200 (2026-11-29). LUMEN_CUDA_KV_EVICTION=0.
+  bool kv_eviction = true;
   // Declare the LayerNorm blocks (layer_norm, gelu_erf, gelu_tanh, activation, encoder_ops.cu:
-  // BLOOM, the encoders, vision towers), written without a GPU on 2026-11-29: off until their conformance rows have
-  // passed on a GPU. LUMEN_CUDA_LAYER_NORM=1.
-  bool layer_norm = false;
+  // BLOOM, the encoders, vision towers), written without a GPU; on since their conformance rows,
+  // the bloom model test and the vision towers passed on an H200 (2026-11-29, gelu_erf after its
+  // tail moved to erfc). LUMEN_CUDA_LAYER_NORM=0.
+  bool layer_norm = true;
   // Declare an encoder's attention (bidirectional_attention, encoder_ops.cu: bge, nomic-bert),
-  // written without a GPU on 2026-11-29: off until its conformance rows and the encoder model
-  // tests have passed on a GPU. LUMEN_CUDA_ENCODER=1.
-  bool encoder = false;
+  // written without a GPU; on since its conformance rows and the encoder model tests passed on an
+  // H200 (2026-11-29). LUMEN_CUDA_ENCODER=0.
+  bool encoder = true;
   // An encoder's attention (and a vision tower's: SigLIP's heads of 72 padded to 80) on the
   // tensor-core prefill kernel (tensor_core_prefill.cu: f16 queries, keys and values,
   // probabilities rounded to f16, f32 sums), where the encoder kernel computes each row in double
   // on the CUDA cores, a warp a row and head: a Gemma 3 image's 4 096 patches x 16 heads x 27
   // layers. Differs from the CPU by f16's rounding (CudaEncoderTensorCores holds it to 2e-3).
-  // Written without a GPU on 2026-11-29: off until that test has passed on a GPU.
-  // LUMEN_CUDA_ENCODER_TENSOR_CORES=1.
-  bool encoder_tensor_cores = false;
+  // On since that test passed on an H200 (2026-11-29: a SigLIP-shaped call 0.53 -> 0.068 ms).
+  // LUMEN_CUDA_ENCODER_TENSOR_CORES=0.
+  bool encoder_tensor_cores = true;
   // Declare ALiBi and spans that attend both ways in the paged attention (attention.cu: BLOOM,
-  // Gemma 3's images), written without a GPU on 2026-11-29: off until the alibi and span
-  // conformance rows have passed on a GPU. LUMEN_CUDA_ALIBI=1, LUMEN_CUDA_SPAN_ATTENTION=1.
-  bool alibi = false;
-  bool span_attention = false;
+  // Gemma 3's images), written without a GPU; on since the alibi and span conformance rows and
+  // the bloom model test passed on an H200 (2026-11-29). LUMEN_CUDA_ALIBI=0,
+  // LUMEN_CUDA_SPAN_ATTENTION=0.
+  bool alibi = true;
+  bool span_attention = true;
   // Declare RWKV 7 (rwkv_wkv7 and the element-wise rwkv7_* ops, rwkv7.cu), written without a GPU
-  // on 2026-11-29: off until their conformance rows and the rwkv7 model test have passed on a
-  // GPU. LUMEN_CUDA_RWKV7=1.
-  bool rwkv7 = false;
+  // on 2026-11-29; on since their conformance rows and the rwkv7 model test passed on an H200
+  // (2026-11-29). LUMEN_CUDA_RWKV7=0.
+  bool rwkv7 = true;
   // Greedy rows come back as their argmax (row_argmax.cu; StepMetadata::row_forms), not as
-  // vocabulary-wide rows: 12 bytes a row instead of 4 x vocab. Written without a GPU on
-  // 2026-11-28: off until CudaRowArgmax and the greedy engine tests have passed on a GPU.
-  // LUMEN_CUDA_DEVICE_ARGMAX=1.
-  bool device_argmax = false;
+  // vocabulary-wide rows: 12 bytes a row instead of 4 x vocab. Written without a GPU; on since
+  // CudaRowArgmax and the engine's serving and decoding tests passed on an H200 (2026-11-29).
+  // LUMEN_CUDA_DEVICE_ARGMAX=0.
+  bool device_argmax = true;
   // Rows of draws confined by top-k, top-p or min-p come back as their 64 leading candidates
-  // (row_leading.cu; RowForm::Leading): 536 bytes a row. Written without a GPU on 2026-11-29:
-  // off until CudaRowLeading and the sampled engine tests have passed on a GPU.
-  // LUMEN_CUDA_DEVICE_LEADING=1.
-  bool device_leading = false;
+  // (row_leading.cu; RowForm::Leading): 536 bytes a row. Written without a GPU; on since
+  // CudaRowLeading and the sampled engine tests passed on an H200 (2026-11-29).
+  // LUMEN_CUDA_DEVICE_LEADING=0.
+  bool device_leading = true;
   // Sequences of at least 16 causal rows in an attention call over an f16 cache (head dims 64,
   // 128, 256; no ALiBi) go through the tensor-core prefill attention (tensor_core_prefill.cu:
   // FlashAttention-2's scheme on mma.sync, probabilities rounded to f16 before their sum), the
   // rest through the split-KV kernels. A row's result then differs from its decode step's by
   // that rounding, as the cuBLAS matmuls of large batches already differ from the GEMV. Written
-  // without a GPU on 2026-11-29 (its per-lane arithmetic checked on a CPU by emulating a warp):
-  // off until CudaTensorCorePrefill has passed on a GPU. LUMEN_CUDA_TENSOR_CORE_PREFILL=1.
+  // without a GPU (its per-lane arithmetic checked on a CPU by emulating a warp).
+  // CudaTensorCorePrefill and the greedy tests passed on an H200 (2026-11-29: a 1B Q4_0 pp512
+  // 11.6k -> 14.4k tokens/s, the prompt's attention 9.2 -> 1.4 ms), but the engine's tests with
+  // it on (and the two-pass attention and fused_input_quantization) failed: swap preemption,
+  // beam search and the pass after a failed one gave wrong tokens, beside the chunking
+  // differences its rounding makes by design. Off until a GPU run tells which of the three
+  // (gpu_check.sh engine runs each) and that is fixed. LUMEN_CUDA_TENSOR_CORE_PREFILL=1.
   bool tensor_core_prefill = false;
   // An RMSNorm (plain or after the residual add), a SwiGLU or an attention whose output the next
   // op's GEMV quantizes writes that quantization itself, in the same launch (norm_quantize.cu,
@@ -128,35 +142,36 @@ struct CudaBackendOptions {
   // model's quantization launches a decode step (49 with K-quant output projections). Its
   // norms also load a row at once rather than an element a thread at a time. The same bits as
   // without (the shared block arithmetic of q8_block_quantize.cuh, the norm's sum in the same
-  // order). Written without a GPU on 2026-11-29: off until CudaFusedInputQuantization has passed
-  // on a GPU. LUMEN_CUDA_FUSED_QUANTIZE=1.
-  bool fused_input_quantization = false;
+  // order). Written without a GPU; on since CudaFusedInputQuantization and the greedy and
+  // engine tests passed on an H200 (2026-11-29). LUMEN_CUDA_FUSED_QUANTIZE=0.
+  bool fused_input_quantization = true;
   // RoPE's threads load 8 pairs each before they rotate one (rope.cu), where each loaded, rotated
   // and stored a pair before its next load: the H200 profile put a decode step's rope at 6.2 us a
   // launch for 2 048 values, a memory latency per pair in a row. The same arithmetic per pair.
-  // Written without a GPU on 2026-11-29: off until the rope conformance rows and the greedy model
-  // tests have passed with it on a GPU. LUMEN_CUDA_ROPE_LOADS_FIRST=1.
-  bool rope_loads_first = false;
+  // Written without a GPU; on since the rope conformance rows and the greedy model tests passed
+  // with it on an H200 (2026-11-29). LUMEN_CUDA_ROPE_LOADS_FIRST=0.
+  bool rope_loads_first = true;
   // The outputs of one input (Q/K/V, gate/up: matmul_same_input, matmul_glu) whose weights share
   // a quantized type and row width run as one tiled GEMV launch (launch_gemv_quantized_tiled_group),
   // each row's product the bits its own launch writes: 3 launches fewer a layer, and the small K
-  // and V matrices (a few hundred rows: under one wave of blocks) fill the GPU beside Q's. Written
-  // without a GPU on 2026-11-29: off until CudaGroupedGemv has passed on a GPU.
-  // LUMEN_CUDA_GROUPED_GEMV=1.
-  bool grouped_gemv = false;
+  // and V matrices (a few hundred rows: under one wave of blocks) fill the GPU beside Q's. On since
+  // CudaGroupedGemv and the greedy tests passed on an H200 (2026-11-29: with the two above, a 1B
+  // Q4_0 decode from graphs 507 -> 600 tokens/s). LUMEN_CUDA_GROUPED_GEMV=0.
+  bool grouped_gemv = true;
   // Declare rope_store_kv (rope_store_kv.cu): a layer's query and key rotation and its K/V store
   // in one launch instead of three, bit for bit the three (each step is the separate kernels'
-  // device function). Written without a GPU on 2026-11-29: off until its conformance rows and the
-  // greedy model tests have passed on a GPU. LUMEN_CUDA_ROPE_STORE_KV=1.
-  bool fused_rope_store_kv = false;
+  // device function). On since its conformance rows and the greedy model tests passed on an H200
+  // (2026-11-29). LUMEN_CUDA_ROPE_STORE_KV=0.
+  bool fused_rope_store_kv = true;
   // Declare route_experts and moe_ffn_routed (route_experts.cu, gemv_experts.cu): a MoE layer's
   // router, experts and combine on the device, where the composed moe_ffn copied the router's
   // logits to the host and waited for them every layer, and ran 4 launches or more per chosen
   // expert. Decode-sized batches of quantized experts run on the device, and prompts of small
-  // experts (moe_gemv_macs_per_expert); others copy the routing back once a layer. Written
-  // without a GPU on 2026-11-29: off until its conformance rows and the MoE model tests have
-  // passed on a GPU. LUMEN_CUDA_ROUTED_MOE=1.
-  bool routed_moe = false;
+  // experts (moe_gemv_macs_per_expert); others copy the routing back once a layer. On since its
+  // conformance rows and the MoE model tests passed on an H200 (2026-11-29: a
+  // Qwen3-MoE-shaped model's pp512 1.3k -> 14.4k tokens/s, decode 252 -> 600).
+  // LUMEN_CUDA_ROUTED_MOE=0.
+  bool routed_moe = true;
   // With routed_moe: a batch past decode size (a prompt) also runs its routed experts on the
   // expert GEMV, with no id copied to the host, while an expert's average share of its
   // multiply-adds is at most this; past it, the ids come to the host and each chosen expert runs
@@ -167,9 +182,10 @@ struct CudaBackendOptions {
   // With routed_moe: prompts past that budget (and prompts of F16 / BF16 experts) run their
   // routed experts on the device's own tensor-core GEMM over the device's grouping
   // (gemm_experts.cu), with the host way's f16 arithmetic and no id copied to the host, where the
-  // host way waits for the ids every layer. Written without a GPU on 2026-11-29: off until
-  // CudaExpertGemm has passed on a GPU. LUMEN_CUDA_MOE_DEVICE_GEMM=1.
-  bool moe_device_gemm = false;
+  // host way waits for the ids every layer. On since CudaExpertGemm passed on an H200 (2026-11-29:
+  // a Mixtral-sized layer of 512 tokens 17.5 -> 7.4 ms, 48.6 TFLOPS; a Qwen3-MoE-shaped pp2048
+  // 22.4k -> 28.0k tokens/s). LUMEN_CUDA_MOE_DEVICE_GEMM=0.
+  bool moe_device_gemm = true;
 };
 
 class CudaBackend final : public Backend {
@@ -190,6 +206,9 @@ class CudaBackend final : public Backend {
   uint64_t prequantized_inputs() const;
   // How many launches ran several GEMVs of one input (CudaBackendOptions::grouped_gemv).
   uint64_t grouped_gemv_launches() const;
+  // How many moe_ffn_routed calls ran their experts on the device's tensor-core GEMM
+  // (CudaBackendOptions::moe_device_gemm; routed_moe_plan.h), since the backend was made.
+  uint64_t expert_gemm_layers() const;
 
   // Raw copies between host memory and device memory of this backend (tests, tools). Both wait
   // for the copy (and everything queued before it) to finish.
@@ -205,8 +224,8 @@ class CudaBackend final : public Backend {
   // through get_rows, matmul_glu, matmul, scale and add; shift_keys: get_rows, rope, store_kv;
   // rotated KV caches: rotate_heads;
   // common/composed_*.h); the weight
-  // types the GEMV and get_rows kernels read; f32, f16, bf16 and FP8 E4M3 KV caches (kv_codec.h;
-  // q8_0 and q4_0 not yet, see the .cc); heads up to the attention kernels' width. Everything else is refused at load
+  // types the GEMV and get_rows kernels read; f32, f16, bf16, FP8 E4M3, q8_0 and q4_0 KV caches
+  // (kv_codec.h; see the .cc); heads up to the attention kernels' width. Everything else is refused at load
   // (Backend::require).
   bool do_supports(BackendFeature feature) const override;
   bool do_supports_weight_type(tensor::DType type) const override;

@@ -56,6 +56,7 @@ struct CudaBackend::State {
   // Which producers quantize their output for the next matmul (options.fused_input_quantization).
   cuda::FusedInputQuantization fused_inputs;
   uint64_t grouped_gemv_launches = 0;  // options.grouped_gemv: launches of several GEMVs
+  uint64_t expert_gemm_layers = 0;     // options.moe_device_gemm: moe_ffn_routed calls on the GEMM
   cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows
   cuda::DeviceScratch gemm_x;          // matmul: f16 activations
   cuda::DeviceScratch gemm_scale;      // matmul: the activations' scale state (kernels.h)

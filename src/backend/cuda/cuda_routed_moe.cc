@@ -309,6 +309,7 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
   cuda::CombineExpertsArgs combine;
   float* down = nullptr;
   if (path != cuda::RoutedExpertsPath::HostGrouped) {
+    if (path == cuda::RoutedExpertsPath::ExpertGemm) ++s.expert_gemm_layers;
     down = experts_on_device(s, x, ids, k, m, glu, path);
   } else {
     combine.pair_rows = experts_grouped_on_host(x, experts, k, m, glu, down);

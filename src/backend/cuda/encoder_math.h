@@ -22,11 +22,13 @@ LUMEN_HD float layer_norm_value(float x, double mean, double inverse, float weig
   return static_cast<float>(add_rn(mul_rn(normed, static_cast<double>(weight)), static_cast<double>(bias)));
 }
 
-// --- GELU with erf: 0.5 x (1 + erf(x / sqrt 2)), rounded to f32 once.
+// --- GELU with erf: 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2), rounded to f32 once
+// (cpu::gelu_erf_value). erfc keeps the tail below x = -5 that 1 + erf cancels away in double,
+// where two libraries' erf a few ulps apart gave results 10% apart (an H200 against glibc).
 LUMEN_HD float gelu_erf_value(float x) {
   const double v = x;
   const double sqrt2 = 1.4142135623730951;  // std::sqrt(2.0), correctly rounded
-  return static_cast<float>(mul_rn(mul_rn(0.5, v), add_rn(1.0, erf_f64(div_rn(v, sqrt2)))));
+  return static_cast<float>(mul_rn(mul_rn(0.5, v), erfc_f64(div_rn(-v, sqrt2))));
 }
 
 // --- Backend::activation, by backend::Activation's number: each formula in double, rounded once,

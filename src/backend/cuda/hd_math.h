@@ -145,11 +145,11 @@ LUMEN_HD double sqrt_rn(double a) {
 
 // erf and exp in double: CUDA's and the C library's, each within an ulp or two of the truth, so
 // their results round to the same f32 but in the rarest cases.
-LUMEN_HD double erf_f64(double v) {
+LUMEN_HD double erfc_f64(double v) {
 #if defined(__CUDA_ARCH__)
-  return erf(v);
+  return erfc(v);
 #else
-  return std::erf(v);
+  return std::erfc(v);
 #endif
 }
 

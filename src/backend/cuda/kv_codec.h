@@ -72,9 +72,20 @@ LUMEN_HD float fp8_to_float(uint8_t code) {
   return float_from_bits(sign | ((exponent + (127 - 7)) << 23) | (mantissa << 20));
 }
 
+// A little-endian u16 at p. On the device, one 16-bit store where p is even (every block's scale:
+// blocks of 34 and 18 bytes from an even row start): two byte stores of a freshly converted half
+// wrote 0 for the low byte on an H200 (CUDA 13.0, the scale's high byte right), which
+// CudaKvCodec.Q8_0AndQ4_0StoresWriteTheCpusBytes caught; the odd case widens first.
 LUMEN_HD void store_u16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v & 0xffu);
-  p[1] = static_cast<uint8_t>(v >> 8);
+#if defined(__CUDA_ARCH__)
+  if ((reinterpret_cast<uintptr_t>(p) & 1u) == 0) {
+    *reinterpret_cast<uint16_t*>(p) = v;
+    return;
+  }
+#endif
+  const uint32_t wide = v;
+  p[0] = static_cast<uint8_t>(wide & 0xffu);
+  p[1] = static_cast<uint8_t>(wide >> 8);
 }
 
 // ggml's quantize_row_q8_0_ref for one block: d = max|x| / 127, q = round(x / d) (halves away

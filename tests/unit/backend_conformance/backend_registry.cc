@@ -83,9 +83,19 @@ bool cuda_supports(const Case& c) {
   }
 }
 
+// The kernels held to the scalar references: the attention paths on the tensor cores (f16
+// queries, keys and probabilities) are off here and checked by their own tests against the CPU
+// (CudaTensorCorePrefill, CudaEncoderTensorCores: 2e-3), as the bidirectional rows failed with
+// them on an H200.
 BackendEntry cuda_entry() {
   return {"cuda", [] { return cuda_device_count() > 0 ? std::string() : std::string("no CUDA device"); },
-          [] { return make_cuda_backend(0); }, cuda_supports};
+          [] {
+            CudaBackendOptions options;
+            options.tensor_core_prefill = false;
+            options.encoder_tensor_cores = false;
+            return make_cuda_backend(0, options);
+          },
+          cuda_supports};
 }
 #endif
 

@@ -33,11 +33,21 @@ class CudaStepGraphs : public ::testing::Test {
     options.step_graphs = on;
     return options;
   }
+  // The constructor applies the LUMEN_CUDA_* variables (gpu_check.sh runs this file with
+  // LUMEN_CUDA_GRAPHS=1 and other switches): step_graphs set again after it, the rest kept, so
+  // both backends run the same kernels and only one replays.
+  static void pin_graphs(backend::CudaBackend& backend, bool on) {
+    backend::CudaBackendOptions options = backend.options();
+    options.step_graphs = on;
+    backend.set_options(options);
+  }
 };
 
 TEST_F(CudaStepGraphs, OneSequenceDecodesAsWithoutGraphs) {
   backend::CudaBackend eager(0, with_graphs(false));
   backend::CudaBackend graphs(0, with_graphs(true));
+  pin_graphs(eager, false);
+  pin_graphs(graphs, true);
   engine::LoadedModel eager_model = engine::LoadedModel::load(gpu_test_model_path(), eager);
   engine::LoadedModel graph_model = engine::LoadedModel::load(gpu_test_model_path(), graphs);
   size_t decode_steps = 0;
@@ -60,6 +70,8 @@ TEST_F(CudaStepGraphs, OneSequenceDecodesAsWithoutGraphs) {
 TEST_F(CudaStepGraphs, ThreeSequencesDecodeAsWithoutGraphs) {
   backend::CudaBackend eager(0, with_graphs(false));
   backend::CudaBackend graphs(0, with_graphs(true));
+  pin_graphs(eager, false);
+  pin_graphs(graphs, true);
   engine::LoadedModel eager_model = engine::LoadedModel::load(gpu_test_model_path(), eager);
   engine::LoadedModel graph_model = engine::LoadedModel::load(gpu_test_model_path(), graphs);
   // Prompts of 480, 487 and 494 tokens: the third sequence's position passes 8 splits of 64

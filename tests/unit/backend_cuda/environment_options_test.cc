@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +93,44 @@ TEST(CudaEnvironmentOptions, MalformedValuesAreRefusedNamingTheVariable) {
   }
 }
 
+// Each on/off switch and the option it sets.
+struct FlagOption {
+  const char* name;
+  bool CudaBackendOptions::*option;
+};
+constexpr FlagOption kFlagOptions[] = {
+    {"LUMEN_CUDA_GRAPHS", &CudaBackendOptions::step_graphs},
+    {"LUMEN_CUDA_TREE_ATTENTION", &CudaBackendOptions::tree_attention},
+    {"LUMEN_CUDA_QUANTIZED_KV", &CudaBackendOptions::quantized_kv_cache},
+    {"LUMEN_CUDA_EXACT_ATTENTION", &CudaBackendOptions::exact_f16_attention},
+    {"LUMEN_CUDA_ADD_RMS_NORM", &CudaBackendOptions::fused_add_rms_norm},
+    {"LUMEN_CUDA_STATE_SPACE", &CudaBackendOptions::state_space},
+    {"LUMEN_CUDA_LATENT_ATTENTION", &CudaBackendOptions::latent_attention},
+    {"LUMEN_CUDA_KV_EVICTION", &CudaBackendOptions::kv_eviction},
+    {"LUMEN_CUDA_LAYER_NORM", &CudaBackendOptions::layer_norm},
+    {"LUMEN_CUDA_ENCODER", &CudaBackendOptions::encoder},
+    {"LUMEN_CUDA_ALIBI", &CudaBackendOptions::alibi},
+    {"LUMEN_CUDA_SPAN_ATTENTION", &CudaBackendOptions::span_attention},
+    {"LUMEN_CUDA_RWKV7", &CudaBackendOptions::rwkv7},
+    {"LUMEN_CUDA_DEVICE_ARGMAX", &CudaBackendOptions::device_argmax},
+    {"LUMEN_CUDA_DEVICE_LEADING", &CudaBackendOptions::device_leading},
+    {"LUMEN_CUDA_TENSOR_CORE_PREFILL", &CudaBackendOptions::tensor_core_prefill},
+    {"LUMEN_CUDA_FUSED_QUANTIZE", &CudaBackendOptions::fused_input_quantization},
+    {"LUMEN_CUDA_ROPE_LOADS_FIRST", &CudaBackendOptions::rope_loads_first},
+    {"LUMEN_CUDA_GROUPED_GEMV", &CudaBackendOptions::grouped_gemv},
+    {"LUMEN_CUDA_ROPE_STORE_KV", &CudaBackendOptions::fused_rope_store_kv},
+    {"LUMEN_CUDA_ROUTED_MOE", &CudaBackendOptions::routed_moe},
+    {"LUMEN_CUDA_ENCODER_TENSOR_CORES", &CudaBackendOptions::encoder_tensor_cores},
+    {"LUMEN_CUDA_MOE_DEVICE_GEMM", &CudaBackendOptions::moe_device_gemm},
+};
+
+TEST(CudaEnvironmentOptions, EveryFlagIsListed) {
+  ASSERT_EQ(std::size(kFlagOptions), std::size(kFlags));
+  for (size_t i = 0; i < std::size(kFlags); ++i) EXPECT_STREQ(kFlagOptions[i].name, kFlags[i]);
+}
+
+// Whatever the defaults: unset, a flag leaves the given value; 1 turns its option on from off,
+// 0 off from on, and no other option moves.
 TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   std::vector<std::unique_ptr<ScopedEnv>> unset;
   for (const char* name : kFlags) unset.push_back(std::make_unique<ScopedEnv>(name, nullptr));
@@ -99,84 +138,24 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
   CudaBackendOptions given;
   given.max_gemv_tokens = 3;
   EXPECT_EQ(options_with_environment(given).max_gemv_tokens, 3);
-  EXPECT_FALSE(options_with_environment(given).step_graphs);
+  for (const FlagOption& flag : kFlagOptions) {
+    for (const bool start : {false, true}) {
+      CudaBackendOptions from = given;
+      from.*flag.option = start;
+      EXPECT_EQ(options_with_environment(from).*flag.option, start) << flag.name << " unset";
+      ScopedEnv env(flag.name, start ? "0" : "1");
+      const CudaBackendOptions got = options_with_environment(from);
+      EXPECT_EQ(got.*flag.option, !start) << flag.name;
+      for (const FlagOption& other : kFlagOptions) {
+        if (other.option != flag.option)
+          EXPECT_EQ(got.*other.option, from.*other.option) << flag.name << " moved " << other.name;
+      }
+    }
+  }
   {
     ScopedEnv tokens("LUMEN_CUDA_MAX_GEMV_TOKENS", "1048576");
-    ScopedEnv graphs("LUMEN_CUDA_GRAPHS", "1");
-    const CudaBackendOptions got = options_with_environment(given);
-    EXPECT_EQ(got.max_gemv_tokens, 1048576);
-    EXPECT_TRUE(got.step_graphs);
-    EXPECT_FALSE(got.tree_attention);
-    EXPECT_FALSE(got.state_space);
-  }
-  {
-    ScopedEnv state_space("LUMEN_CUDA_STATE_SPACE", "1");
-    EXPECT_TRUE(options_with_environment(given).state_space);
-    EXPECT_FALSE(options_with_environment(given).latent_attention);
-    EXPECT_FALSE(options_with_environment(given).kv_eviction);
-  }
-  {
-    ScopedEnv layer_norm("LUMEN_CUDA_LAYER_NORM", "1");
-    ScopedEnv span("LUMEN_CUDA_SPAN_ATTENTION", "1");
-    const CudaBackendOptions got = options_with_environment(given);
-    EXPECT_TRUE(got.layer_norm);
-    EXPECT_TRUE(got.span_attention);
-    EXPECT_FALSE(got.encoder);
-    EXPECT_FALSE(got.alibi);
-    EXPECT_FALSE(got.rwkv7);
-    EXPECT_FALSE(got.device_argmax);
-    EXPECT_FALSE(got.device_leading);
-  }
-  {
-    ScopedEnv argmax("LUMEN_CUDA_DEVICE_ARGMAX", "1");
-    EXPECT_TRUE(options_with_environment(given).device_argmax);
-  }
-  {
-    ScopedEnv leading("LUMEN_CUDA_DEVICE_LEADING", "1");
-    EXPECT_TRUE(options_with_environment(given).device_leading);
-    EXPECT_FALSE(options_with_environment(given).tensor_core_prefill);
-  }
-  {
-    ScopedEnv prefill("LUMEN_CUDA_TENSOR_CORE_PREFILL", "1");
-    EXPECT_TRUE(options_with_environment(given).tensor_core_prefill);
-    EXPECT_FALSE(options_with_environment(given).fused_input_quantization);
-  }
-  {
-    ScopedEnv fused("LUMEN_CUDA_FUSED_QUANTIZE", "1");
-    EXPECT_TRUE(options_with_environment(given).fused_input_quantization);
-    EXPECT_FALSE(options_with_environment(given).rope_loads_first);
-  }
-  {
-    ScopedEnv rope("LUMEN_CUDA_ROPE_LOADS_FIRST", "1");
-    EXPECT_TRUE(options_with_environment(given).rope_loads_first);
-    EXPECT_FALSE(options_with_environment(given).grouped_gemv);
-  }
-  {
-    ScopedEnv grouped("LUMEN_CUDA_GROUPED_GEMV", "1");
-    EXPECT_TRUE(options_with_environment(given).grouped_gemv);
-    EXPECT_FALSE(options_with_environment(given).fused_rope_store_kv);
-  }
-  {
-    ScopedEnv fused("LUMEN_CUDA_ROPE_STORE_KV", "1");
-    EXPECT_TRUE(options_with_environment(given).fused_rope_store_kv);
-    EXPECT_FALSE(options_with_environment(given).routed_moe);
-  }
-  {
-    ScopedEnv routed("LUMEN_CUDA_ROUTED_MOE", "1");
-    EXPECT_TRUE(options_with_environment(given).routed_moe);
+    EXPECT_EQ(options_with_environment(given).max_gemv_tokens, 1048576);
     EXPECT_EQ(options_with_environment(given).moe_gemv_macs_per_expert, cuda::kDefaultMoeGemvMacsPerExpert);
-    EXPECT_FALSE(options_with_environment(given).encoder_tensor_cores);
-  }
-  {
-    ScopedEnv tensor_cores("LUMEN_CUDA_ENCODER_TENSOR_CORES", "1");
-    EXPECT_TRUE(options_with_environment(given).encoder_tensor_cores);
-    EXPECT_FALSE(options_with_environment(given).encoder);
-    EXPECT_FALSE(options_with_environment(given).moe_device_gemm);
-  }
-  {
-    ScopedEnv gemm("LUMEN_CUDA_MOE_DEVICE_GEMM", "1");
-    EXPECT_TRUE(options_with_environment(given).moe_device_gemm);
-    EXPECT_FALSE(options_with_environment(given).routed_moe);
   }
   {
     ScopedEnv none("LUMEN_CUDA_MOE_GEMV_MACS", "0");

@@ -5,7 +5,9 @@
 //  - vs the host way: 2e-3. The f32 sums differ only in order (a few ulps), but the GLU's output
 //    is rounded to f16 before down, where an ulp can move a value across a rounding boundary (an
 //    f16 ulp, 2^-11, of one input).
-//  - vs the CPU, whose activations are 8-bit blocks: 2e-2, as for the host way.
+//  - vs the CPU, whose activations are 8-bit blocks: 4e-2, as for the host way.
+// Which way ran is told by CudaBackend::expert_gemm_layers, not by the outputs, which can agree
+// bit for bit.
 // The CPU's emulation of the kernel (tests/unit/cuda_host/expert_gemm_test.cc) is held to 1e-5 of
 // the exact sum; here the GPU's own products are checked. Also prints both ways' times for the
 // case's shape, and a Mixtral-sized layer's (8 experts of 4096 x 14336, 2 a token, 512 tokens).
@@ -85,7 +87,7 @@ TEST_P(CudaExpertGemm, MatchesTheHostWayAndTheCpu) {
   const DeviceTensor dgate = to_device(gate.view), dup = to_device(up.view), ddown = to_device(down.view);
   const DeviceTensor dx = to_device(x_view), dids = to_device(ids_view), dweights = to_device(weights_view);
   const RoutedExperts device_experts{&dgate.view, &dup.view, &ddown.view};
-  const auto run = [&](bool device_gemm, double& ms) {
+  const auto run = [&](bool device_gemm, double& ms, uint64_t& gemm_layers) {
     ScopedCudaOptions options([&](CudaBackendOptions& o) {
       o.routed_moe = true;
       o.moe_gemv_macs_per_expert = 0;  // never the expert GEMV for a prompt
@@ -93,8 +95,10 @@ TEST_P(CudaExpertGemm, MatchesTheHostWayAndTheCpu) {
       o.max_gemv_tokens = 1;  // the host way's matmuls on cuBLAS for any expert of 2 pairs or more
     });
     DeviceTensor out = device_matrix(c.in, c.tokens, c.in);
+    const uint64_t before = gpu()->expert_gemm_layers();
     gpu()->moe_ffn_routed(dx.view, dids.view, dweights.view, device_experts, c.glu, out.view);
     gpu()->synchronize();
+    gemm_layers = gpu()->expert_gemm_layers() - before;
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < 3; ++i) {
       gpu()->moe_ffn_routed(dx.view, dids.view, dweights.view, device_experts, c.glu, out.view);
@@ -104,14 +108,20 @@ TEST_P(CudaExpertGemm, MatchesTheHostWayAndTheCpu) {
     return download_f32(out.view);
   };
   double host_ms = 0, gemm_ms = 0;
-  const std::vector<float> host_way = run(false, host_ms);
-  const std::vector<float> device_gemm = run(true, gemm_ms);
+  uint64_t host_way_gemm_layers = 0, gemm_layers = 0;
+  const std::vector<float> host_way = run(false, host_ms, host_way_gemm_layers);
+  const std::vector<float> device_gemm = run(true, gemm_ms, gemm_layers);
   std::printf("%s: host way %.3f ms, device GEMM %.3f ms\n", c.name.c_str(), host_ms, gemm_ms);
 
+  // Which way ran: the outputs cannot tell, since the GEMM's f32 sums can run in cuBLAS's order
+  // (on an H200 all seven cases came out bit for bit the host way's).
+  EXPECT_EQ(host_way_gemm_layers, 0u) << c.name << ": the host way took the device GEMM";
+  EXPECT_EQ(gemm_layers, 1u) << c.name << ": the device GEMM did not take the call";
   EXPECT_LE(max_relative_difference(host_way, device_gemm), 2e-3) << c.name << ": device GEMM vs host way";
-  EXPECT_LE(max_relative_difference(expected, device_gemm), 2e-2) << c.name << ": device GEMM vs CPU";
-  EXPECT_LE(max_relative_difference(expected, host_way), 2e-2) << c.name << ": host way vs CPU";
-  EXPECT_NE(host_way, device_gemm) << c.name << ": the device GEMM did not take the call";
+  // The CPU multiplies K-quant weights by Q8_K activations, both ways here f16 ones: Q6_K with a
+  // single expert a token came to 3.0e-2 both ways on an H200.
+  EXPECT_LE(max_relative_difference(expected, device_gemm), 4e-2) << c.name << ": device GEMM vs CPU";
+  EXPECT_LE(max_relative_difference(expected, host_way), 4e-2) << c.name << ": host way vs CPU";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -165,8 +175,10 @@ TEST(CudaExpertGemmTiming, MixtralSizedLayer) {
       o.moe_device_gemm = device_gemm;
     });
     DeviceTensor out = device_matrix(kIn, kTokens, kIn);
+    const uint64_t before = gpu()->expert_gemm_layers();
     gpu()->moe_ffn_routed(dx.view, dids.view, dweights.view, experts, Glu::Swiglu, out.view);
     gpu()->synchronize();
+    EXPECT_EQ(gpu()->expert_gemm_layers() - before, device_gemm ? 1u : 0u) << "the way taken";
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < 5; ++i)
       gpu()->moe_ffn_routed(dx.view, dids.view, dweights.view, experts, Glu::Swiglu, out.view);

@@ -54,11 +54,13 @@ TEST_P(CudaVisionTower, TheTowerOnTheGpuGivesTheHostTowersFeatures) {
     const std::vector<float> got = on_gpu->encode(one, static_cast<int>(size), static_cast<int>(size));
     const double d = relative_difference(got, expected);
     std::printf("%s image %d: GPU tower vs host tower %.2e\n", GetParam(), i, d);
-    EXPECT_LT(d, 1e-4);  // the host tower's bound against transformers (vision_golden_test.cc)
+    // The GPU's GEMMs round activations to f16 (cuda_matmul.cc), the host's keep f32: 5e-4 to
+    // 1e-3 over the tiny towers on an H200, against the host tower's 1e-4 from transformers.
+    EXPECT_LT(d, 3e-3);
     want.insert(want.end(), expected.begin(), expected.end());
   }
   const std::vector<float> batch = on_gpu->encode_batch(three, 3, static_cast<int>(size), static_cast<int>(size));
-  EXPECT_LT(relative_difference(batch, want), 1e-4);
+  EXPECT_LT(relative_difference(batch, want), 3e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaVisionTower, ::testing::Values("llava", "gemma3", "idefics3"));
