@@ -324,13 +324,11 @@ TEST_P(CudaTreeAttention, MatchesCpu) {
     EXPECT_LE(max_relative_difference(expected, s.run_gpu(s.slices, dq)), tolerance)
         << s.c.name << (exact ? " exact" : " flash");
   }
+  gpu()->set_options(saved);
   // Without the option the backend refuses a tree, naming it (off here whatever
   // LUMEN_CUDA_TREE_ATTENTION gave the backend).
-  CudaBackendOptions off = saved;
-  off.tree_attention = false;
-  gpu()->set_options(off);
+  ScopedCudaOptions off([](CudaBackendOptions& o) { o.tree_attention = false; });
   EXPECT_THROW(s.run_gpu(s.slices, dq), Error);
-  gpu()->set_options(saved);
 }
 
 INSTANTIATE_TEST_SUITE_P(
