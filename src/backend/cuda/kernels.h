@@ -93,7 +93,7 @@ bool rows_supported(tensor::DType type);
 void launch_get_rows(tensor::DType type, const void* table, size_t table_row_bytes, int64_t cols,
                      const int32_t* ids, int64_t n, float* out, int64_t out_stride,
                      cudaStream_t stream);
-// out (rows x cols f16, contiguous) = rows [0, rows) of the matrix, dequantized.
+// out (rows x cols f16, contiguous, 16-byte aligned) = rows [0, rows) of the matrix, dequantized.
 void launch_dequantize_to_f16(tensor::DType type, const void* w, size_t row_bytes, int64_t rows,
                               int64_t cols, uint16_t* out, cudaStream_t stream);
 // Token t's k and v rows go to cache row dest_rows[t] (skipped when negative), stored as the
