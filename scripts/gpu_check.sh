@@ -55,6 +55,7 @@
 #   profile  one decode step of a synthetic model (GPU_CHECK_PROFILE, default "llama-1b:Q4_0
 #          llama-1b:BF16") under Nsight Compute: each kernel's device time and DRAM bytes read,
 #          summed per kernel by scripts/ncu_summary.py (the bench's host-side breakdown beside it);
+#          then 1 200 kernels of 64 streams decoding (bench throughput), the f16 way and int8 GEMM;
 #   peer   llama.cpp's CUDA llama-bench on bench's models: pp512 and tg128 at depths 0 and 512,
 #          3 repetitions, every layer on the GPU; run it in the same call as bench. prepare packs
 #          it into .gpu-peer/ when LLAMA_BENCH_CUDA names it (built outside the repository with -DGGML_CUDA=ON
@@ -78,9 +79,11 @@
 #   split  a model split between the CPU and the GPU (--n-gpu-layers) at several N against all-CPU
 #          and all-GPU, -ngl on the command line, and bench throughput split vs whole
 #          (scripts/gpu_check_split.sh);
-#   unverified  what was written without a GPU, first and in a few minutes: each feature's tests
-#          with its LUMEN_CUDA_* switch on, the whole conformance table with every switch on,
-#          Mamba 2 and DeepSeek 2 against the CPU, decode with and without CUDA graphs;
+#   unverified  what was written without a GPU since the last GPU run, first and in a few minutes:
+#          the matmul suites (the f16 conversion, the int8 GEMM), the tests changed since, the
+#          conformance rows, the default model through the int8 GEMM against the CPU, and int8;
+#   int8   the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1) against the f16 way: pp512 and decode of llama-1b
+#          and llama-8b Q4_0, and 64 streams with each way and with the GEMV for up to 64 tokens;
 #   quick  the defaults in a few minutes: the switched features' op suites, every conformance row,
 #          the model tests against the CPU (also with the one-pass attention), each KV type's
 #          perplexity, batch-1 decode of llama-1b and llama-8b Q4_0 (run_quick);
@@ -573,35 +576,6 @@ run_bench() {
   done
 }
 
-# Decode with and without CUDA graphs on bench's first model: the rows to compare ("step_graphs",
-# replayed_steps 128, refused_recordings 0).
-run_bench_graphs() {
-  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}"
-  [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
-  local spec preset type file
-  spec=${GPU_CHECK_MODELS%% *}
-  preset=${spec%%:*}; type=${spec##*:}
-  file="$WORK/$preset-$type.gguf"
-  [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || { log "synth $spec failed"; return 1; }
-  timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
-  LUMEN_CUDA_GRAPHS=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
-  # pp512 with the prompt's attention on the tensor cores ("tensor_core_prefill": true)
-  LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_TENSOR_CORE_PREFILL=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 |
-    tee -a "$RESULTS"
-  # decode with the norms and SwiGLU quantizing for the GEMVs ("fused_input_quantization": true),
-  # then also RoPE loading its pairs first ("rope_loads_first": true)
-  LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_FUSED_QUANTIZE=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 |
-    tee -a "$RESULTS"
-  LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 timeout 60 \
-    "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
-  # and Q/K/V and gate/up as one launch each ("grouped_gemv": true), then also rope with the K/V
-  # store ("rope_store_kv": true)
-  LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1 timeout 60 \
-    "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
-  LUMEN_CUDA_GRAPHS=1 LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1 \
-    LUMEN_CUDA_ROPE_STORE_KV=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
-}
-
 # Every weight type through a whole model, op by op on CUDA against the CPU (cuda_model_tests'
 # EachOpMatchesCpu): a small synthetic llama per type (llama3-mini: 4 layers, 256 wide, so each
 # matrix and the embedding table are of that type) and 2 layers of gemma3-270m in Q5_0 (the type
@@ -732,67 +706,65 @@ synth_model_vs_cpu() {
 # timings in mode moe) and max_gemv_tokens
 # (from streams).
 run_unverified() {
-  local start model switches
-  switches=(LUMEN_CUDA_TREE_ATTENTION=1 LUMEN_CUDA_QUANTIZED_KV=1 LUMEN_CUDA_STATE_SPACE=1 LUMEN_CUDA_LATENT_ATTENTION=1
-            LUMEN_CUDA_KV_EVICTION=1 LUMEN_CUDA_LAYER_NORM=1 LUMEN_CUDA_ENCODER=1 LUMEN_CUDA_ALIBI=1
-            LUMEN_CUDA_SPAN_ATTENTION=1 LUMEN_CUDA_RWKV7=1 LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1
-            LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1
-            LUMEN_CUDA_ROPE_STORE_KV=1 LUMEN_CUDA_ROUTED_MOE=1)
+  local start model
+  # The tests changed since the last GPU run (2026-11-29): the matmul suites (the coalesced f16
+  # conversion of the cuBLAS path, the int8 GEMM), the expert GEMM's counter, the switches' table,
+  # the tree refusal through ScopedCudaOptions; the conformance rows with both tensor-core
+  # attentions pinned off.
   start=$SECONDS
-  env "${switches[@]}" LUMEN_VISION_MMPROJ_DIR="$BUNDLE/vision" timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='*CudaAttention.*:*CudaTreeAttention.*:*CudaKvCodec.*:*CudaKvCache.*:*CudaKvEviction.*:*CudaTiledGemv.*:*CudaCapabilities.*:*CudaEnvironmentOptions.*:*CudaRowArgmax.*:*CudaRowLeading.*:*CudaVisionTower.*:*CudaTensorCorePrefill.*:*CudaFusedInputQuantization.*:*CudaRope.*:*CudaGroupedGemv.*:*CudaMatmulSameInput.*:*CudaEncoderTensorCores.*:*CudaExpertGemm.*' \
+  timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
+    --gtest_filter='*CudaMatmul*:*CudaInt8Gemm*:*CudaExpertGemm.*:*CudaEnvironmentOptions.*:*CudaTreeAttention.*:*CudaCapabilities.*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS
-  env "${switches[@]}" timeout 240 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' \
+  timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' \
     2>&1 | tee "$WORK/unverified_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
-  gtest_summary unverified_conformance_all_switches "$WORK/unverified_conformance.log" $((SECONDS - start))
+  gtest_summary unverified_conformance "$WORK/unverified_conformance.log" $((SECONDS - start))
   model=$(default_model)
   if [ -f "$model" ]; then
+    # The default model's prompts (Q4_1 and Q8_0 weights) through the int8 GEMM: greedy and
+    # teacher-forced against the CPU; and the step graphs' test with its pinned options.
     start=$SECONDS
-    LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 --gtest_filter='*CudaStepGraphs.*' \
-      2>&1 | tee "$WORK/unverified_step_graphs.log"
-    gtest_summary unverified_step_graphs "$WORK/unverified_step_graphs.log" $((SECONDS - start))
-    start=$SECONDS
-    LUMEN_CUDA_GRAPHS=1 LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 \
-      --gtest_filter='CudaGreedy.*WithCpu' 2>&1 | tee "$WORK/unverified_greedy_graphs.log"
-    gtest_summary unverified_greedy_cuda_vs_cpu_graphs "$WORK/unverified_greedy_graphs.log" $((SECONDS - start))
-    # Prompts through the tensor-core prefill attention (tensor_core_prefill): greedy and
-    # teacher-forced against the CPU, as for every other attention option.
-    start=$SECONDS
-    LUMEN_CUDA_TENSOR_CORE_PREFILL=1 LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 \
-      --gtest_filter='CudaGreedy.*WithCpu' 2>&1 | tee "$WORK/unverified_greedy_tensor_core_prefill.log"
-    gtest_summary unverified_greedy_cuda_vs_cpu_tensor_core_prefill "$WORK/unverified_greedy_tensor_core_prefill.log" \
-      $((SECONDS - start))
-    # Norms and SwiGLU that quantize for the GEMV after them (fused_input_quantization), RoPE
-    # loading its pairs first (rope_loads_first), Q/K/V and gate/up in one launch each
-    # (grouped_gemv) and rope with the K/V store (fused_rope_store_kv), with decode replayed from
-    # graphs as it would run by default (their op tests above tell which one a failure here is).
-    start=$SECONDS
-    LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_GROUPED_GEMV=1 LUMEN_CUDA_ROPE_STORE_KV=1 \
-      LUMEN_CUDA_GRAPHS=1 \
-      LUMEN_GPU_TEST_MODEL="$model" \
-      timeout 120 "$BIN/cuda_model_tests" \
-      --gtest_brief=1 --gtest_filter='CudaGreedy.*WithCpu:*CudaStepGraphs.*' 2>&1 | tee "$WORK/unverified_greedy_fused_quantize.log"
-    gtest_summary unverified_greedy_fused_quantize "$WORK/unverified_greedy_fused_quantize.log" $((SECONDS - start))
-    # Rows reduced on the device (device_argmax, device_leading): the serving tests' batched-vs-
-    # alone comparisons, every greedy row coming back as its argmax alone, and the decoding tests'
-    # seeded top-k/top-p draws (as their leading candidates) against a sampler over whole rows.
-    # The launch cuts (fused_input_quantization, grouped_gemv, fused_rope_store_kv,
-    # rope_loads_first) and the one-pass f16 attention run with them: a token's result must not
-    # depend on its batch with any of them, which these tests are the check of (the op tests
-    # above tell which switch a failure here is).
-    start=$SECONDS
-    LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_DEVICE_LEADING=1 LUMEN_CUDA_FUSED_QUANTIZE=1 LUMEN_CUDA_GROUPED_GEMV=1 \
-      LUMEN_CUDA_ROPE_STORE_KV=1 LUMEN_CUDA_ROPE_LOADS_FIRST=1 LUMEN_CUDA_EXACT_ATTENTION=0 LUMEN_CACHE="$WORK" timeout 180 \
-      "$BIN/cuda_engine_tests" --gtest_brief=1 --gtest_filter='EngineServing.*:EngineDecoding.*' 2>&1 |
-      tee "$WORK/unverified_device_argmax.log" | grep -vE '^\[ *(OK|RUN) *\]'
-    gtest_summary unverified_engine_device_reduced_rows "$WORK/unverified_device_argmax.log" $((SECONDS - start))
+    LUMEN_CUDA_INT8_GEMM=1 LUMEN_GPU_TEST_MODEL="$model" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 \
+      --gtest_filter='CudaGreedy.*WithCpu:*CudaStepGraphs.*' 2>&1 | tee "$WORK/unverified_greedy_int8_gemm.log"
+    gtest_summary unverified_greedy_cuda_vs_cpu_int8_gemm "$WORK/unverified_greedy_int8_gemm.log" $((SECONDS - start))
   else
-    log "no default model (carry .gpu-model and .gpu-model2 first): the graph tests skipped"
+    log "no default model (carry .gpu-model and .gpu-model2 first): the model tests skipped"
   fi
-  run_new_architectures
-  GPU_CHECK_MODELS="${GPU_CHECK_MODELS:-llama-1b:Q4_0}" run_bench_graphs
+  run_int8_bench
+}
+
+# The int8 GEMM against the f16 way and the GEMV past 8 tokens: pp512 and batch-1 decode of
+# llama-1b and llama-8b Q4_0 each way (lumen_cuda_decode_bench), then 64 streams decoding
+# (lumen bench throughput) with the f16 way (the default), the int8 GEMM, and the GEMV for up to
+# 64 tokens. Each JSON line says which ("int8_gemm", "max_gemv_tokens").
+run_int8_bench() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file way int8 gemv
+  [ -f "$vocab" ] || { log "no vocabulary: the int8 benchmarks skipped"; return 0; }
+  for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0}; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/$preset-$type.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || continue
+    for int8 in 0 1; do
+      LUMEN_CUDA_INT8_GEMM=$int8 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 64 512 0 | tee -a "$RESULTS"
+    done
+  done
+  spec=${GPU_CHECK_STREAMS_MODEL:-llama-1b:Q4_0}
+  preset=${spec%%:*}; type=${spec##*:}
+  file="$WORK/$preset-$type.gguf"
+  [ -f "$file" ] || return 0
+  for way in "0 8" "1 8" "0 64"; do
+    read -r int8 gemv <<< "$way"
+    LUMEN_CUDA_INT8_GEMM=$int8 LUMEN_CUDA_MAX_GEMV_TOKENS=$gemv timeout 90 "$BIN/lumen" bench throughput -m "$file" \
+      --device cuda --num-prompts 64 --input-len 256 --output-len 128 --max-num-seqs 64 --json \
+      2> "$WORK/streams-64-int8$int8-gemv$gemv.log" |
+      python3 -c 'import json, sys
+d = json.load(sys.stdin)
+d["check_streams"] = 64
+d["int8_gemm"] = sys.argv[1] == "1"
+d["max_gemv_tokens"] = int(sys.argv[2])
+print(json.dumps(d))' "$int8" "$gemv" | tee -a "$RESULTS"
+  done
 }
 
 # MoE layers routed on the device (routed_moe: route_experts.cu, gemv_experts.cu), teacher-forced
@@ -1003,7 +975,7 @@ for line in sys.stdin:
 # One decode step under Nsight Compute (a 64-token prompt, 16 steps first): per-kernel device time
 # and DRAM bytes, then the same bench without the profiler for its host-side breakdown.
 run_profile() {
-  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" ncu spec preset type file name
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" ncu spec preset type file name gemv
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
   [ -n "$ncu" ] && [ -x "$ncu" ] || { log "no ncu on this machine"; return 1; }
   for spec in ${GPU_CHECK_PROFILE:-llama-1b:Q4_0 llama-1b:BF16}; do
@@ -1020,6 +992,24 @@ run_profile() {
       python3 "$(dirname "$0")/ncu_summary.py" "$WORK/$name.csv" "$name" | tee -a "$RESULTS" ||
         tail -n 5 "$WORK/$name.err" >&2
     done
+  done
+  # Where a decode step of many streams goes (issue 48: 64 streams cost 17x one): 1 200 kernels in
+  # the middle of `bench throughput`'s decode (64 prompts of 256 tokens prefilled, then 128 steps
+  # of 64 rows, op by op so each launch is its own), with the f16 way and with the int8 GEMM.
+  spec=${GPU_CHECK_STREAMS_MODEL:-llama-1b:Q4_0}
+  preset=${spec%%:*}; type=${spec##*:}
+  file="$WORK/$preset-$type.gguf"
+  [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || return 0
+  local int8
+  for int8 in 0 1; do
+    name="profile-streams64-$preset-$type-int8$int8"
+    LUMEN_CUDA_GRAPHS=0 LUMEN_CUDA_INT8_GEMM=$int8 LD_LIBRARY_PATH="$(bundle_library_path "$BUNDLE")" timeout 240 \
+      "$ncu" --launch-skip "${GPU_CHECK_PROFILE_SKIP:-20000}" --launch-count 1200 --clock-control none \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv --print-units base \
+      "$LIBEXEC/lumen" bench throughput -m "$file" --device cuda --num-prompts 64 --input-len 256 --output-len 128 \
+      --max-num-seqs 64 --json > "$WORK/$name.csv" 2> "$WORK/$name.err"
+    python3 "$(dirname "$0")/ncu_summary.py" "$WORK/$name.csv" "$name" | tee -a "$RESULTS" ||
+      tail -n 5 "$WORK/$name.err" >&2
   done
 }
 
@@ -1110,7 +1100,7 @@ run_serve() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|quick|moe|all)
+  tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|int8|quick|moe|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -1127,6 +1117,7 @@ case "$MODE" in
         engine) run_engine ;;
         models) run_models ;;
         unverified) run_unverified ;;
+        int8) run_int8_bench ;;
         quick) run_quick ;;
         moe) run_routed_moe ;;
         split) run_split ;;
@@ -1137,5 +1128,5 @@ case "$MODE" in
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|quick|moe|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|int8|quick|moe|all ...]" >&2; exit 2 ;;
 esac

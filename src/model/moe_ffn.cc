@@ -78,6 +78,17 @@ void MoeFfn::drain_device_counts() const {
   routed_since_drain_ = 0;
 }
 
+bool MoeFfn::routes_on_backend() const {
+  return backend_.has_op(backend::OpKind::RouteExperts) && backend_.has_op(backend::OpKind::MoeFfnRouted) &&
+         !parallel_ && observer_ == nullptr;
+}
+
+void MoeFfn::prepare_step(int64_t n) {
+  if (device_counts_ && routed_since_drain_ + n * load_.layers > kMaxRoutedBetweenDrains) drain_device_counts();
+}
+
+void MoeFfn::count_replayed_step(int64_t n) { routed_since_drain_ += n * load_.layers; }
+
 void MoeFfn::reserve(int64_t n) {
   ensure_capacity(n);
   if (!device_counts_) {
@@ -124,7 +135,7 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
   // Asked each call: what a backend declares may change (a test's set_composed_ops).
   const bool routes_on_backend =
       backend_.has_op(backend::OpKind::RouteExperts) && backend_.has_op(backend::OpKind::MoeFfnRouted);
-  if (routes_on_backend && !parallel_ && observer_ == nullptr) {
+  if (routes_on_backend && !parallel_ && observer_ == nullptr) {  // routes_on_backend()
     return forward_routed_on_backend(layer, w, h, logits, w.ffn_gate_inp_shexp ? &shared_gate : nullptr);
   }
 

@@ -51,6 +51,16 @@ class MoeFfn {
   // Buffers for batches of up to n rows, allocated before a step (Transformer::ensure_capacity),
   // so that a step allocates nothing.
   void reserve(int64_t n);
+  // Whether forward routes on the backend, reading nothing on the host (a backend with
+  // route_experts and moe_ffn_routed, no expert-parallel exchange, no observer): then a decode
+  // step's MoE layers may be replayed from a recording (Transformer::replayable).
+  bool routes_on_backend() const;
+  // Before a step of n rows, outside it: the backend's counts drained if the step could take an
+  // entry past kMaxRoutedBetweenDrains, so that nothing inside the step reads them back.
+  void prepare_step(int64_t n);
+  // A step of n rows was replayed from a recording: its layers' ops did not run on the host, so
+  // its tokens are counted here (every layer's, an upper bound) towards the next drain.
+  void count_replayed_step(int64_t n);
   // Data-parallel attention: the other ranks' counts (of their experts), gathered by rank 0.
   ExpertLoad& mutable_load() { return load_; }
   ExpertParallelFfn* mutable_expert_parallel() { return parallel_.get(); }
@@ -89,9 +99,8 @@ class MoeFfn {
   std::vector<float> shared_weights_;
   // Routed on the backend: the choice (i32 ids, f32 weights, n_used per token) and the counts,
   // one f32 per (layer, expert), exact while below 2^24: drained into load_ when read, and
-  // before a forward could take an entry past kMaxRoutedBetweenDrains tokens (a step replayed
-  // from a CUDA graph does not run this code, so its tokens are not seen here: a run of more
-  // than 2^23 replayed tokens on one expert of one layer between two reads could round).
+  // before a step or a forward could take an entry past kMaxRoutedBetweenDrains tokens (a step
+  // replayed from a CUDA graph runs none of this: count_replayed_step counts its tokens).
   static constexpr int64_t kMaxRoutedBetweenDrains = int64_t{1} << 23;
   backend::TensorView chosen_experts_, chosen_weights_;
   std::unique_ptr<backend::Buffer> device_counts_;

@@ -227,6 +227,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
   }
   ensure_capacity(n, n_out);  // before the step: a step allocates nothing
   if (offload_) offload_->ensure_capacity(n, n_out);
+  if (moe_) moe_->prepare_step(n);  // and reads back no routed counts
   const bool wants_logits = n_out != 0 && shard_.rank == 0 && logits != nullptr;
   // A split model's pass is a step of both backends; the second one's output head writes the
   // logits.
@@ -244,7 +245,12 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& cache, float* logi
     }
   };
   if (replayable(batch)) {
-    backend_.run_replayable(ops);
+    bool ran = false;
+    backend_.run_replayable([&] {
+      ran = true;
+      ops();
+    });
+    if (!ran && moe_) moe_->count_replayed_step(n);
   } else {
     ops();
   }
@@ -261,13 +267,14 @@ void Transformer::copy_logit_rows(std::span<const int32_t> rows, float* logits) 
 }
 
 // Whether a pass's ops depend only on its shape, the device memory they name and the step's
-// metadata arrays (Backend::run_replayable): what reads other host data in a step (MoE routing,
-// state-space and latent layers' own host arrays, image rows, attention scores, an observer) or
-// spans two backends or several processes is not.
+// metadata arrays (Backend::run_replayable): what reads other host data in a step (MoE routing on
+// the host, state-space and latent layers' own host arrays, image rows, attention scores, an
+// observer) or spans two backends or several processes is not. MoE layers routed on the backend
+// keep the choice in its buffers (step_replay_test.cc checks their steps read alike).
 bool Transformer::replayable(const ForwardBatch& batch) const {
-  return !offload_ && !moe_ && !latent_ && !mamba2_ && !rwkv7_ && observer_ == nullptr && shard_.size <= 1 &&
-         stage_.count <= 1 && experts_.size <= 1 && context_.size <= 1 && batch.embeddings.empty() &&
-         batch.scores.empty();
+  return !offload_ && (!moe_ || moe_->routes_on_backend()) && !latent_ && !mamba2_ && !rwkv7_ && observer_ == nullptr &&
+         shard_.size <= 1 && stage_.count <= 1 && experts_.size <= 1 && context_.size <= 1 &&
+         batch.embeddings.empty() && batch.scores.empty();
 }
 
 backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, const KvCache& cache, float* logits) const {

@@ -112,6 +112,9 @@ class Transformer {
   // (model/matmul_observer.h), mixture-of-experts FFNs' included (moe_ffn.h). Throws
   // lumen::Error for latent attention, which runs its matmuls inside its own code.
   void set_matmul_observer(MatmulObserver* observer);
+  // Whether forward hands `batch`'s ops to Backend::run_replayable (a decode step whose ops
+  // depend only on its shape, device memory and the step's metadata: transformer.cc says which).
+  bool replayable(const ForwardBatch& batch) const;
 
  private:
   struct Activations;
@@ -142,7 +145,6 @@ class Transformer {
   void output_head(int64_t n_out, backend::TensorView out);
   // What a forward pass over `batch` hands the backend at its step boundary (backend.h).
   backend::StepMetadata step_metadata(const ForwardBatch& batch, const KvCache& cache, float* logits) const;
-  bool replayable(const ForwardBatch& batch) const;
   // forward's checks of the batch against the cache and the vocabulary.
   void check_batch(const ForwardBatch& batch, const KvCache& cache) const;
   // A pipeline stage's share of a forward pass, micro-batch by micro-batch.

@@ -18,6 +18,7 @@
 #include "default_model_path.h"
 #include "engine/loaded_model.h"
 #include "lumen_testdata.h"
+#include "model/matmul_observer.h"
 #include "synth_moe_model.h"
 
 namespace lumen {
@@ -138,6 +139,28 @@ TEST(StepReplay, DecodeStepsOfAMoeModelCallTheSameOpsOnTheSameMemory) {
   LUMEN_REQUIRE_TESTDATA();
   const testing::SynthMoeModel file;
   expect_decode_steps_alike(3, file.path(), 2 * 10);
+}
+
+// Its decode steps go to run_replayable (CUDA graphs) while it routes on the backend; with a
+// matmul observer (imatrix), which needs the routing on the host, they do not.
+TEST(StepReplay, AMoeModelRoutedOnTheBackendIsReplayableUnlessObserved) {
+  LUMEN_REQUIRE_TESTDATA();
+  const testing::SynthMoeModel file;
+  backend::CpuBackend cpu(2);
+  engine::LoadedModel model = engine::LoadedModel::load(file.path(), cpu);
+  const int32_t token = 5, position = 3, row = 0;
+  const std::vector<int32_t> table = {0};
+  const backend::SequenceSlice slice{0, 1, position, table};
+  const model::ForwardBatch batch{std::span(&token, 1), std::span(&position, 1), std::span(&slice, 1),
+                                  std::span(&row, 1)};
+  EXPECT_TRUE(model.transformer->replayable(batch));
+  struct NoOpObserver final : model::MatmulObserver {
+    void on_matmul(const backend::TensorView&, const backend::TensorView&) override {}
+  } observer;
+  model.transformer->set_matmul_observer(&observer);
+  EXPECT_FALSE(model.transformer->replayable(batch));
+  model.transformer->set_matmul_observer(nullptr);
+  EXPECT_TRUE(model.transformer->replayable(batch));
 }
 
 TEST(StepReplay, TheCpuRunsTheOpsOfAReplayableStep) {

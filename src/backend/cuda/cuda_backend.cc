@@ -200,6 +200,7 @@ void CudaBackend::set_options(const CudaBackendOptions& options) {
 
 uint64_t CudaBackend::prequantized_inputs() const { return state_->fused_inputs.prequantized(); }
 uint64_t CudaBackend::grouped_gemv_launches() const { return state_->grouped_gemv_launches; }
+uint64_t CudaBackend::int8_gemm_launches() const { return state_->int8_gemm_launches; }
 uint64_t CudaBackend::expert_gemm_layers() const { return state_->expert_gemm_layers; }
 
 std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {

@@ -65,6 +65,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_ROPE_STORE_KV", options.fused_rope_store_kv);
   flag("LUMEN_CUDA_ROUTED_MOE", options.routed_moe);
   flag("LUMEN_CUDA_MOE_DEVICE_GEMM", options.moe_device_gemm);
+  flag("LUMEN_CUDA_INT8_GEMM", options.int8_gemm);
   return options;
 }
 

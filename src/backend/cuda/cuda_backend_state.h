@@ -55,6 +55,7 @@ struct CudaBackend::State {
   QuantizedInput quantized_input;
   // Which producers quantize their output for the next matmul (options.fused_input_quantization).
   cuda::FusedInputQuantization fused_inputs;
+  uint64_t int8_gemm_launches = 0;     // options.int8_gemm: matmuls it ran
   uint64_t grouped_gemv_launches = 0;  // options.grouped_gemv: launches of several GEMVs
   uint64_t expert_gemm_layers = 0;     // options.moe_device_gemm: moe_ffn_routed calls on the GEMM
   cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows

@@ -1,6 +1,7 @@
 // CudaBackend::matmul: the GEMV (up to options.max_gemv_tokens tokens, 8 per pass over the
-// weights; gemv_stream.cu's, gemv_tiled.cu's or gemv.cu's kernels as options.gemv chooses) or dequantize-to-f16 +
-// cuBLAS for larger batches.
+// weights; gemv_stream.cu's, gemv_tiled.cu's or gemv.cu's kernels as options.gemv chooses) or, for
+// larger batches, the int8 tensor-core GEMM (options.int8_gemm, legacy types) or dequantize-to-f16
+// + cuBLAS.
 //
 // The GEMM path converts a chunk of weight rows at a time into f16 scratch (at most
 // kGemmChunkElements values, 128 MB), so its memory stays bounded whatever the matrix; the
@@ -210,6 +211,13 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
         }
       }
     }
+  } else if (s.options.int8_gemm && s.compute_capability >= 80 && cuda::int8_gemm_takes(w.type)) {
+    const cuda::Q8Activations q = quantized_rows(s, xrows, act, n_tokens, cols, op_calls(), 1);
+    if (!cuda::launch_gemm_int8(w.type, w.data, w.row_bytes, rows, cols, q, n_tokens, yd, ys, s.stream)) {
+      fail("matmul: the int8 GEMM refused a {} matrix {} x {} for {} tokens", tensor::dtype_name(w.type), rows, cols,
+           n_tokens);
+    }
+    ++s.int8_gemm_launches;
   } else if (w.type == DType::F32) {
     const float one = 1.0f, zero = 0.0f;
     gemm(s.cublas, rows, n_tokens, cols, &one, w.data, CUDA_R_32F,

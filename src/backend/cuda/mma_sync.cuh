@@ -1,7 +1,8 @@
 #pragma once
 // The tensor cores' warp-wide f16 product, mma.sync.m16n8k16 with f32 accumulators (the register
-// layout is mma_fragments.h's): c += a b for one warp's fragments. Device code only; the kernels
-// that use it (tensor_core_prefill.cu, gemm_experts.cu) are launched on sm_80 or newer.
+// layout is mma_fragments.h's): c += a b for one warp's fragments; and the signed-byte one. Device
+// code only; the kernels that use them (tensor_core_prefill.cu, gemm_experts.cu, gemm_int8.cu) are
+// launched on sm_80 or newer.
 #include <cstdint>
 
 namespace lumen::backend::cuda::mma {
@@ -15,6 +16,20 @@ __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], const u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
   __trap();  // the backend asks for sm_80 or newer before it launches these kernels
+#endif
+}
+
+// The signed-byte product mma.sync.m16n8k32 with int32 accumulators (int8_gemm_math.h's layout):
+// c += a b, exact.
+__device__ __forceinline__ void mma_s8(int c[4], const uint32_t a[4], const uint32_t b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();
 #endif
 }
 

@@ -151,9 +151,12 @@ int main(int argc, char** argv) {
     // Warm-up (allocations, cuBLAS, first launches), then the measured prefill.
     generator.feed(std::span<const int32_t>(prompt.data(), std::min<size_t>(prompt.size(), 16)));
     generator.reset();
+    const uint64_t int8_before = backend.int8_gemm_launches();
     const auto prefill_start = Clock::now();
     std::span<const float> logits = generator.feed(prompt);
     const double prefill_s = seconds_since(prefill_start);
+    // Matmuls of the measured prefill on the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1).
+    const uint64_t prefill_int8_matmuls = backend.int8_gemm_launches() - int8_before;
     // The same prefill again, each op waited for: where a prefill's time goes, per kind of op.
     std::vector<float> prompt_logits(logits.begin(), logits.end());
     generator.reset();
@@ -201,7 +204,8 @@ int main(int argc, char** argv) {
     const double bytes_per_token = static_cast<double>(weight_bytes) +
                                    mean_position * static_cast<double>(kv_bytes_per_position);
     fmt::print(
-        "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
+        "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"int8_gemm\": {}, "
+        "\"prefill_int8_matmuls\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
         "\"exact_attention\": {}, \"tensor_core_prefill\": {}, \"fused_input_quantization\": {}, \"rope_loads_first\": "
         "{}, \"grouped_gemv\": {}, \"grouped_launches_per_token\": {:.2f}, \"rope_store_kv\": {}, \"routed_moe\": {}, "
         "\"moe_gemv_macs_per_expert\": {}, \"moe_device_gemm\": {}, "
@@ -212,8 +216,8 @@ int main(int argc, char** argv) {
         "\"decode_tokens\": {}, \"decode_ms_per_token\": {:.4f}, \"decode_tokens_per_s\": {:.2f}, "
         "\"bytes_per_token\": {:.0f}, \"effective_gb_per_s\": {:.1f}, \"observed_ms_per_token\": {:.4f}, "
         "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}, \"prefill_op_us\": {}}}\n",
-        prop.name, path, options.max_gemv_tokens, gemv_name(backend.options().gemv),
-        backend.options().fused_add_rms_norm, backend.options().exact_f16_attention,
+        prop.name, path, backend.options().max_gemv_tokens, backend.options().int8_gemm, prefill_int8_matmuls,
+        gemv_name(backend.options().gemv), backend.options().fused_add_rms_norm, backend.options().exact_f16_attention,
         backend.options().tensor_core_prefill, backend.options().fused_input_quantization,
         backend.options().rope_loads_first, backend.options().grouped_gemv, grouped_per_token,
         backend.options().fused_rope_store_kv, backend.options().routed_moe, backend.options().moe_gemv_macs_per_expert,

@@ -66,7 +66,8 @@ constexpr const char* kFlags[] = {"LUMEN_CUDA_GRAPHS",
                                   "LUMEN_CUDA_ROPE_STORE_KV",
                                   "LUMEN_CUDA_ROUTED_MOE",
                                   "LUMEN_CUDA_ENCODER_TENSOR_CORES",
-                                  "LUMEN_CUDA_MOE_DEVICE_GEMM"};
+                                  "LUMEN_CUDA_MOE_DEVICE_GEMM",
+                                  "LUMEN_CUDA_INT8_GEMM"};
 constexpr const char* kValueSwitches[] = {"LUMEN_CUDA_GEMV", "LUMEN_CUDA_MAX_GEMV_TOKENS", "LUMEN_CUDA_MOE_GEMV_MACS"};
 
 std::string refusal(const char* name, const char* value) {
@@ -122,6 +123,7 @@ constexpr FlagOption kFlagOptions[] = {
     {"LUMEN_CUDA_ROUTED_MOE", &CudaBackendOptions::routed_moe},
     {"LUMEN_CUDA_ENCODER_TENSOR_CORES", &CudaBackendOptions::encoder_tensor_cores},
     {"LUMEN_CUDA_MOE_DEVICE_GEMM", &CudaBackendOptions::moe_device_gemm},
+    {"LUMEN_CUDA_INT8_GEMM", &CudaBackendOptions::int8_gemm},
 };
 
 TEST(CudaEnvironmentOptions, EveryFlagIsListed) {

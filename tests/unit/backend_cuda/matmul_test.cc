@@ -1,6 +1,6 @@
 // The CUDA matmul against the CPU backend's for every weight type the CUDA backend has kernels
 // for, on odd shapes, strided activations and outputs, and token counts on both paths (the
-// GEMV for up to 8 tokens, 8 per pass; dequantize + cuBLAS above).
+// GEMV for up to 8 tokens, 8 per pass; dequantize + cuBLAS above); and the int8 GEMM.
 //
 // Tolerances, per output, in units of B = sum_c |w[r, c]| |x[t, c]| (w dequantized):
 //  - GEMV path vs CPU: 2e-5 B. Both quantize the activations identically and form each block's
@@ -133,6 +133,64 @@ INSTANTIATE_TEST_SUITE_P(Floats, CudaMatmul,
                          ::testing::Combine(::testing::Values(DType::F32, DType::F16, DType::BF16),
                                             ::testing::Values(67), ::testing::Values(100, 1030),
                                             ::testing::Values(1, 8, 9, 40)));
+
+// The int8 tensor-core GEMM (CudaBackendOptions::int8_gemm) for batches past the GEMV, on whole
+// and ragged tiles of tokens (64) and rows (64): the GEMV's block arithmetic in another order of
+// the f32 sums, so the GEMV's bound against the CPU (2e-5 B) holds, and it must have run. x in
+// host memory and y in host memory (staged through the same scratch as the GEMV's) as well.
+class CudaInt8Gemm : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override { LUMEN_REQUIRE_CUDA(); }
+};
+
+TEST_P(CudaInt8Gemm, MatchesCpuWithinTheGemvBound) {
+  const auto [type, rows, cols, n_tokens] = GetParam();
+  const ScopedCudaOptions int8([](CudaBackendOptions& o) {
+    o.int8_gemm = true;
+    o.max_gemv_tokens = 8;
+  });
+  Problem p = make_problem(type, rows, cols, n_tokens, 19);
+  const TensorView hw = p.host_weights();
+  const TensorView dw = gpu()->upload_weights(type, {cols, rows, 1, 1}, p.weights.data());
+  const TensorView hx = p.host_x();
+  DeviceTensor dx = to_device(hx);
+  std::vector<float> cpu_y(static_cast<size_t>(p.y_stride() * n_tokens));
+  TensorView hy{DType::F32, {rows, n_tokens, 1, 1}, static_cast<size_t>(p.y_stride()) * 4, cpu_y.data()};
+  cpu().matmul(hw, hx, hy);
+
+  const uint64_t before = gpu()->int8_gemm_launches();
+  DeviceTensor dy = device_matrix(rows, n_tokens, p.y_stride());
+  gpu()->matmul(dw, dx.view, dy.view);
+  const std::vector<float> gpu_y = download_f32(dy.view);
+  std::vector<float> host_y(static_cast<size_t>(p.y_stride() * n_tokens), -1.0f);
+  TensorView hy2{DType::F32, {rows, n_tokens, 1, 1}, static_cast<size_t>(p.y_stride()) * 4, host_y.data()};
+  gpu()->matmul(dw, hx, hy2);  // x and y both in host memory
+  ASSERT_EQ(gpu()->int8_gemm_launches(), before + 2) << "the int8 GEMM did not take the matmuls";
+
+  int bad = 0;
+  for (int64_t t = 0; t < n_tokens && bad < 5; ++t) {
+    for (int64_t r = 0; r < rows && bad < 5; ++r) {
+      double bound = 0.0;
+      for (int64_t c = 0; c < cols; ++c) {
+        bound += std::fabs(static_cast<double>(p.dequantized[static_cast<size_t>(r * cols + c)]) *
+                           p.x[static_cast<size_t>(t * p.x_stride() + c)]);
+      }
+      const double got = gpu_y[static_cast<size_t>(t * rows + r)];
+      const double want = cpu_y[static_cast<size_t>(t * p.y_stride() + r)];
+      const double from_host = host_y[static_cast<size_t>(t * p.y_stride() + r)];
+      if (std::fabs(got - want) > 2e-5 * bound || from_host != got) {
+        ADD_FAILURE() << tensor::dtype_name(type) << " token " << t << " row " << r << ": int8 GEMM " << got << " ("
+                      << from_host << " through host memory), cpu " << want << ", bound " << bound;
+        ++bad;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Legacy, CudaInt8Gemm,
+    ::testing::Combine(::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0),
+                       ::testing::Values(67, 300), ::testing::Values(96, 2048), ::testing::Values(9, 64, 65, 200)));
 
 // With every matmul on the GEMV kernels, a token's result is bit for bit the same whatever
 // the batch it comes in (the property the serving core's exactness tests rely on).

@@ -1,0 +1,98 @@
+// The int8 tensor-core GEMM for legacy-quantized weights (int8_gemm_math.h has the scheme and the
+// per-thread steps): y[token, row] = the GEMV's block sums for n_tokens tokens at once, each weight
+// block read once per tile of 64 tokens, none dequantized to memory.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+
+#include "backend/cuda/int8_gemm_math.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/mma_sync.cuh"
+
+namespace lumen::backend::cuda {
+
+namespace {
+
+using namespace int8_gemm;
+
+template <DType F>
+__global__ void __launch_bounds__(kThreads) gemm_int8_kernel(const __grid_constant__ Int8GemmArgs a) {
+  __shared__ __align__(16) Stage s;
+  const int t = static_cast<int>(threadIdx.x), warp = t / 32, lane = t % 32;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t tok0 = static_cast<int64_t>(blockIdx.y) * kTokens;
+  const int64_t blocks = a.cols / 32;
+  float acc[kMTiles][kNTiles][4] = {};
+#pragma unroll 1
+  for (int64_t b0 = 0; b0 < blocks; b0 += kStepBlocks) {
+    __syncthreads();  // every warp is done with the last step's stage
+    stage_weights<F>(a, row0, b0, t, s);
+    stage_tokens<F>(a, tok0, b0, t, s);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kStepBlocks; ++k) {
+      LaneScales scales;
+      load_lane_scales<F>(s, warp, lane, k, scales);
+      uint32_t af[kMTiles][4];
+#pragma unroll
+      for (int mi = 0; mi < kMTiles; ++mi) load_a(s, warp_first_token(warp, mi), k, lane, af[mi]);
+#pragma unroll
+      for (int ni = 0; ni < kNTiles; ++ni) {
+        uint32_t bf[2];
+        load_b(s, warp_first_row(warp, ni), k, lane, bf);
+#pragma unroll
+        for (int mi = 0; mi < kMTiles; ++mi) {
+          int c[4] = {0, 0, 0, 0};
+          mma::mma_s8(c, af[mi], bf);
+          accumulate<F>(scales, mi, ni, c, acc[mi][ni]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int mi = 0; mi < kMTiles; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < kNTiles; ++ni) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const TileCoord c = accumulator_coord(warp, lane, mi, ni, i);
+        const int64_t token = tok0 + c.token, row = row0 + c.row;
+        if (token < a.n_tokens && row < a.rows) a.y[token * a.y_stride + row] = acc[mi][ni][i];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool int8_gemm_takes(tensor::DType type) { return takes_type(type); }
+
+bool launch_gemm_int8(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
+                      const Q8Activations& x, int64_t n_tokens, float* y, int64_t y_stride, cudaStream_t stream) {
+  if (!takes_type(type) || cols % 32 != 0 || reinterpret_cast<uintptr_t>(x.qs) % 16 != 0) return false;
+  if (rows == 0 || n_tokens == 0) return true;
+  const int64_t row_tiles = (rows + kRows - 1) / kRows, token_tiles = (n_tokens + kTokens - 1) / kTokens;
+  if (row_tiles > 0x7FFFFFFF || token_tiles > 65535) return false;
+  Int8GemmArgs args;
+  args.w = static_cast<const uint8_t*>(w);
+  args.row_bytes = row_bytes;
+  args.rows = rows;
+  args.cols = cols;
+  args.xq = x.qs;
+  args.xd = x.d;
+  args.xs = x.s;
+  args.n_tokens = n_tokens;
+  args.y = y;
+  args.y_stride = y_stride;
+  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(token_tiles));
+  switch (type) {
+    case DType::Q4_0: gemm_int8_kernel<DType::Q4_0><<<grid, kThreads, 0, stream>>>(args); return true;
+    case DType::Q4_1: gemm_int8_kernel<DType::Q4_1><<<grid, kThreads, 0, stream>>>(args); return true;
+    case DType::Q5_0: gemm_int8_kernel<DType::Q5_0><<<grid, kThreads, 0, stream>>>(args); return true;
+    case DType::Q5_1: gemm_int8_kernel<DType::Q5_1><<<grid, kThreads, 0, stream>>>(args); return true;
+    case DType::Q8_0: gemm_int8_kernel<DType::Q8_0><<<grid, kThreads, 0, stream>>>(args); return true;
+    default: return false;
+  }
+}
+
+}  // namespace lumen::backend::cuda
