@@ -79,6 +79,7 @@ void MoeFfn::drain_device_counts() const {
 }
 
 bool MoeFfn::routes_on_backend() const {
+  // Asked each call: what a backend declares may change (a test's set_composed_ops).
   return backend_.has_op(backend::OpKind::RouteExperts) && backend_.has_op(backend::OpKind::MoeFfnRouted) &&
          !parallel_ && observer_ == nullptr;
 }
@@ -132,10 +133,7 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
   const backend::Backend::MatmulOutput router[] = {
       {&*w.ffn_gate_inp, &logits}, {w.ffn_gate_inp_shexp ? &*w.ffn_gate_inp_shexp : nullptr, &shared_gate}};
   backend_.matmul_same_input(h, std::span(router, w.ffn_gate_inp_shexp ? 2 : 1));
-  // Asked each call: what a backend declares may change (a test's set_composed_ops).
-  const bool routes_on_backend =
-      backend_.has_op(backend::OpKind::RouteExperts) && backend_.has_op(backend::OpKind::MoeFfnRouted);
-  if (routes_on_backend && !parallel_ && observer_ == nullptr) {  // routes_on_backend()
+  if (routes_on_backend()) {
     return forward_routed_on_backend(layer, w, h, logits, w.ffn_gate_inp_shexp ? &shared_gate : nullptr);
   }
 

@@ -3,11 +3,10 @@
 // block read once per tile of 64 tokens, none dequantized to memory.
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-
 #include "backend/cuda/int8_gemm_math.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mma_sync.cuh"
+#include "backend/cuda/weight_type_dispatch.h"
 
 namespace lumen::backend::cuda {
 
@@ -85,14 +84,9 @@ bool launch_gemm_int8(tensor::DType type, const void* w, size_t row_bytes, int64
   args.y = y;
   args.y_stride = y_stride;
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(token_tiles));
-  switch (type) {
-    case DType::Q4_0: gemm_int8_kernel<DType::Q4_0><<<grid, kThreads, 0, stream>>>(args); return true;
-    case DType::Q4_1: gemm_int8_kernel<DType::Q4_1><<<grid, kThreads, 0, stream>>>(args); return true;
-    case DType::Q5_0: gemm_int8_kernel<DType::Q5_0><<<grid, kThreads, 0, stream>>>(args); return true;
-    case DType::Q5_1: gemm_int8_kernel<DType::Q5_1><<<grid, kThreads, 0, stream>>>(args); return true;
-    case DType::Q8_0: gemm_int8_kernel<DType::Q8_0><<<grid, kThreads, 0, stream>>>(args); return true;
-    default: return false;
-  }
+  return dispatch_weight_type(type, [&]<DType F>() {
+    if constexpr (takes_type(F)) gemm_int8_kernel<F><<<grid, kThreads, 0, stream>>>(args);
+  });
 }
 
 }  // namespace lumen::backend::cuda

@@ -54,8 +54,8 @@ static_assert(kWeightItems * kThreads == kRows * kStepBlocks && kTokenScales * k
 static_assert(kTokenVectors * kThreads * 4 == kTokens * kStepWords);
 static_assert(kStride % 4 == 0, "16-byte aligned staged rows");
 
-// The weight types it takes (the legacy 32-value blocks) and the activation type each reads
-// (gemv_activation_type's: Q8_1 for the kinds with a min, whose s_x the dot product needs).
+// The weight types it takes: the legacy 32-value blocks. Each reads the activations
+// gemv_activation_type names (Q8_1 for the kinds with a min, whose s_x the dot product needs).
 LUMEN_HD constexpr bool takes_type(DType type) {
   return type == DType::Q4_0 || type == DType::Q4_1 || type == DType::Q5_0 || type == DType::Q5_1 ||
          type == DType::Q8_0;
