@@ -708,12 +708,12 @@ synth_model_vs_cpu() {
 run_unverified() {
   local start model
   # The tests changed since the last GPU run (2026-11-29): the matmul suites (the coalesced f16
-  # conversion of the cuBLAS path, the int8 GEMM), the expert GEMM's counter, the switches' table,
+  # conversion of the cuBLAS path, the int8 GEMM), the step timer, the expert GEMM's counter, the switches' table,
   # the tree refusal through ScopedCudaOptions; the conformance rows with both tensor-core
   # attentions pinned off.
   start=$SECONDS
   timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='*CudaMatmul*:*CudaInt8Gemm*:*CudaExpertGemm.*:*CudaEnvironmentOptions.*:*CudaTreeAttention.*:*CudaCapabilities.*' \
+    --gtest_filter='*CudaMatmul*:*CudaInt8Gemm*:*CudaStepTimer.*:*CudaExpertGemm.*:*CudaEnvironmentOptions.*:*CudaTreeAttention.*:*CudaCapabilities.*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS

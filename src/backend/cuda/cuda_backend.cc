@@ -139,6 +139,7 @@ CudaBackend::State::~State() {
   shift.reset();
   uploads.reset();
   graphs.reset();
+  step_timer.reset();
   step.reset();
   stager.reset();
   for (void* w : weights) cudaFree(w);
@@ -202,6 +203,13 @@ uint64_t CudaBackend::prequantized_inputs() const { return state_->fused_inputs.
 uint64_t CudaBackend::grouped_gemv_launches() const { return state_->grouped_gemv_launches; }
 uint64_t CudaBackend::int8_gemm_launches() const { return state_->int8_gemm_launches; }
 uint64_t CudaBackend::expert_gemm_layers() const { return state_->expert_gemm_layers; }
+void CudaBackend::time_steps(bool on) {
+  if (in_step()) fail("time_steps: a step is open");
+  state_->step_timer->enable(on);
+}
+CudaBackend::StepDeviceTime CudaBackend::step_device_time() const {
+  return {state_->step_timer->steps(), state_->step_timer->seconds()};
+}
 
 std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {
   return std::make_unique<DeviceBuffer>(bytes, state_->registry, state_->stream);

@@ -25,7 +25,10 @@ static_assert(sizeof(cuda::DeviceRowLeading) == sizeof(RowLeading) &&
               offsetof(cuda::DeviceRowLeading, ids) == offsetof(RowLeading, ids) &&
               offsetof(cuda::DeviceRowLeading, logits) == offsetof(RowLeading, logits) && kLeadingCandidates == 64);
 
-void CudaBackend::do_begin_step(const StepMetadata& step) { state_->step->begin(step); }
+void CudaBackend::do_begin_step(const StepMetadata& step) {
+  state_->step_timer->started(state_->stream);
+  state_->step->begin(step);
+}
 
 TensorView CudaBackend::do_step_logits() {
   return f32_matrix(state_->step->logits(), step().logit_width, static_cast<int64_t>(step().logit_rows.size()));
@@ -35,7 +38,10 @@ void CudaBackend::do_end_step() {
   State& s = *state_;
   s.step->end();
   const StepMetadata& step = this->step();
-  if (step.logits == nullptr || step.logit_rows.empty()) return;  // nothing comes back: no wait
+  if (step.logits == nullptr || step.logit_rows.empty()) {  // nothing comes back: no wait
+    s.step_timer->discard();
+    return;
+  }
   const size_t width = static_cast<size_t>(step.logit_width);
   const size_t n_rows = step.logit_rows.size();
   const auto form = [&](size_t r) {
@@ -78,7 +84,9 @@ void CudaBackend::do_end_step() {
                "cudaMemcpyAsync");
     first = end;
   }
+  s.step_timer->stopped(s.stream);
   synchronize();
+  s.step_timer->finished();
   if (reduce_leading) {  // each to its row's entry
     for (size_t i = 0; i < leading_rows.size(); ++i) {
       std::memcpy(static_cast<void*>(&step.leading[leading_rows[i]]), &s.step->leading_host()[i], sizeof(RowLeading));
@@ -111,6 +119,7 @@ StepReplayStats CudaBackend::do_step_replay_stats() const { return state_->graph
 
 void CudaBackend::do_abort_step() noexcept {
   state_->step->end();
+  state_->step_timer->discard();
   // Let the queued work finish before the caller reuses its arrays; a failed kernel's error was
   // (or will be) reported by the op or copy that found it.
   if (cudaStreamSynchronize(state_->stream) != cudaSuccess) cudaGetLastError();

@@ -14,6 +14,9 @@
 // overhead: what CUDA graphs remove); much less means the kernels are. The prompt is prefilled
 // once more with the device waited for around every op ("prefill_op_us": calls and microseconds
 // per kind of op), to show what a prefill's time is spent on. With
+// device_ms_per_step is a step's device time alone (CUDA events from begin_step to the last copy
+// back, over the same number of steps run once more: device_timed_ms_per_token is their wall
+// time); with replayed steps the difference is the host's share in series. With
 // LUMEN_BENCH_PROFILE_STEP=1 one more decode step runs between cudaProfilerStart and
 // cudaProfilerStop, for `ncu --profile-from-start off` (per-kernel device time).
 #include <cuda_profiler_api.h>
@@ -140,8 +143,8 @@ int main(int argc, char** argv) {
     const auto& hp = model.hparams;
     const uint64_t kv_bytes_per_position = 2 * hp.block_count * hp.head_dim * hp.head_count_kv * 2;
 
-    // The prompt, 3 warm-up steps, the timed and the observed loops, and the profiled step.
-    const int context = prompt_tokens + 2 * decode_tokens + 16;
+    // The prompt, 3 warm-up steps, the timed, device-timed and observed loops, the profiled step.
+    const int context = prompt_tokens + 3 * decode_tokens + 16;
     lumen::engine::SingleSequenceForward generator(model, backend, context);
     // A prompt of arbitrary (valid) token ids: timing does not depend on their meaning.
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
@@ -186,6 +189,16 @@ int main(int argc, char** argv) {
     // Launches of several GEMVs (LUMEN_CUDA_GROUPED_GEMV=1) per timed step, counted the same way.
     const double grouped_per_token =
         static_cast<double>(backend.grouped_gemv_launches() - grouped_before) / decode_tokens;
+    // The same steps once more with each one's device time taken (CUDA events, no observer, so
+    // replayed steps stay replayed): the step time minus it is what the host adds in series.
+    backend.time_steps(true);
+    const auto timed_start = Clock::now();
+    for (int i = 0; i < decode_tokens; ++i) token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
+    const double timed_s = seconds_since(timed_start);
+    backend.time_steps(false);
+    const auto device_time = backend.step_device_time();
+    const double device_ms_per_step =
+        device_time.steps > 0 ? device_time.seconds * 1e3 / static_cast<double>(device_time.steps) : 0.0;
     HostTimes host;
     backend.add_observer(&host);
     const auto observed_start = Clock::now();
@@ -215,7 +228,8 @@ int main(int argc, char** argv) {
         "\"prompt_tokens\": {}, \"prefill_s\": {:.4f}, \"prefill_tokens_per_s\": {:.1f}, "
         "\"decode_tokens\": {}, \"decode_ms_per_token\": {:.4f}, \"decode_tokens_per_s\": {:.2f}, "
         "\"bytes_per_token\": {:.0f}, \"effective_gb_per_s\": {:.1f}, \"observed_ms_per_token\": {:.4f}, "
-        "\"enqueue_ms_per_token\": {:.4f}, \"host_op_us_per_token\": {}, \"prefill_op_us\": {}}}\n",
+        "\"enqueue_ms_per_token\": {:.4f}, \"device_ms_per_step\": {:.4f}, \"device_timed_ms_per_token\": {:.4f}, "
+        "\"device_timed_steps\": {}, \"host_op_us_per_token\": {}, \"prefill_op_us\": {}}}\n",
         prop.name, path, backend.options().max_gemv_tokens, backend.options().int8_gemm, prefill_int8_matmuls,
         gemv_name(backend.options().gemv), backend.options().fused_add_rms_norm, backend.options().exact_f16_attention,
         backend.options().tensor_core_prefill, backend.options().fused_input_quantization,
@@ -225,7 +239,7 @@ int main(int argc, char** argv) {
         backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens,
         per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
         observed_s / decode_tokens * 1e3, host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3,
-        host.json(), prefill_ops.json());
+        device_ms_per_step, timed_s / decode_tokens * 1e3, device_time.steps, host.json(), prefill_ops.json());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
