@@ -731,17 +731,33 @@ run_unverified() {
   else
     log "no default model (carry .gpu-model and .gpu-model2 first): the model tests skipped"
   fi
+  # The K-quant int8 GEMM through whole models: teacher-forced against the CPU.
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file name
+  if [ -f "$vocab" ]; then
+    for spec in llama3-mini:Q4_K_M llama3-mini:Q3_K llama3-mini:Q2_K llama3-mini:Q5_K; do
+      preset=${spec%%:*}; type=${spec##*:}
+      file="$WORK/int8-$preset-$type.gguf"
+      [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" > /dev/null ||
+        { log "synth $spec failed"; continue; }
+      name="unverified_int8_gemm_cuda_vs_cpu_$preset-$type"
+      start=$SECONDS
+      LUMEN_CUDA_INT8_GEMM=1 LUMEN_GPU_TEST_MODEL="$file" timeout 120 "$BIN/cuda_model_tests" --gtest_brief=1 \
+        --gtest_filter='CudaGreedy.DefaultOptionsAgreeWithCpu' > "$WORK/$name.log" 2>&1
+      grep -E 'Failure|error|expected' "$WORK/$name.log" | head -n 5 >&2
+      gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+    done
+  fi
   run_int8_bench
 }
 
 # The int8 GEMM against the f16 way and the GEMV past 8 tokens: pp512 and batch-1 decode of
-# llama-1b and llama-8b Q4_0 each way (lumen_cuda_decode_bench), then 64 streams decoding
+# llama-1b and llama-8b Q4_0 and llama-1b Q4_K_M each way (lumen_cuda_decode_bench), then 64 streams decoding
 # (lumen bench throughput) with the f16 way (the default), the int8 GEMM, and the GEMV for up to
 # 64 tokens. Each JSON line says which ("int8_gemm", "max_gemv_tokens").
 run_int8_bench() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file way int8 gemv
   [ -f "$vocab" ] || { log "no vocabulary: the int8 benchmarks skipped"; return 0; }
-  for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0}; do
+  for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0 llama-1b:Q4_K_M}; do
     preset=${spec%%:*}; type=${spec##*:}
     file="$WORK/$preset-$type.gguf"
     [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || continue
@@ -870,7 +886,7 @@ run_quick() {
     run_kv_types "$model"
   fi
   [ -f "$vocab" ] || return 0
-  for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0}; do
+  for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0 llama-1b:Q4_K_M}; do
     preset=${spec%%:*}; type=${spec##*:}
     file="$WORK/$preset-$type.gguf"
     [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || continue

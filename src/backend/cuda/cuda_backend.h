@@ -172,14 +172,15 @@ struct CudaBackendOptions {
   // Qwen3-MoE-shaped model's pp512 1.3k -> 14.4k tokens/s, decode 252 -> 600).
   // LUMEN_CUDA_ROUTED_MOE=0.
   bool routed_moe = true;
-  // Matmuls past max_gemv_tokens over Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 weights run the int8
-  // tensor-core GEMM (gemm_int8.cu, int8_gemm_math.h) on the GEMV's quantized activations,
+  // Matmuls past max_gemv_tokens over Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or Q2_K .. Q6_K weights run
+  // the int8 tensor-core GEMM (gemm_int8.cu, int8_gemm_math.h; gemm_int8_kquant.cu,
+  // int8_gemm_kquant_math.h) on the GEMV's quantized activations,
   // straight from the weights' blocks, where the default way dequantizes the whole matrix to f16
   // in memory and runs cuBLAS, every step of a prompt or of a decode batch past 8 streams. The
   // GEMV's arithmetic per block (exact integer sums, the same float scaling), so its results
   // differ from the GEMV's by the order of the blocks' f32 sums only, where the f16 way rounds
   // every weight and activation to f16. Written without a GPU (its per-lane steps checked on a
-  // CPU by emulating a block's warps, tests/unit/cuda_host/int8_gemm_test.cc); off until a GPU
+  // CPU by emulating a block's warps, tests/unit/cuda_host/int8_gemm*_test.cc); off until a GPU
   // run has checked it (CudaInt8Gemm) and measured it against the f16 way.
   // LUMEN_CUDA_INT8_GEMM=1 (or =0) sets it for any binary.
   bool int8_gemm = false;

@@ -1,6 +1,6 @@
 // CudaBackend::matmul: the GEMV (up to options.max_gemv_tokens tokens, 8 per pass over the
 // weights; gemv_stream.cu's, gemv_tiled.cu's or gemv.cu's kernels as options.gemv chooses) or, for
-// larger batches, the int8 tensor-core GEMM (options.int8_gemm, legacy types) or dequantize-to-f16
+// larger batches, the int8 tensor-core GEMM (options.int8_gemm, legacy and K-quant types) or dequantize-to-f16
 // + cuBLAS.
 //
 // The GEMM path converts a chunk of weight rows at a time into f16 scratch (at most

@@ -3,6 +3,7 @@
 // block read once per tile of 64 tokens, none dequantized to memory.
 #include <cuda_runtime_api.h>
 
+#include "backend/cuda/int8_gemm_kquant_math.h"
 #include "backend/cuda/int8_gemm_math.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mma_sync.cuh"
@@ -64,10 +65,12 @@ __global__ void __launch_bounds__(kThreads) gemm_int8_kernel(const __grid_consta
 
 }  // namespace
 
-bool int8_gemm_takes(tensor::DType type) { return takes_type(type); }
+bool int8_gemm_takes(tensor::DType type) { return takes_type(type) || int8_gemm_kquant::takes_type(type); }
 
 bool launch_gemm_int8(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                       const Q8Activations& x, int64_t n_tokens, float* y, int64_t y_stride, cudaStream_t stream) {
+  if (int8_gemm_kquant::takes_type(type))
+    return launch_gemm_int8_kquant(type, w, row_bytes, rows, cols, x, n_tokens, y, y_stride, stream);
   if (!takes_type(type) || cols % 32 != 0 || reinterpret_cast<uintptr_t>(x.qs) % 16 != 0) return false;
   if (rows == 0 || n_tokens == 0) return true;
   const int64_t row_tiles = (rows + kRows - 1) / kRows, token_tiles = (n_tokens + kTokens - 1) / kTokens;

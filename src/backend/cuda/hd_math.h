@@ -28,8 +28,10 @@
 // warns on "#pragma unroll".
 #if defined(__CUDA_ARCH__)
 #define LUMEN_UNROLL _Pragma("unroll")
+#define LUMEN_NO_UNROLL _Pragma("unroll 1")
 #else
 #define LUMEN_UNROLL
+#define LUMEN_NO_UNROLL
 #endif
 
 namespace lumen::backend::cuda::hd {

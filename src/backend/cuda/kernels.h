@@ -194,12 +194,16 @@ void launch_gemv_float(tensor::DType type, const void* w, size_t row_bytes, int6
 
 // ---- gemm_int8.cu ----
 // y[t * y_stride + r] = W[r, :] . x_t for every token t < n_tokens, on the int8 tensor cores
-// (sm_80 or newer) straight from W's blocks (int8_gemm_math.h): Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0
-// weights against the activations gemv_activation_type names. false (nothing launched): another
-// type, or a shape it does not take.
+// (sm_80 or newer) straight from W's blocks: Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 weights
+// (int8_gemm_math.h) and Q2_K .. Q6_K (gemm_int8_kquant.cu), against the activations
+// gemv_activation_type names. false (nothing launched): another type, or a shape it does not take.
 bool int8_gemm_takes(tensor::DType type);
 bool launch_gemm_int8(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                       const Q8Activations& x, int64_t n_tokens, float* y, int64_t y_stride, cudaStream_t stream);
+// ---- gemm_int8_kquant.cu ----
+// launch_gemm_int8 for the K-quant types (int8_gemm_kquant_math.h), against Q8_K activations.
+bool launch_gemm_int8_kquant(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
+                             const Q8Activations& x, int64_t n_tokens, float* y, int64_t y_stride, cudaStream_t stream);
 
 // ---- gemv_stream.cu ----
 // The products of launch_gemv_quantized / launch_gemv_float by kernels that stream the weights

@@ -33,4 +33,16 @@ __device__ __forceinline__ void mma_s8(int c[4], const uint32_t a[4], const uint
 #endif
 }
 
+// The signed-byte product of half the depth, mma.sync.m16n8k16 (int8_gemm_kquant_math.h's
+// layout: a m16n8k32's A registers {0, 1} or {2, 3} and B register 0 or 1): c += a b, exact.
+__device__ __forceinline__ void mma_s8_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+               : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+               : "r"(a0), "r"(a1), "r"(b));
+#else
+  __trap();
+#endif
+}
+
 }  // namespace lumen::backend::cuda::mma

@@ -135,7 +135,8 @@ INSTANTIATE_TEST_SUITE_P(Floats, CudaMatmul,
                                             ::testing::Values(1, 8, 9, 40)));
 
 // The int8 tensor-core GEMM (CudaBackendOptions::int8_gemm) for batches past the GEMV, on whole
-// and ragged tiles of tokens (64) and rows (64): the GEMV's block arithmetic in another order of
+// and ragged tiles of tokens (64) and rows (64), legacy and K-quant weights: the GEMV's block
+// (or super-block) arithmetic in another order of
 // the f32 sums, so the GEMV's bound against the CPU (2e-5 B) holds, and it must have run. x in
 // host memory and y in host memory (staged through the same scratch as the GEMV's) as well.
 class CudaInt8Gemm : public ::testing::TestWithParam<Case> {
@@ -191,6 +192,11 @@ INSTANTIATE_TEST_SUITE_P(
     Legacy, CudaInt8Gemm,
     ::testing::Combine(::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0),
                        ::testing::Values(67, 300), ::testing::Values(96, 2048), ::testing::Values(9, 64, 65, 200)));
+// The K-quants (gemm_int8_kquant.cu): Q8_K activations, 256-value super-blocks.
+INSTANTIATE_TEST_SUITE_P(
+    KQuant, CudaInt8Gemm,
+    ::testing::Combine(::testing::Values(DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K),
+                       ::testing::Values(67, 300), ::testing::Values(256, 2048), ::testing::Values(9, 64, 65, 200)));
 
 // With every matmul on the GEMV kernels, a token's result is bit for bit the same whatever
 // the batch it comes in (the property the serving core's exactness tests rely on).

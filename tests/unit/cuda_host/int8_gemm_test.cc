@@ -1,7 +1,6 @@
 // The int8 tensor-core GEMM (gemm_int8.cu) emulated on a CPU: its per-thread staging, fragment
 // loads, scales and result placement (int8_gemm_math.h), block by block over the grid, the warps'
-// products rebuilt from the PTX ISA's byte coordinates of mma.m16n8k32 (spelled here, apart from
-// the kernel's word-level loaders, so a loader that strays from the documented layout fails).
+// products rebuilt from the PTX ISA's byte coordinates of mma.m16n8k32 (int8_mma_emulation.h).
 // Checked bit for bit against the sum the kernel stands for: each block's legacy_dot (bit-exact
 // with the CPU's block dot product, block_decode_test.cc) added in column order. A GPU run checks
 // the kernel itself (tests/unit/backend_cuda/int8_gemm_test.cc).
@@ -17,6 +16,7 @@
 #include "backend/cpu/activation_quant.h"
 #include "backend/cuda/block_decode.h"
 #include "backend/cuda/int8_gemm_math.h"
+#include "int8_mma_emulation.h"
 #include "tensor/block_formats.h"
 #include "tensor/dtype.h"
 #include "tensor/fp16.h"
@@ -79,39 +79,9 @@ std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t cols, std:
   return w;
 }
 
-int8_t byte_of(uint32_t word, int i) { return static_cast<int8_t>(static_cast<uint8_t>(word >> (8 * i))); }
-
-using AFragments = std::array<std::array<uint32_t, 4>, 32>;
-using BFragments = std::array<std::array<uint32_t, 2>, 32>;
-
-// mma.m16n8k32.row.col.s32.s8.s8.s32 for one warp, from the PTX ISA's fragment description (lane
-// = 4 g + t): A byte i (register i / 4, byte i % 4) is row g (+8 for i in 4..7 and 12..15),
-// column 4 t + i % 4 (+16 for i >= 8); B byte i is row 4 t + i % 4 (+16 for i >= 4), column g;
-// C value i is row g (+8 for i >= 2), column 2 t + i % 2.
-void warp_mma_s8(const AFragments& a, const BFragments& b, std::array<std::array<int, 4>, 32>& c) {
-  int am[16][32], bm[32][8];
-  for (int lane = 0; lane < 32; ++lane) {
-    const int g = lane / 4, t = lane % 4;
-    for (int i = 0; i < 16; ++i) {
-      const int row = g + ((i >= 4 && i < 8) || i >= 12 ? 8 : 0);
-      const int col = 4 * t + i % 4 + (i >= 8 ? 16 : 0);
-      am[row][col] = byte_of(a[static_cast<size_t>(lane)][static_cast<size_t>(i / 4)], i % 4);
-    }
-    for (int i = 0; i < 8; ++i) {
-      bm[4 * t + i % 4 + (i >= 4 ? 16 : 0)][g] =
-          byte_of(b[static_cast<size_t>(lane)][static_cast<size_t>(i / 4)], i % 4);
-    }
-  }
-  for (int lane = 0; lane < 32; ++lane) {
-    const int g = lane / 4, t = lane % 4;
-    for (int i = 0; i < 4; ++i) {
-      const int row = g + (i >= 2 ? 8 : 0), col = 2 * t + i % 2;
-      int sum = 0;
-      for (int k = 0; k < 32; ++k) sum += am[row][k] * bm[k][col];
-      c[static_cast<size_t>(lane)][static_cast<size_t>(i)] = sum;
-    }
-  }
-}
+using emulation::warp_mma_s8;
+using AFragments = emulation::IntFragments4;
+using BFragments = emulation::IntFragments2;
 
 // The kernel, block by block, its 4 warps x 32 lanes emulated in gemm_int8_kernel's order.
 template <DType F>
@@ -147,7 +117,7 @@ void emulate(const Int8GemmArgs& a) {
             }
             for (int ni = 0; ni < kNTiles; ++ni) {
               for (int mi = 0; mi < kMTiles; ++mi) {
-                std::array<std::array<int, 4>, 32> c{};
+                emulation::IntAccumulators c{};
                 warp_mma_s8(af[static_cast<size_t>(mi)], bf[static_cast<size_t>(ni)], c);
                 for (int lane = 0; lane < 32; ++lane) {
                   accumulate<F>(scales[static_cast<size_t>(lane)], mi, ni, c[static_cast<size_t>(lane)].data(),
