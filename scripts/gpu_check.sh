@@ -927,7 +927,7 @@ print(json.dumps(d))' "$n" "$graphs" "$gemv" | tee -a "$RESULTS"
     done
   done
   # Greedy rows reduced on the device (device_argmax): 16 and 64 streams, graphs on, whichever
-  # GEMV bound; host_ms_per_step and forward_ms_per_step show where a step's time goes.
+  # GEMV bound; host_ms_per_step, forward_ms_per_step and device_ms_per_step show where a step's time goes.
   for n in 16 64; do
     LUMEN_CUDA_DEVICE_ARGMAX=1 LUMEN_CUDA_GRAPHS=1 "$BIN/lumen" bench throughput -m "$file" \
       --device cuda --num-prompts $n --input-len 256 --output-len 128 --max-num-seqs 64 --json \

@@ -42,6 +42,13 @@ struct StepReplayStats {
   uint64_t refused = 0;   // a recording was tried and given up (an op cannot be recorded)
 };
 
+// Device time of whole steps (Backend::time_steps): from begin_step to the last copy back, on the
+// device's own clock, summed over the steps that waited for the device at their end.
+struct StepDeviceTime {
+  uint64_t steps = 0;
+  double seconds = 0.0;
+};
+
 // Memory owned by a backend (host RAM for the CPU, device memory for CUDA).
 class Buffer {
  public:
@@ -113,6 +120,10 @@ class Backend {
   // always run, so it sees every op.
   void run_replayable(const std::function<void()>& ops);
   StepReplayStats step_replay_stats() const { return do_step_replay_stats(); }
+  // Times each step on the device from now on (off: stops), where the backend can (a device's
+  // events; the CPU has no separate device time and counts none). Not inside a step.
+  void time_steps(bool on);
+  StepDeviceTime step_device_time() const { return do_step_device_time(); }
 
   // --- Memory.
   std::unique_ptr<Buffer> allocate(size_t bytes);
@@ -429,6 +440,8 @@ class Backend {
   // By default a step's ops just run.
   virtual void do_run_replayable(const std::function<void()>& ops) { ops(); }
   virtual StepReplayStats do_step_replay_stats() const { return {}; }
+  virtual void do_time_steps(bool /*on*/) {}
+  virtual StepDeviceTime do_step_device_time() const { return {}; }
   // How many op calls have begun on this backend (every public op, and each run_replayable before
   // and after its ops). A backend that lets one op leave work for the next (CUDA's norm that
   // quantizes its output for the matmul after it) checks that nothing ran in between: the next

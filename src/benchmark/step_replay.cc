@@ -4,11 +4,28 @@
 
 namespace lumen::benchmark {
 
-backend::StepReplayStats step_replay_stats(const Model& model) {
+namespace {
+
+// A split model's device part is the second backend.
+backend::Backend* device_backend(const Model& model) {
   const engine::ModelState& state = engine::model_state(model);
-  // A split model's device part is the second backend.
-  const backend::Backend* device = state.owned_second_backend ? state.owned_second_backend.get() : state.backend;
+  return state.owned_second_backend ? state.owned_second_backend.get() : state.backend;
+}
+
+}  // namespace
+
+backend::StepReplayStats step_replay_stats(const Model& model) {
+  const backend::Backend* device = device_backend(model);
   return device != nullptr ? device->step_replay_stats() : backend::StepReplayStats{};
+}
+
+void time_device_steps(const Model& model, bool on) {
+  if (backend::Backend* device = device_backend(model); device != nullptr) device->time_steps(on);
+}
+
+backend::StepDeviceTime step_device_time(const Model& model) {
+  const backend::Backend* device = device_backend(model);
+  return device != nullptr ? device->step_device_time() : backend::StepDeviceTime{};
 }
 
 nlohmann::ordered_json step_replay_json(const backend::StepReplayStats& before, const backend::StepReplayStats& after) {

@@ -18,6 +18,7 @@
 #include "benchmark/expert_load.h"
 #include "benchmark/progress_bar.h"
 #include "benchmark/request_lengths.h"
+#include "benchmark/step_replay.h"
 #include "cli/commands.h"
 #include "cli/default_model.h"
 #include "cli/engine_options.h"
@@ -109,6 +110,10 @@ void run_throughput(const ThroughputOptions& options) {
   double decode_seconds = 0;
   uint64_t decode_tokens = 0;
   EngineStats before = engine.stats();
+  // Each step's device time (a device backend's events; none on the CPU) and how the steps ran.
+  const backend::StepReplayStats replay_before = benchmark::step_replay_stats(model);
+  const backend::StepDeviceTime device_before = benchmark::step_device_time(model);
+  benchmark::time_device_steps(model, true);
   while (engine.has_unfinished()) {
     const auto step_start = Clock::now();
     engine.step();
@@ -132,6 +137,9 @@ void run_throughput(const ThroughputOptions& options) {
     }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  benchmark::time_device_steps(model, false);
+  const backend::StepDeviceTime device_after = benchmark::step_device_time(model);
+  const uint64_t device_steps = device_after.steps - device_before.steps;
   if (progress) {
     benchmark::draw_progress_bar(options.num_prompts, options.num_prompts, seconds);
     benchmark::finish_progress_bar();
@@ -176,6 +184,13 @@ void run_throughput(const ThroughputOptions& options) {
       {"host_ms_per_step",
        s.steps == 0 ? 0.0 : 1e3 * (s.step_seconds - s.forward_seconds) / static_cast<double>(s.steps)},
       {"forward_ms_per_step", s.steps == 0 ? 0.0 : 1e3 * s.forward_seconds / static_cast<double>(s.steps)},
+      // A device's own time per step that waited for it (0 on the CPU): forward_ms_per_step
+      // minus it is the host's part of the forward pass (enqueueing, uploads), in series.
+      {"device_ms_per_step",
+       device_steps == 0 ? 0.0
+                         : 1e3 * (device_after.seconds - device_before.seconds) / static_cast<double>(device_steps)},
+      {"device_timed_steps", device_steps},
+      {"step_replay", benchmark::step_replay_json(replay_before, benchmark::step_replay_stats(model))},
       {"temperature", options.temperature},
       {"top_p", options.top_p},
       {"top_k", options.top_k},

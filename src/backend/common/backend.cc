@@ -74,6 +74,11 @@ void Backend::do_copy_logit_rows(std::span<const int32_t> /*rows*/, int64_t /*wi
   fail("copy_logit_rows: this backend reduces no rows: every row of logits is in the step's host array");
 }
 
+void Backend::time_steps(bool on) {
+  if (in_step_) fail("time_steps: a step is open");
+  do_time_steps(on);
+}
+
 void Backend::abort_step() noexcept {
   if (!in_step_) return;
   do_abort_step();

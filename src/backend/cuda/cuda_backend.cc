@@ -203,11 +203,8 @@ uint64_t CudaBackend::prequantized_inputs() const { return state_->fused_inputs.
 uint64_t CudaBackend::grouped_gemv_launches() const { return state_->grouped_gemv_launches; }
 uint64_t CudaBackend::int8_gemm_launches() const { return state_->int8_gemm_launches; }
 uint64_t CudaBackend::expert_gemm_layers() const { return state_->expert_gemm_layers; }
-void CudaBackend::time_steps(bool on) {
-  if (in_step()) fail("time_steps: a step is open");
-  state_->step_timer->enable(on);
-}
-CudaBackend::StepDeviceTime CudaBackend::step_device_time() const {
+void CudaBackend::do_time_steps(bool on) { state_->step_timer->enable(on); }
+StepDeviceTime CudaBackend::do_step_device_time() const {
   return {state_->step_timer->steps(), state_->step_timer->seconds()};
 }
 

@@ -223,14 +223,6 @@ class CudaBackend final : public Backend {
   // How many moe_ffn_routed calls ran their experts on the device's tensor-core GEMM
   // (CudaBackendOptions::moe_device_gemm; routed_moe_plan.h), since the backend was made.
   uint64_t expert_gemm_layers() const;
-  // Times each step on the device from now on (off: stops): CUDA events at begin_step and after
-  // end_step's copies back (step_timer.h). step_device_time() sums the steps timed so far.
-  void time_steps(bool on);
-  struct StepDeviceTime {
-    uint64_t steps = 0;
-    double seconds = 0.0;
-  };
-  StepDeviceTime step_device_time() const;
 
   // Raw copies between host memory and device memory of this backend (tests, tools). Both wait
   // for the copy (and everything queued before it) to finish.
@@ -348,6 +340,9 @@ class CudaBackend final : public Backend {
   // With step_graphs on, a decode step runs from its shape's CUDA graph (step_graphs.h).
   void do_run_replayable(const std::function<void()>& ops) override;
   StepReplayStats do_step_replay_stats() const override;
+  // CUDA events at begin_step and after end_step's copies back (step_timer.h).
+  void do_time_steps(bool on) override;
+  StepDeviceTime do_step_device_time() const override;
 
  private:
   // Outputs `members` of a matmul_same_input in one grouped GEMV launch (cuda_matmul.cc).

@@ -190,5 +190,22 @@ TEST_P(CpuBackendTest, CopyToHostWidens) {
 
 INSTANTIATE_TEST_SUITE_P(Threads, CpuBackendTest, ::testing::Values(1u, 3u));
 
+// The CPU has no device time apart from its own: timing steps counts none (the benchmarks then
+// report no device time), and, as on a device, cannot be switched inside a step.
+TEST(CpuBackendStepTiming, CountsNoDeviceTimeAndRefusesInsideAStep) {
+  CpuBackend backend(1);
+  backend.time_steps(true);
+  std::vector<int32_t> tokens = {1}, positions = {0};
+  StepMetadata step;
+  step.tokens = tokens;
+  step.positions = positions;
+  backend.begin_step(step);
+  EXPECT_THROW(backend.time_steps(false), Error);
+  backend.end_step();
+  backend.time_steps(false);
+  EXPECT_EQ(backend.step_device_time().steps, 0u);
+  EXPECT_EQ(backend.step_device_time().seconds, 0.0);
+}
+
 }  // namespace
 }  // namespace lumen::backend
