@@ -71,18 +71,7 @@ __global__ void __launch_bounds__(kThreads) gemm_int8_kquant_kernel(const __grid
       }
     }
   }
-#pragma unroll
-  for (int mi = 0; mi < kMTiles; ++mi) {
-#pragma unroll
-    for (int ni = 0; ni < kNTiles; ++ni) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int8_gemm::TileCoord c = int8_gemm::accumulator_coord(warp, lane, mi, ni, i);
-        const int64_t token = tok0 + c.token, row = row0 + c.row;
-        if (token < a.n_tokens && row < a.rows) a.y[token * a.y_stride + row] = acc[mi][ni][i];
-      }
-    }
-  }
+  int8_gemm::store_sums(acc, warp, lane, tok0, row0, a.n_tokens, a.rows, a.y, a.y_stride);
 }
 
 }  // namespace
@@ -92,8 +81,8 @@ bool launch_gemm_int8_kquant(tensor::DType type, const void* w, size_t row_bytes
                              cudaStream_t stream) {
   if (!takes_type(type) || cols % 256 != 0 || reinterpret_cast<uintptr_t>(x.qs) % 16 != 0) return false;
   if (rows == 0 || n_tokens == 0) return true;
-  const int64_t row_tiles = (rows + kRows - 1) / kRows, token_tiles = (n_tokens + kTokens - 1) / kTokens;
-  if (row_tiles > 0x7FFFFFFF || token_tiles > 65535) return false;
+  uint32_t row_tiles = 0, token_tiles = 0;
+  if (!int8_gemm::tile_grid(rows, n_tokens, row_tiles, token_tiles)) return false;
   Args args;
   args.w = static_cast<const uint8_t*>(w);
   args.row_bytes = row_bytes;
@@ -105,7 +94,7 @@ bool launch_gemm_int8_kquant(tensor::DType type, const void* w, size_t row_bytes
   args.n_tokens = n_tokens;
   args.y = y;
   args.y_stride = y_stride;
-  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(token_tiles));
+  const dim3 grid(row_tiles, token_tiles);
   return dispatch_weight_type(type, [&]<DType F>() {
     if constexpr (takes_type(F)) gemm_int8_kquant_kernel<F><<<grid, kThreads, 0, stream>>>(args);
   });

@@ -62,7 +62,7 @@ using tensor::DType;
 
 inline constexpr int kUnits = 8;  // 32-value units of a super-block: one super-block a step
 inline constexpr int kHalves = 16;
-inline constexpr int kUnitWords = 8;
+inline constexpr int kUnitWords = int8_gemm::kBlockWords;
 inline constexpr int kStepWords = kUnits * kUnitWords;
 inline constexpr int kStride = kStepWords + 4;
 inline constexpr int kHalfStride = 24;
@@ -201,14 +201,10 @@ LUMEN_HD void stage_tokens(const Args& a, int64_t tok0, int64_t sb, int t, Stage
 // The lane's m16n8k32 registers of unit k: A for 16 tokens from `first` on, B for 8 weight rows
 // (the legacy kernel's loads at this stage's stride).
 LUMEN_HD void load_a(const Stage& s, int first, int k, int lane, uint32_t a[4]) {
-  const int g = lane >> 2, t = lane & 3;
-  LUMEN_UNROLL
-  for (int r = 0; r < 4; ++r) a[r] = s.tokens[(first + g + 8 * (r & 1)) * kStride + k * kUnitWords + t + 4 * (r >> 1)];
+  int8_gemm::load_a_words<kStride>(s.tokens, first, k, lane, a);
 }
 LUMEN_HD void load_b(const Stage& s, int first, int k, int lane, uint32_t b[2]) {
-  const int g = lane >> 2, t = lane & 3;
-  LUMEN_UNROLL
-  for (int r = 0; r < 2; ++r) b[r] = s.weights[(first + g) * kStride + k * kUnitWords + t + 4 * r];
+  int8_gemm::load_b_words<kStride>(s.weights, first, k, lane, b);
 }
 
 // The scales of unit k's two halves for the lane's accumulator rows of n-tile `first` (2 t and 2

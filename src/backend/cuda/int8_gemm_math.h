@@ -157,17 +157,26 @@ LUMEN_HD void stage_tokens(const Int8GemmArgs& a, int64_t tok0, int64_t b0, int 
   }
 }
 
-// The lane's A registers (16 tokens from `first` on, block k of the step) and B registers
-// (8 weight rows from `first` on, block k).
-LUMEN_HD void load_a(const Stage& s, int first, int k, int lane, uint32_t a[4]) {
+// The lane's A registers (16 tokens from `first` on, 32-value block k of the step) and B
+// registers (8 weight rows from `first` on, block k) from staged rows Stride words apart: this
+// kernel's stage and the K-quant kernel's (int8_gemm_kquant_math.h), whose rows are longer.
+template <int Stride>
+LUMEN_HD void load_a_words(const uint32_t* tokens, int first, int k, int lane, uint32_t a[4]) {
   const int g = lane >> 2, t = lane & 3;
   LUMEN_UNROLL
-  for (int r = 0; r < 4; ++r) a[r] = s.tokens[(first + g + 8 * (r & 1)) * kStride + k * kBlockWords + t + 4 * (r >> 1)];
+  for (int r = 0; r < 4; ++r) a[r] = tokens[(first + g + 8 * (r & 1)) * Stride + k * kBlockWords + t + 4 * (r >> 1)];
+}
+template <int Stride>
+LUMEN_HD void load_b_words(const uint32_t* weights, int first, int k, int lane, uint32_t b[2]) {
+  const int g = lane >> 2, t = lane & 3;
+  LUMEN_UNROLL
+  for (int r = 0; r < 2; ++r) b[r] = weights[(first + g) * Stride + k * kBlockWords + t + 4 * r];
+}
+LUMEN_HD void load_a(const Stage& s, int first, int k, int lane, uint32_t a[4]) {
+  load_a_words<kStride>(s.tokens, first, k, lane, a);
 }
 LUMEN_HD void load_b(const Stage& s, int first, int k, int lane, uint32_t b[2]) {
-  const int g = lane >> 2, t = lane & 3;
-  LUMEN_UNROLL
-  for (int r = 0; r < 2; ++r) b[r] = s.weights[(first + g) * kStride + k * kBlockWords + t + 4 * r];
+  load_b_words<kStride>(s.weights, first, k, lane, b);
 }
 
 // Where accumulator i of fragment (mi, ni) of a lane of warp w lands in the block's tile: (token,
@@ -181,6 +190,33 @@ LUMEN_HD TileCoord accumulator_coord(int warp, int lane, int mi, int ni, int i) 
 }
 LUMEN_HD int warp_first_token(int warp, int mi) { return (warp / 2) * kWarpTokens + mi * mma::kM; }
 LUMEN_HD int warp_first_row(int warp, int ni) { return (warp % 2) * kWarpRows + ni * mma::kN; }
+
+// The launch grid (row tiles, token tiles) of both kernels; false where it passes CUDA's limits.
+inline bool tile_grid(int64_t rows, int64_t n_tokens, uint32_t& row_tiles, uint32_t& token_tiles) {
+  const int64_t r = (rows + kRows - 1) / kRows, t = (n_tokens + kTokens - 1) / kTokens;
+  if (r > 0x7FFFFFFF || t > 65535) return false;
+  row_tiles = static_cast<uint32_t>(r);
+  token_tiles = static_cast<uint32_t>(t);
+  return true;
+}
+
+// A lane's finished sums written to y[token * y_stride + row], those inside the matrix: the tile
+// starts at token tok0 and row row0 (both kernels).
+LUMEN_HD void store_sums(const float (&acc)[kMTiles][kNTiles][4], int warp, int lane, int64_t tok0, int64_t row0,
+                         int64_t n_tokens, int64_t rows, float* y, int64_t y_stride) {
+  LUMEN_UNROLL
+  for (int mi = 0; mi < kMTiles; ++mi) {
+    LUMEN_UNROLL
+    for (int ni = 0; ni < kNTiles; ++ni) {
+      LUMEN_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const TileCoord c = accumulator_coord(warp, lane, mi, ni, i);
+        const int64_t token = tok0 + c.token, row = row0 + c.row;
+        if (token < n_tokens && row < rows) y[token * y_stride + row] = acc[mi][ni][i];
+      }
+    }
+  }
+}
 
 // Block k's term for one (token, row): hd::legacy_dot's float steps on the block's exact integer
 // sum, added to the row's sum as the GEMV adds it.
