@@ -52,7 +52,10 @@
 #   models every architecture lumen synth writes: the MoE presets op by op and teacher-forced,
 #          CUDA vs CPU (GPU_CHECK_MOE); mamba2 and deepseek2 with their switches on, and refused at
 #          load with the message without them;
-#   profile  one decode step of a synthetic model (GPU_CHECK_PROFILE, default "llama-1b:Q4_0
+#   profile  `lumen bench profile --device cuda` (GPU_CHECK_DEVICE_PROFILE, default "llama-1b:Q4_0
+#          llama-8b:Q4_0"): prefill 512 and decode of 1 and 64 sequences, each op's device time
+#          (CUDA events, no ncu needed) and GB/s against the copy bandwidth; then, where ncu runs,
+#          one decode step of a synthetic model (GPU_CHECK_PROFILE, default "llama-1b:Q4_0
 #          llama-1b:BF16") under Nsight Compute: each kernel's device time and DRAM bytes read,
 #          summed per kernel by scripts/ncu_summary.py (the bench's host-side breakdown beside it);
 #          then 1 200 kernels of 64 streams decoding (bench throughput), the f16 way and int8 GEMM;
@@ -81,7 +84,8 @@
 #          (scripts/gpu_check_split.sh);
 #   unverified  what was written without a GPU since the last GPU run, first and in a few minutes:
 #          the matmul suites (the f16 conversion, the int8 GEMM), the tests changed since, the
-#          conformance rows, the default model through the int8 GEMM against the CPU, and int8;
+#          conformance rows, the default model through the int8 GEMM against the CPU, int8, and
+#          the device-clock profile of llama-1b Q4_0;
 #   int8   the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1) against the f16 way: pp512 and decode of llama-1b
 #          and llama-8b Q4_0, and 64 streams with each way and with the GEMV for up to 64 tokens;
 #   quick  the defaults in a few minutes: the switched features' op suites, every conformance row,
@@ -445,6 +449,19 @@ run_engine() {
       --gtest_filter='EngineServing.SwapPreemption*:EngineDecoding.BeamSearch*:EngineDecoding.PromptLogprobs*:EngineFaults.AFailedForwardPass*' \
       > "$WORK/$name.log" 2>&1
     gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+    # Swap preemption gave garbage (the same token over and over), not the prefill's rounding: a
+    # bad memory access would explain it. Where it fails, memcheck over that test alone.
+    if grep -q 'FAILED.*SwapPreemption' "$WORK/$name.log"; then
+      local cs; cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      if [ -x "$cs" ]; then
+        env $switches LUMEN_CACHE="$WORK" LD_LIBRARY_PATH="$(bundle_library_path "$BUNDLE")" timeout 240 \
+          "$cs" --tool memcheck --print-limit 20 "$LIBEXEC/cuda_engine_tests" --gtest_brief=1 \
+          --gtest_filter='EngineServing.SwapPreemption*' > "$WORK/$name-memcheck.log" 2>&1
+        grep -m 12 -E 'Invalid|ERROR SUMMARY|at 0x|by thread' "$WORK/$name-memcheck.log" >&2
+        local errors; errors=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$WORK/$name-memcheck.log" | grep -oE '[0-9]+' | head -n1)
+        echo "{\"check\": \"$name-memcheck\", \"errors\": ${errors:-null}}" | tee -a "$RESULTS"
+      fi
+    fi
   done
 }
 
@@ -713,7 +730,7 @@ run_unverified() {
   # attentions pinned off.
   start=$SECONDS
   timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='*CudaMatmul*:*CudaInt8Gemm*:*CudaStepTimer.*:*CudaExpertGemm.*:*CudaEnvironmentOptions.*:*CudaTreeAttention.*:*CudaCapabilities.*' \
+    --gtest_filter='*CudaMatmul*:*CudaInt8Gemm*:*CudaStepTimer.*:*CudaOpTimer.*:*CudaDeviceCeilings.*:*CudaExpertGemm.*:*CudaEnvironmentOptions.*:*CudaTreeAttention.*:*CudaCapabilities.*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS
@@ -748,6 +765,8 @@ run_unverified() {
     done
   fi
   run_int8_bench
+  # New since 2026-11-29: the device-clock profile (where a decode and a prefill step go).
+  GPU_CHECK_DEVICE_PROFILE=${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0} run_device_profile
 }
 
 # The int8 GEMM against the f16 way and the GEMV past 8 tokens: pp512 and batch-1 decode of
@@ -990,7 +1009,37 @@ for line in sys.stdin:
 
 # One decode step under Nsight Compute (a 64-token prompt, 16 steps first): per-kernel device time
 # and DRAM bytes, then the same bench without the profiler for its host-side breakdown.
+# `lumen bench profile --device cuda` (no ncu needed: each op timed by CUDA events, the step held
+# back until queued whole): prefill 512 and decode of 1 and 64 sequences after 512 tokens, per op
+# its device time and achieved GB/s against the copy bandwidth measured in the same run. The
+# whole report in devprofile-*.txt / .json; one summary line per step (its five costliest ops).
+run_device_profile() {
+  local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file name
+  for spec in ${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0 llama-8b:Q4_0}; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/$preset-$type.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
+      { log "synth $spec failed"; continue; }
+    name="devprofile-$preset-$type"
+    timeout 180 "$BIN/lumen" bench profile --device cuda -m "$file" --prefill 512 --decode-batch 1,64 --context 512 \
+      -r 3 --json > "$WORK/$name.json" 2> "$WORK/$name.err" || { tail -n 5 "$WORK/$name.err" >&2; continue; }
+    python3 - "$WORK/$name.json" "$name" <<'PY' | tee -a "$RESULTS"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+run = doc["runs"][0]
+for step in run["steps"]:
+    top = sorted(step["ops"], key=lambda o: -o["ms"])[:5]
+    print(json.dumps({"check": sys.argv[2], "step": step["step"], "ceilings": run["ceilings"],
+                      "step_ms": step["unrecorded_step_ms"], "device_step_ms": step.get("unrecorded_device_step_ms"),
+                      "replayed": step.get("unrecorded_replayed_steps"), "ops_ms": step["ops_ms"],
+                      "idle_between_ops_ms": step["between_ops_ms"], "weight_stream_gbps": step["weight_stream_gbps"],
+                      "top_ops": [[o["name"], o["calls"], round(o["ms"], 4), round(o["gbps"], 1)] for o in top]}))
+PY
+  done
+}
+
 run_profile() {
+  run_device_profile
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" ncu spec preset type file name gemv
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
   [ -n "$ncu" ] && [ -x "$ncu" ] || { log "no ncu on this machine"; return 1; }

@@ -49,6 +49,14 @@ struct StepDeviceTime {
   double seconds = 0.0;
 };
 
+// A device's limits as it measured them (Backend::measure_device_ceilings).
+struct DeviceCeilings {
+  std::string device;     // "NVIDIA H200"
+  double copy_gbps = 0;   // a device-to-device copy: bytes read plus bytes written, per second (1e9)
+  double f16_tflops = 0;  // a large f16 matrix product (f32 sums) on the tensor cores
+  double int8_tops = 0;   // the same in int8 (int32 sums); 0 where the library refused it
+};
+
 // Memory owned by a backend (host RAM for the CPU, device memory for CUDA).
 class Buffer {
  public:
@@ -124,6 +132,22 @@ class Backend {
   // events; the CPU has no separate device time and counts none). Not inside a step.
   void time_steps(bool on);
   StepDeviceTime step_device_time() const { return do_step_device_time(); }
+  // Op times for a profiler (lumen bench profile), on the clock that sees this backend's work:
+  // the host's on the CPU, whose ops are done when they return; the device's own on CUDA, whose
+  // ops return once their work is queued (events in its stream; while timing, each step's work
+  // is held back on the device until the host first waits for it, so that its ops run back to
+  // back as in a replayed step, not at the pace the host queues them). time_ops(true) starts
+  // timing and returns false where the backend cannot time its ops; mark_op_time() records the
+  // point its queue of work has reached (call it before and after an op); take_op_times()
+  // returns the marks since the last take, each in nanoseconds after the first of them, waiting
+  // for the device where needed. Not inside a step, but for mark_op_time.
+  bool time_ops(bool on);
+  void mark_op_time() { do_mark_op_time(); }
+  std::vector<double> take_op_times();
+  // A device's measured limits for a roofline (nullopt on the CPU, whose limits the profiler
+  // measures itself): its copy bandwidth and its tensor cores' matrix-product rates. Takes about
+  // a second; not inside a step.
+  std::optional<DeviceCeilings> measure_device_ceilings();
 
   // --- Memory.
   std::unique_ptr<Buffer> allocate(size_t bytes);
@@ -442,6 +466,10 @@ class Backend {
   virtual StepReplayStats do_step_replay_stats() const { return {}; }
   virtual void do_time_steps(bool /*on*/) {}
   virtual StepDeviceTime do_step_device_time() const { return {}; }
+  virtual bool do_time_ops(bool /*on*/) { return false; }
+  virtual void do_mark_op_time() {}
+  virtual std::vector<double> do_take_op_times() { return {}; }
+  virtual std::optional<DeviceCeilings> do_measure_device_ceilings() { return std::nullopt; }
   // How many op calls have begun on this backend (every public op, and each run_replayable before
   // and after its ops). A backend that lets one op leave work for the next (CUDA's norm that
   // quantizes its output for the matmul after it) checks that nothing ran in between: the next

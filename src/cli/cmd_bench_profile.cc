@@ -2,17 +2,21 @@
 // shapes asked for run through a recording backend (src/profile): per op and per layer their
 // time, bytes, FLOPs and achieved rates against the machine's own measured ceilings (a roofline),
 // each worker thread's busy and idle time, a Chrome trace of one step per shape and a roofline PNG.
+// With --device cuda the ops are timed on the device's clock against its measured copy bandwidth
+// and tensor-core rates.
 #include <fmt/format.h>
 
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/default_model.h"
+#include "cli/device_option.h"
 #include "cli/kv_cache_dtype_flag.h"
 #include "profile/chrome_trace.h"
 #include "profile/profile_report.h"
@@ -36,6 +40,7 @@ struct ProfileOptions {
   std::string trace;
   std::string plot;
   KvCacheDtypeFlag kv;
+  std::string device;
 };
 
 void write_file(const std::string& path, const std::string& text) {
@@ -65,26 +70,39 @@ void run_profile(const ProfileOptions& options) {
   std::vector<profile::PlottedStep> plotted;
   profile::MachineCeilings plot_ceilings;
   int pid = 1;
-  for (unsigned threads : options.threads) {
-    profile::ProfileRun run(path, threads, options.kv.value());
-    const profile::MachineCeilings ceilings = profile::measure_ceilings(run.pool());
+  // A device runs once: its host threads are not what is measured.
+  const bool on_device = options.device != "cpu";
+  const std::vector<unsigned> thread_counts = on_device ? std::vector<unsigned>{1} : options.threads;
+  for (unsigned threads : thread_counts) {
+    profile::ProfileRun run(path, threads, options.kv.value(), options.device);
+    profile::MachineCeilings ceilings;
+    if (on_device) {
+      const std::optional<backend::DeviceCeilings> device = run.backend().measure_device_ceilings();
+      if (!device) fail("bench profile: the {} backend cannot measure its limits", options.device);
+      ceilings = profile::device_ceilings(*device);
+    } else {
+      ceilings = profile::measure_ceilings(*run.pool());
+    }
     const profile::ModelSummary summary{path, run.description(), run.weight_bytes()};
     doc["model_description"] = summary.description;
-    nlohmann::json run_json = {
-        {"threads", threads}, {"ceilings", profile::ceilings_json(ceilings)}, {"steps", nlohmann::json::array()}};
+    nlohmann::json run_json = {{"device", options.device},
+                               {"threads", run.threads()},
+                               {"ceilings", profile::ceilings_json(ceilings)},
+                               {"steps", nlohmann::json::array()}};
+    const std::string where = on_device ? options.device : fmt::format("{} threads", threads);
     if (!options.json)
-      fmt::print("# {}, {} threads\n{}", summary.description, threads, profile::ceilings_text(run_json["ceilings"]));
+      fmt::print("# {}, {}\n{}", summary.description, where, profile::ceilings_text(run_json["ceilings"]));
     for (const profile::StepShape& shape : shapes) {
       auto result = std::make_unique<profile::ShapeProfile>(run.profile(shape, options.repetitions));
       nlohmann::json step = profile::shape_json(*result, ceilings, summary);
       if (!options.json) fmt::print("{}", profile::shape_text(step));
       run_json["steps"].push_back(std::move(step));
-      const std::string title = fmt::format("{}, {} threads", shape.label(), threads);
+      const std::string title = fmt::format("{}, {}", shape.label(), where);
       for (auto& e : profile::chrome_trace_events(
                result->last, [&](uint32_t id) { return run.op_name(id); }, title, pid++)) {
         trace_events.push_back(std::move(e));
       }
-      if (threads == options.threads.back()) {
+      if (threads == thread_counts.back()) {
         plotted.push_back({title, &result->breakdown});
         plot_ceilings = ceilings;
       }
@@ -104,8 +122,9 @@ void run_profile(const ProfileOptions& options) {
 
 void add_bench_profile_command(CLI::App* bench) {
   auto options = std::make_shared<ProfileOptions>();
-  CLI::App* cmd = bench->add_subcommand(
-      "profile", "Per-op time, bytes, FLOPs and roofline of prefill and decode steps; thread timelines (CPU)");
+  CLI::App* cmd = bench->add_subcommand("profile",
+                                        "Per-op time, bytes, FLOPs and roofline of prefill and decode steps; thread "
+                                        "timelines (CPU), device clock (CUDA)");
   cmd->add_option("-m,--model", options->model, "GGUF model (default: the default model)");
   cmd->add_option("-t,--threads", options->threads, "Thread counts (default: all cores)")
       ->delimiter(',')
@@ -132,6 +151,9 @@ void add_bench_profile_command(CLI::App* bench) {
   cmd->add_option("--trace", options->trace, "Write a Chrome trace (Perfetto) of one step per shape here");
   cmd->add_option("--plot", options->plot, "Write the roofline chart (PNG) here");
   options->kv.add_to(cmd);
+  // On a device each op is timed by the device's own events, its step's work held back until
+  // queued whole so the ops run back to back (Backend::time_ops).
+  add_device_option(cmd, options->device);
   cmd->callback([options] { run_profile(*options); });
 }
 

@@ -107,4 +107,14 @@ MachineCeilings measure_ceilings(ThreadPool& pool, size_t buffer_mib, int64_t pe
   return c;
 }
 
+MachineCeilings device_ceilings(const backend::DeviceCeilings& device) {
+  MachineCeilings c;
+  c.device = device.device;
+  c.isa = "cuda";
+  c.read_gbps = device.copy_gbps;
+  c.fp32_gflops = device.f16_tflops * 1e3;
+  c.int8_gops = device.int8_tops * 1e3;
+  return c;
+}
+
 }  // namespace lumen::profile

@@ -5,11 +5,17 @@
 // pipelines. A roofline puts each op's achieved rate under these.
 #include <string>
 
+#include "backend/backend.h"
+
 #include "util/thread_pool.h"
 
 namespace lumen::profile {
 
+// A device's (device not empty; Backend::measure_device_ceilings) fill the same fields:
+// read_gbps is its copy bandwidth (bytes read plus written), fp32_gflops its f16 tensor-core
+// matrix product rate and int8_gops its int8 one, the roofs its matmuls run under.
 struct MachineCeilings {
+  std::string device;         // "NVIDIA H200"; empty for the CPU
   std::string isa;            // the instruction set the probes (and the kernels) use
   unsigned threads = 0;
   double read_gbps = 0;       // GB/s (1e9 bytes)
@@ -21,5 +27,8 @@ struct MachineCeilings {
 // Takes about a second. `buffer_mib`: the streamed buffer (keep it well above the last-level
 // cache); `peak_iterations`: rounds of each peak probe's chains per thread (tests take fewer).
 MachineCeilings measure_ceilings(ThreadPool& pool, size_t buffer_mib = 256, int64_t peak_iterations = 4'000'000);
+
+// A device's measured limits in this form.
+MachineCeilings device_ceilings(const backend::DeviceCeilings& device);
 
 }  // namespace lumen::profile

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "backend/common/op_checks.h"
+#include "util/error.h"
 
 namespace lumen::profile {
 
@@ -69,6 +71,7 @@ OpProfiler::OpProfiler(backend::Backend& backend, ThreadPool* pool) : backend_(b
     worker_spans_.resize(pool_->size());
     for (auto& spans : worker_spans_) spans.reserve(1 << 14);
   }
+  on_device_ = backend_.device_memory().has_value();
   backend_.add_observer(this);
 }
 
@@ -132,6 +135,8 @@ void OpProfiler::start_recording() {
   step_ = StepRecording{};
   for (auto& spans : worker_spans_) spans.clear();
   part_ = kUnknownPart;
+  depth_ = 0;
+  op_clock_ = backend_.time_ops(true);
   recording_ = true;
   if (pool_ != nullptr) pool_->set_observer(this);
   step_.begin_ns = now_ns();
@@ -140,11 +145,33 @@ void OpProfiler::start_recording() {
 StepRecording OpProfiler::stop_recording() {
   step_.end_ns = now_ns();
   recording_ = false;
+  if (op_clock_) {
+    apply_op_clock(backend_.take_op_times());
+    backend_.time_ops(false);
+  }
   if (pool_ != nullptr) pool_->set_observer(nullptr);
   for (const auto& spans : worker_spans_) step_.spans.insert(step_.spans.end(), spans.begin(), spans.end());
   std::sort(step_.spans.begin(), step_.spans.end(),
             [](const WorkerSpan& a, const WorkerSpan& b) { return a.begin_ns < b.begin_ns; });
   return std::move(step_);
+}
+
+void OpProfiler::apply_op_clock(const std::vector<double>& marks) {
+  if (step_.ops.empty()) return;
+  if (marks.size() != 2 * step_.ops.size()) {
+    fail("profile: the backend's op clock gave {} marks for {} ops", marks.size(), step_.ops.size());
+  }
+  // The marks count from the first op's start: lay them out from its host start.
+  const int64_t anchor = step_.ops.front().begin_ns;
+  for (size_t k = 0; k < step_.ops.size(); ++k) {
+    step_.ops[k].begin_ns = anchor + std::llround(marks[2 * k]);
+    step_.ops[k].end_ns = anchor + std::llround(marks[2 * k + 1]);
+  }
+  // On a device the step is its ops' span there; the host queued them beforehand, held back.
+  if (on_device_) {
+    step_.begin_ns = anchor;
+    step_.end_ns = step_.ops.back().end_ns;
+  }
 }
 
 void OpProfiler::on_worker_span(unsigned worker, int64_t begin_ns, int64_t end_ns, int64_t tasks) {
@@ -248,9 +275,12 @@ OpCost cost_of(const backend::OpCall& call) {
 
 }  // namespace
 
+// An op called from inside another (a composed op's parts) is the outer op's work: only the
+// outermost is recorded.
 void OpProfiler::before_op(const backend::OpCall& call) {
-  if (!recording_) return;
+  if (!recording_ || depth_++ > 0) return;
   op_name_ = op_id(call);
+  if (op_name_ >= 0 && op_clock_) backend_.mark_op_time();
   op_begin_ns_ = now_ns();
 }
 
@@ -261,8 +291,9 @@ void OpProfiler::after_op(const backend::OpCall& call) {
         Weight{static_cast<size_t>(view.rows()) * view.row_bytes, call.host_in, {}, kUnknownPart};
     return;
   }
-  if (!recording_ || op_name_ < 0) return;
+  if (!recording_ || --depth_ > 0 || op_name_ < 0) return;
   const int64_t end = now_ns();
+  if (op_clock_) backend_.mark_op_time();
   step_.ops.push_back(OpRecord{static_cast<uint32_t>(op_name_), part_, op_begin_ns_, end, cost_of(call)});
   op_name_ = -1;
 }

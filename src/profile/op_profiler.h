@@ -9,8 +9,11 @@
 // (rope, attention, the residual add) belong to the part of the last named weight before them,
 // which is the order a transformer layer runs in.
 //
-// Times are host wall-clock around each call, so they are the op's time only on a backend that
-// finishes its work before returning (the CPU); `lumen bench profile` refuses other devices.
+// Times come from the backend's own op clock (Backend::time_ops): the host's on the CPU, whose
+// ops are done when they return; a device's events on CUDA, whose ops only queue their work
+// (there a recorded step is the device's span from its first op's start to its last op's end,
+// laid out from the first op's host start, and the gaps between ops are the device's idle time).
+// A backend without an op clock is timed on the host around each call.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -66,6 +69,8 @@ class OpProfiler final : public backend::OpObserver, private WorkerSpanObserver 
   // calls that are not recorded (allocation, the step boundary).
   int64_t op_id(const backend::OpCall& call);
   void on_worker_span(unsigned worker, int64_t begin_ns, int64_t end_ns, int64_t tasks) override;
+  // Replaces the recorded ops' times by the op clock's `marks` (two per op: its start and end).
+  void apply_op_clock(const std::vector<double>& marks);
 
   backend::Backend& backend_;
   ThreadPool* pool_;
@@ -77,9 +82,12 @@ class OpProfiler final : public backend::OpObserver, private WorkerSpanObserver 
   // The ops without weights, interned once, by backend::OpKind.
   std::vector<int64_t> plain_ops_;
   bool recording_ = false;
+  bool on_device_ = false;  // the backend's work runs beside the host (device_memory())
+  bool op_clock_ = false;   // recording with the backend's op clock (time_ops)
   int part_ = kUnknownPart;
   int64_t op_begin_ns_ = 0;  // before_op of the op running now
   int64_t op_name_ = -1;
+  int depth_ = 0;  // ops open now (one inside another: a composed op's parts)
   StepRecording step_;
   // Each worker appends to its own list (no lock on the recording path).
   std::vector<std::vector<WorkerSpan>> worker_spans_;

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "backend/cpu/cpu_backend.h"
+#include "engine/device.h"
 #include "engine/kv_cache_dtype.h"
 #include "model/kv_cache.h"
 #include "model/state_cache.h"
@@ -30,10 +31,12 @@ std::string StepShape::label() const {
   return batch == 1 ? fmt::format("prefill {}", tokens) : fmt::format("prefill {} x {}", batch, tokens);
 }
 
-ProfileRun::ProfileRun(const std::string& model_path, unsigned threads, KvCacheDtype kv_cache_dtype)
+ProfileRun::ProfileRun(const std::string& model_path, unsigned threads, KvCacheDtype kv_cache_dtype,
+                       const std::string& device)
     : model_path_(model_path), kv_type_(engine::kv_tensor_type(kv_cache_dtype)) {
-  backend_ = std::make_unique<backend::CpuBackend>(threads);
-  profiler_ = std::make_unique<OpProfiler>(*backend_, &backend_->pool());  // before the weights: it names them
+  backend_ = engine::make_backend(device, threads);
+  cpu_ = dynamic_cast<backend::CpuBackend*>(backend_.get());
+  profiler_ = std::make_unique<OpProfiler>(*backend_, pool());  // before the weights: it names them
   model_ = std::make_unique<engine::LoadedModel>(engine::LoadedModel::load(model_path, *backend_));
   profiler_->name_weights(*model_->file);
   model::check_kv_cache_type(*backend_, model_->hparams, kv_type_);
@@ -52,9 +55,9 @@ ProfileRun::~ProfileRun() {
 
 backend::Backend& ProfileRun::backend() { return *backend_; }
 
-unsigned ProfileRun::threads() const { return backend_->pool().size(); }
+unsigned ProfileRun::threads() const { return cpu_ != nullptr ? cpu_->pool().size() : 0; }
 
-ThreadPool& ProfileRun::pool() { return backend_->pool(); }
+ThreadPool* ProfileRun::pool() { return cpu_ != nullptr ? &cpu_->pool() : nullptr; }
 
 double ProfileRun::weight_bytes() const {
   double bytes = 0;
@@ -84,7 +87,12 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
     for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % vocab);
     return tokens;
   };
-  std::vector<float> logits;
+  // Where the logits land: the backend's host memory (page-locked on a device, so the copy back
+  // does not wait on its own), room for the measured step's rows.
+  const size_t logit_rows_max = static_cast<size_t>(shape.verify ? shape.new_tokens() : shape.batch);
+  const std::unique_ptr<backend::Buffer> logits_buffer =
+      backend_->allocate_host(std::max<size_t>(logit_rows_max, 1) * model_->hparams.vocab_size * sizeof(float));
+  auto* logits = static_cast<float*>(logits_buffer->data());
   // A state-space model's sequences each run from their own state slot (slot s for sequence s),
   // copied like the KV from sequence 0's after the context.
   std::unique_ptr<model::StateCache> states;
@@ -109,9 +117,8 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
     std::iota(pos.begin(), pos.end(), static_cast<int32_t>(start));
     const backend::SequenceSlice slice{0, n, start, tables[0]};
     const int32_t last_row = static_cast<int32_t>(n - 1);
-    logits.resize(model_->hparams.vocab_size);
     model_->transformer->forward(with_states({tokens, pos, std::span(&slice, 1), std::span(&last_row, 1)}, 1), cache,
-                                 logits.data());
+                                 logits);
   }
   for (int64_t s = 1; s < shape.batch; ++s) {
     if (states) states->copy(0, static_cast<int32_t>(s));
@@ -130,25 +137,38 @@ ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {
       logit_rows.push_back(static_cast<int32_t>(s * shape.tokens + i));
     }
   }
-  logits.resize(logit_rows.size() * model_->hparams.vocab_size);
   // A state model's repeated steps each advance its states (from zero for a prefill): the same
   // work every time.
   const model::ForwardBatch batch = with_states({tokens, pos, slices, logit_rows}, slices.size());
-  auto step = [&] { model_->transformer->forward(batch, cache, logits.data()); };
+  auto step = [&] { model_->transformer->forward(batch, cache, logits); };
 
   step();  // warm-up: packs weights, sizes scratch buffers
   ShapeProfile out{shape, {}, 0, {}};
   std::vector<StepRecording> recorded;
   std::vector<double> plain_ns;
+  const uint64_t replayed_before = backend_->step_replay_stats().replayed;
+  const backend::StepDeviceTime device_before = backend_->step_device_time();
   for (int r = 0; r < repetitions; ++r) {
     // Alternating, so a drift in the machine's speed touches both alike.
     profiler_->start_recording();
     step();
     recorded.push_back(profiler_->stop_recording());
+    // Unobserved, the step runs as the engine runs it (a device may replay it from a recording),
+    // and a device times it on its own clock.
+    backend_->remove_observer(profiler_.get());
+    backend_->time_steps(true);
     const auto start = std::chrono::steady_clock::now();
     step();
     plain_ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
+    backend_->time_steps(false);
+    backend_->add_observer(profiler_.get());
   }
+  const backend::StepDeviceTime device_after = backend_->step_device_time();
+  if (device_after.steps > device_before.steps) {
+    out.unrecorded_device_step_ns = (device_after.seconds - device_before.seconds) * 1e9 /
+                                    static_cast<double>(device_after.steps - device_before.steps);
+  }
+  out.replayed_steps = backend_->step_replay_stats().replayed - replayed_before;
   out.breakdown = break_down(
       recorded, [&](uint32_t id) { return profiler_->op_name(id); }, threads());
   std::sort(plain_ns.begin(), plain_ns.end());

@@ -1,6 +1,6 @@
 #pragma once
-// What `lumen bench profile` runs: a model loaded on the CPU backend with an OpProfiler
-// observing it, and forward passes of a chosen shape recorded op by op. A prefill step is `batch`
+// What `lumen bench profile` runs: a model loaded on the CPU backend (or a device's) with an
+// OpProfiler observing it, and forward passes of a chosen shape recorded op by op. A prefill step is `batch`
 // sequences of `tokens` new tokens each from an empty context; a decode step is `batch`
 // sequences of one new token each after `context` cached tokens (every sequence its own copy of
 // the same cached tokens, so the step reads batch x context positions of K/V from memory as a
@@ -40,21 +40,28 @@ struct ShapeProfile {
   StepBreakdown breakdown;    // over the recorded repetitions
   double unrecorded_step_ns;  // median of as many steps run without recording
   StepRecording last;         // the last recorded step, for a timeline
+  // On a device: the unrecorded steps' mean time on the device's clock (Backend::time_steps), and
+  // how many of them were replayed from a recording (CUDA graphs) rather than run op by op.
+  double unrecorded_device_step_ns = 0;
+  uint64_t replayed_steps = 0;
 };
 
 class ProfileRun {
  public:
-  // `kv_type`: the KV cache's element type (f16 unless asked).
-  ProfileRun(const std::string& model_path, unsigned threads, KvCacheDtype kv_cache_dtype = KvCacheDtype::F16);
+  // `kv_type`: the KV cache's element type (f16 unless asked). `device`: "cpu" (with `threads`
+  // workers), or a device (engine::make_backend's names: "cuda", "cuda:N").
+  ProfileRun(const std::string& model_path, unsigned threads, KvCacheDtype kv_cache_dtype = KvCacheDtype::F16,
+             const std::string& device = "cpu");
   ~ProfileRun();
 
   const engine::LoadedModel& model() const { return *model_; }
   // "SmolLM2-135M-Instruct.Q4_1.gguf (llama, 30 layers, 576 embedding)".
   std::string description() const;
-  unsigned threads() const;
-  ThreadPool& pool();
+  unsigned threads() const;  // the CPU's workers (0 on a device)
+  ThreadPool* pool();        // the CPU's (null on a device)
+  bool on_device() const { return cpu_ == nullptr; }
   const std::string& op_name(uint32_t id) const { return profiler_->op_name(id); }
-  // The backend the model runs on (its capabilities are the CPU backend's own).
+  // The backend the model runs on.
   backend::Backend& backend();
   // Bytes of every weight the model multiplies or looks up (the file's tensor data).
   double weight_bytes() const;
@@ -63,7 +70,8 @@ class ProfileRun {
   ShapeProfile profile(const StepShape& shape, int repetitions);
 
  private:
-  std::unique_ptr<backend::CpuBackend> backend_;
+  std::unique_ptr<backend::Backend> backend_;
+  backend::CpuBackend* cpu_ = nullptr;    // backend_, when it is the CPU's
   std::unique_ptr<OpProfiler> profiler_;  // observes backend_
   std::unique_ptr<engine::LoadedModel> model_;
   std::string model_path_;

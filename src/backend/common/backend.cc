@@ -79,6 +79,21 @@ void Backend::time_steps(bool on) {
   do_time_steps(on);
 }
 
+bool Backend::time_ops(bool on) {
+  if (in_step_) fail("time_ops: a step is open");
+  return do_time_ops(on);
+}
+
+std::vector<double> Backend::take_op_times() {
+  if (in_step_) fail("take_op_times: a step is open");
+  return do_take_op_times();
+}
+
+std::optional<DeviceCeilings> Backend::measure_device_ceilings() {
+  if (in_step_) fail("measure_device_ceilings: a step is open");
+  return do_measure_device_ceilings();
+}
+
 void Backend::abort_step() noexcept {
   if (!in_step_) return;
   do_abort_step();

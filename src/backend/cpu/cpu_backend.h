@@ -11,6 +11,7 @@
 #include "backend/common/composed_moe_ffn.h"
 #include "backend/common/routed_expert_work.h"
 #include "backend/common/composed_shift_keys.h"
+#include "backend/common/host_op_clock.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_packed.h"
@@ -119,6 +120,13 @@ class CpuBackend final : public Backend {
                            const AttentionConfig& config, float* scores, int64_t slot_stride) override;
   void do_gather_kv_rows(KvLayer& cache, std::span<const int32_t> src_table, std::span<const int32_t> dst_table,
                          std::span<const int32_t> keep, int64_t head_dim, int64_t value_dim) override;
+  // Every op is done when it returns: the host's clock times it.
+  bool do_time_ops(bool on) override {
+    op_clock_.enable(on);
+    return true;
+  }
+  void do_mark_op_time() override { op_clock_.mark(); }
+  std::vector<double> do_take_op_times() override { return op_clock_.take(); }
 
  private:
   // A weight matrix of a type with packed kernels (matmul_packed.h), registered by
@@ -138,6 +146,7 @@ class CpuBackend final : public Backend {
   cpu::WeightMatrix weight_matrix(const TensorView& w);
 
   ThreadPool pool_;
+  common::HostOpClock op_clock_;
   cpu::PackedArena packed_arena_;  // the packed matrices' memory: outlives packed_weights_
   std::unordered_map<const void*, PackedSlot> packed_weights_;  // by host address
   cpu::MatmulScratch matmul_scratch_;

@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/graph_capture.h"
+#include "backend/cuda/op_hold.h"
 #include "backend/cuda/tensor_core_prefill.h"
 #include "backend/cuda/upload_blob.h"
 #include "util/error.h"
@@ -131,6 +132,7 @@ void CudaBackend::do_copy_kv_row(KvLayer& cache, int64_t src, int64_t dst) {
 void CudaBackend::do_read_kv_block(const KvLayer& cache, int64_t block, void* host_k, void* host_v) {
   State& s = *state_;
   cuda::refuse_in_capture("read_kv_block");
+  cuda::release_op_hold();  // a copy to or from host memory may wait for the device
   // kv_value_block_bytes: the V rows' own bytes (none for a latent cache, whose values are its keys).
   cuda::check_cuda(cudaMemcpyAsync(host_k, block_start(cache.k, cache.block_size, block), kv_block_bytes(cache),
                                    cudaMemcpyDeviceToHost, s.stream),
@@ -146,6 +148,7 @@ void CudaBackend::do_read_kv_block(const KvLayer& cache, int64_t block, void* ho
 void CudaBackend::do_write_kv_block(KvLayer& cache, int64_t block, const void* host_k, const void* host_v) {
   State& s = *state_;
   cuda::refuse_in_capture("write_kv_block");
+  cuda::release_op_hold();  // a copy to or from host memory may wait for the device
   // From pageable memory the copy returns once the source is staged: the caller may reuse it.
   cuda::check_cuda(cudaMemcpyAsync(block_start(cache.k, cache.block_size, block), host_k, kv_block_bytes(cache),
                                    cudaMemcpyHostToDevice, s.stream),

@@ -11,8 +11,10 @@
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/device_ceilings.h"
 #include "backend/cuda/graph_capture.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/op_hold.h"
 #include "tensor/fp16.h"
 #include "util/error.h"
 
@@ -140,6 +142,7 @@ CudaBackend::State::~State() {
   uploads.reset();
   graphs.reset();
   step_timer.reset();
+  op_timer.reset();  // releases a hold still queued
   step.reset();
   stager.reset();
   for (void* w : weights) cudaFree(w);
@@ -208,6 +211,23 @@ StepDeviceTime CudaBackend::do_step_device_time() const {
   return {state_->step_timer->steps(), state_->step_timer->seconds()};
 }
 
+bool CudaBackend::do_time_ops(bool on) {
+  state_->op_timer->enable(on);
+  return true;
+}
+
+// A recorded step replays without its host calls: nothing to mark there.
+void CudaBackend::do_mark_op_time() {
+  if (state_->op_timer->enabled() && !cuda::capturing()) state_->op_timer->mark(state_->stream);
+}
+
+std::vector<double> CudaBackend::do_take_op_times() { return state_->op_timer->take(); }
+
+std::optional<DeviceCeilings> CudaBackend::do_measure_device_ceilings() {
+  synchronize();
+  return cuda::measure_device_ceilings(state_->device, state_->stream, state_->cublas);
+}
+
 std::unique_ptr<Buffer> CudaBackend::do_allocate(size_t bytes) {
   return std::make_unique<DeviceBuffer>(bytes, state_->registry, state_->stream);
 }
@@ -262,6 +282,7 @@ TensorView CudaBackend::do_upload_weights(tensor::DType type, std::array<int64_t
 void CudaBackend::do_copy_from_host(const float* src, TensorView& dst) {
   State& s = *state_;
   cuda::refuse_in_capture("copy_from_host");
+  cuda::release_op_hold();  // a copy to or from host memory may wait for the device
   cuda::require_device(s, dst, "copy_from_host", "dst");
   const int64_t rows = dst.rows(), cols = dst.dims[0];
   if (rows == 0 || cols == 0) return;
@@ -275,6 +296,7 @@ void CudaBackend::do_copy_from_host(const float* src, TensorView& dst) {
 void CudaBackend::do_copy_to_host(const TensorView& src, float* dst) {
   State& s = *state_;
   cuda::refuse_in_capture("copy_to_host");
+  cuda::release_op_hold();  // a copy to or from host memory may wait for the device
   cuda::require_device(s, src, "copy_to_host", "src");
   const int64_t rows = src.rows(), cols = src.dims[0];
   if (rows == 0 || cols == 0) return;
@@ -322,6 +344,7 @@ bool CudaBackend::do_has_op(OpKind op) const {
 
 void CudaBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
   cuda::refuse_in_capture("upload");
+  cuda::release_op_hold();  // a copy to or from host memory may wait for the device
   check_cuda(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, state_->stream),
              "cudaMemcpyAsync");
   synchronize();
@@ -329,6 +352,7 @@ void CudaBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
 
 void CudaBackend::download(void* host_dst, const void* device_src, size_t bytes) {
   cuda::refuse_in_capture("download");
+  cuda::release_op_hold();  // a copy to or from host memory may wait for the device
   check_cuda(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, state_->stream),
              "cudaMemcpyAsync");
   synchronize();
@@ -336,6 +360,7 @@ void CudaBackend::download(void* host_dst, const void* device_src, size_t bytes)
 
 void CudaBackend::synchronize() {
   cuda::refuse_in_capture("waiting for the device");
+  cuda::release_op_hold();
   check_cuda(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
 }
 

@@ -342,6 +342,11 @@ class CudaBackend final : public Backend {
   StepReplayStats do_step_replay_stats() const override;
   // CUDA events at begin_step and after end_step's copies back (step_timer.h).
   void do_time_steps(bool on) override;
+  // CUDA events, each step held back until the host first waits for it (op_timer.h, op_hold.h).
+  bool do_time_ops(bool on) override;
+  void do_mark_op_time() override;
+  std::vector<double> do_take_op_times() override;
+  std::optional<DeviceCeilings> do_measure_device_ceilings() override;
   StepDeviceTime do_step_device_time() const override;
 
  private:

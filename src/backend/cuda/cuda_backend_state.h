@@ -16,6 +16,7 @@
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/fused_input_quantization.h"
 #include "backend/cuda/step_graphs.h"
+#include "backend/cuda/op_timer.h"
 #include "backend/cuda/step_timer.h"
 #include "backend/cuda/step_uploads.h"
 #include "backend/cuda/tensor_core_prefill_plan.h"
@@ -34,6 +35,7 @@ struct CudaBackend::State {
   std::unique_ptr<cuda::StepUploads> step;  // the open step's metadata on the device
   std::unique_ptr<cuda::StepGraphs> graphs;  // decode steps recorded as CUDA graphs
   std::unique_ptr<cuda::StepTimer> step_timer = std::make_unique<cuda::StepTimer>();  // time_steps()
+  std::unique_ptr<cuda::OpTimer> op_timer = std::make_unique<cuda::OpTimer>();        // time_ops()
   // moe_ffn and shift_keys composed from this backend's own ops; their scratch is device memory,
   // freed first.
   std::unique_ptr<common::ComposedMoeFfn> moe = std::make_unique<common::ComposedMoeFfn>();

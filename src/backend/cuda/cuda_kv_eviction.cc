@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/graph_capture.h"
+#include "backend/cuda/op_hold.h"
 #include "backend/cuda/kv_eviction_kernels.h"
 #include "util/error.h"
 
@@ -70,6 +71,7 @@ void CudaBackend::do_attention_scores(const TensorView& q, const KvLayer& cache,
   }
   s.check_launch("attention_scores");
   std::vector<float> host(static_cast<size_t>(n_slots * config.n_kv_heads));
+  cuda::release_op_hold();  // a copy to or from host memory may wait for the device
   cuda::check_cuda(cudaMemcpyAsync(host.data(), sums, table_bytes, cudaMemcpyDeviceToHost, s.stream),
                    "cudaMemcpyAsync");
   synchronize();

@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/gemv_groups.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/op_hold.h"
 #include "util/error.h"
 
 namespace lumen::backend {
@@ -53,6 +54,7 @@ DeviceRows device_rows(CudaBackend::State& s, const TensorView& x, int64_t cols)
   if (s.is_device(x.data)) return {static_cast<const float*>(x.data), cuda::stride_of(x)};
   const size_t row = static_cast<size_t>(cols) * sizeof(float);
   auto* staged = static_cast<float*>(s.staged_x.ensure(row * static_cast<size_t>(x.rows()), s.stream));
+  cuda::release_op_hold();  // a copy to or from host memory may wait for the device
   cuda::check_cuda(cudaMemcpy2DAsync(staged, row, x.data, x.row_bytes, row, static_cast<size_t>(x.rows()),
                                      cudaMemcpyHostToDevice, s.stream),
                    "cudaMemcpy2DAsync");
@@ -180,6 +182,7 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
   auto* yd = static_cast<float*>(y.data);
   int64_t ys = cuda::stride_of(y);
   if (y_on_host) {
+    cuda::release_op_hold();  // a copy to or from host memory may wait for the device
     yd = static_cast<float*>(s.staged_y.ensure(y_row * static_cast<size_t>(n_tokens), s.stream));
     ys = rows;
   }

@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/op_hold.h"
 
 namespace lumen::backend {
 
@@ -26,6 +27,7 @@ static_assert(sizeof(cuda::DeviceRowLeading) == sizeof(RowLeading) &&
               offsetof(cuda::DeviceRowLeading, logits) == offsetof(RowLeading, logits) && kLeadingCandidates == 64);
 
 void CudaBackend::do_begin_step(const StepMetadata& step) {
+  if (state_->op_timer->enabled()) state_->op_timer->hold(state_->stream);
   state_->step_timer->started(state_->stream);
   state_->step->begin(step);
 }
@@ -36,6 +38,7 @@ TensorView CudaBackend::do_step_logits() {
 
 void CudaBackend::do_end_step() {
   State& s = *state_;
+  cuda::release_op_hold();  // the copies back may be to pageable memory, which waits
   s.step->end();
   const StepMetadata& step = this->step();
   if (step.logits == nullptr || step.logit_rows.empty()) {  // nothing comes back: no wait
@@ -97,6 +100,7 @@ void CudaBackend::do_end_step() {
 void CudaBackend::do_copy_logit_rows(std::span<const int32_t> rows, int64_t width, float* logits) {
   State& s = *state_;
   // The last step's logits stay in the device buffer until the next step's output head.
+  cuda::release_op_hold();  // a copy to or from host memory may wait for the device
   const auto n = static_cast<size_t>(width);
   for (const int32_t row : rows) {
     const size_t at = static_cast<size_t>(row) * n;
@@ -118,6 +122,7 @@ void CudaBackend::do_run_replayable(const std::function<void()>& ops) {
 StepReplayStats CudaBackend::do_step_replay_stats() const { return state_->graphs->stats(); }
 
 void CudaBackend::do_abort_step() noexcept {
+  cuda::release_op_hold();
   state_->step->end();
   state_->step_timer->discard();
   // Let the queued work finish before the caller reuses its arrays; a failed kernel's error was

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cuda/graph_capture.h"
+#include "backend/cuda/op_hold.h"
 #include "util/error.h"
 
 namespace lumen::backend::cuda {
@@ -26,6 +27,7 @@ void* DeviceScratch::ensure(size_t bytes, cudaStream_t stream) {
   refuse_in_capture("growing device scratch");
   advance_allocation_epoch();
   if (data_ != nullptr) {
+    release_op_hold();
     LUMEN_CUDA_CHECK(cudaStreamSynchronize(stream));
     LUMEN_CUDA_CHECK(cudaFree(data_));
     data_ = nullptr;
@@ -45,7 +47,10 @@ PinnedBuffer::~PinnedBuffer() {
 void* PinnedBuffer::ensure(size_t bytes) {
   if (bytes <= capacity_ && data_ != nullptr) return data_;
   refuse_in_capture("growing pinned memory");
-  if (data_ != nullptr) LUMEN_CUDA_CHECK(cudaFreeHost(data_));
+  if (data_ != nullptr) {
+    release_op_hold();  // freeing page-locked memory waits for the device
+    LUMEN_CUDA_CHECK(cudaFreeHost(data_));
+  }
   data_ = nullptr;
   capacity_ = 0;
   const size_t want = std::max<size_t>(bytes + bytes / 4, 256);
@@ -74,6 +79,8 @@ const void* HostUploads::upload(Slot slot, const void* data, size_t bytes) {
   if (e.copied == nullptr) {
     LUMEN_CUDA_CHECK(cudaEventCreateWithFlags(&e.copied, cudaEventDisableTiming));
   } else {
+    // Usually an earlier step's copy, long done; one queued under the hold on now waits for it.
+    if (e.hold != 0 && e.hold == current_op_hold()) release_op_hold();
     LUMEN_CUDA_CHECK(cudaEventSynchronize(e.copied));  // the pinned buffer is free again
   }
   void* staging = e.pinned.ensure(bytes);
@@ -81,6 +88,7 @@ const void* HostUploads::upload(Slot slot, const void* data, size_t bytes) {
   void* device = e.device.ensure(bytes, stream_);
   LUMEN_CUDA_CHECK(cudaMemcpyAsync(device, staging, bytes, cudaMemcpyHostToDevice, stream_));
   LUMEN_CUDA_CHECK(cudaEventRecord(e.copied, stream_));
+  e.hold = current_op_hold();
   const auto* begin = static_cast<const uint8_t*>(data);
   e.last.assign(begin, begin + bytes);
   e.valid = true;

@@ -85,6 +85,7 @@ class HostUploads {
     DeviceScratch device;
     PinnedBuffer pinned;
     cudaEvent_t copied = nullptr;  // recorded after the copy out of `pinned`
+    uint64_t hold = 0;             // the op hold on when it was recorded (op_hold.h)
   };
   cudaStream_t stream_;
   std::array<Entry, kSlotCount> entries_;

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "backend/cpu/activation.h"
 #include "kernel_test_util.h"
@@ -205,6 +207,38 @@ TEST(CpuBackendStepTiming, CountsNoDeviceTimeAndRefusesInsideAStep) {
   backend.time_steps(false);
   EXPECT_EQ(backend.step_device_time().steps, 0u);
   EXPECT_EQ(backend.step_device_time().seconds, 0.0);
+}
+
+// The CPU's op clock is the host's (its ops are done when they return): marks count from the
+// first, only while timing is on, and a take empties them; it has no device limits to measure.
+TEST(CpuBackendOpTiming, MarksTheHostClockWhileOnAndRefusesInsideAStep) {
+  CpuBackend backend(1);
+  EXPECT_FALSE(backend.measure_device_ceilings().has_value());
+  backend.mark_op_time();  // off: not kept
+  ASSERT_TRUE(backend.time_ops(true));
+  backend.mark_op_time();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  backend.mark_op_time();
+  const std::vector<double> marks = backend.take_op_times();
+  ASSERT_EQ(marks.size(), 2u);
+  EXPECT_EQ(marks[0], 0.0);
+  EXPECT_GE(marks[1], 3e6);
+  EXPECT_LT(marks[1], 10e9);
+  EXPECT_TRUE(backend.take_op_times().empty());
+
+  std::vector<int32_t> tokens = {1}, positions = {0};
+  StepMetadata step;
+  step.tokens = tokens;
+  step.positions = positions;
+  backend.begin_step(step);
+  backend.mark_op_time();  // inside a step is where marks belong
+  EXPECT_THROW(backend.time_ops(false), Error);
+  EXPECT_THROW(backend.take_op_times(), Error);
+  backend.end_step();
+  EXPECT_EQ(backend.take_op_times().size(), 1u);
+  EXPECT_TRUE(backend.time_ops(false));
+  backend.mark_op_time();
+  EXPECT_TRUE(backend.take_op_times().empty());
 }
 
 }  // namespace
