@@ -289,7 +289,6 @@ void OpProfiler::after_op(const backend::OpCall& call) {
     const TensorView& view = *call.result;
     weights_[reinterpret_cast<uintptr_t>(view.data)] =
         Weight{static_cast<size_t>(view.rows()) * view.row_bytes, call.host_in, {}, kUnknownPart};
-    return;
   }
   if (!recording_ || --depth_ > 0 || op_name_ < 0) return;
   const int64_t end = now_ns();
