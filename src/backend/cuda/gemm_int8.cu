@@ -58,9 +58,11 @@ bool int8_gemm_takes(tensor::DType type) { return takes_type(type) || int8_gemm_
 
 bool launch_gemm_int8(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                       const Q8Activations& x, int64_t n_tokens, float* y, int64_t y_stride, cudaStream_t stream) {
-  if (int8_gemm_kquant::takes_type(type))
-    return launch_gemm_int8_kquant(type, w, row_bytes, rows, cols, x, n_tokens, y, y_stride, stream);
-  if (!takes_type(type) || cols % 32 != 0 || reinterpret_cast<uintptr_t>(x.qs) % 16 != 0) return false;
+  // A K-quant's super-blocks are 256 values, a legacy block 32.
+  const bool kquant = int8_gemm_kquant::takes_type(type);
+  if (!(kquant || takes_type(type)) || cols % (kquant ? 256 : 32) != 0 || reinterpret_cast<uintptr_t>(x.qs) % 16 != 0) {
+    return false;
+  }
   if (rows == 0 || n_tokens == 0) return true;
   uint32_t row_tiles = 0, token_tiles = 0;
   if (!tile_grid(rows, n_tokens, row_tiles, token_tiles)) return false;
@@ -72,9 +74,14 @@ bool launch_gemm_int8(tensor::DType type, const void* w, size_t row_bytes, int64
   args.xq = x.qs;
   args.xd = x.d;
   args.xs = x.s;
+  args.bsums = x.bsums;
   args.n_tokens = n_tokens;
   args.y = y;
   args.y_stride = y_stride;
+  if (kquant) {
+    launch_gemm_int8_kquant(type, args, row_tiles, token_tiles, stream);
+    return true;
+  }
   const dim3 grid(row_tiles, token_tiles);
   return dispatch_weight_type(type, [&]<DType F>() {
     if constexpr (takes_type(F)) gemm_int8_kernel<F><<<grid, kThreads, 0, stream>>>(args);

@@ -76,26 +76,10 @@ __global__ void __launch_bounds__(kThreads) gemm_int8_kquant_kernel(const __grid
 
 }  // namespace
 
-bool launch_gemm_int8_kquant(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
-                             const Q8Activations& x, int64_t n_tokens, float* y, int64_t y_stride,
+void launch_gemm_int8_kquant(tensor::DType type, const Args& args, uint32_t row_tiles, uint32_t token_tiles,
                              cudaStream_t stream) {
-  if (!takes_type(type) || cols % 256 != 0 || reinterpret_cast<uintptr_t>(x.qs) % 16 != 0) return false;
-  if (rows == 0 || n_tokens == 0) return true;
-  uint32_t row_tiles = 0, token_tiles = 0;
-  if (!int8_gemm::tile_grid(rows, n_tokens, row_tiles, token_tiles)) return false;
-  Args args;
-  args.w = static_cast<const uint8_t*>(w);
-  args.row_bytes = row_bytes;
-  args.rows = rows;
-  args.cols = cols;
-  args.xq = x.qs;
-  args.xd = x.d;
-  args.bsums = x.bsums;
-  args.n_tokens = n_tokens;
-  args.y = y;
-  args.y_stride = y_stride;
   const dim3 grid(row_tiles, token_tiles);
-  return dispatch_weight_type(type, [&]<DType F>() {
+  dispatch_weight_type(type, [&]<DType F>() {
     if constexpr (takes_type(F)) gemm_int8_kquant_kernel<F><<<grid, kThreads, 0, stream>>>(args);
   });
 }

@@ -99,19 +99,9 @@ LUMEN_HD uint16_t exact_int_to_half(int v) {
   return static_cast<uint16_t>(sign | static_cast<uint32_t>((e + 15) << 10) | mantissa);
 }
 
-// What a launch reads and writes: the Q8_K activations are carve_q8_activations' arrays (codes
-// token * cols + column, d token * supers + super-block, bsums token * cols / 16 + half).
-struct Args {
-  const uint8_t* w = nullptr;
-  size_t row_bytes = 0;
-  int64_t rows = 0, cols = 0;  // cols a multiple of 256
-  const int8_t* xq = nullptr;
-  const float* xd = nullptr;
-  const int32_t* bsums = nullptr;
-  int64_t n_tokens = 0;
-  float* y = nullptr;  // y[token * y_stride + row]
-  int64_t y_stride = 0;
-};
+// What a launch reads and writes: the legacy GEMM's arguments, the activations Q8_K (codes
+// token * cols + column, d token * supers + super-block, bsums token * cols / 16 + half; xs unread).
+using Args = int8_gemm::Int8GemmArgs;
 
 struct Stage {
   uint32_t tokens[kTokens * kStride];

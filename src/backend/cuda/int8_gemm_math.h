@@ -70,6 +70,7 @@ struct Int8GemmArgs {
   const int8_t* xq = nullptr;
   const float* xd = nullptr;
   const float* xs = nullptr;  // Q8_1's d_x * sum(codes); unread for the kinds without a min
+  const int32_t* bsums = nullptr;  // Q8_K's 16-value sums (token * cols / 16 + half): K-quants only
   int64_t n_tokens = 0;
   float* y = nullptr;  // y[token * y_stride + row]
   int64_t y_stride = 0;

@@ -201,9 +201,13 @@ bool int8_gemm_takes(tensor::DType type);
 bool launch_gemm_int8(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                       const Q8Activations& x, int64_t n_tokens, float* y, int64_t y_stride, cudaStream_t stream);
 // ---- gemm_int8_kquant.cu ----
-// launch_gemm_int8 for the K-quant types (int8_gemm_kquant_math.h), against Q8_K activations.
-bool launch_gemm_int8_kquant(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
-                             const Q8Activations& x, int64_t n_tokens, float* y, int64_t y_stride, cudaStream_t stream);
+// launch_gemm_int8's kernels for the K-quant types (int8_gemm_kquant_math.h), against Q8_K
+// activations: its arguments, checked, and its grid of tiles.
+namespace int8_gemm {
+struct Int8GemmArgs;
+}
+void launch_gemm_int8_kquant(tensor::DType type, const int8_gemm::Int8GemmArgs& args, uint32_t row_tiles,
+                             uint32_t token_tiles, cudaStream_t stream);
 
 // ---- gemv_stream.cu ----
 // The products of launch_gemv_quantized / launch_gemv_float by kernels that stream the weights
