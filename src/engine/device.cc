@@ -12,7 +12,7 @@ std::unique_ptr<backend::Backend> make_backend(const std::string& device, unsign
   if (device == "cpu") return std::make_unique<backend::CpuBackend>(threads);
   if (device == "cuda" || device.starts_with("cuda:")) {
     int index = 0;
-    if (device.size() > 5) {
+    if (device != "cuda") {  // "cuda:" then digits ("cuda:" alone is malformed, not device 0)
       const std::string digits = device.substr(5);
       if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 4) {
         fail("device '{}' is not cuda:N", device);
