@@ -65,7 +65,8 @@
 #          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF);
 #   engine the engine's model tests on CUDA (cuda_engine_tests: batched vs alone, chunked prefill,
 #          preemption, prefix cache, context shift, fairness, faults; needs the default model),
-#          then again with decode replayed from CUDA graphs;
+#          then again op by op (no CUDA graphs) and with dependent launches, then the 2026-11-29
+#          failures' suspects one by one (with memcheck where swap preemption first fails);
 #   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming, tiled) per weight type
 #          (GPU_CHECK_GEMV_TYPES, default "Q4_0,Q4_K,Q6_K,Q8_0,BF16") on the 1B and 8B decode
 #          shapes, beside a device-to-device copy's bandwidth measured in the same run;
@@ -84,8 +85,9 @@
 #          (scripts/gpu_check_split.sh);
 #   unverified  what was written without a GPU since the last GPU run, first and in a few minutes:
 #          the matmul suites (the f16 conversion, the int8 GEMM), the tests changed since, the
-#          conformance rows, the default model through the int8 GEMM against the CPU, int8, and
-#          the device-clock profile of llama-1b Q4_0;
+#          conformance rows, the default model through the int8 GEMM against the CPU, the
+#          dependent launches (their logits against plain launches, conformance rows, decode each
+#          way), int8, and the device-clock profile of llama-1b Q4_0;
 #   int8   the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1) against the f16 way: pp512 and decode of llama-1b
 #          and llama-8b Q4_0, and 64 streams with each way and with the GEMV for up to 64 tokens;
 #   quick  the defaults in a few minutes: the switched features' op suites, every conformance row,
@@ -436,6 +438,12 @@ run_engine() {
   LUMEN_CUDA_GRAPHS=0 LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests_eager.log" 2>&1
   grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests_eager.log" | head -n 10 >&2
   gtest_summary cuda_engine_tests_eager "$WORK/cuda_engine_tests_eager.log" $((SECONDS - start))
+  # And with the step's kernels as dependent launches (LUMEN_CUDA_DEPENDENT_LAUNCH, 2026-11-30).
+  start=$SECONDS
+  LUMEN_CUDA_DEPENDENT_LAUNCH=1 LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 \
+    > "$WORK/cuda_engine_tests_dependent.log" 2>&1
+  grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests_dependent.log" | head -n 10 >&2
+  gtest_summary cuda_engine_tests_dependent_launch "$WORK/cuda_engine_tests_dependent.log" $((SECONDS - start))
   # Bisecting 2026-11-29's failures: with the tensor-core prefill, the two-pass f16 attention and
   # fused_input_quantization all on, swap preemption, beam search, prompt logprobs and the pass
   # after a failed one gave wrong tokens (the rest of the differences were the prefill's rounding
@@ -766,9 +774,40 @@ run_unverified() {
       gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
     done
   fi
+  run_dependent_launch
   run_int8_bench
   # New since 2026-11-29: the device-clock profile (where a decode and a prefill step go).
   GPU_CHECK_DEVICE_PROFILE=${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0} run_device_profile
+}
+
+# The step's kernels as programmatic dependent launches (LUMEN_CUDA_DEPENDENT_LAUNCH=1, written
+# 2026-11-30 without a GPU): the default model's logits against plain launches bit for bit
+# (CudaDependentLaunch) and greedy against the CPU, the conformance rows with it on, then batch-1
+# decode each way on llama-1b Q4_0, llama-8b Q4_0 and llama-1b BF16 (the JSON's
+# "dependent_launch").
+run_dependent_launch() {
+  local start model vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file way
+  model=$(default_model)
+  if [ -f "$model" ]; then
+    start=$SECONDS
+    LUMEN_CUDA_DEPENDENT_LAUNCH=1 LUMEN_GPU_TEST_MODEL="$model" timeout 150 "$BIN/cuda_model_tests" --gtest_brief=1 \
+      --gtest_filter='CudaDependentLaunch.*:CudaGreedy.*WithCpu:CudaStepGraphs.*' 2>&1 |
+      tee "$WORK/dependent_launch_model.log" | grep -vE '^\[ *(OK|RUN) *\]'
+    gtest_summary dependent_launch_model_tests "$WORK/dependent_launch_model.log" $((SECONDS - start))
+  fi
+  start=$SECONDS
+  LUMEN_CUDA_DEPENDENT_LAUNCH=1 timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 \
+    --gtest_filter='*/cuda_*:*/cuda' 2>&1 | tee "$WORK/dependent_launch_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary dependent_launch_conformance "$WORK/dependent_launch_conformance.log" $((SECONDS - start))
+  [ -f "$vocab" ] || return 0
+  for spec in llama-1b:Q4_0 llama-8b:Q4_0 llama-1b:BF16; do
+    preset=${spec%%:*}; type=${spec##*:}
+    file="$WORK/$preset-$type.gguf"
+    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || continue
+    for way in 0 1; do
+      LUMEN_CUDA_DEPENDENT_LAUNCH=$way timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    done
+  done
 }
 
 # The int8 GEMM against the f16 way and the GEMV past 8 tokens: pp512 and batch-1 decode of

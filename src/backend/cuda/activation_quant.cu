@@ -3,6 +3,7 @@
 // signed scale from the first element of largest magnitude. The codes, sums and scales come out
 // bit for bit as the CPU's, so a weight row times an activation gives the same integer sums.
 #include "backend/cuda/device_math.cuh"
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/q8_block_quantize.cuh"
 
@@ -17,6 +18,8 @@ size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 // One warp per 32-value block: lane i quantizes value i.
 __global__ void quantize_q8_32_kernel(const float* x, int64_t xs, int64_t n_tokens, int64_t cols,
                                       Q8Activations out, bool with_sum) {
+  dependents_may_launch();  // a dependent launch (dependent_launch.cuh): x is the kernel's ahead
+  wait_for_prerequisites();
   const int lane = threadIdx.x % 32;
   const int64_t blocks = cols / 32;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
@@ -31,6 +34,8 @@ __global__ void quantize_q8_32_kernel(const float* x, int64_t xs, int64_t n_toke
 // One warp per 256-value super-block: lane i holds values 8i .. 8i + 7.
 __global__ void quantize_q8_k_kernel(const float* x, int64_t xs, int64_t n_tokens, int64_t cols,
                                      Q8Activations out) {
+  dependents_may_launch();
+  wait_for_prerequisites();
   const int lane = threadIdx.x % 32;
   const int64_t blocks = cols / 256;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
@@ -110,13 +115,13 @@ void launch_quantize_activations(tensor::DType act, const float* x, int64_t x_st
   const int threads = 32 * kWarpsPerBlock;
   if (act == tensor::DType::Q8_K) {
     const int64_t warps = n_tokens * (cols / 256);
-    quantize_q8_k_kernel<<<grid_for(warps * 32, threads), threads, 0, stream>>>(
-        x, x_stride, n_tokens, cols, out);
+    launch_kernel(quantize_q8_k_kernel, grid_for(warps * 32, threads), threads, 0, stream, x, x_stride, n_tokens, cols,
+                  out);
     return;
   }
   const int64_t warps = n_tokens * (cols / 32);
-  quantize_q8_32_kernel<<<grid_for(warps * 32, threads), threads, 0, stream>>>(
-      x, x_stride, n_tokens, cols, out, act == tensor::DType::Q8_1);
+  launch_kernel(quantize_q8_32_kernel, grid_for(warps * 32, threads), threads, 0, stream, x, x_stride, n_tokens, cols,
+                out, act == tensor::DType::Q8_1);
 }
 
 }  // namespace lumen::backend::cuda

@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "backend/cuda/attention_kernels.h"
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/kv_codec.h"
 #include "backend/cuda/q8_block_quantize.cuh"
@@ -119,6 +120,10 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
   const float* v_rows = v_from_keys ? k_tile : v_tile;
   const int64_t v_row_stride = v_from_keys ? dim + 1 : dim;
 
+  // A dependent launch (dependent_launch.cuh): the plan, the cache and the queries may be the
+  // kernels' ahead.
+  dependents_may_launch();
+  wait_for_prerequisites();
   AttentionTask task;
   AttentionItem item;
   if (!load_task(p, task, item)) return;  // uniform over the block, before any barrier
@@ -305,6 +310,8 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
 
 template <AttentionMode MODE>
 __global__ void attention_combine_kernel(AttentionParams p) {
+  dependents_may_launch();  // a dependent launch, as attention_task_kernel
+  wait_for_prerequisites();
   const AttentionItem item = load_item(p);
   const AttentionSeq seq = p.seqs[item.seq];
   const int64_t n_vec = item.n_q * item.n_heads;
@@ -379,7 +386,7 @@ void launch_tasks_for(const AttentionParams& params, int64_t n_tasks, cudaStream
     const dim3 grid = params.decode.n_seqs > 0 ? dim3(static_cast<unsigned>(decode_items(params.decode)),
                                                       static_cast<unsigned>(params.decode.max_splits))
                                                : dim3(static_cast<unsigned>(n_tasks));
-    kernel<<<grid, kThreads, shared, stream>>>(params);
+    launch_kernel(kernel, grid, kThreads, shared, stream, params);
   };
   using tensor::DType;
   if constexpr (MODE != AttentionMode::Flash) {
@@ -433,13 +440,13 @@ void launch_attention_combine(AttentionMode mode, const AttentionParams& params,
   const auto grid = static_cast<unsigned>(n_items);
   switch (mode) {
     case AttentionMode::Flash:
-      attention_combine_kernel<AttentionMode::Flash><<<grid, kThreads, 0, stream>>>(params);
+      launch_kernel(attention_combine_kernel<AttentionMode::Flash>, grid, kThreads, 0, stream, params);
       break;
     case AttentionMode::Stats:
-      attention_combine_kernel<AttentionMode::Stats><<<grid, kThreads, 0, stream>>>(params);
+      launch_kernel(attention_combine_kernel<AttentionMode::Stats>, grid, kThreads, 0, stream, params);
       break;
     case AttentionMode::ExactPv:
-      attention_combine_kernel<AttentionMode::ExactPv><<<grid, kThreads, 0, stream>>>(params);
+      launch_kernel(attention_combine_kernel<AttentionMode::ExactPv>, grid, kThreads, 0, stream, params);
       break;
   }
 }

@@ -11,6 +11,7 @@
 #include "backend/cuda/attention_kernels.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
+#include "backend/cuda/dependent_launch_streams.h"
 #include "backend/cuda/device_ceilings.h"
 #include "backend/cuda/graph_capture.h"
 #include "backend/cuda/kernels.h"
@@ -137,6 +138,7 @@ void CudaBackend::do_shift_keys(KvLayer& cache, std::span<const int32_t> blocks,
 
 CudaBackend::State::~State() {
   if (stream != nullptr) cudaStreamSynchronize(stream);
+  cuda::set_dependent_launch(stream, false);  // before the address can name another stream
   moe.reset();
   shift.reset();
   uploads.reset();
@@ -149,6 +151,12 @@ CudaBackend::State::~State() {
   if (gelu_table != nullptr) cudaFree(gelu_table);
   if (cublas != nullptr) cublasDestroy(cublas);
   if (stream != nullptr) cudaStreamDestroy(stream);
+}
+
+void CudaBackend::State::apply_dependent_launch() const {
+  // The instructions exist from sm_90; older devices would ignore the attribute, but asking
+  // nothing of them keeps their launches exactly as before.
+  cuda::set_dependent_launch(stream, options.dependent_launch && compute_capability >= 90);
 }
 
 void CudaBackend::State::check_launch(std::string_view op) const {
@@ -176,6 +184,7 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
   s.step = std::make_unique<cuda::StepUploads>(s.stream);
   s.step->set_decode_tables(s.options.step_graphs);
   s.graphs = std::make_unique<cuda::StepGraphs>(s.stream);
+  s.apply_dependent_launch();
   const std::vector<uint16_t> table = gelu_table();
   check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.gelu_table), table.size() * sizeof(uint16_t)),
              "cudaMalloc");
@@ -199,9 +208,11 @@ void CudaBackend::set_options(const CudaBackendOptions& options) {
   State& s = *state_;
   s.options = options;
   s.step->set_decode_tables(options.step_graphs);
+  s.apply_dependent_launch();
   s.graphs->clear();  // recorded with the old options' kernels
 }
 
+bool CudaBackend::dependent_launches() const { return cuda::dependent_launch(state_->stream); }
 uint64_t CudaBackend::prequantized_inputs() const { return state_->fused_inputs.prequantized(); }
 uint64_t CudaBackend::grouped_gemv_launches() const { return state_->grouped_gemv_launches; }
 uint64_t CudaBackend::int8_gemm_launches() const { return state_->int8_gemm_launches; }

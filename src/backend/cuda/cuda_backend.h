@@ -198,6 +198,15 @@ struct CudaBackendOptions {
   // a Mixtral-sized layer of 512 tokens 17.5 -> 7.4 ms, 48.6 TFLOPS; a Qwen3-MoE-shaped pp2048
   // 22.4k -> 28.0k tokens/s). LUMEN_CUDA_MOE_DEVICE_GEMM=0.
   bool moe_device_gemm = true;
+  // Queue the kernels of a decode step's chain (the RMSNorm and SwiGLU producers, the GEMVs,
+  // rope with the K/V store, attention, activation quantization, the logits' argmax) as
+  // programmatic dependent launches (dependent_launch.cuh; compute capability 9.0 or later, else
+  // ignored): each may start while the kernel ahead of it drains, and waits for it before it
+  // reads what it wrote. The GEMVs bring their rows into L2 before that wait. A 1B decode step
+  // is ~150 kernels of a few microseconds, each with its launch and drain between. The same
+  // arithmetic, so the same bits. Written without a GPU; off until a GPU run has checked it
+  // (CudaDependentLaunch) and measured it. LUMEN_CUDA_DEPENDENT_LAUNCH=1.
+  bool dependent_launch = false;
 };
 
 class CudaBackend final : public Backend {
@@ -213,6 +222,9 @@ class CudaBackend final : public Backend {
   std::optional<DeviceMemory> device_memory() const override;
   const CudaBackendOptions& options() const;
   void set_options(const CudaBackendOptions& options);
+  // Whether this backend's step kernels are queued as dependent launches: options().dependent_launch
+  // on a device of compute capability 9.0 or later.
+  bool dependent_launches() const;
   // How many GEMVs found their input quantized by the op before them
   // (CudaBackendOptions::fused_input_quantization), since the backend was made.
   uint64_t prequantized_inputs() const;

@@ -66,6 +66,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_ROUTED_MOE", options.routed_moe);
   flag("LUMEN_CUDA_MOE_DEVICE_GEMM", options.moe_device_gemm);
   flag("LUMEN_CUDA_INT8_GEMM", options.int8_gemm);
+  flag("LUMEN_CUDA_DEPENDENT_LAUNCH", options.dependent_launch);
   return options;
 }
 

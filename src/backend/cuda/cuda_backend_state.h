@@ -111,6 +111,9 @@ struct CudaBackend::State {
 
   // Throws with the name of the op if the last launch failed.
   void check_launch(std::string_view op) const;
+  // Tells the kernels' launch functions whether this stream's kernels are dependent launches
+  // (options.dependent_launch, dependent_launch_streams.h).
+  void apply_dependent_launch() const;
   bool is_device(const void* p) const { return registry->is_device(p); }
 };
 

@@ -15,6 +15,7 @@
 // forms the super-block's value: d * xd * sum(scale * dot) - dmin * xd * sum(min * bsum). The
 // row loops are gemv_rows.cuh's, which the experts' GEMV (gemv_experts.cu) shares.
 #include "backend/cuda/block_decode.h"
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/gemv_common.cuh"
 #include "backend/cuda/gemv_rows.cuh"
@@ -32,6 +33,8 @@ constexpr int kThreads = 32 * kRowsPerBlock;
 template <DType F>
 __global__ void gemv_legacy_kernel(const uint8_t* weights, size_t row_bytes, int64_t rows, int64_t cols,
                                    Q8Activations x, int64_t t0, int nt, float* y, int64_t ys) {
+  dependents_may_launch();  // a dependent launch (dependent_launch.cuh): x is the kernel's ahead
+  wait_for_prerequisites();
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;  // the whole warp
   float acc[kGemvMaxTokens] = {};
@@ -44,6 +47,8 @@ __global__ void gemv_legacy_kernel(const uint8_t* weights, size_t row_bytes, int
 template <DType F>
 __global__ void gemv_kquant_kernel(const uint8_t* weights, size_t row_bytes, int64_t rows, int64_t cols,
                                    Q8Activations x, int64_t t0, int nt, float* y, int64_t ys) {
+  dependents_may_launch();  // a dependent launch (dependent_launch.cuh): x is the kernel's ahead
+  wait_for_prerequisites();
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;
   float acc[kGemvMaxTokens] = {};
@@ -107,9 +112,11 @@ void launch_gemv_quantized(tensor::DType type, const void* w, size_t row_bytes, 
   const unsigned grid = row_blocks(rows);
   const auto launch = [&]<DType F>() {
     if constexpr (hd::kIsKQuant<F>) {
-      gemv_kquant_kernel<F><<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, nt, y, y_stride);
+      launch_kernel(gemv_kquant_kernel<F>, grid, kThreads, 0, stream, p, row_bytes, rows, cols, x, token_offset, nt, y,
+                    y_stride);
     } else {
-      gemv_legacy_kernel<F><<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, x, token_offset, nt, y, y_stride);
+      launch_kernel(gemv_legacy_kernel<F>, grid, kThreads, 0, stream, p, row_bytes, rows, cols, x, token_offset, nt, y,
+                    y_stride);
     }
   };
   dispatch_quantized_gemv(type, launch);  // the backend refuses other types before launching

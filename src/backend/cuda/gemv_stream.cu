@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "backend/cuda/block_decode.h"
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/gemv_common.cuh"
 #include "backend/cuda/kernels.h"
@@ -200,11 +201,17 @@ constexpr int kVectorsInFlight = 4;
 template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     gemv_stream_float_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t cols,
-                             const float* __restrict__ x, int64_t xs, int nt, float* __restrict__ y, int64_t ys) {
+                             const float* __restrict__ x, int64_t xs, int nt, float* __restrict__ y, int64_t ys,
+                             bool prefetch) {
   constexpr int kValues = kVectorValues<F>;
+  dependents_may_launch();
   const int64_t row = blockIdx.x;
   const auto* wrow = reinterpret_cast<const uint4*>(weights + row * static_cast<int64_t>(row_bytes));
   const int64_t vectors = cols / kValues;
+  // A dependent launch (dependent_launch.cuh): the row is brought into L2 while the kernel ahead
+  // may still run; x is that kernel's.
+  if (prefetch) prefetch_to_l2(wrow, static_cast<int64_t>(row_bytes), static_cast<int>(threadIdx.x), kThreads);
+  wait_for_prerequisites();
   float acc[NT] = {};
   for (int64_t v0 = threadIdx.x; v0 < vectors; v0 += static_cast<int64_t>(kThreads) * kVectorsInFlight) {
     uint4 v[kVectorsInFlight];
@@ -273,7 +280,8 @@ bool launch_gemv_float_stream(tensor::DType type, const void* w, size_t row_byte
   const auto grid = static_cast<unsigned>(rows);
   const auto launch = [&]<DType F>() {
     auto* kernel = nt == 1 ? gemv_stream_float_kernel<F, 1> : gemv_stream_float_kernel<F, kGemvMaxTokens>;
-    kernel<<<grid, kThreads, 0, stream>>>(p, row_bytes, cols, x, x_stride, nt, y, y_stride);
+    launch_kernel(kernel, grid, kThreads, 0, stream, p, row_bytes, cols, x, x_stride, nt, y, y_stride,
+                  dependent_launch(stream));
     return true;
   };
   switch (type) {

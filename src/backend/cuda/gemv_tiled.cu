@@ -18,6 +18,7 @@
 #include <span>
 
 #include "backend/cuda/block_decode.h"
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/gemv_common.cuh"
 #include "backend/cuda/kernels.h"
@@ -49,6 +50,10 @@ static_assert(kTileBlocks<DType::Q4_0> * hd::kBlockBytes<DType::Q4_0> % 16 == 0 
 template <DType F>
 constexpr int kLoadsPerLane = (kTileVectors<F> + 31) / 32;
 
+// What a warp brings into L2 of its row before it waits for the kernel ahead (a dependent launch,
+// dependent_launch.cuh): all of a 1B or 8B model's rows (at most 14 336 Q8_0 values).
+constexpr int64_t kPrefetchBytes = 16 * 1024;
+
 // The matrices of one launch (launch_gemv_quantized_tiled_group): matrix i takes blocks
 // [first_block[i], first_block[i + 1]). Passed by value as the kernel's parameter.
 struct TiledGroup {
@@ -58,6 +63,9 @@ struct TiledGroup {
   int64_t ys[kMaxTiledGemvMatrices];
   unsigned first_block[kMaxTiledGemvMatrices];
   int n;
+  // A dependent launch (dependent_launch.cuh): a warp brings its row into L2 before it waits for
+  // the kernel ahead, so its first loads overlap that kernel's end.
+  bool prefetch;
 };
 
 // Which matrix of the group this block's warps read (m), from which of its rows (first_row + warp).
@@ -101,6 +109,7 @@ __global__ void __launch_bounds__(kThreads)
     gemv_tiled_legacy_kernel(const __grid_constant__ TiledGroup group, size_t row_bytes, int64_t cols, Q8Activations x,
                              int64_t t_begin, int64_t n_tokens) {
   __shared__ uint4 tiles[kWarps][kTileVectors<F>];
+  dependents_may_launch();
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const TiledTarget target = target_of_block(group);
   const int64_t row = target.first_row + warp;
@@ -111,6 +120,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t blocks = cols / 32;
   const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
   const bool one_tile = blocks <= kTileBlocks<F>;
+  if (group.prefetch) prefetch_to_l2(wrow, min(static_cast<int64_t>(row_bytes), kPrefetchBytes), lane, 32);
+  wait_for_prerequisites();
   for (int64_t g = 0; g < n_tokens; g += NT) {
   const int64_t t0 = t_begin + g;
   const int nt = static_cast<int>(min(static_cast<int64_t>(NT), n_tokens - g));
@@ -150,6 +161,7 @@ __global__ void __launch_bounds__(kThreads)
     gemv_tiled_kquant_kernel(const __grid_constant__ TiledGroup group, size_t row_bytes, int64_t cols, Q8Activations x,
                              int64_t t_begin, int64_t n_tokens) {
   __shared__ uint4 tiles[kWarps][kTileVectors<F>];
+  dependents_may_launch();
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const TiledTarget target = target_of_block(group);
   const int64_t row = target.first_row + warp;
@@ -161,6 +173,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
   const int j = lane % 8;
   const bool one_tile = supers <= kTileBlocks<F>;
+  if (group.prefetch) prefetch_to_l2(wrow, min(static_cast<int64_t>(row_bytes), kPrefetchBytes), lane, 32);
+  wait_for_prerequisites();
   for (int64_t g = 0; g < n_tokens; g += NT) {
   const int64_t t0 = t_begin + g;
   const int nt = static_cast<int>(min(static_cast<int64_t>(NT), n_tokens - g));
@@ -225,6 +239,7 @@ bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int
     if (blocks > int64_t{0x7FFFFFFF}) return false;
   }
   group.n = static_cast<int>(matrices.size());
+  group.prefetch = dependent_launch(stream);
   if (blocks == 0 || n_tokens == 0) return true;
   const auto grid = static_cast<unsigned>(blocks);
   // One token alone (batch-1 decode) gets an instantiation with one accumulator; both add in the
@@ -232,10 +247,10 @@ bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int
   const auto launch = [&]<DType F>() {
     if constexpr (hd::kIsKQuant<F>) {
       auto* kernel = n_tokens == 1 ? gemv_tiled_kquant_kernel<F, 1> : gemv_tiled_kquant_kernel<F, kGemvMaxTokens>;
-      kernel<<<grid, kThreads, 0, stream>>>(group, row_bytes, cols, x, token_offset, n_tokens);
+      launch_kernel(kernel, grid, kThreads, 0, stream, group, row_bytes, cols, x, token_offset, n_tokens);
     } else {
       auto* kernel = n_tokens == 1 ? gemv_tiled_legacy_kernel<F, 1> : gemv_tiled_legacy_kernel<F, kGemvMaxTokens>;
-      kernel<<<grid, kThreads, 0, stream>>>(group, row_bytes, cols, x, token_offset, n_tokens);
+      launch_kernel(kernel, grid, kThreads, 0, stream, group, row_bytes, cols, x, token_offset, n_tokens);
     }
   };
   return dispatch_quantized_gemv(type, launch);

@@ -225,7 +225,8 @@ bool launch_gemv_float_stream(tensor::DType type, const void* w, size_t row_byte
 // loads (one warp per row, staged through the warp's shared memory), for any number of tokens in
 // one launch: kGemvMaxTokens at a time, each group the pass launch_gemv_quantized would make, a
 // row of one tile (4096 values or fewer) staged once for all of them. Launch nothing and return
-// false where the rows are not whole 16-byte vectors at 16-byte boundaries.
+// false where the rows are not whole 16-byte vectors at 16-byte boundaries. As a dependent
+// launch (dependent_launch.cuh) a warp brings its row into L2 before the kernel ahead has ended.
 bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
                                  const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
                                  int64_t y_stride, cudaStream_t stream);

@@ -18,6 +18,7 @@
 // block of 256 threads one Q8_K super-block.
 #include <cmath>
 
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/q8_block_quantize.cuh"
@@ -51,6 +52,9 @@ __global__ void __launch_bounds__(kRowThreads)
   __shared__ double partial[kRowThreads / 32];
   __shared__ float shared_scale;
   __shared__ Q8kLead leads[kRowThreads / 32];
+  // A dependent launch (dependent_launch.cuh): everything it reads may be the kernels' ahead.
+  dependents_may_launch();
+  wait_for_prerequisites();
   const int64_t row = blockIdx.x;
   const int t = static_cast<int>(threadIdx.x);
   float v[PER], w[PER];
@@ -99,6 +103,8 @@ __global__ void __launch_bounds__(kRowThreads)
     swiglu_quantize_kernel(const float* gate, int64_t gs, const float* up, int64_t us, float* out, int64_t os,
                            int64_t cols, int64_t chunks, Q8Activations q) {
   __shared__ Q8kLead leads[kRowThreads / 32];
+  dependents_may_launch();
+  wait_for_prerequisites();
   const int64_t row = blockIdx.x / chunks, base = (blockIdx.x % chunks) * int64_t{kRowThreads};
   const int64_t c = base + threadIdx.x;
   float v = 0.0f;
@@ -118,20 +124,20 @@ void launch_norm_for(const float* x, int64_t xs, const float* b, int64_t bs, flo
   const auto grid = static_cast<unsigned>(rows);
   switch (quant) {
     case kQ8_0:
-      rms_norm_rows_kernel<ADD, PER, kQ8_0>
-          <<<grid, kRowThreads, 0, stream>>>(x, xs, b, bs, added, adds, weight, eps, y, ys, cols, q);
+      launch_kernel(rms_norm_rows_kernel<ADD, PER, kQ8_0>, grid, kRowThreads, 0, stream, x, xs, b, bs, added, adds,
+                    weight, eps, y, ys, cols, q);
       return;
     case kQ8_1:
-      rms_norm_rows_kernel<ADD, PER, kQ8_1>
-          <<<grid, kRowThreads, 0, stream>>>(x, xs, b, bs, added, adds, weight, eps, y, ys, cols, q);
+      launch_kernel(rms_norm_rows_kernel<ADD, PER, kQ8_1>, grid, kRowThreads, 0, stream, x, xs, b, bs, added, adds,
+                    weight, eps, y, ys, cols, q);
       return;
     case kQ8K:
-      rms_norm_rows_kernel<ADD, PER, kQ8K>
-          <<<grid, kRowThreads, 0, stream>>>(x, xs, b, bs, added, adds, weight, eps, y, ys, cols, q);
+      launch_kernel(rms_norm_rows_kernel<ADD, PER, kQ8K>, grid, kRowThreads, 0, stream, x, xs, b, bs, added, adds,
+                    weight, eps, y, ys, cols, q);
       return;
     default:
-      rms_norm_rows_kernel<ADD, PER, kNoQuant>
-          <<<grid, kRowThreads, 0, stream>>>(x, xs, b, bs, added, adds, weight, eps, y, ys, cols, q);
+      launch_kernel(rms_norm_rows_kernel<ADD, PER, kNoQuant>, grid, kRowThreads, 0, stream, x, xs, b, bs, added, adds,
+                    weight, eps, y, ys, cols, q);
   }
 }
 
@@ -204,16 +210,16 @@ bool launch_swiglu_quantized(const float* gate, int64_t gate_stride, const float
   const auto grid = static_cast<unsigned>(rows * chunks);
   switch (quant) {
     case kQ8_0:
-      swiglu_quantize_kernel<kQ8_0>
-          <<<grid, kRowThreads, 0, stream>>>(gate, gate_stride, up, up_stride, out, out_stride, cols, chunks, q);
+      launch_kernel(swiglu_quantize_kernel<kQ8_0>, grid, kRowThreads, 0, stream, gate, gate_stride, up, up_stride, out,
+                    out_stride, cols, chunks, q);
       break;
     case kQ8_1:
-      swiglu_quantize_kernel<kQ8_1>
-          <<<grid, kRowThreads, 0, stream>>>(gate, gate_stride, up, up_stride, out, out_stride, cols, chunks, q);
+      launch_kernel(swiglu_quantize_kernel<kQ8_1>, grid, kRowThreads, 0, stream, gate, gate_stride, up, up_stride, out,
+                    out_stride, cols, chunks, q);
       break;
     default:
-      swiglu_quantize_kernel<kQ8K>
-          <<<grid, kRowThreads, 0, stream>>>(gate, gate_stride, up, up_stride, out, out_stride, cols, chunks, q);
+      launch_kernel(swiglu_quantize_kernel<kQ8K>, grid, kRowThreads, 0, stream, gate, gate_stride, up, up_stride, out,
+                    out_stride, cols, chunks, q);
   }
   return true;
 }

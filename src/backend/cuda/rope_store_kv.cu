@@ -3,6 +3,7 @@
 // the values into their cache row. Each step is rope.cu's or store_kv's device function, so the
 // bits are those three launches' (rope, rope, store_kv), and a decode step launches two kernels
 // fewer a layer.
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/kv_row_store.cuh"
 #include "backend/cuda/rope_device.cuh"
@@ -16,6 +17,8 @@ constexpr int kThreads = 128;
 template <bool LOADS_FIRST>
 __global__ void __launch_bounds__(kThreads) rope_store_kv_kernel(RopeStoreKvArgs a) {
   extern __shared__ float shared[];
+  dependents_may_launch();  // a dependent launch (dependent_launch.cuh): q, k and v are the GEMV's
+  wait_for_prerequisites();
   const int64_t token = blockIdx.x;
   const float* cos_sin = rope_token_table(shared, a.positions[token], a.rope);
   rope_token_heads<LOADS_FIRST>(a.q, a.head_stride_q, a.q_heads, token, cos_sin, a.rope);
@@ -39,9 +42,9 @@ void launch_rope_store_kv(const RopeStoreKvArgs& args, int64_t n_tokens, cudaStr
   const size_t shared = rope_table_bytes(args.rope);
   const auto grid = static_cast<unsigned>(n_tokens);
   if (args.rope.loads_first) {
-    rope_store_kv_kernel<true><<<grid, kThreads, shared, stream>>>(args);
+    launch_kernel(rope_store_kv_kernel<true>, grid, kThreads, shared, stream, args);
   } else {
-    rope_store_kv_kernel<false><<<grid, kThreads, shared, stream>>>(args);
+    launch_kernel(rope_store_kv_kernel<false>, grid, kThreads, shared, stream, args);
   }
 }
 

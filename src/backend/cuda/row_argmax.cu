@@ -3,6 +3,7 @@
 // copies back 12 bytes a row instead of the vocabulary's floats. The combine rule is
 // row_argmax_math.h's, which the host tests hold to the sampler's choice.
 #include "backend/cuda/device_math.cuh"
+#include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/row_argmax_math.h"
 
@@ -24,6 +25,8 @@ __device__ __forceinline__ argmax::Candidate warp_best(argmax::Candidate c) {
 
 // One block per row: each thread scans a strided part, then warps, then the block's warps.
 __global__ void row_argmax_kernel(const float* logits, int64_t width, DeviceRowArgmax* out) {
+  dependents_may_launch();  // a dependent launch (dependent_launch.cuh): the logits are the GEMV's
+  wait_for_prerequisites();
   const float* row = logits + static_cast<int64_t>(blockIdx.x) * width;
   argmax::Candidate best = argmax::empty_candidate();
   int32_t finite = 1;
@@ -57,7 +60,7 @@ __global__ void row_argmax_kernel(const float* logits, int64_t width, DeviceRowA
 
 void launch_row_argmax(const float* logits, int64_t width, int64_t rows, DeviceRowArgmax* out, cudaStream_t stream) {
   if (rows == 0) return;
-  row_argmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, width, out);
+  launch_kernel(row_argmax_kernel, static_cast<unsigned>(rows), kThreads, 0, stream, logits, width, out);
 }
 
 }  // namespace lumen::backend::cuda

@@ -67,7 +67,8 @@ constexpr const char* kFlags[] = {"LUMEN_CUDA_GRAPHS",
                                   "LUMEN_CUDA_ROUTED_MOE",
                                   "LUMEN_CUDA_ENCODER_TENSOR_CORES",
                                   "LUMEN_CUDA_MOE_DEVICE_GEMM",
-                                  "LUMEN_CUDA_INT8_GEMM"};
+                                  "LUMEN_CUDA_INT8_GEMM",
+                                  "LUMEN_CUDA_DEPENDENT_LAUNCH"};
 constexpr const char* kValueSwitches[] = {"LUMEN_CUDA_GEMV", "LUMEN_CUDA_MAX_GEMV_TOKENS", "LUMEN_CUDA_MOE_GEMV_MACS"};
 
 std::string refusal(const char* name, const char* value) {
@@ -124,6 +125,7 @@ constexpr FlagOption kFlagOptions[] = {
     {"LUMEN_CUDA_ENCODER_TENSOR_CORES", &CudaBackendOptions::encoder_tensor_cores},
     {"LUMEN_CUDA_MOE_DEVICE_GEMM", &CudaBackendOptions::moe_device_gemm},
     {"LUMEN_CUDA_INT8_GEMM", &CudaBackendOptions::int8_gemm},
+    {"LUMEN_CUDA_DEPENDENT_LAUNCH", &CudaBackendOptions::dependent_launch},
 };
 
 TEST(CudaEnvironmentOptions, EveryFlagIsListed) {
