@@ -85,9 +85,9 @@
 #          (scripts/gpu_check_split.sh);
 #   unverified  what was written without a GPU since the last GPU run, first and in a few minutes:
 #          the matmul suites (the f16 conversion, the int8 GEMM), the tests changed since, the
-#          conformance rows, the default model through the int8 GEMM against the CPU, the
-#          dependent launches (their logits against plain launches, conformance rows, decode each
-#          way), int8, and the device-clock profile of llama-1b Q4_0;
+#          conformance rows, the dependent launches (their logits against plain launches,
+#          conformance rows, decode each way), the device-clock profile of llama-1b Q4_0, the
+#          default model and K-quant models through the int8 GEMM against the CPU, then int8;
 #   int8   the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1) against the f16 way: pp512 and decode of llama-1b
 #          and llama-8b Q4_0, and 64 streams with each way and with the GEMV for up to 64 tokens;
 #   quick  the defaults in a few minutes: the switched features' op suites, every conformance row,
@@ -747,6 +747,11 @@ run_unverified() {
   timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' \
     2>&1 | tee "$WORK/unverified_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_conformance "$WORK/unverified_conformance.log" $((SECONDS - start))
+  # The cheapest checks of the most first (a call is cut at its timeout): the dependent launches,
+  # then the device-clock profile (where a decode and a prefill step go; new since 2026-11-29),
+  # then the int8 GEMM through models and its benchmarks.
+  run_dependent_launch
+  GPU_CHECK_DEVICE_PROFILE=${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0} run_device_profile
   model=$(default_model)
   if [ -f "$model" ]; then
     # The default model's prompts (Q4_1 and Q8_0 weights) through the int8 GEMM: greedy and
@@ -774,10 +779,7 @@ run_unverified() {
       gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
     done
   fi
-  run_dependent_launch
   run_int8_bench
-  # New since 2026-11-29: the device-clock profile (where a decode and a prefill step go).
-  GPU_CHECK_DEVICE_PROFILE=${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0} run_device_profile
 }
 
 # The step's kernels as programmatic dependent launches (LUMEN_CUDA_DEPENDENT_LAUNCH=1, written
