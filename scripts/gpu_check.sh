@@ -62,7 +62,7 @@
 #   peer   llama.cpp's CUDA llama-bench on bench's models: pp512 and tg128 at depths 0 and 512,
 #          3 repetitions, every layer on the GPU; run it in the same call as bench. prepare packs
 #          it into .gpu-peer/ when LLAMA_BENCH_CUDA names it (built outside the repository with -DGGML_CUDA=ON
-#          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF);
+#          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF; scripts/build_cuda_peer.sh builds it);
 #   engine the engine's model tests on CUDA (cuda_engine_tests: batched vs alone, chunked prefill,
 #          preemption, prefix cache, context shift, fairness, faults; needs the default model),
 #          then again op by op (no CUDA graphs) and with dependent launches, then the 2026-11-29
