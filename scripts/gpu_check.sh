@@ -395,6 +395,20 @@ build_here() {
 }
 
 # Prints {"check": name, "passed": n, "failed": n, "skipped": n, "seconds": s} from a gtest log.
+# The synthetic model SPEC (preset:type, every layer; lumen synth with the bundle's vocabulary) in
+# the work folder: made once, shared by the modes that time it. Prints its path; fails (and says so)
+# when synth does.
+synth_model() {
+  local spec=$1 preset=${1%%:*} type=${1##*:}
+  local file="$WORK/$preset-$type.gguf" start=$SECONDS
+  if [ ! -f "$file" ]; then
+    "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" >&2 ||
+      { log "synth $spec failed"; return 1; }
+    log "synth $spec: $((SECONDS - start)) s"
+  fi
+  echo "$file"
+}
+
 gtest_summary() {
   local name=$1 logfile=$2 seconds=$3 passed failed skipped
   passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$logfile" | grep -oE '[0-9]+$' || echo 0)
@@ -579,12 +593,7 @@ run_bench() {
   local spec preset type file
   for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0}; do
     preset=${spec%%:*}; type=${spec##*:}
-    file="$WORK/$preset-$type.gguf"
-    if [ ! -f "$file" ]; then
-      local start=$SECONDS
-      "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || { log "synth $spec failed"; continue; }
-      log "synth $spec: $((SECONDS - start)) s"
-    fi
+    file=$(synth_model "$spec") || continue
     # Default options, then every matmul on the GEMV kernels (prefill too); then the default
     # options with the one-warp GEMV kernels for every type (the default tiles quantized weights
     # and streams float ones), without the fused add + RMSNorm, and with the one-pass (not
@@ -804,8 +813,7 @@ run_dependent_launch() {
   [ -f "$vocab" ] || return 0
   for spec in llama-1b:Q4_0 llama-8b:Q4_0 llama-1b:BF16; do
     preset=${spec%%:*}; type=${spec##*:}
-    file="$WORK/$preset-$type.gguf"
-    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || continue
+    file=$(synth_model "$spec") || continue
     for way in 0 1; do
       LUMEN_CUDA_DEPENDENT_LAUNCH=$way timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     done
@@ -821,8 +829,7 @@ run_int8_bench() {
   [ -f "$vocab" ] || { log "no vocabulary: the int8 benchmarks skipped"; return 0; }
   for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0 llama-1b:Q4_K_M}; do
     preset=${spec%%:*}; type=${spec##*:}
-    file="$WORK/$preset-$type.gguf"
-    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || continue
+    file=$(synth_model "$spec") || continue
     for int8 in 0 1; do
       LUMEN_CUDA_INT8_GEMM=$int8 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 64 512 0 | tee -a "$RESULTS"
     done
@@ -950,8 +957,7 @@ run_quick() {
   [ -f "$vocab" ] || return 0
   for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0 llama-1b:Q4_K_M}; do
     preset=${spec%%:*}; type=${spec##*:}
-    file="$WORK/$preset-$type.gguf"
-    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || continue
+    file=$(synth_model "$spec") || continue
     timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     LUMEN_CUDA_EXACT_ATTENTION=0 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   done
@@ -968,9 +974,7 @@ run_streams() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file n
   spec=${GPU_CHECK_STREAMS_MODEL:-llama-1b:Q4_0}
   preset=${spec%%:*}; type=${spec##*:}
-  file="$WORK/$preset-$type.gguf"
-  [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
-    { log "synth $spec failed"; return 1; }
+  file=$(synth_model "$spec") || return 1
   local graphs gemv
   for gemv in 8 64; do
     for graphs in 0 1; do
@@ -1033,9 +1037,7 @@ run_peer() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file
   for spec in ${GPU_CHECK_MODELS:-llama-1b:Q4_0 llama-1b:BF16 llama-8b:Q4_0}; do
     preset=${spec%%:*}; type=${spec##*:}
-    file="$WORK/$preset-$type.gguf"
-    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
-      { log "synth $spec failed"; continue; }
+    file=$(synth_model "$spec") || continue
     # Depth 512 too: bench decodes after a 512-token prompt, so tg128 at depth 512 is its match.
     "$BIN/llama-bench" -m "$file" -p 512 -n 128 -d 0,512 -r 3 -ngl 99 -o jsonl 2> "$WORK/peer-$preset-$type.err" |
       python3 -c 'import json, sys
@@ -1060,9 +1062,7 @@ run_device_profile() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file name
   for spec in ${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0 llama-8b:Q4_0}; do
     preset=${spec%%:*}; type=${spec##*:}
-    file="$WORK/$preset-$type.gguf"
-    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
-      { log "synth $spec failed"; continue; }
+    file=$(synth_model "$spec") || continue
     name="devprofile-$preset-$type"
     timeout 180 "$BIN/lumen" bench profile --device cuda -m "$file" --prefill 512 --decode-batch 1,64 --context 512 \
       -r 3 --json > "$WORK/$name.json" 2> "$WORK/$name.err" || { tail -n 5 "$WORK/$name.err" >&2; continue; }
@@ -1088,9 +1088,7 @@ run_profile() {
   [ -n "$ncu" ] && [ -x "$ncu" ] || { log "no ncu on this machine"; return 1; }
   for spec in ${GPU_CHECK_PROFILE:-llama-1b:Q4_0 llama-1b:BF16}; do
     preset=${spec%%:*}; type=${spec##*:}
-    file="$WORK/$preset-$type.gguf"
-    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
-      { log "synth $spec failed"; continue; }
+    file=$(synth_model "$spec") || continue
     for gemv in ${GPU_CHECK_PROFILE_GEMV:-auto}; do  # auto, warp or stream (LUMEN_CUDA_GEMV)
       name="profile-$preset-$type-$gemv"
       LUMEN_CUDA_GEMV=$gemv LUMEN_BENCH_PROFILE_STEP=1 \
@@ -1106,8 +1104,7 @@ run_profile() {
   # of 64 rows, op by op so each launch is its own), with the f16 way and with the int8 GEMM.
   spec=${GPU_CHECK_STREAMS_MODEL:-llama-1b:Q4_0}
   preset=${spec%%:*}; type=${spec##*:}
-  file="$WORK/$preset-$type.gguf"
-  [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 || return 0
+  file=$(synth_model "$spec") || return 0
   local int8
   for int8 in 0 1; do
     name="profile-streams64-$preset-$type-int8$int8"
@@ -1174,9 +1171,7 @@ run_serve() {
   local vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file n pid port=18080
   for spec in ${GPU_CHECK_SERVE_MODELS:-llama-1b:Q4_0 llama-8b:Q4_0}; do
     preset=${spec%%:*}; type=${spec##*:}
-    file="$WORK/$preset-$type.gguf"
-    [ -f "$file" ] || "$BIN/lumen" synth "$preset" -o "$file" --type "$type" --vocab "$vocab" >&2 ||
-      { log "synth $spec failed"; continue; }
+    file=$(synth_model "$spec") || continue
     LUMEN_CUDA_GRAPHS=1 "$BIN/lumen" serve -m "$file" --device cuda --port "$port" --max-num-seqs 256 \
       > "$WORK/serve-lumen-$preset-$type.log" 2>&1 &
     pid=$!
