@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "backend/cuda/cuda_backend.h"
 #include "decode_together.h"
 #include "engine/loaded_model.h"
@@ -26,9 +28,11 @@ class CudaDependentLaunch : public ::testing::Test {
   void SetUp() override {
     if (backend::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     if (!std::filesystem::exists(gpu_test_model_path())) GTEST_SKIP() << "no model at " << gpu_test_model_path();
-    backend::CudaBackend probe(0, with(true, true));
-    pin(probe, true, true);
-    if (!probe.dependent_launches()) GTEST_SKIP() << "dependent launches need compute capability 9.0";
+    // The device's own answer, not the backend's: a backend that failed to ask for dependent
+    // launches on an sm_90 device must fail below (dependent_launches()), not skip.
+    cudaDeviceProp properties{};
+    ASSERT_EQ(cudaGetDeviceProperties(&properties, 0), cudaSuccess);
+    if (properties.major < 9) GTEST_SKIP() << "dependent launches need compute capability 9.0";
   }
 
   static backend::CudaBackendOptions with(bool dependent, bool graphs) {
@@ -82,6 +86,7 @@ TEST_F(CudaDependentLaunch, ThreeSequencesDecodeAsPlainLaunches) {
   backend::CudaBackend dependent(0, with(true, true));
   pin(plain, false, true);
   pin(dependent, true, true);
+  ASSERT_TRUE(dependent.dependent_launches());
   engine::LoadedModel plain_model = engine::LoadedModel::load(gpu_test_model_path(), plain);
   engine::LoadedModel dependent_model = engine::LoadedModel::load(gpu_test_model_path(), dependent);
   constexpr int kSteps = 40;
