@@ -85,9 +85,10 @@
 #          (scripts/gpu_check_split.sh);
 #   unverified  what was written without a GPU since the last GPU run, first and in a few minutes:
 #          the matmul suites (the f16 conversion, the int8 GEMM), the tests changed since, the
-#          conformance rows, the dependent launches (their logits against plain launches,
-#          conformance rows, decode each way), the device-clock profile of llama-1b Q4_0, the
-#          default model and K-quant models through the int8 GEMM against the CPU, then int8;
+#          conformance rows, the device-clock profile of llama-1b Q4_0, the dependent launches
+#          (their logits against plain launches, conformance rows, decode each way), the pipelined
+#          GEMV (its bits, model tests, GB/s, decode), the default model and K-quant models through
+#          the int8 GEMM against the CPU, then int8;
 #   int8   the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1) against the f16 way: pp512 and decode of llama-1b
 #          and llama-8b Q4_0, and 64 streams with each way and with the GEMV for up to 64 tokens;
 #   quick  the defaults in a few minutes: the switched features' op suites, every conformance row,
@@ -756,11 +757,13 @@ run_unverified() {
   timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' \
     2>&1 | tee "$WORK/unverified_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_conformance "$WORK/unverified_conformance.log" $((SECONDS - start))
-  # The cheapest checks of the most first (a call is cut at its timeout): the dependent launches,
-  # then the device-clock profile (where a decode and a prefill step go; new since 2026-11-29),
-  # then the int8 GEMM through models and its benchmarks.
-  run_dependent_launch
+  # The cheapest checks of the most first (a call is cut at its timeout): the device-clock profile
+  # (where a decode step of 1 and of 64 sequences and a prefill step go: what the next work
+  # follows; new since 2026-11-29), the dependent launches, the pipelined GEMV, then the int8 GEMM
+  # through models and its benchmarks.
   GPU_CHECK_DEVICE_PROFILE=${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0} run_device_profile
+  run_dependent_launch
+  run_pipelined_gemv
   model=$(default_model)
   if [ -f "$model" ]; then
     # The default model's prompts (Q4_1 and Q8_0 weights) through the int8 GEMM: greedy and
@@ -817,6 +820,44 @@ run_dependent_launch() {
     for way in 0 1; do
       LUMEN_CUDA_DEPENDENT_LAUNCH=$way timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     done
+  done
+}
+
+# The pipelined GEMV (LUMEN_CUDA_GEMV=pipelined, written 2026-11-30 without a GPU): its bits
+# against the warp kernels (CudaPipelinedGemv*; the grouped launches' suite with it), greedy and
+# step graphs against the CPU with it, GB/s beside the other kernels (lumen_cuda_gemv_bench), then
+# batch-1 decode with it, with and without dependent launches (run_dependent_launch has the tiled
+# kernels' both ways on the Q4_0 files), and the tiled one on the Q4_K_M file.
+run_pipelined_gemv() {
+  local start model vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec file way
+  start=$SECONDS
+  timeout 150 "$BIN/unit_backend_cuda" --gtest_brief=1 --gtest_filter='*CudaPipelinedGemv*' 2>&1 |
+    tee "$WORK/pipelined_gemv_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary pipelined_gemv_ops "$WORK/pipelined_gemv_ops.log" $((SECONDS - start))
+  start=$SECONDS
+  LUMEN_CUDA_GEMV=pipelined timeout 60 "$BIN/unit_backend_cuda" --gtest_brief=1 --gtest_filter='*CudaGroupedGemv*' 2>&1 |
+    tee "$WORK/pipelined_gemv_grouped.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary pipelined_gemv_grouped "$WORK/pipelined_gemv_grouped.log" $((SECONDS - start))
+  model=$(default_model)
+  if [ -f "$model" ]; then
+    start=$SECONDS
+    LUMEN_CUDA_GEMV=pipelined LUMEN_GPU_TEST_MODEL="$model" timeout 150 "$BIN/cuda_model_tests" --gtest_brief=1 \
+      --gtest_filter='CudaGreedy.*WithCpu:CudaStepGraphs.*' 2>&1 |
+      tee "$WORK/pipelined_gemv_model.log" | grep -vE '^\[ *(OK|RUN) *\]'
+    gtest_summary pipelined_gemv_model_tests "$WORK/pipelined_gemv_model.log" $((SECONDS - start))
+  fi
+  GPU_CHECK_GEMV_TYPES=${GPU_CHECK_GEMV_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} run_gemv
+  [ -f "$vocab" ] || return 0
+  for spec in llama-8b:Q4_0 llama-1b:Q4_0; do
+    file=$(synth_model "$spec") || continue
+    for way in 0 1; do
+      LUMEN_CUDA_GEMV=pipelined LUMEN_CUDA_DEPENDENT_LAUNCH=$way timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 |
+        tee -a "$RESULTS"
+    done
+  done
+  file=$(synth_model llama-1b:Q4_K_M) || return 0
+  for way in tiled pipelined; do
+    LUMEN_CUDA_GEMV=$way timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
   done
 }
 

@@ -215,6 +215,7 @@ void CudaBackend::set_options(const CudaBackendOptions& options) {
 bool CudaBackend::dependent_launches() const { return cuda::dependent_launch(state_->stream); }
 uint64_t CudaBackend::prequantized_inputs() const { return state_->fused_inputs.prequantized(); }
 uint64_t CudaBackend::grouped_gemv_launches() const { return state_->grouped_gemv_launches; }
+uint64_t CudaBackend::pipelined_gemv_launches() const { return state_->pipelined_gemv_launches; }
 uint64_t CudaBackend::int8_gemm_launches() const { return state_->int8_gemm_launches; }
 uint64_t CudaBackend::expert_gemm_layers() const { return state_->expert_gemm_layers; }
 void CudaBackend::do_time_steps(bool on) { state_->step_timer->enable(on); }

@@ -27,8 +27,10 @@ namespace lumen::backend {
 // weights but Q8_0 (gemv.cu's results bit for bit, rows read with 16-byte loads: decode 5-10%
 // faster than the one-warp kernels on an H200, 2026-11-28, BENCHMARKS.md; Q8_0's 34-byte blocks
 // read faster with the one-warp kernels on 5 of the 8 decode shapes). Tiled: every quantized
-// type tiled.
-enum class GemvKernels : uint8_t { ByMeasurement, Warp, Stream, Tiled };
+// type tiled. Pipelined: the tiled kernels' tiles and bits, each warp with its next tile in flight
+// and the launch sized to the device (gemv_pipelined.cu; written 2026-11-30 without a GPU, not a
+// default until one has measured it).
+enum class GemvKernels : uint8_t { ByMeasurement, Warp, Stream, Tiled, Pipelined };
 
 struct CudaBackendOptions {
   // matmuls over at most this many tokens run the quantized GEMV kernels (8 tokens per pass
@@ -52,7 +54,7 @@ struct CudaBackendOptions {
   // Which GEMV kernels run batch-1..max_gemv_tokens matmuls: gemv_stream.cu's (a block of 4
   // warps per weight row, 16-byte loads) or gemv_tiled.cu's (a warp per row, 16-byte loads)
   // where the rows allow, else gemv.cu's (one warp per row), which are their reference. The environment variable
-  // LUMEN_CUDA_GEMV=stream, =warp, =tiled or =auto sets it for any binary, for A/B runs.
+  // LUMEN_CUDA_GEMV=stream, =warp, =tiled, =pipelined or =auto sets it for any binary, for A/B runs.
   GemvKernels gemv = GemvKernels::ByMeasurement;
   // Declare add_rms_norm (the residual add and the next norm in one launch), so the transformer
   // uses it: bit for bit add then rms_norm (its conformance rows and the greedy model tests passed
@@ -230,6 +232,9 @@ class CudaBackend final : public Backend {
   uint64_t prequantized_inputs() const;
   // How many launches ran several GEMVs of one input (CudaBackendOptions::grouped_gemv).
   uint64_t grouped_gemv_launches() const;
+  // GEMV launches the pipelined kernels ran (GemvKernels::Pipelined), counted on the host as ops
+  // run (a replayed step's are not).
+  uint64_t pipelined_gemv_launches() const;
   // Matmuls the int8 GEMM ran (options.int8_gemm), counted on the host as the op runs.
   uint64_t int8_gemm_launches() const;
   // How many moe_ffn_routed calls ran their experts on the device's tensor-core GEMM

@@ -10,12 +10,13 @@ namespace lumen::backend {
 CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   if (const char* gemv = std::getenv("LUMEN_CUDA_GEMV"); gemv != nullptr) {
     const std::string_view kind(gemv);
-    if (kind != "stream" && kind != "warp" && kind != "tiled" && kind != "auto")
-      fail("LUMEN_CUDA_GEMV must be 'stream', 'warp', 'tiled' or 'auto', not '{}'", kind);
-    options.gemv = kind == "stream"  ? GemvKernels::Stream
-                   : kind == "warp"  ? GemvKernels::Warp
-                   : kind == "tiled" ? GemvKernels::Tiled
-                                     : GemvKernels::ByMeasurement;
+    if (kind != "stream" && kind != "warp" && kind != "tiled" && kind != "pipelined" && kind != "auto")
+      fail("LUMEN_CUDA_GEMV must be 'stream', 'warp', 'tiled', 'pipelined' or 'auto', not '{}'", kind);
+    options.gemv = kind == "stream"      ? GemvKernels::Stream
+                   : kind == "warp"      ? GemvKernels::Warp
+                   : kind == "tiled"     ? GemvKernels::Tiled
+                   : kind == "pipelined" ? GemvKernels::Pipelined
+                                         : GemvKernels::ByMeasurement;
   }
   if (const char* tokens = std::getenv("LUMEN_CUDA_MAX_GEMV_TOKENS"); tokens != nullptr) {
     const std::string_view value(tokens);

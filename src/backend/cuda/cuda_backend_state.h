@@ -61,6 +61,7 @@ struct CudaBackend::State {
   cuda::FusedInputQuantization fused_inputs;
   uint64_t int8_gemm_launches = 0;     // options.int8_gemm: matmuls it ran
   uint64_t grouped_gemv_launches = 0;  // options.grouped_gemv: launches of several GEMVs
+  uint64_t pipelined_gemv_launches = 0;  // GemvKernels::Pipelined: launches it took
   uint64_t expert_gemm_layers = 0;     // options.moe_device_gemm: moe_ffn_routed calls on the GEMM
   cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows
   cuda::DeviceScratch gemm_x;          // matmul: f16 activations

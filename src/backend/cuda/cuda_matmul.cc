@@ -87,9 +87,26 @@ cuda::Q8Activations quantized_rows(CudaBackend::State& s, DeviceRows x, DType ac
   return q;
 }
 
-// Whether the quantized GEMV of `type` runs the tiled kernels (options.gemv).
+// Whether the quantized GEMV of `type` runs the tiled kernels (options.gemv), or their pipelined
+// form, which takes the same calls.
 bool tiled_gemv_for(const CudaBackend::State& s, DType type) {
-  return s.options.gemv == GemvKernels::Tiled || (s.options.gemv == GemvKernels::ByMeasurement && type != DType::Q8_0);
+  return s.options.gemv == GemvKernels::Tiled || s.options.gemv == GemvKernels::Pipelined ||
+         (s.options.gemv == GemvKernels::ByMeasurement && type != DType::Q8_0);
+}
+
+// One tiled GEMV launch over `matrices` (same type and width): the pipelined kernels where
+// options.gemv asks for them and they take the call (up to kGemvMaxTokens tokens, sm_80+), else
+// the tiled ones; both write the same bits. False when neither took it (rows not whole 16-byte
+// vectors at 16-byte boundaries).
+bool launch_tiled_gemv(CudaBackend::State& s, DType type, size_t row_bytes, int64_t cols,
+                       std::span<const cuda::TiledGemvMatrix> matrices, const cuda::Q8Activations& q,
+                       int64_t n_tokens) {
+  if (s.options.gemv == GemvKernels::Pipelined && s.compute_capability >= 80 &&
+      cuda::launch_gemv_quantized_pipelined_group(type, row_bytes, cols, matrices, q, 0, n_tokens, s.stream)) {
+    ++s.pipelined_gemv_launches;
+    return true;
+  }
+  return cuda::launch_gemv_quantized_tiled_group(type, row_bytes, cols, matrices, q, 0, n_tokens, s.stream);
 }
 
 // Whether `o` can join a grouped launch (gemv_groups.h) for n_tokens rows of x.
@@ -119,7 +136,7 @@ void CudaBackend::matmul_grouped(const TensorView& x, std::span<const MatmulOutp
     const MatmulOutput& o = outputs[i];
     matrices.push_back({o.w->data, o.w->dims[1], static_cast<float*>(o.y->data), cuda::stride_of(*o.y)});
   }
-  if (!cuda::launch_gemv_quantized_tiled_group(first.type, first.row_bytes, cols, matrices, q, 0, n_tokens, s.stream)) {
+  if (!launch_tiled_gemv(s, first.type, first.row_bytes, cols, matrices, q, n_tokens)) {
     fail("matmul: the grouped {} GEMV refused {} matrices its plan accepted", tensor::dtype_name(first.type),
          members.size());
   }
@@ -202,8 +219,8 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
       const cuda::Q8Activations q = quantized_rows(s, xrows, act, n_tokens, cols, op_calls(), 1);
       // The tiled kernels take every token in one launch (a row of one tile read once for all);
       // the others a pass of kGemvMaxTokens tokens per launch.
-      if (!tiled_gemv_for(s, w.type) || !cuda::launch_gemv_quantized_tiled(w.type, w.data, w.row_bytes, rows, cols, q,
-                                                                           0, n_tokens, yd, ys, s.stream)) {
+      const cuda::TiledGemvMatrix one{w.data, rows, yd, ys};
+      if (!tiled_gemv_for(s, w.type) || !launch_tiled_gemv(s, w.type, w.row_bytes, cols, {&one, 1}, q, n_tokens)) {
         for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
           const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
           if (s.options.gemv != GemvKernels::Stream ||

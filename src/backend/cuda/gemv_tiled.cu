@@ -21,6 +21,7 @@
 #include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/gemv_common.cuh"
+#include "backend/cuda/gemv_tile_dot.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace lumen::backend::cuda {
@@ -31,22 +32,10 @@ using tensor::DType;
 
 constexpr int kWarps = 4;  // rows per block, one warp each
 constexpr int kThreads = 32 * kWarps;
-constexpr int kTileValues = 4096;
-
 template <DType F>
-constexpr int kValuesPerBlock = hd::kIsKQuant<F> ? 256 : 32;
+constexpr int kTileBlocks = kGemvTileBlocks<F>;
 template <DType F>
-constexpr int kTileBlocks = kTileValues / kValuesPerBlock<F>;
-template <DType F>
-constexpr int kTileVectors = kTileBlocks<F>* hd::kBlockBytes<F> / 16;
-// A tile (128 legacy blocks or 16 super-blocks) is whole 16-byte vectors for every block size,
-// so a row that is whole vectors splits into tiles that are, its last one included.
-static_assert(kTileBlocks<DType::Q4_0> * hd::kBlockBytes<DType::Q4_0> % 16 == 0 &&
-              kTileBlocks<DType::Q5_0> * hd::kBlockBytes<DType::Q5_0> % 16 == 0 &&
-              kTileBlocks<DType::Q8_0> * hd::kBlockBytes<DType::Q8_0> % 16 == 0 &&
-              kTileBlocks<DType::Q2_K> * hd::kBlockBytes<DType::Q2_K> % 16 == 0 &&
-              kTileBlocks<DType::Q3_K> * hd::kBlockBytes<DType::Q3_K> % 16 == 0 &&
-              kTileBlocks<DType::Q6_K> * hd::kBlockBytes<DType::Q6_K> % 16 == 0);
+constexpr int kTileVectors = kGemvTileVectors<F>;
 template <DType F>
 constexpr int kLoadsPerLane = (kTileVectors<F> + 31) / 32;
 
@@ -133,29 +122,14 @@ __global__ void __launch_bounds__(kThreads)
                          lane);
     }
     __syncwarp();
-    for (int i = lane; i < n_blocks; i += 32) {
-      hd::LegacyBlock w;
-      hd::decode_legacy<F>(staged + i * hd::kBlockBytes<F>, w);
-      const int64_t b = b0 + i;
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < nt) {
-          const int64_t token = t0 + t;
-          int xq[8];
-          load_activation_codes(x.qs + token * cols + b * 32, xq);
-          const float xs = hd::kHasMin<F> ? x.s[token * blocks + b] : 0.0f;
-          acc[t] = __fadd_rn(acc[t], hd::legacy_dot<F>(w, xq, x.d[token * blocks + b], xs));
-        }
-      }
-    }
+    legacy_tile_dot<F, NT>(staged, n_blocks, b0, cols, x, t0, nt, lane, acc);
     __syncwarp();  // every lane has read the tile before the next one overwrites it
   }
   store_warp_results<NT>(acc, nt, group.y[target.m] + g * group.ys[target.m], group.ys[target.m], row);
   }
 }
 
-// K-quants: lane = unit j = lane % 8 of the tile's super-block (u0 + lane) / 8, the tile's units
-// taken 32 at a time as gemv.cu takes the row's.
+// K-quants: the tiles' units as gemv_tile_dot.cuh's kquant_tile_dot takes them.
 template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads)
     gemv_tiled_kquant_kernel(const __grid_constant__ TiledGroup group, size_t row_bytes, int64_t cols, Q8Activations x,
@@ -171,7 +145,6 @@ __global__ void __launch_bounds__(kThreads)
   const auto* staged = reinterpret_cast<const uint8_t*>(tile);
   const int64_t supers = cols / 256;
   const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
-  const int j = lane % 8;
   const bool one_tile = supers <= kTileBlocks<F>;
   if (group.prefetch) prefetch_to_l2(wrow, min(static_cast<int64_t>(row_bytes), kPrefetchBytes), lane, 32);
   wait_for_prerequisites();
@@ -186,32 +159,7 @@ __global__ void __launch_bounds__(kThreads)
                          lane);
     }
     __syncwarp();
-    // Every lane runs every iteration (group8_sum's shuffles need the whole warp); the 8 lanes
-    // of a super-block are valid or not together, since 32 is a multiple of 8.
-    for (int u0 = 0; u0 < n_units; u0 += 32) {
-      const int unit = u0 + lane;
-      const bool valid = unit < n_units;
-      const int64_t sb = s0 + unit / 8;
-      hd::KUnit w{};
-      if (valid) hd::decode_kunit<F>(staged + (unit / 8) * hd::kBlockBytes<F>, j, w);
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < nt) {
-          const int64_t token = t0 + t;
-          int scaled = 0, mins = 0;
-          if (valid) {
-            int xq[8];
-            load_activation_codes(x.qs + token * cols + sb * 256 + 32 * j, xq);
-            hd::kunit_dot(w, xq, x.bsums + token * (cols / 16) + sb * 16 + 2 * j, scaled, mins);
-          }
-          scaled = group8_sum(scaled);
-          mins = group8_sum(mins);
-          if (valid && j == 0) {
-            acc[t] = __fadd_rn(acc[t], hd::ksuper_value(w.d, w.dmin, x.d[token * supers + sb], scaled, mins));
-          }
-        }
-      }
-    }
+    kquant_tile_dot<F, NT>(staged, n_units, s0, cols, x, t0, nt, lane, acc);
     __syncwarp();
   }
   store_warp_results<NT>(acc, nt, group.y[target.m] + g * group.ys[target.m], group.ys[target.m], row);
@@ -254,13 +202,6 @@ bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int
     }
   };
   return dispatch_quantized_gemv(type, launch);
-}
-
-bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
-                                 const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
-                                 int64_t y_stride, cudaStream_t stream) {
-  const TiledGemvMatrix one{w, rows, y, y_stride};
-  return launch_gemv_quantized_tiled_group(type, row_bytes, cols, {&one, 1}, x, token_offset, n_tokens, stream);
 }
 
 }  // namespace lumen::backend::cuda

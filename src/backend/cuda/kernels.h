@@ -221,20 +221,16 @@ bool launch_gemv_float_stream(tensor::DType type, const void* w, size_t row_byte
                               cudaStream_t stream);
 
 // ---- gemv_tiled.cu ----
-// launch_gemv_quantized's products, bit for bit, by kernels that read each row with 16-byte
-// loads (one warp per row, staged through the warp's shared memory), for any number of tokens in
-// one launch: kGemvMaxTokens at a time, each group the pass launch_gemv_quantized would make, a
-// row of one tile (4096 values or fewer) staged once for all of them. Launch nothing and return
-// false where the rows are not whole 16-byte vectors at 16-byte boundaries. As a dependent
-// launch (dependent_launch.cuh) a warp brings its row into L2 before the kernel ahead has ended.
-bool launch_gemv_quantized_tiled(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
-                                 const Q8Activations& x, int64_t token_offset, int64_t n_tokens, float* y,
-                                 int64_t y_stride, cudaStream_t stream);
-// Several matrices of one weight type and width against the same activations in one launch
-// (Q/K/V, gate/up: CudaBackendOptions::grouped_gemv), each row's product the bits
-// launch_gemv_quantized_tiled writes for it: a block's warps take rows of one matrix, which one
-// the block's index says. Launches nothing and returns false where a matrix is not 16-byte
-// aligned or there are more than kMaxTiledGemvMatrices.
+// launch_gemv_quantized's products, bit for bit, for several matrices of one weight type and width
+// against the same activations in one launch (a single matmul, or Q/K/V and gate/up:
+// CudaBackendOptions::grouped_gemv), by kernels that read each row with 16-byte loads (one warp
+// per row, staged through the warp's shared memory; a block's warps take rows of one matrix,
+// which one the block's index says), for any number of tokens in one launch: kGemvMaxTokens at a
+// time, each group the pass launch_gemv_quantized would make, a row of one tile (4096 values or
+// fewer) staged once for all of them. Launches nothing and returns false where a matrix's rows are
+// not whole 16-byte vectors at 16-byte boundaries or there are more than kMaxTiledGemvMatrices.
+// As a dependent launch (dependent_launch.cuh) a warp brings its row into L2 before the kernel
+// ahead has ended.
 inline constexpr int kMaxTiledGemvMatrices = 4;
 struct TiledGemvMatrix {
   const void* w = nullptr;
@@ -245,6 +241,16 @@ struct TiledGemvMatrix {
 bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int64_t cols,
                                        std::span<const TiledGemvMatrix> matrices, const Q8Activations& x,
                                        int64_t token_offset, int64_t n_tokens, cudaStream_t stream);
+
+// ---- gemv_pipelined.cu ----
+// launch_gemv_quantized_tiled_group's products, bit for bit, for up to kGemvMaxTokens tokens: the
+// same tiles and arithmetic (gemv_tile_dot.cuh), but each warp keeps its next tile in flight
+// (cp.async, two stages) and takes every W-th row of the launch, W the warps the device holds at
+// once. Launches nothing and returns false for more tokens, unaligned rows or more than
+// kMaxTiledGemvMatrices matrices (the caller then runs the tiled kernels). Needs sm_80.
+bool launch_gemv_quantized_pipelined_group(tensor::DType type, size_t row_bytes, int64_t cols,
+                                           std::span<const TiledGemvMatrix> matrices, const Q8Activations& x,
+                                           int64_t token_offset, int64_t n_tokens, cudaStream_t stream);
 
 // ---- gemm_prep.cu ----
 // scale_state: 4 floats of device memory: [0] bits of max |x| (as uint32), [1] the power of two

@@ -50,6 +50,7 @@ const char* gemv_name(lumen::backend::GemvKernels kernels) {
     case lumen::backend::GemvKernels::Warp: return "warp";
     case lumen::backend::GemvKernels::Stream: return "stream";
     case lumen::backend::GemvKernels::Tiled: return "tiled";
+    case lumen::backend::GemvKernels::Pipelined: return "pipelined";
     case lumen::backend::GemvKernels::ByMeasurement: break;
   }
   return "auto";

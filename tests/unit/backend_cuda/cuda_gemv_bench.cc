@@ -6,7 +6,7 @@
 //
 // Every row of a matrix is the same quantized random row (quantizing a 128256 x 2048 matrix
 // row by row with the reference quantizers takes minutes; the kernels' speed does not depend on
-// the values). Each kernel variant (the one-warp, streaming and tiled GEMV) runs the matrix enough
+// the values). Each kernel variant (the one-warp, streaming, tiled and pipelined GEMV) runs the matrix enough
 // times to cover about 200 ms; the time per call is the wall time of those calls over their
 // count, the host enqueueing while the device runs, so small matrices measure launch overhead as
 // much as the kernel (they are reported all the same: a decode step is made of them).
@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
                             x_buffer->data()};
         TensorView yv{DType::F32, {shape.rows, tokens, 1, 1}, static_cast<size_t>(shape.rows) * 4, y_buffer->data()};
 
-        for (const GemvKernels kernels : {GemvKernels::Warp, GemvKernels::Stream, GemvKernels::Tiled}) {
+        for (const GemvKernels kernels :
+             {GemvKernels::Warp, GemvKernels::Stream, GemvKernels::Tiled, GemvKernels::Pipelined}) {
           CudaBackendOptions options = backend.options();
           options.gemv = kernels;
           options.max_gemv_tokens = std::max<int64_t>(options.max_gemv_tokens, tokens);
@@ -143,7 +144,8 @@ int main(int argc, char** argv) {
               name, shape.what, shape.cols, shape.rows, tokens,
               kernels == GemvKernels::Warp     ? "warp"
               : kernels == GemvKernels::Stream ? "stream"
-                                               : "tiled",
+              : kernels == GemvKernels::Tiled  ? "tiled"
+                                               : "pipelined",
               bytes / 1e6, per_call * 1e6, bytes / per_call / 1e9);
         }
       }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
@@ -160,6 +161,18 @@ TEST(CudaEnvironmentOptions, DocumentedValuesApplyAndUnsetOnesLeaveTheGiven) {
     ScopedEnv tokens("LUMEN_CUDA_MAX_GEMV_TOKENS", "1048576");
     EXPECT_EQ(options_with_environment(given).max_gemv_tokens, 1048576);
     EXPECT_EQ(options_with_environment(given).moe_gemv_macs_per_expert, cuda::kDefaultMoeGemvMacsPerExpert);
+  }
+  // Each GEMV name and the kernels it picks.
+  const std::pair<const char*, GemvKernels> kinds[] = {{"warp", GemvKernels::Warp},
+                                                       {"stream", GemvKernels::Stream},
+                                                       {"tiled", GemvKernels::Tiled},
+                                                       {"pipelined", GemvKernels::Pipelined},
+                                                       {"auto", GemvKernels::ByMeasurement}};
+  for (const auto& [name, kernels] : kinds) {
+    CudaBackendOptions from = given;
+    from.gemv = kernels == GemvKernels::Warp ? GemvKernels::Tiled : GemvKernels::Warp;
+    ScopedEnv gemv("LUMEN_CUDA_GEMV", name);
+    EXPECT_EQ(options_with_environment(from).gemv, kernels) << name;
   }
   {
     ScopedEnv none("LUMEN_CUDA_MOE_GEMV_MACS", "0");
