@@ -826,8 +826,8 @@ run_dependent_launch() {
 # The pipelined GEMV (LUMEN_CUDA_GEMV=pipelined, written 2026-11-30 without a GPU): its bits
 # against the warp kernels (CudaPipelinedGemv*; the grouped launches' suite with it), greedy and
 # step graphs against the CPU with it, GB/s beside the other kernels (lumen_cuda_gemv_bench), then
-# batch-1 decode with it, with and without dependent launches (run_dependent_launch has the tiled
-# kernels' both ways on the Q4_0 files), and the tiled one on the Q4_K_M file.
+# batch-1 decode with it, with and without dependent launches (run_dependent_launch has the default
+# kernels' both ways on the same files), and the tiled one on the Q4_K_M file.
 run_pipelined_gemv() {
   local start model vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec file way
   start=$SECONDS
@@ -846,9 +846,9 @@ run_pipelined_gemv() {
       tee "$WORK/pipelined_gemv_model.log" | grep -vE '^\[ *(OK|RUN) *\]'
     gtest_summary pipelined_gemv_model_tests "$WORK/pipelined_gemv_model.log" $((SECONDS - start))
   fi
-  GPU_CHECK_GEMV_TYPES=${GPU_CHECK_GEMV_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0} run_gemv
+  GPU_CHECK_GEMV_TYPES=${GPU_CHECK_GEMV_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0,BF16} run_gemv
   [ -f "$vocab" ] || return 0
-  for spec in llama-8b:Q4_0 llama-1b:Q4_0; do
+  for spec in llama-8b:Q4_0 llama-1b:Q4_0 llama-1b:BF16; do
     file=$(synth_model "$spec") || continue
     for way in 0 1; do
       LUMEN_CUDA_GEMV=pipelined LUMEN_CUDA_DEPENDENT_LAUNCH=$way timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 |

@@ -28,8 +28,8 @@ namespace lumen::backend {
 // faster than the one-warp kernels on an H200, 2026-11-28, BENCHMARKS.md; Q8_0's 34-byte blocks
 // read faster with the one-warp kernels on 5 of the 8 decode shapes). Tiled: every quantized
 // type tiled. Pipelined: the tiled kernels' tiles and bits, each warp with its next tile in flight
-// and the launch sized to the device (gemv_pipelined.cu; written 2026-11-30 without a GPU, not a
-// default until one has measured it).
+// and the launch sized to the device, float weights too (gemv_pipelined.cu; written 2026-11-30
+// without a GPU, not a default until one has measured it).
 enum class GemvKernels : uint8_t { ByMeasurement, Warp, Stream, Tiled, Pipelined };
 
 struct CudaBackendOptions {
@@ -47,8 +47,8 @@ struct CudaBackendOptions {
   // 4). The one pass by default since an H200 run (2026-11-29): decode of llama-1b / llama-8b
   // Q4_0 618 -> 690 and 202 -> 220 tokens/s, its greedy tests against the CPU passed, and the
   // engine's tests passed with it and fused_input_quantization; with the two passes,
-  // fused_input_quantization and tensor_core_prefill together they did not (swap preemption,
-  // beam search and a failed pass gave wrong tokens; not yet bisected, see tensor_core_prefill).
+  // fused_input_quantization and tensor_core_prefill together they did not (swap preemption gave
+  // the same token over and over; not yet bisected, see tensor_core_prefill).
   // LUMEN_CUDA_EXACT_ATTENTION=1 (or =0) sets it for any binary, for A/B runs.
   bool exact_f16_attention = false;
   // Which GEMV kernels run batch-1..max_gemv_tokens matmuls: gemv_stream.cu's (a block of 4
@@ -133,10 +133,14 @@ struct CudaBackendOptions {
   // without a GPU (its per-lane arithmetic checked on a CPU by emulating a warp).
   // CudaTensorCorePrefill and the greedy tests passed on an H200 (2026-11-29: a 1B Q4_0 pp512
   // 11.6k -> 14.4k tokens/s, the prompt's attention 9.2 -> 1.4 ms), but the engine's tests with
-  // it on (and the two-pass attention and fused_input_quantization) failed: swap preemption,
-  // beam search and the pass after a failed one gave wrong tokens, beside the chunking
-  // differences its rounding makes by design. Off until a GPU run tells which of the three
-  // (gpu_check.sh engine runs each) and that is fixed. LUMEN_CUDA_TENSOR_CORE_PREFILL=1.
+  // it on (and the two-pass attention and fused_input_quantization) failed. Two of those compare
+  // rows that its rounding tells apart by design (beam search's exact logprobs against a fresh
+  // forward pass over prompt + beam, whose rows take the tensor cores where the engine's decoded
+  // ones take the split-KV kernels; prompt logprobs against a token-at-a-time reference), beside
+  // the chunking differences the fixture keeps out. Swap preemption did not: it gave the same
+  // token over and over, which no rounding explains. Off until a GPU run tells which of the three
+  // (gpu_check.sh engine runs each, and memcheck) and that is fixed.
+  // LUMEN_CUDA_TENSOR_CORE_PREFILL=1.
   bool tensor_core_prefill = false;
   // An RMSNorm (plain or after the residual add), a SwiGLU or an attention whose output the next
   // op's GEMV quantizes writes that quantization itself, in the same launch (norm_quantize.cu,

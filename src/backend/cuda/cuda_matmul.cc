@@ -208,9 +208,15 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
     if (act == DType::F32) {
       for (int64_t t0 = 0; t0 < n_tokens; t0 += cuda::kGemvMaxTokens) {
         const int64_t nt = std::min<int64_t>(cuda::kGemvMaxTokens, n_tokens - t0);
-        if (s.options.gemv == GemvKernels::Warp ||
-            !cuda::launch_gemv_float_stream(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt, yd + t0 * ys,
-                                            ys, s.stream)) {
+        // The pipelined kernels where asked for and they take the rows, else the streaming ones,
+        // else gemv.cu's.
+        if (s.options.gemv == GemvKernels::Pipelined && s.compute_capability >= 80 &&
+            cuda::launch_gemv_float_pipelined(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt,
+                                              yd + t0 * ys, ys, s.stream)) {
+          ++s.pipelined_gemv_launches;
+        } else if (s.options.gemv == GemvKernels::Warp ||
+                   !cuda::launch_gemv_float_stream(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt,
+                                                   yd + t0 * ys, ys, s.stream)) {
           cuda::launch_gemv_float(w.type, w.data, w.row_bytes, rows, cols, xd + t0 * xs, xs, nt, yd + t0 * ys, ys,
                                   s.stream);
         }

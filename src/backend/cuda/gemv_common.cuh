@@ -1,10 +1,11 @@
 #pragma once
-// What the three quantized GEMV files share (gemv.cu, gemv_stream.cu, gemv_tiled.cu): loading a
-// unit's activation codes, a warp's per-token results, and the switch from a weight type to a
-// kernel instantiated for it.
+// What the GEMV files share (gemv.cu, gemv_stream.cu, gemv_tiled.cu, gemv_pipelined.cu): loading a
+// unit's activation codes, a float row's vectors widened, a warp's per-token results, and the
+// switch from a weight type to a kernel instantiated for it.
 #include <cstdint>
 
 #include "backend/cuda/device_math.cuh"
+#include "backend/cuda/hd_math.h"
 #include "backend/cuda/kernels.h"
 #include "tensor/dtype.h"
 
@@ -28,6 +29,28 @@ __device__ __forceinline__ void store_warp_results(const float* acc, int nt, flo
     if (t < nt) {
       const float total = warp_sum(acc[t]);
       if (threadIdx.x % 32 == 0) y[t * ys + row] = total;
+    }
+  }
+}
+
+// The values of a 16-byte vector of a float row: 4 (F32) or 8 (F16, BF16).
+template <tensor::DType F>
+inline constexpr int kVectorValues = F == tensor::DType::F32 ? 4 : 8;
+
+// A float row's 16-byte vector, widened to f32 exactly.
+template <tensor::DType F>
+__device__ __forceinline__ void widen_vector(const uint4& v, float* out) {
+  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if constexpr (F == tensor::DType::F32) {
+      out[k] = __uint_as_float(words[k]);
+    } else if constexpr (F == tensor::DType::F16) {
+      out[2 * k] = hd::half_to_float(static_cast<uint16_t>(words[k] & 0xFFFFu));
+      out[2 * k + 1] = hd::half_to_float(static_cast<uint16_t>(words[k] >> 16));
+    } else {
+      out[2 * k] = __uint_as_float(words[k] << 16);
+      out[2 * k + 1] = __uint_as_float(words[k] & 0xFFFF0000u);
     }
   }
 }

@@ -173,27 +173,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   store_block_results<NT>(acc, nt, y, ys, row);
 }
 
-// The values of a 16-byte vector of a float row: 4 (F32) or 8 (F16, BF16).
-template <DType F>
-constexpr int kVectorValues = F == DType::F32 ? 4 : 8;
-
-template <DType F>
-__device__ __forceinline__ void widen_vector(const uint4& v, float* out) {
-  const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    if constexpr (F == DType::F32) {
-      out[k] = __uint_as_float(words[k]);
-    } else if constexpr (F == DType::F16) {
-      out[2 * k] = hd::half_to_float(static_cast<uint16_t>(words[k] & 0xFFFFu));
-      out[2 * k + 1] = hd::half_to_float(static_cast<uint16_t>(words[k] >> 16));
-    } else {
-      out[2 * k] = __uint_as_float(words[k] << 16);
-      out[2 * k + 1] = __uint_as_float(words[k] & 0xFFFF0000u);
-    }
-  }
-}
-
 // Float rows: thread i takes vectors i, i + 128, ..., kVectorsInFlight of them per step, loaded
 // before any is used.
 constexpr int kVectorsInFlight = 4;

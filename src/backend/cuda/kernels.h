@@ -251,6 +251,14 @@ bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int
 bool launch_gemv_quantized_pipelined_group(tensor::DType type, size_t row_bytes, int64_t cols,
                                            std::span<const TiledGemvMatrix> matrices, const Q8Activations& x,
                                            int64_t token_offset, int64_t n_tokens, cudaStream_t stream);
+// Float weights (F32, F16, BF16) on the same kernel, up to kGemvMaxTokens tokens of f32 x: 4 KB
+// tiles, each lane adding its vectors' products in row order, so a token's result does not depend
+// on its batch (the sums are grouped otherwise than launch_gemv_float_stream's: other last bits).
+// Returns false, launching nothing, for other types, more tokens, or rows that are not whole
+// 16-byte vectors at 16-byte boundaries.
+bool launch_gemv_float_pipelined(tensor::DType type, const void* w, size_t row_bytes, int64_t rows, int64_t cols,
+                                 const float* x, int64_t x_stride, int64_t n_tokens, float* y, int64_t y_stride,
+                                 cudaStream_t stream);
 
 // ---- gemm_prep.cu ----
 // scale_state: 4 floats of device memory: [0] bits of max |x| (as uint32), [1] the power of two

@@ -4,14 +4,19 @@
 // warp then walks several rows, its next tile in flight). Each case checks that the pipelined
 // kernels really ran (CudaBackend::pipelined_gemv_launches), or the equality would prove nothing;
 // more than 8 tokens and rows that are not whole 16-byte vectors go to the other kernels, and still
-// give the same bits.
+// give the same bits. Float weights on the same kernel add their products in another grouping
+// than the warp kernels: within 2e-5 B of them (B = sum_c |w[r, c] x[t, c]|), and a token's result
+// the same in any batch.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "tensor/quantize.h"
 
 namespace lumen::backend::testing {
 namespace {
@@ -126,6 +131,65 @@ TEST(CudaPipelinedGemvGroup, EachOutputEqualsTheWarpKernels) {
       for (size_t i = 0; i < weights.size(); ++i) {
         expect_same_bits(download_f32(ys[i].view), gemv(weights[i], x, GemvKernels::Warp, nullptr),
                          what + ", output " + std::to_string(i));
+      }
+    }
+  }
+}
+
+// Float rows: 67 rows or more than the device holds warps; a row of part of one tile (F32 100
+// values: 25 vectors), of one tile and of several with a partial last one (5 000 values); F16 rows
+// of 100 values are not whole vectors and fall back. 11 tokens run as 8 + 3 (two launches).
+TEST(CudaPipelinedGemvFloat, WithinRoundingOfTheWarpKernelsAndTheSameInAnyBatch) {
+  LUMEN_REQUIRE_CUDA();
+  struct Shape {
+    int64_t cols, rows;
+  };
+  for (const DType type : {DType::F32, DType::F16, DType::BF16}) {
+    for (const Shape shape : {Shape{100, 67}, Shape{2048, 67}, Shape{5000, 67}, Shape{2048, 9001}}) {
+      const int64_t cols = shape.cols, rows = shape.rows;
+      std::mt19937 rng(17 + static_cast<uint32_t>(cols + rows));
+      std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+      const size_t row_bytes = *tensor::row_bytes(type, cols);
+      std::vector<uint8_t> weights(row_bytes * static_cast<size_t>(rows));
+      std::vector<float> widened(static_cast<size_t>(rows * cols)), row(static_cast<size_t>(cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (float& v : row) v = 0.02f * static_cast<float>(1 + r % 5) * uniform(rng);
+        tensor::quantize_row(type, row.data(), weights.data() + r * row_bytes, cols);
+        tensor::dequantize_row(type, weights.data() + r * row_bytes, widened.data() + r * cols, cols);
+      }
+      const TensorView w = gpu()->upload_weights(type, {cols, rows, 1, 1}, weights.data());
+      const bool takes = row_bytes % 16 == 0;
+      const int64_t xs = cols + 5;
+      std::vector<float> x(static_cast<size_t>(xs * 11));
+      for (float& v : x) v = uniform(rng);
+      const DeviceTensor all = to_device({DType::F32, {cols, 11, 1, 1}, static_cast<size_t>(xs) * 4, x.data()});
+      uint64_t launches = 0;
+      const std::vector<float> want = gemv(w, all, GemvKernels::Warp, nullptr);
+      const std::vector<float> got = gemv(w, all, GemvKernels::Pipelined, &launches);
+      const std::string what =
+          std::string(tensor::dtype_name(type)) + " " + std::to_string(rows) + " x " + std::to_string(cols);
+      EXPECT_EQ(launches, takes ? 2u : 0u) << what;
+      int bad = 0;
+      for (int64_t t = 0; t < 11 && bad < 5; ++t) {
+        for (int64_t r = 0; r < rows && bad < 5; ++r) {
+          double bound = 0.0;
+          for (int64_t c = 0; c < cols; ++c) bound += std::fabs(widened[r * cols + c] * x[t * xs + c]);
+          const float g = got[t * rows + r], v = want[t * rows + r];
+          const bool ok = takes ? std::fabs(static_cast<double>(g) - v) <= 2e-5 * bound : g == v;
+          if (!ok) {
+            ADD_FAILURE() << what << " token " << t << " row " << r << ": pipelined " << g << ", warp " << v
+                          << ", bound " << bound;
+            ++bad;
+          }
+        }
+      }
+      // Tokens 0, 7 and 10 alone: the bits they had in the batch.
+      for (const int64_t t : {0, 7, 10}) {
+        const DeviceTensor one =
+            to_device({DType::F32, {cols, 1, 1, 1}, static_cast<size_t>(xs) * 4, x.data() + t * xs});
+        const std::vector<float> alone = gemv(w, one, GemvKernels::Pipelined, nullptr);
+        const std::vector<float> in_batch(got.begin() + t * rows, got.begin() + (t + 1) * rows);
+        EXPECT_EQ(alone, in_batch) << what << " token " << t;
       }
     }
   }
