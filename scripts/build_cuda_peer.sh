@@ -19,19 +19,23 @@ out=${2:-/work/peers/llama.cpp}
 nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [ -x "$nvcc" ] || { echo "no nvcc (set CUDACXX)" >&2; exit 1; }
 commit=$(git --git-dir="$git_dir" rev-parse HEAD)
-if [ "$(cat "$out/src/.commit" 2>/dev/null)" != "$commit" ]; then
+# Only what the two tools build from: a mirror may lack its largest files (models/*.gguf), which
+# git archive of the whole tree stops at. (scripts/: the server's UI step runs ui-assets.cmake.)
+paths="CMakeLists.txt cmake common ggml include src tools vendor licenses LICENSE scripts"
+if [ "$(cat "$out/src/.commit" 2>/dev/null)" != "$commit $paths" ]; then
   rm -rf "$out/src"
   mkdir -p "$out/src"
-  # Only what the two tools build from: a mirror may lack its largest files (models/*.gguf), which
-  # git archive of the whole tree stops at.
-  git --git-dir="$git_dir" archive HEAD -- CMakeLists.txt cmake common ggml include src tools vendor licenses LICENSE |
-    tar -x -C "$out/src"
-  echo "$commit" > "$out/src/.commit"
+  # shellcheck disable=SC2086  # one argument per path
+  git --git-dir="$git_dir" archive HEAD -- $paths | tar -x -C "$out/src"  # keeps the commit's mtimes: no rebuild
+  echo "$commit $paths" > "$out/src/.commit"
 fi
 cmake -S "$out/src" -B "$out/build-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
   -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF \
-  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF > "$out/configure.log"
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+  -DLLAMA_OPENSSL=OFF -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined > "$out/configure.log"
 # (No network here: the server's web UI, which it would fetch prebuilt, and HTTPS are left out;
-# the benchmarks call its API only.)
+# the server builds without an embedded UI, and the benchmarks call its API only. libggml-cuda
+# needs the driver's libcuda.so.1, which only the GPU machine has: the tools link against the
+# toolkit's stub and leave its symbols to the driver there.)
 cmake --build "$out/build-cuda" -j"${LUMEN_JOBS:-2}" --target llama-bench llama-server
 echo "built llama.cpp $commit: $out/build-cuda/bin/llama-bench, $out/build-cuda/bin/llama-server"
