@@ -20,6 +20,7 @@
 #include "backend/cuda/dependent_launch.cuh"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/gemv_common.cuh"
+#include "backend/cuda/gemv_tile_dot.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace lumen::backend::cuda {
@@ -105,21 +106,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const int n_blocks = static_cast<int>(min(static_cast<int64_t>(kTileBlocks<F>), blocks - b0));
     stage_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)));
     __syncthreads();
-    for (int i = static_cast<int>(threadIdx.x); i < n_blocks; i += kThreads) {
-      hd::LegacyBlock w;
-      hd::decode_legacy<F>(staged + i * hd::kBlockBytes<F>, w);
-      const int64_t b = b0 + i;
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < nt) {
-          const int64_t token = t0 + t;
-          int xq[8];
-          load_activation_codes(x.qs + token * cols + b * 32, xq);
-          const float xs = hd::kHasMin<F> ? x.s[token * blocks + b] : 0.0f;
-          acc[t] = __fadd_rn(acc[t], hd::legacy_dot<F>(w, xq, x.d[token * blocks + b], xs));
-        }
-      }
-    }
+    legacy_tile_dot<F, NT, kThreads>(staged, n_blocks, b0, cols, x, t0, nt, static_cast<int>(threadIdx.x), acc);
     __syncthreads();  // the tile is read before the next one overwrites it
   }
   store_block_results<NT>(acc, nt, y, ys, row);
@@ -130,44 +117,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     gemv_stream_kquant_kernel(const uint8_t* __restrict__ weights, size_t row_bytes, int64_t cols, Q8Activations x,
                               int64_t t0, int nt, float* __restrict__ y, int64_t ys) {
   __shared__ uint4 tile[kTileVectors<F>];
-  constexpr int kTileUnits = kTileBlocks<F> * 8;
   const int64_t row = blockIdx.x;
   const auto* wrow = reinterpret_cast<const uint4*>(weights + row * static_cast<int64_t>(row_bytes));
   const auto* staged = reinterpret_cast<const uint8_t*>(tile);
   const int64_t supers = cols / 256;
   const int64_t vectors = static_cast<int64_t>(row_bytes) / 16;
-  const int j = static_cast<int>(threadIdx.x) % 8;  // the unit of its super-block
   float acc[NT] = {};
   for (int64_t s0 = 0, v0 = 0; s0 < supers; s0 += kTileBlocks<F>, v0 += kTileVectors<F>) {
     const int n_units = 8 * static_cast<int>(min(static_cast<int64_t>(kTileBlocks<F>), supers - s0));
     stage_tile<F>(wrow + v0, tile, static_cast<int>(min(static_cast<int64_t>(kTileVectors<F>), vectors - v0)));
     __syncthreads();
-    // Every thread runs every iteration (the shuffles of group8_sum need whole warps); the 8
-    // threads of a super-block are valid or not together.
-    for (int u0 = 0; u0 < kTileUnits; u0 += kThreads) {
-      const int unit = u0 + static_cast<int>(threadIdx.x);
-      const bool valid = unit < n_units;
-      const int64_t sb = s0 + unit / 8;
-      hd::KUnit w{};
-      if (valid) hd::decode_kunit<F>(staged + (unit / 8) * hd::kBlockBytes<F>, j, w);
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < nt) {
-          const int64_t token = t0 + t;
-          int scaled = 0, mins = 0;
-          if (valid) {
-            int xq[8];
-            load_activation_codes(x.qs + token * cols + sb * 256 + 32 * j, xq);
-            hd::kunit_dot(w, xq, x.bsums + token * (cols / 16) + sb * 16 + 2 * j, scaled, mins);
-          }
-          scaled = group8_sum(scaled);
-          mins = group8_sum(mins);
-          if (valid && j == 0) {
-            acc[t] = __fadd_rn(acc[t], hd::ksuper_value(w.d, w.dmin, x.d[token * supers + sb], scaled, mins));
-          }
-        }
-      }
-    }
+    kquant_tile_dot<F, NT, kThreads>(staged, n_units, s0, cols, x, t0, nt, static_cast<int>(threadIdx.x), acc);
     __syncthreads();
   }
   store_block_results<NT>(acc, nt, y, ys, row);

@@ -1,10 +1,11 @@
 #pragma once
-// The arithmetic of the tiled GEMVs (gemv_tiled.cu, gemv_pipelined.cu) on one staged tile of a
-// weight row: a tile is up to 4096 values (128 legacy blocks or 16 K-quant super-blocks) that a
-// warp copied into shared memory. Lane i takes the tile's blocks i, i + 32, ... (K-quants: units,
-// 8 lanes per super-block), which over a row's tiles is the order gemv.cu's lane i adds them in,
-// so a kernel that calls these for every tile of a row, in order, and then sums its lanes with
-// store_warp_results writes gemv.cu's results bit for bit. How the tile got into shared memory
+// The arithmetic of the GEMVs that stage a weight row through shared memory (gemv_tiled.cu,
+// gemv_pipelined.cu: a warp's tile of up to 4096 values, 128 legacy blocks or 16 K-quant
+// super-blocks; gemv_stream.cu: a block's tile of 8192) on one staged tile. Of the THREADS threads
+// that share the tile, thread i takes its blocks i, i + THREADS, ... (K-quants: units, 8 threads per
+// super-block); with THREADS = 32 that is, over a row's tiles, the order gemv.cu's lane i adds them
+// in, so a warp kernel that calls these for every tile of a row, in order, and then sums its lanes
+// with store_warp_results writes gemv.cu's results bit for bit. How the tile got into shared memory
 // (plain loads, cp.async, one stage or two) is the calling kernel's business.
 #include <cstdint>
 
@@ -34,12 +35,12 @@ static_assert(kGemvTileBlocks<tensor::DType::Q4_0> * hd::kBlockBytes<tensor::DTy
               kGemvTileBlocks<tensor::DType::Q6_K> * hd::kBlockBytes<tensor::DType::Q6_K> % 16 == 0);
 
 // Adds the products of legacy blocks [b0, b0 + n_blocks) of a row (staged: the tile's bytes) with
-// tokens [t0, t0 + nt) of x to acc[0 .. nt).
-template <tensor::DType F, int NT>
+// tokens [t0, t0 + nt) of x to acc[0 .. nt): thread `lane` of the THREADS sharing the tile.
+template <tensor::DType F, int NT, int THREADS = 32>
 __device__ __forceinline__ void legacy_tile_dot(const uint8_t* staged, int n_blocks, int64_t b0, int64_t cols,
                                                 const Q8Activations& x, int64_t t0, int nt, int lane, float* acc) {
   const int64_t blocks = cols / 32;
-  for (int i = lane; i < n_blocks; i += 32) {
+  for (int i = lane; i < n_blocks; i += THREADS) {
     hd::LegacyBlock w;
     hd::decode_legacy<F>(staged + i * hd::kBlockBytes<F>, w);
     const int64_t b = b0 + i;
@@ -57,15 +58,16 @@ __device__ __forceinline__ void legacy_tile_dot(const uint8_t* staged, int n_blo
 }
 
 // The same for K-quant units [0, n_units) of a tile whose first super-block is s0 of the row:
-// lane = unit j = lane % 8 of the tile's super-block (u0 + lane) / 8, the tile's units taken 32 at
-// a time as gemv.cu takes the row's. Every lane must call it (group8_sum's shuffles need the whole
-// warp); the 8 lanes of a super-block are valid or not together, since 32 is a multiple of 8.
-template <tensor::DType F, int NT>
+// thread `lane` = unit j = lane % 8 of the tile's super-block (u0 + lane) / 8, the tile's units
+// taken THREADS at a time (with 32, as gemv.cu takes the row's). Every thread must call it
+// (group8_sum's shuffles need whole warps); the 8 threads of a super-block are valid or not
+// together, since 32 is a multiple of 8.
+template <tensor::DType F, int NT, int THREADS = 32>
 __device__ __forceinline__ void kquant_tile_dot(const uint8_t* staged, int n_units, int64_t s0, int64_t cols,
                                                 const Q8Activations& x, int64_t t0, int nt, int lane, float* acc) {
   const int64_t supers = cols / 256;
   const int j = lane % 8;
-  for (int u0 = 0; u0 < n_units; u0 += 32) {
+  for (int u0 = 0; u0 < n_units; u0 += THREADS) {
     const int unit = u0 + lane;
     const bool valid = unit < n_units;
     const int64_t sb = s0 + unit / 8;
