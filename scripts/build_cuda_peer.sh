@@ -29,13 +29,13 @@ if [ "$(cat "$out/src/.commit" 2>/dev/null)" != "$commit $paths" ]; then
   git --git-dir="$git_dir" archive HEAD -- $paths | tar -x -C "$out/src"  # keeps the commit's mtimes: no rebuild
   echo "$commit $paths" > "$out/src/.commit"
 fi
+# No network here, so the server's web UI (which it would download prebuilt) and HTTPS are left
+# out: the server builds without an embedded UI, and the benchmarks call only its API.
+# libggml-cuda needs the driver's libcuda.so.1, which only the GPU machine has. The tools are
+# therefore linked with --allow-shlib-undefined, and the driver there supplies those symbols.
 cmake -S "$out/src" -B "$out/build-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
   -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DLLAMA_OPENSSL=OFF -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined > "$out/configure.log"
-# (No network here: the server's web UI, which it would fetch prebuilt, and HTTPS are left out;
-# the server builds without an embedded UI, and the benchmarks call its API only. libggml-cuda
-# needs the driver's libcuda.so.1, which only the GPU machine has: the tools link against the
-# toolkit's stub and leave its symbols to the driver there.)
 cmake --build "$out/build-cuda" -j"${LUMEN_JOBS:-2}" --target llama-bench llama-server
 echo "built llama.cpp $commit: $out/build-cuda/bin/llama-bench, $out/build-cuda/bin/llama-server"
