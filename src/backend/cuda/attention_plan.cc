@@ -102,4 +102,30 @@ AttentionPlan plan_attention(std::span<const SequenceSlice> seqs, const Attentio
   return plan;
 }
 
+std::vector<int64_t> attention_plan_key(std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                                        int64_t block_size) {
+  // The value width sizes the split-KV plan's ranges (their partial results' bytes); the head dim
+  // the prefill tasks (prefill_tile: 64 query vectors a task, 32 at 256 dims).
+  std::vector<int64_t> key = {config.n_heads,
+                              config.n_kv_heads,
+                              config.sliding_window,
+                              block_size,
+                              static_cast<int64_t>(seqs.size()),
+                              attention_value_dim(config),
+                              config.head_dim};
+  for (const SequenceSlice& seq : seqs) {
+    const int64_t blocks = (seq.start_pos + seq.n_tokens + block_size - 1) / block_size;
+    key.insert(key.end(), {seq.first_token, seq.n_tokens, seq.start_pos, blocks});
+    key.insert(key.end(), seq.block_table.begin(), seq.block_table.begin() + blocks);
+    // A token tree's flags and positions, each behind its length (0 for a causal slice).
+    key.push_back(static_cast<int64_t>(seq.visible.size()));
+    key.insert(key.end(), seq.visible.begin(), seq.visible.end());
+    key.push_back(static_cast<int64_t>(seq.positions.size()));
+    key.insert(key.end(), seq.positions.begin(), seq.positions.end());
+    key.push_back(static_cast<int64_t>(seq.key_ends.size()));  // spans that attend both ways
+    key.insert(key.end(), seq.key_ends.begin(), seq.key_ends.end());
+  }
+  return key;
+}
+
 }  // namespace lumen::backend::cuda

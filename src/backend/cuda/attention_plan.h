@@ -34,4 +34,10 @@ struct AttentionPlan {
 AttentionPlan plan_attention(std::span<const SequenceSlice> seqs, const AttentionConfig& config,
                              int64_t block_size, int64_t max_slots);
 
+// Everything an attention call's host plans depend on, flattened: a call whose key equals the
+// last call's reuses that call's uploaded plan (the split-KV plan above, and the tensor-core
+// prefill's tasks, whose size per task follows the head dim).
+std::vector<int64_t> attention_plan_key(std::span<const SequenceSlice> seqs, const AttentionConfig& config,
+                                        int64_t block_size);
+
 }  // namespace lumen::backend::cuda

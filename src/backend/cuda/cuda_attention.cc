@@ -75,27 +75,6 @@ void check_cuda_attention_inputs(const KvLayer& cache, const AttentionConfig& cf
   }
 }
 
-// Everything the plan depends on, flattened: a call with an equal key reuses the last plan.
-std::vector<int64_t> plan_key(std::span<const SequenceSlice> seqs, const AttentionConfig& cfg,
-                              int64_t block_size) {
-  // The value width sizes the plan's ranges (their partial results' bytes).
-  std::vector<int64_t> key = {cfg.n_heads, cfg.n_kv_heads, cfg.sliding_window, block_size,
-                              static_cast<int64_t>(seqs.size()), attention_value_dim(cfg)};
-  for (const SequenceSlice& seq : seqs) {
-    const int64_t blocks = (seq.start_pos + seq.n_tokens + block_size - 1) / block_size;
-    key.insert(key.end(), {seq.first_token, seq.n_tokens, seq.start_pos, blocks});
-    key.insert(key.end(), seq.block_table.begin(), seq.block_table.begin() + blocks);
-    // A token tree's flags and positions, each behind its length (0 for a causal slice).
-    key.push_back(static_cast<int64_t>(seq.visible.size()));
-    key.insert(key.end(), seq.visible.begin(), seq.visible.end());
-    key.push_back(static_cast<int64_t>(seq.positions.size()));
-    key.insert(key.end(), seq.positions.begin(), seq.positions.end());
-    key.push_back(static_cast<int64_t>(seq.key_ends.size()));  // spans that attend both ways
-    key.insert(key.end(), seq.key_ends.begin(), seq.key_ends.end());
-  }
-  return key;
-}
-
 using cuda::align16;
 using cuda::append;
 
@@ -210,7 +189,7 @@ bool run_decode_attention(CudaBackend::State& s, const cuda::DecodeTables& table
 // its plan uploaded once per forward pass (every layer asks the same), then one launch.
 void run_tensor_core_prefill(CudaBackend::State& s, const cuda::AttentionParams& p,
                              std::span<const SequenceSlice> taken, const AttentionConfig& config, int64_t block_size) {
-  std::vector<int64_t> key = plan_key(taken, config, block_size);
+  std::vector<int64_t> key = cuda::attention_plan_key(taken, config, block_size);
   if (key != s.prefill_plan_key) {
     s.prefill_plan_device = cuda::upload_prefill_plan(s, cuda::HostUploads::kPrefillPlan,
                                                       cuda::plan_tensor_core_prefill(taken, config, block_size));
@@ -273,7 +252,7 @@ bool launch_attention(CudaBackend::State& s, cuda::AttentionParams p, std::span<
     }
   }
 
-  std::vector<int64_t> key = plan_key(seqs, config, cache.block_size);
+  std::vector<int64_t> key = cuda::attention_plan_key(seqs, config, cache.block_size);
   if (key != s.plan_key) {
     const int64_t max_slots = static_cast<int64_t>(
         kPartialBudgetBytes / (sizeof(cuda::PartialStats) + static_cast<size_t>(value_dim) * sizeof(float)));

@@ -114,9 +114,12 @@ void CudaBackend::do_run_replayable(const std::function<void()>& ops) {
   State& s = *state_;
   const std::optional<cuda::StepShape> shape = s.options.step_graphs ? s.step->replay_shape() : std::nullopt;
   if (!shape) return s.graphs->run_eager(ops);
-  // After a recording is given up: the host plan cache may name a plan whose upload was only
+  // After a recording is given up: the host plan caches may name a plan whose upload was only
   // recorded, never run.
-  s.graphs->run(*shape, ops, [&s] { s.plan_key.clear(); });
+  s.graphs->run(*shape, ops, [&s] {
+    s.plan_key.clear();
+    s.prefill_plan_key.clear();
+  });
 }
 
 StepReplayStats CudaBackend::do_step_replay_stats() const { return state_->graphs->stats(); }

@@ -134,5 +134,46 @@ TEST(AttentionPlan, ItemsReachTheEndOfTheirRowsSpans) {
   }
 }
 
+// The backend reuses an uploaded plan while the key stays equal, so the key must change with
+// everything either plan reads: a layer of another head dim (the prefill kernel's tasks hold 64
+// query vectors at 64-128 dims, 32 at 256; a latent cache's value width is not its head dim) or
+// another block must not find the last call's plan.
+TEST(AttentionPlanKey, ChangesWithEverythingThePlansRead) {
+  const std::vector<int32_t> table = {5, 2, 7, 1}, moved = {5, 2, 9, 1};
+  // A tree of 4 rows: its row x row flags and positions.
+  const std::vector<uint8_t> visible = {1, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1};
+  const std::vector<int32_t> positions = {40, 41, 41, 42};
+  AttentionConfig config;
+  config.n_heads = 8;
+  config.n_kv_heads = 2;
+  config.head_dim = 128;
+  const std::vector<SequenceSlice> base = {{0, 20, 30, table}, {20, 1, 12, table}};
+  const std::vector<int64_t> key = attention_plan_key(base, config, 16);
+  EXPECT_EQ(key, attention_plan_key(std::vector<SequenceSlice>(base), config, 16));
+
+  std::vector<std::pair<const char*, std::vector<int64_t>>> changed;
+  const auto with_config = [&](const char* what, auto change) {
+    AttentionConfig c = config;
+    change(c);
+    changed.push_back({what, attention_plan_key(base, c, 16)});
+  };
+  with_config("head dim", [](AttentionConfig& c) { c.head_dim = 256; });
+  with_config("value dim", [](AttentionConfig& c) { c.value_dim = 64; });
+  with_config("query heads", [](AttentionConfig& c) { c.n_heads = 16; });
+  with_config("KV heads", [](AttentionConfig& c) { c.n_kv_heads = 4; });
+  with_config("window", [](AttentionConfig& c) { c.sliding_window = 16; });
+  changed.push_back({"block size", attention_plan_key(base, config, 32)});
+  const auto with_seqs = [&](const char* what, std::vector<SequenceSlice> seqs) {
+    changed.push_back({what, attention_plan_key(seqs, config, 16)});
+  };
+  with_seqs("a block", {{0, 20, 30, moved}, {20, 1, 12, table}});
+  with_seqs("first row", {{1, 20, 30, table}, {21, 1, 12, table}});
+  with_seqs("rows", {{0, 19, 30, table}, {19, 1, 12, table}});
+  with_seqs("start", {{0, 20, 31, table}, {20, 1, 12, table}});
+  with_seqs("a sequence fewer", {{0, 20, 30, table}});
+  with_seqs("a tree", {{0, 20, 30, table}, {20, 4, 40, table, visible, positions}});
+  for (const auto& [what, other] : changed) EXPECT_NE(key, other) << what;
+}
+
 }  // namespace
 }  // namespace lumen::backend::cuda
