@@ -52,6 +52,8 @@
 #   models every architecture lumen synth writes: the MoE presets op by op and teacher-forced,
 #          CUDA vs CPU (GPU_CHECK_MOE); mamba2 and deepseek2 with their switches on, and refused at
 #          load with the message without them;
+#   catalog  the catalog's Gemma 3 270M Q4_K_M file's stand-in (lumen synth, the file's tensors,
+#          types and shapes) op by op and teacher-forced against the CPU, and its decode;
 #   profile  `lumen bench profile --device cuda` (GPU_CHECK_DEVICE_PROFILE, default "llama-1b:Q4_0
 #          llama-8b:Q4_0"): prefill 512 and decode of 1 and 64 sequences, each op's device time
 #          (CUDA events, no ncu needed) and GB/s against the copy bandwidth; then, where ncu runs,
@@ -87,8 +89,8 @@
 #          the matmul suites (the f16 conversion, the int8 GEMM), the tests changed since, the
 #          conformance rows, the device-clock profile of llama-1b Q4_0, the dependent launches
 #          (their logits against plain launches, conformance rows, decode each way), the pipelined
-#          GEMV (its bits, model tests, GB/s, decode), the default model and K-quant models through
-#          the int8 GEMM against the CPU, then int8;
+#          GEMV (its bits, model tests, GB/s, decode), the catalog Gemma 3 stand-in (catalog),
+#          the default model and K-quant models through the int8 GEMM against the CPU, then int8;
 #   int8   the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1) against the f16 way: pp512 and decode of llama-1b
 #          and llama-8b Q4_0, and 64 streams with each way and with the GEMV for up to 64 tokens;
 #   quick  the defaults in a few minutes: the switched features' op suites, every conformance row,
@@ -639,6 +641,23 @@ run_types() {
   done
 }
 
+# The catalog's Gemma 3 270M Q4_K_M file on CUDA, by its stand-in: `lumen synth gemma3-270m --type
+# Q4_K_M` holds the file's tensors with its types and shapes (Q5_0, Q8_0, Q4_K, Q6_K; the tied
+# Q8_0 embedding of 262 144 rows; synth_catalog_tests checks that against the file), so the same
+# kernels run as for the file itself (253 MB: five or six carry calls), with random weights.
+# Op by op and teacher-forced against the CPU, then its batch-1 decode.
+run_catalog_stand_in() {
+  local file name start
+  file=$(synth_model gemma3-270m:Q4_K_M) || return 1
+  name="catalog_gemma3_stand_in_cuda_vs_cpu"
+  start=$SECONDS
+  LUMEN_GPU_TEST_MODEL="$file" timeout 180 "$BIN/cuda_model_tests" --gtest_brief=1 \
+    --gtest_filter='CudaGreedy.EachOpMatchesCpu:CudaGreedy.DefaultOptionsAgreeWithCpu' > "$WORK/$name.log" 2>&1
+  grep -E 'Failure|error|expected' "$WORK/$name.log" | head -n 5 >&2
+  gtest_summary "$name" "$WORK/$name.log" $((SECONDS - start))
+  timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 64 512 0 | tee -a "$RESULTS"
+}
+
 # Every architecture `lumen synth` writes, on CUDA: the mixture-of-experts presets (moe_ffn
 # composed from the conformance-tested ops, backend/common/composed_moe_ffn.h) op by op and
 # teacher-forced against the CPU (GPU_CHECK_MOE picks others); Mamba 2 and DeepSeek 2 the same
@@ -764,6 +783,7 @@ run_unverified() {
   GPU_CHECK_DEVICE_PROFILE=${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0} run_device_profile
   run_dependent_launch
   run_pipelined_gemv
+  run_catalog_stand_in
   model=$(default_model)
   if [ -f "$model" ]; then
     # The default model's prompts (Q4_1 and Q8_0 weights) through the int8 GEMM: greedy and
@@ -1260,6 +1280,7 @@ case "$MODE" in
         serve) run_serve ;;
         engine) run_engine ;;
         models) run_models ;;
+        catalog) run_catalog_stand_in ;;
         unverified) run_unverified ;;
         int8) run_int8_bench ;;
         quick) run_quick ;;
@@ -1272,5 +1293,5 @@ case "$MODE" in
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|int8|quick|moe|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|catalog|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|int8|quick|moe|all ...]" >&2; exit 2 ;;
 esac

@@ -13,6 +13,9 @@
 #include "gguf/writer.h"
 #include "model/arch/architecture.h"
 #include "model/presets.h"
+#include "quantize/model_facts.h"
+#include "quantize/quantize_order.h"
+#include "quantize/tensor_type_rules.h"
 #include "tensor/quantize.h"
 #include "util/error.h"
 
@@ -42,6 +45,7 @@ enum class Init { Normal, NearOne, Small, Decay, Wide };
 struct TensorPlan {
   std::string name;
   DType type;
+  bool matrix = false;  // a weight matrix (TensorRole::Matrix): the one kind a mixture types
   std::vector<int64_t> dims;
   Init init;
   std::vector<float> fixed;  // exact values instead of random ones (F32 only)
@@ -189,43 +193,32 @@ bool preset_has(const Preset& p, Presence presence) {
 
 // Every tensor the preset's architecture declares, in its declared order (a run of per-layer
 // tensors once per layer), so the file reads like one llama.cpp's converter writes.
-// llama.cpp's Q4_K_M recipe (its use_more_bits rule): the first and last eighth of the layers
-// and every third one between get Q6_K for attn_v and ffn_down; the output matrix gets Q6_K.
-DType q4_k_m_type(const std::string& name, uint64_t layer, uint64_t n_layers) {
-  if (name == "output.weight") return DType::Q6_K;
-  const bool v_or_down = name.find(".attn_v.") != std::string::npos || name.find(".ffn_down.") != std::string::npos;
-  if (!v_or_down) return DType::Q4_K;
-  const uint64_t eighth = n_layers / 8;
-  const bool more_bits = layer < eighth || layer >= 7 * n_layers / 8 || (layer - eighth) % 3 == 2;
-  return more_bits ? DType::Q6_K : DType::Q4_K;
-}
-
 std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType type, bool q4_k_m,
                                      SynthReport& report) {
   const Architecture* arch = find_architecture(p.architecture);
   if (arch == nullptr) fail("preset '{}' names unknown architecture '{}'", p.name, p.architecture);
   std::vector<TensorPlan> plans;
-  auto plan = [&](const TensorSpec& spec, const std::string& name, uint64_t layer) {
+  auto plan = [&](const TensorSpec& spec, const std::string& name) {
     std::vector<int64_t> dims = spec.dims(hp);
     switch (spec.role) {
       case TensorRole::Matrix: {
-        const DType wanted = q4_k_m ? q4_k_m_type(name, layer, hp.block_count) : type;
-        DType chosen = compatible_type(wanted, dims[0]);
-        if (chosen != wanted) {
+        // A mixture's types come later (apply_q4_k_m), when every tensor's name is known.
+        DType chosen = q4_k_m ? type : compatible_type(type, dims[0]);
+        if (chosen != type) {
           report.substitutions.push_back(fmt::format("{}: {} rows of {} are not whole blocks, using {}", name,
-                                                     tensor::dtype_name(wanted), dims[0], tensor::dtype_name(chosen)));
+                                                     tensor::dtype_name(type), dims[0], tensor::dtype_name(chosen)));
         }
         plans.push_back(
-            {name, chosen, std::move(dims), Init::Normal, {}, is_query_or_key(spec) ? p.qk_init_scale : 1.0});
+            {name, chosen, true, std::move(dims), Init::Normal, {}, is_query_or_key(spec) ? p.qk_init_scale : 1.0});
         break;
       }
-      case TensorRole::Router: plans.push_back({name, DType::F32, std::move(dims), Init::Normal, {}}); break;
-      case TensorRole::Norm: plans.push_back({name, DType::F32, std::move(dims), Init::NearOne, {}}); break;
-      case TensorRole::Bias: plans.push_back({name, DType::F32, std::move(dims), Init::Small, {}}); break;
-      case TensorRole::SsmDecay: plans.push_back({name, DType::F32, std::move(dims), Init::Decay, {}}); break;
-      case TensorRole::SsmConv: plans.push_back({name, DType::F32, std::move(dims), Init::Wide, {}}); break;
+      case TensorRole::Router: plans.push_back({name, DType::F32, false, std::move(dims), Init::Normal, {}}); break;
+      case TensorRole::Norm: plans.push_back({name, DType::F32, false, std::move(dims), Init::NearOne, {}}); break;
+      case TensorRole::Bias: plans.push_back({name, DType::F32, false, std::move(dims), Init::Small, {}}); break;
+      case TensorRole::SsmDecay: plans.push_back({name, DType::F32, false, std::move(dims), Init::Decay, {}}); break;
+      case TensorRole::SsmConv: plans.push_back({name, DType::F32, false, std::move(dims), Init::Wide, {}}); break;
       case TensorRole::RopeFactors:
-        plans.push_back({name, DType::F32, std::move(dims), Init::Normal,
+        plans.push_back({name, DType::F32, false, std::move(dims), Init::Normal,
                          llama3_rope_factors(p, static_cast<int64_t>(hp.head_dim))});
         break;
     }
@@ -233,7 +226,7 @@ std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType t
   const std::vector<TensorSpec>& specs = arch->tensors;
   for (size_t i = 0; i < specs.size();) {
     if (!specs[i].per_layer()) {
-      if (preset_has(p, specs[i].presence)) plan(specs[i], specs[i].file_name(0), 0);
+      if (preset_has(p, specs[i].presence)) plan(specs[i], specs[i].file_name(0));
       ++i;
       continue;
     }
@@ -242,13 +235,37 @@ std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType t
     for (uint64_t layer = 0; layer < hp.block_count; ++layer) {
       for (size_t j = i; j < run_end; ++j) {
         if (preset_has(p, specs[j].presence) && specs[j].declared_for(hp, layer)) {
-          plan(specs[j], specs[j].file_name(layer), layer);
+          plan(specs[j], specs[j].file_name(layer));
         }
       }
     }
     i = run_end;
   }
   return plans;
+}
+
+// llama.cpp's Q4_K_M mixture over the planned matrices, chosen by the rules `lumen quantize`
+// follows (quantize/tensor_type_rules.h), visiting the tensors in llama-quantize's order: Q6_K
+// for the output (and for token_embd when it doubles as the output), for attn_v and ffn_down in
+// the layers llama.cpp favours; Q4_K elsewhere; and its fallbacks where rows are not whole
+// super-blocks (Gemma 3 270M's 640-wide rows: Q5_0, and Q8_0 for the tied embedding). So a
+// preset in a real model's shapes is typed as that model's Q4_K_M file is.
+void apply_q4_k_m(std::vector<TensorPlan>& plans, const gguf::Metadata& md, SynthReport& report) {
+  std::vector<std::string> names;
+  for (const TensorPlan& plan : plans) names.push_back(plan.name);
+  quantize::TypeChoiceOptions choice;
+  choice.mix = quantize::Mix::Q4_K_M;
+  quantize::TensorTypePlanner planner(quantize::model_facts(md, names), choice);
+  std::vector<TensorPlan*> order;
+  for (TensorPlan& plan : plans) order.push_back(&plan);
+  std::stable_sort(order.begin(), order.end(), [](const TensorPlan* a, const TensorPlan* b) {
+    return quantize::quantize_order_before(a->name, b->name);
+  });
+  for (TensorPlan* plan : order) {
+    // What stays unquantized in a real file stays F32 here.
+    if (plan->matrix) plan->type = planner.choose(plan->name, DType::F32, plan->dims);
+  }
+  for (const std::string& line : planner.fallbacks()) report.substitutions.push_back(line);
 }
 
 // Copies tokenizer.* from the vocabulary file, padding the token list with unused tokens up to
@@ -404,9 +421,11 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
 
   unsigned threads = options.threads != 0 ? options.threads
                                           : std::max(1u, std::thread::hardware_concurrency());
-  if (options.q4_k_m && options.type != DType::Q4_K) fail("the Q4_K_M mixture is made of Q4_K and Q6_K: type must be Q4_K");
+  if (options.q4_k_m && options.type != DType::Q4_K)
+    fail("the Q4_K_M mixture is llama.cpp's mix around Q4_K: type must be Q4_K");
   auto plans = plan_tensors(*preset, preset_hparams(*preset, layers, report.vocab_size), options.type,
                             options.q4_k_m, report);
+  if (options.q4_k_m) apply_q4_k_m(plans, md, report);
   for (uint64_t i = 0; i < plans.size(); ++i) {
     const TensorPlan& plan = plans[i];
     writer.add_tensor(plan.name, plan.type, plan.dims,

@@ -17,9 +17,10 @@ struct SynthOptions {
   uint64_t seed = 1;
   std::optional<uint64_t> block_count;      // fewer layers, for quick tests
   unsigned threads = 0;                     // 0: all hardware threads
-  // With type Q4_K: llama.cpp's Q4_K_M mixture instead of Q4_K throughout (Q6_K for the output
-  // matrix, and for attn_v and ffn_down in the layers its recipe gives more bits), the mix of
-  // the Q4_K_M files users download.
+  // With type Q4_K: llama.cpp's Q4_K_M mixture instead of Q4_K throughout, typed by the rules
+  // `lumen quantize` follows (Q6_K for the output matrix, or the token embedding doubling as it,
+  // and for attn_v and ffn_down in the layers its recipe gives more bits; its fallbacks where
+  // rows are not whole super-blocks): the mix of the Q4_K_M files users download.
   bool q4_k_m = false;
 };
 

@@ -1,6 +1,7 @@
 #include "quantize/model_facts.h"
 
 #include <cstring>
+#include <vector>
 
 #include "quantize/tensor_category.h"
 #include "util/error.h"
@@ -35,8 +36,7 @@ bool is_70b_model(const std::string& arch, int64_t n_layer, uint64_t n_head, uin
 
 }  // namespace
 
-ModelFacts read_model_facts(const gguf::GgufFile& file) {
-  const gguf::Metadata& metadata = file.metadata();
+ModelFacts model_facts(const gguf::Metadata& metadata, std::span<const std::string> tensor_names) {
   ModelFacts facts;
   facts.architecture = metadata.get_string("general.architecture");
   const std::string& arch = facts.architecture;
@@ -47,12 +47,19 @@ ModelFacts read_model_facts(const gguf::GgufFile& file) {
   facts.n_gqa = n_head_kv == 0 ? 0 : static_cast<uint32_t>(n_head / n_head_kv);
   facts.n_expert = static_cast<uint32_t>(metadata.find_unsigned(arch + ".expert_count").value_or(0));
   facts.is_70b = is_70b_model(arch, facts.n_layer, n_head, n_head_kv);
-  for (const gguf::TensorInfo& tensor : file.tensors()) {
-    const TensorCategory category = tensor_category(tensor.name);
+  for (const std::string& name : tensor_names) {
+    const TensorCategory category = tensor_category(name);
     if (category == TensorCategory::Output) facts.tied_embeddings = false;
     if (is_attention_v_like(category)) ++facts.n_attention_v;
   }
   return facts;
+}
+
+ModelFacts read_model_facts(const gguf::GgufFile& file) {
+  std::vector<std::string> names;
+  names.reserve(file.tensors().size());
+  for (const gguf::TensorInfo& tensor : file.tensors()) names.push_back(tensor.name);
+  return model_facts(file.metadata(), names);
 }
 
 }  // namespace lumen::quantize

@@ -2,6 +2,7 @@
 // The few facts about a model that llama-quantize's per-tensor rules depend on, read from the
 // GGUF metadata and tensor names as llama.cpp's loader would see them.
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "gguf/file.h"
@@ -20,5 +21,9 @@ struct ModelFacts {
 
 // Throws lumen::Error when the metadata has no architecture or a malformed head count.
 ModelFacts read_model_facts(const gguf::GgufFile& file);
+
+// The same from a model's metadata and its tensors' names (a file not written yet: lumen synth
+// types its tensors as llama-quantize would).
+ModelFacts model_facts(const gguf::Metadata& metadata, std::span<const std::string> tensor_names);
 
 }  // namespace lumen::quantize

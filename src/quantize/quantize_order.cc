@@ -21,15 +21,19 @@ std::optional<int> block_number(std::string_view name) {
   return static_cast<int>(negative ? -value : value);
 }
 
+bool quantize_order_before(std::string_view a, std::string_view b) {
+  const int block_a = block_number(a).value_or(-1);
+  const int block_b = block_number(b).value_or(-1);
+  if (block_a != block_b) return block_a < block_b;
+  return a < b;
+}
+
 std::vector<const gguf::TensorInfo*> quantize_order(const gguf::GgufFile& file) {
   std::vector<const gguf::TensorInfo*> order;
   order.reserve(file.tensors().size());
   for (const gguf::TensorInfo& tensor : file.tensors()) order.push_back(&tensor);
   std::stable_sort(order.begin(), order.end(), [](const gguf::TensorInfo* a, const gguf::TensorInfo* b) {
-    const int block_a = block_number(a->name).value_or(-1);
-    const int block_b = block_number(b->name).value_or(-1);
-    if (block_a != block_b) return block_a < block_b;
-    return a->name < b->name;
+    return quantize_order_before(a->name, b->name);
   });
   return order;
 }

@@ -14,6 +14,9 @@ namespace lumen::quantize {
 // N for a name starting "blk.N." (as sscanf("blk.%d.") reads it), else nullopt.
 std::optional<int> block_number(std::string_view name);
 
+// Whether llama-quantize visits tensor `a` before tensor `b`.
+bool quantize_order_before(std::string_view a, std::string_view b);
+
 std::vector<const gguf::TensorInfo*> quantize_order(const gguf::GgufFile& file);
 
 }  // namespace lumen::quantize

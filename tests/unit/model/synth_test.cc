@@ -158,6 +158,9 @@ TEST(Synth, Q4KMMixesQ6KWhereLlamaCppDoes) {
   }
   if (file.find_tensor("output.weight") != nullptr) {
     EXPECT_EQ(file.tensor("output.weight").type, tensor::DType::Q6_K);
+  } else {  // the token embedding doubles as the output: typed as the output is
+    const gguf::TensorInfo& embedding = file.tensor("token_embd.weight");
+    EXPECT_EQ(embedding.type, embedding.dims[0] % 256 == 0 ? tensor::DType::Q6_K : tensor::DType::Q8_0);
   }
   options.type = tensor::DType::Q8_0;  // the mixture is Q4_K's
   EXPECT_THROW(write_synthetic_model(options, path), Error);
