@@ -59,6 +59,8 @@ __device__ __forceinline__ void copy_async_16(uint4* dst, const uint4* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared), "l"(src) : "memory");
+#elif defined(LUMEN_CUDA_SIM)
+  ::cuda_sim::copy_async(dst, src, 16);  // lands at the wait that covers it (tests/unit/cuda_sim)
 #else
   *dst = __ldg(src);
 #endif
@@ -68,6 +70,8 @@ __device__ __forceinline__ void copy_async_16(uint4* dst, const uint4* src) {
 __device__ __forceinline__ void commit_copies() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;" ::: "memory");
+#elif defined(LUMEN_CUDA_SIM)
+  ::cuda_sim::commit_copies();
 #endif
 }
 
@@ -76,6 +80,8 @@ template <int pending>
 __device__ __forceinline__ void wait_copies() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;" ::"n"(pending) : "memory");
+#elif defined(LUMEN_CUDA_SIM)
+  ::cuda_sim::wait_copies(pending);
 #endif
 }
 

@@ -14,6 +14,8 @@ __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], const u
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif defined(LUMEN_CUDA_SIM)
+  ::cuda_sim::mma_f16(c, a, b);  // tests/unit/cuda_sim's simulated device
 #else
   __trap();  // the backend asks for sm_80 or newer before it launches these kernels
 #endif
@@ -28,6 +30,8 @@ __device__ __forceinline__ void mma_s8(int c[4], const uint32_t a[4], const uint
       "{%0,%1,%2,%3};\n"
       : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif defined(LUMEN_CUDA_SIM)
+  ::cuda_sim::mma_s8(c, a, b);
 #else
   __trap();
 #endif
@@ -40,6 +44,8 @@ __device__ __forceinline__ void mma_s8_k16(int c[4], uint32_t a0, uint32_t a1, u
   asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
                : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
                : "r"(a0), "r"(a1), "r"(b));
+#elif defined(LUMEN_CUDA_SIM)
+  ::cuda_sim::mma_s8_k16(c, a0, a1, b);
 #else
   __trap();
 #endif

@@ -1,0 +1,471 @@
+// The simulated device of cuda_sim.h: a block's threads as ucontext fibers on the calling thread,
+// a scheduler that resumes each in turn until it reaches a barrier, and the warp-wide operations
+// as exchanges through the warp's slots between two barriers.
+#include "cuda_sim.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define LUMEN_SIM_ASAN 1
+#endif
+
+uint3 threadIdx{};
+uint3 blockIdx{};
+dim3 blockDim;
+dim3 gridDim;
+
+namespace cuda_sim {
+
+namespace {
+
+// A thread's locals. Not more: ASan clears the shadow of a whole stack at each switch into it, by
+// memset below 32 KiB of shadow (256 KiB of stack) and by remapping pages above, ten times slower.
+constexpr size_t kStackBytes = size_t{256} << 10;
+constexpr size_t kDefaultDynamicShared = 48 << 10;
+constexpr size_t kMostDynamicShared = 227 << 10;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+struct PendingCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+
+struct Thread {
+  ucontext_t context{};
+  uint3 index{};
+  unsigned lane = 0, warp = 0;
+  bool done = false;
+  char* stack = nullptr;
+  // cp.async groups: committed ones in order, then the copies not yet committed.
+  std::vector<std::vector<PendingCopy>> groups;
+  std::vector<PendingCopy> open;
+#if defined(LUMEN_SIM_ASAN)
+  void* fake_stack = nullptr;  // ASan's, while the thread is switched out
+#endif
+};
+
+// A warp's rendezvous: lanes arrive, the last one in the mask releases them (a new generation).
+struct WarpState {
+  unsigned arrived = 0;  // lanes waiting, as bits
+  unsigned mask = 0;     // the mask the waiting lanes named
+  uint64_t generation = 0;
+  std::array<uint64_t, 32> slots{};
+  std::array<std::array<uint32_t, 6>, 32> fragments{};
+};
+
+struct Block {
+  std::vector<Thread> threads;
+  ucontext_t scheduler{};
+  Thread* current = nullptr;
+  unsigned live = 0;
+  unsigned barrier_arrived = 0;
+  uint64_t barrier_generation = 0;
+  bool barrier_all = true;     // __syncthreads_and's running answer
+  bool barrier_answer = true;  // the released barrier's answer
+  bool progress = false;       // something moved since the scheduler's last round
+  std::vector<WarpState> warps;
+  uint3 block_index{};
+  dim3 block_dim, grid_dim;
+  std::vector<unsigned char> dynamic_shared;
+  std::exception_ptr error;
+#if defined(LUMEN_SIM_ASAN)
+  void* scheduler_fake_stack = nullptr;
+  const void* scheduler_stack = nullptr;
+  size_t scheduler_stack_size = 0;
+#endif
+};
+
+Block* g_block = nullptr;
+Schedule g_schedule = Schedule::Forward;
+cudaError_t g_last_error = cudaSuccess;
+std::map<const void*, size_t> g_dynamic_shared_limit;
+
+Block& block() {
+  if (g_block == nullptr) throw std::logic_error("cuda_sim: a device function called outside a kernel");
+  return *g_block;
+}
+Thread& self() { return *block().current; }
+
+[[noreturn]] void fail(const std::string& what) {
+  const Block& b = block();
+  const Thread& t = *b.current;
+  throw std::runtime_error(fmt::format("cuda_sim: block ({}, {}, {}) thread ({}, {}, {}): {}", b.block_index.x,
+                                       b.block_index.y, b.block_index.z, t.index.x, t.index.y, t.index.z, what));
+}
+
+// Back to the scheduler; returns when the scheduler resumes this thread.
+void yield() {
+  Block& b = block();
+  Thread& t = *b.current;
+#if defined(LUMEN_SIM_ASAN)
+  __sanitizer_start_switch_fiber(&t.fake_stack, b.scheduler_stack, b.scheduler_stack_size);
+#endif
+  swapcontext(&t.context, &b.scheduler);
+#if defined(LUMEN_SIM_ASAN)
+  __sanitizer_finish_switch_fiber(t.fake_stack, nullptr, nullptr);
+#endif
+}
+
+std::function<void()>* g_body = nullptr;
+
+void thread_entry() {
+  Block& b = block();
+#if defined(LUMEN_SIM_ASAN)
+  __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack, &b.scheduler_stack_size);
+#endif
+  try {
+    (*g_body)();
+  } catch (...) {
+    if (!b.error) b.error = std::current_exception();
+  }
+  Thread& t = *b.current;
+  t.done = true;
+  --b.live;
+  b.progress = true;
+  // Barriers the others wait at may now be complete.
+  if (b.barrier_arrived != 0 && b.barrier_arrived == b.live) {
+    b.barrier_arrived = 0;
+    b.barrier_answer = b.barrier_all;
+    b.barrier_all = true;
+    ++b.barrier_generation;
+  }
+#if defined(LUMEN_SIM_ASAN)
+  __sanitizer_start_switch_fiber(nullptr, b.scheduler_stack, b.scheduler_stack_size);
+#endif
+  setcontext(&b.scheduler);
+}
+
+// The lanes of warp `w` that have not returned, as bits.
+unsigned live_lanes(const Block& b, unsigned w) {
+  unsigned bits = 0;
+  const size_t first = static_cast<size_t>(w) * 32;
+  for (size_t i = first; i < std::min(first + 32, b.threads.size()); ++i) {
+    if (!b.threads[i].done) bits |= 1u << (i - first);
+  }
+  return bits;
+}
+
+// Every lane of `mask` meets here; true for the lane that completed the meeting.
+void warp_meet(unsigned mask) {
+  Block& b = block();
+  Thread& t = *b.current;
+  WarpState& w = b.warps[t.warp];
+  if ((mask & (1u << t.lane)) == 0) fail(fmt::format("lane {} is not in the mask {:#x} it passed", t.lane, mask));
+  const unsigned present = live_lanes(b, t.warp) | w.arrived | (1u << t.lane);
+  const size_t first = static_cast<size_t>(t.warp) * 32;
+  const unsigned exists = b.threads.size() - first >= 32 ? kFullMask : (1u << (b.threads.size() - first)) - 1;
+  if ((mask & ~exists) != 0) fail(fmt::format("mask {:#x} names lanes the block does not have", mask));
+  if ((mask & ~present) != 0) {
+    fail(fmt::format("mask {:#x} names lanes that have returned ({:#x})", mask, mask & ~present));
+  }
+  if (w.arrived != 0 && w.mask != mask) {
+    fail(fmt::format("lanes meet with masks {:#x} and {:#x} at once", w.mask, mask));
+  }
+  w.mask = mask;
+  w.arrived |= 1u << t.lane;
+  b.progress = true;
+  if (w.arrived == mask) {
+    w.arrived = 0;
+    ++w.generation;
+    return;
+  }
+  const uint64_t generation = w.generation;
+  while (w.generation == generation) yield();
+}
+
+WarpState& my_warp() { return block().warps[self().warp]; }
+
+}  // namespace
+
+void set_schedule(Schedule schedule) { g_schedule = schedule; }
+
+void* dynamic_shared() { return block().dynamic_shared.data(); }
+
+void syncthreads() { (void)syncthreads_and(true); }
+
+bool syncthreads_and(bool predicate) {
+  Block& b = block();
+  const uint64_t generation = b.barrier_generation;
+  b.barrier_all = b.barrier_all && predicate;
+  b.progress = true;
+  if (++b.barrier_arrived == b.live) {
+    b.barrier_arrived = 0;
+    b.barrier_answer = b.barrier_all;
+    b.barrier_all = true;
+    ++b.barrier_generation;
+    return b.barrier_answer;
+  }
+  while (b.barrier_generation == generation) yield();
+  return b.barrier_answer;
+}
+
+void syncwarp(unsigned mask) { warp_meet(mask); }
+
+uint64_t shuffle(unsigned mask, uint64_t bits, Shuffle kind, int arg, int width) {
+  if (width <= 0 || width > 32 || (width & (width - 1)) != 0) fail(fmt::format("shuffle width {}", width));
+  Thread& t = self();
+  WarpState& w = my_warp();
+  warp_meet(mask);  // nobody still reads the slots from the last exchange
+  w.slots[t.lane] = bits;
+  warp_meet(mask);  // every lane has written
+  const int lane = static_cast<int>(t.lane);
+  const int segment = lane & ~(width - 1);
+  int source = lane;
+  switch (kind) {
+    case Shuffle::Index: source = segment + (arg & (width - 1)); break;
+    case Shuffle::Up: source = lane - segment >= arg ? lane - arg : lane; break;
+    case Shuffle::Down: source = lane - segment + arg < width ? lane + arg : lane; break;
+    case Shuffle::Xor: source = ((lane ^ arg) & ~(width - 1)) == segment ? lane ^ arg : lane; break;
+  }
+  if ((mask & (1u << source)) == 0) fail(fmt::format("shuffle reads lane {}, outside the mask {:#x}", source, mask));
+  return w.slots[static_cast<size_t>(source)];
+}
+
+unsigned ballot(unsigned mask, bool predicate) {
+  Thread& t = self();
+  WarpState& w = my_warp();
+  warp_meet(mask);
+  w.slots[t.lane] = predicate ? 1 : 0;
+  warp_meet(mask);
+  unsigned votes = 0;
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    if ((mask >> lane & 1u) != 0 && w.slots[lane] != 0) votes |= 1u << lane;
+  }
+  return votes;
+}
+
+void trap() { fail("__trap()"); }
+
+void copy_async(void* dst, const void* src, size_t bytes) { self().open.push_back({dst, src, bytes}); }
+
+void commit_copies() {
+  Thread& t = self();
+  t.groups.push_back(std::move(t.open));
+  t.open.clear();
+}
+
+void wait_copies(int pending) {
+  Thread& t = self();
+  while (t.groups.size() > static_cast<size_t>(pending)) {
+    for (const PendingCopy& c : t.groups.front()) std::memcpy(c.dst, c.src, c.bytes);
+    t.groups.erase(t.groups.begin());
+  }
+}
+
+namespace {
+
+// Each lane's fragments meet; each lane then computes its own C values from all of them, with
+// the product A x B given by `product(lane_of_a, ..)` over the warp's deposited registers.
+template <typename Acc, typename Product>
+void warp_product(Acc c[4], const uint32_t* regs, size_t n_regs, Product product) {
+  Thread& t = self();
+  WarpState& w = my_warp();
+  warp_meet(kFullMask);
+  std::copy_n(regs, n_regs, w.fragments[t.lane].begin());
+  warp_meet(kFullMask);
+  const int g = static_cast<int>(t.lane) / 4, q = static_cast<int>(t.lane) % 4;
+  for (int i = 0; i < 4; ++i) c[i] = product(w.fragments, g + (i >= 2 ? 8 : 0), 2 * q + i % 2, c[i]);
+}
+
+using Fragments = std::array<std::array<uint32_t, 6>, 32>;
+
+float f16_at(const Fragments& f, int lane, int reg, int half) {
+  return lumen::tensor::fp16_to_float(
+      static_cast<uint16_t>(f[static_cast<size_t>(lane)][static_cast<size_t>(reg)] >> (16 * half)));
+}
+int s8_at(const Fragments& f, int lane, int reg, int byte) {
+  return static_cast<int8_t>(
+      static_cast<uint8_t>(f[static_cast<size_t>(lane)][static_cast<size_t>(reg)] >> (8 * byte)));
+}
+
+}  // namespace
+
+// PTX ISA, mma.m16n8k16 .f16: A (row-major 16 x 16) register r of lane 4 g + q holds row g (+8
+// for r = 1, 3), columns 2 q, 2 q + 1 (+8 for r = 2, 3); B (16 x 8, "col") register r holds rows
+// 2 q, 2 q + 1 (+8 for r = 1) of column g. Registers 0..3 are A, 4..5 B.
+void mma_f16(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+  const uint32_t regs[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  warp_product(c, regs, 6, [](const Fragments& f, int row, int col, float acc) {
+    double sum = acc;
+    for (int k = 0; k < 16; ++k) {
+      const int a_lane = 4 * (row % 8) + (k % 8) / 2, a_reg = (row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0);
+      const int b_lane = 4 * col + (k % 8) / 2, b_reg = 4 + (k >= 8 ? 1 : 0);
+      sum += static_cast<double>(f16_at(f, a_lane, a_reg, k % 2)) * f16_at(f, b_lane, b_reg, k % 2);
+    }
+    return static_cast<float>(sum);
+  });
+}
+
+// PTX ISA, mma.m16n8k32 .s8: A register r of lane 4 g + q holds row g (+8 for r = 1, 3), columns
+// 4 q .. 4 q + 3 (+16 for r = 2, 3); B register r holds rows 4 q .. 4 q + 3 (+16 for r = 1) of
+// column g.
+void mma_s8(int c[4], const uint32_t a[4], const uint32_t b[2]) {
+  const uint32_t regs[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  warp_product(c, regs, 6, [](const Fragments& f, int row, int col, int acc) {
+    for (int k = 0; k < 32; ++k) {
+      const int a_lane = 4 * (row % 8) + (k % 16) / 4, a_reg = (row >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0);
+      const int b_lane = 4 * col + (k % 16) / 4, b_reg = 4 + (k >= 16 ? 1 : 0);
+      acc += s8_at(f, a_lane, a_reg, k % 4) * s8_at(f, b_lane, b_reg, k % 4);
+    }
+    return acc;
+  });
+}
+
+// PTX ISA, mma.m16n8k16 .s8: A register r holds row g (+8 for r = 1), columns 4 q .. 4 q + 3; B's
+// one register rows 4 q .. 4 q + 3 of column g.
+void mma_s8_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b) {
+  const uint32_t regs[3] = {a0, a1, b};
+  warp_product(c, regs, 3, [](const Fragments& f, int row, int col, int acc) {
+    for (int k = 0; k < 16; ++k) {
+      acc += s8_at(f, 4 * (row % 8) + k / 4, row >= 8 ? 1 : 0, k % 4) * s8_at(f, 4 * col + k / 4, 2, k % 4);
+    }
+    return acc;
+  });
+}
+
+cudaError_t take_last_error() { return std::exchange(g_last_error, cudaSuccess); }
+
+cudaError_t set_max_dynamic_shared(const void* kernel, int bytes) {
+  if (bytes < 0 || static_cast<size_t>(bytes) > kMostDynamicShared) return cudaErrorInvalidValue;
+  g_dynamic_shared_limit[kernel] = static_cast<size_t>(bytes);
+  return cudaSuccess;
+}
+
+namespace {
+
+// Stacks for a block's threads: mapped once and kept (a fresh mapping per launch costs a page
+// fault per thread and page touched, which dominated the tests' time).
+class Stacks {
+ public:
+  ~Stacks() {
+    if (base_ != nullptr) munmap(base_, bytes_);
+  }
+  void reserve(size_t n) {
+    if (n * kStackBytes <= bytes_) return;
+    if (base_ != nullptr) munmap(base_, bytes_);
+    bytes_ = n * kStackBytes;
+    base_ = static_cast<char*>(
+        mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    if (base_ == MAP_FAILED) {
+      base_ = nullptr;
+      bytes_ = 0;
+      throw std::runtime_error("cuda_sim: no memory for the threads' stacks");
+    }
+  }
+  char* at(size_t i) const { return base_ + i * kStackBytes; }
+
+ private:
+  size_t bytes_ = 0;
+  char* base_ = nullptr;
+};
+
+Stacks g_stacks;
+
+void run_block(Block& b, const Stacks& stacks) {
+  const size_t n = b.threads.size();
+  for (size_t i = 0; i < n; ++i) {
+    Thread& t = b.threads[i];
+    t = Thread{};
+    t.index = {static_cast<unsigned>(i % b.block_dim.x), static_cast<unsigned>(i / b.block_dim.x % b.block_dim.y),
+               static_cast<unsigned>(i / (b.block_dim.x * b.block_dim.y))};
+    t.lane = static_cast<unsigned>(i % 32);
+    t.warp = static_cast<unsigned>(i / 32);
+    t.stack = stacks.at(i);
+    getcontext(&t.context);
+    t.context.uc_stack.ss_sp = t.stack;
+    t.context.uc_stack.ss_size = kStackBytes;
+    t.context.uc_link = nullptr;
+    makecontext(&t.context, thread_entry, 0);
+  }
+  b.live = static_cast<unsigned>(n);
+  b.barrier_arrived = 0;
+  b.barrier_all = true;
+  for (WarpState& w : b.warps) w = WarpState{};
+  while (b.live > 0) {
+    b.progress = false;
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = g_schedule == Schedule::Forward ? k : n - 1 - k;
+      Thread& t = b.threads[i];
+      if (t.done) continue;
+      b.current = &t;
+      threadIdx = t.index;
+#if defined(LUMEN_SIM_ASAN)
+      __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, t.stack, kStackBytes);
+#endif
+      swapcontext(&b.scheduler, &t.context);
+#if defined(LUMEN_SIM_ASAN)
+      __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, nullptr, nullptr);
+#endif
+      b.current = nullptr;
+      if (b.error) std::rethrow_exception(b.error);
+    }
+    if (!b.progress && b.live > 0) {
+      throw std::runtime_error(
+          fmt::format("cuda_sim: block ({}, {}, {}) can never finish: {} threads wait at __syncthreads, the rest at a "
+                      "warp-wide operation whose lanes never all arrive",
+                      b.block_index.x, b.block_index.y, b.block_index.z, b.barrier_arrived));
+    }
+  }
+}
+
+}  // namespace
+
+bool run_grid(const void* kernel, dim3 grid, dim3 block_shape, size_t shared, const std::function<void()>& body) {
+  const auto limit = g_dynamic_shared_limit.find(kernel);
+  const size_t shared_limit = limit == g_dynamic_shared_limit.end() ? kDefaultDynamicShared : limit->second;
+  const uint64_t threads = uint64_t{block_shape.x} * block_shape.y * block_shape.z;
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535 || threads == 0 || threads > 1024 ||
+      block_shape.z > 64) {
+    g_last_error = cudaErrorInvalidConfiguration;
+    return false;
+  }
+  if (shared > shared_limit) {
+    g_last_error = cudaErrorInvalidValue;
+    return false;
+  }
+  if (g_block != nullptr) throw std::logic_error("cuda_sim: a kernel launched from inside a kernel");
+  g_stacks.reserve(threads);
+  Block b;
+  b.threads.resize(threads);
+  b.warps.resize((threads + 31) / 32);
+  b.block_dim = block_shape;
+  b.grid_dim = grid;
+  blockDim = block_shape;
+  gridDim = grid;
+  b.dynamic_shared.assign(std::max<size_t>(shared, 16), 0xcd);  // not zero: a kernel must write before it reads
+  std::function<void()> run = body;
+  g_body = &run;
+  g_block = &b;
+  try {
+    for (unsigned z = 0; z < grid.z; ++z) {
+      for (unsigned y = 0; y < grid.y; ++y) {
+        for (unsigned x = 0; x < grid.x; ++x) {
+          b.block_index = {x, y, z};
+          blockIdx = b.block_index;
+          run_block(b, g_stacks);
+        }
+      }
+    }
+  } catch (...) {
+    g_block = nullptr;
+    g_body = nullptr;
+    throw;
+  }
+  g_block = nullptr;
+  g_body = nullptr;
+  return true;
+}
+
+}  // namespace cuda_sim
