@@ -1,11 +1,12 @@
-// The simulated device of cuda_sim.h: a block's threads as ucontext fibers on the calling thread,
+// The simulated device of cuda_sim.h: a block's threads as fibers (fiber_switch.h) on the calling thread,
 // a scheduler that resumes each in turn until it reaches a barrier, and the warp-wide operations
 // as exchanges through the warp's slots between two barriers.
 #include "cuda_sim.h"
 
+#include "fiber_switch.h"
+
 #include <fmt/format.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 
 #include <algorithm>
 #include <array>
@@ -15,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if LUMEN_SIM_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
-#define LUMEN_SIM_ASAN 1
 #endif
 
 uint3 threadIdx{};
@@ -29,8 +30,9 @@ namespace cuda_sim {
 
 namespace {
 
-// A thread's locals. Not more: ASan clears the shadow of a whole stack at each switch into it, by
-// memset below 32 KiB of shadow (256 KiB of stack) and by remapping pages above, ten times slower.
+// A thread's locals. Not more: under ASan, swapcontext clears the shadow of a whole stack at each
+// switch into it, by memset below 32 KiB of shadow (256 KiB of stack) and by remapping pages above,
+// ten times slower.
 constexpr size_t kStackBytes = size_t{256} << 10;
 constexpr size_t kDefaultDynamicShared = 48 << 10;
 constexpr size_t kMostDynamicShared = 227 << 10;
@@ -43,7 +45,7 @@ struct PendingCopy {
 };
 
 struct Thread {
-  ucontext_t context{};
+  fiber::Context context;
   uint3 index{};
   unsigned lane = 0, warp = 0;
   bool done = false;
@@ -51,7 +53,7 @@ struct Thread {
   // cp.async groups: committed ones in order, then the copies not yet committed.
   std::vector<std::vector<PendingCopy>> groups;
   std::vector<PendingCopy> open;
-#if defined(LUMEN_SIM_ASAN)
+#if LUMEN_SIM_ASAN
   void* fake_stack = nullptr;  // ASan's, while the thread is switched out
 #endif
 };
@@ -67,7 +69,7 @@ struct WarpState {
 
 struct Block {
   std::vector<Thread> threads;
-  ucontext_t scheduler{};
+  fiber::Context scheduler;
   Thread* current = nullptr;
   unsigned live = 0;
   unsigned barrier_arrived = 0;
@@ -80,7 +82,8 @@ struct Block {
   dim3 block_dim, grid_dim;
   std::vector<unsigned char> dynamic_shared;
   std::exception_ptr error;
-#if defined(LUMEN_SIM_ASAN)
+  std::string failure;  // fail()'s message: the launch throws it
+#if LUMEN_SIM_ASAN
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_stack = nullptr;
   size_t scheduler_stack_size = 0;
@@ -98,31 +101,47 @@ Block& block() {
 }
 Thread& self() { return *block().current; }
 
-[[noreturn]] void fail(const std::string& what) {
-  const Block& b = block();
-  const Thread& t = *b.current;
-  throw std::runtime_error(fmt::format("cuda_sim: block ({}, {}, {}) thread ({}, {}, {}): {}", b.block_index.x,
-                                       b.block_index.y, b.block_index.z, t.index.x, t.index.y, t.index.z, what));
-}
-
 // Back to the scheduler; returns when the scheduler resumes this thread.
 void yield() {
   Block& b = block();
   Thread& t = *b.current;
-#if defined(LUMEN_SIM_ASAN)
+#if LUMEN_SIM_ASAN
   __sanitizer_start_switch_fiber(&t.fake_stack, b.scheduler_stack, b.scheduler_stack_size);
 #endif
-  swapcontext(&t.context, &b.scheduler);
-#if defined(LUMEN_SIM_ASAN)
+  fiber::switch_to(t.context, b.scheduler);
+#if LUMEN_SIM_ASAN
   __sanitizer_finish_switch_fiber(t.fake_stack, nullptr, nullptr);
 #endif
 }
 
 std::function<void()>* g_body = nullptr;
 
+// Ends the running thread with an error the launch reports: the thread switches to the scheduler
+// for good, which throws from its own stack. Not [[noreturn]]: ASan unpoisons "the stack" before
+// every call to such a function, and takes a fiber's stack for a broken one (as it does when an
+// exception unwinds one). The message is formatted here, into the block: a temporary string in a
+// caller's frame, which never ends, would leak.
+template <typename... Args>
+void fail(fmt::format_string<Args...> format, Args&&... args) {
+  Block& b = block();
+  Thread& t = *b.current;
+  if (b.failure.empty()) {
+    b.failure = fmt::format("cuda_sim: block ({}, {}, {}) thread ({}, {}, {}): ", b.block_index.x, b.block_index.y,
+                            b.block_index.z, t.index.x, t.index.y, t.index.z);
+    b.failure += fmt::format(format, std::forward<Args>(args)...);
+  }
+#if LUMEN_SIM_ASAN
+  __sanitizer_start_switch_fiber(nullptr, b.scheduler_stack, b.scheduler_stack_size);
+#endif
+  // Never resumed; a loop the compiler cannot prove endless, or it would call this noreturn.
+  static volatile bool resumed = false;
+  do fiber::switch_to(t.context, b.scheduler);
+  while (!resumed);
+}
+
 void thread_entry() {
   Block& b = block();
-#if defined(LUMEN_SIM_ASAN)
+#if LUMEN_SIM_ASAN
   __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack, &b.scheduler_stack_size);
 #endif
   try {
@@ -141,10 +160,10 @@ void thread_entry() {
     b.barrier_all = true;
     ++b.barrier_generation;
   }
-#if defined(LUMEN_SIM_ASAN)
+#if LUMEN_SIM_ASAN
   __sanitizer_start_switch_fiber(nullptr, b.scheduler_stack, b.scheduler_stack_size);
 #endif
-  setcontext(&b.scheduler);
+  fiber::switch_to(t.context, b.scheduler);  // never resumed
 }
 
 // The lanes of warp `w` that have not returned, as bits.
@@ -162,16 +181,16 @@ void warp_meet(unsigned mask) {
   Block& b = block();
   Thread& t = *b.current;
   WarpState& w = b.warps[t.warp];
-  if ((mask & (1u << t.lane)) == 0) fail(fmt::format("lane {} is not in the mask {:#x} it passed", t.lane, mask));
+  if ((mask & (1u << t.lane)) == 0) fail("lane {} is not in the mask {:#x} it passed", t.lane, mask);
   const unsigned present = live_lanes(b, t.warp) | w.arrived | (1u << t.lane);
   const size_t first = static_cast<size_t>(t.warp) * 32;
   const unsigned exists = b.threads.size() - first >= 32 ? kFullMask : (1u << (b.threads.size() - first)) - 1;
-  if ((mask & ~exists) != 0) fail(fmt::format("mask {:#x} names lanes the block does not have", mask));
+  if ((mask & ~exists) != 0) fail("mask {:#x} names lanes the block does not have", mask);
   if ((mask & ~present) != 0) {
-    fail(fmt::format("mask {:#x} names lanes that have returned ({:#x})", mask, mask & ~present));
+    fail("mask {:#x} names lanes that have returned ({:#x})", mask, mask & ~present);
   }
   if (w.arrived != 0 && w.mask != mask) {
-    fail(fmt::format("lanes meet with masks {:#x} and {:#x} at once", w.mask, mask));
+    fail("lanes meet with masks {:#x} and {:#x} at once", w.mask, mask);
   }
   w.mask = mask;
   w.arrived |= 1u << t.lane;
@@ -214,7 +233,7 @@ bool syncthreads_and(bool predicate) {
 void syncwarp(unsigned mask) { warp_meet(mask); }
 
 uint64_t shuffle(unsigned mask, uint64_t bits, Shuffle kind, int arg, int width) {
-  if (width <= 0 || width > 32 || (width & (width - 1)) != 0) fail(fmt::format("shuffle width {}", width));
+  if (width <= 0 || width > 32 || (width & (width - 1)) != 0) fail("shuffle width {}", width);
   Thread& t = self();
   WarpState& w = my_warp();
   warp_meet(mask);  // nobody still reads the slots from the last exchange
@@ -229,7 +248,7 @@ uint64_t shuffle(unsigned mask, uint64_t bits, Shuffle kind, int arg, int width)
     case Shuffle::Down: source = lane - segment + arg < width ? lane + arg : lane; break;
     case Shuffle::Xor: source = ((lane ^ arg) & ~(width - 1)) == segment ? lane ^ arg : lane; break;
   }
-  if ((mask & (1u << source)) == 0) fail(fmt::format("shuffle reads lane {}, outside the mask {:#x}", source, mask));
+  if ((mask & (1u << source)) == 0) fail("shuffle reads lane {}, outside the mask {:#x}", source, mask);
   return w.slots[static_cast<size_t>(source)];
 }
 
@@ -383,11 +402,12 @@ void run_block(Block& b, const Stacks& stacks) {
     t.lane = static_cast<unsigned>(i % 32);
     t.warp = static_cast<unsigned>(i / 32);
     t.stack = stacks.at(i);
-    getcontext(&t.context);
-    t.context.uc_stack.ss_sp = t.stack;
-    t.context.uc_stack.ss_size = kStackBytes;
-    t.context.uc_link = nullptr;
-    makecontext(&t.context, thread_entry, 0);
+#if LUMEN_SIM_ASAN
+    // The frames of the threads before, abandoned where they switched away for good, left their
+    // redzones poisoned on this stack.
+    __asan_unpoison_memory_region(t.stack, kStackBytes);
+#endif
+    fiber::prepare(t.context, t.stack, kStackBytes, thread_entry);
   }
   b.live = static_cast<unsigned>(n);
   b.barrier_arrived = 0;
@@ -401,14 +421,15 @@ void run_block(Block& b, const Stacks& stacks) {
       if (t.done) continue;
       b.current = &t;
       threadIdx = t.index;
-#if defined(LUMEN_SIM_ASAN)
+#if LUMEN_SIM_ASAN
       __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, t.stack, kStackBytes);
 #endif
-      swapcontext(&b.scheduler, &t.context);
-#if defined(LUMEN_SIM_ASAN)
+      fiber::switch_to(b.scheduler, t.context);
+#if LUMEN_SIM_ASAN
       __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, nullptr, nullptr);
 #endif
       b.current = nullptr;
+      if (!b.failure.empty()) throw std::runtime_error(b.failure);
       if (b.error) std::rethrow_exception(b.error);
     }
     if (!b.progress && b.live > 0) {

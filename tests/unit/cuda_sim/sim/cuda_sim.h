@@ -89,7 +89,14 @@ inline __half __ushort_as_half(uint16_t bits) { return {bits}; }
 // The runtime API the kernels' launchers call.
 struct CUstream_st;
 using cudaStream_t = CUstream_st*;
-enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorInvalidConfiguration = 9 };
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901
+};
 using cudaError = cudaError_t;
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
@@ -110,6 +117,8 @@ struct cudaLaunchConfig_t {
   unsigned int numAttrs;
 };
 
+#include "runtime_api.h"
+
 namespace cuda_sim {
 
 // The order a block's threads take turns in between barriers.
@@ -126,7 +135,7 @@ void syncwarp(unsigned mask);
 enum class Shuffle { Index, Up, Down, Xor };
 uint64_t shuffle(unsigned mask, uint64_t bits, Shuffle kind, int arg, int width);
 unsigned ballot(unsigned mask, bool predicate);
-[[noreturn]] void trap();
+void trap();  // ends the thread; the launch throws (never returns)
 
 // cp.async: 16 bytes copied when a wait covers the group they were committed in.
 void copy_async(void* dst, const void* src, size_t bytes);
@@ -164,10 +173,13 @@ struct Launcher {
   void (*kernel)(Params...);
   dim3 grid, block;
   size_t shared;
+  // Runs the grid now, or when the graph being captured is launched, with the arguments of now.
   template <typename... Args>
   void operator()(Args&&... args) const {
     std::tuple<std::remove_cv_t<Params>...> params(std::forward<Args>(args)...);
-    run_grid(reinterpret_cast<const void*>(kernel), grid, block, shared, [&] { std::apply(kernel, params); });
+    enqueue([k = kernel, g = grid, b = block, s = shared, params] {
+      run_grid(reinterpret_cast<const void*>(k), g, b, s, [&] { std::apply(k, params); });
+    });
   }
 };
 template <typename... Params>
@@ -206,7 +218,7 @@ T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = 32) {
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate) { return cuda_sim::ballot(mask, predicate != 0); }
 inline int __any_sync(unsigned mask, int predicate) { return cuda_sim::ballot(mask, predicate != 0) != 0 ? 1 : 0; }
-[[noreturn]] inline void __trap() { cuda_sim::trap(); }
+inline void __trap() { cuda_sim::trap(); }
 inline void __nanosleep(unsigned) {}
 
 template <typename T>
@@ -285,7 +297,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Kernel, i
   return cudaSuccess;
 }
 inline cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t = nullptr) {
-  std::memset(p, value, bytes);
+  cuda_sim::enqueue([=] { std::memset(p, value, bytes); });
   return cudaSuccess;
 }
 template <typename... Params, typename... Args>

@@ -1,0 +1,121 @@
+#pragma once
+// The host side of the simulated device (cuda_sim.h): the CUDA runtime and cuBLAS calls the
+// backend's .cc files make, over host memory. Every operation runs when it is queued (streams are
+// names; a wait waits for nothing), except while a stream is captured into a graph: then launches,
+// device copies, fills and GEMMs are written down with their arguments and run when the graph is
+// launched, as a replay would, and what a capture cannot hold (a copy to or from memory the device
+// did not allocate, a wait) fails the capture as the driver does.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4
+};
+enum cudaMemoryType {
+  cudaMemoryTypeUnregistered = 0,
+  cudaMemoryTypeHost = 1,
+  cudaMemoryTypeDevice = 2,
+  cudaMemoryTypeManaged = 3
+};
+struct cudaPointerAttributes {
+  cudaMemoryType type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+};
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2
+};
+inline constexpr unsigned cudaStreamNonBlocking = 1;
+inline constexpr unsigned cudaEventDefault = 0;
+inline constexpr unsigned cudaEventDisableTiming = 2;
+inline constexpr unsigned cudaHostAllocDefault = 0;
+inline constexpr unsigned cudaHostAllocMapped = 2;
+
+struct CUevent_st;
+using cudaEvent_t = CUevent_st*;
+struct CUgraph_st;
+using cudaGraph_t = CUgraph_st*;
+struct CUgraphExec_st;
+using cudaGraphExec_t = CUgraphExec_st*;
+
+struct cudaDeviceProp {
+  char name[256];
+  int major;
+  int minor;
+  int multiProcessorCount;
+  size_t totalGlobalMem;
+  size_t sharedMemPerBlock;
+  size_t sharedMemPerBlockOptin;
+  int l2CacheSize;
+  int memoryBusWidth;
+  int warpSize;
+  int maxThreadsPerBlock;
+};
+
+const char* cudaGetErrorString(cudaError_t error);
+const char* cudaGetErrorName(cudaError_t error);
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
+
+cudaError_t cudaMalloc(void** p, size_t bytes);
+cudaError_t cudaFree(void* p);
+cudaError_t cudaMallocHost(void** p, size_t bytes);
+cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned flags);
+cudaError_t cudaFreeHost(void* p);
+cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned flags);
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* p);
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t stream = nullptr);
+cudaError_t cudaMemset(void* p, int value, size_t bytes);
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+
+cudaError_t cudaProfilerStart();
+cudaError_t cudaProfilerStop();
+
+namespace cuda_sim {
+
+// Runs `work` now, or writes it into the graph being captured (the stream argument is ignored:
+// the backends capture their one stream).
+void enqueue(std::function<void()> work);
+// Whether a capture is open; a capture that met something it cannot hold fails at its end.
+bool capturing();
+void fail_capture();
+// Whether p lies in memory cudaMalloc returned.
+bool is_device_memory(const void* p);
+// Bytes cudaMemGetInfo reports (LUMEN_CUDA_SIM_MEMORY_MB, 1024 unless set).
+size_t device_memory_bytes();
+
+}  // namespace cuda_sim
