@@ -13,7 +13,7 @@
 
 #include "backend/cuda/kernels.h"
 #include "tensor/dtype.h"
-#include "tensor/quantize.h"
+#include "unit/cuda_sim/random_matrix.h"
 #include "unit/cuda_sim/sim/cuda_sim.h"
 
 namespace lumen::backend::cuda {
@@ -21,27 +21,10 @@ namespace {
 
 using tensor::DType;
 
-struct Weights {
-  std::vector<uint8_t> bytes;
-  size_t row_bytes = 0;
-  std::vector<float> values;  // dequantized, row-major
-};
+using Weights = sim_testing::Matrix;
 
 Weights random_weights(DType type, int64_t cols, int64_t rows, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-0.05f, 0.05f);
-  Weights w;
-  w.row_bytes = *tensor::row_bytes(type, cols);
-  w.bytes.resize(w.row_bytes * static_cast<size_t>(rows));
-  w.values.resize(static_cast<size_t>(rows * cols));
-  std::vector<float> row(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (float& v : row) v = uniform(rng);
-    uint8_t* at = w.bytes.data() + static_cast<size_t>(r) * w.row_bytes;
-    tensor::quantize_row(type, row.data(), at, cols);
-    tensor::dequantize_row(type, at, w.values.data() + r * cols, cols);
-  }
-  return w;
+  return sim_testing::random_matrix(type, cols, rows, seed, 0.05f);
 }
 
 // Uniform in [-1, 1], every 97th value 9 times larger (blocks' scales differ).

@@ -13,7 +13,7 @@
 #include "backend/cuda/kernels.h"
 #include "tensor/dtype.h"
 #include "tensor/fp16.h"
-#include "tensor/quantize.h"
+#include "unit/cuda_sim/random_matrix.h"
 #include "unit/cuda_sim/sim/cuda_sim.h"
 
 namespace lumen::backend::cuda {
@@ -21,37 +21,10 @@ namespace {
 
 using tensor::DType;
 
-struct Matrix {
-  std::vector<uint8_t> bytes;
-  size_t row_bytes = 0;
-  std::vector<float> values;  // what tensor::dequantize_row reads back
-};
+using sim_testing::Matrix;
 
 Matrix random_matrix(DType type, int64_t cols, int64_t rows, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
-  Matrix m;
-  m.row_bytes = *tensor::row_bytes(type, cols);
-  m.bytes.resize(m.row_bytes * static_cast<size_t>(rows));
-  m.values.resize(static_cast<size_t>(rows * cols));
-  std::vector<float> row(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (float& v : row) v = uniform(rng);
-    uint8_t* at = m.bytes.data() + static_cast<size_t>(r) * m.row_bytes;
-    if (type == DType::F32) {
-      std::memcpy(at, row.data(), m.row_bytes);
-    } else if (type == DType::F16) {
-      for (int64_t c = 0; c < cols; ++c)
-        reinterpret_cast<uint16_t*>(at)[c] = tensor::float_to_fp16(row[static_cast<size_t>(c)]);
-    } else if (type == DType::BF16) {
-      for (int64_t c = 0; c < cols; ++c)
-        reinterpret_cast<uint16_t*>(at)[c] = tensor::float_to_bf16(row[static_cast<size_t>(c)]);
-    } else {
-      tensor::quantize_row(type, row.data(), at, cols);
-    }
-    tensor::dequantize_row(type, at, m.values.data() + r * cols, cols);
-  }
-  return m;
+  return sim_testing::random_matrix(type, cols, rows, seed, 2.0f);
 }
 
 class SimulatedWeightPrep : public ::testing::TestWithParam<DType> {};

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -241,10 +240,6 @@ cudaError_t cudaMemset(void* p, int value, size_t bytes) {
 
 namespace {
 struct StreamTag {};
-std::vector<std::unique_ptr<StreamTag>>& streams() {
-  static std::vector<std::unique_ptr<StreamTag>> s;
-  return s;
-}
 }  // namespace
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, 0); }
