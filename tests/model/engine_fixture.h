@@ -3,6 +3,7 @@
 // text to cut prompts from, and the independent single-sequence reference.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -22,7 +23,12 @@
 
 namespace lumen::testing {
 
-inline std::string model_path() { return default_model_path(); }
+// LUMEN_ENGINE_TEST_MODEL runs them on another model: a small `lumen synth` file (with the default
+// model's vocabulary) where the backend is slow, as the simulated CUDA device is (sim_engine_tests).
+inline std::string model_path() {
+  const char* path = std::getenv("LUMEN_ENGINE_TEST_MODEL");
+  return path != nullptr && *path != '\0' ? std::string(path) : default_model_path();
+}
 
 inline constexpr const char* kText =
     "The lighthouse keeper climbed the spiral stairs every evening, counting the steps as his "

@@ -50,6 +50,7 @@ struct Thread {
   unsigned lane = 0, warp = 0;
   bool done = false;
   char* stack = nullptr;
+  size_t stack_bytes = 0;
   // cp.async groups: committed ones in order, then the copies not yet committed.
   std::vector<std::vector<PendingCopy>> groups;
   std::vector<PendingCopy> open;
@@ -59,18 +60,31 @@ struct Thread {
 };
 
 // A warp's rendezvous: lanes arrive, the last one in the mask releases them (a new generation).
+// What a warp-wide operation is, so that lanes meeting at different ones is an error.
+enum class Meeting : uint8_t { Sync, Shuffle, Ballot, MmaF16, MmaS8, MmaS8K16 };
+
+// A warp's rendezvous: lanes deposit their inputs and arrive; the last one in the mask computes
+// every lane's result at once and releases them (a new generation). A lane's input and result are
+// its own, touched by other lanes only at a meeting it is part of, so a lane that resumes late
+// still reads its own result, whatever meetings of other lanes happened in between.
 struct WarpState {
   unsigned arrived = 0;  // lanes waiting, as bits
   unsigned mask = 0;     // the mask the waiting lanes named
+  Meeting meeting = Meeting::Sync;
+  unsigned live = 0;  // lanes that have not returned, as bits
   uint64_t generation = 0;
-  std::array<uint64_t, 32> slots{};
-  std::array<std::array<uint32_t, 6>, 32> fragments{};
+  std::array<uint64_t, 32> slots{};   // each lane's value (shuffles, ballots)
+  std::array<uint8_t, 32> sources{};  // the lane each lane's shuffle reads
+  std::array<uint64_t, 32> results{};
+  std::array<std::array<uint32_t, 6>, 32> fragments{};  // mma.sync's A and B registers
+  std::array<void*, 32> accumulators{};                 // mma.sync's C, on each lane's stack
 };
 
 struct Block {
   std::vector<Thread> threads;
   fiber::Context scheduler;
   Thread* current = nullptr;
+  size_t position = 0;  // the running thread's place in this round's order
   unsigned live = 0;
   unsigned barrier_arrived = 0;
   uint64_t barrier_generation = 0;
@@ -101,18 +115,45 @@ Block& block() {
 }
 Thread& self() { return *block().current; }
 
-// Back to the scheduler; returns when the scheduler resumes this thread.
-void yield() {
+// The thread after the running one in this round's order (g_schedule), or null at the round's end.
+Thread* next_in_round(Block& b) {
+  const size_t n = b.threads.size();
+  for (size_t k = b.position + 1; k < n; ++k) {
+    Thread& t = b.threads[g_schedule == Schedule::Forward ? k : n - 1 - k];
+    if (!t.done) {
+      b.position = k;
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+// Hands the CPU on from the running thread: straight to the next thread of the round, or to the
+// scheduler at the round's end (half the switches of going through the scheduler every time).
+// Returns when some thread or the scheduler resumes this one.
+void pass_on(Thread& t) {
   Block& b = block();
-  Thread& t = *b.current;
+  Thread* next = next_in_round(b);
+  if (next == nullptr) {
 #if LUMEN_SIM_ASAN
-  __sanitizer_start_switch_fiber(&t.fake_stack, b.scheduler_stack, b.scheduler_stack_size);
+    __sanitizer_start_switch_fiber(t.done ? nullptr : &t.fake_stack, b.scheduler_stack, b.scheduler_stack_size);
 #endif
-  fiber::switch_to(t.context, b.scheduler);
+    fiber::switch_to(t.context, b.scheduler);
+  } else {
+    b.current = next;
+    threadIdx = next->index;
+#if LUMEN_SIM_ASAN
+    __sanitizer_start_switch_fiber(t.done ? nullptr : &t.fake_stack, next->stack, next->stack_bytes);
+#endif
+    fiber::switch_to(t.context, next->context);
+  }
 #if LUMEN_SIM_ASAN
   __sanitizer_finish_switch_fiber(t.fake_stack, nullptr, nullptr);
 #endif
 }
+
+// Lets the other threads run; returns when this one's turn comes again.
+void yield() { pass_on(*block().current); }
 
 std::function<void()>* g_body = nullptr;
 
@@ -142,7 +183,13 @@ void fail(fmt::format_string<Args...> format, Args&&... args) {
 void thread_entry() {
   Block& b = block();
 #if LUMEN_SIM_ASAN
-  __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack, &b.scheduler_stack_size);
+  // The first thread learns the scheduler's stack from the switch; the others, started by a
+  // thread, from the first.
+  if (b.scheduler_stack == nullptr) {
+    __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack, &b.scheduler_stack_size);
+  } else {
+    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+  }
 #endif
   try {
     (*g_body)();
@@ -152,6 +199,7 @@ void thread_entry() {
   Thread& t = *b.current;
   t.done = true;
   --b.live;
+  b.warps[t.warp].live &= ~(1u << t.lane);
   b.progress = true;
   // Barriers the others wait at may now be complete.
   if (b.barrier_arrived != 0 && b.barrier_arrived == b.live) {
@@ -160,29 +208,23 @@ void thread_entry() {
     b.barrier_all = true;
     ++b.barrier_generation;
   }
+  if (b.error) {
 #if LUMEN_SIM_ASAN
-  __sanitizer_start_switch_fiber(nullptr, b.scheduler_stack, b.scheduler_stack_size);
+    __sanitizer_start_switch_fiber(nullptr, b.scheduler_stack, b.scheduler_stack_size);
 #endif
-  fiber::switch_to(t.context, b.scheduler);  // never resumed
-}
-
-// The lanes of warp `w` that have not returned, as bits.
-unsigned live_lanes(const Block& b, unsigned w) {
-  unsigned bits = 0;
-  const size_t first = static_cast<size_t>(w) * 32;
-  for (size_t i = first; i < std::min(first + 32, b.threads.size()); ++i) {
-    if (!b.threads[i].done) bits |= 1u << (i - first);
+    fiber::switch_to(t.context, b.scheduler);  // which rethrows; never resumed
   }
-  return bits;
+  pass_on(t);  // never resumed
 }
 
-// Every lane of `mask` meets here; true for the lane that completed the meeting.
-void warp_meet(unsigned mask) {
+// Every lane of `mask` meets here at the same kind of operation; true for the lane that completed
+// the meeting (and computes every lane's result before anyone runs), false for the others.
+bool warp_meet(unsigned mask, Meeting meeting) {
   Block& b = block();
   Thread& t = *b.current;
   WarpState& w = b.warps[t.warp];
   if ((mask & (1u << t.lane)) == 0) fail("lane {} is not in the mask {:#x} it passed", t.lane, mask);
-  const unsigned present = live_lanes(b, t.warp) | w.arrived | (1u << t.lane);
+  const unsigned present = w.live | w.arrived | (1u << t.lane);
   const size_t first = static_cast<size_t>(t.warp) * 32;
   const unsigned exists = b.threads.size() - first >= 32 ? kFullMask : (1u << (b.threads.size() - first)) - 1;
   if ((mask & ~exists) != 0) fail("mask {:#x} names lanes the block does not have", mask);
@@ -192,16 +234,22 @@ void warp_meet(unsigned mask) {
   if (w.arrived != 0 && w.mask != mask) {
     fail("lanes meet with masks {:#x} and {:#x} at once", w.mask, mask);
   }
+  if (w.arrived != 0 && w.meeting != meeting) {
+    fail("lanes meet at different warp-wide operations ({} and {})", static_cast<int>(w.meeting),
+         static_cast<int>(meeting));
+  }
   w.mask = mask;
+  w.meeting = meeting;
   w.arrived |= 1u << t.lane;
   b.progress = true;
   if (w.arrived == mask) {
     w.arrived = 0;
     ++w.generation;
-    return;
+    return true;
   }
   const uint64_t generation = w.generation;
   while (w.generation == generation) yield();
+  return false;
 }
 
 WarpState& my_warp() { return block().warps[self().warp]; }
@@ -230,15 +278,12 @@ bool syncthreads_and(bool predicate) {
   return b.barrier_answer;
 }
 
-void syncwarp(unsigned mask) { warp_meet(mask); }
+void syncwarp(unsigned mask) { (void)warp_meet(mask, Meeting::Sync); }
 
 uint64_t shuffle(unsigned mask, uint64_t bits, Shuffle kind, int arg, int width) {
   if (width <= 0 || width > 32 || (width & (width - 1)) != 0) fail("shuffle width {}", width);
   Thread& t = self();
   WarpState& w = my_warp();
-  warp_meet(mask);  // nobody still reads the slots from the last exchange
-  w.slots[t.lane] = bits;
-  warp_meet(mask);  // every lane has written
   const int lane = static_cast<int>(t.lane);
   const int segment = lane & ~(width - 1);
   int source = lane;
@@ -249,20 +294,28 @@ uint64_t shuffle(unsigned mask, uint64_t bits, Shuffle kind, int arg, int width)
     case Shuffle::Xor: source = ((lane ^ arg) & ~(width - 1)) == segment ? lane ^ arg : lane; break;
   }
   if ((mask & (1u << source)) == 0) fail("shuffle reads lane {}, outside the mask {:#x}", source, mask);
-  return w.slots[static_cast<size_t>(source)];
+  w.slots[t.lane] = bits;
+  w.sources[t.lane] = static_cast<uint8_t>(source);
+  if (warp_meet(mask, Meeting::Shuffle)) {
+    for (unsigned i = 0; i < 32; ++i) {
+      if ((mask >> i & 1u) != 0) w.results[i] = w.slots[w.sources[i]];
+    }
+  }
+  return w.results[t.lane];
 }
 
 unsigned ballot(unsigned mask, bool predicate) {
   Thread& t = self();
   WarpState& w = my_warp();
-  warp_meet(mask);
   w.slots[t.lane] = predicate ? 1 : 0;
-  warp_meet(mask);
-  unsigned votes = 0;
-  for (unsigned lane = 0; lane < 32; ++lane) {
-    if ((mask >> lane & 1u) != 0 && w.slots[lane] != 0) votes |= 1u << lane;
+  if (warp_meet(mask, Meeting::Ballot)) {
+    unsigned votes = 0;
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      if ((mask >> lane & 1u) != 0 && w.slots[lane] != 0) votes |= 1u << lane;
+    }
+    for (unsigned i = 0; i < 32; ++i) w.results[i] = votes;
   }
-  return votes;
+  return static_cast<unsigned>(w.results[t.lane]);
 }
 
 void trap() { fail("__trap()"); }
@@ -285,17 +338,20 @@ void wait_copies(int pending) {
 
 namespace {
 
-// Each lane's fragments meet; each lane then computes its own C values from all of them, with
-// the product A x B given by `product(lane_of_a, ..)` over the warp's deposited registers.
+// Each lane's fragments and accumulators meet; the last lane to arrive computes every lane's C
+// values from all of them, with the product A x B given by `product(fragments, row, col, acc)`.
 template <typename Acc, typename Product>
-void warp_product(Acc c[4], const uint32_t* regs, size_t n_regs, Product product) {
+void warp_product(Meeting meeting, Acc c[4], const uint32_t* regs, size_t n_regs, Product product) {
   Thread& t = self();
   WarpState& w = my_warp();
-  warp_meet(kFullMask);
   std::copy_n(regs, n_regs, w.fragments[t.lane].begin());
-  warp_meet(kFullMask);
-  const int g = static_cast<int>(t.lane) / 4, q = static_cast<int>(t.lane) % 4;
-  for (int i = 0; i < 4; ++i) c[i] = product(w.fragments, g + (i >= 2 ? 8 : 0), 2 * q + i % 2, c[i]);
+  w.accumulators[t.lane] = c;
+  if (!warp_meet(kFullMask, meeting)) return;
+  for (int lane = 0; lane < 32; ++lane) {
+    Acc* acc = static_cast<Acc*>(w.accumulators[static_cast<size_t>(lane)]);
+    const int g = lane / 4, q = lane % 4;
+    for (int i = 0; i < 4; ++i) acc[i] = product(w.fragments, g + (i >= 2 ? 8 : 0), 2 * q + i % 2, acc[i]);
+  }
 }
 
 using Fragments = std::array<std::array<uint32_t, 6>, 32>;
@@ -316,7 +372,7 @@ int s8_at(const Fragments& f, int lane, int reg, int byte) {
 // 2 q, 2 q + 1 (+8 for r = 1) of column g. Registers 0..3 are A, 4..5 B.
 void mma_f16(float c[4], const uint32_t a[4], const uint32_t b[2]) {
   const uint32_t regs[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
-  warp_product(c, regs, 6, [](const Fragments& f, int row, int col, float acc) {
+  warp_product(Meeting::MmaF16, c, regs, 6, [](const Fragments& f, int row, int col, float acc) {
     double sum = acc;
     for (int k = 0; k < 16; ++k) {
       const int a_lane = 4 * (row % 8) + (k % 8) / 2, a_reg = (row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0);
@@ -332,7 +388,7 @@ void mma_f16(float c[4], const uint32_t a[4], const uint32_t b[2]) {
 // column g.
 void mma_s8(int c[4], const uint32_t a[4], const uint32_t b[2]) {
   const uint32_t regs[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
-  warp_product(c, regs, 6, [](const Fragments& f, int row, int col, int acc) {
+  warp_product(Meeting::MmaS8, c, regs, 6, [](const Fragments& f, int row, int col, int acc) {
     for (int k = 0; k < 32; ++k) {
       const int a_lane = 4 * (row % 8) + (k % 16) / 4, a_reg = (row >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0);
       const int b_lane = 4 * col + (k % 16) / 4, b_reg = 4 + (k >= 16 ? 1 : 0);
@@ -346,7 +402,7 @@ void mma_s8(int c[4], const uint32_t a[4], const uint32_t b[2]) {
 // one register rows 4 q .. 4 q + 3 of column g.
 void mma_s8_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b) {
   const uint32_t regs[3] = {a0, a1, b};
-  warp_product(c, regs, 3, [](const Fragments& f, int row, int col, int acc) {
+  warp_product(Meeting::MmaS8K16, c, regs, 3, [](const Fragments& f, int row, int col, int acc) {
     for (int k = 0; k < 16; ++k) {
       acc += s8_at(f, 4 * (row % 8) + k / 4, row >= 8 ? 1 : 0, k % 4) * s8_at(f, 4 * col + k / 4, 2, k % 4);
     }
@@ -407,31 +463,39 @@ void run_block(Block& b, const Stacks& stacks) {
     // redzones poisoned on this stack.
     __asan_unpoison_memory_region(t.stack, kStackBytes);
 #endif
-    fiber::prepare(t.context, t.stack, kStackBytes, thread_entry);
+    // Each stack's top a different distance below its 256 KiB boundary: tops at equal offsets
+    // would all fall in the same cache sets, and the threads' frames evict each other at every
+    // switch (the switches then cost several times as much).
+    const size_t stagger = i % 61 * 1088;
+    t.stack_bytes = kStackBytes - stagger;
+    fiber::prepare(t.context, t.stack, t.stack_bytes, thread_entry);
   }
   b.live = static_cast<unsigned>(n);
   b.barrier_arrived = 0;
   b.barrier_all = true;
-  for (WarpState& w : b.warps) w = WarpState{};
+  for (size_t w = 0; w < b.warps.size(); ++w) {
+    b.warps[w] = WarpState{};
+    const size_t lanes = std::min<size_t>(32, n - 32 * w);
+    b.warps[w].live = lanes == 32 ? kFullMask : (1u << lanes) - 1;
+  }
   while (b.live > 0) {
     b.progress = false;
-    for (size_t k = 0; k < n; ++k) {
-      const size_t i = g_schedule == Schedule::Forward ? k : n - 1 - k;
-      Thread& t = b.threads[i];
-      if (t.done) continue;
-      b.current = &t;
-      threadIdx = t.index;
+    // A round: the first live thread in order runs, and each hands on to the next (pass_on);
+    // the last one switches back here.
+    b.position = static_cast<size_t>(-1);
+    Thread* first = next_in_round(b);
+    b.current = first;
+    threadIdx = first->index;
 #if LUMEN_SIM_ASAN
-      __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, t.stack, kStackBytes);
+    __sanitizer_start_switch_fiber(&b.scheduler_fake_stack, first->stack, first->stack_bytes);
 #endif
-      fiber::switch_to(b.scheduler, t.context);
+    fiber::switch_to(b.scheduler, first->context);
 #if LUMEN_SIM_ASAN
-      __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, nullptr, nullptr);
+    __sanitizer_finish_switch_fiber(b.scheduler_fake_stack, nullptr, nullptr);
 #endif
-      b.current = nullptr;
-      if (!b.failure.empty()) throw std::runtime_error(b.failure);
-      if (b.error) std::rethrow_exception(b.error);
-    }
+    b.current = nullptr;
+    if (!b.failure.empty()) throw std::runtime_error(b.failure);
+    if (b.error) std::rethrow_exception(b.error);
     if (!b.progress && b.live > 0) {
       throw std::runtime_error(
           fmt::format("cuda_sim: block ({}, {}, {}) can never finish: {} threads wait at __syncthreads, the rest at a "
