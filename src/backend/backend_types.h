@@ -307,6 +307,12 @@ struct StepMetadata {
   RowArgmax* argmax = nullptr;
   RowLeading* leading = nullptr;
   std::span<const float> leading_scale;
+  // Whose step it is: the model whose weights and scratch its ops use and the K/V cache they read
+  // and write, as identities (never dereferenced). A backend that replays recorded steps
+  // (Backend::run_replayable) replays one only for the same pair: two engines over one model, or a
+  // draft model beside its target, run steps of the same shape over different memory.
+  const void* model = nullptr;
+  const void* kv_cache = nullptr;
 };
 
 }  // namespace lumen::backend

@@ -287,6 +287,8 @@ backend::StepMetadata Transformer::step_metadata(const ForwardBatch& batch, cons
   step.logit_rows = batch.logit_rows;
   step.logits = logits;
   step.logit_width = static_cast<int64_t>(hp_.vocab_size);
+  step.model = this;
+  step.kv_cache = &cache;
   if (logits != nullptr) {  // the backend that writes the logits may reduce rows itself
     step.row_forms = batch.row_forms;
     step.argmax = batch.argmax;

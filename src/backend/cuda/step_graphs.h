@@ -9,7 +9,11 @@
 // attention derives its work from device memory (decode_attention.h), and everything else it
 // reads is device memory that has not moved since the recording (the allocation epoch,
 // graph_capture.h). The transformer says which steps are such (Backend::run_replayable); only
-// decode steps are laid out for it.
+// decode steps are laid out for it. The shape includes the step's owners (StepMetadata::model and
+// kv_cache): two engines over one model, or a draft model beside its target, allocate their
+// caches up front and then run steps of one shape over different memory, and a recording of one
+// replayed for the other read and wrote the wrong cache (found on the simulated device,
+// tests/model/sim_step_graphs_test.cc).
 //
 // Per shape: the first step runs eagerly (its scratch buffers grow to size); a later one in the
 // same allocation epoch is recorded, and the recording launched; the steps after that launch it.

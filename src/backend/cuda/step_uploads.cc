@@ -188,6 +188,8 @@ std::optional<StepShape> StepUploads::replay_shape() const {
   shape.seqs_per_group = static_cast<int64_t>(step_.sequences.size() / group_offsets_.size());
   shape.block_size = step_.block_size;
   shape.max_splits = max_splits_;
+  shape.model = reinterpret_cast<uintptr_t>(step_.model);
+  shape.kv_cache = reinterpret_cast<uintptr_t>(step_.kv_cache);
   return shape;
 }
 

@@ -36,6 +36,9 @@ struct StepShape {
   int64_t seqs_per_group = 0;
   int64_t block_size = 0;
   int64_t max_splits = 0;  // decode attention's split bound (decode_split_bound)
+  // StepMetadata::model and kv_cache: a recording names their memory, so it replays for them alone.
+  uintptr_t model = 0;
+  uintptr_t kv_cache = 0;
   auto operator<=>(const StepShape&) const = default;
 };
 
