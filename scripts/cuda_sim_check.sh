@@ -1,23 +1,47 @@
 #!/usr/bin/env bash
-# The CUDA backend's GPU tests (tests/unit/backend_cuda) on a CPU, over the simulated device of
-# tests/unit/cuda_sim: every kernel and the backend's host code run as written, on host memory,
-# with graphs recorded and replayed. For sessions without a GPU: a kernel or backend change meets
-# its op tests here before a GPU run. Slow (threads are fibers; the tests' shapes are a GPU's),
-# so pass a gtest filter for the tests that matter to the change.
+# The CUDA backend's GPU tests on a CPU, over the simulated device of tests/unit/cuda_sim: every
+# kernel and the backend's host code run as written, on host memory, with graphs recorded and
+# replayed. For sessions without a GPU: a kernel or backend change meets its tests here before a
+# GPU run. Slow (threads are fibers), so pass a gtest filter for the tests that matter.
 #
 #   scripts/cuda_sim_check.sh [GTEST_FILTER] [BUILD_DIR]
+#       tests/unit/backend_cuda's op tests (unit_backend_cuda_sim). Their shapes are a GPU's:
+#       minutes each. The default filter is a set that finishes in a few minutes on 2 cores.
+#   scripts/cuda_sim_check.sh --engine [GTEST_FILTER] [BUILD_DIR]
+#       the engine's tests on CUDA (tests/model/engine_*_test.cc as cuda_engine_tests runs them
+#       on a GPU: batched vs alone, preemption, the prefix cache, beams, faults) on a 4-layer
+#       `lumen synth llama3-mini` Q4_0 model with the default model's vocabulary: 4-5 minutes a
+#       test. LUMEN_CUDA_* variables switch the backend's options as on a GPU, e.g.
+#       LUMEN_CUDA_GRAPHS=0 or LUMEN_CUDA_TENSOR_CORE_PREFILL=1.
 #
-# e.g. scripts/cuda_sim_check.sh 'CudaRowArgmax.*:CudaKvCodec.*'. The default filter is a set that
-# finishes in a few minutes on 2 cores. BUILD_DIR: a configured build tree (build/release unless
-# given; the CUDA toolkit is not needed). unit_cuda_sim (the kernels' own tests on the simulated
-# device) runs in every ctest; this script is for the backend above them.
+# e.g. scripts/cuda_sim_check.sh 'CudaRowArgmax.*:CudaKvCodec.*', or
+# scripts/cuda_sim_check.sh --engine 'EngineServing.SwapPreemption*'. BUILD_DIR: a configured
+# build tree without CUDA (build/release unless given; the simulated backend takes the real one's
+# place, so it cannot link where lumen_engine links that). unit_cuda_sim (the kernels' own tests)
+# and sim_step_graphs_tests run in every ctest; this script is for the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-filter=${1:-'CudaCapabilities.DeclaresWhatItsKernelsRun:CudaCapabilities.ComposedShiftKeys*:CudaKvCodec.*:CudaEnvironmentOptions.*:CudaFusedInputQuantization.NormsAndSwigluGiveThePlainKernelsBits:CudaRowArgmax.*:CudaRowLeading.*:CudaStepTimer.*'}
+engine=0
+if [[ "${1:-}" == --engine ]]; then
+  engine=1
+  shift
+fi
 build=${2:-build/release}
 if [[ ! -f "$build/build.ninja" ]]; then
   echo "no configured build at $build (cmake --preset release, or pass a build directory)" >&2
   exit 2
 fi
-ninja -C "$build" -j"${JOBS:-2}" unit_backend_cuda_sim
-"$build/tests/unit/cuda_sim/unit_backend_cuda_sim" --gtest_filter="$filter"
+if [[ $engine == 0 ]]; then
+  filter=${1:-'CudaCapabilities.DeclaresWhatItsKernelsRun:CudaCapabilities.ComposedShiftKeys*:CudaKvCodec.*:CudaEnvironmentOptions.*:CudaFusedInputQuantization.NormsAndSwigluGiveThePlainKernelsBits:CudaRowArgmax.*:CudaRowLeading.*:CudaStepTimer.*'}
+  ninja -C "$build" -j"${JOBS:-2}" unit_backend_cuda_sim
+  exec "$build/tests/unit/cuda_sim/unit_backend_cuda_sim" --gtest_filter="$filter"
+fi
+filter=${1:-'EngineServing.SwapPreemption*'}
+ninja -C "$build" -j"${JOBS:-2}" sim_engine_tests lumen
+models=${LUMEN_CACHE:-$HOME/.cache/lumen/models}
+vocab="$models/SmolLM2-135M-Instruct.Q4_1.gguf"
+[[ -f "$vocab" ]] || { echo "no default model at $vocab (scripts/fetch_models.py): its vocabulary is the test model's" >&2; exit 2; }
+model=$(mktemp --suffix=.gguf)
+trap 'rm -f "$model"' EXIT
+"$build/src/cli/lumen" synth llama3-mini --type Q4_0 --vocab "$vocab" -o "$model" > /dev/null
+LUMEN_ENGINE_TEST_MODEL="$model" "$build/tests/model/sim_engine_tests" --gtest_filter="$filter"

@@ -465,6 +465,10 @@ run_engine() {
   # fused_input_quantization all on, swap preemption, beam search, prompt logprobs and the pass
   # after a failed one gave wrong tokens (the rest of the differences were the prefill's rounding
   # by design, which the fixture keeps out). Each suspect over the defaults, on those tests.
+  # On the simulated device (2026-11-30, scripts/cuda_sim_check.sh --engine) swap preemption
+  # failed with the defaults too, from the step graphs: the test's second engine replayed the
+  # first one's recording (fixed: recordings are keyed on their owners); since then it passes
+  # there with all three switches on. This run says whether the GPU agrees.
   local switches name memchecked=""
   for switches in LUMEN_CUDA_TENSOR_CORE_PREFILL=1 LUMEN_CUDA_EXACT_ATTENTION=1 \
     "LUMEN_CUDA_EXACT_ATTENTION=1 LUMEN_CUDA_FUSED_QUANTIZE=0" "LUMEN_CUDA_TENSOR_CORE_PREFILL=1 LUMEN_CUDA_FUSED_QUANTIZE=0" \

@@ -48,7 +48,7 @@ struct CudaBackendOptions {
   // Q4_0 618 -> 690 and 202 -> 220 tokens/s, its greedy tests against the CPU passed, and the
   // engine's tests passed with it and fused_input_quantization; with the two passes,
   // fused_input_quantization and tensor_core_prefill together they did not (swap preemption gave
-  // the same token over and over; not yet bisected, see tensor_core_prefill).
+  // the same token over and over: see tensor_core_prefill).
   // LUMEN_CUDA_EXACT_ATTENTION=1 (or =0) sets it for any binary, for A/B runs.
   bool exact_f16_attention = false;
   // Which GEMV kernels run batch-1..max_gemv_tokens matmuls: gemv_stream.cu's (a block of 4
@@ -138,8 +138,10 @@ struct CudaBackendOptions {
   // forward pass over prompt + beam, whose rows take the tensor cores where the engine's decoded
   // ones take the split-KV kernels; prompt logprobs against a token-at-a-time reference), beside
   // the chunking differences the fixture keeps out. Swap preemption did not: it gave the same
-  // token over and over, which no rounding explains. Off until a GPU run tells which of the three
-  // (gpu_check.sh engine runs each, and memcheck) and that is fixed.
+  // token over and over, which no rounding explains. On the simulated device (tests/unit/cuda_sim,
+  // 2026-11-30) swap preemption failed so with the defaults as well: the step graphs replayed the
+  // test's first engine's recording for its second (fixed: step_graphs.h), after which it passes
+  // there with all three on. Off until a GPU run agrees (gpu_check.sh engine).
   // LUMEN_CUDA_TENSOR_CORE_PREFILL=1.
   bool tensor_core_prefill = false;
   // An RMSNorm (plain or after the residual add), a SwiGLU or an attention whose output the next
