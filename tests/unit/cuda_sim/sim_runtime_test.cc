@@ -78,6 +78,15 @@ __global__ void returned_lane_kernel(float* out) {
   out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
 }
 
+// Half the warp at a __syncwarp, half at a shuffle, with the same mask: undefined on a GPU.
+__global__ void mixed_meeting_kernel(float* out) {
+  if (threadIdx.x < 16) {
+    __syncwarp();
+  } else {
+    out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+  }
+}
+
 __global__ void trap_kernel() {
   if (blockIdx.x == 1 && threadIdx.x == 3) __trap();
 }
@@ -87,6 +96,7 @@ TEST(CudaSim, MistakesAGpuWouldHangOnAreErrors) {
   std::vector<float> out(32);
   EXPECT_THROW(cuda_sim::launcher(returned_lane_kernel, 1, 32)(out.data()), std::runtime_error);
   EXPECT_THROW(cuda_sim::launcher(trap_kernel, 2, 32)(), std::runtime_error);
+  EXPECT_THROW(cuda_sim::launcher(mixed_meeting_kernel, 1, 32)(out.data()), std::runtime_error);
 }
 
 __global__ void noop_kernel() {}

@@ -59,7 +59,6 @@ struct Thread {
 #endif
 };
 
-// A warp's rendezvous: lanes arrive, the last one in the mask releases them (a new generation).
 // What a warp-wide operation is, so that lanes meeting at different ones is an error.
 enum class Meeting : uint8_t { Sync, Shuffle, Ballot, MmaF16, MmaS8, MmaS8K16 };
 
