@@ -78,6 +78,33 @@ __global__ void returned_lane_kernel(float* out) {
   out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
 }
 
+// Each half of the warp shuffles within itself, in its own branch, with its own mask: the halves
+// meet apart (lanes 0-15 swap neighbours, lanes 16-31 lanes two apart), twice.
+__global__ void half_warps_kernel(int* out) {
+  const int lane = static_cast<int>(threadIdx.x);
+  int v = lane;
+  if (lane < 16) {
+    v = __shfl_xor_sync(0x0000ffffu, v, 1);
+    v = __shfl_xor_sync(0x0000ffffu, v, 1) + 100;
+  } else {
+    v = __shfl_xor_sync(0xffff0000u, v, 2);
+    v = __shfl_xor_sync(0xffff0000u, v, 4);
+  }
+  out[lane] = v;
+}
+
+TEST(CudaSim, DisjointHalvesOfAWarpMeetApart) {
+  for (cuda_sim::Schedule schedule : {cuda_sim::Schedule::Forward, cuda_sim::Schedule::Reverse}) {
+    cuda_sim::set_schedule(schedule);
+    std::vector<int> out(32, -1);
+    cuda_sim::launcher(half_warps_kernel, 1, 32)(out.data());
+    for (int lane = 0; lane < 32; ++lane) {
+      EXPECT_EQ(out[static_cast<size_t>(lane)], lane < 16 ? lane + 100 : lane ^ 2 ^ 4) << lane;
+    }
+  }
+  cuda_sim::set_schedule(cuda_sim::Schedule::Forward);
+}
+
 // Half the warp at a __syncwarp, half at a shuffle, with the same mask: undefined on a GPU.
 __global__ void mixed_meeting_kernel(float* out) {
   if (threadIdx.x < 16) {

@@ -62,16 +62,22 @@ struct Thread {
 // What a warp-wide operation is, so that lanes meeting at different ones is an error.
 enum class Meeting : uint8_t { Sync, Shuffle, Ballot, MmaF16, MmaS8, MmaS8K16 };
 
+// A group of lanes meeting: the mask they name, who has arrived, and at what operation.
+struct OpenMeeting {
+  unsigned mask = 0;
+  unsigned arrived = 0;
+  Meeting kind = Meeting::Sync;
+};
+
 // A warp's rendezvous: lanes deposit their inputs and arrive; the last one in the mask computes
-// every lane's result at once and releases them (a new generation). A lane's input and result are
-// its own, touched by other lanes only at a meeting it is part of, so a lane that resumes late
-// still reads its own result, whatever meetings of other lanes happened in between.
+// every lane's result at once and releases them. Lanes of disjoint masks (a warp's halves in two
+// branches) meet apart, at the same time, as on a GPU. A lane's input and result are its own,
+// touched by other lanes only at a meeting it is part of, so a lane that resumes late still reads
+// its own result, whatever meetings of other lanes happened in between.
 struct WarpState {
-  unsigned arrived = 0;  // lanes waiting, as bits
-  unsigned mask = 0;     // the mask the waiting lanes named
-  Meeting meeting = Meeting::Sync;
-  unsigned live = 0;  // lanes that have not returned, as bits
-  uint64_t generation = 0;
+  std::vector<OpenMeeting> open;      // at most one per lane
+  unsigned live = 0;                  // lanes that have not returned, as bits
+  std::array<uint64_t, 32> passes{};  // meetings each lane has been released from
   std::array<uint64_t, 32> slots{};   // each lane's value (shuffles, ballots)
   std::array<uint8_t, 32> sources{};  // the lane each lane's shuffle reads
   std::array<uint64_t, 32> results{};
@@ -223,31 +229,37 @@ bool warp_meet(unsigned mask, Meeting meeting) {
   Thread& t = *b.current;
   WarpState& w = b.warps[t.warp];
   if ((mask & (1u << t.lane)) == 0) fail("lane {} is not in the mask {:#x} it passed", t.lane, mask);
-  const unsigned present = w.live | w.arrived | (1u << t.lane);
+  const unsigned present = w.live | (1u << t.lane);
   const size_t first = static_cast<size_t>(t.warp) * 32;
   const unsigned exists = b.threads.size() - first >= 32 ? kFullMask : (1u << (b.threads.size() - first)) - 1;
   if ((mask & ~exists) != 0) fail("mask {:#x} names lanes the block does not have", mask);
   if ((mask & ~present) != 0) {
     fail("mask {:#x} names lanes that have returned ({:#x})", mask, mask & ~present);
   }
-  if (w.arrived != 0 && w.mask != mask) {
-    fail("lanes meet with masks {:#x} and {:#x} at once", w.mask, mask);
+  OpenMeeting* joined = nullptr;
+  for (OpenMeeting& m : w.open) {
+    if (m.mask == mask) {
+      joined = &m;
+    } else if ((m.mask & mask) != 0) {
+      fail("lanes meet with masks {:#x} and {:#x} at once", m.mask, mask);
+    }
   }
-  if (w.arrived != 0 && w.meeting != meeting) {
-    fail("lanes meet at different warp-wide operations ({} and {})", static_cast<int>(w.meeting),
+  if (joined == nullptr) joined = &w.open.emplace_back(OpenMeeting{mask, 0, meeting});
+  if (joined->kind != meeting) {
+    fail("lanes meet at different warp-wide operations ({} and {})", static_cast<int>(joined->kind),
          static_cast<int>(meeting));
   }
-  w.mask = mask;
-  w.meeting = meeting;
-  w.arrived |= 1u << t.lane;
+  joined->arrived |= 1u << t.lane;
   b.progress = true;
-  if (w.arrived == mask) {
-    w.arrived = 0;
-    ++w.generation;
+  if (joined->arrived == mask) {
+    w.open.erase(w.open.begin() + (joined - w.open.data()));
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      if ((mask >> lane & 1u) != 0) ++w.passes[lane];
+    }
     return true;
   }
-  const uint64_t generation = w.generation;
-  while (w.generation == generation) yield();
+  const uint64_t passes = w.passes[t.lane];
+  while (w.passes[t.lane] == passes) yield();
   return false;
 }
 
@@ -473,7 +485,8 @@ void run_block(Block& b, const Stacks& stacks) {
   b.barrier_arrived = 0;
   b.barrier_all = true;
   for (size_t w = 0; w < b.warps.size(); ++w) {
-    b.warps[w] = WarpState{};
+    b.warps[w].open.clear();  // empty after a finished block; kept allocated
+    b.warps[w].passes = {};
     const size_t lanes = std::min<size_t>(32, n - 32 * w);
     b.warps[w].live = lanes == 32 ? kFullMask : (1u << lanes) - 1;
   }
