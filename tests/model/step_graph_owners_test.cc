@@ -6,8 +6,6 @@
 // (sim_step_graphs_tests, every CI run) and in cuda_engine_tests for a GPU.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -19,7 +17,7 @@
 #include "default_model_path.h"
 #include "engine/loaded_model.h"
 #include "model/kv_cache.h"
-#include "model/synth.h"
+#include "synth_model_file.h"
 
 namespace lumen {
 namespace {
@@ -33,29 +31,16 @@ std::string vocabulary_path() {
 
 // A 2-layer llama in the shapes of `lumen synth llama3-mini` (256 wide, 64-dim heads), Q4_0, in a
 // temporary file.
-class TinyLlama {
- public:
-  explicit TinyLlama(uint64_t seed) {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("lumen_sim_graphs_" + std::to_string(::getpid()) + "_" + std::to_string(seed) + ".gguf"))
-                .string();
-    model::SynthOptions options;
-    options.preset = "llama3-mini";
-    options.type = tensor::DType::Q4_0;
-    options.vocab_path = vocabulary_path();
-    options.seed = seed;
-    options.block_count = 2;
-    options.threads = 2;
-    model::write_synthetic_model(options, path_);
-  }
-  ~TinyLlama() { std::filesystem::remove(path_); }
-  TinyLlama(const TinyLlama&) = delete;
-  TinyLlama& operator=(const TinyLlama&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+model::SynthOptions tiny_llama(uint64_t seed) {
+  model::SynthOptions options;
+  options.preset = "llama3-mini";
+  options.type = tensor::DType::Q4_0;
+  options.vocab_path = vocabulary_path();
+  options.seed = seed;
+  options.block_count = 2;
+  options.threads = 2;
+  return options;
+}
 
 // One sequence in its own cache: a prompt prefilled, then greedy decode steps of one token.
 class Sequence {
@@ -156,12 +141,13 @@ class StepGraphOwners : public ::testing::Test {
 };
 
 TEST_F(StepGraphOwners, TwoCachesOfOneModelEachReplayTheirOwnRecording) {
-  const TinyLlama model(5);
+  const testing::SynthModelFile model(tiny_llama(5));
   expect_replays_match_eager_steps(model.path(), "");
 }
 
 TEST_F(StepGraphOwners, TwoModelsOfOneShapeEachReplayTheirOwnRecording) {
-  const TinyLlama model(5), draft(6);  // a draft model of its target's shape, as speculation has
+  const testing::SynthModelFile model(tiny_llama(5)),
+      draft(tiny_llama(6));  // a draft model of its target's shape, as speculation has
   expect_replays_match_eager_steps(model.path(), draft.path());
 }
 
