@@ -18,6 +18,13 @@
 #       ContextShiftTest ones (StreamingLlm*, ShiftGoesOnPast*) for it to count (its weights are
 #       random), and EngineFairnessTest.AShortPromptBehindALongPrefill* needs a context of 3000
 #       tokens (llama3-mini's is 2048).
+#   scripts/cuda_sim_check.sh --cli LUMEN_ARGS...
+#       `lumen` itself with its CUDA device simulated (lumen_sim, built in build/release or
+#       $LUMEN_SIM_BUILD): e.g. `--cli bench throughput --device cuda -m tiny.gguf --num-prompts 64
+#       --input-len 16 --output-len 4 --kv-cache-memory 64M`, or `--cli perplexity --device cuda
+#       --kl-divergence ...` against a CPU run's base file. LUMEN_SIM_LEDGER=1 prints, at exit,
+#       what the host queued and the device ran (launches, copies and their bytes, waits,
+#       allocations, recordings). Its times are the simulation's, not a GPU's.
 #
 # e.g. scripts/cuda_sim_check.sh 'CudaRowArgmax.*:CudaKvCodec.*', or
 # scripts/cuda_sim_check.sh --engine 'EngineServing.SwapPreemption*'. BUILD_DIR: a configured
@@ -26,6 +33,13 @@
 # and sim_step_graphs_tests run in every ctest; this script is for the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == --cli ]]; then
+  shift
+  build=${LUMEN_SIM_BUILD:-build/release}
+  [[ -f "$build/build.ninja" ]] || { echo "no configured build at $build (cmake --preset release)" >&2; exit 2; }
+  ninja -C "$build" -j"${JOBS:-2}" lumen_sim >&2
+  exec "$build/tests/unit/cuda_sim/lumen_sim" "$@"
+fi
 engine=0
 if [[ "${1:-}" == --engine ]]; then
   engine=1

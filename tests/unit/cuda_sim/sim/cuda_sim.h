@@ -177,7 +177,7 @@ struct Launcher {
   template <typename... Args>
   void operator()(Args&&... args) const {
     std::tuple<std::remove_cv_t<Params>...> params(std::forward<Args>(args)...);
-    enqueue([k = kernel, g = grid, b = block, s = shared, params] {
+    enqueue(Work::Kernel, [k = kernel, g = grid, b = block, s = shared, params] {
       run_grid(reinterpret_cast<const void*>(k), g, b, s, [&] { std::apply(k, params); });
     });
   }
@@ -297,7 +297,8 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Kernel, i
   return cudaSuccess;
 }
 inline cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t = nullptr) {
-  cuda_sim::enqueue([=] { std::memset(p, value, bytes); });
+  cuda_sim::enqueue(
+      cuda_sim::Work::Fill, [=] { std::memset(p, value, bytes); }, bytes);
   return cudaSuccess;
 }
 template <typename... Params, typename... Args>

@@ -1,7 +1,9 @@
 // runtime_api.h and cublas_v2.h over host memory (see there).
 #include "runtime_api.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -22,7 +24,15 @@ struct Graph {
   std::vector<std::function<void()>> work;
 };
 
+// Ledger's counters, atomic: backends may run on several threads.
+struct Counters {
+  std::atomic<uint64_t> queued[kWorkKinds]{}, recorded[kWorkKinds]{}, ran[kWorkKinds]{};
+  std::atomic<uint64_t> bytes_queued[kWorkKinds]{}, bytes_ran[kWorkKinds]{};
+  std::atomic<uint64_t> waits{0}, allocations{0}, captures{0}, captures_failed{0};
+};
+
 struct State {
+  Counters counters;
   std::mutex mutex;                    // the allocation maps (backends on several threads)
   std::map<uintptr_t, size_t> device;  // cudaMalloc'd ranges: start -> bytes
   std::map<uintptr_t, size_t> host;    // cudaMallocHost / cudaHostAlloc
@@ -31,8 +41,12 @@ struct State {
   bool capture_failed = false;
 };
 
+void print_ledger_if_asked();
+
 State& state() {
   static State s;
+  // Registered after s is built, so it runs before s is destroyed.
+  [[maybe_unused]] static const bool printer = std::atexit(print_ledger_if_asked) == 0;
   return s;
 }
 
@@ -51,13 +65,58 @@ void* allocate(size_t bytes) {
 
 }  // namespace
 
-void enqueue(std::function<void()> work) {
+void enqueue(Work kind, std::function<void()> work, size_t bytes) {
   State& s = state();
-  if (s.capture != nullptr) {
-    s.capture->work.push_back(std::move(work));
-  } else {
+  Counters& c = s.counters;
+  const auto k = static_cast<size_t>(kind);
+  auto counted = [&c, k, bytes, work = std::move(work)] {
+    c.ran[k].fetch_add(1, std::memory_order_relaxed);
+    c.bytes_ran[k].fetch_add(bytes, std::memory_order_relaxed);
     work();
+  };
+  if (s.capture != nullptr) {
+    c.recorded[k].fetch_add(1, std::memory_order_relaxed);
+    s.capture->work.push_back(std::move(counted));
+  } else {
+    c.queued[k].fetch_add(1, std::memory_order_relaxed);
+    c.bytes_queued[k].fetch_add(bytes, std::memory_order_relaxed);
+    counted();
   }
+}
+
+const Ledger& ledger() {
+  thread_local Ledger snapshot;
+  const Counters& c = state().counters;
+  for (int k = 0; k < kWorkKinds; ++k) {
+    snapshot.queued[k] = c.queued[k].load();
+    snapshot.recorded[k] = c.recorded[k].load();
+    snapshot.ran[k] = c.ran[k].load();
+    snapshot.bytes_queued[k] = c.bytes_queued[k].load();
+    snapshot.bytes_ran[k] = c.bytes_ran[k].load();
+  }
+  snapshot.waits = c.waits.load();
+  snapshot.allocations = c.allocations.load();
+  snapshot.captures = c.captures.load();
+  snapshot.captures_failed = c.captures_failed.load();
+  return snapshot;
+}
+
+std::string ledger_json() {
+  static constexpr const char* kNames[kWorkKinds] = {"kernel", "copy_to_device", "copy_to_host", "copy_on_device",
+                                                     "fill",   "gemm",           "event",        "graph"};
+  const Ledger& l = ledger();
+  const auto by_kind = [](const uint64_t(&counts)[kWorkKinds]) {
+    std::string out = "{";
+    for (int k = 0; k < kWorkKinds; ++k) {
+      out += (k ? ", \"" : "\"") + std::string(kNames[k]) + "\": " + std::to_string(counts[k]);
+    }
+    return out + "}";
+  };
+  return "{\"queued\": " + by_kind(l.queued) + ", \"recorded\": " + by_kind(l.recorded) +
+         ", \"ran\": " + by_kind(l.ran) + ", \"bytes_queued\": " + by_kind(l.bytes_queued) +
+         ", \"bytes_ran\": " + by_kind(l.bytes_ran) + ", \"waits\": " + std::to_string(l.waits) +
+         ", \"allocations\": " + std::to_string(l.allocations) + ", \"captures\": " + std::to_string(l.captures) +
+         ", \"captures_failed\": " + std::to_string(l.captures_failed) + "}";
 }
 
 bool capturing() { return state().capture != nullptr; }
@@ -68,6 +127,14 @@ bool is_device_memory(const void* p) {
   std::lock_guard lock(s.mutex);
   return in_range(s.device, p);
 }
+
+namespace {
+void print_ledger_if_asked() {
+  const char* asked = std::getenv("LUMEN_SIM_LEDGER");
+  if (asked != nullptr && std::strcmp(asked, "0") != 0)
+    std::fprintf(stderr, "{\"sim_ledger\": %s}\n", ledger_json().c_str());
+}
+}  // namespace
 
 size_t device_memory_bytes() {
   const char* mb = std::getenv("LUMEN_CUDA_SIM_MEMORY_MB");
@@ -133,6 +200,7 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
 
 cudaError_t cudaMalloc(void** p, size_t bytes) {
   auto& s = state();
+  s.counters.allocations.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(s.mutex);
   if (s.device_bytes + bytes > cuda_sim::device_memory_bytes()) {
     *p = nullptr;
@@ -158,6 +226,7 @@ cudaError_t cudaFree(void* p) {
 }
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned) {
   auto& s = state();
+  s.counters.allocations.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(s.mutex);
   *p = cuda_sim::allocate(bytes);
   if (*p == nullptr) return cudaErrorMemoryAllocation;
@@ -205,7 +274,12 @@ cudaError_t copy(void* dst, const void* src, size_t bytes) {
       return cudaErrorStreamCaptureUnsupported;
     }
   }
-  cuda_sim::enqueue([=] { std::memmove(dst, src, bytes); });
+  const bool to_device = cuda_sim::is_device_memory(dst), from_device = cuda_sim::is_device_memory(src);
+  const cuda_sim::Work kind = to_device && from_device ? cuda_sim::Work::CopyOnDevice
+                              : to_device              ? cuda_sim::Work::CopyToDevice
+                                                       : cuda_sim::Work::CopyToHost;  // from the device or host to host
+  cuda_sim::enqueue(
+      kind, [=] { std::memmove(dst, src, bytes); }, bytes);
   return cudaSuccess;
 }
 
@@ -253,6 +327,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  state().counters.waits.fetch_add(1, std::memory_order_relaxed);
   if (cuda_sim::capturing()) {
     cuda_sim::fail_capture();
     return cudaErrorStreamCaptureUnsupported;
@@ -278,7 +353,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   auto* e = reinterpret_cast<Event*>(event);
-  cuda_sim::enqueue([e] {
+  cuda_sim::enqueue(cuda_sim::Work::Event, [e] {
     e->at = std::chrono::steady_clock::now();
     e->recorded = true;
   });
@@ -297,6 +372,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
   auto& s = state();
   if (s.capture != nullptr) return cudaErrorInvalidValue;
   s.capture = new cuda_sim::Graph;
+  s.counters.captures.fetch_add(1, std::memory_order_relaxed);
   s.capture_failed = false;
   return cudaSuccess;
 }
@@ -305,6 +381,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t* graph) {
   if (s.capture == nullptr) return cudaErrorInvalidValue;
   cuda_sim::Graph* captured = std::exchange(s.capture, nullptr);
   if (s.capture_failed) {
+    s.counters.captures_failed.fetch_add(1, std::memory_order_relaxed);
     delete captured;
     *graph = nullptr;
     return cudaErrorStreamCaptureInvalidated;
@@ -318,7 +395,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t) {
   const auto* graph = reinterpret_cast<cuda_sim::Graph*>(exec);
-  cuda_sim::enqueue([graph] {
+  cuda_sim::enqueue(cuda_sim::Work::Graph, [graph] {
     for (const auto& work : graph->work) work();
   });
   return cudaSuccess;
@@ -383,7 +460,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
   };
   const double alpha_now = by_pointer ? 0.0 : scalar(alpha);
   const double beta_now = by_pointer ? 0.0 : scalar(beta);
-  cuda_sim::enqueue([=] {
+  cuda_sim::enqueue(cuda_sim::Work::Gemm, [=] {
     const double al = by_pointer ? scalar(alpha) : alpha_now;
     const double be = by_pointer ? scalar(beta) : beta_now;
     for (int j = 0; j < n; ++j) {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -107,9 +108,30 @@ cudaError_t cudaProfilerStop();
 
 namespace cuda_sim {
 
+// What a piece of queued work is, for the ledger below.
+enum class Work : uint8_t { Kernel, CopyToDevice, CopyToHost, CopyOnDevice, Fill, Gemm, Event, Graph };
+inline constexpr int kWorkKinds = 8;
+
 // Runs `work` now, or writes it into the graph being captured (the stream argument is ignored:
-// the backends capture their one stream).
-void enqueue(std::function<void()> work);
+// the backends capture their one stream). `bytes`: what a copy or fill moves.
+void enqueue(Work kind, std::function<void()> work, size_t bytes = 0);
+
+// The ledger (LUMEN_SIM_LEDGER=1: printed as one JSON line on stderr when the process ends): what
+// the host queued one call at a time, what it put into recordings, what the device ran (replays
+// included), the bytes each way and the host's waits. A step's launches, copies and waits are
+// what a GPU run would pay for in host time and latency, whatever the simulation's speed.
+struct Ledger {
+  uint64_t queued[kWorkKinds] = {};    // by the host, outside captures
+  uint64_t recorded[kWorkKinds] = {};  // into captures
+  uint64_t ran[kWorkKinds] = {};       // by the device: queued now or replayed
+  uint64_t bytes_queued[kWorkKinds] = {};
+  uint64_t bytes_ran[kWorkKinds] = {};
+  uint64_t waits = 0;        // stream, event and device synchronizations
+  uint64_t allocations = 0;  // cudaMalloc, cudaMallocHost and cudaHostAlloc calls
+  uint64_t captures = 0, captures_failed = 0;
+};
+const Ledger& ledger();
+std::string ledger_json();
 // Whether a capture is open; a capture that met something it cannot hold fails at its end.
 bool capturing();
 void fail_capture();

@@ -1,0 +1,72 @@
+// What a replayed decode step asks of the host, counted by the simulated device's ledger
+// (tests/unit/cuda_sim/sim/runtime_api.h): one graph launch, the step's one upload of its metadata
+// and one copy back, the wait for that copy, and nothing else: no allocation, and no launch, fill or GEMM queued
+// outside the recording. Each of those costs host time a GPU step waits on (a launch is a few
+// microseconds, a decode step of a 1B model 1.5 ms), and a step that allocates or copies inside
+// itself could not have been recorded. The simulated device only: a GPU has no such ledger.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "backend/cuda/cuda_backend.h"
+#include "engine/loaded_model.h"
+#include <cuda_runtime_api.h>  // the simulated device's (sim/include), with its ledger
+#include "synth_model_file.h"
+#include "tiny_decode_sequence.h"
+
+namespace lumen {
+namespace {
+
+using cuda_sim::Ledger;
+using cuda_sim::Work;
+
+uint64_t queued(const Ledger& after, const Ledger& before, Work kind) {
+  const auto k = static_cast<size_t>(kind);
+  return after.queued[k] - before.queued[k];
+}
+
+TEST(SimStepLedger, AReplayedDecodeStepIsOneGraphLaunchOneUploadAndOneCopyBack) {
+  if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
+    GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
+  }
+  if (const char* graphs = std::getenv("LUMEN_CUDA_GRAPHS"); graphs != nullptr && std::string(graphs) == "0") {
+    GTEST_SKIP() << "LUMEN_CUDA_GRAPHS=0: no step is recorded";
+  }
+  const testing::SynthModelFile file(testing::tiny_llama(5));
+  backend::CudaBackendOptions options;
+  options.gemv = backend::GemvKernels::Tiled;
+  backend::CudaBackend backend(0, options);
+  engine::LoadedModel model = engine::LoadedModel::load(file.path(), backend);
+  testing::TinyDecodeSequence seq(model, backend, 100, 9);
+  // Warm-up: the shape's first steps run eagerly, then one is recorded.
+  for (int i = 0; i < 8 && backend.step_replay_stats().replayed == 0; ++i) seq.step();
+  ASSERT_GT(backend.step_replay_stats().replayed, 0u) << "no decode step was replayed";
+
+  constexpr uint64_t kSteps = 4;
+  const uint64_t replayed_before = backend.step_replay_stats().replayed;
+  const Ledger before = cuda_sim::ledger();
+  for (uint64_t i = 0; i < kSteps; ++i) seq.step();
+  const Ledger after = cuda_sim::ledger();
+  ASSERT_EQ(backend.step_replay_stats().replayed - replayed_before, kSteps) << "every step replayed";
+
+  EXPECT_EQ(queued(after, before, Work::Graph), kSteps);
+  EXPECT_EQ(queued(after, before, Work::CopyToDevice), kSteps) << "one upload a step";
+  EXPECT_EQ(queued(after, before, Work::CopyToHost), kSteps) << "one copy back a step (the logits)";
+  EXPECT_EQ(queued(after, before, Work::Kernel), 0u) << "every launch inside the recording";
+  EXPECT_EQ(queued(after, before, Work::Fill), 0u);
+  EXPECT_EQ(queued(after, before, Work::Gemm), 0u);
+  EXPECT_EQ(queued(after, before, Work::CopyOnDevice), 0u);
+  EXPECT_EQ(after.allocations - before.allocations, 0u) << "a step allocates nothing";
+  // Two waits a step: for its copy back, and StepUploads::begin's for the last step's upload to
+  // have left the pinned buffer it refills (long finished by then: an event query's cost).
+  EXPECT_EQ(after.waits - before.waits, 2 * kSteps) << "a step waits for its copy back and nothing else";
+  EXPECT_EQ(after.captures - before.captures, 0u) << "nothing recorded again";
+  // The recordings ran: the device did a whole step's launches for each.
+  const auto kernels = static_cast<size_t>(Work::Kernel);
+  EXPECT_GE(after.ran[kernels] - before.ran[kernels], kSteps * 2 * 5) << "2 layers of at least 5 launches a step";
+}
+
+}  // namespace
+}  // namespace lumen
