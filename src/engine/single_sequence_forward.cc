@@ -1,5 +1,6 @@
 #include "engine/single_sequence_forward.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "util/error.h"
@@ -20,7 +21,10 @@ SingleSequenceForward::SingleSequenceForward(LoadedModel& model, backend::Backen
       // A model split over two backends: each layer's K/V with the backend that runs it.
       cache_(backend, model.transformer->hparams(), model.transformer->kv_layout(false),
              (context + kBlockSize - 1) / kBlockSize, kBlockSize, tensor::DType::F16, true, model.transformer->split()),
-      last_logits_(model.hparams.vocab_size) {
+      last_logits_buffer_(
+          model.transformer->allocate_logits(static_cast<size_t>(model.hparams.vocab_size) * sizeof(float))),
+      last_logits_(static_cast<float*>(last_logits_buffer_->data()), static_cast<size_t>(model.hparams.vocab_size)) {
+  std::fill(last_logits_.begin(), last_logits_.end(), 0.0f);
   // One sequence owns every block, in order.
   block_table_.resize(static_cast<size_t>(cache_.n_blocks()));
   if (model::has_recurrent_state(model.hparams))

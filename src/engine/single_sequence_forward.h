@@ -51,7 +51,10 @@ class SingleSequenceForward {
   std::vector<int32_t> block_table_;
   std::vector<int32_t> positions_;
   std::vector<int32_t> logit_rows_;
-  std::vector<float> last_logits_;
+  // The last row's logits, in the backend's host memory for copies (page-locked on a GPU: a copy
+  // into ordinary memory goes through the driver's staging, every token).
+  std::unique_ptr<backend::Buffer> last_logits_buffer_;
+  std::span<float> last_logits_;
   int64_t n_past_ = 0;
 };
 

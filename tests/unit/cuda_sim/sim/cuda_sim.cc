@@ -533,6 +533,7 @@ bool run_grid(const void* kernel, dim3 grid, dim3 block_shape, size_t shared, co
     return false;
   }
   if (g_block != nullptr) throw std::logic_error("cuda_sim: a kernel launched from inside a kernel");
+  if (kernels_skipped()) return true;
   g_stacks.reserve(threads);
   Block b;
   b.threads.resize(threads);

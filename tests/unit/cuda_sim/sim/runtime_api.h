@@ -137,6 +137,10 @@ bool capturing();
 void fail_capture();
 // Whether p lies in memory cudaMalloc returned.
 bool is_device_memory(const void* p);
+// LUMEN_SIM_SKIP_KERNELS=1: launches and GEMMs are checked and counted but do not run, so the
+// host's own work per step (the backend's and the engine's, not the driver's) can be timed and
+// profiled on a CPU; every result is then garbage.
+bool kernels_skipped();
 // Bytes cudaMemGetInfo reports (LUMEN_CUDA_SIM_MEMORY_MB, 1024 unless set).
 size_t device_memory_bytes();
 
