@@ -844,6 +844,11 @@ run_dependent_launch() {
     for way in 0 1; do
       LUMEN_CUDA_DEPENDENT_LAUNCH=$way timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     done
+    # The bench's steps before 2026-11-30 (each row copied back whole, its argmax on the host),
+    # against the device's argmax above ("rows" in the JSON).
+    if [ "$spec" = llama-1b:Q4_0 ]; then
+      LUMEN_BENCH_WHOLE_ROWS=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    fi
   done
 }
 

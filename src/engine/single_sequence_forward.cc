@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "engine/reduced_rows.h"
 #include "util/error.h"
 
 namespace lumen::engine {
@@ -47,7 +48,8 @@ void SingleSequenceForward::truncate(int64_t n) {
 
 // Logits: every row (all_logits), the last row (logits != null), or none (a prompt chunk that
 // is not the last: its output projection would be wasted).
-void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits) {
+void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits,
+                                          backend::RowArgmax* argmax) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   positions_.resize(tokens.size());
   std::iota(positions_.begin(), positions_.end(), static_cast<int32_t>(n_past_));
@@ -59,6 +61,12 @@ void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, bool 
   }
   backend::SequenceSlice slice{0, n, n_past_, block_table_};
   model::ForwardBatch batch{tokens, positions_, std::span(&slice, 1), logit_rows_};
+  static constexpr uint8_t kArgmaxForm = static_cast<uint8_t>(backend::RowForm::Argmax);
+  if (argmax != nullptr && logit_rows_.size() == 1) {
+    *argmax = backend::RowArgmax{};
+    batch.row_forms = std::span(&kArgmaxForm, 1);
+    batch.argmax = argmax;
+  }
   static constexpr int32_t kOnlySlot = 0;
   if (states_) {
     batch.states = states_.get();
@@ -80,6 +88,22 @@ std::span<const float> SingleSequenceForward::feed(std::span<const int32_t> toke
     forward_chunk(part, false, last ? last_logits_.data() : nullptr);
   }
   return last_logits_;
+}
+
+int32_t SingleSequenceForward::feed_greedy(std::span<const int32_t> tokens) {
+  if (tokens.empty()) fail("feed_greedy: no tokens");
+  if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
+    fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_, context_);
+  }
+  backend::RowArgmax reduced;
+  for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
+    auto part = tokens.subspan(start, std::min(tokens.size() - start, static_cast<size_t>(chunk_)));
+    const bool last = start + part.size() == tokens.size();
+    forward_chunk(part, false, last ? last_logits_.data() : nullptr, last ? &reduced : nullptr);
+  }
+  // A backend that left the row whole wrote it: reduced here, the same way.
+  if (reduced.token < 0) reduced = host_row_argmax(last_logits_);
+  return reduced.token;
 }
 
 void SingleSequenceForward::feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out) {

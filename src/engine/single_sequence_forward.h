@@ -36,11 +36,19 @@ class SingleSequenceForward {
   // Feeds tokens; returns the logits after the last one (a view into an internal buffer).
   // Throws lumen::Error when the context would overflow.
   std::span<const float> feed(std::span<const int32_t> tokens);
+  // Feeds tokens; returns the greedy token after the last one (sampling::argmax's: the lowest
+  // index among equal maxima), asked of the step as the engine asks for a greedy row
+  // (backend::RowForm::Argmax): a device backend reduces the row where it is and copies back its
+  // argmax alone; the CPU leaves the row whole and it is reduced here. The logits of feed() are
+  // then not written. What a greedy decode loop timed on a device should call.
+  int32_t feed_greedy(std::span<const int32_t> tokens);
   // Feeds tokens and wants the logits at every position: logits_out gets tokens.size() rows.
   void feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out);
 
  private:
-  void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits);
+  // `argmax`: the last row comes back as its argmax there, when the backend reduces it.
+  void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits,
+                     backend::RowArgmax* argmax = nullptr);
 
   LoadedModel& model_;
   int64_t context_;

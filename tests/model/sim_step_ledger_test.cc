@@ -8,10 +8,15 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <span>
 #include <string>
+#include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "engine/loaded_model.h"
+#include "engine/single_sequence_forward.h"
+#include "sampling/sampler.h"
 #include <cuda_runtime_api.h>  // the simulated device's (sim/include), with its ledger
 #include "synth_model_file.h"
 #include "tiny_decode_sequence.h"
@@ -66,6 +71,45 @@ TEST(SimStepLedger, AReplayedDecodeStepIsOneGraphLaunchOneUploadAndOneCopyBack) 
   // The recordings ran: the device did a whole step's launches for each.
   const auto kernels = static_cast<size_t>(Work::Kernel);
   EXPECT_GE(after.ran[kernels] - before.ran[kernels], kSteps * 2 * 5) << "2 layers of at least 5 launches a step";
+}
+
+// Greedy tokens the way feed_greedy takes them, and the way a caller of feed() would, from the same
+// prompt on one backend: the same tokens.
+void expect_greedy_matches_argmax_of_the_logits(backend::Backend& backend, const std::string& path,
+                                                uint64_t* greedy_bytes_back) {
+  engine::LoadedModel model = engine::LoadedModel::load(path, backend);
+  engine::SingleSequenceForward whole(model, backend, 64), greedy(model, backend, 64);
+  std::vector<int32_t> prompt(9);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = 100 + static_cast<int32_t>(37 * i);
+  int32_t a = sampling::argmax(whole.feed(prompt));
+  int32_t b = greedy.feed_greedy(prompt);
+  ASSERT_EQ(a, b) << "after the prompt";
+  const Ledger before = cuda_sim::ledger();
+  for (int step = 0; step < 6; ++step) {
+    b = greedy.feed_greedy(std::span(&b, 1));
+    if (step == 0 && greedy_bytes_back != nullptr) {
+      const auto back = static_cast<size_t>(Work::CopyToHost);
+      *greedy_bytes_back = cuda_sim::ledger().bytes_queued[back] - before.bytes_queued[back];
+    }
+    a = sampling::argmax(whole.feed(std::span(&a, 1)));
+    ASSERT_EQ(a, b) << "step " << step;
+  }
+}
+
+TEST(SimStepLedger, AGreedyStepCopiesBackItsArgmaxAloneAndTheSameToken) {
+  if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
+    GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
+  }
+  const testing::SynthModelFile file(testing::tiny_llama(7));
+  backend::CudaBackendOptions options;
+  options.gemv = backend::GemvKernels::Tiled;
+  backend::CudaBackend cuda(0, options);
+  uint64_t bytes_back = 0;
+  expect_greedy_matches_argmax_of_the_logits(cuda, file.path(), &bytes_back);
+  EXPECT_EQ(bytes_back, sizeof(backend::RowArgmax)) << "a greedy step copies back its argmax, not its row";
+  // The CPU leaves the row whole; feed_greedy reduces it on the host.
+  backend::CpuBackend cpu(2);
+  expect_greedy_matches_argmax_of_the_logits(cpu, file.path(), nullptr);
 }
 
 }  // namespace

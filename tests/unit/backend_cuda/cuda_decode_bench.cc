@@ -19,6 +19,11 @@
 // time); with replayed steps the difference is the host's share in series. With
 // LUMEN_BENCH_PROFILE_STEP=1 one more decode step runs between cudaProfilerStart and
 // cudaProfilerStop, for `ncu --profile-from-start off` (per-kernel device time).
+//
+// Each greedy step asks for its token as the engine does (SingleSequenceForward::feed_greedy: the
+// device reduces the row and copies back its argmax alone, "rows": "argmax"); before 2026-11-30
+// the bench copied every step's whole row back and took its argmax on the host, which
+// LUMEN_BENCH_WHOLE_ROWS=1 still does ("rows": "whole"), to compare with those numbers.
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -40,6 +45,11 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+bool whole_rows() {
+  const char* v = std::getenv("LUMEN_BENCH_WHOLE_ROWS");
+  return v != nullptr && *v == '1';
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -147,6 +157,12 @@ int main(int argc, char** argv) {
     // The prompt, 3 warm-up steps, the timed, device-timed and observed loops, the profiled step.
     const int context = prompt_tokens + 3 * decode_tokens + 16;
     lumen::engine::SingleSequenceForward generator(model, backend, context);
+    // One greedy decode step after `token`.
+    const bool whole = whole_rows();
+    const auto next = [&generator, whole](int32_t token) {
+      const std::span<const int32_t> one(&token, 1);
+      return whole ? argmax(generator.feed(one)) : generator.feed_greedy(one);
+    };
     // A prompt of arbitrary (valid) token ids: timing does not depend on their meaning.
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
     for (size_t i = 0; i < prompt.size(); ++i)
@@ -171,15 +187,14 @@ int main(int argc, char** argv) {
     logits = prompt_logits;
 
     int32_t token = argmax(logits);
-    for (int i = 0; i < 3; ++i) token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
+    for (int i = 0; i < 3; ++i) token = next(token);
     // The timed loop, without the observer (it costs a clock read per op), then the same number
     // of steps with it, for the breakdown.
     const uint64_t replayed_before = backend.step_replay_stats().replayed;
     const uint64_t prequantized_before = backend.prequantized_inputs();
     const uint64_t grouped_before = backend.grouped_gemv_launches();
     const auto decode_start = Clock::now();
-    for (int i = 0; i < decode_tokens; ++i)
-      token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
+    for (int i = 0; i < decode_tokens; ++i) token = next(token);
     const double decode_s = seconds_since(decode_start);
     // Of the timed steps, how many were replayed from a CUDA graph (LUMEN_CUDA_GRAPHS=1).
     const uint64_t replayed = backend.step_replay_stats().replayed - replayed_before;
@@ -194,7 +209,7 @@ int main(int argc, char** argv) {
     // replayed steps stay replayed): the step time minus it is what the host adds in series.
     backend.time_steps(true);
     const auto timed_start = Clock::now();
-    for (int i = 0; i < decode_tokens; ++i) token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
+    for (int i = 0; i < decode_tokens; ++i) token = next(token);
     const double timed_s = seconds_since(timed_start);
     backend.time_steps(false);
     const auto device_time = backend.step_device_time();
@@ -203,13 +218,12 @@ int main(int argc, char** argv) {
     HostTimes host;
     backend.add_observer(&host);
     const auto observed_start = Clock::now();
-    for (int i = 0; i < decode_tokens; ++i)
-      token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
+    for (int i = 0; i < decode_tokens; ++i) token = next(token);
     const double observed_s = seconds_since(observed_start);
     backend.remove_observer(&host);
     if (const char* profile = std::getenv("LUMEN_BENCH_PROFILE_STEP"); profile != nullptr && *profile == '1') {
       cudaProfilerStart();
-      token = argmax(generator.feed(std::span<const int32_t>(&token, 1)));
+      token = next(token);
       cudaProfilerStop();
     }
 
@@ -218,7 +232,7 @@ int main(int argc, char** argv) {
     const double bytes_per_token = static_cast<double>(weight_bytes) +
                                    mean_position * static_cast<double>(kv_bytes_per_position);
     fmt::print(
-        "{{\"device\": \"{}\", \"model\": \"{}\", \"max_gemv_tokens\": {}, \"int8_gemm\": {}, "
+        "{{\"device\": \"{}\", \"model\": \"{}\", \"rows\": \"{}\", \"max_gemv_tokens\": {}, \"int8_gemm\": {}, "
         "\"prefill_int8_matmuls\": {}, \"gemv\": \"{}\", \"add_rms_norm\": {}, "
         "\"exact_attention\": {}, \"tensor_core_prefill\": {}, \"fused_input_quantization\": {}, \"rope_loads_first\": "
         "{}, \"grouped_gemv\": {}, \"grouped_launches_per_token\": {:.2f}, \"rope_store_kv\": {}, \"routed_moe\": {}, "
@@ -231,15 +245,15 @@ int main(int argc, char** argv) {
         "\"bytes_per_token\": {:.0f}, \"effective_gb_per_s\": {:.1f}, \"observed_ms_per_token\": {:.4f}, "
         "\"enqueue_ms_per_token\": {:.4f}, \"device_ms_per_step\": {:.4f}, \"device_timed_ms_per_token\": {:.4f}, "
         "\"device_timed_steps\": {}, \"host_op_us_per_token\": {}, \"prefill_op_us\": {}}}\n",
-        prop.name, path, backend.options().max_gemv_tokens, backend.options().int8_gemm, prefill_int8_matmuls,
-        gemv_name(backend.options().gemv), backend.options().fused_add_rms_norm, backend.options().exact_f16_attention,
-        backend.options().tensor_core_prefill, backend.options().fused_input_quantization,
-        backend.options().rope_loads_first, backend.options().grouped_gemv, grouped_per_token,
-        backend.options().fused_rope_store_kv, backend.options().routed_moe, backend.options().moe_gemv_macs_per_expert,
-        backend.options().moe_device_gemm, prequantized_per_token, backend.options().step_graphs,
-        backend.dependent_launches(), replayed, backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s,
-        prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token,
-        bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
+        prop.name, path, whole ? "whole" : "argmax", backend.options().max_gemv_tokens, backend.options().int8_gemm,
+        prefill_int8_matmuls, gemv_name(backend.options().gemv), backend.options().fused_add_rms_norm,
+        backend.options().exact_f16_attention, backend.options().tensor_core_prefill,
+        backend.options().fused_input_quantization, backend.options().rope_loads_first, backend.options().grouped_gemv,
+        grouped_per_token, backend.options().fused_rope_store_kv, backend.options().routed_moe,
+        backend.options().moe_gemv_macs_per_expert, backend.options().moe_device_gemm, prequantized_per_token,
+        backend.options().step_graphs, backend.dependent_launches(), replayed, backend.step_replay_stats().refused,
+        load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token,
+        bytes_per_token, bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
         host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3, device_ms_per_step,
         timed_s / decode_tokens * 1e3, device_time.steps, host.json(), prefill_ops.json());
     return 0;
