@@ -40,6 +40,11 @@ struct StepReplayStats {
   uint64_t recorded = 0;  // ran by recording their ops, then launching the recording
   uint64_t replayed = 0;  // ran by launching an earlier step's recording
   uint64_t refused = 0;   // a recording was tried and given up (an op cannot be recorded)
+  // Why the eager ones were (a backend that records; with step graphs off, none of these):
+  uint64_t eager_not_decode = 0;  // a prompt's rows in the step: its launches follow the prompts' lengths
+  uint64_t eager_warming = 0;     // a decode shape's first steps, or its first since memory moved
+  uint64_t eager_refused = 0;     // a decode shape whose recording was given up
+  uint64_t eager_over_limit = 0;  // a decode shape past the recordings kept
 };
 
 // Device time of whole steps (Backend::time_steps): from begin_step to the last copy back, on the

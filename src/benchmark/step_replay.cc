@@ -32,7 +32,11 @@ nlohmann::ordered_json step_replay_json(const backend::StepReplayStats& before, 
   return {{"eager", after.eager - before.eager},
           {"recorded", after.recorded - before.recorded},
           {"replayed", after.replayed - before.replayed},
-          {"refused", after.refused - before.refused}};
+          {"refused", after.refused - before.refused},
+          {"eager_not_decode", after.eager_not_decode - before.eager_not_decode},
+          {"eager_warming", after.eager_warming - before.eager_warming},
+          {"eager_refused", after.eager_refused - before.eager_refused},
+          {"eager_over_limit", after.eager_over_limit - before.eager_over_limit}};
 }
 
 }  // namespace lumen::benchmark

@@ -12,7 +12,8 @@ namespace lumen::benchmark {
 
 // The model's device backend's counts (all zero on the CPU, or for a model without weights).
 backend::StepReplayStats step_replay_stats(const Model& model);
-// after - before, as {"eager", "recorded", "replayed", "refused"}.
+// after - before, as {"eager", "recorded", "replayed", "refused"} and why the eager ones were
+// ("eager_not_decode", "eager_warming", "eager_refused", "eager_over_limit").
 nlohmann::ordered_json step_replay_json(const backend::StepReplayStats& before, const backend::StepReplayStats& after);
 // Backend::time_steps and step_device_time on the model's device backend (none: nothing, zeros).
 void time_device_steps(const Model& model, bool on);

@@ -48,6 +48,12 @@ TEST(SimStepLedger, AReplayedDecodeStepIsOneGraphLaunchOneUploadAndOneCopyBack) 
   // Warm-up: the shape's first steps run eagerly, then one is recorded.
   for (int i = 0; i < 8 && backend.step_replay_stats().replayed == 0; ++i) seq.step();
   ASSERT_GT(backend.step_replay_stats().replayed, 0u) << "no decode step was replayed";
+  // Why the steps before ran eagerly: the prompt's, and the decode shape's warm-up.
+  const backend::StepReplayStats warm = backend.step_replay_stats();
+  EXPECT_EQ(warm.eager_not_decode, 1u);
+  EXPECT_GE(warm.eager_warming, 1u);
+  EXPECT_EQ(warm.eager, warm.eager_not_decode + warm.eager_warming);
+  EXPECT_EQ(warm.eager_refused + warm.eager_over_limit + warm.refused, 0u);
 
   constexpr uint64_t kSteps = 4;
   const uint64_t replayed_before = backend.step_replay_stats().replayed;

@@ -112,8 +112,9 @@ void CudaBackend::do_copy_logit_rows(std::span<const int32_t> rows, int64_t widt
 
 void CudaBackend::do_run_replayable(const std::function<void()>& ops) {
   State& s = *state_;
-  const std::optional<cuda::StepShape> shape = s.options.step_graphs ? s.step->replay_shape() : std::nullopt;
-  if (!shape) return s.graphs->run_eager(ops);
+  if (!s.options.step_graphs) return s.graphs->run_eager(ops, cuda::StepGraphs::Eager::Off);
+  const std::optional<cuda::StepShape> shape = s.step->replay_shape();
+  if (!shape) return s.graphs->run_eager(ops, cuda::StepGraphs::Eager::NotDecode);
   // After a recording is given up: the host plan caches may name a plan whose upload was only
   // recorded, never run.
   s.graphs->run(*shape, ops, [&s] {

@@ -14,15 +14,22 @@ void StepGraphs::clear() {
   recordings_.clear();
 }
 
-void StepGraphs::run_eager(const std::function<void()>& ops) {
+void StepGraphs::run_eager(const std::function<void()>& ops, Eager why) {
   ++stats_.eager;
+  switch (why) {
+    case Eager::Off: break;
+    case Eager::NotDecode: ++stats_.eager_not_decode; break;
+    case Eager::Warming: ++stats_.eager_warming; break;
+    case Eager::Refused: ++stats_.eager_refused; break;
+    case Eager::OverLimit: ++stats_.eager_over_limit; break;
+  }
   ops();
 }
 
 void StepGraphs::run(const StepShape& shape, const std::function<void()>& ops, const std::function<void()>& reset) {
   auto it = recordings_.find(shape);
   if (it == recordings_.end()) {
-    if (recordings_.size() >= kMaxRecordings) return run_eager(ops);
+    if (recordings_.size() >= kMaxRecordings) return run_eager(ops, Eager::OverLimit);
     it = recordings_.emplace(shape, Recording{}).first;
   }
   Recording& recording = it->second;
@@ -39,7 +46,7 @@ void StepGraphs::run(const StepShape& shape, const std::function<void()>& ops, c
     recording.ran = false;
   }
   if (recording.refused || !recording.ran || recording.epoch != epoch) {
-    run_eager(ops);
+    run_eager(ops, recording.refused ? Eager::Refused : Eager::Warming);
     recording.ran = true;
     recording.epoch = allocation_epoch();  // what the next step must still see to record
     return;
@@ -51,7 +58,7 @@ void StepGraphs::run(const StepShape& shape, const std::function<void()>& ops, c
   ++stats_.refused;
   recording.refused = true;
   reset();
-  run_eager(ops);
+  run_eager(ops, Eager::Refused);
 }
 
 bool StepGraphs::record(Recording& recording, const std::function<void()>& ops) {

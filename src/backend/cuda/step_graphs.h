@@ -22,6 +22,7 @@
 // tried again (StepReplayStats::refused counts them).
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 
@@ -42,8 +43,11 @@ class StepGraphs {
   // between ops (caches keyed on host arrays): it is called before the ops run again after a
   // recording was given up.
   void run(const StepShape& shape, const std::function<void()>& ops, const std::function<void()>& reset);
-  // A step that is not replayable: its ops just run (counted as eager).
-  void run_eager(const std::function<void()>& ops);
+  // Why a step runs its ops eagerly (StepReplayStats).
+  // Off: the backend does not record steps (CudaBackendOptions::step_graphs).
+  enum class Eager : uint8_t { Off, NotDecode, Warming, Refused, OverLimit };
+  // A step that is not replayed: its ops just run (counted as eager, and why).
+  void run_eager(const std::function<void()>& ops, Eager why);
   // Drops every recording (the options changed).
   void clear();
   const StepReplayStats& stats() const { return stats_; }
