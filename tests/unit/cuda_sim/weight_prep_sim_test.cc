@@ -68,8 +68,8 @@ INSTANTIATE_TEST_SUITE_P(Types, SimulatedWeightPrep,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                                            DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
                                            DType::Q6_K),
-                         [](const ::testing::TestParamInfo<DType>& info) {
-                           return std::string(tensor::dtype_name(info.param));
+                         [](const ::testing::TestParamInfo<DType>& type) {
+                           return std::string(tensor::dtype_name(type.param));
                          });
 
 // Values past f16's range are scaled by a power of two into it (max |x| under 2^14), alpha
