@@ -66,7 +66,8 @@
 #          it into .gpu-peer/ when LLAMA_BENCH_CUDA names it (built outside the repository with -DGGML_CUDA=ON
 #          -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_NATIVE=OFF; scripts/build_cuda_peer.sh builds it);
 #   engine the engine's model tests on CUDA (cuda_engine_tests: batched vs alone, chunked prefill,
-#          preemption, prefix cache, context shift, fairness, faults; needs the default model),
+#          preemption, prefix cache, context shift, fairness, faults; needs the default model;
+#          speculation and structured output on a synthetic model, the bundle's test vocabulary),
 #          then again op by op (no CUDA graphs) and with dependent launches, then the 2026-11-29
 #          failures' suspects one by one (with memcheck where swap preemption first fails);
 #   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming, tiled) per weight type
@@ -212,6 +213,13 @@ pack_bundle() {
       [ -f "$vocab" ] && { cp "$vocab" "$root/vocab.gguf"; break; }
     done
     [ -f "$root/vocab.gguf" ] || log "warning: no Llama-3 vocabulary found; bench will need LUMEN_VOCAB"
+    # The synthetic model of the engine's speculation and structured-output tests takes the
+    # shared test data's Llama vocabulary (700 KB): cuda_engine_tests finds it through
+    # LUMEN_TESTDATA_DIR (run_engine).
+    for vocab in ../shared/testdata/tokenizer/ggml-vocab-llama-spm.gguf shared/testdata/tokenizer/ggml-vocab-llama-spm.gguf; do
+      [ -f "$vocab" ] && { mkdir -p "$root/testdata/tokenizer" && cp "$vocab" "$root/testdata/tokenizer/"; break; }
+    done
+    [ -d "$root/testdata" ] || log "warning: no shared test data found; the synthetic engine tests on CUDA will skip"
     # The vision tests' tiny projector files (a few hundred KB, numpy and gguf-py only):
     # CudaVisionTower encodes them with the tower on the GPU.
     local python=python3
@@ -445,19 +453,24 @@ run_engine() {
   local model start
   model=$(default_model)
   [ -f "$model" ] || { log "no default model (carry .gpu-model and .gpu-model2 first): engine tests not run"; return 1; }
+  # The bundle's share of the test data (the synthetic engine tests' vocabulary), where the
+  # binaries run away from their build; built here, the configured folder.
+  local testdata=""
+  [ -d "$BUNDLE/testdata" ] && testdata="$BUNDLE/testdata"
   start=$SECONDS
-  LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests.log" 2>&1
+  LUMEN_TESTDATA_DIR="$testdata" LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests.log" 2>&1
   grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests.log" | head -n 10 >&2
   gtest_summary cuda_engine_tests "$WORK/cuda_engine_tests.log" $((SECONDS - start))
   # Again with decode steps run op by op (replayed from CUDA graphs by default since 2026-11-29):
   # batching, preemption, the prefix cache and context shift either way.
   start=$SECONDS
-  LUMEN_CUDA_GRAPHS=0 LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests_eager.log" 2>&1
+  LUMEN_TESTDATA_DIR="$testdata" LUMEN_CUDA_GRAPHS=0 LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 \
+    > "$WORK/cuda_engine_tests_eager.log" 2>&1
   grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests_eager.log" | head -n 10 >&2
   gtest_summary cuda_engine_tests_eager "$WORK/cuda_engine_tests_eager.log" $((SECONDS - start))
   # And with the step's kernels as dependent launches (LUMEN_CUDA_DEPENDENT_LAUNCH, 2026-11-30).
   start=$SECONDS
-  LUMEN_CUDA_DEPENDENT_LAUNCH=1 LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 \
+  LUMEN_TESTDATA_DIR="$testdata" LUMEN_CUDA_DEPENDENT_LAUNCH=1 LUMEN_CACHE="$WORK" "$BIN/cuda_engine_tests" --gtest_brief=1 \
     > "$WORK/cuda_engine_tests_dependent.log" 2>&1
   grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests_dependent.log" | head -n 10 >&2
   gtest_summary cuda_engine_tests_dependent_launch "$WORK/cuda_engine_tests_dependent.log" $((SECONDS - start))

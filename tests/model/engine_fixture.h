@@ -9,11 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
-#if defined(LUMEN_ENGINE_TESTS_ON_CUDA)
-#include "backend/cuda/cuda_backend.h"
-#endif
 #include "default_model_path.h"
+#include "engine_test_backend.h"
 #include "engine/single_sequence_forward.h"
 #include "engine/loaded_model.h"
 #include "engine/model_state.h"
@@ -45,25 +42,6 @@ struct Case {
   std::vector<int32_t> prompt;
   int64_t max_tokens;
 };
-
-// The backend the engine runs on: the CPU's, or, in the CUDA build of these tests
-// (cuda_engine_tests, scripts/gpu_check.sh engine), the GPU's with every matmul on the GEMV
-// kernels and every attention row on the split-KV kernels (not the tensor-core prefill, which
-// takes a sequence's chunk of 16 rows or more and rounds its probabilities to f16). Then a
-// token's result does not depend on its batch or on how its prompt was chunked
-// (CudaMatmulInvariance, CudaAttention.EachTokenAloneGivesItsBatchRowExactly), which is what
-// these tests compare, exactly. (LUMEN_CUDA_* variables still override both, for bisecting.)
-inline backend::Backend* make_engine_test_backend() {
-#if defined(LUMEN_ENGINE_TESTS_ON_CUDA)
-  if (backend::cuda_device_count() == 0) return nullptr;
-  backend::CudaBackendOptions options;
-  options.max_gemv_tokens = int64_t{1} << 20;
-  options.tensor_core_prefill = false;
-  return new backend::CudaBackend(0, options);
-#else
-  return new backend::CpuBackend(2);
-#endif
-}
 
 class EngineModelTest : public ::testing::Test {
  protected:

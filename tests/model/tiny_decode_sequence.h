@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "default_model_path.h"
+#include "lumen_testdata.h"
 #include "engine/loaded_model.h"
 #include "model/kv_cache.h"
 #include "model/synth.h"
@@ -19,7 +20,7 @@ namespace lumen::testing {
 // The vocabulary the test models take: the shared test data's Llama one (32 000 tokens) where it
 // is at hand, else the default model's (a GPU machine has that, carried by gpu_check.sh).
 inline std::string tiny_llama_vocabulary() {
-  const std::string llama = std::string(LUMEN_TESTDATA_DIR) + "/tokenizer/ggml-vocab-llama-spm.gguf";
+  const std::string llama = testdata_dir() + "/tokenizer/ggml-vocab-llama-spm.gguf";
   return std::filesystem::exists(llama) ? llama : default_model_path();
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/op_observer.h"
 #include "lumen/kv_eviction.h"
 #include "synth_engine.h"
@@ -85,8 +86,10 @@ class OpCounts final : public backend::OpObserver {
 
 TEST_F(EngineKvImportanceTest, ScoresFromTheAttentionsPassGiveTheSeparatePassesTokens) {
   const EngineConfig c = config(96);
+  // The CPU backend's switch (this binary runs on the CPU only).
+  auto& cpu = dynamic_cast<backend::CpuBackend&>(*backend_);
   auto run = [&](bool separate, OpCounts& ops) {
-    backend_->set_composed_ops(separate);
+    cpu.set_composed_ops(separate);
     backend_->add_observer(&ops);
     Engine engine(handle(), c);
     std::vector<RequestHandle> handles;
@@ -95,7 +98,7 @@ TEST_F(EngineKvImportanceTest, ScoresFromTheAttentionsPassGiveTheSeparatePassesT
     handles.push_back(engine.add_request(prompt(30, 13), greedy(30)));
     drain(engine);
     backend_->remove_observer(&ops);
-    backend_->set_composed_ops(false);
+    cpu.set_composed_ops(false);
     std::vector<std::vector<int32_t>> out;
     for (RequestHandle& h : handles) out.push_back(tokens(h));
     return out;

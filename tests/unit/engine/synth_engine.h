@@ -2,7 +2,8 @@
 // What the engine unit tests share: a tiny synthetic model (one layer of smollm2's shapes,
 // random weights) written once per test binary, so the engine's scheduling paths (abort,
 // n/best_of, beam search, preemption, prefix caching, priority) run in every build, ASan
-// included, without the real model.
+// included, without the real model. On the CPU backend, or on CUDA in the engine tests' CUDA
+// builds (engine_test_backend.h: speculation and structured output run there too).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -11,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
 #include "engine/loaded_model.h"
+#include "engine_test_backend.h"
 #include "engine/model_state.h"
 #include "lumen_testdata.h"
 #include "lumen/engine.h"
@@ -30,7 +31,8 @@ class SynthEngineTest : public ::testing::Test {
     if (!have_testdata()) return;  // each test skips in SetUp
     path_ = new std::string(temp_model_path("synth"));
     write_model(*path_, block_count, 5);
-    backend_ = new backend::CpuBackend(2);
+    backend_ = make_engine_test_backend();
+    if (backend_ == nullptr) return;  // no CUDA device: each test skips in SetUp
     model_ = new engine::LoadedModel(engine::LoadedModel::load(*path_, *backend_));
   }
   // A synthetic model of smollm2's shapes with the shared test vocabulary (or `vocab_file`
@@ -40,7 +42,7 @@ class SynthEngineTest : public ::testing::Test {
     model::SynthOptions options;
     options.preset = "smollm2-135m";
     options.type = tensor::DType::Q8_0;
-    options.vocab_path = std::string(LUMEN_TESTDATA_DIR) + "/tokenizer/" + vocab_file;
+    options.vocab_path = testdata_dir() + "/tokenizer/" + vocab_file;
     options.seed = seed;
     options.block_count = block_count;
     options.threads = 2;
@@ -64,7 +66,10 @@ class SynthEngineTest : public ::testing::Test {
     backend_ = nullptr;
   }
   // The synthetic model takes its vocabulary from the shared test data.
-  void SetUp() override { LUMEN_REQUIRE_TESTDATA(); }
+  void SetUp() override {
+    LUMEN_REQUIRE_TESTDATA();
+    if (backend_ == nullptr) GTEST_SKIP() << "no CUDA device";
+  }
 
   static SamplingParams greedy(int64_t max_tokens) {
     SamplingParams p;
@@ -101,7 +106,7 @@ class SynthEngineTest : public ::testing::Test {
   }
 
   static inline std::string* path_ = nullptr;
-  static inline backend::CpuBackend* backend_ = nullptr;
+  static inline backend::Backend* backend_ = nullptr;
   static inline engine::LoadedModel* model_ = nullptr;
 };
 

@@ -175,7 +175,7 @@ TEST(HostileGrammar, OrdinaryGrammarsStayFarBelowTheLimits) {
   auto vocab = testing::load_real_vocabulary();
   const MaskLimits limits = MaskLimits::for_trie(vocab->trie().size());
   std::printf("%zu tokens, %zu trie nodes: %.1f M units a mask\n", vocab->size(), vocab->trie().size(),
-              limits.work / 1e6);
+              static_cast<double>(limits.work) / 1e6);
   std::mt19937 rng(47);
   for (const auto& [name, gbnf] : grammars) {
     SCOPED_TRACE(name);
@@ -194,8 +194,8 @@ TEST(HostileGrammar, OrdinaryGrammarsStayFarBelowTheLimits) {
     }
     EXPECT_LT(worst, limits.work / 4);
     EXPECT_LT(matcher.total_mask_work(), limits.burst_work / 4);
-    std::printf("%-24s worst mask %8.3f M units, 40 masks %8.3f M\n", name.c_str(), worst / 1e6,
-                matcher.total_mask_work() / 1e6);
+    std::printf("%-24s worst mask %8.3f M units, 40 masks %8.3f M\n", name.c_str(), static_cast<double>(worst) / 1e6,
+                static_cast<double>(matcher.total_mask_work()) / 1e6);
   }
 }
 
