@@ -77,7 +77,7 @@ void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, bool 
   n_past_ += n;
 }
 
-std::span<const float> SingleSequenceForward::feed(std::span<const int32_t> tokens) {
+void SingleSequenceForward::feed_last_row(std::span<const int32_t> tokens, backend::RowArgmax* argmax) {
   if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
     fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_,
          context_);
@@ -85,22 +85,19 @@ std::span<const float> SingleSequenceForward::feed(std::span<const int32_t> toke
   for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
     auto part = tokens.subspan(start, std::min(tokens.size() - start, static_cast<size_t>(chunk_)));
     const bool last = start + part.size() == tokens.size();
-    forward_chunk(part, false, last ? last_logits_.data() : nullptr);
+    forward_chunk(part, false, last ? last_logits_.data() : nullptr, last ? argmax : nullptr);
   }
+}
+
+std::span<const float> SingleSequenceForward::feed(std::span<const int32_t> tokens) {
+  feed_last_row(tokens, nullptr);
   return last_logits_;
 }
 
 int32_t SingleSequenceForward::feed_greedy(std::span<const int32_t> tokens) {
   if (tokens.empty()) fail("feed_greedy: no tokens");
-  if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
-    fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_, context_);
-  }
   backend::RowArgmax reduced;
-  for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
-    auto part = tokens.subspan(start, std::min(tokens.size() - start, static_cast<size_t>(chunk_)));
-    const bool last = start + part.size() == tokens.size();
-    forward_chunk(part, false, last ? last_logits_.data() : nullptr, last ? &reduced : nullptr);
-  }
+  feed_last_row(tokens, &reduced);
   // A backend that left the row whole wrote it: reduced here, the same way.
   if (reduced.token < 0) reduced = host_row_argmax(last_logits_);
   return reduced.token;

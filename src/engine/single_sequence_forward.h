@@ -46,6 +46,9 @@ class SingleSequenceForward {
   void feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out);
 
  private:
+  // feed and feed_greedy: the tokens in chunks, the last row's logits into last_logits_ (or, with
+  // `argmax` and a backend that reduces the row, its argmax there).
+  void feed_last_row(std::span<const int32_t> tokens, backend::RowArgmax* argmax);
   // `argmax`: the last row comes back as its argmax there, when the backend reduces it.
   void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits,
                      backend::RowArgmax* argmax = nullptr);

@@ -84,8 +84,8 @@ void enqueue(Work kind, std::function<void()> work, size_t bytes) {
   }
 }
 
-const Ledger& ledger() {
-  thread_local Ledger snapshot;
+Ledger ledger() {
+  Ledger snapshot;
   const Counters& c = state().counters;
   for (int k = 0; k < kWorkKinds; ++k) {
     snapshot.queued[k] = c.queued[k].load();
@@ -104,7 +104,7 @@ const Ledger& ledger() {
 std::string ledger_json() {
   static constexpr const char* kNames[kWorkKinds] = {"kernel", "copy_to_device", "copy_to_host", "copy_on_device",
                                                      "fill",   "gemm",           "event",        "graph"};
-  const Ledger& l = ledger();
+  const Ledger l = ledger();
   const auto by_kind = [](const uint64_t(&counts)[kWorkKinds]) {
     std::string out = "{";
     for (int k = 0; k < kWorkKinds; ++k) {

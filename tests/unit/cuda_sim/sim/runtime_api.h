@@ -130,7 +130,7 @@ struct Ledger {
   uint64_t allocations = 0;  // cudaMalloc, cudaMallocHost and cudaHostAlloc calls
   uint64_t captures = 0, captures_failed = 0;
 };
-const Ledger& ledger();
+Ledger ledger();  // a snapshot
 std::string ledger_json();
 // Whether a capture is open; a capture that met something it cannot hold fails at its end.
 bool capturing();
