@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "cli/device_option.h"
 #include "benchmark/expert_load.h"
@@ -25,6 +26,7 @@
 #include "cli/model_parallel_flags.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
+#include "util/error.h"
 
 namespace lumen::cli {
 
@@ -145,10 +147,21 @@ void run_throughput(const ThroughputOptions& options) {
     benchmark::finish_progress_bar();
   }
   int64_t output_tokens = 0;
+  // A request that failed is no measurement: the bench names the first error and fails, rather
+  // than reporting a rate over the requests that did not fail.
+  int64_t failed = 0;
+  std::string first_error;
   StreamChunk chunk;
   for (RequestHandle& h : handles) {
-    while (h.next(chunk)) output_tokens += static_cast<int64_t>(chunk.tokens.size());
+    while (h.next(chunk)) {
+      output_tokens += static_cast<int64_t>(chunk.tokens.size());
+      if (chunk.finished && chunk.finish_reason == FinishReason::Error) {
+        if (failed++ == 0) first_error = chunk.error;
+      }
+    }
   }
+  if (failed > 0)
+    fail("bench throughput: {} of {} requests failed; the first: {}", failed, options.num_prompts, first_error);
   const EngineStats s = engine.stats();
   const double hit_rate = s.prefix_queried_blocks == 0
                               ? 0.0

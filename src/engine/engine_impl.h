@@ -26,6 +26,7 @@
 #include "engine/engine_test_access.h"
 #include "engine/image_feature_cache.h"
 #include "engine/kv_budget.h"
+#include "engine/largest_step_reserve.h"
 #include "engine/kv_cache_dtype.h"
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
@@ -78,8 +79,7 @@ struct Engine::Impl {
         // its own layers.
         layout(model.transformer->kv_layout(config.free_out_of_window_kv)),
         // A state model's slots and the KV share one budget (engine/kv_budget.h).
-        cache_sizes(engine::cache_sizes_for(config, model.transformer->hparams(), layout,
-                                            *engine::model_state(handle).backend, model.transformer->split())),
+        cache_sizes(sized_caches(handle, config, layout)),
         n_blocks(cache_sizes.kv_blocks),
         // A model split over two backends keeps each layer's K/V with the backend that runs it.
         cache(*engine::model_state(handle).backend, model.transformer->hparams(), layout, n_blocks, config.block_size,
@@ -309,6 +309,18 @@ struct Engine::Impl {
       backends.push_back(split.second);
     }
     return backends;
+  }
+
+  // The caches' sizes (engine/kv_budget.h), after the largest step has taken its memory where the
+  // pool is sized from what a device has free (engine/largest_step_reserve.h).
+  static engine::CacheSizes sized_caches(const Model& handle, const EngineConfig& config, const kv::KvLayout& layout) {
+    ModelState& state = engine::model_state(handle);
+    engine::LoadedModel& loaded = runnable(handle);
+    if (engine::reserves_largest_step(config, loaded, model_backends(handle), state.parallel != nullptr)) {
+      engine::reserve_largest_step(config, loaded, *state.backend);
+    }
+    return engine::cache_sizes_for(config, loaded.transformer->hparams(), layout, *state.backend,
+                                   loaded.transformer->split());
   }
 
   static engine::LoadedModel& runnable(const Model& handle) {
