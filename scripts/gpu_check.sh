@@ -799,6 +799,7 @@ run_unverified() {
   # through models and its benchmarks.
   GPU_CHECK_DEVICE_PROFILE=${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0} run_device_profile
   run_dependent_launch
+  run_fused_combine
   run_pipelined_gemv
   run_catalog_stand_in
   model=$(default_model)
@@ -862,6 +863,33 @@ run_dependent_launch() {
     if [ "$spec" = llama-1b:Q4_0 ]; then
       LUMEN_BENCH_WHOLE_ROWS=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     fi
+  done
+}
+
+# The fused attention combine (LUMEN_CUDA_FUSED_COMBINE=1, written 2026-12-01 without a GPU): its
+# logits against the combine launch bit for bit with the blocks really concurrent
+# (FusedAttentionCombine: the fences and counts), greedy and step graphs against the CPU with it,
+# then batch-1 decode each way on llama-1b Q4_0 and llama-8b Q4_0 (the JSON's "fused_combine").
+run_fused_combine() {
+  local start model testdata="" spec file way
+  [ -d "$BUNDLE/testdata" ] && testdata="$BUNDLE/testdata"
+  start=$SECONDS
+  LUMEN_TESTDATA_DIR="$testdata" timeout 120 "$BIN/cuda_engine_tests" --gtest_brief=1 \
+    --gtest_filter='FusedAttentionCombine.*' 2>&1 | tee "$WORK/fused_combine.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary fused_combine_tests "$WORK/fused_combine.log" $((SECONDS - start))
+  model=$(default_model)
+  if [ -f "$model" ]; then
+    start=$SECONDS
+    LUMEN_CUDA_FUSED_COMBINE=1 LUMEN_GPU_TEST_MODEL="$model" timeout 150 "$BIN/cuda_model_tests" --gtest_brief=1 \
+      --gtest_filter='CudaGreedy.*WithCpu:CudaStepGraphs.*' 2>&1 |
+      tee "$WORK/fused_combine_model.log" | grep -vE '^\[ *(OK|RUN) *\]'
+    gtest_summary fused_combine_model_tests "$WORK/fused_combine_model.log" $((SECONDS - start))
+  fi
+  for spec in llama-1b:Q4_0 llama-8b:Q4_0; do
+    file=$(synth_model "$spec") || continue
+    for way in 0 1; do
+      LUMEN_CUDA_FUSED_COMBINE=$way timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    done
   done
 }
 

@@ -89,7 +89,18 @@ struct AttentionParams {
   // fused_input_quantization; the combine's warps each hold one 32-value block).
   tensor::DType out_act = tensor::DType::F32;
   Q8Activations out_q;
+  // The fused combine (decode launches in Flash mode of heads fused_combine_takes; null: a
+  // combine launch follows): one zeroed count per item, which the item's last block to finish
+  // finds full, merges the item's splits as the combine kernel would, and zeroes again
+  // (CudaBackendOptions::fused_attention_combine).
+  unsigned* combine_counters = nullptr;
 };
+
+// The heads whose task kernels carry the fused combine: values per lane (DPL, head_dim / 32 rounded
+// up) of at most 4. The wider kernels already hold 128 registers a thread, and the combine's loop
+// inlined would take them past it (149 and 160 on sm_90), which the build's resource check refuses.
+LUMEN_HD constexpr bool fused_combine_dims(int values_per_lane) { return values_per_lane <= 4; }
+inline bool fused_combine_takes(int64_t head_dim) { return fused_combine_dims(static_cast<int>((head_dim + 31) / 32)); }
 
 // Runs tasks [0, n_tasks) of params.tasks in `mode`; in decode mode every (item, split) block
 // of the decode shape instead (n_tasks unused).

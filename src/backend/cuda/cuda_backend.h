@@ -215,6 +215,15 @@ struct CudaBackendOptions {
   // arithmetic, so the same bits. Written without a GPU; off until a GPU run has checked it
   // (CudaDependentLaunch) and measured it. LUMEN_CUDA_DEPENDENT_LAUNCH=1.
   bool dependent_launch = false;
+  // A decode step's one-pass attention (not exact_f16_attention; the plan-free decode attention of
+  // the steps laid out for CUDA graphs, step_graphs) merges each item's splits in
+  // the block that finishes the item's last split (attention.cu, combine_if_last: a count per
+  // item, a fence, reads through L2), where a second launch merged them: one launch fewer a
+  // layer (16 a 1B step; the H200 profile of 2026-11-27 put a combine launch at ~5 us). The
+  // combine's loop in the same order, so the same bits. Written without a GPU (checked bit for bit
+  // on the simulated device, FusedAttentionCombine); off until a GPU run has checked it under
+  // real concurrency and measured it. LUMEN_CUDA_FUSED_COMBINE=1.
+  bool fused_attention_combine = false;
 };
 
 class CudaBackend final : public Backend {
@@ -246,6 +255,9 @@ class CudaBackend final : public Backend {
   // How many moe_ffn_routed calls ran their experts on the device's tensor-core GEMM
   // (CudaBackendOptions::moe_device_gemm; routed_moe_plan.h), since the backend was made.
   uint64_t expert_gemm_layers() const;
+  // Attention calls that merged their splits in their own launch (options.fused_attention_combine),
+  // counted on the host as the op runs (a replayed step's are not).
+  uint64_t fused_combine_calls() const;
 
   // Raw copies between host memory and device memory of this backend (tests, tools). Both wait
   // for the copy (and everything queued before it) to finish.

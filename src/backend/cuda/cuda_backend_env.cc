@@ -68,6 +68,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_MOE_DEVICE_GEMM", options.moe_device_gemm);
   flag("LUMEN_CUDA_INT8_GEMM", options.int8_gemm);
   flag("LUMEN_CUDA_DEPENDENT_LAUNCH", options.dependent_launch);
+  flag("LUMEN_CUDA_FUSED_COMBINE", options.fused_attention_combine);
   return options;
 }
 

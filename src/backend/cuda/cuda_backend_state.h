@@ -63,6 +63,7 @@ struct CudaBackend::State {
   uint64_t grouped_gemv_launches = 0;  // options.grouped_gemv: launches of several GEMVs
   uint64_t pipelined_gemv_launches = 0;  // GemvKernels::Pipelined: launches it took
   uint64_t expert_gemm_layers = 0;     // options.moe_device_gemm: moe_ffn_routed calls on the GEMM
+  uint64_t fused_combine_calls = 0;    // options.fused_attention_combine: attention calls fused
   cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows
   cuda::DeviceScratch gemm_x;          // matmul: f16 activations
   cuda::DeviceScratch gemm_scale;      // matmul: the activations' scale state (kernels.h)
@@ -74,6 +75,11 @@ struct CudaBackend::State {
   cuda::DeviceScratch kv_score_sums;  // attention_scores: the call's sums per slot and KV head
   cuda::DeviceScratch kv_gathered;    // gather_kv_rows: the kept slices, between read and write
   cuda::DeviceScratch attention_vector_stats;
+  // The fused combine's counts (AttentionParams::combine_counters), one per decode item: zeroed
+  // when they grow, zeroed again by the kernels after each use. attention_combine_items: how many
+  // are zeroed.
+  cuda::DeviceScratch attention_combine_counters;
+  int64_t attention_combine_items = 0;
   cuda::DeviceScratch encoder_k_f16, encoder_v_f16;  // bidirectional_attention on the tensor cores
   // moe_ffn_routed (cuda_routed_moe.cc): the pairs' gate, up and down outputs, the shared
   // expert's, the quantized inputs of the two expert GEMVs, the f16 inputs of the two expert GEMMs

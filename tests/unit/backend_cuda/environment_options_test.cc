@@ -69,7 +69,8 @@ constexpr const char* kFlags[] = {"LUMEN_CUDA_GRAPHS",
                                   "LUMEN_CUDA_ENCODER_TENSOR_CORES",
                                   "LUMEN_CUDA_MOE_DEVICE_GEMM",
                                   "LUMEN_CUDA_INT8_GEMM",
-                                  "LUMEN_CUDA_DEPENDENT_LAUNCH"};
+                                  "LUMEN_CUDA_DEPENDENT_LAUNCH",
+                                  "LUMEN_CUDA_FUSED_COMBINE"};
 constexpr const char* kValueSwitches[] = {"LUMEN_CUDA_GEMV", "LUMEN_CUDA_MAX_GEMV_TOKENS", "LUMEN_CUDA_MOE_GEMV_MACS"};
 
 std::string refusal(const char* name, const char* value) {
@@ -127,6 +128,7 @@ constexpr FlagOption kFlagOptions[] = {
     {"LUMEN_CUDA_MOE_DEVICE_GEMM", &CudaBackendOptions::moe_device_gemm},
     {"LUMEN_CUDA_INT8_GEMM", &CudaBackendOptions::int8_gemm},
     {"LUMEN_CUDA_DEPENDENT_LAUNCH", &CudaBackendOptions::dependent_launch},
+    {"LUMEN_CUDA_FUSED_COMBINE", &CudaBackendOptions::fused_attention_combine},
 };
 
 TEST(CudaEnvironmentOptions, EveryFlagIsListed) {

@@ -199,6 +199,14 @@ extern dim3 gridDim;
 
 inline void __syncthreads() { cuda_sim::syncthreads(); }
 inline int __syncthreads_and(int predicate) { return cuda_sim::syncthreads_and(predicate != 0) ? 1 : 0; }
+inline int __syncthreads_or(int predicate) { return cuda_sim::syncthreads_and(predicate == 0) ? 0 : 1; }
+// Every access is coherent here and blocks run one at a time: a fence orders nothing more, and a
+// load that bypasses L1 is a load.
+inline void __threadfence() {}
+template <typename T>
+T __ldcg(const T* p) {
+  return *p;
+}
 inline void __syncwarp(unsigned mask = 0xffffffffu) { cuda_sim::syncwarp(mask); }
 template <typename T>
 T __shfl_sync(unsigned mask, T value, int src_lane, int width = 32) {
