@@ -316,7 +316,7 @@ struct Engine::Impl {
   static engine::CacheSizes sized_caches(const Model& handle, const EngineConfig& config, const kv::KvLayout& layout) {
     ModelState& state = engine::model_state(handle);
     engine::LoadedModel& loaded = runnable(handle);
-    if (engine::reserves_largest_step(config, loaded, model_backends(handle), state.parallel != nullptr)) {
+    if (engine::reserves_largest_step(config, loaded, *state.backend, state.parallel != nullptr)) {
       engine::reserve_largest_step(config, loaded, *state.backend);
     }
     return engine::cache_sizes_for(config, loaded.transformer->hparams(), layout, *state.backend,

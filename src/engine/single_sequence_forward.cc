@@ -46,19 +46,15 @@ void SingleSequenceForward::truncate(int64_t n) {
   n_past_ = keep;
 }
 
-// Logits: every row (all_logits), the last row (logits != null), or none (a prompt chunk that
-// is not the last: its output projection would be wasted).
-void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits,
+// Logits of the chunk's last `last_rows` rows into `logits`: every row, the last one, or none (a
+// prompt chunk that is not the last: its output projection would be wasted).
+void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, int64_t last_rows, float* logits,
                                           backend::RowArgmax* argmax) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   positions_.resize(tokens.size());
   std::iota(positions_.begin(), positions_.end(), static_cast<int32_t>(n_past_));
   logit_rows_.clear();
-  if (all_logits) {
-    for (int32_t i = 0; i < n; ++i) logit_rows_.push_back(i);
-  } else if (logits != nullptr) {
-    logit_rows_.push_back(static_cast<int32_t>(n - 1));
-  }
+  for (int64_t i = n - last_rows; i < n; ++i) logit_rows_.push_back(static_cast<int32_t>(i));
   backend::SequenceSlice slice{0, n, n_past_, block_table_};
   model::ForwardBatch batch{tokens, positions_, std::span(&slice, 1), logit_rows_};
   static constexpr uint8_t kArgmaxForm = static_cast<uint8_t>(backend::RowForm::Argmax);
@@ -85,7 +81,7 @@ void SingleSequenceForward::feed_last_row(std::span<const int32_t> tokens, backe
   for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
     auto part = tokens.subspan(start, std::min(tokens.size() - start, static_cast<size_t>(chunk_)));
     const bool last = start + part.size() == tokens.size();
-    forward_chunk(part, false, last ? last_logits_.data() : nullptr, last ? argmax : nullptr);
+    forward_chunk(part, last ? 1 : 0, last ? last_logits_.data() : nullptr, last ? argmax : nullptr);
   }
 }
 
@@ -103,6 +99,21 @@ int32_t SingleSequenceForward::feed_greedy(std::span<const int32_t> tokens) {
   return reduced.token;
 }
 
+void SingleSequenceForward::feed_last_logits(std::span<const int32_t> tokens, int64_t rows,
+                                             std::vector<float>& logits_out) {
+  if (tokens.empty() || static_cast<int64_t>(tokens.size()) > chunk_) {
+    fail("feed_last_logits: {} tokens, where one pass takes 1 to {}", tokens.size(), chunk_);
+  }
+  if (rows < 1 || rows > static_cast<int64_t>(tokens.size())) {
+    fail("feed_last_logits: {} rows of logits asked of {} tokens", rows, tokens.size());
+  }
+  if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
+    fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_, context_);
+  }
+  logits_out.resize(static_cast<size_t>(rows) * model_.hparams.vocab_size);
+  forward_chunk(tokens, rows, logits_out.data());
+}
+
 void SingleSequenceForward::feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out) {
   if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
     fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_,
@@ -112,7 +123,7 @@ void SingleSequenceForward::feed_all_logits(std::span<const int32_t> tokens, std
   logits_out.resize(tokens.size() * vocab);
   for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
     auto part = tokens.subspan(start, std::min(tokens.size() - start, static_cast<size_t>(chunk_)));
-    forward_chunk(part, true, logits_out.data() + start * vocab);
+    forward_chunk(part, static_cast<int64_t>(part.size()), logits_out.data() + start * vocab);
   }
   if (!tokens.empty()) {
     std::copy_n(logits_out.end() - static_cast<std::ptrdiff_t>(vocab), vocab, last_logits_.begin());

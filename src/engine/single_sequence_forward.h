@@ -44,13 +44,17 @@ class SingleSequenceForward {
   int32_t feed_greedy(std::span<const int32_t> tokens);
   // Feeds tokens and wants the logits at every position: logits_out gets tokens.size() rows.
   void feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out);
+  // Feeds tokens in one pass (at most the chunk's) and wants the logits of the last `rows`
+  // positions: logits_out gets those rows, in order. The last row's logits of feed() are then not
+  // written. (The engine's largest step: engine/largest_step_reserve.h.)
+  void feed_last_logits(std::span<const int32_t> tokens, int64_t rows, std::vector<float>& logits_out);
 
  private:
   // feed and feed_greedy: the tokens in chunks, the last row's logits into last_logits_ (or, with
   // `argmax` and a backend that reduces the row, its argmax there).
   void feed_last_row(std::span<const int32_t> tokens, backend::RowArgmax* argmax);
   // `argmax`: the last row comes back as its argmax there, when the backend reduces it.
-  void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits,
+  void forward_chunk(std::span<const int32_t> tokens, int64_t last_rows, float* logits,
                      backend::RowArgmax* argmax = nullptr);
 
   LoadedModel& model_;

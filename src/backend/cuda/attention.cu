@@ -131,8 +131,12 @@ __device__ __forceinline__ void combine_if_last(const AttentionParams& p, const 
   combine_item<AttentionMode::Flash, true>(p, item);
 }
 
-template <int DPL, AttentionMode MODE, tensor::DType T>
+// kFusedCombine: the kernel also merges each item's splits (combine_if_last), in kernels of their
+// own, so the plain ones keep their registers (the merge's loop inlined took a head_dim-128 Flash
+// kernel from 96 registers a thread to 120 on sm_90).
+template <int DPL, AttentionMode MODE, tensor::DType T, bool kFusedCombine = false>
 __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParams p) {
+  static_assert(!kFusedCombine || (MODE == AttentionMode::Flash && fused_combine_dims(DPL)));
   extern __shared__ float shared[];
   const int64_t dim = p.head_dim, value_dim = p.value_dim;
   const bool v_from_keys = p.values_in_keys;
@@ -329,9 +333,7 @@ __global__ void __launch_bounds__(kThreads) attention_task_kernel(AttentionParam
       }
     }
   }
-  if constexpr (MODE == AttentionMode::Flash && fused_combine_dims(DPL)) {
-    if (p.combine_counters != nullptr) combine_if_last(p, item, task.item);
-  }
+  if constexpr (kFusedCombine) combine_if_last(p, item, task.item);
 }
 
 // A split's partial results, read plainly or (kThroughL2) past this SM's L1: the fused combine
@@ -445,19 +447,29 @@ void launch_tasks_for(const AttentionParams& params, int64_t n_tasks, cudaStream
     launch_kernel(kernel, grid, kThreads, shared, stream, params);
   };
   using tensor::DType;
+  // Each cache type's Flash kernel, with the fused combine or without.
+  const auto flash = [&]<bool kFused>() {
+    switch (params.cache_type) {
+      case DType::F16: return run(attention_task_kernel<DPL, MODE, DType::F16, kFused>);
+      case DType::F32: return run(attention_task_kernel<DPL, MODE, DType::F32, kFused>);
+      case DType::BF16: return run(attention_task_kernel<DPL, MODE, DType::BF16, kFused>);
+      case DType::Q8_0: return run(attention_task_kernel<DPL, MODE, DType::Q8_0, kFused>);
+      case DType::Q4_0: return run(attention_task_kernel<DPL, MODE, DType::Q4_0, kFused>);
+      case DType::FP8_E4M3: return run(attention_task_kernel<DPL, MODE, DType::FP8_E4M3, kFused>);
+      default: break;  // CudaBackend::do_supports_kv_type refuses the others at load
+    }
+  };
   if constexpr (MODE != AttentionMode::Flash) {
     // The exact modes are llama.cpp's arithmetic for an f16 V cache, and K and V share a type.
     run(attention_task_kernel<DPL, MODE, DType::F16>);
-  } else {
-    switch (params.cache_type) {
-      case DType::F16: return run(attention_task_kernel<DPL, MODE, DType::F16>);
-      case DType::F32: return run(attention_task_kernel<DPL, MODE, DType::F32>);
-      case DType::BF16: return run(attention_task_kernel<DPL, MODE, DType::BF16>);
-      case DType::Q8_0: return run(attention_task_kernel<DPL, MODE, DType::Q8_0>);
-      case DType::Q4_0: return run(attention_task_kernel<DPL, MODE, DType::Q4_0>);
-      case DType::FP8_E4M3: return run(attention_task_kernel<DPL, MODE, DType::FP8_E4M3>);
-      default: break;  // CudaBackend::do_supports_kv_type refuses the others at load
+  } else if constexpr (fused_combine_dims(DPL)) {
+    if (params.combine_counters != nullptr) {
+      flash.template operator()<true>();
+    } else {
+      flash.template operator()<false>();
     }
+  } else {
+    flash.template operator()<false>();
   }
 }
 
