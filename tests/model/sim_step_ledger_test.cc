@@ -118,5 +118,41 @@ TEST(SimStepLedger, AGreedyStepCopiesBackItsArgmaxAloneAndTheSameToken) {
   expect_greedy_matches_argmax_of_the_logits(cpu, file.path(), nullptr);
 }
 
+// A greedy step's argmax is launched at the end of its ops, so a replayed one is still one graph
+// launch, one upload and one copy back (its argmax entry alone), with no launch outside the
+// recording.
+TEST(SimStepLedger, AReplayedGreedyStepLaunchesItsArgmaxInsideTheRecording) {
+  if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
+    GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
+  }
+  if (const char* graphs = std::getenv("LUMEN_CUDA_GRAPHS"); graphs != nullptr && std::string(graphs) == "0") {
+    GTEST_SKIP() << "LUMEN_CUDA_GRAPHS=0: no step is recorded";
+  }
+  const testing::SynthModelFile file(testing::tiny_llama(5));
+  backend::CudaBackendOptions options;
+  options.gemv = backend::GemvKernels::Tiled;
+  backend::CudaBackend backend(0, options);
+  engine::LoadedModel model = engine::LoadedModel::load(file.path(), backend);
+  engine::SingleSequenceForward greedy(model, backend, 64);
+  std::vector<int32_t> prompt(9);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = 100 + static_cast<int32_t>(37 * i);
+  int32_t token = greedy.feed_greedy(prompt);
+  for (int i = 0; i < 8 && backend.step_replay_stats().replayed == 0; ++i)
+    token = greedy.feed_greedy(std::span(&token, 1));
+  ASSERT_GT(backend.step_replay_stats().replayed, 0u) << "no greedy step was replayed";
+
+  const uint64_t replayed_before = backend.step_replay_stats().replayed;
+  const Ledger before = cuda_sim::ledger();
+  token = greedy.feed_greedy(std::span(&token, 1));
+  const Ledger after = cuda_sim::ledger();
+  ASSERT_EQ(backend.step_replay_stats().replayed - replayed_before, 1u);
+  EXPECT_EQ(queued(after, before, Work::Graph), 1u);
+  EXPECT_EQ(queued(after, before, Work::Kernel), 0u) << "the argmax launch inside the recording";
+  EXPECT_EQ(queued(after, before, Work::CopyToDevice), 1u);
+  EXPECT_EQ(queued(after, before, Work::CopyToHost), 1u);
+  const auto back = static_cast<size_t>(Work::CopyToHost);
+  EXPECT_EQ(after.bytes_queued[back] - before.bytes_queued[back], sizeof(backend::RowArgmax));
+}
+
 }  // namespace
 }  // namespace lumen

@@ -33,6 +33,9 @@ struct CudaBackend::State {
   std::unique_ptr<cuda::HostUploads> uploads;
   std::unique_ptr<cuda::WeightStager> stager;
   std::unique_ptr<cuda::StepUploads> step;  // the open step's metadata on the device
+  // The open step's rows reduced to their argmax by a launch already queued at the end of its ops
+  // (inside a recording when the step is recorded or replayed): end_step then only copies back.
+  bool step_argmax_queued = false;
   std::unique_ptr<cuda::StepGraphs> graphs;  // decode steps recorded as CUDA graphs
   std::unique_ptr<cuda::StepTimer> step_timer = std::make_unique<cuda::StepTimer>();  // time_steps()
   std::unique_ptr<cuda::OpTimer> op_timer = std::make_unique<cuda::OpTimer>();        // time_ops()

@@ -1,7 +1,7 @@
 // CudaBackend's step boundary (backend/backend.h): the step's metadata uploaded once
-// (step_uploads.h), its ops run or replayed from a CUDA graph (step_graphs.h), and at its end the
-// logits copied back, greedy rows as their argmax alone and confined draws' rows as their
-// leading candidates (StepMetadata::row_forms).
+// (step_uploads.h), its ops run or replayed from a CUDA graph (step_graphs.h), with the greedy rows'
+// argmax launched at their end, and at the step's end the logits copied back, greedy rows as their
+// argmax alone and confined draws' rows as their leading candidates (StepMetadata::row_forms).
 #include <cstddef>
 #include <cstring>
 
@@ -26,10 +26,28 @@ static_assert(sizeof(cuda::DeviceRowLeading) == sizeof(RowLeading) &&
               offsetof(cuda::DeviceRowLeading, ids) == offsetof(RowLeading, ids) &&
               offsetof(cuda::DeviceRowLeading, logits) == offsetof(RowLeading, logits) && kLeadingCandidates == 64);
 
+namespace {
+
+// Whether the step's rows go back as their argmax (a greedy row's; every row is reduced, a few
+// microseconds, and only the flagged rows' entries are read).
+bool reduces_to_argmax(const CudaBackend::State& s, const StepMetadata& step) {
+  return s.options.device_argmax && step.argmax != nullptr && !step.row_forms.empty() && step.logits != nullptr &&
+         !step.logit_rows.empty();
+}
+
+void launch_step_argmax(CudaBackend::State& s, const StepMetadata& step) {
+  cuda::launch_row_argmax(s.step->logits(), step.logit_width, static_cast<int64_t>(step.logit_rows.size()),
+                          s.step->argmax(), s.stream);
+  s.check_launch("row_argmax");
+}
+
+}  // namespace
+
 void CudaBackend::do_begin_step(const StepMetadata& step) {
   if (state_->op_timer->enabled()) state_->op_timer->hold(state_->stream);
   state_->step_timer->started(state_->stream);
   state_->step->begin(step);
+  state_->step_argmax_queued = false;
 }
 
 TensorView CudaBackend::do_step_logits() {
@@ -50,14 +68,12 @@ void CudaBackend::do_end_step() {
   const auto form = [&](size_t r) {
     return step.row_forms.empty() ? RowForm::Whole : static_cast<RowForm>(step.row_forms[r]);
   };
-  const bool reduce = s.options.device_argmax && step.argmax != nullptr && !step.row_forms.empty();
+  const bool reduce = reduces_to_argmax(s, step);
   const std::span<const int32_t> leading_rows = s.step->leading_rows();
   const bool reduce_leading = s.options.device_leading && !leading_rows.empty();
   if (reduce) {
-    // Every row is reduced (a few microseconds); only the flagged rows' entries are read.
-    cuda::launch_row_argmax(s.step->logits(), step.logit_width, static_cast<int64_t>(n_rows), s.step->argmax(),
-                            s.stream);
-    s.check_launch("row_argmax");
+    // The ops of a step through run_replayable queued it at their end; others, here.
+    if (!s.step_argmax_queued) launch_step_argmax(s, step);
     check_cuda(
         cudaMemcpyAsync(step.argmax, s.step->argmax(), n_rows * sizeof(RowArgmax), cudaMemcpyDeviceToHost, s.stream),
         "cudaMemcpyAsync");
@@ -112,12 +128,21 @@ void CudaBackend::do_copy_logit_rows(std::span<const int32_t> rows, int64_t widt
 
 void CudaBackend::do_run_replayable(const std::function<void()>& ops) {
   State& s = *state_;
-  if (!s.options.step_graphs) return s.graphs->run_eager(ops, cuda::StepGraphs::Eager::Off);
-  const std::optional<cuda::StepShape> shape = s.step->replay_shape();
-  if (!shape) return s.graphs->run_eager(ops, cuda::StepGraphs::Eager::NotDecode);
+  // The rows' argmax joins the step's ops, so a replayed step is one graph launch and its copy
+  // back (the logits and argmax buffers are the step's fixed device memory).
+  const bool argmax = reduces_to_argmax(s, step());
+  const std::function<void()> step_ops = [&] {
+    ops();
+    if (argmax) launch_step_argmax(s, step());
+  };
+  s.step_argmax_queued = argmax;
+  if (!s.options.step_graphs) return s.graphs->run_eager(step_ops, cuda::StepGraphs::Eager::Off);
+  std::optional<cuda::StepShape> shape = s.step->replay_shape();
+  if (!shape) return s.graphs->run_eager(step_ops, cuda::StepGraphs::Eager::NotDecode);
+  shape->argmax = argmax;
   // After a recording is given up: the host plan caches may name a plan whose upload was only
   // recorded, never run.
-  s.graphs->run(*shape, ops, [&s] {
+  s.graphs->run(*shape, step_ops, [&s] {
     s.plan_key.clear();
     s.prefill_plan_key.clear();
   });

@@ -36,6 +36,9 @@ struct StepShape {
   int64_t seqs_per_group = 0;
   int64_t block_size = 0;
   int64_t max_splits = 0;  // decode attention's split bound (decode_split_bound)
+  // The rows' argmax launched at the end of the step's ops (CudaBackend's step boundary): a
+  // recording with that launch serves only the steps that ask it.
+  bool argmax = false;
   // StepMetadata::model and kv_cache: a recording names their memory, so it replays for them alone.
   uintptr_t model = 0;
   uintptr_t kv_cache = 0;
