@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,18 +33,34 @@ uint64_t queued(const Ledger& after, const Ledger& before, Work kind) {
   return after.queued[k] - before.queued[k];
 }
 
-TEST(SimStepLedger, AReplayedDecodeStepIsOneGraphLaunchOneUploadAndOneCopyBack) {
-  if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
-    GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
+// The tiny model on the simulated device (tiled GEMV) for the tests that replay steps; skips
+// without the vocabulary or with recordings switched off.
+class RecordedSteps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
+      GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
+    }
+    if (const char* graphs = std::getenv("LUMEN_CUDA_GRAPHS"); graphs != nullptr && std::string(graphs) == "0") {
+      GTEST_SKIP() << "LUMEN_CUDA_GRAPHS=0: no step is recorded";
+    }
+    file_.emplace(testing::tiny_llama(5));
+    backend::CudaBackendOptions options;
+    options.gemv = backend::GemvKernels::Tiled;
+    backend_.emplace(0, options);
+    model_.emplace(engine::LoadedModel::load(file_->path(), *backend_));
   }
-  if (const char* graphs = std::getenv("LUMEN_CUDA_GRAPHS"); graphs != nullptr && std::string(graphs) == "0") {
-    GTEST_SKIP() << "LUMEN_CUDA_GRAPHS=0: no step is recorded";
-  }
-  const testing::SynthModelFile file(testing::tiny_llama(5));
-  backend::CudaBackendOptions options;
-  options.gemv = backend::GemvKernels::Tiled;
-  backend::CudaBackend backend(0, options);
-  engine::LoadedModel model = engine::LoadedModel::load(file.path(), backend);
+
+  std::optional<testing::SynthModelFile> file_;
+  std::optional<backend::CudaBackend> backend_;
+  std::optional<engine::LoadedModel> model_;
+};
+
+using SimStepLedger = RecordedSteps;
+
+TEST_F(SimStepLedger, AReplayedDecodeStepIsOneGraphLaunchOneUploadAndOneCopyBack) {
+  backend::CudaBackend& backend = *backend_;
+  engine::LoadedModel& model = *model_;
   testing::TinyDecodeSequence seq(model, backend, 100, 9);
   // Warm-up: the shape's first steps run eagerly, then one is recorded.
   for (int i = 0; i < 8 && backend.step_replay_stats().replayed == 0; ++i) seq.step();
@@ -102,7 +119,7 @@ void expect_greedy_matches_argmax_of_the_logits(backend::Backend& backend, const
   }
 }
 
-TEST(SimStepLedger, AGreedyStepCopiesBackItsArgmaxAloneAndTheSameToken) {
+TEST(SimGreedyRows, AGreedyStepCopiesBackItsArgmaxAloneAndTheSameToken) {
   if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
     GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
   }
@@ -121,18 +138,9 @@ TEST(SimStepLedger, AGreedyStepCopiesBackItsArgmaxAloneAndTheSameToken) {
 // A greedy step's argmax is launched at the end of its ops, so a replayed one is still one graph
 // launch, one upload and one copy back (its argmax entry alone), with no launch outside the
 // recording.
-TEST(SimStepLedger, AReplayedGreedyStepLaunchesItsArgmaxInsideTheRecording) {
-  if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
-    GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
-  }
-  if (const char* graphs = std::getenv("LUMEN_CUDA_GRAPHS"); graphs != nullptr && std::string(graphs) == "0") {
-    GTEST_SKIP() << "LUMEN_CUDA_GRAPHS=0: no step is recorded";
-  }
-  const testing::SynthModelFile file(testing::tiny_llama(5));
-  backend::CudaBackendOptions options;
-  options.gemv = backend::GemvKernels::Tiled;
-  backend::CudaBackend backend(0, options);
-  engine::LoadedModel model = engine::LoadedModel::load(file.path(), backend);
+TEST_F(SimStepLedger, AReplayedGreedyStepLaunchesItsArgmaxInsideTheRecording) {
+  backend::CudaBackend& backend = *backend_;
+  engine::LoadedModel& model = *model_;
   engine::SingleSequenceForward greedy(model, backend, 64);
   std::vector<int32_t> prompt(9);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = 100 + static_cast<int32_t>(37 * i);
