@@ -134,7 +134,8 @@ struct EngineConfig {
   KvImportance kv_importance = {};  // "= {}": designated initializers may leave it out (-Wextra)
   double kv_cache_ram_fraction = 0.25;
   // On a device backend (CUDA) without kv_cache_bytes: the share of the device memory still free
-  // once the weights are loaded that the KV cache takes.
+  // once the weights are loaded and the largest step has run (engine/largest_step_reserve.h)
+  // that the KV cache takes.
   double gpu_memory_utilization = 0.9;
   // 0: the model's training context (capped by the pool); more than that context is refused.
   int64_t max_model_len = 0;

@@ -42,7 +42,8 @@ struct EngineFlags {
                     "Share of available RAM for the KV cache when --kv-cache-memory is not given")
         ->capture_default_str();
     cmd->add_option("--gpu-memory-utilization", config.gpu_memory_utilization,
-                    "On a GPU: share of the device memory free after loading the weights for the KV cache")
+                    "On a GPU: share of the device memory free after the weights and the largest step "
+                    "(max-num-batched-tokens) for the KV cache")
         ->capture_default_str();
     cmd->add_option("--max-model-len", config.max_model_len,
                     "Longest sequence, prompt and output (default: the model's context)");
