@@ -832,21 +832,28 @@ run_unverified() {
   run_int8_bench
 }
 
+# The default model's greedy and step-graph tests against the CPU with switches set: greedy_tests_with
+# NAME FILTER VAR=VALUE ... (logs to $WORK/NAME.log, summed up as NAME_tests). Nothing without the model.
+greedy_tests_with() {
+  local name=$1 filter=$2 model start
+  shift 2
+  model=$(default_model)
+  [ -f "$model" ] || return 0
+  start=$SECONDS
+  env "$@" LUMEN_GPU_TEST_MODEL="$model" timeout 150 "$BIN/cuda_model_tests" --gtest_brief=1 \
+    --gtest_filter="$filter" 2>&1 | tee "$WORK/$name.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary "${name}_tests" "$WORK/$name.log" $((SECONDS - start))
+}
+
 # The step's kernels as programmatic dependent launches (LUMEN_CUDA_DEPENDENT_LAUNCH=1, written
 # 2026-11-30 without a GPU): the default model's logits against plain launches bit for bit
 # (CudaDependentLaunch) and greedy against the CPU, the conformance rows with it on, then batch-1
 # decode each way on llama-1b Q4_0, llama-8b Q4_0 and llama-1b BF16 (the JSON's
 # "dependent_launch").
 run_dependent_launch() {
-  local start model vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file way
-  model=$(default_model)
-  if [ -f "$model" ]; then
-    start=$SECONDS
-    LUMEN_CUDA_DEPENDENT_LAUNCH=1 LUMEN_GPU_TEST_MODEL="$model" timeout 150 "$BIN/cuda_model_tests" --gtest_brief=1 \
-      --gtest_filter='CudaDependentLaunch.*:CudaGreedy.*WithCpu:CudaStepGraphs.*' 2>&1 |
-      tee "$WORK/dependent_launch_model.log" | grep -vE '^\[ *(OK|RUN) *\]'
-    gtest_summary dependent_launch_model_tests "$WORK/dependent_launch_model.log" $((SECONDS - start))
-  fi
+  local start vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec preset type file way
+  greedy_tests_with dependent_launch_model 'CudaDependentLaunch.*:CudaGreedy.*WithCpu:CudaStepGraphs.*' \
+    LUMEN_CUDA_DEPENDENT_LAUNCH=1
   start=$SECONDS
   LUMEN_CUDA_DEPENDENT_LAUNCH=1 timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 \
     --gtest_filter='*/cuda_*:*/cuda' 2>&1 | tee "$WORK/dependent_launch_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
@@ -871,20 +878,13 @@ run_dependent_launch() {
 # (FusedAttentionCombine: the fences and counts), greedy and step graphs against the CPU with it,
 # then batch-1 decode each way on llama-1b Q4_0 and llama-8b Q4_0 (the JSON's "fused_combine").
 run_fused_combine() {
-  local start model testdata="" spec file way
+  local start testdata="" spec file way
   [ -d "$BUNDLE/testdata" ] && testdata="$BUNDLE/testdata"
   start=$SECONDS
   LUMEN_TESTDATA_DIR="$testdata" timeout 120 "$BIN/cuda_engine_tests" --gtest_brief=1 \
     --gtest_filter='FusedAttentionCombine.*' 2>&1 | tee "$WORK/fused_combine.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary fused_combine_tests "$WORK/fused_combine.log" $((SECONDS - start))
-  model=$(default_model)
-  if [ -f "$model" ]; then
-    start=$SECONDS
-    LUMEN_CUDA_FUSED_COMBINE=1 LUMEN_GPU_TEST_MODEL="$model" timeout 150 "$BIN/cuda_model_tests" --gtest_brief=1 \
-      --gtest_filter='CudaGreedy.*WithCpu:CudaStepGraphs.*' 2>&1 |
-      tee "$WORK/fused_combine_model.log" | grep -vE '^\[ *(OK|RUN) *\]'
-    gtest_summary fused_combine_model_tests "$WORK/fused_combine_model.log" $((SECONDS - start))
-  fi
+  greedy_tests_with fused_combine_model 'CudaGreedy.*WithCpu:CudaStepGraphs.*' LUMEN_CUDA_FUSED_COMBINE=1
   for spec in llama-1b:Q4_0 llama-8b:Q4_0; do
     file=$(synth_model "$spec") || continue
     for way in 0 1; do
@@ -899,7 +899,7 @@ run_fused_combine() {
 # batch-1 decode with it, with and without dependent launches (run_dependent_launch has the default
 # kernels' both ways on the same files), and the tiled one on the Q4_K_M file.
 run_pipelined_gemv() {
-  local start model vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec file way
+  local start vocab="${LUMEN_VOCAB:-$BUNDLE/vocab.gguf}" spec file way
   start=$SECONDS
   timeout 150 "$BIN/unit_backend_cuda" --gtest_brief=1 --gtest_filter='*CudaPipelinedGemv*' 2>&1 |
     tee "$WORK/pipelined_gemv_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
@@ -908,14 +908,7 @@ run_pipelined_gemv() {
   LUMEN_CUDA_GEMV=pipelined timeout 60 "$BIN/unit_backend_cuda" --gtest_brief=1 --gtest_filter='*CudaGroupedGemv*' 2>&1 |
     tee "$WORK/pipelined_gemv_grouped.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary pipelined_gemv_grouped "$WORK/pipelined_gemv_grouped.log" $((SECONDS - start))
-  model=$(default_model)
-  if [ -f "$model" ]; then
-    start=$SECONDS
-    LUMEN_CUDA_GEMV=pipelined LUMEN_GPU_TEST_MODEL="$model" timeout 150 "$BIN/cuda_model_tests" --gtest_brief=1 \
-      --gtest_filter='CudaGreedy.*WithCpu:CudaStepGraphs.*' 2>&1 |
-      tee "$WORK/pipelined_gemv_model.log" | grep -vE '^\[ *(OK|RUN) *\]'
-    gtest_summary pipelined_gemv_model_tests "$WORK/pipelined_gemv_model.log" $((SECONDS - start))
-  fi
+  greedy_tests_with pipelined_gemv_model 'CudaGreedy.*WithCpu:CudaStepGraphs.*' LUMEN_CUDA_GEMV=pipelined
   GPU_CHECK_GEMV_TYPES=${GPU_CHECK_GEMV_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0,BF16} run_gemv
   [ -f "$vocab" ] || return 0
   for spec in llama-8b:Q4_0 llama-1b:Q4_0 llama-1b:BF16; do

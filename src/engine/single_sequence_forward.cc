@@ -46,6 +46,12 @@ void SingleSequenceForward::truncate(int64_t n) {
   n_past_ = keep;
 }
 
+void SingleSequenceForward::require_room(size_t tokens) const {
+  if (n_past_ + static_cast<int64_t>(tokens) > context_) {
+    fail("{} tokens do not fit: {} of the {}-token context are used", tokens, n_past_, context_);
+  }
+}
+
 // Logits of the chunk's last `last_rows` rows into `logits`: every row, the last one, or none (a
 // prompt chunk that is not the last: its output projection would be wasted).
 void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, int64_t last_rows, float* logits,
@@ -74,10 +80,7 @@ void SingleSequenceForward::forward_chunk(std::span<const int32_t> tokens, int64
 }
 
 void SingleSequenceForward::feed_last_row(std::span<const int32_t> tokens, backend::RowArgmax* argmax) {
-  if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
-    fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_,
-         context_);
-  }
+  require_room(tokens.size());
   for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {
     auto part = tokens.subspan(start, std::min(tokens.size() - start, static_cast<size_t>(chunk_)));
     const bool last = start + part.size() == tokens.size();
@@ -107,18 +110,13 @@ void SingleSequenceForward::feed_last_logits(std::span<const int32_t> tokens, in
   if (rows < 1 || rows > static_cast<int64_t>(tokens.size())) {
     fail("feed_last_logits: {} rows of logits asked of {} tokens", rows, tokens.size());
   }
-  if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
-    fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_, context_);
-  }
+  require_room(tokens.size());
   logits_out.resize(static_cast<size_t>(rows) * model_.hparams.vocab_size);
   forward_chunk(tokens, rows, logits_out.data());
 }
 
 void SingleSequenceForward::feed_all_logits(std::span<const int32_t> tokens, std::vector<float>& logits_out) {
-  if (n_past_ + static_cast<int64_t>(tokens.size()) > context_) {
-    fail("{} tokens do not fit: {} of the {}-token context are used", tokens.size(), n_past_,
-         context_);
-  }
+  require_room(tokens.size());
   const size_t vocab = model_.hparams.vocab_size;
   logits_out.resize(tokens.size() * vocab);
   for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(chunk_)) {

@@ -50,6 +50,8 @@ class SingleSequenceForward {
   void feed_last_logits(std::span<const int32_t> tokens, int64_t rows, std::vector<float>& logits_out);
 
  private:
+  // Throws lumen::Error when `tokens` more would overflow the context.
+  void require_room(size_t tokens) const;
   // feed and feed_greedy: the tokens in chunks, the last row's logits into last_logits_ (or, with
   // `argmax` and a backend that reduces the row, its argmax there).
   void feed_last_row(std::span<const int32_t> tokens, backend::RowArgmax* argmax);

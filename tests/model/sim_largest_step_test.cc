@@ -20,6 +20,7 @@
 #include "engine/model_state.h"
 #include "lumen/engine.h"
 #include "lumen/error.h"
+#include "scoped_env.h"
 #include "synth_model_file.h"
 #include "tiny_decode_sequence.h"
 
@@ -29,29 +30,12 @@ namespace {
 constexpr int64_t kStepTokens = 128;
 
 // The simulated device's size for the scope of a test: what is in use now plus `free_mib`.
-class SimDeviceFree {
- public:
-  explicit SimDeviceFree(size_t free_mib) {
-    if (const char* was = std::getenv(kVariable)) previous_ = was;
-    size_t free = 0, total = 0;
-    cudaMemGetInfo(&free, &total);
-    const size_t used_mib = (total - free + (size_t{1} << 20) - 1) >> 20;
-    setenv(kVariable, std::to_string(used_mib + free_mib).c_str(), 1);
-  }
-  ~SimDeviceFree() {
-    if (previous_) {
-      setenv(kVariable, previous_->c_str(), 1);
-    } else {
-      unsetenv(kVariable);
-    }
-  }
-  SimDeviceFree(const SimDeviceFree&) = delete;
-  SimDeviceFree& operator=(const SimDeviceFree&) = delete;
-
- private:
-  static constexpr const char* kVariable = "LUMEN_CUDA_SIM_MEMORY_MB";
-  std::optional<std::string> previous_;
-};
+std::string in_use_plus(size_t free_mib) {
+  size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  const size_t used_mib = (total - free + (size_t{1} << 20) - 1) >> 20;
+  return std::to_string(used_mib + free_mib);
+}
 
 // The pool sized from the free memory, for sequences as long as the model allows (so the budget,
 // not max_num_seqs x the longest sequence, is what limits it).
@@ -82,7 +66,7 @@ class SimLargestStep : public ::testing::Test {
 };
 
 TEST_F(SimLargestStep, AFullStepRunsBesideAPoolSizedFromTheFreeMemory) {
-  const SimDeviceFree device(64);
+  const testing::ScopedEnv device("LUMEN_CUDA_SIM_MEMORY_MB", in_use_plus(64).c_str());
   Engine engine(handle(), sized_from_free_memory());
   // Four prompts filling one step, the first asking every prompt row's log-probabilities.
   std::vector<RequestHandle> requests;
@@ -106,7 +90,8 @@ TEST_F(SimLargestStep, AFullStepRunsBesideAPoolSizedFromTheFreeMemory) {
 }
 
 TEST_F(SimLargestStep, TooLittleMemoryForTheStepIsRefusedAtConstruction) {
-  const SimDeviceFree device(2);  // less than the step's logits rows alone (128 x 32 000 floats)
+  // Less than the step's logits rows alone (128 x 32 000 floats).
+  const testing::ScopedEnv device("LUMEN_CUDA_SIM_MEMORY_MB", in_use_plus(2).c_str());
   try {
     Engine engine(handle(), sized_from_free_memory());
     FAIL() << "an engine was made whose largest step cannot fit";

@@ -12,37 +12,13 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "scoped_env.h"
 #include "util/error.h"
 
 namespace lumen::backend {
 namespace {
 
-// Sets `name` to `value` (or unsets it, for a null value) for the scope, then puts back what was
-// there: a checking run (gpu_check.sh unverified) sets some of these switches for the whole binary.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* before = std::getenv(name); before != nullptr) before_ = before;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (before_) {
-      setenv(name_, before_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> before_;
-};
+using lumen::testing::ScopedEnv;
 
 // The on/off switches (0 or 1), and every switch the tests below read, unset for the scope.
 constexpr const char* kFlags[] = {"LUMEN_CUDA_GRAPHS",
