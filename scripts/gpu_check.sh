@@ -89,7 +89,8 @@
 #   unverified  what was written without a GPU since the last GPU run, first and in a few minutes:
 #          the matmul suites (the f16 conversion, the int8 GEMM), the tests changed since, the
 #          conformance rows, the device-clock profile of llama-1b Q4_0, the dependent launches
-#          (their logits against plain launches, conformance rows, decode each way), the pipelined
+#          (their logits against plain launches, conformance rows, decode each way), the fused
+#          attention combine and the GLU epilogue (their bits, model tests, decode), the pipelined
 #          GEMV (its bits, model tests, GB/s, decode), the catalog Gemma 3 stand-in (catalog),
 #          the default model and K-quant models through the int8 GEMM against the CPU, then int8;
 #   int8   the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1) against the f16 way: pp512 and decode of llama-1b
@@ -800,6 +801,7 @@ run_unverified() {
   GPU_CHECK_DEVICE_PROFILE=${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0} run_device_profile
   run_dependent_launch
   run_fused_combine
+  run_glu_epilogue
   run_pipelined_gemv
   run_catalog_stand_in
   model=$(default_model)
@@ -882,7 +884,7 @@ run_fused_combine() {
   [ -d "$BUNDLE/testdata" ] && testdata="$BUNDLE/testdata"
   start=$SECONDS
   LUMEN_TESTDATA_DIR="$testdata" timeout 120 "$BIN/cuda_engine_tests" --gtest_brief=1 \
-    --gtest_filter='FusedAttentionCombine.*' 2>&1 | tee "$WORK/fused_combine.log" | grep -vE '^\[ *(OK|RUN) *\]'
+    --gtest_filter='*FusedAttentionCombine.*' 2>&1 | tee "$WORK/fused_combine.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary fused_combine_tests "$WORK/fused_combine.log" $((SECONDS - start))
   greedy_tests_with fused_combine_model 'CudaGreedy.*WithCpu:CudaStepGraphs.*' LUMEN_CUDA_FUSED_COMBINE=1
   for spec in llama-1b:Q4_0 llama-8b:Q4_0; do
@@ -890,6 +892,30 @@ run_fused_combine() {
     for way in 0 1; do
       LUMEN_CUDA_FUSED_COMBINE=$way timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
     done
+  done
+}
+
+# SwiGLU in the gate/up GEMV's launch (LUMEN_CUDA_GLU_EPILOGUE=1, written 2026-12-01 without a
+# GPU): the FFN's ops against the separate SwiGLU bit for bit (CudaGluEpilogue) and whole models'
+# logits the same way (GluEpilogue), with the blocks really concurrent (the fences and counts);
+# greedy and step graphs against the CPU with it; then batch-1 decode with it on llama-1b Q4_0
+# and llama-8b Q4_0 (the JSON's "glu_epilogue"), alone and with the fused combine (the defaults'
+# rows of the same files are run_dependent_launch's and run_fused_combine's, earlier in the call).
+run_glu_epilogue() {
+  local start testdata="" spec file
+  [ -d "$BUNDLE/testdata" ] && testdata="$BUNDLE/testdata"
+  start=$SECONDS
+  timeout 60 "$BIN/unit_backend_cuda" --gtest_brief=1 --gtest_filter='*CudaGluEpilogue.*' 2>&1 |
+    tee "$WORK/glu_epilogue_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  LUMEN_TESTDATA_DIR="$testdata" timeout 120 "$BIN/cuda_engine_tests" --gtest_brief=1 \
+    --gtest_filter='*GluEpilogue.*' 2>&1 | tee -a "$WORK/glu_epilogue_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  gtest_summary glu_epilogue_tests "$WORK/glu_epilogue_ops.log" $((SECONDS - start))
+  greedy_tests_with glu_epilogue_model 'CudaGreedy.*WithCpu:CudaStepGraphs.*' LUMEN_CUDA_GLU_EPILOGUE=1
+  for spec in llama-1b:Q4_0 llama-8b:Q4_0; do
+    file=$(synth_model "$spec") || continue
+    LUMEN_CUDA_GLU_EPILOGUE=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
+    LUMEN_CUDA_GLU_EPILOGUE=1 LUMEN_CUDA_FUSED_COMBINE=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 |
+      tee -a "$RESULTS"
   done
 }
 

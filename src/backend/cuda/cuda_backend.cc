@@ -219,6 +219,7 @@ uint64_t CudaBackend::pipelined_gemv_launches() const { return state_->pipelined
 uint64_t CudaBackend::int8_gemm_launches() const { return state_->int8_gemm_launches; }
 uint64_t CudaBackend::expert_gemm_layers() const { return state_->expert_gemm_layers; }
 uint64_t CudaBackend::fused_combine_calls() const { return state_->fused_combine_calls; }
+uint64_t CudaBackend::glu_epilogue_launches() const { return state_->glu_epilogue_launches; }
 void CudaBackend::do_time_steps(bool on) { state_->step_timer->enable(on); }
 StepDeviceTime CudaBackend::do_step_device_time() const {
   return {state_->step_timer->steps(), state_->step_timer->seconds()};

@@ -224,6 +224,15 @@ struct CudaBackendOptions {
   // on the simulated device, FusedAttentionCombine); off until a GPU run has checked it under
   // real concurrency and measured it. LUMEN_CUDA_FUSED_COMBINE=1.
   bool fused_attention_combine = false;
+  // A decode step's SwiGLU computed and quantized in the gate/up GEMV's launch (gemv_tiled.cu's
+  // epilogue: the block that finishes a 32-row slice of gate and up does the slice, with a count per
+  // slice as the fused combine keeps per item), where the plain way launches SwiGLU after it: one
+  // launch fewer a layer (16 a 1B step). For gate and up of Q4_0, Q4_1, Q5_0 or Q5_1 in one
+  // tiled launch, with a down projection reading Q8_0 or Q8_1; the rest keeps the two
+  // launches. swiglu_value and quantize_q8_32_warp, so the same bits. Written without a GPU (checked
+  // bit for bit on the simulated device, GluEpilogue); off until a GPU run has checked it under
+  // real concurrency and measured it. LUMEN_CUDA_GLU_EPILOGUE=1.
+  bool glu_epilogue = false;
 };
 
 class CudaBackend final : public Backend {
@@ -258,6 +267,9 @@ class CudaBackend final : public Backend {
   // Attention calls that merged their splits in their own launch (options.fused_attention_combine),
   // counted on the host as the op runs (a replayed step's are not).
   uint64_t fused_combine_calls() const;
+  // matmul_glu calls that ran SwiGLU in the gate/up launch (options.glu_epilogue), counted on the
+  // host as the op runs (a replayed step's are not).
+  uint64_t glu_epilogue_launches() const;
 
   // Raw copies between host memory and device memory of this backend (tests, tools). Both wait
   // for the copy (and everything queued before it) to finish.
@@ -297,6 +309,8 @@ class CudaBackend final : public Backend {
   // scratch and copied back before returning.
   void do_matmul(const TensorView& w, const TensorView& x, TensorView& y) override;
   void do_matmul_same_input(const TensorView& x, std::span<const MatmulOutput> outputs) override;
+  void do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu, TensorView& gate,
+                     TensorView& up) override;
   void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                   TensorView& out) override;
   // cuda_routed_moe.cc
@@ -387,6 +401,8 @@ class CudaBackend final : public Backend {
  private:
   // Outputs `members` of a matmul_same_input in one grouped GEMV launch (cuda_matmul.cc).
   void matmul_grouped(const TensorView& x, std::span<const MatmulOutput> outputs, std::span<const size_t> members);
+  bool matmul_glu_epilogue(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, TensorView& gate,
+                           TensorView& up);
   // moe_ffn_routed for what the expert GEMV does not take (routed_moe_plan.h): the pairs grouped
   // on the host, each chosen expert's down outputs in `down`, expert after expert; returns each
   // pair's row there (cuda_routed_moe.cc).

@@ -69,6 +69,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_INT8_GEMM", options.int8_gemm);
   flag("LUMEN_CUDA_DEPENDENT_LAUNCH", options.dependent_launch);
   flag("LUMEN_CUDA_FUSED_COMBINE", options.fused_attention_combine);
+  flag("LUMEN_CUDA_GLU_EPILOGUE", options.glu_epilogue);
   return options;
 }
 

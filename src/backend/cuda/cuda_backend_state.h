@@ -67,6 +67,7 @@ struct CudaBackend::State {
   uint64_t pipelined_gemv_launches = 0;  // GemvKernels::Pipelined: launches it took
   uint64_t expert_gemm_layers = 0;     // options.moe_device_gemm: moe_ffn_routed calls on the GEMM
   uint64_t fused_combine_calls = 0;    // options.fused_attention_combine: attention calls fused
+  uint64_t glu_epilogue_launches = 0;  // options.glu_epilogue: gate/up launches with SwiGLU in them
   cuda::DeviceScratch gemm_weights;    // matmul: a chunk of f16 weight rows
   cuda::DeviceScratch gemm_x;          // matmul: f16 activations
   cuda::DeviceScratch gemm_scale;      // matmul: the activations' scale state (kernels.h)
@@ -83,6 +84,12 @@ struct CudaBackend::State {
   // are zeroed.
   cuda::DeviceScratch attention_combine_counters;
   int64_t attention_combine_items = 0;
+  // The GLU epilogue (options.glu_epilogue): its counts, one per 32 rows of the FFN, kept as the
+  // combine's are (glu_epilogue_slices zeroed), and SwiGLU's quantized output, which cannot share
+  // q8_activations: the launch that writes it still reads its own input from there.
+  cuda::DeviceScratch glu_epilogue_counters;
+  int64_t glu_epilogue_slices = 0;
+  cuda::DeviceScratch glu_q8_activations;
   cuda::DeviceScratch encoder_k_f16, encoder_v_f16;  // bidirectional_attention on the tensor cores
   // moe_ffn_routed (cuda_routed_moe.cc): the pairs' gate, up and down outputs, the shared
   // expert's, the quantized inputs of the two expert GEMVs, the f16 inputs of the two expert GEMMs

@@ -10,10 +10,12 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "backend/cuda/cuda_backend_state.h"
 #include "backend/cuda/cuda_ops_common.h"
 #include "backend/cuda/gemv_groups.h"
+#include "backend/cuda/graph_capture.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/op_hold.h"
 #include "util/error.h"
@@ -78,6 +80,10 @@ cuda::Q8Activations quantized_rows(CudaBackend::State& s, DeviceRows x, DType ac
       const bool ready = s.fused_inputs.consume(x.data, act, n_tokens, cols, x.stride, op);
       if (r == 0) prequantized = ready;
     }
+  }
+  // A producer that wrote its codes elsewhere (the GLU epilogue) named the buffer.
+  if (prequantized && s.fused_inputs.producer_codes() != nullptr) {
+    return cuda::carve_q8_activations(s.fused_inputs.producer_codes(), n_tokens, cols);
   }
   if (!prequantized && (!s.sharing_input || s.quantized_input != input)) {
     cuda::launch_quantize_activations(act, x.data, x.stride, n_tokens, cols, q, s.stream);
@@ -173,6 +179,74 @@ void CudaBackend::do_matmul_same_input(const TensorView& x, std::span<const Matm
       matmul_grouped(x, outputs, launch);
     }
   }
+}
+
+namespace {
+
+// The epilogue's counts for `slices` slices of 32 rows, all zero (they grow outside a
+// recording, as every scratch does: a shape's first steps run eagerly).
+unsigned* glu_counters(CudaBackend::State& s, int64_t slices) {
+  auto* counters =
+      static_cast<unsigned*>(s.glu_epilogue_counters.ensure(static_cast<size_t>(slices) * sizeof(unsigned), s.stream));
+  if (slices > s.glu_epilogue_slices) {
+    cuda::refuse_in_capture("zeroing the GLU epilogue's counts");
+    cuda::check_cuda(cudaMemsetAsync(counters, 0, static_cast<size_t>(slices) * sizeof(unsigned), s.stream),
+                     "cudaMemsetAsync");
+    s.glu_epilogue_slices = slices;
+  }
+  return counters;
+}
+
+}  // namespace
+
+// SwiGLU in the gate/up GEMV's launch (options.glu_epilogue, gemv_tiled.cu's epilogue), where the
+// plain way is the grouped GEMV and then swiglu's quantizing launch: one launch fewer a layer. Only
+// where that plain way would have fused the quantization: a decode-sized batch, gate and up in
+// one tiled launch, and a down projection already known to read Q8_0 or Q8_1 (the first step of
+// a shape runs the plain way, which teaches SwiGLU's site its consumer). False: nothing ran.
+bool CudaBackend::matmul_glu_epilogue(const TensorView& gate_w, const TensorView& up_w, const TensorView& x,
+                                      TensorView& gate, TensorView& up) {
+  State& s = *state_;
+  if (!s.options.glu_epilogue || !s.options.fused_input_quantization || !s.options.grouped_gemv ||
+      s.options.gemv == GemvKernels::Pipelined) {
+    return false;
+  }
+  const int64_t n_tokens = x.rows(), rows = gate_w.dims[1], cols = gate_w.dims[0];
+  const MatmulOutput outputs[] = {{&gate_w, &gate}, {&up_w, &up}};
+  if (n_tokens == 0 || gate_w.type != up_w.type || gate_w.row_bytes != up_w.row_bytes || up_w.dims[1] != rows ||
+      !groupable(s, outputs[0], n_tokens) || !groupable(s, outputs[1], n_tokens)) {
+    return false;
+  }
+  const std::optional<DType> down_act = s.fused_inputs.emit_for(gate.data, rows);  // do_swiglu's site
+  if (!down_act || !cuda::tiled_glu_takes(gate_w.type, rows, *down_act)) return false;
+
+  const DType act = cuda::gemv_activation_type(gate_w.type);
+  const cuda::Q8Activations q = quantized_rows(s, device_rows(s, x, cols), act, n_tokens, cols, op_calls(), 2);
+  void* codes = s.glu_q8_activations.ensure(cuda::q8_activation_bytes(n_tokens, rows), s.stream);
+  cuda::GluEpilogue glu;
+  glu.counters = glu_counters(s, rows / 32);
+  glu.out = static_cast<float*>(gate.data);
+  glu.out_stride = cuda::stride_of(gate);
+  glu.q = cuda::carve_q8_activations(codes, n_tokens, rows);
+  glu.act = *down_act;
+  const cuda::TiledGemvMatrix gate_m{gate_w.data, rows, static_cast<float*>(gate.data), cuda::stride_of(gate)};
+  const cuda::TiledGemvMatrix up_m{up_w.data, rows, static_cast<float*>(up.data), cuda::stride_of(up)};
+  if (!cuda::launch_gemv_quantized_tiled_glu(gate_w.type, gate_w.row_bytes, cols, gate_m, up_m, q, n_tokens, glu,
+                                             s.stream)) {
+    fail("matmul_glu: the GLU epilogue refused a {} pair of {} rows it was planned for",
+         tensor::dtype_name(gate_w.type), rows);
+  }
+  s.check_launch("matmul_glu");
+  ++s.grouped_gemv_launches;
+  ++s.glu_epilogue_launches;
+  s.fused_inputs.produced(gate.data, gate.data, n_tokens, rows, cuda::stride_of(gate), down_act, op_calls(), codes);
+  return true;
+}
+
+void CudaBackend::do_matmul_glu(const TensorView& gate_w, const TensorView& up_w, const TensorView& x, Glu glu,
+                                TensorView& gate, TensorView& up) {
+  if (glu == Glu::Swiglu && matmul_glu_epilogue(gate_w, up_w, x, gate, up)) return;
+  Backend::do_matmul_glu(gate_w, up_w, x, glu, gate, up);
 }
 
 void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView& y) {

@@ -28,6 +28,14 @@ __device__ __forceinline__ float bf16_bits_to_float(uint16_t bits) {
   return __uint_as_float(static_cast<uint32_t>(bits) << 16);
 }
 
+// SwiGLU of one gate value g and its up value u, silu(g) * u, one spelling for every kernel that
+// computes it (the plain and quantizing SwiGLU launches, the gate/up GEMV's epilogue), so all give
+// the same bits.
+__device__ __forceinline__ float swiglu_value(float g, float u) {
+  const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
+  return __fmul_rn(silu, u);
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;

@@ -66,11 +66,8 @@ __global__ void hadamard_kernel(float* x, int64_t xs, int64_t head_dim, int64_t 
 
 __global__ void swiglu_kernel(const float* gate, int64_t gs, const float* up, int64_t us,
                               float* out, int64_t os, int64_t rows, int64_t cols) {
-  for_each_element(rows, cols, [&](int64_t r, int64_t c) {
-    const float g = gate[r * gs + c];
-    const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
-    out[r * os + c] = __fmul_rn(silu, up[r * us + c]);
-  });
+  for_each_element(rows, cols,
+                   [&](int64_t r, int64_t c) { out[r * os + c] = swiglu_value(gate[r * gs + c], up[r * us + c]); });
 }
 
 __global__ void geglu_kernel(const float* gate, int64_t gs, const float* up, int64_t us, float* out,

@@ -13,9 +13,10 @@ std::optional<DType> FusedInputQuantization::emit_for(const void* site, int64_t 
 }
 
 void FusedInputQuantization::produced(const void* site, const void* out, int64_t rows, int64_t cols, int64_t stride,
-                                      std::optional<DType> emitted, uint64_t op) {
-  last_ = {site, out, rows, cols, stride, emitted, op, true, false};
-  scratch_holds_producer_ = emitted.has_value();
+                                      std::optional<DType> emitted, uint64_t op, void* codes) {
+  last_ = {site, out, rows, cols, stride, emitted, op, codes, true, false};
+  // Codes elsewhere leave the scratch as it was, which no consumer reads for them.
+  scratch_holds_producer_ = emitted.has_value() && codes == nullptr;
 }
 
 bool FusedInputQuantization::consume(const void* x, DType act, int64_t rows, int64_t cols, int64_t stride,
@@ -30,7 +31,7 @@ bool FusedInputQuantization::consume(const void* x, DType act, int64_t rows, int
   // types, the first output's: the later ones quantize as they would have anyway).
   if (!last_.consumed) consumer_type_[last_.site] = act;
   last_.consumed = true;
-  const bool ready = scratch_holds_producer_ && last_.emitted == act;
+  const bool ready = (scratch_holds_producer_ || last_.codes != nullptr) && last_.emitted == act;
   prequantized_ += ready ? 1 : 0;
   return ready;
 }

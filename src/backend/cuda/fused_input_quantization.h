@@ -37,9 +37,15 @@ class FusedInputQuantization {
   std::optional<tensor::DType> emit_for(const void* site, int64_t cols) const;
 
   // A producer ran (op call `op`): its output `out` of rows x cols, rows `stride` floats apart,
-  // quantized into the scratch as `emitted` (nullopt: not quantized).
+  // quantized as `emitted` (nullopt: not quantized) into the shared scratch, or into `codes` where
+  // the producer had to write elsewhere (the gate/up GEMV's SwiGLU epilogue: the scratch holds its
+  // own input while it runs).
   void produced(const void* site, const void* out, int64_t rows, int64_t cols, int64_t stride,
-                std::optional<tensor::DType> emitted, uint64_t op);
+                std::optional<tensor::DType> emitted, uint64_t op, void* codes = nullptr);
+
+  // Where the quantization that consume() last found ready lies: the buffer the producer named,
+  // or nullptr for the shared scratch.
+  void* producer_codes() const { return last_.codes; }
 
   // A matmul in op call `op` reads x (rows x cols, `stride` apart) as `act`. Learns the
   // consumer's type of the producer just before it; true when the scratch already holds exactly
@@ -67,6 +73,7 @@ class FusedInputQuantization {
     int64_t stride = 0;
     std::optional<tensor::DType> emitted;
     uint64_t op = 0;
+    void* codes = nullptr;
     bool valid = false;
     bool consumed = false;
   };

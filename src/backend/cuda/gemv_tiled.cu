@@ -14,6 +14,8 @@
 // which over the tiles is the order gemv.cu's lane i adds them in, and the warp adds its lanes
 // with the same butterfly: the results are gemv.cu's bit for bit (tests/unit/backend_cuda/
 // stream_gemv_test.cc checks that), so the choice between the two is a matter of speed only.
+//
+// A gated FFN's gate and up may also run SwiGLU in the same launch (glu_if_last, below).
 #include <cstdint>
 #include <span>
 
@@ -23,6 +25,7 @@
 #include "backend/cuda/gemv_common.cuh"
 #include "backend/cuda/gemv_tile_dot.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/q8_block_quantize.cuh"
 
 namespace lumen::backend::cuda {
 
@@ -55,6 +58,8 @@ struct TiledGroup {
   // A dependent launch (dependent_launch.cuh): a warp brings its row into L2 before it waits for
   // the kernel ahead, so its first loads overlap that kernel's end.
   bool prefetch;
+  // The kernels instantiated with kGlu: SwiGLU over matrices 0 (gate) and 1 (up).
+  GluEpilogue glu;
 };
 
 // Which matrix of the group this block's warps read (m), from which of its rows (first_row + warp).
@@ -71,6 +76,42 @@ __device__ __forceinline__ TiledTarget target_of_block(const TiledGroup& g) {
   int m = 0;
   while (m + 1 < g.n && block >= g.first_block[m + 1]) ++m;
   return {m, static_cast<int64_t>(block - g.first_block[m]) * kWarps};
+}
+
+// The GLU epilogue (launch_gemv_quantized_tiled_glu): gate and up rows in slices of 32, each the
+// values of one quantized block of SwiGLU's output. A slice's gate and up rows are 2 * 32 / kWarps
+// blocks of the launch; each counts itself on the slice's counter once its results are written
+// and visible device-wide, and the one that counts last reads them all through L2, computes the
+// slice's SwiGLU (swiglu_value) and quantizes it (quantize_q8_32_warp): the SwiGLU launch's
+// arithmetic on the same inputs, so its bits. It then sets the count back to 0 for the next
+// launch (a replayed graph's included). The attention's fused combine (attention_combine.cuh,
+// combine_if_last) is the same pattern.
+constexpr int kGluSlice = 32;
+constexpr unsigned kGluArrivals = 2 * kGluSlice / kWarps;
+
+__device__ __forceinline__ void glu_if_last(const TiledGroup& g, int64_t n_tokens) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  if (lane == 0) __threadfence();  // lane 0 wrote the warp's results (store_warp_results)
+  // Found again from the block's index rather than kept through the kernel's loop, where one
+  // more live value made ptxas spill (Q5_1, one token).
+  const int64_t slice = target_of_block(g).first_row / kGluSlice;
+  bool last = false;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const unsigned before = atomicAdd(&g.glu.counters[slice], 1u);
+    last = before + 1 == kGluArrivals;
+    if (last) g.glu.counters[slice] = 0;
+  }
+  if (__syncthreads_or(last) == 0) return;
+  __threadfence();
+  const int64_t row = slice * kGluSlice + lane;
+  const bool with_sum = g.glu.act == DType::Q8_1;
+  for (int64_t t = warp; t < n_tokens; t += kWarps) {
+    const float v = swiglu_value(__ldcg(g.y[0] + t * g.ys[0] + row), __ldcg(g.y[1] + t * g.ys[1] + row));
+    g.glu.out[t * g.glu.out_stride + row] = v;
+    quantize_q8_32_warp(v, lane, t, slice, g.glu.q, with_sum);
+  }
 }
 
 // Copies vectors [0, n) of src to the warp's tile: all of the lane's loads, then its stores.
@@ -93,7 +134,7 @@ __device__ __forceinline__ void stage_warp_tile(const uint4* __restrict__ src, u
 // Tokens [t0, t0 + n_tokens) in groups of NT, each group a pass over the row as gemv.cu's
 // passes are. A row of one tile (4096 values or fewer: most of a 1B or 8B model's matrices) is
 // staged once for every group, so a batch of many tokens reads the weights from memory once.
-template <DType F, int NT>
+template <DType F, int NT, bool kGlu>
 __global__ void __launch_bounds__(kThreads)
     gemv_tiled_legacy_kernel(const __grid_constant__ TiledGroup group, size_t row_bytes, int64_t cols, Q8Activations x,
                              int64_t t_begin, int64_t n_tokens) {
@@ -127,10 +168,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   store_warp_results<NT>(acc, nt, group.y[target.m] + g * group.ys[target.m], group.ys[target.m], row);
   }
+  if constexpr (kGlu) glu_if_last(group, n_tokens);
 }
 
 // K-quants: the tiles' units as gemv_tile_dot.cuh's kquant_tile_dot takes them.
-template <DType F, int NT>
+template <DType F, int NT, bool kGlu>
 __global__ void __launch_bounds__(kThreads)
     gemv_tiled_kquant_kernel(const __grid_constant__ TiledGroup group, size_t row_bytes, int64_t cols, Q8Activations x,
                              int64_t t_begin, int64_t n_tokens) {
@@ -164,17 +206,20 @@ __global__ void __launch_bounds__(kThreads)
   }
   store_warp_results<NT>(acc, nt, group.y[target.m] + g * group.ys[target.m], group.ys[target.m], row);
   }
+  if constexpr (kGlu) glu_if_last(group, n_tokens);
 }
 
 }  // namespace
 
-bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int64_t cols,
-                                       std::span<const TiledGemvMatrix> matrices, const Q8Activations& x,
-                                       int64_t token_offset, int64_t n_tokens, cudaStream_t stream) {
+namespace {
+
+// The group's parameter for `matrices`, and its blocks; false where a matrix's rows do not start
+// at 16-byte boundaries or the grid would not fit.
+bool make_group(std::span<const TiledGemvMatrix> matrices, size_t row_bytes, cudaStream_t stream, TiledGroup& group,
+                int64_t& blocks) {
   if (matrices.empty() || matrices.size() > kMaxTiledGemvMatrices || row_bytes % 16 != 0) return false;
-  // Whole 16-byte vectors at 16-byte boundaries, and a grid that fits.
-  TiledGroup group{};
-  int64_t blocks = 0;
+  group = TiledGroup{};
+  blocks = 0;
   for (size_t i = 0; i < matrices.size(); ++i) {
     const TiledGemvMatrix& m = matrices[i];
     if (reinterpret_cast<uintptr_t>(m.w) % 16 != 0) return false;
@@ -188,20 +233,73 @@ bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int
   }
   group.n = static_cast<int>(matrices.size());
   group.prefetch = dependent_launch(stream);
+  return true;
+}
+
+// The types the GLU epilogue is instantiated for. A K-quant gate and up come with a K-quant down
+// projection, which reads Q8_K activations (256-value blocks). Q8_0's one-token kernel spilled with
+// the epilogue (8 bytes at 71 registers), and Q8_0 weights run the one-warp GEMV unless
+// GemvKernels::Tiled is asked for, so it is left out.
+template <typename Launch>
+bool dispatch_glu_gemv(DType type, Launch&& launch) {
+  switch (type) {
+    case DType::Q4_0: launch.template operator()<DType::Q4_0>(); return true;
+    case DType::Q4_1: launch.template operator()<DType::Q4_1>(); return true;
+    case DType::Q5_0: launch.template operator()<DType::Q5_0>(); return true;
+    case DType::Q5_1: launch.template operator()<DType::Q5_1>(); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int64_t cols,
+                                       std::span<const TiledGemvMatrix> matrices, const Q8Activations& x,
+                                       int64_t token_offset, int64_t n_tokens, cudaStream_t stream) {
+  TiledGroup group;
+  int64_t blocks = 0;
+  if (!make_group(matrices, row_bytes, stream, group, blocks)) return false;
   if (blocks == 0 || n_tokens == 0) return true;
   const auto grid = static_cast<unsigned>(blocks);
   // One token alone (batch-1 decode) gets an instantiation with one accumulator; both add in the
   // same order.
   const auto launch = [&]<DType F>() {
     if constexpr (hd::kIsKQuant<F>) {
-      auto* kernel = n_tokens == 1 ? gemv_tiled_kquant_kernel<F, 1> : gemv_tiled_kquant_kernel<F, kGemvMaxTokens>;
+      auto* kernel =
+          n_tokens == 1 ? gemv_tiled_kquant_kernel<F, 1, false> : gemv_tiled_kquant_kernel<F, kGemvMaxTokens, false>;
       launch_kernel(kernel, grid, kThreads, 0, stream, group, row_bytes, cols, x, token_offset, n_tokens);
     } else {
-      auto* kernel = n_tokens == 1 ? gemv_tiled_legacy_kernel<F, 1> : gemv_tiled_legacy_kernel<F, kGemvMaxTokens>;
+      auto* kernel =
+          n_tokens == 1 ? gemv_tiled_legacy_kernel<F, 1, false> : gemv_tiled_legacy_kernel<F, kGemvMaxTokens, false>;
       launch_kernel(kernel, grid, kThreads, 0, stream, group, row_bytes, cols, x, token_offset, n_tokens);
     }
   };
   return dispatch_quantized_gemv(type, launch);
+}
+
+bool tiled_glu_takes(tensor::DType type, int64_t rows, tensor::DType act) {
+  const bool instantiated = type == DType::Q4_0 || type == DType::Q4_1 || type == DType::Q5_0 || type == DType::Q5_1;
+  // Whole slices, so every block of the launch is full and takes part in its slice's count.
+  return instantiated && rows > 0 && rows % kGluSlice == 0 && (act == DType::Q8_0 || act == DType::Q8_1);
+}
+
+bool launch_gemv_quantized_tiled_glu(tensor::DType type, size_t row_bytes, int64_t cols, const TiledGemvMatrix& gate,
+                                     const TiledGemvMatrix& up, const Q8Activations& x, int64_t n_tokens,
+                                     const GluEpilogue& glu, cudaStream_t stream) {
+  if (gate.rows != up.rows || !tiled_glu_takes(type, gate.rows, glu.act) || n_tokens > kGemvMaxTokens) return false;
+  const TiledGemvMatrix matrices[] = {gate, up};
+  TiledGroup group;
+  int64_t blocks = 0;
+  if (!make_group(matrices, row_bytes, stream, group, blocks)) return false;
+  group.glu = glu;
+  if (n_tokens == 0) return true;
+  const auto grid = static_cast<unsigned>(blocks);
+  const auto launch = [&]<DType F>() {
+    auto* kernel =
+        n_tokens == 1 ? gemv_tiled_legacy_kernel<F, 1, true> : gemv_tiled_legacy_kernel<F, kGemvMaxTokens, true>;
+    launch_kernel(kernel, grid, kThreads, 0, stream, group, row_bytes, cols, x, int64_t{0}, n_tokens);
+  };
+  return dispatch_glu_gemv(type, launch);
 }
 
 }  // namespace lumen::backend::cuda

@@ -241,6 +241,24 @@ struct TiledGemvMatrix {
 bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int64_t cols,
                                        std::span<const TiledGemvMatrix> matrices, const Q8Activations& x,
                                        int64_t token_offset, int64_t n_tokens, cudaStream_t stream);
+// A gated FFN's gate and up (matrices 0 and 1 of a tiled group, same rows) with SwiGLU in the same
+// launch (CudaBackendOptions::glu_epilogue): the block that writes the last of a 32-row slice's
+// gate and up results computes swiglu_value for the slice, writes it to `out` and quantizes it
+// into `q` as `act` (Q8_0 or Q8_1), exactly the bits launch_swiglu_quantized writes from the
+// GEMV's outputs. `counters` holds one count per slice (rows / 32), all 0, and is left so.
+struct GluEpilogue {
+  unsigned* counters = nullptr;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+  Q8Activations q;
+  tensor::DType act = tensor::DType::Q8_0;
+};
+// Whether launch_gemv_quantized_tiled_glu takes gate and up of `rows` rows of `type` for `act`.
+bool tiled_glu_takes(tensor::DType type, int64_t rows, tensor::DType act);
+// false: nothing launched (what tiled_glu_takes refuses, or rows not whole aligned 16-byte vectors).
+bool launch_gemv_quantized_tiled_glu(tensor::DType type, size_t row_bytes, int64_t cols, const TiledGemvMatrix& gate,
+                                     const TiledGemvMatrix& up, const Q8Activations& x, int64_t n_tokens,
+                                     const GluEpilogue& glu, cudaStream_t stream);
 
 // ---- gemv_pipelined.cu ----
 // launch_gemv_quantized_tiled_group's products, bit for bit, for up to kGemvMaxTokens tokens: the

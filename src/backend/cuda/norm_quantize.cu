@@ -109,9 +109,7 @@ __global__ void __launch_bounds__(kRowThreads)
   const int64_t c = base + threadIdx.x;
   float v = 0.0f;
   if (c < cols) {
-    const float g = gate[row * gs + c];
-    const float silu = __fdiv_rn(g, __fadd_rn(1.0f, expf(-g)));
-    v = __fmul_rn(silu, up[row * us + c]);
+    v = swiglu_value(gate[row * gs + c], up[row * us + c]);
     out[row * os + c] = v;
   }
   quantize_step<QUANT>(v, row, base, cols, q, leads);

@@ -238,6 +238,7 @@ int main(int argc, char** argv) {
         "{}, \"grouped_gemv\": {}, \"grouped_launches_per_token\": {:.2f}, \"rope_store_kv\": {}, \"routed_moe\": {}, "
         "\"moe_gemv_macs_per_expert\": {}, \"moe_device_gemm\": {}, "
         "\"prequantized_per_token\": {:.2f}, \"step_graphs\": {}, \"dependent_launch\": {}, \"fused_combine\": {}, "
+        "\"glu_epilogue\": {}, "
         "\"replayed_steps\": {}, "
         "\"refused_recordings\": {}, "
         "\"load_s\": {:.3f}, "
@@ -253,10 +254,11 @@ int main(int argc, char** argv) {
         grouped_per_token, backend.options().fused_rope_store_kv, backend.options().routed_moe,
         backend.options().moe_gemv_macs_per_expert, backend.options().moe_device_gemm, prequantized_per_token,
         backend.options().step_graphs, backend.dependent_launches(), backend.options().fused_attention_combine,
-        replayed, backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s, prompt_tokens / prefill_s,
-        decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token, bytes_per_token / per_token / 1e9,
-        observed_s / decode_tokens * 1e3, host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3,
-        device_ms_per_step, timed_s / decode_tokens * 1e3, device_time.steps, host.json(), prefill_ops.json());
+        backend.options().glu_epilogue, replayed, backend.step_replay_stats().refused, load_s, prompt_tokens, prefill_s,
+        prompt_tokens / prefill_s, decode_tokens, per_token * 1e3, 1.0 / per_token, bytes_per_token,
+        bytes_per_token / per_token / 1e9, observed_s / decode_tokens * 1e3,
+        host.enqueue_s / static_cast<double>(std::max<int64_t>(host.steps, 1)) * 1e3, device_ms_per_step,
+        timed_s / decode_tokens * 1e3, device_time.steps, host.json(), prefill_ops.json());
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());

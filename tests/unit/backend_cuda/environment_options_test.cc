@@ -46,7 +46,8 @@ constexpr const char* kFlags[] = {"LUMEN_CUDA_GRAPHS",
                                   "LUMEN_CUDA_MOE_DEVICE_GEMM",
                                   "LUMEN_CUDA_INT8_GEMM",
                                   "LUMEN_CUDA_DEPENDENT_LAUNCH",
-                                  "LUMEN_CUDA_FUSED_COMBINE"};
+                                  "LUMEN_CUDA_FUSED_COMBINE",
+                                  "LUMEN_CUDA_GLU_EPILOGUE"};
 constexpr const char* kValueSwitches[] = {"LUMEN_CUDA_GEMV", "LUMEN_CUDA_MAX_GEMV_TOKENS", "LUMEN_CUDA_MOE_GEMV_MACS"};
 
 std::string refusal(const char* name, const char* value) {
@@ -105,6 +106,7 @@ constexpr FlagOption kFlagOptions[] = {
     {"LUMEN_CUDA_INT8_GEMM", &CudaBackendOptions::int8_gemm},
     {"LUMEN_CUDA_DEPENDENT_LAUNCH", &CudaBackendOptions::dependent_launch},
     {"LUMEN_CUDA_FUSED_COMBINE", &CudaBackendOptions::fused_attention_combine},
+    {"LUMEN_CUDA_GLU_EPILOGUE", &CudaBackendOptions::glu_epilogue},
 };
 
 TEST(CudaEnvironmentOptions, EveryFlagIsListed) {

@@ -62,6 +62,21 @@ TEST(FusedInputQuantization, AQuantizationOverTheScratchEndsIt) {
   EXPECT_FALSE(f.consume(out, DType::Q8_K, 1, 2048, 2048, 21));
 }
 
+// The GLU epilogue writes its codes to a buffer of its own: the consumer is told where, and a
+// quantization over the shared scratch (the consumer's own, before it asks) does not end them.
+TEST(FusedInputQuantization, CodesElsewhereAreNamedAndOutliveTheScratch) {
+  FusedInputQuantization f;
+  int buffer = 0;
+  f.produced(site, out, 2, 2048, 2048, DType::Q8_1, 30, &buffer);
+  f.scratch_overwritten();
+  EXPECT_TRUE(f.consume(out, DType::Q8_1, 2, 2048, 2048, 31));
+  EXPECT_EQ(f.producer_codes(), &buffer);
+  EXPECT_FALSE(f.consume(out, DType::Q8_0, 2, 2048, 2048, 31)) << "another type";
+  f.produced(site, out, 2, 2048, 2048, DType::Q8_1, 40);
+  EXPECT_TRUE(f.consume(out, DType::Q8_1, 2, 2048, 2048, 41));
+  EXPECT_EQ(f.producer_codes(), nullptr) << "the shared scratch again";
+}
+
 TEST(FusedInputQuantization, TheFirstConsumerNamesTheType) {
   FusedInputQuantization f;
   f.produced(site, out, 1, 2048, 2048, std::nullopt, 10);
