@@ -73,6 +73,8 @@
 #   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming, tiled) per weight type
 #          (GPU_CHECK_GEMV_TYPES, default "Q4_0,Q4_K,Q6_K,Q8_0,BF16") on the 1B and 8B decode
 #          shapes, beside a device-to-device copy's bandwidth measured in the same run;
+#   gemm   matmuls of 64 and 512 tokens (GPU_CHECK_GEMM_TYPES, default "Q4_0,Q4_K,BF16"): the f16,
+#          int8 and GEMV ways, and the f16 way's dequantization, conversion and cuBLAS call alone;
 #   streams  decode throughput at 1, 16 and 64 requests at once (lumen bench throughput --device
 #          cuda on llama-1b Q4_0, 256 in / 128 out), one JSON line each, without and with CUDA
 #          graphs, and with batches of up to 64 tokens on the GEMV kernels;
@@ -88,7 +90,7 @@
 #          (scripts/gpu_check_split.sh);
 #   unverified  what was written without a GPU since the last GPU run, first and in a few minutes:
 #          the matmul suites (the f16 conversion, the int8 GEMM), the tests changed since, the
-#          conformance rows, the device-clock profile of llama-1b Q4_0, the dependent launches
+#          conformance rows, the device-clock profile of llama-1b Q4_0, gemm, the dependent launches
 #          (their logits against plain launches, conformance rows, decode each way), the fused
 #          attention combine and the GLU epilogue (their bits, model tests, decode), the pipelined
 #          GEMV (its bits, model tests, GB/s, decode), the catalog Gemma 3 stand-in (catalog),
@@ -799,6 +801,7 @@ run_unverified() {
   # follows; new since 2026-11-29), the dependent launches, the pipelined GEMV, then the int8 GEMM
   # through models and its benchmarks.
   GPU_CHECK_DEVICE_PROFILE=${GPU_CHECK_DEVICE_PROFILE:-llama-1b:Q4_0} run_device_profile
+  run_gemm
   run_dependent_launch
   run_fused_combine
   run_glu_epilogue
@@ -1161,6 +1164,13 @@ run_gemv() {
   "$BIN/lumen_cuda_gemv_bench" "${GPU_CHECK_GEMV_TYPES:-Q4_0,Q4_K,Q6_K,Q8_0,BF16}" | tee -a "$RESULTS"
 }
 
+# Where a matmul of many tokens goes (a prompt's, a decode step of more than max_gemv_tokens
+# sequences): the backend's f16, int8 and GEMV ways, and the f16 way's dequantization, activation
+# conversion and cuBLAS call alone, at 64 and 512 tokens (lumen_cuda_gemv_bench gemm; about 30 s).
+run_gemm() {
+  timeout 120 "$BIN/lumen_cuda_gemv_bench" gemm "${GPU_CHECK_GEMM_TYPES:-Q4_0,Q4_K,BF16}" 64,512 | tee -a "$RESULTS"
+}
+
 # The peer on the files bench times: one JSON object per llama-bench test, tagged "peer".
 run_peer() {
   [ -x "$BIN/llama-bench" ] || { log "no llama-bench in the bundle (prepare with LLAMA_BENCH_CUDA=...)"; return 1; }
@@ -1333,7 +1343,7 @@ run_serve() {
 case "$MODE" in
   prepare) prepare ;;
   verify) verify "${2:-}" ;;
-  tests|types|models|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|int8|quick|moe|all)
+  tests|types|models|split|bench|profile|peer|gemv|gemm|streams|serve|engine|sanitize|unverified|int8|quick|moe|all)
     # Several modes may follow each other in one call (e.g. "tests types"), one setup for all.
     setup_runtime
     for mode in "$@"; do
@@ -1345,6 +1355,7 @@ case "$MODE" in
         profile) run_profile ;;
         peer) run_peer ;;
         gemv) run_gemv ;;
+        gemm) run_gemm ;;
         streams) run_streams ;;
         serve) run_serve ;;
         engine) run_engine ;;
@@ -1362,5 +1373,5 @@ case "$MODE" in
     if [ -n "${OUT:-}" ]; then
       (cd "$WORK" && tar -czf "$OUT/gpu_logs.tgz" $(ls *.log *.csv *.err *.json 2>/dev/null))
     fi ;;
-  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|catalog|split|bench|profile|peer|gemv|streams|serve|engine|sanitize|unverified|int8|quick|moe|all ...]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|verify [ROOT]|tests|types|models|catalog|split|bench|profile|peer|gemv|gemm|streams|serve|engine|sanitize|unverified|int8|quick|moe|all ...]" >&2; exit 2 ;;
 esac

@@ -76,9 +76,9 @@ TEST_P(GluEpilogue, DecodesAsTheSeparateSwiGlu) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GluEpilogue,
                          ::testing::Values(Case{tensor::DType::Q4_0, 1}, Case{tensor::DType::Q4_1, 3}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(tensor::dtype_name(std::get<0>(info.param))) + "Seqs" +
-                                  std::to_string(std::get<1>(info.param));
+                         [](const ::testing::TestParamInfo<Case>& case_info) {
+                           return std::string(tensor::dtype_name(std::get<0>(case_info.param))) + "Seqs" +
+                                  std::to_string(std::get<1>(case_info.param));
                          });
 
 }  // namespace

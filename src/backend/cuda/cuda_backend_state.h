@@ -60,6 +60,9 @@ struct CudaBackend::State {
   };
   bool sharing_input = false;
   QuantizedInput quantized_input;
+  // The same for the GEMM path's f16 conversion (gemm_x and gemm_scale): Q/K/V and gate/up of a
+  // prompt convert their input once.
+  QuantizedInput converted_input;
   // Which producers quantize their output for the next matmul (options.fused_input_quantization).
   cuda::FusedInputQuantization fused_inputs;
   uint64_t int8_gemm_launches = 0;     // options.int8_gemm: matmuls it ran

@@ -162,10 +162,12 @@ void CudaBackend::do_matmul_same_input(const TensorView& x, std::span<const Matm
     ~EndSharing() {
       s.sharing_input = false;
       s.quantized_input = {};
+      s.converted_input = {};
     }
   } end_sharing{s};
   s.sharing_input = true;
   s.quantized_input = {};
+  s.converted_input = {};
   if (!s.options.grouped_gemv || outputs.size() < 2) {
     for (const MatmulOutput& o : outputs) do_matmul(*o.w, x, *o.y);
     return;
@@ -326,7 +328,12 @@ void CudaBackend::do_matmul(const TensorView& w, const TensorView& x, TensorView
     auto* x16 = static_cast<uint16_t*>(
         s.gemm_x.ensure(x_row / 2 * static_cast<size_t>(n_tokens), s.stream));
     auto* scale = static_cast<float*>(s.gemm_scale.ensure(4 * sizeof(float), s.stream));
-    cuda::launch_convert_activations_f16(xd, xs, n_tokens, cols, scale, x16, s.stream);
+    // Inside matmul_same_input the outputs after the first find x converted already.
+    const State::QuantizedInput input{xd, DType::F16, n_tokens, cols};
+    if (!s.sharing_input || s.converted_input != input) {
+      cuda::launch_convert_activations_f16(xd, xs, n_tokens, cols, scale, x16, s.stream);
+      s.converted_input = s.sharing_input ? input : State::QuantizedInput{};
+    }
     // alpha undoes the activations' scale; both come from device memory.
     check_cublas(cublasSetPointerMode(s.cublas, CUBLAS_POINTER_MODE_DEVICE),
                  "cublasSetPointerMode");

@@ -1,5 +1,7 @@
 // Row conversions: get_rows (embedding lookup and any table to f32), whole matrices to f16 for
 // cuBLAS, and the batch's new keys and values into the paged cache.
+#include <algorithm>
+
 #include "backend/cuda/block_decode.h"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/kernels.h"
@@ -60,14 +62,17 @@ __global__ void get_rows_quant_kernel(const uint8_t* table, size_t row_bytes, in
   }
 }
 
+// Float weights (BF16, F32) to f16 for cuBLAS, every step of a prompt: blockIdx.y walks the rows,
+// x a row's columns, with additions only (a flat index's 64-bit division per element cost more
+// than the element's load and store).
 template <DType F>
 __global__ void float_to_f16_kernel(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t cols, uint16_t* out) {
-  const int64_t total = rows * cols;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += step) {
-    const int64_t r = i / cols, c = i % cols;
-    out[i] = float_to_half_bits(hd::float_element<F>(w + r * row_bytes, c));
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const uint8_t* row = w + r * static_cast<int64_t>(row_bytes);
+    for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cols;
+         c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      out[r * cols + c] = float_to_half_bits(hd::float_element<F>(row, c));
+    }
   }
 }
 
@@ -164,8 +169,9 @@ void launch_dequantize_to_f16(tensor::DType type, const void* w, size_t row_byte
   const auto* p = static_cast<const uint8_t*>(w);
   dispatch_weight_type(type, [&]<DType F>() {
     if constexpr (is_float_type(F)) {
-      float_to_f16_kernel<F>
-          <<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(p, row_bytes, rows, cols, out);
+      const dim3 grid(static_cast<unsigned>(std::clamp<int64_t>((cols + kThreads - 1) / kThreads, 1, 8)),
+                      static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535)));
+      float_to_f16_kernel<F><<<grid, kThreads, 0, stream>>>(p, row_bytes, rows, cols, out);
     } else {
       quant_to_f16_kernel<F><<<grid_for(rows * (cols / 32), kThreads), kThreads, 0, stream>>>(
           p, row_bytes, rows, cols, out);

@@ -3,6 +3,7 @@
 // (scripts/gpu_check.sh gemv). One JSON object per line on stdout.
 //
 //   lumen_cuda_gemv_bench [types=Q4_0,Q4_K,Q6_K,Q8_0,BF16] [tokens=1]
+//   lumen_cuda_gemv_bench gemm ...   (matmuls of many tokens: cuda_gemm_bench.cc)
 //
 // Every row of a matrix is the same quantized random row (quantizing a 128256 x 2048 matrix
 // row by row with the reference quantizers takes minutes; the kernels' speed does not depend on
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "cuda_gemm_bench.h"
 #include "tensor/quantize.h"
 
 namespace {
@@ -82,6 +84,7 @@ std::vector<std::string> split_commas(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "gemm") return gemm_bench_main(argc - 1, argv + 1);
   try {
     const std::vector<std::string> type_names = split_commas(argc > 1 ? argv[1] : "Q4_0,Q4_K,Q6_K,Q8_0,BF16");
     const int64_t tokens = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
