@@ -74,6 +74,29 @@ TEST_P(GluEpilogue, DecodesAsTheSeparateSwiGlu) {
   EXPECT_GE(fused.step_replay_stats().replayed, 1u);
 }
 
+// A model of one layer learns SwiGLU's consumer (the down projection's activation type) in a
+// shape's first step, run eagerly, and the epilogue would first need its buffers in the step after,
+// which is recorded: a recording cannot allocate, and a refused recording leaves the shape eager
+// for good. The epilogue keeps out of a recording whose buffers it would have to grow.
+TEST(GluEpilogueOneLayer, TheFirstRecordingIsNotRefused) {
+  if (backend::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
+    GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
+  }
+  model::SynthOptions shape = testing::tiny_llama(29);
+  shape.block_count = 1;
+  const testing::SynthModelFile file(shape);
+  backend::CudaBackend cuda(0);
+  backend::CudaBackendOptions options = cuda.options();
+  options.glu_epilogue = true;
+  options.step_graphs = true;
+  cuda.set_options(options);
+  engine::LoadedModel model = engine::LoadedModel::load(file.path(), cuda);
+  testing::decode_together(model, cuda, 2, 6);
+  EXPECT_EQ(cuda.step_replay_stats().refused, 0u);
+  EXPECT_GE(cuda.step_replay_stats().replayed, 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, GluEpilogue,
                          ::testing::Values(Case{tensor::DType::Q4_0, 1}, Case{tensor::DType::Q4_1, 3}),
                          [](const ::testing::TestParamInfo<Case>& case_info) {

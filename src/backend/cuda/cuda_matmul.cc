@@ -221,10 +221,17 @@ bool CudaBackend::matmul_glu_epilogue(const TensorView& gate_w, const TensorView
   }
   const std::optional<DType> down_act = s.fused_inputs.emit_for(gate.data, rows);  // do_swiglu's site
   if (!down_act || !cuda::tiled_glu_takes(gate_w.type, rows, *down_act)) return false;
+  // A recording cannot allocate, and one refused leaves its shape eager for good: where the
+  // buffers would have to grow (a one-layer model learns the consumer in the shape's first step,
+  // the one before its recording), the recording keeps the plain launches.
+  const size_t code_bytes = cuda::q8_activation_bytes(n_tokens, rows);
+  if (cuda::capturing() && (s.glu_q8_activations.capacity() < code_bytes || rows / 32 > s.glu_epilogue_slices)) {
+    return false;
+  }
 
   const DType act = cuda::gemv_activation_type(gate_w.type);
   const cuda::Q8Activations q = quantized_rows(s, device_rows(s, x, cols), act, n_tokens, cols, op_calls(), 2);
-  void* codes = s.glu_q8_activations.ensure(cuda::q8_activation_bytes(n_tokens, rows), s.stream);
+  void* codes = s.glu_q8_activations.ensure(code_bytes, s.stream);
   cuda::GluEpilogue glu;
   glu.counters = glu_counters(s, rows / 32);
   glu.out = static_cast<float*>(gate.data);

@@ -27,6 +27,8 @@ class DeviceScratch {
 
   void* ensure(size_t bytes, cudaStream_t stream);
   void* data() const { return data_; }
+  // Bytes ensure() gives without growing.
+  size_t capacity() const { return data_ != nullptr ? capacity_ : 0; }
 
  private:
   void* data_ = nullptr;
