@@ -68,7 +68,8 @@
 #   engine the engine's model tests on CUDA (cuda_engine_tests: batched vs alone, chunked prefill,
 #          preemption, prefix cache, context shift, fairness, faults; needs the default model;
 #          speculation and structured output on a synthetic model, the bundle's test vocabulary),
-#          then again op by op (no CUDA graphs) and with dependent launches, then the 2026-11-29
+#          then again op by op (no CUDA graphs), with dependent launches, and with the fused combine
+#          and the GLU epilogue, then the 2026-11-29
 #          failures' suspects one by one (with memcheck where swap preemption first fails);
 #   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming, tiled) per weight type
 #          (GPU_CHECK_GEMV_TYPES, default "Q4_0,Q4_K,Q6_K,Q8_0,BF16") on the 1B and 8B decode
@@ -477,6 +478,13 @@ run_engine() {
     > "$WORK/cuda_engine_tests_dependent.log" 2>&1
   grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests_dependent.log" | head -n 10 >&2
   gtest_summary cuda_engine_tests_dependent_launch "$WORK/cuda_engine_tests_dependent.log" $((SECONDS - start))
+  # And with the two fusions written 2026-12-01 without a GPU (the attention's combine and SwiGLU
+  # in the gate/up launch), before either becomes a default.
+  start=$SECONDS
+  LUMEN_TESTDATA_DIR="$testdata" LUMEN_CUDA_FUSED_COMBINE=1 LUMEN_CUDA_GLU_EPILOGUE=1 LUMEN_CACHE="$WORK" \
+    "$BIN/cuda_engine_tests" --gtest_brief=1 > "$WORK/cuda_engine_tests_fused.log" 2>&1
+  grep -E 'Failure|FAILED' "$WORK/cuda_engine_tests_fused.log" | head -n 10 >&2
+  gtest_summary cuda_engine_tests_fused_combine_glu "$WORK/cuda_engine_tests_fused.log" $((SECONDS - start))
   # Bisecting 2026-11-29's failures: with the tensor-core prefill, the two-pass f16 attention and
   # fused_input_quantization all on, swap preemption, beam search, prompt logprobs and the pass
   # after a failed one gave wrong tokens (the rest of the differences were the prefill's rounding
