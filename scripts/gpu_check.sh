@@ -69,8 +69,8 @@
 #          preemption, prefix cache, context shift, fairness, faults; needs the default model;
 #          speculation and structured output on a synthetic model, the bundle's test vocabulary),
 #          then again op by op (no CUDA graphs), with dependent launches, and with the fused combine
-#          and the GLU epilogue, then the 2026-11-29
-#          failures' suspects one by one (with memcheck where swap preemption first fails);
+#          and the GLU epilogue, then the 2026-11-29 failures' suspects one by one (with memcheck
+#          where swap preemption first fails);
 #   gemv   batch-1 GEMV throughput of each kernel (one-warp, streaming, tiled) per weight type
 #          (GPU_CHECK_GEMV_TYPES, default "Q4_0,Q4_K,Q6_K,Q8_0,BF16") on the 1B and 8B decode
 #          shapes, beside a device-to-device copy's bandwidth measured in the same run;
