@@ -1,6 +1,7 @@
 #include "engine/largest_step_reserve.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "engine/single_sequence_forward.h"
@@ -32,11 +33,17 @@ void reserve_largest_step(const EngineConfig& config, LoadedModel& model, backen
     std::vector<float> logits;
     pass.feed_last_logits(prompt, rows, logits);
   } catch (const Error& e) {
-    fail(
-        "the largest step ({} tokens, max_num_batched_tokens, {} rows of logits) does not fit in the device memory "
-        "beside the model: "
-        "{} (a smaller max_num_batched_tokens needs less)",
-        tokens, rows, e.what());
+    // Most likely the device's memory; any other failure is named as it is (a step the backend
+    // cannot run at all would fail every such step later, inside the requests).
+    const std::string what = e.what();
+    if (what.find("out of memory") != std::string::npos) {
+      fail(
+          "the largest step ({} tokens, max_num_batched_tokens, {} rows of logits) does not fit in the device memory "
+          "beside the model: {} (a smaller max_num_batched_tokens needs less)",
+          tokens, rows, what);
+    }
+    fail("the largest step ({} tokens, max_num_batched_tokens, {} rows of logits) failed on the device: {}", tokens,
+         rows, what);
   }
   model.transformer->reset_expert_load();
 }

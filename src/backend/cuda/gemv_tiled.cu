@@ -286,7 +286,9 @@ bool tiled_glu_takes(tensor::DType type, int64_t rows, tensor::DType act) {
 bool launch_gemv_quantized_tiled_glu(tensor::DType type, size_t row_bytes, int64_t cols, const TiledGemvMatrix& gate,
                                      const TiledGemvMatrix& up, const Q8Activations& x, int64_t n_tokens,
                                      const GluEpilogue& glu, cudaStream_t stream) {
-  if (gate.rows != up.rows || !tiled_glu_takes(type, gate.rows, glu.act) || n_tokens > kGemvMaxTokens) return false;
+  // Any number of tokens, as the plain launch takes them (a prompt's, where max_gemv_tokens is
+  // raised): the epilogue's block walks the slice's tokens four at a time.
+  if (gate.rows != up.rows || !tiled_glu_takes(type, gate.rows, glu.act)) return false;
   const TiledGemvMatrix matrices[] = {gate, up};
   TiledGroup group;
   int64_t blocks = 0;

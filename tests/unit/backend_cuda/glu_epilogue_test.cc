@@ -36,7 +36,9 @@ TEST(CudaGluEpilogue, TheFfnGivesThePlainLaunchesBits) {
     const TensorView wup = upload_random_weights(c.gate_up, c.dim, c.ffn_dim, 32);
     const TensorView wdown = upload_random_weights(c.down, c.ffn_dim, c.dim, 33);
     DeviceTensor ffn_norm = random_device_matrix(c.dim, 1, c.dim, 34);
-    for (const int64_t tokens : {int64_t{1}, int64_t{5}, int64_t{8}}) {
+    // 12 and 40: past one pass of the GEMV's 8 tokens, a prompt's or many streams' batch where
+    // max_gemv_tokens is raised (the engine tests' setting).
+    for (const int64_t tokens : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{12}, int64_t{40}}) {
       const std::string what = std::string(tensor::dtype_name(c.gate_up)) + "/" +
                                std::string(tensor::dtype_name(c.down)) + " " + std::to_string(c.ffn_dim) + ", " +
                                std::to_string(tokens) + " tokens";
@@ -48,6 +50,7 @@ TEST(CudaGluEpilogue, TheFfnGivesThePlainLaunchesBits) {
           o.fused_input_quantization = true;
           o.grouped_gemv = true;
           o.gemv = c.gemv;
+          o.max_gemv_tokens = 64;
         });
         const uint64_t before = gpu()->glu_epilogue_launches();
         DeviceTensor residual = random_device_matrix(c.dim, tokens, c.dim, 35);
