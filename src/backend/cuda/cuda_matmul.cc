@@ -1,7 +1,8 @@
 // CudaBackend::matmul: the GEMV (up to options.max_gemv_tokens tokens, 8 per pass over the
 // weights; gemv_stream.cu's, gemv_tiled.cu's or gemv.cu's kernels as options.gemv chooses) or, for
 // larger batches, the int8 tensor-core GEMM (options.int8_gemm, legacy and K-quant types) or dequantize-to-f16
-// + cuBLAS.
+// + cuBLAS. matmul_same_input and matmul_glu group their GEMVs into one launch where they can
+// (gemv_groups.h), and matmul_glu may run SwiGLU in that launch (options.glu_epilogue).
 //
 // The GEMM path converts a chunk of weight rows at a time into f16 scratch (at most
 // kGemmChunkElements values, 128 MB), so its memory stays bounded whatever the matrix; the

@@ -58,7 +58,7 @@ struct TiledGroup {
   // A dependent launch (dependent_launch.cuh): a warp brings its row into L2 before it waits for
   // the kernel ahead, so its first loads overlap that kernel's end.
   bool prefetch;
-  // The kernels instantiated with kGlu: SwiGLU over matrices 0 (gate) and 1 (up).
+  // The legacy kernels instantiated with kGlu: SwiGLU over matrices 0 (gate) and 1 (up).
   GluEpilogue glu;
 };
 
@@ -134,6 +134,7 @@ __device__ __forceinline__ void stage_warp_tile(const uint4* __restrict__ src, u
 // Tokens [t0, t0 + n_tokens) in groups of NT, each group a pass over the row as gemv.cu's
 // passes are. A row of one tile (4096 values or fewer: most of a 1B or 8B model's matrices) is
 // staged once for every group, so a batch of many tokens reads the weights from memory once.
+// kGlu: then the GLU epilogue (glu_if_last; every block full, which its launcher ensures).
 template <DType F, int NT, bool kGlu>
 __global__ void __launch_bounds__(kThreads)
     gemv_tiled_legacy_kernel(const __grid_constant__ TiledGroup group, size_t row_bytes, int64_t cols, Q8Activations x,
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // K-quants: the tiles' units as gemv_tile_dot.cuh's kquant_tile_dot takes them.
-template <DType F, int NT, bool kGlu>
+template <DType F, int NT>
 __global__ void __launch_bounds__(kThreads)
     gemv_tiled_kquant_kernel(const __grid_constant__ TiledGroup group, size_t row_bytes, int64_t cols, Q8Activations x,
                              int64_t t_begin, int64_t n_tokens) {
@@ -206,12 +207,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   store_warp_results<NT>(acc, nt, group.y[target.m] + g * group.ys[target.m], group.ys[target.m], row);
   }
-  if constexpr (kGlu) glu_if_last(group, n_tokens);
 }
-
-}  // namespace
-
-namespace {
 
 // The group's parameter for `matrices`, and its blocks; false where a matrix's rows do not start
 // at 16-byte boundaries or the grid would not fit.
@@ -265,8 +261,7 @@ bool launch_gemv_quantized_tiled_group(tensor::DType type, size_t row_bytes, int
   // same order.
   const auto launch = [&]<DType F>() {
     if constexpr (hd::kIsKQuant<F>) {
-      auto* kernel =
-          n_tokens == 1 ? gemv_tiled_kquant_kernel<F, 1, false> : gemv_tiled_kquant_kernel<F, kGemvMaxTokens, false>;
+      auto* kernel = n_tokens == 1 ? gemv_tiled_kquant_kernel<F, 1> : gemv_tiled_kquant_kernel<F, kGemvMaxTokens>;
       launch_kernel(kernel, grid, kThreads, 0, stream, group, row_bytes, cols, x, token_offset, n_tokens);
     } else {
       auto* kernel =
