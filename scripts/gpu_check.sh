@@ -908,7 +908,7 @@ run_fused_combine() {
 # SwiGLU in the gate/up GEMV's launch (LUMEN_CUDA_GLU_EPILOGUE=1, written 2026-12-01 without a
 # GPU): the FFN's ops against the separate SwiGLU bit for bit (CudaGluEpilogue) and whole models'
 # logits the same way (GluEpilogue), with the blocks really concurrent (the fences and counts);
-# greedy and step graphs against the CPU with it; then batch-1 decode with it on llama-1b Q4_0
+# a synthetic model against the CPU with it; then batch-1 decode with it on llama-1b Q4_0
 # and llama-8b Q4_0 (the JSON's "glu_epilogue"), alone and with the fused combine (the defaults'
 # rows of the same files are run_dependent_launch's and run_fused_combine's, earlier in the call).
 run_glu_epilogue() {
@@ -920,7 +920,9 @@ run_glu_epilogue() {
   LUMEN_TESTDATA_DIR="$testdata" timeout 120 "$BIN/cuda_engine_tests" --gtest_brief=1 \
     --gtest_filter='*GluEpilogue.*' 2>&1 | tee -a "$WORK/glu_epilogue_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary glu_epilogue_tests "$WORK/glu_epilogue_ops.log" $((SECONDS - start))
-  greedy_tests_with glu_epilogue_model 'CudaGreedy.*WithCpu:CudaStepGraphs.*' LUMEN_CUDA_GLU_EPILOGUE=1
+  # Against the CPU on a synthetic model whose gate and up the tiled GEMV takes (the default
+  # model's 576-wide Q4_1 rows are not whole 16-byte vectors, so it never reaches the epilogue).
+  synth_model_vs_cpu llama3-mini Q4_0 glu_epilogue "LUMEN_CUDA_GLU_EPILOGUE=1" 'mean KL'
   for spec in llama-1b:Q4_0 llama-8b:Q4_0; do
     file=$(synth_model "$spec") || continue
     LUMEN_CUDA_GLU_EPILOGUE=1 timeout 60 "$BIN/lumen_cuda_decode_bench" "$file" 128 512 0 | tee -a "$RESULTS"
