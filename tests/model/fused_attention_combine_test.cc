@@ -11,10 +11,10 @@
 // once, which is the check of the fences.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "cuda_decode_prerequisites.h"
 #include "decode_together.h"
 #include "engine/loaded_model.h"
 #include "synth_model_file.h"
@@ -36,10 +36,7 @@ model::SynthOptions shape(bool smollm2) {
 class FusedAttentionCombine : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    if (backend::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
-      GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
-    }
+    if (const auto missing = testing::missing_cuda_decode_prerequisite()) GTEST_SKIP() << *missing;
   }
 
   // The one-pass attention (the fusion's only mode) from graphs, set after the constructor has

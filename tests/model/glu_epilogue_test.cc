@@ -10,11 +10,11 @@
 // scripts/gpu_check.sh) they run at once, which is the check of the fences.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <tuple>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "cuda_decode_prerequisites.h"
 #include "decode_together.h"
 #include "engine/loaded_model.h"
 #include "synth_model_file.h"
@@ -28,10 +28,7 @@ using Case = std::tuple<tensor::DType, size_t>;  // the weights' type, sequences
 class GluEpilogue : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    if (backend::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
-      GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
-    }
+    if (const auto missing = testing::missing_cuda_decode_prerequisite()) GTEST_SKIP() << *missing;
   }
 
   // The defaults' decode path (grouped tiled GEMVs, fused input quantization, graphs), set after
@@ -79,10 +76,7 @@ TEST_P(GluEpilogue, DecodesAsTheSeparateSwiGlu) {
 // which is recorded: a recording cannot allocate, and a refused recording leaves the shape eager
 // for good. The epilogue keeps out of a recording whose buffers it would have to grow.
 TEST(GluEpilogueOneLayer, TheFirstRecordingIsNotRefused) {
-  if (backend::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  if (!std::filesystem::exists(testing::tiny_llama_vocabulary())) {
-    GTEST_SKIP() << "no vocabulary at " << testing::tiny_llama_vocabulary();
-  }
+  if (const auto missing = testing::missing_cuda_decode_prerequisite()) GTEST_SKIP() << *missing;
   model::SynthOptions shape = testing::tiny_llama(29);
   shape.block_count = 1;
   const testing::SynthModelFile file(shape);

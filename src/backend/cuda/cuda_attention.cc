@@ -158,20 +158,6 @@ void launch_attention_modes(const cuda::AttentionParams& tasks, const cuda::Atte
   }
 }
 
-// The fused combine's counts for `items` decode items, all zero (they grow outside a recording,
-// as every scratch does: a shape's first steps run eagerly).
-unsigned* combine_counters(CudaBackend::State& s, int64_t items) {
-  auto* counters = static_cast<unsigned*>(
-      s.attention_combine_counters.ensure(static_cast<size_t>(items) * sizeof(unsigned), s.stream));
-  if (items > s.attention_combine_items) {
-    cuda::refuse_in_capture("zeroing attention's combine counts");
-    cuda::check_cuda(cudaMemsetAsync(counters, 0, static_cast<size_t>(items) * sizeof(unsigned), s.stream),
-                     "cudaMemsetAsync");
-    s.attention_combine_items = items;
-  }
-  return counters;
-}
-
 // A decode step laid out for it (step_uploads.h: CUDA graphs on) runs the plan-free decode
 // attention: its launches depend on the step's shape only. False when its partial results
 // would not fit the scratch budget (a very long context): the host plan then splits the call.
@@ -195,7 +181,8 @@ bool run_decode_attention(CudaBackend::State& s, const cuda::DecodeTables& table
     p.vector_stats = static_cast<float2*>(s.attention_vector_stats.ensure(vectors * sizeof(float2), s.stream));
   } else if (s.options.fused_attention_combine && cuda::fused_combine_takes(p.head_dim) && !p.values_in_keys) {
     // One launch: each item's last block merges it (attention.cu, combine_if_last).
-    p.combine_counters = combine_counters(s, cuda::decode_items(p.decode));
+    p.combine_counters = s.attention_combine_counters.ensure(cuda::decode_items(p.decode), s.stream,
+                                                             "zeroing attention's combine counts");
     cuda::launch_attention_tasks(cuda::AttentionMode::Flash, p, 0, s.stream);
     s.check_launch("attention");
     ++s.fused_combine_calls;

@@ -82,16 +82,12 @@ struct CudaBackend::State {
   cuda::DeviceScratch kv_score_sums;  // attention_scores: the call's sums per slot and KV head
   cuda::DeviceScratch kv_gathered;    // gather_kv_rows: the kept slices, between read and write
   cuda::DeviceScratch attention_vector_stats;
-  // The fused combine's counts (AttentionParams::combine_counters), one per decode item: zeroed
-  // when they grow, zeroed again by the kernels after each use. attention_combine_items: how many
-  // are zeroed.
-  cuda::DeviceScratch attention_combine_counters;
-  int64_t attention_combine_items = 0;
-  // The GLU epilogue (options.glu_epilogue): its counts, one per 32 rows of the FFN, kept as the
-  // combine's are (glu_epilogue_slices zeroed), and SwiGLU's quantized output, which cannot share
-  // q8_activations: the launch that writes it still reads its own input from there.
-  cuda::DeviceScratch glu_epilogue_counters;
-  int64_t glu_epilogue_slices = 0;
+  // The fused combine's counts (AttentionParams::combine_counters), one per decode item.
+  cuda::ZeroedCounters attention_combine_counters;
+  // The GLU epilogue (options.glu_epilogue): its counts, one per 32 rows of the FFN, and SwiGLU's
+  // quantized output, which cannot share q8_activations: the launch that writes it still reads its
+  // own input from there.
+  cuda::ZeroedCounters glu_epilogue_counters;
   cuda::DeviceScratch glu_q8_activations;
   cuda::DeviceScratch encoder_k_f16, encoder_v_f16;  // bidirectional_attention on the tensor cores
   // moe_ffn_routed (cuda_routed_moe.cc): the pairs' gate, up and down outputs, the shared

@@ -184,24 +184,6 @@ void CudaBackend::do_matmul_same_input(const TensorView& x, std::span<const Matm
   }
 }
 
-namespace {
-
-// The epilogue's counts for `slices` slices of 32 rows, all zero (they grow outside a
-// recording, as every scratch does: a shape's first steps run eagerly).
-unsigned* glu_counters(CudaBackend::State& s, int64_t slices) {
-  auto* counters =
-      static_cast<unsigned*>(s.glu_epilogue_counters.ensure(static_cast<size_t>(slices) * sizeof(unsigned), s.stream));
-  if (slices > s.glu_epilogue_slices) {
-    cuda::refuse_in_capture("zeroing the GLU epilogue's counts");
-    cuda::check_cuda(cudaMemsetAsync(counters, 0, static_cast<size_t>(slices) * sizeof(unsigned), s.stream),
-                     "cudaMemsetAsync");
-    s.glu_epilogue_slices = slices;
-  }
-  return counters;
-}
-
-}  // namespace
-
 // SwiGLU in the gate/up GEMV's launch (options.glu_epilogue, gemv_tiled.cu's epilogue), where the
 // plain way is the grouped GEMV and then swiglu's quantizing launch: one launch fewer a layer. Only
 // where that plain way would have fused the quantization: a decode-sized batch, gate and up in
@@ -226,7 +208,8 @@ bool CudaBackend::matmul_glu_epilogue(const TensorView& gate_w, const TensorView
   // buffers would have to grow (a one-layer model learns the consumer in the shape's first step,
   // the one before its recording), the recording keeps the plain launches.
   const size_t code_bytes = cuda::q8_activation_bytes(n_tokens, rows);
-  if (cuda::capturing() && (s.glu_q8_activations.capacity() < code_bytes || rows / 32 > s.glu_epilogue_slices)) {
+  if (cuda::capturing() &&
+      (s.glu_q8_activations.capacity() < code_bytes || s.glu_epilogue_counters.would_grow(rows / 32))) {
     return false;
   }
 
@@ -234,7 +217,7 @@ bool CudaBackend::matmul_glu_epilogue(const TensorView& gate_w, const TensorView
   const cuda::Q8Activations q = quantized_rows(s, device_rows(s, x, cols), act, n_tokens, cols, op_calls(), 2);
   void* codes = s.glu_q8_activations.ensure(code_bytes, s.stream);
   cuda::GluEpilogue glu;
-  glu.counters = glu_counters(s, rows / 32);
+  glu.counters = s.glu_epilogue_counters.ensure(rows / 32, s.stream, "zeroing the GLU epilogue's counts");
   glu.out = static_cast<float*>(gate.data);
   glu.out_stride = cuda::stride_of(gate);
   glu.q = cuda::carve_q8_activations(codes, n_tokens, rows);

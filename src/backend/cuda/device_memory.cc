@@ -40,6 +40,16 @@ void* DeviceScratch::ensure(size_t bytes, cudaStream_t stream) {
   return data_;
 }
 
+unsigned* ZeroedCounters::ensure(int64_t n, cudaStream_t stream, const char* what) {
+  auto* counts = static_cast<unsigned*>(counts_.ensure(static_cast<size_t>(n) * sizeof(unsigned), stream));
+  if (n > zeroed_) {
+    refuse_in_capture(what);
+    LUMEN_CUDA_CHECK(cudaMemsetAsync(counts, 0, static_cast<size_t>(n) * sizeof(unsigned), stream));
+    zeroed_ = n;
+  }
+  return counts;
+}
+
 PinnedBuffer::~PinnedBuffer() {
   if (data_ != nullptr) cudaFreeHost(data_);
 }

@@ -35,6 +35,21 @@ class DeviceScratch {
   size_t capacity_ = 0;
 };
 
+// Counts in device memory that kernels leave at 0 after each use (the fused attention combine's
+// per item, the GLU epilogue's per slice): zeroed when they grow, which happens outside a
+// recording, as every scratch's growth does (a shape's first steps run eagerly).
+class ZeroedCounters {
+ public:
+  // `n` counts, all 0. Growing refuses a recording (graph_capture.h), naming `what`.
+  unsigned* ensure(int64_t n, cudaStream_t stream, const char* what);
+  // Whether ensure(n) would need to grow them.
+  bool would_grow(int64_t n) const { return n > zeroed_; }
+
+ private:
+  DeviceScratch counts_;
+  int64_t zeroed_ = 0;  // how many are zeroed
+};
+
 // Page-locked host memory that only grows (for asynchronous copies).
 class PinnedBuffer {
  public:

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "cuda_bench_util.h"
 #include "backend/cuda/kernels.h"
 #include "cuda_gemm_bench.h"
 #include "tensor/quantize.h"
@@ -58,13 +59,6 @@ constexpr Shape kShapes[] = {
     {"1b attn_q/o", 2048, 2048},     {"1b ffn_gate/up", 2048, 8192}, {"1b ffn_down", 8192, 2048},
     {"8b ffn_gate/up", 4096, 14336}, {"8b ffn_down", 14336, 4096},   {"output 128k vocab", 2048, 128256},
 };
-
-std::vector<std::string> split_commas(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
-  return out;
-}
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw std::runtime_error(fmt::format("{}: {}", what, cudaGetErrorString(status)));
@@ -119,9 +113,10 @@ void print_row(const char* kind, const std::string& name, const std::string& typ
 
 int gemm_bench_main(int argc, char** argv) {
   try {
-    const std::vector<std::string> type_names = split_commas(argc > 1 ? argv[1] : "Q4_0,Q4_K,BF16");
+    const std::vector<std::string> type_names = lumen::bench::split_commas(argc > 1 ? argv[1] : "Q4_0,Q4_K,BF16");
     std::vector<int64_t> token_counts;
-    for (const std::string& t : split_commas(argc > 2 ? argv[2] : "64,512")) token_counts.push_back(std::stoll(t));
+    for (const std::string& t : lumen::bench::split_commas(argc > 2 ? argv[2] : "64,512"))
+      token_counts.push_back(std::stoll(t));
     const int64_t shrink = argc > 3 && std::string(argv[3]) == "1" ? 8 : 1;
     if (lumen::backend::cuda_device_count() == 0) {
       fmt::print(stderr, "no CUDA device\n");
@@ -147,15 +142,10 @@ int gemm_bench_main(int argc, char** argv) {
       for (Shape shape : kShapes) {
         shape.cols /= shrink;
         shape.rows /= shrink;
-        const auto row_bytes = lumen::tensor::row_bytes(*type, shape.cols);
-        if (!row_bytes) continue;  // cols not whole blocks of this type
-        std::vector<float> row(static_cast<size_t>(shape.cols));
-        for (float& v : row) v = 0.05f * uniform(rng);
-        std::vector<uint8_t> weights(*row_bytes * static_cast<size_t>(shape.rows));
-        lumen::tensor::quantize_row(*type, row.data(), weights.data(), shape.cols);
-        for (int64_t r = 1; r < shape.rows; ++r)
-          std::copy_n(weights.begin(), *row_bytes, weights.begin() + r * static_cast<int64_t>(*row_bytes));
-        const TensorView w = backend.upload_weights(*type, {shape.cols, shape.rows, 1, 1}, weights.data());
+        const std::optional<TensorView> uploaded =
+            lumen::bench::upload_repeated_row(backend, *type, shape.cols, shape.rows, rng);
+        if (!uploaded) continue;  // cols not whole blocks of this type
+        const TensorView& w = *uploaded;
         const size_t values = static_cast<size_t>(shape.rows * shape.cols);
         DeviceBuffer w16(values * 2);
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "cuda_bench_util.h"
 #include "cuda_gemm_bench.h"
 #include "tensor/quantize.h"
 
@@ -74,19 +75,13 @@ double copy_gb_per_s() {
   return 2.0 * static_cast<double>(bytes) * kCopies / (ms * 1e-3) / 1e9;
 }
 
-std::vector<std::string> split_commas(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "gemm") return gemm_bench_main(argc - 1, argv + 1);
   try {
-    const std::vector<std::string> type_names = split_commas(argc > 1 ? argv[1] : "Q4_0,Q4_K,Q6_K,Q8_0,BF16");
+    const std::vector<std::string> type_names =
+        lumen::bench::split_commas(argc > 1 ? argv[1] : "Q4_0,Q4_K,Q6_K,Q8_0,BF16");
     const int64_t tokens = argc > 2 ? std::max(1, std::atoi(argv[2])) : 1;
     if (lumen::backend::cuda_device_count() == 0) {
       fmt::print(stderr, "no CUDA device\n");
@@ -103,15 +98,10 @@ int main(int argc, char** argv) {
       const auto type = lumen::tensor::dtype_from_name(name);
       if (!type) throw std::runtime_error("unknown type " + name);
       for (const Shape& shape : kShapes) {
-        const auto row_bytes = lumen::tensor::row_bytes(*type, shape.cols);
-        if (!row_bytes) continue;  // cols not whole blocks of this type
-        std::vector<float> row(static_cast<size_t>(shape.cols));
-        for (float& v : row) v = 0.05f * uniform(rng);
-        std::vector<uint8_t> weights(*row_bytes * static_cast<size_t>(shape.rows));
-        lumen::tensor::quantize_row(*type, row.data(), weights.data(), shape.cols);
-        for (int64_t r = 1; r < shape.rows; ++r)
-          std::copy_n(weights.begin(), *row_bytes, weights.begin() + r * static_cast<int64_t>(*row_bytes));
-        const TensorView w = backend.upload_weights(*type, {shape.cols, shape.rows, 1, 1}, weights.data());
+        const std::optional<TensorView> uploaded =
+            lumen::bench::upload_repeated_row(backend, *type, shape.cols, shape.rows, rng);
+        if (!uploaded) continue;  // cols not whole blocks of this type
+        const TensorView& w = *uploaded;
 
         std::vector<float> x(static_cast<size_t>(shape.cols * tokens));
         for (float& v : x) v = uniform(rng);
@@ -140,7 +130,7 @@ int main(int argc, char** argv) {
           for (int i = 0; i < calls; ++i) backend.matmul(w, xv, yv);
           backend.synchronize();
           const double per_call = seconds_since(start) / calls;
-          const double bytes = static_cast<double>(weights.size());
+          const double bytes = static_cast<double>(w.row_bytes) * static_cast<double>(shape.rows);
           fmt::print(
               "{{\"type\": \"{}\", \"shape\": \"{}\", \"cols\": {}, \"rows\": {}, \"tokens\": {}, \"gemv\": \"{}\", "
               "\"weight_mb\": {:.2f}, \"us_per_call\": {:.2f}, \"gb_per_s\": {:.1f}}}\n",
