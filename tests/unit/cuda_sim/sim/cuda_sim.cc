@@ -4,6 +4,7 @@
 #include "cuda_sim.h"
 
 #include "fiber_switch.h"
+#include "block_state.h"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -28,6 +29,8 @@ dim3 gridDim;
 
 namespace cuda_sim {
 
+using namespace detail;
+
 namespace {
 
 // A thread's locals. Not more: under ASan, swapcontext clears the shadow of a whole stack at each
@@ -36,89 +39,21 @@ namespace {
 constexpr size_t kStackBytes = size_t{256} << 10;
 constexpr size_t kDefaultDynamicShared = 48 << 10;
 constexpr size_t kMostDynamicShared = 227 << 10;
-constexpr unsigned kFullMask = 0xffffffffu;
-
-struct PendingCopy {
-  void* dst;
-  const void* src;
-  size_t bytes;
-};
-
-struct Thread {
-  fiber::Context context;
-  uint3 index{};
-  unsigned lane = 0, warp = 0;
-  bool done = false;
-  char* stack = nullptr;
-  size_t stack_bytes = 0;
-  // cp.async groups: committed ones in order, then the copies not yet committed.
-  std::vector<std::vector<PendingCopy>> groups;
-  std::vector<PendingCopy> open;
-#if LUMEN_SIM_ASAN
-  void* fake_stack = nullptr;  // ASan's, while the thread is switched out
-#endif
-};
-
-// What a warp-wide operation is, so that lanes meeting at different ones is an error.
-enum class Meeting : uint8_t { Sync, Shuffle, Ballot, MmaF16, MmaS8, MmaS8K16 };
-
-// A group of lanes meeting: the mask they name, who has arrived, and at what operation.
-struct OpenMeeting {
-  unsigned mask = 0;
-  unsigned arrived = 0;
-  Meeting kind = Meeting::Sync;
-};
-
-// A warp's rendezvous: lanes deposit their inputs and arrive; the last one in the mask computes
-// every lane's result at once and releases them. Lanes of disjoint masks (a warp's halves in two
-// branches) meet apart, at the same time, as on a GPU. A lane's input and result are its own,
-// touched by other lanes only at a meeting it is part of, so a lane that resumes late still reads
-// its own result, whatever meetings of other lanes happened in between.
-struct WarpState {
-  std::vector<OpenMeeting> open;      // at most one per lane
-  unsigned live = 0;                  // lanes that have not returned, as bits
-  std::array<uint64_t, 32> passes{};  // meetings each lane has been released from
-  std::array<uint64_t, 32> slots{};   // each lane's value (shuffles, ballots)
-  std::array<uint8_t, 32> sources{};  // the lane each lane's shuffle reads
-  std::array<uint64_t, 32> results{};
-  std::array<std::array<uint32_t, 6>, 32> fragments{};  // mma.sync's A and B registers
-  std::array<void*, 32> accumulators{};                 // mma.sync's C, on each lane's stack
-};
-
-struct Block {
-  std::vector<Thread> threads;
-  fiber::Context scheduler;
-  Thread* current = nullptr;
-  size_t position = 0;  // the running thread's place in this round's order
-  unsigned live = 0;
-  unsigned barrier_arrived = 0;
-  uint64_t barrier_generation = 0;
-  bool barrier_all = true;     // __syncthreads_and's running answer
-  bool barrier_answer = true;  // the released barrier's answer
-  bool progress = false;       // something moved since the scheduler's last round
-  std::vector<WarpState> warps;
-  uint3 block_index{};
-  dim3 block_dim, grid_dim;
-  std::vector<unsigned char> dynamic_shared;
-  std::exception_ptr error;
-  std::string failure;  // fail()'s message: the launch throws it
-#if LUMEN_SIM_ASAN
-  void* scheduler_fake_stack = nullptr;
-  const void* scheduler_stack = nullptr;
-  size_t scheduler_stack_size = 0;
-#endif
-};
 
 Block* g_block = nullptr;
 Schedule g_schedule = Schedule::Forward;
 cudaError_t g_last_error = cudaSuccess;
 std::map<const void*, size_t> g_dynamic_shared_limit;
 
-Block& block() {
+}  // namespace
+
+Block& detail::block() {
   if (g_block == nullptr) throw std::logic_error("cuda_sim: a device function called outside a kernel");
   return *g_block;
 }
-Thread& self() { return *block().current; }
+Thread& detail::self() { return *block().current; }
+
+namespace {
 
 // The thread after the running one in this round's order (g_schedule), or null at the round's end.
 Thread* next_in_round(Block& b) {
@@ -222,9 +157,9 @@ void thread_entry() {
   pass_on(t);  // never resumed
 }
 
-// Every lane of `mask` meets here at the same kind of operation; true for the lane that completed
-// the meeting (and computes every lane's result before anyone runs), false for the others.
-bool warp_meet(unsigned mask, Meeting meeting) {
+}  // namespace
+
+bool detail::warp_meet(unsigned mask, Meeting meeting) {
   Block& b = block();
   Thread& t = *b.current;
   WarpState& w = b.warps[t.warp];
@@ -263,9 +198,7 @@ bool warp_meet(unsigned mask, Meeting meeting) {
   return false;
 }
 
-WarpState& my_warp() { return block().warps[self().warp]; }
-
-}  // namespace
+WarpState& detail::my_warp() { return block().warps[self().warp]; }
 
 void set_schedule(Schedule schedule) { g_schedule = schedule; }
 
@@ -345,80 +278,6 @@ void wait_copies(int pending) {
     for (const PendingCopy& c : t.groups.front()) std::memcpy(c.dst, c.src, c.bytes);
     t.groups.erase(t.groups.begin());
   }
-}
-
-namespace {
-
-// Each lane's fragments and accumulators meet; the last lane to arrive computes every lane's C
-// values from all of them, with the product A x B given by `product(fragments, row, col, acc)`.
-template <typename Acc, typename Product>
-void warp_product(Meeting meeting, Acc c[4], const uint32_t* regs, size_t n_regs, Product product) {
-  Thread& t = self();
-  WarpState& w = my_warp();
-  std::copy_n(regs, n_regs, w.fragments[t.lane].begin());
-  w.accumulators[t.lane] = c;
-  if (!warp_meet(kFullMask, meeting)) return;
-  for (int lane = 0; lane < 32; ++lane) {
-    Acc* acc = static_cast<Acc*>(w.accumulators[static_cast<size_t>(lane)]);
-    const int g = lane / 4, q = lane % 4;
-    for (int i = 0; i < 4; ++i) acc[i] = product(w.fragments, g + (i >= 2 ? 8 : 0), 2 * q + i % 2, acc[i]);
-  }
-}
-
-using Fragments = std::array<std::array<uint32_t, 6>, 32>;
-
-float f16_at(const Fragments& f, int lane, int reg, int half) {
-  return lumen::tensor::fp16_to_float(
-      static_cast<uint16_t>(f[static_cast<size_t>(lane)][static_cast<size_t>(reg)] >> (16 * half)));
-}
-int s8_at(const Fragments& f, int lane, int reg, int byte) {
-  return static_cast<int8_t>(
-      static_cast<uint8_t>(f[static_cast<size_t>(lane)][static_cast<size_t>(reg)] >> (8 * byte)));
-}
-
-}  // namespace
-
-// PTX ISA, mma.m16n8k16 .f16: A (row-major 16 x 16) register r of lane 4 g + q holds row g (+8
-// for r = 1, 3), columns 2 q, 2 q + 1 (+8 for r = 2, 3); B (16 x 8, "col") register r holds rows
-// 2 q, 2 q + 1 (+8 for r = 1) of column g. Registers 0..3 are A, 4..5 B.
-void mma_f16(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-  const uint32_t regs[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
-  warp_product(Meeting::MmaF16, c, regs, 6, [](const Fragments& f, int row, int col, float acc) {
-    double sum = acc;
-    for (int k = 0; k < 16; ++k) {
-      const int a_lane = 4 * (row % 8) + (k % 8) / 2, a_reg = (row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0);
-      const int b_lane = 4 * col + (k % 8) / 2, b_reg = 4 + (k >= 8 ? 1 : 0);
-      sum += static_cast<double>(f16_at(f, a_lane, a_reg, k % 2)) * f16_at(f, b_lane, b_reg, k % 2);
-    }
-    return static_cast<float>(sum);
-  });
-}
-
-// PTX ISA, mma.m16n8k32 .s8: A register r of lane 4 g + q holds row g (+8 for r = 1, 3), columns
-// 4 q .. 4 q + 3 (+16 for r = 2, 3); B register r holds rows 4 q .. 4 q + 3 (+16 for r = 1) of
-// column g.
-void mma_s8(int c[4], const uint32_t a[4], const uint32_t b[2]) {
-  const uint32_t regs[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
-  warp_product(Meeting::MmaS8, c, regs, 6, [](const Fragments& f, int row, int col, int acc) {
-    for (int k = 0; k < 32; ++k) {
-      const int a_lane = 4 * (row % 8) + (k % 16) / 4, a_reg = (row >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0);
-      const int b_lane = 4 * col + (k % 16) / 4, b_reg = 4 + (k >= 16 ? 1 : 0);
-      acc += s8_at(f, a_lane, a_reg, k % 4) * s8_at(f, b_lane, b_reg, k % 4);
-    }
-    return acc;
-  });
-}
-
-// PTX ISA, mma.m16n8k16 .s8: A register r holds row g (+8 for r = 1), columns 4 q .. 4 q + 3; B's
-// one register rows 4 q .. 4 q + 3 of column g.
-void mma_s8_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b) {
-  const uint32_t regs[3] = {a0, a1, b};
-  warp_product(Meeting::MmaS8K16, c, regs, 3, [](const Fragments& f, int row, int col, int acc) {
-    for (int k = 0; k < 16; ++k) {
-      acc += s8_at(f, 4 * (row % 8) + k / 4, row >= 8 ? 1 : 0, k % 4) * s8_at(f, 4 * col + k / 4, 2, k % 4);
-    }
-    return acc;
-  });
 }
 
 cudaError_t take_last_error() { return std::exchange(g_last_error, cudaSuccess); }
