@@ -98,6 +98,25 @@ struct BlockQ8_K {  // x = d * q with an f32 scale; only ever an intermediate fo
   int16_t bsums[kSuperBlock / 16];  // sum of each 16 quants
 };
 
+// ---- non-linear 4-bit formats (IQ4_NL, IQ4_XS): a code picks one of 16 fixed int8 levels ----
+// The levels are denser near zero, where trained weights are. IQ4_NL has legacy blocks of 32
+// with Q4_0's nibble layout; IQ4_XS has super-blocks of 256 made of 8 sub-blocks of 32, each with
+// a 6-bit scale (ls - 32) under the super-block's f16 d, and each sub-block's 16 bytes of codes in
+// Q4_0's layout again.
+inline constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+struct BlockIQ4_NL {  // x = d * kIq4Levels[q], q in [0, 15]
+  uint16_t d;
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+struct BlockIQ4_XS {  // x = d * (ls - 32) * kIq4Levels[q]; ls: 4 low bits in scales_l, 2 in scales_h
+  uint16_t d;
+  uint16_t scales_h;                   // bits 2 s, 2 s + 1: the high bits of sub-block s's ls
+  uint8_t scales_l[kSuperBlock / 64];  // low nibble: sub-block 2 k, high nibble: 2 k + 1
+  uint8_t qs[kSuperBlock / 2];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -110,5 +129,7 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 }  // namespace lumen::tensor

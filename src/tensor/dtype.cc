@@ -139,7 +139,8 @@ bool has_reference_kernels(DType type) {
     case DType::Q5_K:
     case DType::Q6_K:
     case DType::Q8_K:
-      return true;
+    case DType::IQ4_NL:
+    case DType::IQ4_XS: return true;
     default:
       return false;
   }

@@ -77,6 +77,15 @@ void quantize_q6_k(const float* src, void* dst, int64_t blocks);
 void dequantize_q8_k(const void* src, float* dst, int64_t blocks);
 void quantize_q8_k(const float* src, void* dst, int64_t blocks);
 
+// The non-linear 4-bit formats (quant_iq4.cc): dequantization bit-exact with ggml's; the
+// quantizers are Lumen's own least-squares searches (llama-quantize's are not reproduced).
+void dequantize_iq4_nl(const void* src, float* dst, int64_t blocks);
+void quantize_iq4_nl(const float* src, void* dst, int64_t blocks);
+void dequantize_iq4_xs(const void* src, float* dst, int64_t blocks);
+void quantize_iq4_xs(const float* src, void* dst, int64_t blocks);
+void quantize_iq4_nl_weighted(const float* x, void* dst, int64_t n, const float* importance);
+void quantize_iq4_xs_weighted(const float* x, void* dst, int64_t n, const float* importance);
+
 // K-quants quantized step for step as ggml's reference quantizers, which is what llama-quantize
 // writes without an importance matrix (ggml_kquant_low/mid/high.cc). The legacy and plain
 // quantizers above already are ggml's.

@@ -37,6 +37,8 @@ Kernels kernels_for(DType type) {
     case DType::Q5_K: return {dequantize_q5_k, quantize_q5_k};
     case DType::Q6_K: return {dequantize_q6_k, quantize_q6_k};
     case DType::Q8_K: return {dequantize_q8_k, quantize_q8_k};
+    case DType::IQ4_NL: return {dequantize_iq4_nl, quantize_iq4_nl};
+    case DType::IQ4_XS: return {dequantize_iq4_xs, quantize_iq4_xs};
     default: return {nullptr, nullptr};
   }
 }
@@ -67,6 +69,8 @@ QuantizeFn ggml_quantizer_for(DType type) {
     case DType::Q5_K: return quantize_q5_k_ggml;
     case DType::Q6_K: return quantize_q6_k_ggml;
     case DType::Q8_K: return nullptr;
+    // IQ4_NL and IQ4_XS: Lumen's own searches (quant_iq4.cc), the one exception to ggml's
+    // bytes; llama.cpp reads what they write as it reads its own.
     default: return kernels_for(type).quantize;
   }
 }
@@ -86,6 +90,8 @@ WeightedFn ggml_weighted_quantizer_for(DType type) {
     case DType::Q4_1: return quantize_q4_1_weighted;
     case DType::Q5_0: return quantize_q5_0_weighted;
     case DType::Q5_1: return quantize_q5_1_weighted;
+    case DType::IQ4_NL: return quantize_iq4_nl_weighted;
+    case DType::IQ4_XS: return quantize_iq4_xs_weighted;
     default: return nullptr;
   }
 }

@@ -7,7 +7,9 @@
 // kquant_fit.h); quantize_row_ggml writes the bytes ggml's reference quantizers write, which
 // is what llama-quantize produces without an importance matrix, so `lumen quantize` files can
 // be compared with llama.cpp's byte for byte. For the plain and legacy formats the two are the
-// same function (Lumen's already follows ggml step for step).
+// same function (Lumen's already follows ggml step for step). IQ4_NL and IQ4_XS are the
+// exception: both entry points run Lumen's own least-squares search (quant_iq4.cc), since the
+// format, not llama-quantize's search, is what a reader needs.
 #include <cstdint>
 
 #include "tensor/dtype.h"
@@ -24,8 +26,8 @@ void quantize_row_ggml(DType type, const float* src, void* dst, int64_t n);
 bool has_ggml_quantizer(DType type);
 // `rows` rows of `n_per_row` elements as llama-quantize --imatrix writes them: importance
 // (n_per_row values, the imatrix's mean squared activation per column) weights each element's
-// error in ggml's searches (Q2_K..Q6_K, Q4_0, Q4_1, Q5_0, Q5_1). Null importance, or a type
-// ggml quantizes without weights (Q8_0, F16, ...), gives quantize_row_ggml's bytes.
+// error in ggml's searches (Q2_K..Q6_K, Q4_0, Q4_1, Q5_0, Q5_1; Lumen's own for IQ4_NL, IQ4_XS). Null importance, or a
+// type ggml quantizes without weights (Q8_0, F16, ...), gives quantize_row_ggml's bytes.
 void quantize_rows_ggml(DType type, const float* src, void* dst, int64_t rows, int64_t n_per_row,
                         const float* importance);
 

@@ -31,11 +31,12 @@ TOOL = Path(os.environ.get("LUMEN_TOOLS_DIR", "build/release/tests/tools")) / "q
 F16_SCALE_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
+    T.IQ4_NL: [0], T.IQ4_XS: [0],
 }
 DEQUANT_TYPES = [T.F16, T.BF16, *F16_SCALE_FIELDS]
 GGUF_PY_QUANTIZES = [T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0]
 QUANTIZED = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
-             T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K]
+             T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.IQ4_NL, T.IQ4_XS]
 
 # Round-trip bound per type: sqrt(mean over blocks of (RMS error / max|x|)^2) on uniform data,
 # the worst case. Same figures, and the same derivation from each format's level step, as
@@ -43,7 +44,7 @@ QUANTIZED = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
 ROUND_TRIP_BOUND = {
     T.Q4_0: 0.042, T.Q4_1: 0.039, T.Q5_0: 0.020, T.Q5_1: 0.019, T.Q8_0: 0.0024,
     T.Q8_1: 0.0024, T.Q2_K: 0.140, T.Q3_K: 0.075, T.Q4_K: 0.035, T.Q5_K: 0.0172,
-    T.Q6_K: 0.0082, T.Q8_K: 0.0024,
+    T.Q6_K: 0.0082, T.Q8_K: 0.0024, T.IQ4_NL: 0.0425, T.IQ4_XS: 0.0425,
 }
 
 

@@ -103,6 +103,39 @@ float dot_q8_0(const uint8_t* w, const uint8_t* x, int64_t cols) {
   return sum;
 }
 
+// The non-linear 4-bit formats: a code is an index into kIq4Levels.
+inline int iq4_level(const uint8_t* qs, int j) { return tensor::kIq4Levels[nibble(qs, j)]; }
+
+float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t cols) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < cols / kLegacyBlock; ++b) {
+    const auto wb = load_block<tensor::BlockIQ4_NL>(w, b);
+    const auto xb = load_block<tensor::BlockQ8_0>(x, b);
+    int sumi = 0;
+    for (int j = 0; j < kLegacyBlock; ++j) sumi += iq4_level(wb.qs, j) * xb.qs[j];
+    sum += static_cast<float>(sumi) * (fp16_to_float(wb.d) * fp16_to_float(xb.d));
+  }
+  return sum;
+}
+
+// Per super-block one integer: |sum| <= 8 sub-blocks x 32 x 32 x 127 x 127 < 2^27.
+float dot_iq4_xs(const uint8_t* w, const uint8_t* x, int64_t cols) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < cols / tensor::kSuperBlock; ++b) {
+    const auto wb = load_block<tensor::BlockIQ4_XS>(w, b);
+    const auto xb = load_block<tensor::BlockQ8_K>(x, b);
+    int scaled = 0;
+    for (int s = 0; s < tensor::kSuperBlock / kLegacyBlock; ++s) {
+      const int ls = (((wb.scales_l[s / 2] >> (4 * (s % 2))) & 15) | (((wb.scales_h >> (2 * s)) & 3) << 4)) - 32;
+      int sub = 0;
+      for (int j = 0; j < kLegacyBlock; ++j) sub += iq4_level(wb.qs + 16 * s, j) * xb.qs[32 * s + j];
+      scaled += ls * sub;
+    }
+    sum += fp16_to_float(wb.d) * xb.d * static_cast<float>(scaled);
+  }
+  return sum;
+}
+
 // All K-quants go through the uniform decoded form of kquant_decode.h.
 template <DecodeSuperFn decode>
 float dot_k(const uint8_t* w, const uint8_t* x, int64_t cols) {
@@ -188,6 +221,8 @@ constexpr TypeKernels kQ3_K = make_kernels<DType::Q8_K, dot_k<decode_q3_k>>();
 constexpr TypeKernels kQ4_K = make_kernels<DType::Q8_K, dot_k<decode_q4_k>>();
 constexpr TypeKernels kQ5_K = make_kernels<DType::Q8_K, dot_k<decode_q5_k>>();
 constexpr TypeKernels kQ6_K = make_kernels<DType::Q8_K, dot_k<decode_q6_k>>();
+constexpr TypeKernels kIQ4_NL = make_kernels<DType::Q8_0, dot_iq4_nl>();
+constexpr TypeKernels kIQ4_XS = make_kernels<DType::Q8_K, dot_iq4_xs>();
 constexpr TypeKernels kF32 = make_kernels<DType::F32, dot_f32>();
 constexpr TypeKernels kF16 = make_kernels<DType::F32, dot_f16>();
 constexpr TypeKernels kBF16 = make_kernels<DType::F32, dot_bf16>();
@@ -206,6 +241,8 @@ const TypeKernels* scalar_kernels(DType type) {
     case DType::Q4_K: return &kQ4_K;
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;
+    case DType::IQ4_NL: return &kIQ4_NL;
+    case DType::IQ4_XS: return &kIQ4_XS;
     case DType::F32: return &kF32;
     case DType::F16: return &kF16;
     case DType::BF16: return &kBF16;

@@ -19,12 +19,14 @@ using tensor::DType;
 
 // ---- legacy 32-element formats against Q8_0 / Q8_1 ----
 // Each format exposes its codes as u8 with an offset (value = d * (code - offset)) or, for the
-// "_1" kinds, a min (value = d * code + m) that pairs with the Q8_1 block's s = d_x * sum(q_x).
+// "_1" kinds, a min (value = d * code + m) that pairs with the Q8_1 block's s = d_x * sum(q_x);
+// or, without VNNI, as signed codes (kSignedCodes: the sign moves onto the activation).
 
 struct Q4_0Format {
   using Block = tensor::BlockQ4_0;
   static constexpr int kOffset = 8;
   static constexpr bool kHasMin = false;
+  static constexpr bool kSignedCodes = false;
   static __m256i codes(const uint8_t* b) { return unpack_nibbles(b + offsetof(Block, qs)); }
 };
 
@@ -32,6 +34,7 @@ struct Q4_1Format {
   using Block = tensor::BlockQ4_1;
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
+  static constexpr bool kSignedCodes = false;
   static __m256i codes(const uint8_t* b) { return unpack_nibbles(b + offsetof(Block, qs)); }
 };
 
@@ -39,6 +42,7 @@ struct Q5_0Format {
   using Block = tensor::BlockQ5_0;
   static constexpr int kOffset = 16;
   static constexpr bool kHasMin = false;
+  static constexpr bool kSignedCodes = false;
   static __m256i codes(const uint8_t* b) {
     return _mm256_or_si256(unpack_nibbles(b + offsetof(Block, qs)), fifth_bits(b + offsetof(Block, qh)));
   }
@@ -48,6 +52,7 @@ struct Q5_1Format {
   using Block = tensor::BlockQ5_1;
   static constexpr int kOffset = 0;
   static constexpr bool kHasMin = true;
+  static constexpr bool kSignedCodes = false;
   static __m256i codes(const uint8_t* b) {
     return _mm256_or_si256(unpack_nibbles(b + offsetof(Block, qs)), fifth_bits(b + offsetof(Block, qh)));
   }
@@ -60,15 +65,36 @@ struct Q8_0Format {
   using Block = tensor::BlockQ8_0;
   static constexpr int kOffset = LUMEN_X86_VNNI ? 128 : 0;
   static constexpr bool kHasMin = false;
+  static constexpr bool kSignedCodes = !LUMEN_X86_VNNI;
   static __m256i codes(const uint8_t* b) {
     const __m256i q = load_256(b + offsetof(Block, qs));
     return LUMEN_X86_VNNI ? _mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80))) : q;
   }
 };
 
+// The 32 codes of a block of non-linear 4-bit levels (IQ4_NL, and each 32-value sub-block of
+// IQ4_XS) as their signed int8 levels: the nibbles index a 16-byte table, one vpshufb (the table
+// repeats in both 128-bit lanes, as vpshufb looks up within a lane).
+inline __m256i iq4_levels(const uint8_t* qs) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tensor::kIq4Levels));
+  return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), unpack_nibbles(qs));
+}
+
+// IQ4_NL: signed levels in [-127, 113], so as Q8_0: sign-flipped to u8 with VNNI, signed without.
+struct IQ4_NLFormat {
+  using Block = tensor::BlockIQ4_NL;
+  static constexpr int kOffset = LUMEN_X86_VNNI ? 128 : 0;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kSignedCodes = !LUMEN_X86_VNNI;
+  static __m256i codes(const uint8_t* b) {
+    const __m256i levels = iq4_levels(b + offsetof(Block, qs));
+    return LUMEN_X86_VNNI ? _mm256_xor_si256(levels, _mm256_set1_epi8(static_cast<char>(0x80))) : levels;
+  }
+};
+
 template <typename F>
 inline __m256i legacy_dot(__m256i base, __m256i codes, __m256i act) {
-  if constexpr (!LUMEN_X86_VNNI && std::is_same_v<F, Q8_0Format>) {
+  if constexpr (F::kSignedCodes) {
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(act, codes));
     return _mm256_add_epi32(base, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   } else {
@@ -203,6 +229,66 @@ template <KquantRegistersFn unpack, size_t kBlockBytes, int NT>
 void kquant_tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int64_t cols, float* out) {
   kquant_panel<unpack, kBlockBytes>(w_rows, x_rows, NT, cols, out);
 }
+
+// ---- IQ4_XS against Q8_K ----
+// A sub-block of 32 levels is one vector. Levels reach -127, so u8 x s8 pairs could saturate
+// int16 if the codes were offset to u8: the sign moves onto the activation instead (|level| x
+// +-act, pair sums at most 2 x 127 x 127), and the int16 pairs are multiplied by the sub-block's
+// scale ls - 32 into int32 lanes. A lane sums at most 8 sub-blocks x 2 pairs x 32258 x 32 <
+// 2^24, so its float conversion is exact. As the K-quant panel, a row's super-block is unpacked
+// once for all of a task's tokens.
+void iq4_xs_panel(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int nt, int64_t cols, float* out) {
+  constexpr size_t kWBytes = sizeof(tensor::BlockIQ4_XS);
+  constexpr size_t kXBytes = sizeof(tensor::BlockQ8_K);
+  constexpr int kSubBlocks = tensor::kSuperBlock / 32;
+  const size_t next_tile = static_cast<size_t>(cols / tensor::kSuperBlock) * kWBytes * kTileRows * 2;
+  __m256 acc[kTileRows][kMaxPanelTokens];
+  for (int r = 0; r < kTileRows; ++r) {
+    for (int t = 0; t < nt; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  const int64_t blocks = cols / tensor::kSuperBlock;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int r = 0; r < kTileRows; ++r) {
+      const uint8_t* wb = w_rows[r] + static_cast<size_t>(b) * kWBytes;
+      for (size_t line = 0; line < kWBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(wb + next_tile + line), _MM_HINT_T0);
+      }
+      tensor::BlockIQ4_XS block;
+      std::memcpy(&block, wb, kWBytes);
+      __m256i levels[kSubBlocks], magnitudes[kSubBlocks], scales[kSubBlocks];
+      for (int k = 0; k < kSubBlocks; ++k) {
+        const int ls =
+            (((block.scales_l[k / 2] >> (4 * (k % 2))) & 15) | (((block.scales_h >> (2 * k)) & 3) << 4)) - 32;
+        levels[k] = iq4_levels(block.qs + 16 * k);
+        magnitudes[k] = _mm256_sign_epi8(levels[k], levels[k]);
+        scales[k] = _mm256_set1_epi16(static_cast<int16_t>(ls));
+      }
+      const float d = tensor::fp16_to_float(block.d);
+      for (int t = 0; t < nt; ++t) {
+        const uint8_t* xb = x_rows[t] + b * kXBytes;
+        float xd;
+        std::memcpy(&xd, xb, 4);
+        const uint8_t* xqs = xb + offsetof(tensor::BlockQ8_K, qs);
+        __m256i sum = _mm256_setzero_si256();
+        for (int k = 0; k < kSubBlocks; ++k) {
+          const __m256i act = _mm256_sign_epi8(load_256(xqs + 32 * k), levels[k]);
+          sum = dot_i16(sum, _mm256_maddubs_epi16(magnitudes[k], act), scales[k]);
+        }
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(d * xd), acc[r][t]);
+      }
+    }
+  }
+  for (int t = 0; t < nt; ++t) {
+    for (int r = 0; r < kTileRows; ++r) out[t * kTileRows + r] = hsum(acc[r][t]);
+  }
+}
+
+template <int NT>
+struct IQ4_XSTile {
+  static void run(const uint8_t* const* w, const uint8_t* const* x, int64_t cols, float* out) {
+    iq4_xs_panel(w, x, NT, cols, out);
+  }
+};
 
 // ---- float weights against f32 activations ----
 
@@ -367,6 +453,8 @@ const TypeKernels* x86_kernels_for(DType type) {
   static constexpr TypeKernels kQ4_K = kquant_kernels<tensor::BlockQ4_K, q4_k_registers>();
   static constexpr TypeKernels kQ5_K = kquant_kernels<tensor::BlockQ5_K, staged_registers<decode_q5_k>>();
   static constexpr TypeKernels kQ6_K = kquant_kernels<tensor::BlockQ6_K, q6_k_registers>();
+  static constexpr TypeKernels kIQ4_NL = make_x86_kernels<LegacyTile<IQ4_NLFormat>::At>(DType::Q8_0, quantize_act_q8_0);
+  static constexpr TypeKernels kIQ4_XS = make_x86_kernels<IQ4_XSTile>(DType::Q8_K, quantize_act_q8_k, iq4_xs_panel);
 #if defined(__AVX512F__)
   static constexpr TypeKernels kF32 = make_x86_kernels<F32Tile512>(DType::F32, nullptr);
 #else
@@ -385,6 +473,8 @@ const TypeKernels* x86_kernels_for(DType type) {
     case DType::Q4_K: return &kQ4_K;
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;
+    case DType::IQ4_NL: return &kIQ4_NL;
+    case DType::IQ4_XS: return &kIQ4_XS;
     case DType::F32: return &kF32;
     case DType::F16: return &kF16;
     case DType::BF16: return &kBF16;
