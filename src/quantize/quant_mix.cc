@@ -10,14 +10,15 @@ using tensor::DType;
 
 // llama_ftype numbers from llama.cpp's include/llama.h.
 constexpr std::array kMixes = {
-    MixInfo{Mix::Q4_0, "Q4_0", 2, DType::Q4_0},       MixInfo{Mix::Q4_1, "Q4_1", 3, DType::Q4_1},
-    MixInfo{Mix::Q5_0, "Q5_0", 8, DType::Q5_0},       MixInfo{Mix::Q5_1, "Q5_1", 9, DType::Q5_1},
-    MixInfo{Mix::Q8_0, "Q8_0", 7, DType::Q8_0},       MixInfo{Mix::Q2_K, "Q2_K", 10, DType::Q2_K},
-    MixInfo{Mix::Q3_K_S, "Q3_K_S", 11, DType::Q3_K},  MixInfo{Mix::Q3_K_M, "Q3_K_M", 12, DType::Q3_K},
-    MixInfo{Mix::Q3_K_L, "Q3_K_L", 13, DType::Q3_K},  MixInfo{Mix::Q4_K_S, "Q4_K_S", 14, DType::Q4_K},
-    MixInfo{Mix::Q4_K_M, "Q4_K_M", 15, DType::Q4_K},  MixInfo{Mix::Q5_K_S, "Q5_K_S", 16, DType::Q5_K},
-    MixInfo{Mix::Q5_K_M, "Q5_K_M", 17, DType::Q5_K},  MixInfo{Mix::Q6_K, "Q6_K", 18, DType::Q6_K},
-    MixInfo{Mix::F16, "F16", 1, DType::F16},          MixInfo{Mix::BF16, "BF16", 32, DType::BF16},
+    MixInfo{Mix::Q4_0, "Q4_0", 2, DType::Q4_0},        MixInfo{Mix::Q4_1, "Q4_1", 3, DType::Q4_1},
+    MixInfo{Mix::Q5_0, "Q5_0", 8, DType::Q5_0},        MixInfo{Mix::Q5_1, "Q5_1", 9, DType::Q5_1},
+    MixInfo{Mix::Q8_0, "Q8_0", 7, DType::Q8_0},        MixInfo{Mix::Q2_K, "Q2_K", 10, DType::Q2_K},
+    MixInfo{Mix::Q3_K_S, "Q3_K_S", 11, DType::Q3_K},   MixInfo{Mix::Q3_K_M, "Q3_K_M", 12, DType::Q3_K},
+    MixInfo{Mix::Q3_K_L, "Q3_K_L", 13, DType::Q3_K},   MixInfo{Mix::Q4_K_S, "Q4_K_S", 14, DType::Q4_K},
+    MixInfo{Mix::Q4_K_M, "Q4_K_M", 15, DType::Q4_K},   MixInfo{Mix::Q5_K_S, "Q5_K_S", 16, DType::Q5_K},
+    MixInfo{Mix::Q5_K_M, "Q5_K_M", 17, DType::Q5_K},   MixInfo{Mix::Q6_K, "Q6_K", 18, DType::Q6_K},
+    MixInfo{Mix::IQ4_NL, "IQ4_NL", 25, DType::IQ4_NL}, MixInfo{Mix::IQ4_XS, "IQ4_XS", 30, DType::IQ4_XS},
+    MixInfo{Mix::F16, "F16", 1, DType::F16},           MixInfo{Mix::BF16, "BF16", 32, DType::BF16},
     MixInfo{Mix::F32, "F32", 0, DType::F32},
 };
 

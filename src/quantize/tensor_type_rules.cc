@@ -80,6 +80,10 @@ DType TensorTypePlanner::attention_v_rule(DType type) {
     case Mix::Q4_K_S:
       if (i < 4) type = DType::Q5_K;
       break;
+    case Mix::IQ4_NL:
+    case Mix::IQ4_XS:
+      if (facts_.n_gqa >= 4) type = DType::Q5_K;
+      break;
     default: break;
   }
   // A 70B model's V is 8x smaller than Q (8 query heads per KV head): more bits cost little.
@@ -110,6 +114,9 @@ DType TensorTypePlanner::ffn_down_rule(std::string_view name, DType type) {
     // which llama.cpp found steadier there (without one its files stay as they always were).
     case Mix::Q4_0: return options_.has_imatrix && layer < n / 8 ? DType::Q4_1 : type;
     case Mix::Q5_0: return options_.has_imatrix && layer < n / 8 ? DType::Q5_1 : type;
+    // Without an importance matrix the first eighth of FFN down keeps more bits.
+    case Mix::IQ4_NL:
+    case Mix::IQ4_XS: return !options_.has_imatrix && layer < n / 8 ? DType::Q5_K : type;
     default: return type;
   }
 }
@@ -118,8 +125,8 @@ DType TensorTypePlanner::attention_output_rule(DType type) const {
   const Mix mix = options_.mix;
   if (facts_.architecture == "falcon") return mix == Mix::Q3_K_L ? DType::Q4_K : type;
   if (facts_.n_expert == 8) {
-    const bool low_bit = mix == Mix::Q2_K || mix == Mix::Q3_K_S || mix == Mix::Q3_K_M ||
-                         mix == Mix::Q4_K_S || mix == Mix::Q4_K_M;
+    const bool low_bit = mix == Mix::Q2_K || mix == Mix::Q3_K_S || mix == Mix::Q3_K_M || mix == Mix::Q4_K_S ||
+                         mix == Mix::Q4_K_M || mix == Mix::IQ4_NL || mix == Mix::IQ4_XS;
     return low_bit ? DType::Q5_K : type;
   }
   switch (mix) {
@@ -152,6 +159,7 @@ DType TensorTypePlanner::fallback(std::string_view name, int64_t columns, DType 
     case DType::Q4_K: chosen = DType::Q5_0; break;
     case DType::Q5_K: chosen = DType::Q5_1; break;
     case DType::Q6_K: chosen = DType::Q8_0; break;
+    case DType::IQ4_XS: chosen = DType::IQ4_NL; break;
     default: break;  // a 32-element type has no smaller block to fall back to
   }
   if (columns % block_elements(chosen) != 0) chosen = DType::F16;

@@ -29,20 +29,27 @@ constexpr int kLevels = 16;
 // [-kSearch, kSearch], in steps of one level unit.
 constexpr int kSearch = 12;
 
-// The index of the level nearest to v (levels ascend; ties go to the lower one).
+// The index of the level nearest to v (ties go to the lower level). Midpoints between levels are
+// multiples of 1/2, so ceil(2 v) decides: v <= m = j / 2 exactly when ceil(2 v) <= j. One table
+// lookup instead of a search (the quantizers try 25 scales for every group).
+constexpr int kTableLow = 2 * -127, kTableHigh = 2 * 113;
+
+struct NearestTable {
+  uint8_t index[kTableHigh - kTableLow + 1];
+  constexpr NearestTable() : index() {
+    for (int k = kTableLow; k <= kTableHigh; ++k) {
+      int q = 0;
+      while (q + 1 < kLevels && k > kIq4Levels[q] + kIq4Levels[q + 1]) ++q;  // 2 v above 2 m
+      index[k - kTableLow] = static_cast<uint8_t>(q);
+    }
+  }
+};
+constexpr NearestTable kNearest;
+
 int nearest_level(float v) {
   if (!(v > static_cast<float>(kIq4Levels[0]))) return 0;  // also NaN
   if (v >= static_cast<float>(kIq4Levels[kLevels - 1])) return kLevels - 1;
-  int lo = 0, hi = kLevels - 1;  // L[lo] < v < L[hi]
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (v < static_cast<float>(kIq4Levels[mid])) {
-      hi = mid;
-    } else {
-      lo = mid;
-    }
-  }
-  return v - static_cast<float>(kIq4Levels[lo]) <= static_cast<float>(kIq4Levels[hi]) - v ? lo : hi;
+  return kNearest.index[static_cast<int>(std::ceil(2.0f * v)) - kTableLow];
 }
 
 void group_weights(const float* x, const float* importance, float* w) {

@@ -1,7 +1,7 @@
 #pragma once
 // The block formats' arithmetic for the CUDA kernels, written once for the device and the host
 // (hd_math.h) so tests/unit/cuda_host checks it on a CPU against the CPU backend: every weight
-// type the CPU backend reads (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K .. Q6_K, Q8_K).
+// type the CPU backend reads (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K .. Q6_K, Q8_K, IQ4_NL, IQ4_XS).
 //
 // A "unit" is 32 consecutive values: one legacy block, or one of the 8 parts of a 256-value
 // K-quant super-block. Kernels see a unit in two forms:
@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "backend/cuda/hd_math.h"
+#include "tensor/block_formats.h"
 #include "tensor/dtype.h"
 
 namespace lumen::backend::cuda::hd {
@@ -25,23 +26,51 @@ namespace lumen::backend::cuda::hd {
 using tensor::DType;
 
 template <DType F>
-inline constexpr int kBlockBytes = F == DType::Q4_0   ? 18
-                                   : F == DType::Q4_1 ? 20
-                                   : F == DType::Q5_0 ? 22
-                                   : F == DType::Q5_1 ? 24
-                                   : F == DType::Q8_0 ? 34
-                                   : F == DType::Q8_1 ? 36
-                                   : F == DType::Q2_K ? 84
-                                   : F == DType::Q3_K ? 110
-                                   : F == DType::Q4_K ? 144
-                                   : F == DType::Q5_K ? 176
-                                   : F == DType::Q6_K ? 210
-                                   : F == DType::Q8_K ? 292
-                                                      : 0;
+inline constexpr int kBlockBytes = F == DType::Q4_0     ? 18
+                                   : F == DType::Q4_1   ? 20
+                                   : F == DType::Q5_0   ? 22
+                                   : F == DType::Q5_1   ? 24
+                                   : F == DType::Q8_0   ? 34
+                                   : F == DType::Q8_1   ? 36
+                                   : F == DType::Q2_K   ? 84
+                                   : F == DType::Q3_K   ? 110
+                                   : F == DType::Q4_K   ? 144
+                                   : F == DType::Q5_K   ? 176
+                                   : F == DType::Q6_K   ? 210
+                                   : F == DType::Q8_K   ? 292
+                                   : F == DType::IQ4_NL ? 18
+                                   : F == DType::IQ4_XS ? 136
+                                                        : 0;
 
+// The 256-value super-block types, read against Q8_K activations: the K-quants and IQ4_XS.
 template <DType F>
 inline constexpr bool kIsKQuant = F == DType::Q2_K || F == DType::Q3_K || F == DType::Q4_K || F == DType::Q5_K ||
-                                  F == DType::Q6_K || F == DType::Q8_K;
+                                  F == DType::Q6_K || F == DType::Q8_K || F == DType::IQ4_XS;
+
+// IQ4_NL / IQ4_XS: tensor::kIq4Levels as the bytes of two words (levels 0..7, then 8..15), so
+// that host and device look a level up by shifting, with no table in memory.
+inline constexpr uint64_t kIq4LevelsLow = 0xF6EADDCFBFAD9881ull;
+inline constexpr uint64_t kIq4LevelsHigh = 0x7159453526190D01ull;
+constexpr bool iq4_words_match_levels() {
+  for (int q = 0; q < 16; ++q) {
+    const uint64_t word = q < 8 ? kIq4LevelsLow : kIq4LevelsHigh;
+    if (static_cast<int8_t>(static_cast<uint8_t>(word >> (8 * (q % 8)))) != tensor::kIq4Levels[q]) return false;
+  }
+  return true;
+}
+static_assert(iq4_words_match_levels());
+
+// Four codes (one per byte, 0..15) to their four int8 levels, byte for byte.
+LUMEN_HD uint32_t iq4_levels(uint32_t codes) {
+  uint32_t out = 0;
+  LUMEN_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t q = (codes >> (8 * i)) & 15u;
+    const uint64_t word = q < 8 ? kIq4LevelsLow : kIq4LevelsHigh;
+    out |= static_cast<uint32_t>((word >> (8 * (q & 7u))) & 0xFFu) << (8 * i);
+  }
+  return out;
+}
 
 // Legacy types whose value is d * q + m (the others: d * q).
 template <DType F>
@@ -77,7 +106,15 @@ template <DType F>
 LUMEN_HD void decode_legacy(const uint8_t* b, LegacyBlock& out) {
   out.d = half_to_float(load_u16(b));
   out.m = 0.0f;
-  if constexpr (F == DType::Q8_0 || F == DType::Q8_1) {
+  if constexpr (F == DType::IQ4_NL) {  // Q4_0's nibbles, each indexing a level
+    LUMEN_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      uint32_t low, high;
+      split_nibbles(load_word<F>(b, 2 + 4 * k), low, high);
+      out.w[k] = static_cast<int>(iq4_levels(low));
+      out.w[4 + k] = static_cast<int>(iq4_levels(high));
+    }
+  } else if constexpr (F == DType::Q8_0 || F == DType::Q8_1) {
     const int qs = F == DType::Q8_0 ? 2 : 4;  // Q8_1's s is for activations, not values
     LUMEN_UNROLL
     for (int k = 0; k < 8; ++k) out.w[k] = static_cast<int>(load_word<F>(b, qs + 4 * k));
@@ -240,6 +277,22 @@ LUMEN_HD void decode_kunit(const uint8_t* sb, int j, KUnit& u) {
     for (int i = 0; i < 2; ++i) {
       u.scale[i] = static_cast<int8_t>(sb[192 + 2 * j + i]);
       u.min[i] = 32 * u.scale[i];
+    }
+  } else if constexpr (F == DType::IQ4_XS) {
+    // Signed levels as codes, one scale ls - 32 for the unit's two halves, no min; the unit's
+    // 16 bytes of nibbles hold elements l (low) and 16 + l (high).
+    u.d = half_to_float(load_u16(sb));
+    u.dmin = 0.0f;
+    const int ls = (((sb[4 + j / 2] >> (4 * (j % 2))) & 15) | (((load_u16(sb + 2) >> (2 * j)) & 3) << 4)) - 32;
+    u.scale[0] = u.scale[1] = ls;
+    u.min[0] = u.min[1] = 0;
+    const uint8_t* qs = sb + 8 + 16 * j;
+    LUMEN_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      uint32_t low, high;
+      split_nibbles(load_u32(qs + 4 * k), low, high);
+      u.codes[k] = static_cast<int>(iq4_levels(low));
+      u.codes[4 + k] = static_cast<int>(iq4_levels(high));
     }
   }
 }

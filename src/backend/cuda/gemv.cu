@@ -85,7 +85,7 @@ tensor::DType gemv_activation_type(tensor::DType weight_type) {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q8_0:
-      return DType::Q8_0;
+    case DType::IQ4_NL: return DType::Q8_0;
     case DType::Q4_1:
     case DType::Q5_1: return DType::Q8_1;
     case DType::Q2_K:
@@ -93,7 +93,7 @@ tensor::DType gemv_activation_type(tensor::DType weight_type) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
-      return DType::Q8_K;
+    case DType::IQ4_XS: return DType::Q8_K;
     case DType::F32:
     case DType::F16:
     case DType::BF16:

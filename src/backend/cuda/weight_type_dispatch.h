@@ -26,6 +26,8 @@ bool dispatch_weight_type(tensor::DType type, Launch&& launch) {
     case DType::Q5_K: launch.template operator()<DType::Q5_K>(); return true;
     case DType::Q6_K: launch.template operator()<DType::Q6_K>(); return true;
     case DType::Q8_K: launch.template operator()<DType::Q8_K>(); return true;
+    case DType::IQ4_NL: launch.template operator()<DType::IQ4_NL>(); return true;
+    case DType::IQ4_XS: launch.template operator()<DType::IQ4_XS>(); return true;
     default: return false;
   }
 }

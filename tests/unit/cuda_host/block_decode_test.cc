@@ -34,7 +34,9 @@ std::vector<int> f16_fields(DType t) {
   switch (t) {
     case DType::Q4_0:
     case DType::Q5_0:
-    case DType::Q8_0: return {0};
+    case DType::Q8_0:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS: return {0};
     case DType::Q4_1:
     case DType::Q5_1:
     case DType::Q8_1:
@@ -93,7 +95,7 @@ void check_dequantize(const std::vector<uint8_t>& row, int64_t cols) {
 TEST(CudaBlockDecode, DequantizeIsBitExactWithTheReference) {
   std::mt19937 rng(54);
   for_types<DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q2_K, DType::Q3_K,
-            DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K>([&]<DType F>() {
+            DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS>([&]<DType F>() {
     for (int trial = 0; trial < 200; ++trial) {
       const int64_t blocks = 1 + static_cast<int64_t>(rng() % 4);
       const auto row = random_row(F, blocks, trial % 2 == 0, rng);
@@ -199,7 +201,7 @@ void check_block_dots(std::mt19937& rng, bool raw_bytes) {
 TEST(CudaBlockDecode, BlockDotsAreBitExactWithTheCpu) {
   std::mt19937 rng(48);
   for_types<DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
-            DType::Q5_K, DType::Q6_K>([&]<DType F>() {
+            DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS>([&]<DType F>() {
     for (int trial = 0; trial < 100; ++trial) {
       check_block_dots<F>(rng, trial % 2 == 0);
       if (::testing::Test::HasFatalFailure()) return;

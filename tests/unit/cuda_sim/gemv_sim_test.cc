@@ -195,7 +195,8 @@ INSTANTIATE_TEST_SUITE_P(Types, SimulatedGemv,
                                            GemvCase{DType::Q5_0, 1024}, GemvCase{DType::Q5_1, 512},
                                            GemvCase{DType::Q8_0, 512}, GemvCase{DType::Q2_K, 1024},
                                            GemvCase{DType::Q3_K, 2048}, GemvCase{DType::Q4_K, 768},
-                                           GemvCase{DType::Q5_K, 512}, GemvCase{DType::Q6_K, 2048}),
+                                           GemvCase{DType::Q5_K, 512}, GemvCase{DType::Q6_K, 2048},
+                                           GemvCase{DType::IQ4_NL, 512}, GemvCase{DType::IQ4_XS, 512}),
                          case_name);
 
 }  // namespace

@@ -67,7 +67,7 @@ TEST_P(SimulatedWeightPrep, GetRowsGivesTheDequantizedRowsItIsAskedFor) {
 INSTANTIATE_TEST_SUITE_P(Types, SimulatedWeightPrep,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                                            DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                                           DType::Q6_K),
+                                           DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS),
                          [](const ::testing::TestParamInfo<DType>& type) {
                            return std::string(tensor::dtype_name(type.param));
                          });
