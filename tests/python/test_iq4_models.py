@@ -1,5 +1,5 @@
 """IQ4_NL and IQ4_XS models end to end: `lumen quantize` writes them from the default model with
-llama-quantize's choice of tensor types, and `lumen perplexity` on those bytes agrees with
+llama-quantize's choice of tensor types (tensor for tensor), and `lumen perplexity` on those bytes agrees with
 llama.cpp's llama-perplexity on the same bytes (tests/golden/perplexity/llama_perplexity_iq4.json,
 made by scripts/make_iq4_golden.py). The kernels' arithmetic is tested apart (tests/unit/backend,
 tests/unit/cuda_host; dequantization against gguf-py in test_quant_exact.py); this is the whole
@@ -44,7 +44,9 @@ def test_perplexity_within_half_a_percent_of_llama_perplexity_on_the_same_file(t
         "changed on purpose, rerun scripts/make_iq4_golden.py")
     # SmolLM2's 576-wide rows are not whole 256-value super-blocks: IQ4_XS falls back to IQ4_NL
     # there, as llama-quantize does, so the IQ4_XS file exercises both formats.
-    types = Counter(t.tensor_type.name for t in GGUFReader(path).tensors)
+    chosen = {t.name: t.tensor_type.name for t in GGUFReader(path).tensors}
+    assert chosen == ref["llama_quantize_types"]
+    types = Counter(chosen.values())
     assert types["IQ4_NL"] > 100
     assert (types["IQ4_XS"] > 0) == (qtype == "IQ4_XS")
     r = subprocess.run([lumen_bin(), "perplexity", "-m", str(path), "-t", "2", "-f", str(TEXT), *GOLDEN["flags"],

@@ -302,9 +302,10 @@ TEST(CudaBackendErrors, RefusesHostTensorsAndTypesWithoutKernels) {
   std::vector<float> host(16, 1.0f);
   TensorView h = f32_matrix(host.data(), 16, 1);
   EXPECT_THROW(gpu()->scale(h, 2.0f), Error);
-  std::vector<uint8_t> iq4(18 * 4);  // four IQ4_NL blocks: a format with no CUDA kernels
-  const TensorView w = gpu()->upload_weights(DType::IQ4_NL, {128, 1, 1, 1}, iq4.data());
-  DeviceTensor x = device_matrix(128, 1, 128), y = device_matrix(1, 1, 1);
+  // One IQ2_XXS super-block (256 values in 66 bytes): a format with no kernels anywhere.
+  std::vector<uint8_t> iq2(tensor::dtype_info(DType::IQ2_XXS).block_bytes);
+  const TensorView w = gpu()->upload_weights(DType::IQ2_XXS, {256, 1, 1, 1}, iq2.data());
+  DeviceTensor x = device_matrix(256, 1, 256), y = device_matrix(1, 1, 1);
   const std::vector<int32_t> ids = {0};
   EXPECT_THROW(gpu()->get_rows(w, ids, x.view), Error);
   EXPECT_THROW(gpu()->matmul(w, x.view, y.view), Error);

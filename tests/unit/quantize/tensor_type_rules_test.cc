@@ -177,5 +177,37 @@ TEST(TensorTypeRules, ImatrixGivesTheFirstEighthOfFfnDownAnOffset) {
   EXPECT_EQ(per_layer(plain, layers, "ffn_down"), std::vector<DType>(layers, DType::Q4_0));
 }
 
+// IQ4_NL and IQ4_XS as llama-quantize mixes them (checked tensor for tensor against llama-quantize
+// on SmolLM2, a llama-1b shape with 4 query heads a KV head, and mixtral-mini, 2026-12-01; the
+// SmolLM2 files are tests/python/test_iq4_models.py's golden).
+TEST(TensorTypeRules, Iq4MixesKeepMoreBitsWhereLlamaQuantizeDoes) {
+  const int64_t layers = 16;
+  for (const Mix m : {Mix::IQ4_NL, Mix::IQ4_XS}) {
+    const DType base = m == Mix::IQ4_NL ? DType::IQ4_NL : DType::IQ4_XS;
+    ModelFacts gqa = dense_model(layers);
+    gqa.n_gqa = 4;
+    TensorTypePlanner grouped(gqa, mix(m));
+    EXPECT_EQ(per_layer(grouped, layers, "attn_v"), std::vector<DType>(layers, DType::Q5_K));
+    TensorTypePlanner plain(dense_model(layers), mix(m));
+    EXPECT_EQ(per_layer(plain, layers, "attn_v"), std::vector<DType>(layers, base));
+    // The first eighth of FFN down, without an importance matrix only.
+    const std::vector<DType> down = per_layer(plain, layers, "ffn_down");
+    for (int i = 0; i < layers; ++i) EXPECT_EQ(down[static_cast<size_t>(i)], i < 2 ? DType::Q5_K : base) << i;
+    TypeChoiceOptions with = mix(m);
+    with.has_imatrix = true;
+    TensorTypePlanner weighted(dense_model(layers), with);
+    EXPECT_EQ(per_layer(weighted, layers, "ffn_down"), std::vector<DType>(layers, base));
+    EXPECT_EQ(plain.choose("output.weight", DType::F16, kMatrix), DType::Q6_K);
+    ModelFacts moe = dense_model(layers);
+    moe.n_expert = 8;
+    TensorTypePlanner experts(moe, mix(m));
+    EXPECT_EQ(experts.choose("blk.1.attn_output.weight", DType::F16, kMatrix), DType::Q5_K);
+  }
+  // IQ4_XS rows that are not whole 256-value super-blocks take IQ4_NL, as SmolLM2's 576-wide ones.
+  TensorTypePlanner planner(dense_model(8), mix(Mix::IQ4_XS));
+  EXPECT_EQ(planner.choose("blk.5.attn_q.weight", DType::F16, std::vector<int64_t>{576, 64}), DType::IQ4_NL);
+  EXPECT_EQ(planner.fallbacks().size(), 1u);
+}
+
 }  // namespace
 }  // namespace lumen::quantize

@@ -83,10 +83,9 @@ TEST(DTypeTable, NamesParseCaseInsensitively) {
 }
 
 TEST(DTypeTable, ReferenceKernelsExactlyForTheSupportedTypes) {
-  const std::set<DType> supported = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
-                                     DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                                     DType::Q8_1, DType::Q2_K, DType::Q3_K, DType::Q4_K,
-                                     DType::Q5_K, DType::Q6_K, DType::Q8_K};
+  const std::set<DType> supported = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,  DType::Q5_0,
+                                     DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q2_K,   DType::Q3_K,  DType::Q4_K,
+                                     DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS};
   for (const Expected& e : kExpected) {
     const auto type = static_cast<DType>(e.id);
     EXPECT_EQ(has_reference_kernels(type), supported.count(type) == 1) << e.name;
