@@ -41,6 +41,7 @@ using Q4_0Source = Source<tensor::BlockQ4_0, false, 0>;
 using Q4_1Source = Source<tensor::BlockQ4_1, true, 0>;
 using Q5_0Source = Source<tensor::BlockQ5_0, false, 0, true>;
 using Q8_0Source = Source<tensor::BlockQ8_0, false, 0x80>;
+using IQ4_NLSource = Source<tensor::BlockIQ4_NL, false, 0>;  // Q4_0's layout: the kernel looks the levels up
 
 // One group: rows are read in order (one sequential stream each), their 4-byte pieces land in
 // the group's buffer, which a few tens of KB keep in L1/L2. Fixed sizes let the compiler turn
@@ -167,6 +168,7 @@ PackGroupFn pack_group_for(tensor::DType type) {
     case DType::Q4_1: return pack_group<Q4_1Source>;
     case DType::Q5_0: return pack_group<Q5_0Source>;
     case DType::Q8_0: return pack_group<Q8_0Source>;
+    case DType::IQ4_NL: return pack_group<IQ4_NLSource>;
     case DType::Q4_K: return pack_group_q4_k<tensor::BlockQ4_K, kQ4KQsBytes>;
     case DType::Q5_K: return pack_group_q4_k<tensor::BlockQ5_K, kQ5KQsBytes>;
     case DType::Q6_K: return pack_group_q6_k;
@@ -183,6 +185,7 @@ PackedFormat packed_format(tensor::DType type) {
     case DType::Q4_1: return {16 * kPackRows, 4 * kPackRows};
     case DType::Q5_0: return {20 * kPackRows, 2 * kPackRows};
     case DType::Q8_0: return {32 * kPackRows, 2 * kPackRows};
+    case DType::IQ4_NL: return {16 * kPackRows, 2 * kPackRows};
     case DType::Q4_K: return {kQ4KQsBytes, kQ4KScaleBytes, tensor::kSuperBlock};
     case DType::Q5_K: return {kQ5KQsBytes, kQ4KScaleBytes, tensor::kSuperBlock};
     case DType::Q6_K: return {kQ6KQsBytes, kQ6KScaleBytes, tensor::kSuperBlock};

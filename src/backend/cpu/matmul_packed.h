@@ -90,7 +90,7 @@ bool packing_pays_off(tensor::DType type);
 // Whether the matmul of `type` at instruction-set level selected_isa() rounds exactly as the
 // unpacked SIMD kernels and ggml's x86 dot products do (eight float partial sums per row and
 // block), so that a forward pass matches llama.cpp's CPU backend to rounding. False where the
-// packed kernels run (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K with AVX-512 VNNI): they sum each block
+// packed kernels run (Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K with AVX-512 VNNI): they sum each block
 // (a K-quant's super-block) as one exact integer (matmul_packed_avx512.cc).
 bool matmul_rounds_like_ggml_simd(tensor::DType type);
 

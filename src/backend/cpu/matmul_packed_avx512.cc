@@ -12,7 +12,7 @@
 // 3. On a small 4-bit model any rounding change can flip an 8-bit activation code and move logits
 // far more than the rounding, so these results are held to the model's f32 function rather than
 // to llama.cpp's rounding (docs/backends.md, "Two roundings").
-// The unsigned codes' offset (8 for Q4_0, 16 for Q5_0, 128 for the sign-flipped Q8_0) is removed exactly by
+// The unsigned codes' offset (8 for Q4_0, 16 for Q5_0, 128 for the sign-flipped Q8_0 and IQ4_NL) is removed exactly by
 // starting the integer sums at -offset * sum(activation codes), which the packed activation row
 // carries.
 #include "backend/cpu/matmul_kernels.h"
@@ -90,6 +90,20 @@ struct ByteCodes {  // Q8_0: chunk c holds elements 4c..4c+3, sign-flipped
   static constexpr int kLane[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 };
 
+// IQ4_NL: Q4_0's nibbles (packed as Q4_0's), each looked up in the 16 levels by vpshufb (within
+// each 128-bit lane, so the table is repeated in all four) from a table already sign-flipped: the
+// weights come out as level + 128, unsigned, as Q8_0's flipped codes do.
+struct LevelCodes {
+  static constexpr size_t kQsBytes = 256;
+  static void weights(const uint8_t* qs, __m512i w[8]) {
+    NibbleCodes::weights(qs, w);
+    const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tensor::kIq4Levels));
+    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(levels, _mm_set1_epi8(static_cast<char>(0x80))));
+    for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
+  }
+  static constexpr int kLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+};
+
 // kOffset: the unsigned codes' offset. kHasMin: Q4_1's x = d q + m.
 struct Q4_0Packed : NibbleCodes {
   static constexpr int kOffset = 8;
@@ -113,6 +127,13 @@ struct Q5_0Packed : FiveBitCodes {
 };
 
 struct Q8_0Packed : ByteCodes {
+  static constexpr int kOffset = 128;
+  static constexpr bool kHasMin = false;
+  static constexpr size_t kScaleBytes = 32;
+  static constexpr int kExtraWords = 1;  // -128 * sum of the block's codes
+};
+
+struct IQ4_NLPacked : LevelCodes {
   static constexpr int kOffset = 128;
   static constexpr bool kHasMin = false;
   static constexpr size_t kScaleBytes = 32;
@@ -252,6 +273,7 @@ const PackedKernels* packed_kernels(tensor::DType type) {
   static constexpr PackedKernels kQ4_1 = make_packed_kernels<Q4_1Packed>();
   static constexpr PackedKernels kQ5_0 = make_packed_kernels<Q5_0Packed>();
   static constexpr PackedKernels kQ8_0 = make_packed_kernels<Q8_0Packed>();
+  static constexpr PackedKernels kIQ4_NL = make_packed_kernels<IQ4_NLPacked>();
   static_assert(Q4_0Packed::kQsBytes == 16 * kPackRows && Q8_0Packed::kQsBytes == 32 * kPackRows &&
                 Q5_0Packed::kQsBytes == 20 * kPackRows);
   switch (type) {
@@ -259,6 +281,7 @@ const PackedKernels* packed_kernels(tensor::DType type) {
     case DType::Q4_1: return &kQ4_1;
     case DType::Q5_0: return &kQ5_0;
     case DType::Q8_0: return &kQ8_0;
+    case DType::IQ4_NL: return &kIQ4_NL;
     default: return packed_kquant_kernels(type);
   }
 }
