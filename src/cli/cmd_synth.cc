@@ -32,7 +32,7 @@ void add_synth_command(CLI::App& app) {
   cmd->add_option("-o,--output", options->output, "Output GGUF path")->required();
   cmd->add_option("--type", options->type_name,
                   "Type of the weight matrices (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                  "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; Q4_K_M: llama.cpp's Q4_K/Q6_K mixture)")
+                  "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; Q4_K_M: llama.cpp's Q4_K/Q6_K mixture)")
       ->capture_default_str();
   cmd->add_option("--vocab", options->synth.vocab_path,
                   "GGUF whose tokenizer to copy (default: the default model)");

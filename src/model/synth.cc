@@ -115,6 +115,8 @@ uint32_t llama_file_type(DType type) {
     case DType::Q4_K: return 15;  // Q4_K_M
     case DType::Q5_K: return 17;  // Q5_K_M
     case DType::Q6_K: return 18;
+    case DType::IQ4_NL: return 25;
+    case DType::IQ4_XS: return 30;
     case DType::BF16: return 32;
     default: fail("no llama.cpp file type for {}", tensor::dtype_name(type));
   }
@@ -127,6 +129,7 @@ DType compatible_type(DType wanted, int64_t row_len) {
     case DType::Q2_K: case DType::Q3_K: return DType::Q4_0;
     case DType::Q4_K: return DType::Q5_0;
     case DType::Q5_K: return DType::Q5_1;
+    case DType::IQ4_XS: return DType::IQ4_NL;
     default: return DType::Q8_0;
   }
 }

@@ -159,6 +159,34 @@ void pack_group_q6_k(const WeightMatrix& w, int64_t group, uint8_t* out) {
   }
 }
 
+// IQ4_XS: per sub-block of 32, Q4_0's chunks of 4-byte pieces of its 16 code bytes; the 6-bit
+// scales unpacked to int8 (ls - 32), then d (matmul_packed_kquant_avx512.cc reads them).
+constexpr size_t kIQ4XSQsBytes = 128 * kPackRows;
+constexpr size_t kIQ4XSScaleBytes = (8 + 2) * kPackRows;
+
+void pack_group_iq4_xs(const WeightMatrix& w, int64_t group, uint8_t* out) {
+  const int64_t supers = w.cols / tensor::kSuperBlock;
+  uint8_t* scales = out + kIQ4XSQsBytes * static_cast<size_t>(supers);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int r = 0; r < kPackRows; ++r) {
+    const int64_t row = group * kPackRows + r;
+    if (row >= w.rows) break;
+    const uint8_t* in = base + static_cast<size_t>(row) * w.row_bytes;
+    for (int64_t s = 0; s < supers; ++s, in += sizeof(tensor::BlockIQ4_XS)) {
+      tensor::BlockIQ4_XS block;
+      std::memcpy(&block, in, sizeof(block));
+      uint8_t* qs = out + kIQ4XSQsBytes * static_cast<size_t>(s) + 4 * r;
+      uint8_t* sb = scales + kIQ4XSScaleBytes * static_cast<size_t>(s);
+      for (int j = 0; j < 8; ++j) {
+        for (int c = 0; c < 4; ++c) std::memcpy(qs + 256 * j + 64 * c, block.qs + 16 * j + 4 * c, 4);
+        const int ls = ((block.scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((block.scales_h >> (2 * j)) & 3) << 4);
+        sb[kPackRows * j + r] = static_cast<uint8_t>(static_cast<int8_t>(ls - 32));
+      }
+      std::memcpy(sb + 8 * kPackRows + 2 * r, &block.d, 2);
+    }
+  }
+}
+
 using PackGroupFn = void (*)(const WeightMatrix& w, int64_t group, uint8_t* out);
 
 PackGroupFn pack_group_for(tensor::DType type) {
@@ -169,6 +197,7 @@ PackGroupFn pack_group_for(tensor::DType type) {
     case DType::Q5_0: return pack_group<Q5_0Source>;
     case DType::Q8_0: return pack_group<Q8_0Source>;
     case DType::IQ4_NL: return pack_group<IQ4_NLSource>;
+    case DType::IQ4_XS: return pack_group_iq4_xs;
     case DType::Q4_K: return pack_group_q4_k<tensor::BlockQ4_K, kQ4KQsBytes>;
     case DType::Q5_K: return pack_group_q4_k<tensor::BlockQ5_K, kQ5KQsBytes>;
     case DType::Q6_K: return pack_group_q6_k;
@@ -186,6 +215,7 @@ PackedFormat packed_format(tensor::DType type) {
     case DType::Q5_0: return {20 * kPackRows, 2 * kPackRows};
     case DType::Q8_0: return {32 * kPackRows, 2 * kPackRows};
     case DType::IQ4_NL: return {16 * kPackRows, 2 * kPackRows};
+    case DType::IQ4_XS: return {kIQ4XSQsBytes, kIQ4XSScaleBytes, tensor::kSuperBlock};
     case DType::Q4_K: return {kQ4KQsBytes, kQ4KScaleBytes, tensor::kSuperBlock};
     case DType::Q5_K: return {kQ5KQsBytes, kQ4KScaleBytes, tensor::kSuperBlock};
     case DType::Q6_K: return {kQ6KQsBytes, kQ6KScaleBytes, tensor::kSuperBlock};

@@ -30,6 +30,9 @@
 // scale bytes.
 // Q6_K: per 32 elements, 4 chunks of low nibbles (as Q4_0's) and 2 chunks of the codes' top two
 // bits; then 16 x 16 signed scale bytes and the 16 rows' f16 d.
+// IQ4_NL packs as Q4_0 (its nibbles index the 16 levels, which the kernel looks up). IQ4_XS: per
+// 32-element sub-block, Q4_0's 4 chunks of its 16 code bytes; then 8 x 16 int8 scales (ls - 32)
+// and the 16 rows' f16 d.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -90,7 +93,7 @@ bool packing_pays_off(tensor::DType type);
 // Whether the matmul of `type` at instruction-set level selected_isa() rounds exactly as the
 // unpacked SIMD kernels and ggml's x86 dot products do (eight float partial sums per row and
 // block), so that a forward pass matches llama.cpp's CPU backend to rounding. False where the
-// packed kernels run (Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K with AVX-512 VNNI): they sum each block
+// packed kernels run (Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS with AVX-512 VNNI): they sum each block
 // (a K-quant's super-block) as one exact integer (matmul_packed_avx512.cc).
 bool matmul_rounds_like_ggml_simd(tensor::DType type);
 

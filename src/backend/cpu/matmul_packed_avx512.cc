@@ -97,8 +97,7 @@ struct LevelCodes {
   static constexpr size_t kQsBytes = 256;
   static void weights(const uint8_t* qs, __m512i w[8]) {
     NibbleCodes::weights(qs, w);
-    const __m128i levels = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tensor::kIq4Levels));
-    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(levels, _mm_set1_epi8(static_cast<char>(0x80))));
+    const __m512i table = iq4_level_table();
     for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
   }
   static constexpr int kLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};

@@ -1,4 +1,4 @@
-// The 512-bit kernels for packed Q4_K, Q5_K and Q6_K weights (layouts in matmul_packed.h), compiled
+// The 512-bit kernels for packed Q4_K, Q5_K, Q6_K and IQ4_XS weights (layouts in matmul_packed.h), compiled
 // with AVX-512 F/BW/VL/VNNI like matmul_packed_avx512.cc and reached only through
 // packed_kernels().
 //
@@ -257,6 +257,73 @@ void q6_k_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x_s
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
 }
 
+// ---- IQ4_XS ----
+// Per super-block 8 sub-blocks of 32 codes, each in Q4_0's packed nibble layout (4 chunks: chunk c
+// holds bytes 4c.. of the rows' 16 code bytes; low nibbles are elements 4c.., high ones 16 + 4c..),
+// looked up in a sign-flipped level table (level + 128, unsigned); then the 16 rows' sub-block
+// scales ls - 32 as int8 (8 x 16 bytes) and their f16 d. A sub-block's integer sum starts at
+// -128 x the token's sum of its 32 codes (the extra word), so it is the exact sum of level x code;
+// times the rows' scales (vpmulld) into the super-block's integer sum: at most 8 x 32 x 32 x 127
+// x 127 < 2^28.
+
+struct IQ4XSPacked {
+  static constexpr size_t kQsBytes = 128 * kPackRows;
+  static constexpr size_t kScaleBytes = 10 * kPackRows;  // 8 scales, d
+  static constexpr int kExtraWords = 1;
+
+  static void write_extras(const int16_t bsums[16], uint8_t* extra) {
+    for (int j = 0; j < 8; ++j) {
+      const int32_t start = -128 * (bsums[2 * j] + bsums[2 * j + 1]);
+      std::memcpy(extra + 4 * j, &start, 4);
+    }
+  }
+};
+
+template <int NT>
+void iq4_xs_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x_stride, float* out) {
+  using F = IQ4XSPacked;
+  constexpr bool kTwoChains = NT <= 2;
+  constexpr int kLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // vector 2c: elements 4c.., 2c + 1: 16 + 4c..
+  const int64_t supers = cols / kSuperBlock;
+  const uint8_t* scales = group + F::kQsBytes * static_cast<size_t>(supers);
+  const ActivationRow x = activation_row(x0, cols);
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  const __m512i table = iq4_level_table();
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < supers; ++s) {
+    const uint8_t* qs = group + F::kQsBytes * static_cast<size_t>(s);
+    const uint8_t* sc = scales + F::kScaleBytes * static_cast<size_t>(s);
+    prefetch_ahead<F>(qs, sc);
+    __m512i isum[NT];
+    for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
+    for (int sub = 0; sub < 8; ++sub) {
+      const uint8_t* chunks = qs + 256 * sub;
+      __m512i w[8];
+      for (int c = 0; c < 4; ++c) {
+        const __m512i packed = load_512(chunks + 64 * c);
+        w[2 * c] = _mm512_shuffle_epi8(table, _mm512_and_si512(packed, low));
+        w[2 * c + 1] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(packed, 4), low));
+      }
+      const __m512i scale = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 16 * sub)));
+      const uint8_t* xq = x.codes + kSuperBlock * s + 32 * sub;
+      const uint8_t* xe = x.extra + 4 * F::kExtraWords * (8 * s + sub);
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t) {
+        const size_t at = x_stride * static_cast<size_t>(t);
+        const __m512i dot = dot_32<kTwoChains>(bcast(xe + at), w, kLane, xq + at);
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot, scale));
+      }
+    }
+    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sc + 128)));
+    for (int t = 0; t < NT; ++t) {
+      const __m512 xd = _mm512_set1_ps(load_f32(x.d + x_stride * static_cast<size_t>(t) + 4 * 8 * s));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(wd, xd), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * kPackRows, acc[t]);
+}
+
 // ---- activations ----
 
 // The packed row of f32 values for a K-quant: the Q8_K row of quantize_act_q8_k (the
@@ -297,7 +364,12 @@ const PackedKernels* packed_kquant_kernels(tensor::DType type) {
                                       Q6KPacked::kExtraWords,
                                       {&q6_k_tile<1>, &q6_k_tile<2>, &q6_k_tile<3>, &q6_k_tile<4>, &q6_k_tile<5>,
                                        &q6_k_tile<6>, &q6_k_tile<7>, &q6_k_tile<8>}};
+  static constexpr PackedKernels kIQ4XS{&quantize_packed<IQ4XSPacked>,
+                                        IQ4XSPacked::kExtraWords,
+                                        {&iq4_xs_tile<1>, &iq4_xs_tile<2>, &iq4_xs_tile<3>, &iq4_xs_tile<4>,
+                                         &iq4_xs_tile<5>, &iq4_xs_tile<6>, &iq4_xs_tile<7>, &iq4_xs_tile<8>}};
   switch (type) {
+    case DType::IQ4_XS: return &kIQ4XS;
     case DType::Q4_K: return &kQ4K;
     case DType::Q5_K: return &kQ5K;
     case DType::Q6_K: return &kQ6K;

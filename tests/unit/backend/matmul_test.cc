@@ -285,7 +285,7 @@ TEST_P(PackedMatmulTest, AgreesWithScalarAndUnpacked) {
 
 INSTANTIATE_TEST_SUITE_P(PackedTypes, PackedMatmulTest,
                          ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
-                                           DType::Q6_K, DType::IQ4_NL),
+                                           DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS),
                          [](const ::testing::TestParamInfo<DType>& param) {
                            return std::string(tensor::dtype_name(param.param));
                          });

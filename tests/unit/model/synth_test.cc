@@ -140,6 +140,17 @@ TEST(Synth, KQuantFallsBackWhereRowsAreNotSuperBlocks) {
   std::remove(path.c_str());
 }
 
+TEST(Synth, Iq4XsFallsBackToIq4NlWhereRowsAreNotSuperBlocks) {
+  LUMEN_REQUIRE_TESTDATA();
+  std::string path = temp_path("lumen_synth_iq4.gguf");
+  SynthReport report = write_synthetic_model({"smollm2-135m", tensor::DType::IQ4_XS, kVocab, 1, 1, 2}, path);
+  gguf::GgufFile file = gguf::GgufFile::open(path);
+  EXPECT_EQ(file.tensor("blk.0.ffn_down.weight").type, tensor::DType::IQ4_XS);  // 1536 = 6 x 256
+  EXPECT_EQ(file.tensor("blk.0.attn_q.weight").type, tensor::DType::IQ4_NL);    // 576 is not, as llama.cpp
+  EXPECT_FALSE(report.substitutions.empty());
+  std::remove(path.c_str());
+}
+
 // llama.cpp's Q4_K_M recipe on 4 layers (its use_more_bits: the first eighth, none here; layers
 // from 7/8 of the depth on, 3; every third from the first eighth, 2): Q6_K for attn_v and
 // ffn_down in layers 2 and 3, Q4_K elsewhere.
