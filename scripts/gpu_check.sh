@@ -652,7 +652,7 @@ run_types() {
   [ -f "$vocab" ] || { log "no vocabulary for lumen synth (set LUMEN_VOCAB)"; return 1; }
   local spec preset type file name start layers
   for spec in ${GPU_CHECK_TYPES:-llama3-mini:Q5_0 llama3-mini:Q5_1 llama3-mini:Q2_K llama3-mini:Q3_K \
-      llama3-mini:Q4_K llama3-mini:Q5_K llama3-mini:Q6_K gemma3-270m:Q5_0}; do
+      llama3-mini:Q4_K llama3-mini:Q5_K llama3-mini:Q6_K llama3-mini:IQ4_NL llama3-mini:IQ4_XS gemma3-270m:Q5_0}; do
     preset=${spec%%:*}; type=${spec##*:}
     file="$WORK/types-$preset-$type.gguf"
     layers=(); [ "$preset" = gemma3-270m ] && layers=(--layers 2)
@@ -791,7 +791,8 @@ synth_model_vs_cpu() {
 # (from streams).
 run_unverified() {
   local start model
-  # The tests changed since the last GPU run (2026-11-29): the matmul suites (the coalesced f16
+  # The tests changed since the last GPU run (2026-11-29): the matmul suites (IQ4_NL and IQ4_XS among
+  # them since 2026-12-01; the coalesced f16
   # conversion of the cuBLAS path, the int8 GEMM), the step timer, the expert GEMM's counter, the switches' table,
   # the tree refusal through ScopedCudaOptions; the conformance rows with both tensor-core
   # attentions pinned off.
@@ -804,6 +805,8 @@ run_unverified() {
   timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' \
     2>&1 | tee "$WORK/unverified_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_conformance "$WORK/unverified_conformance.log" $((SECONDS - start))
+  # IQ4_NL and IQ4_XS (new 2026-12-01) through a whole model, op by op against the CPU.
+  GPU_CHECK_TYPES="llama3-mini:IQ4_NL llama3-mini:IQ4_XS" run_types
   # The cheapest checks of the most first (a call is cut at its timeout): the device-clock profile
   # (where a decode step of 1 and of 64 sequences and a prefill step go: what the next work
   # follows; new since 2026-11-29), the dependent launches, the pipelined GEMV, then the int8 GEMM

@@ -22,7 +22,8 @@ namespace {
 using tensor::DType;
 
 bool is_k_quant(DType t) {
-  return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+  return t == DType::Q2_K || t == DType::Q3_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K ||
+         t == DType::IQ4_XS;  // 256-value blocks of Q8_K activations
 }
 
 double x_rounding(DType t) { return t == DType::F32 ? 0.0 : std::ldexp(1.0, -10); }
