@@ -236,7 +236,8 @@ void kquant_tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int
 // +-act, pair sums at most 2 x 127 x 127), and the int16 pairs are multiplied by the sub-block's
 // scale ls - 32 into int32 lanes. A lane sums at most 8 sub-blocks x 2 pairs x 32258 x 32 <
 // 2^24, so its float conversion is exact. As the K-quant panel, a row's super-block is unpacked
-// once for all of a task's tokens.
+// once for all of a task's tokens. Moving the sign needs activation codes in [-127, 127] (-128
+// has no negation in int8): Lumen's Q8_K rows are scaled by -127 / max, not ggml's -128.
 void iq4_xs_panel(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int nt, int64_t cols, float* out) {
   constexpr size_t kWBytes = sizeof(tensor::BlockIQ4_XS);
   constexpr size_t kXBytes = sizeof(tensor::BlockQ8_K);
