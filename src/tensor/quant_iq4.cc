@@ -5,9 +5,10 @@
 // The quantizers are Lumen's own. For a group of 32 values x with weights w, a scale d and codes
 // q give the error sum_j w_j (x_j - d L[q_j])^2. For fixed codes the best d is the weighted least
 // squares one, d = sum w x L / sum w L^2, which leaves an error of sum w x^2 - (sum w x L)^2 /
-// sum w L^2; so among candidate scales (the group's largest value mapped near each end of the
-// levels, in small steps), the one whose nearest-level codes maximise (sum w x L)^2 / sum w L^2
-// wins, and its least-squares d is kept. IQ4_XS first finds each sub-block's scale that way,
+// sum w L^2; so among candidate scales (the group's value of largest magnitude mapped onto -127,
+// the level of largest magnitude, and onto the 12 level units on either side of it), the one
+// whose nearest-level codes maximise (sum w x L)^2 / sum w L^2 wins, and its least-squares d is
+// kept. IQ4_XS first finds each sub-block's scale that way,
 // then quantizes those scales to 6 bits under one f16 d and picks the codes again under the
 // scale actually stored.
 //
