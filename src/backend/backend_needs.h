@@ -16,7 +16,8 @@ enum class BackendFeature : uint8_t {
   LatentAttention,  // a KV cache whose values are a view of its keys, attended to (MLA)
   StateSpace,       // Mamba 2 layers (ssm_conv, ssm_scan) and their host-side state
   Encoder,          // an encoder's attention: every row of a sequence sees all of it (bidirectional_attention)
-  LayerNorm,        // LayerNorm blocks (layer_norm, gelu_erf, gelu_tanh): encoders (BERT) and BLOOM
+  LayerNorm,        // LayerNorm blocks and element-wise activations (layer_norm, gelu_erf, gelu_tanh,
+                    // activation): encoders (BERT), BLOOM, Gemma 2's final logit soft cap
   TreeAttention,    // token-tree verification: a tree attention mask and copy_kv_row
   ShiftKeys,        // context shift (shift_keys)
   RotatedKv,        // a Hadamard-rotated KV cache (rotate_heads)

@@ -212,6 +212,7 @@ enum class Activation : uint8_t {
   GeluTanh,   // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (SigLIP's "gelu_pytorch_tanh")
   GeluErf,    // 0.5 x (1 + erf(x / sqrt 2))
   Silu,       // x * sigmoid(x)
+  Tanh,       // tanh(x): with two scales, a soft cap c tanh(x / c) (Gemma 2's final logits)
 };
 
 // One expert of a mixture-of-experts FFN (Backend::moe_ffn): its three matrices (2-D views: a

@@ -122,6 +122,7 @@ struct Engine::Impl {
     int64_t limit = config.max_model_len > 0 ? config.max_model_len : trained;
     if (limit <= 0) limit = pool_tokens;
     max_model_len = std::min(limit, pool_tokens);
+    model.transformer->set_context_length(max_model_len);  // Phi-3's LongRoPE factor set
     if (states) check_state_model_config();
     scheduler.set_shift_policy(shift_policy());
     const std::span<const int64_t> windows = model.transformer->layer_windows();

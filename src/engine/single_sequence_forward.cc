@@ -26,6 +26,7 @@ SingleSequenceForward::SingleSequenceForward(LoadedModel& model, backend::Backen
           model.transformer->allocate_logits(static_cast<size_t>(model.hparams.vocab_size) * sizeof(float))),
       last_logits_(static_cast<float*>(last_logits_buffer_->data()), static_cast<size_t>(model.hparams.vocab_size)) {
   std::fill(last_logits_.begin(), last_logits_.end(), 0.0f);
+  model.transformer->set_context_length(context);  // Phi-3's LongRoPE factor set
   // One sequence owns every block, in order.
   block_table_.resize(static_cast<size_t>(cache_.n_blocks()));
   if (model::has_recurrent_state(model.hparams))

@@ -14,7 +14,10 @@ backend::BackendNeeds model_backend_needs(const gguf::GgufFile& file, const Arch
     needs.add(backend::BackendFeature::StateSpace);
   }
   if (f.encoder) needs.add(backend::BackendFeature::Encoder);
-  if (f.encoder || f.layer_norm) needs.add(backend::BackendFeature::LayerNorm);
+  // A final logit soft cap runs the element-wise activation op, which comes with LayerNorm.
+  if (f.encoder || f.layer_norm || resolved_softcaps(arch, hp).final_logits != 0.0f) {
+    needs.add(backend::BackendFeature::LayerNorm);
+  }
   if (f.alibi_max_bias != 0.0f) needs.add(backend::BackendFeature::Alibi);
   // validate_tensors holds every tensor of the file to the architecture's list, so the file's
   // types are the weights' types.

@@ -3,7 +3,7 @@
 // (BackendFeature::LayerNorm) and the bidirectional attention (BackendFeature::Encoder), which
 // reads this pass's own K and V rows, never the KV cache: an encoder sees its whole input at
 // once and keeps nothing. A fused QKV matrix was split into three views at load
-// (Transformer::split_fused_qkv).
+// (Transformer::split_fused_matrices).
 #include <cmath>
 #include <vector>
 

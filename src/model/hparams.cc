@@ -195,9 +195,12 @@ void validate_hparams(const HParams& hp, const gguf::GgufFile& file) {
   if (!std::isfinite(hp.rope_freq_base_local) || hp.rope_freq_base_local < 0.0) {
     fail("{}rope.freq_base_swa = {} must be a positive number", prefix, hp.rope_freq_base_local);
   }
-  // A soft cap divides the logits: it must be a positive number when given.
+  // A soft cap divides the logits (or the attention scores): a positive number when given.
   if (!std::isfinite(hp.final_logit_softcap) || hp.final_logit_softcap < 0.0) {
     fail("{}final_logit_softcapping = {} must be a positive number", prefix, hp.final_logit_softcap);
+  }
+  if (!std::isfinite(hp.attention_softcap) || hp.attention_softcap < 0.0) {
+    fail("{}attn_logit_softcapping = {} must be a positive number", prefix, hp.attention_softcap);
   }
   // llama.cpp's pooling types are 0 (none) to 4 (rank); model/pooling.h reads them.
   if (hp.pooling_type) require_range(prefix + "pooling_type", *hp.pooling_type, 0, 4);
@@ -272,6 +275,7 @@ HParams read_hparams(const gguf::GgufFile& file) {
   read_sliding_window_pattern(md, key("attention.sliding_window_pattern"), hp);
   hp.rope_freq_base_local = md.find_float(key("rope.freq_base_swa")).value_or(0.0);
   hp.final_logit_softcap = md.find_float(key("final_logit_softcapping")).value_or(0.0);
+  hp.attention_softcap = md.find_float(key("attn_logit_softcapping")).value_or(0.0);
   hp.expert_count = md.find_unsigned(key("expert_count")).value_or(0);
   hp.expert_used_count = md.find_unsigned(key("expert_used_count")).value_or(0);
   hp.expert_feed_forward_length = md.find_unsigned(key("expert_feed_forward_length")).value_or(0);

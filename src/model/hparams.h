@@ -41,7 +41,8 @@ struct HParams {
   std::optional<uint64_t> sliding_window_period;
   std::vector<bool> sliding_window_layers;
   double rope_freq_base_local = 0.0;   // {arch}.rope.freq_base_swa; 0: the architecture's default
-  double final_logit_softcap = 0.0;    // {arch}.final_logit_softcapping; 0: none
+  double final_logit_softcap = 0.0;    // {arch}.final_logit_softcapping; 0: absent
+  double attention_softcap = 0.0;      // {arch}.attn_logit_softcapping; 0: absent
   // Mixture of experts ({arch}.expert_*; 0 when absent). A dense model has no experts; a MoE
   // model routes each token to expert_used_count of its expert_count experts.
   uint64_t expert_count = 0;

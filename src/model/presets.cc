@@ -13,20 +13,145 @@ namespace {
 // take the vocabulary of the --vocab file (vocab_size 0), so they fit in memory and run on two
 // cores; no MoE GGUF small enough can be downloaded here.
 constexpr std::array kPresets = {
-    Preset{"smollm2-135m", "llama", 8192, 576, 30, 1536, 9, 3, 49152, 100000.0, 1e-5, true,
-           "none", 1.0, 0},
-    Preset{"llama-1b", "llama", 131072, 2048, 16, 8192, 32, 8, 128256, 500000.0, 1e-5, true,
-           "llama3", 32.0, 8192},
-    Preset{"llama-8b", "llama", 131072, 4096, 32, 14336, 32, 8, 128256, 500000.0, 1e-5, false,
-           "llama3", 8.0, 8192},
-    Preset{"qwen2-0.5b", "qwen2", 32768, 896, 24, 4864, 14, 2, 151936, 1000000.0, 1e-6, true,
-           "none", 1.0, 0},
-    Preset{"qwen2-7b", "qwen2", 32768, 3584, 28, 18944, 28, 4, 152064, 1000000.0, 1e-6, false,
-           "none", 1.0, 0},
-    Preset{"gemma3-270m", "gemma3", 32768, 640, 18, 2048, 4, 1, 262144, 1000000.0, 1e-6, true,
-           "none", 1.0, 0, 256, 512},
-    Preset{"gemma3-1b", "gemma3", 32768, 1152, 26, 6912, 4, 1, 262144, 1000000.0, 1e-6, true,
-           "none", 1.0, 0, 256, 512},
+    Preset{"smollm2-135m", "llama", 8192, 576, 30, 1536, 9, 3, 49152, 100000.0, 1e-5, true, "none", 1.0, 0},
+    Preset{"llama-1b", "llama", 131072, 2048, 16, 8192, 32, 8, 128256, 500000.0, 1e-5, true, "llama3", 32.0, 8192},
+    Preset{"llama-8b", "llama", 131072, 4096, 32, 14336, 32, 8, 128256, 500000.0, 1e-5, false, "llama3", 8.0, 8192},
+    Preset{"qwen2-0.5b", "qwen2", 32768, 896, 24, 4864, 14, 2, 151936, 1000000.0, 1e-6, true, "none", 1.0, 0},
+    Preset{"qwen2-7b", "qwen2", 32768, 3584, 28, 18944, 28, 4, 152064, 1000000.0, 1e-6, false, "none", 1.0, 0},
+    // Qwen3-0.6B (1024 wide, 28 layers, 16 query heads of 128 on 8 KV heads, QK-norm, tied).
+    Preset{"qwen3-0.6b", "qwen3", 40960, 1024, 28, 3072, 16, 8, 151936, 1000000.0, 1e-6, true, "none", 1.0, 0, 128},
+    // Qwen3's layout at test size: 4 layers of 256, 4 query heads of 128 (so the query width,
+    // 512, is twice the embedding's, as in every Qwen3) on 2 KV heads, the --vocab file's
+    // vocabulary. QK-norm scales each head's query and key to unit RMS, so its attention is
+    // sharp without a larger query/key init.
+    Preset{"qwen3-mini", "qwen3", 40960, 256, 4, 768, 4, 2, 0, 1000000.0, 1e-6, true, "none", 1.0, 0, 128},
+    // gemma-2-2b (2304 wide, 26 layers, 8 query heads of 256 on 4 KV heads, a 4096-position
+    // window on every other layer, soft caps 50 and 30 as its converter writes them).
+    Preset{.name = "gemma2-2b",
+           .architecture = "gemma2",
+           .context_length = 8192,
+           .embedding_length = 2304,
+           .block_count = 26,
+           .feed_forward_length = 9216,
+           .head_count = 8,
+           .head_count_kv = 4,
+           .vocab_size = 256000,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-6,
+           .tied_embeddings = true,
+           .rope_scaling = "none",
+           .rope_scaling_factor = 1.0,
+           .rope_original_context = 0,
+           .head_dim = 256,
+           .sliding_window = 4096,
+           .attention_softcap = 50.0,
+           .final_logit_softcap = 30.0},
+    // Gemma 2's layout at test size: 4 layers (local, global, local, global) of 256, a
+    // 16-position window, 4x sharper attention, and soft caps low enough to bend what they cap
+    // (random weights make scores and logits of a few units, where caps of 50 and 30 are nearly
+    // the identity): the logits golden then tests both caps, the pattern and the window.
+    Preset{.name = "gemma2-mini",
+           .architecture = "gemma2",
+           .context_length = 2048,
+           .embedding_length = 256,
+           .block_count = 4,
+           .feed_forward_length = 512,
+           .head_count = 4,
+           .head_count_kv = 2,
+           .vocab_size = 0,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-6,
+           .tied_embeddings = true,
+           .rope_scaling = "none",
+           .rope_scaling_factor = 1.0,
+           .rope_original_context = 0,
+           .head_dim = 64,
+           .sliding_window = 16,
+           .qk_init_scale = 4.0,
+           .attention_softcap = 1.5,
+           .final_logit_softcap = 2.0},
+    // The phi3 presets' names avoid "phi3" and "phi-3": llama.cpp sets attributes on Phi-3's
+    // special tokens when a file's general.name says so, and fails on a --vocab file without them.
+    // Phi-3.5-mini-instruct (3072 wide, 32 layers, 32 heads of 96, LongRoPE from 4096 to 131072
+    // positions, its own output matrix).
+    Preset{.name = "phi35-mini",
+           .architecture = "phi3",
+           .context_length = 131072,
+           .embedding_length = 3072,
+           .block_count = 32,
+           .feed_forward_length = 8192,
+           .head_count = 32,
+           .head_count_kv = 32,
+           .vocab_size = 32064,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-5,
+           .tied_embeddings = false,
+           .rope_scaling = "longrope",
+           .rope_scaling_factor = 32.0,
+           .rope_original_context = 4096},
+    // Phi-4-mini-instruct (3072 wide, 32 layers, 24 query heads of 128 on 8 KV heads, rotating
+    // 96 of each head's 128 dims, LongRoPE from 4096 to 131072 positions, tied embeddings).
+    Preset{.name = "phi4-mini",
+           .architecture = "phi3",
+           .context_length = 131072,
+           .embedding_length = 3072,
+           .block_count = 32,
+           .feed_forward_length = 8192,
+           .head_count = 24,
+           .head_count_kv = 8,
+           .vocab_size = 200064,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-5,
+           .tied_embeddings = true,
+           .rope_scaling = "longrope",
+           .rope_scaling_factor = 32.0,
+           .rope_original_context = 4096,
+           .head_dim = 128,
+           .rope_dims = 96},
+    // Phi-4-mini's layout at test size (4 layers of 256, 4 query heads of 64 on 2 KV heads,
+    // 48 of 64 dims rotating, its own output matrix, 4x sharper attention) with LongRoPE from
+    // an original context of 256: the logits golden runs at 1024 tokens of context, so the long
+    // factors apply ...
+    Preset{.name = "phi4-mini-tiny",
+           .architecture = "phi3",
+           .context_length = 2048,
+           .embedding_length = 256,
+           .block_count = 4,
+           .feed_forward_length = 512,
+           .head_count = 4,
+           .head_count_kv = 2,
+           .vocab_size = 0,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-5,
+           .tied_embeddings = false,
+           .rope_scaling = "longrope",
+           .rope_scaling_factor = 8.0,
+           .rope_original_context = 256,
+           .head_dim = 64,
+           .qk_init_scale = 4.0,
+           .rope_dims = 48},
+    // ... and here, from an original context of 2048, the short ones.
+    Preset{.name = "phi4-mini-tiny-short",
+           .architecture = "phi3",
+           .context_length = 16384,
+           .embedding_length = 256,
+           .block_count = 4,
+           .feed_forward_length = 512,
+           .head_count = 4,
+           .head_count_kv = 2,
+           .vocab_size = 0,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-5,
+           .tied_embeddings = false,
+           .rope_scaling = "longrope",
+           .rope_scaling_factor = 8.0,
+           .rope_original_context = 2048,
+           .head_dim = 64,
+           .qk_init_scale = 4.0,
+           .rope_dims = 48},
+    Preset{"gemma3-270m", "gemma3", 32768, 640, 18, 2048, 4, 1, 262144, 1000000.0, 1e-6, true, "none", 1.0, 0, 256,
+           512},
+    Preset{"gemma3-1b", "gemma3", 32768, 1152, 26, 6912, 4, 1, 262144, 1000000.0, 1e-6, true, "none", 1.0, 0, 256, 512},
     // Qwen1.5-MoE-A2.7B (2048 wide, 24 layers, 16 heads of 128, 60 experts of 1408, top 4, a
     // shared expert of 5632 = 4 experts) at a quarter of its width.
     Preset{"qwen2moe-a2.7b-mini",
@@ -58,8 +183,8 @@ constexpr std::array kPresets = {
     // 14336, top 2) at an eighth of its width.
     // OLMoE-1B-7B (2048 wide, 16 layers, 16 heads of 128, 64 experts of 1024, top 8, not
     // renormalized) at a quarter of its width.
-    Preset{"olmoe-mini", "olmoe", 4096, 512, 8, 256, 4, 4, 0, 10000.0, 1e-5, false,
-           "none", 1.0, 0, 128, 0, 64, 8, 0, 0},
+    Preset{"olmoe-mini", "olmoe", 4096, 512, 8,   256, 4,  4, 0, 10000.0, 1e-5,
+           false,        "none",  1.0,  0,   128, 0,   64, 8, 0, 0},
     Preset{"mixtral-mini", "mixtral", 32768, 512, 8,   1792, 4, 1, 32000, 1000000.0, 1e-5,
            false,          "none",    1.0,   0,   128, 0,    8, 2, 0,     0},
     // DeepSeek-V2-Lite (2048 wide, 27 layers of which the first is dense with an FFN of 10944,
@@ -102,13 +227,13 @@ constexpr std::array kPresets = {
     // frequency factors fall in all three of their bands (pairs 0-5 kept, 6-9 interpolated,
     // 10-31 divided by 8): the rope-scaling golden's model. Its q and k weights are 4x the usual
     // random scale, so that attention is sharp enough for the rotation to matter.
-    Preset{"llama3-mini", "llama", 2048, 256, 4, 768, 4, 2, 0, 500000.0, 1e-5, true,
-           "llama3", 8.0, 256, 0, 0, 0, 0, 0, 0, 4.0},
+    Preset{"llama3-mini", "llama",  2048, 256, 4, 768, 4, 2, 0, 500000.0, 1e-5,
+           true,          "llama3", 8.0,  256, 0, 0,   0, 0, 0, 0,        4.0},
     // Gemma 3's layout at test size: both layers of a 2-layer file local (the pattern's global
     // layer is the sixth), a 16-position window, the test tokenizer's vocabulary, 4x sharper
     // attention, so that which keys a local layer sees shows in its logits (kv eviction's test).
-    Preset{"gemma3-mini", "gemma3", 2048, 256, 6, 512, 4, 1, 0, 10000.0, 1e-6, true,
-           "none", 1.0, 0, 64, 16, 0, 0, 0, 0, 4.0},
+    Preset{"gemma3-mini", "gemma3", 2048, 256, 6,  512, 4, 1, 0, 10000.0, 1e-6,
+           true,          "none",   1.0,  0,   64, 16,  0, 0, 0, 0,       4.0},
     // state-spaces/mamba2-130m (768 wide, 24 layers, inner 1536 in 24 heads of 64, state 128,
     // one group, kernel 4, no attention or FFN, tied embeddings).
     Preset{.name = "mamba2-130m",
@@ -307,6 +432,22 @@ std::vector<bool> preset_ssm_layers(const Preset& p, uint64_t layers) {
   if (p.attention_period == 0 || p.ssm_inner_size == 0) return ssm;
   for (uint64_t i = 0; i < layers; ++i) ssm.push_back((i + 1) % p.attention_period != 0);
   return ssm;
+}
+
+std::vector<float> longrope_factors(const Preset& p, int64_t rope_dims, bool long_set) {
+  const int64_t pairs = rope_dims / 2;
+  const double top = long_set ? 1.5 * p.rope_scaling_factor : 1.5;
+  std::vector<float> factors;
+  for (int64_t i = 0; i < pairs; ++i) {
+    const double t = pairs > 1 ? static_cast<double>(i) / static_cast<double>(pairs - 1) : 0.0;
+    factors.push_back(static_cast<float>(1.0 + (top - 1.0) * t * t));
+  }
+  return factors;
+}
+
+double longrope_attn_factor(const Preset& p) {
+  const double scale = static_cast<double>(p.context_length) / static_cast<double>(p.rope_original_context);
+  return scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(p.rope_original_context))) : 1.0;
 }
 
 std::vector<float> llama3_rope_factors(const Preset& p, int64_t head_dim) {

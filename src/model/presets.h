@@ -22,7 +22,9 @@ struct Preset {
   double rope_freq_base;
   double norm_eps;
   bool tied_embeddings;           // no output.weight: the embedding matrix is reused
-  std::string_view rope_scaling;  // "none" or "llama3" (written as a rope_freqs tensor)
+  // "none", "llama3" (written as a rope_freqs tensor) or "longrope" (Phi-3's: long and short
+  // factor tensors, rope.scaling.original_context_length and attn_factor; longrope_factors)
+  std::string_view rope_scaling;
   double rope_scaling_factor;
   uint64_t rope_original_context;
   uint64_t head_dim = 0;        // attention.key_length when it is not embedding / heads (0: it is)
@@ -37,6 +39,12 @@ struct Preset {
   // attention is nearly uniform (scores of std ~0.0004 x width), so which key sits where, and
   // with it the rope, barely changes the logits; a rope test model wants sharper attention.
   double qk_init_scale = 1.0;
+  // Soft caps written as {arch}.attn_logit_softcapping and final_logit_softcapping (0: not
+  // written; the architecture's default applies).
+  double attention_softcap = 0.0;
+  double final_logit_softcap = 0.0;
+  // rope.dimension_count when only part of each head rotates (0: all of it; Phi-4-mini: 96 of 128).
+  uint64_t rope_dims = 0;
   // DeepSeek-V2 (deepseek2; all 0 otherwise): multi-head latent attention's ranks and per-head
   // sizes (key = nope + rope), the leading dense layers and the shared experts.
   uint64_t q_lora_rank = 0;
@@ -81,5 +89,12 @@ const Preset* find_preset(std::string_view name);
 // Llama 3's frequency-dependent RoPE scaling as llama.cpp's converter stores it: a rope_freqs
 // tensor of per-dimension divisors (head_dim / 2 of them), so llama.cpp reads our files too.
 std::vector<float> llama3_rope_factors(const Preset& preset, int64_t head_dim);
+
+// A LongRoPE preset's per-pair divisors (rope_dims / 2 of them), shaped like Phi-3.5's: 1 for
+// the fastest pairs, rising smoothly to 1.5 x the scaling factor (long) or to 1.5 (short) for
+// the slowest. The preset's rope.scaling.attn_factor: sqrt(1 + ln(scale) / ln(original)), scale
+// = context / original, as llama.cpp's converter computes it.
+std::vector<float> longrope_factors(const Preset& preset, int64_t rope_dims, bool long_set);
+double longrope_attn_factor(const Preset& preset);
 
 }  // namespace lumen::model

@@ -148,7 +148,7 @@ HParams preset_hparams(const Preset& p, uint64_t layers, uint64_t n_vocab) {
   hp.value_dim = hp.head_dim;
   hp.vocab_size = n_vocab;
   hp.rope_freq_base = p.rope_freq_base;
-  hp.rope_dimension_count = hp.head_dim;
+  hp.rope_dimension_count = p.rope_dims != 0 ? p.rope_dims : hp.head_dim;
   hp.norm_eps = p.norm_eps;
   hp.sliding_window = p.sliding_window;
   hp.expert_count = p.expert_count;
@@ -189,6 +189,7 @@ bool preset_has(const Preset& p, Presence presence) {
     case Presence::Required: return true;
     case Presence::Untied: return !p.tied_embeddings;
     case Presence::RopeScaling: return p.rope_scaling == "llama3";
+    case Presence::LongRope: return p.rope_scaling == "longrope";
     case Presence::Optional: return false;
   }
   return false;
@@ -222,7 +223,10 @@ std::vector<TensorPlan> plan_tensors(const Preset& p, const HParams& hp, DType t
       case TensorRole::SsmConv: plans.push_back({name, DType::F32, false, std::move(dims), Init::Wide, {}}); break;
       case TensorRole::RopeFactors:
         plans.push_back({name, DType::F32, false, std::move(dims), Init::Normal,
-                         llama3_rope_factors(p, static_cast<int64_t>(hp.head_dim))});
+                         spec.presence == Presence::LongRope
+                             ? longrope_factors(p, static_cast<int64_t>(hp.rope_dimension_count),
+                                                spec.name == "rope_factors_long.weight")
+                             : llama3_rope_factors(p, static_cast<int64_t>(hp.head_dim))});
         break;
     }
   };
@@ -404,8 +408,22 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
     md.set(key("leading_dense_block_count"), gguf::Value::u32(static_cast<uint32_t>(mla.leading_dense_block_count)));
     md.set(key("expert_shared_count"), gguf::Value::u32(static_cast<uint32_t>(mla.expert_shared_count)));
   }
+  if (preset->rope_dims != 0) {
+    md.set(key("rope.dimension_count"), gguf::Value::u32(static_cast<uint32_t>(preset->rope_dims)));
+  }
+  if (preset->rope_scaling == "longrope") {  // what llama.cpp's phi3 converter writes
+    md.set(key("rope.scaling.original_context_length"),
+           gguf::Value::u32(static_cast<uint32_t>(preset->rope_original_context)));
+    md.set(key("rope.scaling.attn_factor"), gguf::Value::f32(static_cast<float>(longrope_attn_factor(*preset))));
+  }
   if (preset->sliding_window != 0) {
     md.set(key("attention.sliding_window"), gguf::Value::u32(static_cast<uint32_t>(preset->sliding_window)));
+  }
+  if (preset->attention_softcap != 0.0) {
+    md.set(key("attn_logit_softcapping"), gguf::Value::f32(static_cast<float>(preset->attention_softcap)));
+  }
+  if (preset->final_logit_softcap != 0.0) {
+    md.set(key("final_logit_softcapping"), gguf::Value::f32(static_cast<float>(preset->final_logit_softcap)));
   }
   if (preset->expert_count != 0) {
     md.set(key("expert_count"), gguf::Value::u32(static_cast<uint32_t>(preset->expert_count)));

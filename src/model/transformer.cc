@@ -380,6 +380,11 @@ void Transformer::output_head(int64_t n_out, TensorView out) {
   final_norm(picked);
   backend_.matmul(weights_.output_matrix(), picked, out);
   if (logit_divisor_ != 1.0f) backend_.scale(out, 1.0f / logit_divisor_);
+  if (logit_softcap_ != 0.0f) {  // as llama.cpp computes it: scale, tanh, scale
+    backend_.scale(out, 1.0f / logit_softcap_);
+    backend_.activation(out, backend::Activation::Tanh);
+    backend_.scale(out, logit_softcap_);
+  }
 }
 
 }  // namespace lumen::model

@@ -99,6 +99,12 @@ class Transformer {
                   std::span<const int32_t> keep);
   // Per layer: 0 (full attention) or its sliding window.
   std::span<const int64_t> layer_windows() const { return layer_window_; }
+  // The longest sequence this model will run (the engine's max_model_len), before its first
+  // step. Phi-3's LongRoPE rotates with its long factors when that passes the original context
+  // and with its short ones otherwise, as llama.cpp chooses by its n_ctx (0, the default: short).
+  // A model without the two factor sets ignores it.
+  void set_context_length(int64_t tokens);
+  bool uses_long_rope_factors() const { return long_rope_; }
   // Tokens routed to each expert of each layer since the last reset; null for a dense model.
   const ExpertLoad* expert_load() const;
   // Expert parallelism's exchange (its traffic, this rank's experts); null otherwise.
@@ -131,6 +137,7 @@ class Transformer {
   Transformer& run_all_layers(const ForwardBatch& batch, KvCache& cache, int64_t n);
   // What both constructors do once the weights are bound: rope, attention and layer settings.
   void init();
+  void init_rope();  // rope_ and rope_local_, with the factors context_length_ picks
   void ensure_capacity(int64_t n_tokens, int64_t n_logit_rows);
   // The first n rows of s_.x become the tokens' embeddings, but for the rows `given` covers,
   // which take its vectors (model/embedding_spans.h).
@@ -192,10 +199,11 @@ class Transformer {
   void mamba2_mix(size_t layer, const ForwardBatch& batch, int64_t n);
   // The final norm of the rows picked for logits: RMS, or RWKV's LayerNorm with a bias.
   void final_norm(backend::TensorView& picked);
-  // LayerNorm decoders (BLOOM, transformer_layer_norm.cc): a fused QKV read as wq, wk, wv (bq,
-  // bk, bv; an encoder's too); a norm that is RMS or LayerNorm as the architecture says; the
-  // plain GELU FFN of the normed h into h.
-  void split_fused_qkv();
+  // Fused matrices read as their parts (transformer_fused_weights.cc): a QKV matrix as wq, wk,
+  // wv (and its bias as bq, bk, bv), Phi-3's gate-up matrix as ffn_gate and ffn_up.
+  void split_fused_matrices();
+  // LayerNorm decoders (BLOOM, transformer_layer_norm.cc): a norm that is RMS or LayerNorm as
+  // the architecture says; the plain GELU FFN of the normed h into h.
   void block_norm(const backend::TensorView& x, const backend::TensorView& weight,
                   const std::optional<backend::TensorView>& bias, backend::TensorView& out);
   void gelu_ffn(const LayerWeights& w, backend::TensorView& h, backend::TensorView& up);
@@ -220,6 +228,9 @@ class Transformer {
   float query_scale_ = 1.0f;  // queries times this before attention (features.query_scale)
   // Granite's multipliers (BlockFeatures::granite_multipliers; 1: none).
   float embedding_scale_ = 1.0f, residual_scale_ = 1.0f, logit_divisor_ = 1.0f;
+  float logit_softcap_ = 0.0f;  // 0: none; else logits become c tanh(logit / c) (Gemma 2)
+  int64_t context_length_ = 0;  // set_context_length's; picks Phi-3's LongRoPE factor set
+  bool long_rope_ = false;
   bool rope_enabled_ = true;
   std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
   std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture

@@ -116,11 +116,17 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
   }
   if (shard_.comm == nullptr) fail("tensor parallelism without collectives to reduce over");
   if (backend_.name() != "cpu") fail("tensor parallelism runs on the CPU backend only (not {})", backend_.name());
+  // A fused matrix's shard would need its parts' rows, not a run of them (tensor_shard.cc).
+  const bool fused = std::any_of(arch_.tensors.begin(), arch_.tensors.end(), [](const TensorSpec& t) {
+    return t.slot == TensorSlot(&LayerWeights::wqkv) || t.slot == TensorSlot(&LayerWeights::ffn_gate_up);
+  });
   if (arch_.features.ffn != FfnKind::Dense || arch_.features.attention != AttentionKind::Grouped ||
-      arch_.features.qk_norm_full_width || arch_.features.layer_norm || arch_.features.alibi_max_bias != 0.0f) {
+      arch_.features.qk_norm_full_width || arch_.features.layer_norm || arch_.features.alibi_max_bias != 0.0f ||
+      fused) {
     fail(
         "tensor parallelism is not supported for the {} architecture yet (dense grouped-query attention models "
-        "only: no mixture of experts, latent attention, full-width QK norm, LayerNorm blocks or ALiBi)",
+        "only: no mixture of experts, latent attention, full-width QK norm, LayerNorm blocks, ALiBi or fused "
+        "matrices)",
         hp_.architecture);
   }
   const ShardRanges ranges = shard_ranges(hp_, ffn_split_unit(file, hp_.block_count), shard_.rank, shard_.size);
@@ -146,6 +152,7 @@ Transformer::Transformer(const Transformer& target, uint64_t n_layers)
          target.hp_.block_count, n_layers);
   }
   hp_.block_count = n_layers;
+  context_length_ = target.context_length_;  // the same rope factors as the target
   // Per-layer hyperparameters keep their leading entries: layer i of the draft is layer i.
   if (!hp_.sliding_window_layers.empty()) hp_.sliding_window_layers.resize(n_layers);
   if (!hp_.ssm_layers.empty()) hp_.ssm_layers.resize(n_layers);
@@ -163,10 +170,34 @@ kv::KvLayout Transformer::kv_layout(bool free_out_of_window) const {
   return kv::stage_kv_layout(layout, static_cast<int>(layers_.first), static_cast<int>(layers_.end));
 }
 
-void Transformer::init() {
-  const float* rope_freqs = weights_.rope_freqs ? static_cast<const float*>(weights_.rope_freqs->data) : nullptr;
-  rope_ = rope_config(hp_, arch_, rope_freqs);
+void Transformer::set_context_length(int64_t tokens) {
+  context_length_ = tokens;
+  if (offload_) offload_->set_context_length(tokens);
+  init_rope();
+  // The other processes' parts of the model are not told: they would rotate with the short set.
+  if (long_rope_ && (stage_.count > 1 || shard_.size > 1 || experts_.size > 1 || context_.size > 1)) {
+    fail(
+        "a context of {} tokens needs this model's long LongRoPE factors, which Lumen does not pass to the other "
+        "processes of a parallel run yet: use a context of at most {} tokens (--max-model-len)",
+        tokens, hp_.rope_scaling.original_context_length);
+  }
+}
+
+void Transformer::init_rope() {
+  std::optional<backend::TensorView> factors = weights_.rope_freqs;
+  // llama.cpp: the long set once a sequence may pass the original context (n_ctx_orig_yarn).
+  long_rope_ = context_length_ > static_cast<int64_t>(hp_.rope_scaling.original_context_length);
+  if (weights_.rope_factors_long || weights_.rope_factors_short) {
+    factors = long_rope_ ? weights_.rope_factors_long : weights_.rope_factors_short;
+  } else {
+    long_rope_ = false;
+  }
+  rope_ = rope_config(hp_, arch_, factors ? static_cast<const float*>(factors->data) : nullptr);
   rope_local_ = local_rope_config(rope_, hp_, arch_);
+}
+
+void Transformer::init() {
+  init_rope();
   attention_.n_heads = static_cast<int64_t>(hp_.head_count);
   attention_.n_kv_heads = static_cast<int64_t>(hp_.head_count_kv);
   attention_.head_dim = static_cast<int64_t>(hp_.head_dim);
@@ -178,7 +209,9 @@ void Transformer::init() {
   } else {
     attention_.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
   }
-  attention_.softcap = arch_.features.attention_softcap;
+  const Softcaps caps = resolved_softcaps(arch_, hp_);
+  attention_.softcap = caps.attention;
+  logit_softcap_ = caps.final_logits;
   if (arch_.features.granite_multipliers) {
     if (hp_.attention_scale != 0.0) attention_.scale = static_cast<float>(hp_.attention_scale);
     if (hp_.embedding_scale != 0.0) embedding_scale_ = static_cast<float>(hp_.embedding_scale);
@@ -190,7 +223,7 @@ void Transformer::init() {
     attention_.alibi_max_bias = arch_.features.alibi_max_bias;
     rope_enabled_ = false;
   }
-  split_fused_qkv();
+  split_fused_matrices();
   layer_window_ = layer_sliding_windows(arch_, hp_);
   if (arch_.features.ffn == FfnKind::MixtureOfExperts) {
     moe_ = std::make_unique<MoeFfn>(backend_, hp_, arch_.features, experts_);

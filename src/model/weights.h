@@ -55,8 +55,11 @@ struct LayerWeights {
   std::optional<backend::TensorView> bo, ffn_up_b, ffn_down_b, attn_norm_b, ffn_norm_b;
   // nomic-bert, BLOOM: q, k and v as one matrix {embedding, q + k + v widths}, in that order,
   // and BLOOM's bias of it. A decoder reads them through wq, wk, wv and bq, bk, bv, views of
-  // their rows (split_fused_qkv).
+  // their rows (Transformer::split_fused_matrices).
   std::optional<backend::TensorView> wqkv, bqkv;
+  // Phi-3: the FFN's gate and up as one matrix {embedding, 2 x ff}, gate rows first; read through
+  // ffn_gate and ffn_up, views of its rows (split_fused_gate_up).
+  std::optional<backend::TensorView> ffn_gate_up;
   // Mamba 2 (instead of attention and FFN; attn_norm is the block's norm): the input projection
   // {embedding, z + x + B + C + dt}, the depthwise convolution's taps {kernel, channels} and
   // bias, dt's bias and A (negative, {1, heads}) and D ({1, heads}) per head, the gated RMS
@@ -77,6 +80,9 @@ struct TransformerWeights {
   backend::TensorView output_norm;
   std::optional<backend::TensorView> output;      // absent when the model ties it to token_embd
   std::optional<backend::TensorView> rope_freqs;  // llama3-style per-pair divisors
+  // Phi-3's LongRoPE: per-pair divisors for contexts past the original one, and for those
+  // within it (Transformer::set_context_length picks one, as llama.cpp picks by its n_ctx).
+  std::optional<backend::TensorView> rope_factors_long, rope_factors_short;
   // Encoders (BERT): learned absolute positions {embedding, context}, token types {embedding,
   // types} (every input is type 0), and the LayerNorm (weight, bias) after the embeddings. An
   // encoder has no output norm or head: output_norm stays empty.

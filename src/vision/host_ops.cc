@@ -33,6 +33,9 @@ void apply(Activation act, float* x, int64_t n) {
     case Activation::Silu:
       for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
       break;
+    case Activation::Tanh:
+      for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
+      break;
   }
 }
 

@@ -7,9 +7,10 @@
 // llama, deepseek2 with multi-head latent attention) and a synthetic llama3-scaled model at
 // positions past its original context (scripts/make_llama3_rope_golden.py) and a synthetic Mamba 2
 // model and a synthetic RWKV 7 model fed in prompt chunks (scripts/make_ssm_golden.py,
-// scripts/make_rwkv7_golden.py), which no download
-// provides: the test writes each with the built `lumen synth` from the arguments in its golden
-// and checks the file's sha256 before comparing.
+// scripts/make_rwkv7_golden.py), and synthetic qwen3, gemma2 and phi3 models
+// (scripts/make_arch_golden.py), which no download provides: the test writes each with the
+// built `lumen synth` from the arguments in its golden and checks the file's sha256 before
+// comparing.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -326,26 +327,31 @@ TEST_P(LogitsGolden, GreedyContinuationsMatchLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(
     RealModels, LogitsGolden,
-    ::testing::Values(GoldenModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"},
-                      GoldenModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"},
-                      // Rope scaling past the original context (scripts/make_rope_variants.py)
-                      GoldenModel{"smollm2_yarn", "derived/SmolLM2-135M-Instruct.Q4_1.rope-yarn.gguf"},
-                      GoldenModel{"smollm2_linear", "derived/SmolLM2-135M-Instruct.Q4_1.rope-linear.gguf"},
-                      GoldenModel{"moe_qwen2moe", nullptr}, GoldenModel{"moe_qwen3moe", nullptr},
-                      GoldenModel{"moe_olmoe", nullptr}, GoldenModel{"moe_mixtral", nullptr},
-                      GoldenModel{"moe_deepseek2", nullptr, false},
-                      // llama3-style rope_freqs, past an original context of 256
-                      GoldenModel{"llama3_rope", nullptr},
-                      // Mamba 2 (scripts/make_ssm_golden.py), its prompts in chunks of 48
-                      GoldenModel{"ssm_mamba2", nullptr, true, 48, true},
-                      // granite-hybrid: attention and Mamba 2 layers (scripts/make_hybrid_golden.py),
-                      // its prompts in chunks of 48; its attention gives llama.cpp a spread to hold it to
-                      GoldenModel{"hybrid_granitehybrid", nullptr, true, 48, false},
-                      // RWKV 7 (scripts/make_rwkv7_golden.py), its prompts in chunks of 48
-                      GoldenModel{"rwkv_rwkv7", nullptr, true, 48, true},
-                      // BLOOM: ALiBi attention and LayerNorm blocks (scripts/make_alibi_golden.py),
-                      // its prompts in chunks of 48
-                      GoldenModel{"alibi_bloom", nullptr, true, 48, false}),
+    ::testing::Values(
+        GoldenModel{"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"}, GoldenModel{"gemma3", "gemma-3-270m-q4_k_m.gguf"},
+        // Rope scaling past the original context (scripts/make_rope_variants.py)
+        GoldenModel{"smollm2_yarn", "derived/SmolLM2-135M-Instruct.Q4_1.rope-yarn.gguf"},
+        GoldenModel{"smollm2_linear", "derived/SmolLM2-135M-Instruct.Q4_1.rope-linear.gguf"},
+        GoldenModel{"moe_qwen2moe", nullptr}, GoldenModel{"moe_qwen3moe", nullptr}, GoldenModel{"moe_olmoe", nullptr},
+        GoldenModel{"moe_mixtral", nullptr}, GoldenModel{"moe_deepseek2", nullptr, false},
+        // llama3-style rope_freqs, past an original context of 256
+        GoldenModel{"llama3_rope", nullptr},
+        // Mamba 2 (scripts/make_ssm_golden.py), its prompts in chunks of 48
+        GoldenModel{"ssm_mamba2", nullptr, true, 48, true},
+        // granite-hybrid: attention and Mamba 2 layers (scripts/make_hybrid_golden.py),
+        // its prompts in chunks of 48; its attention gives llama.cpp a spread to hold it to
+        GoldenModel{"hybrid_granitehybrid", nullptr, true, 48, false},
+        // RWKV 7 (scripts/make_rwkv7_golden.py), its prompts in chunks of 48
+        GoldenModel{"rwkv_rwkv7", nullptr, true, 48, true},
+        // BLOOM: ALiBi attention and LayerNorm blocks (scripts/make_alibi_golden.py),
+        // its prompts in chunks of 48
+        GoldenModel{"alibi_bloom", nullptr, true, 48, false},
+        // Dense architectures no small download provides (scripts/make_arch_golden.py):
+        // qwen3 (QK-norm, a query wider than the embedding), gemma2 (soft caps,
+        // alternating windows), phi3 (fused matrices, partial rotary, LongRoPE's long
+        // and short factor sets), in chunks of 48
+        GoldenModel{"arch_qwen3", nullptr, true, 48, false}, GoldenModel{"arch_gemma2", nullptr, true, 48, false},
+        GoldenModel{"arch_phi3", nullptr, true, 48, false}, GoldenModel{"arch_phi3_short", nullptr, true, 48, false}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

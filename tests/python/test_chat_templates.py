@@ -42,6 +42,7 @@ VENDOR_FILES = {
     "llama3.2": "meta-llama-Llama-3.2-3B-Instruct.jinja",
     "llama3.3": "meta-llama-Llama-3.3-70B-Instruct.jinja",
     "qwen2.5": "Qwen-Qwen2.5-7B-Instruct.jinja",
+    "qwen3": "Qwen-Qwen3-0.6B.jinja",
     "mistral-nemo": "mistralai-Mistral-Nemo-Instruct-2407.jinja",
     "phi3.5": "microsoft-Phi-3.5-mini-instruct.jinja",
     "deepseek-r1-llama": "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
@@ -61,7 +62,7 @@ SPECIAL = {
     "gemma": ("<bos>", "<eos>"),
 }
 FAMILY = {"smollm2": "smollm2", "llama3.1": "llama3", "llama3.2": "llama3", "llama3.3": "llama3",
-          "qwen2.5": "qwen2.5", "mistral-nemo": "mistral", "phi3.5": "phi3.5",
+          "qwen2.5": "qwen2.5", "qwen3": "qwen2.5", "mistral-nemo": "mistral", "phi3.5": "phi3.5",
           "deepseek-r1-llama": "deepseek", "deepseek-r1-qwen": "deepseek",
           "deepseek-v3.1": "deepseek", "gemma": "gemma"}
 

@@ -54,7 +54,7 @@ void Backend::do_gelu_tanh(TensorView&) { refuse_feature("gelu_tanh", BackendFea
 void Backend::activation(TensorView& x, Activation kind) {
   if (!supports(BackendFeature::LayerNorm)) refuse_feature("activation", BackendFeature::LayerNorm, name());
   common::check_f32(x, x.dims[0], "activation", "x");
-  if (static_cast<uint8_t>(kind) > static_cast<uint8_t>(Activation::Silu)) {
+  if (static_cast<uint8_t>(kind) > static_cast<uint8_t>(Activation::Tanh)) {
     fail("activation: no activation number {}", static_cast<int>(kind));
   }
   OpCall call{OpKind::Activation};

@@ -28,6 +28,7 @@ float activation_value(Activation kind, float x) {
       return static_cast<float>(0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
     case Activation::GeluErf: return gelu_erf_value(x);
     case Activation::Silu: return static_cast<float>(v / (1.0 + std::exp(-v)));
+    case Activation::Tanh: return static_cast<float>(std::tanh(v));
   }
   return x;  // unreachable: Backend::activation checks the kind
 }

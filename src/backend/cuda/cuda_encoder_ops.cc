@@ -41,7 +41,8 @@ void CudaBackend::do_gelu_tanh(TensorView& x) {
 static_assert(static_cast<int>(Activation::QuickGelu) == cuda::hd::kQuickGelu &&
               static_cast<int>(Activation::GeluTanh) == cuda::hd::kGeluTanh &&
               static_cast<int>(Activation::GeluErf) == cuda::hd::kGeluErf &&
-              static_cast<int>(Activation::Silu) == cuda::hd::kSilu);
+              static_cast<int>(Activation::Silu) == cuda::hd::kSilu &&
+              static_cast<int>(Activation::Tanh) == cuda::hd::kTanh);
 
 void CudaBackend::do_activation(TensorView& x, Activation kind) {
   State& s = *state_;

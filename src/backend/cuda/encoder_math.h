@@ -33,7 +33,7 @@ LUMEN_HD float gelu_erf_value(float x) {
 
 // --- Backend::activation, by backend::Activation's number: each formula in double, rounded once,
 // as cpu::activation_value computes it.
-inline constexpr int kQuickGelu = 0, kGeluTanh = 1, kGeluErf = 2, kSilu = 3;
+inline constexpr int kQuickGelu = 0, kGeluTanh = 1, kGeluErf = 2, kSilu = 3, kTanh = 4;
 LUMEN_HD float activation_value(int kind, float x) {
   const double v = x;
   switch (kind) {
@@ -45,6 +45,7 @@ LUMEN_HD float activation_value(int kind, float x) {
     }
     case kGeluErf: return gelu_erf_value(x);
     case kSilu: return static_cast<float>(div_rn(v, add_rn(1.0, exp_f64(-v))));
+    case kTanh: return static_cast<float>(tanh_f64(v));
     default: return x;
   }
 }

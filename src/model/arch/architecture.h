@@ -39,6 +39,14 @@ std::vector<std::string> architecture_names();
 // for it) asks for that the forward pass does not implement.
 void require_supported_features(const Architecture& arch, const HParams& hp);
 
+// The soft caps a model runs with (0: none): the architecture's, or the file's where the
+// architecture reads the keys (BlockFeatures::logit_softcap_from_file, attention_softcap_from_file).
+struct Softcaps {
+  float attention = 0.0f;
+  float final_logits = 0.0f;
+};
+Softcaps resolved_softcaps(const Architecture& arch, const HParams& hp);
+
 // The window each layer attends through (0: every earlier position), from the architecture's
 // pattern and the file's {arch}.attention.sliding_window; the key is ignored, with a notice on
 // stderr, by architectures that declare no sliding window.

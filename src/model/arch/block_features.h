@@ -47,9 +47,11 @@ struct BlockFeatures {
   uint32_t sliding_window_period = 0;  // for SlidingWindow::Pattern
   float attention_softcap = 0.0f;      // 0: none; else scores become c * tanh(s / c)
   float logit_softcap = 0.0f;          // 0: none; the same on the final logits
-  // Whether {arch}.final_logit_softcapping, when the file has it, replaces logit_softcap
-  // (llama.cpp reads the key only for the architectures that define one).
+  // Whether {arch}.final_logit_softcapping and {arch}.attn_logit_softcapping, when the file has
+  // them, replace logit_softcap and attention_softcap (llama.cpp reads the keys only for the
+  // architectures that define them). resolved_softcaps() gives the values a model runs with.
   bool logit_softcap_from_file = false;
+  bool attention_softcap_from_file = false;
   bool embedding_scale = false;        // multiply embeddings by sqrt(embedding_length)
   // Local (sliding-window) layers rotate with their own frequency base: local_rope_base, or
   // {arch}.rope.freq_base_swa when the file has it; and without the file's RoPE scaling, which

@@ -22,11 +22,6 @@ void refuse(const Architecture& arch, const char* feature) {
 
 void require_supported_features(const Architecture& arch, const HParams& hp) {
   const BlockFeatures& f = arch.features;
-  // The cap would apply to logits on whichever device computed them; no backend has the op yet,
-  // and no file Lumen can download declares one (Gemma 2 does; Gemma 3's converter writes none).
-  if (f.logit_softcap != 0.0f || (f.logit_softcap_from_file && hp.final_logit_softcap != 0.0)) {
-    refuse(arch, "final logit soft-capping");
-  }
   if (f.ffn == FfnKind::MixtureOfExperts && hp.expert_count == 0) {
     fail("architecture '{}' is a mixture of experts but {}.expert_count is missing or 0", arch.name, hp.architecture);
   }
@@ -75,6 +70,20 @@ void require_supported_features(const Architecture& arch, const HParams& hp) {
     fail("architecture '{}' uses sliding-window attention but {}.attention.sliding_window is missing or 0", arch.name,
          hp.architecture);
   }
+}
+
+Softcaps resolved_softcaps(const Architecture& arch, const HParams& hp) {
+  const BlockFeatures& f = arch.features;
+  Softcaps caps{f.attention_softcap, f.logit_softcap};
+  // validate_hparams holds both keys to finite, non-negative values; 0 (or absent) keeps the
+  // architecture's own, as llama.cpp keeps its default when the key is missing.
+  if (f.attention_softcap_from_file && hp.attention_softcap != 0.0) {
+    caps.attention = static_cast<float>(hp.attention_softcap);
+  }
+  if (f.logit_softcap_from_file && hp.final_logit_softcap != 0.0) {
+    caps.final_logits = static_cast<float>(hp.final_logit_softcap);
+  }
+  return caps;
 }
 
 std::vector<int64_t> layer_sliding_windows(const Architecture& arch, const HParams& hp) {

@@ -12,9 +12,11 @@ namespace lumen::model {
 
 Architecture llama_architecture();
 Architecture qwen2_architecture();
+Architecture gemma2_architecture();
 Architecture gemma3_architecture();
 Architecture mixtral_architecture();
 Architecture qwen2moe_architecture();
+Architecture qwen3_architecture();
 Architecture qwen3moe_architecture();
 Architecture olmoe_architecture();
 Architecture deepseek2_architecture();
@@ -24,6 +26,7 @@ Architecture mamba2_architecture();
 Architecture granite_hybrid_architecture();
 Architecture rwkv7_architecture();
 Architecture bloom_architecture();
+Architecture phi3_architecture();
 
 namespace {
 
@@ -33,8 +36,10 @@ const std::array kRegistry = {
     mixtral_architecture,  // "llama" with experts
     llama_architecture,
     qwen2_architecture,
+    gemma2_architecture,
     gemma3_architecture,
     qwen2moe_architecture,
+    qwen3_architecture,
     qwen3moe_architecture,
     olmoe_architecture,
     deepseek2_architecture,
@@ -44,6 +49,7 @@ const std::array kRegistry = {
     granite_hybrid_architecture,
     rwkv7_architecture,
     bloom_architecture,
+    phi3_architecture,
 };
 // clang-format on
 

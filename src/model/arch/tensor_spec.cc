@@ -28,6 +28,7 @@ int64_t dim_value(Dim dim, const HParams& hp) {
     case Dim::Positions: return static_cast<int64_t>(hp.context_length);
     case Dim::TokenTypes: return static_cast<int64_t>(hp.token_type_count);
     case Dim::QkvWidth: return static_cast<int64_t>(hp.head_dim * (hp.head_count + 2 * hp.head_count_kv));
+    case Dim::GateUpWidth: return static_cast<int64_t>(2 * hp.feed_forward_length);
     case Dim::One: return 1;
     case Dim::RwkvDecayLora: return static_cast<int64_t>(hp.rwkv_decay_lora);
     case Dim::RwkvIclrLora: return static_cast<int64_t>(hp.rwkv_iclr_lora);

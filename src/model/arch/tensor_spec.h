@@ -41,9 +41,10 @@ enum class Dim {
   MlaValueDim,     // value_length_mla
   MlaOutWidth,     // head_count x value_length_mla
   // Encoders (BERT).
-  Positions,   // context_length: one learned embedding per position
-  TokenTypes,  // token_type_count
-  QkvWidth,    // q, k and v fused (nomic-bert): head_dim x (heads + 2 x KV heads)
+  Positions,    // context_length: one learned embedding per position
+  TokenTypes,   // token_type_count
+  QkvWidth,     // q, k and v fused (nomic-bert): head_dim x (heads + 2 x KV heads)
+  GateUpWidth,  // the FFN's gate and up fused in one matrix (phi3's ffn_up): 2 x feed_forward_length
   // State-space layers (Mamba 2; hparams.h's ssm_* fields).
   One,              // a size-1 dimension (llama.cpp stores A and D as {1, heads})
   SsmInProj,        // ssm_in_proj_width: z, x, B, C and dt
@@ -71,7 +72,7 @@ enum class TensorRole {
                 // F32, and so does `lumen synth`
   Norm,         // F32, values near 1
   Bias,         // F32, small values
-  RopeFactors,  // F32, llama3-style per-pair divisors (synth computes them from the preset)
+  RopeFactors,  // F32, per-pair frequency divisors (synth computes them from the preset)
   SsmDecay,     // F32, Mamba's A = -exp(A_log) per head: negative (synth: -1 .. -16)
   SsmConv,      // F32, a depthwise convolution's taps (synth: wider than a bias, as trained ones)
 };
@@ -81,6 +82,7 @@ enum class Presence {
   Required,
   Untied,       // absent when the output projection reuses the embedding matrix
   RopeScaling,  // present only with llama3-style frequency scaling
+  LongRope,     // Phi-3's LongRoPE factor sets: in long-context files only
   Optional,     // a file may have it or not (`lumen synth` writes none)
 };
 

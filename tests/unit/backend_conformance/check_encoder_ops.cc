@@ -113,6 +113,7 @@ void check_activation(Backend& backend, const RegisteredRow& row) {
       case Activation::GeluTanh: want[i] = gelu_tanh_formula(v); break;
       case Activation::GeluErf: want[i] = 0.5 * v * std::erfc(-v / std::sqrt(2.0)); break;
       case Activation::Silu: want[i] = v / (1.0 + std::exp(-v)); break;
+      case Activation::Tanh: want[i] = std::tanh(v); break;
     }
     tol[i] = ulps(want[i], 1e-30);
   }
@@ -200,11 +201,17 @@ const bool kGeluTanhRegistered =
     register_op({OpKind::GeluTanh, {{{17, 3, 0}, 0}, {{1536, 5, 0}, 0}}, [](Backend& b, const RegisteredRow& r) {
                    check_gelu(b, r, false);
                  }});
-// Each activation, over a row with a SIMD tail and a vision tower's FFN width.
-const bool kActivationRegistered = register_op(
-    {OpKind::Activation,
-     {{{17, 3, 0}, 0}, {{4304, 2, 0}, 0}, {{17, 3, 0}, 1}, {{4304, 2, 0}, 1}, {{17, 3, 0}, 2}, {{33, 2, 0}, 3}},
-     check_activation});
+// Each activation, over a row with a SIMD tail and a vision tower's FFN width (tanh: logits).
+const bool kActivationRegistered =
+    register_op({OpKind::Activation,
+                 {{{17, 3, 0}, 0},
+                  {{4304, 2, 0}, 0},
+                  {{17, 3, 0}, 1},
+                  {{4304, 2, 0}, 1},
+                  {{17, 3, 0}, 2},
+                  {{33, 2, 0}, 3},
+                  {{49152, 2, 0}, 4}},  // tanh over a vocabulary's logits (Gemma 2's soft cap)
+                 check_activation});
 // BERT's heads (64 x 12), grouped heads, a head of 128 and one of 32 over 300 rows.
 const bool kBidirectionalRegistered =
     register_op({OpKind::BidirectionalAttention,

@@ -86,8 +86,9 @@ TEST(GeluErfMath, EqualsTheCpu) {
 
 TEST(ActivationMath, EachKindEqualsTheCpu) {
   const std::vector<float> values = random_values(20000, 10, -12.0f, 12.0f);
-  for (const backend::Activation kind : {backend::Activation::QuickGelu, backend::Activation::GeluTanh,
-                                         backend::Activation::GeluErf, backend::Activation::Silu}) {
+  for (const backend::Activation kind :
+       {backend::Activation::QuickGelu, backend::Activation::GeluTanh, backend::Activation::GeluErf,
+        backend::Activation::Silu, backend::Activation::Tanh}) {
     const int k = static_cast<int>(kind);
     for (const float v : values) ASSERT_EQ(hd::activation_value(k, v), cpu::activation_value(kind, v)) << k << " " << v;
     for (const float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 5.5f, -5.5f, 80.0f, -80.0f})

@@ -102,6 +102,13 @@ TEST(Architecture, Qwen2RequiresItsBiases) {
   EXPECT_NE(error.find("missing tensor 'blk.0.attn_v.bias'"), std::string::npos) << error;
 }
 
+// Qwen3 is llama's block with per-head query and key norms: a file without them is not Qwen3.
+TEST(Architecture, Qwen3RequiresItsQkNorms) {
+  std::string error = validation_error(
+      write_tiny_model("qwen3", "lumen_arch_qk_norm.gguf", [](auto& t) { drop(t, "blk.1.attn_k_norm.weight"); }));
+  EXPECT_NE(error.find("missing tensor 'blk.1.attn_k_norm.weight'"), std::string::npos) << error;
+}
+
 // llama.cpp's llama graph switches to experts when the file has them; Lumen's registry picks
 // the mixtral variant of "llama" for such a file.
 TEST(Architecture, LlamaWithExpertsIsTheMixtralVariant) {
@@ -149,7 +156,7 @@ TEST(Architecture, UnknownArchitectureListsTheRegisteredOnes) {
     architecture_for(hp);
     FAIL() << "gpt2 accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("supported: llama, qwen2, gemma3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("supported: llama, qwen2, gemma2, gemma3"), std::string::npos) << e.what();
   }
 }
 
@@ -167,7 +174,6 @@ TEST(Architecture, RefusesFeaturesTheForwardPassDoesNotRun) {
     return std::string();
   };
   EXPECT_EQ(error_for([](BlockFeatures&) {}), "");
-  EXPECT_NE(error_for([](BlockFeatures& f) { f.logit_softcap = 30.0f; }).find("logit soft-capping"), std::string::npos);
   // A mixture of experts runs, but needs the file's expert count.
   EXPECT_NE(error_for([](BlockFeatures& f) { f.ffn = FfnKind::MixtureOfExperts; }).find("llama.expert_count"),
             std::string::npos);
@@ -182,18 +188,39 @@ TEST(Architecture, RefusesFeaturesTheForwardPassDoesNotRun) {
             std::string::npos);
 }
 
-// Gemma 3 reads the cap from the file; no backend applies one yet, so such a file is refused.
-TEST(Architecture, RefusesAFinalLogitSoftCapFromTheFile) {
-  HParams hp = testing::tiny_hparams("gemma3");
-  hp.sliding_window = 8;
+// Gemma 2 caps its scores and logits at 50 and 30 unless the file says otherwise; Gemma 3 reads
+// a final cap from the file (none by default); llama reads neither key, as in llama.cpp.
+TEST(Architecture, SoftCapsComeFromTheArchitectureOrTheFile) {
+  HParams hp = testing::tiny_hparams("gemma2");
+  const Architecture& gemma2 = *find_architecture("gemma2");
+  EXPECT_EQ(resolved_softcaps(gemma2, hp).attention, 50.0f);
+  EXPECT_EQ(resolved_softcaps(gemma2, hp).final_logits, 30.0f);
+  hp.attention_softcap = 20.0;
+  hp.final_logit_softcap = 7.5;
+  EXPECT_EQ(resolved_softcaps(gemma2, hp).attention, 20.0f);
+  EXPECT_EQ(resolved_softcaps(gemma2, hp).final_logits, 7.5f);
+
+  HParams g3 = testing::tiny_hparams("gemma3");
   const Architecture& gemma3 = *find_architecture("gemma3");
-  EXPECT_NO_THROW(require_supported_features(gemma3, hp));
-  hp.final_logit_softcap = 30.0;
-  EXPECT_THROW(require_supported_features(gemma3, hp), Error);
-  // llama does not read the key, as in llama.cpp.
+  EXPECT_EQ(resolved_softcaps(gemma3, g3).final_logits, 0.0f);
+  g3.final_logit_softcap = 30.0;
+  g3.attention_softcap = 50.0;  // gemma3 does not read this key
+  EXPECT_EQ(resolved_softcaps(gemma3, g3).final_logits, 30.0f);
+  EXPECT_EQ(resolved_softcaps(gemma3, g3).attention, 0.0f);
+
   HParams llama = testing::tiny_hparams("llama");
   llama.final_logit_softcap = 30.0;
+  llama.attention_softcap = 50.0;
+  EXPECT_EQ(resolved_softcaps(*find_architecture("llama"), llama).final_logits, 0.0f);
+  EXPECT_EQ(resolved_softcaps(*find_architecture("llama"), llama).attention, 0.0f);
   EXPECT_NO_THROW(require_supported_features(*find_architecture("llama"), llama));
+}
+
+TEST(Architecture, Gemma2AlternatesLocalAndGlobalLayersFromTheFirst) {
+  HParams hp = testing::tiny_hparams("gemma2");
+  hp.block_count = 5;
+  hp.sliding_window = 4096;
+  EXPECT_EQ(layer_sliding_windows(*find_architecture("gemma2"), hp), (std::vector<int64_t>{4096, 0, 4096, 0, 4096}));
 }
 
 TEST(Architecture, Gemma3IsFiveLocalLayersToOneGlobalUnlessTheFileSaysOtherwise) {

@@ -71,6 +71,9 @@ TEST(HParams, HostileValuesAreRefusedNamingTheKey) {
       {"llama.final_logit_softcapping", Value::f32(-30.0f), "llama.final_logit_softcapping"},
       {"llama.final_logit_softcapping", Value::f32(std::numeric_limits<float>::infinity()),
        "llama.final_logit_softcapping"},
+      {"llama.attn_logit_softcapping", Value::f32(-50.0f), "llama.attn_logit_softcapping"},
+      {"llama.attn_logit_softcapping", Value::f32(std::numeric_limits<float>::quiet_NaN()),
+       "llama.attn_logit_softcapping"},
       {"llama.expert_count", Value::u32(1u << 20), "llama.expert_count"},
       {"llama.expert_used_count", Value::u32(2), "llama.expert_used_count"},  // no experts
   };
