@@ -1,5 +1,7 @@
 """`lumen serve` on the architectures no download provides, written by `lumen synth`: DeepSeek-V2
-(multi-head latent attention, a dense first layer, routed and shared experts) and Qwen1.5-MoE.
+(multi-head latent attention, a dense first layer, routed and shared experts), Qwen1.5-MoE, and
+the dense qwen3, gemma2 (soft caps, a 16-position window on every other layer) and phi3 (fused
+matrices, LongRoPE's long set: the served context passes the original 256).
 Concurrent requests share the engine's steps (continuous batching) and each must get, token
 for token, the greedy continuation it gets when it runs alone; the models' weights are random,
 so the text means nothing and the comparison is of token ids (logprobs.tokens)."""
@@ -30,7 +32,8 @@ def completion_tokens(client, model, prompt):
     return r.choices[0].logprobs.tokens, r.usage.completion_tokens
 
 
-@pytest.mark.parametrize("preset", ["deepseek2-lite-mini", "qwen2moe-a2.7b-mini"])
+@pytest.mark.parametrize("preset", ["deepseek2-lite-mini", "qwen2moe-a2.7b-mini", "qwen3-mini", "gemma2-mini",
+                                    "phi4-mini-tiny"])
 def test_concurrent_requests_match_each_alone(preset):
     with tempfile.TemporaryDirectory() as directory:
         server = LumenServer(model=synthesize(preset, directory))
