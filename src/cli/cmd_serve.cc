@@ -43,6 +43,7 @@ struct ServeOptions {
   std::string log_level = "info";
   std::string served_model_name;
   std::string chat_template;
+  std::string reasoning_format = "auto";
   std::string max_body = "1M";
   int64_t max_pending = 1024;
   int64_t max_pending_per_client = 0;  // 0: half of max_pending
@@ -204,6 +205,7 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
   server::ServerContext context(engine, model, name, limits,
                                 options.max_pending, options.max_pending_per_client);
   context.salt_by_api_key = !options.http.api_keys.empty();
+  context.split_reasoning = options.reasoning_format != "none";
   context.kv_handoff = handoff;
   // The bound address, with the real port when any was asked for ("tcp://127.0.0.1:*").
   if (kv_transfer) context.kv_handoff.advertised_endpoint = kv_transfer->endpoint();
@@ -237,6 +239,11 @@ void add_serve_command(CLI::App& app) {
                   "prompts are then never shared through the prefix cache");
   cmd->add_option("--served-model-name", options->served_model_name, "Model name clients use (default: the file's name)");
   cmd->add_option("--chat-template", options->chat_template, "Built-in chat template instead of the model's");
+  cmd->add_option("--reasoning-format", options->reasoning_format,
+                  "A reasoning model's <think> block: auto (message.reasoning_content) or none (left in content); a "
+                  "request's reasoning_format overrides it")
+      ->check(CLI::IsMember({"auto", "deepseek", "none"}))
+      ->capture_default_str();
   cmd->add_option("--max-body-size", options->max_body, "Largest request body, e.g. 1M")->capture_default_str();
   cmd->add_option("--max-pending-requests", options->max_pending,
                   "Requests (counted per choice) queued or running before new ones get 429")

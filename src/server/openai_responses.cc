@@ -152,6 +152,7 @@ nlohmann::json whole_response(const ResponseHeader& header, std::span<const Choi
     nlohmann::json choice = {{"index", c.index}};
     if (header.endpoint == Endpoint::ChatCompletions) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
       if (!c.tool_calls.empty()) {
         if (c.text.empty()) choice["message"]["content"] = nullptr;
         nlohmann::json calls = nlohmann::json::array();
@@ -187,6 +188,15 @@ nlohmann::json stream_chunk(const ResponseHeader& header, int64_t index, const s
   }
   choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = finish != nullptr ? nlohmann::json(finish_reason_name(*finish)) : nlohmann::json();
+  return streamed_chunk(header, std::move(choice), with_usage);
+}
+
+nlohmann::json reasoning_chunk(const ResponseHeader& header, int64_t index, const std::string& reasoning,
+                               bool with_usage) {
+  nlohmann::json choice = {{"index", index},
+                           {"delta", {{"reasoning_content", reasoning}}},
+                           {"logprobs", nullptr},
+                           {"finish_reason", nullptr}};
   return streamed_chunk(header, std::move(choice), with_usage);
 }
 

@@ -68,6 +68,9 @@ struct ChoiceOutput {
   // Chat with tools: the calls the reply makes (its message's tool_calls; content is null when
   // `text` is empty, and a reply that ended normally has finish_reason "tool_calls").
   std::vector<ParsedToolCall> tool_calls;
+  // A reasoning model's reasoning (server/reasoning_split.h): message.reasoning_content, left
+  // out when empty.
+  std::string reasoning;
 };
 
 nlohmann::json whole_response(const ResponseHeader& header, std::span<const ChoiceOutput> choices,
@@ -78,6 +81,10 @@ nlohmann::json whole_response(const ResponseHeader& header, std::span<const Choi
 // adds "usage": null as OpenAI does when stream_options.include_usage is set.
 nlohmann::json stream_chunk(const ResponseHeader& header, int64_t index, const std::string& text, bool first,
                             nlohmann::json logprobs, const FinishReason* finish, bool with_usage);
+
+// A reasoning model's streamed reasoning: a chunk whose delta holds reasoning_content only.
+nlohmann::json reasoning_chunk(const ResponseHeader& header, int64_t index, const std::string& reasoning,
+                               bool with_usage);
 
 // Chat with tools: a chunk whose delta holds the reply's calls (OpenAI's streamed shape: each
 // with its index, id, type and function name and arguments; arguments whole, not in pieces).

@@ -38,7 +38,9 @@ constexpr std::string_view kCompletionFields[] = {"prompt", "echo", "suffix"};
 constexpr std::string_view kChatTemplateFields[] = {
     "messages", "tools", "tool_choice", "parallel_tool_calls", "functions", "function_call",
     "chat_template_kwargs", "add_generation_prompt", "continue_final_message"};
-constexpr std::string_view kChatFields[] = {"max_completion_tokens", "top_logprobs"};
+// reasoning_format is llama-server's, include_reasoning vLLM's (server/reasoning_split.h).
+constexpr std::string_view kChatFields[] = {"max_completion_tokens", "top_logprobs", "reasoning_format",
+                                            "include_reasoning"};
 constexpr std::string_view kTokenizeFields[] = {"model", "prompt", "add_special_tokens"};
 constexpr std::string_view kDetokenizeFields[] = {"model", "tokens"};
 constexpr std::string_view kEmbeddingsFields[] = {"model", "input", "encoding_format", "dimensions"};
@@ -58,7 +60,7 @@ constexpr std::string_view kVllmExtras[] = {"include_stop_str_in_output", "space
                                "logits_processors", "return_tokens_as_token_ids", "return_token_ids",
                                "guided_decoding_backend", "guided_whitespace_pattern", "structural_tag",
                                "kv_transfer_params", "vllm_xargs", "add_special_tokens", "mm_processor_kwargs"};
-constexpr std::string_view kVllmChatExtras[] = {"echo", "documents", "chat_template", "include_reasoning"};
+constexpr std::string_view kVllmChatExtras[] = {"echo", "documents", "chat_template"};
 constexpr std::string_view kVllmCompletionExtras[] = {"prompt_embeds"};
 // llama-server's sampling and slot fields (tools/server/README.md), on both endpoints.
 constexpr std::string_view kLlamaServerExtras[] = {

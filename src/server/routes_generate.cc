@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@
 #include "server/request_field_names.h"
 #include "server/routes.h"
 #include "server/sse.h"
+#include "server/reasoning_split.h"
+#include "server/request_fields.h"
 #include "server/structured_request.h"
 #include "server/tool_reply_stream.h"
 
@@ -39,6 +42,11 @@ struct GenerationJob {
   // Chat with tools that may be called: each reply's calls are parsed out of its text.
   std::optional<ToolRequest> tools;
   ToolCallFormat tool_format = ToolCallFormat::Generic;
+  // Chat with a reasoning model: each reply split into reasoning_content and content
+  // (server/reasoning_split.h), starting inside the block when the prompt opened it.
+  bool split_reasoning = false;
+  bool starts_in_reasoning = false;
+  bool drop_reasoning = false;  // vLLM's include_reasoning: false
 };
 
 std::vector<int64_t> prompt_lengths(const std::vector<std::vector<int32_t>>& prompts) {
@@ -104,6 +112,15 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
   if (!fault.empty())
     throw engine_fault(response.get_header_value("X-Request-Id"), fault, job.options.structured_field);
   if (aborted) throw aborted_error(context);
+  if (job.split_reasoning) {
+    for (ChoiceOutput& output : outputs) {
+      ReasoningSplit split(job.starts_in_reasoning);
+      ReasoningDelta whole = split.add(output.text);
+      ReasoningDelta rest = split.finish();
+      output.reasoning = job.drop_reasoning ? "" : whole.reasoning + rest.reasoning;
+      output.text = whole.content + rest.content;
+    }
+  }
   if (job.tools) {
     for (ChoiceOutput& output : outputs) {
       ToolReply reply = parse_tool_reply(job.tool_format, output.text, *job.tools);
@@ -184,6 +201,8 @@ bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink
   }
   std::vector<ToolReplyStream> tool_streams;
   if (job.tools) tool_streams.assign(n, ToolReplyStream(job.tool_format, *job.tools));
+  std::vector<ReasoningSplit> reasoning_splits;
+  if (job.split_reasoning) reasoning_splits.assign(n, ReasoningSplit(job.starts_in_reasoning));
   size_t i = 0;
   StreamChunk chunk;
   bool aborted = false;
@@ -198,6 +217,20 @@ bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink
     std::string text;
     for (const GeneratedToken& t : chunk.tokens) text += t.text;
     nlohmann::json lp = logprobs && !chunk.tokens.empty() ? writers[i].write(chunk.tokens) : nlohmann::json();
+    if (job.split_reasoning) {  // the reasoning goes out now; the content on as any reply's
+      ReasoningDelta delta = reasoning_splits[i].add(text);
+      if (chunk.finished) {
+        ReasoningDelta rest = reasoning_splits[i].finish();
+        delta.reasoning += rest.reasoning;
+        delta.content += rest.content;
+      }
+      if (!delta.reasoning.empty() && !job.drop_reasoning &&
+          !write(sse_event(reasoning_chunk(state.header, static_cast<int64_t>(i), delta.reasoning, usage)))) {
+        ok = false;
+        continue;
+      }
+      text = std::move(delta.content);
+    }
     if (job.tools) {
       ok = stream_tool_reply(state, tool_streams[i], i, text, std::move(lp), chunk, usage, write);
       continue;
@@ -342,6 +375,28 @@ void handle_completions(ServerContext& context, const httplib::Request& request,
   run_job(context, std::move(job), std::move(places), arrival, request, response);
 }
 
+// Whether a chat reply is split into reasoning_content and content: the request's
+// reasoning_format ("auto" or llama-server's "deepseek": split; "none": the raw text), else the
+// server's --reasoning-format, and only for a template that writes reasoning blocks. vLLM's
+// include_reasoning: false keeps the split and drops the reasoning.
+void choose_reasoning_split(const ServerContext& context, const nlohmann::json& body, std::span<const int32_t> prompt,
+                            GenerationJob& job) {
+  bool split = context.split_reasoning;
+  const RequestFields fields(body);
+  job.drop_reasoning = !fields.boolean("include_reasoning").value_or(true);
+  if (std::optional<std::string> format = fields.string("reasoning_format")) {
+    if (*format != "auto" && *format != "deepseek" && *format != "none") {
+      invalid("reasoning_format", "reasoning_format must be \"auto\", \"deepseek\" or \"none\"");
+    }
+    split = *format != "none";
+  }
+  job.split_reasoning = split && template_has_reasoning(context.model.chat_template_source());
+  if (!job.split_reasoning) return;
+  // The prompt's last tokens say whether the template opened the block (DeepSeek-R1's "<think>\n").
+  const size_t tail = std::min<size_t>(prompt.size(), 16);
+  job.starts_in_reasoning = prompt_opens_reasoning(context.model.detokenize(prompt.subspan(prompt.size() - tail)));
+}
+
 void handle_chat_completions(ServerContext& context, const httplib::Request& request, httplib::Response& response) {
   const Clock::time_point arrival = Clock::now();
   const nlohmann::json body = parse_request_body(request, JsonEndpoint::ChatCompletions, response);
@@ -383,6 +438,7 @@ void handle_chat_completions(ServerContext& context, const httplib::Request& req
                       context.limits.max_output_records);
   GenerationJob job{Endpoint::ChatCompletions, {std::move(parsed.prompt)}, {}, parsed.options, std::nullopt,
                     ToolCallFormat::Generic};
+  choose_reasoning_split(context, body, job.prompts.front(), job);
   if (parsed.tools && parsed.tool_reply_parsed) {
     job.tools = std::move(parsed.tools);
     job.tool_format = parsed.tool_format;

@@ -38,6 +38,9 @@ struct ServerContext {
   // With API keys, each key is a tenant: its requests get their own prefix-cache salt (tenant
   // isolation) and their own admission share (client_id.h); without, the peer address is.
   bool salt_by_api_key = false;
+  // Chat replies of a reasoning model split into reasoning_content and content unless a
+  // request says otherwise (--reasoning-format none turns it off; server/reasoning_split.h).
+  bool split_reasoning = true;
   // Disaggregated prefill and decode: this instance's role (server/kv_handoff.h).
   KvHandoffOptions kv_handoff;
   DisconnectWatcher watcher;  // last: its thread calls into the members above

@@ -105,7 +105,9 @@ function requestBody(conversation) {
   for (const m of conversation.messages) {
     if (m.content) messages.push({ role: m.role, content: chatImages.content(m) });
   }
-  const body = { messages, stream: true, stream_options: { include_usage: true } };
+  // A reasoning model's <think> block stays in the text the page shows (and keeps in history: the
+  // templates that write such blocks drop them from earlier turns themselves).
+  const body = {messages, stream: true, stream_options: {include_usage: true}, reasoning_format: 'none'};
   const number = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));
   const fields = { temperature: "temperature", top_p: "top-p", max_tokens: "max-tokens", seed: "seed" };
   for (const [field, id] of Object.entries(fields)) {
