@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks Lumen's qwen3, gemma2 and phi3 forward passes on models that llama.cpp's converter writes from
+"""Checks Lumen's qwen3, gemma2, phi3, smollm3 and granite forward passes on models that llama.cpp's converter writes from
 tiny random transformers models, against transformers (CPU torch, f32, eager attention) and
 llama.cpp (llama-cpp-python), on one prompt of fixed random token ids longer than a prefill chunk
 (and, for Gemma 2, than its sliding window):
@@ -14,13 +14,17 @@ llama.cpp (llama-cpp-python), on one prompt of fixed random token ids longer tha
           1024, where all three rotate with the short set (transformers switches by the
           sequence's length, llama.cpp and Lumen by their context; the long set is held to
           llama.cpp by the golden)
+  smollm3: SmolLM3ForCausalLM, 4 layers of 64, 4 query heads of 16 on 2 KV heads, the fourth
+          layer without rope (no_rope_layer_interval 4, as every published SmolLM3)
+  granite: GraniteForCausalLM, 4 layers of 64, 4 query heads of 16 on 2 KV heads, Granite 3's
+          multipliers (embedding 12, residual 0.246, attention 0.0625, logits divided by 3)
 The golden test (scripts/make_arch_golden.py) compares with llama.cpp on `lumen synth` files; this
 is the check that the synthetic files' layout is the converter's and that all three engines
 compute the models' own function. Prints JSON as scripts/check_hybrid_transformers.py does, whose
 helpers it uses.
 
-Needs what check_hybrid_transformers.py needs (transformers with Qwen3 and Gemma 2):
-    TORCH_VENV/bin/python scripts/check_arch_transformers.py --llama-cpp LLAMA --llama-python LLAMA_VENV/bin/python [qwen3] [gemma2]
+Needs what check_hybrid_transformers.py needs (transformers with Qwen3, Gemma 2, Phi-3, SmolLM3 and Granite):
+    TORCH_VENV/bin/python scripts/check_arch_transformers.py --llama-cpp LLAMA --llama-python LLAMA_VENV/bin/python [NAME ...]
 The model directories have no tokenizer files: the converter is given its built-in GPT-NeoX
 vocabulary (padded to the config's size) instead, and the prompt is token ids.
 """
@@ -34,7 +38,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import Gemma2Config, Gemma2ForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM
+from transformers import (Gemma2Config, Gemma2ForCausalLM, GraniteConfig, GraniteForCausalLM, Phi3Config,
+                          Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import check_hybrid_transformers as hybrid  # noqa: E402
@@ -76,9 +81,41 @@ def phi3(directory: Path) -> None:
     save(Phi3ForCausalLM(config), directory)
 
 
+def smollm3(directory: Path) -> None:
+    # Every layer's queries scaled 4x sharper than the init gives (below): with the init's tiny
+    # scores attention is near uniform and whether a layer rotates would barely show.
+    config = SmolLM3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                           num_attention_heads=4, num_key_value_heads=2, no_rope_layer_interval=4,
+                           rms_norm_eps=1e-6, rope_theta=10000.0, max_position_embeddings=2048,
+                           tie_word_embeddings=True, initializer_range=0.1, bos_token_id=0, eos_token_id=0,
+                           pad_token_id=0)
+    model = SmolLM3ForCausalLM(config)
+    assert model.config.no_rope_layers == [1, 1, 1, 0], model.config.no_rope_layers
+    sharpen_queries(model)
+    save(model, directory)
+
+
+def granite(directory: Path) -> None:
+    config = GraniteConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                           num_attention_heads=4, num_key_value_heads=2, embedding_multiplier=12.0,
+                           residual_multiplier=0.246, attention_multiplier=0.0625, logits_scaling=3.0,
+                           rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=4096,
+                           tie_word_embeddings=True, initializer_range=0.1, bos_token_id=0, eos_token_id=0,
+                           pad_token_id=0)
+    save(GraniteForCausalLM(config), directory)
+
+
+def sharpen_queries(model) -> None:
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(4.0)
+
+
 MODELS = {"qwen3": (qwen3, Qwen3ForCausalLM, "conversion.qwen", "Qwen3Model"),
           "gemma2": (gemma2, Gemma2ForCausalLM, "conversion.gemma", "Gemma2Model"),
-          "phi3": (phi3, Phi3ForCausalLM, "conversion.phi", "Phi3MiniModel")}
+          "phi3": (phi3, Phi3ForCausalLM, "conversion.phi", "Phi3MiniModel"),
+          "smollm3": (smollm3, SmolLM3ForCausalLM, "conversion.llama", "SmolLM3Model"),
+          "granite": (granite, GraniteForCausalLM, "conversion.granite", "GraniteModel")}
 
 
 def save(model, directory: Path) -> None:

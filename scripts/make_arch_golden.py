@@ -13,6 +13,9 @@ holds Lumen's forward pass to:
           long factor set applies, and so does Lumen's at the test's context of 1024
   phi3_short: `lumen synth phi4-mini-tiny-short`, the same from an original context of 2048: the
           short factor set
+  smollm3: `lumen synth smollm3-mini` (4 blocks of 256, the fourth without rope)
+  granite: `lumen synth granite-mini` (4 blocks of 256 with Granite's embedding, residual,
+          attention and logit multipliers)
 All Q4_1, seed 7. The measurements, prompts (fixed random token ids of 64, 96 and 128 tokens)
 and provenance are make_moe_golden.py's; the test feeds the prompts in chunks of 48 tokens, so
 every prompt crosses prefill chunks (and, for gemma2, its window). scripts/check_arch_transformers.py
@@ -31,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_logits_golden as base  # noqa: E402
 import make_moe_golden as moe  # noqa: E402
 
-PRESETS = {"qwen3": "qwen3-mini", "gemma2": "gemma2-mini", "phi3": "phi4-mini-tiny", "phi3_short": "phi4-mini-tiny-short"}
+PRESETS = {"qwen3": "qwen3-mini", "gemma2": "gemma2-mini", "phi3": "phi4-mini-tiny", "phi3_short": "phi4-mini-tiny-short",
+           "smollm3": "smollm3-mini", "granite": "granite-mini"}
 
 
 def main() -> None:

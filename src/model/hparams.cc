@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/expert_routing.h"
+#include "model/arch/architecture.h"
 #include "util/checked_math.h"
 #include "util/error.h"
 
@@ -271,7 +272,10 @@ HParams read_hparams(const gguf::GgufFile& file) {
   } else if (auto eps_ln = md.find_float(key("attention.layer_norm_epsilon"))) {
     hp.norm_eps = *eps_ln;
   }
-  hp.sliding_window = md.find_unsigned(key("attention.sliding_window")).value_or(0);
+  // An architecture may default the window (Gemma 2's files from before the key existed).
+  const Architecture* arch = find_architecture(hp.architecture);
+  hp.sliding_window = md.find_unsigned(key("attention.sliding_window"))
+                          .value_or(arch != nullptr ? arch->features.default_sliding_window : 0);
   read_sliding_window_pattern(md, key("attention.sliding_window_pattern"), hp);
   hp.rope_freq_base_local = md.find_float(key("rope.freq_base_swa")).value_or(0.0);
   hp.final_logit_softcap = md.find_float(key("final_logit_softcapping")).value_or(0.0);

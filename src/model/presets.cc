@@ -149,6 +149,36 @@ constexpr std::array kPresets = {
            .head_dim = 64,
            .qk_init_scale = 4.0,
            .rope_dims = 48},
+    // SmolLM3-3B (2048 wide, 36 layers, 16 query heads of 128 on 4 KV heads, every fourth layer
+    // without rope, tied embeddings).
+    Preset{"smollm3-3b", "smollm3", 65536, 2048, 36, 11008, 16, 4, 128256, 5000000.0, 1e-6, true,
+           "none", 1.0, 0},
+    // SmolLM3's layout at test size: 4 layers of 256 (the fourth without rope), 4 query heads of
+    // 64 on 2 KV heads, 4x sharper attention so that which layers rotate shows in the logits.
+    Preset{"smollm3-mini", "smollm3", 65536, 256, 4, 768, 4, 2, 0, 5000000.0, 1e-6, true,
+           "none", 1.0, 0, 0, 0, 0, 0, 0, 0, 4.0},
+    // Granite 3's dense block at test size (4 layers of 256, 4 query heads of 64 on 2 KV heads)
+    // with granite-hybrid-mini's multipliers and rope on: the granite golden's model.
+    Preset{.name = "granite-mini",
+           .architecture = "granite",
+           .context_length = 4096,
+           .embedding_length = 256,
+           .block_count = 4,
+           .feed_forward_length = 768,
+           .head_count = 4,
+           .head_count_kv = 2,
+           .vocab_size = 0,
+           .rope_freq_base = 10000.0,
+           .norm_eps = 1e-5,
+           .tied_embeddings = true,
+           .rope_scaling = "none",
+           .rope_scaling_factor = 1.0,
+           .rope_original_context = 0,
+           .qk_init_scale = 4.0,
+           .embedding_scale = 12.0,
+           .residual_scale = 0.246,
+           .attention_scale = 0.015625,
+           .logit_scale = 3.0},
     Preset{"gemma3-270m", "gemma3", 32768, 640, 18, 2048, 4, 1, 262144, 1000000.0, 1e-6, true, "none", 1.0, 0, 256,
            512},
     Preset{"gemma3-1b", "gemma3", 32768, 1152, 26, 6912, 4, 1, 262144, 1000000.0, 1e-6, true, "none", 1.0, 0, 256, 512},

@@ -43,7 +43,13 @@ backend::RopeConfig rope_config(const HParams& hp, const Architecture& arch, con
 }
 
 backend::RopeConfig local_rope_config(const backend::RopeConfig& global, const HParams& hp, const Architecture& arch) {
-  if (!arch.features.per_layer_rope_base) return global;
+  if (!arch.features.per_layer_rope_base) {
+    backend::RopeConfig local = global;
+    if (arch.features.local_rope_base_from_file && hp.rope_freq_base_local != 0.0) {
+      local.freq_base = hp.rope_freq_base_local;
+    }
+    return local;
+  }
   backend::RopeConfig local = global;
   local.freq_base = hp.rope_freq_base_local != 0.0 ? hp.rope_freq_base_local : arch.features.local_rope_base;
   local.scaling = backend::RopeScalingType::None;

@@ -150,10 +150,11 @@ void Transformer::shift_keys(KvCache& cache, std::span<const int32_t> blocks, in
   if (latent_) fail("context shift is not supported for multi-head latent attention yet");
   if (mamba2_ || rwkv7_)
     fail("context shift is not possible for a state-space or RWKV model: its state holds every earlier token");
-  // Keys without rope (ALiBi: BLOOM) carry no position: the bias reads the cache positions
-  // at attention time, which the shift has already moved. Rotating them would corrupt them.
-  if (!rope_enabled_) return;
+  // Keys without rope (ALiBi: BLOOM; SmolLM3's NoPE layers) carry no position: ALiBi's bias
+  // reads the cache positions at attention time, which the shift has already moved. Rotating
+  // them would corrupt them.
   for (size_t layer = layers_.first; layer < layers_.end; ++layer) {
+    if (!layer_rotates(layer)) continue;
     const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
     backend_.shift_keys(cache.layer(layer), blocks, delta, rope, static_cast<int64_t>(hp_.head_dim));
   }

@@ -232,6 +232,12 @@ class Transformer {
   int64_t context_length_ = 0;  // set_context_length's; picks Phi-3's LongRoPE factor set
   bool long_rope_ = false;
   bool rope_enabled_ = true;
+  // Whether the layer's queries and keys are rotated: rope on, and not one of the architecture's
+  // NoPE layers (BlockFeatures::no_rope_period).
+  bool layer_rotates(size_t layer) const {
+    const uint32_t period = arch_.features.no_rope_period;
+    return rope_enabled_ && (period == 0 || (layer + 1) % period != 0);
+  }
   std::vector<int64_t> layer_window_;  // per layer: 0 (global) or the sliding window
   std::unique_ptr<MoeFfn> moe_;        // the FFN of a mixture-of-experts architecture
   std::unique_ptr<LatentAttention> latent_;  // the attention of a multi-head latent architecture

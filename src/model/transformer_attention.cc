@@ -35,7 +35,7 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   backend::KvLayer& kv = cache.layer(layer);
   // The keys go into the cache in rope's own op where the backend fuses the two (one launch for
   // three on a GPU); a rotated cache takes its keys rotated after rope, so those store apart.
-  const bool store_with_rope = rope_enabled_ && !kv.rotated && backend_.has_op(backend::OpKind::RopeStoreKv);
+  const bool store_with_rope = layer_rotates(layer) && !kv.rotated && backend_.has_op(backend::OpKind::RopeStoreKv);
   const KvStore store{sequences, &kv};
   attention_inputs(layer, batch.positions, n, store_with_rope ? &store : nullptr, input_normed);
   TensorView q_heads = as_heads(q, n, head_dim);
@@ -109,7 +109,7 @@ void Transformer::attention_inputs(size_t layer, std::span<const int32_t> positi
   const backend::RopeConfig& rope = layer_window_[layer] != 0 ? rope_local_ : rope_;
   if (store != nullptr) {  // the query scale below touches q only, so storing first changes nothing
     backend_.rope_store_kv(q_heads, k_heads, v, positions, rope, store->sequences, *store->cache);
-  } else if (rope_enabled_) {
+  } else if (layer_rotates(layer)) {
     backend_.rope(q_heads, positions, rope);
     backend_.rope(k_heads, positions, rope);
   }

@@ -9,7 +9,8 @@ toggle and the composer keeps the width; an empty chat shows the model and examp
 tables and blockquotes render, hostile content in them stays text (and 3000 fuzzed strings produce
 only the renderer's own elements and attributes); Copy (per message and per code block),
 Regenerate and Edit work; a failed send (refused by the server, or the server gone) shows its
-error inline with Retry and keeps no empty turn. Skipped, saying why, where no Chromium and
+error inline with Retry and keeps no empty turn; a reasoning model's thinking (reasoning_content)
+streams into a fold above its answer, as text, and is kept apart from it. Skipped, saying why, where no Chromium and
 chromedriver are installed (scripts/setup.sh installs Debian's)."""
 import json
 import os
@@ -443,3 +444,64 @@ def test_copy_regenerate_edit_and_failed_send(browser):
     finally:
         if not stopped:
             assert server.stop() == 0, "".join(server.log)
+
+
+def test_reasoning_folds_apart_from_the_answer(browser):
+    # The built-in deepseek template with enable_thinking opens the <think> block in the prompt,
+    # and the default model never closes it: its whole answer is reasoning_content. The page sends
+    # no template kwargs of its own, so the test adds enable_thinking to what it sends.
+    server = LumenServer("--chat-template", "deepseek")
+    try:
+        def by_id(id):
+            return browser.find_element(By.ID, id)
+
+        open_page(browser, server)
+        browser.execute_script("""
+            const plain = requestBody;
+            window.requestBody = (c) => ({ ...plain(c), chat_template_kwargs: { enable_thinking: true } });""")
+        by_id("max-tokens").clear()
+        by_id("max-tokens").send_keys("12")
+        by_id("prompt").send_keys("What is 2 + 2?")
+        by_id("send").click()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".message.assistant .stats")
+                 and by_id("send").is_displayed(), 20, "the answer")
+        fold = browser.find_element(By.CSS_SELECTOR, ".message.assistant .reasoning")
+        thought = fold.find_element(By.CSS_SELECTOR, ".reasoning-text").text
+        assert fold.is_displayed() and fold.get_attribute("open") is not None and thought.strip()
+        assert browser.find_element(By.CSS_SELECTOR, ".message.assistant .content").text == ""
+        assert "12 tokens" in browser.find_element(By.CSS_SELECTOR, ".message.assistant .stats").text
+        # Kept (an answer cut off while thinking is not an empty turn), with its reasoning apart.
+        kept = stored_conversations(browser)[0]["messages"][1]
+        assert kept["content"] == "" and kept["reasoning"].strip() == thought.strip()
+
+        # The next send carries that turn back empty (the roles still alternate), and is answered.
+        by_id("prompt").send_keys("And 3 + 3?")
+        by_id("send").click()
+        wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, ".message.assistant .stats")) == 2
+                 and by_id("send").is_displayed(), 20, "the second answer")
+        assert not [e for e in browser.find_elements(By.CSS_SELECTOR, ".stats") if "error" in e.text]
+
+        # A stored answer with both: the reasoning folded above the answer, as text; opened by hand;
+        # Copy takes the answer alone.
+        browser.execute_script("localStorage.setItem('lumen.conversations', arguments[0]);", json.dumps([
+            {"id": "r", "title": "think", "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "**Four.**", "reasoning": "<img src=x onerror=alert(1)> two and two"}]}]))
+        browser.refresh()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".message.assistant .reasoning"), 10, "the fold")
+        fold = browser.find_element(By.CSS_SELECTOR, ".message.assistant .reasoning")
+        assert fold.get_attribute("open") is None
+        fold.find_element(By.TAG_NAME, "summary").click()
+        assert fold.get_attribute("open") is not None
+        assert fold.find_element(By.CSS_SELECTOR, ".reasoning-text").text == "<img src=x onerror=alert(1)> two and two"
+        assert not browser.find_elements(By.CSS_SELECTOR, ".message img")
+        assert browser.find_element(By.CSS_SELECTOR, ".message.assistant .content strong").text == "Four."
+        assert not browser.find_elements(By.CSS_SELECTOR, ".message.user .reasoning")
+        browser.execute_cdp_cmd("Browser.grantPermissions", {
+            "origin": server.base_url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+        copy = browser.find_element(By.CSS_SELECTOR, ".message.assistant .actions .copy")
+        copy.click()
+        wait_for(lambda: copy.text == "Copied", 5, "Copied")
+        assert read_clipboard(browser) == "**Four.**"
+    finally:
+        assert server.stop() == 0, "".join(server.log)

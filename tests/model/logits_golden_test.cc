@@ -7,7 +7,7 @@
 // llama, deepseek2 with multi-head latent attention) and a synthetic llama3-scaled model at
 // positions past its original context (scripts/make_llama3_rope_golden.py) and a synthetic Mamba 2
 // model and a synthetic RWKV 7 model fed in prompt chunks (scripts/make_ssm_golden.py,
-// scripts/make_rwkv7_golden.py), and synthetic qwen3, gemma2 and phi3 models
+// scripts/make_rwkv7_golden.py), and synthetic qwen3, gemma2, phi3, smollm3 and granite models
 // (scripts/make_arch_golden.py), which no download provides: the test writes each with the
 // built `lumen synth` from the arguments in its golden and checks the file's sha256 before
 // comparing.
@@ -349,9 +349,11 @@ INSTANTIATE_TEST_SUITE_P(
         // Dense architectures no small download provides (scripts/make_arch_golden.py):
         // qwen3 (QK-norm, a query wider than the embedding), gemma2 (soft caps,
         // alternating windows), phi3 (fused matrices, partial rotary, LongRoPE's long
-        // and short factor sets), in chunks of 48
+        // and short factor sets), smollm3 (every fourth layer without rope), granite (its
+        // four multipliers), in chunks of 48
         GoldenModel{"arch_qwen3", nullptr, true, 48, false}, GoldenModel{"arch_gemma2", nullptr, true, 48, false},
-        GoldenModel{"arch_phi3", nullptr, true, 48, false}, GoldenModel{"arch_phi3_short", nullptr, true, 48, false}),
+        GoldenModel{"arch_phi3", nullptr, true, 48, false}, GoldenModel{"arch_phi3_short", nullptr, true, 48, false},
+        GoldenModel{"arch_smollm3", nullptr, true, 48, false}, GoldenModel{"arch_granite", nullptr, true, 48, false}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

@@ -38,6 +38,9 @@ enum class SlidingWindow {
 
 struct BlockFeatures {
   bool rope_neox = false;  // rotate (i, i + d/2) pairs instead of adjacent ones
+  // > 0: layer i attends without rope (NoPE) when (i + 1) % no_rope_period == 0 (SmolLM3: every
+  // fourth layer, llama.cpp's n_no_rope_layer_step).
+  uint32_t no_rope_period = 0;
   Activation activation = Activation::SwiGlu;
   bool qk_norm = false;              // RMS norm of each query and key head before rope
   bool qk_norm_full_width = false;   // with qk_norm: of the whole q and k rows instead (OLMoE)
@@ -45,6 +48,9 @@ struct BlockFeatures {
   bool post_ffn_norm = false;        // the same after the feed-forward block
   SlidingWindow sliding_window = SlidingWindow::None;
   uint32_t sliding_window_period = 0;  // for SlidingWindow::Pattern
+  // The window when the file has no {arch}.attention.sliding_window (Gemma 2: 4096, llama.cpp's
+  // default); 0: a sliding-window architecture's file must give it.
+  uint64_t default_sliding_window = 0;
   float attention_softcap = 0.0f;      // 0: none; else scores become c * tanh(s / c)
   float logit_softcap = 0.0f;          // 0: none; the same on the final logits
   // Whether {arch}.final_logit_softcapping and {arch}.attn_logit_softcapping, when the file has
@@ -58,6 +64,10 @@ struct BlockFeatures {
   // applies to global layers only.
   bool per_layer_rope_base = false;
   double local_rope_base = 10000.0;
+  // Without per_layer_rope_base: local layers rotate as the global ones (the file's scaling
+  // included) but with {arch}.rope.freq_base_swa's base when the file has one (Gemma 2, as
+  // llama.cpp reads it).
+  bool local_rope_base_from_file = false;
   // Null: scores are q.k / sqrt(head_dim). Else queries are multiplied by query_scale(hp) after
   // rope and scores are q.k unscaled (Gemma's query_pre_attn_scalar, applied as llama.cpp does).
   double (*query_scale)(const HParams& hp) = nullptr;

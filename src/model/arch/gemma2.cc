@@ -2,7 +2,8 @@
 // QK-norm and with soft caps:
 //  - embeddings scaled by sqrt(embedding_length), GeGLU (tanh GELU), NeoX rope,
 //  - RMS norms of the attention and FFN outputs before their residual adds,
-//  - local (sliding window) and global layers alternating, the first local, one rope base,
+//  - local (sliding window) and global layers alternating, the first local, a window of 4096
+//    when the file gives none, one rope base unless the file gives the local layers theirs,
 //  - attention scores capped at c tanh(s / c), c = attn_logit_softcapping (50 when absent),
 //  - final logits capped the same way, c = final_logit_softcapping (30 when absent),
 //  - the output projection tied to the embeddings (a file cannot give its own).
@@ -42,6 +43,8 @@ Architecture gemma2_architecture() {
   // Layer i is global when (i + 1) % 2 == 0: even layers local, odd ones global.
   arch.features.sliding_window = SlidingWindow::Pattern;
   arch.features.sliding_window_period = 2;
+  arch.features.default_sliding_window = 4096;
+  arch.features.local_rope_base_from_file = true;
   arch.features.attention_softcap = 50.0f;
   arch.features.attention_softcap_from_file = true;
   arch.features.logit_softcap = 30.0f;

@@ -27,6 +27,8 @@ Architecture granite_hybrid_architecture();
 Architecture rwkv7_architecture();
 Architecture bloom_architecture();
 Architecture phi3_architecture();
+Architecture smollm3_architecture();
+Architecture granite_architecture();
 
 namespace {
 
@@ -50,6 +52,8 @@ const std::array kRegistry = {
     rwkv7_architecture,
     bloom_architecture,
     phi3_architecture,
+    smollm3_architecture,
+    granite_architecture,
 };
 // clang-format on
 

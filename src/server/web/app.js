@@ -63,6 +63,7 @@ async function copyText(text, source) {
 }
 
 function renderMessageContent(element, message) {
+  renderReasoning(element, message);
   const content = element.querySelector(".content");
   if (message.role === "assistant") {
     content.innerHTML = renderMarkdown(message.content);
@@ -80,6 +81,31 @@ function renderMessageContent(element, message) {
   const stats = element.querySelector(".stats");
   stats.textContent = message.stats && typeof message.stats === "object" ? statsText(message.stats) : "";
   stats.hidden = !stats.textContent;
+}
+
+// A reasoning model's thinking (the server's reasoning_content) in a fold above the answer, as
+// plain text: open while the model thinks, folded once the answer starts, unless the reader has
+// opened or closed it by hand.
+function renderReasoning(element, message) {
+  const fold = element.querySelector(".reasoning");
+  if (!fold) return;
+  fold.hidden = !message.reasoning;
+  if (!message.reasoning) return;
+  fold.querySelector(".reasoning-text").textContent = message.reasoning;
+  if (!fold.dataset.touched) fold.open = message.content === "";
+}
+
+function reasoningFold() {
+  const fold = document.createElement("details");
+  fold.className = "reasoning";
+  fold.hidden = true;
+  const summary = document.createElement("summary");
+  summary.textContent = "Reasoning";
+  summary.addEventListener("click", () => { fold.dataset.touched = "1"; });
+  const text = document.createElement("div");
+  text.className = "reasoning-text";
+  fold.append(summary, text);
+  return fold;
 }
 
 // A message's element, with its actions: Copy on every message, Edit on the user's (the
@@ -104,7 +130,8 @@ function messageElement(conversation, index) {
     actions.append(button("Regenerate", "regenerate", () => regenerate(conversation)));
   }
   const images = chatImages.element(message);
-  element.append(role, ...(images ? [images] : []), content, stats, actions);
+  const reasoning = message.role === "assistant" ? [reasoningFold()] : [];
+  element.append(role, ...(images ? [images] : []), ...reasoning, content, stats, actions);
   renderMessageContent(element, message);
   return element;
 }
@@ -343,12 +370,14 @@ async function generate(conversation) {
       const choice = chunk.choices && chunk.choices[0];
       if (!choice) continue;
       const delta = choice.delta && choice.delta.content;
-      if (delta) {
+      const thought = choice.delta && choice.delta.reasoning_content;
+      if (delta || thought) {
         const now = performance.now();
         if (firstAt === null) firstAt = now;
         lastAt = now;
         chunks += 1;
-        answer.content += delta;
+        if (thought) answer.reasoning = (answer.reasoning || "") + thought;
+        if (delta) answer.content += delta;
         if (!pending) {
           pending = true;
           requestAnimationFrame(() => {
@@ -383,7 +412,7 @@ async function generate(conversation) {
       tokens,
       finish,
     };
-    if (!answer.content) conversation.messages.splice(conversation.messages.indexOf(answer), 1);
+    if (!keptMessage(answer)) conversation.messages.splice(conversation.messages.indexOf(answer), 1);
     if (failure) state.failure = { id: conversation.id, message: failure };
     conversation.updated = Date.now();
     saveConversations();

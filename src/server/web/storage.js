@@ -6,7 +6,8 @@
 const STORE_KEYS = { conversations: "lumen.conversations", settings: "lumen.settings", apiKey: "lumen.apiKey" };
 
 // ---------------------------------------------------------------------------------------------
-// Storage: conversations are [{ id, title, updated, messages: [{ role, content, stats? }] }].
+// Storage: conversations are [{ id, title, updated, messages: [{ role, content, reasoning?, stats? }] }]
+// (reasoning: an answer's reasoning_content, when the model thought before answering).
 
 function loadJson(key, fallback) {
   try {
@@ -35,13 +36,14 @@ const state = {
 };
 
 // An assistant turn with no text (a send that failed, or was stopped, before its first token) is
-// never kept: it would only be an empty turn in the history.
-const keptMessage = (m) => m.role !== "assistant" || m.content !== "";
+// never kept: it would only be an empty turn in the history. One cut off while thinking is.
+const keptMessage = (m) => m.role !== "assistant" || m.content !== "" || Boolean(m.reasoning);
 
 function loadConversations() {
   const stored = loadJson(STORE_KEYS.conversations, []);
   // Whatever is stored is checked: the page must open even over data it did not write.
-  const isMessage = (m) => m && (m.role === "user" || m.role === "assistant") && typeof m.content === "string";
+  const isMessage = (m) => m && (m.role === "user" || m.role === "assistant") && typeof m.content === "string" &&
+    (m.reasoning === undefined || typeof m.reasoning === "string");
   state.conversations = Array.isArray(stored)
     ? stored.filter((c) => c && typeof c.id === "string" && Array.isArray(c.messages) && c.messages.every(isMessage))
     : [];
@@ -102,12 +104,14 @@ function requestBody(conversation) {
   const messages = [];
   const system = $("system-prompt").value.trim();
   if (system) messages.push({ role: "system", content: system });
+  // Earlier answers go back without their reasoning, as OpenAI's clients send them (the templates
+  // of reasoning models drop it from earlier turns anyway); one cut off while thinking goes back
+  // empty, so that the turns still alternate.
   for (const m of conversation.messages) {
-    if (m.content) messages.push({ role: m.role, content: chatImages.content(m) });
+    if (keptMessage(m)) messages.push({ role: m.role, content: chatImages.content(m) });
   }
-  // A reasoning model's <think> block stays in the text the page shows (and keeps in history: the
-  // templates that write such blocks drop them from earlier turns themselves).
-  const body = {messages, stream: true, stream_options: {include_usage: true}, reasoning_format: 'none'};
+  // A reasoning model's thinking comes apart from its answer (delta.reasoning_content), shown folded.
+  const body = {messages, stream: true, stream_options: {include_usage: true}};
   const number = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));
   const fields = { temperature: "temperature", top_p: "top-p", max_tokens: "max-tokens", seed: "seed" };
   for (const [field, id] of Object.entries(fields)) {

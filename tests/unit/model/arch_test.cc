@@ -7,6 +7,7 @@
 
 #include "gguf/file.h"
 #include "model/arch/architecture.h"
+#include "model/rope_config.h"
 #include "model/weights.h"
 #include "tiny_model.h"
 #include "util/error.h"
@@ -221,6 +222,30 @@ TEST(Architecture, Gemma2AlternatesLocalAndGlobalLayersFromTheFirst) {
   hp.block_count = 5;
   hp.sliding_window = 4096;
   EXPECT_EQ(layer_sliding_windows(*find_architecture("gemma2"), hp), (std::vector<int64_t>{4096, 0, 4096, 0, 4096}));
+}
+
+// llama.cpp's gemma2: the local layers keep the global rope, scaling included, and take
+// rope.freq_base_swa's base only when the file has one; Gemma 3's local rope is its own.
+TEST(Architecture, Gemma2LocalLayersRotateAsTheGlobalOnesUnlessTheFileGivesTheirBase) {
+  HParams hp = testing::tiny_hparams("gemma2");
+  hp.rope_freq_base = 20000.0;
+  hp.rope_scaling.type = "linear";
+  hp.rope_scaling.factor = 2.0;
+  const Architecture& gemma2 = *find_architecture("gemma2");
+  const backend::RopeConfig global = rope_config(hp, gemma2, nullptr);
+  backend::RopeConfig local = local_rope_config(global, hp, gemma2);
+  EXPECT_EQ(local.freq_base, 20000.0);
+  EXPECT_EQ(local.scaling, global.scaling);
+  EXPECT_EQ(local.scaling_factor, global.scaling_factor);
+  hp.rope_freq_base_local = 5000.0;
+  local = local_rope_config(global, hp, gemma2);
+  EXPECT_EQ(local.freq_base, 5000.0);
+  EXPECT_EQ(local.scaling, global.scaling);
+  EXPECT_EQ(local.scaling_factor, global.scaling_factor);
+  // The same key means nothing to an architecture with one rope for every layer.
+  const Architecture& llama = *find_architecture("llama");
+  hp.architecture = "llama";
+  EXPECT_EQ(local_rope_config(rope_config(hp, llama, nullptr), hp, llama).freq_base, 20000.0);
 }
 
 TEST(Architecture, Gemma3IsFiveLocalLayersToOneGlobalUnlessTheFileSaysOtherwise) {

@@ -247,6 +247,27 @@ TEST(HParams, DefaultsFollowFromTheRequiredKeys) {
   EXPECT_EQ(hp.sliding_window, 0u);
 }
 
+// llama.cpp gives Gemma 2 a 4096-position window when the file has no
+// gemma2.attention.sliding_window; a file's own value wins; Gemma 3 has no default (its file
+// must give one, which the architecture check enforces).
+TEST(HParams, Gemma2sWindowDefaultsAsLlamaCppDefaultsIt) {
+  auto file_of = [](const std::string& arch, std::optional<uint32_t> window) {
+    gguf::GgufWriter writer = minimal_llama();
+    gguf::GgufWriter renamed;
+    for (const auto& [key, value] : writer.metadata().entries()) {
+      std::string name = key;
+      if (name.starts_with("llama.")) name = arch + name.substr(5);
+      renamed.metadata().set(name, value);
+    }
+    renamed.metadata().set("general.architecture", Value::of_string(arch));
+    if (window) renamed.metadata().set(arch + ".attention.sliding_window", Value::u32(*window));
+    return renamed.write_to_memory();
+  };
+  EXPECT_EQ(read_hparams(gguf::GgufFile::parse(file_of("gemma2", std::nullopt))).sliding_window, 4096u);
+  EXPECT_EQ(read_hparams(gguf::GgufFile::parse(file_of("gemma2", 1024))).sliding_window, 1024u);
+  EXPECT_EQ(read_hparams(gguf::GgufFile::parse(file_of("gemma3", std::nullopt))).sliding_window, 0u);
+}
+
 TEST(HParams, ReadsOptionalKeys) {
   auto writer = minimal_llama();
   auto& md = writer.metadata();
