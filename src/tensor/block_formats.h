@@ -6,6 +6,7 @@
 // Blocks inside a tensor row are not aligned (a Q4_0 block is 18 bytes), so kernels copy each
 // block into one of these structs with memcpy instead of casting the row pointer.
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 namespace lumen::tensor {
@@ -117,6 +118,21 @@ struct BlockIQ4_XS {  // x = d * (ls - 32) * kIq4Levels[q]; ls: 4 low bits in sc
   uint8_t qs[kSuperBlock / 2];
 };
 
+// ---- MXFP4 (OCP microscaling FP4, gpt-oss's experts; llama-quantize's MXFP4_MOE) ----
+// Blocks of 32 E2M1 values under one E8M0 exponent. ggml stores each E2M1 value doubled, as one
+// of 16 int8 levels, and the exponent halved to match: x = 2^(e - 128) * kMxfp4Levels[q], with
+// Q4_0's nibble layout (low nibbles: elements 0-15, high: 16-31). Every e is a finite power of
+// two, 2^-128 (a subnormal) to 2^127: ggml gives e = 255 no NaN meaning and neither does Lumen.
+inline constexpr int8_t kMxfp4Levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+struct BlockMXFP4 {  // x = mxfp4_scale(e) * kMxfp4Levels[q]
+  uint8_t e;
+  uint8_t qs[kLegacyBlock / 2];
+};
+
+// 2^(e - 128), exactly (std::ldexp reaches the subnormals for e = 0 and 1).
+inline float mxfp4_scale(uint8_t e) { return std::ldexp(1.0f, static_cast<int>(e) - 128); }
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -131,5 +147,6 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockMXFP4) == 17);
 
 }  // namespace lumen::tensor

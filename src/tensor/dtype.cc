@@ -140,7 +140,8 @@ bool has_reference_kernels(DType type) {
     case DType::Q6_K:
     case DType::Q8_K:
     case DType::IQ4_NL:
-    case DType::IQ4_XS: return true;
+    case DType::IQ4_XS:
+    case DType::MXFP4: return true;
     default:
       return false;
   }

@@ -86,6 +86,10 @@ void quantize_iq4_xs(const float* src, void* dst, int64_t blocks);
 void quantize_iq4_nl_weighted(const float* x, void* dst, int64_t n, const float* importance);
 void quantize_iq4_xs_weighted(const float* x, void* dst, int64_t n, const float* importance);
 
+// MXFP4 (quant_mxfp4.cc): dequantization and quantization both ggml's reference, bit for bit.
+void dequantize_mxfp4(const void* src, float* dst, int64_t blocks);
+void quantize_mxfp4(const float* src, void* dst, int64_t blocks);
+
 // K-quants quantized step for step as ggml's reference quantizers, which is what llama-quantize
 // writes without an importance matrix (ggml_kquant_low/mid/high.cc). The legacy and plain
 // quantizers above already are ggml's.

@@ -39,6 +39,7 @@ Kernels kernels_for(DType type) {
     case DType::Q8_K: return {dequantize_q8_k, quantize_q8_k};
     case DType::IQ4_NL: return {dequantize_iq4_nl, quantize_iq4_nl};
     case DType::IQ4_XS: return {dequantize_iq4_xs, quantize_iq4_xs};
+    case DType::MXFP4: return {dequantize_mxfp4, quantize_mxfp4};
     default: return {nullptr, nullptr};
   }
 }

@@ -4,10 +4,10 @@ Dequantization must be bit-identical to gguf.quants.dequantize for every type Lu
 for and gguf-py can decode (all but F32, whose dequantization is a copy, and Q8_1/Q8_K, which
 gguf-py cannot decode; the C++ unit tests pin those down). Blocks are random bytes with their
 f16/bf16 scale fields replaced by random finite values spanning the f16 range (subnormals
-included), plus fully random blocks where NaN/Inf scales appear; NaN positions must agree there
+included; MXFP4's exponent bytes up to 250), plus fully random blocks where NaN/Inf scales appear; NaN positions must agree there
 (payloads may differ, since the CPU picks which NaN operand survives a multiply).
 
-Quantization: where gguf-py implements a type (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), Lumen
+Quantization: where gguf-py implements a type (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4), Lumen
 follows ggml's reference quantizer step for step, so the bytes must be identical (for F16, bar
 signalling-NaN inputs, which Lumen quietens and numpy does not). For every
 quantized type the round-trip error must stay within a stated bound, and where gguf-py can
@@ -33,10 +33,10 @@ F16_SCALE_FIELDS = {
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
     T.IQ4_NL: [0], T.IQ4_XS: [0],
 }
-DEQUANT_TYPES = [T.F16, T.BF16, *F16_SCALE_FIELDS]
-GGUF_PY_QUANTIZES = [T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0]
+DEQUANT_TYPES = [T.F16, T.BF16, *F16_SCALE_FIELDS, T.MXFP4]
+GGUF_PY_QUANTIZES = [T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.MXFP4]
 QUANTIZED = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
-             T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.IQ4_NL, T.IQ4_XS]
+             T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.IQ4_NL, T.IQ4_XS, T.MXFP4]
 
 # Round-trip bound per type: sqrt(mean over blocks of (RMS error / max|x|)^2) on uniform data,
 # the worst case. Same figures, and the same derivation from each format's level step, as
@@ -44,7 +44,7 @@ QUANTIZED = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
 ROUND_TRIP_BOUND = {
     T.Q4_0: 0.042, T.Q4_1: 0.039, T.Q5_0: 0.020, T.Q5_1: 0.019, T.Q8_0: 0.0024,
     T.Q8_1: 0.0024, T.Q2_K: 0.140, T.Q3_K: 0.075, T.Q4_K: 0.035, T.Q5_K: 0.0172,
-    T.Q6_K: 0.0082, T.Q8_K: 0.0024, T.IQ4_NL: 0.0425, T.IQ4_XS: 0.0425,
+    T.Q6_K: 0.0082, T.Q8_K: 0.0024, T.IQ4_NL: 0.0425, T.IQ4_XS: 0.0425, T.MXFP4: 0.092,
 }
 
 
@@ -86,6 +86,9 @@ def blocks_with_finite_scales(rng, qtype, n_blocks) -> np.ndarray:
         signs = np.where(rng.random(n_blocks) < 0.5, -1, 1).astype(np.float32)
         bits = (magnitude * signs).view(np.uint32) >> 16
         return bits.astype(np.uint16).view(np.uint8).reshape(n_blocks, 2)
+    if qtype == T.MXFP4:  # an E8M0 exponent byte: up to 250, where 12 x 2^(e - 128) is finite
+        raw[:, 0] = rng.integers(0, 251, n_blocks)
+        return raw
     for offset in F16_SCALE_FIELDS[qtype]:
         raw[:, offset:offset + 2] = random_finite_f16(rng, n_blocks).view(np.uint8).reshape(-1, 2)
     return raw

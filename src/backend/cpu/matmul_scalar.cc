@@ -118,6 +118,19 @@ float dot_iq4_nl(const uint8_t* w, const uint8_t* x, int64_t cols) {
   return sum;
 }
 
+// MXFP4: the code indexes the doubled E2M1 levels; the scale is the block's power of two.
+float dot_mxfp4(const uint8_t* w, const uint8_t* x, int64_t cols) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < cols / kLegacyBlock; ++b) {
+    const auto wb = load_block<tensor::BlockMXFP4>(w, b);
+    const auto xb = load_block<tensor::BlockQ8_0>(x, b);
+    int sumi = 0;
+    for (int j = 0; j < kLegacyBlock; ++j) sumi += tensor::kMxfp4Levels[nibble(wb.qs, j)] * xb.qs[j];
+    sum += static_cast<float>(sumi) * (tensor::mxfp4_scale(wb.e) * fp16_to_float(xb.d));
+  }
+  return sum;
+}
+
 // Per super-block one integer: |sum| <= 8 sub-blocks x 32 x 32 x 127 x 127 < 2^27.
 float dot_iq4_xs(const uint8_t* w, const uint8_t* x, int64_t cols) {
   float sum = 0.0f;
@@ -223,6 +236,7 @@ constexpr TypeKernels kQ5_K = make_kernels<DType::Q8_K, dot_k<decode_q5_k>>();
 constexpr TypeKernels kQ6_K = make_kernels<DType::Q8_K, dot_k<decode_q6_k>>();
 constexpr TypeKernels kIQ4_NL = make_kernels<DType::Q8_0, dot_iq4_nl>();
 constexpr TypeKernels kIQ4_XS = make_kernels<DType::Q8_K, dot_iq4_xs>();
+constexpr TypeKernels kMXFP4 = make_kernels<DType::Q8_0, dot_mxfp4>();
 constexpr TypeKernels kF32 = make_kernels<DType::F32, dot_f32>();
 constexpr TypeKernels kF16 = make_kernels<DType::F32, dot_f16>();
 constexpr TypeKernels kBF16 = make_kernels<DType::F32, dot_bf16>();
@@ -243,6 +257,7 @@ const TypeKernels* scalar_kernels(DType type) {
     case DType::Q6_K: return &kQ6_K;
     case DType::IQ4_NL: return &kIQ4_NL;
     case DType::IQ4_XS: return &kIQ4_XS;
+    case DType::MXFP4: return &kMXFP4;
     case DType::F32: return &kF32;
     case DType::F16: return &kF16;
     case DType::BF16: return &kBF16;

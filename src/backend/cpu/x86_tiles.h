@@ -75,10 +75,11 @@ struct Q8_0Format {
 // The 32 codes of a block of non-linear 4-bit levels (IQ4_NL, and each 32-value sub-block of
 // IQ4_XS) as their signed int8 levels: the nibbles index a 16-byte table, one vpshufb (the table
 // repeats in both 128-bit lanes, as vpshufb looks up within a lane).
-inline __m256i iq4_levels(const uint8_t* qs) {
-  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tensor::kIq4Levels));
+inline __m256i nibble_levels(const int8_t* levels, const uint8_t* qs) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(levels));
   return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), unpack_nibbles(qs));
 }
+inline __m256i iq4_levels(const uint8_t* qs) { return nibble_levels(tensor::kIq4Levels, qs); }
 
 // IQ4_NL: signed levels in [-127, 113], so as Q8_0: sign-flipped to u8 with VNNI, signed without.
 struct IQ4_NLFormat {
@@ -91,6 +92,30 @@ struct IQ4_NLFormat {
     return LUMEN_X86_VNNI ? _mm256_xor_si256(levels, _mm256_set1_epi8(static_cast<char>(0x80))) : levels;
   }
 };
+
+// MXFP4: the same lookup in its 16 doubled E2M1 levels ([-12, 12]), and its scale a power of
+// two from the block's exponent byte instead of an f16 d.
+struct MXFP4Format {
+  using Block = tensor::BlockMXFP4;
+  static constexpr int kOffset = LUMEN_X86_VNNI ? 128 : 0;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kSignedCodes = !LUMEN_X86_VNNI;
+  static __m256i codes(const uint8_t* b) {
+    const __m256i levels = nibble_levels(tensor::kMxfp4Levels, b + offsetof(Block, qs));
+    return LUMEN_X86_VNNI ? _mm256_xor_si256(levels, _mm256_set1_epi8(static_cast<char>(0x80))) : levels;
+  }
+  static float scale(const uint8_t* b) { return tensor::mxfp4_scale(b[offsetof(Block, e)]); }
+};
+
+// A block's scale: the format's own rule where it has one, else the f16 d at the block's start.
+template <typename F>
+inline float legacy_scale(const uint8_t* b) {
+  if constexpr (requires { F::scale(b); }) {
+    return F::scale(b);
+  } else {
+    return load_f16(b);
+  }
+}
 
 template <typename F>
 inline __m256i legacy_dot(__m256i base, __m256i codes, __m256i act) {
@@ -152,7 +177,7 @@ void legacy_tile(const uint8_t* const* w_rows, const uint8_t* const* x_rows, int
       _mm_prefetch(reinterpret_cast<const char*>(wb + next_tile), _MM_HINT_T0);
       const __m256i codes = F::codes(wb);
       // Scales as vectors: one vector multiply per pair instead of a scalar one plus a broadcast.
-      const __m256 wd = _mm256_set1_ps(load_f16(wb));
+      const __m256 wd = _mm256_set1_ps(legacy_scale<F>(wb));
 #pragma GCC unroll 16
       for (int t = 0; t < NT; ++t) {
         const __m256i dot = legacy_dot<F>(base[t], codes, act[t]);
@@ -456,6 +481,7 @@ const TypeKernels* x86_kernels_for(DType type) {
   static constexpr TypeKernels kQ6_K = kquant_kernels<tensor::BlockQ6_K, q6_k_registers>();
   static constexpr TypeKernels kIQ4_NL = make_x86_kernels<LegacyTile<IQ4_NLFormat>::At>(DType::Q8_0, quantize_act_q8_0);
   static constexpr TypeKernels kIQ4_XS = make_x86_kernels<IQ4_XSTile>(DType::Q8_K, quantize_act_q8_k, iq4_xs_panel);
+  static constexpr TypeKernels kMXFP4 = make_x86_kernels<LegacyTile<MXFP4Format>::At>(DType::Q8_0, quantize_act_q8_0);
 #if defined(__AVX512F__)
   static constexpr TypeKernels kF32 = make_x86_kernels<F32Tile512>(DType::F32, nullptr);
 #else
@@ -476,6 +502,7 @@ const TypeKernels* x86_kernels_for(DType type) {
     case DType::Q6_K: return &kQ6_K;
     case DType::IQ4_NL: return &kIQ4_NL;
     case DType::IQ4_XS: return &kIQ4_XS;
+    case DType::MXFP4: return &kMXFP4;
     case DType::F32: return &kF32;
     case DType::F16: return &kF16;
     case DType::BF16: return &kBF16;

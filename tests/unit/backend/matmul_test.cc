@@ -36,7 +36,8 @@ DType activation_type(DType weight) {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q8_0:
-    case DType::IQ4_NL: return DType::Q8_0;
+    case DType::IQ4_NL:
+    case DType::MXFP4: return DType::Q8_0;
     case DType::Q4_1: case DType::Q5_1: return DType::Q8_1;
     case DType::F32: case DType::F16: case DType::BF16: return DType::F32;
     default: return DType::Q8_K;
@@ -354,7 +355,7 @@ TEST(PackedWeights, MismatchAndUnsupportedTypesAreErrors) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                                            DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                                           DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS),
+                                           DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4),
                          [](const ::testing::TestParamInfo<DType>& param) {
                            return std::string(tensor::dtype_name(param.param));
                          });

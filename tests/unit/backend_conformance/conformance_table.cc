@@ -12,13 +12,13 @@ using tensor::DType;
 
 // Every weight type the CPU backend multiplies (cpu::matmul_supports; a test keeps this list
 // and that function in step).
-constexpr DType kMatmulTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,
-                                  DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,   DType::Q3_K,
-                                  DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
+constexpr DType kMatmulTypes[] = {DType::F32,  DType::F16,    DType::BF16,   DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                                  DType::Q5_1, DType::Q8_0,   DType::Q2_K,   DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                  DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
 // Every table type get_rows converts (tensor::has_reference_kernels).
-constexpr DType kRowTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,  DType::Q5_0,
-                               DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q2_K,   DType::Q3_K,  DType::Q4_K,
-                               DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS};
+constexpr DType kRowTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,   DType::Q5_0,
+                               DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q2_K,   DType::Q3_K,   DType::Q4_K,
+                               DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
 // The K/V cache types (backend::is_kv_cache_type): f16, f32 and --kv-cache-dtype's compressed
 // ones, whose heads of 64 and 128 values are whole q8_0 / q4_0 blocks.
 constexpr DType kCacheTypes[] = {DType::F16, DType::F32, DType::BF16, DType::Q8_0, DType::Q4_0, DType::FP8_E4M3};

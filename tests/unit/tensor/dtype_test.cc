@@ -83,9 +83,9 @@ TEST(DTypeTable, NamesParseCaseInsensitively) {
 }
 
 TEST(DTypeTable, ReferenceKernelsExactlyForTheSupportedTypes) {
-  const std::set<DType> supported = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,  DType::Q5_0,
-                                     DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q2_K,   DType::Q3_K,  DType::Q4_K,
-                                     DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS};
+  const std::set<DType> supported = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,   DType::Q5_0,
+                                     DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q2_K,   DType::Q3_K,   DType::Q4_K,
+                                     DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4};
   for (const Expected& e : kExpected) {
     const auto type = static_cast<DType>(e.id);
     EXPECT_EQ(has_reference_kernels(type), supported.count(type) == 1) << e.name;
@@ -105,6 +105,7 @@ TEST(DTypeTable, BlockStructsMatchTheTable) {
   EXPECT_EQ(sizeof(BlockQ5_K), dtype_info(DType::Q5_K).block_bytes);
   EXPECT_EQ(sizeof(BlockQ6_K), dtype_info(DType::Q6_K).block_bytes);
   EXPECT_EQ(sizeof(BlockQ8_K), dtype_info(DType::Q8_K).block_bytes);
+  EXPECT_EQ(sizeof(BlockMXFP4), dtype_info(DType::MXFP4).block_bytes);
   EXPECT_EQ(dtype_info(DType::Q4_0).block_elements, kLegacyBlock);
   EXPECT_EQ(dtype_info(DType::Q6_K).block_elements, kSuperBlock);
 }

@@ -35,7 +35,7 @@ TEST(QuantizeRow, RefusesTypesWithoutKernels) {
   std::vector<float> values(256);
   std::vector<unsigned char> bytes(1024);
   for (const DType type :
-       {DType::IQ2_XXS, DType::IQ3_S, DType::TQ1_0, DType::MXFP4, DType::I8, DType::F64, DType::Q1_0}) {
+       {DType::IQ2_XXS, DType::IQ3_S, DType::TQ1_0, DType::NVFP4, DType::I8, DType::F64, DType::Q1_0}) {
     EXPECT_THROW(dequantize_row(type, bytes.data(), values.data(), 256), Error);
     EXPECT_THROW(quantize_row(type, values.data(), bytes.data(), 256), Error);
   }

@@ -105,6 +105,47 @@ TEST(LegacyLayout, Q8_0AndQ8_1) {
   }
 }
 
+// MXFP4: the OCP E2M1 values (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives) under e = 128 + 1
+// (ggml's doubled levels times 2^(e - 128) = 2 gives them exactly, times 2), Q4_0's nibble
+// layout, and the exponent's ends: e = 0 is 2^-128 (a subnormal), e = 255 is 2^127.
+TEST(MicroscalingLayout, MXFP4) {
+  const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, 0, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  BlockMXFP4 block{};
+  block.e = 128;  // 2^0 on the doubled levels: each E2M1 value times 2
+  for (int j = 0; j < 16; ++j) block.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  auto y = decode(DType::MXFP4, block);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], 2.0f * e2m1[j]) << j;            // low nibbles: first half
+    EXPECT_EQ(y[j + 16], 2.0f * e2m1[15 - j]) << j;  // high nibbles: second half
+  }
+  block.e = 127;  // the E2M1 values themselves
+  y = decode(DType::MXFP4, block);
+  for (int j = 0; j < 16; ++j) EXPECT_EQ(y[j], e2m1[j]) << j;
+  block.e = 0;
+  y = decode(DType::MXFP4, block);
+  EXPECT_EQ(y[1], std::ldexp(1.0f, -128));
+  EXPECT_GT(y[1], 0.0f);
+  block.e = 255;
+  y = decode(DType::MXFP4, block);
+  EXPECT_EQ(y[1], std::ldexp(1.0f, 127));
+  EXPECT_TRUE(std::isinf(y[7]));  // 12 x 2^127 overflows, in ggml as here
+
+  // Quantizing: the largest magnitude 6.0 gives e = floor(log2 6) - 2 + 127 = 127, and every
+  // E2M1 value comes back exactly; the top level (12 x 2^-1 = 6) is the clip point, so 7 clips.
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[j] = e2m1[j % 16];
+  std::vector<unsigned char> packed(sizeof(BlockMXFP4));
+  quantize_row(DType::MXFP4, x.data(), packed.data(), 32);
+  EXPECT_EQ(packed[0], 127);
+  std::vector<float> back(32);
+  dequantize_row(DType::MXFP4, packed.data(), back.data(), 32);
+  EXPECT_EQ(back, x);
+  x[3] = 7.0f;  // e = floor(log2 7) - 2 + 127 = 127 still: 7 clips to 6
+  quantize_row(DType::MXFP4, x.data(), packed.data(), 32);
+  dequantize_row(DType::MXFP4, packed.data(), back.data(), 32);
+  EXPECT_EQ(back[3], 6.0f);
+}
+
 TEST(Q8_1, SumFieldIsScaleTimesSumOfQuants) {
   std::vector<float> x(64);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.3f - 0.5f;

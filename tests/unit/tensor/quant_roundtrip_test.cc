@@ -66,6 +66,9 @@ const Bound kBounds[] = {
     // 0.025 mean), which is what the levels are for.
     {DType::IQ4_NL, 0.0425, 0.053, 0.156},  // 0.0394 0.0492 0.1440
     {DType::IQ4_XS, 0.0425, 0.045, 0.155},  // 0.0391 0.0415 0.1421
+    // MXFP4: E2M1 levels (steps of 1/12 to 1/3 of the top) under a power-of-two scale that
+    // puts the top level at 0.75-1.5x max|x|, ggml's rule, which clips up to a quarter of it.
+    {DType::MXFP4, 0.092, 0.135, 0.2501},  // 0.0853 0.1237 0.2500 (the clip: just under 2^(k+1) to 1.5 x 2^k)
     // f32 scale: exactly half a step, 1/254.
     {DType::Q8_K, 0.0024, 0.0027, 0.0040},  // 0.00228 0.00247 0.00394
 };
