@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks Lumen's qwen3, gemma2, phi3, smollm3 and granite forward passes on models that llama.cpp's converter writes from
+"""Checks Lumen's qwen3, gemma2, phi3, smollm3, granite and gpt-oss forward passes on models that llama.cpp's converter writes from
 tiny random transformers models, against transformers (CPU torch, f32, eager attention) and
 llama.cpp (llama-cpp-python), on one prompt of fixed random token ids longer than a prefill chunk
 (and, for Gemma 2, than its sliding window):
@@ -18,6 +18,10 @@ llama.cpp (llama-cpp-python), on one prompt of fixed random token ids longer tha
           layer without rope (no_rope_layer_interval 4, as every published SmolLM3)
   granite: GraniteForCausalLM, 4 layers of 64, 4 query heads of 16 on 2 KV heads, Granite 3's
           multipliers (embedding 12, residual 0.246, attention 0.0625, logits divided by 3)
+  gpt_oss: GptOssForCausalLM, 4 layers of 64, 4 query heads of 32 on 2 KV heads (a query twice the
+          embedding), an 8-position window on layers 0 and 2, gpt-oss's YaRN (x32 from 4096,
+          truncate off as its config has it), 8 experts of 64, top 2; every bias, the sinks and
+          the router's bias drawn at random (the init leaves them 0)
 The golden test (scripts/make_arch_golden.py) compares with llama.cpp on `lumen synth` files; this
 is the check that the synthetic files' layout is the converter's and that all three engines
 compute the models' own function. Prints JSON as scripts/check_hybrid_transformers.py does, whose
@@ -38,8 +42,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import (Gemma2Config, Gemma2ForCausalLM, GraniteConfig, GraniteForCausalLM, Phi3Config,
-                          Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM)
+from transformers import (Gemma2Config, Gemma2ForCausalLM, GptOssConfig, GptOssForCausalLM, GraniteConfig,
+                          GraniteForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM, SmolLM3Config,
+                          SmolLM3ForCausalLM)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import check_hybrid_transformers as hybrid  # noqa: E402
@@ -105,6 +110,25 @@ def granite(directory: Path) -> None:
     save(GraniteForCausalLM(config), directory)
 
 
+def gpt_oss(directory: Path) -> None:
+    config = GptOssConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_layers=4,
+                          num_attention_heads=4, num_key_value_heads=2, head_dim=32, num_local_experts=8,
+                          num_experts_per_tok=2, sliding_window=8, rms_norm_eps=1e-5, max_position_embeddings=131072,
+                          rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
+                                           "original_max_position_embeddings": 4096, "beta_fast": 32.0,
+                                           "beta_slow": 1.0, "truncate": False},
+                          tie_word_embeddings=False, initializer_range=0.1, bos_token_id=0, eos_token_id=0,
+                          pad_token_id=0)
+    model = GptOssForCausalLM(config)
+    assert model.config.layer_types[:2] == ["sliding_attention", "full_attention"], model.config.layer_types
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or name.endswith("sinks"):
+                p.uniform_(-0.5, 0.5) if not name.endswith("sinks") else p.uniform_(-1.0, 2.0)
+    sharpen_queries(model)
+    save(model, directory)
+
+
 def sharpen_queries(model) -> None:
     with torch.no_grad():
         for layer in model.model.layers:
@@ -115,7 +139,8 @@ MODELS = {"qwen3": (qwen3, Qwen3ForCausalLM, "conversion.qwen", "Qwen3Model"),
           "gemma2": (gemma2, Gemma2ForCausalLM, "conversion.gemma", "Gemma2Model"),
           "phi3": (phi3, Phi3ForCausalLM, "conversion.phi", "Phi3MiniModel"),
           "smollm3": (smollm3, SmolLM3ForCausalLM, "conversion.llama", "SmolLM3Model"),
-          "granite": (granite, GraniteForCausalLM, "conversion.granite", "GraniteModel")}
+          "granite": (granite, GraniteForCausalLM, "conversion.granite", "GraniteModel"),
+          "gpt_oss": (gpt_oss, GptOssForCausalLM, "conversion.gpt_oss", "GptOssModel")}
 
 
 def save(model, directory: Path) -> None:

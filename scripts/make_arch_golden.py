@@ -16,7 +16,13 @@ holds Lumen's forward pass to:
   smollm3: `lumen synth smollm3-mini` (4 blocks of 256, the fourth without rope)
   granite: `lumen synth granite-mini` (4 blocks of 256 with Granite's embedding, residual,
           attention and logit multipliers)
-All Q4_1, seed 7. The measurements, prompts (fixed random token ids of 64, 96 and 128 tokens)
+  gpt_oss: `lumen synth gpt-oss-mini` (4 blocks of 256, 8 query heads of 64 on 2 KV heads with
+          q/k/v/output biases and a sink logit per head, windows of 32 on even layers, no YaRN
+          (gpt-oss's differs from llama.cpp's on purpose: check_arch_transformers.py holds it);
+          16 experts of 256, top 4 chosen by the biased router's logits and weighted by a softmax
+          over those, biased experts with the clamped SwiGLU), MXFP4_MOE: MXFP4 experts, Q8_0
+          elsewhere
+All others Q4_1; seed 7. The measurements, prompts (fixed random token ids of 64, 96 and 128 tokens)
 and provenance are make_moe_golden.py's; the test feeds the prompts in chunks of 48 tokens, so
 every prompt crosses prefill chunks (and, for gemma2, its window). scripts/check_arch_transformers.py
 checks the same forward passes on models written by llama.cpp's converter from random
@@ -35,7 +41,9 @@ import make_logits_golden as base  # noqa: E402
 import make_moe_golden as moe  # noqa: E402
 
 PRESETS = {"qwen3": "qwen3-mini", "gemma2": "gemma2-mini", "phi3": "phi4-mini-tiny", "phi3_short": "phi4-mini-tiny-short",
-           "smollm3": "smollm3-mini", "granite": "granite-mini"}
+           "smollm3": "smollm3-mini", "granite": "granite-mini", "gpt_oss": "gpt-oss-mini"}
+# Synth arguments where a golden's are not make_moe_golden.py's.
+SYNTH_ARGS = {"gpt_oss": ["--type", "MXFP4_MOE", "--seed", "7"]}
 
 
 def main() -> None:
@@ -46,7 +54,7 @@ def main() -> None:
     for name in args.names:
         with tempfile.TemporaryDirectory() as workdir:
             moe.make_golden(name, args.lumen, Path(workdir), preset=PRESETS[name], out_name=f"arch_{name}",
-                            script="scripts/make_arch_golden.py")
+                            script="scripts/make_arch_golden.py", synth_args=SYNTH_ARGS.get(name, moe.SYNTH_ARGS))
 
 
 if __name__ == "__main__":

@@ -60,22 +60,22 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def synthesize(preset: str, lumen: Path, workdir: Path) -> Path:
+def synthesize(preset: str, lumen: Path, workdir: Path, synth_args: list[str] = SYNTH_ARGS) -> Path:
     model = workdir / f"{preset}.gguf"
-    subprocess.run([str(lumen), "synth", preset, "-o", str(model), "--vocab", str(base.CACHE / VOCAB), *SYNTH_ARGS],
+    subprocess.run([str(lumen), "synth", preset, "-o", str(model), "--vocab", str(base.CACHE / VOCAB), *synth_args],
                    check=True, stdout=subprocess.DEVNULL)
     return model
 
 
 def make_golden(name: str, lumen: Path, workdir: Path, *, preset: str | None = None, out_name: str | None = None,
                 prompt_lengths: list[int] = PROMPT_LENGTHS, script: str = "scripts/make_moe_golden.py",
-                measure=None) -> None:
+                measure=None, synth_args: list[str] = SYNTH_ARGS) -> None:
     """Writes tests/golden/logits/<out_name>.json (default moe_<name>) for the preset (default
     MODELS[name]); measure(model, cases, probes, spread), when given, returns a dict merged into
     the golden's top level."""
     preset = preset or MODELS[name]
     vocab = base.CACHE / VOCAB
-    model = synthesize(preset, lumen, workdir)
+    model = synthesize(preset, lumen, workdir, synth_args)
     llm = Llama(model_path=str(model), n_ctx=base.N_CTX, n_batch=512, n_threads=2, logits_all=True, seed=0,
                 verbose=False)
     n_vocab = llm.n_vocab()
@@ -113,7 +113,7 @@ def make_golden(name: str, lumen: Path, workdir: Path, *, preset: str | None = N
     print(f"{name}: llama.cpp flash attention / one token per batch vs default: {spreads}", file=sys.stderr)
     extra = measure(model, cases, probes, spread) if measure else {}
     golden = {"generator": {"script": script, "llama_cpp_python": llama_cpp_version,
-                            "synth": [preset, *SYNTH_ARGS], "vocab": VOCAB, "vocab_sha256": sha256(vocab),
+                            "synth": [preset, *synth_args], "vocab": VOCAB, "vocab_sha256": sha256(vocab),
                             "model_sha256": sha256(model),
                             "settings": f"n_ctx {base.N_CTX}, n_batch 512, f16 KV cache, no flash attention, "
                                         "no extra buffer types",

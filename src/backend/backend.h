@@ -454,6 +454,8 @@ class Backend {
   // which throws "the <backend> backend has no <op> (...)".
   void require_op(OpKind op) const;
   [[noreturn]] void refuse_op(OpKind op) const;
+  // moe_ffn and its routed forms with gpt-oss's experts on a backend without BiasedExperts.
+  void refuse_unless_biased_experts(std::string_view op) const;
   // attention's and attention_scored's argument checks (shapes, and what this backend masks).
   void check_attention_call(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                             const AttentionConfig& config, const TensorView& out) const;

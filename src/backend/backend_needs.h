@@ -25,12 +25,16 @@ enum class BackendFeature : uint8_t {
   SpanAttention,    // prompt spans whose positions attend both ways (SequenceSlice::key_ends)
   Alibi,            // ALiBi position biases in attention (AttentionConfig::alibi_max_bias)
   Rwkv7,            // RWKV 7's layers: rwkv_wkv7 and the element-wise rwkv7_* ops
+  AttentionSinks,   // a learned sink logit per head in attention's softmax (AttentionConfig::sinks)
+  BiasedExperts,    // gpt-oss's experts: biases on each expert's matrices, the clamped SwiGLU
+                    // (Glu::SwigluOai), the softmax over the chosen experts' logits
 };
 inline constexpr BackendFeature kAllBackendFeatures[] = {
-    BackendFeature::MoeFfn,    BackendFeature::LatentAttention, BackendFeature::StateSpace,
-    BackendFeature::Encoder,   BackendFeature::TreeAttention,   BackendFeature::ShiftKeys,
-    BackendFeature::RotatedKv, BackendFeature::KvEviction,      BackendFeature::SpanAttention,
-    BackendFeature::Alibi,     BackendFeature::Rwkv7,           BackendFeature::LayerNorm};
+    BackendFeature::MoeFfn,         BackendFeature::LatentAttention, BackendFeature::StateSpace,
+    BackendFeature::Encoder,        BackendFeature::TreeAttention,   BackendFeature::ShiftKeys,
+    BackendFeature::RotatedKv,      BackendFeature::KvEviction,      BackendFeature::SpanAttention,
+    BackendFeature::Alibi,          BackendFeature::Rwkv7,           BackendFeature::LayerNorm,
+    BackendFeature::AttentionSinks, BackendFeature::BiasedExperts};
 
 // What a user reads in a refusal: "a mixture-of-experts FFN (moe_ffn)".
 std::string_view backend_feature_name(BackendFeature feature);

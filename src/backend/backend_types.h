@@ -25,6 +25,10 @@ struct RopeConfig {
   // DeepSeek-V2's YaRN (a file with rope.scaling.yarn_log_multiplier): YaRN's magnitude goes into
   // the attention scale instead, so the rotation keeps only attn_factor.
   bool yarn_magnitude_in_scores = false;
+  // YaRN's correction range [low, high] of rotating pairs: floored and ceiled to whole pairs, as
+  // llama.cpp and transformers' default do; false keeps the computed ends (gpt-oss's config says
+  // "truncate": false, as its reference implementation computes them).
+  bool yarn_truncate = true;
   const float* freq_factors = nullptr;  // per-pair divisors (llama3's rope_freqs), or null
 };
 
@@ -93,6 +97,11 @@ struct AttentionConfig {
   // pos|, the slopes geometric in h from max_bias (alibi_slope, backend/common/alibi.h). The
   // head index counts the model's heads: a backend given a subset of them cannot apply it.
   float alibi_max_bias = 0.0f;
+  // Attention sinks (gpt-oss): null none; else n_heads f32 values in the backend's memory, one
+  // logit per query head (the model's head index, as ALiBi's) that joins each row's softmax
+  // without a value: the row's probabilities sum to 1 - p(sink), as llama.cpp's soft_max with
+  // sinks computes them (the sink counts in the row's max).
+  const float* sinks = nullptr;
 };
 
 // One sequence of an attention_scored call whose importance scores are wanted: the rows of
@@ -204,7 +213,9 @@ struct MatmulOutput {
 };
 
 // The activation between a gated MLP's two products.
-enum class Glu { Swiglu, Geglu };
+// SwigluOai: gpt-oss's clamped SwiGLU, g = min(gate, 7), u = clamp(up, -7, 7),
+// g * sigmoid(1.702 g) * (u + 1) (ggml's swiglu_oai with the constants llama.cpp uses).
+enum class Glu { Swiglu, Geglu, SwigluOai };
 
 // An element-wise activation by its textbook formula (Backend::activation: a vision tower's FFN).
 enum class Activation : uint8_t {
@@ -226,6 +237,11 @@ struct ExpertWork {
   std::span<const int32_t> rows;     // rows of x, each at most once per expert
   std::span<const int32_t> slots;    // per row: its place, 0..n_slots-1
   std::span<const float> weights;    // per row: the router's weight
+  // gpt-oss: f32 rows of one bias each ({ff}, {ff}, {in}), added to gate x, up x (before the
+  // GLU) and to the down product (before the router's weight); null: none.
+  const TensorView* gate_bias = nullptr;
+  const TensorView* up_bias = nullptr;
+  const TensorView* down_bias = nullptr;
 };
 
 // A layer's experts as Backend::moe_ffn_routed takes them: the 3-D tensors of every routed expert
@@ -241,6 +257,11 @@ struct RoutedExperts {
   // The shared expert's weight per token: routing::shared_expert_gate of this logit (f32, one
   // per token), or 1 where null.
   const TensorView* shared_logit = nullptr;
+  // gpt-oss: the routed experts' biases, f32 {ff, 1, n_experts} for gate and up and {in, 1,
+  // n_experts} for down (expert e's is expert_matrix(t, e)); null: none. All three or none.
+  const TensorView* gate_bias = nullptr;
+  const TensorView* up_bias = nullptr;
+  const TensorView* down_bias = nullptr;
 };
 
 // How a row of a step's logits comes back (StepMetadata::row_forms): what its sampler needs of

@@ -19,8 +19,10 @@
 
 namespace lumen::backend {
 
-// How a router turns its logits into expert probabilities.
-enum class ExpertGating : uint8_t { Softmax, Sigmoid };
+// How a router turns its logits into expert probabilities. SoftmaxWeight (gpt-oss, llama.cpp's
+// SOFTMAX_WEIGHT): the experts are chosen by their raw logits and weighted by a softmax over the
+// chosen ones' logits only.
+enum class ExpertGating : uint8_t { Softmax, Sigmoid, SoftmaxWeight };
 
 struct RouterConfig {
   int64_t n_experts = 0;

@@ -32,7 +32,8 @@ void add_synth_command(CLI::App& app) {
   cmd->add_option("-o,--output", options->output, "Output GGUF path")->required();
   cmd->add_option("--type", options->type_name,
                   "Type of the weight matrices (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                  "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; Q4_K_M: llama.cpp's Q4_K/Q6_K mixture)")
+                  "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; Q4_K_M: llama.cpp's Q4_K/Q6_K mixture; "
+                  "MXFP4_MOE: MXFP4 experts, Q8_0 elsewhere)")
       ->capture_default_str();
   cmd->add_option("--vocab", options->synth.vocab_path,
                   "GGUF whose tokenizer to copy (default: the default model)");
@@ -41,7 +42,10 @@ void add_synth_command(CLI::App& app) {
   cmd->add_option("-t,--threads", options->synth.threads, "Threads (default: all)");
   cmd->callback([options] {
     options->synth.q4_k_m = options->type_name == "Q4_K_M";
-    auto type = tensor::dtype_from_name(options->synth.q4_k_m ? "Q4_K" : options->type_name);
+    options->synth.mxfp4_moe = options->type_name == "MXFP4_MOE";
+    auto type = tensor::dtype_from_name(options->synth.q4_k_m      ? "Q4_K"
+                                        : options->synth.mxfp4_moe ? "Q8_0"
+                                                                   : options->type_name);
     if (!type) fail("unknown tensor type '{}'", options->type_name);
     options->synth.type = *type;
     options->synth.vocab_path = resolve_model_path(options->synth.vocab_path);

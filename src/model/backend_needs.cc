@@ -19,6 +19,11 @@ backend::BackendNeeds model_backend_needs(const gguf::GgufFile& file, const Arch
     needs.add(backend::BackendFeature::LayerNorm);
   }
   if (f.alibi_max_bias != 0.0f) needs.add(backend::BackendFeature::Alibi);
+  if (f.attention_sinks) needs.add(backend::BackendFeature::AttentionSinks);
+  if (f.ffn == FfnKind::MixtureOfExperts &&
+      (f.activation == Activation::SwiGluOai || f.expert_gating == ExpertGating::SoftmaxWeight)) {
+    needs.add(backend::BackendFeature::BiasedExperts);
+  }
   // validate_tensors holds every tensor of the file to the architecture's list, so the file's
   // types are the weights' types.
   for (const gguf::TensorInfo& info : file.tensors()) needs.add_weight_type(info.type);

@@ -16,7 +16,9 @@ using backend::first_rows;
 
 MoeFfn::MoeFfn(backend::Backend& backend, const HParams& hp, const BlockFeatures& features, const ExpertShard& experts)
     : backend_(backend),
-      glu_(features.activation == Activation::GeGlu ? backend::Backend::Glu::Geglu : backend::Backend::Glu::Swiglu),
+      glu_(features.activation == Activation::GeGlu       ? backend::Backend::Glu::Geglu
+           : features.activation == Activation::SwiGluOai ? backend::Backend::Glu::SwigluOai
+                                                          : backend::Backend::Glu::Swiglu),
       embedding_(static_cast<int64_t>(hp.embedding_length)) {
   router_.n_experts = static_cast<int64_t>(hp.expert_count);
   router_.n_used = static_cast<int64_t>(hp.expert_used_count);
@@ -133,6 +135,7 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
   const backend::Backend::MatmulOutput router[] = {
       {&*w.ffn_gate_inp, &logits}, {w.ffn_gate_inp_shexp ? &*w.ffn_gate_inp_shexp : nullptr, &shared_gate}};
   backend_.matmul_same_input(h, std::span(router, w.ffn_gate_inp_shexp ? 2 : 1));
+  if (w.ffn_gate_inp_b) backend_.add_row(logits, *w.ffn_gate_inp_b);  // gpt-oss: the router's bias
   if (routes_on_backend()) {
     return forward_routed_on_backend(layer, w, h, logits, w.ffn_gate_inp_shexp ? &shared_gate : nullptr);
   }
@@ -168,8 +171,9 @@ const TensorView& MoeFfn::forward(size_t layer, const LayerWeights& w, const Ten
     result_ = out;
     return result_;
   }
+  const backend::RoutedExperts matrices = routed_experts(w, nullptr);
   const std::span<const backend::ExpertWork> work =
-      work_.build(routing_.experts, routing_.weights, router_.n_used, routed_experts(w, nullptr), shared_logits);
+      work_.build(routing_.experts, routing_.weights, router_.n_used, matrices, shared_logits);
   for (int32_t e : routing_.experts) ++counts[e];
   if (observer_ != nullptr) observe(w, h, work);
   backend_.moe_ffn(h, work, work_.n_slots(), glu_, out);
@@ -196,8 +200,20 @@ const TensorView& MoeFfn::forward_routed_on_backend(size_t layer, const LayerWei
   return result_;
 }
 
-backend::RoutedExperts MoeFfn::routed_experts(const LayerWeights& w, const TensorView* shared_gate) const {
+backend::RoutedExperts MoeFfn::routed_experts(const LayerWeights& w, const TensorView* shared_gate) {
   backend::RoutedExperts m{&*w.ffn_gate_exps, &*w.ffn_up_exps, &*w.ffn_down_exps};
+  if (w.ffn_gate_exps_b) {
+    // The file's {width, experts} biases seen as {width, 1, experts}: expert e's is a 1-row matrix.
+    const auto per_expert = [](const TensorView& b) {
+      TensorView v = b;
+      v.dims = {b.dims[0], 1, b.dims[1], 1};
+      return v;
+    };
+    expert_biases_ = {per_expert(*w.ffn_gate_exps_b), per_expert(*w.ffn_up_exps_b), per_expert(*w.ffn_down_exps_b)};
+    m.gate_bias = &expert_biases_[0];
+    m.up_bias = &expert_biases_[1];
+    m.down_bias = &expert_biases_[2];
+  }
   if (w.ffn_up_shexp) {
     m.shared_gate = &*w.ffn_gate_shexp;
     m.shared_up = &*w.ffn_up_shexp;
@@ -218,6 +234,9 @@ std::span<const float> MoeFfn::shared_expert_weights(std::span<const float> shar
 // gate see h; each expert (and the shared one) its rows of h for gate and up, and for down the
 // GLU of those, computed here the way Backend::moe_ffn computes it.
 void MoeFfn::observe(const LayerWeights& w, const TensorView& h, std::span<const backend::ExpertWork> work_list) {
+  if (glu_ == backend::Backend::Glu::SwigluOai) {
+    fail("lumen imatrix does not observe gpt-oss's experts yet (their biases and clamped SwiGLU)");
+  }
   observer_->on_matmul(*w.ffn_gate_inp, h);
   if (w.ffn_gate_inp_shexp) observer_->on_matmul(*w.ffn_gate_inp_shexp, h);
   int64_t ff = 0;

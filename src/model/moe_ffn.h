@@ -4,6 +4,7 @@
 // architecture has one) run through Backend::moe_ffn, each expert once over all the tokens of
 // the step routed to it. It also counts how many tokens each expert of each layer received
 // (`lumen bench` reports it).
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -82,7 +83,9 @@ class MoeFfn {
   const backend::TensorView& forward_routed_on_backend(size_t layer, const LayerWeights& w,
                                                        const backend::TensorView& h, const backend::TensorView& logits,
                                                        const backend::TensorView* shared_gate);
-  backend::RoutedExperts routed_experts(const LayerWeights& w, const backend::TensorView* shared_gate) const;
+  // The layer's expert tensors; their biases' views (gpt-oss) live in expert_biases_ until the
+  // next call.
+  backend::RoutedExperts routed_experts(const LayerWeights& w, const backend::TensorView* shared_gate);
   void drain_device_counts() const;
 
   backend::Backend& backend_;
@@ -103,6 +106,7 @@ class MoeFfn {
   // replayed from a CUDA graph runs none of this: count_replayed_step counts its tokens).
   static constexpr int64_t kMaxRoutedBetweenDrains = int64_t{1} << 23;
   backend::TensorView chosen_experts_, chosen_weights_;
+  std::array<backend::TensorView, 3> expert_biases_;  // gate, up, down: routed_experts' views
   std::unique_ptr<backend::Buffer> device_counts_;
   mutable int64_t routed_since_drain_ = 0;
   mutable std::vector<float> host_counts_;

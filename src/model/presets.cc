@@ -209,6 +209,55 @@ constexpr std::array kPresets = {
     // 768, top 8, renormalized) at a quarter of its width.
     Preset{"qwen3moe-mini", "qwen3moe", 40960, 512, 8,   1536, 8,   1, 0,   1000000.0, 1e-6,
            false,           "none",     1.0,   0,   128, 0,    128, 8, 192, 0},
+    // gpt-oss-20b (2880 wide, 24 layers, 64 query heads of 64 on 8 KV heads, 32 experts of 2880,
+    // top 4, windows of 128 on the even layers, YaRN x32 from 4096, rope base 150000).
+    Preset{.name = "gpt-oss-20b",
+           .architecture = "gpt-oss",
+           .context_length = 131072,
+           .embedding_length = 2880,
+           .block_count = 24,
+           .feed_forward_length = 2880,
+           .head_count = 64,
+           .head_count_kv = 8,
+           .vocab_size = 201088,
+           .rope_freq_base = 150000.0,
+           .norm_eps = 1e-5,
+           .tied_embeddings = false,
+           .rope_scaling = "yarn",
+           .rope_scaling_factor = 32.0,
+           .rope_original_context = 4096,
+           .head_dim = 64,
+           .sliding_window = 128,
+           .expert_count = 32,
+           .expert_used_count = 4,
+           .expert_feed_forward_length = 2880},
+    // gpt-oss's layout at test size: 4 layers of 256, 8 query heads of 64 (a query twice the
+    // embedding, as the real model's) on 2 KV heads, 16 experts of 256, top 4, windows of 32 so
+    // that a test prompt crosses them, 4x sharper attention. Without its YaRN: gpt-oss's keeps
+    // the correction range's fractional ends where llama.cpp rounds them (arch/gpt_oss.cc), so
+    // the llama.cpp golden holds everything else and transformers holds the YaRN
+    // (scripts/check_arch_transformers.py gpt_oss).
+    Preset{.name = "gpt-oss-mini",
+           .architecture = "gpt-oss",
+           .context_length = 131072,
+           .embedding_length = 256,
+           .block_count = 4,
+           .feed_forward_length = 256,
+           .head_count = 8,
+           .head_count_kv = 2,
+           .vocab_size = 0,
+           .rope_freq_base = 150000.0,
+           .norm_eps = 1e-5,
+           .tied_embeddings = false,
+           .rope_scaling = "none",
+           .rope_scaling_factor = 1.0,
+           .rope_original_context = 0,
+           .head_dim = 64,
+           .sliding_window = 32,
+           .expert_count = 16,
+           .expert_used_count = 4,
+           .expert_feed_forward_length = 256,
+           .qk_init_scale = 4.0},
     // Mixtral 8x7B (4096 wide, 32 layers, 32 query heads of 128 on 8 KV heads, 8 experts of
     // 14336, top 2) at an eighth of its width.
     // OLMoE-1B-7B (2048 wide, 16 layers, 16 heads of 128, 64 experts of 1024, top 8, not

@@ -29,6 +29,7 @@ backend::RopeConfig rope_config(const HParams& hp, const Architecture& arch, con
   if (rope.scaling != backend::RopeScalingType::None) rope.scaling_factor = hp.rope_scaling.factor;
   rope.original_context = static_cast<int64_t>(hp.rope_scaling.original_context_length);
   rope.attn_factor = hp.rope_scaling.attn_factor;
+  rope.yarn_truncate = arch.features.yarn_truncate;
   rope.freq_factors = rope_freqs;
   if (hp.rope_yarn_log_mul != 0.0 && type == "yarn") {
     // llama.cpp moves YaRN's magnitude into the attention scale for such files; Lumen does that

@@ -340,6 +340,7 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
       options.type == DType::Q8_1) {
     fail("cannot synthesize weights of type {}", tensor::dtype_name(options.type));
   }
+  if (options.type == DType::MXFP4) fail("MXFP4 is an experts' type: use the MXFP4_MOE mixture");
   const uint64_t layers = options.block_count.value_or(preset->block_count);
   if (layers == 0 || layers > preset->block_count) {
     fail("--layers must be between 1 and {}", preset->block_count);
@@ -411,6 +412,12 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
   if (preset->rope_dims != 0) {
     md.set(key("rope.dimension_count"), gguf::Value::u32(static_cast<uint32_t>(preset->rope_dims)));
   }
+  if (preset->rope_scaling == "yarn") {  // what llama.cpp's gpt-oss converter writes
+    md.set(key("rope.scaling.type"), gguf::Value::of_string("yarn"));
+    md.set(key("rope.scaling.factor"), gguf::Value::f32(static_cast<float>(preset->rope_scaling_factor)));
+    md.set(key("rope.scaling.original_context_length"),
+           gguf::Value::u32(static_cast<uint32_t>(preset->rope_original_context)));
+  }
   if (preset->rope_scaling == "longrope") {  // what llama.cpp's phi3 converter writes
     md.set(key("rope.scaling.original_context_length"),
            gguf::Value::u32(static_cast<uint32_t>(preset->rope_original_context)));
@@ -447,6 +454,14 @@ SynthReport write_synthetic_model(const SynthOptions& options, const std::string
   auto plans = plan_tensors(*preset, preset_hparams(*preset, layers, report.vocab_size), options.type,
                             options.q4_k_m, report);
   if (options.q4_k_m) apply_q4_k_m(plans, md, report);
+  if (options.mxfp4_moe) {
+    if (options.type != DType::Q8_0)
+      fail("the MXFP4_MOE mixture keeps Q8_0 beside its MXFP4 experts: type must be Q8_0");
+    md.set("general.file_type", gguf::Value::u32(38));  // llama.cpp's LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+    for (TensorPlan& plan : plans) {
+      if (plan.matrix && plan.dims.size() == 3) plan.type = DType::MXFP4;
+    }
+  }
   for (uint64_t i = 0; i < plans.size(); ++i) {
     const TensorPlan& plan = plans[i];
     writer.add_tensor(plan.name, plan.type, plan.dims,

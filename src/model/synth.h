@@ -22,6 +22,9 @@ struct SynthOptions {
   // and for attn_v and ffn_down in the layers its recipe gives more bits; its fallbacks where
   // rows are not whole super-blocks): the mix of the Q4_K_M files users download.
   bool q4_k_m = false;
+  // With type Q8_0: llama-quantize's MXFP4_MOE instead, every expert tensor (3-D) in MXFP4 and
+  // the other matrices Q8_0 (gpt-oss's published files).
+  bool mxfp4_moe = false;
 };
 
 struct SynthReport {

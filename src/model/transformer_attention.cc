@@ -48,6 +48,7 @@ void Transformer::attention_block(size_t layer, const ForwardBatch& batch, KvCac
   TensorView attn_heads = as_heads(attn, n, head_dim);
   backend::AttentionConfig attention = attention_;
   attention.sliding_window = layer_window_[layer];
+  if (w.attn_sinks) attention.sinks = w.attn_sinks->row<const float>(0);
   attend(layer, q_heads, kv, sequences, attention, batch.scores, attn_heads);
   // The output is a weighted sum of rotated values: one more rotation (its own inverse) undoes it.
   if (kv.rotated) backend_.rotate_heads(attn, head_dim);

@@ -60,10 +60,11 @@ void Transformer::require_context_parallel() const {
     fail("context parallelism does not combine with tensor or pipeline parallelism yet");
   }
   if (arch_.features.encoder || arch_.features.mixer != Mixer::Attention ||
-      arch_.features.attention != AttentionKind::Grouped || arch_.features.alibi_max_bias != 0.0f) {
+      arch_.features.attention != AttentionKind::Grouped || arch_.features.alibi_max_bias != 0.0f ||
+      arch_.features.attention_sinks) {
     fail(
         "context parallelism is not supported for the {} architecture (grouped-query attention decoders only: no "
-        "encoder, state-space layers, latent attention or ALiBi)",
+        "encoder, state-space layers, latent attention, ALiBi or attention sinks)",
         hp_.architecture);
   }
 }

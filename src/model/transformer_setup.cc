@@ -91,6 +91,9 @@ Transformer::Transformer(backend::Backend& backend, const gguf::GgufFile& file, 
     if (shard_.size > 1 || stage_.count > 1) {
       fail("expert parallelism does not combine with tensor or pipeline parallelism yet");
     }
+    if (arch_.features.activation == Activation::SwiGluOai) {
+      fail("expert parallelism does not carry gpt-oss's expert biases yet");
+    }
     if (backend_.name() != "cpu") fail("expert parallelism runs on the CPU backend only (not {})", backend_.name());
     if (experts_.data_parallel_attention && arch_.features.mixer != Mixer::Attention) {
       // Recurrent states live in rank 0's state cache, which the other ranks' steps do not carry.

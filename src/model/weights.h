@@ -44,6 +44,10 @@ struct LayerWeights {
   std::optional<backend::TensorView> ffn_gate_inp_shexp;
   std::optional<backend::TensorView> ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp;
   std::optional<backend::TensorView> ffn_exp_probs_b;  // DeepSeek-V3: a bias on expert selection only
+  // gpt-oss: the router's bias {experts} (added to its logits), the experts' biases ({expert ff,
+  // experts} for gate and up, {embedding, experts} for down), and the attention sinks {heads}.
+  std::optional<backend::TensorView> ffn_gate_inp_b, ffn_gate_exps_b, ffn_up_exps_b, ffn_down_exps_b;
+  std::optional<backend::TensorView> attn_sinks;
   // Multi-head latent attention (DeepSeek-V2/V3): the query through a bottleneck (wq_a, its norm,
   // wq_b) or one matrix (wq above); the latent plus rope key (wkv_a_mqa) and the latent's norm;
   // per head, the latent to key (wk_b, {nope, rank, heads}: applied to queries, "absorbed")

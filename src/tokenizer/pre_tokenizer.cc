@@ -24,6 +24,14 @@ constexpr std::string_view kLlama3 =
 constexpr std::string_view kQwen2 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// GPT-4o's o200k Split pattern (gpt-oss, Llama 4): a word is an optional leading non-letter,
+// upper-case letters (and marks) then lower-case ones or the reverse, with an optional
+// case-insensitive contraction; digits in groups of up to three; punctuation runs that keep
+// their newlines and slashes. llama.cpp runs a rewrite of it without the letter classes, which
+// differs on some text; this is tokenizer.json's own, as Hugging Face runs it.
+constexpr std::string_view kGpt4o =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // Digits(individual_digits=true): every numeric code point on its own.
 constexpr std::string_view kSingleDigits = R"(\p{N})";
 
@@ -44,7 +52,7 @@ struct NamedSpec {
 };
 
 // GGUF names that llama.cpp treats exactly like one of the canonical ones.
-constexpr std::array<NamedSpec, 12> kNames = {{
+constexpr std::array<NamedSpec, 14> kNames = {{
     {"gpt-2", "gpt-2"},
     {"llama-bpe", "llama-bpe"},
     {"llama3", "llama-bpe"},
@@ -52,6 +60,8 @@ constexpr std::array<NamedSpec, 12> kNames = {{
     {"qwen2", "qwen2", true},  // Qwen 2, 2.5 and 3: "normalizer": {"type": "NFC"}
     // DeepSeek-R1's Qwen distills: no NFC, as in llama.cpp (not checked against their file).
     {"deepseek-r1-qwen", "qwen2"},
+    {"gpt-4o", "gpt-4o"},  // gpt-oss
+    {"llama4", "gpt-4o"},
     {"starcoder", "starcoder"},
     {"smollm", "starcoder"},  // SmolLM2: Digits(individual) then GPT-2's ByteLevel regex
     {"refact", "starcoder"},
@@ -70,6 +80,8 @@ PreTokenizerSpec canonical_spec(std::string_view canonical) {
     spec.ignore_merges = true;
   } else if (canonical == "qwen2") {
     spec.patterns = {std::string(kQwen2)};
+  } else if (canonical == "gpt-4o") {
+    spec.patterns = {std::string(kGpt4o)};
   } else if (canonical == "starcoder") {
     spec.patterns = {std::string(kSingleDigits), std::string(kGpt2)};
   } else {

@@ -2,7 +2,8 @@
 (multi-head latent attention, a dense first layer, routed and shared experts), Qwen1.5-MoE, and
 the dense qwen3, gemma2 (soft caps, a 16-position window on every other layer) and phi3 (fused
 matrices, LongRoPE's long set: the served context passes the original 256), smollm3 (its fourth
-layer without rope) and granite (Granite's multipliers).
+layer without rope), granite (Granite's multipliers) and gpt-oss (attention sinks, biased experts
+with the clamped SwiGLU, MXFP4 experts).
 Concurrent requests share the engine's steps (continuous batching) and each must get, token
 for token, the greedy continuation it gets when it runs alone; the models' weights are random,
 so the text means nothing and the comparison is of token ids (logprobs.tokens)."""
@@ -21,12 +22,14 @@ PROMPTS = ["The capital of France is", "1, 2, 3, 4,", "def fibonacci(n):", "Once
 MAX_TOKENS = 48  # long enough that the concurrent requests are still running when the metrics are polled
 # Two layers each, but SmolLM3 keeps its four: its NoPE layer is the fourth.
 LAYERS = {"smollm3-mini": 4}
+# gpt-oss's experts ship in MXFP4: llama-quantize's MXFP4_MOE mixture.
+TYPES = {"gpt-oss-mini": "MXFP4_MOE"}
 
 
 def synthesize(preset: str, directory: str) -> Path:
     out = Path(directory) / f"{preset}.gguf"
     subprocess.run([os.environ["LUMEN_BIN"], "synth", preset, "-o", str(out), "--vocab", str(model_path()),
-                    "--type", "Q4_1", "--layers", str(LAYERS.get(preset, 2)), "--seed", "11"], check=True,
+                    "--type", TYPES.get(preset, "Q4_1"), "--layers", str(LAYERS.get(preset, 2)), "--seed", "11"], check=True,
                    stdout=subprocess.DEVNULL)
     return out
 
@@ -37,7 +40,7 @@ def completion_tokens(client, model, prompt):
 
 
 @pytest.mark.parametrize("preset", ["deepseek2-lite-mini", "qwen2moe-a2.7b-mini", "qwen3-mini", "gemma2-mini",
-                                    "phi4-mini-tiny", "smollm3-mini", "granite-mini"])
+                                    "phi4-mini-tiny", "smollm3-mini", "granite-mini", "gpt-oss-mini"])
 def test_concurrent_requests_match_each_alone(preset):
     with tempfile.TemporaryDirectory() as directory:
         server = LumenServer(model=synthesize(preset, directory))

@@ -350,10 +350,12 @@ INSTANTIATE_TEST_SUITE_P(
         // qwen3 (QK-norm, a query wider than the embedding), gemma2 (soft caps,
         // alternating windows), phi3 (fused matrices, partial rotary, LongRoPE's long
         // and short factor sets), smollm3 (every fourth layer without rope), granite (its
-        // four multipliers), in chunks of 48
+        // four multipliers), gpt_oss (attention sinks, biased experts with the clamped
+        // SwiGLU chosen by logit, MXFP4 experts, YaRN), in chunks of 48
         GoldenModel{"arch_qwen3", nullptr, true, 48, false}, GoldenModel{"arch_gemma2", nullptr, true, 48, false},
         GoldenModel{"arch_phi3", nullptr, true, 48, false}, GoldenModel{"arch_phi3_short", nullptr, true, 48, false},
-        GoldenModel{"arch_smollm3", nullptr, true, 48, false}, GoldenModel{"arch_granite", nullptr, true, 48, false}),
+        GoldenModel{"arch_smollm3", nullptr, true, 48, false}, GoldenModel{"arch_granite", nullptr, true, 48, false},
+        GoldenModel{"arch_gpt_oss", nullptr, true, 48, false}),
     [](const ::testing::TestParamInfo<GoldenModel>& param) { return param.param.golden; });
 
 }  // namespace

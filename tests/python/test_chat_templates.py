@@ -49,6 +49,7 @@ VENDOR_FILES = {
     "deepseek-r1-qwen": "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
     "deepseek-v3.1": "deepseek-ai-DeepSeek-V3.1.jinja",
     "gemma": "google-gemma-2-2b-it.jinja",
+    "gpt-oss": "openai-gpt-oss-120b.jinja",
 }
 
 # The special tokens each family's tokenizer defines (what transformers passes as bos/eos_token).
@@ -60,11 +61,12 @@ SPECIAL = {
     "phi3.5": ("<s>", "<|endoftext|>"),
     "deepseek": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "gemma": ("<bos>", "<eos>"),
+    "gpt-oss": ("<|startoftext|>", "<|return|>"),
 }
 FAMILY = {"smollm2": "smollm2", "llama3.1": "llama3", "llama3.2": "llama3", "llama3.3": "llama3",
           "qwen2.5": "qwen2.5", "qwen3": "qwen2.5", "mistral-nemo": "mistral", "phi3.5": "phi3.5",
           "deepseek-r1-llama": "deepseek", "deepseek-r1-qwen": "deepseek",
-          "deepseek-v3.1": "deepseek", "gemma": "gemma"}
+          "deepseek-v3.1": "deepseek", "gemma": "gemma", "gpt-oss": "gpt-oss"}
 
 # Built-in name -> the vendor template it must match.
 BUILTINS = {"chatml": "smollm2", "llama3": "llama3.1", "gemma": "gemma", "qwen2.5": "qwen2.5",

@@ -208,6 +208,8 @@ void Backend::matmul_glu(const TensorView& gate_w, const TensorView& up_w, const
   common::check_matmul(gate_w, x, gate);
   common::check_matmul(up_w, x, up);
   common::check_same_shape(gate, up, glu == Glu::Geglu ? "geglu" : "swiglu");
+  // gpt-oss's clamped SwiGLU comes with its experts' biases, which only moe_ffn adds.
+  if (glu == Glu::SwigluOai) fail("matmul_glu: the clamped SwiGLU (gpt-oss) runs inside moe_ffn only");
   OpCall call{OpKind::MatmulGlu};
   call.in = {&gate_w, &up_w, &x};
   call.out = {&gate, &up};

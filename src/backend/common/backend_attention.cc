@@ -78,6 +78,9 @@ void Backend::check_attention_call(const TensorView& q, const KvLayer& cache, st
   if (config.alibi_max_bias != 0.0f && !supports(BackendFeature::Alibi)) {
     fail("attention: the {} backend does not apply ALiBi biases", name());
   }
+  if (config.sinks != nullptr && !supports(BackendFeature::AttentionSinks)) {
+    fail("attention: the {} backend does not take attention sinks", name());
+  }
 }
 
 void Backend::attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
@@ -99,6 +102,9 @@ void Backend::attention_scored(const TensorView& q, const KvLayer& cache, std::s
   check_attention_call(q, cache, seqs, config, out);
   if (config.alibi_max_bias != 0.0f && !targets.empty()) {
     fail("importance-based KV eviction does not score ALiBi models");
+  }
+  if (config.sinks != nullptr && !targets.empty()) {
+    fail("importance-based KV eviction does not score models with attention sinks");
   }
   std::vector<bool> scored(seqs.size(), false);
   for (const AttentionScoreTarget& t : targets) {

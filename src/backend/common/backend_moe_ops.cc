@@ -9,9 +9,29 @@
 
 namespace lumen::backend {
 
+namespace {
+
+// gpt-oss's experts (biases, the clamped SwiGLU) need BackendFeature::BiasedExperts.
+bool biased(std::span<const ExpertWork> experts, Backend::Glu glu) {
+  if (glu == Glu::SwigluOai) return true;
+  for (const ExpertWork& e : experts) {
+    if (e.gate_bias != nullptr || e.up_bias != nullptr || e.down_bias != nullptr) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Backend::refuse_unless_biased_experts(std::string_view op) const {
+  if (!supports(BackendFeature::BiasedExperts)) {
+    fail("{}: the {} backend does not run {}", op, name(), backend_feature_name(BackendFeature::BiasedExperts));
+  }
+}
+
 void Backend::moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                       TensorView& out) {
   common::check_moe_ffn(x, experts, out);
+  if (biased(experts, glu)) refuse_unless_biased_experts("moe_ffn");
   OpCall call{OpKind::MoeFfn};
   call.in = {&x};
   call.out = {&out};
@@ -29,6 +49,7 @@ void Backend::route_experts(const TensorView& logits, const TensorView* selectio
                             TensorView& experts, TensorView& weights, TensorView* counts) {
   require_op(OpKind::RouteExperts);
   common::check_route_experts(logits, selection_bias, config, experts, weights, counts);
+  if (config.gating == ExpertGating::SoftmaxWeight) refuse_unless_biased_experts("route_experts");
   OpCall call{OpKind::RouteExperts};
   call.in = {&logits, selection_bias};
   call.out = {&experts, &weights, counts};
@@ -45,6 +66,7 @@ void Backend::moe_ffn_routed(const TensorView& x, const TensorView& experts, con
                              const RoutedExperts& matrices, Glu glu, TensorView& out) {
   require_op(OpKind::MoeFfnRouted);
   common::check_moe_ffn_routed(x, experts, weights, matrices, out);
+  if (glu == Glu::SwigluOai || matrices.gate_bias != nullptr) refuse_unless_biased_experts("moe_ffn_routed");
   OpCall call{OpKind::MoeFfnRouted};
   call.in = {&x, &experts, &weights};
   call.out = {&out};

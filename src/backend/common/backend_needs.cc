@@ -25,6 +25,9 @@ std::string_view backend_feature_name(BackendFeature feature) {
     case BackendFeature::SpanAttention: return "attention both ways within each image's positions";
     case BackendFeature::Alibi: return "ALiBi position biases in attention (alibi_max_bias)";
     case BackendFeature::Rwkv7: return "RWKV 7's layers (rwkv_wkv7 and the rwkv7_* element-wise ops)";
+    case BackendFeature::AttentionSinks: return "attention sinks (a learned logit per head in the softmax)";
+    case BackendFeature::BiasedExperts:
+      return "gpt-oss's experts (expert biases, the clamped SwiGLU, softmax over the chosen experts)";
   }
   return "an unnamed feature";
 }

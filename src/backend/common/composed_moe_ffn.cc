@@ -65,6 +65,12 @@ void ComposedMoeFfn::run(Backend& backend, const TensorView& x, std::span<const 
                          Glu glu, TensorView& out) {
   const int64_t n = x.rows(), cols = x.dims[0];
   if (n_slots <= 0) fail("moe_ffn: {} slots per row", n_slots);
+  if (glu == Glu::SwigluOai) fail("moe_ffn: the composed experts do not run gpt-oss's clamped SwiGLU");
+  for (const ExpertWork& e : experts) {
+    if (e.gate_bias != nullptr || e.up_bias != nullptr || e.down_bias != nullptr) {
+      fail("moe_ffn: the composed experts do not add expert biases");
+    }
+  }
   int64_t pairs = 0, ff_values = 0;
   for (size_t i = 0; i < experts.size(); ++i) {
     check_expert(experts[i], cols, n, n_slots, i);

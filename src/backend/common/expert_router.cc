@@ -10,6 +10,9 @@ namespace lumen::backend::common {
 void check_router_config(const RouterConfig& config) {
   const int64_t n_experts = config.n_experts, k = config.n_used;
   if (n_experts <= 0 || k <= 0 || k > n_experts) fail("router: {} of {} experts per token", k, n_experts);
+  if (config.gating == ExpertGating::SoftmaxWeight && config.n_groups > 1) {
+    fail("router: grouped experts with a softmax over the chosen ones only");
+  }
   if (config.n_groups > 1 &&
       (config.n_groups > kMaxExpertGroups || n_experts % config.n_groups != 0 || config.n_groups_used < 1 ||
        config.n_groups_used > config.n_groups || n_experts / config.n_groups < 2 ||
@@ -32,8 +35,10 @@ void route_token(const float* row, const RouterConfig& config, const float* bias
     }
     const float scale = routing::softmax_scale(sum);
     for (int64_t e = 0; e < n_experts; ++e) probs[e] *= scale;
-  } else {
+  } else if (config.gating == ExpertGating::Sigmoid) {
     for (int64_t e = 0; e < n_experts; ++e) probs[e] = routing::sigmoid(row[e]);
+  } else {
+    for (int64_t e = 0; e < n_experts; ++e) probs[e] = row[e];  // chosen by logit, weighted below
   }
   // Group-limited routing: each group's score from the biased values, the best groups kept.
   uint64_t kept = ~uint64_t{0};
@@ -60,6 +65,17 @@ void route_token(const float* row, const RouterConfig& config, const float* bias
     experts[s] = best.index;
     weights[s] = probs[best.index];
     last = best;
+  }
+  if (config.gating == ExpertGating::SoftmaxWeight) {
+    // A softmax over the chosen logits: the first is the largest, the sum in double.
+    const float max = weights[0];
+    double sum = 0.0;
+    for (int64_t s = 0; s < k; ++s) {
+      weights[s] = routing::softmax_exp(weights[s], max);
+      sum += static_cast<double>(weights[s]);
+    }
+    const float scale = routing::softmax_scale(sum);
+    for (int64_t s = 0; s < k; ++s) weights[s] *= scale;
   }
   if (config.normalize) {
     double sum = 0.0;

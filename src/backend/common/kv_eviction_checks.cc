@@ -13,6 +13,7 @@ void check_attention_scores(const KvLayer& cache, const SequenceSlice& seq, cons
   if (!seq.visible.empty()) fail("importance-based KV eviction does not score token-tree rows");
   if (!seq.key_ends.empty()) fail("importance-based KV eviction does not score rows of spans that attend both ways");
   if (config.alibi_max_bias != 0.0f) fail("importance-based KV eviction does not score ALiBi models");
+  if (config.sinks != nullptr) fail("importance-based KV eviction does not score models with attention sinks");
   if (static_cast<int64_t>(seq.block_table.size()) * cache.block_size < seq.start_pos + seq.n_tokens) {
     fail("attention_scores: the block table is short");
   }

@@ -43,6 +43,14 @@ void check_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, con
     for (const TensorView* w : {e.gate, e.up, e.down}) {
       if (w->dims[2] * w->dims[3] != 1) fail("moe_ffn: weights must be 2-D");
     }
+    const std::pair<const TensorView*, int64_t> biases[] = {
+        {e.gate_bias, e.gate->dims[1]}, {e.up_bias, e.up->dims[1]}, {e.down_bias, e.down->dims[1]}};
+    for (const auto& [bias, width] : biases) {
+      if (bias != nullptr &&
+          (bias->type != tensor::DType::F32 || bias->elements() != width || bias->dims[0] != width)) {
+        fail("moe_ffn: an expert bias of {} values for a matrix of {} rows", bias->elements(), width);
+      }
+    }
   }
 }
 

@@ -51,10 +51,14 @@ RopeParams make_rope_params(const RopeConfig& config, int64_t head_dim) {
     float attn = factor <= 1.0f || config.yarn_magnitude_in_scores ? 1.0f : 0.1f * 1.0f * std::log(factor) + 1.0f;
     attn *= 1.0f / (1.0f + 0.1f * std::log(factor));
     params.attn_factor = attn * static_cast<float>(config.attn_factor);
-    const float start = std::floor(yarn_corr_dim(config.rope_dims, config.original_context,
-                                                 static_cast<float>(config.yarn_beta_fast), params.freq_base));
-    const float end = std::ceil(yarn_corr_dim(config.rope_dims, config.original_context,
-                                              static_cast<float>(config.yarn_beta_slow), params.freq_base));
+    float start = yarn_corr_dim(config.rope_dims, config.original_context, static_cast<float>(config.yarn_beta_fast),
+                                params.freq_base);
+    float end = yarn_corr_dim(config.rope_dims, config.original_context, static_cast<float>(config.yarn_beta_slow),
+                              params.freq_base);
+    if (config.yarn_truncate) {
+      start = std::floor(start);
+      end = std::ceil(end);
+    }
     params.corr_dims[0] = std::max(0.0f, start);
     params.corr_dims[1] = std::min(static_cast<float>(config.rope_dims - 1), end);
   }

@@ -22,18 +22,33 @@ std::span<const ExpertWork> RoutedExpertWork::build(std::span<const int32_t> exp
   group_by_expert(routing_, config, groups_);  // refuses an id outside [0, n_experts)
 
   const size_t n_groups = groups_.expert.size();
-  matrices_.resize(3 * n_groups);
+  const bool biased = m.gate_bias != nullptr;
+  const size_t per_group = biased ? 6 : 3;  // gate, up, down, and their biases
+  matrices_.resize(per_group * n_groups);
   work_.clear();
   for (size_t g = 0; g < n_groups; ++g) {
     const int64_t e = groups_.expert[g];
-    matrices_[3 * g] = expert_matrix(*m.gate, e);
-    matrices_[3 * g + 1] = expert_matrix(*m.up, e);
-    matrices_[3 * g + 2] = expert_matrix(*m.down, e);
+    TensorView* v = &matrices_[per_group * g];
+    v[0] = expert_matrix(*m.gate, e);
+    v[1] = expert_matrix(*m.up, e);
+    v[2] = expert_matrix(*m.down, e);
     const auto begin = static_cast<size_t>(groups_.begin[g]);
     const auto size = static_cast<size_t>(groups_.begin[g + 1]) - begin;
-    work_.push_back({&matrices_[3 * g], &matrices_[3 * g + 1], &matrices_[3 * g + 2],
-                     std::span(groups_.rows).subspan(begin, size), std::span(groups_.slots).subspan(begin, size),
-                     std::span(groups_.weights).subspan(begin, size)});
+    ExpertWork work{&v[0],
+                    &v[1],
+                    &v[2],
+                    std::span(groups_.rows).subspan(begin, size),
+                    std::span(groups_.slots).subspan(begin, size),
+                    std::span(groups_.weights).subspan(begin, size)};
+    if (biased) {
+      v[3] = expert_matrix(*m.gate_bias, e);
+      v[4] = expert_matrix(*m.up_bias, e);
+      v[5] = expert_matrix(*m.down_bias, e);
+      work.gate_bias = &v[3];
+      work.up_bias = &v[4];
+      work.down_bias = &v[5];
+    }
+    work_.push_back(work);
   }
   n_slots_ = n_used;
   if (m.shared_gate != nullptr) {

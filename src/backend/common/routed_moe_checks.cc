@@ -1,6 +1,7 @@
 #include "backend/common/routed_moe_checks.h"
 
 #include <initializer_list>
+#include <utility>
 #include <string_view>
 
 #include "backend/common/expert_router.h"
@@ -89,6 +90,17 @@ void check_moe_ffn_routed(const TensorView& x, const TensorView& experts, const 
   if (m.shared_logit != nullptr) {
     if (shared == 0) fail("moe_ffn_routed: a shared expert's logit without the shared expert");
     check_dense(*m.shared_logit, DType::F32, sizeof(float), 1, n, kOp, "the shared logit");
+  }
+  const int biases = (m.gate_bias != nullptr) + (m.up_bias != nullptr) + (m.down_bias != nullptr);
+  if (biases != 0 && biases != 3) fail("moe_ffn_routed: expert biases need gate, up and down ones");
+  if (biases == 3) {
+    const std::pair<const TensorView*, int64_t> widths[] = {{m.gate_bias, ff}, {m.up_bias, ff}, {m.down_bias, cols}};
+    for (const auto& [bias, width] : widths) {
+      if (bias->type != DType::F32 || bias->dims[0] != width || bias->dims[1] != 1 || bias->dims[2] != n_experts ||
+          bias->dims[3] != 1) {
+        fail("moe_ffn_routed: expert biases must be f32 {{{}, 1, {}}}", width, n_experts);
+      }
+    }
   }
   check_apart(kOp, out, "out", {&x, &experts, &weights, m.shared_logit});
 }

@@ -1,5 +1,6 @@
 #include "backend/cpu/activation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/cpu_features.h"
@@ -19,6 +20,15 @@ void swiglu_row(const float* gate, const float* up, int64_t n, float* out) {
     detail::swiglu_row_avx2(gate, up, n, out);
   } else {
     detail::swiglu_row_portable(gate, up, n, out);
+  }
+}
+
+void swiglu_oai_row(const float* gate, const float* up, int64_t n, float* out) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kLimit);
+    const float u = std::clamp(up[i], -kLimit, kLimit);
+    out[i] = g / (1.0f + std::exp(kAlpha * -g)) * (u + 1.0f);
   }
 }
 

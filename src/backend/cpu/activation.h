@@ -20,6 +20,11 @@ namespace lumen::backend::cpu {
 // out[i] = silu(gate[i]) * up[i]. out may alias gate or up.
 void swiglu_row(const float* gate, const float* up, int64_t n, float* out);
 
+// gpt-oss's clamped SwiGLU (Glu::SwigluOai), ggml's swiglu_oai with llama.cpp's constants:
+// g = min(gate[i], 7), u = clamp(up[i], -7, 7), out[i] = g / (1 + expf(-1.702 g)) * (u + 1),
+// expf per element as ggml computes it. out may alias gate or up.
+void swiglu_oai_row(const float* gate, const float* up, int64_t n, float* out);
+
 // out[i] = silu(x[i]) = x[i] / (1 + exp(-x[i])), as SwiGLU's gate (Mamba's convolution output).
 // out may alias x.
 void silu_row(const float* x, int64_t n, float* out);

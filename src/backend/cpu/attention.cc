@@ -103,7 +103,7 @@ void run_task(const AttentionJob& job, const Task& task, unsigned worker) {
   for (int64_t i = 0; i < nq; ++i) {
     const int64_t token = task.seq->first_token + task.q_begin + i / heads;
     float* dst = job.out->row<float>(token * cfg.n_heads + task.head_begin + i % heads);
-    const float inv = buf.sum[i] > 0.0f ? 1.0f / buf.sum[i] : 0.0f;
+    const float inv = online_output_scale(buf.max[i], buf.sum[i], sink_logit(cfg, task.head_begin + i % heads));
     const float* acc = buf.acc + i * vdim;
     for (int64_t d = 0; d < vdim; ++d) dst[d] = acc[d] * inv;
   }

@@ -113,6 +113,15 @@ void score_chunk(const AttentionJob& job, const Task& task, const KeyRange& r, i
   }
 }
 
+// Query vector i's max over all its chunks, and over its head's sink (as ggml's soft_max counts
+// the sink in the row's max).
+float row_max(const AttentionJob& job, const Task& task, const KeyRange& r, const ChunkState& state, int64_t i) {
+  const int64_t nq = query_vectors(job, task);
+  float max = sink_logit(*job.config, task.head_begin + i % job.heads_per_task);
+  for (int64_t other = 0; other < r.n_chunks; ++other) max = std::max(max, state.chunk_max[other * nq + i]);
+  return max;
+}
+
 // Pass 2: chunk c's exponentials, shifted by each query's max over all its chunks, and their
 // sum (in double) per query.
 void exponentiate_chunk(const AttentionJob& job, const Task& task, const KeyRange& r, int64_t c,
@@ -120,8 +129,7 @@ void exponentiate_chunk(const AttentionJob& job, const Task& task, const KeyRang
   const int64_t nq = query_vectors(job, task);
   const Piece piece = piece_of(r, c);
   for (int64_t i = 0; i < nq; ++i) {
-    float max = kMasked;
-    for (int64_t other = 0; other < r.n_chunks; ++other) max = std::max(max, state.chunk_max[other * nq + i]);
+    const float max = row_max(job, task, r, state, i);
     float* row = state.rows + i * r.span + (piece.begin - r.lowest);
     double sum = 0.0;
     if (max == kMasked) {
@@ -147,6 +155,9 @@ void weigh_chunk(const AttentionJob& job, const Task& task, const KeyRange& r, i
   for (int64_t i = 0; i < nq; ++i) {
     double sum = 0.0;
     for (int64_t other = 0; other < r.n_chunks; ++other) sum += state.chunk_sum[other * nq + i];
+    // A sink adds its exponential to the sum (in f32, then double, as ggml adds it) and no value.
+    const float sink = sink_logit(cfg, task.head_begin + i % job.heads_per_task);
+    if (sink != kMasked) sum += static_cast<double>(std::exp(sink - row_max(job, task, r, state, i)));
     const float inverse = sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f;
     float* row = state.rows + i * r.span + (piece.begin - r.lowest);
     job.tiles->round_f16(row, piece.end - piece.begin, inverse, row);

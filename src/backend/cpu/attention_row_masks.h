@@ -5,7 +5,9 @@
 // (SequenceSlice::positions: a tree node's rope position, earlier than where it sits in the
 // cache), for cached keys and for the ancestors the mask shows alike.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "backend/backend.h"
 #include "backend/common/alibi.h"
@@ -73,6 +75,25 @@ inline void add_alibi(const SequenceSlice& seq, int64_t row, float slope, int64_
   if (slope == 0.0f) return;
   const int64_t query = row_position(seq, row);
   for (int64_t j = begin; j < end; ++j) s[j] += slope * common::alibi_distance(query, key_position(seq, first + j));
+}
+
+// Query head `head`'s sink logit (AttentionConfig::sinks; the model's head index), -inf without
+// sinks: it joins the softmax's max and sum as a key whose value is zero.
+inline float sink_logit(const AttentionConfig& config, int64_t head) {
+  return config.sinks != nullptr ? config.sinks[head] : -std::numeric_limits<float>::infinity();
+}
+
+// The online softmax's end with a sink: the factor its accumulator (the sum of exp(s - max) v)
+// is multiplied by, from the row's running max and sum. Without a sink 1 / sum; with one, as
+// ggml's flash attention closes a row: the sink raises the max when it is larger (the
+// accumulator and sum scaled down by exp(max - sink)), and adds exp(sink - max) to the sum.
+inline float online_output_scale(float max, float sum, float sink) {
+  if (sink == -std::numeric_limits<float>::infinity()) return sum > 0.0f ? 1.0f / sum : 0.0f;
+  if (sink > max) {
+    const float down = std::exp(max - sink);  // 0 when no key was visible (max -inf)
+    return down / (sum * down + 1.0f);
+  }
+  return 1.0f / (sum + std::exp(sink - max));
 }
 
 }  // namespace lumen::backend::cpu

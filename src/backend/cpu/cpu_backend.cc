@@ -217,13 +217,17 @@ void CpuBackend::do_moe_ffn(const TensorView& x, std::span<const ExpertWork> exp
     return;
   }
   experts_.clear();
+  const auto bias = [](const TensorView* b) { return b != nullptr ? b->row<const float>(0) : nullptr; };
   for (const ExpertWork& e : experts) {
-    experts_.push_back(
-        {weight_matrix(*e.gate), weight_matrix(*e.up), weight_matrix(*e.down), e.rows, e.slots, e.weights});
+    experts_.push_back({weight_matrix(*e.gate), weight_matrix(*e.up), weight_matrix(*e.down), e.rows, e.slots,
+                        e.weights, bias(e.gate_bias), bias(e.up_bias), bias(e.down_bias)});
   }
+  const cpu::GluRowFn glu_row = glu == Glu::Geglu       ? &cpu::geglu_row
+                                : glu == Glu::SwigluOai ? &cpu::swiglu_oai_row
+                                                        : &cpu::swiglu_row;
   cpu::moe_ffn(x.row<const float>(0), static_cast<int64_t>(x.row_bytes / sizeof(float)), x.rows(), x.dims[0], experts_,
-               n_slots, glu == Glu::Geglu ? &cpu::geglu_row : &cpu::swiglu_row, out.row<float>(0),
-               static_cast<int64_t>(out.row_bytes / sizeof(float)), pool_, moe_scratch_);
+               n_slots, glu_row, out.row<float>(0), static_cast<int64_t>(out.row_bytes / sizeof(float)), pool_,
+               moe_scratch_);
 }
 
 void CpuBackend::do_get_rows(const TensorView& table, std::span<const int32_t> ids, TensorView& out) {

@@ -23,6 +23,8 @@ void check_expert(const ExpertMatrices& e, int64_t cols, int64_t n_tokens, int64
     fail("moe_ffn: expert {} has gate {} x {}, up {} x {}, down {} x {} for rows of {} values", index, e.gate.rows,
          e.gate.cols, e.up.rows, e.up.cols, e.down.rows, e.down.cols, cols);
   }
+  const int biases = (e.gate_bias != nullptr) + (e.up_bias != nullptr) + (e.down_bias != nullptr);
+  if (biases != 0 && biases != 3) fail("moe_ffn: expert {} has some of its biases only", index);
   if (e.slots.size() != e.rows.size() || e.weights.size() != e.rows.size()) {
     fail("moe_ffn: expert {} has {} rows, {} slots and {} weights", index, e.rows.size(), e.slots.size(),
          e.weights.size());
@@ -33,6 +35,26 @@ void check_expert(const ExpertMatrices& e, int64_t cols, int64_t n_tokens, int64
     if (e.slots[i] < 0 || e.slots[i] >= n_slots)
       fail("moe_ffn: expert {} slot {} is not in [0, {})", index, e.slots[i], n_slots);
   }
+}
+
+// Each expert's gate and up products (apart, in s.gate and s.up) with its biases added, then
+// the GLU into s.gate: one task per expert.
+void add_biases_and_glu(std::span<const ExpertMatrices> experts, GluRowFn glu, ThreadPool& pool, MoeScratch& s) {
+  pool.parallel_for(static_cast<int64_t>(experts.size()), [&](int64_t i, unsigned) {
+    const ExpertMatrices& e = experts[static_cast<size_t>(i)];
+    const int64_t ff = e.gate.rows;
+    for (size_t r = 0; r < e.rows.size(); ++r) {
+      float* gate = s.gate.data() + s.ff_offset[static_cast<size_t>(i)] + static_cast<int64_t>(r) * ff;
+      float* up = s.up.data() + s.ff_offset[static_cast<size_t>(i)] + static_cast<int64_t>(r) * ff;
+      if (e.gate_bias != nullptr) {
+        for (int64_t c = 0; c < ff; ++c) {
+          gate[c] += e.gate_bias[c];
+          up[c] += e.up_bias[c];
+        }
+      }
+      glu(gate, up, ff, gate);
+    }
+  });
 }
 
 }  // namespace
@@ -76,16 +98,29 @@ void moe_ffn(const float* x, int64_t x_stride, int64_t n_tokens, int64_t cols, s
     }
   }
   // Gate and up (with the GLU) of every expert in one job, then every down in another.
+  const bool biased = std::any_of(experts.begin(), experts.end(), [](const ExpertMatrices& e) { return e.gate_bias; });
   s.targets.resize(2 * n_experts);
-  s.groups.resize(n_experts);
+  s.groups.resize(biased ? 2 * n_experts : n_experts);
   for (size_t i = 0; i < n_experts; ++i) {
     const ExpertMatrices& e = experts[i];
-    const int64_t ff = e.gate.rows;
+    const int64_t ff = e.gate.rows, rows = static_cast<int64_t>(e.rows.size());
+    const float* xi = s.x.data() + s.row_offset[i] * cols;
     s.targets[2 * i] = {&e.gate, s.gate.data() + s.ff_offset[i], ff};
     s.targets[2 * i + 1] = {&e.up, s.up.data() + s.ff_offset[i], ff};
-    s.groups[i] = {&s.targets[2 * i], s.x.data() + s.row_offset[i] * cols, cols, static_cast<int64_t>(e.rows.size())};
+    if (biased) {  // gate and up apart: the biases go in before the GLU
+      s.groups[2 * i] = {&s.targets[2 * i], xi, cols, rows};
+      s.groups[2 * i + 1] = {&s.targets[2 * i + 1], xi, cols, rows};
+    } else {
+      s.groups[i] = {&s.targets[2 * i], xi, cols, rows};
+    }
   }
-  matmul_grouped(s.groups, glu, pool, s.quantized);
+  if (biased) {
+    matmul_grouped(s.groups, nullptr, pool, s.quantized);
+    add_biases_and_glu(experts, glu, pool, s);
+    s.groups.resize(n_experts);
+  } else {
+    matmul_grouped(s.groups, glu, pool, s.quantized);
+  }
   for (size_t i = 0; i < n_experts; ++i) {
     const ExpertMatrices& e = experts[i];
     s.targets[i] = {&e.down, s.y.data() + s.row_offset[i] * cols, cols};
@@ -99,7 +134,11 @@ void moe_ffn(const float* x, int64_t x_stride, int64_t n_tokens, int64_t cols, s
       const float w = e.weights[r];
       const float* y = s.y.data() + (s.row_offset[i] + static_cast<int64_t>(r)) * cols;
       float* dst = s.slot_out.data() + place * static_cast<size_t>(cols);
-      for (int64_t c = 0; c < cols; ++c) dst[c] = y[c] * w;
+      if (e.down_bias != nullptr) {
+        for (int64_t c = 0; c < cols; ++c) dst[c] = (y[c] + e.down_bias[c]) * w;
+      } else {
+        for (int64_t c = 0; c < cols; ++c) dst[c] = y[c] * w;
+      }
     }
   }
   // Each row's weighted results summed in slot order (a row's first filled slot is copied, so

@@ -20,6 +20,11 @@ struct ExpertMatrices {
   std::span<const int32_t> rows;
   std::span<const int32_t> slots;
   std::span<const float> weights;
+  // gpt-oss: biases of gate x and up x (gate.rows values) and of the down product (down.rows);
+  // null: none. All three or none.
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
 };
 
 // Grows to the largest batch seen; after that a step allocates nothing.
@@ -36,7 +41,8 @@ struct MoeScratch {
 };
 
 // out[t] = sum over the filled slots s of row t, in slot order, of weight * down(glu(gate x_t,
-// up x_t)); each weighted product is rounded to f32 before the sums. x: n_tokens rows of `cols`
+// up x_t)); each weighted product is rounded to f32 before the sums. With an expert's biases:
+// weight * (down(glu(gate x_t + b_gate, up x_t + b_up)) + b_down), as llama.cpp adds them. x: n_tokens rows of `cols`
 // values, x_stride apart; out likewise (out_stride). Throws lumen::Error for a row out of range,
 // a slot out of range or filled twice, or matrices that do not fit together.
 void moe_ffn(const float* x, int64_t x_stride, int64_t n_tokens, int64_t cols, std::span<const ExpertMatrices> experts,

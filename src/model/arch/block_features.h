@@ -13,7 +13,8 @@ struct HParams;
 
 // SwiGlu and GeGlu gate the FFN (silu or tanh GELU of gate, times up, then down); Gelu is the
 // plain one (up with its bias, ggml's tanh GELU, down with its bias: BLOOM).
-enum class Activation { SwiGlu, GeGlu, Gelu };
+// SwiGluOai: gpt-oss's clamped SwiGLU (backend Glu::SwigluOai), in its experts only.
+enum class Activation { SwiGlu, GeGlu, Gelu, SwiGluOai };
 enum class FfnKind { Dense, MixtureOfExperts };
 // How a MoE router turns its logits into expert probabilities (the backend's, which routes).
 using ExpertGating = backend::ExpertGating;
@@ -104,6 +105,11 @@ struct BlockFeatures {
   // ALiBi instead of rope (AttentionConfig::alibi_max_bias): 0 none. BLOOM's 8 is llama.cpp's
   // fixed value (its files carry no key for it).
   float alibi_max_bias = 0.0f;
+  // gpt-oss: each layer's attn_sinks.weight, one learned logit per query head that joins the
+  // attention softmax without a value (AttentionConfig::sinks; BackendFeature::AttentionSinks).
+  bool attention_sinks = false;
+  // false: YaRN's correction range keeps its computed ends (RopeConfig::yarn_truncate; gpt-oss).
+  bool yarn_truncate = true;
 };
 
 }  // namespace lumen::model

@@ -29,6 +29,7 @@ Architecture bloom_architecture();
 Architecture phi3_architecture();
 Architecture smollm3_architecture();
 Architecture granite_architecture();
+Architecture gpt_oss_architecture();
 
 namespace {
 
@@ -54,6 +55,7 @@ const std::array kRegistry = {
     phi3_architecture,
     smollm3_architecture,
     granite_architecture,
+    gpt_oss_architecture,
 };
 // clang-format on
 

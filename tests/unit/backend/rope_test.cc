@@ -26,8 +26,10 @@ std::vector<double> reference_rope(const std::vector<float>& head, int64_t pos, 
       return static_cast<double>(d) * std::log(static_cast<double>(c.original_context) / (n_rot * 2.0 * std::numbers::pi)) /
              (2.0 * std::log(c.freq_base));
     };
-    low = std::max(0.0, std::floor(corr(c.yarn_beta_fast)));
-    high = std::min(static_cast<double>(d - 1), std::ceil(corr(c.yarn_beta_slow)));
+    low = c.yarn_truncate ? std::floor(corr(c.yarn_beta_fast)) : corr(c.yarn_beta_fast);
+    high = c.yarn_truncate ? std::ceil(corr(c.yarn_beta_slow)) : corr(c.yarn_beta_slow);
+    low = std::max(0.0, low);
+    high = std::min(static_cast<double>(d - 1), high);
     mscale *= 1.0 + 0.1 * std::log(factor);
   }
   for (int64_t i = 0; i < d / 2; ++i) {
@@ -132,6 +134,27 @@ TEST(Rope, Yarn) {
   // The file's attention factor scales the magnitude on top of YaRN's own.
   c.attn_factor = 0.7;
   expect_matches(c, 128, "yarn with an attention factor");
+}
+
+// gpt-oss's YaRN ("truncate": false): the correction range keeps its computed, fractional ends.
+TEST(Rope, YarnWithoutTruncation) {
+  RopeConfig c;
+  c.rope_dims = 64;
+  c.neox = true;
+  c.freq_base = 150000.0;
+  c.scaling = RopeScalingType::Yarn;
+  c.scaling_factor = 32.0;
+  c.original_context = 4096;
+  c.yarn_truncate = false;
+  expect_matches(c, 64, "yarn without truncation");
+  const RopeParams kept = make_rope_params(c, 64);
+  EXPECT_FLOAT_EQ(kept.corr_dims[0], common::yarn_corr_dim(64, 4096, 32.0f, 150000.0f));
+  EXPECT_FLOAT_EQ(kept.corr_dims[1], common::yarn_corr_dim(64, 4096, 1.0f, 150000.0f));
+  EXPECT_NE(kept.corr_dims[0], std::floor(kept.corr_dims[0]));  // really fractional here
+  c.yarn_truncate = true;
+  const RopeParams whole = make_rope_params(c, 64);
+  EXPECT_EQ(whole.corr_dims[0], std::floor(kept.corr_dims[0]));
+  EXPECT_EQ(whole.corr_dims[1], std::ceil(kept.corr_dims[1]));
 }
 
 TEST(Rope, WrongModeWouldBeCaught) {

@@ -54,6 +54,40 @@ TEST(MoeRouter, PicksTheMostProbableExpertsInOrderWithTheirProbabilities) {
   }
 }
 
+// gpt-oss (SoftmaxWeight): the experts of the k largest logits, weighted by a softmax over those
+// k logits only.
+TEST(MoeRouter, SoftmaxWeightChoosesByLogitAndWeighsOverTheChosenOnly) {
+  const int64_t tokens = 24, experts = 32, k = 4;
+  const std::vector<float> logits = random_logits(tokens, experts, 7);
+  Routing r;
+  route_tokens(logits, {experts, k, ExpertGating::SoftmaxWeight, false}, r);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* row = logits.data() + t * experts;
+    std::vector<int32_t> order(static_cast<size_t>(experts));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+    std::vector<float> chosen;
+    for (int64_t s = 0; s < k; ++s) chosen.push_back(row[order[static_cast<size_t>(s)]]);
+    const std::vector<double> p = softmax(chosen.data(), k);
+    double total = 0.0;
+    for (int64_t s = 0; s < k; ++s) {
+      const auto i = static_cast<size_t>(t * k + s);
+      EXPECT_EQ(r.experts[i], order[static_cast<size_t>(s)]) << "token " << t << " slot " << s;
+      EXPECT_NEAR(r.weights[i], p[static_cast<size_t>(s)], 1e-6) << "token " << t << " slot " << s;
+      total += r.weights[i];
+    }
+    EXPECT_NEAR(total, 1.0, 1e-6);
+    // Not the softmax over every expert: those weights would sum to less than 1.
+    const std::vector<double> all = softmax(row, experts);
+    EXPECT_GT(std::abs(r.weights[static_cast<size_t>(t * k)] - all[static_cast<size_t>(order[0])]), 1e-3);
+  }
+  // Grouped routing has no meaning with it: refused.
+  RouterConfig grouped{experts, k, ExpertGating::SoftmaxWeight, false};
+  grouped.n_groups = 4;
+  grouped.n_groups_used = 2;
+  EXPECT_THROW(route_tokens(logits, grouped, r), Error);
+}
+
 TEST(MoeRouter, RenormalizedWeightsSumToOneInTheSameProportions) {
   const int64_t tokens = 16, experts = 8, k = 2;
   const std::vector<float> logits = random_logits(tokens, experts, 2);

@@ -178,6 +178,32 @@ TEST(Synth, Q4KMMixesQ6KWhereLlamaCppDoes) {
   std::remove(path.c_str());
 }
 
+// llama-quantize's MXFP4_MOE (gpt-oss's published files): the experts' 3-D tensors MXFP4, every
+// other matrix Q8_0, file type 38; and gpt-oss's YaRN written as its converter writes it.
+TEST(Synth, Mxfp4MoeTypesTheExpertsMxfp4AndTheRestQ8) {
+  LUMEN_REQUIRE_TESTDATA();
+  std::string path = temp_path("lumen_synth_mxfp4.gguf");
+  SynthOptions options{"gpt-oss-mini", tensor::DType::Q8_0, kVocab, 1, 2, 2};
+  options.mxfp4_moe = true;
+  write_synthetic_model(options, path);
+  gguf::GgufFile file = gguf::GgufFile::open(path);
+  for (uint64_t layer = 0; layer < 2; ++layer) {
+    for (const char* name : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}) {
+      EXPECT_EQ(file.tensor(fmt::format("blk.{}.{}.weight", layer, name)).type, tensor::DType::MXFP4) << name;
+      EXPECT_EQ(file.tensor(fmt::format("blk.{}.{}.bias", layer, name)).type, tensor::DType::F32) << name;
+    }
+    EXPECT_EQ(file.tensor(fmt::format("blk.{}.attn_q.weight", layer)).type, tensor::DType::Q8_0);
+    EXPECT_EQ(file.tensor(fmt::format("blk.{}.attn_sinks.weight", layer)).type, tensor::DType::F32);
+  }
+  EXPECT_EQ(file.tensor("output.weight").type, tensor::DType::Q8_0);
+  EXPECT_EQ(file.metadata().find_unsigned("general.file_type").value_or(0), 38u);
+  EXPECT_EQ(file.metadata().find_string("gpt-oss.rope.scaling.type").value_or(""), "yarn");
+  EXPECT_EQ(file.metadata().find_unsigned("gpt-oss.rope.scaling.original_context_length").value_or(0), 4096u);
+  options.type = tensor::DType::Q4_0;  // the mixture keeps Q8_0 beside its experts
+  EXPECT_THROW(write_synthetic_model(options, path), Error);
+  std::remove(path.c_str());
+}
+
 TEST(Synth, Llama3RopeFactors) {
   LUMEN_REQUIRE_TESTDATA();
   const Preset& llama1b = *find_preset("llama-1b");
