@@ -24,7 +24,7 @@
 #include "server/request_field_names.h"
 #include "server/routes.h"
 #include "server/sse.h"
-#include "server/reasoning_split.h"
+#include "server/reply_split.h"
 #include "server/request_fields.h"
 #include "server/structured_request.h"
 #include "server/tool_reply_stream.h"
@@ -45,6 +45,7 @@ struct GenerationJob {
   // Chat with a reasoning model: each reply split into reasoning_content and content
   // (server/reasoning_split.h), starting inside the block when the prompt opened it.
   bool split_reasoning = false;
+  ReasoningSyntax reasoning_syntax = ReasoningSyntax::ThinkTags;  // harmony: gpt-oss's channels
   bool starts_in_reasoning = false;
   bool drop_reasoning = false;  // vLLM's include_reasoning: false
 };
@@ -114,7 +115,7 @@ void respond_whole(ServerContext& context, Generation& generation, const Generat
   if (aborted) throw aborted_error(context);
   if (job.split_reasoning) {
     for (ChoiceOutput& output : outputs) {
-      ReasoningSplit split(job.starts_in_reasoning);
+      ReplySplit split(job.reasoning_syntax, job.starts_in_reasoning);
       ReasoningDelta whole = split.add(output.text);
       ReasoningDelta rest = split.finish();
       output.reasoning = job.drop_reasoning ? "" : whole.reasoning + rest.reasoning;
@@ -201,8 +202,8 @@ bool stream_events(ServerContext& context, StreamState& state, httplib::DataSink
   }
   std::vector<ToolReplyStream> tool_streams;
   if (job.tools) tool_streams.assign(n, ToolReplyStream(job.tool_format, *job.tools));
-  std::vector<ReasoningSplit> reasoning_splits;
-  if (job.split_reasoning) reasoning_splits.assign(n, ReasoningSplit(job.starts_in_reasoning));
+  std::vector<ReplySplit> reasoning_splits;
+  if (job.split_reasoning) reasoning_splits.assign(n, ReplySplit(job.reasoning_syntax, job.starts_in_reasoning));
   size_t i = 0;
   StreamChunk chunk;
   bool aborted = false;
@@ -390,7 +391,16 @@ void choose_reasoning_split(const ServerContext& context, const nlohmann::json& 
     }
     split = *format != "none";
   }
-  job.split_reasoning = split && template_has_reasoning(context.model.chat_template_source());
+  const std::string_view source = context.model.chat_template_source();
+  if (template_is_harmony(source)) {
+    // gpt-oss: the reply's channel markers are control tokens, which the split reads (and
+    // "none" returns raw, as llama-server does).
+    job.options.params.skip_special_tokens = false;
+    job.split_reasoning = split;
+    job.reasoning_syntax = ReasoningSyntax::Harmony;
+    return;
+  }
+  job.split_reasoning = split && template_has_reasoning(source);
   if (!job.split_reasoning) return;
   // The prompt's last tokens say whether the template opened the block (DeepSeek-R1's "<think>\n").
   const size_t tail = std::min<size_t>(prompt.size(), 16);

@@ -53,6 +53,21 @@ std::optional<int32_t> first_with_text(const Vocab& vocab, const std::array<std:
   return std::nullopt;
 }
 
+// gpt-oss's harmony format (the o200k_harmony vocabulary, which has both <|return|> and
+// <|call|>): <|end|> closes one message of a reply (its reasoning, say), not the reply, which
+// goes on to its final message and ends at <|return|> or <|call|>. llama.cpp drops <|end|> from
+// its end-of-generation tokens the same way. It stays a control token: a client's text that
+// spells it is text.
+
+bool is_harmony_vocabulary(const Vocab& vocab) {
+  bool has_return = false, has_call = false;
+  for (const std::string& text : vocab.tokens) {
+    has_return = has_return || text == "<|return|>";
+    has_call = has_call || text == "<|call|>";
+  }
+  return has_return && has_call;
+}
+
 void make_control(Vocab& vocab, int32_t id) {
   TokenType& type = vocab.types[static_cast<size_t>(id)];
   if (type == TokenType::Control) return;
@@ -88,6 +103,13 @@ void detect_control_tokens(Vocab& vocab) {
     if (id) end_of_generation.push_back(*id);
   }
   if (!vocab.special.eot && eot) vocab.special.eot = eot;
+  if (is_harmony_vocabulary(vocab)) {
+    for (size_t id = 0; id < vocab.size(); ++id) {
+      if (vocab.tokens[id] != "<|end|>" || vocab.special.eos == static_cast<int32_t>(id)) continue;
+      std::erase(end_of_generation, static_cast<int32_t>(id));
+      if (vocab.special.eot == static_cast<int32_t>(id)) vocab.special.eot.reset();
+    }
+  }
   std::sort(end_of_generation.begin(), end_of_generation.end());
   end_of_generation.erase(std::unique(end_of_generation.begin(), end_of_generation.end()),
                           end_of_generation.end());

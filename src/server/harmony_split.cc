@@ -1,0 +1,111 @@
+#include "server/harmony_split.h"
+
+#include <algorithm>
+#include <array>
+
+namespace lumen::server {
+
+namespace {
+
+constexpr std::string_view kChannel = "<|channel|>";
+constexpr std::string_view kMessage = "<|message|>";
+constexpr std::array<std::string_view, 3> kEnds = {"<|end|>", "<|return|>", "<|call|>"};
+
+// Where the first end marker of `text` starts and its length; npos if none.
+std::pair<size_t, size_t> find_end(std::string_view text) {
+  std::pair<size_t, size_t> best{std::string_view::npos, 0};
+  for (std::string_view end : kEnds) {
+    const size_t at = text.find(end);
+    if (at < best.first) best = {at, end.size()};
+  }
+  return best;
+}
+
+// Bytes at the end of `text` that may still become an end marker: from its last "<|" on, when
+// that is a proper prefix of one.
+size_t partial_end_suffix(std::string_view text) {
+  const size_t at = text.rfind('<');
+  if (at == std::string_view::npos) return 0;
+  const std::string_view tail = text.substr(at);
+  for (std::string_view end : kEnds) {
+    if (tail.size() < end.size() && end.starts_with(tail)) return tail.size();
+  }
+  return 0;
+}
+
+}  // namespace
+
+ReasoningDelta HarmonySplit::add(std::string_view text) {
+  held_.append(text);
+  ReasoningDelta out;
+  release(out, false);
+  return out;
+}
+
+ReasoningDelta HarmonySplit::finish() {
+  ReasoningDelta out;
+  release(out, true);
+  return out;
+}
+
+void HarmonySplit::emit(ReasoningDelta& out, std::string_view text) const {
+  (target_ == Target::Reasoning ? out.reasoning : out.content).append(text);
+}
+
+void HarmonySplit::release(ReasoningDelta& out, bool final) {
+  while (!held_.empty()) {
+    if (state_ == State::Header) {
+      const size_t lead = held_.find_first_not_of(" \n\r\t");
+      if (lead == std::string::npos) {
+        if (final) held_.clear();
+        return;
+      }
+      // Text that is not a marker where a header should start: the model wrote plain text.
+      if (held_.compare(lead, 2, "<|") != 0 && !(held_.size() - lead < 2 && held_[lead] == '<')) {
+        target_ = Target::Content;
+        state_ = State::Body;
+        continue;
+      }
+      const size_t message = held_.find(kMessage);
+      if (message == std::string::npos) {
+        if (final) held_.clear();  // a header the reply never finished
+        return;
+      }
+      const std::string_view header = std::string_view(held_).substr(0, message);
+      const size_t channel_at = header.find(kChannel);
+      std::string_view channel;
+      if (channel_at != std::string_view::npos) {
+        channel = header.substr(channel_at + kChannel.size());
+        channel = channel.substr(0, std::min(channel.find(' '), channel.find("<|")));
+      }
+      if (header.find(" to=") != std::string_view::npos) {
+        target_ = Target::Raw;  // a tool call: its header and arguments stay as text
+        out.content.append(held_, 0, message + kMessage.size());
+      } else {
+        target_ = channel == "analysis" ? Target::Reasoning : Target::Content;
+      }
+      held_.erase(0, message + kMessage.size());
+      state_ = State::Body;
+      continue;
+    }
+    const auto [end, length] = find_end(held_);
+    if (end != std::string::npos) {
+      emit(out, std::string_view(held_).substr(0, end));
+      if (target_ == Target::Raw) out.content.append(held_, end, length);
+      held_.erase(0, end + length);
+      state_ = State::Header;
+      continue;
+    }
+    const size_t keep = final ? 0 : partial_end_suffix(held_);
+    emit(out, std::string_view(held_).substr(0, held_.size() - keep));
+    held_.erase(0, held_.size() - keep);
+    return;
+  }
+}
+
+bool template_is_harmony(std::string_view template_source) {
+  return template_source.find(kChannel) != std::string_view::npos &&
+         template_source.find(kMessage) != std::string_view::npos;
+}
+
+}  // namespace lumen::server
