@@ -24,6 +24,7 @@
 #include "cli/speculative_flag.h"
 #include "cli/stream_completion.h"
 #include "sampling/seed_stream.h"
+#include "server/harmony_split.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
 #include "util/error.h"
@@ -76,6 +77,7 @@ void chat_loop(const ChatOptions& options) {
   uint64_t turn = 0;
 
   std::string system = options.system;
+  const bool harmony = server::template_is_harmony(model.chat_template_source());
   nlohmann::ordered_json messages;
   ChatImages images(engine, model);
   auto start_conversation = [&] {
@@ -160,16 +162,32 @@ void chat_loop(const ChatOptions& options) {
     SamplingParams params = options.sampling;
     params.seed = sampling::seed_of_choice(seed, turn++);
     params.max_tokens = options.max_reply;
+    // gpt-oss's harmony replies: the markers are control tokens, read apart here; its reasoning
+    // goes to stderr, its answer to stdout and into the conversation (as its template expects).
+    if (harmony) params.skip_special_tokens = false;
+    server::HarmonySplit split;
+    std::string answer;
+    const auto show = [&](const server::ReasoningDelta& d) {
+      if (!d.reasoning.empty()) fmt::print(stderr, "{}", d.reasoning);
+      std::fwrite(d.content.data(), 1, d.content.size(), stdout);
+      std::fflush(stdout);
+      answer += d.content;
+    };
     const StreamedCompletion reply = stream_completion(
         engine, std::move(prompt), params, interrupt,
-        [](const std::string& text) {
+        [&](const std::string& text) {
+          if (harmony) {
+            show(split.add(text));
+            return;
+          }
           std::fwrite(text.data(), 1, text.size(), stdout);
           std::fflush(stdout);
         },
         std::move(prompt_images));
+    if (harmony) show(split.finish());
     std::fputc('\n', stdout);
     std::fflush(stdout);
-    messages.push_back({{"role", "assistant"}, {"content", reply.text}});
+    messages.push_back({{"role", "assistant"}, {"content", harmony ? answer : reply.text}});
   }
   // On stderr, so that piped stdout still holds only the replies.
   if (speculative.method != SpeculativeMethod::None) fmt::print(stderr, "{}\n", speculation_summary(engine.stats()));
