@@ -21,16 +21,11 @@ std::pair<size_t, size_t> find_end(std::string_view text) {
   return best;
 }
 
-// Bytes at the end of `text` that may still become an end marker: from its last "<|" on, when
-// that is a proper prefix of one.
+// Bytes at the end of `text` that may still become an end marker.
 size_t partial_end_suffix(std::string_view text) {
-  const size_t at = text.rfind('<');
-  if (at == std::string_view::npos) return 0;
-  const std::string_view tail = text.substr(at);
-  for (std::string_view end : kEnds) {
-    if (tail.size() < end.size() && end.starts_with(tail)) return tail.size();
-  }
-  return 0;
+  size_t keep = 0;
+  for (std::string_view end : kEnds) keep = std::max(keep, partial_tag_suffix(text, end));
+  return keep;
 }
 
 }  // namespace

@@ -9,16 +9,14 @@ namespace {
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
 
-// The length of the longest suffix of `text` that is a proper prefix of `tag`: bytes that may
-// still become the tag once more text comes.
+}  // namespace
+
 size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
   for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
     if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
   }
   return 0;
 }
-
-}  // namespace
 
 ReasoningDelta ReasoningSplit::add(std::string_view text) {
   held_.append(text);

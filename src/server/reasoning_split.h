@@ -38,6 +38,10 @@ class ReasoningSplit {
   std::string held_;  // text not released yet
 };
 
+// The length of the longest suffix of `text` that is a proper prefix of `tag`: bytes that may
+// still become the tag once more text comes (a stream holds them back).
+size_t partial_tag_suffix(std::string_view text, std::string_view tag);
+
 // Whether a chat template writes reasoning blocks (its source names </think>): only then does a
 // reply get split.
 bool template_has_reasoning(std::string_view template_source);
