@@ -31,6 +31,10 @@ struct ModelOptions {
   // A built-in chat template's name (chat::builtin_chat_template_names) to use instead of the
   // model's own; empty: the model's.
   std::string chat_template = {};
+  // A chat template's own Jinja source to use instead of the model's (what `lumen serve
+  // --chat-template-file` reads; llama-server's option of that name); empty: none. Setting both
+  // this and chat_template is an error.
+  std::string chat_template_source = {};
   // Load the tokenizer and chat template only: no weights, no device memory (tokenizing
   // tools). An Engine refuses such a model.
   bool vocab_only = false;

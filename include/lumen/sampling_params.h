@@ -44,6 +44,11 @@ struct StructuredOutputs {
   // between tokens, as llama.cpp's converter does. Either way the output ends where the root
   // value closes.
   bool compact_whitespace = true;
+  // Control tokens (by their text, e.g. "<|message|>") the grammar may write where its text
+  // names them: a server's own constraint on a format that needs them (gpt-oss's harmony tool
+  // calls). Empty, the default, for every constraint a client sends: a client's grammar writes
+  // plain text only. Texts the vocabulary has no control token for are ignored.
+  std::vector<std::string> control_tokens = {};
 
   // How many constraints are set (validate() wants at most one).
   int count() const {
@@ -95,6 +100,11 @@ struct SamplingParams {
   // Leave control tokens' text (end-of-generation, <|im_start|>...) out of the output text, as
   // vLLM's skip_special_tokens. Their ids and log-probabilities are still reported.
   bool skip_special_tokens = true;
+  // With skip_special_tokens off: whether the token that stops the output (end-of-generation,
+  // or one of stop_token_ids) adds its own text at the end, as vLLM's output does (true). A
+  // server that reads the control tokens inside a reply but wants no end marker after it
+  // (gpt-oss's harmony chats, as llama-server returns them) sets it false.
+  bool stop_token_text = true;
 
   // Importance-based KV eviction for this request (lumen/kv_eviction.h), instead of the
   // engine's (EngineConfig::kv_importance); method None turns it off. Checked against the

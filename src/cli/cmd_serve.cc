@@ -23,6 +23,7 @@
 #include "cli/serve_proxy.h"
 #include "cli/serve_role_flags.h"
 #include "cli/serve_until_stopped.h"
+#include "cli/text_file.h"
 #include "kv_transfer/kv_transfer_server.h"
 #include "lumen/engine.h"
 #include "lumen/model.h"
@@ -43,6 +44,7 @@ struct ServeOptions {
   std::string log_level = "info";
   std::string served_model_name;
   std::string chat_template;
+  std::string chat_template_file;
   std::string reasoning_format = "auto";
   std::string max_body = "1M";
   int64_t max_pending = 1024;
@@ -145,10 +147,15 @@ void serve(ServeOptions& options, const CLI::App& cmd) {
         "processes)",
         options.role.role);
   }
+  // A template file is held to 1 MiB: real ones are a few KiB.
+  const std::string template_source = options.chat_template_file.empty()
+                                          ? std::string()
+                                          : read_text_file(options.chat_template_file, "chat template file", 1u << 20);
   const std::string path = resolve_model_path(options.model);
   const Model model = Model::load(path, sized_for(options.parallel.applied_to({.device = options.device,
                                                                                .threads = options.threads,
                                                                                .chat_template = options.chat_template,
+                                                                               .chat_template_source = template_source,
                                                                                .mmproj = options.mmproj}),
                                                   options.engine.config));
   print_gpu_layers("serve", model.info());
@@ -238,7 +245,11 @@ void add_serve_command(CLI::App& app) {
                   "Require 'Authorization: Bearer KEY' (or set LUMEN_API_KEY); repeat for several tenants, whose "
                   "prompts are then never shared through the prefix cache");
   cmd->add_option("--served-model-name", options->served_model_name, "Model name clients use (default: the file's name)");
-  cmd->add_option("--chat-template", options->chat_template, "Built-in chat template instead of the model's");
+  auto* builtin_template =
+      cmd->add_option("--chat-template", options->chat_template, "Built-in chat template instead of the model's");
+  cmd->add_option("--chat-template-file", options->chat_template_file,
+                  "A Jinja chat template file instead of the model's template")
+      ->excludes(builtin_template);
   cmd->add_option("--reasoning-format", options->reasoning_format,
                   "A reasoning model's <think> block: auto (message.reasoning_content) or none (left in content); a "
                   "request's reasoning_format overrides it")

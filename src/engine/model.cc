@@ -42,10 +42,21 @@ ModelInfo describe(const LoadedModel& model, const std::string& path) {
   return info;
 }
 
-// The template a name chooses, else the file's, else its family's built-in one (Gemma); a file
-// whose template is missing or does not parse leaves the model without one (and says why),
-// since only chat needs it.
-void attach_chat_template(ModelState& state, const std::string& builtin_name) {
+// The template source given, else the one a name chooses, else the file's, else its family's built-in one (Gemma); a
+// file whose template is missing or does not parse leaves the model without one (and says why), since only chat needs
+// it.
+void attach_chat_template(ModelState& state, const std::string& builtin_name, const std::string& source = {}) {
+  if (!builtin_name.empty() && !source.empty())
+    fail("choose a built-in chat template or a template's source, not both");
+  if (!source.empty()) {
+    try {
+      state.chat_template = chat::ChatTemplate::parse(source);
+    } catch (const Error& e) {
+      fail("the chat template given cannot be used ({})", e.what());
+    }
+    state.chat_template_source = source;
+    return;
+  }
   if (!builtin_name.empty()) {
     const auto text = chat::builtin_chat_template(builtin_name);
     if (!text) fail("unknown chat template '{}' (see `lumen chat-template list`)", builtin_name);
@@ -172,7 +183,7 @@ Model Model::load(const std::string& path, const ModelOptions& options) {
     state->info.context_parallel_size = state->parallel->context_size();
   }
   if (state->model->transformer) state->info.weight_bytes = state->model->transformer->weights().bound_bytes;
-  engine::attach_chat_template(*state, options.chat_template);
+  engine::attach_chat_template(*state, options.chat_template, options.chat_template_source);
   if (!options.mmproj.empty()) engine::attach_mmproj(*state, path, options);
   return Model(std::move(state));
 }

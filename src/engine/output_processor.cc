@@ -96,10 +96,14 @@ std::optional<FinishReason> OutputProcessor::emit(Completion& c, const sampling:
   c.sampler.accept(result.token);
   c.seq.tokens.push_back(result.token);
   ++n_generated;
-  GeneratedToken out{result.token, result.logprob, {}, c.detokenizer.push(result.token)};
-  for (const auto& alt : result.top) out.top.push_back({alt.token, alt.logprob});
   const bool stop_strings_apply = c.stop_condition.past_min_tokens();
   std::optional<FinishReason> finish = c.stop_condition.check(result.token);
+  // A stop token's own text is left out where the request asks (the text held back before it
+  // still comes out with the flush below).
+  const bool stop_token = finish == FinishReason::Stop;
+  const bool silent = stop_token && !c.group->params.stop_token_text;
+  GeneratedToken out{result.token, result.logprob, {}, silent ? std::string() : c.detokenizer.push(result.token)};
+  for (const auto& alt : result.top) out.top.push_back({alt.token, alt.logprob});
   // A grammar that took its end-of-generation token allows nothing after it: with ignore_eos
   // the sequence would have no token left to sample.
   if (!finish && c.sampler.mask_complete()) finish = FinishReason::Stop;

@@ -22,17 +22,20 @@ std::string grammar_text(const StructuredOutputs& constraint) {
   return {};
 }
 
-std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary(const tokenizer::Tokenizer& tokenizer) {
+std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary(const tokenizer::Tokenizer& tokenizer,
+                                                                   const std::vector<std::string>& control_tokens) {
   const auto& vocab = tokenizer.vocab();
   const auto n = static_cast<int32_t>(vocab.size());
   std::vector<std::string> bytes(static_cast<size_t>(n));
   std::vector<bool> unusable(static_cast<size_t>(n), false);
   for (int32_t id = 0; id < n; ++id) {
-    if (tokenizer.is_special(id)) {
+    bytes[static_cast<size_t>(id)] = tokenizer.token_bytes(id);
+    if (tokenizer.is_special(id) && std::find(control_tokens.begin(), control_tokens.end(),
+                                              bytes[static_cast<size_t>(id)]) == control_tokens.end()) {
       unusable[static_cast<size_t>(id)] = true;
+      bytes[static_cast<size_t>(id)].clear();
       continue;
     }
-    bytes[static_cast<size_t>(id)] = tokenizer.token_bytes(id);
     // A token that adds no text would let a sequence loop forever without advancing the
     // grammar.
     if (bytes[static_cast<size_t>(id)].empty()) unusable[static_cast<size_t>(id)] = true;
@@ -51,7 +54,14 @@ size_t GrammarCompiler::cached() const {
 
 std::shared_ptr<const grammar::CompiledGrammar> GrammarCompiler::compile(const StructuredOutputs& constraint) {
   if (constraint.count() == 0) return nullptr;
-  const std::string text = grammar_text(constraint);
+  const std::string grammar = grammar_text(constraint);
+  std::vector<std::string> control_tokens = constraint.control_tokens;
+  std::sort(control_tokens.begin(), control_tokens.end());
+  control_tokens.erase(std::unique(control_tokens.begin(), control_tokens.end()), control_tokens.end());
+  // The cache key: the grammar, and the control tokens it may write (after a NUL, which no
+  // GBNF text holds).
+  std::string text = grammar;
+  for (const std::string& token : control_tokens) text += '\0' + token;
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary;
   {
     std::lock_guard lock(mutex_);
@@ -59,12 +69,11 @@ std::shared_ptr<const grammar::CompiledGrammar> GrammarCompiler::compile(const S
       lru_.splice(lru_.begin(), lru_, it->second);
       return it->second->second;
     }
-    if (!vocabulary_) vocabulary_ = grammar_vocabulary(tokenizer_);
-    vocabulary = vocabulary_;
+    vocabulary = vocabulary_for(control_tokens);
   }
   // Outside the lock: two threads compiling the same new grammar both compile it (the second
   // result replaces nothing), which costs less than serializing every compile.
-  auto compiled = grammar::compile_grammar(grammar::parse_gbnf(text), vocabulary, cache_budget_);
+  auto compiled = grammar::compile_grammar(grammar::parse_gbnf(grammar), vocabulary, cache_budget_);
   {
     // Its first mask, here on the caller's thread: a grammar whose very first mask is over
     // budget is refused now (a 400), and the caches it builds serve its requests' first step.
@@ -82,6 +91,17 @@ std::shared_ptr<const grammar::CompiledGrammar> GrammarCompiler::compile(const S
     }
   }
   return compiled;
+}
+
+std::shared_ptr<const grammar::TokenVocabulary> GrammarCompiler::vocabulary_for(
+    const std::vector<std::string>& control_tokens) {
+  auto it = vocabularies_.find(control_tokens);
+  if (it != vocabularies_.end()) return it->second;
+  // A server uses one or two sets; a library caller naming many gets them rebuilt rather than
+  // kept without bound (compiled grammars hold their own).
+  constexpr size_t kMaxVocabularies = 4;
+  if (vocabularies_.size() >= kMaxVocabularies) vocabularies_.clear();
+  return vocabularies_[control_tokens] = grammar_vocabulary(tokenizer_, control_tokens);
 }
 
 GrammarMask::GrammarMask(std::shared_ptr<const grammar::CompiledGrammar> grammar, size_t vocabulary_size,

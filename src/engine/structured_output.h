@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <exception>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,8 +30,11 @@ namespace lumen::engine {
 std::string grammar_text(const StructuredOutputs& constraint);
 
 // The model's vocabulary as grammars see it: every token's bytes; control and special tokens
-// are never allowed (client text is plain text); the end-of-generation ids end the grammar.
-std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary(const tokenizer::Tokenizer& tokenizer);
+// are never allowed (client text is plain text) except the control tokens `control_tokens`
+// names by their text (a server's own constraint: StructuredOutputs::control_tokens), which
+// then stand for that text; the end-of-generation ids end the grammar.
+std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary(const tokenizer::Tokenizer& tokenizer,
+                                                                   const std::vector<std::string>& control_tokens = {});
 
 class GrammarCompiler {
  public:
@@ -54,7 +58,10 @@ class GrammarCompiler {
   const size_t capacity_;
   const std::shared_ptr<grammar::CacheBudget> cache_budget_;
   mutable std::mutex mutex_;
-  std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;  // built on first use
+  // The vocabulary for one set of allowed control tokens (sorted; empty for clients'
+  // constraints), built on first use.
+  std::shared_ptr<const grammar::TokenVocabulary> vocabulary_for(const std::vector<std::string>& control_tokens);
+  std::map<std::vector<std::string>, std::shared_ptr<const grammar::TokenVocabulary>> vocabularies_;
   std::list<Entry> lru_;                                        // most recent first
   std::unordered_map<std::string, std::list<Entry>::iterator> by_text_;
 };

@@ -154,13 +154,14 @@ std::string gbnf_char_class(const CodePointRanges& ranges) {
 }
 
 std::string GbnfRules::unique_name(std::string_view hint) {
-  std::string base;
+  std::string base = name_prefix_;
   for (char c : hint) {
     const bool valid = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
     base += valid ? c : '-';
   }
   if (base.empty()) base.assign(1, 'r');
-  if (base.size() > 64) base.resize(64);  // names from long property paths stay readable
+  if (base.size() > 64 + name_prefix_.size())
+    base.resize(64 + name_prefix_.size());  // names from long property paths stay readable
   std::string name = base;
   for (int suffix = 1; body_of_.count(name); ++suffix) name = base + std::to_string(suffix);
   return name;

@@ -37,7 +37,10 @@ void append_utf8(std::string& out, uint32_t code_point);
 class GbnfRules {
  public:
   // Total size limit of the grammar text: beyond it the converter refuses the input.
-  explicit GbnfRules(size_t max_bytes = 4 << 20) : max_bytes_(max_bytes) {}
+  // `name_prefix`: starts every rule's name (several converted grammars embedded in one then
+  // never share a name).
+  explicit GbnfRules(size_t max_bytes = 4 << 20, std::string name_prefix = {})
+      : max_bytes_(max_bytes), name_prefix_(std::move(name_prefix)) {}
 
   std::string add(std::string_view hint, std::string body);
   // A name for a rule whose body is known later (recursive $ref).
@@ -52,6 +55,7 @@ class GbnfRules {
   void account(size_t bytes);
 
   size_t max_bytes_;
+  std::string name_prefix_;
   size_t bytes_ = 0;
   std::map<std::string, std::string> body_of_;      // name -> body ("" while reserved)
   std::map<std::string, std::string> name_of_body_;  // body -> name (dedup)

@@ -29,7 +29,8 @@ constexpr int kMaxDepth = 128;  // schema nesting; deeper input is refused, not 
 
 class SchemaConverter {
  public:
-  SchemaConverter(const OrderedJson& root, const JsonSchemaOptions& options) : root_(root), options_(options) {}
+  SchemaConverter(const OrderedJson& root, const JsonSchemaOptions& options)
+      : root_(root), options_(options), rules_(size_t{4} << 20, options.rule_prefix) {}
 
   std::string convert() {
     const std::string root_name = rules_.reserve(options_.root_rule);

@@ -26,6 +26,9 @@ struct JsonSchemaOptions {
   // wrap a schema's JSON in their markers). Other rule names must not collide with the
   // embedding grammar's: the embedder uses names that do not occur here.
   std::string root_rule = "root";
+  // Starts every rule's name, the start rule's too (its name is rule_prefix + root_rule): a
+  // grammar embedding several converted schemas gives each its own ([a-zA-Z0-9-]).
+  std::string rule_prefix;
 };
 
 // Throws GrammarError (offset 0; the message names the JSON pointer of the offending part).

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <array>
 
+#include "server/harmony_tool_calls.h"
+
 namespace lumen::server {
 
 namespace {
 
 constexpr std::string_view kChannel = "<|channel|>";
 constexpr std::string_view kMessage = "<|message|>";
+constexpr std::string_view kRecipient = "to=";
 constexpr std::array<std::string_view, 3> kEnds = {"<|end|>", "<|return|>", "<|call|>"};
 
 // Where the first end marker of `text` starts and its length; npos if none.
@@ -55,10 +58,17 @@ void HarmonySplit::release(ReasoningDelta& out, bool final) {
         if (final) held_.clear();
         return;
       }
-      // Text that is not a marker where a header should start: the model wrote plain text.
-      if (held_.compare(lead, 2, "<|") != 0 && !(held_.size() - lead < 2 && held_[lead] == '<')) {
+      // Text that is not a marker where a header should start: the model wrote plain text. The
+      // reply's first header may also start with a recipient, the rest of the prompt's
+      // "<|start|>assistant" role (`to=functions.NAME<|channel|>...`).
+      const std::string_view at_lead = std::string_view(held_).substr(lead);
+      const bool marker = at_lead.starts_with("<|") || at_lead == "<";
+      const bool recipient = first_header_ && (at_lead.starts_with(kRecipient) ||
+                                               (!final && std::string_view(kRecipient).starts_with(at_lead)));
+      if (!marker && !recipient) {
         target_ = Target::Content;
         state_ = State::Body;
+        first_header_ = false;
         continue;
       }
       const size_t message = held_.find(kMessage);
@@ -73,9 +83,13 @@ void HarmonySplit::release(ReasoningDelta& out, bool final) {
         channel = header.substr(channel_at + kChannel.size());
         channel = channel.substr(0, std::min(channel.find(' '), channel.find("<|")));
       }
-      if (header.find(" to=") != std::string_view::npos) {
-        target_ = Target::Raw;  // a tool call: its header and arguments stay as text
-        out.content.append(held_, 0, message + kMessage.size());
+      const std::string_view to = harmony_recipient(header);
+      first_header_ = false;
+      if (!to.empty() && to != "assistant") {
+        // A tool call: its header (in one form, whatever the model wrote) and its arguments
+        // stay as text, for the tool-call parser (server/harmony_tool_calls.h).
+        target_ = Target::Raw;
+        out.content += harmony_call_header(channel, to);
       } else {
         target_ = channel == "analysis" ? Target::Reasoning : Target::Content;
       }
@@ -89,6 +103,7 @@ void HarmonySplit::release(ReasoningDelta& out, bool final) {
       if (target_ == Target::Raw) out.content.append(held_, end, length);
       held_.erase(0, end + length);
       state_ = State::Header;
+      first_header_ = false;
       continue;
     }
     const size_t keep = final ? 0 : partial_end_suffix(held_);

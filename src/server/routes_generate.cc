@@ -396,6 +396,7 @@ void choose_reasoning_split(const ServerContext& context, const nlohmann::json& 
     // gpt-oss: the reply's channel markers are control tokens, which the split reads (and
     // "none" returns raw, as llama-server does).
     job.options.params.skip_special_tokens = false;
+    job.options.params.stop_token_text = false;  // <|return|> / <|call|> end the reply, not its text
     job.split_reasoning = split;
     job.reasoning_syntax = ReasoningSyntax::Harmony;
     return;

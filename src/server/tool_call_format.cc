@@ -5,6 +5,8 @@
 
 #include "grammar/json_schema_to_gbnf.h"
 #include "server/generic_reply_prefix.h"
+#include "server/harmony_split.h"
+#include "server/harmony_tool_calls.h"
 
 namespace lumen::server {
 
@@ -158,13 +160,12 @@ std::optional<ParsedToolCall> call_of(const ordered_json& object, const char* ar
                                       const ToolRequest& request) {
   if (!object.is_object()) return std::nullopt;
   auto name = object.find("name");
-  if (name == object.end() || !name->is_string() || !offered(request, name->get<std::string>())) return std::nullopt;
+  if (name == object.end() || !name->is_string()) return std::nullopt;
   auto arguments = object.find(arguments_key);
   if (arguments == object.end()) arguments = object.find("arguments");  // either key, whatever the format
   if (arguments == object.end()) arguments = object.find("parameters");
-  ordered_json args = arguments == object.end() ? ordered_json::object() : arguments_json(*arguments);
-  if (!args.is_object()) return std::nullopt;
-  return ParsedToolCall{new_call_id(), name->get<std::string>(), args.dump()};
+  return make_tool_call(name->get<std::string>(), arguments == object.end() ? ordered_json::object() : *arguments,
+                        request);
 }
 
 std::string trimmed(std::string_view text) {
@@ -263,7 +264,16 @@ ToolReply parse_generic(std::string_view text, const ToolRequest& request) {
 
 }  // namespace
 
+std::optional<ParsedToolCall> make_tool_call(std::string_view name, const nlohmann::ordered_json& arguments,
+                                             const ToolRequest& request) {
+  if (!offered(request, std::string(name))) return std::nullopt;
+  const ordered_json args = arguments_json(arguments);
+  if (!args.is_object()) return std::nullopt;
+  return ParsedToolCall{new_call_id(), std::string(name), args.dump()};
+}
+
 ToolCallFormat tool_call_format_of(std::string_view source) {
+  if (template_is_harmony(source)) return ToolCallFormat::Harmony;
   if (source.find(kHermesOpen) != std::string_view::npos) return ToolCallFormat::Hermes;
   if (source.find(kPythonTag) != std::string_view::npos || source.find("Environment: ipython") != std::string_view::npos) {
     return ToolCallFormat::Llama3Json;
@@ -275,6 +285,7 @@ const char* tool_call_format_name(ToolCallFormat format) {
   switch (format) {
     case ToolCallFormat::Hermes: return "hermes";
     case ToolCallFormat::Llama3Json: return "llama3-json";
+    case ToolCallFormat::Harmony: return "harmony";
     case ToolCallFormat::Generic: break;
   }
   return "generic";
@@ -285,6 +296,7 @@ ToolPrompt prepare_tool_prompt(ToolCallFormat format, const nlohmann::ordered_js
   // tool_choice none: no call may be made, but the conversation may hold earlier calls and
   // results, which the model must still see (a native template renders them itself).
   if (format == ToolCallFormat::Generic) return {generic_messages(messages, request, wrapped_reply), std::nullopt};
+  if (format == ToolCallFormat::Harmony) return {harmony_tool_messages(messages), request.tools};
   return {messages, request.tools};
 }
 
@@ -297,6 +309,7 @@ std::optional<StructuredOutputs> tool_reply_constraint(ToolCallFormat format, co
   if (request.choice == ToolChoice::None) return std::nullopt;
   switch (format) {
     case ToolCallFormat::Generic: break;
+    case ToolCallFormat::Harmony: return harmony_call_constraint(request);
     case ToolCallFormat::Llama3Json:
       if (!must_call(request)) return std::nullopt;
       out.json = any_call_schema(request, "parameters").dump();
@@ -321,6 +334,7 @@ ToolReply parse_tool_reply(ToolCallFormat format, std::string_view text, const T
   switch (format) {
     case ToolCallFormat::Hermes: return parse_hermes(text, request);
     case ToolCallFormat::Llama3Json: return parse_llama3(text, request);
+    case ToolCallFormat::Harmony: return parse_harmony_reply(text, request);
     case ToolCallFormat::Generic: break;
   }
   return parse_generic(text, request);
@@ -329,6 +343,7 @@ ToolReply parse_tool_reply(ToolCallFormat format, std::string_view text, const T
 size_t tool_call_start(ToolCallFormat format, std::string_view text) {
   switch (format) {
     case ToolCallFormat::Generic: return 0;
+    case ToolCallFormat::Harmony: return harmony_call_start(text);
     case ToolCallFormat::Llama3Json: {
       // The reply is a call only if it starts as one.
       const size_t first = text.find_first_not_of(" \t\r\n");

@@ -7,6 +7,9 @@
 //    possibly several, after optional content.
 //  - Llama 3 JSON (Llama 3.1+: the template mentions <|python_tag|> or ipython): the template
 //    renders `tools`; the whole reply is {"name": ..., "parameters": {...}}.
+//  - Harmony (gpt-oss: the template writes <|channel|> and <|message|>): the template renders
+//    `tools`; a call is a message to functions.NAME whose body is the arguments' JSON, one per
+//    reply (server/harmony_tool_calls.h).
 //  - Generic (every other template, e.g. SmolLM2, Gemma 3): the template knows nothing of
 //    tools, so Lumen describes them in a system message and the reply is one JSON object,
 //    {"tool_calls": [{"name", "arguments"}...]} or {"content": "..."}, constrained by a schema
@@ -34,7 +37,7 @@
 
 namespace lumen::server {
 
-enum class ToolCallFormat { Generic, Hermes, Llama3Json };
+enum class ToolCallFormat { Generic, Hermes, Llama3Json, Harmony };
 
 ToolCallFormat tool_call_format_of(std::string_view chat_template_source);
 const char* tool_call_format_name(ToolCallFormat format);
@@ -62,6 +65,12 @@ struct ToolReply {
   std::string content;  // the text that is not a call (may be empty)
   std::vector<ParsedToolCall> calls;
 };
+
+// A call of function `name` with `arguments` (an object, or an object's JSON text), with a
+// fresh id; nullopt when the request does not offer that function or the arguments are no
+// object.
+std::optional<ParsedToolCall> make_tool_call(std::string_view name, const nlohmann::ordered_json& arguments,
+                                             const ToolRequest& request);
 
 // A reply's text into content and calls. Text that does not parse as the format's calls is
 // content, except a call cut short (dropped) and Generic's wrapper (never content); calls of

@@ -5,9 +5,9 @@ namespace lumen::server {
 std::string ToolReplyStream::add(std::string_view text) {
   text_ += text;
   if (format_ == ToolCallFormat::Generic) return add_generic();
-  // Hermes: a call cannot begin before what was sent, so look from there on (once over the
+  // Hermes, Harmony: a call cannot begin before what was sent, so look from there on (once over the
   // reply, not once per token from its start). Llama 3 decides on the reply's first bytes.
-  const size_t from = format_ == ToolCallFormat::Hermes ? sent_ : 0;
+  const size_t from = format_ == ToolCallFormat::Hermes || format_ == ToolCallFormat::Harmony ? sent_ : 0;
   const size_t start = tool_call_start(format_, std::string_view(text_).substr(from));
   const size_t safe = start == std::string::npos ? text_.size() : from + start;
   if (safe <= sent_) return {};

@@ -74,6 +74,19 @@ TEST_F(EngineOutputText, SkipSpecialTokensOffKeepsTheEndTokenText) {
   EXPECT_EQ(results[0].text.substr(0, results[0].text.size() - end.size()), generate(greedy())[0].text);
 }
 
+// stop_token_text off (what the server asks for harmony chats): control tokens stay text, the
+// end token's does not.
+TEST_F(EngineOutputText, StopTokenTextOffLeavesOnlyTheEndTokenOut) {
+  SamplingParams p = greedy();
+  p.skip_special_tokens = false;
+  p.stop_token_text = false;
+  const auto results = generate(p);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_EQ(results[0].finish, FinishReason::Stop);
+  EXPECT_TRUE(model_->tokenizer.is_special(results[0].tokens.back()));
+  EXPECT_EQ(results[0].text, generate(greedy())[0].text);
+}
+
 TEST_F(EngineOutputText, SampledCompletionsAndBestOfLeaveItOut) {
   SamplingParams p = greedy();
   p.temperature = 0.7f;

@@ -165,3 +165,18 @@ def test_run_says_when_the_context_ended_the_text():
     assert "generation stopped at the end of the context (24 tokens" in r.stderr, r.stderr
     r = lumen("run", "-m", str(real_model(MODEL)), "-p", "Count: 1, 2, 3,", "-n", "4", "--temp", "0")
     assert "end of the context" not in r.stderr, r.stderr
+
+
+def test_serve_chat_template_file_errors_are_clear(tmp_path):
+    # A missing file, a template that does not parse, and a file beside a built-in name: each
+    # stops `lumen serve` before it listens, saying what is wrong.
+    model = str(real_model(MODEL))
+    r = lumen("serve", "-m", model, "--port", "0", "--chat-template-file", str(tmp_path / "none.jinja"), timeout=60)
+    assert r.returncode == 1 and "chat template file" in r.stderr and "none.jinja" in r.stderr, r.stderr
+    broken = tmp_path / "broken.jinja"
+    broken.write_text("{% for m in messages %}{{ m.content }")
+    r = lumen("serve", "-m", model, "--port", "0", "--chat-template-file", str(broken), timeout=60)
+    assert r.returncode == 1 and "the chat template given cannot be used" in r.stderr, r.stderr
+    r = lumen("serve", "-m", model, "--port", "0", "--chat-template", "chatml", "--chat-template-file", str(broken),
+              timeout=60)
+    assert r.returncode != 0 and "excludes" in r.stderr, r.stderr

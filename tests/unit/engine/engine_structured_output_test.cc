@@ -5,6 +5,7 @@
 // drafts change nothing, and invalid constraints are the caller's error with nothing left behind.
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <regex>
 
 #include "engine/engine_test_access.h"
@@ -328,6 +329,50 @@ TEST_F(EngineStructured, MaskCachesShareOneBudgetAndMasksStayRightPastIt) {
     ASSERT_GE(token, 0);
     limited.accept(token);
     cached.accept(token);
+  }
+}
+
+// A server's own constraint may write the control tokens it names (gpt-oss's harmony markers in
+// a tool call); a constraint that names none, as every client's, never allows one.
+TEST_F(EngineStructured, AConstraintWritesOnlyTheControlTokensItNames) {
+  const auto& tokenizer = model_->tokenizer;
+  // A control token that does not end generation, with a text a GBNF literal can hold as it is.
+  const auto& ends = tokenizer.vocab().end_of_generation;
+  int32_t im_start = -1;
+  std::string im_start_text;
+  for (int32_t id = 0; id < static_cast<int32_t>(tokenizer.vocab().size()) && im_start < 0; ++id) {
+    const std::string text = tokenizer.token_bytes(id);
+    if (tokenizer.is_special(id) && std::find(ends.begin(), ends.end(), id) == ends.end() && text.size() > 1 &&
+        text.find_first_of("\"\\") == std::string::npos) {
+      im_start = id;
+      im_start_text = text;
+    }
+  }
+  ASSERT_GE(im_start, 0);
+  engine::GrammarCompiler compiler(tokenizer, 8);
+  StructuredOutputs plain;
+  plain.grammar = "root ::= \"" + im_start_text + "user\"";
+  StructuredOutputs marked = plain;
+  marked.control_tokens = {im_start_text, "<|no such token|>"};
+  const auto plain_grammar = compiler.compile(plain);
+  const auto marked_grammar = compiler.compile(marked);
+  EXPECT_NE(plain_grammar, marked_grammar);  // cached apart
+  EXPECT_EQ(compiler.compile(marked), marked_grammar);
+  std::vector<float> row(tokenizer.vocab().size(), 0.0f);
+  engine::GrammarMask without(plain_grammar, row.size());
+  without.apply(row);
+  EXPECT_EQ(row[static_cast<size_t>(im_start)], -std::numeric_limits<float>::infinity());
+  std::fill(row.begin(), row.end(), 0.0f);
+  engine::GrammarMask with(marked_grammar, row.size());
+  with.apply(row);
+  EXPECT_EQ(row[static_cast<size_t>(im_start)], 0.0f);
+  // After the control token the grammar goes on with its text; no other control token is allowed.
+  with.accept(im_start);
+  std::fill(row.begin(), row.end(), 0.0f);
+  with.apply(row);
+  for (int32_t id = 0; id < static_cast<int32_t>(row.size()); ++id) {
+    if (tokenizer.is_special(id))
+      EXPECT_EQ(row[static_cast<size_t>(id)], -std::numeric_limits<float>::infinity()) << id;
   }
 }
 

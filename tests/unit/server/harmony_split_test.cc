@@ -46,12 +46,20 @@ TEST(HarmonySplit, SplitsAlikeWholeOrInAnyPieces) {
        "<|end|><|start|>assistant<|channel|>commentary<|message|>Let me check.<|end|>"
        "<|start|>assistant<|channel|>final<|message|>Done.",
        "First. Second.", "Let me check.Done."},
-      // A tool call: kept whole, header and arguments, as text.
+      // A tool call: kept whole as text, its header in one form, for the tool-call parser.
       {"<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary "
        "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}",
-       "Need weather.",
-       "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
-       "{\"city\":\"Paris\"}"},
+       "Need weather.", "<|channel|>commentary to=functions.get_weather<|message|>{\"city\":\"Paris\"}"},
+      // The reply's first header may start with its recipient (the prompt ended in
+      // <|start|>assistant); later ones may name it after the role.
+      {"to=functions.get_time<|channel|>commentary json<|message|>{}", "",
+       "<|channel|>commentary to=functions.get_time<|message|>{}"},
+      {"<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant to=functions.f<|channel|>commentary<|message|>{}",
+       "Hm.", "<|channel|>commentary to=functions.f<|message|>{}"},
+      // A message to the assistant is no call (gpt-oss sometimes writes one before its analysis).
+      {"<|channel|>commentary to=assistant<|message|>ok<|end|>", "", "ok"},
+      // Plain text that begins like a recipient is still text.
+      {"tomorrow, maybe", "", "tomorrow, maybe"},
       // Text that is no marker where a header should be: the model wrote plain text.
       {"Just an answer < 5 and <| odd.", "", "Just an answer < 5 and <| odd."},
       // Marker-like text inside a message stays text; an unfinished message is what it has.
