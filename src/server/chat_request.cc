@@ -106,6 +106,13 @@ nlohmann::ordered_json parse_messages(const nlohmann::json& body, size_t max_mes
       if (!value->is_string()) invalid("messages", "'{}' of a message must be a string", extra);
       out[extra] = value->get<std::string>();
     }
+    // An assistant turn's reasoning (as this server returns it): templates that show it again
+    // read it (Qwen3's, gpt-oss's as `thinking`: server/harmony_tool_calls.h).
+    if (auto reasoning = message.find("reasoning_content"); reasoning != message.end() && !reasoning->is_null()) {
+      if (role_name != "assistant") invalid("messages", "only an assistant message may have 'reasoning_content'");
+      if (!reasoning->is_string()) invalid("messages", "'reasoning_content' of a message must be a string");
+      out["reasoning_content"] = reasoning->get<std::string>();
+    }
     if (auto calls = message.find("tool_calls"); calls != message.end() && !calls->is_null()) {
       if (role_name != "assistant") invalid("messages", "only an assistant message may have 'tool_calls'");
       out["tool_calls"] = tool_calls_of(*calls);

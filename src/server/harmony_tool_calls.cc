@@ -99,6 +99,16 @@ std::string_view harmony_recipient(std::string_view header) {
   return rest.substr(0, std::min(rest.find(' '), rest.find("<|")));
 }
 
+ordered_json harmony_template_tools(const ordered_json& tools) {
+  ordered_json out = tools;
+  for (auto& tool : out) {
+    if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object()) continue;
+    auto& function = tool["function"];
+    if (!function.contains("description") || !function["description"].is_string()) function["description"] = "";
+  }
+  return out;
+}
+
 std::string harmony_call_header(std::string_view channel, std::string_view recipient) {
   std::string header(kChannel);
   header.append(channel).append(" to=").append(recipient).append(kMessage);

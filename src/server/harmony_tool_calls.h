@@ -34,6 +34,11 @@ std::string harmony_call_header(std::string_view channel, std::string_view recip
 // message and names a result by the call before it).
 nlohmann::ordered_json harmony_tool_messages(const nlohmann::ordered_json& messages);
 
+// The tools as the gpt-oss template reads them: a function without a description gets an
+// empty one (the template writes `"// " + tool.description`, which fails on a missing one, and
+// OpenAI's API makes it optional).
+nlohmann::ordered_json harmony_template_tools(const nlohmann::ordered_json& tools);
+
 // tool_choice "required" or a named function: a grammar (with the harmony markers as control
 // tokens) that lets the reply think in the analysis channel, then makes it call an allowed
 // function with arguments that follow its parameter schema. nullopt otherwise (auto: the

@@ -296,7 +296,8 @@ ToolPrompt prepare_tool_prompt(ToolCallFormat format, const nlohmann::ordered_js
   // tool_choice none: no call may be made, but the conversation may hold earlier calls and
   // results, which the model must still see (a native template renders them itself).
   if (format == ToolCallFormat::Generic) return {generic_messages(messages, request, wrapped_reply), std::nullopt};
-  if (format == ToolCallFormat::Harmony) return {harmony_tool_messages(messages), request.tools};
+  if (format == ToolCallFormat::Harmony)
+    return {harmony_tool_messages(messages), harmony_template_tools(request.tools)};
   return {messages, request.tools};
 }
 

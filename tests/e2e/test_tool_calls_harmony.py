@@ -119,6 +119,13 @@ def test_a_call_and_its_result_go_back_through_the_template(server):
     reply = client.chat.completions.create(model=MODEL_NAME, temperature=0, max_tokens=8, tools=TOOLS,
                                            messages=two)
     assert reply.usage.prompt_tokens > 0
+    # A tool without a description (OpenAI's is optional; the template writes one), and the
+    # earlier turn's reasoning passed back: both render.
+    bare = {"type": "function", "function": {"name": "get_time", "parameters": TIME["function"]["parameters"]}}
+    history[1]["reasoning_content"] = "The user wants the weather."
+    reply = client.chat.completions.create(model=MODEL_NAME, temperature=0, max_tokens=8, tools=[bare],
+                                           messages=history)
+    assert reply.usage.prompt_tokens > 0
 
 
 def test_free_replies_are_content(server):

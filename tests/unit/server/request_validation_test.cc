@@ -184,9 +184,10 @@ TEST(Messages, AcceptsOpenAiShapes) {
   auto m = parse_messages(parse_json_body(R"({"messages": [
       {"role": "system", "content": "be brief"},
       {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "name": "u1"},
-      {"role": "assistant", "content": null},
+      {"role": "assistant", "content": null, "reasoning_content": "think"},
       {"role": "tool", "content": "42", "tool_call_id": "t"}]})"));
   ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[2]["reasoning_content"], "think");  // an assistant's reasoning goes on to the template
   EXPECT_EQ(m[1]["content"], "a\nb");
   EXPECT_EQ(m[1]["name"], "u1");
   EXPECT_EQ(m[2]["content"], "");  // null (beside tool_calls) renders as empty text, as templates need
@@ -194,12 +195,14 @@ TEST(Messages, AcceptsOpenAiShapes) {
 }
 
 TEST(Messages, RejectsMalformedConversations) {
-  for (const char* body : {R"({})", R"({"messages": []})", R"({"messages": "hi"})", R"({"messages": [1]})",
-                           R"({"messages": [{"content": "x"}]})", R"({"messages": [{"role": "bot", "content": "x"}]})",
-                           R"({"messages": [{"role": "user", "content": 5}]})",
-                           R"({"messages": [{"role": "user", "content": null}]})",
-                           R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
-                           R"({"messages": [{"role": "user", "content": "x", "name": 3}]})"}) {
+  for (const char* body :
+       {R"({})", R"({"messages": []})", R"({"messages": "hi"})", R"({"messages": [1]})",
+        R"({"messages": [{"content": "x"}]})", R"({"messages": [{"role": "bot", "content": "x"}]})",
+        R"({"messages": [{"role": "user", "content": 5}]})", R"({"messages": [{"role": "user", "content": null}]})",
+        R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+        R"({"messages": [{"role": "user", "content": "x", "name": 3}]})",
+        R"({"messages": [{"role": "user", "content": "x", "reasoning_content": "y"}]})",
+        R"({"messages": [{"role": "assistant", "content": "x", "reasoning_content": 1}]})"}) {
     try {
       parse_messages(parse_json_body(body));
       ADD_FAILURE() << body;
