@@ -1,7 +1,9 @@
 #pragma once
 // The block formats' arithmetic for the CUDA kernels, written once for the device and the host
 // (hd_math.h) so tests/unit/cuda_host checks it on a CPU against the CPU backend: every weight
-// type the CPU backend reads (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K .. Q6_K, Q8_K, IQ4_NL, IQ4_XS).
+// type the CPU backend reads (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K .. Q6_K, Q8_K, IQ4_NL, IQ4_XS,
+// MXFP4). MXFP4 is decoded here and tested on a CPU; no kernel dispatches it yet (a file with
+// MXFP4 weights is refused on CUDA at load).
 //
 // A "unit" is 32 consecutive values: one legacy block, or one of the 8 parts of a 256-value
 // K-quant super-block. Kernels see a unit in two forms:
@@ -40,6 +42,7 @@ inline constexpr int kBlockBytes = F == DType::Q4_0     ? 18
                                    : F == DType::Q8_K   ? 292
                                    : F == DType::IQ4_NL ? 18
                                    : F == DType::IQ4_XS ? 136
+                                   : F == DType::MXFP4  ? 17
                                                         : 0;
 
 // The 256-value super-block types, read against Q8_K activations: the K-quants and IQ4_XS.
@@ -60,28 +63,46 @@ constexpr bool iq4_words_match_levels() {
 }
 static_assert(iq4_words_match_levels());
 
-// Four codes (one per byte, 0..15) to their four int8 levels, byte for byte.
-LUMEN_HD uint32_t iq4_levels(uint32_t codes) {
+// MXFP4: tensor::kMxfp4Levels (the doubled E2M1 values) the same way.
+inline constexpr uint64_t kMxfp4LevelsLow = 0x0C08060403020100ull;
+inline constexpr uint64_t kMxfp4LevelsHigh = 0xF4F8FAFCFDFEFF00ull;
+constexpr bool mxfp4_words_match_levels() {
+  for (int q = 0; q < 16; ++q) {
+    const uint64_t word = q < 8 ? kMxfp4LevelsLow : kMxfp4LevelsHigh;
+    if (static_cast<int8_t>(static_cast<uint8_t>(word >> (8 * (q % 8)))) != tensor::kMxfp4Levels[q]) return false;
+  }
+  return true;
+}
+static_assert(mxfp4_words_match_levels());
+
+// Four codes (one per byte, 0..15) to their four int8 levels, byte for byte, from a table's two
+// words (levels 0..7, then 8..15).
+LUMEN_HD uint32_t table_levels(uint32_t codes, uint64_t low_word, uint64_t high_word) {
   uint32_t out = 0;
   LUMEN_UNROLL
   for (int i = 0; i < 4; ++i) {
     const uint32_t q = (codes >> (8 * i)) & 15u;
-    const uint64_t word = q < 8 ? kIq4LevelsLow : kIq4LevelsHigh;
+    const uint64_t word = q < 8 ? low_word : high_word;
     out |= static_cast<uint32_t>((word >> (8 * (q & 7u))) & 0xFFu) << (8 * i);
   }
   return out;
 }
+
+LUMEN_HD uint32_t iq4_levels(uint32_t codes) { return table_levels(codes, kIq4LevelsLow, kIq4LevelsHigh); }
+LUMEN_HD uint32_t mxfp4_levels(uint32_t codes) { return table_levels(codes, kMxfp4LevelsLow, kMxfp4LevelsHigh); }
 
 // Legacy types whose value is d * q + m (the others: d * q).
 template <DType F>
 inline constexpr bool kHasMin = F == DType::Q4_1 || F == DType::Q5_1;
 
 // Four bytes at offset `at` of a block of F: 4-byte loads where the block size keeps them
-// aligned, two 2-byte loads otherwise.
+// aligned, two 2-byte loads where it keeps 2-byte alignment, byte loads otherwise (MXFP4).
 template <DType F>
 LUMEN_HD uint32_t load_word(const uint8_t* block, int at) {
   if constexpr (kBlockBytes<F> % 4 == 0) {
     return (at % 4 == 0) ? load_u32(block + at) : load_u32_align2(block + at);
+  } else if constexpr (kBlockBytes<F> % 2 != 0) {
+    return load_u32_align1(block + at);
   } else {
     return load_u32_align2(block + at);
   }
@@ -102,10 +123,10 @@ LUMEN_HD void split_nibbles(uint32_t qs, uint32_t& low, uint32_t& high) {
   high = (qs >> 4) & 0x0F0F0F0Fu;
 }
 
+// The blocks whose scale d is their first two bytes, an f16.
 template <DType F>
-LUMEN_HD void decode_legacy(const uint8_t* b, LegacyBlock& out) {
+LUMEN_HD void decode_f16_scaled_legacy(const uint8_t* b, LegacyBlock& out) {
   out.d = half_to_float(load_u16(b));
-  out.m = 0.0f;
   if constexpr (F == DType::IQ4_NL) {  // Q4_0's nibbles, each indexing a level
     LUMEN_UNROLL
     for (int k = 0; k < 4; ++k) {
@@ -144,6 +165,23 @@ LUMEN_HD void decode_legacy(const uint8_t* b, LegacyBlock& out) {
       out.w[k] = static_cast<int>(low);
       out.w[4 + k] = static_cast<int>(high);
     }
+  }
+}
+
+template <DType F>
+LUMEN_HD void decode_legacy(const uint8_t* b, LegacyBlock& out) {
+  out.m = 0.0f;
+  if constexpr (F == DType::MXFP4) {  // an E8M0 byte, then Q4_0's nibbles, each indexing a level
+    out.d = e8m0_half_scale(b[0]);
+    LUMEN_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      uint32_t low, high;
+      split_nibbles(load_word<F>(b, 1 + 4 * k), low, high);
+      out.w[k] = static_cast<int>(mxfp4_levels(low));
+      out.w[4 + k] = static_cast<int>(mxfp4_levels(high));
+    }
+  } else {
+    decode_f16_scaled_legacy<F>(b, out);
   }
 }
 

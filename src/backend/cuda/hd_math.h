@@ -215,6 +215,13 @@ LUMEN_HD float float_from_bits(uint32_t bits) {
 #endif
 }
 
+// 2^(e - 128) exactly, for an E8M0 byte e (MXFP4's scale, tensor::mxfp4_scale): a normal float
+// for e >= 2, the subnormals 2^-127 and 2^-128 for e = 1 and 0.
+LUMEN_HD float e8m0_half_scale(uint8_t e) {
+  const uint32_t bits = e >= 2 ? static_cast<uint32_t>(e - 1) << 23 : 0x200000u << e;
+  return float_from_bits(bits);
+}
+
 // acc + the sum of the four products of the signed bytes of a and b.
 LUMEN_HD int dp4a(int a, int b, int acc) {
 #if defined(__CUDA_ARCH__)
@@ -243,6 +250,18 @@ LUMEN_HD uint32_t load_u32_align2(const uint8_t* p) {
 #if defined(__CUDA_ARCH__)
   const auto* h = reinterpret_cast<const uint16_t*>(p);
   return static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
+#else
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#endif
+}
+
+// Four bytes from any address (MXFP4's 17-byte blocks keep no alignment at all).
+LUMEN_HD uint32_t load_u32_align1(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
 #else
   uint32_t v;
   std::memcpy(&v, p, 4);

@@ -66,6 +66,8 @@ std::vector<uint8_t> random_row(DType t, int64_t blocks, bool raw_bytes, std::mt
         const float d = scale(rng);
         std::memcpy(block, &d, 4);
       }
+      // MXFP4's E8M0 byte: 2^-128 (subnormal) .. 2^31, so a block's dot stays finite.
+      if (t == DType::MXFP4) block[0] = static_cast<uint8_t>(rng() % 160);
     }
   } else {
     const int64_t n = blocks * block_elements(t);
@@ -95,14 +97,15 @@ void check_dequantize(const std::vector<uint8_t>& row, int64_t cols) {
 TEST(CudaBlockDecode, DequantizeIsBitExactWithTheReference) {
   std::mt19937 rng(54);
   for_types<DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q8_1, DType::Q2_K, DType::Q3_K,
-            DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS>([&]<DType F>() {
-    for (int trial = 0; trial < 200; ++trial) {
-      const int64_t blocks = 1 + static_cast<int64_t>(rng() % 4);
-      const auto row = random_row(F, blocks, trial % 2 == 0, rng);
-      check_dequantize<F>(row, blocks * block_elements(F));
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  });
+            DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q8_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4>(
+      [&]<DType F>() {
+        for (int trial = 0; trial < 200; ++trial) {
+          const int64_t blocks = 1 + static_cast<int64_t>(rng() % 4);
+          const auto row = random_row(F, blocks, trial % 2 == 0, rng);
+          check_dequantize<F>(row, blocks * block_elements(F));
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      });
 }
 
 // An activation row quantized by the CPU, in the layout the CUDA kernels read (codes apart from
@@ -201,12 +204,20 @@ void check_block_dots(std::mt19937& rng, bool raw_bytes) {
 TEST(CudaBlockDecode, BlockDotsAreBitExactWithTheCpu) {
   std::mt19937 rng(48);
   for_types<DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
-            DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS>([&]<DType F>() {
+            DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4>([&]<DType F>() {
     for (int trial = 0; trial < 100; ++trial) {
       check_block_dots<F>(rng, trial % 2 == 0);
       if (::testing::Test::HasFatalFailure()) return;
     }
   });
+}
+
+// Every E8M0 byte, the subnormal scales (e = 0, 1) and the largest included, as the CPU's.
+TEST(CudaBlockDecode, Mxfp4ScalesAreTheCpusBitForBit) {
+  for (int e = 0; e < 256; ++e) {
+    const float got = e8m0_half_scale(static_cast<uint8_t>(e)), want = tensor::mxfp4_scale(static_cast<uint8_t>(e));
+    ASSERT_EQ(std::memcmp(&got, &want, 4), 0) << "e = " << e << ": " << got << " vs " << want;
+  }
 }
 
 TEST(CudaBlockDecode, FloatElementsWidenAsTheCpu) {
