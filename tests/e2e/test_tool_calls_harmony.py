@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 
 from conftest import LumenServer, MODEL_NAME
+from test_tool_calls import streamed
 
 LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"
 SDIST = "llama_cpp_python-0.3.36.tar.gz"
@@ -56,20 +57,6 @@ def server(tmp_path_factory):
 
 def schema_of(name):
     return next(t["function"]["parameters"] for t in TOOLS if t["function"]["name"] == name)
-
-
-def streamed(client, **kwargs):
-    content, calls, finish = [], {}, None
-    for chunk in client.chat.completions.create(stream=True, **kwargs):
-        for choice in chunk.choices:
-            content.append(choice.delta.content or "")
-            for call in choice.delta.tool_calls or []:
-                entry = calls.setdefault(call.index, ["", "", ""])
-                entry[0] += call.id or ""
-                entry[1] += call.function.name or ""
-                entry[2] += call.function.arguments or ""
-            finish = choice.finish_reason or finish
-    return "".join(content), [tuple(calls[k]) for k in sorted(calls)], finish
 
 
 def test_required_and_named_calls_come_back_as_tool_calls(server):

@@ -54,26 +54,20 @@ inline constexpr bool kIsKQuant = F == DType::Q2_K || F == DType::Q3_K || F == D
 // that host and device look a level up by shifting, with no table in memory.
 inline constexpr uint64_t kIq4LevelsLow = 0xF6EADDCFBFAD9881ull;
 inline constexpr uint64_t kIq4LevelsHigh = 0x7159453526190D01ull;
-constexpr bool iq4_words_match_levels() {
+// Whether two words hold a 16-level table's bytes (levels 0..7, then 8..15).
+constexpr bool words_match_levels(uint64_t low, uint64_t high, const int8_t (&levels)[16]) {
   for (int q = 0; q < 16; ++q) {
-    const uint64_t word = q < 8 ? kIq4LevelsLow : kIq4LevelsHigh;
-    if (static_cast<int8_t>(static_cast<uint8_t>(word >> (8 * (q % 8)))) != tensor::kIq4Levels[q]) return false;
+    const uint64_t word = q < 8 ? low : high;
+    if (static_cast<int8_t>(static_cast<uint8_t>(word >> (8 * (q % 8)))) != levels[q]) return false;
   }
   return true;
 }
-static_assert(iq4_words_match_levels());
+static_assert(words_match_levels(kIq4LevelsLow, kIq4LevelsHigh, tensor::kIq4Levels));
 
 // MXFP4: tensor::kMxfp4Levels (the doubled E2M1 values) the same way.
 inline constexpr uint64_t kMxfp4LevelsLow = 0x0C08060403020100ull;
 inline constexpr uint64_t kMxfp4LevelsHigh = 0xF4F8FAFCFDFEFF00ull;
-constexpr bool mxfp4_words_match_levels() {
-  for (int q = 0; q < 16; ++q) {
-    const uint64_t word = q < 8 ? kMxfp4LevelsLow : kMxfp4LevelsHigh;
-    if (static_cast<int8_t>(static_cast<uint8_t>(word >> (8 * (q % 8)))) != tensor::kMxfp4Levels[q]) return false;
-  }
-  return true;
-}
-static_assert(mxfp4_words_match_levels());
+static_assert(words_match_levels(kMxfp4LevelsLow, kMxfp4LevelsHigh, tensor::kMxfp4Levels));
 
 // Four codes (one per byte, 0..15) to their four int8 levels, byte for byte, from a table's two
 // words (levels 0..7, then 8..15).
