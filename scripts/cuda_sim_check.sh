@@ -18,6 +18,11 @@
 #       ContextShiftTest ones (StreamingLlm*, ShiftGoesOnPast*) for it to count (its weights are
 #       random), and EngineFairnessTest.AShortPromptBehindALongPrefill* needs a context of 3000
 #       tokens (llama3-mini's is 2048).
+#   scripts/cuda_sim_check.sh --conformance [GTEST_FILTER] [BUILD_DIR]
+#       the backend conformance table's CUDA rows (unit_backend_conformance_sim: the suite of
+#       tests/unit/backend_conformance with its CUDA entry on the simulated device). The default
+#       filter is every CUDA row (a few minutes on 2 cores); LUMEN_CUDA_* variables declare what
+#       a GPU run would switch on (e.g. LUMEN_CUDA_QUANTIZED_KV=1).
 #   scripts/cuda_sim_check.sh --cli LUMEN_ARGS...
 #       `lumen` itself with its CUDA device simulated (lumen_sim, built in build/release or
 #       $LUMEN_SIM_BUILD): e.g. `--cli bench throughput --device cuda -m tiny.gguf --num-prompts 64
@@ -39,6 +44,13 @@ if [[ "${1:-}" == --cli ]]; then
   [[ -f "$build/build.ninja" ]] || { echo "no configured build at $build (cmake --preset release)" >&2; exit 2; }
   ninja -C "$build" -j"${JOBS:-2}" lumen_sim >&2
   exec "$build/tests/unit/cuda_sim/lumen_sim" "$@"
+fi
+if [[ "${1:-}" == --conformance ]]; then
+  filter=${2:-'*/cuda_*:*/cuda'}
+  build=${3:-build/release}
+  [[ -f "$build/build.ninja" ]] || { echo "no configured build at $build (cmake --preset release)" >&2; exit 2; }
+  ninja -C "$build" -j"${JOBS:-2}" unit_backend_conformance_sim >&2
+  exec "$build/tests/unit/cuda_sim/unit_backend_conformance_sim" --gtest_filter="$filter"
 fi
 engine=0
 if [[ "${1:-}" == --engine ]]; then

@@ -65,10 +65,12 @@ void ComposedMoeFfn::run(Backend& backend, const TensorView& x, std::span<const 
                          Glu glu, TensorView& out) {
   const int64_t n = x.rows(), cols = x.dims[0];
   if (n_slots <= 0) fail("moe_ffn: {} slots per row", n_slots);
-  if (glu == Glu::SwigluOai) fail("moe_ffn: the composed experts do not run gpt-oss's clamped SwiGLU");
-  for (const ExpertWork& e : experts) {
-    if (e.gate_bias != nullptr || e.up_bias != nullptr || e.down_bias != nullptr) {
-      fail("moe_ffn: the composed experts do not add expert biases");
+  if (!biased_glu_) {
+    if (glu == Glu::SwigluOai) fail("moe_ffn: the composed experts do not run gpt-oss's clamped SwiGLU");
+    for (const ExpertWork& e : experts) {
+      if (e.gate_bias != nullptr || e.up_bias != nullptr || e.down_bias != nullptr) {
+        fail("moe_ffn: the composed experts do not add expert biases");
+      }
     }
   }
   int64_t pairs = 0, ff_values = 0;
@@ -107,8 +109,16 @@ void ComposedMoeFfn::run(Backend& backend, const TensorView& x, std::span<const 
     TensorView gate = f32_matrix(static_cast<float*>(gate_->data()) + ff_first, ff, m);
     TensorView up = f32_matrix(static_cast<float*>(up_->data()) + ff_first, ff, m);
     TensorView ye = rows_of(down_, cols, first, m);
-    backend.matmul_glu(*e.gate, *e.up, xe, glu, gate, up);
+    const bool biased = e.gate_bias != nullptr || e.up_bias != nullptr || e.down_bias != nullptr;
+    if (biased || glu == Glu::SwigluOai) {
+      const Backend::MatmulOutput products[] = {{e.gate, &gate}, {e.up, &up}};
+      backend.matmul_same_input(xe, products);
+      biased_glu_(gate, up, e.gate_bias, e.up_bias, glu);
+    } else {
+      backend.matmul_glu(*e.gate, *e.up, xe, glu, gate, up);
+    }
     backend.matmul(*e.down, gate, ye);
+    if (e.down_bias != nullptr) backend.add_row(ye, *e.down_bias);
     for (int64_t r = 0; r < m; ++r) {
       const float w = e.weights[static_cast<size_t>(r)];
       if (w == 1.0f) continue;  // x * 1 is x: a shared expert's rows without a gate

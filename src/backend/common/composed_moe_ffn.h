@@ -12,12 +12,17 @@
 //      out, an all-zero row for a place no expert fills;
 //   5. add: slots 1.. added to out in slot order (the native op's order of sums).
 //
+// gpt-oss's experts (biases, the clamped SwiGLU) take the backend's BiasedGlu in step 2: gate and
+// up apart (matmul_same_input), then gate = glu(gate + gate bias, up + up bias), down, and
+// add_row of the down bias before the router's weight, the native op's order of operations.
+//
 // Cost: launches grow with the routed (row, expert) pairs (step 3), and the router's choices
 // arrive as host arrays (ExpertWork's rows, slots and weights), which get_rows uploads per
 // call on a device: the step-boundary rule (no host transfer inside a step) is not met until the
 // router runs on the device. Scratch grows to the largest batch seen; after that a step
 // allocates nothing.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -28,6 +33,12 @@ namespace lumen::backend::common {
 
 class ComposedMoeFfn {
  public:
+  // gate = glu(gate + gate_bias, up + up_bias) over rows in the backend's memory; either bias may
+  // be null (none). A backend without it refuses gpt-oss's experts.
+  using BiasedGlu = std::function<void(TensorView& gate, const TensorView& up, const TensorView* gate_bias,
+                                       const TensorView* up_bias, Glu glu)>;
+  explicit ComposedMoeFfn(BiasedGlu biased_glu = {}) : biased_glu_(std::move(biased_glu)) {}
+
   // out = moe_ffn(x, experts, n_slots, glu) on `backend` (Backend::moe_ffn's contract). Throws
   // lumen::Error for a row or slot out of range, a place filled twice, or matrices that do not
   // fit, before anything is written.
@@ -37,6 +48,7 @@ class ComposedMoeFfn {
  private:
   void ensure_capacity(Backend& backend, int64_t cols, int64_t pairs, int64_t ff_values, int64_t slot_rows);
 
+  BiasedGlu biased_glu_;
   int64_t cols_ = 0, pairs_ = -1, ff_values_ = -1, slot_rows_ = -1;  // capacities (-1: none yet)
   std::unique_ptr<Buffer> gathered_, gate_, up_, down_, slots_;
   // Host arrays, reused call to call.

@@ -204,7 +204,25 @@ cpu::WeightMatrix CpuBackend::weight_matrix(const TensorView& w) {
 
 void CpuBackend::set_composed_ops(bool on) {
   if (on && !composed_moe_) {
-    composed_moe_ = std::make_unique<common::ComposedMoeFfn>();
+    // gpt-oss's experts: the biases added and the GLU taken as the native op does (moe_ffn.cc),
+    // one row at a time (the composition is a test's, not a fast path).
+    composed_moe_ = std::make_unique<common::ComposedMoeFfn>(
+        [](TensorView& gate, const TensorView& up, const TensorView* gate_bias, const TensorView* up_bias, Glu glu) {
+          const cpu::GluRowFn glu_row = glu == Glu::Geglu       ? &cpu::geglu_row
+                                        : glu == Glu::SwigluOai ? &cpu::swiglu_oai_row
+                                                                : &cpu::swiglu_row;
+          const int64_t ff = gate.dims[0];
+          std::vector<float> u(static_cast<size_t>(ff));
+          for (int64_t r = 0; r < gate.rows(); ++r) {
+            float* g = gate.row<float>(r);
+            std::copy_n(up.row<const float>(r), ff, u.data());
+            for (int64_t c = 0; c < ff; ++c) {
+              if (gate_bias != nullptr) g[c] += gate_bias->row<const float>(0)[c];
+              if (up_bias != nullptr) u[static_cast<size_t>(c)] += up_bias->row<const float>(0)[c];
+            }
+            glu_row(g, u.data(), ff, g);
+          }
+        });
     composed_shift_ = std::make_unique<common::ComposedShiftKeys>();
   }
   if (!on) composed_moe_.reset(), composed_shift_.reset();

@@ -2,8 +2,9 @@
 // The block formats' arithmetic for the CUDA kernels, written once for the device and the host
 // (hd_math.h) so tests/unit/cuda_host checks it on a CPU against the CPU backend: every weight
 // type the CPU backend reads (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K .. Q6_K, Q8_K, IQ4_NL, IQ4_XS,
-// MXFP4). MXFP4 is decoded here and tested on a CPU; no kernel dispatches it yet (a file with
-// MXFP4 weights is refused on CUDA at load).
+// MXFP4). MXFP4 meets Q8_0 activations, as on the CPU; its 17-byte blocks have no alignment at
+// all, so its words are read byte by byte (load_word), and the kernels that stage 16-byte vectors
+// take only rows that are whole vectors (a multiple of 512 values).
 //
 // A "unit" is 32 consecutive values: one legacy block, or one of the 8 parts of a 256-value
 // K-quant super-block. Kernels see a unit in two forms:

@@ -99,6 +99,7 @@ bool CudaBackend::do_supports(BackendFeature feature) const {
   if (feature == BackendFeature::Alibi) return state_->options.alibi;
   if (feature == BackendFeature::SpanAttention) return state_->options.span_attention;
   if (feature == BackendFeature::Rwkv7) return state_->options.rwkv7;
+  if (feature == BackendFeature::BiasedExperts) return state_->options.biased_experts;
   return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys ||
          feature == BackendFeature::RotatedKv;
 }
@@ -184,6 +185,10 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
   s.step = std::make_unique<cuda::StepUploads>(s.stream);
   s.step->set_decode_tables(s.options.step_graphs);
   s.graphs = std::make_unique<cuda::StepGraphs>(s.stream);
+  s.moe = std::make_unique<common::ComposedMoeFfn>(
+      [&s](TensorView& gate, const TensorView& up, const TensorView* gate_bias, const TensorView* up_bias, Glu glu) {
+        cuda::expert_glu(s, gate, up, gate_bias, up_bias, glu);
+      });
   s.apply_dependent_launch();
   const std::vector<uint16_t> table = gelu_table();
   check_cuda(cudaMalloc(reinterpret_cast<void**>(&s.gelu_table), table.size() * sizeof(uint16_t)),

@@ -115,6 +115,12 @@ struct CudaBackendOptions {
   // on 2026-11-29; on since their conformance rows and the rwkv7 model test passed on an H200
   // (2026-11-29). LUMEN_CUDA_RWKV7=0.
   bool rwkv7 = true;
+  // Declare gpt-oss's experts (BackendFeature::BiasedExperts: the experts' biases and clamped
+  // SwiGLU in moe_ffn and moe_ffn_routed, biased_experts.cu; the router's softmax over the chosen
+  // logits in route_experts.cu), written without a GPU on 2026-12-02 and checked on the simulated
+  // device (their conformance rows: scripts/cuda_sim_check.sh --conformance). Off until a GPU run
+  // passes them. LUMEN_CUDA_BIASED_EXPERTS=1.
+  bool biased_experts = false;
   // Greedy rows come back as their argmax (row_argmax.cu; StepMetadata::row_forms), not as
   // vocabulary-wide rows: 12 bytes a row instead of 4 x vocab. Written without a GPU; on since
   // CudaRowArgmax and the engine's serving and decoding tests passed on an H200 (2026-11-29).

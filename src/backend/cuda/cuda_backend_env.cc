@@ -57,6 +57,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_ALIBI", options.alibi);
   flag("LUMEN_CUDA_SPAN_ATTENTION", options.span_attention);
   flag("LUMEN_CUDA_RWKV7", options.rwkv7);
+  flag("LUMEN_CUDA_BIASED_EXPERTS", options.biased_experts);
   flag("LUMEN_CUDA_DEVICE_ARGMAX", options.device_argmax);
   flag("LUMEN_CUDA_DEVICE_LEADING", options.device_leading);
   flag("LUMEN_CUDA_TENSOR_CORE_PREFILL", options.tensor_core_prefill);

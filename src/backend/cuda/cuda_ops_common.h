@@ -30,6 +30,12 @@ inline void require_rows_type(tensor::DType type, std::string_view op) {
 // kernel: a paged prefill's, or an encoder's (no block tables).
 DevicePrefillPlan upload_prefill_plan(CudaBackend::State& s, HostUploads::Slot slot, const PrefillPlan& plan);
 
+// gate = glu(gate + gate_bias, up + up_bias) over one expert's rows (gpt-oss's experts: the
+// composed moe_ffn's BiasedGlu, the host-grouped way of moe_ffn_routed); either bias may be null.
+// Swiglu and SwigluOai (cuda_routed_moe.cc).
+void expert_glu(CudaBackend::State& s, TensorView& gate, const TensorView& up, const TensorView* gate_bias,
+                const TensorView* up_bias, Glu glu);
+
 // Floats from one row to the next of an f32 tensor (checked by common::check_f32 to be whole).
 inline int64_t stride_of(const TensorView& t) {
   return static_cast<int64_t>(t.row_bytes / sizeof(float));

@@ -12,6 +12,9 @@
 //    CudaBackendOptions::moe_device_gemm.
 // Other batches copy the ids to the host once and run each chosen expert through this backend's
 // matmuls (GEMMs for a prompt's rows), then the same weighted sum.
+// gpt-oss's experts (BackendFeature::BiasedExperts) run every way: the gate and up biases go in
+// before the GLU (the clamped SwiGLU) and the down bias before the weighted sum
+// (biased_experts.cu), as the CPU adds them.
 #include <algorithm>
 #include <vector>
 
@@ -66,7 +69,37 @@ std::vector<T> download_values(CudaBackend& backend, const TensorView& t) {
   return host;
 }
 
+// Floats from expert e's bias row to expert e + 1's in a {width, 1, n_experts} bias (the rows
+// expert_matrix views).
+int64_t bias_stride(const TensorView& bias) {
+  return bias.dims[1] * static_cast<int64_t>(bias.row_bytes / sizeof(float));
+}
+
+const float* bias_data(const TensorView* bias) {
+  return bias != nullptr ? static_cast<const float*>(bias->data) : nullptr;
+}
+
 }  // namespace
+
+namespace cuda {
+
+void expert_glu(CudaBackend::State& s, TensorView& gate, const TensorView& up, const TensorView* gate_bias,
+                const TensorView* up_bias, Glu glu) {
+  for (const TensorView* t : {gate_bias, up_bias}) {
+    if (t != nullptr) require_device(s, *t, "moe_ffn", "expert bias");
+  }
+  ExpertRows rows;
+  rows.n_experts = 1;
+  rows.n_rows = gate.rows();
+  if (stride_of(gate) != stride_of(up)) fail("moe_ffn: gate and up rows of different strides");
+  if (!launch_expert_glu(static_cast<float*>(gate.data), static_cast<const float*>(up.data), stride_of(gate),
+                         bias_data(gate_bias), bias_data(up_bias), rows, gate.dims[0], glu, s.stream)) {
+    fail("moe_ffn: expert biases with GeGLU are not supported on the cuda backend");
+  }
+  s.check_launch("moe_ffn");
+}
+
+}  // namespace cuda
 
 void CudaBackend::do_route_experts(const TensorView& logits, const TensorView* selection_bias,
                                    const RouterConfig& config, TensorView& experts, TensorView& weights,
@@ -162,8 +195,25 @@ float* experts_on_device(CudaBackend::State& s, const TensorView& x, const int32
   groups.pairs = groups.begin + max_groups + 1;
   cuda::launch_group_pairs(ids, pairs, n_experts, groups, s.stream);
 
+  // gpt-oss: each pair's expert's biases (its id's rows), before the GLU and after down.
+  const bool biased = m.gate_bias != nullptr;
+  cuda::ExpertRows pair_experts;
+  pair_experts.ids = ids;
+  pair_experts.n_experts = n_experts;
+  pair_experts.n_rows = pairs;
+  const auto add_down_bias = [&] {
+    if (!biased) return;
+    pair_experts.bias_stride = bias_stride(*m.down_bias);
+    cuda::launch_add_expert_bias(down, cols, bias_data(m.down_bias), pair_experts, cols, s.stream);
+  };
   const auto glu_into_gate = [&] {
-    if (glu == Glu::Swiglu) {
+    if (biased || glu == Glu::SwigluOai) {
+      pair_experts.bias_stride = biased ? bias_stride(*m.gate_bias) : 0;
+      if (!cuda::launch_expert_glu(gate, up, ff, biased ? bias_data(m.gate_bias) : nullptr,
+                                   biased ? bias_data(m.up_bias) : nullptr, pair_experts, ff, glu, s.stream)) {
+        fail("moe_ffn_routed: expert biases with GeGLU are not supported on the cuda backend");
+      }
+    } else if (glu == Glu::Swiglu) {
       cuda::launch_swiglu(gate, ff, up, ff, gate, ff, pairs, ff, s.stream);
     } else {
       cuda::launch_geglu(gate, ff, up, ff, gate, ff, pairs, ff, s.gelu_table, s.stream);
@@ -195,6 +245,7 @@ float* experts_on_device(CudaBackend::State& s, const TensorView& x, const int32
                                    expert_gemm(*m.down, down, groups, max_groups, n, 1, act16, scales + 4), s.stream)) {
       fail("moe_ffn_routed: the expert GEMM refused {} experts its plan accepted", tensor::dtype_name(m.down->type));
     }
+    add_down_bias();
     s.check_launch("moe_ffn_routed");
     return down;
   }
@@ -214,6 +265,7 @@ float* experts_on_device(CudaBackend::State& s, const TensorView& x, const int32
   const cuda::Q8Activations actq = scratch_q8(s, s.routed_moe.act_q8, pairs, ff);
   cuda::launch_quantize_activations(cuda::gemv_activation_type(m.down->type), gate, ff, pairs, ff, actq, s.stream);
   cuda::launch_gemv_experts(m.down->type, expert_gemv(*m.down, down, groups, max_groups, 1), actq, s.stream);
+  add_down_bias();
   s.check_launch("moe_ffn_routed");
   return down;
 }
@@ -261,8 +313,26 @@ const int32_t* CudaBackend::experts_grouped_on_host(const TensorView& x, const T
     TensorView gate_out = f32_matrix(gate + first * ff, ff, rows);
     TensorView up_out = f32_matrix(up + first * ff, ff, rows);
     TensorView down_out = f32_matrix(down + first * cols, cols, rows);
-    matmul_glu(gate_w, up_w, xe, glu, gate_out, up_out);
-    matmul(down_w, gate_out, down_out);
+    if (m.gate_bias != nullptr || glu == Glu::SwigluOai) {  // gpt-oss: the biases around the GLU
+      const MatmulOutput products[] = {{&gate_w, &gate_out}, {&up_w, &up_out}};
+      matmul_same_input(xe, products);
+      const TensorView* gate_bias = nullptr;
+      const TensorView* up_bias = nullptr;
+      TensorView biases[3];
+      if (m.gate_bias != nullptr) {
+        biases[0] = expert_matrix(*m.gate_bias, groups.expert[g]);
+        biases[1] = expert_matrix(*m.up_bias, groups.expert[g]);
+        biases[2] = expert_matrix(*m.down_bias, groups.expert[g]);
+        gate_bias = &biases[0];
+        up_bias = &biases[1];
+      }
+      cuda::expert_glu(s, gate_out, up_out, gate_bias, up_bias, glu);
+      matmul(down_w, gate_out, down_out);
+      if (m.gate_bias != nullptr) add_row(down_out, biases[2]);
+    } else {
+      matmul_glu(gate_w, up_w, xe, glu, gate_out, up_out);
+      matmul(down_w, gate_out, down_out);
+    }
   }
   auto* device_rows = static_cast<int32_t*>(
       s.routed_moe.pair_rows_device.ensure(static_cast<size_t>(pairs) * sizeof(int32_t), s.stream));
@@ -283,7 +353,10 @@ void CudaBackend::do_moe_ffn_routed(const TensorView& x, const TensorView& exper
                                 {m.shared_gate, "shared gate"},
                                 {m.shared_up, "shared up"},
                                 {m.shared_down, "shared down"},
-                                {m.shared_logit, "shared logit"}}) {
+                                {m.shared_logit, "shared logit"},
+                                {m.gate_bias, "gate bias"},
+                                {m.up_bias, "up bias"},
+                                {m.down_bias, "down bias"}}) {
     if (t != nullptr) cuda::require_device(s, *t, "moe_ffn_routed", name);
   }
   const int64_t n = x.rows(), cols = x.dims[0], k = experts.dims[0];

@@ -36,6 +36,17 @@ __device__ __forceinline__ float swiglu_value(float g, float u) {
   return __fmul_rn(silu, u);
 }
 
+// gpt-oss's clamped SwiGLU (Glu::SwigluOai): g = min(gate, 7), u = clamp(up, -7, 7), then
+// g * sigmoid(1.702 g) * (u + 1), the CPU's expression (backend/cpu/activation.cc) operation by
+// operation; the comparisons are std::min's and std::clamp's, so a NaN passes through as there.
+__device__ __forceinline__ float swiglu_oai_value(float gate, float up) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  const float g = kLimit < gate ? kLimit : gate;
+  const float u = up < -kLimit ? -kLimit : (kLimit < up ? kLimit : up);
+  const float sigmoid_denominator = __fadd_rn(1.0f, expf(__fmul_rn(kAlpha, -g)));
+  return __fmul_rn(__fdiv_rn(g, sigmoid_denominator), __fadd_rn(u, 1.0f));
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;

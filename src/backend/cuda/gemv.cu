@@ -85,7 +85,8 @@ tensor::DType gemv_activation_type(tensor::DType weight_type) {
     case DType::Q4_0:
     case DType::Q5_0:
     case DType::Q8_0:
-    case DType::IQ4_NL: return DType::Q8_0;
+    case DType::IQ4_NL:
+    case DType::MXFP4: return DType::Q8_0;
     case DType::Q4_1:
     case DType::Q5_1: return DType::Q8_1;
     case DType::Q2_K:

@@ -49,7 +49,8 @@ static_assert(kTileBlocks<DType::Q4_0> * hd::kBlockBytes<DType::Q4_0> % 16 == 0 
               kTileBlocks<DType::Q8_0> * hd::kBlockBytes<DType::Q8_0> % 16 == 0 &&
               kTileBlocks<DType::Q2_K> * hd::kBlockBytes<DType::Q2_K> % 16 == 0 &&
               kTileBlocks<DType::Q3_K> * hd::kBlockBytes<DType::Q3_K> % 16 == 0 &&
-              kTileBlocks<DType::Q6_K> * hd::kBlockBytes<DType::Q6_K> % 16 == 0);
+              kTileBlocks<DType::Q6_K> * hd::kBlockBytes<DType::Q6_K> % 16 == 0 &&
+              kTileBlocks<DType::MXFP4> * hd::kBlockBytes<DType::MXFP4> % 16 == 0);
 template <DType F>
 constexpr int kLoadsPerThread = (kTileVectors<F> + kThreads - 1) / kThreads;
 

@@ -32,7 +32,8 @@ static_assert(kGemvTileBlocks<tensor::DType::Q4_0> * hd::kBlockBytes<tensor::DTy
               kGemvTileBlocks<tensor::DType::Q8_0> * hd::kBlockBytes<tensor::DType::Q8_0> % 16 == 0 &&
               kGemvTileBlocks<tensor::DType::Q2_K> * hd::kBlockBytes<tensor::DType::Q2_K> % 16 == 0 &&
               kGemvTileBlocks<tensor::DType::Q3_K> * hd::kBlockBytes<tensor::DType::Q3_K> % 16 == 0 &&
-              kGemvTileBlocks<tensor::DType::Q6_K> * hd::kBlockBytes<tensor::DType::Q6_K> % 16 == 0);
+              kGemvTileBlocks<tensor::DType::Q6_K> * hd::kBlockBytes<tensor::DType::Q6_K> % 16 == 0 &&
+              kGemvTileBlocks<tensor::DType::MXFP4> * hd::kBlockBytes<tensor::DType::MXFP4> % 16 == 0);
 
 // Adds the products of legacy blocks [b0, b0 + n_blocks) of a row (staged: the tile's bytes) with
 // tokens [t0, t0 + nt) of x to acc[0 .. nt): thread `lane` of the THREADS sharing the tile.

@@ -3,7 +3,9 @@
 // n_used picks is every lane's best candidate after the last pick, reduced over the warp with
 // `routing::earlier`. Those orders are total, so the experts chosen are the host's
 // (common::route_token) for the same probabilities; a probability can differ from the host's in
-// its last bit only where expf or the double sum's order rounds differently.
+// its last bit only where expf or the double sum's order rounds differently. gpt-oss's gating
+// (ExpertGating::SoftmaxWeight) chooses by logit and takes a softmax over the chosen ones only,
+// in lane 0 in slot order, as the host does.
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/routed_moe_kernels.h"
 
@@ -52,8 +54,10 @@ __global__ void __launch_bounds__(kThreads) route_experts_kernel(const __grid_co
     }
     const float scale = routing::softmax_scale(warp_sum(sum));
     for (int64_t e = lane; e < n_experts; e += 32) probs[e] = __fmul_rn(probs[e], scale);
-  } else {
+  } else if (c.gating == ExpertGating::Sigmoid) {
     for (int64_t e = lane; e < n_experts; e += 32) probs[e] = routing::sigmoid(row[e]);
+  } else {  // SoftmaxWeight (gpt-oss): chosen by logit, weighted below
+    for (int64_t e = lane; e < n_experts; e += 32) probs[e] = row[e];
   }
   __syncwarp();
 
@@ -90,6 +94,17 @@ __global__ void __launch_bounds__(kThreads) route_experts_kernel(const __grid_co
     last = best;
   }
   if (lane != 0) return;
+  if (c.gating == ExpertGating::SoftmaxWeight) {
+    // A softmax over the chosen logits, as the host's: the first is the largest, the sum in double.
+    const float max = weights[0];
+    double sum = 0.0;
+    for (int64_t s = 0; s < k; ++s) {
+      weights[s] = routing::softmax_exp(weights[s], max);
+      sum += static_cast<double>(weights[s]);
+    }
+    const float scale = routing::softmax_scale(sum);
+    for (int64_t s = 0; s < k; ++s) weights[s] = __fmul_rn(weights[s], scale);
+  }
   if (c.normalize) {
     double sum = 0.0;
     for (int64_t s = 0; s < k; ++s) sum += static_cast<double>(weights[s]);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "backend/backend_types.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/routed_moe_plan.h"
 #include "backend/expert_routing.h"
@@ -102,5 +103,25 @@ struct CombineExpertsArgs {
   int64_t cols = 0, n_tokens = 0;
 };
 void launch_combine_experts(const CombineExpertsArgs& args, cudaStream_t stream);
+
+// ---- biased_experts.cu ----
+// gpt-oss's experts (BackendFeature::BiasedExperts): the rows of an expert GEMV's or GEMM's output
+// and the expert each belongs to: row r is ids[r]'s (a routed batch's pairs in pair order), or,
+// with ids null, every row is `expert`'s. Expert e's bias row starts at bias + e * bias_stride; a
+// row whose expert is outside [0, n_experts) gets no bias.
+struct ExpertRows {
+  const int32_t* ids = nullptr;
+  int32_t expert = 0;
+  int64_t n_experts = 0;
+  int64_t n_rows = 0;
+  int64_t bias_stride = 0;  // floats
+};
+// gate[r, c] = glu(gate[r, c] + gate_bias, up[r, c] + up_bias) for Swiglu and SwigluOai (either
+// bias may be null: none); false (nothing launched) for Geglu. gate and up share `stride`.
+bool launch_expert_glu(float* gate, const float* up, int64_t stride, const float* gate_bias, const float* up_bias,
+                       const ExpertRows& rows, int64_t cols, Glu glu, cudaStream_t stream);
+// y[r, c] += bias of row r's expert (the down projection's, before the router's weight).
+void launch_add_expert_bias(float* y, int64_t stride, const float* bias, const ExpertRows& rows, int64_t cols,
+                            cudaStream_t stream);
 
 }  // namespace lumen::backend::cuda

@@ -28,6 +28,7 @@ bool dispatch_weight_type(tensor::DType type, Launch&& launch) {
     case DType::Q8_K: launch.template operator()<DType::Q8_K>(); return true;
     case DType::IQ4_NL: launch.template operator()<DType::IQ4_NL>(); return true;
     case DType::IQ4_XS: launch.template operator()<DType::IQ4_XS>(); return true;
+    case DType::MXFP4: launch.template operator()<DType::MXFP4>(); return true;
     default: return false;
   }
 }

@@ -3,6 +3,8 @@
 // slots. The tolerance chains the bounds check_matmul.cc states for one product (8-bit
 // activations per block, f32 sums) through the GLU (check_glu's bound) and the down product,
 // whose input is itself the backend's rounded GLU output; then the weighted sum, in f32.
+// Mode 1: gpt-oss's experts (BackendFeature::BiasedExperts): gate, up and down biases, large enough
+// to reach the clamped SwiGLU's limits (|value| 7), and that GLU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,9 +58,19 @@ struct Route {
 
 }  // namespace
 
+// gpt-oss's clamped SwiGLU in double (backend_types.h's Glu::SwigluOai).
+double swiglu_oai(double gate, double up) {
+  const double g = std::min(gate, 7.0), u = std::clamp(up, -7.0, 7.0);
+  return g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+}
+
 void check_moe_ffn(Backend& backend, const Case& c) {
   const auto [in, ff, tokens] = c.shape;
   constexpr int64_t kExperts = 3, kSlots = 3;
+  const bool gpt_oss = c.mode == 1;
+  if (gpt_oss && !backend.supports(BackendFeature::BiasedExperts)) {
+    GTEST_SKIP() << backend.name() << " does not run gpt-oss's experts";
+  }
   // Three experts in 3-D tensors, as a MoE layer stores them (in 1-based slot terms, a shared
   // expert is just one more expert with its own slot).
   const std::array<int64_t, 4> up_dims = {in, ff, kExperts, 1}, down_dims = {ff, in, kExperts, 1};
@@ -70,6 +82,13 @@ void check_moe_ffn(Backend& backend, const Case& c) {
   const std::vector<float> x = random_values(static_cast<size_t>(in * tokens), 44);
   const BackendTensor xd = upload_f32(backend, {in, tokens, 1, 1}, x);
   BackendTensor out = allocate(backend, DType::F32, {in, tokens, 1, 1});
+  // gpt-oss: each expert's bias rows, {width, 1, experts} as a layer stores them.
+  const std::vector<float> gate_b = random_values(static_cast<size_t>(ff * kExperts), 46, -6.0f, 6.0f);
+  const std::vector<float> up_b = random_values(static_cast<size_t>(ff * kExperts), 47, -6.0f, 6.0f);
+  const std::vector<float> down_b = random_values(static_cast<size_t>(in * kExperts), 48);
+  const BackendTensor gate_bd = upload_f32(backend, {ff, 1, kExperts, 1}, gate_b);
+  const BackendTensor up_bd = upload_f32(backend, {ff, 1, kExperts, 1}, up_b);
+  const BackendTensor down_bd = upload_f32(backend, {in, 1, kExperts, 1}, down_b);
 
   // Each row but the last goes to expert 0 or 1 in slot 0, and to the other one in slot 1 or to
   // expert 2 in slot 2 (so the empty slot varies); the last row goes nowhere and must come out
@@ -93,6 +112,9 @@ void check_moe_ffn(Backend& backend, const Case& c) {
     mats.push_back(expert_matrix(gate_d.view, e));
     mats.push_back(expert_matrix(up_d.view, e));
     mats.push_back(expert_matrix(down_d.view, e));
+    mats.push_back(expert_matrix(gate_bd.view, e));
+    mats.push_back(expert_matrix(up_bd.view, e));
+    mats.push_back(expert_matrix(down_bd.view, e));
   }
   std::vector<Backend::ExpertWork> work;
   for (int64_t e = 0; e < kExperts; ++e) {
@@ -104,11 +126,21 @@ void check_moe_ffn(Backend& backend, const Case& c) {
       weights[static_cast<size_t>(e)].push_back(r.weight);
     }
     if (list.empty()) continue;
-    work.push_back({&mats[static_cast<size_t>(3 * e)], &mats[static_cast<size_t>(3 * e + 1)],
-                    &mats[static_cast<size_t>(3 * e + 2)], rows[static_cast<size_t>(e)], slots[static_cast<size_t>(e)],
-                    weights[static_cast<size_t>(e)]});
+    const TensorView* m = &mats[static_cast<size_t>(6 * e)];
+    Backend::ExpertWork w{&m[0],
+                          &m[1],
+                          &m[2],
+                          rows[static_cast<size_t>(e)],
+                          slots[static_cast<size_t>(e)],
+                          weights[static_cast<size_t>(e)]};
+    if (gpt_oss) {
+      w.gate_bias = &m[3];
+      w.up_bias = &m[4];
+      w.down_bias = &m[5];
+    }
+    work.push_back(w);
   }
-  backend.moe_ffn(xd.view, work, kSlots, Backend::Glu::Swiglu, out.view);
+  backend.moe_ffn(xd.view, work, kSlots, gpt_oss ? Backend::Glu::SwigluOai : Backend::Glu::Swiglu, out.view);
 
   // The reference, slot by slot.
   std::vector<double> want(static_cast<size_t>(in * tokens), 0.0), tol(static_cast<size_t>(in * tokens), 1e-6);
@@ -119,15 +151,34 @@ void check_moe_ffn(Backend& backend, const Case& c) {
       const std::vector<double> exact(static_cast<size_t>(in), 0.0);
       std::vector<double> act(static_cast<size_t>(ff)), act_tol(static_cast<size_t>(ff));
       for (int64_t j = 0; j < ff; ++j) {
-        const Product g = product(c.type, gate_w.data() + up_base + static_cast<size_t>(j * in), xt, exact);
-        const Product u = product(c.type, up_w.data() + up_base + static_cast<size_t>(j * in), xt, exact);
+        Product g = product(c.type, gate_w.data() + up_base + static_cast<size_t>(j * in), xt, exact);
+        Product u = product(c.type, up_w.data() + up_base + static_cast<size_t>(j * in), xt, exact);
+        if (gpt_oss) {
+          // The biases join in f32 (half an ulp each); the clamped SwiGLU's slope is below 1.13
+          // in the gate, and its up factor is clamp(u) + 1.
+          const size_t b = static_cast<size_t>(e * ff + j);
+          g.y += gate_b[b];
+          u.y += up_b[b];
+          g.tol += std::abs(g.y) * std::ldexp(1.0, -24);
+          u.tol += std::abs(u.y) * std::ldexp(1.0, -24);
+          const double a = swiglu_oai(g.y, 0.0);  // g sigmoid(1.702 g), times 1
+          const double a_tol = 1.13 * g.tol + 1e-6 * std::abs(a);
+          const double factor = std::clamp(u.y, -7.0, 7.0) + 1.0;
+          act[static_cast<size_t>(j)] = swiglu_oai(g.y, u.y);
+          act_tol[static_cast<size_t>(j)] = a_tol * (std::abs(factor) + u.tol) + std::abs(a) * u.tol + 1e-6;
+          continue;
+        }
         const double a = g.y / (1.0 + std::exp(-g.y));
         const double a_tol = 1.13 * g.tol + 1e-6 * std::abs(a);
         act[static_cast<size_t>(j)] = a * u.y;
         act_tol[static_cast<size_t>(j)] = a_tol * (std::abs(u.y) + u.tol) + std::abs(a) * u.tol + 1e-6;
       }
       for (int64_t o = 0; o < in; ++o) {
-        const Product y = product(c.type, down_w.data() + down_base + static_cast<size_t>(o * ff), act, act_tol);
+        Product y = product(c.type, down_w.data() + down_base + static_cast<size_t>(o * ff), act, act_tol);
+        if (gpt_oss) {
+          y.y += down_b[static_cast<size_t>(e * in + o)];
+          y.tol += std::abs(y.y) * std::ldexp(1.0, -24);
+        }
         const auto at = static_cast<size_t>(r.row * in + o);
         want[at] += static_cast<double>(r.weight) * y.y;
         tol[at] += std::abs(r.weight) * y.tol + std::abs(r.weight * y.y) * std::ldexp(1.0, -20);

@@ -54,6 +54,9 @@ RouterConfig router_for(int mode, int64_t n_experts, int64_t k) {
       c.n_groups = 8;
       c.n_groups_used = 4;
       break;
+    case 4:  // gpt-oss: chosen by logit, a softmax over the chosen ones
+      c.gating = ExpertGating::SoftmaxWeight;
+      break;
     default:  // ties: logits in steps of 1/4, softmax renormalized
       c.normalize = true;
       break;
@@ -65,6 +68,9 @@ RouterConfig router_for(int mode, int64_t n_experts, int64_t k) {
 void check_route_experts(Backend& backend, const RegisteredRow& row) {
   const auto [n_experts, k, tokens] = row.shape;
   const RouterConfig config = router_for(row.mode, n_experts, k);
+  if (config.gating == ExpertGating::SoftmaxWeight && !backend.supports(BackendFeature::BiasedExperts)) {
+    GTEST_SKIP() << backend.name() << " does not run gpt-oss's experts";
+  }
   std::vector<float> logits = random_values(static_cast<size_t>(n_experts * tokens), 61, -4.0f, 4.0f);
   if (row.mode == 3) {
     for (float& v : logits) v = std::round(v * 4.0f) / 4.0f;  // many equal logits: ties to the lower id
@@ -96,11 +102,14 @@ void check_route_experts(Backend& backend, const RegisteredRow& row) {
   EXPECT_EQ(download(backend, counts_d.view), counts) << "counts";
 }
 
-// Mode: bit 0 a shared expert (bit 1: with its gate logit), bit 2 GeGLU; the type is the row's
-// own (types_for), so a float type and a batch past decode size take a device's other path.
+// Mode: bit 0 a shared expert (bit 1: with its gate logit), bit 2 GeGLU, bits 3-7 the type (an
+// index into type_of's list, so a float type and a batch past decode size take a device's other
+// path), kGptOss gpt-oss's experts (biases, the clamped SwiGLU).
+constexpr int kGptOss = 1 << 8;
 DType type_of(const RegisteredRow& row) {
-  static constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_K, DType::Q8_0, DType::Q5_1, DType::Q6_K, DType::F16};
-  return kTypes[row.mode >> 3];
+  static constexpr DType kTypes[] = {DType::Q4_0, DType::Q4_K, DType::Q8_0, DType::Q5_1,
+                                     DType::Q6_K, DType::F16,  DType::MXFP4};
+  return kTypes[(row.mode >> 3) & 31];
 }
 
 // Up to this many tokens a device runs routed experts the decode way.
@@ -116,7 +125,10 @@ std::vector<float> routed_experts_decode_way(Backend& backend, const std::vector
                                              int64_t k, const RoutedExperts& m, Glu glu,
                                              std::span<const float> shared_logits) {
   const int64_t in = m.gate->dims[0], tokens = static_cast<int64_t>(x_values.size()) / in;
-  const RoutedExperts routed_only{m.gate, m.up, m.down};
+  RoutedExperts routed_only{m.gate, m.up, m.down};
+  routed_only.gate_bias = m.gate_bias;
+  routed_only.up_bias = m.up_bias;
+  routed_only.down_bias = m.down_bias;
   std::vector<float> out(x_values.size());
   common::RoutedExpertWork work;
   for (int64_t t0 = 0; t0 < tokens; t0 += 8) {
@@ -156,8 +168,11 @@ void check_moe_ffn_routed(Backend& backend, const RegisteredRow& row) {
   constexpr int64_t kExperts = 8, kUsed = 2;
   const DType type = type_of(row);
   if (!backend.supports_weight_type(type)) GTEST_SKIP() << backend.name() << " reads no " << tensor::dtype_name(type);
-  const bool shared = (row.mode & 1) != 0, gated = (row.mode & 2) != 0;
-  const Glu glu = (row.mode & 4) != 0 ? Glu::Geglu : Glu::Swiglu;
+  const bool shared = (row.mode & 1) != 0, gated = (row.mode & 2) != 0, gpt_oss = (row.mode & kGptOss) != 0;
+  if (gpt_oss && !backend.supports(BackendFeature::BiasedExperts)) {
+    GTEST_SKIP() << backend.name() << " does not run gpt-oss's experts";
+  }
+  const Glu glu = gpt_oss ? Glu::SwigluOai : (row.mode & 4) != 0 ? Glu::Geglu : Glu::Swiglu;
   const std::array<int64_t, 4> up_dims = {in, ff, kExperts, 1}, down_dims = {ff, in, kExperts, 1};
   const BackendTensor gate =
       upload(backend, encode(type, up_dims, random_values(static_cast<size_t>(in * ff * kExperts), 71)));
@@ -195,7 +210,19 @@ void check_moe_ffn_routed(Backend& backend, const RegisteredRow& row) {
   ids.view.type = DType::I32;
   const BackendTensor weights_d = upload_f32(backend, {kUsed, tokens, 1, 1}, weights);
 
+  // gpt-oss's bias rows, large enough to reach the clamped SwiGLU's limits.
+  const BackendTensor gate_bias =
+      upload_f32(backend, {ff, 1, kExperts, 1}, random_values(static_cast<size_t>(ff * kExperts), 81, -6.0f, 6.0f));
+  const BackendTensor up_bias =
+      upload_f32(backend, {ff, 1, kExperts, 1}, random_values(static_cast<size_t>(ff * kExperts), 82, -6.0f, 6.0f));
+  const BackendTensor down_bias =
+      upload_f32(backend, {in, 1, kExperts, 1}, random_values(static_cast<size_t>(in * kExperts), 83));
   RoutedExperts m{&gate.view, &up.view, &down.view};
+  if (gpt_oss) {
+    m.gate_bias = &gate_bias.view;
+    m.up_bias = &up_bias.view;
+    m.down_bias = &down_bias.view;
+  }
   if (shared) {
     m.shared_gate = &sgate.view;
     m.shared_up = &sup.view;
@@ -255,7 +282,7 @@ void check_moe_ffn_routed(Backend& backend, const RegisteredRow& row) {
 }
 
 // Router rows: Qwen2-MoE's 60 experts, 4 a token; Mixtral's 8, 2; Qwen3-MoE's 128, 8; DeepSeek-V3's
-// 256 in 8 groups, 8 a token; ties. 1 token (decode) and a few.
+// 256 in 8 groups, 8 a token; ties; gpt-oss-20b's 32, 4. 1 token (decode) and a few.
 const bool kRouterRegistered = register_op({OpKind::RouteExperts,
                                             {{{60, 4, 1}, 0},
                                              {{60, 4, 7}, 0},
@@ -263,7 +290,9 @@ const bool kRouterRegistered = register_op({OpKind::RouteExperts,
                                              {{128, 8, 9}, 1},
                                              {{256, 8, 1}, 2},
                                              {{256, 8, 6}, 2},
-                                             {{64, 6, 5}, 3}},
+                                             {{64, 6, 5}, 3},
+                                             {{32, 4, 1}, 4},
+                                             {{32, 4, 9}, 4}},
                                             check_route_experts});
 
 // Expert rows: decode sizes (1-16 tokens) of each quantized family, with and without a shared
@@ -281,7 +310,13 @@ const bool kExpertsRegistered = register_op({OpKind::MoeFfnRouted,
                                               {{128, 64, 16}, (0 << 3) | 3},
                                               {{128, 64, 72}, (2 << 3) | 1},
                                               {{256, 256, 80}, (1 << 3) | 3},
-                                              {{128, 64, 3}, (5 << 3) | 1}},
+                                              {{128, 64, 3}, (5 << 3) | 1},
+                                              // gpt-oss: MXFP4 experts (rows of 17-byte blocks at
+                                              // odd addresses), a decode batch and a prompt, and Q8_0.
+                                              {{256, 96, 1}, (6 << 3) | kGptOss},
+                                              {{256, 96, 5}, (6 << 3) | kGptOss},
+                                              {{128, 64, 72}, (6 << 3) | kGptOss},
+                                              {{256, 128, 3}, (2 << 3) | kGptOss}},
                                              check_moe_ffn_routed});
 
 template <typename Call>

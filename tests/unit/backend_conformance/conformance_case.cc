@@ -38,6 +38,7 @@ std::string_view mode_name(const Case& c) {
     case Op::kRope: return kRope[c.mode];
     case Op::kAttention: return kAttention[c.mode];
     case Op::kMatmulGlu: return kGlu[c.mode];
+    case Op::kMoeFfn: return c.mode == 1 ? "gpt_oss" : "";
     default: return "";
   }
 }

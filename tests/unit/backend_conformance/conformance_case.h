@@ -63,7 +63,7 @@ struct Case {
   //   kv ops      {kv_dim, block_size, blocks}
   //   attention   {head_dim, heads, kv heads} (latent: {latent + rope part, heads, 1}, values
   //               the first head_dim - kLatentRopeDims)
-  //   moe_ffn     {in features, expert ff, tokens}
+  //   moe_ffn     {in features, expert ff, tokens} (mode 1: gpt-oss's biased experts)
   //   ssm_conv    {channels, kernel, tokens}
   //   ssm_scan    {state size, heads, tokens} (heads of 16; mode: the B/C groups)
   std::array<int64_t, 3> shape = {0, 0, 0};

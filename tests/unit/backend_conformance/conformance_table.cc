@@ -80,6 +80,8 @@ std::vector<Case> build() {
     t.push_back({Op::kMoeFfn, type, {256, 256, 9}});
   }
   t.push_back({Op::kMoeFfn, DType::Q4_1, {256, 64, 2}});
+  // gpt-oss's experts (biases, the clamped SwiGLU) in its weight type and two others.
+  for (DType type : {DType::MXFP4, DType::F32, DType::Q8_0}) t.push_back({Op::kMoeFfn, type, {256, 128, 9}, 1});
   // Mamba 2: channels off the task split (256) and the SIMD width, kernels of 4 (every Mamba)
   // and 2; states of 16 and 64 with a tail of lanes, one and two groups.
   t.push_back({Op::kSsmConv, DType::F32, {300, 4, 9}});

@@ -47,6 +47,7 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
   EXPECT_EQ(b.supports(BackendFeature::Alibi), declared.alibi);
   EXPECT_EQ(b.supports(BackendFeature::SpanAttention), declared.span_attention);
   EXPECT_EQ(b.supports(BackendFeature::Rwkv7), declared.rwkv7);
+  EXPECT_EQ(b.supports(BackendFeature::BiasedExperts), declared.biased_experts);
   EXPECT_EQ(b.has_op(OpKind::RouteExperts), declared.routed_moe);
   EXPECT_EQ(b.has_op(OpKind::MoeFfnRouted), declared.routed_moe);
   for (DType t : {DType::F16, DType::F32, DType::BF16, DType::FP8_E4M3}) {

@@ -91,6 +91,7 @@ constexpr FlagOption kFlagOptions[] = {
     {"LUMEN_CUDA_LAYER_NORM", &CudaBackendOptions::layer_norm},
     {"LUMEN_CUDA_ENCODER", &CudaBackendOptions::encoder},
     {"LUMEN_CUDA_ALIBI", &CudaBackendOptions::alibi},
+    {"LUMEN_CUDA_BIASED_EXPERTS", &CudaBackendOptions::biased_experts},
     {"LUMEN_CUDA_SPAN_ATTENTION", &CudaBackendOptions::span_attention},
     {"LUMEN_CUDA_RWKV7", &CudaBackendOptions::rwkv7},
     {"LUMEN_CUDA_DEVICE_ARGMAX", &CudaBackendOptions::device_argmax},

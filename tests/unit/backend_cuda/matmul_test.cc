@@ -123,7 +123,7 @@ TEST_P(CudaMatmul, MatchesCpuWithinTheStatedBound) {
 
 INSTANTIATE_TEST_SUITE_P(Legacy, CudaMatmul,
                          ::testing::Combine(::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                                                              DType::Q8_0, DType::IQ4_NL),
+                                                              DType::Q8_0, DType::IQ4_NL, DType::MXFP4),
                                             ::testing::Values(67, 300), ::testing::Values(96, 2048),
                                             ::testing::Values(1, 3, 8, 9, 40)));
 INSTANTIATE_TEST_SUITE_P(KQuants, CudaMatmul,
@@ -209,7 +209,7 @@ TEST(CudaMatmulInvariance, GemvResultOfATokenDoesNotDependOnItsBatch) {
   all_gemv.max_gemv_tokens = 1 << 20;
   gpu()->set_options(all_gemv);
   for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                     DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::F16}) {
+                     DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4, DType::F16}) {
     Problem p = make_problem(type, 129, 512, 21, 3);
     const TensorView dw = gpu()->upload_weights(type, {512, 129, 1, 1}, p.weights.data());
     DeviceTensor dx = to_device(p.host_x());

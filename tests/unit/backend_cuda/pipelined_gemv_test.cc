@@ -86,7 +86,8 @@ TEST_P(CudaPipelinedGemv, MatchesTheWarpKernelsBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Types, CudaPipelinedGemv,
                          ::testing::Combine(::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                                               DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
-                                                              DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS),
+                                                              DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS,
+                                                              DType::MXFP4),
                                             ::testing::Values(0, 1, 2)));
 
 // More rows than an H200 holds warps of these kernels (about 132 x 28): every warp walks two or

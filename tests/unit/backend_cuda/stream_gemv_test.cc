@@ -93,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Types, CudaStreamGemv,
                          ::testing::Combine(::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                                               DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
                                                               DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS,
-                                                              DType::F32, DType::F16, DType::BF16),
+                                                              DType::MXFP4, DType::F32, DType::F16, DType::BF16),
                                             ::testing::Values(0, 1, 2)));
 
 // gemv_tiled.cu's kernels add gemv.cu's terms in gemv.cu's order: equal bit for bit, for every
@@ -141,7 +141,8 @@ TEST_P(CudaTiledGemv, MatchesTheWarpKernelsBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Types, CudaTiledGemv,
                          ::testing::Combine(::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                                                               DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
-                                                              DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS),
+                                                              DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS,
+                                                              DType::MXFP4),
                                             ::testing::Values(0, 1, 2)));
 
 // A token's result does not depend on the batch it comes in (what the serving core's exactness

@@ -196,8 +196,28 @@ INSTANTIATE_TEST_SUITE_P(Types, SimulatedGemv,
                                            GemvCase{DType::Q8_0, 512}, GemvCase{DType::Q2_K, 1024},
                                            GemvCase{DType::Q3_K, 2048}, GemvCase{DType::Q4_K, 768},
                                            GemvCase{DType::Q5_K, 512}, GemvCase{DType::Q6_K, 2048},
-                                           GemvCase{DType::IQ4_NL, 512}, GemvCase{DType::IQ4_XS, 512}),
+                                           GemvCase{DType::IQ4_NL, 512}, GemvCase{DType::IQ4_XS, 512},
+                                           GemvCase{DType::MXFP4, 512}),
                          case_name);
+
+// MXFP4's blocks are 17 bytes, so most of its rows start at an odd address (gpt-oss's width,
+// 2880 values, is 1530 bytes a row): the one-warp kernel reads them byte by byte and gives the
+// exact product; the tiled and pipelined kernels, which stage 16-byte vectors, refuse them, so
+// the backend runs the one-warp kernel.
+TEST(SimulatedGemvUnaligned, Mxfp4RowsOfAnyLengthRunOnTheOneWarpKernel) {
+  const int64_t cols = 2880, rows = 20, n_tokens = 3;
+  const Weights w = random_weights(DType::MXFP4, cols, rows, 41);
+  ASSERT_EQ(w.row_bytes, 1530u);
+  const std::vector<float> x = random_activations(cols, n_tokens, 42);
+  const Quantized q = quantize(DType::MXFP4, x, cols, n_tokens);
+  expect_near_exact(warp_gemv(DType::MXFP4, w, rows, cols, q.q, n_tokens), w, x, rows, cols, n_tokens, 1e-2,
+                    "one-warp, odd row bytes");
+  std::vector<float> y(static_cast<size_t>(rows * n_tokens), NAN);
+  const TiledGemvMatrix group[1] = {{w.bytes.data(), rows, y.data(), rows}};
+  EXPECT_FALSE(launch_gemv_quantized_tiled_group(DType::MXFP4, w.row_bytes, cols, group, q.q, 0, n_tokens, nullptr));
+  EXPECT_FALSE(
+      launch_gemv_quantized_pipelined_group(DType::MXFP4, w.row_bytes, cols, group, q.q, 0, n_tokens, nullptr));
+}
 
 }  // namespace
 }  // namespace lumen::backend::cuda

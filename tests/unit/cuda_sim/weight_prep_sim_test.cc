@@ -67,10 +67,35 @@ TEST_P(SimulatedWeightPrep, GetRowsGivesTheDequantizedRowsItIsAskedFor) {
 INSTANTIATE_TEST_SUITE_P(Types, SimulatedWeightPrep,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                                            DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                                           DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS),
+                                           DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4),
                          [](const ::testing::TestParamInfo<DType>& type) {
                            return std::string(tensor::dtype_name(type.param));
                          });
+
+// MXFP4's 17-byte blocks leave most rows at odd addresses (gpt-oss's 2880 values: 1530 bytes a
+// row): both kernels read them byte by byte, bit for bit with the reference.
+TEST(SimulatedWeightPrepUnaligned, Mxfp4RowsAtOddAddresses) {
+  const int64_t cols = 2880, rows = 5;
+  const Matrix m = random_matrix(DType::MXFP4, cols, rows, 7);
+  ASSERT_EQ(m.row_bytes, 1530u);
+  std::vector<uint16_t> half(static_cast<size_t>(rows * cols), 0xffff);
+  launch_dequantize_to_f16(DType::MXFP4, m.bytes.data(), m.row_bytes, rows, cols, half.data(), nullptr);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  for (size_t i = 0; i < half.size(); ++i) {
+    ASSERT_EQ(half[i], tensor::float_to_fp16(m.values[i])) << "value " << i;
+  }
+  const std::vector<int32_t> ids = {3, 1, 4};
+  std::vector<float> out(static_cast<size_t>(cols) * ids.size(), NAN);
+  launch_get_rows(DType::MXFP4, m.bytes.data(), m.row_bytes, cols, ids.data(), static_cast<int64_t>(ids.size()),
+                  out.data(), cols, nullptr);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(0, std::memcmp(out.data() + i * static_cast<size_t>(cols),
+                             m.values.data() + static_cast<size_t>(ids[i]) * static_cast<size_t>(cols),
+                             static_cast<size_t>(cols) * sizeof(float)))
+        << "output row " << i << " (table row " << ids[i] << ")";
+  }
+}
 
 // Values past f16's range are scaled by a power of two into it (max |x| under 2^14), alpha
 // undoes it; small ones are not scaled.
