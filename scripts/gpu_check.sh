@@ -95,7 +95,8 @@
 #          (their logits against plain launches, conformance rows, decode each way), the fused
 #          attention combine and the GLU epilogue (their bits, model tests, decode), the pipelined
 #          GEMV (its bits, model tests, GB/s, decode), the catalog Gemma 3 stand-in (catalog),
-#          the default model and K-quant models through the int8 GEMM against the CPU, then int8;
+#          the default model and K-quant models through the int8 GEMM against the CPU, the attention
+#          sinks (their op tests, their conformance rows with LUMEN_CUDA_ATTENTION_SINKS=1), then int8;
 #   int8   the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1) against the f16 way: pp512 and decode of llama-1b
 #          and llama-8b Q4_0, and 64 streams with each way and with the GEMV for up to 64 tokens;
 #   quick  the defaults in a few minutes: the switched features' op suites, every conformance row,
@@ -801,12 +802,13 @@ run_unverified() {
   # attentions pinned off.
   start=$SECONDS
   timeout 180 "$BIN/unit_backend_cuda" --gtest_brief=1 \
-    --gtest_filter='*CudaMatmul*:*CudaInt8Gemm*:*CudaStepTimer.*:*CudaOpTimer.*:*CudaDeviceCeilings.*:*CudaExpertGemm.*:*CudaEnvironmentOptions.*:*CudaTreeAttention.*:*CudaCapabilities.*' \
+    --gtest_filter='*CudaMatmul*:*CudaInt8Gemm*:*CudaStepTimer.*:*CudaOpTimer.*:*CudaDeviceCeilings.*:*CudaExpertGemm.*:*CudaEnvironmentOptions.*:*CudaTreeAttention.*:*CudaCapabilities.*:*CudaAttentionSinks*' \
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS
-  timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 --gtest_filter='*/cuda_*:*/cuda' \
-    2>&1 | tee "$WORK/unverified_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
+  # With the attention sinks declared (written 2026-12-02 without a GPU): their rows run too.
+  LUMEN_CUDA_ATTENTION_SINKS=1 timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 \
+    --gtest_filter='*/cuda_*:*/cuda' 2>&1 | tee "$WORK/unverified_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_conformance "$WORK/unverified_conformance.log" $((SECONDS - start))
   # IQ4_NL and IQ4_XS (new 2026-12-01) through a whole model, op by op against the CPU.
   GPU_CHECK_TYPES="llama3-mini:IQ4_NL llama3-mini:IQ4_XS" run_types

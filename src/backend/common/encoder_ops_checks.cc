@@ -26,8 +26,8 @@ void check_bidirectional_attention(const TensorView& q, const TensorView& k, con
          config.n_heads, config.n_kv_heads, config.head_dim);
   }
   if (config.sliding_window != 0 || config.softcap != 0.0f || config.alibi_max_bias != 0.0f ||
-      attention_value_dim(config) != config.head_dim) {
-    fail("{}: takes heads and a scale only (no sliding window, softcap, ALiBi or narrower values)", op);
+      config.sinks != nullptr || attention_value_dim(config) != config.head_dim) {
+    fail("{}: takes heads and a scale only (no sliding window, softcap, ALiBi, sinks or narrower values)", op);
   }
   check_f32(q, config.n_heads * config.head_dim, op, "q");
   check_f32(k, config.n_kv_heads * config.head_dim, op, "k");

@@ -37,19 +37,26 @@ __device__ void combine_item(const AttentionParams& p, const AttentionItem& item
   const int64_t dim = p.value_dim;  // of the partial results and the output
   const auto slot = [&](int64_t s, int64_t v) { return item.partial_base + s * n_vec + v; };
 
+  // Vector v's head's sink (attention_sinks.h): it joins the merged max and sum here, once per
+  // vector, never in a split's partial results.
+  const auto sink_of = [&](int64_t v) { return sink_logit(p.sinks, item.head_begin + v % item.n_heads); };
+
   if constexpr (MODE == AttentionMode::Stats) {
-    // Each vector's row max M and 1 / (sum of exp(score - M)) over all its splits.
+    // Each vector's row max M and 1 / (sum of exp(score - M)) over all its splits and its sink.
     for (int64_t v = threadIdx.x; v < n_vec; v += blockDim.x) {
       float max = -INFINITY;
       for (int64_t s = 0; s < item.n_splits; ++s) {
         const PartialStats st = load_stats<kThroughL2>(&p.partial_stats[slot(s, v)]);
         if (st.seen != 0.0f) max = fmaxf(max, st.max);
       }
+      const float sink = sink_of(v);
+      max = sink_row_max(max, sink);
       double sum = 0.0;
       for (int64_t s = 0; s < item.n_splits; ++s) {
         const PartialStats st = load_stats<kThroughL2>(&p.partial_stats[slot(s, v)]);
         if (st.seen != 0.0f) sum += st.sum * exp(static_cast<double>(st.max) - static_cast<double>(max));
       }
+      sum += sink_sum_term(sink, max);
       p.vector_stats[item.stats_base + v] = make_float2(max, sum > 0.0 ? static_cast<float>(1.0 / sum) : 0.0f);
     }
     return;
@@ -71,7 +78,8 @@ __device__ void combine_item(const AttentionParams& p, const AttentionItem& item
           sum = __fadd_rn(sum, __fmul_rn(static_cast<float>(st.sum), weight));
           acc = __fadd_rn(acc, __fmul_rn(load_acc<kThroughL2>(&p.partial_acc[slot(s, v) * dim + d]), weight));
         }
-        result = sum > 0.0f ? __fmul_rn(acc, __fdiv_rn(1.0f, sum)) : 0.0f;
+        // acc / sum without a sink; with one, the sink closes the row (attention_sinks.h).
+        result = __fmul_rn(acc, sink_output_scale(max, sum, sink_of(v)));
       } else {  // ExactPv: the probabilities were normalised already
         for (int64_t s = 0; s < item.n_splits; ++s) {
           if (load_stats<kThroughL2>(&p.partial_stats[slot(s, v)]).seen != 0.0f)

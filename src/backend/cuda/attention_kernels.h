@@ -18,11 +18,14 @@
 //    backend/cpu/attention.h). Stats finds each split's max and sum of exponentials (the sum in
 //    double); a combine gives each vector its row max M and inverse sum; ExactPv then
 //    accumulates f16(exp(s - M) * inverse) * v over each split; the combine adds the splits.
+// A head's attention sink (AttentionParams::sinks) joins each vector's softmax at the combine
+// that merges its splits (Flash's, Stats'), so once per vector however many splits it has.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
 #include "backend/cuda/attention_layout.h"
+#include "backend/cuda/attention_sinks.h"
 #include "backend/cuda/decode_attention.h"
 #include "backend/cuda/kernels.h"
 #include "tensor/dtype.h"
@@ -79,6 +82,10 @@ struct AttentionParams {
   // the distance of its row's position and the key's, after the scale and the cap.
   bool alibi = false;
   float alibi_slopes[kMaxAlibiHeads] = {};
+  // Attention sinks (AttentionConfig::sinks): null none, else n_heads logits in device memory (the
+  // model's weights, at a fixed address, so a recorded graph's launches may keep the pointer),
+  // which the combine adds to each vector's merged max and sum (attention_sinks.h).
+  const float* sinks = nullptr;
   // partial results (per slot) and, for the exact modes, per vector (M, inverse sum)
   PartialStats* partial_stats = nullptr;
   float* partial_acc = nullptr;  // value_dim floats per slot

@@ -218,6 +218,7 @@ void run_tensor_core_prefill(CudaBackend::State& s, const cuda::AttentionParams&
   t.score.softcap = p.softcap;
   t.score.capped_scale = p.softcap != 0.0f ? p.scale / p.softcap : 0.0f;
   t.window = p.window;
+  t.sinks = p.sinks;
   t.k = p.k;
   t.v = p.v;
   t.k_row_bytes = p.k_row_bytes;
@@ -325,6 +326,11 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
   for (const TensorView* t : {&q, static_cast<const TensorView*>(&out), &cache.k, &cache.v}) {
     cuda::require_device(s, *t, "attention", "tensors");
   }
+  // The kernels read the sinks where the model uploaded them: no copy inside a step (a recorded
+  // graph replays its launches' pointers, and the weights do not move).
+  if (config.sinks != nullptr && !s.is_device(config.sinks)) {
+    fail("attention: the sinks are not in device memory (upload them to the CUDA backend)");
+  }
   const int64_t dim = config.head_dim;
   const int64_t value_dim = attention_value_dim(config);  // of the partial results and the output
 
@@ -346,6 +352,7 @@ void CudaBackend::do_attention(const TensorView& q, const KvLayer& cache, std::s
   p.v_row_bytes = cache.v.row_bytes;
   p.cache_type = cache.k.type;
   p.block_size = cache.block_size;
+  p.sinks = config.sinks;
   const bool exact = is_f16(cache.v) && s.options.exact_f16_attention;
   if (config.alibi_max_bias != 0.0f) {  // the slopes as the CPU computes them (common/alibi.h)
     if (s.alibi_max_bias != config.alibi_max_bias || std::ssize(s.alibi_slopes) != config.n_heads) {

@@ -98,6 +98,7 @@ bool CudaBackend::do_supports(BackendFeature feature) const {
   if (feature == BackendFeature::Encoder) return state_->options.encoder;
   if (feature == BackendFeature::Alibi) return state_->options.alibi;
   if (feature == BackendFeature::SpanAttention) return state_->options.span_attention;
+  if (feature == BackendFeature::AttentionSinks) return state_->options.attention_sinks;
   if (feature == BackendFeature::Rwkv7) return state_->options.rwkv7;
   if (feature == BackendFeature::BiasedExperts) return state_->options.biased_experts;
   return feature == BackendFeature::MoeFfn || feature == BackendFeature::ShiftKeys ||

@@ -111,6 +111,12 @@ struct CudaBackendOptions {
   // LUMEN_CUDA_SPAN_ATTENTION=0.
   bool alibi = true;
   bool span_attention = true;
+  // Declare attention sinks (gpt-oss's learned logit per head: AttentionConfig::sinks), which the
+  // split-KV kernels' merge of a row's splits and the tensor-core prefill's row end add to the
+  // row's softmax (attention_sinks.h), written without a GPU on 2026-12-02 and checked on the
+  // simulated device against the CPU (CudaAttentionSinks); off until those tests and the sinks'
+  // conformance rows have passed on a GPU. LUMEN_CUDA_ATTENTION_SINKS=1.
+  bool attention_sinks = false;
   // Declare RWKV 7 (rwkv_wkv7 and the element-wise rwkv7_* ops, rwkv7.cu), written without a GPU
   // on 2026-11-29; on since their conformance rows and the rwkv7 model test passed on an H200
   // (2026-11-29). LUMEN_CUDA_RWKV7=0.

@@ -56,6 +56,7 @@ CudaBackendOptions options_with_environment(CudaBackendOptions options) {
   flag("LUMEN_CUDA_ENCODER_TENSOR_CORES", options.encoder_tensor_cores);
   flag("LUMEN_CUDA_ALIBI", options.alibi);
   flag("LUMEN_CUDA_SPAN_ATTENTION", options.span_attention);
+  flag("LUMEN_CUDA_ATTENTION_SINKS", options.attention_sinks);
   flag("LUMEN_CUDA_RWKV7", options.rwkv7);
   flag("LUMEN_CUDA_BIASED_EXPERTS", options.biased_experts);
   flag("LUMEN_CUDA_DEVICE_ARGMAX", options.device_argmax);

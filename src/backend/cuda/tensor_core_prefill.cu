@@ -14,6 +14,7 @@
 // tensor_core_prefill_refusal checks.
 #include <cmath>
 
+#include "backend/cuda/attention_sinks.h"
 #include "backend/cuda/hd_math.h"
 #include "backend/cuda/kv_codec.h"
 #include "backend/cuda/mma_fragments.h"
@@ -172,7 +173,16 @@ __global__ void __launch_bounds__(kThreads, 3) tensor_core_prefill_kernel(Tensor
     }
   }
 
-  const float sums[2] = {quad_sum(st.l[0]), quad_sum(st.l[1])};
+  // Rows g and g + 8's divisors: their quad's sum, with their heads' sinks (none: the sum alone).
+  // The head in 32 bits (a sequence's vectors and a group are far from 2^31): with a 64-bit
+  // remainder one kernel met its bound of 168 registers (sm_90: at most 167 so, 166 without sinks).
+  float divisors[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int vector = task.vector_begin + row_group * mma::kM + lane / 4 + 8 * r;
+    const int head = task.kv_head * static_cast<int>(group) + vector % static_cast<int>(group);
+    divisors[r] = prefill_divisor(st.m[r], quad_sum(st.l[r]), sink_logit(p.sinks, head));
+  }
 #pragma unroll
   for (int j = 0; j < PrefillLane<KEYS, kDims>::kOutTiles; ++j) {
 #pragma unroll
@@ -184,7 +194,7 @@ __global__ void __launch_bounds__(kThreads, 3) tensor_core_prefill_kernel(Tensor
       const int64_t head = task.kv_head * group + vector % group;
       const int64_t d = dim_part * kDims + j * mma::kN + c.col;
       if (d >= p.dims) continue;  // a padded head's zeros
-      p.out[token * p.out_token_stride + head * p.out_head_stride + d] = prefill_output(st.o[j][i], sums[i >> 1]);
+      p.out[token * p.out_token_stride + head * p.out_head_stride + d] = prefill_output(st.o[j][i], divisors[i >> 1]);
     }
   }
 }

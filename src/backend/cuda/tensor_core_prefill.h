@@ -29,6 +29,8 @@ struct TensorCorePrefillParams {
   int64_t head_dim = 0;  // the tile's (prefill_tile), as the cache rows' heads are laid out
   PrefillScore score;
   int64_t window = 0;
+  // Attention sinks: null none, else n_heads logits in device memory (AttentionParams::sinks).
+  const float* sinks = nullptr;
   // Every row of a sequence sees every key of it (an encoder), not its window up to itself.
   bool bidirectional = false;
   // The f16 keys and values, each row 16-byte aligned: a paged cache (row = block * block_size +

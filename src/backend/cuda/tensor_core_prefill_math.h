@@ -16,7 +16,8 @@
 //   4. turns S into probabilities exp(s - max) rounded to f16, which are at once the A registers
 //      of the product with V (prefill_probabilities: C's layout over two 8-key tiles is A's over
 //      16 keys), adds them to the row's running sum and accumulates P x V.
-// At the end each row's sum is its quad's sum and the output is divided by it.
+// At the end each row's sum is its quad's sum and the output is divided by it (with an attention
+// sink, by the sum with the sink's term: prefill_divisor).
 //
 // A row's result depends on its own scores only: tiles are aligned to absolute positions, a
 // masked key adds exactly nothing, so it does not depend on the other rows of its task or the
@@ -219,5 +220,16 @@ LUMEN_HD void prefill_probabilities(const PrefillLane<KEYS, DIMS>& st, int kk, u
 // Output value i of out tile j once `sum` (the quad's total for that row) is known; 0 for a row
 // that saw no key (a padding row).
 LUMEN_HD float prefill_output(float acc, float sum) { return sum > 0.0f ? hd::div_rn(acc, sum) : 0.0f; }
+
+// What a row's accumulators are divided by at the end: its quad's sum plus exp(sink - max), its
+// head's attention sink's term at the row's running max. Without a sink (sink_logit's -inf) the
+// term is 0 and the divisor the sum, bit for bit (a row that saw no key, max -inf too, gets NaN,
+// which prefill_output turns into 0 as it did the zero sum). One division and no branch: the
+// kernel's registers are at their bound there (a branch on the sinks made it spill), so not
+// sink_output_scale's two cases, which only keep exp from overflowing; here a sink some 88 above
+// every score of its row overflows it, and that row's output, below 1e-38 of its values, is 0.
+LUMEN_HD float prefill_divisor(float max, float sum, float sink) {
+  return hd::add_rn(sum, hd::exp_f32(hd::sub_rn(sink, max)));
+}
 
 }  // namespace lumen::backend::cuda

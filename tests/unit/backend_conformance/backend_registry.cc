@@ -57,6 +57,8 @@ bool latent_attention_declared() { return options_with_environment({}).latent_at
 // As the backend the entry makes reads them (LUMEN_CUDA_ALIBI, LUMEN_CUDA_SPAN_ATTENTION).
 bool alibi_declared() { return options_with_environment({}).alibi; }
 bool span_attention_declared() { return options_with_environment({}).span_attention; }
+// As the backend the entry makes reads it (LUMEN_CUDA_ATTENTION_SINKS).
+bool attention_sinks_declared() { return options_with_environment({}).attention_sinks; }
 
 // The CUDA kernels handle every weight type the CPU multiplies and every table type get_rows
 // converts (gemv_activation_type in gemv.cu, rows_supported in rows.cu): the table's type lists.
@@ -76,6 +78,11 @@ bool cuda_supports(const Case& c) {
       if (c.mode == static_cast<int>(AttentionMode::kSpan) && !span_attention_declared()) return false;
       if (c.mode == static_cast<int>(AttentionMode::kAlibiSpan) && !(alibi_declared() && span_attention_declared()))
         return false;
+      if ((c.mode == static_cast<int>(AttentionMode::kSinks) ||
+           c.mode == static_cast<int>(AttentionMode::kWindowSinks)) &&
+          !attention_sinks_declared()) {
+        return false;
+      }
       if (c.mode == static_cast<int>(AttentionMode::kLatent)) return latent_attention_declared();
       // q8_0 and q4_0 only where LUMEN_CUDA_QUANTIZED_KV=1 declares them (a GPU run checking them).
       return (c.type != tensor::DType::Q8_0 && c.type != tensor::DType::Q4_0) || quantized_kv_declared();

@@ -16,11 +16,15 @@
 // followed by a rope part: the cache's V is a view of its K (store_kv stores the keys only), and
 // each head's output is value_dim wide. The span modes give two slices rows that attend both
 // ways within a span (SequenceSlice::key_ends: a row sees up to its span's end, keys past its own
-// position included; under ALiBi those are penalised by their distance too).
+// position included; under ALiBi those are penalised by their distance too). The sink modes give
+// each head a sink logit (in the backend's memory) that joins its rows' max and sum as a key
+// without a value.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "checks.h"
 #include "kv_cache.h"
@@ -42,7 +46,7 @@ AttentionConfig config_for(AttentionMode mode, int64_t head_dim, int64_t heads, 
   config.n_kv_heads = kv_heads;
   config.head_dim = head_dim;
   config.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  if (mode == AttentionMode::kWindow) config.sliding_window = 8;
+  if (mode == AttentionMode::kWindow || mode == AttentionMode::kWindowSinks) config.sliding_window = 8;
   if (mode == AttentionMode::kSoftcap) config.softcap = 0.75f;
   if (mode == AttentionMode::kAlibi || mode == AttentionMode::kAlibiSpan) config.alibi_max_bias = 8.0f;
   if (mode == AttentionMode::kLatent) config.value_dim = head_dim - kLatentRopeDims;
@@ -59,12 +63,31 @@ double alibi_slope(const AttentionConfig& config, int64_t h) {
                 : std::pow(2.0, -bias / 2.0 * static_cast<double>(2 * (h - n2) + 1) / static_cast<double>(n2));
 }
 
+// Head h's sink logit in the sink modes (the scores lie within about +-3): far below them, among
+// them, above them, far above them (the sink takes nearly all the weight); the order changes
+// every 4 heads, so a head index off by a GQA group reads another level.
+std::vector<float> sinks_for(int64_t heads) {
+  constexpr float kLevels[] = {-30.0f, 0.5f, 3.0f, 25.0f};
+  std::vector<float> sinks;
+  for (int64_t h = 0; h < heads; ++h) sinks.push_back(kLevels[(h + h / 4) % 4] + 0.125f * static_cast<float>(h));
+  return sinks;
+}
+
 }  // namespace
 
 void check_attention(Backend& backend, const Case& c) {
   // Plain variables, not a structured binding: clang 14 cannot capture those in a lambda.
   const int64_t head_dim = c.shape[0], heads = c.shape[1], kv_heads = c.shape[2];
-  const AttentionConfig config = config_for(static_cast<AttentionMode>(c.mode), head_dim, heads, kv_heads);
+  AttentionConfig config = config_for(static_cast<AttentionMode>(c.mode), head_dim, heads, kv_heads);
+  // Sinks in the backend's memory, as a model uploads them; -inf for none in the reference.
+  const bool with_sinks =
+      c.mode == static_cast<int>(AttentionMode::kSinks) || c.mode == static_cast<int>(AttentionMode::kWindowSinks);
+  const std::vector<float> sinks = with_sinks ? sinks_for(heads) : std::vector<float>(heads, -INFINITY);
+  std::optional<BackendTensor> device_sinks;
+  if (with_sinks) {
+    device_sinks.emplace(upload_f32(backend, {heads, 1, 1, 1}, sinks));
+    config.sinks = static_cast<const float*>(device_sinks->view.data);
+  }
   const int64_t kv_dim = head_dim * kv_heads, block_size = 16, n_blocks = 7;
   const int64_t value_dim = attention_value_dim(config);
   const bool latent = static_cast<AttentionMode>(c.mode) == AttentionMode::kLatent;
@@ -144,8 +167,10 @@ void check_attention(Backend& backend, const Case& c) {
           scores.push_back(s_val);
           score_error = std::max(score_error, magnitude * config.scale * f16_unit);
         }
-        const double top = *std::max_element(scores.begin(), scores.end());
-        double sum = 0.0;
+        // A sink joins the max and the sum as a key without a value.
+        const double sink = sinks[static_cast<size_t>(h)];
+        const double top = std::max(sink, *std::max_element(scores.begin(), scores.end()));
+        double sum = std::exp(sink - top);
         for (double& s_val : scores) sum += (s_val = std::exp(s_val - top));
         double vmax = 0.0;
         for (int64_t d = 0; d < value_dim; ++d) {

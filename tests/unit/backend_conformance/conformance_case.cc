@@ -31,8 +31,8 @@ namespace {
 
 std::string_view mode_name(const Case& c) {
   static constexpr std::string_view kRope[] = {"normal", "neox", "partial", "linear", "yarn", "freq_factors"};
-  static constexpr std::string_view kAttention[] = {"causal", "window", "softcap",   "alibi",
-                                                    "latent", "span",   "alibi_span"};
+  static constexpr std::string_view kAttention[] = {"causal", "window",     "softcap", "alibi",       "latent",
+                                                    "span",   "alibi_span", "sinks",   "window_sinks"};
   static constexpr std::string_view kGlu[] = {"swiglu", "geglu"};
   switch (c.op) {
     case Op::kRope: return kRope[c.mode];

@@ -44,7 +44,9 @@ enum class RopeMode { kNormal, kNeox, kPartial, kLinear, kYarn, kFreqFactors };
 // latent followed by a rope part; the cache's V is a view of its K, values = the leading part.
 // kSpan: rows of two of the slices attend both ways within a span (SequenceSlice::key_ends, a
 // Gemma 3 image's); kAlibiSpan: ALiBi over such spans (a key past its query is penalised too).
-enum class AttentionMode { kCausal, kWindow, kSoftcap, kAlibi, kLatent, kSpan, kAlibiSpan };
+// kSinks, kWindowSinks: a sink logit per head (AttentionConfig::sinks, gpt-oss) far below, among,
+// above and far above the scores, causal and under a sliding window.
+enum class AttentionMode { kCausal, kWindow, kSoftcap, kAlibi, kLatent, kSpan, kAlibiSpan, kSinks, kWindowSinks };
 // A latent row's rope part: its values are the head_dim - kLatentRopeDims before it.
 inline constexpr int64_t kLatentRopeDims = 64;
 // Which activation a matmul_glu case fuses.

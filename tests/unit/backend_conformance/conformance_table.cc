@@ -66,6 +66,9 @@ std::vector<Case> build() {
     t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(AttentionMode::kSpan)});
     t.push_back({Op::kAttention, type, {128, 8, 2}, static_cast<int>(AttentionMode::kSpan)});
     t.push_back({Op::kAttention, type, {64, 6, 2}, static_cast<int>(AttentionMode::kAlibiSpan)});
+    // Attention sinks (gpt-oss): MHA, and GQA under a window.
+    t.push_back({Op::kAttention, type, {64, 4, 4}, static_cast<int>(AttentionMode::kSinks)});
+    t.push_back({Op::kAttention, type, {64, 8, 2}, static_cast<int>(AttentionMode::kWindowSinks)});
   }
   // Latent attention (the cache's values a view of its keys): DeepSeek's rows of 512 + 64 with
   // V2-Lite's 16 heads, and a small row of 64 + 64 with 5 heads (items of 8 query vectors cut

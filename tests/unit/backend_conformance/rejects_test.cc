@@ -119,6 +119,21 @@ TEST_P(RefusesBadInputs, Attention) {
   config = valid;
   config.n_heads = 3;
   EXPECT_THROW(backend().attention(q3.view, cache.layer, seqs, config, out3.view), Error);
+
+  // Sinks: taken where the backend declares them, else refused by name.
+  const BackendTensor sinks = upload_f32(backend(), {4, 1, 1, 1}, {0.5f, 1.0f, -2.0f, 3.0f});
+  config = valid;
+  config.sinks = static_cast<const float*>(sinks.view.data);
+  if (backend().supports(BackendFeature::AttentionSinks)) {
+    EXPECT_NO_THROW(backend().attention(q.view, cache.layer, seqs, config, out.view));
+  } else {
+    try {
+      backend().attention(q.view, cache.layer, seqs, config, out.view);
+      ADD_FAILURE() << "sinks accepted without AttentionSinks";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("does not take attention sinks"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Importance-based KV eviction's two ops: each bad call changes neither the cache nor the table;
@@ -156,6 +171,11 @@ TEST_P(RefusesBadInputs, KvEviction) {
   alibi.alibi_max_bias = 8.0f;
   refused([&] { backend().attention_scores(q.view, cache.layer, seq, 0, alibi, scores.data(), 2); },
           "does not score ALiBi models");
+  const BackendTensor sink_logits = upload_f32(backend(), {4, 1, 1, 1}, {0.5f, 1.0f, -2.0f, 3.0f});
+  AttentionConfig sunk = config;
+  sunk.sinks = static_cast<const float*>(sink_logits.view.data);
+  refused([&] { backend().attention_scores(q.view, cache.layer, seq, 0, sunk, scores.data(), 2); },
+          "does not score models with attention sinks");
   const std::vector<int32_t> short_table = {2};
   const SequenceSlice short_seq{0, 2, 18, short_table};
   refused([&] { backend().attention_scores(q.view, cache.layer, short_seq, 0, config, scores.data(), 2); },
@@ -218,6 +238,11 @@ TEST_P(RefusesBadInputs, LayerNormAndEncoderAttention) {
   AttentionConfig windowed = config;
   windowed.sliding_window = 2;
   refused([&] { backend().bidirectional_attention(x.view, k.view, k.view, seqs, windowed, out.view); },
+          "takes heads and a scale only");
+  const BackendTensor sinks = upload_f32(backend(), {kHeads, 1, 1, 1}, std::vector<float>(kHeads, 1.0f));
+  AttentionConfig sunk = config;  // an encoder's softmax has no sinks: refused, not ignored
+  sunk.sinks = static_cast<const float*>(sinks.view.data);
+  refused([&] { backend().bidirectional_attention(x.view, k.view, k.view, seqs, sunk, out.view); },
           "takes heads and a scale only");
   AttentionConfig odd = config;
   odd.n_kv_heads = 3;

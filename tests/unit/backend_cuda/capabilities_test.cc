@@ -46,6 +46,7 @@ TEST(CudaCapabilities, DeclaresWhatItsKernelsRun) {
   EXPECT_EQ(b.supports(BackendFeature::Encoder), declared.encoder);
   EXPECT_EQ(b.supports(BackendFeature::Alibi), declared.alibi);
   EXPECT_EQ(b.supports(BackendFeature::SpanAttention), declared.span_attention);
+  EXPECT_EQ(b.supports(BackendFeature::AttentionSinks), declared.attention_sinks);
   EXPECT_EQ(b.supports(BackendFeature::Rwkv7), declared.rwkv7);
   EXPECT_EQ(b.supports(BackendFeature::BiasedExperts), declared.biased_experts);
   EXPECT_EQ(b.has_op(OpKind::RouteExperts), declared.routed_moe);

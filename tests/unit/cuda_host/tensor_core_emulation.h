@@ -4,7 +4,7 @@
 // (tensor_core_encoder_test.cc).
 //
 // The emulation runs the kernel's own per-lane functions (prefill_scores, prefill_softmax_step,
-// prefill_probabilities, prefill_output), fragment loads (mma::load_a / load_b) and shared-memory
+// prefill_probabilities, prefill_divisor, prefill_output), fragment loads (mma::load_a / load_b) and shared-memory
 // layout; only what is the hardware's is spelled here: the product of a warp's fragments
 // (rebuilt into matrices with the documented coordinates of mma_fragments.h), the quad
 // shuffles, and the tile copies (the same indexing as the kernel's loops). A GPU run checks the
@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cuda/attention_sinks.h"
 #include "backend/cuda/mma_fragments.h"
 #include "backend/cuda/tensor_core_prefill_math.h"
 #include "backend/cuda/tensor_core_prefill_plan.h"
@@ -64,6 +65,7 @@ struct EmulatedCall {
   int64_t dims = 0;  // the heads' values; the tile's D past them are zeros
   int64_t n_heads = 0, group = 1, window = 0;
   bool bidirectional = false;
+  const float* sinks = nullptr;  // n_heads logits (AttentionConfig::sinks), or none
   PrefillScore score;
   const uint16_t* k = nullptr;  // f16 rows of row_values values
   const uint16_t* v = nullptr;
@@ -200,8 +202,9 @@ void emulate_kernel(const EmulatedCall& call) {
             const int64_t token = seq.first_token + vector / group, head = task.kv_head * group + vector % group;
             const int64_t d = dim_part * kDims + j * 8 + cc.col;
             if (d >= call.dims) continue;
+            const float divisor = prefill_divisor(st.m[i >> 1], sums[i >> 1], sink_logit(call.sinks, head));
             call.out[token * call.out_token_stride + head * call.out_head_stride + d] =
-                prefill_output(st.o[j][i], sums[i >> 1]);
+                prefill_output(st.o[j][i], divisor);
           }
         }
       }

@@ -106,6 +106,7 @@ void emulate(const PrefillSetup& s, std::span<const SequenceSlice> seqs, std::ve
   call.v = s.cache.v.data();
   call.row_values = s.cache.row_bytes / 2;
   call.block_size = s.cache.block_size;
+  call.sinks = s.config.sinks;
   emulate_kernel<D>(call);
 }
 
@@ -131,6 +132,22 @@ TEST_P(TensorCorePrefillEmulated, MatchesTheCpuBackendsAttention) {
   const std::vector<float> expected = s.cpu_attention();
   const std::vector<float> got = emulate_all(s, s.slices);
   EXPECT_LE(max_relative_difference(expected, got), 1e-3);
+}
+
+// With attention sinks (far below, among, above and far above the scores, head by head), each
+// row closed with its head's sink against the CPU backend's exact path with them, to the same
+// 1e-3; and without the sinks the rows are far off (the check can fail).
+TEST_P(TensorCorePrefillEmulated, SinksJoinEachRowsSoftmaxAsOnTheCpu) {
+  PrefillSetup s(GetParam());
+  std::vector<float> sinks;
+  for (int64_t h = 0; h < s.c.n_heads; ++h) {  // the levels' order changes every 4 heads (a GQA group)
+    sinks.push_back(std::array{-30.0f, 0.5f, 3.0f, 25.0f}[(h + h / 4) % 4] + 0.125f * static_cast<float>(h));
+  }
+  s.config.sinks = sinks.data();
+  const std::vector<float> expected = s.cpu_attention();
+  EXPECT_LE(max_relative_difference(expected, emulate_all(s, s.slices)), 1e-3);
+  s.config.sinks = nullptr;
+  EXPECT_GT(max_relative_difference(expected, emulate_all(s, s.slices)), 1e-2);
 }
 
 // A prefill cut into two chunks (the second starting where the first ended) gives the same rows
