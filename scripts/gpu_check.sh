@@ -96,7 +96,9 @@
 #          attention combine and the GLU epilogue (their bits, model tests, decode), the pipelined
 #          GEMV (its bits, model tests, GB/s, decode), the catalog Gemma 3 stand-in (catalog),
 #          the default model and K-quant models through the int8 GEMM against the CPU, the attention
-#          sinks (their op tests, their conformance rows with LUMEN_CUDA_ATTENTION_SINKS=1), then int8;
+#          sinks (their op tests, their conformance rows with LUMEN_CUDA_ATTENTION_SINKS=1), gpt-oss's
+#          experts (their rows with LUMEN_CUDA_BIASED_EXPERTS=1) and gpt-oss-mini MXFP4_MOE against
+#          the CPU with both, then int8;
 #   int8   the int8 GEMM (LUMEN_CUDA_INT8_GEMM=1) against the f16 way: pp512 and decode of llama-1b
 #          and llama-8b Q4_0, and 64 streams with each way and with the GEMV for up to 64 tokens;
 #   quick  the defaults in a few minutes: the switched features' op suites, every conformance row,
@@ -806,10 +808,16 @@ run_unverified() {
     2>&1 | tee "$WORK/unverified_ops.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_ops "$WORK/unverified_ops.log" $((SECONDS - start))
   start=$SECONDS
-  # With the attention sinks declared (written 2026-12-02 without a GPU): their rows run too.
-  LUMEN_CUDA_ATTENTION_SINKS=1 timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 \
+  # With the attention sinks and gpt-oss's experts declared (written 2026-12-02 without a GPU):
+  # their rows run too (the moe_ffn gpt_oss rows, route_experts m4, moe_ffn_routed m272/m304 with
+  # MXFP4 experts).
+  LUMEN_CUDA_ATTENTION_SINKS=1 LUMEN_CUDA_BIASED_EXPERTS=1 timeout 120 "$BIN/unit_backend_conformance" --gtest_brief=1 \
     --gtest_filter='*/cuda_*:*/cuda' 2>&1 | tee "$WORK/unverified_conformance.log" | grep -vE '^\[ *(OK|RUN) *\]'
   gtest_summary unverified_conformance "$WORK/unverified_conformance.log" $((SECONDS - start))
+  # gpt-oss (attention sinks, biased experts, MXFP4 experts; 2026-12-02, checked on the simulated
+  # device only: sim_cuda_ops_gpt_oss) through a whole model, op by op and teacher-forced.
+  synth_model_vs_cpu gpt-oss-mini MXFP4_MOE gpt_oss "LUMEN_CUDA_ATTENTION_SINKS=1 LUMEN_CUDA_BIASED_EXPERTS=1" \
+    'moe_ffn|attention'
   # IQ4_NL and IQ4_XS (new 2026-12-01) through a whole model, op by op against the CPU.
   GPU_CHECK_TYPES="llama3-mini:IQ4_NL llama3-mini:IQ4_XS" run_types
   # The cheapest checks of the most first (a call is cut at its timeout): the device-clock profile

@@ -148,7 +148,9 @@ TEST_F(CudaGreedy, EachOpMatchesCpu) {
                                  d.worst_call.starts_with(kind + " F16[") ||
                                  d.worst_call.starts_with(kind + " BF16[");
       if (kind == "matmul" && float_weights) bound = std::max(bound, 1e-3);
-      if (kind == "matmul" && gemv_tokens == 8) bound = 6e-2;
+      // gpt-oss's experts are compared as whole moe_ffn calls (mirror_backend.h), whose experts
+      // of more than 8 rows take cuBLAS's f16 products as matmul does.
+      if ((kind == "matmul" || kind == "moe_ffn") && gemv_tokens == 8) bound = 6e-2;
       if (resync) {
         EXPECT_LT(d.worst_relative, bound) << kind << ": " << d.worst_call;
       }

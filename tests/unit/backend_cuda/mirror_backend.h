@@ -46,7 +46,8 @@ class MirrorBackend final : public Backend {
     return (feature == BackendFeature::MoeFfn || feature == BackendFeature::StateSpace ||
             feature == BackendFeature::LatentAttention || feature == BackendFeature::LayerNorm ||
             feature == BackendFeature::Encoder || feature == BackendFeature::Alibi ||
-            feature == BackendFeature::SpanAttention || feature == BackendFeature::Rwkv7) &&
+            feature == BackendFeature::SpanAttention || feature == BackendFeature::Rwkv7 ||
+            feature == BackendFeature::AttentionSinks || feature == BackendFeature::BiasedExperts) &&
            cpu_.supports(feature) && gpu_.supports(feature);
   }
   bool do_supports_weight_type(tensor::DType type) const override {
@@ -56,7 +57,29 @@ class MirrorBackend final : public Backend {
   int64_t do_max_latent_attention_head_dim() const override { return gpu_.max_latent_attention_head_dim(); }
   void do_moe_ffn(const TensorView& x, std::span<const ExpertWork> experts, int64_t n_slots, Glu glu,
                   TensorView& out) override {
-    moe_.run(*this, x, experts, n_slots, glu, out);
+    const bool biased = glu == Glu::SwigluOai || std::any_of(experts.begin(), experts.end(), [](const ExpertWork& e) {
+                          return e.gate_bias != nullptr || e.up_bias != nullptr || e.down_bias != nullptr;
+                        });
+    if (!biased) {
+      moe_.run(*this, x, experts, n_slots, glu, out);
+      return;
+    }
+    // gpt-oss's experts: the biased GLU inside each backend's composition is its own, so each
+    // backend's moe_ffn runs whole and is compared as one op.
+    std::vector<TensorView> views;
+    views.reserve(experts.size() * 6);  // no reallocation: the work points into it
+    std::vector<ExpertWork> device_work(experts.begin(), experts.end());
+    for (ExpertWork& e : device_work) {
+      for (const TensorView** m : {&e.gate, &e.up, &e.down, &e.gate_bias, &e.up_bias, &e.down_bias}) {
+        if (*m == nullptr) continue;
+        views.push_back(twin(**m));
+        *m = &views.back();
+      }
+    }
+    TensorView d = twin(out);
+    gpu_.moe_ffn(twin(x), device_work, n_slots, glu, d);
+    cpu_.moe_ffn(x, experts, n_slots, glu, out);
+    compare("moe_ffn " + describe(x), out, d);
   }
   // Mamba 2's ops update each sequence's state in place: the states are compared (and resynced)
   // after the output, as ops of their own kind ("ssm_conv_window", "ssm_state").
@@ -285,7 +308,9 @@ class MirrorBackend final : public Backend {
   void do_attention(const TensorView& q, const KvLayer& cache, std::span<const SequenceSlice> seqs,
                     const AttentionConfig& config, TensorView& out) override {
     TensorView d = twin(out);
-    gpu_.attention(twin(q), twin(cache), seqs, config, d);
+    AttentionConfig device_config = config;  // the sinks (gpt-oss) are a weight: their twin
+    if (config.sinks != nullptr) device_config.sinks = static_cast<const float*>(device_address(config.sinks));
+    gpu_.attention(twin(q), twin(cache), seqs, device_config, d);
     cpu_.attention(q, cache, seqs, config, out);
     compare("attention " + describe(q), out, d);
   }
