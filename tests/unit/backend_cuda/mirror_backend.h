@@ -228,11 +228,22 @@ class MirrorBackend final : public Backend {
     cpu_.add_row(x, row);
     compare("add_row " + describe(x), x, d);
   }
+  // The ops a model applies to its logits after the output matmul (granite's logit scale, gemma2's
+  // final soft cap) meet the caller's host array there, which has no device twin: the CPU's runs
+  // alone (the device's op is compared wherever it meets device buffers).
   void do_scale(TensorView& x, float factor) override {
+    if (device_address(x.data) == nullptr) return cpu_.scale(x, factor);
     TensorView d = twin(x);
     gpu_.scale(d, factor);
     cpu_.scale(x, factor);
     compare("scale " + describe(x), x, d);
+  }
+  void do_activation(TensorView& x, Activation kind) override {
+    if (device_address(x.data) == nullptr) return cpu_.activation(x, kind);
+    TensorView d = twin(x);
+    gpu_.activation(d, kind);
+    cpu_.activation(x, kind);
+    compare("activation " + describe(x), x, d);
   }
   void do_swiglu(const TensorView& gate, const TensorView& up, TensorView& out) override {
     TensorView d = twin(out);

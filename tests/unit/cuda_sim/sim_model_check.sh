@@ -14,7 +14,7 @@ vocab=${LUMEN_CACHE:-$HOME/.cache/lumen/models}/SmolLM2-135M-Instruct.Q4_1.gguf
 model=$(mktemp --suffix=.gguf)
 trap 'rm -f "$model"' EXIT
 for spec in "$@"; do
-  "$lumen" synth "${spec%%:*}" --type "${spec##*:}" --seed 7 --vocab "$vocab" -o "$model" > /dev/null
+  "$lumen" synth "${spec%%:*}" --type "${spec##*:}" --layers 2 --seed 7 --vocab "$vocab" -o "$model" > /dev/null
   echo "== $spec"
   LUMEN_CUDA_ATTENTION_SINKS=1 LUMEN_CUDA_BIASED_EXPERTS=1 LUMEN_GPU_TEST_MODEL="$model" LUMEN_CUDA_SIM_MEMORY_MB=1024 \
     "$tests" --gtest_brief=1 --gtest_filter=CudaGreedy.EachOpMatchesCpu
