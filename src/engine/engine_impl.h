@@ -255,6 +255,11 @@ struct Engine::Impl {
       refuse("with sliding-window layers that keep only their window (--keep-out-of-window-kv keeps every position)");
     }
     if (model::is_mla(model.hparams)) refuse("with multi-head latent attention");
+    // gpt-oss: each head's sink takes a share of its rows' softmax that no position holds, which
+    // the scores would leave out (backend/common/kv_eviction_checks.cc refuses them in a step).
+    if (runnable(handle).transformer->architecture().features.attention_sinks) {
+      refuse("with attention sinks (gpt-oss): no position holds a sink's share of the attention");
+    }
     for (const backend::Backend* backend : model_backends(handle)) {
       backend->require(engine::kv_eviction_needs(importance),
                        fmt::format("kv eviction {}", format_kv_importance(importance)));

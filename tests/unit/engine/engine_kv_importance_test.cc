@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
+#include <string>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/op_observer.h"
@@ -178,6 +180,45 @@ TEST_F(EngineKvImportanceTest, SpecsTheEngineCannotRunAreRefused) {
   beam.n = 2;
   EXPECT_THROW(plain.add_request(prompt(10, 6), beam), Error);
   EXPECT_FALSE(plain.has_unfinished());
+}
+
+// A model with attention sinks (gpt-oss) has no scores to evict by: refused when the engine is
+// made and when a request asks, before any step (it used to fail inside the first step).
+TEST_F(EngineKvImportanceTest, AModelWithAttentionSinksIsRefusedBeforeAnyStep) {
+  const std::string path = temp_model_path("gpt_oss");
+  model::SynthOptions options;
+  options.preset = "gpt-oss-mini";
+  options.type = tensor::DType::Q8_0;
+  options.vocab_path = testdata_dir() + "/tokenizer/ggml-vocab-llama-spm.gguf";
+  options.block_count = 2;
+  options.threads = 2;
+  model::write_synthetic_model(options, path);
+  backend::CpuBackend cpu(2);
+  engine::LoadedModel loaded = engine::LoadedModel::load(path, cpu);
+  std::filesystem::remove(path);
+  const Model gpt_oss = engine::borrow_model(loaded, cpu);
+  EngineConfig c;
+  c.block_size = 4;
+  c.kv_cache_bytes = 64 * static_cast<int64_t>(model::KvCache::bytes_per_block(loaded.hparams, 4));
+  c.free_out_of_window_kv = false;  // its sliding-window layers keep every position, as eviction needs
+  const auto expect_sinks_refusal = [](auto&& call) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("attention sinks"), std::string::npos) << e.what();
+    }
+  };
+  EngineConfig h2o = c;
+  h2o.kv_importance = parse_kv_importance("h2o:budget=16,recent=4");
+  expect_sinks_refusal([&] { Engine engine(gpt_oss, h2o); });
+  Engine plain(gpt_oss, c);
+  expect_sinks_refusal([&] { plain.add_request(prompt(10, 6), with("snapkv:budget=16,window=4", 4)); });
+  EXPECT_FALSE(plain.has_unfinished());
+  // Without eviction it runs.
+  RequestHandle h = plain.add_request(prompt(10, 6), greedy(3));
+  drain(plain);
+  EXPECT_EQ(tokens(h).size(), 3u);
 }
 
 }  // namespace
