@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # the tests need on top.
 source scripts/setup_build.sh
 TEST_PACKAGES=(clang libclang-rt-14-dev python3-venv python3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  chromium chromium-driver  # the chat page's browser test (tests/e2e/test_web_ui.py)
+  chromium chromium-driver  # the chat page's browser tests (tests/e2e/test_web_ui*.py)
   haproxy  # deploy/haproxy: the load balancer in front of replicas (tests/e2e/test_replicas_haproxy.py)
   libopenmpi-dev openmpi-bin)  # src/dist: MPI collectives, tested under mpirun
 APT_OPTIONS=()  # as Debian recommends: the test tools' extras (Chromium's fonts and the like)
