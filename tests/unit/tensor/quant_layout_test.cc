@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -103,6 +104,16 @@ TEST(LegacyLayout, Q8_0AndQ8_1) {
     EXPECT_EQ(y0[j], 0.5f * static_cast<float>(4 * j - 128));
     EXPECT_EQ(y1[j], y0[j]);
   }
+}
+
+// The scale formed from its bits is std::ldexp's power of two, bit for bit, for every exponent
+// byte (the subnormals 2^-128 and 2^-127 included).
+TEST(MicroscalingLayout, Mxfp4ScaleIsLdexpsPowerOfTwo) {
+  for (int e = 0; e < 256; ++e) {
+    const float want = std::ldexp(1.0f, e - 128), got = mxfp4_scale(static_cast<uint8_t>(e));
+    EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << "e = " << e;
+  }
+  static_assert(mxfp4_scale(128) == 1.0f && mxfp4_scale(129) == 2.0f && mxfp4_scale(255) == 0x1p127f);
 }
 
 // MXFP4: the OCP E2M1 values (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives) under e = 128 + 1
