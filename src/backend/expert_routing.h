@@ -79,6 +79,19 @@ LUMEN_HD float softmax_exp(float logit, float max) { return expf(cuda::hd::sub_r
 LUMEN_HD float softmax_scale(double sum) { return static_cast<float>(1.0 / sum); }
 LUMEN_HD float sigmoid(float logit) { return 1.0f / (1.0f + expf(-logit)); }
 
+// gpt-oss's weights (ExpertGating::SoftmaxWeight): the k chosen logits, largest first, become a
+// softmax over themselves (the sum in double), in place.
+LUMEN_HD void softmax_over_chosen(float* weights, int64_t k) {
+  const float max = weights[0];
+  double sum = 0.0;
+  for (int64_t s = 0; s < k; ++s) {
+    weights[s] = softmax_exp(weights[s], max);
+    sum += static_cast<double>(weights[s]);
+  }
+  const float scale = softmax_scale(sum);
+  for (int64_t s = 0; s < k; ++s) weights[s] = cuda::hd::mul_rn(weights[s], scale);
+}
+
 // A group's score from its selection values: the sum of its two highest.
 struct TopTwo {
   float first = -INFINITY, second = -INFINITY;

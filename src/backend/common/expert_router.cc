@@ -66,17 +66,7 @@ void route_token(const float* row, const RouterConfig& config, const float* bias
     weights[s] = probs[best.index];
     last = best;
   }
-  if (config.gating == ExpertGating::SoftmaxWeight) {
-    // A softmax over the chosen logits: the first is the largest, the sum in double.
-    const float max = weights[0];
-    double sum = 0.0;
-    for (int64_t s = 0; s < k; ++s) {
-      weights[s] = routing::softmax_exp(weights[s], max);
-      sum += static_cast<double>(weights[s]);
-    }
-    const float scale = routing::softmax_scale(sum);
-    for (int64_t s = 0; s < k; ++s) weights[s] *= scale;
-  }
+  if (config.gating == ExpertGating::SoftmaxWeight) routing::softmax_over_chosen(weights, k);
   if (config.normalize) {
     double sum = 0.0;
     for (int64_t s = 0; s < k; ++s) sum += static_cast<double>(weights[s]);

@@ -94,17 +94,7 @@ __global__ void __launch_bounds__(kThreads) route_experts_kernel(const __grid_co
     last = best;
   }
   if (lane != 0) return;
-  if (c.gating == ExpertGating::SoftmaxWeight) {
-    // A softmax over the chosen logits, as the host's: the first is the largest, the sum in double.
-    const float max = weights[0];
-    double sum = 0.0;
-    for (int64_t s = 0; s < k; ++s) {
-      weights[s] = routing::softmax_exp(weights[s], max);
-      sum += static_cast<double>(weights[s]);
-    }
-    const float scale = routing::softmax_scale(sum);
-    for (int64_t s = 0; s < k; ++s) weights[s] = __fmul_rn(weights[s], scale);
-  }
+  if (c.gating == ExpertGating::SoftmaxWeight) routing::softmax_over_chosen(weights, k);
   if (c.normalize) {
     double sum = 0.0;
     for (int64_t s = 0; s < k; ++s) sum += static_cast<double>(weights[s]);

@@ -98,6 +98,33 @@ struct AttnSetup {
   std::vector<float> sinks;
   DeviceTensor device_sinks;
 
+  // Each sequence decoding its last position, as a decode step lays it out: its slices, and the
+  // step's metadata over them for begin_step (valid while this DecodeStep lives).
+  struct DecodeStep {
+    std::vector<SequenceSlice> slices;
+    std::vector<int32_t> tokens, positions;
+    int64_t block_size = 0;
+    StepMetadata metadata() const {
+      StepMetadata step;
+      step.tokens = tokens;
+      step.positions = positions;
+      step.sequences = slices;
+      step.block_size = block_size;
+      return step;
+    }
+  };
+  DecodeStep decode_step() const {
+    DecodeStep d;
+    d.block_size = c.block_size;
+    for (size_t i = 0; i < slices.size(); ++i) {
+      const SequenceSlice& seq = slices[i];
+      d.slices.push_back({static_cast<int64_t>(i), 1, seq.start_pos + seq.n_tokens - 1, seq.block_table});
+      d.tokens.push_back(0);
+      d.positions.push_back(static_cast<int32_t>(seq.start_pos + seq.n_tokens - 1));
+    }
+    return d;
+  }
+
   void set_sinks(std::vector<float> values) {
     sinks = std::move(values);
     device_sinks = to_device(TensorView{

@@ -95,14 +95,8 @@ TEST_P(CudaAttentionSinks, DecodeTablesAndTheFusedCombineGiveThePlannedBits) {
   AttnSetup s(GetParam(), 22);
   s.set_sinks(sinks_for(s.c.n_heads));
   DeviceTensor dq = to_device(s.host_q());
-  std::vector<SequenceSlice> decode;
-  std::vector<int32_t> tokens, positions;
-  for (size_t i = 0; i < s.slices.size(); ++i) {
-    const SequenceSlice& seq = s.slices[i];
-    decode.push_back({static_cast<int64_t>(i), 1, seq.start_pos + seq.n_tokens - 1, seq.block_table});
-    tokens.push_back(0);
-    positions.push_back(static_cast<int32_t>(seq.start_pos + seq.n_tokens - 1));
-  }
+  const AttnSetup::DecodeStep step_layout = s.decode_step();
+  const std::vector<SequenceSlice>& decode = step_layout.slices;
   const auto rows = static_cast<std::ptrdiff_t>(decode.size() * static_cast<size_t>(s.c.n_heads * s.c.head_dim));
   const auto decoded = [&] {
     const std::vector<float> out = s.run_gpu(decode, dq);
@@ -124,12 +118,7 @@ TEST_P(CudaAttentionSinks, DecodeTablesAndTheFusedCombineGiveThePlannedBits) {
         o.step_graphs = true;
         o.fused_attention_combine = fused;
       });
-      StepMetadata step;
-      step.tokens = tokens;
-      step.positions = positions;
-      step.sequences = decode;
-      step.block_size = s.c.block_size;
-      gpu()->begin_step(step);
+      gpu()->begin_step(step_layout.metadata());
       const std::vector<float> derived = decoded();
       gpu()->end_step();
       EXPECT_EQ(derived, planned) << s.c.name << (exact ? " exact" : " flash") << (fused ? ", fused combine" : "");

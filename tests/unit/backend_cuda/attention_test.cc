@@ -89,14 +89,8 @@ TEST_P(CudaAttention, EachTokenAloneGivesItsBatchRowExactly) {
 TEST_P(CudaAttention, DecodeTablesGiveThePlannedResultsBitForBit) {
   AttnSetup s(GetParam(), 3);
   DeviceTensor dq = to_device(s.host_q());
-  std::vector<SequenceSlice> decode;
-  std::vector<int32_t> tokens, positions;
-  for (size_t i = 0; i < s.slices.size(); ++i) {
-    const SequenceSlice& seq = s.slices[i];
-    decode.push_back({static_cast<int64_t>(i), 1, seq.start_pos + seq.n_tokens - 1, seq.block_table});
-    tokens.push_back(0);
-    positions.push_back(static_cast<int32_t>(seq.start_pos + seq.n_tokens - 1));
-  }
+  const AttnSetup::DecodeStep step_layout = s.decode_step();
+  const std::vector<SequenceSlice>& decode = step_layout.slices;
   const int64_t row = s.c.n_heads * s.c.head_dim;
   const auto decoded_rows = [&](const std::vector<float>& out) {
     return std::vector<float>(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(decode.size()) * row);
@@ -110,12 +104,7 @@ TEST_P(CudaAttention, DecodeTablesGiveThePlannedResultsBitForBit) {
     const std::vector<float> planned = decoded_rows(s.run_gpu(decode, dq));
     options.step_graphs = true;
     gpu()->set_options(options);
-    StepMetadata step;
-    step.tokens = tokens;
-    step.positions = positions;
-    step.sequences = decode;
-    step.block_size = s.c.block_size;
-    gpu()->begin_step(step);
+    gpu()->begin_step(step_layout.metadata());
     const std::vector<float> derived = decoded_rows(s.run_gpu(decode, dq));
     gpu()->end_step();
     EXPECT_EQ(derived, planned) << s.c.name << (exact ? " exact" : " flash");
