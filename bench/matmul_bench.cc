@@ -274,4 +274,62 @@ BENCHMARK(BM_GluStream)
     ->ArgNames({"type", "rows", "cols", "tokens", "threads"})
     ->UseRealTime();
 
+// The matmul over a ring of copies of a weight in the file's own layout (about 256 MB in all,
+// past the L3; packed 0), or packed (1) where the type has packed kernels: a decode step's MoE
+// experts, which stay in the file's layout where packing does not pay (MXFP4) and are read once
+// per token from memory. gpt-oss-20b's expert shape (2880 x 2880). args as BM_Matmul's.
+void BM_MatmulStreamFileLayout(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t rows = state.range(1), cols = state.range(2), tokens = state.range(3);
+  const auto threads = static_cast<unsigned>(state.range(4));
+  const bool pack = state.range(5) != 0;
+  if (pack && !cpu::packing_pays_off(type)) {
+    state.SkipWithError("no packed kernels for this type on this CPU");
+    return;
+  }
+  Weight w = make_weight(type, rows, cols);
+  lumen::ThreadPool pool(threads);
+  const size_t copies = std::max<size_t>(2, (size_t{256} << 20) / w.bytes.size());
+  std::vector<uint8_t> ring_bytes(copies * w.bytes.size());
+  std::vector<cpu::WeightMatrix> matrices;
+  std::unique_ptr<PackedRing> packed;
+  if (pack) {
+    packed = std::make_unique<PackedRing>(w, copies, pool);
+    matrices = packed->matrices;
+  } else {
+    for (size_t c = 0; c < copies; ++c) {
+      uint8_t* copy = ring_bytes.data() + c * w.bytes.size();
+      std::memcpy(copy, w.bytes.data(), w.bytes.size());
+      matrices.push_back(w.matrix);
+      matrices.back().data = copy;
+    }
+  }
+  const std::vector<float> x = random_activations(cols * tokens);
+  std::vector<float> y(static_cast<size_t>(rows * tokens));
+  cpu::MatmulScratch scratch;
+  size_t next = 0;
+  for (auto _ : state) {
+    cpu::matmul(matrices[next], x.data(), cols, tokens, y.data(), rows, pool, scratch);
+    next = (next + 1) % copies;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["weight_GBps"] =
+      benchmark::Counter(calls * static_cast<double>(w.bytes.size()) / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(lumen::tensor::dtype_name(type)) + " " + std::string(cpu::isa_name(cpu::selected_isa())) +
+                 (pack ? " packed" : " file layout"));
+}
+BENCHMARK(BM_MatmulStreamFileLayout)
+    ->Name("StreamFileLayout")
+    ->ArgsProduct({{static_cast<int64_t>(DType::MXFP4), static_cast<int64_t>(DType::Q4_0),
+                    static_cast<int64_t>(DType::Q8_0)},
+                   {2880},
+                   {2880},
+                   {1},
+                   {1, 2},
+                   {0, 1}})
+    ->ArgNames({"type", "rows", "cols", "tokens", "threads", "packed"})
+    ->UseRealTime();
+
 BENCHMARK_MAIN();

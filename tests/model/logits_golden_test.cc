@@ -118,7 +118,8 @@ std::string sha256_of(const std::string& path) {
 }
 
 // Whether every matmul of the model rounds as llama.cpp's x86 CPU kernels do. Not so with
-// AVX-512 VNNI for Q4_0, Q4_1, Q5_0 and Q8_0, whose packed kernels sum each block as one exact integer (the
+// AVX-512 VNNI for the types with packed kernels (matmul_packed.h: the legacy types, IQ4_NL,
+// MXFP4, the K-quants), which sum each block as one exact integer (the
 // arithmetic of ggml's generic C kernels, in half the instructions: matmul_packed_avx512.cc).
 // Then one rounding difference in the first layers can flip an 8-bit activation code, so the
 // first positions and greedy near-ties are held to the reference's own spread instead of to

@@ -27,14 +27,16 @@ constexpr size_t kAlignment = 64;
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kParallelPackBytes = size_t{4} << 20;
 
-// Where a packed format's bytes come from in a block of the file's layout.
-template <typename Block, bool kHasMin, uint8_t kFlip, bool kHasHighBits = false>
+// Where a packed format's bytes come from in a block of the file's layout. The scale (and min)
+// is the block's first kScaleWidth bytes (and the next as many): an f16 d, or MXFP4's exponent.
+template <typename Block, bool kHasMin, uint8_t kFlip, bool kHasHighBits = false, size_t kScaleWidth = 2>
 struct Source {
   using BlockType = Block;
   static constexpr bool has_min = kHasMin;
   static constexpr uint32_t flip = kFlip * 0x01010101u;  // XORed into every code byte
   static constexpr size_t qs_words = sizeof(Block::qs) / 4;
   static constexpr bool has_high_bits = kHasHighBits;  // Q5_0's qh: one more chunk of 4 bytes a row
+  static constexpr size_t scale_width = kScaleWidth;
 };
 
 using Q4_0Source = Source<tensor::BlockQ4_0, false, 0>;
@@ -42,6 +44,8 @@ using Q4_1Source = Source<tensor::BlockQ4_1, true, 0>;
 using Q5_0Source = Source<tensor::BlockQ5_0, false, 0, true>;
 using Q8_0Source = Source<tensor::BlockQ8_0, false, 0x80>;
 using IQ4_NLSource = Source<tensor::BlockIQ4_NL, false, 0>;  // Q4_0's layout: the kernel looks the levels up
+using MXFP4Source = Source<tensor::BlockMXFP4, false, 0, false, 1>;  // IQ4_NL's, with a 1-byte scale
+static_assert(offsetof(tensor::BlockMXFP4, e) == 0);
 
 // One group: rows are read in order (one sequential stream each), their 4-byte pieces land in
 // the group's buffer, which a few tens of KB keep in L1/L2. Fixed sizes let the compiler turn
@@ -50,7 +54,7 @@ template <typename S>
 void pack_group(const WeightMatrix& w, int64_t group, uint8_t* out) {
   using Block = typename S::BlockType;
   constexpr size_t kQsBytes = 4 * (S::qs_words + (S::has_high_bits ? 1 : 0)) * kPackRows;
-  constexpr size_t kScaleBytes = (S::has_min ? 4 : 2) * kPackRows;
+  constexpr size_t kScaleBytes = (S::has_min ? 2 : 1) * S::scale_width * kPackRows;
   const int64_t blocks = w.cols / tensor::kLegacyBlock;
   uint8_t* scales = out + kQsBytes * static_cast<size_t>(blocks);
   const auto* base = static_cast<const uint8_t*>(w.data);
@@ -59,7 +63,7 @@ void pack_group(const WeightMatrix& w, int64_t group, uint8_t* out) {
     if (row >= w.rows) break;  // the group was zeroed: missing rows have scale 0
     const uint8_t* in = base + static_cast<size_t>(row) * w.row_bytes;
     uint8_t* qs = out + 4 * r;
-    uint8_t* sc = scales + 2 * r;
+    uint8_t* sc = scales + S::scale_width * r;
     for (int64_t b = 0; b < blocks; ++b, in += sizeof(Block), qs += kQsBytes, sc += kScaleBytes) {
       for (size_t c = 0; c < S::qs_words; ++c) {
         uint32_t four;
@@ -68,7 +72,7 @@ void pack_group(const WeightMatrix& w, int64_t group, uint8_t* out) {
         std::memcpy(qs + 64 * c, &four, 4);
       }
       if constexpr (S::has_high_bits) std::memcpy(qs + 64 * S::qs_words, in + offsetof(Block, qh), 4);
-      std::memcpy(sc, in, 2);                                                // d
+      std::memcpy(sc, in, S::scale_width);                                   // d (MXFP4: e)
       if constexpr (S::has_min) std::memcpy(sc + 2 * kPackRows, in + 2, 2);  // m
     }
   }
@@ -197,6 +201,7 @@ PackGroupFn pack_group_for(tensor::DType type) {
     case DType::Q5_0: return pack_group<Q5_0Source>;
     case DType::Q8_0: return pack_group<Q8_0Source>;
     case DType::IQ4_NL: return pack_group<IQ4_NLSource>;
+    case DType::MXFP4: return pack_group<MXFP4Source>;
     case DType::IQ4_XS: return pack_group_iq4_xs;
     case DType::Q4_K: return pack_group_q4_k<tensor::BlockQ4_K, kQ4KQsBytes>;
     case DType::Q5_K: return pack_group_q4_k<tensor::BlockQ5_K, kQ5KQsBytes>;
@@ -215,6 +220,7 @@ PackedFormat packed_format(tensor::DType type) {
     case DType::Q5_0: return {20 * kPackRows, 2 * kPackRows};
     case DType::Q8_0: return {32 * kPackRows, 2 * kPackRows};
     case DType::IQ4_NL: return {16 * kPackRows, 2 * kPackRows};
+    case DType::MXFP4: return {16 * kPackRows, 1 * kPackRows};
     case DType::IQ4_XS: return {kIQ4XSQsBytes, kIQ4XSScaleBytes, tensor::kSuperBlock};
     case DType::Q4_K: return {kQ4KQsBytes, kQ4KScaleBytes, tensor::kSuperBlock};
     case DType::Q5_K: return {kQ5KQsBytes, kQ4KScaleBytes, tensor::kSuperBlock};

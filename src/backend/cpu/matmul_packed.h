@@ -30,7 +30,9 @@
 // scale bytes.
 // Q6_K: per 32 elements, 4 chunks of low nibbles (as Q4_0's) and 2 chunks of the codes' top two
 // bits; then 16 x 16 signed scale bytes and the 16 rows' f16 d.
-// IQ4_NL packs as Q4_0 (its nibbles index the 16 levels, which the kernel looks up). IQ4_XS: per
+// IQ4_NL packs as Q4_0 (its nibbles index the 16 levels, which the kernel looks up); so does
+// MXFP4, its scales the 16 rows' exponent bytes (one byte each, so its packed copy is no larger
+// than the file's blocks). IQ4_XS: per
 // 32-element sub-block, Q4_0's 4 chunks of its 16 code bytes; then 8 x 16 int8 scales (ls - 32)
 // and the 16 rows' f16 d.
 #include <cstddef>

@@ -12,9 +12,8 @@
 // 3. On a small 4-bit model any rounding change can flip an 8-bit activation code and move logits
 // far more than the rounding, so these results are held to the model's f32 function rather than
 // to llama.cpp's rounding (docs/backends.md, "Two roundings").
-// The unsigned codes' offset (8 for Q4_0, 16 for Q5_0, 128 for the sign-flipped Q8_0 and IQ4_NL) is removed exactly by
-// starting the integer sums at -offset * sum(activation codes), which the packed activation row
-// carries.
+// The unsigned codes' offset (8 for Q4_0, 16 for Q5_0, 128 for the sign-flipped Q8_0, IQ4_NL and MXFP4) is removed
+// exactly by starting the integer sums at -offset * sum(activation codes), which the packed activation row carries.
 #include "backend/cpu/matmul_kernels.h"
 
 #include <cstring>
@@ -90,14 +89,15 @@ struct ByteCodes {  // Q8_0: chunk c holds elements 4c..4c+3, sign-flipped
   static constexpr int kLane[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 };
 
-// IQ4_NL: Q4_0's nibbles (packed as Q4_0's), each looked up in the 16 levels by vpshufb (within
-// each 128-bit lane, so the table is repeated in all four) from a table already sign-flipped: the
-// weights come out as level + 128, unsigned, as Q8_0's flipped codes do.
+// IQ4_NL and MXFP4: Q4_0's nibbles (packed as Q4_0's), each looked up in the 16 levels by vpshufb
+// (within each 128-bit lane, so the table is repeated in all four) from a table already
+// sign-flipped: the weights come out as level + 128, unsigned, as Q8_0's flipped codes do.
+template <const LevelTable& kTable>
 struct LevelCodes {
   static constexpr size_t kQsBytes = 256;
   static void weights(const uint8_t* qs, __m512i w[8]) {
     NibbleCodes::weights(qs, w);
-    const __m512i table = iq4_level_table();
+    const __m512i table = _mm512_load_si512(kTable.bytes);
     for (int k = 0; k < 8; ++k) w[k] = _mm512_shuffle_epi8(table, w[k]);
   }
   static constexpr int kLane[8] = {0, 4, 1, 5, 2, 6, 3, 7};
@@ -132,12 +132,40 @@ struct Q8_0Packed : ByteCodes {
   static constexpr int kExtraWords = 1;  // -128 * sum of the block's codes
 };
 
-struct IQ4_NLPacked : LevelCodes {
+struct IQ4_NLPacked : LevelCodes<kIq4LevelTable> {
   static constexpr int kOffset = 128;
   static constexpr bool kHasMin = false;
   static constexpr size_t kScaleBytes = 32;
   static constexpr int kExtraWords = 1;  // -128 * sum of the block's codes
 };
+
+// MXFP4 (gpt-oss's experts): its block scale is one exponent byte a row, 2^(e - 128), so the
+// packed copy is as large as the file's blocks (17 bytes), and the 16 rows' scales come from 16
+// bytes: tensor::mxfp4_scale's bits (e - 1 in the exponent field; 2^-128 and 2^-127 subnormal
+// for e = 0 and 1), 16 lanes at once.
+struct MXFP4Packed : LevelCodes<kMxfp4LevelTable> {
+  static constexpr int kOffset = 128;
+  static constexpr bool kHasMin = false;
+  static constexpr size_t kScaleBytes = 16;
+  static constexpr int kExtraWords = 1;  // -128 * sum of the block's codes
+  static __m512 scales(const uint8_t* sc) {
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    const __mmask16 is_normal = _mm512_cmpge_epu32_mask(e, _mm512_set1_epi32(2));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(is_normal, subnormal, normal));
+  }
+};
+
+// A block's 16 row scales: the format's own rule where it has one, else 16 f16 d.
+template <typename F>
+inline __m512 row_scales(const uint8_t* sc) {
+  if constexpr (requires { F::scales(sc); }) {
+    return F::scales(sc);
+  } else {
+    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
+  }
+}
 
 // Decode streams each weight once from memory, and the hardware prefetcher alone leaves a
 // single-threaded stream far below the read bandwidth. Measured on the llama-1B output matrix
@@ -188,7 +216,7 @@ void packed_tile(const uint8_t* group, int64_t cols, const uint8_t* x0, size_t x
     prefetch_ahead<F>(qs, sc, b);
     __m512i w[8];
     F::weights(qs, w);
-    const __m512 wd = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
+    const __m512 wd = row_scales<F>(sc);
     __m512 wm = _mm512_setzero_ps();
     if constexpr (F::kHasMin) wm = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc + 32)));
     const uint8_t* xq = x.codes + 32 * b;
@@ -273,6 +301,7 @@ const PackedKernels* packed_kernels(tensor::DType type) {
   static constexpr PackedKernels kQ5_0 = make_packed_kernels<Q5_0Packed>();
   static constexpr PackedKernels kQ8_0 = make_packed_kernels<Q8_0Packed>();
   static constexpr PackedKernels kIQ4_NL = make_packed_kernels<IQ4_NLPacked>();
+  static constexpr PackedKernels kMXFP4 = make_packed_kernels<MXFP4Packed>();
   static_assert(Q4_0Packed::kQsBytes == 16 * kPackRows && Q8_0Packed::kQsBytes == 32 * kPackRows &&
                 Q5_0Packed::kQsBytes == 20 * kPackRows);
   switch (type) {
@@ -281,6 +310,7 @@ const PackedKernels* packed_kernels(tensor::DType type) {
     case DType::Q5_0: return &kQ5_0;
     case DType::Q8_0: return &kQ8_0;
     case DType::IQ4_NL: return &kIQ4_NL;
+    case DType::MXFP4: return &kMXFP4;
     default: return packed_kquant_kernels(type);
   }
 }

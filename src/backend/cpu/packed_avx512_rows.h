@@ -1,6 +1,6 @@
 #pragma once
 // The small readers both packed-weight kernel files share (matmul_packed_avx512.cc for the
-// legacy types and IQ4_NL, matmul_packed_kquant_avx512.cc for the K-quants and IQ4_XS): 512-bit loads and
+// legacy types, IQ4_NL and MXFP4, matmul_packed_kquant_avx512.cc for the K-quants and IQ4_XS): 512-bit loads and
 // broadcasts (the scalar readers are x86_simd.h's), and where a packed activation row
 // (matmul_kernels.h) keeps its pieces.
 //
@@ -37,21 +37,22 @@ inline ActivationRow activation_row(const uint8_t* row, int64_t cols) {
   return {row, row + cols, row + cols + 4 * (cols / tensor::kLegacyBlock)};
 }
 
-// vpshufb's table for IQ4_NL / IQ4_XS codes: the 16 levels sign-flipped (level + 128, the unsigned
-// operand of vpdpbusd) in each 128-bit lane, as vpshufb looks up within a lane. A load rather than
-// a broadcast of 16 bytes (GCC 12's broadcast intrinsic passes an undefined merge source).
-struct Iq4LevelTable {
+// vpshufb's tables of non-linear 4-bit codes: the 16 levels sign-flipped (level + 128, the
+// unsigned operand of vpdpbusd) in each 128-bit lane, as vpshufb looks up within a lane. IQ4_NL
+// and IQ4_XS share one; MXFP4 has its doubled E2M1 levels. A load rather than a broadcast of 16
+// bytes (GCC 12's broadcast intrinsic passes an undefined merge source).
+struct LevelTable {
   alignas(64) uint8_t bytes[64];
 };
 
-constexpr Iq4LevelTable make_iq4_level_table() {
-  Iq4LevelTable t{};
-  for (int i = 0; i < 64; ++i)
-    t.bytes[i] = static_cast<uint8_t>(static_cast<uint8_t>(tensor::kIq4Levels[i % 16]) ^ 0x80u);
+constexpr LevelTable make_level_table(const int8_t (&levels)[16]) {
+  LevelTable t{};
+  for (int i = 0; i < 64; ++i) t.bytes[i] = static_cast<uint8_t>(static_cast<uint8_t>(levels[i % 16]) ^ 0x80u);
   return t;
 }
 
-inline constexpr Iq4LevelTable kIq4LevelTable = make_iq4_level_table();
+inline constexpr LevelTable kIq4LevelTable = make_level_table(tensor::kIq4Levels);
+inline constexpr LevelTable kMxfp4LevelTable = make_level_table(tensor::kMxfp4Levels);
 
 inline __m512i iq4_level_table() { return _mm512_load_si512(kIq4LevelTable.bytes); }
 

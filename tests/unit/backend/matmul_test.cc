@@ -11,6 +11,7 @@
 // already several times that bound, so a wrong kernel cannot pass.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -286,7 +287,7 @@ TEST_P(PackedMatmulTest, AgreesWithScalarAndUnpacked) {
 
 INSTANTIATE_TEST_SUITE_P(PackedTypes, PackedMatmulTest,
                          ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
-                                           DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS),
+                                           DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::MXFP4),
                          [](const ::testing::TestParamInfo<DType>& param) {
                            return std::string(tensor::dtype_name(param.param));
                          });
@@ -302,6 +303,35 @@ TEST(PackedWeights, LargeMatrixPackedOnThePoolMatchesScalar) {
       const size_t i = static_cast<size_t>(t * p.y_stride + r);
       ASSERT_NEAR(packed[i], scalar[i], 1e-5 * std::fabs(scalar[i]) + 1e-3) << "row " << r << " token " << t;
     }
+  }
+}
+
+// MXFP4's packed scales are formed from the exponent bytes 16 lanes at a time: every one of the
+// 256 exponents (the subnormal 2^-128 and 2^-127, and 2^127) must give the file layout's bits.
+// Row r has one nonzero weight (level 1, at element r % 64) under exponent r, so its output is
+// the scale times one activation, computed by both kernels with the same operations.
+TEST(PackedWeights, Mxfp4ScalesMatchTheFileLayoutForEveryExponent) {
+  if (!packing_pays_off(DType::MXFP4)) GTEST_SKIP() << "no packed MXFP4 kernels on this CPU";
+  const int64_t rows = 256, cols = 64;
+  constexpr size_t kRowBytes = 2 * sizeof(tensor::BlockMXFP4);
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows) * kRowBytes, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t element = r % cols, b = element / 32, j = element % 32;
+    for (int64_t other = 0; other < 2; ++other) bytes[kRowBytes * r + sizeof(tensor::BlockMXFP4) * other] = 127;
+    uint8_t* block = bytes.data() + kRowBytes * r + sizeof(tensor::BlockMXFP4) * b;
+    block[0] = static_cast<uint8_t>(r);                           // e
+    block[1 + j % 16] = static_cast<uint8_t>(j < 16 ? 1 : 0x10);  // level 1 (nibble 1)
+  }
+  Problem p{DType::MXFP4, rows, cols, 1, cols, rows, bytes, std::vector<float>(cols, 1.0f)};
+  const std::vector<float> unpacked = run(p, detected_isa(), 1);
+  const std::vector<float> packed = run(p, detected_isa(), 1, true);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto i = static_cast<size_t>(r);
+    ASSERT_EQ(std::bit_cast<uint32_t>(packed[i]), std::bit_cast<uint32_t>(unpacked[i])) << "exponent " << r;
+    // The value itself: 2^(e - 128) times the activation (code 127 times its f16 d).
+    const double want = std::ldexp(1.0, static_cast<int>(r) - 128) * 127.0 *
+                        tensor::fp16_to_float(tensor::float_to_fp16(1.0f / 127.0f));
+    ASSERT_NEAR(packed[i], want, std::fabs(want) * 1e-6 + 0x1p-148) << "exponent " << r;
   }
 }
 
