@@ -1,7 +1,6 @@
 #include "engine/kv_budget.h"
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <string>
 
@@ -9,6 +8,7 @@
 #include "model/kv_cache.h"
 #include "model/state_cache.h"
 #include "util/error.h"
+#include "util/system_memory.h"
 
 namespace lumen::engine {
 
@@ -68,17 +68,6 @@ int64_t kv_blocks_beside(const EngineConfig& config, const model::HParams& hp, c
 }
 
 }  // namespace
-
-uint64_t available_ram_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  uint64_t value = 0;
-  std::string unit;
-  while (meminfo >> key >> value >> unit) {
-    if (key == "MemAvailable:") return value * 1024;
-  }
-  return 0;
-}
 
 uint64_t cache_budget_bytes(const EngineConfig& config, const backend::Backend& backend) {
   if (config.kv_cache_bytes > 0) return static_cast<uint64_t>(config.kv_cache_bytes);

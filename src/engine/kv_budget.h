@@ -42,7 +42,4 @@ int64_t kv_blocks_for(const EngineConfig& config, const model::HParams& hp, cons
 // memory (a device backend) or of the RAM the system reports available.
 uint64_t cache_budget_bytes(const EngineConfig& config, const backend::Backend& backend);
 
-// MemAvailable from /proc/meminfo, in bytes (0 when it cannot be read).
-uint64_t available_ram_bytes();
-
 }  // namespace lumen::engine

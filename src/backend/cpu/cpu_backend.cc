@@ -7,6 +7,8 @@
 
 #include <sys/mman.h>
 
+#include <fmt/core.h>
+
 #include "backend/common/op_checks.h"
 #include "backend/cpu/activation.h"
 #include "backend/cpu/elementwise.h"
@@ -19,6 +21,7 @@
 #include "backend/cpu/rope.h"
 #include "util/checked_math.h"
 #include "util/error.h"
+#include "util/system_memory.h"
 
 namespace lumen::backend {
 
@@ -31,7 +34,10 @@ constexpr int64_t kActivationTaskElements = 512;  // expf / table lookups: sever
 
 class HostBuffer final : public Buffer {
  public:
-  explicit HostBuffer(size_t bytes) : size_(bytes) {
+  // lazy_bytes: the backend's count of mapped (lazily backed) bytes, which this buffer's
+  // mapping adds to while it lives (the packing budget's promise: pack_budget.h).
+  HostBuffer(size_t bytes, std::shared_ptr<std::atomic<uint64_t>> lazy_bytes)
+      : size_(bytes), lazy_bytes_(std::move(lazy_bytes)) {
     if (bytes > SIZE_MAX - kAlignment) fail("allocate: {} bytes is too large", bytes);
     const size_t padded = std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
     if (padded >= kMappedBytes) {
@@ -42,6 +48,7 @@ class HostBuffer final : public Buffer {
       if (p == MAP_FAILED) fail("allocate: out of memory for {} bytes", bytes);
       data_ = p;
       mapped_bytes_ = padded;
+      *lazy_bytes_ += padded;
       return;
     }
     data_ = std::aligned_alloc(kAlignment, padded);
@@ -51,6 +58,7 @@ class HostBuffer final : public Buffer {
   ~HostBuffer() override {
     if (mapped_bytes_ != 0) {
       munmap(data_, mapped_bytes_);
+      *lazy_bytes_ -= mapped_bytes_;
     } else {
       std::free(data_);
     }
@@ -65,6 +73,7 @@ class HostBuffer final : public Buffer {
   void* data_ = nullptr;
   size_t size_;
   size_t mapped_bytes_ = 0;
+  std::shared_ptr<std::atomic<uint64_t>> lazy_bytes_;
 };
 
 // Runs fn(row, col_begin, col_end) over a rows x cols tensor, on the pool when it is big
@@ -113,7 +122,9 @@ CpuBackend::CpuBackend(unsigned threads) : pool_(threads) {}
 // the file's tensors agree on them: model/arch/tensor_spec.cc).
 bool CpuBackend::do_supports_weight_type(tensor::DType type) const { return tensor::has_reference_kernels(type); }
 
-std::unique_ptr<Buffer> CpuBackend::do_allocate(size_t bytes) { return std::make_unique<HostBuffer>(bytes); }
+std::unique_ptr<Buffer> CpuBackend::do_allocate(size_t bytes) {
+  return std::make_unique<HostBuffer>(bytes, lazy_buffer_bytes_);
+}
 
 TensorView CpuBackend::do_upload_weights(tensor::DType type, std::array<int64_t, 4> dims, const void* host_data) {
   const auto bytes = tensor::row_bytes(type, dims[0]);  // whole blocks: checked by Backend
@@ -142,10 +153,39 @@ const cpu::PackedWeights* CpuBackend::packed_weights(const cpu::WeightMatrix& w)
     return nullptr;
   }
   // Packing costs about one read and one write of the matrix, spread over the pool; it replaces
-  // the load-time repacking llama.cpp does, but only for matrices that are multiplied.
-  if (!slot.packed) slot.packed = std::make_unique<cpu::PackedWeights>(w, pool_, packed_arena_);
+  // the load-time repacking llama.cpp does, but only for matrices that are multiplied, and only
+  // while the memory left allows (pack_budget.h).
+  if (!slot.packed) {
+    if (slot.left_unpacked) return nullptr;
+    const size_t bytes = cpu::packed_matrix_bytes(w.type, w.rows, w.cols);
+    const cpu::PackBudget budget = pack_budget();
+    if (!budget.allows(bytes)) {
+      slot.left_unpacked = true;
+      leave_unpacked(bytes, budget);
+      return nullptr;
+    }
+    slot.packed = std::make_unique<cpu::PackedWeights>(w, pool_, packed_arena_);
+  }
   return slot.packed.get();
 }
+
+cpu::PackBudget CpuBackend::pack_budget() const {
+  const MemoryReport memory = memory_probe_ ? memory_probe_() : MemoryReport{available_ram_bytes(), total_ram_bytes()};
+  return cpu::PackBudget{memory.available, memory.total, lazy_buffer_bytes_->load()};
+}
+
+void CpuBackend::leave_unpacked(size_t bytes, const cpu::PackBudget& budget) {
+  if (unpacked_bytes_ == 0) {
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    fmt::print(stderr,
+               "lumen: {:.1f} GiB of memory available, {:.1f} GiB of it promised to the KV cache: the weights not yet "
+               "repacked stay in the file's layout (slower matmuls, the same results)\n",
+               static_cast<double>(budget.available) / kGiB, static_cast<double>(budget.promised) / kGiB);
+  }
+  unpacked_bytes_ += bytes;
+}
+
+void CpuBackend::set_memory_probe(std::function<MemoryReport()> probe) { memory_probe_ = std::move(probe); }
 
 void CpuBackend::do_copy_to_host(const TensorView& src, float* dst) {
   for (int64_t r = 0; r < src.rows(); ++r) {

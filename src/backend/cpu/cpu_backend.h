@@ -2,6 +2,9 @@
 // The CPU implementation of the Backend interface: host memory, weights used in place (the
 // mmap is the weight buffer), and the kernels of this directory spread over one persistent
 // thread pool. After the first step at a given batch shape, a forward pass allocates nothing.
+#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -16,6 +19,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_packed.h"
 #include "backend/cpu/moe_ffn.h"
+#include "backend/cpu/pack_budget.h"
 #include "backend/cpu/packed_arena.h"
 #include "backend/cpu/rope_table.h"
 #include "util/thread_pool.h"
@@ -29,6 +33,15 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
   ThreadPool& pool() { return pool_; }
+  // The packed matrices' bytes, and the bytes of the packed copies the memory budget refused
+  // (pack_budget.h: those matrices run on the file's layout).
+  size_t packed_bytes() const { return packed_arena_.used_bytes(); }
+  uint64_t unpacked_bytes() const { return unpacked_bytes_; }
+  // Tests: what the packing budget reads instead of /proc/meminfo (MemAvailable, MemTotal).
+  struct MemoryReport {
+    uint64_t available = 0, total = 0;
+  };
+  void set_memory_probe(std::function<MemoryReport()> probe);
   // Tests: moe_ffn and shift_keys composed from this backend's own ops, as the CUDA backend
   // runs them (common/composed_moe_ffn.h, common/composed_shift_keys.h), instead of the CPU's
   // kernels, and no declared op (has_op false, so callers run the ops they fuse), so that a
@@ -138,8 +151,12 @@ class CpuBackend final : public Backend {
     tensor::DType type;
     int64_t rows, cols;
     std::unique_ptr<cpu::PackedWeights> packed;  // null until the first matmul
+    bool left_unpacked = false;                  // the budget refused it: the file's layout for good
   };
   const cpu::PackedWeights* packed_weights(const cpu::WeightMatrix& w);
+  cpu::PackBudget pack_budget() const;
+  // Notes a matrix the budget left unpacked, and says so on stderr the first time.
+  void leave_unpacked(size_t bytes, const cpu::PackBudget& budget);
   // Describes one matmul's (checked) operands for the cpu:: kernels (weights is filled).
   cpu::MatmulTarget matmul_target(const TensorView& w, TensorView& y, cpu::WeightMatrix& weights);
   // A (checked) 2-D weight view described for the cpu:: kernels, with its packed form when it has one.
@@ -149,6 +166,11 @@ class CpuBackend final : public Backend {
   common::HostOpClock op_clock_;
   cpu::PackedArena packed_arena_;  // the packed matrices' memory: outlives packed_weights_
   std::unordered_map<const void*, PackedSlot> packed_weights_;  // by host address
+  // The bytes of this backend's live buffers that the kernel backs only as they are touched (the
+  // KV pool): shared with them, since a buffer may outlive the backend.
+  std::shared_ptr<std::atomic<uint64_t>> lazy_buffer_bytes_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::function<MemoryReport()> memory_probe_;  // empty: /proc/meminfo
+  uint64_t unpacked_bytes_ = 0;
   cpu::MatmulScratch matmul_scratch_;
   cpu::MoeScratch moe_scratch_;
   std::vector<cpu::ExpertMatrices> experts_;  // moe_ffn's per-call descriptions, reused

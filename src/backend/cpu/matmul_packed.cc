@@ -229,6 +229,18 @@ PackedFormat packed_format(tensor::DType type) {
   }
 }
 
+size_t packed_group_bytes(tensor::DType type, int64_t cols) {
+  const PackedFormat fmt = packed_format(type);
+  if (fmt.qs_bytes == 0 || cols <= 0) return 0;
+  const auto blocks = static_cast<size_t>(cols / fmt.block);
+  return (blocks * (fmt.qs_bytes + fmt.scale_bytes) + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+size_t packed_matrix_bytes(tensor::DType type, int64_t rows, int64_t cols) {
+  if (rows <= 0) return 0;
+  return packed_group_bytes(type, cols) * static_cast<size_t>((rows + kPackRows - 1) / kPackRows);
+}
+
 void PackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
 
 PackedWeights::PackedWeights(const WeightMatrix& w, ThreadPool& pool) : PackedWeights(w, pool, nullptr) {}
@@ -244,8 +256,7 @@ PackedWeights::PackedWeights(const WeightMatrix& w, ThreadPool& pool, PackedAren
     fail("pack: cannot pack a {} weight matrix {} x {}", tensor::dtype_name(w.type), w.rows, w.cols);
   }
   const PackGroupFn pack = pack_group_for(w.type);
-  const auto blocks = static_cast<size_t>(w.cols / fmt.block);
-  group_bytes_ = (blocks * (fmt.qs_bytes + fmt.scale_bytes) + kAlignment - 1) / kAlignment * kAlignment;
+  group_bytes_ = packed_group_bytes(w.type, w.cols);
   if (arena != nullptr) {
     data_ = arena->allocate(bytes());
   } else if (bytes() >= kHugePage) {

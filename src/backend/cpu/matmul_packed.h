@@ -58,6 +58,11 @@ struct PackedFormat {
 // The packed format of `type`, or qs_bytes == 0 when the type has none.
 PackedFormat packed_format(tensor::DType type);
 
+// The bytes of one packed group of 16 rows of `cols` values, and of a whole rows x cols matrix
+// (what PackedWeights takes); 0 for a type without a packed format.
+size_t packed_group_bytes(tensor::DType type, int64_t cols);
+size_t packed_matrix_bytes(tensor::DType type, int64_t rows, int64_t cols);
+
 class PackedWeights {
  public:
   // Packs w (of a type with a packed format), spreading groups of rows over the pool, into
