@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from context_bytes import context_bytes_per_token  # noqa: E402
+from context_bytes import context_bytes_per_token, weight_bytes_per_token  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LUMEN = REPO / "build" / "release" / "src" / "cli" / "lumen"
@@ -127,13 +127,16 @@ def main() -> None:
     bandwidth = max(bandwidths)
     for row in rows:
         if row["test"].startswith("tg"):
-            # Bytes of weights read per generated token over the measured read bandwidth.
-            row["lumen_bandwidth_share"] = round(row["lumen"]["median"] * row["model_size"] / 1e9 / bandwidth, 3)
+            # Bytes of weights read per generated token (a MoE model's: its chosen experts only)
+            # over the measured read bandwidth.
+            weights = weight_bytes_per_token(row["path"])
+            row["weight_bytes_per_token"] = weights
+            row["lumen_bandwidth_share"] = round(row["lumen"]["median"] * weights / 1e9 / bandwidth, 3)
             context = context_bytes_per_token(row["path"], int(row["test"][2:]))
             if context is not None:
                 row["context_bytes_per_token"] = context
                 row["lumen_bandwidth_share_with_context"] = round(
-                    row["lumen"]["median"] * (row["model_size"] + context) / 1e9 / bandwidth, 3)
+                    row["lumen"]["median"] * (weights + context) / 1e9 / bandwidth, 3)
     result = {"read_bandwidth_gbs": [round(b, 2) for b in bandwidths], "rounds": args.rounds,
               "repetitions": int(args.r), "peers": peers, "rows": rows}
     print(json.dumps(result, indent=2))

@@ -41,3 +41,23 @@ def context_bytes_per_token(path: str, n_gen: int):
     value_dim = get("attention.value_length") or head_dim
     per_position = layers * kv_heads * (head_dim + value_dim) * 2
     return per_position * (n_gen + 1) / 2
+
+
+def weight_bytes_per_token(path: str) -> int:
+    """The weight bytes one decoded token reads, as `lumen bench profile` counts them
+    (profile_run.h, WeightStream): every tensor but an untied token embedding (a lookup reads one
+    row), and of a MoE layer's expert tensors (`*_exps`) only the share its token chooses
+    (expert_used_count / expert_count)."""
+    reader = GGUFReader(path)
+    arch_field = reader.fields["general.architecture"]
+    arch = bytes(arch_field.parts[arch_field.data[0]]).decode()
+    experts = _scalar(reader, f"{arch}.expert_count") or 0
+    used = _scalar(reader, f"{arch}.expert_used_count") or 0
+    names = {t.name for t in reader.tensors}
+    total = 0.0
+    for t in reader.tensors:
+        if t.name == "token_embd.weight" and "output.weight" in names:
+            continue
+        share = used / experts if experts and used and "_exps." in t.name else 1.0
+        total += int(t.n_bytes) * share
+    return int(total)

@@ -83,7 +83,7 @@ void run_profile(const ProfileOptions& options) {
     } else {
       ceilings = profile::measure_ceilings(*run.pool());
     }
-    const profile::ModelSummary summary{path, run.description(), run.weight_bytes()};
+    const profile::ModelSummary summary{path, run.description(), run.weight_stream()};
     doc["model_description"] = summary.description;
     nlohmann::json run_json = {{"device", options.device},
                                {"threads", run.threads()},

@@ -115,15 +115,16 @@ nlohmann::json shape_json(const ShapeProfile& profile, const MachineCeilings& ce
   // The bound issue 23 measures decode against: the weights streamed once per step at the
   // measured read bandwidth.
   const double steps_per_s = profile.unrecorded_step_ns > 0 ? 1e9 / profile.unrecorded_step_ns : 0.0;
-  out["weight_bytes"] = model.weight_bytes;
-  out["weight_stream_gbps"] = model.weight_bytes * steps_per_s / 1e9;
-  out["bandwidth_bound_share"] = ceilings.read_gbps > 0 ? model.weight_bytes * steps_per_s / 1e9 / ceilings.read_gbps : 0.0;
+  const double weight_bytes = model.weights.bytes_for(profile.shape.new_tokens());
+  out["weight_bytes"] = weight_bytes;
+  out["weight_stream_gbps"] = weight_bytes * steps_per_s / 1e9;
+  out["bandwidth_bound_share"] = ceilings.read_gbps > 0 ? weight_bytes * steps_per_s / 1e9 / ceilings.read_gbps : 0.0;
   // The same bound with the step's context traffic added: the keys and values attention reads
   // (a Transformer), the recurrent state read and written back (Mamba 2), as the ops' costs
   // count them (op_cost.h). A state model's decode cannot stream less than both.
   out["context_bytes"] = all.context_bytes;
   out["bandwidth_bound_share_with_context"] =
-      ceilings.read_gbps > 0 ? (model.weight_bytes + all.context_bytes) * steps_per_s / 1e9 / ceilings.read_gbps : 0.0;
+      ceilings.read_gbps > 0 ? (weight_bytes + all.context_bytes) * steps_per_s / 1e9 / ceilings.read_gbps : 0.0;
   out["ops"] = nlohmann::json::array();
   for (const Totals& t : b.by_op) out["ops"].push_back(totals_json(t, b.step_ns, ceilings));
   out["parts"] = nlohmann::json::array();

@@ -14,7 +14,7 @@ namespace lumen::profile {
 struct ModelSummary {
   std::string path;
   std::string description;  // "llama 135M Q4_1"
-  double weight_bytes = 0;
+  WeightStream weights;
 };
 
 nlohmann::json ceilings_json(const MachineCeilings& ceilings);

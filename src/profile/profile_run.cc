@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -59,10 +60,24 @@ unsigned ProfileRun::threads() const { return cpu_ != nullptr ? cpu_->pool().siz
 
 ThreadPool* ProfileRun::pool() { return cpu_ != nullptr ? &cpu_->pool() : nullptr; }
 
-double ProfileRun::weight_bytes() const {
-  double bytes = 0;
-  for (const gguf::TensorInfo& t : model_->file->tensors()) bytes += static_cast<double>(t.bytes);
-  return bytes;
+double WeightStream::bytes_for(int64_t tokens) const {
+  if (experts == 0 || used == 0 || tokens <= 0) return dense_bytes + expert_bytes;
+  const double unchosen = std::pow(1.0 - static_cast<double>(std::min(used, experts)) / static_cast<double>(experts),
+                                   static_cast<double>(tokens));
+  return dense_bytes + expert_bytes * (1.0 - unchosen);
+}
+
+WeightStream ProfileRun::weight_stream() const {
+  const std::vector<gguf::TensorInfo>& tensors = model_->file->tensors();
+  const bool untied =
+      std::any_of(tensors.begin(), tensors.end(), [](const gguf::TensorInfo& t) { return t.name == "output.weight"; });
+  WeightStream stream{0, 0, model_->hparams.expert_count, model_->hparams.expert_used_count};
+  for (const gguf::TensorInfo& t : tensors) {
+    if (untied && t.name == "token_embd.weight") continue;
+    const bool expert = t.name.find("_exps.") != std::string::npos;
+    (expert ? stream.expert_bytes : stream.dense_bytes) += static_cast<double>(t.bytes);
+  }
+  return stream;
 }
 
 ShapeProfile ProfileRun::profile(const StepShape& shape, int repetitions) {

@@ -35,6 +35,20 @@ struct StepShape {
                               // "verify 6 rows at context 900"
 };
 
+// The weight bytes a step reads once from memory, the bound decode is measured against: every
+// tensor of the file but an untied token embedding (a lookup reads one row a token), and of a MoE
+// layer's expert tensors (`*_exps`) only the experts its tokens choose: with `used` of `experts`
+// chosen per token, independently and uniformly, a step of T tokens reads an expected
+// 1 - (1 - used / experts)^T of them (1 token: used / experts; a 512-token prompt: nearly all).
+// Before this the bound counted every expert at every step, and gpt-oss-20b's decode read
+// "415%" of the bandwidth.
+struct WeightStream {
+  double dense_bytes = 0;
+  double expert_bytes = 0;  // every expert's
+  uint64_t experts = 0, used = 0;
+  double bytes_for(int64_t tokens) const;
+};
+
 struct ShapeProfile {
   StepShape shape;
   StepBreakdown breakdown;    // over the recorded repetitions
@@ -63,8 +77,8 @@ class ProfileRun {
   const std::string& op_name(uint32_t id) const { return profiler_->op_name(id); }
   // The backend the model runs on.
   backend::Backend& backend();
-  // Bytes of every weight the model multiplies or looks up (the file's tensor data).
-  double weight_bytes() const;
+  // The weight bytes the model's steps stream (WeightStream).
+  WeightStream weight_stream() const;
 
   // One warm-up step, then `repetitions` recorded and `repetitions` unrecorded ones.
   ShapeProfile profile(const StepShape& shape, int repetitions);

@@ -159,6 +159,29 @@ TEST_F(ProfileRunTest, PrefillRunsEveryLayerAndRefusesShapesThatDoNotFit) {
   EXPECT_THROW(run.profile(StepShape{true, 0, 1, 10}, 1), Error);
 }
 
+// The decode bound's bytes: a MoE layer's experts count only for those a step's tokens choose
+// (expected under uniform routing); the rest of the weights once a step.
+TEST(WeightStream, ExpertsCountForTheShareAStepsTokensChoose) {
+  const WeightStream moe{100.0, 3200.0, 32, 4};
+  EXPECT_DOUBLE_EQ(moe.bytes_for(1), 100.0 + 3200.0 * 4 / 32);
+  EXPECT_DOUBLE_EQ(moe.bytes_for(2), 100.0 + 3200.0 * (1.0 - (28.0 / 32) * (28.0 / 32)));
+  EXPECT_NEAR(moe.bytes_for(512), 3300.0, 1e-6);
+  const WeightStream dense{100.0, 0.0, 0, 0};
+  EXPECT_DOUBLE_EQ(dense.bytes_for(1), 100.0);
+}
+
+// SmolLM2 ties its output to the token embedding, so every tensor is streamed (and none is an
+// expert's).
+TEST_F(ProfileRunTest, ADenseModelStreamsEveryTensor) {
+  ProfileRun run(*path_, 1);
+  double file_bytes = 0;
+  for (const gguf::TensorInfo& t : run.model().file->tensors()) file_bytes += static_cast<double>(t.bytes);
+  const WeightStream stream = run.weight_stream();
+  EXPECT_EQ(stream.dense_bytes, file_bytes);
+  EXPECT_EQ(stream.expert_bytes, 0.0);
+  EXPECT_EQ(stream.bytes_for(7), file_bytes);
+}
+
 TEST(MachineCeilings, ProbesMeasureSomethingPlausible) {
   ThreadPool pool(2);
   const MachineCeilings c = measure_ceilings(pool, 64, 200'000);
