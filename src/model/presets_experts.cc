@@ -12,7 +12,7 @@ namespace {
 // head_dim, the query/KV head ratio) but are narrower (width 512), shallower (8 layers) and
 // take the vocabulary of the --vocab file (vocab_size 0), so they fit in memory and run on two
 // cores; no MoE GGUF small enough can be downloaded here.
-constexpr std::array kPresets = {
+constexpr std::array kExpertPresets = {
     // Qwen1.5-MoE-A2.7B (2048 wide, 24 layers, 16 heads of 128, 60 experts of 1408, top 4, a
     // shared expert of 5632 = 4 experts) at a quarter of its width.
     Preset{"qwen2moe-a2.7b-mini",
@@ -130,6 +130,6 @@ constexpr std::array kPresets = {
 };
 }  // namespace
 
-std::span<const Preset> expert_presets() { return kPresets; }
+std::span<const Preset> expert_presets() { return kExpertPresets; }
 
 }  // namespace lumen::model

@@ -7,7 +7,7 @@
 namespace lumen::model {
 
 namespace {
-constexpr std::array kPresets = {
+constexpr std::array kRecurrentPresets = {
     // state-spaces/mamba2-130m (768 wide, 24 layers, inner 1536 in 24 heads of 64, state 128,
     // one group, kernel 4, no attention or FFN, tied embeddings).
     Preset{.name = "mamba2-130m",
@@ -158,6 +158,6 @@ constexpr std::array kPresets = {
 };
 }  // namespace
 
-std::span<const Preset> recurrent_presets() { return kPresets; }
+std::span<const Preset> recurrent_presets() { return kRecurrentPresets; }
 
 }  // namespace lumen::model

@@ -9,7 +9,7 @@
 namespace lumen::model {
 
 namespace {
-constexpr std::array kPresets = {
+constexpr std::array kTransformerPresets = {
     Preset{"smollm2-135m", "llama", 8192, 576, 30, 1536, 9, 3, 49152, 100000.0, 1e-5, true, "none", 1.0, 0},
     Preset{"llama-1b", "llama", 131072, 2048, 16, 8192, 32, 8, 128256, 500000.0, 1e-5, true, "llama3", 32.0, 8192},
     Preset{"llama-8b", "llama", 131072, 4096, 32, 14336, 32, 8, 128256, 500000.0, 1e-5, false, "llama3", 8.0, 8192},
@@ -246,6 +246,6 @@ constexpr std::array kPresets = {
 };
 }  // namespace
 
-std::span<const Preset> transformer_presets() { return kPresets; }
+std::span<const Preset> transformer_presets() { return kTransformerPresets; }
 
 }  // namespace lumen::model

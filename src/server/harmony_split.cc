@@ -3,26 +3,18 @@
 #include <algorithm>
 #include <array>
 
+#include "server/harmony_markers.h"
 #include "server/harmony_tool_calls.h"
 
 namespace lumen::server {
 
 namespace {
 
-constexpr std::string_view kChannel = "<|channel|>";
-constexpr std::string_view kMessage = "<|message|>";
-constexpr std::string_view kRecipient = "to=";
-constexpr std::array<std::string_view, 3> kEnds = {"<|end|>", "<|return|>", "<|call|>"};
-
-// Where the first end marker of `text` starts and its length; npos if none.
-std::pair<size_t, size_t> find_end(std::string_view text) {
-  std::pair<size_t, size_t> best{std::string_view::npos, 0};
-  for (std::string_view end : kEnds) {
-    const size_t at = text.find(end);
-    if (at < best.first) best = {at, end.size()};
-  }
-  return best;
-}
+using harmony::find_end;
+using harmony::kChannel;
+using harmony::kEnds;
+using harmony::kMessage;
+using harmony::kRecipient;
 
 // Bytes at the end of `text` that may still become an end marker.
 size_t partial_end_suffix(std::string_view text) {

@@ -5,37 +5,22 @@
 #include <vector>
 
 #include "grammar/json_schema_to_gbnf.h"
+#include "server/harmony_markers.h"
 #include "server/reasoning_split.h"
+#include "server/text_trim.h"
 
 namespace lumen::server {
 
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
+using harmony::find_end;
+using harmony::kChannel;
+using harmony::kMessage;
+using harmony::kRecipient;
 
-constexpr std::string_view kChannel = "<|channel|>";
-constexpr std::string_view kMessage = "<|message|>";
 constexpr std::string_view kStart = "<|start|>";
-constexpr std::string_view kRecipient = "to=";
 constexpr std::string_view kFunctions = "functions.";
-constexpr std::array<std::string_view, 3> kEnds = {"<|end|>", "<|return|>", "<|call|>"};
-
-// The first end marker at or after `from`: its offset and length (npos, 0 if none).
-std::pair<size_t, size_t> find_end(std::string_view text, size_t from) {
-  std::pair<size_t, size_t> best{std::string_view::npos, 0};
-  for (std::string_view end : kEnds) {
-    const size_t at = text.find(end, from);
-    if (at < best.first) best = {at, end.size()};
-  }
-  return best;
-}
-
-std::string trimmed(std::string_view text) {
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const size_t last = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(first, last - first + 1));
-}
 
 // Where the next message header starts at or after `from`: its <|channel|>, or the <|start|>
 // before it in a reply no HarmonySplit read (reasoning_format "none"), or the text's start

@@ -7,6 +7,7 @@
 #include "server/generic_reply_prefix.h"
 #include "server/harmony_split.h"
 #include "server/harmony_tool_calls.h"
+#include "server/text_trim.h"
 
 namespace lumen::server {
 
@@ -166,13 +167,6 @@ std::optional<ParsedToolCall> call_of(const ordered_json& object, const char* ar
   if (arguments == object.end()) arguments = object.find("parameters");
   return make_tool_call(name->get<std::string>(), arguments == object.end() ? ordered_json::object() : *arguments,
                         request);
-}
-
-std::string trimmed(std::string_view text) {
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const size_t last = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(first, last - first + 1));
 }
 
 ToolReply parse_hermes(std::string_view text, const ToolRequest& request) {

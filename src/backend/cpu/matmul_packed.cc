@@ -24,7 +24,6 @@ using detail::DecodedSuper;
 using detail::scale_min_pairs;
 
 constexpr size_t kAlignment = 64;
-constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kParallelPackBytes = size_t{4} << 20;
 
 // Where a packed format's bytes come from in a block of the file's layout. The scale (and min)
@@ -259,7 +258,7 @@ PackedWeights::PackedWeights(const WeightMatrix& w, ThreadPool& pool, PackedAren
   group_bytes_ = packed_group_bytes(w.type, w.cols);
   if (arena != nullptr) {
     data_ = arena->allocate(bytes());
-  } else if (bytes() >= kHugePage) {
+  } else if (bytes() >= kHugePageBytes) {
     // Decode streams a matrix once per token: with 4 KiB pages it would take a TLB miss every
     // 4 KiB.
     owned_.reset(allocate_on_huge_pages(bytes()));

@@ -9,13 +9,11 @@
 
 namespace lumen::backend::cpu {
 
-namespace {
-constexpr size_t kHugePage = size_t{2} << 20;
-}
+namespace {}
 
 uint8_t* allocate_on_huge_pages(size_t bytes) {
-  const size_t allocated = (std::max<size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, allocated));
+  const size_t allocated = (std::max<size_t>(bytes, 1) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kHugePageBytes, allocated));
   if (p == nullptr) fail("pack: out of memory for {} bytes", bytes);
 #ifdef MADV_HUGEPAGE
   madvise(p, allocated, MADV_HUGEPAGE);  // advice only: failure is harmless
@@ -29,7 +27,7 @@ uint8_t* PackedArena::allocate(size_t bytes) {
   const size_t size = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
   if (chunks_.empty() || chunks_.back().size - chunks_.back().used < size) {
     // The rest of the current chunk stays unused (untouched pages cost no memory).
-    const size_t chunk = std::max(kChunkBytes, (size + kHugePage - 1) / kHugePage * kHugePage);
+    const size_t chunk = std::max(kChunkBytes, (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
     chunks_.push_back(Chunk{std::unique_ptr<uint8_t[], Free>(allocate_on_huge_pages(chunk)), chunk, 0});
   }
   Chunk& c = chunks_.back();

@@ -22,6 +22,9 @@
 
 namespace lumen::backend::cpu {
 
+// The 2 MiB page size the packed weights are allocated in (transparent huge pages).
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 class PackedArena {
  public:
   static constexpr size_t kAlignment = 64;
